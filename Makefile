@@ -1,0 +1,66 @@
+# searchsync — the two commands a newcomer needs: `make demo` and `make test`.
+SHELL := /bin/bash
+PY    := .venv/bin/python
+STACK := deploy/local/stack.sh
+PYTEST_ARGS ?=
+
+.PHONY: help venv up down status demo test test-unit test-integration lint typecheck fmt bench clean
+
+help:
+	@echo "make demo   bring the local stack up and run searchsync on a stream of real page writes"
+	@echo "make test   bring the stack up, run unit + integration tests, tear the stack down"
+	@echo "make up | down | status | lint | typecheck | bench"
+
+# The virtualenv, rebuilt when pyproject.toml changes.
+.venv/.installed: pyproject.toml
+	@test -x $(PY) || python3 -m venv .venv
+	@$(PY) -m pip install -q -U pip
+	@$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+venv: .venv/.installed
+
+up:
+	@bash $(STACK) up
+
+down:
+	@bash $(STACK) down
+
+status:
+	@bash $(STACK) status
+
+# Unit tests need nothing running; integration tests need the stack (and fail, never skip, without it).
+test-unit: venv
+	@bash deploy/pytest.sh tests/unit $(PYTEST_ARGS)
+
+test-integration: venv up
+	@bash deploy/pytest.sh tests/integration $(PYTEST_ARGS)
+
+# The README's test command: the stack comes up, every test runs, the stack goes down again
+# (also when tests fail); the exit code is the tests'.
+test: venv
+	@set -o pipefail; rc=0; \
+	bash $(STACK) up || { bash $(STACK) down; exit 1; }; \
+	bash deploy/pytest.sh tests $(PYTEST_ARGS) || rc=$$?; \
+	bash $(STACK) down >/dev/null || true; \
+	exit $$rc
+
+demo: venv up
+	@bash deploy/demo.sh
+
+lint: venv
+	@.venv/bin/ruff check consumer tests bench
+	@.venv/bin/ruff format --check consumer tests bench
+
+fmt: venv
+	@.venv/bin/ruff format consumer tests bench
+	@.venv/bin/ruff check --fix consumer tests bench
+
+typecheck: venv
+	@.venv/bin/mypy --strict consumer
+
+bench: venv up
+	@$(PY) -m bench.pipeline_bench
+
+clean: down
+	rm -rf .stack

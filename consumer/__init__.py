@@ -1,0 +1,31 @@
+"""searchsync: keep an Elasticsearch index consistent with MySQL.
+
+The public surface is small on purpose; everything else lives in private modules.
+"""
+
+from consumer._errors import (
+    Backpressure,
+    ConfigError,
+    DlqBudgetExceeded,
+    PoisonMessage,
+    RevisionRegression,
+    SearchSyncError,
+    TransientError,
+    TruthLagging,
+)
+from consumer._types import Key, Operation, Position, ThinEvent
+
+__all__ = [
+    "Backpressure",
+    "ConfigError",
+    "DlqBudgetExceeded",
+    "Key",
+    "Operation",
+    "PoisonMessage",
+    "Position",
+    "RevisionRegression",
+    "SearchSyncError",
+    "ThinEvent",
+    "TransientError",
+    "TruthLagging",
+]

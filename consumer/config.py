@@ -1,0 +1,545 @@
+"""Typed settings, read once at start-up and passed to whoever needs them.
+
+Nothing here reads the environment by itself: `load_settings(env, toml_path)` gets both from its
+caller (the CLI), so tests pass plain dicts and no module reads settings at import time.
+
+Precedence: dataclass defaults (the local stack), then the TOML file, then environment variables
+named ``SEARCHSYNC_<SECTION>_<KEY>`` (e.g. ``SEARCHSYNC_MYSQL_PASSWORD``). Every bad value raises
+`ConfigError` naming the dotted key, the expected form and what was given; unknown keys are errors
+too, so a typo cannot silently fall back to a default. Environment variables whose name does not
+start with a known section (``SEARCHSYNC_CONFIG`` for instance) are left to the caller.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Final
+from urllib.parse import urlsplit
+
+from consumer._errors import ConfigError
+
+__all__ = [
+    "ElasticsearchSettings",
+    "KafkaSettings",
+    "LibrdkafkaValue",
+    "MysqlSettings",
+    "ObservabilitySettings",
+    "PipelineSettings",
+    "Secret",
+    "Settings",
+    "load_settings",
+]
+
+LibrdkafkaValue = str | int | float | bool
+
+ENV_PREFIX: Final = "SEARCHSYNC_"
+_MASK: Final = "***"
+_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
+_GROUP = re.compile(r"[A-Za-z0-9._-]{1,200}")  # leaves room for the ".dlq" / ".replay" suffixes
+_HOST = re.compile(r"[A-Za-z0-9._-]{1,253}|[0-9A-Fa-f:.]{2,45}")  # name, IPv4 or bare IPv6
+_HOST_PORT = re.compile(
+    r"(?P<host>[A-Za-z0-9._-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\]):(?P<port>\d{1,5})"
+)
+_INDEX_PREFIX = re.compile(r"[a-z0-9][a-z0-9_-]{0,99}")
+_DATABASE = re.compile(r"[A-Za-z0-9_$]{1,64}")
+_LIBRDKAFKA_KEY = re.compile(r"[a-z][a-z0-9_.]{0,127}")
+_INTEGER = re.compile(r"[+-]?[0-9]{1,20}")
+# librdkafka settings searchsync owns: overriding them would break the commit protocol.
+_RESERVED_KAFKA: Final = frozenset(
+    {"bootstrap.servers", "group.id", "enable.auto.commit", "enable.auto.offset.store"}
+)
+_SENSITIVE_KAFKA = re.compile(r"password|secret|pem|jaas|token|credential|api\.key")
+_LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+class Secret:
+    """A string that never shows itself in a repr, a log line or a traceback."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        """The real value, for the one call that needs it (e.g. the MySQL connect)."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return _MASK
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+
+def _empty_mapping() -> Mapping[str, LibrdkafkaValue]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaSettings:
+    """Where to read events and where dead letters go.
+
+    Exactly one of `topics` and `topic_regex` is used: setting `topic_regex` empties `topics`.
+    `dlq_topic` defaults to ``<group_id>.dlq`` when loaded.
+    """
+
+    bootstrap_servers: str = "127.0.0.1:9092"
+    group_id: str = "searchsync"
+    topics: tuple[str, ...] = ("outbox.event.wiki_page",)
+    topic_regex: str | None = None
+    dlq_topic: str = "searchsync.dlq"
+    session_timeout_ms: int = 45_000
+    max_poll_interval_ms: int = 300_000
+    poll_timeout_s: float = 0.1
+    poll_batch_size: int = 500
+    auto_offset_reset: str = "earliest"
+    extra: Mapping[str, LibrdkafkaValue] = field(default_factory=_empty_mapping)
+
+    @property
+    def subscription(self) -> list[str]:
+        """What to pass to ``Consumer.subscribe``: librdkafka treats a leading ``^`` as a regex."""
+        return [self.topic_regex] if self.topic_regex is not None else list(self.topics)
+
+    def client_config(self) -> dict[str, LibrdkafkaValue]:
+        """Settings common to every client: the bootstrap servers plus `extra`."""
+        return {**self.extra, "bootstrap.servers": self.bootstrap_servers}
+
+
+@dataclass(frozen=True, slots=True)
+class MysqlSettings:
+    """The source of truth. Defaults match the local stack."""
+
+    host: str = "127.0.0.1"
+    port: int = 3306
+    user: str = "searchsync"
+    password: Secret = field(default_factory=lambda: Secret("searchsync"))
+    database: str = "searchsync"
+    pool_min: int = 1
+    pool_max: int = 10
+    connect_timeout_s: float = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class ElasticsearchSettings:
+    """The search index. Writes go to the alias ``<index_prefix>_<aggregate_type>``."""
+
+    hosts: tuple[str, ...] = ("http://127.0.0.1:9200",)
+    index_prefix: str = "searchsync"
+    request_timeout_s: float = 30.0
+    bulk_max_actions: int = 500
+    bulk_max_bytes: int = 5 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineSettings:
+    """Bounds and timings of the consumer pipeline (retry defaults follow seed 000)."""
+
+    max_in_flight_keys: int = 1_000
+    max_queued_events: int = 10_000
+    max_event_bytes: int = 256 * 1024
+    retry_base_delay_s: float = 1.0
+    retry_max_delay_s: float = 1_800.0
+    retry_max_attempts: int = 10
+    retry_jitter: float = 0.2
+    dlq_max_ratio: float = 0.5
+    dlq_window: int = 200
+    dlq_max_consecutive: int = 100
+    commit_interval_s: float = 1.0
+    shutdown_deadline_s: float = 30.0
+    lag_poll_interval_s: float = 15.0
+
+
+@dataclass(frozen=True, slots=True)
+class ObservabilitySettings:
+    """Metrics endpoint and logging. Port 0 asks the OS for a free port (tests)."""
+
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int = 9464
+    log_level: str = "INFO"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything searchsync is configured with; build it with `load_settings`."""
+
+    kafka: KafkaSettings = field(default_factory=KafkaSettings)
+    mysql: MysqlSettings = field(default_factory=MysqlSettings)
+    elasticsearch: ElasticsearchSettings = field(default_factory=ElasticsearchSettings)
+    pipeline: PipelineSettings = field(default_factory=PipelineSettings)
+    observability: ObservabilitySettings = field(default_factory=ObservabilitySettings)
+
+    def alias(self, aggregate_type: str) -> str:
+        """The stable alias every write goes through (invariant 7)."""
+        return f"{self.elasticsearch.index_prefix}_{aggregate_type}"
+
+    def redacted(self) -> dict[str, dict[str, object]]:
+        """A plain dict for a start-up log line, with every secret masked."""
+        out: dict[str, dict[str, object]] = {}
+        for section in dataclasses.fields(self):
+            value = getattr(self, section.name)
+            out[section.name] = {
+                f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
+            }
+        return out
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, Secret):
+        return _MASK
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, Mapping):
+        return {k: _MASK if _SENSITIVE_KAFKA.search(str(k)) else v for k, v in value.items()}
+    return value
+
+
+_SECTIONS: Final[Mapping[str, type]] = MappingProxyType(
+    {
+        "kafka": KafkaSettings,
+        "mysql": MysqlSettings,
+        "elasticsearch": ElasticsearchSettings,
+        "pipeline": PipelineSettings,
+        "observability": ObservabilitySettings,
+    }
+)
+
+
+def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Settings:
+    """Defaults, then the TOML file, then ``SEARCHSYNC_<SECTION>_<KEY>`` environment variables."""
+    toml = _read_toml(toml_path) if toml_path is not None else {}
+    from_env = _env_sections(env)
+    readers = {
+        name: _Section(name, cls, toml.get(name, {}), from_env.get(name, {}))
+        for name, cls in _SECTIONS.items()
+    }
+    return Settings(
+        kafka=_kafka(readers["kafka"]),
+        mysql=_mysql(readers["mysql"]),
+        elasticsearch=_elasticsearch(readers["elasticsearch"]),
+        pipeline=_pipeline(readers["pipeline"]),
+        observability=_observability(readers["observability"]),
+    )
+
+
+def _read_toml(path: Path) -> dict[str, Mapping[str, object]]:
+    try:
+        with path.open("rb") as handle:
+            document = tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError("config file", "a readable TOML file", f"{path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError("config file", "valid TOML", f"{path}: {exc}") from exc
+    sections: dict[str, Mapping[str, object]] = {}
+    for name, table in document.items():
+        if name not in _SECTIONS:
+            raise ConfigError(name, f"one of the sections {sorted(_SECTIONS)}", name)
+        if not isinstance(table, dict):
+            raise ConfigError(name, "a table ([section])", table)
+        sections[name] = table
+    return sections
+
+
+def _env_sections(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    sections: dict[str, dict[str, str]] = {}
+    for variable, value in env.items():
+        if not variable.startswith(ENV_PREFIX):
+            continue
+        rest = variable[len(ENV_PREFIX) :]
+        for name in _SECTIONS:
+            prefix = f"{name.upper()}_"
+            if rest.startswith(prefix):
+                key = rest[len(prefix) :].lower()
+                if not key:
+                    raise ConfigError(variable, f"{ENV_PREFIX}{name.upper()}_<KEY>", variable)
+                sections.setdefault(name, {})[key] = value
+                break
+    return sections
+
+
+class _Section:
+    """Reads one section's raw values (TOML typed, env as strings) into checked Python values.
+
+    Defaults come from the section's dataclass, so they are written down exactly once.
+    """
+
+    def __init__(
+        self, name: str, cls: type, toml: Mapping[str, object], env: Mapping[str, str]
+    ) -> None:
+        self.name = name
+        self._defaults: dict[str, object] = {}
+        for f in dataclasses.fields(cls):
+            if f.default is not dataclasses.MISSING:
+                self._defaults[f.name] = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                self._defaults[f.name] = f.default_factory()
+        for key in (*toml, *env):
+            if key not in self._defaults:
+                shown = f"{ENV_PREFIX}{name.upper()}_{key.upper()}" if key in env else key
+                raise ConfigError(
+                    f"{name}.{key}", f"one of the keys {sorted(self._defaults)}", shown
+                )
+        self._toml = toml
+        self._env = env
+
+    def key(self, key: str) -> str:
+        return f"{self.name}.{key}"
+
+    def given(self, key: str) -> bool:
+        return key in self._env or key in self._toml
+
+    def _raw(self, key: str) -> tuple[object, bool]:
+        """The value for `key` and whether it is an environment string that needs parsing."""
+        if key in self._env:
+            return self._env[key], True
+        if key in self._toml:
+            return self._toml[key], False
+        return self._defaults[key], False
+
+    def string(self, key: str, pattern: re.Pattern[str] | None = None, form: str = "") -> str:
+        value, _ = self._raw(key)
+        expected = form or "a non-empty string"
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(self.key(key), expected, value)
+        value = value.strip()
+        if pattern is not None and not pattern.fullmatch(value):
+            raise ConfigError(self.key(key), expected, value)
+        return value
+
+    def optional_string(self, key: str) -> str | None:
+        value, _ = self._raw(key)
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(self.key(key), "a non-empty string", value)
+        return value.strip()
+
+    def choice(self, key: str, choices: tuple[str, ...], *, upper: bool = False) -> str:
+        value, _ = self._raw(key)
+        normal = value.strip().upper() if upper and isinstance(value, str) else value
+        if not isinstance(normal, str) or normal.strip() not in choices:
+            raise ConfigError(self.key(key), f"one of {', '.join(choices)}", value)
+        return normal.strip()
+
+    def integer(self, key: str, lo: int, hi: int) -> int:
+        value, from_env = self._raw(key)
+        expected = f"an integer in {lo}..{hi}"
+        if from_env and isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
+            value = int(value.strip())
+        if type(value) is not int or not lo <= value <= hi:
+            raise ConfigError(self.key(key), expected, value)
+        return value
+
+    def number(self, key: str, lo: float, hi: float, *, lo_open: bool = False) -> float:
+        """A finite float in the range (an int is fine too, a bool is not)."""
+        value, from_env = self._raw(key)
+        expected = f"a number in {'(' if lo_open else '['}{lo}, {hi}]"
+        if from_env and isinstance(value, str):
+            try:
+                value = float(value.strip())
+            except ValueError:
+                raise ConfigError(self.key(key), expected, value) from None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(self.key(key), expected, value)
+        number = float(value)
+        if not math.isfinite(number) or number > hi or number < lo or (lo_open and number == lo):
+            raise ConfigError(self.key(key), expected, value)
+        return number
+
+    def string_list(
+        self, key: str, check: Callable[[str], bool], form: str, *, allow_empty: bool = False
+    ) -> tuple[str, ...]:
+        """A list in TOML, a comma-separated string in the environment."""
+        value, from_env = self._raw(key)
+        expected = f"a list of {form}"
+        if from_env and isinstance(value, str):
+            value = [item.strip() for item in value.split(",")] if value.strip() else []
+        if isinstance(value, tuple):
+            value = list(value)
+        if not isinstance(value, list) or (not value and not allow_empty):
+            raise ConfigError(self.key(key), expected, value)
+        for item in value:
+            if not isinstance(item, str) or not check(item.strip()):
+                raise ConfigError(self.key(key), expected, item)
+        return tuple(item.strip() for item in value)
+
+    def secret(self, key: str) -> Secret:
+        value, _ = self._raw(key)
+        if isinstance(value, Secret):
+            return value
+        if not isinstance(value, str):
+            raise ConfigError(self.key(key), "a string", _MASK)  # never echo a secret
+        return Secret(value)
+
+    def librdkafka(self, key: str) -> Mapping[str, LibrdkafkaValue]:
+        """A TOML table, or a JSON object in the environment, of extra librdkafka settings."""
+        value, from_env = self._raw(key)
+        expected = "a table of librdkafka settings (string, integer, float or bool values)"
+        if from_env and isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise ConfigError(self.key(key), f"{expected} as a JSON object", _MASK) from None
+        if not isinstance(value, Mapping):
+            raise ConfigError(self.key(key), expected, type(value).__name__)
+        checked: dict[str, LibrdkafkaValue] = {}
+        for name, item in value.items():
+            dotted = f"{self.key(key)}.{name}"
+            if not isinstance(name, str) or not _LIBRDKAFKA_KEY.fullmatch(name):
+                raise ConfigError(
+                    dotted, "a librdkafka property name like 'socket.timeout.ms'", name
+                )
+            if name in _RESERVED_KAFKA:
+                raise ConfigError(dotted, "a setting searchsync does not own itself", name)
+            if not isinstance(item, str | int | float | bool):
+                raise ConfigError(dotted, expected, type(item).__name__)
+            checked[name] = item
+        return MappingProxyType(checked)
+
+
+def _is_topic(name: str) -> bool:
+    return bool(_TOPIC.fullmatch(name)) and name not in (".", "..")
+
+
+def _is_host_port(item: str) -> bool:
+    match = _HOST_PORT.fullmatch(item)
+    return match is not None and 1 <= int(match["port"]) <= 65_535
+
+
+def _is_http_url(item: str) -> bool:
+    try:
+        parts = urlsplit(item)
+        port = parts.port  # raises ValueError on a malformed or out-of-range port
+    except ValueError:
+        return False
+    return (
+        parts.scheme in ("http", "https")
+        and bool(parts.hostname)
+        and port != 0
+        and not parts.query
+        and not parts.fragment
+        and not any(c.isspace() for c in item)
+    )
+
+
+def _kafka(r: _Section) -> KafkaSettings:
+    servers = r.string(
+        "bootstrap_servers", form="comma-separated host:port pairs, e.g. '127.0.0.1:9092'"
+    )
+    if not all(_is_host_port(item.strip()) for item in servers.split(",")):
+        raise ConfigError(r.key("bootstrap_servers"), "comma-separated host:port pairs", servers)
+    group_id = r.string("group_id", _GROUP, "1..200 of [A-Za-z0-9._-]")
+    topic_regex = r.optional_string("topic_regex")
+    if topic_regex is not None:
+        if r.given("topics"):
+            raise ConfigError(r.key("topics"), "topics or topic_regex, not both", "both")
+        if not topic_regex.startswith("^"):
+            raise ConfigError(r.key("topic_regex"), "a regex starting with '^'", topic_regex)
+        try:
+            re.compile(topic_regex)
+        except re.error as exc:
+            raise ConfigError(r.key("topic_regex"), f"a valid regex ({exc})", topic_regex) from None
+        topics: tuple[str, ...] = ()
+    else:
+        topics = r.string_list("topics", _is_topic, "Kafka topic names")
+    dlq_topic = (
+        r.string("dlq_topic", _TOPIC, "a Kafka topic name")
+        if r.given("dlq_topic")
+        else f"{group_id}.dlq"
+    )
+    if dlq_topic in topics or (topic_regex is not None and re.match(topic_regex, dlq_topic)):
+        raise ConfigError(
+            r.key("dlq_topic"), "a topic the consumer does not read itself", dlq_topic
+        )
+    session = r.integer("session_timeout_ms", 1_000, 3_600_000)
+    max_poll = r.integer("max_poll_interval_ms", 1_000, 86_400_000)
+    if max_poll < session:
+        raise ConfigError(
+            r.key("max_poll_interval_ms"), f">= kafka.session_timeout_ms ({session})", max_poll
+        )
+    return KafkaSettings(
+        bootstrap_servers=",".join(item.strip() for item in servers.split(",")),
+        group_id=group_id,
+        topics=topics,
+        topic_regex=topic_regex,
+        dlq_topic=dlq_topic,
+        session_timeout_ms=session,
+        max_poll_interval_ms=max_poll,
+        poll_timeout_s=r.number("poll_timeout_s", 0.0, 60.0, lo_open=True),
+        poll_batch_size=r.integer("poll_batch_size", 1, 100_000),
+        auto_offset_reset=r.choice("auto_offset_reset", ("earliest", "latest")),
+        extra=r.librdkafka("extra"),
+    )
+
+
+def _mysql(r: _Section) -> MysqlSettings:
+    pool_min = r.integer("pool_min", 0, 1_000)
+    pool_max = r.integer("pool_max", 1, 1_000)
+    if pool_max < pool_min:
+        raise ConfigError(r.key("pool_max"), f">= mysql.pool_min ({pool_min})", pool_max)
+    return MysqlSettings(
+        host=r.string("host", _HOST, "a host name or IP address"),
+        port=r.integer("port", 1, 65_535),
+        user=r.string("user"),
+        password=r.secret("password"),
+        database=r.string("database", _DATABASE, "1..64 of [A-Za-z0-9_$]"),
+        pool_min=pool_min,
+        pool_max=pool_max,
+        connect_timeout_s=r.number("connect_timeout_s", 0.0, 300.0, lo_open=True),
+    )
+
+
+def _elasticsearch(r: _Section) -> ElasticsearchSettings:
+    return ElasticsearchSettings(
+        hosts=r.string_list("hosts", _is_http_url, "http(s)://host[:port] URLs"),
+        index_prefix=r.string(
+            "index_prefix", _INDEX_PREFIX, "lower-case [a-z0-9_-], 1..100 characters"
+        ),
+        request_timeout_s=r.number("request_timeout_s", 0.0, 3_600.0, lo_open=True),
+        bulk_max_actions=r.integer("bulk_max_actions", 1, 100_000),
+        bulk_max_bytes=r.integer("bulk_max_bytes", 1_024, 1024 * 1024 * 1024),
+    )
+
+
+def _pipeline(r: _Section) -> PipelineSettings:
+    base = r.number("retry_base_delay_s", 0.0, 86_400.0, lo_open=True)
+    ceiling = r.number("retry_max_delay_s", 0.0, 86_400.0, lo_open=True)
+    if ceiling < base:
+        raise ConfigError(
+            r.key("retry_max_delay_s"), f">= pipeline.retry_base_delay_s ({base})", ceiling
+        )
+    return PipelineSettings(
+        max_in_flight_keys=r.integer("max_in_flight_keys", 1, 1_000_000),
+        max_queued_events=r.integer("max_queued_events", 1, 10_000_000),
+        max_event_bytes=r.integer("max_event_bytes", 64, 64 * 1024 * 1024),
+        retry_base_delay_s=base,
+        retry_max_delay_s=ceiling,
+        retry_max_attempts=r.integer("retry_max_attempts", 1, 1_000),
+        retry_jitter=r.number("retry_jitter", 0.0, 1.0),
+        dlq_max_ratio=r.number("dlq_max_ratio", 0.0, 1.0, lo_open=True),
+        dlq_window=r.integer("dlq_window", 1, 1_000_000),
+        dlq_max_consecutive=r.integer("dlq_max_consecutive", 1, 1_000_000),
+        commit_interval_s=r.number("commit_interval_s", 0.0, 3_600.0, lo_open=True),
+        shutdown_deadline_s=r.number("shutdown_deadline_s", 0.0, 3_600.0, lo_open=True),
+        lag_poll_interval_s=r.number("lag_poll_interval_s", 0.0, 3_600.0, lo_open=True),
+    )
+
+
+def _observability(r: _Section) -> ObservabilitySettings:
+    return ObservabilitySettings(
+        metrics_host=r.string("metrics_host", _HOST, "a host name or IP address"),
+        metrics_port=r.integer("metrics_port", 0, 65_535),
+        log_level=r.choice("log_level", _LOG_LEVELS, upper=True),
+    )

@@ -1,0 +1,208 @@
+"""MySQL (MariaDB) connections: one pool factory, one transaction scope, one error translation.
+
+Every module that talks to MySQL goes through here, so they agree on three things:
+
+- sessions: utf8mb4, autocommit off, ``READ COMMITTED`` (each statement sees the latest committed
+  rows, and a locking read of a missing row takes no gap lock, so two concurrent creates of one
+  id collide on the primary key instead of deadlocking), UTC session time zone;
+- transactions: `transaction` commits on success, rolls back on error, and *discards* a
+  connection whose state is unknown (cancelled mid-query, failed rollback) instead of handing it
+  to the next caller;
+- errors: `translate_errors` turns driver errors that may heal by themselves (server away,
+  deadlock, lock wait timeout) into `TransientError` with a stable code, and bad credentials or
+  an unknown database into `ConfigError`. Anything else (SQL bugs, constraint violations) passes
+  through unchanged: retrying would not help.
+
+Nothing happens at import time; the pool is built by the caller and closed by the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from datetime import UTC, datetime
+from typing import Any, Final, TypeVar
+
+import aiomysql
+
+from consumer._errors import ConfigError, TransientError
+
+__all__ = [
+    "MYSQL_DEADLOCK",
+    "MYSQL_LOCK_TIMEOUT",
+    "MYSQL_UNAVAILABLE",
+    "Clock",
+    "create_pool",
+    "db_time",
+    "expand_in",
+    "mysql_error_code",
+    "transaction",
+    "translate_errors",
+    "utc_now",
+    "with_transaction",
+]
+
+T = TypeVar("T")
+
+Clock = Callable[[], datetime]
+"""Returns "now"; aware datetimes are converted to UTC by `db_time`, naive ones are taken as UTC."""
+
+MYSQL_UNAVAILABLE: Final = "MYSQL_UNAVAILABLE"
+MYSQL_DEADLOCK: Final = "MYSQL_DEADLOCK"
+MYSQL_LOCK_TIMEOUT: Final = "MYSQL_LOCK_TIMEOUT"
+
+_ER_DEADLOCK: Final = 1213
+_ER_LOCK_WAIT_TIMEOUT: Final = 1205
+_ER_ACCESS_DENIED: Final = frozenset({1044, 1045})
+_ER_BAD_DB: Final = 1049
+# Server gone, not reachable, shutting down, too many connections, connection killed.
+_ER_UNAVAILABLE: Final = frozenset({1040, 1053, 1927, 2002, 2003, 2006, 2013, 2014, 2055})
+
+_SESSION_INIT: Final = "SET SESSION tx_isolation = 'READ-COMMITTED', time_zone = '+00:00'"
+
+
+async def create_pool(
+    *,
+    host: str,
+    port: int,
+    user: str,
+    password: str,
+    database: str,
+    minsize: int = 1,
+    maxsize: int = 10,
+    connect_timeout: float = 5.0,
+    pool_recycle: int = 3600,
+) -> aiomysql.Pool:
+    """A connection pool with the session settings described in the module docstring.
+
+    Connections use the plain tuple cursor by default; ask for ``conn.cursor(aiomysql.DictCursor)``
+    where rows by column name are wanted. `pool_recycle` (seconds) replaces connections older than
+    that, so MariaDB's ``wait_timeout`` never hands us a dead socket.
+
+    Raises `TransientError("MYSQL_UNAVAILABLE")` when the server cannot be reached and
+    `ConfigError` when it refuses the credentials or does not know the database.
+    """
+    if not 0 <= minsize <= maxsize or maxsize < 1:
+        raise ConfigError(
+            "mysql.pool", "0 <= minsize <= maxsize and maxsize >= 1", (minsize, maxsize)
+        )
+    where = f"{user}@{host}:{port}/{database}"
+    with translate_errors(f"connect to {where}"):
+        pool: aiomysql.Pool = await aiomysql.create_pool(
+            host=host,
+            port=port,
+            user=user,
+            password=password,
+            db=database,
+            minsize=minsize,
+            maxsize=maxsize,
+            connect_timeout=connect_timeout,
+            pool_recycle=pool_recycle,
+            autocommit=False,
+            charset="utf8mb4",
+            init_command=_SESSION_INIT,
+        )
+    return pool
+
+
+@asynccontextmanager
+async def transaction(pool: aiomysql.Pool) -> AsyncIterator[Any]:
+    """One connection in one transaction: commit on success, roll back on error.
+
+    A connection is closed instead of reused when the rollback fails or the body was interrupted
+    by something other than an ``Exception`` (task cancellation): its protocol state is unknown,
+    and the server rolls back the open transaction when the socket goes away. Driver errors are
+    translated as `translate_errors` says.
+    """
+    with translate_errors("transaction"):
+        conn = await pool.acquire()
+    try:
+        with translate_errors("transaction"):
+            await conn.begin()
+        try:
+            yield conn
+            with translate_errors("commit"):
+                await conn.commit()
+        except Exception:
+            await _rollback_or_close(conn)
+            raise
+        except BaseException:
+            conn.close()
+            raise
+    finally:
+        await pool.release(conn)
+
+
+async def with_transaction(pool: aiomysql.Pool, fn: Callable[[Any], Awaitable[T]]) -> T:
+    """Run ``fn(conn)`` inside `transaction` and return its result."""
+    async with transaction(pool) as conn:
+        return await fn(conn)
+
+
+async def _rollback_or_close(conn: Any) -> None:
+    if conn.closed:
+        return
+    try:
+        await conn.rollback()
+    except Exception:
+        conn.close()
+
+
+def mysql_error_code(exc: BaseException) -> int | None:
+    """The MySQL error number of a driver error, or None if `exc` is not one."""
+    if isinstance(exc, aiomysql.MySQLError) and exc.args and isinstance(exc.args[0], int):
+        return exc.args[0]
+    return None
+
+
+@contextmanager
+def translate_errors(doing: str) -> Iterator[None]:
+    """Re-raise driver errors as the pipeline's error tree (see the module docstring).
+
+    `doing` names the operation in the message, e.g. ``"read wiki_page"``. Works around awaits:
+    ``with translate_errors("x"): await cursor.execute(...)``.
+    """
+    try:
+        yield
+    except (aiomysql.OperationalError, aiomysql.InternalError) as exc:
+        code = mysql_error_code(exc)
+        if code == _ER_DEADLOCK:
+            raise TransientError(MYSQL_DEADLOCK, f"{doing}: {exc}") from exc
+        if code == _ER_LOCK_WAIT_TIMEOUT:
+            raise TransientError(MYSQL_LOCK_TIMEOUT, f"{doing}: {exc}") from exc
+        if code in _ER_ACCESS_DENIED:
+            raise ConfigError("mysql.user/password", "credentials MySQL accepts", str(exc)) from exc
+        if code == _ER_BAD_DB:
+            raise ConfigError("mysql.database", "an existing database", str(exc)) from exc
+        if code in _ER_UNAVAILABLE or code is None:
+            raise TransientError(MYSQL_UNAVAILABLE, f"{doing}: {exc}") from exc
+        raise
+    except aiomysql.InterfaceError as exc:  # used a connection that is already closed
+        raise TransientError(MYSQL_UNAVAILABLE, f"{doing}: {exc!r}") from exc
+    except OSError as exc:  # includes TimeoutError (connect_timeout)
+        raise TransientError(MYSQL_UNAVAILABLE, f"{doing}: {exc!r}") from exc
+
+
+def utc_now() -> datetime:
+    """The default `Clock`."""
+    return datetime.now(UTC)
+
+
+def db_time(at: datetime) -> datetime:
+    """`at` as DATETIME(6) columns hold it: naive UTC (the session time zone is UTC too)."""
+    if at.tzinfo is not None:
+        return at.astimezone(UTC).replace(tzinfo=None)
+    return at
+
+
+def expand_in(sql: str, count: int) -> str:
+    """`sql` with its one ``IN %s`` turned into ``IN (%s, ..., %s)`` for `count` values.
+
+    PyMySQL 1.2 no longer escapes a tuple as a parenthesised list, so ``cur.execute("... IN %s",
+    (ids,))`` raises ``TypeError``; pass the values flat with the expanded SQL instead.
+    """
+    if count < 1:
+        raise ValueError("an IN list needs at least one value")
+    if sql.count("IN %s") != 1:
+        raise ValueError(f"expected exactly one 'IN %s' in {sql!r}")
+    return sql.replace("IN %s", "IN (" + ", ".join(["%s"] * count) + ")")

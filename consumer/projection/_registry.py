@@ -1,0 +1,202 @@
+"""Projectors and the registry that finds one per aggregate type (invariant 6).
+
+A projector turns one MySQL row into one complete search document. The consumer, the rebuild
+and the repair job all get their projector from a `ProjectorRegistry`, so there is exactly one
+way to build a document of a given type and `projection_schema_version`.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from consumer._errors import PoisonMessage
+from consumer.projection.canonical import CanonicalizationError, canonical_json, sha256_hex
+
+__all__ = ["RESERVED_FIELDS", "Document", "Projector", "ProjectorRegistry", "Row"]
+
+Row = Mapping[str, Any]
+"""One row as aiomysql's DictCursor returns it (JSON columns as `str`, DATETIME as `datetime`)."""
+
+RESERVED_FIELDS = frozenset(
+    {"id", "source_revision", "projection_schema_version", "projection_hash"}
+)
+"""Fields `Projector.project` sets itself; a `build` function must not return them."""
+
+_REQUIRED_MAPPING_FIELDS = RESERVED_FIELDS | {"is_deleted"}
+_MAX_EXTERNAL_VERSION = 2**63 - 1  # Elasticsearch external versions are non-negative longs
+_AGGREGATE_TYPE = re.compile(r"[a-z][a-z0-9_]{0,62}")  # it becomes part of an index name
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A projected document, ready to be written with `source_revision` as its external version.
+
+    `body` is the whole document (including `projection_schema_version`, `projection_hash` and
+    `is_deleted`) decoded from the canonical bytes, so ``body`` and ``to_json()`` always agree.
+    Treat `body` as read-only.
+    """
+
+    doc_id: str
+    source_revision: int
+    body: dict[str, Any]
+    projection_hash: str
+    is_deleted: bool
+    _json: bytes = field(repr=False, compare=False)
+
+    def to_json(self) -> bytes:
+        """The canonical bytes of `body` (see `consumer.projection.canonical`)."""
+        return self._json
+
+
+@dataclass(frozen=True, slots=True)
+class Projector:
+    """How to read and project one aggregate type.
+
+    - `select_sql`: a SELECT with one ``%s`` for a tuple of ids (``... WHERE id IN %s``) returning
+      at least `id`, `revision` and every column `build` reads, soft-deleted rows included.
+    - `build(row)`: the type's own fields, including ``is_deleted`` (a `bool`), and none of
+      `RESERVED_FIELDS`. It raises `PoisonMessage("PROJECTION_ERROR", ...)` for a row it cannot
+      project; `KeyError`, `TypeError` and `ValueError` from it are turned into that too.
+    - `mapping`: the index body (``{"settings": ..., "mappings": ...}``) for this type; its
+      properties must cover `RESERVED_FIELDS` and ``is_deleted``.
+
+    Adding an aggregate type::
+
+        def build_note(row: Row) -> dict[str, Any]:
+            return {"text": str(row["text"]), "is_deleted": row["deleted_at"] is not None}
+
+        registry = default_registry()
+        registry.register(
+            Projector(
+                aggregate_type="note",
+                schema_version=1,
+                select_sql="SELECT id, text, revision, deleted_at FROM note WHERE id IN %s",
+                build=build_note,
+                mapping=load_json("schemas/index/note.json"),
+            )
+        )
+    """
+
+    aggregate_type: str
+    schema_version: int
+    select_sql: str
+    build: Callable[[Row], dict[str, Any]]
+    mapping: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        if not _AGGREGATE_TYPE.fullmatch(self.aggregate_type):
+            raise ValueError(f"aggregate_type {self.aggregate_type!r}: want [a-z][a-z0-9_]*")
+        if isinstance(self.schema_version, bool) or not isinstance(self.schema_version, int):
+            raise ValueError("schema_version must be an int")
+        if self.schema_version < 1:
+            raise ValueError("schema_version must be >= 1")
+        if "%s" not in self.select_sql:
+            raise ValueError("select_sql needs a %s placeholder for the id tuple")
+        properties = self.mapping.get("mappings", {}).get("properties", {})
+        missing = sorted(_REQUIRED_MAPPING_FIELDS - set(properties))
+        if missing:
+            raise ValueError(f"mapping of {self.aggregate_type} lacks properties {missing}")
+
+    def project(self, row: Row) -> Document:
+        """Build the document of `row`; raise `PoisonMessage("PROJECTION_ERROR")` if impossible."""
+        doc_id = _doc_id(row.get("id"))
+        revision = _revision(row.get("revision"))
+        try:
+            fields = self.build(row)
+        except PoisonMessage:
+            raise
+        except (KeyError, TypeError, ValueError) as exc:
+            raise _error(doc_id, f"{type(exc).__name__}: {exc}") from exc
+        clash = sorted(RESERVED_FIELDS & set(fields))
+        if clash:
+            raise _error(doc_id, f"build() returned reserved fields {clash}")
+        if not isinstance(fields.get("is_deleted"), bool):
+            raise _error(doc_id, "build() must return is_deleted as a bool")
+        return self._seal(doc_id, revision, fields)
+
+    def tombstone(self, aggregate_id: str, revision: int) -> Document:
+        """The document for a row that no longer exists (hard delete) at `revision`.
+
+        It carries only ``id``, ``source_revision``, ``projection_schema_version``,
+        ``projection_hash`` and ``is_deleted: true``: enough to hold the version in
+        Elasticsearch so that a late upsert cannot resurrect the row (invariant 4).
+        """
+        doc_id = _doc_id(aggregate_id)
+        return self._seal(doc_id, _revision(revision), {"is_deleted": True})
+
+    def _seal(self, doc_id: str, revision: int, fields: Mapping[str, Any]) -> Document:
+        unsigned = {
+            **fields,
+            "id": doc_id,
+            "source_revision": revision,
+            "projection_schema_version": self.schema_version,
+        }
+        try:
+            digest = sha256_hex(canonical_json(unsigned))
+            data = canonical_json({**unsigned, "projection_hash": digest})
+        except CanonicalizationError as exc:
+            raise _error(doc_id, str(exc)) from exc
+        return Document(
+            doc_id=doc_id,
+            source_revision=revision,
+            body=orjson.loads(data),
+            projection_hash=digest,
+            is_deleted=bool(fields["is_deleted"]),
+            _json=data,
+        )
+
+
+class ProjectorRegistry:
+    """Maps an aggregate type to its one projector. Build one per process; no global instance."""
+
+    def __init__(self) -> None:
+        self._projectors: dict[str, Projector] = {}
+
+    def register(self, projector: Projector) -> None:
+        """Add `projector`; a second projector for the same type is a `ValueError`."""
+        if projector.aggregate_type in self._projectors:
+            raise ValueError(f"a projector for {projector.aggregate_type!r} is already registered")
+        self._projectors[projector.aggregate_type] = projector
+
+    def get(self, aggregate_type: str) -> Projector:
+        """The projector of `aggregate_type`; an unknown type is poison: it can never succeed."""
+        try:
+            return self._projectors[aggregate_type]
+        except KeyError:
+            raise PoisonMessage(
+                "UNKNOWN_AGGREGATE_TYPE", f"no projector registered for {aggregate_type!r}"
+            ) from None
+
+    def types(self) -> tuple[str, ...]:
+        """The registered aggregate types, sorted."""
+        return tuple(sorted(self._projectors))
+
+
+def _error(doc_id: str, message: str) -> PoisonMessage:
+    return PoisonMessage("PROJECTION_ERROR", f"{doc_id}: {message}")
+
+
+def _doc_id(value: object) -> str:
+    # The id is both the Elasticsearch _id and the body's `id`; canonical JSON would NFC the
+    # latter, so a non-NFC id would make them differ. Refuse it instead.
+    if not isinstance(value, str) or not value:
+        raise PoisonMessage("PROJECTION_ERROR", f"id must be a non-empty string, got {value!r}")
+    if unicodedata.normalize("NFC", value) != value:
+        raise PoisonMessage("PROJECTION_ERROR", f"id {value!r} is not in Unicode NFC")
+    if len(value.encode("utf-8")) > 512:
+        raise PoisonMessage("PROJECTION_ERROR", f"id longer than 512 bytes: {value[:40]!r}...")
+    return value
+
+
+def _revision(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PoisonMessage("PROJECTION_ERROR", f"revision must be an int, got {value!r}")
+    if not 1 <= value <= _MAX_EXTERNAL_VERSION:
+        raise PoisonMessage("PROJECTION_ERROR", f"revision {value} outside 1..2^63-1")
+    return value

@@ -1,0 +1,86 @@
+"""Canonical JSON: the one byte encoding that documents and their hashes are computed from.
+
+Invariant 6 of DESIGN.md says the same truth and the same projector give byte-identical
+documents. Python dicts, JSON libraries and Unicode all leave room for "the same value, other
+bytes"; these rules close that room (seed 004, "canonicalization before hashing"):
+
+1. Objects: keys must be `str`; they are NFC-normalized and emitted sorted by Unicode code
+   point (orjson ``OPT_SORT_KEYS``), at every nesting level. Two keys that become equal after
+   NFC are an error, not a silent merge.
+2. Strings: NFC-normalized. Lone surrogates are an error.
+3. Arrays: lists and tuples, order kept (sorting is a projector's decision, not the encoder's).
+4. Numbers: `int` within signed 64 bits; `float` must be finite (NaN and ±inf are rejected,
+   orjson would write them as ``null``); ``-0.0`` is written as ``0.0``; a float keeps its
+   float form (``1.0`` is not ``1``). `bool` is `true`/`false`.
+5. Nothing else: `None` is ``null``; datetimes, Decimals, bytes, sets and other objects are
+   rejected so a projector has to choose their textual form explicitly.
+6. Output: UTF-8, no insignificant whitespace, no trailing newline.
+
+Changing any rule changes hashes: bump `CANONICALIZATION_VERSION` and treat older hashes as
+"computed under the old rules" (a repair job then re-projects instead of trusting them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import unicodedata
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+__all__ = ["CANONICALIZATION_VERSION", "CanonicalizationError", "canonical_json", "sha256_hex"]
+
+CANONICALIZATION_VERSION = 1
+"""Version of the rules above. Part of the contract of every stored `projection_hash`."""
+
+_INT_MIN = -(2**63)
+_INT_MAX = 2**63 - 1
+
+
+class CanonicalizationError(ValueError):
+    """The value has no canonical form under the rules of this module."""
+
+
+def canonical_json(obj: Any) -> bytes:
+    """Encode `obj` under the canonical rules; raise `CanonicalizationError` if it cannot be."""
+    normalized = _normalize(obj, "$")
+    try:
+        return orjson.dumps(normalized, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError as exc:  # e.g. a lone surrogate in a string
+        raise CanonicalizationError(str(exc)) from exc
+
+
+def sha256_hex(data: bytes) -> str:
+    """SHA-256 of `data` as 64 lowercase hex characters."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def _normalize(value: Any, path: str) -> Any:
+    # bool before int: bool is a subclass of int and is written as true/false.
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return unicodedata.normalize("NFC", value)
+    if isinstance(value, int):
+        if not _INT_MIN <= value <= _INT_MAX:
+            raise CanonicalizationError(f"{path}: integer outside signed 64 bits")
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise CanonicalizationError(f"{path}: non-finite float {value!r}")
+        return 0.0 if value == 0.0 else value
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise CanonicalizationError(f"{path}: object key {key!r} is not a string")
+            nkey = unicodedata.normalize("NFC", key)
+            if nkey in out:
+                raise CanonicalizationError(f"{path}: keys collide after NFC: {key!r}")
+            out[nkey] = _normalize(item, f"{path}.{nkey}")
+        return out
+    if isinstance(value, list | tuple):
+        return [_normalize(item, f"{path}[{i}]") for i, item in enumerate(value)]
+    raise CanonicalizationError(f"{path}: {type(value).__name__} has no canonical JSON form")

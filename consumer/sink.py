@@ -1,0 +1,406 @@
+"""The Elasticsearch port: bulk writes with external versions and a verdict for every item.
+
+Every write is an ``index`` action with ``version=<source_revision>``,
+``version_type=external`` through the alias, on a bulk request with ``require_alias=true``
+(DESIGN.md invariants 3, 4 and 7). There is no delete action: deletes are tombstone documents.
+
+Layers, each with one job:
+
+- `SearchIndex`: the narrow port. `EsIndex` adapts `AsyncElasticsearch` to it;
+  `consumer.esfake.InMemoryIndex` implements it in memory for tests.
+- `classify`: a pure function from one bulk item result to an `Outcome`.
+- `Sink`: runs a bulk, classifies every item, and confirms every 409 by reading the stored
+  version (one mget per alias per batch) so that a conflict is never silently ignored.
+
+Nothing here raises for an Elasticsearch failure: a failed request becomes a per-item result,
+and the caller decides (retry, DLQ, pause) from each `WriteOutcome`.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, cast
+
+import orjson
+from elastic_transport import ConnectionTimeout, TransportError
+from elasticsearch import ApiError, AsyncElasticsearch
+
+from consumer._errors import TransientError
+from consumer.projection import Document
+
+__all__ = [
+    "SYSTEMIC_CODES",
+    "BulkSizer",
+    "EsIndex",
+    "IndexOp",
+    "ItemResult",
+    "Outcome",
+    "OutcomeKind",
+    "SearchIndex",
+    "Sink",
+    "SinkObserver",
+    "Verdict",
+    "WriteOutcome",
+    "classify",
+]
+
+# Status 0 in an `ItemResult` means "no HTTP answer for this item" (connection, timeout, ...).
+NO_RESPONSE = 0
+TIMEOUT_ERROR = "timeout"
+CONNECTION_ERROR = "connection_error"
+BAD_RESPONSE_ERROR = "bad_response"
+
+_MAPPING_ERRORS = frozenset(
+    {
+        "mapper_parsing_exception",
+        "document_parsing_exception",
+        "strict_dynamic_mapping_exception",
+        "illegal_argument_exception",
+    }
+)
+
+SYSTEMIC_CODES = frozenset(
+    {"ES_429", "ES_BLOCKED", "ES_5XX", "ES_UNAVAILABLE", "ES_TIMEOUT", "ES_AUTH", "ALIAS_MISSING"}
+)
+"""RETRY codes caused by the cluster, not by the event: better met with backpressure (pause
+intake) than by spending the event's retry budget towards the DLQ."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexOp:
+    """One ``index`` action: `body_json` under `doc_id` at external `version`, through `alias`."""
+
+    alias: str
+    doc_id: str
+    version: int
+    body_json: bytes
+
+    @classmethod
+    def from_document(cls, alias: str, document: Document) -> IndexOp:
+        """The op that writes `document` at its `source_revision`."""
+        return cls(alias, document.doc_id, document.source_revision, document.to_json())
+
+    def action_json(self) -> bytes:
+        """The bulk action line (without newline)."""
+        meta = {
+            "_index": self.alias,
+            "_id": self.doc_id,
+            "version": self.version,
+            "version_type": "external",
+        }
+        return orjson.dumps({"index": meta})
+
+
+@dataclass(frozen=True, slots=True)
+class ItemResult:
+    """What Elasticsearch (or the transport) said about one op."""
+
+    op: IndexOp
+    status: int
+    error_type: str | None = None
+    reason: str | None = None
+
+
+class SearchIndex(Protocol):
+    """The narrow port to a search engine with Elasticsearch's external-version semantics."""
+
+    async def bulk_index(self, ops: Sequence[IndexOp]) -> list[ItemResult]:
+        """Write `ops`; return one result per op, in order. Never raises for a failed request."""
+        ...
+
+    async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
+        """Real-time stored `_version` per id (None: absent). Raises `TransientError` on failure."""
+        ...
+
+    async def refresh(self, alias: str) -> None:
+        """Make written documents visible to search (tests and verification only)."""
+        ...
+
+
+class Verdict(enum.Enum):
+    """What one bulk item result means on its own (before 409 confirmation)."""
+
+    APPLIED = "APPLIED"
+    CONFLICT = "CONFLICT"
+    RETRY = "RETRY"
+    POISON = "POISON"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    verdict: Verdict
+    code: str | None = None
+
+
+def classify(result: ItemResult) -> Outcome:
+    """Map one item result to a verdict and an error code. Pure; the table is the policy."""
+    status, etype = result.status, result.error_type
+    if 200 <= status < 300:
+        return Outcome(Verdict.APPLIED)
+    if status == 409:
+        return Outcome(Verdict.CONFLICT, "ES_409")
+    if status == NO_RESPONSE:
+        return Outcome(Verdict.RETRY, "ES_TIMEOUT" if etype == TIMEOUT_ERROR else "ES_UNAVAILABLE")
+    if etype == "cluster_block_exception":  # 429 flood-stage disk block, 403 write block
+        return Outcome(Verdict.RETRY, "ES_BLOCKED")
+    if status == 429:
+        return Outcome(Verdict.RETRY, "ES_429")
+    if status == 404:  # index_not_found_exception: the alias is missing; run index init
+        return Outcome(Verdict.RETRY, "ALIAS_MISSING")
+    if status in (401, 403):
+        return Outcome(Verdict.RETRY, "ES_AUTH")
+    if status == 408:
+        return Outcome(Verdict.RETRY, "ES_TIMEOUT")
+    if status == 413:  # a single document above http.max_content_length; BulkSizer avoids more
+        return Outcome(Verdict.RETRY, "ES_TOO_LARGE")
+    if status >= 500:
+        return Outcome(Verdict.RETRY, "ES_5XX")
+    if status == 400 and etype in _MAPPING_ERRORS:
+        return Outcome(Verdict.POISON, "MAPPING_ERROR")
+    if 400 <= status < 500:
+        return Outcome(Verdict.POISON, f"ES_{status}")
+    return Outcome(Verdict.RETRY, "ES_UNEXPECTED")
+
+
+class OutcomeKind(enum.Enum):
+    """The final verdict for one op after 409 confirmation."""
+
+    APPLIED = "APPLIED"  # written now
+    ALREADY_APPLIED = "ALREADY_APPLIED"  # 409 and the stored version equals ours
+    AHEAD = "AHEAD"  # 409 and Elasticsearch holds a newer version: re-read the truth
+    RETRY = "RETRY"  # may succeed later (see `code`)
+    POISON = "POISON"  # can never succeed as it is: DLQ with `code`
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOutcome:
+    op: IndexOp
+    kind: OutcomeKind
+    code: str | None = None
+    message: str | None = None
+    stored_version: int | None = None
+
+    @property
+    def finished(self) -> bool:
+        """True when the op needs nothing more (applied now or before)."""
+        return self.kind in (OutcomeKind.APPLIED, OutcomeKind.ALREADY_APPLIED)
+
+    @property
+    def systemic(self) -> bool:
+        """True when the cluster, not the event, is at fault (see `SYSTEMIC_CODES`)."""
+        return self.kind is OutcomeKind.RETRY and self.code in SYSTEMIC_CODES
+
+
+class SinkObserver(Protocol):
+    """Optional metrics hooks; `consumer.metrics` can implement them."""
+
+    def bulk_done(self, actions: int, seconds: float) -> None: ...
+
+    def outcome(self, outcome: WriteOutcome) -> None: ...
+
+
+class Sink:
+    """Writes ops and returns a confirmed `WriteOutcome` per op, in the order given."""
+
+    def __init__(
+        self,
+        index: SearchIndex,
+        *,
+        observer: SinkObserver | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._index = index
+        self._observer = observer
+        self._clock = clock
+
+    async def write(self, ops: Sequence[IndexOp]) -> list[WriteOutcome]:
+        if not ops:
+            return []
+        started = self._clock()
+        results = await self._index.bulk_index(ops)
+        if len(results) != len(ops):  # a broken adapter must not lose ops
+            results = [ItemResult(op, NO_RESPONSE, BAD_RESPONSE_ERROR, "count") for op in ops]
+        outcomes: list[WriteOutcome | None] = []
+        conflicts: dict[str, list[int]] = {}
+        for position, result in enumerate(results):
+            verdict = classify(result)
+            if verdict.verdict is Verdict.CONFLICT:
+                conflicts.setdefault(result.op.alias, []).append(position)
+                outcomes.append(None)
+            else:
+                outcomes.append(_final(result, verdict))
+        for alias, positions in conflicts.items():
+            await self._confirm(alias, [results[p].op for p in positions], positions, outcomes)
+        if self._observer is not None:
+            self._observer.bulk_done(len(ops), self._clock() - started)
+        final = [o for o in outcomes if o is not None]
+        if len(final) != len(ops):  # every position is filled above; this is a guard
+            raise RuntimeError("sink lost an outcome")
+        if self._observer is not None:
+            for outcome in final:
+                self._observer.outcome(outcome)
+        return final
+
+    async def _confirm(
+        self,
+        alias: str,
+        ops: list[IndexOp],
+        positions: list[int],
+        outcomes: list[WriteOutcome | None],
+    ) -> None:
+        """Turn 409s into ALREADY_APPLIED / AHEAD / RETRY by reading the stored versions."""
+        try:
+            stored = await self._index.get_versions(alias, sorted({op.doc_id for op in ops}))
+        except TransientError as exc:
+            for op, position in zip(ops, positions, strict=True):
+                outcomes[position] = WriteOutcome(op, OutcomeKind.RETRY, exc.code, exc.message)
+            return
+        for op, position in zip(ops, positions, strict=True):
+            version = stored.get(op.doc_id)
+            if version == op.version:
+                kind, msg = OutcomeKind.ALREADY_APPLIED, None
+            elif version is not None and version > op.version:
+                kind, msg = OutcomeKind.AHEAD, f"stored version {version} > {op.version}"
+            else:
+                kind, msg = OutcomeKind.RETRY, f"409 but stored version is {version}"
+            code = "ES_409_UNCONFIRMED" if kind is OutcomeKind.RETRY else None
+            outcomes[position] = WriteOutcome(op, kind, code, msg, version)
+
+
+def _final(result: ItemResult, outcome: Outcome) -> WriteOutcome:
+    kind = {
+        Verdict.APPLIED: OutcomeKind.APPLIED,
+        Verdict.RETRY: OutcomeKind.RETRY,
+        Verdict.POISON: OutcomeKind.POISON,
+    }[outcome.verdict]
+    message = None
+    if kind is not OutcomeKind.APPLIED:
+        message = f"{result.status} {result.error_type}: {result.reason}"
+    stored = result.op.version if kind is OutcomeKind.APPLIED else None
+    return WriteOutcome(result.op, kind, outcome.code, message, stored)
+
+
+@dataclass(frozen=True, slots=True)
+class BulkSizer:
+    """Splits ops into bulk requests of at most `max_actions` ops and about `max_bytes` bytes.
+
+    The byte count is the NDJSON size (action line + body + two newlines). An op larger than
+    `max_bytes` on its own travels alone; keep `max_bytes` well below the cluster's
+    ``http.max_content_length`` (100 MB by default).
+    """
+
+    max_actions: int = 500
+    max_bytes: int = 5 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        if self.max_actions < 1 or self.max_bytes < 1:
+            raise ValueError("max_actions and max_bytes must be >= 1")
+
+    @staticmethod
+    def op_bytes(op: IndexOp) -> int:
+        return len(op.action_json()) + len(op.body_json) + 2
+
+    def chunks(self, ops: Sequence[IndexOp]) -> Iterator[list[IndexOp]]:
+        chunk: list[IndexOp] = []
+        size = 0
+        for op in ops:
+            cost = self.op_bytes(op)
+            if chunk and (len(chunk) >= self.max_actions or size + cost > self.max_bytes):
+                yield chunk
+                chunk, size = [], 0
+            chunk.append(op)
+            size += cost
+        if chunk:
+            yield chunk
+
+
+class EsIndex:
+    """`SearchIndex` over `AsyncElasticsearch`. Chunks run one after another, in order."""
+
+    def __init__(self, client: AsyncElasticsearch, *, sizer: BulkSizer | None = None) -> None:
+        self._client = client
+        self._sizer = sizer if sizer is not None else BulkSizer()
+
+    async def bulk_index(self, ops: Sequence[IndexOp]) -> list[ItemResult]:
+        results: list[ItemResult] = []
+        for chunk in self._sizer.chunks(ops):
+            results.extend(await self._bulk(chunk))
+        return results
+
+    async def _bulk(self, chunk: list[IndexOp]) -> list[ItemResult]:
+        lines: list[bytes] = []
+        for op in chunk:
+            lines.append(op.action_json())
+            lines.append(op.body_json)
+        try:
+            # The client's NDJSON serializer passes bytes lines through unchanged; the type
+            # stubs only know dicts, hence the cast.
+            response = await self._client.bulk(
+                operations=cast(Any, lines),
+                require_alias=True,
+                filter_path="items.*.status,items.*.error.type,items.*.error.reason",
+            )
+        except ApiError as exc:
+            etype, reason = _api_error(exc)
+            return [ItemResult(op, exc.meta.status, etype, reason) for op in chunk]
+        except ConnectionTimeout as exc:
+            return [ItemResult(op, NO_RESPONSE, TIMEOUT_ERROR, str(exc)) for op in chunk]
+        except TransportError as exc:
+            return [ItemResult(op, NO_RESPONSE, CONNECTION_ERROR, str(exc)) for op in chunk]
+        return _items(chunk, response.body)
+
+    async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        try:
+            response = await self._client.mget(index=alias, ids=wanted, source=False, realtime=True)
+        except ApiError as exc:
+            etype, reason = _api_error(exc)
+            code = "ALIAS_MISSING" if exc.meta.status == 404 else f"ES_{exc.meta.status}"
+            raise TransientError(code, f"mget {alias}: {etype}: {reason}") from exc
+        except TransportError as exc:
+            raise TransientError("ES_UNAVAILABLE", f"mget {alias}: {exc}") from exc
+        versions: dict[str, int | None] = {}
+        for doc in response.body.get("docs", []):
+            error = doc.get("error")
+            if error is not None:
+                etype = error.get("type") if isinstance(error, dict) else str(error)
+                code = "ALIAS_MISSING" if etype == "index_not_found_exception" else "ES_MGET"
+                raise TransientError(code, f"mget {alias}/{doc.get('_id')}: {etype}")
+            versions[doc["_id"]] = int(doc["_version"]) if doc.get("found") else None
+        return {doc_id: versions.get(doc_id) for doc_id in wanted}
+
+    async def refresh(self, alias: str) -> None:
+        try:
+            await self._client.indices.refresh(index=alias)
+        except (ApiError, TransportError) as exc:
+            raise TransientError("ES_UNAVAILABLE", f"refresh {alias}: {exc}") from exc
+
+
+def _api_error(exc: ApiError) -> tuple[str | None, str | None]:
+    body = exc.body
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        error = body["error"]
+        return error.get("type"), error.get("reason")
+    return None, str(exc.message)
+
+
+def _items(chunk: list[IndexOp], body: Any) -> list[ItemResult]:
+    items = body.get("items") if isinstance(body, dict) else None
+    if not isinstance(items, list) or len(items) != len(chunk):
+        return [ItemResult(op, NO_RESPONSE, BAD_RESPONSE_ERROR, "bulk items") for op in chunk]
+    results: list[ItemResult] = []
+    for op, item in zip(chunk, items, strict=True):
+        detail: dict[str, Any] = {}
+        if isinstance(item, dict) and item:
+            detail = next(iter(item.values()))
+        error = detail.get("error")
+        etype = reason = None
+        if isinstance(error, dict):
+            etype, reason = error.get("type"), error.get("reason")
+        results.append(ItemResult(op, int(detail.get("status", NO_RESPONSE)), etype, reason))
+    return results

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Kafka Connect (distributed mode) with Debezium's MariaDB connector; registers connect/*.json.
+# usage: connect.sh start|stop|status|register
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+source "$(dirname "$0")/lib.sh"
+name=connect
+log="$LOG_DIR/connect.log"
+props="$STACK_DIR/connect/worker.properties"
+url="http://127.0.0.1:$CONNECT_PORT"
+
+write_props() {
+  mkdir -p "$STACK_DIR/connect" "$LOG_DIR" "$RUN_DIR"
+  cat >"$props" <<PROPS
+bootstrap.servers=127.0.0.1:$KAFKA_PORT
+group.id=searchsync-connect
+listeners=http://127.0.0.1:$CONNECT_PORT
+rest.advertised.host.name=127.0.0.1
+rest.advertised.port=$CONNECT_PORT
+plugin.path=$DIST_DIR/connect-plugins
+config.storage.topic=searchsync-connect-configs
+offset.storage.topic=searchsync-connect-offsets
+status.storage.topic=searchsync-connect-status
+config.storage.replication.factor=1
+offset.storage.replication.factor=1
+status.storage.replication.factor=1
+offset.flush.interval.ms=1000
+key.converter=org.apache.kafka.connect.storage.StringConverter
+value.converter=org.apache.kafka.connect.json.JsonConverter
+value.converter.schemas.enable=false
+PROPS
+}
+
+rest_up() { curl -sf "$url/connectors" >/dev/null; }
+
+connector_running() {
+  local s
+  s=$(curl -sf "$url/connectors/$CONNECTOR_NAME/status") || return 1
+  python3 - "$s" <<'PY'
+import json, sys
+s = json.loads(sys.argv[1])
+ok = s["connector"]["state"] == "RUNNING" and s["tasks"] and all(t["state"] == "RUNNING" for t in s["tasks"])
+failed = [t.get("trace", "")[:2000] for t in s["tasks"] if t["state"] == "FAILED"]
+if failed:
+    print("connector task FAILED:\n" + failed[0], file=sys.stderr)
+    sys.exit(2)
+sys.exit(0 if ok else 1)
+PY
+}
+
+# PUT the connector's config: creates it or updates it in place (idempotent).
+register() {
+  local body
+  body=$(MYSQL_HOST=$MYSQL_HOST MYSQL_PORT=$MYSQL_PORT MYSQL_DATABASE=$MYSQL_DATABASE KAFKA_PORT=$KAFKA_PORT \
+    DEBEZIUM_DB_USER=$DEBEZIUM_DB_USER DEBEZIUM_DB_PASSWORD=$DEBEZIUM_DB_PASSWORD \
+    python3 -c 'import json, os, sys; print(json.dumps({k: os.path.expandvars(v) for k, v in json.load(open(sys.argv[1])).items()}))' \
+    "$REPO_DIR/connect/outbox-connector.json")
+  local code
+  code=$(curl -s -o "$STACK_DIR/connect/put.out" -w '%{http_code}' -X PUT -H 'Content-Type: application/json' \
+    --data "$body" "$url/connectors/$CONNECTOR_NAME/config")
+  [[ $code == 200 || $code == 201 ]] || { cat "$STACK_DIR/connect/put.out" >&2; die "registering $CONNECTOR_NAME failed (HTTP $code)"; }
+}
+
+wait_connector() {
+  local deadline=$((SECONDS + READY_TIMEOUT)) rc
+  while true; do
+    rc=0; connector_running || rc=$?
+    [[ $rc == 0 ]] && return 0
+    if [[ $rc == 2 ]] || ((SECONDS >= deadline)); then
+      warn "connector $CONNECTOR_NAME is not RUNNING; last lines of $log:"
+      tail -n 40 "$log" >&2
+      return 1
+    fi
+    sleep 1
+  done
+}
+
+start() {
+  if ! pid_alive $name; then
+    [[ -d $DIST_DIR/connect-plugins ]] || die "Connect plugins missing: run deploy/local/fetch.sh"
+    write_props
+    nohup "$JAVA_BIN" -Xms256m -Xmx"$CONNECT_HEAP" -XX:+UseG1GC -Djava.awt.headless=true \
+      -Dsearchsync.log.file="$log" -Dlog4j2.configurationFile="$REPO_DIR/deploy/local/conf/log4j2-kafka.yaml" \
+      -cp "$DIST_DIR/kafka-libs/*" org.apache.kafka.connect.cli.ConnectDistributed "$props" \
+      >"$LOG_DIR/connect.out" 2>&1 &
+    echo $! >"$RUN_DIR/$name.pid"
+    wait_until "$READY_TIMEOUT" "Kafka Connect REST" $name "$log" rest_up
+  fi
+  register
+  wait_connector
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop_pid $name ;;
+  register) register && wait_connector ;;
+  status)
+    status_line $name "$url" "$log"
+    if rest_up; then printf '  connector %s: %s\n' "$CONNECTOR_NAME" \
+      "$(curl -s "$url/connectors/$CONNECTOR_NAME/status" | python3 -c 'import json,sys; s=json.load(sys.stdin); print(s.get("connector",{}).get("state","absent"), [t["state"] for t in s.get("tasks",[])])' 2>/dev/null || echo absent)"; fi ;;
+  *) die "usage: $0 start|stop|status|register" ;;
+esac

@@ -1,0 +1,41 @@
+# Settings of the local stack. Every value can be overridden from the environment.
+# Sourced by the other scripts; it only sets variables.
+REPO_DIR=${REPO_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+STACK_DIR=${STACK_DIR:-$REPO_DIR/.stack}          # all state: jars, data, logs, pids (git-ignored)
+DIST_DIR=${DIST_DIR:-$STACK_DIR/dist}
+LOG_DIR=${LOG_DIR:-$STACK_DIR/logs}
+RUN_DIR=${RUN_DIR:-$STACK_DIR/run}
+
+MYSQL_HOST=${MYSQL_HOST:-127.0.0.1}
+MYSQL_PORT=${MYSQL_PORT:-3306}
+MYSQL_DATABASE=${MYSQL_DATABASE:-searchsync}
+MYSQL_DATA_DIR=${MYSQL_DATA_DIR:-$STACK_DIR/mariadb/data}
+MYSQL_SOCKET=${MYSQL_SOCKET:-$STACK_DIR/mariadb/mysqld.sock}
+# users: the consumer (least privilege), the application side (writer/loadgen), Debezium
+SEARCHSYNC_DB_USER=${SEARCHSYNC_DB_USER:-searchsync}
+SEARCHSYNC_DB_PASSWORD=${SEARCHSYNC_DB_PASSWORD:-searchsync}
+APP_DB_USER=${APP_DB_USER:-searchsync_app}
+APP_DB_PASSWORD=${APP_DB_PASSWORD:-searchsync_app}
+DEBEZIUM_DB_USER=${DEBEZIUM_DB_USER:-debezium}
+DEBEZIUM_DB_PASSWORD=${DEBEZIUM_DB_PASSWORD:-debezium}
+
+KAFKA_PORT=${KAFKA_PORT:-9092}
+KAFKA_CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-9093}
+KAFKA_DATA_DIR=${KAFKA_DATA_DIR:-$STACK_DIR/kafka/data}
+KAFKA_HEAP=${KAFKA_HEAP:-512m}
+
+CONNECT_PORT=${CONNECT_PORT:-8083}
+CONNECT_HEAP=${CONNECT_HEAP:-1g}
+CONNECTOR_NAME=${CONNECTOR_NAME:-searchsync-outbox}
+
+ES_PORT=${ES_PORT:-9200}
+ES_TRANSPORT_PORT=${ES_TRANSPORT_PORT:-9300}
+ES_DATA_DIR=${ES_DATA_DIR:-$STACK_DIR/elasticsearch/data}
+ES_HEAP=${ES_HEAP:-1g}
+ES_USER=${ES_USER:-searchsync-es}                 # Elasticsearch refuses to run as root
+
+JAVA_BIN=${JAVA_BIN:-java}                       # Kafka and Connect: Java 17+
+# Elasticsearch 9 needs Java 21+: the newest JDK 21..29 under /usr/lib/jvm unless given
+ES_JAVA_HOME=${ES_JAVA_HOME:-$( (ls -d /usr/lib/jvm/temurin-2[1-9]-jdk* /usr/lib/jvm/java-2[1-9]-openjdk* 2>/dev/null || true) | sort -V | tail -n 1)}
+
+READY_TIMEOUT=${READY_TIMEOUT:-180}               # seconds each service may take to become ready

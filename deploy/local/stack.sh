@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The local stack: MariaDB, Kafka (KRaft), Kafka Connect + Debezium, Elasticsearch.
+# usage: stack.sh up|down|status
+#   up      fetch jars (once), start what is not running, wait for real readiness, apply migrations,
+#           register the connector. Idempotent: a second call finds everything running.
+#   down    stop what these scripts started, by pid.
+#   status  one line per service.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/env.sh"
+source "$here/lib.sh"
+
+up() {
+  local t0=$SECONDS
+  mkdir -p "$LOG_DIR" "$RUN_DIR"
+  bash "$here/fetch.sh"
+  bash "$here/mariadb.sh" start
+  bash "$here/migrate.sh"
+  bash "$here/kafka.sh" start
+  # Elasticsearch takes longest to boot: start it before waiting on Connect's connector.
+  bash "$here/elasticsearch.sh" start
+  bash "$here/connect.sh" start
+  say ""
+  say "searchsync local stack is up ($((SECONDS - t0)) s):"
+  say "  MariaDB        $MYSQL_HOST:$MYSQL_PORT  db=$MYSQL_DATABASE  users: $SEARCHSYNC_DB_USER (consumer), $APP_DB_USER (application)   log $LOG_DIR/mariadb.log"
+  say "  Kafka          127.0.0.1:$KAFKA_PORT (KRaft, controller :$KAFKA_CONTROLLER_PORT)   log $LOG_DIR/kafka.log"
+  say "  Kafka Connect  http://127.0.0.1:$CONNECT_PORT  connector $CONNECTOR_NAME RUNNING   log $LOG_DIR/connect.log"
+  say "  Elasticsearch  http://127.0.0.1:$ES_PORT   log $LOG_DIR/elasticsearch.log"
+  say "  state          $STACK_DIR"
+}
+
+down() {
+  bash "$here/connect.sh" stop
+  bash "$here/elasticsearch.sh" stop
+  bash "$here/kafka.sh" stop
+  bash "$here/mariadb.sh" stop
+}
+
+status() {
+  bash "$here/mariadb.sh" status
+  bash "$here/kafka.sh" status
+  bash "$here/connect.sh" status
+  bash "$here/elasticsearch.sh" status
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  *) die "usage: $0 up|down|status" ;;
+esac

@@ -1,0 +1,147 @@
+"""MariaDB fixtures for the integration tests (imported explicitly by the test modules).
+
+Two session-scoped pools on the real server, one per database user, so the tests also prove the
+grants of deploy/local/migrate.sh are enough (and no more than needed):
+
+- `app_pool`: the application user (``searchsync_app``): writer, loadgen;
+- `consumer_pool`: the consumer user (``searchsync``): truth reads, projection state, REBUILD
+  events.
+
+Settings come from the environment, defaulting to the local stack: ``SEARCHSYNC_MYSQL_HOST``,
+``SEARCHSYNC_MYSQL_PORT``, ``SEARCHSYNC_MYSQL_DATABASE``, ``SEARCHSYNC_MYSQL_USER`` /
+``SEARCHSYNC_MYSQL_PASSWORD`` (consumer) and ``SEARCHSYNC_MYSQL_APP_USER`` /
+``SEARCHSYNC_MYSQL_APP_PASSWORD`` (application). An unreachable server FAILS the tests that need
+it, with the address it tried: a skipped integration test would hide a broken stack.
+
+The pools live on the session event loop, so test modules using them run there:
+``pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]``.
+
+Every outbox row a test writes becomes a Kafka event (Debezium reads the binlog), so tests use
+fresh uuid-prefixed ids (`id_prefix`) and never truncate shared tables.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import aiomysql
+import pytest
+import pytest_asyncio
+
+from consumer._errors import ConfigError, TransientError
+from consumer.db import create_pool, transaction
+
+__all__ = [
+    "MysqlTarget",
+    "app_pool",
+    "consumer_pool",
+    "fetch_all",
+    "id_prefix",
+    "mysql_target",
+    "outbox_rows",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class MysqlTarget:
+    host: str
+    port: int
+    database: str
+    app_user: str
+    app_password: str
+    consumer_user: str
+    consumer_password: str
+
+
+def _target_from_env() -> MysqlTarget:
+    env = os.environ.get
+    return MysqlTarget(
+        host=env("SEARCHSYNC_MYSQL_HOST", "127.0.0.1"),
+        port=int(env("SEARCHSYNC_MYSQL_PORT", "3306")),
+        database=env("SEARCHSYNC_MYSQL_DATABASE", "searchsync"),
+        app_user=env("SEARCHSYNC_MYSQL_APP_USER", "searchsync_app"),
+        app_password=env("SEARCHSYNC_MYSQL_APP_PASSWORD", "searchsync_app"),
+        consumer_user=env("SEARCHSYNC_MYSQL_USER", "searchsync"),
+        consumer_password=env("SEARCHSYNC_MYSQL_PASSWORD", "searchsync"),
+    )
+
+
+@pytest.fixture(scope="session")
+def mysql_target() -> MysqlTarget:
+    return _target_from_env()
+
+
+async def _open(target: MysqlTarget, user: str, password: str) -> aiomysql.Pool:
+    where = f"{user}@{target.host}:{target.port}/{target.database}"
+    try:
+        pool = await create_pool(
+            host=target.host,
+            port=target.port,
+            user=user,
+            password=password,
+            database=target.database,
+            minsize=1,
+            maxsize=12,
+        )
+    except (TransientError, ConfigError) as exc:
+        pytest.fail(
+            f"MariaDB is not usable at {where}: {exc}. Start the local stack (make up) or point "
+            "SEARCHSYNC_MYSQL_HOST/PORT/USER/PASSWORD (and _APP_USER/_APP_PASSWORD) at one.",
+            pytrace=False,
+        )
+    try:
+        async with transaction(pool) as conn, conn.cursor() as cur:
+            await cur.execute("SELECT id FROM wiki_page LIMIT 0")
+    except Exception as exc:
+        pool.close()
+        await pool.wait_closed()
+        pytest.fail(
+            f"MariaDB at {where} has no usable searchsync schema ({exc!r}): "
+            "run deploy/local/migrate.sh.",
+            pytrace=False,
+        )
+    return pool
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def app_pool(mysql_target: MysqlTarget) -> AsyncIterator[aiomysql.Pool]:
+    pool = await _open(mysql_target, mysql_target.app_user, mysql_target.app_password)
+    yield pool
+    pool.close()
+    await pool.wait_closed()
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def consumer_pool(mysql_target: MysqlTarget) -> AsyncIterator[aiomysql.Pool]:
+    pool = await _open(mysql_target, mysql_target.consumer_user, mysql_target.consumer_password)
+    yield pool
+    pool.close()
+    await pool.wait_closed()
+
+
+@pytest.fixture
+def id_prefix() -> str:
+    """A fresh id prefix for one test (ids are at most 64 characters: keep suffixes short)."""
+    return f"it-{uuid.uuid4().hex[:12]}-"
+
+
+async def fetch_all(pool: aiomysql.Pool, sql: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """Rows of one SELECT as dicts, read in a transaction of their own (sees committed data)."""
+    async with transaction(pool) as conn, conn.cursor(aiomysql.DictCursor) as cur:
+        await cur.execute(sql, args)
+        return list(await cur.fetchall())
+
+
+async def outbox_rows(pool: aiomysql.Pool, aggregate_id: str) -> list[dict[str, Any]]:
+    """The outbox rows of one wiki_page id, in insertion order."""
+    return await fetch_all(
+        pool,
+        "SELECT id, event_id, aggregate_type, aggregate_id, operation, source_revision, payload,"
+        " status, available_at, created_at FROM search_outbox"
+        " WHERE aggregate_type = 'wiki_page' AND aggregate_id = %s ORDER BY id",
+        (aggregate_id,),
+    )

@@ -1,0 +1,267 @@
+"""The truth reader and the projection-state writer on the real MariaDB, as the consumer user.
+
+Truth rows are written through `PageWriter` (so they also produce outbox events, with fresh
+ids); state rows use their own aggregate type ``itest_state`` and are deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
+
+import aiomysql
+import pytest
+import pytest_asyncio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from consumer._errors import ConfigError, TransientError
+from consumer.db import MYSQL_UNAVAILABLE, create_pool, transaction
+from consumer.projection import wiki_page
+from consumer.state import (
+    MAX_ERROR_MESSAGE_LENGTH,
+    ProjectionState,
+    ProjectionStateWriter,
+    StateUpdate,
+    merge,
+    read_state,
+)
+from consumer.truth import MysqlTruth
+from consumer.writer import PageWriter
+from tests.integration import conftest_mysql as fx
+from tests.integration.conftest_mysql import MysqlTarget
+
+# The MariaDB fixtures, made visible to pytest in this module (see conftest_mysql's docstring).
+mysql_target = fx.mysql_target
+app_pool = fx.app_pool
+consumer_pool = fx.consumer_pool
+id_prefix = fx.id_prefix
+
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
+
+STATE_TYPE = "itest_state"
+T0 = datetime(2030, 1, 1, 12, 0, 0)
+
+
+class StepClock:
+    """Each call is one second after the previous one (DATETIME(6) keeps microseconds)."""
+
+    def __init__(self, start: datetime = T0) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(seconds=1)
+        return self.now
+
+
+@pytest_asyncio.fixture(loop_scope="session")  # the pools live on the session loop
+async def state_prefix(consumer_pool: aiomysql.Pool, id_prefix: str) -> AsyncIterator[str]:
+    yield id_prefix
+    async with transaction(consumer_pool) as conn, conn.cursor() as cur:
+        await cur.execute(
+            "DELETE FROM search_projection_state"
+            " WHERE aggregate_type = %s AND aggregate_id LIKE %s",
+            (STATE_TYPE, f"{id_prefix}%"),
+        )
+
+
+# ---------------------------------------------------------------------------------- truth
+
+
+async def test_batched_load_returns_soft_deleted_rows_and_omits_missing_ids(
+    app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool, id_prefix: str
+) -> None:
+    writer = PageWriter(app_pool)
+    ids = [f"{id_prefix}{i}" for i in range(7)]
+    for page_id in ids:
+        await writer.create(page_id, f"标题 {page_id}", "内容", [])
+    for page_id in ids[1::3]:
+        await writer.soft_delete(page_id)
+    missing = [f"{id_prefix}missing{i}" for i in range(4)]
+    asked = [missing[0], *ids[:4], missing[1], *ids[4:], missing[2], ids[0], missing[3]]
+
+    rows = await MysqlTruth(consumer_pool, batch_size=3).load(wiki_page.SELECT_SQL, asked)
+
+    assert set(rows) == set(ids)
+    for page_id in ids:
+        row = rows[page_id]
+        assert row["id"] == page_id
+        assert row["title"] == f"标题 {page_id}"
+        deleted = page_id in ids[1::3]
+        assert row["revision"] == (2 if deleted else 1)
+        assert (row["deleted_at"] is not None) == deleted
+    one_batch = await MysqlTruth(consumer_pool, batch_size=1000).load(wiki_page.SELECT_SQL, asked)
+    assert one_batch == rows
+
+
+async def test_primary_read_uses_the_primary_pool(
+    app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool, id_prefix: str
+) -> None:
+    page_id = f"{id_prefix}p"
+    await PageWriter(app_pool).create(page_id, "t", "c", [])
+    dead = await create_pool(
+        host="127.0.0.1", port=1, user="x", password="x", database="x", minsize=0, maxsize=1
+    )
+    try:
+        truth = MysqlTruth(dead, primary_pool=consumer_pool)
+
+        rows = await truth.load(wiki_page.SELECT_SQL, [page_id], primary=True)
+        assert rows[page_id]["revision"] == 1
+        with pytest.raises(TransientError) as caught:
+            await truth.load(wiki_page.SELECT_SQL, [page_id])
+        assert caught.value.code == MYSQL_UNAVAILABLE
+    finally:
+        dead.close()
+        await dead.wait_closed()
+
+
+async def test_truth_rows_feed_the_projector(
+    app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool, id_prefix: str
+) -> None:
+    page_id = f"{id_prefix}p"
+    relations = [{"type": "character", "target_id": "character_qixia", "label": "齐夏"}]
+    writer = PageWriter(app_pool)
+    await writer.create(page_id, "终焉之地", "内容", relations)
+    await writer.soft_delete(page_id)
+
+    rows = await MysqlTruth(consumer_pool).load(wiki_page.SELECT_SQL, [page_id])
+    document = wiki_page.projector().project(rows[page_id])
+
+    assert document.source_revision == 2
+    assert document.is_deleted
+    assert document.body["relation_target_ids"] == ["character:character_qixia"]
+
+
+async def test_unreachable_server_and_bad_credentials_are_told_apart(
+    mysql_target: MysqlTarget,
+) -> None:
+    with pytest.raises(TransientError) as caught:
+        await create_pool(
+            host="127.0.0.1", port=1, user="x", password="x", database="x", connect_timeout=2.0
+        )
+    assert caught.value.code == MYSQL_UNAVAILABLE
+    with pytest.raises(ConfigError):
+        await create_pool(
+            host=mysql_target.host,
+            port=mysql_target.port,
+            user=mysql_target.consumer_user,
+            password="wrong-password",
+            database=mysql_target.database,
+        )
+
+
+# ---------------------------------------------------------------------------------- state
+
+
+def success(aggregate_id: str, revision: int, digest: str, version: int = 1) -> StateUpdate:
+    return StateUpdate(
+        STATE_TYPE,
+        aggregate_id,
+        source_revision=revision,
+        indexed_revision=revision,
+        schema_version=version,
+        projection_hash=digest * 64,
+    )
+
+
+def failure(aggregate_id: str, revision: int, code: str, message: str) -> StateUpdate:
+    return StateUpdate(
+        STATE_TYPE, aggregate_id, source_revision=revision, error_code=code, error_message=message
+    )
+
+
+async def test_state_never_lowers_indexed_revision_and_keeps_error_history(
+    consumer_pool: aiomysql.Pool, state_prefix: str
+) -> None:
+    clock = StepClock()
+    writer = ProjectionStateWriter(consumer_pool, clock=clock)
+    key = f"{state_prefix}a"
+
+    await writer.record([success(key, 3, "c")])
+    await writer.record([success(key, 2, "b")])  # stale: only last_success_at moves
+    state = (await read_state(consumer_pool, STATE_TYPE, [key]))[key]
+    assert (state.indexed_revision, state.source_revision) == (3, 3)
+    assert state.projection_hash == "c" * 64
+    assert state.last_success_at == T0 + timedelta(seconds=2)
+
+    await writer.record([failure(key, 5, "ES_429", "x" * 5000)])
+    state = (await read_state(consumer_pool, STATE_TYPE, [key]))[key]
+    assert (state.indexed_revision, state.source_revision) == (3, 5)
+    assert state.last_error_code == "ES_429"
+    assert state.last_error_message == "x" * MAX_ERROR_MESSAGE_LENGTH
+    assert state.failing
+
+    await writer.record([success(key, 5, "e", version=2)])
+    state = (await read_state(consumer_pool, STATE_TYPE, [key]))[key]
+    assert (state.indexed_revision, state.projection_schema_version) == (5, 2)
+    assert state.last_error_code == "ES_429"  # history is kept ...
+    assert not state.failing  # ... but a later success means it is not failing now
+
+
+async def test_one_call_writes_many_aggregates_and_duplicates_in_order(
+    consumer_pool: aiomysql.Pool, state_prefix: str
+) -> None:
+    writer = ProjectionStateWriter(consumer_pool, clock=StepClock())
+    keys = [f"{state_prefix}{i:03d}" for i in range(300)]
+    batch = [success(k, 1, "a") for k in reversed(keys)]
+    batch += [success(keys[0], 4, "d"), success(keys[0], 3, "c"), failure(keys[1], 2, "E", "m")]
+
+    await writer.record(batch)
+
+    states = await read_state(consumer_pool, STATE_TYPE, keys)
+    assert set(states) == set(keys)
+    assert (states[keys[0]].indexed_revision, states[keys[0]].projection_hash) == (4, "d" * 64)
+    assert states[keys[1]].indexed_revision == 1
+    assert states[keys[1]].source_revision == 2
+    assert states[keys[1]].last_error_code == "E"
+
+
+_updates = st.lists(
+    st.tuples(
+        st.integers(0, 2),  # which aggregate
+        st.integers(0, 6),  # revision
+        st.sampled_from(["ok", "error", "seen"]),
+        st.integers(1, 3),  # schema version
+        st.sampled_from("abc"),  # hash digit
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(updates=_updates, cut=st.integers(1, 12))
+async def test_sql_upsert_agrees_with_merge(
+    consumer_pool: aiomysql.Pool,
+    state_prefix: str,
+    updates: list[tuple[int, int, str, int, str]],
+    cut: int,
+) -> None:
+    """Whatever the outcomes and however they are batched, MySQL holds what `merge` computes."""
+
+    run = f"{state_prefix}{uuid.uuid4().hex[:8]}-"
+    outcomes = []
+    for which, revision, kind, version, digit in updates:
+        key = f"{run}{which}"
+        if kind == "ok":
+            outcomes.append(success(key, revision, digit, version))
+        elif kind == "error":
+            outcomes.append(failure(key, revision, f"E{digit}", f"failed {digit}"))
+        else:
+            outcomes.append(StateUpdate(STATE_TYPE, key, source_revision=revision))
+    writer_clock, model_clock = StepClock(), StepClock()
+    writer = ProjectionStateWriter(consumer_pool, clock=writer_clock)
+    expected: dict[str, ProjectionState] = {}
+    for start in range(0, len(outcomes), cut):
+        chunk = outcomes[start : start + cut]
+        await writer.record(chunk)
+        now = model_clock()
+        for update in chunk:
+            expected[update.aggregate_id] = merge(expected.get(update.aggregate_id), update, now)
+
+    got = await read_state(consumer_pool, STATE_TYPE, list(expected))
+
+    assert got == expected

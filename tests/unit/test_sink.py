@@ -1,0 +1,654 @@
+"""The Elasticsearch sink: classification, 409 confirmation, bulk sizing, the adapter, the fake.
+
+The `CONTRACT` functions below are the port's contract: they run here against
+`InMemoryIndex` and in tests/integration/test_sink_es.py against a real node, unchanged.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from typing import Any, Protocol, cast
+
+import orjson
+import pytest
+from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig
+from elasticsearch import ApiError, BadRequestError, ConnectionError, ConnectionTimeout
+from hypothesis import given
+from hypothesis import strategies as st
+
+from consumer._errors import ConfigError, TransientError
+from consumer.esfake import InMemoryIndex
+from consumer.indexadmin import InitAction, describe, init_index
+from consumer.projection import Document, wiki_page
+from consumer.sink import (
+    SYSTEMIC_CODES,
+    BulkSizer,
+    EsIndex,
+    IndexOp,
+    ItemResult,
+    OutcomeKind,
+    SearchIndex,
+    Sink,
+    Verdict,
+    WriteOutcome,
+    classify,
+)
+
+# -- the contract, shared with the integration test ---------------------------------------------
+
+
+class Harness(Protocol):
+    """What a contract case needs from a backend besides the port itself."""
+
+    index: SearchIndex
+
+    async def new_alias(self) -> str:
+        """A fresh alias over a fresh physical index with the wiki_page mapping."""
+        ...
+
+    def physical(self, alias: str) -> str: ...
+
+    async def stored(self, alias: str, doc_id: str) -> tuple[int, dict[str, Any]] | None:
+        """The stored (version, source) of a document, or None."""
+        ...
+
+    async def exists(self, name: str) -> bool: ...
+
+
+def page(
+    doc_id: str, revision: int, *, title: str = "齐夏人物分析", deleted: bool = False
+) -> Document:
+    row = {
+        "id": doc_id,
+        "title": title,
+        "content": f"第{revision}版",
+        "relations_json": '[{"type": "character", "target_id": "character_xxx", "label": "齐夏"}]',
+        "revision": revision,
+        "deleted_at": datetime(2026, 7, 19) if deleted else None,
+    }
+    return wiki_page.projector().project(row)
+
+
+def op(alias: str, doc_id: str, revision: int, **kwargs: Any) -> IndexOp:
+    return IndexOp.from_document(alias, page(doc_id, revision, **kwargs))
+
+
+async def write(harness: Harness, *ops: IndexOp) -> list[WriteOutcome]:
+    return await Sink(harness.index).write(list(ops))
+
+
+async def contract_new_document_is_applied(h: Harness) -> None:
+    alias = await h.new_alias()
+    new = op(alias, "p1", 3)
+    [outcome] = await write(h, new)
+    assert outcome.kind is OutcomeKind.APPLIED and outcome.stored_version == 3
+    assert await h.stored(alias, "p1") == (3, orjson.loads(new.body_json))
+
+
+async def contract_newer_revision_replaces(h: Harness) -> None:
+    alias = await h.new_alias()
+    await write(h, op(alias, "p1", 3))
+    [outcome] = await write(h, op(alias, "p1", 4, title="新标题"))
+    assert outcome.kind is OutcomeKind.APPLIED
+    stored = await h.stored(alias, "p1")
+    assert stored is not None and stored[0] == 4 and stored[1]["title"] == "新标题"
+
+
+async def contract_same_revision_is_already_applied(h: Harness) -> None:
+    alias = await h.new_alias()
+    await write(h, op(alias, "p1", 3))
+    [outcome] = await write(h, op(alias, "p1", 3))
+    assert outcome.kind is OutcomeKind.ALREADY_APPLIED
+    assert outcome.stored_version == 3
+
+
+async def contract_older_revision_is_ahead_and_not_written(h: Harness) -> None:
+    alias = await h.new_alias()
+    await write(h, op(alias, "p1", 5, title="五"))
+    [outcome] = await write(h, op(alias, "p1", 4, title="四"))
+    assert outcome.kind is OutcomeKind.AHEAD and outcome.stored_version == 5
+    stored = await h.stored(alias, "p1")
+    assert stored is not None and stored[0] == 5 and stored[1]["title"] == "五"
+
+
+async def contract_tombstone_blocks_a_late_upsert(h: Harness) -> None:
+    alias = await h.new_alias()
+    projector = wiki_page.projector()
+    await write(h, op(alias, "p1", 1))
+    [deleted] = await write(h, IndexOp.from_document(alias, projector.tombstone("p1", 2)))
+    [late] = await write(h, op(alias, "p1", 1))
+    assert deleted.kind is OutcomeKind.APPLIED
+    assert late.kind is OutcomeKind.AHEAD and late.stored_version == 2
+    stored = await h.stored(alias, "p1")
+    assert stored is not None and stored[1]["is_deleted"] is True
+
+
+async def contract_missing_alias_is_retry_and_creates_nothing(h: Harness) -> None:
+    alias = await h.new_alias()
+    missing = alias + "_missing"
+    [outcome] = await write(h, op(missing, "p1", 1))
+    assert outcome.kind is OutcomeKind.RETRY and outcome.code == "ALIAS_MISSING"
+    assert outcome.systemic
+    assert not await h.exists(missing)
+
+
+async def contract_physical_index_name_is_refused(h: Harness) -> None:
+    alias = await h.new_alias()
+    [outcome] = await write(h, op(h.physical(alias), "p1", 1))
+    assert outcome.kind is OutcomeKind.RETRY and outcome.code == "ALIAS_MISSING"
+    assert await h.stored(alias, "p1") is None
+
+
+async def contract_unknown_field_is_mapping_poison(h: Harness) -> None:
+    alias = await h.new_alias()
+    body = orjson.dumps({**page("p1", 1).body, "surprise": "x"})
+    [outcome] = await write(h, IndexOp(alias, "p1", 1, body))
+    assert outcome.kind is OutcomeKind.POISON and outcome.code == "MAPPING_ERROR"
+    assert await h.stored(alias, "p1") is None
+
+
+async def contract_mixed_batch_keeps_order(h: Harness) -> None:
+    alias = await h.new_alias()
+    await write(h, op(alias, "b", 2), op(alias, "c", 3))
+    bad = IndexOp(alias, "d", 1, orjson.dumps({"id": "d", "surprise": 1}))
+    outcomes = await write(h, op(alias, "a", 1), op(alias, "b", 2), op(alias, "c", 1), bad)
+    assert [o.op.doc_id for o in outcomes] == ["a", "b", "c", "d"]
+    assert [o.kind for o in outcomes] == [
+        OutcomeKind.APPLIED,
+        OutcomeKind.ALREADY_APPLIED,
+        OutcomeKind.AHEAD,
+        OutcomeKind.POISON,
+    ]
+    assert [o.stored_version for o in outcomes[:3]] == [1, 2, 3]
+
+
+async def contract_same_document_twice_in_one_batch(h: Harness) -> None:
+    alias = await h.new_alias()
+    outcomes = await write(h, op(alias, "p1", 2), op(alias, "p1", 1), op(alias, "p1", 3))
+    assert [o.kind for o in outcomes] == [
+        OutcomeKind.APPLIED,
+        OutcomeKind.AHEAD,
+        OutcomeKind.APPLIED,
+    ]
+    stored = await h.stored(alias, "p1")
+    assert stored is not None and stored[0] == 3
+
+
+async def contract_get_versions(h: Harness) -> None:
+    alias = await h.new_alias()
+    await write(h, op(alias, "p1", 7))
+    assert await h.index.get_versions(alias, ["p1", "nope"]) == {"p1": 7, "nope": None}
+    with pytest.raises(TransientError) as info:
+        await h.index.get_versions(alias + "_missing", ["p1"])
+    assert info.value.code == "ALIAS_MISSING"
+
+
+CONTRACT: list[Callable[[Harness], Awaitable[None]]] = [
+    contract_new_document_is_applied,
+    contract_newer_revision_replaces,
+    contract_same_revision_is_already_applied,
+    contract_older_revision_is_ahead_and_not_written,
+    contract_tombstone_blocks_a_late_upsert,
+    contract_missing_alias_is_retry_and_creates_nothing,
+    contract_physical_index_name_is_refused,
+    contract_unknown_field_is_mapping_poison,
+    contract_mixed_batch_keeps_order,
+    contract_same_document_twice_in_one_batch,
+    contract_get_versions,
+]
+
+
+class FakeHarness:
+    def __init__(self) -> None:
+        self.fake = InMemoryIndex()
+        self.index: SearchIndex = self.fake
+        self._names = itertools.count(1)
+
+    async def new_alias(self) -> str:
+        alias = f"test_wiki_page_{next(self._names)}"
+        self.fake.create_index(self.physical(alias), wiki_page.load_mapping())
+        self.fake.put_alias(alias, self.physical(alias))
+        return alias
+
+    def physical(self, alias: str) -> str:
+        return f"{alias}_v1"
+
+    async def stored(self, alias: str, doc_id: str) -> tuple[int, dict[str, Any]] | None:
+        doc = self.fake.get(alias, doc_id)
+        return None if doc is None else (doc.version, doc.body)
+
+    async def exists(self, name: str) -> bool:
+        return self.fake.exists(name)
+
+
+@pytest.mark.parametrize("case", CONTRACT, ids=lambda case: case.__name__)
+async def test_contract_on_the_fake(case: Callable[[Harness], Awaitable[None]]) -> None:
+    await case(FakeHarness())
+
+
+# -- classify ----------------------------------------------------------------------------------
+
+DUMMY = IndexOp("a", "d", 1, b"{}")
+
+
+@pytest.mark.parametrize(
+    ("status", "error_type", "verdict", "code"),
+    [
+        (200, None, Verdict.APPLIED, None),
+        (201, None, Verdict.APPLIED, None),
+        (409, "version_conflict_engine_exception", Verdict.CONFLICT, "ES_409"),
+        (429, "es_rejected_execution_exception", Verdict.RETRY, "ES_429"),
+        (429, "cluster_block_exception", Verdict.RETRY, "ES_BLOCKED"),
+        (403, "cluster_block_exception", Verdict.RETRY, "ES_BLOCKED"),
+        (500, "internal_server_error", Verdict.RETRY, "ES_5XX"),
+        (503, "unavailable_shards_exception", Verdict.RETRY, "ES_5XX"),
+        (0, "connection_error", Verdict.RETRY, "ES_UNAVAILABLE"),
+        (0, "timeout", Verdict.RETRY, "ES_TIMEOUT"),
+        (404, "index_not_found_exception", Verdict.RETRY, "ALIAS_MISSING"),
+        (401, "security_exception", Verdict.RETRY, "ES_AUTH"),
+        (413, None, Verdict.RETRY, "ES_TOO_LARGE"),
+        (400, "mapper_parsing_exception", Verdict.POISON, "MAPPING_ERROR"),
+        (400, "document_parsing_exception", Verdict.POISON, "MAPPING_ERROR"),
+        (400, "strict_dynamic_mapping_exception", Verdict.POISON, "MAPPING_ERROR"),
+        (400, "illegal_argument_exception", Verdict.POISON, "MAPPING_ERROR"),
+        (400, "action_request_validation_exception", Verdict.POISON, "ES_400"),
+    ],
+)
+def test_classify(status: int, error_type: str | None, verdict: Verdict, code: str | None) -> None:
+    outcome = classify(ItemResult(DUMMY, status, error_type, "why"))
+    assert (outcome.verdict, outcome.code) == (verdict, code)
+
+
+@given(st.integers(0, 999), st.none() | st.sampled_from(["x", "cluster_block_exception"]))
+def test_classify_is_total_and_never_poisons_cluster_trouble(
+    status: int, error_type: str | None
+) -> None:
+    outcome = classify(ItemResult(DUMMY, status, error_type, None))
+    assert (outcome.code is None) == (outcome.verdict is Verdict.APPLIED)
+    decided = 200 <= status < 300 or status == 409
+    blocked = error_type == "cluster_block_exception" and not decided
+    if blocked or status in (0, 404, 429) or status >= 500:
+        assert outcome.verdict is Verdict.RETRY
+
+
+# -- the sink on the fake: injected failures and confirmation edge cases ----------------------
+
+
+async def aliased_fake() -> tuple[InMemoryIndex, str]:
+    harness = FakeHarness()
+    return harness.fake, await harness.new_alias()
+
+
+@pytest.mark.parametrize(
+    ("status", "error_type", "kind", "code"),
+    [
+        (429, "es_rejected_execution_exception", OutcomeKind.RETRY, "ES_429"),
+        (429, "cluster_block_exception", OutcomeKind.RETRY, "ES_BLOCKED"),
+        (503, None, OutcomeKind.RETRY, "ES_5XX"),
+        (0, "connection_error", OutcomeKind.RETRY, "ES_UNAVAILABLE"),
+        (400, "mapper_parsing_exception", OutcomeKind.POISON, "MAPPING_ERROR"),
+    ],
+)
+async def test_injected_failure_is_reported_and_not_applied(
+    status: int, error_type: str | None, kind: OutcomeKind, code: str
+) -> None:
+    fake, alias = await aliased_fake()
+    fake.inject_failures(status, error_type, "scripted", doc_id="p1")
+    first = await Sink(fake).write([op(alias, "p1", 1), op(alias, "p2", 1)])
+    assert [(o.kind, o.code) for o in first] == [(kind, code), (OutcomeKind.APPLIED, None)]
+    assert first[0].message is not None and "scripted" in first[0].message
+    assert fake.get(alias, "p1") is None
+    [second] = await Sink(fake).write([op(alias, "p1", 1)])
+    assert second.kind is OutcomeKind.APPLIED
+
+
+async def test_injected_failures_count_down() -> None:
+    fake, alias = await aliased_fake()
+    fake.inject_failures(429, times=2)
+    outcomes = await Sink(fake).write([op(alias, f"p{i}", 1) for i in range(3)])
+    assert [o.kind for o in outcomes] == [OutcomeKind.RETRY, OutcomeKind.RETRY, OutcomeKind.APPLIED]
+    assert all(o.systemic for o in outcomes[:2])
+
+
+class CountingIndex:
+    """Wraps a fake to count and optionally break `get_versions`."""
+
+    def __init__(self, inner: InMemoryIndex, versions: dict[str, int | None] | None = None) -> None:
+        self.inner = inner
+        self.versions = versions
+        self.mget_calls: list[tuple[str, list[str]]] = []
+        self.fail: TransientError | None = None
+
+    async def bulk_index(self, ops: Sequence[IndexOp]) -> list[ItemResult]:
+        return await self.inner.bulk_index(ops)
+
+    async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
+        self.mget_calls.append((alias, list(ids)))
+        if self.fail is not None:
+            raise self.fail
+        if self.versions is not None:
+            return dict(self.versions)
+        return await self.inner.get_versions(alias, ids)
+
+    async def refresh(self, alias: str) -> None:
+        await self.inner.refresh(alias)
+
+
+async def test_conflicts_are_confirmed_with_one_mget_per_alias() -> None:
+    fake, alias = await aliased_fake()
+    await Sink(fake).write([op(alias, "a", 5), op(alias, "b", 5)])
+    counting = CountingIndex(fake)
+    outcomes = await Sink(counting).write([op(alias, "a", 5), op(alias, "b", 4), op(alias, "a", 5)])
+    assert counting.mget_calls == [(alias, ["a", "b"])]
+    assert [o.kind for o in outcomes] == [
+        OutcomeKind.ALREADY_APPLIED,
+        OutcomeKind.AHEAD,
+        OutcomeKind.ALREADY_APPLIED,
+    ]
+
+
+async def test_no_mget_without_conflicts() -> None:
+    fake, alias = await aliased_fake()
+    counting = CountingIndex(fake)
+    await Sink(counting).write([op(alias, "a", 1)])
+    assert counting.mget_calls == []
+
+
+async def test_failed_confirmation_is_retry_with_its_code() -> None:
+    fake, alias = await aliased_fake()
+    await Sink(fake).write([op(alias, "a", 5)])
+    counting = CountingIndex(fake)
+    counting.fail = TransientError("ES_UNAVAILABLE", "down")
+    [outcome] = await Sink(counting).write([op(alias, "a", 5)])
+    assert (outcome.kind, outcome.code) == (OutcomeKind.RETRY, "ES_UNAVAILABLE")
+
+
+@pytest.mark.parametrize("stored", [None, 4])
+async def test_conflict_with_a_lower_or_absent_stored_version_is_retry(stored: int | None) -> None:
+    fake, alias = await aliased_fake()
+    await Sink(fake).write([op(alias, "a", 5)])
+    [outcome] = await Sink(CountingIndex(fake, {"a": stored})).write([op(alias, "a", 5)])
+    assert (outcome.kind, outcome.code) == (OutcomeKind.RETRY, "ES_409_UNCONFIRMED")
+    assert outcome.stored_version == stored
+
+
+async def test_an_adapter_losing_results_turns_into_retry() -> None:
+    class Lossy(CountingIndex):
+        async def bulk_index(self, ops: Sequence[IndexOp]) -> list[ItemResult]:
+            return (await self.inner.bulk_index(ops))[:-1]
+
+    fake, alias = await aliased_fake()
+    outcomes = await Sink(Lossy(fake)).write([op(alias, "a", 1), op(alias, "b", 1)])
+    assert [o.kind for o in outcomes] == [OutcomeKind.RETRY, OutcomeKind.RETRY]
+
+
+async def test_empty_write_does_nothing() -> None:
+    fake, _ = await aliased_fake()
+    assert await Sink(fake).write([]) == []
+    assert fake.bulk_calls == []
+
+
+async def test_observer_sees_the_bulk_and_every_outcome() -> None:
+    class Recorder:
+        def __init__(self) -> None:
+            self.bulks: list[tuple[int, float]] = []
+            self.outcomes: list[WriteOutcome] = []
+
+        def bulk_done(self, actions: int, seconds: float) -> None:
+            self.bulks.append((actions, seconds))
+
+        def outcome(self, outcome: WriteOutcome) -> None:
+            self.outcomes.append(outcome)
+
+    ticks = iter([10.0, 10.25])
+    fake, alias = await aliased_fake()
+    recorder = Recorder()
+    sink = Sink(fake, observer=recorder, clock=lambda: next(ticks))
+    outcomes = await sink.write([op(alias, "a", 1), op(alias, "b", 1)])
+    assert recorder.bulks == [(2, 0.25)]
+    assert recorder.outcomes == outcomes
+
+
+def test_systemic_codes_are_retry_codes_only() -> None:
+    poison = WriteOutcome(DUMMY, OutcomeKind.POISON, "ES_429")
+    assert not poison.systemic
+    assert WriteOutcome(DUMMY, OutcomeKind.RETRY, "ES_409_UNCONFIRMED").systemic is False
+    assert "ALIAS_MISSING" in SYSTEMIC_CODES
+
+
+# -- BulkSizer ---------------------------------------------------------------------------------
+
+sized_ops = st.lists(
+    st.builds(
+        IndexOp,
+        alias=st.just("a"),
+        doc_id=st.text("xyz", min_size=1, max_size=5),
+        version=st.integers(1, 10**6),
+        body_json=st.binary(max_size=300),
+    ),
+    max_size=40,
+)
+
+
+@given(sized_ops, st.integers(1, 10), st.integers(1, 2000))
+def test_bulk_sizer_bounds_count_and_bytes_and_keeps_order(
+    ops: list[IndexOp], max_actions: int, max_bytes: int
+) -> None:
+    sizer = BulkSizer(max_actions, max_bytes)
+    chunks = list(sizer.chunks(ops))
+    assert [o for chunk in chunks for o in chunk] == ops
+    for chunk in chunks:
+        assert 1 <= len(chunk) <= max_actions
+        size = sum(BulkSizer.op_bytes(o) for o in chunk)
+        assert size <= max_bytes or len(chunk) == 1
+
+
+def test_bulk_sizer_rejects_zero() -> None:
+    with pytest.raises(ValueError):
+        BulkSizer(0, 10)
+
+
+# -- EsIndex over a stub client ----------------------------------------------------------------
+
+
+def api_error(status: int, error_type: str | None) -> ApiError:
+    meta = ApiResponseMeta(status, "1.1", HttpHeaders(), 0.0, NodeConfig("http", "localhost", 9200))
+    body = {"error": {"type": error_type, "reason": "r"}, "status": status} if error_type else ""
+    return ApiError(error_type or "error", meta, body)
+
+
+class Response:
+    def __init__(self, body: Any) -> None:
+        self.body = body
+
+
+class StubClient:
+    """Records bulk/mget calls; answers from a script."""
+
+    def __init__(self, bulk: list[Any], mget: Any = None) -> None:
+        self.bulk_script = bulk
+        self.mget_answer = mget
+        self.bulk_calls: list[dict[str, Any]] = []
+        self.mget_calls: list[dict[str, Any]] = []
+
+    async def bulk(self, **kwargs: Any) -> Response:
+        self.bulk_calls.append(kwargs)
+        answer = self.bulk_script.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return Response(answer)
+
+    async def mget(self, **kwargs: Any) -> Response:
+        self.mget_calls.append(kwargs)
+        if isinstance(self.mget_answer, Exception):
+            raise self.mget_answer
+        return Response(self.mget_answer)
+
+
+def es_index(client: StubClient, sizer: BulkSizer | None = None) -> EsIndex:
+    return EsIndex(cast(Any, client), sizer=sizer)
+
+
+async def test_es_index_sends_external_versions_through_the_alias() -> None:
+    ops = [op("wiki", "p1", 3), op("wiki", "p2", 4)]
+    items = [{"index": {"status": 201}}, {"index": {"status": 200}}]
+    client = StubClient([{"items": items}])
+    results = await es_index(client).bulk_index(ops)
+    [call] = client.bulk_calls
+    assert call["require_alias"] is True
+    lines = call["operations"]
+    assert lines[1] == ops[0].body_json and lines[3] == ops[1].body_json
+    assert orjson.loads(lines[2]) == {
+        "index": {"_index": "wiki", "_id": "p2", "version": 4, "version_type": "external"}
+    }
+    assert not any(b'"delete"' in line for line in lines[::2])
+    assert [r.status for r in results] == [201, 200]
+
+
+async def test_es_index_parses_item_errors() -> None:
+    ops = [op("wiki", "p1", 3), op("wiki", "p2", 4)]
+    conflict = {"type": "version_conflict_engine_exception", "reason": "conflict"}
+    items = [{"index": {"status": 409, "error": conflict}}, {"index": {"status": 201}}]
+    results = await es_index(StubClient([{"errors": True, "items": items}])).bulk_index(ops)
+    assert [(r.status, r.error_type) for r in results] == [
+        (409, "version_conflict_engine_exception"),
+        (201, None),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("failure", "code"),
+    [
+        (ConnectionError("refused"), "ES_UNAVAILABLE"),
+        (ConnectionTimeout("slow"), "ES_TIMEOUT"),
+        (api_error(429, "es_rejected_execution_exception"), "ES_429"),
+        (api_error(429, "cluster_block_exception"), "ES_BLOCKED"),
+        (api_error(503, None), "ES_5XX"),
+        (api_error(404, "index_not_found_exception"), "ALIAS_MISSING"),
+    ],
+)
+async def test_es_index_turns_a_failed_request_into_per_item_results(
+    failure: Exception, code: str
+) -> None:
+    ops = [op("wiki", "p1", 1), op("wiki", "p2", 1), op("wiki", "p3", 1)]
+    answers = [failure, {"items": [{"index": {"status": 201}}]}]
+    client = StubClient(answers)
+    sink = Sink(es_index(client, BulkSizer(max_actions=2)))
+    outcomes = await sink.write(ops)
+    assert len(client.bulk_calls) == 2
+    assert [(o.kind, o.code) for o in outcomes] == [
+        (OutcomeKind.RETRY, code),
+        (OutcomeKind.RETRY, code),
+        (OutcomeKind.APPLIED, None),
+    ]
+
+
+async def test_es_index_treats_a_malformed_response_as_no_response() -> None:
+    results = await es_index(StubClient([{"items": []}])).bulk_index([op("wiki", "p1", 1)])
+    assert classify(results[0]).code == "ES_UNAVAILABLE"
+
+
+async def test_es_index_get_versions() -> None:
+    docs = [{"_id": "a", "found": True, "_version": 9}, {"_id": "b", "found": False}]
+    client = StubClient([], {"docs": docs})
+    assert await es_index(client).get_versions("wiki", ["a", "b", "a"]) == {"a": 9, "b": None}
+    [call] = client.mget_calls
+    assert call["ids"] == ["a", "b"] and call["index"] == "wiki" and call["realtime"] is True
+
+
+@pytest.mark.parametrize(
+    ("answer", "code"),
+    [
+        (api_error(404, "index_not_found_exception"), "ALIAS_MISSING"),
+        (ConnectionError("refused"), "ES_UNAVAILABLE"),
+        ({"docs": [{"_id": "a", "error": {"type": "index_not_found_exception"}}]}, "ALIAS_MISSING"),
+    ],
+)
+async def test_es_index_get_versions_failures_are_transient(answer: Any, code: str) -> None:
+    with pytest.raises(TransientError) as info:
+        await es_index(StubClient([], answer)).get_versions("wiki", ["a"])
+    assert info.value.code == code
+
+
+# -- index bootstrap over a stub client (the real node: tests/integration/test_sink_es.py) -----
+
+
+class StubIndices:
+    """Just enough of `client.indices` for `init_index`: indices, aliases, a racing creator."""
+
+    def __init__(self) -> None:
+        self.indices: dict[str, dict[str, Any]] = {}  # index -> {alias: is_write_index}
+        self.created: list[dict[str, Any]] = []
+        self.race_on_create = False
+
+    def _alias_owner(self, name: str) -> list[str]:
+        return [index for index, aliases in self.indices.items() if name in aliases]
+
+    async def exists_alias(self, *, name: str) -> bool:
+        return bool(self._alias_owner(name))
+
+    async def get_alias(self, *, name: str) -> Response:
+        body = {
+            index: {"aliases": {name: {"is_write_index": self.indices[index][name]}}}
+            for index in self._alias_owner(name)
+        }
+        return Response(body)
+
+    async def exists(self, *, index: str) -> bool:
+        return index in self.indices or bool(self._alias_owner(index))
+
+    async def create(self, **kwargs: Any) -> None:
+        if self.race_on_create:  # another init_index created it first
+            self.race_on_create = False
+            self.indices[kwargs["index"]] = {alias: True for alias in kwargs["aliases"]}
+            raise api_error_bad_request("resource_already_exists_exception")
+        self.created.append(kwargs)
+        self.indices[kwargs["index"]] = {alias: True for alias in kwargs["aliases"]}
+
+    async def update_aliases(self, *, actions: list[dict[str, Any]]) -> None:
+        for action in actions:
+            add = action["add"]
+            self.indices[add["index"]][add["alias"]] = add["is_write_index"]
+
+
+def api_error_bad_request(error_type: str) -> Exception:
+    error = api_error(400, error_type)
+    return BadRequestError(error.message, error.meta, error.body)
+
+
+class StubAdminClient:
+    def __init__(self) -> None:
+        self.indices = StubIndices()
+
+
+async def test_init_index_creates_v1_with_the_alias_once() -> None:
+    client = StubAdminClient()
+    mapping = wiki_page.load_mapping()
+    dry = await init_index(cast(Any, client), "kb_wiki_page", mapping, dry_run=True)
+    assert (dry.action, dry.index) == (InitAction.WOULD_CREATE, "kb_wiki_page_v1")
+    assert client.indices.created == []
+    first = await init_index(cast(Any, client), "kb_wiki_page", mapping)
+    second = await init_index(cast(Any, client), "kb_wiki_page", mapping)
+    assert first.action is InitAction.CREATED and second.action is InitAction.EXISTS
+    [created] = client.indices.created
+    assert created["aliases"] == {"kb_wiki_page": {"is_write_index": True}}
+    assert created["mappings"] == mapping["mappings"]
+    assert created["settings"] == mapping["settings"]
+    description = await describe(cast(Any, client), "kb_wiki_page")
+    assert description.write_index == "kb_wiki_page_v1"
+
+
+async def test_init_index_survives_a_concurrent_init() -> None:
+    client = StubAdminClient()
+    client.indices.race_on_create = True
+    result = await init_index(cast(Any, client), "kb_wiki_page", wiki_page.load_mapping())
+    assert (result.action, result.index) == (InitAction.EXISTS, "kb_wiki_page_v1")
+
+
+async def test_init_index_refuses_an_index_named_like_the_alias() -> None:
+    client = StubAdminClient()
+    client.indices.indices["kb_wiki_page"] = {}
+    with pytest.raises(ConfigError):
+        await init_index(cast(Any, client), "kb_wiki_page", wiki_page.load_mapping())

@@ -1,0 +1,233 @@
+"""Unit tests of the MySQL-side modules' pure parts: no server needed.
+
+Covers the error translation of consumer/db.py, the loadgen plan, the in-memory truth fake and
+the projection-state merge rules (the SQL upsert is checked against `merge` in
+tests/integration/test_truth_state.py).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+
+import aiomysql
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from consumer._errors import (
+    ConfigError,
+    PageExists,
+    PageNotFound,
+    PageStateConflict,
+    PageWriteError,
+    SearchSyncError,
+    TransientError,
+)
+from consumer.db import (
+    MYSQL_DEADLOCK,
+    MYSQL_LOCK_TIMEOUT,
+    MYSQL_UNAVAILABLE,
+    db_time,
+    expand_in,
+    translate_errors,
+)
+from consumer.loadgen import OpKind, page_ids, plan_operations
+from consumer.projection import wiki_page
+from consumer.state import InMemoryStateWriter, StateUpdate, merge
+from consumer.truth import InMemoryTruth, MysqlTruth
+
+T0 = datetime(2030, 1, 1)
+
+
+def test_page_errors_are_search_sync_errors_naming_the_page() -> None:
+    for error in (PageNotFound("p1"), PageExists("p1"), PageStateConflict("p1", "deleted already")):
+        assert isinstance(error, PageWriteError)
+        assert isinstance(error, SearchSyncError)
+        assert error.page_id == "p1"
+        assert "'p1'" in str(error)
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (aiomysql.OperationalError(1213, "Deadlock found"), MYSQL_DEADLOCK),
+        (aiomysql.OperationalError(1205, "Lock wait timeout"), MYSQL_LOCK_TIMEOUT),
+        (aiomysql.OperationalError(2003, "Can't connect"), MYSQL_UNAVAILABLE),
+        (aiomysql.OperationalError(2013, "Lost connection"), MYSQL_UNAVAILABLE),
+        (aiomysql.InterfaceError(0, "closed"), MYSQL_UNAVAILABLE),
+        (ConnectionResetError("reset"), MYSQL_UNAVAILABLE),
+        (TimeoutError(), MYSQL_UNAVAILABLE),
+    ],
+)
+def test_driver_errors_that_may_heal_become_transient(error: Exception, code: str) -> None:
+    with pytest.raises(TransientError) as caught, translate_errors("doing x"):
+        raise error
+    assert caught.value.code == code
+    assert "doing x" in caught.value.message
+    assert caught.value.__cause__ is error
+
+
+@pytest.mark.parametrize("number", [1044, 1045, 1049])
+def test_refused_credentials_or_unknown_database_are_config_errors(number: int) -> None:
+    with pytest.raises(ConfigError), translate_errors("connect"):
+        raise aiomysql.OperationalError(number, "denied")
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        aiomysql.ProgrammingError(1064, "syntax"),
+        aiomysql.IntegrityError(1062, "Duplicate entry"),
+        aiomysql.OperationalError(1142, "command denied"),
+        ValueError("not a driver error"),
+    ],
+)
+def test_bugs_and_refusals_pass_through_unchanged(error: Exception) -> None:
+    with pytest.raises(type(error)) as caught, translate_errors("x"):
+        raise error
+    assert caught.value is error
+
+
+def test_expand_in_makes_one_placeholder_per_value() -> None:
+    assert expand_in("SELECT 1 FROM t WHERE id IN %s", 3) == (
+        "SELECT 1 FROM t WHERE id IN (%s, %s, %s)"
+    )
+    with pytest.raises(ValueError):
+        expand_in("SELECT 1 FROM t WHERE id = %s", 1)
+    with pytest.raises(ValueError):
+        expand_in("SELECT 1 FROM t WHERE id IN %s", 0)
+
+
+def test_db_time_is_naive_utc() -> None:
+    aware = datetime(2030, 1, 1, 8, 0, tzinfo=timezone(timedelta(hours=8)))
+    assert db_time(aware) == datetime(2030, 1, 1, 0, 0)
+    assert db_time(datetime(2030, 1, 1, 0, 0, tzinfo=UTC)).tzinfo is None
+    assert db_time(T0) == T0
+
+
+# ---------------------------------------------------------------------------------- loadgen
+
+
+@given(seed=st.integers(0, 2**32), updates=st.integers(0, 50))
+def test_plan_is_a_function_of_the_seed(seed: int, updates: int) -> None:
+    ids = page_ids("x-", 4)
+    first = plan_operations(
+        ids=ids, updates=updates, delete_ratio=0.2, hard_delete_ratio=0.1, seed=seed
+    )
+    again = plan_operations(
+        ids=ids, updates=updates, delete_ratio=0.2, hard_delete_ratio=0.1, seed=seed
+    )
+    assert first == again
+    assert len(first) == updates
+    assert all(op.page_id in ids for op in first)
+    for op in first:
+        if op.kind is OpKind.UPDATE:
+            assert (op.title, op.content, op.relations) != (None, None, None)
+
+
+def test_plan_follows_the_ratios() -> None:
+    ids = page_ids("x-", 3)
+    only_updates = plan_operations(
+        ids=ids, updates=200, delete_ratio=0.0, hard_delete_ratio=0.0, seed=1
+    )
+    assert {op.kind for op in only_updates} == {OpKind.UPDATE}
+    mixed = plan_operations(ids=ids, updates=2000, delete_ratio=0.2, hard_delete_ratio=0.1, seed=1)
+    kinds = [op.kind for op in mixed]
+    assert 100 < kinds.count(OpKind.HARD_DELETE) < 300  # 10 % of 2000, loosely
+    assert 250 < kinds.count(OpKind.SOFT_DELETE) < 550
+    assert 250 < kinds.count(OpKind.RESTORE) < 550
+
+
+# ---------------------------------------------------------------------------------- truth
+
+
+async def test_in_memory_truth_returns_present_rows_and_models_a_lagging_replica() -> None:
+    truth = InMemoryTruth()
+    truth.put({"id": "a", "revision": 1, "deleted_at": None})
+    truth.put({"id": "b", "revision": 2, "deleted_at": T0})
+    truth.put({"id": "a", "revision": 3, "deleted_at": None}, primary_only=True)
+
+    replica = await truth.load(wiki_page.SELECT_SQL, ["a", "missing", "b", "a"])
+    primary = await truth.load(wiki_page.SELECT_SQL, ["a"], primary=True)
+
+    assert {k: v["revision"] for k, v in replica.items()} == {"a": 1, "b": 2}
+    assert primary["a"]["revision"] == 3
+    assert truth.calls == [(("a", "missing", "b"), False), (("a",), True)]
+
+
+async def test_truth_refuses_a_select_without_one_in_placeholder() -> None:
+    with pytest.raises(ValueError):
+        await InMemoryTruth().load("SELECT * FROM wiki_page WHERE id = %s", ["a"])
+    with pytest.raises(TypeError):
+        await InMemoryTruth().load(wiki_page.SELECT_SQL, "abc")
+    with pytest.raises(ValueError):
+        MysqlTruth(pool=None, batch_size=0)
+
+
+# ---------------------------------------------------------------------------------- state
+
+
+def test_state_update_is_either_a_success_or_an_error() -> None:
+    with pytest.raises(ValueError):
+        StateUpdate("t", "a", 1, indexed_revision=1)  # no hash / schema version
+    with pytest.raises(ValueError):
+        StateUpdate("t", "a", 1, 1, 1, "h" * 64, error_code="E")
+    with pytest.raises(ValueError):
+        StateUpdate("t", "a", 1, error_message="no code")
+
+
+_outcome = st.one_of(
+    st.builds(
+        lambda r, v, h: StateUpdate("t", "a", r, r, v, h * 64),
+        st.integers(0, 20),
+        st.integers(1, 3),
+        st.sampled_from("abc"),
+    ),
+    st.builds(
+        lambda r, c, m: StateUpdate("t", "a", r, error_code=c, error_message=m),
+        st.integers(0, 20),
+        st.sampled_from(["E1", "E" * 100]),
+        st.text(max_size=1500),
+    ),
+    st.builds(lambda r: StateUpdate("t", "a", r), st.integers(0, 20)),
+)
+
+
+@given(outcomes=st.lists(_outcome, min_size=1, max_size=20))
+def test_merge_never_lowers_revisions_and_keeps_the_newest_hash(
+    outcomes: list[StateUpdate],
+) -> None:
+    state = None
+    best: tuple[int, str | None] = (-1, None)
+    for step, update in enumerate(outcomes):
+        before = state
+        state = merge(state, update, T0 + timedelta(seconds=step))
+        if before is not None:
+            assert state.source_revision >= before.source_revision
+            assert (state.indexed_revision or 0) >= (before.indexed_revision or 0)
+            if update.error_code is None:  # error history survives successes
+                assert state.last_error_code == before.last_error_code
+        if update.indexed_revision is not None and update.indexed_revision >= best[0]:
+            best = (update.indexed_revision, update.projection_hash)
+        assert len(state.last_error_message or "") <= 1024
+        assert len(state.last_error_code or "") <= 64
+    assert state is not None
+    assert state.source_revision == max(u.source_revision for u in outcomes)
+    assert (state.indexed_revision, state.projection_hash) == (
+        (best[0], best[1]) if best[0] >= 0 else (None, None)
+    )
+
+
+async def test_in_memory_state_writer_applies_merge_per_key() -> None:
+    clock_times = iter([T0, T0 + timedelta(seconds=1)])
+    writer = InMemoryStateWriter(clock=lambda: next(clock_times))
+
+    await writer.record([StateUpdate("t", "a", 2, 2, 1, "b" * 64), StateUpdate("t", "b", 1)])
+    await writer.record([StateUpdate("t", "a", 3, error_code="E", error_message="boom")])
+    await writer.record([])
+
+    a = writer.states[("t", "a")]
+    assert (a.indexed_revision, a.source_revision, a.last_error_code) == (2, 3, "E")
+    assert a.failing
+    assert writer.states[("t", "b")].indexed_revision is None
+    assert len(writer.calls) == 2

@@ -1,0 +1,180 @@
+"""`searchsync run`: build every part from the settings, run the pipeline, shut down cleanly.
+
+Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT: intake stops, in-flight work drains within
+the deadline, the finished prefix is committed), 3 when the DLQ error budget stopped the consumer,
+1 on any other fatal error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from contextlib import AsyncExitStack
+
+from elasticsearch import AsyncElasticsearch
+
+from consumer._errors import DlqBudgetExceeded
+from consumer._http import HealthReport, HealthServer
+from consumer.config import Settings
+from consumer.db import create_pool
+from consumer.dlq import DlqBudget, DlqProducer
+from consumer.intake import KafkaIntake, consumer_config
+from consumer.metrics import Metrics
+from consumer.pipeline import Pipeline, PipelineOptions
+from consumer.processor import Processor
+from consumer.projection import ProjectorRegistry, default_registry
+from consumer.retry import RetryPolicy
+from consumer.sink import BulkSizer, EsIndex, Sink
+from consumer.state import ProjectionStateWriter
+from consumer.truth import MysqlTruth
+
+log = logging.getLogger(__name__)
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_DLQ_BUDGET = 3
+
+
+def make_es_client(settings: Settings) -> AsyncElasticsearch:
+    """The async client; its own retries are off so that searchsync's retry policy owns backoff."""
+    es = settings.elasticsearch
+    return AsyncElasticsearch(
+        list(es.hosts), request_timeout=es.request_timeout_s, max_retries=0, retry_on_timeout=False
+    )
+
+
+async def run_consumer(
+    settings: Settings,
+    *,
+    stop: asyncio.Event | None = None,
+    registry: ProjectorRegistry | None = None,
+    metrics: Metrics | None = None,
+) -> int:
+    stop = stop or asyncio.Event()
+    registry = registry or default_registry()
+    metrics = metrics or Metrics()
+    k, p = settings.kafka, settings.pipeline
+    log.info("searchsync starting", extra={"settings": settings.redacted()})
+
+    async with AsyncExitStack() as stack:
+        pool = await create_pool(
+            host=settings.mysql.host,
+            port=settings.mysql.port,
+            user=settings.mysql.user,
+            password=settings.mysql.password.reveal(),
+            database=settings.mysql.database,
+            minsize=settings.mysql.pool_min,
+            maxsize=settings.mysql.pool_max,
+            connect_timeout=settings.mysql.connect_timeout_s,
+        )
+        stack.push_async_callback(_close_pool, pool)
+        es = make_es_client(settings)
+        stack.push_async_callback(es.close)
+
+        sink = Sink(
+            EsIndex(
+                es,
+                sizer=BulkSizer(
+                    settings.elasticsearch.bulk_max_actions, settings.elasticsearch.bulk_max_bytes
+                ),
+            ),
+            observer=metrics,
+        )
+        processor = Processor(
+            registry=registry, truth=MysqlTruth(pool), sink=sink, alias_for=settings.alias
+        )
+        dlq = DlqProducer(k.client_config(), topic=k.dlq_topic)
+        stack.push_async_callback(_close_dlq, dlq)
+        retry = RetryPolicy(
+            base_delay=p.retry_base_delay_s,
+            max_delay=p.retry_max_delay_s,
+            max_attempts=p.retry_max_attempts,
+            jitter=p.retry_jitter,
+            clock=time.monotonic,
+            rng=random.Random(),
+        )
+        pipeline = Pipeline(
+            intake=None,
+            processor=processor,
+            dlq=dlq,
+            budget=DlqBudget(p.dlq_max_ratio, p.dlq_window, p.dlq_max_consecutive),
+            state=ProjectionStateWriter(pool),
+            metrics=metrics,
+            retry=retry,
+            options=PipelineOptions(
+                group_id=k.group_id,
+                known_types=registry.types(),
+                max_event_bytes=p.max_event_bytes,
+                max_batch_works=settings.elasticsearch.bulk_max_actions,
+                commit_interval_s=p.commit_interval_s,
+                lag_interval_s=p.lag_poll_interval_s,
+                consume_batch=k.poll_batch_size,
+                consume_timeout_s=k.poll_timeout_s,
+                revoke_drain_s=min(10.0, p.shutdown_deadline_s),
+            ),
+            max_in_flight_keys=p.max_in_flight_keys,
+            max_queued_events=p.max_queued_events,
+        )
+        intake = KafkaIntake(
+            consumer_config(
+                k.client_config(),
+                group_id=k.group_id,
+                auto_offset_reset=k.auto_offset_reset,
+                session_timeout_ms=k.session_timeout_ms,
+                max_poll_interval_ms=k.max_poll_interval_ms,
+            ),
+            k.subscription,
+            pipeline,
+            revoke_timeout_s=min(10.0, p.shutdown_deadline_s) + 5.0,
+        )
+        pipeline.attach_intake(intake)
+
+        def health() -> HealthReport:
+            ready, reasons = pipeline.health()
+            return HealthReport(ready=ready, reasons=reasons, details={"group": k.group_id})
+
+        server = HealthServer(
+            settings.observability.metrics_host,
+            settings.observability.metrics_port,
+            metrics,
+            health,
+        )
+        await server.start()
+        stack.push_async_callback(server.close)
+        log.info(
+            "searchsync running",
+            extra={
+                "metrics": f"http://{settings.observability.metrics_host}:{server.port}/metrics",
+                "subscription": k.subscription,
+                "group": k.group_id,
+            },
+        )
+
+        await intake.start()
+        try:
+            await pipeline.run(stop, drain_deadline_s=p.shutdown_deadline_s)
+        except DlqBudgetExceeded as exc:
+            log.error("stopped: %s", exc)
+            await intake.close()
+            return EXIT_DLQ_BUDGET
+        except Exception:
+            log.exception("searchsync stopped on an unexpected error")
+            await intake.close()
+            return EXIT_FAILED
+        await intake.close()
+        log.info("searchsync stopped cleanly")
+        return EXIT_OK
+    return EXIT_OK  # pragma: no cover - the stack above always returns
+
+
+async def _close_pool(pool: object) -> None:
+    pool.close()  # type: ignore[attr-defined]
+    await pool.wait_closed()  # type: ignore[attr-defined]
+
+
+async def _close_dlq(dlq: DlqProducer) -> None:
+    left = await dlq.close(10.0)
+    if left:
+        log.warning("dead letters still unacknowledged at shutdown", extra={"count": left})

@@ -206,13 +206,7 @@ class Pipeline:
         Runs on the loop while the consumer thread waits: it must not call the intake.
         """
         revoked = set(partitions)
-        for due in list(self._retries):
-            if any((p.topic, p.partition) in revoked for p in due.work.positions):
-                self._retries.remove(due)
-                self._coalescer.release(due.work)
-        heapq.heapify(self._retries)
-        for topic, partition in revoked:
-            self._coalescer.drop_partition(topic, partition)
+        self._drop_waiting(revoked)
         deadline = self._clock() + self._opt.revoke_drain_s
         while any(self._works_by_tp.get(tp, 0) for tp in revoked) and self._clock() < deadline:
             self._wake.clear()
@@ -220,13 +214,24 @@ class Pipeline:
                 await asyncio.wait_for(self._wake.wait(), max(0.0, deadline - self._clock()))
             except TimeoutError:
                 break
+        self._drop_waiting(revoked)  # retries the drained works scheduled meanwhile
         offsets = self._ledger.to_commit()
         return {tp: o for tp, o in offsets.items() if tp in revoked}
+
+    def _drop_waiting(self, revoked: set[TP]) -> None:
+        """Forget the scheduled retries and queued events of `revoked` partitions."""
+        for due in list(self._retries):
+            if any((p.topic, p.partition) in revoked for p in due.work.positions):
+                self._retries.remove(due)
+                self._coalescer.release(due.work)
+        heapq.heapify(self._retries)
+        for topic, partition in revoked:
+            self._coalescer.drop_partition(topic, partition)
 
     def revoked(self, partitions: Sequence[TP], *, lost: bool) -> None:
         for tp in partitions:
             if lost:
-                self._coalescer.drop_partition(*tp)
+                self._drop_waiting({tp})
             self._ledger.forget(tp)
             self._assigned.discard(tp)
             self._paused.discard(tp)
@@ -482,6 +487,10 @@ class Pipeline:
                 self._ledger.mark_committed(tp, offsets[tp])
 
     async def _adjust_pause(self) -> None:
+        if self._degraded is not None and not self._retries and not self._coalescer.in_flight():
+            # What failed systemically is gone (revoked, or dead-lettered on a later attempt)
+            # without a success to clear the flag: stay paused and nothing would ever resume.
+            self._degraded = None
         pressure = self._coalescer.is_full() or self._degraded is not None
         if pressure:
             to_pause = sorted(self._assigned - self._paused)

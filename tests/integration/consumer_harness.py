@@ -1,0 +1,204 @@
+"""Runs searchsync against the real stack for end-to-end tests.
+
+Each harness has its own consumer group, alias prefix and DLQ topic, so tests never see each
+other's documents or dead letters even though they share the outbox topic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from elasticsearch import AsyncElasticsearch, NotFoundError
+
+from consumer.app import make_es_client, run_consumer
+from consumer.config import Settings, load_settings
+from consumer.indexadmin import init_index
+from consumer.metrics import Metrics
+from consumer.projection import Document, default_registry
+from consumer.truth import MysqlTruth
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def harness_env(tag: str, **overrides: str) -> dict[str, str]:
+    u = uuid.uuid4().hex[:8]
+    env = {
+        "SEARCHSYNC_KAFKA_GROUP_ID": f"it-{tag}-{u}",
+        "SEARCHSYNC_KAFKA_DLQ_TOPIC": f"it-{tag}-{u}.dlq",
+        "SEARCHSYNC_KAFKA_AUTO_OFFSET_RESET": "latest",
+        "SEARCHSYNC_ELASTICSEARCH_INDEX_PREFIX": f"it{tag}{u}",
+        "SEARCHSYNC_OBSERVABILITY_METRICS_PORT": "0",
+        "SEARCHSYNC_PIPELINE_RETRY_BASE_DELAY_S": "0.05",
+        "SEARCHSYNC_PIPELINE_RETRY_MAX_DELAY_S": "0.5",
+        "SEARCHSYNC_PIPELINE_RETRY_MAX_ATTEMPTS": "4",
+        "SEARCHSYNC_PIPELINE_SHUTDOWN_DEADLINE_S": "10",
+        "SEARCHSYNC_PIPELINE_LAG_POLL_INTERVAL_S": "1",
+        "SEARCHSYNC_KAFKA_SESSION_TIMEOUT_MS": "6000",
+    }
+    env.update(overrides)
+    return env
+
+
+async def wait_for(
+    check: Callable[[], Awaitable[bool]], timeout: float, what: str, interval: float = 0.1
+) -> None:
+    """Wait until `check()` holds; fail with `what` at the deadline."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if await check():
+            return
+        await asyncio.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for: {what}")
+
+
+class InProcessConsumer:
+    """`run_consumer` as a task of the test's event loop."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.settings: Settings = load_settings(env)
+        self.metrics = Metrics()
+        self.stop = asyncio.Event()
+        self.task: asyncio.Task[int] | None = None
+
+    async def start(self) -> None:
+        commit_group_at_end(self.settings.kafka.bootstrap_servers, self.settings.kafka.group_id,
+                            self.settings.kafka.topics[0])
+        self.task = asyncio.create_task(
+            run_consumer(self.settings, stop=self.stop, metrics=self.metrics)
+        )
+        await wait_for(self._assigned, 60, "partitions assigned to the test consumer")
+
+    async def _assigned(self) -> bool:
+        assert self.task is not None
+        if self.task.done():
+            raise AssertionError(f"consumer exited early with {self.task.result()}")
+        text = self.metrics.render().decode()
+        for line in text.splitlines():
+            if line.startswith("searchsync_partitions_assigned "):
+                return float(line.split()[1]) > 0
+        return False
+
+    async def close(self) -> int:
+        self.stop.set()
+        assert self.task is not None
+        return await asyncio.wait_for(self.task, 60)
+
+    def metric(self, name: str, **labels: str) -> float:
+        """The current value of one sample, 0 when absent."""
+        for line in self.metrics.render().decode().splitlines():
+            if line.startswith("#"):
+                continue
+            sample, _, value = line.rpartition(" ")
+            if sample == name or (sample.startswith(name + "{") and _labels_match(sample, labels)):
+                return float(value)
+        return 0.0
+
+
+def commit_group_at_end(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    """Start a new group at the topic's current end, whatever the timing of its first assignment."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        parts = c.list_topics(topic, timeout=10).topics[topic].partitions
+        ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
+        c.commit(offsets=[TopicPartition(topic, p, o) for p, o in ends.items()], asynchronous=False)
+        return ends
+    finally:
+        c.close()
+
+
+def _labels_match(sample: str, labels: Mapping[str, str]) -> bool:
+    inner = sample[sample.index("{") + 1 : -1]
+    pairs = dict(p.split("=", 1) for p in inner.split(",") if p)
+    return all(pairs.get(k) == f'"{v}"' for k, v in labels.items())
+
+
+class SubprocessConsumer:
+    """`python -m consumer run` in its own process, so a test can kill -9 it."""
+
+    def __init__(self, env: Mapping[str, str], log_path: Path) -> None:
+        self.env = {**os.environ, **env}
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self._log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "consumer", "run"],
+            cwd=REPO,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(30)
+        self._log.close()
+
+    def terminate(self) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(60)
+        finally:
+            self._log.close()
+
+
+async def prepare_index(settings: Settings) -> None:
+    es = make_es_client(settings)
+    try:
+        projector = default_registry().get("wiki_page")
+        await init_index(es, settings.alias("wiki_page"), projector.mapping)
+    finally:
+        await es.close()
+
+
+async def drop_indices(settings: Settings) -> None:
+    es = make_es_client(settings)
+    try:
+        with contextlib.suppress(NotFoundError):
+            await es.indices.delete(index=f"{settings.alias('wiki_page')}_v1")
+    finally:
+        await es.close()
+
+
+async def expected_documents(truth: MysqlTruth, ids: list[str], floors: Mapping[str, int]) -> dict[str, Document]:
+    """What every document must be at quiescence: the projection of its row (or a tombstone)."""
+    projector = default_registry().get("wiki_page")
+    rows = await truth.load(projector.select_sql, ids, primary=True)
+    out: dict[str, Document] = {}
+    for i in ids:
+        if i in rows:
+            out[i] = projector.project(rows[i])
+        else:
+            out[i] = projector.tombstone(i, floors[i])
+    return out
+
+
+async def converged(
+    es: AsyncElasticsearch, alias: str, expected: Mapping[str, Document]
+) -> tuple[bool, str]:
+    """True when every expected document is in the index at its version with its exact body."""
+    resp: Any = await es.mget(index=alias, ids=list(expected))
+    for doc in resp["docs"]:
+        want = expected[doc["_id"]]
+        if not doc.get("found"):
+            return False, f"{doc['_id']} missing"
+        if doc["_version"] != want.source_revision:
+            return False, f"{doc['_id']} at {doc['_version']} want {want.source_revision}"
+        if doc["_source"] != want.body:
+            return False, f"{doc['_id']} body differs"
+    return True, ""

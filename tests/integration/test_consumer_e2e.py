@@ -1,0 +1,333 @@
+"""searchsync end to end on the real stack: MariaDB -> Debezium -> Kafka -> searchsync -> Elasticsearch.
+
+Every write goes through a MariaDB transaction (the writer helper) and every event through the
+real connector; at quiescence each document must equal the projection of its row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from pathlib import Path
+
+import aiomysql
+import orjson
+import pytest
+import pytest_asyncio
+from confluent_kafka import Producer
+
+from consumer._types import Operation, ThinEvent
+from consumer.app import make_es_client
+from consumer.dlq import inspect
+from consumer.events import encode_json
+from consumer.loadgen import run_loadgen
+from consumer.projection import Document, default_registry
+from consumer.truth import MysqlTruth
+from consumer.writer import PageWriter
+from tests.integration.conftest import KAFKA
+from tests.integration.conftest_mysql import fetch_all
+from tests.integration.consumer_harness import (
+    InProcessConsumer,
+    SubprocessConsumer,
+    commit_group_at_end,
+    converged,
+    drop_indices,
+    expected_documents,
+    harness_env,
+    prepare_index,
+    wait_for,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
+
+TOPIC = "outbox.event.wiki_page"
+REL = [{"type": "character", "target_id": "c1", "label": "hero"}]
+
+
+async def _floors(pool: aiomysql.Pool, ids: list[str]) -> dict[str, int]:
+    if not ids:
+        return {}
+    rows = await fetch_all(
+        pool,
+        "SELECT aggregate_id, revision FROM search_revision_floor"
+        " WHERE aggregate_type = 'wiki_page' AND aggregate_id IN ("
+        + ",".join(["%s"] * len(ids))
+        + ")",
+        tuple(ids),
+    )
+    return {r["aggregate_id"]: int(r["revision"]) for r in rows}
+
+
+async def _wait_converged(
+    consumer_pool: aiomysql.Pool, settings_alias: str, es_settings: object, ids: list[str],
+    timeout: float = 120,
+) -> dict[str, Document]:
+    truth = MysqlTruth(consumer_pool)
+    expected = await expected_documents(truth, ids, await _floors(consumer_pool, ids))
+    es = make_es_client(es_settings)  # type: ignore[arg-type]
+    last = [""]
+    try:
+
+        async def check() -> bool:
+            ok, why = await converged(es, settings_alias, expected)
+            last[0] = why
+            return ok
+
+        try:
+            await wait_for(check, timeout, "every document equals the projection of its row")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; last difference: {last[0]}") from None
+    finally:
+        await es.close()
+    return expected
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def consumer(app_pool: aiomysql.Pool):  # type: ignore[no-untyped-def]
+    c = InProcessConsumer(harness_env("e2e"))
+    await prepare_index(c.settings)
+    await c.start()
+    yield c
+    code = await c.close()
+    await drop_indices(c.settings)
+    assert code == 0, f"consumer exited with {code}"
+
+
+async def test_every_kind_of_change_converges(
+    consumer: InProcessConsumer, app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool
+) -> None:
+    w = PageWriter(app_pool)
+    p = f"e2e-{uuid.uuid4().hex[:8]}"
+    ids = [f"{p}-life", f"{p}-soft", f"{p}-hard", f"{p}-hot"]
+    # create, update, soft delete, restore
+    await w.create(ids[0], "Life", "v1", REL)
+    await w.update(ids[0], title="Life 2")
+    await w.soft_delete(ids[0])
+    await w.restore(ids[0])
+    # a soft delete that stays deleted: a tombstone document
+    await w.create(ids[1], "Soft", "gone soon", [])
+    await w.soft_delete(ids[1])
+    # a hard delete: the row is gone, the document is a tombstone at the delete's revision
+    await w.create(ids[2], "Hard", "gone", [])
+    await w.update(ids[2], content="still here")
+    await w.hard_delete(ids[2])
+    # one hot key, many updates
+    await w.create(ids[3], "Hot", "0", [])
+    for i in range(60):
+        await w.update(ids[3], content=str(i + 1))
+    # concurrent writers over more pages
+    report = await run_loadgen(
+        w, pages=15, updates=150, concurrency=6, delete_ratio=0.1, seed=7,
+        id_prefix=f"{p}-lg", hard_delete_ratio=0.05,
+    )
+    ids += sorted(report.final_revisions)
+
+    expected = await _wait_converged(
+        consumer_pool, consumer.settings.alias("wiki_page"), consumer.settings, ids
+    )
+    assert expected[ids[0]].source_revision == 4 and not expected[ids[0]].is_deleted
+    assert expected[ids[1]].is_deleted and expected[ids[2]].is_deleted
+    assert expected[ids[2]].source_revision == 3
+    assert expected[ids[3]].source_revision == 61
+    # coalescing: 61 events of the hot key did not cost 61 writes
+    applied = consumer.metric("searchsync_event_outcomes_total", aggregate_type="wiki_page", result="applied")
+    superseded = consumer.metric(
+        "searchsync_event_outcomes_total", aggregate_type="wiki_page", result="superseded"
+    )
+    assert superseded > 0
+    assert applied + superseded > 0
+    assert consumer.metric("outbox_dead_total") == 0
+
+
+async def test_replay_and_reordering_never_move_a_document_backwards(
+    consumer: InProcessConsumer, app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool
+) -> None:
+    w = PageWriter(app_pool)
+    page = f"e2e-rp-{uuid.uuid4().hex[:8]}"
+    await w.create(page, "Replay", "0", [])
+    for i in range(9):
+        await w.update(page, content=str(i + 1))
+    await _wait_converged(consumer_pool, consumer.settings.alias("wiki_page"), consumer.settings, [page])
+
+    # replay: the page's old events again, duplicated and shuffled, straight into the topic
+    events = [
+        ThinEvent(str(uuid.uuid4()), "wiki_page", page, Operation.UPSERT, r) for r in range(1, 11)
+    ] * 2
+    random.Random(3).shuffle(events)
+    producer = Producer({"bootstrap.servers": KAFKA})
+    for ev in events:
+        producer.produce(TOPIC, key=page.encode(), value=encode_json(ev))
+    assert producer.flush(30) == 0
+
+    es = make_es_client(consumer.settings)
+    alias = consumer.settings.alias("wiki_page")
+    seen_versions: list[int] = []
+    try:
+
+        async def replayed() -> bool:
+            doc = await es.get(index=alias, id=page)
+            seen_versions.append(doc["_version"])
+            done = consumer.metric(
+                "searchsync_event_outcomes_total", aggregate_type="wiki_page", result="already_applied"
+            ) + consumer.metric(
+                "searchsync_event_outcomes_total", aggregate_type="wiki_page", result="superseded"
+            )
+            return done >= 20
+
+        await wait_for(replayed, 60, "the 20 replayed events were finished")
+    finally:
+        await es.close()
+    assert seen_versions and all(v == 10 for v in seen_versions), seen_versions
+    await _wait_converged(consumer_pool, alias, consumer.settings, [page])
+
+
+async def test_revision_regression_is_surfaced_not_hidden(
+    consumer: InProcessConsumer, app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool
+) -> None:
+    w = PageWriter(app_pool)
+    page = f"e2e-rr-{uuid.uuid4().hex[:8]}"
+    await w.create(page, "Regress", "1", [])
+    await w.update(page, content="2")
+    await w.hard_delete(page)  # revision 3, tombstone v3
+    alias = consumer.settings.alias("wiki_page")
+    await _wait_converged(consumer_pool, alias, consumer.settings, [page])
+    # an application that re-creates the id without the revision floor restarts it at 1
+    assert await w.unsafe_recreate(page, "Again", "new life", []) == 1
+
+    async def surfaced() -> bool:
+        return consumer.metric("searchsync_revision_regression_total", aggregate_type="wiki_page") >= 1
+
+    await wait_for(surfaced, 60, "the revision regression was counted")
+    mine: list = []  # type: ignore[type-arg]
+
+    async def dead_lettered() -> bool:
+        records = await asyncio.to_thread(
+            inspect, KAFKA, consumer.settings.kafka.dlq_topic, limit=10, from_beginning=True
+        )
+        mine[:] = [r for r in records if r.aggregate_id == page]
+        return bool(mine)
+
+    await wait_for(dead_lettered, 60, "the regression reached the DLQ")
+    assert [r.last_error_code for r in mine] == ["REVISION_REGRESSION"]
+    assert mine[0].original_topic == TOPIC and mine[0].source_revision == 1
+    # the index was not silently "already applied": it still holds the tombstone, and the
+    # regression is visible in the DLQ and the metric for an operator to repair
+    es = make_es_client(consumer.settings)
+    try:
+        doc = await es.get(index=alias, id=page)
+    finally:
+        await es.close()
+    assert doc["_version"] == 3 and doc["_source"]["is_deleted"] is True
+
+
+async def test_poison_message_goes_to_the_dlq_and_the_group_keeps_going(
+    consumer: InProcessConsumer, app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool
+) -> None:
+    producer = Producer({"bootstrap.servers": KAFKA})
+    delivered: list[tuple[int, int]] = []
+    key = f"poison-{uuid.uuid4().hex[:8]}".encode()
+    producer.produce(
+        TOPIC, key=key, value=b"{not json",
+        on_delivery=lambda err, msg: delivered.append((msg.partition(), msg.offset())),
+    )
+    lagging = ThinEvent(str(uuid.uuid4()), "wiki_page", key.decode(), Operation.UPSERT, 99)
+    producer.produce(TOPIC, key=key, value=encode_json(lagging))  # a row that never exists
+    assert producer.flush(30) == 0
+    w = PageWriter(app_pool)
+    page = f"e2e-after-poison-{uuid.uuid4().hex[:8]}"
+    await w.create(page, "After", "poison", [])
+    await _wait_converged(consumer_pool, consumer.settings.alias("wiki_page"), consumer.settings, [page])
+
+    async def dead_lettered() -> list:  # type: ignore[type-arg]
+        return await asyncio.to_thread(
+            inspect, KAFKA, consumer.settings.kafka.dlq_topic, limit=10, from_beginning=True
+        )
+
+    records: list = []  # type: ignore[type-arg]
+
+    async def got() -> bool:
+        records[:] = await dead_lettered()
+        return len(records) >= 1
+
+    await wait_for(got, 60, "the poison message reached the DLQ")
+    (rec,) = [r for r in records if r.original_key == key and r.last_error_code == "BAD_JSON"]
+    assert (rec.original_partition, rec.original_offset) == delivered[0]
+    assert rec.original_topic == TOPIC and rec.payload == b"{not json"
+    # the event for a row that does not exist became a tombstone at its revision: not lost
+    es = make_es_client(consumer.settings)
+    try:
+        doc = await es.get(index=consumer.settings.alias("wiki_page"), id=key.decode())
+    finally:
+        await es.close()
+    assert doc["_version"] == 99 and doc["_source"]["is_deleted"] is True
+
+
+async def test_kill_9_mid_batch_then_restart_loses_nothing(
+    app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool, tmp_path: Path
+) -> None:
+    # small consume batches, so a backlog takes many batches and the kill lands mid-stream
+    env = harness_env(
+        "kill", SEARCHSYNC_PIPELINE_COMMIT_INTERVAL_S="0.2", SEARCHSYNC_KAFKA_POLL_BATCH_SIZE="10"
+    )
+    settings = InProcessConsumer(env).settings
+    await prepare_index(settings)
+    alias = settings.alias("wiki_page")
+    commit_group_at_end(KAFKA, settings.kafka.group_id, TOPIC)
+    w = PageWriter(app_pool)
+    report = await run_loadgen(
+        w, pages=150, updates=300, concurrency=6, delete_ratio=0.05, seed=11,
+        id_prefix=f"e2e-k9-{uuid.uuid4().hex[:8]}",
+    )
+    ids = sorted(report.final_revisions)
+    proc = SubprocessConsumer(env, tmp_path / "consumer.log")
+    proc.start()
+    es = make_es_client(settings)
+    try:
+
+        async def some_indexed() -> bool:
+            try:
+                r = await es.count(index=alias)
+            except Exception:
+                return False
+            return int(r["count"]) >= 5
+
+        await wait_for(some_indexed, 90, "the first consumer indexed something", interval=0.02)
+        proc.kill9()
+        indexed_at_kill = int((await es.count(index=alias))["count"])
+    finally:
+        await es.close()
+        if proc.proc is not None and proc.proc.poll() is None:
+            proc.kill9()
+    assert indexed_at_kill < len(ids), "the kill came too late to be mid-stream"
+
+    proc2 = SubprocessConsumer(env, tmp_path / "consumer2.log")
+    proc2.start()
+    try:
+        await _wait_converged(consumer_pool, alias, settings, ids, timeout=180)
+
+        async def running() -> bool:
+            return "searchsync running" in (tmp_path / "consumer2.log").read_text()
+
+        await wait_for(running, 30, "the second consumer logged that it runs")
+    finally:
+        code = proc2.terminate()
+        await drop_indices(settings)
+    assert code == 0, (tmp_path / "consumer2.log").read_text()[-3000:]
+
+
+async def test_projection_is_the_same_as_the_rebuild_would_make(
+    consumer: InProcessConsumer, app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool
+) -> None:
+    """Invariant 6 across the service boundary: the stored body is byte-for-byte the projector's."""
+    w = PageWriter(app_pool)
+    page = f"e2e-proj-{uuid.uuid4().hex[:8]}"
+    await w.create(page, "Ünïcode title", "content", REL + [{"type": "place", "target_id": "p9"}])
+    expected = await _wait_converged(
+        consumer_pool, consumer.settings.alias("wiki_page"), consumer.settings, [page]
+    )
+    doc = expected[page]
+    projector = default_registry().get("wiki_page")
+    assert doc.body["projection_hash"] == doc.projection_hash
+    assert doc.body["projection_schema_version"] == projector.schema_version
+    assert orjson.loads(doc.to_json()) == doc.body

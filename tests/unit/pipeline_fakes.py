@@ -1,0 +1,224 @@
+"""In-memory stand-ins for the pipeline's ports, and small helpers to build its inputs.
+
+- `FakeIntake` implements `consumer.pipeline.IntakePort` over scripted messages per partition:
+  `consume` hands out the next messages of partitions that are not paused, `commit` records the
+  offsets (and can be told to refuse them), `pause`/`resume` are recorded.
+- `FakeDlq` implements `consumer.pipeline.DlqPort`: `send` acknowledges at once, or holds until
+  released (to model an unacknowledged produce), or raises `TransientError` a number of times.
+- `FloorTruth` is `InMemoryTruth` that also answers the revision-floor query and can run a hook
+  (or wait on a gate) before each row load.
+- `wait_until` waits on a condition with a deadline: no sleep-and-hope.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from consumer._errors import TransientError
+from consumer._types import Operation, ThinEvent
+from consumer.dlq import DlqRecord
+from consumer.events import encode_json
+from consumer.intake import TP, RawMessage
+from consumer.projection import Row
+from consumer.truth import InMemoryTruth
+
+TOPIC = "outbox.event.wiki_page"
+
+
+async def wait_until(condition: Callable[[], bool], what: str, *, timeout_s: float = 5.0) -> None:
+    """Return as soon as `condition()` holds; fail the test with `what` at the deadline."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not condition():
+        if loop.time() >= deadline:
+            raise AssertionError(f"timed out after {timeout_s}s waiting for: {what}")
+        await asyncio.sleep(0.005)
+
+
+def event_value(
+    aggregate_id: str,
+    revision: int,
+    *,
+    operation: Operation = Operation.UPSERT,
+    aggregate_type: str = "wiki_page",
+    event_id: str | None = None,
+) -> bytes:
+    """The JSON value of a thin event, as Debezium would publish it."""
+    return encode_json(
+        ThinEvent(
+            event_id or f"{aggregate_id}-{revision}",
+            aggregate_type,
+            aggregate_id,
+            operation,
+            revision,
+        )
+    )
+
+
+def raw(
+    offset: int,
+    value: bytes | None,
+    *,
+    partition: int = 0,
+    topic: str = TOPIC,
+    key: bytes | None = b"k",
+) -> RawMessage:
+    return RawMessage(topic, partition, offset, key, value, timestamp_ms=None)
+
+
+def page_row(aggregate_id: str, revision: int, **overrides: Any) -> dict[str, Any]:
+    """A wiki_page row as the DictCursor returns it."""
+    row: dict[str, Any] = {
+        "id": aggregate_id,
+        "title": f"title {aggregate_id} r{revision}",
+        "content": f"content of {aggregate_id} at revision {revision}",
+        "relations_json": '[{"type": "character", "target_id": "c1", "label": "x"}]',
+        "revision": revision,
+        "deleted_at": None,
+    }
+    row.update(overrides)
+    return row
+
+
+class FakeIntake:
+    """`IntakePort` over scripted messages; records commits, pauses and resumes."""
+
+    def __init__(self, *, per_consume: int | None = None) -> None:
+        self._queues: dict[TP, deque[RawMessage]] = {}
+        self._fed = asyncio.Event()
+        self.per_consume = per_consume
+        self.paused: set[TP] = set()
+        self.pause_calls: list[list[TP]] = []
+        self.resume_calls: list[list[TP]] = []
+        self.commits: list[dict[TP, int]] = []  # every commit asked for, accepted or not
+        self.committed: dict[TP, int] = {}  # the accepted ones
+        self.fail_commits = False
+        self.consume_calls = 0
+
+    def feed(self, messages: Iterable[RawMessage]) -> None:
+        for m in messages:
+            self._queues.setdefault((m.topic, m.partition), deque()).append(m)
+        self._fed.set()
+
+    def backlog(self) -> int:
+        return sum(len(q) for q in self._queues.values())
+
+    def max_committed(self, tp: TP) -> int | None:
+        """The highest offset ever asked to be committed for `tp` (None: never)."""
+        offsets = [c[tp] for c in self.commits if tp in c]
+        return max(offsets) if offsets else None
+
+    async def consume(self, max_messages: int, timeout_s: float) -> list[RawMessage]:
+        self.consume_calls += 1
+        limit = max_messages if self.per_consume is None else min(max_messages, self.per_consume)
+        out: list[RawMessage] = []
+        for tp, queue in self._queues.items():
+            if tp in self.paused:
+                continue
+            while queue and len(out) < limit:
+                out.append(queue.popleft())
+        if not out:  # like a poll that times out: wait for more input, at most timeout_s
+            self._fed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._fed.wait(), timeout_s)
+        else:
+            await asyncio.sleep(0)  # a real consume always yields to the loop
+        return out
+
+    async def commit(self, offsets: dict[TP, int]) -> dict[TP, bool]:
+        self.commits.append(dict(offsets))
+        if self.fail_commits:
+            return dict.fromkeys(offsets, False)
+        self.committed.update(offsets)
+        return dict.fromkeys(offsets, True)
+
+    async def pause(self, partitions: Sequence[TP]) -> None:
+        self.pause_calls.append(list(partitions))
+        self.paused.update(partitions)
+
+    async def resume(self, partitions: Sequence[TP]) -> None:
+        self.resume_calls.append(list(partitions))
+        self.paused.difference_update(partitions)
+
+    async def high_watermarks(self, partitions: Sequence[TP]) -> dict[TP, int]:
+        return {tp: 0 for tp in partitions}
+
+
+class FakeDlq:
+    """`DlqPort` that acknowledges, holds until released, or fails transiently."""
+
+    def __init__(self) -> None:
+        self.records: list[DlqRecord] = []  # acknowledged dead letters, in order
+        self.keys: list[bytes | None] = []
+        self.waiting: list[DlqRecord] = []  # sends held and not yet released
+        self.failures_left = 0
+        self.send_calls = 0
+        self._hold: Callable[[DlqRecord], bool] | None = None
+        self._released = asyncio.Event()
+
+    def hold(self, when: Callable[[DlqRecord], bool] = lambda _r: True) -> None:
+        """Hold every later send whose record matches `when` until `release()`."""
+        self._hold = when
+        self._released.clear()
+
+    def release(self) -> None:
+        self._hold = None
+        self._released.set()
+
+    def fail(self, times: int) -> None:
+        """The next `times` sends raise `TransientError` (the broker did not acknowledge)."""
+        self.failures_left = times
+
+    async def send(self, record: DlqRecord, key: bytes | None) -> None:
+        self.send_calls += 1
+        if self.failures_left > 0:
+            self.failures_left -= 1
+            raise TransientError("DLQ_UNAVAILABLE", "no acknowledgement from the broker")
+        if self._hold is not None and self._hold(record):
+            self.waiting.append(record)
+            try:
+                await self._released.wait()
+            finally:
+                self.waiting.remove(record)
+        self.records.append(record)
+        self.keys.append(key)
+
+
+class FloorTruth(InMemoryTruth):
+    """`InMemoryTruth` that tells the revision-floor query apart, with a hook before loads.
+
+    `InMemoryTruth` ignores the SQL, so the processor's floor query would read the page rows.
+    Here a query on ``search_revision_floor`` answers from `floors` instead; `before_load` runs
+    (and may change rows) before each page load, and `gate`, when set, holds loads until set.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.floors: dict[str, int] = {}
+        self.loads = 0
+        self.before_load: Callable[[int], None] | None = None
+        self.gate: asyncio.Event | None = None
+        self.gate_waiters = 0
+        self.fail_with: TransientError | None = None
+
+    async def load(
+        self, select_sql: str, ids: Sequence[str], *, primary: bool = False
+    ) -> dict[str, Row]:
+        if "search_revision_floor" in select_sql:
+            return {i: {"id": i, "revision": self.floors[i]} for i in ids if i in self.floors}
+        if self.fail_with is not None:
+            raise self.fail_with
+        self.loads += 1
+        if self.before_load is not None:
+            self.before_load(self.loads)
+        if self.gate is not None:
+            self.gate_waiters += 1
+            try:
+                await self.gate.wait()
+            finally:
+                self.gate_waiters -= 1
+        return await super().load(select_sql, ids, primary=primary)

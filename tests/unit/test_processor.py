@@ -1,0 +1,205 @@
+"""The processor's verdicts, case by case, over the in-memory truth and index (no pipeline)."""
+
+from __future__ import annotations
+
+import pytest
+from pipeline_fakes import FloorTruth, page_row
+
+from consumer._errors import TransientError
+from consumer._types import Key, Operation, Position, ThinEvent
+from consumer.coalesce import Work
+from consumer.esfake import InMemoryIndex
+from consumer.processor import Processor, Result
+from consumer.projection import Projector, default_registry
+from consumer.sink import IndexOp, Sink
+
+ALIAS = "wiki_page"
+
+
+def work(aggregate_id: str, *revisions: int, aggregate_type: str = "wiki_page") -> Work:
+    events = tuple(
+        (
+            ThinEvent(f"{aggregate_id}-{r}", aggregate_type, aggregate_id, Operation.UPSERT, r),
+            Position("t", 0, i),
+        )
+        for i, r in enumerate(revisions)
+    )
+    return Work(Key(aggregate_type, aggregate_id), events, attempts=1)
+
+
+class Env:
+    def __init__(self) -> None:
+        self.registry = default_registry()
+        self.projector: Projector = self.registry.get("wiki_page")
+        self.truth = FloorTruth()
+        self.index = InMemoryIndex()
+        self.index.create_index("wiki_page_v1", self.projector.mapping)
+        self.index.put_alias(ALIAS, "wiki_page_v1")
+        self.processor = Processor(
+            registry=self.registry,
+            truth=self.truth,
+            sink=Sink(self.index),
+            alias_for=lambda t: t,
+        )
+
+    async def put_doc(self, row: dict[str, object]) -> None:
+        """Write a document straight into the index, as an earlier writer would have."""
+        op = IndexOp.from_document(ALIAS, self.projector.project(row))
+        [result] = await self.index.bulk_index([op])
+        assert result.status in (200, 201)
+
+
+@pytest.fixture
+def env() -> Env:
+    return Env()
+
+
+async def test_applied_writes_the_projection_at_the_row_revision(env: Env) -> None:
+    row = page_row("p1", 3)
+    env.truth.put(row)
+    [verdict] = await env.processor.process([work("p1", 2, 3)])
+    assert verdict.result is Result.APPLIED
+    assert verdict.finished
+    expected = env.projector.project(row)
+    assert verdict.document == expected
+    assert verdict.loaded_revision == 3
+    assert verdict.schema_version == env.projector.schema_version
+    stored = env.index.get(ALIAS, "p1")
+    assert stored is not None
+    assert (stored.version, stored.body) == (3, expected.body)
+
+
+async def test_writing_the_same_revision_twice_is_already_applied(env: Env) -> None:
+    env.truth.put(page_row("p1", 3))
+    [first] = await env.processor.process([work("p1", 3)])
+    [second] = await env.processor.process([work("p1", 3)])
+    assert first.result is Result.APPLIED
+    assert second.result is Result.ALREADY_APPLIED
+    assert second.finished
+    assert second.document == first.document
+
+
+async def test_a_row_older_than_the_event_is_retried_as_truth_lagging(env: Env) -> None:
+    env.truth.put(page_row("p1", 2))
+    [verdict] = await env.processor.process([work("p1", 3)])
+    assert verdict.result is Result.RETRY
+    assert verdict.code == "TRUTH_LAGGING"
+    assert not verdict.systemic  # the event's own retry budget, not backpressure
+    assert env.index.get(ALIAS, "p1") is None  # nothing written from the stale row
+
+
+@pytest.mark.parametrize(("floor", "expected"), [(None, 4), (2, 4), (9, 9)])
+async def test_a_missing_row_becomes_a_tombstone_at_the_newest_known_revision(
+    env: Env, floor: int | None, expected: int
+) -> None:
+    if floor is not None:
+        env.truth.floors["gone"] = floor
+    [verdict] = await env.processor.process([work("gone", 3, 4)])
+    assert verdict.result is Result.APPLIED
+    assert verdict.loaded_revision is None
+    assert verdict.document == env.projector.tombstone("gone", expected)
+    stored = env.index.get(ALIAS, "gone")
+    assert stored is not None
+    assert stored.version == expected
+    assert stored.body["is_deleted"] is True
+
+
+async def test_an_unknown_aggregate_type_is_dead(env: Env) -> None:
+    [verdict] = await env.processor.process([work("x", 1, aggregate_type="no_such_type")])
+    assert verdict.result is Result.DEAD
+    assert verdict.code == "UNKNOWN_AGGREGATE_TYPE"
+    assert env.index.bulk_calls == []
+
+
+async def test_a_row_that_cannot_be_projected_is_dead(env: Env) -> None:
+    env.truth.put(page_row("p1", 1, relations_json="{not json"))
+    [verdict] = await env.processor.process([work("p1", 1)])
+    assert verdict.result is Result.DEAD
+    assert verdict.code == "PROJECTION_ERROR"
+    assert env.index.get(ALIAS, "p1") is None
+
+
+async def test_an_unreachable_mysql_is_a_systemic_retry(env: Env) -> None:
+    env.truth.put(page_row("p1", 1))
+    env.truth.fail_with = TransientError("MYSQL_UNAVAILABLE", "connection refused")
+    [verdict] = await env.processor.process([work("p1", 1)])
+    assert verdict.result is Result.RETRY
+    assert verdict.code == "MYSQL_UNAVAILABLE"
+    assert verdict.systemic
+
+
+async def test_es_429_is_a_systemic_retry(env: Env) -> None:
+    env.truth.put(page_row("p1", 1))
+    env.index.inject_failures(429, "es_rejected_execution_exception", "queue full")
+    [verdict] = await env.processor.process([work("p1", 1)])
+    assert verdict.result is Result.RETRY
+    assert verdict.code == "ES_429"
+    assert verdict.systemic
+
+
+async def test_a_mapping_error_is_dead(env: Env) -> None:
+    env.truth.put(page_row("p1", 1))
+    env.index.inject_failures(400, "mapper_parsing_exception", "bad field")
+    [verdict] = await env.processor.process([work("p1", 1)])
+    assert verdict.result is Result.DEAD
+    assert verdict.code == "MAPPING_ERROR"
+
+
+async def test_an_index_ahead_of_the_primary_is_a_revision_regression(env: Env) -> None:
+    await env.put_doc(page_row("p1", 5))
+    env.truth.put(page_row("p1", 1))
+    [verdict] = await env.processor.process([work("p1", 1)])
+    assert verdict.result is Result.DEAD
+    assert verdict.code == "REVISION_REGRESSION"
+    assert not verdict.finished
+    assert [primary for _, primary in env.truth.calls] == [False, True]  # re-checked
+    stored = env.index.get(ALIAS, "p1")
+    assert stored is not None
+    assert stored.version == 5
+
+
+async def test_an_index_ahead_of_a_lagging_replica_is_rewritten_from_the_primary(
+    env: Env,
+) -> None:
+    await env.put_doc(page_row("p1", 3))
+    env.truth.put(page_row("p1", 2))  # the replica
+    env.truth.put(page_row("p1", 4), primary_only=True)
+    [verdict] = await env.processor.process([work("p1", 2)])
+    assert verdict.result is Result.APPLIED
+    assert verdict.loaded_revision == 4
+    stored = env.index.get(ALIAS, "p1")
+    assert stored is not None
+    assert stored.version == 4
+    assert stored.body == env.projector.project(page_row("p1", 4)).body
+
+
+async def test_a_stale_event_of_a_deleted_id_is_already_applied(env: Env) -> None:
+    [first] = await env.processor.process([work("gone", 7)])
+    [stale] = await env.processor.process([work("gone", 2)])
+    assert first.result is Result.APPLIED
+    assert stale.result is Result.ALREADY_APPLIED
+    stored = env.index.get(ALIAS, "gone")
+    assert stored is not None
+    assert (stored.version, stored.body["is_deleted"]) == (7, True)
+
+
+async def test_verdicts_come_back_in_the_order_of_the_works(env: Env) -> None:
+    env.truth.put(page_row("a", 1))
+    env.truth.put(page_row("c", 1))
+    env.truth.put(page_row("bad", 1, relations_json="[1]"))
+    works = [
+        work("a", 1),
+        work("u", 1, aggregate_type="other_type"),
+        work("bad", 1),
+        work("c", 2),
+        work("gone", 1),
+    ]
+    verdicts = await env.processor.process(works)
+    assert [v.work for v in verdicts] == works
+    assert [v.result for v in verdicts] == [
+        Result.APPLIED,
+        Result.DEAD,
+        Result.DEAD,
+        Result.RETRY,
+        Result.APPLIED,
+    ]

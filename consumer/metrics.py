@@ -21,7 +21,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.exposition import generate_latest
 
 if TYPE_CHECKING:
     from consumer.sink import WriteOutcome
@@ -37,8 +37,9 @@ __all__ = [
     "item_kind",
 ]
 
-CONTENT_TYPE: Final = CONTENT_TYPE_LATEST
-"""``text/plain; version=0.0.4; charset=utf-8``: what /metrics answers with."""
+CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
+"""What /metrics answers with: `generate_latest` writes the classic 0.0.4 text format (names
+are plain ASCII here), which every Prometheus version scrapes."""
 
 ITEM_KINDS: Final = ("success", "429", "5xx", "mapping_error", "version_conflict", "other")
 """What one bulk item can be, for `Metrics.observe_item`."""

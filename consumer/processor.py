@@ -5,7 +5,8 @@ projector, writes it through the alias with the revision as the external version
 became of it. It knows nothing of Kafka, offsets or the DLQ: the pipeline acts on the verdicts.
 
 Rules (DESIGN.md, issue 3):
-- a row older than the event (a lagging replica) is not written: RETRY ``TRUTH_LAGGING``;
+- a row older than the event (a lagging replica) is not written: it is read again from the
+  primary, and if the primary is behind too the revision went backwards (REVISION_REGRESSION);
 - a row that is gone (hard delete) becomes a tombstone at the newest revision known for it (the
   event's, or the writer's revision floor if that is higher);
 - a 409 whose stored version equals ours is "already applied"; a stored version above the truth
@@ -20,7 +21,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from consumer._errors import PoisonMessage, TransientError
+from consumer._errors import PoisonMessage, RevisionRegression, TransientError
 from consumer.coalesce import Work
 from consumer.projection import Document, Projector, ProjectorRegistry, Row
 from consumer.sink import IndexOp, OutcomeKind, Sink, WriteOutcome
@@ -113,6 +114,21 @@ class Processor:
         """Load the rows of `works` and build their documents; early verdicts for the rest."""
         ids = [w.key.aggregate_id for w in works]
         rows = await self._truth.load(projector.select_sql, ids, primary=primary)
+        behind = [
+            w.key.aggregate_id
+            for w in works
+            if w.key.aggregate_id in rows
+            and int(rows[w.key.aggregate_id]["revision"]) < w.max_revision
+        ]
+        if behind and not primary:
+            # Older than the event: a lagging replica. The primary cannot lag behind an event
+            # Debezium read from its binlog, so its answer is final.
+            fresh = await self._truth.load(projector.select_sql, behind, primary=True)
+            for aggregate_id in behind:
+                if aggregate_id in fresh:
+                    rows[aggregate_id] = fresh[aggregate_id]
+                else:
+                    del rows[aggregate_id]
         missing = [i for i in ids if i not in rows]
         floors = await self._floors(projector.aggregate_type, missing, primary) if missing else {}
         alias = self._alias_for(projector.aggregate_type)
@@ -123,10 +139,13 @@ class Processor:
             try:
                 plan = self._plan_one(projector, alias, work, row, floors)
             except PoisonMessage as exc:
-                early.append(Verdict(work, Result.DEAD, exc.code, exc.message, alias=alias))
-                continue
-            except TransientError as exc:
-                early.append(_retry(work, exc, systemic=False, alias=alias))
+                early.append(
+                    Verdict(
+                        work, Result.DEAD, exc.code, exc.message, alias=alias,
+                        loaded_revision=None if row is None else int(row["revision"]),
+                        schema_version=projector.schema_version,
+                    )
+                )
                 continue
             plans.append(plan)
         return plans, early
@@ -141,9 +160,10 @@ class Processor:
             return _Planned(work, projector, alias, doc, None)
         loaded = int(row["revision"])
         if loaded < work.max_revision:
-            raise TransientError(
-                "TRUTH_LAGGING",
-                f"row revision {loaded} is older than event revision {work.max_revision}",
+            raise RevisionRegression(
+                f"the primary's row is at revision {loaded}, older than event revision "
+                f"{work.max_revision}: the revision went backwards (id re-created without "
+                "its revision floor?)"
             )
         return _Planned(work, projector, alias, projector.project(row), loaded)
 

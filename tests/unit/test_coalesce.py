@@ -217,8 +217,10 @@ def test_in_flight_bound_and_fifo_over_keys() -> None:
     c = Coalescer(max_in_flight=2, max_queued=100)
     for i, key in enumerate("abcd"):
         c.add(_event(key, 1), _pos(i))
+    assert c.ready() == 4
     first = c.take_ready()
     assert [w.key.aggregate_id for w in first] == ["a", "b"]
+    assert c.ready() == 2
     assert c.take_ready() == []
     c.complete(first[1])
     assert [w.key.aggregate_id for w in c.take_ready(limit=5)] == ["c"]

@@ -79,13 +79,24 @@ async def test_writing_the_same_revision_twice_is_already_applied(env: Env) -> N
     assert second.document == first.document
 
 
-async def test_a_row_older_than_the_event_is_retried_as_truth_lagging(env: Env) -> None:
+async def test_a_row_older_than_the_event_on_the_primary_is_a_revision_regression(
+    env: Env,
+) -> None:
     env.truth.put(page_row("p1", 2))
     [verdict] = await env.processor.process([work("p1", 3)])
-    assert verdict.result is Result.RETRY
-    assert verdict.code == "TRUTH_LAGGING"
-    assert not verdict.systemic  # the event's own retry budget, not backpressure
+    assert verdict.result is Result.DEAD
+    assert verdict.code == "REVISION_REGRESSION"
+    assert verdict.loaded_revision == 2
     assert env.index.get(ALIAS, "p1") is None  # nothing written from the stale row
+
+
+async def test_a_lagging_replica_is_read_again_from_the_primary(env: Env) -> None:
+    env.truth.put(page_row("p1", 2))
+    env.truth.put(page_row("p1", 3), primary_only=True)
+    [verdict] = await env.processor.process([work("p1", 3)])
+    assert verdict.result is Result.APPLIED
+    assert verdict.loaded_revision == 3
+    assert verdict.document == env.projector.project(page_row("p1", 3))
 
 
 @pytest.mark.parametrize(("floor", "expected"), [(None, 4), (2, 4), (9, 9)])
@@ -200,6 +211,6 @@ async def test_verdicts_come_back_in_the_order_of_the_works(env: Env) -> None:
         Result.APPLIED,
         Result.DEAD,
         Result.DEAD,
-        Result.RETRY,
+        Result.DEAD,  # c: the row is behind its event even on the primary
         Result.APPLIED,
     ]

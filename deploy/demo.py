@@ -1,0 +1,189 @@
+"""`make demo`: searchsync's main job on the local stack, shown working.
+
+1. index init (the alias and its v1 index), 2. the consumer in the background (`searchsync run`),
+3. a small stream of real page writes through MariaDB transactions (the writer helper),
+4. wait until every document equals the projection of its row, 5. a search hit, the lag, the
+metrics URL. The consumer keeps running afterwards; `make down` stops the stack, and
+`kill $(cat .stack/run/searchsync.pid)` stops the consumer alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+from consumer.app import make_es_client
+from consumer.config import load_settings
+from consumer.db import create_pool
+from consumer.indexadmin import init_index
+from consumer.loadgen import run_loadgen
+from consumer.projection import default_registry
+from consumer.truth import MysqlTruth
+from consumer.writer import PageWriter
+
+REPO = Path(__file__).resolve().parents[1]
+RUN = REPO / ".stack" / "run"
+LOGS = REPO / ".stack" / "logs"
+
+
+def say(msg: str) -> None:
+    print(f"demo: {msg}", flush=True)
+
+
+_last_progress = [0.0]
+
+
+def progress(text: str, final: bool) -> None:
+    """A line that redraws itself on a terminal; one line every few seconds elsewhere."""
+    if sys.stdout.isatty():
+        print(f"\rdemo: {text}", end="\n" if final else "", flush=True)
+    elif final or time.monotonic() - _last_progress[0] > 3:
+        _last_progress[0] = time.monotonic()
+        say(text)
+
+
+def consumer_running() -> bool:
+    pid_file = RUN / "searchsync.pid"
+    if not pid_file.exists():
+        return False
+    try:
+        os.kill(int(pid_file.read_text()), 0)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def start_consumer() -> None:
+    RUN.mkdir(parents=True, exist_ok=True)
+    LOGS.mkdir(parents=True, exist_ok=True)
+    log = (LOGS / "searchsync.log").open("ab")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "consumer", "run"], cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    (RUN / "searchsync.pid").write_text(str(proc.pid))
+
+
+def http_get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except OSError:
+        return 0, ""
+
+
+async def main() -> int:
+    settings = load_settings(os.environ)
+    obs = settings.observability
+    metrics_url = f"http://{obs.metrics_host}:{obs.metrics_port}/metrics"
+    health_url = f"http://{obs.metrics_host}:{obs.metrics_port}/healthz"
+    registry = default_registry()
+    projector = registry.get("wiki_page")
+    alias = settings.alias("wiki_page")
+    es = make_es_client(settings)
+    pool_holder: dict[int, Any] = {}
+    try:
+        result = await init_index(es, alias, projector.mapping)
+        say(f"index init: {alias} -> {result.index} ({result.action.value})")
+
+        if consumer_running():
+            say("the consumer is already running")
+        elif http_get(health_url)[0] != 0:
+            say(f"something else already listens on {health_url}: stop it, or set "
+                "SEARCHSYNC_OBSERVABILITY_METRICS_PORT to a free port")
+            return 1
+        else:
+            start_consumer()
+            say(f"started the consumer (log {LOGS / 'searchsync.log'})")
+        deadline = time.monotonic() + 90
+        while http_get(health_url)[0] != 200:
+            if time.monotonic() > deadline:
+                say(f"the consumer did not become ready; {health_url}: {http_get(health_url)}")
+                say(f"see {LOGS / 'searchsync.log'}")
+                return 1
+            if not consumer_running():
+                say(f"the consumer exited; see {LOGS / 'searchsync.log'}")
+                return 1
+            await asyncio.sleep(0.2)
+        say(f"consumer ready: {health_url}")
+
+        app_pool = pool_holder[0] = await create_pool(
+            host=settings.mysql.host, port=settings.mysql.port,
+            user=os.environ.get("SEARCHSYNC_APP_MYSQL_USER", "searchsync_app"),
+            password=os.environ.get("SEARCHSYNC_APP_MYSQL_PASSWORD", "searchsync_app"),
+            database=settings.mysql.database,
+        )
+        prefix = f"demo-{uuid.uuid4().hex[:6]}"
+        say(f"writing pages {prefix}-* through MariaDB transactions (row + outbox event) ...")
+        report = await run_loadgen(
+            PageWriter(app_pool), pages=25, updates=250, concurrency=4, delete_ratio=0.1,
+            seed=int(time.time()), id_prefix=prefix,
+        )
+        say(f"{report.changes} changes committed to {len(report.final_revisions)} pages")
+
+        ids = sorted(report.final_revisions)
+        truth = MysqlTruth(app_pool)
+        rows = await truth.load(projector.select_sql, ids)
+        expected = {i: projector.project(rows[i]) for i in ids}
+        started = time.monotonic()
+        while True:
+            docs = (await es.mget(index=alias, ids=ids))["docs"]
+            done = sum(
+                1 for d in docs
+                if d.get("found") and d["_version"] == expected[d["_id"]].source_revision
+                and d["_source"] == expected[d["_id"]].body
+            )
+            progress(f"indexed and equal to MySQL: {done}/{len(ids)}", done == len(ids))
+            if done == len(ids):
+                break
+            if time.monotonic() - started > 120:
+                say(f"not converged after 120 s; see {LOGS / 'searchsync.log'}")
+                return 1
+            await asyncio.sleep(0.2)
+        say(f"all {len(ids)} documents equal the projection of their rows "
+            f"({time.monotonic() - started:.1f} s after the last write)")
+
+        live = next(i for i in ids if not expected[i].is_deleted)
+        word = str(expected[live].body["title"]).split()[0]
+        await es.indices.refresh(index=alias)
+        hits = await es.search(
+            index=alias,
+            query={"bool": {"must": [{"match": {"title": word}}],
+                            "filter": [{"term": {"is_deleted": False}},
+                                       {"prefix": {"id": prefix}}]}},
+            size=1,
+            version=True,
+        )
+        top = hits["hits"]["hits"][0]
+        say(f'search "{word}": {hits["hits"]["total"]["value"]} hits; top: id={top["_id"]} '
+            f'version={top["_version"]} title="{top["_source"]["title"]}"')
+        _, text = http_get(metrics_url)
+        lag = sum(
+            float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+            if line.startswith("searchsync_consumer_lag{")
+        )
+        pending = [line for line in text.splitlines() if line.startswith("outbox_pending_count ")]
+        say(f"consumer lag (messages not yet committed, last sample): {lag:.0f}; "
+            f"{pending[0] if pending else ''}")
+        say(f"metrics: {metrics_url}   health: {health_url}")
+        say("the consumer keeps running: `make down` stops everything, "
+            "`kill $(cat .stack/run/searchsync.pid)` only the consumer")
+        return 0
+    finally:
+        await es.close()
+        if pool_holder:
+            pool_holder[0].close()
+            await pool_holder[0].wait_closed()
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

@@ -56,6 +56,8 @@ async def run_consumer(
     registry = registry or default_registry()
     metrics = metrics or Metrics()
     k, p = settings.kafka, settings.pipeline
+    # one line per request at INFO would drown the one line per event outcome
+    logging.getLogger("elastic_transport").setLevel(logging.WARNING)
     log.info("searchsync starting", extra={"settings": settings.redacted()})
 
     async with AsyncExitStack() as stack:

@@ -141,7 +141,11 @@ class Processor:
             except PoisonMessage as exc:
                 early.append(
                     Verdict(
-                        work, Result.DEAD, exc.code, exc.message, alias=alias,
+                        work,
+                        Result.DEAD,
+                        exc.code,
+                        exc.message,
+                        alias=alias,
                         loaded_revision=None if row is None else int(row["revision"]),
                         schema_version=projector.schema_version,
                     )

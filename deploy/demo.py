@@ -65,7 +65,10 @@ def start_consumer() -> None:
     LOGS.mkdir(parents=True, exist_ok=True)
     log = (LOGS / "searchsync.log").open("ab")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "consumer", "run"], cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+        [sys.executable, "-m", "consumer", "run"],
+        cwd=REPO,
+        stdout=log,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
     )
     (RUN / "searchsync.pid").write_text(str(proc.pid))
@@ -98,8 +101,10 @@ async def main() -> int:
         if consumer_running():
             say("the consumer is already running")
         elif http_get(health_url)[0] != 0:
-            say(f"something else already listens on {health_url}: stop it, or set "
-                "SEARCHSYNC_OBSERVABILITY_METRICS_PORT to a free port")
+            say(
+                f"something else already listens on {health_url}: stop it, or set "
+                "SEARCHSYNC_OBSERVABILITY_METRICS_PORT to a free port"
+            )
             return 1
         else:
             start_consumer()
@@ -117,7 +122,8 @@ async def main() -> int:
         say(f"consumer ready: {health_url}")
 
         app_pool = pool_holder[0] = await create_pool(
-            host=settings.mysql.host, port=settings.mysql.port,
+            host=settings.mysql.host,
+            port=settings.mysql.port,
             user=os.environ.get("SEARCHSYNC_APP_MYSQL_USER", "searchsync_app"),
             password=os.environ.get("SEARCHSYNC_APP_MYSQL_PASSWORD", "searchsync_app"),
             database=settings.mysql.database,
@@ -125,8 +131,13 @@ async def main() -> int:
         prefix = f"demo-{uuid.uuid4().hex[:6]}"
         say(f"writing pages {prefix}-* through MariaDB transactions (row + outbox event) ...")
         report = await run_loadgen(
-            PageWriter(app_pool), pages=25, updates=250, concurrency=4, delete_ratio=0.1,
-            seed=int(time.time()), id_prefix=prefix,
+            PageWriter(app_pool),
+            pages=25,
+            updates=250,
+            concurrency=4,
+            delete_ratio=0.1,
+            seed=int(time.time()),
+            id_prefix=prefix,
         )
         say(f"{report.changes} changes committed to {len(report.final_revisions)} pages")
 
@@ -138,8 +149,10 @@ async def main() -> int:
         while True:
             docs = (await es.mget(index=alias, ids=ids))["docs"]
             done = sum(
-                1 for d in docs
-                if d.get("found") and d["_version"] == expected[d["_id"]].source_revision
+                1
+                for d in docs
+                if d.get("found")
+                and d["_version"] == expected[d["_id"]].source_revision
                 and d["_source"] == expected[d["_id"]].body
             )
             progress(f"indexed and equal to MySQL: {done}/{len(ids)}", done == len(ids))
@@ -149,34 +162,46 @@ async def main() -> int:
                 say(f"not converged after 120 s; see {LOGS / 'searchsync.log'}")
                 return 1
             await asyncio.sleep(0.2)
-        say(f"all {len(ids)} documents equal the projection of their rows "
-            f"({time.monotonic() - started:.1f} s after the last write)")
+        say(
+            f"all {len(ids)} documents equal the projection of their rows "
+            f"({time.monotonic() - started:.1f} s after the last write)"
+        )
 
         live = next(i for i in ids if not expected[i].is_deleted)
         word = str(expected[live].body["title"]).split()[0]
         await es.indices.refresh(index=alias)
         hits = await es.search(
             index=alias,
-            query={"bool": {"must": [{"match": {"title": word}}],
-                            "filter": [{"term": {"is_deleted": False}},
-                                       {"prefix": {"id": prefix}}]}},
+            query={
+                "bool": {
+                    "must": [{"match": {"title": word}}],
+                    "filter": [{"term": {"is_deleted": False}}, {"prefix": {"id": prefix}}],
+                }
+            },
             size=1,
             version=True,
         )
         top = hits["hits"]["hits"][0]
-        say(f'search "{word}": {hits["hits"]["total"]["value"]} hits; top: id={top["_id"]} '
-            f'version={top["_version"]} title="{top["_source"]["title"]}"')
+        say(
+            f'search "{word}": {hits["hits"]["total"]["value"]} hits; top: id={top["_id"]} '
+            f'version={top["_version"]} title="{top["_source"]["title"]}"'
+        )
         _, text = http_get(metrics_url)
         lag = sum(
-            float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
             if line.startswith("searchsync_consumer_lag{")
         )
         pending = [line for line in text.splitlines() if line.startswith("outbox_pending_count ")]
-        say(f"consumer lag (messages not yet committed, last sample): {lag:.0f}; "
-            f"{pending[0] if pending else ''}")
+        say(
+            f"consumer lag (messages not yet committed, last sample): {lag:.0f}; "
+            f"{pending[0] if pending else ''}"
+        )
         say(f"metrics: {metrics_url}   health: {health_url}")
-        say("the consumer keeps running: `make down` stops everything, "
-            "`kill $(cat .stack/run/searchsync.pid)` only the consumer")
+        say(
+            "the consumer keeps running: `make down` stops everything, "
+            "`kill $(cat .stack/run/searchsync.pid)` only the consumer"
+        )
         return 0
     finally:
         await es.close()

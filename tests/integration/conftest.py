@@ -38,8 +38,11 @@ def _stack_is_up() -> None:
             ("Kafka", KAFKA.split(",")[0]),
             ("Elasticsearch", es_hostport),
             ("Kafka Connect", CONNECT_URL.split("://", 1)[-1]),
-            ("MariaDB", f"{os.environ.get('SEARCHSYNC_MYSQL_HOST', '127.0.0.1')}:"
-             f"{os.environ.get('SEARCHSYNC_MYSQL_PORT', '3306')}"),
+            (
+                "MariaDB",
+                f"{os.environ.get('SEARCHSYNC_MYSQL_HOST', '127.0.0.1')}:"
+                f"{os.environ.get('SEARCHSYNC_MYSQL_PORT', '3306')}",
+            ),
         )
         if not _port_open(addr)
     ]

@@ -50,9 +50,10 @@ def harness_env(tag: str, **overrides: str) -> dict[str, str]:
 
 
 async def wait_for(
-    check: Callable[[], Awaitable[bool]], timeout: float, what: str, interval: float = 0.1
+    check: Callable[[], Awaitable[bool]], deadline_s: float, what: str, interval: float = 0.1
 ) -> None:
     """Wait until `check()` holds; fail with `what` at the deadline."""
+    timeout = deadline_s
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if await check():
@@ -71,8 +72,11 @@ class InProcessConsumer:
         self.task: asyncio.Task[int] | None = None
 
     async def start(self) -> None:
-        commit_group_at_end(self.settings.kafka.bootstrap_servers, self.settings.kafka.group_id,
-                            self.settings.kafka.topics[0])
+        commit_group_at_end(
+            self.settings.kafka.bootstrap_servers,
+            self.settings.kafka.group_id,
+            self.settings.kafka.topics[0],
+        )
         self.task = asyncio.create_task(
             run_consumer(self.settings, stop=self.stop, metrics=self.metrics)
         )
@@ -175,7 +179,9 @@ async def drop_indices(settings: Settings) -> None:
         await es.close()
 
 
-async def expected_documents(truth: MysqlTruth, ids: list[str], floors: Mapping[str, int]) -> dict[str, Document]:
+async def expected_documents(
+    truth: MysqlTruth, ids: list[str], floors: Mapping[str, int]
+) -> dict[str, Document]:
     """What every document must be at quiescence: the projection of its row (or a tombstone)."""
     projector = default_registry().get("wiki_page")
     rows = await truth.load(projector.select_sql, ids, primary=True)

@@ -28,12 +28,13 @@ class TopicTail:
         partitions = meta.topics[topic].partitions
         assignment = []
         for p in partitions:
-            _low, high = self._consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            tp = TopicPartition(topic, p)
+            _low, high = self._consumer.get_watermark_offsets(tp, timeout=10)
             assignment.append(TopicPartition(topic, p, high))
         self._consumer.assign(assignment)
 
     def read_until(self, done: Callable[[list[Message]], bool], timeout: float) -> list[Message]:
-        """Collect messages until `done(messages)` holds; fail with what was seen at the deadline."""
+        """Collect messages until `done(messages)` holds; fail at the deadline."""
         seen: list[Message] = []
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -1,4 +1,4 @@
-"""searchsync end to end on the real stack: MariaDB -> Debezium -> Kafka -> searchsync -> Elasticsearch.
+"""End to end on the real stack: MariaDB -> Debezium -> Kafka -> searchsync -> Elasticsearch.
 
 Every write goes through a MariaDB transaction (the writer helper) and every event through the
 real connector; at quiescence each document must equal the projection of its row.
@@ -60,8 +60,11 @@ async def _floors(pool: aiomysql.Pool, ids: list[str]) -> dict[str, int]:
 
 
 async def _wait_converged(
-    consumer_pool: aiomysql.Pool, settings_alias: str, es_settings: object, ids: list[str],
-    timeout: float = 120,
+    consumer_pool: aiomysql.Pool,
+    settings_alias: str,
+    es_settings: object,
+    ids: list[str],
+    deadline_s: float = 120,
 ) -> dict[str, Document]:
     truth = MysqlTruth(consumer_pool)
     expected = await expected_documents(truth, ids, await _floors(consumer_pool, ids))
@@ -75,7 +78,7 @@ async def _wait_converged(
             return ok
 
         try:
-            await wait_for(check, timeout, "every document equals the projection of its row")
+            await wait_for(check, deadline_s, "every document equals the projection of its row")
         except AssertionError as exc:
             raise AssertionError(f"{exc}; last difference: {last[0]}") from None
     finally:
@@ -118,8 +121,14 @@ async def test_every_kind_of_change_converges(
         await w.update(ids[3], content=str(i + 1))
     # concurrent writers over more pages
     report = await run_loadgen(
-        w, pages=15, updates=150, concurrency=6, delete_ratio=0.1, seed=7,
-        id_prefix=f"{p}-lg", hard_delete_ratio=0.05,
+        w,
+        pages=15,
+        updates=150,
+        concurrency=6,
+        delete_ratio=0.1,
+        seed=7,
+        id_prefix=f"{p}-lg",
+        hard_delete_ratio=0.05,
     )
     ids += sorted(report.final_revisions)
 
@@ -131,7 +140,9 @@ async def test_every_kind_of_change_converges(
     assert expected[ids[2]].source_revision == 3
     assert expected[ids[3]].source_revision == 61
     # coalescing: 61 events of the hot key did not cost 61 writes
-    applied = consumer.metric("searchsync_event_outcomes_total", aggregate_type="wiki_page", result="applied")
+    applied = consumer.metric(
+        "searchsync_event_outcomes_total", aggregate_type="wiki_page", result="applied"
+    )
     superseded = consumer.metric(
         "searchsync_event_outcomes_total", aggregate_type="wiki_page", result="superseded"
     )
@@ -148,7 +159,9 @@ async def test_replay_and_reordering_never_move_a_document_backwards(
     await w.create(page, "Replay", "0", [])
     for i in range(9):
         await w.update(page, content=str(i + 1))
-    await _wait_converged(consumer_pool, consumer.settings.alias("wiki_page"), consumer.settings, [page])
+    await _wait_converged(
+        consumer_pool, consumer.settings.alias("wiki_page"), consumer.settings, [page]
+    )
 
     # replay: the page's old events again, duplicated and shuffled, straight into the topic
     events = [
@@ -169,7 +182,9 @@ async def test_replay_and_reordering_never_move_a_document_backwards(
             doc = await es.get(index=alias, id=page)
             seen_versions.append(doc["_version"])
             done = consumer.metric(
-                "searchsync_event_outcomes_total", aggregate_type="wiki_page", result="already_applied"
+                "searchsync_event_outcomes_total",
+                aggregate_type="wiki_page",
+                result="already_applied",
             ) + consumer.metric(
                 "searchsync_event_outcomes_total", aggregate_type="wiki_page", result="superseded"
             )
@@ -196,7 +211,9 @@ async def test_revision_regression_is_surfaced_not_hidden(
     assert await w.unsafe_recreate(page, "Again", "new life", []) == 1
 
     async def surfaced() -> bool:
-        return consumer.metric("searchsync_revision_regression_total", aggregate_type="wiki_page") >= 1
+        return (
+            consumer.metric("searchsync_revision_regression_total", aggregate_type="wiki_page") >= 1
+        )
 
     await wait_for(surfaced, 60, "the revision regression was counted")
     mine: list = []  # type: ignore[type-arg]
@@ -228,7 +245,9 @@ async def test_poison_message_goes_to_the_dlq_and_the_group_keeps_going(
     delivered: list[tuple[int, int]] = []
     key = f"poison-{uuid.uuid4().hex[:8]}".encode()
     producer.produce(
-        TOPIC, key=key, value=b"{not json",
+        TOPIC,
+        key=key,
+        value=b"{not json",
         on_delivery=lambda err, msg: delivered.append((msg.partition(), msg.offset())),
     )
     lagging = ThinEvent(str(uuid.uuid4()), "wiki_page", key.decode(), Operation.UPSERT, 99)
@@ -237,7 +256,9 @@ async def test_poison_message_goes_to_the_dlq_and_the_group_keeps_going(
     w = PageWriter(app_pool)
     page = f"e2e-after-poison-{uuid.uuid4().hex[:8]}"
     await w.create(page, "After", "poison", [])
-    await _wait_converged(consumer_pool, consumer.settings.alias("wiki_page"), consumer.settings, [page])
+    await _wait_converged(
+        consumer_pool, consumer.settings.alias("wiki_page"), consumer.settings, [page]
+    )
 
     async def dead_lettered() -> list:  # type: ignore[type-arg]
         return await asyncio.to_thread(
@@ -276,7 +297,12 @@ async def test_kill_9_mid_batch_then_restart_loses_nothing(
     commit_group_at_end(KAFKA, settings.kafka.group_id, TOPIC)
     w = PageWriter(app_pool)
     report = await run_loadgen(
-        w, pages=150, updates=300, concurrency=6, delete_ratio=0.05, seed=11,
+        w,
+        pages=150,
+        updates=300,
+        concurrency=6,
+        delete_ratio=0.05,
+        seed=11,
         id_prefix=f"e2e-k9-{uuid.uuid4().hex[:8]}",
     )
     ids = sorted(report.final_revisions)
@@ -304,7 +330,7 @@ async def test_kill_9_mid_batch_then_restart_loses_nothing(
     proc2 = SubprocessConsumer(env, tmp_path / "consumer2.log")
     proc2.start()
     try:
-        await _wait_converged(consumer_pool, alias, settings, ids, timeout=180)
+        await _wait_converged(consumer_pool, alias, settings, ids, deadline_s=180)
 
         async def running() -> bool:
             return "searchsync running" in (tmp_path / "consumer2.log").read_text()
@@ -322,7 +348,7 @@ async def test_projection_is_the_same_as_the_rebuild_would_make(
     """Invariant 6 across the service boundary: the stored body is byte-for-byte the projector's."""
     w = PageWriter(app_pool)
     page = f"e2e-proj-{uuid.uuid4().hex[:8]}"
-    await w.create(page, "Ünïcode title", "content", REL + [{"type": "place", "target_id": "p9"}])
+    await w.create(page, "Ünïcode title", "content", [*REL, {"type": "place", "target_id": "p9"}])
     expected = await _wait_converged(
         consumer_pool, consumer.settings.alias("wiki_page"), consumer.settings, [page]
     )

@@ -74,7 +74,9 @@ def _events(messages: list) -> list[dict]:  # type: ignore[type-arg]
     return [orjson.loads(m.value()) for m in messages]
 
 
-def test_committed_change_is_routed_to_kafka(db: pymysql.connections.Connection, tail: TopicTail) -> None:
+def test_committed_change_is_routed_to_kafka(
+    db: pymysql.connections.Connection, tail: TopicTail
+) -> None:
     page_id = f"smoke-{uuid.uuid4().hex[:12]}"
     with db.cursor() as cur:
         _change_page(cur, page_id)
@@ -127,7 +129,9 @@ async def test_elasticsearch_answers_through_the_python_client() -> None:
         assert health["status"] in ("yellow", "green")
         index = f"smoke-{uuid.uuid4().hex[:12]}"
         try:
-            await es.index(index=index, id="1", document={"x": 1}, version=7, version_type="external")
+            await es.index(
+                index=index, id="1", document={"x": 1}, version=7, version_type="external"
+            )
             got = await es.get(index=index, id="1")
             assert got["_version"] == 7
             assert got["_source"] == {"x": 1}

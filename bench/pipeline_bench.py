@@ -11,9 +11,10 @@ group, index prefix and page-id prefix, so it never touches other data. Phases, 
 2. raw ceiling: the same N rows, read once from MySQL and projected, are bulk-indexed directly
    into a fresh index (same mapping, external versions, 500 per bulk, 2 bulks in flight as the
    pipeline's ``max_concurrent_batches``) -> the ratio pipeline / raw;
-3. commit -> searchable lag: paced writers create pages at half the measured pipeline rate while
-   a poller ``_search``-es the outstanding ids every 50 ms (so refresh_interval, 1 s by default,
-   is part of the lag);
+3. commit -> searchable lag: paced writers (a child process, so their CPU does not queue behind
+   the consumer's event loop) create pages at half the measured pipeline rate while a poller
+   ``_search``-es the outstanding ids every 50 ms (so refresh_interval, 1 s by default, is part
+   of the lag); a Kafka tap and a realtime mget split it into Debezium / consumer / refresh;
 4. hot key: 100 updates of one page in a burst -> Elasticsearch item writes they cost;
 5. memory: VmRSS / VmHWM of this process, which hosts the consumer.
 
@@ -34,6 +35,7 @@ import math
 import os
 import platform
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -73,8 +75,9 @@ WRITERS: Final = 16
 class BenchOptions:
     events: int = 3_000
     lag_seconds: float = 10.0
-    lag_writers: int = 8
+    lag_writers: int = WRITERS
     as_json: bool = False
+    paced_writer: str | None = None
 
 
 @dataclass(slots=True)
@@ -95,6 +98,7 @@ class Report:
     pipeline_rate: float = math.nan
     pipeline_rate_from_first_doc: float = math.nan
     events_consumed: int = 0
+    pipeline_bulk_requests: int = 0
     # phase 2
     mysql_reread_seconds: float = math.nan
     project_seconds: float = math.nan
@@ -110,6 +114,10 @@ class Report:
     lag_p99_s: float = math.nan
     lag_max_s: float = math.nan
     lag_unseen: int = 0
+    lag_kafka_p50_s: float = math.nan  # commit -> event readable in Kafka (Debezium)
+    lag_kafka_p99_s: float = math.nan
+    lag_written_p50_s: float = math.nan  # commit -> write acknowledged by ES (realtime get)
+    lag_written_p99_s: float = math.nan
     # phase 4
     hot_key_updates: int = HOT_KEY_UPDATES
     hot_key_es_writes: float = math.nan
@@ -376,6 +384,7 @@ class Bench:
             1e-9, done - (first_doc[0] if first_doc else t_assign)
         )
         r.events_consumed = int(metric_total(self.metrics, "searchsync_events_consumed_total"))
+        r.pipeline_bulk_requests = int(metric_total(self.metrics, "es_write_latency_seconds_count"))
         if r.events_consumed > n:
             r.notes.append(
                 f"the consumer took {r.events_consumed} events (> {n}): other writers shared the"
@@ -445,28 +454,55 @@ class Bench:
         rate = 0.5 * r.pipeline_rate
         total = max(1, round(rate * o.lag_seconds))
         r.lag_target_rate = rate
-        ids = self.new_ids(total)
+        first = next(self._ids)
+        for _ in range(total - 1):
+            next(self._ids)
         committed: dict[str, float] = {}
-        seen: dict[str, float] = {}
-        writer = self.writer
+        written: dict[str, float] = {}  # acknowledged by ES (realtime mget)
+        seen: dict[str, float] = {}  # visible to _search (after a refresh)
+        bounds: dict[str, float] = {}
+        tap = KafkaTap(self.settings.kafka.bootstrap_servers, self.topic, self.id_prefix)
+        tap.start()
         # The first search of an idle shard waits for a refresh: get that out of the way.
         await self.client.search(index=self.alias, size=0)
-        next_slot = itertools.count()
-        t0 = time.monotonic() + 0.1
+        # The writers run in a child process so that their CPU does not queue behind the
+        # consumer on this event loop; CLOCK_MONOTONIC is shared by both processes.
+        spec = {"prefix": self.id_prefix, "first": first, "count": total, "rate": rate}
+        spec["writers"] = o.lag_writers
+        spec["seconds"] = o.lag_seconds
+        child = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.pipeline_bench",
+            "--paced-writer",
+            json.dumps(spec),
+            stdout=asyncio.subprocess.PIPE,
+        )
 
-        async def paced_writer() -> None:
-            while (i := next(next_slot)) < total:
-                await asyncio.sleep(max(0.0, t0 + i / rate - time.monotonic()))
-                await self.create(writer, ids[i])
-                committed[ids[i]] = time.monotonic()
+        async def read_commits() -> None:
+            assert child.stdout is not None
+            async for raw in child.stdout:
+                name, _, at = raw.decode().strip().partition(" ")
+                if name in ("START", "END"):
+                    bounds[name] = float(at)
+                elif at:
+                    committed[name] = float(at)
 
         writers_done = asyncio.Event()
 
         async def poller() -> None:
             while not (writers_done.is_set() and len(seen) == len(committed)):
-                pending = [i for i in committed if i not in seen]
-                for start in range(0, len(pending), MGET_CHUNK):
-                    chunk = pending[start : start + MGET_CHUNK]
+                unwritten = [i for i in committed if i not in written]
+                for start in range(0, len(unwritten), MGET_CHUNK):
+                    chunk = unwritten[start : start + MGET_CHUNK]
+                    got: Any = await self.client.mget(index=self.alias, ids=chunk, source=False)
+                    now = time.monotonic()
+                    for doc in got["docs"]:
+                        if doc.get("found"):
+                            written.setdefault(doc["_id"], now)
+                unseen = [i for i in committed if i not in seen]
+                for start in range(0, len(unseen), MGET_CHUNK):
+                    chunk = unseen[start : start + MGET_CHUNK]
                     resp: Any = await self.client.search(
                         index=self.alias,
                         query={"ids": {"values": chunk}},
@@ -479,12 +515,11 @@ class Bench:
                 await asyncio.sleep(POLL_S)
 
         poll_task = asyncio.create_task(poller())
-        writes_end = t0
         try:
-            async with asyncio.TaskGroup() as group:
-                for _ in range(o.lag_writers):
-                    group.create_task(paced_writer())
-            writes_end = time.monotonic()
+            await read_commits()
+            code = await child.wait()
+            if code != 0:
+                r.notes.append(f"lag phase: the writer process exited with {code}")
             writers_done.set()
             await asyncio.wait_for(asyncio.shield(poll_task), 30)
         except TimeoutError:
@@ -493,14 +528,23 @@ class Bench:
             poll_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await poll_task
+            if child.returncode is None:
+                child.kill()
+                await child.wait()
+            await asyncio.to_thread(tap.close)
         lags = [seen[i] - committed[i] for i in committed if i in seen]
+        in_kafka = [tap.arrivals[i] - committed[i] for i in committed if i in tap.arrivals]
+        acked = [written[i] - committed[i] for i in committed if i in written]
+        r.lag_kafka_p50_s, r.lag_kafka_p99_s = quantile(in_kafka, 0.5), quantile(in_kafka, 0.99)
+        r.lag_written_p50_s, r.lag_written_p99_s = quantile(acked, 0.5), quantile(acked, 0.99)
         r.lag_pages = len(committed)
         r.lag_unseen = len(committed) - len(lags)
-        r.lag_achieved_rate = len(committed) / max(1e-9, writes_end - t0)
+        span = bounds.get("END", math.nan) - bounds.get("START", math.nan)
+        r.lag_achieved_rate = len(committed) / span if span > 0 else math.nan
         r.lag_p50_s = quantile(lags, 0.5)
         r.lag_p99_s = quantile(lags, 0.99)
         r.lag_max_s = max(lags) if lags else math.nan
-        if r.lag_achieved_rate < 0.9 * rate:
+        if not r.lag_achieved_rate >= 0.9 * rate:
             r.notes.append(
                 f"lag phase: writers reached {r.lag_achieved_rate:.0f}/s of {rate:.0f}/s asked"
             )
@@ -555,6 +599,86 @@ class Bench:
 
 def _finished(metrics: Metrics) -> float:
     return metric_total(metrics, "searchsync_event_outcomes_total")
+
+
+class KafkaTap:
+    """Notes when each event of the bench's pages becomes readable in Kafka (a thread polling
+    all partitions from their current end, no group, no commits)."""
+
+    def __init__(self, bootstrap: str, topic: str, key_prefix: str) -> None:
+        self.arrivals: dict[str, float] = {}
+        self._prefix = key_prefix.encode()
+        self._stop = threading.Event()
+        self._consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"bench-tap-{uuid.uuid4().hex}",
+                "enable.auto.commit": False,
+                "fetch.wait.max.ms": 10,
+            }
+        )
+        parts = self._consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        ends = topic_ends(bootstrap, topic, list(parts))
+        self._consumer.assign([TopicPartition(topic, p, o) for p, o in ends.items()])
+        self._thread = threading.Thread(target=self._run, name="bench-kafka-tap", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for msg in self._consumer.consume(500, 0.05):
+                key = msg.key()
+                if msg.error() is None and key is not None and key.startswith(self._prefix):
+                    self.arrivals.setdefault(key.decode(), time.monotonic())
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self._consumer.close()
+
+
+async def paced_writer_child(spec_json: str) -> None:
+    """The lag phase's writers (run as a child process): create up to ``count`` pages at
+    ``rate``/s from ``writers`` concurrent writers for at most ``seconds``, printing
+    ``<id> <monotonic commit time>`` per page."""
+    spec = json.loads(spec_json)
+    prefix, first, count = str(spec["prefix"]), int(spec["first"]), int(spec["count"])
+    rate, writers = float(spec["rate"]), int(spec["writers"])
+    seconds = float(spec["seconds"])
+    m = load_settings(dict(os.environ)).mysql
+    pool = await create_pool(
+        host=m.host,
+        port=m.port,
+        user=os.environ.get("SEARCHSYNC_APP_MYSQL_USER", "searchsync_app"),
+        password=os.environ.get("SEARCHSYNC_APP_MYSQL_PASSWORD", "searchsync_app"),
+        database=m.database,
+        minsize=writers,
+        maxsize=writers,
+    )
+    writer = PageWriter(pool)
+    slots = itertools.count()
+    t0 = time.monotonic() + 0.1
+    print(f"START {t0}", flush=True)
+
+    async def one_writer() -> None:
+        while (i := next(slots)) < count:
+            await asyncio.sleep(max(0.0, t0 + i / rate - time.monotonic()))
+            if time.monotonic() > t0 + seconds:
+                return  # behind schedule: keep the phase at its length, report the real rate
+            page_id = f"{prefix}{first + i}"
+            title, content, relations = page_body(page_id)
+            await writer.create(page_id, title, content, relations)
+            print(f"{page_id} {time.monotonic()}", flush=True)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for _ in range(writers):
+                group.create_task(one_writer())
+        print(f"END {time.monotonic()}", flush=True)
+    finally:
+        pool.close()
+        await pool.wait_closed()
 
 
 def progress(message: str) -> None:
@@ -619,7 +743,9 @@ def render_text(r: Report) -> str:
         f"1. pipeline throughput      {r.pipeline_rate:9.0f} events/s"
         f"  ({r.events} events in {r.pipeline_seconds:.2f}s from first partition assignment;"
         f" {r.pipeline_rate_from_first_doc:.0f}/s from the first written doc)",
-        f"   consumer start-up (excluded) {r.consumer_startup_seconds:.2f}s;"
+        f"   {r.pipeline_bulk_requests} bulk requests"
+        f" (avg {r.events / max(1, r.pipeline_bulk_requests):.0f} docs/bulk);"
+        f" consumer start-up (excluded) {r.consumer_startup_seconds:.2f}s;"
         f" first doc {r.first_doc_after_assign_seconds:.2f}s after assignment",
         f"   writers (16 concurrent)  {r.write_rate:9.0f} pages/s;"
         f" all events in Kafka {r.kafka_ready_seconds:.2f}s after the first write",
@@ -632,6 +758,8 @@ def render_text(r: Report) -> str:
         f"3. commit->searchable lag   p50 {r.lag_p50_s:.3f}s  p99 {r.lag_p99_s:.3f}s"
         f"  max {r.lag_max_s:.3f}s   target p99 <= {LAG_P99_TARGET_S}s:"
         f" {_met(r.lag_p99_s <= LAG_P99_TARGET_S)}",
+        f"   of which: commit->in Kafka p50 {r.lag_kafka_p50_s:.3f}s p99 {r.lag_kafka_p99_s:.3f}s;"
+        f" commit->ES write acked p50 {r.lag_written_p50_s:.3f}s p99 {r.lag_written_p99_s:.3f}s",
         f"   {r.lag_pages} pages at {r.lag_achieved_rate:.0f}/s"
         f" (asked {r.lag_target_rate:.0f}/s = 0.5 x pipeline); {r.lag_unseen} never seen;"
         " includes ES refresh_interval (1 s default)",
@@ -650,16 +778,25 @@ def parse_args(argv: Sequence[str]) -> BenchOptions:
     parser.add_argument("--events", type=int, default=3_000, help="pages for the throughput run")
     parser.add_argument("--lag-seconds", type=float, default=10.0, help="paced-write duration")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--paced-writer", help=argparse.SUPPRESS)  # the lag phase's child
     args = parser.parse_args(argv)
     if args.events < 1:
         parser.error("--events must be >= 1")
-    return BenchOptions(events=args.events, lag_seconds=args.lag_seconds, as_json=args.json)
+    return BenchOptions(
+        events=args.events,
+        lag_seconds=args.lag_seconds,
+        as_json=args.json,
+        paced_writer=args.paced_writer,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     options = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    if options.paced_writer is not None:
+        asyncio.run(paced_writer_child(options.paced_writer))
+        return 0
     command = " ".join([".venv/bin/python -m bench.pipeline_bench", *argv])
     report = asyncio.run(run(options, command))
     print(report.to_json() if options.as_json else render_text(report))

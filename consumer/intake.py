@@ -145,19 +145,23 @@ class KafkaIntake:
             await self._call(self._consumer.resume, [TopicPartition(t, p) for t, p in partitions])
 
     async def high_watermarks(self, partitions: Sequence[TP]) -> dict[TP, int]:
-        """The current end offsets of `partitions` (a broker round trip each, off the loop)."""
+        """The end offsets of `partitions` as of the last fetch responses.
+
+        Cached values cost no broker round trip: an uncached query waits behind the consumer's
+        long-poll fetch (up to `fetch.wait.max.ms` per partition) and would stall consumption.
+        Partitions not fetched yet are left out.
+        """
         return await self._call(self._high_watermarks, list(partitions))
 
     def _high_watermarks(self, partitions: list[TP]) -> dict[TP, int]:
         out: dict[TP, int] = {}
         for t, p in partitions:
             try:
-                _low, high = self._consumer.get_watermark_offsets(
-                    TopicPartition(t, p), timeout=5.0, cached=False
-                )
+                _low, high = self._consumer.get_watermark_offsets(TopicPartition(t, p), cached=True)
             except KafkaException:
                 continue
-            out[(t, p)] = int(high)
+            if high >= 0:
+                out[(t, p)] = int(high)
         return out
 
     async def committed(self, partitions: Sequence[TP]) -> dict[TP, int]:

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from consumer._errors import DlqBudgetExceeded, PoisonMessage, TransientError
 from consumer._types import Position, ThinEvent
@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 
 SYSTEMIC_RETRY_CAP_S = 30.0  # a systemic failure is retried at least this often, forever
 STALL_AFTER_S = 120.0  # pending work and no progress for this long: /healthz says not ready
+MAX_STATE_WRITES = 2  # state writes running beside the batches
 
 
 class IntakePort(Protocol):
@@ -135,12 +136,14 @@ class Pipeline:
         self._seq = itertools.count()
         self._systemic_attempts: dict[tuple[str, str], int] = {}
         self._batches: set[asyncio.Task[None]] = set()
+        self._state_writes: set[asyncio.Task[None]] = set()
         self._dead_letters: set[asyncio.Task[None]] = set()
         self._works_by_tp: dict[TP, int] = {}
         self._degraded: str | None = None
         self._fatal: BaseException | None = None
         self._last_progress = clock()
         self._wake = asyncio.Event()
+        self._batch_done = asyncio.Event()
         self._stopping = False
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -156,17 +159,35 @@ class Pipeline:
         return self._intake_port
 
     async def run(self, stop: asyncio.Event, *, drain_deadline_s: float) -> None:
-        """Run until `stop` is set (or a fatal error), then drain and commit the prefix."""
+        """Run until `stop` is set (or a fatal error), then drain and commit the prefix.
+
+        A consume is always in flight on the intake's thread while the loop waits for either it
+        or a finished batch, so a free batch slot is filled at once instead of after the next
+        consume returns.
+        """
         next_commit = self._clock() + self._opt.commit_interval_s
         next_lag = self._clock()
+        consuming: asyncio.Future[list[RawMessage]] | None = None
         try:
             while not stop.is_set() and self._fatal is None:
                 await self._adjust_pause()
-                messages = await self._intake.consume(
-                    self._opt.consume_batch, self._opt.consume_timeout_s
+                if consuming is None:
+                    consuming = asyncio.ensure_future(
+                        self._intake.consume(self._opt.consume_batch, self._opt.consume_timeout_s)
+                    )
+                self._batch_done.clear()
+                woken = asyncio.ensure_future(self._batch_done.wait())
+                waiters: set[asyncio.Future[Any]] = {consuming, woken}
+                await asyncio.wait(
+                    waiters,
+                    timeout=self._opt.consume_timeout_s,
+                    return_when=asyncio.FIRST_COMPLETED,
                 )
-                for raw in messages:
-                    self._intake_one(raw)
+                woken.cancel()
+                if consuming.done():
+                    messages, consuming = consuming.result(), None
+                    for raw in messages:
+                        self._intake_one(raw)
                 self._release_due()
                 self._dispatch()
                 now = self._clock()
@@ -179,6 +200,9 @@ class Pipeline:
                 self._report_gauges()
         finally:
             self._stopping = True
+            if consuming is not None:  # let the thread's consume end; its messages stay unread
+                with contextlib.suppress(Exception):
+                    await consuming
             await self._drain(drain_deadline_s)
             await self.commit()
         if self._fatal is not None:
@@ -187,10 +211,13 @@ class Pipeline:
     async def _drain(self, deadline_s: float) -> None:
         """Finish what is in flight within the deadline; what is not finished stays uncommitted."""
         deadline = self._clock() + deadline_s
-        while (self._batches or self._dead_letters) and self._clock() < deadline:
-            tasks = self._batches | self._dead_letters
-            await asyncio.wait(tasks, timeout=max(0.0, deadline - self._clock()))
-        for task in self._batches | self._dead_letters:
+
+        def busy() -> set[asyncio.Task[None]]:
+            return self._batches | self._dead_letters | self._state_writes
+
+        while busy() and self._clock() < deadline:
+            await asyncio.wait(busy(), timeout=max(0.0, deadline - self._clock()))
+        for task in busy():
             task.cancel()
 
     # -- rebalance (RebalanceListener) ------------------------------------------------------
@@ -297,11 +324,20 @@ class Pipeline:
                 else:
                     self._works_by_tp.pop(tp, None)
         self._wake.set()
+        self._batch_done.set()
         if updates:
+            # The batch slot is free once its verdicts are settled: the state write (bookkeeping,
+            # idempotent and order-free) runs beside the next batch, at most a few at a time.
+            current = asyncio.current_task()
+            if current is not None and len(self._state_writes) < MAX_STATE_WRITES:
+                self._batches.discard(current)
+                self._state_writes.add(current)
             try:
                 await self._state.record(updates)
             except Exception:  # state is bookkeeping: never block the index on it
                 log.warning("recording projection state failed", exc_info=True)
+            finally:
+                self._state_writes.discard(current)
 
     def _settle(self, verdict: Verdict) -> StateUpdate | None:
         """Act on one verdict: finish, schedule a retry, or dead-letter the work's events."""

@@ -13,10 +13,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from consumer._errors import PoisonMessage
-from consumer.projection.canonical import CanonicalizationError, canonical_json, sha256_hex
+from consumer.projection.canonical import (
+    CanonicalizationError,
+    encode_normalized,
+    normalize,
+    sha256_hex,
+)
 
 __all__ = ["RESERVED_FIELDS", "Document", "Projector", "ProjectorRegistry", "Row"]
 
@@ -138,14 +141,16 @@ class Projector:
             "projection_schema_version": self.schema_version,
         }
         try:
-            digest = sha256_hex(canonical_json(unsigned))
-            data = canonical_json({**unsigned, "projection_hash": digest})
+            normalized = normalize(unsigned)
+            digest = sha256_hex(encode_normalized(normalized))
+            body = {**normalized, "projection_hash": digest}
+            data = encode_normalized(body)
         except CanonicalizationError as exc:
             raise _error(doc_id, str(exc)) from exc
         return Document(
             doc_id=doc_id,
             source_revision=revision,
-            body=orjson.loads(data),
+            body=body,
             projection_hash=digest,
             is_deleted=bool(fields["is_deleted"]),
             _json=data,

@@ -45,7 +45,19 @@ class CanonicalizationError(ValueError):
 
 def canonical_json(obj: Any) -> bytes:
     """Encode `obj` under the canonical rules; raise `CanonicalizationError` if it cannot be."""
-    normalized = _normalize(obj, "$")
+    return encode_normalized(normalize(obj))
+
+
+def normalize(obj: Any) -> Any:
+    """`obj` under the canonical rules, as plain dicts, lists and scalars (not yet encoded)."""
+    try:
+        return _fast(obj)
+    except CanonicalizationError:
+        return _normalize(obj, "$")  # again, slowly, to say where the offending value is
+
+
+def encode_normalized(normalized: Any) -> bytes:
+    """The canonical bytes of a value `normalize` returned."""
     try:
         return orjson.dumps(normalized, option=orjson.OPT_SORT_KEYS)
     except orjson.JSONEncodeError as exc:  # e.g. a lone surrogate in a string
@@ -55,6 +67,32 @@ def canonical_json(obj: Any) -> bytes:
 def sha256_hex(data: bytes) -> str:
     """SHA-256 of `data` as 64 lowercase hex characters."""
     return hashlib.sha256(data).hexdigest()
+
+
+def _fast(value: Any) -> Any:
+    """The hot path of `_normalize`: the same rules, no error paths built on the way."""
+    kind = type(value)
+    if kind is str:
+        return value if value.isascii() else unicodedata.normalize("NFC", value)
+    if value is None or kind is bool:
+        return value
+    if kind is int:
+        if not _INT_MIN <= value <= _INT_MAX:
+            raise CanonicalizationError("integer outside signed 64 bits")
+        return value
+    if kind is dict:
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise CanonicalizationError("object key is not a string")
+            nkey = key if key.isascii() else unicodedata.normalize("NFC", key)
+            if nkey in out:
+                raise CanonicalizationError("keys collide after NFC")
+            out[nkey] = _fast(item)
+        return out
+    if kind is list or kind is tuple:
+        return [_fast(item) for item in value]
+    return _normalize(value, "$")  # subclasses, floats, other mappings: the general rules
 
 
 def _normalize(value: Any, path: str) -> Any:

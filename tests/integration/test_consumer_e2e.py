@@ -288,8 +288,13 @@ async def test_kill_9_mid_batch_then_restart_loses_nothing(
     app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool, tmp_path: Path
 ) -> None:
     # small consume batches, so a backlog takes many batches and the kill lands mid-stream
+    # two keys in flight at a time: the backlog takes many small batches, so the kill lands
+    # mid-stream with work consumed, written and not yet committed
     env = harness_env(
-        "kill", SEARCHSYNC_PIPELINE_COMMIT_INTERVAL_S="0.2", SEARCHSYNC_KAFKA_POLL_BATCH_SIZE="10"
+        "kill",
+        SEARCHSYNC_PIPELINE_COMMIT_INTERVAL_S="0.2",
+        SEARCHSYNC_KAFKA_POLL_BATCH_SIZE="10",
+        SEARCHSYNC_PIPELINE_MAX_IN_FLIGHT_KEYS="2",
     )
     settings = InProcessConsumer(env).settings
     await prepare_index(settings)
@@ -311,16 +316,19 @@ async def test_kill_9_mid_batch_then_restart_loses_nothing(
     es = make_es_client(settings)
     try:
 
+        async def indexed() -> int:  # realtime: no refresh needed
+            docs = (await es.mget(index=alias, ids=ids))["docs"]
+            return sum(1 for d in docs if d.get("found"))
+
         async def some_indexed() -> bool:
             try:
-                r = await es.count(index=alias)
+                return await indexed() >= 5
             except Exception:
                 return False
-            return int(r["count"]) >= 5
 
-        await wait_for(some_indexed, 90, "the first consumer indexed something", interval=0.02)
+        await wait_for(some_indexed, 90, "the first consumer indexed something", interval=0.01)
         proc.kill9()
-        indexed_at_kill = int((await es.count(index=alias))["count"])
+        indexed_at_kill = await indexed()
     finally:
         await es.close()
         if proc.proc is not None and proc.proc.poll() is None:

@@ -30,6 +30,7 @@ up() {
 }
 
 down() {
+  stop_pid searchsync   # the consumer `make demo` started, if it runs
   bash "$here/connect.sh" stop
   bash "$here/elasticsearch.sh" stop
   bash "$here/kafka.sh" stop
@@ -37,6 +38,7 @@ down() {
 }
 
 status() {
+  [[ -f $RUN_DIR/searchsync.pid ]] && status_line searchsync "http://127.0.0.1:9464/metrics" "$LOG_DIR/searchsync.log"
   bash "$here/mariadb.sh" status
   bash "$here/kafka.sh" status
   bash "$here/connect.sh" status

@@ -343,6 +343,12 @@ class Pipeline:
         """Act on one verdict: finish, schedule a retry, or dead-letter the work's events."""
         work = verdict.work
         key = (work.key.aggregate_type, work.key.aggregate_id)
+        if not any((p.topic, p.partition) in self._assigned for p in work.positions):
+            # Every partition of the work was revoked while it ran: its offsets belong to the new
+            # owner, who re-reads them. No retry, no dead letter, no budget spent here.
+            self._coalescer.complete(work)
+            self._systemic_attempts.pop(key, None)
+            return None
         newest = work.newest
         if verdict.finished:
             doc = verdict.document

@@ -505,6 +505,21 @@ async def test_late_completions_after_revoke_commit_nothing() -> None:
     assert h.intake.committed.get(TP1) == 1
 
 
+async def test_a_work_settling_after_its_partition_was_revoked_is_not_dead_lettered() -> None:
+    h = Harness(commit_interval_s=3600.0)
+    h.truth.put(page_row("a", 1))  # behind its event: this work would be dead-lettered
+    h.truth.gate = asyncio.Event()
+    h.intake.feed([good(0, "a", 2)])
+    async with h.running():
+        await wait_until(lambda: h.truth.gate_waiters == 1, "the load in flight")
+        h.pipeline.revoked([TP0], lost=True)  # lost: no drain, the work is still running
+        h.truth.gate.set()
+        await wait_until(lambda: h.sample("outbox_processing_count") == 0, "the work settled")
+        await h.loops()
+    assert h.dlq.records == []  # the new owner re-reads the event; nothing is dead-lettered here
+    assert h.sample("searchsync_revision_regression_total", aggregate_type="wiki_page") == 0
+
+
 async def test_revoking_the_failing_partition_does_not_leave_the_rest_paused() -> None:
     h = Harness()
     h.truth.put(page_row("a", 1))

@@ -98,14 +98,15 @@ class InProcessConsumer:
         return await asyncio.wait_for(self.task, 60)
 
     def metric(self, name: str, **labels: str) -> float:
-        """The current value of one sample, 0 when absent."""
+        """The sum of the samples of `name` whose labels include `labels` (0 when none)."""
+        total = 0.0
         for line in self.metrics.render().decode().splitlines():
             if line.startswith("#"):
                 continue
             sample, _, value = line.rpartition(" ")
             if sample == name or (sample.startswith(name + "{") and _labels_match(sample, labels)):
-                return float(value)
-        return 0.0
+                total += float(value)
+        return total
 
 
 def commit_group_at_end(bootstrap: str, group: str, topic: str) -> dict[int, int]:

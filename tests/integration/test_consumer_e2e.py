@@ -365,3 +365,41 @@ async def test_projection_is_the_same_as_the_rebuild_would_make(
     assert doc.body["projection_hash"] == doc.projection_hash
     assert doc.body["projection_schema_version"] == projector.schema_version
     assert orjson.loads(doc.to_json()) == doc.body
+
+
+async def test_a_blocked_index_pauses_intake_and_dead_letters_nothing(
+    consumer: InProcessConsumer, app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool
+) -> None:
+    """An Elasticsearch that refuses writes (here a write block on the index, as a full disk
+    would) is backpressure: partitions pause, nothing is dead-lettered, and it heals."""
+    alias = consumer.settings.alias("wiki_page")
+    index = f"{alias}_v1"
+    es = make_es_client(consumer.settings)
+    w = PageWriter(app_pool)
+    prefix = f"e2e-blk-{uuid.uuid4().hex[:8]}"
+    try:
+        await es.indices.put_settings(index=index, settings={"index.blocks.write": True})
+        for i in range(5):
+            await w.create(f"{prefix}-{i}", "Blocked", str(i), [])
+
+        async def paused() -> bool:
+            return consumer.metric("searchsync_partitions_paused") > 0
+
+        await wait_for(paused, 60, "intake paused while the index refuses writes")
+        assert consumer.metric("outbox_dead_total") == 0
+        retried = consumer.metric(
+            "outbox_retry_total", aggregate_type="wiki_page", code="ES_BLOCKED"
+        )
+        assert retried > 0
+    finally:
+        await es.indices.put_settings(index=index, settings={"index.blocks.write": False})
+        await es.close()
+    await _wait_converged(
+        consumer_pool, alias, consumer.settings, [f"{prefix}-{i}" for i in range(5)]
+    )
+
+    async def resumed() -> bool:
+        return consumer.metric("searchsync_partitions_paused") == 0
+
+    await wait_for(resumed, 30, "intake resumed once writes succeed")
+    assert consumer.metric("outbox_dead_total") == 0

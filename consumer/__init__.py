@@ -4,19 +4,16 @@ The public surface is small on purpose; everything else lives in private modules
 """
 
 from consumer._errors import (
-    Backpressure,
     ConfigError,
     DlqBudgetExceeded,
     PoisonMessage,
     RevisionRegression,
     SearchSyncError,
     TransientError,
-    TruthLagging,
 )
 from consumer._types import Key, Operation, Position, ThinEvent
 
 __all__ = [
-    "Backpressure",
     "ConfigError",
     "DlqBudgetExceeded",
     "Key",
@@ -27,5 +24,4 @@ __all__ = [
     "SearchSyncError",
     "ThinEvent",
     "TransientError",
-    "TruthLagging",
 ]

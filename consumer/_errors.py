@@ -7,13 +7,15 @@ Each type means one thing to the pipeline:
     ├── PoisonMessage        this event can never succeed as it is: send it to the DLQ with `code`
     │   └── RevisionRegression  Elasticsearch holds a newer revision than the truth (id re-created)
     ├── TransientError       may succeed later: retry with backoff (RetryPolicy), then DLQ
-    │   └── TruthLagging     the row read is older than the event (lagging replica): re-read later
-    ├── Backpressure         a downstream is saturated: pause partitions, never sleep
     ├── DlqBudgetExceeded    too much is failing: stop the consumer instead of dead-lettering it all
     └── PageWriteError       the application-side writer (consumer/writer.py) refused a change
         ├── PageNotFound     the page to change does not exist
         ├── PageExists       the page to create exists already
         └── PageStateConflict  the change does not apply (soft-deleting a deleted page, ...)
+
+Backpressure is not an exception: when the cluster rather than the event is at fault (429, 5xx,
+unreachable, write-blocked, alias missing, MySQL unreachable), the sink reports it as a systemic
+`WriteOutcome` and the pipeline pauses the assigned partitions until a write succeeds again.
 """
 
 from __future__ import annotations
@@ -57,17 +59,6 @@ class TransientError(SearchSyncError):
         self.code = code
         self.message = message
         super().__init__(f"{code}: {message}")
-
-
-class TruthLagging(TransientError):
-    """The row read from MySQL is older than the event that announced it."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__("TRUTH_LAGGING", message)
-
-
-class Backpressure(SearchSyncError):
-    """A downstream cannot take more now: pause intake for the affected partitions."""
 
 
 class DlqBudgetExceeded(SearchSyncError):

@@ -30,7 +30,7 @@ class TruthReader(Protocol):
     """Reads current rows by id.
 
     `primary=True` asks for a read that cannot lag (the primary, not a replica): the pipeline
-    uses it to re-read after `TruthLagging`.
+    uses it to re-read a row that is older than its event.
     """
 
     async def load(

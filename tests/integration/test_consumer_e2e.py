@@ -19,8 +19,9 @@ from confluent_kafka import Producer
 
 from consumer._types import Operation, ThinEvent
 from consumer.app import make_es_client
+from consumer.db import transaction
 from consumer.dlq import inspect
-from consumer.events import encode_json
+from consumer.events import AvroFraming, encode_avro, encode_json
 from consumer.loadgen import run_loadgen
 from consumer.projection import Document, default_registry
 from consumer.truth import MysqlTruth
@@ -403,3 +404,28 @@ async def test_a_blocked_index_pauses_intake_and_dead_letters_nothing(
 
     await wait_for(resumed, 30, "intake resumed once writes succeed")
     assert consumer.metric("outbox_dead_total") == 0
+
+
+@pytest.mark.parametrize("framing", [AvroFraming.CONFLUENT, AvroFraming.SINGLE_OBJECT])
+async def test_avro_events_are_accepted(
+    consumer: InProcessConsumer,
+    app_pool: aiomysql.Pool,
+    consumer_pool: aiomysql.Pool,
+    framing: AvroFraming,
+) -> None:
+    """A row written without an outbox row is only announced by the Avro event produced here."""
+    page = f"e2e-avro-{uuid.uuid4().hex[:8]}"
+    async with transaction(app_pool) as conn, conn.cursor() as cur:
+        await cur.execute(
+            "INSERT INTO wiki_page (id, title, content, relations_json, revision, updated_at)"
+            " VALUES (%s, 'Avro', 'framed', '[]', 3, UTC_TIMESTAMP(6))",
+            (page,),
+        )
+    event = ThinEvent(str(uuid.uuid4()), "wiki_page", page, Operation.UPSERT, 3)
+    producer = Producer({"bootstrap.servers": KAFKA})
+    producer.produce(TOPIC, key=page.encode(), value=encode_avro(event, framing))
+    assert producer.flush(30) == 0
+    expected = await _wait_converged(
+        consumer_pool, consumer.settings.alias("wiki_page"), consumer.settings, [page]
+    )
+    assert expected[page].source_revision == 3

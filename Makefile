@@ -36,9 +36,9 @@ test-unit: venv
 test-integration: venv up
 	@bash deploy/pytest.sh tests/integration $(PYTEST_ARGS)
 
-# The README's test command: the stack comes up, every test runs, the stack goes down again
-# (also when tests fail); the exit code is the tests'.
-test: venv
+# The README's test command: lint and types first, then the stack comes up, every test runs,
+# the stack goes down again (also when tests fail); the exit code is the tests'.
+test: venv lint typecheck
 	@set -o pipefail; rc=0; \
 	bash $(STACK) up || { bash $(STACK) down; exit 1; }; \
 	bash deploy/pytest.sh tests $(PYTEST_ARGS) || rc=$$?; \
@@ -49,12 +49,12 @@ demo: venv up
 	@bash deploy/demo.sh
 
 lint: venv
-	@.venv/bin/ruff check consumer tests bench
-	@.venv/bin/ruff format --check consumer tests bench
+	@.venv/bin/ruff check consumer tests bench deploy
+	@.venv/bin/ruff format --check consumer tests bench deploy
 
 fmt: venv
-	@.venv/bin/ruff format consumer tests bench
-	@.venv/bin/ruff check --fix consumer tests bench
+	@.venv/bin/ruff format consumer tests bench deploy
+	@.venv/bin/ruff check --fix consumer tests bench deploy
 
 typecheck: venv
 	@.venv/bin/mypy --strict consumer

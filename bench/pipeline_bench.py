@@ -49,6 +49,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from elasticsearch import AsyncElasticsearch, NotFoundError
 
+from consumer import offsets
 from consumer.app import make_es_client, run_consumer
 from consumer.config import Settings, load_settings
 from consumer.db import create_pool
@@ -148,18 +149,6 @@ async def wait_for(
             return
         await asyncio.sleep(interval)
     raise TimeoutError(f"timed out after {deadline_s}s waiting for: {what}")
-
-
-def commit_group_at_end(bootstrap: str, group: str, topic: str) -> dict[int, int]:
-    """Commit a new group at the topic's current end; return those end offsets."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        parts = c.list_topics(topic, timeout=10).topics[topic].partitions
-        ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
-        c.commit(offsets=[TopicPartition(topic, p, o) for p, o in ends.items()], asynchronous=False)
-        return ends
-    finally:
-        c.close()
 
 
 def topic_ends(bootstrap: str, topic: str, partitions: Sequence[int]) -> dict[int, int]:
@@ -331,7 +320,8 @@ class Bench:
     async def throughput(self) -> list[str]:
         r, n = self.report, self.options.events
         k = self.settings.kafka
-        start_ends = commit_group_at_end(k.bootstrap_servers, k.group_id, self.topic)
+        report = offsets.reset(self.settings, "latest", dry_run=False)
+        start_ends = {step.partition: step.target for step in report.steps}
         ids = self.new_ids(n)
         writer = self.writer
         t0 = time.monotonic()

@@ -8,6 +8,8 @@ Each type means one thing to the pipeline:
     │   └── RevisionRegression  Elasticsearch holds a newer revision than the truth (id re-created)
     ├── TransientError       may succeed later: retry with backoff (RetryPolicy), then DLQ
     ├── DlqBudgetExceeded    too much is failing: stop the consumer instead of dead-lettering it all
+    ├── InvalidRequest       a request that parses but cannot be done (a CLI usage error)
+    ├── OperationRefused     an operation that is unsafe now (e.g. resetting a running group)
     └── PageWriteError       the application-side writer (consumer/writer.py) refused a change
         ├── PageNotFound     the page to change does not exist
         ├── PageExists       the page to create exists already
@@ -63,6 +65,14 @@ class TransientError(SearchSyncError):
 
 class DlqBudgetExceeded(SearchSyncError):
     """The DLQ error budget is spent: stop rather than dead-letter everything."""
+
+
+class InvalidRequest(SearchSyncError):
+    """A request that parses but does not make sense (unknown partition, offset out of range)."""
+
+
+class OperationRefused(SearchSyncError):
+    """An operation that is unsafe now; the message says what to do first."""
 
 
 class PageWriteError(SearchSyncError):

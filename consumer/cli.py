@@ -10,9 +10,6 @@ Exit codes (stable, for scripts):
 Every command that prints data takes ``--json`` and then prints exactly one JSON document on
 stdout; messages for humans (progress, refusals, errors) go to stderr. Settings come from
 ``load_settings(os.environ, --config or $SEARCHSYNC_CONFIG)`` and are built once per invocation.
-
-The Kafka offset helpers (`partition_offsets`, `plan_reset`) live here because only the CLI
-uses them; they take the confluent-kafka clients as arguments so tests pass fakes.
 """
 
 from __future__ import annotations
@@ -27,28 +24,30 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Final, TextIO
 
 import orjson
 
-from consumer._errors import ConfigError, DlqBudgetExceeded, SearchSyncError
+from consumer import offsets
+from consumer._errors import (
+    ConfigError,
+    DlqBudgetExceeded,
+    InvalidRequest,
+    SearchSyncError,
+)
 from consumer.config import Settings, load_settings
+from consumer.offsets import PartitionOffsets
 
 __all__ = [
     "EXIT_CONFIG",
     "EXIT_DLQ_BUDGET",
     "EXIT_FAILURE",
     "EXIT_OK",
-    "OperationRefused",
-    "PartitionOffsets",
     "Progress",
-    "ResetStep",
     "build_parser",
     "main",
-    "partition_offsets",
-    "plan_reset",
 ]
 
 EXIT_OK: Final = 0
@@ -60,16 +59,7 @@ CONFIG_ENV: Final = "SEARCHSYNC_CONFIG"
 APP_USER_ENV: Final = "SEARCHSYNC_APP_MYSQL_USER"
 APP_PASSWORD_ENV: Final = "SEARCHSYNC_APP_MYSQL_PASSWORD"
 _KAFKA_TIMEOUT_S: Final = 15.0
-_NO_OFFSET: Final = -1001  # librdkafka's OFFSET_INVALID: the group never committed here
 _ACTIVE_STATES: Final = frozenset({"STABLE", "PREPARING_REBALANCING", "COMPLETING_REBALANCING"})
-
-
-class OperationRefused(SearchSyncError):
-    """The CLI refuses an operation that is unsafe now (exit 1, with the reason)."""
-
-
-class _UsageError(SearchSyncError):
-    """Arguments that parse but do not make sense together (exit 2)."""
 
 
 # --- entry point ---------------------------------------------------------------------------------
@@ -90,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         shown = "" if exc.got is None else f" (got {exc.got!r})"
         _err(f"config error: {exc.key}: expected {exc.expected}{shown}")
         return EXIT_CONFIG
-    except _UsageError as exc:
+    except InvalidRequest as exc:
         _err(f"usage error: {exc}")
         return EXIT_CONFIG
     except DlqBudgetExceeded as exc:
@@ -331,7 +321,7 @@ def cmd_index_init(args: argparse.Namespace, settings: Settings) -> int:
 
     registry = default_registry()
     if args.type not in registry.types():
-        raise _UsageError(f"unknown aggregate type {args.type!r}; known: {registry.types()}")
+        raise InvalidRequest(f"unknown aggregate type {args.type!r}; known: {registry.types()}")
     projector = registry.get(args.type)
     alias = settings.alias(args.type)
 
@@ -614,132 +604,12 @@ def cmd_config_check(args: argparse.Namespace, settings: Settings) -> int:
 # --- offsets -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionOffsets:
-    """One partition as the group sees it. `committed` is None when the group never committed;
-    `lag` then counts from where the group would start (``auto_offset_reset``)."""
-
-    topic: str
-    partition: int
-    committed: int | None
-    low: int
-    high: int
-    lag: int
-
-
-@dataclass(frozen=True, slots=True)
-class ResetStep:
-    topic: str
-    partition: int
-    current: int | None
-    target: int
-
-
-def _topics(consumer: Any, settings: Settings) -> list[str]:
-    """The subscribed topics that exist now (a regex is matched against the cluster's topics)."""
-    kafka = settings.kafka
-    metadata = consumer.list_topics(timeout=_KAFKA_TIMEOUT_S)
-    if kafka.topic_regex is not None:
-        pattern = re.compile(kafka.topic_regex)
-        return sorted(t for t in metadata.topics if pattern.match(t))
-    return [t for t in kafka.topics if t in metadata.topics]
-
-
-def partition_offsets(
-    consumer: Any, settings: Settings, topics: Sequence[str]
-) -> list[PartitionOffsets]:
-    """Committed offset, watermarks and lag of every partition of `topics` for the group.
-
-    `consumer` is a ``confluent_kafka.Consumer`` built with the group's id (it never subscribes,
-    so it does not join the group).
-    """
-    from confluent_kafka import TopicPartition
-
-    metadata = consumer.list_topics(timeout=_KAFKA_TIMEOUT_S)
-    wanted = [TopicPartition(t, p) for t in topics for p in sorted(metadata.topics[t].partitions)]
-    if not wanted:
-        return []
-    committed = consumer.committed(wanted, timeout=_KAFKA_TIMEOUT_S)
-    rows = []
-    for position in committed:
-        low, high = consumer.get_watermark_offsets(
-            TopicPartition(position.topic, position.partition), timeout=_KAFKA_TIMEOUT_S
-        )
-        offset = position.offset if position.offset >= 0 else None
-        if offset is not None:
-            start = offset
-        else:
-            start = low if settings.kafka.auto_offset_reset == "earliest" else high
-        rows.append(
-            PartitionOffsets(
-                position.topic, position.partition, offset, low, high, max(0, high - start)
-            )
-        )
-    return sorted(rows, key=lambda r: (r.topic, r.partition))
-
-
-def plan_reset(
-    rows: Sequence[PartitionOffsets],
-    to: str | int,
-    *,
-    topic: str | None = None,
-    partition: int | None = None,
-) -> list[ResetStep]:
-    """Where each selected partition's offset goes; an offset outside [low, high] is refused."""
-    selected = [
-        r
-        for r in rows
-        if (topic is None or r.topic == topic) and (partition is None or r.partition == partition)
-    ]
-    if not selected:
-        where = f"topic {topic}" if topic is not None else "the subscribed topics"
-        which = f" partition {partition}" if partition is not None else ""
-        raise _UsageError(f"no such partition: {where}{which}")
-    steps = []
-    for r in selected:
-        if to == "earliest":
-            target = r.low
-        elif to == "latest":
-            target = r.high
-        elif isinstance(to, int) and r.low <= to <= r.high:
-            target = to
-        else:
-            raise _UsageError(
-                f"offset {to} is outside {r.topic}/{r.partition}'s range [{r.low}, {r.high}]"
-            )
-        steps.append(ResetStep(r.topic, r.partition, r.committed, target))
-    return steps
-
-
 def _group_consumer(settings: Settings) -> Any:
-    from confluent_kafka import Consumer
-
-    kafka = settings.kafka
-    return Consumer(
-        {
-            **kafka.client_config(),
-            "group.id": kafka.group_id,
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-        }
-    )
+    return offsets.group_consumer(settings)
 
 
 def _admin(settings: Settings) -> Any:
-    from confluent_kafka.admin import AdminClient
-
-    return AdminClient(settings.kafka.client_config())
-
-
-def _active_members(admin: Any, group: str) -> list[str]:
-    """Client ids of the group's members; empty when nobody is consuming."""
-    described = admin.describe_consumer_groups([group], request_timeout=_KAFKA_TIMEOUT_S)
-    description = described[group].result()
-    members = [f"{m.client_id}@{m.host}" for m in description.members]
-    state = getattr(description.state, "name", str(description.state))
-    if not members and state in _ACTIVE_STATES:
-        members = [f"(group state {state})"]
-    return members
+    return offsets.admin_client(settings)
 
 
 def _lag_table(rows: Sequence[PartitionOffsets]) -> list[str]:
@@ -751,11 +621,7 @@ def _lag_table(rows: Sequence[PartitionOffsets]) -> list[str]:
 
 
 def cmd_offsets_show(args: argparse.Namespace, settings: Settings) -> int:
-    consumer = _group_consumer(settings)
-    try:
-        rows = partition_offsets(consumer, settings, _topics(consumer, settings))
-    finally:
-        consumer.close()
+    rows = offsets.show(settings, consumer_factory=_group_consumer)
     group = settings.kafka.group_id
     if args.json:
         _print_json(
@@ -777,41 +643,28 @@ def cmd_offsets_show(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_offsets_reset(args: argparse.Namespace, settings: Settings) -> int:
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-
-    group = settings.kafka.group_id
-    consumer = _group_consumer(settings)
-    try:
-        rows = partition_offsets(consumer, settings, _topics(consumer, settings))
-    finally:
-        consumer.close()
-    steps = plan_reset(rows, args.to, topic=args.topic, partition=args.partition)
-    admin = _admin(settings)
-    members = _active_members(admin, group)
-    plan = [asdict(s) for s in steps]
-    if members and not args.dry_run:
-        raise OperationRefused(
-            f"group {group} has {len(members)} active member(s) ({', '.join(members)}): "
-            "stop every `searchsync run` of this group, wait for the session to expire, "
-            "then reset again"
-        )
-    if not args.dry_run:
-        request = ConsumerGroupTopicPartitions(
-            group, [TopicPartition(s.topic, s.partition, s.target) for s in steps]
-        )
-        futures = admin.alter_consumer_group_offsets([request], request_timeout=_KAFKA_TIMEOUT_S)
-        for position in futures[group].result().topic_partitions:
-            if position.error is not None:
-                raise OperationRefused(
-                    f"{position.topic}/{position.partition}: {position.error.str()}"
-                )
+    report = offsets.reset(
+        settings,
+        args.to,
+        topic=args.topic,
+        partition=args.partition,
+        dry_run=args.dry_run,
+        consumer_factory=_group_consumer,
+        admin_factory=_admin,
+    )
+    group, members = report.group, report.active_members
     if args.json:
         _print_json(
-            {"group": group, "dry_run": args.dry_run, "active_members": members, "plan": plan}
+            {
+                "group": group,
+                "dry_run": report.dry_run,
+                "active_members": list(members),
+                "plan": [asdict(s) for s in report.steps],
+            }
         )
         return EXIT_OK
-    verb = "would move" if args.dry_run else "moved"
-    for s in steps:
+    verb = "would move" if report.dry_run else "moved"
+    for s in report.steps:
         current = "-" if s.current is None else str(s.current)
         _out(f"{verb} {s.topic}/{s.partition}: {current} -> {s.target}")
     if members:

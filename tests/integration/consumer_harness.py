@@ -20,6 +20,7 @@ from typing import Any
 
 from elasticsearch import AsyncElasticsearch, NotFoundError
 
+from consumer import offsets
 from consumer.app import make_es_client, run_consumer
 from consumer.config import Settings, load_settings
 from consumer.indexadmin import init_index
@@ -72,11 +73,7 @@ class InProcessConsumer:
         self.task: asyncio.Task[int] | None = None
 
     async def start(self) -> None:
-        commit_group_at_end(
-            self.settings.kafka.bootstrap_servers,
-            self.settings.kafka.group_id,
-            self.settings.kafka.topics[0],
-        )
+        start_group_at_end(self.settings)
         self.task = asyncio.create_task(
             run_consumer(self.settings, stop=self.stop, metrics=self.metrics)
         )
@@ -109,18 +106,11 @@ class InProcessConsumer:
         return total
 
 
-def commit_group_at_end(bootstrap: str, group: str, topic: str) -> dict[int, int]:
-    """Start a new group at the topic's current end, whatever the timing of its first assignment."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-    try:
-        parts = c.list_topics(topic, timeout=10).topics[topic].partitions
-        ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in parts}
-        c.commit(offsets=[TopicPartition(topic, p, o) for p, o in ends.items()], asynchronous=False)
-        return ends
-    finally:
-        c.close()
+def start_group_at_end(settings: Settings) -> dict[int, int]:
+    """Start the settings' (new) group at the topic's current end: `searchsync offsets reset
+    --to latest`, so the first assignment's timing cannot skip or replay anything."""
+    report = offsets.reset(settings, "latest", dry_run=False)
+    return {s.partition: s.target for s in report.steps}
 
 
 def _labels_match(sample: str, labels: Mapping[str, str]) -> bool:

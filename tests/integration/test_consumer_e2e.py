@@ -31,12 +31,12 @@ from tests.integration.conftest_mysql import fetch_all
 from tests.integration.consumer_harness import (
     InProcessConsumer,
     SubprocessConsumer,
-    commit_group_at_end,
     converged,
     drop_indices,
     expected_documents,
     harness_env,
     prepare_index,
+    start_group_at_end,
     wait_for,
 )
 
@@ -300,7 +300,7 @@ async def test_kill_9_mid_batch_then_restart_loses_nothing(
     settings = InProcessConsumer(env).settings
     await prepare_index(settings)
     alias = settings.alias("wiki_page")
-    commit_group_at_end(KAFKA, settings.kafka.group_id, TOPIC)
+    start_group_at_end(settings)
     w = PageWriter(app_pool)
     report = await run_loadgen(
         w,

@@ -221,31 +221,20 @@ class Processor:
                     out.append(_done(plan, Result.ALREADY_APPLIED))
                 else:
                     out.append(
-                        Verdict(
-                            plan.work,
+                        _failed(
+                            plan,
                             Result.DEAD,
                             "REVISION_REGRESSION",
                             f"index holds revision {version} but the primary's row is at "
                             f"{plan.document.source_revision}: the revision went backwards "
                             "(id re-created without its revision floor?)",
-                            alias=plan.alias,
-                            loaded_revision=plan.loaded_revision,
-                            schema_version=plan.projector.schema_version,
                         )
                     )
             if retry_now:
                 ops = [IndexOp.from_document(p.alias, p.document) for p in retry_now]
                 for plan, outcome in zip(retry_now, await self._sink.write(ops), strict=True):
                     if outcome.kind is OutcomeKind.AHEAD:  # raced again: try the work later
-                        out.append(
-                            Verdict(
-                                plan.work,
-                                Result.RETRY,
-                                "ES_AHEAD",
-                                outcome.message,
-                                alias=plan.alias,
-                            )
-                        )
+                        out.append(_failed(plan, Result.RETRY, "ES_AHEAD", outcome.message))
                     else:
                         out.append(_from_outcome(plan, outcome))
         return out
@@ -262,30 +251,30 @@ def _done(plan: _Planned, result: Result) -> Verdict:
     )
 
 
+def _failed(
+    plan: _Planned, result: Result, code: str | None, message: str | None, *, systemic: bool = False
+) -> Verdict:
+    """A DEAD or RETRY verdict for a planned write, with what is known of it."""
+    return Verdict(
+        plan.work,
+        result,
+        code,
+        message,
+        systemic=systemic,
+        alias=plan.alias,
+        loaded_revision=plan.loaded_revision,
+        schema_version=plan.projector.schema_version,
+    )
+
+
 def _from_outcome(plan: _Planned, outcome: WriteOutcome) -> Verdict:
     if outcome.kind is OutcomeKind.APPLIED:
         return _done(plan, Result.APPLIED)
     if outcome.kind is OutcomeKind.ALREADY_APPLIED:
         return _done(plan, Result.ALREADY_APPLIED)
     if outcome.kind is OutcomeKind.POISON:
-        return Verdict(
-            plan.work,
-            Result.DEAD,
-            outcome.code,
-            outcome.message,
-            alias=plan.alias,
-            loaded_revision=plan.loaded_revision,
-            schema_version=plan.projector.schema_version,
-        )
-    return Verdict(
-        plan.work,
-        Result.RETRY,
-        outcome.code,
-        outcome.message,
-        systemic=outcome.systemic,
-        alias=plan.alias,
-        loaded_revision=plan.loaded_revision,
-    )
+        return _failed(plan, Result.DEAD, outcome.code, outcome.message)
+    return _failed(plan, Result.RETRY, outcome.code, outcome.message, systemic=outcome.systemic)
 
 
 def _retry(work: Work, exc: TransientError, *, systemic: bool, alias: str | None = None) -> Verdict:

@@ -49,14 +49,14 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from elasticsearch import AsyncElasticsearch, NotFoundError
 
-from consumer import offsets
 from consumer.app import make_es_client, run_consumer
 from consumer.config import Settings, load_settings
-from consumer.db import create_pool
-from consumer.indexadmin import init_index
-from consumer.metrics import Metrics
+from consumer.mysql.pool import create_pool
+from consumer.mysql.truth import MysqlTruth
+from consumer.observability.metrics import Metrics
+from consumer.ops import offsets
 from consumer.projection import Document, Projector, default_registry
-from consumer.truth import MysqlTruth
+from consumer.search.admin import init_index
 from consumer.writer import PageWriter
 
 log = logging.getLogger("bench")

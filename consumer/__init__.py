@@ -3,7 +3,7 @@
 The public surface is small on purpose; everything else lives in private modules.
 """
 
-from consumer._errors import (
+from consumer.errors import (
     ConfigError,
     DlqBudgetExceeded,
     PoisonMessage,
@@ -11,7 +11,7 @@ from consumer._errors import (
     SearchSyncError,
     TransientError,
 )
-from consumer._types import Key, Operation, Position, ThinEvent
+from consumer.types import Key, Operation, Position, ThinEvent
 
 __all__ = [
     "ConfigError",

@@ -15,20 +15,20 @@ from contextlib import AsyncExitStack
 
 from elasticsearch import AsyncElasticsearch
 
-from consumer._errors import DlqBudgetExceeded
-from consumer._http import HealthReport, HealthServer
 from consumer.config import Settings
-from consumer.db import create_pool
-from consumer.dlq import DlqBudget, DlqProducer
-from consumer.intake import KafkaIntake, consumer_config
-from consumer.metrics import Metrics
-from consumer.pipeline import Pipeline, PipelineOptions
-from consumer.processor import Processor
+from consumer.errors import DlqBudgetExceeded
+from consumer.kafka.intake import KafkaIntake, consumer_config
+from consumer.mysql.pool import create_pool
+from consumer.mysql.state import ProjectionStateWriter
+from consumer.mysql.truth import MysqlTruth
+from consumer.observability.http import HealthReport, HealthServer
+from consumer.observability.metrics import Metrics
 from consumer.projection import ProjectorRegistry, default_registry
-from consumer.retry import RetryPolicy
-from consumer.sink import BulkSizer, EsIndex, Sink
-from consumer.state import ProjectionStateWriter
-from consumer.truth import MysqlTruth
+from consumer.search.sink import BulkSizer, EsIndex, Sink
+from consumer.stream.dlq import DlqBudget, DlqProducer
+from consumer.stream.pipeline import Pipeline, PipelineOptions
+from consumer.stream.processor import Processor
+from consumer.stream.retry import RetryPolicy
 
 log = logging.getLogger(__name__)
 

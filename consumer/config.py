@@ -24,7 +24,7 @@ from types import MappingProxyType
 from typing import Final
 from urllib.parse import urlsplit
 
-from consumer._errors import ConfigError
+from consumer.errors import ConfigError
 
 __all__ = [
     "ElasticsearchSettings",

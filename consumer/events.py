@@ -25,8 +25,8 @@ from typing import Any, Final
 import fastavro
 import orjson
 
-from consumer._errors import PoisonMessage
-from consumer._types import Operation, ThinEvent
+from consumer.errors import PoisonMessage
+from consumer.types import Operation, ThinEvent
 
 __all__ = [
     "CONFLUENT_MAGIC",

@@ -4,7 +4,7 @@ This is the library an application (and the load generator, the demo and the tes
 DESIGN.md's first two invariants:
 
 1. the business row and its outbox row commit together or not at all: every change is one
-   `consumer.db.transaction`, and an error anywhere before the commit rolls back both;
+   `consumer.mysql.pool.transaction`, and an error anywhere before the commit rolls back both;
 2. ``revision`` rises by exactly one on every change (create = 1, update, soft delete, restore,
    hard delete): each change first takes the row lock (``SELECT ... FOR UPDATE``), so concurrent
    writers of one page serialize and the revisions they get are gap-free.
@@ -30,10 +30,17 @@ from typing import Any, Final
 import aiomysql
 import orjson
 
-from consumer._errors import PageExists, PageNotFound, PageStateConflict
-from consumer._types import Operation, ThinEvent
-from consumer.db import Clock, db_time, mysql_error_code, transaction, translate_errors, utc_now
+from consumer.errors import PageExists, PageNotFound, PageStateConflict
 from consumer.events import encode_json
+from consumer.mysql.pool import (
+    Clock,
+    db_time,
+    mysql_error_code,
+    transaction,
+    translate_errors,
+    utc_now,
+)
+from consumer.types import Operation, ThinEvent
 
 __all__ = [
     "AGGREGATE_TYPE",
@@ -130,8 +137,9 @@ class PageWriter:
     Every method returns the page's new revision. Errors: `PageNotFound` (no such row),
     `PageExists` (create of an existing id, soft-deleted included), `PageStateConflict` (soft
     delete of a deleted page, restore of a live one: a change must change something), and the
-    `TransientError` codes of `consumer.db` (``MYSQL_DEADLOCK`` and ``MYSQL_LOCK_TIMEOUT`` are safe
-    to retry: the transaction was rolled back). In every error case nothing was written.
+    `TransientError` codes of `consumer.mysql.pool` (``MYSQL_DEADLOCK`` and
+    ``MYSQL_LOCK_TIMEOUT`` are safe to retry: the transaction was rolled back). In every error
+    case nothing was written.
     """
 
     def __init__(

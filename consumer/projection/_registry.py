@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from consumer._errors import PoisonMessage
+from consumer.errors import PoisonMessage
 from consumer.projection.canonical import (
     CanonicalizationError,
     encode_normalized,

@@ -31,7 +31,7 @@ from typing import Any
 
 import orjson
 
-from consumer._errors import PoisonMessage
+from consumer.errors import PoisonMessage
 from consumer.projection._registry import Projector, Row
 
 __all__ = ["AGGREGATE_TYPE", "SCHEMA_VERSION", "SELECT_SQL", "build", "load_mapping", "projector"]

@@ -32,8 +32,8 @@ import aiomysql
 import pytest
 import pytest_asyncio
 
-from consumer._errors import ConfigError, TransientError
-from consumer.db import create_pool, transaction
+from consumer.errors import ConfigError, TransientError
+from consumer.mysql.pool import create_pool, transaction
 
 __all__ = [
     "MysqlTarget",

@@ -20,13 +20,13 @@ from typing import Any
 
 from elasticsearch import AsyncElasticsearch, NotFoundError
 
-from consumer import offsets
 from consumer.app import make_es_client, run_consumer
 from consumer.config import Settings, load_settings
-from consumer.indexadmin import init_index
-from consumer.metrics import Metrics
+from consumer.mysql.truth import MysqlTruth
+from consumer.observability.metrics import Metrics
+from consumer.ops import offsets
 from consumer.projection import Document, default_registry
-from consumer.truth import MysqlTruth
+from consumer.search.admin import init_index
 
 REPO = Path(__file__).resolve().parents[2]
 

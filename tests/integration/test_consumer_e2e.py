@@ -17,14 +17,14 @@ import pytest
 import pytest_asyncio
 from confluent_kafka import Producer
 
-from consumer._types import Operation, ThinEvent
 from consumer.app import make_es_client
-from consumer.db import transaction
-from consumer.dlq import inspect
+from consumer.devtools.loadgen import run_loadgen
 from consumer.events import AvroFraming, encode_avro, encode_json
-from consumer.loadgen import run_loadgen
+from consumer.mysql.pool import transaction
+from consumer.mysql.truth import MysqlTruth
 from consumer.projection import Document, default_registry
-from consumer.truth import MysqlTruth
+from consumer.stream.dlq import inspect
+from consumer.types import Operation, ThinEvent
 from consumer.writer import PageWriter
 from tests.integration.conftest import KAFKA
 from tests.integration.conftest_mysql import fetch_all

@@ -13,10 +13,10 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from consumer._errors import ConfigError, TransientError
-from consumer._types import Operation, ThinEvent
-from consumer.dlq import REPLAYED_FROM_HEADER, DlqProducer, DlqRecord, inspect, replay
+from consumer.errors import ConfigError, TransientError
 from consumer.events import encode_json
+from consumer.stream.dlq import REPLAYED_FROM_HEADER, DlqProducer, DlqRecord, inspect, replay
+from consumer.types import Operation, ThinEvent
 
 pytestmark = pytest.mark.integration
 

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from elasticsearch import AsyncElasticsearch, NotFoundError
 
-from consumer._errors import ConfigError
-from consumer.indexadmin import InitAction, describe, init_index
+from consumer.errors import ConfigError
 from consumer.projection import wiki_page
-from consumer.sink import BulkSizer, EsIndex, OutcomeKind, SearchIndex, Sink
+from consumer.search.admin import InitAction, describe, init_index
+from consumer.search.sink import BulkSizer, EsIndex, OutcomeKind, SearchIndex, Sink
 
 pytestmark = pytest.mark.integration
 

@@ -16,10 +16,9 @@ import pytest_asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from consumer._errors import ConfigError, TransientError
-from consumer.db import MYSQL_UNAVAILABLE, create_pool, transaction
-from consumer.projection import wiki_page
-from consumer.state import (
+from consumer.errors import ConfigError, TransientError
+from consumer.mysql.pool import MYSQL_UNAVAILABLE, create_pool, transaction
+from consumer.mysql.state import (
     MAX_ERROR_MESSAGE_LENGTH,
     ProjectionState,
     ProjectionStateWriter,
@@ -27,7 +26,8 @@ from consumer.state import (
     merge,
     read_state,
 )
-from consumer.truth import MysqlTruth
+from consumer.mysql.truth import MysqlTruth
+from consumer.projection import wiki_page
 from consumer.writer import PageWriter
 from tests.integration import conftest_mysql as fx
 from tests.integration.conftest_mysql import MysqlTarget

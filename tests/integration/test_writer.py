@@ -11,16 +11,16 @@ from typing import Any
 import aiomysql
 import pytest
 
-from consumer._errors import (
+from consumer.devtools.loadgen import run_loadgen
+from consumer.errors import (
     PageExists,
     PageNotFound,
     PageStateConflict,
     TransientError,
 )
-from consumer._types import Operation
-from consumer.db import MYSQL_UNAVAILABLE, with_transaction
 from consumer.events import decode
-from consumer.loadgen import run_loadgen
+from consumer.mysql.pool import MYSQL_UNAVAILABLE, with_transaction
+from consumer.types import Operation
 from consumer.writer import PageWriter, append_outbox
 from tests.integration import conftest_mysql as fx
 from tests.integration.conftest_mysql import fetch_all, outbox_rows

@@ -1,10 +1,11 @@
 """In-memory stand-ins for the pipeline's ports, and small helpers to build its inputs.
 
-- `FakeIntake` implements `consumer.pipeline.IntakePort` over scripted messages per partition:
+- `FakeIntake` implements `consumer.stream.pipeline.IntakePort` over scripted messages per
+  partition:
   `consume` hands out the next messages of partitions that are not paused, `commit` records the
   offsets (and can be told to refuse them), `pause`/`resume` are recorded.
-- `FakeDlq` implements `consumer.pipeline.DlqPort`: `send` acknowledges at once, or holds until
-  released (to model an unacknowledged produce), or raises `TransientError` a number of times.
+- `FakeDlq` implements `consumer.stream.pipeline.DlqPort`: `send` acknowledges at once, or holds
+  until released (to model an unacknowledged produce), or raises `TransientError` a number of times.
 - `FloorTruth` is `InMemoryTruth` that also answers the revision-floor query and can run a hook
   (or wait on a gate) before each row load.
 - `wait_until` waits on a condition with a deadline: no sleep-and-hope.
@@ -18,13 +19,13 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from consumer._errors import TransientError
-from consumer._types import Operation, ThinEvent
-from consumer.dlq import DlqRecord
+from consumer.errors import TransientError
 from consumer.events import encode_json
-from consumer.intake import TP, RawMessage
+from consumer.kafka.intake import TP, RawMessage
+from consumer.mysql.truth import InMemoryTruth
 from consumer.projection import Row
-from consumer.truth import InMemoryTruth
+from consumer.stream.dlq import DlqRecord
+from consumer.types import Operation, ThinEvent
 
 TOPIC = "outbox.event.wiki_page"
 

@@ -13,10 +13,12 @@ from typing import Any
 import orjson
 import pytest
 
-from consumer import cli, dlq, indexadmin
-from consumer._errors import ConfigError, DlqBudgetExceeded, TransientError
-from consumer._types import Operation
+from consumer import cli
 from consumer.cli import EXIT_CONFIG, EXIT_DLQ_BUDGET, EXIT_FAILURE, EXIT_OK, main
+from consumer.errors import ConfigError, DlqBudgetExceeded, TransientError
+from consumer.search import admin as indexadmin
+from consumer.stream import dlq
+from consumer.types import Operation
 
 
 @pytest.fixture(autouse=True)

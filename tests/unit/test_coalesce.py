@@ -15,8 +15,8 @@ from hypothesis.stateful import (
     rule,
 )
 
-from consumer._types import Key, Operation, Position, ThinEvent
-from consumer.coalesce import Coalescer, Work
+from consumer.stream.coalesce import Coalescer, Work
+from consumer.types import Key, Operation, Position, ThinEvent
 
 KEYS = ["a", "b", "c", "d"]
 PARTITION_OF = {"a": 0, "b": 1, "c": 0, "d": 1}  # Kafka partitions by key

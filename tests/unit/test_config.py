@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from consumer._errors import ConfigError
 from consumer.config import Secret, Settings, load_settings
+from consumer.errors import ConfigError
 
 
 def _toml(tmp_path: Path, text: str) -> Path:

@@ -15,9 +15,8 @@ from confluent_kafka import KafkaError, TopicPartition
 from hypothesis import given
 from hypothesis import strategies as st
 
-from consumer._errors import ConfigError, DlqBudgetExceeded, PoisonMessage, TransientError
-from consumer._types import Operation, ThinEvent
-from consumer.dlq import (
+from consumer.errors import ConfigError, DlqBudgetExceeded, PoisonMessage, TransientError
+from consumer.stream.dlq import (
     DLQ_FORMAT,
     DLQ_FORMAT_HEADER,
     MAX_ERROR_MESSAGE,
@@ -30,6 +29,7 @@ from consumer.dlq import (
     inspect,
     replay,
 )
+from consumer.types import Operation, ThinEvent
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 

@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from consumer._errors import PoisonMessage
-from consumer._types import Operation, ThinEvent
+from consumer.errors import PoisonMessage
 from consumer.events import (
     MAX_REVISION,
     SINGLE_OBJECT_MAGIC,
@@ -21,6 +20,7 @@ from consumer.events import (
     encode_avro,
     encode_json,
 )
+from consumer.types import Operation, ThinEvent
 
 ROOT = Path(__file__).resolve().parents[2]
 KNOWN = frozenset({"wiki_page"})

@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 import orjson
 import pytest
 
-from consumer._http import HealthReport, HealthServer
-from consumer.metrics import Metrics
+from consumer.observability.http import HealthReport, HealthServer
+from consumer.observability.metrics import Metrics
 
 
 class _Health:

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from consumer._types import Position
-from consumer.ledger import OffsetLedger, PartitionLedger
+from consumer.stream.ledger import OffsetLedger, PartitionLedger
+from consumer.types import Position
 
 # Rising offsets with gaps (transaction markers, compaction): a start and positive steps.
 offsets_strategy = st.tuples(

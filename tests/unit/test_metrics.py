@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import REGISTRY, CollectorRegistry
 
-from consumer.metrics import (
+from consumer.observability.metrics import (
     ITEM_KINDS,
     METRIC_NAMES,
     Metrics,

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Protocol
 
-from consumer._types import Operation, Position, ThinEvent
-from consumer.coalesce import Coalescer, Work
-from consumer.ledger import OffsetLedger, PartitionLedger
+from consumer.stream.coalesce import Coalescer, Work
+from consumer.stream.ledger import OffsetLedger, PartitionLedger
+from consumer.types import Operation, Position, ThinEvent
 
 TOPIC = "outbox.event.wiki_page"
 TP = tuple[str, int]

@@ -26,18 +26,18 @@ from pipeline_fakes import (
     wait_until,
 )
 
-from consumer._errors import DlqBudgetExceeded
-from consumer._types import Operation
-from consumer.dlq import DlqBudget
-from consumer.esfake import InMemoryIndex
-from consumer.intake import TP
-from consumer.metrics import Metrics
-from consumer.pipeline import Pipeline, PipelineOptions
-from consumer.processor import Processor
+from consumer.errors import DlqBudgetExceeded
+from consumer.kafka.intake import TP
+from consumer.mysql.state import InMemoryStateWriter
+from consumer.observability.metrics import Metrics
 from consumer.projection import Projector, default_registry
-from consumer.retry import RetryPolicy
-from consumer.sink import IndexOp, Sink
-from consumer.state import InMemoryStateWriter
+from consumer.search.fake import InMemoryIndex
+from consumer.search.sink import IndexOp, Sink
+from consumer.stream.dlq import DlqBudget
+from consumer.stream.pipeline import Pipeline, PipelineOptions
+from consumer.stream.processor import Processor
+from consumer.stream.retry import RetryPolicy
+from consumer.types import Operation
 
 ALIAS = "wiki_page"
 TP0: TP = (TOPIC, 0)

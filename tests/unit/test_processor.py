@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from pipeline_fakes import FloorTruth, page_row
 
-from consumer._errors import TransientError
-from consumer._types import Key, Operation, Position, ThinEvent
-from consumer.coalesce import Work
-from consumer.esfake import InMemoryIndex
-from consumer.processor import Processor, Result
+from consumer.errors import TransientError
 from consumer.projection import Projector, default_registry
-from consumer.sink import IndexOp, Sink
+from consumer.search.fake import InMemoryIndex
+from consumer.search.sink import IndexOp, Sink
+from consumer.stream.coalesce import Work
+from consumer.stream.processor import Processor, Result
+from consumer.types import Key, Operation, Position, ThinEvent
 
 ALIAS = "wiki_page"
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from consumer._errors import PoisonMessage
+from consumer.errors import PoisonMessage
 from consumer.projection import (
     RESERVED_FIELDS,
     Projector,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from consumer.retry import Deadline, RetryPolicy
+from consumer.stream.retry import Deadline, RetryPolicy
 
 
 class FakeClock:

@@ -18,11 +18,11 @@ from elasticsearch import ApiError, BadRequestError, ConnectionError, Connection
 from hypothesis import given
 from hypothesis import strategies as st
 
-from consumer._errors import ConfigError, TransientError
-from consumer.esfake import InMemoryIndex
-from consumer.indexadmin import InitAction, describe, init_index
+from consumer.errors import ConfigError, TransientError
 from consumer.projection import Document, wiki_page
-from consumer.sink import (
+from consumer.search.admin import InitAction, describe, init_index
+from consumer.search.fake import InMemoryIndex
+from consumer.search.sink import (
     SYSTEMIC_CODES,
     BulkSizer,
     EsIndex,

@@ -1,7 +1,7 @@
 """Unit tests of the MySQL-side modules' pure parts: no server needed.
 
-Covers the error translation of consumer/db.py, the loadgen plan, the in-memory truth fake and
-the projection-state merge rules (the SQL upsert is checked against `merge` in
+Covers the error translation of consumer/mysql/pool.py, the loadgen plan, the in-memory truth
+fake and the projection-state merge rules (the SQL upsert is checked against `merge` in
 tests/integration/test_truth_state.py).
 """
 
@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from consumer._errors import (
+from consumer.devtools.loadgen import OpKind, page_ids, plan_operations
+from consumer.errors import (
     ConfigError,
     PageExists,
     PageNotFound,
@@ -23,7 +24,7 @@ from consumer._errors import (
     SearchSyncError,
     TransientError,
 )
-from consumer.db import (
+from consumer.mysql.pool import (
     MYSQL_DEADLOCK,
     MYSQL_LOCK_TIMEOUT,
     MYSQL_UNAVAILABLE,
@@ -31,10 +32,9 @@ from consumer.db import (
     expand_in,
     translate_errors,
 )
-from consumer.loadgen import OpKind, page_ids, plan_operations
+from consumer.mysql.state import InMemoryStateWriter, StateUpdate, merge
+from consumer.mysql.truth import InMemoryTruth, MysqlTruth
 from consumer.projection import wiki_page
-from consumer.state import InMemoryStateWriter, StateUpdate, merge
-from consumer.truth import InMemoryTruth, MysqlTruth
 
 T0 = datetime(2030, 1, 1)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from elasticsearch import AsyncElasticsearch, BadRequestError
 
-from consumer._errors import ConfigError
+from consumer.errors import ConfigError
 
 __all__ = ["AliasDescription", "InitAction", "InitResult", "describe", "init_index"]
 

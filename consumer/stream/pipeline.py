@@ -30,18 +30,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from consumer._errors import DlqBudgetExceeded, PoisonMessage, TransientError
-from consumer._types import Position, ThinEvent
-from consumer.coalesce import Coalescer, Work
-from consumer.dlq import DlqBudget, DlqRecord
+from consumer.errors import DlqBudgetExceeded, PoisonMessage, TransientError
 from consumer.events import decode
-from consumer.intake import TP, RawMessage
-from consumer.ledger import OffsetLedger
-from consumer.logs import log_event_outcome
-from consumer.metrics import Metrics
-from consumer.processor import Processor, Result, Verdict
-from consumer.retry import RetryPolicy
-from consumer.state import StateRecorder, StateUpdate
+from consumer.kafka.intake import TP, RawMessage
+from consumer.mysql.state import StateRecorder, StateUpdate
+from consumer.observability.logs import log_event_outcome
+from consumer.observability.metrics import Metrics
+from consumer.stream.coalesce import Coalescer, Work
+from consumer.stream.dlq import DlqBudget, DlqRecord
+from consumer.stream.ledger import OffsetLedger
+from consumer.stream.processor import Processor, Result, Verdict
+from consumer.stream.retry import RetryPolicy
+from consumer.types import Position, ThinEvent
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ MAX_STATE_WRITES = 2  # state writes running beside the batches
 
 
 class IntakePort(Protocol):
-    """The part of `consumer.intake.KafkaIntake` the pipeline uses (a fake in unit tests)."""
+    """The part of `consumer.kafka.intake.KafkaIntake` the pipeline uses (a fake in unit tests)."""
 
     async def consume(self, max_messages: int, timeout_s: float) -> list[RawMessage]: ...
 

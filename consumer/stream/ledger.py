@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import bisect
 
-from consumer._types import Position
+from consumer.types import Position
 
 TopicPartition = tuple[str, int]
 

@@ -25,8 +25,8 @@ from typing import Any
 
 import orjson
 
-from consumer._errors import TransientError
-from consumer.sink import IndexOp, ItemResult
+from consumer.errors import TransientError
+from consumer.search.sink import IndexOp, ItemResult
 
 __all__ = ["InMemoryIndex", "StoredDoc"]
 

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from consumer._errors import InvalidRequest, OperationRefused
 from consumer.config import Settings
+from consumer.errors import InvalidRequest, OperationRefused
 
 KAFKA_TIMEOUT_S: Final = 15.0
 _ACTIVE_STATES: Final = frozenset({"STABLE", "PREPARING_REBALANCING", "COMPLETING_REBALANCING"})

@@ -25,7 +25,7 @@ from typing import Any, Final, TypeVar
 
 import aiomysql
 
-from consumer._errors import ConfigError, TransientError
+from consumer.errors import ConfigError, TransientError
 
 __all__ = [
     "MYSQL_DEADLOCK",

@@ -27,14 +27,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from consumer._errors import (
+from consumer.errors import (
     ConfigError,
     PageExists,
     PageNotFound,
     PageStateConflict,
     TransientError,
 )
-from consumer.db import MYSQL_DEADLOCK, MYSQL_LOCK_TIMEOUT
+from consumer.mysql.pool import MYSQL_DEADLOCK, MYSQL_LOCK_TIMEOUT
 from consumer.writer import PageWriter
 
 __all__ = ["LoadgenReport", "OpKind", "PlannedOp", "page_ids", "plan_operations", "run_loadgen"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from consumer._types import Key, Position, ThinEvent
+from consumer.types import Key, Position, ThinEvent
 
 Entry = tuple[ThinEvent, Position]
 

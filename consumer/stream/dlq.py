@@ -22,9 +22,9 @@ from typing import Any, Final, Protocol, cast
 import confluent_kafka
 import fastavro
 
-from consumer._errors import ConfigError, DlqBudgetExceeded, PoisonMessage, TransientError
-from consumer._types import Operation, ThinEvent
+from consumer.errors import ConfigError, DlqBudgetExceeded, PoisonMessage, TransientError
 from consumer.events import load_avro_schema
+from consumer.types import Operation, ThinEvent
 
 __all__ = [
     "DLQ_FORMAT",

@@ -7,7 +7,7 @@ loop to drain the revoked partitions (`RebalanceListener.revoking`) and commits 
 gets back before the partitions go, as DESIGN.md's commit protocol asks.
 
 Auto commit and the automatic offset store are off: offsets are committed explicitly, and only the
-contiguous finished prefix computed by `consumer.ledger`.
+contiguous finished prefix computed by `consumer.stream.ledger`.
 """
 
 from __future__ import annotations

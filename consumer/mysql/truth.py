@@ -17,7 +17,7 @@ from typing import Any, Final, Protocol
 
 import aiomysql
 
-from consumer.db import expand_in, transaction, translate_errors
+from consumer.mysql.pool import expand_in, transaction, translate_errors
 from consumer.projection._registry import Row
 
 __all__ = ["DEFAULT_BATCH_SIZE", "InMemoryTruth", "MysqlTruth", "Row", "TruthReader"]

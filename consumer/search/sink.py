@@ -7,7 +7,7 @@ Every write is an ``index`` action with ``version=<source_revision>``,
 Layers, each with one job:
 
 - `SearchIndex`: the narrow port. `EsIndex` adapts `AsyncElasticsearch` to it;
-  `consumer.esfake.InMemoryIndex` implements it in memory for tests.
+  `consumer.search.fake.InMemoryIndex` implements it in memory for tests.
 - `classify`: a pure function from one bulk item result to an `Outcome`.
 - `Sink`: runs a bulk, classifies every item, and confirms every 409 by reading the stored
   version (one mget per alias per batch) so that a conflict is never silently ignored.
@@ -28,7 +28,7 @@ import orjson
 from elastic_transport import ConnectionTimeout, TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
-from consumer._errors import TransientError
+from consumer.errors import TransientError
 from consumer.projection import Document
 
 __all__ = [
@@ -195,7 +195,7 @@ class WriteOutcome:
 
 
 class SinkObserver(Protocol):
-    """Optional metrics hooks; `consumer.metrics` can implement them."""
+    """Optional metrics hooks; `consumer.observability.metrics` can implement them."""
 
     def bulk_done(self, actions: int, seconds: float) -> None: ...
 

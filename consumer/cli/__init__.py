@@ -30,15 +30,15 @@ from typing import Any, Final, TextIO
 
 import orjson
 
-from consumer import offsets
-from consumer._errors import (
+from consumer.config import Settings, load_settings
+from consumer.errors import (
     ConfigError,
     DlqBudgetExceeded,
     InvalidRequest,
     SearchSyncError,
 )
-from consumer.config import Settings, load_settings
-from consumer.offsets import PartitionOffsets
+from consumer.ops import offsets
+from consumer.ops.offsets import PartitionOffsets
 
 __all__ = [
     "EXIT_CONFIG",
@@ -281,7 +281,7 @@ def _bytes_json(value: bytes | None) -> Any:
 
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     """Run the consumer until SIGTERM/SIGINT; its exit code is the command's."""
-    from consumer.logs import configure_logging
+    from consumer.observability.logs import configure_logging
 
     try:
         from consumer.app import run_consumer  # type: ignore[import-not-found,unused-ignore]
@@ -316,8 +316,8 @@ def _es_client(settings: Settings) -> Any:
 
 
 def cmd_index_init(args: argparse.Namespace, settings: Settings) -> int:
-    from consumer.indexadmin import init_index
     from consumer.projection import default_registry
+    from consumer.search.admin import init_index
 
     registry = default_registry()
     if args.type not in registry.types():
@@ -356,8 +356,8 @@ def cmd_index_init(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_index_describe(args: argparse.Namespace, settings: Settings) -> int:
-    from consumer.indexadmin import describe
     from consumer.projection import default_registry
+    from consumer.search.admin import describe
 
     types = default_registry().types()
 
@@ -416,7 +416,7 @@ def _record_line(record: Any) -> str:
 
 
 def cmd_dlq_inspect(args: argparse.Namespace, settings: Settings) -> int:
-    from consumer import dlq
+    from consumer.stream import dlq
 
     kafka = settings.kafka
     records = dlq.inspect(
@@ -438,7 +438,7 @@ def cmd_dlq_inspect(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_dlq_replay(args: argparse.Namespace, settings: Settings) -> int:
-    from consumer import dlq
+    from consumer.stream import dlq
 
     kafka = settings.kafka
     report = dlq.replay(
@@ -521,8 +521,8 @@ class Progress:
 
 
 def cmd_loadgen(args: argparse.Namespace, settings: Settings) -> int:
-    from consumer.db import create_pool
-    from consumer.loadgen import run_loadgen
+    from consumer.devtools.loadgen import run_loadgen
+    from consumer.mysql.pool import create_pool
     from consumer.writer import PageWriter
 
     user = args.app_user or os.environ.get(APP_USER_ENV) or "searchsync_app"

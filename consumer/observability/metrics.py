@@ -24,7 +24,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
 
 if TYPE_CHECKING:
-    from consumer.sink import WriteOutcome
+    from consumer.search.sink import WriteOutcome
 
 __all__ = [
     "CONTENT_TYPE",
@@ -159,8 +159,8 @@ class RollingQuantiles:
 class Metrics:
     """The pipeline's metrics, registered on one registry; methods are the only way in.
 
-    Also implements `consumer.sink.SinkObserver` (`bulk_done`, `outcome`), so a `Sink` can report
-    bulk latency and per-item results directly.
+    Also implements `consumer.search.sink.SinkObserver` (`bulk_done`, `outcome`), so a `Sink`
+    can report bulk latency and per-item results directly.
     """
 
     def __init__(

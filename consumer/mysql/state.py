@@ -30,8 +30,8 @@ from typing import Any, Final, Protocol
 
 import aiomysql
 
-from consumer._errors import TransientError
-from consumer.db import (
+from consumer.errors import TransientError
+from consumer.mysql.pool import (
     MYSQL_DEADLOCK,
     Clock,
     db_time,

@@ -21,11 +21,11 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from consumer._errors import PoisonMessage, RevisionRegression, TransientError
-from consumer.coalesce import Work
+from consumer.errors import PoisonMessage, RevisionRegression, TransientError
+from consumer.mysql.truth import TruthReader
 from consumer.projection import Document, Projector, ProjectorRegistry, Row
-from consumer.sink import IndexOp, OutcomeKind, Sink, WriteOutcome
-from consumer.truth import TruthReader
+from consumer.search.sink import IndexOp, OutcomeKind, Sink, WriteOutcome
+from consumer.stream.coalesce import Work
 
 FLOOR_SQL = (
     "SELECT aggregate_id AS id, revision FROM search_revision_floor"

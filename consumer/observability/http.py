@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import orjson
 
-from consumer.metrics import CONTENT_TYPE, Metrics
+from consumer.observability.metrics import CONTENT_TYPE, Metrics
 
 __all__ = ["HealthReport", "HealthServer"]
 

@@ -4,12 +4,17 @@ PY    := .venv/bin/python
 STACK := deploy/local/stack.sh
 PYTEST_ARGS ?=
 
-.PHONY: help venv up down status demo test test-unit test-integration lint typecheck fmt bench clean
+.PHONY: help install venv up down status demo test check-bare test-unit test-integration lint typecheck fmt bench clean
 
 help:
 	@echo "make demo   bring the local stack up and run searchsync on a stream of real page writes"
 	@echo "make test   bring the stack up, run unit + integration tests, tear the stack down"
-	@echo "make up | down | status | lint | typecheck | bench"
+	@echo "make up | down | status | clean | lint | typecheck | bench | check-bare"
+
+# What the machine lacks (Debian packages: MariaDB, Maven, a JDK ...): installed as root, otherwise
+# the exact command is printed. The one install step of `make demo`, `make test` and .ci/run.
+install:
+	@bash deploy/install.sh
 
 # The virtualenv, rebuilt when pyproject.toml changes.
 .venv/.installed: pyproject.toml
@@ -18,9 +23,9 @@ help:
 	@$(PY) -m pip install -q -e '.[dev]'
 	@touch $@
 
-venv: .venv/.installed
+venv: install .venv/.installed
 
-up:
+up: install
 	@bash $(STACK) up
 
 down:
@@ -62,5 +67,9 @@ typecheck: venv
 bench: venv up
 	@$(PY) -m bench.pipeline_bench
 
-clean: down
-	rm -rf .stack
+clean:
+	@bash $(STACK) clean
+
+# The newcomer's check: a fresh clone in a mode-700 directory runs `make demo`, then `make test`.
+check-bare:
+	@bash deploy/check-bare-machine.sh $(CHECK_ARGS)

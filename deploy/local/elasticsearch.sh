@@ -6,9 +6,9 @@ set -euo pipefail
 source "$(dirname "$0")/env.sh"
 source "$(dirname "$0")/lib.sh"
 name=elasticsearch
-es_home=$(ls -d "$DIST_DIR"/elasticsearch-* 2>/dev/null | head -n 1 || true)
-conf="$STACK_DIR/elasticsearch/config"
-log="$STACK_DIR/elasticsearch/logs/searchsync-local.log"   # <cluster.name>.log
+es_dist=$(ls -d "$DIST_DIR"/elasticsearch-* 2>/dev/null | head -n 1 || true)
+conf="$ES_DIR/config"
+log="$ES_DIR/logs/searchsync-local.log"   # <cluster.name>.log
 url="http://127.0.0.1:$ES_PORT"
 
 ensure_user() {
@@ -20,10 +20,10 @@ ensure_user() {
 # Ready: cluster health yellow or green, and the product header the Python client checks.
 ready() {
   local h
-  h=$(curl -s -D - -o "$STACK_DIR/elasticsearch/health.json" \
+  h=$(curl -s -D - -o "$ES_DIR/health.json" \
     "$url/_cluster/health?wait_for_status=yellow&timeout=1s") || return 1
   grep -qi '^X-Elastic-Product: Elasticsearch' <<<"$h" || return 1
-  grep -Eq '"status":"(yellow|green)"' "$STACK_DIR/elasticsearch/health.json"
+  grep -Eq '"status":"(yellow|green)"' "$ES_DIR/health.json"
 }
 
 start() {
@@ -31,11 +31,18 @@ start() {
     wait_until "$READY_TIMEOUT" "Elasticsearch" $name "$log" ready
     return
   fi
-  [[ -n $es_home && -x $es_home/bin/elasticsearch ]] || die "Elasticsearch missing: run deploy/local/fetch.sh"
+  [[ -n $es_dist && -x $es_dist/bin/elasticsearch ]] || die "Elasticsearch missing: run deploy/local/fetch.sh"
   [[ -n $ES_JAVA_HOME && -x $ES_JAVA_HOME/bin/java ]] \
     || die "Elasticsearch 9 needs Java 21+: set ES_JAVA_HOME (none found under /usr/lib/jvm)"
   ensure_user
-  mkdir -p "$ES_DATA_DIR" "$STACK_DIR/elasticsearch/logs" "$STACK_DIR/elasticsearch/tmp" "$RUN_DIR" "$LOG_DIR"
+  install -d -m 755 "$SVC_DIR" "$ES_DIR"
+  mkdir -p "$ES_DATA_DIR" "$ES_DIR/logs" "$ES_DIR/tmp" "$RUN_DIR" "$LOG_DIR"
+  # the ES user runs the distribution itself: outside $STACK_DIR it needs a copy it can reach
+  local es_home=$es_dist
+  if [[ $SVC_DIR != "$STACK_DIR" ]]; then
+    es_home="$ES_DIR/$(basename "$es_dist")"
+    [[ -x $es_home/bin/elasticsearch ]] || cp -a "$es_dist" "$es_home"
+  fi
   # a fresh copy of the distribution's config each start: nothing stale (such as a keystore left by
   # security auto-configuration) survives into this one
   rm -rf "$conf"
@@ -45,7 +52,7 @@ start() {
 cluster.name: searchsync-local
 node.name: searchsync-1
 path.data: $ES_DATA_DIR
-path.logs: $STACK_DIR/elasticsearch/logs
+path.logs: $ES_DIR/logs
 network.host: 127.0.0.1
 http.port: $ES_PORT
 transport.port: $ES_TRANSPORT_PORT
@@ -57,15 +64,17 @@ xpack.ml.enabled: false
 # this node is for development and tests: keep the disk watermarks from blocking writes on a busy disk
 cluster.routing.allocation.disk.threshold_enabled: false
 YML
-  chown -R "$ES_USER" "$STACK_DIR/elasticsearch" "$es_home"
+  chown -R "$ES_USER" "$ES_DIR" "$es_home"
+  runuser -u "$ES_USER" -- test -w "$ES_DATA_DIR" -a -x "$es_home/bin/elasticsearch" \
+    || die "the user $ES_USER cannot reach $ES_DIR or $es_home: set SVC_DIR to a directory every user can traverse"
   ln -sf "$log" "$LOG_DIR/elasticsearch.log"
   runuser -u "$ES_USER" -- env ES_JAVA_HOME="$ES_JAVA_HOME" ES_PATH_CONF="$conf" \
-    ES_TMPDIR="$STACK_DIR/elasticsearch/tmp" ES_JAVA_OPTS="-Xms$ES_HEAP -Xmx$ES_HEAP" \
-    "$es_home/bin/elasticsearch" -d -p "$STACK_DIR/elasticsearch/es.pid" \
+    ES_TMPDIR="$ES_DIR/tmp" ES_JAVA_OPTS="-Xms$ES_HEAP -Xmx$ES_HEAP" \
+    "$es_home/bin/elasticsearch" -d -p "$ES_DIR/es.pid" \
     >"$LOG_DIR/elasticsearch.out" 2>&1 || { tail -n 40 "$LOG_DIR/elasticsearch.out" >&2; die "Elasticsearch did not start"; }
   local i
-  for ((i = 0; i < 30; i++)); do [[ -s $STACK_DIR/elasticsearch/es.pid ]] && break; sleep 1; done
-  cp "$STACK_DIR/elasticsearch/es.pid" "$RUN_DIR/$name.pid" 2>/dev/null || die "Elasticsearch wrote no pid file; see $LOG_DIR/elasticsearch.out"
+  for ((i = 0; i < 30; i++)); do [[ -s $ES_DIR/es.pid ]] && break; sleep 1; done
+  cp "$ES_DIR/es.pid" "$RUN_DIR/$name.pid" 2>/dev/null || die "Elasticsearch wrote no pid file; see $LOG_DIR/elasticsearch.out"
   wait_until "$READY_TIMEOUT" "Elasticsearch" $name "$log" ready
 }
 

@@ -1,5 +1,5 @@
 # Settings of the local stack. Every value can be overridden from the environment.
-# Sourced by the other scripts; it only sets variables.
+# Sourced by the other scripts; it only sets variables (and one helper to choose SVC_DIR).
 REPO_DIR=${REPO_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 STACK_DIR=${STACK_DIR:-$REPO_DIR/.stack}          # all state: jars, data, logs, pids (git-ignored)
 DIST_DIR=${DIST_DIR:-$STACK_DIR/dist}
@@ -9,8 +9,29 @@ RUN_DIR=${RUN_DIR:-$STACK_DIR/run}
 MYSQL_HOST=${MYSQL_HOST:-127.0.0.1}
 MYSQL_PORT=${MYSQL_PORT:-3306}
 MYSQL_DATABASE=${MYSQL_DATABASE:-searchsync}
-MYSQL_DATA_DIR=${MYSQL_DATA_DIR:-$STACK_DIR/mariadb/data}
-MYSQL_SOCKET=${MYSQL_SOCKET:-$STACK_DIR/mariadb/mysqld.sock}
+# The services' own state (MariaDB's data, Elasticsearch's home, data and logs) belongs to their
+# service users (mysql, $ES_USER), which must be able to traverse every parent directory of it. A
+# clone inside a directory other users cannot enter (a mode-700 home, say) cannot give them that,
+# so there that state lives outside the clone, in a directory named after it (`make clean` removes
+# it with the rest). Elsewhere it stays inside $STACK_DIR.
+_others_can_traverse() {  # DIR: every existing ancestor of DIR lets other users through
+  local d=$1 m
+  while [[ -n $d && $d != / ]]; do
+    if [[ -e $d ]]; then m=$(stat -L -c %A "$d") && [[ ${m:9:1} == [xt] ]] || return 1; fi
+    d=$(dirname "$d")
+  done
+}
+if [[ -z ${SVC_DIR:-} ]]; then
+  if _others_can_traverse "$(dirname "$STACK_DIR")"; then
+    SVC_DIR=$STACK_DIR
+  else
+    SVC_DIR=/var/lib/searchsync-stack/$(printf %s "$STACK_DIR" | sha256sum | cut -c1-12)
+  fi
+fi
+
+MYSQL_DIR=${MYSQL_DIR:-$SVC_DIR/mariadb}
+MYSQL_DATA_DIR=${MYSQL_DATA_DIR:-$MYSQL_DIR/data}
+MYSQL_SOCKET=${MYSQL_SOCKET:-$MYSQL_DIR/mysqld.sock}
 # users: the consumer (least privilege), the application side (writer/loadgen), Debezium
 SEARCHSYNC_DB_USER=${SEARCHSYNC_DB_USER:-searchsync}
 SEARCHSYNC_DB_PASSWORD=${SEARCHSYNC_DB_PASSWORD:-searchsync}
@@ -30,7 +51,8 @@ CONNECTOR_NAME=${CONNECTOR_NAME:-searchsync-outbox}
 
 ES_PORT=${ES_PORT:-9200}
 ES_TRANSPORT_PORT=${ES_TRANSPORT_PORT:-9300}
-ES_DATA_DIR=${ES_DATA_DIR:-$STACK_DIR/elasticsearch/data}
+ES_DIR=${ES_DIR:-$SVC_DIR/elasticsearch}
+ES_DATA_DIR=${ES_DATA_DIR:-$ES_DIR/data}
 ES_HEAP=${ES_HEAP:-1g}
 ES_USER=${ES_USER:-searchsync-es}                 # Elasticsearch refuses to run as root
 

@@ -5,7 +5,9 @@
 #           register the connector. Idempotent: a second call finds everything running.
 #   down    stop what these scripts started, by pid.
 #   status  one line per service.
+#   clean   down, then remove all state ($STACK_DIR and, when it lives elsewhere, $SVC_DIR).
 set -euo pipefail
+umask 022  # the service users must be able to read what these scripts create
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/env.sh"
 source "$here/lib.sh"
@@ -27,6 +29,7 @@ up() {
   say "  Kafka Connect  http://127.0.0.1:$CONNECT_PORT  connector $CONNECTOR_NAME RUNNING   log $LOG_DIR/connect.log"
   say "  Elasticsearch  http://127.0.0.1:$ES_PORT   log $LOG_DIR/elasticsearch.log"
   say "  state          $STACK_DIR"
+  [[ $SVC_DIR == "$STACK_DIR" ]] || say "  service state  $SVC_DIR (the clone's directory is closed to the service users)"
 }
 
 down() {
@@ -45,9 +48,17 @@ status() {
   bash "$here/elasticsearch.sh" status
 }
 
+clean() {
+  down
+  rm -rf "$STACK_DIR"
+  say "removed $STACK_DIR"
+  if [[ $SVC_DIR != "$STACK_DIR" ]]; then rm -rf "$SVC_DIR" && say "removed $SVC_DIR"; fi
+}
+
 case "${1:-}" in
   up) up ;;
   down) down ;;
   status) status ;;
-  *) die "usage: $0 up|down|status" ;;
+  clean) clean ;;
+  *) die "usage: $0 up|down|status|clean" ;;
 esac

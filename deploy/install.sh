@@ -11,7 +11,6 @@ command -v mvn >/dev/null || need+=(maven)
 command -v curl >/dev/null || need+=(curl)
 command -v java >/dev/null || need+=(openjdk-17-jdk-headless)
 command -v runuser >/dev/null || need+=(util-linux)
-command -v setfacl >/dev/null || need+=(acl)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
 
 # Elasticsearch 9 needs Java 21+: ES_JAVA_HOME, or any JDK 21..29 under /usr/lib/jvm. Debian 12

@@ -21,7 +21,6 @@ insert, so two changes of one id cannot deadlock each other.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,7 +30,7 @@ import aiomysql
 import orjson
 
 from consumer.errors import PageExists, PageNotFound, PageStateConflict
-from consumer.events import encode_json
+from consumer.mysql.outbox import append_outbox
 from consumer.mysql.pool import (
     Clock,
     db_time,
@@ -40,7 +39,7 @@ from consumer.mysql.pool import (
     translate_errors,
     utc_now,
 )
-from consumer.types import Operation, ThinEvent
+from consumer.types import Operation
 
 __all__ = [
     "AGGREGATE_TYPE",
@@ -81,54 +80,6 @@ class Page:
     @property
     def is_deleted(self) -> bool:
         return self.deleted_at is not None
-
-
-async def append_outbox(
-    conn: Any,
-    aggregate_type: str,
-    aggregate_id: str,
-    operation: Operation | str,
-    revision: int,
-    *,
-    now: datetime | None = None,
-) -> str:
-    """Insert one outbox row into `conn`'s open transaction and return its new ``event_id``.
-
-    The ``payload`` column is the thin event as `consumer.events.encode_json` writes it, which is
-    what Debezium's Outbox Event Router publishes. The caller owns the transaction: the writer
-    calls this next to its row change; the repair job calls it alone for REBUILD events
-    (``await with_transaction(pool, lambda c: append_outbox(c, ...))``).
-    """
-    op = Operation(operation)
-    if revision < 1:
-        raise ValueError(f"source_revision must be >= 1, got {revision}")
-    event = ThinEvent(
-        event_id=str(uuid.uuid4()),
-        aggregate_type=aggregate_type,
-        aggregate_id=aggregate_id,
-        operation=op,
-        source_revision=revision,
-    )
-    at = db_time(now if now is not None else utc_now())
-    with translate_errors("insert search_outbox"):
-        async with conn.cursor() as cur:
-            await cur.execute(
-                "INSERT INTO search_outbox (event_id, aggregate_type, aggregate_id, operation,"
-                " source_revision, payload, available_at, created_at, updated_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (
-                    event.event_id,
-                    aggregate_type,
-                    aggregate_id,
-                    op.value,
-                    revision,
-                    encode_json(event).decode("utf-8"),
-                    at,
-                    at,
-                    at,
-                ),
-            )
-    return event.event_id
 
 
 class PageWriter:

@@ -17,6 +17,7 @@ from consumer.search.sink import IndexOp, OutcomeKind
 from tests.contract.index_admin_contract import INDEX_ADMIN_CASES
 from tests.contract.search_backend import Backend, body, new_alias, op, physical, write
 
+
 async def contract_new_document_is_applied(h: Backend) -> None:
     alias = await new_alias(h)
     new = op(alias, "p1", 3)

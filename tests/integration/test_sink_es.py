@@ -17,7 +17,7 @@ import pytest
 from elasticsearch import AsyncElasticsearch, NotFoundError
 
 from consumer.projection import wiki_page
-from consumer.search.admin import InitAction, init_index
+from consumer.search.admin import InitAction, describe, init_index
 from consumer.search.elasticsearch import EsIndexAdmin
 from consumer.search.port import IndexAdmin, SearchIndex
 from consumer.search.sink import BulkSizer, EsIndex, OutcomeKind, Sink
@@ -88,6 +88,9 @@ async def test_init_index_creates_the_packaged_mapping_and_settings(
     assert settings[f"{alias}_v1"]["settings"]["index"]["number_of_replicas"] == "0"
     writer = await EsIndexAdmin(client).write_index(alias)
     assert writer is not None and writer.schema_version == 5
+    assert (await describe(client, alias)).write_index == f"{alias}_v1"
+    again = await init_index(client, alias, wiki_page.load_mapping(), schema_version=5)
+    assert (again.action, again.index) == (InitAction.EXISTS, f"{alias}_v1")
 
 
 async def test_a_full_bulk_over_several_chunks(client: AsyncElasticsearch, prefix: str) -> None:

@@ -1,4 +1,4 @@
-"""Alias and physical index names, decided in one place (docs/design.md, "Aliases").
+"""Alias and physical index names, decided in one place (docs/design.md, invariants 7 and 8).
 
 Every write goes through a stable alias; the documents live in versioned physical indices
 behind it, so a rebuild can fill a new one and swap the alias atomically:

@@ -1,5 +1,5 @@
 """Index bootstrap: make sure a write alias exists over a physical index (docs/design.md,
-"Aliases").
+invariant 7).
 
 The hot path writes with ``require_alias=true`` and never creates an index; an operator (or the
 deployment) runs `init_index` once per aggregate type. It is idempotent and safe to run

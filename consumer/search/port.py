@@ -8,8 +8,8 @@
   `consumer.search.fake.InMemoryIndex.admin` in memory.
 
 Index and alias names follow `consumer.naming`. An index's ``_meta`` is the mapping-level
-``_meta`` object; searchsync stores ``projection_schema_version`` there (docs/design.md,
-"Aliases"), so a rebuild can tell which projection filled an index.
+``_meta`` object; searchsync stores ``projection_schema_version`` there, so a rebuild
+(docs/design.md, invariant 8) can tell which projection filled an index.
 """
 
 from __future__ import annotations

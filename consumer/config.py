@@ -24,6 +24,7 @@ from types import MappingProxyType
 from typing import Final
 from urllib.parse import urlsplit
 
+from consumer import naming
 from consumer.errors import ConfigError
 
 __all__ = [
@@ -48,7 +49,7 @@ _HOST = re.compile(r"[A-Za-z0-9._-]{1,253}|[0-9A-Fa-f:.]{2,45}")  # name, IPv4 o
 _HOST_PORT = re.compile(
     r"(?P<host>[A-Za-z0-9._-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\]):(?P<port>\d{1,5})"
 )
-_INDEX_PREFIX = re.compile(r"[a-z0-9][a-z0-9_-]{0,99}")
+_INDEX_PREFIX = naming.INDEX_PREFIX
 _DATABASE = re.compile(r"[A-Za-z0-9_$]{1,64}")
 _LIBRDKAFKA_KEY = re.compile(r"[a-z][a-z0-9_.]{0,127}")
 _INTEGER = re.compile(r"[+-]?[0-9]{1,20}")
@@ -182,8 +183,8 @@ class Settings:
     observability: ObservabilitySettings = field(default_factory=ObservabilitySettings)
 
     def alias(self, aggregate_type: str) -> str:
-        """The stable alias every write goes through (invariant 7)."""
-        return f"{self.elasticsearch.index_prefix}_{aggregate_type}"
+        """The stable alias every write goes through (invariant 7); see `consumer.naming`."""
+        return naming.alias_name(self.elasticsearch.index_prefix, aggregate_type)
 
     def redacted(self) -> dict[str, dict[str, object]]:
         """A plain dict for a start-up log line, with every secret masked."""

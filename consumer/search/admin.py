@@ -1,15 +1,19 @@
-"""Index bootstrap: make sure a write alias exists over a physical index (DESIGN.md invariant 7).
+"""Index bootstrap: make sure a write alias exists over a physical index (docs/design.md,
+invariant 7).
 
 The hot path writes with ``require_alias=true`` and never creates an index; an operator (or the
 deployment) runs `init_index` once per aggregate type. It is idempotent and safe to run
 concurrently with itself:
 
 - the alias exists: nothing to do; report the physical index it writes to;
-- neither the alias nor ``<alias>_v1`` exists: create ``<alias>_v1`` with the mapping and the
-  alias (``is_write_index: true``) in one create-index call, so no moment has an index
-  without its alias;
+- neither the alias nor ``<alias>_v1`` exists: create ``<alias>_v1`` with the mapping, its
+  ``_meta`` (``projection_schema_version``) and the alias (``is_write_index: true``) in one
+  create-index call, so no moment has an index without its alias;
 - ``<alias>_v1`` exists without the alias (created by hand): add the alias;
 - a concrete index is named like the alias: refuse (`ConfigError`), an operator must decide.
+
+Both functions take an `IndexAdmin`, or an `AsyncElasticsearch` client (wrapped in
+`EsIndexAdmin`).
 """
 
 from __future__ import annotations
@@ -19,11 +23,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from elasticsearch import AsyncElasticsearch, BadRequestError
+from elasticsearch import AsyncElasticsearch
 
+from consumer import naming
 from consumer.errors import ConfigError
+from consumer.search.elasticsearch import EsIndexAdmin
+from consumer.search.port import SCHEMA_VERSION_META, IndexAdmin, IndexExists
 
-__all__ = ["AliasDescription", "InitAction", "InitResult", "describe", "init_index"]
+__all__ = [
+    "AliasDescription",
+    "InitAction",
+    "InitResult",
+    "describe",
+    "first_index_name",
+    "index_meta",
+    "init_index",
+]
 
 
 class InitAction(enum.Enum):
@@ -50,67 +65,65 @@ class AliasDescription:
 
 
 def first_index_name(alias: str) -> str:
-    """The physical index of a fresh install: ``<alias>_v1``."""
-    return f"{alias}_v1"
+    """The physical index of a fresh install: ``<alias>_v1`` (see `consumer.naming`)."""
+    return naming.first_physical_name(alias)
 
 
-async def describe(client: AsyncElasticsearch, alias: str) -> AliasDescription:
+def index_meta(mapping: Mapping[str, Any], schema_version: int | None) -> dict[str, Any]:
+    """The ``_meta`` an index is created with: the mapping's own, plus `schema_version`."""
+    meta = dict(mapping.get("mappings", {}).get("_meta", {}))
+    if schema_version is not None:
+        meta[SCHEMA_VERSION_META] = schema_version
+    meta.setdefault("created_by", "searchsync index init")
+    return meta
+
+
+async def describe(client: AsyncElasticsearch | IndexAdmin, alias: str) -> AliasDescription:
     """Which physical indices `alias` points at, and which one takes its writes."""
-    if not await client.indices.exists_alias(name=alias):
+    admin = _admin(client)
+    indices = tuple(sorted(i.name for i in await admin.list_indices(alias) if i.aliased))
+    if not indices:
         return AliasDescription(alias, False, (), None)
-    response = await client.indices.get_alias(name=alias)
-    indices = tuple(sorted(response.body))
-    write_index = None
-    for index, info in response.body.items():
-        if info.get("aliases", {}).get(alias, {}).get("is_write_index"):
-            write_index = index
-    if write_index is None and len(indices) == 1:
-        write_index = indices[0]
-    return AliasDescription(alias, True, indices, write_index)
+    writer = await admin.write_index(alias)
+    return AliasDescription(alias, True, indices, None if writer is None else writer.index)
 
 
 async def init_index(
-    client: AsyncElasticsearch,
+    client: AsyncElasticsearch | IndexAdmin,
     alias: str,
     mapping: Mapping[str, Any],
     *,
     dry_run: bool = False,
+    schema_version: int | None = None,
 ) -> InitResult:
-    """Create ``<alias>_v1`` with `mapping` behind `alias` unless the alias already exists."""
+    """Create ``<alias>_v1`` with `mapping` behind `alias` unless the alias already exists.
+
+    The index's ``_meta`` gets ``projection_schema_version = schema_version`` (pass the
+    projector's); without it, the mapping's own ``_meta`` value, if any, is kept.
+    """
+    admin = _admin(client)
+    meta = index_meta(mapping, schema_version)
     for _ in range(3):  # a concurrent init may win a race; look again
-        current = await describe(client, alias)
+        current = await describe(admin, alias)
         if current.exists:
             return InitResult(alias, current.write_index or "", InitAction.EXISTS)
-        if await client.indices.exists(index=alias):
+        if await admin.exists(alias):
             raise ConfigError("alias", "a name free for an alias", f"{alias} is an index")
         physical = first_index_name(alias)
-        if await client.indices.exists(index=physical):
+        if await admin.exists(physical):
             if dry_run:
                 return InitResult(alias, physical, InitAction.WOULD_ADD_ALIAS)
-            await client.indices.update_aliases(
-                actions=[{"add": {"index": physical, "alias": alias, "is_write_index": True}}]
-            )
+            await admin.put_alias(alias, physical)
             return InitResult(alias, physical, InitAction.ALIAS_ADDED)
         if dry_run:
             return InitResult(alias, physical, InitAction.WOULD_CREATE)
         try:
-            await client.indices.create(
-                index=physical,
-                settings=dict(mapping.get("settings", {})),
-                mappings=dict(mapping["mappings"]),
-                aliases={alias: {"is_write_index": True}},
-            )
-        except BadRequestError as exc:
-            if _error_type(exc) != "resource_already_exists_exception":
-                raise
+            await admin.create_index(physical, mapping, meta=meta, alias=alias)
+        except IndexExists:
             continue
         return InitResult(alias, physical, InitAction.CREATED)
     raise RuntimeError(f"init_index {alias}: state kept changing under us")
 
 
-def _error_type(exc: BadRequestError) -> str | None:
-    body = exc.body
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        value = body["error"].get("type")
-        return value if isinstance(value, str) else None
-    return None
+def _admin(client: AsyncElasticsearch | IndexAdmin) -> IndexAdmin:
+    return EsIndexAdmin(client) if isinstance(client, AsyncElasticsearch) else client

@@ -1,16 +1,20 @@
-"""An in-memory `SearchIndex` with Elasticsearch's external-version and alias semantics.
+"""An in-memory search engine with Elasticsearch's external-version and alias semantics.
 
-It exists so the sink's contract tests (and any pipeline test) run without a cluster. The rules
-it keeps are the ones the pipeline relies on, checked against the real node by the same
-contract tests (tests/integration/test_sink_es.py):
+`InMemoryIndex` implements `SearchIndex`; its `admin` attribute (an `InMemoryIndexAdmin` over
+the same state) implements `IndexAdmin`. They exist so the port contract (tests/contract) and
+any pipeline test run without a cluster; the same contract runs against a real node. The rules
+kept are the ones searchsync relies on:
 
 - writes go through an alias only (``require_alias=true``): a name that is not an alias,
-  including a physical index name, answers 404 ``index_not_found_exception``;
+  including a physical index name, answers 404 ``index_not_found_exception``; an alias with
+  several indices and no write index answers 400 ``illegal_argument_exception``;
 - ``version_type=external``: a write is accepted only if its version is greater than the
   stored one, otherwise 409 ``version_conflict_engine_exception``; 201 on create, 200 on update;
 - with a ``dynamic: strict`` mapping, a top-level field not in the mapping answers 400
   ``strict_dynamic_mapping_exception``; a body that is not a JSON object answers 400
-  ``document_parsing_exception``.
+  ``document_parsing_exception``;
+- aliases: at most one write index each; a swap is all or nothing; deleting an index removes
+  the aliases on it; document counts are exact at once (a real node's need a refresh).
 
 `inject_failures` scripts item failures (429, 5xx, 400, status 0 for "no response") for the
 next ops, which are then not applied, like a rejected item on a real node.
@@ -19,22 +23,37 @@ next ops, which are then not applied, like a rejected item on a real node.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 
 from consumer.errors import TransientError
+from consumer.search.fake_admin import InMemoryIndexAdmin
+from consumer.search.port import DEFAULT_REFRESH_INTERVAL, effective_write_index
 from consumer.search.sink import IndexOp, ItemResult
 
-__all__ = ["InMemoryIndex", "StoredDoc"]
+__all__ = ["InMemoryIndex", "InMemoryIndexAdmin", "StoredDoc"]
 
 
 @dataclass(frozen=True, slots=True)
 class StoredDoc:
     version: int
     body: dict[str, Any]
+
+
+@dataclass(slots=True)
+class FakeIndexState:
+    """One physical index."""
+
+    properties: frozenset[str] | None  # None: the mapping is not strict
+    meta: dict[str, Any]
+    created_at: datetime
+    replicas: int
+    refresh_interval: str = DEFAULT_REFRESH_INTERVAL
+    docs: dict[str, StoredDoc] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -46,48 +65,65 @@ class _Failure:
     doc_id: str | None
 
 
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
 class InMemoryIndex:
     """Indices, aliases and documents in dicts. Not thread-safe; one event loop only."""
 
-    def __init__(self) -> None:
-        self._indices: dict[str, dict[str, StoredDoc]] = {}
-        self._properties: dict[str, frozenset[str] | None] = {}  # None: not strict
-        self._aliases: dict[str, str] = {}
+    def __init__(self, *, clock: Callable[[], datetime] = _utcnow) -> None:
+        self.indices: dict[str, FakeIndexState] = {}
+        self.aliases: dict[str, dict[str, bool | None]] = {}  # alias -> {index: is_write_index}
+        self.clock = clock
         self._failures: deque[_Failure] = deque()
         self.bulk_calls: list[int] = []  # ops per bulk_index call, for assertions
+        self.admin = InMemoryIndexAdmin(self)
 
-    # -- administration (what index init / a rebuild would do on a real cluster) ------------
+    # -- set-up shortcuts for tests (the port is `admin`) ------------------------------------
 
     def create_index(self, name: str, mapping: Mapping[str, Any] | None = None) -> None:
-        if name in self._indices or name in self._aliases:
+        if name in self.indices or name in self.aliases:
             raise ValueError(f"{name} already exists")
-        self._indices[name] = {}
-        mappings = (mapping or {}).get("mappings", {})
-        strict = mappings.get("dynamic") == "strict"
-        self._properties[name] = frozenset(mappings.get("properties", {})) if strict else None
+        self.add_index(name, mapping or {}, {})
 
     def put_alias(self, alias: str, index: str) -> None:
-        """Point `alias` at `index` (replacing its previous target: an atomic swap)."""
-        if index not in self._indices:
+        """Point `alias` at `index` only (replacing its previous targets: an atomic swap)."""
+        if index not in self.indices:
             raise ValueError(f"no index {index}")
-        if alias in self._indices:
+        if alias in self.indices:
             raise ValueError(f"{alias} is an index")
-        self._aliases[alias] = index
+        self.aliases[alias] = {index: True}
 
     def remove_alias(self, alias: str) -> None:
-        self._aliases.pop(alias, None)
+        self.aliases.pop(alias, None)
 
     def alias_target(self, alias: str) -> str | None:
-        return self._aliases.get(alias)
+        """The write index of `alias` (None: no such alias, or no write index)."""
+        return effective_write_index(self.aliases.get(alias, {}))
 
     def exists(self, name: str) -> bool:
         """True when `name` is an index or an alias."""
-        return name in self._indices or name in self._aliases
+        return name in self.indices or name in self.aliases
 
     def get(self, name: str, doc_id: str) -> StoredDoc | None:
-        """The stored document under an alias or index name (None when absent)."""
-        index = self._aliases.get(name, name)
-        return self._indices.get(index, {}).get(doc_id)
+        """The stored document under an alias (its write index) or index name (None: absent)."""
+        index = self.alias_target(name) if name in self.aliases else name
+        state = self.indices.get(index or "")
+        return None if state is None else state.docs.get(doc_id)
+
+    def add_index(self, name: str, body: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
+        """Create `name` from an index body (no checks: callers check)."""
+        mappings = body.get("mappings", {})
+        strict = mappings.get("dynamic") == "strict"
+        settings = _flat_settings(body.get("settings", {}))
+        self.indices[name] = FakeIndexState(
+            properties=frozenset(mappings.get("properties", {})) if strict else None,
+            meta={**mappings.get("_meta", {}), **meta},
+            created_at=self.clock(),
+            replicas=int(settings.get("number_of_replicas", 1)),
+            refresh_interval=str(settings.get("refresh_interval", DEFAULT_REFRESH_INTERVAL)),
+        )
 
     # -- fault injection ---------------------------------------------------------------------
 
@@ -115,14 +151,16 @@ class InMemoryIndex:
         return [self._index_one(op) for op in ops]
 
     async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
-        index = self._aliases.get(alias)
-        if index is None:
+        targets = list(self.aliases[alias]) if alias in self.aliases else [alias]
+        if targets[0] not in self.indices:
             raise TransientError("ALIAS_MISSING", f"no alias {alias}")
-        docs = self._indices[index]
+        if len(targets) > 1:
+            raise TransientError("ES_400", f"mget {alias}: alias has more than one index")
+        docs = self.indices[targets[0]].docs
         return {doc_id: (docs[doc_id].version if doc_id in docs else None) for doc_id in ids}
 
     async def refresh(self, alias: str) -> None:
-        if alias not in self._aliases and alias not in self._indices:
+        if not self.exists(alias):
             raise TransientError("ALIAS_MISSING", f"no index or alias {alias}")
 
     # -- internals ---------------------------------------------------------------------------
@@ -131,33 +169,35 @@ class InMemoryIndex:
         failure = self._take_failure(op)
         if failure is not None:
             return ItemResult(op, failure.status, failure.error_type, failure.reason)
-        index = self._aliases.get(op.alias)
-        if index is None:
+        if op.alias not in self.aliases:
             reason = (
                 f"no such index [{op.alias}] and [require_alias] request flag is [true] "
                 f"and [{op.alias}] is not an alias"
             )
             return ItemResult(op, 404, "index_not_found_exception", reason)
+        index = self.alias_target(op.alias)
+        if index is None:
+            reason = f"no write index is defined for alias [{op.alias}]"
+            return ItemResult(op, 400, "illegal_argument_exception", reason)
         try:
             body = orjson.loads(op.body_json)
         except orjson.JSONDecodeError as exc:
             return ItemResult(op, 400, "document_parsing_exception", str(exc))
         if not isinstance(body, dict):
             return ItemResult(op, 400, "document_parsing_exception", "not a JSON object")
-        allowed = self._properties[index]
-        unknown = sorted(set(body) - allowed) if allowed is not None else []
+        state = self.indices[index]
+        unknown = sorted(set(body) - state.properties) if state.properties is not None else []
         if unknown:
             reason = f"mapping set to strict, dynamic introduction of [{unknown[0]}] not allowed"
             return ItemResult(op, 400, "strict_dynamic_mapping_exception", reason)
-        docs = self._indices[index]
-        stored = docs.get(op.doc_id)
+        stored = state.docs.get(op.doc_id)
         if stored is not None and op.version <= stored.version:
             reason = (
                 f"[{op.doc_id}]: version conflict, current version [{stored.version}] is higher "
                 f"or equal to the one provided [{op.version}]"
             )
             return ItemResult(op, 409, "version_conflict_engine_exception", reason)
-        docs[op.doc_id] = StoredDoc(op.version, body)
+        state.docs[op.doc_id] = StoredDoc(op.version, body)
         return ItemResult(op, 201 if stored is None else 200)
 
     def _take_failure(self, op: IndexOp) -> _Failure | None:
@@ -168,3 +208,15 @@ class InMemoryIndex:
                     self._failures.remove(failure)
                 return failure
         return None
+
+
+def _flat_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"number_of_replicas": 0}`` from any of the forms Elasticsearch accepts: flat,
+    ``{"index": {...}}`` or ``{"index.number_of_replicas": 0}``."""
+    flat: dict[str, Any] = {}
+    for key, value in settings.items():
+        if key == "index" and isinstance(value, Mapping):
+            flat.update(_flat_settings(value))
+        else:
+            flat[key.removeprefix("index.")] = value
+    return flat

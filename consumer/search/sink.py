@@ -30,6 +30,7 @@ from elasticsearch import ApiError, AsyncElasticsearch
 
 from consumer.errors import TransientError
 from consumer.projection import Document
+from consumer.search.errors import es_error
 
 __all__ = [
     "SYSTEMIC_CODES",
@@ -344,8 +345,8 @@ class EsIndex:
                 filter_path="items.*.status,items.*.error.type,items.*.error.reason",
             )
         except ApiError as exc:
-            etype, reason = _api_error(exc)
-            return [ItemResult(op, exc.meta.status, etype, reason) for op in chunk]
+            error = es_error(exc)
+            return [ItemResult(op, error.status, error.type, error.reason) for op in chunk]
         except ConnectionTimeout as exc:
             return [ItemResult(op, NO_RESPONSE, TIMEOUT_ERROR, str(exc)) for op in chunk]
         except TransportError as exc:
@@ -359,9 +360,9 @@ class EsIndex:
         try:
             response = await self._client.mget(index=alias, ids=wanted, source=False, realtime=True)
         except ApiError as exc:
-            etype, reason = _api_error(exc)
-            code = "ALIAS_MISSING" if exc.meta.status == 404 else f"ES_{exc.meta.status}"
-            raise TransientError(code, f"mget {alias}: {etype}: {reason}") from exc
+            error = es_error(exc)
+            code = "ALIAS_MISSING" if error.status == 404 else f"ES_{error.status}"
+            raise TransientError(code, f"mget {alias}: {error.type}: {error.reason}") from exc
         except TransportError as exc:
             raise TransientError("ES_UNAVAILABLE", f"mget {alias}: {exc}") from exc
         versions: dict[str, int | None] = {}
@@ -379,14 +380,6 @@ class EsIndex:
             await self._client.indices.refresh(index=alias)
         except (ApiError, TransportError) as exc:
             raise TransientError("ES_UNAVAILABLE", f"refresh {alias}: {exc}") from exc
-
-
-def _api_error(exc: ApiError) -> tuple[str | None, str | None]:
-    body = exc.body
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        error = body["error"]
-        return error.get("type"), error.get("reason")
-    return None, str(exc.message)
 
 
 def _items(chunk: list[IndexOp], body: Any) -> list[ItemResult]:

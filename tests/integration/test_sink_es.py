@@ -1,44 +1,32 @@
-"""The sink contract and index bootstrap against a real Elasticsearch node.
+"""The search contract and index bootstrap against a real Elasticsearch node.
 
-Runs the very `CONTRACT` cases of tests/unit/test_sink.py (there against the in-memory fake)
-through `EsIndex`, plus `init_index`/`describe`. Every test uses its own uuid-suffixed alias
-and deletes its indices afterwards. ES URL: $SEARCHSYNC_TEST_ES_URL or http://127.0.0.1:9200.
+Runs the very cases of tests/contract (there against the in-memory fake, in
+tests/unit/test_search_contract.py) through `EsIndex` and `EsIndexAdmin`, plus what only a real
+node can show. Every test uses its own uuid-prefixed names and deletes its indices afterwards.
+ES URL: $SEARCHSYNC_TEST_ES_URL or http://127.0.0.1:9200.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 from elasticsearch import AsyncElasticsearch, NotFoundError
 
-from consumer.errors import ConfigError
 from consumer.projection import wiki_page
 from consumer.search.admin import InitAction, describe, init_index
-from consumer.search.sink import BulkSizer, EsIndex, OutcomeKind, SearchIndex, Sink
+from consumer.search.elasticsearch import EsIndexAdmin
+from consumer.search.port import IndexAdmin, SearchIndex
+from consumer.search.sink import BulkSizer, EsIndex, OutcomeKind, Sink
+from tests.contract.search_backend import Backend, Names, new_alias, op
+from tests.contract.search_contract import CONTRACT
 
 pytestmark = pytest.mark.integration
 
 ES_URL = os.environ.get("SEARCHSYNC_TEST_ES_URL", "http://127.0.0.1:9200")
-
-
-def _load_contract() -> ModuleType:
-    """Import tests/unit/test_sink.py by path (the test tree is not a package)."""
-    path = Path(__file__).resolve().parents[1] / "unit" / "test_sink.py"
-    spec = importlib.util.spec_from_file_location("searchsync_sink_contract", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-contract = _load_contract()
 
 
 @pytest.fixture
@@ -64,22 +52,12 @@ async def prefix(client: AsyncElasticsearch) -> AsyncIterator[str]:
             await client.indices.delete(index=",".join(found.body))
 
 
-class EsHarness:
+class EsBackend:
     def __init__(self, client: AsyncElasticsearch, prefix: str) -> None:
         self.client = client
-        self.prefix = prefix
         self.index: SearchIndex = EsIndex(client)
-        self._count = 0
-
-    async def new_alias(self) -> str:
-        self._count += 1
-        alias = f"{self.prefix}_wiki_page_{self._count}"
-        result = await init_index(self.client, alias, wiki_page.load_mapping())
-        assert result.action is InitAction.CREATED
-        return alias
-
-    def physical(self, alias: str) -> str:
-        return f"{alias}_v1"
+        self.admin: IndexAdmin = EsIndexAdmin(client)
+        self.fresh_alias = Names(prefix)
 
     async def stored(self, alias: str, doc_id: str) -> tuple[int, dict[str, Any]] | None:
         try:
@@ -88,70 +66,43 @@ class EsHarness:
             return None
         return int(response["_version"]), dict(response["_source"])
 
-    async def exists(self, name: str) -> bool:
-        return bool(await self.client.indices.exists(index=name))
 
-
-@pytest.mark.parametrize("case", contract.CONTRACT, ids=lambda case: case.__name__)
+@pytest.mark.parametrize("case", CONTRACT, ids=lambda case: case.__name__)
 async def test_contract_on_elasticsearch(
-    case: Callable[[Any], Awaitable[None]], client: AsyncElasticsearch, prefix: str
+    case: Callable[[Backend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
 ) -> None:
-    await case(EsHarness(client, prefix))
+    await case(EsBackend(client, prefix))
 
 
-async def test_init_index_is_idempotent_and_describe_reports_the_write_index(
+async def test_init_index_creates_the_packaged_mapping_and_settings(
     client: AsyncElasticsearch, prefix: str
 ) -> None:
     alias = f"{prefix}_wiki_page"
-    mapping = wiki_page.load_mapping()
-    dry = await init_index(client, alias, mapping, dry_run=True)
-    assert (dry.action, dry.index) == (InitAction.WOULD_CREATE, f"{alias}_v1")
-    assert not (await describe(client, alias)).exists
-    first = await init_index(client, alias, mapping)
-    second = await init_index(client, alias, mapping)
-    assert (first.action, first.index) == (InitAction.CREATED, f"{alias}_v1")
-    assert (second.action, second.index) == (InitAction.EXISTS, f"{alias}_v1")
-    description = await describe(client, alias)
-    assert description.exists and description.indices == (f"{alias}_v1",)
-    assert description.write_index == f"{alias}_v1"
+    result = await init_index(client, alias, wiki_page.load_mapping(), schema_version=5)
+    assert (result.action, result.index) == (InitAction.CREATED, f"{alias}_v1")
     stored = await client.indices.get_mapping(index=alias)
-    assert stored[f"{alias}_v1"]["mappings"]["dynamic"] == "strict"
+    mappings = stored[f"{alias}_v1"]["mappings"]
+    assert mappings["dynamic"] == "strict"
+    assert mappings["_meta"]["projection_schema_version"] == 5
     settings = await client.indices.get_settings(index=alias)
     assert settings[f"{alias}_v1"]["settings"]["index"]["number_of_replicas"] == "0"
-
-
-async def test_init_index_adds_the_alias_to_an_orphan_v1(
-    client: AsyncElasticsearch, prefix: str
-) -> None:
-    alias = f"{prefix}_wiki_page"
-    mapping = wiki_page.load_mapping()
-    await client.indices.create(index=f"{alias}_v1", mappings=mapping["mappings"])
-    dry = await init_index(client, alias, mapping, dry_run=True)
-    assert dry.action is InitAction.WOULD_ADD_ALIAS
-    result = await init_index(client, alias, mapping)
-    assert result.action is InitAction.ALIAS_ADDED
+    writer = await EsIndexAdmin(client).write_index(alias)
+    assert writer is not None and writer.schema_version == 5
     assert (await describe(client, alias)).write_index == f"{alias}_v1"
-
-
-async def test_init_index_refuses_a_concrete_index_named_like_the_alias(
-    client: AsyncElasticsearch, prefix: str
-) -> None:
-    alias = f"{prefix}_wiki_page"
-    await client.indices.create(index=alias)
-    with pytest.raises(ConfigError):
-        await init_index(client, alias, wiki_page.load_mapping())
+    again = await init_index(client, alias, wiki_page.load_mapping(), schema_version=5)
+    assert (again.action, again.index) == (InitAction.EXISTS, f"{alias}_v1")
 
 
 async def test_a_full_bulk_over_several_chunks(client: AsyncElasticsearch, prefix: str) -> None:
-    harness = EsHarness(client, prefix)
-    alias = await harness.new_alias()
+    backend = EsBackend(client, prefix)
+    alias = await new_alias(backend)
     sink = Sink(EsIndex(client, sizer=BulkSizer(max_actions=7, max_bytes=4096)))
-    ops = [contract.op(alias, f"p{i}", i + 1) for i in range(40)]
+    ops = [op(alias, f"p{i}", i + 1) for i in range(40)]
     outcomes = await sink.write(ops)
     assert all(o.kind is OutcomeKind.APPLIED for o in outcomes)
     again = await sink.write(ops)
     assert all(o.kind is OutcomeKind.ALREADY_APPLIED for o in again)
-    await harness.index.refresh(alias)
+    await backend.index.refresh(alias)
     count = await client.count(index=alias)
     assert count["count"] == 40
 
@@ -163,13 +114,13 @@ async def test_an_index_block_is_retry_not_poison(
     client: AsyncElasticsearch, prefix: str, block: str
 ) -> None:
     """Disk flood stage (429) and a write block (403) are the cluster's problem, not the event's."""
-    harness = EsHarness(client, prefix)
-    alias = await harness.new_alias()
+    backend = EsBackend(client, prefix)
+    alias = await new_alias(backend)
     await client.indices.put_settings(index=alias, settings={block: True})
     try:
-        [outcome] = await Sink(EsIndex(client)).write([contract.op(alias, "p1", 1)])
+        [outcome] = await Sink(EsIndex(client)).write([op(alias, "p1", 1)])
     finally:
         await client.indices.put_settings(index=alias, settings={block: None})
     assert (outcome.kind, outcome.code) == (OutcomeKind.RETRY, "ES_BLOCKED")
     assert outcome.systemic
-    assert await harness.stored(alias, "p1") is None
+    assert await backend.stored(alias, "p1") is None

@@ -1,26 +1,22 @@
-"""The Elasticsearch sink: classification, 409 confirmation, bulk sizing, the adapter, the fake.
+"""The Elasticsearch sink: classification, 409 confirmation, bulk sizing, the adapter.
 
-The `CONTRACT` functions below are the port's contract: they run here against
-`InMemoryIndex` and in tests/integration/test_sink_es.py against a real node, unchanged.
+The port's contract (tests/contract) runs against the fake in tests/unit/test_search_contract.py
+and against a real node in tests/integration/test_sink_es.py.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Awaitable, Callable, Sequence
-from datetime import datetime
-from typing import Any, Protocol, cast
+from collections.abc import Sequence
+from typing import Any, cast
 
 import orjson
 import pytest
 from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig
-from elasticsearch import ApiError, BadRequestError, ConnectionError, ConnectionTimeout
+from elasticsearch import ApiError, ConnectionError, ConnectionTimeout
 from hypothesis import given
 from hypothesis import strategies as st
 
-from consumer.errors import ConfigError, TransientError
-from consumer.projection import Document, wiki_page
-from consumer.search.admin import InitAction, describe, init_index
+from consumer.errors import TransientError
 from consumer.search.fake import InMemoryIndex
 from consumer.search.sink import (
     SYSTEMIC_CODES,
@@ -29,204 +25,12 @@ from consumer.search.sink import (
     IndexOp,
     ItemResult,
     OutcomeKind,
-    SearchIndex,
     Sink,
     Verdict,
     WriteOutcome,
     classify,
 )
-
-# -- the contract, shared with the integration test ---------------------------------------------
-
-
-class Harness(Protocol):
-    """What a contract case needs from a backend besides the port itself."""
-
-    index: SearchIndex
-
-    async def new_alias(self) -> str:
-        """A fresh alias over a fresh physical index with the wiki_page mapping."""
-        ...
-
-    def physical(self, alias: str) -> str: ...
-
-    async def stored(self, alias: str, doc_id: str) -> tuple[int, dict[str, Any]] | None:
-        """The stored (version, source) of a document, or None."""
-        ...
-
-    async def exists(self, name: str) -> bool: ...
-
-
-def page(
-    doc_id: str, revision: int, *, title: str = "齐夏人物分析", deleted: bool = False
-) -> Document:
-    row = {
-        "id": doc_id,
-        "title": title,
-        "content": f"第{revision}版",
-        "relations_json": '[{"type": "character", "target_id": "character_xxx", "label": "齐夏"}]',
-        "revision": revision,
-        "deleted_at": datetime(2026, 7, 19) if deleted else None,
-    }
-    return wiki_page.projector().project(row)
-
-
-def op(alias: str, doc_id: str, revision: int, **kwargs: Any) -> IndexOp:
-    return IndexOp.from_document(alias, page(doc_id, revision, **kwargs))
-
-
-async def write(harness: Harness, *ops: IndexOp) -> list[WriteOutcome]:
-    return await Sink(harness.index).write(list(ops))
-
-
-async def contract_new_document_is_applied(h: Harness) -> None:
-    alias = await h.new_alias()
-    new = op(alias, "p1", 3)
-    [outcome] = await write(h, new)
-    assert outcome.kind is OutcomeKind.APPLIED and outcome.stored_version == 3
-    assert await h.stored(alias, "p1") == (3, orjson.loads(new.body_json))
-
-
-async def contract_newer_revision_replaces(h: Harness) -> None:
-    alias = await h.new_alias()
-    await write(h, op(alias, "p1", 3))
-    [outcome] = await write(h, op(alias, "p1", 4, title="新标题"))
-    assert outcome.kind is OutcomeKind.APPLIED
-    stored = await h.stored(alias, "p1")
-    assert stored is not None and stored[0] == 4 and stored[1]["title"] == "新标题"
-
-
-async def contract_same_revision_is_already_applied(h: Harness) -> None:
-    alias = await h.new_alias()
-    await write(h, op(alias, "p1", 3))
-    [outcome] = await write(h, op(alias, "p1", 3))
-    assert outcome.kind is OutcomeKind.ALREADY_APPLIED
-    assert outcome.stored_version == 3
-
-
-async def contract_older_revision_is_ahead_and_not_written(h: Harness) -> None:
-    alias = await h.new_alias()
-    await write(h, op(alias, "p1", 5, title="五"))
-    [outcome] = await write(h, op(alias, "p1", 4, title="四"))
-    assert outcome.kind is OutcomeKind.AHEAD and outcome.stored_version == 5
-    stored = await h.stored(alias, "p1")
-    assert stored is not None and stored[0] == 5 and stored[1]["title"] == "五"
-
-
-async def contract_tombstone_blocks_a_late_upsert(h: Harness) -> None:
-    alias = await h.new_alias()
-    projector = wiki_page.projector()
-    await write(h, op(alias, "p1", 1))
-    [deleted] = await write(h, IndexOp.from_document(alias, projector.tombstone("p1", 2)))
-    [late] = await write(h, op(alias, "p1", 1))
-    assert deleted.kind is OutcomeKind.APPLIED
-    assert late.kind is OutcomeKind.AHEAD and late.stored_version == 2
-    stored = await h.stored(alias, "p1")
-    assert stored is not None and stored[1]["is_deleted"] is True
-
-
-async def contract_missing_alias_is_retry_and_creates_nothing(h: Harness) -> None:
-    alias = await h.new_alias()
-    missing = alias + "_missing"
-    [outcome] = await write(h, op(missing, "p1", 1))
-    assert outcome.kind is OutcomeKind.RETRY and outcome.code == "ALIAS_MISSING"
-    assert outcome.systemic
-    assert not await h.exists(missing)
-
-
-async def contract_physical_index_name_is_refused(h: Harness) -> None:
-    alias = await h.new_alias()
-    [outcome] = await write(h, op(h.physical(alias), "p1", 1))
-    assert outcome.kind is OutcomeKind.RETRY and outcome.code == "ALIAS_MISSING"
-    assert await h.stored(alias, "p1") is None
-
-
-async def contract_unknown_field_is_mapping_poison(h: Harness) -> None:
-    alias = await h.new_alias()
-    body = orjson.dumps({**page("p1", 1).body, "surprise": "x"})
-    [outcome] = await write(h, IndexOp(alias, "p1", 1, body))
-    assert outcome.kind is OutcomeKind.POISON and outcome.code == "MAPPING_ERROR"
-    assert await h.stored(alias, "p1") is None
-
-
-async def contract_mixed_batch_keeps_order(h: Harness) -> None:
-    alias = await h.new_alias()
-    await write(h, op(alias, "b", 2), op(alias, "c", 3))
-    bad = IndexOp(alias, "d", 1, orjson.dumps({"id": "d", "surprise": 1}))
-    outcomes = await write(h, op(alias, "a", 1), op(alias, "b", 2), op(alias, "c", 1), bad)
-    assert [o.op.doc_id for o in outcomes] == ["a", "b", "c", "d"]
-    assert [o.kind for o in outcomes] == [
-        OutcomeKind.APPLIED,
-        OutcomeKind.ALREADY_APPLIED,
-        OutcomeKind.AHEAD,
-        OutcomeKind.POISON,
-    ]
-    assert [o.stored_version for o in outcomes[:3]] == [1, 2, 3]
-
-
-async def contract_same_document_twice_in_one_batch(h: Harness) -> None:
-    alias = await h.new_alias()
-    outcomes = await write(h, op(alias, "p1", 2), op(alias, "p1", 1), op(alias, "p1", 3))
-    assert [o.kind for o in outcomes] == [
-        OutcomeKind.APPLIED,
-        OutcomeKind.AHEAD,
-        OutcomeKind.APPLIED,
-    ]
-    stored = await h.stored(alias, "p1")
-    assert stored is not None and stored[0] == 3
-
-
-async def contract_get_versions(h: Harness) -> None:
-    alias = await h.new_alias()
-    await write(h, op(alias, "p1", 7))
-    assert await h.index.get_versions(alias, ["p1", "nope"]) == {"p1": 7, "nope": None}
-    with pytest.raises(TransientError) as info:
-        await h.index.get_versions(alias + "_missing", ["p1"])
-    assert info.value.code == "ALIAS_MISSING"
-
-
-CONTRACT: list[Callable[[Harness], Awaitable[None]]] = [
-    contract_new_document_is_applied,
-    contract_newer_revision_replaces,
-    contract_same_revision_is_already_applied,
-    contract_older_revision_is_ahead_and_not_written,
-    contract_tombstone_blocks_a_late_upsert,
-    contract_missing_alias_is_retry_and_creates_nothing,
-    contract_physical_index_name_is_refused,
-    contract_unknown_field_is_mapping_poison,
-    contract_mixed_batch_keeps_order,
-    contract_same_document_twice_in_one_batch,
-    contract_get_versions,
-]
-
-
-class FakeHarness:
-    def __init__(self) -> None:
-        self.fake = InMemoryIndex()
-        self.index: SearchIndex = self.fake
-        self._names = itertools.count(1)
-
-    async def new_alias(self) -> str:
-        alias = f"test_wiki_page_{next(self._names)}"
-        self.fake.create_index(self.physical(alias), wiki_page.load_mapping())
-        self.fake.put_alias(alias, self.physical(alias))
-        return alias
-
-    def physical(self, alias: str) -> str:
-        return f"{alias}_v1"
-
-    async def stored(self, alias: str, doc_id: str) -> tuple[int, dict[str, Any]] | None:
-        doc = self.fake.get(alias, doc_id)
-        return None if doc is None else (doc.version, doc.body)
-
-    async def exists(self, name: str) -> bool:
-        return self.fake.exists(name)
-
-
-@pytest.mark.parametrize("case", CONTRACT, ids=lambda case: case.__name__)
-async def test_contract_on_the_fake(case: Callable[[Harness], Awaitable[None]]) -> None:
-    await case(FakeHarness())
-
+from tests.contract.search_backend import FakeBackend, new_alias, op
 
 # -- classify ----------------------------------------------------------------------------------
 
@@ -277,8 +81,8 @@ def test_classify_is_total_and_never_poisons_cluster_trouble(
 
 
 async def aliased_fake() -> tuple[InMemoryIndex, str]:
-    harness = FakeHarness()
-    return harness.fake, await harness.new_alias()
+    backend = FakeBackend()
+    return backend.fake, await new_alias(backend)
 
 
 @pytest.mark.parametrize(
@@ -570,85 +374,3 @@ async def test_es_index_get_versions_failures_are_transient(answer: Any, code: s
     with pytest.raises(TransientError) as info:
         await es_index(StubClient([], answer)).get_versions("wiki", ["a"])
     assert info.value.code == code
-
-
-# -- index bootstrap over a stub client (the real node: tests/integration/test_sink_es.py) -----
-
-
-class StubIndices:
-    """Just enough of `client.indices` for `init_index`: indices, aliases, a racing creator."""
-
-    def __init__(self) -> None:
-        self.indices: dict[str, dict[str, Any]] = {}  # index -> {alias: is_write_index}
-        self.created: list[dict[str, Any]] = []
-        self.race_on_create = False
-
-    def _alias_owner(self, name: str) -> list[str]:
-        return [index for index, aliases in self.indices.items() if name in aliases]
-
-    async def exists_alias(self, *, name: str) -> bool:
-        return bool(self._alias_owner(name))
-
-    async def get_alias(self, *, name: str) -> Response:
-        body = {
-            index: {"aliases": {name: {"is_write_index": self.indices[index][name]}}}
-            for index in self._alias_owner(name)
-        }
-        return Response(body)
-
-    async def exists(self, *, index: str) -> bool:
-        return index in self.indices or bool(self._alias_owner(index))
-
-    async def create(self, **kwargs: Any) -> None:
-        if self.race_on_create:  # another init_index created it first
-            self.race_on_create = False
-            self.indices[kwargs["index"]] = {alias: True for alias in kwargs["aliases"]}
-            raise api_error_bad_request("resource_already_exists_exception")
-        self.created.append(kwargs)
-        self.indices[kwargs["index"]] = {alias: True for alias in kwargs["aliases"]}
-
-    async def update_aliases(self, *, actions: list[dict[str, Any]]) -> None:
-        for action in actions:
-            add = action["add"]
-            self.indices[add["index"]][add["alias"]] = add["is_write_index"]
-
-
-def api_error_bad_request(error_type: str) -> Exception:
-    error = api_error(400, error_type)
-    return BadRequestError(error.message, error.meta, error.body)
-
-
-class StubAdminClient:
-    def __init__(self) -> None:
-        self.indices = StubIndices()
-
-
-async def test_init_index_creates_v1_with_the_alias_once() -> None:
-    client = StubAdminClient()
-    mapping = wiki_page.load_mapping()
-    dry = await init_index(cast(Any, client), "kb_wiki_page", mapping, dry_run=True)
-    assert (dry.action, dry.index) == (InitAction.WOULD_CREATE, "kb_wiki_page_v1")
-    assert client.indices.created == []
-    first = await init_index(cast(Any, client), "kb_wiki_page", mapping)
-    second = await init_index(cast(Any, client), "kb_wiki_page", mapping)
-    assert first.action is InitAction.CREATED and second.action is InitAction.EXISTS
-    [created] = client.indices.created
-    assert created["aliases"] == {"kb_wiki_page": {"is_write_index": True}}
-    assert created["mappings"] == mapping["mappings"]
-    assert created["settings"] == mapping["settings"]
-    description = await describe(cast(Any, client), "kb_wiki_page")
-    assert description.write_index == "kb_wiki_page_v1"
-
-
-async def test_init_index_survives_a_concurrent_init() -> None:
-    client = StubAdminClient()
-    client.indices.race_on_create = True
-    result = await init_index(cast(Any, client), "kb_wiki_page", wiki_page.load_mapping())
-    assert (result.action, result.index) == (InitAction.EXISTS, "kb_wiki_page_v1")
-
-
-async def test_init_index_refuses_an_index_named_like_the_alias() -> None:
-    client = StubAdminClient()
-    client.indices.indices["kb_wiki_page"] = {}
-    with pytest.raises(ConfigError):
-        await init_index(cast(Any, client), "kb_wiki_page", wiki_page.load_mapping())

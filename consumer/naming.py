@@ -1,0 +1,124 @@
+"""Alias and physical index names, decided in one place (docs/design.md, invariants 7 and 8).
+
+Every write goes through a stable alias; the documents live in versioned physical indices
+behind it, so a rebuild can fill a new one and swap the alias atomically:
+
+- alias: ``<prefix>_<aggregate_type>``, e.g. ``searchsync_wiki_page``;
+- physical index: ``<alias>_v<N>`` with N >= 1 written without leading zeros, e.g.
+  ``searchsync_wiki_page_v2``.
+
+Names follow Elasticsearch's index name rules: lower case; none of ``\\ / * ? " < > | , # :``
+nor a space; not starting with ``-``, ``_``, ``+`` (nor ``.``, reserved for hidden and system
+indices); not ``.`` or ``..``; at most 255 bytes. A bad name raises `InvalidIndexName`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Final
+
+__all__ = [
+    "AGGREGATE_TYPE",
+    "INDEX_PREFIX",
+    "MAX_NAME_BYTES",
+    "InvalidIndexName",
+    "alias_name",
+    "check_index_name",
+    "first_physical_name",
+    "next_physical_name",
+    "parse_physical_name",
+    "physical_name",
+    "physical_version",
+]
+
+INDEX_PREFIX: Final = re.compile(r"[a-z0-9][a-z0-9_-]{0,99}")
+"""`elasticsearch.index_prefix`: lower case [a-z0-9_-], 1..100 characters, no leading - or _."""
+
+AGGREGATE_TYPE: Final = re.compile(r"[a-z][a-z0-9_]{0,62}")
+"""An aggregate type as it appears in names: [a-z][a-z0-9_]*, 1..63 characters."""
+
+MAX_NAME_BYTES: Final = 255
+_FORBIDDEN: Final = frozenset('\\/*?"<>|,#: ')
+_PHYSICAL: Final = re.compile(r"(?P<alias>.+)_v(?P<n>[1-9][0-9]{0,17})")
+# Room left after an alias for the longest "_v<N>" suffix physical_name can produce.
+_SUFFIX_ROOM: Final = len("_v") + 18
+
+
+class InvalidIndexName(ValueError):
+    """A name Elasticsearch would refuse, or one that does not follow searchsync's layout."""
+
+
+def check_index_name(name: str) -> str:
+    """Return `name` if Elasticsearch accepts it as an index or alias name; raise otherwise."""
+    problem = _problem(name)
+    if problem is not None:
+        raise InvalidIndexName(f"index name {name!r}: {problem}")
+    return name
+
+
+def alias_name(prefix: str, aggregate_type: str) -> str:
+    """The alias of `aggregate_type`: ``<prefix>_<aggregate_type>``."""
+    if not INDEX_PREFIX.fullmatch(prefix):
+        raise InvalidIndexName(f"index prefix {prefix!r}: want {INDEX_PREFIX.pattern}")
+    if not AGGREGATE_TYPE.fullmatch(aggregate_type):
+        raise InvalidIndexName(f"aggregate type {aggregate_type!r}: want {AGGREGATE_TYPE.pattern}")
+    return _check_alias(f"{prefix}_{aggregate_type}")
+
+
+def physical_name(alias: str, version: int) -> str:
+    """The physical index number `version` (>= 1) behind `alias`: ``<alias>_v<version>``."""
+    _check_alias(alias)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise InvalidIndexName(f"index version {version!r}: want an int >= 1")
+    return check_index_name(f"{alias}_v{version}")
+
+
+def first_physical_name(alias: str) -> str:
+    """The physical index of a fresh install: ``<alias>_v1``."""
+    return physical_name(alias, 1)
+
+
+def parse_physical_name(name: str) -> tuple[str, int] | None:
+    """``(alias, N)`` for a name of the form ``<alias>_v<N>``; None for any other name."""
+    match = _PHYSICAL.fullmatch(name)
+    if match is None or _problem(name) is not None:
+        return None
+    return match["alias"], int(match["n"])
+
+
+def physical_version(alias: str, name: str) -> int | None:
+    """N when `name` is ``<alias>_v<N>`` (this alias, not a longer one); None otherwise."""
+    parsed = parse_physical_name(name)
+    if parsed is None or parsed[0] != alias:
+        return None
+    return parsed[1]
+
+
+def next_physical_name(alias: str, existing: Iterable[str]) -> str:
+    """The physical index after every ``<alias>_v<N>`` in `existing` (names of other shapes,
+    and other aliases' indices, are ignored): ``<alias>_v1`` when there is none."""
+    versions = [v for v in (physical_version(alias, name) for name in existing) if v is not None]
+    return physical_name(alias, max(versions, default=0) + 1)
+
+
+def _check_alias(alias: str) -> str:
+    check_index_name(alias)
+    if len(alias.encode()) > MAX_NAME_BYTES - _SUFFIX_ROOM:
+        raise InvalidIndexName(f"alias {alias!r}: too long to leave room for a _v<N> suffix")
+    return alias
+
+
+def _problem(name: str) -> str | None:
+    if not isinstance(name, str) or not name:
+        return "must be a non-empty string"
+    if name != name.lower():
+        return "must be lower case"
+    bad = sorted(_FORBIDDEN & set(name))
+    if bad:
+        return f"must not contain {''.join(bad)!r}"
+    if name[0] in "-_+.":
+        return "must not start with '-', '_', '+' or '.'"
+    if len(name.encode()) > MAX_NAME_BYTES:
+        return f"longer than {MAX_NAME_BYTES} bytes"
+    return None

@@ -64,7 +64,10 @@ def page(
         "id": doc_id,
         "title": title,
         "content": f"第{revision}版",
-        "relations_json": '[{"type": "character", "target_id": "character_xxx", "label": "齐夏"}]',
+        "relations_json": (
+            '{"RELATED_CHARACTER": [{"entity_id": "character_xxx", "entity_type": "character",'
+            ' "title": "齐夏"}]}'
+        ),
         "revision": revision,
         "deleted_at": datetime(2026, 7, 19) if deleted else None,
     }

@@ -193,15 +193,17 @@ def quantile(values: Sequence[float], q: float) -> float:
     return ordered[max(1, math.ceil(q * len(ordered))) - 1]
 
 
-def page_body(page_id: str) -> tuple[str, str, list[dict[str, str]]]:
+def page_body(page_id: str) -> tuple[str, str, dict[str, list[dict[str, str]]]]:
     """A page of realistic size (~1 KiB of mixed Chinese/ASCII text, two relations)."""
     index = sum(page_id.encode())
     title = f"基准页面 {index} {page_id}"
     content = ("吕布 貂蝉 董卓 王允 连环计 " * 20) + f" page {index}"
-    relations = [
-        {"type": "character", "target_id": f"c{index % 17}", "label": "主角"},
-        {"type": "place", "target_id": f"p{index % 5}", "label": "长安"},
-    ]
+    relations = {
+        "RELATED_CHARACTER": [
+            {"entity_id": f"c{index % 17}", "entity_type": "character", "title": "主角"}
+        ],
+        "RELATED_PLACE": [{"entity_id": f"p{index % 5}", "entity_type": "place", "title": "长安"}],
+    }
     return title, content, relations
 
 

@@ -23,7 +23,7 @@ from consumer.mysql.state import ProjectionStateWriter
 from consumer.mysql.truth import MysqlTruth
 from consumer.observability.http import HealthReport, HealthServer
 from consumer.observability.metrics import Metrics
-from consumer.projection import ProjectorRegistry, default_registry
+from consumer.projection import ProjectorRegistry, registry_from_settings
 from consumer.search.sink import BulkSizer, EsIndex, Sink
 from consumer.stream.dlq import DlqBudget, DlqProducer
 from consumer.stream.pipeline import Pipeline, PipelineOptions
@@ -53,7 +53,8 @@ async def run_consumer(
     metrics: Metrics | None = None,
 ) -> int:
     stop = stop or asyncio.Event()
-    registry = registry or default_registry()
+    if registry is None:  # a bad `projection.modules` stops start-up here, before any connection
+        registry = registry_from_settings(settings.projection)
     metrics = metrics or Metrics()
     k, p = settings.kafka, settings.pipeline
     # one line per request at INFO would drown the one line per event outcome

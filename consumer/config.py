@@ -34,6 +34,7 @@ __all__ = [
     "MysqlSettings",
     "ObservabilitySettings",
     "PipelineSettings",
+    "ProjectionSettings",
     "Secret",
     "Settings",
     "load_settings",
@@ -59,6 +60,12 @@ _RESERVED_KAFKA: Final = frozenset(
 )
 _SENSITIVE_KAFKA = re.compile(r"password|secret|pem|jaas|token|credential|api\.key")
 _LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
+_PROJECTION_ENTRY = re.compile(rf"{_DOTTED}(?::{_DOTTED})?")
+PROJECTION_ENTRY_FORM: Final = (
+    "importable names: 'pkg.module' (a module with projectors() returning Projectors) or"
+    " 'pkg.module:name' (a Projector, or a callable returning one Projector or several)"
+)
 
 
 class Secret:
@@ -173,6 +180,18 @@ class ObservabilitySettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ProjectionSettings:
+    """Where the projectors come from: one entry per module or object, in `PROJECTION_ENTRY_FORM`.
+
+    The list is the whole set (name ``consumer.projection.wiki_page`` too if you want wiki_page
+    next to your own types); `consumer.projection.registry_from_settings` imports it. The plug-in
+    contract is in docs/consumer.md, "Adding an aggregate type".
+    """
+
+    modules: tuple[str, ...] = ("consumer.projection.wiki_page",)
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     """Everything searchsync is configured with; build it with `load_settings`."""
 
@@ -181,6 +200,7 @@ class Settings:
     elasticsearch: ElasticsearchSettings = field(default_factory=ElasticsearchSettings)
     pipeline: PipelineSettings = field(default_factory=PipelineSettings)
     observability: ObservabilitySettings = field(default_factory=ObservabilitySettings)
+    projection: ProjectionSettings = field(default_factory=ProjectionSettings)
 
     def alias(self, aggregate_type: str) -> str:
         """The stable alias every write goes through (invariant 7); see `consumer.naming`."""
@@ -214,6 +234,7 @@ _SECTIONS: Final[Mapping[str, type]] = MappingProxyType(
         "elasticsearch": ElasticsearchSettings,
         "pipeline": PipelineSettings,
         "observability": ObservabilitySettings,
+        "projection": ProjectionSettings,
     }
 )
 
@@ -232,6 +253,7 @@ def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Sett
         elasticsearch=_elasticsearch(readers["elasticsearch"]),
         pipeline=_pipeline(readers["pipeline"]),
         observability=_observability(readers["observability"]),
+        projection=_projection(readers["projection"]),
     )
 
 
@@ -544,3 +566,13 @@ def _observability(r: _Section) -> ObservabilitySettings:
         metrics_port=r.integer("metrics_port", 0, 65_535),
         log_level=r.choice("log_level", _LOG_LEVELS, upper=True),
     )
+
+
+def _projection(r: _Section) -> ProjectionSettings:
+    modules = r.string_list(
+        "modules", lambda item: bool(_PROJECTION_ENTRY.fullmatch(item)), PROJECTION_ENTRY_FORM
+    )
+    repeated = sorted({m for m in modules if modules.count(m) > 1})
+    if repeated:
+        raise ConfigError(r.key("modules"), "each entry once", repeated[0])
+    return ProjectionSettings(modules=modules)

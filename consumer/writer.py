@@ -55,8 +55,10 @@ MAX_PAGE_ID_LENGTH: Final = 64  # wiki_page.id is VARCHAR(64)
 MAX_TITLE_LENGTH: Final = 512  # wiki_page.title is VARCHAR(512)
 _ER_DUP_ENTRY: Final = 1062
 
-Relations = Sequence[Mapping[str, Any]]
-"""What ``relations_json`` holds: ``[{"type": ..., "target_id": ..., "label": ...}, ...]``."""
+Relations = Mapping[str, Sequence[Mapping[str, Any]]]
+"""What ``relations_json`` holds: the related entities keyed by relation type, e.g.
+``{"RELATED_CHARACTER": [{"entity_id": "character_xxx", "entity_type": "character",
+"title": "齐夏"}]}`` (the layout is in docs/design.md, "The wiki_page document")."""
 
 AfterRowWrite = Callable[[Any, str, int], Awaitable[None]]
 """Test hook ``(conn, page_id, new_revision)`` run after the row write, before the outbox insert.
@@ -72,7 +74,7 @@ class Page:
     id: str
     title: str
     content: str
-    relations: list[Any]
+    relations: dict[str, list[Any]]
     revision: int
     deleted_at: datetime | None
     updated_at: datetime
@@ -297,9 +299,19 @@ async def _execute(conn: Any, sql: str, args: Sequence[Any]) -> None:
 
 
 def _relations_json(relations: Relations) -> str:
-    if isinstance(relations, str | bytes):
-        raise TypeError("relations must be a sequence of mappings, not an encoded string")
-    return orjson.dumps([dict(r) for r in relations]).decode("utf-8")
+    """The JSON object for ``relations_json``. Only the shape is checked here (a wrong shape is
+    a programming error); the projector decides which values it can project."""
+    if not isinstance(relations, Mapping):
+        raise TypeError(
+            "relations must be a mapping of relation type -> list of entities,"
+            f" got {type(relations).__name__}"
+        )
+    encoded: dict[str, list[dict[str, Any]]] = {}
+    for kind, entities in relations.items():
+        if not isinstance(kind, str) or isinstance(entities, str | bytes | Mapping):
+            raise TypeError(f"relations[{kind!r}] must be a sequence of entity mappings")
+        encoded[kind] = [dict(entity) for entity in entities]
+    return orjson.dumps(encoded).decode("utf-8")
 
 
 def _check_page_id(page_id: str) -> None:

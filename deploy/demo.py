@@ -24,7 +24,7 @@ from consumer.config import load_settings
 from consumer.devtools.loadgen import run_loadgen
 from consumer.mysql.pool import create_pool
 from consumer.mysql.truth import MysqlTruth
-from consumer.projection import default_registry
+from consumer.projection import registry_from_settings
 from consumer.search.admin import init_index
 from consumer.writer import PageWriter
 
@@ -89,7 +89,7 @@ async def main() -> int:
     obs = settings.observability
     metrics_url = f"http://{obs.metrics_host}:{obs.metrics_port}/metrics"
     health_url = f"http://{obs.metrics_host}:{obs.metrics_port}/healthz"
-    registry = default_registry()
+    registry = registry_from_settings(settings.projection)
     projector = registry.get("wiki_page")
     alias = settings.alias("wiki_page")
     es = make_es_client(settings)
@@ -185,6 +185,22 @@ async def main() -> int:
         say(
             f'search "{word}": {hits["hits"]["total"]["value"]} hits; top: id={top["_id"]} '
             f'version={top["_version"]} title="{top["_source"]["title"]}"'
+        )
+        related = "character:character_qixia"
+        by_relation = await es.count(
+            index=alias,
+            query={
+                "bool": {
+                    "filter": [
+                        {"term": {"relations.RELATED_CHARACTER": related}},
+                        {"prefix": {"id": prefix}},
+                    ]
+                }
+            },
+        )
+        say(
+            f"pages related to {related} (a term query on relations.RELATED_CHARACTER): "
+            f"{by_relation['count']}"
         )
         _, text = http_get(metrics_url)
         lag = sum(

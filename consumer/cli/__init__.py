@@ -316,10 +316,10 @@ def _es_client(settings: Settings) -> Any:
 
 
 def cmd_index_init(args: argparse.Namespace, settings: Settings) -> int:
-    from consumer.projection import default_registry
+    from consumer.projection import registry_from_settings
     from consumer.search.admin import init_index
 
-    registry = default_registry()
+    registry = registry_from_settings(settings.projection)
     if args.type not in registry.types():
         raise InvalidRequest(f"unknown aggregate type {args.type!r}; known: {registry.types()}")
     projector = registry.get(args.type)
@@ -356,10 +356,10 @@ def cmd_index_init(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_index_describe(args: argparse.Namespace, settings: Settings) -> int:
-    from consumer.projection import default_registry
+    from consumer.projection import registry_from_settings
     from consumer.search.admin import describe
 
-    types = default_registry().types()
+    types = registry_from_settings(settings.projection).types()
 
     async def go() -> list[Any]:
         client = _es_client(settings)

@@ -35,7 +35,7 @@ from consumer.errors import (
     TransientError,
 )
 from consumer.mysql.pool import MYSQL_DEADLOCK, MYSQL_LOCK_TIMEOUT
-from consumer.writer import PageWriter
+from consumer.writer import PageWriter, Relations
 
 __all__ = ["LoadgenReport", "OpKind", "PlannedOp", "page_ids", "plan_operations", "run_loadgen"]
 
@@ -48,6 +48,7 @@ _CHARACTERS: Final = (
     ("character_yun", "云瑶"),
     ("character_chen", "陈俊南"),
 )
+_PLACES: Final = (("place_zhongyan", "终焉之地"), ("place_library", "图书馆"))
 _WORDS: Final = (
     "终焉之地",
     "游戏",
@@ -81,7 +82,7 @@ class PlannedOp:
     page_id: str
     title: str | None = None
     content: str | None = None
-    relations: tuple[dict[str, Any], ...] | None = None
+    relations: Relations | None = None
 
 
 @dataclass(slots=True)
@@ -279,7 +280,7 @@ class _Runner:
             except PageNotFound:  # hard-deleted earlier: the update brings it back
                 title = op.title or f"page {op.page_id}"
                 revision = await self.attempt(
-                    lambda: w.create(op.page_id, title, op.content or "", op.relations or ())
+                    lambda: w.create(op.page_id, title, op.content or "", op.relations or {})
                 )
                 r.recreated += 1
         return revision
@@ -297,14 +298,23 @@ async def _run_all(concurrency: int, jobs: Iterator[Any]) -> None:
             group.create_task(worker())
 
 
-def _page_body(rng: random.Random, page_id: str) -> tuple[str, str, tuple[dict[str, Any], ...]]:
+def _page_body(rng: random.Random, page_id: str) -> tuple[str, str, Relations]:
     title = f"{rng.choice(_WORDS)} {page_id}"
     content = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(5, 40)))
-    chosen = rng.sample(_CHARACTERS, rng.randint(0, 3))
-    relations = tuple(
-        {"type": "character", "target_id": target, "label": label} for target, label in chosen
-    )
+    relations: dict[str, list[dict[str, Any]]] = {
+        "RELATED_CHARACTER": _entities("character", rng.sample(_CHARACTERS, rng.randint(0, 3)))
+    }
+    places = rng.sample(_PLACES, rng.randint(0, 1))
+    if places:
+        relations["RELATED_PLACE"] = _entities("place", places)
     return title, content, relations
+
+
+def _entities(entity_type: str, chosen: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    return [
+        {"entity_id": entity_id, "entity_type": entity_type, "title": title}
+        for entity_id, title in chosen
+    ]
 
 
 def _validate(

@@ -1,17 +1,18 @@
-"""Projection: one deterministic projector per aggregate type (DESIGN.md invariant 6).
+"""Projection: one deterministic projector per aggregate type (docs/design.md, invariant 6).
 
-`default_registry()` returns a new registry holding the built-in projectors. To add a type,
-build a `Projector` and register it (see the example in `Projector`'s docstring)::
+Commands build their registry from the settings (``[projection] modules``, see
+`consumer.projection.plugins`); `default_registry()` is the registry of the default settings
+(the built-in wiki_page)::
 
-    registry = default_registry()
-    registry.register(Projector(aggregate_type="note", schema_version=1, select_sql=...,
-                                build=build_note, mapping=note_mapping))
-    document = registry.get("note").project(row)
+    registry = registry_from_settings(settings.projection)
+    document = registry.get("wiki_page").project(row)
+
+How to write a projector for your own type: docs/consumer.md, "Adding an aggregate type".
 """
 
 from __future__ import annotations
 
-from consumer.projection import wiki_page
+from consumer.config import ProjectionSettings
 from consumer.projection._registry import (
     RESERVED_FIELDS,
     Document,
@@ -20,6 +21,7 @@ from consumer.projection._registry import (
     Row,
 )
 from consumer.projection.canonical import CANONICALIZATION_VERSION, canonical_json, sha256_hex
+from consumer.projection.plugins import registry_from_settings
 
 __all__ = [
     "CANONICALIZATION_VERSION",
@@ -30,12 +32,11 @@ __all__ = [
     "Row",
     "canonical_json",
     "default_registry",
+    "registry_from_settings",
     "sha256_hex",
 ]
 
 
 def default_registry() -> ProjectorRegistry:
-    """A new registry with the built-in projectors (wiki_page) registered."""
-    registry = ProjectorRegistry()
-    registry.register(wiki_page.projector())
-    return registry
+    """A new registry of the default settings' projectors (the built-in wiki_page)."""
+    return registry_from_settings(ProjectionSettings())

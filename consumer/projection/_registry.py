@@ -69,21 +69,22 @@ class Projector:
     - `mapping`: the index body (``{"settings": ..., "mappings": ...}``) for this type; its
       properties must cover `RESERVED_FIELDS` and ``is_deleted``.
 
-    Adding an aggregate type::
+    Adding an aggregate type: a module whose ``projectors()`` returns it, named in
+    ``[projection] modules`` (`consumer.projection.plugins`; docs/consumer.md)::
 
         def build_note(row: Row) -> dict[str, Any]:
             return {"text": str(row["text"]), "is_deleted": row["deleted_at"] is not None}
 
-        registry = default_registry()
-        registry.register(
-            Projector(
-                aggregate_type="note",
-                schema_version=1,
-                select_sql="SELECT id, text, revision, deleted_at FROM note WHERE id IN %s",
-                build=build_note,
-                mapping=load_json("schemas/index/note.json"),
-            )
-        )
+        def projectors() -> list[Projector]:
+            return [
+                Projector(
+                    aggregate_type="note",
+                    schema_version=1,
+                    select_sql="SELECT id, text, revision, deleted_at FROM note WHERE id IN %s",
+                    build=build_note,
+                    mapping=load_json("schemas/index/note.json"),
+                )
+            ]
     """
 
     aggregate_type: str

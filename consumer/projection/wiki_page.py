@@ -1,30 +1,35 @@
 """The wiki_page projector: one `wiki_page` row -> one search document.
 
 Row columns used (schemas/sql/001_init.sql): id, title, content, relations_json, revision,
-deleted_at. Soft-deleted rows are projected in full with ``is_deleted: true``.
+deleted_at. Soft-deleted rows are projected in full with ``is_deleted: true``. The contract is
+written out in docs/design.md ("The wiki_page document").
 
-`relations_json` holds a JSON array of relation objects::
+`relations_json` is a JSON object keyed by relation type; each key holds a list of entities::
 
-    [{"type": "character", "target_id": "character_xxx", "label": "齐夏"}, ...]
+    {"RELATED_CHARACTER": [{"entity_id": "character_xxx", "entity_type": "character",
+                            "title": "齐夏"}]}
 
-- ``type`` (required): non-empty string without ``:``; the kind of the related entity.
-- ``target_id`` (required): non-empty string; the related entity's id.
-- ``label`` (optional): string or null; a display name. Missing means null.
-- Any other key is ignored (not projected), so writers may carry extra data.
-- Anything else (not an array, an item that is not an object, a missing or non-string
-  ``type``/``target_id``, invalid JSON) is `PoisonMessage("PROJECTION_ERROR")`.
+- A relation type (key) matches `RELATION_TYPE` (``[A-Za-z0-9][A-Za-z0-9_-]{0,127}``): it
+  becomes the Elasticsearch field ``relations.<type>``, so no ``.``, no leading ``_``, no spaces.
+- ``entity_type`` and ``entity_id`` (required): non-empty strings; ``entity_type`` without ``:``.
+- ``title`` and any other key of an entity are not projected (display data).
+- A key with an empty list is kept, with an empty list of targets.
+- Anything else (invalid JSON, not an object, a value that is not a list, an entity that is not
+  an object, a bad key or entity field) is `PoisonMessage("PROJECTION_ERROR")`.
 
-The document's ``relations`` are ``{"type", "target_id", "label"}`` objects, NFC-normalized,
-exact duplicates dropped, sorted by (type, target_id, label with null first);
-``relation_target_ids`` are the distinct ``"<type>:<target_id>"`` strings, sorted (seed 000's
-``character:character_xxx``). Title and content are NFC-normalized.
+The document's ``relations`` has the same keys; each entity becomes ``"<entity_type>:<entity_id>"``
+(NFC), sorted and de-duplicated within its key. ``relation_target_ids`` is the sorted, distinct
+union of all targets. Canonical JSON sorts the keys, so key order, entity order and duplicates in
+`relations_json` never change the bytes or the hash. Title and content are NFC-normalized.
 
-Schema versions: 1 = this layout. Bump `SCHEMA_VERSION` whenever the document changes for the
-same row (a field, a normalization rule), so repair and rebuild can tell old documents apart.
+Schema versions: 1 = relations as a list of ``{type, target_id, label}``; 2 = this layout. Bump
+`SCHEMA_VERSION` whenever the document changes for the same row (a field, a normalization rule),
+so repair and rebuild can tell old documents apart.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from importlib import resources
 from typing import Any
@@ -34,13 +39,24 @@ import orjson
 from consumer.errors import PoisonMessage
 from consumer.projection._registry import Projector, Row
 
-__all__ = ["AGGREGATE_TYPE", "SCHEMA_VERSION", "SELECT_SQL", "build", "load_mapping", "projector"]
+__all__ = [
+    "AGGREGATE_TYPE",
+    "RELATION_TYPE",
+    "SCHEMA_VERSION",
+    "SELECT_SQL",
+    "build",
+    "load_mapping",
+    "projector",
+    "projectors",
+]
 
 AGGREGATE_TYPE = "wiki_page"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SELECT_SQL = (
     "SELECT id, title, content, relations_json, revision, deleted_at FROM wiki_page WHERE id IN %s"
 )
+RELATION_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+"""A relation type: a safe Elasticsearch field name under ``relations``."""
 
 
 def projector() -> Projector:
@@ -52,6 +68,11 @@ def projector() -> Projector:
         build=build,
         mapping=load_mapping(),
     )
+
+
+def projectors() -> tuple[Projector, ...]:
+    """The plug-in entry point (``projection.modules = ["consumer.projection.wiki_page"]``)."""
+    return (projector(),)
 
 
 def load_mapping() -> dict[str, Any]:
@@ -68,7 +89,7 @@ def build(row: Row) -> dict[str, Any]:
         "title": _text(row["title"], "title"),
         "content": _text(row["content"], "content"),
         "relations": relations,
-        "relation_target_ids": sorted({f"{r['type']}:{r['target_id']}" for r in relations}),
+        "relation_target_ids": sorted({t for targets in relations.values() for t in targets}),
         "is_deleted": row["deleted_at"] is not None,
     }
 
@@ -84,36 +105,39 @@ def _text(value: object, name: str) -> str:
     return unicodedata.normalize("NFC", value)
 
 
-def _relations(raw: object) -> list[dict[str, Any]]:
+def _relations(raw: object) -> dict[str, list[str]]:
     if isinstance(raw, str | bytes | bytearray):
         try:
             raw = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
             raise _poison(f"relations_json is not valid JSON: {exc}") from exc
-    if not isinstance(raw, list):
-        raise _poison(f"relations_json must be a JSON array, got {type(raw).__name__}")
-    seen: dict[tuple[str, str, str | None], dict[str, Any]] = {}
-    for index, item in enumerate(raw):
-        if not isinstance(item, dict):
-            raise _poison(f"relations_json[{index}] must be an object")
-        kind = _required(item, "type", index)
-        if ":" in kind:
-            raise _poison(f"relations_json[{index}].type must not contain ':'")
-        target = _required(item, "target_id", index)
-        label = item.get("label")
-        if label is not None:
-            if not isinstance(label, str):
-                raise _poison(f"relations_json[{index}].label must be a string or null")
-            label = unicodedata.normalize("NFC", label)
-        seen[(kind, target, label)] = {"type": kind, "target_id": target, "label": label}
-    order = sorted(seen, key=lambda k: (k[0], k[1], k[2] is not None, k[2] or ""))
-    return [seen[k] for k in order]
+    if not isinstance(raw, dict):
+        raise _poison(f"relations_json must be a JSON object, got {type(raw).__name__}")
+    out: dict[str, list[str]] = {}
+    for kind in sorted(raw):  # sorted: the first bad key reported does not depend on key order
+        if not isinstance(kind, str) or not RELATION_TYPE.fullmatch(kind):
+            raise _poison(f"relations_json key {kind!r}: want {RELATION_TYPE.pattern}")
+        entities = raw[kind]
+        if not isinstance(entities, list):
+            raise _poison(f"relations_json.{kind} must be a list, got {type(entities).__name__}")
+        out[kind] = sorted({_target(entity, f"{kind}[{i}]") for i, entity in enumerate(entities)})
+    return out
 
 
-def _required(item: dict[str, Any], key: str, index: int) -> str:
-    value = item.get(key)
+def _target(entity: object, where: str) -> str:
+    if not isinstance(entity, dict):
+        raise _poison(f"relations_json.{where} must be an object")
+    entity_type = _required(entity, "entity_type", where)
+    if ":" in entity_type:
+        raise _poison(f"relations_json.{where}.entity_type must not contain ':'")
+    target = f"{entity_type}:{_required(entity, 'entity_id', where)}"
+    return unicodedata.normalize("NFC", target)  # dedupe and sort what canonical JSON emits
+
+
+def _required(entity: dict[str, Any], key: str, where: str) -> str:
+    value = entity.get(key)
     if not isinstance(value, str) or not value:
-        raise _poison(f"relations_json[{index}].{key} must be a non-empty string")
+        raise _poison(f"relations_json.{where}.{key} must be a non-empty string")
     return unicodedata.normalize("NFC", value)
 
 

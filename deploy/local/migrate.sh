@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Creates the app database and its users, then applies schemas/sql/*.sql in order, each once
-# (recorded in schema_migrations). Idempotent: run it as often as you like.
+# (recorded in schema_migrations), then the optional example migrations schemas/sql/examples/*.sql
+# (recorded as examples/<file>; APPLY_EXAMPLE_SCHEMAS=0 skips them). Idempotent: run it as often
+# as you like.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 source "$(dirname "$0")/lib.sh"
@@ -14,14 +16,28 @@ CREATE TABLE IF NOT EXISTS \`$db\`.schema_migrations (
 );
 SQL
 
-for f in "$REPO_DIR"/schemas/sql/*.sql; do
-  v=$(basename "$f")
+apply_once() {  # FILE VERSION: apply FILE unless VERSION is recorded in schema_migrations
+  local f=$1 v=$2 done_already
   done_already=$(mysql_root -N -e "SELECT COUNT(*) FROM \`$db\`.schema_migrations WHERE version='$v'")
-  [[ $done_already == 0 ]] || continue
+  [[ $done_already == 0 ]] || return 0
   mysql_root "$db" <"$f" || die "migration $v failed"
   mysql_root -e "INSERT INTO \`$db\`.schema_migrations (version) VALUES ('$v')"
   say "mariadb: applied $v"
+}
+
+for f in "$REPO_DIR"/schemas/sql/*.sql; do
+  apply_once "$f" "$(basename "$f")"
 done
+
+# Example aggregate types: schemas/sql/examples/<table>.sql creates the table <table>.
+example_tables=()
+if [[ ${APPLY_EXAMPLE_SCHEMAS:-1} != 0 ]]; then
+  for f in "$REPO_DIR"/schemas/sql/examples/*.sql; do
+    [[ -e $f ]] || continue
+    apply_once "$f" "examples/$(basename "$f")"
+    example_tables+=("$(basename "$f" .sql)")
+  done
+fi
 
 # Users over TCP need passwords (root is unix_socket only on Debian).
 mysql_root <<SQL
@@ -47,3 +63,11 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON \`$db\`.search_outbox TO '$APP_DB_USER'@
 GRANT SELECT, INSERT, UPDATE, DELETE ON \`$db\`.search_revision_floor TO '$APP_DB_USER'@'%';
 GRANT SELECT, DELETE ON \`$db\`.search_projection_state TO '$APP_DB_USER'@'%';
 SQL
+
+# The example tables: read by the consumer, written by the application side, like wiki_page.
+for t in "${example_tables[@]}"; do
+  mysql_root <<SQL
+GRANT SELECT ON \`$db\`.\`$t\` TO '$SEARCHSYNC_DB_USER'@'%';
+GRANT SELECT, INSERT, UPDATE, DELETE ON \`$db\`.\`$t\` TO '$APP_DB_USER'@'%';
+SQL
+done

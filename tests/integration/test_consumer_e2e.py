@@ -43,7 +43,7 @@ from tests.integration.consumer_harness import (
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
 TOPIC = "outbox.event.wiki_page"
-REL = [{"type": "character", "target_id": "c1", "label": "hero"}]
+REL = {"RELATED_CHARACTER": [{"entity_id": "c1", "entity_type": "character", "title": "hero"}]}
 
 
 async def _floors(pool: aiomysql.Pool, ids: list[str]) -> dict[str, int]:
@@ -110,14 +110,14 @@ async def test_every_kind_of_change_converges(
     await w.soft_delete(ids[0])
     await w.restore(ids[0])
     # a soft delete that stays deleted: a tombstone document
-    await w.create(ids[1], "Soft", "gone soon", [])
+    await w.create(ids[1], "Soft", "gone soon", {})
     await w.soft_delete(ids[1])
     # a hard delete: the row is gone, the document is a tombstone at the delete's revision
-    await w.create(ids[2], "Hard", "gone", [])
+    await w.create(ids[2], "Hard", "gone", {})
     await w.update(ids[2], content="still here")
     await w.hard_delete(ids[2])
     # one hot key, many updates
-    await w.create(ids[3], "Hot", "0", [])
+    await w.create(ids[3], "Hot", "0", {})
     for i in range(60):
         await w.update(ids[3], content=str(i + 1))
     # concurrent writers over more pages
@@ -157,7 +157,7 @@ async def test_replay_and_reordering_never_move_a_document_backwards(
 ) -> None:
     w = PageWriter(app_pool)
     page = f"e2e-rp-{uuid.uuid4().hex[:8]}"
-    await w.create(page, "Replay", "0", [])
+    await w.create(page, "Replay", "0", {})
     for i in range(9):
         await w.update(page, content=str(i + 1))
     await _wait_converged(
@@ -203,13 +203,13 @@ async def test_revision_regression_is_surfaced_not_hidden(
 ) -> None:
     w = PageWriter(app_pool)
     page = f"e2e-rr-{uuid.uuid4().hex[:8]}"
-    await w.create(page, "Regress", "1", [])
+    await w.create(page, "Regress", "1", {})
     await w.update(page, content="2")
     await w.hard_delete(page)  # revision 3, tombstone v3
     alias = consumer.settings.alias("wiki_page")
     await _wait_converged(consumer_pool, alias, consumer.settings, [page])
     # an application that re-creates the id without the revision floor restarts it at 1
-    assert await w.unsafe_recreate(page, "Again", "new life", []) == 1
+    assert await w.unsafe_recreate(page, "Again", "new life", {}) == 1
 
     async def surfaced() -> bool:
         return (
@@ -256,7 +256,7 @@ async def test_poison_message_goes_to_the_dlq_and_the_group_keeps_going(
     assert producer.flush(30) == 0
     w = PageWriter(app_pool)
     page = f"e2e-after-poison-{uuid.uuid4().hex[:8]}"
-    await w.create(page, "After", "poison", [])
+    await w.create(page, "After", "poison", {})
     await _wait_converged(
         consumer_pool, consumer.settings.alias("wiki_page"), consumer.settings, [page]
     )
@@ -357,7 +357,12 @@ async def test_projection_is_the_same_as_the_rebuild_would_make(
     """Invariant 6 across the service boundary: the stored body is byte-for-byte the projector's."""
     w = PageWriter(app_pool)
     page = f"e2e-proj-{uuid.uuid4().hex[:8]}"
-    await w.create(page, "Ünïcode title", "content", [*REL, {"type": "place", "target_id": "p9"}])
+    await w.create(
+        page,
+        "Ünïcode title",
+        "content",
+        {**REL, "RELATED_PLACE": [{"entity_id": "p9", "entity_type": "place"}]},
+    )
     expected = await _wait_converged(
         consumer_pool, consumer.settings.alias("wiki_page"), consumer.settings, [page]
     )
@@ -381,7 +386,7 @@ async def test_a_blocked_index_pauses_intake_and_dead_letters_nothing(
     try:
         await es.indices.put_settings(index=index, settings={"index.blocks.write": True})
         for i in range(5):
-            await w.create(f"{prefix}-{i}", "Blocked", str(i), [])
+            await w.create(f"{prefix}-{i}", "Blocked", str(i), {})
 
         async def paused() -> bool:
             return consumer.metric("searchsync_partitions_paused") > 0
@@ -418,7 +423,7 @@ async def test_avro_events_are_accepted(
     async with transaction(app_pool) as conn, conn.cursor() as cur:
         await cur.execute(
             "INSERT INTO wiki_page (id, title, content, relations_json, revision, updated_at)"
-            " VALUES (%s, 'Avro', 'framed', '[]', 3, UTC_TIMESTAMP(6))",
+            " VALUES (%s, 'Avro', 'framed', '{}', 3, UTC_TIMESTAMP(6))",
             (page,),
         )
     event = ThinEvent(str(uuid.uuid4()), "wiki_page", page, Operation.UPSERT, 3)

@@ -47,7 +47,7 @@ def _change_page(cur: pymysql.cursors.Cursor, page_id: str) -> tuple[str, int]:
     revision = 1 if row is None else int(row[0]) + 1
     cur.execute(
         "INSERT INTO wiki_page (id, title, content, relations_json, revision, updated_at)"
-        " VALUES (%s, 'smoke', 'smoke test', '[]', %s, NOW(6))"
+        " VALUES (%s, 'smoke', 'smoke test', '{}', %s, NOW(6))"
         " ON DUPLICATE KEY UPDATE revision = VALUES(revision), updated_at = NOW(6)",
         (page_id, revision),
     )

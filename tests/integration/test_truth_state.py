@@ -75,7 +75,7 @@ async def test_batched_load_returns_soft_deleted_rows_and_omits_missing_ids(
     writer = PageWriter(app_pool)
     ids = [f"{id_prefix}{i}" for i in range(7)]
     for page_id in ids:
-        await writer.create(page_id, f"标题 {page_id}", "内容", [])
+        await writer.create(page_id, f"标题 {page_id}", "内容", {})
     for page_id in ids[1::3]:
         await writer.soft_delete(page_id)
     missing = [f"{id_prefix}missing{i}" for i in range(4)]
@@ -99,7 +99,7 @@ async def test_primary_read_uses_the_primary_pool(
     app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool, id_prefix: str
 ) -> None:
     page_id = f"{id_prefix}p"
-    await PageWriter(app_pool).create(page_id, "t", "c", [])
+    await PageWriter(app_pool).create(page_id, "t", "c", {})
     dead = await create_pool(
         host="127.0.0.1", port=1, user="x", password="x", database="x", minsize=0, maxsize=1
     )
@@ -120,7 +120,11 @@ async def test_truth_rows_feed_the_projector(
     app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool, id_prefix: str
 ) -> None:
     page_id = f"{id_prefix}p"
-    relations = [{"type": "character", "target_id": "character_qixia", "label": "齐夏"}]
+    relations = {
+        "RELATED_CHARACTER": [
+            {"entity_id": "character_qixia", "entity_type": "character", "title": "齐夏"}
+        ]
+    }
     writer = PageWriter(app_pool)
     await writer.create(page_id, "终焉之地", "内容", relations)
     await writer.soft_delete(page_id)
@@ -130,6 +134,7 @@ async def test_truth_rows_feed_the_projector(
 
     assert document.source_revision == 2
     assert document.is_deleted
+    assert document.body["relations"] == {"RELATED_CHARACTER": ["character:character_qixia"]}
     assert document.body["relation_target_ids"] == ["character:character_qixia"]
 
 

@@ -33,7 +33,11 @@ id_prefix = fx.id_prefix
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
-RELATIONS = [{"type": "character", "target_id": "character_qixia", "label": "齐夏"}]
+RELATIONS = {
+    "RELATED_CHARACTER": [
+        {"entity_id": "character_qixia", "entity_type": "character", "title": "齐夏"}
+    ]
+}
 
 
 class Crash(Exception):
@@ -106,7 +110,7 @@ async def test_soft_deleted_page_keeps_deleted_at_until_restored(
 ) -> None:
     writer = PageWriter(app_pool)
     page_id = f"{id_prefix}p"
-    await writer.create(page_id, "t", "c", [])
+    await writer.create(page_id, "t", "c", {})
     await writer.soft_delete(page_id)
 
     assert await writer.update(page_id, relations=RELATIONS) == 3  # editing a deleted page
@@ -125,7 +129,7 @@ async def test_failure_between_row_and_outbox_writes_neither(
     page_id = f"{id_prefix}p"
     plain = PageWriter(app_pool)
     if change != "create":
-        await plain.create(page_id, "before", "before", [])
+        await plain.create(page_id, "before", "before", {})
     if change == "restore":
         await plain.soft_delete(page_id)
     before_row = await page_row(app_pool, page_id)
@@ -142,7 +146,7 @@ async def test_failure_between_row_and_outbox_writes_neither(
 
     crashing = PageWriter(app_pool, after_row_write=crash)
     call = {
-        "create": lambda: crashing.create(page_id, "after", "after", []),
+        "create": lambda: crashing.create(page_id, "after", "after", {}),
         "update": lambda: crashing.update(page_id, content="after"),
         "soft_delete": lambda: crashing.soft_delete(page_id),
         "restore": lambda: crashing.restore(page_id),
@@ -163,7 +167,7 @@ async def test_connection_lost_between_writes_is_rolled_back_by_the_server(
 ) -> None:
     page_id = f"{id_prefix}p"
     writer = PageWriter(app_pool)
-    await writer.create(page_id, "t", "c", [])
+    await writer.create(page_id, "t", "c", {})
 
     async def die(conn: Any, _page_id: str, _revision: int) -> None:
         conn.close()  # the process "dies": the socket goes away mid-transaction
@@ -190,16 +194,16 @@ async def test_refused_changes_write_nothing(app_pool: aiomysql.Pool, id_prefix:
         await writer.soft_delete(page_id)
     with pytest.raises(PageNotFound):
         await writer.hard_delete(page_id)
-    await writer.create(page_id, "t", "c", [])
+    await writer.create(page_id, "t", "c", {})
     with pytest.raises(PageExists):
-        await writer.create(page_id, "t", "c", [])
+        await writer.create(page_id, "t", "c", {})
     with pytest.raises(PageStateConflict):
         await writer.restore(page_id)
     await writer.soft_delete(page_id)
     with pytest.raises(PageStateConflict):
         await writer.soft_delete(page_id)
     with pytest.raises(PageExists):
-        await writer.create(page_id, "t", "c", [])  # soft-deleted still exists
+        await writer.create(page_id, "t", "c", {})  # soft-deleted still exists
 
     assert [r["source_revision"] for r in await outbox_rows(app_pool, page_id)] == [1, 2]
 
@@ -209,7 +213,7 @@ async def test_hard_delete_then_create_continues_above_the_floor(
 ) -> None:
     writer = PageWriter(app_pool)
     page_id = f"{id_prefix}p"
-    await writer.create(page_id, "t", "c", [])
+    await writer.create(page_id, "t", "c", {})
     await writer.update(page_id, content="c2")
 
     assert await writer.hard_delete(page_id) == 3
@@ -217,7 +221,7 @@ async def test_hard_delete_then_create_continues_above_the_floor(
     assert await writer.get(page_id) is None
     assert await floor_of(app_pool, page_id) == 3
 
-    assert await writer.create(page_id, "again", "c3", []) == 4
+    assert await writer.create(page_id, "again", "c3", {}) == 4
     assert await writer.hard_delete(page_id) == 5
     assert await floor_of(app_pool, page_id) == 5
 
@@ -237,10 +241,10 @@ async def test_unsafe_recreate_restarts_at_revision_one(
 ) -> None:
     writer = PageWriter(app_pool)
     page_id = f"{id_prefix}p"
-    await writer.create(page_id, "t", "c", [])
+    await writer.create(page_id, "t", "c", {})
     await writer.hard_delete(page_id)
 
-    assert await writer.unsafe_recreate(page_id, "t", "c", []) == 1
+    assert await writer.unsafe_recreate(page_id, "t", "c", {}) == 1
 
     rows = await outbox_rows(app_pool, page_id)
     assert [(r["operation"], r["source_revision"]) for r in rows] == [
@@ -255,7 +259,7 @@ async def test_hot_key_concurrent_updates_are_gap_free(
 ) -> None:
     writer = PageWriter(app_pool)
     page_id = f"{id_prefix}hot"
-    await writer.create(page_id, "hot", "0", [])
+    await writer.create(page_id, "hot", "0", {})
     n = 40
 
     got = await asyncio.gather(*(writer.update(page_id, content=str(i)) for i in range(n)))
@@ -275,7 +279,7 @@ async def test_concurrent_creates_of_one_id_let_exactly_one_win(
     page_id = f"{id_prefix}race"
 
     results = await asyncio.gather(
-        *(writer.create(page_id, f"t{i}", "c", []) for i in range(8)), return_exceptions=True
+        *(writer.create(page_id, f"t{i}", "c", {}) for i in range(8)), return_exceptions=True
     )
 
     assert results.count(1) == 1
@@ -287,7 +291,7 @@ async def test_consumer_user_appends_rebuild_events_but_cannot_write_pages(
     app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool, id_prefix: str
 ) -> None:
     page_id = f"{id_prefix}p"
-    await PageWriter(app_pool).create(page_id, "t", "c", [])
+    await PageWriter(app_pool).create(page_id, "t", "c", {})
 
     event_id = await with_transaction(
         consumer_pool, lambda conn: append_outbox(conn, "wiki_page", page_id, Operation.REBUILD, 1)

@@ -77,7 +77,9 @@ def page_row(aggregate_id: str, revision: int, **overrides: Any) -> dict[str, An
         "id": aggregate_id,
         "title": f"title {aggregate_id} r{revision}",
         "content": f"content of {aggregate_id} at revision {revision}",
-        "relations_json": '[{"type": "character", "target_id": "c1", "label": "x"}]',
+        "relations_json": (
+            '{"RELATED_CHARACTER": [{"entity_id": "c1", "entity_type": "character"}]}'
+        ),
         "revision": revision,
         "deleted_at": None,
     }

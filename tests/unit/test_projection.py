@@ -1,4 +1,5 @@
-"""The projector registry and the wiki_page projector (DESIGN.md invariant 6)."""
+"""The projector registry and the wiki_page projector (docs/design.md, invariant 6 and
+"The wiki_page document")."""
 
 from __future__ import annotations
 
@@ -41,20 +42,41 @@ DOC_FIELDS = {
 
 text = st.text(st.characters(exclude_categories=["Cs"]), max_size=20)
 ident = st.text(st.sampled_from("abcxyz_019é"), min_size=1, max_size=8)
-relation = st.fixed_dictionaries(
-    {"type": ident, "target_id": ident},
-    optional={"label": st.none() | text, "extra": st.integers()},
+entity_id = st.text(st.sampled_from("abcxyz_019é:e\u0301"), min_size=1, max_size=8)
+relation_type = st.sampled_from(["RELATED_CHARACTER", "RELATED_PLACE", "a", "Z-9"]) | st.from_regex(
+    wiki_page.RELATION_TYPE, fullmatch=True
 )
+entity = st.fixed_dictionaries(
+    {"entity_id": entity_id, "entity_type": ident},
+    optional={"title": text, "extra": st.integers()},
+)
+relations_json = st.dictionaries(relation_type, st.lists(entity, max_size=4), max_size=4)
 rows = st.fixed_dictionaries(
     {
         "id": ident.map(lambda s: unicodedata.normalize("NFC", s)),
         "title": text,
         "content": text,
-        "relations_json": st.lists(relation, max_size=5),
+        "relations_json": relations_json,
         "revision": st.integers(1, 2**63 - 1),
         "deleted_at": st.none() | st.just(datetime(2026, 7, 19, 10, 0, 0, 123456)),
     }
 )
+
+SEED_ROW_RELATIONS = {
+    "RELATED_CHARACTER": [
+        {"entity_id": "character_xxx", "entity_type": "character", "title": "齐夏"}
+    ]
+}
+SEED_DOCUMENT = {
+    "id": "page_001",
+    "title": "齐夏人物分析",
+    "relations": {"RELATED_CHARACTER": ["character:character_xxx"]},
+    "relation_target_ids": ["character:character_xxx"],
+    "source_revision": 42,
+    "projection_schema_version": 2,
+    "is_deleted": False,
+}
+"""The example row and document of the contract (docs/design.md, "The wiki_page document")."""
 
 
 def as_db_row(row: dict[str, Any], **json_kwargs: Any) -> dict[str, Any]:
@@ -71,7 +93,7 @@ def seed_row(**overrides: Any) -> dict[str, Any]:
         "id": "page_001",
         "title": "齐夏人物分析",
         "content": "正文",
-        "relations_json": '[{"type": "character", "target_id": "character_xxx", "label": "齐夏"}]',
+        "relations_json": json.dumps(SEED_ROW_RELATIONS, ensure_ascii=False),
         "revision": 42,
         "deleted_at": None,
         "updated_at": datetime(2026, 7, 19),
@@ -80,20 +102,35 @@ def seed_row(**overrides: Any) -> dict[str, Any]:
     return row
 
 
+def shuffled_with_duplicates(relations: dict[str, Any], rnd: random.Random) -> dict[str, Any]:
+    """The same relations written differently: other key orders, other item orders, duplicates
+    (a duplicate may carry another display title, which is not projected)."""
+    out: dict[str, Any] = {}
+    kinds = list(relations)
+    rnd.shuffle(kinds)
+    for kind in kinds:
+        items = [dict(reversed(list(e.items()))) for e in relations[kind]]
+        for original in list(items):
+            if rnd.random() < 0.5:
+                items.append({**original, "title": f"copy {rnd.random()}"})
+        rnd.shuffle(items)
+        out[kind] = items
+    return out
+
+
 # -- the document ------------------------------------------------------------------------------
 
 
-def test_seed_000_example() -> None:
+def test_the_contracts_example_row_gives_its_example_document() -> None:
     doc = project(seed_row())
-    assert doc.doc_id == "page_001"
-    assert doc.source_revision == 42
-    assert doc.is_deleted is False
-    assert doc.body["relation_target_ids"] == ["character:character_xxx"]
-    assert doc.body["relations"] == [
-        {"type": "character", "target_id": "character_xxx", "label": "齐夏"}
-    ]
+    body = dict(doc.body)
+    assert body.pop("content") == "正文"
+    assert body.pop("projection_hash") == doc.projection_hash
+    assert body == SEED_DOCUMENT
+    assert doc.projection_hash == sha256_hex(canonical_json({**SEED_DOCUMENT, "content": "正文"}))
+    assert (doc.doc_id, doc.source_revision, doc.is_deleted) == ("page_001", 42, False)
     assert set(doc.body) == DOC_FIELDS
-    assert doc.body["projection_schema_version"] == wiki_page.SCHEMA_VERSION
+    assert wiki_page.SCHEMA_VERSION == 2
 
 
 @given(rows)
@@ -105,14 +142,12 @@ def test_same_row_gives_identical_bytes_and_hash(row: dict[str, Any]) -> None:
 
 
 @given(rows, st.randoms(use_true_random=False))
-def test_json_layout_and_relation_order_do_not_change_the_hash(
+def test_key_order_item_order_duplicates_and_json_layout_do_not_change_the_document(
     row: dict[str, Any], rnd: random.Random
 ) -> None:
-    shuffled = [dict(reversed(list(r.items()))) for r in row["relations_json"]]
-    rnd.shuffle(shuffled)
-    reordered = {**row, "relations_json": shuffled}
+    rewritten = {**row, "relations_json": shuffled_with_duplicates(row["relations_json"], rnd)}
     plain = project(as_db_row(row))
-    spaced = project(as_db_row(reordered, indent=3, separators=(" ,  ", " :  ")))
+    spaced = project(as_db_row(rewritten, indent=3, separators=(" ,  ", " :  ")))
     assert spaced.to_json() == plain.to_json()
     assert spaced.projection_hash == plain.projection_hash
 
@@ -137,76 +172,141 @@ def test_any_change_of_a_projected_field_changes_the_hash(row: dict[str, Any], f
     elif field == "deleted_at":
         changed["deleted_at"] = None if row["deleted_at"] else datetime(2026, 1, 1)
     else:
-        changed["relations_json"] = [*row["relations_json"], {"type": "t", "target_id": "new!"}]
+        relations = row["relations_json"]
+        new = {"entity_id": "new!", "entity_type": "t"}
+        changed["relations_json"] = {**relations, "ZZ": [*relations.get("ZZ", []), new]}
     assert project(as_db_row(changed)).projection_hash != project(as_db_row(row)).projection_hash
 
 
 @given(rows)
-def test_relations_are_sorted_and_target_ids_distinct(row: dict[str, Any]) -> None:
+def test_relations_keep_their_keys_with_sorted_distinct_targets(row: dict[str, Any]) -> None:
     doc = project(as_db_row(row))
-    targets = doc.body["relation_target_ids"]
-    assert targets == sorted(set(targets))
-    keys = [
-        (r["type"], r["target_id"], r["label"] is not None, r["label"] or "")
-        for r in doc.body["relations"]
-    ]
-    assert keys == sorted(set(keys))
-    assert all(set(r) == {"type", "target_id", "label"} for r in doc.body["relations"])
-    assert set(targets) == {f"{r['type']}:{r['target_id']}" for r in doc.body["relations"]}
+    relations, targets = doc.body["relations"], doc.body["relation_target_ids"]
+    assert set(relations) == set(row["relations_json"])
+    for kind, entities in row["relations_json"].items():
+        want = {
+            unicodedata.normalize("NFC", f"{e['entity_type']}:{e['entity_id']}") for e in entities
+        }
+        assert relations[kind] == sorted(want)
+    assert targets == sorted({t for kind in relations for t in relations[kind]})
+
+
+def test_an_empty_list_keeps_its_key() -> None:
+    doc = project(seed_row(relations_json='{"RELATED_PLACE": [], "RELATED_CHARACTER": []}'))
+    assert doc.body["relations"] == {"RELATED_CHARACTER": [], "RELATED_PLACE": []}
+    assert doc.body["relation_target_ids"] == []
+    empty = project(seed_row(relations_json="{}"))
+    assert empty.body["relations"] == {} and empty.body["relation_target_ids"] == []
+    assert empty.projection_hash != doc.projection_hash
+
+
+def test_one_target_under_several_types_is_one_target_id() -> None:
+    entity = {"entity_id": "x", "entity_type": "character"}
+    doc = project(seed_row(relations_json={"MENTIONS": [entity], "RELATED_CHARACTER": [entity]}))
+    assert doc.body["relations"] == {
+        "MENTIONS": ["character:x"],
+        "RELATED_CHARACTER": ["character:x"],
+    }
+    assert doc.body["relation_target_ids"] == ["character:x"]
 
 
 def test_strings_are_nfc_normalized() -> None:
     decomposed = seed_row(
         title="Cafe\u0301",
-        relations_json='[{"type": "characte\u0301r", "target_id": "x", "label": "e\u0301"}]',
+        relations_json='{"R": [{"entity_type": "characte\u0301r", "entity_id": "e\u0301"}]}',
     )
     composed = seed_row(
         title="Caf\u00e9",
-        relations_json='[{"type": "charact\u00e9r", "target_id": "x", "label": "\u00e9"}]',
+        relations_json='{"R": [{"entity_type": "charact\u00e9r", "entity_id": "\u00e9"}]}',
     )
     assert project(decomposed).to_json() == project(composed).to_json()
+    assert project(composed).body["relation_target_ids"] == ["charact\u00e9r:\u00e9"]
 
 
 def test_soft_deleted_row_is_a_full_document_marked_deleted() -> None:
     live, deleted = project(seed_row()), project(seed_row(deleted_at=datetime(2026, 1, 1)))
     assert deleted.is_deleted is True and deleted.body["is_deleted"] is True
     assert deleted.body["title"] == live.body["title"]
+    assert deleted.body["relations"] == live.body["relations"]
     assert deleted.projection_hash != live.projection_hash
 
 
-def test_missing_label_is_null_and_extra_keys_are_ignored() -> None:
-    doc = project(seed_row(relations_json='[{"type": "a", "target_id": "b", "weight": 3}]'))
-    assert doc.body["relations"] == [{"type": "a", "target_id": "b", "label": None}]
+def test_entity_title_and_extra_keys_are_not_projected() -> None:
+    plain = project(seed_row(relations_json='{"R": [{"entity_id": "b", "entity_type": "a"}]}'))
+    extra = project(
+        seed_row(
+            relations_json='{"R": [{"entity_id": "b", "entity_type": "a", "title": "t", "w": 3}]}'
+        )
+    )
+    assert extra.to_json() == plain.to_json()
+    assert plain.body["relations"] == {"R": ["a:b"]}
 
 
 def test_relations_may_arrive_decoded() -> None:
-    decoded = seed_row(
-        relations_json=[{"type": "character", "target_id": "character_xxx", "label": "齐夏"}]
-    )
+    decoded = seed_row(relations_json=SEED_ROW_RELATIONS)
     assert project(decoded).to_json() == project(seed_row()).to_json()
 
 
 @pytest.mark.parametrize(
     "relations_json",
     [
+        # not a JSON object
         "not json",
-        "{}",
-        '{"type": "a", "target_id": "b"}',
-        "[1]",
-        '[{"target_id": "b"}]',
-        '[{"type": "a"}]',
-        '[{"type": "", "target_id": "b"}]',
-        '[{"type": "a", "target_id": 7}]',
-        '[{"type": "a:b", "target_id": "c"}]',
-        '[{"type": "a", "target_id": "b", "label": 5}]',
-        "[NaN]",
+        "[]",
+        '[{"entity_id": "b", "entity_type": "a"}]',
+        "null",
+        '"text"',
+        "7",
         None,
+        '{"R": [{"entity_id": NaN, "entity_type": "a"}]}',
+        # a value that is not a list
+        '{"R": {}}',
+        '{"R": "a:b"}',
+        '{"R": null}',
+        '{"R": {"entity_id": "b", "entity_type": "a"}}',
+        # an item that is not an object
+        '{"R": [1]}',
+        '{"R": ["a:b"]}',
+        '{"R": [null]}',
+        '{"R": [[]]}',
+        # entity_id / entity_type missing, empty, not a string; entity_type with ':'
+        '{"R": [{"entity_type": "a"}]}',
+        '{"R": [{"entity_id": "b"}]}',
+        '{"R": [{"entity_id": "", "entity_type": "a"}]}',
+        '{"R": [{"entity_id": "b", "entity_type": ""}]}',
+        '{"R": [{"entity_id": 7, "entity_type": "a"}]}',
+        '{"R": [{"entity_id": "b", "entity_type": null}]}',
+        '{"R": [{"entity_id": "b", "entity_type": "a:z"}]}',
+        '{"R": [{"entity_id": "b", "entity_type": "a"}, {"entity_id": "c"}]}',
+        # relation types that are not a safe field name under `relations`
+        '{"": []}',
+        '{"a.b": []}',
+        '{"_source": []}',
+        '{"a b": []}',
+        '{" a": []}',
+        '{"-a": []}',
+        '{"é": []}',
+        '{"a*": []}',
+        json.dumps({"A" * 129: []}),
+        {1: []},
     ],
 )
 def test_malformed_relations_are_poison(relations_json: object) -> None:
     with pytest.raises(PoisonMessage) as info:
         project(seed_row(relations_json=relations_json))
     assert info.value.code == "PROJECTION_ERROR"
+
+
+@given(st.text(max_size=10).filter(lambda s: not wiki_page.RELATION_TYPE.fullmatch(s)))
+def test_any_relation_type_outside_the_pattern_is_poison(kind: str) -> None:
+    with pytest.raises(PoisonMessage) as info:
+        project(seed_row(relations_json={kind: []}))
+    assert info.value.code == "PROJECTION_ERROR"
+
+
+def test_the_longest_relation_type_is_accepted() -> None:
+    kind = "A" * 128
+    assert project(seed_row(relations_json={kind: []})).body["relations"] == {kind: []}
 
 
 @pytest.mark.parametrize(
@@ -267,6 +367,7 @@ def test_packaged_mapping_is_a_copy_of_the_schema_file() -> None:
     schema = (ROOT / "schemas/index/wiki_page.json").read_bytes()
     packaged = (ROOT / "consumer/_resources/wiki_page.mapping.json").read_bytes()
     assert packaged == schema
+    assert orjson.loads(packaged) == wiki_page.load_mapping()
 
 
 def test_mapping_covers_exactly_the_document_fields() -> None:
@@ -275,7 +376,13 @@ def test_mapping_covers_exactly_the_document_fields() -> None:
     assert mapping["settings"]["number_of_replicas"] == 0
     properties = mapping["mappings"]["properties"]
     assert set(properties) == DOC_FIELDS
-    assert set(properties["relations"]["properties"]) == {"type", "target_id", "label"}
+    # open-ended relation types: `relations.<type>` become keywords, the root stays strict
+    assert properties["relations"] == {"type": "object", "dynamic": True}
+    [template] = mapping["mappings"]["dynamic_templates"]
+    assert list(template.values()) == [
+        {"path_match": "relations.*", "mapping": {"type": "keyword"}}
+    ]
+    assert properties["relation_target_ids"]["type"] == "keyword"
     assert properties["source_revision"]["type"] == "long"
     assert properties["title"]["fields"]["keyword"]["type"] == "keyword"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 import aiomysql
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -35,6 +36,7 @@ from consumer.mysql.pool import (
 from consumer.mysql.state import InMemoryStateWriter, StateUpdate, merge
 from consumer.mysql.truth import InMemoryTruth, MysqlTruth
 from consumer.projection import wiki_page
+from consumer.writer import PageWriter
 
 T0 = datetime(2030, 1, 1)
 
@@ -123,6 +125,36 @@ def test_plan_is_a_function_of_the_seed(seed: int, updates: int) -> None:
     for op in first:
         if op.kind is OpKind.UPDATE:
             assert (op.title, op.content, op.relations) != (None, None, None)
+
+
+@given(seed=st.integers(0, 2**32))
+def test_planned_relations_are_what_the_projector_reads(seed: int) -> None:
+    """loadgen writes relations_json in the layout of docs/design.md ("The wiki_page document")."""
+    plan = plan_operations(
+        ids=page_ids("x-", 3), updates=30, delete_ratio=0.0, hard_delete_ratio=0.0, seed=seed
+    )
+    projector = wiki_page.projector()
+    for op in plan:
+        if op.relations is None:
+            continue
+        row = {"id": op.page_id, "title": "t", "content": "c", "revision": 1, "deleted_at": None}
+        doc = projector.project({**row, "relations_json": orjson.dumps(op.relations)})
+        assert set(doc.body["relations"]) <= {"RELATED_CHARACTER", "RELATED_PLACE"}
+        assert "RELATED_CHARACTER" in doc.body["relations"]
+        for target in doc.body["relation_target_ids"]:
+            assert target.startswith(("character:", "place:"))
+
+
+@pytest.mark.parametrize(
+    "relations",
+    [[], [{"entity_id": "x", "entity_type": "y"}], '{"R": []}', {"R": "x:y"}, {"R": {"a": 1}}],
+)
+async def test_writer_refuses_relations_of_the_wrong_shape_before_any_sql(
+    relations: object,
+) -> None:
+    writer = PageWriter(None)  # type: ignore[arg-type]  # a pool would be the first SQL touched
+    with pytest.raises(TypeError, match="relations"):
+        await writer.create("p1", "t", "c", relations)  # type: ignore[arg-type]
 
 
 def test_plan_follows_the_ratios() -> None:

@@ -4,7 +4,8 @@
 build a `Projector` and register it (see the example in `Projector`'s docstring)::
 
     registry = default_registry()
-    registry.register(Projector(aggregate_type="note", schema_version=1, select_sql=...,
+    registry.register(Projector(aggregate_type="note", schema_version=1, table="note",
+                                columns=("id", "text", "revision", "deleted_at"),
                                 build=build_note, mapping=note_mapping))
     document = registry.get("note").project(row)
 """

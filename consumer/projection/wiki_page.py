@@ -31,16 +31,23 @@ from typing import Any
 
 import orjson
 
-from consumer.errors import PoisonMessage
+from consumer.errors import ErrorCode, PoisonMessage
 from consumer.projection._registry import Projector, Row
 
-__all__ = ["AGGREGATE_TYPE", "SCHEMA_VERSION", "SELECT_SQL", "build", "load_mapping", "projector"]
+__all__ = [
+    "AGGREGATE_TYPE",
+    "COLUMNS",
+    "SCHEMA_VERSION",
+    "TABLE",
+    "build",
+    "load_mapping",
+    "projector",
+]
 
 AGGREGATE_TYPE = "wiki_page"
 SCHEMA_VERSION = 1
-SELECT_SQL = (
-    "SELECT id, title, content, relations_json, revision, deleted_at FROM wiki_page WHERE id IN %s"
-)
+TABLE = "wiki_page"
+COLUMNS = ("id", "title", "content", "relations_json", "revision", "deleted_at")
 
 
 def projector() -> Projector:
@@ -48,7 +55,8 @@ def projector() -> Projector:
     return Projector(
         aggregate_type=AGGREGATE_TYPE,
         schema_version=SCHEMA_VERSION,
-        select_sql=SELECT_SQL,
+        table=TABLE,
+        columns=COLUMNS,
         build=build,
         mapping=load_mapping(),
     )
@@ -118,4 +126,4 @@ def _required(item: dict[str, Any], key: str, index: int) -> str:
 
 
 def _poison(message: str) -> PoisonMessage:
-    return PoisonMessage("PROJECTION_ERROR", message)
+    return PoisonMessage(ErrorCode.PROJECTION_ERROR, message)

@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from consumer.errors import TransientError
+from consumer.errors import ErrorCode, TransientError
 from consumer.search.sink import IndexOp, ItemResult
 
 __all__ = ["InMemoryIndex", "StoredDoc"]
@@ -117,13 +117,13 @@ class InMemoryIndex:
     async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
         index = self._aliases.get(alias)
         if index is None:
-            raise TransientError("ALIAS_MISSING", f"no alias {alias}")
+            raise TransientError(ErrorCode.ALIAS_MISSING, f"no alias {alias}")
         docs = self._indices[index]
         return {doc_id: (docs[doc_id].version if doc_id in docs else None) for doc_id in ids}
 
     async def refresh(self, alias: str) -> None:
         if alias not in self._aliases and alias not in self._indices:
-            raise TransientError("ALIAS_MISSING", f"no index or alias {alias}")
+            raise TransientError(ErrorCode.ALIAS_MISSING, f"no index or alias {alias}")
 
     # -- internals ---------------------------------------------------------------------------
 

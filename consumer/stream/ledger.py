@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import bisect
 
-from consumer.types import Position
-
-TopicPartition = tuple[str, int]
+from consumer.types import Position, TopicPartition
 
 
 class PartitionLedger:

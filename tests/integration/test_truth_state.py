@@ -16,8 +16,8 @@ import pytest_asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from consumer.errors import ConfigError, TransientError
-from consumer.mysql.pool import MYSQL_UNAVAILABLE, create_pool, transaction
+from consumer.errors import ConfigError, ErrorCode, TransientError
+from consumer.mysql.pool import create_pool, transaction
 from consumer.mysql.state import (
     MAX_ERROR_MESSAGE_LENGTH,
     ProjectionState,
@@ -110,7 +110,7 @@ async def test_primary_read_uses_the_primary_pool(
         assert rows[page_id]["revision"] == 1
         with pytest.raises(TransientError) as caught:
             await truth.load(wiki_page.SELECT_SQL, [page_id])
-        assert caught.value.code == MYSQL_UNAVAILABLE
+        assert caught.value.code == ErrorCode.MYSQL_UNAVAILABLE
     finally:
         dead.close()
         await dead.wait_closed()
@@ -140,7 +140,7 @@ async def test_unreachable_server_and_bad_credentials_are_told_apart(
         await create_pool(
             host="127.0.0.1", port=1, user="x", password="x", database="x", connect_timeout=2.0
         )
-    assert caught.value.code == MYSQL_UNAVAILABLE
+    assert caught.value.code == ErrorCode.MYSQL_UNAVAILABLE
     with pytest.raises(ConfigError):
         await create_pool(
             host=mysql_target.host,

@@ -8,8 +8,8 @@
 
 Each message carries its own position. A position is finished when its event was applied, found
 already applied, superseded by a newer event of its key in the same work, or dead-lettered with an
-acknowledged produce (DESIGN.md invariant 5). Nothing else finishes it, so nothing else moves the
-commit.
+acknowledged produce (docs/design.md, invariant 5). Nothing else finishes it, so nothing else
+moves the commit.
 
 What a failed work becomes is its error code's disposition (`consumer.errors`): POISON is
 dead-lettered at once, TRANSIENT is retried with backoff up to the attempt limit and then

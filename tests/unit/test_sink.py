@@ -567,6 +567,10 @@ async def test_es_index_get_versions() -> None:
         (api_error(404, "index_not_found_exception"), "ALIAS_MISSING"),
         (ConnectionError("refused"), "ES_UNAVAILABLE"),
         ({"docs": [{"_id": "a", "error": {"type": "index_not_found_exception"}}]}, "ALIAS_MISSING"),
+        ({"docs": [{"_id": "a", "error": {"type": "shard_failure"}}]}, "ES_MGET"),
+        (api_error(503, None), "ES_5XX"),  # the cluster's trouble: systemic, as for a bulk
+        (api_error(429, "es_rejected_execution_exception"), "ES_429"),
+        (api_error(400, "illegal_argument_exception"), "ES_MGET"),  # no document was refused
     ],
 )
 async def test_es_index_get_versions_failures_are_transient(answer: Any, code: str) -> None:

@@ -50,8 +50,9 @@ from consumer.observability.metrics import Metrics
 from consumer.stream.coalesce import Coalescer, Work
 from consumer.stream.dlq import DlqBudget, DlqRecord
 from consumer.stream.ledger import OffsetLedger
-from consumer.stream.processor import Processor, Result, Verdict
+from consumer.stream.processor import Processor
 from consumer.stream.retry import RetryPolicy
+from consumer.stream.verdict import Result, Verdict
 from consumer.types import Position, ThinEvent, TopicPartition
 
 log = logging.getLogger(__name__)

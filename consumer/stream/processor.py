@@ -20,66 +20,19 @@ one work fails that work alone (PROJECTION_ERROR from a projector, INTERNAL else
 
 from __future__ import annotations
 
-import enum
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from consumer.errors import (
-    Disposition,
-    ErrorCode,
-    PoisonMessage,
-    RevisionRegression,
-    TransientError,
-    disposition,
-)
+from consumer.errors import ErrorCode, PoisonMessage, RevisionRegression, TransientError
 from consumer.mysql.truth import TruthReader
 from consumer.projection import Document, Projector, ProjectorRegistry, Row
 from consumer.search.sink import IndexOp, OutcomeKind, Sink, WriteOutcome
 from consumer.stream.coalesce import Work
+from consumer.stream.verdict import Result, Verdict
 
 log = logging.getLogger(__name__)
-
-
-class Result(enum.Enum):
-    APPLIED = "applied"  # written now
-    ALREADY_APPLIED = "already_applied"  # the index held exactly this revision
-    FAILED = "failed"  # `code` says why; its disposition says what the pipeline does next
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """What became of one work. A FAILED verdict has a `code`; the others have a `document`.
-
-    `unexpected`: the failure is an exception nobody classified (a bug), which is retried before
-    it is dead-lettered whatever its code (`consumer.errors.disposition`).
-    """
-
-    work: Work
-    result: Result
-    code: ErrorCode | None = None
-    message: str | None = None
-    unexpected: bool = False
-    document: Document | None = None
-    alias: str | None = None
-    loaded_revision: int | None = None
-    schema_version: int | None = None
-
-    def __post_init__(self) -> None:
-        if (self.result is Result.FAILED) != (self.code is not None):
-            raise ValueError("a verdict has an error code exactly when it failed")
-
-    @property
-    def finished(self) -> bool:
-        return self.result in (Result.APPLIED, Result.ALREADY_APPLIED)
-
-    @property
-    def disposition(self) -> Disposition:
-        """What to do with a FAILED verdict (`consumer.errors`' table)."""
-        if self.code is None:
-            raise ValueError(f"a {self.result.value} verdict has no disposition")
-        return disposition(self.code, unexpected=self.unexpected)
 
 
 @dataclass(slots=True)
@@ -138,12 +91,7 @@ class Processor:
         """Load the rows of `works` and build their documents; early verdicts for the rest."""
         ids = [w.key.aggregate_id for w in works]
         rows = await self._truth.rows_by_id(projector, ids, primary=primary)
-        behind = [
-            w.key.aggregate_id
-            for w in works
-            if w.key.aggregate_id in rows
-            and (_row_revision(rows[w.key.aggregate_id]) or w.max_revision) < w.max_revision
-        ]
+        behind = [w.key.aggregate_id for w in works if _behind(rows.get(w.key.aggregate_id), w)]
         if behind and not primary:
             # Older than the event: a lagging replica. The primary cannot lag behind an event
             # Debezium read from its binlog, so its answer is final.
@@ -154,7 +102,7 @@ class Processor:
                 else:
                     del rows[aggregate_id]
         missing = [i for i in ids if i not in rows]
-        floors = {}
+        floors: dict[str, int] = {}
         if missing:
             floors = await self._truth.revision_floors(
                 projector.aggregate_type, missing, primary=primary
@@ -341,6 +289,12 @@ def _read_failed(work: Work, exc: Exception, aggregate_type: str) -> Verdict:
 
 def _write_failed(plan: _Planned) -> Verdict:
     return _failed(plan, ErrorCode.INTERNAL, "the sink raised unexpectedly (see the log)")
+
+
+def _behind(row: Row | None, work: Work) -> bool:
+    """True when `row` is older than the newest event of `work`."""
+    revision = None if row is None else _row_revision(row)
+    return revision is not None and revision < work.max_revision
 
 
 def _row_revision(row: Row) -> int | None:

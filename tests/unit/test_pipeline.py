@@ -36,8 +36,9 @@ from consumer.search.sink import IndexOp, Sink
 from consumer.stream.coalesce import Work
 from consumer.stream.dlq import DlqBudget
 from consumer.stream.pipeline import Pipeline, PipelineOptions
-from consumer.stream.processor import Processor, Verdict
+from consumer.stream.processor import Processor
 from consumer.stream.retry import RetryPolicy
+from consumer.stream.verdict import Verdict
 from consumer.types import Operation, TopicPartition
 
 ALIAS = "wiki_page"

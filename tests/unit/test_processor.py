@@ -13,7 +13,8 @@ from consumer.projection import Projector, ProjectorRegistry, default_registry
 from consumer.search.fake import InMemoryIndex
 from consumer.search.sink import IndexOp, Sink, WriteOutcome
 from consumer.stream.coalesce import Work
-from consumer.stream.processor import Processor, Result, Verdict
+from consumer.stream.processor import Processor
+from consumer.stream.verdict import Result, Verdict
 from consumer.types import Key, Operation, Position, ThinEvent
 
 ALIAS = "wiki_page"

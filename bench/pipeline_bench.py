@@ -406,7 +406,7 @@ class Bench:
         r = self.report
         assert self.pool is not None
         t0 = time.monotonic()
-        rows = await MysqlTruth(self.pool).load(self.projector.select_sql, ids)
+        rows = await MysqlTruth(self.pool).rows_by_id(self.projector, ids)
         r.mysql_reread_seconds = time.monotonic() - t0
         t1 = time.monotonic()
         docs = [self.projector.project(rows[i]) for i in ids if i in rows]

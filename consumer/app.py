@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import time
 from contextlib import AsyncExitStack
 
 from elasticsearch import AsyncElasticsearch
@@ -95,7 +94,6 @@ async def run_consumer(
             max_delay=p.retry_max_delay_s,
             max_attempts=p.retry_max_attempts,
             jitter=p.retry_jitter,
-            clock=time.monotonic,
             rng=random.Random(),
         )
         pipeline = Pipeline(

@@ -25,7 +25,7 @@ from typing import Any, Final
 import fastavro
 import orjson
 
-from consumer.errors import PoisonMessage
+from consumer.errors import ErrorCode, PoisonMessage
 from consumer.types import Operation, ThinEvent
 
 __all__ = [
@@ -92,9 +92,11 @@ def decode(value: bytes | None, *, max_bytes: int, known_types: Collection[str])
     The size check comes before any parsing, so an oversized value costs nothing to reject.
     """
     if not value:
-        raise PoisonMessage("EMPTY", "the message has no value")
+        raise PoisonMessage(ErrorCode.EMPTY, "the message has no value")
     if len(value) > max_bytes:
-        raise PoisonMessage("TOO_LARGE", f"{len(value)} bytes exceeds the limit of {max_bytes}")
+        raise PoisonMessage(
+            ErrorCode.TOO_LARGE, f"{len(value)} bytes exceeds the limit of {max_bytes}"
+        )
     if value[:1] == CONFLUENT_MAGIC:
         fields = _decode_confluent(value)
     elif value[:2] == SINGLE_OBJECT_MAGIC:
@@ -138,17 +140,20 @@ def _as_dict(event: ThinEvent) -> dict[str, object]:
 
 def _decode_confluent(value: bytes) -> Mapping[str, object]:
     if len(value) < _CONFLUENT_HEADER:
-        raise PoisonMessage("BAD_AVRO", "Confluent frame shorter than its 5-byte header")
+        raise PoisonMessage(ErrorCode.BAD_AVRO, "Confluent frame shorter than its 5-byte header")
     return _read_avro_body(value, _CONFLUENT_HEADER)
 
 
 def _decode_single_object(value: bytes) -> Mapping[str, object]:
     if len(value) < _SINGLE_OBJECT_HEADER:
-        raise PoisonMessage("BAD_AVRO", "single-object frame shorter than its 10-byte header")
+        raise PoisonMessage(
+            ErrorCode.BAD_AVRO, "single-object frame shorter than its 10-byte header"
+        )
     fingerprint = value[2:_SINGLE_OBJECT_HEADER]
     if fingerprint != _thin_event_fingerprint():
         raise PoisonMessage(
-            "BAD_AVRO", f"unknown writer schema fingerprint {fingerprint.hex()} (not ThinEvent)"
+            ErrorCode.BAD_AVRO,
+            f"unknown writer schema fingerprint {fingerprint.hex()} (not ThinEvent)",
         )
     return _read_avro_body(value, _SINGLE_OBJECT_HEADER)
 
@@ -159,11 +164,15 @@ def _read_avro_body(value: bytes, start: int) -> Mapping[str, object]:
     try:
         record = fastavro.schemaless_reader(buffer, load_avro_schema("thin_event"), None)
     except Exception as exc:  # untrusted bytes: fastavro raises many types; all mean the same
-        raise PoisonMessage("BAD_AVRO", f"cannot read ThinEvent: {type(exc).__name__}") from exc
+        raise PoisonMessage(
+            ErrorCode.BAD_AVRO, f"cannot read ThinEvent: {type(exc).__name__}"
+        ) from exc
     if buffer.tell() != len(value):
-        raise PoisonMessage("BAD_AVRO", f"{len(value) - buffer.tell()} trailing bytes after event")
+        raise PoisonMessage(
+            ErrorCode.BAD_AVRO, f"{len(value) - buffer.tell()} trailing bytes after event"
+        )
     if not isinstance(record, dict):
-        raise PoisonMessage("BAD_AVRO", "Avro body is not a record")
+        raise PoisonMessage(ErrorCode.BAD_AVRO, "Avro body is not a record")
     return record
 
 
@@ -182,7 +191,9 @@ def _decode_json(value: bytes) -> Mapping[str, object]:
         if isinstance(document, str):
             document = _loads(document)
     if not isinstance(document, dict):
-        raise PoisonMessage("BAD_JSON", f"expected a JSON object, got {type(document).__name__}")
+        raise PoisonMessage(
+            ErrorCode.BAD_JSON, f"expected a JSON object, got {type(document).__name__}"
+        )
     return document
 
 
@@ -190,31 +201,32 @@ def _loads(text: bytes | str) -> object:
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError as exc:
-        raise PoisonMessage("BAD_JSON", f"not valid JSON: {exc}") from exc
+        raise PoisonMessage(ErrorCode.BAD_JSON, f"not valid JSON: {exc}") from exc
 
 
 def _validate(fields: Mapping[str, object], known_types: Collection[str]) -> ThinEvent:
     missing = [name for name in _FIELDS if fields.get(name) is None]
     if missing:
-        raise PoisonMessage("MISSING_FIELD", f"missing or null: {', '.join(missing)}")
+        raise PoisonMessage(ErrorCode.MISSING_FIELD, f"missing or null: {', '.join(missing)}")
     strings: dict[str, str] = {}
     for name, limit in _STRING_LIMITS:
         strings[name] = _checked_string(name, fields[name], limit)
     operation = fields["operation"]
     if not isinstance(operation, str) or operation not in _OPERATIONS:
         raise PoisonMessage(
-            "BAD_OPERATION",
+            ErrorCode.BAD_OPERATION,
             f"operation must be one of {sorted(_OPERATIONS)}, got {operation!r:.80}",
         )
     revision = fields["source_revision"]
     # bool is an int subclass and floats like 3.0 compare equal to ints: both are refused.
     if type(revision) is not int or not 1 <= revision <= MAX_REVISION:
         raise PoisonMessage(
-            "BAD_REVISION", f"source_revision must be an integer in 1..2^63-1, got {revision!r:.80}"
+            ErrorCode.BAD_REVISION,
+            f"source_revision must be an integer in 1..2^63-1, got {revision!r:.80}",
         )
     if strings["aggregate_type"] not in known_types:
         raise PoisonMessage(
-            "UNKNOWN_AGGREGATE_TYPE", f"no projector for {strings['aggregate_type']!r}"
+            ErrorCode.UNKNOWN_AGGREGATE_TYPE, f"no projector for {strings['aggregate_type']!r}"
         )
     return ThinEvent(
         event_id=strings["event_id"],
@@ -227,9 +239,15 @@ def _validate(fields: Mapping[str, object], known_types: Collection[str]) -> Thi
 
 def _checked_string(name: str, value: object, limit: int) -> str:
     if not isinstance(value, str):
-        raise PoisonMessage("BAD_FIELD", f"{name} must be a string, got {type(value).__name__}")
+        raise PoisonMessage(
+            ErrorCode.BAD_FIELD, f"{name} must be a string, got {type(value).__name__}"
+        )
     if not value or len(value) > limit:
-        raise PoisonMessage("BAD_FIELD", f"{name} must be 1..{limit} characters, got {len(value)}")
+        raise PoisonMessage(
+            ErrorCode.BAD_FIELD, f"{name} must be 1..{limit} characters, got {len(value)}"
+        )
     if not value.isprintable():
-        raise PoisonMessage("BAD_FIELD", f"{name} contains control or unprintable characters")
+        raise PoisonMessage(
+            ErrorCode.BAD_FIELD, f"{name} contains control or unprintable characters"
+        )
     return value

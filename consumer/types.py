@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import TypeAlias
+
+TopicPartition: TypeAlias = tuple[str, int]
+"""A Kafka partition as ``(topic, partition)``: the unit of assignment, pausing and committing."""
 
 
 class Operation(enum.StrEnum):

@@ -90,9 +90,9 @@ class PageWriter:
     Every method returns the page's new revision. Errors: `PageNotFound` (no such row),
     `PageExists` (create of an existing id, soft-deleted included), `PageStateConflict` (soft
     delete of a deleted page, restore of a live one: a change must change something), and the
-    `TransientError` codes of `consumer.mysql.pool` (``MYSQL_DEADLOCK`` and
-    ``MYSQL_LOCK_TIMEOUT`` are safe to retry: the transaction was rolled back). In every error
-    case nothing was written.
+    `TransientError` codes of `consumer.mysql.pool` (``ErrorCode.MYSQL_DEADLOCK`` and
+    ``ErrorCode.MYSQL_LOCK_TIMEOUT`` are safe to retry: the transaction was rolled back). In
+    every error case nothing was written.
     """
 
     def __init__(

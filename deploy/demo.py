@@ -143,7 +143,7 @@ async def main() -> int:
 
         ids = sorted(report.final_revisions)
         truth = MysqlTruth(app_pool)
-        rows = await truth.load(projector.select_sql, ids)
+        rows = await truth.rows_by_id(projector, ids)
         expected = {i: projector.project(rows[i]) for i in ids}
         started = time.monotonic()
         while True:

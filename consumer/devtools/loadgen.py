@@ -29,17 +29,17 @@ from typing import Any, Final
 
 from consumer.errors import (
     ConfigError,
+    ErrorCode,
     PageExists,
     PageNotFound,
     PageStateConflict,
     TransientError,
 )
-from consumer.mysql.pool import MYSQL_DEADLOCK, MYSQL_LOCK_TIMEOUT
 from consumer.writer import PageWriter, Relations
 
 __all__ = ["LoadgenReport", "OpKind", "PlannedOp", "page_ids", "plan_operations", "run_loadgen"]
 
-_RETRYABLE: Final = frozenset({MYSQL_DEADLOCK, MYSQL_LOCK_TIMEOUT})
+_RETRYABLE: Final = frozenset({ErrorCode.MYSQL_DEADLOCK, ErrorCode.MYSQL_LOCK_TIMEOUT})
 _CHARACTERS: Final = (
     ("character_qixia", "齐夏"),
     ("character_lin", "林檎"),

@@ -24,14 +24,23 @@ from typing import Any
 
 import orjson
 
-from consumer.errors import PoisonMessage
+from consumer.errors import ErrorCode, PoisonMessage
 from consumer.projection import Projector, Row
 
-__all__ = ["AGGREGATE_TYPE", "SCHEMA_VERSION", "SELECT_SQL", "build", "projector", "projectors"]
+__all__ = [
+    "AGGREGATE_TYPE",
+    "COLUMNS",
+    "SCHEMA_VERSION",
+    "TABLE",
+    "build",
+    "projector",
+    "projectors",
+]
 
 AGGREGATE_TYPE = "article"
 SCHEMA_VERSION = 1
-SELECT_SQL = "SELECT id, title, body, tags_json, revision, deleted_at FROM article WHERE id IN %s"
+TABLE = "article"
+COLUMNS = ("id", "title", "body", "tags_json", "revision", "deleted_at")
 
 
 def projector() -> Projector:
@@ -40,7 +49,8 @@ def projector() -> Projector:
     return Projector(
         aggregate_type=AGGREGATE_TYPE,
         schema_version=SCHEMA_VERSION,
-        select_sql=SELECT_SQL,
+        table=TABLE,
+        columns=COLUMNS,
         build=build,
         mapping=orjson.loads(data),
     )
@@ -81,4 +91,4 @@ def _tags(raw: object) -> list[str]:
 
 
 def _poison(message: str) -> PoisonMessage:
-    return PoisonMessage("PROJECTION_ERROR", message)
+    return PoisonMessage(ErrorCode.PROJECTION_ERROR, message)

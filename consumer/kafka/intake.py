@@ -19,11 +19,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ParamSpec, Protocol, TypeVar
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from consumer.types import TopicPartition
 
 log = logging.getLogger(__name__)
 
-TP = tuple[str, int]
 T = TypeVar("T")
 P = ParamSpec("P")
 
@@ -47,11 +49,11 @@ class RebalanceListener(Protocol):
     offsets to commit for the revoked partitions.
     """
 
-    def assigned(self, partitions: Sequence[TP]) -> None: ...
+    def assigned(self, partitions: Sequence[TopicPartition]) -> None: ...
 
-    async def revoking(self, partitions: Sequence[TP]) -> dict[TP, int]: ...
+    async def revoking(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]: ...
 
-    def revoked(self, partitions: Sequence[TP], *, lost: bool) -> None: ...
+    def revoked(self, partitions: Sequence[TopicPartition], *, lost: bool) -> None: ...
 
 
 def consumer_config(
@@ -127,24 +129,30 @@ class KafkaIntake:
             out.append(_raw(m))
         return out
 
-    async def commit(self, offsets: Mapping[TP, int]) -> dict[TP, bool]:
+    async def commit(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, bool]:
         """Synchronous commit of `offsets` (next offset to read); returns success per partition."""
         if not offsets:
             return {}
         return await self._call(self._commit, dict(offsets))
 
-    def _commit(self, offsets: dict[TP, int]) -> dict[TP, bool]:
+    def _commit(self, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, bool]:
         return _commit_sync(self._consumer, offsets)
 
-    async def pause(self, partitions: Sequence[TP]) -> None:
+    async def pause(self, partitions: Sequence[TopicPartition]) -> None:
         if partitions:
-            await self._call(self._consumer.pause, [TopicPartition(t, p) for t, p in partitions])
+            await self._call(
+                self._consumer.pause, [KafkaTopicPartition(t, p) for t, p in partitions]
+            )
 
-    async def resume(self, partitions: Sequence[TP]) -> None:
+    async def resume(self, partitions: Sequence[TopicPartition]) -> None:
         if partitions:
-            await self._call(self._consumer.resume, [TopicPartition(t, p) for t, p in partitions])
+            await self._call(
+                self._consumer.resume, [KafkaTopicPartition(t, p) for t, p in partitions]
+            )
 
-    async def high_watermarks(self, partitions: Sequence[TP]) -> dict[TP, int]:
+    async def high_watermarks(
+        self, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int]:
         """The end offsets of `partitions` as of the last fetch responses.
 
         Cached values cost no broker round trip: an uncached query waits behind the consumer's
@@ -153,23 +161,27 @@ class KafkaIntake:
         """
         return await self._call(self._high_watermarks, list(partitions))
 
-    def _high_watermarks(self, partitions: list[TP]) -> dict[TP, int]:
-        out: dict[TP, int] = {}
+    def _high_watermarks(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+        out: dict[TopicPartition, int] = {}
         for t, p in partitions:
             try:
-                _low, high = self._consumer.get_watermark_offsets(TopicPartition(t, p), cached=True)
+                _low, high = self._consumer.get_watermark_offsets(
+                    KafkaTopicPartition(t, p), cached=True
+                )
             except KafkaException:
                 continue
             if high >= 0:
                 out[(t, p)] = int(high)
         return out
 
-    async def committed(self, partitions: Sequence[TP]) -> dict[TP, int]:
+    async def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         """The group's committed offsets of `partitions` (absent where none is committed)."""
         return await self._call(self._committed, list(partitions))
 
-    def _committed(self, partitions: list[TP]) -> dict[TP, int]:
-        tps = self._consumer.committed([TopicPartition(t, p) for t, p in partitions], timeout=10)
+    def _committed(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+        tps = self._consumer.committed(
+            [KafkaTopicPartition(t, p) for t, p in partitions], timeout=10
+        )
         return {(tp.topic, tp.partition): tp.offset for tp in tps if tp.offset >= 0}
 
     async def close(self) -> None:
@@ -185,15 +197,15 @@ class KafkaIntake:
 
     # -- rebalance callbacks: these run on the consumer thread, inside consume() or close() --
 
-    def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+    def _on_assign(self, consumer: Any, partitions: list[KafkaTopicPartition]) -> None:
         tps = [(tp.topic, tp.partition) for tp in partitions]
         log.info("partitions assigned", extra={"partitions": [f"{t}[{p}]" for t, p in tps]})
         self._to_loop(self._listener.assigned, tps)
 
-    def _on_revoke(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+    def _on_revoke(self, consumer: Any, partitions: list[KafkaTopicPartition]) -> None:
         tps = [(tp.topic, tp.partition) for tp in partitions]
         log.info("partitions revoked", extra={"partitions": [f"{t}[{p}]" for t, p in tps]})
-        offsets: dict[TP, int] = {}
+        offsets: dict[TopicPartition, int] = {}
         if self._loop is not None and not self._loop.is_closed():
             fut = asyncio.run_coroutine_threadsafe(self._listener.revoking(tps), self._loop)
             try:
@@ -208,13 +220,15 @@ class KafkaIntake:
                 log.warning("commit on revoke failed", extra={"partitions": failed})
         self._to_loop(lambda parts: self._listener.revoked(parts, lost=False), tps)
 
-    def _on_lost(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+    def _on_lost(self, consumer: Any, partitions: list[KafkaTopicPartition]) -> None:
         # Lost partitions may already belong to another member: commit nothing for them.
         tps = [(tp.topic, tp.partition) for tp in partitions]
         log.warning("partitions lost", extra={"partitions": [f"{t}[{p}]" for t, p in tps]})
         self._to_loop(lambda parts: self._listener.revoked(parts, lost=True), tps)
 
-    def _to_loop(self, fn: Callable[[list[TP]], None], tps: list[TP]) -> None:
+    def _to_loop(
+        self, fn: Callable[[list[TopicPartition]], None], tps: list[TopicPartition]
+    ) -> None:
         if self._loop is None or self._loop.is_closed():
             return
         done = concurrent.futures.Future[None]()
@@ -252,9 +266,11 @@ def _raw(m: Message) -> RawMessage:
     )
 
 
-def _commit_sync(consumer: Any, offsets: Mapping[TP, int]) -> dict[TP, bool]:
+def _commit_sync(
+    consumer: Any, offsets: Mapping[TopicPartition, int]
+) -> dict[TopicPartition, bool]:
     """Commit synchronously and report, per partition, whether the broker accepted it."""
-    tps = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
+    tps = [KafkaTopicPartition(t, p, o) for (t, p), o in offsets.items()]
     try:
         results = consumer.commit(offsets=tps, asynchronous=False)
     except KafkaException as exc:
@@ -263,7 +279,7 @@ def _commit_sync(consumer: Any, offsets: Mapping[TP, int]) -> dict[TP, bool]:
             return dict.fromkeys(offsets, True)
         log.warning("commit failed", extra={"kafka_error": str(exc)})
         return dict.fromkeys(offsets, False)
-    out: dict[TP, bool] = {}
+    out: dict[TopicPartition, bool] = {}
     for tp in results or []:
         out[(tp.topic, tp.partition)] = tp.error is None
     return out

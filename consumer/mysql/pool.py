@@ -25,12 +25,9 @@ from typing import Any, Final, TypeVar
 
 import aiomysql
 
-from consumer.errors import ConfigError, TransientError
+from consumer.errors import ConfigError, ErrorCode, TransientError
 
 __all__ = [
-    "MYSQL_DEADLOCK",
-    "MYSQL_LOCK_TIMEOUT",
-    "MYSQL_UNAVAILABLE",
     "Clock",
     "create_pool",
     "db_time",
@@ -47,9 +44,6 @@ T = TypeVar("T")
 Clock = Callable[[], datetime]
 """Returns "now"; aware datetimes are converted to UTC by `db_time`, naive ones are taken as UTC."""
 
-MYSQL_UNAVAILABLE: Final = "MYSQL_UNAVAILABLE"
-MYSQL_DEADLOCK: Final = "MYSQL_DEADLOCK"
-MYSQL_LOCK_TIMEOUT: Final = "MYSQL_LOCK_TIMEOUT"
 
 _ER_DEADLOCK: Final = 1213
 _ER_LOCK_WAIT_TIMEOUT: Final = 1205
@@ -79,7 +73,7 @@ async def create_pool(
     where rows by column name are wanted. `pool_recycle` (seconds) replaces connections older than
     that, so MariaDB's ``wait_timeout`` never hands us a dead socket.
 
-    Raises `TransientError("MYSQL_UNAVAILABLE")` when the server cannot be reached and
+    Raises `TransientError(ErrorCode.MYSQL_UNAVAILABLE)` when the server cannot be reached and
     `ConfigError` when it refuses the credentials or does not know the database.
     """
     if not 0 <= minsize <= maxsize or maxsize < 1:
@@ -167,20 +161,20 @@ def translate_errors(doing: str) -> Iterator[None]:
     except (aiomysql.OperationalError, aiomysql.InternalError) as exc:
         code = mysql_error_code(exc)
         if code == _ER_DEADLOCK:
-            raise TransientError(MYSQL_DEADLOCK, f"{doing}: {exc}") from exc
+            raise TransientError(ErrorCode.MYSQL_DEADLOCK, f"{doing}: {exc}") from exc
         if code == _ER_LOCK_WAIT_TIMEOUT:
-            raise TransientError(MYSQL_LOCK_TIMEOUT, f"{doing}: {exc}") from exc
+            raise TransientError(ErrorCode.MYSQL_LOCK_TIMEOUT, f"{doing}: {exc}") from exc
         if code in _ER_ACCESS_DENIED:
             raise ConfigError("mysql.user/password", "credentials MySQL accepts", str(exc)) from exc
         if code == _ER_BAD_DB:
             raise ConfigError("mysql.database", "an existing database", str(exc)) from exc
         if code in _ER_UNAVAILABLE or code is None:
-            raise TransientError(MYSQL_UNAVAILABLE, f"{doing}: {exc}") from exc
+            raise TransientError(ErrorCode.MYSQL_UNAVAILABLE, f"{doing}: {exc}") from exc
         raise
     except aiomysql.InterfaceError as exc:  # used a connection that is already closed
-        raise TransientError(MYSQL_UNAVAILABLE, f"{doing}: {exc!r}") from exc
+        raise TransientError(ErrorCode.MYSQL_UNAVAILABLE, f"{doing}: {exc!r}") from exc
     except OSError as exc:  # includes TimeoutError (connect_timeout)
-        raise TransientError(MYSQL_UNAVAILABLE, f"{doing}: {exc!r}") from exc
+        raise TransientError(ErrorCode.MYSQL_UNAVAILABLE, f"{doing}: {exc!r}") from exc
 
 
 def utc_now() -> datetime:

@@ -30,9 +30,8 @@ from typing import Any, Final, Protocol
 
 import aiomysql
 
-from consumer.errors import TransientError
+from consumer.errors import ErrorCode, TransientError
 from consumer.mysql.pool import (
-    MYSQL_DEADLOCK,
     Clock,
     db_time,
     expand_in,
@@ -223,7 +222,7 @@ class ProjectionStateWriter:
                             await cur.execute(sql, args)
                 return
             except TransientError as exc:
-                if exc.code != MYSQL_DEADLOCK or attempt == _DEADLOCK_ATTEMPTS:
+                if exc.code is not ErrorCode.MYSQL_DEADLOCK or attempt == _DEADLOCK_ATTEMPTS:
                     raise
 
 

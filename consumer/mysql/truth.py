@@ -1,13 +1,23 @@
-"""The MySQL port: load the current rows of many aggregates by id, in batches.
+"""The MySQL port: the current rows of an aggregate type, and the writer's revision floors.
 
 The consumer never trusts an event's content; it re-reads the truth. `TruthReader` is the narrow
 port the pipeline, the rebuild and the repair job depend on; `MysqlTruth` implements it on
-aiomysql and `InMemoryTruth` in memory, so the same contract tests run against both.
+aiomysql and `InMemoryTruth` in memory, so the same contract runs against both. It says what to
+read, never how: no caller hands it SQL.
 
-The SELECT is the projector's (``Projector.select_sql``): it decides the columns and must return
-soft-deleted rows too; this module only supplies the ids (``WHERE id IN %s``), batches them and
-keys the rows by their ``id`` column. A missing id is simply absent from the result; the caller
-decides what a missing row means.
+- `rows_by_id(projector, ids)`: the rows of those ids from the projector's `table`, with its
+  `columns`, soft-deleted rows included, keyed by ``id``. A missing id is simply absent; the
+  caller decides what a missing row means.
+- `revision_floors(aggregate_type, ids)`: the revision the writer recorded when it hard-deleted
+  each id (table ``search_revision_floor``); ids without a floor are absent.
+- `scan(projector, after_id, limit)`: keyset pagination over the whole table: at most `limit`
+  rows with ``id > after_id`` (all rows when `after_id` is None), ordered by id. Pass the last
+  id returned to read the next page; an empty page is the end. Never OFFSET: a page costs the
+  same wherever it starts. The order is the database's (its collation) for `MysqlTruth`, and
+  Python's string order for `InMemoryTruth`.
+
+The SQL is built here, from identifiers `Projector` validated, quoted, with every value a
+parameter.
 """
 
 from __future__ import annotations
@@ -18,24 +28,33 @@ from typing import Any, Final, Protocol
 import aiomysql
 
 from consumer.mysql.pool import expand_in, transaction, translate_errors
-from consumer.projection._registry import Row
+from consumer.projection._registry import Projector, Row
 
 __all__ = ["DEFAULT_BATCH_SIZE", "InMemoryTruth", "MysqlTruth", "Row", "TruthReader"]
 
 DEFAULT_BATCH_SIZE: Final = 500
-_IN_PLACEHOLDER: Final = "IN %s"
+_FLOOR_SQL: Final = (
+    "SELECT `aggregate_id`, `revision` FROM `search_revision_floor`"
+    " WHERE `aggregate_type` = %s AND `aggregate_id` IN %s"
+)
 
 
 class TruthReader(Protocol):
-    """Reads current rows by id.
+    """Reads current rows and revision floors.
 
     `primary=True` asks for a read that cannot lag (the primary, not a replica): the pipeline
     uses it to re-read a row that is older than its event.
     """
 
-    async def load(
-        self, select_sql: str, ids: Sequence[str], *, primary: bool = False
+    async def rows_by_id(
+        self, projector: Projector, ids: Sequence[str], *, primary: bool = False
     ) -> dict[str, Row]: ...
+
+    async def revision_floors(
+        self, aggregate_type: str, ids: Sequence[str], *, primary: bool = False
+    ) -> dict[str, int]: ...
+
+    async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]: ...
 
 
 class MysqlTruth:
@@ -44,8 +63,8 @@ class MysqlTruth:
 
     Ids are de-duplicated and read in chunks of at most `batch_size` (one query each, all in one
     short transaction). Unreachable or lost connections raise
-    `TransientError("MYSQL_UNAVAILABLE")`; SQL errors pass through unchanged (a bug, not an
-    outage).
+    `TransientError(ErrorCode.MYSQL_UNAVAILABLE)`; SQL errors pass through unchanged (a bug, not
+    an outage).
     """
 
     def __init__(
@@ -61,69 +80,135 @@ class MysqlTruth:
         self._primary_pool = primary_pool if primary_pool is not None else pool
         self._batch_size = batch_size
 
-    async def load(
-        self, select_sql: str, ids: Sequence[str], *, primary: bool = False
+    async def rows_by_id(
+        self, projector: Projector, ids: Sequence[str], *, primary: bool = False
     ) -> dict[str, Row]:
-        _check_select(select_sql)
+        select = _select(projector)
+        rows = await self._by_chunks(
+            f"{select} WHERE `id` IN %s",
+            (),
+            ids,
+            primary=primary,
+            doing=f"read {projector.table}",
+        )
+        return {str(row["id"]): row for row in rows}
+
+    async def revision_floors(
+        self, aggregate_type: str, ids: Sequence[str], *, primary: bool = False
+    ) -> dict[str, int]:
+        rows = await self._by_chunks(
+            _FLOOR_SQL,
+            (aggregate_type,),
+            ids,
+            primary=primary,
+            doing="read search_revision_floor",
+        )
+        return {str(row["aggregate_id"]): int(row["revision"]) for row in rows}
+
+    async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]:
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, got {limit}")
+        select = _select(projector)
+        args: tuple[Any, ...]
+        if after_id is None:
+            sql, args = f"{select} ORDER BY `id` LIMIT %s", (limit,)
+        else:
+            sql, args = f"{select} WHERE `id` > %s ORDER BY `id` LIMIT %s", (after_id, limit)
+        async with transaction(self._pool) as conn:
+            with translate_errors(f"scan {projector.table}"):
+                async with conn.cursor(aiomysql.DictCursor) as cur:
+                    await cur.execute(sql, args)
+                    fetched: Iterable[dict[str, Any]] = await cur.fetchall()
+        return list(fetched)
+
+    async def _by_chunks(
+        self,
+        sql: str,
+        leading: tuple[Any, ...],
+        ids: Sequence[str],
+        *,
+        primary: bool,
+        doing: str,
+    ) -> list[dict[str, Any]]:
         unique = _unique(ids)
         if not unique:
-            return {}
+            return []
         pool = self._primary_pool if primary else self._pool
-        rows: dict[str, Row] = {}
+        rows: list[dict[str, Any]] = []
         async with transaction(pool) as conn:
             for start in range(0, len(unique), self._batch_size):
                 chunk = tuple(unique[start : start + self._batch_size])
-                with translate_errors("read truth"):
+                with translate_errors(doing):
                     async with conn.cursor(aiomysql.DictCursor) as cur:
-                        await cur.execute(expand_in(select_sql, len(chunk)), chunk)
+                        await cur.execute(expand_in(sql, len(chunk)), leading + chunk)
                         fetched: Iterable[dict[str, Any]] = await cur.fetchall()
-                for row in fetched:
-                    rows[str(row["id"])] = row
+                rows.extend(fetched)
         return rows
 
 
 class InMemoryTruth:
-    """`TruthReader` over rows a test puts in; `select_sql` is checked, then ignored.
+    """`TruthReader` over rows and floors a test puts in; no SQL anywhere.
 
-    `primary_rows` lets a test model a lagging replica: ``primary=True`` reads them first, then
-    `rows`. `calls` records each load's ids and `primary` flag.
+    Rows are kept per table. `primary_rows` lets a test model a lagging replica: ``primary=True``
+    reads them first, then `rows`. `calls` records each `rows_by_id`'s ids and `primary` flag.
     """
 
     def __init__(self) -> None:
-        self.rows: dict[str, Row] = {}
-        self.primary_rows: dict[str, Row] = {}
+        self.tables: dict[str, dict[str, Row]] = {}
+        self.primary_tables: dict[str, dict[str, Row]] = {}
+        self.floors: dict[tuple[str, str], int] = {}
         self.calls: list[tuple[tuple[str, ...], bool]] = []
 
-    def put(self, row: Mapping[str, Any], *, primary_only: bool = False) -> None:
-        """Store `row` under ``row["id"]`` (replacing any earlier row of that id)."""
-        target = self.primary_rows if primary_only else self.rows
-        target[str(row["id"])] = dict(row)
+    def put(self, row: Mapping[str, Any], *, table: str, primary_only: bool = False) -> None:
+        """Store `row` under ``row["id"]`` in `table` (replacing any earlier row of that id)."""
+        target = self.primary_tables if primary_only else self.tables
+        target.setdefault(table, {})[str(row["id"])] = dict(row)
 
-    def remove(self, row_id: str) -> None:
-        self.rows.pop(row_id, None)
-        self.primary_rows.pop(row_id, None)
+    def remove(self, row_id: str, *, table: str) -> None:
+        self.tables.get(table, {}).pop(row_id, None)
+        self.primary_tables.get(table, {}).pop(row_id, None)
 
-    async def load(
-        self, select_sql: str, ids: Sequence[str], *, primary: bool = False
+    def put_floor(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
+        self.floors[(aggregate_type, aggregate_id)] = revision
+
+    async def rows_by_id(
+        self, projector: Projector, ids: Sequence[str], *, primary: bool = False
     ) -> dict[str, Row]:
-        _check_select(select_sql)
         unique = _unique(ids)
         self.calls.append((tuple(unique), primary))
+        rows = self.tables.get(projector.table, {})
+        primary_rows = self.primary_tables.get(projector.table, {})
         found: dict[str, Row] = {}
         for row_id in unique:
-            row = self.primary_rows.get(row_id) if primary else None
+            row = primary_rows.get(row_id) if primary else None
             if row is None:
-                row = self.rows.get(row_id)
+                row = rows.get(row_id)
             if row is not None:
-                found[row_id] = row
+                found[row_id] = _columns(row, projector)
         return found
 
+    async def revision_floors(
+        self, aggregate_type: str, ids: Sequence[str], *, primary: bool = False
+    ) -> dict[str, int]:
+        floors = ((i, self.floors.get((aggregate_type, i))) for i in _unique(ids))
+        return {i: revision for i, revision in floors if revision is not None}
 
-def _check_select(select_sql: str) -> None:
-    if select_sql.count(_IN_PLACEHOLDER) != 1 or select_sql.count("%s") != 1:
-        raise ValueError(
-            f"select_sql needs exactly one placeholder, as 'WHERE id IN %s': {select_sql!r}"
-        )
+    async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]:
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, got {limit}")
+        rows = self.tables.get(projector.table, {})
+        ids = sorted(i for i in rows if after_id is None or i > after_id)
+        return [_columns(rows[i], projector) for i in ids[:limit]]
+
+
+def _select(projector: Projector) -> str:
+    columns = ", ".join(f"`{c}`" for c in projector.columns)
+    return f"SELECT {columns} FROM `{projector.table}`"
+
+
+def _columns(row: Row, projector: Projector) -> Row:
+    """`row` as the database would return it for the projector's columns."""
+    return {c: row[c] for c in projector.columns if c in row}
 
 
 def _unique(ids: Sequence[str]) -> list[str]:

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Final
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
 
+from consumer.errors import ErrorCode
+
 if TYPE_CHECKING:
     from consumer.search.sink import WriteOutcome
 
@@ -368,19 +370,20 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-def item_kind(outcome_kind: str, code: str | None) -> str:
+def item_kind(outcome_kind: str, code: ErrorCode | None) -> str:
     """Map a sink `OutcomeKind` value and error code to one of `ITEM_KINDS`.
 
     ALREADY_APPLIED and AHEAD come from 409s; RETRY and POISON are split by their code.
     """
     if outcome_kind == "APPLIED":
         return "success"
-    if outcome_kind in ("ALREADY_APPLIED", "AHEAD") or code == "ES_409":
+    if outcome_kind in ("ALREADY_APPLIED", "AHEAD") or code is ErrorCode.ES_409:
         return "version_conflict"
-    if code == "ES_429":
-        return "429"
-    if code == "ES_5XX":
-        return "5xx"
-    if code == "MAPPING_ERROR":
-        return "mapping_error"
-    return "other"
+    return "other" if code is None else _ITEM_KIND_OF_CODE.get(code, "other")
+
+
+_ITEM_KIND_OF_CODE: Final = {
+    ErrorCode.ES_429: "429",
+    ErrorCode.ES_5XX: "5xx",
+    ErrorCode.MAPPING_ERROR: "mapping_error",
+}

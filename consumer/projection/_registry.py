@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from consumer.errors import PoisonMessage
+from consumer.errors import ErrorCode, PoisonMessage
 from consumer.projection.canonical import (
     CanonicalizationError,
     encode_normalized,
@@ -34,6 +34,7 @@ RESERVED_FIELDS = frozenset(
 _REQUIRED_MAPPING_FIELDS = RESERVED_FIELDS | {"is_deleted"}
 _MAX_EXTERNAL_VERSION = 2**63 - 1  # Elasticsearch external versions are non-negative longs
 _AGGREGATE_TYPE = re.compile(r"[a-z][a-z0-9_]{0,62}")  # it becomes part of an index name
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # a MySQL table or column name
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,11 +62,15 @@ class Document:
 class Projector:
     """How to read and project one aggregate type.
 
-    - `select_sql`: a SELECT with one ``%s`` for a tuple of ids (``... WHERE id IN %s``) returning
-      at least `id`, `revision` and every column `build` reads, soft-deleted rows included.
+    - `table`, `columns`: where the rows live and which columns to read: at least ``id``,
+      ``revision`` and every column `build` reads. The truth port (`consumer.mysql.truth`) builds
+      the queries from them (quoted identifiers, parameters); every row is read, soft-deleted
+      rows included. Both are plain identifiers (``[A-Za-z_][A-Za-z0-9_]*``, at most 64).
     - `build(row)`: the type's own fields, including ``is_deleted`` (a `bool`), and none of
-      `RESERVED_FIELDS`. It raises `PoisonMessage("PROJECTION_ERROR", ...)` for a row it cannot
-      project; `KeyError`, `TypeError` and `ValueError` from it are turned into that too.
+      `RESERVED_FIELDS`. It raises `PoisonMessage(ErrorCode.PROJECTION_ERROR, ...)` for a row it
+      cannot project; `KeyError`, `TypeError` and `ValueError` from it are turned into that too.
+      Any other exception is a bug: the pipeline retries the row, then dead-letters it as
+      PROJECTION_ERROR too (see `consumer.errors`).
     - `mapping`: the index body (``{"settings": ..., "mappings": ...}``) for this type; its
       properties must cover `RESERVED_FIELDS` and ``is_deleted``.
 
@@ -80,7 +85,8 @@ class Projector:
                 Projector(
                     aggregate_type="note",
                     schema_version=1,
-                    select_sql="SELECT id, text, revision, deleted_at FROM note WHERE id IN %s",
+                    table="note",
+                    columns=("id", "text", "revision", "deleted_at"),
                     build=build_note,
                     mapping=load_json("schemas/index/note.json"),
                 )
@@ -89,7 +95,8 @@ class Projector:
 
     aggregate_type: str
     schema_version: int
-    select_sql: str
+    table: str
+    columns: tuple[str, ...]
     build: Callable[[Row], dict[str, Any]]
     mapping: dict[str, Any]
 
@@ -100,8 +107,18 @@ class Projector:
             raise ValueError("schema_version must be an int")
         if self.schema_version < 1:
             raise ValueError("schema_version must be >= 1")
-        if "%s" not in self.select_sql:
-            raise ValueError("select_sql needs a %s placeholder for the id tuple")
+        if not isinstance(self.table, str) or not _IDENTIFIER.fullmatch(self.table):
+            raise ValueError(f"table {self.table!r}: want an identifier [A-Za-z_][A-Za-z0-9_]*")
+        if not isinstance(self.columns, tuple):
+            raise ValueError("columns must be a tuple of column names")
+        bad = [c for c in self.columns if not isinstance(c, str) or not _IDENTIFIER.fullmatch(c)]
+        if bad:
+            raise ValueError(f"columns {bad!r}: want identifiers [A-Za-z_][A-Za-z0-9_]*")
+        if len(set(self.columns)) != len(self.columns):
+            raise ValueError(f"columns {self.columns!r} name a column twice")
+        lacking = [c for c in ("id", "revision") if c not in self.columns]
+        if lacking:
+            raise ValueError(f"columns must include {lacking}")
         properties = self.mapping.get("mappings", {}).get("properties", {})
         missing = sorted(_REQUIRED_MAPPING_FIELDS - set(properties))
         if missing:
@@ -176,7 +193,7 @@ class ProjectorRegistry:
             return self._projectors[aggregate_type]
         except KeyError:
             raise PoisonMessage(
-                "UNKNOWN_AGGREGATE_TYPE", f"no projector registered for {aggregate_type!r}"
+                ErrorCode.UNKNOWN_AGGREGATE_TYPE, f"no projector registered for {aggregate_type!r}"
             ) from None
 
     def types(self) -> tuple[str, ...]:
@@ -185,24 +202,28 @@ class ProjectorRegistry:
 
 
 def _error(doc_id: str, message: str) -> PoisonMessage:
-    return PoisonMessage("PROJECTION_ERROR", f"{doc_id}: {message}")
+    return PoisonMessage(ErrorCode.PROJECTION_ERROR, f"{doc_id}: {message}")
 
 
 def _doc_id(value: object) -> str:
     # The id is both the Elasticsearch _id and the body's `id`; canonical JSON would NFC the
     # latter, so a non-NFC id would make them differ. Refuse it instead.
     if not isinstance(value, str) or not value:
-        raise PoisonMessage("PROJECTION_ERROR", f"id must be a non-empty string, got {value!r}")
+        raise PoisonMessage(
+            ErrorCode.PROJECTION_ERROR, f"id must be a non-empty string, got {value!r}"
+        )
     if unicodedata.normalize("NFC", value) != value:
-        raise PoisonMessage("PROJECTION_ERROR", f"id {value!r} is not in Unicode NFC")
+        raise PoisonMessage(ErrorCode.PROJECTION_ERROR, f"id {value!r} is not in Unicode NFC")
     if len(value.encode("utf-8")) > 512:
-        raise PoisonMessage("PROJECTION_ERROR", f"id longer than 512 bytes: {value[:40]!r}...")
+        raise PoisonMessage(
+            ErrorCode.PROJECTION_ERROR, f"id longer than 512 bytes: {value[:40]!r}..."
+        )
     return value
 
 
 def _revision(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise PoisonMessage("PROJECTION_ERROR", f"revision must be an int, got {value!r}")
+        raise PoisonMessage(ErrorCode.PROJECTION_ERROR, f"revision must be an int, got {value!r}")
     if not 1 <= value <= _MAX_EXTERNAL_VERSION:
-        raise PoisonMessage("PROJECTION_ERROR", f"revision {value} outside 1..2^63-1")
+        raise PoisonMessage(ErrorCode.PROJECTION_ERROR, f"revision {value} outside 1..2^63-1")
     return value

@@ -36,14 +36,15 @@ from typing import Any
 
 import orjson
 
-from consumer.errors import PoisonMessage
+from consumer.errors import ErrorCode, PoisonMessage
 from consumer.projection._registry import Projector, Row
 
 __all__ = [
     "AGGREGATE_TYPE",
+    "COLUMNS",
     "RELATION_TYPE",
     "SCHEMA_VERSION",
-    "SELECT_SQL",
+    "TABLE",
     "build",
     "load_mapping",
     "projector",
@@ -52,9 +53,8 @@ __all__ = [
 
 AGGREGATE_TYPE = "wiki_page"
 SCHEMA_VERSION = 2
-SELECT_SQL = (
-    "SELECT id, title, content, relations_json, revision, deleted_at FROM wiki_page WHERE id IN %s"
-)
+TABLE = "wiki_page"
+COLUMNS = ("id", "title", "content", "relations_json", "revision", "deleted_at")
 RELATION_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 """A relation type: a safe Elasticsearch field name under ``relations``."""
 
@@ -64,7 +64,8 @@ def projector() -> Projector:
     return Projector(
         aggregate_type=AGGREGATE_TYPE,
         schema_version=SCHEMA_VERSION,
-        select_sql=SELECT_SQL,
+        table=TABLE,
+        columns=COLUMNS,
         build=build,
         mapping=load_mapping(),
     )
@@ -142,4 +143,4 @@ def _required(entity: dict[str, Any], key: str, where: str) -> str:
 
 
 def _poison(message: str) -> PoisonMessage:
-    return PoisonMessage("PROJECTION_ERROR", message)
+    return PoisonMessage(ErrorCode.PROJECTION_ERROR, message)

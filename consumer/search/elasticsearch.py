@@ -14,7 +14,7 @@ from typing import Any
 from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
-from consumer.errors import TransientError
+from consumer.errors import ErrorCode, TransientError
 from consumer.naming import check_index_name, physical_version
 from consumer.search.errors import es_error
 from consumer.search.port import (
@@ -175,7 +175,7 @@ def _translated(name: str) -> Iterator[None]:
     except ApiError as exc:
         raise _refusal(name, exc) from exc
     except TransportError as exc:
-        raise TransientError("ES_UNAVAILABLE", f"{name}: {exc}") from exc
+        raise TransientError(ErrorCode.ES_UNAVAILABLE, f"{name}: {exc}") from exc
 
 
 def _refusal(name: str, exc: ApiError) -> Exception:
@@ -190,5 +190,7 @@ def _refusal(name: str, exc: ApiError) -> Exception:
     if error.type in _CONFLICT:
         return AliasConflict(name, message, error.type)
     if error.status == 429 or error.status >= 500:
-        return TransientError(f"ES_{error.status}" if error.status < 500 else "ES_5XX", message)
+        return TransientError(
+            ErrorCode.ES_429 if error.status == 429 else ErrorCode.ES_5XX, message
+        )
     return IndexAdminError(name, message, error.type)

@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from consumer.errors import TransientError
+from consumer.errors import ErrorCode, TransientError
 from consumer.search.fake_admin import InMemoryIndexAdmin
 from consumer.search.port import DEFAULT_REFRESH_INTERVAL, effective_write_index
 from consumer.search.sink import IndexOp, ItemResult
@@ -153,15 +153,15 @@ class InMemoryIndex:
     async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
         targets = list(self.aliases[alias]) if alias in self.aliases else [alias]
         if targets[0] not in self.indices:
-            raise TransientError("ALIAS_MISSING", f"no alias {alias}")
+            raise TransientError(ErrorCode.ALIAS_MISSING, f"no alias {alias}")
         if len(targets) > 1:
-            raise TransientError("ES_400", f"mget {alias}: alias has more than one index")
+            raise TransientError(ErrorCode.ES_400, f"mget {alias}: alias has more than one index")
         docs = self.indices[targets[0]].docs
         return {doc_id: (docs[doc_id].version if doc_id in docs else None) for doc_id in ids}
 
     async def refresh(self, alias: str) -> None:
         if not self.exists(alias):
-            raise TransientError("ALIAS_MISSING", f"no index or alias {alias}")
+            raise TransientError(ErrorCode.ALIAS_MISSING, f"no index or alias {alias}")
 
     # -- internals ---------------------------------------------------------------------------
 

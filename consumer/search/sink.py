@@ -8,7 +8,8 @@ Layers, each with one job:
 
 - `SearchIndex`: the narrow port. `EsIndex` adapts `AsyncElasticsearch` to it;
   `consumer.search.fake.InMemoryIndex` implements it in memory for tests.
-- `classify`: a pure function from one bulk item result to an `Outcome`.
+- `classify`: a pure function from one bulk item result to its `ErrorCode` (None: written).
+  What a code means (poison, transient, systemic) is `consumer.errors`' table, not the sink's.
 - `Sink`: runs a bulk, classifies every item, and confirms every 409 by reading the stored
   version (one mget per alias per batch) so that a conflict is never silently ignored.
 
@@ -28,22 +29,19 @@ import orjson
 from elastic_transport import ConnectionTimeout, TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
-from consumer.errors import TransientError
+from consumer.errors import Disposition, ErrorCode, TransientError
 from consumer.projection import Document
 from consumer.search.errors import es_error
 
 __all__ = [
-    "SYSTEMIC_CODES",
     "BulkSizer",
     "EsIndex",
     "IndexOp",
     "ItemResult",
-    "Outcome",
     "OutcomeKind",
     "SearchIndex",
     "Sink",
     "SinkObserver",
-    "Verdict",
     "WriteOutcome",
     "classify",
 ]
@@ -62,12 +60,6 @@ _MAPPING_ERRORS = frozenset(
         "illegal_argument_exception",
     }
 )
-
-SYSTEMIC_CODES = frozenset(
-    {"ES_429", "ES_BLOCKED", "ES_5XX", "ES_UNAVAILABLE", "ES_TIMEOUT", "ES_AUTH", "ALIAS_MISSING"}
-)
-"""RETRY codes caused by the cluster, not by the event: better met with backpressure (pause
-intake) than by spending the event's retry budget towards the DLQ."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,49 +113,39 @@ class SearchIndex(Protocol):
         ...
 
 
-class Verdict(enum.Enum):
-    """What one bulk item result means on its own (before 409 confirmation)."""
-
-    APPLIED = "APPLIED"
-    CONFLICT = "CONFLICT"
-    RETRY = "RETRY"
-    POISON = "POISON"
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    verdict: Verdict
-    code: str | None = None
-
-
-def classify(result: ItemResult) -> Outcome:
-    """Map one item result to a verdict and an error code. Pure; the table is the policy."""
+def classify(result: ItemResult) -> ErrorCode | None:
+    """The error code of one item result (None: written; ES_409: a conflict to confirm). Pure."""
     status, etype = result.status, result.error_type
     if 200 <= status < 300:
-        return Outcome(Verdict.APPLIED)
-    if status == 409:
-        return Outcome(Verdict.CONFLICT, "ES_409")
+        return None
     if status == NO_RESPONSE:
-        return Outcome(Verdict.RETRY, "ES_TIMEOUT" if etype == TIMEOUT_ERROR else "ES_UNAVAILABLE")
-    if etype == "cluster_block_exception":  # 429 flood-stage disk block, 403 write block
-        return Outcome(Verdict.RETRY, "ES_BLOCKED")
+        return ErrorCode.ES_TIMEOUT if etype == TIMEOUT_ERROR else ErrorCode.ES_UNAVAILABLE
+    return status_code(status, etype)
+
+
+def status_code(status: int, error_type: str | None) -> ErrorCode:
+    """The error code of an HTTP answer that is not a success."""
+    if status == 409:
+        return ErrorCode.ES_409
+    if error_type == "cluster_block_exception":  # 429 flood-stage disk block, 403 write block
+        return ErrorCode.ES_BLOCKED
     if status == 429:
-        return Outcome(Verdict.RETRY, "ES_429")
+        return ErrorCode.ES_429
     if status == 404:  # index_not_found_exception: the alias is missing; run index init
-        return Outcome(Verdict.RETRY, "ALIAS_MISSING")
+        return ErrorCode.ALIAS_MISSING
     if status in (401, 403):
-        return Outcome(Verdict.RETRY, "ES_AUTH")
+        return ErrorCode.ES_AUTH
     if status == 408:
-        return Outcome(Verdict.RETRY, "ES_TIMEOUT")
+        return ErrorCode.ES_TIMEOUT
     if status == 413:  # a single document above http.max_content_length; BulkSizer avoids more
-        return Outcome(Verdict.RETRY, "ES_TOO_LARGE")
+        return ErrorCode.ES_TOO_LARGE
     if status >= 500:
-        return Outcome(Verdict.RETRY, "ES_5XX")
-    if status == 400 and etype in _MAPPING_ERRORS:
-        return Outcome(Verdict.POISON, "MAPPING_ERROR")
+        return ErrorCode.ES_5XX
+    if status == 400:
+        return ErrorCode.MAPPING_ERROR if error_type in _MAPPING_ERRORS else ErrorCode.ES_400
     if 400 <= status < 500:
-        return Outcome(Verdict.POISON, f"ES_{status}")
-    return Outcome(Verdict.RETRY, "ES_UNEXPECTED")
+        return ErrorCode.ES_4XX
+    return ErrorCode.ES_UNEXPECTED
 
 
 class OutcomeKind(enum.Enum):
@@ -172,15 +154,15 @@ class OutcomeKind(enum.Enum):
     APPLIED = "APPLIED"  # written now
     ALREADY_APPLIED = "ALREADY_APPLIED"  # 409 and the stored version equals ours
     AHEAD = "AHEAD"  # 409 and Elasticsearch holds a newer version: re-read the truth
-    RETRY = "RETRY"  # may succeed later (see `code`)
-    POISON = "POISON"  # can never succeed as it is: DLQ with `code`
+    RETRY = "RETRY"  # failed; `code` is TRANSIENT or SYSTEMIC
+    POISON = "POISON"  # failed; `code` is POISON: DLQ
 
 
 @dataclass(frozen=True, slots=True)
 class WriteOutcome:
     op: IndexOp
     kind: OutcomeKind
-    code: str | None = None
+    code: ErrorCode | None = None
     message: str | None = None
     stored_version: int | None = None
 
@@ -191,8 +173,17 @@ class WriteOutcome:
 
     @property
     def systemic(self) -> bool:
-        """True when the cluster, not the event, is at fault (see `SYSTEMIC_CODES`)."""
-        return self.kind is OutcomeKind.RETRY and self.code in SYSTEMIC_CODES
+        """True when the cluster, not the event, is at fault (`ErrorCode.disposition`)."""
+        return self.code is not None and self.code.disposition is Disposition.SYSTEMIC
+
+    @classmethod
+    def failed(
+        cls, op: IndexOp, code: ErrorCode, message: str, stored_version: int | None = None
+    ) -> WriteOutcome:
+        """A RETRY or POISON outcome, as the code's disposition says."""
+        poison = code.disposition is Disposition.POISON
+        kind = OutcomeKind.POISON if poison else OutcomeKind.RETRY
+        return cls(op, kind, code, message, stored_version)
 
 
 class SinkObserver(Protocol):
@@ -227,12 +218,12 @@ class Sink:
         outcomes: list[WriteOutcome | None] = []
         conflicts: dict[str, list[int]] = {}
         for position, result in enumerate(results):
-            verdict = classify(result)
-            if verdict.verdict is Verdict.CONFLICT:
+            code = classify(result)
+            if code is ErrorCode.ES_409:
                 conflicts.setdefault(result.op.alias, []).append(position)
                 outcomes.append(None)
             else:
-                outcomes.append(_final(result, verdict))
+                outcomes.append(_final(result, code))
         for alias, positions in conflicts.items():
             await self._confirm(alias, [results[p].op for p in positions], positions, outcomes)
         if self._observer is not None:
@@ -257,31 +248,29 @@ class Sink:
             stored = await self._index.get_versions(alias, sorted({op.doc_id for op in ops}))
         except TransientError as exc:
             for op, position in zip(ops, positions, strict=True):
-                outcomes[position] = WriteOutcome(op, OutcomeKind.RETRY, exc.code, exc.message)
+                outcomes[position] = WriteOutcome.failed(op, exc.code, exc.message)
             return
         for op, position in zip(ops, positions, strict=True):
             version = stored.get(op.doc_id)
             if version == op.version:
-                kind, msg = OutcomeKind.ALREADY_APPLIED, None
+                outcomes[position] = WriteOutcome(
+                    op, OutcomeKind.ALREADY_APPLIED, None, None, version
+                )
             elif version is not None and version > op.version:
-                kind, msg = OutcomeKind.AHEAD, f"stored version {version} > {op.version}"
+                message = f"stored version {version} > {op.version}"
+                outcomes[position] = WriteOutcome(op, OutcomeKind.AHEAD, None, message, version)
             else:
-                kind, msg = OutcomeKind.RETRY, f"409 but stored version is {version}"
-            code = "ES_409_UNCONFIRMED" if kind is OutcomeKind.RETRY else None
-            outcomes[position] = WriteOutcome(op, kind, code, msg, version)
+                message = f"409 but stored version is {version}"
+                outcomes[position] = WriteOutcome.failed(
+                    op, ErrorCode.ES_409_UNCONFIRMED, message, version
+                )
 
 
-def _final(result: ItemResult, outcome: Outcome) -> WriteOutcome:
-    kind = {
-        Verdict.APPLIED: OutcomeKind.APPLIED,
-        Verdict.RETRY: OutcomeKind.RETRY,
-        Verdict.POISON: OutcomeKind.POISON,
-    }[outcome.verdict]
-    message = None
-    if kind is not OutcomeKind.APPLIED:
-        message = f"{result.status} {result.error_type}: {result.reason}"
-    stored = result.op.version if kind is OutcomeKind.APPLIED else None
-    return WriteOutcome(result.op, kind, outcome.code, message, stored)
+def _final(result: ItemResult, code: ErrorCode | None) -> WriteOutcome:
+    if code is None:
+        return WriteOutcome(result.op, OutcomeKind.APPLIED, stored_version=result.op.version)
+    message = f"{result.status} {result.error_type}: {result.reason}"
+    return WriteOutcome.failed(result.op, code, message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,16 +350,17 @@ class EsIndex:
             response = await self._client.mget(index=alias, ids=wanted, source=False, realtime=True)
         except ApiError as exc:
             error = es_error(exc)
-            code = "ALIAS_MISSING" if error.status == 404 else f"ES_{error.status}"
+            code = _mget_code(error.status, error.type)
             raise TransientError(code, f"mget {alias}: {error.type}: {error.reason}") from exc
         except TransportError as exc:
-            raise TransientError("ES_UNAVAILABLE", f"mget {alias}: {exc}") from exc
+            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"mget {alias}: {exc}") from exc
         versions: dict[str, int | None] = {}
         for doc in response.body.get("docs", []):
             error = doc.get("error")
             if error is not None:
                 etype = error.get("type") if isinstance(error, dict) else str(error)
-                code = "ALIAS_MISSING" if etype == "index_not_found_exception" else "ES_MGET"
+                missing = etype == "index_not_found_exception"
+                code = ErrorCode.ALIAS_MISSING if missing else ErrorCode.ES_MGET
                 raise TransientError(code, f"mget {alias}/{doc.get('_id')}: {etype}")
             versions[doc["_id"]] = int(doc["_version"]) if doc.get("found") else None
         return {doc_id: versions.get(doc_id) for doc_id in wanted}
@@ -379,7 +369,13 @@ class EsIndex:
         try:
             await self._client.indices.refresh(index=alias)
         except (ApiError, TransportError) as exc:
-            raise TransientError("ES_UNAVAILABLE", f"refresh {alias}: {exc}") from exc
+            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"refresh {alias}: {exc}") from exc
+
+
+def _mget_code(status: int, error_type: str | None) -> ErrorCode:
+    """The code of a failed mget: the status's, but never poison (no document was refused)."""
+    code = status_code(status, error_type)
+    return ErrorCode.ES_MGET if code.disposition is Disposition.POISON else code
 
 
 def _items(chunk: list[IndexOp], body: Any) -> list[ItemResult]:

@@ -3,8 +3,8 @@
 Events are thin: each one only says that its aggregate changed, and the worker re-reads the
 current row. So all the events of one key that are waiting can share a single re-read, which sees
 the latest row and therefore covers every one of them (the newest as applied, the others as
-superseded; DESIGN.md invariant 5). A key has at most one work in flight, which keeps the writes
-of one key in order; events that arrive meanwhile wait for the next work of that key.
+superseded; docs/design.md, invariant 5). A key has at most one work in flight, which keeps the
+writes of one key in order; events that arrive meanwhile wait for the next work of that key.
 
 The coalescer only holds events and positions; reading, writing and committing belong to other
 steps. `is_full` is its backpressure signal to the intake (pause partitions, never sleep).

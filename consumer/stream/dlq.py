@@ -22,7 +22,7 @@ from typing import Any, Final, Protocol, cast
 import confluent_kafka
 import fastavro
 
-from consumer.errors import ConfigError, DlqBudgetExceeded, PoisonMessage, TransientError
+from consumer.errors import ConfigError, DlqBudgetExceeded, ErrorCode, PoisonMessage, TransientError
 from consumer.events import load_avro_schema
 from consumer.types import Operation, ThinEvent
 
@@ -145,7 +145,9 @@ def decode_record(value: bytes) -> DlqRecord:
         operation = fields.pop("operation")
         return DlqRecord(**fields, operation=Operation(operation) if operation else None)
     except Exception as exc:  # untrusted bytes: any failure means "not a dead letter of ours"
-        raise PoisonMessage("BAD_DLQ_RECORD", f"not an avro-v1 DLQ record: {exc!r:.200}") from exc
+        raise PoisonMessage(
+            ErrorCode.BAD_DLQ_RECORD, f"not an avro-v1 DLQ record: {exc!r:.200}"
+        ) from exc
 
 
 class DlqBudget:
@@ -279,9 +281,11 @@ class DlqProducer:
                 on_delivery=on_delivery,
             )
         except BufferError as exc:
-            raise TransientError("DLQ_QUEUE_FULL", f"producer queue is full: {exc}") from exc
+            raise TransientError(
+                ErrorCode.DLQ_QUEUE_FULL, f"producer queue is full: {exc}"
+            ) from exc
         except confluent_kafka.KafkaException as exc:
-            raise TransientError("DLQ_PRODUCE_FAILED", str(exc)) from exc
+            raise TransientError(ErrorCode.DLQ_PRODUCE_FAILED, str(exc)) from exc
         self._ensure_poller()
         await acknowledged
 
@@ -311,7 +315,7 @@ def _settle(future: asyncio.Future[None], err: Any) -> None:
     if err is None:
         future.set_result(None)
     else:
-        future.set_exception(TransientError("DLQ_DELIVERY_FAILED", str(err)))
+        future.set_exception(TransientError(ErrorCode.DLQ_DELIVERY_FAILED, str(err)))
 
 
 # --- inspect and replay: blocking library functions for the CLI ----------------------------------
@@ -513,7 +517,7 @@ def _read_to_end(
         if loop_deadline.expired():
             unread = sorted(pending)
             raise TransientError(
-                "DLQ_READ_TIMEOUT", f"{topic}: partitions {unread} not read to end"
+                ErrorCode.DLQ_READ_TIMEOUT, f"{topic}: partitions {unread} not read to end"
             )
         message = consumer.poll(timeout=0.5)
         if message is None:
@@ -523,7 +527,7 @@ def _read_to_end(
             if error.code() == confluent_kafka.KafkaError._PARTITION_EOF:
                 pending.pop(message.partition(), None)
                 continue
-            raise TransientError("DLQ_READ_FAILED", str(error))
+            raise TransientError(ErrorCode.DLQ_READ_FAILED, str(error))
         partition, offset = message.partition(), message.offset()
         if partition not in pending:
             continue
@@ -537,11 +541,11 @@ def _decode_message(message: Any) -> DlqRecord:
     marker = headers.get(DLQ_FORMAT_HEADER)
     where = f"{message.topic()}/{message.partition()}/{message.offset()}"
     if marker is not None and marker != DLQ_FORMAT:
-        raise PoisonMessage("BAD_DLQ_RECORD", f"{where}: unsupported DLQ format {marker!r}")
+        raise PoisonMessage(ErrorCode.BAD_DLQ_RECORD, f"{where}: unsupported DLQ format {marker!r}")
     try:
         return decode_record(message.value() or b"")
     except PoisonMessage as exc:
-        raise PoisonMessage("BAD_DLQ_RECORD", f"{where}: {exc.message}") from exc
+        raise PoisonMessage(ErrorCode.BAD_DLQ_RECORD, f"{where}: {exc.message}") from exc
 
 
 def _produce_and_wait(
@@ -560,9 +564,9 @@ def _produce_and_wait(
     while not outcome and not deadline.expired():
         producer.poll(0.1)
     if not outcome:
-        raise TransientError("REPLAY_TIMEOUT", f"no acknowledgement for {origin.decode()}")
+        raise TransientError(ErrorCode.REPLAY_TIMEOUT, f"no acknowledgement for {origin.decode()}")
     if outcome[0] is not None:
-        raise TransientError("REPLAY_FAILED", f"{origin.decode()}: {outcome[0]}")
+        raise TransientError(ErrorCode.REPLAY_FAILED, f"{origin.decode()}: {outcome[0]}")
 
 
 class _Deadline:

@@ -2,8 +2,8 @@
 
 Work on a partition finishes out of order (key coalescing, retries, many keys in flight), but a
 Kafka commit says "everything before this offset is done". So the offset to commit is the first
-offset that is *not* finished: the contiguous completed prefix (DESIGN.md invariant 5, seed 001
-section 4.1). It is never the highest finished offset, which would skip an unfinished event for
+offset that is *not* finished: the contiguous completed prefix (docs/design.md, invariant 5).
+It is never the highest finished offset, which would skip an unfinished event for
 good after a crash.
 
 Consumed offsets rise but may have gaps (transaction markers, compacted records), so the ledger
@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import bisect
 
-from consumer.types import Position
-
-TopicPartition = tuple[str, int]
+from consumer.types import Position, TopicPartition
 
 
 class PartitionLedger:

@@ -8,11 +8,16 @@
 
 Each message carries its own position. A position is finished when its event was applied, found
 already applied, superseded by a newer event of its key in the same work, or dead-lettered with an
-acknowledged produce (DESIGN.md invariant 5). Nothing else finishes it, so nothing else moves the
-commit.
+acknowledged produce (docs/design.md, invariant 5). Nothing else finishes it, so nothing else
+moves the commit.
 
-Backpressure is explicit: when too many events wait, or Elasticsearch / MySQL are failing
-systemically, the assigned partitions are paused (the consumer keeps polling, so it stays in the
+What a failed work becomes is its error code's disposition (`consumer.errors`): POISON is
+dead-lettered at once, TRANSIENT is retried with backoff up to the attempt limit and then
+dead-lettered, SYSTEMIC (a shared dependency is down) is retried without spending the work's
+attempts and pauses intake. `_settle` is the one place that acts on it.
+
+Backpressure is explicit: when too many events wait, or a failure is SYSTEMIC, the assigned
+partitions are paused (the consumer keeps polling, so it stays in the
 group) and resumed once the pressure is gone. Nothing here sleeps: waits are on events with
 deadlines.
 """
@@ -30,18 +35,25 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from consumer.errors import DlqBudgetExceeded, PoisonMessage, TransientError
+from consumer.errors import (
+    Disposition,
+    DlqBudgetExceeded,
+    ErrorCode,
+    PoisonMessage,
+    TransientError,
+)
 from consumer.events import decode
-from consumer.kafka.intake import TP, RawMessage
+from consumer.kafka.intake import RawMessage
 from consumer.mysql.state import StateRecorder, StateUpdate
 from consumer.observability.logs import log_event_outcome
 from consumer.observability.metrics import Metrics
 from consumer.stream.coalesce import Coalescer, Work
 from consumer.stream.dlq import DlqBudget, DlqRecord
 from consumer.stream.ledger import OffsetLedger
-from consumer.stream.processor import Processor, Result, Verdict
+from consumer.stream.processor import Processor
 from consumer.stream.retry import RetryPolicy
-from consumer.types import Position, ThinEvent
+from consumer.stream.verdict import Result, Verdict
+from consumer.types import Position, ThinEvent, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -55,13 +67,15 @@ class IntakePort(Protocol):
 
     async def consume(self, max_messages: int, timeout_s: float) -> list[RawMessage]: ...
 
-    async def commit(self, offsets: dict[TP, int]) -> dict[TP, bool]: ...
+    async def commit(self, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, bool]: ...
 
-    async def pause(self, partitions: Sequence[TP]) -> None: ...
+    async def pause(self, partitions: Sequence[TopicPartition]) -> None: ...
 
-    async def resume(self, partitions: Sequence[TP]) -> None: ...
+    async def resume(self, partitions: Sequence[TopicPartition]) -> None: ...
 
-    async def high_watermarks(self, partitions: Sequence[TP]) -> dict[TP, int]: ...
+    async def high_watermarks(
+        self, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int]: ...
 
 
 class DlqPort(Protocol):
@@ -130,15 +144,15 @@ class Pipeline:
         self._ledger = OffsetLedger()
         self._coalescer = Coalescer(max_in_flight_keys, max_queued_events)
         self._pending: dict[Position, _Pending] = {}
-        self._assigned: set[TP] = set()
-        self._paused: set[TP] = set()
+        self._assigned: set[TopicPartition] = set()
+        self._paused: set[TopicPartition] = set()
         self._retries: list[_Due] = []
         self._seq = itertools.count()
         self._systemic_attempts: dict[tuple[str, str], int] = {}
         self._batches: set[asyncio.Task[None]] = set()
         self._state_writes: set[asyncio.Task[None]] = set()
         self._dead_letters: set[asyncio.Task[None]] = set()
-        self._works_by_tp: dict[TP, int] = {}
+        self._works_by_tp: dict[TopicPartition, int] = {}
         self._degraded: str | None = None
         self._fatal: BaseException | None = None
         self._last_progress = clock()
@@ -222,12 +236,12 @@ class Pipeline:
 
     # -- rebalance (RebalanceListener) ------------------------------------------------------
 
-    def assigned(self, partitions: Sequence[TP]) -> None:
+    def assigned(self, partitions: Sequence[TopicPartition]) -> None:
         self._assigned.update(partitions)
         self._metrics.set_assigned(len(self._assigned))
         self._last_progress = self._clock()
 
-    async def revoking(self, partitions: Sequence[TP]) -> dict[TP, int]:
+    async def revoking(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         """Stop taking work for `partitions`, let their in-flight work finish, return offsets.
 
         Runs on the loop while the consumer thread waits: it must not call the intake.
@@ -245,7 +259,7 @@ class Pipeline:
         offsets = self._ledger.to_commit()
         return {tp: o for tp, o in offsets.items() if tp in revoked}
 
-    def _drop_waiting(self, revoked: set[TP]) -> None:
+    def _drop_waiting(self, revoked: set[TopicPartition]) -> None:
         """Forget the scheduled retries and queued events of `revoked` partitions."""
         for due in list(self._retries):
             if any((p.topic, p.partition) in revoked for p in due.work.positions):
@@ -255,7 +269,7 @@ class Pipeline:
         for topic, partition in revoked:
             self._coalescer.drop_partition(topic, partition)
 
-    def revoked(self, partitions: Sequence[TP], *, lost: bool) -> None:
+    def revoked(self, partitions: Sequence[TopicPartition], *, lost: bool) -> None:
         for tp in partitions:
             if lost:
                 self._drop_waiting({tp})
@@ -305,12 +319,10 @@ class Pipeline:
     async def _run_batch(self, works: list[Work]) -> None:
         try:
             verdicts = await self._processor.process(works)
-        except Exception as exc:  # a bug in a step: retry the works, never lose them
+        except Exception as exc:  # a bug in a step: each work failed on its own (INTERNAL)
             log.exception("batch failed unexpectedly; its works will be retried")
-            err = TransientError("INTERNAL", f"{type(exc).__name__}: {exc}")
-            verdicts = [
-                Verdict(w, Result.RETRY, err.code, err.message, systemic=True) for w in works
-            ]
+            message = f"{type(exc).__name__}: {exc}"
+            verdicts = [Verdict(w, Result.FAILED, ErrorCode.INTERNAL, message) for w in works]
         updates: list[StateUpdate] = []
         for verdict in verdicts:
             update = self._settle(verdict)
@@ -384,13 +396,15 @@ class Pipeline:
                 schema_version=verdict.schema_version,
                 projection_hash=doc.projection_hash,
             )
-        code = verdict.code or "UNKNOWN"
-        message = verdict.message or code
-        if verdict.result is Result.RETRY:
+        code = verdict.code
+        assert code is not None  # a verdict that did not finish failed, with a code
+        message = verdict.message or code.value
+        disposition = verdict.disposition
+        if disposition is not Disposition.POISON:
             self._metrics.retry(work.key.aggregate_type, code)
             for event, pos in work.events:
-                self._log_outcome(event, pos, verdict, "retry", work.attempts)
-            if verdict.systemic:
+                self._log_outcome(event, pos, verdict, "retry", work.attempts, code, message)
+            if disposition is Disposition.SYSTEMIC:
                 n = self._systemic_attempts.get(key, 0) + 1
                 self._systemic_attempts[key] = n
                 self._degraded = code
@@ -402,8 +416,8 @@ class Pipeline:
                 self._schedule(work, self._retry.delay(own))
                 return StateUpdate(*key, work.max_revision, error_code=code, error_message=message)
             message = f"retries exhausted after {own} attempts: {message}"
-        # DEAD, or retries exhausted
-        if code == "REVISION_REGRESSION":
+        # POISON, or TRANSIENT with its attempts spent
+        if code is ErrorCode.REVISION_REGRESSION:
             self._metrics.revision_regression(work.key.aggregate_type)
         positions = list(work.positions)
         self._systemic_attempts.pop(key, None)
@@ -429,7 +443,7 @@ class Pipeline:
     def _dead_letter(
         self,
         positions: list[Position],
-        code: str,
+        code: ErrorCode,
         message: str,
         *,
         attempts: int,
@@ -452,7 +466,7 @@ class Pipeline:
     async def _send_dead(
         self,
         positions: list[Position],
-        code: str,
+        code: ErrorCode,
         message: str,
         attempts: int,
         verdict: Verdict | None,
@@ -470,7 +484,7 @@ class Pipeline:
                 key=raw.key,
                 value=raw.value,
                 consumer_group=self._opt.group_id,
-                error_code=code,
+                error_code=code.value,
                 error_message=message,
                 attempts=attempts,
                 first_failed_at=pending.first_failed_at or now,
@@ -592,11 +606,9 @@ class Pipeline:
         verdict: Verdict | None,
         result: str,
         attempt: int,
-        error_code: str | None = None,
+        error_code: ErrorCode | None = None,
         error_message: str | None = None,
     ) -> None:
-        if verdict is not None and verdict.result is Result.RETRY:
-            error_code, error_message = verdict.code, verdict.message
         log_event_outcome(
             log,
             event_id=event.event_id,

@@ -4,7 +4,7 @@ For each work it re-reads the truth (batched per aggregate type), builds the doc
 projector, writes it through the alias with the revision as the external version, and says what
 became of it. It knows nothing of Kafka, offsets or the DLQ: the pipeline acts on the verdicts.
 
-Rules (DESIGN.md, issue 3):
+Rules (docs/design.md, invariants 3 and 4; docs/consumer.md, "Truth rules"):
 - a row older than the event (a lagging replica) is not written: it is read again from the
   primary, and if the primary is behind too the revision went backwards (REVISION_REGRESSION);
 - a row that is gone (hard delete) becomes a tombstone at the newest revision known for it (the
@@ -12,49 +12,27 @@ Rules (DESIGN.md, issue 3):
 - a 409 whose stored version equals ours is "already applied"; a stored version above the truth
   is re-checked against the primary, and if the truth is still behind it is a revision
   regression (DLQ, never "already applied").
+
+A failure is a verdict with an `ErrorCode`, never an exception out of `process`: an error of the
+truth or the sink fails the works that needed it, and an exception while planning or projecting
+one work fails that work alone (PROJECTION_ERROR from a projector, INTERNAL elsewhere).
 """
 
 from __future__ import annotations
 
-import enum
+import logging
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from consumer.errors import PoisonMessage, RevisionRegression, TransientError
+from consumer.errors import ErrorCode, PoisonMessage, RevisionRegression, TransientError
 from consumer.mysql.truth import TruthReader
 from consumer.projection import Document, Projector, ProjectorRegistry, Row
 from consumer.search.sink import IndexOp, OutcomeKind, Sink, WriteOutcome
 from consumer.stream.coalesce import Work
+from consumer.stream.verdict import Result, Verdict
 
-FLOOR_SQL = (
-    "SELECT aggregate_id AS id, revision FROM search_revision_floor"
-    " WHERE aggregate_type = '{aggregate_type}' AND aggregate_id IN %s"
-)
-
-
-class Result(enum.Enum):
-    APPLIED = "applied"  # written now
-    ALREADY_APPLIED = "already_applied"  # the index held exactly this revision
-    RETRY = "retry"  # try the work again later (`systemic`: the cluster's fault, not the event's)
-    DEAD = "dead"  # send every event of the work to the DLQ with `code`
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    work: Work
-    result: Result
-    code: str | None = None
-    message: str | None = None
-    systemic: bool = False
-    document: Document | None = None
-    alias: str | None = None
-    loaded_revision: int | None = None
-    schema_version: int | None = None
-
-    @property
-    def finished(self) -> bool:
-        return self.result in (Result.APPLIED, Result.ALREADY_APPLIED)
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -93,13 +71,12 @@ class Processor:
                 projector = self._registry.get(aggregate_type)
             except PoisonMessage as exc:
                 for work in group:
-                    verdicts[id(work)] = Verdict(work, Result.DEAD, exc.code, exc.message)
+                    verdicts[id(work)] = _failed_work(work, exc.code, exc.message)
                 continue
             try:
                 plans, early = await self._plan(projector, group, primary=False)
-            except TransientError as exc:
-                for work in group:
-                    verdicts[id(work)] = _retry(work, exc, systemic=True)
+            except Exception as exc:  # the truth could not be read: every work of the type failed
+                verdicts.update({id(w): _read_failed(w, exc, aggregate_type) for w in group})
                 continue
             planned.extend(plans)
             verdicts.update({id(v.work): v for v in early})
@@ -113,24 +90,23 @@ class Processor:
     ) -> tuple[list[_Planned], list[Verdict]]:
         """Load the rows of `works` and build their documents; early verdicts for the rest."""
         ids = [w.key.aggregate_id for w in works]
-        rows = await self._truth.load(projector.select_sql, ids, primary=primary)
-        behind = [
-            w.key.aggregate_id
-            for w in works
-            if w.key.aggregate_id in rows
-            and int(rows[w.key.aggregate_id]["revision"]) < w.max_revision
-        ]
+        rows = await self._truth.rows_by_id(projector, ids, primary=primary)
+        behind = [w.key.aggregate_id for w in works if _behind(rows.get(w.key.aggregate_id), w)]
         if behind and not primary:
             # Older than the event: a lagging replica. The primary cannot lag behind an event
             # Debezium read from its binlog, so its answer is final.
-            fresh = await self._truth.load(projector.select_sql, behind, primary=True)
+            fresh = await self._truth.rows_by_id(projector, behind, primary=True)
             for aggregate_id in behind:
                 if aggregate_id in fresh:
                     rows[aggregate_id] = fresh[aggregate_id]
                 else:
                     del rows[aggregate_id]
         missing = [i for i in ids if i not in rows]
-        floors = await self._floors(projector.aggregate_type, missing, primary) if missing else {}
+        floors: dict[str, int] = {}
+        if missing:
+            floors = await self._truth.revision_floors(
+                projector.aggregate_type, missing, primary=primary
+            )
         alias = self._alias_for(projector.aggregate_type)
         plans: list[_Planned] = []
         early: list[Verdict] = []
@@ -139,15 +115,18 @@ class Processor:
             try:
                 plan = self._plan_one(projector, alias, work, row, floors)
             except PoisonMessage as exc:
+                early.append(_failed_plan(projector, alias, work, row, exc.code, exc.message))
+                continue
+            except Exception as exc:  # a bug in the projector: this work's failure, no other's
+                log.warning(
+                    "projector raised unexpectedly",
+                    extra={"aggregate_type": projector.aggregate_type, "id": work.key.aggregate_id},
+                    exc_info=True,
+                )
+                message = f"projector raised {type(exc).__name__}: {exc}"
                 early.append(
-                    Verdict(
-                        work,
-                        Result.DEAD,
-                        exc.code,
-                        exc.message,
-                        alias=alias,
-                        loaded_revision=None if row is None else int(row["revision"]),
-                        schema_version=projector.schema_version,
+                    _failed_plan(
+                        projector, alias, work, row, ErrorCode.PROJECTION_ERROR, message, True
                     )
                 )
                 continue
@@ -162,7 +141,9 @@ class Processor:
             revision = max(work.max_revision, floors.get(work.key.aggregate_id, 0))
             doc = projector.tombstone(work.key.aggregate_id, revision)
             return _Planned(work, projector, alias, doc, None)
-        loaded = int(row["revision"])
+        loaded = _row_revision(row)
+        if loaded is None:  # not an int: the projector says why (PROJECTION_ERROR)
+            return _Planned(work, projector, alias, projector.project(row), None)
         if loaded < work.max_revision:
             raise RevisionRegression(
                 f"the primary's row is at revision {loaded}, older than event revision "
@@ -171,16 +152,12 @@ class Processor:
             )
         return _Planned(work, projector, alias, projector.project(row), loaded)
 
-    async def _floors(self, aggregate_type: str, ids: list[str], primary: bool) -> dict[str, int]:
-        sql = FLOOR_SQL.format(aggregate_type=aggregate_type.replace("'", ""))
-        rows = await self._truth.load(sql, ids, primary=primary)
-        return {i: int(r["revision"]) for i, r in rows.items()}
-
     async def _write(self, planned: list[_Planned]) -> list[Verdict]:
         if not planned:
             return []
-        ops = [IndexOp.from_document(p.alias, p.document) for p in planned]
-        outcomes = await self._sink.write(ops)
+        outcomes = await self._sink_write(planned)
+        if outcomes is None:
+            return [_write_failed(p) for p in planned]
         verdicts: list[Verdict] = []
         ahead: list[tuple[_Planned, WriteOutcome]] = []
         for plan, outcome in zip(planned, outcomes, strict=True):
@@ -203,8 +180,8 @@ class Processor:
             works = [plan.work for plan, _ in group]
             try:
                 fresh, early = await self._plan(projector, works, primary=True)
-            except TransientError as exc:
-                out.extend(_retry(w, exc, systemic=True) for w in works)
+            except Exception as exc:
+                out.extend(_read_failed(w, exc, projector.aggregate_type) for w in works)
                 continue
             out.extend(early)
             stored = {id(plan.work): o.stored_version or 0 for plan, o in group}
@@ -223,21 +200,32 @@ class Processor:
                     out.append(
                         _failed(
                             plan,
-                            Result.DEAD,
-                            "REVISION_REGRESSION",
+                            ErrorCode.REVISION_REGRESSION,
                             f"index holds revision {version} but the primary's row is at "
                             f"{plan.document.source_revision}: the revision went backwards "
                             "(id re-created without its revision floor?)",
                         )
                     )
             if retry_now:
-                ops = [IndexOp.from_document(p.alias, p.document) for p in retry_now]
-                for plan, outcome in zip(retry_now, await self._sink.write(ops), strict=True):
+                outcomes = await self._sink_write(retry_now)
+                if outcomes is None:
+                    out.extend(_write_failed(p) for p in retry_now)
+                    continue
+                for plan, outcome in zip(retry_now, outcomes, strict=True):
                     if outcome.kind is OutcomeKind.AHEAD:  # raced again: try the work later
-                        out.append(_failed(plan, Result.RETRY, "ES_AHEAD", outcome.message))
+                        out.append(_failed(plan, ErrorCode.ES_AHEAD, outcome.message))
                     else:
                         out.append(_from_outcome(plan, outcome))
         return out
+
+    async def _sink_write(self, planned: list[_Planned]) -> list[WriteOutcome] | None:
+        """The sink's outcomes for `planned`; None if the sink raised (it reports, not raises)."""
+        ops = [IndexOp.from_document(p.alias, p.document) for p in planned]
+        try:
+            return await self._sink.write(ops)
+        except Exception:
+            log.exception("the sink raised unexpectedly; its works will be retried")
+            return None
 
 
 def _done(plan: _Planned, result: Result) -> Verdict:
@@ -251,20 +239,68 @@ def _done(plan: _Planned, result: Result) -> Verdict:
     )
 
 
-def _failed(
-    plan: _Planned, result: Result, code: str | None, message: str | None, *, systemic: bool = False
-) -> Verdict:
-    """A DEAD or RETRY verdict for a planned write, with what is known of it."""
+def _failed(plan: _Planned, code: ErrorCode, message: str | None) -> Verdict:
+    """A FAILED verdict for a planned write, with what is known of it."""
     return Verdict(
         plan.work,
-        result,
+        Result.FAILED,
         code,
         message,
-        systemic=systemic,
         alias=plan.alias,
         loaded_revision=plan.loaded_revision,
         schema_version=plan.projector.schema_version,
     )
+
+
+def _failed_plan(
+    projector: Projector,
+    alias: str,
+    work: Work,
+    row: Row | None,
+    code: ErrorCode,
+    message: str,
+    unexpected: bool = False,
+) -> Verdict:
+    """A FAILED verdict for a work that could not be planned (its row read, or not)."""
+    return Verdict(
+        work,
+        Result.FAILED,
+        code,
+        message,
+        unexpected=unexpected,
+        alias=alias,
+        loaded_revision=None if row is None else _row_revision(row),
+        schema_version=projector.schema_version,
+    )
+
+
+def _failed_work(work: Work, code: ErrorCode, message: str) -> Verdict:
+    return Verdict(work, Result.FAILED, code, message)
+
+
+def _read_failed(work: Work, exc: Exception, aggregate_type: str) -> Verdict:
+    """The verdict of a work whose rows could not be read: the error's code, or INTERNAL."""
+    if isinstance(exc, TransientError | PoisonMessage):
+        return _failed_work(work, exc.code, exc.message)
+    log.warning("reading the truth raised unexpectedly", exc_info=exc)
+    message = f"reading {aggregate_type} raised {type(exc).__name__}: {exc}"
+    return _failed_work(work, ErrorCode.INTERNAL, message)
+
+
+def _write_failed(plan: _Planned) -> Verdict:
+    return _failed(plan, ErrorCode.INTERNAL, "the sink raised unexpectedly (see the log)")
+
+
+def _behind(row: Row | None, work: Work) -> bool:
+    """True when `row` is older than the newest event of `work`."""
+    revision = None if row is None else _row_revision(row)
+    return revision is not None and revision < work.max_revision
+
+
+def _row_revision(row: Row) -> int | None:
+    """The row's revision, or None if it is not an int (the projector refuses such a row)."""
+    revision = row.get("revision")
+    return revision if isinstance(revision, int) and not isinstance(revision, bool) else None
 
 
 def _from_outcome(plan: _Planned, outcome: WriteOutcome) -> Verdict:
@@ -272,10 +308,6 @@ def _from_outcome(plan: _Planned, outcome: WriteOutcome) -> Verdict:
         return _done(plan, Result.APPLIED)
     if outcome.kind is OutcomeKind.ALREADY_APPLIED:
         return _done(plan, Result.ALREADY_APPLIED)
-    if outcome.kind is OutcomeKind.POISON:
-        return _failed(plan, Result.DEAD, outcome.code, outcome.message)
-    return _failed(plan, Result.RETRY, outcome.code, outcome.message, systemic=outcome.systemic)
-
-
-def _retry(work: Work, exc: TransientError, *, systemic: bool, alias: str | None = None) -> Verdict:
-    return Verdict(work, Result.RETRY, exc.code, exc.message, systemic=systemic, alias=alias)
+    if outcome.code is None:  # AHEAD is handled by the caller; nothing else lacks a code
+        raise ValueError(f"a {outcome.kind.value} outcome without an error code")
+    return _failed(plan, outcome.code, outcome.message)

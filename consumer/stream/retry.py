@@ -1,13 +1,13 @@
 """When to try a failed work again, and when to give up and dead-letter it.
 
-The shape follows seed 000's ``NextRetry``: the delay doubles with every attempt up to a cap, and
-a random jitter of up to a fraction of the delay is added so that many works failing together do
-not retry together. Unlike the seed, the cap holds *with* the jitter: the nominal delay is capped
-at ``max_delay / (1 + jitter)``, so even at the cap the retries keep their spread and never wait
-longer than ``max_delay``.
+The delay doubles with every attempt up to a cap, and a random jitter of up to a fraction of the
+delay is added so that many works failing together do not retry together. The cap holds *with*
+the jitter: the nominal delay is capped at ``max_delay / (1 + jitter)``, so even at the cap the
+retries keep their spread and never wait longer than ``max_delay``.
 
-The clock and the random source are injected, so a test decides what time it is and what the
-dice say; the policy itself never sleeps.
+The random source is injected, so a test decides what the dice say; the policy only computes
+delays and never sleeps (the pipeline schedules the retry on its own clock). `Deadline` is the
+one way to wait on a condition with a deadline on an injected clock.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ class RetryPolicy:
     """Exponential backoff with jitter and a bounded number of attempts.
 
     `attempt` is the number of attempts made so far, the failed one included: after the first
-    failure call ``next_retry_at(1)``. The n-th retry waits about ``base_delay * 2**(n - 1)``.
+    failure call ``delay(1)``. The n-th retry waits about ``base_delay * 2**(n - 1)``.
     """
 
-    __slots__ = ("_base_delay", "_clock", "_jitter", "_max_attempts", "_max_delay", "_rng")
+    __slots__ = ("_base_delay", "_jitter", "_max_attempts", "_max_delay", "_rng")
 
     def __init__(
         self,
@@ -36,7 +36,6 @@ class RetryPolicy:
         max_delay: float,
         max_attempts: int,
         jitter: float,
-        clock: Clock,
         rng: random.Random,
     ) -> None:
         if not base_delay >= 0:
@@ -51,7 +50,6 @@ class RetryPolicy:
         self._max_delay = float(max_delay)
         self._max_attempts = max_attempts
         self._jitter = float(jitter)
-        self._clock = clock
         self._rng = rng
 
     @property
@@ -90,12 +88,6 @@ class RetryPolicy:
     def exhausted(self, attempt: int) -> bool:
         """True when `attempt` attempts used the whole budget: dead-letter instead of retrying."""
         return attempt >= self._max_attempts
-
-    def next_retry_at(self, attempt: int) -> float | None:
-        """The clock time to retry at after `attempt` failed, or None once attempts are spent."""
-        if self.exhausted(attempt):
-            return None
-        return self._clock() + self.delay(attempt)
 
 
 class Deadline:

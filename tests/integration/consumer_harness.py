@@ -175,7 +175,7 @@ async def expected_documents(
 ) -> dict[str, Document]:
     """What every document must be at quiescence: the projection of its row (or a tombstone)."""
     projector = default_registry().get("wiki_page")
-    rows = await truth.load(projector.select_sql, ids, primary=True)
+    rows = await truth.rows_by_id(projector, ids, primary=True)
     out: dict[str, Document] = {}
     for i in ids:
         if i in rows:

@@ -16,8 +16,8 @@ import pytest_asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from consumer.errors import ConfigError, TransientError
-from consumer.mysql.pool import MYSQL_UNAVAILABLE, create_pool, transaction
+from consumer.errors import ConfigError, ErrorCode, TransientError
+from consumer.mysql.pool import create_pool, transaction
 from consumer.mysql.state import (
     MAX_ERROR_MESSAGE_LENGTH,
     ProjectionState,
@@ -69,7 +69,10 @@ async def state_prefix(consumer_pool: aiomysql.Pool, id_prefix: str) -> AsyncIte
 # ---------------------------------------------------------------------------------- truth
 
 
-async def test_batched_load_returns_soft_deleted_rows_and_omits_missing_ids(
+PAGE = wiki_page.projector()
+
+
+async def test_rows_by_id_returns_soft_deleted_rows_and_omits_missing_ids(
     app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool, id_prefix: str
 ) -> None:
     writer = PageWriter(app_pool)
@@ -81,7 +84,7 @@ async def test_batched_load_returns_soft_deleted_rows_and_omits_missing_ids(
     missing = [f"{id_prefix}missing{i}" for i in range(4)]
     asked = [missing[0], *ids[:4], missing[1], *ids[4:], missing[2], ids[0], missing[3]]
 
-    rows = await MysqlTruth(consumer_pool, batch_size=3).load(wiki_page.SELECT_SQL, asked)
+    rows = await MysqlTruth(consumer_pool, batch_size=3).rows_by_id(PAGE, asked)
 
     assert set(rows) == set(ids)
     for page_id in ids:
@@ -91,8 +94,10 @@ async def test_batched_load_returns_soft_deleted_rows_and_omits_missing_ids(
         deleted = page_id in ids[1::3]
         assert row["revision"] == (2 if deleted else 1)
         assert (row["deleted_at"] is not None) == deleted
-    one_batch = await MysqlTruth(consumer_pool, batch_size=1000).load(wiki_page.SELECT_SQL, asked)
+        assert tuple(row) == PAGE.columns  # exactly the projector's columns, in its order
+    one_batch = await MysqlTruth(consumer_pool, batch_size=1000).rows_by_id(PAGE, asked)
     assert one_batch == rows
+    assert await MysqlTruth(consumer_pool).rows_by_id(PAGE, []) == {}
 
 
 async def test_primary_read_uses_the_primary_pool(
@@ -106,11 +111,18 @@ async def test_primary_read_uses_the_primary_pool(
     try:
         truth = MysqlTruth(dead, primary_pool=consumer_pool)
 
-        rows = await truth.load(wiki_page.SELECT_SQL, [page_id], primary=True)
+        rows = await truth.rows_by_id(PAGE, [page_id], primary=True)
         assert rows[page_id]["revision"] == 1
+        assert await truth.revision_floors("wiki_page", [page_id], primary=True) == {}
         with pytest.raises(TransientError) as caught:
-            await truth.load(wiki_page.SELECT_SQL, [page_id])
-        assert caught.value.code == MYSQL_UNAVAILABLE
+            await truth.rows_by_id(PAGE, [page_id])
+        assert caught.value.code is ErrorCode.MYSQL_UNAVAILABLE
+        with pytest.raises(TransientError) as caught:
+            await truth.revision_floors("wiki_page", [page_id])
+        assert caught.value.code is ErrorCode.MYSQL_UNAVAILABLE
+        with pytest.raises(TransientError) as caught:
+            await truth.scan(PAGE, page_id, 1)  # scans read the ordinary pool
+        assert caught.value.code is ErrorCode.MYSQL_UNAVAILABLE
     finally:
         dead.close()
         await dead.wait_closed()
@@ -129,13 +141,66 @@ async def test_truth_rows_feed_the_projector(
     await writer.create(page_id, "终焉之地", "内容", relations)
     await writer.soft_delete(page_id)
 
-    rows = await MysqlTruth(consumer_pool).load(wiki_page.SELECT_SQL, [page_id])
+    rows = await MysqlTruth(consumer_pool).rows_by_id(PAGE, [page_id])
     document = wiki_page.projector().project(rows[page_id])
 
     assert document.source_revision == 2
     assert document.is_deleted
     assert document.body["relations"] == {"RELATED_CHARACTER": ["character:character_qixia"]}
     assert document.body["relation_target_ids"] == ["character:character_qixia"]
+
+
+async def test_revision_floors_are_the_hard_deletes_revisions_for_that_type(
+    app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool, id_prefix: str
+) -> None:
+    writer = PageWriter(app_pool)
+    gone, live, recreated = (f"{id_prefix}{name}" for name in ("gone", "live", "again"))
+    for page_id in (gone, live, recreated):
+        await writer.create(page_id, "t", "c", [])
+    await writer.update(gone, title="t2")
+    deleted_at = await writer.hard_delete(gone)  # revision 3, kept as the floor
+    await writer.hard_delete(recreated)  # floor 2
+    await writer.create(recreated, "t", "c", [])  # continues at 3; the floor stays
+    asked = [gone, live, recreated, f"{id_prefix}never", gone]
+
+    floors = await MysqlTruth(consumer_pool, batch_size=2).revision_floors("wiki_page", asked)
+
+    assert floors == {gone: deleted_at, recreated: 2}
+    assert deleted_at == 3
+    assert await MysqlTruth(consumer_pool).revision_floors("itest_other_type", asked) == {}
+    assert await MysqlTruth(consumer_pool).revision_floors("wiki_page", []) == {}
+
+
+async def test_scan_pages_through_the_table_in_id_order_with_a_keyset(
+    app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool, id_prefix: str
+) -> None:
+    writer = PageWriter(app_pool)
+    # utf8mb4_bin orders by code point, as Python does: "B" < "a" < "é" < "齐".
+    ids = sorted(f"{id_prefix}{suffix}" for suffix in ("a", "B", "c0", "c1", "é", "齐", "z"))
+    for page_id in reversed(ids):
+        await writer.create(page_id, f"title {page_id}", "c", [])
+    await writer.soft_delete(ids[2])
+    truth = MysqlTruth(consumer_pool)
+
+    seen: list[str] = []
+    after = id_prefix  # every id of this test sorts after its bare prefix
+    while True:
+        page = await truth.scan(PAGE, after, 3)
+        assert len(page) <= 3
+        mine = [r for r in page if str(r["id"]).startswith(id_prefix)]
+        seen.extend(str(r["id"]) for r in mine)
+        if len(mine) < len(page) or len(page) < 3:
+            break  # left this test's ids (other tests' rows follow) or reached the end
+        after = str(page[-1]["id"])
+
+    assert seen == ids
+    [deleted] = await truth.scan(PAGE, ids[1], 1)
+    assert deleted["id"] == ids[2] and deleted["deleted_at"] is not None  # soft-deleted rows too
+    assert tuple(deleted) == PAGE.columns
+    first = await truth.scan(PAGE, None, 2)
+    assert len(first) == 2 and str(first[0]["id"]) < str(first[1]["id"])
+    with pytest.raises(ValueError):
+        await truth.scan(PAGE, None, 0)
 
 
 async def test_unreachable_server_and_bad_credentials_are_told_apart(
@@ -145,7 +210,7 @@ async def test_unreachable_server_and_bad_credentials_are_told_apart(
         await create_pool(
             host="127.0.0.1", port=1, user="x", password="x", database="x", connect_timeout=2.0
         )
-    assert caught.value.code == MYSQL_UNAVAILABLE
+    assert caught.value.code == ErrorCode.MYSQL_UNAVAILABLE
     with pytest.raises(ConfigError):
         await create_pool(
             host=mysql_target.host,

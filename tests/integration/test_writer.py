@@ -13,13 +13,14 @@ import pytest
 
 from consumer.devtools.loadgen import run_loadgen
 from consumer.errors import (
+    ErrorCode,
     PageExists,
     PageNotFound,
     PageStateConflict,
     TransientError,
 )
 from consumer.events import decode
-from consumer.mysql.pool import MYSQL_UNAVAILABLE, with_transaction
+from consumer.mysql.pool import with_transaction
 from consumer.types import Operation
 from consumer.writer import PageWriter, append_outbox
 from tests.integration import conftest_mysql as fx
@@ -174,7 +175,7 @@ async def test_connection_lost_between_writes_is_rolled_back_by_the_server(
 
     with pytest.raises(TransientError) as caught:
         await PageWriter(app_pool, after_row_write=die).update(page_id, content="lost")
-    assert caught.value.code == MYSQL_UNAVAILABLE
+    assert caught.value.code == ErrorCode.MYSQL_UNAVAILABLE
 
     # This update must wait for the dead transaction's row lock, i.e. for the server's rollback.
     assert await writer.update(page_id, content="kept") == 2

@@ -6,8 +6,9 @@
   offsets (and can be told to refuse them), `pause`/`resume` are recorded.
 - `FakeDlq` implements `consumer.stream.pipeline.DlqPort`: `send` acknowledges at once, or holds
   until released (to model an unacknowledged produce), or raises `TransientError` a number of times.
-- `FloorTruth` is `InMemoryTruth` that also answers the revision-floor query and can run a hook
-  (or wait on a gate) before each row load.
+- `PageTruth` is `InMemoryTruth` for wiki_page rows and floors that can run a hook (or wait on
+  a gate, or raise) before each row read.
+- `RaisingProjector` is a projector `build` with a bug for some ids.
 - `wait_until` waits on a condition with a deadline: no sleep-and-hope.
 """
 
@@ -19,13 +20,13 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from consumer.errors import TransientError
+from consumer.errors import ErrorCode, TransientError
 from consumer.events import encode_json
-from consumer.kafka.intake import TP, RawMessage
+from consumer.kafka.intake import RawMessage
 from consumer.mysql.truth import InMemoryTruth
-from consumer.projection import Row
+from consumer.projection import Projector, Row, wiki_page
 from consumer.stream.dlq import DlqRecord
-from consumer.types import Operation, ThinEvent
+from consumer.types import Operation, ThinEvent, TopicPartition
 
 TOPIC = "outbox.event.wiki_page"
 
@@ -91,14 +92,16 @@ class FakeIntake:
     """`IntakePort` over scripted messages; records commits, pauses and resumes."""
 
     def __init__(self, *, per_consume: int | None = None) -> None:
-        self._queues: dict[TP, deque[RawMessage]] = {}
+        self._queues: dict[TopicPartition, deque[RawMessage]] = {}
         self._fed = asyncio.Event()
         self.per_consume = per_consume
-        self.paused: set[TP] = set()
-        self.pause_calls: list[list[TP]] = []
-        self.resume_calls: list[list[TP]] = []
-        self.commits: list[dict[TP, int]] = []  # every commit asked for, accepted or not
-        self.committed: dict[TP, int] = {}  # the accepted ones
+        self.paused: set[TopicPartition] = set()
+        self.pause_calls: list[list[TopicPartition]] = []
+        self.resume_calls: list[list[TopicPartition]] = []
+        self.commits: list[
+            dict[TopicPartition, int]
+        ] = []  # every commit asked for, accepted or not
+        self.committed: dict[TopicPartition, int] = {}  # the accepted ones
         self.fail_commits = False
         self.consume_calls = 0
 
@@ -110,7 +113,7 @@ class FakeIntake:
     def backlog(self) -> int:
         return sum(len(q) for q in self._queues.values())
 
-    def max_committed(self, tp: TP) -> int | None:
+    def max_committed(self, tp: TopicPartition) -> int | None:
         """The highest offset ever asked to be committed for `tp` (None: never)."""
         offsets = [c[tp] for c in self.commits if tp in c]
         return max(offsets) if offsets else None
@@ -132,22 +135,24 @@ class FakeIntake:
             await asyncio.sleep(0)  # a real consume always yields to the loop
         return out
 
-    async def commit(self, offsets: dict[TP, int]) -> dict[TP, bool]:
+    async def commit(self, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, bool]:
         self.commits.append(dict(offsets))
         if self.fail_commits:
             return dict.fromkeys(offsets, False)
         self.committed.update(offsets)
         return dict.fromkeys(offsets, True)
 
-    async def pause(self, partitions: Sequence[TP]) -> None:
+    async def pause(self, partitions: Sequence[TopicPartition]) -> None:
         self.pause_calls.append(list(partitions))
         self.paused.update(partitions)
 
-    async def resume(self, partitions: Sequence[TP]) -> None:
+    async def resume(self, partitions: Sequence[TopicPartition]) -> None:
         self.resume_calls.append(list(partitions))
         self.paused.difference_update(partitions)
 
-    async def high_watermarks(self, partitions: Sequence[TP]) -> dict[TP, int]:
+    async def high_watermarks(
+        self, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int]:
         return {tp: 0 for tp in partitions}
 
 
@@ -180,7 +185,9 @@ class FakeDlq:
         self.send_calls += 1
         if self.failures_left > 0:
             self.failures_left -= 1
-            raise TransientError("DLQ_UNAVAILABLE", "no acknowledgement from the broker")
+            raise TransientError(
+                ErrorCode.DLQ_DELIVERY_FAILED, "no acknowledgement from the broker"
+            )
         if self._hold is not None and self._hold(record):
             self.waiting.append(record)
             try:
@@ -191,28 +198,30 @@ class FakeDlq:
         self.keys.append(key)
 
 
-class FloorTruth(InMemoryTruth):
-    """`InMemoryTruth` that tells the revision-floor query apart, with a hook before loads.
+class PageTruth(InMemoryTruth):
+    """`InMemoryTruth` of wiki_page rows and floors, with hooks before each row read.
 
-    `InMemoryTruth` ignores the SQL, so the processor's floor query would read the page rows.
-    Here a query on ``search_revision_floor`` answers from `floors` instead; `before_load` runs
-    (and may change rows) before each page load, and `gate`, when set, holds loads until set.
+    `put`/`remove`/`floors` work on wiki_page; `before_load` runs (and may change rows) before
+    each row read, `gate`, when set, holds reads until set, and `fail_with` makes reads raise.
     """
 
     def __init__(self) -> None:
         super().__init__()
-        self.floors: dict[str, int] = {}
         self.loads = 0
         self.before_load: Callable[[int], None] | None = None
         self.gate: asyncio.Event | None = None
         self.gate_waiters = 0
-        self.fail_with: TransientError | None = None
+        self.fail_with: Exception | None = None
 
-    async def load(
-        self, select_sql: str, ids: Sequence[str], *, primary: bool = False
+    def put_page(self, row: dict[str, Any], *, primary_only: bool = False) -> None:
+        self.put(row, table="wiki_page", primary_only=primary_only)
+
+    def put_page_floor(self, aggregate_id: str, revision: int) -> None:
+        self.put_floor("wiki_page", aggregate_id, revision)
+
+    async def rows_by_id(
+        self, projector: Projector, ids: Sequence[str], *, primary: bool = False
     ) -> dict[str, Row]:
-        if "search_revision_floor" in select_sql:
-            return {i: {"id": i, "revision": self.floors[i]} for i in ids if i in self.floors}
         if self.fail_with is not None:
             raise self.fail_with
         self.loads += 1
@@ -224,4 +233,18 @@ class FloorTruth(InMemoryTruth):
                 await self.gate.wait()
             finally:
                 self.gate_waiters -= 1
-        return await super().load(select_sql, ids, primary=primary)
+        return await super().rows_by_id(projector, ids, primary=primary)
+
+
+class RaisingProjector:
+    """A `build` that raises `AttributeError` for the ids in `bad` and builds the rest."""
+
+    def __init__(self, bad: set[str]) -> None:
+        self.bad = bad
+        self.calls = 0
+
+    def __call__(self, row: Row) -> dict[str, Any]:
+        self.calls += 1
+        if row["id"] in self.bad:
+            return None.title  # type: ignore[attr-defined, no-any-return]  # the bug under test
+        return wiki_page.build(row)

@@ -15,7 +15,7 @@ import pytest
 
 from consumer import cli
 from consumer.cli import EXIT_CONFIG, EXIT_DLQ_BUDGET, EXIT_FAILURE, EXIT_OK, main
-from consumer.errors import ConfigError, DlqBudgetExceeded, TransientError
+from consumer.errors import ConfigError, DlqBudgetExceeded, ErrorCode, TransientError
 from consumer.search import admin as indexadmin
 from consumer.stream import dlq
 from consumer.types import Operation
@@ -120,7 +120,11 @@ def test_config_file_from_flag_and_env(
     [
         (ConfigError("dlq topic", "an existing Kafka topic", "t"), EXIT_CONFIG, "config error: "),
         (DlqBudgetExceeded("too many"), EXIT_DLQ_BUDGET, "dlq budget exceeded: too many"),
-        (TransientError("DLQ_READ_TIMEOUT", "slow"), EXIT_FAILURE, "error: DLQ_READ_TIMEOUT"),
+        (
+            TransientError(ErrorCode.DLQ_READ_TIMEOUT, "slow"),
+            EXIT_FAILURE,
+            "error: DLQ_READ_TIMEOUT",
+        ),
         (OSError("refused"), EXIT_FAILURE, "error: OSError: refused"),
     ],
 )

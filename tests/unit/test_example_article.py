@@ -102,10 +102,10 @@ def test_packaged_mapping_is_a_copy_of_the_schema_file_and_covers_the_document()
     assert set(mapping["properties"]) == DOC_FIELDS
 
 
-def test_select_sql_reads_the_columns_of_the_example_migration() -> None:
+def test_projector_reads_the_columns_of_the_example_migration() -> None:
     sql = (ROOT / "schemas/sql/examples/article.sql").read_text(encoding="utf-8")
     columns = set(re.findall(r"^\s{4}(\w+)\s+[A-Z]", sql, flags=re.MULTILINE)) - {"PRIMARY"}
     assert columns == {"id", "title", "body", "tags_json", "revision", "deleted_at", "updated_at"}
     for column in ("id", "title", "body", "tags_json", "revision", "deleted_at"):
-        assert column in article.SELECT_SQL
-    assert "WHERE id IN %s" in article.SELECT_SQL
+        assert column in article.COLUMNS
+    assert article.TABLE == "article"

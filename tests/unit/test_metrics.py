@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import REGISTRY, CollectorRegistry
 
+from consumer.errors import ErrorCode
 from consumer.observability.metrics import (
     ITEM_KINDS,
     METRIC_NAMES,
@@ -135,15 +136,15 @@ def test_private_registries_do_not_clash() -> None:
     ("kind", "code", "expected"),
     [
         ("APPLIED", None, "success"),
-        ("ALREADY_APPLIED", "ES_409", "version_conflict"),
-        ("AHEAD", "ES_409", "version_conflict"),
-        ("RETRY", "ES_429", "429"),
-        ("RETRY", "ES_5XX", "5xx"),
-        ("POISON", "MAPPING_ERROR", "mapping_error"),
-        ("RETRY", "ES_TIMEOUT", "other"),
+        ("ALREADY_APPLIED", ErrorCode.ES_409, "version_conflict"),
+        ("AHEAD", ErrorCode.ES_409, "version_conflict"),
+        ("RETRY", ErrorCode.ES_429, "429"),
+        ("RETRY", ErrorCode.ES_5XX, "5xx"),
+        ("POISON", ErrorCode.MAPPING_ERROR, "mapping_error"),
+        ("RETRY", ErrorCode.ES_TIMEOUT, "other"),
     ],
 )
-def test_item_kind_mapping(kind: str, code: str | None, expected: str) -> None:
+def test_item_kind_mapping(kind: str, code: ErrorCode | None, expected: str) -> None:
     assert item_kind(kind, code) == expected
     assert expected in ITEM_KINDS
 

@@ -30,10 +30,9 @@ from typing import Protocol
 
 from consumer.stream.coalesce import Coalescer, Work
 from consumer.stream.ledger import OffsetLedger, PartitionLedger
-from consumer.types import Operation, Position, ThinEvent
+from consumer.types import Operation, Position, ThinEvent, TopicPartition
 
 TOPIC = "outbox.event.wiki_page"
-TP = tuple[str, int]
 
 
 # --- the history ---------------------------------------------------------------------------
@@ -101,16 +100,16 @@ class Violation(Exception):
 class Ledger(Protocol):
     def track(self, pos: Position) -> None: ...
     def finish(self, pos: Position) -> bool: ...
-    def to_commit(self) -> dict[TP, int]: ...
-    def mark_committed(self, tp: TP, offset: int) -> None: ...
+    def to_commit(self) -> dict[TopicPartition, int]: ...
+    def mark_committed(self, tp: TopicPartition, offset: int) -> None: ...
 
 
 class MaxFinishedLedger:
     """The broken variant seed 001 warns about: commit the highest finished offset + 1."""
 
     def __init__(self) -> None:
-        self._max: dict[TP, int] = {}
-        self._committed: dict[TP, int] = {}
+        self._max: dict[TopicPartition, int] = {}
+        self._committed: dict[TopicPartition, int] = {}
 
     def track(self, pos: Position) -> None:
         pass
@@ -120,12 +119,12 @@ class MaxFinishedLedger:
         self._max[tp] = max(self._max.get(tp, -1), pos.offset)
         return True
 
-    def to_commit(self) -> dict[TP, int]:
+    def to_commit(self) -> dict[TopicPartition, int]:
         return {
             tp: top + 1 for tp, top in self._max.items() if top + 1 > self._committed.get(tp, -1)
         }
 
-    def mark_committed(self, tp: TP, offset: int) -> None:
+    def mark_committed(self, tp: TopicPartition, offset: int) -> None:
         self._committed[tp] = offset
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -19,29 +19,31 @@ from pipeline_fakes import (
     TOPIC,
     FakeDlq,
     FakeIntake,
-    FloorTruth,
+    PageTruth,
+    RaisingProjector,
     event_value,
     page_row,
     raw,
     wait_until,
 )
 
-from consumer.errors import DlqBudgetExceeded
-from consumer.kafka.intake import TP
+from consumer.errors import DlqBudgetExceeded, ErrorCode, TransientError
 from consumer.mysql.state import InMemoryStateWriter
 from consumer.observability.metrics import Metrics
-from consumer.projection import Projector, default_registry
+from consumer.projection import Projector, ProjectorRegistry, Row, default_registry, wiki_page
 from consumer.search.fake import InMemoryIndex
 from consumer.search.sink import IndexOp, Sink
+from consumer.stream.coalesce import Work
 from consumer.stream.dlq import DlqBudget
 from consumer.stream.pipeline import Pipeline, PipelineOptions
 from consumer.stream.processor import Processor
 from consumer.stream.retry import RetryPolicy
-from consumer.types import Operation
+from consumer.stream.verdict import Verdict
+from consumer.types import Operation, TopicPartition
 
 ALIAS = "wiki_page"
-TP0: TP = (TOPIC, 0)
-TP1: TP = (TOPIC, 1)
+TP0: TopicPartition = (TOPIC, 0)
+TP1: TopicPartition = (TOPIC, 1)
 
 
 class Harness:
@@ -57,10 +59,15 @@ class Harness:
         max_in_flight_keys: int = 100,
         max_queued_events: int = 10_000,
         index: InMemoryIndex | None = None,
+        build: Callable[[Row], dict[str, Any]] | None = None,
+        processor: type[Processor] = Processor,
     ) -> None:
         self.registry = default_registry()
+        if build is not None:  # the wiki_page projector with another build()
+            self.registry = ProjectorRegistry()
+            self.registry.register(replace(wiki_page.projector(), build=build))
         self.projector: Projector = self.registry.get("wiki_page")
-        self.truth = FloorTruth()
+        self.truth = PageTruth()
         self.index = index if index is not None else InMemoryIndex()
         self.index.create_index("wiki_page_v1", self.projector.mapping)
         self.index.put_alias(ALIAS, "wiki_page_v1")
@@ -73,12 +80,11 @@ class Harness:
             max_delay=0.01,
             max_attempts=max_attempts,
             jitter=0.5,
-            clock=time.monotonic,
             rng=random.Random(1234),
         )
         self.pipeline = Pipeline(
             intake=self.intake,
-            processor=Processor(
+            processor=processor(
                 registry=self.registry,
                 truth=self.truth,
                 sink=Sink(self.index, observer=self.metrics),
@@ -128,7 +134,7 @@ class Harness:
         await wait_until(lambda: self.intake.consume_calls >= target, f"{n} more loops")
 
     @asynccontextmanager
-    async def running(self, *tps: TP) -> AsyncIterator[asyncio.Task[None]]:
+    async def running(self, *tps: TopicPartition) -> AsyncIterator[asyncio.Task[None]]:
         """Run the pipeline on `tps` (default: partition 0) until the block ends."""
         self.pipeline.assigned(list(tps) or [TP0])
         stop = asyncio.Event()
@@ -152,7 +158,7 @@ async def test_events_of_several_keys_are_projected_committed_and_recorded() -> 
     h = Harness()
     rows = {f"p{i}": page_row(f"p{i}", i + 1) for i in range(6)}
     for row in rows.values():
-        h.truth.put(row)
+        h.truth.put_page(row)
     h.intake.feed(good(o, pid, row["revision"]) for o, (pid, row) in enumerate(rows.items()))
     async with h.running():
         await wait_until(lambda: h.intake.committed.get(TP0) == 6, "commit of all 6 offsets")
@@ -173,7 +179,7 @@ async def test_events_of_several_keys_are_projected_committed_and_recorded() -> 
 
 async def test_a_hot_key_is_coalesced_into_few_writes() -> None:
     h = Harness(per_consume=10)
-    h.truth.put(page_row("hot", 100))
+    h.truth.put_page(page_row("hot", 100))
     h.intake.feed(good(o, "hot", o + 1) for o in range(100))
     async with h.running():
         await wait_until(lambda: h.intake.committed.get(TP0) == 100, "commit of 100 offsets")
@@ -193,7 +199,7 @@ async def test_a_hot_key_is_coalesced_into_few_writes() -> None:
 async def test_commit_waits_for_the_dead_letter_acknowledgement() -> None:
     h = Harness()
     for pid in ("a", "b", "c", "d"):
-        h.truth.put(page_row(pid, 1))
+        h.truth.put_page(page_row(pid, 1))
     poison = b"{this is not json"
     h.dlq.hold()
     h.intake.feed(
@@ -238,7 +244,7 @@ async def test_a_dead_letter_the_broker_refuses_is_sent_again() -> None:
 
 async def test_a_refused_commit_is_tried_again() -> None:
     h = Harness()
-    h.truth.put(page_row("a", 1))
+    h.truth.put_page(page_row("a", 1))
     h.intake.fail_commits = True
     h.intake.feed([good(0, "a", 1)])
     async with h.running():
@@ -254,7 +260,7 @@ async def test_a_refused_commit_is_tried_again() -> None:
 
 async def test_poison_messages_are_dead_lettered_and_later_events_applied() -> None:
     h = Harness()
-    h.truth.put(page_row("after", 1))
+    h.truth.put_page(page_row("after", 1))
     poisons = {
         0: (b"\xff not json", "BAD_JSON"),
         1: (event_value("x", 1, aggregate_type="unknown_type"), "UNKNOWN_AGGREGATE_TYPE"),
@@ -281,8 +287,8 @@ async def test_poison_messages_are_dead_lettered_and_later_events_applied() -> N
 
 async def test_a_failing_cluster_pauses_intake_and_never_dead_letters() -> None:
     h = Harness(max_attempts=2)  # a systemic failure must not spend this budget
-    h.truth.put(page_row("a", 1))
-    h.truth.put(page_row("b", 1))
+    h.truth.put_page(page_row("a", 1))
+    h.truth.put_page(page_row("b", 1))
     h.index.inject_failures(429, "es_rejected_execution_exception", "queue full", times=8)
     h.intake.feed([good(0, "a", 1)])
     async with h.running():
@@ -301,7 +307,7 @@ async def test_a_failing_cluster_pauses_intake_and_never_dead_letters() -> None:
 
 async def test_an_unavailable_cluster_is_backpressure_too() -> None:
     h = Harness(max_attempts=1)
-    h.truth.put(page_row("a", 1))
+    h.truth.put_page(page_row("a", 1))
     h.index.inject_failures(0, "connection_error", "refused", times=5)
     h.intake.feed([good(0, "a", 1)])
     async with h.running():
@@ -311,12 +317,93 @@ async def test_an_unavailable_cluster_is_backpressure_too() -> None:
     assert h.dlq.records == []
 
 
+# -- 5b. a failure of one work is that work's own: retried, then dead-lettered ---------------
+
+
+async def test_a_projector_raising_on_one_id_dead_letters_it_and_indexes_the_rest() -> None:
+    build = RaisingProjector({"bad"})
+    h = Harness(max_attempts=3, build=build)
+    ids = ["a", "bad", "c", "d"]
+    for pid in ids:
+        h.truth.put_page(page_row(pid, 1))
+    h.intake.feed(good(o, pid, 1) for o, pid in enumerate(ids))
+    async with h.running():
+        await wait_until(lambda: h.version("a") == 1, "the first good page indexed")
+        h.intake.feed([good(4, "e", 1)])  # intake keeps flowing while "bad" is retried
+        h.truth.put_page(page_row("e", 1))
+        await wait_until(lambda: h.intake.committed.get(TP0) == 5, "all five offsets committed")
+    [record] = h.dlq.records
+    assert (record.aggregate_id, record.original_offset) == ("bad", 1)
+    assert record.last_error_code == "PROJECTION_ERROR"
+    assert record.attempts == 3  # retried up to the limit first: a bug may pass
+    assert "AttributeError" in record.last_error_message
+    assert [h.version(pid) for pid in ("a", "bad", "c", "d", "e")] == [1, None, 1, 1, 1]
+    assert h.intake.pause_calls == []  # one row's bug never pauses the group
+    assert h.pipeline.health()[0]
+    assert h.state.states[("wiki_page", "bad")].last_error_code == "PROJECTION_ERROR"
+    assert h.sample("outbox_retry_total", aggregate_type="wiki_page", code="PROJECTION_ERROR") == 3
+
+
+async def test_a_mysql_deadlock_is_retried_without_pausing_intake() -> None:
+    h = Harness(max_attempts=5)
+    h.truth.put_page(page_row("a", 1))
+
+    def deadlock_once(n: int) -> None:
+        if n == 1:
+            raise TransientError(ErrorCode.MYSQL_DEADLOCK, "deadlock found")
+
+    h.truth.before_load = deadlock_once
+    h.intake.feed([good(0, "a", 1)])
+    async with h.running():
+        await wait_until(lambda: h.intake.committed.get(TP0) == 1, "applied on the retry")
+    assert h.version("a") == 1
+    assert h.intake.pause_calls == []
+    assert h.dlq.records == []
+    assert h.sample("outbox_retry_total", aggregate_type="wiki_page", code="MYSQL_DEADLOCK") == 1
+
+
+async def test_mysql_unreachable_pauses_intake_and_never_dead_letters() -> None:
+    h = Harness(max_attempts=1)
+    h.truth.put_page(page_row("a", 1))
+
+    def unreachable_twice(n: int) -> None:
+        if n <= 2:
+            raise TransientError(ErrorCode.MYSQL_UNAVAILABLE, "connection refused")
+
+    h.truth.before_load = unreachable_twice
+    h.intake.feed([good(0, "a", 1)])
+    async with h.running():
+        await wait_until(lambda: h.intake.committed.get(TP0) == 1, "applied after recovery")
+    assert h.intake.pause_calls == [[TP0]]
+    assert h.dlq.records == []
+    assert h.version("a") == 1
+
+
+class BrokenProcessor(Processor):
+    """A processor with a bug: every batch raises."""
+
+    async def process(self, works: Sequence[Work]) -> list[Verdict]:
+        raise RuntimeError("processor bug")
+
+
+async def test_a_step_that_raises_is_internal_retried_then_dead_lettered_not_systemic() -> None:
+    h = Harness(max_attempts=2, processor=BrokenProcessor)
+    h.intake.feed([good(0, "a", 1)])
+    async with h.running():
+        await wait_until(lambda: h.intake.committed.get(TP0) == 1, "dead-lettered and committed")
+    [record] = h.dlq.records
+    assert record.last_error_code == "INTERNAL"
+    assert record.attempts == 2
+    assert "RuntimeError: processor bug" in record.last_error_message
+    assert h.intake.pause_calls == []
+
+
 # -- 6. a lagging truth --------------------------------------------------------------------------
 
 
 async def test_a_truth_behind_the_event_on_the_primary_is_dead_lettered_at_once() -> None:
     h = Harness(max_attempts=3)
-    h.truth.put(page_row("a", 1))
+    h.truth.put_page(page_row("a", 1))
     h.intake.feed([good(0, "a", 2)])
     async with h.running():
         await wait_until(lambda: h.intake.committed.get(TP0) == 1, "dead-lettered and committed")
@@ -331,8 +418,8 @@ async def test_a_truth_behind_the_event_on_the_primary_is_dead_lettered_at_once(
 
 async def test_a_lagging_replica_is_applied_from_the_primary() -> None:
     h = Harness(max_attempts=5)
-    h.truth.put(page_row("a", 1))
-    h.truth.put(page_row("a", 2), primary_only=True)
+    h.truth.put_page(page_row("a", 1))
+    h.truth.put_page(page_row("a", 2), primary_only=True)
     h.intake.feed([good(0, "a", 2)])
     async with h.running():
         await wait_until(lambda: h.intake.committed.get(TP0) == 1, "applied and committed")
@@ -346,7 +433,7 @@ async def test_a_lagging_replica_is_applied_from_the_primary() -> None:
 async def test_an_index_ahead_of_the_truth_is_a_revision_regression() -> None:
     h = Harness()
     await h.write_doc(page_row("a", 5))
-    h.truth.put(page_row("a", 1))
+    h.truth.put_page(page_row("a", 1))
     h.intake.feed([good(0, "a", 1)])
     async with h.running():
         await wait_until(lambda: h.intake.committed.get(TP0) == 1, "dead-lettered and committed")
@@ -409,7 +496,7 @@ async def _replay(order: list[tuple[str, int]]) -> None:
     recorder = VersionLog()
     h = Harness(per_consume=3, index=recorder)
     live = page_row("live", LIVE_REVISIONS)
-    h.truth.put(live)
+    h.truth.put_page(live)
     h.intake.feed(good(o, aid, r) for o, (aid, r) in enumerate(order))
     async with h.running():
         await wait_until(lambda: h.intake.committed.get(TP0) == len(order), "all committed")
@@ -453,7 +540,7 @@ async def test_a_spent_dlq_budget_stops_the_pipeline_without_committing_past_it(
 async def test_revoking_returns_only_the_revoked_partitions_offsets() -> None:
     h = Harness(commit_interval_s=3600.0)  # no periodic commit: revoke is what commits
     for pid in ("a", "b", "c", "d"):
-        h.truth.put(page_row(pid, 1))
+        h.truth.put_page(page_row(pid, 1))
     h.intake.feed([good(0, "a", 1), good(1, "b", 1)])
     h.intake.feed([good(0, "c", 1, partition=1), good(1, "d", 1, partition=1)])
     async with h.running(TP0, TP1):
@@ -466,7 +553,7 @@ async def test_revoking_returns_only_the_revoked_partitions_offsets() -> None:
 
 async def test_revoking_waits_for_the_partitions_work_in_flight() -> None:
     h = Harness(commit_interval_s=3600.0)
-    h.truth.put(page_row("a", 1))
+    h.truth.put_page(page_row("a", 1))
     h.truth.gate = asyncio.Event()
     h.intake.feed([good(0, "a", 1)])
     async with h.running():
@@ -483,9 +570,9 @@ async def test_revoking_waits_for_the_partitions_work_in_flight() -> None:
 
 async def test_late_completions_after_revoke_commit_nothing() -> None:
     h = Harness(commit_interval_s=3600.0)
-    h.truth.put(page_row("a", 1))
-    h.truth.put(page_row("b", 1))
-    h.truth.put(page_row("c", 1))
+    h.truth.put_page(page_row("a", 1))
+    h.truth.put_page(page_row("b", 1))
+    h.truth.put_page(page_row("c", 1))
     h.dlq.hold()
     h.intake.feed([good(0, "a", 1), raw(1, b"poison"), good(2, "b", 1)])
     h.intake.feed([good(0, "c", 1, partition=1)])
@@ -507,7 +594,7 @@ async def test_late_completions_after_revoke_commit_nothing() -> None:
 
 async def test_a_work_settling_after_its_partition_was_revoked_is_not_dead_lettered() -> None:
     h = Harness(commit_interval_s=3600.0)
-    h.truth.put(page_row("a", 1))  # behind its event: this work would be dead-lettered
+    h.truth.put_page(page_row("a", 1))  # behind its event: this work would be dead-lettered
     h.truth.gate = asyncio.Event()
     h.intake.feed([good(0, "a", 2)])
     async with h.running():
@@ -522,8 +609,8 @@ async def test_a_work_settling_after_its_partition_was_revoked_is_not_dead_lette
 
 async def test_revoking_the_failing_partition_does_not_leave_the_rest_paused() -> None:
     h = Harness()
-    h.truth.put(page_row("a", 1))
-    h.truth.put(page_row("b", 1))
+    h.truth.put_page(page_row("a", 1))
+    h.truth.put_page(page_row("b", 1))
     h.index.inject_failures(503, "unavailable", "node down", times=1000, doc_id="a")
     h.intake.feed([good(0, "a", 1)])
     async with h.running(TP0, TP1):
@@ -538,7 +625,7 @@ async def test_revoking_the_failing_partition_does_not_leave_the_rest_paused() -
 
 async def test_a_retry_scheduled_while_revoking_is_dropped_with_the_partition() -> None:
     h = Harness(max_attempts=1000, commit_interval_s=3600.0)
-    h.truth.put(page_row("a", 2))
+    h.truth.put_page(page_row("a", 2))
     h.index.inject_failures(503, "unavailable", "down", times=10_000)  # every attempt: a retry
     h.truth.gate = asyncio.Event()
     h.intake.feed([good(0, "a", 2)])
@@ -557,7 +644,7 @@ async def test_a_retry_scheduled_while_revoking_is_dropped_with_the_partition() 
 
 async def test_a_lost_partitions_scheduled_retries_are_dropped() -> None:
     h = Harness(max_attempts=1000, commit_interval_s=3600.0)
-    h.truth.put(page_row("a", 2))
+    h.truth.put_page(page_row("a", 2))
     h.index.inject_failures(503, "unavailable", "down", times=10_000)  # every attempt: a retry
     h.intake.feed([good(0, "a", 2)])
     async with h.running():

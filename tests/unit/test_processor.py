@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-import pytest
-from pipeline_fakes import FloorTruth, page_row
+from collections.abc import Sequence
+from dataclasses import replace
 
-from consumer.errors import TransientError
-from consumer.projection import Projector, default_registry
+import pytest
+from pipeline_fakes import PageTruth, RaisingProjector, page_row
+
+from consumer.errors import Disposition, ErrorCode, TransientError
+from consumer.projection import Projector, ProjectorRegistry, default_registry
 from consumer.search.fake import InMemoryIndex
-from consumer.search.sink import IndexOp, Sink
+from consumer.search.sink import IndexOp, Sink, WriteOutcome
 from consumer.stream.coalesce import Work
-from consumer.stream.processor import Processor, Result
+from consumer.stream.processor import Processor
+from consumer.stream.verdict import Result, Verdict
 from consumer.types import Key, Operation, Position, ThinEvent
 
 ALIAS = "wiki_page"
@@ -31,7 +35,7 @@ class Env:
     def __init__(self) -> None:
         self.registry = default_registry()
         self.projector: Projector = self.registry.get("wiki_page")
-        self.truth = FloorTruth()
+        self.truth = PageTruth()
         self.index = InMemoryIndex()
         self.index.create_index("wiki_page_v1", self.projector.mapping)
         self.index.put_alias(ALIAS, "wiki_page_v1")
@@ -56,7 +60,7 @@ def env() -> Env:
 
 async def test_applied_writes_the_projection_at_the_row_revision(env: Env) -> None:
     row = page_row("p1", 3)
-    env.truth.put(row)
+    env.truth.put_page(row)
     [verdict] = await env.processor.process([work("p1", 2, 3)])
     assert verdict.result is Result.APPLIED
     assert verdict.finished
@@ -70,7 +74,7 @@ async def test_applied_writes_the_projection_at_the_row_revision(env: Env) -> No
 
 
 async def test_writing_the_same_revision_twice_is_already_applied(env: Env) -> None:
-    env.truth.put(page_row("p1", 3))
+    env.truth.put_page(page_row("p1", 3))
     [first] = await env.processor.process([work("p1", 3)])
     [second] = await env.processor.process([work("p1", 3)])
     assert first.result is Result.APPLIED
@@ -82,17 +86,18 @@ async def test_writing_the_same_revision_twice_is_already_applied(env: Env) -> N
 async def test_a_row_older_than_the_event_on_the_primary_is_a_revision_regression(
     env: Env,
 ) -> None:
-    env.truth.put(page_row("p1", 2))
+    env.truth.put_page(page_row("p1", 2))
     [verdict] = await env.processor.process([work("p1", 3)])
-    assert verdict.result is Result.DEAD
-    assert verdict.code == "REVISION_REGRESSION"
+    assert verdict.result is Result.FAILED
+    assert verdict.code is ErrorCode.REVISION_REGRESSION
+    assert verdict.disposition is Disposition.POISON
     assert verdict.loaded_revision == 2
     assert env.index.get(ALIAS, "p1") is None  # nothing written from the stale row
 
 
 async def test_a_lagging_replica_is_read_again_from_the_primary(env: Env) -> None:
-    env.truth.put(page_row("p1", 2))
-    env.truth.put(page_row("p1", 3), primary_only=True)
+    env.truth.put_page(page_row("p1", 2))
+    env.truth.put_page(page_row("p1", 3), primary_only=True)
     [verdict] = await env.processor.process([work("p1", 3)])
     assert verdict.result is Result.APPLIED
     assert verdict.loaded_revision == 3
@@ -104,7 +109,7 @@ async def test_a_missing_row_becomes_a_tombstone_at_the_newest_known_revision(
     env: Env, floor: int | None, expected: int
 ) -> None:
     if floor is not None:
-        env.truth.floors["gone"] = floor
+        env.truth.put_page_floor("gone", floor)
     [verdict] = await env.processor.process([work("gone", 3, 4)])
     assert verdict.result is Result.APPLIED
     assert verdict.loaded_revision is None
@@ -117,51 +122,55 @@ async def test_a_missing_row_becomes_a_tombstone_at_the_newest_known_revision(
 
 async def test_an_unknown_aggregate_type_is_dead(env: Env) -> None:
     [verdict] = await env.processor.process([work("x", 1, aggregate_type="no_such_type")])
-    assert verdict.result is Result.DEAD
-    assert verdict.code == "UNKNOWN_AGGREGATE_TYPE"
+    assert verdict.result is Result.FAILED
+    assert verdict.code is ErrorCode.UNKNOWN_AGGREGATE_TYPE
+    assert verdict.disposition is Disposition.POISON
     assert env.index.bulk_calls == []
 
 
 async def test_a_row_that_cannot_be_projected_is_dead(env: Env) -> None:
-    env.truth.put(page_row("p1", 1, relations_json="{not json"))
+    env.truth.put_page(page_row("p1", 1, relations_json="{not json"))
     [verdict] = await env.processor.process([work("p1", 1)])
-    assert verdict.result is Result.DEAD
-    assert verdict.code == "PROJECTION_ERROR"
+    assert verdict.result is Result.FAILED
+    assert verdict.code is ErrorCode.PROJECTION_ERROR
+    assert verdict.disposition is Disposition.POISON
+    assert not verdict.unexpected
     assert env.index.get(ALIAS, "p1") is None
 
 
 async def test_an_unreachable_mysql_is_a_systemic_retry(env: Env) -> None:
-    env.truth.put(page_row("p1", 1))
-    env.truth.fail_with = TransientError("MYSQL_UNAVAILABLE", "connection refused")
+    env.truth.put_page(page_row("p1", 1))
+    env.truth.fail_with = TransientError(ErrorCode.MYSQL_UNAVAILABLE, "connection refused")
     [verdict] = await env.processor.process([work("p1", 1)])
-    assert verdict.result is Result.RETRY
-    assert verdict.code == "MYSQL_UNAVAILABLE"
-    assert verdict.systemic
+    assert verdict.result is Result.FAILED
+    assert verdict.code is ErrorCode.MYSQL_UNAVAILABLE
+    assert verdict.disposition is Disposition.SYSTEMIC
 
 
 async def test_es_429_is_a_systemic_retry(env: Env) -> None:
-    env.truth.put(page_row("p1", 1))
+    env.truth.put_page(page_row("p1", 1))
     env.index.inject_failures(429, "es_rejected_execution_exception", "queue full")
     [verdict] = await env.processor.process([work("p1", 1)])
-    assert verdict.result is Result.RETRY
-    assert verdict.code == "ES_429"
-    assert verdict.systemic
+    assert verdict.result is Result.FAILED
+    assert verdict.code is ErrorCode.ES_429
+    assert verdict.disposition is Disposition.SYSTEMIC
 
 
 async def test_a_mapping_error_is_dead(env: Env) -> None:
-    env.truth.put(page_row("p1", 1))
+    env.truth.put_page(page_row("p1", 1))
     env.index.inject_failures(400, "mapper_parsing_exception", "bad field")
     [verdict] = await env.processor.process([work("p1", 1)])
-    assert verdict.result is Result.DEAD
-    assert verdict.code == "MAPPING_ERROR"
+    assert verdict.result is Result.FAILED
+    assert verdict.code is ErrorCode.MAPPING_ERROR
+    assert verdict.disposition is Disposition.POISON
 
 
 async def test_an_index_ahead_of_the_primary_is_a_revision_regression(env: Env) -> None:
     await env.put_doc(page_row("p1", 5))
-    env.truth.put(page_row("p1", 1))
+    env.truth.put_page(page_row("p1", 1))
     [verdict] = await env.processor.process([work("p1", 1)])
-    assert verdict.result is Result.DEAD
-    assert verdict.code == "REVISION_REGRESSION"
+    assert verdict.result is Result.FAILED
+    assert verdict.code is ErrorCode.REVISION_REGRESSION
     assert not verdict.finished
     assert [primary for _, primary in env.truth.calls] == [False, True]  # re-checked
     stored = env.index.get(ALIAS, "p1")
@@ -173,8 +182,8 @@ async def test_an_index_ahead_of_a_lagging_replica_is_rewritten_from_the_primary
     env: Env,
 ) -> None:
     await env.put_doc(page_row("p1", 3))
-    env.truth.put(page_row("p1", 2))  # the replica
-    env.truth.put(page_row("p1", 4), primary_only=True)
+    env.truth.put_page(page_row("p1", 2))  # the replica
+    env.truth.put_page(page_row("p1", 4), primary_only=True)
     [verdict] = await env.processor.process([work("p1", 2)])
     assert verdict.result is Result.APPLIED
     assert verdict.loaded_revision == 4
@@ -195,9 +204,9 @@ async def test_a_stale_event_of_a_deleted_id_is_already_applied(env: Env) -> Non
 
 
 async def test_verdicts_come_back_in_the_order_of_the_works(env: Env) -> None:
-    env.truth.put(page_row("a", 1))
-    env.truth.put(page_row("c", 1))
-    env.truth.put(page_row("bad", 1, relations_json="[1]"))
+    env.truth.put_page(page_row("a", 1))
+    env.truth.put_page(page_row("c", 1))
+    env.truth.put_page(page_row("bad", 1, relations_json="[1]"))
     works = [
         work("a", 1),
         work("u", 1, aggregate_type="other_type"),
@@ -209,8 +218,85 @@ async def test_verdicts_come_back_in_the_order_of_the_works(env: Env) -> None:
     assert [v.work for v in verdicts] == works
     assert [v.result for v in verdicts] == [
         Result.APPLIED,
-        Result.DEAD,
-        Result.DEAD,
-        Result.DEAD,  # c: the row is behind its event even on the primary
+        Result.FAILED,
+        Result.FAILED,
+        Result.FAILED,  # c: the row is behind its event even on the primary
         Result.APPLIED,
     ]
+    assert [v.code for v in verdicts] == [
+        None,
+        ErrorCode.UNKNOWN_AGGREGATE_TYPE,
+        ErrorCode.PROJECTION_ERROR,
+        ErrorCode.REVISION_REGRESSION,
+        None,
+    ]
+
+
+async def test_a_mysql_deadlock_is_a_transient_failure_of_the_work(env: Env) -> None:
+    env.truth.put_page(page_row("p1", 1))
+    env.truth.fail_with = TransientError(ErrorCode.MYSQL_DEADLOCK, "deadlock found")
+    [verdict] = await env.processor.process([work("p1", 1)])
+    assert verdict.code is ErrorCode.MYSQL_DEADLOCK
+    assert verdict.disposition is Disposition.TRANSIENT
+
+
+def raising_env(bad: set[str]) -> tuple[Env, RaisingProjector]:
+    """An `Env` whose wiki_page projector raises `AttributeError` for the ids in `bad`."""
+    env = Env()
+    build = RaisingProjector(bad)
+    projector = replace(env.projector, build=build)
+    env.registry = ProjectorRegistry()
+    env.registry.register(projector)
+    env.projector = projector
+    env.processor = Processor(
+        registry=env.registry, truth=env.truth, sink=Sink(env.index), alias_for=lambda t: t
+    )
+    return env, build
+
+
+async def test_a_projector_raising_on_one_row_fails_that_work_alone() -> None:
+    env, _ = raising_env({"bad"})
+    for aggregate_id in ("a", "bad", "c"):
+        env.truth.put_page(page_row(aggregate_id, 1))
+    verdicts = await env.processor.process([work("a", 1), work("bad", 1), work("c", 1)])
+    assert [v.result for v in verdicts] == [Result.APPLIED, Result.FAILED, Result.APPLIED]
+    failed = verdicts[1]
+    assert failed.code is ErrorCode.PROJECTION_ERROR
+    assert failed.unexpected
+    assert failed.disposition is Disposition.TRANSIENT  # retried first, then dead-lettered
+    assert failed.message is not None and "AttributeError" in failed.message
+    assert failed.loaded_revision == 1
+    assert env.index.get(ALIAS, "bad") is None
+    assert env.index.get(ALIAS, "a") is not None and env.index.get(ALIAS, "c") is not None
+
+
+async def test_an_unexpected_error_reading_the_truth_is_internal_not_systemic(env: Env) -> None:
+    env.truth.put_page(page_row("p1", 1))
+    env.truth.fail_with = RuntimeError("adapter bug")
+    [verdict] = await env.processor.process([work("p1", 1)])
+    assert verdict.code is ErrorCode.INTERNAL
+    assert verdict.disposition is Disposition.TRANSIENT
+    assert verdict.message is not None and "RuntimeError: adapter bug" in verdict.message
+
+
+async def test_a_sink_that_raises_fails_its_works_as_internal(env: Env) -> None:
+    class BrokenSink(Sink):
+        async def write(self, ops: Sequence[IndexOp]) -> list[WriteOutcome]:
+            raise RuntimeError("sink bug")
+
+    env.truth.put_page(page_row("p1", 1))
+    processor = Processor(
+        registry=env.registry, truth=env.truth, sink=BrokenSink(env.index), alias_for=lambda t: t
+    )
+    [verdict] = await processor.process([work("p1", 1)])
+    assert verdict.code is ErrorCode.INTERNAL
+    assert verdict.disposition is Disposition.TRANSIENT
+
+
+def test_a_verdict_has_a_code_exactly_when_it_failed() -> None:
+    with pytest.raises(ValueError, match="exactly when it failed"):
+        Verdict(work("p1", 1), Result.FAILED)
+    with pytest.raises(ValueError, match="exactly when it failed"):
+        Verdict(work("p1", 1), Result.APPLIED, ErrorCode.ES_429)
+    with pytest.raises(ValueError, match="no disposition"):
+        _ = Verdict(work("p1", 1), Result.APPLIED).disposition

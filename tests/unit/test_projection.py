@@ -398,7 +398,8 @@ def note_projector(**overrides: Any) -> Projector:
     fields: dict[str, Any] = {
         "aggregate_type": "note",
         "schema_version": 1,
-        "select_sql": "SELECT id, text, revision, deleted_at FROM note WHERE id IN %s",
+        "table": "note",
+        "columns": ("id", "text", "revision", "deleted_at"),
         "build": build_note,
         "mapping": {"mappings": {"dynamic": "strict", "properties": properties}},
     }
@@ -460,7 +461,16 @@ def test_build_must_say_is_deleted() -> None:
         {"aggregate_type": "Note"},
         {"aggregate_type": ""},
         {"schema_version": 0},
-        {"select_sql": "SELECT * FROM note"},
+        {"table": "note; DROP TABLE note"},
+        {"table": "`note`"},
+        {"table": ""},
+        {"columns": ("id", "text", "deleted_at")},  # no revision
+        {"columns": ("text", "revision")},  # no id
+        {"columns": ("id", "revision", "id")},
+        {"columns": ("id", "revision", "te`xt")},
+        {"columns": ("id", "revision", "a b")},
+        {"columns": ["id", "revision"]},
+        {"columns": ("id", "revision", "x" * 65)},
         {"mapping": {"mappings": {"properties": {"id": {"type": "keyword"}}}}},
     ],
 )
@@ -469,9 +479,14 @@ def test_invalid_projector_definitions_fail_early(overrides: dict[str, Any]) -> 
         note_projector(**overrides)
 
 
-def test_select_sql_reads_every_column_build_needs_including_soft_deleted() -> None:
-    sql = wiki_page.SELECT_SQL
-    for column in ("id", "title", "content", "relations_json", "revision", "deleted_at"):
-        assert column in sql
-    assert "WHERE id IN %s" in sql
-    assert "deleted_at IS NULL" not in sql
+def test_the_wiki_page_projector_reads_every_column_build_needs() -> None:
+    projector = wiki_page.projector()
+    assert projector.table == "wiki_page"
+    assert set(projector.columns) == {
+        "id",
+        "title",
+        "content",
+        "relations_json",
+        "revision",
+        "deleted_at",  # soft-deleted rows are read too: build() says is_deleted from it
+    }

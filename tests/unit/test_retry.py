@@ -25,14 +25,12 @@ def _policy(
     attempts: int = 8,
     jitter: float = 0.2,
     seed: int = 7,
-    clock: FakeClock | None = None,
 ) -> RetryPolicy:
     return RetryPolicy(
         base_delay=base,
         max_delay=cap,
         max_attempts=attempts,
         jitter=jitter,
-        clock=clock or FakeClock(),
         rng=random.Random(seed),
     )
 
@@ -91,22 +89,17 @@ def test_same_seed_same_delays() -> None:
     assert [a.delay(n) for n in range(1, 10)] == [b.delay(n) for n in range(1, 10)]
 
 
-def test_next_retry_at_uses_the_clock_and_stops_when_exhausted() -> None:
-    clock = FakeClock(500.0)
-    policy = _policy(base=2.0, jitter=0.0, attempts=3, clock=clock)
-    assert policy.next_retry_at(1) == 502.0
-    clock.now = 600.0
-    assert policy.next_retry_at(2) == 604.0
-    assert policy.exhausted(3)
-    assert policy.next_retry_at(3) is None
-    assert policy.next_retry_at(4) is None
+def test_attempts_are_exhausted_at_the_limit() -> None:
+    policy = _policy(base=2.0, jitter=0.0, attempts=3)
+    assert [policy.delay(1), policy.delay(2)] == [2.0, 4.0]
     assert not policy.exhausted(2)
+    assert policy.exhausted(3)
+    assert policy.exhausted(4)
 
 
 def test_a_single_attempt_never_retries() -> None:
     policy = _policy(attempts=1)
     assert policy.exhausted(1)
-    assert policy.next_retry_at(1) is None
 
 
 @pytest.mark.parametrize(

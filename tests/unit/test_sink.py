@@ -16,17 +16,15 @@ from elasticsearch import ApiError, ConnectionError, ConnectionTimeout
 from hypothesis import given
 from hypothesis import strategies as st
 
-from consumer.errors import TransientError
+from consumer.errors import Disposition, ErrorCode, TransientError
 from consumer.search.fake import InMemoryIndex
 from consumer.search.sink import (
-    SYSTEMIC_CODES,
     BulkSizer,
     EsIndex,
     IndexOp,
     ItemResult,
     OutcomeKind,
     Sink,
-    Verdict,
     WriteOutcome,
     classify,
 )
@@ -38,43 +36,45 @@ DUMMY = IndexOp("a", "d", 1, b"{}")
 
 
 @pytest.mark.parametrize(
-    ("status", "error_type", "verdict", "code"),
+    ("status", "error_type", "code"),
     [
-        (200, None, Verdict.APPLIED, None),
-        (201, None, Verdict.APPLIED, None),
-        (409, "version_conflict_engine_exception", Verdict.CONFLICT, "ES_409"),
-        (429, "es_rejected_execution_exception", Verdict.RETRY, "ES_429"),
-        (429, "cluster_block_exception", Verdict.RETRY, "ES_BLOCKED"),
-        (403, "cluster_block_exception", Verdict.RETRY, "ES_BLOCKED"),
-        (500, "internal_server_error", Verdict.RETRY, "ES_5XX"),
-        (503, "unavailable_shards_exception", Verdict.RETRY, "ES_5XX"),
-        (0, "connection_error", Verdict.RETRY, "ES_UNAVAILABLE"),
-        (0, "timeout", Verdict.RETRY, "ES_TIMEOUT"),
-        (404, "index_not_found_exception", Verdict.RETRY, "ALIAS_MISSING"),
-        (401, "security_exception", Verdict.RETRY, "ES_AUTH"),
-        (413, None, Verdict.RETRY, "ES_TOO_LARGE"),
-        (400, "mapper_parsing_exception", Verdict.POISON, "MAPPING_ERROR"),
-        (400, "document_parsing_exception", Verdict.POISON, "MAPPING_ERROR"),
-        (400, "strict_dynamic_mapping_exception", Verdict.POISON, "MAPPING_ERROR"),
-        (400, "illegal_argument_exception", Verdict.POISON, "MAPPING_ERROR"),
-        (400, "action_request_validation_exception", Verdict.POISON, "ES_400"),
+        (200, None, None),
+        (201, None, None),
+        (409, "version_conflict_engine_exception", "ES_409"),
+        (429, "es_rejected_execution_exception", "ES_429"),
+        (429, "cluster_block_exception", "ES_BLOCKED"),
+        (403, "cluster_block_exception", "ES_BLOCKED"),
+        (500, "internal_server_error", "ES_5XX"),
+        (503, "unavailable_shards_exception", "ES_5XX"),
+        (0, "connection_error", "ES_UNAVAILABLE"),
+        (0, "timeout", "ES_TIMEOUT"),
+        (404, "index_not_found_exception", "ALIAS_MISSING"),
+        (401, "security_exception", "ES_AUTH"),
+        (413, None, "ES_TOO_LARGE"),
+        (400, "mapper_parsing_exception", "MAPPING_ERROR"),
+        (400, "document_parsing_exception", "MAPPING_ERROR"),
+        (400, "strict_dynamic_mapping_exception", "MAPPING_ERROR"),
+        (400, "illegal_argument_exception", "MAPPING_ERROR"),
+        (400, "action_request_validation_exception", "ES_400"),
+        (405, None, "ES_4XX"),
     ],
 )
-def test_classify(status: int, error_type: str | None, verdict: Verdict, code: str | None) -> None:
-    outcome = classify(ItemResult(DUMMY, status, error_type, "why"))
-    assert (outcome.verdict, outcome.code) == (verdict, code)
+def test_classify(status: int, error_type: str | None, code: str | None) -> None:
+    # The wire values: DLQ records, the state table and metrics labels carry these strings.
+    found = classify(ItemResult(DUMMY, status, error_type, "why"))
+    assert (None if found is None else found.value) == code
 
 
 @given(st.integers(0, 999), st.none() | st.sampled_from(["x", "cluster_block_exception"]))
 def test_classify_is_total_and_never_poisons_cluster_trouble(
     status: int, error_type: str | None
 ) -> None:
-    outcome = classify(ItemResult(DUMMY, status, error_type, None))
-    assert (outcome.code is None) == (outcome.verdict is Verdict.APPLIED)
+    code = classify(ItemResult(DUMMY, status, error_type, None))
+    assert (code is None) == (200 <= status < 300)
     decided = 200 <= status < 300 or status == 409
     blocked = error_type == "cluster_block_exception" and not decided
     if blocked or status in (0, 404, 429) or status >= 500:
-        assert outcome.verdict is Verdict.RETRY
+        assert code is not None and code.disposition is Disposition.SYSTEMIC
 
 
 # -- the sink on the fake: injected failures and confirmation edge cases ----------------------
@@ -164,7 +164,7 @@ async def test_failed_confirmation_is_retry_with_its_code() -> None:
     fake, alias = await aliased_fake()
     await Sink(fake).write([op(alias, "a", 5)])
     counting = CountingIndex(fake)
-    counting.fail = TransientError("ES_UNAVAILABLE", "down")
+    counting.fail = TransientError(ErrorCode.ES_UNAVAILABLE, "down")
     [outcome] = await Sink(counting).write([op(alias, "a", 5)])
     assert (outcome.kind, outcome.code) == (OutcomeKind.RETRY, "ES_UNAVAILABLE")
 
@@ -215,11 +215,14 @@ async def test_observer_sees_the_bulk_and_every_outcome() -> None:
     assert recorder.outcomes == outcomes
 
 
-def test_systemic_codes_are_retry_codes_only() -> None:
-    poison = WriteOutcome(DUMMY, OutcomeKind.POISON, "ES_429")
-    assert not poison.systemic
-    assert WriteOutcome(DUMMY, OutcomeKind.RETRY, "ES_409_UNCONFIRMED").systemic is False
-    assert "ALIAS_MISSING" in SYSTEMIC_CODES
+def test_a_failed_outcome_takes_its_kind_and_systemic_from_the_code_table() -> None:
+    poison = WriteOutcome.failed(DUMMY, ErrorCode.MAPPING_ERROR, "bad")
+    assert (poison.kind, poison.systemic) == (OutcomeKind.POISON, False)
+    unconfirmed = WriteOutcome.failed(DUMMY, ErrorCode.ES_409_UNCONFIRMED, "409")
+    assert (unconfirmed.kind, unconfirmed.systemic) == (OutcomeKind.RETRY, False)
+    missing = WriteOutcome.failed(DUMMY, ErrorCode.ALIAS_MISSING, "no alias")
+    assert (missing.kind, missing.systemic) == (OutcomeKind.RETRY, True)
+    assert not WriteOutcome(DUMMY, OutcomeKind.APPLIED).systemic
 
 
 # -- BulkSizer ---------------------------------------------------------------------------------
@@ -351,7 +354,7 @@ async def test_es_index_turns_a_failed_request_into_per_item_results(
 
 async def test_es_index_treats_a_malformed_response_as_no_response() -> None:
     results = await es_index(StubClient([{"items": []}])).bulk_index([op("wiki", "p1", 1)])
-    assert classify(results[0]).code == "ES_UNAVAILABLE"
+    assert classify(results[0]) is ErrorCode.ES_UNAVAILABLE
 
 
 async def test_es_index_get_versions() -> None:
@@ -368,6 +371,10 @@ async def test_es_index_get_versions() -> None:
         (api_error(404, "index_not_found_exception"), "ALIAS_MISSING"),
         (ConnectionError("refused"), "ES_UNAVAILABLE"),
         ({"docs": [{"_id": "a", "error": {"type": "index_not_found_exception"}}]}, "ALIAS_MISSING"),
+        ({"docs": [{"_id": "a", "error": {"type": "shard_failure"}}]}, "ES_MGET"),
+        (api_error(503, None), "ES_5XX"),  # the cluster's trouble: systemic, as for a bulk
+        (api_error(429, "es_rejected_execution_exception"), "ES_429"),
+        (api_error(400, "illegal_argument_exception"), "ES_MGET"),  # no document was refused
     ],
 )
 async def test_es_index_get_versions_failures_are_transient(answer: Any, code: str) -> None:

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from consumer.devtools.loadgen import OpKind, page_ids, plan_operations
 from consumer.errors import (
     ConfigError,
+    ErrorCode,
     PageExists,
     PageNotFound,
     PageStateConflict,
@@ -26,15 +27,11 @@ from consumer.errors import (
     TransientError,
 )
 from consumer.mysql.pool import (
-    MYSQL_DEADLOCK,
-    MYSQL_LOCK_TIMEOUT,
-    MYSQL_UNAVAILABLE,
     db_time,
     expand_in,
     translate_errors,
 )
 from consumer.mysql.state import InMemoryStateWriter, StateUpdate, merge
-from consumer.mysql.truth import InMemoryTruth, MysqlTruth
 from consumer.projection import wiki_page
 from consumer.writer import PageWriter
 
@@ -52,13 +49,13 @@ def test_page_errors_are_search_sync_errors_naming_the_page() -> None:
 @pytest.mark.parametrize(
     ("error", "code"),
     [
-        (aiomysql.OperationalError(1213, "Deadlock found"), MYSQL_DEADLOCK),
-        (aiomysql.OperationalError(1205, "Lock wait timeout"), MYSQL_LOCK_TIMEOUT),
-        (aiomysql.OperationalError(2003, "Can't connect"), MYSQL_UNAVAILABLE),
-        (aiomysql.OperationalError(2013, "Lost connection"), MYSQL_UNAVAILABLE),
-        (aiomysql.InterfaceError(0, "closed"), MYSQL_UNAVAILABLE),
-        (ConnectionResetError("reset"), MYSQL_UNAVAILABLE),
-        (TimeoutError(), MYSQL_UNAVAILABLE),
+        (aiomysql.OperationalError(1213, "Deadlock found"), ErrorCode.MYSQL_DEADLOCK),
+        (aiomysql.OperationalError(1205, "Lock wait timeout"), ErrorCode.MYSQL_LOCK_TIMEOUT),
+        (aiomysql.OperationalError(2003, "Can't connect"), ErrorCode.MYSQL_UNAVAILABLE),
+        (aiomysql.OperationalError(2013, "Lost connection"), ErrorCode.MYSQL_UNAVAILABLE),
+        (aiomysql.InterfaceError(0, "closed"), ErrorCode.MYSQL_UNAVAILABLE),
+        (ConnectionResetError("reset"), ErrorCode.MYSQL_UNAVAILABLE),
+        (TimeoutError(), ErrorCode.MYSQL_UNAVAILABLE),
     ],
 )
 def test_driver_errors_that_may_heal_become_transient(error: Exception, code: str) -> None:
@@ -168,32 +165,6 @@ def test_plan_follows_the_ratios() -> None:
     assert 100 < kinds.count(OpKind.HARD_DELETE) < 300  # 10 % of 2000, loosely
     assert 250 < kinds.count(OpKind.SOFT_DELETE) < 550
     assert 250 < kinds.count(OpKind.RESTORE) < 550
-
-
-# ---------------------------------------------------------------------------------- truth
-
-
-async def test_in_memory_truth_returns_present_rows_and_models_a_lagging_replica() -> None:
-    truth = InMemoryTruth()
-    truth.put({"id": "a", "revision": 1, "deleted_at": None})
-    truth.put({"id": "b", "revision": 2, "deleted_at": T0})
-    truth.put({"id": "a", "revision": 3, "deleted_at": None}, primary_only=True)
-
-    replica = await truth.load(wiki_page.SELECT_SQL, ["a", "missing", "b", "a"])
-    primary = await truth.load(wiki_page.SELECT_SQL, ["a"], primary=True)
-
-    assert {k: v["revision"] for k, v in replica.items()} == {"a": 1, "b": 2}
-    assert primary["a"]["revision"] == 3
-    assert truth.calls == [(("a", "missing", "b"), False), (("a",), True)]
-
-
-async def test_truth_refuses_a_select_without_one_in_placeholder() -> None:
-    with pytest.raises(ValueError):
-        await InMemoryTruth().load("SELECT * FROM wiki_page WHERE id = %s", ["a"])
-    with pytest.raises(TypeError):
-        await InMemoryTruth().load(wiki_page.SELECT_SQL, "abc")
-    with pytest.raises(ValueError):
-        MysqlTruth(pool=None, batch_size=0)
 
 
 # ---------------------------------------------------------------------------------- state

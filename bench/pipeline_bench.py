@@ -49,7 +49,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from elasticsearch import AsyncElasticsearch, NotFoundError
 
-from consumer.app import make_es_client, run_consumer
+from consumer.app import run_consumer
 from consumer.config import Settings, load_settings
 from consumer.mysql.pool import create_pool
 from consumer.mysql.truth import MysqlTruth
@@ -57,6 +57,7 @@ from consumer.observability.metrics import Metrics
 from consumer.ops import offsets
 from consumer.projection import Document, Projector, default_registry
 from consumer.search.admin import init_index
+from consumer.search.client import make_es_client
 from consumer.writer import PageWriter
 
 log = logging.getLogger("bench")

@@ -20,13 +20,14 @@ from typing import Any
 
 from elasticsearch import AsyncElasticsearch, NotFoundError
 
-from consumer.app import make_es_client, run_consumer
+from consumer.app import run_consumer
 from consumer.config import Settings, load_settings
 from consumer.mysql.truth import MysqlTruth
 from consumer.observability.metrics import Metrics
 from consumer.ops import offsets
 from consumer.projection import Document, default_registry
 from consumer.search.admin import init_index
+from consumer.search.client import make_es_client
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -17,13 +17,13 @@ import pytest
 import pytest_asyncio
 from confluent_kafka import Producer
 
-from consumer.app import make_es_client
 from consumer.devtools.loadgen import run_loadgen
 from consumer.events import AvroFraming, encode_avro, encode_json
 from consumer.mysql.pool import transaction
 from consumer.mysql.truth import MysqlTruth
+from consumer.ops.dlq import inspect
 from consumer.projection import Document, default_registry
-from consumer.stream.dlq import inspect
+from consumer.search.client import make_es_client
 from consumer.types import Operation, ThinEvent
 from consumer.writer import PageWriter
 from tests.integration.conftest import KAFKA
@@ -221,7 +221,11 @@ async def test_revision_regression_is_surfaced_not_hidden(
 
     async def dead_lettered() -> bool:
         records = await asyncio.to_thread(
-            inspect, KAFKA, consumer.settings.kafka.dlq_topic, limit=10, from_beginning=True
+            inspect,
+            consumer.settings.kafka.client_config(),
+            consumer.settings.kafka.dlq_topic,
+            limit=10,
+            from_beginning=True,
         )
         mine[:] = [r for r in records if r.aggregate_id == page]
         return bool(mine)
@@ -263,7 +267,11 @@ async def test_poison_message_goes_to_the_dlq_and_the_group_keeps_going(
 
     async def dead_lettered() -> list:  # type: ignore[type-arg]
         return await asyncio.to_thread(
-            inspect, KAFKA, consumer.settings.kafka.dlq_topic, limit=10, from_beginning=True
+            inspect,
+            consumer.settings.kafka.client_config(),
+            consumer.settings.kafka.dlq_topic,
+            limit=10,
+            from_beginning=True,
         )
 
     records: list = []  # type: ignore[type-arg]

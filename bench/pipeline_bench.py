@@ -51,6 +51,7 @@ from elasticsearch import AsyncElasticsearch, NotFoundError
 
 from consumer.app import run_consumer
 from consumer.config import Settings, load_settings
+from consumer.kafka.admin import ConfluentKafkaAdmin
 from consumer.mysql.pool import create_pool
 from consumer.mysql.truth import MysqlTruth
 from consumer.observability.metrics import Metrics
@@ -153,15 +154,9 @@ async def wait_for(
 
 
 def topic_ends(bootstrap: str, topic: str, partitions: Sequence[int]) -> dict[int, int]:
-    """The current high watermark of each partition."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-probe-{uuid.uuid4().hex}"})
-    try:
-        return {
-            p: int(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1])
-            for p in partitions
-        }
-    finally:
-        c.close()
+    """The current high watermark of each partition (once each has a leader)."""
+    marks = ConfluentKafkaAdmin({"bootstrap.servers": bootstrap}).watermarks(topic)
+    return {p: marks[p].high for p in partitions}
 
 
 def metric_total(metrics: Metrics, name: str) -> float:

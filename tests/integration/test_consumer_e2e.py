@@ -231,8 +231,11 @@ async def test_revision_regression_is_surfaced_not_hidden(
         return bool(mine)
 
     await wait_for(dead_lettered, 60, "the regression reached the DLQ")
-    assert [r.last_error_code for r in mine] == ["REVISION_REGRESSION"]
-    assert mine[0].original_topic == TOPIC and mine[0].source_revision == 1
+    # Delivery is at least once (Debezium and a rebalance may each hand the event over twice), so
+    # the one regressed event may be dead-lettered more than once; never another event or code.
+    assert {r.last_error_code for r in mine} == {"REVISION_REGRESSION"}, mine
+    assert len({r.event_id for r in mine}) == 1, mine
+    assert all(r.original_topic == TOPIC and r.source_revision == 1 for r in mine), mine
     # the index was not silently "already applied": it still holds the tombstone, and the
     # regression is visible in the DLQ and the metric for an operator to repair
     es = make_es_client(consumer.settings)

@@ -49,14 +49,16 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from elasticsearch import AsyncElasticsearch, NotFoundError
 
-from consumer.app import make_es_client, run_consumer
+from consumer.app import run_consumer
 from consumer.config import Settings, load_settings
+from consumer.kafka.admin import ConfluentKafkaAdmin
 from consumer.mysql.pool import create_pool
 from consumer.mysql.truth import MysqlTruth
 from consumer.observability.metrics import Metrics
 from consumer.ops import offsets
 from consumer.projection import Document, Projector, default_registry
 from consumer.search.admin import init_index
+from consumer.search.client import make_es_client
 from consumer.writer import PageWriter
 
 log = logging.getLogger("bench")
@@ -152,15 +154,9 @@ async def wait_for(
 
 
 def topic_ends(bootstrap: str, topic: str, partitions: Sequence[int]) -> dict[int, int]:
-    """The current high watermark of each partition."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-probe-{uuid.uuid4().hex}"})
-    try:
-        return {
-            p: int(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1])
-            for p in partitions
-        }
-    finally:
-        c.close()
+    """The current high watermark of each partition (once each has a leader)."""
+    marks = ConfluentKafkaAdmin({"bootstrap.servers": bootstrap}).watermarks(topic)
+    return {p: marks[p].high for p in partitions}
 
 
 def metric_total(metrics: Metrics, name: str) -> float:
@@ -274,8 +270,18 @@ class Bench:
             maxsize=2,
         )
         self.es = make_es_client(self.settings)
-        await init_index(self.es, self.alias, self.projector.mapping)
-        await init_index(self.es, self.raw_alias, self.projector.mapping)
+        await init_index(
+            self.es,
+            self.alias,
+            self.projector.mapping,
+            schema_version=self.projector.schema_version,
+        )
+        await init_index(
+            self.es,
+            self.raw_alias,
+            self.projector.mapping,
+            schema_version=self.projector.schema_version,
+        )
 
     async def close(self) -> None:
         if self.task is not None:

@@ -1,8 +1,8 @@
 """`searchsync run`: build every part from the settings, run the pipeline, shut down cleanly.
 
-Exit codes: 0 after a clean shutdown (SIGTERM/SIGINT: intake stops, in-flight work drains within
-the deadline, the finished prefix is committed), 3 when the DLQ error budget stopped the consumer,
-1 on any other fatal error.
+Exit codes (`consumer.exit_codes.ExitCode`): OK after a clean shutdown (SIGTERM/SIGINT: intake
+stops, in-flight work drains within the deadline, the finished prefix is committed), DLQ_BUDGET
+when the DLQ error budget stopped the consumer, FAILURE on any other fatal error.
 """
 
 from __future__ import annotations
@@ -12,17 +12,18 @@ import logging
 import random
 from contextlib import AsyncExitStack
 
-from elasticsearch import AsyncElasticsearch
-
 from consumer.config import Settings
 from consumer.errors import DlqBudgetExceeded
-from consumer.kafka.intake import KafkaIntake, consumer_config
+from consumer.exit_codes import ExitCode
+from consumer.kafka.config import member_config
+from consumer.kafka.intake import KafkaIntake
 from consumer.mysql.pool import create_pool
 from consumer.mysql.state import ProjectionStateWriter
 from consumer.mysql.truth import MysqlTruth
 from consumer.observability.http import HealthReport, HealthServer
 from consumer.observability.metrics import Metrics
 from consumer.projection import ProjectorRegistry, registry_from_settings
+from consumer.search.client import make_es_client
 from consumer.search.sink import BulkSizer, EsIndex, Sink
 from consumer.stream.dlq import DlqBudget, DlqProducer
 from consumer.stream.pipeline import Pipeline, PipelineOptions
@@ -31,18 +32,6 @@ from consumer.stream.retry import RetryPolicy
 
 log = logging.getLogger(__name__)
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_DLQ_BUDGET = 3
-
-
-def make_es_client(settings: Settings) -> AsyncElasticsearch:
-    """The async client; its own retries are off so that searchsync's retry policy owns backoff."""
-    es = settings.elasticsearch
-    return AsyncElasticsearch(
-        list(es.hosts), request_timeout=es.request_timeout_s, max_retries=0, retry_on_timeout=False
-    )
-
 
 async def run_consumer(
     settings: Settings,
@@ -50,7 +39,7 @@ async def run_consumer(
     stop: asyncio.Event | None = None,
     registry: ProjectorRegistry | None = None,
     metrics: Metrics | None = None,
-) -> int:
+) -> ExitCode:
     stop = stop or asyncio.Event()
     if registry is None:  # a bad `projection.modules` stops start-up here, before any connection
         registry = registry_from_settings(settings.projection)
@@ -119,13 +108,7 @@ async def run_consumer(
             max_queued_events=p.max_queued_events,
         )
         intake = KafkaIntake(
-            consumer_config(
-                k.client_config(),
-                group_id=k.group_id,
-                auto_offset_reset=k.auto_offset_reset,
-                session_timeout_ms=k.session_timeout_ms,
-                max_poll_interval_ms=k.max_poll_interval_ms,
-            ),
+            member_config(k),
             k.subscription,
             pipeline,
             revoke_timeout_s=min(10.0, p.shutdown_deadline_s) + 5.0,
@@ -159,15 +142,15 @@ async def run_consumer(
         except DlqBudgetExceeded as exc:
             log.error("stopped: %s", exc)
             await intake.close()
-            return EXIT_DLQ_BUDGET
+            return ExitCode.DLQ_BUDGET
         except Exception:
             log.exception("searchsync stopped on an unexpected error")
             await intake.close()
-            return EXIT_FAILED
+            return ExitCode.FAILURE
         await intake.close()
         log.info("searchsync stopped cleanly")
-        return EXIT_OK
-    return EXIT_OK  # pragma: no cover - the stack above always returns
+        return ExitCode.OK
+    return ExitCode.OK  # pragma: no cover - the stack above always returns
 
 
 async def _close_pool(pool: object) -> None:

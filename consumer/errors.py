@@ -60,6 +60,7 @@ DLQ record's ``last_error_code``, the state table and the metrics labels carry::
     ES_BLOCKED              SYSTEMIC     the index is write-blocked (flood stage, read-only)
     ES_AUTH                 SYSTEMIC     401/403: credentials or privileges
     ALIAS_MISSING           SYSTEMIC     the write alias does not exist (run `index init`)
+    KAFKA_NO_LEADER         SYSTEMIC     a topic's partitions have no leader (yet)
     DLQ_QUEUE_FULL          SYSTEMIC     the DLQ producer's queue is full
     DLQ_PRODUCE_FAILED      SYSTEMIC     the DLQ produce was refused
     DLQ_DELIVERY_FAILED     SYSTEMIC     the broker did not acknowledge a dead letter
@@ -126,6 +127,7 @@ class ErrorCode(enum.StrEnum):
     ES_BLOCKED = "ES_BLOCKED"
     ES_AUTH = "ES_AUTH"
     ALIAS_MISSING = "ALIAS_MISSING"
+    KAFKA_NO_LEADER = "KAFKA_NO_LEADER"
     DLQ_QUEUE_FULL = "DLQ_QUEUE_FULL"
     DLQ_PRODUCE_FAILED = "DLQ_PRODUCE_FAILED"
     DLQ_DELIVERY_FAILED = "DLQ_DELIVERY_FAILED"
@@ -177,6 +179,7 @@ _DISPOSITIONS: Final[Mapping[ErrorCode, Disposition]] = MappingProxyType(
         _C.ES_BLOCKED: _S,
         _C.ES_AUTH: _S,
         _C.ALIAS_MISSING: _S,
+        _C.KAFKA_NO_LEADER: _S,
         _C.DLQ_QUEUE_FULL: _S,
         _C.DLQ_PRODUCE_FAILED: _S,
         _C.DLQ_DELIVERY_FAILED: _S,

@@ -19,13 +19,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from consumer.app import make_es_client
 from consumer.config import load_settings
 from consumer.devtools.loadgen import run_loadgen
 from consumer.mysql.pool import create_pool
 from consumer.mysql.truth import MysqlTruth
 from consumer.projection import registry_from_settings
 from consumer.search.admin import init_index
+from consumer.search.client import make_es_client
 from consumer.writer import PageWriter
 
 REPO = Path(__file__).resolve().parents[1]
@@ -95,7 +95,9 @@ async def main() -> int:
     es = make_es_client(settings)
     pool_holder: dict[int, Any] = {}
     try:
-        result = await init_index(es, alias, projector.mapping)
+        result = await init_index(
+            es, alias, projector.mapping, schema_version=projector.schema_version
+        )
         say(f"index init: {alias} -> {result.index} ({result.action.value})")
 
         if consumer_running():

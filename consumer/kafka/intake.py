@@ -4,10 +4,12 @@ librdkafka's consumer is used from ONE dedicated thread (every call: consume, co
 resume, watermarks, close), so the event loop never blocks and the client is never touched from two
 threads. Rebalance callbacks run inside `consume()` on that thread; the revoke callback asks the
 loop to drain the revoked partitions (`RebalanceListener.revoking`) and commits the offsets it
-gets back before the partitions go, as DESIGN.md's commit protocol asks.
+gets back before the partitions go (docs/design.md, invariant 5; docs/consumer.md, "Rebalance and
+shutdown").
 
-Auto commit and the automatic offset store are off: offsets are committed explicitly, and only the
-contiguous finished prefix computed by `consumer.stream.ledger`.
+Auto commit and the automatic offset store are off (`consumer.kafka.config.member_config`): offsets
+are committed explicitly, and only the contiguous finished prefix computed by
+`consumer.stream.ledger`.
 """
 
 from __future__ import annotations
@@ -54,28 +56,6 @@ class RebalanceListener(Protocol):
     async def revoking(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]: ...
 
     def revoked(self, partitions: Sequence[TopicPartition], *, lost: bool) -> None: ...
-
-
-def consumer_config(
-    base: Mapping[str, Any],
-    *,
-    group_id: str,
-    auto_offset_reset: str,
-    session_timeout_ms: int,
-    max_poll_interval_ms: int,
-) -> dict[str, Any]:
-    """The consumer settings the commit protocol depends on, over the user's `base` settings."""
-    return {
-        **base,
-        "group.id": group_id,
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "partition.assignment.strategy": "cooperative-sticky",
-        "auto.offset.reset": auto_offset_reset,
-        "session.timeout.ms": session_timeout_ms,
-        "max.poll.interval.ms": max_poll_interval_ms,
-        "enable.partition.eof": False,
-    }
 
 
 class KafkaIntake:
@@ -173,16 +153,6 @@ class KafkaIntake:
             if high >= 0:
                 out[(t, p)] = int(high)
         return out
-
-    async def committed(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
-        """The group's committed offsets of `partitions` (absent where none is committed)."""
-        return await self._call(self._committed, list(partitions))
-
-    def _committed(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
-        tps = self._consumer.committed(
-            [KafkaTopicPartition(t, p) for t, p in partitions], timeout=10
-        )
-        return {(tp.topic, tp.partition): tp.offset for tp in tps if tp.offset >= 0}
 
     async def close(self) -> None:
         """Leave the group (the revoke callback commits what is finished) and stop the thread."""

@@ -8,17 +8,12 @@ its next commit, or race its in-flight work.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
 
 from consumer.config import Settings
 from consumer.errors import InvalidRequest, OperationRefused
-
-KAFKA_TIMEOUT_S: Final = 15.0
-_ACTIVE_STATES: Final = frozenset({"STABLE", "PREPARING_REBALANCING", "COMPLETING_REBALANCING"})
-
-Factory = Callable[[Settings], Any]
+from consumer.kafka.admin import AdminFactory, ConfluentKafkaAdmin, KafkaAdmin
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,46 +37,41 @@ class ResetStep:
     target: int
 
 
-def subscribed_topics(consumer: Any, settings: Settings) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class ResetReport:
+    group: str
+    dry_run: bool
+    active_members: tuple[str, ...]
+    steps: tuple[ResetStep, ...]
+
+
+def subscribed_topics(admin: KafkaAdmin, settings: Settings) -> list[str]:
     """The subscribed topics that exist now (a regex is matched against the cluster's topics)."""
     kafka = settings.kafka
-    metadata = consumer.list_topics(timeout=KAFKA_TIMEOUT_S)
+    existing = admin.topics()
     if kafka.topic_regex is not None:
         pattern = re.compile(kafka.topic_regex)
-        return sorted(t for t in metadata.topics if pattern.match(t))
-    return [t for t in kafka.topics if t in metadata.topics]
+        return sorted(t for t in existing if pattern.match(t))
+    return [t for t in kafka.topics if t in existing]
 
 
 def partition_offsets(
-    consumer: Any, settings: Settings, topics: Sequence[str]
+    admin: KafkaAdmin, settings: Settings, topics: Sequence[str]
 ) -> list[PartitionOffsets]:
-    """Committed offset, watermarks and lag of every partition of `topics` for the group.
-
-    `consumer` is a ``confluent_kafka.Consumer`` built with the group's id (it never subscribes,
-    so it does not join the group).
-    """
-    from confluent_kafka import TopicPartition
-
-    metadata = consumer.list_topics(timeout=KAFKA_TIMEOUT_S)
-    wanted = [TopicPartition(t, p) for t in topics for p in sorted(metadata.topics[t].partitions)]
-    if not wanted:
-        return []
-    committed = consumer.committed(wanted, timeout=KAFKA_TIMEOUT_S)
+    """Committed offset, watermarks and lag of every partition of `topics` for the group."""
     rows = []
-    for position in committed:
-        low, high = consumer.get_watermark_offsets(
-            TopicPartition(position.topic, position.partition), timeout=KAFKA_TIMEOUT_S
-        )
-        offset = position.offset if position.offset >= 0 else None
-        if offset is not None:
-            start = offset
-        else:
-            start = low if settings.kafka.auto_offset_reset == "earliest" else high
-        rows.append(
-            PartitionOffsets(
-                position.topic, position.partition, offset, low, high, max(0, high - start)
+    for topic in topics:
+        marks = admin.watermarks(topic)
+        committed = admin.committed(settings.kafka.group_id, [(topic, p) for p in marks])
+        for partition, m in marks.items():
+            offset = committed.get((topic, partition))
+            if offset is not None:
+                start = offset
+            else:
+                start = m.low if settings.kafka.auto_offset_reset == "earliest" else m.high
+            rows.append(
+                PartitionOffsets(topic, partition, offset, m.low, m.high, max(0, m.high - start))
             )
-        )
     return sorted(rows, key=lambda r: (r.topic, r.partition))
 
 
@@ -118,54 +108,12 @@ def plan_reset(
     return steps
 
 
-def group_consumer(settings: Settings) -> Any:
-    from confluent_kafka import Consumer
-
-    kafka = settings.kafka
-    return Consumer(
-        {
-            **kafka.client_config(),
-            "group.id": kafka.group_id,
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-        }
-    )
-
-
-def admin_client(settings: Settings) -> Any:
-    from confluent_kafka.admin import AdminClient
-
-    return AdminClient(settings.kafka.client_config())
-
-
-def active_members(admin: Any, group: str) -> list[str]:
-    """Client ids of the group's members; empty when nobody is consuming."""
-    described = admin.describe_consumer_groups([group], request_timeout=KAFKA_TIMEOUT_S)
-    description = described[group].result()
-    members = [f"{m.client_id}@{m.host}" for m in description.members]
-    state = getattr(description.state, "name", str(description.state))
-    if not members and state in _ACTIVE_STATES:
-        members = [f"(group state {state})"]
-    return members
-
-
-@dataclass(frozen=True, slots=True)
-class ResetReport:
-    group: str
-    dry_run: bool
-    active_members: tuple[str, ...]
-    steps: tuple[ResetStep, ...]
-
-
 def show(
-    settings: Settings, *, consumer_factory: Factory = group_consumer
+    settings: Settings, *, admin_factory: AdminFactory = ConfluentKafkaAdmin
 ) -> list[PartitionOffsets]:
     """Committed offset, watermarks and lag of every subscribed partition for the group."""
-    consumer = consumer_factory(settings)
-    try:
-        return partition_offsets(consumer, settings, subscribed_topics(consumer, settings))
-    finally:
-        consumer.close()
+    admin = admin_factory(settings.kafka.client_config())
+    return partition_offsets(admin, settings, subscribed_topics(admin, settings))
 
 
 def reset(
@@ -175,22 +123,18 @@ def reset(
     topic: str | None = None,
     partition: int | None = None,
     dry_run: bool,
-    consumer_factory: Factory = group_consumer,
-    admin_factory: Factory = admin_client,
+    admin_factory: AdminFactory = ConfluentKafkaAdmin,
 ) -> ResetReport:
     """Move the group's offsets to `to` ("earliest", "latest" or an offset); plan only if dry_run.
 
     Raises `OperationRefused` while the group has active members (unless `dry_run`), and
     `InvalidRequest` for a partition or offset that does not exist.
     """
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-
     group = settings.kafka.group_id
-    steps = plan_reset(
-        show(settings, consumer_factory=consumer_factory), to, topic=topic, partition=partition
-    )
-    admin = admin_factory(settings)
-    members = active_members(admin, group)
+    admin = admin_factory(settings.kafka.client_config())
+    rows = partition_offsets(admin, settings, subscribed_topics(admin, settings))
+    steps = plan_reset(rows, to, topic=topic, partition=partition)
+    members = admin.active_members(group)
     if members and not dry_run:
         raise OperationRefused(
             f"group {group} has {len(members)} active member(s) ({', '.join(members)}): "
@@ -198,13 +142,9 @@ def reset(
             "then reset again"
         )
     if not dry_run:
-        request = ConsumerGroupTopicPartitions(
-            group, [TopicPartition(s.topic, s.partition, s.target) for s in steps]
-        )
-        futures = admin.alter_consumer_group_offsets([request], request_timeout=KAFKA_TIMEOUT_S)
-        for position in futures[group].result().topic_partitions:
-            if position.error is not None:
-                raise OperationRefused(
-                    f"{position.topic}/{position.partition}: {position.error.str()}"
-                )
+        failed = admin.alter_committed(group, {(s.topic, s.partition): s.target for s in steps})
+        if failed:
+            raise OperationRefused(
+                "; ".join(f"{t}/{p}: {why}" for (t, p), why in sorted(failed.items()))
+            )
     return ResetReport(group, dry_run, tuple(members), tuple(steps))

@@ -1,29 +1,27 @@
-"""Dead letters: the record, its Avro encoding, the error budget, the producer, inspect and replay.
+"""Dead letters: the record, its Avro encoding, the error budget and the producer the pipeline uses.
 
 A dead letter keeps the original message bytes, key and position, so nothing is lost even when the
-input could not be decoded at all (invariant 10), and `replay` can send it through the normal path
-again. A message counts as finished for the offset ledger only once `DlqProducer.send` has resolved,
-which happens when the broker acknowledged the write (invariant 5).
+input could not be decoded at all, and `searchsync dlq replay` (`consumer.ops.dlq`) can send it
+through the normal path again. A message counts as finished for the offset ledger only once
+`DlqProducer.send` has resolved, which happens when the broker acknowledged the write
+(docs/design.md, invariants 5 and 10).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import io
-import threading
-import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final, Protocol, cast
+from typing import Any, Final
 
 import confluent_kafka
 import fastavro
 
-from consumer.errors import ConfigError, DlqBudgetExceeded, ErrorCode, PoisonMessage, TransientError
+from consumer.errors import DlqBudgetExceeded, ErrorCode, PoisonMessage, TransientError
 from consumer.events import load_avro_schema
+from consumer.kafka.producer import AcknowledgedProducer, DeliveryFailed, ProducerFactory
 from consumer.types import Operation, ThinEvent
 
 __all__ = [
@@ -31,28 +29,17 @@ __all__ = [
     "DLQ_FORMAT_HEADER",
     "MAX_ERROR_MESSAGE",
     "REPLAYED_FROM_HEADER",
-    "ConsumerPort",
     "DlqBudget",
     "DlqProducer",
     "DlqRecord",
-    "ProducerPort",
-    "ReplayReport",
     "decode_record",
     "encode",
-    "inspect",
-    "replay",
 ]
 
 DLQ_FORMAT_HEADER: Final = "searchsync-dlq-format"
 DLQ_FORMAT: Final = b"avro-v1"
 REPLAYED_FROM_HEADER: Final = "searchsync-replayed-from"
 MAX_ERROR_MESSAGE: Final = 4_096  # keeps a dead letter far below message.max.bytes
-
-# The producer guarantees a DLQ write needs: every in-sync replica has it, no duplicates on retry.
-_PRODUCER_GUARANTEES: Final[Mapping[str, str | bool]] = {"acks": "all", "enable.idempotence": True}
-
-DeliveryCallback = Callable[[Any, Any], None]
-"""``on_delivery(err, msg)``: `err` is a KafkaError or None once the broker answered."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,38 +192,12 @@ class DlqBudget:
         self._dead_in_window += dead
 
 
-class ProducerPort(Protocol):
-    """The slice of ``confluent_kafka.Producer`` the DLQ uses (a fake implements it in tests)."""
-
-    def produce(
-        self,
-        topic: str,
-        value: bytes | None = ...,
-        key: bytes | None = ...,
-        *,
-        partition: int = ...,
-        headers: list[tuple[str, bytes]] | None = ...,
-        on_delivery: DeliveryCallback | None = ...,
-    ) -> None: ...
-
-    def poll(self, timeout: float = ...) -> int: ...
-
-    def flush(self, timeout: float = ...) -> int: ...
-
-
-ProducerFactory = Callable[[dict[str, Any]], ProducerPort]
-
-
-def _kafka_producer(config: dict[str, Any]) -> ProducerPort:
-    return cast(ProducerPort, confluent_kafka.Producer(config))
-
-
 class DlqProducer:
     """Writes dead letters to one topic; `send` resolves only when the broker acknowledged.
 
-    librdkafka runs delivery callbacks on whichever thread calls ``poll``: a small daemon thread
-    polls, and each callback hands its result to the event loop with ``call_soon_threadsafe``.
-    ``acks=all`` and ``enable.idempotence=true`` are always set, whatever `config` says.
+    ``acks=all`` and ``enable.idempotence=true`` are always set, whatever `config` says
+    (`consumer.kafka.producer`). Every failure to write is a `TransientError`: the caller keeps the
+    message unfinished and tries again.
     """
 
     def __init__(
@@ -247,38 +208,17 @@ class DlqProducer:
         factory: ProducerFactory | None = None,
     ) -> None:
         self._topic = topic
-        self._producer = (factory or _kafka_producer)({**config, **_PRODUCER_GUARANTEES})
-        self._stop = threading.Event()
-        self._poller: threading.Thread | None = None
-        self._closed = False
+        self._producer = AcknowledgedProducer(config, name=f"dlq-{topic}", factory=factory)
 
     @property
     def topic(self) -> str:
         return self._topic
 
     async def send(self, record: DlqRecord, key: bytes | None) -> None:
-        """Produce `record` and wait for the broker's acknowledgement.
-
-        Raises TransientError when the write cannot be queued or the broker reports a failure;
-        the caller keeps the message unfinished and tries again.
-        """
-        if self._closed:
-            raise RuntimeError("DlqProducer.send after close")
-        loop = asyncio.get_running_loop()
-        acknowledged: asyncio.Future[None] = loop.create_future()
-
-        def on_delivery(err: Any, _msg: Any) -> None:  # runs on the poll thread
-            # RuntimeError: the loop is gone, so nobody waits for this answer any more.
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(_settle, acknowledged, err)
-
+        """Produce `record` and wait for the broker's acknowledgement."""
         try:
-            self._producer.produce(
-                self._topic,
-                encode(record),
-                key,
-                headers=[(DLQ_FORMAT_HEADER, DLQ_FORMAT)],
-                on_delivery=on_delivery,
+            await self._producer.send(
+                self._topic, encode(record), key, headers=[(DLQ_FORMAT_HEADER, DLQ_FORMAT)]
             )
         except BufferError as exc:
             raise TransientError(
@@ -286,295 +226,9 @@ class DlqProducer:
             ) from exc
         except confluent_kafka.KafkaException as exc:
             raise TransientError(ErrorCode.DLQ_PRODUCE_FAILED, str(exc)) from exc
-        self._ensure_poller()
-        await acknowledged
+        except DeliveryFailed as exc:
+            raise TransientError(ErrorCode.DLQ_DELIVERY_FAILED, str(exc)) from exc
 
     async def close(self, flush_timeout: float) -> int:
         """Stop polling and flush; returns how many dead letters were still unacknowledged."""
-        self._closed = True
-        self._stop.set()
-        if self._poller is not None:
-            await asyncio.to_thread(self._poller.join)
-        return await asyncio.to_thread(self._producer.flush, flush_timeout)
-
-    def _ensure_poller(self) -> None:
-        if self._poller is None:
-            self._poller = threading.Thread(
-                target=self._poll_until_stopped, name=f"dlq-poll-{self._topic}", daemon=True
-            )
-            self._poller.start()
-
-    def _poll_until_stopped(self) -> None:
-        while not self._stop.is_set():
-            self._producer.poll(0.1)
-
-
-def _settle(future: asyncio.Future[None], err: Any) -> None:
-    if future.done():  # the sender was cancelled; the dead letter may still have landed
-        return
-    if err is None:
-        future.set_result(None)
-    else:
-        future.set_exception(TransientError(ErrorCode.DLQ_DELIVERY_FAILED, str(err)))
-
-
-# --- inspect and replay: blocking library functions for the CLI ----------------------------------
-
-
-class ConsumerPort(Protocol):
-    """The slice of ``confluent_kafka.Consumer`` that inspect and replay use."""
-
-    def list_topics(self, topic: str, timeout: float) -> Any: ...
-    def get_watermark_offsets(self, partition: Any, timeout: float) -> tuple[int, int]: ...
-    def committed(self, partitions: list[Any], timeout: float) -> list[Any]: ...
-    def assign(self, partitions: list[Any]) -> None: ...
-    def poll(self, timeout: float) -> Any: ...
-    def commit(self, *, offsets: list[Any], asynchronous: bool) -> Any: ...
-    def close(self) -> None: ...
-
-
-ConsumerFactory = Callable[[dict[str, Any]], ConsumerPort]
-
-
-def _kafka_consumer(config: dict[str, Any]) -> ConsumerPort:
-    return cast(ConsumerPort, confluent_kafka.Consumer(config))
-
-
-@dataclass(frozen=True, slots=True)
-class ReplayReport:
-    """What a replay did (or, with `dry_run`, would do)."""
-
-    dry_run: bool
-    scanned: int
-    replayed: tuple[DlqRecord, ...]
-    skipped: int  # read but not matching the filters
-
-
-def inspect(
-    bootstrap: str,
-    topic: str,
-    *,
-    limit: int,
-    from_beginning: bool,
-    extra: Mapping[str, Any] | None = None,
-    timeout_s: float = 30.0,
-    consumer_factory: ConsumerFactory | None = None,
-) -> list[DlqRecord]:
-    """Read up to `limit` dead letters without committing anything.
-
-    `from_beginning=True` gives the oldest ones; otherwise the newest ones (the tail of every
-    partition, merged by timestamp). Reading stops at the end offsets seen at the start.
-    """
-    if limit < 1:
-        return []
-    make_consumer = consumer_factory or _kafka_consumer
-    consumer = make_consumer(_consumer_config(bootstrap, f"{topic}.inspect", extra))
-    try:
-        ends = _partition_ends(consumer, topic, timeout_s)
-        starts = {
-            p: low if from_beginning else max(low, high - limit) for p, (low, high) in ends.items()
-        }
-        found: list[tuple[int, int, int, DlqRecord]] = []
-        for message in _read_to_end(consumer, topic, starts, ends, timeout_s):
-            record = _decode_message(message)
-            found.append((message.timestamp()[1], message.partition(), message.offset(), record))
-            if from_beginning and len(found) >= limit:
-                break
-    finally:
-        consumer.close()
-    if not from_beginning:
-        found.sort(key=lambda item: item[:3])
-        found = found[-limit:]
-    return [item[3] for item in found]
-
-
-def replay(
-    bootstrap: str,
-    dlq_topic: str,
-    *,
-    dry_run: bool,
-    event_id: str | None = None,
-    error_code: str | None = None,
-    limit: int | None = None,
-    extra: Mapping[str, Any] | None = None,
-    timeout_s: float = 30.0,
-    consumer_factory: ConsumerFactory | None = None,
-    producer_factory: ProducerFactory | None = None,
-) -> ReplayReport:
-    """Re-produce dead letters' original payload and key to their original topic and partition.
-
-    Reads the DLQ with the consumer group ``<dlq_topic>.replay`` from its committed offsets and
-    commits a dead letter only after its re-produce was acknowledged, so an interrupted replay
-    resumes where it stopped. Records skipped by a filter are not committed past (per partition),
-    so a later unfiltered replay still sees them; replaying twice is harmless because the consumer
-    writes with external versions. Do not run two replays of one DLQ at the same time.
-    """
-    group = f"{dlq_topic}.replay"
-    consumer = (consumer_factory or _kafka_consumer)(_consumer_config(bootstrap, group, extra))
-    producer = None
-    if not dry_run:
-        config = {**(extra or {}), "bootstrap.servers": bootstrap, **_PRODUCER_GUARANTEES}
-        producer = (producer_factory or _kafka_producer)(config)
-    replayed: list[DlqRecord] = []
-    scanned = skipped = 0
-    held: set[int] = set()  # partitions with a skipped record: commits stop there
-    try:
-        ends = _partition_ends(consumer, dlq_topic, timeout_s)
-        starts = _committed_starts(consumer, dlq_topic, ends, timeout_s)
-        for message in _read_to_end(consumer, dlq_topic, starts, ends, timeout_s):
-            scanned += 1
-            record = _decode_message(message)
-            wanted = (event_id is None or record.event_id == event_id) and (
-                error_code is None or record.last_error_code == error_code
-            )
-            if not wanted:
-                skipped += 1
-                held.add(message.partition())
-                continue
-            replayed.append(record)
-            if producer is not None:
-                _replay_one(consumer, producer, message, record, dlq_topic, held, timeout_s)
-            if limit is not None and len(replayed) >= limit:
-                break
-    finally:
-        consumer.close()
-        if producer is not None:
-            producer.flush(timeout_s)
-    return ReplayReport(dry_run=dry_run, scanned=scanned, replayed=tuple(replayed), skipped=skipped)
-
-
-def _replay_one(
-    consumer: ConsumerPort,
-    producer: ProducerPort,
-    message: Any,
-    record: DlqRecord,
-    dlq_topic: str,
-    held: set[int],
-    timeout_s: float,
-) -> None:
-    """Re-produce one dead letter, then commit past it unless its partition is held."""
-    origin = f"{dlq_topic}/{message.partition()}/{message.offset()}".encode()
-    _produce_and_wait(producer, record, origin, timeout_s)
-    if message.partition() not in held:
-        position = confluent_kafka.TopicPartition(
-            dlq_topic, message.partition(), message.offset() + 1
-        )
-        consumer.commit(offsets=[position], asynchronous=False)
-
-
-def _consumer_config(bootstrap: str, group: str, extra: Mapping[str, Any] | None) -> dict[str, Any]:
-    return {
-        **(extra or {}),
-        "bootstrap.servers": bootstrap,
-        "group.id": group,
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "enable.partition.eof": True,
-        "auto.offset.reset": "earliest",
-    }
-
-
-def _partition_ends(
-    consumer: ConsumerPort, topic: str, timeout_s: float
-) -> dict[int, tuple[int, int]]:
-    """Low and high watermark of every partition, taken once: reading stops at these ends."""
-    metadata = consumer.list_topics(topic, timeout=timeout_s)
-    described = metadata.topics.get(topic)
-    if described is None or described.error is not None:
-        raise ConfigError("dlq topic", "an existing Kafka topic", topic)
-    ends = {}
-    for p in sorted(described.partitions):
-        position = confluent_kafka.TopicPartition(topic, p)
-        ends[p] = consumer.get_watermark_offsets(position, timeout=timeout_s)
-    return ends
-
-
-def _committed_starts(
-    consumer: ConsumerPort, topic: str, ends: Mapping[int, tuple[int, int]], timeout_s: float
-) -> dict[int, int]:
-    wanted = [confluent_kafka.TopicPartition(topic, p) for p in ends]
-    starts = {}
-    for position in consumer.committed(wanted, timeout=timeout_s):
-        low, high = ends[position.partition]
-        starts[position.partition] = min(max(position.offset, low), high)  # negative = none yet
-    return starts
-
-
-def _read_to_end(
-    consumer: ConsumerPort,
-    topic: str,
-    starts: Mapping[int, int],
-    ends: Mapping[int, tuple[int, int]],
-    timeout_s: float,
-) -> Iterator[Any]:
-    """Yield the messages between `starts` and the high watermarks in `ends`, then stop."""
-    pending = {p: ends[p][1] for p, start in starts.items() if start < ends[p][1]}
-    if not pending:
-        return
-    consumer.assign([confluent_kafka.TopicPartition(topic, p, starts[p]) for p in pending])
-    loop_deadline = _Deadline(timeout_s)
-    while pending:
-        if loop_deadline.expired():
-            unread = sorted(pending)
-            raise TransientError(
-                ErrorCode.DLQ_READ_TIMEOUT, f"{topic}: partitions {unread} not read to end"
-            )
-        message = consumer.poll(timeout=0.5)
-        if message is None:
-            continue
-        error = message.error()
-        if error is not None:
-            if error.code() == confluent_kafka.KafkaError._PARTITION_EOF:
-                pending.pop(message.partition(), None)
-                continue
-            raise TransientError(ErrorCode.DLQ_READ_FAILED, str(error))
-        partition, offset = message.partition(), message.offset()
-        if partition not in pending:
-            continue
-        if offset + 1 >= pending[partition]:
-            del pending[partition]
-        yield message
-
-
-def _decode_message(message: Any) -> DlqRecord:
-    headers = dict(message.headers() or [])
-    marker = headers.get(DLQ_FORMAT_HEADER)
-    where = f"{message.topic()}/{message.partition()}/{message.offset()}"
-    if marker is not None and marker != DLQ_FORMAT:
-        raise PoisonMessage(ErrorCode.BAD_DLQ_RECORD, f"{where}: unsupported DLQ format {marker!r}")
-    try:
-        return decode_record(message.value() or b"")
-    except PoisonMessage as exc:
-        raise PoisonMessage(ErrorCode.BAD_DLQ_RECORD, f"{where}: {exc.message}") from exc
-
-
-def _produce_and_wait(
-    producer: ProducerPort, record: DlqRecord, origin: bytes, timeout_s: float
-) -> None:
-    outcome: list[Any] = []
-    producer.produce(
-        record.original_topic,
-        record.payload,
-        record.original_key,
-        partition=record.original_partition,
-        headers=[(REPLAYED_FROM_HEADER, origin)],
-        on_delivery=lambda err, _msg: outcome.append(err),
-    )
-    deadline = _Deadline(timeout_s)
-    while not outcome and not deadline.expired():
-        producer.poll(0.1)
-    if not outcome:
-        raise TransientError(ErrorCode.REPLAY_TIMEOUT, f"no acknowledgement for {origin.decode()}")
-    if outcome[0] is not None:
-        raise TransientError(ErrorCode.REPLAY_FAILED, f"{origin.decode()}: {outcome[0]}")
-
-
-class _Deadline:
-    """A point in monotonic time; the blocking CLI helpers give up there instead of hanging."""
-
-    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
-        self._at = clock() + seconds
-
-    def expired(self) -> bool:
-        return self._clock() >= self._at
+        return await self._producer.close(flush_timeout)

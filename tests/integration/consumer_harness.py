@@ -20,13 +20,14 @@ from typing import Any
 
 from elasticsearch import AsyncElasticsearch, NotFoundError
 
-from consumer.app import make_es_client, run_consumer
+from consumer.app import run_consumer
 from consumer.config import Settings, load_settings
 from consumer.mysql.truth import MysqlTruth
 from consumer.observability.metrics import Metrics
 from consumer.ops import offsets
 from consumer.projection import Document, default_registry
 from consumer.search.admin import init_index
+from consumer.search.client import make_es_client
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -156,7 +157,12 @@ async def prepare_index(settings: Settings) -> None:
     es = make_es_client(settings)
     try:
         projector = default_registry().get("wiki_page")
-        await init_index(es, settings.alias("wiki_page"), projector.mapping)
+        await init_index(
+            es,
+            settings.alias("wiki_page"),
+            projector.mapping,
+            schema_version=projector.schema_version,
+        )
     finally:
         await es.close()
 

@@ -1,11 +1,53 @@
-"""Small Kafka helpers for integration tests: read a topic from "now" with a deadline."""
+"""Small Kafka helpers for integration tests: end offsets, fresh topics, a topic's tail.
+
+Offsets come from `consumer.kafka.admin.ConfluentKafkaAdmin`, which waits (with a deadline) for
+every partition's leader first: right after a topic is created, a broker may still answer
+``NOT_LEADER_FOR_PARTITION``.
+"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 from confluent_kafka import Consumer, Message, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from consumer.kafka.admin import ConfluentKafkaAdmin
+from consumer.stream.retry import Deadline
+
+TIMEOUT_S = 30.0
+
+
+def kafka_admin(bootstrap: str) -> ConfluentKafkaAdmin:
+    return ConfluentKafkaAdmin({"bootstrap.servers": bootstrap}, timeout_s=TIMEOUT_S)
+
+
+def high_watermark(bootstrap: str, topic: str, partition: int) -> int:
+    """The offset the next message of `topic`/`partition` will get."""
+    return kafka_admin(bootstrap).watermarks(topic)[partition].high
+
+
+@contextmanager
+def fresh_topics(bootstrap: str, topics: Sequence[tuple[str, int]]) -> Iterator[None]:
+    """Create `topics` (name, partitions), wait until every partition has a leader, delete after."""
+    client = AdminClient({"bootstrap.servers": bootstrap})
+    created = client.create_topics(
+        [NewTopic(name, num_partitions=n, replication_factor=1) for name, n in topics],
+        operation_timeout=20,
+    )
+    for future in created.values():
+        future.result(timeout=TIMEOUT_S)
+    admin = kafka_admin(bootstrap)
+    for name, _ in topics:
+        admin.wait_for_leaders(name, Deadline(time.monotonic, TIMEOUT_S))
+    try:
+        yield
+    finally:
+        deleted = client.delete_topics([name for name, _ in topics], operation_timeout=20)
+        for future in deleted.values():
+            future.result(timeout=TIMEOUT_S)
 
 
 class TopicTail:
@@ -16,6 +58,7 @@ class TopicTail:
     """
 
     def __init__(self, bootstrap: str, topic: str) -> None:
+        marks = kafka_admin(bootstrap).watermarks(topic)
         self._consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
@@ -24,14 +67,7 @@ class TopicTail:
                 "enable.auto.offset.store": False,
             }
         )
-        meta = self._consumer.list_topics(topic, timeout=10)
-        partitions = meta.topics[topic].partitions
-        assignment = []
-        for p in partitions:
-            tp = TopicPartition(topic, p)
-            _low, high = self._consumer.get_watermark_offsets(tp, timeout=10)
-            assignment.append(TopicPartition(topic, p, high))
-        self._consumer.assign(assignment)
+        self._consumer.assign([TopicPartition(topic, p, m.high) for p, m in marks.items()])
 
     def read_until(self, done: Callable[[list[Message]], bool], timeout: float) -> list[Message]:
         """Collect messages until `done(messages)` holds; fail at the deadline."""

@@ -106,7 +106,12 @@ async def consumer(app_pool: aiomysql.Pool) -> AsyncIterator[InProcessConsumer]:
     es = make_es_client(c.settings)
     try:
         for kind in TYPES:  # what `searchsync index init --type <kind>` does
-            await init_index(es, c.settings.alias(kind), registry.get(kind).mapping)
+            await init_index(
+                es,
+                c.settings.alias(kind),
+                registry.get(kind).mapping,
+                schema_version=registry.get(kind).schema_version,
+            )
         await c.start()
         try:
             yield c

@@ -11,9 +11,9 @@ from typing import Any
 
 import orjson
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from tests.integration.conftest import ES_URL, KAFKA
+from tests.integration.kafkatools import fresh_topics, kafka_admin
 
 pytestmark = pytest.mark.integration
 
@@ -80,9 +80,7 @@ def test_config_check_exit_codes() -> None:
 
 def test_offsets_show_for_a_fresh_group() -> None:
     topic = f"cli-offsets-{uuid.uuid4().hex[:10]}"
-    admin = AdminClient({"bootstrap.servers": KAFKA})
-    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])[topic].result(30)
-    try:
+    with fresh_topics(KAFKA, [(topic, 2)]):
         env = {
             "SEARCHSYNC_KAFKA_GROUP_ID": f"cli-fresh-{uuid.uuid4().hex[:10]}",
             "SEARCHSYNC_KAFKA_TOPICS": topic,
@@ -96,21 +94,26 @@ def test_offsets_show_for_a_fresh_group() -> None:
             (topic, 1, None, 0),
         ]
         assert out["total_lag"] == 0
-    finally:
-        admin.delete_topics([topic])[topic].result(30)
 
 
 def test_dlq_inspect_on_an_empty_topic() -> None:
     topic = f"cli-dlq-{uuid.uuid4().hex[:10]}"
-    admin = AdminClient({"bootstrap.servers": KAFKA})
-    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(30)
-    try:
+    with fresh_topics(KAFKA, [(topic, 1)]):
         env = {"SEARCHSYNC_KAFKA_DLQ_TOPIC": topic}
         assert _ok_json(_searchsync("dlq", "inspect", "--json", env=env)) == []
         replay = _ok_json(_searchsync("dlq", "replay", "--dry-run", "--json", env=env))
         assert replay["dry_run"] is True and replay["scanned"] == 0 and replay["replayed"] == []
-    finally:
-        admin.delete_topics([topic])[topic].result(30)
-    missing = _searchsync("dlq", "inspect", env={"SEARCHSYNC_KAFKA_DLQ_TOPIC": f"{topic}-none"})
-    assert missing.returncode == 2
-    assert "config error: dlq topic: expected an existing Kafka topic" in missing.stderr
+
+
+def test_before_the_first_dead_letter_the_dlq_commands_say_so_and_exit_0() -> None:
+    env = {"SEARCHSYNC_KAFKA_DLQ_TOPIC": f"cli-dlq-none-{uuid.uuid4().hex[:10]}"}
+    human = _searchsync("dlq", "inspect", env=env)
+    assert human.returncode == 0, human.stderr
+    assert human.stdout == f"no dead letters in {env['SEARCHSYNC_KAFKA_DLQ_TOPIC']}\n"
+    assert _ok_json(_searchsync("dlq", "inspect", "--json", env=env)) == []
+    replay = _searchsync("dlq", "replay", env=env)
+    assert replay.returncode == 0, replay.stderr
+    assert "no dead letters to replay" in replay.stdout
+    report = _ok_json(_searchsync("dlq", "replay", "--json", env=env))
+    assert (report["scanned"], report["replayed"]) == (0, [])
+    assert not kafka_admin(KAFKA).topic_exists(env["SEARCHSYNC_KAFKA_DLQ_TOPIC"])

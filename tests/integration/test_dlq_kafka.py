@@ -11,16 +11,19 @@ from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 
-from consumer.errors import ConfigError, TransientError
+from consumer.errors import TransientError
 from consumer.events import encode_json
-from consumer.stream.dlq import REPLAYED_FROM_HEADER, DlqProducer, DlqRecord, inspect, replay
+from consumer.kafka.admin import Watermarks
+from consumer.ops.dlq import inspect, replay
+from consumer.stream.dlq import REPLAYED_FROM_HEADER, DlqProducer, DlqRecord
 from consumer.types import Operation, ThinEvent
+from tests.integration.kafkatools import fresh_topics, high_watermark, kafka_admin
 
 pytestmark = pytest.mark.integration
 
 BOOTSTRAP = "127.0.0.1:9092"
+CLIENT = {"bootstrap.servers": BOOTSTRAP}
 T0 = datetime(2026, 3, 4, 5, 6, 7, 123456, tzinfo=UTC)
 
 
@@ -29,27 +32,8 @@ def topics() -> Iterator[tuple[str, str]]:
     """A fresh (original topic with 2 partitions, DLQ topic) pair, deleted afterwards."""
     suffix = uuid.uuid4().hex[:12]
     original, dlq = f"it.outbox.event.{suffix}", f"it.searchsync.{suffix}.dlq"
-    admin = AdminClient({"bootstrap.servers": BOOTSTRAP})
-    created = admin.create_topics(
-        [NewTopic(original, num_partitions=2, replication_factor=1), NewTopic(dlq, 1, 1)],
-        operation_timeout=20,
-    )
-    for future in created.values():
-        future.result(timeout=30)
-    _wait_for_metadata(admin, [original, dlq])
-    yield original, dlq
-    for future in admin.delete_topics([original, dlq], operation_timeout=20).values():
-        future.result(timeout=30)
-
-
-def _wait_for_metadata(admin: AdminClient, names: list[str]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        listed = admin.list_topics(timeout=5).topics
-        if all(name in listed and listed[name].error is None for name in names):
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"topics {names} never appeared in metadata")
+    with fresh_topics(BOOTSTRAP, [(original, 2), (dlq, 1)]):
+        yield original, dlq
 
 
 def _dead_letter(original: str, offset: int, partition: int = 1) -> DlqRecord:
@@ -72,12 +56,7 @@ def _dead_letter(original: str, offset: int, partition: int = 1) -> DlqRecord:
 
 
 def _high_watermark(topic: str, partition: int) -> int:
-    consumer = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": f"it-{uuid.uuid4().hex}"})
-    try:
-        _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
-        return int(high)
-    finally:
-        consumer.close()
+    return high_watermark(BOOTSTRAP, topic, partition)
 
 
 def _read_all(topic: str, partitions: int, expected: int) -> list[Any]:
@@ -105,8 +84,8 @@ async def test_send_resolves_after_ack_and_inspect_reads_it_back(topics: tuple[s
     assert _high_watermark(dlq, 0) == 1
     assert await producer.close(10) == 0
 
-    assert inspect(BOOTSTRAP, dlq, limit=10, from_beginning=True) == [record]
-    assert inspect(BOOTSTRAP, dlq, limit=10, from_beginning=False) == [record]
+    assert inspect(CLIENT, dlq, limit=10, from_beginning=True) == [record]
+    assert inspect(CLIENT, dlq, limit=10, from_beginning=False) == [record]
 
 
 async def test_oversized_dead_letter_is_a_transient_error(topics: tuple[str, str]) -> None:
@@ -143,15 +122,15 @@ async def test_replay_reproduces_the_original_message_and_resumes(
         await producer.send(record, record.original_key)
     assert await producer.close(10) == 0
 
-    dry = replay(BOOTSTRAP, dlq, dry_run=True)
+    dry = replay(CLIENT, dlq, dry_run=True)
     assert dry.replayed == tuple(dead)
     assert _high_watermark(original, 0) == _high_watermark(original, 1) == 0
 
-    first = replay(BOOTSTRAP, dlq, dry_run=False, limit=1)
+    first = replay(CLIENT, dlq, dry_run=False, limit=1)
     assert first.replayed == (dead[0],)
-    second = replay(BOOTSTRAP, dlq, dry_run=False)  # resumes after the committed first record
+    second = replay(CLIENT, dlq, dry_run=False)  # resumes after the committed first record
     assert second.replayed == (dead[1],)
-    assert replay(BOOTSTRAP, dlq, dry_run=False).scanned == 0
+    assert replay(CLIENT, dlq, dry_run=False).scanned == 0
 
     messages = _read_all(original, partitions=2, expected=2)
     got = {(m.partition(), m.key(), m.value()) for m in messages}
@@ -160,6 +139,34 @@ async def test_replay_reproduces_the_original_message_and_resumes(
     assert origins == [f"{dlq}/0/0".encode(), f"{dlq}/0/1".encode()]
 
 
-def test_inspect_of_a_missing_topic_fails_loudly() -> None:
-    with pytest.raises(ConfigError):
-        inspect(BOOTSTRAP, f"it.missing.{uuid.uuid4().hex}", limit=1, from_beginning=True)
+def test_before_the_first_dead_letter_there_is_nothing_to_inspect_or_replay() -> None:
+    missing = f"it.missing.{uuid.uuid4().hex}.dlq"
+    assert inspect(CLIENT, missing, limit=10, from_beginning=True) == []
+    assert inspect(CLIENT, missing, limit=10, from_beginning=False) == []
+    report = replay(CLIENT, missing, dry_run=False)
+    assert (report.scanned, report.replayed, report.skipped) == (0, (), 0)
+    assert not kafka_admin(BOOTSTRAP).topic_exists(missing)  # looking did not create it
+
+
+def test_watermarks_of_a_topic_just_created(topics: tuple[str, str]) -> None:
+    original, dlq = topics
+    admin = kafka_admin(BOOTSTRAP)
+    assert admin.watermarks(original) == {0: Watermarks(0, 0), 1: Watermarks(0, 0)}
+    assert admin.watermarks(dlq) == {0: Watermarks(0, 0)}
+
+
+async def test_offsets_for_times_and_committed_offsets(topics: tuple[str, str]) -> None:
+    original, dlq = topics
+    producer = DlqProducer(CLIENT, topic=dlq)
+    for offset in range(3):
+        await producer.send(_dead_letter(original, offset), None)
+    assert await producer.close(10) == 0
+    admin = kafka_admin(BOOTSTRAP)
+    assert admin.offsets_for_times(dlq, 0) == {0: 0}  # every message is newer: the first one
+    far_future = int(time.time() * 1000) + 3_600_000
+    assert admin.offsets_for_times(dlq, far_future) == {0: 3}  # none that recent: the end
+    group = f"it-group-{uuid.uuid4().hex[:8]}"
+    assert admin.committed(group, [(dlq, 0)]) == {(dlq, 0): None}
+    assert admin.alter_committed(group, {(dlq, 0): 2}) == {}
+    assert admin.committed(group, [(dlq, 0)]) == {(dlq, 0): 2}
+    assert admin.active_members(group) == []

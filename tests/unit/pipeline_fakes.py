@@ -3,7 +3,9 @@
 - `FakeIntake` implements `consumer.stream.pipeline.IntakePort` over scripted messages per
   partition:
   `consume` hands out the next messages of partitions that are not paused, `commit` records the
-  offsets (and can be told to refuse them), `pause`/`resume` are recorded.
+  offsets (and can be told to refuse them), `pause`/`resume` are recorded. `assign`, `revoke` and
+  `lose` drive a `RebalanceListener` (the pipeline) inside the next `consume`, as librdkafka runs
+  its rebalance callbacks inside ``consume()``; a revoke commits the offsets `revoking` returns.
 - `FakeDlq` implements `consumer.stream.pipeline.DlqPort`: `send` acknowledges at once, or holds
   until released (to model an unacknowledged produce), or raises `TransientError` a number of times.
 - `PageTruth` is `InMemoryTruth` for wiki_page rows and floors that can run a hook (or wait on
@@ -22,7 +24,7 @@ from typing import Any
 
 from consumer.errors import ErrorCode, TransientError
 from consumer.events import encode_json
-from consumer.kafka.intake import RawMessage
+from consumer.kafka.intake import RawMessage, RebalanceListener
 from consumer.mysql.truth import InMemoryTruth
 from consumer.projection import Projector, Row, wiki_page
 from consumer.stream.dlq import DlqRecord
@@ -91,8 +93,17 @@ def page_row(aggregate_id: str, revision: int, **overrides: Any) -> dict[str, An
 class FakeIntake:
     """`IntakePort` over scripted messages; records commits, pauses and resumes."""
 
-    def __init__(self, *, per_consume: int | None = None) -> None:
+    def __init__(
+        self, *, per_consume: int | None = None, listener: RebalanceListener | None = None
+    ) -> None:
         self._queues: dict[TopicPartition, deque[RawMessage]] = {}
+        self.listener = listener
+        self.revoked: set[TopicPartition] = (
+            set()
+        )  # not handed out any more (another member reads them)
+        self._rebalances: list[
+            tuple[str, list[TopicPartition], asyncio.Future[dict[TopicPartition, int]]]
+        ] = []
         self._fed = asyncio.Event()
         self.per_consume = per_consume
         self.paused: set[TopicPartition] = set()
@@ -118,12 +129,58 @@ class FakeIntake:
         offsets = [c[tp] for c in self.commits if tp in c]
         return max(offsets) if offsets else None
 
+    async def assign(self, partitions: Sequence[TopicPartition]) -> None:
+        """Assign `partitions` in the next consume (`RebalanceListener.assigned`)."""
+        await self._rebalance("assign", partitions)
+
+    async def revoke(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        """Revoke in the next consume: drain (`revoking`), commit what it returns, `revoked`.
+
+        Returns the offsets the revoke committed.
+        """
+        return await self._rebalance("revoke", partitions)
+
+    async def lose(self, partitions: Sequence[TopicPartition]) -> None:
+        """Lose `partitions` in the next consume: `revoked(lost=True)`, nothing committed."""
+        await self._rebalance("lose", partitions)
+
+    async def _rebalance(
+        self, kind: str, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        if self.listener is None:
+            raise AssertionError("FakeIntake has no listener: set .listener first")
+        done: asyncio.Future[dict[TopicPartition, int]] = asyncio.get_running_loop().create_future()
+        self._rebalances.append((kind, list(partitions), done))
+        self._fed.set()  # wake a consume that waits for input
+        return await done
+
+    async def _run_rebalances(self) -> None:
+        while self._rebalances:
+            kind, tps, done = self._rebalances.pop(0)
+            assert self.listener is not None
+            committed: dict[TopicPartition, int] = {}
+            if kind == "assign":
+                self.revoked.difference_update(tps)
+                self.listener.assigned(tps)
+            elif kind == "revoke":
+                offsets = await self.listener.revoking(tps)
+                if offsets:
+                    results = await self.commit(offsets)
+                    committed = {tp: o for tp, o in offsets.items() if results.get(tp)}
+                self.listener.revoked(tps, lost=False)
+                self.revoked.update(tps)
+            else:
+                self.listener.revoked(tps, lost=True)
+                self.revoked.update(tps)
+            done.set_result(committed)
+
     async def consume(self, max_messages: int, timeout_s: float) -> list[RawMessage]:
         self.consume_calls += 1
+        await self._run_rebalances()
         limit = max_messages if self.per_consume is None else min(max_messages, self.per_consume)
         out: list[RawMessage] = []
         for tp, queue in self._queues.items():
-            if tp in self.paused:
+            if tp in self.paused or tp in self.revoked:
                 continue
             while queue and len(out) < limit:
                 out.append(queue.popleft())

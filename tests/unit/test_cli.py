@@ -1,24 +1,38 @@
-"""The CLI: parsing, exit codes and messages, with fakes in place of the services."""
+"""The CLI: parsing, exit codes and messages, with fakes in place of the services.
+
+Fakes come in through the public seam, ``main(argv, services=Services(...))``.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import orjson
 import pytest
+from kafka_fakes import FakeTopics
 
-from consumer import cli
-from consumer.cli import EXIT_CONFIG, EXIT_DLQ_BUDGET, EXIT_FAILURE, EXIT_OK, main
-from consumer.errors import ConfigError, DlqBudgetExceeded, ErrorCode, TransientError
-from consumer.search import admin as indexadmin
-from consumer.stream import dlq
+from consumer.cli import Services, main
+from consumer.cli.loadgen import Progress
+from consumer.errors import ConfigError, DlqBudgetExceeded, TransientError
+from consumer.exit_codes import ExitCode
+from consumer.projection import wiki_page
+from consumer.search.fake import InMemoryIndex
+from consumer.stream.dlq import DLQ_FORMAT, DLQ_FORMAT_HEADER, DlqRecord, encode
 from consumer.types import Operation
+
+EXIT_OK, EXIT_FAILURE, EXIT_CONFIG, EXIT_DLQ_BUDGET = (
+    ExitCode.OK,
+    ExitCode.FAILURE,
+    ExitCode.USAGE,
+    ExitCode.DLQ_BUDGET,
+)
+TOPIC = "outbox.event.wiki_page"
 
 
 @pytest.fixture(autouse=True)
@@ -118,37 +132,31 @@ def test_config_file_from_flag_and_env(
 @pytest.mark.parametrize(
     ("error", "code", "prefix"),
     [
-        (ConfigError("dlq topic", "an existing Kafka topic", "t"), EXIT_CONFIG, "config error: "),
+        (ConfigError("kafka.extra", "librdkafka settings", "x"), EXIT_CONFIG, "config error: "),
         (DlqBudgetExceeded("too many"), EXIT_DLQ_BUDGET, "dlq budget exceeded: too many"),
-        (
-            TransientError(ErrorCode.DLQ_READ_TIMEOUT, "slow"),
-            EXIT_FAILURE,
-            "error: DLQ_READ_TIMEOUT",
-        ),
+        (TransientError("DLQ_READ_TIMEOUT", "slow"), EXIT_FAILURE, "error: DLQ_READ_TIMEOUT"),
         (OSError("refused"), EXIT_FAILURE, "error: OSError: refused"),
     ],
 )
 def test_exceptions_map_to_exit_codes(
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    error: Exception,
-    code: int,
-    prefix: str,
+    capsys: pytest.CaptureFixture[str], error: Exception, code: int, prefix: str
 ) -> None:
-    def boom(*_: Any, **__: Any) -> Any:
-        raise error
-
-    monkeypatch.setattr(dlq, "inspect", boom)
-    assert main(["dlq", "inspect"]) == code
+    kafka = FakeTopics(fail_with=error)
+    assert main(["dlq", "inspect"], services=Services(kafka_admin=kafka.admin)) == code
     assert capsys.readouterr().err.startswith(prefix)
+
+
+def test_exit_codes_are_the_documented_numbers() -> None:
+    assert [int(c) for c in ExitCode] == [0, 1, 2, 3]
+    assert [c.name for c in ExitCode] == ["OK", "FAILURE", "USAGE", "DLQ_BUDGET"]
 
 
 # --- dlq ---------------------------------------------------------------------------------------
 
 
-def _record(event_id: str = "evt-1", code: str = "BAD_JSON") -> dlq.DlqRecord:
+def _record(event_id: str = "evt-1", code: str = "BAD_JSON") -> DlqRecord:
     at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
-    return dlq.DlqRecord(
+    return DlqRecord(
         event_id=event_id,
         aggregate_type="wiki_page",
         aggregate_id="p1",
@@ -160,7 +168,7 @@ def _record(event_id: str = "evt-1", code: str = "BAD_JSON") -> dlq.DlqRecord:
         last_error_code=code,
         last_error_message="broken",
         projection_schema_version=None,
-        original_topic="outbox.event.wiki_page",
+        original_topic=TOPIC,
         original_partition=1,
         original_offset=41,
         original_key=b"p1",
@@ -169,86 +177,103 @@ def _record(event_id: str = "evt-1", code: str = "BAD_JSON") -> dlq.DlqRecord:
     )
 
 
-def test_dlq_inspect_passes_settings_and_prints_json(
+def _kafka_with_dlq(topic: str, *records: DlqRecord) -> tuple[FakeTopics, Services]:
+    kafka = FakeTopics()
+    kafka.topic(topic, [encode(r) for r in records], headers=[(DLQ_FORMAT_HEADER, DLQ_FORMAT)])
+    services = Services(
+        kafka_admin=kafka.admin, kafka_consumer=kafka.consumer, kafka_producer=kafka.producer
+    )
+    return kafka, services
+
+
+def test_dlq_inspect_reads_the_configured_topic_and_prints_json(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
-
-    def fake(*args: Any, **kwargs: Any) -> list[dlq.DlqRecord]:
-        calls.append((args, kwargs))
-        return [_record()]
-
-    monkeypatch.setattr(dlq, "inspect", fake)
+    kafka, services = _kafka_with_dlq("my.dlq", _record("evt-0"), _record("evt-1"))
     monkeypatch.setenv("SEARCHSYNC_KAFKA_DLQ_TOPIC", "my.dlq")
-    assert main(["dlq", "inspect", "--limit", "5", "--from-beginning", "--json"]) == EXIT_OK
+    argv = ["dlq", "inspect", "--limit", "1", "--from-beginning", "--json"]
+    assert main(argv, services=services) == EXIT_OK
     [row] = _json(capsys)
-    assert calls[0][0] == ("127.0.0.1:9092", "my.dlq")
-    assert calls[0][1]["limit"] == 5 and calls[0][1]["from_beginning"] is True
-    assert row["event_id"] == "evt-1" and row["operation"] == "UPSERT"
+    assert kafka.admin_configs[0]["bootstrap.servers"] == "127.0.0.1:9092"
+    assert row["event_id"] == "evt-0" and row["operation"] == "UPSERT"  # --limit 1, oldest
     assert row["original_key"] == "p1"
     assert row["payload"] == {"base64": "/wA="}  # not UTF-8: shown as base64
     assert row["last_failed_at"] == "2026-01-02T03:04:05+00:00"
 
 
-def test_dlq_inspect_human_empty(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setattr(dlq, "inspect", lambda *a, **k: [])
-    assert main(["dlq", "inspect"]) == EXIT_OK
+def test_dlq_inspect_human_empty(capsys: pytest.CaptureFixture[str]) -> None:
+    _, services = _kafka_with_dlq("searchsync.dlq")
+    assert main(["dlq", "inspect"], services=services) == EXIT_OK
     assert "no dead letters in searchsync.dlq" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("dry_run", [True, False])
-def test_dlq_replay_reports_what_it_did(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], dry_run: bool
+@pytest.mark.parametrize("as_json", [False, True])
+def test_before_the_first_dead_letter_inspect_and_replay_say_so_and_exit_0(
+    capsys: pytest.CaptureFixture[str], as_json: bool
 ) -> None:
-    seen: dict[str, Any] = {}
+    services = Services(kafka_admin=FakeTopics().admin)  # the DLQ topic does not exist yet
+    flag = ["--json"] if as_json else []
+    assert main(["dlq", "inspect", *flag], services=services) == EXIT_OK
+    inspected = capsys.readouterr()
+    assert main(["dlq", "replay", *flag], services=services) == EXIT_OK
+    replayed = capsys.readouterr()
+    assert inspected.err == replayed.err == ""
+    if as_json:
+        assert orjson.loads(inspected.out) == []
+        report = orjson.loads(replayed.out)
+        assert (report["scanned"], report["replayed"]) == (0, [])
+    else:
+        assert inspected.out == "no dead letters in searchsync.dlq\n"
+        assert replayed.out == "no dead letters to replay in searchsync.dlq\n"
 
-    def fake(bootstrap: str, topic: str, **kwargs: Any) -> dlq.ReplayReport:
-        seen.update(kwargs, topic=topic)
-        return dlq.ReplayReport(
-            dry_run=kwargs["dry_run"], scanned=3, replayed=(_record(),), skipped=2
-        )
 
-    monkeypatch.setattr(dlq, "replay", fake)
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_dlq_replay_reports_what_it_did(capsys: pytest.CaptureFixture[str], dry_run: bool) -> None:
+    records = [_record("evt-0"), _record("evt-1", code="OTHER"), _record("evt-1")]
+    records += [_record("evt-1", code="OTHER")]
+    kafka, services = _kafka_with_dlq("searchsync.dlq", *records)
     argv = ["dlq", "replay", "--error-code", "BAD_JSON", "--event-id", "evt-1", "--limit", "1"]
-    assert main(argv + (["--dry-run"] if dry_run else [])) == EXIT_OK
+    assert main(argv + (["--dry-run"] if dry_run else []), services=services) == EXIT_OK
     out = capsys.readouterr().out
     verb = "would replay" if dry_run else "replayed"
     assert f"{verb} 1 of 3 dead letters" in out and "(2 skipped by filters)" in out
-    assert seen["dry_run"] is dry_run and seen["error_code"] == "BAD_JSON"
-    assert seen["event_id"] == "evt-1" and seen["limit"] == 1
+    produced = [p for producer in kafka.producers for p in producer.produced]
+    assert [(p.topic, p.partition) for p in produced] == ([] if dry_run else [(TOPIC, 1)])
 
 
 # --- index -------------------------------------------------------------------------------------
 
 
-class _FakeEs:
-    closed = False
+class _ClosableClient:
+    """Stands in for the Elasticsearch client; the in-memory index answers through the port."""
+
+    def __init__(self) -> None:
+        self.closed = 0
 
     async def close(self) -> None:
-        self.closed = True
+        self.closed += 1
 
 
+@pytest.mark.parametrize("dry_run", [True, False])
 def test_index_init_uses_alias_and_projector_mapping(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], dry_run: bool
 ) -> None:
-    es = _FakeEs()
-    seen: dict[str, Any] = {}
-
-    async def fake_init(client: Any, alias: str, mapping: Any, *, dry_run: bool) -> Any:
-        seen.update(client=client, alias=alias, mapping=mapping, dry_run=dry_run)
-        return indexadmin.InitResult(alias, f"{alias}_v1", indexadmin.InitAction.WOULD_CREATE)
-
-    monkeypatch.setattr(cli, "_es_client", lambda settings: es)
-    monkeypatch.setattr(indexadmin, "init_index", fake_init)
+    es, client = InMemoryIndex(), _ClosableClient()
     monkeypatch.setenv("SEARCHSYNC_ELASTICSEARCH_INDEX_PREFIX", "kb")
-    assert main(["index", "init", "--dry-run", "--json"]) == EXIT_OK
+    argv = ["index", "init", "--json"] + (["--dry-run"] if dry_run else [])
+    services = Services(es_client=lambda settings: client, index_admin=lambda c: es.admin)
+    assert main(argv, services=services) == ExitCode.OK
     out = _json(capsys)
-    assert seen["alias"] == "kb_wiki_page" and seen["dry_run"] is True
-    assert "properties" in seen["mapping"]["mappings"]
-    assert out["action"] == "would_create" and out["index"] == "kb_wiki_page_v1"
-    assert es.closed
+    assert out["index"] == "kb_wiki_page_v1" and out["alias"] == "kb_wiki_page"
+    assert out["dry_run"] is dry_run
+    if dry_run:
+        assert out["action"] == "would_create" and not es.exists("kb_wiki_page_v1")
+    else:
+        assert out["action"] == "created"
+        assert es.alias_target("kb_wiki_page") == "kb_wiki_page_v1"
+        [info] = asyncio.run(es.admin.list_indices("kb_wiki_page"))
+        assert info.schema_version == wiki_page.SCHEMA_VERSION and info.is_write_index
+    assert client.closed == 1
 
 
 def test_index_init_unknown_type(capsys: pytest.CaptureFixture[str]) -> None:
@@ -259,74 +284,22 @@ def test_index_init_unknown_type(capsys: pytest.CaptureFixture[str]) -> None:
 # --- offsets -----------------------------------------------------------------------------------
 
 
-class _FakeConsumer:
-    def __init__(self, committed: dict[int, int], marks: dict[int, tuple[int, int]]) -> None:
-        self._committed = committed
-        self._marks = marks
-        self.closed = False
-
-    def list_topics(self, topic: str | None = None, timeout: float = 0) -> Any:
-        parts = {p: None for p in self._marks}
-        return SimpleNamespace(
-            topics={"outbox.event.wiki_page": SimpleNamespace(partitions=parts), "other": None}
-        )
-
-    def committed(self, wanted: list[Any], timeout: float = 0) -> list[Any]:
-        return [
-            SimpleNamespace(
-                topic=tp.topic,
-                partition=tp.partition,
-                offset=self._committed.get(tp.partition, -1001),
-            )
-            for tp in wanted
-        ]
-
-    def get_watermark_offsets(self, tp: Any, timeout: float = 0) -> tuple[int, int]:
-        return self._marks[tp.partition]
-
-    def close(self) -> None:
-        self.closed = True
-
-
-class _Future:
-    def __init__(self, value: Any) -> None:
-        self._value = value
-
-    def result(self) -> Any:
-        return self._value
-
-
-class _FakeAdmin:
-    def __init__(self, members: list[Any], state: str = "EMPTY") -> None:
-        self._members = members
-        self._state = state
-        self.altered: list[Any] = []
-
-    def describe_consumer_groups(self, groups: list[str], **_: Any) -> dict[str, _Future]:
-        state = SimpleNamespace(name=self._state)
-        return {groups[0]: _Future(SimpleNamespace(members=self._members, state=state))}
-
-    def alter_consumer_group_offsets(self, requests: list[Any], **_: Any) -> dict[str, _Future]:
-        self.altered.extend(requests)
-        partitions = [
-            SimpleNamespace(topic=tp.topic, partition=tp.partition, offset=tp.offset, error=None)
-            for tp in requests[0].topic_partitions
-        ]
-        return {requests[0].group_id: _Future(SimpleNamespace(topic_partitions=partitions))}
-
-
 @pytest.fixture
-def kafka(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
-    fakes = SimpleNamespace(
-        consumer=_FakeConsumer({0: 5}, {0: (2, 10), 1: (0, 4)}), admin=_FakeAdmin([])
-    )
-    monkeypatch.setattr(cli, "_group_consumer", lambda settings: fakes.consumer)
-    monkeypatch.setattr(cli, "_admin", lambda settings: fakes.admin)
+def kafka() -> FakeTopics:
+    fakes = FakeTopics()
+    fakes.topic(TOPIC, [b""] * 10, [b""] * 4)
+    fakes.topic("other", [b""])
+    fakes.low[(TOPIC, 0)] = 2
+    fakes.commits[("searchsync", (TOPIC, 0))] = 5
     return fakes
 
 
-def test_offsets_show(kafka: SimpleNamespace, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["offsets", "show", "--json"]) == EXIT_OK
+def _main(kafka: FakeTopics, argv: list[str]) -> int:
+    return main(argv, services=Services(kafka_admin=kafka.admin))
+
+
+def test_offsets_show(kafka: FakeTopics, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _main(kafka, ["offsets", "show", "--json"]) == EXIT_OK
     out = _json(capsys)
     assert out["group"] == "searchsync"
     assert [(p["partition"], p["committed"], p["high"], p["lag"]) for p in out["partitions"]] == [
@@ -334,40 +307,38 @@ def test_offsets_show(kafka: SimpleNamespace, capsys: pytest.CaptureFixture[str]
         (1, None, 4, 4),  # never committed: lag from where auto_offset_reset=earliest starts
     ]
     assert out["total_lag"] == 9
-    assert kafka.consumer.closed
 
 
 def test_offsets_reset_dry_run_prints_plan_and_changes_nothing(
-    kafka: SimpleNamespace, capsys: pytest.CaptureFixture[str]
+    kafka: FakeTopics, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["offsets", "reset", "--to", "earliest", "--dry-run"]) == EXIT_OK
+    assert _main(kafka, ["offsets", "reset", "--to", "earliest", "--dry-run"]) == EXIT_OK
     out = capsys.readouterr().out
     assert "would move outbox.event.wiki_page/0: 5 -> 2" in out
     assert "would move outbox.event.wiki_page/1: - -> 0" in out
-    assert kafka.admin.altered == []
+    assert kafka.altered == []
 
 
 def test_offsets_reset_applies_when_group_is_idle(
-    kafka: SimpleNamespace, capsys: pytest.CaptureFixture[str]
+    kafka: FakeTopics, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["offsets", "reset", "--to", "7", "--partition", "0", "--json"]) == EXIT_OK
+    assert _main(kafka, ["offsets", "reset", "--to", "7", "--partition", "0", "--json"]) == EXIT_OK
     out = _json(capsys)
     assert out["plan"] == [
         {"topic": "outbox.event.wiki_page", "partition": 0, "current": 5, "target": 7}
     ]
-    [request] = kafka.admin.altered
-    assert request.group_id == "searchsync"
-    assert [(tp.partition, tp.offset) for tp in request.topic_partitions] == [(0, 7)]
+    assert kafka.altered == [("searchsync", {(TOPIC, 0): 7})]
+    assert kafka.committed_by("searchsync") == {(TOPIC, 0): 7}
 
 
 def test_offsets_reset_refuses_an_active_group(
-    kafka: SimpleNamespace, capsys: pytest.CaptureFixture[str]
+    kafka: FakeTopics, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    kafka.admin = _FakeAdmin([SimpleNamespace(client_id="c1", host="/10.0.0.1")], "STABLE")
-    assert main(["offsets", "reset", "--to", "latest"]) == EXIT_FAILURE
+    kafka.members["searchsync"] = ["c1@/10.0.0.1"]
+    assert _main(kafka, ["offsets", "reset", "--to", "latest"]) == EXIT_FAILURE
     err = capsys.readouterr().err
     assert "has 1 active member(s) (c1@/10.0.0.1)" in err and "stop every `searchsync run`" in err
-    assert kafka.admin.altered == []
+    assert kafka.altered == []
 
 
 @pytest.mark.parametrize(
@@ -379,11 +350,11 @@ def test_offsets_reset_refuses_an_active_group(
     ],
 )
 def test_offsets_reset_bad_targets(
-    kafka: SimpleNamespace, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+    kafka: FakeTopics, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
 ) -> None:
-    assert main(["offsets", "reset", *argv]) == EXIT_CONFIG
+    assert _main(kafka, ["offsets", "reset", *argv]) == EXIT_CONFIG
     assert message in capsys.readouterr().err
-    assert kafka.admin.altered == []
+    assert kafka.altered == []
 
 
 # --- loadgen progress --------------------------------------------------------------------------
@@ -397,7 +368,7 @@ class _Tty(io.StringIO):
 def test_progress_on_a_tty_redraws_one_line() -> None:
     now = [0.0]
     stream = _Tty()
-    progress = cli.Progress(stream, clock=lambda: now[0], width=10)
+    progress = Progress(stream, clock=lambda: now[0], width=10)
     for done in range(1, 11):
         now[0] += 1.0
         progress(done, 10)
@@ -410,7 +381,7 @@ def test_progress_on_a_tty_redraws_one_line() -> None:
 def test_progress_elsewhere_prints_periodic_lines() -> None:
     now = [0.0]
     stream = io.StringIO()
-    progress = cli.Progress(stream, clock=lambda: now[0], interval_s=5.0)
+    progress = Progress(stream, clock=lambda: now[0], interval_s=5.0)
     for done in range(1, 101):
         now[0] += 0.1  # 10 s in all: the first call, one at 5 s, one at 10 s and the last
         progress(done, 100)
@@ -430,28 +401,25 @@ def test_run_without_the_app_module_is_an_operational_error(
     assert "consumer is not available" in capsys.readouterr().err
 
 
-def test_run_stops_on_sigterm_and_returns_the_consumer_code(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_run_stops_on_sigterm_and_returns_the_consumer_code() -> None:
     import asyncio
     import logging
     import signal
-    import sys
-    import types
 
-    async def run_consumer(settings: Any, *, stop: asyncio.Event | None = None) -> int:
-        assert stop is not None and not stop.is_set()
+    seen: dict[str, Any] = {}
+
+    async def run_consumer(settings: Any, *, stop: asyncio.Event, registry: Any) -> int:
+        assert not stop.is_set()
+        seen["types"] = registry.types()
         os.kill(os.getpid(), signal.SIGTERM)  # handled by the CLI: sets `stop`, nothing dies
         await asyncio.wait_for(stop.wait(), 5)
         return EXIT_DLQ_BUDGET
 
-    fake = types.ModuleType("consumer.app")
-    fake.run_consumer = run_consumer  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "consumer.app", fake)
     root = logging.getLogger()
     saved = (list(root.handlers), root.level)
     try:
-        assert main(["run"]) == EXIT_DLQ_BUDGET
+        assert main(["run"], services=Services(run_consumer=run_consumer)) == EXIT_DLQ_BUDGET
     finally:
         root.handlers[:] = saved[0]
         root.setLevel(saved[1])
+    assert "wiki_page" in seen["types"]  # the registry the CLI built, passed to the consumer

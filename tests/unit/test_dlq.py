@@ -1,33 +1,29 @@
-"""DLQ record encoding, error budget, acknowledged producer, and inspect/replay against fakes."""
+"""DLQ record encoding, error budget and the acknowledged producer, against fakes."""
 
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import KafkaError
 from hypothesis import given
 from hypothesis import strategies as st
+from kafka_fakes import FakeProducer
 
-from consumer.errors import ConfigError, DlqBudgetExceeded, PoisonMessage, TransientError
+from consumer.errors import DlqBudgetExceeded, PoisonMessage, TransientError
 from consumer.stream.dlq import (
     DLQ_FORMAT,
     DLQ_FORMAT_HEADER,
     MAX_ERROR_MESSAGE,
-    REPLAYED_FROM_HEADER,
     DlqBudget,
     DlqProducer,
     DlqRecord,
     decode_record,
     encode,
-    inspect,
-    replay,
 )
 from consumer.types import Operation, ThinEvent
 
@@ -221,74 +217,6 @@ def test_budget_matches_a_reference_model(
 # --- producer ----------------------------------------------------------------------------------
 
 
-@dataclass
-class Produced:
-    topic: str
-    value: bytes | None
-    key: bytes | None
-    headers: list[tuple[str, bytes]] | None
-    partition: int
-    on_delivery: Callable[[Any, Any], None] | None
-
-
-@dataclass
-class FakeProducer:
-    """Holds every delivery until the test releases it; poll() runs released callbacks."""
-
-    config: dict[str, Any]
-    produced: list[Produced] = field(default_factory=list)
-    fail_produce: BaseException | None = None
-    auto_ack: Any = None  # set to an error (or "ok") to deliver on the next poll without waiting
-    polls: int = 0
-    settled: int = 0
-    _released: list[tuple[int, Any]] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _wake: threading.Event = field(default_factory=threading.Event)
-
-    def produce(
-        self,
-        topic: str,
-        value: bytes | None = None,
-        key: bytes | None = None,
-        *,
-        partition: int = -1,
-        headers: list[tuple[str, bytes]] | None = None,
-        on_delivery: Callable[[Any, Any], None] | None = None,
-    ) -> None:
-        if self.fail_produce is not None:
-            raise self.fail_produce
-        with self._lock:
-            self.produced.append(Produced(topic, value, key, headers, partition, on_delivery))
-            if self.auto_ack is not None:
-                err = None if isinstance(self.auto_ack, str) else self.auto_ack
-                self._released.append((len(self.produced) - 1, err))
-
-    def release(self, index: int, err: Any = None) -> None:
-        with self._lock:
-            self._released.append((index, err))
-        self._wake.set()
-
-    def poll(self, timeout: float = -1) -> int:
-        with self._lock:
-            ready, self._released = self._released, []
-            self.polls += 1
-        for index, err in ready:
-            callback = self.produced[index].on_delivery
-            assert callback is not None
-            callback(err, None)
-            with self._lock:
-                self.settled += 1
-        if not ready:
-            self._wake.wait(timeout)
-            self._wake.clear()
-        return len(ready)
-
-    def flush(self, timeout: float = -1) -> int:
-        self.poll(0)
-        with self._lock:
-            return len(self.produced) - self.settled
-
-
 async def _until(condition: Callable[[], bool], what: str) -> None:
     """Wait for a condition with a deadline (never a fixed sleep that hopes)."""
     deadline = asyncio.get_running_loop().time() + 5.0
@@ -371,221 +299,3 @@ async def test_send_after_close_is_a_bug() -> None:
     await producer.close(1.0)
     with pytest.raises(RuntimeError):
         await producer.send(_record(), None)
-
-
-# --- inspect and replay ------------------------------------------------------------------------
-
-DLQ = "searchsync.dlq"
-EOF_ERROR = SimpleNamespace(code=lambda: KafkaError._PARTITION_EOF)
-
-
-@dataclass
-class FakeMessage:
-    _topic: str
-    _partition: int
-    _offset: int
-    _value: bytes | None
-    _headers: list[tuple[str, bytes]] | None = None
-    _error: Any = None
-
-    def topic(self) -> str:
-        return self._topic
-
-    def partition(self) -> int:
-        return self._partition
-
-    def offset(self) -> int:
-        return self._offset
-
-    def value(self) -> bytes | None:
-        return self._value
-
-    def headers(self) -> list[tuple[str, bytes]] | None:
-        return self._headers
-
-    def error(self) -> Any:
-        return self._error
-
-    def timestamp(self) -> tuple[int, int]:
-        return (1, self._offset * 10 + self._partition)
-
-
-@dataclass
-class FakeConsumer:
-    """A DLQ topic held in memory; commits are remembered across consumers of one group."""
-
-    log: dict[int, list[bytes]]
-    commits: dict[int, int]
-    config: dict[str, Any] = field(default_factory=dict)
-    queue: list[FakeMessage] = field(default_factory=list)
-    closed: bool = False
-
-    def list_topics(self, topic: str, timeout: float) -> Any:
-        known = {DLQ: SimpleNamespace(partitions=dict.fromkeys(self.log), error=None)}
-        return SimpleNamespace(topics=known)
-
-    def get_watermark_offsets(self, partition: TopicPartition, timeout: float) -> tuple[int, int]:
-        return 0, len(self.log[partition.partition])
-
-    def committed(self, partitions: list[TopicPartition], timeout: float) -> list[TopicPartition]:
-        return [
-            TopicPartition(p.topic, p.partition, self.commits.get(p.partition, -1001))
-            for p in partitions
-        ]
-
-    def assign(self, partitions: list[TopicPartition]) -> None:
-        streams = []
-        for tp in partitions:
-            values = self.log[tp.partition]
-            stream = [
-                FakeMessage(DLQ, tp.partition, o, values[o], [(DLQ_FORMAT_HEADER, DLQ_FORMAT)])
-                for o in range(tp.offset, len(values))
-            ]
-            streams.append([*stream, FakeMessage(DLQ, tp.partition, -1, None, None, EOF_ERROR)])
-        while any(streams):  # interleave partitions like a real consumer might
-            for stream in streams:
-                if stream:
-                    self.queue.append(stream.pop(0))
-
-    def poll(self, timeout: float) -> FakeMessage | None:
-        return self.queue.pop(0) if self.queue else None
-
-    def commit(self, *, offsets: list[TopicPartition], asynchronous: bool) -> None:
-        assert asynchronous is False
-        for tp in offsets:
-            assert tp.topic == DLQ
-            self.commits[tp.partition] = tp.offset
-
-    def close(self) -> None:
-        self.closed = True
-
-
-@dataclass
-class Dlq:
-    """One DLQ topic plus the factories inspect/replay need."""
-
-    log: dict[int, list[bytes]]
-    commits: dict[int, int] = field(default_factory=dict)
-    consumers: list[FakeConsumer] = field(default_factory=list)
-    producers: list[FakeProducer] = field(default_factory=list)
-    delivery_error: Any = None
-
-    def consumer(self, config: dict[str, Any]) -> FakeConsumer:
-        self.consumers.append(FakeConsumer(self.log, self.commits, config))
-        return self.consumers[-1]
-
-    def producer(self, config: dict[str, Any]) -> FakeProducer:
-        fake = FakeProducer(config, auto_ack=self.delivery_error or "ok")
-        self.producers.append(fake)
-        return fake
-
-    def replay(self, **kwargs: Any) -> Any:
-        return replay(
-            "x:1",
-            DLQ,
-            consumer_factory=self.consumer,
-            producer_factory=self.producer,
-            timeout_s=5.0,
-            **{"dry_run": False, **kwargs},
-        )
-
-
-def _dlq(*partitions: list[DlqRecord]) -> Dlq:
-    return Dlq({p: [encode(r) for r in records] for p, records in enumerate(partitions)})
-
-
-def _numbered(n: int, partition: int, code: str = "ES_REJECTED") -> list[DlqRecord]:
-    return [
-        _record(
-            event_id=f"p{partition}-{i}",
-            original_offset=100 * partition + i,
-            original_partition=partition + 3,
-            last_error_code=code,
-            payload=f"payload {partition}/{i}".encode(),
-        )
-        for i in range(n)
-    ]
-
-
-def test_replay_reproduces_payload_key_and_partition_then_commits() -> None:
-    dlq = _dlq(_numbered(2, 0), _numbered(1, 1))
-    report = dlq.replay()
-    assert report.scanned == 3 and report.skipped == 0 and not report.dry_run
-    (producer,) = dlq.producers
-    assert producer.config["acks"] == "all" and producer.config["enable.idempotence"] is True
-    sent = {(p.topic, p.partition, p.key, p.value) for p in producer.produced}
-    assert sent == {
-        ("outbox.event.wiki_page", 3, b"page-1", b"payload 0/0"),
-        ("outbox.event.wiki_page", 3, b"page-1", b"payload 0/1"),
-        ("outbox.event.wiki_page", 4, b"page-1", b"payload 1/0"),
-    }
-    origins = sorted(dict(p.headers or [])[REPLAYED_FROM_HEADER] for p in producer.produced)
-    assert origins == [b"searchsync.dlq/0/0", b"searchsync.dlq/0/1", b"searchsync.dlq/1/0"]
-    assert dlq.commits == {0: 2, 1: 1}
-    assert dlq.consumers[0].config["group.id"] == "searchsync.dlq.replay"
-    assert dlq.consumers[0].config["enable.auto.commit"] is False
-    assert dlq.consumers[0].closed
-
-
-def test_replay_resumes_from_its_commits() -> None:
-    dlq = _dlq(_numbered(3, 0))
-    assert len(dlq.replay(limit=2).replayed) == 2
-    assert dlq.commits == {0: 2}
-    second = dlq.replay()
-    assert [r.event_id for r in second.replayed] == ["p0-2"]
-    assert dlq.replay().scanned == 0
-
-
-def test_dry_run_neither_produces_nor_commits() -> None:
-    dlq = _dlq(_numbered(2, 0))
-    report = dlq.replay(dry_run=True)
-    assert report.dry_run and [r.event_id for r in report.replayed] == ["p0-0", "p0-1"]
-    assert dlq.producers == [] and dlq.commits == {}
-
-
-def test_filtered_replay_does_not_commit_past_a_skipped_record() -> None:
-    records = _numbered(3, 0)
-    records[1] = replace(records[1], last_error_code="TRUTH_LAGGING")
-    dlq = _dlq(records, _numbered(1, 1))
-    report = dlq.replay(error_code="ES_REJECTED")
-    assert [r.event_id for r in report.replayed] == ["p0-0", "p1-0", "p0-2"]
-    assert report.skipped == 1
-    assert dlq.commits == {0: 1, 1: 1}  # p0-2 was replayed but p0-1 is still owed a replay
-    by_event = dlq.replay(dry_run=True, event_id="p0-1")
-    assert [r.event_id for r in by_event.replayed] == ["p0-1"]
-
-
-def test_failed_re_produce_stops_without_committing_that_record() -> None:
-    dlq = _dlq(_numbered(2, 0))
-    dlq.delivery_error = KafkaError(KafkaError._MSG_TIMED_OUT)
-    with pytest.raises(TransientError) as caught:
-        dlq.replay()
-    assert caught.value.code == "REPLAY_FAILED"
-    assert dlq.commits == {}
-
-
-def test_replay_refuses_a_foreign_record_instead_of_skipping_it() -> None:
-    dlq = Dlq({0: [b"\x01\x02 not avro"]})
-    with pytest.raises(PoisonMessage) as caught:
-        dlq.replay()
-    assert caught.value.code == "BAD_DLQ_RECORD"
-    assert "searchsync.dlq/0/0" in caught.value.message
-    assert dlq.commits == {}
-
-
-def test_inspect_oldest_and_newest() -> None:
-    dlq = _dlq(_numbered(3, 0), _numbered(3, 1))
-    oldest = inspect("x:1", DLQ, limit=2, from_beginning=True, consumer_factory=dlq.consumer)
-    assert [r.event_id for r in oldest] == ["p0-0", "p1-0"]
-    newest = inspect("x:1", DLQ, limit=2, from_beginning=False, consumer_factory=dlq.consumer)
-    assert [r.event_id for r in newest] == ["p0-2", "p1-2"]  # by timestamp, newest last
-    everything = inspect("x:1", DLQ, limit=100, from_beginning=True, consumer_factory=dlq.consumer)
-    assert len(everything) == 6
-    assert dlq.commits == {}
-    assert all(c.closed for c in dlq.consumers)
-
-
-def test_inspect_of_an_unknown_topic_is_a_config_error() -> None:
-    dlq = _dlq(_numbered(1, 0))
-    with pytest.raises(ConfigError):
-        inspect("x:1", "nope.dlq", limit=1, from_beginning=True, consumer_factory=dlq.consumer)

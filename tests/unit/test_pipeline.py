@@ -656,3 +656,43 @@ async def test_a_lost_partitions_scheduled_retries_are_dropped() -> None:
         assert h.sample("outbox_processing_count") == 0
         assert h.truth.loads == loads
     assert h.intake.commits == []
+
+
+async def test_a_revoke_through_the_intake_commits_the_prefix_and_drops_pending_work() -> None:
+    h = Harness(max_attempts=1000, commit_interval_s=3600.0)  # only the revoke commits
+    h.intake.listener = h.pipeline
+    for pid in ("a", "b", "c", "d"):
+        h.truth.put_page(page_row(pid, 1))
+    h.index.inject_failures(503, "unavailable", "down", times=10_000, doc_id="b")
+    h.intake.feed([good(0, "a", 1), good(1, "b", 1), good(2, "c", 1)])
+    h.intake.feed([good(0, "d", 1, partition=1)])
+    async with h.running(TP0, TP1):
+        await wait_until(lambda: h.version("a") == 1 and h.version("d") == 1, "a and d applied")
+        await wait_until(lambda: h.truth.loads >= 4, "b retrying")
+        assert await h.intake.revoke([TP0]) == {TP0: 1}  # a is done; b (and c behind it) not
+        assert h.intake.committed[TP0] == 1
+        h.intake.feed([good(3, "a", 2, partition=0)])  # the new owner's now: never handed out
+        h.intake.feed([good(1, "d", 2, partition=1)])
+        h.truth.put_page(page_row("d", 2))
+        await wait_until(lambda: h.version("d") == 2, "the kept partition goes on")
+        loads = h.truth.loads
+        await h.loops()
+        assert h.truth.loads == loads  # b's retry went with its partition
+        assert h.sample("outbox_processing_count") == 0
+        assert TP0 not in h.pipeline.ledger.partitions()
+    assert h.version("b") is None and h.version("a") == 1
+    assert all(c.get(TP0, 1) == 1 for c in h.intake.commits)  # nothing past the prefix, ever
+    assert h.dlq.records == []
+
+
+async def test_a_lost_partition_through_the_intake_commits_nothing() -> None:
+    h = Harness(commit_interval_s=3600.0)
+    h.intake.listener = h.pipeline
+    h.truth.put_page(page_row("a", 1))
+    h.intake.feed([good(0, "a", 1)])
+    async with h.running(TP0):
+        await wait_until(lambda: h.version("a") == 1, "a applied")
+        await h.intake.lose([TP0])
+        await h.loops()
+        assert h.pipeline.ledger.partitions() == []
+    assert TP0 not in h.intake.committed

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from consumer.app import run_consumer
-from consumer.cli import EXIT_CONFIG, main
+from consumer.cli import main
 from consumer.config import ProjectionSettings, load_settings
 from consumer.errors import ConfigError
 from consumer.examples import article
+from consumer.exit_codes import ExitCode
 from consumer.projection import Projector, default_registry, registry_from_settings, wiki_page
 from consumer.projection.plugins import SETTING_KEY, load_entry
 
@@ -204,7 +205,7 @@ def test_run_stops_before_connecting_on_a_bad_module() -> None:
     settings = load_settings(
         {
             "SEARCHSYNC_PROJECTION_MODULES": "no_such_package_for_searchsync",
-            "SEARCHSYNC_MYSQL_HOST": "192.0.2.1",  # TEST-NET: connecting would fail otherwise
+            "SEARCHSYNC_MYSQL_HOST": "127.0.0.1",
         }
     )
     with pytest.raises(ConfigError) as caught:
@@ -220,8 +221,8 @@ def test_commands_exit_2_naming_the_key(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("SEARCHSYNC_PROJECTION_MODULES", "no_such_package_for_searchsync")
-    monkeypatch.setenv("SEARCHSYNC_ELASTICSEARCH_HOSTS", "http://192.0.2.1:9200")
-    assert main(argv) == EXIT_CONFIG
+    monkeypatch.setenv("SEARCHSYNC_ELASTICSEARCH_HOSTS", "http://127.0.0.1:9")
+    assert main(argv) == ExitCode.USAGE
     err = capsys.readouterr().err
     assert "config error: projection.modules" in err
     assert "no_such_package_for_searchsync" in err
@@ -230,6 +231,6 @@ def test_commands_exit_2_naming_the_key(
 def test_index_init_knows_the_configured_types(
     clean_env: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("SEARCHSYNC_ELASTICSEARCH_HOSTS", "http://192.0.2.1:9200")
-    assert main(["index", "init", "--type", "article", "--dry-run"]) == EXIT_CONFIG
+    monkeypatch.setenv("SEARCHSYNC_ELASTICSEARCH_HOSTS", "http://127.0.0.1:9")
+    assert main(["index", "init", "--type", "article", "--dry-run"]) == ExitCode.USAGE
     assert "unknown aggregate type 'article'" in capsys.readouterr().err

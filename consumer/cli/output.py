@@ -1,0 +1,44 @@
+"""How commands print: data on stdout (one JSON document with ``--json``), messages on stderr."""
+
+from __future__ import annotations
+
+import base64
+import sys
+from typing import Any
+
+import orjson
+
+
+def out(text: str) -> None:
+    print(text, file=sys.stdout, flush=True)
+
+
+def err(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def print_json(document: Any) -> None:
+    sys.stdout.write(
+        orjson.dumps(document, default=_json_default, option=orjson.OPT_INDENT_2).decode() + "\n"
+    )
+    sys.stdout.flush()
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return bytes_json(value)
+    if isinstance(value, set | frozenset):
+        return sorted(value)
+    if isinstance(value, tuple):
+        return list(value)
+    return str(value)
+
+
+def bytes_json(value: bytes | None) -> Any:
+    """UTF-8 text as a string; anything else as ``{"base64": ...}``."""
+    if value is None:
+        return None
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(value).decode("ascii")}

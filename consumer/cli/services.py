@@ -1,0 +1,65 @@
+"""What the commands talk to, in one replaceable object.
+
+`Services()` holds the real factories. A test passes its own through ``main(argv, services=...)``
+(for example a fake Kafka admin, or a fake Elasticsearch client), so no command reaches for a
+module-level client and no test patches a private helper.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from consumer.config import Settings
+from consumer.kafka.admin import AdminFactory, ConfluentKafkaAdmin
+from consumer.kafka.producer import ProducerFactory
+from consumer.ops.dlq import ConsumerFactory
+from consumer.projection import ProjectorRegistry, registry_from_settings
+from consumer.search.port import IndexAdmin
+
+
+class RunConsumer(Protocol):
+    """The shape of `consumer.app.run_consumer` as `searchsync run` calls it."""
+
+    def __call__(
+        self, settings: Settings, *, stop: asyncio.Event, registry: ProjectorRegistry
+    ) -> Awaitable[int]: ...
+
+
+def build_registry(settings: Settings) -> ProjectorRegistry:
+    """The projector registry every command uses: the one place the CLI builds it.
+
+    It comes from ``[projection] modules``; a bad entry raises `ConfigError` (exit 2).
+    """
+    return registry_from_settings(settings.projection)
+
+
+def _es_client(settings: Settings) -> Any:
+    from consumer.search.client import make_es_client  # elasticsearch only where it is needed
+
+    return make_es_client(settings)
+
+
+def _index_admin(client: Any) -> IndexAdmin:
+    from consumer.search.elasticsearch import EsIndexAdmin
+
+    return EsIndexAdmin(client)
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    """Factories for every outside collaborator of a command.
+
+    `kafka_consumer` and `kafka_producer` are None for confluent-kafka's own clients, and
+    `run_consumer` None for `consumer.app.run_consumer` (imported only by `searchsync run`).
+    """
+
+    es_client: Callable[[Settings], Any] = _es_client
+    index_admin: Callable[[Any], IndexAdmin] = _index_admin  # the IndexAdmin port over a client
+    kafka_admin: AdminFactory = ConfluentKafkaAdmin
+    kafka_consumer: ConsumerFactory | None = None
+    kafka_producer: ProducerFactory | None = None
+    registry: Callable[[Settings], ProjectorRegistry] = build_registry
+    run_consumer: RunConsumer | None = None

@@ -153,7 +153,7 @@ class ElasticsearchSettings:
 
 @dataclass(frozen=True, slots=True)
 class PipelineSettings:
-    """Bounds and timings of the consumer pipeline (retry defaults follow seed 000)."""
+    """Bounds and timings of the consumer pipeline (retry defaults: docs/design.md, Retry)."""
 
     max_in_flight_keys: int = 1_000
     max_queued_events: int = 10_000

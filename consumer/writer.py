@@ -1,7 +1,7 @@
 """The application side: change a wiki_page row and append its outbox event in one transaction.
 
 This is the library an application (and the load generator, the demo and the tests) uses to keep
-DESIGN.md's first two invariants:
+the first two invariants of docs/design.md:
 
 1. the business row and its outbox row commit together or not at all: every change is one
    `consumer.mysql.pool.transaction`, and an error anywhere before the commit rolls back both;

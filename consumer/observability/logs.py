@@ -115,7 +115,9 @@ def log_event_outcome(
     partition: int,
     offset: int,
 ) -> None:
-    """Log how one event finished, with seed 000's field names, as one line.
+    """Log how one event finished as one line, with the contract's field names.
+
+    The fields: docs/design.md, "Dead letters and the event log line".
 
     Successes log at INFO, anything with an `error_code` at WARNING. `operation` may be an
     `Operation` (a str enum): it is logged as its plain value.

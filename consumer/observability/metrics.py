@@ -1,4 +1,4 @@
-"""Every metric searchsync exports, named in one place (seed 000's list, DESIGN.md "Metrics").
+"""Every metric searchsync exports, named in one place (docs/design.md, Metrics).
 
 `Metrics` owns a prometheus-client registry: a new private one unless the caller passes one, so
 two consumers (or two tests) in one process never share or clash over the global registry, and
@@ -47,7 +47,7 @@ ITEM_KINDS: Final = ("success", "429", "5xx", "mapping_error", "version_conflict
 """What one bulk item can be, for `Metrics.observe_item`."""
 
 EVENT_RESULTS: Final = ("applied", "already_applied", "superseded", "dead_lettered")
-"""How an event can finish (DESIGN.md invariant 5), for `Metrics.event_outcome`."""
+"""How an event can finish (docs/design.md, invariant 5), for `Metrics.event_outcome`."""
 
 DEFAULT_WINDOW: Final = 1_000
 

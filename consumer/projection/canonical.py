@@ -1,8 +1,8 @@
 """Canonical JSON: the one byte encoding that documents and their hashes are computed from.
 
-Invariant 6 of DESIGN.md says the same truth and the same projector give byte-identical
-documents. Python dicts, JSON libraries and Unicode all leave room for "the same value, other
-bytes"; these rules close that room (seed 004, "canonicalization before hashing"):
+docs/design.md (invariant 6, Canonical JSON) says the same truth and the same projector give
+byte-identical documents. Python dicts, JSON libraries and Unicode all leave room for "the same
+value, other bytes"; these rules close that room (canonicalization before hashing):
 
 1. Objects: keys must be `str`; they are NFC-normalized and emitted sorted by Unicode code
    point (orjson ``OPT_SORT_KEYS``), at every nesting level. Two keys that become equal after

@@ -2,7 +2,7 @@
 
 Every write is an ``index`` action with ``version=<source_revision>``,
 ``version_type=external`` through the alias, on a bulk request with ``require_alias=true``
-(DESIGN.md invariants 3, 4 and 7). There is no delete action: deletes are tombstone documents.
+(docs/design.md, invariants 3, 4 and 7). There is no delete action: deletes are tombstone documents.
 
 Layers, each with one job:
 

@@ -192,14 +192,9 @@ async def expected(
 ) -> dict[str, Document]:
     """The projection of each row now, or the tombstone at its floor for a hard-deleted id."""
     projector = registry.get(kind)
-    rows = await MysqlTruth(pool).load(projector.select_sql, ids, primary=True)
-    floors = await fetch_all(
-        pool,
-        "SELECT aggregate_id, revision FROM search_revision_floor WHERE aggregate_type = %s"
-        f" AND aggregate_id IN ({','.join(['%s'] * len(ids))})",
-        (kind, *ids),
-    )
-    floor = {r["aggregate_id"]: int(r["revision"]) for r in floors}
+    truth = MysqlTruth(pool)
+    rows = await truth.rows_by_id(projector, ids, primary=True)
+    floor = await truth.revision_floors(kind, ids, primary=True)
     return {
         i: projector.project(rows[i]) if i in rows else projector.tombstone(i, floor[i])
         for i in ids

@@ -156,11 +156,11 @@ async def test_revision_floors_are_the_hard_deletes_revisions_for_that_type(
     writer = PageWriter(app_pool)
     gone, live, recreated = (f"{id_prefix}{name}" for name in ("gone", "live", "again"))
     for page_id in (gone, live, recreated):
-        await writer.create(page_id, "t", "c", [])
+        await writer.create(page_id, "t", "c", {})
     await writer.update(gone, title="t2")
     deleted_at = await writer.hard_delete(gone)  # revision 3, kept as the floor
     await writer.hard_delete(recreated)  # floor 2
-    await writer.create(recreated, "t", "c", [])  # continues at 3; the floor stays
+    await writer.create(recreated, "t", "c", {})  # continues at 3; the floor stays
     asked = [gone, live, recreated, f"{id_prefix}never", gone]
 
     floors = await MysqlTruth(consumer_pool, batch_size=2).revision_floors("wiki_page", asked)
@@ -178,7 +178,7 @@ async def test_scan_pages_through_the_table_in_id_order_with_a_keyset(
     # utf8mb4_bin orders by code point, as Python does: "B" < "a" < "é" < "齐".
     ids = sorted(f"{id_prefix}{suffix}" for suffix in ("a", "B", "c0", "c1", "é", "齐", "z"))
     for page_id in reversed(ids):
-        await writer.create(page_id, f"title {page_id}", "c", [])
+        await writer.create(page_id, f"title {page_id}", "c", {})
     await writer.soft_delete(ids[2])
     truth = MysqlTruth(consumer_pool)
 

@@ -1,4 +1,4 @@
-"""The application-side writer on the real MariaDB: DESIGN.md invariants 1 and 2.
+"""The application-side writer on the real MariaDB: docs/design.md invariants 1 and 2.
 
 Each test uses fresh uuid-prefixed ids; every outbox row written here also reaches Kafka.
 """

@@ -1,4 +1,6 @@
-"""Seed 001's finite model check, run through the real OffsetLedger and Coalescer.
+"""The finite model check, run through the real OffsetLedger and Coalescer.
+
+See docs/design.md, "The offset ledger and its model check".
 
 A short outbox history of a few keys is produced into Kafka while a consumer polls it in any
 batching, coalesces it by key, re-reads the truth, writes an Elasticsearch model with external
@@ -10,7 +12,8 @@ process already sent may still land later. The consumer then restarts from the c
 For every schedule the checker asserts:
 
 * coverage: a committed offset never passes an event whose effect Elasticsearch does not hold,
-  and never passes an offset the consumer had not finished (seed 001: Skip(D) within Covered(T));
+  and never passes an offset the consumer had not finished
+  (skipped events lie within the covered ones);
 * convergence: at quiescence Elasticsearch equals a crash-free run, every key at its last revision;
 * no regression: a write never lowers a document, and a 409 is only accepted when the stored
   version really is at least the one read.
@@ -105,7 +108,7 @@ class Ledger(Protocol):
 
 
 class MaxFinishedLedger:
-    """The broken variant seed 001 warns about: commit the highest finished offset + 1."""
+    """The broken variant the contract warns about: commit the highest finished offset + 1."""
 
     def __init__(self) -> None:
         self._max: dict[TopicPartition, int] = {}
@@ -450,7 +453,7 @@ TWO_PARTITIONS = history("a b c a -b c a b", {"a": 0, "b": 1, "c": 0})
 
 
 def test_every_schedule_of_the_seed_example_converges() -> None:
-    """All batchings, completion orders and crash points of a1 b1 a2 (seed 001, 4.1)."""
+    """All batchings, completion orders and crash points of a1 b1 a2 (the first example)."""
     changes = history("a b a", {"a": 0, "b": 0})
     outcome = check(
         changes, OffsetLedger, exhaustive(limit=100_000), crashes=1, releases=0, coarse=True

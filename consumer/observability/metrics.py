@@ -95,6 +95,8 @@ METRIC_NAMES: Final = (
     "searchsync_consumer_lag",
     "searchsync_partitions_assigned",
     "searchsync_partitions_paused",
+    "searchsync_schema_fenced",
+    "alias_current_physical_index",
     "projection_revision_lag",
     "es_version_conflict_rate",
     "es_bulk_item_success_rate",
@@ -254,6 +256,18 @@ class Metrics:
             "searchsync_partitions_assigned", "Partitions assigned to this consumer", registry=r
         )
         self._paused = Gauge("searchsync_partitions_paused", "Partitions paused", registry=r)
+        self._fenced = Gauge(
+            "searchsync_schema_fenced",
+            "1 while writes to the alias are fenced: its write index holds another schema version",
+            ["alias"],
+            registry=r,
+        )
+        self._physical = Gauge(
+            "alias_current_physical_index",
+            "N of the physical index <alias>_v<N> the alias writes to (as last read)",
+            ["alias"],
+            registry=r,
+        )
         self._revision_lag = Gauge(
             "projection_revision_lag",
             "Newest announced revision minus indexed revision (last observed)",
@@ -359,6 +373,12 @@ class Metrics:
 
     def set_paused(self, n: int) -> None:
         self._paused.set(n)
+
+    def set_fenced(self, alias: str, fenced: bool) -> None:
+        self._fenced.labels(alias=alias).set(1 if fenced else 0)
+
+    def set_alias_physical_index(self, alias: str, version: int) -> None:
+        self._physical.labels(alias=alias).set(version)
 
     def revision_lag(self, aggregate_type: str, lag: int) -> None:
         self._revision_lag.labels(aggregate_type=aggregate_type).set(lag)

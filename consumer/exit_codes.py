@@ -16,3 +16,6 @@ class ExitCode(enum.IntEnum):
     """A usage or configuration error: bad arguments, a bad setting, an unknown aggregate type."""
     DLQ_BUDGET = 3
     """The dead-letter error budget stopped the consumer (see docs/design.md, the DLQ budget)."""
+    UNHEALTHY = 4
+    """`searchsync status` found a problem (the reasons are printed): the index is not being kept
+    up, or may be wrong."""

@@ -6,7 +6,8 @@ Exit codes (stable, for scripts):
 - 0 ok;
 - 1 operational failure (a service unreachable, a refused operation, a failed replay);
 - 2 usage or configuration error (bad arguments, a `ConfigError`, an `InvalidRequest`);
-- 3 the DLQ error budget is exceeded (`DlqBudgetExceeded`).
+- 3 the DLQ error budget is exceeded (`DlqBudgetExceeded`);
+- 4 `searchsync status` found the system unhealthy (the reasons are printed).
 
 Every command that prints data takes ``--json`` and then prints exactly one JSON document on
 stdout; messages for humans (progress, refusals, errors) go to stderr. Settings come from
@@ -20,7 +21,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from consumer.cli import config, dlq, index, loadgen, offsets, run
+from consumer.cli import config, dlq, index, loadgen, offsets, run, status
 from consumer.cli.args import CONFIG_ENV, Command, Parents
 from consumer.cli.output import err
 from consumer.cli.services import Services
@@ -28,7 +29,7 @@ from consumer.config import load_settings
 from consumer.errors import ConfigError, DlqBudgetExceeded, InvalidRequest, SearchSyncError
 from consumer.exit_codes import ExitCode
 
-_GROUPS = (run, index, dlq, loadgen, config, offsets)
+_GROUPS = (run, index, dlq, loadgen, config, offsets, status)
 
 
 def main(argv: Sequence[str] | None = None, *, services: Services | None = None) -> int:
@@ -69,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="searchsync",
         description="Keep Elasticsearch consistent with MySQL (outbox -> Kafka -> consumer).",
         epilog="exit codes: 0 ok, 1 operational failure, 2 usage/config error, "
-        "3 DLQ budget exceeded",
+        "3 DLQ budget exceeded, 4 status unhealthy",
     )
     parser.add_argument("--config", metavar="PATH", default=None, help=argparse.SUPPRESS)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

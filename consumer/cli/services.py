@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
 from consumer.config import Settings
@@ -48,6 +49,12 @@ def _index_admin(client: Any) -> IndexAdmin:
     return EsIndexAdmin(client)
 
 
+async def _outbox_stats(settings: Settings) -> tuple[int, datetime | None]:
+    from consumer.cli.status import outbox_stats
+
+    return await outbox_stats(settings)
+
+
 @dataclass(frozen=True, slots=True)
 class Services:
     """Factories for every outside collaborator of a command.
@@ -63,3 +70,4 @@ class Services:
     kafka_producer: ProducerFactory | None = None
     registry: Callable[[Settings], ProjectorRegistry] = build_registry
     run_consumer: RunConsumer | None = None
+    outbox_stats: Callable[[Settings], Awaitable[tuple[int, datetime | None]]] = _outbox_stats

@@ -1,0 +1,160 @@
+"""`searchsync status`: one screen for the whole system (library: `consumer.ops.status`)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from datetime import datetime
+from typing import Any
+
+from consumer.cli.args import Parents
+from consumer.cli.output import out
+from consumer.cli.services import Services
+from consumer.config import Settings
+from consumer.exit_codes import ExitCode
+from consumer.ops import status_probes as probes
+from consumer.ops.dlq import inspect
+from consumer.ops.status import Probe, Section, StatusReport, gather
+
+_DLQ_READ_LIMIT = 100_000  # status counts at most this many dead letters per call
+
+
+def register(commands: Any, parents: Parents) -> None:
+    status = commands.add_parser(
+        "status",
+        parents=parents.data,
+        help="the whole system on one screen; exit 0 when healthy, 4 with the reasons otherwise",
+    )
+    status.add_argument(
+        "--consumer",
+        action="append",
+        metavar="URL",
+        help="a consumer's metrics base URL to ask /healthz (repeatable;"
+        " default: http://<observability.metrics_host>:<observability.metrics_port>)",
+    )
+    status.set_defaults(func=cmd_status)
+
+
+def cmd_status(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+    obs = settings.observability
+    endpoints = args.consumer or [f"http://{obs.metrics_host}:{obs.metrics_port}"]
+    report = asyncio.run(_report(settings, services, endpoints))
+    if args.json:
+        out(report.to_json().decode())
+    else:
+        for line in render(report):
+            out(line)
+    return ExitCode.OK if report.healthy else ExitCode.UNHEALTHY
+
+
+async def _report(settings: Settings, services: Services, endpoints: list[str]) -> StatusReport:
+    client = services.es_client(settings)
+    registry = services.registry(settings)
+    kafka = settings.kafka
+
+    async def group() -> Section:
+        admin = services.kafka_admin(kafka.client_config())
+        return await asyncio.to_thread(probes.group_section, admin, settings)
+
+    async def aliases() -> Section:
+        return await probes.aliases_section(services.index_admin(client), registry, settings.alias)
+
+    async def consumers() -> Section:
+        return await probes.consumers_section(endpoints)
+
+    async def outbox() -> Section:
+        count, oldest = await services.outbox_stats(settings)
+        return probes.outbox_section(count, oldest)
+
+    async def dlq() -> Section:
+        records = await asyncio.to_thread(
+            inspect,
+            kafka.client_config(),
+            kafka.dlq_topic,
+            limit=_DLQ_READ_LIMIT,
+            from_beginning=True,
+            admin_factory=services.kafka_admin,
+            consumer_factory=services.kafka_consumer,
+        )
+        return probes.dlq_section(kafka.dlq_topic, records)
+
+    checks: list[tuple[str, Probe]] = [
+        ("group", group),
+        ("aliases", aliases),
+        ("consumers", consumers),
+        ("outbox", outbox),
+        ("dlq", dlq),
+    ]
+    try:
+        return await gather(checks)
+    finally:
+        await client.close()
+
+
+def render(report: StatusReport) -> list[str]:
+    """The report for a person: one block per section, problems first."""
+    lines = [f"searchsync status: {'healthy' if report.healthy else 'UNHEALTHY'}"]
+    lines += [f"  problem: {p}" for p in report.problems]
+    lines += [f"  warning: {w}" for w in report.warnings]
+    for s in report.sections:
+        lines.append(f"{s.name}: {'ok' if s.healthy else 'PROBLEM'}")
+        lines += [f"  {line}" for line in _describe(s)]
+    return lines
+
+
+def _describe(s: Section) -> list[str]:
+    d = s.data
+    if s.name == "group" and d:
+        rows = [f"group {d['group']}: {len(d['members'])} member(s), lag {d['lag']}"]
+        rows += [
+            f"{p['topic']}/{p['partition']}: committed {p['committed']}, end {p['end']},"
+            f" lag {p['lag']}"
+            for p in d["partitions"]
+        ]
+        return rows
+    if s.name == "aliases" and d:
+        return [
+            f"{a['alias']} -> {a['write_index']} (schema {a.get('schema_version')},"
+            f" {a.get('docs')} docs)"
+            if a["write_index"]
+            else f"{a['alias']}: no write index"
+            for a in d["aliases"]
+        ]
+    if s.name == "consumers" and d:
+        return [
+            f"{c['endpoint']}: "
+            + ("unreachable" if not c["reachable"] else "ready" if c["ready"] else "NOT ready")
+            for c in d["consumers"]
+        ]
+    if s.name == "outbox" and d:
+        oldest = d["oldest_created_at"]
+        return [f"{d['rows']} row(s), oldest {oldest or '-'}"]
+    if s.name == "dlq" and d:
+        codes = ", ".join(f"{k} {v}" for k, v in d["by_code"].items()) or "none"
+        return [f"{d['topic']}: {d['depth']} dead letter(s) ({codes})"]
+    return []
+
+
+async def outbox_stats(settings: Settings) -> tuple[int, datetime | None]:
+    """Rows in ``search_outbox`` and the oldest ``created_at`` (the consumer user may SELECT)."""
+    from consumer.mysql.pool import create_pool
+
+    mysql = settings.mysql
+    pool = await create_pool(
+        host=mysql.host,
+        port=mysql.port,
+        user=mysql.user,
+        password=mysql.password.reveal(),
+        database=mysql.database,
+        minsize=1,
+        maxsize=1,
+        connect_timeout=mysql.connect_timeout_s,
+    )
+    try:
+        async with pool.acquire() as conn, conn.cursor() as cur:
+            await cur.execute("SELECT COUNT(*), MIN(created_at) FROM search_outbox")
+            count, oldest = await cur.fetchone()
+            return int(count), oldest
+    finally:
+        pool.close()
+        await pool.wait_closed()

@@ -1,0 +1,107 @@
+"""`searchsync status`: one screen for the whole system, and an exit code monitoring can trust.
+
+The report is a list of sections, each gathered by one probe: the consumer group (members,
+per-partition committed offset and lag), the aliases (write index, schema version, doc count), the
+consumers' own health endpoints (fenced or paused), the outbox table (size, oldest row), the DLQ
+(depth by error code) and the Debezium connector. A probe that cannot reach its service makes its
+section unhealthy with what it could not check; it never hides the other sections.
+
+A section is healthy or carries problems (unhealthy: the index is not being kept up, or may be
+wrong) and warnings (worth a look, not a failure: more members than partitions, a lag that is not
+zero). The command exits 0 when every section is healthy and `ExitCode.UNHEALTHY` otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+__all__ = [
+    "Probe",
+    "Section",
+    "StatusReport",
+    "gather",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """One part of the report: what was found, and what is wrong with it."""
+
+    name: str
+    data: Mapping[str, Any]
+    problems: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems
+
+
+Probe = Callable[[], Awaitable[Section]]
+"""Gathers one section; may raise, which makes the section unhealthy (see `gather`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StatusReport:
+    """Every section, in the order the probes were given."""
+
+    sections: tuple[Section, ...]
+    taken_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    @property
+    def healthy(self) -> bool:
+        return all(s.healthy for s in self.sections)
+
+    @property
+    def problems(self) -> list[str]:
+        return [f"{s.name}: {p}" for s in self.sections for p in s.problems]
+
+    @property
+    def warnings(self) -> list[str]:
+        return [f"{s.name}: {w}" for s in self.sections for w in s.warnings]
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(
+            {
+                "healthy": self.healthy,
+                "taken_at": self.taken_at.isoformat(),
+                "problems": self.problems,
+                "warnings": self.warnings,
+                "sections": {
+                    s.name: {
+                        "healthy": s.healthy,
+                        "problems": list(s.problems),
+                        "warnings": list(s.warnings),
+                        **dict(s.data),
+                    }
+                    for s in self.sections
+                },
+            },
+            option=orjson.OPT_INDENT_2,
+            default=str,
+        )
+
+
+async def gather(probes: Sequence[tuple[str, Probe]], *, timeout_s: float = 15.0) -> StatusReport:
+    """Run every probe concurrently, each within `timeout_s`; a failing probe is a problem."""
+
+    async def one(name: str, probe: Probe) -> Section:
+        started = time.monotonic()
+        try:
+            return await asyncio.wait_for(probe(), timeout_s)
+        except TimeoutError:
+            waited = time.monotonic() - started
+            return Section(name, {}, (f"could not check: no answer within {waited:.0f} s",))
+        except Exception as exc:  # a probe's failure is that section's finding, not a crash
+            text = str(exc) or type(exc).__name__
+            return Section(name, {}, (f"could not check: {text}",))
+
+    sections = await asyncio.gather(*(one(name, probe) for name, probe in probes))
+    return StatusReport(tuple(sections))

@@ -1,0 +1,164 @@
+"""The probes of `searchsync status`, one per part of the system, each over a narrow port.
+
+Each returns a `Section` (see `consumer.ops.status`); a probe raises only when it could not look,
+and `gather` turns that into the section's problem.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.error
+import urllib.request
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from consumer.config import Settings
+from consumer.kafka.admin import KafkaAdmin
+from consumer.ops.offsets import partition_offsets, subscribed_topics
+from consumer.ops.status import Section
+from consumer.projection import ProjectorRegistry
+from consumer.search.port import IndexAdmin
+from consumer.stream.dlq import DlqRecord
+
+__all__ = [
+    "aliases_section",
+    "consumers_section",
+    "dlq_section",
+    "group_section",
+    "outbox_section",
+]
+
+
+def group_section(admin: KafkaAdmin, settings: Settings) -> Section:
+    """Members of the group, and each partition's committed offset, end and lag."""
+    group = settings.kafka.group_id
+    members = admin.active_members(group)
+    rows = partition_offsets(admin, settings, subscribed_topics(admin, settings))
+    lag = sum(r.lag for r in rows)
+    problems: list[str] = []
+    warnings: list[str] = []
+    if not members:
+        problems.append(f"no consumer is running in group {group!r} (start `searchsync run`)")
+    if len(members) > len(rows):
+        warnings.append(
+            f"{len(members)} members but {len(rows)} partitions: {len(members) - len(rows)}"
+            " member(s) sit idle (raise the topics' partition count to scale out)"
+        )
+    if lag:
+        warnings.append(f"lag {lag} event(s)")
+    data = {
+        "group": group,
+        "members": members,
+        "lag": lag,
+        "partitions": [
+            {
+                "topic": r.topic,
+                "partition": r.partition,
+                "committed": r.committed,
+                "end": r.high,
+                "lag": r.lag,
+            }
+            for r in rows
+        ],
+    }
+    return Section("group", data, tuple(problems), tuple(warnings))
+
+
+async def aliases_section(
+    admin: IndexAdmin, registry: ProjectorRegistry, alias_for: Callable[[str], str]
+) -> Section:
+    """Where each type's alias writes, with its schema version and doc count."""
+    problems: list[str] = []
+    found: list[dict[str, Any]] = []
+    for kind in registry.types():
+        alias = alias_for(kind)
+        want = registry.get(kind).schema_version
+        indices = await admin.list_indices(alias)
+        target = next((i for i in indices if i.is_write_index), None)
+        if target is None:
+            problems.append(f"alias {alias} has no write index (run `searchsync index init`)")
+            found.append({"aggregate_type": kind, "alias": alias, "write_index": None})
+            continue
+        if target.schema_version is not None and target.schema_version != want:
+            problems.append(
+                f"{alias} writes to {target.name} (schema {target.schema_version}) but the"
+                f" projector is schema {want}: consumers of this release are fenced"
+            )
+        found.append(
+            {
+                "aggregate_type": kind,
+                "alias": alias,
+                "write_index": target.name,
+                "schema_version": target.schema_version,
+                "projector_schema_version": want,
+                "docs": target.docs,
+                "indices": [i.name for i in indices],
+            }
+        )
+    return Section("aliases", {"aliases": found}, tuple(problems))
+
+
+async def consumers_section(endpoints: Sequence[str], *, timeout_s: float = 3.0) -> Section:
+    """Each consumer's own /healthz: not ready (fenced, paused, stalled) is a problem."""
+    problems: list[str] = []
+    warnings: list[str] = []
+    found: list[dict[str, Any]] = []
+    for base in endpoints:
+        url = base.rstrip("/") + "/healthz"
+        try:
+            code, body = await asyncio.to_thread(_get, url, timeout_s)
+        except OSError as exc:
+            warnings.append(f"{url} did not answer ({exc}); is a consumer running there?")
+            found.append({"endpoint": base, "reachable": False})
+            continue
+        report = _json_object(body)
+        ready = code == 200 and bool(report.get("ready"))
+        reasons = [str(r) for r in report.get("reasons", [])]
+        if not ready:
+            problems.append(f"{base} not ready: {'; '.join(reasons) or f'HTTP {code}'}")
+        found.append({"endpoint": base, "reachable": True, "ready": ready, "reasons": reasons})
+    return Section("consumers", {"consumers": found}, tuple(problems), tuple(warnings))
+
+
+def outbox_section(count: int, oldest: datetime | None, *, now: datetime | None = None) -> Section:
+    """The outbox table's size and its oldest row (Debezium never deletes rows)."""
+    now = now or datetime.now(UTC)
+    age = None if oldest is None else (now - oldest.replace(tzinfo=oldest.tzinfo or UTC))
+    data = {
+        "rows": count,
+        "oldest_created_at": None if oldest is None else oldest.isoformat(),
+        "oldest_age_seconds": None if age is None else round(age.total_seconds()),
+    }
+    return Section("outbox", data)
+
+
+def dlq_section(topic: str, records: Sequence[DlqRecord] | None) -> Section:
+    """Dead letters by error code; None means the DLQ topic does not exist (none yet)."""
+    by_code = Counter(r.last_error_code for r in records or ())
+    data = {
+        "topic": topic,
+        "depth": sum(by_code.values()),
+        "by_code": dict(sorted(by_code.items())),
+    }
+    warnings = [f"{data['depth']} dead letter(s)"] if by_code else []
+    return Section("dlq", data, (), tuple(warnings))
+
+
+def _get(url: str, timeout_s: float) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+            return int(response.status), response.read()
+    except urllib.error.HTTPError as exc:  # 503 from a consumer that is not ready
+        return exc.code, exc.read()
+
+
+def _json_object(body: bytes) -> Mapping[str, Any]:
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}

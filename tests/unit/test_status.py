@@ -1,0 +1,157 @@
+"""`searchsync status` through its public seams: fakes for Kafka, the index and the outbox."""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+import pytest
+from kafka_fakes import FakeTopics
+
+from consumer.cli import Services, main
+from consumer.exit_codes import ExitCode
+from consumer.ops.status import Section, gather
+from consumer.projection import wiki_page
+from consumer.search.fake import InMemoryIndex
+
+TOPIC = "outbox.event.wiki_page"
+ALIAS = "searchsync_wiki_page"
+
+
+class _Client:
+    async def close(self) -> None:
+        pass
+
+
+class _Health(http.server.BaseHTTPRequestHandler):
+    answer: tuple[int, dict[str, Any]] = (200, {"ready": True, "reasons": []})
+
+    def do_GET(self) -> None:
+        code, body = self.answer
+        data = orjson.dumps(body)
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def health() -> Iterator[tuple[str, type[_Health]]]:
+    handler = type("Handler", (_Health,), {})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", handler
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _system(*, members: list[str], schema: int = wiki_page.SCHEMA_VERSION) -> Services:
+    kafka = FakeTopics()
+    kafka.topic(TOPIC, [b""] * 10, [b""] * 4)
+    kafka.commits[("searchsync", (TOPIC, 0))] = 10
+    kafka.commits[("searchsync", (TOPIC, 1))] = 4
+    kafka.members["searchsync"] = members
+    es = InMemoryIndex()
+    asyncio.run(
+        es.admin.create_index(
+            f"{ALIAS}_v1",
+            wiki_page.load_mapping(),
+            meta={"projection_schema_version": schema},
+            alias=ALIAS,
+        )
+    )
+
+    async def outbox(settings: Any) -> tuple[int, datetime | None]:
+        return 7, datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+    return Services(
+        es_client=lambda settings: _Client(),
+        index_admin=lambda client: es.admin,
+        kafka_admin=kafka.admin,
+        kafka_consumer=kafka.consumer,
+        outbox_stats=outbox,
+    )
+
+
+def _status(services: Services, endpoint: str, capsys: pytest.CaptureFixture[str]) -> Any:
+    code = main(["status", "--json", "--consumer", endpoint], services=services)
+    return code, orjson.loads(capsys.readouterr().out)
+
+
+def test_a_healthy_system_exits_0_and_shows_every_section(
+    health: tuple[str, type[_Health]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, report = _status(_system(members=["c1"]), health[0], capsys)
+    assert code == ExitCode.OK and report["healthy"] is True and report["problems"] == []
+    sections = report["sections"]
+    assert set(sections) == {"group", "aliases", "consumers", "outbox", "dlq"}
+    assert sections["group"]["lag"] == 0 and sections["group"]["members"] == ["c1"]
+    [alias] = sections["aliases"]["aliases"]
+    assert alias["write_index"] == f"{ALIAS}_v1"
+    assert alias["schema_version"] == wiki_page.SCHEMA_VERSION
+    assert sections["outbox"]["rows"] == 7
+    assert sections["dlq"]["depth"] == 0  # the DLQ topic does not exist yet: no dead letters
+    assert sections["consumers"]["consumers"][0]["ready"] is True
+
+
+def test_no_running_consumer_is_a_problem_with_the_reason(
+    health: tuple[str, type[_Health]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, report = _status(_system(members=[]), health[0], capsys)
+    assert code == ExitCode.UNHEALTHY
+    assert any("no consumer is running" in p for p in report["problems"])
+
+
+def test_a_fenced_consumer_and_a_schema_mismatch_are_problems(
+    health: tuple[str, type[_Health]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, handler = health
+    handler.answer = (503, {"ready": False, "reasons": ["fenced: searchsync_wiki_page"]})
+    code, report = _status(_system(members=["c1"], schema=99), url, capsys)
+    assert code == ExitCode.UNHEALTHY
+    problems = " | ".join(report["problems"])
+    assert "fenced: searchsync_wiki_page" in problems
+    assert "schema 99" in problems
+
+
+def test_more_members_than_partitions_is_a_warning_not_a_failure(
+    health: tuple[str, type[_Health]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, report = _status(_system(members=["c1", "c2", "c3"]), health[0], capsys)
+    assert code == ExitCode.OK
+    assert any("3 members but 2 partitions" in w for w in report["warnings"])
+
+
+def test_an_unreachable_service_is_reported_not_raised(capsys: pytest.CaptureFixture[str]) -> None:
+    async def broken() -> Section:
+        raise ConnectionRefusedError("connection refused")
+
+    async def fine() -> Section:
+        return Section("fine", {"x": 1})
+
+    report = asyncio.run(gather([("kafka", broken), ("fine", fine)]))
+    assert not report.healthy
+    assert report.problems == ["kafka: could not check: connection refused"]
+    assert [s.name for s in report.sections] == ["kafka", "fine"]
+
+
+def test_the_human_report_names_problems_first(
+    health: tuple[str, type[_Health]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["status", "--consumer", health[0]], services=_system(members=[]))
+    lines = capsys.readouterr().out.splitlines()
+    assert code == ExitCode.UNHEALTHY
+    assert lines[0] == "searchsync status: UNHEALTHY"
+    assert lines[1].startswith("  problem: group: no consumer is running")

@@ -21,6 +21,7 @@ from consumer.cli import Services, main
 from consumer.cli.loadgen import Progress
 from consumer.errors import ConfigError, DlqBudgetExceeded, TransientError
 from consumer.exit_codes import ExitCode
+from consumer.ops.replay_ledger import InMemoryReplayLedger
 from consumer.projection import wiki_page
 from consumer.search.fake import InMemoryIndex
 from consumer.stream.dlq import DLQ_FORMAT, DLQ_FORMAT_HEADER, DlqRecord, encode
@@ -180,8 +181,12 @@ def _record(event_id: str = "evt-1", code: str = "BAD_JSON") -> DlqRecord:
 def _kafka_with_dlq(topic: str, *records: DlqRecord) -> tuple[FakeTopics, Services]:
     kafka = FakeTopics()
     kafka.topic(topic, [encode(r) for r in records], headers=[(DLQ_FORMAT_HEADER, DLQ_FORMAT)])
+    ledger = InMemoryReplayLedger()
     services = Services(
-        kafka_admin=kafka.admin, kafka_consumer=kafka.consumer, kafka_producer=kafka.producer
+        kafka_admin=kafka.admin,
+        kafka_consumer=kafka.consumer,
+        kafka_producer=kafka.producer,
+        replay_ledger=lambda settings: ledger,
     )
     return kafka, services
 
@@ -236,9 +241,88 @@ def test_dlq_replay_reports_what_it_did(capsys: pytest.CaptureFixture[str], dry_
     assert main(argv + (["--dry-run"] if dry_run else []), services=services) == EXIT_OK
     out = capsys.readouterr().out
     verb = "would replay" if dry_run else "replayed"
-    assert f"{verb} 1 of 3 dead letters" in out and "(2 skipped by filters)" in out
+    assert f"{verb} 1 of 3 dead letters" in out and "(2 skipped by filters, 0 replayed" in out
     produced = [p for producer in kafka.producers for p in producer.produced]
     assert [(p.topic, p.partition) for p in produced] == ([] if dry_run else [(TOPIC, 1)])
+
+
+def test_dlq_replay_twice_says_nothing_to_do_unless_again(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    kafka, services = _kafka_with_dlq("searchsync.dlq", _record("evt-0"), _record("evt-1"))
+    argv = ["dlq", "replay", "--code", "BAD_JSON"]
+    assert main(argv, services=services) == EXIT_OK
+    assert "replayed 2 of 2" in capsys.readouterr().out
+    assert main(argv, services=services) == EXIT_OK
+    second = capsys.readouterr().out
+    assert second.startswith("nothing to replay: the 2 dead letter(s) this selection picks")
+    assert "--again" in second
+    assert main([*argv, "--json"], services=services) == EXIT_OK
+    report = _json(capsys)
+    assert report["nothing_new"] is True and report["replayed"] == []
+    assert report["selection"] == {"error_code": "BAD_JSON"}
+    assert [e["replayed"] for e in report["already_replayed"]] == [True, True]
+    assert main([*argv, "--again"], services=services) == EXIT_OK
+    assert "replayed 2 of 2" in capsys.readouterr().out
+    assert sum(len(p.produced) for p in kafka.producers) == 4
+
+
+def test_dlq_inspect_filters_and_marks_replayed(capsys: pytest.CaptureFixture[str]) -> None:
+    records = [_record("evt-0"), _record("evt-1", code="OTHER"), _record("evt-2")]
+    _, services = _kafka_with_dlq("searchsync.dlq", *records)
+    assert main(["dlq", "replay", "--event-id", "evt-2"], services=services) == EXIT_OK
+    capsys.readouterr()
+    argv = ["dlq", "inspect", "--code", "BAD_JSON", "--type", "wiki_page", "--id", "p1"]
+    assert main([*argv, "--since", "2026-01-02T03:04:05Z", "--json"], services=services) == 0
+    rows = _json(capsys)
+    assert [(r["event_id"], r["replayed"]) for r in rows] == [("evt-0", False), ("evt-2", True)]
+    assert rows[1]["replays"][0]["selection"] == {"event_id": "evt-2"}
+    assert rows[1]["dlq_offset"] == 2 and rows[1]["kafka_timestamp"] is not None
+    assert main([*argv, "--until", "2026-01-02T03:04:05Z", "--json"], services=services) == 0
+    assert _json(capsys) == []
+    assert main(["dlq", "inspect", "--event-id", "evt-2"], services=services) == EXIT_OK
+    assert "[replayed 1x, last " in capsys.readouterr().out
+
+
+def test_dlq_time_filters_need_a_zone(capsys: pytest.CaptureFixture[str]) -> None:
+    _, services = _kafka_with_dlq("searchsync.dlq", _record())
+    assert main(["dlq", "inspect", "--since", "2026-01-02"], services=services) == EXIT_CONFIG
+    assert "no time zone" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_dlq_summary(capsys: pytest.CaptureFixture[str], as_json: bool) -> None:
+    records = [_record("evt-0"), _record("evt-1", code="OTHER"), _record("evt-2")]
+    _, services = _kafka_with_dlq("searchsync.dlq", *records)
+    assert main(["dlq", "replay", "--code", "OTHER"], services=services) == EXIT_OK
+    capsys.readouterr()
+    assert main(["dlq", "summary", *(["--json"] if as_json else [])], services=services) == 0
+    if as_json:
+        doc = _json(capsys)
+        assert doc["total"] == 3 and doc["by_code"] == {"BAD_JSON": 2, "OTHER": 1}
+        assert doc["by_type"] == {"wiki_page": 3} and doc["replayed"] == 1
+        assert doc["oldest_failed_at"] == "2026-01-02T03:04:05+00:00"
+        [replayed] = doc["replays"]
+        assert replayed["event_id"] == "evt-1" and replayed["outcome"] == "pending"
+        assert replayed["dlq_position"] == "searchsync.dlq/0/1"
+    else:
+        text = capsys.readouterr().out
+        assert "3 dead letters in searchsync.dlq" in text
+        assert "by error code: BAD_JSON 2, OTHER 1" in text
+        assert "1 replays recorded (pending 1)" in text
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_dlq_summary_before_the_first_dead_letter(
+    capsys: pytest.CaptureFixture[str], as_json: bool
+) -> None:
+    services = Services(kafka_admin=FakeTopics().admin)  # no topic: the ledger is never opened
+    assert main(["dlq", "summary", *(["--json"] if as_json else [])], services=services) == 0
+    if as_json:
+        doc = _json(capsys)
+        assert doc["exists"] is False and doc["total"] == 0
+    else:
+        assert capsys.readouterr().out == "no dead letters in searchsync.dlq\n"
 
 
 # --- index -------------------------------------------------------------------------------------

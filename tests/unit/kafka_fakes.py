@@ -223,7 +223,13 @@ class FakeAdmin:
         return {tp: self._t.commits.get((group, tp)) for tp in partitions}
 
     def offsets_for_times(self, topic: str, timestamp_ms: int) -> dict[int, int]:
-        raise NotImplementedError
+        """As `FakeMessage.timestamp` stamps them: offset o of partition p at 10*o + p ms."""
+        self._check()
+        found = {}
+        for p, log in self._t.logs[topic].items():
+            later = [o for o in range(len(log)) if 10 * o + p >= timestamp_ms]
+            found[p] = later[0] if later else len(log)
+        return found
 
     def active_members(self, group: str) -> list[str]:
         self._check()

@@ -441,6 +441,71 @@ def test_offsets_reset_bad_targets(
     assert kafka.altered == []
 
 
+def _plan(capsys: pytest.CaptureFixture[str]) -> list[tuple[str, int, int | None, int]]:
+    doc = _json(capsys)
+    return [(s["topic"], s["partition"], s["current"], s["target"]) for s in doc["plan"]]
+
+
+def test_offsets_reset_to_a_time(kafka: FakeTopics, capsys: pytest.CaptureFixture[str]) -> None:
+    # the fakes stamp offset o of partition p at 10*o + p ms
+    argv = ["offsets", "reset", "--to", "1970-01-01T00:00:00.050Z", "--json"]
+    assert _main(kafka, argv) == EXIT_OK
+    assert _plan(capsys) == [(TOPIC, 0, 5, 5), (TOPIC, 1, None, 4)]  # p1: past its last message
+    assert kafka.committed_by("searchsync") == {(TOPIC, 0): 5, (TOPIC, 1): 4}
+    argv = ["offsets", "reset", "--to", "2026-11-30T12:00:00Z", "--dry-run", "--json"]
+    assert _main(kafka, argv) == EXIT_OK
+    assert _plan(capsys) == [(TOPIC, 0, 5, 10), (TOPIC, 1, 4, 4)]  # later than everything: end
+    argv = ["offsets", "reset", "--to", "1970-01-01T00:00:00Z", "--partition", "0", "--json"]
+    assert _main(kafka, argv) == EXIT_OK
+    assert _plan(capsys) == [(TOPIC, 0, 5, 2)]  # before the retained messages: the low mark
+
+
+def test_offsets_reset_one_partition_to_an_offset(
+    kafka: FakeTopics, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["offsets", "reset", "--partition", "1", "--offset", "3", "--json"]
+    assert _main(kafka, argv) == EXIT_OK
+    doc = _json(capsys)
+    assert doc["target"] == f"{TOPIC}/1@3" and doc["plan"][0]["target"] == 3
+    assert kafka.altered == [("searchsync", {(TOPIC, 1): 3})]
+    monkeypatch.setenv("SEARCHSYNC_KAFKA_TOPICS", f"{TOPIC},other")
+    assert _main(kafka, argv) == EXIT_CONFIG
+    assert "the group reads 2 topics (other, outbox.event.wiki_page): name one with --topic" in (
+        capsys.readouterr().err
+    )
+    assert _main(kafka, [*argv, "--topic", TOPIC]) == EXIT_OK
+    assert len(kafka.altered) == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--offset", "3"], "--offset N needs --partition P"),
+        (["--to", "2026-11-30T12:00:00"], "no time zone"),
+        (["--to", "1", "--offset", "1", "--partition", "0"], "not allowed with argument"),
+        (["--partition", "0", "--offset", "99"], "outside outbox.event.wiki_page/0's range"),
+    ],
+)
+def test_offsets_reset_bad_one_partition_or_time(
+    kafka: FakeTopics, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    assert _main(kafka, ["offsets", "reset", *argv]) == EXIT_CONFIG
+    assert message in capsys.readouterr().err
+    assert kafka.altered == []
+
+
+@pytest.mark.parametrize(
+    "argv", [["--to", "2026-11-30T12:00:00Z"], ["--partition", "0", "--offset", "3"]]
+)
+def test_offsets_reset_to_a_time_or_one_offset_still_refuses_an_active_group(
+    kafka: FakeTopics, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    kafka.members["searchsync"] = ["c1@/10.0.0.1"]
+    assert _main(kafka, ["offsets", "reset", *argv]) == EXIT_FAILURE
+    assert "has 1 active member(s)" in capsys.readouterr().err
+    assert kafka.altered == []
+
+
 # --- loadgen progress --------------------------------------------------------------------------
 
 

@@ -470,7 +470,7 @@ def test_offsets_reset_one_partition_to_an_offset(
     assert kafka.altered == [("searchsync", {(TOPIC, 1): 3})]
     monkeypatch.setenv("SEARCHSYNC_KAFKA_TOPICS", f"{TOPIC},other")
     assert _main(kafka, argv) == EXIT_CONFIG
-    assert "the group reads 2 topics (other, outbox.event.wiki_page): name one with --topic" in (
+    assert "the group reads 2 topics (outbox.event.wiki_page, other): name one with --topic" in (
         capsys.readouterr().err
     )
     assert _main(kafka, [*argv, "--topic", TOPIC]) == EXIT_OK

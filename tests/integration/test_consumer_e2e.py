@@ -227,7 +227,7 @@ async def test_revision_regression_is_surfaced_not_hidden(
             limit=10,
             from_beginning=True,
         )
-        mine[:] = [r for r in records if r.aggregate_id == page]
+        mine[:] = [e.record for e in records if e.record.aggregate_id == page]
         return bool(mine)
 
     await wait_for(dead_lettered, 60, "the regression reached the DLQ")

@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Callable
+from datetime import datetime
 from typing import Final
 
 from consumer.cli.services import Services
 from consumer.config import Settings
+from consumer.errors import InvalidRequest
 from consumer.exit_codes import ExitCode
+from consumer.ops.dlq_filter import parse_utc
 
 CONFIG_ENV: Final = "SEARCHSYNC_CONFIG"
 
@@ -63,9 +66,18 @@ def ratio(text: str) -> float:
     return value
 
 
-def reset_target(text: str) -> str | int:
+def reset_target(text: str) -> str | int | datetime:
+    """``earliest``, ``latest``, an offset, or an ISO-8601 time with a zone (``...T12:00:00Z``)."""
     if text in ("earliest", "latest"):
         return text
     if re.fullmatch(r"[0-9]{1,19}", text):
         return int(text)
-    raise argparse.ArgumentTypeError(f"expected earliest, latest or an offset >= 0, got {text!r}")
+    if re.match(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text):
+        try:
+            return parse_utc(text)
+        except InvalidRequest as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    raise argparse.ArgumentTypeError(
+        "expected earliest, latest, an offset >= 0 or a time like 2026-11-30T12:00:00Z,"
+        f" got {text!r}"
+    )

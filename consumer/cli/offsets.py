@@ -11,9 +11,10 @@ from consumer.cli.args import Parents, non_negative_int, reset_target
 from consumer.cli.output import err, out, print_json
 from consumer.cli.services import Services
 from consumer.config import Settings
+from consumer.errors import InvalidRequest
 from consumer.exit_codes import ExitCode
 from consumer.ops import offsets
-from consumer.ops.offsets import PartitionOffsets
+from consumer.ops.offsets import PartitionOffset, PartitionOffsets
 
 
 def register(commands: Any, parents: Parents) -> None:
@@ -26,8 +27,19 @@ def register(commands: Any, parents: Parents) -> None:
     reset = offsets_cmds.add_parser(
         "reset", parents=parents.data, help="move the group's offsets (group must be idle)"
     )
-    reset.add_argument(
-        "--to", required=True, type=reset_target, help="earliest, latest or an offset"
+    where = reset.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--to",
+        type=reset_target,
+        metavar="TARGET",
+        help="earliest, latest, an offset, or a time (2026-11-30T12:00:00Z: the first offset "
+        "at or after it, the end if none)",
+    )
+    where.add_argument(
+        "--offset",
+        type=non_negative_int,
+        metavar="N",
+        help="with --partition: that one partition to offset N (--topic if several topics)",
     )
     reset.add_argument("--topic", help="only this topic (default: every subscribed topic)")
     reset.add_argument("--partition", type=non_negative_int, help="only this partition")
@@ -66,9 +78,15 @@ def cmd_offsets_show(args: argparse.Namespace, settings: Settings, services: Ser
 
 
 def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+    if args.offset is not None:
+        if args.partition is None:
+            raise InvalidRequest("--offset N needs --partition P (one partition of one topic)")
+        target: offsets.ResetTarget = PartitionOffset(args.partition, args.offset, args.topic)
+    else:
+        target = args.to
     report = offsets.reset(
         settings,
-        args.to,
+        target,
         topic=args.topic,
         partition=args.partition,
         dry_run=args.dry_run,
@@ -79,6 +97,7 @@ def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, services: Se
         print_json(
             {
                 "group": group,
+                "target": report.target,
                 "dry_run": report.dry_run,
                 "active_members": list(members),
                 "plan": [asdict(s) for s in report.steps],

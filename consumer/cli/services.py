@@ -17,6 +17,7 @@ from consumer.config import Settings
 from consumer.kafka.admin import AdminFactory, ConfluentKafkaAdmin
 from consumer.kafka.producer import ProducerFactory
 from consumer.ops.dlq import ConsumerFactory
+from consumer.ops.replay_ledger import MysqlReplayLedger, ReplayLedger
 from consumer.projection import ProjectorRegistry, registry_from_settings
 from consumer.search.port import IndexAdmin
 
@@ -55,12 +56,17 @@ async def _outbox_stats(settings: Settings) -> tuple[int, datetime | None]:
     return await outbox_stats(settings)
 
 
+def _replay_ledger(settings: Settings) -> ReplayLedger:
+    return MysqlReplayLedger(settings.mysql)  # connects on first use
+
+
 @dataclass(frozen=True, slots=True)
 class Services:
     """Factories for every outside collaborator of a command.
 
     `kafka_consumer` and `kafka_producer` are None for confluent-kafka's own clients, and
     `run_consumer` None for `consumer.app.run_consumer` (imported only by `searchsync run`).
+    `replay_ledger` opens the DLQ replay ledger (MySQL); the command closes it.
     """
 
     es_client: Callable[[Settings], Any] = _es_client
@@ -71,3 +77,4 @@ class Services:
     registry: Callable[[Settings], ProjectorRegistry] = build_registry
     run_consumer: RunConsumer | None = None
     outbox_stats: Callable[[Settings], Awaitable[tuple[int, datetime | None]]] = _outbox_stats
+    replay_ledger: Callable[[Settings], ReplayLedger] = _replay_ledger

@@ -13,10 +13,8 @@ from consumer.cli.services import Services
 from consumer.config import Settings
 from consumer.exit_codes import ExitCode
 from consumer.ops import status_probes as probes
-from consumer.ops.dlq import inspect
+from consumer.ops.dlq_summary import summary
 from consumer.ops.status import Probe, Section, StatusReport, gather
-
-_DLQ_READ_LIMIT = 100_000  # status counts at most this many dead letters per call
 
 
 def register(commands: Any, parents: Parents) -> None:
@@ -67,16 +65,15 @@ async def _report(settings: Settings, services: Services, endpoints: list[str]) 
         return probes.outbox_section(count, oldest)
 
     async def dlq() -> Section:
-        records = await asyncio.to_thread(
-            inspect,
+        found = await asyncio.to_thread(
+            summary,
             kafka.client_config(),
             kafka.dlq_topic,
-            limit=_DLQ_READ_LIMIT,
-            from_beginning=True,
+            ledger=None,  # depth by code only: the replay history is `dlq summary`'s
             admin_factory=services.kafka_admin,
             consumer_factory=services.kafka_consumer,
         )
-        return probes.dlq_section(kafka.dlq_topic, records)
+        return probes.dlq_section(found)
 
     checks: list[tuple[str, Probe]] = [
         ("group", group),
@@ -131,7 +128,7 @@ def _describe(s: Section) -> list[str]:
         return [f"{d['rows']} row(s), oldest {oldest or '-'}"]
     if s.name == "dlq" and d:
         codes = ", ".join(f"{k} {v}" for k, v in d["by_code"].items()) or "none"
-        return [f"{d['topic']}: {d['depth']} dead letter(s) ({codes})"]
+        return [f"{d['dlq_topic']}: {d['total']} dead letter(s) ({codes})"]
     return []
 
 

@@ -146,19 +146,26 @@ def produce_and_wait(
     headers: Headers,
     timeout_s: float,
     clock: Callable[[], float] = time.monotonic,
-) -> None:
-    """Blocking produce to one partition; returns once acknowledged.
+) -> int | None:
+    """Blocking produce to one partition; returns once acknowledged, with the offset the broker
+    gave the message (None when the delivery report carries none).
 
     Raises `DeliveryFailed` when the broker refused it, `DeliveryTimeout` after `timeout_s`.
     """
     outcome: list[Any] = []
+    delivered: list[Any] = []
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        outcome.append(err)
+        delivered.append(msg)
+
     producer.produce(
         topic,
         value,
         key,
         partition=partition,
         headers=headers,
-        on_delivery=lambda err, _msg: outcome.append(err),
+        on_delivery=on_delivery,
     )
     deadline = Deadline(clock, timeout_s)
     while not outcome and not deadline.expired():
@@ -167,3 +174,6 @@ def produce_and_wait(
         raise DeliveryTimeout(f"no acknowledgement within {timeout_s}s")
     if outcome[0] is not None:
         raise DeliveryFailed(outcome[0])
+    offset = getattr(delivered[0], "offset", None)
+    written = offset() if callable(offset) else None
+    return written if isinstance(written, int) and written >= 0 else None

@@ -1,24 +1,31 @@
-"""Operator work on the dead letters: read them (`inspect`) and send them back (`replay`).
+"""Operator work on the dead letters: read them (`inspect`), count them (`summary`) and send them
+back (`replay`), with a ledger of what was replayed (`consumer.ops.replay_ledger`).
 
-Blocking library functions behind `searchsync dlq inspect` and `searchsync dlq replay`. Both read
-up to the end offsets taken when they start, so they end even while dead letters keep coming.
+Blocking library functions behind `searchsync dlq inspect|summary|replay`. Each reads up to the
+end offsets taken when it starts, so it ends even while dead letters keep coming. Before the
+first dead letter the DLQ topic does not exist (the consumer's producer creates it on first write,
+or an operator does): that is not an error, there is simply nothing to show or replay.
 
-Before the first dead letter the DLQ topic does not exist (the consumer's producer creates it on
-first write, or an operator does): that is not an error, there is simply nothing to show or replay.
+Replay and its ledger (docs/design.md, "DLQ replay ledger"): a replay reads the whole DLQ, picks
+the dead letters its `DlqFilter` selects, skips those the ledger says were replayed already
+(unless ``again``), re-produces each one's original payload and key to its original topic and
+partition with the header ``searchsync-replayed-from: <dlq topic>/<partition>/<offset>``, and
+records it in the ledger once the broker acknowledged it. No consumer-group offset decides what
+is left to replay, so a filtered replay never hides or holds back a dead letter it skipped.
+A crash between the acknowledgement and the ledger row replays that one dead letter again next
+time: harmless, because the consumer writes with external versions.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator, Mapping
+import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from datetime import UTC, datetime
+from typing import Any
 
-import confluent_kafka
-
-from consumer.errors import ErrorCode, PoisonMessage, TransientError
-from consumer.kafka.admin import AdminFactory, ConfluentKafkaAdmin, KafkaAdmin, Watermarks
-from consumer.kafka.config import consumer_config
+from consumer.errors import ErrorCode, TransientError
+from consumer.kafka.admin import AdminFactory
 from consumer.kafka.producer import (
     DeliveryFailed,
     DeliveryTimeout,
@@ -27,36 +34,33 @@ from consumer.kafka.producer import (
     acknowledged,
     produce_and_wait,
 )
-from consumer.stream.dlq import (
-    DLQ_FORMAT,
-    DLQ_FORMAT_HEADER,
-    REPLAYED_FROM_HEADER,
-    DlqRecord,
-    decode_record,
+from consumer.ops.dlq_filter import DlqFilter
+from consumer.ops.dlq_read import (
+    ConsumerFactory,
+    ConsumerPort,
+    DlqEntry,
+    admin_for,
+    mark_replays,
+    open_reader,
+    read_entries,
 )
-from consumer.stream.retry import Deadline
+from consumer.ops.dlq_summary import DlqSummary, ReplayOutcome, ReplayStatus, summary
+from consumer.ops.replay_ledger import ReplayEntry, ReplayLedger
+from consumer.stream.dlq import REPLAYED_FROM_HEADER
 
-__all__ = ["ConsumerFactory", "ConsumerPort", "ReplayReport", "inspect", "replay"]
-
-
-class ConsumerPort(Protocol):
-    """The slice of ``confluent_kafka.Consumer`` that inspect and replay use to read."""
-
-    def assign(self, partitions: list[Any]) -> None: ...
-    def poll(self, timeout: float) -> Any: ...
-    def commit(self, *, offsets: list[Any], asynchronous: bool) -> Any: ...
-    def close(self) -> None: ...
-
-
-ConsumerFactory = Callable[[dict[str, Any]], ConsumerPort]
-
-
-def _kafka_consumer(config: dict[str, Any]) -> ConsumerPort:
-    return cast(ConsumerPort, confluent_kafka.Consumer(config))
-
-
-def _admin(config: Mapping[str, Any], timeout_s: float) -> KafkaAdmin:
-    return ConfluentKafkaAdmin(config, timeout_s=timeout_s)
+__all__ = [
+    "ConsumerFactory",
+    "ConsumerPort",
+    "DlqEntry",
+    "DlqFilter",
+    "DlqSummary",
+    "ReplayOutcome",
+    "ReplayReport",
+    "ReplayStatus",
+    "inspect",
+    "replay",
+    "summary",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,9 +68,17 @@ class ReplayReport:
     """What a replay did (or, with `dry_run`, would do)."""
 
     dry_run: bool
+    run_id: str
+    selection: Mapping[str, Any]
     scanned: int
-    replayed: tuple[DlqRecord, ...]
-    skipped: int  # read but not matching the filters
+    skipped: int  # read but not selected by the filters
+    replayed: tuple[DlqEntry, ...]
+    already_replayed: tuple[DlqEntry, ...]  # selected, but the ledger has them (no `again`)
+
+    @property
+    def nothing_new(self) -> bool:
+        """The selection was replayed before and nothing new matches it."""
+        return not self.replayed and bool(self.already_replayed)
 
 
 def inspect(
@@ -75,114 +87,117 @@ def inspect(
     *,
     limit: int,
     from_beginning: bool,
+    selection: DlqFilter | None = None,
+    ledger: ReplayLedger | None = None,
     timeout_s: float = 30.0,
     admin_factory: AdminFactory | None = None,
     consumer_factory: ConsumerFactory | None = None,
-) -> list[DlqRecord]:
-    """Read up to `limit` dead letters without committing anything.
+) -> list[DlqEntry]:
+    """Up to `limit` dead letters that `selection` picks, without committing anything.
 
     `config` is the Kafka client settings (``KafkaSettings.client_config()``). With
-    `from_beginning=True` the oldest dead letters come back; otherwise the newest ones (the tail of
-    every partition, merged by timestamp). No topic yet means no dead letters: an empty list.
+    `from_beginning=True` the oldest come back; otherwise the newest (merged by timestamp, newest
+    last). With a `ledger`, replayed entries carry their replays. No topic yet: an empty list.
     """
+    chosen = selection or DlqFilter()
     if limit < 1:
         return []
-    admin = (admin_factory or (lambda c: _admin(c, timeout_s)))(config)
+    admin = admin_for(config, timeout_s, admin_factory)
     if not admin.topic_exists(topic):
         return []
     ends = admin.watermarks(topic)
-    starts = {p: m.low if from_beginning else max(m.low, m.high - limit) for p, m in ends.items()}
-    reader_config = consumer_config(config, group_id=f"{topic}.inspect", partition_eof=True)
-    consumer = (consumer_factory or _kafka_consumer)(reader_config)
-    found: list[tuple[int, int, int, DlqRecord]] = []
+    tail_only = chosen.is_everything and not from_beginning
+    starts = {p: max(m.low, m.high - limit) if tail_only else m.low for p, m in ends.items()}
+    consumer = open_reader(config, topic, consumer_factory)
+    found: list[DlqEntry] = []
     try:
-        for message in _read_to_end(consumer, topic, starts, ends, timeout_s):
-            record = _decode_message(message)
-            found.append((message.timestamp()[1], message.partition(), message.offset(), record))
+        for entry in read_entries(consumer, topic, starts, ends, timeout_s):
+            if not chosen.matches(entry.record):
+                continue
+            found.append(entry)
             if from_beginning and len(found) >= limit:
                 break
     finally:
         consumer.close()
     if not from_beginning:
-        found.sort(key=lambda item: item[:3])
+        found.sort(key=_order)
         found = found[-limit:]
-    return [item[3] for item in found]
+    return mark_replays(found, topic, ledger.replays(topic)) if ledger is not None else found
 
 
 def replay(
     config: Mapping[str, Any],
     dlq_topic: str,
     *,
+    ledger: ReplayLedger,
     dry_run: bool,
-    event_id: str | None = None,
-    error_code: str | None = None,
+    selection: DlqFilter | None = None,
+    again: bool = False,
     limit: int | None = None,
     timeout_s: float = 30.0,
     admin_factory: AdminFactory | None = None,
     consumer_factory: ConsumerFactory | None = None,
     producer_factory: ProducerFactory | None = None,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> ReplayReport:
-    """Re-produce dead letters' original payload and key to their original topic and partition.
+    """Re-produce the selected dead letters the ledger has not seen replayed (all with `again`).
 
-    Reads the DLQ with the consumer group ``<dlq_topic>.replay`` from its committed offsets and
-    commits a dead letter only after its re-produce was acknowledged, so an interrupted replay
-    resumes where it stopped. Records skipped by a filter are not committed past (per partition),
-    so a later unfiltered replay still sees them; replaying twice is harmless because the consumer
-    writes with external versions. Do not run two replays of one DLQ at the same time.
+    Stops at the first failed re-produce (`TransientError` REPLAY_FAILED / REPLAY_TIMEOUT); what
+    was replayed before it is in the ledger, so running it again continues. Do not run two
+    replays of one DLQ at the same time.
     """
-    empty = ReplayReport(dry_run=dry_run, scanned=0, replayed=(), skipped=0)
-    group = f"{dlq_topic}.replay"
-    admin = (admin_factory or (lambda c: _admin(c, timeout_s)))(config)
+    chosen = selection or DlqFilter()
+    run_id = uuid.uuid4().hex
+    report = ReplayReport(dry_run, run_id, chosen.selection(), 0, 0, (), ())
+    admin = admin_for(config, timeout_s, admin_factory)
     if not admin.topic_exists(dlq_topic):
-        return empty
+        return report
     ends = admin.watermarks(dlq_topic)
-    committed = admin.committed(group, [(dlq_topic, p) for p in ends])
-    starts = {
-        p: min(max(committed.get((dlq_topic, p)) or 0, m.low), m.high) for p, m in ends.items()
-    }
-    consumer = (consumer_factory or _kafka_consumer)(
-        consumer_config(config, group_id=group, partition_eof=True)
-    )
+    rows = ledger.replays(dlq_topic)
+    done = {(e.dlq_partition, e.dlq_offset) for e in rows}
+    consumer = open_reader(config, dlq_topic, consumer_factory)
     producer = None if dry_run else acknowledged(config, producer_factory)
-    replayed: list[DlqRecord] = []
+    replayed: list[DlqEntry] = []
+    already: list[DlqEntry] = []
     scanned = skipped = 0
-    held: set[int] = set()  # partitions with a skipped record: commits stop there
     try:
-        for message in _read_to_end(consumer, dlq_topic, starts, ends, timeout_s):
+        starts = {p: m.low for p, m in ends.items()}
+        for entry in read_entries(consumer, dlq_topic, starts, ends, timeout_s):
             scanned += 1
-            record = _decode_message(message)
-            wanted = (event_id is None or record.event_id == event_id) and (
-                error_code is None or record.last_error_code == error_code
-            )
-            if not wanted:
+            if not chosen.matches(entry.record):
                 skipped += 1
-                held.add(message.partition())
                 continue
-            replayed.append(record)
+            if (entry.partition, entry.offset) in done and not again:
+                already.append(entry)
+                continue
             if producer is not None:
-                _replay_one(consumer, producer, message, record, dlq_topic, held, timeout_s)
+                ledger.record(_replay_one(producer, entry, dlq_topic, report, clock, timeout_s))
+            replayed.append(entry)
             if limit is not None and len(replayed) >= limit:
                 break
     finally:
         consumer.close()
         if producer is not None:
             producer.flush(timeout_s)
-    return ReplayReport(dry_run=dry_run, scanned=scanned, replayed=tuple(replayed), skipped=skipped)
+    marked = tuple(mark_replays(already, dlq_topic, rows))
+    return ReplayReport(
+        dry_run, run_id, report.selection, scanned, skipped, tuple(replayed), marked
+    )
 
 
 def _replay_one(
-    consumer: ConsumerPort,
     producer: ProducerPort,
-    message: Any,
-    record: DlqRecord,
+    entry: DlqEntry,
     dlq_topic: str,
-    held: set[int],
+    report: ReplayReport,
+    clock: Callable[[], datetime],
     timeout_s: float,
-) -> None:
-    """Re-produce one dead letter, then commit past it unless its partition is held."""
-    origin = f"{dlq_topic}/{message.partition()}/{message.offset()}"
+) -> ReplayEntry:
+    """Re-produce one dead letter and return its ledger row (written by the caller)."""
+    record = entry.record
+    origin = f"{dlq_topic}/{entry.partition}/{entry.offset}"
     try:
-        produce_and_wait(
+        offset = produce_and_wait(
             producer,
             record.original_topic,
             record.payload,
@@ -195,56 +210,24 @@ def _replay_one(
         raise TransientError(ErrorCode.REPLAY_TIMEOUT, f"no acknowledgement for {origin}") from exc
     except DeliveryFailed as exc:
         raise TransientError(ErrorCode.REPLAY_FAILED, f"{origin}: {exc}") from exc
-    if message.partition() not in held:
-        position = confluent_kafka.TopicPartition(
-            dlq_topic, message.partition(), message.offset() + 1
-        )
-        consumer.commit(offsets=[position], asynchronous=False)
+    return ReplayEntry(
+        dlq_topic=dlq_topic,
+        dlq_partition=entry.partition,
+        dlq_offset=entry.offset,
+        event_id=record.event_id,
+        aggregate_type=record.aggregate_type,
+        aggregate_id=record.aggregate_id,
+        source_revision=record.source_revision,
+        error_code=record.last_error_code,
+        replayed_to_topic=record.original_topic,
+        replayed_to_partition=record.original_partition,
+        replayed_to_offset=offset,
+        selection=report.selection,
+        run_id=report.run_id,
+        replayed_at=clock(),
+    )
 
 
-def _read_to_end(
-    consumer: ConsumerPort,
-    topic: str,
-    starts: Mapping[int, int],
-    ends: Mapping[int, Watermarks],
-    timeout_s: float,
-) -> Iterator[Any]:
-    """Yield the messages between `starts` and the high watermarks in `ends`, then stop."""
-    pending = {p: ends[p].high for p, start in starts.items() if start < ends[p].high}
-    if not pending:
-        return
-    consumer.assign([confluent_kafka.TopicPartition(topic, p, starts[p]) for p in pending])
-    deadline = Deadline(time.monotonic, timeout_s)
-    while pending:
-        if deadline.expired():
-            unread = sorted(pending)
-            raise TransientError(
-                ErrorCode.DLQ_READ_TIMEOUT, f"{topic}: partitions {unread} not read to end"
-            )
-        message = consumer.poll(timeout=0.5)
-        if message is None:
-            continue
-        error = message.error()
-        if error is not None:
-            if error.code() == confluent_kafka.KafkaError._PARTITION_EOF:
-                pending.pop(message.partition(), None)
-                continue
-            raise TransientError(ErrorCode.DLQ_READ_FAILED, str(error))
-        partition, offset = message.partition(), message.offset()
-        if partition not in pending:
-            continue
-        if offset + 1 >= pending[partition]:
-            del pending[partition]
-        yield message
-
-
-def _decode_message(message: Any) -> DlqRecord:
-    headers = dict(message.headers() or [])
-    marker = headers.get(DLQ_FORMAT_HEADER)
-    where = f"{message.topic()}/{message.partition()}/{message.offset()}"
-    if marker is not None and marker != DLQ_FORMAT:
-        raise PoisonMessage(ErrorCode.BAD_DLQ_RECORD, f"{where}: unsupported DLQ format {marker!r}")
-    try:
-        return decode_record(message.value() or b"")
-    except PoisonMessage as exc:
-        raise PoisonMessage(ErrorCode.BAD_DLQ_RECORD, f"{where}: {exc.message}") from exc
+def _order(entry: DlqEntry) -> tuple[float, int, int]:
+    stamp = entry.timestamp.timestamp() if entry.timestamp is not None else 0.0
+    return (stamp, entry.partition, entry.offset)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import urllib.error
 import urllib.request
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -18,11 +17,11 @@ import orjson
 
 from consumer.config import Settings
 from consumer.kafka.admin import KafkaAdmin
+from consumer.ops.dlq_summary import DlqSummary
 from consumer.ops.offsets import partition_offsets, subscribed_topics
 from consumer.ops.status import Section
 from consumer.projection import ProjectorRegistry
 from consumer.search.port import IndexAdmin
-from consumer.stream.dlq import DlqRecord
 
 __all__ = [
     "aliases_section",
@@ -136,15 +135,10 @@ def outbox_section(count: int, oldest: datetime | None, *, now: datetime | None 
     return Section("outbox", data)
 
 
-def dlq_section(topic: str, records: Sequence[DlqRecord] | None) -> Section:
-    """Dead letters by error code; None means the DLQ topic does not exist (none yet)."""
-    by_code = Counter(r.last_error_code for r in records or ())
-    data = {
-        "topic": topic,
-        "depth": sum(by_code.values()),
-        "by_code": dict(sorted(by_code.items())),
-    }
-    warnings = [f"{data['depth']} dead letter(s)"] if by_code else []
+def dlq_section(summary: DlqSummary) -> Section:
+    """Dead letters by error code and type (a DLQ topic that does not exist yet holds none)."""
+    data = summary.as_json()
+    warnings = [f"{summary.total} dead letter(s)"] if summary.total else []
     return Section("dlq", data, (), tuple(warnings))
 
 

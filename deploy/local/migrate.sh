@@ -54,6 +54,8 @@ GRANT SELECT ON \`$db\`.wiki_page TO '$SEARCHSYNC_DB_USER'@'%';
 GRANT SELECT ON \`$db\`.search_revision_floor TO '$SEARCHSYNC_DB_USER'@'%';
 GRANT SELECT, INSERT ON \`$db\`.search_outbox TO '$SEARCHSYNC_DB_USER'@'%';
 GRANT SELECT, INSERT, UPDATE, DELETE ON \`$db\`.search_projection_state TO '$SEARCHSYNC_DB_USER'@'%';
+-- searchsync dlq replay appends to its ledger (never changes or deletes a row).
+GRANT SELECT, INSERT ON \`$db\`.search_dlq_replay TO '$SEARCHSYNC_DB_USER'@'%';
 
 -- The application side (writer helper, loadgen, demo, tests): changes rows and appends outbox events.
 CREATE USER IF NOT EXISTS '$APP_DB_USER'@'%' IDENTIFIED BY '$APP_DB_PASSWORD';

@@ -227,7 +227,7 @@ async def test_revision_regression_is_surfaced_not_hidden(
             limit=10,
             from_beginning=True,
         )
-        mine[:] = [r for r in records if r.aggregate_id == page]
+        mine[:] = [e.record for e in records if e.record.aggregate_id == page]
         return bool(mine)
 
     await wait_for(dead_lettered, 60, "the regression reached the DLQ")
@@ -284,7 +284,11 @@ async def test_poison_message_goes_to_the_dlq_and_the_group_keeps_going(
         return len(records) >= 1
 
     await wait_for(got, 60, "the poison message reached the DLQ")
-    (rec,) = [r for r in records if r.original_key == key and r.last_error_code == "BAD_JSON"]
+    (rec,) = [
+        e.record
+        for e in records
+        if e.record.original_key == key and e.record.last_error_code == "BAD_JSON"
+    ]
     assert (rec.original_partition, rec.original_offset) == delivered[0]
     assert rec.original_topic == TOPIC and rec.payload == b"{not json"
     # the event for a row that does not exist became a tombstone at its revision: not lost

@@ -16,6 +16,7 @@ from consumer.errors import TransientError
 from consumer.events import encode_json
 from consumer.kafka.admin import Watermarks
 from consumer.ops.dlq import inspect, replay
+from consumer.ops.replay_ledger import InMemoryReplayLedger
 from consumer.stream.dlq import REPLAYED_FROM_HEADER, DlqProducer, DlqRecord
 from consumer.types import Operation, ThinEvent
 from tests.integration.kafkatools import fresh_topics, high_watermark, kafka_admin
@@ -84,8 +85,10 @@ async def test_send_resolves_after_ack_and_inspect_reads_it_back(topics: tuple[s
     assert _high_watermark(dlq, 0) == 1
     assert await producer.close(10) == 0
 
-    assert inspect(CLIENT, dlq, limit=10, from_beginning=True) == [record]
-    assert inspect(CLIENT, dlq, limit=10, from_beginning=False) == [record]
+    [oldest] = inspect(CLIENT, dlq, limit=10, from_beginning=True)
+    [newest] = inspect(CLIENT, dlq, limit=10, from_beginning=False)
+    assert oldest.record == newest.record == record
+    assert (oldest.partition, oldest.offset) == (0, 0) and oldest.timestamp is not None
 
 
 async def test_oversized_dead_letter_is_a_transient_error(topics: tuple[str, str]) -> None:
@@ -122,15 +125,21 @@ async def test_replay_reproduces_the_original_message_and_resumes(
         await producer.send(record, record.original_key)
     assert await producer.close(10) == 0
 
-    dry = replay(CLIENT, dlq, dry_run=True)
-    assert dry.replayed == tuple(dead)
+    ledger = InMemoryReplayLedger()
+    dry = replay(CLIENT, dlq, ledger=ledger, dry_run=True)
+    assert [e.record for e in dry.replayed] == dead
     assert _high_watermark(original, 0) == _high_watermark(original, 1) == 0
 
-    first = replay(CLIENT, dlq, dry_run=False, limit=1)
-    assert first.replayed == (dead[0],)
-    second = replay(CLIENT, dlq, dry_run=False)  # resumes after the committed first record
-    assert second.replayed == (dead[1],)
-    assert replay(CLIENT, dlq, dry_run=False).scanned == 0
+    first = replay(CLIENT, dlq, ledger=ledger, dry_run=False, limit=1)
+    assert [e.record for e in first.replayed] == [dead[0]]
+    second = replay(CLIENT, dlq, ledger=ledger, dry_run=False)  # the ledger has the first
+    assert [e.record for e in second.replayed] == [dead[1]]
+    assert replay(CLIENT, dlq, ledger=ledger, dry_run=False).nothing_new
+    # the broker's offsets of the re-produced messages are in the ledger
+    assert sorted((e.replayed_to_partition, e.replayed_to_offset) for e in ledger.entries) == [
+        (0, 0),
+        (1, 0),
+    ]
 
     messages = _read_all(original, partitions=2, expected=2)
     got = {(m.partition(), m.key(), m.value()) for m in messages}
@@ -143,7 +152,7 @@ def test_before_the_first_dead_letter_there_is_nothing_to_inspect_or_replay() ->
     missing = f"it.missing.{uuid.uuid4().hex}.dlq"
     assert inspect(CLIENT, missing, limit=10, from_beginning=True) == []
     assert inspect(CLIENT, missing, limit=10, from_beginning=False) == []
-    report = replay(CLIENT, missing, dry_run=False)
+    report = replay(CLIENT, missing, ledger=InMemoryReplayLedger(), dry_run=False)
     assert (report.scanned, report.replayed, report.skipped) == (0, (), 0)
     assert not kafka_admin(BOOTSTRAP).topic_exists(missing)  # looking did not create it
 

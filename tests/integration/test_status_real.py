@@ -60,7 +60,7 @@ async def test_status_sees_the_group_the_alias_and_the_consumer(
         assert alias["write_index"] == f"{consumer.settings.alias('wiki_page')}_v1"
         assert alias["schema_version"] == alias["projector_schema_version"]
         assert sections["consumers"]["consumers"][0]["ready"] is True
-        assert sections["dlq"]["depth"] == 0  # this test's DLQ topic does not exist
+        assert sections["dlq"]["total"] == 0  # this test's DLQ topic does not exist
         assert sections["outbox"]["rows"] >= 0
     finally:
         if consumer.task is not None:

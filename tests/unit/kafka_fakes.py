@@ -30,6 +30,28 @@ class Produced:
     on_delivery: Callable[[Any, Any], None] | None
 
 
+FIRST_PRODUCED_OFFSET = 1_000_000
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """The message a delivery report names: offsets count per (topic, partition) from
+    `FIRST_PRODUCED_OFFSET`, above any original offset a test gives a dead letter."""
+
+    _topic: str
+    _partition: int
+    _offset: int
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+
 @dataclass
 class FakeProducer:
     """Holds every delivery until the test releases it; poll() runs released callbacks."""
@@ -72,9 +94,15 @@ class FakeProducer:
             ready, self._released = self._released, []
             self.polls += 1
         for index, err in ready:
-            callback = self.produced[index].on_delivery
-            assert callback is not None
-            callback(err, None)
+            produced = self.produced[index]
+            assert produced.on_delivery is not None
+            earlier = sum(
+                1
+                for p in self.produced[:index]
+                if (p.topic, p.partition) == (produced.topic, produced.partition)
+            )
+            offset = FIRST_PRODUCED_OFFSET + earlier
+            produced.on_delivery(err, Delivered(produced.topic, produced.partition, offset))
             with self._lock:
                 self.settled += 1
         if not ready:
@@ -195,7 +223,13 @@ class FakeAdmin:
         return {tp: self._t.commits.get((group, tp)) for tp in partitions}
 
     def offsets_for_times(self, topic: str, timestamp_ms: int) -> dict[int, int]:
-        raise NotImplementedError
+        """As `FakeMessage.timestamp` stamps them: offset o of partition p at 10*o + p ms."""
+        self._check()
+        found = {}
+        for p, log in self._t.logs[topic].items():
+            later = [o for o in range(len(log)) if 10 * o + p >= timestamp_ms]
+            found[p] = later[0] if later else len(log)
+        return found
 
     def active_members(self, group: str) -> list[str]:
         self._check()

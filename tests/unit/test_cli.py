@@ -21,6 +21,7 @@ from consumer.cli import Services, main
 from consumer.cli.loadgen import Progress
 from consumer.errors import ConfigError, DlqBudgetExceeded, TransientError
 from consumer.exit_codes import ExitCode
+from consumer.ops.replay_ledger import InMemoryReplayLedger
 from consumer.projection import wiki_page
 from consumer.search.fake import InMemoryIndex
 from consumer.stream.dlq import DLQ_FORMAT, DLQ_FORMAT_HEADER, DlqRecord, encode
@@ -147,8 +148,8 @@ def test_exceptions_map_to_exit_codes(
 
 
 def test_exit_codes_are_the_documented_numbers() -> None:
-    assert [int(c) for c in ExitCode] == [0, 1, 2, 3]
-    assert [c.name for c in ExitCode] == ["OK", "FAILURE", "USAGE", "DLQ_BUDGET"]
+    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 4]
+    assert [c.name for c in ExitCode] == ["OK", "FAILURE", "USAGE", "DLQ_BUDGET", "UNHEALTHY"]
 
 
 # --- dlq ---------------------------------------------------------------------------------------
@@ -180,8 +181,12 @@ def _record(event_id: str = "evt-1", code: str = "BAD_JSON") -> DlqRecord:
 def _kafka_with_dlq(topic: str, *records: DlqRecord) -> tuple[FakeTopics, Services]:
     kafka = FakeTopics()
     kafka.topic(topic, [encode(r) for r in records], headers=[(DLQ_FORMAT_HEADER, DLQ_FORMAT)])
+    ledger = InMemoryReplayLedger()
     services = Services(
-        kafka_admin=kafka.admin, kafka_consumer=kafka.consumer, kafka_producer=kafka.producer
+        kafka_admin=kafka.admin,
+        kafka_consumer=kafka.consumer,
+        kafka_producer=kafka.producer,
+        replay_ledger=lambda settings: ledger,
     )
     return kafka, services
 
@@ -236,9 +241,88 @@ def test_dlq_replay_reports_what_it_did(capsys: pytest.CaptureFixture[str], dry_
     assert main(argv + (["--dry-run"] if dry_run else []), services=services) == EXIT_OK
     out = capsys.readouterr().out
     verb = "would replay" if dry_run else "replayed"
-    assert f"{verb} 1 of 3 dead letters" in out and "(2 skipped by filters)" in out
+    assert f"{verb} 1 of 3 dead letters" in out and "(2 skipped by filters, 0 replayed" in out
     produced = [p for producer in kafka.producers for p in producer.produced]
     assert [(p.topic, p.partition) for p in produced] == ([] if dry_run else [(TOPIC, 1)])
+
+
+def test_dlq_replay_twice_says_nothing_to_do_unless_again(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    kafka, services = _kafka_with_dlq("searchsync.dlq", _record("evt-0"), _record("evt-1"))
+    argv = ["dlq", "replay", "--code", "BAD_JSON"]
+    assert main(argv, services=services) == EXIT_OK
+    assert "replayed 2 of 2" in capsys.readouterr().out
+    assert main(argv, services=services) == EXIT_OK
+    second = capsys.readouterr().out
+    assert second.startswith("nothing to replay: the 2 dead letter(s) this selection picks")
+    assert "--again" in second
+    assert main([*argv, "--json"], services=services) == EXIT_OK
+    report = _json(capsys)
+    assert report["nothing_new"] is True and report["replayed"] == []
+    assert report["selection"] == {"error_code": "BAD_JSON"}
+    assert [e["replayed"] for e in report["already_replayed"]] == [True, True]
+    assert main([*argv, "--again"], services=services) == EXIT_OK
+    assert "replayed 2 of 2" in capsys.readouterr().out
+    assert sum(len(p.produced) for p in kafka.producers) == 4
+
+
+def test_dlq_inspect_filters_and_marks_replayed(capsys: pytest.CaptureFixture[str]) -> None:
+    records = [_record("evt-0"), _record("evt-1", code="OTHER"), _record("evt-2")]
+    _, services = _kafka_with_dlq("searchsync.dlq", *records)
+    assert main(["dlq", "replay", "--event-id", "evt-2"], services=services) == EXIT_OK
+    capsys.readouterr()
+    argv = ["dlq", "inspect", "--code", "BAD_JSON", "--type", "wiki_page", "--id", "p1"]
+    assert main([*argv, "--since", "2026-01-02T03:04:05Z", "--json"], services=services) == 0
+    rows = _json(capsys)
+    assert [(r["event_id"], r["replayed"]) for r in rows] == [("evt-0", False), ("evt-2", True)]
+    assert rows[1]["replays"][0]["selection"] == {"event_id": "evt-2"}
+    assert rows[1]["dlq_offset"] == 2 and rows[1]["kafka_timestamp"] is not None
+    assert main([*argv, "--until", "2026-01-02T03:04:05Z", "--json"], services=services) == 0
+    assert _json(capsys) == []
+    assert main(["dlq", "inspect", "--event-id", "evt-2"], services=services) == EXIT_OK
+    assert "[replayed 1x, last " in capsys.readouterr().out
+
+
+def test_dlq_time_filters_need_a_zone(capsys: pytest.CaptureFixture[str]) -> None:
+    _, services = _kafka_with_dlq("searchsync.dlq", _record())
+    assert main(["dlq", "inspect", "--since", "2026-01-02"], services=services) == EXIT_CONFIG
+    assert "no time zone" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_dlq_summary(capsys: pytest.CaptureFixture[str], as_json: bool) -> None:
+    records = [_record("evt-0"), _record("evt-1", code="OTHER"), _record("evt-2")]
+    _, services = _kafka_with_dlq("searchsync.dlq", *records)
+    assert main(["dlq", "replay", "--code", "OTHER"], services=services) == EXIT_OK
+    capsys.readouterr()
+    assert main(["dlq", "summary", *(["--json"] if as_json else [])], services=services) == 0
+    if as_json:
+        doc = _json(capsys)
+        assert doc["total"] == 3 and doc["by_code"] == {"BAD_JSON": 2, "OTHER": 1}
+        assert doc["by_type"] == {"wiki_page": 3} and doc["replayed"] == 1
+        assert doc["oldest_failed_at"] == "2026-01-02T03:04:05+00:00"
+        [replayed] = doc["replays"]
+        assert replayed["event_id"] == "evt-1" and replayed["outcome"] == "pending"
+        assert replayed["dlq_position"] == "searchsync.dlq/0/1"
+    else:
+        text = capsys.readouterr().out
+        assert "3 dead letters in searchsync.dlq" in text
+        assert "by error code: BAD_JSON 2, OTHER 1" in text
+        assert "1 replays recorded (pending 1)" in text
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_dlq_summary_before_the_first_dead_letter(
+    capsys: pytest.CaptureFixture[str], as_json: bool
+) -> None:
+    services = Services(kafka_admin=FakeTopics().admin)  # no topic: the ledger is never opened
+    assert main(["dlq", "summary", *(["--json"] if as_json else [])], services=services) == 0
+    if as_json:
+        doc = _json(capsys)
+        assert doc["exists"] is False and doc["total"] == 0
+    else:
+        assert capsys.readouterr().out == "no dead letters in searchsync.dlq\n"
 
 
 # --- index -------------------------------------------------------------------------------------
@@ -354,6 +438,71 @@ def test_offsets_reset_bad_targets(
 ) -> None:
     assert _main(kafka, ["offsets", "reset", *argv]) == EXIT_CONFIG
     assert message in capsys.readouterr().err
+    assert kafka.altered == []
+
+
+def _plan(capsys: pytest.CaptureFixture[str]) -> list[tuple[str, int, int | None, int]]:
+    doc = _json(capsys)
+    return [(s["topic"], s["partition"], s["current"], s["target"]) for s in doc["plan"]]
+
+
+def test_offsets_reset_to_a_time(kafka: FakeTopics, capsys: pytest.CaptureFixture[str]) -> None:
+    # the fakes stamp offset o of partition p at 10*o + p ms
+    argv = ["offsets", "reset", "--to", "1970-01-01T00:00:00.050Z", "--json"]
+    assert _main(kafka, argv) == EXIT_OK
+    assert _plan(capsys) == [(TOPIC, 0, 5, 5), (TOPIC, 1, None, 4)]  # p1: past its last message
+    assert kafka.committed_by("searchsync") == {(TOPIC, 0): 5, (TOPIC, 1): 4}
+    argv = ["offsets", "reset", "--to", "2026-11-30T12:00:00Z", "--dry-run", "--json"]
+    assert _main(kafka, argv) == EXIT_OK
+    assert _plan(capsys) == [(TOPIC, 0, 5, 10), (TOPIC, 1, 4, 4)]  # later than everything: end
+    argv = ["offsets", "reset", "--to", "1970-01-01T00:00:00Z", "--partition", "0", "--json"]
+    assert _main(kafka, argv) == EXIT_OK
+    assert _plan(capsys) == [(TOPIC, 0, 5, 2)]  # before the retained messages: the low mark
+
+
+def test_offsets_reset_one_partition_to_an_offset(
+    kafka: FakeTopics, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["offsets", "reset", "--partition", "1", "--offset", "3", "--json"]
+    assert _main(kafka, argv) == EXIT_OK
+    doc = _json(capsys)
+    assert doc["target"] == f"{TOPIC}/1@3" and doc["plan"][0]["target"] == 3
+    assert kafka.altered == [("searchsync", {(TOPIC, 1): 3})]
+    monkeypatch.setenv("SEARCHSYNC_KAFKA_TOPICS", f"{TOPIC},other")
+    assert _main(kafka, argv) == EXIT_CONFIG
+    assert "the group reads 2 topics (outbox.event.wiki_page, other): name one with --topic" in (
+        capsys.readouterr().err
+    )
+    assert _main(kafka, [*argv, "--topic", TOPIC]) == EXIT_OK
+    assert len(kafka.altered) == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--offset", "3"], "--offset N needs --partition P"),
+        (["--to", "2026-11-30T12:00:00"], "no time zone"),
+        (["--to", "1", "--offset", "1", "--partition", "0"], "not allowed with argument"),
+        (["--partition", "0", "--offset", "99"], "outside outbox.event.wiki_page/0's range"),
+    ],
+)
+def test_offsets_reset_bad_one_partition_or_time(
+    kafka: FakeTopics, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    assert _main(kafka, ["offsets", "reset", *argv]) == EXIT_CONFIG
+    assert message in capsys.readouterr().err
+    assert kafka.altered == []
+
+
+@pytest.mark.parametrize(
+    "argv", [["--to", "2026-11-30T12:00:00Z"], ["--partition", "0", "--offset", "3"]]
+)
+def test_offsets_reset_to_a_time_or_one_offset_still_refuses_an_active_group(
+    kafka: FakeTopics, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    kafka.members["searchsync"] = ["c1@/10.0.0.1"]
+    assert _main(kafka, ["offsets", "reset", *argv]) == EXIT_FAILURE
+    assert "has 1 active member(s)" in capsys.readouterr().err
     assert kafka.altered == []
 
 

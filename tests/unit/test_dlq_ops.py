@@ -8,10 +8,20 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError
-from kafka_fakes import FakeTopics
+from kafka_fakes import FIRST_PRODUCED_OFFSET, FakeTopics
 
-from consumer.errors import PoisonMessage, TransientError
-from consumer.ops.dlq import inspect, replay
+from consumer.errors import InvalidRequest, PoisonMessage, TransientError
+from consumer.ops.dlq import (
+    DlqEntry,
+    DlqFilter,
+    DlqSummary,
+    ReplayOutcome,
+    inspect,
+    replay,
+    summary,
+)
+from consumer.ops.dlq_filter import parse_utc
+from consumer.ops.replay_ledger import InMemoryReplayLedger
 from consumer.stream.dlq import (
     DLQ_FORMAT,
     DLQ_FORMAT_HEADER,
@@ -23,6 +33,8 @@ from consumer.types import Operation, ThinEvent
 
 DLQ = "searchsync.dlq"
 T0 = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+T1 = datetime(2026, 2, 1, tzinfo=UTC)
+EPOCH = datetime.fromtimestamp(0, UTC)  # the fakes stamp offset o at 10*o + partition ms
 CLIENT = {"bootstrap.servers": "x:1"}
 
 
@@ -46,26 +58,41 @@ def _record(**changes: Any) -> DlqRecord:
 
 
 class Dlq(FakeTopics):
-    """One DLQ topic in `FakeTopics`, with inspect and replay wired to its fakes."""
+    """One DLQ topic in `FakeTopics`, with inspect, summary and replay wired to its fakes and an
+    in-memory replay ledger."""
 
-    @property
-    def commits_of_replay(self) -> dict[int, int]:
-        return {p: o for (_t, p), o in self.committed_by(f"{DLQ}.replay").items()}
+    def __init__(self) -> None:
+        super().__init__()
+        self.ledger = InMemoryReplayLedger()
 
     def replay(self, **kwargs: Any) -> Any:
+        filters = {k: kwargs.pop(k) for k in ("error_code", "event_id") if k in kwargs}
+        if filters:
+            kwargs["selection"] = DlqFilter(**filters)
         return replay(
             CLIENT,
             DLQ,
+            ledger=self.ledger,
             admin_factory=self.admin,
             consumer_factory=self.consumer,
             producer_factory=self.producer,
             timeout_s=5.0,
+            clock=lambda: T1,
             **{"dry_run": False, **kwargs},
         )
 
-    def inspect(self, topic: str = DLQ, **kwargs: Any) -> list[DlqRecord]:
+    def inspect(self, topic: str = DLQ, **kwargs: Any) -> list[DlqEntry]:
         return inspect(
             CLIENT, topic, admin_factory=self.admin, consumer_factory=self.consumer, **kwargs
+        )
+
+    def summary(self) -> DlqSummary:
+        return summary(
+            CLIENT,
+            DLQ,
+            ledger=self.ledger,
+            admin_factory=self.admin,
+            consumer_factory=self.consumer,
         )
 
 
@@ -92,7 +119,7 @@ def _numbered(n: int, partition: int, code: str = "ES_REJECTED") -> list[DlqReco
     ]
 
 
-def test_replay_reproduces_payload_key_and_partition_then_commits() -> None:
+def test_replay_reproduces_payload_key_and_partition_and_records_each_in_the_ledger() -> None:
     dlq = _dlq(_numbered(2, 0), _numbered(1, 1))
     report = dlq.replay()
     assert report.scanned == 3 and report.skipped == 0 and not report.dry_run
@@ -106,50 +133,102 @@ def test_replay_reproduces_payload_key_and_partition_then_commits() -> None:
     }
     origins = sorted(dict(p.headers or [])[REPLAYED_FROM_HEADER] for p in producer.produced)
     assert origins == [b"searchsync.dlq/0/0", b"searchsync.dlq/0/1", b"searchsync.dlq/1/0"]
-    assert dlq.commits_of_replay == {0: 2, 1: 1}
-    assert dlq.consumers[0].config["group.id"] == "searchsync.dlq.replay"
+    rows = dlq.ledger.replays(DLQ)
+    assert sorted((r.dlq_partition, r.dlq_offset) for r in rows) == [(0, 0), (0, 1), (1, 0)]
+    assert {r.run_id for r in rows} == {report.run_id} and all(r.replayed_at == T1 for r in rows)
+    by_event = {r.event_id: r for r in rows}
+    assert by_event["p1-0"].replayed_to_topic == "outbox.event.wiki_page"
+    assert by_event["p1-0"].replayed_to_partition == 4
+    assert by_event["p1-0"].source_revision == 7 and by_event["p1-0"].error_code == "ES_REJECTED"
+    assert dlq.commits == {}  # the ledger, not a consumer group, says what was replayed
     assert dlq.consumers[0].config["enable.auto.commit"] is False
     assert dlq.consumers[0].closed
 
 
-def test_replay_resumes_from_its_commits() -> None:
+def test_the_same_selection_again_replays_nothing_unless_again() -> None:
+    dlq = _dlq(_numbered(2, 0))
+    assert len(dlq.replay(error_code="ES_REJECTED").replayed) == 2
+    second = dlq.replay(error_code="ES_REJECTED")
+    assert second.replayed == () and second.nothing_new
+    assert [e.offset for e in second.already_replayed] == [0, 1]
+    assert all(len(e.replays) == 1 for e in second.already_replayed)
+    assert len(dlq.producers[1].produced) == 0
+    third = dlq.replay(error_code="ES_REJECTED", again=True)
+    assert [e.offset for e in third.replayed] == [0, 1] and not third.nothing_new
+    assert len(dlq.ledger.replays(DLQ)) == 4
+
+
+def test_replay_resumes_after_a_limit_and_picks_up_new_dead_letters() -> None:
     dlq = _dlq(_numbered(3, 0))
     assert len(dlq.replay(limit=2).replayed) == 2
-    assert dlq.commits_of_replay == {0: 2}
     second = dlq.replay()
-    assert [r.event_id for r in second.replayed] == ["p0-2"]
-    assert dlq.replay().scanned == 0
+    assert [e.record.event_id for e in second.replayed] == ["p0-2"]
+    assert len(second.already_replayed) == 2
+    dlq.logs[DLQ][0].append((encode(_record(event_id="new")), []))
+    assert [e.record.event_id for e in dlq.replay().replayed] == ["new"]
 
 
-def test_dry_run_neither_produces_nor_commits() -> None:
+def test_dry_run_neither_produces_nor_records() -> None:
     dlq = _dlq(_numbered(2, 0))
     report = dlq.replay(dry_run=True)
-    assert report.dry_run and [r.event_id for r in report.replayed] == ["p0-0", "p0-1"]
-    assert dlq.producers == [] and dlq.commits_of_replay == {}
+    assert report.dry_run and [e.record.event_id for e in report.replayed] == ["p0-0", "p0-1"]
+    assert dlq.producers == [] and dlq.ledger.entries == []
 
 
-def test_filtered_replay_does_not_commit_past_a_skipped_record() -> None:
+def test_a_filtered_replay_leaves_skipped_records_replayable_and_does_not_repeat_its_own() -> None:
     records = _numbered(3, 0)
     records[1] = replace(records[1], last_error_code="TRUTH_LAGGING")
     dlq = _dlq(records, _numbered(1, 1))
     report = dlq.replay(error_code="ES_REJECTED")
-    assert [r.event_id for r in report.replayed] == ["p0-0", "p1-0", "p0-2"]
+    assert sorted(e.record.event_id or "" for e in report.replayed) == ["p0-0", "p0-2", "p1-0"]
     assert report.skipped == 1
-    assert dlq.commits_of_replay == {
-        0: 1,
-        1: 1,
-    }  # p0-2 was replayed but p0-1 is still owed a replay
-    by_event = dlq.replay(dry_run=True, event_id="p0-1")
-    assert [r.event_id for r in by_event.replayed] == ["p0-1"]
+    assert dlq.ledger.entries[0].selection == {"error_code": "ES_REJECTED"}
+    rest = dlq.replay()  # unfiltered: only the one the first replay skipped
+    assert [e.record.event_id for e in rest.replayed] == ["p0-1"]
+    assert len(rest.already_replayed) == 3
 
 
-def test_failed_re_produce_stops_without_committing_that_record() -> None:
+def test_filters_by_type_id_and_time() -> None:
+    records = [
+        _record(event_id="a", aggregate_type="article", last_failed_at=T0),
+        _record(event_id="b", aggregate_id="page-2", last_failed_at=T0 + timedelta(hours=1)),
+        _record(event_id="c", last_failed_at=T0 + timedelta(hours=2)),
+    ]
+    dlq = _dlq(records)
+
+    def picked(**filters: Any) -> list[str | None]:
+        entries = dlq.inspect(limit=10, from_beginning=True, selection=DlqFilter(**filters))
+        return [e.record.event_id for e in entries]
+
+    assert picked(aggregate_type="article") == ["a"]
+    assert picked(aggregate_id="page-2") == ["b"]
+    assert picked(since=T0 + timedelta(hours=1)) == ["b", "c"]
+    assert picked(until=T0 + timedelta(hours=1)) == ["a"]
+    assert picked(aggregate_type="wiki_page", aggregate_id="page-1") == ["c"]
+    newest = dlq.inspect(limit=1, from_beginning=False, selection=DlqFilter(aggregate_id="page-1"))
+    assert [e.record.event_id for e in newest] == ["c"]
+    report = dlq.replay(selection=DlqFilter(since=T0 + timedelta(minutes=30)))
+    assert [e.record.event_id for e in report.replayed] == ["b", "c"]
+    assert dlq.ledger.entries[0].selection == {"since": "2026-01-02T03:34:05.678901+00:00"}
+
+
+def test_a_time_filter_needs_a_time_zone_and_an_order() -> None:
+    assert parse_utc("2026-11-30T12:00:00Z") == datetime(2026, 11, 30, 12, tzinfo=UTC)
+    with pytest.raises(InvalidRequest, match="no time zone"):
+        parse_utc("2026-11-30T12:00:00")
+    with pytest.raises(InvalidRequest, match="ISO-8601"):
+        parse_utc("yesterday")
+    with pytest.raises(InvalidRequest, match="not before"):
+        DlqFilter(since=T0, until=T0)
+
+
+def test_failed_re_produce_stops_without_recording_that_record() -> None:
     dlq = _dlq(_numbered(2, 0))
     dlq.delivery_error = KafkaError(KafkaError._MSG_TIMED_OUT)
     with pytest.raises(TransientError) as caught:
         dlq.replay()
     assert caught.value.code == "REPLAY_FAILED"
-    assert dlq.commits_of_replay == {}
+    assert dlq.ledger.entries == []
 
 
 def test_replay_refuses_a_foreign_record_instead_of_skipping_it() -> None:
@@ -159,15 +238,90 @@ def test_replay_refuses_a_foreign_record_instead_of_skipping_it() -> None:
         dlq.replay()
     assert caught.value.code == "BAD_DLQ_RECORD"
     assert "searchsync.dlq/0/0" in caught.value.message
-    assert dlq.commits_of_replay == {}
+    assert dlq.ledger.entries == []
+
+
+def test_inspect_marks_replayed_records_and_dead_letters_of_a_replay() -> None:
+    dlq = _dlq(_numbered(2, 0))
+    dlq.replay(event_id="p0-0")
+    [row] = dlq.ledger.entries
+    assert row.replayed_to_offset == FIRST_PRODUCED_OFFSET  # as the delivery report said
+    again = replace(
+        _numbered(1, 0)[0],
+        original_partition=row.replayed_to_partition,
+        original_offset=FIRST_PRODUCED_OFFSET,
+    )
+    dlq.logs[DLQ][0].append((encode(again), []))
+    entries = dlq.inspect(limit=10, from_beginning=True, ledger=dlq.ledger)
+    assert [e.replayed for e in entries] == [True, False, False]
+    assert entries[0].replays == (row,)
+    assert [e.from_replay for e in entries] == [None, None, row]
+
+
+def test_summary_counts_and_replay_outcomes() -> None:
+    records = _numbered(3, 0)
+    records[2] = replace(records[2], last_error_code="PROJECTION_ERROR", aggregate_type=None)
+    records[1] = replace(records[1], aggregate_id="page-2", last_failed_at=T0 + timedelta(days=1))
+    dlq = _dlq(records)
+    dlq.replay(error_code="ES_REJECTED")  # p0-0 (page-1) and p0-1 (page-2), both revision 7
+    rows = {r.event_id: r for r in dlq.ledger.entries}
+    dlq.ledger.indexed[("wiki_page", "page-1")] = 7  # the consumer indexed page-1 at 7
+    dlq.ledger.indexed[("wiki_page", "page-2")] = 6  # page-2 not yet
+    result = dlq.summary()
+    assert result.exists and result.total == 3
+    assert result.by_code == {"ES_REJECTED": 2, "PROJECTION_ERROR": 1}
+    assert result.by_type == {"wiki_page": 2, "(unknown)": 1}
+    assert result.oldest_failed_at == T0 + timedelta(seconds=30)
+    assert result.newest_failed_at == T0 + timedelta(days=1)
+    assert result.oldest_timestamp is not None and result.newest_timestamp is not None
+    assert result.oldest_timestamp < result.newest_timestamp
+    assert result.replayed == 2 and result.from_replays == 0
+    outcome = {s.replay.event_id: s.outcome for s in result.replays}
+    assert outcome == {"p0-0": ReplayOutcome.INDEXED, "p0-1": ReplayOutcome.PENDING}
+    # page-2's replayed message fails again: a new dead letter at the replay's position
+    target = rows["p0-1"]
+    again = replace(
+        records[1],
+        original_topic=target.replayed_to_topic,
+        original_partition=target.replayed_to_partition,
+        original_offset=target.replayed_to_offset or 0,
+    )
+    dlq.logs[DLQ][0].append((encode(again), []))
+    result = dlq.summary()
+    by_event = {s.replay.event_id: s for s in result.replays}
+    assert by_event["p0-1"].outcome is ReplayOutcome.DEAD_LETTERED_AGAIN
+    assert by_event["p0-1"].dead_letter == (0, 3)
+    assert result.from_replays == 1 and result.outcomes["dead_lettered_again"] == 1
+    assert result.as_json()["replay_outcomes"] == {
+        "indexed": 1,
+        "dead_lettered_again": 1,
+        "pending": 0,
+        "unknown": 0,
+    }
+
+
+def test_summary_without_an_offset_falls_back_to_the_event_id_after_the_replay() -> None:
+    dlq = _dlq(_numbered(1, 0))
+    dlq.replay()
+    [row] = dlq.ledger.entries
+    dlq.ledger.entries = [replace(row, replayed_to_offset=None, replayed_at=EPOCH)]
+    dlq.logs[DLQ][0].append((encode(_numbered(1, 0)[0]), []))  # same event id, later
+    [status] = dlq.summary().replays
+    assert status.outcome is ReplayOutcome.DEAD_LETTERED_AGAIN
+
+
+def test_summary_before_the_first_dead_letter() -> None:
+    result = Dlq().summary()
+    assert not result.exists and result.total == 0 and result.replays == ()
+    assert result.as_json()["by_code"] == {}
 
 
 def test_inspect_oldest_and_newest() -> None:
     dlq = _dlq(_numbered(3, 0), _numbered(3, 1))
     oldest = dlq.inspect(limit=2, from_beginning=True)
-    assert [r.event_id for r in oldest] == ["p0-0", "p1-0"]
+    assert [e.record.event_id for e in oldest] == ["p0-0", "p1-0"]
     newest = dlq.inspect(limit=2, from_beginning=False)
-    assert [r.event_id for r in newest] == ["p0-2", "p1-2"]  # by timestamp, newest last
+    assert [e.record.event_id for e in newest] == ["p0-2", "p1-2"]  # by timestamp, newest last
     everything = dlq.inspect(limit=100, from_beginning=True)
     assert len(everything) == 6
     assert dlq.commits == {}
@@ -179,7 +333,8 @@ def test_inspect_oldest_and_newest() -> None:
 def test_inspect_reads_only_what_the_retention_kept() -> None:
     dlq = _dlq(_numbered(4, 0))
     dlq.low[(DLQ, 0)] = 2  # offsets 0 and 1 were deleted by retention
-    assert [r.event_id for r in dlq.inspect(limit=10, from_beginning=True)] == ["p0-2", "p0-3"]
+    kept = dlq.inspect(limit=10, from_beginning=True)
+    assert [e.record.event_id for e in kept] == ["p0-2", "p0-3"]
 
 
 def test_before_the_first_dead_letter_there_is_nothing_to_inspect_or_replay() -> None:
@@ -189,6 +344,7 @@ def test_before_the_first_dead_letter_there_is_nothing_to_inspect_or_replay() ->
     report = replay(
         CLIENT,
         "nope.dlq",
+        ledger=dlq.ledger,
         dry_run=False,
         admin_factory=dlq.admin,
         consumer_factory=dlq.consumer,

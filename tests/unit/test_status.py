@@ -102,7 +102,7 @@ def test_a_healthy_system_exits_0_and_shows_every_section(
     assert alias["write_index"] == f"{ALIAS}_v1"
     assert alias["schema_version"] == wiki_page.SCHEMA_VERSION
     assert sections["outbox"]["rows"] == 7
-    assert sections["dlq"]["depth"] == 0  # the DLQ topic does not exist yet: no dead letters
+    assert sections["dlq"]["total"] == 0  # the DLQ topic does not exist yet: no dead letters
     assert sections["consumers"]["consumers"][0]["ready"] is True
 
 

@@ -8,7 +8,7 @@ module-level client and no test patches a private helper.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -63,3 +63,5 @@ class Services:
     kafka_producer: ProducerFactory | None = None
     registry: Callable[[Settings], ProjectorRegistry] = build_registry
     run_consumer: RunConsumer | None = None
+    # the rebuild's catch-up group: None for `consumer.app.run_consumer` with a write target
+    rebuild_catchup: Callable[..., Coroutine[Any, Any, int]] | None = None

@@ -211,7 +211,6 @@ class FakeAdmin:
             self._t.commits[(group, tp)] = offset
         return {}
 
-
     def delete_group(self, group: str) -> bool:
         self._check()
         if self._t.members.get(group):

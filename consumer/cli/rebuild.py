@@ -13,6 +13,8 @@ import sys
 from contextlib import AsyncExitStack
 from typing import Any
 
+import orjson
+
 from consumer.cli.args import Parents
 from consumer.cli.output import err, out
 from consumer.cli.services import Services
@@ -62,12 +64,12 @@ def cmd_rebuild(args: argparse.Namespace, settings: Settings, services: Services
         wait_for_live=args.wait_for_live,
     )
     outcome = asyncio.run(run_rebuild(settings, services, options, json_lines=args.json))
-    if args.json:
-        from consumer.ops.rebuild.progress import Progress
-
-        Progress(stream=sys.stdout, json_lines=True).step(
-            "summary", outcome.message, **outcome.summary()
+    if args.json:  # the last JSON line: the summary
+        sys.stdout.write(
+            orjson.dumps({"event": "summary", **outcome.summary()}, default=str).decode()
         )
+        sys.stdout.write("\n")
+        sys.stdout.flush()
     else:
         if outcome.plan is not None:
             for key, value in outcome.plan.summary().items():

@@ -50,7 +50,8 @@ class IndexReader(Protocol):
         ...
 
     async def top_ids(self, index: str, field: str, text: str, k: int) -> list[str]:
-        """The ids of the `k` best live documents for ``match: {field: text}``."""
+        """The ids of the `k` best live documents for ``match: {field: text}`` with every word
+        required (``operator: and``), so a title finds its own few documents, not ties."""
         ...
 
 
@@ -102,7 +103,8 @@ class EsIndexReader:
         ]
 
     async def top_ids(self, index: str, field: str, text: str, k: int) -> list[str]:
-        query = {"bool": {"must": [{"match": {field: text}}], "filter": [_LIVE]}}
+        match = {field: {"query": text, "operator": "and"}}
+        query = {"bool": {"must": [{"match": match}], "filter": [_LIVE]}}
         with _translated(f"search {index}"):
             response = await self._client.search(
                 index=index, query=query, size=k, source=False, track_total_hits=False
@@ -142,9 +144,9 @@ class InMemoryIndexReader:
         for doc_id, doc in self._docs(index).items():
             if doc.body.get("is_deleted") is not False:
                 continue
-            score = len(words & set(_words(str(doc.body.get(field, "")))))
-            if score:
-                scored.append((-score, doc_id))
+            have = set(_words(str(doc.body.get(field, ""))))
+            if words and words <= have:
+                scored.append((len(have), doc_id))
         return [doc_id for _, doc_id in sorted(scored)[:k]]
 
 

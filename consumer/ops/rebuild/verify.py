@@ -12,9 +12,9 @@ Rebuild).
   the tombstone at the stored version, not below the writer's revision floor. At most
   ``max_sample_mismatches`` may differ.
 - **Queries.** Each sample query (``queries``, or ``query_count`` titles from the sample) is a
-  ``match`` on ``query_field`` with every word required, over live documents, run against the old and the new index;
-  a query "differs" when its top-``top_k`` id sets differ. ``v1_v2_query_diff_rate`` is the
-  share that differ, at most ``max_query_diff_rate``.
+  ``match`` on ``query_field`` with every word required, over live documents, run against the
+  old and the new index; a query "differs" when its top-``top_k`` id sets differ.
+  ``v1_v2_query_diff_rate`` is the share that differ, at most ``max_query_diff_rate``.
 """
 
 from __future__ import annotations

@@ -97,7 +97,7 @@ class Rebuilder:
                 self.d.progress.step("resume", f"resuming {record.rebuild_id} at {record.status}")
             return await self._continue(projector, record, options)
         finally:
-            await self._stop_catchup()
+            await self.stop_catchup()
 
     # -- the steps -------------------------------------------------------------------------
 
@@ -270,15 +270,13 @@ class Rebuilder:
             self.d.progress.step("catch-up", f"group {record.catchup_group} started")
         return self._catchup
 
-    async def _stop_catchup(self) -> None:
+    async def stop_catchup(self) -> None:
         if self._catchup is not None:
             catchup, self._catchup = self._catchup, None
             await catchup.stop()
 
-    async def stop_catchup(self) -> None:
-        await self._stop_catchup()
-
     def seed(self) -> int:
+        """The verification sample's seed (a new sample on every attempt)."""
         return random.randrange(2**31)
 
     async def _abandon(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Mapping
 from contextlib import AsyncExitStack
 
 from consumer.config import Settings
@@ -39,7 +40,14 @@ async def run_consumer(
     stop: asyncio.Event | None = None,
     registry: ProjectorRegistry | None = None,
     metrics: Metrics | None = None,
+    write_targets: Mapping[str, str] | None = None,
 ) -> ExitCode:
+    """Run one consumer of ``settings.kafka.group_id`` until `stop` is set.
+
+    `write_targets` (aggregate type -> physical index) is the rebuild's catch-up override: those
+    types are written to the named physical index with ``require_alias=false`` instead of through
+    their alias (docs/design.md, Rebuild). Every other caller leaves it None.
+    """
     stop = stop or asyncio.Event()
     if registry is None:  # a bad `projection.modules` stops start-up here, before any connection
         registry = registry_from_settings(settings.projection)
@@ -70,11 +78,17 @@ async def run_consumer(
                 sizer=BulkSizer(
                     settings.elasticsearch.bulk_max_actions, settings.elasticsearch.bulk_max_bytes
                 ),
+                require_alias=not write_targets,
             ),
             observer=metrics,
         )
+        targets = dict(write_targets or {})
+
+        def write_target(aggregate_type: str) -> str:
+            return targets.get(aggregate_type) or settings.alias(aggregate_type)
+
         processor = Processor(
-            registry=registry, truth=MysqlTruth(pool), sink=sink, alias_for=settings.alias
+            registry=registry, truth=MysqlTruth(pool), sink=sink, alias_for=write_target
         )
         dlq = DlqProducer(k.client_config(), topic=k.dlq_topic)
         stack.push_async_callback(_close_dlq, dlq)

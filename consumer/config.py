@@ -35,6 +35,7 @@ __all__ = [
     "ObservabilitySettings",
     "PipelineSettings",
     "ProjectionSettings",
+    "RebuildSettings",
     "Secret",
     "Settings",
     "load_settings",
@@ -192,6 +193,39 @@ class ProjectionSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class RebuildSettings:
+    """`searchsync rebuild` (docs/design.md, Rebuild): chunking, catch-up, verification limits.
+
+    `topic_template` names the outbox topic of a type (``{type}`` is replaced); it must be one the
+    consumer subscribes to. `queries` are sample query texts matched against `query_field` in the
+    old and the new index; when empty, `query_count` titles sampled from the new index are used.
+    `metrics_port` 0 serves no metrics.
+    """
+
+    chunk_initial: int = 500
+    chunk_min: int = 50
+    chunk_max: int = 5_000
+    chunk_target_s: float = 0.5
+    chunk_max_step: float = 2.0
+    topic_template: str = "outbox.event.{type}"
+    sample_size: int = 200
+    queries: tuple[str, ...] = ()
+    query_field: str = "title"
+    query_count: int = 20
+    top_k: int = 10
+    max_count_difference: int = 0
+    max_sample_mismatches: int = 0
+    max_query_diff_rate: float = 0.1
+    max_failed_rows: int = 0
+    verify_attempts: int = 3
+    catchup_timeout_s: float = 600.0
+    live_wait_timeout_s: float = 3_600.0
+    poll_interval_s: float = 0.5
+    progress_interval_s: float = 5.0
+    metrics_port: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     """Everything searchsync is configured with; build it with `load_settings`."""
 
@@ -201,6 +235,7 @@ class Settings:
     pipeline: PipelineSettings = field(default_factory=PipelineSettings)
     observability: ObservabilitySettings = field(default_factory=ObservabilitySettings)
     projection: ProjectionSettings = field(default_factory=ProjectionSettings)
+    rebuild: RebuildSettings = field(default_factory=RebuildSettings)
 
     def alias(self, aggregate_type: str) -> str:
         """The stable alias every write goes through (invariant 7); see `consumer.naming`."""
@@ -235,6 +270,7 @@ _SECTIONS: Final[Mapping[str, type]] = MappingProxyType(
         "pipeline": PipelineSettings,
         "observability": ObservabilitySettings,
         "projection": ProjectionSettings,
+        "rebuild": RebuildSettings,
     }
 )
 
@@ -254,6 +290,7 @@ def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Sett
         pipeline=_pipeline(readers["pipeline"]),
         observability=_observability(readers["observability"]),
         projection=_projection(readers["projection"]),
+        rebuild=_rebuild(readers["rebuild"]),
     )
 
 
@@ -576,3 +613,42 @@ def _projection(r: _Section) -> ProjectionSettings:
     if repeated:
         raise ConfigError(r.key("modules"), "each entry once", repeated[0])
     return ProjectionSettings(modules=modules)
+
+
+_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,127}")
+
+
+def _rebuild(r: _Section) -> RebuildSettings:
+    lo = r.integer("chunk_min", 1, 1_000_000)
+    hi = r.integer("chunk_max", 1, 1_000_000)
+    if hi < lo:
+        raise ConfigError(r.key("chunk_max"), f">= rebuild.chunk_min ({lo})", hi)
+    initial = r.integer("chunk_initial", 1, 1_000_000)
+    if not lo <= initial <= hi:
+        raise ConfigError(r.key("chunk_initial"), f"between {lo} and {hi}", initial)
+    template = r.string("topic_template", form="a topic name with {type}")
+    if "{type}" not in template or not _is_topic(template.replace("{type}", "t")):
+        raise ConfigError(r.key("topic_template"), "a topic name containing {type}", template)
+    return RebuildSettings(
+        chunk_initial=initial,
+        chunk_min=lo,
+        chunk_max=hi,
+        chunk_target_s=r.number("chunk_target_s", 0.0, 600.0, lo_open=True),
+        chunk_max_step=r.number("chunk_max_step", 1.0, 100.0, lo_open=True),
+        topic_template=template,
+        sample_size=r.integer("sample_size", 0, 100_000),
+        queries=r.string_list("queries", lambda q: bool(q), "query texts", allow_empty=True),
+        query_field=r.string("query_field", _FIELD, "a field name like 'title'"),
+        query_count=r.integer("query_count", 0, 10_000),
+        top_k=r.integer("top_k", 1, 1_000),
+        max_count_difference=r.integer("max_count_difference", 0, 10**12),
+        max_sample_mismatches=r.integer("max_sample_mismatches", 0, 100_000),
+        max_query_diff_rate=r.number("max_query_diff_rate", 0.0, 1.0),
+        max_failed_rows=r.integer("max_failed_rows", 0, 10**12),
+        verify_attempts=r.integer("verify_attempts", 1, 100),
+        catchup_timeout_s=r.number("catchup_timeout_s", 0.0, 86_400.0, lo_open=True),
+        live_wait_timeout_s=r.number("live_wait_timeout_s", 0.0, 7 * 86_400.0, lo_open=True),
+        poll_interval_s=r.number("poll_interval_s", 0.0, 60.0, lo_open=True),
+        progress_interval_s=r.number("progress_interval_s", 0.0, 3_600.0, lo_open=True),
+        metrics_port=r.integer("metrics_port", 0, 65_535),
+    )

@@ -8,7 +8,7 @@ module-level client and no test patches a private helper.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -78,3 +78,5 @@ class Services:
     run_consumer: RunConsumer | None = None
     outbox_stats: Callable[[Settings], Awaitable[tuple[int, datetime | None]]] = _outbox_stats
     replay_ledger: Callable[[Settings], ReplayLedger] = _replay_ledger
+    # the rebuild's catch-up group: None for `consumer.app.run_consumer` with a write target
+    rebuild_catchup: Callable[..., Coroutine[Any, Any, int]] | None = None

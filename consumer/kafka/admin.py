@@ -82,6 +82,11 @@ class KafkaAdmin(Protocol):
         """Set the group's committed offsets; returns the partitions that failed, with why."""
         ...
 
+    def delete_group(self, group: str) -> bool:
+        """Delete the group and its committed offsets (it must have no members). True when
+        deleted, False when there was no such group."""
+        ...
+
 
 AdminFactory = Callable[[Mapping[str, Any]], KafkaAdmin]
 
@@ -226,6 +231,17 @@ class ConfluentKafkaAdmin:
             if tp.error is not None:
                 failed[(tp.topic, tp.partition)] = tp.error.str()
         return failed
+
+    def delete_group(self, group: str) -> bool:
+        futures = self._client.delete_consumer_groups([group], request_timeout=self._timeout_s)
+        try:
+            futures[group].result()
+        except KafkaException as exc:
+            err = _kafka_error(exc)
+            if getattr(err, "code", lambda: None)() == KafkaError.GROUP_ID_NOT_FOUND:
+                return False
+            raise
+        return True
 
     # -- the group -------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ read, never how: no caller hands it SQL.
   id returned to read the next page; an empty page is the end. Never OFFSET: a page costs the
   same wherever it starts. The order is the database's (its collation) for `MysqlTruth`, and
   Python's string order for `InMemoryTruth`.
+- `count(projector)` (not part of `TruthReader`; the rebuild's): the rows of the table.
 
 The SQL is built here, from identifiers `Projector` validated, quoted, with every value a
 parameter.
@@ -121,6 +122,15 @@ class MysqlTruth:
                     fetched: Iterable[dict[str, Any]] = await cur.fetchall()
         return list(fetched)
 
+    async def count(self, projector: Projector) -> int:
+        """``SELECT COUNT(*)`` of the projector's table, soft-deleted rows included."""
+        async with transaction(self._pool) as conn:
+            with translate_errors(f"count {projector.table}"):
+                async with conn.cursor() as cur:
+                    await cur.execute(f"SELECT COUNT(*) FROM `{projector.table}`")
+                    (total,) = await cur.fetchone()
+        return int(total)
+
     async def _by_chunks(
         self,
         sql: str,
@@ -199,6 +209,9 @@ class InMemoryTruth:
         rows = self.tables.get(projector.table, {})
         ids = sorted(i for i in rows if after_id is None or i > after_id)
         return [_columns(rows[i], projector) for i in ids[:limit]]
+
+    async def count(self, projector: Projector) -> int:
+        return len(self.tables.get(projector.table, {}))
 
 
 def _select(projector: Projector) -> str:

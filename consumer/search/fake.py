@@ -35,7 +35,7 @@ from consumer.search.fake_admin import InMemoryIndexAdmin
 from consumer.search.port import DEFAULT_REFRESH_INTERVAL, effective_write_index
 from consumer.search.sink import IndexOp, ItemResult
 
-__all__ = ["InMemoryIndex", "InMemoryIndexAdmin", "StoredDoc"]
+__all__ = ["InMemoryIndex", "InMemoryIndexAdmin", "PhysicalWriter", "StoredDoc"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +150,11 @@ class InMemoryIndex:
         self.bulk_calls.append(len(ops))
         return [self._index_one(op) for op in ops]
 
+    def physical_writer(self) -> PhysicalWriter:
+        """This index as ``require_alias=false`` sees it: the rebuild's writer, which may
+        address a physical index by name (`consumer.search.sink.EsIndex`)."""
+        return PhysicalWriter(self)
+
     async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
         targets = list(self.aliases[alias]) if alias in self.aliases else [alias]
         if targets[0] not in self.indices:
@@ -165,10 +170,12 @@ class InMemoryIndex:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _index_one(self, op: IndexOp) -> ItemResult:
+    def _index_one(self, op: IndexOp, *, require_alias: bool = True) -> ItemResult:
         failure = self._take_failure(op)
         if failure is not None:
             return ItemResult(op, failure.status, failure.error_type, failure.reason)
+        if not require_alias and op.alias in self.indices:
+            return self._store(op, op.alias)
         if op.alias not in self.aliases:
             reason = (
                 f"no such index [{op.alias}] and [require_alias] request flag is [true] "
@@ -179,6 +186,9 @@ class InMemoryIndex:
         if index is None:
             reason = f"no write index is defined for alias [{op.alias}]"
             return ItemResult(op, 400, "illegal_argument_exception", reason)
+        return self._store(op, index)
+
+    def _store(self, op: IndexOp, index: str) -> ItemResult:
         try:
             body = orjson.loads(op.body_json)
         except orjson.JSONDecodeError as exc:
@@ -208,6 +218,23 @@ class InMemoryIndex:
                     self._failures.remove(failure)
                 return failure
         return None
+
+
+class PhysicalWriter:
+    """`SearchIndex` over an `InMemoryIndex` with ``require_alias=false``."""
+
+    def __init__(self, index: InMemoryIndex) -> None:
+        self._index = index
+
+    async def bulk_index(self, ops: Sequence[IndexOp]) -> list[ItemResult]:
+        self._index.bulk_calls.append(len(ops))
+        return [self._index._index_one(op, require_alias=False) for op in ops]
+
+    async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
+        return await self._index.get_versions(alias, ids)
+
+    async def refresh(self, alias: str) -> None:
+        await self._index.refresh(alias)
 
 
 def _flat_settings(settings: Mapping[str, Any]) -> dict[str, Any]:

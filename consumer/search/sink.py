@@ -2,7 +2,8 @@
 
 Every write is an ``index`` action with ``version=<source_revision>``,
 ``version_type=external`` through the alias, on a bulk request with ``require_alias=true``
-(docs/design.md, invariants 3, 4 and 7). There is no delete action: deletes are tombstone documents.
+(docs/design.md, invariants 3, 4 and 7); only the rebuild turns that off (`EsIndex`). There is
+no delete action: deletes are tombstone documents.
 
 Layers, each with one job:
 
@@ -308,11 +309,22 @@ class BulkSizer:
 
 
 class EsIndex:
-    """`SearchIndex` over `AsyncElasticsearch`. Chunks run one after another, in order."""
+    """`SearchIndex` over `AsyncElasticsearch`. Chunks run one after another, in order.
 
-    def __init__(self, client: AsyncElasticsearch, *, sizer: BulkSizer | None = None) -> None:
+    `require_alias` is True everywhere but in the rebuild, the one writer allowed to address a
+    physical index (the index it fills before the alias swap; docs/design.md, Rebuild).
+    """
+
+    def __init__(
+        self,
+        client: AsyncElasticsearch,
+        *,
+        sizer: BulkSizer | None = None,
+        require_alias: bool = True,
+    ) -> None:
         self._client = client
         self._sizer = sizer if sizer is not None else BulkSizer()
+        self._require_alias = require_alias
 
     async def bulk_index(self, ops: Sequence[IndexOp]) -> list[ItemResult]:
         results: list[ItemResult] = []
@@ -330,7 +342,7 @@ class EsIndex:
             # stubs only know dicts, hence the cast.
             response = await self._client.bulk(
                 operations=cast(Any, lines),
-                require_alias=True,
+                require_alias=self._require_alias,
                 filter_path="items.*.status,items.*.error.type,items.*.error.reason",
             )
         except ApiError as exc:

@@ -166,6 +166,7 @@ class FakeTopics:
     producers: list[FakeProducer] = field(default_factory=list)
     admin_configs: list[Mapping[str, Any]] = field(default_factory=list)
     altered: list[tuple[str, dict[TopicPartition, int]]] = field(default_factory=list)
+    deleted_groups: list[str] = field(default_factory=list)
     delivery_error: Any = None
     fail_with: BaseException | None = None  # every admin call raises it
 
@@ -243,6 +244,16 @@ class FakeAdmin:
         for tp, offset in offsets.items():
             self._t.commits[(group, tp)] = offset
         return {}
+
+    def delete_group(self, group: str) -> bool:
+        self._check()
+        if self._t.members.get(group):
+            raise RuntimeError(f"group {group} has active members")
+        mine = [key for key in self._t.commits if key[0] == group]
+        for key in mine:
+            del self._t.commits[key]
+        self._t.deleted_groups.append(group)
+        return bool(mine)
 
 
 class FakeConsumer:

@@ -107,3 +107,34 @@ def test_other_errors_are_not_retried() -> None:
     with pytest.raises(KafkaException):
         _admin(client, clock).watermarks(TOPIC)
     assert clock.sleeps == 0
+
+
+class _GroupDeleter:
+    def __init__(self, error: int | None) -> None:
+        self.error = error
+        self.asked: list[list[str]] = []
+
+    def delete_consumer_groups(self, groups: list[str], **_: Any) -> dict[str, Future[Any]]:
+        self.asked.append(groups)
+        future: Future[Any] = Future()
+        if self.error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(KafkaException(KafkaError(self.error)))
+        return {groups[0]: future}
+
+
+def test_delete_group_says_whether_the_group_existed() -> None:
+    clock = FakeClock()
+    for error, want in ((None, True), (KafkaError.GROUP_ID_NOT_FOUND, False)):
+        client = _GroupDeleter(error)
+        admin = ConfluentKafkaAdmin({}, client_factory=lambda _c, c=client: c, clock=clock)
+        assert admin.delete_group("g.rebuild.v2") is want
+        assert client.asked == [["g.rebuild.v2"]]
+
+
+def test_delete_group_of_a_group_with_members_raises() -> None:
+    client = _GroupDeleter(KafkaError.NON_EMPTY_GROUP)
+    admin = ConfluentKafkaAdmin({}, client_factory=lambda _c: client)
+    with pytest.raises(KafkaException):
+        admin.delete_group("g")

@@ -314,6 +314,23 @@ async def test_es_index_sends_external_versions_through_the_alias() -> None:
     assert [r.status for r in results] == [201, 200]
 
 
+async def test_only_an_explicit_option_turns_require_alias_off() -> None:
+    client = StubClient([{"items": [{"index": {"status": 201}}]}])
+    await EsIndex(cast(Any, client), require_alias=False).bulk_index([op("wiki_v2", "p1", 3)])
+    assert client.bulk_calls[0]["require_alias"] is False
+
+
+async def test_the_fake_writes_a_physical_index_only_through_its_physical_writer() -> None:
+    from consumer.search.fake import InMemoryIndex
+
+    fake = InMemoryIndex()
+    fake.create_index("wiki_v2")
+    [refused] = await fake.bulk_index([op("wiki_v2", "p1", 3)])
+    assert refused.status == 404
+    [written] = await fake.physical_writer().bulk_index([op("wiki_v2", "p1", 3)])
+    assert written.status == 201 and fake.get("wiki_v2", "p1") is not None
+
+
 async def test_es_index_parses_item_errors() -> None:
     ops = [op("wiki", "p1", 3), op("wiki", "p2", 4)]
     conflict = {"type": "version_conflict_engine_exception", "reason": "conflict"}

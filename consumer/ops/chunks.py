@@ -1,0 +1,56 @@
+"""Adaptive chunk size: aim each chunk of a scan at a target latency (docs/design.md, Rebuild).
+
+    next = clip(current * target / actual, min, max)
+
+with the change of one step limited to a factor `max_step` either way, so that one slow or
+fast chunk (a GC pause, a cold cache) cannot swing the size from one bound to the other. The
+controller is pure: it holds only its current size, and `observe` is a function of that size
+and the measured latency. The rebuild's backfill uses it; a repair scan can too.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+__all__ = ["ChunkController"]
+
+
+@dataclass(slots=True)
+class ChunkController:
+    """The size of the next chunk, from the latency of the last one.
+
+    `minimum <= current <= maximum` always holds. `target_s` is the latency to aim at; a
+    measured latency of 0 (or less) counts as "much faster than the target".
+    """
+
+    minimum: int
+    maximum: int
+    target_s: float
+    current: int
+    max_step: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.minimum < 1 or self.maximum < self.minimum:
+            raise ValueError(f"want 1 <= minimum <= maximum, got {self.minimum}, {self.maximum}")
+        if not (math.isfinite(self.target_s) and self.target_s > 0):
+            raise ValueError(f"target_s must be a positive number, got {self.target_s}")
+        if not (math.isfinite(self.max_step) and self.max_step > 1):
+            raise ValueError(f"max_step must be a number > 1, got {self.max_step}")
+        self.current = self._clip(self.current)
+
+    def proposal(self, actual_s: float) -> int:
+        """The size `observe(actual_s)` would move to, without moving."""
+        if not math.isfinite(actual_s) or actual_s <= 0:
+            ratio = self.max_step
+        else:
+            ratio = min(self.max_step, max(1 / self.max_step, self.target_s / actual_s))
+        return self._clip(round(self.current * ratio))
+
+    def observe(self, actual_s: float) -> int:
+        """Record the latency of a chunk of `current` rows; return the next size."""
+        self.current = self.proposal(actual_s)
+        return self.current
+
+    def _clip(self, size: int) -> int:
+        return max(self.minimum, min(self.maximum, size))

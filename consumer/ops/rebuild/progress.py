@@ -1,0 +1,98 @@
+"""How a rebuild reports its progress: events (dicts) in, lines out.
+
+`Progress` turns backfill chunks into rows done / total, rows/s and ETA. On a terminal it redraws
+one line; otherwise it writes a line every `interval_s` seconds (and for every step). With
+``json_lines`` every event is one JSON object per line on `stream` instead.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+import orjson
+
+__all__ = ["Progress"]
+
+
+class Progress:
+    def __init__(
+        self,
+        *,
+        stream: TextIO | None = None,
+        json_lines: bool = False,
+        interval_s: float = 5.0,
+        tty: bool | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._stream = stream if stream is not None else sys.stderr
+        self._json = json_lines
+        self._interval_s = interval_s
+        self._tty = self._stream.isatty() if tty is None else tty
+        self._clock = clock
+        self._started = clock()
+        self._base_rows: int | None = None
+        self._last_line = float("-inf")
+        self._drawn = False
+
+    def step(self, step: str, message: str, **fields: Any) -> None:
+        """A step started or finished (watermark, create, catch-up, verify, swap, ...)."""
+        if self._json:
+            self._emit({"event": "step", "step": step, "message": message, **fields})
+            return
+        self._end_line()
+        self._stream.write(f"[{step}] {message}\n")
+        self._stream.flush()
+
+    def backfill(
+        self, rows_done: int, rows_total: int, failed: int, *, final: bool = False
+    ) -> None:
+        now = self._clock()
+        if self._base_rows is None:
+            self._base_rows = rows_done
+            self._started = now
+        elapsed = max(now - self._started, 1e-9)
+        rate = (rows_done - self._base_rows) / elapsed
+        left = max(0, rows_total - rows_done)
+        eta = left / rate if rate > 0 else None
+        if self._json:
+            self._emit(
+                {
+                    "event": "backfill",
+                    "rows_done": rows_done,
+                    "rows_total": rows_total,
+                    "rows_failed": failed,
+                    "rows_per_s": round(rate, 1),
+                    "eta_s": None if eta is None else round(eta, 1),
+                }
+            )
+            return
+        if not (final or self._tty or now - self._last_line >= self._interval_s):
+            return
+        self._last_line = now
+        share = rows_done / rows_total if rows_total else 1.0
+        bar = "#" * int(min(1.0, share) * 30)
+        eta_text = "?" if eta is None else f"{eta:.0f}s"
+        line = (
+            f"backfill [{bar:<30}] {rows_done}/{rows_total} rows ({min(share, 1.0):.0%}), "
+            f"{rate:.0f} rows/s, ETA {eta_text}, failed {failed}"
+        )
+        if self._tty:
+            self._stream.write("\r\x1b[2K" + line)
+            self._drawn = True
+            if final:
+                self._end_line()
+        else:
+            self._stream.write(line + "\n")
+        self._stream.flush()
+
+    def _end_line(self) -> None:
+        if self._drawn:
+            self._stream.write("\n")
+            self._drawn = False
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        self._stream.write(orjson.dumps(event, default=str).decode() + "\n")
+        self._stream.flush()

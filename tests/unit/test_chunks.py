@@ -1,0 +1,81 @@
+"""The adaptive chunk controller: bounds, direction and monotonicity (Hypothesis)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from consumer.ops.chunks import ChunkController
+
+latency = st.floats(min_value=1e-6, max_value=1e4, allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def controllers(draw: st.DrawFn) -> ChunkController:
+    lo = draw(st.integers(1, 10_000))
+    hi = draw(st.integers(lo, 100_000))
+    return ChunkController(
+        minimum=lo,
+        maximum=hi,
+        target_s=draw(latency),
+        current=draw(st.integers(lo, hi)),
+        max_step=draw(st.floats(1.01, 10.0)),
+    )
+
+
+@given(controllers(), st.lists(st.one_of(latency, st.just(0.0)), max_size=30))
+def test_the_size_stays_within_its_bounds(c: ChunkController, latencies: list[float]) -> None:
+    for actual in latencies:
+        size = c.observe(actual)
+        assert c.minimum <= size <= c.maximum
+
+
+@given(controllers(), latency)
+def test_the_size_moves_toward_the_target(c: ChunkController, actual: float) -> None:
+    before = c.current
+    after = c.observe(actual)
+    if actual > c.target_s:  # too slow: never grow
+        assert after <= before
+    elif actual < c.target_s:  # too fast: never shrink
+        assert after >= before
+    # one step changes the size by at most the step factor (plus rounding), unless clipped
+    assert after <= max(c.minimum, before * c.max_step + 1)
+    assert after >= min(c.maximum, before / c.max_step - 1)
+
+
+@given(controllers(), latency, latency)
+def test_the_next_size_is_monotone_in_the_ratio(c: ChunkController, a: float, b: float) -> None:
+    faster, slower = min(a, b), max(a, b)
+    assert c.proposal(faster) >= c.proposal(slower)
+
+
+@given(controllers())
+def test_the_formula_inside_the_bounds(c: ChunkController) -> None:
+    c.current = c.minimum
+    # half the target latency: twice the size (within the step limit and the bounds)
+    want = min(c.maximum, round(c.current * min(2.0, c.max_step)))
+    assert c.proposal(c.target_s / 2) == max(c.minimum, want)
+    assert c.proposal(c.target_s) == c.current
+
+
+def test_a_repeated_slow_chunk_converges_to_the_minimum() -> None:
+    c = ChunkController(minimum=10, maximum=1000, target_s=0.1, current=1000)
+    for _ in range(20):
+        c.observe(10.0)
+    assert c.current == 10
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"minimum": 0, "maximum": 5},
+        {"minimum": 6, "maximum": 5},
+        {"minimum": 1, "maximum": 5, "target_s": 0.0},
+        {"minimum": 1, "maximum": 5, "max_step": 1.0},
+    ],
+)
+def test_bad_parameters_are_refused(kwargs: dict[str, float]) -> None:
+    args = {"target_s": 1.0, "current": 1, **kwargs}
+    with pytest.raises(ValueError):
+        ChunkController(**args)  # type: ignore[arg-type]

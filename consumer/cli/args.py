@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Final
 
 from consumer.cli.services import Services
 from consumer.config import Settings
+from consumer.duration import parse_duration
 from consumer.exit_codes import ExitCode
 
 CONFIG_ENV: Final = "SEARCHSYNC_CONFIG"
@@ -69,3 +71,14 @@ def reset_target(text: str) -> str | int:
     if re.fullmatch(r"[0-9]{1,19}", text):
         return int(text)
     raise argparse.ArgumentTypeError(f"expected earliest, latest or an offset >= 0, got {text!r}")
+
+
+def duration(text: str) -> timedelta:
+    """``7d``, ``36h``, ``90m``, ``45s`` or a sum like ``1d12h`` (`consumer.duration`)."""
+    try:
+        value = parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if value <= timedelta(0):
+        raise argparse.ArgumentTypeError(f"expected a duration above zero, got {text!r}")
+    return value

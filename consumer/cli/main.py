@@ -20,7 +20,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from consumer.cli import config, dlq, index, loadgen, offsets, run
+from consumer.cli import config, dlq, index, loadgen, offsets, outbox, run, tombstones
 from consumer.cli.args import CONFIG_ENV, Command, Parents
 from consumer.cli.output import err
 from consumer.cli.services import Services
@@ -28,7 +28,7 @@ from consumer.config import load_settings
 from consumer.errors import ConfigError, DlqBudgetExceeded, InvalidRequest, SearchSyncError
 from consumer.exit_codes import ExitCode
 
-_GROUPS = (run, index, dlq, loadgen, config, offsets)
+_GROUPS = (run, index, dlq, loadgen, config, offsets, tombstones, outbox)
 
 
 def main(argv: Sequence[str] | None = None, *, services: Services | None = None) -> int:

@@ -8,16 +8,22 @@ module-level client and no test patches a private helper.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from consumer.config import Settings
 from consumer.kafka.admin import AdminFactory, ConfluentKafkaAdmin
+from consumer.kafka.connect import ConnectClient
 from consumer.kafka.producer import ProducerFactory
 from consumer.ops.dlq import ConsumerFactory
 from consumer.projection import ProjectorRegistry, registry_from_settings
 from consumer.search.port import IndexAdmin
+
+if TYPE_CHECKING:
+    from consumer.ops.prune import ConnectorState, OutboxRows
+    from consumer.search.tombstones import TombstoneStore
 
 
 class RunConsumer(Protocol):
@@ -48,6 +54,40 @@ def _index_admin(client: Any) -> IndexAdmin:
     return EsIndexAdmin(client)
 
 
+def _tombstone_store(client: Any) -> TombstoneStore:
+    from consumer.search.tombstones import EsTombstones
+
+    return EsTombstones(client)
+
+
+def _connect(settings: Settings) -> ConnectorState:
+    return ConnectClient(settings.connect)
+
+
+@asynccontextmanager
+async def _outbox_rows(settings: Settings) -> AsyncIterator[OutboxRows]:
+    """``search_outbox`` through a small pool of the settings' MySQL user (it needs DELETE)."""
+    from consumer.mysql.outbox import MysqlOutbox
+    from consumer.mysql.pool import create_pool
+
+    mysql = settings.mysql
+    pool = await create_pool(
+        host=mysql.host,
+        port=mysql.port,
+        user=mysql.user,
+        password=mysql.password.reveal(),
+        database=mysql.database,
+        minsize=1,
+        maxsize=1,
+        connect_timeout=mysql.connect_timeout_s,
+    )
+    try:
+        yield MysqlOutbox(pool)
+    finally:
+        pool.close()
+        await pool.wait_closed()
+
+
 @dataclass(frozen=True, slots=True)
 class Services:
     """Factories for every outside collaborator of a command.
@@ -63,3 +103,6 @@ class Services:
     kafka_producer: ProducerFactory | None = None
     registry: Callable[[Settings], ProjectorRegistry] = build_registry
     run_consumer: RunConsumer | None = None
+    tombstone_store: Callable[[Any], TombstoneStore] = _tombstone_store  # over an ES client
+    connect: Callable[[Settings], ConnectorState] = _connect  # Kafka Connect's REST API
+    outbox_rows: Callable[[Settings], AbstractAsyncContextManager[OutboxRows]] = _outbox_rows

@@ -46,13 +46,13 @@ CREATE USER IF NOT EXISTS '$DEBEZIUM_DB_USER'@'%' IDENTIFIED BY '$DEBEZIUM_DB_PA
 ALTER USER '$DEBEZIUM_DB_USER'@'%' IDENTIFIED BY '$DEBEZIUM_DB_PASSWORD';
 GRANT SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '$DEBEZIUM_DB_USER'@'%';
 
--- The searchsync consumer, least privilege: read the truth, write its own state table, and append
--- REBUILD events to the outbox (the repair job).
+-- The searchsync consumer, least privilege: read the truth, write its own state table, append
+-- REBUILD events to the outbox (the repair job), and delete old outbox rows (outbox prune).
 CREATE USER IF NOT EXISTS '$SEARCHSYNC_DB_USER'@'%' IDENTIFIED BY '$SEARCHSYNC_DB_PASSWORD';
 ALTER USER '$SEARCHSYNC_DB_USER'@'%' IDENTIFIED BY '$SEARCHSYNC_DB_PASSWORD';
 GRANT SELECT ON \`$db\`.wiki_page TO '$SEARCHSYNC_DB_USER'@'%';
 GRANT SELECT ON \`$db\`.search_revision_floor TO '$SEARCHSYNC_DB_USER'@'%';
-GRANT SELECT, INSERT ON \`$db\`.search_outbox TO '$SEARCHSYNC_DB_USER'@'%';
+GRANT SELECT, INSERT, DELETE ON \`$db\`.search_outbox TO '$SEARCHSYNC_DB_USER'@'%';
 GRANT SELECT, INSERT, UPDATE, DELETE ON \`$db\`.search_projection_state TO '$SEARCHSYNC_DB_USER'@'%';
 
 -- The application side (writer helper, loadgen, demo, tests): changes rows and appends outbox events.

@@ -113,7 +113,10 @@ def test_a_hard_delete_tombstone_is_stamped_when_written() -> None:
     ("at", "text"),
     [
         (datetime(2026, 1, 2, 3, 4, 5, 999999), "2026-01-02T03:04:05.999Z"),
-        (datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=8))), "2026-01-01T19:04:05.000Z"),
+        (
+            datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=8))),
+            "2026-01-01T19:04:05.000Z",
+        ),
         (datetime(999, 1, 1), "0999-01-01T00:00:00.000Z"),
     ],
 )

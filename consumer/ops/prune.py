@@ -106,10 +106,12 @@ async def prune_outbox(
     *,
     now: datetime,
     dry_run: bool = False,
+    after_id: int = 0,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     progress: Callable[[PruneProgress], None] | None = None,
 ) -> PruneReport:
-    """Prune the outbox rows created before ``now - older_than`` (see the module docstring)."""
+    """Prune the outbox rows created before ``now - older_than`` (see the module docstring),
+    walking from the first id above `after_id` (0: the whole table)."""
     check_outbox_window(retention, older_than)
     status = await connect.status()
     if not status.running:
@@ -121,7 +123,7 @@ async def prune_outbox(
         )
     cutoff = db_time(now - older_than)
     report = PruneReport(older_than, cutoff, dry_run, status)
-    after = 0
+    after = after_id
     while True:
         page = await rows.page(after, retention.prune_batch_size)
         if not page:

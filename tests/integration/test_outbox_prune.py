@@ -4,8 +4,10 @@ Both ways rows go away are run on the real stack: `searchsync outbox prune`'s bo
 the consumer's MySQL user, which proves its DELETE grant) and the writer's
 ``delete_outbox_row=True`` (insert and delete in one transaction). Each test reads the topic from
 the end offsets taken before it writes, waits until Debezium has certainly read past its deletes
-(a normal event written after them has arrived), and checks that nothing between the two points
-concerns its rows except the events of the inserts and that one normal event.
+(a normal event written after them has arrived, and then every partition is read up to its end
+offsets of that moment: Debezium reads the binlog in order, so anything the deletes produced was
+produced before the sentinel), and checks that nothing between the two points concerns its rows
+except the events of the inserts and that one normal event.
 
 Other tests write to the same table and topic at the same time: the prune here only ever touches
 rows created in 2001 (the writer's clock is set there) starting at the table's max id taken
@@ -15,12 +17,14 @@ before the test wrote, and the assertions only look at this test's keys.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import aiomysql
 import pytest
-from confluent_kafka import Message
+from confluent_kafka import Consumer, Message, TopicPartition
 
 from consumer.config import ConnectSettings, RetentionSettings
 from consumer.kafka.connect import ConnectClient
@@ -29,7 +33,7 @@ from consumer.ops.prune import prune_outbox
 from consumer.writer import PageWriter
 from tests.integration.conftest import CONNECT_URL, KAFKA
 from tests.integration.conftest_mysql import fetch_all
-from tests.integration.kafkatools import TopicTail
+from tests.integration.kafkatools import kafka_admin
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -59,18 +63,76 @@ async def _rows_of(pool: aiomysql.Pool, ids: list[str]) -> list[dict[str, object
     )
 
 
-async def _read_until_sentinel(tail: TopicTail, sentinel: str) -> list[Message]:
-    return await asyncio.to_thread(
-        tail.read_until, lambda seen: any(_key(m) == sentinel for m in seen), DEADLINE_S
-    )
+class Tail:
+    """Every partition of the topic from its end offsets at construction, before the test writes.
+
+    Keys spread over partitions, and Kafka orders messages within a partition only: `drain`
+    reads every partition up to the end offsets of the moment it is called.
+    """
+
+    def __init__(self) -> None:
+        self._start = {p: m.high for p, m in kafka_admin(KAFKA).watermarks(TOPIC).items()}
+        self._consumer = Consumer(
+            {
+                "bootstrap.servers": KAFKA,
+                "group.id": f"searchsync-test-prune-{time.monotonic_ns()}",
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+            }
+        )
+        self._consumer.assign([TopicPartition(TOPIC, p, o) for p, o in self._start.items()])
+        self._last: dict[int, int] = {}
+
+    def read_until(self, done: Callable[[list[Message]], bool]) -> list[Message]:
+        seen: list[Message] = []
+        deadline = time.monotonic() + DEADLINE_S
+        while not done(seen):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"condition not met in {DEADLINE_S}s; saw {len(seen)}")
+            for m in self._consumer.consume(num_messages=100, timeout=0.5):
+                if m.error() is None:
+                    seen.append(m)
+                    self._last[m.partition()] = m.offset()
+        return seen
+
+    def drain(self) -> list[Message]:
+        """Read on until every partition is at its end offset of now."""
+        ends = {p: m.high for p, m in kafka_admin(KAFKA).watermarks(TOPIC).items()}
+
+        def at_end(_: list[Message]) -> bool:
+            return all(
+                self._start.get(p, 0) >= end or self._last.get(p, -1) >= end - 1
+                for p, end in ends.items()
+            )
+
+        return self.read_until(at_end)
+
+    def close(self) -> None:
+        self._consumer.close()
 
 
-def _assert_only(messages: list[Message], mine: set[str], expected: list[tuple[str, str]]) -> None:
-    """Of `messages`, those with one of `mine` as key are exactly `expected` (key, operation)
-    in order, each with a value; and no message at all is a Kafka tombstone (null value)."""
+async def _read_past_sentinel(tail: Tail, sentinel: str) -> list[Message]:
+    """Everything up to the sentinel's arrival, and then up to every partition's end."""
+    seen = await asyncio.to_thread(tail.read_until, lambda s: any(_key(m) == sentinel for m in s))
+    return seen + await asyncio.to_thread(tail.drain)
+
+
+def _by_key(messages: list[Message], mine: set[str]) -> dict[str, list[str | None]]:
+    """The operations of each key of `mine`, in the order of its partition."""
+    out: dict[str, list[str | None]] = {}
+    for m in messages:
+        if _key(m) in mine:
+            out.setdefault(_key(m), []).append(_header(m, "searchsync-operation"))
+    return out
+
+
+def _assert_only(
+    messages: list[Message], mine: set[str], expected: dict[str, list[str | None]]
+) -> None:
+    """Of `messages`, those keyed by one of `mine` are exactly `expected` (each key's
+    operations in order), each with a value; no message at all is a Kafka tombstone."""
     assert [m for m in messages if m.value() is None] == []
-    got = [(_key(m), _header(m, "searchsync-operation")) for m in messages if _key(m) in mine]
-    assert got == expected
+    assert _by_key(messages, mine) == expected
     assert all(m.value() for m in messages if _key(m) in mine)
 
 
@@ -81,7 +143,7 @@ async def test_pruned_rows_put_nothing_on_the_topic(
     pages = [f"prune-{u}-{i}" for i in range(3)]
     sentinel = f"prune-{u}-sentinel"
     [top] = await fetch_all(app_pool, "SELECT COALESCE(MAX(id), 0) AS m FROM search_outbox", ())
-    tail = TopicTail(KAFKA, TOPIC)
+    tail = Tail()
     try:
         old = PageWriter(app_pool, clock=lambda: LONG_AGO)
         for page in pages:
@@ -89,9 +151,7 @@ async def test_pruned_rows_put_nothing_on_the_topic(
         await old.update(pages[0], content="again")
         # the inserts are published first: Debezium has captured them
         inserts = await asyncio.to_thread(
-            tail.read_until,
-            lambda seen: sum(_key(m) in pages for m in seen) == 4,
-            DEADLINE_S,
+            tail.read_until, lambda seen: sum(_key(m) in pages for m in seen) == 4
         )
         assert len(await _rows_of(app_pool, pages)) == 4
 
@@ -107,7 +167,7 @@ async def test_pruned_rows_put_nothing_on_the_topic(
         assert await _rows_of(app_pool, pages) == []
 
         await PageWriter(app_pool).create(sentinel, "After", "the prune", {})
-        after = await _read_until_sentinel(tail, sentinel)
+        after = await _read_past_sentinel(tail, sentinel)
     finally:
         tail.close()
     published = sorted((_key(m), _header(m, "searchsync-revision")) for m in inserts)
@@ -115,7 +175,7 @@ async def test_pruned_rows_put_nothing_on_the_topic(
         [(pages[0], "1"), (pages[0], "2"), (pages[1], "1"), (pages[2], "1")]
     )
     # between the inserts and the sentinel: nothing of these rows, though all four were deleted
-    _assert_only(after, {*pages, sentinel}, [(sentinel, "UPSERT")])
+    _assert_only(after, {*pages, sentinel}, {sentinel: ["UPSERT"]})
 
 
 async def test_rows_deleted_in_their_own_transaction_are_published_once_and_gone(
@@ -123,7 +183,7 @@ async def test_rows_deleted_in_their_own_transaction_are_published_once_and_gone
 ) -> None:
     u = uuid.uuid4().hex[:8]
     page, sentinel = f"dtx-{u}", f"dtx-{u}-sentinel"
-    tail = TopicTail(KAFKA, TOPIC)
+    tail = Tail()
     try:
         writer = PageWriter(app_pool, delete_outbox_row=True)
         await writer.create(page, "Empty", "outbox", {})
@@ -133,10 +193,10 @@ async def test_rows_deleted_in_their_own_transaction_are_published_once_and_gone
         await writer.hard_delete(page)
         assert await _rows_of(app_pool, [page]) == []  # the table keeps no history
         await PageWriter(app_pool).create(sentinel, "After", "the deletes", {})
-        seen = await _read_until_sentinel(tail, sentinel)
+        seen = await _read_past_sentinel(tail, sentinel)
     finally:
         tail.close()
     operations = ["UPSERT", "UPSERT", "TOMBSTONE", "UPSERT", "TOMBSTONE"]
-    _assert_only(seen, {page, sentinel}, [(page, op) for op in operations] + [(sentinel, "UPSERT")])
+    _assert_only(seen, {page, sentinel}, {page: operations, sentinel: ["UPSERT"]})
     revisions = [_header(m, "searchsync-revision") for m in seen if _key(m) == page]
     assert revisions == ["1", "2", "3", "4", "5"]

@@ -26,8 +26,10 @@ import aiomysql
 import pytest
 from confluent_kafka import Consumer, Message, TopicPartition
 
+from consumer.cli import main
 from consumer.config import ConnectSettings, RetentionSettings
-from consumer.kafka.connect import ConnectClient
+from consumer.exit_codes import ExitCode
+from consumer.kafka.connect import MISSING, ConnectClient
 from consumer.mysql.outbox import MysqlOutbox
 from consumer.ops.prune import prune_outbox
 from consumer.writer import PageWriter
@@ -200,3 +202,16 @@ async def test_rows_deleted_in_their_own_transaction_are_published_once_and_gone
     _assert_only(seen, {page, sentinel}, {page: operations, sentinel: ["UPSERT"]})
     revisions = [_header(m, "searchsync-revision") for m in seen if _key(m) == page]
     assert revisions == ["1", "2", "3", "4", "5"]
+
+
+async def test_connect_reports_an_unknown_connector_as_missing() -> None:
+    status = await ConnectClient(ConnectSettings(url=CONNECT_URL)).status(f"nope-{uuid.uuid4()}")
+    assert status.state == MISSING and not status.running
+
+
+async def test_the_command_on_the_real_stack(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`searchsync outbox prune --dry-run` with the default services: the consumer's MySQL user,
+    the real Connect REST API; a 10-year window deletes nothing of anyone's."""
+    monkeypatch.setenv("SEARCHSYNC_CONNECT_URL", CONNECT_URL)
+    argv = ["outbox", "prune", "--older-than", "3650d", "--dry-run", "--json"]
+    assert await asyncio.to_thread(main, argv) == ExitCode.OK

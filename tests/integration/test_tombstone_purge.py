@@ -11,18 +11,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiomysql
+import orjson
 import pytest
 import pytest_asyncio
 from confluent_kafka import Producer
 from elasticsearch import AsyncElasticsearch, ConflictError, NotFoundError
 
+from consumer.cli import main
 from consumer.events import encode_json
+from consumer.exit_codes import ExitCode
 from consumer.mysql.truth import MysqlTruth
 from consumer.naming import physical_name
 from consumer.ops.purge import purge_tombstones
@@ -160,7 +164,11 @@ async def _gc_deletes_has_passed(es: AsyncElasticsearch, alias: str) -> None:
 
 
 async def test_a_stale_upsert_after_a_purge_writes_a_tombstone_again(
-    consumer: InProcessConsumer, app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool
+    consumer: InProcessConsumer,
+    app_pool: aiomysql.Pool,
+    consumer_pool: aiomysql.Pool,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     settings = consumer.settings
     alias = settings.alias("wiki_page")
@@ -208,6 +216,16 @@ async def test_a_stale_upsert_after_a_purge_writes_a_tombstone_again(
             return (await purge(dry_run=True)).scanned == 2
 
         await wait_for(both_old_enough, 60, "both tombstones are older than the window", 0.5)
+        # the command, with the default services, finds the same two and deletes nothing
+        monkeypatch.setenv(
+            "SEARCHSYNC_ELASTICSEARCH_INDEX_PREFIX", settings.elasticsearch.index_prefix
+        )
+        monkeypatch.setenv("SEARCHSYNC_RETENTION_MIN_TOMBSTONE_AGE", "1s")
+        capsys.readouterr()
+        argv = ["tombstones", "purge", "--older-than", "1s", "--dry-run", "--json"]
+        assert await asyncio.to_thread(main, argv) == ExitCode.OK
+        [planned] = orjson.loads(capsys.readouterr().out)["results"]
+        assert sorted(planned["candidates"]) == sorted([soft, hard]) and planned["deleted"] == 0
         report = await purge(dry_run=False)
         assert (report.deleted, report.changed, report.failed) == (2, 0, 0)
         for page in (soft, hard):

@@ -19,15 +19,18 @@ import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from types import MappingProxyType
 from typing import Final
 from urllib.parse import urlsplit
 
 from consumer import naming
+from consumer.duration import DURATION_FORM, format_duration, parse_duration
 from consumer.errors import ConfigError
 
 __all__ = [
+    "ConnectSettings",
     "ElasticsearchSettings",
     "KafkaSettings",
     "LibrdkafkaValue",
@@ -36,6 +39,7 @@ __all__ = [
     "PipelineSettings",
     "ProjectionSettings",
     "RebuildSettings",
+    "RetentionSettings",
     "Secret",
     "Settings",
     "load_settings",
@@ -236,6 +240,8 @@ class Settings:
     observability: ObservabilitySettings = field(default_factory=ObservabilitySettings)
     projection: ProjectionSettings = field(default_factory=ProjectionSettings)
     rebuild: RebuildSettings = field(default_factory=RebuildSettings)
+    retention: RetentionSettings = field(default_factory=lambda: RetentionSettings())
+    connect: ConnectSettings = field(default_factory=lambda: ConnectSettings())
 
     def alias(self, aggregate_type: str) -> str:
         """The stable alias every write goes through (invariant 7); see `consumer.naming`."""
@@ -255,6 +261,8 @@ class Settings:
 def _plain(value: object) -> object:
     if isinstance(value, Secret):
         return _MASK
+    if isinstance(value, timedelta):
+        return format_duration(value)
     if isinstance(value, tuple):
         return list(value)
     if isinstance(value, Mapping):
@@ -273,6 +281,7 @@ _SECTIONS: Final[Mapping[str, type]] = MappingProxyType(
         "rebuild": RebuildSettings,
     }
 )
+# Sections defined at the end of the module are added by `_sections()`.
 
 
 def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Settings:
@@ -281,7 +290,7 @@ def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Sett
     from_env = _env_sections(env)
     readers = {
         name: _Section(name, cls, toml.get(name, {}), from_env.get(name, {}))
-        for name, cls in _SECTIONS.items()
+        for name, cls in _sections().items()
     }
     return Settings(
         kafka=_kafka(readers["kafka"]),
@@ -291,6 +300,8 @@ def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Sett
         observability=_observability(readers["observability"]),
         projection=_projection(readers["projection"]),
         rebuild=_rebuild(readers["rebuild"]),
+        retention=_retention(readers["retention"]),
+        connect=_connect(readers["connect"]),
     )
 
 
@@ -304,8 +315,8 @@ def _read_toml(path: Path) -> dict[str, Mapping[str, object]]:
         raise ConfigError("config file", "valid TOML", f"{path}: {exc}") from exc
     sections: dict[str, Mapping[str, object]] = {}
     for name, table in document.items():
-        if name not in _SECTIONS:
-            raise ConfigError(name, f"one of the sections {sorted(_SECTIONS)}", name)
+        if name not in _sections():
+            raise ConfigError(name, f"one of the sections {sorted(_sections())}", name)
         if not isinstance(table, dict):
             raise ConfigError(name, "a table ([section])", table)
         sections[name] = table
@@ -318,7 +329,7 @@ def _env_sections(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
         if not variable.startswith(ENV_PREFIX):
             continue
         rest = variable[len(ENV_PREFIX) :]
-        for name in _SECTIONS:
+        for name in _sections():
             prefix = f"{name.upper()}_"
             if rest.startswith(prefix):
                 key = rest[len(prefix) :].lower()
@@ -652,3 +663,125 @@ def _rebuild(r: _Section) -> RebuildSettings:
         progress_interval_s=r.number("progress_interval_s", 0.0, 3_600.0, lo_open=True),
         metrics_port=r.integer("metrics_port", 0, 65_535),
     )
+
+
+# -- [retention]: the tombstone purge and the outbox prune ----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionSettings:
+    """How long deleted documents and outbox rows must be kept (docs/design.md, "Tombstones and
+    their purge" and "Outbox pruning"). Durations are written like ``7d``, ``36h``, ``90m``.
+
+    The shortest ``tombstones purge --older-than`` allowed is
+
+        min_tombstone_age = max_event_delay + retry_window + dlq_replay_window + margin
+
+    (defaults 1d + 1d + 4d + 1d = 7d): a tombstone younger than that may still meet an event, a
+    retry or a replayed dead letter older than its delete, which must find the tombstone's
+    version to be refused. Setting `min_tombstone_age` replaces the sum (tests set a tiny one).
+
+    - `max_event_delay`: the longest an event may take from its commit to the consumer (Kafka
+      backlog, a stopped group, a lagging replica); `retry_window`: the longest the consumer
+      retries one event before dead-lettering it (at least ``pipeline.retry_max_attempts`` times
+      ``pipeline.retry_max_delay_s``); `dlq_replay_window`: how long a dead letter may wait for
+      ``dlq replay``; `margin`: clock skew and slack.
+    - `purge_batch_size`: documents per scan page and per bulk of guarded deletes.
+    - `min_outbox_age`: the shortest ``outbox prune --older-than`` allowed; `prune_batch_size`
+      rows per delete transaction; `prune_pause_s` the pause between two of them.
+    """
+
+    max_event_delay: timedelta = timedelta(days=1)
+    retry_window: timedelta = timedelta(days=1)
+    dlq_replay_window: timedelta = timedelta(days=4)
+    margin: timedelta = timedelta(days=1)
+    min_tombstone_age: timedelta | None = None
+    purge_batch_size: int = 500
+    min_outbox_age: timedelta = timedelta(days=1)
+    prune_batch_size: int = 500
+    prune_pause_s: float = 0.1
+
+    @property
+    def tombstone_minimum(self) -> timedelta:
+        """The shortest purge window: `min_tombstone_age` if set, else the sum."""
+        if self.min_tombstone_age is not None:
+            return self.min_tombstone_age
+        return self.max_event_delay + self.retry_window + self.dlq_replay_window + self.margin
+
+    def tombstone_formula(self) -> str:
+        """How `tombstone_minimum` was reached, for messages."""
+        if self.min_tombstone_age is not None:
+            return f"retention.min_tombstone_age = {format_duration(self.min_tombstone_age)}"
+        parts = (self.max_event_delay, self.retry_window, self.dlq_replay_window, self.margin)
+        return (
+            "max_event_delay + retry_window + dlq_replay_window + margin = "
+            + " + ".join(format_duration(p) for p in parts)
+            + f" = {format_duration(self.tombstone_minimum)}"
+        )
+
+
+def _duration(r: _Section, key: str, *, optional: bool = False) -> timedelta | None:
+    value, _ = r._raw(key)
+    if value is None and optional:
+        return None
+    if isinstance(value, timedelta):
+        return value
+    if not isinstance(value, str):
+        raise ConfigError(r.key(key), DURATION_FORM, value)
+    try:
+        parsed = parse_duration(value)
+    except ValueError:
+        raise ConfigError(r.key(key), DURATION_FORM, value) from None
+    if parsed <= timedelta(0):
+        raise ConfigError(r.key(key), f"{DURATION_FORM}, above zero", value)
+    return parsed
+
+
+def _required_duration(r: _Section, key: str) -> timedelta:
+    value = _duration(r, key)
+    assert value is not None  # only optional keys give None
+    return value
+
+
+def _retention(r: _Section) -> RetentionSettings:
+    return RetentionSettings(
+        max_event_delay=_required_duration(r, "max_event_delay"),
+        retry_window=_required_duration(r, "retry_window"),
+        dlq_replay_window=_required_duration(r, "dlq_replay_window"),
+        margin=_required_duration(r, "margin"),
+        min_tombstone_age=_duration(r, "min_tombstone_age", optional=True),
+        purge_batch_size=r.integer("purge_batch_size", 1, 10_000),
+        min_outbox_age=_required_duration(r, "min_outbox_age"),
+        prune_batch_size=r.integer("prune_batch_size", 1, 100_000),
+        prune_pause_s=r.number("prune_pause_s", 0.0, 60.0),
+    )
+
+
+# -- [connect]: Kafka Connect's REST API (the Debezium connector's state) -------------------------
+
+_CONNECTOR = re.compile(r"[A-Za-z0-9._-]{1,249}")
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectSettings:
+    """Where Kafka Connect answers and which connector publishes the outbox."""
+
+    url: str = "http://127.0.0.1:8083"
+    connector: str = "searchsync-outbox"
+    request_timeout_s: float = 10.0
+
+
+def _connect(r: _Section) -> ConnectSettings:
+    url = r.string("url", form="an http(s)://host[:port] URL")
+    if not _is_http_url(url):
+        raise ConfigError(r.key("url"), "an http(s)://host[:port] URL", url)
+    return ConnectSettings(
+        url=url.rstrip("/"),
+        connector=r.string("connector", _CONNECTOR, "a connector name of [A-Za-z0-9._-]"),
+        request_timeout_s=r.number("request_timeout_s", 0.0, 300.0, lo_open=True),
+    )
+
+
+def _sections() -> Mapping[str, type]:
+    """Every section: `_SECTIONS` plus those defined at the end of the module."""
+    return {**_SECTIONS, "retention": RetentionSettings, "connect": ConnectSettings}

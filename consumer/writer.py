@@ -31,6 +31,7 @@ import orjson
 
 from consumer.errors import PageExists, PageNotFound, PageStateConflict
 from consumer.mysql.outbox import append_outbox
+from consumer.mysql.outbox import delete_outbox_row as _delete_outbox_row
 from consumer.mysql.pool import (
     Clock,
     db_time,
@@ -93,6 +94,12 @@ class PageWriter:
     `TransientError` codes of `consumer.mysql.pool` (``ErrorCode.MYSQL_DEADLOCK`` and
     ``ErrorCode.MYSQL_LOCK_TIMEOUT`` are safe to retry: the transaction was rolled back). In
     every error case nothing was written.
+
+    With ``delete_outbox_row=True`` each change also deletes its outbox row in the same
+    transaction (Debezium's own outbox pattern): the binlog still carries the insert, so the event
+    is published, and ``search_outbox`` stays empty. The price: the table holds no history to
+    inspect (which events were written, and when); ``searchsync outbox prune`` is the other way
+    to keep the table small (docs/design.md, "Outbox pruning").
     """
 
     def __init__(
@@ -101,10 +108,12 @@ class PageWriter:
         *,
         clock: Clock = utc_now,
         after_row_write: AfterRowWrite | None = None,
+        delete_outbox_row: bool = False,
     ) -> None:
         self._pool = pool
         self._clock = clock
         self._after_row_write = after_row_write
+        self._delete_after_append = delete_outbox_row
 
     async def create(self, page_id: str, title: str, content: str, relations: Relations) -> int:
         """Create the page at revision 1, or at ``floor + 1`` if the id was hard-deleted before."""
@@ -286,7 +295,9 @@ class PageWriter:
     ) -> None:
         if self._after_row_write is not None:
             await self._after_row_write(conn, page_id, revision)
-        await append_outbox(conn, AGGREGATE_TYPE, page_id, op, revision, now=now)
+        event_id = await append_outbox(conn, AGGREGATE_TYPE, page_id, op, revision, now=now)
+        if self._delete_after_append:
+            await _delete_outbox_row(conn, event_id)
 
     def _now(self) -> datetime:
         return db_time(self._clock())

@@ -155,7 +155,7 @@ async def main() -> int:
                 for d in docs
                 if d.get("found")
                 and d["_version"] == expected[d["_id"]].source_revision
-                and d["_source"] == expected[d["_id"]].body
+                and expected[d["_id"]].matches(d["_source"])
             )
             progress(f"indexed and equal to MySQL: {done}/{len(ids)}", done == len(ids))
             if done == len(ids):

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Final
 
 from consumer.cli.services import Services
 from consumer.config import Settings
+from consumer.duration import parse_duration
 from consumer.errors import InvalidRequest
 from consumer.exit_codes import ExitCode
 from consumer.ops.dlq_filter import parse_utc
@@ -81,3 +82,14 @@ def reset_target(text: str) -> str | int | datetime:
         "expected earliest, latest, an offset >= 0 or a time like 2026-11-30T12:00:00Z,"
         f" got {text!r}"
     )
+
+
+def duration(text: str) -> timedelta:
+    """``7d``, ``36h``, ``90m``, ``45s`` or a sum like ``1d12h`` (`consumer.duration`)."""
+    try:
+        value = parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if value <= timedelta(0):
+        raise argparse.ArgumentTypeError(f"expected a duration above zero, got {text!r}")
+    return value

@@ -21,7 +21,18 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from consumer.cli import config, dlq, index, loadgen, offsets, rebuild, run, status
+from consumer.cli import (
+    config,
+    dlq,
+    index,
+    loadgen,
+    offsets,
+    outbox,
+    rebuild,
+    run,
+    status,
+    tombstones,
+)
 from consumer.cli.args import CONFIG_ENV, Command, Parents
 from consumer.cli.output import err
 from consumer.cli.services import Services
@@ -29,7 +40,7 @@ from consumer.config import load_settings
 from consumer.errors import ConfigError, DlqBudgetExceeded, InvalidRequest, SearchSyncError
 from consumer.exit_codes import ExitCode
 
-_GROUPS = (run, index, dlq, loadgen, config, offsets, rebuild, status)
+_GROUPS = (run, index, dlq, loadgen, config, offsets, rebuild, tombstones, outbox, status)
 
 
 def main(argv: Sequence[str] | None = None, *, services: Services | None = None) -> int:

@@ -8,18 +8,24 @@ module-level client and no test patches a private helper.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from consumer.config import Settings
 from consumer.kafka.admin import AdminFactory, ConfluentKafkaAdmin
+from consumer.kafka.connect import ConnectClient
 from consumer.kafka.producer import ProducerFactory
 from consumer.ops.dlq import ConsumerFactory
 from consumer.ops.replay_ledger import MysqlReplayLedger, ReplayLedger
 from consumer.projection import ProjectorRegistry, registry_from_settings
 from consumer.search.port import IndexAdmin
+
+if TYPE_CHECKING:
+    from consumer.ops.prune import ConnectorState, OutboxRows
+    from consumer.search.tombstones import TombstoneStore
 
 
 class RunConsumer(Protocol):
@@ -60,6 +66,40 @@ def _replay_ledger(settings: Settings) -> ReplayLedger:
     return MysqlReplayLedger(settings.mysql)  # connects on first use
 
 
+def _tombstone_store(client: Any) -> TombstoneStore:
+    from consumer.search.tombstones import EsTombstones
+
+    return EsTombstones(client)
+
+
+def _connect(settings: Settings) -> ConnectorState:
+    return ConnectClient(settings.connect)
+
+
+@asynccontextmanager
+async def _outbox_rows(settings: Settings) -> AsyncIterator[OutboxRows]:
+    """``search_outbox`` through a small pool of the settings' MySQL user (it needs DELETE)."""
+    from consumer.mysql.outbox import MysqlOutbox
+    from consumer.mysql.pool import create_pool
+
+    mysql = settings.mysql
+    pool = await create_pool(
+        host=mysql.host,
+        port=mysql.port,
+        user=mysql.user,
+        password=mysql.password.reveal(),
+        database=mysql.database,
+        minsize=1,
+        maxsize=1,
+        connect_timeout=mysql.connect_timeout_s,
+    )
+    try:
+        yield MysqlOutbox(pool)
+    finally:
+        pool.close()
+        await pool.wait_closed()
+
+
 @dataclass(frozen=True, slots=True)
 class Services:
     """Factories for every outside collaborator of a command.
@@ -80,3 +120,6 @@ class Services:
     replay_ledger: Callable[[Settings], ReplayLedger] = _replay_ledger
     # the rebuild's catch-up group: None for `consumer.app.run_consumer` with a write target
     rebuild_catchup: Callable[..., Coroutine[Any, Any, int]] | None = None
+    tombstone_store: Callable[[Any], TombstoneStore] = _tombstone_store  # over an ES client
+    connect: Callable[[Settings], ConnectorState] = _connect  # Kafka Connect's REST API
+    outbox_rows: Callable[[Settings], AbstractAsyncContextManager[OutboxRows]] = _outbox_rows

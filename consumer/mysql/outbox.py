@@ -1,23 +1,34 @@
-"""The one outbox append: every writer of ``search_outbox`` goes through `append_outbox`.
+"""The one outbox append, and the two ways outbox rows go away.
 
-The application-side writer (`consumer.writer`) calls it next to its row change, in the same
-transaction (docs/design.md, invariant 1); the repair job calls it alone for REBUILD events; any
-relay or tool that needs to publish an event does the same. One function means one row shape: the
-``payload`` column always holds the thin event exactly as Debezium's Outbox Event Router publishes
-it (`consumer.events.encode_json`).
+- `append_outbox`: every writer of ``search_outbox`` goes through it. The application-side writer
+  (`consumer.writer`) calls it next to its row change, in the same transaction (docs/design.md,
+  invariant 1); the repair job calls it alone for REBUILD events; any relay or tool that needs to
+  publish an event does the same. One function means one row shape: the ``payload`` column always
+  holds the thin event exactly as Debezium's Outbox Event Router publishes it
+  (`consumer.events.encode_json`).
+- `delete_outbox_row`: Debezium's own pattern, delete the row in the transaction that inserted
+  it; the binlog still carries the insert, so the event is published and the table stays empty.
+- `MysqlOutbox`: what ``searchsync outbox prune`` needs, a keyset page of (id, created_at) and a
+  bounded delete of one id range (docs/design.md, "Outbox pruning").
+
+A delete of an outbox row is never an event: the connector has ``tombstones.on.delete=false`` and
+the Outbox Event Router drops delete records.
 """
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import aiomysql
+
 from consumer.events import encode_json
-from consumer.mysql.pool import db_time, translate_errors, utc_now
+from consumer.mysql.pool import db_time, transaction, translate_errors, utc_now
 from consumer.types import Operation, ThinEvent
 
-__all__ = ["append_outbox"]
+__all__ = ["MysqlOutbox", "OutboxRow", "append_outbox", "delete_outbox_row"]
 
 
 async def append_outbox(
@@ -66,3 +77,58 @@ async def append_outbox(
                 ),
             )
     return event.event_id
+
+
+async def delete_outbox_row(conn: Any, event_id: str) -> None:
+    """Delete the outbox row of `event_id` in `conn`'s open transaction.
+
+    Called right after `append_outbox` in the same transaction (``PageWriter(...,
+    delete_outbox_row=True)``): the binlog holds the insert and then the delete, Debezium
+    publishes the insert, drops the delete, and ``search_outbox`` stays empty (no history to
+    inspect there: README, "Writing from your application").
+    """
+    with translate_errors("delete search_outbox"):
+        async with conn.cursor() as cur:
+            await cur.execute("DELETE FROM search_outbox WHERE event_id = %s", (event_id,))
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxRow:
+    id: int
+    created_at: datetime  # naive UTC, as the DATETIME(6) column holds it
+
+
+class MysqlOutbox:
+    """``search_outbox`` for the prune: keyset pages by id and bounded range deletes.
+
+    Each call is its own short transaction (READ COMMITTED, the pool's session setting: no gap
+    locks), so the application's inserts at the end of the id range are never blocked.
+    """
+
+    def __init__(self, pool: aiomysql.Pool) -> None:
+        self._pool = pool
+
+    async def page(self, after_id: int, limit: int) -> list[OutboxRow]:
+        """The next `limit` rows with ``id > after_id``, by id (a primary-key range read)."""
+        async with transaction(self._pool) as conn:
+            with translate_errors("read search_outbox"):
+                async with conn.cursor() as cur:
+                    await cur.execute(
+                        "SELECT id, created_at FROM search_outbox WHERE id > %s"
+                        " ORDER BY id LIMIT %s",
+                        (after_id, limit),
+                    )
+                    rows = await cur.fetchall()
+        return [OutboxRow(int(r[0]), r[1]) for r in rows]
+
+    async def delete_range(self, first_id: int, last_id: int, created_before: datetime) -> int:
+        """Delete the rows with ``first_id <= id <= last_id`` created before `created_before`,
+        in one transaction; the number deleted."""
+        async with transaction(self._pool) as conn:
+            with translate_errors("delete search_outbox"):
+                async with conn.cursor() as cur:
+                    await cur.execute(
+                        "DELETE FROM search_outbox WHERE id BETWEEN %s AND %s AND created_at < %s",
+                        (first_id, last_id, db_time(created_before)),
+                    )
+                    return int(cur.rowcount)

@@ -3,6 +3,11 @@
 A projector turns one MySQL row into one complete search document. The consumer, the rebuild
 and the repair job all get their projector from a `ProjectorRegistry`, so there is exactly one
 way to build a document of a given type and `projection_schema_version`.
+
+A document has projected fields (a function of the row and the schema version: they give
+``projection_hash``) and operational fields (`OPERATIONAL_FIELDS`, outside the hash): today only
+``tombstoned_at``, the time a document became a tombstone, which the tombstone purge reads
+(docs/design.md, "Tombstones and their purge").
 """
 
 from __future__ import annotations
@@ -11,7 +16,8 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, Final
 
 from consumer.errors import ErrorCode, PoisonMessage
 from consumer.projection.canonical import (
@@ -21,13 +27,32 @@ from consumer.projection.canonical import (
     sha256_hex,
 )
 
-__all__ = ["RESERVED_FIELDS", "Document", "Projector", "ProjectorRegistry", "Row"]
+__all__ = [
+    "OPERATIONAL_FIELDS",
+    "RESERVED_FIELDS",
+    "TOMBSTONED_AT",
+    "Document",
+    "Projector",
+    "ProjectorRegistry",
+    "Row",
+    "format_timestamp",
+    "projected_fields",
+]
 
 Row = Mapping[str, Any]
 """One row as aiomysql's DictCursor returns it (JSON columns as `str`, DATETIME as `datetime`)."""
 
+TOMBSTONED_AT: Final = "tombstoned_at"
+"""When the document became a tombstone (ISO-8601 UTC, millisecond precision, mapped as
+``date``): the row's ``deleted_at`` for a soft delete, the time the tombstone was first written
+for a hard delete. Absent on live documents."""
+
+OPERATIONAL_FIELDS: Final = frozenset({TOMBSTONED_AT})
+"""Fields of a stored document that are not projected: outside ``projection_hash`` and outside
+`Document.projected` (docs/design.md, invariant 6)."""
+
 RESERVED_FIELDS = frozenset(
-    {"id", "source_revision", "projection_schema_version", "projection_hash"}
+    {"id", "source_revision", "projection_schema_version", "projection_hash", TOMBSTONED_AT}
 )
 """Fields `Projector.project` sets itself; a `build` function must not return them."""
 
@@ -41,9 +66,13 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # a MySQL table or col
 class Document:
     """A projected document, ready to be written with `source_revision` as its external version.
 
-    `body` is the whole document (including `projection_schema_version`, `projection_hash` and
-    `is_deleted`) decoded from the canonical bytes, so ``body`` and ``to_json()`` always agree.
-    Treat `body` as read-only.
+    `body` is the whole document as it is written (including `projection_schema_version`,
+    `projection_hash`, `is_deleted` and, on a tombstone, ``tombstoned_at``) decoded from the
+    canonical bytes, so ``body`` and ``to_json()`` always agree. Treat `body` as read-only.
+
+    `reproducible` is True when the whole body follows from the truth (every `Projector.project`
+    document, soft-deleted ones included); a hard-delete tombstone's ``tombstoned_at`` is the time
+    it was written, so compare such a document with `matches` (projected fields), not ``==``.
     """
 
     doc_id: str
@@ -52,10 +81,30 @@ class Document:
     projection_hash: str
     is_deleted: bool
     _json: bytes = field(repr=False, compare=False)
+    reproducible: bool = True
 
     def to_json(self) -> bytes:
         """The canonical bytes of `body` (see `consumer.projection.canonical`)."""
         return self._json
+
+    @property
+    def projected(self) -> dict[str, Any]:
+        """`body` without the operational fields: what the truth alone gives."""
+        return projected_fields(self.body)
+
+    @property
+    def tombstoned_at(self) -> str | None:
+        """The ``tombstoned_at`` field (None on a live document)."""
+        value = self.body.get(TOMBSTONED_AT)
+        return value if isinstance(value, str) else None
+
+    def matches(self, source: Mapping[str, Any]) -> bool:
+        """True when a stored ``_source`` is this document: byte for byte when `reproducible`;
+        else equal projected fields, and every operational field of `body` present."""
+        if self.reproducible:
+            return dict(source) == self.body
+        present = all(name in source for name in OPERATIONAL_FIELDS & set(self.body))
+        return present and projected_fields(source) == self.projected
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +121,11 @@ class Projector:
       Any other exception is a bug: the pipeline retries the row, then dead-letters it as
       PROJECTION_ERROR too (see `consumer.errors`).
     - `mapping`: the index body (``{"settings": ..., "mappings": ...}``) for this type; its
-      properties must cover `RESERVED_FIELDS` and ``is_deleted``.
+      properties must cover `RESERVED_FIELDS` (``tombstoned_at`` as ``date``) and ``is_deleted``.
+    - `deleted_at_column`: the column holding a soft delete's time (a DATETIME, naive values are
+      UTC). A projected document with ``is_deleted: true`` gets it as ``tombstoned_at``; without
+      it (None, or the row's value is NULL) a soft-deleted document has no ``tombstoned_at`` and
+      the tombstone purge never removes it. It must be one of `columns` when set.
 
     Adding an aggregate type: a module whose ``projectors()`` returns it, named in
     ``[projection] modules`` (`consumer.projection.plugins`; docs/consumer.md)::
@@ -99,6 +152,7 @@ class Projector:
     columns: tuple[str, ...]
     build: Callable[[Row], dict[str, Any]]
     mapping: dict[str, Any]
+    deleted_at_column: str | None = "deleted_at"
 
     def __post_init__(self) -> None:
         if not _AGGREGATE_TYPE.fullmatch(self.aggregate_type):
@@ -119,6 +173,11 @@ class Projector:
         lacking = [c for c in ("id", "revision") if c not in self.columns]
         if lacking:
             raise ValueError(f"columns must include {lacking}")
+        if self.deleted_at_column is not None and self.deleted_at_column not in self.columns:
+            raise ValueError(
+                f"deleted_at_column {self.deleted_at_column!r} is not one of the columns; "
+                "name the soft-delete time column, or pass deleted_at_column=None"
+            )
         properties = self.mapping.get("mappings", {}).get("properties", {})
         missing = sorted(_REQUIRED_MAPPING_FIELDS - set(properties))
         if missing:
@@ -139,19 +198,50 @@ class Projector:
             raise _error(doc_id, f"build() returned reserved fields {clash}")
         if not isinstance(fields.get("is_deleted"), bool):
             raise _error(doc_id, "build() must return is_deleted as a bool")
-        return self._seal(doc_id, revision, fields)
+        operational: dict[str, Any] = {}
+        if fields["is_deleted"] and self.deleted_at_column is not None:
+            deleted_at = row.get(self.deleted_at_column)
+            if deleted_at is not None:
+                if not isinstance(deleted_at, datetime):
+                    raise _error(
+                        doc_id,
+                        f"{self.deleted_at_column} must be a DATETIME, got "
+                        f"{type(deleted_at).__name__}",
+                    )
+                operational[TOMBSTONED_AT] = format_timestamp(deleted_at)
+        return self._seal(doc_id, revision, fields, operational, reproducible=True)
 
-    def tombstone(self, aggregate_id: str, revision: int) -> Document:
+    def tombstone(
+        self, aggregate_id: str, revision: int, *, at: datetime | None = None
+    ) -> Document:
         """The document for a row that no longer exists (hard delete) at `revision`.
 
-        It carries only ``id``, ``source_revision``, ``projection_schema_version``,
-        ``projection_hash`` and ``is_deleted: true``: enough to hold the version in
-        Elasticsearch so that a late upsert cannot resurrect the row (invariant 4).
+        It carries ``id``, ``source_revision``, ``projection_schema_version``,
+        ``projection_hash`` and ``is_deleted: true`` (enough to hold the version in
+        Elasticsearch so that a late upsert cannot resurrect the row, invariant 4), plus
+        ``tombstoned_at``: `at`, by default now. Only the first write of a revision is stored (a
+        second one is a 409), so the stored time is when the tombstone was first written. The
+        hash does not depend on `at`; the document is not `reproducible`.
         """
         doc_id = _doc_id(aggregate_id)
-        return self._seal(doc_id, _revision(revision), {"is_deleted": True})
+        stamp = format_timestamp(at if at is not None else datetime.now(UTC))
+        return self._seal(
+            doc_id,
+            _revision(revision),
+            {"is_deleted": True},
+            {TOMBSTONED_AT: stamp},
+            reproducible=False,
+        )
 
-    def _seal(self, doc_id: str, revision: int, fields: Mapping[str, Any]) -> Document:
+    def _seal(
+        self,
+        doc_id: str,
+        revision: int,
+        fields: Mapping[str, Any],
+        operational: Mapping[str, Any],
+        *,
+        reproducible: bool,
+    ) -> Document:
         unsigned = {
             **fields,
             "id": doc_id,
@@ -161,7 +251,8 @@ class Projector:
         try:
             normalized = normalize(unsigned)
             digest = sha256_hex(encode_normalized(normalized))
-            body = {**normalized, "projection_hash": digest}
+            # The hash covers the projected fields only; operational fields join the body after.
+            body = {**normalized, "projection_hash": digest, **normalize(dict(operational))}
             data = encode_normalized(body)
         except CanonicalizationError as exc:
             raise _error(doc_id, str(exc)) from exc
@@ -172,6 +263,7 @@ class Projector:
             projection_hash=digest,
             is_deleted=bool(fields["is_deleted"]),
             _json=data,
+            reproducible=reproducible,
         )
 
 
@@ -199,6 +291,22 @@ class ProjectorRegistry:
     def types(self) -> tuple[str, ...]:
         """The registered aggregate types, sorted."""
         return tuple(sorted(self._projectors))
+
+
+def projected_fields(source: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored ``_source`` (or a `Document.body`) without its operational fields."""
+    return {k: v for k, v in source.items() if k not in OPERATIONAL_FIELDS}
+
+
+def format_timestamp(at: datetime) -> str:
+    """`at` as ``tombstoned_at`` holds it: ISO-8601 UTC with milliseconds and ``Z``
+    (Elasticsearch ``date`` precision), e.g. ``2026-11-30T12:00:00.123Z``. A naive `at` is
+    taken as UTC (MySQL DATETIME columns hold UTC: the session time zone is ``+00:00``)."""
+    utc = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+    return (
+        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:"
+        f"{utc.second:02d}.{utc.microsecond // 1000:03d}Z"
+    )
 
 
 def _error(doc_id: str, message: str) -> PoisonMessage:

@@ -99,7 +99,8 @@ def test_packaged_mapping_is_a_copy_of_the_schema_file_and_covers_the_document()
     assert orjson.loads(packaged.read_bytes()) == orjson.loads(schema.read_bytes())
     mapping = article.projector().mapping["mappings"]
     assert mapping["dynamic"] == "strict"
-    assert set(mapping["properties"]) == DOC_FIELDS
+    assert set(mapping["properties"]) == DOC_FIELDS | {"tombstoned_at"}
+    assert mapping["properties"]["tombstoned_at"] == {"type": "date"}
 
 
 def test_projector_reads_the_columns_of_the_example_migration() -> None:

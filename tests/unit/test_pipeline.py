@@ -455,11 +455,13 @@ async def test_a_hard_delete_leaves_a_tombstone_that_a_stale_upsert_cannot_resur
     async with h.running():
         await wait_until(lambda: h.intake.committed.get(TP0) == 1, "tombstone committed")
         assert h.version("a") == 4
-        assert h.body("a") == h.projector.tombstone("a", 4).body
+        first = h.body("a")
+        assert first is not None and h.projector.tombstone("a", 4).matches(first)
         h.intake.feed([good(1, "a", 2)])
         await wait_until(lambda: h.intake.committed.get(TP0) == 2, "stale upsert committed")
     assert h.version("a") == 4
-    assert h.body("a") == h.projector.tombstone("a", 4).body
+    # the stale upsert re-wrote the tombstone at revision 4: a 409, so the first time is kept
+    assert h.body("a") == first
     assert h.dlq.records == []
     assert h.sample("es_tombstone_written_total") == 1
 
@@ -504,7 +506,9 @@ async def _replay(order: list[tuple[str, int]]) -> None:
     assert h.version("live") == LIVE_REVISIONS
     assert h.body("live") == h.projector.project(live).body
     assert h.version("deleted") == DELETED_REVISIONS
-    assert h.body("deleted") == h.projector.tombstone("deleted", DELETED_REVISIONS).body
+    deleted = h.body("deleted")
+    assert deleted is not None
+    assert h.projector.tombstone("deleted", DELETED_REVISIONS).matches(deleted)
     assert set(recorder.history) == {"live", "deleted"}
     for history in recorder.history.values():
         assert history == sorted(history), history

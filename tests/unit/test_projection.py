@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import random
 import unicodedata
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from consumer.errors import PoisonMessage
 from consumer.projection import (
+    OPERATIONAL_FIELDS,
     RESERVED_FIELDS,
     Projector,
     ProjectorRegistry,
@@ -28,6 +29,7 @@ from consumer.projection import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
+AT = datetime(2026, 11, 30, 12, 0, 0, 123456, tzinfo=UTC)
 DOC_FIELDS = {
     "id",
     "title",
@@ -155,8 +157,9 @@ def test_key_order_item_order_duplicates_and_json_layout_do_not_change_the_docum
 @given(rows)
 def test_hash_is_sha256_of_the_document_without_the_hash(row: dict[str, Any]) -> None:
     doc = project(as_db_row(row))
-    unsigned = {k: v for k, v in doc.body.items() if k != "projection_hash"}
+    unsigned = {k: v for k, v in doc.projected.items() if k != "projection_hash"}
     assert doc.projection_hash == sha256_hex(canonical_json(unsigned))
+    assert set(doc.body) - set(doc.projected) <= OPERATIONAL_FIELDS
     assert doc.body["projection_hash"] == doc.projection_hash
     assert len(doc.projection_hash) == 64
     assert set(doc.projection_hash) <= set("0123456789abcdef")
@@ -343,13 +346,19 @@ def test_missing_column_is_poison(column: str) -> None:
 
 @given(ident.map(lambda s: unicodedata.normalize("NFC", s)), st.integers(1, 2**63 - 1))
 def test_tombstone_is_deterministic(aggregate_id: str, revision: int) -> None:
-    first = wiki_page.projector().tombstone(aggregate_id, revision)
-    second = wiki_page.projector().tombstone(aggregate_id, revision)
+    first = wiki_page.projector().tombstone(aggregate_id, revision, at=AT)
+    second = wiki_page.projector().tombstone(aggregate_id, revision, at=AT)
+    later = wiki_page.projector().tombstone(aggregate_id, revision)  # at: now
     assert first.to_json() == second.to_json()
+    # the time is operational: another time, the same projected fields and hash
+    assert later.projected == first.projected and later.projection_hash == first.projection_hash
+    assert later.matches(first.body) and first.matches(later.body)
+    assert first.reproducible is False
+    assert first.tombstoned_at == "2026-11-30T12:00:00.123Z"
     assert first.is_deleted is True and first.body["is_deleted"] is True
     assert first.body["source_revision"] == revision == first.source_revision
     assert first.doc_id == aggregate_id == first.body["id"]
-    unsigned = {k: v for k, v in first.body.items() if k != "projection_hash"}
+    unsigned = {k: v for k, v in first.projected.items() if k != "projection_hash"}
     assert first.projection_hash == sha256_hex(canonical_json(unsigned))
 
 
@@ -375,7 +384,8 @@ def test_mapping_covers_exactly_the_document_fields() -> None:
     assert mapping["mappings"]["dynamic"] == "strict"
     assert mapping["settings"]["number_of_replicas"] == 0
     properties = mapping["mappings"]["properties"]
-    assert set(properties) == DOC_FIELDS
+    assert set(properties) == DOC_FIELDS | {"tombstoned_at"}  # the operational field
+    assert properties["tombstoned_at"] == {"type": "date"}
     # open-ended relation types: `relations.<type>` become keywords, the root stays strict
     assert properties["relations"] == {"type": "object", "dynamic": True}
     [template] = mapping["mappings"]["dynamic_templates"]

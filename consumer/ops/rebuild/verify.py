@@ -165,7 +165,7 @@ def _difference(
             return f"the row cannot be projected: {exc.message}"
     if doc.version != expected.source_revision:
         return f"_version {doc.version}, row revision {expected.source_revision}"
-    if doc.source != expected.body:
+    if not expected.matches(doc.source):
         return f"_source differs from the projection at revision {doc.version}"
     return None
 

@@ -1,0 +1,220 @@
+"""The Kafka Connect status client, durations, the [retention]/[connect] settings, and the
+`tombstones purge` / `outbox prune` commands on fakes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from purge_fakes import FakeConnect, FakeOutbox, FakeTombstones
+
+from consumer.cli import Services, main
+from consumer.config import ConnectSettings, load_settings
+from consumer.duration import format_duration, parse_duration
+from consumer.errors import ConfigError
+from consumer.exit_codes import ExitCode
+from consumer.kafka.connect import MISSING, ConnectClient, ConnectUnavailable, parse_status
+from consumer.projection import format_timestamp, wiki_page
+from consumer.search.fake import InMemoryIndex
+
+STATUS = {
+    "name": "searchsync-outbox",
+    "connector": {"state": "RUNNING", "worker_id": "127.0.0.1:8083"},
+    "tasks": [{"id": 0, "state": "RUNNING", "worker_id": "127.0.0.1:8083"}],
+    "type": "source",
+}
+
+# -- Connect ---------------------------------------------------------------------------------------
+
+
+def client(answer: tuple[int, bytes] | Exception) -> tuple[ConnectClient, list[str]]:
+    urls: list[str] = []
+
+    def fetch(url: str, timeout_s: float) -> tuple[int, bytes]:
+        urls.append(url)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    return ConnectClient(ConnectSettings(url="http://connect:8083"), fetch=fetch), urls
+
+
+async def test_a_running_connector() -> None:
+    connect, urls = client((200, json.dumps(STATUS).encode()))
+    status = await connect.status()
+    assert urls == ["http://connect:8083/connectors/searchsync-outbox/status"]
+    assert status.running and status.problems() == []
+    assert status.as_json()["tasks"][0]["state"] == "RUNNING"
+
+
+def test_a_failed_task_says_why() -> None:
+    body = {**STATUS, "tasks": [{"id": 0, "state": "FAILED", "trace": "java.lang.X: bad\n\tat"}]}
+    status = parse_status("searchsync-outbox", body)
+    assert not status.running
+    assert status.problems() == ["task 0 of searchsync-outbox is FAILED: java.lang.X: bad"]
+
+
+async def test_an_unknown_connector_is_missing() -> None:
+    connect, _ = client((404, b'{"error_code":404}'))
+    status = await connect.status("other")
+    assert status.state == MISSING and not status.running
+    assert "not registered" in status.problems()[0]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [ConnectionRefusedError("refused"), (500, b"oops"), (200, b"not json"), (200, b'{"x": 1}')],
+)
+async def test_no_usable_answer_is_unavailable(answer: Any) -> None:
+    connect, _ = client(answer)
+    with pytest.raises(ConnectUnavailable):
+        await connect.status()
+
+
+# -- durations and settings ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("7d", timedelta(days=7)),
+        ("36h", timedelta(hours=36)),
+        ("90m", timedelta(minutes=90)),
+        ("45s", timedelta(seconds=45)),
+        (" 1D12h ", timedelta(days=1, hours=12)),
+    ],
+)
+def test_parse_duration(text: str, value: timedelta) -> None:
+    assert parse_duration(text) == value
+
+
+@pytest.mark.parametrize("text", ["", "7", "d", "7 d", "-1d", "1.5h", "7w", "1d-2h"])
+def test_bad_durations(text: str) -> None:
+    with pytest.raises(ValueError, match="like 7d"):
+        parse_duration(text)
+
+
+@given(st.integers(1, 10**9))
+def test_format_duration_round_trips(seconds: int) -> None:
+    value = timedelta(seconds=seconds)
+    assert parse_duration(format_duration(value)) == value
+
+
+def test_retention_defaults_and_the_formula() -> None:
+    retention = load_settings({}).retention
+    assert retention.tombstone_minimum == timedelta(days=7)
+    assert retention.tombstone_formula() == (
+        "max_event_delay + retry_window + dlq_replay_window + margin = 1d + 1d + 4d + 1d = 7d"
+    )
+    env = {"SEARCHSYNC_RETENTION_DLQ_REPLAY_WINDOW": "10d", "SEARCHSYNC_RETENTION_MARGIN": "12h"}
+    assert load_settings(env).retention.tombstone_minimum == timedelta(days=12, hours=12)
+    tiny = load_settings({"SEARCHSYNC_RETENTION_MIN_TOMBSTONE_AGE": "1s"}).retention
+    assert tiny.tombstone_minimum == timedelta(seconds=1)
+    assert load_settings({}).redacted()["retention"]["min_outbox_age"] == "1d"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "key"),
+    [
+        ("SEARCHSYNC_RETENTION_MARGIN", "3 days", "retention.margin"),
+        ("SEARCHSYNC_RETENTION_MIN_OUTBOX_AGE", "0s", "retention.min_outbox_age"),
+        ("SEARCHSYNC_RETENTION_PRUNE_BATCH_SIZE", "0", "retention.prune_batch_size"),
+        ("SEARCHSYNC_CONNECT_URL", "ftp://x", "connect.url"),
+        ("SEARCHSYNC_CONNECT_CONNECTOR", "a b", "connect.connector"),
+    ],
+)
+def test_bad_retention_and_connect_settings(variable: str, value: str, key: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings({variable: value})
+    assert info.value.key == key
+
+
+# -- the commands ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("SEARCHSYNC_"):
+            monkeypatch.delenv(name)
+
+
+class NoClient:
+    async def close(self) -> None:
+        pass
+
+
+def purge_services(store: FakeTombstones) -> Services:
+    index = InMemoryIndex()
+    index.create_index("searchsync_wiki_page_v1", wiki_page.load_mapping())
+    index.put_alias("searchsync_wiki_page", "searchsync_wiki_page_v1")
+    return Services(
+        es_client=lambda settings: NoClient(),
+        index_admin=lambda c: index.admin,
+        tombstone_store=lambda c: store,
+    )
+
+
+def old_tombstone() -> dict[str, Any]:
+    at = format_timestamp(datetime.now(UTC) - timedelta(days=30))
+    return {"is_deleted": True, "tombstoned_at": at}
+
+
+def test_tombstones_purge_json(capsys: pytest.CaptureFixture[str]) -> None:
+    store = FakeTombstones()
+    store.put("searchsync_wiki_page_v1", "gone", old_tombstone())
+    argv = ["tombstones", "purge", "--older-than", "7d", "--json"]
+    assert main(argv, services=purge_services(store)) == ExitCode.OK
+    captured = capsys.readouterr()
+    [result] = orjson.loads(captured.out)["results"]
+    assert result["deleted"] == 1 and result["alias"] == "searchsync_wiki_page"
+    assert "purge searchsync_wiki_page: 1 scanned" in captured.err  # progress on stderr
+    assert store.docs["searchsync_wiki_page_v1"] == {}
+
+
+def test_tombstones_purge_dry_run_and_refusals(capsys: pytest.CaptureFixture[str]) -> None:
+    store = FakeTombstones()
+    store.put("searchsync_wiki_page_v1", "gone", old_tombstone())
+    services = purge_services(store)
+    assert main(["tombstones", "purge", "--older-than", "7d", "--dry-run"], services=services) == 0
+    assert "would delete 1 (first: gone)" in capsys.readouterr().out
+    assert main(["tombstones", "purge", "--older-than", "6d"], services=services) == 2
+    assert "shorter than the minimum tombstone age 7d" in capsys.readouterr().err
+    assert main(["tombstones", "purge", "--older-than", "7x"], services=services) == 2
+    argv = ["tombstones", "purge", "--older-than", "7d", "--type", "nope"]
+    assert main(argv, services=services) == 2
+    assert "gone" in store.docs["searchsync_wiki_page_v1"]
+
+
+def prune_services(outbox: FakeOutbox, connect: FakeConnect) -> Services:
+    @asynccontextmanager
+    async def rows(settings: Any) -> AsyncIterator[FakeOutbox]:
+        yield outbox
+
+    return Services(outbox_rows=rows, connect=lambda settings: connect)
+
+
+def test_outbox_prune_json_and_refusals(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEARCHSYNC_RETENTION_PRUNE_PAUSE_S", "0")
+    old = (datetime.now(UTC) - timedelta(days=9)).replace(tzinfo=None)
+    outbox = FakeOutbox({1: old, 2: old})
+    argv = ["outbox", "prune", "--older-than", "2d", "--json"]
+    assert main(argv, services=prune_services(outbox, FakeConnect("PAUSED"))) == 1
+    assert "not RUNNING" in capsys.readouterr().err and len(outbox.rows) == 2
+    assert main(argv, services=prune_services(outbox, FakeConnect())) == 0
+    report = orjson.loads(capsys.readouterr().out)
+    assert report["deleted"] == 2 and report["connector"]["running"] is True
+    assert outbox.rows == {}
+    short = ["outbox", "prune", "--older-than", "1h"]
+    assert main(short, services=prune_services(outbox, FakeConnect())) == 2

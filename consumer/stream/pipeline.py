@@ -16,6 +16,9 @@ letter), `dead_letters` (budget and acknowledged sends), `retries` (works waitin
 retry), `backpressure` (pause and resume), `batches` (processing and settling batches) and
 `positions` (the ledger and the pending messages).
 
+The schema fence (`fence`, docs/design.md "Schema fence") is re-checked on its timer beside the
+loop; the processor answers SCHEMA_FENCED for a fenced target, a SYSTEMIC code like any other.
+
 Backpressure is explicit: when too many events wait, or a failure is SYSTEMIC, the assigned
 partitions are paused (the consumer keeps polling, so it stays in the group) and resumed once the
 pressure is gone. Nothing here sleeps: waits are on events with deadlines.
@@ -32,7 +35,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from consumer.errors import PoisonMessage
+from consumer.errors import ErrorCode, PoisonMessage
 from consumer.events import decode
 from consumer.kafka.intake import RawMessage
 from consumer.mysql.state import StateRecorder
@@ -43,6 +46,7 @@ from consumer.stream.batches import Batches
 from consumer.stream.coalesce import Coalescer
 from consumer.stream.dead_letters import DeadLetters, DlqPort
 from consumer.stream.dlq import DlqBudget
+from consumer.stream.fence import SchemaFence
 from consumer.stream.ledger import OffsetLedger
 from consumer.stream.positions import Pending, Positions
 from consumer.stream.processor import Processor
@@ -110,10 +114,13 @@ class Pipeline:
         options: PipelineOptions,
         max_in_flight_keys: int,
         max_queued_events: int,
+        fence: SchemaFence | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._intake_port = intake
+        self._fence = fence
+        self._fence_check: asyncio.Task[None] | None = None
         self._processor = processor
         self._state = state
         self._metrics = metrics
@@ -205,6 +212,7 @@ class Pipeline:
                     messages, consuming = consuming.result(), None
                     for raw in messages:
                         self._intake_one(raw)
+                self._watch_fence()
                 self._retries.release_due()
                 self._batches.dispatch()
                 now = self._clock()
@@ -216,6 +224,8 @@ class Pipeline:
                     next_lag = now + self._opt.lag_interval_s
                 self._report_gauges()
         finally:
+            if self._fence_check is not None:
+                self._fence_check.cancel()
             self._dead.stop()
             if consuming is not None:  # let the thread's consume end; its messages stay unread
                 with contextlib.suppress(Exception):
@@ -272,6 +282,17 @@ class Pipeline:
         self._positions.track(pos, Pending(raw, event))
         self._coalescer.add(event, pos)
 
+    def _watch_fence(self) -> None:
+        """Re-check the schema fence on its timer, beside the loop; once no target is fenced,
+        the works it held are retried at once (docs/design.md, "Schema fence")."""
+        fence = self._fence
+        if fence is None:
+            return
+        if (self._fence_check is None or self._fence_check.done()) and fence.due():
+            self._fence_check = asyncio.create_task(fence.refresh_if_due())
+        if self._retries.waiting(ErrorCode.SCHEMA_FENCED) and not fence.holding():
+            self._retries.release_now(ErrorCode.SCHEMA_FENCED)
+
     # -- commits, pause/resume, gauges -----------------------------------------------------
 
     async def commit(self) -> None:
@@ -318,6 +339,8 @@ class Pipeline:
             reasons.append("no partitions assigned")
         if self._settler.degraded is not None:
             reasons.append(f"writes failing systemically ({self._settler.degraded}); intake paused")
+        if self._fence is not None:
+            reasons.extend(self._fence.reasons())
         if self._positions.stalled(STALL_AFTER_S):
             reasons.append(f"no progress for more than {STALL_AFTER_S:.0f}s with work pending")
         return (not reasons, reasons)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections import Counter
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
@@ -34,38 +35,44 @@ class RetryQueue:
         self._clock = clock
         self._heap: list[_Due] = []
         self._seq = itertools.count()
+        self._by_code: Counter[ErrorCode | None] = Counter()
 
     def __len__(self) -> int:
         return len(self._heap)
 
     def schedule(self, work: Work, delay: float, code: ErrorCode | None = None) -> None:
         heapq.heappush(self._heap, _Due(self._clock() + delay, next(self._seq), work, code))
+        self._by_code[code] += 1
 
     def release_due(self) -> None:
         now = self._clock()
         while self._heap and self._heap[0].at <= now:
-            self._coalescer.release(heapq.heappop(self._heap).work)
+            due = heapq.heappop(self._heap)
+            self._by_code[due.code] -= 1
+            self._coalescer.release(due.work)
 
     def release_now(self, code: ErrorCode) -> int:
         """Release at once every work that waits after a failure with `code`; how many."""
-        keep = [due for due in self._heap if due.code is not code]
-        released = len(self._heap) - len(keep)
-        if released:
-            for due in self._heap:
-                if due.code is code:
-                    self._coalescer.release(due.work)
-            self._heap = keep
-            heapq.heapify(self._heap)
-        return released
+        if not self._by_code[code]:
+            return 0
+        released = [due for due in self._heap if due.code is code]
+        self._heap = [due for due in self._heap if due.code is not code]
+        heapq.heapify(self._heap)
+        for due in released:
+            self._coalescer.release(due.work)
+        self._by_code[code] = 0
+        return len(released)
 
-    def waiting(self, code: ErrorCode) -> bool:
-        return any(due.code is code for due in self._heap)
+    def waiting(self, code: ErrorCode) -> int:
+        """How many works wait after a failure with `code`."""
+        return self._by_code[code]
 
     def drop(self, revoked: Collection[TopicPartition]) -> None:
         """Forget the retries of works with a position in a `revoked` partition."""
         keep: list[_Due] = []
         for due in self._heap:
             if any((p.topic, p.partition) in revoked for p in due.work.positions):
+                self._by_code[due.code] -= 1
                 self._coalescer.release(due.work)
             else:
                 keep.append(due)

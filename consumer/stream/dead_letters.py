@@ -12,26 +12,22 @@ import contextlib
 import logging
 from collections.abc import Callable
 from datetime import datetime
-from typing import Protocol
 
 from consumer.errors import DlqBudgetExceeded, ErrorCode, TransientError
 from consumer.observability.metrics import Metrics
 from consumer.stream.dlq import DlqBudget, DlqRecord
 from consumer.stream.outcomes import log_outcome
+from consumer.stream.ports import DlqPort
 from consumer.stream.positions import Positions
 from consumer.stream.retry import RetryPolicy
 from consumer.stream.verdict import Verdict
 from consumer.types import Position
 
-__all__ = ["SEND_RETRY_CAP_S", "DeadLetters", "DlqPort"]
+__all__ = ["SEND_RETRY_CAP_S", "DeadLetters"]
 
 log = logging.getLogger(__name__)
 
 SEND_RETRY_CAP_S = 30.0  # a refused dead letter is sent again at least this often
-
-
-class DlqPort(Protocol):
-    async def send(self, record: DlqRecord, key: bytes | None) -> None: ...
 
 
 class DeadLetters:

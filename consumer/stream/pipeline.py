@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from consumer.errors import ErrorCode, PoisonMessage
 from consumer.events import decode
@@ -44,10 +44,11 @@ from consumer.stream.assignment import Assignment
 from consumer.stream.backpressure import Backpressure
 from consumer.stream.batches import Batches
 from consumer.stream.coalesce import Coalescer
-from consumer.stream.dead_letters import DeadLetters, DlqPort
+from consumer.stream.dead_letters import DeadLetters
 from consumer.stream.dlq import DlqBudget
 from consumer.stream.fence import SchemaFence
 from consumer.stream.ledger import OffsetLedger
+from consumer.stream.ports import DlqPort, IntakePort
 from consumer.stream.positions import Pending, Positions
 from consumer.stream.processor import Processor
 from consumer.stream.retries import RetryQueue
@@ -66,22 +67,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 STALL_AFTER_S = 120.0  # pending work and no progress for this long: /healthz says not ready
-
-
-class IntakePort(Protocol):
-    """The part of `consumer.kafka.intake.KafkaIntake` the pipeline uses (a fake in unit tests)."""
-
-    async def consume(self, max_messages: int, timeout_s: float) -> list[RawMessage]: ...
-
-    async def commit(self, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, bool]: ...
-
-    async def pause(self, partitions: Sequence[TopicPartition]) -> None: ...
-
-    async def resume(self, partitions: Sequence[TopicPartition]) -> None: ...
-
-    async def high_watermarks(
-        self, partitions: Sequence[TopicPartition]
-    ) -> dict[TopicPartition, int]: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,8 +25,10 @@ from consumer.observability.http import HealthReport, HealthServer
 from consumer.observability.metrics import Metrics
 from consumer.projection import ProjectorRegistry, registry_from_settings
 from consumer.search.client import make_es_client
+from consumer.search.elasticsearch import EsIndexAdmin
 from consumer.search.sink import BulkSizer, EsIndex, Sink
 from consumer.stream.dlq import DlqBudget, DlqProducer
+from consumer.stream.fence import SchemaFence
 from consumer.stream.pipeline import Pipeline, PipelineOptions
 from consumer.stream.processor import Processor
 from consumer.stream.retry import RetryPolicy
@@ -87,8 +89,13 @@ async def run_consumer(
         def write_target(aggregate_type: str) -> str:
             return targets.get(aggregate_type) or settings.alias(aggregate_type)
 
+        fence = SchemaFence(EsIndexAdmin(es), interval_s=p.fence_check_interval_s, observer=metrics)
         processor = Processor(
-            registry=registry, truth=MysqlTruth(pool), sink=sink, alias_for=write_target
+            registry=registry,
+            truth=MysqlTruth(pool),
+            sink=sink,
+            alias_for=write_target,
+            fence=fence,
         )
         dlq = DlqProducer(k.client_config(), topic=k.dlq_topic)
         stack.push_async_callback(_close_dlq, dlq)
@@ -120,6 +127,7 @@ async def run_consumer(
             ),
             max_in_flight_keys=p.max_in_flight_keys,
             max_queued_events=p.max_queued_events,
+            fence=fence,
         )
         intake = KafkaIntake(
             member_config(k),
@@ -131,7 +139,11 @@ async def run_consumer(
 
         def health() -> HealthReport:
             ready, reasons = pipeline.health()
-            return HealthReport(ready=ready, reasons=reasons, details={"group": k.group_id})
+            details = {
+                "group": k.group_id,
+                "schema_fence": [state.as_json() for state in fence.states()],
+            }
+            return HealthReport(ready=ready, reasons=reasons, details=details)
 
         server = HealthServer(
             settings.observability.metrics_host,

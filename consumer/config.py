@@ -173,6 +173,7 @@ class PipelineSettings:
     commit_interval_s: float = 1.0
     shutdown_deadline_s: float = 30.0
     lag_poll_interval_s: float = 15.0
+    fence_check_interval_s: float = 2.0  # re-check the schema fence (docs/design.md)
 
 
 @dataclass(frozen=True, slots=True)
@@ -605,6 +606,7 @@ def _pipeline(r: _Section) -> PipelineSettings:
         commit_interval_s=r.number("commit_interval_s", 0.0, 3_600.0, lo_open=True),
         shutdown_deadline_s=r.number("shutdown_deadline_s", 0.0, 3_600.0, lo_open=True),
         lag_poll_interval_s=r.number("lag_poll_interval_s", 0.0, 3_600.0, lo_open=True),
+        fence_check_interval_s=r.number("fence_check_interval_s", 0.0, 3_600.0, lo_open=True),
     )
 
 

@@ -60,6 +60,7 @@ DLQ record's ``last_error_code``, the state table and the metrics labels carry::
     ES_BLOCKED              SYSTEMIC     the index is write-blocked (flood stage, read-only)
     ES_AUTH                 SYSTEMIC     401/403: credentials or privileges
     ALIAS_MISSING           SYSTEMIC     the write alias does not exist (run `index init`)
+    SCHEMA_FENCED           SYSTEMIC     the write index holds another projection schema version
     KAFKA_NO_LEADER         SYSTEMIC     a topic's partitions have no leader (yet)
     DLQ_QUEUE_FULL          SYSTEMIC     the DLQ producer's queue is full
     DLQ_PRODUCE_FAILED      SYSTEMIC     the DLQ produce was refused
@@ -127,6 +128,7 @@ class ErrorCode(enum.StrEnum):
     ES_BLOCKED = "ES_BLOCKED"
     ES_AUTH = "ES_AUTH"
     ALIAS_MISSING = "ALIAS_MISSING"
+    SCHEMA_FENCED = "SCHEMA_FENCED"
     KAFKA_NO_LEADER = "KAFKA_NO_LEADER"
     DLQ_QUEUE_FULL = "DLQ_QUEUE_FULL"
     DLQ_PRODUCE_FAILED = "DLQ_PRODUCE_FAILED"
@@ -179,6 +181,7 @@ _DISPOSITIONS: Final[Mapping[ErrorCode, Disposition]] = MappingProxyType(
         _C.ES_BLOCKED: _S,
         _C.ES_AUTH: _S,
         _C.ALIAS_MISSING: _S,
+        _C.SCHEMA_FENCED: _S,
         _C.KAFKA_NO_LEADER: _S,
         _C.DLQ_QUEUE_FULL: _S,
         _C.DLQ_PRODUCE_FAILED: _S,

@@ -16,6 +16,9 @@ Rules (docs/design.md, invariants 3 and 4; docs/consumer.md, "Truth rules"):
 A failure is a verdict with an `ErrorCode`, never an exception out of `process`: an error of the
 truth or the sink fails the works that needed it, and an exception while planning or projecting
 one work fails that work alone (PROJECTION_ERROR from a projector, INTERNAL elsewhere).
+
+With a `SchemaFence`, the works of a fenced target are answered SCHEMA_FENCED before anything
+is read, and a failed write re-checks its target (`consumer.stream.fence_gate`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from consumer.mysql.truth import TruthReader
 from consumer.projection import Document, Projector, ProjectorRegistry, Row
 from consumer.search.sink import IndexOp, OutcomeKind, Sink, WriteOutcome
 from consumer.stream.coalesce import Work
+from consumer.stream.fence import SchemaFence
+from consumer.stream.fence_gate import FenceGate
 from consumer.stream.verdict import Result, Verdict
 
 log = logging.getLogger(__name__)
@@ -54,11 +59,13 @@ class Processor:
         truth: TruthReader,
         sink: Sink,
         alias_for: Callable[[str], str],
+        fence: SchemaFence | None = None,
     ) -> None:
         self._registry = registry
         self._truth = truth
         self._sink = sink
         self._alias_for = alias_for
+        self._gate = None if fence is None else FenceGate(fence)
 
     async def process(self, works: Sequence[Work]) -> list[Verdict]:
         verdicts: dict[int, Verdict] = {}
@@ -73,6 +80,11 @@ class Processor:
                 for work in group:
                     verdicts[id(work)] = _failed_work(work, exc.code, exc.message)
                 continue
+            if self._gate is not None:  # a fenced target: nothing read, written, dead-lettered
+                held = await self._gate.hold(self._alias_for(aggregate_type), projector, group)
+                if held is not None:
+                    verdicts.update({id(v.work): v for v in held})
+                    continue
             try:
                 plans, early = await self._plan(projector, group, primary=False)
             except Exception as exc:  # the truth could not be read: every work of the type failed
@@ -81,7 +93,11 @@ class Processor:
             planned.extend(plans)
             verdicts.update({id(v.work): v for v in early})
 
-        for verdict in await self._write(planned):
+        since = None if self._gate is None else self._gate.mark()
+        written = await self._write(planned)
+        if self._gate is not None and since is not None:
+            written = await self._gate.after_write(written, since=since)
+        for verdict in written:
             verdicts[id(verdict.work)] = verdict
         return [verdicts[id(work)] for work in works]
 

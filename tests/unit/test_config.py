@@ -44,6 +44,12 @@ def test_defaults_match_the_local_stack() -> None:
     assert settings == Settings()
 
 
+def test_the_fence_check_interval_is_a_few_seconds_and_can_be_set() -> None:
+    assert load_settings({}).pipeline.fence_check_interval_s == 2.0
+    env = {"SEARCHSYNC_PIPELINE_FENCE_CHECK_INTERVAL_S": "0.5"}
+    assert load_settings(env).pipeline.fence_check_interval_s == 0.5
+
+
 def test_settings_are_frozen() -> None:
     settings = load_settings({})
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -191,6 +197,7 @@ def test_alias() -> None:
         ("SEARCHSYNC_PIPELINE_RETRY_MAX_DELAY_S", "0.5", "pipeline.retry_max_delay_s"),
         ("SEARCHSYNC_PIPELINE_DLQ_MAX_RATIO", "0", "pipeline.dlq_max_ratio"),
         ("SEARCHSYNC_PIPELINE_DLQ_WINDOW", "-3", "pipeline.dlq_window"),
+        ("SEARCHSYNC_PIPELINE_FENCE_CHECK_INTERVAL_S", "0", "pipeline.fence_check_interval_s"),
         ("SEARCHSYNC_PIPELINE_MAX_EVENT_BYTES", "1" + "0" * 30, "pipeline.max_event_bytes"),
         ("SEARCHSYNC_OBSERVABILITY_METRICS_PORT", "70000", "observability.metrics_port"),
         ("SEARCHSYNC_OBSERVABILITY_LOG_LEVEL", "LOUD", "observability.log_level"),

@@ -38,6 +38,7 @@ def test_only_shared_dependencies_are_systemic() -> None:
         "ES_BLOCKED",
         "ES_AUTH",
         "ALIAS_MISSING",
+        "SCHEMA_FENCED",
         "KAFKA_NO_LEADER",
         "DLQ_QUEUE_FULL",
         "DLQ_PRODUCE_FAILED",

@@ -1,0 +1,118 @@
+"""Running batches: take ready works, process them, settle every verdict, record state.
+
+At most `max_concurrent` batches run at once. A batch slot is free as soon as its verdicts are
+settled; the projection-state write (bookkeeping, idempotent and order-free) then runs beside
+the next batch, at most `MAX_STATE_WRITES` at a time. The number of works in flight per
+partition is kept so that a revoke can wait for exactly the works of its partitions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Collection
+
+from consumer.errors import ErrorCode
+from consumer.mysql.state import StateRecorder, StateUpdate
+from consumer.stream.coalesce import Coalescer, Work
+from consumer.stream.processor import Processor
+from consumer.stream.settle import Settler
+from consumer.stream.verdict import Result, Verdict
+from consumer.types import TopicPartition
+
+__all__ = ["MAX_STATE_WRITES", "Batches"]
+
+log = logging.getLogger(__name__)
+
+MAX_STATE_WRITES = 2  # state writes running beside the batches
+
+
+class Batches:
+    """The batch tasks, and `done`: set whenever a batch settled its verdicts."""
+
+    def __init__(
+        self,
+        *,
+        processor: Processor,
+        settler: Settler,
+        state: StateRecorder,
+        coalescer: Coalescer,
+        max_batch_works: int,
+        max_concurrent: int,
+        clock: Callable[[], float],
+    ) -> None:
+        self._processor = processor
+        self._settler = settler
+        self._state = state
+        self._coalescer = coalescer
+        self._max_works = max_batch_works
+        self._max_concurrent = max_concurrent
+        self._clock = clock
+        self._running: set[asyncio.Task[None]] = set()
+        self._state_writes: set[asyncio.Task[None]] = set()
+        self._works_by_tp: dict[TopicPartition, int] = {}
+        self._settled = asyncio.Event()
+        self.done = asyncio.Event()
+
+    def tasks(self) -> set[asyncio.Task[None]]:
+        """Every batch and state write still running."""
+        return self._running | self._state_writes
+
+    def dispatch(self) -> None:
+        """Start batches of ready works while a slot is free."""
+        while len(self._running) < self._max_concurrent:
+            works = self._coalescer.take_ready(self._max_works)
+            if not works:
+                return
+            for work in works:
+                for tp in _partitions(work):
+                    self._works_by_tp[tp] = self._works_by_tp.get(tp, 0) + 1
+            task = asyncio.create_task(self._run(works))
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
+
+    async def wait_for(self, partitions: Collection[TopicPartition], deadline: float) -> None:
+        """Wait until no work of `partitions` is in flight, or the (clock) deadline passes."""
+        while any(self._works_by_tp.get(tp, 0) for tp in partitions) and self._clock() < deadline:
+            self._settled.clear()
+            try:
+                await asyncio.wait_for(self._settled.wait(), max(0.0, deadline - self._clock()))
+            except TimeoutError:
+                return
+
+    async def _run(self, works: list[Work]) -> None:
+        try:
+            verdicts = await self._processor.process(works)
+        except Exception as exc:  # a bug in a step: each work failed on its own (INTERNAL)
+            log.exception("batch failed unexpectedly; its works will be retried")
+            message = f"{type(exc).__name__}: {exc}"
+            verdicts = [Verdict(w, Result.FAILED, ErrorCode.INTERNAL, message) for w in works]
+        updates: list[StateUpdate] = []
+        for verdict in verdicts:
+            update = self._settler.settle(verdict)
+            if update is not None:
+                updates.append(update)
+        for work in works:
+            for tp in _partitions(work):
+                left = self._works_by_tp.get(tp, 0) - 1
+                if left > 0:
+                    self._works_by_tp[tp] = left
+                else:
+                    self._works_by_tp.pop(tp, None)
+        self._settled.set()
+        self.done.set()
+        if updates:
+            current = asyncio.current_task()
+            if current is not None and len(self._state_writes) < MAX_STATE_WRITES:
+                self._running.discard(current)
+                self._state_writes.add(current)
+            try:
+                await self._state.record(updates)
+            except Exception:  # state is bookkeeping: never block the index on it
+                log.warning("recording projection state failed", exc_info=True)
+            finally:
+                self._state_writes.discard(current)
+
+
+def _partitions(work: Work) -> set[TopicPartition]:
+    return {(p.topic, p.partition) for p in work.positions}

@@ -1,0 +1,142 @@
+"""Acting on verdicts: the one place a work's outcome becomes finish, retry or dead letter.
+
+What a failed work becomes is its error code's disposition (`consumer.errors`): POISON is
+dead-lettered at once, TRANSIENT is retried with backoff up to the attempt limit and then
+dead-lettered, SYSTEMIC (a shared dependency is down, or the schema fence is up) is retried
+without spending the work's attempts and sets `degraded`, which pauses intake until a write
+succeeds again (docs/design.md, "Retry").
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from consumer.errors import Disposition, ErrorCode
+from consumer.mysql.state import StateUpdate
+from consumer.observability.metrics import Metrics
+from consumer.stream.coalesce import Coalescer
+from consumer.stream.dead_letters import DeadLetters
+from consumer.stream.dlq import DlqBudget
+from consumer.stream.outcomes import log_outcome
+from consumer.stream.positions import Positions
+from consumer.stream.retries import RetryQueue
+from consumer.stream.retry import RetryPolicy
+from consumer.stream.verdict import Result, Verdict
+from consumer.types import TopicPartition
+
+__all__ = ["SYSTEMIC_RETRY_CAP_S", "Settler"]
+
+log = logging.getLogger(__name__)
+
+SYSTEMIC_RETRY_CAP_S = 30.0  # a systemic failure is retried at least this often, forever
+
+
+class Settler:
+    """Turns each verdict into its effect and the projection-state update to record."""
+
+    def __init__(
+        self,
+        *,
+        coalescer: Coalescer,
+        positions: Positions,
+        retries: RetryQueue,
+        dead_letters: DeadLetters,
+        budget: DlqBudget,
+        metrics: Metrics,
+        retry: RetryPolicy,
+        is_assigned: Callable[[TopicPartition], bool],
+    ) -> None:
+        self._coalescer = coalescer
+        self._positions = positions
+        self._retries = retries
+        self._dead = dead_letters
+        self._budget = budget
+        self._metrics = metrics
+        self._retry = retry
+        self._is_assigned = is_assigned
+        self._systemic_attempts: dict[tuple[str, str], int] = {}
+        self.degraded: ErrorCode | None = None  # the last SYSTEMIC code, until a write succeeds
+
+    def clear_stale_degraded(self, *, work_waiting: bool) -> None:
+        """What failed systemically is gone (revoked, or dead-lettered on a later attempt)
+        without a success to clear the flag: clear it, or intake would never resume."""
+        if self.degraded is not None and not work_waiting:
+            self.degraded = None
+
+    def settle(self, verdict: Verdict) -> StateUpdate | None:
+        """Act on one verdict: finish, schedule a retry, or dead-letter the work's events."""
+        work = verdict.work
+        key = (work.key.aggregate_type, work.key.aggregate_id)
+        if not any(self._is_assigned((p.topic, p.partition)) for p in work.positions):
+            # Every partition of the work was revoked while it ran: its offsets belong to the new
+            # owner, who re-reads them. No retry, no dead letter, no budget spent here.
+            self._coalescer.complete(work)
+            self._systemic_attempts.pop(key, None)
+            return None
+        if verdict.finished:
+            return self._finished(verdict)
+        code = verdict.code
+        assert code is not None  # a verdict that did not finish failed, with a code
+        message = verdict.message or code.value
+        disposition = verdict.disposition
+        if disposition is not Disposition.POISON:
+            self._metrics.retry(work.key.aggregate_type, code)
+            for event, pos in work.events:
+                log_outcome(log, event, pos, verdict, "retry", work.attempts, code, message)
+            if disposition is Disposition.SYSTEMIC:
+                n = self._systemic_attempts.get(key, 0) + 1
+                self._systemic_attempts[key] = n
+                self.degraded = code
+                self._retries.schedule(work, min(self._retry.delay(n), SYSTEMIC_RETRY_CAP_S), code)
+                return None
+            own = work.attempts - self._systemic_attempts.get(key, 0)
+            if not self._retry.exhausted(own):
+                self._retries.schedule(work, self._retry.delay(own), code)
+                return StateUpdate(*key, work.max_revision, error_code=code, error_message=message)
+            message = f"retries exhausted after {own} attempts: {message}"
+        # POISON, or TRANSIENT with its attempts spent
+        if code is ErrorCode.REVISION_REGRESSION:
+            self._metrics.revision_regression(work.key.aggregate_type)
+        positions = list(work.positions)
+        self._systemic_attempts.pop(key, None)
+        self._coalescer.complete(work)  # the key may move on; its positions finish on DLQ ack
+        self._dead.send(positions, code, message, attempts=work.attempts, verdict=verdict)
+        return StateUpdate(*key, work.max_revision, error_code=code, error_message=message)
+
+    def _finished(self, verdict: Verdict) -> StateUpdate:
+        work = verdict.work
+        doc = verdict.document
+        assert doc is not None
+        self._systemic_attempts.pop((work.key.aggregate_type, work.key.aggregate_id), None)
+        if self.degraded is not None:
+            log.info("writes succeed again; resuming intake", extra={"was": self.degraded})
+            self.degraded = None
+        positions = self._coalescer.complete(work)
+        now_ms = time.time() * 1000
+        newest = work.newest
+        for event, pos in work.events:
+            result = verdict.result.value if event is newest else "superseded"
+            log_outcome(log, event, pos, verdict, result, work.attempts)
+            self._metrics.event_outcome(event.aggregate_type, result)
+            pending = self._positions.get(pos)
+            if pending is not None and pending.raw.timestamp_ms is not None:
+                self._metrics.commit_to_searchable(
+                    max(0.0, now_ms - pending.raw.timestamp_ms) / 1000
+                )
+        if doc.is_deleted and verdict.result is Result.APPLIED:
+            self._metrics.tombstone()
+        self._metrics.revision_lag(
+            work.key.aggregate_type, max(0, work.max_revision - doc.source_revision)
+        )
+        self._positions.finish(positions)
+        self._budget.record_success()
+        return StateUpdate(
+            work.key.aggregate_type,
+            work.key.aggregate_id,
+            max(work.max_revision, verdict.loaded_revision or 0),
+            indexed_revision=doc.source_revision,
+            schema_version=verdict.schema_version,
+            projection_hash=doc.projection_hash,
+        )

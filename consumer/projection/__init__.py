@@ -14,26 +14,32 @@ from __future__ import annotations
 
 from consumer.config import ProjectionSettings
 from consumer.projection._registry import (
+    OPERATIONAL_FIELDS,
     RESERVED_FIELDS,
     Document,
     Projector,
     ProjectorRegistry,
     Row,
+    content_hash,
+    sync_hash,
 )
 from consumer.projection.canonical import CANONICALIZATION_VERSION, canonical_json, sha256_hex
 from consumer.projection.plugins import registry_from_settings
 
 __all__ = [
     "CANONICALIZATION_VERSION",
+    "OPERATIONAL_FIELDS",
     "RESERVED_FIELDS",
     "Document",
     "Projector",
     "ProjectorRegistry",
     "Row",
     "canonical_json",
+    "content_hash",
     "default_registry",
     "registry_from_settings",
     "sha256_hex",
+    "sync_hash",
 ]
 
 

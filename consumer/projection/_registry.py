@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,15 +22,49 @@ from consumer.projection.canonical import (
     sha256_hex,
 )
 
-__all__ = ["RESERVED_FIELDS", "Document", "Projector", "ProjectorRegistry", "Row"]
+__all__ = [
+    "OPERATIONAL_FIELDS",
+    "RESERVED_FIELDS",
+    "Document",
+    "Projector",
+    "ProjectorRegistry",
+    "Row",
+    "content_hash",
+    "sync_hash",
+]
 
 Row = Mapping[str, Any]
 """One row as aiomysql's DictCursor returns it (JSON columns as `str`, DATETIME as `datetime`)."""
 
 RESERVED_FIELDS = frozenset(
-    {"id", "source_revision", "projection_schema_version", "projection_hash"}
+    {"id", "source_revision", "projection_schema_version", "projection_hash", "sync_hash"}
 )
 """Fields `Projector.project` sets itself; a `build` function must not return them."""
+
+OPERATIONAL_FIELDS = frozenset({"projection_hash", "sync_hash"})
+"""Body fields outside what `projection_hash` covers (the hash itself, and operational fields
+such as the repair wheel's bucket key; docs/design.md, "Repair")."""
+
+
+def content_hash(body: Mapping[str, Any]) -> str | None:
+    """The projection hash a stored body's content deserves: sha256 of the canonical JSON of
+    everything but `OPERATIONAL_FIELDS` (None: the body cannot be canonicalized). A body whose
+    ``projection_hash`` differs from this was edited behind the projector's back."""
+    try:
+        return sha256_hex(
+            encode_normalized(
+                normalize({k: v for k, v in body.items() if k not in OPERATIONAL_FIELDS})
+            )
+        )
+    except CanonicalizationError:
+        return None
+
+
+def sync_hash(aggregate_type: str, doc_id: str) -> int:
+    """The repair wheel's bucket key of a document: CRC32 of the UTF-8 of ``"<type>:<id>"``,
+    an unsigned 32-bit int: what MySQL's ``CRC32(CONCAT(type, ':', id))`` computes."""
+    return zlib.crc32(f"{aggregate_type}:{doc_id}".encode())
+
 
 _REQUIRED_MAPPING_FIELDS = RESERVED_FIELDS | {"is_deleted"}
 _MAX_EXTERNAL_VERSION = 2**63 - 1  # Elasticsearch external versions are non-negative longs
@@ -161,7 +196,12 @@ class Projector:
         try:
             normalized = normalize(unsigned)
             digest = sha256_hex(encode_normalized(normalized))
-            body = {**normalized, "projection_hash": digest}
+            # sync_hash is operational: outside the hash, so adding it changed no hash.
+            body = {
+                **normalized,
+                "projection_hash": digest,
+                "sync_hash": sync_hash(self.aggregate_type, doc_id),
+            }
             data = encode_normalized(body)
         except CanonicalizationError as exc:
             raise _error(doc_id, str(exc)) from exc

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zlib
+
 import json
 import random
 import re
@@ -26,6 +28,7 @@ DOC_FIELDS = {
     "source_revision",
     "projection_schema_version",
     "projection_hash",
+    "sync_hash",
     "is_deleted",
 }
 
@@ -54,6 +57,7 @@ def test_an_article_row_gives_its_document() -> None:
         "source_revision": 3,
         "projection_schema_version": article.SCHEMA_VERSION,
         "projection_hash": doc.projection_hash,
+        "sync_hash": zlib.crc32(b"article:article_1"),
         "is_deleted": False,
     }
     deleted = article.projector().project(row(deleted_at=datetime(2026, 7, 20)))

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import zlib
+
 import json
 import random
 import unicodedata
@@ -17,6 +19,7 @@ from hypothesis import strategies as st
 
 from consumer.errors import PoisonMessage
 from consumer.projection import (
+    OPERATIONAL_FIELDS,
     RESERVED_FIELDS,
     Projector,
     ProjectorRegistry,
@@ -24,6 +27,7 @@ from consumer.projection import (
     canonical_json,
     default_registry,
     sha256_hex,
+    sync_hash,
     wiki_page,
 )
 
@@ -37,6 +41,7 @@ DOC_FIELDS = {
     "source_revision",
     "projection_schema_version",
     "projection_hash",
+    "sync_hash",
     "is_deleted",
 }
 
@@ -126,6 +131,7 @@ def test_the_contracts_example_row_gives_its_example_document() -> None:
     body = dict(doc.body)
     assert body.pop("content") == "正文"
     assert body.pop("projection_hash") == doc.projection_hash
+    assert body.pop("sync_hash") == sync_hash("wiki_page", "page_001")
     assert body == SEED_DOCUMENT
     assert doc.projection_hash == sha256_hex(canonical_json({**SEED_DOCUMENT, "content": "正文"}))
     assert (doc.doc_id, doc.source_revision, doc.is_deleted) == ("page_001", 42, False)
@@ -155,7 +161,7 @@ def test_key_order_item_order_duplicates_and_json_layout_do_not_change_the_docum
 @given(rows)
 def test_hash_is_sha256_of_the_document_without_the_hash(row: dict[str, Any]) -> None:
     doc = project(as_db_row(row))
-    unsigned = {k: v for k, v in doc.body.items() if k != "projection_hash"}
+    unsigned = {k: v for k, v in doc.body.items() if k not in OPERATIONAL_FIELDS}
     assert doc.projection_hash == sha256_hex(canonical_json(unsigned))
     assert doc.body["projection_hash"] == doc.projection_hash
     assert len(doc.projection_hash) == 64
@@ -349,7 +355,7 @@ def test_tombstone_is_deterministic(aggregate_id: str, revision: int) -> None:
     assert first.is_deleted is True and first.body["is_deleted"] is True
     assert first.body["source_revision"] == revision == first.source_revision
     assert first.doc_id == aggregate_id == first.body["id"]
-    unsigned = {k: v for k, v in first.body.items() if k != "projection_hash"}
+    unsigned = {k: v for k, v in first.body.items() if k not in OPERATIONAL_FIELDS}
     assert first.projection_hash == sha256_hex(canonical_json(unsigned))
 
 
@@ -440,6 +446,7 @@ def test_a_registered_type_projects_through_the_registry() -> None:
         "source_revision": 3,
         "projection_schema_version": 1,
         "projection_hash": doc.projection_hash,
+        "sync_hash": sync_hash("note", "n1"),
     }
 
 
@@ -490,3 +497,23 @@ def test_the_wiki_page_projector_reads_every_column_build_needs() -> None:
         "revision",
         "deleted_at",  # soft-deleted rows are read too: build() says is_deleted from it
     }
+
+
+def test_sync_hash_left_every_projection_hash_as_it_was() -> None:
+    """The operational sync_hash is outside the hash: documents written before it keep theirs."""
+    doc = project(seed_row(content="c"))  # the hash as computed before sync_hash existed
+    assert doc.projection_hash == (
+        "ba5c2b1131d02f049ae8fa4c6d21d1b3193d19cb04f13957385f8e4abe7677c7"
+    )
+    tomb = wiki_page.projector().tombstone("page_001", 43)
+    assert tomb.projection_hash == (
+        "d211ff6236f3ae4e5abcf79fdae56fdc8d5a59fa5adb2a9d61d9c7026f1f4338"
+    )
+    assert tomb.body["sync_hash"] == zlib.crc32(b"wiki_page:page_001")
+
+
+@given(st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=30))
+def test_sync_hash_is_crc32_of_type_and_id(doc_id: str) -> None:
+    value = sync_hash("wiki_page", doc_id)
+    assert value == zlib.crc32(("wiki_page:" + doc_id).encode("utf-8"))
+    assert 0 <= value < 2**32

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import zlib
-
 import json
 import random
 import re
+import zlib
 from datetime import datetime
 from pathlib import Path
 from typing import Any

@@ -21,7 +21,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from consumer.cli import config, dlq, index, loadgen, offsets, run, status
+from consumer.cli import config, dlq, index, loadgen, offsets, repair, run, status
 from consumer.cli.args import CONFIG_ENV, Command, Parents
 from consumer.cli.output import err
 from consumer.cli.services import Services
@@ -29,7 +29,7 @@ from consumer.config import load_settings
 from consumer.errors import ConfigError, DlqBudgetExceeded, InvalidRequest, SearchSyncError
 from consumer.exit_codes import ExitCode
 
-_GROUPS = (run, index, dlq, loadgen, config, offsets, status)
+_GROUPS = (run, index, dlq, loadgen, config, offsets, status, repair)
 
 
 def main(argv: Sequence[str] | None = None, *, services: Services | None = None) -> int:

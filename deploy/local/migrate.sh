@@ -54,6 +54,11 @@ GRANT SELECT ON \`$db\`.wiki_page TO '$SEARCHSYNC_DB_USER'@'%';
 GRANT SELECT ON \`$db\`.search_revision_floor TO '$SEARCHSYNC_DB_USER'@'%';
 GRANT SELECT, INSERT ON \`$db\`.search_outbox TO '$SEARCHSYNC_DB_USER'@'%';
 GRANT SELECT, INSERT, UPDATE, DELETE ON \`$db\`.search_projection_state TO '$SEARCHSYNC_DB_USER'@'%';
+-- The repair job: raise an orphan's revision floor (INSERT ... ON DUPLICATE KEY UPDATE, next to
+-- its REBUILD append) and keep the wheel's state (migration 005).
+GRANT SELECT, INSERT, UPDATE ON \`$db\`.search_revision_floor TO '$SEARCHSYNC_DB_USER'@'%';
+GRANT SELECT, INSERT, UPDATE ON \`$db\`.search_repair_epoch TO '$SEARCHSYNC_DB_USER'@'%';
+GRANT SELECT, INSERT, UPDATE ON \`$db\`.search_repair_bucket TO '$SEARCHSYNC_DB_USER'@'%';
 
 -- The application side (writer helper, loadgen, demo, tests): changes rows and appends outbox events.
 CREATE USER IF NOT EXISTS '$APP_DB_USER'@'%' IDENTIFIED BY '$APP_DB_PASSWORD';

@@ -4,6 +4,7 @@ epochs, scheduling (docs/design.md, "Repair")."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -218,7 +219,7 @@ def test_bucket_assignment_is_within_range_and_matches_the_ranges(h: int, m: int
 def test_bucket_ranges_tile_the_hash_space(m: int) -> None:
     edges = [bucket_range(b, m) for b in range(m)]
     assert edges[0][0] == 0 and edges[-1][1] == 2**32
-    assert all(a[1] == b[0] for a, b in zip(edges, edges[1:], strict=False))
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(edges))
 
 
 @given(t=st.sampled_from(["wiki_page", "article"]), i=st.text(min_size=1, max_size=20))

@@ -25,8 +25,12 @@ __all__ = ["MysqlTruthSide"]
 
 
 class MysqlTruthSide:
-    def __init__(self, pool: aiomysql.Pool, *, sync_hash_column: bool = False) -> None:
+    def __init__(
+        self, pool: aiomysql.Pool, *, sync_hash_column: bool = False, id_prefix: str = ""
+    ) -> None:
+        """`id_prefix` limits the scan to ids starting with it (a partial repair; tests)."""
         self._pool = pool
+        self._prefix = id_prefix
         self._truth = MysqlTruth(pool)
         self._column = sync_hash_column
 
@@ -49,6 +53,11 @@ class MysqlTruthSide:
         if after_id is not None:
             where += " AND `id` > %s"
             args.append(after_id)
+        if self._prefix:
+            where += " AND `id` LIKE %s"
+            args.append(
+                self._prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            )
         sql = f"SELECT {select} FROM `{projector.table}` WHERE {where} ORDER BY `id` LIMIT %s"
         args.append(limit)
         async with transaction(self._pool) as conn:
@@ -61,3 +70,8 @@ class MysqlTruthSide:
     async def by_ids(self, projector: Projector, ids: Sequence[str]) -> dict[str, TruthEntry]:
         rows = await self._truth.rows_by_id(projector, ids, primary=True)
         return {i: entry_of_row(r, content=True) for i, r in rows.items()}
+
+
+def _like_prefix(prefix: str) -> str:
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "%"

@@ -105,8 +105,13 @@ class InMemoryWheelState:
 class MysqlWheelState:
     """`WheelState` in ``search_repair_epoch`` / ``search_repair_bucket`` (migration 005)."""
 
-    def __init__(self, pool: aiomysql.Pool) -> None:
+    def __init__(self, pool: aiomysql.Pool, *, scope: str = "") -> None:
+        """`scope` prefixes the stored aggregate type: separate wheels on one database."""
         self._pool = pool
+        self._scope = scope
+
+    def _key(self, aggregate_type: str) -> str:
+        return self._scope + aggregate_type
 
     async def _rows(self, sql: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
         async with transaction(self._pool) as conn:
@@ -119,7 +124,7 @@ class MysqlWheelState:
         rows = await self._rows(
             "SELECT epoch, bucket_count, canonicalization_version FROM search_repair_epoch"
             " WHERE aggregate_type = %s ORDER BY epoch DESC LIMIT 1",
-            (aggregate_type,),
+            (self._key(aggregate_type),),
         )
         if not rows:
             return None
@@ -138,19 +143,19 @@ class MysqlWheelState:
                     await cur.execute(
                         "SELECT COALESCE(MAX(epoch), 0) FROM search_repair_epoch"
                         " WHERE aggregate_type = %s FOR UPDATE",
-                        (aggregate_type,),
+                        (self._key(aggregate_type),),
                     )
                     (last,) = await cur.fetchone()
                     epoch = int(last) + 1
                     await cur.execute(
                         "INSERT INTO search_repair_epoch (aggregate_type, epoch, bucket_count,"
                         " canonicalization_version, created_at) VALUES (%s, %s, %s, %s, %s)",
-                        (aggregate_type, epoch, m, canon, db_time(now)),
+                        (self._key(aggregate_type), epoch, m, canon, db_time(now)),
                     )
                     await cur.executemany(
                         "INSERT INTO search_repair_bucket (aggregate_type, epoch, bucket)"
                         " VALUES (%s, %s, %s)",
-                        [(aggregate_type, epoch, b) for b in range(m)],
+                        [(self._key(aggregate_type), epoch, b) for b in range(m)],
                     )
         return Epoch(aggregate_type, epoch, m, canon)
 
@@ -159,7 +164,7 @@ class MysqlWheelState:
             "SELECT bucket, generation, running_generation, last_complete_at, drift_ewma,"
             " last_counts, cost_s, rows_seen FROM search_repair_bucket"
             " WHERE aggregate_type = %s AND epoch = %s",
-            (epoch.aggregate_type, epoch.epoch),
+            (self._key(epoch.aggregate_type), epoch.epoch),
         )
         out: dict[int, BucketState] = {}
         for r in rows:
@@ -185,12 +190,12 @@ class MysqlWheelState:
                     await cur.execute(
                         "UPDATE search_repair_bucket SET running_generation = generation + 1"
                         " WHERE aggregate_type = %s AND epoch = %s AND bucket = %s",
-                        (epoch.aggregate_type, epoch.epoch, bucket),
+                        (self._key(epoch.aggregate_type), epoch.epoch, bucket),
                     )
                     await cur.execute(
                         "SELECT running_generation FROM search_repair_bucket"
                         " WHERE aggregate_type = %s AND epoch = %s AND bucket = %s",
-                        (epoch.aggregate_type, epoch.epoch, bucket),
+                        (self._key(epoch.aggregate_type), epoch.epoch, bucket),
                     )
                     (generation,) = await cur.fetchone()
         return int(generation)
@@ -212,7 +217,7 @@ class MysqlWheelState:
                             json.dumps(dict(state.last_counts), sort_keys=True),
                             state.cost_s,
                             state.rows_seen,
-                            epoch.aggregate_type,
+                            self._key(epoch.aggregate_type),
                             epoch.epoch,
                             state.bucket,
                             state.generation,

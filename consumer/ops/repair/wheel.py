@@ -196,7 +196,11 @@ class Wheel:
     async def _settle(
         self, projector: Projector, alias: str, candidates: list[Finding]
     ) -> list[Finding]:
-        """The candidates that hold again after `settle_s`, re-read by id on both sides."""
+        """The candidates that still hold after `settle_s`, re-read by id on both sides.
+
+        A missing or stale document counts only if, after the settle delay, it has still not
+        reached the revision first seen (a row that keeps changing is in flight, not drift); an
+        orphan only if its row is still gone; the same-revision kinds only if they recur."""
         if not candidates:
             return []
         await self._sleep(self._config.settle_s)
@@ -206,7 +210,31 @@ class Wheel:
         again = {
             (f.kind, f.id): f for f in compare(projector, rows, docs, content=True, complete=True)
         }
-        return [again[(f.kind, f.id)] for f in candidates if (f.kind, f.id) in again]
+        kept: list[Finding] = []
+        for f in candidates:
+            row, doc = rows.get(f.id), docs.get(f.id)
+            if f.kind in (FindingKind.MISSING, FindingKind.STALE):
+                behind = doc is None or (
+                    f.row_revision is not None and doc.version < f.row_revision
+                )
+                if row is not None and behind and (doc is not None or not row.deleted):
+                    kind = FindingKind.MISSING if doc is None else FindingKind.STALE
+                    kept.append(
+                        Finding(
+                            kind,
+                            f.aggregate_type,
+                            f.id,
+                            row.revision,
+                            None if doc is None else doc.version,
+                            f.detail,
+                        )
+                    )
+            elif f.kind is FindingKind.ORPHAN:
+                if row is None and doc is not None and not doc.is_deleted:
+                    kept.append(Finding(f.kind, f.aggregate_type, f.id, None, doc.version))
+            elif (f.kind, f.id) in again:
+                kept.append(again[(f.kind, f.id)])
+        return kept
 
     async def _read_truth(
         self, projector: Projector, lo: int, hi: int, content: bool

@@ -231,6 +231,35 @@ class RebuildSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class RepairSettings:
+    """The repair wheel (docs/design.md, "Repair"). Changing `bucket_count` starts a new epoch.
+
+    `settle_s` is the wait before a finding is re-checked (a few times the consumer's
+    commit-to-searchable p99); `content_share` the share of buckets whose content is hashed per
+    rotation; `slo_s`, `max_staleness_s`, `gamma`, `epsilon`, `ewma_alpha` the schedule;
+    `page_*` the adaptive page size; `appends_per_s` the outbox append ceiling; `daemon_*` the
+    ``--daemon`` loop (buckets per tick, seconds between ticks).
+    """
+
+    bucket_count: int = 64
+    settle_s: float = 10.0
+    content_share: float = 0.1
+    slo_s: float = 3600.0
+    max_staleness_s: float = 14_400.0
+    gamma: float = 2.0
+    epsilon: float = 0.01
+    ewma_alpha: float = 0.3
+    page_size: int = 500
+    page_min: int = 50
+    page_max: int = 5_000
+    page_target_s: float = 0.2
+    appends_per_s: float = 50.0
+    mysql_sync_hash_column: bool = False
+    daemon_buckets_per_tick: int = 4
+    daemon_interval_s: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     """Everything searchsync is configured with; build it with `load_settings`."""
 
@@ -243,6 +272,7 @@ class Settings:
     rebuild: RebuildSettings = field(default_factory=RebuildSettings)
     retention: RetentionSettings = field(default_factory=lambda: RetentionSettings())
     connect: ConnectSettings = field(default_factory=lambda: ConnectSettings())
+    repair: RepairSettings = field(default_factory=RepairSettings)
 
     def alias(self, aggregate_type: str) -> str:
         """The stable alias every write goes through (invariant 7); see `consumer.naming`."""
@@ -280,6 +310,7 @@ _SECTIONS: Final[Mapping[str, type]] = MappingProxyType(
         "observability": ObservabilitySettings,
         "projection": ProjectionSettings,
         "rebuild": RebuildSettings,
+        "repair": RepairSettings,
     }
 )
 # Sections defined at the end of the module are added by `_sections()`.
@@ -303,6 +334,7 @@ def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Sett
         rebuild=_rebuild(readers["rebuild"]),
         retention=_retention(readers["retention"]),
         connect=_connect(readers["connect"]),
+        repair=_repair(readers["repair"]),
     )
 
 
@@ -787,3 +819,33 @@ def _connect(r: _Section) -> ConnectSettings:
 def _sections() -> Mapping[str, type]:
     """Every section: `_SECTIONS` plus those defined at the end of the module."""
     return {**_SECTIONS, "retention": RetentionSettings, "connect": ConnectSettings}
+
+
+def _repair(r: _Section) -> RepairSettings:
+    page_min = r.integer("page_min", 1, 1_000_000)
+    page_max = r.integer("page_max", 1, 1_000_000)
+    if page_max < page_min:
+        raise ConfigError(r.key("page_max"), f">= repair.page_min ({page_min})", page_max)
+    flag, from_env = r._raw("mysql_sync_hash_column")
+    if from_env and isinstance(flag, str) and flag.strip().lower() in ("true", "false", "1", "0"):
+        flag = flag.strip().lower() in ("true", "1")
+    if not isinstance(flag, bool):
+        raise ConfigError(r.key("mysql_sync_hash_column"), "true or false", flag)
+    return RepairSettings(
+        bucket_count=r.integer("bucket_count", 1, 1 << 20),
+        settle_s=r.number("settle_s", 0.0, 86_400.0),
+        content_share=r.number("content_share", 0.0, 1.0),
+        slo_s=r.number("slo_s", 0.0, 1e9, lo_open=True),
+        max_staleness_s=r.number("max_staleness_s", 0.0, 1e9, lo_open=True),
+        gamma=r.number("gamma", 0.0, 10.0, lo_open=True),
+        epsilon=r.number("epsilon", 0.0, 1e6, lo_open=True),
+        ewma_alpha=r.number("ewma_alpha", 0.0, 1.0, lo_open=True),
+        page_size=r.integer("page_size", 1, 1_000_000),
+        page_min=page_min,
+        page_max=page_max,
+        page_target_s=r.number("page_target_s", 0.0, 3_600.0, lo_open=True),
+        appends_per_s=r.number("appends_per_s", 0.0, 1e6, lo_open=True),
+        mysql_sync_hash_column=flag,
+        daemon_buckets_per_tick=r.integer("daemon_buckets_per_tick", 1, 1 << 20),
+        daemon_interval_s=r.number("daemon_interval_s", 0.0, 86_400.0),
+    )

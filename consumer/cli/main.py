@@ -29,6 +29,7 @@ from consumer.cli import (
     offsets,
     outbox,
     rebuild,
+    repair,
     run,
     status,
     tombstones,
@@ -40,7 +41,19 @@ from consumer.config import load_settings
 from consumer.errors import ConfigError, DlqBudgetExceeded, InvalidRequest, SearchSyncError
 from consumer.exit_codes import ExitCode
 
-_GROUPS = (run, index, dlq, loadgen, config, offsets, rebuild, tombstones, outbox, status)
+_GROUPS = (
+    run,
+    index,
+    dlq,
+    loadgen,
+    config,
+    offsets,
+    rebuild,
+    repair,
+    tombstones,
+    outbox,
+    status,
+)
 
 
 def main(argv: Sequence[str] | None = None, *, services: Services | None = None) -> int:

@@ -21,8 +21,10 @@ from consumer.projection._registry import (
     Projector,
     ProjectorRegistry,
     Row,
+    content_hash,
     format_timestamp,
     projected_fields,
+    sync_hash,
 )
 from consumer.projection.canonical import CANONICALIZATION_VERSION, canonical_json, sha256_hex
 from consumer.projection.plugins import registry_from_settings
@@ -37,11 +39,13 @@ __all__ = [
     "ProjectorRegistry",
     "Row",
     "canonical_json",
+    "content_hash",
     "default_registry",
     "format_timestamp",
     "projected_fields",
     "registry_from_settings",
     "sha256_hex",
+    "sync_hash",
 ]
 
 

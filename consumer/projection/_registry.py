@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,13 +31,16 @@ from consumer.projection.canonical import (
 __all__ = [
     "OPERATIONAL_FIELDS",
     "RESERVED_FIELDS",
+    "SYNC_HASH",
     "TOMBSTONED_AT",
     "Document",
     "Projector",
     "ProjectorRegistry",
     "Row",
+    "content_hash",
     "format_timestamp",
     "projected_fields",
+    "sync_hash",
 ]
 
 Row = Mapping[str, Any]
@@ -47,14 +51,46 @@ TOMBSTONED_AT: Final = "tombstoned_at"
 ``date``): the row's ``deleted_at`` for a soft delete, the time the tombstone was first written
 for a hard delete. Absent on live documents."""
 
-OPERATIONAL_FIELDS: Final = frozenset({TOMBSTONED_AT})
+SYNC_HASH: Final = "sync_hash"
+"""The repair wheel's bucket key of a document (`sync_hash`): a function of its type and id."""
+
+OPERATIONAL_FIELDS: Final = frozenset({TOMBSTONED_AT, SYNC_HASH})
 """Fields of a stored document that are not projected: outside ``projection_hash`` and outside
-`Document.projected` (docs/design.md, invariant 6)."""
+`Document.projected` (docs/design.md, invariant 6): when a tombstone was written, and the repair
+wheel's bucket key (docs/design.md, "Repair")."""
 
 RESERVED_FIELDS = frozenset(
-    {"id", "source_revision", "projection_schema_version", "projection_hash", TOMBSTONED_AT}
+    {
+        "id",
+        "source_revision",
+        "projection_schema_version",
+        "projection_hash",
+        TOMBSTONED_AT,
+        SYNC_HASH,
+    }
 )
 """Fields `Projector.project` sets itself; a `build` function must not return them."""
+
+
+def content_hash(body: Mapping[str, Any]) -> str | None:
+    """The projection hash a stored body's content deserves: sha256 of the canonical JSON of
+    everything but `OPERATIONAL_FIELDS` and the hash itself (None: the body cannot be
+    canonicalized). A body whose ``projection_hash`` differs from this was edited behind the
+    projector's back."""
+    unsigned = {
+        k: v for k, v in body.items() if k not in OPERATIONAL_FIELDS and k != "projection_hash"
+    }
+    try:
+        return sha256_hex(encode_normalized(normalize(unsigned)))
+    except CanonicalizationError:
+        return None
+
+
+def sync_hash(aggregate_type: str, doc_id: str) -> int:
+    """The repair wheel's bucket key of a document: CRC32 of the UTF-8 of ``"<type>:<id>"``,
+    an unsigned 32-bit int: what MySQL's ``CRC32(CONCAT(type, ':', id))`` computes."""
+    return zlib.crc32(f"{aggregate_type}:{doc_id}".encode())
+
 
 _REQUIRED_MAPPING_FIELDS = RESERVED_FIELDS | {"is_deleted"}
 _MAX_EXTERNAL_VERSION = 2**63 - 1  # Elasticsearch external versions are non-negative longs
@@ -252,7 +288,12 @@ class Projector:
             normalized = normalize(unsigned)
             digest = sha256_hex(encode_normalized(normalized))
             # The hash covers the projected fields only; operational fields join the body after.
-            body = {**normalized, "projection_hash": digest, **normalize(dict(operational))}
+            body = {
+                **normalized,
+                "projection_hash": digest,
+                SYNC_HASH: sync_hash(self.aggregate_type, doc_id),
+                **normalize(dict(operational)),
+            }
             data = encode_normalized(body)
         except CanonicalizationError as exc:
             raise _error(doc_id, str(exc)) from exc

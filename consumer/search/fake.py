@@ -10,6 +10,7 @@ kept are the ones searchsync relies on:
   several indices and no write index answers 400 ``illegal_argument_exception``;
 - ``version_type=external``: a write is accepted only if its version is greater than the
   stored one, otherwise 409 ``version_conflict_engine_exception``; 201 on create, 200 on update;
+  ``external_gte`` accepts an equal version too (never a lower one);
 - with a ``dynamic: strict`` mapping, a top-level field not in the mapping answers 400
   ``strict_dynamic_mapping_exception``; a body that is not a JSON object answers 400
   ``document_parsing_exception``;
@@ -33,7 +34,13 @@ import orjson
 from consumer.errors import ErrorCode, TransientError
 from consumer.search.fake_admin import InMemoryIndexAdmin
 from consumer.search.port import DEFAULT_REFRESH_INTERVAL, effective_write_index
-from consumer.search.sink import IndexOp, ItemResult
+from consumer.search.sink import (
+    EXTERNAL_GTE,
+    IndexOp,
+    ItemResult,
+    StoredProjection,
+    stored_projection,
+)
 
 __all__ = ["InMemoryIndex", "InMemoryIndexAdmin", "PhysicalWriter", "StoredDoc"]
 
@@ -164,6 +171,20 @@ class InMemoryIndex:
         docs = self.indices[targets[0]].docs
         return {doc_id: (docs[doc_id].version if doc_id in docs else None) for doc_id in ids}
 
+    async def get_projections(
+        self, alias: str, ids: Sequence[str]
+    ) -> dict[str, StoredProjection | None]:
+        targets = list(self.aliases[alias]) if alias in self.aliases else [alias]
+        if targets[0] not in self.indices:
+            raise TransientError(ErrorCode.ALIAS_MISSING, f"no alias {alias}")
+        docs = self.indices[targets[0]].docs
+        return {
+            doc_id: stored_projection(docs[doc_id].version, docs[doc_id].body)
+            if doc_id in docs
+            else None
+            for doc_id in ids
+        }
+
     async def refresh(self, alias: str) -> None:
         if not self.exists(alias):
             raise TransientError(ErrorCode.ALIAS_MISSING, f"no index or alias {alias}")
@@ -201,7 +222,10 @@ class InMemoryIndex:
             reason = f"mapping set to strict, dynamic introduction of [{unknown[0]}] not allowed"
             return ItemResult(op, 400, "strict_dynamic_mapping_exception", reason)
         stored = state.docs.get(op.doc_id)
-        if stored is not None and op.version <= stored.version:
+        gte = op.version_type == EXTERNAL_GTE
+        if stored is not None and (
+            op.version < stored.version or (op.version == stored.version and not gte)
+        ):
             reason = (
                 f"[{op.doc_id}]: version conflict, current version [{stored.version}] is higher "
                 f"or equal to the one provided [{op.version}]"

@@ -24,14 +24,14 @@ import enum
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any, Final, Protocol, cast
 
 import orjson
 from elastic_transport import ConnectionTimeout, TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
 from consumer.errors import Disposition, ErrorCode, TransientError
-from consumer.projection import Document
+from consumer.projection import Document, content_hash
 from consumer.search.errors import es_error
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "SearchIndex",
     "Sink",
     "SinkObserver",
+    "StoredProjection",
     "WriteOutcome",
     "classify",
 ]
@@ -63,14 +64,24 @@ _MAPPING_ERRORS = frozenset(
 )
 
 
+EXTERNAL: Final = "external"
+EXTERNAL_GTE: Final = "external_gte"
+"""Only the REBUILD same-revision rewrite uses it (docs/design.md, invariant 12)."""
+
+
 @dataclass(frozen=True, slots=True)
 class IndexOp:
-    """One ``index`` action: `body_json` under `doc_id` at external `version`, through `alias`."""
+    """One ``index`` action: `body_json` under `doc_id` at external `version`, through `alias`.
+
+    `version_type` is ``external`` for every write but one: the processor's REBUILD rewrite of a
+    document whose stored hash or schema differs at the same revision (``external_gte``).
+    """
 
     alias: str
     doc_id: str
     version: int
     body_json: bytes
+    version_type: str = EXTERNAL
 
     @classmethod
     def from_document(cls, alias: str, document: Document) -> IndexOp:
@@ -83,9 +94,20 @@ class IndexOp:
             "_index": self.alias,
             "_id": self.doc_id,
             "version": self.version,
-            "version_type": "external",
+            "version_type": self.version_type,
         }
         return orjson.dumps({"index": meta})
+
+
+@dataclass(frozen=True, slots=True)
+class StoredProjection:
+    """What a stored document says about its projection (for the REBUILD rewrite decision)."""
+
+    version: int
+    projection_hash: str | None
+    schema_version: int | None
+    sync_hash: int | None
+    content_hash: str | None  # the hash the stored `_source` deserves (None: not canonical)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +133,13 @@ class SearchIndex(Protocol):
 
     async def refresh(self, alias: str) -> None:
         """Make written documents visible to search (tests and verification only)."""
+        ...
+
+    async def get_projections(
+        self, alias: str, ids: Sequence[str]
+    ) -> dict[str, StoredProjection | None]:
+        """Real-time stored version, hash, schema version, ``sync_hash`` and the hash of the
+        stored content per id (None: absent); one mget. Raises `TransientError` on failure."""
         ...
 
 
@@ -236,6 +265,12 @@ class Sink:
             for outcome in final:
                 self._observer.outcome(outcome)
         return final
+
+    async def stored_projections(
+        self, alias: str, ids: Sequence[str]
+    ) -> dict[str, StoredProjection | None]:
+        """The stored projection facts of `ids` (`SearchIndex.get_projections`)."""
+        return await self._index.get_projections(alias, ids)
 
     async def _confirm(
         self,
@@ -377,11 +412,53 @@ class EsIndex:
             versions[doc["_id"]] = int(doc["_version"]) if doc.get("found") else None
         return {doc_id: versions.get(doc_id) for doc_id in wanted}
 
+    async def get_projections(
+        self, alias: str, ids: Sequence[str]
+    ) -> dict[str, StoredProjection | None]:
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        try:
+            response = await self._client.mget(index=alias, ids=wanted, realtime=True)
+        except ApiError as exc:
+            error = es_error(exc)
+            code = _mget_code(error.status, error.type)
+            raise TransientError(code, f"mget {alias}: {error.type}: {error.reason}") from exc
+        except TransportError as exc:
+            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"mget {alias}: {exc}") from exc
+        found: dict[str, StoredProjection | None] = {}
+        for doc in response.body.get("docs", []):
+            if doc.get("error") is not None:
+                raise TransientError(ErrorCode.ES_MGET, f"mget {alias}/{doc.get('_id')}: error")
+            found[doc["_id"]] = (
+                stored_projection(int(doc["_version"]), doc.get("_source") or {})
+                if doc.get("found")
+                else None
+            )
+        return {doc_id: found.get(doc_id) for doc_id in wanted}
+
     async def refresh(self, alias: str) -> None:
         try:
             await self._client.indices.refresh(index=alias)
         except (ApiError, TransportError) as exc:
             raise TransientError(ErrorCode.ES_UNAVAILABLE, f"refresh {alias}: {exc}") from exc
+
+
+def stored_projection(version: int, source: Any) -> StoredProjection:
+    """A `StoredProjection` from a stored `_source` (fields of the wrong type read as None).
+
+    The whole `_source` is read, not only the hash fields: an edit made in Elasticsearch keeps
+    the old ``projection_hash``, and only the recomputed `content_hash` shows it."""
+    hash_ = source.get("projection_hash")
+    schema = source.get("projection_schema_version")
+    sync = source.get("sync_hash")
+    return StoredProjection(
+        version,
+        hash_ if isinstance(hash_, str) else None,
+        schema if isinstance(schema, int) and not isinstance(schema, bool) else None,
+        sync if isinstance(sync, int) and not isinstance(sync, bool) else None,
+        content_hash(source) if isinstance(source, dict) else None,
+    )
 
 
 def _mget_code(status: int, error_type: str | None) -> ErrorCode:

@@ -9,7 +9,12 @@ Rules (docs/design.md, invariants 3 and 4; docs/consumer.md, "Truth rules"):
   primary, and if the primary is behind too the revision went backwards (REVISION_REGRESSION);
 - a row that is gone (hard delete) becomes a tombstone at the newest revision known for it (the
   event's, or the writer's revision floor if that is higher);
-- a 409 whose stored version equals ours is "already applied"; a stored version above the truth
+- a 409 whose stored version equals ours is "already applied", except for a REBUILD whose fresh
+  projection differs from the stored one (its hash, the hash its content deserves, the schema
+  version or ``sync_hash``) at that very
+  revision: that one document is written again with ``external_gte`` (docs/design.md,
+  invariant 12; a concurrent newer write wins, gte never lowers a version);
+- a stored version above the truth
   is re-checked against the primary, and if the truth is still behind it is a revision
   regression (DLQ, never "already applied").
 
@@ -31,11 +36,12 @@ from dataclasses import dataclass
 from consumer.errors import ErrorCode, PoisonMessage, RevisionRegression, TransientError
 from consumer.mysql.truth import TruthReader
 from consumer.projection import Document, Projector, ProjectorRegistry, Row
-from consumer.search.sink import IndexOp, OutcomeKind, Sink, WriteOutcome
+from consumer.search.sink import EXTERNAL_GTE, IndexOp, OutcomeKind, Sink, WriteOutcome
 from consumer.stream.coalesce import Work
 from consumer.stream.fence import SchemaFence
 from consumer.stream.fence_gate import FenceGate
 from consumer.stream.verdict import Result, Verdict
+from consumer.types import Operation
 
 log = logging.getLogger(__name__)
 
@@ -176,14 +182,83 @@ class Processor:
             return [_write_failed(p) for p in planned]
         verdicts: list[Verdict] = []
         ahead: list[tuple[_Planned, WriteOutcome]] = []
+        same_revision: list[_Planned] = []
         for plan, outcome in zip(planned, outcomes, strict=True):
             if outcome.kind is OutcomeKind.AHEAD:
                 ahead.append((plan, outcome))
+            elif outcome.kind is OutcomeKind.ALREADY_APPLIED and _is_rebuild(plan.work):
+                same_revision.append(plan)
             else:
                 verdicts.append(_from_outcome(plan, outcome))
+        if same_revision:
+            verdicts.extend(await self._rewrite(same_revision, ahead))
         if ahead:
             verdicts.extend(await self._recheck(ahead))
         return verdicts
+
+    async def _rewrite(
+        self, plans: list[_Planned], ahead: list[tuple[_Planned, WriteOutcome]]
+    ) -> list[Verdict]:
+        """REBUILDs already applied at their revision: rewrite those whose stored projection
+        differs from the fresh one, with ``external_gte`` (docs/design.md, invariant 12).
+
+        A document found newer meanwhile joins `ahead` (the ordinary re-check)."""
+        out: list[Verdict] = []
+        by_alias: dict[str, list[_Planned]] = defaultdict(list)
+        for plan in plans:
+            by_alias[plan.alias].append(plan)
+        rewrite: list[_Planned] = []
+        for alias, group in by_alias.items():
+            try:
+                stored = await self._sink.stored_projections(
+                    alias, [p.document.doc_id for p in group]
+                )
+            except TransientError as exc:
+                out.extend(_failed(p, exc.code, exc.message) for p in group)
+                continue
+            for plan in group:
+                found = stored.get(plan.document.doc_id)
+                doc = plan.document
+                if found is None or found.version < doc.source_revision:
+                    out.append(_failed(plan, ErrorCode.ES_409_UNCONFIRMED, "stored doc changed"))
+                elif found.version > doc.source_revision:
+                    message = f"stored version {found.version} > {doc.source_revision}"
+                    op = IndexOp.from_document(plan.alias, doc)
+                    ahead.append(
+                        (plan, WriteOutcome(op, OutcomeKind.AHEAD, None, message, found.version))
+                    )
+                elif (
+                    found.projection_hash == doc.projection_hash
+                    and found.content_hash == doc.projection_hash
+                    and found.schema_version == plan.projector.schema_version
+                    and found.sync_hash == doc.body.get("sync_hash")
+                ):
+                    out.append(_done(plan, Result.ALREADY_APPLIED))
+                else:
+                    rewrite.append(plan)
+        if not rewrite:
+            return out
+        ops = [
+            IndexOp(
+                p.alias,
+                p.document.doc_id,
+                p.document.source_revision,
+                p.document.to_json(),
+                EXTERNAL_GTE,
+            )
+            for p in rewrite
+        ]
+        try:
+            outcomes = await self._sink.write(ops)
+        except Exception:
+            log.exception("the sink raised unexpectedly; its works will be retried")
+            return out + [_write_failed(p) for p in rewrite]
+        for plan, outcome in zip(rewrite, outcomes, strict=True):
+            if outcome.kind is OutcomeKind.AHEAD:  # a newer write won the race: re-check it
+                ahead.append((plan, outcome))
+            else:
+                out.append(_from_outcome(plan, outcome))
+        return out
 
     async def _recheck(self, ahead: list[tuple[_Planned, WriteOutcome]]) -> list[Verdict]:
         """The index holds a newer revision than the row just read: ask the primary again."""
@@ -305,6 +380,11 @@ def _read_failed(work: Work, exc: Exception, aggregate_type: str) -> Verdict:
 
 def _write_failed(plan: _Planned) -> Verdict:
     return _failed(plan, ErrorCode.INTERNAL, "the sink raised unexpectedly (see the log)")
+
+
+def _is_rebuild(work: Work) -> bool:
+    """True when one of the work's events is a REBUILD (the repair job's request)."""
+    return any(event.operation is Operation.REBUILD for event, _ in work.events)
 
 
 def _behind(row: Row | None, work: Work) -> bool:

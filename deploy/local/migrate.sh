@@ -59,6 +59,11 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON \`$db\`.search_projection_state TO '$SEA
 GRANT SELECT, INSERT ON \`$db\`.search_dlq_replay TO '$SEARCHSYNC_DB_USER'@'%';
 -- searchsync rebuild records its progress (no DELETE: finished rebuilds stay as history).
 GRANT SELECT, INSERT, UPDATE ON \`$db\`.search_rebuild_state TO '$SEARCHSYNC_DB_USER'@'%';
+-- The repair job: raise an orphan's revision floor (INSERT ... ON DUPLICATE KEY UPDATE, next to
+-- its REBUILD append) and keep the wheel's state (migration 005).
+GRANT SELECT, INSERT, UPDATE ON \`$db\`.search_revision_floor TO '$SEARCHSYNC_DB_USER'@'%';
+GRANT SELECT, INSERT, UPDATE ON \`$db\`.search_repair_epoch TO '$SEARCHSYNC_DB_USER'@'%';
+GRANT SELECT, INSERT, UPDATE ON \`$db\`.search_repair_bucket TO '$SEARCHSYNC_DB_USER'@'%';
 
 -- The application side (writer helper, loadgen, demo, tests): changes rows and appends outbox events.
 CREATE USER IF NOT EXISTS '$APP_DB_USER'@'%' IDENTIFIED BY '$APP_DB_PASSWORD';

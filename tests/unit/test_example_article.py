@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import zlib
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ DOC_FIELDS = {
     "source_revision",
     "projection_schema_version",
     "projection_hash",
+    "sync_hash",
     "is_deleted",
 }
 
@@ -54,6 +56,7 @@ def test_an_article_row_gives_its_document() -> None:
         "source_revision": 3,
         "projection_schema_version": article.SCHEMA_VERSION,
         "projection_hash": doc.projection_hash,
+        "sync_hash": zlib.crc32(b"article:article_1"),
         "is_deleted": False,
     }
     deleted = article.projector().project(row(deleted_at=datetime(2026, 7, 20)))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 import unicodedata
+import zlib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from consumer.projection import (
     canonical_json,
     default_registry,
     sha256_hex,
+    sync_hash,
     wiki_page,
 )
 
@@ -39,6 +41,7 @@ DOC_FIELDS = {
     "source_revision",
     "projection_schema_version",
     "projection_hash",
+    "sync_hash",
     "is_deleted",
 }
 
@@ -128,6 +131,7 @@ def test_the_contracts_example_row_gives_its_example_document() -> None:
     body = dict(doc.body)
     assert body.pop("content") == "正文"
     assert body.pop("projection_hash") == doc.projection_hash
+    assert body.pop("sync_hash") == sync_hash("wiki_page", "page_001")
     assert body == SEED_DOCUMENT
     assert doc.projection_hash == sha256_hex(canonical_json({**SEED_DOCUMENT, "content": "正文"}))
     assert (doc.doc_id, doc.source_revision, doc.is_deleted) == ("page_001", 42, False)
@@ -450,6 +454,7 @@ def test_a_registered_type_projects_through_the_registry() -> None:
         "source_revision": 3,
         "projection_schema_version": 1,
         "projection_hash": doc.projection_hash,
+        "sync_hash": sync_hash("note", "n1"),
     }
 
 
@@ -500,3 +505,23 @@ def test_the_wiki_page_projector_reads_every_column_build_needs() -> None:
         "revision",
         "deleted_at",  # soft-deleted rows are read too: build() says is_deleted from it
     }
+
+
+def test_sync_hash_left_every_projection_hash_as_it_was() -> None:
+    """The operational sync_hash is outside the hash: documents written before it keep theirs."""
+    doc = project(seed_row(content="c"))  # the hash as computed before sync_hash existed
+    assert doc.projection_hash == (
+        "ba5c2b1131d02f049ae8fa4c6d21d1b3193d19cb04f13957385f8e4abe7677c7"
+    )
+    tomb = wiki_page.projector().tombstone("page_001", 43)
+    assert tomb.projection_hash == (
+        "d211ff6236f3ae4e5abcf79fdae56fdc8d5a59fa5adb2a9d61d9c7026f1f4338"
+    )
+    assert tomb.body["sync_hash"] == zlib.crc32(b"wiki_page:page_001")
+
+
+@given(st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=30))
+def test_sync_hash_is_crc32_of_type_and_id(doc_id: str) -> None:
+    value = sync_hash("wiki_page", doc_id)
+    assert value == zlib.crc32(("wiki_page:" + doc_id).encode("utf-8"))
+    assert 0 <= value < 2**32

@@ -1,0 +1,136 @@
+"""`searchsync repair`: the hash wheel that finds drift and heals it through the outbox
+(library: `consumer.ops.repair`; docs/design.md, "Repair").
+
+``--once`` runs one rotation over every bucket; ``--daemon`` scans the best buckets every
+``repair.daemon_interval_s`` until interrupted. ``--dry-run`` finds and reports but appends
+nothing. Progress goes to stderr; the summary (or ``--json``) to stdout. Exit 0 when every
+scanned bucket was read completely, 1 when one was interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from typing import Any
+
+from consumer.cli.args import Parents
+from consumer.cli.output import err, out
+from consumer.cli.services import Services
+from consumer.config import Settings
+from consumer.errors import InvalidRequest
+from consumer.exit_codes import ExitCode
+from consumer.observability.repair_metrics import RepairMetrics
+from consumer.ops.repair.model import FindingKind
+from consumer.ops.repair.run import run_repair
+from consumer.ops.repair.wheel import BucketReport, RotationReport
+
+
+def register(commands: Any, parents: Parents) -> None:
+    repair = commands.add_parser(
+        "repair",
+        parents=parents.data,
+        help="find drift between MySQL and Elasticsearch and heal it with REBUILD events",
+    )
+    mode = repair.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--once", action="store_true", help="one rotation over every bucket")
+    mode.add_argument("--daemon", action="store_true", help="scan the best buckets forever")
+    repair.add_argument("--dry-run", action="store_true", help="report; append nothing")
+    repair.add_argument("--explain", action="store_true", help="print each choice's score")
+    repair.add_argument(
+        "--type", action="append", metavar="T", help="only this aggregate type (repeatable)"
+    )
+    repair.set_defaults(func=cmd_repair)
+
+
+def cmd_repair(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+    registry = services.registry(settings)
+    types = args.type or list(registry.types())
+    unknown = sorted(set(types) - set(registry.types()))
+    if unknown:
+        raise InvalidRequest(f"unknown aggregate type(s) {unknown}; known: {registry.types()}")
+    projectors = [registry.get(t) for t in types]
+    client = services.es_client(settings)
+    last: list[RotationReport] = []
+
+    def on_report(report: RotationReport) -> None:
+        last.append(report)
+        if args.explain:
+            for t, choice in report.choices:
+                err(f"{t} {choice.explain()}")
+        if args.json:
+            out(json.dumps(to_json(report, dry_run=args.dry_run), sort_keys=True))
+        else:
+            for line in render(report, dry_run=args.dry_run):
+                out(line)
+
+    async def go() -> None:
+        try:
+            await run_repair(
+                settings,
+                projectors,
+                client,
+                dry_run=args.dry_run,
+                daemon=args.daemon,
+                metrics=RepairMetrics(),
+                on_report=on_report,
+                progress=progress,
+            )
+        finally:
+            await client.close()
+
+    asyncio.run(go())
+    return ExitCode.FAILURE if last and last[-1].interrupted else ExitCode.OK
+
+
+def progress(bucket: BucketReport, n: int, total: int) -> None:
+    width = 30
+    done = width * n // max(total, 1)
+    state = "interrupted" if bucket.interrupted else f"{len(bucket.findings)} findings"
+    err(
+        f"\r[{'#' * done}{'.' * (width - done)}] {n}/{total} {bucket.aggregate_type}"
+        f" bucket {bucket.bucket}: {state}"
+    )
+
+
+def to_json(report: RotationReport, *, dry_run: bool) -> dict[str, Any]:
+    return {
+        "dry_run": dry_run,
+        "seconds": report.seconds,
+        "epochs": {
+            t: {
+                "epoch": e.epoch,
+                "bucket_count": e.bucket_count,
+                "canonicalization_version": e.canonicalization_version,
+            }
+            for t, e in report.epochs.items()
+        },
+        "new_epochs": report.new_epochs,
+        "counts": report.counts(),
+        "buckets_scanned": sum(1 for b in report.buckets if b.interrupted is None),
+        "buckets_content_checked": sum(
+            1 for b in report.buckets if b.interrupted is None and b.content_checked
+        ),
+        "buckets_interrupted": report.interrupted,
+        "oldest_bucket_age_s": report.oldest_age_s,
+        "appended": sum(b.appended for b in report.buckets),
+        "settled_away": sum(b.candidates - len(b.findings) for b in report.buckets),
+        "findings": [f.to_json() for b in report.buckets for f in b.findings],
+        "choices": [{"aggregate_type": t, **c.to_json()} for t, c in report.choices],
+    }
+
+
+def render(report: RotationReport, *, dry_run: bool) -> list[str]:
+    data = to_json(report, dry_run=dry_run)
+    lines = [f"repair rotation{' (dry run)' if dry_run else ''}: {report.seconds:.1f}s"]
+    lines.append(f"  {'kind':<14} {'count':>7}")
+    for kind in FindingKind:
+        lines.append(f"  {kind.value:<14} {data['counts'][kind.value]:>7}")
+    lines.append(
+        f"  buckets scanned {data['buckets_scanned']} (content checked "
+        f"{data['buckets_content_checked']}), interrupted {data['buckets_interrupted']}"
+    )
+    lines.append(
+        f"  appended {data['appended']} REBUILD events; settled away {data['settled_away']}"
+    )
+    return lines

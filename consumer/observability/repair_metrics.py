@@ -1,0 +1,74 @@
+"""The metrics of the repair job (`searchsync repair`), named as the contract names them.
+
+The five ``projection_*_count`` gauges hold the confirmed findings of the last rotation per
+aggregate type (the deleted-flag kind is reported as ``projection_deleted_flag_count``), plus
+buckets scanned (with and without a content check), rotation time and the oldest bucket age
+(docs/design.md, "Repair"). A repair process has its own registry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+
+__all__ = ["REPAIR_METRIC_NAMES", "RepairMetrics"]
+
+_KIND_METRICS: Final = {
+    "missing": "projection_missing_count",
+    "stale": "projection_stale_count",
+    "orphan": "projection_orphan_count",
+    "hash_mismatch": "projection_hash_mismatch_count",
+    "schema_stale": "projection_schema_stale_count",
+    "deleted_flag": "projection_deleted_flag_count",
+}
+
+REPAIR_METRIC_NAMES: Final = (
+    *_KIND_METRICS.values(),
+    "repair_buckets_scanned",
+    "repair_rotation_seconds",
+    "repair_oldest_bucket_age_seconds",
+)
+
+
+class RepairMetrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        r = self.registry
+        labels = ["aggregate_type"]
+        self._kinds = {
+            kind: Gauge(name, f"Confirmed {kind} findings of the last rotation", labels, registry=r)
+            for kind, name in _KIND_METRICS.items()
+        }
+        self._scanned = Counter(
+            "repair_buckets_scanned",
+            "Buckets scanned completely; content=true when their content was hashed",
+            [*labels, "content"],
+            registry=r,
+        )
+        self._rotation = Gauge(
+            "repair_rotation_seconds", "Duration of the last rotation", registry=r
+        )
+        self._oldest = Gauge(
+            "repair_oldest_bucket_age_seconds",
+            "Age of the least recently completed bucket",
+            labels,
+            registry=r,
+        )
+
+    def set_counts(self, aggregate_type: str, counts: Mapping[str, int]) -> None:
+        for kind, gauge in self._kinds.items():
+            gauge.labels(aggregate_type=aggregate_type).set(counts.get(kind, 0))
+
+    def bucket_scanned(self, aggregate_type: str, *, content: bool) -> None:
+        self._scanned.labels(aggregate_type=aggregate_type, content=str(content).lower()).inc()
+
+    def set_rotation_seconds(self, seconds: float) -> None:
+        self._rotation.set(seconds)
+
+    def set_oldest_age(self, aggregate_type: str, seconds: float) -> None:
+        self._oldest.labels(aggregate_type=aggregate_type).set(seconds)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

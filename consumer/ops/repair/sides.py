@@ -1,0 +1,142 @@
+"""What the wheel reads: the ports to each side, and their in-memory implementations.
+
+- `TruthSide.bucket_page`: rows of one key range, keyset by id (``id > after_id``), at most
+  `limit`: id, revision, deleted_at, and the projector's columns only when `content` is asked.
+- `IndexSide.bucket_page`: documents of one ``sync_hash`` range, ordered by ``id`` after
+  `after_id`: ``_id``, ``source_revision``, ``projection_hash``, ``projection_schema_version``,
+  ``is_deleted``, and the whole ``_source`` only when `content` is asked.
+- `by_ids` on both: the settle re-check of findings (always with content).
+
+MySQL: `consumer.ops.repair.mysql_side`; Elasticsearch: `consumer.ops.repair.es_side`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from consumer.mysql.truth import InMemoryTruth
+from consumer.ops.repair.buckets import key_hash
+from consumer.ops.repair.model import IndexEntry, TruthEntry
+from consumer.projection import Projector, Row
+from consumer.search.fake import InMemoryIndex
+
+__all__ = ["InMemoryIndexSide", "InMemoryTruthSide", "IndexSide", "TruthSide", "entry_of_row"]
+
+
+class TruthSide(Protocol):
+    async def bucket_page(
+        self,
+        projector: Projector,
+        lo: int,
+        hi: int,
+        after_id: str | None,
+        limit: int,
+        *,
+        content: bool,
+    ) -> list[TruthEntry]: ...
+
+    async def by_ids(self, projector: Projector, ids: Sequence[str]) -> dict[str, TruthEntry]: ...
+
+
+class IndexSide(Protocol):
+    async def bucket_page(
+        self, alias: str, lo: int, hi: int, after_id: str | None, limit: int, *, content: bool
+    ) -> list[IndexEntry]: ...
+
+    async def by_ids(self, alias: str, ids: Sequence[str]) -> dict[str, IndexEntry]: ...
+
+
+def entry_of_row(row: Row, *, content: bool) -> TruthEntry:
+    return TruthEntry(
+        id=str(row["id"]),
+        revision=int(row["revision"]),
+        deleted=row.get("deleted_at") is not None,
+        row=row if content else None,
+    )
+
+
+def entry_of_source(
+    doc_id: str, version: int, source: dict[str, Any], *, content: bool
+) -> IndexEntry:
+    schema = source.get("projection_schema_version")
+    hash_ = source.get("projection_hash")
+    return IndexEntry(
+        id=doc_id,
+        version=version,
+        projection_hash=hash_ if isinstance(hash_, str) else None,
+        schema_version=schema if isinstance(schema, int) else None,
+        is_deleted=source.get("is_deleted") is True,
+        source=source if content else None,
+    )
+
+
+class InMemoryTruthSide:
+    """`TruthSide` over an `InMemoryTruth` (the hash computed per row, as MySQL would)."""
+
+    def __init__(self, truth: InMemoryTruth) -> None:
+        self._truth = truth
+        self.pages = 0
+
+    async def bucket_page(
+        self,
+        projector: Projector,
+        lo: int,
+        hi: int,
+        after_id: str | None,
+        limit: int,
+        *,
+        content: bool,
+    ) -> list[TruthEntry]:
+        self.pages += 1
+        rows = self._truth.tables.get(projector.table, {})
+        ids = sorted(
+            i
+            for i in rows
+            if (after_id is None or i > after_id)
+            and lo <= key_hash(projector.aggregate_type, i) < hi
+        )
+        return [entry_of_row(rows[i], content=content) for i in ids[:limit]]
+
+    async def by_ids(self, projector: Projector, ids: Sequence[str]) -> dict[str, TruthEntry]:
+        rows = await self._truth.rows_by_id(projector, ids, primary=True)
+        return {i: entry_of_row(r, content=True) for i, r in rows.items()}
+
+
+class InMemoryIndexSide:
+    """`IndexSide` over an `InMemoryIndex` (the stored ``sync_hash`` selects the bucket)."""
+
+    def __init__(self, index: InMemoryIndex) -> None:
+        self._index = index
+        self.pages = 0
+        self.fail_on_page: int | None = None  # raise ConnectionError on that page (1-based)
+
+    def _docs(self, alias: str) -> dict[str, Any]:
+        target = self._index.alias_target(alias)
+        return {} if target is None else self._index.indices[target].docs
+
+    async def bucket_page(
+        self, alias: str, lo: int, hi: int, after_id: str | None, limit: int, *, content: bool
+    ) -> list[IndexEntry]:
+        self.pages += 1
+        if self.fail_on_page is not None and self.pages >= self.fail_on_page:
+            raise ConnectionError("injected: the index side failed mid-bucket")
+        docs = self._docs(alias)
+        ids = sorted(
+            i
+            for i, d in docs.items()
+            if (after_id is None or i > after_id)
+            and isinstance(d.body.get("sync_hash"), int)
+            and lo <= d.body["sync_hash"] < hi
+        )
+        return [
+            entry_of_source(i, docs[i].version, docs[i].body, content=content) for i in ids[:limit]
+        ]
+
+    async def by_ids(self, alias: str, ids: Sequence[str]) -> dict[str, IndexEntry]:
+        docs = self._docs(alias)
+        return {
+            i: entry_of_source(i, docs[i].version, docs[i].body, content=True)
+            for i in ids
+            if i in docs
+        }

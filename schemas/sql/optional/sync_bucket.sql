@@ -1,0 +1,20 @@
+-- OPTIONAL (not applied by deploy/local/migrate.sh): makes one repair-wheel bucket of wiki_page
+-- cheap on the MySQL side (docs/design.md, "Repair").
+--
+-- Without it the repair job selects a bucket with
+--   WHERE CRC32(CONCAT('wiki_page:', id)) >= lo AND CRC32(CONCAT('wiki_page:', id)) < hi
+-- over a keyset scan of the primary key: correct, but each bucket reads every row, so one
+-- rotation of M buckets reads the table M times. With this stored generated column and index,
+-- a bucket reads only its own rows, through (sync_hash, id).
+--
+-- The expression must be exactly the one searchsync writes into every document's sync_hash
+-- (consumer.projection.sync_hash: CRC32 of the UTF-8 of "<aggregate_type>:<id>"; the table is
+-- utf8mb4, so CONCAT yields those bytes). CRC32 returns an unsigned 32-bit value.
+--
+-- Apply by hand (a table rebuild: plan it for a quiet hour on large tables), then set
+--   [repair] mysql_sync_hash_column = true
+-- For another aggregate type, copy it with that type's table and name.
+ALTER TABLE wiki_page
+    ADD COLUMN sync_hash INT UNSIGNED
+        GENERATED ALWAYS AS (CRC32(CONCAT('wiki_page:', id))) STORED,
+    ADD INDEX idx_wiki_page_sync_hash_id (sync_hash, id);

@@ -16,7 +16,6 @@ from pipeline_fakes import PageTruth, page_row
 from consumer.ops.repair.buckets import bucket_of, bucket_range, canonical_fields, key_hash
 from consumer.ops.repair.heal import Healer, InMemoryOutbox
 from consumer.ops.repair.model import DELETION_KINDS, FindingKind
-from consumer.ops.repair.repair_chunks import RepairChunkController
 from consumer.ops.repair.schedule import SchedulePolicy, choose, ewma, priority
 from consumer.ops.repair.sides import InMemoryIndexSide, InMemoryTruthSide
 from consumer.ops.repair.state import BucketState, InMemoryWheelState
@@ -262,15 +261,6 @@ def test_priority_grows_with_age(a: float, b: float, lam: float, cost: float) ->
 def test_ewma_stays_between_its_inputs(prev: float, x: float, alpha: float) -> None:
     v = ewma(prev, x, alpha)
     assert min(prev, x) - 1e-12 <= v <= max(prev, x) + 1e-12
-
-
-@given(actual=st.floats(1e-4, 100), current=st.integers(1, 10_000))
-def test_the_chunk_controller_stays_within_its_bounds(actual: float, current: int) -> None:
-    c = RepairChunkController(current, 0.2, 10, 1000)
-    nxt = c.observe(actual)
-    assert 10 <= nxt <= 1000
-    if actual > 0.2 and c.current > 10:
-        assert nxt <= max(current, 10)
 
 
 def test_ops_are_external_for_heals() -> None:

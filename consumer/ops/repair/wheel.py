@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from consumer.mysql.pool import utc_now
+from consumer.ops.chunks import ChunkController
 from consumer.ops.repair.buckets import WHEEL_CANONICALIZATION_VERSION, bucket_range
 from consumer.ops.repair.compare import compare
 from consumer.ops.repair.heal import Healer
 from consumer.ops.repair.model import Finding, FindingKind, IndexEntry, TruthEntry
-from consumer.ops.repair.repair_chunks import RepairChunkController
 from consumer.ops.repair.schedule import Choice, SchedulePolicy, choose, ewma
 from consumer.ops.repair.sides import IndexSide, TruthSide
 from consumer.ops.repair.state import BucketState, Epoch, WheelState, ensure_epoch
@@ -272,6 +272,12 @@ class Wheel:
                 return out
             after = page[-1].id
 
-    def _chunks(self) -> RepairChunkController:
+    def _chunks(self) -> ChunkController:
         c = self._config
-        return RepairChunkController(c.page_size, c.page_target_s, c.page_min, c.page_max)
+        return ChunkController(
+            minimum=c.page_min,
+            maximum=c.page_max,
+            target_s=c.page_target_s,
+            current=c.page_size,
+            max_step=4.0,
+        )

@@ -26,7 +26,8 @@ from consumer.observability.metrics import Metrics
 from consumer.projection import ProjectorRegistry, registry_from_settings
 from consumer.search.client import make_es_client
 from consumer.search.elasticsearch import EsIndexAdmin
-from consumer.search.sink import BulkSizer, EsIndex, Sink
+from consumer.search.es_index import BulkSizer, EsIndex
+from consumer.search.sink import Sink
 from consumer.stream.dlq import DlqBudget, DlqProducer
 from consumer.stream.fence import SchemaFence
 from consumer.stream.pipeline import Pipeline, PipelineOptions

@@ -91,7 +91,7 @@ async def run_rebuild(
     from consumer.ops.rebuild.reader import EsIndexReader
     from consumer.ops.rebuild.runner import RebuildDeps, Rebuilder
     from consumer.ops.rebuild.state import MysqlRebuildState, RebuildRecord
-    from consumer.search.sink import BulkSizer, EsIndex
+    from consumer.search.es_index import BulkSizer, EsIndex
 
     registry = services.registry(settings)
     metrics = RebuildMetrics()

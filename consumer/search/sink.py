@@ -22,21 +22,16 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, cast
+from typing import Any, Final, Protocol
 
 import orjson
-from elastic_transport import ConnectionTimeout, TransportError
-from elasticsearch import ApiError, AsyncElasticsearch
 
 from consumer.errors import Disposition, ErrorCode, TransientError
 from consumer.projection import Document, content_hash
-from consumer.search.errors import es_error
 
 __all__ = [
-    "BulkSizer",
-    "EsIndex",
     "IndexOp",
     "ItemResult",
     "OutcomeKind",
@@ -46,6 +41,7 @@ __all__ = [
     "StoredProjection",
     "WriteOutcome",
     "classify",
+    "stored_projection",
 ]
 
 # Status 0 in an `ItemResult` means "no HTTP answer for this item" (connection, timeout, ...).
@@ -309,141 +305,6 @@ def _final(result: ItemResult, code: ErrorCode | None) -> WriteOutcome:
     return WriteOutcome.failed(result.op, code, message)
 
 
-@dataclass(frozen=True, slots=True)
-class BulkSizer:
-    """Splits ops into bulk requests of at most `max_actions` ops and about `max_bytes` bytes.
-
-    The byte count is the NDJSON size (action line + body + two newlines). An op larger than
-    `max_bytes` on its own travels alone; keep `max_bytes` well below the cluster's
-    ``http.max_content_length`` (100 MB by default).
-    """
-
-    max_actions: int = 500
-    max_bytes: int = 5 * 1024 * 1024
-
-    def __post_init__(self) -> None:
-        if self.max_actions < 1 or self.max_bytes < 1:
-            raise ValueError("max_actions and max_bytes must be >= 1")
-
-    @staticmethod
-    def op_bytes(op: IndexOp) -> int:
-        return len(op.action_json()) + len(op.body_json) + 2
-
-    def chunks(self, ops: Sequence[IndexOp]) -> Iterator[list[IndexOp]]:
-        chunk: list[IndexOp] = []
-        size = 0
-        for op in ops:
-            cost = self.op_bytes(op)
-            if chunk and (len(chunk) >= self.max_actions or size + cost > self.max_bytes):
-                yield chunk
-                chunk, size = [], 0
-            chunk.append(op)
-            size += cost
-        if chunk:
-            yield chunk
-
-
-class EsIndex:
-    """`SearchIndex` over `AsyncElasticsearch`. Chunks run one after another, in order.
-
-    `require_alias` is True everywhere but in the rebuild, the one writer allowed to address a
-    physical index (the index it fills before the alias swap; docs/design.md, Rebuild).
-    """
-
-    def __init__(
-        self,
-        client: AsyncElasticsearch,
-        *,
-        sizer: BulkSizer | None = None,
-        require_alias: bool = True,
-    ) -> None:
-        self._client = client
-        self._sizer = sizer if sizer is not None else BulkSizer()
-        self._require_alias = require_alias
-
-    async def bulk_index(self, ops: Sequence[IndexOp]) -> list[ItemResult]:
-        results: list[ItemResult] = []
-        for chunk in self._sizer.chunks(ops):
-            results.extend(await self._bulk(chunk))
-        return results
-
-    async def _bulk(self, chunk: list[IndexOp]) -> list[ItemResult]:
-        lines: list[bytes] = []
-        for op in chunk:
-            lines.append(op.action_json())
-            lines.append(op.body_json)
-        try:
-            # The client's NDJSON serializer passes bytes lines through unchanged; the type
-            # stubs only know dicts, hence the cast.
-            response = await self._client.bulk(
-                operations=cast(Any, lines),
-                require_alias=self._require_alias,
-                filter_path="items.*.status,items.*.error.type,items.*.error.reason",
-            )
-        except ApiError as exc:
-            error = es_error(exc)
-            return [ItemResult(op, error.status, error.type, error.reason) for op in chunk]
-        except ConnectionTimeout as exc:
-            return [ItemResult(op, NO_RESPONSE, TIMEOUT_ERROR, str(exc)) for op in chunk]
-        except TransportError as exc:
-            return [ItemResult(op, NO_RESPONSE, CONNECTION_ERROR, str(exc)) for op in chunk]
-        return _items(chunk, response.body)
-
-    async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
-        wanted = list(dict.fromkeys(ids))
-        if not wanted:
-            return {}
-        try:
-            response = await self._client.mget(index=alias, ids=wanted, source=False, realtime=True)
-        except ApiError as exc:
-            error = es_error(exc)
-            code = _mget_code(error.status, error.type)
-            raise TransientError(code, f"mget {alias}: {error.type}: {error.reason}") from exc
-        except TransportError as exc:
-            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"mget {alias}: {exc}") from exc
-        versions: dict[str, int | None] = {}
-        for doc in response.body.get("docs", []):
-            error = doc.get("error")
-            if error is not None:
-                etype = error.get("type") if isinstance(error, dict) else str(error)
-                missing = etype == "index_not_found_exception"
-                code = ErrorCode.ALIAS_MISSING if missing else ErrorCode.ES_MGET
-                raise TransientError(code, f"mget {alias}/{doc.get('_id')}: {etype}")
-            versions[doc["_id"]] = int(doc["_version"]) if doc.get("found") else None
-        return {doc_id: versions.get(doc_id) for doc_id in wanted}
-
-    async def get_projections(
-        self, alias: str, ids: Sequence[str]
-    ) -> dict[str, StoredProjection | None]:
-        wanted = list(dict.fromkeys(ids))
-        if not wanted:
-            return {}
-        try:
-            response = await self._client.mget(index=alias, ids=wanted, realtime=True)
-        except ApiError as exc:
-            error = es_error(exc)
-            code = _mget_code(error.status, error.type)
-            raise TransientError(code, f"mget {alias}: {error.type}: {error.reason}") from exc
-        except TransportError as exc:
-            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"mget {alias}: {exc}") from exc
-        found: dict[str, StoredProjection | None] = {}
-        for doc in response.body.get("docs", []):
-            if doc.get("error") is not None:
-                raise TransientError(ErrorCode.ES_MGET, f"mget {alias}/{doc.get('_id')}: error")
-            found[doc["_id"]] = (
-                stored_projection(int(doc["_version"]), doc.get("_source") or {})
-                if doc.get("found")
-                else None
-            )
-        return {doc_id: found.get(doc_id) for doc_id in wanted}
-
-    async def refresh(self, alias: str) -> None:
-        try:
-            await self._client.indices.refresh(index=alias)
-        except (ApiError, TransportError) as exc:
-            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"refresh {alias}: {exc}") from exc
-
-
 def stored_projection(version: int, source: Any) -> StoredProjection:
     """A `StoredProjection` from a stored `_source` (fields of the wrong type read as None).
 
@@ -459,26 +320,3 @@ def stored_projection(version: int, source: Any) -> StoredProjection:
         sync if isinstance(sync, int) and not isinstance(sync, bool) else None,
         content_hash(source) if isinstance(source, dict) else None,
     )
-
-
-def _mget_code(status: int, error_type: str | None) -> ErrorCode:
-    """The code of a failed mget: the status's, but never poison (no document was refused)."""
-    code = status_code(status, error_type)
-    return ErrorCode.ES_MGET if code.disposition is Disposition.POISON else code
-
-
-def _items(chunk: list[IndexOp], body: Any) -> list[ItemResult]:
-    items = body.get("items") if isinstance(body, dict) else None
-    if not isinstance(items, list) or len(items) != len(chunk):
-        return [ItemResult(op, NO_RESPONSE, BAD_RESPONSE_ERROR, "bulk items") for op in chunk]
-    results: list[ItemResult] = []
-    for op, item in zip(chunk, items, strict=True):
-        detail: dict[str, Any] = {}
-        if isinstance(item, dict) and item:
-            detail = next(iter(item.values()))
-        error = detail.get("error")
-        etype = reason = None
-        if isinstance(error, dict):
-            etype, reason = error.get("type"), error.get("reason")
-        results.append(ItemResult(op, int(detail.get("status", NO_RESPONSE)), etype, reason))
-    return results

@@ -26,7 +26,8 @@ from consumer.ops.repair.state import MysqlWheelState
 from consumer.ops.repair.wheel import Wheel, WheelConfig
 from consumer.projection import default_registry
 from consumer.search.client import make_es_client
-from consumer.search.sink import EXTERNAL_GTE, EsIndex, IndexOp, Sink, StoredProjection
+from consumer.search.es_index import EsIndex
+from consumer.search.sink import EXTERNAL_GTE, IndexOp, Sink, StoredProjection
 from consumer.stream.coalesce import Work
 from consumer.stream.processor import Processor
 from consumer.types import Key, Operation, Position, ThinEvent

@@ -19,8 +19,9 @@ from elasticsearch import AsyncElasticsearch, NotFoundError
 from consumer.projection import wiki_page
 from consumer.search.admin import InitAction, describe, init_index
 from consumer.search.elasticsearch import EsIndexAdmin
+from consumer.search.es_index import BulkSizer, EsIndex
 from consumer.search.port import IndexAdmin, SearchIndex
-from consumer.search.sink import BulkSizer, EsIndex, OutcomeKind, Sink
+from consumer.search.sink import OutcomeKind, Sink
 from tests.contract.search_backend import Backend, Names, new_alias, op
 from tests.contract.search_contract import CONTRACT
 

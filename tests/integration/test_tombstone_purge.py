@@ -34,7 +34,8 @@ from consumer.projection import format_timestamp, wiki_page
 from consumer.search.admin import init_index
 from consumer.search.client import make_es_client
 from consumer.search.elasticsearch import EsIndexAdmin
-from consumer.search.sink import EsIndex, IndexOp, Sink
+from consumer.search.es_index import EsIndex
+from consumer.search.sink import IndexOp, Sink
 from consumer.search.tombstones import DeleteResult, EsTombstones
 from consumer.types import Operation, ThinEvent
 from consumer.writer import PageWriter

@@ -17,17 +17,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from consumer.errors import Disposition, ErrorCode, TransientError
+from consumer.search.es_index import BulkSizer, EsIndex
 from consumer.search.fake import InMemoryIndex
-from consumer.search.sink import (
-    BulkSizer,
-    EsIndex,
-    IndexOp,
-    ItemResult,
-    OutcomeKind,
-    Sink,
-    WriteOutcome,
-    classify,
-)
+from consumer.search.sink import IndexOp, ItemResult, OutcomeKind, Sink, WriteOutcome, classify
 from tests.contract.search_backend import FakeBackend, new_alias, op
 
 # -- classify ----------------------------------------------------------------------------------

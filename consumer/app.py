@@ -18,7 +18,7 @@ from consumer.errors import DlqBudgetExceeded
 from consumer.exit_codes import ExitCode
 from consumer.kafka.config import member_config
 from consumer.kafka.intake import KafkaIntake
-from consumer.mysql.pool import create_pool
+from consumer.mysql.pool import close_pool, open_pool
 from consumer.mysql.state import ProjectionStateWriter
 from consumer.mysql.truth import MysqlTruth
 from consumer.observability.http import HealthReport, HealthServer
@@ -61,17 +61,8 @@ async def run_consumer(
     log.info("searchsync starting", extra={"settings": settings.redacted()})
 
     async with AsyncExitStack() as stack:
-        pool = await create_pool(
-            host=settings.mysql.host,
-            port=settings.mysql.port,
-            user=settings.mysql.user,
-            password=settings.mysql.password.reveal(),
-            database=settings.mysql.database,
-            minsize=settings.mysql.pool_min,
-            maxsize=settings.mysql.pool_max,
-            connect_timeout=settings.mysql.connect_timeout_s,
-        )
-        stack.push_async_callback(_close_pool, pool)
+        pool = await open_pool(settings.mysql)
+        stack.push_async_callback(close_pool, pool)
         es = make_es_client(settings)
         stack.push_async_callback(es.close)
 
@@ -178,11 +169,6 @@ async def run_consumer(
         log.info("searchsync stopped cleanly")
         return ExitCode.OK
     return ExitCode.OK  # pragma: no cover - the stack above always returns
-
-
-async def _close_pool(pool: object) -> None:
-    pool.close()  # type: ignore[attr-defined]
-    await pool.wait_closed()  # type: ignore[attr-defined]
 
 
 async def _close_dlq(dlq: DlqProducer) -> None:

@@ -82,7 +82,7 @@ async def run_rebuild(
     settings: Settings, services: Services, options: RebuildOptions, *, json_lines: bool
 ) -> RebuildOutcome:
     """Wire the real clients (or the test's `services`) and run the rebuild."""
-    from consumer.mysql.pool import create_pool
+    from consumer.mysql.pool import close_pool, open_pool
     from consumer.mysql.truth import MysqlTruth
     from consumer.observability.http import HealthReport, HealthServer
     from consumer.observability.rebuild_metrics import RebuildMetrics
@@ -102,22 +102,8 @@ async def run_rebuild(
     )
     m, es_settings = settings.mysql, settings.elasticsearch
     async with AsyncExitStack() as stack:
-        pool = await create_pool(
-            host=m.host,
-            port=m.port,
-            user=m.user,
-            password=m.password.reveal(),
-            database=m.database,
-            minsize=m.pool_min,
-            maxsize=m.pool_max,
-            connect_timeout=m.connect_timeout_s,
-        )
-
-        async def close_pool() -> None:
-            pool.close()
-            await pool.wait_closed()
-
-        stack.push_async_callback(close_pool)
+        pool = await open_pool(m)
+        stack.push_async_callback(close_pool, pool)
         es = services.es_client(settings)
         stack.push_async_callback(es.close)
 

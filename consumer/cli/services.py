@@ -80,24 +80,10 @@ def _connect(settings: Settings) -> ConnectorState:
 async def _outbox_rows(settings: Settings) -> AsyncIterator[OutboxRows]:
     """``search_outbox`` through a small pool of the settings' MySQL user (it needs DELETE)."""
     from consumer.mysql.outbox import MysqlOutbox
-    from consumer.mysql.pool import create_pool
+    from consumer.mysql.pool import pool_of
 
-    mysql = settings.mysql
-    pool = await create_pool(
-        host=mysql.host,
-        port=mysql.port,
-        user=mysql.user,
-        password=mysql.password.reveal(),
-        database=mysql.database,
-        minsize=1,
-        maxsize=1,
-        connect_timeout=mysql.connect_timeout_s,
-    )
-    try:
+    async with pool_of(settings.mysql, maxsize=1) as pool:
         yield MysqlOutbox(pool)
-    finally:
-        pool.close()
-        await pool.wait_closed()
 
 
 @dataclass(frozen=True, slots=True)

@@ -134,24 +134,13 @@ def _describe(s: Section) -> list[str]:
 
 async def outbox_stats(settings: Settings) -> tuple[int, datetime | None]:
     """Rows in ``search_outbox`` and the oldest ``created_at`` (the consumer user may SELECT)."""
-    from consumer.mysql.pool import create_pool
+    from consumer.mysql.pool import pool_of
 
-    mysql = settings.mysql
-    pool = await create_pool(
-        host=mysql.host,
-        port=mysql.port,
-        user=mysql.user,
-        password=mysql.password.reveal(),
-        database=mysql.database,
-        minsize=1,
-        maxsize=1,
-        connect_timeout=mysql.connect_timeout_s,
-    )
-    try:
-        async with pool.acquire() as conn, conn.cursor() as cur:
-            await cur.execute("SELECT COUNT(*), MIN(created_at) FROM search_outbox")
-            count, oldest = await cur.fetchone()
-            return int(count), oldest
-    finally:
-        pool.close()
-        await pool.wait_closed()
+    async with (
+        pool_of(settings.mysql, maxsize=1) as pool,
+        pool.acquire() as conn,
+        conn.cursor() as cur,
+    ):
+        await cur.execute("SELECT COUNT(*), MIN(created_at) FROM search_outbox")
+        count, oldest = await cur.fetchone()
+        return int(count), oldest

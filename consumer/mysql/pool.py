@@ -21,11 +21,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import aiomysql
 
 from consumer.errors import ConfigError, ErrorCode, TransientError
+
+if TYPE_CHECKING:
+    from consumer.config import MysqlSettings
 
 __all__ = [
     "Clock",
@@ -97,6 +100,39 @@ async def create_pool(
             init_command=_SESSION_INIT,
         )
     return pool
+
+
+async def open_pool(mysql: MysqlSettings, *, maxsize: int | None = None) -> aiomysql.Pool:
+    """`create_pool` for the configured MySQL user: the settings' pool bounds, or `maxsize`
+    connections for a command that needs only a few. Close it with `close_pool`."""
+    return await create_pool(
+        host=mysql.host,
+        port=mysql.port,
+        user=mysql.user,
+        password=mysql.password.reveal(),
+        database=mysql.database,
+        minsize=mysql.pool_min if maxsize is None else min(1, maxsize),
+        maxsize=mysql.pool_max if maxsize is None else maxsize,
+        connect_timeout=mysql.connect_timeout_s,
+    )
+
+
+async def close_pool(pool: aiomysql.Pool) -> None:
+    """Close `pool` and wait until its connections are gone."""
+    pool.close()
+    await pool.wait_closed()
+
+
+@asynccontextmanager
+async def pool_of(
+    mysql: MysqlSettings, *, maxsize: int | None = None
+) -> AsyncIterator[aiomysql.Pool]:
+    """`open_pool` for the length of a ``with`` block."""
+    pool = await open_pool(mysql, maxsize=maxsize)
+    try:
+        yield pool
+    finally:
+        await close_pool(pool)
 
 
 @asynccontextmanager

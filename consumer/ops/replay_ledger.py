@@ -23,7 +23,7 @@ import aiomysql
 import orjson
 
 from consumer.config import MysqlSettings
-from consumer.mysql.pool import create_pool, db_time, expand_in, transaction, translate_errors
+from consumer.mysql.pool import db_time, expand_in, open_pool, transaction, translate_errors
 from consumer.types import TopicPartition
 
 __all__ = ["InMemoryReplayLedger", "MysqlReplayLedger", "ReplayEntry", "ReplayLedger"]
@@ -135,19 +135,7 @@ class MysqlReplayLedger:
     def _connected(self) -> aiomysql.Pool:
         """The pool, opened on first use: a command that never needs the ledger never connects."""
         if self._pool is None:
-            m = self._mysql
-            self._pool = self._runner.run(
-                create_pool(
-                    host=m.host,
-                    port=m.port,
-                    user=m.user,
-                    password=m.password.reveal(),
-                    database=m.database,
-                    minsize=1,
-                    maxsize=1,
-                    connect_timeout=m.connect_timeout_s,
-                )
-            )
+            self._pool = self._runner.run(open_pool(self._mysql, maxsize=1))
         return self._pool
 
     def replays(self, dlq_topic: str) -> list[ReplayEntry]:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from consumer.config import Settings
-from consumer.mysql.pool import create_pool
+from consumer.mysql.pool import close_pool, open_pool
 from consumer.observability.repair_metrics import RepairMetrics
 from consumer.ops.repair.es_side import EsIndexSide
 from consumer.ops.repair.heal import Healer, MysqlOutbox
@@ -69,17 +69,7 @@ async def run_repair(
     stop: asyncio.Event | None = None,
 ) -> RotationReport:
     """One rotation (`daemon` False) or ticks of the best buckets until `stop`; the last report."""
-    m = settings.mysql
-    pool = await create_pool(
-        host=m.host,
-        port=m.port,
-        user=m.user,
-        password=m.password.reveal(),
-        database=m.database,
-        minsize=m.pool_min,
-        maxsize=m.pool_max,
-        connect_timeout=m.connect_timeout_s,
-    )
+    pool = await open_pool(settings.mysql)
     try:
         wheel = Wheel(
             projectors=projectors,
@@ -106,5 +96,4 @@ async def run_repair(
             if stop.is_set():
                 return report
     finally:
-        pool.close()
-        await pool.wait_closed()
+        await close_pool(pool)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -12,7 +11,7 @@ import pytest
 from confluent_kafka import KafkaError
 from hypothesis import given
 from hypothesis import strategies as st
-from kafka_fakes import FakeProducer
+from kafka_fakes import DLQ_T0, FakeProducer, dead_letter
 
 from consumer.errors import DlqBudgetExceeded, PoisonMessage, TransientError
 from consumer.stream.dlq import (
@@ -25,35 +24,16 @@ from consumer.stream.dlq import (
     decode_record,
     encode,
 )
-from consumer.types import Operation, ThinEvent
+from consumer.types import Operation
 
-T0 = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
-
-
-def _record(**changes: Any) -> DlqRecord:
-    base = DlqRecord.for_message(
-        topic="outbox.event.wiki_page",
-        partition=1,
-        offset=42,
-        key=b"page-1",
-        value=b'{"event_id": "e1"}',
-        consumer_group="searchsync",
-        error_code="ES_REJECTED",
-        error_message="mapper_parsing_exception",
-        attempts=3,
-        first_failed_at=T0,
-        last_failed_at=T0 + timedelta(seconds=30),
-        event=ThinEvent("e1", "wiki_page", "page-1", Operation.UPSERT, 7),
-        projection_schema_version=2,
-    )
-    return replace(base, **changes)
+T0 = DLQ_T0
 
 
 # --- record ------------------------------------------------------------------------------------
 
 
 def test_for_message_copies_event_fields_and_truncates_the_message() -> None:
-    record = _record()
+    record = dead_letter()
     assert (record.event_id, record.aggregate_id, record.source_revision) == ("e1", "page-1", 7)
     assert record.operation is Operation.UPSERT
     long = DlqRecord.for_message(
@@ -75,11 +55,11 @@ def test_for_message_copies_event_fields_and_truncates_the_message() -> None:
 
 def test_naive_timestamps_are_refused() -> None:
     with pytest.raises(ValueError, match="timezone-aware"):
-        _record(first_failed_at=datetime(2026, 1, 1))
+        dead_letter(first_failed_at=datetime(2026, 1, 1))
 
 
 def test_poison_record_round_trips_with_nulls() -> None:
-    record = _record(
+    record = dead_letter(
         event_id=None,
         aggregate_type=None,
         aggregate_id=None,
@@ -94,7 +74,7 @@ def test_poison_record_round_trips_with_nulls() -> None:
 
 def test_timestamps_in_another_zone_come_back_as_the_same_instant() -> None:
     plus_two = timezone(timedelta(hours=2))
-    record = _record(first_failed_at=T0.astimezone(plus_two))
+    record = dead_letter(first_failed_at=T0.astimezone(plus_two))
     assert decode_record(encode(record)).first_failed_at == T0
 
 
@@ -141,7 +121,7 @@ def test_decode_record_of_garbage_raises_only_poison(value: bytes) -> None:
 
 def test_trailing_bytes_are_not_a_record() -> None:
     with pytest.raises(PoisonMessage):
-        decode_record(encode(_record()) + b"\x00")
+        decode_record(encode(dead_letter()) + b"\x00")
 
 
 # --- budget ------------------------------------------------------------------------------------
@@ -245,7 +225,7 @@ async def test_send_resolves_only_after_the_broker_acknowledged() -> None:
     producer, (fake,) = _dlq_producer()
     assert fake.config["acks"] == "all"
     assert fake.config["enable.idempotence"] is True
-    record = _record()
+    record = dead_letter()
     sending = asyncio.create_task(producer.send(record, b"page-1"))
     await _until(lambda: fake.produced and fake.polls >= 3, "produce and a few polls")
     assert not sending.done()  # produced and polled, but not acknowledged
@@ -263,7 +243,7 @@ async def test_send_resolves_only_after_the_broker_acknowledged() -> None:
 
 async def test_delivery_failure_raises_transient() -> None:
     producer, (fake,) = _dlq_producer()
-    sending = asyncio.create_task(producer.send(_record(), None))
+    sending = asyncio.create_task(producer.send(dead_letter(), None))
     await _until(lambda: bool(fake.produced), "produce")
     fake.release(0, KafkaError(KafkaError._MSG_TIMED_OUT))
     with pytest.raises(TransientError) as caught:
@@ -276,15 +256,15 @@ async def test_full_queue_raises_transient_without_waiting() -> None:
     producer, (fake,) = _dlq_producer()
     fake.fail_produce = BufferError("Local: Queue full")
     with pytest.raises(TransientError) as caught:
-        await producer.send(_record(), None)
+        await producer.send(dead_letter(), None)
     assert caught.value.code == "DLQ_QUEUE_FULL"
     await producer.close(1.0)
 
 
 async def test_concurrent_sends_resolve_independently() -> None:
     producer, (fake,) = _dlq_producer()
-    first = asyncio.create_task(producer.send(_record(original_offset=1), None))
-    second = asyncio.create_task(producer.send(_record(original_offset=2), None))
+    first = asyncio.create_task(producer.send(dead_letter(original_offset=1), None))
+    second = asyncio.create_task(producer.send(dead_letter(original_offset=2), None))
     await _until(lambda: len(fake.produced) == 2, "two produces")
     fake.release(1)
     await asyncio.wait_for(second, 5)
@@ -298,4 +278,4 @@ async def test_send_after_close_is_a_bug() -> None:
     producer, _ = _dlq_producer()
     await producer.close(1.0)
     with pytest.raises(RuntimeError):
-        await producer.send(_record(), None)
+        await producer.send(dead_letter(), None)

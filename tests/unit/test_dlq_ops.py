@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError
-from kafka_fakes import FIRST_PRODUCED_OFFSET, FakeTopics
+from kafka_fakes import DLQ_T0, FIRST_PRODUCED_OFFSET, FakeTopics, dead_letter
 
 from consumer.errors import InvalidRequest, PoisonMessage, TransientError
 from consumer.ops.dlq import (
@@ -29,32 +29,12 @@ from consumer.stream.dlq import (
     DlqRecord,
     encode,
 )
-from consumer.types import Operation, ThinEvent
 
 DLQ = "searchsync.dlq"
-T0 = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+T0 = DLQ_T0
 T1 = datetime(2026, 2, 1, tzinfo=UTC)
 EPOCH = datetime.fromtimestamp(0, UTC)  # the fakes stamp offset o at 10*o + partition ms
 CLIENT = {"bootstrap.servers": "x:1"}
-
-
-def _record(**changes: Any) -> DlqRecord:
-    base = DlqRecord.for_message(
-        topic="outbox.event.wiki_page",
-        partition=1,
-        offset=42,
-        key=b"page-1",
-        value=b'{"event_id": "e1"}',
-        consumer_group="searchsync",
-        error_code="ES_REJECTED",
-        error_message="mapper_parsing_exception",
-        attempts=3,
-        first_failed_at=T0,
-        last_failed_at=T0 + timedelta(seconds=30),
-        event=ThinEvent("e1", "wiki_page", "page-1", Operation.UPSERT, 7),
-        projection_schema_version=2,
-    )
-    return replace(base, **changes)
 
 
 class Dlq(FakeTopics):
@@ -108,7 +88,7 @@ def _dlq(*partitions: list[DlqRecord]) -> Dlq:
 
 def _numbered(n: int, partition: int, code: str = "ES_REJECTED") -> list[DlqRecord]:
     return [
-        _record(
+        dead_letter(
             event_id=f"p{partition}-{i}",
             original_offset=100 * partition + i,
             original_partition=partition + 3,
@@ -164,7 +144,7 @@ def test_replay_resumes_after_a_limit_and_picks_up_new_dead_letters() -> None:
     second = dlq.replay()
     assert [e.record.event_id for e in second.replayed] == ["p0-2"]
     assert len(second.already_replayed) == 2
-    dlq.logs[DLQ][0].append((encode(_record(event_id="new")), []))
+    dlq.logs[DLQ][0].append((encode(dead_letter(event_id="new")), []))
     assert [e.record.event_id for e in dlq.replay().replayed] == ["new"]
 
 
@@ -190,9 +170,9 @@ def test_a_filtered_replay_leaves_skipped_records_replayable_and_does_not_repeat
 
 def test_filters_by_type_id_and_time() -> None:
     records = [
-        _record(event_id="a", aggregate_type="article", last_failed_at=T0),
-        _record(event_id="b", aggregate_id="page-2", last_failed_at=T0 + timedelta(hours=1)),
-        _record(event_id="c", last_failed_at=T0 + timedelta(hours=2)),
+        dead_letter(event_id="a", aggregate_type="article", last_failed_at=T0),
+        dead_letter(event_id="b", aggregate_id="page-2", last_failed_at=T0 + timedelta(hours=1)),
+        dead_letter(event_id="c", last_failed_at=T0 + timedelta(hours=2)),
     ]
     dlq = _dlq(records)
 

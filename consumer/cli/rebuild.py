@@ -91,6 +91,7 @@ async def run_rebuild(
     from consumer.ops.rebuild.reader import EsIndexReader
     from consumer.ops.rebuild.runner import RebuildDeps, Rebuilder
     from consumer.ops.rebuild.state import MysqlRebuildState, RebuildRecord
+    from consumer.ops.repair.heal import MysqlOutbox
     from consumer.search.es_index import BulkSizer, EsIndex
 
     registry = services.registry(settings)
@@ -131,6 +132,7 @@ async def run_rebuild(
             catchup=catchup,
             metrics=metrics,
             progress=progress,
+            outbox=MysqlOutbox(pool),
         )
         if settings.rebuild.metrics_port and not options.dry_run:
             server = HealthServer(

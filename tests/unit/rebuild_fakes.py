@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +21,7 @@ from consumer.ops.rebuild.runner import RebuildDeps
 from consumer.ops.rebuild.state import InMemoryRebuildState, RebuildRecord
 from consumer.projection import Projector, ProjectorRegistry, Row, default_registry
 from consumer.search.fake import InMemoryIndex
-from consumer.search.sink import IndexOp, Sink
+from consumer.search.sink import EXTERNAL_GTE, IndexOp, Sink
 from tests.unit.kafka_fakes import FakeAdmin, FakeTopics
 
 TOPIC = "outbox.event.wiki_page"
@@ -112,6 +112,26 @@ class FakeCatchUp:
         await sink.write([IndexOp.from_document(self.record.target_index, document)])
 
 
+class RewritingOutbox:
+    """Records the sweep's REBUILD appends and applies each as the catch-up group's REBUILD
+    rewrite would: the fresh projection at the same version (``external_gte``) into the alias's
+    write index."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.events: list[tuple[str, str, int]] = []
+
+    async def append_rebuild(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
+        self.events.append((aggregate_type, aggregate_id, revision))
+        w = self.world
+        row = w.truth.tables.get("wiki_page", {}).get(aggregate_id)
+        doc = w.projector.project(row) if row else w.projector.tombstone(aggregate_id, revision)
+        target = w.es.alias_target(w.alias)
+        assert target is not None
+        op = IndexOp(target, doc.doc_id, doc.source_revision, doc.to_json(), EXTERNAL_GTE)
+        await Sink(w.es.physical_writer()).write([op])
+
+
 @dataclass
 class World:
     env: dict[str, str] = field(default_factory=dict)
@@ -123,8 +143,11 @@ class World:
     out: io.StringIO = field(default_factory=io.StringIO)
     catchups: list[str] = field(default_factory=list)
     registry: ProjectorRegistry = field(default_factory=default_registry)
+    sleeps: list[float] = field(default_factory=list)
+    on_first_sleep: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self.outbox = RewritingOutbox(self)
         self.truth = RecordingTruth(self.log)
         self.kafka = RecordingAdmin(self.topics, self.log)
         self.topics.topic(TOPIC, [])
@@ -147,6 +170,14 @@ class World:
     @property
     def alias(self) -> str:
         return self.settings.alias(TYPE)
+
+    async def sleep(self, seconds: float) -> None:
+        """The rebuild's sleep: recorded, not waited; `on_first_sleep` hooks run once."""
+        self.sleeps.append(seconds)
+        hooks, self.on_first_sleep[:] = list(self.on_first_sleep), []
+        for hook in hooks:
+            await hook()
+        await asyncio.sleep(0.001)
 
     def put(self, row: Row) -> None:
         self.truth.put(row, table="wiki_page")
@@ -186,4 +217,6 @@ class World:
             catchup=lambda record, _topics: FakeCatchUp(self, record),
             metrics=self.metrics,
             progress=Progress(stream=self.out, json_lines=True),
+            outbox=self.outbox,
+            sleep=self.sleep,
         )

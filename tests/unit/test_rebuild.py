@@ -9,6 +9,7 @@ from consumer.errors import InvalidRequest, OperationRefused
 from consumer.ops.rebuild.outcome import RebuildOptions
 from consumer.ops.rebuild.runner import Rebuilder
 from consumer.ops.rebuild.state import Status
+from consumer.search.sink import IndexOp, Sink
 from tests.unit.rebuild_fakes import TOPIC, TYPE, World, page
 
 
@@ -235,3 +236,38 @@ def test_progress_on_a_pipe_prints_a_line_every_interval() -> None:
     lines = stream.getvalue().splitlines()
     assert len(lines) == 2
     assert "60/100 rows" in lines[1] and "10 rows/s" in lines[1] and "ETA 4s" in lines[1]
+
+
+async def test_old_shape_documents_written_after_a_schema_changing_swap_are_swept() -> None:
+    """An old consumer writes through the alias before its fence goes up: the sweep finds the
+    documents of the old schema version in the new index and has each rewritten by a REBUILD
+    at its stored version (docs/design.md, "Schema fence")."""
+    import dataclasses
+
+    w = world_with_pages(4)
+    await w.init_alias(schema_version=1)
+    old = dataclasses.replace(w.projector, schema_version=1)
+
+    async def old_consumer_writes_through_the_alias() -> None:  # after the swap, before its fence
+        w.put(page("p001", 3, title="changed after the swap"))
+        row = w.truth.tables["wiki_page"]["p001"]
+        await Sink(w.es).write([IndexOp.from_document(w.alias, old.project(row))])
+        written = w.es.get(f"{w.alias}_v2", "p001")
+        assert written is not None and written.body["projection_schema_version"] == 1
+
+    w.on_first_sleep.append(old_consumer_writes_through_the_alias)
+    outcome = await Rebuilder(w.deps()).run(RebuildOptions(TYPE, wait_for_live=False))
+    assert outcome.ok, outcome.message
+    assert w.sleeps and w.sleeps[0] == 2 * w.settings.pipeline.fence_check_interval_s + 1.0
+    assert w.outbox.events == [(TYPE, "p001", 3)]
+    stored = w.es.get(f"{w.alias}_v2", "p001")
+    assert stored is not None and stored.version == 3
+    assert stored.body == w.projector.project(w.truth.tables["wiki_page"]["p001"]).body
+    assert '"sweep"' in w.out.getvalue()
+
+
+async def test_a_same_schema_rebuild_does_not_sweep() -> None:
+    w = world_with_pages(3)
+    await w.init_alias()
+    outcome = await Rebuilder(w.deps()).run(RebuildOptions(TYPE))
+    assert outcome.ok and w.outbox.events == [] and w.sleeps == []

@@ -9,7 +9,10 @@ After the swap:
 - **changed schema version:** the live group (old projector) is fenced by the new index's
   ``_meta``, so the catch-up group keeps writing until the live group, redeployed with the new
   projector under the same group id, has committed at least as far as the catch-up group on
-  every partition (``--no-wait`` skips this: the index then waits for the redeploy).
+  every partition (``--no-wait`` skips this: the index then waits for the redeploy). First,
+  once the fence has settled, the sweep (`consumer.ops.rebuild.sweep`) has the old-shape
+  documents an old consumer wrote before its fence went up rewritten through the outbox, and the
+  catch-up group applies those REBUILDs before anything else.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from consumer.ops.rebuild import plan as plans
 from consumer.ops.rebuild.catchup import CatchUp, LagWatch
 from consumer.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
 from consumer.ops.rebuild.state import RebuildRecord, Status
+from consumer.ops.rebuild.sweep import settle_s, sweep_other_schema, wait_rewritten
 from consumer.ops.rebuild.verify import VerifyReport, verify
 from consumer.projection import Projector
 from consumer.types import TopicPartition
@@ -126,6 +130,8 @@ async def _after_swap(
     live = d.settings.kafka.group_id
     changed = old_version is not None and old_version != projector.schema_version
     note = ""
+    if changed:
+        note = await _sweep(rb, catchup, projector, record)
     if changed and options.wait_for_live:
         d.progress.step(
             "handover",
@@ -152,7 +158,7 @@ async def _after_swap(
                 False, "waiting", message, record, verify=report, failures=failures
             )
     elif changed:
-        note = (
+        note += (
             f"; --no-wait: the index gets no new writes until group {live} runs the new "
             "projector (it continues from where it was fenced)"
         )
@@ -165,6 +171,54 @@ async def _after_swap(
         f"{record.catchup_group} {'deleted' if deleted else 'was already gone'}{note}"
     )
     return RebuildOutcome(True, "done", message, record, verify=report, failures=failures)
+
+
+SWEEP_PASSES = 3
+
+
+async def _sweep(
+    rb: Rebuilder, catchup: CatchUp, projector: Projector, record: RebuildRecord
+) -> str:
+    """Once the old consumers' fences have settled, have every document of another schema
+    version in the new index rewritten (REBUILD events, applied by the catch-up group) until a
+    pass finds none; a note for the summary when some remain (the redeployed group applies them)."""
+    d, r = rb.d, rb.d.settings.rebuild
+    await d.sleep(settle_s(d.settings))
+    left: tuple[str, ...] = ()
+    for attempt in range(1, SWEEP_PASSES + 1):
+        result = await sweep_other_schema(
+            reader=d.reader,
+            outbox=d.outbox,
+            aggregate_type=record.aggregate_type,
+            index=record.target_index,
+            schema_version=projector.schema_version,
+        )
+        d.progress.step(
+            "sweep",
+            f"pass {attempt}: {result.found} documents of another schema version in "
+            f"{record.target_index}" + (": REBUILD events appended" if result.found else ""),
+        )
+        if not result.found:
+            return ""
+        left = await wait_rewritten(
+            reader=d.reader,
+            index=record.target_index,
+            schema_version=projector.schema_version,
+            ids=result.ids,
+            timeout_s=r.catchup_timeout_s,
+            poll_s=r.poll_interval_s,
+            sleep=d.sleep,
+            failure=catchup.failure,
+        )
+        if left:
+            break
+    if not left:
+        return ""
+    return (
+        f"; {len(left)} documents of another schema version were still in "
+        f"{record.target_index} after the sweep (their REBUILD events are on the topic: the "
+        f"redeployed group rewrites them), e.g. {list(left[:5])}"
+    )
 
 
 async def _catch_up(

@@ -1,6 +1,7 @@
 """What the rebuild's verification reads from an index (by its physical name).
 
-`IndexReader` is the narrow port: counts, the ids of ``is_deleted: true`` documents, a random
+`IndexReader` is the narrow port: counts, the ids of ``is_deleted: true`` documents, the
+documents of another schema version (the sweep after a swap), a random
 sample of stored documents with their versions, and the top-k ids of a ``match`` query over
 live documents. `EsIndexReader` implements it on a real cluster, `InMemoryIndexReader` over
 `consumer.search.fake.InMemoryIndex`. Failures of the cluster raise `TransientError`.
@@ -54,6 +55,11 @@ class IndexReader(Protocol):
         required (``operator: and``), so a title finds its own few documents, not ties."""
         ...
 
+    async def other_schema(self, index: str, schema_version: int) -> list[tuple[str, int]]:
+        """(id, stored version) of every document whose ``projection_schema_version`` is not
+        `schema_version` (missing counts as other), sorted by id."""
+        ...
+
 
 class EsIndexReader:
     def __init__(self, client: AsyncElasticsearch) -> None:
@@ -87,6 +93,29 @@ class EsIndexReader:
             ids.extend(hit["_id"] for hit in hits)
             if len(hits) < _PAGE:
                 return ids
+            after = hits[-1]["sort"]
+
+    async def other_schema(self, index: str, schema_version: int) -> list[tuple[str, int]]:
+        query = {"bool": {"must_not": [{"term": {"projection_schema_version": schema_version}}]}}
+        found: list[tuple[str, int]] = []
+        after: list[Any] | None = None
+        while True:
+            extra: dict[str, Any] = {} if after is None else {"search_after": after}
+            with _translated(f"search {index}"):
+                response = await self._client.search(
+                    index=index,
+                    query=query,
+                    sort=[{"id": "asc"}],
+                    size=_PAGE,
+                    source=False,
+                    version=True,
+                    track_total_hits=False,
+                    **extra,
+                )
+            hits = response["hits"]["hits"]
+            found.extend((hit["_id"], int(hit["_version"])) for hit in hits)
+            if len(hits) < _PAGE:
+                return found
             after = hits[-1]["sort"]
 
     async def sample(self, index: str, size: int, seed: int) -> list[StoredDocument]:
@@ -132,6 +161,14 @@ class InMemoryIndexReader:
     async def deleted_ids(self, index: str) -> list[str]:
         docs = self._docs(index)
         return sorted(i for i, d in docs.items() if d.body.get("is_deleted") is True)
+
+    async def other_schema(self, index: str, schema_version: int) -> list[tuple[str, int]]:
+        docs = self._docs(index)
+        return [
+            (i, docs[i].version)
+            for i in sorted(docs)
+            if docs[i].body.get("projection_schema_version") != schema_version
+        ]
 
     async def sample(self, index: str, size: int, seed: int) -> list[StoredDocument]:
         docs = self._docs(index)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -38,6 +38,7 @@ from consumer.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
 from consumer.ops.rebuild.progress import Progress
 from consumer.ops.rebuild.reader import IndexReader
 from consumer.ops.rebuild.state import RebuildRecord, RebuildStateStore, Status
+from consumer.ops.rebuild.sweep import RebuildOutbox
 from consumer.projection import Projector, ProjectorRegistry
 from consumer.search.port import IndexAdmin
 from consumer.search.sink import SearchIndex, Sink
@@ -58,7 +59,9 @@ class RebuildDeps:
     catchup: Callable[[RebuildRecord, list[str]], CatchUp]  # (record, topics) -> catch-up group
     metrics: RebuildMetrics
     progress: Progress
+    outbox: RebuildOutbox  # REBUILD events for the sweep after a schema-changing swap
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
 
 class Rebuilder:

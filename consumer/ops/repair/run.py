@@ -24,7 +24,7 @@ from consumer.ops.repair.state import MysqlWheelState
 from consumer.ops.repair.wheel import BucketReport, RotationReport, Wheel, WheelConfig
 from consumer.projection import Projector
 
-__all__ = ["limits", "record", "run_repair", "wheel_config"]
+__all__ = ["limits", "record", "run_repair", "serve_metrics", "wheel_config"]
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ async def run_repair(
         maxsize=m.pool_max,
         connect_timeout=m.connect_timeout_s,
     )
-    server = await _serve_metrics(settings, metrics) if daemon else None
+    server = await serve_metrics(settings, metrics) if daemon else None
     try:
         bounds = limits(settings, kafka_admin)
         wheel = Wheel(
@@ -150,7 +150,7 @@ async def run_repair(
         await pool.wait_closed()
 
 
-async def _serve_metrics(settings: Settings, metrics: RepairMetrics) -> HealthServer | None:
+async def serve_metrics(settings: Settings, metrics: RepairMetrics) -> HealthServer | None:
     """``--daemon``'s /metrics (and a /healthz that is ready while it runs) on
     ``repair.metrics_port``; None when that is 0."""
     port = settings.repair.metrics_port

@@ -235,3 +235,48 @@ async def test_changing_the_bucket_count_starts_a_new_epoch_without_false_findin
         with contextlib.suppress(Exception):
             await es.close()
         await drop_indices(settings)
+
+
+async def test_the_lag_guard_reads_the_live_groups_lag_on_kafka_and_stops_the_rotation(
+    consumer_pool: aiomysql.Pool, id_prefix: str
+) -> None:
+    from consumer.config import load_settings
+    from consumer.kafka.admin import ConfluentKafkaAdmin
+    from consumer.ops.repair.load import live_lag
+    from consumer.ops.repair.run import limits
+
+    env = harness_env("rl", SEARCHSYNC_REPAIR_MAX_LIVE_LAG="1", SEARCHSYNC_REPAIR_LAG_POLL_S="0.2")
+    settings = load_settings({**env, "SEARCHSYNC_REPAIR_LAG_WAIT_TIMEOUT_S": "1"})
+    admin = ConfluentKafkaAdmin(settings.kafka.client_config())
+    topic = "outbox.event.wiki_page"
+    marks = admin.watermarks(topic)
+    if sum(m.high - m.low for m in marks.values()) < 2:
+        pytest.skip("the outbox topic holds fewer than 2 events")
+    # the group (no member) committed at the start of the topic: its lag is the whole topic
+    assert (
+        admin.alter_committed(
+            settings.kafka.group_id, {(topic, p): m.low for p, m in marks.items()}
+        )
+        == {}
+    )
+    lag = await asyncio.to_thread(live_lag, admin, settings)
+    assert lag >= sum(m.high - m.low for m in marks.values())
+    bounds = limits(settings, admin)
+    es = make_es_client(settings)
+    wheel = Wheel(
+        projectors=[default_registry().get("wiki_page")],
+        alias_for=settings.alias,
+        truth=MysqlTruthSide(consumer_pool, id_prefix=id_prefix),
+        index=_CutIndexSide(EsIndexSide(es), cut_at=1),  # never reached
+        state=MysqlWheelState(consumer_pool, scope=f"t{uuid.uuid4().hex[:8]}/"),
+        healer=Healer(InMemoryOutbox(), appends_per_s=1_000, guard=bounds.lag),
+        config=WheelConfig(bucket_count=2),
+        limits=bounds,
+    )
+    try:
+        report = await wheel.rotation()
+    finally:
+        await es.close()
+    assert report.buckets == [] and report.stopped is not None
+    assert f"live group {settings.kafka.group_id!r}" in report.stopped
+    assert admin.delete_group(settings.kafka.group_id)

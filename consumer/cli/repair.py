@@ -4,7 +4,9 @@
 ``--once`` runs one rotation over every bucket; ``--daemon`` scans the best buckets every
 ``repair.daemon_interval_s`` until interrupted. ``--dry-run`` finds and reports but appends
 nothing. Progress goes to stderr; the summary (or ``--json``) to stdout. Exit 0 when every
-scanned bucket was read completely, 1 when one was interrupted.
+scanned bucket was read completely, 1 when one was interrupted or the rotation stopped because
+the live group's lag stayed above ``repair.max_live_lag``. ``--daemon`` serves its metrics on
+``repair.metrics_port`` (0: none).
 """
 
 from __future__ import annotations
@@ -75,12 +77,15 @@ def cmd_repair(args: argparse.Namespace, settings: Settings, services: Services)
                 metrics=RepairMetrics(),
                 on_report=on_report,
                 progress=progress,
+                kafka_admin=services.kafka_admin(settings.kafka.client_config()),
             )
         finally:
             await client.close()
 
     asyncio.run(go())
-    return ExitCode.FAILURE if last and last[-1].interrupted else ExitCode.OK
+    if last and last[-1].stopped:
+        err(f"repair stopped: {last[-1].stopped}")
+    return ExitCode.FAILURE if last and (last[-1].interrupted or last[-1].stopped) else ExitCode.OK
 
 
 def progress(bucket: BucketReport, n: int, total: int) -> None:
@@ -112,6 +117,7 @@ def to_json(report: RotationReport, *, dry_run: bool) -> dict[str, Any]:
             1 for b in report.buckets if b.interrupted is None and b.content_checked
         ),
         "buckets_interrupted": report.interrupted,
+        "stopped": report.stopped,
         "oldest_bucket_age_s": report.oldest_age_s,
         "appended": sum(b.appended for b in report.buckets),
         "settled_away": sum(b.candidates - len(b.findings) for b in report.buckets),
@@ -133,4 +139,6 @@ def render(report: RotationReport, *, dry_run: bool) -> list[str]:
     lines.append(
         f"  appended {data['appended']} REBUILD events; settled away {data['settled_away']}"
     )
+    if report.stopped:
+        lines.append(f"  STOPPED: {report.stopped}")
     return lines

@@ -25,6 +25,7 @@ from consumer.search.port import IndexAdmin
 
 if TYPE_CHECKING:
     from consumer.ops.prune import ConnectorState, OutboxRows
+    from consumer.ops.repair.state import WheelSnapshot
     from consumer.search.tombstones import TombstoneStore
 
 
@@ -60,6 +61,12 @@ async def _outbox_stats(settings: Settings) -> tuple[int, datetime | None]:
     from consumer.cli.status import outbox_stats
 
     return await outbox_stats(settings)
+
+
+async def _repair_state(settings: Settings, aggregate_types: list[str]) -> dict[str, WheelSnapshot]:
+    from consumer.cli.status import repair_state
+
+    return await repair_state(settings, aggregate_types)
 
 
 def _replay_ledger(settings: Settings) -> ReplayLedger:
@@ -109,3 +116,7 @@ class Services:
     tombstone_store: Callable[[Any], TombstoneStore] = _tombstone_store  # over an ES client
     connect: Callable[[Settings], ConnectorState] = _connect  # Kafka Connect's REST API
     outbox_rows: Callable[[Settings], AbstractAsyncContextManager[OutboxRows]] = _outbox_rows
+    # the repair wheel's state per aggregate type (`searchsync status`)
+    repair_state: Callable[[Settings, list[str]], Awaitable[dict[str, WheelSnapshot]]] = (
+        _repair_state
+    )

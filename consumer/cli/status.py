@@ -14,6 +14,7 @@ from consumer.config import Settings
 from consumer.exit_codes import ExitCode
 from consumer.ops import status_probes as probes
 from consumer.ops.dlq_summary import summary
+from consumer.ops.repair.state import WheelSnapshot
 from consumer.ops.status import Probe, Section, StatusReport, gather
 
 
@@ -75,12 +76,17 @@ async def _report(settings: Settings, services: Services, endpoints: list[str]) 
         )
         return probes.dlq_section(found)
 
+    async def repair() -> Section:
+        wheels = await services.repair_state(settings, list(registry.types()))
+        return probes.repair_section(wheels, max_staleness_s=settings.repair.max_staleness_s)
+
     checks: list[tuple[str, Probe]] = [
         ("group", group),
         ("aliases", aliases),
         ("consumers", consumers),
         ("outbox", outbox),
         ("dlq", dlq),
+        ("repair", repair),
     ]
     try:
         return await gather(checks)
@@ -129,7 +135,45 @@ def _describe(s: Section) -> list[str]:
     if s.name == "dlq" and d:
         codes = ", ".join(f"{k} {v}" for k, v in d["by_code"].items()) or "none"
         return [f"{d['dlq_topic']}: {d['total']} dead letter(s) ({codes})"]
+    if s.name == "repair" and d:
+        return [_describe_wheel(w) for w in d["wheels"]]
     return []
+
+
+def _describe_wheel(w: dict[str, Any]) -> str:
+    if w["epoch"] is None:
+        return f"{w['aggregate_type']}: never repaired"
+    found = ", ".join(f"{k} {v}" for k, v in w["last_counts"].items() if v) or "no drift"
+    age = w["oldest_age_seconds"]
+    return (
+        f"{w['aggregate_type']}: epoch {w['epoch']}, {w['buckets_complete']}/{w['bucket_count']}"
+        f" buckets scanned, last {w['last_complete_at'] or '-'}, oldest"
+        f" {'-' if age is None else f'{age}s ago'} (max {w['max_staleness_seconds']:.0f}s);"
+        f" last scans: {found}"
+    )
+
+
+async def repair_state(settings: Settings, aggregate_types: list[str]) -> dict[str, WheelSnapshot]:
+    """The repair wheel's state per type (``search_repair_*``; the searchsync user may SELECT)."""
+    from consumer.mysql.pool import create_pool
+    from consumer.ops.repair.state import MysqlWheelState, snapshot
+
+    mysql = settings.mysql
+    pool = await create_pool(
+        host=mysql.host,
+        port=mysql.port,
+        user=mysql.user,
+        password=mysql.password.reveal(),
+        database=mysql.database,
+        minsize=1,
+        maxsize=1,
+        connect_timeout=mysql.connect_timeout_s,
+    )
+    try:
+        return await snapshot(MysqlWheelState(pool), aggregate_types)
+    finally:
+        pool.close()
+        await pool.wait_closed()
 
 
 async def outbox_stats(settings: Settings) -> tuple[int, datetime | None]:

@@ -61,6 +61,12 @@ class RepairSettings:
     rotation; `slo_s`, `max_staleness_s`, `gamma`, `epsilon`, `ewma_alpha` the schedule;
     `page_*` the adaptive page size; `appends_per_s` the outbox append ceiling; `daemon_*` the
     ``--daemon`` loop (buckets per tick, seconds between ticks).
+
+    Load: `mysql_rows_per_s` and `es_requests_per_s` are the scan's ceilings (0: none);
+    `max_live_lag` the live group's lag above which the repair waits, before each bucket and
+    each batch of `append_batch` appends, at most `lag_wait_timeout_s` (polling every
+    `lag_poll_s`) before it stops (0: no guard). `metrics_port` serves ``--daemon``'s metrics
+    (0: none).
     """
 
     bucket_count: int = 64
@@ -79,6 +85,13 @@ class RepairSettings:
     mysql_sync_hash_column: bool = False
     daemon_buckets_per_tick: int = 4
     daemon_interval_s: float = 60.0
+    mysql_rows_per_s: float = 20_000.0
+    es_requests_per_s: float = 50.0
+    max_live_lag: int = 10_000
+    lag_wait_timeout_s: float = 600.0
+    lag_poll_s: float = 5.0
+    append_batch: int = 100
+    metrics_port: int = 0
 
 
 def _rebuild(r: _Section) -> RebuildSettings:
@@ -233,4 +246,11 @@ def _repair(r: _Section) -> RepairSettings:
         mysql_sync_hash_column=flag,
         daemon_buckets_per_tick=r.integer("daemon_buckets_per_tick", 1, 1 << 20),
         daemon_interval_s=r.number("daemon_interval_s", 0.0, 86_400.0),
+        mysql_rows_per_s=r.number("mysql_rows_per_s", 0.0, 1e9),
+        es_requests_per_s=r.number("es_requests_per_s", 0.0, 1e6),
+        max_live_lag=r.integer("max_live_lag", 0, 10**12),
+        lag_wait_timeout_s=r.number("lag_wait_timeout_s", 0.0, 7 * 86_400.0),
+        lag_poll_s=r.number("lag_poll_s", 0.0, 3_600.0, lo_open=True),
+        append_batch=r.integer("append_batch", 1, 1_000_000),
+        metrics_port=r.integer("metrics_port", 0, 65_535),
     )

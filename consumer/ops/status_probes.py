@@ -19,6 +19,7 @@ from consumer.config import Settings
 from consumer.kafka.admin import KafkaAdmin
 from consumer.ops.dlq_summary import DlqSummary
 from consumer.ops.offsets import partition_offsets, subscribed_topics
+from consumer.ops.repair.state import WheelSnapshot
 from consumer.ops.status import Section
 from consumer.projection import ProjectorRegistry
 from consumer.search.port import IndexAdmin
@@ -29,6 +30,7 @@ __all__ = [
     "dlq_section",
     "group_section",
     "outbox_section",
+    "repair_section",
 ]
 
 
@@ -140,6 +142,57 @@ def dlq_section(summary: DlqSummary) -> Section:
     data = summary.as_json()
     warnings = [f"{summary.total} dead letter(s)"] if summary.total else []
     return Section("dlq", data, (), tuple(warnings))
+
+
+def repair_section(
+    wheels: Mapping[str, WheelSnapshot], *, max_staleness_s: float, now: datetime | None = None
+) -> Section:
+    """The repair wheel's last rotation per type: its epoch, the newest and the oldest complete
+    bucket scans, and the last scans' findings. A type never repaired, a bucket never scanned
+    completely, or an oldest scan older than ``repair.max_staleness_s`` is a warning."""
+    now = now or datetime.now(UTC)
+    warnings: list[str] = []
+    found: list[dict[str, Any]] = []
+    for kind, wheel in wheels.items():
+        if wheel.epoch is None:
+            warnings.append(f"{kind}: never repaired (run `searchsync repair --once`)")
+            found.append({"aggregate_type": kind, "epoch": None})
+            continue
+        states = list(wheel.buckets.values())
+        done = [s.last_complete_at for s in states if s.last_complete_at is not None]
+        never = len(states) - len(done)
+        oldest = min(done) if done else None
+        age = None if oldest is None else (now - oldest).total_seconds()
+        counts: dict[str, int] = {}
+        for st in states:
+            for k, v in st.last_counts.items():
+                counts[k] = counts.get(k, 0) + int(v)
+        if never:
+            warnings.append(
+                f"{kind}: {never} of {len(states)} bucket(s) never scanned completely"
+                " (run `searchsync repair --once`)"
+            )
+        elif age is not None and age > max_staleness_s:
+            warnings.append(
+                f"{kind}: oldest bucket scanned {age:.0f}s ago, over repair.max_staleness_s"
+                f" {max_staleness_s:.0f}s (is `searchsync repair --daemon` running?)"
+            )
+        found.append(
+            {
+                "aggregate_type": kind,
+                "epoch": wheel.epoch.epoch,
+                "bucket_count": wheel.epoch.bucket_count,
+                "buckets_complete": len(done),
+                "buckets_never_scanned": never,
+                "buckets_running": sum(1 for st in states if st.running_generation is not None),
+                "last_complete_at": max(done).isoformat() if done else None,
+                "oldest_complete_at": None if oldest is None else oldest.isoformat(),
+                "oldest_age_seconds": None if age is None else round(age),
+                "max_staleness_seconds": max_staleness_s,
+                "last_counts": dict(sorted(counts.items())),
+            }
+        )
+    return Section("repair", {"wheels": found}, (), tuple(warnings))
 
 
 def _get(url: str, timeout_s: float) -> tuple[int, bytes]:

@@ -62,6 +62,8 @@ async def test_status_sees_the_group_the_alias_and_the_consumer(
         assert sections["consumers"]["consumers"][0]["ready"] is True
         assert sections["dlq"]["total"] == 0  # this test's DLQ topic does not exist
         assert sections["outbox"]["rows"] >= 0
+        # the repair wheel's state is read from MySQL (whatever this shared database holds)
+        assert "wiki_page" in {w["aggregate_type"] for w in sections["repair"]["wheels"]}
     finally:
         if consumer.task is not None:
             assert await consumer.close() == 0

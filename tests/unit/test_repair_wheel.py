@@ -15,6 +15,7 @@ from pipeline_fakes import PageTruth, page_row
 
 from consumer.ops.repair.buckets import bucket_of, bucket_range, canonical_fields, key_hash
 from consumer.ops.repair.heal import Healer, InMemoryOutbox
+from consumer.ops.repair.load import Limits
 from consumer.ops.repair.model import DELETION_KINDS, FindingKind
 from consumer.ops.repair.schedule import SchedulePolicy, choose, ewma, priority
 from consumer.ops.repair.sides import InMemoryIndexSide, InMemoryTruthSide
@@ -46,7 +47,14 @@ class World:
         self.on_settle: Any = None
         self.m = m
 
-    def wheel(self, *, dry_run: bool = False, m: int | None = None) -> Wheel:
+    def wheel(
+        self,
+        *,
+        dry_run: bool = False,
+        m: int | None = None,
+        limits: Limits | None = None,
+        batch_size: int = 100,
+    ) -> Wheel:
         async def sleep(_: float) -> None:
             if self.on_settle is not None:
                 self.on_settle()
@@ -60,10 +68,18 @@ class World:
             truth=InMemoryTruthSide(self.truth),
             index=self.index_side,
             state=self.state,
-            healer=Healer(self.outbox, appends_per_s=1e6, dry_run=dry_run, sleep=sleep),
+            healer=Healer(
+                self.outbox,
+                appends_per_s=1e6,
+                dry_run=dry_run,
+                sleep=sleep,
+                guard=None if limits is None else limits.lag,
+                batch_size=batch_size,
+            ),
             config=config,
             clock=lambda: NOW,
             sleep=sleep,
+            limits=limits,
         )
 
     def page(self, i: str, revision: int = 2, **kw: Any) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from kafka_fakes import FakeTopics
 
 from consumer.cli import Services, main
 from consumer.exit_codes import ExitCode
+from consumer.ops.repair.state import BucketState, Epoch, WheelSnapshot
 from consumer.ops.status import Section, gather
 from consumer.projection import wiki_page
 from consumer.search.fake import InMemoryIndex
@@ -76,13 +77,23 @@ def _system(*, members: list[str], schema: int = wiki_page.SCHEMA_VERSION) -> Se
     async def outbox(settings: Any) -> tuple[int, datetime | None]:
         return 7, datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
+    async def repair_state(settings: Any, types: list[str]) -> dict[str, WheelSnapshot]:
+        now = datetime.now(UTC)
+        epoch = Epoch("wiki_page", 1, 2, 1)
+        return {"wiki_page": WheelSnapshot("wiki_page", epoch, fresh_buckets(2, now))}
+
     return Services(
         es_client=lambda settings: _Client(),
         index_admin=lambda client: es.admin,
         kafka_admin=kafka.admin,
         kafka_consumer=kafka.consumer,
         outbox_stats=outbox,
+        repair_state=repair_state,
     )
+
+
+def fresh_buckets(m: int, at: datetime) -> dict[int, BucketState]:
+    return {b: BucketState(b, generation=1, last_complete_at=at) for b in range(m)}
 
 
 def _status(services: Services, endpoint: str, capsys: pytest.CaptureFixture[str]) -> Any:
@@ -96,7 +107,7 @@ def test_a_healthy_system_exits_0_and_shows_every_section(
     code, report = _status(_system(members=["c1"]), health[0], capsys)
     assert code == ExitCode.OK and report["healthy"] is True and report["problems"] == []
     sections = report["sections"]
-    assert set(sections) == {"group", "aliases", "consumers", "outbox", "dlq"}
+    assert set(sections) == {"group", "aliases", "consumers", "outbox", "dlq", "repair"}
     assert sections["group"]["lag"] == 0 and sections["group"]["members"] == ["c1"]
     [alias] = sections["aliases"]["aliases"]
     assert alias["write_index"] == f"{ALIAS}_v1"
@@ -104,6 +115,9 @@ def test_a_healthy_system_exits_0_and_shows_every_section(
     assert sections["outbox"]["rows"] == 7
     assert sections["dlq"]["total"] == 0  # the DLQ topic does not exist yet: no dead letters
     assert sections["consumers"]["consumers"][0]["ready"] is True
+    [wheel] = sections["repair"]["wheels"]
+    assert wheel["buckets_complete"] == 2 and wheel["epoch"] == 1
+    assert report["warnings"] == []
 
 
 def test_no_running_consumer_is_a_problem_with_the_reason(

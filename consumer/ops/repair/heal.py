@@ -24,6 +24,7 @@ import aiomysql
 
 from consumer.mysql.outbox import append_outbox
 from consumer.mysql.pool import db_time, transaction, translate_errors, utc_now
+from consumer.ops.repair.load import LagGuard
 from consumer.ops.repair.model import Finding, FindingKind
 from consumer.types import Operation
 
@@ -82,7 +83,11 @@ class InMemoryOutbox:
 
 
 class Healer:
-    """Turns confirmed findings into outbox appends, rate-limited; `dry_run` appends nothing."""
+    """Turns confirmed findings into outbox appends, rate-limited; `dry_run` appends nothing.
+
+    With a `guard`, the live group's lag is checked before each batch of `batch_size` appends
+    (`LagGuard.wait`, which raises `LiveLagTooHigh` when it stays too high); `appended` counts
+    every append so far."""
 
     def __init__(
         self,
@@ -92,9 +97,16 @@ class Healer:
         dry_run: bool = False,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
+        guard: LagGuard | None = None,
+        batch_size: int = 100,
     ) -> None:
         if appends_per_s <= 0:
             raise ValueError("appends_per_s must be > 0")
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        self._guard = guard
+        self._batch_size = batch_size
+        self.appended = 0
         self._outbox = outbox
         self._interval = 1.0 / appends_per_s
         self._dry_run = dry_run
@@ -109,7 +121,9 @@ class Healer:
         by_id: dict[tuple[str, str], Finding] = {}
         for f in findings:
             by_id.setdefault((f.aggregate_type, f.id), f)
-        for finding in by_id.values():
+        for n, finding in enumerate(by_id.values()):
+            if self._guard is not None and n % self._batch_size == 0:
+                await self._guard.wait(f"appending REBUILD events ({len(by_id) - n} to go)")
             wait = self._next_at - self._clock()
             if wait > 0:
                 await self._sleep(wait)
@@ -124,4 +138,5 @@ class Healer:
                 await self._outbox.append_rebuild(
                     finding.aggregate_type, finding.id, finding.row_revision
                 )
+            self.appended += 1
         return len(by_id)

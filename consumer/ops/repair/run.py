@@ -5,22 +5,49 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from consumer.config import Settings
+from consumer.kafka.admin import KafkaAdmin
 from consumer.mysql.pool import close_pool, open_pool
+from consumer.observability.http import HealthReport, HealthServer
 from consumer.observability.repair_metrics import RepairMetrics
 from consumer.ops.repair.es_side import EsIndexSide
 from consumer.ops.repair.heal import Healer, MysqlOutbox
+from consumer.ops.repair.load import LagGuard, Limits, TokenBucket, live_lag
 from consumer.ops.repair.mysql_side import MysqlTruthSide
 from consumer.ops.repair.schedule import SchedulePolicy
 from consumer.ops.repair.state import MysqlWheelState
 from consumer.ops.repair.wheel import BucketReport, RotationReport, Wheel, WheelConfig
 from consumer.projection import Projector
 
-__all__ = ["record", "run_repair", "wheel_config"]
+__all__ = ["limits", "record", "run_repair", "serve_metrics", "wheel_config"]
+
+log = logging.getLogger(__name__)
+
+
+def limits(settings: Settings, admin: KafkaAdmin | None) -> Limits:
+    """The scan's ceilings and the live-lag guard (no guard without an admin)."""
+    r = settings.repair
+
+    async def read_lag() -> int:
+        assert admin is not None
+        return await asyncio.to_thread(live_lag, admin, settings)
+
+    return Limits(
+        mysql_rows=TokenBucket(r.mysql_rows_per_s),
+        es_requests=TokenBucket(r.es_requests_per_s),
+        lag=LagGuard(
+            read_lag,
+            max_lag=r.max_live_lag if admin is not None else 0,
+            timeout_s=r.lag_wait_timeout_s,
+            poll_s=r.lag_poll_s,
+            group=settings.kafka.group_id,
+        ),
+    )
 
 
 def wheel_config(settings: Settings) -> WheelConfig:
@@ -67,10 +94,16 @@ async def run_repair(
     on_report: Callable[[RotationReport], None],
     progress: Callable[[BucketReport, int, int], None] | None = None,
     stop: asyncio.Event | None = None,
+    kafka_admin: KafkaAdmin | None = None,
 ) -> RotationReport:
-    """One rotation (`daemon` False) or ticks of the best buckets until `stop`; the last report."""
+    """One rotation (`daemon` False) or ticks of the best buckets until `stop`; the last report.
+
+    `kafka_admin` reads the live group's lag for the guard (`repair.max_live_lag`); a daemon
+    whose tick stopped on it tries again at the next tick."""
     pool = await open_pool(settings.mysql)
+    server = await serve_metrics(settings, metrics) if daemon else None
     try:
+        bounds = limits(settings, kafka_admin)
         wheel = Wheel(
             projectors=projectors,
             alias_for=settings.alias,
@@ -78,10 +111,15 @@ async def run_repair(
             index=EsIndexSide(es_client),
             state=MysqlWheelState(pool),
             healer=Healer(
-                MysqlOutbox(pool), appends_per_s=settings.repair.appends_per_s, dry_run=dry_run
+                MysqlOutbox(pool),
+                appends_per_s=settings.repair.appends_per_s,
+                dry_run=dry_run,
+                guard=bounds.lag,
+                batch_size=settings.repair.append_batch,
             ),
             config=wheel_config(settings),
             progress=progress,
+            limits=bounds,
         )
         stop = stop or asyncio.Event()
         while True:
@@ -96,4 +134,25 @@ async def run_repair(
             if stop.is_set():
                 return report
     finally:
+        if server is not None:
+            await server.close()
         await close_pool(pool)
+
+
+async def serve_metrics(settings: Settings, metrics: RepairMetrics) -> HealthServer | None:
+    """``--daemon``'s /metrics (and a /healthz that is ready while it runs) on
+    ``repair.metrics_port``; None when that is 0."""
+    port = settings.repair.metrics_port
+    if not port:
+        return None
+    server = HealthServer(
+        settings.observability.metrics_host,
+        port,
+        metrics,  # type: ignore[arg-type]  # anything with render() serves /metrics
+        lambda: HealthReport(ready=True, details={"repair": "daemon"}),
+    )
+    await server.start()
+    log.info(
+        "repair metrics on http://%s:%d/metrics", settings.observability.metrics_host, server.port
+    )
+    return server

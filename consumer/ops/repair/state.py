@@ -18,7 +18,15 @@ import aiomysql
 
 from consumer.mysql.pool import db_time, transaction, translate_errors
 
-__all__ = ["BucketState", "Epoch", "InMemoryWheelState", "MysqlWheelState", "WheelState"]
+__all__ = [
+    "BucketState",
+    "Epoch",
+    "InMemoryWheelState",
+    "MysqlWheelState",
+    "WheelSnapshot",
+    "WheelState",
+    "snapshot",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +74,25 @@ async def ensure_epoch(
     ):
         return current, False
     return await store.start_epoch(aggregate_type, m, canon, now), True
+
+
+@dataclass(frozen=True, slots=True)
+class WheelSnapshot:
+    """One type's wheel as it stands: its current epoch (None: never repaired) and buckets."""
+
+    aggregate_type: str
+    epoch: Epoch | None
+    buckets: Mapping[int, BucketState] = field(default_factory=dict)
+
+
+async def snapshot(store: WheelState, aggregate_types: list[str]) -> dict[str, WheelSnapshot]:
+    """The current epoch and bucket states of each type (read only; `searchsync status`)."""
+    out: dict[str, WheelSnapshot] = {}
+    for t in aggregate_types:
+        epoch = await store.current_epoch(t)
+        buckets = {} if epoch is None else await store.buckets(epoch)
+        out[t] = WheelSnapshot(t, epoch, buckets)
+    return out
 
 
 class InMemoryWheelState:

@@ -9,6 +9,10 @@ with the counts, cost and EWMA. A scan that fails on either side reports nothing
 bucket (no deletion finding from a partial read, invariant 13) and leaves it to be started
 again from its first key. Content (``_source`` and the row's projection) is checked on a share
 `content_share` of the buckets per rotation; revisions and flags on every scan.
+
+Load (`consumer.ops.repair.load`): every MySQL page pays its rows into a rows/s bucket, every
+Elasticsearch request into a requests/s bucket, and before each bucket the live group's lag is
+checked (`LagGuard`); a lag that stays too high stops the rotation (`RotationReport.stopped`).
 """
 
 from __future__ import annotations
@@ -21,12 +25,14 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVar
 
 from consumer.mysql.pool import utc_now
 from consumer.ops.chunks import ChunkController
 from consumer.ops.repair.buckets import WHEEL_CANONICALIZATION_VERSION, bucket_range
 from consumer.ops.repair.compare import compare
 from consumer.ops.repair.heal import Healer
+from consumer.ops.repair.load import Limits, LiveLagTooHigh
 from consumer.ops.repair.model import Finding, FindingKind, IndexEntry, TruthEntry
 from consumer.ops.repair.schedule import Choice, SchedulePolicy, choose, ewma
 from consumer.ops.repair.sides import IndexSide, TruthSide
@@ -36,6 +42,7 @@ from consumer.projection import Projector
 __all__ = ["BucketReport", "RotationReport", "Wheel", "WheelConfig"]
 
 log = logging.getLogger(__name__)
+_E = TypeVar("_E", TruthEntry, IndexEntry)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +70,7 @@ class BucketReport:
     appended: int = 0
     seconds: float = 0.0
     interrupted: str | None = None
+    stopped: str | None = None  # the live lag stayed too high while healing
 
 
 @dataclass(slots=True)
@@ -73,6 +81,7 @@ class RotationReport:
     choices: list[tuple[str, Choice]] = field(default_factory=list)
     seconds: float = 0.0
     oldest_age_s: dict[str, float] = field(default_factory=dict)
+    stopped: str | None = None  # why the rotation ended early (the live lag stayed too high)
 
     def counts(self) -> dict[str, int]:
         c: Counter[str] = Counter({k.value: 0 for k in FindingKind})
@@ -99,6 +108,7 @@ class Wheel:
         clock: Callable[[], datetime] = utc_now,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         progress: Callable[[BucketReport, int, int], None] | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self._projectors = list(projectors)
         self._alias_for = alias_for
@@ -110,6 +120,7 @@ class Wheel:
         self._clock = clock
         self._sleep = sleep
         self._progress = progress
+        self._limits = limits or Limits()
 
     async def rotation(self, limit: int | None = None) -> RotationReport:
         """Scan every bucket of every type once (or the `limit` best per type), by priority."""
@@ -131,10 +142,20 @@ class Wheel:
             picked = choose(states.values(), now, self._config.policy, limit or len(states))
             for n, choice in enumerate(picked, 1):
                 report.choices.append((projector.aggregate_type, choice))
+                try:
+                    await self._limits.lag.wait(
+                        f"{projector.aggregate_type} bucket {choice.bucket}"
+                    )
+                except LiveLagTooHigh as exc:
+                    report.stopped = str(exc)
+                    break
                 bucket = await self.scan_bucket(projector, epoch, states[choice.bucket])
                 report.buckets.append(bucket)
                 if self._progress is not None:
                     self._progress(bucket, n, len(picked))
+                if bucket.stopped is not None:
+                    report.stopped = bucket.stopped
+                    break
             after = await self._state.buckets(epoch)
             report.oldest_age_s[projector.aggregate_type] = max(
                 (
@@ -144,6 +165,8 @@ class Wheel:
                 )
                 for s in after.values()
             )
+            if report.stopped is not None:
+                break
         report.seconds = time.monotonic() - started
         return report
 
@@ -173,8 +196,16 @@ class Wheel:
         report.rows, report.docs = len(rows), len(docs)
         candidates = compare(projector, rows, docs, content=content, complete=True)
         report.candidates = len(candidates)
-        report.findings = await self._settle(projector, alias, candidates)
-        report.appended = await self._healer.heal(report.findings)
+        findings = await self._settle(projector, alias, candidates)
+        appended_before = self._healer.appended
+        try:
+            report.appended = await self._healer.heal(findings)
+        except LiveLagTooHigh as exc:  # not completed: the bucket is scanned again next time
+            report.appended = self._healer.appended - appended_before
+            report.interrupted = report.stopped = str(exc)
+            report.seconds = time.monotonic() - started
+            return report
+        report.findings = findings
         report.seconds = time.monotonic() - started
         rate = len(report.findings) / max(len(rows), 1)
         counts = Counter(f.kind.value for f in report.findings)
@@ -206,6 +237,8 @@ class Wheel:
         await self._sleep(self._config.settle_s)
         ids = sorted({f.id for f in candidates})
         rows = await self._truth.by_ids(projector, ids)
+        await self._limits.mysql_rows.take(len(ids))
+        await self._limits.es_requests.take(1)
         docs = await self._index.by_ids(alias, ids)
         again = {
             (f.kind, f.id): f for f in compare(projector, rows, docs, content=True, complete=True)
@@ -239,38 +272,36 @@ class Wheel:
     async def _read_truth(
         self, projector: Projector, lo: int, hi: int, content: bool
     ) -> dict[str, TruthEntry]:
-        out: dict[str, TruthEntry] = {}
-        chunks = self._chunks()
-        after: str | None = None
-        while True:
-            t0 = time.monotonic()
-            page = await self._truth.bucket_page(
-                projector, lo, hi, after, chunks.current, content=content
-            )
-            size = chunks.current
-            chunks.observe(time.monotonic() - t0)
-            out.update((e.id, e) for e in page)
-            if len(page) < size:
-                return out
-            after = page[-1].id
+        async def page(after: str | None, n: int) -> list[TruthEntry]:
+            found = await self._truth.bucket_page(projector, lo, hi, after, n, content=content)
+            await self._limits.mysql_rows.take(len(found))
+            return found
+
+        return await self._pages(page)
 
     async def _read_index(
         self, alias: str, lo: int, hi: int, content: bool
     ) -> dict[str, IndexEntry]:
-        out: dict[str, IndexEntry] = {}
+        async def page(after: str | None, n: int) -> list[IndexEntry]:
+            await self._limits.es_requests.take(1)
+            return await self._index.bucket_page(alias, lo, hi, after, n, content=content)
+
+        return await self._pages(page)
+
+    async def _pages(self, page: Callable[[str | None, int], Awaitable[list[_E]]]) -> dict[str, _E]:
+        """Every entry of a key range, keyset by id in adaptive pages, to the end."""
+        out: dict[str, _E] = {}
         chunks = self._chunks()
         after: str | None = None
         while True:
-            t0 = time.monotonic()
-            page = await self._index.bucket_page(
-                alias, lo, hi, after, chunks.current, content=content
-            )
             size = chunks.current
+            t0 = time.monotonic()
+            found = await page(after, size)
             chunks.observe(time.monotonic() - t0)
-            out.update((e.id, e) for e in page)
-            if len(page) < size:
+            out.update((e.id, e) for e in found)
+            if len(found) < size:
                 return out
-            after = page[-1].id
+            after = found[-1].id
 
     def _chunks(self) -> ChunkController:
         c = self._config

@@ -82,6 +82,7 @@ async def run_rebuild(
     settings: Settings, services: Services, options: RebuildOptions, *, json_lines: bool
 ) -> RebuildOutcome:
     """Wire the real clients (or the test's `services`) and run the rebuild."""
+    from consumer.mysql.outbox import MysqlOutbox
     from consumer.mysql.pool import close_pool, open_pool
     from consumer.mysql.truth import MysqlTruth
     from consumer.observability.http import HealthReport, HealthServer
@@ -91,7 +92,6 @@ async def run_rebuild(
     from consumer.ops.rebuild.reader import EsIndexReader
     from consumer.ops.rebuild.runner import RebuildDeps, Rebuilder
     from consumer.ops.rebuild.state import MysqlRebuildState, RebuildRecord
-    from consumer.ops.repair.heal import MysqlOutbox
     from consumer.search.es_index import BulkSizer, EsIndex
 
     registry = services.registry(settings)

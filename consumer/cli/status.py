@@ -155,25 +155,11 @@ def _describe_wheel(w: dict[str, Any]) -> str:
 
 async def repair_state(settings: Settings, aggregate_types: list[str]) -> dict[str, WheelSnapshot]:
     """The repair wheel's state per type (``search_repair_*``; the searchsync user may SELECT)."""
-    from consumer.mysql.pool import create_pool
+    from consumer.mysql.pool import pool_of
     from consumer.ops.repair.state import MysqlWheelState, snapshot
 
-    mysql = settings.mysql
-    pool = await create_pool(
-        host=mysql.host,
-        port=mysql.port,
-        user=mysql.user,
-        password=mysql.password.reveal(),
-        database=mysql.database,
-        minsize=1,
-        maxsize=1,
-        connect_timeout=mysql.connect_timeout_s,
-    )
-    try:
+    async with pool_of(settings.mysql, maxsize=1) as pool:
         return await snapshot(MysqlWheelState(pool), aggregate_types)
-    finally:
-        pool.close()
-        await pool.wait_closed()
 
 
 async def outbox_stats(settings: Settings) -> tuple[int, datetime | None]:

@@ -18,6 +18,7 @@ the Outbox Event Router drops delete records.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -99,14 +100,16 @@ class OutboxRow:
 
 
 class MysqlOutbox:
-    """``search_outbox`` for the prune: keyset pages by id and bounded range deletes.
+    """``search_outbox`` for the operator jobs: the prune's keyset pages by id and bounded range
+    deletes, and the REBUILD appends of the repair job and the rebuild's sweep.
 
     Each call is its own short transaction (READ COMMITTED, the pool's session setting: no gap
     locks), so the application's inserts at the end of the id range are never blocked.
     """
 
-    def __init__(self, pool: aiomysql.Pool) -> None:
+    def __init__(self, pool: aiomysql.Pool, *, clock: Callable[[], datetime] = utc_now) -> None:
         self._pool = pool
+        self._clock = clock
 
     async def page(self, after_id: int, limit: int) -> list[OutboxRow]:
         """The next `limit` rows with ``id > after_id``, by id (a primary-key range read)."""
@@ -132,3 +135,22 @@ class MysqlOutbox:
                         (first_id, last_id, db_time(created_before)),
                     )
                     return int(cur.rowcount)
+
+    async def append_rebuild(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
+        async with transaction(self._pool) as conn:
+            await append_outbox(conn, aggregate_type, aggregate_id, Operation.REBUILD, revision)
+
+    async def append_orphan(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
+        now = self._clock()
+        async with transaction(self._pool) as conn:
+            with translate_errors("raise search_revision_floor"):
+                async with conn.cursor() as cur:
+                    await cur.execute(
+                        "INSERT INTO search_revision_floor (aggregate_type, aggregate_id,"
+                        " revision, deleted_at) VALUES (%s, %s, %s, %s) ON DUPLICATE KEY UPDATE"
+                        " revision = GREATEST(revision, VALUES(revision))",
+                        (aggregate_type, aggregate_id, revision, db_time(now)),
+                    )
+            await append_outbox(
+                conn, aggregate_type, aggregate_id, Operation.REBUILD, revision, now=now
+            )

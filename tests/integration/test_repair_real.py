@@ -17,9 +17,10 @@ from typing import Any
 import aiomysql
 import pytest
 
+from consumer.mysql.outbox import MysqlOutbox
 from consumer.mysql.truth import InMemoryTruth, MysqlTruth
 from consumer.ops.repair.es_side import EsIndexSide
-from consumer.ops.repair.heal import Healer, MysqlOutbox
+from consumer.ops.repair.heal import Healer
 from consumer.ops.repair.model import FindingKind
 from consumer.ops.repair.mysql_side import MysqlTruthSide
 from consumer.ops.repair.state import MysqlWheelState

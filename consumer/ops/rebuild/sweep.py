@@ -37,7 +37,7 @@ SETTLE_MARGIN_S = 1.0
 
 
 class RebuildOutbox(Protocol):
-    """The one outbox append, for REBUILD events (`consumer.ops.repair.heal.MysqlOutbox`)."""
+    """The one outbox append, for REBUILD events (`consumer.mysql.outbox.MysqlOutbox`)."""
 
     async def append_rebuild(
         self, aggregate_type: str, aggregate_id: str, revision: int

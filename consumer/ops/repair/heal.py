@@ -17,18 +17,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from datetime import datetime
 from typing import Protocol
 
-import aiomysql
-
-from consumer.mysql.outbox import append_outbox
-from consumer.mysql.pool import db_time, transaction, translate_errors, utc_now
 from consumer.ops.repair.load import LagGuard
 from consumer.ops.repair.model import Finding, FindingKind
-from consumer.types import Operation
 
-__all__ = ["Healer", "InMemoryOutbox", "MysqlOutbox", "OutboxPort"]
+__all__ = ["Healer", "InMemoryOutbox", "OutboxPort"]
 
 
 class OutboxPort(Protocol):
@@ -39,31 +33,6 @@ class OutboxPort(Protocol):
     async def append_orphan(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
         """Raise the id's revision floor to `revision` and append a REBUILD at it, together."""
         ...
-
-
-class MysqlOutbox:
-    def __init__(self, pool: aiomysql.Pool, *, clock: Callable[[], datetime] = utc_now) -> None:
-        self._pool = pool
-        self._clock = clock
-
-    async def append_rebuild(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
-        async with transaction(self._pool) as conn:
-            await append_outbox(conn, aggregate_type, aggregate_id, Operation.REBUILD, revision)
-
-    async def append_orphan(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
-        now = self._clock()
-        async with transaction(self._pool) as conn:
-            with translate_errors("raise search_revision_floor"):
-                async with conn.cursor() as cur:
-                    await cur.execute(
-                        "INSERT INTO search_revision_floor (aggregate_type, aggregate_id,"
-                        " revision, deleted_at) VALUES (%s, %s, %s, %s) ON DUPLICATE KEY UPDATE"
-                        " revision = GREATEST(revision, VALUES(revision))",
-                        (aggregate_type, aggregate_id, revision, db_time(now)),
-                    )
-            await append_outbox(
-                conn, aggregate_type, aggregate_id, Operation.REBUILD, revision, now=now
-            )
 
 
 class InMemoryOutbox:

@@ -12,11 +12,12 @@ from typing import Any
 
 from consumer.config import Settings
 from consumer.kafka.admin import KafkaAdmin
+from consumer.mysql.outbox import MysqlOutbox
 from consumer.mysql.pool import close_pool, open_pool
 from consumer.observability.http import HealthReport, HealthServer
 from consumer.observability.repair_metrics import RepairMetrics
 from consumer.ops.repair.es_side import EsIndexSide
-from consumer.ops.repair.heal import Healer, MysqlOutbox
+from consumer.ops.repair.heal import Healer
 from consumer.ops.repair.load import LagGuard, Limits, TokenBucket, live_lag
 from consumer.ops.repair.mysql_side import MysqlTruthSide
 from consumer.ops.repair.schedule import SchedulePolicy

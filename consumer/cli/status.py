@@ -80,8 +80,12 @@ async def _report(settings: Settings, services: Services, endpoints: list[str]) 
         wheels = await services.repair_state(settings, list(registry.types()))
         return probes.repair_section(wheels, max_staleness_s=settings.repair.max_staleness_s)
 
+    async def connector() -> Section:
+        return probes.connector_section(await services.connect(settings).status())
+
     checks: list[tuple[str, Probe]] = [
         ("group", group),
+        ("connector", connector),
         ("aliases", aliases),
         ("consumers", consumers),
         ("outbox", outbox),
@@ -129,6 +133,9 @@ def _describe(s: Section) -> list[str]:
             + ("unreachable" if not c["reachable"] else "ready" if c["ready"] else "NOT ready")
             for c in d["consumers"]
         ]
+    if s.name == "connector" and d:
+        tasks = ", ".join(f"task {t['id']} {t['state']}" for t in d["tasks"]) or "no tasks"
+        return [f"{d['name']}: {d['state']} ({tasks})"]
     if s.name == "outbox" and d:
         oldest = d["oldest_created_at"]
         return [f"{d['rows']} row(s), oldest {oldest or '-'}"]

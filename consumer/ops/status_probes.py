@@ -17,6 +17,7 @@ import orjson
 
 from consumer.config import Settings
 from consumer.kafka.admin import KafkaAdmin
+from consumer.kafka.connect import ConnectorStatus
 from consumer.ops.dlq_summary import DlqSummary
 from consumer.ops.offsets import partition_offsets, subscribed_topics
 from consumer.ops.repair.state import WheelSnapshot
@@ -26,6 +27,7 @@ from consumer.search.port import IndexAdmin
 
 __all__ = [
     "aliases_section",
+    "connector_section",
     "consumers_section",
     "dlq_section",
     "group_section",
@@ -193,6 +195,11 @@ def repair_section(
             }
         )
     return Section("repair", {"wheels": found}, (), tuple(warnings))
+
+
+def connector_section(status: ConnectorStatus) -> Section:
+    """The Debezium connector and its tasks (Kafka Connect REST): not RUNNING is a problem."""
+    return Section("connector", status.as_json(), tuple(status.problems()))
 
 
 def _get(url: str, timeout_s: float) -> tuple[int, bytes]:

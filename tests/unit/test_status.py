@@ -15,6 +15,7 @@ from kafka_fakes import FakeTopics
 
 from consumer.cli import Services, main
 from consumer.exit_codes import ExitCode
+from consumer.kafka.connect import ConnectorStatus, TaskStatus
 from consumer.ops.repair.state import BucketState, Epoch, WheelSnapshot
 from consumer.ops.status import Section, gather
 from consumer.projection import wiki_page
@@ -27,6 +28,15 @@ ALIAS = "searchsync_wiki_page"
 class _Client:
     async def close(self) -> None:
         pass
+
+
+class _Connector:
+    def __init__(self, state: str) -> None:
+        self.state = state
+
+    async def status(self, name: str | None = None) -> ConnectorStatus:
+        task = TaskStatus(0, self.state, "w1", "boom" if self.state == "FAILED" else None)
+        return ConnectorStatus(name or "searchsync-outbox", "RUNNING", "w1", (task,))
 
 
 class _Health(http.server.BaseHTTPRequestHandler):
@@ -58,7 +68,9 @@ def health() -> Iterator[tuple[str, type[_Health]]]:
         server.server_close()
 
 
-def _system(*, members: list[str], schema: int = wiki_page.SCHEMA_VERSION) -> Services:
+def _system(
+    *, members: list[str], schema: int = wiki_page.SCHEMA_VERSION, connector: str = "RUNNING"
+) -> Services:
     kafka = FakeTopics()
     kafka.topic(TOPIC, [b""] * 10, [b""] * 4)
     kafka.commits[("searchsync", (TOPIC, 0))] = 10
@@ -89,6 +101,7 @@ def _system(*, members: list[str], schema: int = wiki_page.SCHEMA_VERSION) -> Se
         kafka_consumer=kafka.consumer,
         outbox_stats=outbox,
         repair_state=repair_state,
+        connect=lambda settings: _Connector(connector),
     )
 
 
@@ -107,7 +120,16 @@ def test_a_healthy_system_exits_0_and_shows_every_section(
     code, report = _status(_system(members=["c1"]), health[0], capsys)
     assert code == ExitCode.OK and report["healthy"] is True and report["problems"] == []
     sections = report["sections"]
-    assert set(sections) == {"group", "aliases", "consumers", "outbox", "dlq", "repair"}
+    assert set(sections) == {
+        "group",
+        "connector",
+        "aliases",
+        "consumers",
+        "outbox",
+        "dlq",
+        "repair",
+    }
+    assert sections["connector"]["running"] is True
     assert sections["group"]["lag"] == 0 and sections["group"]["members"] == ["c1"]
     [alias] = sections["aliases"]["aliases"]
     assert alias["write_index"] == f"{ALIAS}_v1"
@@ -169,3 +191,11 @@ def test_the_human_report_names_problems_first(
     assert code == ExitCode.UNHEALTHY
     assert lines[0] == "searchsync status: UNHEALTHY"
     assert lines[1].startswith("  problem: group: no consumer is running")
+
+
+def test_a_failed_connector_task_is_a_problem_with_its_trace(
+    health: tuple[str, type[_Health]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, report = _status(_system(members=["c1"], connector="FAILED"), health[0], capsys)
+    assert code == ExitCode.UNHEALTHY
+    assert "connector: task 0 of searchsync-outbox is FAILED: boom" in report["problems"]

@@ -31,28 +31,30 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from consumer.errors import ErrorCode, PoisonMessage, RevisionRegression, TransientError
 from consumer.mysql.truth import TruthReader
-from consumer.projection import Document, Projector, ProjectorRegistry, Row
+from consumer.projection import Projector, ProjectorRegistry, Row
 from consumer.search.sink import EXTERNAL_GTE, IndexOp, OutcomeKind, Sink, WriteOutcome
 from consumer.stream.coalesce import Work
 from consumer.stream.fence import SchemaFence
 from consumer.stream.fence_gate import FenceGate
+from consumer.stream.planned import (
+    Planned,
+    done,
+    failed,
+    failed_plan,
+    failed_work,
+    from_outcome,
+    is_rebuild,
+    read_failed,
+    row_behind,
+    row_revision,
+    write_failed,
+)
 from consumer.stream.verdict import Result, Verdict
-from consumer.types import Operation
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(slots=True)
-class _Planned:
-    work: Work
-    projector: Projector
-    alias: str
-    document: Document
-    loaded_revision: int | None  # None: the row is gone
 
 
 class Processor:
@@ -75,7 +77,7 @@ class Processor:
 
     async def process(self, works: Sequence[Work]) -> list[Verdict]:
         verdicts: dict[int, Verdict] = {}
-        planned: list[_Planned] = []
+        planned: list[Planned] = []
         by_type: dict[str, list[Work]] = defaultdict(list)
         for work in works:
             by_type[work.key.aggregate_type].append(work)
@@ -84,7 +86,7 @@ class Processor:
                 projector = self._registry.get(aggregate_type)
             except PoisonMessage as exc:
                 for work in group:
-                    verdicts[id(work)] = _failed_work(work, exc.code, exc.message)
+                    verdicts[id(work)] = failed_work(work, exc.code, exc.message)
                 continue
             if self._gate is not None:  # a fenced target: nothing read, written, dead-lettered
                 held = await self._gate.hold(self._alias_for(aggregate_type), projector, group)
@@ -94,7 +96,7 @@ class Processor:
             try:
                 plans, early = await self._plan(projector, group, primary=False)
             except Exception as exc:  # the truth could not be read: every work of the type failed
-                verdicts.update({id(w): _read_failed(w, exc, aggregate_type) for w in group})
+                verdicts.update({id(w): read_failed(w, exc, aggregate_type) for w in group})
                 continue
             planned.extend(plans)
             verdicts.update({id(v.work): v for v in early})
@@ -109,11 +111,11 @@ class Processor:
 
     async def _plan(
         self, projector: Projector, works: Sequence[Work], *, primary: bool
-    ) -> tuple[list[_Planned], list[Verdict]]:
+    ) -> tuple[list[Planned], list[Verdict]]:
         """Load the rows of `works` and build their documents; early verdicts for the rest."""
         ids = [w.key.aggregate_id for w in works]
         rows = await self._truth.rows_by_id(projector, ids, primary=primary)
-        behind = [w.key.aggregate_id for w in works if _behind(rows.get(w.key.aggregate_id), w)]
+        behind = [w.key.aggregate_id for w in works if row_behind(rows.get(w.key.aggregate_id), w)]
         if behind and not primary:
             # Older than the event: a lagging replica. The primary cannot lag behind an event
             # Debezium read from its binlog, so its answer is final.
@@ -130,14 +132,14 @@ class Processor:
                 projector.aggregate_type, missing, primary=primary
             )
         alias = self._alias_for(projector.aggregate_type)
-        plans: list[_Planned] = []
+        plans: list[Planned] = []
         early: list[Verdict] = []
         for work in works:
             row = rows.get(work.key.aggregate_id)
             try:
                 plan = self._plan_one(projector, alias, work, row, floors)
             except PoisonMessage as exc:
-                early.append(_failed_plan(projector, alias, work, row, exc.code, exc.message))
+                early.append(failed_plan(projector, alias, work, row, exc.code, exc.message))
                 continue
             except Exception as exc:  # a bug in the projector: this work's failure, no other's
                 log.warning(
@@ -147,7 +149,7 @@ class Processor:
                 )
                 message = f"projector raised {type(exc).__name__}: {exc}"
                 early.append(
-                    _failed_plan(
+                    failed_plan(
                         projector, alias, work, row, ErrorCode.PROJECTION_ERROR, message, True
                     )
                 )
@@ -158,38 +160,38 @@ class Processor:
     @staticmethod
     def _plan_one(
         projector: Projector, alias: str, work: Work, row: Row | None, floors: dict[str, int]
-    ) -> _Planned:
+    ) -> Planned:
         if row is None:
             revision = max(work.max_revision, floors.get(work.key.aggregate_id, 0))
             doc = projector.tombstone(work.key.aggregate_id, revision)
-            return _Planned(work, projector, alias, doc, None)
-        loaded = _row_revision(row)
+            return Planned(work, projector, alias, doc, None)
+        loaded = row_revision(row)
         if loaded is None:  # not an int: the projector says why (PROJECTION_ERROR)
-            return _Planned(work, projector, alias, projector.project(row), None)
+            return Planned(work, projector, alias, projector.project(row), None)
         if loaded < work.max_revision:
             raise RevisionRegression(
                 f"the primary's row is at revision {loaded}, older than event revision "
                 f"{work.max_revision}: the revision went backwards (id re-created without "
                 "its revision floor?)"
             )
-        return _Planned(work, projector, alias, projector.project(row), loaded)
+        return Planned(work, projector, alias, projector.project(row), loaded)
 
-    async def _write(self, planned: list[_Planned]) -> list[Verdict]:
+    async def _write(self, planned: list[Planned]) -> list[Verdict]:
         if not planned:
             return []
         outcomes = await self._sink_write(planned)
         if outcomes is None:
-            return [_write_failed(p) for p in planned]
+            return [write_failed(p) for p in planned]
         verdicts: list[Verdict] = []
-        ahead: list[tuple[_Planned, WriteOutcome]] = []
-        same_revision: list[_Planned] = []
+        ahead: list[tuple[Planned, WriteOutcome]] = []
+        same_revision: list[Planned] = []
         for plan, outcome in zip(planned, outcomes, strict=True):
             if outcome.kind is OutcomeKind.AHEAD:
                 ahead.append((plan, outcome))
-            elif outcome.kind is OutcomeKind.ALREADY_APPLIED and _is_rebuild(plan.work):
+            elif outcome.kind is OutcomeKind.ALREADY_APPLIED and is_rebuild(plan.work):
                 same_revision.append(plan)
             else:
-                verdicts.append(_from_outcome(plan, outcome))
+                verdicts.append(from_outcome(plan, outcome))
         if same_revision:
             verdicts.extend(await self._rewrite(same_revision, ahead))
         if ahead:
@@ -197,30 +199,30 @@ class Processor:
         return verdicts
 
     async def _rewrite(
-        self, plans: list[_Planned], ahead: list[tuple[_Planned, WriteOutcome]]
+        self, plans: list[Planned], ahead: list[tuple[Planned, WriteOutcome]]
     ) -> list[Verdict]:
         """REBUILDs already applied at their revision: rewrite those whose stored projection
         differs from the fresh one, with ``external_gte`` (docs/design.md, invariant 12).
 
         A document found newer meanwhile joins `ahead` (the ordinary re-check)."""
         out: list[Verdict] = []
-        by_alias: dict[str, list[_Planned]] = defaultdict(list)
+        by_alias: dict[str, list[Planned]] = defaultdict(list)
         for plan in plans:
             by_alias[plan.alias].append(plan)
-        rewrite: list[_Planned] = []
+        rewrite: list[Planned] = []
         for alias, group in by_alias.items():
             try:
                 stored = await self._sink.stored_projections(
                     alias, [p.document.doc_id for p in group]
                 )
             except TransientError as exc:
-                out.extend(_failed(p, exc.code, exc.message) for p in group)
+                out.extend(failed(p, exc.code, exc.message) for p in group)
                 continue
             for plan in group:
                 found = stored.get(plan.document.doc_id)
                 doc = plan.document
                 if found is None or found.version < doc.source_revision:
-                    out.append(_failed(plan, ErrorCode.ES_409_UNCONFIRMED, "stored doc changed"))
+                    out.append(failed(plan, ErrorCode.ES_409_UNCONFIRMED, "stored doc changed"))
                 elif found.version > doc.source_revision:
                     message = f"stored version {found.version} > {doc.source_revision}"
                     op = IndexOp.from_document(plan.alias, doc)
@@ -233,7 +235,7 @@ class Processor:
                     and found.schema_version == plan.projector.schema_version
                     and found.sync_hash == doc.body.get("sync_hash")
                 ):
-                    out.append(_done(plan, Result.ALREADY_APPLIED))
+                    out.append(done(plan, Result.ALREADY_APPLIED))
                 else:
                     rewrite.append(plan)
         if not rewrite:
@@ -252,18 +254,18 @@ class Processor:
             outcomes = await self._sink.write(ops)
         except Exception:
             log.exception("the sink raised unexpectedly; its works will be retried")
-            return out + [_write_failed(p) for p in rewrite]
+            return out + [write_failed(p) for p in rewrite]
         for plan, outcome in zip(rewrite, outcomes, strict=True):
             if outcome.kind is OutcomeKind.AHEAD:  # a newer write won the race: re-check it
                 ahead.append((plan, outcome))
             else:
-                out.append(_from_outcome(plan, outcome))
+                out.append(from_outcome(plan, outcome))
         return out
 
-    async def _recheck(self, ahead: list[tuple[_Planned, WriteOutcome]]) -> list[Verdict]:
+    async def _recheck(self, ahead: list[tuple[Planned, WriteOutcome]]) -> list[Verdict]:
         """The index holds a newer revision than the row just read: ask the primary again."""
         out: list[Verdict] = []
-        by_projector: dict[str, list[tuple[_Planned, WriteOutcome]]] = defaultdict(list)
+        by_projector: dict[str, list[tuple[Planned, WriteOutcome]]] = defaultdict(list)
         for item in ahead:
             by_projector[item[0].projector.aggregate_type].append(item)
         for group in by_projector.values():
@@ -272,11 +274,11 @@ class Processor:
             try:
                 fresh, early = await self._plan(projector, works, primary=True)
             except Exception as exc:
-                out.extend(_read_failed(w, exc, projector.aggregate_type) for w in works)
+                out.extend(read_failed(w, exc, projector.aggregate_type) for w in works)
                 continue
             out.extend(early)
             stored = {id(plan.work): o.stored_version or 0 for plan, o in group}
-            retry_now: list[_Planned] = []
+            retry_now: list[Planned] = []
             for plan in fresh:
                 version = stored[id(plan.work)]
                 if plan.document.source_revision > version:
@@ -284,12 +286,12 @@ class Processor:
                 elif plan.loaded_revision is None:
                     # The row is gone and the index already holds a later revision: nothing this
                     # event knows is newer than what is indexed (a stale event of a deleted id).
-                    out.append(_done(plan, Result.ALREADY_APPLIED))
+                    out.append(done(plan, Result.ALREADY_APPLIED))
                 elif plan.document.source_revision == version:
-                    out.append(_done(plan, Result.ALREADY_APPLIED))
+                    out.append(done(plan, Result.ALREADY_APPLIED))
                 else:
                     out.append(
-                        _failed(
+                        failed(
                             plan,
                             ErrorCode.REVISION_REGRESSION,
                             f"index holds revision {version} but the primary's row is at "
@@ -300,16 +302,16 @@ class Processor:
             if retry_now:
                 outcomes = await self._sink_write(retry_now)
                 if outcomes is None:
-                    out.extend(_write_failed(p) for p in retry_now)
+                    out.extend(write_failed(p) for p in retry_now)
                     continue
                 for plan, outcome in zip(retry_now, outcomes, strict=True):
                     if outcome.kind is OutcomeKind.AHEAD:  # raced again: try the work later
-                        out.append(_failed(plan, ErrorCode.ES_AHEAD, outcome.message))
+                        out.append(failed(plan, ErrorCode.ES_AHEAD, outcome.message))
                     else:
-                        out.append(_from_outcome(plan, outcome))
+                        out.append(from_outcome(plan, outcome))
         return out
 
-    async def _sink_write(self, planned: list[_Planned]) -> list[WriteOutcome] | None:
+    async def _sink_write(self, planned: list[Planned]) -> list[WriteOutcome] | None:
         """The sink's outcomes for `planned`; None if the sink raised (it reports, not raises)."""
         ops = [IndexOp.from_document(p.alias, p.document) for p in planned]
         try:
@@ -317,93 +319,3 @@ class Processor:
         except Exception:
             log.exception("the sink raised unexpectedly; its works will be retried")
             return None
-
-
-def _done(plan: _Planned, result: Result) -> Verdict:
-    return Verdict(
-        plan.work,
-        result,
-        document=plan.document,
-        alias=plan.alias,
-        loaded_revision=plan.loaded_revision,
-        schema_version=plan.projector.schema_version,
-    )
-
-
-def _failed(plan: _Planned, code: ErrorCode, message: str | None) -> Verdict:
-    """A FAILED verdict for a planned write, with what is known of it."""
-    return Verdict(
-        plan.work,
-        Result.FAILED,
-        code,
-        message,
-        alias=plan.alias,
-        loaded_revision=plan.loaded_revision,
-        schema_version=plan.projector.schema_version,
-    )
-
-
-def _failed_plan(
-    projector: Projector,
-    alias: str,
-    work: Work,
-    row: Row | None,
-    code: ErrorCode,
-    message: str,
-    unexpected: bool = False,
-) -> Verdict:
-    """A FAILED verdict for a work that could not be planned (its row read, or not)."""
-    return Verdict(
-        work,
-        Result.FAILED,
-        code,
-        message,
-        unexpected=unexpected,
-        alias=alias,
-        loaded_revision=None if row is None else _row_revision(row),
-        schema_version=projector.schema_version,
-    )
-
-
-def _failed_work(work: Work, code: ErrorCode, message: str) -> Verdict:
-    return Verdict(work, Result.FAILED, code, message)
-
-
-def _read_failed(work: Work, exc: Exception, aggregate_type: str) -> Verdict:
-    """The verdict of a work whose rows could not be read: the error's code, or INTERNAL."""
-    if isinstance(exc, TransientError | PoisonMessage):
-        return _failed_work(work, exc.code, exc.message)
-    log.warning("reading the truth raised unexpectedly", exc_info=exc)
-    message = f"reading {aggregate_type} raised {type(exc).__name__}: {exc}"
-    return _failed_work(work, ErrorCode.INTERNAL, message)
-
-
-def _write_failed(plan: _Planned) -> Verdict:
-    return _failed(plan, ErrorCode.INTERNAL, "the sink raised unexpectedly (see the log)")
-
-
-def _is_rebuild(work: Work) -> bool:
-    """True when one of the work's events is a REBUILD (the repair job's request)."""
-    return any(event.operation is Operation.REBUILD for event, _ in work.events)
-
-
-def _behind(row: Row | None, work: Work) -> bool:
-    """True when `row` is older than the newest event of `work`."""
-    revision = None if row is None else _row_revision(row)
-    return revision is not None and revision < work.max_revision
-
-
-def _row_revision(row: Row) -> int | None:
-    """The row's revision, or None if it is not an int (the projector refuses such a row)."""
-    revision = row.get("revision")
-    return revision if isinstance(revision, int) and not isinstance(revision, bool) else None
-
-
-def _from_outcome(plan: _Planned, outcome: WriteOutcome) -> Verdict:
-    if outcome.kind is OutcomeKind.APPLIED:
-        return _done(plan, Result.APPLIED)
-    if outcome.kind is OutcomeKind.ALREADY_APPLIED:
-        return _done(plan, Result.ALREADY_APPLIED)
-    if outcome.code is None:  # AHEAD is handled by the caller; nothing else lacks a code
-        raise ValueError(f"a {outcome.kind.value} outcome without an error code")
-    return _failed(plan, outcome.code, outcome.message)

@@ -15,8 +15,9 @@ rebuild stops with its progress saved, and ``--resume`` continues.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
@@ -60,6 +61,13 @@ class ChunkDone:
     next_size: int
 
 
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    rows: Sequence[Row]
+    ops: list[IndexOp]
+    failures: list[tuple[str, str]]  # (id, why) of the rows the projector refused
+
+
 @dataclass(slots=True)
 class BackfillResult:
     last_id: str | None
@@ -100,36 +108,62 @@ class Backfill:
         rows_failed: int = 0,
         stop_after_chunks: int | None = None,
     ) -> BackfillResult:
-        """Scan from `after_id` to the end (or `stop_after_chunks` chunks, for drills)."""
+        """Scan from `after_id` to the end (or `stop_after_chunks` chunks, for drills).
+
+        The next chunk is read and projected while the current one is being written, so MySQL
+        and the projection overlap with Elasticsearch; progress (`on_chunk`, which persists the
+        last id) still moves only after a chunk's writes are acknowledged."""
         result = BackfillResult(after_id, rows_done, rows_failed)
-        while stop_after_chunks is None or result.chunks < stop_after_chunks:
-            started = self._clock()
-            rows = await self._truth.scan(self._projector, result.last_id, self._chunks.current)
-            if not rows:
-                result.complete = True
-                return result
-            ops: list[IndexOp] = []
-            failed = 0
-            for row in rows:
-                try:
-                    document = self._projector.project(row)
-                except PoisonMessage as exc:
-                    failed += 1
-                    self._keep(result, str(row.get("id")), exc.message)
-                    continue
-                ops.append(IndexOp.from_document(self._target, document))
-            indexed, refused = await self._write(ops, result)
-            failed += refused
-            elapsed = self._clock() - started
-            size = self._chunks.observe(elapsed)
-            result.last_id = str(rows[-1]["id"])
-            result.rows_done += len(rows)
-            result.rows_failed += failed
-            result.chunks += 1
-            await self._on_chunk(
-                ChunkDone(result.last_id, len(rows), indexed, failed, elapsed, size)
-            )
-        return result
+        last_done = self._clock()
+        upcoming: asyncio.Task[_Prepared] | None = asyncio.ensure_future(
+            self._prepare(result.last_id, self._chunks.current)
+        )
+        try:
+            while upcoming is not None:
+                chunk = await upcoming
+                upcoming = None
+                if not chunk.rows:
+                    result.complete = True
+                    return result
+                more = stop_after_chunks is None or result.chunks + 1 < stop_after_chunks
+                if more:
+                    upcoming = asyncio.ensure_future(
+                        self._prepare(str(chunk.rows[-1]["id"]), self._chunks.current)
+                    )
+                for doc_id, message in chunk.failures:
+                    self._keep(result, doc_id, message)
+                indexed, refused = await self._write(chunk.ops, result)
+                failed = len(chunk.failures) + refused
+                now = self._clock()
+                elapsed, last_done = now - last_done, now
+                size = self._chunks.observe(elapsed)
+                result.last_id = str(chunk.rows[-1]["id"])
+                result.rows_done += len(chunk.rows)
+                result.rows_failed += failed
+                result.chunks += 1
+                await self._on_chunk(
+                    ChunkDone(result.last_id, len(chunk.rows), indexed, failed, elapsed, size)
+                )
+            return result
+        finally:
+            if upcoming is not None:
+                upcoming.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await upcoming
+
+    async def _prepare(self, after_id: str | None, size: int) -> _Prepared:
+        """The next chunk after `after_id`: its rows, their index ops, the rows refused."""
+        rows = await self._truth.scan(self._projector, after_id, size)
+        ops: list[IndexOp] = []
+        failures: list[tuple[str, str]] = []
+        for row in rows:
+            try:
+                document = self._projector.project(row)
+            except PoisonMessage as exc:
+                failures.append((str(row.get("id")), exc.message))
+                continue
+            ops.append(IndexOp.from_document(self._target, document))
+        return _Prepared(rows, ops, failures)
 
     async def _write(self, ops: list[IndexOp], result: BackfillResult) -> tuple[int, int]:
         """Write `ops`; (indexed, refused). Transient failures are retried, then raised."""

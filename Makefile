@@ -4,12 +4,12 @@ PY    := .venv/bin/python
 STACK := deploy/local/stack.sh
 PYTEST_ARGS ?=
 
-.PHONY: help install venv up down status demo test check-bare test-unit test-integration lint typecheck fmt bench clean
+.PHONY: help install venv up down status demo test check-bare test-unit test-integration lint typecheck fmt bench bench-repair clean
 
 help:
 	@echo "make demo   bring the local stack up and run searchsync on a stream of real page writes"
 	@echo "make test   bring the stack up, run unit + integration tests, tear the stack down"
-	@echo "make up | down | status | clean | lint | typecheck | bench | check-bare"
+	@echo "make up | down | status | clean | lint | typecheck | bench | bench-repair | check-bare"
 
 # What the machine lacks (Debian packages: MariaDB, Maven, a JDK ...): installed as root, otherwise
 # the exact command is printed. The one install step of `make demo`, `make test` and .ci/run.
@@ -66,6 +66,10 @@ typecheck: venv
 
 bench: venv up
 	@$(PY) -m bench.pipeline_bench
+
+# One repair-wheel rotation against bare MySQL and Elasticsearch scans (bench/README.md).
+bench-repair: venv up
+	@$(PY) -m bench.repair_bench
 
 clean:
 	@bash $(STACK) clean

@@ -14,12 +14,19 @@ wheel-state scope, so it never touches other data. Phases, in order:
    5 000), timed, before and after the rotation;
 4. rotation: one full `Wheel.rotation()` over every bucket, with the configured wheel settings
    (``[repair]``: bucket count, page sizes, content share) and no load ceilings, in dry-run
-   (nothing is appended; a clean data set has no findings anyway).
+   (nothing is appended; a clean data set has no findings anyway); its time is split into MySQL
+   page reads, Elasticsearch page reads, wheel-state writes and the rest (compare, projection);
+5. live impact (``--lag-seconds`` > 0): a consumer (``python -m consumer run``, its own group
+   and index prefix) follows the topic while paced writers (the pipeline bench's child) create
+   pages; commit -> searchable is measured once without and once with the repair rotating in a
+   child process over the phase-1 rows and index (the same MySQL and Elasticsearch, another
+   index, so the live pages are never repair candidates) -> p99 with / without.
 
 Target: rotation <= 1.5 x (MySQL scan + ES scan). It reports numbers and the ratio; it asserts
 nothing. Progress goes to stderr, the report (or with ``--json`` one JSON object) to stdout. At
-the end the index is deleted and the inserted rows are deleted again (they never had events,
-so no index that follows the topic holds them).
+the end the indices and the consumer group are deleted and the phase-1 rows are deleted again
+(they never had events, so no index that follows the topic holds them); the live pages of phase 5
+(one outbox event each) are left in place, as the pipeline bench leaves its pages.
 """
 
 from __future__ import annotations
@@ -27,12 +34,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import inspect
 import json
 import logging
 import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Sequence
@@ -41,8 +50,10 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 import aiomysql
+from confluent_kafka.admin import AdminClient
 from elasticsearch import AsyncElasticsearch, NotFoundError
 
+from bench.pipeline_bench import quantile
 from consumer.config import Settings, load_settings
 from consumer.mysql.outbox import MysqlOutbox
 from consumer.mysql.pool import close_pool, create_pool, open_pool
@@ -58,6 +69,7 @@ from consumer.search.admin import init_index
 from consumer.search.client import make_es_client
 from consumer.search.es_index import EsIndex
 from consumer.search.sink import IndexOp
+from consumer.writer import PageWriter
 
 log = logging.getLogger("bench")
 
@@ -67,13 +79,19 @@ SCAN_PAGE: Final = 5_000
 INSERT_BATCH: Final = 1_000
 INDEX_BATCH: Final = 2_000
 RELATIONS: Final = '{"RELATED_CHARACTER": [{"entity_id": "c1", "entity_type": "character"}]}'
+POLL_S: Final = 0.05
+LIVE_WRITERS: Final = 8
+SEARCH_CHUNK: Final = 1_000
 
 
 @dataclass(frozen=True, slots=True)
 class BenchOptions:
     rows: int = 100_000
     buckets: int | None = None  # None: the configured repair.bucket_count
+    lag_seconds: float = 20.0  # 0: no live-impact phase
+    lag_rate: float = 100.0
     as_json: bool = False
+    rotation_child: str | None = None
 
 
 @dataclass(slots=True)
@@ -100,6 +118,12 @@ class Report:
     rotation_interrupted: int = 0
     bucket_p50_s: float = 0.0
     bucket_max_s: float = 0.0
+    rotation_mysql_s: float = 0.0
+    rotation_es_s: float = 0.0
+    rotation_state_s: float = 0.0
+    rotation_other_s: float = 0.0
+    lag: dict[str, dict[str, float]] = field(default_factory=dict)
+    lag_p99_ratio: float = 0.0
     bare_seconds: float = 0.0
     ratio: float = 0.0
     notes: list[str] = field(default_factory=list)
@@ -114,6 +138,64 @@ def progress(message: str) -> None:
 
 def _like(prefix: str) -> str:
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+class Timed:
+    """A proxy that adds up the time spent in every coroutine method of `inner`."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.seconds = 0.0
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if not inspect.iscoroutinefunction(attr):
+            return attr
+
+        async def timed(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.monotonic()
+            try:
+                return await attr(*args, **kwargs)
+            finally:
+                self.seconds += time.monotonic() - t0
+
+        return timed
+
+
+def build_wheel(
+    settings: Settings,
+    pool: aiomysql.Pool,
+    es: AsyncElasticsearch,
+    *,
+    id_prefix: str,
+    scope: str,
+    buckets: int | None,
+    progress_cb: Any = None,
+) -> tuple[Wheel, Timed, Timed, Timed]:
+    """The wheel as `searchsync repair` builds it (`wheel_config`), limited to the bench's rows
+    and state scope, without load ceilings, in dry-run; its sides and state timed."""
+    config = wheel_config(settings)
+    if buckets is not None:
+        config = replace(config, bucket_count=buckets)
+    truth = Timed(
+        MysqlTruthSide(
+            pool, sync_hash_column=settings.repair.mysql_sync_hash_column, id_prefix=id_prefix
+        )
+    )
+    index = Timed(EsIndexSide(es))
+    state = Timed(MysqlWheelState(pool, scope=scope))
+    wheel = Wheel(
+        projectors=[default_registry().get(AGGREGATE_TYPE)],
+        alias_for=settings.alias,
+        truth=truth,
+        index=index,
+        state=state,
+        healer=Healer(MysqlOutbox(pool), appends_per_s=1.0, dry_run=True),
+        config=config,
+        progress=progress_cb,
+        limits=Limits(),
+    )
+    return wheel, truth, index, state
 
 
 class Bench:
@@ -293,33 +375,29 @@ class Bench:
 
     async def rotation(self) -> None:
         r = self.report
-        config = wheel_config(self.settings)
-        if self.options.buckets is not None:
-            config = replace(config, bucket_count=self.options.buckets)
-        r.bucket_count, r.content_share = config.bucket_count, config.content_share
-        r.sync_hash_column = self.settings.repair.mysql_sync_hash_column
 
         def on_bucket(b: BucketReport, n: int, total: int) -> None:
             if n % 8 == 0 or n == total:
                 progress(f"rotation: bucket {n}/{total} ({b.rows} rows, {b.seconds:.2f}s)")
 
-        wheel = Wheel(
-            projectors=[self.projector],
-            alias_for=self.settings.alias,
-            truth=MysqlTruthSide(
-                self.consumer_pool,
-                sync_hash_column=r.sync_hash_column,
-                id_prefix=self.id_prefix,
-            ),
-            index=EsIndexSide(self.client),
-            state=MysqlWheelState(self.consumer_pool, scope=self.scope),
-            healer=Healer(MysqlOutbox(self.consumer_pool), appends_per_s=1.0, dry_run=True),
-            config=config,
-            progress=on_bucket,
-            limits=Limits(),
+        wheel, truth, index, state = build_wheel(
+            self.settings,
+            self.consumer_pool,
+            self.client,
+            id_prefix=self.id_prefix,
+            scope=self.scope,
+            buckets=self.options.buckets,
+            progress_cb=on_bucket,
         )
+        config = wheel_config(self.settings)
+        r.bucket_count = self.options.buckets or config.bucket_count
+        r.content_share = config.content_share
+        r.sync_hash_column = self.settings.repair.mysql_sync_hash_column
         report: RotationReport = await wheel.rotation()
         r.rotation_seconds = report.seconds
+        r.rotation_mysql_s, r.rotation_es_s = truth.seconds, index.seconds
+        r.rotation_state_s = state.seconds
+        r.rotation_other_s = report.seconds - truth.seconds - index.seconds - state.seconds
         r.rotation_buckets = len(report.buckets)
         r.rotation_content_buckets = sum(1 for b in report.buckets if b.content_checked)
         r.rotation_rows = sum(b.rows for b in report.buckets)
@@ -329,6 +407,226 @@ class Bench:
         seconds = [b.seconds for b in report.buckets] or [0.0]
         r.bucket_p50_s, r.bucket_max_s = statistics.median(seconds), max(seconds)
         progress(f"rotation of {r.rotation_buckets} buckets in {r.rotation_seconds:.2f}s")
+
+    # phase 5: the live consumer's commit -> searchable lag without and with the repair
+
+    async def live_impact(self) -> None:
+        o, r = self.options, self.report
+        u = uuid.uuid4().hex[:8]
+        group, live_prefix = f"bench-{u}", f"benchl{u}"
+        live_alias = f"{live_prefix}_{AGGREGATE_TYPE}"
+        env = dict(os.environ)
+        env.update(
+            {
+                "SEARCHSYNC_KAFKA_GROUP_ID": group,
+                "SEARCHSYNC_KAFKA_DLQ_TOPIC": f"{group}.dlq",
+                "SEARCHSYNC_KAFKA_AUTO_OFFSET_RESET": "latest",
+                "SEARCHSYNC_KAFKA_SESSION_TIMEOUT_MS": "6000",
+                "SEARCHSYNC_ELASTICSEARCH_INDEX_PREFIX": live_prefix,
+                "SEARCHSYNC_OBSERVABILITY_METRICS_PORT": "0",
+                "SEARCHSYNC_PIPELINE_SHUTDOWN_DEADLINE_S": "10",
+            }
+        )
+        await init_index(
+            self.client,
+            live_alias,
+            self.projector.mapping,
+            schema_version=self.projector.schema_version,
+        )
+        logfile = tempfile.NamedTemporaryFile(  # noqa: SIM115  # closed in finally
+            prefix="repair-bench-consumer-", suffix=".log", delete=False
+        )
+        consumer = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "consumer", "run", env=env, stdout=logfile, stderr=logfile
+        )
+        try:
+            await self._wait_live(consumer, live_alias, f"benchl-{u}-probe-")
+            for label, with_repair in (("without", False), ("with", True)):
+                r.lag[label] = await self._lag(
+                    live_alias, f"benchl-{u}-{label}-", with_repair, o.lag_rate, o.lag_seconds
+                )
+                progress(
+                    f"lag {label} repair: {r.lag[label]['pages']:.0f} pages,"
+                    f" p50 {r.lag[label]['p50_s']:.3f}s p99 {r.lag[label]['p99_s']:.3f}s"
+                )
+            r.lag_p99_ratio = r.lag["with"]["p99_s"] / max(r.lag["without"]["p99_s"], 1e-9)
+        finally:
+            if consumer.returncode is None:
+                consumer.terminate()
+                try:
+                    await asyncio.wait_for(consumer.wait(), 60)
+                except TimeoutError:
+                    consumer.kill()
+                    await consumer.wait()
+            logfile.close()
+            if consumer.returncode not in (0, -15):
+                r.notes.append(f"consumer exited with {consumer.returncode}; log {logfile.name}")
+            else:
+                os.unlink(logfile.name)
+            with contextlib.suppress(NotFoundError):
+                await self.client.indices.delete(index=f"{live_alias}_v1")
+            await asyncio.to_thread(self._delete_group, group)
+
+    def _delete_group(self, group: str) -> None:
+        admin = AdminClient({"bootstrap.servers": self.settings.kafka.bootstrap_servers})
+        try:
+            for future in admin.delete_consumer_groups([group], request_timeout=15).values():
+                future.result(timeout=30)
+        except Exception as exc:
+            self.report.notes.append(f"could not delete consumer group {group}: {exc!r}")
+
+    async def _wait_live(self, consumer: Any, alias: str, prefix: str) -> None:
+        """Probe pages until one is searchable: the consumer has joined (it starts at the topic
+        end, so a probe written before its assignment is never seen)."""
+        assert self.app_pool is not None
+        writer = PageWriter(self.app_pool)
+        deadline = time.monotonic() + 120
+        for n in range(10_000):
+            if consumer.returncode is not None:
+                raise RuntimeError(f"the consumer exited with {consumer.returncode}")
+            if time.monotonic() > deadline:
+                raise RuntimeError("the consumer did not index a probe page within 120 s")
+            probe = f"{prefix}{n}"
+            await writer.create(probe, "probe", "probe", {})
+            until = time.monotonic() + 3
+            while time.monotonic() < until:
+                if await self.client.exists(index=alias, id=probe):
+                    progress("live consumer is indexing")
+                    return
+                await asyncio.sleep(0.2)
+
+    async def _lag(
+        self, alias: str, prefix: str, with_repair: bool, rate: float, seconds: float
+    ) -> dict[str, float]:
+        repair: Any = None
+        rotations: list[float] = []
+        if with_repair:
+            spec = {
+                "index_prefix": self.settings.elasticsearch.index_prefix,
+                "id_prefix": self.id_prefix,
+                "scope": self.scope,
+                "buckets": self.options.buckets,
+            }
+            repair = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "bench.repair_bench",
+                "--rotation-child",
+                json.dumps(spec),
+                stdout=asyncio.subprocess.PIPE,
+            )
+            assert repair.stdout is not None
+            line = await asyncio.wait_for(repair.stdout.readline(), 60)
+            if line.strip() != b"READY":
+                raise RuntimeError(f"the repair child did not start: {line!r}")
+
+        async def read_rotations() -> None:
+            assert repair is not None and repair.stdout is not None
+            async for raw in repair.stdout:
+                name, _, value = raw.decode().strip().partition(" ")
+                if name == "ROTATION":
+                    rotations.append(float(value))
+
+        reader = asyncio.create_task(read_rotations()) if repair is not None else None
+        spec_w = {
+            "prefix": prefix,
+            "first": 0,
+            "count": max(1, round(rate * seconds)),
+            "rate": rate,
+            "writers": LIVE_WRITERS,
+            "seconds": seconds,
+        }
+        child = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.pipeline_bench",
+            "--paced-writer",
+            json.dumps(spec_w),
+            stdout=asyncio.subprocess.PIPE,
+        )
+        committed: dict[str, float] = {}
+        seen: dict[str, float] = {}
+        bounds: dict[str, float] = {}
+        done = asyncio.Event()
+
+        async def read_commits() -> None:
+            assert child.stdout is not None
+            async for raw in child.stdout:
+                name, _, at = raw.decode().strip().partition(" ")
+                if name in ("START", "END"):
+                    bounds[name] = float(at)
+                elif at:
+                    committed[name] = float(at)
+
+        async def poller() -> None:
+            while not (done.is_set() and len(seen) == len(committed)):
+                unseen = [i for i in committed if i not in seen]
+                for start in range(0, len(unseen), SEARCH_CHUNK):
+                    chunk = unseen[start : start + SEARCH_CHUNK]
+                    resp: Any = await self.client.search(
+                        index=alias, query={"ids": {"values": chunk}}, size=len(chunk), source=False
+                    )
+                    now = time.monotonic()
+                    for hit in resp["hits"]["hits"]:
+                        seen.setdefault(hit["_id"], now)
+                await asyncio.sleep(POLL_S)
+
+        poll_task = asyncio.create_task(poller())
+        try:
+            await read_commits()
+            await child.wait()
+            done.set()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(poll_task), 30)
+        finally:
+            poll_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await poll_task
+            if repair is not None:
+                if repair.returncode is None:
+                    repair.terminate()
+                await repair.wait()
+            if reader is not None:
+                await reader
+        lags = sorted(seen[i] - committed[i] for i in committed if i in seen)
+        span = bounds.get("END", 0.0) - bounds.get("START", 0.0)
+        return {
+            "pages": float(len(committed)),
+            "unseen": float(len(committed) - len(lags)),
+            "rate": len(committed) / span if span > 0 else 0.0,
+            "p50_s": quantile(lags, 0.5),
+            "p99_s": quantile(lags, 0.99),
+            "max_s": lags[-1] if lags else 0.0,
+            "rotations": float(len(rotations)),
+            "rotation_s": statistics.mean(rotations) if rotations else 0.0,
+        }
+
+
+async def rotation_child(spec_json: str) -> None:
+    """The live phase's repair (run as a child process): rotations back to back until killed,
+    printing ``READY`` once and ``ROTATION <seconds>`` per rotation."""
+    spec = json.loads(spec_json)
+    env = dict(os.environ)
+    env["SEARCHSYNC_ELASTICSEARCH_INDEX_PREFIX"] = str(spec["index_prefix"])
+    settings = load_settings(env)
+    pool = await open_pool(settings.mysql, maxsize=2)
+    es = make_es_client(settings)
+    try:
+        wheel, *_ = build_wheel(
+            settings,
+            pool,
+            es,
+            id_prefix=str(spec["id_prefix"]),
+            scope=str(spec["scope"]),
+            buckets=spec["buckets"],
+        )
+        print("READY", flush=True)
+        while True:
+            report = await wheel.rotation()
+            print(f"ROTATION {report.seconds}", flush=True)
+    finally:
+        await es.close()
+        await close_pool(pool)
 
 
 def bench_env() -> dict[str, str]:
@@ -358,6 +656,8 @@ async def run(options: BenchOptions, command: str) -> Report:
         await bench.bare_scans("before")
         await bench.rotation()
         await bench.bare_scans("after")
+        if options.lag_seconds > 0:
+            await bench.live_impact()
     finally:
         await bench.close()
     report.bare_seconds = statistics.mean(report.mysql_scan_seconds) + statistics.mean(
@@ -393,8 +693,26 @@ def render_text(r: Report) -> str:
         f"   wheel: bucket_count {r.bucket_count}, content_share {r.content_share},"
         f" sync_hash column {'on' if r.sync_hash_column else 'off'}, no load ceilings, dry-run;"
         f" findings {r.rotation_findings or 'none'}, interrupted {r.rotation_interrupted}",
+        f"   time in: MySQL pages {r.rotation_mysql_s:.2f}s, ES pages {r.rotation_es_s:.2f}s,"
+        f" wheel state {r.rotation_state_s:.2f}s, rest (compare, projection)"
+        f" {r.rotation_other_s:.2f}s",
         f"ratio rotation / (MySQL scan + ES scan)  {r.ratio:.2f}   target <= {RATIO_TARGET}: {met}",
     ]
+    for label in ("without", "with"):
+        if label in r.lag:
+            x = r.lag[label]
+            extra = (
+                f"; {x['rotations']:.0f} rotations done, mean {x['rotation_s']:.2f}s"
+                if label == "with"
+                else ""
+            )
+            lines.append(
+                f"live lag {label:7s} repair  p50 {x['p50_s']:.3f}s  p99 {x['p99_s']:.3f}s"
+                f"  max {x['max_s']:.3f}s  ({x['pages']:.0f} pages at {x['rate']:.0f}/s,"
+                f" {x['unseen']:.0f} never seen{extra})"
+            )
+    if r.lag:
+        lines.append(f"live lag p99 with / without repair  {r.lag_p99_ratio:.2f}")
     lines += [f"note: {n}" for n in r.notes]
     return "\n".join(lines)
 
@@ -403,19 +721,36 @@ def parse_args(argv: Sequence[str]) -> BenchOptions:
     parser = argparse.ArgumentParser(prog="python -m bench.repair_bench", description=__doc__)
     parser.add_argument("--rows", type=int, default=100_000, help="rows (and documents)")
     parser.add_argument("--buckets", type=int, help="bucket count (default: repair.bucket_count)")
+    parser.add_argument(
+        "--lag-seconds", type=float, default=20.0, help="live-lag phase length (0: skip it)"
+    )
+    parser.add_argument("--lag-rate", type=float, default=100.0, help="live pages per second")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--rotation-child", help=argparse.SUPPRESS)  # the live phase's repair
     args = parser.parse_args(argv)
     if args.rows < 1:
         parser.error("--rows must be >= 1")
     if args.buckets is not None and args.buckets < 1:
         parser.error("--buckets must be >= 1")
-    return BenchOptions(rows=args.rows, buckets=args.buckets, as_json=args.json)
+    if args.lag_rate <= 0:
+        parser.error("--lag-rate must be > 0")
+    return BenchOptions(
+        rows=args.rows,
+        buckets=args.buckets,
+        lag_seconds=args.lag_seconds,
+        lag_rate=args.lag_rate,
+        as_json=args.json,
+        rotation_child=args.rotation_child,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     options = parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    if options.rotation_child is not None:
+        asyncio.run(rotation_child(options.rotation_child))
+        return 0
     command = " ".join([".venv/bin/python -m bench.repair_bench", *argv])
     report = asyncio.run(run(options, command))
     print(report.to_json() if options.as_json else render_text(report))

@@ -672,11 +672,14 @@ async def run(options: BenchOptions, command: str) -> Report:
     return report
 
 
+def _runs(xs: Sequence[float]) -> str:
+    return "/".join(f"{x:.2f}" for x in xs)
+
+
 def render_text(r: Report) -> str:
     ms = statistics.mean(r.mysql_scan_seconds) if r.mysql_scan_seconds else 0.0
     es = statistics.mean(r.es_scan_seconds) if r.es_scan_seconds else 0.0
     met = "MET" if r.ratio <= RATIO_TARGET else "MISSED"
-    runs = lambda xs: "/".join(f"{x:.2f}" for x in xs)  # noqa: E731
     lines = [
         f"searchsync repair benchmark  {r.started_at}  {r.host}",
         f"command: {r.command}",
@@ -684,9 +687,9 @@ def render_text(r: Report) -> str:
         f"setup           {r.rows} rows inserted in {r.insert_seconds:.1f}s,"
         f" indexed in {r.index_seconds:.1f}s",
         f"bare MySQL scan {ms:7.2f}s  (SELECT id, revision, {r.mysql_scan_rows} rows,"
-        f" pages of {SCAN_PAGE}; before/after {runs(r.mysql_scan_seconds)}s)",
+        f" pages of {SCAN_PAGE}; before/after {_runs(r.mysql_scan_seconds)}s)",
         f"bare ES scan    {es:7.2f}s  (search_after over _id, source_revision,"
-        f" {r.es_scan_docs} docs, pages of {SCAN_PAGE}; before/after {runs(r.es_scan_seconds)}s)",
+        f" {r.es_scan_docs} docs, pages of {SCAN_PAGE}; before/after {_runs(r.es_scan_seconds)}s)",
         f"rotation        {r.rotation_seconds:7.2f}s  ({r.rotation_buckets} buckets,"
         f" {r.rotation_content_buckets} with content; {r.rotation_rows} rows,"
         f" {r.rotation_docs} docs; bucket p50 {r.bucket_p50_s:.2f}s max {r.bucket_max_s:.2f}s)",

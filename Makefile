@@ -4,12 +4,12 @@ PY    := .venv/bin/python
 STACK := deploy/local/stack.sh
 PYTEST_ARGS ?=
 
-.PHONY: help install venv up down status demo test check-bare test-unit test-integration lint typecheck fmt bench bench-rebuild clean
+.PHONY: help install venv up down status demo test check-bare test-unit test-integration lint typecheck fmt bench bench-rebuild bench-repair clean
 
 help:
 	@echo "make demo   bring the local stack up and run searchsync on a stream of real page writes"
 	@echo "make test   bring the stack up, run unit + integration tests, tear the stack down"
-	@echo "make up | down | status | clean | lint | typecheck | bench | bench-rebuild | check-bare"
+	@echo "make up | down | status | clean | lint | typecheck | bench | bench-rebuild | bench-repair | check-bare"
 
 # What the machine lacks (Debian packages: MariaDB, Maven, a JDK ...): installed as root, otherwise
 # the exact command is printed. The one install step of `make demo`, `make test` and .ci/run.
@@ -69,6 +69,10 @@ bench: venv up
 
 bench-rebuild: venv up
 	@$(PY) -m bench.rebuild_bench
+
+# One repair-wheel rotation against bare MySQL and Elasticsearch scans (bench/README.md).
+bench-repair: venv up
+	@$(PY) -m bench.repair_bench
 
 clean:
 	@bash $(STACK) clean

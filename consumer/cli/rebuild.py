@@ -140,6 +140,7 @@ async def run_rebuild(
                 settings.rebuild.metrics_port,
                 metrics,  # type: ignore[arg-type]  # anything with render() serves /metrics
                 lambda: HealthReport(ready=True, details={"rebuild": options.aggregate_type}),
+                port_setting="rebuild.metrics_port",
             )
             await server.start()
             stack.push_async_callback(server.close)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -20,6 +21,7 @@ from typing import Any, Final
 
 import orjson
 
+from consumer.errors import ConfigError
 from consumer.observability.metrics import CONTENT_TYPE, Metrics
 
 __all__ = ["HealthReport", "HealthServer"]
@@ -55,12 +57,14 @@ class HealthServer:
         health: Callable[[], HealthReport],
         *,
         read_timeout_s: float = _READ_TIMEOUT_S,
+        port_setting: str = "observability.metrics_port",
     ) -> None:
         self._host = host
         self._requested_port = port
         self._metrics = metrics
         self._health = health
         self._read_timeout_s = read_timeout_s
+        self._port_setting = port_setting
         self._server: asyncio.Server | None = None
         self._port: int | None = None
 
@@ -72,12 +76,25 @@ class HealthServer:
         return self._port
 
     async def start(self) -> None:
-        """Bind and start serving; raises OSError if the address is taken."""
+        """Bind and start serving. A port in use (a second process on this host) is a
+        `ConfigError` naming `port_setting`, so start-up says which setting to change."""
         if self._server is not None:
             raise RuntimeError("HealthServer already started")
-        self._server = await asyncio.start_server(
-            self._serve, self._host, self._requested_port, limit=_MAX_LINE
-        )
+        try:
+            self._server = await asyncio.start_server(
+                self._serve, self._host, self._requested_port, limit=_MAX_LINE
+            )
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            raise ConfigError(
+                self._port_setting,
+                "a port no other process on this host listens on (each `searchsync run` on one"
+                " host needs its own: set SEARCHSYNC_"
+                + self._port_setting.upper().replace(".", "_")
+                + ", or 0 for any free port)",
+                f"{self._host}:{self._requested_port} is already in use",
+            ) from exc
         self._port = int(self._server.sockets[0].getsockname()[1])
 
     async def close(self) -> None:

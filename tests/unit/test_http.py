@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import orjson
 import pytest
 
+from consumer.errors import ConfigError
 from consumer.observability.http import HealthReport, HealthServer
 from consumer.observability.metrics import Metrics
 
@@ -130,3 +131,21 @@ async def test_port_before_start_and_double_close() -> None:
     await server.close()
     with pytest.raises(OSError):
         await asyncio.open_connection("127.0.0.1", server.port)
+
+
+async def test_a_port_in_use_names_the_setting_to_change() -> None:
+    first = HealthServer("127.0.0.1", 0, Metrics(), _Health())
+    await first.start()
+    try:
+        second = HealthServer("127.0.0.1", first.port, Metrics(), _Health())
+        with pytest.raises(ConfigError) as caught:
+            await second.start()
+        assert caught.value.key == "observability.metrics_port"
+        assert "SEARCHSYNC_OBSERVABILITY_METRICS_PORT" in caught.value.expected
+        assert f"127.0.0.1:{first.port} is already in use" in str(caught.value)
+        other = HealthServer("127.0.0.1", first.port, Metrics(), _Health(), port_setting="x.y")
+        with pytest.raises(ConfigError) as caught:
+            await other.start()
+        assert caught.value.key == "x.y"
+    finally:
+        await first.close()

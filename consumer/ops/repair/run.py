@@ -151,6 +151,7 @@ async def serve_metrics(settings: Settings, metrics: RepairMetrics) -> HealthSer
         port,
         metrics,  # type: ignore[arg-type]  # anything with render() serves /metrics
         lambda: HealthReport(ready=True, details={"repair": "daemon"}),
+        port_setting="repair.metrics_port",
     )
     await server.start()
     log.info(

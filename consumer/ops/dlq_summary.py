@@ -140,6 +140,8 @@ def summary(
             entries = list(read_entries(consumer, topic, starts, ends, timeout_s))
         finally:
             consumer.close()
+    if not exists:  # no dead letter yet: nothing was replayed either (and MySQL is not asked)
+        ledger = None
     ledger_rows = ledger.replays(topic) if ledger is not None else []
     entries = mark_replays(entries, topic, ledger_rows)
     statuses = replay_statuses(entries, ledger_rows, ledger) if ledger is not None else []

@@ -1,0 +1,172 @@
+"""The deployment files in deploy/k8s/ and deploy/systemd/ are valid and agree with each other.
+
+Every document of every file in deploy/k8s/ is validated by `kubernetes-validate` against the
+schemas of a pinned Kubernetes version, strictly (an unknown or misspelt field fails). Then the
+promises between the files, which no schema can see: the supervisor waits longer than the drain
+(docs: deploy/README.md, "The shutdown deadline and the grace period"), the probes read /healthz on
+the metrics port, liveness tolerates the 503 of a fenced or paused consumer, the PDB selects the
+Deployment's pods, and the systemd template takes its metrics port from the instance name.
+"""
+
+from __future__ import annotations
+
+import configparser
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+K8S = DEPLOY / "k8s"
+UNIT = DEPLOY / "systemd" / "searchsync@.service"
+
+KUBERNETES_VERSION = "1.31.0"  # the oldest release with unhealthyPodEvictionPolicy GA
+# After the drain the process still leaves the group (up to 15 s) and flushes the DLQ producer
+# (up to 10 s): consumer/app.py. The supervisor's limit must cover the drain plus these.
+AFTER_DRAIN_S = 25.0
+
+DEADLINE_ENV = "SEARCHSYNC_PIPELINE_SHUTDOWN_DEADLINE_S"
+PORT_ENV = "SEARCHSYNC_OBSERVABILITY_METRICS_PORT"
+
+
+def documents() -> list[tuple[str, dict[str, Any]]]:
+    docs: list[tuple[str, dict[str, Any]]] = []
+    for path in sorted(K8S.glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc is not None:
+                docs.append((f"{path.name}:{doc['kind']}/{doc['metadata']['name']}", doc))
+    return docs
+
+
+def only(kind: str) -> dict[str, Any]:
+    found = [doc for _, doc in documents() if doc["kind"] == kind]
+    assert len(found) == 1, f"expected one {kind} in deploy/k8s, found {len(found)}"
+    return found[0]
+
+
+def container() -> dict[str, Any]:
+    containers = only("Deployment")["spec"]["template"]["spec"]["containers"]
+    (searchsync,) = [c for c in containers if c["name"] == "searchsync"]
+    assert isinstance(searchsync, dict)
+    return searchsync
+
+
+def env(c: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in c["env"]}
+
+
+def unit() -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(strict=False, interpolation=None, delimiters=("=",))
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    parser.read_string(UNIT.read_text())
+    return parser
+
+
+def unit_environment() -> dict[str, str]:
+    """Every ``Environment=KEY=VALUE`` line of [Service] (configparser keeps only the last one)."""
+    values = [
+        line.removeprefix("Environment=")
+        for line in UNIT.read_text().splitlines()
+        if line.startswith("Environment=")
+    ]
+    return dict(value.split("=", 1) for value in values)
+
+
+def seconds(value: str) -> float:
+    units = {"ms": 0.001, "s": 1.0, "min": 60.0, "m": 60.0}
+    for suffix, factor in units.items():
+        if value.endswith(suffix) and value[: -len(suffix)].isdigit():
+            return int(value[: -len(suffix)]) * factor
+    return float(value)
+
+
+def test_k8s_has_the_expected_documents() -> None:
+    kinds = sorted(doc["kind"] for _, doc in documents())
+    assert kinds == ["ConfigMap", "Deployment", "PodDisruptionBudget", "Secret"]
+
+
+@pytest.mark.parametrize(("name", "doc"), documents(), ids=[n for n, _ in documents()])
+def test_every_k8s_document_is_valid_for_the_pinned_version(name: str, doc: dict[str, Any]) -> None:
+    kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+
+
+def test_the_validator_rejects_a_misspelt_field() -> None:
+    """Guard against a validator that accepts anything (wrong version, strict ignored)."""
+    broken = yaml.safe_load((K8S / "deployment.yaml").read_text())
+    broken["spec"]["template"]["spec"]["terminationGracePeriodSecond"] = 90
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, KUBERNETES_VERSION, strict=True)
+
+
+def test_grace_period_outlasts_the_shutdown_deadline() -> None:
+    deadline = float(env(container())[DEADLINE_ENV])
+    grace = only("Deployment")["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    assert grace > deadline + AFTER_DRAIN_S
+
+
+def test_runs_searchsync_with_the_mounted_config_and_secret_from_the_secret() -> None:
+    c = container()
+    assert c["args"] == ["searchsync", "run"]
+    variables = env(c)
+    mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+    volumes = only("Deployment")["spec"]["template"]["spec"]["volumes"]
+    (config_volume,) = [v for v in volumes if "configMap" in v]
+    configmap = only("ConfigMap")
+    assert config_volume["configMap"]["name"] == configmap["metadata"]["name"]
+    (toml_key,) = configmap["data"]
+    assert variables["SEARCHSYNC_CONFIG"] == f"{mounts[config_volume['name']]}/{toml_key}"
+    ref = variables["SEARCHSYNC_MYSQL_PASSWORD"]["secretKeyRef"]
+    secret = only("Secret")
+    assert ref["name"] == secret["metadata"]["name"]
+    assert ref["key"] in secret["stringData"]
+    assert "password" not in configmap["data"][toml_key]
+
+
+def test_probes_read_healthz_on_the_metrics_port() -> None:
+    c = container()
+    port = int(env(c)[PORT_ENV])
+    (metrics,) = [p for p in c["ports"] if p["name"] == "metrics"]
+    assert metrics["containerPort"] == port
+    assert env(c)["SEARCHSYNC_OBSERVABILITY_METRICS_HOST"] == "0.0.0.0"
+    readiness = c["readinessProbe"]["httpGet"]
+    assert readiness["path"] == "/healthz"
+    assert readiness["port"] in ("metrics", port)
+    annotations = only("Deployment")["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/port"] == str(port)
+
+
+def test_liveness_reads_healthz_and_tolerates_not_ready() -> None:
+    """An httpGet liveness probe would restart a fenced consumer on its 503: it must be exec."""
+    liveness = container()["livenessProbe"]
+    assert "httpGet" not in liveness
+    script = liveness["exec"]["command"][-1]
+    assert "/healthz" in script
+    assert PORT_ENV in script
+    assert "HTTPError" in script  # the 503 branch that keeps the container alive
+
+
+def test_pdb_selects_the_deployment_pods() -> None:
+    deployment = only("Deployment")
+    pdb = only("PodDisruptionBudget")
+    selector = pdb["spec"]["selector"]["matchLabels"]
+    assert selector == deployment["spec"]["selector"]["matchLabels"]
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert selector.items() <= labels.items()
+    assert pdb["spec"]["maxUnavailable"] < deployment["spec"]["replicas"]
+
+
+def test_systemd_unit_takes_its_port_from_the_instance_name() -> None:
+    assert unit_environment()[PORT_ENV] == "%i"
+    service = unit()["Service"]
+    assert service["KillSignal"] == "SIGTERM"
+    assert service["Restart"] == "on-failure"
+    assert service["User"] not in ("", "root")
+    assert service["EnvironmentFile"].lstrip("-").startswith("/")
+    assert service["ExecStart"].split()[-1] == "run"
+
+
+def test_systemd_stop_timeout_outlasts_the_shutdown_deadline() -> None:
+    deadline = float(unit_environment()[DEADLINE_ENV])
+    assert seconds(unit()["Service"]["TimeoutStopSec"]) > deadline + AFTER_DRAIN_S

@@ -49,14 +49,13 @@ import aiomysql
 from confluent_kafka.admin import AdminClient
 from elasticsearch import AsyncElasticsearch, NotFoundError
 
+from bench.paced import paced_searchable
 from bench.pipeline_bench import (
     MGET_CHUNK,
-    POLL_S,
     bench_env,
     metric_total,
     page_body,
     progress,
-    quantile,
     run_bounded,
     wait_for,
 )
@@ -447,70 +446,20 @@ class Bench:
                 raise RuntimeError(f"the rebuild child did not start: {line!r}")
         spec = {"prefix": self.id_prefix, "first": first, "count": count, "rate": o.lag_rate}
         spec.update({"writers": o.lag_writers, "seconds": o.lag_seconds})
-        writers = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bench.pipeline_bench",
-            "--paced-writer",
-            json.dumps(spec),
-            stdout=asyncio.subprocess.PIPE,
-            env=self.env,
-        )
-        committed: dict[str, float] = {}
-        seen: dict[str, float] = {}
-        bounds: dict[str, float] = {}
-        done = asyncio.Event()
-
-        async def read_commits() -> None:
-            assert writers.stdout is not None
-            async for raw in writers.stdout:
-                name, _, at = raw.decode().strip().partition(" ")
-                if name in ("START", "END"):
-                    bounds[name] = float(at)
-                elif at:
-                    committed[name] = float(at)
-
-        async def poller() -> None:
-            while not (done.is_set() and len(seen) == len(committed)):
-                self._check_alive()
-                unseen = [i for i in committed if i not in seen]
-                for start in range(0, len(unseen), MGET_CHUNK):
-                    chunk = unseen[start : start + MGET_CHUNK]
-                    resp: Any = await self.client.search(
-                        index=self.alias, query={"ids": {"values": chunk}}, size=len(chunk)
-                    )
-                    now = time.monotonic()
-                    for hit in resp["hits"]["hits"]:
-                        seen.setdefault(hit["_id"], now)
-                await asyncio.sleep(POLL_S)
-
-        poll = asyncio.create_task(poller())
         try:
-            await read_commits()
-            if await writers.wait() != 0:
-                report.notes.append(f"{label}: the writer process exited with {writers.returncode}")
-            done.set()
-            await asyncio.wait_for(asyncio.shield(poll), 30)
-        except TimeoutError:
-            report.notes.append(f"{label}: some pages were not searchable within 30 s")
+            run = await paced_searchable(
+                self.client, self.alias, spec, env=self.env, check=self._check_alive
+            )
         finally:
-            poll.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await poll
             if rebuild is not None:
                 assert rebuild.stdout is not None
                 out, _ = await asyncio.wait_for(rebuild.communicate(), 120)
                 passes = [json.loads(x) for x in out.decode().splitlines() if x.startswith("{")]
-        lags = [seen[i] - committed[i] for i in committed if i in seen]
-        span = bounds.get("END", math.nan) - bounds.get("START", math.nan)
-        report.lag[label] = {
-            "pages": len(committed),
-            "rate": len(committed) / span if span > 0 else math.nan,
-            "unseen": len(committed) - len(lags),
-            "p50_s": quantile(lags, 0.5),
-            "p99_s": quantile(lags, 0.99),
-            "max_s": max(lags) if lags else math.nan,
-        }
+        if run.writer_exit:
+            report.notes.append(f"{label}: the writer process exited with {run.writer_exit}")
+        if run.timed_out:
+            report.notes.append(f"{label}: some pages were not searchable within 30 s")
+        report.lag[label] = run.summary()
         if passes:
             report.rebuild_passes = len(passes)
             report.rebuild_rows_during_lag = sum(int(p["rows"]) for p in passes)
@@ -518,7 +467,7 @@ class Bench:
             report.rebuild_rows_per_s_under_load = report.rebuild_rows_during_lag / seconds
         elif with_rebuild:
             report.notes.append(f"{label}: the rebuild child reported no pass")
-        progress(f"{label}: p99 {report.lag[label]['p99_s']:.3f}s over {len(lags)} pages")
+        progress(f"{label}: p99 {report.lag[label]['p99_s']:.3f}s over {len(run.lags)} pages")
 
 
 async def backfill_child(spec_json: str) -> None:

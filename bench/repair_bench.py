@@ -53,7 +53,7 @@ import aiomysql
 from confluent_kafka.admin import AdminClient
 from elasticsearch import AsyncElasticsearch, NotFoundError
 
-from bench.pipeline_bench import quantile
+from bench.paced import paced_searchable
 from consumer.config import Settings, load_settings
 from consumer.mysql.outbox import MysqlOutbox
 from consumer.mysql.pool import close_pool, create_pool, open_pool
@@ -536,67 +536,17 @@ class Bench:
             "writers": LIVE_WRITERS,
             "seconds": seconds,
         }
-        child = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bench.pipeline_bench",
-            "--paced-writer",
-            json.dumps(spec_w),
-            stdout=asyncio.subprocess.PIPE,
-        )
-        committed: dict[str, float] = {}
-        seen: dict[str, float] = {}
-        bounds: dict[str, float] = {}
-        done = asyncio.Event()
-
-        async def read_commits() -> None:
-            assert child.stdout is not None
-            async for raw in child.stdout:
-                name, _, at = raw.decode().strip().partition(" ")
-                if name in ("START", "END"):
-                    bounds[name] = float(at)
-                elif at:
-                    committed[name] = float(at)
-
-        async def poller() -> None:
-            while not (done.is_set() and len(seen) == len(committed)):
-                unseen = [i for i in committed if i not in seen]
-                for start in range(0, len(unseen), SEARCH_CHUNK):
-                    chunk = unseen[start : start + SEARCH_CHUNK]
-                    resp: Any = await self.client.search(
-                        index=alias, query={"ids": {"values": chunk}}, size=len(chunk), source=False
-                    )
-                    now = time.monotonic()
-                    for hit in resp["hits"]["hits"]:
-                        seen.setdefault(hit["_id"], now)
-                await asyncio.sleep(POLL_S)
-
-        poll_task = asyncio.create_task(poller())
         try:
-            await read_commits()
-            await child.wait()
-            done.set()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(poll_task), 30)
+            run = await paced_searchable(self.client, alias, spec_w)
         finally:
-            poll_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await poll_task
             if repair is not None:
                 if repair.returncode is None:
                     repair.terminate()
                 await repair.wait()
             if reader is not None:
                 await reader
-        lags = sorted(seen[i] - committed[i] for i in committed if i in seen)
-        span = bounds.get("END", 0.0) - bounds.get("START", 0.0)
         return {
-            "pages": float(len(committed)),
-            "unseen": float(len(committed) - len(lags)),
-            "rate": len(committed) / span if span > 0 else 0.0,
-            "p50_s": quantile(lags, 0.5),
-            "p99_s": quantile(lags, 0.99),
-            "max_s": lags[-1] if lags else 0.0,
+            **run.summary(),
             "rotations": float(len(rotations)),
             "rotation_s": statistics.mean(rotations) if rotations else 0.0,
         }

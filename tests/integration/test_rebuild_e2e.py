@@ -33,6 +33,7 @@ from consumer.search.client import make_es_client
 from consumer.writer import PageWriter
 from tests.integration.conftest_mysql import fetch_all
 from tests.integration.consumer_harness import (
+    REBUILD_ON_SHARED_TABLE,
     REPO,
     InProcessConsumer,
     converged,
@@ -43,18 +44,6 @@ from tests.integration.consumer_harness import (
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
-
-# Shared-table tolerances (see the module docstring); this test's own documents are checked
-# exactly below.
-LOOSE = {
-    "SEARCHSYNC_REBUILD_MAX_COUNT_DIFFERENCE": "1000000",
-    "SEARCHSYNC_REBUILD_MAX_FAILED_ROWS": "1000000",
-    "SEARCHSYNC_REBUILD_MAX_SAMPLE_MISMATCHES": "10",
-    "SEARCHSYNC_REBUILD_SAMPLE_SIZE": "100",
-    "SEARCHSYNC_REBUILD_POLL_INTERVAL_S": "0.2",
-    "SEARCHSYNC_REBUILD_CATCHUP_TIMEOUT_S": "120",
-    "SEARCHSYNC_REBUILD_PROGRESS_INTERVAL_S": "1",
-}
 
 
 async def _floors(pool: aiomysql.Pool, ids: list[str]) -> dict[str, int]:
@@ -94,7 +83,9 @@ async def test_rebuild_under_load_swaps_without_failed_searches(
 ) -> None:
     prefix = f"rb-{uuid.uuid4().hex[:8]}"
     ids_first = [f"{prefix}-a{i:04d}" for i in range(60)]
-    env = harness_env("rb", SEARCHSYNC_REBUILD_QUERIES=",".join(ids_first[:20]), **LOOSE)
+    env = harness_env(
+        "rb", SEARCHSYNC_REBUILD_QUERIES=",".join(ids_first[:20]), **REBUILD_ON_SHARED_TABLE
+    )
     env["SEARCHSYNC_REBUILD_MAX_QUERY_DIFF_RATE"] = "0.5"  # writers may still change titles
     live = InProcessConsumer(env)
     settings = live.settings
@@ -201,7 +192,7 @@ async def test_a_rebuild_killed_mid_backfill_resumes_and_finishes(
         SEARCHSYNC_REBUILD_CHUNK_MIN="50",
         SEARCHSYNC_REBUILD_CHUNK_MAX="50",
         SEARCHSYNC_REBUILD_MAX_QUERY_DIFF_RATE="1",  # no live group keeps v1 current here
-        **LOOSE,
+        **REBUILD_ON_SHARED_TABLE,
     )
     settings: Settings = load_settings(env)
     alias = settings.alias("wiki_page")

@@ -40,6 +40,7 @@ from consumer.writer import PageWriter
 from tests.integration import projector_v3
 from tests.integration.conftest_mysql import fetch_all
 from tests.integration.consumer_harness import (
+    REBUILD_ON_SHARED_TABLE,
     REPO,
     InProcessConsumer,
     expected_documents,
@@ -53,14 +54,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")
 # The table and the topic are shared with every other test (see test_rebuild_e2e.py): the
 # verification's limits are loose; this test's own pages are checked exactly.
 SHARED = {
-    "SEARCHSYNC_REBUILD_MAX_COUNT_DIFFERENCE": "1000000",
-    "SEARCHSYNC_REBUILD_MAX_FAILED_ROWS": "1000000",
-    "SEARCHSYNC_REBUILD_MAX_SAMPLE_MISMATCHES": "10",
+    **REBUILD_ON_SHARED_TABLE,
     "SEARCHSYNC_REBUILD_MAX_QUERY_DIFF_RATE": "0.5",  # the writers change titles meanwhile
-    "SEARCHSYNC_REBUILD_SAMPLE_SIZE": "100",
-    "SEARCHSYNC_REBUILD_POLL_INTERVAL_S": "0.2",
     "SEARCHSYNC_REBUILD_CATCHUP_TIMEOUT_S": "180",
-    "SEARCHSYNC_REBUILD_PROGRESS_INTERVAL_S": "1",
     "SEARCHSYNC_PIPELINE_FENCE_CHECK_INTERVAL_S": "3",
 }
 WATCH_S = 4.0  # how long the fenced consumer is watched writing nothing into v2 (8 checks)

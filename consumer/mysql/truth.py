@@ -122,6 +122,25 @@ class MysqlTruth:
                     fetched: Iterable[dict[str, Any]] = await cur.fetchall()
         return list(fetched)
 
+    async def floor_page(
+        self, aggregate_type: str, after_id: str | None, limit: int
+    ) -> list[tuple[str, int]]:
+        """The next `limit` revision floors (hard-deleted ids and their delete's revision) of
+        `aggregate_type` after `after_id`, by id."""
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, got {limit}")
+        async with transaction(self._pool) as conn:
+            with translate_errors("scan search_revision_floor"):
+                async with conn.cursor() as cur:
+                    await cur.execute(
+                        "SELECT aggregate_id, revision FROM search_revision_floor"
+                        " WHERE aggregate_type = %s AND aggregate_id > %s"
+                        " ORDER BY aggregate_id LIMIT %s",
+                        (aggregate_type, after_id or "", limit),
+                    )
+                    fetched = await cur.fetchall()
+        return [(str(r[0]), int(r[1])) for r in fetched]
+
     async def count(self, projector: Projector) -> int:
         """``SELECT COUNT(*)`` of the projector's table, soft-deleted rows included."""
         async with transaction(self._pool) as conn:
@@ -202,6 +221,12 @@ class InMemoryTruth:
     ) -> dict[str, int]:
         floors = ((i, self.floors.get((aggregate_type, i))) for i in _unique(ids))
         return {i: revision for i, revision in floors if revision is not None}
+
+    async def floor_page(
+        self, aggregate_type: str, after_id: str | None, limit: int
+    ) -> list[tuple[str, int]]:
+        ids = sorted(i for t, i in self.floors if t == aggregate_type and i > (after_id or ""))
+        return [(i, self.floors[(aggregate_type, i)]) for i in ids[:limit]]
 
     async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]:
         if limit < 1:

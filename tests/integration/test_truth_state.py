@@ -170,6 +170,15 @@ async def test_revision_floors_are_the_hard_deletes_revisions_for_that_type(
     assert await MysqlTruth(consumer_pool).revision_floors("itest_other_type", asked) == {}
     assert await MysqlTruth(consumer_pool).revision_floors("wiki_page", []) == {}
 
+    # the rebuild pages through the floors by id: one page at a time, from just before ours
+    truth = MysqlTruth(consumer_pool)
+    after = f"{id_prefix}"  # every id of this test sorts after its own prefix
+    first = await truth.floor_page("wiki_page", after, 1)
+    assert len(first) == 1
+    paged = first + await truth.floor_page("wiki_page", first[0][0], 1)
+    mine = {i: r for i, r in paged if i.startswith(id_prefix)}
+    assert mine == {recreated: 2, gone: deleted_at}  # "again" < "gone": id order
+
 
 async def test_scan_pages_through_the_table_in_id_order_with_a_keyset(
     app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool, id_prefix: str

@@ -271,3 +271,18 @@ async def test_a_same_schema_rebuild_does_not_sweep() -> None:
     await w.init_alias()
     outcome = await Rebuilder(w.deps()).run(RebuildOptions(TYPE))
     assert outcome.ok and w.outbox.events == [] and w.sleeps == []
+
+
+async def test_ids_hard_deleted_before_the_watermark_get_their_tombstones_in_the_new_index() -> (
+    None
+):
+    w = world_with_pages(4)
+    w.truth.put_floor(TYPE, "gone-1", 5)  # deleted long ago: no row, no event after the watermark
+    w.truth.put_floor(TYPE, "p002", 1)  # deleted once, created again since (the row is newer)
+    await w.init_alias()
+    outcome = await Rebuilder(w.deps()).run(RebuildOptions(TYPE))
+    assert outcome.ok, outcome.message
+    docs = w.es.indices[f"{w.alias}_v2"].docs
+    assert docs["gone-1"].version == 5 and docs["gone-1"].body["is_deleted"] is True
+    assert w.projector.tombstone("gone-1", 5).matches(docs["gone-1"].body)
+    assert docs["p002"].version == 2 and docs["p002"].body["is_deleted"] is False

@@ -19,6 +19,7 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Final, Protocol
 
 from consumer.errors import ErrorCode, PoisonMessage, TransientError
@@ -39,6 +40,10 @@ class TruthScan(Protocol):
     async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]: ...
 
     async def count(self, projector: Projector) -> int: ...
+
+    async def floor_page(
+        self, aggregate_type: str, after_id: str | None, limit: int
+    ) -> list[tuple[str, int]]: ...
 
     async def rows_by_id(
         self, projector: Projector, ids: list[str], *, primary: bool = False
@@ -75,6 +80,7 @@ class BackfillResult:
     rows_failed: int
     chunks: int = 0
     complete: bool = False  # False: stopped by `stop_after_chunks`
+    tombstones: int = 0  # hard-deleted ids written as tombstones at their revision floor
     failures: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -123,6 +129,7 @@ class Backfill:
                 chunk = await upcoming
                 upcoming = None
                 if not chunk.rows:
+                    result.tombstones = await self._floor_tombstones(result)
                     result.complete = True
                     return result
                 more = stop_after_chunks is None or result.chunks + 1 < stop_after_chunks
@@ -150,6 +157,27 @@ class Backfill:
                 upcoming.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await upcoming
+
+    async def _floor_tombstones(self, result: BackfillResult) -> int:
+        """Tombstones for the hard-deleted ids (`search_revision_floor`) at their floor: the new
+        index then holds every delete the old one held, not only those after the watermark. An
+        id created again holds a newer revision, so its tombstone is refused (a harmless 409).
+        Idempotent: an interrupted rebuild writes them again on `--resume`."""
+        written, after = 0, None
+        while True:
+            page = await self._truth.floor_page(
+                self._projector.aggregate_type, after, self._chunks.current
+            )
+            if not page:
+                return written
+            at = datetime.now(UTC)
+            ops = [
+                IndexOp.from_document(self._target, self._projector.tombstone(i, rev, at=at))
+                for i, rev in page
+            ]
+            indexed, _ = await self._write(ops, result)
+            written += indexed
+            after = page[-1][0]
 
     async def _prepare(self, after_id: str | None, size: int) -> _Prepared:
         """The next chunk after `after_id`: its rows, their index ops, the rows refused."""

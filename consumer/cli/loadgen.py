@@ -88,7 +88,7 @@ class Progress:
 
 def cmd_loadgen(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
     from consumer.devtools.loadgen import run_loadgen
-    from consumer.mysql.pool import create_pool
+    from consumer.mysql.pool import create_pool, tls_context
     from consumer.writer import PageWriter
 
     user = args.app_user or os.environ.get(APP_USER_ENV) or "searchsync_app"
@@ -106,6 +106,7 @@ def cmd_loadgen(args: argparse.Namespace, settings: Settings, services: Services
             minsize=1,
             maxsize=max(1, args.concurrency),
             connect_timeout=mysql.connect_timeout_s,
+            tls=tls_context(mysql),
         )
         try:
             return await run_loadgen(

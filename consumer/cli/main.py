@@ -37,9 +37,10 @@ from consumer.cli import (
 from consumer.cli.args import CONFIG_ENV, Command, Parents
 from consumer.cli.output import err
 from consumer.cli.services import Services
-from consumer.config import load_settings
+from consumer.config import load_settings, scrub_credentials, scrub_known
 from consumer.errors import ConfigError, DlqBudgetExceeded, InvalidRequest, SearchSyncError
 from consumer.exit_codes import ExitCode
+from consumer.search.client import describe_auth_error
 
 _GROUPS = (
     run,
@@ -67,8 +68,10 @@ def main(argv: Sequence[str] | None = None, *, services: Services | None = None)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else ExitCode.USAGE
     command: Command = args.func
+    secrets: tuple[str, ...] = ()
     try:
         settings = load_settings(os.environ, _config_path(args))
+        secrets = settings.secret_values()
         return command(args, settings, services or Services())
     except ConfigError as exc:
         shown = "" if exc.got is None else f" (got {exc.got!r})"
@@ -84,7 +87,7 @@ def main(argv: Sequence[str] | None = None, *, services: Services | None = None)
         err("interrupted")
         return ExitCode.FAILURE
     except Exception as exc:  # every other failure is operational: say what and exit 1
-        err(f"error: {_describe(exc)}")
+        err(f"error: {scrub_known(scrub_credentials(_describe(exc)), secrets)}")
         return ExitCode.FAILURE
 
 
@@ -110,5 +113,8 @@ def _config_path(args: argparse.Namespace) -> Path | None:
 
 
 def _describe(exc: BaseException) -> str:
+    auth = describe_auth_error(exc)
+    if auth is not None:
+        return auth
     text = str(exc) or type(exc).__name__
     return text if isinstance(exc, SearchSyncError) else f"{type(exc).__name__}: {text}"

@@ -33,7 +33,7 @@ def cmd_run(args: argparse.Namespace, settings: Settings, services: Services) ->
         except ImportError as exc:
             err(f"error: the consumer is not available in this build ({exc})")
             return ExitCode.FAILURE
-    configure_logging(settings.observability.log_level)
+    configure_logging(settings.observability.log_level, secrets=settings.secret_values())
     registry = services.registry(settings)
 
     async def go() -> int:

@@ -52,10 +52,10 @@ from consumer.config._reader import (
     ENV_PREFIX,
     PROJECTION_ENTRY_FORM,
     LibrdkafkaValue,
-    Secret,
     _plain,
     _Section,
 )
+from consumer.config._secrets import Secret, scrub_credentials, scrub_known
 from consumer.errors import ConfigError
 
 __all__ = [
@@ -75,6 +75,8 @@ __all__ = [
     "Secret",
     "Settings",
     "load_settings",
+    "scrub_credentials",
+    "scrub_known",
 ]
 
 
@@ -96,6 +98,24 @@ class Settings:
     def alias(self, aggregate_type: str) -> str:
         """The stable alias every write goes through (invariant 7); see `consumer.naming`."""
         return naming.alias_name(self.elasticsearch.index_prefix, aggregate_type)
+
+    def secret_values(self) -> tuple[str, ...]:
+        """Every configured secret, revealed: for `configure_logging` to mask wherever it shows
+        up (an exception message that quotes a DSN, say). Never print the result.
+
+        A value equal to its default (the local stack's public ``searchsync`` password) is left
+        out: masking it would mask the product's name in every line."""
+        found: list[str] = []
+        for section in dataclasses.fields(self):
+            value = getattr(self, section.name)
+            default = type(value)()
+            for f in dataclasses.fields(value):
+                item = getattr(value, f.name)
+                if item == getattr(default, f.name):
+                    continue
+                items = item.values() if isinstance(item, Mapping) else (item,)
+                found.extend(v.reveal() for v in items if isinstance(v, Secret) and v.reveal())
+        return tuple(found)
 
     def redacted(self) -> dict[str, dict[str, object]]:
         """A plain dict for a start-up log line, with every secret masked."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any, Final
 
 from consumer.config._reader import (
     _DATABASE,
@@ -17,13 +18,13 @@ from consumer.config._reader import (
     _TOPIC,
     PROJECTION_ENTRY_FORM,
     LibrdkafkaValue,
-    Secret,
     _empty_mapping,
     _is_host_port,
     _is_http_url,
     _is_topic,
     _Section,
 )
+from consumer.config._secrets import MASK, SENSITIVE_KEY, Secret
 from consumer.errors import ConfigError
 
 
@@ -45,7 +46,15 @@ class KafkaSettings:
     poll_timeout_s: float = 0.1
     poll_batch_size: int = 500
     auto_offset_reset: str = "earliest"
-    extra: Mapping[str, LibrdkafkaValue] = field(default_factory=_empty_mapping)
+    extra: Mapping[str, LibrdkafkaValue | Secret] = field(default_factory=_empty_mapping)
+    security_protocol: str = "plaintext"
+    sasl_mechanism: str | None = None
+    sasl_username: str | None = None
+    sasl_password: Secret | None = None
+    ssl_ca_location: str | None = None
+    ssl_certificate_location: str | None = None
+    ssl_key_location: str | None = None
+    ssl_key_password: Secret | None = None
 
     @property
     def subscription(self) -> list[str]:
@@ -53,8 +62,27 @@ class KafkaSettings:
         return [self.topic_regex] if self.topic_regex is not None else list(self.topics)
 
     def client_config(self) -> dict[str, LibrdkafkaValue]:
-        """Settings common to every client: the bootstrap servers plus `extra`."""
-        return {**self.extra, "bootstrap.servers": self.bootstrap_servers}
+        """Settings common to every client (the group member, the DLQ producer, the admin, the
+        DLQ readers): the bootstrap servers, TLS and SASL, plus `extra`, secrets revealed.
+        Never log the result: print `Settings.redacted()` instead."""
+        config: dict[str, LibrdkafkaValue] = {
+            k: v.reveal() if isinstance(v, Secret) else v for k, v in self.extra.items()
+        }
+        config["bootstrap.servers"] = self.bootstrap_servers
+        config["security.protocol"] = self.security_protocol
+        optional: dict[str, str | Secret | None] = {
+            "sasl.mechanism": self.sasl_mechanism,
+            "sasl.username": self.sasl_username,
+            "sasl.password": self.sasl_password,
+            "ssl.ca.location": self.ssl_ca_location,
+            "ssl.certificate.location": self.ssl_certificate_location,
+            "ssl.key.location": self.ssl_key_location,
+            "ssl.key.password": self.ssl_key_password,
+        }
+        for name, value in optional.items():
+            if value is not None:
+                config[name] = value.reveal() if isinstance(value, Secret) else value
+        return config
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +97,10 @@ class MysqlSettings:
     pool_min: int = 1
     pool_max: int = 10
     connect_timeout_s: float = 5.0
+    ssl_mode: str = "disabled"  # disabled | verify_ca | verify_identity (docs/security.md)
+    ssl_ca: str | None = None
+    ssl_cert: str | None = None
+    ssl_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +112,11 @@ class ElasticsearchSettings:
     request_timeout_s: float = 30.0
     bulk_max_actions: int = 500
     bulk_max_bytes: int = 5 * 1024 * 1024
+    ca_certs: str | None = None
+    verify_certs: bool = True
+    api_key: Secret | None = None
+    username: str | None = None
+    password: Secret | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,10 +207,69 @@ def _kafka(r: _Section) -> KafkaSettings:
         poll_batch_size=r.integer("poll_batch_size", 1, 100_000),
         auto_offset_reset=r.choice("auto_offset_reset", ("earliest", "latest")),
         extra=r.librdkafka("extra"),
+        **_kafka_security(r),
     )
 
 
+_KAFKA_PROTOCOLS: Final = ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
+_SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def _kafka_security(r: _Section) -> dict[str, Any]:
+    """security_protocol, SASL and TLS: each setting only where its protocol uses it."""
+    protocol = r.choice("security_protocol", _KAFKA_PROTOCOLS, lower=True)
+    sasl = protocol.startswith("sasl_")
+    tls = protocol in ("ssl", "sasl_ssl")
+    out: dict[str, Any] = {"security_protocol": protocol}
+    if sasl:
+        out["sasl_mechanism"] = r.choice("sasl_mechanism", _SASL_MECHANISMS, upper=True)
+        out["sasl_username"] = r.string("sasl_username")
+        password = r.optional_secret("sasl_password")
+        if password is None:
+            raise ConfigError(r.key("sasl_password"), f"a password ({protocol})", None)
+        out["sasl_password"] = password
+    else:
+        _refuse_unless(r, ("sasl_mechanism", "sasl_username", "sasl_password"), "sasl_*")
+    names = ("ssl_ca_location", "ssl_certificate_location", "ssl_key_location")
+    if tls:
+        for name in names:
+            out[name] = r.optional_file(name)
+        out["ssl_key_password"] = r.optional_secret("ssl_key_password")
+        if (out["ssl_certificate_location"] is None) != (out["ssl_key_location"] is None):
+            raise ConfigError(
+                r.key("ssl_key_location"), "both or neither of ssl_certificate/key_location", None
+            )
+        if out["ssl_key_password"] is not None and out["ssl_key_location"] is None:
+            raise ConfigError(r.key("ssl_key_password"), "set with kafka.ssl_key_location", None)
+    else:
+        _refuse_unless(r, (*names, "ssl_key_password"), "ssl or sasl_ssl")
+    return out
+
+
+def _refuse_unless(
+    r: _Section, keys: tuple[str, ...], modes: str, *, section: str = "kafka.security_protocol"
+) -> None:
+    """A setting the chosen protocol or mode would ignore is an error, not a silent no-op."""
+    for key in keys:
+        value, _ = r._raw(key)
+        if value is not None and value != "":
+            shown = MASK if SENSITIVE_KEY.search(key) else value
+            raise ConfigError(r.key(key), f"set only with {section} {modes}", shown)
+
+
+_MYSQL_SSL_MODES: Final = ("disabled", "verify_ca", "verify_identity")
+
+
 def _mysql(r: _Section) -> MysqlSettings:
+    ssl_mode = r.choice("ssl_mode", _MYSQL_SSL_MODES, lower=True)
+    files = ("ssl_ca", "ssl_cert", "ssl_key")
+    if ssl_mode == "disabled":
+        _refuse_unless(r, files, "verify_ca or verify_identity", section="mysql.ssl_mode")
+        ssl_ca = ssl_cert = ssl_key = None
+    else:
+        ssl_ca, ssl_cert, ssl_key = (r.optional_file(name) for name in files)
+        if (ssl_cert is None) != (ssl_key is None):
+            raise ConfigError(r.key("ssl_key"), "both or neither of ssl_cert and ssl_key", None)
     pool_min = r.integer("pool_min", 0, 1_000)
     pool_max = r.integer("pool_max", 1, 1_000)
     if pool_max < pool_min:
@@ -187,10 +283,21 @@ def _mysql(r: _Section) -> MysqlSettings:
         pool_min=pool_min,
         pool_max=pool_max,
         connect_timeout_s=r.number("connect_timeout_s", 0.0, 300.0, lo_open=True),
+        ssl_mode=ssl_mode,
+        ssl_ca=ssl_ca,
+        ssl_cert=ssl_cert,
+        ssl_key=ssl_key,
     )
 
 
 def _elasticsearch(r: _Section) -> ElasticsearchSettings:
+    api_key = r.optional_secret("api_key")
+    username = r.optional_string("username")
+    password = r.optional_secret("password")
+    if api_key is not None and (username is not None or password is not None):
+        raise ConfigError(r.key("api_key"), "api_key or username/password, not both", MASK)
+    if (username is None) != (password is None):
+        raise ConfigError(r.key("password"), "both or neither of username and password", MASK)
     return ElasticsearchSettings(
         hosts=r.string_list("hosts", _is_http_url, "http(s)://host[:port] URLs"),
         index_prefix=r.string(
@@ -199,6 +306,11 @@ def _elasticsearch(r: _Section) -> ElasticsearchSettings:
         request_timeout_s=r.number("request_timeout_s", 0.0, 3_600.0, lo_open=True),
         bulk_max_actions=r.integer("bulk_max_actions", 1, 100_000),
         bulk_max_bytes=r.integer("bulk_max_bytes", 1_024, 1024 * 1024 * 1024),
+        ca_certs=r.optional_file("ca_certs"),
+        verify_certs=r.boolean("verify_certs"),
+        api_key=api_key,
+        username=username,
+        password=password,
     )
 
 

@@ -15,6 +15,7 @@ from consumer.config._reader import (
     _required_duration,
     _Section,
 )
+from consumer.config._secrets import scrub_credentials
 from consumer.duration import format_duration
 from consumer.errors import ConfigError
 
@@ -211,7 +212,9 @@ class ConnectSettings:
 def _connect(r: _Section) -> ConnectSettings:
     url = r.string("url", form="an http(s)://host[:port] URL")
     if not _is_http_url(url):
-        raise ConfigError(r.key("url"), "an http(s)://host[:port] URL", url)
+        raise ConfigError(
+            r.key("url"), "an http(s)://host[:port] URL (no user:password)", scrub_credentials(url)
+        )
     return ConnectSettings(
         url=url.rstrip("/"),
         connector=r.string("connector", _CONNECTOR, "a connector name of [A-Za-z0-9._-]"),

@@ -11,18 +11,20 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from datetime import timedelta
+from pathlib import Path
 from types import MappingProxyType
 from typing import Final
 from urllib.parse import urlsplit
 
 from consumer import naming
+from consumer.config._secrets import MASK, SENSITIVE_KEY, Secret, scrub_credentials
 from consumer.duration import DURATION_FORM, format_duration, parse_duration
 from consumer.errors import ConfigError
 
 LibrdkafkaValue = str | int | float | bool
 
 ENV_PREFIX: Final = "SEARCHSYNC_"
-_MASK: Final = "***"
+_MASK: Final = MASK
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
 _GROUP = re.compile(r"[A-Za-z0-9._-]{1,200}")  # leaves room for the ".dlq" / ".replay" suffixes
 _HOST = re.compile(r"[A-Za-z0-9._-]{1,253}|[0-9A-Fa-f:.]{2,45}")  # name, IPv4 or bare IPv6
@@ -32,12 +34,24 @@ _HOST_PORT = re.compile(
 _INDEX_PREFIX = naming.INDEX_PREFIX
 _DATABASE = re.compile(r"[A-Za-z0-9_$]{1,64}")
 _LIBRDKAFKA_KEY = re.compile(r"[a-z][a-z0-9_.]{0,127}")
+_BOOLEANS: Final = {"true": True, "false": False, "1": True, "0": False}
 _INTEGER = re.compile(r"[+-]?[0-9]{1,20}")
 # librdkafka settings searchsync owns: overriding them would break the commit protocol.
 _RESERVED_KAFKA: Final = frozenset(
     {"bootstrap.servers", "group.id", "enable.auto.commit", "enable.auto.offset.store"}
 )
-_SENSITIVE_KAFKA = re.compile(r"password|secret|pem|jaas|token|credential|api\.key")
+# librdkafka settings with a typed key of their own in [kafka]: one name per concept.
+TYPED_KAFKA: Final = {
+    "security.protocol": "security_protocol",
+    "sasl.mechanism": "sasl_mechanism",
+    "sasl.mechanisms": "sasl_mechanism",
+    "sasl.username": "sasl_username",
+    "sasl.password": "sasl_password",
+    "ssl.ca.location": "ssl_ca_location",
+    "ssl.certificate.location": "ssl_certificate_location",
+    "ssl.key.location": "ssl_key_location",
+    "ssl.key.password": "ssl_key_password",
+}
 _LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
 _PROJECTION_ENTRY = re.compile(rf"{_DOTTED}(?::{_DOTTED})?")
@@ -47,43 +61,22 @@ PROJECTION_ENTRY_FORM: Final = (
 )
 
 
-class Secret:
-    """A string that never shows itself in a repr, a log line or a traceback."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        """The real value, for the one call that needs it (e.g. the MySQL connect)."""
-        return self._value
-
-    def __repr__(self) -> str:
-        return _MASK
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(self._value)
-
-
 def _empty_mapping() -> Mapping[str, LibrdkafkaValue]:
     return MappingProxyType({})
 
 
 def _plain(value: object) -> object:
+    """A setting's value for printing: secrets masked, URLs without their passwords."""
     if isinstance(value, Secret):
         return _MASK
     if isinstance(value, timedelta):
         return format_duration(value)
     if isinstance(value, tuple):
-        return list(value)
+        return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return scrub_credentials(value)
     if isinstance(value, Mapping):
-        return {k: _MASK if _SENSITIVE_KAFKA.search(str(k)) else v for k, v in value.items()}
+        return {k: _MASK if SENSITIVE_KEY.search(str(k)) else _plain(v) for k, v in value.items()}
     return value
 
 
@@ -133,7 +126,7 @@ class _Section:
             raise ConfigError(self.key(key), expected, value)
         value = value.strip()
         if pattern is not None and not pattern.fullmatch(value):
-            raise ConfigError(self.key(key), expected, value)
+            raise ConfigError(self.key(key), expected, scrub_credentials(value))
         return value
 
     def optional_string(self, key: str) -> str | None:
@@ -144,9 +137,13 @@ class _Section:
             raise ConfigError(self.key(key), "a non-empty string", value)
         return value.strip()
 
-    def choice(self, key: str, choices: tuple[str, ...], *, upper: bool = False) -> str:
+    def choice(
+        self, key: str, choices: tuple[str, ...], *, upper: bool = False, lower: bool = False
+    ) -> str:
         value, _ = self._raw(key)
-        normal = value.strip().upper() if upper and isinstance(value, str) else value
+        normal = value
+        if isinstance(value, str) and (upper or lower):
+            normal = value.strip().upper() if upper else value.strip().lower()
         if not isinstance(normal, str) or normal.strip() not in choices:
             raise ConfigError(self.key(key), f"one of {', '.join(choices)}", value)
         return normal.strip()
@@ -190,7 +187,8 @@ class _Section:
             raise ConfigError(self.key(key), expected, value)
         for item in value:
             if not isinstance(item, str) or not check(item.strip()):
-                raise ConfigError(self.key(key), expected, item)
+                shown = scrub_credentials(item) if isinstance(item, str) else item
+                raise ConfigError(self.key(key), expected, shown)
         return tuple(item.strip() for item in value)
 
     def secret(self, key: str) -> Secret:
@@ -201,7 +199,32 @@ class _Section:
             raise ConfigError(self.key(key), "a string", _MASK)  # never echo a secret
         return Secret(value)
 
-    def librdkafka(self, key: str) -> Mapping[str, LibrdkafkaValue]:
+    def optional_secret(self, key: str) -> Secret | None:
+        """A secret, or None when unset; an empty string counts as unset."""
+        value, _ = self._raw(key)
+        if value is None or value == "":
+            return None
+        return self.secret(key)
+
+    def boolean(self, key: str) -> bool:
+        """A TOML boolean, or true/false/1/0 in the environment."""
+        value, from_env = self._raw(key)
+        if from_env and isinstance(value, str) and value.strip().lower() in _BOOLEANS:
+            value = _BOOLEANS[value.strip().lower()]
+        if not isinstance(value, bool):
+            raise ConfigError(self.key(key), "true or false", value)
+        return value
+
+    def optional_file(self, key: str) -> str | None:
+        """The path of an existing file (a CA bundle, a certificate, a key), or None."""
+        value, _ = self._raw(key)
+        if value is None or value == "":
+            return None
+        if not isinstance(value, str) or not Path(value.strip()).is_file():
+            raise ConfigError(self.key(key), "the path of an existing, readable file", value)
+        return value.strip()
+
+    def librdkafka(self, key: str) -> Mapping[str, LibrdkafkaValue | Secret]:
         """A TOML table, or a JSON object in the environment, of extra librdkafka settings."""
         value, from_env = self._raw(key)
         expected = "a table of librdkafka settings (string, integer, float or bool values)"
@@ -212,7 +235,7 @@ class _Section:
                 raise ConfigError(self.key(key), f"{expected} as a JSON object", _MASK) from None
         if not isinstance(value, Mapping):
             raise ConfigError(self.key(key), expected, type(value).__name__)
-        checked: dict[str, LibrdkafkaValue] = {}
+        checked: dict[str, LibrdkafkaValue | Secret] = {}
         for name, item in value.items():
             dotted = f"{self.key(key)}.{name}"
             if not isinstance(name, str) or not _LIBRDKAFKA_KEY.fullmatch(name):
@@ -221,9 +244,12 @@ class _Section:
                 )
             if name in _RESERVED_KAFKA:
                 raise ConfigError(dotted, "a setting searchsync does not own itself", name)
+            if name in TYPED_KAFKA:
+                raise ConfigError(dotted, f"kafka.{TYPED_KAFKA[name]} instead", name)
             if not isinstance(item, str | int | float | bool):
                 raise ConfigError(dotted, expected, type(item).__name__)
-            checked[name] = item
+            # a credential stays wrapped until a client is built (KafkaSettings.client_config)
+            checked[name] = Secret(str(item)) if SENSITIVE_KEY.search(name) else item
         return MappingProxyType(checked)
 
 
@@ -245,6 +271,7 @@ def _is_http_url(item: str) -> bool:
     return (
         parts.scheme in ("http", "https")
         and bool(parts.hostname)
+        and "@" not in parts.netloc  # credentials have settings of their own, masked
         and port != 0
         and not parts.query
         and not parts.fragment

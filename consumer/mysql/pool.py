@@ -13,11 +13,16 @@ Every module that talks to MySQL goes through here, so they agree on three thing
   an unknown database into `ConfigError`. Anything else (SQL bugs, constraint violations) passes
   through unchanged: retrying would not help.
 
+TLS (``[mysql] ssl_mode``, docs/security.md): `tls_context` builds the `ssl.SSLContext` aiomysql
+takes. aiomysql quietly talks plaintext to a server that does not offer TLS, so `create_pool`
+asks the server for the first connection's cipher and refuses (`ConfigError`) an unencrypted one.
+
 Nothing happens at import time; the pool is built by the caller and closed by the caller.
 """
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
@@ -36,6 +41,7 @@ __all__ = [
     "db_time",
     "expand_in",
     "mysql_error_code",
+    "tls_context",
     "transaction",
     "translate_errors",
     "utc_now",
@@ -69,6 +75,7 @@ async def create_pool(
     maxsize: int = 10,
     connect_timeout: float = 5.0,
     pool_recycle: int = 3600,
+    tls: ssl.SSLContext | None = None,
 ) -> aiomysql.Pool:
     """A connection pool with the session settings described in the module docstring.
 
@@ -77,7 +84,8 @@ async def create_pool(
     that, so MariaDB's ``wait_timeout`` never hands us a dead socket.
 
     Raises `TransientError(ErrorCode.MYSQL_UNAVAILABLE)` when the server cannot be reached and
-    `ConfigError` when it refuses the credentials or does not know the database.
+    `ConfigError` when it refuses the credentials or does not know the database, or when `tls`
+    is given and the connection is not encrypted.
     """
     if not 0 <= minsize <= maxsize or maxsize < 1:
         raise ConfigError(
@@ -98,8 +106,37 @@ async def create_pool(
             autocommit=False,
             charset="utf8mb4",
             init_command=_SESSION_INIT,
+            ssl=tls,
         )
+    if tls is not None:
+        await _require_tls(pool, where)
     return pool
+
+
+def tls_context(mysql: MysqlSettings) -> ssl.SSLContext | None:
+    """The TLS context of ``[mysql] ssl_mode``: None for ``disabled``; ``verify_ca`` checks the
+    server's certificate against `ssl_ca` (the system store when unset), ``verify_identity``
+    its host name too; `ssl_cert` and `ssl_key` are a client certificate."""
+    if mysql.ssl_mode == "disabled":
+        return None
+    context = ssl.create_default_context(cafile=mysql.ssl_ca)
+    context.check_hostname = mysql.ssl_mode == "verify_identity"
+    if mysql.ssl_cert is not None:
+        context.load_cert_chain(mysql.ssl_cert, mysql.ssl_key)
+    return context
+
+
+async def _require_tls(pool: aiomysql.Pool, where: str) -> None:
+    with translate_errors(f"check TLS to {where}"):
+        async with pool.acquire() as conn, conn.cursor() as cur:
+            await cur.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
+            row = await cur.fetchone()
+    if row is None or not row[1]:
+        pool.close()
+        await pool.wait_closed()
+        raise ConfigError(
+            "mysql.ssl_mode", "a server that speaks TLS", f"an unencrypted connection to {where}"
+        )
 
 
 async def open_pool(mysql: MysqlSettings, *, maxsize: int | None = None) -> aiomysql.Pool:
@@ -114,6 +151,7 @@ async def open_pool(mysql: MysqlSettings, *, maxsize: int | None = None) -> aiom
         minsize=mysql.pool_min if maxsize is None else min(1, maxsize),
         maxsize=mysql.pool_max if maxsize is None else maxsize,
         connect_timeout=mysql.connect_timeout_s,
+        tls=tls_context(mysql),
     )
 
 

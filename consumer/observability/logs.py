@@ -4,7 +4,9 @@
 ``logging.getLogger(__name__)`` and pass facts as ``extra=``. Every ``extra`` field becomes a
 top-level JSON key, so a log pipeline can filter on ``event_id`` or ``error_code`` without
 parsing messages. Values under keys that look like credentials are masked at any depth, so a
-careless ``extra={"config": ...}`` cannot leak a password.
+careless ``extra={"config": ...}`` cannot leak a password; and each finished line has the
+password of every ``scheme://user:password@`` and every configured secret value masked
+(`consumer.config.scrub_credentials`, `scrub_known`), exception text included.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from datetime import UTC, datetime
 from typing import Any, Final, TextIO
 
 import orjson
+
+from consumer.config import scrub_credentials, scrub_known
 
 __all__ = [
     "EVENT_OUTCOME_MESSAGE",
@@ -37,7 +41,16 @@ _STANDARD_ATTRS: Final = frozenset(
 
 
 class JsonFormatter(logging.Formatter):
-    """Formats a record as one JSON line: ts, level, logger, msg, every extra field, exc."""
+    """Formats a record as one JSON line: ts, level, logger, msg, every extra field, exc.
+
+    `secrets` are values to mask wherever they appear in a line (``Settings.secret_values()``).
+    """
+
+    def __init__(self, secrets: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        # as they are, and as they look inside a JSON string (quotes, backslashes escaped)
+        forms = {form for v in secrets for form in (v, orjson.dumps(v)[1:-1].decode())}
+        self._secrets = tuple(forms)
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
@@ -56,7 +69,8 @@ class JsonFormatter(logging.Formatter):
         if record.stack_info:
             entry["stack"] = self.formatStack(record.stack_info)
         masked = _mask(entry, 0)
-        return orjson.dumps(masked, default=_fallback, option=orjson.OPT_NON_STR_KEYS).decode()
+        line = orjson.dumps(masked, default=_fallback, option=orjson.OPT_NON_STR_KEYS).decode()
+        return scrub_known(scrub_credentials(line), self._secrets)
 
 
 def _mask(value: Any, depth: int) -> Any:
@@ -77,8 +91,11 @@ def _fallback(value: Any) -> Any:
     return str(value)
 
 
-def configure_logging(level: str, stream: TextIO | None = None) -> logging.Handler:
-    """Send every log record at `level` or above to `stream` (stderr) as JSON lines.
+def configure_logging(
+    level: str, stream: TextIO | None = None, *, secrets: tuple[str, ...] = ()
+) -> logging.Handler:
+    """Send every log record at `level` or above to `stream` (stderr) as JSON lines, with
+    `secrets` masked.
 
     Replaces the root logger's handlers (calling it twice does not duplicate lines) and returns
     the installed handler.
@@ -87,7 +104,7 @@ def configure_logging(level: str, stream: TextIO | None = None) -> logging.Handl
     if not isinstance(numeric, int):
         raise ValueError(f"unknown log level {level!r}")
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(JsonFormatter(secrets))
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

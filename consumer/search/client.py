@@ -8,11 +8,16 @@ twice is harmless), so for them a failure is reported at once (exit code 1) and 
 script, runs the command again.
 
 `request_timeout_s` (``[elasticsearch] request_timeout_s``, default 30 s) bounds each request.
+TLS and authentication come from the same section (docs/security.md): `ca_certs` (a PEM bundle
+that verifies an ``https://`` node), `verify_certs`, and either `api_key` or `username` plus
+`password` (HTTP basic auth). A refused credential is a 401 (`describe_auth_error` words it).
 """
 
 from __future__ import annotations
 
-from elasticsearch import AsyncElasticsearch
+from typing import Any
+
+from elasticsearch import AsyncElasticsearch, AuthenticationException, AuthorizationException
 
 from consumer.config import Settings
 
@@ -20,10 +25,36 @@ from consumer.config import Settings
 def make_es_client(settings: Settings) -> AsyncElasticsearch:
     """An async client for ``settings.elasticsearch``; the caller closes it."""
     es = settings.elasticsearch
+    options: dict[str, Any] = {}
+    if es.ca_certs is not None:
+        options["ca_certs"] = es.ca_certs
+    if not es.verify_certs:
+        options["verify_certs"] = False
+    if es.api_key is not None:
+        options["api_key"] = es.api_key.reveal()
+    if es.username is not None and es.password is not None:
+        options["basic_auth"] = (es.username, es.password.reveal())
     return AsyncElasticsearch(
         list(es.hosts),
         request_timeout=es.request_timeout_s,
         max_retries=0,
         retry_on_timeout=False,
         retry_on_status=(),
+        **options,
     )
+
+
+def describe_auth_error(exc: BaseException) -> str | None:
+    """A message naming the settings to check when Elasticsearch refused the credentials (401)
+    or their privileges (403); None for any other error."""
+    if isinstance(exc, AuthenticationException):
+        return (
+            "Elasticsearch refused the credentials (401 security_exception): check"
+            " elasticsearch.api_key, or elasticsearch.username and elasticsearch.password"
+        )
+    if isinstance(exc, AuthorizationException):
+        return (
+            "Elasticsearch refused the request (403): the configured credentials lack a"
+            f" privilege ({exc.message})"
+        )
+    return None

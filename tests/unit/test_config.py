@@ -63,7 +63,7 @@ def test_toml_then_env_override(tmp_path: Path) -> None:
 [kafka]
 group_id = "from-toml"
 bootstrap_servers = "kafka-1:9092, kafka-2:9093"
-extra = { "socket.timeout.ms" = 10000, "sasl.password" = "hunter2" }
+extra = { "socket.timeout.ms" = 10000, "ssl.keystore.password" = "hunter2" }
 
 [mysql]
 port = 3307
@@ -91,8 +91,9 @@ retry_jitter = 0.5
     assert settings.kafka.bootstrap_servers == "kafka-1:9092,kafka-2:9093"
     assert settings.kafka.client_config() == {
         "socket.timeout.ms": 10000,
-        "sasl.password": "hunter2",
+        "ssl.keystore.password": "hunter2",
         "bootstrap.servers": "kafka-1:9092,kafka-2:9093",
+        "security.protocol": "plaintext",
     }
     assert settings.mysql.port == 3307
     assert settings.mysql.password.reveal() == "env-pass"
@@ -130,11 +131,14 @@ def test_secret_never_shows_itself() -> None:
 
 
 def test_redacted_masks_secrets_and_sensitive_librdkafka_values() -> None:
-    env = {"SEARCHSYNC_KAFKA_EXTRA": '{"sasl.password": "p", "ssl.key.pem": "k", "client.id": "c"}'}
+    env = {
+        "SEARCHSYNC_KAFKA_EXTRA": '{"ssl.keystore.password": "p", "ssl.key.pem": "k",'
+        ' "client.id": "c"}'
+    }
     redacted = load_settings(env).redacted()
     assert redacted["mysql"]["password"] == "***"
     assert redacted["kafka"]["extra"] == {
-        "sasl.password": "***",
+        "ssl.keystore.password": "***",
         "ssl.key.pem": "***",
         "client.id": "c",
     }

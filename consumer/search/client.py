@@ -46,7 +46,20 @@ def make_es_client(settings: Settings) -> AsyncElasticsearch:
 
 def describe_auth_error(exc: BaseException) -> str | None:
     """A message naming the settings to check when Elasticsearch refused the credentials (401)
-    or their privileges (403); None for any other error."""
+    or their privileges (403), also when `exc` was raised from such a refusal (the index admin
+    translates the client's errors); None for any other error."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        message = _auth_message(cause)
+        if message is not None:
+            return message
+        cause = cause.__cause__
+    return None
+
+
+def _auth_message(exc: BaseException) -> str | None:
     if isinstance(exc, AuthenticationException):
         return (
             "Elasticsearch refused the credentials (401 security_exception): check"

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.integration.conftest_mysql import *  # noqa: F403  (MariaDB fixtures)
+from tests.integration.secure_es import secure_es  # noqa: F401  (the secured ES node)
 
 KAFKA = os.environ.get("SEARCHSYNC_KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092")
 ES_URL = os.environ.get("SEARCHSYNC_ELASTICSEARCH_HOSTS", "http://127.0.0.1:9200").split(",")[0]

@@ -47,7 +47,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 START_DEADLINE_S = 150.0  # the node usually answers within ~60 s; a busy CI box gets slack
 
-__all__ = ["SecureNode", "secure_es"]
+__all__ = ["SecureNode", "secure_es", "stack_env"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +59,17 @@ class SecureNode:
     log: Path
 
 
-def _stack() -> dict[str, str]:
-    names = ("ES_USER", "ES_JAVA_HOME", "DIST_DIR", "SVC_DIR", "STACK_DIR", "ES_DIR")
+def stack_env() -> dict[str, str]:
+    """The local stack's settings as deploy/local/env.sh computes them."""
+    names = (
+        "ES_USER",
+        "ES_JAVA_HOME",
+        "DIST_DIR",
+        "SVC_DIR",
+        "STACK_DIR",
+        "ES_DIR",
+        "MYSQL_SOCKET",
+    )
     script = "source deploy/local/env.sh && " + " && ".join(f'echo "${n}"' for n in names)
     out = subprocess.run(
         ["bash", "-c", script], cwd=REPO, capture_output=True, text=True, check=True
@@ -199,7 +208,7 @@ def _tail(path: Path, lines: int = 40) -> str:
 @pytest.fixture(scope="session")
 def secure_es() -> Iterator[SecureNode]:
     """Start the secured node for this session; FAIL (never skip) when it does not come up."""
-    stack = _stack()
+    stack = stack_env()
     home = _es_home(stack)
     user, java = stack["ES_USER"], stack["ES_JAVA_HOME"]
     work = Path(tempfile.mkdtemp(prefix="searchsync-secure-es-"))

@@ -185,6 +185,8 @@ def _kafka(r: _Section) -> KafkaSettings:
         if r.given("dlq_topic")
         else f"{group_id}.dlq"
     )
+    if not _is_topic(dlq_topic):  # '.' and '..' fit the pattern but are not topic names
+        raise ConfigError(r.key("dlq_topic"), "a Kafka topic name", dlq_topic)
     if dlq_topic in topics or (topic_regex is not None and re.match(topic_regex, dlq_topic)):
         raise ConfigError(
             r.key("dlq_topic"), "a topic the consumer does not read itself", dlq_topic

@@ -217,9 +217,18 @@ def _connect(r: _Section) -> ConnectSettings:
         )
     return ConnectSettings(
         url=url.rstrip("/"),
-        connector=r.string("connector", _CONNECTOR, "a connector name of [A-Za-z0-9._-]"),
+        connector=_connector(r),
         request_timeout_s=r.number("request_timeout_s", 0.0, 300.0, lo_open=True),
     )
+
+
+def _connector(r: _Section) -> str:
+    """A connector name that is one URL path segment: [A-Za-z0-9._-], not '.' or '..'."""
+    form = "a connector name of [A-Za-z0-9._-], not '.' or '..'"
+    name = r.string("connector", _CONNECTOR, form)
+    if name in (".", ".."):
+        raise ConfigError(r.key("connector"), form, name)
+    return name
 
 
 def _repair(r: _Section) -> RepairSettings:

@@ -22,6 +22,7 @@ Nothing happens at import time; the pool is built by the caller and closed by th
 
 from __future__ import annotations
 
+import re
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -41,6 +42,7 @@ __all__ = [
     "db_time",
     "expand_in",
     "mysql_error_code",
+    "quote_identifier",
     "tls_context",
     "transaction",
     "translate_errors",
@@ -60,6 +62,9 @@ _ER_ACCESS_DENIED: Final = frozenset({1044, 1045})
 _ER_BAD_DB: Final = 1049
 # Server gone, not reachable, shutting down, too many connections, connection killed.
 _ER_UNAVAILABLE: Final = frozenset({1040, 1053, 1927, 2002, 2003, 2006, 2013, 2014, 2055})
+
+IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+"""A table or column name searchsync interpolates into SQL (values are always parameters)."""
 
 _SESSION_INIT: Final = "SET SESSION tx_isolation = 'READ-COMMITTED', time_zone = '+00:00'"
 
@@ -261,6 +266,15 @@ def db_time(at: datetime) -> datetime:
     if at.tzinfo is not None:
         return at.astimezone(UTC).replace(tzinfo=None)
     return at
+
+
+def quote_identifier(name: str) -> str:
+    """`name` in backticks, after checking it is a plain identifier (`IDENTIFIER`): the one way a
+    table or column name enters SQL text. Raises ValueError for anything else (a backtick, a dot,
+    a space, a quote could not break out of the quotes, but they are refused all the same)."""
+    if not isinstance(name, str) or not IDENTIFIER.fullmatch(name):
+        raise ValueError(f"SQL identifier {name!r}: want {IDENTIFIER.pattern}")
+    return f"`{name}`"
 
 
 def expand_in(sql: str, count: int) -> str:

@@ -28,7 +28,7 @@ from typing import Any, Final, Protocol
 
 import aiomysql
 
-from consumer.mysql.pool import expand_in, transaction, translate_errors
+from consumer.mysql.pool import expand_in, quote_identifier, transaction, translate_errors
 from consumer.projection._registry import Projector, Row
 
 __all__ = ["DEFAULT_BATCH_SIZE", "InMemoryTruth", "MysqlTruth", "Row", "TruthReader"]
@@ -146,7 +146,7 @@ class MysqlTruth:
         async with transaction(self._pool) as conn:
             with translate_errors(f"count {projector.table}"):
                 async with conn.cursor() as cur:
-                    await cur.execute(f"SELECT COUNT(*) FROM `{projector.table}`")
+                    await cur.execute(f"SELECT COUNT(*) FROM {quote_identifier(projector.table)}")
                     (total,) = await cur.fetchone()
         return int(total)
 
@@ -240,8 +240,8 @@ class InMemoryTruth:
 
 
 def _select(projector: Projector) -> str:
-    columns = ", ".join(f"`{c}`" for c in projector.columns)
-    return f"SELECT {columns} FROM `{projector.table}`"
+    columns = ", ".join(quote_identifier(c) for c in projector.columns)
+    return f"SELECT {columns} FROM {quote_identifier(projector.table)}"
 
 
 def _columns(row: Row, projector: Projector) -> Row:

@@ -304,6 +304,28 @@ async def test_consumer_user_appends_rebuild_events_but_cannot_write_pages(
     with pytest.raises(aiomysql.OperationalError) as caught:  # 1142: command denied
         await PageWriter(consumer_pool).update(page_id, content="no")
     assert caught.value.args[0] == 1142
+    # least privilege (docs/security.md): no other write to the business table, no DDL, no
+    # grant, no write to another table; each refused by the server and nothing changed
+    refused = {
+        "INSERT INTO wiki_page (id, title, content, relations_json, revision, updated_at)"
+        " VALUES (%s, 't', 'c', '{}', 1, NOW(6))": (f"{id_prefix}x",),
+        "UPDATE wiki_page SET revision = revision + 1 WHERE id = %s": (page_id,),
+        "DELETE FROM wiki_page WHERE id = %s": (page_id,),
+        "UPDATE search_outbox SET payload = '{}' WHERE aggregate_id = %s": (page_id,),
+        "CREATE TABLE least_privilege_probe (id INT PRIMARY KEY)": (),
+        "ALTER TABLE wiki_page ADD COLUMN x INT": (),
+        "CREATE INDEX x ON wiki_page (title)": (),
+        "TRUNCATE TABLE wiki_page": (),
+        "DROP TABLE wiki_page": (),
+        "GRANT SELECT ON wiki_page TO CURRENT_USER()": (),
+    }
+    for sql, args in refused.items():
+        with pytest.raises(aiomysql.OperationalError) as caught:
+            await fetch_all(consumer_pool, sql, args)
+        assert caught.value.args[0] in (1044, 1142, 1227), (sql, caught.value)
+    row = await page_row(app_pool, page_id)
+    assert row is not None and row["revision"] == 1 and row["content"] == "c"
+    assert await page_row(app_pool, f"{id_prefix}x") is None
 
 
 async def test_loadgen_counts_match_revisions_and_outbox(

@@ -1,14 +1,19 @@
-"""`searchsync config check`: validate the settings and print them, secrets redacted."""
+"""`searchsync config check`: validate the settings and print them, secrets redacted.
+
+With ``--grants`` it also connects to MySQL as the configured user and runs the least-privilege
+check (`consumer.mysql.grants`): exit 1 when a grant lets the consumer write a business table.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 from typing import Any
 
 import orjson
 
 from consumer.cli.args import Parents
-from consumer.cli.output import out, print_json
+from consumer.cli.output import err, out, print_json
 from consumer.cli.services import Services
 from consumer.config import Settings
 from consumer.exit_codes import ExitCode
@@ -20,16 +25,46 @@ def register(commands: Any, parents: Parents) -> None:
     check = config_cmds.add_parser(
         "check", parents=parents.data, help="validate and print the settings (redacted)"
     )
+    check.add_argument(
+        "--grants",
+        action="store_true",
+        help="also check that the MySQL user cannot write the business tables (connects)",
+    )
     check.set_defaults(func=cmd_config_check)
 
 
 def cmd_config_check(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
-    redacted = settings.redacted()
+    redacted: dict[str, Any] = dict(settings.redacted())
+    report = None
+    if args.grants:
+        from consumer.mysql.grants import check_grants
+        from consumer.mysql.pool import pool_of
+
+        registry = services.registry(settings)
+        tables = sorted({registry.get(t).table for t in registry.types()})
+
+        async def go() -> Any:
+            async with pool_of(settings.mysql, maxsize=1) as pool:
+                return await check_grants(pool, settings.mysql.database, tables)
+
+        report = asyncio.run(go())
+        redacted["grants"] = {
+            "tables": tables,
+            "grants": list(report.grants),
+            "violations": list(report.violations),
+        }
+    code = ExitCode.OK if report is None or report.ok else ExitCode.FAILURE
     if args.json:
         print_json(redacted)
-        return ExitCode.OK
-    for section, values in redacted.items():
+        return code
+    for section, values in settings.redacted().items():
         for key, value in values.items():
             out(f"{section}.{key} = {orjson.dumps(value, default=str).decode()}")
+    if report is not None:
+        for grant in report.grants:
+            out(f"grant: {grant}")
+        for violation in report.violations:
+            err(f"least privilege violated: {violation}")
+        out("least privilege: ok" if report.ok else "least privilege: VIOLATED")
     out("config ok")
-    return ExitCode.OK
+    return code

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from consumer import naming
 from consumer.config import load_settings
 from consumer.errors import ConfigError
+from consumer.mysql.grants import violations
 from consumer.mysql.pool import IDENTIFIER, quote_identifier
 from consumer.projection import Projector, default_registry
 
@@ -200,3 +201,27 @@ def test_the_topic_template_needs_type_and_a_topic_shape(template: str) -> None:
         return
     loaded = settings.rebuild.topic_template
     assert "{type}" in loaded and _TOPIC.fullmatch(loaded.replace("{type}", "wiki_page"))
+
+
+def test_the_grant_check_reports_writes_and_ddl_on_business_tables_only() -> None:
+    grants = [
+        "GRANT USAGE ON *.* TO `c`@`%` IDENTIFIED BY PASSWORD '*ABCDEF'",
+        "GRANT SELECT ON `app`.`wiki_page` TO `c`@`%`",
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON `app`.`search_projection_state` TO `c`@`%`",
+        "GRANT SELECT, INSERT ON `other`.`wiki_page` TO `c`@`%`",
+    ]
+    assert violations(grants, "app", ["wiki_page"]) == []
+    bad = [
+        "GRANT UPDATE ON `app`.`wiki_page` TO `c`@`%`",
+        "GRANT ALL PRIVILEGES ON `app`.* TO `c`@`%`",
+        "GRANT ALTER, SELECT ON *.* TO `c`@`%` IDENTIFIED BY PASSWORD '*ABCDEF'",
+        "GRANT SELECT ON `app`.`wiki_page` TO `c`@`%` WITH GRANT OPTION",
+    ]
+    found = violations(bad, "app", ["wiki_page"])
+    assert [f.split(":")[0] for f in found] == [
+        "UPDATE on app.wiki_page",
+        "ALL PRIVILEGES on every table",
+        "ALTER on every table",
+        "GRANT OPTION on app.wiki_page",
+    ]
+    assert "*ABCDEF" not in str(found)

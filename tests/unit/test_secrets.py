@@ -11,6 +11,7 @@ import base64
 import io
 import logging
 import shutil
+import ssl
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from consumer.config import Secret, Settings, load_settings, scrub_credentials, 
 from consumer.errors import ConfigError
 from consumer.exit_codes import ExitCode
 from consumer.kafka.config import member_config
+from consumer.mysql.pool import tls_context
 from consumer.observability.logs import JsonFormatter, configure_logging
 from consumer.search.client import make_es_client
 
@@ -301,3 +303,21 @@ def test_scrub_known_removes_every_occurrence(secret: str, left: str, right: str
 def test_secret_equality_and_hash_do_not_reveal() -> None:
     assert Secret("a") == Secret("a") and Secret("a") != Secret("b")
     assert f"{Secret(MYSQL_PW)}" == "***" and f"{Secret(MYSQL_PW)!r}" == "***"
+
+
+def test_mysql_tls_context_follows_ssl_mode() -> None:
+    assert tls_context(load_settings({}).mysql) is None
+    ca = {"SEARCHSYNC_MYSQL_SSL_CA": certifi.where()}
+    verify_ca = tls_context(load_settings({**ca, "SEARCHSYNC_MYSQL_SSL_MODE": "verify_ca"}).mysql)
+    identity = tls_context(
+        load_settings({**ca, "SEARCHSYNC_MYSQL_SSL_MODE": "VERIFY_IDENTITY"}).mysql
+    )
+    assert verify_ca is not None and identity is not None
+    assert verify_ca.verify_mode is ssl.CERT_REQUIRED and not verify_ca.check_hostname
+    assert identity.verify_mode is ssl.CERT_REQUIRED and identity.check_hostname
+    with pytest.raises(ConfigError) as caught:  # a CA without TLS would do nothing
+        load_settings(ca)
+    assert caught.value.key == "mysql.ssl_ca"
+    with pytest.raises(ConfigError) as caught:
+        load_settings({"SEARCHSYNC_MYSQL_SSL_MODE": "verify_ca", "SEARCHSYNC_MYSQL_SSL_CA": "/no"})
+    assert caught.value.key == "mysql.ssl_ca" and "existing" in caught.value.expected

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import socket
 import sys
 import tempfile
@@ -67,6 +68,9 @@ class Members:
         self._label = label
         self.members: list[Member] = []
         self.notes: list[str] = []
+        # development aid: SEARCHSYNC_BENCH_PYSPY=DIR attaches `py-spy record` to each member
+        self._profile_dir = os.environ.get("SEARCHSYNC_BENCH_PYSPY")
+        self._profilers: list[asyncio.subprocess.Process] = []
 
     @property
     def pids(self) -> list[int]:
@@ -84,6 +88,24 @@ class Members:
                 sys.executable, "-m", "consumer", "run", env=env, stdout=log, stderr=log
             )
             self.members.append(Member(process, port, log))
+            if self._profile_dir:
+                out = os.path.join(self._profile_dir, f"{self._label}-{i}-{process.pid}.txt")
+                self._profilers.append(
+                    await asyncio.create_subprocess_exec(
+                        os.path.join(os.path.dirname(sys.executable), "py-spy"),
+                        "record",
+                        "-p",
+                        str(process.pid),
+                        "-r",
+                        "250",
+                        "--format",
+                        "raw",
+                        "-o",
+                        out,
+                        stdout=asyncio.subprocess.DEVNULL,
+                        stderr=asyncio.subprocess.DEVNULL,
+                    )
+                )
 
     def check_alive(self) -> None:
         for m in self.members:
@@ -111,6 +133,10 @@ class Members:
         return all(m.last.get("searchsync_partitions_assigned", 0) > 0 for m in self.members)
 
     async def stop(self, *, keep_logs: bool = False) -> None:
+        for profiler in self._profilers:
+            profiler.send_signal(signal.SIGINT)
+            await profiler.wait()
+        self._profilers = []
         for m in self.members:
             if m.process.returncode is None:
                 m.process.terminate()

@@ -16,11 +16,13 @@ from consumer.errors import ErrorCode
 from consumer.mysql.state import StateRecorder, StateUpdate
 from consumer.stream.coalesce import Coalescer, Work
 from consumer.stream.processor import Processor
-from consumer.stream.settle import Settler
+from consumer.stream.settle import Settler, Tally
 from consumer.stream.verdict import Result, Verdict
 from consumer.types import TopicPartition
 
-__all__ = ["MAX_STATE_WRITES", "Batches"]
+__all__ = ["BATCH_SUMMARY_MESSAGE", "MAX_STATE_WRITES", "Batches"]
+
+BATCH_SUMMARY_MESSAGE = "batch settled"
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +83,7 @@ class Batches:
                 return
 
     async def _run(self, works: list[Work]) -> None:
+        started = self._clock()
         try:
             verdicts = await self._processor.process(works)
         except Exception as exc:  # a bug in a step: each work failed on its own (INTERNAL)
@@ -88,10 +91,15 @@ class Batches:
             message = f"{type(exc).__name__}: {exc}"
             verdicts = [Verdict(w, Result.FAILED, ErrorCode.INTERNAL, message) for w in works]
         updates: list[StateUpdate] = []
+        tally: Tally = {}
+        settle = self._settler.settle
         for verdict in verdicts:
-            update = self._settler.settle(verdict)
+            update = settle(verdict, tally)
             if update is not None:
                 updates.append(update)
+        self._settler.report(tally)
+        if tally and log.isEnabledFor(logging.INFO):
+            _log_summary(works, tally, self._clock() - started)
         for work in works:
             for tp in _partitions(work):
                 left = self._works_by_tp.get(tp, 0) - 1
@@ -112,6 +120,24 @@ class Batches:
                 log.warning("recording projection state failed", exc_info=True)
             finally:
                 self._state_writes.discard(current)
+
+
+def _log_summary(works: list[Work], tally: Tally, seconds: float) -> None:
+    """The one INFO line for a batch's successes (each failure has its own line)."""
+    results: dict[str, int] = {}
+    for (_, result), n in tally.items():
+        results[result] = results.get(result, 0) + n
+    log.info(
+        BATCH_SUMMARY_MESSAGE,
+        extra={
+            "works": len(works),
+            "events": sum(len(w.events) for w in works),
+            "finished": sum(results.values()),
+            "results": results,
+            "aggregate_types": sorted({t for t, _ in tally}),
+            "seconds": round(seconds, 4),
+        },
+    )
 
 
 def _partitions(work: Work) -> set[TopicPartition]:

@@ -36,12 +36,17 @@ class Work:
     @property
     def max_revision(self) -> int:
         """The highest source revision among the events: the truth must be at least this new."""
-        return max(event.source_revision for event, _ in self.events)
+        events = self.events
+        if len(events) == 1:
+            return events[0][0].source_revision
+        return max(event.source_revision for event, _ in events)
 
     @property
     def newest(self) -> ThinEvent:
         """The event with the highest revision (the latest to arrive on a tie)."""
         best = self.events[0][0]
+        if len(self.events) == 1:
+            return best
         for event, _ in self.events[1:]:
             if event.source_revision >= best.source_revision:
                 best = event

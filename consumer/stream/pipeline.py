@@ -197,6 +197,7 @@ class Pipeline:
                     messages, consuming = consuming.result(), None
                     for raw in messages:
                         self._intake_one(raw)
+                    self._count_consumed(messages)
                 self._watch_fence()
                 self._retries.release_due()
                 self._batches.dispatch()
@@ -254,7 +255,6 @@ class Pipeline:
         if tp not in self._assigned:  # fetched before a revoke: the new owner will read it
             return
         pos = Position(raw.topic, raw.partition, raw.offset)
-        self._metrics.consumed(raw.topic)
         try:
             event = decode(
                 raw.value, max_bytes=self._opt.max_event_bytes, known_types=self._opt.known_types
@@ -266,6 +266,17 @@ class Pipeline:
             return
         self._positions.track(pos, Pending(raw, event))
         self._coalescer.add(event, pos)
+
+    def _count_consumed(self, messages: Sequence[RawMessage]) -> None:
+        """`searchsync_events_consumed_total`, once per topic per consume (revoked partitions'
+        messages are not taken in, so not counted)."""
+        assigned = self._assigned
+        counts: dict[str, int] = {}
+        for raw in messages:
+            if (raw.topic, raw.partition) in assigned:
+                counts[raw.topic] = counts.get(raw.topic, 0) + 1
+        for topic, n in counts.items():
+            self._metrics.consumed(topic, n)
 
     def _watch_fence(self) -> None:
         """Re-check the schema fence on its timer, beside the loop; once no target is fenced,

@@ -109,6 +109,8 @@ class StateUpdate:
     projection_hash: str | None = None
     error_code: str | None = None
     error_message: str | None = None
+    at: datetime | None = None
+    """When the outcome happened (``last_success_at``/``last_error_at``); None: when written."""
 
     def __post_init__(self) -> None:
         success = (self.indexed_revision, self.schema_version, self.projection_hash)
@@ -156,7 +158,10 @@ class StateRecorder(Protocol):
 
 
 def merge(current: ProjectionState | None, update: StateUpdate, now: datetime) -> ProjectionState:
-    """The row after applying `update` at `now` (the module docstring's rules)."""
+    """The row after applying `update` at `now`, or at its own `at` (the module docstring's
+    rules)."""
+    if update.at is not None:
+        now = update.at
     code = None if update.error_code is None else update.error_code[:MAX_ERROR_CODE_LENGTH]
     message = (
         None if update.error_message is None else update.error_message[:MAX_ERROR_MESSAGE_LENGTH]

@@ -54,6 +54,7 @@ from consumer.stream.processor import Processor
 from consumer.stream.retries import RetryQueue
 from consumer.stream.retry import RetryPolicy
 from consumer.stream.settle import Settler
+from consumer.stream.state_buffer import StateBuffer
 from consumer.types import Position, TopicPartition
 
 __all__ = [
@@ -81,6 +82,7 @@ class PipelineOptions:
     commit_interval_s: float = 1.0
     lag_interval_s: float = 15.0
     revoke_drain_s: float = 10.0
+    state_flush_interval_s: float = 1.0
 
 
 class Pipeline:
@@ -107,7 +109,6 @@ class Pipeline:
         self._fence = fence
         self._fence_check: asyncio.Task[None] | None = None
         self._processor = processor
-        self._state = state
         self._metrics = metrics
         self._opt = options
         self._clock = clock
@@ -145,10 +146,13 @@ class Pipeline:
             retry=retry,
             is_assigned=self._assigned.__contains__,
         )
+        self._state_buffer = StateBuffer(
+            state, interval_s=options.state_flush_interval_s, clock=clock
+        )
         self._batches = Batches(
             processor=processor,
             settler=self._settler,
-            state=state,
+            state=self._state_buffer,
             coalescer=self._coalescer,
             max_batch_works=options.max_batch_works,
             max_concurrent=options.max_concurrent_batches,
@@ -208,6 +212,7 @@ class Pipeline:
                 if now >= next_lag:
                     await self._report_lag()
                     next_lag = now + self._opt.lag_interval_s
+                self._state_buffer.flush_if_due()
                 self._report_gauges()
         finally:
             if self._fence_check is not None:
@@ -218,6 +223,7 @@ class Pipeline:
                     await consuming
             await self._drain(drain_deadline_s)
             await self.commit()
+            await self._flush_state(min(drain_deadline_s, 5.0))
         if self._dead.fatal is not None:
             raise self._dead.fatal
 
@@ -243,7 +249,16 @@ class Pipeline:
 
         Runs on the loop while the consumer thread waits: it must not call the intake.
         """
-        return await self._assignment.revoking(partitions, self._batches)
+        offsets = await self._assignment.revoking(partitions, self._batches)
+        await self._flush_state(self._opt.revoke_drain_s)
+        return offsets
+
+    async def _flush_state(self, deadline_s: float) -> None:
+        """Write the buffered projection state now, within `deadline_s` (docs/consumer.md)."""
+        try:
+            await asyncio.wait_for(self._state_buffer.flush(), max(0.1, deadline_s))
+        except TimeoutError:
+            log.warning("projection state not written within %.1fs", deadline_s)
 
     def revoked(self, partitions: Sequence[TopicPartition], *, lost: bool) -> None:
         self._assignment.revoked(partitions, lost=lost)

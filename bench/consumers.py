@@ -84,9 +84,12 @@ class Members:
             log = tempfile.NamedTemporaryFile(  # noqa: SIM115  # closed in stop()
                 prefix=f"pipeline-bench-{self._label}-{i}-", suffix=".log", delete=False
             )
-            process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "consumer", "run", env=env, stdout=log, stderr=log
-            )
+            argv = [sys.executable, "-m", "consumer", "run"]
+            cprofile = os.environ.get("SEARCHSYNC_BENCH_CPROFILE")  # development aid, like PYSPY
+            if cprofile:
+                out = os.path.join(cprofile, f"{self._label}-{i}.prof")
+                argv[1:1] = ["-m", "cProfile", "-o", out]
+            process = await asyncio.create_subprocess_exec(*argv, env=env, stdout=log, stderr=log)
             self.members.append(Member(process, port, log))
             if self._profile_dir:
                 out = os.path.join(self._profile_dir, f"{self._label}-{i}-{process.pid}.txt")

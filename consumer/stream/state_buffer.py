@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from datetime import datetime
 from typing import Final
 
@@ -79,18 +78,35 @@ class _Entry:
             self.add_error(older.error, older.error_at)
 
     def rows(self, key: tuple[str, str], now: datetime) -> list[StateUpdate]:
-        out: list[tuple[datetime, StateUpdate]] = []
         src = self.source_revision
-        if self.success is not None and self.success_at is not None:
-            out.append(
-                (self.success_at, replace(self.success, source_revision=src, at=self.success_at))
+        ok, ok_at, error, error_at = self.success, self.success_at, self.error, self.error_at
+        rows: list[StateUpdate] = []
+        if ok is not None and ok_at is not None:
+            rows.append(
+                StateUpdate(
+                    key[0],
+                    key[1],
+                    src,
+                    ok.indexed_revision,
+                    ok.schema_version,
+                    ok.projection_hash,
+                    at=ok_at,
+                )
             )
-        if self.error is not None and self.error_at is not None:
-            out.append((self.error_at, replace(self.error, source_revision=src, at=self.error_at)))
-        if not out:  # only "seen"
-            return [StateUpdate(key[0], key[1], src, at=now)]
-        out.sort(key=lambda item: item[0])
-        return [update for _, update in out]
+        if error is not None and error_at is not None:
+            failure = StateUpdate(
+                key[0],
+                key[1],
+                src,
+                error_code=error.error_code,
+                error_message=error.error_message,
+                at=error_at,
+            )
+            if rows and ok_at is not None and error_at < ok_at:
+                rows.insert(0, failure)  # in the order they happened
+            else:
+                rows.append(failure)
+        return rows or [StateUpdate(key[0], key[1], src, at=now)]  # only "seen"
 
 
 class StateBuffer:

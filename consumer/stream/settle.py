@@ -60,6 +60,7 @@ class Settler:
         self._retry = retry
         self._is_assigned = is_assigned
         self._systemic_attempts: dict[tuple[str, str], int] = {}
+        self._revision_lags: dict[str, int] = {}  # aggregate type -> lag, until `report`
         self.degraded: ErrorCode | None = None  # the last SYSTEMIC code, until a write succeeds
 
     def clear_stale_degraded(self, *, work_waiting: bool) -> None:
@@ -115,6 +116,9 @@ class Settler:
         """Count a batch's finished events in the metrics, once per (type, result)."""
         for (aggregate_type, result), n in tally.items():
             self._metrics.event_outcome(aggregate_type, result, n)
+        for aggregate_type, lag in self._revision_lags.items():
+            self._metrics.revision_lag(aggregate_type, lag)
+        self._revision_lags.clear()
 
     def _finished(self, verdict: Verdict, tally: Tally) -> StateUpdate:
         work = verdict.work
@@ -150,7 +154,8 @@ class Settler:
         if doc.is_deleted and verdict.result is Result.APPLIED:
             self._metrics.tombstone()
         max_revision = work.max_revision
-        self._metrics.revision_lag(aggregate_type, max(0, max_revision - doc.source_revision))
+        # the gauge is "last observed": set once per batch from the batch's last work (report)
+        self._revision_lags[aggregate_type] = max(0, max_revision - doc.source_revision)
         self._positions.finish(positions)
         self._budget.record_success()
         return StateUpdate(

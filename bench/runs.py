@@ -36,6 +36,7 @@ from consumer.projection import Document, Projector
 from consumer.search.admin import init_index
 
 METRICS_POLL_S: Final = 0.1
+BACKGROUND_S: Final = 1.0  # idle sample before each window: other sessions' load
 BULK_SIZE: Final = 500  # the consumer's default elasticsearch.bulk_max_actions
 BULK_IN_FLIGHT: Final = 2  # the pipeline's default max_concurrent_batches
 OUTCOMES: Final = "searchsync_event_outcomes_total"
@@ -55,13 +56,19 @@ class Window:
     bulks: float = math.nan
     missing: int = 0
     notes: list[str] = field(default_factory=list)
+    background: dict[str, float] = field(default_factory=dict)  # CPU s/s in the second before
 
     @property
     def rate(self) -> float:
         return self.count / self.seconds if self.seconds > 0 else math.nan
 
-    def ms_per_event(self, name: str) -> float:
-        return 1000 * self.cpu.get(name, math.nan) / max(1, self.count)
+    def ms_per_event(self, name: str, *, net: bool = False) -> float:
+        """CPU ms per event of `name`; `net`: less its background rate over the window (what
+        the process spent on other sessions' work, measured in the second before)."""
+        cpu = self.cpu.get(name, math.nan)
+        if net:
+            cpu = max(0.0, cpu - self.background.get(name, 0.0) * self.seconds)
+        return 1000 * cpu / max(1, self.count)
 
 
 def capture(
@@ -186,17 +193,34 @@ class Runs:
         if await reset.wait() != 0:
             raise RuntimeError("offsets reset --to earliest failed")
         one = Members(env, 1, label="replay")
+        background = await self._background(self._pids([]))
         try:
             await one.start()
             await wait_for(one.all_assigned, 120, "replay member assigned", 0.01)
-            return await self._window(one, "replay", produce_first=None)
+            return await self._window(one, "replay", produce_first=None, background=background)
         finally:
             await one.stop()
             self.notes.extend(one.notes)
 
-    async def _window(self, group: Members, kind: str, *, produce_first: str | None) -> Window:
+    async def _background(self, pids: dict[str, int | list[int]]) -> dict[str, float]:
+        """CPU seconds per second each process spends while the bench does nothing."""
+        start = procstat.snapshot(pids, time.monotonic())
+        await asyncio.sleep(BACKGROUND_S)
+        end = procstat.snapshot(pids, time.monotonic())
+        return {k: v / (end.at - start.at) for k, v in procstat.cpu_delta(start, end).items()}
+
+    async def _window(
+        self,
+        group: Members,
+        kind: str,
+        *,
+        produce_first: str | None,
+        background: dict[str, float] | None = None,
+    ) -> Window:
         n = len(self.messages)
         pids = self._pids(group.pids)
+        if background is None:
+            background = await self._background(pids)
         before = (await group.totals()).get(OUTCOMES, 0.0)
         bulks0 = (await group.totals()).get("es_write_latency_seconds_count", 0.0)
         start = procstat.snapshot(pids, time.monotonic())
@@ -219,6 +243,7 @@ class Runs:
             procstat.cpu_delta(start, end),
         )
         window.bulks = totals.get("es_write_latency_seconds_count", 0.0) - bulks0
+        window.background = background
         progress(
             f"{kind} x{window.members}: {window.count} in {window.seconds:.2f}s"
             f" ({window.rate:.0f}/s)"
@@ -265,6 +290,7 @@ class Runs:
             errors += sum(1 for item in resp["items"] if next(iter(item.values()))["status"] >= 300)
 
         pids = self._pids([])
+        background = await self._background(pids)
         start = procstat.snapshot(pids, time.monotonic())
         try:
             await run_bounded(BULK_IN_FLIGHT, [functools.partial(send, c) for c in chunks])
@@ -274,6 +300,7 @@ class Runs:
                 await self.es.indices.delete(index=f"{raw_alias}_v1")
         window = Window("raw", 0, len(docs), end.at - start.at, procstat.cpu_delta(start, end))
         window.bulks = len(chunks)
+        window.background = background
         window.missing = errors
         progress(f"raw: {len(docs)} in {window.seconds:.2f}s ({window.rate:.0f}/s)")
         return window

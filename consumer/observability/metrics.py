@@ -127,6 +127,7 @@ class Metrics:
         # labelled children of the hot-path metrics, looked up once (labels() costs a lock and
         # a tuple of label values each call)
         self._children: dict[tuple[str, ...], Any] = {}
+        self._item_kinds: dict[tuple[str, ErrorCode | None], str] = {}
 
         self._consumed = Counter(
             "searchsync_events_consumed", "Kafka messages taken in", ["topic"], registry=r
@@ -268,7 +269,11 @@ class Metrics:
         self.observe_bulk(actions, seconds)
 
     def outcome(self, outcome: WriteOutcome) -> None:
-        self.observe_item(item_kind(outcome.kind.value, outcome.code))
+        key = (outcome.kind.value, outcome.code)
+        kind = self._item_kinds.get(key)
+        if kind is None:
+            kind = self._item_kinds[key] = item_kind(outcome.kind.value, outcome.code)
+        self.observe_item(kind)
 
     # --- events -------------------------------------------------------------------------------
 

@@ -46,11 +46,7 @@ def default_run_dir() -> Path:
     override = os.environ.get("SEARCHSYNC_STACK_RUN_DIR")
     if override:
         return Path(override)
-    here = Path(__file__).resolve().parent.parent
-    for root in (here, Path("/work/main")):
-        if (root / ".stack" / "run").is_dir():
-            return root / ".stack" / "run"
-    return here / ".stack" / "run"
+    return Path(__file__).resolve().parent.parent / ".stack" / "run"
 
 
 def service_pids(run_dir: Path | None = None) -> dict[str, int]:

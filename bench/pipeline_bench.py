@@ -132,6 +132,11 @@ async def run(options: BenchOptions, command: str) -> Report:
         # 2. rounds, side by side
         runs = Runs(env, es, projector, messages, ids, len(start))
         report.services = sorted(runs.services)
+        if not runs.services:
+            report.notes.append(
+                "no stack service pids found (.stack/run of this checkout; set"
+                " SEARCHSYNC_STACK_RUN_DIR): no services' CPU, no ceiling"
+            )
         for round_no in range(options.repeats):
             report.windows.append(await runs.raw(docs))
             for n in options.members:

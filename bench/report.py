@@ -64,7 +64,8 @@ class Report:
         return median_spread(per)[0]
 
     def ceiling(self, net: bool = False) -> float:
-        return 1000 * self.cores / self.services_ms("pipeline", 1, net)
+        services = self.services_ms("pipeline", 1, net)
+        return 1000 * self.cores / services if services > 0 else math.nan
 
     def to_json(self) -> dict[str, Any]:
         def clean(value: Any) -> Any:
@@ -139,7 +140,7 @@ def render_text(r: Report) -> str:
             lines.append(f"   {label:<27}{row} {services}")
     net_ceiling = r.ceiling(net=True)
     consumer_ms = r.cpu_ms("pipeline", "consumer", 1)
-    services_ms = r.services_ms("pipeline", 1)
+    services_ms = r.services_ms("pipeline", 1) or math.nan  # no service found: no ratio
     es_ratio = r.cpu_ms("pipeline", "elasticsearch", 1) / r.cpu_ms("raw", "elasticsearch")
     lines += [
         f"   ceiling = {r.cores} cores / services {services_ms:.4f} ms = {ceiling:.0f} events/s"

@@ -66,7 +66,7 @@ class Window:
         """CPU ms per event of `name`; `net`: less its background rate over the window (what
         the process spent on other sessions' work, measured in the second before)."""
         cpu = self.cpu.get(name, math.nan)
-        if net:
+        if net and math.isfinite(cpu):
             cpu = max(0.0, cpu - self.background.get(name, 0.0) * self.seconds)
         return 1000 * cpu / max(1, self.count)
 

@@ -20,7 +20,7 @@ import json
 import struct
 from collections.abc import Collection, Mapping
 from importlib import resources
-from typing import Any, Final
+from typing import Any, Final, NoReturn, cast
 
 import fastavro
 import orjson
@@ -59,6 +59,7 @@ _STRING_LIMITS: Final = (
     ("aggregate_id", MAX_AGGREGATE_ID_LENGTH),
 )
 _OPERATIONS: Final = frozenset(op.value for op in Operation)
+_OPERATION_OF: Final = {op.value: op for op in Operation}
 
 
 class AvroFraming(enum.StrEnum):
@@ -205,36 +206,50 @@ def _loads(text: bytes | str) -> object:
 
 
 def _validate(fields: Mapping[str, object], known_types: Collection[str]) -> ThinEvent:
-    missing = [name for name in _FIELDS if fields.get(name) is None]
-    if missing:
-        raise PoisonMessage(ErrorCode.MISSING_FIELD, f"missing or null: {', '.join(missing)}")
-    strings: dict[str, str] = {}
-    for name, limit in _STRING_LIMITS:
-        strings[name] = _checked_string(name, fields[name], limit)
-    operation = fields["operation"]
-    if not isinstance(operation, str) or operation not in _OPERATIONS:
+    get = fields.get
+    event_id, aggregate_type = get("event_id"), get("aggregate_type")
+    aggregate_id, operation = get("aggregate_id"), get("operation")
+    revision = get("source_revision")
+    if event_id is None or aggregate_type is None or aggregate_id is None:
+        _missing(fields)
+    if operation is None or revision is None:
+        _missing(fields)
+    # the common case in one test per field; anything else takes the checks that name the fault
+    if not (
+        type(event_id) is str
+        and 0 < len(event_id) <= MAX_EVENT_ID_LENGTH
+        and event_id.isprintable()
+        and type(aggregate_type) is str
+        and 0 < len(aggregate_type) <= MAX_AGGREGATE_TYPE_LENGTH
+        and aggregate_type.isprintable()
+        and type(aggregate_id) is str
+        and 0 < len(aggregate_id) <= MAX_AGGREGATE_ID_LENGTH
+        and aggregate_id.isprintable()
+    ):
+        for name, limit in _STRING_LIMITS:
+            _checked_string(name, fields[name], limit)
+    op = _OPERATION_OF.get(operation) if isinstance(operation, str) else None
+    if op is None:
         raise PoisonMessage(
             ErrorCode.BAD_OPERATION,
             f"operation must be one of {sorted(_OPERATIONS)}, got {operation!r:.80}",
         )
-    revision = fields["source_revision"]
     # bool is an int subclass and floats like 3.0 compare equal to ints: both are refused.
     if type(revision) is not int or not 1 <= revision <= MAX_REVISION:
         raise PoisonMessage(
             ErrorCode.BAD_REVISION,
             f"source_revision must be an integer in 1..2^63-1, got {revision!r:.80}",
         )
-    if strings["aggregate_type"] not in known_types:
+    if not isinstance(aggregate_type, str) or aggregate_type not in known_types:
         raise PoisonMessage(
-            ErrorCode.UNKNOWN_AGGREGATE_TYPE, f"no projector for {strings['aggregate_type']!r}"
+            ErrorCode.UNKNOWN_AGGREGATE_TYPE, f"no projector for {aggregate_type!r}"
         )
-    return ThinEvent(
-        event_id=strings["event_id"],
-        aggregate_type=strings["aggregate_type"],
-        aggregate_id=strings["aggregate_id"],
-        operation=Operation(operation),
-        source_revision=revision,
-    )
+    return ThinEvent(cast(str, event_id), aggregate_type, cast(str, aggregate_id), op, revision)
+
+
+def _missing(fields: Mapping[str, object]) -> NoReturn:
+    missing = [name for name in _FIELDS if fields.get(name) is None]
+    raise PoisonMessage(ErrorCode.MISSING_FIELD, f"missing or null: {', '.join(missing)}")
 
 
 def _checked_string(name: str, value: object, limit: int) -> str:

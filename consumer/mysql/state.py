@@ -109,6 +109,8 @@ class StateUpdate:
     projection_hash: str | None = None
     error_code: str | None = None
     error_message: str | None = None
+    at: datetime | None = None
+    """When the outcome happened (``last_success_at``/``last_error_at``); None: when written."""
 
     def __post_init__(self) -> None:
         success = (self.indexed_revision, self.schema_version, self.projection_hash)
@@ -156,7 +158,10 @@ class StateRecorder(Protocol):
 
 
 def merge(current: ProjectionState | None, update: StateUpdate, now: datetime) -> ProjectionState:
-    """The row after applying `update` at `now` (the module docstring's rules)."""
+    """The row after applying `update` at `now`, or at its own `at` (the module docstring's
+    rules)."""
+    if update.at is not None:
+        now = update.at
     code = None if update.error_code is None else update.error_code[:MAX_ERROR_CODE_LENGTH]
     message = (
         None if update.error_message is None else update.error_message[:MAX_ERROR_MESSAGE_LENGTH]
@@ -208,12 +213,12 @@ class ProjectionStateWriter:
             key=lambda item: (item[1].aggregate_type, item[1].aggregate_id, item[0]),
         )
         rows = [_row(update, now) for _, update in ordered]
-        placeholders = ", ".join(["(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"] * len(rows))
+        placeholders = ", ".join([placeholder for placeholder, _ in rows])
         sql = (
             f"INSERT INTO search_projection_state ({', '.join(_COLUMNS)}) VALUES {placeholders}"
             + _UPSERT_TAIL
         )
-        args = tuple(value for row in rows for value in row)
+        args = tuple(value for _, values in rows for value in values)
         for attempt in range(1, _DEADLOCK_ATTEMPTS + 1):
             try:
                 async with transaction(self._pool) as conn:
@@ -263,9 +268,43 @@ async def read_state(
     return {row["aggregate_id"]: _state(row) for row in fetched}
 
 
-def _row(update: StateUpdate, now: datetime) -> tuple[Any, ...]:
-    state = merge(None, update, now)
-    return tuple(getattr(state, column) for column in _COLUMNS)
+# A success has no error columns: they are NULL in the SQL, not parameters (fewer to escape).
+_SUCCESS_ROW: Final = "(%s, %s, %s, %s, %s, %s, %s, NULL, NULL, NULL)"
+_ANY_ROW: Final = "(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"
+
+
+def _row(update: StateUpdate, now: datetime) -> tuple[str, tuple[Any, ...]]:
+    """The placeholders and values of `update`'s row: what `merge(None, update, now)` holds, in
+    `_COLUMNS` order."""
+    at = update.at or now
+    if update.indexed_revision is not None:  # a success: never an error too
+        values: tuple[Any, ...] = (
+            update.aggregate_type,
+            update.aggregate_id,
+            update.source_revision,
+            update.indexed_revision,
+            update.schema_version,
+            update.projection_hash,
+            at,
+        )
+        return _SUCCESS_ROW, values
+    code = None if update.error_code is None else update.error_code[:MAX_ERROR_CODE_LENGTH]
+    message = (
+        None if update.error_message is None else update.error_message[:MAX_ERROR_MESSAGE_LENGTH]
+    )
+    values = (
+        update.aggregate_type,
+        update.aggregate_id,
+        update.source_revision,
+        None,
+        None,
+        None,
+        None,
+        code,
+        message,
+        at if code is not None else None,
+    )
+    return _ANY_ROW, values
 
 
 def _state(row: dict[str, Any]) -> ProjectionState:

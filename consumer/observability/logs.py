@@ -136,7 +136,8 @@ def log_event_outcome(
 
     The fields: docs/design.md, "Dead letters and the event log line".
 
-    Successes log at INFO, anything with an `error_code` at WARNING. `operation` may be an
+    Successes log at DEBUG (at INFO the pipeline logs one summary line per batch instead,
+    docs/consumer.md "Logs"), anything with an `error_code` at WARNING. `operation` may be an
     `Operation` (a str enum): it is logged as its plain value.
     """
     fields: dict[str, Any] = {
@@ -158,5 +159,5 @@ def log_event_outcome(
         fields["error_code"] = error_code
     if error_message is not None:
         fields["error_message"] = error_message
-    level = logging.WARNING if error_code is not None else logging.INFO
+    level = logging.WARNING if error_code is not None else logging.DEBUG
     logger.log(level, EVENT_OUTCOME_MESSAGE, extra=fields)

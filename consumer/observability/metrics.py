@@ -15,7 +15,7 @@ scraped and read NaN while their window is empty (no data is not the same as a 0
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
@@ -124,6 +124,10 @@ class Metrics:
         r = self.registry
         self.items = RollingKinds(item_window)
         self.latencies = RollingQuantiles(latency_window)
+        # labelled children of the hot-path metrics, looked up once (labels() costs a lock and
+        # a tuple of label values each call)
+        self._children: dict[tuple[str, ...], Any] = {}
+        self._item_kinds: dict[tuple[str, ErrorCode | None], str] = {}
 
         self._consumed = Counter(
             "searchsync_events_consumed", "Kafka messages taken in", ["topic"], registry=r
@@ -265,17 +269,29 @@ class Metrics:
         self.observe_bulk(actions, seconds)
 
     def outcome(self, outcome: WriteOutcome) -> None:
-        self.observe_item(item_kind(outcome.kind.value, outcome.code))
+        key = (outcome.kind.value, outcome.code)
+        kind = self._item_kinds.get(key)
+        if kind is None:
+            kind = self._item_kinds[key] = item_kind(outcome.kind.value, outcome.code)
+        self.observe_item(kind)
 
     # --- events -------------------------------------------------------------------------------
 
     def consumed(self, topic: str, n: int = 1) -> None:
-        self._consumed.labels(topic=topic).inc(n)
+        child = self._children.get(("consumed", topic))
+        if child is None:
+            child = self._children[("consumed", topic)] = self._consumed.labels(topic=topic)
+        child.inc(n)
 
     def event_outcome(self, aggregate_type: str, result: str, n: int = 1) -> None:
-        if result not in EVENT_RESULTS:
-            raise ValueError(f"unknown event result {result!r}; want one of {EVENT_RESULTS}")
-        self._outcomes.labels(aggregate_type=aggregate_type, result=result).inc(n)
+        key = ("outcome", aggregate_type, result)
+        child = self._children.get(key)
+        if child is None:
+            if result not in EVENT_RESULTS:
+                raise ValueError(f"unknown event result {result!r}; want one of {EVENT_RESULTS}")
+            child = self._outcomes.labels(aggregate_type=aggregate_type, result=result)
+            self._children[key] = child
+        child.inc(n)
 
     def retry(self, aggregate_type: str, code: str) -> None:
         self._retry.labels(aggregate_type=aggregate_type, code=code).inc()
@@ -327,7 +343,11 @@ class Metrics:
         self._physical.labels(alias=alias).set(version)
 
     def revision_lag(self, aggregate_type: str, lag: int) -> None:
-        self._revision_lag.labels(aggregate_type=aggregate_type).set(lag)
+        key = ("revision_lag", aggregate_type)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = self._revision_lag.labels(aggregate_type=aggregate_type)
+        child.set(lag)
 
     # --- exposition ---------------------------------------------------------------------------
 

@@ -292,7 +292,7 @@ class Projector:
                 **normalized,
                 "projection_hash": digest,
                 SYNC_HASH: sync_hash(self.aggregate_type, doc_id),
-                **normalize(dict(operational)),
+                **(normalize(dict(operational)) if operational else {}),
             }
             data = encode_normalized(body)
         except CanonicalizationError as exc:

@@ -35,6 +35,7 @@ __all__ = ["CANONICALIZATION_VERSION", "CanonicalizationError", "canonical_json"
 CANONICALIZATION_VERSION = 1
 """Version of the rules above. Part of the contract of every stored `projection_hash`."""
 
+_nfc = unicodedata.normalize
 _INT_MIN = -(2**63)
 _INT_MAX = 2**63 - 1
 
@@ -70,10 +71,13 @@ def sha256_hex(data: bytes) -> str:
 
 
 def _fast(value: Any) -> Any:
-    """The hot path of `_normalize`: the same rules, no error paths built on the way."""
+    """The hot path of `_normalize`: the same rules, no error paths built on the way.
+
+    Strings, None, bools and in-range ints inside objects and arrays are handled inline (no call
+    per leaf); anything else goes through `_fast` again or the general rules."""
     kind = type(value)
     if kind is str:
-        return value if value.isascii() else unicodedata.normalize("NFC", value)
+        return value if value.isascii() else _nfc("NFC", value)
     if value is None or kind is bool:
         return value
     if kind is int:
@@ -85,13 +89,22 @@ def _fast(value: Any) -> Any:
         for key, item in value.items():
             if type(key) is not str:
                 raise CanonicalizationError("object key is not a string")
-            nkey = key if key.isascii() else unicodedata.normalize("NFC", key)
+            nkey = key if key.isascii() else _nfc("NFC", key)
             if nkey in out:
                 raise CanonicalizationError("keys collide after NFC")
-            out[nkey] = _fast(item)
+            t = type(item)
+            if t is str:
+                out[nkey] = item if item.isascii() else _nfc("NFC", item)
+            elif item is None or t is bool or (t is int and _INT_MIN <= item <= _INT_MAX):
+                out[nkey] = item
+            else:
+                out[nkey] = _fast(item)
         return out
     if kind is list or kind is tuple:
-        return [_fast(item) for item in value]
+        return [
+            (item if item.isascii() else _nfc("NFC", item)) if type(item) is str else _fast(item)
+            for item in value
+        ]
     return _normalize(value, "$")  # subclasses, floats, other mappings: the general rules
 
 

@@ -103,7 +103,7 @@ def _text(value: object, name: str) -> str:
             raise _poison(f"{name} is not UTF-8") from exc
     if not isinstance(value, str):
         raise _poison(f"{name} must be a string, got {type(value).__name__}")
-    return unicodedata.normalize("NFC", value)
+    return _nfc(value)
 
 
 def _relations(raw: object) -> dict[str, list[str]]:
@@ -132,14 +132,19 @@ def _target(entity: object, where: str) -> str:
     if ":" in entity_type:
         raise _poison(f"relations_json.{where}.entity_type must not contain ':'")
     target = f"{entity_type}:{_required(entity, 'entity_id', where)}"
-    return unicodedata.normalize("NFC", target)  # dedupe and sort what canonical JSON emits
+    return _nfc(target)  # dedupe and sort what canonical JSON emits
 
 
 def _required(entity: dict[str, Any], key: str, where: str) -> str:
     value = entity.get(key)
     if not isinstance(value, str) or not value:
         raise _poison(f"relations_json.{where}.{key} must be a non-empty string")
-    return unicodedata.normalize("NFC", value)
+    return _nfc(value)
+
+
+def _nfc(value: str) -> str:
+    """NFC of `value` (an ASCII string is its own NFC: no call for it)."""
+    return value if value.isascii() else unicodedata.normalize("NFC", value)
 
 
 def _poison(message: str) -> PoisonMessage:

@@ -1,9 +1,9 @@
 """Running batches: take ready works, process them, settle every verdict, record state.
 
 At most `max_concurrent` batches run at once. A batch slot is free as soon as its verdicts are
-settled; the projection-state write (bookkeeping, idempotent and order-free) then runs beside
-the next batch, at most `MAX_STATE_WRITES` at a time. The number of works in flight per
-partition is kept so that a revoke can wait for exactly the works of its partitions.
+settled; the projection-state updates go to the `StateBuffer`, which the pipeline writes on its
+timer (`consumer.stream.state_buffer`). The number of works in flight per partition is kept so
+that a revoke can wait for exactly the works of its partitions.
 """
 
 from __future__ import annotations
@@ -13,18 +13,19 @@ import logging
 from collections.abc import Callable, Collection
 
 from consumer.errors import ErrorCode
-from consumer.mysql.state import StateRecorder, StateUpdate
+from consumer.mysql.state import StateUpdate
 from consumer.stream.coalesce import Coalescer, Work
 from consumer.stream.processor import Processor
-from consumer.stream.settle import Settler
+from consumer.stream.settle import Settler, Tally
+from consumer.stream.state_buffer import StateBuffer
 from consumer.stream.verdict import Result, Verdict
 from consumer.types import TopicPartition
 
-__all__ = ["MAX_STATE_WRITES", "Batches"]
+__all__ = ["BATCH_SUMMARY_MESSAGE", "Batches"]
+
+BATCH_SUMMARY_MESSAGE = "batch settled"
 
 log = logging.getLogger(__name__)
-
-MAX_STATE_WRITES = 2  # state writes running beside the batches
 
 
 class Batches:
@@ -35,7 +36,7 @@ class Batches:
         *,
         processor: Processor,
         settler: Settler,
-        state: StateRecorder,
+        state: StateBuffer,
         coalescer: Coalescer,
         max_batch_works: int,
         max_concurrent: int,
@@ -49,14 +50,13 @@ class Batches:
         self._max_concurrent = max_concurrent
         self._clock = clock
         self._running: set[asyncio.Task[None]] = set()
-        self._state_writes: set[asyncio.Task[None]] = set()
         self._works_by_tp: dict[TopicPartition, int] = {}
         self._settled = asyncio.Event()
         self.done = asyncio.Event()
 
     def tasks(self) -> set[asyncio.Task[None]]:
-        """Every batch and state write still running."""
-        return self._running | self._state_writes
+        """Every batch still running, and the state flush."""
+        return self._running | self._state.tasks()
 
     def dispatch(self) -> None:
         """Start batches of ready works while a slot is free."""
@@ -81,6 +81,7 @@ class Batches:
                 return
 
     async def _run(self, works: list[Work]) -> None:
+        started = self._clock()
         try:
             verdicts = await self._processor.process(works)
         except Exception as exc:  # a bug in a step: each work failed on its own (INTERNAL)
@@ -88,10 +89,15 @@ class Batches:
             message = f"{type(exc).__name__}: {exc}"
             verdicts = [Verdict(w, Result.FAILED, ErrorCode.INTERNAL, message) for w in works]
         updates: list[StateUpdate] = []
+        tally: Tally = {}
+        settle = self._settler.settle
         for verdict in verdicts:
-            update = self._settler.settle(verdict)
+            update = settle(verdict, tally)
             if update is not None:
                 updates.append(update)
+        self._settler.report(tally)
+        if tally and log.isEnabledFor(logging.INFO):
+            _log_summary(works, tally, self._clock() - started)
         for work in works:
             for tp in _partitions(work):
                 left = self._works_by_tp.get(tp, 0) - 1
@@ -99,19 +105,27 @@ class Batches:
                     self._works_by_tp[tp] = left
                 else:
                     self._works_by_tp.pop(tp, None)
+        self._state.add(updates)
         self._settled.set()
         self.done.set()
-        if updates:
-            current = asyncio.current_task()
-            if current is not None and len(self._state_writes) < MAX_STATE_WRITES:
-                self._running.discard(current)
-                self._state_writes.add(current)
-            try:
-                await self._state.record(updates)
-            except Exception:  # state is bookkeeping: never block the index on it
-                log.warning("recording projection state failed", exc_info=True)
-            finally:
-                self._state_writes.discard(current)
+
+
+def _log_summary(works: list[Work], tally: Tally, seconds: float) -> None:
+    """The one INFO line for a batch's successes (each failure has its own line)."""
+    results: dict[str, int] = {}
+    for (_, result), n in tally.items():
+        results[result] = results.get(result, 0) + n
+    log.info(
+        BATCH_SUMMARY_MESSAGE,
+        extra={
+            "works": len(works),
+            "events": sum(len(w.events) for w in works),
+            "finished": sum(results.values()),
+            "results": results,
+            "aggregate_types": sorted({t for t, _ in tally}),
+            "seconds": round(seconds, 4),
+        },
+    )
 
 
 def _partitions(work: Work) -> set[TopicPartition]:

@@ -13,7 +13,7 @@ steps. `is_full` is its backpressure signal to the intake (pause partitions, nev
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from consumer.types import Key, Position, ThinEvent
 
@@ -32,25 +32,32 @@ class Work:
     events: tuple[Entry, ...]
     attempts: int
     """How many times these events were started, this time included (1 on the first try)."""
+    positions: tuple[Position, ...] = field(init=False)
+    """Every position this work finishes when it completes (computed once)."""
+    max_revision: int = field(init=False)
+    """The highest source revision among the events: the truth must be at least this new."""
 
-    @property
-    def max_revision(self) -> int:
-        """The highest source revision among the events: the truth must be at least this new."""
-        return max(event.source_revision for event, _ in self.events)
+    def __post_init__(self) -> None:
+        events = self.events
+        if len(events) == 1:
+            object.__setattr__(self, "positions", (events[0][1],))
+            object.__setattr__(self, "max_revision", events[0][0].source_revision)
+        else:
+            object.__setattr__(self, "positions", tuple(pos for _, pos in events))
+            object.__setattr__(
+                self, "max_revision", max((e.source_revision for e, _ in events), default=0)
+            )
 
     @property
     def newest(self) -> ThinEvent:
         """The event with the highest revision (the latest to arrive on a tie)."""
         best = self.events[0][0]
+        if len(self.events) == 1:
+            return best
         for event, _ in self.events[1:]:
             if event.source_revision >= best.source_revision:
                 best = event
         return best
-
-    @property
-    def positions(self) -> tuple[Position, ...]:
-        """Every position this work finishes when it completes."""
-        return tuple(pos for _, pos in self.events)
 
 
 class _KeyState:

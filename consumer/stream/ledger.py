@@ -74,6 +74,9 @@ class PartitionLedger:
             return None
         return self._last + 1
 
+    def first_unfinished(self) -> int | None:
+        return self._open[0] if self._open else None
+
     def pending(self) -> int:
         """How many tracked offsets are not finished yet."""
         return len(self._open)
@@ -140,6 +143,11 @@ class OffsetLedger:
         """The partition's committable offset, whether or not it was committed already."""
         ledger = self._ledgers.get(tp)
         return None if ledger is None else ledger.committable()
+
+    def first_unfinished(self, tp: TopicPartition) -> int | None:
+        """The lowest unfinished offset of one partition (None: none, or unknown)."""
+        ledger = self._ledgers.get(tp)
+        return None if ledger is None else ledger.first_unfinished()
 
     def pending(self, tp: TopicPartition) -> int:
         """Unfinished offsets of one partition (0 for an unknown partition)."""

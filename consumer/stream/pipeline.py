@@ -54,6 +54,7 @@ from consumer.stream.processor import Processor
 from consumer.stream.retries import RetryQueue
 from consumer.stream.retry import RetryPolicy
 from consumer.stream.settle import Settler
+from consumer.stream.state_buffer import StateBuffer
 from consumer.types import Position, TopicPartition
 
 __all__ = [
@@ -81,6 +82,7 @@ class PipelineOptions:
     commit_interval_s: float = 1.0
     lag_interval_s: float = 15.0
     revoke_drain_s: float = 10.0
+    state_flush_interval_s: float = 1.0
 
 
 class Pipeline:
@@ -107,7 +109,6 @@ class Pipeline:
         self._fence = fence
         self._fence_check: asyncio.Task[None] | None = None
         self._processor = processor
-        self._state = state
         self._metrics = metrics
         self._opt = options
         self._clock = clock
@@ -145,10 +146,13 @@ class Pipeline:
             retry=retry,
             is_assigned=self._assigned.__contains__,
         )
+        self._state_buffer = StateBuffer(
+            state, interval_s=options.state_flush_interval_s, clock=clock
+        )
         self._batches = Batches(
             processor=processor,
             settler=self._settler,
-            state=state,
+            state=self._state_buffer,
             coalescer=self._coalescer,
             max_batch_works=options.max_batch_works,
             max_concurrent=options.max_concurrent_batches,
@@ -197,6 +201,7 @@ class Pipeline:
                     messages, consuming = consuming.result(), None
                     for raw in messages:
                         self._intake_one(raw)
+                    self._count_consumed(messages)
                 self._watch_fence()
                 self._retries.release_due()
                 self._batches.dispatch()
@@ -207,6 +212,7 @@ class Pipeline:
                 if now >= next_lag:
                     await self._report_lag()
                     next_lag = now + self._opt.lag_interval_s
+                self._state_buffer.flush_if_due()
                 self._report_gauges()
         finally:
             if self._fence_check is not None:
@@ -217,6 +223,7 @@ class Pipeline:
                     await consuming
             await self._drain(drain_deadline_s)
             await self.commit()
+            await self._flush_state(min(drain_deadline_s, 5.0))
         if self._dead.fatal is not None:
             raise self._dead.fatal
 
@@ -242,7 +249,16 @@ class Pipeline:
 
         Runs on the loop while the consumer thread waits: it must not call the intake.
         """
-        return await self._assignment.revoking(partitions, self._batches)
+        offsets = await self._assignment.revoking(partitions, self._batches)
+        await self._flush_state(self._opt.revoke_drain_s)
+        return offsets
+
+    async def _flush_state(self, deadline_s: float) -> None:
+        """Write the buffered projection state now, within `deadline_s` (docs/consumer.md)."""
+        try:
+            await asyncio.wait_for(self._state_buffer.flush(), max(0.1, deadline_s))
+        except TimeoutError:
+            log.warning("projection state not written within %.1fs", deadline_s)
 
     def revoked(self, partitions: Sequence[TopicPartition], *, lost: bool) -> None:
         self._assignment.revoked(partitions, lost=lost)
@@ -254,7 +270,6 @@ class Pipeline:
         if tp not in self._assigned:  # fetched before a revoke: the new owner will read it
             return
         pos = Position(raw.topic, raw.partition, raw.offset)
-        self._metrics.consumed(raw.topic)
         try:
             event = decode(
                 raw.value, max_bytes=self._opt.max_event_bytes, known_types=self._opt.known_types
@@ -266,6 +281,17 @@ class Pipeline:
             return
         self._positions.track(pos, Pending(raw, event))
         self._coalescer.add(event, pos)
+
+    def _count_consumed(self, messages: Sequence[RawMessage]) -> None:
+        """`searchsync_events_consumed_total`, once per topic per consume (revoked partitions'
+        messages are not taken in, so not counted)."""
+        assigned = self._assigned
+        counts: dict[str, int] = {}
+        for raw in messages:
+            if (raw.topic, raw.partition) in assigned:
+                counts[raw.topic] = counts.get(raw.topic, 0) + 1
+        for topic, n in counts.items():
+            self._metrics.consumed(topic, n)
 
     def _watch_fence(self) -> None:
         """Re-check the schema fence on its timer, beside the loop; once no target is fenced,

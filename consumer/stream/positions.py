@@ -65,6 +65,15 @@ class Positions:
         return self.ledger.total_pending() > 0 and self._clock() - self._last_progress > after_s
 
     def oldest_timestamp_ms(self) -> int | None:
-        return min(
-            (p.raw.timestamp_ms for p in self._pending.values() if p.raw.timestamp_ms), default=None
-        )
+        """The timestamp of the oldest message holding a commit back: per partition its first
+        unfinished offset, O(partitions) (never a scan of every pending message)."""
+        oldest: int | None = None
+        for tp in self.ledger.partitions():
+            offset = self.ledger.first_unfinished(tp)
+            if offset is None:
+                continue
+            pending = self._pending.get(Position(tp[0], tp[1], offset))
+            ts = None if pending is None else pending.raw.timestamp_ms
+            if ts and (oldest is None or ts < oldest):
+                oldest = ts
+        return oldest

@@ -26,7 +26,10 @@ from consumer.stream.retry import RetryPolicy
 from consumer.stream.verdict import Result, Verdict
 from consumer.types import TopicPartition
 
-__all__ = ["SYSTEMIC_RETRY_CAP_S", "Settler"]
+__all__ = ["SYSTEMIC_RETRY_CAP_S", "Settler", "Tally"]
+
+Tally = dict[tuple[str, str], int]
+"""Finished events of one batch: (aggregate type, result) -> count."""
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +60,7 @@ class Settler:
         self._retry = retry
         self._is_assigned = is_assigned
         self._systemic_attempts: dict[tuple[str, str], int] = {}
+        self._revision_lags: dict[str, int] = {}  # aggregate type -> lag, until `report`
         self.degraded: ErrorCode | None = None  # the last SYSTEMIC code, until a write succeeds
 
     def clear_stale_degraded(self, *, work_waiting: bool) -> None:
@@ -65,8 +69,11 @@ class Settler:
         if self.degraded is not None and not work_waiting:
             self.degraded = None
 
-    def settle(self, verdict: Verdict) -> StateUpdate | None:
-        """Act on one verdict: finish, schedule a retry, or dead-letter the work's events."""
+    def settle(self, verdict: Verdict, tally: Tally) -> StateUpdate | None:
+        """Act on one verdict: finish, schedule a retry, or dead-letter the work's events.
+
+        Finished events are counted in `tally` ((aggregate type, result) -> events); the caller
+        reports the tally once per batch (`report`)."""
         work = verdict.work
         key = (work.key.aggregate_type, work.key.aggregate_id)
         if not any(self._is_assigned((p.topic, p.partition)) for p in work.positions):
@@ -76,7 +83,7 @@ class Settler:
             self._systemic_attempts.pop(key, None)
             return None
         if verdict.finished:
-            return self._finished(verdict)
+            return self._finished(verdict, tally)
         code = verdict.code
         assert code is not None  # a verdict that did not finish failed, with a code
         message = verdict.message or code.value
@@ -105,37 +112,56 @@ class Settler:
         self._dead.send(positions, code, message, attempts=work.attempts, verdict=verdict)
         return StateUpdate(*key, work.max_revision, error_code=code, error_message=message)
 
-    def _finished(self, verdict: Verdict) -> StateUpdate:
+    def report(self, tally: Tally) -> None:
+        """Count a batch's finished events in the metrics, once per (type, result)."""
+        for (aggregate_type, result), n in tally.items():
+            self._metrics.event_outcome(aggregate_type, result, n)
+        for aggregate_type, lag in self._revision_lags.items():
+            self._metrics.revision_lag(aggregate_type, lag)
+        self._revision_lags.clear()
+
+    def _finished(self, verdict: Verdict, tally: Tally) -> StateUpdate:
         work = verdict.work
         doc = verdict.document
         assert doc is not None
-        self._systemic_attempts.pop((work.key.aggregate_type, work.key.aggregate_id), None)
+        aggregate_type = work.key.aggregate_type
+        if self._systemic_attempts:
+            self._systemic_attempts.pop((aggregate_type, work.key.aggregate_id), None)
         if self.degraded is not None:
             log.info("writes succeed again; resuming intake", extra={"was": self.degraded})
             self.degraded = None
         positions = self._coalescer.complete(work)
         now_ms = time.time() * 1000
-        newest = work.newest
-        for event, pos in work.events:
-            result = verdict.result.value if event is newest else "superseded"
-            log_outcome(log, event, pos, verdict, result, work.attempts)
-            self._metrics.event_outcome(event.aggregate_type, result)
-            pending = self._positions.get(pos)
+        events = work.events
+        result = verdict.result.value
+        key = (aggregate_type, result)
+        tally[key] = tally.get(key, 0) + 1
+        if len(events) > 1:
+            superseded = (aggregate_type, "superseded")
+            tally[superseded] = tally.get(superseded, 0) + len(events) - 1
+        if log.isEnabledFor(logging.DEBUG):  # per-event success lines (docs/consumer.md "Logs")
+            newest = work.newest
+            for event, pos in events:
+                said = result if event is newest else "superseded"
+                log_outcome(log, event, pos, verdict, said, work.attempts)
+        get = self._positions.get
+        for _, pos in events:
+            pending = get(pos)
             if pending is not None and pending.raw.timestamp_ms is not None:
                 self._metrics.commit_to_searchable(
                     max(0.0, now_ms - pending.raw.timestamp_ms) / 1000
                 )
         if doc.is_deleted and verdict.result is Result.APPLIED:
             self._metrics.tombstone()
-        self._metrics.revision_lag(
-            work.key.aggregate_type, max(0, work.max_revision - doc.source_revision)
-        )
+        max_revision = work.max_revision
+        # the gauge is "last observed": set once per batch from the batch's last work (report)
+        self._revision_lags[aggregate_type] = max(0, max_revision - doc.source_revision)
         self._positions.finish(positions)
         self._budget.record_success()
         return StateUpdate(
-            work.key.aggregate_type,
+            aggregate_type,
             work.key.aggregate_id,
-            max(work.max_revision, verdict.loaded_revision or 0),
+            max(max_revision, verdict.loaded_revision or 0),
             indexed_revision=doc.source_revision,
             schema_version=verdict.schema_version,
             projection_hash=doc.projection_hash,

@@ -132,7 +132,7 @@ def test_event_outcome_has_seed_field_names(stream: io.StringIO) -> None:
     ok, dead = _lines(stream)
     assert [k for k in ok if k in SEED_FIELDS] == SEED_FIELDS
     assert ok["operation"] == "UPSERT" and ok["event_revision"] == 41 and ok["offset"] == 7
-    assert ok["level"] == "INFO" and "error_code" not in ok
+    assert ok["level"] == "DEBUG" and "error_code" not in ok  # successes: DEBUG
     assert dead["level"] == "WARNING"
     assert dead["error_code"] == "BAD_JSON" and dead["error_message"] == "not JSON"
 

@@ -1,0 +1,132 @@
+"""Helpers every benchmark shares: waiting on a condition, quantiles, the page body, bounded
+concurrency, progress lines, the bench's isolated settings and a realtime "which ids are missing".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Final
+
+from elasticsearch import AsyncElasticsearch
+
+from consumer.kafka.admin import ConfluentKafkaAdmin
+from consumer.observability.metrics import Metrics
+
+MGET_CHUNK: Final = 1_000
+
+
+async def wait_for(
+    check: Callable[[], Awaitable[bool]], deadline_s: float, what: str, interval: float = 0.05
+) -> None:
+    """Wait until `check()` holds; raise TimeoutError naming `what` at the deadline."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if await check():
+            return
+        await asyncio.sleep(interval)
+    raise TimeoutError(f"timed out after {deadline_s}s waiting for: {what}")
+
+
+def topic_ends(bootstrap: str, topic: str, partitions: Sequence[int]) -> dict[int, int]:
+    """The current high watermark of each partition (once each has a leader)."""
+    marks = ConfluentKafkaAdmin({"bootstrap.servers": bootstrap}).watermarks(topic)
+    return {p: marks[p].high for p in partitions}
+
+
+def metric_total(metrics: Metrics, name: str) -> float:
+    """The sum of every sample called `name` (all label sets), 0 when absent."""
+    total = 0.0
+    for family in metrics.registry.collect():
+        for sample in family.samples:
+            if sample.name == name:
+                total += float(sample.value)
+    return total
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank quantile; NaN for no values."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    return ordered[max(1, math.ceil(q * len(ordered))) - 1]
+
+
+def median_spread(values: Sequence[float]) -> tuple[float, float, float]:
+    """(median, min, max) of the finite values; NaNs for none."""
+    finite = sorted(v for v in values if math.isfinite(v))
+    if not finite:
+        return math.nan, math.nan, math.nan
+    mid = len(finite) // 2
+    med = finite[mid] if len(finite) % 2 else (finite[mid - 1] + finite[mid]) / 2
+    return med, finite[0], finite[-1]
+
+
+def page_body(page_id: str) -> tuple[str, str, dict[str, list[dict[str, str]]]]:
+    """A page of realistic size (~1 KiB of mixed Chinese/ASCII text, two relations)."""
+    index = sum(page_id.encode())
+    title = f"基准页面 {index} {page_id}"
+    content = ("吕布 貂蝉 董卓 王允 连环计 " * 20) + f" page {index}"
+    relations = {
+        "RELATED_CHARACTER": [
+            {"entity_id": f"c{index % 17}", "entity_type": "character", "title": "主角"}
+        ],
+        "RELATED_PLACE": [{"entity_id": f"p{index % 5}", "entity_type": "place", "title": "长安"}],
+    }
+    return title, content, relations
+
+
+async def run_bounded(concurrency: int, jobs: Sequence[Callable[[], Awaitable[None]]]) -> None:
+    """Run `jobs` with at most `concurrency` in flight; the first error wins."""
+    it = iter(jobs)
+
+    async def worker() -> None:
+        for job in it:
+            await job()
+
+    async with asyncio.TaskGroup() as group:
+        for _ in range(concurrency):
+            group.create_task(worker())
+
+
+def progress(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def bench_env(overrides: dict[str, str]) -> dict[str, str]:
+    """The process environment plus the bench's own group, prefix and metrics port."""
+    u = uuid.uuid4().hex[:8]
+    env = dict(os.environ)
+    env.update(
+        {
+            "SEARCHSYNC_KAFKA_GROUP_ID": f"bench-{u}",
+            "SEARCHSYNC_KAFKA_DLQ_TOPIC": f"bench-{u}.dlq",
+            "SEARCHSYNC_KAFKA_AUTO_OFFSET_RESET": "latest",
+            "SEARCHSYNC_KAFKA_SESSION_TIMEOUT_MS": "6000",
+            "SEARCHSYNC_ELASTICSEARCH_INDEX_PREFIX": f"bench{u}",
+            "SEARCHSYNC_OBSERVABILITY_METRICS_PORT": "0",
+            "SEARCHSYNC_PIPELINE_SHUTDOWN_DEADLINE_S": "10",
+            "SEARCHSYNC_PIPELINE_LAG_POLL_INTERVAL_S": "5",
+        }
+    )
+    env.update(overrides)
+    return env
+
+
+async def missing(
+    client: AsyncElasticsearch, alias: str, ids: Sequence[str], *, version: int
+) -> list[str]:
+    """The ids not yet in `alias` at `version` or later (realtime mget, in chunks)."""
+    left: list[str] = []
+    for start in range(0, len(ids), MGET_CHUNK):
+        chunk = list(ids[start : start + MGET_CHUNK])
+        resp: Any = await client.mget(index=alias, ids=chunk, source=False)
+        for doc in resp["docs"]:
+            if not doc.get("found") or int(doc["_version"]) < version:
+                left.append(doc["_id"])
+    return left

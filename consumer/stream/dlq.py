@@ -19,6 +19,7 @@ from typing import Any, Final
 import confluent_kafka
 import fastavro
 
+from consumer.config import scrub_credentials
 from consumer.errors import DlqBudgetExceeded, ErrorCode, PoisonMessage, TransientError
 from consumer.events import load_avro_schema
 from consumer.kafka.producer import AcknowledgedProducer, DeliveryFailed, ProducerFactory
@@ -102,7 +103,7 @@ class DlqRecord:
             last_failed_at=last_failed_at,
             attempts=attempts,
             last_error_code=error_code,
-            last_error_message=error_message[:MAX_ERROR_MESSAGE],
+            last_error_message=scrub_credentials(error_message)[:MAX_ERROR_MESSAGE],
             projection_schema_version=projection_schema_version,
             original_topic=topic,
             original_partition=partition,

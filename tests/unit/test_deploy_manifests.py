@@ -117,10 +117,14 @@ def test_runs_searchsync_with_the_mounted_config_and_secret_from_the_secret() ->
     assert config_volume["configMap"]["name"] == configmap["metadata"]["name"]
     (toml_key,) = configmap["data"]
     assert variables["SEARCHSYNC_CONFIG"] == f"{mounts[config_volume['name']]}/{toml_key}"
-    ref = variables["SEARCHSYNC_MYSQL_PASSWORD"]["secretKeyRef"]
     secret = only("Secret")
-    assert ref["name"] == secret["metadata"]["name"]
-    assert ref["key"] in secret["stringData"]
+    refs = {name: v["secretKeyRef"] for name, v in variables.items() if "secretKeyRef" in v}
+    assert {"SEARCHSYNC_MYSQL_PASSWORD", "SEARCHSYNC_ELASTICSEARCH_API_KEY"} <= set(refs)
+    for ref in refs.values():
+        assert ref["name"] == secret["metadata"]["name"]
+        # a required key is in the example Secret; an optional one may be left out
+        assert ref.get("optional") is True or ref["key"] in secret["stringData"]
+    assert refs["SEARCHSYNC_MYSQL_PASSWORD"].get("optional") is not True
     assert "password" not in configmap["data"][toml_key]
 
 

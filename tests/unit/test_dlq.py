@@ -53,6 +53,24 @@ def test_for_message_copies_event_fields_and_truncates_the_message() -> None:
     assert long.event_id is long.operation is long.source_revision is None
 
 
+def test_a_credential_in_the_error_message_never_reaches_the_dead_letter() -> None:
+    record = DlqRecord.for_message(
+        topic="t",
+        partition=0,
+        offset=0,
+        key=None,
+        value=None,
+        consumer_group="g",
+        error_code="ES_UNAVAILABLE",
+        error_message="cannot reach https://elastic:Hunter2-dlq@es.internal:9200/_bulk",
+        attempts=1,
+        first_failed_at=T0,
+        last_failed_at=T0,
+    )
+    assert "Hunter2-dlq" not in record.last_error_message
+    assert "https://elastic:***@es.internal:9200/_bulk" in record.last_error_message
+
+
 def test_naive_timestamps_are_refused() -> None:
     with pytest.raises(ValueError, match="timezone-aware"):
         dead_letter(first_failed_at=datetime(2026, 1, 1))

@@ -35,17 +35,26 @@ def compare(
 ) -> list[Finding]:
     """The findings of one bucket, sorted by id then kind."""
     kind_type = projector.aggregate_type
+    schema = projector.schema_version
     found: list[Finding] = []
-    for doc_id in sorted(set(rows) | set(docs)):
-        row, doc = rows.get(doc_id), docs.get(doc_id)
-        if row is not None and doc is None:
+    for doc_id, row in rows.items():
+        doc = docs.get(doc_id)
+        if doc is None:
             if complete and not row.deleted:
                 found.append(Finding(FindingKind.MISSING, kind_type, doc_id, row.revision, None))
-        elif row is None and doc is not None:
-            if complete and not doc.is_deleted:
-                found.append(Finding(FindingKind.ORPHAN, kind_type, doc_id, None, doc.version))
-        elif row is not None and doc is not None:
+        elif (
+            content
+            or doc.version != row.revision
+            or doc.is_deleted != row.deleted
+            or doc.schema_version is None
+            or doc.schema_version < schema
+        ):  # the common case (same revision, flag and schema, no content check) finds nothing
             found.extend(_pair(projector, row, doc, content=content))
+    if complete:
+        for doc_id, doc in docs.items():
+            if doc_id not in rows and not doc.is_deleted:
+                found.append(Finding(FindingKind.ORPHAN, kind_type, doc_id, None, doc.version))
+    found.sort(key=lambda f: f.id)  # stable: the kinds of one id keep their order
     return found
 
 

@@ -22,18 +22,18 @@ import logging
 import time
 import zlib
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TypeVar
 
 from consumer.mysql.pool import utc_now
 from consumer.ops.chunks import ChunkController
-from consumer.ops.repair.buckets import WHEEL_CANONICALIZATION_VERSION, bucket_range
+from consumer.ops.repair.buckets import WHEEL_CANONICALIZATION_VERSION
 from consumer.ops.repair.compare import compare
 from consumer.ops.repair.heal import Healer
 from consumer.ops.repair.load import Limits, LiveLagTooHigh
-from consumer.ops.repair.model import Finding, FindingKind, IndexEntry, TruthEntry
+from consumer.ops.repair.model import Finding, FindingKind
+from consumer.ops.repair.reader import SpanReader
 from consumer.ops.repair.schedule import Choice, SchedulePolicy, choose, ewma
 from consumer.ops.repair.sides import IndexSide, TruthSide
 from consumer.ops.repair.state import BucketState, Epoch, WheelState, ensure_epoch
@@ -42,7 +42,6 @@ from consumer.projection import Projector
 __all__ = ["BucketReport", "RotationReport", "Wheel", "WheelConfig"]
 
 log = logging.getLogger(__name__)
-_E = TypeVar("_E", TruthEntry, IndexEntry)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +53,8 @@ class WheelConfig:
     page_target_s: float = 0.2
     content_share: float = 0.1
     settle_s: float = 10.0
+    span_buckets: int = 8  # buckets read together (adjacent ones in one key range)
+    span_rows: int = 50_000  # ... and at most this many rows by their last scans (>= 1 bucket)
     policy: SchedulePolicy = field(default_factory=SchedulePolicy)
 
 
@@ -121,9 +122,11 @@ class Wheel:
         self._sleep = sleep
         self._progress = progress
         self._limits = limits or Limits()
+        self._reader = SpanReader(truth, index, self._limits, self._chunks)
 
     async def rotation(self, limit: int | None = None) -> RotationReport:
-        """Scan every bucket of every type once (or the `limit` best per type), by priority."""
+        """Scan every bucket of every type once (or the `limit` best per type), by priority, a
+        span of consecutive picks at a time."""
         started = time.monotonic()
         report = RotationReport()
         for projector in self._projectors:
@@ -140,21 +143,24 @@ class Wheel:
             states = await self._state.buckets(epoch)
             now = self._clock()
             picked = choose(states.values(), now, self._config.policy, limit or len(states))
-            for n, choice in enumerate(picked, 1):
-                report.choices.append((projector.aggregate_type, choice))
+            n = 0
+            for span in self._spans(picked, states):
+                report.choices.extend((projector.aggregate_type, c) for c in span)
+                where = ", ".join(str(c.bucket) for c in span)
                 try:
-                    await self._limits.lag.wait(
-                        f"{projector.aggregate_type} bucket {choice.bucket}"
-                    )
+                    await self._limits.lag.wait(f"{projector.aggregate_type} buckets {where}")
                 except LiveLagTooHigh as exc:
                     report.stopped = str(exc)
                     break
-                bucket = await self.scan_bucket(projector, epoch, states[choice.bucket])
-                report.buckets.append(bucket)
-                if self._progress is not None:
-                    self._progress(bucket, n, len(picked))
-                if bucket.stopped is not None:
-                    report.stopped = bucket.stopped
+                scanned = await self.scan_span(projector, epoch, [states[c.bucket] for c in span])
+                for bucket in scanned:
+                    n += 1
+                    report.buckets.append(bucket)
+                    if self._progress is not None:
+                        self._progress(bucket, n, len(picked))
+                    if bucket.stopped is not None:
+                        report.stopped = bucket.stopped
+                if report.stopped is not None:
                     break
             after = await self._state.buckets(epoch)
             report.oldest_age_s[projector.aggregate_type] = max(
@@ -170,6 +176,25 @@ class Wheel:
         report.seconds = time.monotonic() - started
         return report
 
+    def _spans(
+        self, picked: Sequence[Choice], states: Mapping[int, BucketState]
+    ) -> Iterator[list[Choice]]:
+        """Consecutive picks, at most `span_buckets` and (by their last scans) `span_rows` rows
+        per span, at least one."""
+        span: list[Choice] = []
+        rows = 0
+        for choice in picked:
+            seen = states[choice.bucket].rows_seen or 0
+            if span and (
+                len(span) >= self._config.span_buckets or rows + seen > self._config.span_rows
+            ):
+                yield span
+                span, rows = [], 0
+            span.append(choice)
+            rows += seen
+        if span:
+            yield span
+
     def _content(self, bucket: int, generation: int) -> bool:
         share = self._config.content_share
         if share >= 1.0:
@@ -179,50 +204,98 @@ class Wheel:
     async def scan_bucket(
         self, projector: Projector, epoch: Epoch, prior: BucketState
     ) -> BucketReport:
-        generation = await self._state.begin(epoch, prior.bucket)
-        content = self._content(prior.bucket, generation)
-        report = BucketReport(projector.aggregate_type, prior.bucket, generation, content)
+        """One bucket on its own: a span of one."""
+        [report] = await self.scan_span(projector, epoch, [prior])
+        return report
+
+    async def scan_span(
+        self, projector: Projector, epoch: Epoch, priors: Sequence[BucketState]
+    ) -> list[BucketReport]:
+        """Begin every bucket of the span (a new generation each), read them completely on both
+        sides, then compare, settle, heal and complete each. A failed read interrupts them all
+        (nothing counts, each is scanned again from its first key: invariant 13)."""
+        reports: list[BucketReport] = []
+        for prior in priors:
+            generation = await self._state.begin(epoch, prior.bucket)
+            content = self._content(prior.bucket, generation)
+            reports.append(
+                BucketReport(projector.aggregate_type, prior.bucket, generation, content)
+            )
         started = time.monotonic()
         alias = self._alias_for(projector.aggregate_type)
-        lo, hi = bucket_range(prior.bucket, epoch.bucket_count)
         try:
-            rows = await self._read_truth(projector, lo, hi, content)
-            docs = await self._read_index(alias, lo, hi, content)
-        except Exception as exc:  # a partial read: nothing from this bucket counts
-            report.interrupted = f"{type(exc).__name__}: {exc}"
-            report.seconds = time.monotonic() - started
-            log.warning("repair scan of bucket %s interrupted", prior.bucket, exc_info=True)
-            return report
-        report.rows, report.docs = len(rows), len(docs)
-        candidates = compare(projector, rows, docs, content=content, complete=True)
-        report.candidates = len(candidates)
-        findings = await self._settle(projector, alias, candidates)
-        appended_before = self._healer.appended
-        try:
-            report.appended = await self._healer.heal(findings)
-        except LiveLagTooHigh as exc:  # not completed: the bucket is scanned again next time
-            report.appended = self._healer.appended - appended_before
-            report.interrupted = report.stopped = str(exc)
-            report.seconds = time.monotonic() - started
-            return report
-        report.findings = findings
-        report.seconds = time.monotonic() - started
-        rate = len(report.findings) / max(len(rows), 1)
-        counts = Counter(f.kind.value for f in report.findings)
+            entries = await self._reader.read(
+                projector,
+                alias,
+                epoch.bucket_count,
+                [r.bucket for r in reports],
+                {r.bucket for r in reports if r.content_checked},
+            )
+        except Exception as exc:  # a partial read: nothing from this span counts
+            cause = exc.exceptions[0] if isinstance(exc, ExceptionGroup) else exc
+            read_s = time.monotonic() - started
+            for r in reports:
+                r.interrupted = f"{type(cause).__name__}: {cause}"
+                r.seconds = read_s / len(reports)
+            log.warning(
+                "repair scan of buckets %s interrupted",
+                [r.bucket for r in reports],
+                exc_info=True,
+            )
+            return reports
+        read_s = time.monotonic() - started
+        total = sum(len(e.rows) + len(e.docs) for e in entries.values()) or 1
+        candidates: dict[int, list[Finding]] = {}
+        for r in reports:
+            e = entries[r.bucket]
+            r.rows, r.docs = len(e.rows), len(e.docs)
+            r.seconds = read_s * (r.rows + r.docs) / total
+            t0 = time.monotonic()
+            candidates[r.bucket] = compare(
+                projector, e.rows, e.docs, content=r.content_checked, complete=True
+            )
+            r.candidates = len(candidates[r.bucket])
+            r.seconds += time.monotonic() - t0
+        t0 = time.monotonic()
+        settled = await self._settle(
+            projector, alias, [f for r in reports for f in candidates[r.bucket]]
+        )
+        bucket_of_id = {f.id: r.bucket for r in reports for f in candidates[r.bucket]}
+        kept: dict[int, list[Finding]] = {r.bucket: [] for r in reports}
+        for f in settled:  # the settle may re-type a finding (missing <-> stale), not move it
+            kept[bucket_of_id[f.id]].append(f)
+        settle_s = (time.monotonic() - t0) / len(reports)
+        for n, (prior, r) in enumerate(zip(priors, reports, strict=True)):
+            t0 = time.monotonic()
+            findings = kept[r.bucket]
+            appended_before = self._healer.appended
+            try:
+                r.appended = await self._healer.heal(findings)
+            except LiveLagTooHigh as exc:  # not completed: scanned again next time
+                r.appended = self._healer.appended - appended_before
+                for rest in reports[n:]:
+                    rest.interrupted = rest.stopped = str(exc)
+                return reports
+            r.findings = findings
+            r.seconds += settle_s + time.monotonic() - t0
+            await self._complete(epoch, prior, r)
+        return reports
+
+    async def _complete(self, epoch: Epoch, prior: BucketState, r: BucketReport) -> None:
+        rate = len(r.findings) / max(r.rows, 1)
         await self._state.complete(
             epoch,
             BucketState(
                 bucket=prior.bucket,
-                generation=generation,
-                running_generation=generation,
+                generation=r.generation,
+                running_generation=r.generation,
                 last_complete_at=self._clock(),
                 drift_ewma=ewma(prior.drift_ewma, rate, self._config.policy.alpha),
-                last_counts=dict(counts),
-                cost_s=report.seconds,
-                rows_seen=len(rows),
+                last_counts=dict(Counter(f.kind.value for f in r.findings)),
+                cost_s=r.seconds,
+                rows_seen=r.rows,
             ),
         )
-        return report
 
     async def _settle(
         self, projector: Projector, alias: str, candidates: list[Finding]
@@ -268,40 +341,6 @@ class Wheel:
             elif (f.kind, f.id) in again:
                 kept.append(again[(f.kind, f.id)])
         return kept
-
-    async def _read_truth(
-        self, projector: Projector, lo: int, hi: int, content: bool
-    ) -> dict[str, TruthEntry]:
-        async def page(after: str | None, n: int) -> list[TruthEntry]:
-            found = await self._truth.bucket_page(projector, lo, hi, after, n, content=content)
-            await self._limits.mysql_rows.take(len(found))
-            return found
-
-        return await self._pages(page)
-
-    async def _read_index(
-        self, alias: str, lo: int, hi: int, content: bool
-    ) -> dict[str, IndexEntry]:
-        async def page(after: str | None, n: int) -> list[IndexEntry]:
-            await self._limits.es_requests.take(1)
-            return await self._index.bucket_page(alias, lo, hi, after, n, content=content)
-
-        return await self._pages(page)
-
-    async def _pages(self, page: Callable[[str | None, int], Awaitable[list[_E]]]) -> dict[str, _E]:
-        """Every entry of a key range, keyset by id in adaptive pages, to the end."""
-        out: dict[str, _E] = {}
-        chunks = self._chunks()
-        after: str | None = None
-        while True:
-            size = chunks.current
-            t0 = time.monotonic()
-            found = await page(after, size)
-            chunks.observe(time.monotonic() - t0)
-            out.update((e.id, e) for e in found)
-            if len(found) < size:
-                return out
-            after = found[-1].id
 
     def _chunks(self) -> ChunkController:
         c = self._config

@@ -6,9 +6,10 @@ Rules:
   purged: not missing);
 - a document below the row's revision is STALE (nothing else is checked then);
 - at the same revision: ``is_deleted`` against ``deleted_at`` (DELETED_FLAG), the schema version
-  against the projector's (SCHEMA_STALE), and, where content is checked, the stored body against
-  its own ``projection_hash`` and that hash against the row's projection (CONTENT_DRIFT; one
-  finding per document: DELETED_FLAG, then SCHEMA_STALE, take precedence);
+  against the projector's (SCHEMA_STALE), and, where content is checked, the stored hash against
+  the row's projection and the stored projected fields against that projection's (CONTENT_DRIFT:
+  the body no longer matches its hash; for a row the projector refuses, the body is hashed
+  again instead; one finding per document: DELETED_FLAG, then SCHEMA_STALE, take precedence);
 - a live document (``is_deleted: false``) without a row is an ORPHAN; a tombstone without a
   row is what a hard delete leaves;
 - MISSING and ORPHAN only when the bucket was read completely (`complete`; invariant 13).
@@ -20,7 +21,7 @@ from collections.abc import Mapping
 
 from consumer.errors import PoisonMessage
 from consumer.ops.repair.model import Finding, FindingKind, IndexEntry, TruthEntry
-from consumer.projection import Projector, content_hash
+from consumer.projection import Projector, content_hash, projected_fields
 
 __all__ = ["compare"]
 
@@ -78,13 +79,17 @@ def _pair(
     elif out:
         pass  # a flag mismatch is the more specific finding; the content differs with it
     elif content and doc.source is not None and row.row is not None:
-        if content_hash(doc.source) != doc.projection_hash:
+        try:
+            fresh = projector.project(row.row)
+        except PoisonMessage:
+            fresh = None  # the consumer dead-letters such a row; only the body is checked
+        if fresh is None:
+            if content_hash(doc.source) != doc.projection_hash:
+                out.append(finding(FindingKind.CONTENT_DRIFT, "_source differs from its hash"))
+        elif fresh.projection_hash != doc.projection_hash:
+            out.append(finding(FindingKind.CONTENT_DRIFT, "hash differs from the row's"))
+        elif projected_fields(doc.source) != fresh.projected:
+            # the same hash, another body: equal to hashing the body again (both sides are
+            # decoded JSON of canonical bytes), without canonicalizing it
             out.append(finding(FindingKind.CONTENT_DRIFT, "_source differs from its hash"))
-        else:
-            try:
-                fresh = projector.project(row.row).projection_hash
-            except PoisonMessage:
-                fresh = None  # the consumer dead-letters such a row; not a drift finding
-            if fresh is not None and fresh != doc.projection_hash:
-                out.append(finding(FindingKind.CONTENT_DRIFT, "hash differs from the row's"))
     return out

@@ -215,8 +215,9 @@ class Wheel:
         sides, then compare, settle, heal and complete each. A failed read interrupts them all
         (nothing counts, each is scanned again from its first key: invariant 13)."""
         reports: list[BucketReport] = []
+        generations = await self._state.begin_many(epoch, [p.bucket for p in priors])
         for prior in priors:
-            generation = await self._state.begin(epoch, prior.bucket)
+            generation = generations[prior.bucket]
             content = self._content(prior.bucket, generation)
             reports.append(
                 BucketReport(projector.aggregate_type, prior.bucket, generation, content)
@@ -265,6 +266,7 @@ class Wheel:
         for f in settled:  # the settle may re-type a finding (missing <-> stale), not move it
             kept[bucket_of_id[f.id]].append(f)
         settle_s = (time.monotonic() - t0) / len(reports)
+        done: list[BucketState] = []  # completed together, one transaction
         for n, (prior, r) in enumerate(zip(priors, reports, strict=True)):
             t0 = time.monotonic()
             findings = kept[r.bucket]
@@ -275,26 +277,24 @@ class Wheel:
                 r.appended = self._healer.appended - appended_before
                 for rest in reports[n:]:
                     rest.interrupted = rest.stopped = str(exc)
-                return reports
+                break
             r.findings = findings
             r.seconds += settle_s + time.monotonic() - t0
-            await self._complete(epoch, prior, r)
+            done.append(self._completed(prior, r))
+        await self._state.complete_many(epoch, done)
         return reports
 
-    async def _complete(self, epoch: Epoch, prior: BucketState, r: BucketReport) -> None:
+    def _completed(self, prior: BucketState, r: BucketReport) -> BucketState:
         rate = len(r.findings) / max(r.rows, 1)
-        await self._state.complete(
-            epoch,
-            BucketState(
-                bucket=prior.bucket,
-                generation=r.generation,
-                running_generation=r.generation,
-                last_complete_at=self._clock(),
-                drift_ewma=ewma(prior.drift_ewma, rate, self._config.policy.alpha),
-                last_counts=dict(Counter(f.kind.value for f in r.findings)),
-                cost_s=r.seconds,
-                rows_seen=r.rows,
-            ),
+        return BucketState(
+            bucket=prior.bucket,
+            generation=r.generation,
+            running_generation=r.generation,
+            last_complete_at=self._clock(),
+            drift_ewma=ewma(prior.drift_ewma, rate, self._config.policy.alpha),
+            last_counts=dict(Counter(f.kind.value for f in r.findings)),
+            cost_s=r.seconds,
+            rows_seen=r.rows,
         )
 
     async def _settle(

@@ -63,7 +63,8 @@ def _reader(truth: PageTruth, index: InMemoryIndex, page: int) -> tuple[SpanRead
         InMemoryTruthSide(truth),
         index_side,
         Limits(),
-        lambda: ChunkController(minimum=2, maximum=page, target_s=1.0, current=2),
+        ChunkController(minimum=2, maximum=page, target_s=1.0, current=2),
+        ChunkController(minimum=2, maximum=page, target_s=1.0, current=2),
     )
     return reader, index_side
 

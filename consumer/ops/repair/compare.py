@@ -17,13 +17,13 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from consumer.errors import PoisonMessage
 from consumer.ops.repair.model import Finding, FindingKind, IndexEntry, TruthEntry
 from consumer.projection import Projector, content_hash, projected_fields
 
-__all__ = ["compare"]
+__all__ = ["compare", "still_holding"]
 
 
 def compare(
@@ -93,3 +93,31 @@ def _pair(
             # decoded JSON of canonical bytes), without canonicalizing it
             out.append(finding(FindingKind.CONTENT_DRIFT, "_source differs from its hash"))
     return out
+
+
+def still_holding(
+    projector: Projector,
+    candidates: Sequence[Finding],
+    rows: Mapping[str, TruthEntry],
+    docs: Mapping[str, IndexEntry],
+) -> list[Finding]:
+    """The `candidates` that still hold against `rows` and `docs` re-read by id after the
+    settle delay: a missing or stale document only if it has still not reached the revision
+    first seen (a row that keeps changing is in flight, not drift); an orphan only if its row
+    is still gone; the same-revision kinds only if they recur."""
+    again = {(f.kind, f.id): f for f in compare(projector, rows, docs, content=True, complete=True)}
+    kept: list[Finding] = []
+    for f in candidates:
+        row, doc = rows.get(f.id), docs.get(f.id)
+        if f.kind in (FindingKind.MISSING, FindingKind.STALE):
+            behind = doc is None or (f.row_revision is not None and doc.version < f.row_revision)
+            if row is not None and behind and (doc is not None or not row.deleted):
+                kind = FindingKind.MISSING if doc is None else FindingKind.STALE
+                version = None if doc is None else doc.version
+                kept.append(Finding(kind, f.aggregate_type, f.id, row.revision, version, f.detail))
+        elif f.kind is FindingKind.ORPHAN:
+            if row is None and doc is not None and not doc.is_deleted:
+                kept.append(Finding(f.kind, f.aggregate_type, f.id, None, doc.version))
+        elif (f.kind, f.id) in again:
+            kept.append(again[(f.kind, f.id)])
+    return kept

@@ -56,13 +56,15 @@ class SpanReader:
         truth: TruthSide,
         index: IndexSide,
         limits: Limits,
-        chunks: Callable[[], ChunkController],
+        truth_chunks: ChunkController,
+        index_chunks: ChunkController,
     ) -> None:
+        """The page sizes of each side come from its own controller, kept across ranges."""
         self._truth = truth
         self._index = index
         self._limits = limits
-        self._truth_chunks = chunks()
-        self._index_chunks = chunks()
+        self._truth_chunks = truth_chunks
+        self._index_chunks = index_chunks
 
     async def read(
         self,

@@ -1,17 +1,19 @@
 """The wheel: scan buckets, compare, settle, heal, commit the generation (docs/design.md,
 "Repair").
 
-One bucket scan: `begin` (generation g = committed + 1), read the bucket's whole key range on
-MySQL and on Elasticsearch in adaptive pages, compare (`consumer.ops.repair.compare`), wait
-`settle_s` and re-read every candidate by id on both sides (a change still in flight is not
-drift: only findings that hold again count), heal them through the outbox, then `complete`
-with the counts, cost and EWMA. A scan that fails on either side reports nothing from that
-bucket (no deletion finding from a partial read, invariant 13) and leaves it to be started
-again from its first key. Content (``_source`` and the row's projection) is checked on a share
-`content_share` of the buckets per rotation; revisions and flags on every scan.
+One scan covers a span of buckets (consecutive picks, `span_buckets` / `span_rows`): `begin`
+each (generation g = committed + 1), read them completely on MySQL and on Elasticsearch
+(`consumer.ops.repair.reader`: adjacent buckets in one key range, both sides at once), compare
+each (`consumer.ops.repair.compare`), wait `settle_s` once and re-read every candidate by id on
+both sides (a change still in flight is not drift: only findings that hold again count), heal
+them through the outbox, then `complete` each with its counts, cost and EWMA. A read that fails
+on either side reports nothing from any bucket of the span (no deletion finding from a partial
+read, invariant 13) and leaves each to be started again from its first key. Content (``_source``
+and the row's projection) is checked on a share `content_share` of the buckets per rotation;
+revisions and flags on every scan.
 
 Load (`consumer.ops.repair.load`): every MySQL page pays its rows into a rows/s bucket, every
-Elasticsearch request into a requests/s bucket, and before each bucket the live group's lag is
+Elasticsearch request into a requests/s bucket, and before each span the live group's lag is
 checked (`LagGuard`); a lag that stays too high stops the rotation (`RotationReport.stopped`).
 """
 
@@ -29,7 +31,7 @@ from datetime import datetime
 from consumer.mysql.pool import utc_now
 from consumer.ops.chunks import ChunkController
 from consumer.ops.repair.buckets import WHEEL_CANONICALIZATION_VERSION
-from consumer.ops.repair.compare import compare
+from consumer.ops.repair.compare import compare, still_holding
 from consumer.ops.repair.heal import Healer
 from consumer.ops.repair.load import Limits, LiveLagTooHigh
 from consumer.ops.repair.model import Finding, FindingKind
@@ -53,7 +55,10 @@ class WheelConfig:
     page_target_s: float = 0.2
     content_share: float = 0.1
     settle_s: float = 10.0
-    span_buckets: int = 8  # buckets read together (adjacent ones in one key range)
+    # Elasticsearch pages of this fixed size (None: adaptive, as MySQL's): a range query costs
+    # its whole key range whatever the page, so fewer, larger pages cost less
+    index_page_size: int | None = None
+    span_buckets: int = 32  # buckets read together (adjacent ones in one key range)
     span_rows: int = 50_000  # ... and at most this many rows by their last scans (>= 1 bucket)
     policy: SchedulePolicy = field(default_factory=SchedulePolicy)
 
@@ -122,7 +127,9 @@ class Wheel:
         self._sleep = sleep
         self._progress = progress
         self._limits = limits or Limits()
-        self._reader = SpanReader(truth, index, self._limits, self._chunks)
+        self._reader = SpanReader(
+            truth, index, self._limits, self._chunks(), self._chunks(config.index_page_size)
+        )
 
     async def rotation(self, limit: int | None = None) -> RotationReport:
         """Scan every bucket of every type once (or the `limit` best per type), by priority, a
@@ -313,37 +320,14 @@ class Wheel:
         await self._limits.mysql_rows.take(len(ids))
         await self._limits.es_requests.take(1)
         docs = await self._index.by_ids(alias, ids)
-        again = {
-            (f.kind, f.id): f for f in compare(projector, rows, docs, content=True, complete=True)
-        }
-        kept: list[Finding] = []
-        for f in candidates:
-            row, doc = rows.get(f.id), docs.get(f.id)
-            if f.kind in (FindingKind.MISSING, FindingKind.STALE):
-                behind = doc is None or (
-                    f.row_revision is not None and doc.version < f.row_revision
-                )
-                if row is not None and behind and (doc is not None or not row.deleted):
-                    kind = FindingKind.MISSING if doc is None else FindingKind.STALE
-                    kept.append(
-                        Finding(
-                            kind,
-                            f.aggregate_type,
-                            f.id,
-                            row.revision,
-                            None if doc is None else doc.version,
-                            f.detail,
-                        )
-                    )
-            elif f.kind is FindingKind.ORPHAN:
-                if row is None and doc is not None and not doc.is_deleted:
-                    kept.append(Finding(f.kind, f.aggregate_type, f.id, None, doc.version))
-            elif (f.kind, f.id) in again:
-                kept.append(again[(f.kind, f.id)])
-        return kept
+        return still_holding(projector, candidates, rows, docs)
 
-    def _chunks(self) -> ChunkController:
+    def _chunks(self, fixed: int | None = None) -> ChunkController:
         c = self._config
+        if fixed is not None:
+            return ChunkController(
+                minimum=fixed, maximum=fixed, target_s=c.page_target_s, current=fixed
+            )
         return ChunkController(
             minimum=c.page_min,
             maximum=c.page_max,

@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import cProfile
 import inspect
 import json
 import logging
@@ -47,6 +48,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Final
 
 import aiomysql
@@ -82,6 +84,9 @@ RELATIONS: Final = '{"RELATED_CHARACTER": [{"entity_id": "c1", "entity_type": "c
 POLL_S: Final = 0.05
 LIVE_WRITERS: Final = 8
 SEARCH_CHUNK: Final = 1_000
+SYNC_BUCKET_SQL: Final = (
+    Path(__file__).resolve().parent.parent / "schemas/sql/optional/sync_bucket.sql"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +97,14 @@ class BenchOptions:
     lag_rate: float = 100.0
     as_json: bool = False
     rotation_child: str | None = None
+    own_table: bool = False  # a scratch copy of wiki_page (needs --admin-socket)
+    sync_hash_column: bool = False  # the scratch copy with the optional sync_hash migration
+    admin_socket: str | None = None
+    profile: str | None = None  # write a cProfile of the rotation there
+
+    @property
+    def scratch_table(self) -> bool:
+        return self.own_table or self.sync_hash_column
 
 
 @dataclass(slots=True)
@@ -103,6 +116,7 @@ class Report:
     bucket_count: int = 0
     content_share: float = 0.0
     sync_hash_column: bool = False
+    table: str = ""
     insert_seconds: float = 0.0
     index_seconds: float = 0.0
     mysql_scan_seconds: list[float] = field(default_factory=list)
@@ -162,11 +176,19 @@ class Timed:
         return timed
 
 
+def bench_projector(table: str) -> Projector:
+    """The registry's wiki_page projector, reading `table` (the shared table or a scratch copy;
+    the aggregate type, hence every bucket key, stays ``wiki_page``)."""
+    return replace(default_registry().get(AGGREGATE_TYPE), table=table)
+
+
 def build_wheel(
     settings: Settings,
     pool: aiomysql.Pool,
     es: AsyncElasticsearch,
     *,
+    table: str,
+    sync_hash_column: bool,
     id_prefix: str,
     scope: str,
     buckets: int | None,
@@ -177,15 +199,11 @@ def build_wheel(
     config = wheel_config(settings)
     if buckets is not None:
         config = replace(config, bucket_count=buckets)
-    truth = Timed(
-        MysqlTruthSide(
-            pool, sync_hash_column=settings.repair.mysql_sync_hash_column, id_prefix=id_prefix
-        )
-    )
+    truth = Timed(MysqlTruthSide(pool, sync_hash_column=sync_hash_column, id_prefix=id_prefix))
     index = Timed(EsIndexSide(es))
     state = Timed(MysqlWheelState(pool, scope=scope))
     wheel = Wheel(
-        projectors=[default_registry().get(AGGREGATE_TYPE)],
+        projectors=[bench_projector(table)],
         alias_for=settings.alias,
         truth=truth,
         index=index,
@@ -209,7 +227,13 @@ class Bench:
         self.options = options
         self.report = report
         self.app = app
-        self.projector: Projector = default_registry().get(AGGREGATE_TYPE)
+        self.table = f"benchr{u}_{AGGREGATE_TYPE}" if options.scratch_table else AGGREGATE_TYPE
+        self.sync_hash_column = (
+            options.sync_hash_column
+            if options.scratch_table
+            else settings.repair.mysql_sync_hash_column
+        )
+        self.projector: Projector = bench_projector(self.table)
         self.alias = settings.alias(AGGREGATE_TYPE)
         self.id_prefix = f"benchr-{u}-"
         self.scope = f"bench{u}/"
@@ -217,6 +241,7 @@ class Bench:
         self.app_pool: aiomysql.Pool | None = None
         self.es: AsyncElasticsearch | None = None
         self.inserted = False
+        self.table_created = False
 
     @property
     def client(self) -> AsyncElasticsearch:
@@ -228,8 +253,45 @@ class Bench:
         assert self.pool is not None
         return self.pool
 
+    async def _admin(self, statements: Sequence[str]) -> None:
+        """Run DDL/grants as the local stack's root over its unix socket (the scratch table)."""
+        assert self.options.admin_socket is not None
+        conn = await aiomysql.connect(
+            unix_socket=self.options.admin_socket,
+            user="root",
+            db=self.settings.mysql.database,
+            autocommit=True,
+        )
+        try:
+            async with conn.cursor() as cur:
+                for sql in statements:
+                    await cur.execute(sql)
+        finally:
+            conn.close()
+
+    async def create_table(self) -> None:
+        """The scratch copy of wiki_page, with the optional migration applied when asked (its
+        own text, with the table and index names of the copy), and the grants the two users
+        have on wiki_page."""
+        t, m = self.table, self.settings.mysql
+        statements = [f"CREATE TABLE `{t}` LIKE `{AGGREGATE_TYPE}`"]
+        if self.sync_hash_column:
+            statements.append(sync_bucket_migration(t))
+        statements += [
+            f"GRANT SELECT ON `{t}` TO '{m.user}'@'%'",
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON `{t}` TO '{self.app[0]}'@'%'",
+        ]
+        self.table_created = True
+        await self._admin(statements)
+        progress(
+            f"scratch table {t} created"
+            f" (sync_hash column {'on' if self.sync_hash_column else 'off'})"
+        )
+
     async def open(self) -> None:
         m = self.settings.mysql
+        if self.options.scratch_table:
+            await self.create_table()
         self.pool = await open_pool(m, maxsize=2)
         self.app_pool = await create_pool(
             host=m.host,
@@ -254,11 +316,12 @@ class Bench:
                 await self.es.indices.delete(index=f"{self.alias}_v1")
             await self.es.close()
         if self.app_pool is not None:
-            if self.inserted:
+            if self.inserted and not self.table_created:
                 try:
                     async with self.app_pool.acquire() as conn, conn.cursor() as cur:
                         await cur.execute(
-                            "DELETE FROM wiki_page WHERE id LIKE %s", (_like(self.id_prefix),)
+                            f"DELETE FROM `{self.table}` WHERE id LIKE %s",
+                            (_like(self.id_prefix),),
                         )
                         await conn.commit()
                 except Exception as exc:
@@ -266,6 +329,11 @@ class Bench:
             await close_pool(self.app_pool)
         if self.pool is not None:
             await close_pool(self.pool)
+        if self.table_created:
+            try:
+                await self._admin([f"DROP TABLE IF EXISTS `{self.table}`"])
+            except Exception as exc:
+                self.report.notes.append(f"could not drop {self.table}: {exc!r}")
 
     # phase 1: rows and their documents
 
@@ -282,7 +350,7 @@ class Bench:
                     for i in range(start, min(n, start + INSERT_BATCH))
                 ]
                 await cur.executemany(
-                    "INSERT INTO wiki_page (id, title, content, relations_json, revision,"
+                    f"INSERT INTO `{self.table}` (id, title, content, relations_json, revision,"
                     " updated_at) VALUES (%s, %s, %s, %s, 1, %s)",
                     batch,
                 )
@@ -301,7 +369,7 @@ class Bench:
             async with self.consumer_pool.acquire() as conn:
                 async with conn.cursor(aiomysql.DictCursor) as cur:
                     await cur.execute(
-                        f"SELECT {columns} FROM wiki_page WHERE id LIKE %s AND id > %s"
+                        f"SELECT {columns} FROM `{self.table}` WHERE id LIKE %s AND id > %s"
                         " ORDER BY id LIMIT %s",
                         (_like(self.id_prefix), after, INDEX_BATCH),
                     )
@@ -331,7 +399,7 @@ class Bench:
             async with self.consumer_pool.acquire() as conn:
                 async with conn.cursor() as cur:
                     await cur.execute(
-                        "SELECT id, revision FROM wiki_page WHERE id LIKE %s AND id > %s"
+                        f"SELECT id, revision FROM `{self.table}` WHERE id LIKE %s AND id > %s"
                         " ORDER BY id LIMIT %s",
                         (_like(self.id_prefix), after, SCAN_PAGE),
                     )
@@ -384,6 +452,8 @@ class Bench:
             self.settings,
             self.consumer_pool,
             self.client,
+            table=self.table,
+            sync_hash_column=self.sync_hash_column,
             id_prefix=self.id_prefix,
             scope=self.scope,
             buckets=self.options.buckets,
@@ -392,8 +462,16 @@ class Bench:
         config = wheel_config(self.settings)
         r.bucket_count = self.options.buckets or config.bucket_count
         r.content_share = config.content_share
-        r.sync_hash_column = self.settings.repair.mysql_sync_hash_column
+        r.sync_hash_column = self.sync_hash_column
+        r.table = self.table
+        profiler = cProfile.Profile() if self.options.profile else None
+        if profiler is not None:
+            profiler.enable()
         report: RotationReport = await wheel.rotation()
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(str(self.options.profile))
+            r.notes.append(f"cProfile of the rotation in {self.options.profile} (slows it)")
         r.rotation_seconds = report.seconds
         r.rotation_mysql_s, r.rotation_es_s = truth.seconds, index.seconds
         r.rotation_state_s = state.seconds
@@ -506,6 +584,8 @@ class Bench:
                 "id_prefix": self.id_prefix,
                 "scope": self.scope,
                 "buckets": self.options.buckets,
+                "table": self.table,
+                "sync_hash_column": self.sync_hash_column,
             }
             repair = await asyncio.create_subprocess_exec(
                 sys.executable,
@@ -566,6 +646,8 @@ async def rotation_child(spec_json: str) -> None:
             settings,
             pool,
             es,
+            table=str(spec["table"]),
+            sync_hash_column=bool(spec["sync_hash_column"]),
             id_prefix=str(spec["id_prefix"]),
             scope=str(spec["scope"]),
             buckets=spec["buckets"],
@@ -577,6 +659,20 @@ async def rotation_child(spec_json: str) -> None:
     finally:
         await es.close()
         await close_pool(pool)
+
+
+def sync_bucket_migration(table: str) -> str:
+    """The statement of ``schemas/sql/optional/sync_bucket.sql`` for a copy of wiki_page named
+    `table` (the bucket key expression is unchanged: the aggregate type stays wiki_page)."""
+    text = SYNC_BUCKET_SQL.read_text(encoding="utf-8")
+    sql = " ".join(
+        line.strip() for line in text.splitlines() if line.strip() and not line.startswith("--")
+    ).rstrip(";")
+    head = f"ALTER TABLE {AGGREGATE_TYPE} "
+    if not sql.startswith(head):
+        raise RuntimeError(f"{SYNC_BUCKET_SQL} does not start with {head!r}")
+    sql = f"ALTER TABLE `{table}` " + sql[len(head) :]
+    return sql.replace("idx_wiki_page_sync_hash_id", f"idx_{table}_sync_hash_id")
 
 
 def bench_env() -> dict[str, str]:
@@ -643,7 +739,8 @@ def render_text(r: Report) -> str:
         f"rotation        {r.rotation_seconds:7.2f}s  ({r.rotation_buckets} buckets,"
         f" {r.rotation_content_buckets} with content; {r.rotation_rows} rows,"
         f" {r.rotation_docs} docs; bucket p50 {r.bucket_p50_s:.2f}s max {r.bucket_max_s:.2f}s)",
-        f"   wheel: bucket_count {r.bucket_count}, content_share {r.content_share},"
+        f"   wheel: table {r.table}, bucket_count {r.bucket_count},"
+        f" content_share {r.content_share},"
         f" sync_hash column {'on' if r.sync_hash_column else 'off'}, no load ceilings, dry-run;"
         f" findings {r.rotation_findings or 'none'}, interrupted {r.rotation_interrupted}",
         f"   time in: MySQL pages {r.rotation_mysql_s:.2f}s, ES pages {r.rotation_es_s:.2f}s,"
@@ -679,8 +776,29 @@ def parse_args(argv: Sequence[str]) -> BenchOptions:
     )
     parser.add_argument("--lag-rate", type=float, default=100.0, help="live pages per second")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--sync-hash-column",
+        action="store_true",
+        help="run on a scratch copy of wiki_page with the optional sync_hash migration applied"
+        " (needs --admin-socket)",
+    )
+    parser.add_argument(
+        "--own-table",
+        action="store_true",
+        help="run on a scratch copy of wiki_page without the column (needs --admin-socket)",
+    )
+    parser.add_argument(
+        "--admin-socket",
+        default=os.environ.get("SEARCHSYNC_BENCH_ADMIN_SOCKET"),
+        help="MariaDB unix socket where root may create the scratch table"
+        " (default: $SEARCHSYNC_BENCH_ADMIN_SOCKET; the local stack's is"
+        " <repo>/.stack/mariadb/mysqld.sock)",
+    )
+    parser.add_argument("--profile", help="write a cProfile of the rotation to this file")
     parser.add_argument("--rotation-child", help=argparse.SUPPRESS)  # the live phase's repair
     args = parser.parse_args(argv)
+    if (args.sync_hash_column or args.own_table) and not args.admin_socket:
+        parser.error("--sync-hash-column / --own-table need --admin-socket")
     if args.rows < 1:
         parser.error("--rows must be >= 1")
     if args.buckets is not None and args.buckets < 1:
@@ -694,6 +812,10 @@ def parse_args(argv: Sequence[str]) -> BenchOptions:
         lag_rate=args.lag_rate,
         as_json=args.json,
         rotation_child=args.rotation_child,
+        own_table=args.own_table,
+        sync_hash_column=args.sync_hash_column,
+        admin_socket=args.admin_socket,
+        profile=args.profile,
     )
 
 

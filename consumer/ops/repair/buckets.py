@@ -13,6 +13,8 @@ epoch, as a change of `m` does.
 from __future__ import annotations
 
 import unicodedata
+import zlib
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Final
 
@@ -22,6 +24,7 @@ __all__ = [
     "HASH_SPACE",
     "WHEEL_CANONICALIZATION_VERSION",
     "bucket_of",
+    "bucket_of_id",
     "bucket_range",
     "canonical_fields",
     "key_hash",
@@ -48,6 +51,18 @@ def bucket_of(hash_value: int, m: int) -> int:
     if not 0 <= hash_value < HASH_SPACE:
         raise ValueError(f"hash {hash_value} outside 0..2^32-1")
     return hash_value * m // HASH_SPACE
+
+
+def bucket_of_id(aggregate_type: str, m: int) -> Callable[[str], int]:
+    """``id -> bucket_of(key_hash(aggregate_type, id), m)``, for many ids: the CRC of the
+    ``"<type>:"`` prefix is computed once and continued with each id."""
+    _check(m)
+    seed = zlib.crc32(f"{aggregate_type}:".encode())
+
+    def bucket(aggregate_id: str) -> int:
+        return zlib.crc32(aggregate_id.encode(), seed) * m // HASH_SPACE
+
+    return bucket
 
 
 def bucket_range(bucket: int, m: int) -> tuple[int, int]:

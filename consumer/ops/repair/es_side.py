@@ -15,7 +15,10 @@ from consumer.ops.repair.sides import entry_of_source
 
 __all__ = ["EsIndexSide"]
 
-_LIGHT = ["source_revision", "projection_hash", "projection_schema_version", "is_deleted"]
+_HITS = ["hits.hits._id", "hits.hits._version", "hits.hits._source"]  # nothing else parsed
+# what the revision and flag checks compare (the revision is the external `_version`); the hash
+# and the body only where content is checked
+_LIGHT = ["projection_schema_version", "is_deleted"]
 
 
 class EsIndexSide:
@@ -37,10 +40,10 @@ class EsIndexSide:
         if not content:
             body["_source"] = _LIGHT
         try:
-            response = await self._client.search(index=alias, body=body)
+            response = await self._client.search(index=alias, body=body, filter_path=_HITS)
         except (ApiError, TransportError) as exc:
             raise TransientError(ErrorCode.ES_UNAVAILABLE, f"search {alias}: {exc}") from exc
-        hits = response.body["hits"]["hits"]
+        hits = response.body.get("hits", {}).get("hits", [])  # filter_path drops empty hits
         return [
             entry_of_source(h["_id"], int(h["_version"]), h.get("_source") or {}, content=content)
             for h in hits

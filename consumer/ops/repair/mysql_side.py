@@ -55,17 +55,20 @@ class MysqlTruthSide:
             args.append(after_id)
         if self._prefix:
             where += " AND `id` LIKE %s"
-            args.append(
-                self._prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-            )
+            args.append(_like_prefix(self._prefix))
         sql = f"SELECT {select} FROM `{projector.table}` WHERE {where} ORDER BY `id` LIMIT %s"
         args.append(limit)
         async with transaction(self._pool) as conn:
             with translate_errors(f"repair scan {projector.table}"):
-                async with conn.cursor(aiomysql.DictCursor) as cur:
+                if content:
+                    async with conn.cursor(aiomysql.DictCursor) as cur:
+                        await cur.execute(sql, tuple(args))
+                        rows: Iterable[dict[str, Any]] = await cur.fetchall()
+                    return [entry_of_row(r, content=True) for r in rows]
+                async with conn.cursor() as cur:  # tuples: (id, revision, deleted_at)
                     await cur.execute(sql, tuple(args))
-                    rows: Iterable[dict[str, Any]] = await cur.fetchall()
-        return [entry_of_row(r, content=content) for r in rows]
+                    light: Iterable[tuple[Any, ...]] = await cur.fetchall()
+        return [TruthEntry(str(i), int(rev), deleted is not None) for i, rev, deleted in light]
 
     async def by_ids(self, projector: Projector, ids: Sequence[str]) -> dict[str, TruthEntry]:
         rows = await self._truth.rows_by_id(projector, ids, primary=True)

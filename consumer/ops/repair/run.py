@@ -59,6 +59,7 @@ def wheel_config(settings: Settings) -> WheelConfig:
         page_min=r.page_min,
         page_max=r.page_max,
         page_target_s=r.page_target_s,
+        index_page_size=r.page_max,
         content_share=r.content_share,
         settle_s=r.settle_s,
         policy=SchedulePolicy(

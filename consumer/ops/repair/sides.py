@@ -3,8 +3,9 @@
 - `TruthSide.bucket_page`: rows of one key range, keyset by id (``id > after_id``), at most
   `limit`: id, revision, deleted_at, and the projector's columns only when `content` is asked.
 - `IndexSide.bucket_page`: documents of one ``sync_hash`` range, ordered by ``id`` after
-  `after_id`: ``_id``, ``source_revision``, ``projection_hash``, ``projection_schema_version``,
-  ``is_deleted``, and the whole ``_source`` only when `content` is asked.
+  `after_id`: ``_id``, ``_version`` (the external version: ``source_revision``),
+  ``projection_schema_version``, ``is_deleted``; ``projection_hash`` and the whole ``_source``
+  only when `content` is asked.
 - `by_ids` on both: the settle re-check of findings (always with content).
 
 MySQL: `consumer.ops.repair.mysql_side`; Elasticsearch: `consumer.ops.repair.es_side`.
@@ -62,12 +63,12 @@ def entry_of_source(
     schema = source.get("projection_schema_version")
     hash_ = source.get("projection_hash")
     return IndexEntry(
-        id=doc_id,
-        version=version,
-        projection_hash=hash_ if isinstance(hash_, str) else None,
-        schema_version=schema if isinstance(schema, int) else None,
-        is_deleted=source.get("is_deleted") is True,
-        source=source if content else None,
+        doc_id,
+        version,
+        hash_ if hash_.__class__ is str else None,
+        schema if schema.__class__ is int else None,
+        source.get("is_deleted") is True,
+        source if content else None,
     )
 
 

@@ -9,14 +9,14 @@ the bucket from its first key again, under the same new generation.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import aiomysql
 
-from consumer.mysql.pool import db_time, transaction, translate_errors
+from consumer.mysql.pool import db_time, expand_in, transaction, translate_errors
 
 __all__ = [
     "BucketState",
@@ -61,6 +61,14 @@ class WheelState(Protocol):
     async def begin(self, epoch: Epoch, bucket: int) -> int: ...
 
     async def complete(self, epoch: Epoch, state: BucketState) -> None: ...
+
+    async def begin_many(self, epoch: Epoch, buckets: Sequence[int]) -> dict[int, int]:
+        """`begin` of each bucket, at once (one transaction on MySQL)."""
+        ...
+
+    async def complete_many(self, epoch: Epoch, states: Sequence[BucketState]) -> None:
+        """`complete` of each state, at once (one transaction on MySQL)."""
+        ...
 
 
 async def ensure_epoch(
@@ -119,6 +127,13 @@ class InMemoryWheelState:
         generation = states[bucket].generation + 1
         states[bucket] = replace(states[bucket], running_generation=generation)
         return generation
+
+    async def begin_many(self, epoch: Epoch, buckets: Sequence[int]) -> dict[int, int]:
+        return {b: await self.begin(epoch, b) for b in buckets}
+
+    async def complete_many(self, epoch: Epoch, states: Sequence[BucketState]) -> None:
+        for state in states:
+            await self.complete(epoch, state)
 
     async def complete(self, epoch: Epoch, state: BucketState) -> None:
         states = self.states[(epoch.aggregate_type, epoch.epoch)]
@@ -211,47 +226,70 @@ class MysqlWheelState:
         return out
 
     async def begin(self, epoch: Epoch, bucket: int) -> int:
+        return (await self.begin_many(epoch, [bucket]))[bucket]
+
+    async def begin_many(self, epoch: Epoch, buckets: Sequence[int]) -> dict[int, int]:
+        if not buckets:
+            return {}
+        key = (self._key(epoch.aggregate_type), epoch.epoch)
         async with transaction(self._pool) as conn:
-            with translate_errors("begin repair bucket"):
+            with translate_errors("begin repair buckets"):
                 async with conn.cursor() as cur:
                     await cur.execute(
-                        "UPDATE search_repair_bucket SET running_generation = generation + 1"
-                        " WHERE aggregate_type = %s AND epoch = %s AND bucket = %s",
-                        (self._key(epoch.aggregate_type), epoch.epoch, bucket),
+                        expand_in(
+                            "UPDATE search_repair_bucket SET running_generation = generation + 1"
+                            " WHERE aggregate_type = %s AND epoch = %s AND bucket IN %s",
+                            len(buckets),
+                        ),
+                        (*key, *buckets),
                     )
                     await cur.execute(
-                        "SELECT running_generation FROM search_repair_bucket"
-                        " WHERE aggregate_type = %s AND epoch = %s AND bucket = %s",
-                        (self._key(epoch.aggregate_type), epoch.epoch, bucket),
+                        expand_in(
+                            "SELECT bucket, running_generation FROM search_repair_bucket"
+                            " WHERE aggregate_type = %s AND epoch = %s AND bucket IN %s",
+                            len(buckets),
+                        ),
+                        (*key, *buckets),
                     )
-                    (generation,) = await cur.fetchone()
-        return int(generation)
+                    found = {int(b): int(g) for b, g in await cur.fetchall()}
+        return {b: found[b] for b in buckets}
 
     async def complete(self, epoch: Epoch, state: BucketState) -> None:
-        at = state.last_complete_at
+        await self.complete_many(epoch, [state])
+
+    async def complete_many(self, epoch: Epoch, states: Sequence[BucketState]) -> None:
+        if not states:
+            return
         async with transaction(self._pool) as conn:
-            with translate_errors("complete repair bucket"):
+            with translate_errors("complete repair buckets"):
                 async with conn.cursor() as cur:
-                    await cur.execute(
-                        "UPDATE search_repair_bucket SET generation = %s,"
-                        " running_generation = NULL, last_complete_at = %s, drift_ewma = %s,"
-                        " last_counts = %s, cost_s = %s, rows_seen = %s WHERE aggregate_type = %s"
-                        " AND epoch = %s AND bucket = %s AND running_generation = %s",
-                        (
-                            state.generation,
-                            None if at is None else db_time(at),
-                            state.drift_ewma,
-                            json.dumps(dict(state.last_counts), sort_keys=True),
-                            state.cost_s,
-                            state.rows_seen,
-                            self._key(epoch.aggregate_type),
-                            epoch.epoch,
-                            state.bucket,
-                            state.generation,
-                        ),
-                    )
-                    if cur.rowcount != 1:
-                        raise RuntimeError(
-                            f"bucket {state.bucket}: generation {state.generation} is not the "
-                            "running one (another repair process?)"
-                        )
+                    for state in states:
+                        await self._complete(cur, epoch, state)
+
+    async def _complete(self, cur: Any, epoch: Epoch, state: BucketState) -> None:
+        """One bucket's completion; a generation that is no longer running fails the whole
+        transaction (another repair process took the bucket over)."""
+        at = state.last_complete_at
+        await cur.execute(
+            "UPDATE search_repair_bucket SET generation = %s,"
+            " running_generation = NULL, last_complete_at = %s, drift_ewma = %s,"
+            " last_counts = %s, cost_s = %s, rows_seen = %s WHERE aggregate_type = %s"
+            " AND epoch = %s AND bucket = %s AND running_generation = %s",
+            (
+                state.generation,
+                None if at is None else db_time(at),
+                state.drift_ewma,
+                json.dumps(dict(state.last_counts), sort_keys=True),
+                state.cost_s,
+                state.rows_seen,
+                self._key(epoch.aggregate_type),
+                epoch.epoch,
+                state.bucket,
+                state.generation,
+            ),
+        )
+        if cur.rowcount != 1:
+            raise RuntimeError(
+                f"bucket {state.bucket}: generation {state.generation} is not the "
+                "running one (another repair process?)"
+            )

@@ -1,17 +1,19 @@
 """The wheel: scan buckets, compare, settle, heal, commit the generation (docs/design.md,
 "Repair").
 
-One bucket scan: `begin` (generation g = committed + 1), read the bucket's whole key range on
-MySQL and on Elasticsearch in adaptive pages, compare (`consumer.ops.repair.compare`), wait
-`settle_s` and re-read every candidate by id on both sides (a change still in flight is not
-drift: only findings that hold again count), heal them through the outbox, then `complete`
-with the counts, cost and EWMA. A scan that fails on either side reports nothing from that
-bucket (no deletion finding from a partial read, invariant 13) and leaves it to be started
-again from its first key. Content (``_source`` and the row's projection) is checked on a share
-`content_share` of the buckets per rotation; revisions and flags on every scan.
+One scan covers a span of buckets (consecutive picks, `span_buckets` / `span_rows`): `begin`
+each (generation g = committed + 1), read them completely on MySQL and on Elasticsearch
+(`consumer.ops.repair.reader`: adjacent buckets in one key range, both sides at once), compare
+each (`consumer.ops.repair.compare`), wait `settle_s` once and re-read every candidate by id on
+both sides (a change still in flight is not drift: only findings that hold again count), heal
+them through the outbox, then `complete` each with its counts, cost and EWMA. A read that fails
+on either side reports nothing from any bucket of the span (no deletion finding from a partial
+read, invariant 13) and leaves each to be started again from its first key. Content (``_source``
+and the row's projection) is checked on a share `content_share` of the buckets per rotation;
+revisions and flags on every scan.
 
 Load (`consumer.ops.repair.load`): every MySQL page pays its rows into a rows/s bucket, every
-Elasticsearch request into a requests/s bucket, and before each bucket the live group's lag is
+Elasticsearch request into a requests/s bucket, and before each span the live group's lag is
 checked (`LagGuard`); a lag that stays too high stops the rotation (`RotationReport.stopped`).
 """
 
@@ -22,18 +24,18 @@ import logging
 import time
 import zlib
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TypeVar
 
 from consumer.mysql.pool import utc_now
 from consumer.ops.chunks import ChunkController
-from consumer.ops.repair.buckets import WHEEL_CANONICALIZATION_VERSION, bucket_range
-from consumer.ops.repair.compare import compare
+from consumer.ops.repair.buckets import WHEEL_CANONICALIZATION_VERSION
+from consumer.ops.repair.compare import compare, still_holding
 from consumer.ops.repair.heal import Healer
 from consumer.ops.repair.load import Limits, LiveLagTooHigh
-from consumer.ops.repair.model import Finding, FindingKind, IndexEntry, TruthEntry
+from consumer.ops.repair.model import Finding, FindingKind
+from consumer.ops.repair.reader import SpanReader
 from consumer.ops.repair.schedule import Choice, SchedulePolicy, choose, ewma
 from consumer.ops.repair.sides import IndexSide, TruthSide
 from consumer.ops.repair.state import BucketState, Epoch, WheelState, ensure_epoch
@@ -42,7 +44,6 @@ from consumer.projection import Projector
 __all__ = ["BucketReport", "RotationReport", "Wheel", "WheelConfig"]
 
 log = logging.getLogger(__name__)
-_E = TypeVar("_E", TruthEntry, IndexEntry)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +55,11 @@ class WheelConfig:
     page_target_s: float = 0.2
     content_share: float = 0.1
     settle_s: float = 10.0
+    # Elasticsearch pages of this fixed size (None: adaptive, as MySQL's): a range query costs
+    # its whole key range whatever the page, so fewer, larger pages cost less
+    index_page_size: int | None = None
+    span_buckets: int = 32  # buckets read together (adjacent ones in one key range)
+    span_rows: int = 50_000  # ... and at most this many rows by their last scans (>= 1 bucket)
     policy: SchedulePolicy = field(default_factory=SchedulePolicy)
 
 
@@ -121,9 +127,13 @@ class Wheel:
         self._sleep = sleep
         self._progress = progress
         self._limits = limits or Limits()
+        self._reader = SpanReader(
+            truth, index, self._limits, self._chunks(), self._chunks(config.index_page_size)
+        )
 
     async def rotation(self, limit: int | None = None) -> RotationReport:
-        """Scan every bucket of every type once (or the `limit` best per type), by priority."""
+        """Scan every bucket of every type once (or the `limit` best per type), by priority, a
+        span of consecutive picks at a time."""
         started = time.monotonic()
         report = RotationReport()
         for projector in self._projectors:
@@ -140,21 +150,24 @@ class Wheel:
             states = await self._state.buckets(epoch)
             now = self._clock()
             picked = choose(states.values(), now, self._config.policy, limit or len(states))
-            for n, choice in enumerate(picked, 1):
-                report.choices.append((projector.aggregate_type, choice))
+            n = 0
+            for span in self._spans(picked, states):
+                report.choices.extend((projector.aggregate_type, c) for c in span)
+                where = ", ".join(str(c.bucket) for c in span)
                 try:
-                    await self._limits.lag.wait(
-                        f"{projector.aggregate_type} bucket {choice.bucket}"
-                    )
+                    await self._limits.lag.wait(f"{projector.aggregate_type} buckets {where}")
                 except LiveLagTooHigh as exc:
                     report.stopped = str(exc)
                     break
-                bucket = await self.scan_bucket(projector, epoch, states[choice.bucket])
-                report.buckets.append(bucket)
-                if self._progress is not None:
-                    self._progress(bucket, n, len(picked))
-                if bucket.stopped is not None:
-                    report.stopped = bucket.stopped
+                scanned = await self.scan_span(projector, epoch, [states[c.bucket] for c in span])
+                for bucket in scanned:
+                    n += 1
+                    report.buckets.append(bucket)
+                    if self._progress is not None:
+                        self._progress(bucket, n, len(picked))
+                    if bucket.stopped is not None:
+                        report.stopped = bucket.stopped
+                if report.stopped is not None:
                     break
             after = await self._state.buckets(epoch)
             report.oldest_age_s[projector.aggregate_type] = max(
@@ -170,6 +183,25 @@ class Wheel:
         report.seconds = time.monotonic() - started
         return report
 
+    def _spans(
+        self, picked: Sequence[Choice], states: Mapping[int, BucketState]
+    ) -> Iterator[list[Choice]]:
+        """Consecutive picks, at most `span_buckets` and (by their last scans) `span_rows` rows
+        per span, at least one."""
+        span: list[Choice] = []
+        rows = 0
+        for choice in picked:
+            seen = states[choice.bucket].rows_seen or 0
+            if span and (
+                len(span) >= self._config.span_buckets or rows + seen > self._config.span_rows
+            ):
+                yield span
+                span, rows = [], 0
+            span.append(choice)
+            rows += seen
+        if span:
+            yield span
+
     def _content(self, bucket: int, generation: int) -> bool:
         share = self._config.content_share
         if share >= 1.0:
@@ -179,50 +211,98 @@ class Wheel:
     async def scan_bucket(
         self, projector: Projector, epoch: Epoch, prior: BucketState
     ) -> BucketReport:
-        generation = await self._state.begin(epoch, prior.bucket)
-        content = self._content(prior.bucket, generation)
-        report = BucketReport(projector.aggregate_type, prior.bucket, generation, content)
+        """One bucket on its own: a span of one."""
+        [report] = await self.scan_span(projector, epoch, [prior])
+        return report
+
+    async def scan_span(
+        self, projector: Projector, epoch: Epoch, priors: Sequence[BucketState]
+    ) -> list[BucketReport]:
+        """Begin every bucket of the span (a new generation each), read them completely on both
+        sides, then compare, settle, heal and complete each. A failed read interrupts them all
+        (nothing counts, each is scanned again from its first key: invariant 13)."""
+        reports: list[BucketReport] = []
+        generations = await self._state.begin_many(epoch, [p.bucket for p in priors])
+        for prior in priors:
+            generation = generations[prior.bucket]
+            content = self._content(prior.bucket, generation)
+            reports.append(
+                BucketReport(projector.aggregate_type, prior.bucket, generation, content)
+            )
         started = time.monotonic()
         alias = self._alias_for(projector.aggregate_type)
-        lo, hi = bucket_range(prior.bucket, epoch.bucket_count)
         try:
-            rows = await self._read_truth(projector, lo, hi, content)
-            docs = await self._read_index(alias, lo, hi, content)
-        except Exception as exc:  # a partial read: nothing from this bucket counts
-            report.interrupted = f"{type(exc).__name__}: {exc}"
-            report.seconds = time.monotonic() - started
-            log.warning("repair scan of bucket %s interrupted", prior.bucket, exc_info=True)
-            return report
-        report.rows, report.docs = len(rows), len(docs)
-        candidates = compare(projector, rows, docs, content=content, complete=True)
-        report.candidates = len(candidates)
-        findings = await self._settle(projector, alias, candidates)
-        appended_before = self._healer.appended
-        try:
-            report.appended = await self._healer.heal(findings)
-        except LiveLagTooHigh as exc:  # not completed: the bucket is scanned again next time
-            report.appended = self._healer.appended - appended_before
-            report.interrupted = report.stopped = str(exc)
-            report.seconds = time.monotonic() - started
-            return report
-        report.findings = findings
-        report.seconds = time.monotonic() - started
-        rate = len(report.findings) / max(len(rows), 1)
-        counts = Counter(f.kind.value for f in report.findings)
-        await self._state.complete(
-            epoch,
-            BucketState(
-                bucket=prior.bucket,
-                generation=generation,
-                running_generation=generation,
-                last_complete_at=self._clock(),
-                drift_ewma=ewma(prior.drift_ewma, rate, self._config.policy.alpha),
-                last_counts=dict(counts),
-                cost_s=report.seconds,
-                rows_seen=len(rows),
-            ),
+            entries = await self._reader.read(
+                projector,
+                alias,
+                epoch.bucket_count,
+                [r.bucket for r in reports],
+                {r.bucket for r in reports if r.content_checked},
+            )
+        except Exception as exc:  # a partial read: nothing from this span counts
+            cause = exc.exceptions[0] if isinstance(exc, ExceptionGroup) else exc
+            read_s = time.monotonic() - started
+            for r in reports:
+                r.interrupted = f"{type(cause).__name__}: {cause}"
+                r.seconds = read_s / len(reports)
+            log.warning(
+                "repair scan of buckets %s interrupted",
+                [r.bucket for r in reports],
+                exc_info=True,
+            )
+            return reports
+        read_s = time.monotonic() - started
+        total = sum(len(e.rows) + len(e.docs) for e in entries.values()) or 1
+        candidates: dict[int, list[Finding]] = {}
+        for r in reports:
+            e = entries[r.bucket]
+            r.rows, r.docs = len(e.rows), len(e.docs)
+            r.seconds = read_s * (r.rows + r.docs) / total
+            t0 = time.monotonic()
+            candidates[r.bucket] = compare(
+                projector, e.rows, e.docs, content=r.content_checked, complete=True
+            )
+            r.candidates = len(candidates[r.bucket])
+            r.seconds += time.monotonic() - t0
+        t0 = time.monotonic()
+        settled = await self._settle(
+            projector, alias, [f for r in reports for f in candidates[r.bucket]]
         )
-        return report
+        bucket_of_id = {f.id: r.bucket for r in reports for f in candidates[r.bucket]}
+        kept: dict[int, list[Finding]] = {r.bucket: [] for r in reports}
+        for f in settled:  # the settle may re-type a finding (missing <-> stale), not move it
+            kept[bucket_of_id[f.id]].append(f)
+        settle_s = (time.monotonic() - t0) / len(reports)
+        done: list[BucketState] = []  # completed together, one transaction
+        for n, (prior, r) in enumerate(zip(priors, reports, strict=True)):
+            t0 = time.monotonic()
+            findings = kept[r.bucket]
+            appended_before = self._healer.appended
+            try:
+                r.appended = await self._healer.heal(findings)
+            except LiveLagTooHigh as exc:  # not completed: scanned again next time
+                r.appended = self._healer.appended - appended_before
+                for rest in reports[n:]:
+                    rest.interrupted = rest.stopped = str(exc)
+                break
+            r.findings = findings
+            r.seconds += settle_s + time.monotonic() - t0
+            done.append(self._completed(prior, r))
+        await self._state.complete_many(epoch, done)
+        return reports
+
+    def _completed(self, prior: BucketState, r: BucketReport) -> BucketState:
+        rate = len(r.findings) / max(r.rows, 1)
+        return BucketState(
+            bucket=prior.bucket,
+            generation=r.generation,
+            running_generation=r.generation,
+            last_complete_at=self._clock(),
+            drift_ewma=ewma(prior.drift_ewma, rate, self._config.policy.alpha),
+            last_counts=dict(Counter(f.kind.value for f in r.findings)),
+            cost_s=r.seconds,
+            rows_seen=r.rows,
+        )
 
     async def _settle(
         self, projector: Projector, alias: str, candidates: list[Finding]
@@ -240,71 +320,14 @@ class Wheel:
         await self._limits.mysql_rows.take(len(ids))
         await self._limits.es_requests.take(1)
         docs = await self._index.by_ids(alias, ids)
-        again = {
-            (f.kind, f.id): f for f in compare(projector, rows, docs, content=True, complete=True)
-        }
-        kept: list[Finding] = []
-        for f in candidates:
-            row, doc = rows.get(f.id), docs.get(f.id)
-            if f.kind in (FindingKind.MISSING, FindingKind.STALE):
-                behind = doc is None or (
-                    f.row_revision is not None and doc.version < f.row_revision
-                )
-                if row is not None and behind and (doc is not None or not row.deleted):
-                    kind = FindingKind.MISSING if doc is None else FindingKind.STALE
-                    kept.append(
-                        Finding(
-                            kind,
-                            f.aggregate_type,
-                            f.id,
-                            row.revision,
-                            None if doc is None else doc.version,
-                            f.detail,
-                        )
-                    )
-            elif f.kind is FindingKind.ORPHAN:
-                if row is None and doc is not None and not doc.is_deleted:
-                    kept.append(Finding(f.kind, f.aggregate_type, f.id, None, doc.version))
-            elif (f.kind, f.id) in again:
-                kept.append(again[(f.kind, f.id)])
-        return kept
+        return still_holding(projector, candidates, rows, docs)
 
-    async def _read_truth(
-        self, projector: Projector, lo: int, hi: int, content: bool
-    ) -> dict[str, TruthEntry]:
-        async def page(after: str | None, n: int) -> list[TruthEntry]:
-            found = await self._truth.bucket_page(projector, lo, hi, after, n, content=content)
-            await self._limits.mysql_rows.take(len(found))
-            return found
-
-        return await self._pages(page)
-
-    async def _read_index(
-        self, alias: str, lo: int, hi: int, content: bool
-    ) -> dict[str, IndexEntry]:
-        async def page(after: str | None, n: int) -> list[IndexEntry]:
-            await self._limits.es_requests.take(1)
-            return await self._index.bucket_page(alias, lo, hi, after, n, content=content)
-
-        return await self._pages(page)
-
-    async def _pages(self, page: Callable[[str | None, int], Awaitable[list[_E]]]) -> dict[str, _E]:
-        """Every entry of a key range, keyset by id in adaptive pages, to the end."""
-        out: dict[str, _E] = {}
-        chunks = self._chunks()
-        after: str | None = None
-        while True:
-            size = chunks.current
-            t0 = time.monotonic()
-            found = await page(after, size)
-            chunks.observe(time.monotonic() - t0)
-            out.update((e.id, e) for e in found)
-            if len(found) < size:
-                return out
-            after = found[-1].id
-
-    def _chunks(self) -> ChunkController:
+    def _chunks(self, fixed: int | None = None) -> ChunkController:
         c = self._config
+        if fixed is not None:
+            return ChunkController(
+                minimum=fixed, maximum=fixed, target_s=c.page_target_s, current=fixed
+            )
         return ChunkController(
             minimum=c.page_min,
             maximum=c.page_max,

@@ -220,7 +220,12 @@ async def backfill_pass(
         projector=projector,
         target_index=target,
         chunks=ChunkController(
-            r.chunk_min, r.chunk_max, r.chunk_target_s, r.chunk_initial, r.chunk_max_step
+            r.chunk_min,
+            r.chunk_max,
+            r.chunk_target_s,
+            r.chunk_initial,
+            r.chunk_max_step,
+            quantum=e.bulk_max_actions,
         ),
         on_chunk=on_chunk,
     )

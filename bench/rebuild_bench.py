@@ -72,7 +72,7 @@ from consumer.projection import Projector, Row, registry_from_settings
 from consumer.search.admin import init_index
 from consumer.search.client import make_es_client
 from consumer.search.elasticsearch import EsIndexAdmin
-from consumer.search.es_index import BulkSizer, EsIndex
+from consumer.search.es_index import BulkSizer, EncodedBulk, EsIndex
 from consumer.search.sink import IndexOp, ItemResult, Sink
 from consumer.writer import PageWriter
 
@@ -101,7 +101,8 @@ class Report:
     # backfill (whole table)
     table_rows: int = 0
     backfill_rows: int = 0  # scanned, failed included
-    backfill_indexed: int = 0
+    backfill_indexed: int = 0  # documents written: the rows' plus the floor tombstones
+    backfill_tombstones: int = 0
     backfill_failed: int = 0
     backfill_chunks: int = 0
     backfill_bulks: int = 0
@@ -139,23 +140,26 @@ class Report:
 
 class RecordingIndex(EsIndex):
     """The backfill's writer (`EsIndex`, physical index), keeping the ops it was given so that
-    the raw bulk can send exactly the same documents."""
+    the raw bulk can send exactly the same documents, and counting and timing its bulk
+    requests."""
 
     def __init__(self, client: AsyncElasticsearch, sizer: BulkSizer, *, keep: bool) -> None:
         super().__init__(client, sizer=sizer, require_alias=False)
         self.ops: list[IndexOp] = []
         self.bulks = 0
         self.seconds = 0.0
-        self._sizer_ref = sizer
         self._keep = keep
 
     async def bulk_index(self, ops: Sequence[IndexOp]) -> list[ItemResult]:
         if self._keep:
             self.ops.extend(ops)
-        self.bulks += sum(1 for _ in self._sizer_ref.chunks(ops))
+        return await super().bulk_index(ops)
+
+    async def _bulk(self, bulk: EncodedBulk) -> list[ItemResult]:
+        self.bulks += 1
         t0 = time.monotonic()
         try:
-            return await super().bulk_index(ops)
+            return await super()._bulk(bulk)
         finally:
             self.seconds += time.monotonic() - t0
 
@@ -186,6 +190,7 @@ class PassResult:
     scan_seconds: float = math.nan
     write_seconds: float = math.nan
     complete: bool = False
+    tombstones: int = 0  # the floor pass's tombstones (written after the row scan)
     ops: list[IndexOp] = field(default_factory=list)
 
 
@@ -220,14 +225,20 @@ async def backfill_pass(
         projector=projector,
         target_index=target,
         chunks=ChunkController(
-            r.chunk_min, r.chunk_max, r.chunk_target_s, r.chunk_initial, r.chunk_max_step
+            r.chunk_min,
+            r.chunk_max,
+            r.chunk_target_s,
+            r.chunk_initial,
+            r.chunk_max_step,
+            quantum=e.bulk_max_actions,
         ),
         on_chunk=on_chunk,
     )
     after: str | None = None
     t0 = time.monotonic()
     if deadline is None:
-        out.complete = (await backfill.run(after_id=None)).complete
+        result = await backfill.run(after_id=None)
+        out.complete, out.tombstones = result.complete, result.tombstones
     else:
         while time.monotonic() < deadline:
             step = await backfill.run(after_id=after, stop_after_chunks=1)
@@ -383,43 +394,30 @@ class Bench:
         progress("the live consumer indexed them")
 
     async def backfill_vs_raw(self, report: Report) -> None:
-        assert self.pool is not None
-        truth = TimedTruth(self.pool)
-        report.table_rows = await truth.count(self.projector)
-        progress(f"backfill of the whole table ({report.table_rows} rows) into {self.alias}_v2")
-        p = await backfill_pass(
-            self.settings, self.client, truth, self.projector, f"{self.alias}_v2", keep=True
+        """Phases 1 and 2 in a child process (`compare`), as ``searchsync rebuild`` runs apart
+        from the live consumers: the in-process live consumer, indexing whatever the shared
+        topic carries, would otherwise take CPU from the backfill's event loop and not from the
+        raw bulk's, which barely needs any."""
+        progress(f"backfill of the whole table into {self.alias}_v2, then the raw bulk")
+        child = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.rebuild_bench",
+            "--backfill-child",
+            json.dumps({"compare": True}),
+            stdout=asyncio.subprocess.PIPE,
+            env=self.env,
         )
-        report.backfill_rows, report.backfill_indexed = p.rows, p.indexed
-        report.backfill_failed, report.backfill_chunks = p.failed, p.chunks
-        report.backfill_bulks, report.backfill_seconds = p.bulks, p.seconds
-        report.backfill_scan_seconds, report.backfill_write_seconds = (
-            p.scan_seconds,
-            p.write_seconds,
-        )
-        report.backfill_rows_per_s = p.rows / p.seconds
-        report.backfill_docs_per_s = p.indexed / p.seconds
+        out, _ = await asyncio.wait_for(child.communicate(), 600)
+        if child.returncode != 0:
+            raise RuntimeError(f"the backfill/raw child exited with {child.returncode}")
+        [line] = [x for x in out.decode().splitlines() if x.startswith("{")]
+        for name, value in json.loads(line).items():
+            setattr(report, name, value)
         progress(
-            f"backfill: {p.rows} rows in {p.seconds:.2f}s ({report.backfill_rows_per_s:.0f}/s)"
+            f"backfill: {report.backfill_rows} rows in {report.backfill_seconds:.2f}s; raw bulk:"
+            f" {report.raw_docs} docs in {report.raw_seconds:.2f}s; ratio {report.ratio:.2f}"
         )
-        last: dict[str, IndexOp] = {op.doc_id: op for op in p.ops}  # a retried op counts once
-        e = self.settings.elasticsearch
-        sizer = BulkSizer(e.bulk_max_actions, e.bulk_max_bytes)
-        body = plans.index_body(self.projector.mapping)
-        admin = EsIndexAdmin(self.client)
-        results: list[tuple[float, int, int]] = []
-        for in_flight in (1, 2):
-            scratch = f"{self.prefix}raw{in_flight}_{AGGREGATE_TYPE}_v1"
-            await admin.create_index(scratch, body)
-            ops = [IndexOp(scratch, o.doc_id, o.version, o.body_json) for o in last.values()]
-            results.append(await raw_bulk(self.client, ops, sizer, in_flight))
-        (raw_s, bulks, errors), (raw2_s, _, _) = results
-        report.raw_docs, report.raw_bulks, report.raw_errors = len(last), bulks, errors
-        report.raw_seconds, report.raw_docs_per_s = raw_s, len(last) / raw_s
-        report.raw2_seconds, report.raw2_docs_per_s = raw2_s, len(last) / raw2_s
-        report.ratio = report.backfill_docs_per_s / report.raw_docs_per_s
-        report.ratio_vs_raw2 = report.backfill_docs_per_s / report.raw2_docs_per_s
-        progress(f"raw bulk: {len(last)} docs in {raw_s:.2f}s; ratio {report.ratio:.2f}")
 
     async def measure_lag(self, label: str, report: Report, *, with_rebuild: bool) -> None:
         o = self.options
@@ -430,13 +428,13 @@ class Bench:
         rebuild: asyncio.subprocess.Process | None = None
         passes: list[dict[str, Any]] = []
         if with_rebuild:
-            spec = json.dumps({"seconds": o.lag_seconds + 1.5})
+            child_spec = json.dumps({"seconds": o.lag_seconds + 1.5})
             rebuild = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
                 "bench.rebuild_bench",
                 "--backfill-child",
-                spec,
+                child_spec,
                 stdout=asyncio.subprocess.PIPE,
                 env=self.env,
             )
@@ -470,17 +468,57 @@ class Bench:
         progress(f"{label}: p99 {report.lag[label]['p99_s']:.3f}s over {len(run.lags)} pages")
 
 
+async def compare(
+    settings: Settings, es: AsyncElasticsearch, pool: aiomysql.Pool, projector: Projector
+) -> dict[str, Any]:
+    """Phase 1, the backfill of the whole table into ``<alias>_v2``, then phase 2, the raw bulk
+    of exactly the documents it wrote, side by side in this process: the `Report` fields."""
+    alias, prefix = settings.alias(AGGREGATE_TYPE), settings.elasticsearch.index_prefix
+    truth = TimedTruth(pool)
+    r: dict[str, Any] = {"table_rows": await truth.count(projector)}
+    p = await backfill_pass(settings, es, truth, projector, f"{alias}_v2", keep=True)
+    docs = p.indexed + p.tombstones
+    r.update(backfill_rows=p.rows, backfill_indexed=docs, backfill_tombstones=p.tombstones)
+    r.update(backfill_failed=p.failed, backfill_chunks=p.chunks, backfill_bulks=p.bulks)
+    r.update(backfill_seconds=p.seconds, backfill_scan_seconds=p.scan_seconds)
+    r.update(backfill_write_seconds=p.write_seconds)
+    r.update(backfill_rows_per_s=p.rows / p.seconds, backfill_docs_per_s=docs / p.seconds)
+    last: dict[str, IndexOp] = {op.doc_id: op for op in p.ops}  # a retried op counts once
+    e = settings.elasticsearch
+    sizer = BulkSizer(e.bulk_max_actions, e.bulk_max_bytes)
+    body = plans.index_body(projector.mapping)
+    admin = EsIndexAdmin(es)
+    results: list[tuple[float, int, int]] = []
+    for in_flight in (1, 2):
+        scratch = f"{prefix}raw{in_flight}_{AGGREGATE_TYPE}_v1"
+        await admin.create_index(scratch, body)
+        ops = [IndexOp(scratch, o.doc_id, o.version, o.body_json) for o in last.values()]
+        results.append(await raw_bulk(es, ops, sizer, in_flight))
+    (raw_s, bulks, errors), (raw2_s, _, _) = results
+    r.update(raw_docs=len(last), raw_bulks=bulks, raw_errors=errors)
+    r.update(raw_seconds=raw_s, raw_docs_per_s=len(last) / raw_s)
+    r.update(raw2_seconds=raw2_s, raw2_docs_per_s=len(last) / raw2_s)
+    r.update(ratio=r["backfill_docs_per_s"] / r["raw_docs_per_s"])
+    r.update(ratio_vs_raw2=r["backfill_docs_per_s"] / r["raw2_docs_per_s"])
+    return r
+
+
 async def backfill_child(spec_json: str) -> None:
     """The rebuild during the second lag window (a child process, as ``searchsync rebuild``):
     backfill passes over the whole table into fresh indices until ``seconds`` have passed;
-    prints ``START``, then one JSON line per pass."""
-    seconds = float(json.loads(spec_json)["seconds"])
+    prints ``START``, then one JSON line per pass. With ``compare`` instead: phases 1 and 2
+    (`compare`), one JSON line."""
+    spec = json.loads(spec_json)
     settings = load_settings(dict(os.environ))
     projector = registry_from_settings(settings.projection).get(AGGREGATE_TYPE)
     alias = settings.alias(AGGREGATE_TYPE)
     pool = await open_pool(settings.mysql, maxsize=2)
     es = make_es_client(settings)
     try:
+        if spec.get("compare"):
+            print(json.dumps(await compare(settings, es, pool, projector)), flush=True)
+            return
+        seconds = float(spec["seconds"])
         print("START", flush=True)
         deadline = time.monotonic() + seconds
         version = 10
@@ -532,10 +570,10 @@ def render_text(r: Report) -> str:
         f"1. backfill (whole table)  {r.backfill_rows_per_s:8.0f} rows/s"
         f"  ({r.backfill_rows} rows in {r.backfill_seconds:.2f}s, {r.backfill_failed} refused"
         f" by the projector and counted; {r.backfill_chunks} chunks, {r.backfill_bulks} bulks)",
-        f"   documents written       {r.backfill_docs_per_s:8.0f} docs/s  ({r.backfill_indexed});"
-        f" of the time: MySQL scans {r.backfill_scan_seconds:.2f}s, bulks"
-        f" {r.backfill_write_seconds:.2f}s, projection and the rest"
-        f" {r.backfill_seconds - r.backfill_scan_seconds - r.backfill_write_seconds:.2f}s",
+        f"   documents written       {r.backfill_docs_per_s:8.0f} docs/s  ({r.backfill_indexed},"
+        f" {r.backfill_tombstones} of them floor tombstones);"
+        f" bulk requests {r.backfill_write_seconds:.2f}s of the {r.backfill_seconds:.2f}s, MySQL"
+        f" scans {r.backfill_scan_seconds:.2f}s (read ahead, overlapping the bulks)",
         f"2. raw bulk, same docs     {r.raw_docs_per_s:8.0f} docs/s"
         f"  ({r.raw_docs} docs in {r.raw_seconds:.2f}s, {r.raw_bulks} bulks, 1 in flight,"
         f" {r.raw_errors} errors); 2 in flight {r.raw2_docs_per_s:.0f} docs/s",

@@ -3,7 +3,10 @@
     next = clip(current * target / actual, min, max)
 
 with the change of one step limited to a factor `max_step` either way, so that one slow or
-fast chunk (a GC pause, a cold cache) cannot swing the size from one bound to the other. The
+fast chunk (a GC pause, a cold cache) cannot swing the size from one bound to the other. With a
+`quantum` (the backfill passes its bulk size), a new size of at least one quantum is rounded to
+the nearest multiple of it (within the step limit, never past the current size), so that a chunk
+is whole bulks, not a few and a small rest. The
 controller is pure: it holds only its current size, and `observe` is a function of that size
 and the measured latency. The rebuild's backfill uses it; a repair scan can too.
 """
@@ -21,7 +24,9 @@ class ChunkController:
     """The size of the next chunk, from the latency of the last one.
 
     `minimum <= current <= maximum` always holds. `target_s` is the latency to aim at; a
-    measured latency of 0 (or less) counts as "much faster than the target".
+    measured latency of 0 (or less) counts as "much faster than the target". `quantum` (1: off)
+    rounds a new size of at least `quantum` to the nearest multiple of it, within the step limit
+    and never past the current size.
     """
 
     minimum: int
@@ -29,6 +34,7 @@ class ChunkController:
     target_s: float
     current: int
     max_step: float = 2.0
+    quantum: int = 1
 
     def __post_init__(self) -> None:
         if self.minimum < 1 or self.maximum < self.minimum:
@@ -37,6 +43,8 @@ class ChunkController:
             raise ValueError(f"target_s must be a positive number, got {self.target_s}")
         if not (math.isfinite(self.max_step) and self.max_step > 1):
             raise ValueError(f"max_step must be a number > 1, got {self.max_step}")
+        if self.quantum < 1:
+            raise ValueError(f"quantum must be >= 1, got {self.quantum}")
         self.current = self._clip(self.current)
 
     def proposal(self, actual_s: float) -> int:
@@ -45,7 +53,14 @@ class ChunkController:
             ratio = self.max_step
         else:
             ratio = min(self.max_step, max(1 / self.max_step, self.target_s / actual_s))
-        return self._clip(round(self.current * ratio))
+        size, q = round(self.current * ratio), self.quantum
+        if q > 1 and size >= q:  # the nearest whole quanta, not past the current size or a step
+            snapped = round(size / q) * q
+            if size > self.current:
+                size = min(max(self.current, snapped), math.floor(self.current * self.max_step))
+            elif size < self.current:
+                size = max(min(self.current, snapped), math.ceil(self.current / self.max_step))
+        return self._clip(size)
 
     def observe(self, actual_s: float) -> int:
         """Record the latency of a chunk of `current` rows; return the next size."""

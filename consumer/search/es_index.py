@@ -28,7 +28,15 @@ from consumer.search.sink import (
     stored_projection,
 )
 
-__all__ = ["BulkSizer", "EsIndex"]
+__all__ = ["BulkSizer", "EncodedBulk", "EsIndex"]
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedBulk:
+    """One bulk request: its ops and its NDJSON body (an action line and a source line each)."""
+
+    ops: list[IndexOp]
+    body: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +72,23 @@ class BulkSizer:
         if chunk:
             yield chunk
 
+    def encode(self, ops: Sequence[IndexOp]) -> Iterator[EncodedBulk]:
+        """The bulks of `chunks`, each op's action line serialized once."""
+        chunk: list[IndexOp] = []
+        parts: list[bytes] = []
+        size = 0
+        for op in ops:
+            action = op.action_json()
+            cost = len(action) + len(op.body_json) + 2
+            if chunk and (len(chunk) >= self.max_actions or size + cost > self.max_bytes):
+                yield EncodedBulk(chunk, b"".join(parts))
+                chunk, parts, size = [], [], 0
+            chunk.append(op)
+            parts += (action, b"\n", op.body_json, b"\n")
+            size += cost
+        if chunk:
+            yield EncodedBulk(chunk, b"".join(parts))
+
 
 class EsIndex:
     """`SearchIndex` over `AsyncElasticsearch`. Chunks run one after another, in order.
@@ -85,20 +110,17 @@ class EsIndex:
 
     async def bulk_index(self, ops: Sequence[IndexOp]) -> list[ItemResult]:
         results: list[ItemResult] = []
-        for chunk in self._sizer.chunks(ops):
-            results.extend(await self._bulk(chunk))
+        for bulk in self._sizer.encode(ops):
+            results.extend(await self._bulk(bulk))
         return results
 
-    async def _bulk(self, chunk: list[IndexOp]) -> list[ItemResult]:
-        lines: list[bytes] = []
-        for op in chunk:
-            lines.append(op.action_json())
-            lines.append(op.body_json)
+    async def _bulk(self, bulk: EncodedBulk) -> list[ItemResult]:
+        chunk = bulk.ops
         try:
-            # The client's NDJSON serializer passes bytes lines through unchanged; the type
-            # stubs only know dicts, hence the cast.
+            # The client's NDJSON serializer passes an encoded body through unchanged; the
+            # type stubs only know dicts, hence the cast.
             response = await self._client.bulk(
-                operations=cast(Any, lines),
+                operations=cast(Any, bulk.body),
                 require_alias=self._require_alias,
                 filter_path="items.*.status,items.*.error.type,items.*.error.reason",
             )

@@ -12,7 +12,7 @@ latency = st.floats(min_value=1e-6, max_value=1e4, allow_nan=False, allow_infini
 
 
 @st.composite
-def controllers(draw: st.DrawFn) -> ChunkController:
+def controllers(draw: st.DrawFn, quantum: bool = True) -> ChunkController:
     lo = draw(st.integers(1, 10_000))
     hi = draw(st.integers(lo, 100_000))
     return ChunkController(
@@ -21,6 +21,7 @@ def controllers(draw: st.DrawFn) -> ChunkController:
         target_s=draw(latency),
         current=draw(st.integers(lo, hi)),
         max_step=draw(st.floats(1.01, 10.0)),
+        quantum=draw(st.sampled_from([1, 7, 500]) if quantum else st.just(1)),
     )
 
 
@@ -50,7 +51,7 @@ def test_the_next_size_is_monotone_in_the_ratio(c: ChunkController, a: float, b:
     assert c.proposal(faster) >= c.proposal(slower)
 
 
-@given(controllers())
+@given(controllers(quantum=False))
 def test_the_formula_inside_the_bounds(c: ChunkController) -> None:
     c.current = c.minimum
     # half the target latency: twice the size (within the step limit and the bounds)
@@ -79,3 +80,27 @@ def test_bad_parameters_are_refused(kwargs: dict[str, float]) -> None:
     args = {"target_s": 1.0, "current": 1, **kwargs}
     with pytest.raises(ValueError):
         ChunkController(**args)  # type: ignore[arg-type]
+
+
+@given(controllers(), latency)
+def test_a_new_size_of_a_quantum_or_more_is_whole_quanta(c: ChunkController, actual: float) -> None:
+    before = c.current
+    after = c.observe(actual)
+    bounds = (c.minimum, c.maximum, int(before * c.max_step), -(-before // c.max_step))
+    if after != before and after >= c.quantum and after not in bounds:
+        assert after % c.quantum == 0
+
+
+def test_the_backfill_grows_by_whole_bulks() -> None:
+    c = ChunkController(minimum=50, maximum=5000, target_s=0.5, current=500, quantum=500)
+    assert [c.observe(0.3) for _ in range(5)] == [1000, 1500, 2500, 4000, 5000]  # x1.67, nearest
+    assert c.observe(0.55) == 4500  # 4545
+    assert c.observe(0.8) == 3000  # 2812 rounds up
+    assert c.observe(2.0) == 1500  # 750: the step limit (a factor 2) holds
+    assert c.observe(0.5) == 1500
+    assert ChunkController(50, 5000, 0.5, 400, quantum=500).observe(0.6) == 333  # below one bulk
+
+
+def test_quantum_must_be_positive() -> None:
+    with pytest.raises(ValueError):
+        ChunkController(minimum=1, maximum=10, target_s=1.0, current=5, quantum=0)

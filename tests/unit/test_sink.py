@@ -244,6 +244,19 @@ def test_bulk_sizer_bounds_count_and_bytes_and_keeps_order(
         assert size <= max_bytes or len(chunk) == 1
 
 
+@given(sized_ops, st.integers(1, 10), st.integers(1, 2000))
+def test_encoded_bulks_are_the_sizers_chunks_as_ndjson(
+    ops: list[IndexOp], max_actions: int, max_bytes: int
+) -> None:
+    sizer = BulkSizer(max_actions, max_bytes)
+    bulks = list(sizer.encode(ops))
+    assert [b.ops for b in bulks] == list(sizer.chunks(ops))
+    for bulk in bulks:
+        want = b"".join(o.action_json() + b"\n" + o.body_json + b"\n" for o in bulk.ops)
+        assert bulk.body == want
+        assert len(bulk.body) == sum(BulkSizer.op_bytes(o) for o in bulk.ops)
+
+
 def test_bulk_sizer_rejects_zero() -> None:
     with pytest.raises(ValueError):
         BulkSizer(0, 10)
@@ -297,7 +310,10 @@ async def test_es_index_sends_external_versions_through_the_alias() -> None:
     results = await es_index(client).bulk_index(ops)
     [call] = client.bulk_calls
     assert call["require_alias"] is True
-    lines = call["operations"]
+    body = call["operations"]
+    assert isinstance(body, bytes) and body.endswith(b"\n")  # one NDJSON body, encoded once
+    lines = body.split(b"\n")[:-1]
+    assert len(lines) == 4
     assert lines[1] == ops[0].body_json and lines[3] == ops[1].body_json
     assert orjson.loads(lines[2]) == {
         "index": {"_index": "wiki", "_id": "p2", "version": 4, "version_type": "external"}

@@ -32,6 +32,8 @@ __all__ = ["Backfill", "BackfillResult", "ChunkDone", "TruthScan"]
 _WRITE_ATTEMPTS: Final = 5
 _FIRST_RETRY_S: Final = 0.5
 _KEEP_FAILURES: Final = 20
+_READ_AHEAD: Final = 2  # chunks scanned and projected ahead of the writes
+_YIELD_EVERY: Final = 32  # rows projected between two turns of the event loop
 
 
 class TruthScan(Protocol):
@@ -116,27 +118,23 @@ class Backfill:
     ) -> BackfillResult:
         """Scan from `after_id` to the end (or `stop_after_chunks` chunks, for drills).
 
-        The next chunk is read and projected while the current one is being written, so MySQL
-        and the projection overlap with Elasticsearch; progress (`on_chunk`, which persists the
-        last id) still moves only after a chunk's writes are acknowledged."""
+        A reader task scans and projects up to `_READ_AHEAD` chunks ahead of the writes, so
+        MySQL and the projection overlap with Elasticsearch; progress (`on_chunk`, which
+        persists the last id) still moves only after a chunk's writes are acknowledged, in
+        scan order."""
         result = BackfillResult(after_id, rows_done, rows_failed)
+        ready: asyncio.Queue[_Prepared | Exception] = asyncio.Queue(maxsize=_READ_AHEAD)
+        reader = asyncio.ensure_future(self._read(after_id, stop_after_chunks, ready))
         last_done = self._clock()
-        upcoming: asyncio.Task[_Prepared] | None = asyncio.ensure_future(
-            self._prepare(result.last_id, self._chunks.current)
-        )
         try:
-            while upcoming is not None:
-                chunk = await upcoming
-                upcoming = None
+            while stop_after_chunks is None or result.chunks < stop_after_chunks:
+                chunk = await ready.get()
+                if isinstance(chunk, Exception):
+                    raise chunk
                 if not chunk.rows:
                     result.tombstones = await self._floor_tombstones(result)
                     result.complete = True
                     return result
-                more = stop_after_chunks is None or result.chunks + 1 < stop_after_chunks
-                if more:
-                    upcoming = asyncio.ensure_future(
-                        self._prepare(str(chunk.rows[-1]["id"]), self._chunks.current)
-                    )
                 for doc_id, message in chunk.failures:
                     self._keep(result, doc_id, message)
                 indexed, refused = await self._write(chunk.ops, result)
@@ -153,16 +151,40 @@ class Backfill:
                 )
             return result
         finally:
-            if upcoming is not None:
-                upcoming.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await upcoming
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+
+    async def _read(
+        self,
+        after_id: str | None,
+        stop_after_chunks: int | None,
+        ready: asyncio.Queue[_Prepared | Exception],
+    ) -> None:
+        """Scan and project chunk after chunk into `ready` (an empty chunk: the end). A failure
+        is queued too, after the chunks read before it, so the writes of those still count."""
+        chunks = 0
+        while stop_after_chunks is None or chunks < stop_after_chunks:
+            try:
+                chunk = await self._prepare(after_id, self._chunks.current)
+            except Exception as exc:
+                await ready.put(exc)
+                return
+            await ready.put(chunk)
+            if not chunk.rows:
+                return
+            chunks += 1
+            after_id = str(chunk.rows[-1]["id"])
 
     async def _floor_tombstones(self, result: BackfillResult) -> int:
         """Tombstones for the hard-deleted ids (`search_revision_floor`) at their floor: the new
-        index then holds every delete the old one held, not only those after the watermark. An
-        id created again holds a newer revision, so its tombstone is refused (a harmless 409).
-        Idempotent: an interrupted rebuild writes them again on `--resume`."""
+        index then holds every delete the old one held, not only those after the watermark.
+        Idempotent: an interrupted rebuild writes them again on `--resume`.
+
+        An id created again since has a row at a newer revision: its own document (the scan's,
+        or the catch-up's for a row created after the scan passed it) outranks the tombstone,
+        which is therefore not sent. Sending it would only be refused, and confirming that 409
+        costs a real-time read, which on an index filled with refreshes off forces a refresh."""
         written, after = 0, None
         while True:
             page = await self._truth.floor_page(
@@ -170,10 +192,12 @@ class Backfill:
             )
             if not page:
                 return written
+            rows = await self._truth.rows_by_id(self._projector, [i for i, _ in page])
             at = datetime.now(UTC)
             ops = [
                 IndexOp.from_document(self._target, self._projector.tombstone(i, rev, at=at))
                 for i, rev in page
+                if not _outranks(rows.get(i), rev)
             ]
             indexed, _ = await self._write(ops, result)
             written += indexed
@@ -184,7 +208,9 @@ class Backfill:
         rows = await self._truth.scan(self._projector, after_id, size)
         ops: list[IndexOp] = []
         failures: list[tuple[str, str]] = []
-        for row in rows:
+        for n, row in enumerate(rows, start=1):
+            if n % _YIELD_EVERY == 0:
+                await asyncio.sleep(0)  # let a finished bulk's answer be handled, the next sent
             try:
                 document = self._projector.project(row)
             except PoisonMessage as exc:
@@ -195,6 +221,8 @@ class Backfill:
 
     async def _write(self, ops: list[IndexOp], result: BackfillResult) -> tuple[int, int]:
         """Write `ops`; (indexed, refused). Transient failures are retried, then raised."""
+        if not ops:
+            return 0, 0
         indexed = refused = 0
         pending = ops
         delay = _FIRST_RETRY_S
@@ -229,3 +257,9 @@ class Backfill:
     def _keep(result: BackfillResult, doc_id: str, message: str) -> None:
         if len(result.failures) < _KEEP_FAILURES:
             result.failures.append((doc_id, message))
+
+
+def _outranks(row: Row | None, floor: int) -> bool:
+    """True when `row` exists at a revision above the revision floor `floor`."""
+    revision = None if row is None else row.get("revision")
+    return isinstance(revision, int) and not isinstance(revision, bool) and revision > floor

@@ -231,7 +231,12 @@ class Rebuilder:
             projector=projector,
             target_index=record.target_index,
             chunks=ChunkController(
-                r.chunk_min, r.chunk_max, r.chunk_target_s, r.chunk_initial, r.chunk_max_step
+                r.chunk_min,
+                r.chunk_max,
+                r.chunk_target_s,
+                r.chunk_initial,
+                r.chunk_max_step,
+                quantum=self.d.settings.elasticsearch.bulk_max_actions,  # whole bulks
             ),
             on_chunk=on_chunk,
         )

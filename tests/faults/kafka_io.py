@@ -100,7 +100,7 @@ def replay_sample(
             "enable.auto.commit": False,
         }
     )
-    seen: list[tuple[bytes | None, bytes]] = []
+    seen: list[tuple[bytes, bytes]] = []
     try:
         todo = {p: ends[p] for p in ends if ends[p] > start.get(p, 0)}
         c.assign([TopicPartition(topic, p, start.get(p, 0)) for p in todo])
@@ -109,15 +109,14 @@ def replay_sample(
             if not msgs:
                 break
             for m in msgs:
-                key = m.key() or b""
-                if (
-                    m.error() is None
-                    and key.startswith(key_prefix.encode())
-                    and _is_event(m.value())
-                ):
-                    seen.append((m.key(), m.value()))
-                if m.offset() + 1 >= todo.get(m.partition(), 0):
-                    todo.pop(m.partition(), None)
+                if m.error() is not None:
+                    continue
+                key, value = m.key() or b"", m.value() or b""
+                if key.startswith(key_prefix.encode()) and _is_event(value):
+                    seen.append((key, value))
+                partition, offset = m.partition() or 0, m.offset() or 0
+                if offset + 1 >= todo.get(partition, 0):
+                    todo.pop(partition, None)
     finally:
         c.close()
     sample = rng.sample(seen, min(n, len(seen)))

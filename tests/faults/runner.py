@@ -125,6 +125,8 @@ async def run_schedule(schedule: Schedule, stack: Stack, log_root: Path) -> Resu
         await asyncio.to_thread(_recover, run, result)
         await _quiesce(run, pool, es, result)
         await _final_evidence(run, pool, es, result)
+        if not result.problems:  # a failed run's index stays, for the post-mortem
+            await es.indices.delete(index=index)
     except Exception as exc:  # a broken run is a failed schedule, with its logs kept
         result.problems.append(f"{type(exc).__name__}: {exc}")
     finally:

@@ -35,7 +35,7 @@ class RunState:
     rng: random.Random
     members_wanted: int
     hostile: list[Hostile] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    restarted: set[str] = field(default_factory=set)  # services a step stopped and started
 
 
 async def apply(step: Step, run: RunState) -> str:
@@ -62,9 +62,11 @@ async def apply(step: Step, run: RunState) -> str:
         return f"members {len(g.live)}"
     if f in (Fault.KAFKA_RESTART, Fault.CONNECT_RESTART, Fault.MYSQL_RESTART):
         service = {Fault.KAFKA_RESTART: "kafka", Fault.CONNECT_RESTART: "connect"}.get(f, "mariadb")
+        run.restarted.add(service)
         await asyncio.to_thread(run.stack.restart, service, slog)
         return f"{service} restarted"
     if f is Fault.ES_RESTART:
+        run.restarted.add("elasticsearch")
         await asyncio.to_thread(run.stack.restart, "elasticsearch", slog, step.duration_s)
         return f"elasticsearch down {step.duration_s}s, restarted"
     if f is Fault.CONNECTOR_TASK_RESTART:

@@ -155,7 +155,9 @@ def _recover(run: inject.RunState, result: Result) -> None:
     """Undo what may still be in force and wait for every service to be ready (with the
     scripts' deadlines); the connector must be RUNNING again on its own."""
     run.proxy.reject_share = 0.0
-    for service in SERVICES:
+    for service in SERVICES:  # only what a step restarted: a stack it never touched stays as is
+        if service not in run.restarted:
+            continue
         if service == "connect" and run.stack.connector_state()[0] != "HTTP 0":
             continue  # up: `connect.sh start` would also PUT the connector's config again
         run.stack.script(service, "start", run.log_dir / "services.log")

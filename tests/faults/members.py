@@ -99,12 +99,12 @@ class Group:
         m.signal(signal.SIGKILL)
         self._reap(m, f"SIGTERM, kill -9 after {delay_s:.3f}s", 30)
 
-    def stop_all(self, *, deadline_s: float = 60) -> list[int | None]:
+    def stop_all(self, *, deadline_s: float = 60) -> list[tuple[Member, int | None]]:
         """SIGTERM every live member and wait: the graceful shutdown commits what finished."""
         live = self.live
         for m in live:
             m.signal(signal.SIGTERM)
-        return [self._reap(m, "SIGTERM (stop all)", deadline_s) for m in live]
+        return [(m, self._reap(m, "SIGTERM (stop all)", deadline_s)) for m in live]
 
     def top_up(self, n: int) -> None:
         """Start members until `n` are alive (at most `MAX_MEMBERS`)."""

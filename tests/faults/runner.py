@@ -194,9 +194,16 @@ async def _quiesce(run: inject.RunState, pool: object, es: object, result: Resul
 
 
 async def _final_evidence(run: inject.RunState, pool: object, es: object, result: Result) -> None:
-    codes = await asyncio.to_thread(run.group.stop_all)
-    if any(c != 0 for c in codes):
-        result.problems.append(f"a member's graceful stop exited {codes}")
+    stopped = await asyncio.to_thread(run.group.stop_all)
+    # a member SIGTERMed while still importing (no "searchsync running" yet) dies of the
+    # signal before it has a handler; it had consumed nothing: not a failed shutdown
+    bad = [
+        (m.number, c)
+        for m, c in stopped
+        if c != 0 and b"searchsync running" in m.log_path.read_bytes()
+    ]
+    if bad:
+        result.problems.append(f"a member's graceful stop exited (member, code): {bad}")
     report = await checker.check(pool, es, run.settings.alias("wiki_page"), run.prefix)  # type: ignore[arg-type]
     result.rows, result.hard_deleted = report.rows, report.hard_deleted
     result.divergent, result.resurrected = report.divergent, report.resurrected

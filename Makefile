@@ -4,11 +4,12 @@ PY    := .venv/bin/python
 STACK := deploy/local/stack.sh
 PYTEST_ARGS ?=
 
-.PHONY: help install venv up down status demo test check-bare test-unit test-integration lint typecheck fmt bench bench-rebuild bench-repair clean
+.PHONY: help install venv up down status demo test check-bare test-unit test-integration faults lint typecheck fmt bench bench-rebuild bench-repair clean
 
 help:
 	@echo "make demo   bring the local stack up and run searchsync on a stream of real page writes"
 	@echo "make test   bring the stack up, run unit + integration tests, tear the stack down"
+	@echo "make faults SEED=1 COUNT=200   the fault-injection suite (tests/faults/README.md)"
 	@echo "make up | down | status | clean | lint | typecheck | bench | bench-rebuild | bench-repair | check-bare"
 
 # What the machine lacks (Debian packages: MariaDB, Maven, a JDK ...): installed as root, otherwise
@@ -40,6 +41,15 @@ test-unit: venv
 
 test-integration: venv up
 	@bash deploy/pytest.sh tests/integration $(PYTEST_ARGS)
+
+# The fault-injection suite (tests/faults/README.md): the stale-delete tests including the
+# Elasticsearch restart, then schedules SEED .. SEED+COUNT-1, each about 30-120 s; against the
+# stack the SEARCHSYNC_* / deploy/local env names (default: the local stack).
+SEED  ?= 1
+COUNT ?= 10
+faults: venv up
+	@SEARCHSYNC_FAULTS_RESTARTS=1 bash deploy/pytest.sh tests/faults/test_stale_delete.py $(PYTEST_ARGS)
+	@$(PY) -m tests.faults --seed $(SEED) --count $(COUNT) $(FAULTS_ARGS)
 
 # The README's test command: lint and types first, then the stack comes up, every test runs,
 # the stack goes down again (also when tests fail); the exit code is the tests'.

@@ -188,12 +188,14 @@ class KafkaIntake:
             failed = [tp for tp, ok in results.items() if not ok]
             if failed:
                 log.warning("commit on revoke failed", extra={"partitions": failed})
+        _resume(consumer, partitions)
         self._to_loop(lambda parts: self._listener.revoked(parts, lost=False), tps)
 
     def _on_lost(self, consumer: Any, partitions: list[KafkaTopicPartition]) -> None:
         # Lost partitions may already belong to another member: commit nothing for them.
         tps = [(tp.topic, tp.partition) for tp in partitions]
         log.warning("partitions lost", extra={"partitions": [f"{t}[{p}]" for t, p in tps]})
+        _resume(consumer, partitions)
         self._to_loop(lambda parts: self._listener.revoked(parts, lost=True), tps)
 
     def _to_loop(
@@ -219,6 +221,18 @@ class KafkaIntake:
     async def _call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, lambda: fn(*args, **kwargs))
+
+
+def _resume(consumer: Any, partitions: list[KafkaTopicPartition]) -> None:
+    """Resume partitions on their way out. librdkafka keeps a partition's pause across a
+    revoke, so one paused here (backpressure) and assigned back to this member later would never
+    be fetched again, while the pipeline, which forgets a revoked partition's pause, would never
+    resume it (the fault suite found it: tests/faults, seed 21). Backpressure pauses it again
+    after a new assignment if the pressure is still there."""
+    try:
+        consumer.resume(partitions)
+    except KafkaException as exc:  # not assigned any more: nothing is paused either
+        log.debug("resume on revoke failed", extra={"error": str(exc)})
 
 
 def _raw(m: Message) -> RawMessage:

@@ -13,14 +13,14 @@ write_props() {
   mkdir -p "$STACK_DIR/connect" "$LOG_DIR" "$RUN_DIR"
   cat >"$props" <<PROPS
 bootstrap.servers=127.0.0.1:$KAFKA_PORT
-group.id=searchsync-connect
+group.id=$CONNECT_GROUP_ID
 listeners=http://127.0.0.1:$CONNECT_PORT
 rest.advertised.host.name=127.0.0.1
 rest.advertised.port=$CONNECT_PORT
 plugin.path=$DIST_DIR/connect-plugins
-config.storage.topic=searchsync-connect-configs
-offset.storage.topic=searchsync-connect-offsets
-status.storage.topic=searchsync-connect-status
+config.storage.topic=$CONNECT_GROUP_ID-configs
+offset.storage.topic=$CONNECT_GROUP_ID-offsets
+status.storage.topic=$CONNECT_GROUP_ID-status
 config.storage.replication.factor=1
 offset.storage.replication.factor=1
 status.storage.replication.factor=1
@@ -53,6 +53,8 @@ register() {
   local body
   body=$(MYSQL_HOST=$MYSQL_HOST MYSQL_PORT=$MYSQL_PORT MYSQL_DATABASE=$MYSQL_DATABASE KAFKA_PORT=$KAFKA_PORT \
     DEBEZIUM_DB_USER=$DEBEZIUM_DB_USER DEBEZIUM_DB_PASSWORD=$DEBEZIUM_DB_PASSWORD \
+    DEBEZIUM_SERVER_ID=$DEBEZIUM_SERVER_ID DEBEZIUM_TOPIC_PREFIX=$DEBEZIUM_TOPIC_PREFIX \
+    DEBEZIUM_SCHEMA_HISTORY_TOPIC=$DEBEZIUM_SCHEMA_HISTORY_TOPIC \
     python3 -c 'import json, os, sys; print(json.dumps({k: os.path.expandvars(v) for k, v in json.load(open(sys.argv[1])).items()}))' \
     "$REPO_DIR/connect/outbox-connector.json")
   local code

@@ -9,6 +9,7 @@ RUN_DIR=${RUN_DIR:-$STACK_DIR/run}
 MYSQL_HOST=${MYSQL_HOST:-127.0.0.1}
 MYSQL_PORT=${MYSQL_PORT:-3306}
 MYSQL_DATABASE=${MYSQL_DATABASE:-searchsync}
+MYSQL_SERVER_ID=${MYSQL_SERVER_ID:-1}               # the server's own id in the replication topology
 # The services' own state (MariaDB's data, Elasticsearch's home, data and logs) belongs to their
 # service users (mysql, $ES_USER), which must be able to traverse every parent directory of it. A
 # clone inside a directory other users cannot enter (a mode-700 home, say) cannot give them that,
@@ -48,6 +49,11 @@ KAFKA_HEAP=${KAFKA_HEAP:-512m}
 CONNECT_PORT=${CONNECT_PORT:-8083}
 CONNECT_HEAP=${CONNECT_HEAP:-1g}
 CONNECTOR_NAME=${CONNECTOR_NAME:-searchsync-outbox}
+CONNECT_GROUP_ID=${CONNECT_GROUP_ID:-searchsync-connect}   # the worker group and its storage topics' prefix
+# Debezium: its replica id towards MariaDB (unique per MariaDB server), its topic prefix, its schema history
+DEBEZIUM_SERVER_ID=${DEBEZIUM_SERVER_ID:-184054}
+DEBEZIUM_TOPIC_PREFIX=${DEBEZIUM_TOPIC_PREFIX:-searchsync}
+DEBEZIUM_SCHEMA_HISTORY_TOPIC=${DEBEZIUM_SCHEMA_HISTORY_TOPIC:-searchsync.schema-history}
 
 ES_PORT=${ES_PORT:-9200}
 ES_TRANSPORT_PORT=${ES_TRANSPORT_PORT:-9300}

@@ -21,7 +21,7 @@ port = $MYSQL_PORT
 bind-address = 127.0.0.1
 log-error = $err_log
 # Debezium reads the binlog: it must be on, row-based, with full row images and a server id.
-server-id = 1
+server-id = $MYSQL_SERVER_ID
 log-bin = $MYSQL_DIR/binlog/mysql-bin
 binlog_format = ROW
 binlog_row_image = FULL

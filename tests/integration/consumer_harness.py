@@ -83,7 +83,9 @@ class InProcessConsumer:
     """`run_consumer` as a task of the test's event loop."""
 
     def __init__(self, env: Mapping[str, str]) -> None:
-        self.settings: Settings = load_settings(env)
+        # the process environment first (SEARCHSYNC_* pointing the tests at another stack, as the
+        # fixtures read it), then the test's own settings; `SubprocessConsumer` does the same
+        self.settings: Settings = load_settings({**os.environ, **env})
         self.metrics = Metrics()
         self.stop = asyncio.Event()
         self.task: asyncio.Task[int] | None = None

@@ -36,6 +36,10 @@ class FakeConfluentConsumer:
         self.reject: set[TopicPartition] = set()
         self.callbacks: dict[str, Any] = {}
         self.assignment: list[TopicPartition] = []
+        self.resumed: list[TopicPartition] = []
+
+    def resume(self, partitions: list[KafkaTopicPartition]) -> None:
+        self.resumed += [(tp.topic, tp.partition) for tp in partitions]
 
     def subscribe(self, topics: list[str], **callbacks: Any) -> None:
         self.callbacks = callbacks
@@ -158,6 +162,21 @@ async def test_a_revoke_drains_on_the_loop_and_commits_before_the_callback_retur
     assert committed == {TP0: 7}  # only the revoked partition's finished prefix
     assert thread.startswith("searchsync-kafka")  # the consumer's own thread
     assert listener.threads == {threading.current_thread().name}  # the loop's thread
+    await intake.close()
+
+
+async def test_revoked_and_lost_partitions_leave_resumed() -> None:
+    """librdkafka keeps a pause across a revoke: a partition paused by backpressure and later
+    assigned back to the same member must not stay paused (tests/faults seed 21)."""
+    intake, consumer, _listener, _log = await _intake({TP0: 7, TP1: 3})
+    consumer.assign([TP0, TP1])
+    await intake.consume(10, 0.0)
+    assert consumer.resumed == []
+    consumer.revoke([TP0])
+    consumer.lose([TP1])
+    await intake.consume(10, 0.0)
+    assert consumer.resumed == [TP0, TP1]
+    consumer.assignment = []
     await intake.close()
 
 

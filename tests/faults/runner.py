@@ -73,6 +73,9 @@ def member_env(tag: str, es_url: str) -> dict[str, str]:
         "SEARCHSYNC_PIPELINE_SHUTDOWN_DEADLINE_S": "15",
         "SEARCHSYNC_KAFKA_SESSION_TIMEOUT_MS": "6000",
         "SEARCHSYNC_KAFKA_POLL_BATCH_SIZE": "50",
+        # the offsets evidence reads one line per event outcome; at INFO successes are one
+        # "batch settled" line per batch, the per-event lines are DEBUG (docs/consumer.md, Logs)
+        "SEARCHSYNC_OBSERVABILITY_LOG_LEVEL": "DEBUG",
     }
 
 

@@ -244,11 +244,13 @@ async def hot_key(
 async def paced_writer_child(spec_json: str) -> None:
     """The lag phase's writers (run as a child process): create up to ``count`` pages at
     ``rate``/s from ``writers`` concurrent writers for at most ``seconds``, printing
-    ``<id> <monotonic commit time>`` per page."""
+    ``<id> <monotonic commit time>`` per page. With ``tolerant`` a write that fails (MariaDB
+    restarting) skips its page instead of ending the writers."""
     spec = json.loads(spec_json)
     prefix, first, count = str(spec["prefix"]), int(spec["first"]), int(spec["count"])
     rate, writers = float(spec["rate"]), int(spec["writers"])
     seconds = float(spec["seconds"])
+    tolerant = bool(spec.get("tolerant", False))  # a failed write skips its page (recovery bench)
     m = load_settings(dict(os.environ)).mysql
     pool = await create_pool(
         host=m.host,
@@ -271,7 +273,13 @@ async def paced_writer_child(spec_json: str) -> None:
                 return  # behind schedule: keep the phase at its length, report the real rate
             page_id = f"{prefix}{first + i}"
             title, content, relations = page_body(page_id)
-            await writer.create(page_id, title, content, relations)
+            try:
+                await writer.create(page_id, title, content, relations)
+            except Exception:
+                if not tolerant:
+                    raise
+                await asyncio.sleep(0.1)  # MariaDB down: this page is skipped, the pace kept
+                continue
             print(f"{page_id} {time.monotonic()}", flush=True)
 
     try:

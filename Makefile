@@ -4,13 +4,13 @@ PY    := .venv/bin/python
 STACK := deploy/local/stack.sh
 PYTEST_ARGS ?=
 
-.PHONY: help install venv up down status demo test check-bare test-unit test-integration faults lint typecheck fmt bench bench-rebuild bench-repair clean
+.PHONY: help install venv up down status demo test check-bare test-unit test-integration faults lint typecheck fmt bench bench-rebuild bench-repair bench-recovery clean
 
 help:
 	@echo "make demo   bring the local stack up and run searchsync on a stream of real page writes"
 	@echo "make test   bring the stack up, run unit + integration tests, tear the stack down"
 	@echo "make faults SEED=1 COUNT=200   the fault-injection suite (tests/faults/README.md)"
-	@echo "make up | down | status | clean | lint | typecheck | bench | bench-rebuild | bench-repair | check-bare"
+	@echo "make up | down | status | clean | lint | typecheck | bench | bench-rebuild | bench-repair | bench-recovery | check-bare"
 
 # What the machine lacks (Debian packages: MariaDB, Maven, a JDK ...): installed as root, otherwise
 # the exact command is printed. The one install step of `make demo`, `make test` and .ci/run.
@@ -83,6 +83,12 @@ bench-rebuild: venv up
 # One repair-wheel rotation against bare MySQL and Elasticsearch scans (bench/README.md).
 bench-repair: venv up
 	@$(PY) -m bench.repair_bench
+
+# Recovery after kill -9 and service restarts, consumer RSS through an ES outage (bench/README.md).
+# It RESTARTS the stack's services: point it at a stack of your own (deploy/local/env.sh names it,
+# SEARCHSYNC_* the consumer's side). RECOVERY_ARGS=--es-outage-s 120 for a shorter outage.
+bench-recovery: venv up
+	@$(PY) -m bench.recovery_bench $(RECOVERY_ARGS)
 
 clean:
 	@bash $(STACK) clean

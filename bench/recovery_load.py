@@ -34,6 +34,7 @@ class Recovery:
     """How long after `up_at` the lag stayed below `threshold_s` for good."""
 
     seconds: float  # 0.0: under the threshold from `up_at` on; NaN: some page never found
+    from_fault_s: float  # the same point counted from the fault (NaN likewise)
     peak_lag_s: float  # the largest lag of a page committed in the window
     pages: int  # pages committed in the window
     unseen: int  # of which never searchable
@@ -57,10 +58,10 @@ def recovery(
     peak = max(lags.values(), default=0.0)
     if unseen:
         oldest = min(c for i, c in window.items() if i not in seen)
-        return Recovery(math.nan, max(peak, until - oldest), len(window), unseen)
+        return Recovery(math.nan, math.nan, max(peak, until - oldest), len(window), unseen)
     late = [seen[i] for i, lag in lags.items() if lag >= threshold_s]
-    back = max(late, default=up_at)
-    return Recovery(max(0.0, back - up_at), peak, len(window), 0)
+    back = max(late, default=fault_at)
+    return Recovery(max(0.0, back - up_at), max(0.0, back - fault_at), peak, len(window), 0)
 
 
 @dataclass
@@ -76,6 +77,7 @@ class Load:
     committed: dict[str, float] = field(default_factory=dict)
     seen: dict[str, float] = field(default_factory=dict)
     failed_polls: int = 0
+    polls: list[tuple[float, int, int, str]] = field(default_factory=list)  # at, asked, found, err
     _child: Any = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
     _writing: bool = True
@@ -111,6 +113,8 @@ class Load:
         while self._writing or len(self.seen) < len(self.committed):
             self.check()
             unseen = [i for i in list(self.committed) if i not in self.seen]
+            before = len(self.seen)
+            err = ""
             try:
                 for start in range(0, len(unseen), SEARCH_CHUNK):
                     chunk = unseen[start : start + SEARCH_CHUNK]
@@ -123,9 +127,11 @@ class Load:
                     now = time.monotonic()
                     for hit in resp["hits"]["hits"]:
                         self.seen.setdefault(hit["_id"], now)
-            except Exception:
+            except Exception as exc:
                 self.failed_polls += 1  # Elasticsearch down or restarting: look again
+                err = type(exc).__name__
                 await asyncio.sleep(0.5)
+            self.polls.append((time.monotonic(), len(unseen), len(self.seen) - before, err))
             await asyncio.sleep(POLL_S)
 
     async def stop(self, settle_s: float) -> None:

@@ -26,7 +26,7 @@ from consumer.stream.retry import RetryPolicy
 from consumer.stream.verdict import Result, Verdict
 from consumer.types import TopicPartition
 
-__all__ = ["SYSTEMIC_RETRY_CAP_S", "Settler", "Tally"]
+__all__ = ["OUTAGE_CODES", "OUTAGE_RETRY_CAP_S", "SYSTEMIC_RETRY_CAP_S", "Settler", "Tally"]
 
 Tally = dict[tuple[str, str], int]
 """Finished events of one batch: (aggregate type, result) -> count."""
@@ -34,6 +34,12 @@ Tally = dict[tuple[str, str], int]
 log = logging.getLogger(__name__)
 
 SYSTEMIC_RETRY_CAP_S = 30.0  # a systemic failure is retried at least this often, forever
+# A dependency that could not be reached (down, restarting) rather than one shedding load: its
+# works are retried at least every OUTAGE_RETRY_CAP_S, so the consumer notices the dependency is
+# back within that, and the first write that succeeds releases every other work waiting on one of
+# these codes at once (it proves the write path answers again), so none waits out its own backoff.
+OUTAGE_CODES = frozenset({ErrorCode.ES_UNAVAILABLE, ErrorCode.ES_5XX, ErrorCode.MYSQL_UNAVAILABLE})
+OUTAGE_RETRY_CAP_S = 10.0
 
 
 class Settler:
@@ -96,7 +102,8 @@ class Settler:
                 n = self._systemic_attempts.get(key, 0) + 1
                 self._systemic_attempts[key] = n
                 self.degraded = code
-                self._retries.schedule(work, min(self._retry.delay(n), SYSTEMIC_RETRY_CAP_S), code)
+                cap = OUTAGE_RETRY_CAP_S if code in OUTAGE_CODES else SYSTEMIC_RETRY_CAP_S
+                self._retries.schedule(work, min(self._retry.delay(n), cap), code)
                 return None
             own = work.attempts - self._systemic_attempts.get(key, 0)
             if not self._retry.exhausted(own):
@@ -128,7 +135,11 @@ class Settler:
         if self._systemic_attempts:
             self._systemic_attempts.pop((aggregate_type, work.key.aggregate_id), None)
         if self.degraded is not None:
-            log.info("writes succeed again; resuming intake", extra={"was": self.degraded})
+            released = sum(self._retries.release_now(c) for c in OUTAGE_CODES)
+            log.info(
+                "writes succeed again; resuming intake",
+                extra={"was": self.degraded, "retries_released": released},
+            )
             self.degraded = None
         positions = self._coalescer.complete(work)
         now_ms = time.time() * 1000

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -38,6 +39,7 @@ from consumer.stream.dlq import DlqBudget
 from consumer.stream.pipeline import Pipeline, PipelineOptions
 from consumer.stream.processor import Processor
 from consumer.stream.retry import RetryPolicy
+from consumer.stream.settle import OUTAGE_RETRY_CAP_S
 from consumer.stream.verdict import Verdict
 from consumer.types import Operation, TopicPartition
 
@@ -61,6 +63,8 @@ class Harness:
         index: InMemoryIndex | None = None,
         build: Callable[[Row], dict[str, Any]] | None = None,
         processor: type[Processor] = Processor,
+        retry: RetryPolicy | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.registry = default_registry()
         if build is not None:  # the wiki_page projector with another build()
@@ -75,7 +79,7 @@ class Harness:
         self.state = InMemoryStateWriter()
         self.dlq = FakeDlq()
         self.intake = FakeIntake(per_consume=per_consume)
-        self.retry = RetryPolicy(
+        self.retry = retry or RetryPolicy(
             base_delay=0.001,
             max_delay=0.01,
             max_attempts=max_attempts,
@@ -107,6 +111,7 @@ class Harness:
             ),
             max_in_flight_keys=max_in_flight_keys,
             max_queued_events=max_queued_events,
+            clock=clock,
         )
 
     def version(self, doc_id: str) -> int | None:
@@ -314,6 +319,56 @@ async def test_an_unavailable_cluster_is_backpressure_too() -> None:
         await wait_until(lambda: h.intake.committed.get(TP0) == 1, "applied after recovery")
     assert h.intake.pause_calls == [[TP0]]
     assert h.intake.resume_calls == [[TP0]]
+    assert h.dlq.records == []
+
+
+class SkewedClock:
+    """time.monotonic plus a skew a test moves forward: retry timers come due at once."""
+
+    def __init__(self) -> None:
+        self.skew = 0.0
+
+    def __call__(self) -> float:
+        return time.monotonic() + self.skew
+
+
+def _slow_retries() -> RetryPolicy:
+    # long backoffs, no jitter: only the outage cap or an early release can end a wait in time
+    return RetryPolicy(
+        base_delay=20.0, max_delay=3_600.0, max_attempts=5, jitter=0.0, rng=random.Random(1)
+    )
+
+
+async def test_an_unreachable_cluster_is_probed_at_least_every_outage_cap() -> None:
+    clock = SkewedClock()
+    h = Harness(retry=_slow_retries(), clock=clock)
+    h.truth.put_page(page_row("a", 1))
+    h.index.inject_failures(0, "connection_error", "refused", times=1)
+    h.intake.feed([good(0, "a", 1)])
+    async with h.running():
+        await wait_until(lambda: TP0 in h.intake.paused, "intake paused")
+        clock.skew += OUTAGE_RETRY_CAP_S + 0.01  # the backoff says 20 s; the cap 10 s
+        await wait_until(lambda: h.intake.committed.get(TP0) == 1, "retried within the cap")
+    assert h.version("a") == 1
+
+
+async def test_the_first_write_after_an_outage_releases_every_work_waiting_on_it() -> None:
+    clock = SkewedClock()
+    h = Harness(retry=_slow_retries(), clock=clock)
+    h.truth.put_page(page_row("a", 1))
+    h.truth.put_page(page_row("b", 1))
+    h.index.inject_failures(0, "connection_error", "refused", times=2, doc_id="a")
+    h.index.inject_failures(0, "connection_error", "refused", times=1, doc_id="b")
+    h.intake.feed([good(0, "a", 1), good(1, "b", 1)])
+    async with h.running():
+        await wait_until(lambda: TP0 in h.intake.paused, "intake paused")
+        # both retried once the cap has passed: a fails again and waits (20 s, capped at 10 s),
+        # b is written; that success releases a at once, without another clock jump
+        clock.skew += OUTAGE_RETRY_CAP_S + 0.01
+        await wait_until(lambda: h.version("b") == 1, "b written")
+        await wait_until(lambda: h.intake.committed.get(TP0) == 2, "a released and written")
+        assert TP0 not in h.intake.paused
+    assert h.version("a") == 1
     assert h.dlq.records == []
 
 

@@ -133,20 +133,25 @@ class EsIndex:
             return [ItemResult(op, NO_RESPONSE, CONNECTION_ERROR, str(exc)) for op in chunk]
         return _items(chunk, response.body)
 
-    async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
-        wanted = list(dict.fromkeys(ids))
-        if not wanted:
-            return {}
+    async def _mget(self, alias: str, ids: list[str], **options: Any) -> list[dict[str, Any]]:
+        """The real-time mget's docs, a failed request raised as the TransientError it means."""
         try:
-            response = await self._client.mget(index=alias, ids=wanted, source=False, realtime=True)
+            response = await self._client.mget(index=alias, ids=ids, **options, realtime=True)
         except ApiError as exc:
             error = es_error(exc)
             code = _mget_code(error.status, error.type)
             raise TransientError(code, f"mget {alias}: {error.type}: {error.reason}") from exc
         except TransportError as exc:
             raise TransientError(ErrorCode.ES_UNAVAILABLE, f"mget {alias}: {exc}") from exc
+        docs: list[dict[str, Any]] = response.body.get("docs", [])
+        return docs
+
+    async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
         versions: dict[str, int | None] = {}
-        for doc in response.body.get("docs", []):
+        for doc in await self._mget(alias, wanted, source=False):
             error = doc.get("error")
             if error is not None:
                 etype = error.get("type") if isinstance(error, dict) else str(error)
@@ -162,16 +167,8 @@ class EsIndex:
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
-        try:
-            response = await self._client.mget(index=alias, ids=wanted, realtime=True)
-        except ApiError as exc:
-            error = es_error(exc)
-            code = _mget_code(error.status, error.type)
-            raise TransientError(code, f"mget {alias}: {error.type}: {error.reason}") from exc
-        except TransportError as exc:
-            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"mget {alias}: {exc}") from exc
         found: dict[str, StoredProjection | None] = {}
-        for doc in response.body.get("docs", []):
+        for doc in await self._mget(alias, wanted):
             if doc.get("error") is not None:
                 raise TransientError(ErrorCode.ES_MGET, f"mget {alias}/{doc.get('_id')}: error")
             found[doc["_id"]] = (

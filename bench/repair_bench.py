@@ -48,7 +48,6 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Final
 
 import aiomysql
@@ -57,6 +56,7 @@ from elasticsearch import AsyncElasticsearch, NotFoundError
 
 from bench.paced import paced_searchable
 from consumer.config import Settings, load_settings
+from consumer.devtools.scratch import admin_execute, sync_bucket_migration
 from consumer.mysql.outbox import MysqlOutbox
 from consumer.mysql.pool import close_pool, create_pool, open_pool
 from consumer.ops.repair.es_side import EsIndexSide
@@ -84,9 +84,6 @@ RELATIONS: Final = '{"RELATED_CHARACTER": [{"entity_id": "c1", "entity_type": "c
 POLL_S: Final = 0.05
 LIVE_WRITERS: Final = 8
 SEARCH_CHUNK: Final = 1_000
-SYNC_BUCKET_SQL: Final = (
-    Path(__file__).resolve().parent.parent / "schemas/sql/optional/sync_bucket.sql"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,18 +253,7 @@ class Bench:
     async def _admin(self, statements: Sequence[str]) -> None:
         """Run DDL/grants as the local stack's root over its unix socket (the scratch table)."""
         assert self.options.admin_socket is not None
-        conn = await aiomysql.connect(
-            unix_socket=self.options.admin_socket,
-            user="root",
-            db=self.settings.mysql.database,
-            autocommit=True,
-        )
-        try:
-            async with conn.cursor() as cur:
-                for sql in statements:
-                    await cur.execute(sql)
-        finally:
-            conn.close()
+        await admin_execute(self.options.admin_socket, self.settings.mysql.database, statements)
 
     async def create_table(self) -> None:
         """The scratch copy of wiki_page, with the optional migration applied when asked (its
@@ -659,20 +645,6 @@ async def rotation_child(spec_json: str) -> None:
     finally:
         await es.close()
         await close_pool(pool)
-
-
-def sync_bucket_migration(table: str) -> str:
-    """The statement of ``schemas/sql/optional/sync_bucket.sql`` for a copy of wiki_page named
-    `table` (the bucket key expression is unchanged: the aggregate type stays wiki_page)."""
-    text = SYNC_BUCKET_SQL.read_text(encoding="utf-8")
-    sql = " ".join(
-        line.strip() for line in text.splitlines() if line.strip() and not line.startswith("--")
-    ).rstrip(";")
-    head = f"ALTER TABLE {AGGREGATE_TYPE} "
-    if not sql.startswith(head):
-        raise RuntimeError(f"{SYNC_BUCKET_SQL} does not start with {head!r}")
-    sql = f"ALTER TABLE `{table}` " + sql[len(head) :]
-    return sql.replace("idx_wiki_page_sync_hash_id", f"idx_{table}_sync_hash_id")
 
 
 def bench_env() -> dict[str, str]:

@@ -24,6 +24,7 @@ from consumer.ops.repair.es_side import EsIndexSide
 from consumer.ops.repair.heal import Healer, InMemoryOutbox
 from consumer.ops.repair.model import FindingKind, IndexEntry
 from consumer.ops.repair.mysql_side import MysqlTruthSide
+from consumer.ops.repair.sides import Position
 from consumer.ops.repair.state import MysqlWheelState, snapshot
 from consumer.ops.repair.wheel import Wheel, WheelConfig
 from consumer.ops.status_probes import repair_section
@@ -52,7 +53,7 @@ class _CutIndexSide:
         self.reached = asyncio.Event()
 
     async def bucket_page(
-        self, alias: str, lo: int, hi: int, after_id: str | None, limit: int, *, content: bool
+        self, alias: str, lo: int, hi: int, after: Position | None, limit: int, *, content: bool
     ) -> list[IndexEntry]:
         self.pages += 1
         if self.pages >= self._cut_at:
@@ -60,7 +61,7 @@ class _CutIndexSide:
             if not self._hang:
                 raise ConnectionError("injected: Elasticsearch went away mid-bucket")
             await asyncio.Event().wait()
-        return await self._inner.bucket_page(alias, lo, hi, after_id, limit, content=content)
+        return await self._inner.bucket_page(alias, lo, hi, after, limit, content=content)
 
     async def by_ids(self, alias: str, ids: Sequence[str]) -> dict[str, IndexEntry]:
         return await self._inner.by_ids(alias, ids)

@@ -65,6 +65,7 @@ def _reader(truth: PageTruth, index: InMemoryIndex, page: int) -> tuple[SpanRead
         Limits(),
         ChunkController(minimum=2, maximum=page, target_s=1.0, current=2),
         ChunkController(minimum=2, maximum=page, target_s=1.0, current=2),
+        ChunkController(minimum=2, maximum=page, target_s=1.0, current=2),
     )
     return reader, index_side
 

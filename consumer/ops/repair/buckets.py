@@ -28,6 +28,7 @@ __all__ = [
     "bucket_range",
     "canonical_fields",
     "key_hash",
+    "key_of_id",
 ]
 
 HASH_SPACE: Final = 2**32
@@ -53,9 +54,19 @@ def bucket_of(hash_value: int, m: int) -> int:
     return hash_value * m // HASH_SPACE
 
 
+def key_of_id(aggregate_type: str) -> Callable[[str], int]:
+    """``id -> key_hash(aggregate_type, id)``, for many ids: the CRC of the ``"<type>:"`` prefix
+    is computed once and continued with each id."""
+    seed = zlib.crc32(f"{aggregate_type}:".encode())
+
+    def key(aggregate_id: str) -> int:
+        return zlib.crc32(aggregate_id.encode(), seed)
+
+    return key
+
+
 def bucket_of_id(aggregate_type: str, m: int) -> Callable[[str], int]:
-    """``id -> bucket_of(key_hash(aggregate_type, id), m)``, for many ids: the CRC of the
-    ``"<type>:"`` prefix is computed once and continued with each id."""
+    """``id -> bucket_of(key_hash(aggregate_type, id), m)``, for many ids (as `key_of_id`)."""
     _check(m)
     seed = zlib.crc32(f"{aggregate_type}:".encode())
 

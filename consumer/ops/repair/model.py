@@ -26,10 +26,12 @@ DELETION_KINDS = frozenset({FindingKind.MISSING, FindingKind.ORPHAN})
 """Reported only from a bucket read completely on both sides in one generation (invariant 13)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TruthEntry:
     """One row as the wheel reads it; `row` holds the projector's columns when content is
-    checked (None otherwise)."""
+    checked (None otherwise). Not frozen: a rotation makes one per row and per document, and a
+    frozen dataclass costs about four times as much to build; nothing changes one after it is
+    made."""
 
     id: str
     revision: int
@@ -37,10 +39,10 @@ class TruthEntry:
     row: Row | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class IndexEntry:
     """One document as the wheel reads it; `source` is the whole `_source` when content is
-    checked (None otherwise)."""
+    checked (None otherwise). Not frozen, as `TruthEntry`."""
 
     id: str
     version: int

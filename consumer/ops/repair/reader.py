@@ -2,11 +2,13 @@
 
 A span is a few buckets scanned together (`Wheel` forms them from consecutive picks). The
 reader merges adjacent buckets of the span into key ranges and reads each range once on each
-side, MySQL and Elasticsearch at the same time, in adaptive pages keyset by id (the page sizes
-carry over from range to range). Every entry goes to the bucket of its key. For the buckets whose
-content is checked, the rows and documents are then read again by the ids the range read found
-(on MySQL: the projector's columns, by primary key; on Elasticsearch: the whole ``_source``,
-one ``mget``), so a range is read once, light, whatever its content share.
+side, MySQL and Elasticsearch at the same time, in adaptive pages, each resuming after the last
+entry of the one before (`sides.Position`; the page sizes carry over from range to range).
+Every entry goes to the bucket of its key. For the buckets whose content is checked, MySQL's
+rows are read again by the ids the range read found (the projector's columns, by primary key:
+without the optional column a range read passes over the table, so a content bucket gets no range
+of its own there), and Elasticsearch's whole documents by the buckets' own key ranges, at the same
+time as the light reads.
 
 Every range is read to its end before anything is returned; a failure on either side cancels the
 other and propagates: the caller counts none of the span's buckets (invariant 13).
@@ -21,10 +23,10 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from consumer.ops.chunks import ChunkController
-from consumer.ops.repair.buckets import bucket_of_id, bucket_range
+from consumer.ops.repair.buckets import bucket_of_id, bucket_range, key_of_id
 from consumer.ops.repair.load import Limits
 from consumer.ops.repair.model import IndexEntry, TruthEntry
-from consumer.ops.repair.sides import IndexSide, TruthSide
+from consumer.ops.repair.sides import IndexSide, Position, TruthSide
 from consumer.projection import Projector
 
 __all__ = ["BucketEntries", "SpanReader", "key_ranges"]
@@ -58,13 +60,16 @@ class SpanReader:
         limits: Limits,
         truth_chunks: ChunkController,
         index_chunks: ChunkController,
+        content_chunks: ChunkController,
     ) -> None:
-        """The page sizes of each side come from its own controller, kept across ranges."""
+        """The page sizes of each kind of read come from its own controller, kept across
+        ranges: light rows, light documents, whole documents."""
         self._truth = truth
         self._index = index
         self._limits = limits
         self._truth_chunks = truth_chunks
         self._index_chunks = index_chunks
+        self._content_chunks = content_chunks
 
     async def read(
         self,
@@ -74,83 +79,88 @@ class SpanReader:
         buckets: Sequence[int],
         content: Collection[int],
     ) -> dict[int, BucketEntries]:
-        """The complete entries of each of `buckets` (content for those in `content`)."""
+        """The complete entries of each of `buckets` (content for those in `content`).
+
+        Three reads at once: the light rows of the span's ranges, then the content buckets' rows
+        again by id with the projector's columns; the light documents of the span's ranges; the
+        content buckets' whole documents, by their own key ranges (Elasticsearch reads a key
+        range of any width in one query, and this needs no id from the light read)."""
         out = {b: BucketEntries() for b in buckets}
-        ranges = key_ranges(buckets, m)
+        heavy = [b for b in buckets if b in content]
+        whole: dict[int, dict[str, IndexEntry]] = {b: {} for b in heavy}
         bucket = bucket_of_id(projector.aggregate_type, m)
 
         async def truth() -> None:
-            for lo, hi in ranges:
+            for lo, hi in key_ranges(buckets, m):
                 for e in await self._read_truth(projector, lo, hi):
                     b = out.get(bucket(e.id))
                     if b is not None:
                         b.rows[e.id] = e
+            if heavy:
+                await self._content_rows(projector, [out[b] for b in heavy])
 
         async def index() -> None:
-            for lo, hi in ranges:
-                for d in await self._read_index(alias, lo, hi):
+            for lo, hi in key_ranges(buckets, m):
+                for d in await self._read_index(projector, alias, lo, hi, content=False):
                     b = out.get(bucket(d.id))
                     if b is not None:
                         b.docs[d.id] = d
 
+        async def index_content() -> None:
+            for lo, hi in key_ranges(heavy, m):
+                for d in await self._read_index(projector, alias, lo, hi, content=True):
+                    docs = whole.get(bucket(d.id))
+                    if docs is not None:
+                        docs[d.id] = d
+
         async with asyncio.TaskGroup() as group:
             group.create_task(truth())
             group.create_task(index())
-        heavy = [b for b in buckets if b in content]
-        if heavy:
-            await self._content(projector, alias, [out[b] for b in heavy])
+            if heavy:
+                group.create_task(index_content())
+        for b in heavy:  # a complete read of the bucket too, with every document's body
+            out[b].docs = whole[b]
         return out
 
-    async def _content(
-        self, projector: Projector, alias: str, entries: Sequence[BucketEntries]
-    ) -> None:
+    async def _content_rows(self, projector: Projector, entries: Sequence[BucketEntries]) -> None:
+        """The rows found by the light read, again by id with the projector's columns; a row gone
+        in between is gone (the settle re-check decides)."""
         row_ids = sorted({i for e in entries for i in e.rows})
-        doc_ids = sorted({i for e in entries for i in e.docs})
-
-        async def truth() -> dict[str, TruthEntry]:
-            if not row_ids:
-                return {}
-            found = await self._truth.by_ids(projector, row_ids)
-            await self._limits.mysql_rows.take(len(found))
-            return found
-
-        async def index() -> dict[str, IndexEntry]:
-            if not doc_ids:
-                return {}
-            await self._limits.es_requests.take(1)
-            return await self._index.by_ids(alias, doc_ids)
-
-        async with asyncio.TaskGroup() as group:
-            rows_task = group.create_task(truth())
-            docs_task = group.create_task(index())
-        rows, docs = rows_task.result(), docs_task.result()
-        # a row or document gone between the two reads is gone: the settle re-check decides
+        if not row_ids:
+            return
+        rows = await self._truth.by_ids(projector, row_ids)
+        await self._limits.mysql_rows.take(len(rows))
         for e in entries:
             e.rows = {i: rows[i] for i in e.rows if i in rows}
-            e.docs = {i: docs[i] for i in e.docs if i in docs}
 
     async def _read_truth(self, projector: Projector, lo: int, hi: int) -> list[TruthEntry]:
-        async def page(after: str | None, n: int) -> list[TruthEntry]:
+        async def page(after: Position | None, n: int) -> list[TruthEntry]:
             found = await self._truth.bucket_page(projector, lo, hi, after, n, content=False)
             await self._limits.mysql_rows.take(len(found))
             return found
 
-        return await _pages(page, self._truth_chunks)
+        return await _pages(page, self._truth_chunks, key_of_id(projector.aggregate_type))
 
-    async def _read_index(self, alias: str, lo: int, hi: int) -> list[IndexEntry]:
-        async def page(after: str | None, n: int) -> list[IndexEntry]:
+    async def _read_index(
+        self, projector: Projector, alias: str, lo: int, hi: int, *, content: bool
+    ) -> list[IndexEntry]:
+        async def page(after: Position | None, n: int) -> list[IndexEntry]:
             await self._limits.es_requests.take(1)
-            return await self._index.bucket_page(alias, lo, hi, after, n, content=False)
+            return await self._index.bucket_page(alias, lo, hi, after, n, content=content)
 
-        return await _pages(page, self._index_chunks)
+        chunks = self._content_chunks if content else self._index_chunks
+        return await _pages(page, chunks, key_of_id(projector.aggregate_type))
 
 
 async def _pages(
-    page: Callable[[str | None, int], Awaitable[list[_E]]], chunks: ChunkController
+    page: Callable[[Position | None, int], Awaitable[list[_E]]],
+    chunks: ChunkController,
+    key: Callable[[str], int],
 ) -> list[_E]:
-    """Every entry of a key range, keyset by id in adaptive pages, to the end."""
+    """Every entry of a key range, in adaptive pages, each after the last entry of the one
+    before (its `Position`: `key` of its id, and the id), to the end."""
     out: list[_E] = []
-    after: str | None = None
+    after: Position | None = None
     while True:
         size = chunks.current
         t0 = time.monotonic()
@@ -159,4 +169,5 @@ async def _pages(
         out.extend(found)
         if len(found) < size:
             return out
-        after = found[-1].id
+        last = found[-1].id
+        after = (key(last), last)

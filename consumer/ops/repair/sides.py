@@ -1,11 +1,14 @@
 """What the wheel reads: the ports to each side, and their in-memory implementations.
 
-- `TruthSide.bucket_page`: rows of one key range, keyset by id (``id > after_id``), at most
-  `limit`: id, revision, deleted_at, and the projector's columns only when `content` is asked.
-- `IndexSide.bucket_page`: documents of one ``sync_hash`` range, ordered by ``id`` after
-  `after_id`: ``_id``, ``_version`` (the external version: ``source_revision``),
+- `TruthSide.bucket_page`: rows of one key range after `after`, at most `limit`: id, revision,
+  deleted_at, and the projector's columns only when `content` is asked.
+- `IndexSide.bucket_page`: documents of one ``sync_hash`` range after `after`: ``_id``,
+  ``_version`` (the external version: ``source_revision``),
   ``projection_schema_version``, ``is_deleted``; ``projection_hash`` and the whole ``_source``
   only when `content` is asked.
+- A page resumes after a `Position`, the (bucket key, id) of the last entry the side returned;
+  each side pages in an order of its own, (key, id) where the key is indexed, id alone where it
+  is not, and the caller only hands back what the side returned last.
 - `by_ids` on both: the settle re-check of findings (always with content).
 
 MySQL: `consumer.ops.repair.mysql_side`; Elasticsearch: `consumer.ops.repair.es_side`.
@@ -22,7 +25,17 @@ from consumer.ops.repair.model import IndexEntry, TruthEntry
 from consumer.projection import Projector, Row
 from consumer.search.fake import InMemoryIndex
 
-__all__ = ["InMemoryIndexSide", "InMemoryTruthSide", "IndexSide", "TruthSide", "entry_of_row"]
+__all__ = [
+    "InMemoryIndexSide",
+    "InMemoryTruthSide",
+    "IndexSide",
+    "Position",
+    "TruthSide",
+    "entry_of_row",
+]
+
+Position = tuple[int, str]
+"""Where a key-range page resumes: the bucket key and the id of the last entry returned."""
 
 
 class TruthSide(Protocol):
@@ -31,7 +44,7 @@ class TruthSide(Protocol):
         projector: Projector,
         lo: int,
         hi: int,
-        after_id: str | None,
+        after: Position | None,
         limit: int,
         *,
         content: bool,
@@ -42,7 +55,7 @@ class TruthSide(Protocol):
 
 class IndexSide(Protocol):
     async def bucket_page(
-        self, alias: str, lo: int, hi: int, after_id: str | None, limit: int, *, content: bool
+        self, alias: str, lo: int, hi: int, after: Position | None, limit: int, *, content: bool
     ) -> list[IndexEntry]: ...
 
     async def by_ids(self, alias: str, ids: Sequence[str]) -> dict[str, IndexEntry]: ...
@@ -84,7 +97,7 @@ class InMemoryTruthSide:
         projector: Projector,
         lo: int,
         hi: int,
-        after_id: str | None,
+        after: Position | None,
         limit: int,
         *,
         content: bool,
@@ -94,8 +107,7 @@ class InMemoryTruthSide:
         ids = sorted(
             i
             for i in rows
-            if (after_id is None or i > after_id)
-            and lo <= key_hash(projector.aggregate_type, i) < hi
+            if (after is None or i > after[1]) and lo <= key_hash(projector.aggregate_type, i) < hi
         )
         return [entry_of_row(rows[i], content=content) for i in ids[:limit]]
 
@@ -117,7 +129,7 @@ class InMemoryIndexSide:
         return {} if target is None else self._index.indices[target].docs
 
     async def bucket_page(
-        self, alias: str, lo: int, hi: int, after_id: str | None, limit: int, *, content: bool
+        self, alias: str, lo: int, hi: int, after: Position | None, limit: int, *, content: bool
     ) -> list[IndexEntry]:
         self.pages += 1
         if self.fail_on_page is not None and self.pages >= self.fail_on_page:
@@ -126,7 +138,7 @@ class InMemoryIndexSide:
         ids = sorted(
             i
             for i, d in docs.items()
-            if (after_id is None or i > after_id)
+            if (after is None or i > after[1])
             and isinstance(d.body.get("sync_hash"), int)
             and lo <= d.body["sync_hash"] < hi
         )

@@ -128,7 +128,12 @@ class Wheel:
         self._progress = progress
         self._limits = limits or Limits()
         self._reader = SpanReader(
-            truth, index, self._limits, self._chunks(), self._chunks(config.index_page_size)
+            truth,
+            index,
+            self._limits,
+            self._chunks(),
+            self._chunks(config.index_page_size),
+            self._chunks(),
         )
 
     async def rotation(self, limit: int | None = None) -> RotationReport:

@@ -1,0 +1,73 @@
+"""The packed light page of the MySQL truth side (consumer/ops/repair/mysql_side.py): what
+MariaDB's GROUP_CONCAT gives back unpacks to exactly the rows, and anything short of that
+(a string cut at ``group_concat_max_len``, a wrong count, a malformed field) is refused, so
+the caller reads the page as rows instead of taking a truncated page for a short one."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from consumer.ops.repair.model import TruthEntry
+from consumer.ops.repair.mysql_side import prefix_range, unpack_light
+
+_ROWS = st.lists(
+    st.tuples(st.text(min_size=1, max_size=40), st.integers(0, 2**63 - 1), st.booleans()),
+    max_size=60,
+    unique_by=lambda t: t[0],
+)
+
+
+def _pack(rows: list[tuple[str, int, bool]]) -> str:
+    """What `CONCAT_WS(',', HEX(id), revision, deleted_at IS NOT NULL)` joined by ',' gives."""
+    return ",".join(f"{i.encode().hex().upper()},{r},{int(d)}" for i, r, d in rows)
+
+
+@given(_ROWS)
+def test_a_packed_page_unpacks_to_exactly_its_rows(rows: list[tuple[str, int, bool]]) -> None:
+    text = _pack(rows)
+    got = unpack_light((len(rows), text if rows else None))
+    assert got == [TruthEntry(i, r, d) for i, r, d in rows]
+    assert unpack_light((len(rows), text.encode() if rows else None)) == got
+
+
+@given(_ROWS.filter(bool), st.integers(1, 400))
+def test_a_string_cut_at_the_length_limit_is_refused(
+    rows: list[tuple[str, int, bool]], limit: int
+) -> None:
+    text = _pack(rows)
+    cut = text[:limit]
+    got = unpack_light((len(rows), cut), max_len=limit)
+    if len(text) >= limit:  # MariaDB cut it (or it just fits the limit): never taken
+        assert got is None
+    else:
+        assert got == [TruthEntry(i, r, d) for i, r, d in rows]
+
+
+@given(_ROWS.filter(bool), st.integers(1, 5))
+def test_a_count_that_disagrees_with_the_string_is_refused(
+    rows: list[tuple[str, int, bool]], extra: int
+) -> None:
+    assert unpack_light((len(rows) + extra, _pack(rows))) is None
+    if len(rows) > extra:
+        assert unpack_light((len(rows) - extra, _pack(rows))) is None
+
+
+def test_null_and_malformed_fields_are_refused() -> None:
+    assert unpack_light(None) is None
+    assert unpack_light((0, None)) == []
+    assert unpack_light((1, None)) is None
+    assert unpack_light((1, "6162,3,2")) is None  # a flag that is not 0/1
+    assert unpack_light((1, "616,3,0")) is None  # odd hex
+    assert unpack_light((1, "6162,x,0")) is None  # a revision that is no integer
+    assert unpack_light((1, "FF,3,0")) is None  # not UTF-8
+    assert unpack_light((1, "6162,3,0")) == [TruthEntry("ab", 3, False)]
+
+
+@given(st.text(min_size=1, max_size=8), st.text(max_size=12))
+def test_the_prefix_range_holds_exactly_the_ids_that_start_with_the_prefix(
+    prefix: str, rest: str
+) -> None:
+    lo, hi = prefix_range(prefix)
+    for candidate in (prefix + rest, rest, rest + prefix, prefix[:-1] + rest):
+        assert (lo <= candidate < hi) == candidate.startswith(prefix)

@@ -63,9 +63,10 @@ from consumer.ops.repair.es_side import EsIndexSide
 from consumer.ops.repair.heal import Healer
 from consumer.ops.repair.load import Limits
 from consumer.ops.repair.mysql_side import MysqlTruthSide
+from consumer.ops.repair.report import BucketReport, RotationReport
 from consumer.ops.repair.run import wheel_config
 from consumer.ops.repair.state import MysqlWheelState
-from consumer.ops.repair.wheel import BucketReport, RotationReport, Wheel
+from consumer.ops.repair.wheel import Wheel
 from consumer.projection import Projector, default_registry
 from consumer.search.admin import init_index
 from consumer.search.client import make_es_client

@@ -30,7 +30,8 @@ from consumer.search.es_index import BulkSizer, EsIndex
 from consumer.search.sink import Sink
 from consumer.stream.dlq import DlqBudget, DlqProducer
 from consumer.stream.fence import SchemaFence
-from consumer.stream.pipeline import Pipeline, PipelineOptions
+from consumer.stream.options import PipelineOptions
+from consumer.stream.pipeline import Pipeline
 from consumer.stream.processor import Processor
 from consumer.stream.retry import RetryPolicy
 

@@ -24,8 +24,8 @@ from consumer.errors import InvalidRequest
 from consumer.exit_codes import ExitCode
 from consumer.observability.repair_metrics import RepairMetrics
 from consumer.ops.repair.model import FindingKind
+from consumer.ops.repair.report import BucketReport, RotationReport
 from consumer.ops.repair.run import run_repair
-from consumer.ops.repair.wheel import BucketReport, RotationReport
 
 
 def register(commands: Any, parents: Parents) -> None:

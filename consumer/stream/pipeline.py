@@ -11,10 +11,11 @@ already applied, superseded by a newer event of its key in the same work, or dea
 acknowledged produce (docs/design.md, invariant 5). Nothing else finishes it, so nothing else
 moves the commit.
 
-The jobs live in their own modules: `settle` (a verdict's disposition: finish, retry, dead
-letter), `dead_letters` (budget and acknowledged sends), `retries` (works waiting for their
-retry), `backpressure` (pause and resume), `batches` (processing and settling batches) and
-`positions` (the ledger and the pending messages).
+The jobs live in their own modules: `admission` (decode and track what was consumed),
+`settle` (a verdict's disposition: finish, retry, dead letter), `dead_letters` (budget and
+acknowledged sends), `retries` (works waiting for their retry), `backpressure` (pause and
+resume), `batches` (processing and settling batches) and `positions` (the ledger and the pending
+messages).
 
 The schema fence (`fence`, docs/design.md "Schema fence") is re-checked on its timer beside the
 loop; the processor answers SCHEMA_FENCED for a fenced target, a SYSTEMIC code like any other.
@@ -30,16 +31,15 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from consumer.errors import ErrorCode, PoisonMessage
-from consumer.events import decode
+from consumer.errors import ErrorCode
 from consumer.kafka.intake import RawMessage
 from consumer.mysql.state import StateRecorder
 from consumer.observability.metrics import Metrics
+from consumer.stream.admission import Admission
 from consumer.stream.assignment import Assignment
 from consumer.stream.backpressure import Backpressure
 from consumer.stream.batches import Batches
@@ -48,41 +48,20 @@ from consumer.stream.dead_letters import DeadLetters
 from consumer.stream.dlq import DlqBudget
 from consumer.stream.fence import SchemaFence
 from consumer.stream.ledger import OffsetLedger
+from consumer.stream.options import PipelineOptions
 from consumer.stream.ports import DlqPort, IntakePort
-from consumer.stream.positions import Pending, Positions
+from consumer.stream.positions import Positions
 from consumer.stream.processor import Processor
 from consumer.stream.retries import RetryQueue
 from consumer.stream.retry import RetryPolicy
 from consumer.stream.settle import Settler
 from consumer.stream.state_buffer import StateBuffer
-from consumer.types import Position, TopicPartition
+from consumer.stream.vitals import Vitals
+from consumer.types import TopicPartition
 
-__all__ = [
-    "STALL_AFTER_S",
-    "DlqPort",
-    "IntakePort",
-    "Pipeline",
-    "PipelineOptions",
-]
+__all__ = ["DlqPort", "IntakePort", "Pipeline"]
 
 log = logging.getLogger(__name__)
-
-STALL_AFTER_S = 120.0  # pending work and no progress for this long: /healthz says not ready
-
-
-@dataclass(frozen=True, slots=True)
-class PipelineOptions:
-    group_id: str
-    known_types: Collection[str]
-    max_event_bytes: int
-    consume_batch: int = 500
-    consume_timeout_s: float = 0.1
-    max_batch_works: int = 500
-    max_concurrent_batches: int = 2
-    commit_interval_s: float = 1.0
-    lag_interval_s: float = 15.0
-    revoke_drain_s: float = 10.0
-    state_flush_interval_s: float = 1.0
 
 
 class Pipeline:
@@ -112,7 +91,6 @@ class Pipeline:
         self._metrics = metrics
         self._opt = options
         self._clock = clock
-        self._wall = wall_clock
         self._coalescer = Coalescer(max_in_flight_keys, max_queued_events)
         self._positions = Positions(clock)
         self._retries = RetryQueue(self._coalescer, clock)
@@ -136,6 +114,16 @@ class Pipeline:
             group_id=options.group_id,
             wall_clock=wall_clock,
         )
+        self._admission = Admission(
+            assigned=self._assigned,
+            positions=self._positions,
+            coalescer=self._coalescer,
+            dead_letters=self._dead,
+            metrics=metrics,
+            max_event_bytes=options.max_event_bytes,
+            known_types=options.known_types,
+            wall_clock=wall_clock,
+        )
         self._settler = Settler(
             coalescer=self._coalescer,
             positions=self._positions,
@@ -145,6 +133,15 @@ class Pipeline:
             metrics=metrics,
             retry=retry,
             is_assigned=self._assigned.__contains__,
+        )
+        self._vitals = Vitals(
+            assigned=self._assigned,
+            positions=self._positions,
+            coalescer=self._coalescer,
+            settler=self._settler,
+            dead_letters=self._dead,
+            fence=fence,
+            metrics=metrics,
         )
         self._state_buffer = StateBuffer(
             state, interval_s=options.state_flush_interval_s, clock=clock
@@ -199,9 +196,7 @@ class Pipeline:
                 woken.cancel()
                 if consuming.done():
                     messages, consuming = consuming.result(), None
-                    for raw in messages:
-                        self._intake_one(raw)
-                    self._count_consumed(messages)
+                    self._admission.take(messages)
                 self._watch_fence()
                 self._retries.release_due()
                 self._batches.dispatch()
@@ -210,10 +205,10 @@ class Pipeline:
                     await self.commit()
                     next_commit = now + self._opt.commit_interval_s
                 if now >= next_lag:
-                    await self._report_lag()
+                    await self._vitals.report_lag(self._intake)
                     next_lag = now + self._opt.lag_interval_s
                 self._state_buffer.flush_if_due()
-                self._report_gauges()
+                self._vitals.report_gauges()
         finally:
             if self._fence_check is not None:
                 self._fence_check.cancel()
@@ -263,35 +258,7 @@ class Pipeline:
     def revoked(self, partitions: Sequence[TopicPartition], *, lost: bool) -> None:
         self._assignment.revoked(partitions, lost=lost)
 
-    # -- intake ----------------------------------------------------------------------------
-
-    def _intake_one(self, raw: RawMessage) -> None:
-        tp = (raw.topic, raw.partition)
-        if tp not in self._assigned:  # fetched before a revoke: the new owner will read it
-            return
-        pos = Position(raw.topic, raw.partition, raw.offset)
-        try:
-            event = decode(
-                raw.value, max_bytes=self._opt.max_event_bytes, known_types=self._opt.known_types
-            )
-        except PoisonMessage as exc:
-            self._positions.track(pos, Pending(raw, None, self._wall()))
-            self._metrics.poison(exc.code)
-            self._dead.send([pos], exc.code, exc.message, attempts=1)
-            return
-        self._positions.track(pos, Pending(raw, event))
-        self._coalescer.add(event, pos)
-
-    def _count_consumed(self, messages: Sequence[RawMessage]) -> None:
-        """`searchsync_events_consumed_total`, once per topic per consume (revoked partitions'
-        messages are not taken in, so not counted)."""
-        assigned = self._assigned
-        counts: dict[str, int] = {}
-        for raw in messages:
-            if (raw.topic, raw.partition) in assigned:
-                counts[raw.topic] = counts.get(raw.topic, 0) + 1
-        for topic, n in counts.items():
-            self._metrics.consumed(topic, n)
+    # -- schema fence ----------------------------------------------------------------------
 
     def _watch_fence(self) -> None:
         """Re-check the schema fence on its timer, beside the loop; once no target is fenced,
@@ -304,7 +271,7 @@ class Pipeline:
         if self._retries.waiting(ErrorCode.SCHEMA_FENCED) and not fence.holding():
             self._retries.release_now(ErrorCode.SCHEMA_FENCED)
 
-    # -- commits, pause/resume, gauges -----------------------------------------------------
+    # -- commits, pause/resume, health -----------------------------------------------------
 
     async def commit(self) -> None:
         offsets = self.ledger.to_commit()
@@ -325,36 +292,9 @@ class Pipeline:
             reason = "too many events waiting"
         await self._backpressure.adjust(self._intake, self._assigned, reason)
 
-    async def _report_lag(self) -> None:
-        if not self._assigned:
-            return
-        highs = await self._intake.high_watermarks(sorted(self._assigned))
-        for tp, high in highs.items():
-            position = self.ledger.committable(tp)
-            if position is not None:
-                self._metrics.set_lag(tp[0], tp[1], max(0, high - position))
-
-    def _report_gauges(self) -> None:
-        self._metrics.set_pending(self.ledger.total_pending())
-        self._metrics.set_processing(self._coalescer.in_flight())
-        oldest = self._positions.oldest_timestamp_ms()
-        age = 0.0 if oldest is None else max(0.0, time.time() - oldest / 1000)
-        self._metrics.set_oldest_pending_age(age)
-
     def health(self) -> tuple[bool, list[str]]:
-        """Ready: partitions assigned, not stalled, no fatal error."""
-        reasons: list[str] = []
-        if self._dead.fatal is not None:
-            reasons.append(f"fatal: {self._dead.fatal}")
-        if not self._assigned:
-            reasons.append("no partitions assigned")
-        if self._settler.degraded is not None:
-            reasons.append(f"writes failing systemically ({self._settler.degraded}); intake paused")
-        if self._fence is not None:
-            reasons.extend(self._fence.reasons())
-        if self._positions.stalled(STALL_AFTER_S):
-            reasons.append(f"no progress for more than {STALL_AFTER_S:.0f}s with work pending")
-        return (not reasons, reasons)
+        """Ready: partitions assigned, not stalled, no fatal error (`Vitals.health`)."""
+        return self._vitals.health()
 
     # -- introspection for tests and the CLI ------------------------------------------------
 

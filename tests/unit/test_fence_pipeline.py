@@ -28,7 +28,8 @@ from consumer.search.fake import InMemoryIndex
 from consumer.search.sink import Sink
 from consumer.stream.dlq import DlqBudget
 from consumer.stream.fence import SchemaFence
-from consumer.stream.pipeline import Pipeline, PipelineOptions
+from consumer.stream.options import PipelineOptions
+from consumer.stream.pipeline import Pipeline
 from consumer.stream.processor import Processor
 from consumer.stream.retry import RetryPolicy
 from consumer.types import TopicPartition

@@ -36,7 +36,8 @@ from consumer.search.fake import InMemoryIndex
 from consumer.search.sink import IndexOp, Sink
 from consumer.stream.coalesce import Work
 from consumer.stream.dlq import DlqBudget
-from consumer.stream.pipeline import Pipeline, PipelineOptions
+from consumer.stream.options import PipelineOptions
+from consumer.stream.pipeline import Pipeline
 from consumer.stream.processor import Processor
 from consumer.stream.retry import RetryPolicy
 from consumer.stream.settle import OUTAGE_RETRY_CAP_S

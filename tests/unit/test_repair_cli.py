@@ -5,9 +5,9 @@ from __future__ import annotations
 from consumer.cli.main import main
 from consumer.cli.repair import render, to_json
 from consumer.ops.repair.model import Finding, FindingKind
+from consumer.ops.repair.report import BucketReport, RotationReport
 from consumer.ops.repair.schedule import Choice
 from consumer.ops.repair.state import Epoch
-from consumer.ops.repair.wheel import BucketReport, RotationReport
 
 
 def test_repair_needs_once_or_daemon_and_not_both() -> None:

@@ -82,9 +82,10 @@ class SpanReader:
         """The complete entries of each of `buckets` (content for those in `content`).
 
         Three reads at once: the light rows of the span's ranges, then the content buckets' rows
-        again by id with the projector's columns; the light documents of the span's ranges; the
-        content buckets' whole documents, by their own key ranges (Elasticsearch reads a key
-        range of any width in one query, and this needs no id from the light read)."""
+        again by id with the projector's columns; the light documents of the other buckets'
+        ranges; the content buckets' whole documents, by their own key ranges (Elasticsearch
+        reads a key range of any width in one query, and this needs no id from the light
+        read)."""
         out = {b: BucketEntries() for b in buckets}
         heavy = [b for b in buckets if b in content]
         whole: dict[int, dict[str, IndexEntry]] = {b: {} for b in heavy}
@@ -99,8 +100,8 @@ class SpanReader:
             if heavy:
                 await self._content_rows(projector, [out[b] for b in heavy])
 
-        async def index() -> None:
-            for lo, hi in key_ranges(buckets, m):
+        async def index() -> None:  # the content buckets' documents come whole, below
+            for lo, hi in key_ranges([b for b in buckets if b not in content], m):
                 for d in await self._read_index(projector, alias, lo, hi, content=False):
                     b = out.get(bucket(d.id))
                     if b is not None:
@@ -118,7 +119,7 @@ class SpanReader:
             group.create_task(index())
             if heavy:
                 group.create_task(index_content())
-        for b in heavy:  # a complete read of the bucket too, with every document's body
+        for b in heavy:  # a complete read of the bucket, with every document's body
             out[b].docs = whole[b]
         return out
 

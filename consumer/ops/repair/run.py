@@ -20,9 +20,10 @@ from consumer.ops.repair.es_side import EsIndexSide
 from consumer.ops.repair.heal import Healer
 from consumer.ops.repair.load import LagGuard, Limits, TokenBucket, live_lag
 from consumer.ops.repair.mysql_side import MysqlTruthSide
+from consumer.ops.repair.report import BucketReport, RotationReport
 from consumer.ops.repair.schedule import SchedulePolicy
 from consumer.ops.repair.state import MysqlWheelState
-from consumer.ops.repair.wheel import BucketReport, RotationReport, Wheel, WheelConfig
+from consumer.ops.repair.wheel import Wheel, WheelConfig
 from consumer.projection import Projector
 
 __all__ = ["limits", "record", "run_repair", "serve_metrics", "wheel_config"]

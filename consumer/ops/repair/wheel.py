@@ -34,14 +34,15 @@ from consumer.ops.repair.buckets import WHEEL_CANONICALIZATION_VERSION
 from consumer.ops.repair.compare import compare, still_holding
 from consumer.ops.repair.heal import Healer
 from consumer.ops.repair.load import Limits, LiveLagTooHigh
-from consumer.ops.repair.model import Finding, FindingKind
+from consumer.ops.repair.model import Finding
 from consumer.ops.repair.reader import SpanReader
+from consumer.ops.repair.report import BucketReport, RotationReport
 from consumer.ops.repair.schedule import Choice, SchedulePolicy, choose, ewma
 from consumer.ops.repair.sides import IndexSide, TruthSide
 from consumer.ops.repair.state import BucketState, Epoch, WheelState, ensure_epoch
 from consumer.projection import Projector
 
-__all__ = ["BucketReport", "RotationReport", "Wheel", "WheelConfig"]
+__all__ = ["Wheel", "WheelConfig"]
 
 log = logging.getLogger(__name__)
 
@@ -61,43 +62,6 @@ class WheelConfig:
     span_buckets: int = 32  # buckets read together (adjacent ones in one key range)
     span_rows: int = 50_000  # ... and at most this many rows by their last scans (>= 1 bucket)
     policy: SchedulePolicy = field(default_factory=SchedulePolicy)
-
-
-@dataclass(slots=True)
-class BucketReport:
-    aggregate_type: str
-    bucket: int
-    generation: int
-    content_checked: bool
-    rows: int = 0
-    docs: int = 0
-    candidates: int = 0
-    findings: list[Finding] = field(default_factory=list)
-    appended: int = 0
-    seconds: float = 0.0
-    interrupted: str | None = None
-    stopped: str | None = None  # the live lag stayed too high while healing
-
-
-@dataclass(slots=True)
-class RotationReport:
-    epochs: dict[str, Epoch] = field(default_factory=dict)
-    new_epochs: list[str] = field(default_factory=list)
-    buckets: list[BucketReport] = field(default_factory=list)
-    choices: list[tuple[str, Choice]] = field(default_factory=list)
-    seconds: float = 0.0
-    oldest_age_s: dict[str, float] = field(default_factory=dict)
-    stopped: str | None = None  # why the rotation ended early (the live lag stayed too high)
-
-    def counts(self) -> dict[str, int]:
-        c: Counter[str] = Counter({k.value: 0 for k in FindingKind})
-        for b in self.buckets:
-            c.update(f.kind.value for f in b.findings)
-        return dict(c)
-
-    @property
-    def interrupted(self) -> int:
-        return sum(1 for b in self.buckets if b.interrupted is not None)
 
 
 class Wheel:

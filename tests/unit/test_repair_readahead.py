@@ -10,14 +10,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from pipeline_fakes import page_row
-from test_repair_wheel import NOW, World
+from test_repair_wheel import World
 
 from consumer.ops.repair.buckets import bucket_of, key_hash
-from consumer.ops.repair.heal import Healer
 from consumer.ops.repair.load import LagGuard, Limits
 from consumer.ops.repair.model import FindingKind
-from consumer.ops.repair.sides import InMemoryTruthSide
-from consumer.ops.repair.wheel import Wheel, WheelConfig
+from consumer.ops.repair.wheel import Wheel
 
 M = 4
 
@@ -40,19 +38,8 @@ def _world_with_a_missing_document_per_bucket() -> tuple[World, dict[int, str]]:
     return w, missing
 
 
-def _wheel(w: World, sleep: Callable[[float], Any], limits: Limits | None = None) -> Wheel:
-    return Wheel(
-        projectors=[w.projector],
-        alias_for=lambda t: t,
-        truth=InMemoryTruthSide(w.truth),
-        index=w.index_side,
-        state=w.state,
-        healer=Healer(w.outbox, appends_per_s=1e6, dry_run=True),
-        config=WheelConfig(bucket_count=M, span_buckets=1, content_share=1.0, settle_s=5.0),
-        clock=lambda: NOW,
-        sleep=sleep,
-        limits=limits,
-    )
+def _wheel(w: World, settle: Callable[[float], Any], limits: Limits | None = None) -> Wheel:
+    return w.wheel(dry_run=True, span_buckets=1, settle=settle, limits=limits)
 
 
 async def _yield_until(done: Callable[[], bool], turns: int = 200) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -54,13 +55,21 @@ class World:
         m: int | None = None,
         limits: Limits | None = None,
         batch_size: int = 100,
+        span_buckets: int = 32,
+        settle: Callable[[float], Awaitable[None]] | None = None,
     ) -> Wheel:
-        async def sleep(_: float) -> None:
+        async def on_settle(_: float) -> None:
             if self.on_settle is not None:
                 self.on_settle()
 
+        sleep = settle or on_settle
         config = WheelConfig(
-            bucket_count=m or self.m, page_size=3, page_min=2, content_share=1.0, settle_s=5.0
+            bucket_count=m or self.m,
+            page_size=3,
+            page_min=2,
+            content_share=1.0,
+            settle_s=5.0,
+            span_buckets=span_buckets,
         )
         return Wheel(
             projectors=[self.projector],

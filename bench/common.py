@@ -1,24 +1,56 @@
-"""Helpers every benchmark shares: waiting on a condition, quantiles, the page body, bounded
-concurrency, progress lines, the bench's isolated settings and a realtime "which ids are missing".
+"""Helpers every benchmark shares: its main, waiting on a condition, quantiles, the page body,
+bounded concurrency, progress lines, the report header (time, host), the bench's isolated
+settings, the application user, deleting a consumer group and a realtime "which ids are missing".
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import os
+import platform
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from datetime import UTC, datetime
+from typing import Any, Final, TypeVar
 
+from confluent_kafka.admin import AdminClient
 from elasticsearch import AsyncElasticsearch
 
 from consumer.kafka.admin import ConfluentKafkaAdmin
 from consumer.observability.metrics import Metrics
 
 MGET_CHUNK: Final = 1_000
+
+Options = TypeVar("Options")
+Result = TypeVar("Result")
+
+
+def bench_main(
+    module: str,
+    argv: Sequence[str] | None,
+    parse: Callable[[Sequence[str]], Options],
+    child: Callable[[Options], Coroutine[Any, Any, None] | None],
+    run: Callable[[Options, str], Coroutine[Any, Any, Result]],
+    emit: Callable[[Options, Result], str],
+) -> int:
+    """A benchmark's ``main``: parse `argv` (default: the process's), log warnings to stderr; run
+    the child process's job when `child` gives one; else `run` the bench with its command line
+    and print what `emit` makes of the report (the text or one JSON object)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    options = parse(args)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    job = child(options)
+    if job is not None:
+        asyncio.run(job)
+        return 0
+    command = " ".join([f".venv/bin/python -m {module}", *args])
+    report = asyncio.run(run(options, command))
+    print(emit(options, report))
+    return 0
 
 
 async def wait_for(
@@ -98,22 +130,59 @@ def progress(message: str) -> None:
     print(f"[bench] {message}", file=sys.stderr, flush=True)
 
 
-def bench_env(overrides: dict[str, str]) -> dict[str, str]:
-    """The process environment plus the bench's own group, prefix and metrics port."""
-    u = uuid.uuid4().hex[:8]
+def started_at() -> str:
+    """Now, as a report's first line gives it (UTC, to the second)."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def host_line() -> str:
+    """The machine a report was taken on: name, CPUs, Python."""
+    return f"{platform.node()} ({os.cpu_count()} CPUs, Python {platform.python_version()})"
+
+
+def app_user() -> tuple[str, str]:
+    """The application's MySQL user and password (what writes pages), from the environment."""
+    return (
+        os.environ.get("SEARCHSYNC_APP_MYSQL_USER", "searchsync_app"),
+        os.environ.get("SEARCHSYNC_APP_MYSQL_PASSWORD", "searchsync_app"),
+    )
+
+
+def delete_group(
+    bootstrap: str, group: str, *, request_timeout: float | None = None, timeout: float = 10
+) -> None:
+    """Delete consumer group `group`, waiting `timeout` s for the answer (raises its error)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    options: dict[str, Any] = {}
+    if request_timeout is not None:
+        options["request_timeout"] = request_timeout
+    for future in admin.delete_consumer_groups([group], **options).values():
+        future.result(timeout=timeout)
+
+
+def consumer_env(group: str, index_prefix: str) -> dict[str, str]:
+    """The process environment plus what isolates a consumer: its group (and DLQ topic), starting
+    at the topic end, its index prefix, a free metrics port, a short session and shutdown."""
     env = dict(os.environ)
     env.update(
         {
-            "SEARCHSYNC_KAFKA_GROUP_ID": f"bench-{u}",
-            "SEARCHSYNC_KAFKA_DLQ_TOPIC": f"bench-{u}.dlq",
+            "SEARCHSYNC_KAFKA_GROUP_ID": group,
+            "SEARCHSYNC_KAFKA_DLQ_TOPIC": f"{group}.dlq",
             "SEARCHSYNC_KAFKA_AUTO_OFFSET_RESET": "latest",
             "SEARCHSYNC_KAFKA_SESSION_TIMEOUT_MS": "6000",
-            "SEARCHSYNC_ELASTICSEARCH_INDEX_PREFIX": f"bench{u}",
+            "SEARCHSYNC_ELASTICSEARCH_INDEX_PREFIX": index_prefix,
             "SEARCHSYNC_OBSERVABILITY_METRICS_PORT": "0",
             "SEARCHSYNC_PIPELINE_SHUTDOWN_DEADLINE_S": "10",
-            "SEARCHSYNC_PIPELINE_LAG_POLL_INTERVAL_S": "5",
         }
     )
+    return env
+
+
+def bench_env(overrides: dict[str, str]) -> dict[str, str]:
+    """`consumer_env` with the bench's own group and prefix, a 5 s lag poll, then `overrides`."""
+    u = uuid.uuid4().hex[:8]
+    env = consumer_env(f"bench-{u}", f"bench{u}")
+    env["SEARCHSYNC_PIPELINE_LAG_POLL_INTERVAL_S"] = "5"
     env.update(overrides)
     return env
 

@@ -28,12 +28,10 @@ import functools
 import json
 import logging
 import os
-import platform
 import sys
 import time
 import uuid
-from collections.abc import Sequence
-from datetime import UTC, datetime
+from collections.abc import Coroutine, Sequence
 from typing import Any, Final
 
 from elasticsearch import NotFoundError
@@ -41,13 +39,18 @@ from elasticsearch import NotFoundError
 from bench import live, procstat
 from bench.common import (
     MGET_CHUNK,
+    app_user,
     bench_env,
+    bench_main,
+    delete_group,
+    host_line,
     median_spread,
     metric_total,
     page_body,
     progress,
     quantile,
     run_bounded,
+    started_at,
     wait_for,
 )
 from bench.consumers import Members
@@ -84,21 +87,22 @@ async def run(options: BenchOptions, command: str) -> Report:
     settings = load_settings(env)
     report = Report(
         command=command,
-        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        host=f"{platform.node()} ({os.cpu_count()} CPUs, Python {platform.python_version()})",
+        started_at=started_at(),
+        host=host_line(),
         cores=os.cpu_count() or 1,
         events=options.events,
     )
     projector = default_registry().get(AGGREGATE_TYPE)
     m = settings.mysql
+    app_name, app_password = app_user()
     app_pool = await create_pool(
         host=m.host,
         port=m.port,
         database=m.database,
         minsize=1,
         maxsize=WRITERS + 4,
-        user=os.environ.get("SEARCHSYNC_APP_MYSQL_USER", "searchsync_app"),
-        password=os.environ.get("SEARCHSYNC_APP_MYSQL_PASSWORD", "searchsync_app"),
+        user=app_name,
+        password=app_password,
     )
     pool = await create_pool(
         host=m.host,
@@ -190,12 +194,8 @@ async def live_phases(
         report.notes.extend(members.notes)
         with contextlib.suppress(NotFoundError):
             await es.indices.delete(index=f"{alias}_v1")
-        from confluent_kafka.admin import AdminClient
-
-        admin = AdminClient({"bootstrap.servers": settings.kafka.bootstrap_servers})
         with contextlib.suppress(Exception):
-            for future in admin.delete_consumer_groups([settings.kafka.group_id]).values():
-                future.result(timeout=10)
+            delete_group(settings.kafka.bootstrap_servers, settings.kafka.group_id)
 
 
 def parse_args(argv: Sequence[str]) -> BenchOptions:
@@ -222,17 +222,17 @@ def parse_args(argv: Sequence[str]) -> BenchOptions:
     )
 
 
+def _child(options: BenchOptions) -> Coroutine[Any, Any, None] | None:
+    spec = options.paced_writer
+    return None if spec is None else live.paced_writer_child(spec)
+
+
+def _emit(options: BenchOptions, report: Report) -> str:
+    return json.dumps(report.to_json()) if options.as_json else render_text(report)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    options = parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    if options.paced_writer is not None:
-        asyncio.run(live.paced_writer_child(options.paced_writer))
-        return 0
-    command = " ".join([".venv/bin/python -m bench.pipeline_bench", *argv])
-    report = asyncio.run(run(options, command))
-    print(json.dumps(report.to_json()) if options.as_json else render_text(report))
-    return 0
+    return bench_main("bench.pipeline_bench", argv, parse_args, _child, run, _emit)
 
 
 if __name__ == "__main__":

@@ -36,13 +36,12 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import asdict
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
 from elasticsearch import AsyncElasticsearch
 
-from bench.common import bench_env, progress, quantile
+from bench.common import app_user, bench_env, progress, quantile, started_at
 from bench.consumers import Members
 from bench.live import wait_live
 from bench.procstat import status_mib
@@ -172,7 +171,7 @@ def dump(path: Path, data: dict[str, object]) -> None:
 
 
 async def run(o: argparse.Namespace, command: str) -> Report:
-    report = Report(datetime.now(UTC).isoformat(timespec="seconds"), command, o.rate)
+    report = Report(started_at(), command, o.rate)
     env = bench_env({})
     if o.session_timeout_ms is None:
         env.pop("SEARCHSYNC_KAFKA_SESSION_TIMEOUT_MS")  # the production default
@@ -183,12 +182,12 @@ async def run(o: argparse.Namespace, command: str) -> Report:
     projector = default_registry().get(AGGREGATE_TYPE)
     alias = settings.alias(AGGREGATE_TYPE)
     await init_index(es, alias, projector.mapping, schema_version=projector.schema_version)
-    m = settings.mysql
+    m, (app_name, app_password) = settings.mysql, app_user()
     pool = await create_pool(
         host=m.host,
         port=m.port,
-        user=os.environ.get("SEARCHSYNC_APP_MYSQL_USER", "searchsync_app"),
-        password=os.environ.get("SEARCHSYNC_APP_MYSQL_PASSWORD", "searchsync_app"),
+        user=app_name,
+        password=app_password,
         database=m.database,
         minsize=1,
         maxsize=2,

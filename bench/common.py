@@ -1,6 +1,7 @@
 """Helpers every benchmark shares: its main, waiting on a condition, quantiles, the page body,
 bounded concurrency, progress lines, the report header (time, host), the bench's isolated
-settings, the application user, deleting a consumer group and a realtime "which ids are missing".
+settings, the application user's pool, the alias, deleting a consumer group and a realtime
+"which ids are missing".
 """
 
 from __future__ import annotations
@@ -17,11 +18,16 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar
 
+import aiomysql
 from confluent_kafka.admin import AdminClient
 from elasticsearch import AsyncElasticsearch
 
+from consumer.config import MysqlSettings
 from consumer.kafka.admin import ConfluentKafkaAdmin
+from consumer.mysql.pool import create_pool
 from consumer.observability.metrics import Metrics
+from consumer.projection import Projector
+from consumer.search.admin import init_index
 
 MGET_CHUNK: Final = 1_000
 
@@ -146,6 +152,25 @@ def app_user() -> tuple[str, str]:
         os.environ.get("SEARCHSYNC_APP_MYSQL_USER", "searchsync_app"),
         os.environ.get("SEARCHSYNC_APP_MYSQL_PASSWORD", "searchsync_app"),
     )
+
+
+async def open_app_pool(mysql: MysqlSettings, *, minsize: int, maxsize: int) -> aiomysql.Pool:
+    """A pool of the application's user (`app_user`) on `mysql`'s server and database."""
+    user, password = app_user()
+    return await create_pool(
+        host=mysql.host,
+        port=mysql.port,
+        user=user,
+        password=password,
+        database=mysql.database,
+        minsize=minsize,
+        maxsize=maxsize,
+    )
+
+
+async def init_alias(es: AsyncElasticsearch, alias: str, projector: Projector) -> None:
+    """`alias` and its first index, with `projector`'s mapping and schema version."""
+    await init_index(es, alias, projector.mapping, schema_version=projector.schema_version)
 
 
 def delete_group(

@@ -17,16 +17,25 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
 from confluent_kafka import Consumer, TopicPartition
 from elasticsearch import AsyncElasticsearch
 
-from bench.common import MGET_CHUNK, missing, page_body, progress, quantile, topic_ends, wait_for
+from bench.common import (
+    MGET_CHUNK,
+    missing,
+    open_app_pool,
+    page_body,
+    progress,
+    quantile,
+    topic_ends,
+    wait_for,
+)
 from bench.consumers import Members
 from consumer.config import load_settings
-from consumer.mysql.pool import create_pool
 from consumer.writer import PageWriter
 
 POLL_S: Final = 0.05
@@ -86,13 +95,14 @@ class KafkaTap:
 
 
 async def wait_live(
-    members: Members, es: AsyncElasticsearch, alias: str, writer: PageWriter, prefix: str
+    check: Callable[[], None], es: AsyncElasticsearch, alias: str, writer: PageWriter, prefix: str
 ) -> None:
     """Probe pages until one is searchable: the live consumer has joined (it starts at the
-    topic end, so a probe written before its assignment is never seen)."""
+    topic end, so a probe written before its assignment is never seen); `check` raises when
+    the consumer died."""
     deadline = time.monotonic() + 120
     for n in itertools.count():
-        members.check_alive()
+        check()
         if time.monotonic() > deadline:
             raise RuntimeError("the consumer did not index a probe page within 120 s")
         probe = f"{prefix}probe-{n}"
@@ -252,15 +262,7 @@ async def paced_writer_child(spec_json: str) -> None:
     seconds = float(spec["seconds"])
     tolerant = bool(spec.get("tolerant", False))  # a failed write skips its page (recovery bench)
     m = load_settings(dict(os.environ)).mysql
-    pool = await create_pool(
-        host=m.host,
-        port=m.port,
-        user=os.environ.get("SEARCHSYNC_APP_MYSQL_USER", "searchsync_app"),
-        password=os.environ.get("SEARCHSYNC_APP_MYSQL_PASSWORD", "searchsync_app"),
-        database=m.database,
-        minsize=writers,
-        maxsize=writers,
-    )
+    pool = await open_app_pool(m, minsize=writers, maxsize=writers)
     writer = PageWriter(pool)
     slots = itertools.count()
     t0 = time.monotonic() + 0.1

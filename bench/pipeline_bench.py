@@ -39,13 +39,14 @@ from elasticsearch import NotFoundError
 from bench import live, procstat
 from bench.common import (
     MGET_CHUNK,
-    app_user,
     bench_env,
     bench_main,
     delete_group,
     host_line,
+    init_alias,
     median_spread,
     metric_total,
+    open_app_pool,
     page_body,
     progress,
     quantile,
@@ -60,7 +61,6 @@ from consumer.config import load_settings
 from consumer.mysql.pool import create_pool
 from consumer.mysql.truth import MysqlTruth
 from consumer.projection import default_registry
-from consumer.search.admin import init_index
 from consumer.search.client import make_es_client
 from consumer.writer import PageWriter
 
@@ -94,16 +94,7 @@ async def run(options: BenchOptions, command: str) -> Report:
     )
     projector = default_registry().get(AGGREGATE_TYPE)
     m = settings.mysql
-    app_name, app_password = app_user()
-    app_pool = await create_pool(
-        host=m.host,
-        port=m.port,
-        database=m.database,
-        minsize=1,
-        maxsize=WRITERS + 4,
-        user=app_name,
-        password=app_password,
-    )
+    app_pool = await open_app_pool(m, minsize=1, maxsize=WRITERS + 4)
     pool = await create_pool(
         host=m.host,
         port=m.port,
@@ -168,11 +159,11 @@ async def live_phases(
     settings = load_settings(env)
     projector = default_registry().get(AGGREGATE_TYPE)
     alias = settings.alias(AGGREGATE_TYPE)
-    await init_index(es, alias, projector.mapping, schema_version=projector.schema_version)
+    await init_alias(es, alias, projector)
     members = Members(env, 1, label="live")
     try:
         await members.start()
-        await live.wait_live(members, es, alias, writer, f"{prefix}live-")
+        await live.wait_live(members.check_alive, es, alias, writer, f"{prefix}live-")
         rate = 0.5 * median_spread(report.rates("pipeline", 1))[0]
         report.lag = await live.lag(
             es,

@@ -14,10 +14,11 @@ import aiomysql
 from elasticsearch import AsyncElasticsearch, NotFoundError
 
 from bench.common import (
-    app_user,
     delete_group,
+    init_alias,
     metric_total,
     missing,
+    open_app_pool,
     page_body,
     progress,
     run_bounded,
@@ -27,11 +28,10 @@ from bench.rebuild_backfill import AGGREGATE_TYPE
 from bench.rebuild_report import BenchOptions, Report
 from consumer.app import run_consumer
 from consumer.config import Settings
-from consumer.mysql.pool import close_pool, create_pool, open_pool
+from consumer.mysql.pool import close_pool, open_pool
 from consumer.observability.metrics import Metrics
 from consumer.ops import offsets
 from consumer.projection import registry_from_settings
-from consumer.search.admin import init_index
 from consumer.search.client import make_es_client
 from consumer.writer import PageWriter
 
@@ -64,24 +64,11 @@ class Bench:
         return self.es
 
     async def open(self) -> None:
-        m, (app_name, app_password) = self.settings.mysql, app_user()
+        m = self.settings.mysql
         self.pool = await open_pool(m, maxsize=2)
-        self.app_pool = await create_pool(
-            host=m.host,
-            port=m.port,
-            user=app_name,
-            password=app_password,
-            database=m.database,
-            minsize=1,
-            maxsize=WRITERS + 2,
-        )
+        self.app_pool = await open_app_pool(m, minsize=1, maxsize=WRITERS + 2)
         self.es = make_es_client(self.settings)
-        await init_index(
-            self.es,
-            self.alias,
-            self.projector.mapping,
-            schema_version=self.projector.schema_version,
-        )
+        await init_alias(self.es, self.alias, self.projector)
         offsets.reset(self.settings, "latest", dry_run=False)
         self.task = asyncio.create_task(
             run_consumer(self.settings, stop=self.stop, metrics=self.metrics)

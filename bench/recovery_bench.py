@@ -41,16 +41,14 @@ from typing import Final
 
 from elasticsearch import AsyncElasticsearch
 
-from bench.common import app_user, bench_env, progress, quantile, started_at
+from bench.common import bench_env, init_alias, open_app_pool, progress, quantile, started_at
 from bench.consumers import Members
 from bench.live import wait_live
 from bench.procstat import status_mib
 from bench.recovery_load import Load, recovery
 from bench.recovery_report import TARGET_S, Figure, Memory, Report, line, render
 from consumer.config import load_settings
-from consumer.mysql.pool import create_pool
 from consumer.projection import default_registry
-from consumer.search.admin import init_index
 from consumer.writer import PageWriter
 from tests.faults.services import Stack
 
@@ -181,21 +179,12 @@ async def run(o: argparse.Namespace, command: str) -> Report:
     es = AsyncElasticsearch(settings.elasticsearch.hosts[0], request_timeout=10)
     projector = default_registry().get(AGGREGATE_TYPE)
     alias = settings.alias(AGGREGATE_TYPE)
-    await init_index(es, alias, projector.mapping, schema_version=projector.schema_version)
-    m, (app_name, app_password) = settings.mysql, app_user()
-    pool = await create_pool(
-        host=m.host,
-        port=m.port,
-        user=app_name,
-        password=app_password,
-        database=m.database,
-        minsize=1,
-        maxsize=2,
-    )
+    await init_alias(es, alias, projector)
+    pool = await open_app_pool(settings.mysql, minsize=1, maxsize=2)
     bench = Bench(o, env, es)
     try:
         await bench.members.start()
-        await wait_live(bench.members, es, alias, PageWriter(pool), f"rec-{bench.tag}-")
+        await wait_live(bench.members.check_alive, es, alias, PageWriter(pool), f"rec-{bench.tag}-")
         pool.close()
         await pool.wait_closed()
         for name in o.phases:

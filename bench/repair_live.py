@@ -10,17 +10,16 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 import uuid
 from typing import Any, Final
 
 from elasticsearch import NotFoundError
 
-from bench.common import consumer_env, delete_group, progress
+from bench.common import consumer_env, delete_group, init_alias, progress
+from bench.live import wait_live
 from bench.paced import paced_searchable
 from bench.repair_setup import Bench
 from bench.repair_wheel import AGGREGATE_TYPE
-from consumer.search.admin import init_index
 from consumer.writer import PageWriter
 
 LIVE_WRITERS: Final = 8
@@ -32,12 +31,7 @@ async def live_impact(bench: Bench) -> None:
     group, live_prefix = f"bench-{u}", f"benchl{u}"
     live_alias = f"{live_prefix}_{AGGREGATE_TYPE}"
     env = consumer_env(group, live_prefix)
-    await init_index(
-        bench.client,
-        live_alias,
-        bench.projector.mapping,
-        schema_version=bench.projector.schema_version,
-    )
+    await init_alias(bench.client, live_alias, bench.projector)
     logfile = tempfile.NamedTemporaryFile(  # noqa: SIM115  # closed in finally
         prefix="repair-bench-consumer-", suffix=".log", delete=False
     )
@@ -45,7 +39,15 @@ async def live_impact(bench: Bench) -> None:
         sys.executable, "-m", "consumer", "run", env=env, stdout=logfile, stderr=logfile
     )
     try:
-        await _wait_live(bench, consumer, live_alias, f"benchl-{u}-probe-")
+        assert bench.app_pool is not None
+
+        def check() -> None:
+            if consumer.returncode is not None:
+                raise RuntimeError(f"the consumer exited with {consumer.returncode}")
+
+        writer = PageWriter(bench.app_pool)
+        await wait_live(check, bench.client, live_alias, writer, f"benchl-{u}-")
+        progress("live consumer is indexing")
         for label, with_repair in (("without", False), ("with", True)):
             r.lag[label] = await _lag(
                 bench, live_alias, f"benchl-{u}-{label}-", with_repair, o.lag_rate, o.lag_seconds
@@ -79,27 +81,6 @@ def _delete_group(bench: Bench, group: str) -> None:
         delete_group(bootstrap, group, request_timeout=15, timeout=30)
     except Exception as exc:
         bench.report.notes.append(f"could not delete consumer group {group}: {exc!r}")
-
-
-async def _wait_live(bench: Bench, consumer: Any, alias: str, prefix: str) -> None:
-    """Probe pages until one is searchable: the consumer has joined (it starts at the topic
-    end, so a probe written before its assignment is never seen)."""
-    assert bench.app_pool is not None
-    writer = PageWriter(bench.app_pool)
-    deadline = time.monotonic() + 120
-    for n in range(10_000):
-        if consumer.returncode is not None:
-            raise RuntimeError(f"the consumer exited with {consumer.returncode}")
-        if time.monotonic() > deadline:
-            raise RuntimeError("the consumer did not index a probe page within 120 s")
-        probe = f"{prefix}{n}"
-        await writer.create(probe, "probe", "probe", {})
-        until = time.monotonic() + 3
-        while time.monotonic() < until:
-            if await bench.client.exists(index=alias, id=probe):
-                progress("live consumer is indexing")
-                return
-            await asyncio.sleep(0.2)
 
 
 async def _lag(

@@ -13,14 +13,13 @@ from typing import Any, Final
 import aiomysql
 from elasticsearch import AsyncElasticsearch, NotFoundError
 
-from bench.common import progress
+from bench.common import init_alias, open_app_pool, progress
 from bench.repair_report import BenchOptions, Report
 from bench.repair_wheel import AGGREGATE_TYPE, bench_projector
 from consumer.config import Settings
 from consumer.devtools.scratch import admin_execute, sync_bucket_migration
-from consumer.mysql.pool import close_pool, create_pool, open_pool
+from consumer.mysql.pool import close_pool, open_pool
 from consumer.projection import Projector
-from consumer.search.admin import init_index
 from consumer.search.client import make_es_client
 from consumer.search.es_index import EsIndex
 from consumer.search.sink import IndexOp
@@ -100,22 +99,9 @@ class Bench:
         if self.options.scratch_table:
             await self.create_table()
         self.pool = await open_pool(m, maxsize=2)
-        self.app_pool = await create_pool(
-            host=m.host,
-            port=m.port,
-            user=self.app[0],
-            password=self.app[1],
-            database=m.database,
-            minsize=1,
-            maxsize=2,
-        )
+        self.app_pool = await open_app_pool(m, minsize=1, maxsize=2)
         self.es = make_es_client(self.settings)
-        await init_index(
-            self.es,
-            self.alias,
-            self.projector.mapping,
-            schema_version=self.projector.schema_version,
-        )
+        await init_alias(self.es, self.alias, self.projector)
 
     async def close(self) -> None:
         if self.es is not None:

@@ -8,6 +8,7 @@ when the DLQ error budget stopped the consumer, FAILURE on any other fatal error
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 from collections.abc import Mapping
@@ -17,6 +18,8 @@ from consumer.config import Settings
 from consumer.errors import DlqBudgetExceeded
 from consumer.exit_codes import ExitCode
 from consumer.kafka.config import member_config
+from consumer.kafka.connect import ConnectClient
+from consumer.kafka.connector_watch import ConnectorWatch
 from consumer.kafka.intake import KafkaIntake
 from consumer.mysql.pool import close_pool, open_pool
 from consumer.mysql.state import ProjectionStateWriter
@@ -156,6 +159,12 @@ async def run_consumer(
         )
 
         await intake.start()
+        if settings.connect.restart_failed_tasks:
+            watch = ConnectorWatch(
+                ConnectClient(settings.connect), interval_s=settings.connect.watch_interval_s
+            )
+            watching = asyncio.create_task(watch.run(stop))
+            stack.push_async_callback(_cancelled, watching)
         try:
             await pipeline.run(stop, drain_deadline_s=p.shutdown_deadline_s)
         except DlqBudgetExceeded as exc:
@@ -170,6 +179,12 @@ async def run_consumer(
         log.info("searchsync stopped cleanly")
         return ExitCode.OK
     return ExitCode.OK  # pragma: no cover - the stack above always returns
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 async def _close_dlq(dlq: DlqProducer) -> None:

@@ -207,6 +207,10 @@ class ConnectSettings:
     url: str = "http://127.0.0.1:8083"
     connector: str = "searchsync-outbox"
     request_timeout_s: float = 10.0
+    # `searchsync run` restarts the connector's FAILED tasks (Kafka Connect never does), checking
+    # every `watch_interval_s` (docs/consumer.md, "Connector watch")
+    restart_failed_tasks: bool = False
+    watch_interval_s: float = 30.0
 
 
 def _connect(r: _Section) -> ConnectSettings:
@@ -219,6 +223,8 @@ def _connect(r: _Section) -> ConnectSettings:
         url=url.rstrip("/"),
         connector=_connector(r),
         request_timeout_s=r.number("request_timeout_s", 0.0, 300.0, lo_open=True),
+        restart_failed_tasks=r.boolean("restart_failed_tasks"),
+        watch_interval_s=r.number("watch_interval_s", 0.0, 3_600.0, lo_open=True),
     )
 
 

@@ -1,4 +1,5 @@
-"""A small client for Kafka Connect's REST API: the state of the Debezium connector.
+"""A small client for Kafka Connect's REST API: the state of the Debezium connector, and the
+restart of one of its tasks (`consumer.kafka.connector_watch`).
 
 ``GET /connectors/<name>/status`` answers the connector's state and each task's (``RUNNING``,
 ``PAUSED``, ``FAILED``, ``UNASSIGNED``, ``RESTARTING``). `ConnectorStatus.running` is the one
@@ -41,6 +42,9 @@ MISSING: Final = "MISSING"
 
 Fetch = Callable[[str, float], tuple[int, bytes]]
 """``(url, timeout_s) -> (HTTP status, body)``; raises `OSError` when there is no answer."""
+
+Post = Fetch
+"""The same for an empty ``POST``."""
 
 
 class ConnectUnavailable(SearchSyncError):
@@ -127,21 +131,26 @@ def parse_status(name: str, body: Mapping[str, Any]) -> ConnectorStatus:
 class ConnectClient:
     """Kafka Connect's REST API at ``settings.url``."""
 
-    def __init__(self, settings: ConnectSettings, *, fetch: Fetch | None = None) -> None:
+    def __init__(
+        self, settings: ConnectSettings, *, fetch: Fetch | None = None, post: Post | None = None
+    ) -> None:
         self._settings = settings
         self._fetch = fetch or _urllib_fetch
+        self._post = post or _urllib_post
+
+    async def restart_task(self, task_id: int, name: str | None = None) -> None:
+        """``POST /connectors/<name>/tasks/<id>/restart`` (Connect answers 204, or 202)."""
+        connector = urllib.parse.quote(name or self._settings.connector, safe="")
+        url = f"{self._settings.url}/connectors/{connector}/tasks/{int(task_id)}/restart"
+        code, data = await self._call(self._post, url)
+        if code not in (200, 202, 204):
+            raise ConnectUnavailable(f"POST {url} answered {code}: {data[:200]!r}")
 
     async def status(self, name: str | None = None) -> ConnectorStatus:
         """The status of connector `name` (default: ``[connect] connector``)."""
         connector = name or self._settings.connector
         url = f"{self._settings.url}/connectors/{urllib.parse.quote(connector, safe='')}/status"
-        try:
-            code, data = await asyncio.to_thread(self._fetch, url, self._settings.request_timeout_s)
-        except OSError as exc:
-            raise ConnectUnavailable(
-                f"Kafka Connect at {self._settings.url} did not answer ({exc}); is it running? "
-                "(setting connect.url)"
-            ) from exc
+        code, data = await self._call(self._fetch, url)
         if code == 404:
             return ConnectorStatus(connector, MISSING)
         if code != 200:
@@ -154,6 +163,16 @@ class ConnectClient:
             raise ConnectUnavailable(f"GET {url}: the answer is not a JSON object")
         return parse_status(connector, body)
 
+    async def _call(self, request: Fetch, url: str) -> tuple[int, bytes]:
+        """One request on a worker thread; no answer at all is `ConnectUnavailable`."""
+        try:
+            return await asyncio.to_thread(request, url, self._settings.request_timeout_s)
+        except OSError as exc:
+            raise ConnectUnavailable(
+                f"Kafka Connect at {self._settings.url} did not answer ({exc}); is it running? "
+                "(setting connect.url)"
+            ) from exc
+
 
 def _urllib_fetch(url: str, timeout_s: float) -> tuple[int, bytes]:
     request = urllib.request.Request(url, headers={"Accept": "application/json"})
@@ -161,6 +180,16 @@ def _urllib_fetch(url: str, timeout_s: float) -> tuple[int, bytes]:
         with urllib.request.urlopen(request, timeout=timeout_s) as response:
             return int(response.status), bytes(response.read())
     except urllib.error.HTTPError as exc:  # a status other than 2xx: still an answer
+        return int(exc.code), bytes(exc.read())
+
+
+def _urllib_post(url: str, timeout_s: float) -> tuple[int, bytes]:
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    request = urllib.request.Request(url, data=b"", headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            return int(response.status), bytes(response.read())
+    except urllib.error.HTTPError as exc:
         return int(exc.code), bytes(exc.read())
 
 

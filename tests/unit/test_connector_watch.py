@@ -1,0 +1,125 @@
+"""The connector watch of `searchsync run` (consumer/kafka/connector_watch.py): FAILED tasks are
+restarted through Connect's REST API, once per check; a RUNNING connector is left alone; Connect
+not answering, or a restart refused, is logged and never stops the consumer; the settings are
+checked at start-up."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+
+import pytest
+
+from consumer.config import ConnectSettings, load_settings
+from consumer.errors import ConfigError
+from consumer.kafka.connect import ConnectClient
+from consumer.kafka.connector_watch import ConnectorWatch
+
+
+class FakeConnect:
+    """Connect's two endpoints the watch uses; `states` is each task's state, as Connect says."""
+
+    def __init__(self, *states: str) -> None:
+        self.states = list(states)
+        self.down = False
+        self.refuse_restart = False
+        self.gets = 0
+        self.posts: list[str] = []
+        self.on_get: Callable[[int], None] | None = None
+
+    def fetch(self, url: str, timeout_s: float) -> tuple[int, bytes]:
+        self.gets += 1
+        if self.down:
+            raise ConnectionRefusedError("connection refused")
+        assert url == "http://connect:8083/connectors/searchsync-outbox/status"
+        tasks = [
+            {"id": n, "state": s, "worker_id": "w", "trace": "x.Y: boom\n\tat"}
+            if s == "FAILED"
+            else {"id": n, "state": s, "worker_id": "w"}
+            for n, s in enumerate(self.states)
+        ]
+        if self.on_get is not None:
+            self.on_get(self.gets)
+        body = {"name": "searchsync-outbox", "connector": {"state": "RUNNING"}, "tasks": tasks}
+        return 200, json.dumps(body).encode()
+
+    def post(self, url: str, timeout_s: float) -> tuple[int, bytes]:
+        if self.refuse_restart:
+            return 500, b'{"error_code":500}'
+        self.posts.append(url)
+        n = int(url.rsplit("/", 2)[-2])
+        self.states[n] = "RUNNING"  # Connect restarts it
+        return 204, b""
+
+    def watch(self) -> ConnectorWatch:
+        client = ConnectClient(
+            ConnectSettings(url="http://connect:8083"), fetch=self.fetch, post=self.post
+        )
+        return ConnectorWatch(client, interval_s=0.01)
+
+
+async def test_failed_tasks_are_restarted_and_running_ones_left_alone() -> None:
+    connect = FakeConnect("RUNNING", "FAILED", "FAILED")
+    watch = connect.watch()
+    assert await watch.check() == 2
+    assert connect.posts == [
+        "http://connect:8083/connectors/searchsync-outbox/tasks/1/restart",
+        "http://connect:8083/connectors/searchsync-outbox/tasks/2/restart",
+    ]
+    assert await watch.check() == 0  # all RUNNING now: nothing more
+    assert len(connect.posts) == 2 and watch.restarts == 2
+
+
+async def test_connect_away_is_logged_once_per_outage_and_never_raises(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    connect = FakeConnect("FAILED")
+    connect.down = True
+    watch = connect.watch()
+    with caplog.at_level(logging.INFO, logger="consumer.kafka.connector_watch"):
+        for _ in range(3):
+            assert await watch.check() == 0
+        connect.down = False
+        assert await watch.check() == 1
+        connect.down = True
+        assert await watch.check() == 0
+    away = [r for r in caplog.records if "will try again" in r.getMessage()]
+    assert len(away) == 2  # once per outage, not once per check
+    assert any("task 0 is FAILED (x.Y: boom)" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_refused_restart_is_logged_not_counted(caplog: pytest.LogCaptureFixture) -> None:
+    connect = FakeConnect("FAILED")
+    connect.refuse_restart = True
+    watch = connect.watch()
+    with caplog.at_level(logging.WARNING, logger="consumer.kafka.connector_watch"):
+        assert await watch.check() == 0
+    assert watch.restarts == 0
+    assert any("restart of task 0 failed" in r.getMessage() for r in caplog.records)
+
+
+async def test_the_watch_checks_on_its_interval_until_stopped() -> None:
+    connect = FakeConnect("RUNNING")
+    loop = asyncio.get_running_loop()
+    third = asyncio.Event()
+    connect.on_get = lambda n: loop.call_soon_threadsafe(third.set) if n >= 3 else None
+    stop = asyncio.Event()
+    task = asyncio.create_task(connect.watch().run(stop))
+    await asyncio.wait_for(third.wait(), 10)  # it checked again and again on its interval
+    stop.set()
+    await asyncio.wait_for(task, 5)  # and returns once stopped
+    assert task.done() and task.exception() is None
+
+
+def test_the_watch_settings_are_off_by_default_and_checked() -> None:
+    c = load_settings({}).connect
+    assert (c.restart_failed_tasks, c.watch_interval_s) == (False, 30.0)
+    env = {"SEARCHSYNC_CONNECT_RESTART_FAILED_TASKS": "true"}
+    on = load_settings({**env, "SEARCHSYNC_CONNECT_WATCH_INTERVAL_S": "5"}).connect
+    assert (on.restart_failed_tasks, on.watch_interval_s) == (True, 5.0)
+    for key, value in (("RESTART_FAILED_TASKS", "maybe"), ("WATCH_INTERVAL_S", "0")):
+        with pytest.raises(ConfigError) as caught:
+            load_settings({f"SEARCHSYNC_CONNECT_{key}": value})
+        assert f"connect.{key.lower()}" in str(caught.value)

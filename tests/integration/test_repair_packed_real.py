@@ -8,7 +8,7 @@ Elasticsearch light pages read doc values only; neither misses anything wherever
 
 from __future__ import annotations
 
-import os
+import subprocess
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -110,11 +110,17 @@ async def test_a_page_too_long_to_pack_is_read_as_rows(
 
 
 def _root_socket() -> str:
-    """MariaDB's socket of the stack under test (deploy/local/env.sh's names)."""
-    if os.environ.get("MYSQL_SOCKET"):
-        return os.environ["MYSQL_SOCKET"]
-    stack = os.environ.get("STACK_DIR") or str(Path(__file__).resolve().parents[2] / ".stack")
-    return f"{stack}/mariadb/mysqld.sock"
+    """MariaDB's socket of the stack under test, as deploy/local/env.sh names it (under the
+    clone's `.stack`, or under /var/lib/searchsync-stack for a clone in a closed directory)."""
+    env_sh = Path(__file__).resolve().parents[2] / "deploy" / "local" / "env.sh"
+    done = subprocess.run(
+        ["bash", "-c", 'source "$1" >/dev/null 2>&1; printf %s "$MYSQL_SOCKET"', "_", str(env_sh)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    return done.stdout
 
 
 @pytest_asyncio.fixture(loop_scope="session")

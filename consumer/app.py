@@ -161,7 +161,9 @@ async def run_consumer(
         await intake.start()
         if settings.connect.restart_failed_tasks:
             watch = ConnectorWatch(
-                ConnectClient(settings.connect), interval_s=settings.connect.watch_interval_s
+                ConnectClient(settings.connect),
+                interval_s=settings.connect.watch_interval_s,
+                metrics=metrics,
             )
             watching = asyncio.create_task(watch.run(stop))
             stack.push_async_callback(_cancelled, watching)

@@ -20,6 +20,7 @@ import logging
 from typing import Final
 
 from consumer.kafka.connect import ConnectClient, ConnectUnavailable
+from consumer.observability.metrics import Metrics
 
 __all__ = ["ConnectorWatch"]
 
@@ -29,9 +30,13 @@ FAILED: Final = "FAILED"
 
 
 class ConnectorWatch:
-    def __init__(self, client: ConnectClient, *, interval_s: float) -> None:
+    def __init__(
+        self, client: ConnectClient, *, interval_s: float, metrics: Metrics | None = None
+    ) -> None:
+        """`metrics` counts the restarts (``searchsync_connector_task_restarts_total``)."""
         self._client = client
         self._interval_s = interval_s
+        self._metrics = metrics
         self._unreachable = False
         self.restarts = 0  # tasks restarted so far
 
@@ -61,6 +66,8 @@ class ConnectorWatch:
                 log.warning("connector watch: restart of task %d failed: %s", task.id, exc)
                 continue
             restarted += 1
+            if self._metrics is not None:
+                self._metrics.connector_task_restarted()
         self.restarts += restarted
         return restarted
 

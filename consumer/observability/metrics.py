@@ -82,6 +82,7 @@ METRIC_NAMES: Final = (
     "searchsync_revision_regression",
     "searchsync_poison_messages",
     "searchsync_commits",
+    "searchsync_connector_task_restarts",
     # histograms
     "es_write_latency_seconds",
     "searchsync_commit_to_searchable_seconds",
@@ -178,6 +179,11 @@ class Metrics:
         )
         for result in ("ok", "failed"):
             self._commits.labels(result=result)
+        self._task_restarts = Counter(
+            "searchsync_connector_task_restarts",
+            "FAILED Kafka Connect tasks the connector watch restarted",
+            registry=r,
+        )
 
         self._bulk_latency = Histogram(
             "es_write_latency_seconds", "Bulk request latency", buckets=_BULK_BUCKETS, registry=r
@@ -304,6 +310,9 @@ class Metrics:
 
     def revision_regression(self, aggregate_type: str) -> None:
         self._regressions.labels(aggregate_type=aggregate_type).inc()
+
+    def connector_task_restarted(self) -> None:
+        self._task_restarts.inc()
 
     def commit(self, ok: bool) -> None:
         self._commits.labels(result="ok" if ok else "failed").inc()

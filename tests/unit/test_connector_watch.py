@@ -16,6 +16,7 @@ from consumer.config import ConnectSettings, load_settings
 from consumer.errors import ConfigError
 from consumer.kafka.connect import ConnectClient
 from consumer.kafka.connector_watch import ConnectorWatch
+from consumer.observability.metrics import Metrics
 
 
 class FakeConnect:
@@ -53,16 +54,17 @@ class FakeConnect:
         self.states[n] = "RUNNING"  # Connect restarts it
         return 204, b""
 
-    def watch(self) -> ConnectorWatch:
+    def watch(self, metrics: Metrics | None = None) -> ConnectorWatch:
         client = ConnectClient(
             ConnectSettings(url="http://connect:8083"), fetch=self.fetch, post=self.post
         )
-        return ConnectorWatch(client, interval_s=0.01)
+        return ConnectorWatch(client, interval_s=0.01, metrics=metrics)
 
 
 async def test_failed_tasks_are_restarted_and_running_ones_left_alone() -> None:
     connect = FakeConnect("RUNNING", "FAILED", "FAILED")
-    watch = connect.watch()
+    metrics = Metrics()
+    watch = connect.watch(metrics)
     assert await watch.check() == 2
     assert connect.posts == [
         "http://connect:8083/connectors/searchsync-outbox/tasks/1/restart",
@@ -70,6 +72,7 @@ async def test_failed_tasks_are_restarted_and_running_ones_left_alone() -> None:
     ]
     assert await watch.check() == 0  # all RUNNING now: nothing more
     assert len(connect.posts) == 2 and watch.restarts == 2
+    assert b"searchsync_connector_task_restarts_total 2.0" in metrics.render()
 
 
 async def test_connect_away_is_logged_once_per_outage_and_never_raises(

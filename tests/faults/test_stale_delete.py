@@ -19,7 +19,6 @@ import aiomysql
 import pytest
 import pytest_asyncio
 from confluent_kafka import Producer
-from elasticsearch import AsyncElasticsearch, ConflictError
 
 from consumer.search.client import make_es_client
 from consumer.writer import PageWriter
@@ -28,8 +27,10 @@ from tests.integration.conftest import KAFKA
 from tests.integration.consumer_harness import (
     InProcessConsumer,
     drop_indices,
+    forget_deletes_after_1s,
     harness_env,
     prepare_index,
+    wait_deleted_versions_forgotten,
     wait_for,
 )
 
@@ -41,35 +42,12 @@ TOPIC = "outbox.event.wiki_page"
 async def consumer() -> AsyncIterator[InProcessConsumer]:
     c = InProcessConsumer(harness_env("stale", SEARCHSYNC_ELASTICSEARCH_REQUEST_TIMEOUT_S="5"))
     await prepare_index(c.settings)
-    es = make_es_client(c.settings)
-    try:
-        index = f"{c.settings.alias('wiki_page')}_v1"
-        await es.indices.put_settings(index=index, settings={"index": {"gc_deletes": "1s"}})
-    finally:
-        await es.close()
+    await forget_deletes_after_1s(c.settings)
     await c.start()
     yield c
     code = await c.close()
     await drop_indices(c.settings)
     assert code == 0, f"consumer exited with {code}"
-
-
-async def _deleted_versions_forgotten(es: AsyncElasticsearch, alias: str) -> None:
-    """A control: a document deleted with an ES delete at version 10 accepts version 1 again
-    once its deleted version is forgotten. Only then is a stale replay meaningful."""
-    probe = f"gc-probe-{uuid.uuid4().hex[:6]}"
-    await es.index(index=alias, id=probe, version=10, version_type="external", document={})
-    await es.delete(index=alias, id=probe)
-
-    async def forgotten() -> bool:
-        await es.indices.refresh(index=alias)
-        try:
-            await es.index(index=alias, id=probe, version=1, version_type="external", document={})
-        except ConflictError:
-            return False
-        return True
-
-    await wait_for(forgotten, 120, "Elasticsearch forgot the probe's deleted version", 0.5)
 
 
 def _replay_stale(pages: list[str]) -> int:
@@ -110,7 +88,7 @@ async def _stays_deleted(c: InProcessConsumer, app_pool: aiomysql.Pool, restart:
                        for d in docs)  # fmt: skip
 
         await wait_for(tombstones, 120, "both pages are tombstones at revision 3")
-        await _deleted_versions_forgotten(es, alias)
+        await wait_deleted_versions_forgotten(es, alias)
         if restart:
             await asyncio.to_thread(Stack.from_env().restart, "elasticsearch", Path("/dev/null"))
         before = _finished(c)

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from elasticsearch import AsyncElasticsearch, NotFoundError
+from elasticsearch import AsyncElasticsearch, ConflictError, NotFoundError
 
 from consumer.app import run_consumer
 from consumer.config import Settings, load_settings
@@ -182,6 +182,36 @@ async def prepare_index(settings: Settings) -> None:
         )
     finally:
         await es.close()
+
+
+async def forget_deletes_after_1s(settings: Settings) -> None:
+    """The wiki_page index ``_v1`` of `settings` forgets deleted versions after 1 s
+    (``index.gc_deletes``), so stale writes meet only what tombstones keep."""
+    es = make_es_client(settings)
+    try:
+        index = f"{settings.alias('wiki_page')}_v1"
+        await es.indices.put_settings(index=index, settings={"index": {"gc_deletes": "1s"}})
+    finally:
+        await es.close()
+
+
+async def wait_deleted_versions_forgotten(es: AsyncElasticsearch, alias: str) -> None:
+    """Delete a probe document at version 10, then wait until a write at version 1 is accepted:
+    only then has Elasticsearch forgotten the versions of documents deleted before it (a
+    control: before that, a stale replay proves nothing)."""
+    probe = f"gc-probe-{uuid.uuid4().hex[:6]}"
+    await es.index(index=alias, id=probe, version=10, version_type="external", document={})
+    await es.delete(index=alias, id=probe)
+
+    async def forgotten() -> bool:
+        await es.indices.refresh(index=alias)  # deleted versions are pruned on refresh
+        try:
+            await es.index(index=alias, id=probe, version=1, version_type="external", document={})
+        except ConflictError:
+            return False
+        return True
+
+    await wait_for(forgotten, 120, "Elasticsearch forgot the probe's deleted version", 0.5)
 
 
 async def drop_indices(settings: Settings) -> None:

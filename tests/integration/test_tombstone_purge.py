@@ -22,7 +22,7 @@ import orjson
 import pytest
 import pytest_asyncio
 from confluent_kafka import Producer
-from elasticsearch import AsyncElasticsearch, ConflictError, NotFoundError
+from elasticsearch import AsyncElasticsearch, NotFoundError
 
 from consumer.cli import main
 from consumer.events import encode_json
@@ -45,8 +45,10 @@ from tests.integration.consumer_harness import (
     converged,
     drop_indices,
     expected_documents,
+    forget_deletes_after_1s,
     harness_env,
     prepare_index,
+    wait_deleted_versions_forgotten,
     wait_for,
 )
 
@@ -133,35 +135,12 @@ async def test_an_index_without_the_field_is_reported(es: AsyncElasticsearch) ->
 async def consumer() -> AsyncIterator[InProcessConsumer]:
     c = InProcessConsumer(harness_env("purge", SEARCHSYNC_RETENTION_MIN_TOMBSTONE_AGE="1s"))
     await prepare_index(c.settings)
-    es = make_es_client(c.settings)
-    try:  # the test's own physical index forgets deleted versions after 1 s
-        index = physical_name(c.settings.alias("wiki_page"), 1)
-        await es.indices.put_settings(index=index, settings={"index": {"gc_deletes": "1s"}})
-    finally:
-        await es.close()
+    await forget_deletes_after_1s(c.settings)  # the test's own physical index
     await c.start()
     yield c
     code = await c.close()
     await drop_indices(c.settings)
     assert code == 0, f"consumer exited with {code}"
-
-
-async def _gc_deletes_has_passed(es: AsyncElasticsearch, alias: str) -> None:
-    """Delete a probe document, then wait until a write below its version is accepted: only
-    then has Elasticsearch forgotten the versions of documents deleted before it."""
-    probe = f"gc-probe-{uuid.uuid4().hex[:6]}"
-    await es.index(index=alias, id=probe, version=10, version_type="external", document={})
-    await es.delete(index=alias, id=probe)
-
-    async def forgotten() -> bool:
-        await es.indices.refresh(index=alias)  # deleted versions are pruned on refresh
-        try:
-            await es.index(index=alias, id=probe, version=1, version_type="external", document={})
-        except ConflictError:
-            return False
-        return True
-
-    await wait_for(forgotten, 120, "Elasticsearch forgets deleted versions (gc_deletes)", 0.5)
 
 
 async def test_a_stale_upsert_after_a_purge_writes_a_tombstone_again(
@@ -234,7 +213,7 @@ async def test_a_stale_upsert_after_a_purge_writes_a_tombstone_again(
                 await es.get(index=alias, id=page)
         assert (await es.get(index=alias, id=live))["_version"] == 2
 
-        await _gc_deletes_has_passed(es, alias)
+        await wait_deleted_versions_forgotten(es, alias)
         producer = Producer({"bootstrap.servers": KAFKA})
         for page in (soft, hard):  # stale: revision 1, long superseded
             event = ThinEvent(str(uuid.uuid4()), "wiki_page", page, Operation.UPSERT, 1)

@@ -7,6 +7,7 @@ settings, the application user's pool, the alias, deleting a consumer group and 
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import math
 import os
@@ -23,6 +24,7 @@ from confluent_kafka.admin import AdminClient
 from elasticsearch import AsyncElasticsearch
 
 from consumer.config import MysqlSettings
+from consumer.gc_tuning import tune_for_throughput
 from consumer.kafka.admin import ConfluentKafkaAdmin
 from consumer.mysql.pool import create_pool
 from consumer.observability.metrics import Metrics
@@ -30,6 +32,9 @@ from consumer.projection import Projector
 from consumer.search.admin import init_index
 
 MGET_CHUNK: Final = 1_000
+PYTHON_GC_ENV: Final = "SEARCHSYNC_BENCH_PYTHON_GC"
+"""Set (to anything) to keep Python's default GC thresholds in a bench process (a side-by-side
+run: `consumer.gc_tuning`)."""
 
 Options = TypeVar("Options")
 Result = TypeVar("Result")
@@ -49,6 +54,8 @@ def bench_main(
     args = list(sys.argv[1:] if argv is None else argv)
     options = parse(args)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    if not os.environ.get(PYTHON_GC_ENV):
+        tune_for_throughput()  # as `searchsync run`, `rebuild` and `repair` do
     job = child(options)
     if job is not None:
         asyncio.run(job)
@@ -142,8 +149,12 @@ def started_at() -> str:
 
 
 def host_line() -> str:
-    """The machine a report was taken on: name, CPUs, Python."""
-    return f"{platform.node()} ({os.cpu_count()} CPUs, Python {platform.python_version()})"
+    """The machine a report was taken on: name, CPUs, Python, and the GC thresholds in effect."""
+    gc_line = "/".join(str(t) for t in gc.get_threshold())
+    return (
+        f"{platform.node()} ({os.cpu_count()} CPUs, Python {platform.python_version()},"
+        f" gc thresholds {gc_line})"
+    )
 
 
 def app_user() -> tuple[str, str]:

@@ -20,6 +20,7 @@ from consumer.cli.output import err, out
 from consumer.cli.services import Services
 from consumer.config import Settings
 from consumer.exit_codes import ExitCode
+from consumer.gc_tuning import tune_for_throughput
 from consumer.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
 
 
@@ -63,6 +64,7 @@ def cmd_rebuild(args: argparse.Namespace, settings: Settings, services: Services
         dry_run=args.dry_run,
         wait_for_live=args.wait_for_live,
     )
+    tune_for_throughput()
     outcome = asyncio.run(run_rebuild(settings, services, options, json_lines=args.json))
     if args.json:  # the last JSON line: the summary
         sys.stdout.write(

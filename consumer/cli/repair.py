@@ -22,6 +22,7 @@ from consumer.cli.services import Services
 from consumer.config import Settings
 from consumer.errors import InvalidRequest
 from consumer.exit_codes import ExitCode
+from consumer.gc_tuning import tune_for_throughput
 from consumer.observability.repair_metrics import RepairMetrics
 from consumer.ops.repair.model import FindingKind
 from consumer.ops.repair.report import BucketReport, RotationReport
@@ -82,6 +83,7 @@ def cmd_repair(args: argparse.Namespace, settings: Settings, services: Services)
         finally:
             await client.close()
 
+    tune_for_throughput()
     asyncio.run(go())
     if last and last[-1].stopped:
         err(f"repair stopped: {last[-1].stopped}")

@@ -12,6 +12,7 @@ from consumer.cli.output import err
 from consumer.cli.services import Services
 from consumer.config import Settings
 from consumer.exit_codes import ExitCode
+from consumer.gc_tuning import tune_for_throughput
 
 
 def register(commands: Any, parents: Parents) -> None:
@@ -35,6 +36,7 @@ def cmd_run(args: argparse.Namespace, settings: Settings, services: Services) ->
             return ExitCode.FAILURE
     configure_logging(settings.observability.log_level, secrets=settings.secret_values())
     registry = services.registry(settings)
+    tune_for_throughput()
 
     async def go() -> int:
         stop = asyncio.Event()

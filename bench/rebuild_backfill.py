@@ -17,9 +17,9 @@ from elasticsearch import AsyncElasticsearch
 from bench.common import run_bounded
 from consumer.config import Settings
 from consumer.mysql.truth import MysqlTruth
-from consumer.ops.chunks import ChunkController
 from consumer.ops.rebuild import plan as plans
 from consumer.ops.rebuild.backfill import Backfill, ChunkDone
+from consumer.ops.rebuild.runner import backfill_chunks
 from consumer.projection import Projector, Row
 from consumer.search.elasticsearch import EsIndexAdmin
 from consumer.search.es_index import BulkSizer, EncodedBulk, EsIndex
@@ -99,7 +99,7 @@ async def backfill_pass(
     alias = settings.alias(projector.aggregate_type)
     meta = plans.rebuild_meta(projector.schema_version, f"bench-{target}", {}, f"{alias}_v1")
     await EsIndexAdmin(es).create_index(target, plans.index_body(projector.mapping), meta=meta)
-    r, e = settings.rebuild, settings.elasticsearch
+    e = settings.elasticsearch
     writer = RecordingIndex(es, BulkSizer(e.bulk_max_actions, e.bulk_max_bytes), keep=keep)
     out = PassResult()
 
@@ -114,14 +114,7 @@ async def backfill_pass(
         sink=Sink(writer),
         projector=projector,
         target_index=target,
-        chunks=ChunkController(
-            r.chunk_min,
-            r.chunk_max,
-            r.chunk_target_s,
-            r.chunk_initial,
-            r.chunk_max_step,
-            quantum=e.bulk_max_actions,
-        ),
+        chunks=backfill_chunks(settings),  # as the runner builds them
         on_chunk=on_chunk,
     )
     after: str | None = None

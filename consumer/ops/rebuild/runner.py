@@ -206,7 +206,6 @@ class Rebuilder:
     async def _backfill(
         self, projector: Projector, record: RebuildRecord, options: RebuildOptions
     ) -> tuple[RebuildRecord, bool, list[tuple[str, str]]]:
-        r = self.d.settings.rebuild
         total = max(await self.d.truth.count(projector), record.rows_done)
         current = record
 
@@ -230,14 +229,7 @@ class Rebuilder:
             sink=Sink(self.d.writer),
             projector=projector,
             target_index=record.target_index,
-            chunks=ChunkController(
-                r.chunk_min,
-                r.chunk_max,
-                r.chunk_target_s,
-                r.chunk_initial,
-                r.chunk_max_step,
-                quantum=self.d.settings.elasticsearch.bulk_max_actions,  # whole bulks
-            ),
+            chunks=backfill_chunks(self.d.settings),
             on_chunk=on_chunk,
         )
         result = await backfill.run(
@@ -304,3 +296,16 @@ class Rebuilder:
         except Exception as exc:  # the group may still have members for a session timeout
             kept += f"; group {record.catchup_group} not deleted ({exc})"
         return RebuildOutcome(True, "abandoned", f"abandoned {record.rebuild_id}; {kept}", record)
+
+
+def backfill_chunks(settings: Settings) -> ChunkController:
+    """The backfill's chunk sizes: the ``[rebuild]`` chunk settings, in whole bulks."""
+    r = settings.rebuild
+    return ChunkController(
+        r.chunk_min,
+        r.chunk_max,
+        r.chunk_target_s,
+        r.chunk_initial,
+        r.chunk_max_step,
+        quantum=settings.elasticsearch.bulk_max_actions,
+    )

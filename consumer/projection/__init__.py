@@ -13,19 +13,16 @@ How to write a projector for your own type: docs/consumer.md, "Adding an aggrega
 from __future__ import annotations
 
 from consumer.config import ProjectionSettings
-from consumer.projection._registry import (
+from consumer.projection._document import (
     OPERATIONAL_FIELDS,
-    RESERVED_FIELDS,
     TOMBSTONED_AT,
     Document,
-    Projector,
-    ProjectorRegistry,
-    Row,
     content_hash,
     format_timestamp,
     projected_fields,
     sync_hash,
 )
+from consumer.projection._registry import RESERVED_FIELDS, Projector, ProjectorRegistry, Row
 from consumer.projection.canonical import CANONICALIZATION_VERSION, canonical_json, sha256_hex
 from consumer.projection.plugins import registry_from_settings
 

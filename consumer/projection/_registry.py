@@ -4,23 +4,26 @@ A projector turns one MySQL row into one complete search document. The consumer,
 and the repair job all get their projector from a `ProjectorRegistry`, so there is exactly one
 way to build a document of a given type and `projection_schema_version`.
 
-A document has projected fields (a function of the row and the schema version: they give
-``projection_hash``) and operational fields (`OPERATIONAL_FIELDS`, outside the hash): today only
-``tombstoned_at``, the time a document became a tombstone, which the tombstone purge reads
-(docs/design.md, "Tombstones and their purge").
+What a document is, and its operational fields: `consumer.projection._document`.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any
 
 from consumer.errors import ErrorCode, PoisonMessage
+from consumer.projection._document import (
+    SYNC_HASH,
+    TOMBSTONED_AT,
+    Document,
+    format_timestamp,
+    sync_hash,
+)
 from consumer.projection.canonical import (
     CanonicalizationError,
     encode_normalized,
@@ -28,36 +31,10 @@ from consumer.projection.canonical import (
     sha256_hex,
 )
 
-__all__ = [
-    "OPERATIONAL_FIELDS",
-    "RESERVED_FIELDS",
-    "SYNC_HASH",
-    "TOMBSTONED_AT",
-    "Document",
-    "Projector",
-    "ProjectorRegistry",
-    "Row",
-    "content_hash",
-    "format_timestamp",
-    "projected_fields",
-    "sync_hash",
-]
+__all__ = ["RESERVED_FIELDS", "Projector", "ProjectorRegistry", "Row"]
 
 Row = Mapping[str, Any]
 """One row as aiomysql's DictCursor returns it (JSON columns as `str`, DATETIME as `datetime`)."""
-
-TOMBSTONED_AT: Final = "tombstoned_at"
-"""When the document became a tombstone (ISO-8601 UTC, millisecond precision, mapped as
-``date``): the row's ``deleted_at`` for a soft delete, the time the tombstone was first written
-for a hard delete. Absent on live documents."""
-
-SYNC_HASH: Final = "sync_hash"
-"""The repair wheel's bucket key of a document (`sync_hash`): a function of its type and id."""
-
-OPERATIONAL_FIELDS: Final = frozenset({TOMBSTONED_AT, SYNC_HASH})
-"""Fields of a stored document that are not projected: outside ``projection_hash`` and outside
-`Document.projected` (docs/design.md, invariant 6): when a tombstone was written, and the repair
-wheel's bucket key (docs/design.md, "Repair")."""
 
 RESERVED_FIELDS = frozenset(
     {
@@ -72,75 +49,10 @@ RESERVED_FIELDS = frozenset(
 """Fields `Projector.project` sets itself; a `build` function must not return them."""
 
 
-def content_hash(body: Mapping[str, Any]) -> str | None:
-    """The projection hash a stored body's content deserves: sha256 of the canonical JSON of
-    everything but `OPERATIONAL_FIELDS` and the hash itself (None: the body cannot be
-    canonicalized). A body whose ``projection_hash`` differs from this was edited behind the
-    projector's back."""
-    unsigned = {
-        k: v for k, v in body.items() if k not in OPERATIONAL_FIELDS and k != "projection_hash"
-    }
-    try:
-        return sha256_hex(encode_normalized(normalize(unsigned)))
-    except CanonicalizationError:
-        return None
-
-
-def sync_hash(aggregate_type: str, doc_id: str) -> int:
-    """The repair wheel's bucket key of a document: CRC32 of the UTF-8 of ``"<type>:<id>"``,
-    an unsigned 32-bit int: what MySQL's ``CRC32(CONCAT(type, ':', id))`` computes."""
-    return zlib.crc32(f"{aggregate_type}:{doc_id}".encode())
-
-
 _REQUIRED_MAPPING_FIELDS = RESERVED_FIELDS | {"is_deleted"}
 _MAX_EXTERNAL_VERSION = 2**63 - 1  # Elasticsearch external versions are non-negative longs
 _AGGREGATE_TYPE = re.compile(r"[a-z][a-z0-9_]{0,62}")  # it becomes part of an index name
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # a MySQL table or column name
-
-
-@dataclass(frozen=True, slots=True)
-class Document:
-    """A projected document, ready to be written with `source_revision` as its external version.
-
-    `body` is the whole document as it is written (including `projection_schema_version`,
-    `projection_hash`, `is_deleted` and, on a tombstone, ``tombstoned_at``) decoded from the
-    canonical bytes, so ``body`` and ``to_json()`` always agree. Treat `body` as read-only.
-
-    `reproducible` is True when the whole body follows from the truth (every `Projector.project`
-    document, soft-deleted ones included); a hard-delete tombstone's ``tombstoned_at`` is the time
-    it was written, so compare such a document with `matches` (projected fields), not ``==``.
-    """
-
-    doc_id: str
-    source_revision: int
-    body: dict[str, Any]
-    projection_hash: str
-    is_deleted: bool
-    _json: bytes = field(repr=False, compare=False)
-    reproducible: bool = True
-
-    def to_json(self) -> bytes:
-        """The canonical bytes of `body` (see `consumer.projection.canonical`)."""
-        return self._json
-
-    @property
-    def projected(self) -> dict[str, Any]:
-        """`body` without the operational fields: what the truth alone gives."""
-        return projected_fields(self.body)
-
-    @property
-    def tombstoned_at(self) -> str | None:
-        """The ``tombstoned_at`` field (None on a live document)."""
-        value = self.body.get(TOMBSTONED_AT)
-        return value if isinstance(value, str) else None
-
-    def matches(self, source: Mapping[str, Any]) -> bool:
-        """True when a stored ``_source`` is this document: byte for byte when `reproducible`;
-        else equal projected fields, and every operational field of `body` present."""
-        if self.reproducible:
-            return dict(source) == self.body
-        present = all(name in source for name in OPERATIONAL_FIELDS & set(self.body))
-        return present and projected_fields(source) == self.projected
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +74,13 @@ class Projector:
       UTC). A projected document with ``is_deleted: true`` gets it as ``tombstoned_at``; without
       it (None, or the row's value is NULL) a soft-deleted document has no ``tombstoned_at`` and
       the tombstone purge never removes it. It must be one of `columns` when set.
+    - `canonical_fields`: True promises that `build` returns its fields in canonical form already
+      (`consumer.projection.canonical`: `str` keys and strings in NFC, ints within 64 bits, no
+      floats, no other types), so `project` encodes them without the normalizing walk over every
+      value: a fifth of a projection's CPU. The promise must be proven by a property test:
+      ``normalize(fields) == fields`` and ``canonical_json(fields)`` equal to the plain sorted
+      encoding, over arbitrary rows (tests/unit/test_wiki_page_canonical.py does it for
+      wiki_page). Leave it False (the default) when in doubt: the output is the same, only slower.
 
     Adding an aggregate type: a module whose ``projectors()`` returns it, named in
     ``[projection] modules`` (`consumer.projection.plugins`; docs/consumer.md)::
@@ -189,6 +108,7 @@ class Projector:
     build: Callable[[Row], dict[str, Any]]
     mapping: dict[str, Any]
     deleted_at_column: str | None = "deleted_at"
+    canonical_fields: bool = False
 
     def __post_init__(self) -> None:
         if not _AGGREGATE_TYPE.fullmatch(self.aggregate_type):
@@ -285,7 +205,7 @@ class Projector:
             "projection_schema_version": self.schema_version,
         }
         try:
-            normalized = normalize(unsigned)
+            normalized = unsigned if self.canonical_fields else normalize(unsigned)
             digest = sha256_hex(encode_normalized(normalized))
             # The hash covers the projected fields only; operational fields join the body after.
             body = {
@@ -303,7 +223,7 @@ class Projector:
             body=body,
             projection_hash=digest,
             is_deleted=bool(fields["is_deleted"]),
-            _json=data,
+            encoded=data,
             reproducible=reproducible,
         )
 
@@ -334,22 +254,6 @@ class ProjectorRegistry:
         return tuple(sorted(self._projectors))
 
 
-def projected_fields(source: Mapping[str, Any]) -> dict[str, Any]:
-    """A stored ``_source`` (or a `Document.body`) without its operational fields."""
-    return {k: v for k, v in source.items() if k not in OPERATIONAL_FIELDS}
-
-
-def format_timestamp(at: datetime) -> str:
-    """`at` as ``tombstoned_at`` holds it: ISO-8601 UTC with milliseconds and ``Z``
-    (Elasticsearch ``date`` precision), e.g. ``2026-11-30T12:00:00.123Z``. A naive `at` is
-    taken as UTC (MySQL DATETIME columns hold UTC: the session time zone is ``+00:00``)."""
-    utc = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
-    return (
-        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:"
-        f"{utc.second:02d}.{utc.microsecond // 1000:03d}Z"
-    )
-
-
 def _error(doc_id: str, message: str) -> PoisonMessage:
     return PoisonMessage(ErrorCode.PROJECTION_ERROR, f"{doc_id}: {message}")
 
@@ -361,7 +265,7 @@ def _doc_id(value: object) -> str:
         raise PoisonMessage(
             ErrorCode.PROJECTION_ERROR, f"id must be a non-empty string, got {value!r}"
         )
-    if unicodedata.normalize("NFC", value) != value:
+    if not value.isascii() and unicodedata.normalize("NFC", value) != value:
         raise PoisonMessage(ErrorCode.PROJECTION_ERROR, f"id {value!r} is not in Unicode NFC")
     if len(value.encode("utf-8")) > 512:
         raise PoisonMessage(

@@ -68,6 +68,7 @@ def projector() -> Projector:
         columns=COLUMNS,
         build=build,
         mapping=load_mapping(),
+        canonical_fields=True,  # every string `build` returns is NFC; no numbers
     )
 
 
@@ -121,25 +122,38 @@ def _relations(raw: object) -> dict[str, list[str]]:
         entities = raw[kind]
         if not isinstance(entities, list):
             raise _poison(f"relations_json.{kind} must be a list, got {type(entities).__name__}")
-        out[kind] = sorted({_target(entity, f"{kind}[{i}]") for i, entity in enumerate(entities)})
+        targets: set[str] = set()
+        for entity in entities:  # the hot loop: checks inline, `_bad_entity` says what is wrong
+            entity_type = entity.get("entity_type") if type(entity) is dict else None
+            entity_id = entity.get("entity_id") if entity_type is not None else None
+            if (
+                type(entity_type) is not str
+                or type(entity_id) is not str
+                or not entity_type
+                or not entity_id
+            ):
+                raise _bad_entity(kind, entities, entity)
+            target = f"{entity_type}:{entity_id}"
+            if not target.isascii():
+                entity_type = unicodedata.normalize("NFC", entity_type)
+                target = f"{entity_type}:{unicodedata.normalize('NFC', entity_id)}"
+            if ":" in entity_type:
+                raise _bad_entity(kind, entities, entity)
+            targets.add(target)  # NFC, so that dedupe and sort act on what canonical JSON emits
+        out[kind] = sorted(targets)
     return out
 
 
-def _target(entity: object, where: str) -> str:
+def _bad_entity(kind: str, entities: list[Any], entity: object) -> PoisonMessage:
+    """The error for `entity`, the first bad entity of ``relations_json.<kind>``."""
+    where = f"{kind}[{next(i for i, e in enumerate(entities) if e is entity)}]"
     if not isinstance(entity, dict):
-        raise _poison(f"relations_json.{where} must be an object")
-    entity_type = _required(entity, "entity_type", where)
-    if ":" in entity_type:
-        raise _poison(f"relations_json.{where}.entity_type must not contain ':'")
-    target = f"{entity_type}:{_required(entity, 'entity_id', where)}"
-    return _nfc(target)  # dedupe and sort what canonical JSON emits
-
-
-def _required(entity: dict[str, Any], key: str, where: str) -> str:
-    value = entity.get(key)
-    if not isinstance(value, str) or not value:
-        raise _poison(f"relations_json.{where}.{key} must be a non-empty string")
-    return _nfc(value)
+        return _poison(f"relations_json.{where} must be an object")
+    for key in ("entity_type", "entity_id"):
+        value = entity.get(key)
+        if not isinstance(value, str) or not value:
+            return _poison(f"relations_json.{where}.{key} must be a non-empty string")
+    return _poison(f"relations_json.{where}.entity_type must not contain ':'")
 
 
 def _nfc(value: str) -> str:

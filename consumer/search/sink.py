@@ -16,6 +16,10 @@ Layers, each with one job:
 
 Nothing here raises for an Elasticsearch failure: a failed request becomes a per-item result,
 and the caller decides (retry, DLQ, pause) from each `WriteOutcome`.
+
+`IndexOp`, `ItemResult` and `WriteOutcome` are `NamedTuple`s: one of each per document, on the
+hot paths of the consumer and the rebuild, and a named tuple is built in a third of the time a
+frozen dataclass takes. They are immutable values all the same; never compare one with a tuple.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import enum
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final, NamedTuple, Protocol
 
 import orjson
 
@@ -65,8 +69,7 @@ EXTERNAL_GTE: Final = "external_gte"
 """Only the REBUILD same-revision rewrite uses it (docs/design.md, invariant 12)."""
 
 
-@dataclass(frozen=True, slots=True)
-class IndexOp:
+class IndexOp(NamedTuple):
     """One ``index`` action: `body_json` under `doc_id` at external `version`, through `alias`.
 
     `version_type` is ``external`` for every write but one: the processor's REBUILD rewrite of a
@@ -106,8 +109,7 @@ class StoredProjection:
     content_hash: str | None  # the hash the stored `_source` deserves (None: not canonical)
 
 
-@dataclass(frozen=True, slots=True)
-class ItemResult:
+class ItemResult(NamedTuple):
     """What Elasticsearch (or the transport) said about one op."""
 
     op: IndexOp
@@ -184,8 +186,9 @@ class OutcomeKind(enum.Enum):
     POISON = "POISON"  # failed; `code` is POISON: DLQ
 
 
-@dataclass(frozen=True, slots=True)
-class WriteOutcome:
+class WriteOutcome(NamedTuple):
+    """The final verdict for one op."""
+
     op: IndexOp
     kind: OutcomeKind
     code: ErrorCode | None = None
@@ -243,7 +246,12 @@ class Sink:
             results = [ItemResult(op, NO_RESPONSE, BAD_RESPONSE_ERROR, "count") for op in ops]
         outcomes: list[WriteOutcome | None] = []
         conflicts: dict[str, list[int]] = {}
+        applied = OutcomeKind.APPLIED
         for position, result in enumerate(results):
+            if 200 <= result.status < 300:  # `classify`'s first case, inline: the common one
+                op = result.op
+                outcomes.append(WriteOutcome(op, applied, None, None, op.version))
+                continue
             code = classify(result)
             if code is ErrorCode.ES_409:
                 conflicts.setdefault(result.op.alias, []).append(position)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final, Protocol
@@ -34,6 +34,9 @@ _FIRST_RETRY_S: Final = 0.5
 _KEEP_FAILURES: Final = 20
 _READ_AHEAD: Final = 2  # chunks scanned and projected ahead of the writes
 _YIELD_EVERY: Final = 32  # rows projected between two turns of the event loop
+_INDEXED: Final = frozenset(  # AHEAD: the index holds a newer revision of this row
+    {OutcomeKind.APPLIED, OutcomeKind.ALREADY_APPLIED, OutcomeKind.AHEAD}
+)
 
 
 class TruthScan(Protocol):
@@ -70,7 +73,8 @@ class ChunkDone:
 
 @dataclass(frozen=True, slots=True)
 class _Prepared:
-    rows: Sequence[Row]
+    rows: int  # rows scanned (0: the end of the table)
+    last_id: str  # the last of them ("" when there are none)
     ops: list[IndexOp]
     failures: list[tuple[str, str]]  # (id, why) of the rows the projector refused
 
@@ -124,7 +128,10 @@ class Backfill:
         scan order."""
         result = BackfillResult(after_id, rows_done, rows_failed)
         ready: asyncio.Queue[_Prepared | Exception] = asyncio.Queue(maxsize=_READ_AHEAD)
-        reader = asyncio.ensure_future(self._read(after_id, stop_after_chunks, ready))
+        # A written chunk's objects (its ops, their outcomes: tens of thousands) are freed by the
+        # reader, which runs while the next bulk is in flight, not between two bulks.
+        retired: list[object] = []
+        reader = asyncio.ensure_future(self._read(after_id, stop_after_chunks, ready, retired))
         last_done = self._clock()
         try:
             while stop_after_chunks is None or result.chunks < stop_after_chunks:
@@ -137,17 +144,18 @@ class Backfill:
                     return result
                 for doc_id, message in chunk.failures:
                     self._keep(result, doc_id, message)
-                indexed, refused = await self._write(chunk.ops, result)
+                indexed, refused = await self._write(chunk.ops, result, retired)
+                retired.append(chunk)
                 failed = len(chunk.failures) + refused
                 now = self._clock()
                 elapsed, last_done = now - last_done, now
                 size = self._chunks.observe(elapsed)
-                result.last_id = str(chunk.rows[-1]["id"])
-                result.rows_done += len(chunk.rows)
+                result.last_id = chunk.last_id
+                result.rows_done += chunk.rows
                 result.rows_failed += failed
                 result.chunks += 1
                 await self._on_chunk(
-                    ChunkDone(result.last_id, len(chunk.rows), indexed, failed, elapsed, size)
+                    ChunkDone(result.last_id, chunk.rows, indexed, failed, elapsed, size)
                 )
             return result
         finally:
@@ -160,11 +168,14 @@ class Backfill:
         after_id: str | None,
         stop_after_chunks: int | None,
         ready: asyncio.Queue[_Prepared | Exception],
+        retired: list[object],
     ) -> None:
         """Scan and project chunk after chunk into `ready` (an empty chunk: the end). A failure
-        is queued too, after the chunks read before it, so the writes of those still count."""
+        is queued too, after the chunks read before it, so the writes of those still count.
+        Before each chunk it frees what the writer has `retired`."""
         chunks = 0
         while stop_after_chunks is None or chunks < stop_after_chunks:
+            retired.clear()
             try:
                 chunk = await self._prepare(after_id, self._chunks.current)
             except Exception as exc:
@@ -174,7 +185,7 @@ class Backfill:
             if not chunk.rows:
                 return
             chunks += 1
-            after_id = str(chunk.rows[-1]["id"])
+            after_id = chunk.last_id
 
     async def _floor_tombstones(self, result: BackfillResult) -> int:
         """Tombstones for the hard-deleted ids (`search_revision_floor`) at their floor: the new
@@ -217,10 +228,14 @@ class Backfill:
                 failures.append((str(row.get("id")), exc.message))
                 continue
             ops.append(IndexOp.from_document(self._target, document))
-        return _Prepared(rows, ops, failures)
+        last_id = str(rows[-1]["id"]) if rows else ""
+        return _Prepared(len(rows), last_id, ops, failures)  # the rows are freed here
 
-    async def _write(self, ops: list[IndexOp], result: BackfillResult) -> tuple[int, int]:
-        """Write `ops`; (indexed, refused). Transient failures are retried, then raised."""
+    async def _write(
+        self, ops: list[IndexOp], result: BackfillResult, retired: list[object] | None = None
+    ) -> tuple[int, int]:
+        """Write `ops`; (indexed, refused). Transient failures are retried, then raised. The
+        outcome lists go to `retired` when given, to be freed later."""
         if not ops:
             return 0, 0
         indexed = refused = 0
@@ -229,10 +244,14 @@ class Backfill:
         for attempt in range(1, _WRITE_ATTEMPTS + 1):
             retry: list[IndexOp] = []
             last: tuple[ErrorCode | None, str | None] = (None, None)
-            for outcome in await self._sink.write(pending):
-                if outcome.finished or outcome.kind is OutcomeKind.AHEAD:
-                    indexed += 1  # AHEAD: the index holds a newer revision of this row
-                elif outcome.kind is OutcomeKind.POISON:
+            outcomes = await self._sink.write(pending)
+            if retired is not None:
+                retired.append(outcomes)
+            for outcome in outcomes:
+                kind = outcome.kind
+                if kind in _INDEXED:
+                    indexed += 1
+                elif kind is OutcomeKind.POISON:
                     refused += 1
                     self._keep(result, outcome.op.doc_id, outcome.message or str(outcome.code))
                 else:

@@ -36,6 +36,7 @@ from consumer.errors import Disposition, ErrorCode, TransientError
 from consumer.projection import Document, content_hash
 
 __all__ = [
+    "FINISHED_KINDS",
     "IndexOp",
     "ItemResult",
     "OutcomeKind",
@@ -186,6 +187,10 @@ class OutcomeKind(enum.Enum):
     POISON = "POISON"  # failed; `code` is POISON: DLQ
 
 
+FINISHED_KINDS: Final = frozenset({OutcomeKind.APPLIED, OutcomeKind.ALREADY_APPLIED})
+"""The kinds of `WriteOutcome.finished`: the op needs nothing more (applied now or before)."""
+
+
 class WriteOutcome(NamedTuple):
     """The final verdict for one op."""
 
@@ -198,7 +203,7 @@ class WriteOutcome(NamedTuple):
     @property
     def finished(self) -> bool:
         """True when the op needs nothing more (applied now or before)."""
-        return self.kind in (OutcomeKind.APPLIED, OutcomeKind.ALREADY_APPLIED)
+        return self.kind in FINISHED_KINDS
 
     @property
     def systemic(self) -> bool:
@@ -253,6 +258,8 @@ class Sink:
                 outcomes.append(WriteOutcome(op, applied, None, None, op.version))
                 continue
             code = classify(result)
+            if code is None:  # pragma: no cover - every 2xx took the inline path above
+                raise RuntimeError(f"status {result.status} classified as written")
             if code is ErrorCode.ES_409:
                 conflicts.setdefault(result.op.alias, []).append(position)
                 outcomes.append(None)
@@ -306,9 +313,8 @@ class Sink:
                 )
 
 
-def _final(result: ItemResult, code: ErrorCode | None) -> WriteOutcome:
-    if code is None:
-        return WriteOutcome(result.op, OutcomeKind.APPLIED, stored_version=result.op.version)
+def _final(result: ItemResult, code: ErrorCode) -> WriteOutcome:
+    """The outcome of a failed item (a written one is built inline in `Sink.write`)."""
     message = f"{result.status} {result.error_type}: {result.reason}"
     return WriteOutcome.failed(result.op, code, message)
 

@@ -25,7 +25,7 @@ from typing import Final, Protocol
 from consumer.errors import ErrorCode, PoisonMessage, TransientError
 from consumer.ops.chunks import ChunkController
 from consumer.projection import Projector, Row
-from consumer.search.sink import IndexOp, OutcomeKind, Sink
+from consumer.search.sink import FINISHED_KINDS, IndexOp, OutcomeKind, Sink
 
 __all__ = ["Backfill", "BackfillResult", "ChunkDone", "TruthScan"]
 
@@ -34,9 +34,7 @@ _FIRST_RETRY_S: Final = 0.5
 _KEEP_FAILURES: Final = 20
 _READ_AHEAD: Final = 2  # chunks scanned and projected ahead of the writes
 _YIELD_EVERY: Final = 32  # rows projected between two turns of the event loop
-_INDEXED: Final = frozenset(  # AHEAD: the index holds a newer revision of this row
-    {OutcomeKind.APPLIED, OutcomeKind.ALREADY_APPLIED, OutcomeKind.AHEAD}
-)
+_INDEXED: Final = FINISHED_KINDS | {OutcomeKind.AHEAD}  # AHEAD: the index holds a newer revision
 
 
 class TruthScan(Protocol):

@@ -55,6 +55,7 @@ from bench.common import (
     wait_for,
 )
 from bench.consumers import Members
+from bench.floor import library_floor
 from bench.report import BenchOptions, Report, render_text
 from bench.runs import Runs, capture, shared_topic_start
 from consumer.config import load_settings
@@ -137,6 +138,19 @@ async def run(options: BenchOptions, command: str) -> Report:
             for n in options.members:
                 report.windows.extend(await runs.pipeline(n, replay=round_no == 0 and n == 1))
         report.notes.extend(runs.notes)
+        report.floor = await library_floor(
+            bootstrap=bootstrap,
+            topic=topic,
+            start=start,
+            n=options.events,
+            pool=pool,
+            es=es,
+            ids=ids,
+            index_prefix=settings.elasticsearch.index_prefix,
+            schema_version=projector.schema_version,
+            repeats=options.repeats,
+        )
+        progress("floor of the fixed libraries measured")
         # 3. live
         if options.lag_seconds > 0:
             await live_phases(report, options, env, es, writer, prefix)

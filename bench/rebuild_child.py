@@ -12,6 +12,7 @@ import aiomysql
 from elasticsearch import AsyncElasticsearch
 
 from bench.rebuild_backfill import AGGREGATE_TYPE, TimedTruth, backfill_pass, raw_bulk
+from bench.rebuild_floor import floor_backfill
 from consumer.config import Settings, load_settings
 from consumer.mysql.pool import close_pool, open_pool
 from consumer.ops.rebuild import plan as plans
@@ -30,7 +31,9 @@ async def compare(
     alias, prefix = settings.alias(AGGREGATE_TYPE), settings.elasticsearch.index_prefix
     truth = TimedTruth(pool)
     r: dict[str, Any] = {"table_rows": await truth.count(projector)}
+    cpu0 = time.process_time()
     p = await backfill_pass(settings, es, truth, projector, f"{alias}_v2", keep=True)
+    r.update(backfill_cpu_us=1e6 * (time.process_time() - cpu0) / max(1, p.rows))
     docs = p.indexed + p.tombstones
     r.update(backfill_rows=p.rows, backfill_indexed=docs, backfill_tombstones=p.tombstones)
     r.update(backfill_failed=p.failed, backfill_chunks=p.chunks, backfill_bulks=p.bulks)
@@ -50,14 +53,28 @@ async def compare(
         scratch = f"{prefix}raw{in_flight}_{AGGREGATE_TYPE}_v1"
         await admin.create_index(scratch, body)
         ops = [IndexOp(scratch, o.doc_id, o.version, o.body_json) for o in last.values()]
+        cpu0 = time.process_time()
         results.append(await raw_bulk(es, ops, sizer, in_flight))
+        if in_flight == 1:
+            r.update(raw_cpu_us=1e6 * (time.process_time() - cpu0) / max(1, len(ops)))
         await es.indices.delete(index=scratch)
     (raw_s, bulks, errors), (raw2_s, _, _) = results
+    floor_index = f"{prefix}floor_{AGGREGATE_TYPE}_v1"
+    await admin.create_index(floor_index, body)
+    cpu0 = time.process_time()
+    floor_docs, floor_s, floor_errors = await floor_backfill(
+        pool, es, floor_index, projector.schema_version
+    )
+    await es.indices.delete(index=floor_index)
+    r.update(floor_cpu_us=1e6 * (time.process_time() - cpu0) / max(1, floor_docs))
+    r.update(floor_docs=floor_docs, floor_seconds=floor_s, floor_errors=floor_errors)
+    r.update(floor_docs_per_s=floor_docs / floor_s)
     r.update(raw_docs=len(last), raw_bulks=bulks, raw_errors=errors)
     r.update(raw_seconds=raw_s, raw_docs_per_s=len(last) / raw_s)
     r.update(raw2_seconds=raw2_s, raw2_docs_per_s=len(last) / raw2_s)
     r.update(ratio=r["backfill_docs_per_s"] / r["raw_docs_per_s"])
     r.update(ratio_vs_raw2=r["backfill_docs_per_s"] / r["raw2_docs_per_s"])
+    r.update(floor_ratio=r["floor_docs_per_s"] / r["raw_docs_per_s"])
     return r
 
 

@@ -50,6 +50,16 @@ class Report:
     raw2_docs_per_s: float = math.nan
     ratio: float = math.nan  # backfill docs/s / raw docs/s (same documents, same bulk sizes)
     ratio_vs_raw2: float = math.nan
+    # the floor backfill (bench/rebuild_floor.py: the fixed libraries only), after the raw bulks
+    floor_docs: int = 0
+    floor_errors: int = 0
+    floor_seconds: float = math.nan
+    floor_docs_per_s: float = math.nan
+    floor_ratio: float = math.nan  # floor docs/s / raw docs/s (1 in flight)
+    # the child's own CPU (time.process_time) per row or document of each phase, microseconds
+    backfill_cpu_us: float = math.nan
+    raw_cpu_us: float = math.nan
+    floor_cpu_us: float = math.nan
     # lag
     lag: dict[str, dict[str, float]] = field(default_factory=dict)
     lag_p99_ratio: float = math.nan
@@ -87,6 +97,12 @@ def render_text(r: Report) -> str:
         f" {r.raw_errors} errors); 2 in flight {r.raw2_docs_per_s:.0f} docs/s",
         f"   ratio backfill/raw      {r.ratio:8.2f}   target >= {RATIO_TARGET}: {met}"
         f"   (vs 2 in flight {r.ratio_vs_raw2:.2f})",
+        f"   floor backfill          {r.floor_docs_per_s:8.0f} docs/s  ({r.floor_docs} docs in"
+        f" {r.floor_seconds:.2f}s, {r.floor_errors} errors: the fixed libraries only,"
+        f" bench/rebuild_floor.py); floor/raw {r.floor_ratio:.2f}, backfill/floor"
+        f" {r.backfill_docs_per_s / r.floor_docs_per_s:.2f}",
+        f"   the child's own CPU     backfill {r.backfill_cpu_us:.1f} us/row, raw bulk"
+        f" {r.raw_cpu_us:.1f} us/doc, floor backfill {r.floor_cpu_us:.1f} us/row",
     ]
     for n, (label, lag) in enumerate(r.lag.items(), start=3):
         lines.append(

@@ -44,6 +44,7 @@ class Report:
     hot_key: tuple[float, float, float] | None = None
     rss_mib: float = math.nan
     hwm_mib: float = math.nan
+    floor: dict[str, float] = field(default_factory=dict)  # bench.floor: CPU ms per event
     notes: list[str] = field(default_factory=list)
 
     def of(self, kind: str, members: int | None = None) -> list[Window]:
@@ -197,6 +198,7 @@ def render_text(r: Report) -> str:
         lines.append(
             f"7. live consumer memory     VmRSS {r.rss_mib:.0f} MiB, VmHWM {r.hwm_mib:.0f} MiB"
         )
+    lines += _floor_lines(r, consumer_ms, services_ms)
     lines += [f"note: {n}" for n in r.notes]
     lines += [f"note: {n}" for w in r.windows for n in w.notes]
     missing = sum(w.missing for w in r.of("pipeline"))
@@ -208,3 +210,24 @@ def render_text(r: Report) -> str:
 def _docs_per_bulk(r: Report, kind: str) -> str:
     ws = r.of(kind, 1)
     return f"{sum(w.count for w in ws) / max(1.0, sum(w.bulks for w in ws)):.0f}"
+
+
+def _floor_lines(r: Report, consumer_ms: float, services_ms: float) -> list[str]:
+    """Section 8: what the fixed libraries alone cost per event (bench/floor.py), against the
+    consumer's CPU and the target of a quarter of the services' CPU."""
+    if not r.floor:
+        return []
+    total = sum(r.floor.values())
+    target = 0.25 * services_ms
+    lines = [
+        "",
+        "8. floor of the fixed libraries (bench/floor.py; this process, best of the rounds)",
+    ]
+    lines += [f"   {step:<26}{ms:8.4f} ms/event" for step, ms in r.floor.items()]
+    lines += [
+        f"   floor total               {total:8.4f} ms/event = {total / consumer_ms:.2f} of the"
+        f" consumer's {consumer_ms:.4f}",
+        f"   target consumer <= 0.25 x services = {target:.4f} ms/event: the floor alone is"
+        f" {total / target:.2f} x that",
+    ]
+    return lines

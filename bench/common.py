@@ -139,6 +139,11 @@ async def run_bounded(concurrency: int, jobs: Sequence[Callable[[], Awaitable[No
             group.create_task(worker())
 
 
+def item_errors(response: Any) -> int:
+    """The items of a bulk response (``filter_path="items.*.status"`` at least) that failed."""
+    return sum(1 for item in response["items"] if next(iter(item.values()))["status"] >= 300)
+
+
 def progress(message: str) -> None:
     print(f"[bench] {message}", file=sys.stderr, flush=True)
 

@@ -23,18 +23,19 @@ No validation, no ordering, no retries, no metrics, no logs: a consumer costs at
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import time
 import uuid
 import zlib
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, cast
 
 import aiomysql
 import orjson
 from confluent_kafka import Consumer, TopicPartition
 from elasticsearch import AsyncElasticsearch
+
+from bench.common import item_errors
 
 BATCH: Final = 500
 STEPS: Final = (
@@ -48,7 +49,7 @@ STEPS: Final = (
 COLUMNS: Final = "id, title, content, relations_json, revision, deleted_at"
 _SCRATCH_TYPE: Final = "bench-floor"
 
-Row = tuple[Any, ...]  # the `COLUMNS` of one wiki_page row
+RowTuple = tuple[Any, ...]  # the `COLUMNS` of one wiki_page row, in order
 
 
 def _consume(bootstrap: str, topic: str, start: Mapping[int, int], n: int) -> list[bytes]:
@@ -83,8 +84,8 @@ def _decode(values: Sequence[bytes]) -> int:
     return bad
 
 
-async def _reread(pool: aiomysql.Pool, ids: Sequence[str]) -> list[Row]:
-    rows: list[Row] = []
+async def _reread(pool: aiomysql.Pool, ids: Sequence[str]) -> list[RowTuple]:
+    rows: list[RowTuple] = []
     async with pool.acquire() as conn:
         for s in range(0, len(ids), BATCH):
             part = list(ids[s : s + BATCH])
@@ -95,7 +96,7 @@ async def _reread(pool: aiomysql.Pool, ids: Sequence[str]) -> list[Row]:
     return rows
 
 
-def encode_rows(rows: Sequence[Row], schema_version: int) -> list[tuple[str, int, bytes]]:
+def encode_rows(rows: Sequence[RowTuple], schema_version: int) -> list[tuple[str, int, bytes]]:
     """(id, revision, body) of each row (the `COLUMNS`, in order): the wiki_page document's
     fields (the relations flattened to sorted ``type:id`` targets, so that the strict mapping
     takes it), canonical JSON for the hash and again for the body, SHA-256, the repair bucket's
@@ -139,7 +140,7 @@ async def bulk_docs(
             lines.append(orjson.dumps({"index": {**action, "version_type": "external"}}))
             lines.append(body)
         resp: Any = await es.bulk(operations=cast(Any, lines), filter_path="items.*.status")
-        errors += sum(1 for item in resp["items"] if next(iter(item.values()))["status"] >= 300)
+        errors += item_errors(resp)
     return errors
 
 
@@ -183,40 +184,35 @@ async def library_floor(
     """CPU ms per event of each step (`STEPS`), the best of `repeats`: `n` messages from `topic`
     at `start`, the wiki_page rows of `ids`."""
     best = dict.fromkeys(STEPS, float("inf"))
-    state: dict[str, Any] = {}
 
-    async def timed(step: str, work: Callable[[], Awaitable[Any]], count: int) -> Any:
-        t0 = time.process_time()
-        result = await work()
-        best[step] = min(best[step], 1000 * (time.process_time() - t0) / max(1, count))
-        return result
-
-    async def consume() -> list[bytes]:
-        return _consume(bootstrap, topic, start, n)  # blocking, timed on this thread
-
-    async def decode() -> int:
-        return _decode(state["values"])
-
-    async def encode() -> list[tuple[str, int, bytes]]:
-        return encode_rows(state["rows"], schema_version)
+    def note(step: str, since: float, count: int) -> float:
+        """Record `step`'s CPU per item since `since`; the CPU clock now, for the next step."""
+        now = time.process_time()
+        best[step] = min(best[step], 1000 * (now - since) / max(1, count))
+        return now
 
     try:
         for round_no in range(repeats):
-            state["values"] = await timed("kafka consume", consume, n)
-            await timed("json decode", decode, len(state["values"]))
-            state["rows"] = await timed(
-                "mysql re-read", functools.partial(_reread, pool, ids), len(ids)
-            )
-            docs = await timed("hash and encode", encode, len(state["rows"]))
+            t = time.process_time()
+            values = _consume(bootstrap, topic, start, n)  # blocking, on this thread
+            t = note("kafka consume", t, len(values))
+            _decode(values)
+            t = note("json decode", t, len(values))
+            rows = await _reread(pool, ids)
+            t = note("mysql re-read", t, len(rows))
+            docs = encode_rows(rows, schema_version)
+            note("hash and encode", t, len(rows))
             index = f"{index_prefix}floor{round_no}"
             await es.indices.create(index=index, settings={"number_of_replicas": 0})
             try:
-                await timed(
-                    "es bulk client", functools.partial(bulk_docs, es, index, docs), len(docs)
-                )
+                t = time.process_time()
+                await bulk_docs(es, index, docs)
+                note("es bulk client", t, len(docs))
             finally:
                 await es.indices.delete(index=index)
-            await timed("state upsert", functools.partial(_upsert, pool, docs), len(docs))
+            t = time.process_time()
+            await _upsert(pool, docs)
+            note("state upsert", t, len(docs))
     finally:
         await _cleanup(pool)
     return best

@@ -14,7 +14,7 @@ from typing import Any, Final, cast
 import aiomysql
 from elasticsearch import AsyncElasticsearch
 
-from bench.common import run_bounded
+from bench.common import item_errors, run_bounded
 from consumer.config import Settings
 from consumer.mysql.truth import MysqlTruth
 from consumer.ops.rebuild import plan as plans
@@ -151,7 +151,7 @@ async def raw_bulk(
             lines.append(op.action_json())
             lines.append(op.body_json)
         resp: Any = await es.bulk(operations=cast(Any, lines), filter_path="items.*.status")
-        errors += sum(1 for item in resp["items"] if next(iter(item.values()))["status"] >= 300)
+        errors += item_errors(resp)
 
     t0 = time.monotonic()
     await run_bounded(in_flight, [functools.partial(send, c) for c in chunks])

@@ -14,7 +14,7 @@ from typing import Final
 import aiomysql
 from elasticsearch import AsyncElasticsearch
 
-from bench.floor import BATCH, COLUMNS, Row, bulk_docs, encode_rows
+from bench.floor import BATCH, COLUMNS, RowTuple, bulk_docs, encode_rows
 
 _CHUNK: Final = 5_000
 _READ_AHEAD: Final = 2
@@ -42,7 +42,7 @@ async def _scan(
                     f"SELECT {COLUMNS} FROM wiki_page WHERE id > %s ORDER BY id LIMIT %s",
                     (after, _CHUNK),
                 )
-                rows: list[Row] = list(await cur.fetchall())
+                rows: list[RowTuple] = list(await cur.fetchall())
             if not rows:
                 return
             after = str(rows[-1][0])

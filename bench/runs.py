@@ -29,7 +29,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from elasticsearch import AsyncElasticsearch, NotFoundError
 
 from bench import procstat
-from bench.common import missing, progress, run_bounded, topic_ends, wait_for
+from bench.common import item_errors, missing, progress, run_bounded, topic_ends, wait_for
 from bench.consumers import Members
 from consumer.config import load_settings
 from consumer.projection import Document, Projector
@@ -287,7 +287,7 @@ class Runs:
             resp: Any = await self.es.bulk(
                 operations=cast(Any, lines), require_alias=True, filter_path="items.*.status"
             )
-            errors += sum(1 for item in resp["items"] if next(iter(item.values()))["status"] >= 300)
+            errors += item_errors(resp)
 
         pids = self._pids([])
         background = await self._background(pids)

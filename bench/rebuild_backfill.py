@@ -45,11 +45,11 @@ class RecordingIndex(EsIndex):
             self.ops.extend(ops)
         return await super().bulk_index(ops)
 
-    async def _bulk(self, bulk: EncodedBulk) -> list[ItemResult]:
+    async def _send(self, bulk: EncodedBulk) -> Any:
         self.bulks += 1
         t0 = time.monotonic()
         try:
-            return await super()._bulk(bulk)
+            return await super()._send(bulk)
         finally:
             self.seconds += time.monotonic() - t0
 

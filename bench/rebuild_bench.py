@@ -69,15 +69,19 @@ def parse_args(argv: Sequence[str]) -> BenchOptions:
     parser.add_argument("--rows", type=int, default=10_000, help="new pages to seed")
     parser.add_argument("--lag-seconds", type=float, default=15.0, help="each lag window")
     parser.add_argument("--lag-rate", type=float, default=100.0, help="paced pages/s")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="backfill and raw bulk in turn, this many times"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--backfill-child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.rows < 1 or args.lag_seconds <= 0 or args.lag_rate <= 0:
-        parser.error("--rows, --lag-seconds and --lag-rate must be positive")
+    if args.rows < 1 or args.rounds < 1 or args.lag_seconds <= 0 or args.lag_rate <= 0:
+        parser.error("--rows, --rounds, --lag-seconds and --lag-rate must be positive")
     return BenchOptions(
         rows=args.rows,
         lag_seconds=args.lag_seconds,
         lag_rate=args.lag_rate,
+        rounds=args.rounds,
         as_json=args.json,
         backfill_child=args.backfill_child,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import time
 from typing import Any
 
@@ -24,10 +25,18 @@ from consumer.search.sink import IndexOp
 
 
 async def compare(
-    settings: Settings, es: AsyncElasticsearch, pool: aiomysql.Pool, projector: Projector
+    settings: Settings,
+    es: AsyncElasticsearch,
+    pool: aiomysql.Pool,
+    projector: Projector,
+    rounds: int,
 ) -> dict[str, Any]:
-    """Phase 1, the backfill of the whole table into ``<alias>_v2``, then phase 2, the raw bulk
-    of exactly the documents it wrote, side by side in this process: the `Report` fields."""
+    """Phase 1, the backfill of the whole table into ``<alias>_v2``, and phase 2, the raw bulk
+    of exactly the documents it wrote, side by side in this process, in `rounds` rounds (backfill
+    then raw, raw then backfill, backfill then raw, ...: a drift of the box over the run, such as
+    the merges and page flushes that follow the seeding, falls on both alike), then the
+    raw bulk with two requests in flight and the floor backfill once: the `Report` fields. The
+    ratio is the median of the rounds' ratios; the rates are the rounds' medians."""
     alias, prefix = settings.alias(AGGREGATE_TYPE), settings.elasticsearch.index_prefix
     truth = TimedTruth(pool)
     r: dict[str, Any] = {"table_rows": await truth.count(projector)}
@@ -39,8 +48,8 @@ async def compare(
     r.update(backfill_failed=p.failed, backfill_chunks=p.chunks, backfill_bulks=p.bulks)
     r.update(backfill_seconds=p.seconds, backfill_scan_seconds=p.scan_seconds)
     r.update(backfill_write_seconds=p.write_seconds)
-    r.update(backfill_rows_per_s=p.rows / p.seconds, backfill_docs_per_s=docs / p.seconds)
     last: dict[str, IndexOp] = {op.doc_id: op for op in p.ops}  # a retried op counts once
+    p.ops = []
     # The filled index goes before the raw bulk starts: left in place, its unflushed indexing
     # buffer and its merges would run during the raw bulk and slow it down (ratios above 1).
     await es.indices.delete(index=f"{alias}_v2")
@@ -48,17 +57,37 @@ async def compare(
     sizer = BulkSizer(e.bulk_max_actions, e.bulk_max_bytes)
     body = plans.index_body(projector.mapping)
     admin = EsIndexAdmin(es)
-    results: list[tuple[float, int, int]] = []
-    for in_flight in (1, 2):
+
+    async def raw(in_flight: int) -> tuple[float, int, int, float]:
         scratch = f"{prefix}raw{in_flight}_{AGGREGATE_TYPE}_v1"
         await admin.create_index(scratch, body)
         ops = [IndexOp(scratch, o.doc_id, o.version, o.body_json) for o in last.values()]
-        cpu0 = time.process_time()
-        results.append(await raw_bulk(es, ops, sizer, in_flight))
-        if in_flight == 1:
-            r.update(raw_cpu_us=1e6 * (time.process_time() - cpu0) / max(1, len(ops)))
+        cpu = time.process_time()
+        seconds, bulks, errors = await raw_bulk(es, ops, sizer, in_flight)
+        cpu = 1e6 * (time.process_time() - cpu) / max(1, len(ops))
         await es.indices.delete(index=scratch)
-    (raw_s, bulks, errors), (raw2_s, _, _) = results
+        return seconds, bulks, errors, cpu
+
+    async def backfill() -> float:
+        again = await backfill_pass(settings, es, truth, projector, f"{alias}_v2", keep=False)
+        await es.indices.delete(index=f"{alias}_v2")
+        return (again.indexed + again.tombstones) / again.seconds
+
+    backfill_rates: list[float] = [docs / p.seconds]
+    raw_rates: list[float] = []
+    for n in range(rounds):  # backfill first in even rounds, raw first in odd ones
+        if n % 2:
+            raw_s, *_ = await raw(1)
+            raw_rates.append(len(last) / raw_s)
+            backfill_rates.append(await backfill())
+            continue
+        if n:
+            backfill_rates.append(await backfill())
+        raw_s, bulks, errors, raw_cpu = await raw(1)
+        raw_rates.append(len(last) / raw_s)
+        if n == 0:
+            r.update(raw_seconds=raw_s, raw_bulks=bulks, raw_errors=errors, raw_cpu_us=raw_cpu)
+    raw2_s = (await raw(2))[0]
     floor_index = f"{prefix}floor_{AGGREGATE_TYPE}_v1"
     await admin.create_index(floor_index, body)
     cpu0 = time.process_time()
@@ -69,10 +98,12 @@ async def compare(
     r.update(floor_cpu_us=1e6 * (time.process_time() - cpu0) / max(1, floor_docs))
     r.update(floor_docs=floor_docs, floor_seconds=floor_s, floor_errors=floor_errors)
     r.update(floor_docs_per_s=floor_docs / floor_s)
-    r.update(raw_docs=len(last), raw_bulks=bulks, raw_errors=errors)
-    r.update(raw_seconds=raw_s, raw_docs_per_s=len(last) / raw_s)
+    ratios = [b / w for b, w in zip(backfill_rates, raw_rates, strict=True)]
+    r.update(rounds=rounds, round_ratios=ratios, ratio=statistics.median(ratios))
+    r.update(backfill_docs_per_s=statistics.median(backfill_rates))
+    r.update(backfill_rows_per_s=p.rows / p.seconds)
+    r.update(raw_docs=len(last), raw_docs_per_s=statistics.median(raw_rates))
     r.update(raw2_seconds=raw2_s, raw2_docs_per_s=len(last) / raw2_s)
-    r.update(ratio=r["backfill_docs_per_s"] / r["raw_docs_per_s"])
     r.update(ratio_vs_raw2=r["backfill_docs_per_s"] / r["raw2_docs_per_s"])
     r.update(floor_ratio=r["floor_docs_per_s"] / r["raw_docs_per_s"])
     return r
@@ -91,7 +122,8 @@ async def backfill_child(spec_json: str) -> None:
     es = make_es_client(settings)
     try:
         if spec.get("compare"):
-            print(json.dumps(await compare(settings, es, pool, projector)), flush=True)
+            rounds = int(spec["compare"])
+            print(json.dumps(await compare(settings, es, pool, projector, rounds)), flush=True)
             return
         seconds = float(spec["seconds"])
         print("START", flush=True)

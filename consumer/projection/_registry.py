@@ -149,13 +149,14 @@ class Projector:
             raise
         except (KeyError, TypeError, ValueError) as exc:
             raise _error(doc_id, f"{type(exc).__name__}: {exc}") from exc
-        clash = sorted(RESERVED_FIELDS & set(fields))
-        if clash:
+        if not RESERVED_FIELDS.isdisjoint(fields):
+            clash = sorted(RESERVED_FIELDS.intersection(fields))
             raise _error(doc_id, f"build() returned reserved fields {clash}")
-        if not isinstance(fields.get("is_deleted"), bool):
+        is_deleted = fields.get("is_deleted")
+        if is_deleted is not True and is_deleted is not False:
             raise _error(doc_id, "build() must return is_deleted as a bool")
         operational: dict[str, Any] = {}
-        if fields["is_deleted"] and self.deleted_at_column is not None:
+        if is_deleted and self.deleted_at_column is not None:
             deleted_at = row.get(self.deleted_at_column)
             if deleted_at is not None:
                 if not isinstance(deleted_at, datetime):
@@ -198,22 +199,19 @@ class Projector:
         *,
         reproducible: bool,
     ) -> Document:
-        unsigned = {
-            **fields,
-            "id": doc_id,
-            "source_revision": revision,
-            "projection_schema_version": self.schema_version,
-        }
+        unsigned = dict(fields)
+        unsigned["id"] = doc_id
+        unsigned["source_revision"] = revision
+        unsigned["projection_schema_version"] = self.schema_version
         try:
-            normalized = unsigned if self.canonical_fields else normalize(unsigned)
-            digest = sha256_hex(encode_normalized(normalized))
+            # `body` is a dict of its own: `normalize` builds one, and `unsigned` is a copy.
+            body = unsigned if self.canonical_fields else normalize(unsigned)
+            digest = sha256_hex(encode_normalized(body))
             # The hash covers the projected fields only; operational fields join the body after.
-            body = {
-                **normalized,
-                "projection_hash": digest,
-                SYNC_HASH: sync_hash(self.aggregate_type, doc_id),
-                **(normalize(dict(operational)) if operational else {}),
-            }
+            body["projection_hash"] = digest
+            body[SYNC_HASH] = sync_hash(self.aggregate_type, doc_id)
+            if operational:
+                body.update(normalize(dict(operational)))
             data = encode_normalized(body)
         except CanonicalizationError as exc:
             raise _error(doc_id, str(exc)) from exc

@@ -29,6 +29,7 @@ so repair and rebuild can tell old documents apart.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from importlib import resources
@@ -97,6 +98,8 @@ def build(row: Row) -> dict[str, Any]:
 
 
 def _text(value: object, name: str) -> str:
+    if type(value) is str:  # the common case first
+        return value if value.isascii() else unicodedata.normalize("NFC", value)
     if isinstance(value, bytes | bytearray):
         try:
             value = bytes(value).decode("utf-8")
@@ -117,7 +120,7 @@ def _relations(raw: object) -> dict[str, list[str]]:
         raise _poison(f"relations_json must be a JSON object, got {type(raw).__name__}")
     out: dict[str, list[str]] = {}
     for kind in sorted(raw):  # sorted: the first bad key reported does not depend on key order
-        if not isinstance(kind, str) or not RELATION_TYPE.fullmatch(kind):
+        if not isinstance(kind, str) or not _is_relation_type(kind):
             raise _poison(f"relations_json key {kind!r}: want {RELATION_TYPE.pattern}")
         entities = raw[kind]
         if not isinstance(entities, list):
@@ -142,6 +145,13 @@ def _relations(raw: object) -> dict[str, list[str]]:
             targets.add(target)  # NFC, so that dedupe and sort act on what canonical JSON emits
         out[kind] = sorted(targets)
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_relation_type(kind: str) -> bool:
+    """`RELATION_TYPE` matches `kind` (a page has a few relation types, from a small set: the
+    match is remembered, for a bounded number of them)."""
+    return RELATION_TYPE.fullmatch(kind) is not None
 
 
 def _bad_entity(kind: str, entities: list[Any], entity: object) -> PoisonMessage:

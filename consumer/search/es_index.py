@@ -7,9 +7,10 @@ into one `ItemResult` per action; `BulkSizer` cuts a batch into requests by coun
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Final, NamedTuple, cast
 
 from elastic_transport import ConnectionTimeout, TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
@@ -29,6 +30,11 @@ from consumer.search.sink import (
 )
 
 __all__ = ["BulkSizer", "EncodedBulk", "EsIndex"]
+
+_TURNS_TO_SEND: Final = 2
+"""Turns of the event loop a bulk request takes to put its body on the socket: one for the
+client's request coroutine, one for aiohttp's body writer (a task of its own before Python
+3.12). Only after them is the next request encoded."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,12 +115,35 @@ class EsIndex:
         self._require_alias = require_alias
 
     async def bulk_index(self, ops: Sequence[IndexOp]) -> list[ItemResult]:
+        """One request in flight at a time, in order. With more than one, each request is sent
+        as soon as the answer to the one before arrives: it was encoded while that one was in
+        flight, and that answer is parsed while this one is. The cluster then waits between two
+        requests only for the client to take in an answer, not for the next NDJSON body to be
+        built and the last answer parsed (milliseconds per 500 actions)."""
+        bulks = self._sizer.encode(ops)
+        bulk = next(bulks, None)
+        if bulk is None:
+            return []
+        if len(bulk.ops) == len(ops):  # the only request: nothing to overlap
+            return _parse(bulk, await self._send(bulk))
         results: list[ItemResult] = []
-        for bulk in self._sizer.encode(ops):
-            results.extend(await self._bulk(bulk))
-        return results
+        sending = asyncio.ensure_future(self._send(bulk))
+        try:
+            await _let_it_leave()
+            following = next(bulks, None)  # encoded while `bulk` is in flight
+            while following is not None:
+                answer = await sending
+                sending = asyncio.ensure_future(self._send(following))
+                await _let_it_leave()
+                results.extend(_parse(bulk, answer))  # while `following` is in flight
+                bulk, following = following, next(bulks, None)
+            results.extend(_parse(bulk, await sending))
+            return results
+        finally:
+            sending.cancel()  # a no-op once done; else the caller was cancelled
 
-    async def _bulk(self, bulk: EncodedBulk) -> list[ItemResult]:
+    async def _send(self, bulk: EncodedBulk) -> Any:
+        """One bulk request: the answer's body, or `_Refused` when the request failed."""
         chunk = bulk.ops
         try:
             # The client's NDJSON serializer passes an encoded body through unchanged; the
@@ -126,12 +155,16 @@ class EsIndex:
             )
         except ApiError as exc:
             error = es_error(exc)
-            return [ItemResult(op, error.status, error.type, error.reason) for op in chunk]
+            return _Refused(
+                [ItemResult(op, error.status, error.type, error.reason) for op in chunk]
+            )
         except ConnectionTimeout as exc:
-            return [ItemResult(op, NO_RESPONSE, TIMEOUT_ERROR, str(exc)) for op in chunk]
+            return _Refused([ItemResult(op, NO_RESPONSE, TIMEOUT_ERROR, str(exc)) for op in chunk])
         except TransportError as exc:
-            return [ItemResult(op, NO_RESPONSE, CONNECTION_ERROR, str(exc)) for op in chunk]
-        return _items(chunk, response.body)
+            return _Refused(
+                [ItemResult(op, NO_RESPONSE, CONNECTION_ERROR, str(exc)) for op in chunk]
+            )
+        return response.body
 
     async def _mget(self, alias: str, ids: list[str], **options: Any) -> list[dict[str, Any]]:
         """The real-time mget's docs, a failed request raised as the TransientError it means."""
@@ -189,6 +222,23 @@ def _mget_code(status: int, error_type: str | None) -> ErrorCode:
     """The code of a failed mget: the status's, but never poison (no document was refused)."""
     code = status_code(status, error_type)
     return ErrorCode.ES_MGET if code.disposition is Disposition.POISON else code
+
+
+class _Refused(NamedTuple):
+    """A bulk request that failed as a whole: its result for every op, already made."""
+
+    results: list[ItemResult]
+
+
+async def _let_it_leave() -> None:
+    """The turns of the event loop (`_TURNS_TO_SEND`) a started request takes to send its body."""
+    for _ in range(_TURNS_TO_SEND):
+        await asyncio.sleep(0)
+
+
+def _parse(bulk: EncodedBulk, answer: Any) -> list[ItemResult]:
+    """One result per op of `bulk` from `EsIndex._send`'s `answer`."""
+    return answer.results if isinstance(answer, _Refused) else _items(bulk.ops, answer)
 
 
 def _items(chunk: list[IndexOp], body: Any) -> list[ItemResult]:

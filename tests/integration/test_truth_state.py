@@ -212,6 +212,18 @@ async def test_scan_pages_through_the_table_in_id_order_with_a_keyset(
         await truth.scan(PAGE, None, 0)
 
 
+async def test_a_scan_longer_than_its_read_pieces_returns_every_row_once_in_order(
+    app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool, id_prefix: str
+) -> None:
+    writer = PageWriter(app_pool)
+    ids = [f"{id_prefix}{n:04d}" for n in range(150)]  # more than two of the scan's pieces
+    for page_id in ids:
+        await writer.create(page_id, f"title {page_id}", "c", {})
+    page = await MysqlTruth(consumer_pool).scan(PAGE, id_prefix, len(ids))
+    assert [str(r["id"]) for r in page] == ids
+    assert all(tuple(r) == PAGE.columns for r in page)
+
+
 async def test_unreachable_server_and_bad_credentials_are_told_apart(
     mysql_target: MysqlTarget,
 ) -> None:

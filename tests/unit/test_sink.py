@@ -6,6 +6,7 @@ and against a real node in tests/integration/test_sink_es.py.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -375,6 +376,60 @@ async def test_es_index_turns_a_failed_request_into_per_item_results(
         (OutcomeKind.RETRY, code),
         (OutcomeKind.APPLIED, None),
     ]
+
+
+class PacedClient:
+    """Answers each bulk after a few turns of the event loop, as a socket would, counting the
+    requests in flight; `hold` (when set) keeps every request waiting until it is set."""
+
+    def __init__(self, hold: asyncio.Event | None = None) -> None:
+        self.sent: list[list[str]] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.cancelled = 0
+        self.hold = hold
+        self.started = asyncio.Event()
+
+    async def bulk(self, **kwargs: Any) -> Response:
+        lines = kwargs["operations"].split(b"\n")[:-1]
+        ids = [orjson.loads(a)["index"]["_id"] for a in lines[::2]]
+        self.sent.append(ids)
+        self.started.set()
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            for _ in range(3):
+                await asyncio.sleep(0)
+            if self.hold is not None:
+                await self.hold.wait()
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        finally:
+            self.in_flight -= 1
+        status = 400 if "p4" in ids else 201  # one bulk of them refused item by item
+        return Response({"items": [{"index": {"status": status}} for _ in ids]})
+
+
+async def test_es_index_sends_the_bulks_of_a_batch_one_at_a_time_in_order() -> None:
+    ops = [op("wiki", f"p{n}", 1) for n in range(11)]
+    client = PacedClient()
+    results = await EsIndex(cast(Any, client), sizer=BulkSizer(max_actions=2)).bulk_index(ops)
+    assert client.most_in_flight == 1
+    assert client.sent == [[o.doc_id for o in ops[i : i + 2]] for i in range(0, 11, 2)]
+    assert [r.op for r in results] == ops
+    assert [r.status for r in results] == [201] * 4 + [400, 400] + [201] * 5
+
+
+async def test_cancelling_a_batch_cancels_its_request_in_flight() -> None:
+    client = PacedClient(hold=asyncio.Event())
+    index = EsIndex(cast(Any, client), sizer=BulkSizer(max_actions=2))
+    writing = asyncio.ensure_future(index.bulk_index([op("wiki", f"p{n}", 1) for n in range(6)]))
+    await asyncio.wait_for(client.started.wait(), 5)
+    writing.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await writing
+    assert client.cancelled == 1 and client.in_flight == 0 and len(client.sent) == 1
 
 
 async def test_es_index_treats_a_malformed_response_as_no_response() -> None:

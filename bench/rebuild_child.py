@@ -73,20 +73,16 @@ async def compare(
         await es.indices.delete(index=f"{alias}_v2")
         return (again.indexed + again.tombstones) / again.seconds
 
-    backfill_rates: list[float] = [docs / p.seconds]
-    raw_rates: list[float] = []
-    for n in range(rounds):  # backfill first in even rounds, raw first in odd ones
+    raw_s, bulks, errors, raw_cpu = await raw(1)  # round 1: the pass above, then this
+    r.update(raw_seconds=raw_s, raw_bulks=bulks, raw_errors=errors, raw_cpu_us=raw_cpu)
+    backfill_rates, raw_rates = [docs / p.seconds], [len(last) / raw_s]
+    for n in range(1, rounds):  # round n + 1: raw first in rounds 2, 4, ..., backfill in 3, 5, ...
         if n % 2:
-            raw_s, *_ = await raw(1)
-            raw_rates.append(len(last) / raw_s)
+            raw_rates.append(len(last) / (await raw(1))[0])
             backfill_rates.append(await backfill())
-            continue
-        if n:
+        else:
             backfill_rates.append(await backfill())
-        raw_s, bulks, errors, raw_cpu = await raw(1)
-        raw_rates.append(len(last) / raw_s)
-        if n == 0:
-            r.update(raw_seconds=raw_s, raw_bulks=bulks, raw_errors=errors, raw_cpu_us=raw_cpu)
+            raw_rates.append(len(last) / (await raw(1))[0])
     raw2_s = (await raw(2))[0]
     floor_index = f"{prefix}floor_{AGGREGATE_TYPE}_v1"
     await admin.create_index(floor_index, body)

@@ -99,7 +99,7 @@ def build(row: Row) -> dict[str, Any]:
 
 def _text(value: object, name: str) -> str:
     if type(value) is str:  # the common case first
-        return value if value.isascii() else unicodedata.normalize("NFC", value)
+        return _nfc(value)
     if isinstance(value, bytes | bytearray):
         try:
             value = bytes(value).decode("utf-8")

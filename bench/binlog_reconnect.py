@@ -27,9 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
-
-from consumer.mysql.pool import create_pool
-from consumer.writer import PageWriter
+from searchsync.mysql.pool import create_pool
+from searchsync.writer import PageWriter
 
 REPO = Path(__file__).resolve().parents[1]
 TOPIC = "outbox.event.wiki_page"

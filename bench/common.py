@@ -22,19 +22,18 @@ from typing import Any, Final, TypeVar
 import aiomysql
 from confluent_kafka.admin import AdminClient
 from elasticsearch import AsyncElasticsearch
-
-from consumer.config import MysqlSettings
-from consumer.gc_tuning import tune_for_throughput
-from consumer.kafka.admin import ConfluentKafkaAdmin
-from consumer.mysql.pool import create_pool
-from consumer.observability.metrics import Metrics
-from consumer.projection import Projector
-from consumer.search.admin import init_index
+from searchsync.config import MysqlSettings
+from searchsync.gc_tuning import tune_for_throughput
+from searchsync.kafka.admin import ConfluentKafkaAdmin
+from searchsync.mysql.pool import create_pool
+from searchsync.observability.metrics import Metrics
+from searchsync.projection import Projector
+from searchsync.search.admin import init_index
 
 MGET_CHUNK: Final = 1_000
 PYTHON_GC_ENV: Final = "SEARCHSYNC_BENCH_PYTHON_GC"
 """Set (to anything) to keep Python's default GC thresholds in a bench process (a side-by-side
-run: `consumer.gc_tuning`)."""
+run: `searchsync.gc_tuning`)."""
 
 Options = TypeVar("Options")
 Result = TypeVar("Result")

@@ -1,4 +1,4 @@
-"""The consumer as production runs it: ``python -m consumer run`` processes (default log level
+"""The consumer as production runs it: ``python -m searchsync run`` processes (default log level
 INFO, the production config plus the bench's isolation settings), read through their Prometheus
 endpoint.
 
@@ -84,7 +84,7 @@ class Members:
             log = tempfile.NamedTemporaryFile(  # noqa: SIM115  # closed in stop()
                 prefix=f"pipeline-bench-{self._label}-{i}-", suffix=".log", delete=False
             )
-            argv = [sys.executable, "-m", "consumer", "run"]
+            argv = [sys.executable, "-m", "searchsync", "run"]
             cprofile = os.environ.get("SEARCHSYNC_BENCH_CPROFILE")  # development aid, like PYSPY
             if cprofile:
                 out = os.path.join(cprofile, f"{self._label}-{i}.prof")

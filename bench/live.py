@@ -1,5 +1,5 @@
 """The live figures: commit -> searchable lag at half the peak rate, and the hot key, against one
-``python -m consumer run`` process following the shared topic (as production does).
+``python -m searchsync run`` process following the shared topic (as production does).
 
 The writers run in a child process (``python -m bench.pipeline_bench --paced-writer SPEC``) so
 their CPU does not queue behind this event loop; CLOCK_MONOTONIC is shared by both processes.
@@ -23,6 +23,8 @@ from typing import Any, Final
 
 from confluent_kafka import Consumer, TopicPartition
 from elasticsearch import AsyncElasticsearch
+from searchsync.config import load_settings
+from searchsync.writer import PageWriter
 
 from bench.common import (
     MGET_CHUNK,
@@ -35,8 +37,6 @@ from bench.common import (
     wait_for,
 )
 from bench.consumers import Members
-from consumer.config import load_settings
-from consumer.writer import PageWriter
 
 POLL_S: Final = 0.05
 HOT_KEY_UPDATES: Final = 100

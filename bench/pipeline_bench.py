@@ -3,7 +3,7 @@
     python -m bench.pipeline_bench [--events N] [--repeats R] [--members 1,2,3] [--json]
 
 Against the real local stack, with its own groups, topics, indices and page-id prefix. The
-consumer runs as production runs it: ``python -m consumer run`` processes with the production
+consumer runs as production runs it: ``python -m searchsync run`` processes with the production
 config (the bench only isolates group, topic, index prefix and metrics port) at the default log
 level INFO. Phases (bench/README.md):
 
@@ -35,6 +35,12 @@ from collections.abc import Coroutine, Sequence
 from typing import Any, Final
 
 from elasticsearch import NotFoundError
+from searchsync.config import load_settings
+from searchsync.mysql.pool import create_pool
+from searchsync.mysql.truth import MysqlTruth
+from searchsync.projection import default_registry
+from searchsync.search.client import make_es_client
+from searchsync.writer import PageWriter
 
 from bench import live, procstat
 from bench.common import (
@@ -58,12 +64,6 @@ from bench.consumers import Members
 from bench.floor import library_floor
 from bench.report import BenchOptions, Report, render_text
 from bench.runs import Runs, capture, shared_topic_start
-from consumer.config import load_settings
-from consumer.mysql.pool import create_pool
-from consumer.mysql.truth import MysqlTruth
-from consumer.projection import default_registry
-from consumer.search.client import make_es_client
-from consumer.writer import PageWriter
 
 __all__ = [  # shared with the other benchmarks
     "MGET_CHUNK",

@@ -13,17 +13,17 @@ from typing import Any, Final, cast
 
 import aiomysql
 from elasticsearch import AsyncElasticsearch
+from searchsync.config import Settings
+from searchsync.mysql.truth import MysqlTruth
+from searchsync.ops.rebuild import plan as plans
+from searchsync.ops.rebuild.backfill import Backfill, ChunkDone
+from searchsync.ops.rebuild.runner import backfill_chunks
+from searchsync.projection import Projector, Row
+from searchsync.search.elasticsearch import EsIndexAdmin
+from searchsync.search.es_index import BulkSizer, EncodedBulk, EsIndex
+from searchsync.search.sink import IndexOp, ItemResult, Sink
 
 from bench.common import item_errors, run_bounded
-from consumer.config import Settings
-from consumer.mysql.truth import MysqlTruth
-from consumer.ops.rebuild import plan as plans
-from consumer.ops.rebuild.backfill import Backfill, ChunkDone
-from consumer.ops.rebuild.runner import backfill_chunks
-from consumer.projection import Projector, Row
-from consumer.search.elasticsearch import EsIndexAdmin
-from consumer.search.es_index import BulkSizer, EncodedBulk, EsIndex
-from consumer.search.sink import IndexOp, ItemResult, Sink
 
 AGGREGATE_TYPE: Final = "wiki_page"
 

@@ -33,12 +33,13 @@ import sys
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
+from searchsync.config import load_settings
+
 from bench.common import bench_env, bench_main, host_line, started_at
 from bench.rebuild_child import backfill_child
 from bench.rebuild_phases import backfill_vs_raw, measure_lag
 from bench.rebuild_report import BenchOptions, Report, render_text
 from bench.rebuild_setup import Bench
-from consumer.config import load_settings
 
 
 async def run(options: BenchOptions, command: str) -> Report:

@@ -11,17 +11,17 @@ from typing import Any
 
 import aiomysql
 from elasticsearch import AsyncElasticsearch
+from searchsync.config import Settings, load_settings
+from searchsync.mysql.pool import close_pool, open_pool
+from searchsync.ops.rebuild import plan as plans
+from searchsync.projection import Projector, registry_from_settings
+from searchsync.search.client import make_es_client
+from searchsync.search.elasticsearch import EsIndexAdmin
+from searchsync.search.es_index import BulkSizer
+from searchsync.search.sink import IndexOp
 
 from bench.rebuild_backfill import AGGREGATE_TYPE, TimedTruth, backfill_pass, raw_bulk
 from bench.rebuild_floor import floor_backfill
-from consumer.config import Settings, load_settings
-from consumer.mysql.pool import close_pool, open_pool
-from consumer.ops.rebuild import plan as plans
-from consumer.projection import Projector, registry_from_settings
-from consumer.search.client import make_es_client
-from consumer.search.elasticsearch import EsIndexAdmin
-from consumer.search.es_index import BulkSizer
-from consumer.search.sink import IndexOp
 
 
 async def compare(

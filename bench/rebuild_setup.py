@@ -12,6 +12,14 @@ from typing import Any, Final
 
 import aiomysql
 from elasticsearch import AsyncElasticsearch, NotFoundError
+from searchsync.app import run_consumer
+from searchsync.config import Settings
+from searchsync.mysql.pool import close_pool, open_pool
+from searchsync.observability.metrics import Metrics
+from searchsync.ops import offsets
+from searchsync.projection import registry_from_settings
+from searchsync.search.client import make_es_client
+from searchsync.writer import PageWriter
 
 from bench.common import (
     delete_group,
@@ -26,14 +34,6 @@ from bench.common import (
 )
 from bench.rebuild_backfill import AGGREGATE_TYPE
 from bench.rebuild_report import BenchOptions, Report
-from consumer.app import run_consumer
-from consumer.config import Settings
-from consumer.mysql.pool import close_pool, open_pool
-from consumer.observability.metrics import Metrics
-from consumer.ops import offsets
-from consumer.projection import registry_from_settings
-from consumer.search.client import make_es_client
-from consumer.writer import PageWriter
 
 WRITERS: Final = 16
 

@@ -5,7 +5,7 @@
 
 RESTARTS SERVICES: run it only against a stack of your own (the environment of
 `deploy/local/env.sh` names it, the ``SEARCHSYNC_*`` variables point the consumer and this bench
-at it). One ``python -m consumer run`` process (production config, its own group and index
+at it). One ``python -m searchsync run`` process (production config, its own group and index
 prefix, starting at the topic end) follows the outbox topic while paced writers create pages
 (`bench.recovery_load`). Each phase writes for `--before-s`, applies its fault, and keeps writing
 for `--after-s` after the recovery point:
@@ -40,6 +40,9 @@ from pathlib import Path
 from typing import Final
 
 from elasticsearch import AsyncElasticsearch
+from searchsync.config import load_settings
+from searchsync.projection import default_registry
+from searchsync.writer import PageWriter
 
 from bench.common import bench_env, init_alias, open_app_pool, progress, quantile, started_at
 from bench.consumers import Members
@@ -47,9 +50,6 @@ from bench.live import wait_live
 from bench.procstat import status_mib
 from bench.recovery_load import Load, recovery
 from bench.recovery_report import TARGET_S, Figure, Memory, Report, line, render
-from consumer.config import load_settings
-from consumer.projection import default_registry
-from consumer.writer import PageWriter
 from tests.faults.services import Stack
 
 PHASES: Final = ("kill9", "mariadb", "kafka", "connect", "elasticsearch", "memory")

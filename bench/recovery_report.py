@@ -63,7 +63,7 @@ def render(report: Report) -> str:
         f"searchsync recovery benchmark  {report.started}  {platform.node()}"
         f" ({os.cpu_count()} CPUs, Python {platform.python_version()})",
         f"command: {report.command}",
-        f"load: paced writers at {report.rate:.0f} pages/s; one `python -m consumer run` process",
+        f"load: paced writers at {report.rate:.0f} pages/s; one `python -m searchsync run` process",
         "",
         *(line(f) for f in report.figures),
     ]

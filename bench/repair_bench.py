@@ -16,7 +16,7 @@ wheel-state scope, so it never touches other data. Phases, in order:
    (``[repair]``: bucket count, page sizes, content share) and no load ceilings, in dry-run
    (nothing is appended; a clean data set has no findings anyway); its time is split into MySQL
    page reads, Elasticsearch page reads, wheel-state writes and the rest (compare, projection);
-5. live impact (``--lag-seconds`` > 0): a consumer (``python -m consumer run``, its own group
+5. live impact (``--lag-seconds`` > 0): a consumer (``python -m searchsync run``, its own group
    and index prefix) follows the topic while paced writers (the pipeline bench's child) create
    pages; commit -> searchable is measured once without and once with the repair rotating in a
    child process over the phase-1 rows and index (the same MySQL and Elasticsearch, another
@@ -39,13 +39,14 @@ import uuid
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
+from searchsync.config import load_settings
+
 from bench.common import app_user, bench_env, bench_main, host_line, started_at
 from bench.repair_live import live_impact
 from bench.repair_phases import bare_scans, es_scan, mysql_scan, rotation
 from bench.repair_report import BenchOptions, Report, render_text
 from bench.repair_setup import Bench
 from bench.repair_wheel import rotation_child
-from consumer.config import load_settings
 
 
 async def run(options: BenchOptions, command: str) -> Report:

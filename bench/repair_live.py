@@ -14,13 +14,13 @@ import uuid
 from typing import Any, Final
 
 from elasticsearch import NotFoundError
+from searchsync.writer import PageWriter
 
 from bench.common import consumer_env, delete_group, init_alias, progress
 from bench.live import wait_live
 from bench.paced import paced_searchable
 from bench.repair_setup import Bench
 from bench.repair_wheel import AGGREGATE_TYPE
-from consumer.writer import PageWriter
 
 LIVE_WRITERS: Final = 8
 
@@ -36,7 +36,7 @@ async def live_impact(bench: Bench) -> None:
         prefix="repair-bench-consumer-", suffix=".log", delete=False
     )
     consumer = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "consumer", "run", env=env, stdout=logfile, stderr=logfile
+        sys.executable, "-m", "searchsync", "run", env=env, stdout=logfile, stderr=logfile
     )
     try:
         assert bench.app_pool is not None

@@ -7,12 +7,13 @@ import statistics
 import time
 from typing import Any
 
+from searchsync.ops.repair.report import BucketReport, RotationReport
+from searchsync.ops.repair.run import wheel_config
+
 from bench.common import progress
 from bench.repair_report import SCAN_PAGE
 from bench.repair_setup import Bench, like
 from bench.repair_wheel import build_wheel
-from consumer.ops.repair.report import BucketReport, RotationReport
-from consumer.ops.repair.run import wheel_config
 
 
 async def mysql_scan(bench: Bench) -> tuple[int, float]:

@@ -12,17 +12,17 @@ from typing import Any, Final
 
 import aiomysql
 from elasticsearch import AsyncElasticsearch, NotFoundError
+from searchsync.config import Settings
+from searchsync.devtools.scratch import admin_execute, sync_bucket_migration
+from searchsync.mysql.pool import close_pool, open_pool
+from searchsync.projection import Projector
+from searchsync.search.client import make_es_client
+from searchsync.search.es_index import EsIndex
+from searchsync.search.sink import IndexOp
 
 from bench.common import init_alias, open_app_pool, progress
 from bench.repair_report import BenchOptions, Report
 from bench.repair_wheel import AGGREGATE_TYPE, bench_projector
-from consumer.config import Settings
-from consumer.devtools.scratch import admin_execute, sync_bucket_migration
-from consumer.mysql.pool import close_pool, open_pool
-from consumer.projection import Projector
-from consumer.search.client import make_es_client
-from consumer.search.es_index import EsIndex
-from consumer.search.sink import IndexOp
 
 INSERT_BATCH: Final = 1_000
 INDEX_BATCH: Final = 2_000

@@ -12,19 +12,18 @@ from typing import Any, Final
 
 import aiomysql
 from elasticsearch import AsyncElasticsearch
-
-from consumer.config import Settings, load_settings
-from consumer.mysql.outbox import MysqlOutbox
-from consumer.mysql.pool import close_pool, open_pool
-from consumer.ops.repair.es_side import EsIndexSide
-from consumer.ops.repair.heal import Healer
-from consumer.ops.repair.load import Limits
-from consumer.ops.repair.mysql_side import MysqlTruthSide
-from consumer.ops.repair.run import wheel_config
-from consumer.ops.repair.state import MysqlWheelState
-from consumer.ops.repair.wheel import Wheel
-from consumer.projection import Projector, default_registry
-from consumer.search.client import make_es_client
+from searchsync.config import Settings, load_settings
+from searchsync.mysql.outbox import MysqlOutbox
+from searchsync.mysql.pool import close_pool, open_pool
+from searchsync.ops.repair.es_side import EsIndexSide
+from searchsync.ops.repair.heal import Healer
+from searchsync.ops.repair.load import Limits
+from searchsync.ops.repair.mysql_side import MysqlTruthSide
+from searchsync.ops.repair.run import wheel_config
+from searchsync.ops.repair.state import MysqlWheelState
+from searchsync.ops.repair.wheel import Wheel
+from searchsync.projection import Projector, default_registry
+from searchsync.search.client import make_es_client
 
 AGGREGATE_TYPE: Final = "wiki_page"
 

@@ -110,7 +110,7 @@ def render_text(r: Report) -> str:
     lines = [
         f"searchsync pipeline benchmark  {r.started_at}  {r.host}",
         f"command: {r.command}",
-        f"consumer: `python -m consumer run` processes, default log level (INFO);"
+        f"consumer: `python -m searchsync run` processes, default log level (INFO);"
         f" {r.events} events per run; medians [min-max] of {len(r.of('raw'))} rounds",
         f"setup: writers {r.write_rate:.0f} pages/s; events captured"
         f" {r.kafka_ready_seconds:.1f}s after the first write",

@@ -27,13 +27,13 @@ import orjson
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from elasticsearch import AsyncElasticsearch, NotFoundError
+from searchsync.config import load_settings
+from searchsync.projection import Document, Projector
+from searchsync.search.admin import init_index
 
 from bench import procstat
 from bench.common import item_errors, missing, progress, run_bounded, topic_ends, wait_for
 from bench.consumers import Members
-from consumer.config import load_settings
-from consumer.projection import Document, Projector
-from consumer.search.admin import init_index
 
 METRICS_POLL_S: Final = 0.1
 BACKGROUND_S: Final = 1.0  # idle sample before each window: other sessions' load

@@ -19,14 +19,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from consumer.config import load_settings
-from consumer.devtools.loadgen import run_loadgen
-from consumer.mysql.pool import create_pool
-from consumer.mysql.truth import MysqlTruth
-from consumer.projection import registry_from_settings
-from consumer.search.admin import init_index
-from consumer.search.client import make_es_client
-from consumer.writer import PageWriter
+from searchsync.config import load_settings
+from searchsync.devtools.loadgen import run_loadgen
+from searchsync.mysql.pool import create_pool
+from searchsync.mysql.truth import MysqlTruth
+from searchsync.projection import registry_from_settings
+from searchsync.search.admin import init_index
+from searchsync.search.client import make_es_client
+from searchsync.writer import PageWriter
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = REPO / ".stack" / "run"
@@ -65,7 +65,7 @@ def start_consumer() -> None:
     LOGS.mkdir(parents=True, exist_ok=True)
     log = (LOGS / "searchsync.log").open("ab")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "consumer", "run"],
+        [sys.executable, "-m", "searchsync", "run"],
         cwd=REPO,
         stdout=log,
         stderr=subprocess.STDOUT,

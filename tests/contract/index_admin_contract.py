@@ -9,10 +9,9 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
-
-from consumer.errors import ConfigError
-from consumer.search.admin import InitAction, describe, init_index
-from consumer.search.port import (
+from searchsync.errors import ConfigError
+from searchsync.search.admin import InitAction, describe, init_index
+from searchsync.search.port import (
     SCHEMA_VERSION_META,
     AliasConflict,
     IndexAdminError,
@@ -21,7 +20,8 @@ from consumer.search.port import (
     IndexMissing,
     WriteIndex,
 )
-from consumer.search.sink import OutcomeKind
+from searchsync.search.sink import OutcomeKind
+
 from tests.contract.search_backend import MAPPING, Backend, new_alias, op, physical, write
 
 # The node and the test share a machine; a generous window only catches a wrong unit or zone.

@@ -10,11 +10,10 @@ import itertools
 from typing import Any, Protocol
 
 import orjson
-
-from consumer import naming
-from consumer.search.fake import InMemoryIndex
-from consumer.search.port import SCHEMA_VERSION_META, IndexAdmin, SearchIndex
-from consumer.search.sink import IndexOp, Sink, WriteOutcome
+from searchsync import naming
+from searchsync.search.fake import InMemoryIndex
+from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin, SearchIndex
+from searchsync.search.sink import IndexOp, Sink, WriteOutcome
 
 SCHEMA_VERSION = 1
 

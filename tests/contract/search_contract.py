@@ -11,9 +11,9 @@ from collections.abc import Awaitable, Callable
 
 import orjson
 import pytest
+from searchsync.errors import TransientError
+from searchsync.search.sink import IndexOp, OutcomeKind
 
-from consumer.errors import TransientError
-from consumer.search.sink import IndexOp, OutcomeKind
 from tests.contract.index_admin_contract import INDEX_ADMIN_CASES
 from tests.contract.search_backend import Backend, body, new_alias, op, physical, write
 

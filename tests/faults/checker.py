@@ -1,7 +1,7 @@
 """The independent checker: MySQL rows against Elasticsearch documents, both ways.
 
 Written from the contract in docs/design.md ("The wiki_page document", "Tombstones and their
-purge", invariants 2-4 and 6), NOT from the projector: nothing here imports `consumer.projection`.
+purge", invariants 2-4 and 6), NOT from the projector: nothing here imports `searchsync.projection`.
 For every row of the run's id prefix the document must exist with
 
 - ``_version`` = ``source_revision`` = the row's ``revision`` (invariant 3);

@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from consumer.config import Settings
-from consumer.errors import OperationRefused
-from consumer.ops import offsets
+from searchsync.config import Settings
+from searchsync.errors import OperationRefused
+from searchsync.ops import offsets
+
 from tests.faults import kafka_io
 from tests.faults.evidence import Hostile
 from tests.faults.members import Group

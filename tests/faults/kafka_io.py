@@ -9,8 +9,8 @@ from collections import defaultdict
 from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
+from searchsync.dlq.replay import inspect
 
-from consumer.ops.dlq import inspect
 from tests.faults.evidence import Hostile
 
 NEAR_1MB = 1_000_000 - 4096  # under librdkafka's and the broker's 1 MB message limit

@@ -1,4 +1,4 @@
-"""The consumer group of a fault run: 1 to 3 `python -m consumer run` processes, one group id.
+"""The consumer group of a fault run: 1 to 3 `python -m searchsync run` processes, one group id.
 
 Each process logs to a file of its own in the run's log directory (member-<n>.log, n counting
 every process ever started), which the evidence checker reads afterwards.
@@ -25,7 +25,7 @@ class Member:
         self.log_path = log_path
         self._log: IO[bytes] = log_path.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "consumer", "run"],
+            [sys.executable, "-m", "searchsync", "run"],
             cwd=REPO,
             env={**os.environ, **env},
             stdout=self._log,

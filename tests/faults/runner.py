@@ -13,9 +13,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from consumer.config import load_settings
-from consumer.mysql.pool import create_pool
-from consumer.search.client import make_es_client
+from searchsync.config import load_settings
+from searchsync.mysql.pool import create_pool
+from searchsync.search.client import make_es_client
+
 from tests.faults import checker, evidence, inject, kafka_io
 from tests.faults.members import Group
 from tests.faults.proxy import Es429Proxy

@@ -9,11 +9,11 @@ import uuid
 
 import aiomysql
 import pytest
+from searchsync.config import load_settings
+from searchsync.projection import default_registry
+from searchsync.search.client import make_es_client
+from searchsync.writer import PageWriter
 
-from consumer.config import load_settings
-from consumer.projection import default_registry
-from consumer.search.client import make_es_client
-from consumer.writer import PageWriter
 from tests.faults import checker
 from tests.integration.consumer_harness import drop_indices, prepare_index
 

@@ -19,9 +19,9 @@ import aiomysql
 import pytest
 import pytest_asyncio
 from confluent_kafka import Producer
+from searchsync.search.client import make_es_client
+from searchsync.writer import PageWriter
 
-from consumer.search.client import make_es_client
-from consumer.writer import PageWriter
 from tests.faults.services import Stack
 from tests.integration.conftest import KAFKA
 from tests.integration.consumer_harness import (

@@ -1,6 +1,6 @@
 """The workload of a fault run: concurrent writers through MariaDB transactions.
 
-- rounds of `consumer.devtools.loadgen` (create, update, soft delete, restore, hard delete and
+- rounds of `searchsync.devtools.loadgen` (create, update, soft delete, restore, hard delete and
   re-create, concurrent writers, seeded plans), each round on fresh ids under the run's prefix;
 - one hot key, updated in a loop;
 - rolled-back transactions: updates whose transaction fails after the row write (the writer's
@@ -21,10 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiomysql
-
-from consumer.devtools.loadgen import run_loadgen
-from consumer.errors import PageExists
-from consumer.writer import PageWriter
+from searchsync.devtools.loadgen import run_loadgen
+from searchsync.errors import PageExists
+from searchsync.writer import PageWriter
 
 
 class _RollBack(Exception):

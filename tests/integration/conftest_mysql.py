@@ -31,9 +31,8 @@ from typing import Any
 import aiomysql
 import pytest
 import pytest_asyncio
-
-from consumer.errors import ConfigError, TransientError
-from consumer.mysql.pool import create_pool, transaction
+from searchsync.errors import ConfigError, TransientError
+from searchsync.mysql.pool import create_pool, transaction
 
 __all__ = [
     "MysqlTarget",

@@ -19,15 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from elasticsearch import AsyncElasticsearch, ConflictError, NotFoundError
-
-from consumer.app import run_consumer
-from consumer.config import Settings, load_settings
-from consumer.mysql.truth import MysqlTruth
-from consumer.observability.metrics import Metrics
-from consumer.ops import offsets
-from consumer.projection import Document, default_registry
-from consumer.search.admin import init_index
-from consumer.search.client import make_es_client
+from searchsync.app import run_consumer
+from searchsync.config import Settings, load_settings
+from searchsync.mysql.truth import MysqlTruth
+from searchsync.observability.metrics import Metrics
+from searchsync.ops import offsets
+from searchsync.projection import Document, default_registry
+from searchsync.search.admin import init_index
+from searchsync.search.client import make_es_client
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -138,7 +137,7 @@ def _labels_match(sample: str, labels: Mapping[str, str]) -> bool:
 
 
 class SubprocessConsumer:
-    """`python -m consumer run` in its own process, so a test can kill -9 it."""
+    """`python -m searchsync run` in its own process, so a test can kill -9 it."""
 
     def __init__(self, env: Mapping[str, str], log_path: Path) -> None:
         self.env = {**os.environ, **env}
@@ -148,7 +147,7 @@ class SubprocessConsumer:
     def start(self) -> None:
         self._log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "consumer", "run"],
+            [sys.executable, "-m", "searchsync", "run"],
             cwd=REPO,
             env=self.env,
             stdout=self._log,

@@ -1,6 +1,6 @@
 """Small Kafka helpers for integration tests: end offsets, fresh topics, a topic's tail.
 
-Offsets come from `consumer.kafka.admin.ConfluentKafkaAdmin`, which waits (with a deadline) for
+Offsets come from `searchsync.kafka.admin.ConfluentKafkaAdmin`, which waits (with a deadline) for
 every partition's leader first: right after a topic is created, a broker may still answer
 ``NOT_LEADER_FOR_PARTITION``.
 """
@@ -13,9 +13,8 @@ from contextlib import contextmanager
 
 from confluent_kafka import Consumer, Message, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-
-from consumer.kafka.admin import ConfluentKafkaAdmin
-from consumer.stream.retry import Deadline
+from searchsync.clock import Deadline
+from searchsync.kafka.admin import ConfluentKafkaAdmin
 
 TIMEOUT_S = 30.0
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from consumer.projection import Projector, wiki_page
+from searchsync.projection import Projector, wiki_page
 
 SCHEMA_VERSION = wiki_page.SCHEMA_VERSION + 1
 

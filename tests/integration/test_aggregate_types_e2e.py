@@ -1,7 +1,7 @@
 """Two aggregate types in one consumer run, chosen by configuration (``projection.modules``).
 
 wiki_page rows change through `PageWriter`; article rows (the example type of
-consumer/examples/article.py, table from schemas/sql/examples/article.sql) through plain SQL plus
+searchsync/examples/article.py, table from schemas/sql/examples/article.sql) through plain SQL plus
 `append_outbox` in one transaction, as an application of its own would. Both kinds of event go
 through the real connector to their own topic, and each type converges in its own alias.
 """
@@ -21,15 +21,15 @@ import pytest_asyncio
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 from elasticsearch import NotFoundError
+from searchsync.app import make_es_client
+from searchsync.examples import article
+from searchsync.mysql.pool import transaction
+from searchsync.mysql.truth import MysqlTruth
+from searchsync.projection import Document, ProjectorRegistry, registry_from_settings
+from searchsync.search.admin import init_index
+from searchsync.types import Operation
+from searchsync.writer import PageWriter, append_outbox
 
-from consumer.app import make_es_client
-from consumer.examples import article
-from consumer.mysql.pool import transaction
-from consumer.mysql.truth import MysqlTruth
-from consumer.projection import Document, ProjectorRegistry, registry_from_settings
-from consumer.search.admin import init_index
-from consumer.types import Operation
-from consumer.writer import PageWriter, append_outbox
 from tests.integration.conftest import KAFKA
 from tests.integration.conftest_mysql import fetch_all
 from tests.integration.consumer_harness import (
@@ -42,7 +42,7 @@ from tests.integration.consumer_harness import (
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
 TOPICS = ("outbox.event.wiki_page", "outbox.event.article")
-MODULES = "consumer.projection.wiki_page,consumer.examples.article"
+MODULES = "searchsync.projection.wiki_page,searchsync.examples.article"
 TYPES = ("article", "wiki_page")
 
 

@@ -24,7 +24,7 @@ def _searchsync(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[
         SEARCHSYNC_KAFKA_BOOTSTRAP_SERVERS=KAFKA, SEARCHSYNC_ELASTICSEARCH_HOSTS=ES_URL, **env
     )
     return subprocess.run(
-        [sys.executable, "-m", "consumer", *argv],
+        [sys.executable, "-m", "searchsync", *argv],
         env=full_env,
         capture_output=True,
         text=True,

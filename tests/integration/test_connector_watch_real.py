@@ -1,4 +1,4 @@
-"""The connector watch's two calls on the real Kafka Connect (consumer/kafka/connector_watch.py):
+"""The connector watch's two calls on the real Kafka Connect (searchsync/kafka/connector_watch.py):
 the status of the Debezium connector, and the restart of its task through the REST API, after
 which the task is RUNNING again. A restart of the running task is what the watch does to a FAILED
 one; making the real task fail on demand would need a MariaDB outage while Connect starts it
@@ -7,10 +7,10 @@ one; making the real task fail on demand would need a MariaDB outage while Conne
 from __future__ import annotations
 
 import pytest
+from searchsync.config import ConnectSettings
+from searchsync.kafka.connect import ConnectClient, ConnectUnavailable
+from searchsync.kafka.connector_watch import ConnectorWatch
 
-from consumer.config import ConnectSettings
-from consumer.kafka.connect import ConnectClient, ConnectUnavailable
-from consumer.kafka.connector_watch import ConnectorWatch
 from tests.integration.conftest import CONNECT_URL
 from tests.integration.consumer_harness import wait_for
 

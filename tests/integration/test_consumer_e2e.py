@@ -16,16 +16,16 @@ import orjson
 import pytest
 import pytest_asyncio
 from confluent_kafka import Producer
+from searchsync.devtools.loadgen import run_loadgen
+from searchsync.dlq.replay import inspect
+from searchsync.events import AvroFraming, encode_avro, encode_json
+from searchsync.mysql.pool import transaction
+from searchsync.mysql.truth import MysqlTruth
+from searchsync.projection import Document, default_registry
+from searchsync.search.client import make_es_client
+from searchsync.types import Operation, ThinEvent
+from searchsync.writer import PageWriter
 
-from consumer.devtools.loadgen import run_loadgen
-from consumer.events import AvroFraming, encode_avro, encode_json
-from consumer.mysql.pool import transaction
-from consumer.mysql.truth import MysqlTruth
-from consumer.ops.dlq import inspect
-from consumer.projection import Document, default_registry
-from consumer.search.client import make_es_client
-from consumer.types import Operation, ThinEvent
-from consumer.writer import PageWriter
 from tests.integration.conftest import KAFKA
 from tests.integration.conftest_mysql import fetch_all
 from tests.integration.consumer_harness import (

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from searchsync.dlq.ledger import InMemoryReplayLedger
+from searchsync.dlq.record import REPLAYED_FROM_HEADER, DlqProducer, DlqRecord
+from searchsync.dlq.replay import inspect, replay
+from searchsync.errors import TransientError
+from searchsync.events import encode_json
+from searchsync.kafka.admin import Watermarks
+from searchsync.types import Operation, ThinEvent
 
-from consumer.errors import TransientError
-from consumer.events import encode_json
-from consumer.kafka.admin import Watermarks
-from consumer.ops.dlq import inspect, replay
-from consumer.ops.replay_ledger import InMemoryReplayLedger
-from consumer.stream.dlq import REPLAYED_FROM_HEADER, DlqProducer, DlqRecord
-from consumer.types import Operation, ThinEvent
 from tests.integration.kafkatools import fresh_topics, high_watermark, kafka_admin
 
 pytestmark = pytest.mark.integration

@@ -21,11 +21,11 @@ import aiomysql
 import orjson
 import pytest
 import pytest_asyncio
+from searchsync.mysql.pool import transaction
+from searchsync.mysql.truth import MysqlTruth
+from searchsync.search.client import make_es_client
+from searchsync.writer import PageWriter
 
-from consumer.mysql.pool import transaction
-from consumer.mysql.truth import MysqlTruth
-from consumer.search.client import make_es_client
-from consumer.writer import PageWriter
 from tests.integration.consumer_harness import (
     InProcessConsumer,
     converged,
@@ -45,7 +45,7 @@ async def _searchsync(env: Mapping[str, str], *argv: str) -> Any:
     """Run one `searchsync ... --json` command; its JSON document (exit 0 required)."""
     result = await asyncio.to_thread(
         subprocess.run,
-        [sys.executable, "-m", "consumer", *argv, "--json"],
+        [sys.executable, "-m", "searchsync", *argv, "--json"],
         env={**os.environ, **env},
         capture_output=True,
         text=True,

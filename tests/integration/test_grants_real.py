@@ -7,9 +7,8 @@ import os
 
 import orjson
 import pytest
-
-from consumer.cli import main
-from consumer.exit_codes import ExitCode
+from searchsync.cli import main
+from searchsync.exit_codes import ExitCode
 
 pytestmark = [pytest.mark.integration]
 

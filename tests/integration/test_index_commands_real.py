@@ -6,11 +6,11 @@ import asyncio
 from typing import Any
 
 import pytest
+from searchsync.config import load_settings
+from searchsync.projection import default_registry
+from searchsync.search.client import make_es_client
+from searchsync.search.elasticsearch import EsIndexAdmin
 
-from consumer.config import load_settings
-from consumer.projection import default_registry
-from consumer.search.client import make_es_client
-from consumer.search.elasticsearch import EsIndexAdmin
 from tests.integration.conftest import ES_URL
 from tests.integration.test_cli_real import _ok_json, _searchsync
 from tests.integration.test_cli_real import prefix as prefix  # the fixture: unique, cleaned up

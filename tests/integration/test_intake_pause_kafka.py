@@ -13,9 +13,9 @@ from collections.abc import Sequence
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from searchsync.kafka.intake import KafkaIntake
+from searchsync.types import TopicPartition
 
-from consumer.kafka.intake import KafkaIntake
-from consumer.types import TopicPartition
 from tests.integration.conftest import KAFKA
 
 pytestmark = [pytest.mark.integration]

@@ -25,14 +25,14 @@ from datetime import UTC, datetime, timedelta
 import aiomysql
 import pytest
 from confluent_kafka import Consumer, Message, TopicPartition
+from searchsync.cli import main
+from searchsync.config import ConnectSettings, RetentionSettings
+from searchsync.exit_codes import ExitCode
+from searchsync.kafka.connect import MISSING, ConnectClient
+from searchsync.mysql.outbox import MysqlOutbox
+from searchsync.ops.prune import prune_outbox
+from searchsync.writer import PageWriter
 
-from consumer.cli import main
-from consumer.config import ConnectSettings, RetentionSettings
-from consumer.exit_codes import ExitCode
-from consumer.kafka.connect import MISSING, ConnectClient
-from consumer.mysql.outbox import MysqlOutbox
-from consumer.ops.prune import prune_outbox
-from consumer.writer import PageWriter
 from tests.integration.conftest import CONNECT_URL, KAFKA
 from tests.integration.conftest_mysql import fetch_all
 from tests.integration.kafkatools import kafka_admin

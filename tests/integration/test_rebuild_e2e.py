@@ -21,16 +21,16 @@ import aiomysql
 import orjson
 import pytest
 from elasticsearch import AsyncElasticsearch
+from searchsync.cli.rebuild import run_rebuild
+from searchsync.cli.services import Services
+from searchsync.config import Settings, load_settings
+from searchsync.devtools.loadgen import run_loadgen
+from searchsync.mysql.truth import MysqlTruth
+from searchsync.ops.rebuild.outcome import RebuildOptions
+from searchsync.ops.rebuild.state import MysqlRebuildState, Status
+from searchsync.search.client import make_es_client
+from searchsync.writer import PageWriter
 
-from consumer.cli.rebuild import run_rebuild
-from consumer.cli.services import Services
-from consumer.config import Settings, load_settings
-from consumer.devtools.loadgen import run_loadgen
-from consumer.mysql.truth import MysqlTruth
-from consumer.ops.rebuild.outcome import RebuildOptions
-from consumer.ops.rebuild.state import MysqlRebuildState, Status
-from consumer.search.client import make_es_client
-from consumer.writer import PageWriter
 from tests.integration.conftest_mysql import fetch_all
 from tests.integration.consumer_harness import (
     REBUILD_ON_SHARED_TABLE,
@@ -169,7 +169,7 @@ async def test_rebuild_under_load_swaps_without_failed_searches(
 
 def _cli(env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "consumer", "rebuild", "--json", *args],
+        [sys.executable, "-m", "searchsync", "rebuild", "--json", *args],
         cwd=REPO,
         env={**os.environ, **env},
         stdout=subprocess.PIPE,

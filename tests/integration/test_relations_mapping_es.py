@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 from elasticsearch import AsyncElasticsearch, BadRequestError
+from searchsync.examples import article
+from searchsync.projection import Document, Projector, wiki_page
 
-from consumer.examples import article
-from consumer.projection import Document, Projector, wiki_page
 from tests.integration.conftest import ES_URL
 
 pytestmark = pytest.mark.integration

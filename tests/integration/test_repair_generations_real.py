@@ -18,19 +18,19 @@ from typing import Any
 
 import aiomysql
 import pytest
+from searchsync.mysql.truth import MysqlTruth
+from searchsync.ops.repair.es_side import EsIndexSide
+from searchsync.ops.repair.heal import Healer, InMemoryOutbox
+from searchsync.ops.repair.model import FindingKind, IndexEntry
+from searchsync.ops.repair.mysql_side import MysqlTruthSide
+from searchsync.ops.repair.sides import Position
+from searchsync.ops.repair.state import MysqlWheelState, snapshot
+from searchsync.ops.repair.wheel import Wheel, WheelConfig
+from searchsync.ops.status_probes import repair_section
+from searchsync.projection import Projector, default_registry
+from searchsync.search.client import make_es_client
+from searchsync.writer import PageWriter
 
-from consumer.mysql.truth import MysqlTruth
-from consumer.ops.repair.es_side import EsIndexSide
-from consumer.ops.repair.heal import Healer, InMemoryOutbox
-from consumer.ops.repair.model import FindingKind, IndexEntry
-from consumer.ops.repair.mysql_side import MysqlTruthSide
-from consumer.ops.repair.sides import Position
-from consumer.ops.repair.state import MysqlWheelState, snapshot
-from consumer.ops.repair.wheel import Wheel, WheelConfig
-from consumer.ops.status_probes import repair_section
-from consumer.projection import Projector, default_registry
-from consumer.search.client import make_es_client
-from consumer.writer import PageWriter
 from tests.integration.consumer_harness import (
     InProcessConsumer,
     drop_indices,
@@ -242,10 +242,10 @@ async def test_changing_the_bucket_count_starts_a_new_epoch_without_false_findin
 async def test_the_lag_guard_reads_the_live_groups_lag_on_kafka_and_stops_the_rotation(
     app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool, id_prefix: str
 ) -> None:
-    from consumer.config import load_settings
-    from consumer.kafka.admin import ConfluentKafkaAdmin
-    from consumer.ops.repair.load import live_lag
-    from consumer.ops.repair.run import limits
+    from searchsync.config import load_settings
+    from searchsync.kafka.admin import ConfluentKafkaAdmin
+    from searchsync.ops.repair.load import live_lag
+    from searchsync.ops.repair.run import limits
 
     env = harness_env("rl", SEARCHSYNC_REPAIR_MAX_LIVE_LAG="1", SEARCHSYNC_REPAIR_LAG_POLL_S="0.2")
     settings = load_settings({**env, "SEARCHSYNC_REPAIR_LAG_WAIT_TIMEOUT_S": "1"})

@@ -1,4 +1,4 @@
-"""The MySQL truth side's light pages on real MariaDB (consumer/ops/repair/mysql_side.py): a
+"""The MySQL truth side's light pages on real MariaDB (searchsync/ops/repair/mysql_side.py): a
 page comes back as one packed GROUP_CONCAT string, and it holds exactly what ``SELECT id,
 revision, deleted_at`` holds, in id order, for ids with commas, spaces, backslashes and
 non-ASCII characters; when the string would be cut at ``group_concat_max_len``, the page is read
@@ -17,17 +17,17 @@ from pathlib import Path
 import aiomysql
 import pytest
 import pytest_asyncio
+from searchsync.devtools.scratch import admin_execute, sync_bucket_migration
+from searchsync.ops.repair import mysql_side
+from searchsync.ops.repair.buckets import key_hash, key_of_id
+from searchsync.ops.repair.es_side import EsIndexSide
+from searchsync.ops.repair.model import IndexEntry, TruthEntry
+from searchsync.ops.repair.mysql_side import MysqlTruthSide
+from searchsync.ops.repair.sides import Position
+from searchsync.projection import default_registry
+from searchsync.search.client import make_es_client
+from searchsync.writer import PageWriter
 
-from consumer.devtools.scratch import admin_execute, sync_bucket_migration
-from consumer.ops.repair import mysql_side
-from consumer.ops.repair.buckets import key_hash, key_of_id
-from consumer.ops.repair.es_side import EsIndexSide
-from consumer.ops.repair.model import IndexEntry, TruthEntry
-from consumer.ops.repair.mysql_side import MysqlTruthSide
-from consumer.ops.repair.sides import Position
-from consumer.projection import default_registry
-from consumer.search.client import make_es_client
-from consumer.writer import PageWriter
 from tests.integration.conftest_mysql import MysqlTarget, fetch_all
 from tests.integration.consumer_harness import (
     InProcessConsumer,

@@ -16,23 +16,23 @@ from typing import Any
 
 import aiomysql
 import pytest
+from searchsync.mysql.outbox import MysqlOutbox
+from searchsync.mysql.truth import InMemoryTruth, MysqlTruth
+from searchsync.ops.repair.es_side import EsIndexSide
+from searchsync.ops.repair.heal import Healer
+from searchsync.ops.repair.model import FindingKind
+from searchsync.ops.repair.mysql_side import MysqlTruthSide
+from searchsync.ops.repair.state import MysqlWheelState
+from searchsync.ops.repair.wheel import Wheel, WheelConfig
+from searchsync.projection import default_registry
+from searchsync.search.client import make_es_client
+from searchsync.search.es_index import EsIndex
+from searchsync.search.sink import EXTERNAL_GTE, IndexOp, Sink, StoredProjection
+from searchsync.stream.coalesce import Work
+from searchsync.stream.processor import Processor
+from searchsync.types import Key, Operation, Position, ThinEvent
+from searchsync.writer import PageWriter
 
-from consumer.mysql.outbox import MysqlOutbox
-from consumer.mysql.truth import InMemoryTruth, MysqlTruth
-from consumer.ops.repair.es_side import EsIndexSide
-from consumer.ops.repair.heal import Healer
-from consumer.ops.repair.model import FindingKind
-from consumer.ops.repair.mysql_side import MysqlTruthSide
-from consumer.ops.repair.state import MysqlWheelState
-from consumer.ops.repair.wheel import Wheel, WheelConfig
-from consumer.projection import default_registry
-from consumer.search.client import make_es_client
-from consumer.search.es_index import EsIndex
-from consumer.search.sink import EXTERNAL_GTE, IndexOp, Sink, StoredProjection
-from consumer.stream.coalesce import Work
-from consumer.stream.processor import Processor
-from consumer.types import Key, Operation, Position, ThinEvent
-from consumer.writer import PageWriter
 from tests.integration.conftest_mysql import fetch_all
 from tests.integration.consumer_harness import (
     InProcessConsumer,

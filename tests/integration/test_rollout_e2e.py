@@ -26,17 +26,17 @@ import aiomysql
 import orjson
 import pytest
 from elasticsearch import AsyncElasticsearch
+from searchsync.cli.rebuild import run_rebuild
+from searchsync.cli.services import Services
+from searchsync.config import load_settings
+from searchsync.devtools.loadgen import run_loadgen
+from searchsync.mysql.truth import MysqlTruth
+from searchsync.ops.rebuild.outcome import RebuildOptions
+from searchsync.ops.rebuild.state import Status
+from searchsync.projection import default_registry
+from searchsync.search.client import make_es_client
+from searchsync.writer import PageWriter
 
-from consumer.cli.rebuild import run_rebuild
-from consumer.cli.services import Services
-from consumer.config import load_settings
-from consumer.devtools.loadgen import run_loadgen
-from consumer.mysql.truth import MysqlTruth
-from consumer.ops.rebuild.outcome import RebuildOptions
-from consumer.ops.rebuild.state import Status
-from consumer.projection import default_registry
-from consumer.search.client import make_es_client
-from consumer.writer import PageWriter
 from tests.integration import projector_v3
 from tests.integration.conftest_mysql import fetch_all
 from tests.integration.consumer_harness import (
@@ -87,7 +87,7 @@ async def _old_shape(es: AsyncElasticsearch, index: str) -> list[str]:
 
 def _rollback(env: dict[str, str]) -> dict[str, Any]:
     proc = subprocess.run(
-        [sys.executable, "-m", "consumer", "index", "rollback", "--json"],
+        [sys.executable, "-m", "searchsync", "index", "rollback", "--json"],
         cwd=REPO,
         env={**os.environ, **env},
         capture_output=True,

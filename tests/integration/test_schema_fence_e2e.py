@@ -19,12 +19,12 @@ import aiomysql
 import pytest
 from confluent_kafka import Message
 from elasticsearch import NotFoundError
+from searchsync.mysql.truth import MysqlTruth
+from searchsync.projection import default_registry
+from searchsync.search.client import make_es_client
+from searchsync.search.elasticsearch import EsIndexAdmin
+from searchsync.writer import PageWriter
 
-from consumer.mysql.truth import MysqlTruth
-from consumer.projection import default_registry
-from consumer.search.client import make_es_client
-from consumer.search.elasticsearch import EsIndexAdmin
-from consumer.writer import PageWriter
 from tests.integration.conftest import KAFKA
 from tests.integration.consumer_harness import (
     InProcessConsumer,

@@ -35,10 +35,10 @@ from pathlib import Path
 import orjson
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from searchsync.dlq.record import decode_record
+from searchsync.events import encode_json
+from searchsync.types import Operation, ThinEvent
 
-from consumer.events import encode_json
-from consumer.stream.dlq import decode_record
-from consumer.types import Operation, ThinEvent
 from tests.integration.conftest import KAFKA
 from tests.integration.kafkatools import fresh_topics
 from tests.integration.secure_es import REPO, SecureNode, stack_env
@@ -108,7 +108,7 @@ def _free_port() -> int:
 
 def _cli(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "consumer", *argv],
+        [sys.executable, "-m", "searchsync", *argv],
         cwd=REPO, env={**os.environ, **env}, capture_output=True, timeout=120, check=False,
     )  # fmt: skip
 
@@ -212,7 +212,7 @@ async def test_no_secret_in_config_check_logs_metrics_or_dead_letters(
         log_path = tmp_path / "run.log"
         with log_path.open("wb") as log:
             run = subprocess.Popen(  # noqa: ASYNC220  (returns at once)
-                [sys.executable, "-m", "consumer", "run"],
+                [sys.executable, "-m", "searchsync", "run"],
                 cwd=REPO, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT,
             )  # fmt: skip
         try:

@@ -19,13 +19,13 @@ import pytest
 from elastic_transport import TlsError
 from elasticsearch import AuthenticationException
 from elasticsearch import ConnectionError as EsConnectionError
+from searchsync.config import Settings, load_settings
+from searchsync.projection import default_registry
+from searchsync.search.admin import InitAction, init_index
+from searchsync.search.client import describe_auth_error, make_es_client
+from searchsync.search.es_index import EsIndex
+from searchsync.search.sink import IndexOp, OutcomeKind, Sink
 
-from consumer.config import Settings, load_settings
-from consumer.projection import default_registry
-from consumer.search.admin import InitAction, init_index
-from consumer.search.client import describe_auth_error, make_es_client
-from consumer.search.es_index import EsIndex
-from consumer.search.sink import IndexOp, OutcomeKind, Sink
 from tests.integration.secure_es import REPO, SecureNode
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -123,7 +123,7 @@ async def test_the_cli_initialises_the_index_and_names_the_settings_on_a_refusal
     def index_init(**auth: str) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, **_env(secure_es, prefix, **auth)}
         return subprocess.run(
-            [sys.executable, "-m", "consumer", "index", "init"],
+            [sys.executable, "-m", "searchsync", "index", "init"],
             cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
         )  # fmt: skip
 

@@ -8,10 +8,9 @@ import os
 
 import certifi
 import pytest
-
-from consumer.config import load_settings
-from consumer.errors import ConfigError
-from consumer.mysql.pool import close_pool, open_pool
+from searchsync.config import load_settings
+from searchsync.errors import ConfigError
+from searchsync.mysql.pool import close_pool, open_pool
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 

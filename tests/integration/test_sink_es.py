@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 from elasticsearch import AsyncElasticsearch, NotFoundError
+from searchsync.projection import wiki_page
+from searchsync.search.admin import InitAction, describe, init_index
+from searchsync.search.elasticsearch import EsIndexAdmin
+from searchsync.search.es_index import BulkSizer, EsIndex
+from searchsync.search.port import IndexAdmin, SearchIndex
+from searchsync.search.sink import OutcomeKind, Sink
 
-from consumer.projection import wiki_page
-from consumer.search.admin import InitAction, describe, init_index
-from consumer.search.elasticsearch import EsIndexAdmin
-from consumer.search.es_index import BulkSizer, EsIndex
-from consumer.search.port import IndexAdmin, SearchIndex
-from consumer.search.sink import OutcomeKind, Sink
 from tests.contract.search_backend import Backend, Names, new_alias, op
 from tests.contract.search_contract import CONTRACT
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import orjson
 import pytest
+from searchsync.cli import main
+from searchsync.exit_codes import ExitCode
 
-from consumer.cli import main
-from consumer.exit_codes import ExitCode
 from tests.integration.consumer_harness import (
     InProcessConsumer,
     drop_indices,

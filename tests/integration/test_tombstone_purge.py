@@ -23,22 +23,22 @@ import pytest
 import pytest_asyncio
 from confluent_kafka import Producer
 from elasticsearch import AsyncElasticsearch, NotFoundError
+from searchsync.cli import main
+from searchsync.events import encode_json
+from searchsync.exit_codes import ExitCode
+from searchsync.mysql.truth import MysqlTruth
+from searchsync.naming import physical_name
+from searchsync.ops.purge import purge_tombstones
+from searchsync.projection import format_timestamp, wiki_page
+from searchsync.search.admin import init_index
+from searchsync.search.client import make_es_client
+from searchsync.search.elasticsearch import EsIndexAdmin
+from searchsync.search.es_index import EsIndex
+from searchsync.search.sink import IndexOp, Sink
+from searchsync.search.tombstones import DeleteResult, EsTombstones
+from searchsync.types import Operation, ThinEvent
+from searchsync.writer import PageWriter
 
-from consumer.cli import main
-from consumer.events import encode_json
-from consumer.exit_codes import ExitCode
-from consumer.mysql.truth import MysqlTruth
-from consumer.naming import physical_name
-from consumer.ops.purge import purge_tombstones
-from consumer.projection import format_timestamp, wiki_page
-from consumer.search.admin import init_index
-from consumer.search.client import make_es_client
-from consumer.search.elasticsearch import EsIndexAdmin
-from consumer.search.es_index import EsIndex
-from consumer.search.sink import IndexOp, Sink
-from consumer.search.tombstones import DeleteResult, EsTombstones
-from consumer.types import Operation, ThinEvent
-from consumer.writer import PageWriter
 from tests.integration.conftest import ES_URL, KAFKA
 from tests.integration.consumer_harness import (
     InProcessConsumer,

@@ -15,10 +15,9 @@ import pytest
 import pytest_asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from consumer.errors import ConfigError, ErrorCode, TransientError
-from consumer.mysql.pool import create_pool, transaction
-from consumer.mysql.state import (
+from searchsync.errors import ConfigError, ErrorCode, TransientError
+from searchsync.mysql.pool import create_pool, transaction
+from searchsync.mysql.state import (
     MAX_ERROR_MESSAGE_LENGTH,
     ProjectionState,
     ProjectionStateWriter,
@@ -26,9 +25,10 @@ from consumer.mysql.state import (
     merge,
     read_state,
 )
-from consumer.mysql.truth import MysqlTruth
-from consumer.projection import wiki_page
-from consumer.writer import PageWriter
+from searchsync.mysql.truth import MysqlTruth
+from searchsync.projection import wiki_page
+from searchsync.writer import PageWriter
+
 from tests.integration import conftest_mysql as fx
 from tests.integration.conftest_mysql import MysqlTarget
 

@@ -10,19 +10,19 @@ from typing import Any
 
 import aiomysql
 import pytest
-
-from consumer.devtools.loadgen import run_loadgen
-from consumer.errors import (
+from searchsync.devtools.loadgen import run_loadgen
+from searchsync.errors import (
     ErrorCode,
     PageExists,
     PageNotFound,
     PageStateConflict,
     TransientError,
 )
-from consumer.events import decode
-from consumer.mysql.pool import with_transaction
-from consumer.types import Operation
-from consumer.writer import PageWriter, append_outbox
+from searchsync.events import decode
+from searchsync.mysql.pool import with_transaction
+from searchsync.types import Operation
+from searchsync.writer import PageWriter, append_outbox
+
 from tests.integration import conftest_mysql as fx
 from tests.integration.conftest_mysql import fetch_all, outbox_rows
 

@@ -2,7 +2,7 @@
 
 - `FakeProducer`: holds every delivery until the test releases it (or acknowledges at once).
 - `FakeTopics`: topics held in memory, with group commits; it hands out a `FakeAdmin`
-  (`consumer.kafka.admin.KafkaAdmin`) and `FakeConsumer`s (`consumer.ops.dlq.ConsumerPort`) that
+  (`searchsync.kafka.admin.KafkaAdmin`) and `FakeConsumer`s (`searchsync.ops.dlq.ConsumerPort`) that
   all see the same data, plus `FakeProducer`s.
 """
 
@@ -16,10 +16,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from confluent_kafka import KafkaError
-
-from consumer.kafka.admin import Watermarks
-from consumer.stream.dlq import DlqRecord
-from consumer.types import Operation, ThinEvent, TopicPartition
+from searchsync.dlq.record import DlqRecord
+from searchsync.kafka.admin import Watermarks
+from searchsync.types import Operation, ThinEvent, TopicPartition
 
 
 @dataclass

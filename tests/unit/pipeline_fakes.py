@@ -1,12 +1,12 @@
 """In-memory stand-ins for the pipeline's ports, and small helpers to build its inputs.
 
-- `FakeIntake` implements `consumer.stream.pipeline.IntakePort` over scripted messages per
+- `FakeIntake` implements `searchsync.stream.pipeline.IntakePort` over scripted messages per
   partition:
   `consume` hands out the next messages of partitions that are not paused, `commit` records the
   offsets (and can be told to refuse them), `pause`/`resume` are recorded. `assign`, `revoke` and
   `lose` drive a `RebalanceListener` (the pipeline) inside the next `consume`, as librdkafka runs
   its rebalance callbacks inside ``consume()``; a revoke commits the offsets `revoking` returns.
-- `FakeDlq` implements `consumer.stream.pipeline.DlqPort`: `send` acknowledges at once, or holds
+- `FakeDlq` implements `searchsync.stream.pipeline.DlqPort`: `send` acknowledges at once, or holds
   until released (to model an unacknowledged produce), or raises `TransientError` a number of times.
 - `PageTruth` is `InMemoryTruth` for wiki_page rows and floors that can run a hook (or wait on
   a gate, or raise) before each row read.
@@ -22,13 +22,13 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from consumer.errors import ErrorCode, TransientError
-from consumer.events import encode_json
-from consumer.kafka.intake import RawMessage, RebalanceListener
-from consumer.mysql.truth import InMemoryTruth
-from consumer.projection import Projector, Row, wiki_page
-from consumer.stream.dlq import DlqRecord
-from consumer.types import Operation, ThinEvent, TopicPartition
+from searchsync.dlq.record import DlqRecord
+from searchsync.errors import ErrorCode, TransientError
+from searchsync.events import encode_json
+from searchsync.kafka.intake import RawMessage, RebalanceListener
+from searchsync.mysql.truth import InMemoryTruth
+from searchsync.projection import Projector, Row, wiki_page
+from searchsync.types import Operation, ThinEvent, TopicPartition
 
 TOPIC = "outbox.event.wiki_page"
 

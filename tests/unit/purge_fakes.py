@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from consumer.kafka.connect import ConnectorStatus, TaskStatus
-from consumer.mysql.outbox import OutboxRow
-from consumer.search.tombstones import DeleteOutcome, DeleteResult, TombstoneHit
+from searchsync.kafka.connect import ConnectorStatus, TaskStatus
+from searchsync.mysql.outbox import OutboxRow
+from searchsync.search.tombstones import DeleteOutcome, DeleteResult, TombstoneHit
 
 
 @dataclass

@@ -11,17 +11,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from searchsync.config import Settings, load_settings
+from searchsync.mysql.truth import InMemoryTruth
+from searchsync.observability.rebuild_metrics import RebuildMetrics
+from searchsync.ops.rebuild.progress import Progress
+from searchsync.ops.rebuild.reader import InMemoryIndexReader
+from searchsync.ops.rebuild.runner import RebuildDeps
+from searchsync.ops.rebuild.state import InMemoryRebuildState, RebuildRecord
+from searchsync.projection import Projector, ProjectorRegistry, Row, default_registry
+from searchsync.search.fake import InMemoryIndex
+from searchsync.search.sink import EXTERNAL_GTE, IndexOp, Sink
 
-from consumer.config import Settings, load_settings
-from consumer.mysql.truth import InMemoryTruth
-from consumer.observability.rebuild_metrics import RebuildMetrics
-from consumer.ops.rebuild.progress import Progress
-from consumer.ops.rebuild.reader import InMemoryIndexReader
-from consumer.ops.rebuild.runner import RebuildDeps
-from consumer.ops.rebuild.state import InMemoryRebuildState, RebuildRecord
-from consumer.projection import Projector, ProjectorRegistry, Row, default_registry
-from consumer.search.fake import InMemoryIndex
-from consumer.search.sink import EXTERNAL_GTE, IndexOp, Sink
 from tests.unit.kafka_fakes import FakeAdmin, FakeTopics
 
 TOPIC = "outbox.event.wiki_page"

@@ -7,13 +7,13 @@ import asyncio
 from collections.abc import Sequence
 
 import pytest
+from searchsync.errors import ErrorCode, TransientError
+from searchsync.ops.chunks import ChunkController
+from searchsync.ops.rebuild.backfill import Backfill, ChunkDone
+from searchsync.projection import Projector, Row, default_registry
+from searchsync.search.fake import InMemoryIndex, PhysicalWriter
+from searchsync.search.sink import IndexOp, ItemResult, Sink
 
-from consumer.errors import ErrorCode, TransientError
-from consumer.ops.chunks import ChunkController
-from consumer.ops.rebuild.backfill import Backfill, ChunkDone
-from consumer.projection import Projector, Row, default_registry
-from consumer.search.fake import InMemoryIndex, PhysicalWriter
-from consumer.search.sink import IndexOp, ItemResult, Sink
 from tests.unit.rebuild_fakes import TYPE, RecordingTruth, page
 
 TARGET = "wiki_page_v2"

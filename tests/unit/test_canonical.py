@@ -12,8 +12,7 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from consumer.projection.canonical import (
+from searchsync.projection.canonical import (
     CANONICALIZATION_VERSION,
     CanonicalizationError,
     canonical_json,

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from consumer.ops.chunks import ChunkController
+from searchsync.ops.chunks import ChunkController
 
 latency = st.floats(min_value=1e-6, max_value=1e4, allow_nan=False, allow_infinity=False)
 

@@ -16,16 +16,15 @@ from typing import Any
 import orjson
 import pytest
 from kafka_fakes import FakeTopics
-
-from consumer.cli import Services, main
-from consumer.cli.loadgen import Progress
-from consumer.errors import ConfigError, DlqBudgetExceeded, TransientError
-from consumer.exit_codes import ExitCode
-from consumer.ops.replay_ledger import InMemoryReplayLedger
-from consumer.projection import wiki_page
-from consumer.search.fake import InMemoryIndex
-from consumer.stream.dlq import DLQ_FORMAT, DLQ_FORMAT_HEADER, DlqRecord, encode
-from consumer.types import Operation
+from searchsync.cli import Services, main
+from searchsync.cli.loadgen import Progress
+from searchsync.dlq.ledger import InMemoryReplayLedger
+from searchsync.dlq.record import DLQ_FORMAT, DLQ_FORMAT_HEADER, DlqRecord, encode
+from searchsync.errors import ConfigError, DlqBudgetExceeded, TransientError
+from searchsync.exit_codes import ExitCode
+from searchsync.projection import wiki_page
+from searchsync.search.fake import InMemoryIndex
+from searchsync.types import Operation
 
 EXIT_OK, EXIT_FAILURE, EXIT_CONFIG, EXIT_DLQ_BUDGET = (
     ExitCode.OK,
@@ -545,7 +544,7 @@ def test_run_without_the_app_module_is_an_operational_error(
 ) -> None:
     import sys
 
-    monkeypatch.setitem(sys.modules, "consumer.app", None)  # makes the import fail
+    monkeypatch.setitem(sys.modules, "searchsync.app", None)  # makes the import fail
     assert main(["run"]) == EXIT_FAILURE
     assert "consumer is not available" in capsys.readouterr().err
 

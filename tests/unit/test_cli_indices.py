@@ -11,10 +11,9 @@ from typing import Any
 
 import orjson
 import pytest
-
-from consumer.cli import Services, main
-from consumer.exit_codes import ExitCode
-from consumer.search.fake import InMemoryIndex, StoredDoc
+from searchsync.cli import Services, main
+from searchsync.exit_codes import ExitCode
+from searchsync.search.fake import InMemoryIndex, StoredDoc
 
 ALIAS = "searchsync_wiki_page"
 V1, V2, V3 = f"{ALIAS}_v1", f"{ALIAS}_v2", f"{ALIAS}_v3"

@@ -14,9 +14,8 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
-
-from consumer.stream.coalesce import Coalescer, Work
-from consumer.types import Key, Operation, Position, ThinEvent
+from searchsync.stream.coalesce import Coalescer, Work
+from searchsync.types import Key, Operation, Position, ThinEvent
 
 KEYS = ["a", "b", "c", "d"]
 PARTITION_OF = {"a": 0, "b": 1, "c": 0, "d": 1}  # Kafka partitions by key

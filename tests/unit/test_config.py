@@ -6,10 +6,9 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-
-from consumer.config import Secret, Settings, load_settings
-from consumer.errors import ConfigError
-from consumer.kafka.config import member_config
+from searchsync.config import Secret, Settings, load_settings
+from searchsync.errors import ConfigError
+from searchsync.kafka.config import member_config
 
 
 def _toml(tmp_path: Path, text: str) -> Path:

@@ -14,15 +14,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from purge_fakes import FakeConnect, FakeOutbox, FakeTombstones
-
-from consumer.cli import Services, main
-from consumer.config import ConnectSettings, load_settings
-from consumer.duration import format_duration, parse_duration
-from consumer.errors import ConfigError
-from consumer.exit_codes import ExitCode
-from consumer.kafka.connect import MISSING, ConnectClient, ConnectUnavailable, parse_status
-from consumer.projection import format_timestamp, wiki_page
-from consumer.search.fake import InMemoryIndex
+from searchsync.cli import Services, main
+from searchsync.config import ConnectSettings, load_settings
+from searchsync.duration import format_duration, parse_duration
+from searchsync.errors import ConfigError
+from searchsync.exit_codes import ExitCode
+from searchsync.kafka.connect import MISSING, ConnectClient, ConnectUnavailable, parse_status
+from searchsync.projection import format_timestamp, wiki_page
+from searchsync.search.fake import InMemoryIndex
 
 STATUS = {
     "name": "searchsync-outbox",

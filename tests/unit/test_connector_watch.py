@@ -1,4 +1,4 @@
-"""The connector watch of `searchsync run` (consumer/kafka/connector_watch.py): FAILED tasks are
+"""The connector watch of `searchsync run` (searchsync/kafka/connector_watch.py): FAILED tasks are
 restarted through Connect's REST API, once per check; a RUNNING connector is left alone; Connect
 not answering, or a restart refused, is logged and never stops the consumer; the settings are
 checked at start-up."""
@@ -11,12 +11,11 @@ import logging
 from collections.abc import Callable
 
 import pytest
-
-from consumer.config import ConnectSettings, load_settings
-from consumer.errors import ConfigError
-from consumer.kafka.connect import ConnectClient
-from consumer.kafka.connector_watch import ConnectorWatch
-from consumer.observability.metrics import Metrics
+from searchsync.config import ConnectSettings, load_settings
+from searchsync.errors import ConfigError
+from searchsync.kafka.connect import ConnectClient
+from searchsync.kafka.connector_watch import ConnectorWatch
+from searchsync.observability.metrics import Metrics
 
 
 class FakeConnect:
@@ -81,7 +80,7 @@ async def test_connect_away_is_logged_once_per_outage_and_never_raises(
     connect = FakeConnect("FAILED")
     connect.down = True
     watch = connect.watch()
-    with caplog.at_level(logging.INFO, logger="consumer.kafka.connector_watch"):
+    with caplog.at_level(logging.INFO, logger="searchsync.kafka.connector_watch"):
         for _ in range(3):
             assert await watch.check() == 0
         connect.down = False
@@ -97,7 +96,7 @@ async def test_a_refused_restart_is_logged_not_counted(caplog: pytest.LogCapture
     connect = FakeConnect("FAILED")
     connect.refuse_restart = True
     watch = connect.watch()
-    with caplog.at_level(logging.WARNING, logger="consumer.kafka.connector_watch"):
+    with caplog.at_level(logging.WARNING, logger="searchsync.kafka.connector_watch"):
         assert await watch.check() == 0
     assert watch.restarts == 0
     assert any("restart of task 0 failed" in r.getMessage() for r in caplog.records)

@@ -24,7 +24,7 @@ UNIT = DEPLOY / "systemd" / "searchsync@.service"
 
 KUBERNETES_VERSION = "1.31.0"  # the oldest release with unhealthyPodEvictionPolicy GA
 # After the drain the process still leaves the group (up to 15 s) and flushes the DLQ producer
-# (up to 10 s): consumer/app.py. The supervisor's limit must cover the drain plus these.
+# (up to 10 s): consumer/searchsync/app.py. The supervisor's limit must cover the drain plus these.
 AFTER_DRAIN_S = 25.0
 
 DEADLINE_ENV = "SEARCHSYNC_PIPELINE_SHUTDOWN_DEADLINE_S"

@@ -18,9 +18,8 @@ import orjson
 import pytest
 import yaml
 from prometheus_client import CollectorRegistry
-
-from consumer.observability.metrics import METRIC_NAMES, Metrics
-from consumer.observability.rebuild_metrics import RebuildMetrics
+from searchsync.observability.metrics import METRIC_NAMES, Metrics
+from searchsync.observability.rebuild_metrics import RebuildMetrics
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 DASHBOARD = DEPLOY / "grafana" / "searchsync.json"

@@ -12,9 +12,7 @@ from confluent_kafka import KafkaError
 from hypothesis import given
 from hypothesis import strategies as st
 from kafka_fakes import DLQ_T0, FakeProducer, dead_letter
-
-from consumer.errors import DlqBudgetExceeded, PoisonMessage, TransientError
-from consumer.stream.dlq import (
+from searchsync.dlq.record import (
     DLQ_FORMAT,
     DLQ_FORMAT_HEADER,
     MAX_ERROR_MESSAGE,
@@ -24,7 +22,8 @@ from consumer.stream.dlq import (
     decode_record,
     encode,
 )
-from consumer.types import Operation
+from searchsync.errors import DlqBudgetExceeded, PoisonMessage, TransientError
+from searchsync.types import Operation
 
 T0 = DLQ_T0
 

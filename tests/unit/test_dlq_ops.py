@@ -1,4 +1,4 @@
-"""`searchsync dlq inspect` and `replay` as library code (`consumer.ops.dlq`), against fakes."""
+"""`searchsync dlq inspect` and `replay` as library code (`searchsync.dlq.replay`) on fakes."""
 
 from __future__ import annotations
 
@@ -9,9 +9,16 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError
 from kafka_fakes import DLQ_T0, FIRST_PRODUCED_OFFSET, FakeTopics, dead_letter
-
-from consumer.errors import InvalidRequest, PoisonMessage, TransientError
-from consumer.ops.dlq import (
+from searchsync.dlq.filter import parse_utc
+from searchsync.dlq.ledger import InMemoryReplayLedger
+from searchsync.dlq.record import (
+    DLQ_FORMAT,
+    DLQ_FORMAT_HEADER,
+    REPLAYED_FROM_HEADER,
+    DlqRecord,
+    encode,
+)
+from searchsync.dlq.replay import (
     DlqEntry,
     DlqFilter,
     DlqSummary,
@@ -20,15 +27,7 @@ from consumer.ops.dlq import (
     replay,
     summary,
 )
-from consumer.ops.dlq_filter import parse_utc
-from consumer.ops.replay_ledger import InMemoryReplayLedger
-from consumer.stream.dlq import (
-    DLQ_FORMAT,
-    DLQ_FORMAT_HEADER,
-    REPLAYED_FROM_HEADER,
-    DlqRecord,
-    encode,
-)
+from searchsync.errors import InvalidRequest, PoisonMessage, TransientError
 
 DLQ = "searchsync.dlq"
 T0 = DLQ_T0

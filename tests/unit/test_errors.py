@@ -6,9 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
-
-import consumer.errors
-from consumer.errors import (
+import searchsync.errors
+from searchsync.errors import (
     Disposition,
     ErrorCode,
     PoisonMessage,
@@ -92,7 +91,7 @@ def _drawn(text: str, row: str) -> dict[str, str]:
 
 
 def test_the_table_in_the_docstring_is_the_table() -> None:
-    doc = consumer.errors.__doc__ or ""
+    doc = searchsync.errors.__doc__ or ""
     drawn = _drawn(doc, r"^    ([A-Z][A-Z0-9_]+) +(POISON|TRANSIENT|SYSTEMIC) ")
     assert drawn == {c.value: c.disposition.name for c in ErrorCode}
 

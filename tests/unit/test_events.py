@@ -10,9 +10,8 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from consumer.errors import PoisonMessage
-from consumer.events import (
+from searchsync.errors import PoisonMessage
+from searchsync.events import (
     MAX_REVISION,
     SINGLE_OBJECT_MAGIC,
     AvroFraming,
@@ -20,7 +19,7 @@ from consumer.events import (
     encode_avro,
     encode_json,
 )
-from consumer.types import Operation, ThinEvent
+from searchsync.types import Operation, ThinEvent
 
 ROOT = Path(__file__).resolve().parents[2]
 KNOWN = frozenset({"wiki_page"})
@@ -57,7 +56,7 @@ _DROP = object()
 @pytest.mark.parametrize("name", ["thin_event.avsc", "dlq_record.avsc"])
 def test_packaged_schema_is_identical_to_the_source_copy(name: str) -> None:
     source = (ROOT / "schemas" / "avro" / name).read_bytes()
-    packaged = (ROOT / "consumer" / "_resources" / name).read_bytes()
+    packaged = (ROOT / "consumer" / "searchsync" / "_resources" / name).read_bytes()
     assert packaged == source
 
 
@@ -275,8 +274,7 @@ def test_decode_of_arbitrary_bytes_raises_only_poison(value: bytes) -> None:
 
 def test_single_object_fingerprint_is_little_endian_crc64() -> None:
     from fastavro.schema import fingerprint, to_parsing_canonical_form
-
-    from consumer.events import load_avro_schema
+    from searchsync.events import load_avro_schema
 
     canonical = to_parsing_canonical_form(load_avro_schema("thin_event"))
     expected = struct.pack("<Q", int(fingerprint(canonical, "CRC-64-AVRO"), 16))

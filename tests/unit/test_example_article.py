@@ -1,4 +1,4 @@
-"""The example aggregate type `article` (consumer/examples/article.py)."""
+"""The example aggregate type `article` (consumer/searchsync/examples/article.py)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from consumer.errors import PoisonMessage
-from consumer.examples import article
+from searchsync.errors import PoisonMessage
+from searchsync.examples import article
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC_FIELDS = {
@@ -98,7 +97,7 @@ def test_unprojectable_articles_are_poison(overrides: dict[str, Any]) -> None:
 
 def test_packaged_mapping_is_a_copy_of_the_schema_file_and_covers_the_document() -> None:
     schema = ROOT / "schemas/index/examples/article.json"
-    packaged = ROOT / "consumer/_resources/article.mapping.json"
+    packaged = ROOT / "consumer/searchsync/_resources/article.mapping.json"
     assert orjson.loads(packaged.read_bytes()) == orjson.loads(schema.read_bytes())
     mapping = article.projector().mapping["mappings"]
     assert mapping["dynamic"] == "strict"

@@ -11,8 +11,8 @@ from typing import Any
 import orjson
 from hypothesis import given
 from hypothesis import strategies as st
+from searchsync.projection import default_registry, projected_fields
 
-from consumer.projection import default_registry, projected_fields
 from tests.faults import checker, evidence
 
 text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30)

@@ -5,12 +5,11 @@ from __future__ import annotations
 import logging
 
 import pytest
-
-from consumer.errors import ErrorCode, TransientError
-from consumer.observability.metrics import Metrics
-from consumer.search.fake import InMemoryIndex
-from consumer.search.port import IndexInfo, WriteIndex
-from consumer.stream.fence import SchemaFence
+from searchsync.errors import ErrorCode, TransientError
+from searchsync.observability.metrics import Metrics
+from searchsync.search.fake import InMemoryIndex
+from searchsync.search.port import IndexInfo, WriteIndex
+from searchsync.stream.fence import SchemaFence
 
 ALIAS = "s_wiki_page"
 OWN = 2
@@ -161,7 +160,7 @@ async def test_one_warning_when_fenced_and_one_info_when_lifted(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     index, _, fence, clock, _ = await make({1: OWN, 2: OWN + 1}, writes_to=2)
-    caplog.set_level(logging.INFO, logger="consumer.stream.fence")
+    caplog.set_level(logging.INFO, logger="searchsync.stream.fence")
     for _ in range(3):
         await fence.check(ALIAS, OWN)
         clock.now += 5
@@ -169,7 +168,7 @@ async def test_one_warning_when_fenced_and_one_info_when_lifted(
     for _ in range(3):
         await fence.refresh_if_due()
         clock.now += 5
-    records = [r for r in caplog.records if r.name == "consumer.stream.fence"]
+    records = [r for r in caplog.records if r.name == "searchsync.stream.fence"]
     assert [r.levelno for r in records] == [logging.WARNING, logging.INFO]
     assert "schema fenced" in records[0].getMessage()
     assert "lifted" in records[1].getMessage()

@@ -20,19 +20,18 @@ from pipeline_fakes import (
     raw,
     wait_until,
 )
-
-from consumer.mysql.state import InMemoryStateWriter
-from consumer.observability.metrics import Metrics
-from consumer.projection import default_registry
-from consumer.search.fake import InMemoryIndex
-from consumer.search.sink import Sink
-from consumer.stream.dlq import DlqBudget
-from consumer.stream.fence import SchemaFence
-from consumer.stream.options import PipelineOptions
-from consumer.stream.pipeline import Pipeline
-from consumer.stream.processor import Processor
-from consumer.stream.retry import RetryPolicy
-from consumer.types import TopicPartition
+from searchsync.dlq.record import DlqBudget
+from searchsync.mysql.state import InMemoryStateWriter
+from searchsync.observability.metrics import Metrics
+from searchsync.projection import default_registry
+from searchsync.search.fake import InMemoryIndex
+from searchsync.search.sink import Sink
+from searchsync.stream.fence import SchemaFence
+from searchsync.stream.options import PipelineOptions
+from searchsync.stream.pipeline import Pipeline
+from searchsync.stream.processor import Processor
+from searchsync.stream.retry import RetryPolicy
+from searchsync.types import TopicPartition
 
 ALIAS = "wiki_page"
 V1, V2 = "wiki_page_v1", "wiki_page_v2"

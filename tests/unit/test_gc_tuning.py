@@ -1,4 +1,4 @@
-"""The long-running commands raise the young generation's GC threshold (consumer/gc_tuning.py)
+"""The long-running commands raise the young generation's GC threshold (searchsync/gc_tuning.py)
 before they start their work; the older generations keep theirs."""
 
 from __future__ import annotations
@@ -8,13 +8,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
-import consumer.cli.rebuild as rebuild_cli
-import consumer.cli.repair as repair_cli
-from consumer.cli.main import main
-from consumer.cli.services import Services
-from consumer.gc_tuning import YOUNG_THRESHOLD, tune_for_throughput
-from consumer.ops.rebuild.outcome import RebuildOutcome
+import searchsync.cli.rebuild as rebuild_cli
+import searchsync.cli.repair as repair_cli
+from searchsync.cli.main import main
+from searchsync.cli.services import Services
+from searchsync.gc_tuning import YOUNG_THRESHOLD, tune_for_throughput
+from searchsync.ops.rebuild.outcome import RebuildOutcome
 
 
 @pytest.fixture(autouse=True)

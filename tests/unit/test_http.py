@@ -7,10 +7,9 @@ from collections.abc import AsyncIterator
 
 import orjson
 import pytest
-
-from consumer.errors import ConfigError
-from consumer.observability.http import HealthReport, HealthServer
-from consumer.observability.metrics import Metrics
+from searchsync.errors import ConfigError
+from searchsync.observability.http import HealthReport, HealthServer
+from searchsync.observability.metrics import Metrics
 
 
 class _Health:

@@ -11,12 +11,11 @@ from typing import Any, cast
 import pytest
 from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig
 from elasticsearch import ApiError, ConnectionError
-
-from consumer.errors import TransientError
-from consumer.search.admin import InitAction, init_index
-from consumer.search.elasticsearch import EsIndexAdmin
-from consumer.search.errors import EsError, es_error
-from consumer.search.port import (
+from searchsync.errors import TransientError
+from searchsync.search.admin import InitAction, init_index
+from searchsync.search.elasticsearch import EsIndexAdmin
+from searchsync.search.errors import EsError, es_error
+from searchsync.search.port import (
     AliasConflict,
     IndexAdmin,
     IndexAdminError,
@@ -25,6 +24,7 @@ from consumer.search.port import (
     IndexMissing,
     effective_write_index,
 )
+
 from tests.contract.search_backend import MAPPING, FakeBackend
 
 

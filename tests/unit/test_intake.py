@@ -16,9 +16,8 @@ from typing import Any
 import pytest
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from pipeline_fakes import wait_until
-
-from consumer.kafka.intake import KafkaIntake
-from consumer.types import TopicPartition
+from searchsync.kafka.intake import KafkaIntake
+from searchsync.types import TopicPartition
 
 TOPIC = "outbox.event.wiki_page"
 TP0: TopicPartition = (TOPIC, 0)

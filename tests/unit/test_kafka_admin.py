@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
-
-from consumer.errors import TransientError
-from consumer.kafka.admin import ConfluentKafkaAdmin, Watermarks
+from searchsync.errors import TransientError
+from searchsync.kafka.admin import ConfluentKafkaAdmin, Watermarks
 
 TOPIC = "searchsync.dlq"
 

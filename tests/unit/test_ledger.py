@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from consumer.stream.ledger import OffsetLedger, PartitionLedger
-from consumer.types import Position
+from searchsync.stream.ledger import OffsetLedger, PartitionLedger
+from searchsync.types import Position
 
 # Rising offsets with gaps (transaction markers, compaction): a start and positive steps.
 offsets_strategy = st.tuples(

@@ -11,10 +11,9 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from consumer.config import Secret
-from consumer.observability.logs import JsonFormatter, configure_logging, log_event_outcome
-from consumer.types import Operation
+from searchsync.config import Secret
+from searchsync.observability.logs import JsonFormatter, configure_logging, log_event_outcome
+from searchsync.types import Operation
 
 SEED_FIELDS = [
     "event_id",
@@ -96,7 +95,7 @@ def test_level_filters_and_reconfigure_does_not_duplicate(stream: io.StringIO) -
 
 def test_event_outcome_has_seed_field_names(stream: io.StringIO) -> None:
     log_event_outcome(
-        logging.getLogger("consumer.stream.pipeline"),
+        logging.getLogger("searchsync.stream.pipeline"),
         event_id="evt-001",
         aggregate_type="wiki_page",
         aggregate_id="page_001",
@@ -112,7 +111,7 @@ def test_event_outcome_has_seed_field_names(stream: io.StringIO) -> None:
         offset=7,
     )
     log_event_outcome(
-        logging.getLogger("consumer.stream.pipeline"),
+        logging.getLogger("searchsync.stream.pipeline"),
         event_id=None,
         aggregate_type=None,
         aggregate_id=None,

@@ -8,9 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import REGISTRY, CollectorRegistry
-
-from consumer.errors import ErrorCode
-from consumer.observability.metrics import (
+from searchsync.errors import ErrorCode
+from searchsync.observability.metrics import (
     ITEM_KINDS,
     METRIC_NAMES,
     Metrics,

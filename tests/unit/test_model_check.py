@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Protocol
 
-from consumer.stream.coalesce import Coalescer, Work
-from consumer.stream.ledger import OffsetLedger, PartitionLedger
-from consumer.types import Operation, Position, ThinEvent, TopicPartition
+from searchsync.stream.coalesce import Coalescer, Work
+from searchsync.stream.ledger import OffsetLedger, PartitionLedger
+from searchsync.types import Operation, Position, ThinEvent, TopicPartition
 
 TOPIC = "outbox.event.wiki_page"
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from consumer import naming
-from consumer.config import ElasticsearchSettings, Settings
-from consumer.naming import InvalidIndexName
-from consumer.search.admin import first_index_name
+from searchsync import naming
+from searchsync.config import ElasticsearchSettings, Settings
+from searchsync.naming import InvalidIndexName
+from searchsync.search.admin import first_index_name
 
 prefixes = st.from_regex(naming.INDEX_PREFIX, fullmatch=True)
 types = st.from_regex(naming.AGGREGATE_TYPE, fullmatch=True)

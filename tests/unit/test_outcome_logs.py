@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 from pipeline_fakes import event_value, page_row, raw, wait_until
+from searchsync.observability.logs import EVENT_OUTCOME_MESSAGE
+from searchsync.stream.batches import BATCH_SUMMARY_MESSAGE
 from test_pipeline import TP0, Harness, good
-
-from consumer.observability.logs import EVENT_OUTCOME_MESSAGE
-from consumer.stream.batches import BATCH_SUMMARY_MESSAGE
 
 
 def _feed(h: Harness) -> None:
@@ -40,7 +39,7 @@ def _summaries(caplog: pytest.LogCaptureFixture) -> list[Any]:
 async def test_at_info_successes_are_one_summary_per_batch(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="consumer")
+    caplog.set_level(logging.INFO, logger="searchsync")
     h = Harness(per_consume=4)
     _feed(h)
     await _run(h)
@@ -64,7 +63,7 @@ async def test_at_info_successes_are_one_summary_per_batch(
 async def test_at_debug_every_successful_event_has_its_line(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="consumer")
+    caplog.set_level(logging.DEBUG, logger="searchsync")
     h = Harness(per_consume=4)
     _feed(h)
     await _run(h)

@@ -27,22 +27,21 @@ from pipeline_fakes import (
     raw,
     wait_until,
 )
-
-from consumer.errors import DlqBudgetExceeded, ErrorCode, TransientError
-from consumer.mysql.state import InMemoryStateWriter
-from consumer.observability.metrics import Metrics
-from consumer.projection import Projector, ProjectorRegistry, Row, default_registry, wiki_page
-from consumer.search.fake import InMemoryIndex
-from consumer.search.sink import IndexOp, Sink
-from consumer.stream.coalesce import Work
-from consumer.stream.dlq import DlqBudget
-from consumer.stream.options import PipelineOptions
-from consumer.stream.pipeline import Pipeline
-from consumer.stream.processor import Processor
-from consumer.stream.retry import RetryPolicy
-from consumer.stream.settle import OUTAGE_RETRY_CAP_S
-from consumer.stream.verdict import Verdict
-from consumer.types import Operation, TopicPartition
+from searchsync.dlq.record import DlqBudget
+from searchsync.errors import DlqBudgetExceeded, ErrorCode, TransientError
+from searchsync.mysql.state import InMemoryStateWriter
+from searchsync.observability.metrics import Metrics
+from searchsync.projection import Projector, ProjectorRegistry, Row, default_registry, wiki_page
+from searchsync.search.fake import InMemoryIndex
+from searchsync.search.sink import IndexOp, Sink
+from searchsync.stream.coalesce import Work
+from searchsync.stream.options import PipelineOptions
+from searchsync.stream.pipeline import Pipeline
+from searchsync.stream.processor import Processor
+from searchsync.stream.retry import RetryPolicy
+from searchsync.stream.settle import OUTAGE_RETRY_CAP_S
+from searchsync.stream.verdict import Verdict
+from searchsync.types import Operation, TopicPartition
 
 ALIAS = "wiki_page"
 TP0: TopicPartition = (TOPIC, 0)

@@ -7,15 +7,14 @@ from dataclasses import replace
 
 import pytest
 from pipeline_fakes import PageTruth, RaisingProjector, page_row
-
-from consumer.errors import Disposition, ErrorCode, TransientError
-from consumer.projection import Projector, ProjectorRegistry, default_registry
-from consumer.search.fake import InMemoryIndex
-from consumer.search.sink import IndexOp, Sink, WriteOutcome
-from consumer.stream.coalesce import Work
-from consumer.stream.processor import Processor
-from consumer.stream.verdict import Result, Verdict
-from consumer.types import Key, Operation, Position, ThinEvent
+from searchsync.errors import Disposition, ErrorCode, TransientError
+from searchsync.projection import Projector, ProjectorRegistry, default_registry
+from searchsync.search.fake import InMemoryIndex
+from searchsync.search.sink import IndexOp, Sink, WriteOutcome
+from searchsync.stream.coalesce import Work
+from searchsync.stream.processor import Processor
+from searchsync.stream.verdict import Result, Verdict
+from searchsync.types import Key, Operation, Position, ThinEvent
 
 ALIAS = "wiki_page"
 

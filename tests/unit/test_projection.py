@@ -15,9 +15,8 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from consumer.errors import PoisonMessage
-from consumer.projection import (
+from searchsync.errors import PoisonMessage
+from searchsync.projection import (
     OPERATIONAL_FIELDS,
     RESERVED_FIELDS,
     Projector,
@@ -378,7 +377,7 @@ def test_tombstone_fields_are_in_the_mapping() -> None:
 
 def test_packaged_mapping_is_a_copy_of_the_schema_file() -> None:
     schema = (ROOT / "schemas/index/wiki_page.json").read_bytes()
-    packaged = (ROOT / "consumer/_resources/wiki_page.mapping.json").read_bytes()
+    packaged = (ROOT / "consumer/searchsync/_resources/wiki_page.mapping.json").read_bytes()
     assert packaged == schema
     assert orjson.loads(packaged) == wiki_page.load_mapping()
 

@@ -10,15 +10,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from consumer.app import run_consumer
-from consumer.cli import main
-from consumer.config import ProjectionSettings, load_settings
-from consumer.errors import ConfigError
-from consumer.examples import article
-from consumer.exit_codes import ExitCode
-from consumer.projection import Projector, default_registry, registry_from_settings, wiki_page
-from consumer.projection.plugins import SETTING_KEY, load_entry
+from searchsync.app import run_consumer
+from searchsync.cli import main
+from searchsync.config import ProjectionSettings, load_settings
+from searchsync.errors import ConfigError
+from searchsync.examples import article
+from searchsync.exit_codes import ExitCode
+from searchsync.projection import Projector, default_registry, registry_from_settings, wiki_page
+from searchsync.projection.plugins import SETTING_KEY, load_entry
 
 KEY = "projection.modules"
 
@@ -63,18 +62,18 @@ def config_error(*modules: str) -> ConfigError:
 
 def test_the_default_is_the_built_in_wiki_page_only() -> None:
     settings = load_settings({})
-    assert settings.projection.modules == ("consumer.projection.wiki_page",)
+    assert settings.projection.modules == ("searchsync.projection.wiki_page",)
     assert registry_from_settings(settings.projection).types() == ("wiki_page",)
     assert default_registry().types() == ("wiki_page",)
 
 
 def test_modules_from_toml_and_from_a_comma_separated_env_var(tmp_path: Path) -> None:
     toml = tmp_path / "s.toml"
-    toml.write_text('[projection]\nmodules = ["consumer.examples.article"]\n', encoding="utf-8")
-    assert load_settings({}, toml).projection.modules == ("consumer.examples.article",)
-    env = {"SEARCHSYNC_PROJECTION_MODULES": " consumer.projection.wiki_page , pkg.mod:obj.attr "}
+    toml.write_text('[projection]\nmodules = ["searchsync.examples.article"]\n', encoding="utf-8")
+    assert load_settings({}, toml).projection.modules == ("searchsync.examples.article",)
+    env = {"SEARCHSYNC_PROJECTION_MODULES": " searchsync.projection.wiki_page , pkg.mod:obj.attr "}
     from_env = load_settings(env, toml).projection.modules
-    assert from_env == ("consumer.projection.wiki_page", "pkg.mod:obj.attr")
+    assert from_env == ("searchsync.projection.wiki_page", "pkg.mod:obj.attr")
 
 
 @pytest.mark.parametrize(
@@ -100,7 +99,7 @@ def test_malformed_toml_values_are_config_errors_on_the_key(tmp_path: Path, text
 
 
 def test_a_module_entry_uses_its_projectors_function() -> None:
-    assert registry_of("consumer.projection.wiki_page", "consumer.examples.article") == (
+    assert registry_of("searchsync.projection.wiki_page", "searchsync.examples.article") == (
         "article",
         "wiki_page",
     )
@@ -110,8 +109,8 @@ def test_an_object_entry_may_name_a_projector_or_a_callable(plugin_dir: Path) ->
     name = write_module(
         plugin_dir,
         """
-        from consumer.examples import article
-        from consumer.projection import wiki_page
+        from searchsync.examples import article
+        from searchsync.projection import wiki_page
 
         ARTICLE = article.projector()
 
@@ -120,7 +119,7 @@ def test_an_object_entry_may_name_a_projector_or_a_callable(plugin_dir: Path) ->
         """,
     )
     assert registry_of(f"{name}:ARTICLE") == ("article",)
-    assert registry_of("consumer.examples.article:projector") == ("article",)  # returns one
+    assert registry_of("searchsync.examples.article:projector") == ("article",)  # returns one
     assert registry_of(f"{name}:Holder.both") == ("article", "wiki_page")  # returns several
     [loaded] = load_entry(f"{name}:ARTICLE")
     assert isinstance(loaded, Projector) and loaded.aggregate_type == article.AGGREGATE_TYPE
@@ -128,7 +127,9 @@ def test_an_object_entry_may_name_a_projector_or_a_callable(plugin_dir: Path) ->
 
 def test_the_registry_projects_with_the_plugged_in_projector() -> None:
     registry = registry_from_settings(
-        ProjectionSettings(modules=("consumer.projection.wiki_page", "consumer.examples.article"))
+        ProjectionSettings(
+            modules=("searchsync.projection.wiki_page", "searchsync.examples.article")
+        )
     )
     row = {"id": "a1", "title": "t", "body": "b", "tags_json": '["x"]', "revision": 1}
     assert registry.get("article").project({**row, "deleted_at": None}).body["tags"] == ["x"]
@@ -181,15 +182,17 @@ def test_a_module_whose_projectors_are_not_projectors(plugin_dir: Path) -> None:
 
 
 def test_two_projectors_for_one_type() -> None:
-    error = config_error("consumer.projection.wiki_page", "consumer.projection.wiki_page:projector")
-    assert "'wiki_page' comes from 'consumer.projection.wiki_page'" in error.expected
+    error = config_error(
+        "searchsync.projection.wiki_page", "searchsync.projection.wiki_page:projector"
+    )
+    assert "'wiki_page' comes from 'searchsync.projection.wiki_page'" in error.expected
 
 
 def test_two_projectors_for_one_type_in_one_entry(plugin_dir: Path) -> None:
     name = write_module(
         plugin_dir,
         """
-        from consumer.projection import wiki_page
+        from searchsync.projection import wiki_page
 
         def projectors():
             return (wiki_page.projector(), wiki_page.projector())

@@ -9,13 +9,12 @@ from typing import Any
 
 import pytest
 from purge_fakes import FakeConnect, FakeOutbox, FakeTombstones
-
-from consumer.config import RetentionSettings
-from consumer.errors import InvalidRequest, OperationRefused
-from consumer.ops.prune import prune_outbox
-from consumer.ops.purge import purge_tombstones
-from consumer.projection import format_timestamp, wiki_page
-from consumer.search.fake import InMemoryIndex
+from searchsync.config import RetentionSettings
+from searchsync.errors import InvalidRequest, OperationRefused
+from searchsync.ops.prune import prune_outbox
+from searchsync.ops.purge import purge_tombstones
+from searchsync.projection import format_timestamp, wiki_page
+from searchsync.search.fake import InMemoryIndex
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 ALIAS = "searchsync_wiki_page"

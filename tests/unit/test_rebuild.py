@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from searchsync.errors import InvalidRequest, OperationRefused
+from searchsync.ops.rebuild.outcome import RebuildOptions
+from searchsync.ops.rebuild.runner import Rebuilder
+from searchsync.ops.rebuild.state import Status
+from searchsync.search.sink import IndexOp, Sink
 
-from consumer.errors import InvalidRequest, OperationRefused
-from consumer.ops.rebuild.outcome import RebuildOptions
-from consumer.ops.rebuild.runner import Rebuilder
-from consumer.ops.rebuild.state import Status
-from consumer.search.sink import IndexOp, Sink
 from tests.unit.rebuild_fakes import TOPIC, TYPE, World, page
 
 
@@ -223,7 +223,7 @@ async def test_no_wait_stops_the_catch_up_after_the_swap() -> None:
 def test_progress_on_a_pipe_prints_a_line_every_interval() -> None:
     import io
 
-    from consumer.ops.rebuild.progress import Progress
+    from searchsync.ops.rebuild.progress import Progress
 
     now = [0.0]
     stream = io.StringIO()

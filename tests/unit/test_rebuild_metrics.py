@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
-
-from consumer.observability.rebuild_metrics import REBUILD_METRIC_NAMES, RebuildMetrics
+from searchsync.observability.rebuild_metrics import REBUILD_METRIC_NAMES, RebuildMetrics
 
 
 def _samples(m: RebuildMetrics) -> dict[tuple[str, str], float]:

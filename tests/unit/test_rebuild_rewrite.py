@@ -14,14 +14,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pipeline_fakes import PageTruth, page_row
-
-from consumer.projection import Projector, default_registry
-from consumer.search.fake import InMemoryIndex, StoredDoc
-from consumer.search.sink import EXTERNAL, EXTERNAL_GTE, IndexOp, Sink, StoredProjection
-from consumer.stream.coalesce import Work
-from consumer.stream.processor import Processor
-from consumer.stream.verdict import Result
-from consumer.types import Key, Operation, Position, ThinEvent
+from searchsync.projection import Projector, default_registry
+from searchsync.search.fake import InMemoryIndex, StoredDoc
+from searchsync.search.sink import EXTERNAL, EXTERNAL_GTE, IndexOp, Sink, StoredProjection
+from searchsync.stream.coalesce import Work
+from searchsync.stream.processor import Processor
+from searchsync.stream.verdict import Result
+from searchsync.types import Key, Operation, Position, ThinEvent
 
 ALIAS = "wiki_page"
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from consumer.cli.main import main
-from consumer.cli.repair import render, to_json
-from consumer.ops.repair.model import Finding, FindingKind
-from consumer.ops.repair.report import BucketReport, RotationReport
-from consumer.ops.repair.schedule import Choice
-from consumer.ops.repair.state import Epoch
+from searchsync.cli.main import main
+from searchsync.cli.repair import render, to_json
+from searchsync.ops.repair.model import Finding, FindingKind
+from searchsync.ops.repair.report import BucketReport, RotationReport
+from searchsync.ops.repair.schedule import Choice
+from searchsync.ops.repair.state import Epoch
 
 
 def test_repair_needs_once_or_daemon_and_not_both() -> None:

@@ -1,4 +1,4 @@
-"""The wheel's compare (`consumer.ops.repair.compare`): the same findings whatever the order of
+"""The wheel's compare (`searchsync.ops.repair.compare`): the same findings whatever the order of
 its entries, and a content check that flags exactly the bodies whose hash no longer holds."""
 
 from __future__ import annotations
@@ -8,11 +8,10 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 from pipeline_fakes import page_row
-
-from consumer.ops.repair.compare import compare
-from consumer.ops.repair.model import FindingKind, IndexEntry, TruthEntry
-from consumer.ops.repair.sides import entry_of_row, entry_of_source
-from consumer.projection import content_hash, default_registry
+from searchsync.ops.repair.compare import compare
+from searchsync.ops.repair.model import FindingKind, IndexEntry, TruthEntry
+from searchsync.ops.repair.sides import entry_of_row, entry_of_source
+from searchsync.projection import content_hash, default_registry
 
 PROJECTOR = default_registry().get("wiki_page")
 

@@ -12,13 +12,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from kafka_fakes import FakeTopics
+from searchsync.config import load_settings
+from searchsync.errors import ConfigError
+from searchsync.ops.repair.load import LagGuard, Limits, LiveLagTooHigh, TokenBucket, live_lag
+from searchsync.ops.repair.model import FindingKind
+from searchsync.ops.repair.run import limits
 from test_repair_wheel import World, inject_every_kind
-
-from consumer.config import load_settings
-from consumer.errors import ConfigError
-from consumer.ops.repair.load import LagGuard, Limits, LiveLagTooHigh, TokenBucket, live_lag
-from consumer.ops.repair.model import FindingKind
-from consumer.ops.repair.run import limits
 
 
 class FakeTime:

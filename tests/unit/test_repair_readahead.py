@@ -1,5 +1,5 @@
 """The wheel reads the next span while the current one settles and heals
-(consumer/ops/repair/wheel.py), and never lets that read-ahead count for more than a scan begun:
+(searchsync/ops/repair/wheel.py), and never lets that read-ahead count for more than a scan begun:
 a rotation that stops or is cancelled drops it, and its buckets are scanned again from their first
 key with exactly the findings they hold (invariant 13)."""
 
@@ -10,12 +10,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from pipeline_fakes import page_row
+from searchsync.ops.repair.buckets import bucket_of, key_hash
+from searchsync.ops.repair.load import LagGuard, Limits
+from searchsync.ops.repair.model import FindingKind
+from searchsync.ops.repair.wheel import Wheel
 from test_repair_wheel import World
-
-from consumer.ops.repair.buckets import bucket_of, key_hash
-from consumer.ops.repair.load import LagGuard, Limits
-from consumer.ops.repair.model import FindingKind
-from consumer.ops.repair.wheel import Wheel
 
 M = 4
 

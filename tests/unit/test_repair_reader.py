@@ -1,4 +1,4 @@
-"""The repair wheel's span reads (`consumer.ops.repair.reader`): adjacent buckets merged into
+"""The repair wheel's span reads (`searchsync.ops.repair.reader`): adjacent buckets merged into
 one key range, every entry in its own bucket, content re-read by id, and a failure on either
 side failing the whole span (docs/design.md, "Repair")."""
 
@@ -12,14 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pipeline_fakes import PageTruth, page_row
-
-from consumer.ops.chunks import ChunkController
-from consumer.ops.repair.buckets import bucket_of, bucket_of_id, bucket_range, key_hash
-from consumer.ops.repair.load import Limits
-from consumer.ops.repair.reader import SpanReader, key_ranges
-from consumer.ops.repair.sides import InMemoryIndexSide, InMemoryTruthSide
-from consumer.projection import default_registry
-from consumer.search.fake import InMemoryIndex, StoredDoc
+from searchsync.ops.chunks import ChunkController
+from searchsync.ops.repair.buckets import bucket_of, bucket_of_id, bucket_range, key_hash
+from searchsync.ops.repair.load import Limits
+from searchsync.ops.repair.reader import SpanReader, key_ranges
+from searchsync.ops.repair.sides import InMemoryIndexSide, InMemoryTruthSide
+from searchsync.projection import default_registry
+from searchsync.search.fake import InMemoryIndex, StoredDoc
 
 PROJECTOR = default_registry().get("wiki_page")
 

@@ -13,21 +13,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pipeline_fakes import PageTruth, page_row
-
-from consumer.ops.repair.buckets import bucket_of, bucket_range, canonical_fields, key_hash
-from consumer.ops.repair.heal import Healer, InMemoryOutbox
-from consumer.ops.repair.load import Limits
-from consumer.ops.repair.model import DELETION_KINDS, FindingKind
-from consumer.ops.repair.schedule import SchedulePolicy, choose, ewma, priority
-from consumer.ops.repair.sides import InMemoryIndexSide, InMemoryTruthSide
-from consumer.ops.repair.state import BucketState, InMemoryWheelState
-from consumer.ops.repair.wheel import Wheel, WheelConfig
-from consumer.projection import default_registry
-from consumer.search.fake import InMemoryIndex, StoredDoc
-from consumer.search.sink import IndexOp, Sink
-from consumer.stream.coalesce import Work
-from consumer.stream.processor import Processor
-from consumer.types import Key, Operation, Position, ThinEvent
+from searchsync.ops.repair.buckets import bucket_of, bucket_range, canonical_fields, key_hash
+from searchsync.ops.repair.heal import Healer, InMemoryOutbox
+from searchsync.ops.repair.load import Limits
+from searchsync.ops.repair.model import DELETION_KINDS, FindingKind
+from searchsync.ops.repair.schedule import SchedulePolicy, choose, ewma, priority
+from searchsync.ops.repair.sides import InMemoryIndexSide, InMemoryTruthSide
+from searchsync.ops.repair.state import BucketState, InMemoryWheelState
+from searchsync.ops.repair.wheel import Wheel, WheelConfig
+from searchsync.projection import default_registry
+from searchsync.search.fake import InMemoryIndex, StoredDoc
+from searchsync.search.sink import IndexOp, Sink
+from searchsync.stream.coalesce import Work
+from searchsync.stream.processor import Processor
+from searchsync.types import Key, Operation, Position, ThinEvent
 
 ALIAS = "wiki_page"
 NOW = datetime(2026, 7, 20, tzinfo=UTC)
@@ -290,8 +289,8 @@ def test_ewma_stays_between_its_inputs(prev: float, x: float, alpha: float) -> N
 
 def test_ops_are_external_for_heals() -> None:
     """The repair never builds an index op itself: healing is outbox appends only."""
-    import consumer.ops.repair.heal as heal
-    import consumer.ops.repair.wheel as wheel
+    import searchsync.ops.repair.heal as heal
+    import searchsync.ops.repair.wheel as wheel
 
     for module in (heal, wheel):
         assert not any(v is IndexOp for v in vars(module).values())

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from consumer.errors import ErrorCode
-from consumer.stream.coalesce import Coalescer
-from consumer.stream.retries import RetryQueue
-from consumer.types import Operation, Position, ThinEvent
+from searchsync.errors import ErrorCode
+from searchsync.stream.coalesce import Coalescer
+from searchsync.stream.retries import RetryQueue
+from searchsync.types import Operation, Position, ThinEvent
 
 TOPIC = "t"
 

@@ -7,8 +7,8 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from consumer.stream.retry import Deadline, RetryPolicy
+from searchsync.clock import Deadline
+from searchsync.stream.retry import RetryPolicy
 
 
 class FakeClock:

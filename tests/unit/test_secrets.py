@@ -21,15 +21,14 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from consumer.cli import Services, main
-from consumer.config import Secret, Settings, load_settings, scrub_credentials, scrub_known
-from consumer.errors import ConfigError
-from consumer.exit_codes import ExitCode
-from consumer.kafka.config import member_config
-from consumer.mysql.pool import tls_context
-from consumer.observability.logs import JsonFormatter, configure_logging
-from consumer.search.client import make_es_client
+from searchsync.cli import Services, main
+from searchsync.config import Secret, Settings, load_settings, scrub_credentials, scrub_known
+from searchsync.errors import ConfigError
+from searchsync.exit_codes import ExitCode
+from searchsync.kafka.config import member_config
+from searchsync.mysql.pool import tls_context
+from searchsync.observability.logs import JsonFormatter, configure_logging
+from searchsync.search.client import make_es_client
 
 MYSQL_PW = 'my-Sq1"pw\\x7Q'  # a quote and a backslash: JSON escapes them
 ES_PW = "es-Pw-4cc35s-91x"

@@ -16,11 +16,11 @@ from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig
 from elasticsearch import ApiError, ConnectionError, ConnectionTimeout
 from hypothesis import given
 from hypothesis import strategies as st
+from searchsync.errors import Disposition, ErrorCode, TransientError
+from searchsync.search.es_index import BulkSizer, EsIndex
+from searchsync.search.fake import InMemoryIndex
+from searchsync.search.sink import IndexOp, ItemResult, OutcomeKind, Sink, WriteOutcome, classify
 
-from consumer.errors import Disposition, ErrorCode, TransientError
-from consumer.search.es_index import BulkSizer, EsIndex
-from consumer.search.fake import InMemoryIndex
-from consumer.search.sink import IndexOp, ItemResult, OutcomeKind, Sink, WriteOutcome, classify
 from tests.contract.search_backend import FakeBackend, new_alias, op
 
 # -- classify ----------------------------------------------------------------------------------
@@ -330,7 +330,7 @@ async def test_only_an_explicit_option_turns_require_alias_off() -> None:
 
 
 async def test_the_fake_writes_a_physical_index_only_through_its_physical_writer() -> None:
-    from consumer.search.fake import InMemoryIndex
+    from searchsync.search.fake import InMemoryIndex
 
     fake = InMemoryIndex()
     fake.create_index("wiki_v2")

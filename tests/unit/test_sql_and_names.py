@@ -21,42 +21,71 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from consumer import naming
-from consumer.config import load_settings
-from consumer.errors import ConfigError
-from consumer.mysql.grants import violations
-from consumer.mysql.pool import IDENTIFIER, quote_identifier
-from consumer.projection import Projector, default_registry
+from searchsync import naming
+from searchsync.config import load_settings
+from searchsync.errors import ConfigError
+from searchsync.mysql.grants import violations
+from searchsync.mysql.pool import IDENTIFIER, quote_identifier
+from searchsync.projection import Projector, default_registry
 
 ROOT = Path(__file__).resolve().parents[2]
 _SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|REPLACE|CREATE|ALTER|DROP|GRANT|FROM|WHERE)\b")
 
 # (module, interpolated expression) -> why it cannot carry a value or a name from outside
 REVIEWED: dict[tuple[str, str], str] = {
-    ("consumer/mysql/state.py", "_NEWER"): "a constant SQL fragment",
-    ("consumer/mysql/state.py", "', '.join(_COLUMNS)"): "constant column names",
-    ("consumer/mysql/state.py", "placeholders"): "only '(%s, ...)' groups",
-    ("consumer/mysql/state.py", "_UPSERT_TAIL"): "a constant SQL fragment",
-    ("consumer/mysql/truth.py", "columns"): "quote_identifier of validated columns",
-    ("consumer/mysql/truth.py", "quote_identifier(projector.table)"): "validated and quoted",
-    ("consumer/mysql/truth.py", "select"): "_select(): quote_identifier only",
-    ("consumer/ops/rebuild/state.py", "', '.join((f'`{c}`' for c in _COLUMNS))"): "constants",
-    ("consumer/ops/rebuild/state.py", "', '.join(['%s'] * len(_COLUMNS))"): "placeholders",
-    ("consumer/ops/rebuild/state.py", "', '.join((f'`{c}` = %s' for c in _MUTABLE))"): "constants",
-    ("consumer/ops/repair/mysql_side.py", "select"): "backticked Projector columns (validated)",
-    ("consumer/ops/repair/mysql_side.py", "projector.table"): "Projector.table (validated)",
-    ("consumer/ops/repair/mysql_side.py", "where"): "constant conditions with %s parameters",
-    ("consumer/ops/repair/mysql_side.py", "key"): "one of two constant expressions",
-    ("consumer/ops/repair/mysql_side.py", "order"): "one of two constant ORDER BY lists",
-    ("consumer/ops/repair/mysql_side.py", "src"): "validated table, constant conditions, %s",
-    ("consumer/ops/repair/mysql_side.py", "_PACKED_MAX"): "an int constant",
-    ("consumer/devtools/scratch.py", "_TABLE"): "the constant 'wiki_page'",
-    ("consumer/devtools/scratch.py", "table"): "a table name checked against IDENTIFIER",
-    ("consumer/devtools/scratch.py", "sql[len(head):]"): "the text of sync_bucket.sql (repo)",
-    ("consumer/ops/replay_ledger.py", "', '.join(_COLUMNS)"): "constant column names",
-    ("consumer/ops/replay_ledger.py", "', '.join(['%s'] * len(_COLUMNS))"): "placeholders",
-    ("consumer/writer.py", "', '.join(sets)"): "constant 'column = %s' fragments",
+    ("consumer/searchsync/mysql/state.py", "_NEWER"): "a constant SQL fragment",
+    ("consumer/searchsync/mysql/state.py", "', '.join(_COLUMNS)"): "constant column names",
+    ("consumer/searchsync/mysql/state.py", "placeholders"): "only '(%s, ...)' groups",
+    ("consumer/searchsync/mysql/state.py", "_UPSERT_TAIL"): "a constant SQL fragment",
+    ("consumer/searchsync/mysql/truth.py", "columns"): "quote_identifier of validated columns",
+    (
+        "consumer/searchsync/mysql/truth.py",
+        "quote_identifier(projector.table)",
+    ): "validated and quoted",
+    ("consumer/searchsync/mysql/truth.py", "select"): "_select(): quote_identifier only",
+    (
+        "consumer/searchsync/ops/rebuild/state.py",
+        "', '.join((f'`{c}`' for c in _COLUMNS))",
+    ): "constants",
+    (
+        "consumer/searchsync/ops/rebuild/state.py",
+        "', '.join(['%s'] * len(_COLUMNS))",
+    ): "placeholders",
+    (
+        "consumer/searchsync/ops/rebuild/state.py",
+        "', '.join((f'`{c}` = %s' for c in _MUTABLE))",
+    ): "constants",
+    (
+        "consumer/searchsync/ops/repair/mysql_side.py",
+        "select",
+    ): "backticked Projector columns (validated)",
+    (
+        "consumer/searchsync/ops/repair/mysql_side.py",
+        "projector.table",
+    ): "Projector.table (validated)",
+    (
+        "consumer/searchsync/ops/repair/mysql_side.py",
+        "where",
+    ): "constant conditions with %s parameters",
+    ("consumer/searchsync/ops/repair/mysql_side.py", "key"): "one of two constant expressions",
+    ("consumer/searchsync/ops/repair/mysql_side.py", "order"): "one of two constant ORDER BY lists",
+    (
+        "consumer/searchsync/ops/repair/mysql_side.py",
+        "src",
+    ): "validated table, constant conditions, %s",
+    ("consumer/searchsync/ops/repair/mysql_side.py", "_PACKED_MAX"): "an int constant",
+    ("consumer/searchsync/devtools/scratch.py", "_TABLE"): "the constant 'wiki_page'",
+    ("consumer/searchsync/devtools/scratch.py", "table"): "a table name checked against IDENTIFIER",
+    (
+        "consumer/searchsync/devtools/scratch.py",
+        "sql[len(head):]",
+    ): "the text of sync_bucket.sql (repo)",
+    ("consumer/searchsync/dlq/ledger.py", "', '.join(_COLUMNS)"): "constant column names",
+    (
+        "consumer/searchsync/dlq/ledger.py",
+        "', '.join(['%s'] * len(_COLUMNS))",
+    ): "placeholders",
+    ("consumer/searchsync/writer.py", "', '.join(sets)"): "constant 'column = %s' fragments",
 }
 
 

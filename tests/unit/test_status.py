@@ -12,14 +12,13 @@ from typing import Any
 import orjson
 import pytest
 from kafka_fakes import FakeTopics
-
-from consumer.cli import Services, main
-from consumer.exit_codes import ExitCode
-from consumer.kafka.connect import ConnectorStatus, TaskStatus
-from consumer.ops.repair.state import BucketState, Epoch, WheelSnapshot
-from consumer.ops.status import Section, gather
-from consumer.projection import wiki_page
-from consumer.search.fake import InMemoryIndex
+from searchsync.cli import Services, main
+from searchsync.exit_codes import ExitCode
+from searchsync.kafka.connect import ConnectorStatus, TaskStatus
+from searchsync.ops.repair.state import BucketState, Epoch, WheelSnapshot
+from searchsync.ops.status import Section, gather
+from searchsync.projection import wiki_page
+from searchsync.search.fake import InMemoryIndex
 
 TOPIC = "outbox.event.wiki_page"
 ALIAS = "searchsync_wiki_page"

@@ -11,15 +11,14 @@ from typing import Any
 
 import orjson
 import pytest
+from searchsync.cli import Services, main
+from searchsync.config import load_settings
+from searchsync.exit_codes import ExitCode
+from searchsync.observability.repair_metrics import RepairMetrics
+from searchsync.ops.repair.run import serve_metrics
+from searchsync.ops.repair.state import BucketState, Epoch, WheelSnapshot
+from searchsync.ops.status_probes import repair_section
 from test_status import _system, fresh_buckets
-
-from consumer.cli import Services, main
-from consumer.config import load_settings
-from consumer.exit_codes import ExitCode
-from consumer.observability.repair_metrics import RepairMetrics
-from consumer.ops.repair.run import serve_metrics
-from consumer.ops.repair.state import BucketState, Epoch, WheelSnapshot
-from consumer.ops.status_probes import repair_section
 
 NOW = datetime(2026, 7, 20, 12, 0, tzinfo=UTC)
 EPOCH = Epoch("wiki_page", 3, 4, 1)

@@ -9,10 +9,9 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from consumer.errors import PoisonMessage
-from consumer.examples import article
-from consumer.projection import (
+from searchsync.errors import PoisonMessage
+from searchsync.examples import article
+from searchsync.projection import (
     TOMBSTONED_AT,
     Projector,
     canonical_json,

@@ -11,9 +11,8 @@ from datetime import datetime
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from consumer.mysql.truth import InMemoryTruth, MysqlTruth, Row
-from consumer.projection import Projector, wiki_page
+from searchsync.mysql.truth import InMemoryTruth, MysqlTruth, Row
+from searchsync.projection import Projector, wiki_page
 
 T0 = datetime(2030, 1, 1)
 PAGE = wiki_page.projector()

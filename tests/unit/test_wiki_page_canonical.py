@@ -1,4 +1,4 @@
-"""The wiki_page projector's `canonical_fields` promise (consumer/projection/_registry.py):
+"""The wiki_page projector's `canonical_fields` promise (searchsync/projection/_registry.py):
 `build` returns its fields in canonical form already, so `Projector.project` may skip the
 normalizing walk. Checked over arbitrary rows, strings that are not NFC included."""
 
@@ -14,10 +14,9 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from consumer.errors import PoisonMessage
-from consumer.projection import canonical_json, wiki_page
-from consumer.projection.canonical import normalize
+from searchsync.errors import PoisonMessage
+from searchsync.projection import canonical_json, wiki_page
+from searchsync.projection.canonical import normalize
 
 # Decomposed and composed forms, a leading combining mark, CJK, ASCII and the separator.
 _PIECES = ["e\u0301", "é", "\u0301", "\u212b", "Å", "齐", "a", "Z", "0", "_", ":", " "]

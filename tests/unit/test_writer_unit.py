@@ -1,6 +1,6 @@
 """Unit tests of the MySQL-side modules' pure parts: no server needed.
 
-Covers the error translation of consumer/mysql/pool.py, the loadgen plan, the in-memory truth
+Covers the error translation of searchsync/mysql/pool.py, the loadgen plan, the in-memory truth
 fake and the projection-state merge rules (the SQL upsert is checked against `merge` in
 tests/integration/test_truth_state.py).
 """
@@ -14,9 +14,8 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from consumer.devtools.loadgen import OpKind, page_ids, plan_operations
-from consumer.errors import (
+from searchsync.devtools.loadgen import OpKind, page_ids, plan_operations
+from searchsync.errors import (
     ConfigError,
     ErrorCode,
     PageExists,
@@ -26,14 +25,10 @@ from consumer.errors import (
     SearchSyncError,
     TransientError,
 )
-from consumer.mysql.pool import (
-    db_time,
-    expand_in,
-    translate_errors,
-)
-from consumer.mysql.state import InMemoryStateWriter, StateUpdate, merge
-from consumer.projection import wiki_page
-from consumer.writer import PageWriter
+from searchsync.mysql.pool import db_time, expand_in, translate_errors
+from searchsync.mysql.state import InMemoryStateWriter, StateUpdate, merge
+from searchsync.projection import wiki_page
+from searchsync.writer import PageWriter
 
 T0 = datetime(2030, 1, 1)
 

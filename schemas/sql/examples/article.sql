@@ -1,5 +1,5 @@
 -- OPTIONAL example migration: the table of the example aggregate type `article`
--- (consumer/examples/article.py). deploy/local/migrate.sh applies schemas/sql/examples/*.sql on
+-- (consumer/searchsync/examples/article.py). deploy/local/migrate.sh applies schemas/sql/examples/*.sql on
 -- the local stack (tracked in schema_migrations as examples/<file>) and grants the consumer user
 -- SELECT and the application user write access on the table named like the file. Your own
 -- database needs it only if you enable the example (`[projection] modules`).

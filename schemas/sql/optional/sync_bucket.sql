@@ -9,7 +9,7 @@
 -- own rows, through (sync_hash, id): the recommended setup for large tables.
 --
 -- The expression must be exactly the one searchsync writes into every document's sync_hash
--- (consumer.projection.sync_hash: CRC32 of the UTF-8 of "<aggregate_type>:<id>"; the table is
+-- (searchsync.projection.sync_hash: CRC32 of the UTF-8 of "<aggregate_type>:<id>"; the table is
 -- utf8mb4, so CONCAT yields those bytes). CRC32 returns an unsigned 32-bit value.
 --
 -- Apply by hand as an administrator (a table rebuild: plan it for a quiet hour on large

@@ -1,5 +1,0 @@
-"""Example aggregate types that plug in through ``[projection] modules`` (docs/consumer.md).
-
-They are not loaded unless named in the settings, e.g.
-``modules = ["consumer.projection.wiki_page", "consumer.examples.article"]``.
-"""

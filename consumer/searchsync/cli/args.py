@@ -1,0 +1,95 @@
+"""Argument types and the parent parsers every command shares."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Final
+
+from searchsync.cli.services import Services
+from searchsync.config import Settings
+from searchsync.dlq.filter import parse_utc
+from searchsync.duration import parse_duration
+from searchsync.errors import InvalidRequest
+from searchsync.exit_codes import ExitCode
+
+CONFIG_ENV: Final = "SEARCHSYNC_CONFIG"
+
+Command = Callable[[argparse.Namespace, Settings, Services], ExitCode]
+"""What each leaf of the command tree sets as ``func``."""
+
+
+class Parents:
+    """The shared options: ``--config PATH`` on every command, ``--json`` where data is printed."""
+
+    def __init__(self) -> None:
+        self.common = argparse.ArgumentParser(add_help=False)
+        self.common.add_argument(
+            "--config",
+            metavar="PATH",
+            default=argparse.SUPPRESS,
+            help=f"TOML settings file (default: ${CONFIG_ENV})",
+        )
+        self.as_json = argparse.ArgumentParser(add_help=False)
+        self.as_json.add_argument("--json", action="store_true", help="print one JSON document")
+
+    @property
+    def data(self) -> list[argparse.ArgumentParser]:
+        return [self.common, self.as_json]
+
+
+def positive_int(text: str) -> int:
+    value = non_negative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+def ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 0.5], got {text!r}") from None
+    if not 0.0 <= value <= 0.5:  # soft delete and restore each take this share
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 0.5], got {text!r}")
+    return value
+
+
+def reset_target(text: str) -> str | int | datetime:
+    """``earliest``, ``latest``, an offset, or an ISO-8601 time with a zone (``...T12:00:00Z``)."""
+    if text in ("earliest", "latest"):
+        return text
+    if re.fullmatch(r"[0-9]{1,19}", text):
+        return int(text)
+    if re.match(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text):
+        try:
+            return parse_utc(text)
+        except InvalidRequest as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    raise argparse.ArgumentTypeError(
+        "expected earliest, latest, an offset >= 0 or a time like 2026-11-30T12:00:00Z,"
+        f" got {text!r}"
+    )
+
+
+def duration(text: str) -> timedelta:
+    """``7d``, ``36h``, ``90m``, ``45s`` or a sum like ``1d12h`` (`searchsync.duration`)."""
+    try:
+        value = parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if value <= timedelta(0):
+        raise argparse.ArgumentTypeError(f"expected a duration above zero, got {text!r}")
+    return value

@@ -1,0 +1,70 @@
+"""`searchsync config check`: validate the settings and print them, secrets redacted.
+
+With ``--grants`` it also connects to MySQL as the configured user and runs the least-privilege
+check (`searchsync.mysql.grants`): exit 1 when a grant lets the consumer write a business table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any
+
+import orjson
+
+from searchsync.cli.args import Parents
+from searchsync.cli.output import err, out, print_json
+from searchsync.cli.services import Services
+from searchsync.config import Settings
+from searchsync.exit_codes import ExitCode
+
+
+def register(commands: Any, parents: Parents) -> None:
+    group = commands.add_parser("config", help="check the configuration")
+    config_cmds = group.add_subparsers(dest="config_command", required=True, metavar="COMMAND")
+    check = config_cmds.add_parser(
+        "check", parents=parents.data, help="validate and print the settings (redacted)"
+    )
+    check.add_argument(
+        "--grants",
+        action="store_true",
+        help="also check that the MySQL user cannot write the business tables (connects)",
+    )
+    check.set_defaults(func=cmd_config_check)
+
+
+def cmd_config_check(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+    redacted: dict[str, Any] = dict(settings.redacted())
+    report = None
+    if args.grants:
+        from searchsync.mysql.grants import check_grants
+        from searchsync.mysql.pool import pool_of
+
+        registry = services.registry(settings)
+        tables = sorted({registry.get(t).table for t in registry.types()})
+
+        async def go() -> Any:
+            async with pool_of(settings.mysql, maxsize=1) as pool:
+                return await check_grants(pool, settings.mysql.database, tables)
+
+        report = asyncio.run(go())
+        redacted["grants"] = {
+            "tables": tables,
+            "grants": list(report.grants),
+            "violations": list(report.violations),
+        }
+    code = ExitCode.OK if report is None or report.ok else ExitCode.FAILURE
+    if args.json:
+        print_json(redacted)
+        return code
+    for section, values in settings.redacted().items():
+        for key, value in values.items():
+            out(f"{section}.{key} = {orjson.dumps(value, default=str).decode()}")
+    if report is not None:
+        for grant in report.grants:
+            out(f"grant: {grant}")
+        for violation in report.violations:
+            err(f"least privilege violated: {violation}")
+        out("least privilege: ok" if report.ok else "least privilege: VIOLATED")
+    out("config ok")
+    return code

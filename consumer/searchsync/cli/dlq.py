@@ -1,0 +1,168 @@
+"""`searchsync dlq inspect|summary|replay`: library `searchsync.dlq.replay`, output `dlq_output`."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from searchsync.cli.args import Parents, positive_int
+from searchsync.cli.dlq_output import entry_json, entry_line, print_summary, replay_json
+from searchsync.cli.output import out, print_json
+from searchsync.cli.services import Services
+from searchsync.config import Settings
+from searchsync.dlq import replay as dlq
+from searchsync.dlq.filter import DlqFilter, parse_utc
+from searchsync.dlq.ledger import ReplayLedger
+from searchsync.errors import InvalidRequest
+from searchsync.exit_codes import ExitCode
+from searchsync.kafka.admin import KAFKA_TIMEOUT_S
+
+
+def register(commands: Any, parents: Parents) -> None:
+    group = commands.add_parser("dlq", help="inspect, summarise and replay dead letters")
+    dlq_cmds = group.add_subparsers(dest="dlq_command", required=True, metavar="COMMAND")
+    filters = _filters()
+    inspect = dlq_cmds.add_parser(
+        "inspect", parents=[*parents.data, filters], help="show dead letters (newest by default)"
+    )
+    inspect.add_argument("--limit", type=positive_int, default=20, help="default: 20")
+    inspect.add_argument("--from-beginning", action="store_true", help="oldest dead letters")
+    inspect.set_defaults(func=cmd_dlq_inspect)
+    summary = dlq_cmds.add_parser(
+        "summary", parents=parents.data, help="counts by code and type; what each replay became"
+    )
+    summary.set_defaults(func=cmd_dlq_summary)
+    replay = dlq_cmds.add_parser(
+        "replay",
+        parents=[*parents.data, filters],
+        help="re-produce dead letters to their topic (each once, unless --again)",
+    )
+    replay.add_argument("--dry-run", action="store_true", help="show what would be replayed")
+    replay.add_argument("--limit", type=positive_int, help="replay at most N")
+    replay.add_argument(
+        "--again", action="store_true", help="also replay dead letters the ledger says were"
+    )
+    replay.set_defaults(func=cmd_dlq_replay)
+
+
+def _filters() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--code", "--error-code", dest="error_code", metavar="CODE")
+    parser.add_argument("--type", dest="aggregate_type", metavar="TYPE", help="aggregate type")
+    parser.add_argument("--id", dest="aggregate_id", metavar="ID", help="aggregate id")
+    parser.add_argument("--event-id", metavar="ID", help="only this event")
+    parser.add_argument("--since", type=_utc, metavar="TIME", help="last failed at or after")
+    parser.add_argument("--until", type=_utc, metavar="TIME", help="last failed before")
+    return parser
+
+
+def _utc(text: str) -> datetime:
+    try:
+        return parse_utc(text)
+    except InvalidRequest as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _selection(args: argparse.Namespace) -> DlqFilter:
+    return DlqFilter(
+        error_code=args.error_code,
+        aggregate_type=args.aggregate_type,
+        aggregate_id=args.aggregate_id,
+        event_id=args.event_id,
+        since=args.since,
+        until=args.until,
+    )
+
+
+@contextmanager
+def _ledger(settings: Settings, services: Services) -> Iterator[ReplayLedger]:
+    ledger = services.replay_ledger(settings)
+    try:
+        yield ledger
+    finally:
+        ledger.close()
+
+
+def cmd_dlq_inspect(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+    kafka = settings.kafka
+    with _ledger(settings, services) as ledger:
+        entries = dlq.inspect(
+            kafka.client_config(),
+            kafka.dlq_topic,
+            limit=args.limit,
+            from_beginning=args.from_beginning,
+            selection=_selection(args),
+            ledger=ledger,
+            timeout_s=KAFKA_TIMEOUT_S,
+            admin_factory=services.kafka_admin,
+            consumer_factory=services.kafka_consumer,
+        )
+    if args.json:
+        print_json([entry_json(e) for e in entries])
+        return ExitCode.OK
+    if not entries:
+        out(f"no dead letters in {kafka.dlq_topic}")
+    for entry in entries:
+        out(entry_line(kafka.dlq_topic, entry))
+    return ExitCode.OK
+
+
+def cmd_dlq_summary(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+    kafka = settings.kafka
+    with _ledger(settings, services) as ledger:
+        result = dlq.summary(
+            kafka.client_config(),
+            kafka.dlq_topic,
+            ledger=ledger,
+            timeout_s=KAFKA_TIMEOUT_S,
+            admin_factory=services.kafka_admin,
+            consumer_factory=services.kafka_consumer,
+        )
+    if args.json:
+        print_json(result.as_json())
+    else:
+        print_summary(result)
+    return ExitCode.OK
+
+
+def cmd_dlq_replay(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+    kafka = settings.kafka
+    with _ledger(settings, services) as ledger:
+        report = dlq.replay(
+            kafka.client_config(),
+            kafka.dlq_topic,
+            ledger=ledger,
+            dry_run=args.dry_run,
+            selection=_selection(args),
+            again=args.again,
+            limit=args.limit,
+            timeout_s=KAFKA_TIMEOUT_S,
+            admin_factory=services.kafka_admin,
+            consumer_factory=services.kafka_consumer,
+            producer_factory=services.kafka_producer,
+        )
+    if args.json:
+        print_json(replay_json(kafka.dlq_topic, report))
+        return ExitCode.OK
+    if report.scanned == 0:
+        out(f"no dead letters to replay in {kafka.dlq_topic}")
+        return ExitCode.OK
+    if report.nothing_new:
+        last = max(r.replayed_at for e in report.already_replayed for r in e.replays)
+        out(
+            f"nothing to replay: the {len(report.already_replayed)} dead letter(s) this selection "
+            f"picks were replayed already (last at {last.isoformat()}); --again replays them again"
+        )
+        return ExitCode.OK
+    verb = "would replay" if report.dry_run else "replayed"
+    for entry in report.replayed:
+        out(f"{verb} {entry_line(kafka.dlq_topic, entry)}")
+    out(
+        f"{verb} {len(report.replayed)} of {report.scanned} dead letters read from "
+        f"{kafka.dlq_topic} ({report.skipped} skipped by filters, "
+        f"{len(report.already_replayed)} replayed before)"
+    )
+    return ExitCode.OK

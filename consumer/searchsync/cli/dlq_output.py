@@ -1,0 +1,122 @@
+"""How the dlq commands print dead letters, summaries and replay reports (human and JSON)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from searchsync.cli.output import bytes_json, out
+from searchsync.dlq.ledger import ReplayEntry
+from searchsync.dlq.record import DlqRecord
+from searchsync.dlq.replay import DlqEntry, DlqSummary, ReplayReport
+from searchsync.dlq.summary import status_json
+
+
+def record_json(record: DlqRecord) -> dict[str, Any]:
+    fields = asdict(record)
+    fields["operation"] = record.operation.value if record.operation is not None else None
+    fields["first_failed_at"] = record.first_failed_at.isoformat()
+    fields["last_failed_at"] = record.last_failed_at.isoformat()
+    fields["original_key"] = bytes_json(record.original_key)
+    fields["payload"] = bytes_json(record.payload)
+    return fields
+
+
+def _replay_json(replay: ReplayEntry) -> dict[str, Any]:
+    return {
+        "replayed_at": replay.replayed_at.isoformat(),
+        "run_id": replay.run_id,
+        "selection": dict(replay.selection),
+        "replayed_to": (
+            f"{replay.replayed_to_topic}/{replay.replayed_to_partition}/{replay.replayed_to_offset}"
+        ),
+    }
+
+
+def entry_json(entry: DlqEntry) -> dict[str, Any]:
+    """The record's fields plus where it sits in the DLQ and what the ledger says about it."""
+    origin = entry.from_replay
+    return {
+        **record_json(entry.record),
+        "dlq_partition": entry.partition,
+        "dlq_offset": entry.offset,
+        "kafka_timestamp": None if entry.timestamp is None else entry.timestamp.isoformat(),
+        "replayed": entry.replayed,
+        "replays": [_replay_json(r) for r in entry.replays],
+        "from_replay_of": (
+            None
+            if origin is None
+            else f"{origin.dlq_topic}/{origin.dlq_partition}/{origin.dlq_offset}"
+        ),
+    }
+
+
+def entry_line(dlq_topic: str, entry: DlqEntry) -> str:
+    record = entry.record
+    op = record.operation.value if record.operation is not None else "?"
+    line = (
+        f"{dlq_topic}/{entry.partition}/{entry.offset} "
+        f"from {record.original_topic}/{record.original_partition}/{record.original_offset} "
+        f"event={record.event_id or '?'} {record.aggregate_type or '?'}/"
+        f"{record.aggregate_id or '?'} rev={record.source_revision} op={op} "
+        f"attempts={record.attempts} code={record.last_error_code} "
+        f"at={record.last_failed_at.isoformat()} msg={record.last_error_message!r}"
+    )
+    if entry.replays:
+        last = entry.replays[-1].replayed_at.isoformat()
+        line += f" [replayed {len(entry.replays)}x, last {last}]"
+    if entry.from_replay is not None:
+        o = entry.from_replay
+        line += (
+            f" [dead-lettered again after replay of {o.dlq_topic}/{o.dlq_partition}/{o.dlq_offset}]"
+        )
+    return line
+
+
+def replay_json(dlq_topic: str, report: ReplayReport) -> dict[str, Any]:
+    return {
+        "dry_run": report.dry_run,
+        "dlq_topic": dlq_topic,
+        "run_id": report.run_id,
+        "selection": dict(report.selection),
+        "scanned": report.scanned,
+        "skipped": report.skipped,
+        "nothing_new": report.nothing_new,
+        "replayed": [entry_json(e) for e in report.replayed],
+        "already_replayed": [entry_json(e) for e in report.already_replayed],
+    }
+
+
+def print_summary(summary: DlqSummary) -> None:
+    if summary.total == 0 and not summary.replays:
+        out(f"no dead letters in {summary.topic}")
+        return
+    out(f"{summary.total} dead letters in {summary.topic}")
+    if summary.total:
+        out(f"  last failed: oldest {summary.oldest_failed_at}, newest {summary.newest_failed_at}")
+        out(
+            f"  dead-lettered (Kafka time): {summary.oldest_timestamp} .."
+            f" {summary.newest_timestamp}"
+        )
+        out("  by error code: " + ", ".join(f"{k} {v}" for k, v in summary.by_code.items()))
+        out("  by aggregate type: " + ", ".join(f"{k} {v}" for k, v in summary.by_type.items()))
+        out(
+            f"  replayed: {summary.replayed} of them; {summary.from_replays} came from a replay "
+            "that failed again"
+        )
+    if not summary.replays:
+        return
+    outcomes = ", ".join(f"{k} {v}" for k, v in summary.outcomes.items() if v)
+    out(f"{len(summary.replays)} replays recorded ({outcomes})")
+    for status in summary.replays:
+        s = status_json(status)
+        again = (
+            ""
+            if status.dead_letter is None
+            else f" -> {summary.topic}/{status.dead_letter[0]}/{status.dead_letter[1]}"
+        )
+        out(
+            f"  {s['replayed_at']} {s['dlq_position']} event={s['event_id'] or '?'} "
+            f"{s['aggregate_type'] or '?'}/{s['aggregate_id'] or '?'} rev={s['source_revision']} "
+            f"{s['outcome']}{again} (indexed revision {s['indexed_revision']})"
+        )

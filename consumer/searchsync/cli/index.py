@@ -1,0 +1,267 @@
+"""`searchsync index init|describe|list|rollback|drop`: the alias and its physical indices.
+
+`list`, `rollback` and `drop` are thin: the work is `searchsync.ops.indices`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from searchsync.cli.args import Parents
+from searchsync.cli.output import err, out, print_json
+from searchsync.cli.services import Services
+from searchsync.config import Settings
+from searchsync.errors import InvalidRequest
+from searchsync.exit_codes import ExitCode
+from searchsync.naming import physical_version
+from searchsync.ops import indices
+from searchsync.search.admin import InitResult, describe, init_index
+
+T = TypeVar("T")
+
+_MESSAGES = {
+    "exists": "alias {alias} already exists (writes go to {index})",
+    "created": "created {index} behind alias {alias}",
+    "alias_added": "added alias {alias} to existing {index}",
+    "would_create": "would create {index} behind alias {alias}",
+    "would_add_alias": "would add alias {alias} to existing {index}",
+}
+
+
+def register(commands: Any, parents: Parents) -> None:
+    index = commands.add_parser("index", help="manage the Elasticsearch alias and index")
+    index_cmds = index.add_subparsers(dest="index_command", required=True, metavar="COMMAND")
+    init = index_cmds.add_parser(
+        "init", parents=parents.data, help="create <alias>_v1 behind the alias if missing"
+    )
+    init.add_argument("--type", default="wiki_page", help="aggregate type (default: wiki_page)")
+    init.add_argument("--dry-run", action="store_true", help="say what would be done")
+    init.set_defaults(func=cmd_index_init)
+    show = index_cmds.add_parser(
+        "describe", parents=parents.data, help="show where each alias points"
+    )
+    show.set_defaults(func=cmd_index_describe)
+    listing = index_cmds.add_parser(
+        "list", parents=parents.data, help="the physical indices behind each alias"
+    )
+    listing.add_argument("--type", help="only this aggregate type (default: every type)")
+    listing.set_defaults(func=cmd_index_list)
+    back = index_cmds.add_parser(
+        "rollback", parents=parents.data, help="swap the alias back to an earlier index"
+    )
+    back.add_argument("--type", default="wiki_page", help="aggregate type (default: wiki_page)")
+    back.add_argument(
+        "--to", metavar="INDEX", help="the index to swap to (default: the one before)"
+    )
+    back.add_argument("--dry-run", action="store_true", help="say what would be swapped")
+    back.set_defaults(func=cmd_index_rollback)
+    drop = index_cmds.add_parser(
+        "drop", parents=parents.data, help="delete an old physical index (never the alias's)"
+    )
+    drop.add_argument("index", metavar="INDEX", help="the physical index, <alias>_v<N>")
+    drop.add_argument("--dry-run", action="store_true", help="say what would be deleted")
+    drop.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    drop.set_defaults(func=cmd_index_drop)
+
+
+def _with_client(services: Services, settings: Settings, work: Callable[[Any], Awaitable[T]]) -> T:
+    async def go() -> T:
+        client = services.es_client(settings)
+        try:
+            return await work(client)
+        finally:
+            await client.close()
+
+    return asyncio.run(go())
+
+
+def cmd_index_init(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+    registry = services.registry(settings)
+    if args.type not in registry.types():
+        raise InvalidRequest(f"unknown aggregate type {args.type!r}; known: {registry.types()}")
+    projector = registry.get(args.type)
+    alias = settings.alias(args.type)
+
+    def work(client: Any) -> Awaitable[InitResult]:
+        return init_index(
+            services.index_admin(client),
+            alias,
+            projector.mapping,
+            dry_run=args.dry_run,
+            schema_version=projector.schema_version,
+        )
+
+    result = _with_client(services, settings, work)
+    message = _MESSAGES[result.action.value].format(alias=result.alias, index=result.index)
+    if args.json:
+        print_json(
+            {
+                "alias": result.alias,
+                "index": result.index,
+                "action": result.action.value,
+                "dry_run": args.dry_run,
+                "message": message,
+            }
+        )
+    else:
+        out(message)
+    return ExitCode.OK
+
+
+def cmd_index_describe(
+    args: argparse.Namespace, settings: Settings, services: Services
+) -> ExitCode:
+    types = services.registry(settings).types()
+
+    async def work(client: Any) -> list[Any]:
+        admin = services.index_admin(client)
+        return [await describe(admin, settings.alias(t)) for t in types]
+
+    found = _with_client(services, settings, work)
+    if args.json:
+        print_json(
+            [
+                {
+                    "aggregate_type": t,
+                    "alias": d.alias,
+                    "exists": d.exists,
+                    "indices": list(d.indices),
+                    "write_index": d.write_index,
+                }
+                for t, d in zip(types, found, strict=True)
+            ]
+        )
+        return ExitCode.OK
+    for t, d in zip(types, found, strict=True):
+        if not d.exists:
+            out(f"{t}: alias {d.alias} does not exist (run `searchsync index init --type {t}`)")
+        else:
+            out(f"{t}: alias {d.alias} -> {', '.join(d.indices)} (writes: {d.write_index})")
+    return ExitCode.OK
+
+
+def _known_type(services: Services, settings: Settings, aggregate_type: str) -> str:
+    types = services.registry(settings).types()
+    if aggregate_type not in types:
+        raise InvalidRequest(f"unknown aggregate type {aggregate_type!r}; known: {types}")
+    return aggregate_type
+
+
+def cmd_index_list(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+    if args.type is not None:
+        types = [_known_type(services, settings, args.type)]
+    else:
+        types = list(services.registry(settings).types())
+
+    async def work(client: Any) -> list[indices.AliasListing]:
+        admin = services.index_admin(client)
+        return [await indices.list_alias(admin, settings.alias(t)) for t in types]
+
+    listings = _with_client(services, settings, work)
+    if args.json:
+        print_json(
+            [
+                {
+                    "aggregate_type": t,
+                    "alias": listing.alias,
+                    "write_index": None
+                    if listing.write_index is None
+                    else listing.write_index.name,
+                    "indices": [row.as_json() for row in listing.indices],
+                }
+                for t, listing in zip(types, listings, strict=True)
+            ]
+        )
+        return ExitCode.OK
+    for t, listing in zip(types, listings, strict=True):
+        if not listing.indices:
+            hint = f"run `searchsync index init --type {t}`"
+            out(f"{t}: no index behind alias {listing.alias} ({hint})")
+            continue
+        out(f"{t}: alias {listing.alias}")
+        out(f"  {'INDEX':<48} {'DOCS':>10} {'SCHEMA':>6}  {'CREATED':<25} ALIAS")
+        for row in listing.indices:
+            role = "write" if row.is_write_index else ("read" if row.aliased else "-")
+            schema = "-" if row.schema_version is None else str(row.schema_version)
+            created = row.created_at.isoformat(timespec="seconds")
+            out(f"  {row.name:<48} {row.docs:>10} {schema:>6}  {created:<25} {role}")
+    return ExitCode.OK
+
+
+def cmd_index_rollback(
+    args: argparse.Namespace, settings: Settings, services: Services
+) -> ExitCode:
+    alias = settings.alias(_known_type(services, settings, args.type))
+
+    async def work(client: Any) -> indices.RollbackResult:
+        return await indices.rollback(
+            services.index_admin(client), alias, to=args.to, dry_run=args.dry_run
+        )
+
+    result = _with_client(services, settings, work)
+    if args.json:
+        print_json(
+            {
+                "alias": result.alias,
+                "from": result.from_index,
+                "to": result.to_index,
+                "from_schema_version": result.from_schema_version,
+                "to_schema_version": result.to_schema_version,
+                "dry_run": result.dry_run,
+                "message": result.message,
+            }
+        )
+    else:
+        out(result.message)
+    return ExitCode.OK
+
+
+def cmd_index_drop(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+    index: str = args.index
+    aliases = [settings.alias(t) for t in services.registry(settings).types()]
+    alias = next((a for a in aliases if physical_version(a, index) is not None), None)
+    if alias is None:
+        raise InvalidRequest(
+            f"{index} is not <alias>_v<N> of a known aggregate type (aliases: {', '.join(aliases)})"
+        )
+
+    def run(dry_run: bool) -> indices.DropResult:
+        async def work(client: Any) -> indices.DropResult:
+            return await indices.drop(services.index_admin(client), alias, index, dry_run=dry_run)
+
+        return _with_client(services, settings, work)
+
+    plan = run(True)  # every refusal comes before any question
+    if not args.dry_run and not args.yes and not _confirmed(plan):
+        err(f"{index} not deleted")
+        return ExitCode.FAILURE
+    result = plan if args.dry_run else run(False)
+    if args.json:
+        print_json(
+            {
+                "alias": result.alias,
+                "index": result.index,
+                "docs": result.docs,
+                "schema_version": result.schema_version,
+                "dry_run": result.dry_run,
+                "message": result.message,
+            }
+        )
+    else:
+        out(result.message)
+    return ExitCode.OK
+
+
+def _confirmed(plan: indices.DropResult) -> bool:
+    """Ask on a terminal; refuse without one (scripts pass --yes)."""
+    if not sys.stdin.isatty():
+        raise InvalidRequest(
+            f"refusing to delete {plan.index} without confirmation: stdin is not a terminal; "
+            "pass --yes (check first with --dry-run)"
+        )
+    err(f"delete {plan.index} ({plan.docs} documents)? type its name to confirm: ")
+    return sys.stdin.readline().strip() == plan.index

@@ -1,0 +1,122 @@
+"""The entry point: build the command tree, load Settings once, run the command, map errors to
+exit codes (`searchsync.exit_codes.ExitCode`).
+
+Exit codes (stable, for scripts):
+
+- 0 ok;
+- 1 operational failure (a service unreachable, a refused operation, a failed replay);
+- 2 usage or configuration error (bad arguments, a `ConfigError`, an `InvalidRequest`);
+- 3 the DLQ error budget is exceeded (`DlqBudgetExceeded`);
+- 4 `searchsync status` found the system unhealthy (the reasons are printed).
+
+Every command that prints data takes ``--json`` and then prints exactly one JSON document on
+stdout; messages for humans (progress, refusals, errors) go to stderr. Settings come from
+``load_settings(os.environ, --config or $SEARCHSYNC_CONFIG)`` and are built once per invocation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from searchsync.cli import (
+    config,
+    dlq,
+    index,
+    loadgen,
+    offsets,
+    outbox,
+    rebuild,
+    repair,
+    run,
+    status,
+    tombstones,
+)
+from searchsync.cli.args import CONFIG_ENV, Command, Parents
+from searchsync.cli.output import err
+from searchsync.cli.services import Services
+from searchsync.config import load_settings, scrub_credentials, scrub_known
+from searchsync.errors import ConfigError, DlqBudgetExceeded, InvalidRequest, SearchSyncError
+from searchsync.exit_codes import ExitCode
+from searchsync.search.client import describe_auth_error
+from searchsync.version import __version__
+
+_GROUPS = (
+    run,
+    index,
+    dlq,
+    loadgen,
+    config,
+    offsets,
+    rebuild,
+    repair,
+    tombstones,
+    outbox,
+    status,
+)
+
+
+def main(argv: Sequence[str] | None = None, *, services: Services | None = None) -> int:
+    """Run one command and return its exit code (the console script exits with it).
+
+    `services` replaces the real clients (tests); by default every command uses `Services()`.
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else ExitCode.USAGE
+    command: Command = args.func
+    secrets: tuple[str, ...] = ()
+    try:
+        settings = load_settings(os.environ, _config_path(args))
+        secrets = settings.secret_values()
+        return command(args, settings, services or Services())
+    except ConfigError as exc:
+        shown = "" if exc.got is None else f" (got {exc.got!r})"
+        err(f"config error: {exc.key}: expected {exc.expected}{shown}")
+        return ExitCode.USAGE
+    except InvalidRequest as exc:
+        err(f"usage error: {exc}")
+        return ExitCode.USAGE
+    except DlqBudgetExceeded as exc:
+        err(f"dlq budget exceeded: {exc}")
+        return ExitCode.DLQ_BUDGET
+    except KeyboardInterrupt:
+        err("interrupted")
+        return ExitCode.FAILURE
+    except Exception as exc:  # every other failure is operational: say what and exit 1
+        err(f"error: {scrub_known(scrub_credentials(_describe(exc)), secrets)}")
+        return ExitCode.FAILURE
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command tree; each leaf sets ``func(args, settings, services) -> ExitCode``."""
+    parser = argparse.ArgumentParser(
+        prog="searchsync",
+        description="Keep Elasticsearch consistent with MySQL (outbox -> Kafka -> consumer).",
+        epilog="exit codes: 0 ok, 1 operational failure, 2 usage/config error, "
+        "3 DLQ budget exceeded, 4 status unhealthy",
+    )
+    parser.add_argument("--config", metavar="PATH", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--version", action="version", version=f"searchsync {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parents = Parents()
+    for group in _GROUPS:
+        group.register(commands, parents)
+    return parser
+
+
+def _config_path(args: argparse.Namespace) -> Path | None:
+    raw = args.config if args.config is not None else os.environ.get(CONFIG_ENV)
+    return Path(raw) if raw else None
+
+
+def _describe(exc: BaseException) -> str:
+    auth = describe_auth_error(exc)
+    if auth is not None:
+        return auth
+    text = str(exc) or type(exc).__name__
+    return text if isinstance(exc, SearchSyncError) else f"{type(exc).__name__}: {text}"

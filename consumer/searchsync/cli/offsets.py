@@ -1,0 +1,116 @@
+"""`searchsync offsets show` and `searchsync offsets reset` (library: `searchsync.ops.offsets`)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from searchsync.cli.args import Parents, non_negative_int, reset_target
+from searchsync.cli.output import err, out, print_json
+from searchsync.cli.services import Services
+from searchsync.config import Settings
+from searchsync.errors import InvalidRequest
+from searchsync.exit_codes import ExitCode
+from searchsync.ops import offsets
+from searchsync.ops.offsets import PartitionOffset, PartitionOffsets
+
+
+def register(commands: Any, parents: Parents) -> None:
+    group = commands.add_parser("offsets", help="committed offsets of the consumer group")
+    offsets_cmds = group.add_subparsers(dest="offsets_command", required=True, metavar="COMMAND")
+    show = offsets_cmds.add_parser(
+        "show", parents=parents.data, help="committed offset, high watermark and lag"
+    )
+    show.set_defaults(func=cmd_offsets_show)
+    reset = offsets_cmds.add_parser(
+        "reset", parents=parents.data, help="move the group's offsets (group must be idle)"
+    )
+    where = reset.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--to",
+        type=reset_target,
+        metavar="TARGET",
+        help="earliest, latest, an offset, or a time (2026-11-30T12:00:00Z: the first offset "
+        "at or after it, the end if none)",
+    )
+    where.add_argument(
+        "--offset",
+        type=non_negative_int,
+        metavar="N",
+        help="with --partition: that one partition to offset N (--topic if several topics)",
+    )
+    reset.add_argument("--topic", help="only this topic (default: every subscribed topic)")
+    reset.add_argument("--partition", type=non_negative_int, help="only this partition")
+    reset.add_argument("--dry-run", action="store_true", help="print the plan only")
+    reset.set_defaults(func=cmd_offsets_reset)
+
+
+def _lag_table(rows: Sequence[PartitionOffsets]) -> list[str]:
+    lines = [f"{'TOPIC':<40} {'PART':>4} {'COMMITTED':>12} {'HIGH':>12} {'LAG':>10}"]
+    for r in rows:
+        committed = "-" if r.committed is None else str(r.committed)
+        lines.append(f"{r.topic:<40} {r.partition:>4} {committed:>12} {r.high:>12} {r.lag:>10}")
+    return lines
+
+
+def cmd_offsets_show(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+    rows = offsets.show(settings, admin_factory=services.kafka_admin)
+    group = settings.kafka.group_id
+    if args.json:
+        print_json(
+            {
+                "group": group,
+                "partitions": [asdict(r) for r in rows],
+                "total_lag": sum(r.lag for r in rows),
+            }
+        )
+        return ExitCode.OK
+    if not rows:
+        out(f"group {group}: none of the subscribed topics exists yet")
+        return ExitCode.OK
+    out(f"group {group}")
+    for line in _lag_table(rows):
+        out(line)
+    out(f"total lag {sum(r.lag for r in rows)}")
+    return ExitCode.OK
+
+
+def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+    if args.offset is not None:
+        if args.partition is None:
+            raise InvalidRequest("--offset N needs --partition P (one partition of one topic)")
+        target: offsets.ResetTarget = PartitionOffset(args.partition, args.offset, args.topic)
+    else:
+        target = args.to
+    report = offsets.reset(
+        settings,
+        target,
+        topic=args.topic,
+        partition=args.partition,
+        dry_run=args.dry_run,
+        admin_factory=services.kafka_admin,
+    )
+    group, members = report.group, report.active_members
+    if args.json:
+        print_json(
+            {
+                "group": group,
+                "target": report.target,
+                "dry_run": report.dry_run,
+                "active_members": list(members),
+                "plan": [asdict(s) for s in report.steps],
+            }
+        )
+        return ExitCode.OK
+    verb = "would move" if report.dry_run else "moved"
+    for s in report.steps:
+        current = "-" if s.current is None else str(s.current)
+        out(f"{verb} {s.topic}/{s.partition}: {current} -> {s.target}")
+    if members:
+        err(
+            f"note: group {group} has active members ({', '.join(members)}); a real reset "
+            "would be refused"
+        )
+    return ExitCode.OK

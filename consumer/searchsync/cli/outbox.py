@@ -1,0 +1,68 @@
+"""`searchsync outbox prune` (library: `searchsync.ops.prune`)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from datetime import UTC, datetime
+from typing import Any
+
+from searchsync.cli.args import Parents, duration
+from searchsync.cli.output import err, out, print_json
+from searchsync.cli.services import Services
+from searchsync.config import Settings
+from searchsync.duration import format_duration
+from searchsync.exit_codes import ExitCode
+from searchsync.ops.prune import PruneProgress, PruneReport, check_outbox_window, prune_outbox
+
+
+def register(commands: Any, parents: Parents) -> None:
+    group = commands.add_parser("outbox", help="the search_outbox table")
+    cmds = group.add_subparsers(dest="outbox_command", required=True, metavar="COMMAND")
+    prune = cmds.add_parser(
+        "prune",
+        parents=parents.data,
+        help="delete captured outbox rows older than a window, in small batches",
+    )
+    prune.add_argument(
+        "--older-than",
+        required=True,
+        type=duration,
+        metavar="DURATION",
+        help="rows created before now minus this (7d, 36h); at least retention.min_outbox_age",
+    )
+    prune.add_argument("--dry-run", action="store_true", help="count only, delete nothing")
+    prune.set_defaults(func=cmd_outbox_prune)
+
+
+def _progress(update: PruneProgress) -> None:
+    err(f"prune: batch {update.batches}, {update.deleted} rows deleted, up to id {update.last_id}")
+
+
+def cmd_outbox_prune(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+    check_outbox_window(settings.retention, args.older_than)  # before any service is touched
+    now = datetime.now(UTC)
+
+    async def go() -> PruneReport:
+        async with services.outbox_rows(settings) as rows:
+            return await prune_outbox(
+                rows,
+                services.connect(settings),
+                settings.retention,
+                args.older_than,
+                now=now,
+                dry_run=args.dry_run,
+                progress=_progress,
+            )
+
+    report = asyncio.run(go())
+    if args.json:
+        print_json(report.as_json())
+        return ExitCode.OK
+    verb = "would delete" if report.dry_run else "deleted"
+    out(
+        f"search_outbox: {verb} {report.deleted} rows created before "
+        f"{report.created_before.isoformat()}Z (older than {format_duration(report.older_than)}) "
+        f"in {report.batches} batches; {report.scanned} rows looked at"
+    )
+    return ExitCode.OK

@@ -1,0 +1,146 @@
+"""`searchsync repair`: the hash wheel that finds drift and heals it through the outbox
+(library: `searchsync.ops.repair`; docs/design.md, "Repair").
+
+``--once`` runs one rotation over every bucket; ``--daemon`` scans the best buckets every
+``repair.daemon_interval_s`` until interrupted. ``--dry-run`` finds and reports but appends
+nothing. Progress goes to stderr; the summary (or ``--json``) to stdout. Exit 0 when every
+scanned bucket was read completely, 1 when one was interrupted or the rotation stopped because
+the live group's lag stayed above ``repair.max_live_lag``. ``--daemon`` serves its metrics on
+``repair.metrics_port`` (0: none).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from typing import Any
+
+from searchsync.cli.args import Parents
+from searchsync.cli.output import err, out
+from searchsync.cli.services import Services
+from searchsync.config import Settings
+from searchsync.errors import InvalidRequest
+from searchsync.exit_codes import ExitCode
+from searchsync.gc_tuning import tune_for_throughput
+from searchsync.observability.repair_metrics import RepairMetrics
+from searchsync.ops.repair.model import FindingKind
+from searchsync.ops.repair.report import BucketReport, RotationReport
+from searchsync.ops.repair.run import run_repair
+
+
+def register(commands: Any, parents: Parents) -> None:
+    repair = commands.add_parser(
+        "repair",
+        parents=parents.data,
+        help="find drift between MySQL and Elasticsearch and heal it with REBUILD events",
+    )
+    mode = repair.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--once", action="store_true", help="one rotation over every bucket")
+    mode.add_argument("--daemon", action="store_true", help="scan the best buckets forever")
+    repair.add_argument("--dry-run", action="store_true", help="report; append nothing")
+    repair.add_argument("--explain", action="store_true", help="print each choice's score")
+    repair.add_argument(
+        "--type", action="append", metavar="T", help="only this aggregate type (repeatable)"
+    )
+    repair.set_defaults(func=cmd_repair)
+
+
+def cmd_repair(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+    registry = services.registry(settings)
+    types = args.type or list(registry.types())
+    unknown = sorted(set(types) - set(registry.types()))
+    if unknown:
+        raise InvalidRequest(f"unknown aggregate type(s) {unknown}; known: {registry.types()}")
+    projectors = [registry.get(t) for t in types]
+    client = services.es_client(settings)
+    last: list[RotationReport] = []
+
+    def on_report(report: RotationReport) -> None:
+        last.append(report)
+        if args.explain:
+            for t, choice in report.choices:
+                err(f"{t} {choice.explain()}")
+        if args.json:
+            out(json.dumps(to_json(report, dry_run=args.dry_run), sort_keys=True))
+        else:
+            for line in render(report, dry_run=args.dry_run):
+                out(line)
+
+    async def go() -> None:
+        try:
+            await run_repair(
+                settings,
+                projectors,
+                client,
+                dry_run=args.dry_run,
+                daemon=args.daemon,
+                metrics=RepairMetrics(),
+                on_report=on_report,
+                progress=progress,
+                kafka_admin=services.kafka_admin(settings.kafka.client_config()),
+            )
+        finally:
+            await client.close()
+
+    tune_for_throughput()
+    asyncio.run(go())
+    if last and last[-1].stopped:
+        err(f"repair stopped: {last[-1].stopped}")
+    return ExitCode.FAILURE if last and (last[-1].interrupted or last[-1].stopped) else ExitCode.OK
+
+
+def progress(bucket: BucketReport, n: int, total: int) -> None:
+    width = 30
+    done = width * n // max(total, 1)
+    state = "interrupted" if bucket.interrupted else f"{len(bucket.findings)} findings"
+    err(
+        f"\r[{'#' * done}{'.' * (width - done)}] {n}/{total} {bucket.aggregate_type}"
+        f" bucket {bucket.bucket}: {state}"
+    )
+
+
+def to_json(report: RotationReport, *, dry_run: bool) -> dict[str, Any]:
+    return {
+        "dry_run": dry_run,
+        "seconds": report.seconds,
+        "epochs": {
+            t: {
+                "epoch": e.epoch,
+                "bucket_count": e.bucket_count,
+                "canonicalization_version": e.canonicalization_version,
+            }
+            for t, e in report.epochs.items()
+        },
+        "new_epochs": report.new_epochs,
+        "counts": report.counts(),
+        "buckets_scanned": sum(1 for b in report.buckets if b.interrupted is None),
+        "buckets_content_checked": sum(
+            1 for b in report.buckets if b.interrupted is None and b.content_checked
+        ),
+        "buckets_interrupted": report.interrupted,
+        "stopped": report.stopped,
+        "oldest_bucket_age_s": report.oldest_age_s,
+        "appended": sum(b.appended for b in report.buckets),
+        "settled_away": sum(b.candidates - len(b.findings) for b in report.buckets),
+        "findings": [f.to_json() for b in report.buckets for f in b.findings],
+        "choices": [{"aggregate_type": t, **c.to_json()} for t, c in report.choices],
+    }
+
+
+def render(report: RotationReport, *, dry_run: bool) -> list[str]:
+    data = to_json(report, dry_run=dry_run)
+    lines = [f"repair rotation{' (dry run)' if dry_run else ''}: {report.seconds:.1f}s"]
+    lines.append(f"  {'kind':<14} {'count':>7}")
+    for kind in FindingKind:
+        lines.append(f"  {kind.value:<14} {data['counts'][kind.value]:>7}")
+    lines.append(
+        f"  buckets scanned {data['buckets_scanned']} (content checked "
+        f"{data['buckets_content_checked']}), interrupted {data['buckets_interrupted']}"
+    )
+    lines.append(
+        f"  appended {data['appended']} REBUILD events; settled away {data['settled_away']}"
+    )
+    if report.stopped:
+        lines.append(f"  STOPPED: {report.stopped}")
+    return lines

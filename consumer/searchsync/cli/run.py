@@ -1,0 +1,52 @@
+"""`searchsync run`: the consumer until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+from typing import Any
+
+from searchsync.cli.args import Parents
+from searchsync.cli.output import err
+from searchsync.cli.services import Services
+from searchsync.config import Settings
+from searchsync.exit_codes import ExitCode
+from searchsync.gc_tuning import tune_for_throughput
+
+
+def register(commands: Any, parents: Parents) -> None:
+    run = commands.add_parser(
+        "run", parents=[parents.common], help="run the consumer until stopped"
+    )
+    run.set_defaults(func=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+    """Run the consumer until SIGTERM/SIGINT; its exit code is the command's."""
+    from searchsync.observability.logs import configure_logging
+
+    if services.run_consumer is not None:
+        runner = services.run_consumer
+    else:
+        try:
+            from searchsync.app import run_consumer as runner
+        except ImportError as exc:
+            err(f"error: the consumer is not available in this build ({exc})")
+            return ExitCode.FAILURE
+    configure_logging(settings.observability.log_level, secrets=settings.secret_values())
+    registry = services.registry(settings)
+    tune_for_throughput()
+
+    async def go() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        try:
+            return await runner(settings, stop=stop, registry=registry)
+        finally:
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(signum)
+
+    return ExitCode(asyncio.run(go()))

@@ -1,0 +1,183 @@
+"""`searchsync status`: one screen for the whole system (library: `searchsync.ops.status`)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from datetime import datetime
+from typing import Any
+
+from searchsync.cli.args import Parents
+from searchsync.cli.output import out
+from searchsync.cli.services import Services
+from searchsync.config import Settings
+from searchsync.dlq.summary import summary
+from searchsync.exit_codes import ExitCode
+from searchsync.ops import status_probes as probes
+from searchsync.ops.repair.state import WheelSnapshot
+from searchsync.ops.status import Probe, Section, StatusReport, gather
+
+
+def register(commands: Any, parents: Parents) -> None:
+    status = commands.add_parser(
+        "status",
+        parents=parents.data,
+        help="the whole system on one screen; exit 0 when healthy, 4 with the reasons otherwise",
+    )
+    status.add_argument(
+        "--consumer",
+        action="append",
+        metavar="URL",
+        help="a consumer's metrics base URL to ask /healthz (repeatable;"
+        " default: http://<observability.metrics_host>:<observability.metrics_port>)",
+    )
+    status.set_defaults(func=cmd_status)
+
+
+def cmd_status(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+    obs = settings.observability
+    endpoints = args.consumer or [f"http://{obs.metrics_host}:{obs.metrics_port}"]
+    report = asyncio.run(_report(settings, services, endpoints))
+    if args.json:
+        out(report.to_json().decode())
+    else:
+        for line in render(report):
+            out(line)
+    return ExitCode.OK if report.healthy else ExitCode.UNHEALTHY
+
+
+async def _report(settings: Settings, services: Services, endpoints: list[str]) -> StatusReport:
+    client = services.es_client(settings)
+    registry = services.registry(settings)
+    kafka = settings.kafka
+
+    async def group() -> Section:
+        admin = services.kafka_admin(kafka.client_config())
+        return await asyncio.to_thread(probes.group_section, admin, settings)
+
+    async def aliases() -> Section:
+        return await probes.aliases_section(services.index_admin(client), registry, settings.alias)
+
+    async def consumers() -> Section:
+        return await probes.consumers_section(endpoints)
+
+    async def outbox() -> Section:
+        count, oldest = await services.outbox_stats(settings)
+        return probes.outbox_section(count, oldest)
+
+    async def dlq() -> Section:
+        found = await asyncio.to_thread(
+            summary,
+            kafka.client_config(),
+            kafka.dlq_topic,
+            ledger=None,  # depth by code only: the replay history is `dlq summary`'s
+            admin_factory=services.kafka_admin,
+            consumer_factory=services.kafka_consumer,
+        )
+        return probes.dlq_section(found)
+
+    async def repair() -> Section:
+        wheels = await services.repair_state(settings, list(registry.types()))
+        return probes.repair_section(wheels, max_staleness_s=settings.repair.max_staleness_s)
+
+    async def connector() -> Section:
+        return probes.connector_section(await services.connect(settings).status())
+
+    checks: list[tuple[str, Probe]] = [
+        ("group", group),
+        ("connector", connector),
+        ("aliases", aliases),
+        ("consumers", consumers),
+        ("outbox", outbox),
+        ("dlq", dlq),
+        ("repair", repair),
+    ]
+    try:
+        return await gather(checks)
+    finally:
+        await client.close()
+
+
+def render(report: StatusReport) -> list[str]:
+    """The report for a person: one block per section, problems first."""
+    lines = [f"searchsync status: {'healthy' if report.healthy else 'UNHEALTHY'}"]
+    lines += [f"  problem: {p}" for p in report.problems]
+    lines += [f"  warning: {w}" for w in report.warnings]
+    for s in report.sections:
+        lines.append(f"{s.name}: {'ok' if s.healthy else 'PROBLEM'}")
+        lines += [f"  {line}" for line in _describe(s)]
+    return lines
+
+
+def _describe(s: Section) -> list[str]:
+    d = s.data
+    if s.name == "group" and d:
+        rows = [f"group {d['group']}: {len(d['members'])} member(s), lag {d['lag']}"]
+        rows += [
+            f"{p['topic']}/{p['partition']}: committed {p['committed']}, end {p['end']},"
+            f" lag {p['lag']}"
+            for p in d["partitions"]
+        ]
+        return rows
+    if s.name == "aliases" and d:
+        return [
+            f"{a['alias']} -> {a['write_index']} (schema {a.get('schema_version')},"
+            f" {a.get('docs')} docs)"
+            if a["write_index"]
+            else f"{a['alias']}: no write index"
+            for a in d["aliases"]
+        ]
+    if s.name == "consumers" and d:
+        return [
+            f"{c['endpoint']}: "
+            + ("unreachable" if not c["reachable"] else "ready" if c["ready"] else "NOT ready")
+            for c in d["consumers"]
+        ]
+    if s.name == "connector" and d:
+        tasks = ", ".join(f"task {t['id']} {t['state']}" for t in d["tasks"]) or "no tasks"
+        return [f"{d['name']}: {d['state']} ({tasks})"]
+    if s.name == "outbox" and d:
+        oldest = d["oldest_created_at"]
+        return [f"{d['rows']} row(s), oldest {oldest or '-'}"]
+    if s.name == "dlq" and d:
+        codes = ", ".join(f"{k} {v}" for k, v in d["by_code"].items()) or "none"
+        return [f"{d['dlq_topic']}: {d['total']} dead letter(s) ({codes})"]
+    if s.name == "repair" and d:
+        return [_describe_wheel(w) for w in d["wheels"]]
+    return []
+
+
+def _describe_wheel(w: dict[str, Any]) -> str:
+    if w["epoch"] is None:
+        return f"{w['aggregate_type']}: never repaired"
+    found = ", ".join(f"{k} {v}" for k, v in w["last_counts"].items() if v) or "no drift"
+    age = w["oldest_age_seconds"]
+    return (
+        f"{w['aggregate_type']}: epoch {w['epoch']}, {w['buckets_complete']}/{w['bucket_count']}"
+        f" buckets scanned, last {w['last_complete_at'] or '-'}, oldest"
+        f" {'-' if age is None else f'{age}s ago'} (max {w['max_staleness_seconds']:.0f}s);"
+        f" last scans: {found}"
+    )
+
+
+async def repair_state(settings: Settings, aggregate_types: list[str]) -> dict[str, WheelSnapshot]:
+    """The repair wheel's state per type (``search_repair_*``; the searchsync user may SELECT)."""
+    from searchsync.mysql.pool import pool_of
+    from searchsync.ops.repair.state import MysqlWheelState, snapshot
+
+    async with pool_of(settings.mysql, maxsize=1) as pool:
+        return await snapshot(MysqlWheelState(pool), aggregate_types)
+
+
+async def outbox_stats(settings: Settings) -> tuple[int, datetime | None]:
+    """Rows in ``search_outbox`` and the oldest ``created_at`` (the consumer user may SELECT)."""
+    from searchsync.mysql.pool import pool_of
+
+    async with (
+        pool_of(settings.mysql, maxsize=1) as pool,
+        pool.acquire() as conn,
+        conn.cursor() as cur,
+    ):
+        await cur.execute("SELECT COUNT(*), MIN(created_at) FROM search_outbox")
+        count, oldest = await cur.fetchone()
+        return int(count), oldest

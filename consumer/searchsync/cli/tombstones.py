@@ -1,0 +1,101 @@
+"""`searchsync tombstones purge` (library: `searchsync.ops.purge`)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from datetime import UTC, datetime
+from typing import Any
+
+from searchsync.cli.args import Parents, duration
+from searchsync.cli.output import err, out, print_json
+from searchsync.cli.services import Services
+from searchsync.config import Settings
+from searchsync.duration import format_duration
+from searchsync.errors import InvalidRequest
+from searchsync.exit_codes import ExitCode
+from searchsync.ops.purge import PurgeProgress, PurgeReport, check_window, purge_tombstones
+
+
+def register(commands: Any, parents: Parents) -> None:
+    group = commands.add_parser("tombstones", help="tombstone documents of deleted rows")
+    cmds = group.add_subparsers(dest="tombstones_command", required=True, metavar="COMMAND")
+    purge = cmds.add_parser(
+        "purge",
+        parents=parents.data,
+        help="delete tombstones older than the retention window (guarded by seq_no)",
+    )
+    purge.add_argument(
+        "--older-than",
+        required=True,
+        type=duration,
+        metavar="DURATION",
+        help="tombstones older than this (7d, 36h, 90m); at least [retention]'s minimum",
+    )
+    purge.add_argument("--type", help="one aggregate type (default: every registered type)")
+    purge.add_argument("--dry-run", action="store_true", help="count and list, delete nothing")
+    purge.set_defaults(func=cmd_tombstones_purge)
+
+
+def _progress(update: PurgeProgress) -> None:
+    err(
+        f"purge {update.alias}: {update.scanned} scanned, {update.deleted} deleted, "
+        f"{update.changed} changed meanwhile"
+    )
+
+
+def cmd_tombstones_purge(
+    args: argparse.Namespace, settings: Settings, services: Services
+) -> ExitCode:
+    check_window(settings.retention, args.older_than)  # before any service is touched
+    types = services.registry(settings).types()
+    if args.type is not None:
+        if args.type not in types:
+            raise InvalidRequest(f"unknown aggregate type {args.type!r}; known: {types}")
+        types = (args.type,)
+    now = datetime.now(UTC)
+
+    async def go() -> list[PurgeReport]:
+        client = services.es_client(settings)
+        try:
+            store, admin = services.tombstone_store(client), services.index_admin(client)
+            return [
+                await purge_tombstones(
+                    store,
+                    admin,
+                    settings.alias(t),
+                    settings.retention,
+                    args.older_than,
+                    now=now,
+                    dry_run=args.dry_run,
+                    progress=_progress,
+                )
+                for t in types
+            ]
+        finally:
+            await client.close()
+
+    reports = asyncio.run(go())
+    if args.json:
+        print_json({"dry_run": args.dry_run, "results": [r.as_json() for r in reports]})
+    else:
+        for report in reports:
+            out(_summary(report))
+    return ExitCode.FAILURE if any(r.failed for r in reports) else ExitCode.OK
+
+
+def _summary(r: PurgeReport) -> str:
+    head = (
+        f"{r.alias} -> {r.index}: tombstones older than {format_duration(r.older_than)} "
+        f"(tombstoned before {r.before}):"
+    )
+    if r.dry_run:
+        sample = f" (first: {', '.join(r.candidates)})" if r.candidates else ""
+        return f"{head} would delete {r.scanned}{sample}"
+    text = (
+        f"{head} {r.deleted} deleted, {r.changed} skipped (changed meanwhile), "
+        f"{r.gone} already gone, {r.failed} failed"
+    )
+    for doc_id, reason in r.failures:
+        text += f"\n  failed {doc_id}: {reason}"
+    return text

@@ -1,0 +1,201 @@
+"""Typed settings, read once at start-up and passed to whoever needs them.
+
+Nothing here reads the environment by itself: `load_settings(env, toml_path)` gets both from its
+caller (the CLI), so tests pass plain dicts and no module reads settings at import time.
+
+Precedence: dataclass defaults (the local stack), then the TOML file, then environment variables
+named ``SEARCHSYNC_<SECTION>_<KEY>`` (e.g. ``SEARCHSYNC_MYSQL_PASSWORD``). Every bad value raises
+`ConfigError` naming the dotted key, the expected form and what was given; unknown keys are errors
+too, so a typo cannot silently fall back to a default. Environment variables whose name does not
+start with a known section (``SEARCHSYNC_CONFIG`` for instance) are left to the caller.
+
+The sections live in `searchsync.config._core` (the consumer's) and `searchsync.config._ops` (the
+operator commands'); `searchsync.config._reader` holds the typed getters they share.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Final
+
+from searchsync import naming
+from searchsync.config._core import (
+    ElasticsearchSettings,
+    KafkaSettings,
+    MysqlSettings,
+    ObservabilitySettings,
+    PipelineSettings,
+    ProjectionSettings,
+    _elasticsearch,
+    _kafka,
+    _mysql,
+    _observability,
+    _pipeline,
+    _projection,
+)
+from searchsync.config._ops import (
+    ConnectSettings,
+    RebuildSettings,
+    RepairSettings,
+    RetentionSettings,
+    _connect,
+    _rebuild,
+    _repair,
+    _retention,
+)
+from searchsync.config._reader import (
+    ENV_PREFIX,
+    PROJECTION_ENTRY_FORM,
+    LibrdkafkaValue,
+    _plain,
+    _Section,
+)
+from searchsync.config._secrets import Secret, scrub_credentials, scrub_known
+from searchsync.errors import ConfigError
+
+__all__ = [
+    "ENV_PREFIX",
+    "PROJECTION_ENTRY_FORM",
+    "ConnectSettings",
+    "ElasticsearchSettings",
+    "KafkaSettings",
+    "LibrdkafkaValue",
+    "MysqlSettings",
+    "ObservabilitySettings",
+    "PipelineSettings",
+    "ProjectionSettings",
+    "RebuildSettings",
+    "RepairSettings",
+    "RetentionSettings",
+    "Secret",
+    "Settings",
+    "load_settings",
+    "scrub_credentials",
+    "scrub_known",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything searchsync is configured with; build it with `load_settings`."""
+
+    kafka: KafkaSettings = field(default_factory=KafkaSettings)
+    mysql: MysqlSettings = field(default_factory=MysqlSettings)
+    elasticsearch: ElasticsearchSettings = field(default_factory=ElasticsearchSettings)
+    pipeline: PipelineSettings = field(default_factory=PipelineSettings)
+    observability: ObservabilitySettings = field(default_factory=ObservabilitySettings)
+    projection: ProjectionSettings = field(default_factory=ProjectionSettings)
+    rebuild: RebuildSettings = field(default_factory=RebuildSettings)
+    retention: RetentionSettings = field(default_factory=RetentionSettings)
+    connect: ConnectSettings = field(default_factory=ConnectSettings)
+    repair: RepairSettings = field(default_factory=RepairSettings)
+
+    def alias(self, aggregate_type: str) -> str:
+        """The stable alias every write goes through (invariant 7); see `searchsync.naming`."""
+        return naming.alias_name(self.elasticsearch.index_prefix, aggregate_type)
+
+    def secret_values(self) -> tuple[str, ...]:
+        """Every configured secret, revealed: for `configure_logging` to mask wherever it shows
+        up (an exception message that quotes a DSN, say). Never print the result.
+
+        A value equal to its default (the local stack's public ``searchsync`` password) is left
+        out: masking it would mask the product's name in every line."""
+        found: list[str] = []
+        for section in dataclasses.fields(self):
+            value = getattr(self, section.name)
+            default = type(value)()
+            for f in dataclasses.fields(value):
+                item = getattr(value, f.name)
+                if item == getattr(default, f.name):
+                    continue
+                items = item.values() if isinstance(item, Mapping) else (item,)
+                found.extend(v.reveal() for v in items if isinstance(v, Secret) and v.reveal())
+        return tuple(found)
+
+    def redacted(self) -> dict[str, dict[str, object]]:
+        """A plain dict for a start-up log line, with every secret masked."""
+        out: dict[str, dict[str, object]] = {}
+        for section in dataclasses.fields(self):
+            value = getattr(self, section.name)
+            out[section.name] = {
+                f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
+            }
+        return out
+
+
+_SECTIONS: Final[Mapping[str, type]] = MappingProxyType(
+    {
+        "kafka": KafkaSettings,
+        "mysql": MysqlSettings,
+        "elasticsearch": ElasticsearchSettings,
+        "pipeline": PipelineSettings,
+        "observability": ObservabilitySettings,
+        "projection": ProjectionSettings,
+        "rebuild": RebuildSettings,
+        "retention": RetentionSettings,
+        "connect": ConnectSettings,
+        "repair": RepairSettings,
+    }
+)
+
+
+def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Settings:
+    """Defaults, then the TOML file, then ``SEARCHSYNC_<SECTION>_<KEY>`` environment variables."""
+    toml = _read_toml(toml_path) if toml_path is not None else {}
+    from_env = _env_sections(env)
+    readers = {
+        name: _Section(name, cls, toml.get(name, {}), from_env.get(name, {}))
+        for name, cls in _SECTIONS.items()
+    }
+    return Settings(
+        kafka=_kafka(readers["kafka"]),
+        mysql=_mysql(readers["mysql"]),
+        elasticsearch=_elasticsearch(readers["elasticsearch"]),
+        pipeline=_pipeline(readers["pipeline"]),
+        observability=_observability(readers["observability"]),
+        projection=_projection(readers["projection"]),
+        rebuild=_rebuild(readers["rebuild"]),
+        retention=_retention(readers["retention"]),
+        connect=_connect(readers["connect"]),
+        repair=_repair(readers["repair"]),
+    )
+
+
+def _read_toml(path: Path) -> dict[str, Mapping[str, object]]:
+    try:
+        with path.open("rb") as handle:
+            document = tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError("config file", "a readable TOML file", f"{path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError("config file", "valid TOML", f"{path}: {exc}") from exc
+    sections: dict[str, Mapping[str, object]] = {}
+    for name, table in document.items():
+        if name not in _SECTIONS:
+            raise ConfigError(name, f"one of the sections {sorted(_SECTIONS)}", name)
+        if not isinstance(table, dict):
+            raise ConfigError(name, "a table ([section])", table)
+        sections[name] = table
+    return sections
+
+
+def _env_sections(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    sections: dict[str, dict[str, str]] = {}
+    for variable, value in env.items():
+        if not variable.startswith(ENV_PREFIX):
+            continue
+        rest = variable[len(ENV_PREFIX) :]
+        for name in _SECTIONS:
+            prefix = f"{name.upper()}_"
+            if rest.startswith(prefix):
+                key = rest[len(prefix) :].lower()
+                if not key:
+                    raise ConfigError(variable, f"{ENV_PREFIX}{name.upper()}_<KEY>", variable)
+                sections.setdefault(name, {})[key] = value
+                break
+    return sections

@@ -1,0 +1,310 @@
+"""Reading one settings section: typed getters that name the key and the expected form.
+
+Every getter of `_Section` raises `ConfigError` with the dotted key (``kafka.group_id``), the
+expected form and what was given. `Secret` keeps a password out of logs and reprs."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from datetime import timedelta
+from pathlib import Path
+from types import MappingProxyType
+from typing import Final
+from urllib.parse import urlsplit
+
+from searchsync import naming
+from searchsync.config._secrets import MASK, SENSITIVE_KEY, Secret, scrub_credentials
+from searchsync.duration import DURATION_FORM, format_duration, parse_duration
+from searchsync.errors import ConfigError
+
+LibrdkafkaValue = str | int | float | bool
+
+ENV_PREFIX: Final = "SEARCHSYNC_"
+_MASK: Final = MASK
+_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
+_GROUP = re.compile(r"[A-Za-z0-9._-]{1,200}")  # leaves room for the ".dlq" / ".replay" suffixes
+_HOST = re.compile(r"[A-Za-z0-9._-]{1,253}|[0-9A-Fa-f:.]{2,45}")  # name, IPv4 or bare IPv6
+_HOST_PORT = re.compile(
+    r"(?P<host>[A-Za-z0-9._-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\]):(?P<port>\d{1,5})"
+)
+_INDEX_PREFIX = naming.INDEX_PREFIX
+_DATABASE = re.compile(r"[A-Za-z0-9_$]{1,64}")
+_LIBRDKAFKA_KEY = re.compile(r"[a-z][a-z0-9_.]{0,127}")
+_BOOLEANS: Final = {"true": True, "false": False, "1": True, "0": False}
+_INTEGER = re.compile(r"[+-]?[0-9]{1,20}")
+# librdkafka settings searchsync owns: overriding them would break the commit protocol.
+_RESERVED_KAFKA: Final = frozenset(
+    {"bootstrap.servers", "group.id", "enable.auto.commit", "enable.auto.offset.store"}
+)
+# librdkafka settings with a typed key of their own in [kafka]: one name per concept.
+TYPED_KAFKA: Final = {
+    "security.protocol": "security_protocol",
+    "sasl.mechanism": "sasl_mechanism",
+    "sasl.mechanisms": "sasl_mechanism",
+    "sasl.username": "sasl_username",
+    "sasl.password": "sasl_password",
+    "ssl.ca.location": "ssl_ca_location",
+    "ssl.certificate.location": "ssl_certificate_location",
+    "ssl.key.location": "ssl_key_location",
+    "ssl.key.password": "ssl_key_password",
+}
+_LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
+_PROJECTION_ENTRY = re.compile(rf"{_DOTTED}(?::{_DOTTED})?")
+PROJECTION_ENTRY_FORM: Final = (
+    "importable names: 'pkg.module' (a module with projectors() returning Projectors) or"
+    " 'pkg.module:name' (a Projector, or a callable returning one Projector or several)"
+)
+
+
+def _empty_mapping() -> Mapping[str, LibrdkafkaValue]:
+    return MappingProxyType({})
+
+
+def _plain(value: object) -> object:
+    """A setting's value for printing: secrets masked, URLs without their passwords."""
+    if isinstance(value, Secret):
+        return _MASK
+    if isinstance(value, timedelta):
+        return format_duration(value)
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return scrub_credentials(value)
+    if isinstance(value, Mapping):
+        return {k: _MASK if SENSITIVE_KEY.search(str(k)) else _plain(v) for k, v in value.items()}
+    return value
+
+
+class _Section:
+    """Reads one section's raw values (TOML typed, env as strings) into checked Python values.
+
+    Defaults come from the section's dataclass, so they are written down exactly once.
+    """
+
+    def __init__(
+        self, name: str, cls: type, toml: Mapping[str, object], env: Mapping[str, str]
+    ) -> None:
+        self.name = name
+        self._defaults: dict[str, object] = {}
+        for f in dataclasses.fields(cls):
+            if f.default is not dataclasses.MISSING:
+                self._defaults[f.name] = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                self._defaults[f.name] = f.default_factory()
+        for key in (*toml, *env):
+            if key not in self._defaults:
+                shown = f"{ENV_PREFIX}{name.upper()}_{key.upper()}" if key in env else key
+                raise ConfigError(
+                    f"{name}.{key}", f"one of the keys {sorted(self._defaults)}", shown
+                )
+        self._toml = toml
+        self._env = env
+
+    def key(self, key: str) -> str:
+        return f"{self.name}.{key}"
+
+    def given(self, key: str) -> bool:
+        return key in self._env or key in self._toml
+
+    def _raw(self, key: str) -> tuple[object, bool]:
+        """The value for `key` and whether it is an environment string that needs parsing."""
+        if key in self._env:
+            return self._env[key], True
+        if key in self._toml:
+            return self._toml[key], False
+        return self._defaults[key], False
+
+    def string(self, key: str, pattern: re.Pattern[str] | None = None, form: str = "") -> str:
+        value, _ = self._raw(key)
+        expected = form or "a non-empty string"
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(self.key(key), expected, value)
+        value = value.strip()
+        if pattern is not None and not pattern.fullmatch(value):
+            raise ConfigError(self.key(key), expected, scrub_credentials(value))
+        return value
+
+    def optional_string(self, key: str) -> str | None:
+        value, _ = self._raw(key)
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(self.key(key), "a non-empty string", value)
+        return value.strip()
+
+    def choice(
+        self, key: str, choices: tuple[str, ...], *, upper: bool = False, lower: bool = False
+    ) -> str:
+        value, _ = self._raw(key)
+        normal = value
+        if isinstance(value, str) and (upper or lower):
+            normal = value.strip().upper() if upper else value.strip().lower()
+        if not isinstance(normal, str) or normal.strip() not in choices:
+            raise ConfigError(self.key(key), f"one of {', '.join(choices)}", value)
+        return normal.strip()
+
+    def integer(self, key: str, lo: int, hi: int) -> int:
+        value, from_env = self._raw(key)
+        expected = f"an integer in {lo}..{hi}"
+        if from_env and isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
+            value = int(value.strip())
+        if type(value) is not int or not lo <= value <= hi:
+            raise ConfigError(self.key(key), expected, value)
+        return value
+
+    def number(self, key: str, lo: float, hi: float, *, lo_open: bool = False) -> float:
+        """A finite float in the range (an int is fine too, a bool is not)."""
+        value, from_env = self._raw(key)
+        expected = f"a number in {'(' if lo_open else '['}{lo}, {hi}]"
+        if from_env and isinstance(value, str):
+            try:
+                value = float(value.strip())
+            except ValueError:
+                raise ConfigError(self.key(key), expected, value) from None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(self.key(key), expected, value)
+        number = float(value)
+        if not math.isfinite(number) or number > hi or number < lo or (lo_open and number == lo):
+            raise ConfigError(self.key(key), expected, value)
+        return number
+
+    def string_list(
+        self, key: str, check: Callable[[str], bool], form: str, *, allow_empty: bool = False
+    ) -> tuple[str, ...]:
+        """A list in TOML, a comma-separated string in the environment."""
+        value, from_env = self._raw(key)
+        expected = f"a list of {form}"
+        if from_env and isinstance(value, str):
+            value = [item.strip() for item in value.split(",")] if value.strip() else []
+        if isinstance(value, tuple):
+            value = list(value)
+        if not isinstance(value, list) or (not value and not allow_empty):
+            raise ConfigError(self.key(key), expected, value)
+        for item in value:
+            if not isinstance(item, str) or not check(item.strip()):
+                shown = scrub_credentials(item) if isinstance(item, str) else item
+                raise ConfigError(self.key(key), expected, shown)
+        return tuple(item.strip() for item in value)
+
+    def secret(self, key: str) -> Secret:
+        value, _ = self._raw(key)
+        if isinstance(value, Secret):
+            return value
+        if not isinstance(value, str):
+            raise ConfigError(self.key(key), "a string", _MASK)  # never echo a secret
+        return Secret(value)
+
+    def optional_secret(self, key: str) -> Secret | None:
+        """A secret, or None when unset; an empty string counts as unset."""
+        value, _ = self._raw(key)
+        if value is None or value == "":
+            return None
+        return self.secret(key)
+
+    def boolean(self, key: str) -> bool:
+        """A TOML boolean, or true/false/1/0 in the environment."""
+        value, from_env = self._raw(key)
+        if from_env and isinstance(value, str) and value.strip().lower() in _BOOLEANS:
+            value = _BOOLEANS[value.strip().lower()]
+        if not isinstance(value, bool):
+            raise ConfigError(self.key(key), "true or false", value)
+        return value
+
+    def optional_file(self, key: str) -> str | None:
+        """The path of an existing file (a CA bundle, a certificate, a key), or None."""
+        value, _ = self._raw(key)
+        if value is None or value == "":
+            return None
+        if not isinstance(value, str) or not Path(value.strip()).is_file():
+            raise ConfigError(self.key(key), "the path of an existing, readable file", value)
+        return value.strip()
+
+    def librdkafka(self, key: str) -> Mapping[str, LibrdkafkaValue | Secret]:
+        """A TOML table, or a JSON object in the environment, of extra librdkafka settings."""
+        value, from_env = self._raw(key)
+        expected = "a table of librdkafka settings (string, integer, float or bool values)"
+        if from_env and isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise ConfigError(self.key(key), f"{expected} as a JSON object", _MASK) from None
+        if not isinstance(value, Mapping):
+            raise ConfigError(self.key(key), expected, type(value).__name__)
+        checked: dict[str, LibrdkafkaValue | Secret] = {}
+        for name, item in value.items():
+            dotted = f"{self.key(key)}.{name}"
+            if not isinstance(name, str) or not _LIBRDKAFKA_KEY.fullmatch(name):
+                raise ConfigError(
+                    dotted, "a librdkafka property name like 'socket.timeout.ms'", name
+                )
+            if name in _RESERVED_KAFKA:
+                raise ConfigError(dotted, "a setting searchsync does not own itself", name)
+            if name in TYPED_KAFKA:
+                raise ConfigError(dotted, f"kafka.{TYPED_KAFKA[name]} instead", name)
+            if not isinstance(item, str | int | float | bool):
+                raise ConfigError(dotted, expected, type(item).__name__)
+            # a credential stays wrapped until a client is built (KafkaSettings.client_config)
+            checked[name] = Secret(str(item)) if SENSITIVE_KEY.search(name) else item
+        return MappingProxyType(checked)
+
+
+def _is_topic(name: str) -> bool:
+    return bool(_TOPIC.fullmatch(name)) and name not in (".", "..")
+
+
+def _is_host_port(item: str) -> bool:
+    match = _HOST_PORT.fullmatch(item)
+    return match is not None and 1 <= int(match["port"]) <= 65_535
+
+
+def _is_http_url(item: str) -> bool:
+    try:
+        parts = urlsplit(item)
+        port = parts.port  # raises ValueError on a malformed or out-of-range port
+    except ValueError:
+        return False
+    return (
+        parts.scheme in ("http", "https")
+        and bool(parts.hostname)
+        and "@" not in parts.netloc  # credentials have settings of their own, masked
+        and port != 0
+        and not parts.query
+        and not parts.fragment
+        and not any(c.isspace() for c in item)
+    )
+
+
+_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,127}")
+
+
+def _duration(r: _Section, key: str, *, optional: bool = False) -> timedelta | None:
+    value, _ = r._raw(key)
+    if value is None and optional:
+        return None
+    if isinstance(value, timedelta):
+        return value
+    if not isinstance(value, str):
+        raise ConfigError(r.key(key), DURATION_FORM, value)
+    try:
+        parsed = parse_duration(value)
+    except ValueError:
+        raise ConfigError(r.key(key), DURATION_FORM, value) from None
+    if parsed <= timedelta(0):
+        raise ConfigError(r.key(key), f"{DURATION_FORM}, above zero", value)
+    return parsed
+
+
+def _required_duration(r: _Section, key: str) -> timedelta:
+    value = _duration(r, key)
+    assert value is not None  # only optional keys give None
+    return value
+
+
+# -- [connect]: Kafka Connect's REST API (the Debezium connector's state) -------------------------
+
+_CONNECTOR = re.compile(r"[A-Za-z0-9._-]{1,249}")

@@ -1,0 +1,341 @@
+"""A load generator: real application traffic through `PageWriter`, for demos and fault tests.
+
+It creates `pages` pages, then runs `updates` operations from `concurrency` concurrent writers.
+The plan (which operation on which page, with which content) is a pure function of the seed;
+the interleaving is whatever MariaDB and the event loop make of it, and so is the outcome of an
+operation that meets a state it does not apply to (restoring a live page): such an operation is
+counted as skipped, never forced.
+
+Deadlocks and lock wait timeouts are real MariaDB behaviour under contention; the writer rolled
+the transaction back, so the operation is retried (at most `max_attempts` times). A lost
+connection is not retried: the commit may or may not have happened, and a load generator that
+guessed would break the counts it reports.
+
+Because every change raises a page's revision by exactly one and a re-created id continues
+above its floor, a page's final revision equals the number of changes ever made to it; with
+fresh ids, ``sum(report.final_revisions.values()) == report.changes``, which tests and the demo
+can check along with one outbox row per change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import random
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from searchsync.errors import (
+    ConfigError,
+    ErrorCode,
+    PageExists,
+    PageNotFound,
+    PageStateConflict,
+    TransientError,
+)
+from searchsync.writer import PageWriter, Relations
+
+__all__ = ["LoadgenReport", "OpKind", "PlannedOp", "page_ids", "plan_operations", "run_loadgen"]
+
+_RETRYABLE: Final = frozenset({ErrorCode.MYSQL_DEADLOCK, ErrorCode.MYSQL_LOCK_TIMEOUT})
+_CHARACTERS: Final = (
+    ("character_qixia", "齐夏"),
+    ("character_lin", "林檎"),
+    ("character_tiankai", "天开"),
+    ("character_zhang", "张山"),
+    ("character_yun", "云瑶"),
+    ("character_chen", "陈俊南"),
+)
+_PLACES: Final = (("place_zhongyan", "终焉之地"), ("place_library", "图书馆"))
+_WORDS: Final = (
+    "终焉之地",
+    "游戏",
+    "规则",
+    "参与者",
+    "生肖",
+    "记忆",
+    "回响",
+    "道",
+    "the",
+    "game",
+    "rule",
+    "memory",
+    "echo",
+    "city",
+)
+
+
+class OpKind(enum.StrEnum):
+    UPDATE = "update"
+    SOFT_DELETE = "soft_delete"
+    RESTORE = "restore"
+    HARD_DELETE = "hard_delete"
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedOp:
+    """One planned operation. `title`/`content`/`relations` are the new values of an update."""
+
+    kind: OpKind
+    page_id: str
+    title: str | None = None
+    content: str | None = None
+    relations: Relations | None = None
+
+
+@dataclass(slots=True)
+class LoadgenReport:
+    """What happened. `final_revisions` holds every page's last revision (a hard-deleted page:
+    its delete's revision, which is its tombstone's); `final_deleted` whether the page ended
+    soft- or hard-deleted; `hard_deleted_ids` the pages that ended hard-deleted."""
+
+    pages: int
+    planned: int
+    created: int = 0
+    updated: int = 0
+    soft_deleted: int = 0
+    restored: int = 0
+    hard_deleted: int = 0
+    recreated: int = 0
+    skipped: int = 0
+    retries: int = 0
+    final_revisions: dict[str, int] = field(default_factory=dict)
+    final_deleted: dict[str, bool] = field(default_factory=dict)
+    hard_deleted_ids: set[str] = field(default_factory=set)
+
+    @property
+    def changes(self) -> int:
+        """Committed changes, which is also the number of outbox rows written."""
+        return (
+            self.created
+            + self.updated
+            + self.soft_deleted
+            + self.restored
+            + self.hard_deleted
+            + self.recreated
+        )
+
+
+def page_ids(id_prefix: str, pages: int) -> list[str]:
+    """The ids `run_loadgen` uses: `id_prefix` + a zero-padded number."""
+    return [f"{id_prefix}{i:06d}" for i in range(pages)]
+
+
+def plan_operations(
+    *,
+    ids: list[str],
+    updates: int,
+    delete_ratio: float,
+    hard_delete_ratio: float,
+    seed: int,
+) -> list[PlannedOp]:
+    """The operations for `seed`: soft delete and restore each with probability `delete_ratio`,
+    hard delete with `hard_delete_ratio`, update otherwise (pure; no I/O)."""
+    rng = random.Random(seed)
+    ops: list[PlannedOp] = []
+    for _ in range(updates):
+        page_id = rng.choice(ids)
+        roll = rng.random()
+        if roll < hard_delete_ratio:
+            ops.append(PlannedOp(OpKind.HARD_DELETE, page_id))
+        elif roll < hard_delete_ratio + delete_ratio:
+            ops.append(PlannedOp(OpKind.SOFT_DELETE, page_id))
+        elif roll < hard_delete_ratio + 2 * delete_ratio:
+            ops.append(PlannedOp(OpKind.RESTORE, page_id))
+        else:
+            title, content, relations = _page_body(rng, page_id)
+            which = rng.randrange(4)  # 0: content only, 1: title+content, 2: relations, 3: all
+            ops.append(
+                PlannedOp(
+                    OpKind.UPDATE,
+                    page_id,
+                    title=title if which in (1, 3) else None,
+                    content=content if which != 2 else None,
+                    relations=relations if which >= 2 else None,
+                )
+            )
+    return ops
+
+
+async def run_loadgen(
+    writer: PageWriter,
+    *,
+    pages: int,
+    updates: int,
+    concurrency: int,
+    delete_ratio: float,
+    seed: int,
+    id_prefix: str,
+    progress: Callable[[int, int], None] | None = None,
+    hard_delete_ratio: float = 0.0,
+    max_attempts: int = 5,
+) -> LoadgenReport:
+    """Create `pages` pages, run `updates` planned operations, and report (module docstring).
+
+    `progress(done, total)` is called after every operation, creates included. The ids must be
+    fresh: a create of an existing id raises `PageExists`.
+    """
+    _validate(pages, updates, concurrency, delete_ratio, hard_delete_ratio, max_attempts)
+    ids = page_ids(id_prefix, pages)
+    rng = random.Random(seed)
+    bodies = [_page_body(rng, page_id) for page_id in ids]
+    plan = plan_operations(
+        ids=ids,
+        updates=updates,
+        delete_ratio=delete_ratio,
+        hard_delete_ratio=hard_delete_ratio,
+        seed=rng.randrange(2**63),
+    )
+    report = LoadgenReport(pages=pages, planned=updates)
+    runner = _Runner(writer, report, max_attempts, progress, total=pages + updates)
+
+    async def create(index: int) -> None:
+        title, content, relations = bodies[index]
+        await runner.attempt(lambda: writer.create(ids[index], title, content, relations))
+        report.created += 1
+        runner.done()
+
+    await _run_all(concurrency, (create(i) for i in range(pages)))
+    await _run_all(concurrency, (runner.apply(op) for op in plan))
+
+    for page_id in ids:
+        page = await writer.get(page_id)
+        if page is None:
+            report.hard_deleted_ids.add(page_id)
+            report.final_deleted[page_id] = True
+            report.final_revisions[page_id] = runner.last_revision[page_id]
+        else:
+            report.final_deleted[page_id] = page.is_deleted
+            report.final_revisions[page_id] = page.revision
+    return report
+
+
+class _Runner:
+    """Applies planned operations with retries and keeps the counts."""
+
+    def __init__(
+        self,
+        writer: PageWriter,
+        report: LoadgenReport,
+        max_attempts: int,
+        progress: Callable[[int, int], None] | None,
+        *,
+        total: int,
+    ) -> None:
+        self._writer = writer
+        self._report = report
+        self._max_attempts = max_attempts
+        self._progress = progress
+        self._total = total
+        self._done = 0
+        self.last_revision: Counter[str] = Counter()
+
+    def done(self) -> None:
+        self._done += 1
+        if self._progress is not None:
+            self._progress(self._done, self._total)
+
+    async def attempt(self, call: Callable[[], Any]) -> int:
+        for attempt in range(1, self._max_attempts + 1):
+            try:
+                revision: int = await call()
+            except TransientError as exc:
+                if exc.code not in _RETRYABLE or attempt == self._max_attempts:
+                    raise
+                self._report.retries += 1
+                continue
+            return revision
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def apply(self, op: PlannedOp) -> None:
+        try:
+            revision = await self._apply(op)
+        except (PageStateConflict, PageExists, PageNotFound):
+            self._report.skipped += 1
+        else:
+            self.last_revision[op.page_id] = max(self.last_revision[op.page_id], revision)
+        self.done()
+
+    async def _apply(self, op: PlannedOp) -> int:
+        w, r = self._writer, self._report
+        if op.kind is OpKind.SOFT_DELETE:
+            revision = await self.attempt(lambda: w.soft_delete(op.page_id))
+            r.soft_deleted += 1
+        elif op.kind is OpKind.RESTORE:
+            revision = await self.attempt(lambda: w.restore(op.page_id))
+            r.restored += 1
+        elif op.kind is OpKind.HARD_DELETE:
+            revision = await self.attempt(lambda: w.hard_delete(op.page_id))
+            r.hard_deleted += 1
+        else:
+            try:
+                revision = await self.attempt(
+                    lambda: w.update(
+                        op.page_id, title=op.title, content=op.content, relations=op.relations
+                    )
+                )
+                r.updated += 1
+            except PageNotFound:  # hard-deleted earlier: the update brings it back
+                title = op.title or f"page {op.page_id}"
+                revision = await self.attempt(
+                    lambda: w.create(op.page_id, title, op.content or "", op.relations or {})
+                )
+                r.recreated += 1
+        return revision
+
+
+async def _run_all(concurrency: int, jobs: Iterator[Any]) -> None:
+    """Run the coroutines of `jobs` with at most `concurrency` in flight; the first error wins."""
+
+    async def worker() -> None:
+        for job in jobs:  # a shared iterator: each job is taken by exactly one worker
+            await job
+
+    async with asyncio.TaskGroup() as group:
+        for _ in range(concurrency):
+            group.create_task(worker())
+
+
+def _page_body(rng: random.Random, page_id: str) -> tuple[str, str, Relations]:
+    title = f"{rng.choice(_WORDS)} {page_id}"
+    content = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(5, 40)))
+    relations: dict[str, list[dict[str, Any]]] = {
+        "RELATED_CHARACTER": _entities("character", rng.sample(_CHARACTERS, rng.randint(0, 3)))
+    }
+    places = rng.sample(_PLACES, rng.randint(0, 1))
+    if places:
+        relations["RELATED_PLACE"] = _entities("place", places)
+    return title, content, relations
+
+
+def _entities(entity_type: str, chosen: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    return [
+        {"entity_id": entity_id, "entity_type": entity_type, "title": title}
+        for entity_id, title in chosen
+    ]
+
+
+def _validate(
+    pages: int,
+    updates: int,
+    concurrency: int,
+    delete_ratio: float,
+    hard_delete_ratio: float,
+    max_attempts: int,
+) -> None:
+    if pages < 1:
+        raise ConfigError("loadgen.pages", "an integer >= 1", pages)
+    if updates < 0:
+        raise ConfigError("loadgen.updates", "an integer >= 0", updates)
+    if concurrency < 1:
+        raise ConfigError("loadgen.concurrency", "an integer >= 1", concurrency)
+    if max_attempts < 1:
+        raise ConfigError("loadgen.max_attempts", "an integer >= 1", max_attempts)
+    if delete_ratio < 0 or hard_delete_ratio < 0 or 2 * delete_ratio + hard_delete_ratio > 1:
+        raise ConfigError(
+            "loadgen.delete_ratio",
+            "ratios >= 0 with 2 * delete_ratio + hard_delete_ratio <= 1",
+            (delete_ratio, hard_delete_ratio),
+        )

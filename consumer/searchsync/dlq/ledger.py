@@ -1,0 +1,223 @@
+"""The DLQ replay ledger: which dead letter was replayed, when, where to, and with which selection.
+
+It lives in MySQL (``search_dlq_replay``, ``schemas/sql/004_dlq_replays.sql``) rather than in a
+compacted Kafka topic next to the DLQ: an operator can query it with SQL next to
+``search_projection_state`` (which is how `dlq summary` tells whether a replay was indexed), a
+row needs no topic created with the right cleanup policy, and the ledger is append-only (the
+searchsync user has SELECT and INSERT on it, nothing more). See docs/design.md, "DLQ replay
+ledger".
+
+`ReplayLedger` is the port; `MysqlReplayLedger` implements it for the blocking operator commands
+(one private event loop drives the shared aiomysql pool code), `InMemoryReplayLedger` for tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final, Protocol
+
+import aiomysql
+import orjson
+
+from searchsync.config import MysqlSettings
+from searchsync.mysql.pool import db_time, expand_in, open_pool, transaction, translate_errors
+from searchsync.types import TopicPartition
+
+__all__ = ["InMemoryReplayLedger", "MysqlReplayLedger", "ReplayEntry", "ReplayLedger"]
+
+_COLUMNS: Final = (
+    "dlq_topic",
+    "dlq_partition",
+    "dlq_offset",
+    "event_id",
+    "aggregate_type",
+    "aggregate_id",
+    "source_revision",
+    "error_code",
+    "replayed_to_topic",
+    "replayed_to_partition",
+    "replayed_to_offset",
+    "selection",
+    "run_id",
+    "replayed_at",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayEntry:
+    """One dead letter replayed once. `replayed_to_offset` is the offset the broker gave the
+    re-produced message (None when the delivery report did not say)."""
+
+    dlq_topic: str
+    dlq_partition: int
+    dlq_offset: int
+    event_id: str | None
+    aggregate_type: str | None
+    aggregate_id: str | None
+    source_revision: int | None
+    error_code: str
+    replayed_to_topic: str
+    replayed_to_partition: int
+    replayed_to_offset: int | None
+    selection: Mapping[str, Any]
+    run_id: str
+    replayed_at: datetime
+
+    @property
+    def dlq_position(self) -> tuple[str, int, int]:
+        return (self.dlq_topic, self.dlq_partition, self.dlq_offset)
+
+    @property
+    def replayed_to(self) -> tuple[TopicPartition, int] | None:
+        if self.replayed_to_offset is None:
+            return None
+        return ((self.replayed_to_topic, self.replayed_to_partition), self.replayed_to_offset)
+
+
+class ReplayLedger(Protocol):
+    """Where replays are recorded, and what the projection state says was indexed since."""
+
+    def replays(self, dlq_topic: str) -> list[ReplayEntry]:
+        """Every recorded replay of dead letters of `dlq_topic`, oldest first."""
+        ...
+
+    def record(self, entry: ReplayEntry) -> None:
+        """Append one replay (called once the broker acknowledged the re-produced message)."""
+        ...
+
+    def indexed_revisions(self, aggregate_type: str, ids: Sequence[str]) -> dict[str, int]:
+        """``search_projection_state.indexed_revision`` of each id that has one."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class InMemoryReplayLedger:
+    """`ReplayLedger` in memory; `indexed` plays ``search_projection_state``."""
+
+    entries: list[ReplayEntry] = field(default_factory=list)
+    indexed: dict[tuple[str, str], int] = field(default_factory=dict)
+    closed: bool = False
+
+    def replays(self, dlq_topic: str) -> list[ReplayEntry]:
+        return sorted(
+            (e for e in self.entries if e.dlq_topic == dlq_topic), key=lambda e: e.replayed_at
+        )
+
+    def record(self, entry: ReplayEntry) -> None:
+        self.entries.append(entry)
+
+    def indexed_revisions(self, aggregate_type: str, ids: Sequence[str]) -> dict[str, int]:
+        return {
+            i: self.indexed[(aggregate_type, i)] for i in ids if (aggregate_type, i) in self.indexed
+        }
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class MysqlReplayLedger:
+    """`ReplayLedger` on ``search_dlq_replay`` and ``search_projection_state``.
+
+    Blocking: each call runs on a private event loop that also owns the pool, which opens on
+    the first call. `close` it.
+    """
+
+    def __init__(self, mysql: MysqlSettings) -> None:
+        self._mysql = mysql
+        self._runner = asyncio.Runner()
+        self._pool: aiomysql.Pool | None = None
+
+    def _connected(self) -> aiomysql.Pool:
+        """The pool, opened on first use: a command that never needs the ledger never connects."""
+        if self._pool is None:
+            self._pool = self._runner.run(open_pool(self._mysql, maxsize=1))
+        return self._pool
+
+    def replays(self, dlq_topic: str) -> list[ReplayEntry]:
+        return self._runner.run(self._replays(self._connected(), dlq_topic))
+
+    def record(self, entry: ReplayEntry) -> None:
+        self._runner.run(self._record(self._connected(), entry))
+
+    def indexed_revisions(self, aggregate_type: str, ids: Sequence[str]) -> dict[str, int]:
+        unique = list(dict.fromkeys(ids))
+        if not unique:
+            return {}
+        return self._runner.run(self._indexed(self._connected(), aggregate_type, unique))
+
+    def close(self) -> None:
+        try:
+            if self._pool is not None:
+                self._pool.close()
+                self._runner.run(self._pool.wait_closed())
+        finally:
+            self._pool = None
+            self._runner.close()
+
+    async def _replays(self, pool: aiomysql.Pool, dlq_topic: str) -> list[ReplayEntry]:
+        sql = (
+            f"SELECT {', '.join(_COLUMNS)} FROM search_dlq_replay WHERE dlq_topic = %s"
+            " ORDER BY replayed_at, id"
+        )
+        async with transaction(pool) as conn:
+            with translate_errors("read search_dlq_replay"):
+                async with conn.cursor(aiomysql.DictCursor) as cur:
+                    await cur.execute(sql, (dlq_topic,))
+                    rows: list[dict[str, Any]] = list(await cur.fetchall())
+        return [_entry(row) for row in rows]
+
+    async def _record(self, pool: aiomysql.Pool, entry: ReplayEntry) -> None:
+        values = [getattr(entry, c) for c in _COLUMNS]
+        values[_COLUMNS.index("selection")] = orjson.dumps(dict(entry.selection)).decode()
+        values[_COLUMNS.index("replayed_at")] = db_time(entry.replayed_at)
+        sql = (
+            f"INSERT INTO search_dlq_replay ({', '.join(_COLUMNS)})"
+            f" VALUES ({', '.join(['%s'] * len(_COLUMNS))})"
+        )
+        async with transaction(pool) as conn:
+            with translate_errors("write search_dlq_replay"):
+                async with conn.cursor() as cur:
+                    await cur.execute(sql, values)
+
+    async def _indexed(
+        self, pool: aiomysql.Pool, aggregate_type: str, ids: list[str]
+    ) -> dict[str, int]:
+        sql = expand_in(
+            "SELECT aggregate_id, indexed_revision FROM search_projection_state"
+            " WHERE aggregate_type = %s AND aggregate_id IN %s AND indexed_revision IS NOT NULL",
+            len(ids),
+        )
+        async with transaction(pool) as conn:
+            with translate_errors("read search_projection_state"):
+                async with conn.cursor() as cur:
+                    await cur.execute(sql, (aggregate_type, *ids))
+                    rows = list(await cur.fetchall())
+        return {str(i): int(r) for i, r in rows}
+
+
+def _entry(row: dict[str, Any]) -> ReplayEntry:
+    def opt_int(value: Any) -> int | None:
+        return None if value is None else int(value)
+
+    selection = row["selection"]
+    return ReplayEntry(
+        dlq_topic=row["dlq_topic"],
+        dlq_partition=int(row["dlq_partition"]),
+        dlq_offset=int(row["dlq_offset"]),
+        event_id=row["event_id"],
+        aggregate_type=row["aggregate_type"],
+        aggregate_id=row["aggregate_id"],
+        source_revision=opt_int(row["source_revision"]),
+        error_code=row["error_code"],
+        replayed_to_topic=row["replayed_to_topic"],
+        replayed_to_partition=int(row["replayed_to_partition"]),
+        replayed_to_offset=opt_int(row["replayed_to_offset"]),
+        selection=orjson.loads(selection) if isinstance(selection, str | bytes) else selection,
+        run_id=row["run_id"],
+        replayed_at=row["replayed_at"].replace(tzinfo=UTC),
+    )

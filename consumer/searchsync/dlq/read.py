@@ -1,0 +1,167 @@
+"""Reading the DLQ topic for the operator commands: a bounded scan, the decode, the ledger marks.
+
+Every scan reads up to the end offsets taken when it starts, so it ends even while dead letters
+keep coming. A `DlqEntry` is one dead letter with its DLQ position, its Kafka timestamp and what
+the replay ledger (`searchsync.dlq.ledger`) says about it: the replays that sent it back, and
+the replay it came from when it is itself the dead letter of a replayed message.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any, Protocol, cast
+
+import confluent_kafka
+
+from searchsync.clock import Deadline
+from searchsync.dlq.ledger import ReplayEntry
+from searchsync.dlq.record import DLQ_FORMAT, DLQ_FORMAT_HEADER, DlqRecord, decode_record
+from searchsync.errors import ErrorCode, PoisonMessage, TransientError
+from searchsync.kafka.admin import ConfluentKafkaAdmin, KafkaAdmin, Watermarks
+from searchsync.kafka.config import consumer_config
+
+__all__ = [
+    "ConsumerFactory",
+    "ConsumerPort",
+    "DlqEntry",
+    "admin_for",
+    "mark_replays",
+    "read_entries",
+    "read_to_end",
+]
+
+
+class ConsumerPort(Protocol):
+    """The slice of ``confluent_kafka.Consumer`` that the DLQ commands use to read."""
+
+    def assign(self, partitions: list[Any]) -> None: ...
+    def poll(self, timeout: float) -> Any: ...
+    def close(self) -> None: ...
+
+
+ConsumerFactory = Callable[[dict[str, Any]], ConsumerPort]
+
+
+def kafka_consumer(config: dict[str, Any]) -> ConsumerPort:
+    return cast(ConsumerPort, confluent_kafka.Consumer(config))
+
+
+def admin_for(
+    config: Mapping[str, Any],
+    timeout_s: float,
+    factory: Callable[[Mapping[str, Any]], KafkaAdmin] | None,
+) -> KafkaAdmin:
+    if factory is not None:
+        return factory(config)
+    return ConfluentKafkaAdmin(config, timeout_s=timeout_s)
+
+
+@dataclass(frozen=True, slots=True)
+class DlqEntry:
+    """One dead letter where it sits in the DLQ, with the ledger's marks."""
+
+    partition: int
+    offset: int
+    timestamp: datetime | None  # the Kafka message timestamp (when it was dead-lettered)
+    record: DlqRecord
+    replays: tuple[ReplayEntry, ...] = ()  # every replay of this dead letter, oldest first
+    from_replay: ReplayEntry | None = None  # the replay whose message failed again into this one
+
+    @property
+    def replayed(self) -> bool:
+        return bool(self.replays)
+
+
+def read_entries(
+    consumer: ConsumerPort,
+    topic: str,
+    starts: Mapping[int, int],
+    ends: Mapping[int, Watermarks],
+    timeout_s: float,
+) -> Iterator[DlqEntry]:
+    """The dead letters between `starts` and the high watermarks in `ends`, decoded."""
+    for message in read_to_end(consumer, topic, starts, ends, timeout_s):
+        _kind, millis = message.timestamp()
+        stamp = None if millis is None or millis < 0 else datetime.fromtimestamp(millis / 1e3, UTC)
+        yield DlqEntry(message.partition(), message.offset(), stamp, decode_message(message))
+
+
+def open_reader(
+    config: Mapping[str, Any], topic: str, factory: ConsumerFactory | None
+) -> ConsumerPort:
+    """A group-less reader: it assigns partitions and never commits (the group id is a label)."""
+    reader = consumer_config(config, group_id=f"{topic}.inspect", partition_eof=True)
+    return (factory or kafka_consumer)(reader)
+
+
+def mark_replays(
+    entries: Sequence[DlqEntry], topic: str, ledger_entries: Sequence[ReplayEntry]
+) -> list[DlqEntry]:
+    """`entries` with their replays and, for a dead letter of a replayed message, its origin."""
+    by_position: dict[tuple[int, int], list[ReplayEntry]] = {}
+    by_target: dict[tuple[str, int, int], ReplayEntry] = {}
+    for replay in ledger_entries:
+        if replay.dlq_topic != topic:
+            continue
+        by_position.setdefault((replay.dlq_partition, replay.dlq_offset), []).append(replay)
+        if replay.replayed_to_offset is not None:
+            target = (replay.replayed_to_topic, replay.replayed_to_partition)
+            by_target[(*target, replay.replayed_to_offset)] = replay
+    marked = []
+    for entry in entries:
+        r = entry.record
+        origin = by_target.get((r.original_topic, r.original_partition, r.original_offset))
+        replays = tuple(by_position.get((entry.partition, entry.offset), ()))
+        marked.append(replace(entry, replays=replays, from_replay=origin))
+    return marked
+
+
+def read_to_end(
+    consumer: ConsumerPort,
+    topic: str,
+    starts: Mapping[int, int],
+    ends: Mapping[int, Watermarks],
+    timeout_s: float,
+) -> Iterator[Any]:
+    """Yield the messages between `starts` and the high watermarks in `ends`, then stop."""
+    pending = {p: ends[p].high for p, start in starts.items() if start < ends[p].high}
+    if not pending:
+        return
+    consumer.assign([confluent_kafka.TopicPartition(topic, p, starts[p]) for p in pending])
+    deadline = Deadline(time.monotonic, timeout_s)
+    while pending:
+        if deadline.expired():
+            unread = sorted(pending)
+            raise TransientError(
+                ErrorCode.DLQ_READ_TIMEOUT, f"{topic}: partitions {unread} not read to end"
+            )
+        message = consumer.poll(timeout=0.5)
+        if message is None:
+            continue
+        error = message.error()
+        if error is not None:
+            if error.code() == confluent_kafka.KafkaError._PARTITION_EOF:
+                pending.pop(message.partition(), None)
+                continue
+            raise TransientError(ErrorCode.DLQ_READ_FAILED, str(error))
+        partition, offset = message.partition(), message.offset()
+        if partition not in pending:
+            continue
+        if offset + 1 >= pending[partition]:
+            del pending[partition]
+        yield message
+
+
+def decode_message(message: Any) -> DlqRecord:
+    headers = dict(message.headers() or [])
+    marker = headers.get(DLQ_FORMAT_HEADER)
+    where = f"{message.topic()}/{message.partition()}/{message.offset()}"
+    if marker is not None and marker != DLQ_FORMAT:
+        raise PoisonMessage(ErrorCode.BAD_DLQ_RECORD, f"{where}: unsupported DLQ format {marker!r}")
+    try:
+        return decode_record(message.value() or b"")
+    except PoisonMessage as exc:
+        raise PoisonMessage(ErrorCode.BAD_DLQ_RECORD, f"{where}: {exc.message}") from exc

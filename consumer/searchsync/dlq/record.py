@@ -1,0 +1,235 @@
+"""Dead letters: the record, its Avro encoding, the error budget and the producer the pipeline uses.
+
+A dead letter keeps the original message bytes, key and position, so nothing is lost even when the
+input could not be decoded at all, and `searchsync dlq replay` (`searchsync.dlq.replay`) can send it
+through the normal path again. A message counts as finished for the offset ledger only once
+`DlqProducer.send` has resolved, which happens when the broker acknowledged the write
+(docs/design.md, invariants 5 and 10).
+"""
+
+from __future__ import annotations
+
+import io
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+import confluent_kafka
+import fastavro
+
+from searchsync.config import scrub_credentials
+from searchsync.errors import DlqBudgetExceeded, ErrorCode, PoisonMessage, TransientError
+from searchsync.events import load_avro_schema
+from searchsync.kafka.producer import AcknowledgedProducer, DeliveryFailed, ProducerFactory
+from searchsync.types import Operation, ThinEvent
+
+__all__ = [
+    "DLQ_FORMAT",
+    "DLQ_FORMAT_HEADER",
+    "MAX_ERROR_MESSAGE",
+    "REPLAYED_FROM_HEADER",
+    "DlqBudget",
+    "DlqProducer",
+    "DlqRecord",
+    "decode_record",
+    "encode",
+]
+
+DLQ_FORMAT_HEADER: Final = "searchsync-dlq-format"
+DLQ_FORMAT: Final = b"avro-v1"
+REPLAYED_FROM_HEADER: Final = "searchsync-replayed-from"
+MAX_ERROR_MESSAGE: Final = 4_096  # keeps a dead letter far below message.max.bytes
+
+
+@dataclass(frozen=True, slots=True)
+class DlqRecord:
+    """One dead letter (``schemas/avro/dlq_record.avsc``).
+
+    Event fields are None when the input was too broken to know them; `payload` and `original_key`
+    are the original bytes. Timestamps must be timezone-aware (they are stored as UTC micros).
+    """
+
+    event_id: str | None
+    aggregate_type: str | None
+    aggregate_id: str | None
+    source_revision: int | None
+    operation: Operation | None
+    first_failed_at: datetime
+    last_failed_at: datetime
+    attempts: int
+    last_error_code: str
+    last_error_message: str
+    projection_schema_version: int | None
+    original_topic: str
+    original_partition: int
+    original_offset: int
+    original_key: bytes | None
+    payload: bytes | None
+    consumer_group: str
+
+    def __post_init__(self) -> None:
+        for stamp in (self.first_failed_at, self.last_failed_at):
+            if stamp.tzinfo is None or stamp.utcoffset() is None:
+                raise ValueError(f"DLQ timestamps must be timezone-aware, got {stamp!r}")
+
+    @classmethod
+    def for_message(
+        cls,
+        *,
+        topic: str,
+        partition: int,
+        offset: int,
+        key: bytes | None,
+        value: bytes | None,
+        consumer_group: str,
+        error_code: str,
+        error_message: str,
+        attempts: int,
+        first_failed_at: datetime,
+        last_failed_at: datetime,
+        event: ThinEvent | None = None,
+        projection_schema_version: int | None = None,
+    ) -> DlqRecord:
+        """Build a dead letter from a message, its decoded event if any, and its last error."""
+        return cls(
+            event_id=event.event_id if event else None,
+            aggregate_type=event.aggregate_type if event else None,
+            aggregate_id=event.aggregate_id if event else None,
+            source_revision=event.source_revision if event else None,
+            operation=event.operation if event else None,
+            first_failed_at=first_failed_at,
+            last_failed_at=last_failed_at,
+            attempts=attempts,
+            last_error_code=error_code,
+            last_error_message=scrub_credentials(error_message)[:MAX_ERROR_MESSAGE],
+            projection_schema_version=projection_schema_version,
+            original_topic=topic,
+            original_partition=partition,
+            original_offset=offset,
+            original_key=key,
+            payload=value,
+            consumer_group=consumer_group,
+        )
+
+
+def encode(record: DlqRecord) -> bytes:
+    """Schemaless Avro binary; the producer marks it with ``searchsync-dlq-format: avro-v1``."""
+    buffer = io.BytesIO()
+    fields = {name: getattr(record, name) for name in DlqRecord.__dataclass_fields__}
+    fields["operation"] = record.operation.value if record.operation is not None else None
+    fastavro.schemaless_writer(buffer, load_avro_schema("dlq_record"), fields)
+    return buffer.getvalue()
+
+
+def decode_record(value: bytes) -> DlqRecord:
+    """The inverse of `encode`; raises PoisonMessage("BAD_DLQ_RECORD") on anything else."""
+    buffer = io.BytesIO(value)
+    try:
+        fields = fastavro.schemaless_reader(buffer, load_avro_schema("dlq_record"), None)
+        if not isinstance(fields, dict) or buffer.tell() != len(value):
+            raise ValueError("trailing bytes or not a record")
+        operation = fields.pop("operation")
+        return DlqRecord(**fields, operation=Operation(operation) if operation else None)
+    except Exception as exc:  # untrusted bytes: any failure means "not a dead letter of ours"
+        raise PoisonMessage(
+            ErrorCode.BAD_DLQ_RECORD, f"not an avro-v1 DLQ record: {exc!r:.200}"
+        ) from exc
+
+
+class DlqBudget:
+    """Stops the consumer when dead-lettering stops being the exception.
+
+    Trips when more than `max_consecutive` dead letters come in a row, or when, once `window`
+    outcomes have been seen, the share of dead letters among the last `window` exceeds
+    `max_ratio`. A tripped budget keeps raising on every further dead letter.
+    """
+
+    def __init__(self, max_ratio: float, window: int, max_consecutive: int) -> None:
+        if not 0.0 < max_ratio <= 1.0:
+            raise ValueError(f"max_ratio must be in (0, 1], got {max_ratio}")
+        if window < 1 or max_consecutive < 1:
+            raise ValueError("window and max_consecutive must be >= 1")
+        self._max_ratio = max_ratio
+        self._max_consecutive = max_consecutive
+        self._outcomes: deque[bool] = deque(maxlen=window)  # True = dead letter
+        self._dead_in_window = 0
+        self._consecutive = 0
+
+    @property
+    def consecutive(self) -> int:
+        return self._consecutive
+
+    @property
+    def dead_ratio(self) -> float:
+        """Share of dead letters among the outcomes in the window (0.0 when empty)."""
+        return self._dead_in_window / len(self._outcomes) if self._outcomes else 0.0
+
+    def record_success(self) -> None:
+        self._push(False)
+        self._consecutive = 0
+
+    def record_dead(self) -> None:
+        """Count a dead letter; raise `DlqBudgetExceeded` if the budget is spent."""
+        self._push(True)
+        self._consecutive += 1
+        if self._consecutive > self._max_consecutive:
+            raise DlqBudgetExceeded(
+                f"{self._consecutive} dead letters in a row (limit {self._max_consecutive}): "
+                "stopping instead of dead-lettering everything"
+            )
+        window = self._outcomes.maxlen
+        if len(self._outcomes) == window and self.dead_ratio > self._max_ratio:
+            raise DlqBudgetExceeded(
+                f"{self._dead_in_window} of the last {window} messages were dead-lettered "
+                f"({self.dead_ratio:.1%} > {self._max_ratio:.1%}): stopping"
+            )
+
+    def _push(self, dead: bool) -> None:
+        if len(self._outcomes) == self._outcomes.maxlen and self._outcomes[0]:
+            self._dead_in_window -= 1
+        self._outcomes.append(dead)
+        self._dead_in_window += dead
+
+
+class DlqProducer:
+    """Writes dead letters to one topic; `send` resolves only when the broker acknowledged.
+
+    ``acks=all`` and ``enable.idempotence=true`` are always set, whatever `config` says
+    (`searchsync.kafka.producer`). Every failure to write is a `TransientError`: the caller keeps
+    the message unfinished and tries again.
+    """
+
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        *,
+        topic: str,
+        factory: ProducerFactory | None = None,
+    ) -> None:
+        self._topic = topic
+        self._producer = AcknowledgedProducer(config, name=f"dlq-{topic}", factory=factory)
+
+    @property
+    def topic(self) -> str:
+        return self._topic
+
+    async def send(self, record: DlqRecord, key: bytes | None) -> None:
+        """Produce `record` and wait for the broker's acknowledgement."""
+        try:
+            await self._producer.send(
+                self._topic, encode(record), key, headers=[(DLQ_FORMAT_HEADER, DLQ_FORMAT)]
+            )
+        except BufferError as exc:
+            raise TransientError(
+                ErrorCode.DLQ_QUEUE_FULL, f"producer queue is full: {exc}"
+            ) from exc
+        except confluent_kafka.KafkaException as exc:
+            raise TransientError(ErrorCode.DLQ_PRODUCE_FAILED, str(exc)) from exc
+        except DeliveryFailed as exc:
+            raise TransientError(ErrorCode.DLQ_DELIVERY_FAILED, str(exc)) from exc
+
+    async def close(self, flush_timeout: float) -> int:
+        """Stop polling and flush; returns how many dead letters were still unacknowledged."""
+        return await self._producer.close(flush_timeout)

@@ -1,0 +1,233 @@
+"""Operator work on the dead letters: read them (`inspect`), count them (`summary`) and send them
+back (`replay`), with a ledger of what was replayed (`searchsync.dlq.ledger`).
+
+Blocking library functions behind `searchsync dlq inspect|summary|replay`. Each reads up to the
+end offsets taken when it starts, so it ends even while dead letters keep coming. Before the
+first dead letter the DLQ topic does not exist (the consumer's producer creates it on first write,
+or an operator does): that is not an error, there is simply nothing to show or replay.
+
+Replay and its ledger (docs/design.md, "DLQ replay ledger"): a replay reads the whole DLQ, picks
+the dead letters its `DlqFilter` selects, skips those the ledger says were replayed already
+(unless ``again``), re-produces each one's original payload and key to its original topic and
+partition with the header ``searchsync-replayed-from: <dlq topic>/<partition>/<offset>``, and
+records it in the ledger once the broker acknowledged it. No consumer-group offset decides what
+is left to replay, so a filtered replay never hides or holds back a dead letter it skipped.
+A crash between the acknowledgement and the ledger row replays that one dead letter again next
+time: harmless, because the consumer writes with external versions.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from searchsync.dlq.filter import DlqFilter
+from searchsync.dlq.ledger import ReplayEntry, ReplayLedger
+from searchsync.dlq.read import (
+    ConsumerFactory,
+    ConsumerPort,
+    DlqEntry,
+    admin_for,
+    mark_replays,
+    open_reader,
+    read_entries,
+)
+from searchsync.dlq.record import REPLAYED_FROM_HEADER
+from searchsync.dlq.summary import DlqSummary, ReplayOutcome, ReplayStatus, summary
+from searchsync.errors import ErrorCode, TransientError
+from searchsync.kafka.admin import AdminFactory
+from searchsync.kafka.producer import (
+    DeliveryFailed,
+    DeliveryTimeout,
+    ProducerFactory,
+    ProducerPort,
+    acknowledged,
+    produce_and_wait,
+)
+
+__all__ = [
+    "ConsumerFactory",
+    "ConsumerPort",
+    "DlqEntry",
+    "DlqFilter",
+    "DlqSummary",
+    "ReplayOutcome",
+    "ReplayReport",
+    "ReplayStatus",
+    "inspect",
+    "replay",
+    "summary",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayReport:
+    """What a replay did (or, with `dry_run`, would do)."""
+
+    dry_run: bool
+    run_id: str
+    selection: Mapping[str, Any]
+    scanned: int
+    skipped: int  # read but not selected by the filters
+    replayed: tuple[DlqEntry, ...]
+    already_replayed: tuple[DlqEntry, ...]  # selected, but the ledger has them (no `again`)
+
+    @property
+    def nothing_new(self) -> bool:
+        """The selection was replayed before and nothing new matches it."""
+        return not self.replayed and bool(self.already_replayed)
+
+
+def inspect(
+    config: Mapping[str, Any],
+    topic: str,
+    *,
+    limit: int,
+    from_beginning: bool,
+    selection: DlqFilter | None = None,
+    ledger: ReplayLedger | None = None,
+    timeout_s: float = 30.0,
+    admin_factory: AdminFactory | None = None,
+    consumer_factory: ConsumerFactory | None = None,
+) -> list[DlqEntry]:
+    """Up to `limit` dead letters that `selection` picks, without committing anything.
+
+    `config` is the Kafka client settings (``KafkaSettings.client_config()``). With
+    `from_beginning=True` the oldest come back; otherwise the newest (merged by timestamp, newest
+    last). With a `ledger`, replayed entries carry their replays. No topic yet: an empty list.
+    """
+    chosen = selection or DlqFilter()
+    if limit < 1:
+        return []
+    admin = admin_for(config, timeout_s, admin_factory)
+    if not admin.topic_exists(topic):
+        return []
+    ends = admin.watermarks(topic)
+    tail_only = chosen.is_everything and not from_beginning
+    starts = {p: max(m.low, m.high - limit) if tail_only else m.low for p, m in ends.items()}
+    consumer = open_reader(config, topic, consumer_factory)
+    found: list[DlqEntry] = []
+    try:
+        for entry in read_entries(consumer, topic, starts, ends, timeout_s):
+            if not chosen.matches(entry.record):
+                continue
+            found.append(entry)
+            if from_beginning and len(found) >= limit:
+                break
+    finally:
+        consumer.close()
+    if not from_beginning:
+        found.sort(key=_order)
+        found = found[-limit:]
+    return mark_replays(found, topic, ledger.replays(topic)) if ledger is not None else found
+
+
+def replay(
+    config: Mapping[str, Any],
+    dlq_topic: str,
+    *,
+    ledger: ReplayLedger,
+    dry_run: bool,
+    selection: DlqFilter | None = None,
+    again: bool = False,
+    limit: int | None = None,
+    timeout_s: float = 30.0,
+    admin_factory: AdminFactory | None = None,
+    consumer_factory: ConsumerFactory | None = None,
+    producer_factory: ProducerFactory | None = None,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> ReplayReport:
+    """Re-produce the selected dead letters the ledger has not seen replayed (all with `again`).
+
+    Stops at the first failed re-produce (`TransientError` REPLAY_FAILED / REPLAY_TIMEOUT); what
+    was replayed before it is in the ledger, so running it again continues. Do not run two
+    replays of one DLQ at the same time.
+    """
+    chosen = selection or DlqFilter()
+    run_id = uuid.uuid4().hex
+    report = ReplayReport(dry_run, run_id, chosen.selection(), 0, 0, (), ())
+    admin = admin_for(config, timeout_s, admin_factory)
+    if not admin.topic_exists(dlq_topic):
+        return report
+    ends = admin.watermarks(dlq_topic)
+    rows = ledger.replays(dlq_topic)
+    done = {(e.dlq_partition, e.dlq_offset) for e in rows}
+    consumer = open_reader(config, dlq_topic, consumer_factory)
+    producer = None if dry_run else acknowledged(config, producer_factory)
+    replayed: list[DlqEntry] = []
+    already: list[DlqEntry] = []
+    scanned = skipped = 0
+    try:
+        starts = {p: m.low for p, m in ends.items()}
+        for entry in read_entries(consumer, dlq_topic, starts, ends, timeout_s):
+            scanned += 1
+            if not chosen.matches(entry.record):
+                skipped += 1
+                continue
+            if (entry.partition, entry.offset) in done and not again:
+                already.append(entry)
+                continue
+            if producer is not None:
+                ledger.record(_replay_one(producer, entry, dlq_topic, report, clock, timeout_s))
+            replayed.append(entry)
+            if limit is not None and len(replayed) >= limit:
+                break
+    finally:
+        consumer.close()
+        if producer is not None:
+            producer.flush(timeout_s)
+    marked = tuple(mark_replays(already, dlq_topic, rows))
+    return ReplayReport(
+        dry_run, run_id, report.selection, scanned, skipped, tuple(replayed), marked
+    )
+
+
+def _replay_one(
+    producer: ProducerPort,
+    entry: DlqEntry,
+    dlq_topic: str,
+    report: ReplayReport,
+    clock: Callable[[], datetime],
+    timeout_s: float,
+) -> ReplayEntry:
+    """Re-produce one dead letter and return its ledger row (written by the caller)."""
+    record = entry.record
+    origin = f"{dlq_topic}/{entry.partition}/{entry.offset}"
+    try:
+        offset = produce_and_wait(
+            producer,
+            record.original_topic,
+            record.payload,
+            record.original_key,
+            partition=record.original_partition,
+            headers=[(REPLAYED_FROM_HEADER, origin.encode())],
+            timeout_s=timeout_s,
+        )
+    except DeliveryTimeout as exc:
+        raise TransientError(ErrorCode.REPLAY_TIMEOUT, f"no acknowledgement for {origin}") from exc
+    except DeliveryFailed as exc:
+        raise TransientError(ErrorCode.REPLAY_FAILED, f"{origin}: {exc}") from exc
+    return ReplayEntry(
+        dlq_topic=dlq_topic,
+        dlq_partition=entry.partition,
+        dlq_offset=entry.offset,
+        event_id=record.event_id,
+        aggregate_type=record.aggregate_type,
+        aggregate_id=record.aggregate_id,
+        source_revision=record.source_revision,
+        error_code=record.last_error_code,
+        replayed_to_topic=record.original_topic,
+        replayed_to_partition=record.original_partition,
+        replayed_to_offset=offset,
+        selection=report.selection,
+        run_id=report.run_id,
+        replayed_at=clock(),
+    )
+
+
+def _order(entry: DlqEntry) -> tuple[float, int, int]:
+    stamp = entry.timestamp.timestamp() if entry.timestamp is not None else 0.0
+    return (stamp, entry.partition, entry.offset)

@@ -1,0 +1,213 @@
+"""`searchsync dlq summary` as a library call: the DLQ in numbers, and what became of each replay.
+
+`summary` reads the whole DLQ once and returns a `DlqSummary`: counts by error code and by
+aggregate type, the oldest and newest ``last_failed_at`` and Kafka timestamps, how many dead
+letters were replayed, and one `ReplayStatus` per ledger row (docs/design.md, "DLQ replay
+ledger"):
+
+- ``dead_lettered_again``: a dead letter in the DLQ came from the replayed message (its original
+  topic/partition/offset is where the replay wrote; without that offset, one with the same
+  event id dead-lettered after the replay);
+- ``indexed``: otherwise, ``search_projection_state`` has the aggregate at a revision at or
+  above the dead letter's ``source_revision``;
+- ``pending``: neither yet (the consumer has not reached it, or is down);
+- ``unknown``: the dead letter was too broken to name its aggregate or revision.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from searchsync.dlq.ledger import ReplayEntry, ReplayLedger
+from searchsync.dlq.read import (
+    ConsumerFactory,
+    DlqEntry,
+    admin_for,
+    mark_replays,
+    open_reader,
+    read_entries,
+)
+from searchsync.kafka.admin import AdminFactory
+
+__all__ = ["DlqSummary", "ReplayOutcome", "ReplayStatus", "replay_statuses", "summary"]
+
+UNKNOWN_TYPE = "(unknown)"
+
+
+class ReplayOutcome(enum.StrEnum):
+    INDEXED = "indexed"
+    DEAD_LETTERED_AGAIN = "dead_lettered_again"
+    PENDING = "pending"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayStatus:
+    """One replay and what happened to it. `dead_letter` is the DLQ (partition, offset) of the
+    dead letter it became, `indexed_revision` what the projection state holds now."""
+
+    replay: ReplayEntry
+    outcome: ReplayOutcome
+    indexed_revision: int | None
+    dead_letter: tuple[int, int] | None
+
+
+@dataclass(frozen=True, slots=True)
+class DlqSummary:
+    topic: str
+    exists: bool
+    total: int
+    by_code: Mapping[str, int]
+    by_type: Mapping[str, int]
+    oldest_failed_at: datetime | None
+    newest_failed_at: datetime | None
+    oldest_timestamp: datetime | None
+    newest_timestamp: datetime | None
+    replayed: int  # dead letters still in the DLQ that were replayed at least once
+    from_replays: int  # dead letters that are a replayed message failing again
+    replays: tuple[ReplayStatus, ...]  # one per ledger row, oldest first
+
+    @property
+    def outcomes(self) -> dict[str, int]:
+        counts = Counter(s.outcome.value for s in self.replays)
+        return {o.value: counts.get(o.value, 0) for o in ReplayOutcome}
+
+    def as_json(self) -> dict[str, Any]:
+        """The summary as one JSON-ready document (times in ISO-8601)."""
+
+        def stamp(at: datetime | None) -> str | None:
+            return None if at is None else at.isoformat()
+
+        return {
+            "dlq_topic": self.topic,
+            "exists": self.exists,
+            "total": self.total,
+            "by_code": dict(self.by_code),
+            "by_type": dict(self.by_type),
+            "oldest_failed_at": stamp(self.oldest_failed_at),
+            "newest_failed_at": stamp(self.newest_failed_at),
+            "oldest_timestamp": stamp(self.oldest_timestamp),
+            "newest_timestamp": stamp(self.newest_timestamp),
+            "replayed": self.replayed,
+            "from_replays": self.from_replays,
+            "replay_outcomes": self.outcomes,
+            "replays": [status_json(s) for s in self.replays],
+        }
+
+
+def status_json(status: ReplayStatus) -> dict[str, Any]:
+    r = status.replay
+    return {
+        "dlq_position": f"{r.dlq_topic}/{r.dlq_partition}/{r.dlq_offset}",
+        "event_id": r.event_id,
+        "aggregate_type": r.aggregate_type,
+        "aggregate_id": r.aggregate_id,
+        "source_revision": r.source_revision,
+        "error_code": r.error_code,
+        "replayed_at": r.replayed_at.isoformat(),
+        "replayed_to": f"{r.replayed_to_topic}/{r.replayed_to_partition}/{r.replayed_to_offset}",
+        "selection": dict(r.selection),
+        "run_id": r.run_id,
+        "outcome": status.outcome.value,
+        "indexed_revision": status.indexed_revision,
+        "dead_letter": None if status.dead_letter is None else list(status.dead_letter),
+    }
+
+
+def summary(
+    config: Mapping[str, Any],
+    topic: str,
+    *,
+    ledger: ReplayLedger | None,
+    timeout_s: float = 30.0,
+    admin_factory: AdminFactory | None = None,
+    consumer_factory: ConsumerFactory | None = None,
+) -> DlqSummary:
+    """Read all of `topic` and summarise it; with a `ledger`, also every recorded replay."""
+    admin = admin_for(config, timeout_s, admin_factory)
+    entries: list[DlqEntry] = []
+    exists = admin.topic_exists(topic)
+    if exists:
+        ends = admin.watermarks(topic)
+        consumer = open_reader(config, topic, consumer_factory)
+        try:
+            starts = {p: m.low for p, m in ends.items()}
+            entries = list(read_entries(consumer, topic, starts, ends, timeout_s))
+        finally:
+            consumer.close()
+    if not exists:  # no dead letter yet: nothing was replayed either (and MySQL is not asked)
+        ledger = None
+    ledger_rows = ledger.replays(topic) if ledger is not None else []
+    entries = mark_replays(entries, topic, ledger_rows)
+    statuses = replay_statuses(entries, ledger_rows, ledger) if ledger is not None else []
+    failed = [e.record.last_failed_at for e in entries]
+    stamps = [e.timestamp for e in entries if e.timestamp is not None]
+    return DlqSummary(
+        topic=topic,
+        exists=exists,
+        total=len(entries),
+        by_code=_counts(e.record.last_error_code for e in entries),
+        by_type=_counts(e.record.aggregate_type or UNKNOWN_TYPE for e in entries),
+        oldest_failed_at=min(failed, default=None),
+        newest_failed_at=max(failed, default=None),
+        oldest_timestamp=min(stamps, default=None),
+        newest_timestamp=max(stamps, default=None),
+        replayed=sum(1 for e in entries if e.replayed),
+        from_replays=sum(1 for e in entries if e.from_replay is not None),
+        replays=tuple(statuses),
+    )
+
+
+def replay_statuses(
+    entries: Sequence[DlqEntry], rows: Sequence[ReplayEntry], ledger: ReplayLedger
+) -> list[ReplayStatus]:
+    """The outcome of each ledger row (the module docstring's rules)."""
+    again: dict[int, tuple[int, int]] = {}  # id(row) -> the dead letter it became
+    for entry in entries:
+        if entry.from_replay is not None:
+            again[id(entry.from_replay)] = (entry.partition, entry.offset)
+    for row in rows:
+        if id(row) in again or row.replayed_to_offset is not None or row.event_id is None:
+            continue
+        for entry in entries:
+            later = entry.timestamp is not None and entry.timestamp > row.replayed_at
+            if later and entry.record.event_id == row.event_id:
+                again[id(row)] = (entry.partition, entry.offset)
+                break
+    indexed = _indexed(rows, ledger)
+    statuses = []
+    for row in rows:
+        revision = None
+        if row.aggregate_type is not None and row.aggregate_id is not None:
+            revision = indexed.get((row.aggregate_type, row.aggregate_id))
+        if id(row) in again:
+            outcome = ReplayOutcome.DEAD_LETTERED_AGAIN
+        elif row.source_revision is None or row.aggregate_id is None:
+            outcome = ReplayOutcome.UNKNOWN
+        elif revision is not None and revision >= row.source_revision:
+            outcome = ReplayOutcome.INDEXED
+        else:
+            outcome = ReplayOutcome.PENDING
+        statuses.append(ReplayStatus(row, outcome, revision, again.get(id(row))))
+    return statuses
+
+
+def _indexed(rows: Sequence[ReplayEntry], ledger: ReplayLedger) -> dict[tuple[str, str], int]:
+    wanted: dict[str, list[str]] = {}
+    for row in rows:
+        if row.aggregate_type is not None and row.aggregate_id is not None:
+            wanted.setdefault(row.aggregate_type, []).append(row.aggregate_id)
+    found: dict[tuple[str, str], int] = {}
+    for aggregate_type, ids in sorted(wanted.items()):
+        for aggregate_id, revision in ledger.indexed_revisions(aggregate_type, ids).items():
+            found[(aggregate_type, aggregate_id)] = revision
+    return found
+
+
+def _counts(values: Any) -> dict[str, int]:
+    return dict(sorted(Counter(values).items(), key=lambda kv: (-kv[1], kv[0])))

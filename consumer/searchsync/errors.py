@@ -1,0 +1,283 @@
+"""The exception tree and the error-code table, drawn in one place.
+
+Each exception type means one thing::
+
+    SearchSyncError
+    ├── ConfigError          bad configuration: stop start-up, name the key and the expected form
+    ├── PoisonMessage        this event cannot be processed as it is; carries an `ErrorCode`
+    │   └── RevisionRegression  Elasticsearch holds a newer revision than the truth (id re-created)
+    ├── TransientError       an operation failed and may succeed later; carries an `ErrorCode`
+    ├── DlqBudgetExceeded    too much is failing: stop the consumer instead of dead-lettering it all
+    ├── InvalidRequest       a request that parses but cannot be done (a CLI usage error)
+    ├── OperationRefused     an operation that is unsafe now (e.g. resetting a running group)
+    └── PageWriteError       the application-side writer (searchsync/writer.py) refused a change
+        ├── PageNotFound     the page to change does not exist
+        ├── PageExists       the page to create exists already
+        └── PageStateConflict  the change does not apply (soft-deleting a deleted page, ...)
+
+What the pipeline does with a failure is decided by its `ErrorCode` alone, through the one table
+below (`ErrorCode.disposition`); nothing else compares codes. A code's string value is what the
+DLQ record's ``last_error_code``, the state table and the metrics labels carry::
+
+    failure of one work
+    ├── POISON     can never succeed as it is: dead-letter at once
+    ├── TRANSIENT  this work may succeed later: retry with backoff (RetryPolicy) up to
+    │              retry_max_attempts, then dead-letter with the last code
+    └── SYSTEMIC   a shared dependency is down (ES, MySQL, the DLQ topic): pause intake, retry
+                   without spending the work's attempts, never dead-letter
+
+    code                    disposition  meaning
+    ----------------------  -----------  -----------------------------------------------------
+    EMPTY                   POISON       the message has no value
+    TOO_LARGE               POISON       the value is above pipeline.max_event_bytes
+    BAD_AVRO                POISON       not a ThinEvent in Avro (Confluent or single-object)
+    BAD_JSON                POISON       not a JSON object in any Debezium shape
+    MISSING_FIELD           POISON       a field of the event is missing or null
+    BAD_FIELD               POISON       a string field is empty, too long or unprintable
+    BAD_OPERATION           POISON       operation is not UPSERT, TOMBSTONE or REBUILD
+    BAD_REVISION            POISON       source_revision is not an integer in 1..2^63-1
+    UNKNOWN_AGGREGATE_TYPE  POISON       no projector registered for the aggregate type
+    PROJECTION_ERROR        POISON       the projector cannot build a document from the row
+    REVISION_REGRESSION     POISON       the truth is older than the event or the index
+    MAPPING_ERROR           POISON       Elasticsearch refused the document for its mapping
+    ES_400                  POISON       any other 400 for this document
+    ES_4XX                  POISON       any other 4xx for this document (status in the message)
+    BAD_DLQ_RECORD          POISON       a DLQ message that is not a DLQ record
+    INTERNAL                TRANSIENT    an unexpected exception (a bug) while handling one work
+    MYSQL_DEADLOCK          TRANSIENT    the read was chosen as a deadlock victim
+    MYSQL_LOCK_TIMEOUT      TRANSIENT    the read waited too long for a lock
+    ES_409                  TRANSIENT    a version conflict before the stored version is read
+    ES_409_UNCONFIRMED      TRANSIENT    a 409, but the stored version is not above ours
+    ES_AHEAD                TRANSIENT    the index moved ahead again while re-checking
+    ES_TOO_LARGE            TRANSIENT    413: one document above http.max_content_length
+    ES_MGET                 TRANSIENT    reading one stored version failed
+    ES_UNEXPECTED           TRANSIENT    a status the sink does not know
+    MYSQL_UNAVAILABLE       SYSTEMIC     MySQL cannot be reached (down, away, too many conns)
+    ES_UNAVAILABLE          SYSTEMIC     Elasticsearch cannot be reached
+    ES_TIMEOUT              SYSTEMIC     Elasticsearch did not answer in time (or 408)
+    ES_429                  SYSTEMIC     Elasticsearch rejects for load
+    ES_5XX                  SYSTEMIC     Elasticsearch failed on its side
+    ES_BLOCKED              SYSTEMIC     the index is write-blocked (flood stage, read-only)
+    ES_AUTH                 SYSTEMIC     401/403: credentials or privileges
+    ALIAS_MISSING           SYSTEMIC     the write alias does not exist (run `index init`)
+    SCHEMA_FENCED           SYSTEMIC     the write index holds another projection schema version
+    KAFKA_NO_LEADER         SYSTEMIC     a topic's partitions have no leader (yet)
+    DLQ_QUEUE_FULL          SYSTEMIC     the DLQ producer's queue is full
+    DLQ_PRODUCE_FAILED      SYSTEMIC     the DLQ produce was refused
+    DLQ_DELIVERY_FAILED     SYSTEMIC     the broker did not acknowledge a dead letter
+    DLQ_READ_FAILED         SYSTEMIC     reading the DLQ topic failed
+    DLQ_READ_TIMEOUT        SYSTEMIC     the DLQ topic was not read to its end in time
+    REPLAY_FAILED           SYSTEMIC     a replayed event was not acknowledged by the broker
+    REPLAY_TIMEOUT          SYSTEMIC     no acknowledgement for a replayed event in time
+
+One failure is not a code's alone: an unexpected exception raised by a projector for one row. It
+is dead-lettered as PROJECTION_ERROR (the row's projection failed), but a bug may be passing, so it
+is retried first like a TRANSIENT code (`disposition(code, unexpected=True)`). An unexpected
+exception anywhere else is INTERNAL. Either way it fails that one work; the rest of its batch
+carries on.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
+
+
+class Disposition(enum.Enum):
+    """What the pipeline does with a failed work."""
+
+    POISON = "poison"  # dead-letter at once
+    TRANSIENT = "transient"  # retry with backoff up to the attempt limit, then dead-letter
+    SYSTEMIC = "systemic"  # pause intake, retry without spending attempts, never dead-letter
+
+
+class ErrorCode(enum.StrEnum):
+    """Why something failed. The value is the wire form (DLQ records, state table, metrics)."""
+
+    EMPTY = "EMPTY"
+    TOO_LARGE = "TOO_LARGE"
+    BAD_AVRO = "BAD_AVRO"
+    BAD_JSON = "BAD_JSON"
+    MISSING_FIELD = "MISSING_FIELD"
+    BAD_FIELD = "BAD_FIELD"
+    BAD_OPERATION = "BAD_OPERATION"
+    BAD_REVISION = "BAD_REVISION"
+    UNKNOWN_AGGREGATE_TYPE = "UNKNOWN_AGGREGATE_TYPE"
+    PROJECTION_ERROR = "PROJECTION_ERROR"
+    REVISION_REGRESSION = "REVISION_REGRESSION"
+    MAPPING_ERROR = "MAPPING_ERROR"
+    ES_400 = "ES_400"
+    ES_4XX = "ES_4XX"
+    BAD_DLQ_RECORD = "BAD_DLQ_RECORD"
+    INTERNAL = "INTERNAL"
+    MYSQL_DEADLOCK = "MYSQL_DEADLOCK"
+    MYSQL_LOCK_TIMEOUT = "MYSQL_LOCK_TIMEOUT"
+    ES_409 = "ES_409"
+    ES_409_UNCONFIRMED = "ES_409_UNCONFIRMED"
+    ES_AHEAD = "ES_AHEAD"
+    ES_TOO_LARGE = "ES_TOO_LARGE"
+    ES_MGET = "ES_MGET"
+    ES_UNEXPECTED = "ES_UNEXPECTED"
+    MYSQL_UNAVAILABLE = "MYSQL_UNAVAILABLE"
+    ES_UNAVAILABLE = "ES_UNAVAILABLE"
+    ES_TIMEOUT = "ES_TIMEOUT"
+    ES_429 = "ES_429"
+    ES_5XX = "ES_5XX"
+    ES_BLOCKED = "ES_BLOCKED"
+    ES_AUTH = "ES_AUTH"
+    ALIAS_MISSING = "ALIAS_MISSING"
+    SCHEMA_FENCED = "SCHEMA_FENCED"
+    KAFKA_NO_LEADER = "KAFKA_NO_LEADER"
+    DLQ_QUEUE_FULL = "DLQ_QUEUE_FULL"
+    DLQ_PRODUCE_FAILED = "DLQ_PRODUCE_FAILED"
+    DLQ_DELIVERY_FAILED = "DLQ_DELIVERY_FAILED"
+    DLQ_READ_FAILED = "DLQ_READ_FAILED"
+    DLQ_READ_TIMEOUT = "DLQ_READ_TIMEOUT"
+    REPLAY_FAILED = "REPLAY_FAILED"
+    REPLAY_TIMEOUT = "REPLAY_TIMEOUT"
+
+    @property
+    def disposition(self) -> Disposition:
+        """This code's row of the table (the module docstring)."""
+        return _DISPOSITIONS[self]
+
+
+_P, _T, _S = Disposition.POISON, Disposition.TRANSIENT, Disposition.SYSTEMIC
+_C = ErrorCode
+
+_DISPOSITIONS: Final[Mapping[ErrorCode, Disposition]] = MappingProxyType(
+    {
+        _C.EMPTY: _P,
+        _C.TOO_LARGE: _P,
+        _C.BAD_AVRO: _P,
+        _C.BAD_JSON: _P,
+        _C.MISSING_FIELD: _P,
+        _C.BAD_FIELD: _P,
+        _C.BAD_OPERATION: _P,
+        _C.BAD_REVISION: _P,
+        _C.UNKNOWN_AGGREGATE_TYPE: _P,
+        _C.PROJECTION_ERROR: _P,
+        _C.REVISION_REGRESSION: _P,
+        _C.MAPPING_ERROR: _P,
+        _C.ES_400: _P,
+        _C.ES_4XX: _P,
+        _C.BAD_DLQ_RECORD: _P,
+        _C.INTERNAL: _T,
+        _C.MYSQL_DEADLOCK: _T,
+        _C.MYSQL_LOCK_TIMEOUT: _T,
+        _C.ES_409: _T,
+        _C.ES_409_UNCONFIRMED: _T,
+        _C.ES_AHEAD: _T,
+        _C.ES_TOO_LARGE: _T,
+        _C.ES_MGET: _T,
+        _C.ES_UNEXPECTED: _T,
+        _C.MYSQL_UNAVAILABLE: _S,
+        _C.ES_UNAVAILABLE: _S,
+        _C.ES_TIMEOUT: _S,
+        _C.ES_429: _S,
+        _C.ES_5XX: _S,
+        _C.ES_BLOCKED: _S,
+        _C.ES_AUTH: _S,
+        _C.ALIAS_MISSING: _S,
+        _C.SCHEMA_FENCED: _S,
+        _C.KAFKA_NO_LEADER: _S,
+        _C.DLQ_QUEUE_FULL: _S,
+        _C.DLQ_PRODUCE_FAILED: _S,
+        _C.DLQ_DELIVERY_FAILED: _S,
+        _C.DLQ_READ_FAILED: _S,
+        _C.DLQ_READ_TIMEOUT: _S,
+        _C.REPLAY_FAILED: _S,
+        _C.REPLAY_TIMEOUT: _S,
+    }
+)
+
+
+def disposition(code: ErrorCode, *, unexpected: bool = False) -> Disposition:
+    """How to treat a failure with `code`; `unexpected`: it was an exception nobody classified.
+
+    An unexpected exception is retried like a TRANSIENT code whatever code it is recorded under
+    (a bug may pass; if it does not, the attempt limit dead-letters it).
+    """
+    if unexpected:
+        return Disposition.TRANSIENT
+    return code.disposition
+
+
+class SearchSyncError(Exception):
+    """Base of every error searchsync raises on purpose."""
+
+
+class ConfigError(SearchSyncError):
+    """A configuration value is missing or malformed."""
+
+    def __init__(self, key: str, expected: str, got: object = None) -> None:
+        self.key = key
+        self.expected = expected
+        self.got = got
+        shown = "" if got is None else f" (got {got!r})"
+        super().__init__(f"config {key}: expected {expected}{shown}")
+
+
+class PoisonMessage(SearchSyncError):
+    """The event cannot be processed as it is; it goes to the DLQ with its reason."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        self.code = code
+        self.message = message
+        super().__init__(f"{code}: {message}")
+
+
+class RevisionRegression(PoisonMessage):
+    """Elasticsearch holds a revision above the truth's, even after a fresh re-read."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.REVISION_REGRESSION, message)
+
+
+class TransientError(SearchSyncError):
+    """The operation may succeed if tried again later."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        self.code = code
+        self.message = message
+        super().__init__(f"{code}: {message}")
+
+
+class DlqBudgetExceeded(SearchSyncError):
+    """The DLQ error budget is spent: stop rather than dead-letter everything."""
+
+
+class InvalidRequest(SearchSyncError):
+    """A request that parses but does not make sense (unknown partition, offset out of range)."""
+
+
+class OperationRefused(SearchSyncError):
+    """An operation that is unsafe now; the message says what to do first."""
+
+
+class PageWriteError(SearchSyncError):
+    """The application-side writer refused a change; nothing was written (no row, no event)."""
+
+    def __init__(self, page_id: str, message: str) -> None:
+        self.page_id = page_id
+        super().__init__(f"page {page_id!r}: {message}")
+
+
+class PageNotFound(PageWriteError):
+    """The page to change does not exist (never created, or hard-deleted)."""
+
+    def __init__(self, page_id: str) -> None:
+        super().__init__(page_id, "not found")
+
+
+class PageExists(PageWriteError):
+    """The page to create exists already (live or soft-deleted)."""
+
+    def __init__(self, page_id: str) -> None:
+        super().__init__(page_id, "exists already")
+
+
+class PageStateConflict(PageWriteError):
+    """The change does not apply to the page's state: a change must change something."""

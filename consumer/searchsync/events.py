@@ -1,0 +1,268 @@
+"""Decode thin events from Kafka message values, and encode them for producers and tests.
+
+Everything that arrives from Kafka is untrusted: `decode` either returns a valid `ThinEvent` or
+raises `PoisonMessage` with a stable code, never anything else, so one bad message can go to the
+DLQ instead of stopping the consumer group (invariant 10).
+
+Formats are told apart by their first bytes, because schemaless Avro cannot be detected:
+
+- ``0x00`` + 4-byte schema id: Confluent wire format, Avro binary of ``thin_event.avsc``.
+- ``0xC3 0x01`` + 8-byte CRC-64-AVRO fingerprint: Avro single-object encoding.
+- anything else: JSON, as Debezium's Outbox Event Router emits it (see `_unwrap_json`).
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import io
+import json
+import struct
+from collections.abc import Collection, Mapping
+from importlib import resources
+from typing import Any, Final, NoReturn, cast
+
+import fastavro
+import orjson
+
+from searchsync.errors import ErrorCode, PoisonMessage
+from searchsync.types import Operation, ThinEvent
+
+__all__ = [
+    "CONFLUENT_MAGIC",
+    "MAX_AGGREGATE_ID_LENGTH",
+    "MAX_AGGREGATE_TYPE_LENGTH",
+    "MAX_EVENT_ID_LENGTH",
+    "MAX_REVISION",
+    "SINGLE_OBJECT_MAGIC",
+    "AvroFraming",
+    "decode",
+    "encode_avro",
+    "encode_json",
+    "load_avro_schema",
+]
+
+CONFLUENT_MAGIC: Final = b"\x00"
+SINGLE_OBJECT_MAGIC: Final = b"\xc3\x01"
+_CONFLUENT_HEADER: Final = 5  # magic + big-endian int32 schema id
+_SINGLE_OBJECT_HEADER: Final = 10  # magic + little-endian uint64 fingerprint
+
+MAX_REVISION: Final = 2**63 - 1  # Elasticsearch external versions are signed longs
+MAX_EVENT_ID_LENGTH: Final = 64
+MAX_AGGREGATE_TYPE_LENGTH: Final = 64
+MAX_AGGREGATE_ID_LENGTH: Final = 128  # search_outbox.aggregate_id is VARCHAR(128)
+
+_FIELDS: Final = ("event_id", "aggregate_type", "aggregate_id", "operation", "source_revision")
+_STRING_LIMITS: Final = (
+    ("event_id", MAX_EVENT_ID_LENGTH),
+    ("aggregate_type", MAX_AGGREGATE_TYPE_LENGTH),
+    ("aggregate_id", MAX_AGGREGATE_ID_LENGTH),
+)
+_OPERATIONS: Final = frozenset(op.value for op in Operation)
+_OPERATION_OF: Final = {op.value: op for op in Operation}
+
+
+class AvroFraming(enum.StrEnum):
+    """How an Avro-encoded thin event is framed on the wire."""
+
+    CONFLUENT = "confluent"
+    SINGLE_OBJECT = "single-object"
+
+
+@functools.cache
+def load_avro_schema(name: str) -> Any:
+    """Parse ``consumer/searchsync/_resources/<name>.avsc`` once, on first use (never at import).
+
+    The files are package copies of ``schemas/avro/*.avsc``; a unit test keeps them identical.
+    """
+    text = resources.files("searchsync").joinpath("_resources", f"{name}.avsc").read_text("utf-8")
+    return fastavro.parse_schema(json.loads(text))
+
+
+@functools.cache
+def _thin_event_fingerprint() -> bytes:
+    """The 8-byte little-endian CRC-64-AVRO fingerprint that single-object encoding carries."""
+    canonical = fastavro.schema.to_parsing_canonical_form(load_avro_schema("thin_event"))
+    value = int(fastavro.schema.fingerprint(canonical, "CRC-64-AVRO"), 16)
+    return struct.pack("<Q", value)
+
+
+def decode(value: bytes | None, *, max_bytes: int, known_types: Collection[str]) -> ThinEvent:
+    """Decode and validate one Kafka message value, or raise `PoisonMessage`.
+
+    The size check comes before any parsing, so an oversized value costs nothing to reject.
+    """
+    if not value:
+        raise PoisonMessage(ErrorCode.EMPTY, "the message has no value")
+    if len(value) > max_bytes:
+        raise PoisonMessage(
+            ErrorCode.TOO_LARGE, f"{len(value)} bytes exceeds the limit of {max_bytes}"
+        )
+    if value[:1] == CONFLUENT_MAGIC:
+        fields = _decode_confluent(value)
+    elif value[:2] == SINGLE_OBJECT_MAGIC:
+        fields = _decode_single_object(value)
+    else:
+        fields = _decode_json(value)
+    return _validate(fields, known_types)
+
+
+def encode_json(event: ThinEvent) -> bytes:
+    """The JSON form the outbox `payload` column holds and Debezium publishes expanded."""
+    return orjson.dumps(_as_dict(event))
+
+
+def encode_avro(event: ThinEvent, framing: AvroFraming, *, schema_id: int = 1) -> bytes:
+    """Avro binary of ``thin_event.avsc`` with the given framing.
+
+    `schema_id` is the Confluent schema-registry id written into the header; the decoder does not
+    consult a registry, it only requires the body to be exactly one ThinEvent.
+    """
+    buffer = io.BytesIO()
+    if framing is AvroFraming.CONFLUENT:
+        if not 0 <= schema_id <= 2**31 - 1:
+            raise ValueError(f"schema_id must fit a signed 32-bit int, got {schema_id}")
+        buffer.write(CONFLUENT_MAGIC + struct.pack(">i", schema_id))
+    else:
+        buffer.write(SINGLE_OBJECT_MAGIC + _thin_event_fingerprint())
+    fastavro.schemaless_writer(buffer, load_avro_schema("thin_event"), _as_dict(event))
+    return buffer.getvalue()
+
+
+def _as_dict(event: ThinEvent) -> dict[str, object]:
+    return {
+        "event_id": event.event_id,
+        "aggregate_type": event.aggregate_type,
+        "aggregate_id": event.aggregate_id,
+        "operation": event.operation.value,
+        "source_revision": event.source_revision,
+    }
+
+
+def _decode_confluent(value: bytes) -> Mapping[str, object]:
+    if len(value) < _CONFLUENT_HEADER:
+        raise PoisonMessage(ErrorCode.BAD_AVRO, "Confluent frame shorter than its 5-byte header")
+    return _read_avro_body(value, _CONFLUENT_HEADER)
+
+
+def _decode_single_object(value: bytes) -> Mapping[str, object]:
+    if len(value) < _SINGLE_OBJECT_HEADER:
+        raise PoisonMessage(
+            ErrorCode.BAD_AVRO, "single-object frame shorter than its 10-byte header"
+        )
+    fingerprint = value[2:_SINGLE_OBJECT_HEADER]
+    if fingerprint != _thin_event_fingerprint():
+        raise PoisonMessage(
+            ErrorCode.BAD_AVRO,
+            f"unknown writer schema fingerprint {fingerprint.hex()} (not ThinEvent)",
+        )
+    return _read_avro_body(value, _SINGLE_OBJECT_HEADER)
+
+
+def _read_avro_body(value: bytes, start: int) -> Mapping[str, object]:
+    buffer = io.BytesIO(value)
+    buffer.seek(start)
+    try:
+        record = fastavro.schemaless_reader(buffer, load_avro_schema("thin_event"), None)
+    except Exception as exc:  # untrusted bytes: fastavro raises many types; all mean the same
+        raise PoisonMessage(
+            ErrorCode.BAD_AVRO, f"cannot read ThinEvent: {type(exc).__name__}"
+        ) from exc
+    if buffer.tell() != len(value):
+        raise PoisonMessage(
+            ErrorCode.BAD_AVRO, f"{len(value) - buffer.tell()} trailing bytes after event"
+        )
+    if not isinstance(record, dict):
+        raise PoisonMessage(ErrorCode.BAD_AVRO, "Avro body is not a record")
+    return record
+
+
+def _decode_json(value: bytes) -> Mapping[str, object]:
+    """Accept the three shapes Debezium can emit for the outbox payload column.
+
+    1. expanded object (``table.expand.json.payload=true``, ``schemas.enable=false``): the event;
+    2. un-expanded: a JSON string whose content is the event object;
+    3. envelope (``schemas.enable=true``): ``{"schema": ..., "payload": <object or string>}``.
+    """
+    document = _loads(value)
+    if isinstance(document, str):
+        document = _loads(document)
+    if isinstance(document, dict) and "payload" in document and "schema" in document:
+        document = document["payload"]
+        if isinstance(document, str):
+            document = _loads(document)
+    if not isinstance(document, dict):
+        raise PoisonMessage(
+            ErrorCode.BAD_JSON, f"expected a JSON object, got {type(document).__name__}"
+        )
+    return document
+
+
+def _loads(text: bytes | str) -> object:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise PoisonMessage(ErrorCode.BAD_JSON, f"not valid JSON: {exc}") from exc
+
+
+def _validate(fields: Mapping[str, object], known_types: Collection[str]) -> ThinEvent:
+    get = fields.get
+    event_id, aggregate_type = get("event_id"), get("aggregate_type")
+    aggregate_id, operation = get("aggregate_id"), get("operation")
+    revision = get("source_revision")
+    if event_id is None or aggregate_type is None or aggregate_id is None:
+        _missing(fields)
+    if operation is None or revision is None:
+        _missing(fields)
+    # the common case in one test per field; anything else takes the checks that name the fault
+    if not (
+        type(event_id) is str
+        and 0 < len(event_id) <= MAX_EVENT_ID_LENGTH
+        and event_id.isprintable()
+        and type(aggregate_type) is str
+        and 0 < len(aggregate_type) <= MAX_AGGREGATE_TYPE_LENGTH
+        and aggregate_type.isprintable()
+        and type(aggregate_id) is str
+        and 0 < len(aggregate_id) <= MAX_AGGREGATE_ID_LENGTH
+        and aggregate_id.isprintable()
+    ):
+        for name, limit in _STRING_LIMITS:
+            _checked_string(name, fields[name], limit)
+    op = _OPERATION_OF.get(operation) if isinstance(operation, str) else None
+    if op is None:
+        raise PoisonMessage(
+            ErrorCode.BAD_OPERATION,
+            f"operation must be one of {sorted(_OPERATIONS)}, got {operation!r:.80}",
+        )
+    # bool is an int subclass and floats like 3.0 compare equal to ints: both are refused.
+    if type(revision) is not int or not 1 <= revision <= MAX_REVISION:
+        raise PoisonMessage(
+            ErrorCode.BAD_REVISION,
+            f"source_revision must be an integer in 1..2^63-1, got {revision!r:.80}",
+        )
+    if not isinstance(aggregate_type, str) or aggregate_type not in known_types:
+        raise PoisonMessage(
+            ErrorCode.UNKNOWN_AGGREGATE_TYPE, f"no projector for {aggregate_type!r}"
+        )
+    return ThinEvent(cast(str, event_id), aggregate_type, cast(str, aggregate_id), op, revision)
+
+
+def _missing(fields: Mapping[str, object]) -> NoReturn:
+    missing = [name for name in _FIELDS if fields.get(name) is None]
+    raise PoisonMessage(ErrorCode.MISSING_FIELD, f"missing or null: {', '.join(missing)}")
+
+
+def _checked_string(name: str, value: object, limit: int) -> str:
+    if not isinstance(value, str):
+        raise PoisonMessage(
+            ErrorCode.BAD_FIELD, f"{name} must be a string, got {type(value).__name__}"
+        )
+    if not value or len(value) > limit:
+        raise PoisonMessage(
+            ErrorCode.BAD_FIELD, f"{name} must be 1..{limit} characters, got {len(value)}"
+        )
+    if not value.isprintable():
+        raise PoisonMessage(
+            ErrorCode.BAD_FIELD, f"{name} contains control or unprintable characters"
+        )
+    return value

@@ -1,0 +1,271 @@
+"""What the operator commands ask the Kafka cluster: topics, watermarks, the group's members and
+offsets, and the offsets for a point in time.
+
+`KafkaAdmin` is the port (a fake implements it in unit tests); `ConfluentKafkaAdmin` implements it
+with confluent-kafka's ``AdminClient`` alone, so no consumer joins or touches any group.
+
+Right after a topic is created its partitions may have no leader yet, and a broker answers offset
+queries with ``NOT_LEADER_FOR_PARTITION`` for a moment even once metadata names one. `watermarks`
+and `offsets_for_times` therefore first wait, with a deadline, for every partition's leader, and
+retry those answers until the same deadline; past it they raise `TransientError`.
+
+Offsets are read at ``read_committed``, as searchsync's consumers read: the "high watermark" here is
+the last stable offset, which is what a reader can reach.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+)
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
+
+from searchsync.clock import Deadline
+from searchsync.errors import ErrorCode, TransientError
+from searchsync.types import TopicPartition
+
+KAFKA_TIMEOUT_S: Final = 15.0
+# A group with no members in one of these states is still busy (joining or rebalancing).
+_ACTIVE_STATES: Final = frozenset({"STABLE", "PREPARING_REBALANCING", "COMPLETING_REBALANCING"})
+_RETRY_PAUSE_S: Final = 0.1
+_SPEC: Final[Any] = OffsetSpec  # confluent-kafka's offset specs are untyped
+
+
+@dataclass(frozen=True, slots=True)
+class Watermarks:
+    """The first offset still held and the offset the next message will get."""
+
+    low: int
+    high: int
+
+
+class KafkaAdmin(Protocol):
+    """The cluster questions (and the one change, offsets of an idle group) the tools need."""
+
+    def topics(self) -> list[str]:
+        """Every topic's name."""
+        ...
+
+    def topic_exists(self, topic: str) -> bool: ...
+
+    def watermarks(self, topic: str) -> dict[int, Watermarks]:
+        """Every partition of `topic`, once each has a leader."""
+        ...
+
+    def committed(
+        self, group: str, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int | None]:
+        """The group's committed offset of each partition (None: never committed)."""
+        ...
+
+    def offsets_for_times(self, topic: str, timestamp_ms: int) -> dict[int, int]:
+        """Per partition, the first offset whose timestamp is at or after `timestamp_ms` (the
+        high watermark when every message is older)."""
+        ...
+
+    def active_members(self, group: str) -> list[str]:
+        """``client_id@host`` of each member; empty when nobody consumes for the group."""
+        ...
+
+    def alter_committed(
+        self, group: str, offsets: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, str]:
+        """Set the group's committed offsets; returns the partitions that failed, with why."""
+        ...
+
+    def delete_group(self, group: str) -> bool:
+        """Delete the group and its committed offsets (it must have no members). True when
+        deleted, False when there was no such group."""
+        ...
+
+
+AdminFactory = Callable[[Mapping[str, Any]], KafkaAdmin]
+
+
+def _kafka_error(exc: BaseException) -> Any:
+    return exc.args[0] if exc.args else None
+
+
+class ConfluentKafkaAdmin:
+    """`KafkaAdmin` over ``confluent_kafka.admin.AdminClient``.
+
+    `clock` and `sleep` are injected so that a test drives the waits without waiting.
+    """
+
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        *,
+        timeout_s: float = KAFKA_TIMEOUT_S,
+        client_factory: Callable[[dict[str, Any]], Any] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._client = (client_factory or AdminClient)(dict(config))
+        self._timeout_s = timeout_s
+        self._clock = clock
+        self._sleep = sleep
+
+    # -- topics ----------------------------------------------------------------------------
+
+    def _metadata(self) -> Any:
+        return self._client.list_topics(timeout=self._timeout_s)
+
+    def topics(self) -> list[str]:
+        return sorted(self._metadata().topics)
+
+    def topic_exists(self, topic: str) -> bool:
+        # all topics, never one by name: asking for one by name may auto-create it
+        described = self._metadata().topics.get(topic)
+        return described is not None and described.error is None
+
+    def wait_for_leaders(self, topic: str, deadline: Deadline) -> list[int]:
+        """The partitions of `topic` once every one has a leader; TransientError at `deadline`."""
+        while True:
+            described = self._metadata().topics.get(topic)
+            if described is not None and described.error is None and described.partitions:
+                leaderless = [
+                    p
+                    for p, meta in described.partitions.items()
+                    if meta.leader < 0 or meta.error is not None
+                ]
+                if not leaderless:
+                    return sorted(described.partitions)
+                why = f"partitions {sorted(leaderless)} have no leader"
+            else:
+                why = "not in the cluster's metadata"
+            if deadline.expired():
+                raise TransientError(ErrorCode.KAFKA_NO_LEADER, f"topic {topic}: {why}")
+            self._sleep(min(_RETRY_PAUSE_S, deadline.remaining()))
+
+    # -- offsets ---------------------------------------------------------------------------
+
+    def watermarks(self, topic: str) -> dict[int, Watermarks]:
+        deadline = Deadline(self._clock, self._timeout_s)
+        partitions = self.wait_for_leaders(topic, deadline)
+        low = self._list_offsets(topic, partitions, _SPEC.earliest(), deadline)
+        high = self._list_offsets(topic, partitions, _SPEC.latest(), deadline)
+        return {p: Watermarks(low[p], high[p]) for p in partitions}
+
+    def offsets_for_times(self, topic: str, timestamp_ms: int) -> dict[int, int]:
+        deadline = Deadline(self._clock, self._timeout_s)
+        partitions = self.wait_for_leaders(topic, deadline)
+        found = self._list_offsets(topic, partitions, _SPEC.for_timestamp(timestamp_ms), deadline)
+        later = [p for p, offset in found.items() if offset < 0]  # no message that recent
+        if later:
+            ends = self._list_offsets(topic, later, _SPEC.latest(), deadline)
+            found.update(ends)
+        return found
+
+    def _list_offsets(
+        self, topic: str, partitions: Sequence[int], spec: Any, deadline: Deadline
+    ) -> dict[int, int]:
+        """One ListOffsets round per try; leadership answers are retried until `deadline`."""
+        wanted = list(partitions)
+        out: dict[int, int] = {}
+        while True:
+            futures = self._client.list_offsets(
+                {KafkaTopicPartition(topic, p): spec for p in wanted},
+                isolation_level=IsolationLevel.READ_COMMITTED,
+                request_timeout=max(1.0, deadline.remaining()),
+            )
+            retry: list[int] = []
+            last: Any = None
+            for tp, future in futures.items():
+                try:
+                    out[tp.partition] = int(future.result().offset)
+                except KafkaException as exc:
+                    err = _kafka_error(exc)
+                    if not _leadership_error(err):
+                        raise
+                    retry.append(tp.partition)
+                    last = err
+            if not retry:
+                return out
+            if deadline.expired():
+                raise TransientError(
+                    ErrorCode.KAFKA_NO_LEADER, f"topic {topic}: partitions {sorted(retry)}: {last}"
+                )
+            wanted = retry
+            self._sleep(min(_RETRY_PAUSE_S, deadline.remaining()))
+
+    def committed(
+        self, group: str, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int | None]:
+        if not partitions:
+            return {}
+        request = ConsumerGroupTopicPartitions(
+            group, [KafkaTopicPartition(t, p) for t, p in partitions]
+        )
+        futures = self._client.list_consumer_group_offsets(
+            [request], request_timeout=self._timeout_s
+        )
+        listed = futures[group].result()
+        return {
+            (tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None)
+            for tp in listed.topic_partitions
+        }
+
+    def alter_committed(
+        self, group: str, offsets: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, str]:
+        if not offsets:
+            return {}
+        request = ConsumerGroupTopicPartitions(
+            group, [KafkaTopicPartition(t, p, o) for (t, p), o in offsets.items()]
+        )
+        futures = self._client.alter_consumer_group_offsets(
+            [request], request_timeout=self._timeout_s
+        )
+        failed: dict[TopicPartition, str] = {}
+        for tp in futures[group].result().topic_partitions:
+            if tp.error is not None:
+                failed[(tp.topic, tp.partition)] = tp.error.str()
+        return failed
+
+    def delete_group(self, group: str) -> bool:
+        futures = self._client.delete_consumer_groups([group], request_timeout=self._timeout_s)
+        try:
+            futures[group].result()
+        except KafkaException as exc:
+            err = _kafka_error(exc)
+            if getattr(err, "code", lambda: None)() == KafkaError.GROUP_ID_NOT_FOUND:
+                return False
+            raise
+        return True
+
+    # -- the group -------------------------------------------------------------------------
+
+    def active_members(self, group: str) -> list[str]:
+        described = self._client.describe_consumer_groups([group], request_timeout=self._timeout_s)
+        description = described[group].result()
+        members = [f"{m.client_id}@{m.host}" for m in description.members]
+        state = getattr(description.state, "name", str(description.state))
+        if not members and state in _ACTIVE_STATES:
+            members = [f"(group state {state})"]
+        return members
+
+
+def _leadership_error(err: Any) -> bool:
+    """Answers that mean "ask again in a moment": leadership is still moving or being set up."""
+    if err is None or not hasattr(err, "code"):
+        return False
+    return bool(
+        err.code()
+        in (
+            KafkaError.NOT_LEADER_FOR_PARTITION,
+            KafkaError.LEADER_NOT_AVAILABLE,
+            KafkaError.UNKNOWN_TOPIC_OR_PART,
+            KafkaError._NOENT,  # librdkafka: "no leaders found" for the partitions asked
+        )
+        or err.retriable()
+    )

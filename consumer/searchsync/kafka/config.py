@@ -1,0 +1,50 @@
+"""The one builder of Kafka consumer settings: the group member, the DLQ readers, the admin tools.
+
+Every consumer searchsync creates commits explicitly, and only what it finished: auto commit and the
+automatic offset store are always off (docs/design.md, the commit protocol). What differs is said by
+the arguments: the group, where a group without a committed offset starts, and whether the end of a
+partition is reported (the DLQ readers stop there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from searchsync.config import KafkaSettings
+
+
+def consumer_config(
+    base: Mapping[str, Any],
+    *,
+    group_id: str,
+    auto_offset_reset: str = "earliest",
+    partition_eof: bool = False,
+) -> dict[str, Any]:
+    """A consumer over the user's `base` settings (bootstrap servers and `[kafka] extra`)."""
+    return {
+        **base,
+        "group.id": group_id,
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": auto_offset_reset,
+        "enable.partition.eof": partition_eof,
+    }
+
+
+def member_config(kafka: KafkaSettings) -> dict[str, Any]:
+    """The consumer that joins the group and runs the pipeline (`searchsync.kafka.intake`).
+
+    Cooperative-sticky assignment: a rebalance revokes only the partitions that move, so the
+    others keep flowing while the revoked ones drain.
+    """
+    return {
+        **consumer_config(
+            kafka.client_config(),
+            group_id=kafka.group_id,
+            auto_offset_reset=kafka.auto_offset_reset,
+        ),
+        "partition.assignment.strategy": "cooperative-sticky",
+        "session.timeout.ms": kafka.session_timeout_ms,
+        "max.poll.interval.ms": kafka.max_poll_interval_ms,
+    }

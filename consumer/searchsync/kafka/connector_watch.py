@@ -1,0 +1,79 @@
+"""The connector watch of `searchsync run` (``[connect] restart_failed_tasks``; docs/consumer.md,
+"Connector watch").
+
+Kafka Connect never restarts a FAILED task by itself. Debezium's task fails for good when, for
+example, it is (re)started while MariaDB is down ("Error reading MySQL variables ... Connection
+refused": the fault suite met it after a Connect restart during a MariaDB restart). Nothing is
+lost meanwhile (the binlog and Debezium's offsets keep the changes), but nothing is published
+until somebody restarts the task, so the index silently falls behind. The watch checks the
+connector's status every ``watch_interval_s`` and restarts each FAILED task once per check,
+logging why it failed. Every member of a group may run it: a restart of a task that is already
+restarting is harmless. Connect not answering is logged once per outage, and the consumer goes
+on: the watch is a helper, never a reason to stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Final
+
+from searchsync.kafka.connect import ConnectClient, ConnectUnavailable
+from searchsync.observability.metrics import Metrics
+
+__all__ = ["ConnectorWatch"]
+
+log = logging.getLogger(__name__)
+
+FAILED: Final = "FAILED"
+
+
+class ConnectorWatch:
+    def __init__(
+        self, client: ConnectClient, *, interval_s: float, metrics: Metrics | None = None
+    ) -> None:
+        """`metrics` counts the restarts (``searchsync_connector_task_restarts_total``)."""
+        self._client = client
+        self._interval_s = interval_s
+        self._metrics = metrics
+        self._unreachable = False
+        self.restarts = 0  # tasks restarted so far
+
+    async def check(self) -> int:
+        """One check: restart every FAILED task; how many were restarted."""
+        try:
+            status = await self._client.status()
+        except ConnectUnavailable as exc:
+            if not self._unreachable:
+                log.info("connector watch: %s; will try again", exc)
+            self._unreachable = True
+            return 0
+        self._unreachable = False
+        restarted = 0
+        for task in status.tasks:
+            if task.state != FAILED:
+                continue
+            log.warning(
+                "connector %s task %d is FAILED (%s): restarting it",
+                status.name,
+                task.id,
+                task.trace or "no trace",
+            )
+            try:
+                await self._client.restart_task(task.id, status.name)
+            except ConnectUnavailable as exc:
+                log.warning("connector watch: restart of task %d failed: %s", task.id, exc)
+                continue
+            restarted += 1
+            if self._metrics is not None:
+                self._metrics.connector_task_restarted()
+        self.restarts += restarted
+        return restarted
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Check now and every `interval_s` until `stop` is set."""
+        while not stop.is_set():
+            await self.check()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self._interval_s)

@@ -1,0 +1,269 @@
+"""The Kafka side of the pipeline: a confluent-kafka consumer driven from asyncio.
+
+librdkafka's consumer is used from ONE dedicated thread (every call: consume, commit, pause,
+resume, watermarks, close), so the event loop never blocks and the client is never touched from two
+threads. Rebalance callbacks run inside `consume()` on that thread; the revoke callback asks the
+loop to drain the revoked partitions (`RebalanceListener.revoking`) and commits the offsets it
+gets back before the partitions go (docs/design.md, invariant 5; docs/consumer.md, "Rebalance and
+shutdown").
+
+Auto commit and the automatic offset store are off (`searchsync.kafka.config.member_config`):
+offsets are committed explicitly, and only the contiguous finished prefix computed by
+`searchsync.stream.ledger`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ParamSpec, Protocol, TypeVar
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from searchsync.types import TopicPartition
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+
+@dataclass(frozen=True, slots=True)
+class RawMessage:
+    """A consumed message as plain data: what the pipeline needs, detached from librdkafka."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp_ms: int | None
+
+
+class RebalanceListener(Protocol):
+    """What the pipeline does when partitions come and go.
+
+    `revoking` runs on the event loop while the consumer thread waits for it; it returns the
+    offsets to commit for the revoked partitions.
+    """
+
+    def assigned(self, partitions: Sequence[TopicPartition]) -> None: ...
+
+    async def revoking(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]: ...
+
+    def revoked(self, partitions: Sequence[TopicPartition], *, lost: bool) -> None: ...
+
+
+class KafkaIntake:
+    """Consume, pause/resume, commit and close, each on the consumer's own thread."""
+
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        subscription: Sequence[str],
+        listener: RebalanceListener,
+        *,
+        revoke_timeout_s: float,
+        consumer_factory: Callable[[dict[str, Any]], Any] = Consumer,
+    ) -> None:
+        self._config = dict(config)
+        self._subscription = list(subscription)
+        self._listener = listener
+        self._revoke_timeout_s = revoke_timeout_s
+        self._factory = consumer_factory
+        self._executor = concurrent.futures.ThreadPoolExecutor(1, "searchsync-kafka")
+        self._consumer: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        await self._call(self._start)
+
+    def _start(self) -> None:
+        self._consumer = self._factory(self._config)
+        self._consumer.subscribe(
+            self._subscription,
+            on_assign=self._on_assign,
+            on_revoke=self._on_revoke,
+            on_lost=self._on_lost,
+        )
+
+    async def consume(self, max_messages: int, timeout_s: float) -> list[RawMessage]:
+        """One batched consume; partition errors are logged, fatal ones raised."""
+        return await self._call(self._consume, max_messages, timeout_s)
+
+    def _consume(self, max_messages: int, timeout_s: float) -> list[RawMessage]:
+        out: list[RawMessage] = []
+        for m in self._consumer.consume(num_messages=max_messages, timeout=timeout_s):
+            err = m.error()
+            if err is not None:
+                if err.fatal():
+                    raise KafkaException(err)
+                log.warning("kafka consume error", extra={"kafka_error": str(err)})
+                continue
+            out.append(_raw(m))
+        return out
+
+    async def commit(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, bool]:
+        """Synchronous commit of `offsets` (next offset to read); returns success per partition."""
+        if not offsets:
+            return {}
+        return await self._call(self._commit, dict(offsets))
+
+    def _commit(self, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, bool]:
+        return _commit_sync(self._consumer, offsets)
+
+    async def pause(self, partitions: Sequence[TopicPartition]) -> None:
+        if partitions:
+            await self._call(
+                self._consumer.pause, [KafkaTopicPartition(t, p) for t, p in partitions]
+            )
+
+    async def resume(self, partitions: Sequence[TopicPartition]) -> None:
+        if partitions:
+            await self._call(
+                self._consumer.resume, [KafkaTopicPartition(t, p) for t, p in partitions]
+            )
+
+    async def high_watermarks(
+        self, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        """The end offsets of `partitions` as of the last fetch responses.
+
+        Cached values cost no broker round trip: an uncached query waits behind the consumer's
+        long-poll fetch (up to `fetch.wait.max.ms` per partition) and would stall consumption.
+        Partitions not fetched yet are left out.
+        """
+        return await self._call(self._high_watermarks, list(partitions))
+
+    def _high_watermarks(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+        out: dict[TopicPartition, int] = {}
+        for t, p in partitions:
+            try:
+                _low, high = self._consumer.get_watermark_offsets(
+                    KafkaTopicPartition(t, p), cached=True
+                )
+            except KafkaException:
+                continue
+            if high >= 0:
+                out[(t, p)] = int(high)
+        return out
+
+    async def close(self) -> None:
+        """Leave the group (the revoke callback commits what is finished) and stop the thread."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._consumer is not None:
+                await self._call(self._consumer.close)
+        finally:
+            self._executor.shutdown(wait=False)
+
+    # -- rebalance callbacks: these run on the consumer thread, inside consume() or close() --
+
+    def _on_assign(self, consumer: Any, partitions: list[KafkaTopicPartition]) -> None:
+        tps = [(tp.topic, tp.partition) for tp in partitions]
+        log.info("partitions assigned", extra={"partitions": [f"{t}[{p}]" for t, p in tps]})
+        self._to_loop(self._listener.assigned, tps)
+
+    def _on_revoke(self, consumer: Any, partitions: list[KafkaTopicPartition]) -> None:
+        tps = [(tp.topic, tp.partition) for tp in partitions]
+        log.info("partitions revoked", extra={"partitions": [f"{t}[{p}]" for t, p in tps]})
+        offsets: dict[TopicPartition, int] = {}
+        if self._loop is not None and not self._loop.is_closed():
+            fut = asyncio.run_coroutine_threadsafe(self._listener.revoking(tps), self._loop)
+            try:
+                offsets = fut.result(timeout=self._revoke_timeout_s)
+            except Exception:  # the drain failed or timed out: commit nothing new, lose nothing
+                log.exception("draining revoked partitions failed; their offsets stay uncommitted")
+                fut.cancel()
+        if offsets:
+            results = _commit_sync(consumer, offsets)
+            failed = [tp for tp, ok in results.items() if not ok]
+            if failed:
+                log.warning("commit on revoke failed", extra={"partitions": failed})
+        _resume(consumer, partitions)
+        self._to_loop(lambda parts: self._listener.revoked(parts, lost=False), tps)
+
+    def _on_lost(self, consumer: Any, partitions: list[KafkaTopicPartition]) -> None:
+        # Lost partitions may already belong to another member: commit nothing for them.
+        tps = [(tp.topic, tp.partition) for tp in partitions]
+        log.warning("partitions lost", extra={"partitions": [f"{t}[{p}]" for t, p in tps]})
+        _resume(consumer, partitions)
+        self._to_loop(lambda parts: self._listener.revoked(parts, lost=True), tps)
+
+    def _to_loop(
+        self, fn: Callable[[list[TopicPartition]], None], tps: list[TopicPartition]
+    ) -> None:
+        if self._loop is None or self._loop.is_closed():
+            return
+        done = concurrent.futures.Future[None]()
+
+        def run() -> None:
+            try:
+                fn(tps)
+                done.set_result(None)
+            except BaseException as exc:  # pragma: no cover - a listener bug, surfaced below
+                done.set_exception(exc)
+
+        self._loop.call_soon_threadsafe(run)
+        try:  # keep the order: the loop learns of the change before the next consume returns
+            done.result(timeout=self._revoke_timeout_s)
+        except concurrent.futures.TimeoutError:
+            log.warning("rebalance listener did not run in time")
+
+    async def _call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, lambda: fn(*args, **kwargs))
+
+
+def _resume(consumer: Any, partitions: list[KafkaTopicPartition]) -> None:
+    """Resume partitions on their way out. librdkafka keeps a partition's pause across a
+    revoke, so one paused here (backpressure) and assigned back to this member later would never
+    be fetched again, while the pipeline, which forgets a revoked partition's pause, would never
+    resume it (the fault suite found it: tests/faults, seed 21). Backpressure pauses it again
+    after a new assignment if the pressure is still there."""
+    try:
+        consumer.resume(partitions)
+    except KafkaException as exc:  # not assigned any more: nothing is paused either
+        log.debug("resume on revoke failed", extra={"error": str(exc)})
+
+
+def _raw(m: Message) -> RawMessage:
+    ts_type, ts = m.timestamp()
+    topic, partition, offset = m.topic(), m.partition(), m.offset()
+    if topic is None or partition is None or offset is None:  # only error events lack them
+        raise KafkaException(KafkaError(KafkaError._BAD_MSG, "message without a position"))
+    return RawMessage(
+        topic=topic,
+        partition=partition,
+        offset=offset,
+        key=m.key(),
+        value=m.value(),
+        timestamp_ms=ts if ts_type != 0 else None,
+    )
+
+
+def _commit_sync(
+    consumer: Any, offsets: Mapping[TopicPartition, int]
+) -> dict[TopicPartition, bool]:
+    """Commit synchronously and report, per partition, whether the broker accepted it."""
+    tps = [KafkaTopicPartition(t, p, o) for (t, p), o in offsets.items()]
+    try:
+        results = consumer.commit(offsets=tps, asynchronous=False)
+    except KafkaException as exc:
+        err = exc.args[0] if exc.args else None
+        if isinstance(err, KafkaError) and err.code() == KafkaError._NO_OFFSET:
+            return dict.fromkeys(offsets, True)
+        log.warning("commit failed", extra={"kafka_error": str(exc)})
+        return dict.fromkeys(offsets, False)
+    out: dict[TopicPartition, bool] = {}
+    for tp in results or []:
+        out[(tp.topic, tp.partition)] = tp.error is None
+    return out

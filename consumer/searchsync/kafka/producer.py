@@ -1,0 +1,179 @@
+"""Producing with an acknowledgement: a write counts only once the broker has it.
+
+`AcknowledgedProducer.send` (asyncio) resolves when every in-sync replica has the message; the
+blocking `produce_and_wait` does the same for the operator commands. Both always set ``acks=all``
+and ``enable.idempotence=true`` (no loss, no duplicate on librdkafka's own retries), whatever the
+user's settings say. Errors are Kafka's own (`BufferError`, `KafkaException`, `DeliveryFailed`); the
+caller decides what they mean for its work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Protocol, cast
+
+import confluent_kafka
+
+from searchsync.clock import Deadline
+
+PRODUCER_GUARANTEES: Final[Mapping[str, str | bool]] = {"acks": "all", "enable.idempotence": True}
+
+DeliveryCallback = Callable[[Any, Any], None]
+"""``on_delivery(err, msg)``: `err` is a KafkaError or None once the broker answered."""
+
+Headers = list[tuple[str, bytes]]
+
+
+class ProducerPort(Protocol):
+    """The slice of ``confluent_kafka.Producer`` used here (a fake implements it in tests)."""
+
+    def produce(
+        self,
+        topic: str,
+        value: bytes | None = ...,
+        key: bytes | None = ...,
+        *,
+        partition: int = ...,
+        headers: Headers | None = ...,
+        on_delivery: DeliveryCallback | None = ...,
+    ) -> None: ...
+
+    def poll(self, timeout: float = ...) -> int: ...
+
+    def flush(self, timeout: float = ...) -> int: ...
+
+
+ProducerFactory = Callable[[dict[str, Any]], ProducerPort]
+
+
+class DeliveryFailed(Exception):
+    """The broker answered, and the answer was not "written" (`error` is the KafkaError)."""
+
+    def __init__(self, error: Any) -> None:
+        self.error = error
+        super().__init__(str(error))
+
+
+class DeliveryTimeout(Exception):
+    """No answer from the broker before the deadline: the message may or may not be written."""
+
+
+def kafka_producer(config: dict[str, Any]) -> ProducerPort:
+    return cast(ProducerPort, confluent_kafka.Producer(config))
+
+
+def acknowledged(config: Mapping[str, Any], factory: ProducerFactory | None = None) -> ProducerPort:
+    """A producer built from `config` with the guarantees above on top."""
+    return (factory or kafka_producer)({**config, **PRODUCER_GUARANTEES})
+
+
+class AcknowledgedProducer:
+    """Async produce; `send` resolves only once the broker acknowledged the message.
+
+    librdkafka runs delivery callbacks on whichever thread calls ``poll``: a small daemon thread
+    polls, and each callback hands its result to the event loop with ``call_soon_threadsafe``.
+    """
+
+    def __init__(
+        self, config: Mapping[str, Any], *, name: str, factory: ProducerFactory | None = None
+    ) -> None:
+        self._name = name
+        self._producer = acknowledged(config, factory)
+        self._stop = threading.Event()
+        self._poller: threading.Thread | None = None
+        self._closed = False
+
+    async def send(self, topic: str, value: bytes, key: bytes | None, *, headers: Headers) -> None:
+        """Produce and wait for the acknowledgement.
+
+        Raises `BufferError` (queue full) or `KafkaException` when the write cannot be queued,
+        and `DeliveryFailed` when the broker refused it.
+        """
+        if self._closed:
+            raise RuntimeError(f"{self._name}: send after close")
+        loop = asyncio.get_running_loop()
+        answered: asyncio.Future[None] = loop.create_future()
+
+        def on_delivery(err: Any, _msg: Any) -> None:  # runs on the poll thread
+            # RuntimeError: the loop is gone, so nobody waits for this answer any more.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_settle, answered, err)
+
+        self._producer.produce(topic, value, key, headers=headers, on_delivery=on_delivery)
+        self._ensure_poller()
+        await answered
+
+    async def close(self, flush_timeout: float) -> int:
+        """Stop polling and flush; returns how many messages were still unacknowledged."""
+        self._closed = True
+        self._stop.set()
+        if self._poller is not None:
+            await asyncio.to_thread(self._poller.join)
+        return await asyncio.to_thread(self._producer.flush, flush_timeout)
+
+    def _ensure_poller(self) -> None:
+        if self._poller is None:
+            self._poller = threading.Thread(
+                target=self._poll_until_stopped, name=f"{self._name}-poll", daemon=True
+            )
+            self._poller.start()
+
+    def _poll_until_stopped(self) -> None:
+        while not self._stop.is_set():
+            self._producer.poll(0.1)
+
+
+def _settle(future: asyncio.Future[None], err: Any) -> None:
+    if future.done():  # the sender was cancelled; the message may still have landed
+        return
+    if err is None:
+        future.set_result(None)
+    else:
+        future.set_exception(DeliveryFailed(err))
+
+
+def produce_and_wait(
+    producer: ProducerPort,
+    topic: str,
+    value: bytes | None,
+    key: bytes | None,
+    *,
+    partition: int,
+    headers: Headers,
+    timeout_s: float,
+    clock: Callable[[], float] = time.monotonic,
+) -> int | None:
+    """Blocking produce to one partition; returns once acknowledged, with the offset the broker
+    gave the message (None when the delivery report carries none).
+
+    Raises `DeliveryFailed` when the broker refused it, `DeliveryTimeout` after `timeout_s`.
+    """
+    outcome: list[Any] = []
+    delivered: list[Any] = []
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        outcome.append(err)
+        delivered.append(msg)
+
+    producer.produce(
+        topic,
+        value,
+        key,
+        partition=partition,
+        headers=headers,
+        on_delivery=on_delivery,
+    )
+    deadline = Deadline(clock, timeout_s)
+    while not outcome and not deadline.expired():
+        producer.poll(min(0.1, deadline.remaining()))
+    if not outcome:
+        raise DeliveryTimeout(f"no acknowledgement within {timeout_s}s")
+    if outcome[0] is not None:
+        raise DeliveryFailed(outcome[0])
+    offset = getattr(delivered[0], "offset", None)
+    written = offset() if callable(offset) else None
+    return written if isinstance(written, int) and written >= 0 else None

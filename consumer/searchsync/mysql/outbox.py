@@ -1,0 +1,157 @@
+"""The one outbox append, and the two ways outbox rows go away.
+
+- `append_outbox`: every writer of ``search_outbox`` goes through it. The application-side writer
+  (`searchsync.writer`) calls it next to its row change, in the same transaction (docs/design.md,
+  invariant 1); the repair job calls it alone for REBUILD events; any relay or tool that needs to
+  publish an event does the same. One function means one row shape: the ``payload`` column always
+  holds the thin event exactly as Debezium's Outbox Event Router publishes it
+  (`searchsync.events.encode_json`).
+- `delete_outbox_row`: Debezium's own pattern, delete the row in the transaction that inserted
+  it; the binlog still carries the insert, so the event is published and the table stays empty.
+- `MysqlOutbox`: what ``searchsync outbox prune`` needs, a keyset page of (id, created_at) and a
+  bounded delete of one id range (docs/design.md, "Outbox pruning").
+
+A delete of an outbox row is never an event: the connector has ``tombstones.on.delete=false`` and
+the Outbox Event Router drops delete records.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import aiomysql
+
+from searchsync.clock import utc_now
+from searchsync.events import encode_json
+from searchsync.mysql.pool import db_time, transaction, translate_errors
+from searchsync.types import Operation, ThinEvent
+
+__all__ = ["MysqlOutbox", "OutboxRow", "append_outbox", "delete_outbox_row"]
+
+
+async def append_outbox(
+    conn: Any,
+    aggregate_type: str,
+    aggregate_id: str,
+    operation: Operation | str,
+    revision: int,
+    *,
+    now: datetime | None = None,
+) -> str:
+    """Insert one outbox row into `conn`'s open transaction and return its new ``event_id``.
+
+    The ``payload`` column is the thin event as `searchsync.events.encode_json` writes it, which is
+    what Debezium's Outbox Event Router publishes. The caller owns the transaction: the writer
+    calls this next to its row change; the repair job calls it alone for REBUILD events
+    (``await with_transaction(pool, lambda c: append_outbox(c, ...))``).
+    """
+    op = Operation(operation)
+    if revision < 1:
+        raise ValueError(f"source_revision must be >= 1, got {revision}")
+    event = ThinEvent(
+        event_id=str(uuid.uuid4()),
+        aggregate_type=aggregate_type,
+        aggregate_id=aggregate_id,
+        operation=op,
+        source_revision=revision,
+    )
+    at = db_time(now if now is not None else utc_now())
+    with translate_errors("insert search_outbox"):
+        async with conn.cursor() as cur:
+            await cur.execute(
+                "INSERT INTO search_outbox (event_id, aggregate_type, aggregate_id, operation,"
+                " source_revision, payload, available_at, created_at, updated_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (
+                    event.event_id,
+                    aggregate_type,
+                    aggregate_id,
+                    op.value,
+                    revision,
+                    encode_json(event).decode("utf-8"),
+                    at,
+                    at,
+                    at,
+                ),
+            )
+    return event.event_id
+
+
+async def delete_outbox_row(conn: Any, event_id: str) -> None:
+    """Delete the outbox row of `event_id` in `conn`'s open transaction.
+
+    Called right after `append_outbox` in the same transaction (``PageWriter(...,
+    delete_outbox_row=True)``): the binlog holds the insert and then the delete, Debezium
+    publishes the insert, drops the delete, and ``search_outbox`` stays empty (no history to
+    inspect there: README, "Writing from your application").
+    """
+    with translate_errors("delete search_outbox"):
+        async with conn.cursor() as cur:
+            await cur.execute("DELETE FROM search_outbox WHERE event_id = %s", (event_id,))
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxRow:
+    id: int
+    created_at: datetime  # naive UTC, as the DATETIME(6) column holds it
+
+
+class MysqlOutbox:
+    """``search_outbox`` for the operator jobs: the prune's keyset pages by id and bounded range
+    deletes, and the REBUILD appends of the repair job and the rebuild's sweep.
+
+    Each call is its own short transaction (READ COMMITTED, the pool's session setting: no gap
+    locks), so the application's inserts at the end of the id range are never blocked.
+    """
+
+    def __init__(self, pool: aiomysql.Pool, *, clock: Callable[[], datetime] = utc_now) -> None:
+        self._pool = pool
+        self._clock = clock
+
+    async def page(self, after_id: int, limit: int) -> list[OutboxRow]:
+        """The next `limit` rows with ``id > after_id``, by id (a primary-key range read)."""
+        async with transaction(self._pool) as conn:
+            with translate_errors("read search_outbox"):
+                async with conn.cursor() as cur:
+                    await cur.execute(
+                        "SELECT id, created_at FROM search_outbox WHERE id > %s"
+                        " ORDER BY id LIMIT %s",
+                        (after_id, limit),
+                    )
+                    rows = await cur.fetchall()
+        return [OutboxRow(int(r[0]), r[1]) for r in rows]
+
+    async def delete_range(self, first_id: int, last_id: int, created_before: datetime) -> int:
+        """Delete the rows with ``first_id <= id <= last_id`` created before `created_before`,
+        in one transaction; the number deleted."""
+        async with transaction(self._pool) as conn:
+            with translate_errors("delete search_outbox"):
+                async with conn.cursor() as cur:
+                    await cur.execute(
+                        "DELETE FROM search_outbox WHERE id BETWEEN %s AND %s AND created_at < %s",
+                        (first_id, last_id, db_time(created_before)),
+                    )
+                    return int(cur.rowcount)
+
+    async def append_rebuild(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
+        async with transaction(self._pool) as conn:
+            await append_outbox(conn, aggregate_type, aggregate_id, Operation.REBUILD, revision)
+
+    async def append_orphan(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
+        now = self._clock()
+        async with transaction(self._pool) as conn:
+            with translate_errors("raise search_revision_floor"):
+                async with conn.cursor() as cur:
+                    await cur.execute(
+                        "INSERT INTO search_revision_floor (aggregate_type, aggregate_id,"
+                        " revision, deleted_at) VALUES (%s, %s, %s, %s) ON DUPLICATE KEY UPDATE"
+                        " revision = GREATEST(revision, VALUES(revision))",
+                        (aggregate_type, aggregate_id, revision, db_time(now)),
+                    )
+            await append_outbox(
+                conn, aggregate_type, aggregate_id, Operation.REBUILD, revision, now=now
+            )

@@ -1,0 +1,265 @@
+"""The MySQL port: the current rows of an aggregate type, and the writer's revision floors.
+
+The consumer never trusts an event's content; it re-reads the truth. `TruthReader` is the narrow
+port the pipeline, the rebuild and the repair job depend on; `MysqlTruth` implements it on
+aiomysql and `InMemoryTruth` in memory, so the same contract runs against both. It says what to
+read, never how: no caller hands it SQL.
+
+- `rows_by_id(projector, ids)`: the rows of those ids from the projector's `table`, with its
+  `columns`, soft-deleted rows included, keyed by ``id``. A missing id is simply absent; the
+  caller decides what a missing row means.
+- `revision_floors(aggregate_type, ids)`: the revision the writer recorded when it hard-deleted
+  each id (table ``search_revision_floor``); ids without a floor are absent.
+- `scan(projector, after_id, limit)`: keyset pagination over the whole table: at most `limit`
+  rows with ``id > after_id`` (all rows when `after_id` is None), ordered by id. Pass the last
+  id returned to read the next page; an empty page is the end. Never OFFSET: a page costs the
+  same wherever it starts. The order is the database's (its collation) for `MysqlTruth`, and
+  Python's string order for `InMemoryTruth`.
+- `count(projector)` (not part of `TruthReader`; the rebuild's): the rows of the table.
+
+The SQL is built here, from identifiers `Projector` validated, quoted, with every value a
+parameter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final, Protocol
+
+import aiomysql
+
+from searchsync.mysql.pool import expand_in, quote_identifier, transaction, translate_errors
+from searchsync.projection._registry import Projector, Row
+
+__all__ = ["DEFAULT_BATCH_SIZE", "InMemoryTruth", "MysqlTruth", "Row", "TruthReader"]
+
+DEFAULT_BATCH_SIZE: Final = 500
+_SCAN_PIECE: Final = 64
+"""Rows of a scan parsed between two turns of the event loop (a few milliseconds of CPU)."""
+_FLOOR_SQL: Final = (
+    "SELECT `aggregate_id`, `revision` FROM `search_revision_floor`"
+    " WHERE `aggregate_type` = %s AND `aggregate_id` IN %s"
+)
+
+
+class TruthReader(Protocol):
+    """Reads current rows and revision floors.
+
+    `primary=True` asks for a read that cannot lag (the primary, not a replica): the pipeline
+    uses it to re-read a row that is older than its event.
+    """
+
+    async def rows_by_id(
+        self, projector: Projector, ids: Sequence[str], *, primary: bool = False
+    ) -> dict[str, Row]: ...
+
+    async def revision_floors(
+        self, aggregate_type: str, ids: Sequence[str], *, primary: bool = False
+    ) -> dict[str, int]: ...
+
+    async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]: ...
+
+
+class MysqlTruth:
+    """`TruthReader` on aiomysql pools: `pool` for ordinary reads, `primary_pool` for
+    ``primary=True`` (the same pool when there is no replica).
+
+    Ids are de-duplicated and read in chunks of at most `batch_size` (one query each, all in one
+    short transaction). Unreachable or lost connections raise
+    `TransientError(ErrorCode.MYSQL_UNAVAILABLE)`; SQL errors pass through unchanged (a bug, not
+    an outage).
+    """
+
+    def __init__(
+        self,
+        pool: aiomysql.Pool,
+        primary_pool: aiomysql.Pool | None = None,
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self._pool = pool
+        self._primary_pool = primary_pool if primary_pool is not None else pool
+        self._batch_size = batch_size
+
+    async def rows_by_id(
+        self, projector: Projector, ids: Sequence[str], *, primary: bool = False
+    ) -> dict[str, Row]:
+        select = _select(projector)
+        rows = await self._by_chunks(
+            f"{select} WHERE `id` IN %s",
+            (),
+            ids,
+            primary=primary,
+            doing=f"read {projector.table}",
+        )
+        return {str(row["id"]): row for row in rows}
+
+    async def revision_floors(
+        self, aggregate_type: str, ids: Sequence[str], *, primary: bool = False
+    ) -> dict[str, int]:
+        rows = await self._by_chunks(
+            _FLOOR_SQL,
+            (aggregate_type,),
+            ids,
+            primary=primary,
+            doing="read search_revision_floor",
+        )
+        return {str(row["aggregate_id"]): int(row["revision"]) for row in rows}
+
+    async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]:
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, got {limit}")
+        select = _select(projector)
+        args: tuple[Any, ...]
+        if after_id is None:
+            sql, args = f"{select} ORDER BY `id` LIMIT %s", (limit,)
+        else:
+            sql, args = f"{select} WHERE `id` > %s ORDER BY `id` LIMIT %s", (after_id, limit)
+        rows: list[Row] = []
+        async with transaction(self._pool) as conn:
+            with translate_errors(f"scan {projector.table}"):
+                # Unbuffered, in pieces, a turn of the event loop between two: parsing a page of
+                # thousands of rows takes tens of milliseconds of CPU (aiomysql parses in
+                # Python), which would otherwise hold the loop while whole buffers of the
+                # result are parsed, and delay every other task's I/O (a bulk's answer).
+                async with conn.cursor(aiomysql.SSDictCursor) as cur:
+                    await cur.execute(sql, args)
+                    while piece := await cur.fetchmany(_SCAN_PIECE):
+                        rows.extend(piece)
+                        await asyncio.sleep(0)
+        return rows
+
+    async def floor_page(
+        self, aggregate_type: str, after_id: str | None, limit: int
+    ) -> list[tuple[str, int]]:
+        """The next `limit` revision floors (hard-deleted ids and their delete's revision) of
+        `aggregate_type` after `after_id`, by id."""
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, got {limit}")
+        async with transaction(self._pool) as conn:
+            with translate_errors("scan search_revision_floor"):
+                async with conn.cursor() as cur:
+                    await cur.execute(
+                        "SELECT aggregate_id, revision FROM search_revision_floor"
+                        " WHERE aggregate_type = %s AND aggregate_id > %s"
+                        " ORDER BY aggregate_id LIMIT %s",
+                        (aggregate_type, after_id or "", limit),
+                    )
+                    fetched = await cur.fetchall()
+        return [(str(r[0]), int(r[1])) for r in fetched]
+
+    async def count(self, projector: Projector) -> int:
+        """``SELECT COUNT(*)`` of the projector's table, soft-deleted rows included."""
+        async with transaction(self._pool) as conn:
+            with translate_errors(f"count {projector.table}"):
+                async with conn.cursor() as cur:
+                    await cur.execute(f"SELECT COUNT(*) FROM {quote_identifier(projector.table)}")
+                    (total,) = await cur.fetchone()
+        return int(total)
+
+    async def _by_chunks(
+        self,
+        sql: str,
+        leading: tuple[Any, ...],
+        ids: Sequence[str],
+        *,
+        primary: bool,
+        doing: str,
+    ) -> list[dict[str, Any]]:
+        unique = _unique(ids)
+        if not unique:
+            return []
+        pool = self._primary_pool if primary else self._pool
+        rows: list[dict[str, Any]] = []
+        async with transaction(pool) as conn:
+            for start in range(0, len(unique), self._batch_size):
+                chunk = tuple(unique[start : start + self._batch_size])
+                with translate_errors(doing):
+                    async with conn.cursor(aiomysql.DictCursor) as cur:
+                        await cur.execute(expand_in(sql, len(chunk)), leading + chunk)
+                        fetched: Iterable[dict[str, Any]] = await cur.fetchall()
+                rows.extend(fetched)
+        return rows
+
+
+class InMemoryTruth:
+    """`TruthReader` over rows and floors a test puts in; no SQL anywhere.
+
+    Rows are kept per table. `primary_rows` lets a test model a lagging replica: ``primary=True``
+    reads them first, then `rows`. `calls` records each `rows_by_id`'s ids and `primary` flag.
+    """
+
+    def __init__(self) -> None:
+        self.tables: dict[str, dict[str, Row]] = {}
+        self.primary_tables: dict[str, dict[str, Row]] = {}
+        self.floors: dict[tuple[str, str], int] = {}
+        self.calls: list[tuple[tuple[str, ...], bool]] = []
+
+    def put(self, row: Mapping[str, Any], *, table: str, primary_only: bool = False) -> None:
+        """Store `row` under ``row["id"]`` in `table` (replacing any earlier row of that id)."""
+        target = self.primary_tables if primary_only else self.tables
+        target.setdefault(table, {})[str(row["id"])] = dict(row)
+
+    def remove(self, row_id: str, *, table: str) -> None:
+        self.tables.get(table, {}).pop(row_id, None)
+        self.primary_tables.get(table, {}).pop(row_id, None)
+
+    def put_floor(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
+        self.floors[(aggregate_type, aggregate_id)] = revision
+
+    async def rows_by_id(
+        self, projector: Projector, ids: Sequence[str], *, primary: bool = False
+    ) -> dict[str, Row]:
+        unique = _unique(ids)
+        self.calls.append((tuple(unique), primary))
+        rows = self.tables.get(projector.table, {})
+        primary_rows = self.primary_tables.get(projector.table, {})
+        found: dict[str, Row] = {}
+        for row_id in unique:
+            row = primary_rows.get(row_id) if primary else None
+            if row is None:
+                row = rows.get(row_id)
+            if row is not None:
+                found[row_id] = _columns(row, projector)
+        return found
+
+    async def revision_floors(
+        self, aggregate_type: str, ids: Sequence[str], *, primary: bool = False
+    ) -> dict[str, int]:
+        floors = ((i, self.floors.get((aggregate_type, i))) for i in _unique(ids))
+        return {i: revision for i, revision in floors if revision is not None}
+
+    async def floor_page(
+        self, aggregate_type: str, after_id: str | None, limit: int
+    ) -> list[tuple[str, int]]:
+        ids = sorted(i for t, i in self.floors if t == aggregate_type and i > (after_id or ""))
+        return [(i, self.floors[(aggregate_type, i)]) for i in ids[:limit]]
+
+    async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]:
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, got {limit}")
+        rows = self.tables.get(projector.table, {})
+        ids = sorted(i for i in rows if after_id is None or i > after_id)
+        return [_columns(rows[i], projector) for i in ids[:limit]]
+
+    async def count(self, projector: Projector) -> int:
+        return len(self.tables.get(projector.table, {}))
+
+
+def _select(projector: Projector) -> str:
+    columns = ", ".join(quote_identifier(c) for c in projector.columns)
+    return f"SELECT {columns} FROM {quote_identifier(projector.table)}"
+
+
+def _columns(row: Row, projector: Projector) -> Row:
+    """`row` as the database would return it for the projector's columns."""
+    return {c: row[c] for c in projector.columns if c in row}
+
+
+def _unique(ids: Sequence[str]) -> list[str]:
+    if isinstance(ids, str):
+        raise TypeError("ids must be a sequence of ids, not one string")
+    return list(dict.fromkeys(ids))

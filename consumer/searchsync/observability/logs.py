@@ -1,0 +1,163 @@
+"""Structured logs: one JSON object per line, and the one-line-per-event-outcome record.
+
+`configure_logging` is called once by the CLI; library modules only ever do
+``logging.getLogger(__name__)`` and pass facts as ``extra=``. Every ``extra`` field becomes a
+top-level JSON key, so a log pipeline can filter on ``event_id`` or ``error_code`` without
+parsing messages. Values under keys that look like credentials are masked at any depth, so a
+careless ``extra={"config": ...}`` cannot leak a password; and each finished line has the
+password of every ``scheme://user:password@`` and every configured secret value masked
+(`searchsync.config.scrub_credentials`, `scrub_known`), exception text included.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Final, TextIO
+
+import orjson
+
+from searchsync.config import scrub_credentials, scrub_known
+
+__all__ = [
+    "EVENT_OUTCOME_MESSAGE",
+    "JsonFormatter",
+    "configure_logging",
+    "log_event_outcome",
+]
+
+EVENT_OUTCOME_MESSAGE: Final = "event outcome"
+_MASK: Final = "***"
+_SECRET_KEY = re.compile(r"password|passwd|secret|token|api[_.-]?key", re.IGNORECASE)
+_MAX_DEPTH: Final = 8
+
+# Attributes every LogRecord has; anything else on a record came from `extra=`.
+_STANDARD_ATTRS: Final = frozenset(
+    vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys() | {"message", "asctime"}
+)
+
+
+class JsonFormatter(logging.Formatter):
+    """Formats a record as one JSON line: ts, level, logger, msg, every extra field, exc.
+
+    `secrets` are values to mask wherever they appear in a line (``Settings.secret_values()``).
+    """
+
+    def __init__(self, secrets: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        # as they are, and as they look inside a JSON string (quotes, backslashes escaped)
+        forms = {form for v in secrets for form in (v, orjson.dumps(v)[1:-1].decode())}
+        self._secrets = tuple(forms)
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="microseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        for key, value in vars(record).items():
+            if key not in _STANDARD_ATTRS and not key.startswith("_") and key not in entry:
+                entry[key] = value
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            entry["exc"] = record.exc_text
+        if record.stack_info:
+            entry["stack"] = self.formatStack(record.stack_info)
+        masked = _mask(entry, 0)
+        line = orjson.dumps(masked, default=_fallback, option=orjson.OPT_NON_STR_KEYS).decode()
+        return scrub_known(scrub_credentials(line), self._secrets)
+
+
+def _mask(value: Any, depth: int) -> Any:
+    if depth > _MAX_DEPTH:
+        return repr(value)
+    if isinstance(value, Mapping):
+        return {
+            k: _MASK if isinstance(k, str) and _SECRET_KEY.search(k) else _mask(v, depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_mask(v, depth + 1) for v in value]
+    return value
+
+
+def _fallback(value: Any) -> Any:
+    """Anything orjson cannot encode natively is logged as its `str` (Secret shows ``***``)."""
+    return str(value)
+
+
+def configure_logging(
+    level: str, stream: TextIO | None = None, *, secrets: tuple[str, ...] = ()
+) -> logging.Handler:
+    """Send every log record at `level` or above to `stream` (stderr) as JSON lines, with
+    `secrets` masked.
+
+    Replaces the root logger's handlers (calling it twice does not duplicate lines) and returns
+    the installed handler.
+    """
+    numeric = logging.getLevelName(level.upper())
+    if not isinstance(numeric, int):
+        raise ValueError(f"unknown log level {level!r}")
+    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    handler.setFormatter(JsonFormatter(secrets))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(numeric)
+    return handler
+
+
+def log_event_outcome(
+    logger: logging.Logger,
+    *,
+    event_id: str | None,
+    aggregate_type: str | None,
+    aggregate_id: str | None,
+    event_revision: int | None,
+    loaded_revision: int | None,
+    projection_schema_version: int | None,
+    target_alias: str | None,
+    operation: str | None,
+    attempt: int,
+    result: str,
+    error_code: str | None = None,
+    error_message: str | None = None,
+    topic: str,
+    partition: int,
+    offset: int,
+) -> None:
+    """Log how one event finished as one line, with the contract's field names.
+
+    The fields: docs/design.md, "Dead letters and the event log line".
+
+    Successes log at DEBUG (at INFO the pipeline logs one summary line per batch instead,
+    docs/consumer.md "Logs"), anything with an `error_code` at WARNING. `operation` may be an
+    `Operation` (a str enum): it is logged as its plain value.
+    """
+    fields: dict[str, Any] = {
+        "event_id": event_id,
+        "aggregate_type": aggregate_type,
+        "aggregate_id": aggregate_id,
+        "event_revision": event_revision,
+        "loaded_revision": loaded_revision,
+        "projection_schema_version": projection_schema_version,
+        "target_alias": target_alias,
+        "operation": str(operation) if operation is not None else None,
+        "attempt": attempt,
+        "result": result,
+        "topic": topic,
+        "partition": partition,
+        "offset": offset,
+    }
+    if error_code is not None:
+        fields["error_code"] = error_code
+    if error_message is not None:
+        fields["error_message"] = error_message
+    level = logging.WARNING if error_code is not None else logging.DEBUG
+    logger.log(level, EVENT_OUTCOME_MESSAGE, extra=fields)

@@ -1,0 +1,65 @@
+"""Rolling windows over the last N bulk items or requests: the in-process ``*_rate`` and
+``es_write_latency_p*`` gauges (`searchsync.observability.metrics`) are computed from them."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter as _Tally
+from collections import deque
+from typing import Final
+
+__all__ = ["DEFAULT_WINDOW", "RollingKinds", "RollingQuantiles"]
+
+DEFAULT_WINDOW: Final = 1_000
+"""How many bulk items / requests the rolling rates and quantiles look back over."""
+
+
+class RollingKinds:
+    """The share of each kind among the last `size` observations (O(1) per observation)."""
+
+    def __init__(self, size: int = DEFAULT_WINDOW) -> None:
+        if size < 1:
+            raise ValueError(f"window size must be >= 1, got {size}")
+        self._window: deque[str] = deque(maxlen=size)
+        self._counts: _Tally[str] = _Tally()
+
+    def __len__(self) -> int:
+        return len(self._window)
+
+    def add(self, kind: str, n: int = 1) -> None:
+        for _ in range(min(n, self._window.maxlen or n)):
+            if len(self._window) == self._window.maxlen:
+                self._counts[self._window[0]] -= 1
+            self._window.append(kind)
+            self._counts[kind] += 1
+
+    def rate(self, kind: str) -> float:
+        """Share of `kind` in the window; NaN while the window is empty."""
+        if not self._window:
+            return math.nan
+        return self._counts[kind] / len(self._window)
+
+
+class RollingQuantiles:
+    """Nearest-rank quantiles of the last `size` values (sorted on read: reads are scrapes)."""
+
+    def __init__(self, size: int = DEFAULT_WINDOW) -> None:
+        if size < 1:
+            raise ValueError(f"window size must be >= 1, got {size}")
+        self._window: deque[float] = deque(maxlen=size)
+
+    def __len__(self) -> int:
+        return len(self._window)
+
+    def add(self, value: float) -> None:
+        self._window.append(value)
+
+    def quantile(self, q: float) -> float:
+        """The smallest value with at least ``q`` of the window at or below it; NaN when empty."""
+        if not 0.0 < q <= 1.0:
+            raise ValueError(f"quantile must be in (0, 1], got {q}")
+        if not self._window:
+            return math.nan
+        ordered = sorted(self._window)
+        rank = max(1, math.ceil(q * len(ordered)))
+        return ordered[rank - 1]

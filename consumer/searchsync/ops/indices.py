@@ -1,0 +1,200 @@
+"""The physical indices behind each alias: list them, roll the alias back, drop an old one.
+
+Library code behind `searchsync index list`, `index rollback` and `index drop` (docs/design.md,
+"Schema fence" and invariant 8). Every alias ``<alias>`` has physical indices ``<alias>_v<N>``
+behind it; the alias writes to exactly one of them.
+
+- `list_alias`: each physical index with its document count, ``_meta.projection_schema_version``,
+  creation time, and whether the alias points at it (reads) or writes to it.
+- `rollback`: one atomic ``_aliases`` call (`IndexAdmin.swap_alias`) that moves the alias from
+  its write index to the previous one (the highest ``_v<N>`` below it) or to a named one.
+  Consumers whose projector matches the index rolled back to are unfenced and catch up from
+  where they paused; the others are fenced (the schema fence).
+- `drop`: deletes an old physical index; never one the alias points at, never a name that is not
+  ``<alias>_v<N>``.
+
+Refusals raise `InvalidRequest` (the request names no such index: exit 2) or `OperationRefused`
+(the operation is unsafe now: exit 1); each message says what to do instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from searchsync.errors import InvalidRequest, OperationRefused
+from searchsync.naming import physical_version
+from searchsync.search.port import IndexAdmin, IndexInfo
+
+__all__ = [
+    "AliasListing",
+    "DropResult",
+    "IndexRow",
+    "RollbackResult",
+    "drop",
+    "list_alias",
+    "rollback",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexRow:
+    name: str
+    version: int | None  # N of <alias>_v<N>
+    docs: int
+    schema_version: int | None  # _meta.projection_schema_version (None: not recorded)
+    created_at: datetime
+    aliased: bool  # the alias points at it
+    is_write_index: bool  # the alias writes to it
+
+    @classmethod
+    def of(cls, info: IndexInfo) -> IndexRow:
+        return cls(
+            info.name,
+            info.version,
+            info.docs,
+            info.schema_version,
+            info.created_at,
+            info.aliased,
+            info.is_write_index,
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "docs": self.docs,
+            "schema_version": self.schema_version,
+            "created_at": self.created_at.isoformat(),
+            "aliased": self.aliased,
+            "is_write_index": self.is_write_index,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AliasListing:
+    alias: str
+    indices: tuple[IndexRow, ...]  # by N
+
+    @property
+    def write_index(self) -> IndexRow | None:
+        return next((row for row in self.indices if row.is_write_index), None)
+
+
+@dataclass(frozen=True, slots=True)
+class RollbackResult:
+    alias: str
+    from_index: str
+    to_index: str
+    from_schema_version: int | None
+    to_schema_version: int | None
+    dry_run: bool
+
+    @property
+    def message(self) -> str:
+        verb = "would move" if self.dry_run else "moved"
+        text = (
+            f"{verb} alias {self.alias} from {self.from_index} (schema "
+            f"{_shown(self.from_schema_version)}) to {self.to_index} (schema "
+            f"{_shown(self.to_schema_version)}) in one atomic _aliases call"
+        )
+        if self.from_schema_version != self.to_schema_version:
+            text += (
+                f"; consumers projecting schema {_shown(self.to_schema_version)} resume, those "
+                f"projecting {_shown(self.from_schema_version)} are fenced"
+            )
+        return text + f"; {self.from_index} is kept"
+
+
+@dataclass(frozen=True, slots=True)
+class DropResult:
+    alias: str
+    index: str
+    docs: int
+    schema_version: int | None
+    dry_run: bool
+
+    @property
+    def message(self) -> str:
+        verb = "would delete" if self.dry_run else "deleted"
+        return (
+            f"{verb} {self.index} ({self.docs} documents, schema "
+            f"{_shown(self.schema_version)}); alias {self.alias} does not point at it"
+        )
+
+
+async def list_alias(admin: IndexAdmin, alias: str) -> AliasListing:
+    """Every ``<alias>_v<N>`` and every index the alias points at, by N."""
+    return AliasListing(alias, tuple(IndexRow.of(i) for i in await admin.list_indices(alias)))
+
+
+async def rollback(
+    admin: IndexAdmin, alias: str, *, to: str | None = None, dry_run: bool = False
+) -> RollbackResult:
+    """Swap `alias` from its write index to `to`, or to the highest ``_v<N>`` below it."""
+    listing = await list_alias(admin, alias)
+    current = listing.write_index
+    if current is None:
+        raise OperationRefused(
+            f"alias {alias} has no write index: nothing to roll back "
+            "(see `searchsync index list`; `searchsync index init` creates the first one)"
+        )
+    by_name = {row.name: row for row in listing.indices}
+    if to is not None:
+        if physical_version(alias, to) is None:
+            raise InvalidRequest(f"{to} is not a physical index of {alias} ({alias}_v<N>)")
+        target = by_name.get(to)
+        if target is None:
+            raise InvalidRequest(f"no index {to}; `searchsync index list` shows what exists")
+        if target.name == current.name:
+            raise OperationRefused(f"alias {alias} already writes to {to}: nothing to do")
+    else:
+        below = [
+            row
+            for row in listing.indices
+            if row.version is not None
+            and current.version is not None
+            and row.version < current.version
+        ]
+        if not below:
+            raise OperationRefused(
+                f"no index of {alias} below {current.name} to roll back to; "
+                "name one with --to (see `searchsync index list`)"
+            )
+        target = max(below, key=lambda row: row.version or 0)
+    if not dry_run:
+        await admin.swap_alias(alias, old=current.name, new=target.name)
+    return RollbackResult(
+        alias, current.name, target.name, current.schema_version, target.schema_version, dry_run
+    )
+
+
+async def drop(admin: IndexAdmin, alias: str, index: str, *, dry_run: bool = False) -> DropResult:
+    """Delete the physical index `index` of `alias`, unless the alias points at it."""
+    if physical_version(alias, index) is None:
+        raise InvalidRequest(f"{index} is not a physical index of {alias} ({alias}_v<N>)")
+    row = await _row(admin, alias, index)
+    if row.aliased:
+        role = "writes to" if row.is_write_index else "reads from"
+        raise OperationRefused(
+            f"alias {alias} {role} {index}: it cannot be dropped; move the alias first "
+            "(`searchsync index rollback`, or a rebuild's swap)"
+        )
+    if not dry_run:
+        # Checked again just before: a swap meanwhile must not lose the alias's target.
+        if (await _row(admin, alias, index)).aliased:
+            raise OperationRefused(f"alias {alias} was moved onto {index} meanwhile: not dropped")
+        await admin.delete_index(index)
+    return DropResult(alias, index, row.docs, row.schema_version, dry_run)
+
+
+async def _row(admin: IndexAdmin, alias: str, index: str) -> IndexRow:
+    for row in (await list_alias(admin, alias)).indices:
+        if row.name == index:
+            return row
+    raise InvalidRequest(f"no index {index}; `searchsync index list` shows what exists")
+
+
+def _shown(version: int | None) -> str:
+    return "unrecorded" if version is None else str(version)

@@ -1,0 +1,215 @@
+"""The consumer group's Kafka offsets: where it stands, and moving it to replay history.
+
+Library code behind `searchsync offsets show` and `searchsync offsets reset`. A reset is refused
+while the group has active members: moving the offsets of a running group would be overwritten by
+its next commit, or race its in-flight work.
+
+Where a reset goes (`ResetTarget`): ``earliest`` or ``latest``; an offset for every selected
+partition; a point in time (an aware `datetime`: per partition the first offset whose timestamp is
+at or after it, the end when every message is older, from ``KafkaAdmin.offsets_for_times``); or,
+with `PartitionOffset`, one offset of one partition of one topic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from searchsync.config import Settings
+from searchsync.errors import InvalidRequest, OperationRefused
+from searchsync.kafka.admin import AdminFactory, ConfluentKafkaAdmin, KafkaAdmin
+from searchsync.types import TopicPartition
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionOffset:
+    """One partition to one offset (`topic` may be None when the group reads a single topic)."""
+
+    partition: int
+    offset: int
+    topic: str | None = None
+
+
+ResetTarget = str | int | datetime | PartitionOffset
+""""earliest", "latest", an offset, a time (aware), or one partition's offset."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionOffsets:
+    """One partition as the group sees it. `committed` is None when the group never committed;
+    `lag` then counts from where the group would start (``auto_offset_reset``)."""
+
+    topic: str
+    partition: int
+    committed: int | None
+    low: int
+    high: int
+    lag: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResetStep:
+    topic: str
+    partition: int
+    current: int | None
+    target: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResetReport:
+    group: str
+    target: str  # the target as given: earliest, latest, offset N, a time, topic/partition@N
+    dry_run: bool
+    active_members: tuple[str, ...]
+    steps: tuple[ResetStep, ...]
+
+
+def subscribed_topics(admin: KafkaAdmin, settings: Settings) -> list[str]:
+    """The subscribed topics that exist now (a regex is matched against the cluster's topics)."""
+    kafka = settings.kafka
+    existing = admin.topics()
+    if kafka.topic_regex is not None:
+        pattern = re.compile(kafka.topic_regex)
+        return sorted(t for t in existing if pattern.match(t))
+    return [t for t in kafka.topics if t in existing]
+
+
+def partition_offsets(
+    admin: KafkaAdmin, settings: Settings, topics: Sequence[str]
+) -> list[PartitionOffsets]:
+    """Committed offset, watermarks and lag of every partition of `topics` for the group."""
+    rows = []
+    for topic in topics:
+        marks = admin.watermarks(topic)
+        committed = admin.committed(settings.kafka.group_id, [(topic, p) for p in marks])
+        for partition, m in marks.items():
+            offset = committed.get((topic, partition))
+            if offset is not None:
+                start = offset
+            else:
+                start = m.low if settings.kafka.auto_offset_reset == "earliest" else m.high
+            rows.append(
+                PartitionOffsets(topic, partition, offset, m.low, m.high, max(0, m.high - start))
+            )
+    return sorted(rows, key=lambda r: (r.topic, r.partition))
+
+
+def plan_reset(
+    rows: Sequence[PartitionOffsets],
+    to: str | int | datetime,
+    *,
+    topic: str | None = None,
+    partition: int | None = None,
+    times: Mapping[TopicPartition, int] | None = None,
+) -> list[ResetStep]:
+    """Where each selected partition's offset goes; an offset outside [low, high] is refused.
+
+    For a time, `times` holds each partition's offset for it (`offsets_for_times`); an answer
+    below the low watermark (retention removed those messages) becomes the low watermark.
+    """
+    selected = [
+        r
+        for r in rows
+        if (topic is None or r.topic == topic) and (partition is None or r.partition == partition)
+    ]
+    if not selected:
+        where = f"topic {topic}" if topic is not None else "the subscribed topics"
+        which = f" partition {partition}" if partition is not None else ""
+        raise InvalidRequest(f"no such partition: {where}{which}")
+    steps = []
+    for r in selected:
+        if isinstance(to, datetime):
+            if times is None or (r.topic, r.partition) not in times:
+                raise InvalidRequest(f"no offset for {to.isoformat()} in {r.topic}/{r.partition}")
+            target = min(max(times[(r.topic, r.partition)], r.low), r.high)
+        elif to == "earliest":
+            target = r.low
+        elif to == "latest":
+            target = r.high
+        elif isinstance(to, int) and r.low <= to <= r.high:
+            target = to
+        else:
+            raise InvalidRequest(
+                f"offset {to} is outside {r.topic}/{r.partition}'s range [{r.low}, {r.high}]"
+            )
+        steps.append(ResetStep(r.topic, r.partition, r.committed, target))
+    return steps
+
+
+def describe_target(to: ResetTarget) -> str:
+    if isinstance(to, PartitionOffset):
+        return f"{to.topic or '(the topic)'}/{to.partition}@{to.offset}"
+    if isinstance(to, datetime):
+        return to.astimezone(UTC).isoformat()
+    return f"offset {to}" if isinstance(to, int) else to
+
+
+def show(
+    settings: Settings, *, admin_factory: AdminFactory = ConfluentKafkaAdmin
+) -> list[PartitionOffsets]:
+    """Committed offset, watermarks and lag of every subscribed partition for the group."""
+    admin = admin_factory(settings.kafka.client_config())
+    return partition_offsets(admin, settings, subscribed_topics(admin, settings))
+
+
+def reset(
+    settings: Settings,
+    to: ResetTarget,
+    *,
+    topic: str | None = None,
+    partition: int | None = None,
+    dry_run: bool,
+    admin_factory: AdminFactory = ConfluentKafkaAdmin,
+) -> ResetReport:
+    """Move the group's offsets to `to` (see the module docstring); plan only if dry_run.
+
+    Raises `OperationRefused` while the group has active members (unless `dry_run`), and
+    `InvalidRequest` for a partition or offset that does not exist, or a `PartitionOffset` whose
+    topic is ambiguous.
+    """
+    group = settings.kafka.group_id
+    admin = admin_factory(settings.kafka.client_config())
+    topics = subscribed_topics(admin, settings)
+    rows = partition_offsets(admin, settings, topics)
+    if isinstance(to, PartitionOffset):
+        one = _one_topic(to.topic or topic, topics)
+        to = PartitionOffset(to.partition, to.offset, one)
+        steps = plan_reset(rows, to.offset, topic=one, partition=to.partition)
+    elif isinstance(to, datetime):
+        if to.utcoffset() is None:
+            raise InvalidRequest(f"{to.isoformat()} has no time zone")
+        millis = int(to.timestamp() * 1000)
+        chosen = [t for t in topics if topic is None or t == topic]
+        times = {(t, p): o for t in chosen for p, o in admin.offsets_for_times(t, millis).items()}
+        steps = plan_reset(rows, to, topic=topic, partition=partition, times=times)
+    else:
+        steps = plan_reset(rows, to, topic=topic, partition=partition)
+    members = admin.active_members(group)
+    if members and not dry_run:
+        raise OperationRefused(
+            f"group {group} has {len(members)} active member(s) ({', '.join(members)}): "
+            "stop every `searchsync run` of this group, wait for the session to expire, "
+            "then reset again"
+        )
+    if not dry_run:
+        failed = admin.alter_committed(group, {(s.topic, s.partition): s.target for s in steps})
+        if failed:
+            raise OperationRefused(
+                "; ".join(f"{t}/{p}: {why}" for (t, p), why in sorted(failed.items()))
+            )
+    return ResetReport(group, describe_target(to), dry_run, tuple(members), tuple(steps))
+
+
+def _one_topic(topic: str | None, topics: Sequence[str]) -> str:
+    """The topic a one-partition reset means: the given one, or the only subscribed one."""
+    if topic is not None:
+        return topic
+    if len(topics) == 1:
+        return topics[0]
+    if not topics:
+        raise InvalidRequest("none of the subscribed topics exists yet")
+    raise InvalidRequest(
+        f"the group reads {len(topics)} topics ({', '.join(topics)}): name one with --topic"
+    )

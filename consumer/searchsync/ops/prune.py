@@ -1,0 +1,146 @@
+"""`searchsync outbox prune`: delete captured ``search_outbox`` rows older than a window.
+
+With Debezium nothing ever deletes outbox rows. The prune (docs/design.md, "Outbox pruning"):
+
+- refuses a window below ``[retention] min_outbox_age`` (`InvalidRequest`, exit 2), and refuses
+  while the Debezium connector is not RUNNING (`OperationRefused`, exit 1): a stopped connector
+  may need to snapshot the table again, and would find the pruned rows gone;
+- walks the table by primary key (``WHERE id > ? ORDER BY id LIMIT n``) and deletes each page's
+  rows created before the cutoff with one bounded ``DELETE ... WHERE id BETWEEN ? AND ? AND
+  created_at < ?`` transaction, pausing ``prune_pause_s`` between two, so the application's
+  inserts (at the top of the id range, READ COMMITTED: no gap locks) never wait on it;
+- stops at the first page holding a row at or after the cutoff (ids and creation times rise
+  together); an old row behind it is pruned by a later run. Nothing younger is ever deleted,
+  since the age is part of every DELETE.
+
+A delete of an outbox row is not an event: the connector has ``tombstones.on.delete=false`` and
+the Outbox Event Router drops delete records (`tests/integration/test_outbox_prune.py` proves it
+on the real stack).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from searchsync.config import RetentionSettings
+from searchsync.duration import format_duration
+from searchsync.errors import InvalidRequest, OperationRefused
+from searchsync.kafka.connect import ConnectorStatus
+from searchsync.mysql.outbox import OutboxRow
+from searchsync.mysql.pool import db_time
+
+__all__ = [
+    "ConnectorState",
+    "OutboxRows",
+    "PruneProgress",
+    "PruneReport",
+    "check_outbox_window",
+    "prune_outbox",
+]
+
+
+class OutboxRows(Protocol):
+    """What the prune needs from ``search_outbox`` (`searchsync.mysql.outbox.MysqlOutbox`)."""
+
+    async def page(self, after_id: int, limit: int) -> list[OutboxRow]: ...
+
+    async def delete_range(self, first_id: int, last_id: int, created_before: datetime) -> int: ...
+
+
+class ConnectorState(Protocol):
+    """The connector's state (`searchsync.kafka.connect.ConnectClient`)."""
+
+    async def status(self, name: str | None = None) -> ConnectorStatus: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PruneProgress:
+    batches: int
+    deleted: int
+    last_id: int
+
+
+@dataclass(slots=True)
+class PruneReport:
+    older_than: timedelta
+    created_before: datetime  # naive UTC, as created_at holds it
+    dry_run: bool
+    connector: ConnectorStatus
+    scanned: int = 0
+    deleted: int = 0  # with dry_run: the rows a real run would delete
+    batches: int = 0
+    last_id: int | None = None  # the highest id looked at
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "older_than": format_duration(self.older_than),
+            "created_before": self.created_before.isoformat() + "Z",
+            "dry_run": self.dry_run,
+            "connector": self.connector.as_json(),
+            "scanned": self.scanned,
+            "deleted" if not self.dry_run else "would_delete": self.deleted,
+            "batches": self.batches,
+            "last_id": self.last_id,
+        }
+
+
+def check_outbox_window(retention: RetentionSettings, older_than: timedelta) -> None:
+    """Refuse a window below ``retention.min_outbox_age`` (`InvalidRequest`)."""
+    if older_than < retention.min_outbox_age:
+        raise InvalidRequest(
+            f"--older-than {format_duration(older_than)} is shorter than "
+            f"retention.min_outbox_age ({format_duration(retention.min_outbox_age)}): "
+            "rows that young may not be captured by Debezium yet; pass a longer window"
+        )
+
+
+async def prune_outbox(
+    rows: OutboxRows,
+    connect: ConnectorState,
+    retention: RetentionSettings,
+    older_than: timedelta,
+    *,
+    now: datetime,
+    dry_run: bool = False,
+    after_id: int = 0,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    progress: Callable[[PruneProgress], None] | None = None,
+) -> PruneReport:
+    """Prune the outbox rows created before ``now - older_than`` (see the module docstring),
+    walking from the first id above `after_id` (0: the whole table)."""
+    check_outbox_window(retention, older_than)
+    status = await connect.status()
+    if not status.running:
+        raise OperationRefused(
+            "the outbox connector is not RUNNING ("
+            + "; ".join(status.problems())
+            + "): pruning now could remove rows it has not captured; fix or resume the "
+            "connector first (GET /connectors/<name>/status on Kafka Connect)"
+        )
+    cutoff = db_time(now - older_than)
+    report = PruneReport(older_than, cutoff, dry_run, status)
+    after = after_id
+    while True:
+        page = await rows.page(after, retention.prune_batch_size)
+        if not page:
+            break
+        report.scanned += len(page)
+        report.last_id = after = page[-1].id
+        old = sum(1 for row in page if row.created_at < cutoff)
+        if old:
+            if report.batches:
+                await sleep(retention.prune_pause_s)
+            report.batches += 1
+            if dry_run:
+                report.deleted += old
+            else:
+                report.deleted += await rows.delete_range(page[0].id, page[-1].id, cutoff)
+            if progress is not None:
+                progress(PruneProgress(report.batches, report.deleted, after))
+        if old < len(page):  # a young row: the rest of the table is younger still
+            break
+    return report

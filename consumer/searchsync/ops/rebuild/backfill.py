@@ -1,0 +1,291 @@
+"""The backfill: keyset-scan the truth, project each row, write it into the new physical index.
+
+Each chunk is ``scan(projector, after_id, size)`` (never OFFSET), projected with the one
+projector, written with external versions (a 409 at the same or a newer version is fine: the
+document is already there), and only then reported through `on_chunk`, which persists the last
+id. A crash between the write and the save repeats one chunk, which external versions make
+harmless. Chunk sizes follow `ChunkController` (a target latency per chunk).
+
+A row the projector refuses is counted as failed (and kept in `failures`, first few only);
+verification decides whether that many failures still allow the swap. A write the cluster
+refuses transiently is retried a few times with backoff, then raises `TransientError`: the
+rebuild stops with its progress saved, and ``--resume`` continues.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Final, Protocol
+
+from searchsync.errors import ErrorCode, PoisonMessage, TransientError
+from searchsync.ops.chunks import ChunkController
+from searchsync.projection import Projector, Row
+from searchsync.search.sink import FINISHED_KINDS, IndexOp, OutcomeKind, Sink
+
+__all__ = ["Backfill", "BackfillResult", "ChunkDone", "TruthScan"]
+
+_WRITE_ATTEMPTS: Final = 5
+_FIRST_RETRY_S: Final = 0.5
+_KEEP_FAILURES: Final = 20
+_READ_AHEAD: Final = 2  # chunks scanned and projected ahead of the writes
+_YIELD_EVERY: Final = 16  # rows projected between two turns of the event loop (~0.4 ms)
+_AHEAD_PAUSE_S: Final = 0.001  # the reader's pause at each turn while the writer has a chunk
+_INDEXED: Final = FINISHED_KINDS | {OutcomeKind.AHEAD}  # AHEAD: the index holds a newer revision
+
+
+class TruthScan(Protocol):
+    """What the rebuild reads from the truth (`searchsync.mysql.truth.MysqlTruth` has it all)."""
+
+    async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]: ...
+
+    async def count(self, projector: Projector) -> int: ...
+
+    async def floor_page(
+        self, aggregate_type: str, after_id: str | None, limit: int
+    ) -> list[tuple[str, int]]: ...
+
+    async def rows_by_id(
+        self, projector: Projector, ids: list[str], *, primary: bool = False
+    ) -> dict[str, Row]: ...
+
+    async def revision_floors(
+        self, aggregate_type: str, ids: list[str], *, primary: bool = False
+    ) -> dict[str, int]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkDone:
+    """One chunk written: where the scan stands now."""
+
+    last_id: str
+    rows: int  # rows in this chunk
+    indexed: int  # written now or found written
+    failed: int
+    seconds: float
+    next_size: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    rows: int  # rows scanned (0: the end of the table)
+    last_id: str  # the last of them ("" when there are none)
+    ops: list[IndexOp]
+    failures: list[tuple[str, str]]  # (id, why) of the rows the projector refused
+
+
+@dataclass(slots=True)
+class BackfillResult:
+    last_id: str | None
+    rows_done: int
+    rows_failed: int
+    chunks: int = 0
+    complete: bool = False  # False: stopped by `stop_after_chunks`
+    tombstones: int = 0  # hard-deleted ids written as tombstones at their revision floor
+    failures: list[tuple[str, str]] = field(default_factory=list)
+
+
+class Backfill:
+    def __init__(
+        self,
+        *,
+        truth: TruthScan,
+        sink: Sink,
+        projector: Projector,
+        target_index: str,
+        chunks: ChunkController,
+        on_chunk: Callable[[ChunkDone], Awaitable[None]],
+        clock: Callable[[], float] = time.monotonic,
+        pause: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._truth = truth
+        self._sink = sink
+        self._projector = projector
+        self._target = target_index
+        self._chunks = chunks
+        self._on_chunk = on_chunk
+        self._clock = clock
+        self._pause = pause
+
+    async def run(
+        self,
+        *,
+        after_id: str | None,
+        rows_done: int = 0,
+        rows_failed: int = 0,
+        stop_after_chunks: int | None = None,
+    ) -> BackfillResult:
+        """Scan from `after_id` to the end (or `stop_after_chunks` chunks, for drills).
+
+        A reader task scans and projects up to `_READ_AHEAD` chunks ahead of the writes, so
+        MySQL and the projection overlap with Elasticsearch; progress (`on_chunk`, which
+        persists the last id) still moves only after a chunk's writes are acknowledged, in
+        scan order."""
+        result = BackfillResult(after_id, rows_done, rows_failed)
+        ready: asyncio.Queue[_Prepared | Exception] = asyncio.Queue(maxsize=_READ_AHEAD)
+        # A written chunk's objects (its ops, their outcomes: tens of thousands) are freed by the
+        # reader, which runs while the next bulk is in flight, not between two bulks.
+        retired: list[object] = []
+        reader = asyncio.ensure_future(self._read(after_id, stop_after_chunks, ready, retired))
+        last_done = self._clock()
+        try:
+            while stop_after_chunks is None or result.chunks < stop_after_chunks:
+                chunk = await ready.get()
+                if isinstance(chunk, Exception):
+                    raise chunk
+                if not chunk.rows:
+                    result.tombstones = await self._floor_tombstones(result)
+                    result.complete = True
+                    return result
+                for doc_id, message in chunk.failures:
+                    self._keep(result, doc_id, message)
+                indexed, refused = await self._write(chunk.ops, result, retired)
+                retired.append(chunk)
+                failed = len(chunk.failures) + refused
+                now = self._clock()
+                elapsed, last_done = now - last_done, now
+                size = self._chunks.observe(elapsed)
+                result.last_id = chunk.last_id
+                result.rows_done += chunk.rows
+                result.rows_failed += failed
+                result.chunks += 1
+                await self._on_chunk(
+                    ChunkDone(result.last_id, chunk.rows, indexed, failed, elapsed, size)
+                )
+            return result
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+
+    async def _read(
+        self,
+        after_id: str | None,
+        stop_after_chunks: int | None,
+        ready: asyncio.Queue[_Prepared | Exception],
+        retired: list[object],
+    ) -> None:
+        """Scan and project chunk after chunk into `ready` (an empty chunk: the end). A failure
+        is queued too, after the chunks read before it, so the writes of those still count.
+        Before each chunk it frees what the writer has `retired`."""
+        chunks = 0
+        while stop_after_chunks is None or chunks < stop_after_chunks:
+            retired.clear()
+            try:
+                chunk = await self._prepare(after_id, self._chunks.current, ready)
+            except Exception as exc:
+                await ready.put(exc)
+                return
+            await ready.put(chunk)
+            if not chunk.rows:
+                return
+            chunks += 1
+            after_id = chunk.last_id
+
+    async def _floor_tombstones(self, result: BackfillResult) -> int:
+        """Tombstones for the hard-deleted ids (`search_revision_floor`) at their floor: the new
+        index then holds every delete the old one held, not only those after the watermark.
+        Idempotent: an interrupted rebuild writes them again on `--resume`.
+
+        An id created again since has a row at a newer revision: its own document (the scan's,
+        or the catch-up's for a row created after the scan passed it) outranks the tombstone,
+        which is therefore not sent. Sending it would only be refused, and confirming that 409
+        costs a real-time read, which on an index filled with refreshes off forces a refresh."""
+        written, after = 0, None
+        while True:
+            page = await self._truth.floor_page(
+                self._projector.aggregate_type, after, self._chunks.current
+            )
+            if not page:
+                return written
+            rows = await self._truth.rows_by_id(self._projector, [i for i, _ in page])
+            at = datetime.now(UTC)
+            ops = [
+                IndexOp.from_document(self._target, self._projector.tombstone(i, rev, at=at))
+                for i, rev in page
+                if not _outranks(rows.get(i), rev)
+            ]
+            indexed, _ = await self._write(ops, result)
+            written += indexed
+            after = page[-1][0]
+
+    async def _prepare(
+        self, after_id: str | None, size: int, ready: asyncio.Queue[_Prepared | Exception]
+    ) -> _Prepared:
+        """The next chunk after `after_id`: its rows, their index ops, the rows refused.
+
+        It yields the event loop every `_YIELD_EVERY` rows, so that a bulk's answer is handled
+        and the next bulk sent without waiting for the projection; while the writer already
+        has a chunk waiting in `ready`, it also pauses `_AHEAD_PAUSE_S` there, so the writer's
+        few steps from an answer to the next request do not each wait behind a step of this
+        one (while the writer waits for a chunk, it runs at full speed)."""
+        rows = await self._truth.scan(self._projector, after_id, size)
+        ops: list[IndexOp] = []
+        failures: list[tuple[str, str]] = []
+        for n, row in enumerate(rows, start=1):
+            if n % _YIELD_EVERY == 0:
+                await asyncio.sleep(_AHEAD_PAUSE_S if ready.qsize() else 0)
+            try:
+                document = self._projector.project(row)
+            except PoisonMessage as exc:
+                failures.append((str(row.get("id")), exc.message))
+                continue
+            ops.append(IndexOp.from_document(self._target, document))
+        last_id = str(rows[-1]["id"]) if rows else ""
+        return _Prepared(len(rows), last_id, ops, failures)  # the rows are freed here
+
+    async def _write(
+        self, ops: list[IndexOp], result: BackfillResult, retired: list[object] | None = None
+    ) -> tuple[int, int]:
+        """Write `ops`; (indexed, refused). Transient failures are retried, then raised. The
+        outcome lists go to `retired` when given, to be freed later."""
+        if not ops:
+            return 0, 0
+        indexed = refused = 0
+        pending = ops
+        delay = _FIRST_RETRY_S
+        for attempt in range(1, _WRITE_ATTEMPTS + 1):
+            retry: list[IndexOp] = []
+            last: tuple[ErrorCode | None, str | None] = (None, None)
+            outcomes = await self._sink.write(pending)
+            if retired is not None:
+                retired.append(outcomes)
+            for outcome in outcomes:
+                kind = outcome.kind
+                if kind in _INDEXED:
+                    indexed += 1
+                elif kind is OutcomeKind.POISON:
+                    refused += 1
+                    self._keep(result, outcome.op.doc_id, outcome.message or str(outcome.code))
+                else:
+                    retry.append(outcome.op)
+                    last = (outcome.code, outcome.message)
+            if not retry:
+                return indexed, refused
+            if attempt == _WRITE_ATTEMPTS:
+                code = last[0] or ErrorCode.ES_UNEXPECTED
+                raise TransientError(
+                    code,
+                    f"backfill into {self._target}: {len(retry)} writes still failing after "
+                    f"{attempt} attempts ({last[1]}); fix the cluster, then run the rebuild "
+                    "again with --resume",
+                )
+            await self._pause(delay)
+            delay *= 2
+            pending = retry
+        return indexed, refused  # pragma: no cover - the loop returns or raises
+
+    @staticmethod
+    def _keep(result: BackfillResult, doc_id: str, message: str) -> None:
+        if len(result.failures) < _KEEP_FAILURES:
+            result.failures.append((doc_id, message))
+
+
+def _outranks(row: Row | None, floor: int) -> bool:
+    """True when `row` exists at a revision above the revision floor `floor`."""
+    revision = None if row is None else row.get("revision")
+    return isinstance(revision, int) and not isinstance(revision, bool) and revision > floor

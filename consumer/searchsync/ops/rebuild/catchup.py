@@ -1,0 +1,187 @@
+"""The catch-up: a consumer group of its own replays the type's topics from the watermark into
+the new physical index, and the lag checks that decide when it has caught up.
+
+`ConsumerCatchUp` runs the normal pipeline (`searchsync.app.run_consumer`) in this process with
+two overrides only: its own group id and subscription (the type's topics), and a write target
+(the type -> the new physical index, ``require_alias=false``). Nothing else is forked: the same
+re-read, projector, external versions, retries and DLQ.
+
+"Caught up" is always measured against a snapshot: take the topics' high watermarks now, then
+wait until the group's committed offset reaches them on every partition. Under a steady stream
+of writes, "lag is exactly zero at one instant" may never be observed; "everything up to the
+moment I asked is done" always is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import Any, Protocol
+
+from searchsync.config import Settings
+from searchsync.errors import OperationRefused
+from searchsync.kafka.admin import KafkaAdmin
+from searchsync.ops.rebuild.state import Watermark
+from searchsync.projection import ProjectorRegistry
+from searchsync.types import TopicPartition
+
+__all__ = [
+    "CatchUp",
+    "CatchUpRunner",
+    "ConsumerCatchUp",
+    "LagWatch",
+    "catchup_settings",
+    "high_watermarks",
+]
+
+
+class CatchUp(Protocol):
+    """A running catch-up group."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None:
+        """Drain in-flight work, commit the finished prefix, leave the group."""
+        ...
+
+    def failure(self) -> str | None:
+        """Why the group stopped by itself (None while it runs, or after `stop`)."""
+        ...
+
+
+CatchUpRunner = Callable[..., Coroutine[Any, Any, int]]
+"""The shape of `searchsync.app.run_consumer` the catch-up calls."""
+
+
+def catchup_settings(settings: Settings, group: str, topics: Sequence[str]) -> Settings:
+    """The live settings with the catch-up group's id and subscription (the type's topics)."""
+    kafka = dataclasses.replace(
+        settings.kafka,
+        group_id=group,
+        topics=tuple(topics),
+        topic_regex=None,
+        auto_offset_reset="earliest",  # a partition created after the watermark: all of it
+    )
+    observability = dataclasses.replace(settings.observability, metrics_port=0)
+    return dataclasses.replace(settings, kafka=kafka, observability=observability)
+
+
+class ConsumerCatchUp:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        registry: ProjectorRegistry,
+        write_targets: Mapping[str, str],
+        runner: CatchUpRunner | None = None,
+    ) -> None:
+        self._settings = settings
+        self._registry = registry
+        self._targets = dict(write_targets)
+        self._runner = runner
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[int] | None = None
+
+    async def start(self) -> None:
+        if self._task is not None:
+            return
+        runner: CatchUpRunner
+        if self._runner is not None:
+            runner = self._runner
+        else:
+            from searchsync.app import run_consumer  # the pipeline, only where it is needed
+
+            runner = run_consumer
+        self._stop.clear()
+        self._task = asyncio.create_task(
+            runner(
+                self._settings,
+                stop=self._stop,
+                registry=self._registry,
+                write_targets=self._targets,
+            )
+        )
+
+    async def stop(self) -> None:
+        if self._task is None:
+            return
+        self._stop.set()
+        task, self._task = self._task, None
+        await task
+
+    def failure(self) -> str | None:
+        task = self._task
+        if task is None or not task.done():
+            return None
+        if task.cancelled():
+            return "the catch-up consumer was cancelled"
+        exc = task.exception()
+        if exc is not None:
+            return f"the catch-up consumer failed: {exc}"
+        return f"the catch-up consumer stopped with exit code {task.result()} (see its log)"
+
+
+def high_watermarks(admin: KafkaAdmin, topics: Sequence[str]) -> dict[TopicPartition, int]:
+    """The end offset of every partition of `topics`, now."""
+    out: dict[TopicPartition, int] = {}
+    for topic in topics:
+        for partition, marks in admin.watermarks(topic).items():
+            out[(topic, partition)] = marks.high
+    return out
+
+
+class LagWatch:
+    """Polls the group's committed offsets against a snapshot (see the module docstring)."""
+
+    def __init__(
+        self,
+        admin: KafkaAdmin,
+        *,
+        poll_interval_s: float,
+        on_lag: Callable[[int], None] = lambda _lag: None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._admin = admin
+        self._poll_s = poll_interval_s
+        self._on_lag = on_lag
+        self._clock = clock
+
+    async def snapshot(self, topics: Sequence[str]) -> dict[TopicPartition, int]:
+        return await asyncio.to_thread(high_watermarks, self._admin, topics)
+
+    async def committed(
+        self, group: str, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        found = await asyncio.to_thread(self._admin.committed, group, list(partitions))
+        return {tp: found.get(tp) or 0 for tp in partitions}
+
+    async def wait_until(
+        self,
+        group: str,
+        target: Watermark,
+        *,
+        timeout_s: float,
+        what: str,
+        failure: Callable[[], str | None] = lambda: None,
+    ) -> None:
+        """Return once `group` committed at least `target` on every partition; raise
+        `OperationRefused` at the timeout or when `failure()` says the consumer stopped."""
+        deadline = self._clock() + timeout_s
+        partitions = sorted(target)
+        while True:
+            done = await self.committed(group, partitions)
+            lag = sum(max(0, target[tp] - done[tp]) for tp in partitions)
+            self._on_lag(lag)
+            if lag == 0:
+                return
+            why = failure()
+            if why is not None:
+                raise OperationRefused(f"{what}: {why}")
+            if self._clock() >= deadline:
+                raise OperationRefused(
+                    f"{what}: still {lag} events behind after {timeout_s:.0f}s; the progress is "
+                    "saved: run the rebuild again with --resume"
+                )
+            await asyncio.sleep(self._poll_s)

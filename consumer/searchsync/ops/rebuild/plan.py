@@ -1,0 +1,129 @@
+"""Names and bodies a rebuild decides before it changes anything: the type's topics, the new
+physical index, the catch-up group, the bulk-load body and the ``_meta`` of the new index."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from searchsync import naming
+from searchsync.config import Settings
+from searchsync.errors import OperationRefused
+from searchsync.kafka.admin import KafkaAdmin
+from searchsync.ops.rebuild.state import Watermark
+from searchsync.search.port import SCHEMA_VERSION_META, IndexInfo
+
+__all__ = [
+    "BULK_LOAD",
+    "Plan",
+    "catchup_group",
+    "index_body",
+    "rebuild_meta",
+    "restored_settings",
+    "type_topics",
+]
+
+BULK_LOAD: Mapping[str, Any] = {"refresh_interval": "-1", "number_of_replicas": 0}
+"""The new index's settings while the backfill fills it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What a rebuild is about to do (`--dry-run` prints it)."""
+
+    aggregate_type: str
+    alias: str
+    current_index: str
+    new_index: str
+    catchup_group: str
+    topics: tuple[str, ...]
+    watermark: Watermark
+    rows: int
+    old_schema_version: int | None
+    new_schema_version: int
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "aggregate_type": self.aggregate_type,
+            "alias": self.alias,
+            "current_index": self.current_index,
+            "new_index": self.new_index,
+            "catchup_group": self.catchup_group,
+            "topics": list(self.topics),
+            "watermark": {f"{t}/{p}": o for (t, p), o in sorted(self.watermark.items())},
+            "rows": self.rows,
+            "old_schema_version": self.old_schema_version,
+            "new_schema_version": self.new_schema_version,
+        }
+
+
+def type_topics(admin: KafkaAdmin, settings: Settings, aggregate_type: str) -> tuple[str, ...]:
+    """The outbox topic of `aggregate_type` (``rebuild.topic_template``), which must exist and be
+    one the consumer group subscribes to; `OperationRefused` otherwise."""
+    topic = settings.rebuild.topic_template.replace("{type}", aggregate_type)
+    kafka = settings.kafka
+    subscribed = (
+        re.match(kafka.topic_regex, topic) is not None
+        if kafka.topic_regex is not None
+        else topic in kafka.topics
+    )
+    if not subscribed:
+        raise OperationRefused(
+            f"topic {topic} (rebuild.topic_template) is not in the consumer's subscription "
+            f"({kafka.subscription}): set rebuild.topic_template to the type's outbox topic"
+        )
+    if not admin.topic_exists(topic):
+        raise OperationRefused(
+            f"topic {topic} does not exist yet: write one {aggregate_type} change (or create "
+            "the topic) so that its watermark can be taken, then run the rebuild again"
+        )
+    return (topic,)
+
+
+def next_index(alias: str, indices: Sequence[IndexInfo]) -> tuple[str, int]:
+    """``(<alias>_v<N+1>, N+1)`` after the highest existing ``<alias>_v<N>``."""
+    name = naming.next_physical_name(alias, [i.name for i in indices])
+    parsed = naming.parse_physical_name(name)
+    assert parsed is not None
+    return name, parsed[1]
+
+
+def catchup_group(settings: Settings, version: int) -> str:
+    """``<group>.rebuild.v<N>``: the catch-up group that fills ``<alias>_v<N>``."""
+    return f"{settings.kafka.group_id}.rebuild.v{version}"
+
+
+def index_body(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """The projector's index body with the bulk-load settings over its own."""
+    settings = {k: v for k, v in mapping.get("settings", {}).items() if k != "index"}
+    nested = mapping.get("settings", {}).get("index", {})
+    settings.update({k: v for k, v in nested.items() if k not in BULK_LOAD})
+    for key in BULK_LOAD:
+        settings.pop(key, None)
+    settings.update(BULK_LOAD)
+    return {**mapping, "settings": settings}
+
+
+def restored_settings(mapping: Mapping[str, Any], previous: IndexInfo | None) -> tuple[str, int]:
+    """``(refresh_interval, replicas)`` after the backfill: the mapping's values, else the
+    previous index's, else Elasticsearch's defaults."""
+    own = dict(mapping.get("settings", {}))
+    own.update(own.pop("index", {}) if isinstance(own.get("index"), Mapping) else {})
+    refresh = own.get("refresh_interval", previous.refresh_interval if previous else "1s")
+    replicas = own.get("number_of_replicas", previous.replicas if previous else 1)
+    return str(refresh), int(replicas)
+
+
+def rebuild_meta(
+    schema_version: int, rebuild_id: str, watermark: Watermark, source_index: str
+) -> dict[str, Any]:
+    """The new index's ``_meta``."""
+    return {
+        SCHEMA_VERSION_META: schema_version,
+        "created_by_rebuild": True,
+        "rebuild_id": rebuild_id,
+        "rebuilt_from": source_index,
+        "watermark": {f"{t}/{p}": o for (t, p), o in sorted(watermark.items())},
+    }

@@ -1,0 +1,261 @@
+"""The persisted progress of a rebuild (table ``search_rebuild_state``, migration 002).
+
+A record holds everything `--resume` needs to continue without starting over: the target index,
+the watermark taken before the scan, the catch-up group, the backfill's last id and counts, and
+the step reached (`Status`). At most one unfinished rebuild exists per alias: the table's unique
+key on ``active_alias`` refuses a second one, even from two commands started at once.
+
+`MysqlRebuildState` is the store on MariaDB; `InMemoryRebuildState` the same in memory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final, Protocol
+
+import aiomysql
+import orjson
+
+from searchsync.errors import OperationRefused
+from searchsync.mysql.pool import db_time, transaction, translate_errors
+from searchsync.types import TopicPartition
+
+__all__ = [
+    "InMemoryRebuildState",
+    "MysqlRebuildState",
+    "RebuildRecord",
+    "RebuildStateStore",
+    "Status",
+    "Watermark",
+    "watermark_from_json",
+    "watermark_json",
+]
+
+Watermark = Mapping[TopicPartition, int]
+"""The end offset of every partition of the type's outbox topics, taken before the scan."""
+
+_ER_DUP_ENTRY: Final = 1062
+_COLUMNS: Final = (
+    "rebuild_id",
+    "aggregate_type",
+    "alias_name",
+    "source_index",
+    "target_index",
+    "schema_version",
+    "catchup_group",
+    "watermark",
+    "last_id",
+    "rows_done",
+    "rows_failed",
+    "status",
+    "message",
+    "active_alias",
+    "started_at",
+    "updated_at",
+    "finished_at",
+)
+_MUTABLE: Final = (
+    "last_id",
+    "rows_done",
+    "rows_failed",
+    "status",
+    "message",
+    "active_alias",
+    "updated_at",
+    "finished_at",
+)
+
+
+class Status(enum.StrEnum):
+    """The step a rebuild reached; the first five are unfinished (it can be resumed)."""
+
+    BACKFILLING = "backfilling"
+    CATCHING_UP = "catching_up"  # the catch-up group's offsets are set: do not set them again
+    VERIFYING = "verifying"
+    REFUSED = "refused"  # verification failed; --resume verifies again after catching up
+    SWAPPED = "swapped"  # the alias points at the new index; the catch-up group still runs
+    DONE = "done"
+    ABANDONED = "abandoned"
+
+    @property
+    def finished(self) -> bool:
+        return self in (Status.DONE, Status.ABANDONED)
+
+
+@dataclass(frozen=True, slots=True)
+class RebuildRecord:
+    rebuild_id: str
+    aggregate_type: str
+    alias: str
+    source_index: str  # the alias's write index when the rebuild began
+    target_index: str
+    schema_version: int  # the projector's, which fills the target
+    catchup_group: str
+    watermark: Watermark
+    last_id: str | None
+    rows_done: int
+    rows_failed: int
+    status: Status
+    message: str | None
+    started_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None = None
+
+    def but(self, **changes: Any) -> RebuildRecord:
+        """A copy with `changes` applied."""
+        return dataclasses.replace(self, **changes)
+
+
+class RebuildStateStore(Protocol):
+    async def unfinished(self, alias: str) -> RebuildRecord | None:
+        """The alias's unfinished rebuild, if any."""
+        ...
+
+    async def create(self, record: RebuildRecord) -> None:
+        """Store a new record; `OperationRefused` when the alias has an unfinished one."""
+        ...
+
+    async def save(self, record: RebuildRecord) -> None:
+        """Store the progress fields (last id, counts, status, message, times) of `record`."""
+        ...
+
+
+def watermark_json(watermark: Watermark) -> str:
+    """``{"topic": {"partition": offset}}``, keys sorted."""
+    nested: dict[str, dict[str, int]] = {}
+    for (topic, partition), offset in sorted(watermark.items()):
+        nested.setdefault(topic, {})[str(partition)] = offset
+    return orjson.dumps(nested, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def watermark_from_json(text: str | bytes) -> dict[TopicPartition, int]:
+    nested = orjson.loads(text)
+    return {
+        (str(topic), int(p)): int(offset)
+        for topic, partitions in nested.items()
+        for p, offset in partitions.items()
+    }
+
+
+def _refused(alias: str) -> OperationRefused:
+    return OperationRefused(
+        f"alias {alias} already has an unfinished rebuild: continue it with `--resume`, "
+        "or give it up with `--abandon`"
+    )
+
+
+class InMemoryRebuildState:
+    """`RebuildStateStore` in a dict (tests). `saves` lists every saved record, in order."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, RebuildRecord] = {}
+        self.saves: list[RebuildRecord] = []
+
+    async def unfinished(self, alias: str) -> RebuildRecord | None:
+        found = [r for r in self.records.values() if r.alias == alias and not r.status.finished]
+        return found[0] if found else None
+
+    async def create(self, record: RebuildRecord) -> None:
+        if await self.unfinished(record.alias) is not None:
+            raise _refused(record.alias)
+        self.records[record.rebuild_id] = record
+        self.saves.append(record)
+
+    async def save(self, record: RebuildRecord) -> None:
+        if record.rebuild_id not in self.records:
+            raise KeyError(record.rebuild_id)
+        self.records[record.rebuild_id] = record
+        self.saves.append(record)
+
+
+class MysqlRebuildState:
+    """`RebuildStateStore` on the ``search_rebuild_state`` table."""
+
+    def __init__(self, pool: aiomysql.Pool) -> None:
+        self._pool = pool
+
+    async def unfinished(self, alias: str) -> RebuildRecord | None:
+        sql = (
+            f"SELECT {', '.join(f'`{c}`' for c in _COLUMNS)} FROM `search_rebuild_state`"
+            " WHERE `active_alias` = %s"
+        )
+        async with transaction(self._pool) as conn:
+            with translate_errors("read search_rebuild_state"):
+                async with conn.cursor(aiomysql.DictCursor) as cur:
+                    await cur.execute(sql, (alias,))
+                    row = await cur.fetchone()
+        return None if row is None else _record(row)
+
+    async def create(self, record: RebuildRecord) -> None:
+        values = _values(record)
+        sql = (
+            f"INSERT INTO `search_rebuild_state` ({', '.join(f'`{c}`' for c in _COLUMNS)})"
+            f" VALUES ({', '.join(['%s'] * len(_COLUMNS))})"
+        )
+        try:
+            async with transaction(self._pool) as conn:
+                with translate_errors("write search_rebuild_state"):
+                    async with conn.cursor() as cur:
+                        await cur.execute(sql, tuple(values[c] for c in _COLUMNS))
+        except aiomysql.IntegrityError as exc:
+            if exc.args and exc.args[0] == _ER_DUP_ENTRY:
+                raise _refused(record.alias) from exc
+            raise
+
+    async def save(self, record: RebuildRecord) -> None:
+        values = _values(record)
+        sql = (
+            f"UPDATE `search_rebuild_state` SET {', '.join(f'`{c}` = %s' for c in _MUTABLE)}"
+            " WHERE `rebuild_id` = %s"
+        )
+        async with transaction(self._pool) as conn:
+            with translate_errors("write search_rebuild_state"):
+                async with conn.cursor() as cur:
+                    await cur.execute(sql, (*(values[c] for c in _MUTABLE), record.rebuild_id))
+
+
+def _values(r: RebuildRecord) -> dict[str, Any]:
+    return {
+        "rebuild_id": r.rebuild_id,
+        "aggregate_type": r.aggregate_type,
+        "alias_name": r.alias,
+        "source_index": r.source_index,
+        "target_index": r.target_index,
+        "schema_version": r.schema_version,
+        "catchup_group": r.catchup_group,
+        "watermark": watermark_json(r.watermark),
+        "last_id": r.last_id,
+        "rows_done": r.rows_done,
+        "rows_failed": r.rows_failed,
+        "status": r.status.value,
+        "message": r.message,
+        "active_alias": None if r.status.finished else r.alias,
+        "started_at": db_time(r.started_at),
+        "updated_at": db_time(r.updated_at),
+        "finished_at": None if r.finished_at is None else db_time(r.finished_at),
+    }
+
+
+def _record(row: Mapping[str, Any]) -> RebuildRecord:
+    return RebuildRecord(
+        rebuild_id=str(row["rebuild_id"]),
+        aggregate_type=str(row["aggregate_type"]),
+        alias=str(row["alias_name"]),
+        source_index=str(row["source_index"]),
+        target_index=str(row["target_index"]),
+        schema_version=int(row["schema_version"]),
+        catchup_group=str(row["catchup_group"]),
+        watermark=watermark_from_json(row["watermark"]),
+        last_id=None if row["last_id"] is None else str(row["last_id"]),
+        rows_done=int(row["rows_done"]),
+        rows_failed=int(row["rows_failed"]),
+        status=Status(row["status"]),
+        message=row["message"],
+        started_at=row["started_at"],
+        updated_at=row["updated_at"],
+        finished_at=row["finished_at"],
+    )

@@ -1,0 +1,99 @@
+"""After a swap that changed the schema version: find the old-shape documents an old consumer
+wrote into the new index before its fence went up, and have them rewritten (docs/design.md,
+"Schema fence", the sweep).
+
+The fence is a poll: an old consumer may write through the alias for up to one
+``pipeline.fence_check_interval_s`` after the swap (plus a batch already past its gate). A
+document it wrote at the same revision as the catch-up group's stays (external versions keep the
+first), with the old ``projection_schema_version``. So, once the fence has settled
+(`settle_s`), the rebuild asks the new index for every document whose
+``projection_schema_version`` is not the new one and appends one REBUILD outbox event per id at
+the stored version. The catch-up group (new projector) replays it: the row at that revision is a
+409, the stored projection differs (its schema version), so the consumer's REBUILD rewrite
+writes the fresh one with ``external_gte`` (invariant 12). The rebuild never writes such a
+document itself: heals go through the outbox (invariant 9).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from searchsync.config import Settings
+from searchsync.ops.rebuild.reader import IndexReader
+
+__all__ = [
+    "RebuildOutbox",
+    "SweepResult",
+    "settle_s",
+    "sweep_other_schema",
+    "wait_rewritten",
+]
+
+SETTLE_MARGIN_S = 1.0
+"""Beyond two fence intervals: a batch that passed the gate just before the fence went up."""
+
+
+class RebuildOutbox(Protocol):
+    """The one outbox append, for REBUILD events (`searchsync.mysql.outbox.MysqlOutbox`)."""
+
+    async def append_rebuild(
+        self, aggregate_type: str, aggregate_id: str, revision: int
+    ) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SweepResult:
+    found: int
+    ids: tuple[str, ...]
+
+
+def settle_s(settings: Settings) -> float:
+    """How long after a swap every old consumer has seen its fence: two check intervals (the
+    check that sees the swap comes at most one interval later) plus a margin."""
+    return 2 * settings.pipeline.fence_check_interval_s + SETTLE_MARGIN_S
+
+
+async def sweep_other_schema(
+    *,
+    reader: IndexReader,
+    outbox: RebuildOutbox,
+    aggregate_type: str,
+    index: str,
+    schema_version: int,
+) -> SweepResult:
+    """Append a REBUILD (at the stored version) for every document of `index` whose
+    ``projection_schema_version`` is not `schema_version`; the ids found."""
+    await reader.refresh(index)
+    stale = await reader.other_schema(index, schema_version)
+    for doc_id, version in stale:
+        await outbox.append_rebuild(aggregate_type, doc_id, version)
+    return SweepResult(len(stale), tuple(doc_id for doc_id, _ in stale))
+
+
+async def wait_rewritten(
+    *,
+    reader: IndexReader,
+    index: str,
+    schema_version: int,
+    ids: tuple[str, ...],
+    timeout_s: float,
+    poll_s: float,
+    sleep: Callable[[float], Awaitable[None]],
+    failure: Callable[[], str | None],
+) -> tuple[str, ...]:
+    """Wait until none of `ids` is of another schema version in `index` (their REBUILDs reach
+    the topic through Debezium, then the catch-up group); the ids still stale at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    wanted = set(ids)
+    while True:
+        await reader.refresh(index)
+        left = wanted & {i for i, _ in await reader.other_schema(index, schema_version)}
+        if not left:
+            return ()
+        why = failure()
+        if why is not None or time.monotonic() >= deadline:
+            return tuple(sorted(left))
+        await sleep(poll_s)

@@ -1,0 +1,182 @@
+"""Verification before the swap: counts, a sample of documents, sample queries (docs/design.md,
+Rebuild).
+
+- **Count.** ``rows`` is ``COUNT(*)`` of the table (soft-deleted rows included: each is a
+  document with ``is_deleted: true``). ``tombstones`` is the number of ``is_deleted: true``
+  documents in the new index whose id has no row (hard deletes the catch-up saw). The new index
+  must hold ``rows + tombstones`` documents, within ``max_count_difference``. A row the
+  projector refused shows as one document too few (and is limited by ``max_failed_rows``).
+- **Sample.** ``sample_size`` random documents of the new index, each compared with the
+  projection of its row read now from the primary: ``_source`` byte-equal to
+  ``projector.project(row).body`` at ``_version == source_revision``; for an id without a row,
+  the tombstone at the stored version, not below the writer's revision floor. At most
+  ``max_sample_mismatches`` may differ.
+- **Queries.** Each sample query (``queries``, or ``query_count`` titles from the sample) is a
+  ``match`` on ``query_field`` with every word required, over live documents, run against the
+  old and the new index; a query "differs" when its top-``top_k`` id sets differ.
+  ``v1_v2_query_diff_rate`` is the share that differ, at most ``max_query_diff_rate``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from searchsync.config import RebuildSettings
+from searchsync.errors import PoisonMessage
+from searchsync.ops.rebuild.backfill import TruthScan
+from searchsync.ops.rebuild.reader import IndexReader, StoredDocument
+from searchsync.projection import Projector, Row
+
+__all__ = ["VerifyReport", "verify"]
+
+
+@dataclass(slots=True)
+class VerifyReport:
+    rows: int = 0
+    docs: int = 0
+    tombstones: int = 0
+    failed_rows: int = 0
+    sampled: int = 0
+    mismatches: list[tuple[str, str]] = field(default_factory=list)
+    queries: int = 0
+    queries_differing: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def count_difference(self) -> int:
+        """Documents in the new index minus the documents the truth calls for."""
+        return self.docs - (self.rows + self.tombstones)
+
+    @property
+    def query_diff_rate(self) -> float:
+        return len(self.queries_differing) / self.queries if self.queries else 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.reasons
+
+    def summary(self) -> dict[str, object]:
+        return {
+            "ok": self.ok,
+            "rows": self.rows,
+            "docs": self.docs,
+            "tombstones": self.tombstones,
+            "count_difference": self.count_difference,
+            "failed_rows": self.failed_rows,
+            "sampled": self.sampled,
+            "sample_mismatches": [{"id": i, "why": w} for i, w in self.mismatches[:20]],
+            "queries": self.queries,
+            "queries_differing": self.queries_differing[:20],
+            "query_diff_rate": self.query_diff_rate,
+            "reasons": list(self.reasons),
+        }
+
+
+async def verify(
+    *,
+    reader: IndexReader,
+    truth: TruthScan,
+    projector: Projector,
+    old_index: str,
+    new_index: str,
+    limits: RebuildSettings,
+    failed_rows: int,
+    seed: int,
+) -> VerifyReport:
+    report = VerifyReport(failed_rows=failed_rows)
+    report.rows = await truth.count(projector)
+    await reader.refresh(new_index)
+    report.docs = await reader.count(new_index)
+    deleted = await reader.deleted_ids(new_index)
+    with_rows = await truth.rows_by_id(projector, deleted, primary=True) if deleted else {}
+    report.tombstones = len(deleted) - len(with_rows)
+    if abs(report.count_difference) > limits.max_count_difference:
+        report.reasons.append(
+            f"count: the new index holds {report.docs} documents, the truth calls for "
+            f"{report.rows + report.tombstones} ({report.rows} rows + {report.tombstones} "
+            f"tombstones): difference {report.count_difference}, limit "
+            f"{limits.max_count_difference} (rebuild.max_count_difference)"
+        )
+    if failed_rows > limits.max_failed_rows:
+        report.reasons.append(
+            f"backfill: {failed_rows} rows could not be indexed, limit {limits.max_failed_rows}"
+            " (rebuild.max_failed_rows); see the failures above"
+        )
+
+    sample = await reader.sample(new_index, limits.sample_size, seed)
+    report.sampled = len(sample)
+    report.mismatches = await _compare(truth, projector, sample)
+    if len(report.mismatches) > limits.max_sample_mismatches:
+        first = "; ".join(f"{i}: {w}" for i, w in report.mismatches[:3])
+        report.reasons.append(
+            f"sample: {len(report.mismatches)} of {report.sampled} documents differ from the "
+            f"projection of their rows, limit {limits.max_sample_mismatches} "
+            f"(rebuild.max_sample_mismatches); first: {first}"
+        )
+
+    texts = list(limits.queries) or _titles(sample, limits.query_field, limits.query_count)
+    report.queries = len(texts)
+    for text in texts:
+        old = await reader.top_ids(old_index, limits.query_field, text, limits.top_k)
+        new = await reader.top_ids(new_index, limits.query_field, text, limits.top_k)
+        if set(old) != set(new):
+            report.queries_differing.append(text)
+    if report.query_diff_rate > limits.max_query_diff_rate:
+        report.reasons.append(
+            f"queries: {len(report.queries_differing)} of {report.queries} sample queries give "
+            f"other top-{limits.top_k} ids in {new_index} than in {old_index} (rate "
+            f"{report.query_diff_rate:.3f}, limit {limits.max_query_diff_rate}, "
+            "rebuild.max_query_diff_rate)"
+        )
+    return report
+
+
+async def _compare(
+    truth: TruthScan, projector: Projector, sample: Sequence[StoredDocument]
+) -> list[tuple[str, str]]:
+    ids = [d.doc_id for d in sample]
+    if not ids:
+        return []
+    rows = await truth.rows_by_id(projector, ids, primary=True)
+    gone = [i for i in ids if i not in rows]
+    floors = (
+        await truth.revision_floors(projector.aggregate_type, gone, primary=True) if gone else {}
+    )
+    out: list[tuple[str, str]] = []
+    for doc in sample:
+        why = _difference(projector, doc, rows.get(doc.doc_id), floors.get(doc.doc_id))
+        if why is not None:
+            out.append((doc.doc_id, why))
+    return out
+
+
+def _difference(
+    projector: Projector, doc: StoredDocument, row: Row | None, floor: int | None
+) -> str | None:
+    if row is None:
+        expected = projector.tombstone(doc.doc_id, doc.version)
+        if floor is not None and doc.version < floor:
+            return f"row gone at revision {floor}, index holds version {doc.version}"
+    else:
+        try:
+            expected = projector.project(row)
+        except PoisonMessage as exc:
+            return f"the row cannot be projected: {exc.message}"
+    if doc.version != expected.source_revision:
+        return f"_version {doc.version}, row revision {expected.source_revision}"
+    if not expected.matches(doc.source):
+        return f"_source differs from the projection at revision {doc.version}"
+    return None
+
+
+def _titles(sample: Sequence[StoredDocument], field_name: str, count: int) -> list[str]:
+    out: list[str] = []
+    for doc in sample:
+        value = doc.source.get(field_name)
+        live = doc.source.get("is_deleted") is False
+        if live and isinstance(value, str) and value.strip() and value not in out:
+            out.append(value)
+        if len(out) >= count:
+            break
+    return out

@@ -1,0 +1,123 @@
+"""Compare one bucket's rows with its documents: the six kinds of drift (docs/design.md,
+"Repair"). Pure: the same entries give the same findings.
+
+Rules:
+- a row without a document is MISSING, except a soft-deleted row (its tombstone may have been
+  purged: not missing);
+- a document below the row's revision is STALE (nothing else is checked then);
+- at the same revision: ``is_deleted`` against ``deleted_at`` (DELETED_FLAG), the schema version
+  against the projector's (SCHEMA_STALE), and, where content is checked, the stored hash against
+  the row's projection and the stored projected fields against that projection's (CONTENT_DRIFT:
+  the body no longer matches its hash; for a row the projector refuses, the body is hashed
+  again instead; one finding per document: DELETED_FLAG, then SCHEMA_STALE, take precedence);
+- a live document (``is_deleted: false``) without a row is an ORPHAN; a tombstone without a
+  row is what a hard delete leaves;
+- MISSING and ORPHAN only when the bucket was read completely (`complete`; invariant 13).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from searchsync.errors import PoisonMessage
+from searchsync.ops.repair.model import Finding, FindingKind, IndexEntry, TruthEntry
+from searchsync.projection import Projector, content_hash, projected_fields
+
+__all__ = ["compare", "still_holding"]
+
+
+def compare(
+    projector: Projector,
+    rows: Mapping[str, TruthEntry],
+    docs: Mapping[str, IndexEntry],
+    *,
+    content: bool,
+    complete: bool,
+) -> list[Finding]:
+    """The findings of one bucket, sorted by id then kind."""
+    kind_type = projector.aggregate_type
+    schema = projector.schema_version
+    found: list[Finding] = []
+    for doc_id, row in rows.items():
+        doc = docs.get(doc_id)
+        if doc is None:
+            if complete and not row.deleted:
+                found.append(Finding(FindingKind.MISSING, kind_type, doc_id, row.revision, None))
+        elif (
+            content
+            or doc.version != row.revision
+            or doc.is_deleted != row.deleted
+            or doc.schema_version is None
+            or doc.schema_version < schema
+        ):  # the common case (same revision, flag and schema, no content check) finds nothing
+            found.extend(_pair(projector, row, doc, content=content))
+    if complete:
+        for doc_id, doc in docs.items():
+            if doc_id not in rows and not doc.is_deleted:
+                found.append(Finding(FindingKind.ORPHAN, kind_type, doc_id, None, doc.version))
+    found.sort(key=lambda f: f.id)  # stable: the kinds of one id keep their order
+    return found
+
+
+def _pair(
+    projector: Projector, row: TruthEntry, doc: IndexEntry, *, content: bool
+) -> list[Finding]:
+    kind_type = projector.aggregate_type
+
+    def finding(kind: FindingKind, detail: str) -> Finding:
+        return Finding(kind, kind_type, row.id, row.revision, doc.version, detail)
+
+    if doc.version < row.revision:
+        return [finding(FindingKind.STALE, f"document {doc.version} < row {row.revision}")]
+    if doc.version > row.revision:
+        return []  # a revision regression: the consumer surfaces it; a REBUILD cannot help
+    out: list[Finding] = []
+    if doc.is_deleted != row.deleted:
+        out.append(finding(FindingKind.DELETED_FLAG, f"is_deleted={doc.is_deleted}"))
+    if doc.schema_version is None or doc.schema_version < projector.schema_version:
+        out.append(finding(FindingKind.SCHEMA_STALE, f"schema {doc.schema_version}"))
+    elif out:
+        pass  # a flag mismatch is the more specific finding; the content differs with it
+    elif content and doc.source is not None and row.row is not None:
+        try:
+            fresh = projector.project(row.row)
+        except PoisonMessage:
+            fresh = None  # the consumer dead-letters such a row; only the body is checked
+        if fresh is None:
+            if content_hash(doc.source) != doc.projection_hash:
+                out.append(finding(FindingKind.CONTENT_DRIFT, "_source differs from its hash"))
+        elif fresh.projection_hash != doc.projection_hash:
+            out.append(finding(FindingKind.CONTENT_DRIFT, "hash differs from the row's"))
+        elif projected_fields(doc.source) != fresh.projected:
+            # the same hash, another body: equal to hashing the body again (both sides are
+            # decoded JSON of canonical bytes), without canonicalizing it
+            out.append(finding(FindingKind.CONTENT_DRIFT, "_source differs from its hash"))
+    return out
+
+
+def still_holding(
+    projector: Projector,
+    candidates: Sequence[Finding],
+    rows: Mapping[str, TruthEntry],
+    docs: Mapping[str, IndexEntry],
+) -> list[Finding]:
+    """The `candidates` that still hold against `rows` and `docs` re-read by id after the
+    settle delay: a missing or stale document only if it has still not reached the revision
+    first seen (a row that keeps changing is in flight, not drift); an orphan only if its row
+    is still gone; the same-revision kinds only if they recur."""
+    again = {(f.kind, f.id): f for f in compare(projector, rows, docs, content=True, complete=True)}
+    kept: list[Finding] = []
+    for f in candidates:
+        row, doc = rows.get(f.id), docs.get(f.id)
+        if f.kind in (FindingKind.MISSING, FindingKind.STALE):
+            behind = doc is None or (f.row_revision is not None and doc.version < f.row_revision)
+            if row is not None and behind and (doc is not None or not row.deleted):
+                kind = FindingKind.MISSING if doc is None else FindingKind.STALE
+                version = None if doc is None else doc.version
+                kept.append(Finding(kind, f.aggregate_type, f.id, row.revision, version, f.detail))
+        elif f.kind is FindingKind.ORPHAN:
+            if row is None and doc is not None and not doc.is_deleted:
+                kept.append(Finding(f.kind, f.aggregate_type, f.id, None, doc.version))
+        elif (f.kind, f.id) in again:
+            kept.append(again[(f.kind, f.id)])
+    return kept

@@ -1,0 +1,111 @@
+"""`IndexSide` on Elasticsearch: one ``range`` query on ``sync_hash`` per bucket page, sorted by
+``id`` with ``search_after`` (docs/design.md, "Repair"). Reads through the alias.
+
+A light page (no content) loads no stored field at all: ``stored_fields: _none_``, the
+document's identity from the ``id`` keyword's doc values (the consumer writes it equal to
+``_id``), ``projection_schema_version`` and ``is_deleted`` from theirs, and ``_version``. Loading
+even a filtered ``_source`` decompresses a stored-field block per hit, which made a rotation's
+Elasticsearch reads cost about twice a bare scan. A hit without an ``id`` value (a document
+searchsync did not write) makes the page be read again with ``_id`` and ``_source``. A document
+whose ``id`` field was edited is seen under that value: an orphan there and a missing document
+under its ``_id``, both re-read by ``_id`` after the settle delay before anything counts
+(nothing heals from the light read alone), and the content check finds the edit.
+
+Sorted by ``id`` rather than ``(sync_hash, id)``: in hash order every hit lands in another
+stored-field block (measured slower, with or without narrowing each page's range).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from elastic_transport import TransportError
+from elasticsearch import ApiError, AsyncElasticsearch
+
+from searchsync.errors import ErrorCode, TransientError
+from searchsync.ops.repair.model import IndexEntry
+from searchsync.ops.repair.sides import Position, entry_of_source
+
+__all__ = ["EsIndexSide"]
+
+_HITS = ["hits.hits._id", "hits.hits._version", "hits.hits._source"]  # nothing else parsed
+# what the revision and flag checks compare (the revision is the external `_version`), from doc
+# values; the hash and the body only where content is checked
+_LIGHT_FIELDS = ["id", "projection_schema_version", "is_deleted"]
+_LIGHT_HITS = ["hits.hits._version", "hits.hits.fields"]
+_LIGHT: dict[str, Any] = {
+    "_source": False,
+    "stored_fields": "_none_",
+    "docvalue_fields": _LIGHT_FIELDS,
+}
+
+
+class EsIndexSide:
+    def __init__(self, client: AsyncElasticsearch) -> None:
+        self._client = client
+
+    async def bucket_page(
+        self, alias: str, lo: int, hi: int, after: Position | None, limit: int, *, content: bool
+    ) -> list[IndexEntry]:
+        body: dict[str, Any] = {
+            "query": {"range": {"sync_hash": {"gte": lo, "lt": hi}}},
+            "sort": [{"id": "asc"}],
+            "size": limit,
+            "version": True,
+            "track_total_hits": False,
+        }
+        if after is not None:
+            body["search_after"] = [after[1]]
+        if not content:
+            light = [_light_entry(h) for h in await self._search(alias, body | _LIGHT, _LIGHT_HITS)]
+            entries = [e for e in light if e is not None]
+            if len(entries) == len(light):
+                return entries
+            body["_source"] = _LIGHT_FIELDS[1:]  # a document without `id`: read it by `_id`
+        hits = await self._search(alias, body, _HITS)
+        return [
+            entry_of_source(h["_id"], int(h["_version"]), h.get("_source") or {}, content=content)
+            for h in hits
+        ]
+
+    async def _search(
+        self, alias: str, body: dict[str, Any], filter_path: list[str]
+    ) -> list[dict[str, Any]]:
+        try:
+            response = await self._client.search(index=alias, body=body, filter_path=filter_path)
+        except (ApiError, TransportError) as exc:
+            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"search {alias}: {exc}") from exc
+        hits: list[dict[str, Any]] = response.body.get("hits", {}).get("hits", [])
+        return hits  # filter_path drops an empty `hits`
+
+    async def by_ids(self, alias: str, ids: Sequence[str]) -> dict[str, IndexEntry]:
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        try:
+            response = await self._client.mget(index=alias, ids=wanted, realtime=True)
+        except (ApiError, TransportError) as exc:
+            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"mget {alias}: {exc}") from exc
+        return {
+            d["_id"]: entry_of_source(d["_id"], int(d["_version"]), d["_source"], content=True)
+            for d in response.body["docs"]
+            if d.get("found")
+        }
+
+
+def _light_entry(hit: dict[str, Any]) -> IndexEntry | None:
+    """A light hit (doc values only) as an entry; None without an ``id`` value."""
+    fields = hit.get("fields")
+    if not fields or "id" not in fields:
+        return None
+    schema = fields.get("projection_schema_version")
+    deleted = fields.get("is_deleted")
+    return IndexEntry(
+        fields["id"][0],
+        int(hit["_version"]),
+        None,
+        schema[0] if schema and schema[0].__class__ is int else None,
+        deleted is not None and deleted[0] is True,
+        None,
+    )

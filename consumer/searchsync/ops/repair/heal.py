@@ -1,0 +1,111 @@
+"""Healing through the outbox, never by writing Elasticsearch (docs/design.md, invariant 9).
+
+Every confirmed finding becomes one REBUILD outbox event, appended through the one outbox append
+(`searchsync.mysql.outbox.append_outbox`) in its own small transaction, at most
+`appends_per_s` per second. The consumer re-reads the row and writes it as any event:
+
+- missing, stale: a REBUILD at the row's revision is an ordinary newer write;
+- content drift, schema stale, deleted-flag mismatch: the stored document holds that revision
+  already, so the consumer's REBUILD rewrite applies (``external_gte``, invariant 12);
+- orphan (a live document, version v, whose row is gone): in one transaction, the revision floor
+  of the id is raised to v + 1 in ``search_revision_floor`` (as the writer does on a hard delete)
+  and a REBUILD at v + 1 is appended; the consumer finds no row and writes a tombstone at v + 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from searchsync.ops.repair.load import LagGuard
+from searchsync.ops.repair.model import Finding, FindingKind
+
+__all__ = ["Healer", "InMemoryOutbox", "OutboxPort"]
+
+
+class OutboxPort(Protocol):
+    async def append_rebuild(
+        self, aggregate_type: str, aggregate_id: str, revision: int
+    ) -> None: ...
+
+    async def append_orphan(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
+        """Raise the id's revision floor to `revision` and append a REBUILD at it, together."""
+        ...
+
+
+class InMemoryOutbox:
+    """Records appends; `floors` are the raised revision floors."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, int]] = []
+        self.floors: dict[tuple[str, str], int] = {}
+
+    async def append_rebuild(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
+        self.events.append((aggregate_type, aggregate_id, revision))
+
+    async def append_orphan(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
+        key = (aggregate_type, aggregate_id)
+        self.floors[key] = max(self.floors.get(key, 0), revision)
+        self.events.append((aggregate_type, aggregate_id, revision))
+
+
+class Healer:
+    """Turns confirmed findings into outbox appends, rate-limited; `dry_run` appends nothing.
+
+    With a `guard`, the live group's lag is checked before each batch of `batch_size` appends
+    (`LagGuard.wait`, which raises `LiveLagTooHigh` when it stays too high); `appended` counts
+    every append so far."""
+
+    def __init__(
+        self,
+        outbox: OutboxPort,
+        *,
+        appends_per_s: float,
+        dry_run: bool = False,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        guard: LagGuard | None = None,
+        batch_size: int = 100,
+    ) -> None:
+        if appends_per_s <= 0:
+            raise ValueError("appends_per_s must be > 0")
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        self._guard = guard
+        self._batch_size = batch_size
+        self.appended = 0
+        self._outbox = outbox
+        self._interval = 1.0 / appends_per_s
+        self._dry_run = dry_run
+        self._sleep = sleep
+        self._clock = clock
+        self._next_at = 0.0
+
+    async def heal(self, findings: list[Finding]) -> int:
+        """Append one REBUILD per id (several findings of one id share it); the count appended."""
+        if self._dry_run:
+            return 0
+        by_id: dict[tuple[str, str], Finding] = {}
+        for f in findings:
+            by_id.setdefault((f.aggregate_type, f.id), f)
+        for n, finding in enumerate(by_id.values()):
+            if self._guard is not None and n % self._batch_size == 0:
+                await self._guard.wait(f"appending REBUILD events ({len(by_id) - n} to go)")
+            wait = self._next_at - self._clock()
+            if wait > 0:
+                await self._sleep(wait)
+            self._next_at = max(self._clock(), self._next_at) + self._interval
+            if finding.kind is FindingKind.ORPHAN:
+                assert finding.doc_version is not None
+                await self._outbox.append_orphan(
+                    finding.aggregate_type, finding.id, finding.doc_version + 1
+                )
+            else:
+                assert finding.row_revision is not None
+                await self._outbox.append_rebuild(
+                    finding.aggregate_type, finding.id, finding.row_revision
+                )
+            self.appended += 1
+        return len(by_id)

@@ -1,0 +1,154 @@
+"""The repair's load limits (docs/design.md, "Repair", "Load").
+
+- `TokenBucket`: a rate ceiling (MySQL rows per second, Elasticsearch requests per second). A
+  caller *takes* what it used; when the balance goes below zero it waits until the bucket has
+  refilled to zero, so over any window the rate stays at most ``rate`` plus one ``burst``.
+  ``rate`` 0 is no ceiling. The clock and the sleep are injected (tests run without waiting).
+- `LagGuard`: the repair never makes the live consumer's lag grow past a bound. Before each
+  bucket and before each batch of outbox appends it reads the live group's lag; while the lag is
+  above ``max_lag`` it waits (logging why), at most ``timeout_s``; past that it raises
+  `LiveLagTooHigh` and the rotation stops (the bucket in hand counts for nothing and is scanned
+  again next time). ``max_lag`` 0 turns the guard off.
+- `Limits`: the three together, as the wheel and the healer take them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from searchsync.clock import Clock
+from searchsync.config import Settings
+from searchsync.kafka.admin import KafkaAdmin
+from searchsync.ops.offsets import partition_offsets, subscribed_topics
+
+__all__ = ["LagGuard", "Limits", "LiveLagTooHigh", "TokenBucket", "live_lag"]
+
+log = logging.getLogger(__name__)
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+class TokenBucket:
+    """At most `rate` units per second on average, `burst` at once (defaults to one second's)."""
+
+    def __init__(
+        self,
+        rate: float,
+        *,
+        burst: float | None = None,
+        clock: Clock = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        if rate < 0:
+            raise ValueError("rate must be >= 0 (0: no ceiling)")
+        self.rate = rate
+        self.burst = max(burst if burst is not None else rate, 1.0)
+        self._clock = clock
+        self._sleep = sleep
+        self._tokens = self.burst
+        self._at = clock()
+        self.waited_s = 0.0
+
+    def _refill(self) -> None:
+        now = self._clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
+        self._at = now
+
+    async def take(self, n: float = 1.0) -> None:
+        """Account for `n` units used; wait while the bucket is in debt."""
+        if self.rate == 0 or n <= 0:
+            return
+        self._refill()
+        self._tokens -= n
+        if self._tokens < 0:
+            wait = -self._tokens / self.rate
+            self.waited_s += wait
+            await self._sleep(wait)
+            self._refill()
+
+
+class LiveLagTooHigh(Exception):
+    """The live group's lag stayed above ``repair.max_live_lag`` for the whole wait."""
+
+
+def live_lag(admin: KafkaAdmin, settings: Settings) -> int:
+    """The live consumer group's total lag over its subscribed topics (blocking)."""
+    return sum(
+        r.lag for r in partition_offsets(admin, settings, subscribed_topics(admin, settings))
+    )
+
+
+class LagGuard:
+    def __init__(
+        self,
+        read_lag: Callable[[], Awaitable[int]],
+        *,
+        max_lag: int,
+        timeout_s: float,
+        poll_s: float,
+        group: str = "",
+        clock: Clock = time.monotonic,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self._read_lag = read_lag
+        self.max_lag = max_lag
+        self._timeout_s = timeout_s
+        self._poll_s = poll_s
+        self._group = group
+        self._clock = clock
+        self._sleep = sleep
+        self.waits = 0  # how many times the guard had to wait
+        self.waited_s = 0.0
+
+    async def wait(self, before: str) -> None:
+        """Return once the live lag is at most `max_lag`; raise `LiveLagTooHigh` past the wait."""
+        if self.max_lag <= 0:
+            return
+        lag = await self._read_lag()
+        if lag <= self.max_lag:
+            return
+        self.waits += 1
+        started = self._clock()
+        deadline = started + self._timeout_s
+        log.warning(
+            "repair paused before %s: live group %r lag %d > repair.max_live_lag %d;"
+            " waiting up to %.0fs for the consumer to catch up",
+            before,
+            self._group,
+            lag,
+            self.max_lag,
+            self._timeout_s,
+        )
+        try:
+            while lag > self.max_lag:
+                if self._clock() >= deadline:
+                    raise LiveLagTooHigh(
+                        f"live group {self._group!r} lag {lag} stayed above repair.max_live_lag"
+                        f" {self.max_lag} for {self._timeout_s:.0f}s before {before}: the repair"
+                        " stopped; let the consumer catch up (or raise repair.max_live_lag or"
+                        " repair.lag_wait_timeout_s) and run it again"
+                    )
+                await self._sleep(min(self._poll_s, max(deadline - self._clock(), 0.0)))
+                lag = await self._read_lag()
+        finally:
+            self.waited_s += self._clock() - started
+        log.info("repair resumes before %s: live lag %d <= %d", before, lag, self.max_lag)
+
+
+async def _no_lag() -> int:
+    return 0
+
+
+@dataclass(slots=True)
+class Limits:
+    """The wheel's load limits; the defaults limit nothing."""
+
+    mysql_rows: TokenBucket = field(default_factory=lambda: TokenBucket(0))
+    es_requests: TokenBucket = field(default_factory=lambda: TokenBucket(0))
+    lag: LagGuard = field(
+        default_factory=lambda: LagGuard(_no_lag, max_lag=0, timeout_s=0.0, poll_s=1.0)
+    )

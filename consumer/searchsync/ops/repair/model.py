@@ -1,0 +1,72 @@
+"""What the wheel reads from each side, and what it finds (docs/design.md, "Repair")."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from searchsync.projection import Row
+
+__all__ = ["DELETION_KINDS", "Finding", "FindingKind", "IndexEntry", "TruthEntry"]
+
+
+class FindingKind(enum.StrEnum):
+    """The six kinds of drift; the values name the report's columns."""
+
+    MISSING = "missing"  # a row without a document
+    STALE = "stale"  # the document's revision is below the row's
+    ORPHAN = "orphan"  # a live document without a row
+    CONTENT_DRIFT = "hash_mismatch"  # same revision, content differs from its hash or the row's
+    SCHEMA_STALE = "schema_stale"  # projection_schema_version below the projector's
+    DELETED_FLAG = "deleted_flag"  # is_deleted disagrees with deleted_at
+
+
+DELETION_KINDS = frozenset({FindingKind.MISSING, FindingKind.ORPHAN})
+"""Reported only from a bucket read completely on both sides in one generation (invariant 13)."""
+
+
+@dataclass(slots=True)
+class TruthEntry:
+    """One row as the wheel reads it; `row` holds the projector's columns when content is
+    checked (None otherwise). Not frozen: a rotation makes one per row and per document, and a
+    frozen dataclass costs about four times as much to build; nothing changes one after it is
+    made."""
+
+    id: str
+    revision: int
+    deleted: bool
+    row: Row | None = None
+
+
+@dataclass(slots=True)
+class IndexEntry:
+    """One document as the wheel reads it; `source` is the whole `_source` when content is
+    checked (None otherwise). Not frozen, as `TruthEntry`."""
+
+    id: str
+    version: int
+    projection_hash: str | None
+    schema_version: int | None
+    is_deleted: bool
+    source: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    kind: FindingKind
+    aggregate_type: str
+    id: str
+    row_revision: int | None  # None: no row
+    doc_version: int | None  # None: no document
+    detail: str = field(default="", compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind.value,
+            "aggregate_type": self.aggregate_type,
+            "id": self.id,
+            "row_revision": self.row_revision,
+            "doc_version": self.doc_version,
+            "detail": self.detail,
+        }

@@ -1,0 +1,174 @@
+"""How the wheel reads a span of buckets (docs/design.md, "Repair", "Cost").
+
+A span is a few buckets scanned together (`Wheel` forms them from consecutive picks). The
+reader merges adjacent buckets of the span into key ranges and reads each range once on each
+side, MySQL and Elasticsearch at the same time, in adaptive pages, each resuming after the last
+entry of the one before (`sides.Position`; the page sizes carry over from range to range).
+Every entry goes to the bucket of its key. For the buckets whose content is checked, MySQL's
+rows are read again by the ids the range read found (the projector's columns, by primary key:
+without the optional column a range read passes over the table, so a content bucket gets no range
+of its own there), and Elasticsearch's whole documents by the buckets' own key ranges, at the same
+time as the light reads.
+
+Every range is read to its end before anything is returned; a failure on either side cancels the
+other and propagates: the caller counts none of the span's buckets (invariant 13).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from searchsync.ops.chunks import ChunkController
+from searchsync.ops.repair.buckets import bucket_of_id, bucket_range, key_of_id
+from searchsync.ops.repair.load import Limits
+from searchsync.ops.repair.model import IndexEntry, TruthEntry
+from searchsync.ops.repair.sides import IndexSide, Position, TruthSide
+from searchsync.projection import Projector
+
+__all__ = ["BucketEntries", "SpanReader", "key_ranges"]
+
+_E = TypeVar("_E", TruthEntry, IndexEntry)
+
+
+@dataclass(slots=True)
+class BucketEntries:
+    rows: dict[str, TruthEntry] = field(default_factory=dict)
+    docs: dict[str, IndexEntry] = field(default_factory=dict)
+
+
+def key_ranges(buckets: Collection[int], m: int) -> list[tuple[int, int]]:
+    """The half-open key ranges covering `buckets` of `m`, adjacent buckets merged."""
+    out: list[tuple[int, int]] = []
+    for b in sorted(set(buckets)):
+        lo, hi = bucket_range(b, m)
+        if out and out[-1][1] == lo:
+            out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
+
+
+class SpanReader:
+    def __init__(
+        self,
+        truth: TruthSide,
+        index: IndexSide,
+        limits: Limits,
+        truth_chunks: ChunkController,
+        index_chunks: ChunkController,
+        content_chunks: ChunkController,
+    ) -> None:
+        """The page sizes of each kind of read come from its own controller, kept across
+        ranges: light rows, light documents, whole documents."""
+        self._truth = truth
+        self._index = index
+        self._limits = limits
+        self._truth_chunks = truth_chunks
+        self._index_chunks = index_chunks
+        self._content_chunks = content_chunks
+
+    async def read(
+        self,
+        projector: Projector,
+        alias: str,
+        m: int,
+        buckets: Sequence[int],
+        content: Collection[int],
+    ) -> dict[int, BucketEntries]:
+        """The complete entries of each of `buckets` (content for those in `content`).
+
+        Three reads at once: the light rows of the span's ranges, then the content buckets' rows
+        again by id with the projector's columns; the light documents of the other buckets'
+        ranges; the content buckets' whole documents, by their own key ranges (Elasticsearch
+        reads a key range of any width in one query, and this needs no id from the light
+        read)."""
+        out = {b: BucketEntries() for b in buckets}
+        heavy = [b for b in buckets if b in content]
+        whole: dict[int, dict[str, IndexEntry]] = {b: {} for b in heavy}
+        bucket = bucket_of_id(projector.aggregate_type, m)
+
+        async def truth() -> None:
+            for lo, hi in key_ranges(buckets, m):
+                for e in await self._read_truth(projector, lo, hi):
+                    b = out.get(bucket(e.id))
+                    if b is not None:
+                        b.rows[e.id] = e
+            if heavy:
+                await self._content_rows(projector, [out[b] for b in heavy])
+
+        async def index() -> None:  # the content buckets' documents come whole, below
+            for lo, hi in key_ranges([b for b in buckets if b not in content], m):
+                for d in await self._read_index(projector, alias, lo, hi, content=False):
+                    b = out.get(bucket(d.id))
+                    if b is not None:
+                        b.docs[d.id] = d
+
+        async def index_content() -> None:
+            for lo, hi in key_ranges(heavy, m):
+                for d in await self._read_index(projector, alias, lo, hi, content=True):
+                    docs = whole.get(bucket(d.id))
+                    if docs is not None:
+                        docs[d.id] = d
+
+        async with asyncio.TaskGroup() as group:
+            group.create_task(truth())
+            group.create_task(index())
+            if heavy:
+                group.create_task(index_content())
+        for b in heavy:  # a complete read of the bucket, with every document's body
+            out[b].docs = whole[b]
+        return out
+
+    async def _content_rows(self, projector: Projector, entries: Sequence[BucketEntries]) -> None:
+        """The rows found by the light read, again by id with the projector's columns; a row gone
+        in between is gone (the settle re-check decides)."""
+        row_ids = sorted({i for e in entries for i in e.rows})
+        if not row_ids:
+            return
+        rows = await self._truth.by_ids(projector, row_ids)
+        await self._limits.mysql_rows.take(len(rows))
+        for e in entries:
+            e.rows = {i: rows[i] for i in e.rows if i in rows}
+
+    async def _read_truth(self, projector: Projector, lo: int, hi: int) -> list[TruthEntry]:
+        async def page(after: Position | None, n: int) -> list[TruthEntry]:
+            found = await self._truth.bucket_page(projector, lo, hi, after, n, content=False)
+            await self._limits.mysql_rows.take(len(found))
+            return found
+
+        return await _pages(page, self._truth_chunks, key_of_id(projector.aggregate_type))
+
+    async def _read_index(
+        self, projector: Projector, alias: str, lo: int, hi: int, *, content: bool
+    ) -> list[IndexEntry]:
+        async def page(after: Position | None, n: int) -> list[IndexEntry]:
+            await self._limits.es_requests.take(1)
+            return await self._index.bucket_page(alias, lo, hi, after, n, content=content)
+
+        chunks = self._content_chunks if content else self._index_chunks
+        return await _pages(page, chunks, key_of_id(projector.aggregate_type))
+
+
+async def _pages(
+    page: Callable[[Position | None, int], Awaitable[list[_E]]],
+    chunks: ChunkController,
+    key: Callable[[str], int],
+) -> list[_E]:
+    """Every entry of a key range, in adaptive pages, each after the last entry of the one
+    before (its `Position`: `key` of its id, and the id), to the end."""
+    out: list[_E] = []
+    after: Position | None = None
+    while True:
+        size = chunks.current
+        t0 = time.monotonic()
+        found = await page(after, size)
+        chunks.observe(time.monotonic() - t0)
+        out.extend(found)
+        if len(found) < size:
+            return out
+        last = found[-1].id
+        after = (key(last), last)

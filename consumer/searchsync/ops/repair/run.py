@@ -1,0 +1,162 @@
+"""Wire a `Wheel` from Settings on the real services, run rotations, record metrics
+(the library behind ``searchsync repair``; docs/design.md, "Repair")."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from searchsync.config import Settings
+from searchsync.kafka.admin import KafkaAdmin
+from searchsync.mysql.outbox import MysqlOutbox
+from searchsync.mysql.pool import close_pool, open_pool
+from searchsync.observability.http import HealthReport, HealthServer
+from searchsync.observability.repair_metrics import RepairMetrics
+from searchsync.ops.repair.es_side import EsIndexSide
+from searchsync.ops.repair.heal import Healer
+from searchsync.ops.repair.load import LagGuard, Limits, TokenBucket, live_lag
+from searchsync.ops.repair.mysql_side import MysqlTruthSide
+from searchsync.ops.repair.report import BucketReport, RotationReport
+from searchsync.ops.repair.schedule import SchedulePolicy
+from searchsync.ops.repair.state import MysqlWheelState
+from searchsync.ops.repair.wheel import Wheel, WheelConfig
+from searchsync.projection import Projector
+
+__all__ = ["limits", "record", "run_repair", "serve_metrics", "wheel_config"]
+
+log = logging.getLogger(__name__)
+
+
+def limits(settings: Settings, admin: KafkaAdmin | None) -> Limits:
+    """The scan's ceilings and the live-lag guard (no guard without an admin)."""
+    r = settings.repair
+
+    async def read_lag() -> int:
+        assert admin is not None
+        return await asyncio.to_thread(live_lag, admin, settings)
+
+    return Limits(
+        mysql_rows=TokenBucket(r.mysql_rows_per_s),
+        es_requests=TokenBucket(r.es_requests_per_s),
+        lag=LagGuard(
+            read_lag,
+            max_lag=r.max_live_lag if admin is not None else 0,
+            timeout_s=r.lag_wait_timeout_s,
+            poll_s=r.lag_poll_s,
+            group=settings.kafka.group_id,
+        ),
+    )
+
+
+def wheel_config(settings: Settings) -> WheelConfig:
+    r = settings.repair
+    return WheelConfig(
+        bucket_count=r.bucket_count,
+        page_size=r.page_size,
+        page_min=r.page_min,
+        page_max=r.page_max,
+        page_target_s=r.page_target_s,
+        index_page_size=r.page_max,
+        content_share=r.content_share,
+        settle_s=r.settle_s,
+        policy=SchedulePolicy(
+            slo_s=r.slo_s,
+            max_staleness_s=r.max_staleness_s,
+            gamma=r.gamma,
+            epsilon=r.epsilon,
+            alpha=r.ewma_alpha,
+        ),
+    )
+
+
+def record(metrics: RepairMetrics, report: RotationReport) -> None:
+    per_type: dict[str, Counter[str]] = {t: Counter() for t in report.epochs}
+    for b in report.buckets:
+        if b.interrupted is None:
+            metrics.bucket_scanned(b.aggregate_type, content=b.content_checked)
+        per_type[b.aggregate_type].update(f.kind.value for f in b.findings)
+    for t, counts in per_type.items():
+        metrics.set_counts(t, counts)
+    for t, age in report.oldest_age_s.items():
+        metrics.set_oldest_age(t, age)
+    metrics.set_rotation_seconds(report.seconds)
+
+
+async def run_repair(
+    settings: Settings,
+    projectors: Sequence[Projector],
+    es_client: Any,
+    *,
+    dry_run: bool,
+    daemon: bool,
+    metrics: RepairMetrics,
+    on_report: Callable[[RotationReport], None],
+    progress: Callable[[BucketReport, int, int], None] | None = None,
+    stop: asyncio.Event | None = None,
+    kafka_admin: KafkaAdmin | None = None,
+) -> RotationReport:
+    """One rotation (`daemon` False) or ticks of the best buckets until `stop`; the last report.
+
+    `kafka_admin` reads the live group's lag for the guard (`repair.max_live_lag`); a daemon
+    whose tick stopped on it tries again at the next tick."""
+    pool = await open_pool(settings.mysql)
+    server = await serve_metrics(settings, metrics) if daemon else None
+    try:
+        bounds = limits(settings, kafka_admin)
+        wheel = Wheel(
+            projectors=projectors,
+            alias_for=settings.alias,
+            truth=MysqlTruthSide(pool, sync_hash_column=settings.repair.mysql_sync_hash_column),
+            index=EsIndexSide(es_client),
+            state=MysqlWheelState(pool),
+            healer=Healer(
+                MysqlOutbox(pool),
+                appends_per_s=settings.repair.appends_per_s,
+                dry_run=dry_run,
+                guard=bounds.lag,
+                batch_size=settings.repair.append_batch,
+            ),
+            config=wheel_config(settings),
+            progress=progress,
+            limits=bounds,
+        )
+        stop = stop or asyncio.Event()
+        while True:
+            limit = settings.repair.daemon_buckets_per_tick if daemon else None
+            report = await wheel.rotation(limit)
+            record(metrics, report)
+            on_report(report)
+            if not daemon or stop.is_set():
+                return report
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), settings.repair.daemon_interval_s)
+            if stop.is_set():
+                return report
+    finally:
+        if server is not None:
+            await server.close()
+        await close_pool(pool)
+
+
+async def serve_metrics(settings: Settings, metrics: RepairMetrics) -> HealthServer | None:
+    """``--daemon``'s /metrics (and a /healthz that is ready while it runs) on
+    ``repair.metrics_port``; None when that is 0."""
+    port = settings.repair.metrics_port
+    if not port:
+        return None
+    server = HealthServer(
+        settings.observability.metrics_host,
+        port,
+        metrics,  # type: ignore[arg-type]  # anything with render() serves /metrics
+        lambda: HealthReport(ready=True, details={"repair": "daemon"}),
+        port_setting="repair.metrics_port",
+    )
+    await server.start()
+    log.info(
+        "repair metrics on http://%s:%d/metrics", settings.observability.metrics_host, server.port
+    )
+    return server

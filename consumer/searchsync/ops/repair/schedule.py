@@ -1,0 +1,88 @@
+"""Which buckets to scan next (docs/design.md, "Repair"):
+
+    priority = (age / SLO)^gamma * (lambda + eps) / cost
+
+with age the time since the bucket's last complete scan (a never-scanned bucket counts as
+`max_staleness` old), lambda the EWMA of its drift rate, cost its measured scan time (`default_cost`
+until measured). A bucket at least `max_staleness` old must be scanned: it comes first,
+whatever its score. `explain` shows each choice's components. The EWMA:
+``lambda_t = alpha * x_t + (1 - alpha) * lambda_{t-1}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from searchsync.ops.repair.state import BucketState
+
+__all__ = ["Choice", "SchedulePolicy", "choose", "ewma", "priority"]
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulePolicy:
+    slo_s: float = 3600.0
+    max_staleness_s: float = 4 * 3600.0
+    gamma: float = 2.0
+    epsilon: float = 0.01
+    alpha: float = 0.3
+    default_cost_s: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    bucket: int
+    score: float
+    age_s: float
+    drift_ewma: float
+    cost_s: float
+    forced: bool
+
+    def explain(self) -> str:
+        why = "forced: older than max staleness" if self.forced else "by score"
+        return (
+            f"bucket {self.bucket}: score={self.score:.6g} = (age {self.age_s:.1f}s / SLO)^gamma"
+            f" * (lambda {self.drift_ewma:.4g} + eps) / cost {self.cost_s:.3g}s  [{why}]"
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "bucket": self.bucket,
+            "score": self.score,
+            "age_s": self.age_s,
+            "drift_ewma": self.drift_ewma,
+            "cost_s": self.cost_s,
+            "forced": self.forced,
+        }
+
+
+def ewma(previous: float, observed: float, alpha: float) -> float:
+    return alpha * observed + (1.0 - alpha) * previous
+
+
+def priority(
+    age_s: float, slo_s: float, gamma: float, lam: float, eps: float, cost_s: float
+) -> float:
+    staleness: float = (max(age_s, 0.0) / slo_s) ** gamma
+    return staleness * (lam + eps) / max(cost_s, 1e-9)
+
+
+def choose(
+    buckets: Iterable[BucketState], now: datetime, policy: SchedulePolicy, limit: int
+) -> list[Choice]:
+    """The `limit` buckets to scan now, forced ones first, then by score (ties: bucket)."""
+    choices: list[Choice] = []
+    for b in buckets:
+        age = (
+            policy.max_staleness_s
+            if b.last_complete_at is None
+            else (now - b.last_complete_at).total_seconds()
+        )
+        cost = b.cost_s if b.cost_s is not None else policy.default_cost_s
+        score = priority(age, policy.slo_s, policy.gamma, b.drift_ewma, policy.epsilon, cost)
+        choices.append(
+            Choice(b.bucket, score, age, b.drift_ewma, cost, age >= policy.max_staleness_s)
+        )
+    choices.sort(key=lambda c: (not c.forced, -c.score, c.bucket))
+    return choices[:limit]

@@ -1,0 +1,234 @@
+"""The wheel: choose buckets, scan them a span at a time, report the rotation (docs/design.md,
+"Repair").
+
+One scan covers a span of buckets (consecutive picks, `span_buckets` / `span_rows`;
+`searchsync.ops.repair.span`): `begin` each (generation g = committed + 1), read them completely on
+MySQL and on Elasticsearch (`searchsync.ops.repair.reader`: adjacent buckets in one key range, both
+sides at once), compare each (`searchsync.ops.repair.compare`), wait `settle_s` once and re-read
+every candidate by id on both sides (a change still in flight is not drift: only findings that
+hold again count), heal them through the outbox, then `complete` each with its counts, cost and
+EWMA. While a span settles and heals, the next one is read (one span ahead at most; a rotation
+that stops or is cancelled drops it, begun and not completed, so its buckets are scanned again from
+their first key). A read that fails on either side reports nothing from any bucket of the span
+(no deletion finding from a partial read, invariant 13) and leaves each to be started again from
+its first key. Content (``_source`` and the row's projection) is checked on a share
+`content_share` of the buckets per rotation; revisions and flags on every scan.
+
+Load (`searchsync.ops.repair.load`): every MySQL page pays its rows into a rows/s bucket, every
+Elasticsearch request into a requests/s bucket, and before each span is read the live group's lag
+is checked (`LagGuard`); a lag that stays too high stops the rotation (`RotationReport.stopped`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from searchsync.clock import utc_now
+from searchsync.ops.chunks import ChunkController
+from searchsync.ops.repair.buckets import WHEEL_CANONICALIZATION_VERSION
+from searchsync.ops.repair.heal import Healer
+from searchsync.ops.repair.load import Limits, LiveLagTooHigh
+from searchsync.ops.repair.reader import SpanReader
+from searchsync.ops.repair.report import BucketReport, RotationReport
+from searchsync.ops.repair.schedule import Choice, SchedulePolicy, choose
+from searchsync.ops.repair.sides import IndexSide, TruthSide
+from searchsync.ops.repair.span import SpanRead, SpanScan
+from searchsync.ops.repair.state import BucketState, Epoch, WheelState, ensure_epoch
+from searchsync.projection import Projector
+
+__all__ = ["Wheel", "WheelConfig"]
+
+
+@dataclass(frozen=True, slots=True)
+class WheelConfig:
+    bucket_count: int = 64
+    page_size: int = 500
+    page_min: int = 50
+    page_max: int = 5_000
+    page_target_s: float = 0.2
+    content_share: float = 0.1
+    settle_s: float = 10.0
+    # Elasticsearch pages of this fixed size (None: adaptive, as MySQL's): a range query costs
+    # its whole key range whatever the page, so fewer, larger pages cost less
+    index_page_size: int | None = None
+    span_buckets: int = 32  # buckets read together (adjacent ones in one key range)
+    span_rows: int = 50_000  # ... and at most this many rows by their last scans (>= 1 bucket)
+    policy: SchedulePolicy = field(default_factory=SchedulePolicy)
+
+
+class Wheel:
+    def __init__(
+        self,
+        *,
+        projectors: Sequence[Projector],
+        alias_for: Callable[[str], str],
+        truth: TruthSide,
+        index: IndexSide,
+        state: WheelState,
+        healer: Healer,
+        config: WheelConfig,
+        clock: Callable[[], datetime] = utc_now,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        progress: Callable[[BucketReport, int, int], None] | None = None,
+        limits: Limits | None = None,
+    ) -> None:
+        self._projectors = list(projectors)
+        self._state = state
+        self._config = config
+        self._clock = clock
+        self._progress = progress
+        self._limits = limits or Limits()
+        reader = SpanReader(
+            truth,
+            index,
+            self._limits,
+            self._chunks(),
+            self._chunks(config.index_page_size),
+            self._chunks(),
+        )
+        self._scan = SpanScan(
+            reader=reader,
+            truth=truth,
+            index=index,
+            state=state,
+            healer=healer,
+            limits=self._limits,
+            alias_for=alias_for,
+            content_share=config.content_share,
+            settle_s=config.settle_s,
+            alpha=config.policy.alpha,
+            clock=clock,
+            sleep=sleep,
+        )
+
+    async def rotation(self, limit: int | None = None) -> RotationReport:
+        """Scan every bucket of every type once (or the `limit` best per type), by priority, a
+        span of consecutive picks at a time."""
+        started = time.monotonic()
+        report = RotationReport()
+        for projector in self._projectors:
+            epoch, new = await ensure_epoch(
+                self._state,
+                projector.aggregate_type,
+                self._config.bucket_count,
+                WHEEL_CANONICALIZATION_VERSION,
+                self._clock(),
+            )
+            report.epochs[projector.aggregate_type] = epoch
+            if new:
+                report.new_epochs.append(projector.aggregate_type)
+            states = await self._state.buckets(epoch)
+            now = self._clock()
+            picked = choose(states.values(), now, self._config.policy, limit or len(states))
+            n = 0
+            spans = list(self._spans(picked, states))
+            ahead: asyncio.Task[SpanRead | str] | None = None
+            try:
+                for k, span in enumerate(spans):
+                    report.choices.extend((projector.aggregate_type, c) for c in span)
+                    current = ahead or asyncio.create_task(
+                        self._read_when_lag_allows(projector, epoch, span, states)
+                    )
+                    ahead = None
+                    read = await current
+                    if isinstance(read, str):
+                        report.stopped = read
+                        break
+                    if k + 1 < len(spans):  # read the next span while this one settles and heals
+                        ahead = asyncio.create_task(
+                            self._read_when_lag_allows(projector, epoch, spans[k + 1], states)
+                        )
+                    for bucket in await self._scan.finish(projector, epoch, read):
+                        n += 1
+                        report.buckets.append(bucket)
+                        if self._progress is not None:
+                            self._progress(bucket, n, len(picked))
+                        if bucket.stopped is not None:
+                            report.stopped = bucket.stopped
+                    if report.stopped is not None:
+                        break
+            finally:
+                if ahead is not None:  # begun, not finished: scanned again from its first key
+                    ahead.cancel()
+                    with contextlib.suppress(BaseException):
+                        await ahead
+            after = await self._state.buckets(epoch)
+            report.oldest_age_s[projector.aggregate_type] = max(
+                (
+                    self._config.policy.max_staleness_s
+                    if s.last_complete_at is None
+                    else (self._clock() - s.last_complete_at).total_seconds()
+                )
+                for s in after.values()
+            )
+            if report.stopped is not None:
+                break
+        report.seconds = time.monotonic() - started
+        return report
+
+    def _spans(
+        self, picked: Sequence[Choice], states: Mapping[int, BucketState]
+    ) -> Iterator[list[Choice]]:
+        """Consecutive picks, at most `span_buckets` and (by their last scans) `span_rows` rows
+        per span, at least one."""
+        span: list[Choice] = []
+        rows = 0
+        for choice in picked:
+            seen = states[choice.bucket].rows_seen or 0
+            if span and (
+                len(span) >= self._config.span_buckets or rows + seen > self._config.span_rows
+            ):
+                yield span
+                span, rows = [], 0
+            span.append(choice)
+            rows += seen
+        if span:
+            yield span
+
+    async def _read_when_lag_allows(
+        self,
+        projector: Projector,
+        epoch: Epoch,
+        span: Sequence[Choice],
+        states: Mapping[int, BucketState],
+    ) -> SpanRead | str:
+        """The span begun and read once the live group's lag allows it; why not, when it does
+        not within the guard's timeout."""
+        where = ", ".join(str(c.bucket) for c in span)
+        try:
+            await self._limits.lag.wait(f"{projector.aggregate_type} buckets {where}")
+        except LiveLagTooHigh as exc:
+            return str(exc)
+        return await self._scan.read(projector, epoch, [states[c.bucket] for c in span])
+
+    async def scan_bucket(
+        self, projector: Projector, epoch: Epoch, prior: BucketState
+    ) -> BucketReport:
+        """One bucket on its own: a span of one."""
+        [report] = await self.scan_span(projector, epoch, [prior])
+        return report
+
+    async def scan_span(
+        self, projector: Projector, epoch: Epoch, priors: Sequence[BucketState]
+    ) -> list[BucketReport]:
+        """One span, read then finished (`SpanScan`)."""
+        return await self._scan.scan(projector, epoch, priors)
+
+    def _chunks(self, fixed: int | None = None) -> ChunkController:
+        c = self._config
+        if fixed is not None:
+            return ChunkController(
+                minimum=fixed, maximum=fixed, target_s=c.page_target_s, current=fixed
+            )
+        return ChunkController(
+            minimum=c.page_min,
+            maximum=c.page_max,
+            target_s=c.page_target_s,
+            current=c.page_size,
+            max_step=4.0,
+        )

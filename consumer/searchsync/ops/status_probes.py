@@ -1,0 +1,218 @@
+"""The probes of `searchsync status`, one per part of the system, each over a narrow port.
+
+Each returns a `Section` (see `searchsync.ops.status`); a probe raises only when it could not look,
+and `gather` turns that into the section's problem.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from searchsync.config import Settings
+from searchsync.dlq.summary import DlqSummary
+from searchsync.kafka.admin import KafkaAdmin
+from searchsync.kafka.connect import ConnectorStatus
+from searchsync.ops.offsets import partition_offsets, subscribed_topics
+from searchsync.ops.repair.state import WheelSnapshot
+from searchsync.ops.status import Section
+from searchsync.projection import ProjectorRegistry
+from searchsync.search.port import IndexAdmin
+
+__all__ = [
+    "aliases_section",
+    "connector_section",
+    "consumers_section",
+    "dlq_section",
+    "group_section",
+    "outbox_section",
+    "repair_section",
+]
+
+
+def group_section(admin: KafkaAdmin, settings: Settings) -> Section:
+    """Members of the group, and each partition's committed offset, end and lag."""
+    group = settings.kafka.group_id
+    members = admin.active_members(group)
+    rows = partition_offsets(admin, settings, subscribed_topics(admin, settings))
+    lag = sum(r.lag for r in rows)
+    problems: list[str] = []
+    warnings: list[str] = []
+    if not members:
+        problems.append(f"no consumer is running in group {group!r} (start `searchsync run`)")
+    if len(members) > len(rows):
+        warnings.append(
+            f"{len(members)} members but {len(rows)} partitions: {len(members) - len(rows)}"
+            " member(s) sit idle (raise the topics' partition count to scale out)"
+        )
+    if lag:
+        warnings.append(f"lag {lag} event(s)")
+    data = {
+        "group": group,
+        "members": members,
+        "lag": lag,
+        "partitions": [
+            {
+                "topic": r.topic,
+                "partition": r.partition,
+                "committed": r.committed,
+                "end": r.high,
+                "lag": r.lag,
+            }
+            for r in rows
+        ],
+    }
+    return Section("group", data, tuple(problems), tuple(warnings))
+
+
+async def aliases_section(
+    admin: IndexAdmin, registry: ProjectorRegistry, alias_for: Callable[[str], str]
+) -> Section:
+    """Where each type's alias writes, with its schema version and doc count."""
+    problems: list[str] = []
+    found: list[dict[str, Any]] = []
+    for kind in registry.types():
+        alias = alias_for(kind)
+        want = registry.get(kind).schema_version
+        indices = await admin.list_indices(alias)
+        target = next((i for i in indices if i.is_write_index), None)
+        if target is None:
+            problems.append(f"alias {alias} has no write index (run `searchsync index init`)")
+            found.append({"aggregate_type": kind, "alias": alias, "write_index": None})
+            continue
+        if target.schema_version is not None and target.schema_version != want:
+            problems.append(
+                f"{alias} writes to {target.name} (schema {target.schema_version}) but the"
+                f" projector is schema {want}: consumers of this release are fenced"
+            )
+        found.append(
+            {
+                "aggregate_type": kind,
+                "alias": alias,
+                "write_index": target.name,
+                "schema_version": target.schema_version,
+                "projector_schema_version": want,
+                "docs": target.docs,
+                "indices": [i.name for i in indices],
+            }
+        )
+    return Section("aliases", {"aliases": found}, tuple(problems))
+
+
+async def consumers_section(endpoints: Sequence[str], *, timeout_s: float = 3.0) -> Section:
+    """Each consumer's own /healthz: not ready (fenced, paused, stalled) is a problem."""
+    problems: list[str] = []
+    warnings: list[str] = []
+    found: list[dict[str, Any]] = []
+    for base in endpoints:
+        url = base.rstrip("/") + "/healthz"
+        try:
+            code, body = await asyncio.to_thread(_get, url, timeout_s)
+        except OSError as exc:
+            warnings.append(f"{url} did not answer ({exc}); is a consumer running there?")
+            found.append({"endpoint": base, "reachable": False})
+            continue
+        report = _json_object(body)
+        ready = code == 200 and bool(report.get("ready"))
+        reasons = [str(r) for r in report.get("reasons", [])]
+        if not ready:
+            problems.append(f"{base} not ready: {'; '.join(reasons) or f'HTTP {code}'}")
+        found.append({"endpoint": base, "reachable": True, "ready": ready, "reasons": reasons})
+    return Section("consumers", {"consumers": found}, tuple(problems), tuple(warnings))
+
+
+def outbox_section(count: int, oldest: datetime | None, *, now: datetime | None = None) -> Section:
+    """The outbox table's size and its oldest row (Debezium never deletes rows)."""
+    now = now or datetime.now(UTC)
+    age = None if oldest is None else (now - oldest.replace(tzinfo=oldest.tzinfo or UTC))
+    data = {
+        "rows": count,
+        "oldest_created_at": None if oldest is None else oldest.isoformat(),
+        "oldest_age_seconds": None if age is None else round(age.total_seconds()),
+    }
+    return Section("outbox", data)
+
+
+def dlq_section(summary: DlqSummary) -> Section:
+    """Dead letters by error code and type (a DLQ topic that does not exist yet holds none)."""
+    data = summary.as_json()
+    warnings = [f"{summary.total} dead letter(s)"] if summary.total else []
+    return Section("dlq", data, (), tuple(warnings))
+
+
+def repair_section(
+    wheels: Mapping[str, WheelSnapshot], *, max_staleness_s: float, now: datetime | None = None
+) -> Section:
+    """The repair wheel's last rotation per type: its epoch, the newest and the oldest complete
+    bucket scans, and the last scans' findings. A type never repaired, a bucket never scanned
+    completely, or an oldest scan older than ``repair.max_staleness_s`` is a warning."""
+    now = now or datetime.now(UTC)
+    warnings: list[str] = []
+    found: list[dict[str, Any]] = []
+    for kind, wheel in wheels.items():
+        if wheel.epoch is None:
+            warnings.append(f"{kind}: never repaired (run `searchsync repair --once`)")
+            found.append({"aggregate_type": kind, "epoch": None})
+            continue
+        states = list(wheel.buckets.values())
+        done = [s.last_complete_at for s in states if s.last_complete_at is not None]
+        never = len(states) - len(done)
+        oldest = min(done) if done else None
+        age = None if oldest is None else (now - oldest).total_seconds()
+        counts: dict[str, int] = {}
+        for st in states:
+            for k, v in st.last_counts.items():
+                counts[k] = counts.get(k, 0) + int(v)
+        if never:
+            warnings.append(
+                f"{kind}: {never} of {len(states)} bucket(s) never scanned completely"
+                " (run `searchsync repair --once`)"
+            )
+        elif age is not None and age > max_staleness_s:
+            warnings.append(
+                f"{kind}: oldest bucket scanned {age:.0f}s ago, over repair.max_staleness_s"
+                f" {max_staleness_s:.0f}s (is `searchsync repair --daemon` running?)"
+            )
+        found.append(
+            {
+                "aggregate_type": kind,
+                "epoch": wheel.epoch.epoch,
+                "bucket_count": wheel.epoch.bucket_count,
+                "buckets_complete": len(done),
+                "buckets_never_scanned": never,
+                "buckets_running": sum(1 for st in states if st.running_generation is not None),
+                "last_complete_at": max(done).isoformat() if done else None,
+                "oldest_complete_at": None if oldest is None else oldest.isoformat(),
+                "oldest_age_seconds": None if age is None else round(age),
+                "max_staleness_seconds": max_staleness_s,
+                "last_counts": dict(sorted(counts.items())),
+            }
+        )
+    return Section("repair", {"wheels": found}, (), tuple(warnings))
+
+
+def connector_section(status: ConnectorStatus) -> Section:
+    """The Debezium connector and its tasks (Kafka Connect REST): not RUNNING is a problem."""
+    return Section("connector", status.as_json(), tuple(status.problems()))
+
+
+def _get(url: str, timeout_s: float) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+            return int(response.status), response.read()
+    except urllib.error.HTTPError as exc:  # 503 from a consumer that is not ready
+        return exc.code, exc.read()
+
+
+def _json_object(body: bytes) -> Mapping[str, Any]:
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}

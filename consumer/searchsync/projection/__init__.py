@@ -1,0 +1,51 @@
+"""Projection: one deterministic projector per aggregate type (docs/design.md, invariant 6).
+
+Commands build their registry from the settings (``[projection] modules``, see
+`searchsync.projection.plugins`); `default_registry()` is the registry of the default settings
+(the built-in wiki_page)::
+
+    registry = registry_from_settings(settings.projection)
+    document = registry.get("wiki_page").project(row)
+
+How to write a projector for your own type: docs/consumer.md, "Adding an aggregate type".
+"""
+
+from __future__ import annotations
+
+from searchsync.config import ProjectionSettings
+from searchsync.projection._document import (
+    OPERATIONAL_FIELDS,
+    TOMBSTONED_AT,
+    Document,
+    content_hash,
+    format_timestamp,
+    projected_fields,
+    sync_hash,
+)
+from searchsync.projection._registry import RESERVED_FIELDS, Projector, ProjectorRegistry, Row
+from searchsync.projection.canonical import CANONICALIZATION_VERSION, canonical_json, sha256_hex
+from searchsync.projection.plugins import registry_from_settings
+
+__all__ = [
+    "CANONICALIZATION_VERSION",
+    "OPERATIONAL_FIELDS",
+    "RESERVED_FIELDS",
+    "TOMBSTONED_AT",
+    "Document",
+    "Projector",
+    "ProjectorRegistry",
+    "Row",
+    "canonical_json",
+    "content_hash",
+    "default_registry",
+    "format_timestamp",
+    "projected_fields",
+    "registry_from_settings",
+    "sha256_hex",
+    "sync_hash",
+]
+
+
+def default_registry() -> ProjectorRegistry:
+    """A new registry of the default settings' projectors (the built-in wiki_page)."""
+    return registry_from_settings(ProjectionSettings())

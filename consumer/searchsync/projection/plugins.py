@@ -1,0 +1,105 @@
+"""The projector registry built from configuration: ``[projection] modules``.
+
+Every command that needs projectors (`searchsync run`, `index init`, the demo, later the rebuild
+and the repair job) calls `registry_from_settings`, so they all see the same aggregate types.
+
+An entry names where projectors come from (docs/consumer.md, "Adding an aggregate type"):
+
+- ``"pkg.module"``: the module defines ``projectors()``, a callable returning an iterable of
+  `Projector`;
+- ``"pkg.module:name"`` (``name`` may be dotted): a `Projector`, or a callable with no
+  arguments returning one `Projector` or an iterable of them.
+
+Anything else stops start-up with a `ConfigError` on ``projection.modules``: a module that does
+not import (or raises while importing), a missing attribute, an object that is not a projector,
+a callable that raises, an entry that yields no projector, and two projectors for one type.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+from searchsync.config import PROJECTION_ENTRY_FORM, ProjectionSettings
+from searchsync.errors import ConfigError
+from searchsync.projection._registry import Projector, ProjectorRegistry
+
+__all__ = ["MODULE_FUNCTION", "SETTING_KEY", "load_entry", "registry_from_settings"]
+
+SETTING_KEY: Final = "projection.modules"
+MODULE_FUNCTION: Final = "projectors"
+"""What a module named without ``:name`` must define."""
+_RENAMED: Final = {
+    "consumer.projection.wiki_page": "searchsync.projection.wiki_page",
+    "consumer.examples.article": "searchsync.examples.article",
+}
+"""The built-in modules' names before the package was called ``searchsync``: still accepted."""
+
+
+def registry_from_settings(settings: ProjectionSettings) -> ProjectorRegistry:
+    """A new registry with the projectors of every entry of ``settings.modules``, in order."""
+    registry = ProjectorRegistry()
+    source: dict[str, str] = {}
+    for entry in settings.modules:
+        for projector in load_entry(entry):
+            kind = projector.aggregate_type
+            if kind in source:
+                raise _error(
+                    entry,
+                    f"one projector per aggregate type, but {kind!r} comes from"
+                    f" {source[kind]!r} and {entry!r}",
+                )
+            source[kind] = entry
+            registry.register(projector)
+    return registry
+
+
+def load_entry(entry: str) -> tuple[Projector, ...]:
+    """The projectors one entry names; a `ConfigError` on ``projection.modules`` if none."""
+    module_name, _, attribute = entry.partition(":")
+    module_name = _RENAMED.get(module_name, module_name)
+    try:
+        target: object = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise _error(entry, f"no module named {exc.name!r}") from exc
+    except Exception as exc:  # the plug-in's own import failed: say how, stop start-up
+        raise _error(entry, f"importing {module_name!r} raised {_describe(exc)}") from exc
+    path = attribute.split(".") if attribute else [MODULE_FUNCTION]
+    for depth, name in enumerate(path):
+        if not hasattr(target, name):
+            where = ".".join([module_name, *path[:depth]])
+            raise _error(entry, f"{where} has no attribute {name!r}")
+        target = getattr(target, name)
+    projectors = _projectors_of(target, entry)
+    if not projectors:
+        raise _error(entry, "it returned no Projector")
+    return projectors
+
+
+def _projectors_of(target: object, entry: str) -> tuple[Projector, ...]:
+    if isinstance(target, Projector):
+        return (target,)
+    if not callable(target):
+        raise _error(entry, f"it is a {type(target).__name__}, not a Projector or a callable")
+    try:
+        produced = target()
+    except Exception as exc:  # includes a Projector whose definition is invalid (ValueError)
+        raise _error(entry, f"calling it raised {_describe(exc)}") from exc
+    if isinstance(produced, Projector):
+        return (produced,)
+    if isinstance(produced, str | bytes | Mapping) or not isinstance(produced, Iterable):
+        raise _error(entry, f"it returned a {type(produced).__name__}, not Projectors")
+    out = tuple(produced)
+    for item in out:
+        if not isinstance(item, Projector):
+            raise _error(entry, f"it returned a {type(item).__name__} among its Projectors")
+    return out
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _error(entry: str, reason: str) -> ConfigError:
+    return ConfigError(SETTING_KEY, f"{PROJECTION_ENTRY_FORM}; {entry!r}: {reason}", entry)

@@ -1,0 +1,175 @@
+"""The wiki_page projector: one `wiki_page` row -> one search document.
+
+Row columns used (schemas/sql/001_init.sql): id, title, content, relations_json, revision,
+deleted_at. Soft-deleted rows are projected in full with ``is_deleted: true``. The contract is
+written out in docs/design.md ("The wiki_page document").
+
+`relations_json` is a JSON object keyed by relation type; each key holds a list of entities::
+
+    {"RELATED_CHARACTER": [{"entity_id": "character_xxx", "entity_type": "character",
+                            "title": "齐夏"}]}
+
+- A relation type (key) matches `RELATION_TYPE` (``[A-Za-z0-9][A-Za-z0-9_-]{0,127}``): it
+  becomes the Elasticsearch field ``relations.<type>``, so no ``.``, no leading ``_``, no spaces.
+- ``entity_type`` and ``entity_id`` (required): non-empty strings; ``entity_type`` without ``:``.
+- ``title`` and any other key of an entity are not projected (display data).
+- A key with an empty list is kept, with an empty list of targets.
+- Anything else (invalid JSON, not an object, a value that is not a list, an entity that is not
+  an object, a bad key or entity field) is `PoisonMessage("PROJECTION_ERROR")`.
+
+The document's ``relations`` has the same keys; each entity becomes ``"<entity_type>:<entity_id>"``
+(NFC), sorted and de-duplicated within its key. ``relation_target_ids`` is the sorted, distinct
+union of all targets. Canonical JSON sorts the keys, so key order, entity order and duplicates in
+`relations_json` never change the bytes or the hash. Title and content are NFC-normalized.
+
+Schema versions: 1 = relations as a list of ``{type, target_id, label}``; 2 = this layout. Bump
+`SCHEMA_VERSION` whenever the document changes for the same row (a field, a normalization rule),
+so repair and rebuild can tell old documents apart.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from importlib import resources
+from typing import Any
+
+import orjson
+
+from searchsync.errors import ErrorCode, PoisonMessage
+from searchsync.projection._registry import Projector, Row
+
+__all__ = [
+    "AGGREGATE_TYPE",
+    "COLUMNS",
+    "RELATION_TYPE",
+    "SCHEMA_VERSION",
+    "TABLE",
+    "build",
+    "load_mapping",
+    "projector",
+    "projectors",
+]
+
+AGGREGATE_TYPE = "wiki_page"
+SCHEMA_VERSION = 2
+TABLE = "wiki_page"
+COLUMNS = ("id", "title", "content", "relations_json", "revision", "deleted_at")
+RELATION_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+"""A relation type: a safe Elasticsearch field name under ``relations``."""
+
+
+def projector() -> Projector:
+    """A new wiki_page `Projector` (reads the packaged mapping; call it at start-up)."""
+    return Projector(
+        aggregate_type=AGGREGATE_TYPE,
+        schema_version=SCHEMA_VERSION,
+        table=TABLE,
+        columns=COLUMNS,
+        build=build,
+        mapping=load_mapping(),
+        canonical_fields=True,  # every string `build` returns is NFC; no numbers
+    )
+
+
+def projectors() -> tuple[Projector, ...]:
+    """The plug-in entry point (``projection.modules = ["searchsync.projection.wiki_page"]``)."""
+    return (projector(),)
+
+
+def load_mapping() -> dict[str, Any]:
+    """The index body of schemas/index/wiki_page.json, from its copy inside the package."""
+    data = resources.files("searchsync").joinpath("_resources/wiki_page.mapping.json").read_bytes()
+    mapping: dict[str, Any] = orjson.loads(data)
+    return mapping
+
+
+def build(row: Row) -> dict[str, Any]:
+    """The wiki_page fields of `row` (without id/revision/hash, which `Projector` adds)."""
+    relations = _relations(row["relations_json"])
+    return {
+        "title": _text(row["title"], "title"),
+        "content": _text(row["content"], "content"),
+        "relations": relations,
+        "relation_target_ids": sorted({t for targets in relations.values() for t in targets}),
+        "is_deleted": row["deleted_at"] is not None,
+    }
+
+
+def _text(value: object, name: str) -> str:
+    if type(value) is str:  # the common case first
+        return _nfc(value)
+    if isinstance(value, bytes | bytearray):
+        try:
+            value = bytes(value).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _poison(f"{name} is not UTF-8") from exc
+    if not isinstance(value, str):
+        raise _poison(f"{name} must be a string, got {type(value).__name__}")
+    return _nfc(value)
+
+
+def _relations(raw: object) -> dict[str, list[str]]:
+    if isinstance(raw, str | bytes | bytearray):
+        try:
+            raw = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise _poison(f"relations_json is not valid JSON: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise _poison(f"relations_json must be a JSON object, got {type(raw).__name__}")
+    out: dict[str, list[str]] = {}
+    for kind in sorted(raw):  # sorted: the first bad key reported does not depend on key order
+        if not isinstance(kind, str) or not _is_relation_type(kind):
+            raise _poison(f"relations_json key {kind!r}: want {RELATION_TYPE.pattern}")
+        entities = raw[kind]
+        if not isinstance(entities, list):
+            raise _poison(f"relations_json.{kind} must be a list, got {type(entities).__name__}")
+        targets: set[str] = set()
+        for entity in entities:  # the hot loop: checks inline, `_bad_entity` says what is wrong
+            entity_type = entity.get("entity_type") if type(entity) is dict else None
+            entity_id = entity.get("entity_id") if entity_type is not None else None
+            if (
+                type(entity_type) is not str
+                or type(entity_id) is not str
+                or not entity_type
+                or not entity_id
+            ):
+                raise _bad_entity(kind, entities, entity)
+            target = f"{entity_type}:{entity_id}"
+            if not target.isascii():
+                entity_type = unicodedata.normalize("NFC", entity_type)
+                target = f"{entity_type}:{unicodedata.normalize('NFC', entity_id)}"
+            if ":" in entity_type:
+                raise _bad_entity(kind, entities, entity)
+            targets.add(target)  # NFC, so that dedupe and sort act on what canonical JSON emits
+        out[kind] = sorted(targets)
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_relation_type(kind: str) -> bool:
+    """`RELATION_TYPE` matches `kind` (a page has a few relation types, from a small set: the
+    match is remembered, for a bounded number of them)."""
+    return RELATION_TYPE.fullmatch(kind) is not None
+
+
+def _bad_entity(kind: str, entities: list[Any], entity: object) -> PoisonMessage:
+    """The error for `entity`, the first bad entity of ``relations_json.<kind>``."""
+    where = f"{kind}[{next(i for i, e in enumerate(entities) if e is entity)}]"
+    if not isinstance(entity, dict):
+        return _poison(f"relations_json.{where} must be an object")
+    for key in ("entity_type", "entity_id"):
+        value = entity.get(key)
+        if not isinstance(value, str) or not value:
+            return _poison(f"relations_json.{where}.{key} must be a non-empty string")
+    return _poison(f"relations_json.{where}.entity_type must not contain ':'")
+
+
+def _nfc(value: str) -> str:
+    """NFC of `value` (an ASCII string is its own NFC: no call for it)."""
+    return value if value.isascii() else unicodedata.normalize("NFC", value)
+
+
+def _poison(message: str) -> PoisonMessage:
+    return PoisonMessage(ErrorCode.PROJECTION_ERROR, message)

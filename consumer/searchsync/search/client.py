@@ -1,0 +1,77 @@
+"""The one place that builds the Elasticsearch client: the consumer, the CLI and the tools share it.
+
+The transport's own retries are off (``max_retries=0``, no retry on timeout or on status). The
+consumer's `RetryPolicy` owns backoff: a second, hidden retry loop inside the client would multiply
+the attempts, stretch a bulk request far past `request_timeout_s`, and hide a 429 or a 503 that the
+pipeline must see to pause intake. The operator commands are one-shot and idempotent (`index init`
+twice is harmless), so for them a failure is reported at once (exit code 1) and the operator, or the
+script, runs the command again.
+
+`request_timeout_s` (``[elasticsearch] request_timeout_s``, default 30 s) bounds each request.
+TLS and authentication come from the same section (docs/security.md): `ca_certs` (a PEM bundle
+that verifies an ``https://`` node), `verify_certs`, and either `api_key` or `username` plus
+`password` (HTTP basic auth). A refused credential is a 401 (`describe_auth_error` words it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from elasticsearch import AsyncElasticsearch, AuthenticationException, AuthorizationException
+from elasticsearch.serializer import OrjsonSerializer
+
+from searchsync.config import Settings
+
+
+def make_es_client(settings: Settings) -> AsyncElasticsearch:
+    """An async client for ``settings.elasticsearch``; the caller closes it."""
+    es = settings.elasticsearch
+    options: dict[str, Any] = {}
+    if es.ca_certs is not None:
+        options["ca_certs"] = es.ca_certs
+    if not es.verify_certs:
+        options["verify_certs"] = False
+    if es.api_key is not None:
+        options["api_key"] = es.api_key.reveal()
+    if es.username is not None and es.password is not None:
+        options["basic_auth"] = (es.username, es.password.reveal())
+    return AsyncElasticsearch(
+        list(es.hosts),
+        request_timeout=es.request_timeout_s,
+        max_retries=0,
+        retry_on_timeout=False,
+        retry_on_status=(),
+        # orjson both ways: bulk responses are parsed on the event loop, and the stdlib json
+        # parser was a tenth of the consumer's CPU (request bodies are bytes lines already)
+        serializer=OrjsonSerializer(),
+        **options,
+    )
+
+
+def describe_auth_error(exc: BaseException) -> str | None:
+    """A message naming the settings to check when Elasticsearch refused the credentials (401)
+    or their privileges (403), also when `exc` was raised from such a refusal (the index admin
+    translates the client's errors); None for any other error."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        message = _auth_message(cause)
+        if message is not None:
+            return message
+        cause = cause.__cause__
+    return None
+
+
+def _auth_message(exc: BaseException) -> str | None:
+    if isinstance(exc, AuthenticationException):
+        return (
+            "Elasticsearch refused the credentials (401 security_exception): check"
+            " elasticsearch.api_key, or elasticsearch.username and elasticsearch.password"
+        )
+    if isinstance(exc, AuthorizationException):
+        return (
+            "Elasticsearch refused the request (403): the configured credentials lack a"
+            f" privilege ({exc.message})"
+        )
+    return None

@@ -1,0 +1,196 @@
+"""`IndexAdmin` over `AsyncElasticsearch` (the client is made by the caller and passed in).
+
+Each method is one or two requests; nothing is retried here. An Elasticsearch refusal becomes
+an `IndexAdminError` subclass; no answer, 429 or 5xx becomes `TransientError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from elastic_transport import TransportError
+from elasticsearch import ApiError, AsyncElasticsearch
+
+from searchsync.errors import ErrorCode, TransientError
+from searchsync.naming import check_index_name, physical_version
+from searchsync.search.errors import es_error
+from searchsync.search.port import (
+    DEFAULT_REFRESH_INTERVAL,
+    AliasConflict,
+    IndexAdminError,
+    IndexExists,
+    IndexInfo,
+    IndexMissing,
+    WriteIndex,
+    effective_write_index,
+)
+
+__all__ = ["EsIndexAdmin"]
+
+_EXISTS = frozenset({"resource_already_exists_exception", "invalid_alias_name_exception"})
+_CONFLICT = frozenset({"aliases_not_found_exception", "illegal_state_exception"})
+# Resolve names without failing on the ones that do not exist (an absent alias lists nothing).
+_LENIENT: dict[str, Any] = {"ignore_unavailable": True, "allow_no_indices": True}
+
+
+class EsIndexAdmin:
+    """The index-admin port on a real cluster."""
+
+    def __init__(self, client: AsyncElasticsearch) -> None:
+        self._client = client
+
+    async def exists(self, name: str) -> bool:
+        with _translated(name):
+            return bool(await self._client.indices.exists(index=check_index_name(name)))
+
+    async def create_index(
+        self,
+        name: str,
+        body: Mapping[str, Any],
+        *,
+        meta: Mapping[str, Any] | None = None,
+        alias: str | None = None,
+    ) -> None:
+        mappings = dict(body.get("mappings", {}))
+        mappings["_meta"] = {**mappings.get("_meta", {}), **(meta or {})}
+        extra: dict[str, Any] = {}
+        if alias is not None:
+            extra["aliases"] = {check_index_name(alias): {"is_write_index": True}}
+        with _translated(name):
+            await self._client.indices.create(
+                index=check_index_name(name),
+                settings=dict(body.get("settings", {})),
+                mappings=mappings,
+                **extra,
+            )
+
+    async def put_alias(self, alias: str, index: str) -> None:
+        action = {"index": check_index_name(index), "alias": check_index_name(alias)}
+        with _translated(alias):
+            await self._client.indices.update_aliases(
+                actions=[{"add": {**action, "is_write_index": True}}]
+            )
+
+    async def swap_alias(self, alias: str, *, old: str, new: str) -> None:
+        check_index_name(alias)
+        remove = {"index": check_index_name(old), "alias": alias, "must_exist": True}
+        add = {"index": check_index_name(new), "alias": alias, "is_write_index": True}
+        with _translated(alias):
+            await self._client.indices.update_aliases(actions=[{"remove": remove}, {"add": add}])
+
+    async def list_indices(self, alias: str) -> list[IndexInfo]:
+        check_index_name(alias)
+        with _translated(alias):
+            found = await self._client.indices.get(index=f"{alias}_v*,{alias}", **_LENIENT)
+            body: dict[str, Any] = dict(found.body)
+            names = [
+                name
+                for name, info in body.items()
+                if physical_version(alias, name) is not None or alias in info.get("aliases", {})
+            ]
+            if not names:
+                return []
+            stats = await self._client.indices.stats(index=",".join(names), metric="docs")
+        counts = stats.body.get("indices", {})
+        flags = _alias_flags(alias, body)
+        writer = effective_write_index(flags)
+        infos = [
+            _info(alias, name, body[name], counts.get(name, {}), name in flags, name == writer)
+            for name in names
+        ]
+        return sorted(infos, key=lambda i: (i.version is None, i.version or 0, i.name))
+
+    async def write_index(self, alias: str) -> WriteIndex | None:
+        with _translated(alias):
+            found = await self._client.indices.get(index=check_index_name(alias), **_LENIENT)
+        body: dict[str, Any] = dict(found.body)
+        writer = effective_write_index(_alias_flags(alias, body))
+        if writer is None:
+            return None
+        meta = body[writer].get("mappings", {}).get("_meta", {})
+        return WriteIndex(alias, writer, dict(meta))
+
+    async def delete_index(self, name: str) -> None:
+        with _translated(name):
+            await self._client.indices.delete(index=check_index_name(name))
+
+    async def update_settings(
+        self, name: str, *, refresh_interval: str | None = None, replicas: int | None = None
+    ) -> None:
+        changes: dict[str, Any] = {}
+        if refresh_interval is not None:
+            changes["refresh_interval"] = refresh_interval
+        if replicas is not None:
+            changes["number_of_replicas"] = replicas
+        if not changes:
+            return
+        with _translated(name):
+            await self._client.indices.put_settings(
+                index=check_index_name(name), settings={"index": changes}
+            )
+
+
+def _alias_flags(alias: str, body: Mapping[str, Any]) -> dict[str, bool | None]:
+    """``{index: is_write_index flag}`` for every index in `body` that `alias` points at."""
+    flags: dict[str, bool | None] = {}
+    for name, info in body.items():
+        entry = info.get("aliases", {}).get(alias)
+        if entry is not None:
+            flag = entry.get("is_write_index")
+            flags[name] = flag if isinstance(flag, bool) else None
+    return flags
+
+
+def _info(
+    alias: str,
+    name: str,
+    info: Mapping[str, Any],
+    stats: Mapping[str, Any],
+    aliased: bool,
+    is_write_index: bool,
+) -> IndexInfo:
+    settings = info.get("settings", {}).get("index", {})
+    created_ms = int(settings.get("creation_date", 0))
+    return IndexInfo(
+        name=name,
+        version=physical_version(alias, name),
+        docs=int(stats.get("primaries", {}).get("docs", {}).get("count", 0)),
+        created_at=datetime.fromtimestamp(created_ms / 1000, UTC),
+        aliased=aliased,
+        is_write_index=is_write_index,
+        replicas=int(settings.get("number_of_replicas", 1)),
+        refresh_interval=str(settings.get("refresh_interval", DEFAULT_REFRESH_INTERVAL)),
+        meta=dict(info.get("mappings", {}).get("_meta", {})),
+    )
+
+
+@contextmanager
+def _translated(name: str) -> Iterator[None]:
+    """Raise the port's errors for what the client raises."""
+    try:
+        yield
+    except ApiError as exc:
+        raise _refusal(name, exc) from exc
+    except TransportError as exc:
+        raise TransientError(ErrorCode.ES_UNAVAILABLE, f"{name}: {exc}") from exc
+
+
+def _refusal(name: str, exc: ApiError) -> Exception:
+    error = es_error(exc)
+    message = f"{error.type}: {error.reason}"
+    if error.type in _EXISTS or (
+        error.type == "invalid_index_name_exception" and "exists" in (error.reason or "")
+    ):
+        return IndexExists(name, message, error.type)
+    if error.type == "index_not_found_exception":
+        return IndexMissing(name, message, error.type)
+    if error.type in _CONFLICT:
+        return AliasConflict(name, message, error.type)
+    if error.status == 429 or error.status >= 500:
+        return TransientError(
+            ErrorCode.ES_429 if error.status == 429 else ErrorCode.ES_5XX, message
+        )
+    return IndexAdminError(name, message, error.type)

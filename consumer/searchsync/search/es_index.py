@@ -1,0 +1,258 @@
+"""The Elasticsearch side of the `SearchIndex` port: bulk requests, mget, and their parsing.
+
+`EsIndex` sends ``index`` actions with external versions through the alias (``require_alias``;
+only the rebuild's backfill turns it off, to fill its own physical index) and turns every answer
+into one `ItemResult` per action; `BulkSizer` cuts a batch into requests by count and bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, NamedTuple, cast
+
+from elastic_transport import ConnectionTimeout, TransportError
+from elasticsearch import ApiError, AsyncElasticsearch
+
+from searchsync.errors import Disposition, ErrorCode, TransientError
+from searchsync.search.errors import es_error
+from searchsync.search.sink import (
+    BAD_RESPONSE_ERROR,
+    CONNECTION_ERROR,
+    NO_RESPONSE,
+    TIMEOUT_ERROR,
+    IndexOp,
+    ItemResult,
+    StoredProjection,
+    status_code,
+    stored_projection,
+)
+
+__all__ = ["BulkSizer", "EncodedBulk", "EsIndex"]
+
+_TURNS_TO_SEND: Final = 2
+"""Turns of the event loop a bulk request takes to put its body on the socket: one for the
+client's request coroutine, one for aiohttp's body writer (a task of its own before Python
+3.12). Only after them is the next request encoded."""
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedBulk:
+    """One bulk request: its ops and its NDJSON body (an action line and a source line each)."""
+
+    ops: list[IndexOp]
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class BulkSizer:
+    """Splits ops into bulk requests of at most `max_actions` ops and about `max_bytes` bytes.
+
+    The byte count is the NDJSON size (action line + body + two newlines). An op larger than
+    `max_bytes` on its own travels alone; keep `max_bytes` well below the cluster's
+    ``http.max_content_length`` (100 MB by default).
+    """
+
+    max_actions: int = 500
+    max_bytes: int = 5 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        if self.max_actions < 1 or self.max_bytes < 1:
+            raise ValueError("max_actions and max_bytes must be >= 1")
+
+    @staticmethod
+    def op_bytes(op: IndexOp) -> int:
+        return len(op.action_json()) + len(op.body_json) + 2
+
+    def chunks(self, ops: Sequence[IndexOp]) -> Iterator[list[IndexOp]]:
+        chunk: list[IndexOp] = []
+        size = 0
+        for op in ops:
+            cost = self.op_bytes(op)
+            if chunk and (len(chunk) >= self.max_actions or size + cost > self.max_bytes):
+                yield chunk
+                chunk, size = [], 0
+            chunk.append(op)
+            size += cost
+        if chunk:
+            yield chunk
+
+    def encode(self, ops: Sequence[IndexOp]) -> Iterator[EncodedBulk]:
+        """The bulks of `chunks`, each op's action line serialized once."""
+        chunk: list[IndexOp] = []
+        parts: list[bytes] = []
+        size = 0
+        for op in ops:
+            action = op.action_json()
+            cost = len(action) + len(op.body_json) + 2
+            if chunk and (len(chunk) >= self.max_actions or size + cost > self.max_bytes):
+                yield EncodedBulk(chunk, b"".join(parts))
+                chunk, parts, size = [], [], 0
+            chunk.append(op)
+            parts += (action, b"\n", op.body_json, b"\n")
+            size += cost
+        if chunk:
+            yield EncodedBulk(chunk, b"".join(parts))
+
+
+class EsIndex:
+    """`SearchIndex` over `AsyncElasticsearch`. Chunks run one after another, in order.
+
+    `require_alias` is True everywhere but in the rebuild, the one writer allowed to address a
+    physical index (the index it fills before the alias swap; docs/design.md, Rebuild).
+    """
+
+    def __init__(
+        self,
+        client: AsyncElasticsearch,
+        *,
+        sizer: BulkSizer | None = None,
+        require_alias: bool = True,
+    ) -> None:
+        self._client = client
+        self._sizer = sizer if sizer is not None else BulkSizer()
+        self._require_alias = require_alias
+
+    async def bulk_index(self, ops: Sequence[IndexOp]) -> list[ItemResult]:
+        """One request in flight at a time, in order. With more than one, each request is sent
+        as soon as the answer to the one before arrives: it was encoded while that one was in
+        flight, and that answer is parsed while this one is. The cluster then waits between two
+        requests only for the client to take in an answer, not for the next NDJSON body to be
+        built and the last answer parsed (milliseconds per 500 actions)."""
+        bulks = self._sizer.encode(ops)
+        bulk = next(bulks, None)
+        if bulk is None:
+            return []
+        if len(bulk.ops) == len(ops):  # the only request: nothing to overlap
+            return _parse(bulk, await self._send(bulk))
+        results: list[ItemResult] = []
+        sending = asyncio.ensure_future(self._send(bulk))
+        try:
+            await _let_it_leave()
+            following = next(bulks, None)  # encoded while `bulk` is in flight
+            while following is not None:
+                answer = await sending
+                sending = asyncio.ensure_future(self._send(following))
+                await _let_it_leave()
+                results.extend(_parse(bulk, answer))  # while `following` is in flight
+                bulk, following = following, next(bulks, None)
+            results.extend(_parse(bulk, await sending))
+            return results
+        finally:
+            sending.cancel()  # a no-op once done; else the caller was cancelled
+
+    async def _send(self, bulk: EncodedBulk) -> Any:
+        """One bulk request: the answer's body, or `_Refused` when the request failed."""
+        chunk = bulk.ops
+        try:
+            # The client's NDJSON serializer passes an encoded body through unchanged; the
+            # type stubs only know dicts, hence the cast.
+            response = await self._client.bulk(
+                operations=cast(Any, bulk.body),
+                require_alias=self._require_alias,
+                filter_path="items.*.status,items.*.error.type,items.*.error.reason",
+            )
+        except ApiError as exc:
+            error = es_error(exc)
+            return _Refused(
+                [ItemResult(op, error.status, error.type, error.reason) for op in chunk]
+            )
+        except ConnectionTimeout as exc:
+            return _Refused([ItemResult(op, NO_RESPONSE, TIMEOUT_ERROR, str(exc)) for op in chunk])
+        except TransportError as exc:
+            return _Refused(
+                [ItemResult(op, NO_RESPONSE, CONNECTION_ERROR, str(exc)) for op in chunk]
+            )
+        return response.body
+
+    async def _mget(self, alias: str, ids: list[str], **options: Any) -> list[dict[str, Any]]:
+        """The real-time mget's docs, a failed request raised as the TransientError it means."""
+        try:
+            response = await self._client.mget(index=alias, ids=ids, **options, realtime=True)
+        except ApiError as exc:
+            error = es_error(exc)
+            code = _mget_code(error.status, error.type)
+            raise TransientError(code, f"mget {alias}: {error.type}: {error.reason}") from exc
+        except TransportError as exc:
+            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"mget {alias}: {exc}") from exc
+        docs: list[dict[str, Any]] = response.body.get("docs", [])
+        return docs
+
+    async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        versions: dict[str, int | None] = {}
+        for doc in await self._mget(alias, wanted, source=False):
+            error = doc.get("error")
+            if error is not None:
+                etype = error.get("type") if isinstance(error, dict) else str(error)
+                missing = etype == "index_not_found_exception"
+                code = ErrorCode.ALIAS_MISSING if missing else ErrorCode.ES_MGET
+                raise TransientError(code, f"mget {alias}/{doc.get('_id')}: {etype}")
+            versions[doc["_id"]] = int(doc["_version"]) if doc.get("found") else None
+        return {doc_id: versions.get(doc_id) for doc_id in wanted}
+
+    async def get_projections(
+        self, alias: str, ids: Sequence[str]
+    ) -> dict[str, StoredProjection | None]:
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        found: dict[str, StoredProjection | None] = {}
+        for doc in await self._mget(alias, wanted):
+            if doc.get("error") is not None:
+                raise TransientError(ErrorCode.ES_MGET, f"mget {alias}/{doc.get('_id')}: error")
+            found[doc["_id"]] = (
+                stored_projection(int(doc["_version"]), doc.get("_source") or {})
+                if doc.get("found")
+                else None
+            )
+        return {doc_id: found.get(doc_id) for doc_id in wanted}
+
+    async def refresh(self, alias: str) -> None:
+        try:
+            await self._client.indices.refresh(index=alias)
+        except (ApiError, TransportError) as exc:
+            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"refresh {alias}: {exc}") from exc
+
+
+def _mget_code(status: int, error_type: str | None) -> ErrorCode:
+    """The code of a failed mget: the status's, but never poison (no document was refused)."""
+    code = status_code(status, error_type)
+    return ErrorCode.ES_MGET if code.disposition is Disposition.POISON else code
+
+
+class _Refused(NamedTuple):
+    """A bulk request that failed as a whole: its result for every op, already made."""
+
+    results: list[ItemResult]
+
+
+async def _let_it_leave() -> None:
+    """The turns of the event loop (`_TURNS_TO_SEND`) a started request takes to send its body."""
+    for _ in range(_TURNS_TO_SEND):
+        await asyncio.sleep(0)
+
+
+def _parse(bulk: EncodedBulk, answer: Any) -> list[ItemResult]:
+    """One result per op of `bulk` from `EsIndex._send`'s `answer`."""
+    return answer.results if isinstance(answer, _Refused) else _items(bulk.ops, answer)
+
+
+def _items(chunk: list[IndexOp], body: Any) -> list[ItemResult]:
+    items = body.get("items") if isinstance(body, dict) else None
+    if not isinstance(items, list) or len(items) != len(chunk):
+        return [ItemResult(op, NO_RESPONSE, BAD_RESPONSE_ERROR, "bulk items") for op in chunk]
+    results: list[ItemResult] = []
+    for op, item in zip(chunk, items, strict=True):
+        detail: dict[str, Any] = {}
+        if isinstance(item, dict) and item:
+            detail = next(iter(item.values()))
+        error = detail.get("error")
+        etype = reason = None
+        if isinstance(error, dict):
+            etype, reason = error.get("type"), error.get("reason")
+        results.append(ItemResult(op, int(detail.get("status", NO_RESPONSE)), etype, reason))
+    return results

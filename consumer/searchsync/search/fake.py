@@ -1,0 +1,273 @@
+"""An in-memory search engine with Elasticsearch's external-version and alias semantics.
+
+`InMemoryIndex` implements `SearchIndex`; its `admin` attribute (an `InMemoryIndexAdmin` over
+the same state) implements `IndexAdmin`. They exist so the port contract (tests/contract) and
+any pipeline test run without a cluster; the same contract runs against a real node. The rules
+kept are the ones searchsync relies on:
+
+- writes go through an alias only (``require_alias=true``): a name that is not an alias,
+  including a physical index name, answers 404 ``index_not_found_exception``; an alias with
+  several indices and no write index answers 400 ``illegal_argument_exception``;
+- ``version_type=external``: a write is accepted only if its version is greater than the
+  stored one, otherwise 409 ``version_conflict_engine_exception``; 201 on create, 200 on update;
+  ``external_gte`` accepts an equal version too (never a lower one);
+- with a ``dynamic: strict`` mapping, a top-level field not in the mapping answers 400
+  ``strict_dynamic_mapping_exception``; a body that is not a JSON object answers 400
+  ``document_parsing_exception``;
+- aliases: at most one write index each; a swap is all or nothing; deleting an index removes
+  the aliases on it; document counts are exact at once (a real node's need a refresh).
+
+`inject_failures` scripts item failures (429, 5xx, 400, status 0 for "no response") for the
+next ops, which are then not applied, like a rejected item on a real node.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from searchsync.errors import ErrorCode, TransientError
+from searchsync.search.fake_admin import InMemoryIndexAdmin
+from searchsync.search.port import DEFAULT_REFRESH_INTERVAL, effective_write_index
+from searchsync.search.sink import (
+    EXTERNAL_GTE,
+    IndexOp,
+    ItemResult,
+    StoredProjection,
+    stored_projection,
+)
+
+__all__ = ["InMemoryIndex", "InMemoryIndexAdmin", "PhysicalWriter", "StoredDoc"]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDoc:
+    version: int
+    body: dict[str, Any]
+
+
+@dataclass(slots=True)
+class FakeIndexState:
+    """One physical index."""
+
+    properties: frozenset[str] | None  # None: the mapping is not strict
+    meta: dict[str, Any]
+    created_at: datetime
+    replicas: int
+    refresh_interval: str = DEFAULT_REFRESH_INTERVAL
+    docs: dict[str, StoredDoc] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Failure:
+    status: int
+    error_type: str | None
+    reason: str | None
+    remaining: int
+    doc_id: str | None
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class InMemoryIndex:
+    """Indices, aliases and documents in dicts. Not thread-safe; one event loop only."""
+
+    def __init__(self, *, clock: Callable[[], datetime] = _utcnow) -> None:
+        self.indices: dict[str, FakeIndexState] = {}
+        self.aliases: dict[str, dict[str, bool | None]] = {}  # alias -> {index: is_write_index}
+        self.clock = clock
+        self._failures: deque[_Failure] = deque()
+        self.bulk_calls: list[int] = []  # ops per bulk_index call, for assertions
+        self.admin = InMemoryIndexAdmin(self)
+
+    # -- set-up shortcuts for tests (the port is `admin`) ------------------------------------
+
+    def create_index(self, name: str, mapping: Mapping[str, Any] | None = None) -> None:
+        if name in self.indices or name in self.aliases:
+            raise ValueError(f"{name} already exists")
+        self.add_index(name, mapping or {}, {})
+
+    def put_alias(self, alias: str, index: str) -> None:
+        """Point `alias` at `index` only (replacing its previous targets: an atomic swap)."""
+        if index not in self.indices:
+            raise ValueError(f"no index {index}")
+        if alias in self.indices:
+            raise ValueError(f"{alias} is an index")
+        self.aliases[alias] = {index: True}
+
+    def remove_alias(self, alias: str) -> None:
+        self.aliases.pop(alias, None)
+
+    def alias_target(self, alias: str) -> str | None:
+        """The write index of `alias` (None: no such alias, or no write index)."""
+        return effective_write_index(self.aliases.get(alias, {}))
+
+    def exists(self, name: str) -> bool:
+        """True when `name` is an index or an alias."""
+        return name in self.indices or name in self.aliases
+
+    def get(self, name: str, doc_id: str) -> StoredDoc | None:
+        """The stored document under an alias (its write index) or index name (None: absent)."""
+        index = self.alias_target(name) if name in self.aliases else name
+        state = self.indices.get(index or "")
+        return None if state is None else state.docs.get(doc_id)
+
+    def add_index(self, name: str, body: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
+        """Create `name` from an index body (no checks: callers check)."""
+        mappings = body.get("mappings", {})
+        strict = mappings.get("dynamic") == "strict"
+        settings = _flat_settings(body.get("settings", {}))
+        self.indices[name] = FakeIndexState(
+            properties=frozenset(mappings.get("properties", {})) if strict else None,
+            meta={**mappings.get("_meta", {}), **meta},
+            created_at=self.clock(),
+            replicas=int(settings.get("number_of_replicas", 1)),
+            refresh_interval=str(settings.get("refresh_interval", DEFAULT_REFRESH_INTERVAL)),
+        )
+
+    # -- fault injection ---------------------------------------------------------------------
+
+    def inject_failures(
+        self,
+        status: int,
+        error_type: str | None = None,
+        reason: str | None = None,
+        *,
+        times: int = 1,
+        doc_id: str | None = None,
+    ) -> None:
+        """Fail the next `times` ops (only those for `doc_id`, if given) with this answer.
+
+        Rules queue in order; an op takes the first rule that matches it.
+        """
+        if times < 1:
+            raise ValueError("times must be >= 1")
+        self._failures.append(_Failure(status, error_type, reason, times, doc_id))
+
+    # -- SearchIndex -------------------------------------------------------------------------
+
+    async def bulk_index(self, ops: Sequence[IndexOp]) -> list[ItemResult]:
+        self.bulk_calls.append(len(ops))
+        return [self._index_one(op) for op in ops]
+
+    def physical_writer(self) -> PhysicalWriter:
+        """This index as ``require_alias=false`` sees it: the rebuild's writer, which may
+        address a physical index by name (`searchsync.search.sink.EsIndex`)."""
+        return PhysicalWriter(self)
+
+    async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
+        targets = list(self.aliases[alias]) if alias in self.aliases else [alias]
+        if targets[0] not in self.indices:
+            raise TransientError(ErrorCode.ALIAS_MISSING, f"no alias {alias}")
+        if len(targets) > 1:
+            raise TransientError(ErrorCode.ES_400, f"mget {alias}: alias has more than one index")
+        docs = self.indices[targets[0]].docs
+        return {doc_id: (docs[doc_id].version if doc_id in docs else None) for doc_id in ids}
+
+    async def get_projections(
+        self, alias: str, ids: Sequence[str]
+    ) -> dict[str, StoredProjection | None]:
+        targets = list(self.aliases[alias]) if alias in self.aliases else [alias]
+        if targets[0] not in self.indices:
+            raise TransientError(ErrorCode.ALIAS_MISSING, f"no alias {alias}")
+        docs = self.indices[targets[0]].docs
+        return {
+            doc_id: stored_projection(docs[doc_id].version, docs[doc_id].body)
+            if doc_id in docs
+            else None
+            for doc_id in ids
+        }
+
+    async def refresh(self, alias: str) -> None:
+        if not self.exists(alias):
+            raise TransientError(ErrorCode.ALIAS_MISSING, f"no index or alias {alias}")
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _index_one(self, op: IndexOp, *, require_alias: bool = True) -> ItemResult:
+        failure = self._take_failure(op)
+        if failure is not None:
+            return ItemResult(op, failure.status, failure.error_type, failure.reason)
+        if not require_alias and op.alias in self.indices:
+            return self._store(op, op.alias)
+        if op.alias not in self.aliases:
+            reason = (
+                f"no such index [{op.alias}] and [require_alias] request flag is [true] "
+                f"and [{op.alias}] is not an alias"
+            )
+            return ItemResult(op, 404, "index_not_found_exception", reason)
+        index = self.alias_target(op.alias)
+        if index is None:
+            reason = f"no write index is defined for alias [{op.alias}]"
+            return ItemResult(op, 400, "illegal_argument_exception", reason)
+        return self._store(op, index)
+
+    def _store(self, op: IndexOp, index: str) -> ItemResult:
+        try:
+            body = orjson.loads(op.body_json)
+        except orjson.JSONDecodeError as exc:
+            return ItemResult(op, 400, "document_parsing_exception", str(exc))
+        if not isinstance(body, dict):
+            return ItemResult(op, 400, "document_parsing_exception", "not a JSON object")
+        state = self.indices[index]
+        unknown = sorted(set(body) - state.properties) if state.properties is not None else []
+        if unknown:
+            reason = f"mapping set to strict, dynamic introduction of [{unknown[0]}] not allowed"
+            return ItemResult(op, 400, "strict_dynamic_mapping_exception", reason)
+        stored = state.docs.get(op.doc_id)
+        gte = op.version_type == EXTERNAL_GTE
+        if stored is not None and (
+            op.version < stored.version or (op.version == stored.version and not gte)
+        ):
+            reason = (
+                f"[{op.doc_id}]: version conflict, current version [{stored.version}] is higher "
+                f"or equal to the one provided [{op.version}]"
+            )
+            return ItemResult(op, 409, "version_conflict_engine_exception", reason)
+        state.docs[op.doc_id] = StoredDoc(op.version, body)
+        return ItemResult(op, 201 if stored is None else 200)
+
+    def _take_failure(self, op: IndexOp) -> _Failure | None:
+        for failure in self._failures:
+            if failure.doc_id is None or failure.doc_id == op.doc_id:
+                failure.remaining -= 1
+                if failure.remaining == 0:
+                    self._failures.remove(failure)
+                return failure
+        return None
+
+
+class PhysicalWriter:
+    """`SearchIndex` over an `InMemoryIndex` with ``require_alias=false``."""
+
+    def __init__(self, index: InMemoryIndex) -> None:
+        self._index = index
+
+    async def bulk_index(self, ops: Sequence[IndexOp]) -> list[ItemResult]:
+        self._index.bulk_calls.append(len(ops))
+        return [self._index._index_one(op, require_alias=False) for op in ops]
+
+    async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
+        return await self._index.get_versions(alias, ids)
+
+    async def refresh(self, alias: str) -> None:
+        await self._index.refresh(alias)
+
+
+def _flat_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"number_of_replicas": 0}`` from any of the forms Elasticsearch accepts: flat,
+    ``{"index": {...}}`` or ``{"index.number_of_replicas": 0}``."""
+    flat: dict[str, Any] = {}
+    for key, value in settings.items():
+        if key == "index" and isinstance(value, Mapping):
+            flat.update(_flat_settings(value))
+        else:
+            flat[key.removeprefix("index.")] = value
+    return flat

@@ -1,0 +1,138 @@
+"""`IndexAdmin` over an `InMemoryIndex`'s state (see `searchsync.search.fake` for the rules).
+
+Each check is the one a real node makes, and a refused operation changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from searchsync.naming import check_index_name, physical_version
+from searchsync.search.port import (
+    AliasConflict,
+    IndexAdminError,
+    IndexExists,
+    IndexInfo,
+    IndexMissing,
+    WriteIndex,
+    effective_write_index,
+)
+
+if TYPE_CHECKING:
+    from searchsync.search.fake import InMemoryIndex
+
+__all__ = ["InMemoryIndexAdmin"]
+
+
+class InMemoryIndexAdmin:
+    """The index-admin port in memory; `InMemoryIndex.admin` is one."""
+
+    def __init__(self, state: InMemoryIndex) -> None:
+        self._state = state
+
+    async def exists(self, name: str) -> bool:
+        return self._state.exists(check_index_name(name))
+
+    async def create_index(
+        self,
+        name: str,
+        body: Mapping[str, Any],
+        *,
+        meta: Mapping[str, Any] | None = None,
+        alias: str | None = None,
+    ) -> None:
+        check_index_name(name)
+        if name in self._state.indices:
+            raise IndexExists(name, "already exists", "resource_already_exists_exception")
+        if name in self._state.aliases:
+            raise IndexExists(name, "already exists as alias", "invalid_index_name_exception")
+        if alias is not None:
+            self._check_can_write_to(check_index_name(alias), name)
+        self._state.add_index(name, body, meta or {})
+        if alias is not None:
+            self._state.aliases.setdefault(alias, {})[name] = True
+
+    async def put_alias(self, alias: str, index: str) -> None:
+        check_index_name(alias)
+        if check_index_name(index) not in self._state.indices:
+            raise IndexMissing(index, "no such index", "index_not_found_exception")
+        self._check_can_write_to(alias, index)
+        self._state.aliases.setdefault(alias, {})[index] = True
+
+    async def swap_alias(self, alias: str, *, old: str, new: str) -> None:
+        check_index_name(alias)
+        for name in (old, new):
+            if check_index_name(name) not in self._state.indices:
+                raise IndexMissing(name, "no such index", "index_not_found_exception")
+        flags = self._state.aliases.get(alias, {})
+        if old not in flags:
+            raise AliasConflict(alias, f"not on {old}", "aliases_not_found_exception")
+        others = {index: flag for index, flag in flags.items() if index not in (old, new)}
+        if any(flag is True for flag in others.values()):
+            raise AliasConflict(alias, "more than one write index", "illegal_state_exception")
+        self._state.aliases[alias] = {**others, new: True}
+
+    async def list_indices(self, alias: str) -> list[IndexInfo]:
+        check_index_name(alias)
+        flags = self._state.aliases.get(alias, {})
+        writer = effective_write_index(flags)
+        infos = []
+        for name, index in self._state.indices.items():
+            version = physical_version(alias, name)
+            if version is None and name not in flags:
+                continue
+            infos.append(
+                IndexInfo(
+                    name=name,
+                    version=version,
+                    docs=len(index.docs),
+                    created_at=index.created_at,
+                    aliased=name in flags,
+                    is_write_index=name == writer,
+                    replicas=index.replicas,
+                    refresh_interval=index.refresh_interval,
+                    meta=dict(index.meta),
+                )
+            )
+        return sorted(infos, key=lambda i: (i.version is None, i.version or 0, i.name))
+
+    async def write_index(self, alias: str) -> WriteIndex | None:
+        writer = effective_write_index(self._state.aliases.get(check_index_name(alias), {}))
+        if writer is None:
+            return None
+        return WriteIndex(alias, writer, dict(self._state.indices[writer].meta))
+
+    async def delete_index(self, name: str) -> None:
+        check_index_name(name)
+        if name in self._state.aliases:
+            raise IndexAdminError(name, "matches an alias", "illegal_argument_exception")
+        if name not in self._state.indices:
+            raise IndexMissing(name, "no such index", "index_not_found_exception")
+        del self._state.indices[name]
+        for alias, flags in list(self._state.aliases.items()):
+            flags.pop(name, None)
+            if not flags:
+                del self._state.aliases[alias]
+
+    async def update_settings(
+        self, name: str, *, refresh_interval: str | None = None, replicas: int | None = None
+    ) -> None:
+        check_index_name(name)
+        targets = list(self._state.aliases.get(name, {})) or [name]
+        if targets[0] not in self._state.indices:
+            raise IndexMissing(name, "no such index", "index_not_found_exception")
+        for target in targets:
+            index = self._state.indices[target]
+            if refresh_interval is not None:
+                index.refresh_interval = refresh_interval
+            if replicas is not None:
+                index.replicas = replicas
+
+    def _check_can_write_to(self, alias: str, index: str) -> None:
+        """Refuse what a real node refuses when `index` becomes `alias`'s write index."""
+        if alias in self._state.indices:
+            raise IndexExists(alias, "an index has this name", "invalid_alias_name_exception")
+        flags = self._state.aliases.get(alias, {})
+        if any(flag is True and other != index for other, flag in flags.items()):
+            raise AliasConflict(alias, "more than one write index", "illegal_state_exception")

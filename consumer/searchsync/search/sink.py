@@ -1,0 +1,336 @@
+"""The Elasticsearch port: bulk writes with external versions and a verdict for every item.
+
+Every write is an ``index`` action with ``version=<source_revision>``,
+``version_type=external`` through the alias, on a bulk request with ``require_alias=true``
+(docs/design.md, invariants 3, 4 and 7); only the rebuild turns that off (`EsIndex`). There is
+no delete action: deletes are tombstone documents.
+
+Layers, each with one job:
+
+- `SearchIndex`: the narrow port. `EsIndex` adapts `AsyncElasticsearch` to it;
+  `searchsync.search.fake.InMemoryIndex` implements it in memory for tests.
+- `classify`: a pure function from one bulk item result to its `ErrorCode` (None: written).
+  What a code means (poison, transient, systemic) is `searchsync.errors`' table, not the sink's.
+- `Sink`: runs a bulk, classifies every item, and confirms every 409 by reading the stored
+  version (one mget per alias per batch) so that a conflict is never silently ignored.
+
+Nothing here raises for an Elasticsearch failure: a failed request becomes a per-item result,
+and the caller decides (retry, DLQ, pause) from each `WriteOutcome`.
+
+`IndexOp`, `ItemResult` and `WriteOutcome` are `NamedTuple`s: one of each per document, on the
+hot paths of the consumer and the rebuild, and a named tuple is built in a third of the time a
+frozen dataclass takes. They are immutable values all the same; never compare one with a tuple.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, NamedTuple, Protocol
+
+import orjson
+
+from searchsync.errors import Disposition, ErrorCode, TransientError
+from searchsync.projection import Document, content_hash
+
+__all__ = [
+    "FINISHED_KINDS",
+    "IndexOp",
+    "ItemResult",
+    "OutcomeKind",
+    "SearchIndex",
+    "Sink",
+    "SinkObserver",
+    "StoredProjection",
+    "WriteOutcome",
+    "classify",
+    "stored_projection",
+]
+
+# Status 0 in an `ItemResult` means "no HTTP answer for this item" (connection, timeout, ...).
+NO_RESPONSE = 0
+TIMEOUT_ERROR = "timeout"
+CONNECTION_ERROR = "connection_error"
+BAD_RESPONSE_ERROR = "bad_response"
+
+_MAPPING_ERRORS = frozenset(
+    {
+        "mapper_parsing_exception",
+        "document_parsing_exception",
+        "strict_dynamic_mapping_exception",
+        "illegal_argument_exception",
+    }
+)
+
+
+EXTERNAL: Final = "external"
+EXTERNAL_GTE: Final = "external_gte"
+"""Only the REBUILD same-revision rewrite uses it (docs/design.md, invariant 12)."""
+
+
+class IndexOp(NamedTuple):
+    """One ``index`` action: `body_json` under `doc_id` at external `version`, through `alias`.
+
+    `version_type` is ``external`` for every write but one: the processor's REBUILD rewrite of a
+    document whose stored hash or schema differs at the same revision (``external_gte``).
+    """
+
+    alias: str
+    doc_id: str
+    version: int
+    body_json: bytes
+    version_type: str = EXTERNAL
+
+    @classmethod
+    def from_document(cls, alias: str, document: Document) -> IndexOp:
+        """The op that writes `document` at its `source_revision`."""
+        return cls(alias, document.doc_id, document.source_revision, document.to_json())
+
+    def action_json(self) -> bytes:
+        """The bulk action line (without newline)."""
+        meta = {
+            "_index": self.alias,
+            "_id": self.doc_id,
+            "version": self.version,
+            "version_type": self.version_type,
+        }
+        return orjson.dumps({"index": meta})
+
+
+@dataclass(frozen=True, slots=True)
+class StoredProjection:
+    """What a stored document says about its projection (for the REBUILD rewrite decision)."""
+
+    version: int
+    projection_hash: str | None
+    schema_version: int | None
+    sync_hash: int | None
+    content_hash: str | None  # the hash the stored `_source` deserves (None: not canonical)
+
+
+class ItemResult(NamedTuple):
+    """What Elasticsearch (or the transport) said about one op."""
+
+    op: IndexOp
+    status: int
+    error_type: str | None = None
+    reason: str | None = None
+
+
+class SearchIndex(Protocol):
+    """The narrow port to a search engine with Elasticsearch's external-version semantics."""
+
+    async def bulk_index(self, ops: Sequence[IndexOp]) -> list[ItemResult]:
+        """Write `ops`; return one result per op, in order. Never raises for a failed request."""
+        ...
+
+    async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
+        """Real-time stored `_version` per id (None: absent). Raises `TransientError` on failure."""
+        ...
+
+    async def refresh(self, alias: str) -> None:
+        """Make written documents visible to search (tests and verification only)."""
+        ...
+
+    async def get_projections(
+        self, alias: str, ids: Sequence[str]
+    ) -> dict[str, StoredProjection | None]:
+        """Real-time stored version, hash, schema version, ``sync_hash`` and the hash of the
+        stored content per id (None: absent); one mget. Raises `TransientError` on failure."""
+        ...
+
+
+def classify(result: ItemResult) -> ErrorCode | None:
+    """The error code of one item result (None: written; ES_409: a conflict to confirm). Pure."""
+    status, etype = result.status, result.error_type
+    if 200 <= status < 300:
+        return None
+    if status == NO_RESPONSE:
+        return ErrorCode.ES_TIMEOUT if etype == TIMEOUT_ERROR else ErrorCode.ES_UNAVAILABLE
+    return status_code(status, etype)
+
+
+def status_code(status: int, error_type: str | None) -> ErrorCode:
+    """The error code of an HTTP answer that is not a success."""
+    if status == 409:
+        return ErrorCode.ES_409
+    if error_type == "cluster_block_exception":  # 429 flood-stage disk block, 403 write block
+        return ErrorCode.ES_BLOCKED
+    if status == 429:
+        return ErrorCode.ES_429
+    if status == 404:  # index_not_found_exception: the alias is missing; run index init
+        return ErrorCode.ALIAS_MISSING
+    if status in (401, 403):
+        return ErrorCode.ES_AUTH
+    if status == 408:
+        return ErrorCode.ES_TIMEOUT
+    if status == 413:  # a single document above http.max_content_length; BulkSizer avoids more
+        return ErrorCode.ES_TOO_LARGE
+    if status >= 500:
+        return ErrorCode.ES_5XX
+    if status == 400:
+        return ErrorCode.MAPPING_ERROR if error_type in _MAPPING_ERRORS else ErrorCode.ES_400
+    if 400 <= status < 500:
+        return ErrorCode.ES_4XX
+    return ErrorCode.ES_UNEXPECTED
+
+
+class OutcomeKind(enum.Enum):
+    """The final verdict for one op after 409 confirmation."""
+
+    APPLIED = "APPLIED"  # written now
+    ALREADY_APPLIED = "ALREADY_APPLIED"  # 409 and the stored version equals ours
+    AHEAD = "AHEAD"  # 409 and Elasticsearch holds a newer version: re-read the truth
+    RETRY = "RETRY"  # failed; `code` is TRANSIENT or SYSTEMIC
+    POISON = "POISON"  # failed; `code` is POISON: DLQ
+
+
+FINISHED_KINDS: Final = frozenset({OutcomeKind.APPLIED, OutcomeKind.ALREADY_APPLIED})
+"""The kinds of `WriteOutcome.finished`: the op needs nothing more (applied now or before)."""
+
+
+class WriteOutcome(NamedTuple):
+    """The final verdict for one op."""
+
+    op: IndexOp
+    kind: OutcomeKind
+    code: ErrorCode | None = None
+    message: str | None = None
+    stored_version: int | None = None
+
+    @property
+    def finished(self) -> bool:
+        """True when the op needs nothing more (applied now or before)."""
+        return self.kind in FINISHED_KINDS
+
+    @property
+    def systemic(self) -> bool:
+        """True when the cluster, not the event, is at fault (`ErrorCode.disposition`)."""
+        return self.code is not None and self.code.disposition is Disposition.SYSTEMIC
+
+    @classmethod
+    def failed(
+        cls, op: IndexOp, code: ErrorCode, message: str, stored_version: int | None = None
+    ) -> WriteOutcome:
+        """A RETRY or POISON outcome, as the code's disposition says."""
+        poison = code.disposition is Disposition.POISON
+        kind = OutcomeKind.POISON if poison else OutcomeKind.RETRY
+        return cls(op, kind, code, message, stored_version)
+
+
+class SinkObserver(Protocol):
+    """Optional metrics hooks; `searchsync.observability.metrics` can implement them."""
+
+    def bulk_done(self, actions: int, seconds: float) -> None: ...
+
+    def outcome(self, outcome: WriteOutcome) -> None: ...
+
+
+class Sink:
+    """Writes ops and returns a confirmed `WriteOutcome` per op, in the order given."""
+
+    def __init__(
+        self,
+        index: SearchIndex,
+        *,
+        observer: SinkObserver | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._index = index
+        self._observer = observer
+        self._clock = clock
+
+    async def write(self, ops: Sequence[IndexOp]) -> list[WriteOutcome]:
+        if not ops:
+            return []
+        started = self._clock()
+        results = await self._index.bulk_index(ops)
+        if len(results) != len(ops):  # a broken adapter must not lose ops
+            results = [ItemResult(op, NO_RESPONSE, BAD_RESPONSE_ERROR, "count") for op in ops]
+        outcomes: list[WriteOutcome | None] = []
+        conflicts: dict[str, list[int]] = {}
+        applied = OutcomeKind.APPLIED
+        for position, result in enumerate(results):
+            if 200 <= result.status < 300:  # `classify`'s first case, inline: the common one
+                op = result.op
+                outcomes.append(WriteOutcome(op, applied, None, None, op.version))
+                continue
+            code = classify(result)
+            if code is None:  # pragma: no cover - every 2xx took the inline path above
+                raise RuntimeError(f"status {result.status} classified as written")
+            if code is ErrorCode.ES_409:
+                conflicts.setdefault(result.op.alias, []).append(position)
+                outcomes.append(None)
+            else:
+                outcomes.append(_final(result, code))
+        for alias, positions in conflicts.items():
+            await self._confirm(alias, [results[p].op for p in positions], positions, outcomes)
+        if self._observer is not None:
+            self._observer.bulk_done(len(ops), self._clock() - started)
+        final = [o for o in outcomes if o is not None]
+        if len(final) != len(ops):  # every position is filled above; this is a guard
+            raise RuntimeError("sink lost an outcome")
+        if self._observer is not None:
+            for outcome in final:
+                self._observer.outcome(outcome)
+        return final
+
+    async def stored_projections(
+        self, alias: str, ids: Sequence[str]
+    ) -> dict[str, StoredProjection | None]:
+        """The stored projection facts of `ids` (`SearchIndex.get_projections`)."""
+        return await self._index.get_projections(alias, ids)
+
+    async def _confirm(
+        self,
+        alias: str,
+        ops: list[IndexOp],
+        positions: list[int],
+        outcomes: list[WriteOutcome | None],
+    ) -> None:
+        """Turn 409s into ALREADY_APPLIED / AHEAD / RETRY by reading the stored versions."""
+        try:
+            stored = await self._index.get_versions(alias, sorted({op.doc_id for op in ops}))
+        except TransientError as exc:
+            for op, position in zip(ops, positions, strict=True):
+                outcomes[position] = WriteOutcome.failed(op, exc.code, exc.message)
+            return
+        for op, position in zip(ops, positions, strict=True):
+            version = stored.get(op.doc_id)
+            if version == op.version:
+                outcomes[position] = WriteOutcome(
+                    op, OutcomeKind.ALREADY_APPLIED, None, None, version
+                )
+            elif version is not None and version > op.version:
+                message = f"stored version {version} > {op.version}"
+                outcomes[position] = WriteOutcome(op, OutcomeKind.AHEAD, None, message, version)
+            else:
+                message = f"409 but stored version is {version}"
+                outcomes[position] = WriteOutcome.failed(
+                    op, ErrorCode.ES_409_UNCONFIRMED, message, version
+                )
+
+
+def _final(result: ItemResult, code: ErrorCode) -> WriteOutcome:
+    """The outcome of a failed item (a written one is built inline in `Sink.write`)."""
+    message = f"{result.status} {result.error_type}: {result.reason}"
+    return WriteOutcome.failed(result.op, code, message)
+
+
+def stored_projection(version: int, source: Any) -> StoredProjection:
+    """A `StoredProjection` from a stored `_source` (fields of the wrong type read as None).
+
+    The whole `_source` is read, not only the hash fields: an edit made in Elasticsearch keeps
+    the old ``projection_hash``, and only the recomputed `content_hash` shows it."""
+    hash_ = source.get("projection_hash")
+    schema = source.get("projection_schema_version")
+    sync = source.get("sync_hash")
+    return StoredProjection(
+        version,
+        hash_ if isinstance(hash_, str) else None,
+        schema if isinstance(schema, int) and not isinstance(schema, bool) else None,
+        sync if isinstance(sync, int) and not isinstance(sync, bool) else None,
+        content_hash(source) if isinstance(source, dict) else None,
+    )

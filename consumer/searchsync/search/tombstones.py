@@ -1,0 +1,192 @@
+"""The tombstone purge's port (`TombstoneStore`) and its Elasticsearch adapter (`EsTombstones`).
+
+- `scan`: a point in time on the physical index, pages sorted by ``_shard_doc`` with
+  ``search_after`` and ``seq_no_primary_term: true``, filtered to ``is_deleted: true`` and
+  ``tombstoned_at < before``. The point in time is closed when the scan ends or is abandoned.
+- `delete`: one bulk of ``delete`` actions, each with ``if_seq_no``/``if_primary_term`` from the
+  scan, addressed to that same physical index: a document written since the scan answers 409
+  and stays (docs/design.md, "Tombstones and their purge").
+
+An Elasticsearch refusal of a whole request, or no answer, raises `TransientError`: the purge
+stops and can simply be run again (what was deleted is gone; the rest is found again).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from elastic_transport import TransportError
+from elasticsearch import ApiError, AsyncElasticsearch
+
+from searchsync.errors import ErrorCode, TransientError
+from searchsync.naming import check_index_name
+from searchsync.projection import TOMBSTONED_AT
+from searchsync.search.errors import es_error
+
+__all__ = ["DeleteOutcome", "DeleteResult", "EsTombstones", "TombstoneHit", "TombstoneStore"]
+
+PIT_KEEP_ALIVE: Final = "5m"  # between two pages; each page renews it
+
+
+@dataclass(frozen=True, slots=True)
+class TombstoneHit:
+    """One candidate as the scan saw it: what a guarded delete needs."""
+
+    doc_id: str
+    seq_no: int
+    primary_term: int
+    tombstoned_at: str
+
+
+class DeleteResult(enum.Enum):
+    DELETED = "deleted"
+    CHANGED = "changed"  # 409: re-created or changed since the scan; kept
+    GONE = "gone"  # 404: deleted already
+    FAILED = "failed"  # anything else; kept, reported
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOutcome:
+    hit: TombstoneHit
+    result: DeleteResult
+    reason: str | None = None
+
+
+class TombstoneStore(Protocol):
+    """What the purge needs from the search engine."""
+
+    async def maps_tombstoned_at(self, index: str) -> bool:
+        """True when `index`'s mapping has the ``tombstoned_at`` field."""
+        ...
+
+    def scan(self, index: str, before: str, page_size: int) -> AsyncIterator[list[TombstoneHit]]:
+        """Pages of the tombstones of `index` with ``tombstoned_at < before`` (ISO-8601)."""
+        ...
+
+    async def delete(self, index: str, hits: Sequence[TombstoneHit]) -> list[DeleteOutcome]:
+        """Delete each hit if its seq_no and primary term still match; one outcome per hit."""
+        ...
+
+
+class EsTombstones:
+    """`TombstoneStore` over `AsyncElasticsearch`."""
+
+    def __init__(self, client: AsyncElasticsearch) -> None:
+        self._client = client
+
+    async def maps_tombstoned_at(self, index: str) -> bool:
+        with _translated(f"mapping of {index}"):
+            found = await self._client.indices.get_mapping(index=check_index_name(index))
+        body: dict[str, Any] = dict(found.body)
+        return any(
+            TOMBSTONED_AT in info.get("mappings", {}).get("properties", {})
+            for info in body.values()
+        )
+
+    async def scan(
+        self, index: str, before: str, page_size: int
+    ) -> AsyncIterator[list[TombstoneHit]]:
+        with _translated(f"open a point in time on {index}"):
+            opened = await self._client.open_point_in_time(
+                index=check_index_name(index), keep_alive=PIT_KEEP_ALIVE
+            )
+        pit_id: str = opened.body["id"]
+        query = {
+            "bool": {
+                "filter": [
+                    {"term": {"is_deleted": True}},
+                    {"range": {TOMBSTONED_AT: {"lt": before}}},
+                ]
+            }
+        }
+        after: list[Any] | None = None
+        try:
+            while True:
+                extra: dict[str, Any] = {} if after is None else {"search_after": after}
+                with _translated(f"scan the tombstones of {index}"):
+                    response = await self._client.search(
+                        pit={"id": pit_id, "keep_alive": PIT_KEEP_ALIVE},
+                        query=query,
+                        sort=[{"_shard_doc": "asc"}],
+                        size=page_size,
+                        seq_no_primary_term=True,
+                        source_includes=[TOMBSTONED_AT],
+                        track_total_hits=False,
+                        **extra,
+                    )
+                pit_id = response.body.get("pit_id", pit_id)
+                hits = response.body["hits"]["hits"]
+                if not hits:
+                    return
+                yield [_hit(h) for h in hits]
+                after = hits[-1]["sort"]
+        finally:
+            with contextlib.suppress(ApiError, TransportError):
+                await self._client.close_point_in_time(id=pit_id)
+
+    async def delete(self, index: str, hits: Sequence[TombstoneHit]) -> list[DeleteOutcome]:
+        if not hits:
+            return []
+        name = check_index_name(index)
+        actions = [
+            {
+                "delete": {
+                    "_index": name,
+                    "_id": hit.doc_id,
+                    "if_seq_no": hit.seq_no,
+                    "if_primary_term": hit.primary_term,
+                }
+            }
+            for hit in hits
+        ]
+        with _translated(f"delete tombstones from {index}"):
+            response = await self._client.bulk(
+                operations=actions,
+                filter_path="items.*.status,items.*.result,items.*.error.type,items.*.error.reason",
+            )
+        items = response.body.get("items", [])
+        if len(items) != len(hits):
+            raise TransientError(
+                ErrorCode.ES_UNEXPECTED,
+                f"delete tombstones from {index}: {len(items)} answers for {len(hits)} deletes",
+            )
+        return [_outcome(hit, item) for hit, item in zip(hits, items, strict=True)]
+
+
+def _hit(raw: dict[str, Any]) -> TombstoneHit:
+    return TombstoneHit(
+        doc_id=raw["_id"],
+        seq_no=int(raw["_seq_no"]),
+        primary_term=int(raw["_primary_term"]),
+        tombstoned_at=str(raw.get("_source", {}).get(TOMBSTONED_AT, "")),
+    )
+
+
+def _outcome(hit: TombstoneHit, item: dict[str, Any]) -> DeleteOutcome:
+    answer = item.get("delete", {})
+    status = int(answer.get("status", 0))
+    if 200 <= status < 300:
+        return DeleteOutcome(hit, DeleteResult.DELETED)
+    if status == 409:
+        return DeleteOutcome(hit, DeleteResult.CHANGED)
+    if status == 404:
+        return DeleteOutcome(hit, DeleteResult.GONE)
+    error = answer.get("error") or {}
+    reason = f"{status} {error.get('type')}: {error.get('reason')}"
+    return DeleteOutcome(hit, DeleteResult.FAILED, reason)
+
+
+@contextmanager
+def _translated(doing: str) -> Iterator[None]:
+    try:
+        yield
+    except ApiError as exc:
+        error = es_error(exc)
+        raise TransientError(ErrorCode.ES_UNEXPECTED, f"{doing}: {error}") from exc
+    except TransportError as exc:
+        raise TransientError(ErrorCode.ES_UNAVAILABLE, f"{doing}: {exc}") from exc

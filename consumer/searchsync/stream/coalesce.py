@@ -1,0 +1,203 @@
+"""Key coalescing: per-key ordering with a bounded number of works in flight.
+
+Events are thin: each one only says that its aggregate changed, and the worker re-reads the
+current row. So all the events of one key that are waiting can share a single re-read, which sees
+the latest row and therefore covers every one of them (the newest as applied, the others as
+superseded; docs/design.md, invariant 5). A key has at most one work in flight, which keeps the
+writes of one key in order; events that arrive meanwhile wait for the next work of that key.
+
+The coalescer only holds events and positions; reading, writing and committing belong to other
+steps. `is_full` is its backpressure signal to the intake (pause partitions, never sleep).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from searchsync.types import Key, Position, ThinEvent
+
+Entry = tuple[ThinEvent, Position]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Work:
+    """The events of one key handled by one re-read of the truth.
+
+    Compared by identity: a work is one attempt handed out by `Coalescer.take_ready`, and only
+    that very object may be completed or released.
+    """
+
+    key: Key
+    events: tuple[Entry, ...]
+    attempts: int
+    """How many times these events were started, this time included (1 on the first try)."""
+    positions: tuple[Position, ...] = field(init=False)
+    """Every position this work finishes when it completes (computed once)."""
+    max_revision: int = field(init=False)
+    """The highest source revision among the events: the truth must be at least this new."""
+
+    def __post_init__(self) -> None:
+        events = self.events
+        if len(events) == 1:
+            object.__setattr__(self, "positions", (events[0][1],))
+            object.__setattr__(self, "max_revision", events[0][0].source_revision)
+        else:
+            object.__setattr__(self, "positions", tuple(pos for _, pos in events))
+            object.__setattr__(
+                self, "max_revision", max((e.source_revision for e, _ in events), default=0)
+            )
+
+    @property
+    def newest(self) -> ThinEvent:
+        """The event with the highest revision (the latest to arrive on a tie)."""
+        best = self.events[0][0]
+        if len(self.events) == 1:
+            return best
+        for event, _ in self.events[1:]:
+            if event.source_revision >= best.source_revision:
+                best = event
+        return best
+
+
+class _KeyState:
+    """What the coalescer knows about one key: its waiting events and its work in flight."""
+
+    __slots__ = ("attempts", "queued", "running")
+
+    def __init__(self) -> None:
+        self.queued: list[Entry] = []
+        self.running: Work | None = None
+        # Attempts already spent on the queued events (set when a work is released).
+        self.attempts = 0
+
+
+class Coalescer:
+    """Groups events by key, hands out at most one work per key and `max_in_flight` in all.
+
+    Keys become ready in arrival order and `take_ready` serves them first in, first out. A key's
+    queued events merge into one work until it starts; events arriving while it runs wait for the
+    next one, which becomes ready when the running work completes or is released.
+    """
+
+    __slots__ = ("_in_flight", "_keys", "_max_in_flight", "_max_queued", "_queued", "_ready")
+
+    def __init__(self, max_in_flight: int, max_queued: int) -> None:
+        if max_in_flight < 1:
+            raise ValueError(f"max_in_flight must be >= 1, got {max_in_flight}")
+        if max_queued < 1:
+            raise ValueError(f"max_queued must be >= 1, got {max_queued}")
+        self._max_in_flight = max_in_flight
+        self._max_queued = max_queued
+        self._keys: dict[Key, _KeyState] = {}
+        # Keys with queued events and no work in flight, in the order they became ready.
+        self._ready: OrderedDict[Key, None] = OrderedDict()
+        self._queued = 0
+        self._in_flight = 0
+
+    def add(self, event: ThinEvent, pos: Position) -> None:
+        """Queue an event under its key (merging with the key's queued events, if any)."""
+        key = event.key
+        state = self._keys.get(key)
+        if state is None:
+            state = self._keys[key] = _KeyState()
+        state.queued.append((event, pos))
+        self._queued += 1
+        if state.running is None and key not in self._ready:
+            self._ready[key] = None
+
+    def take_ready(self, limit: int | None = None) -> list[Work]:
+        """Start works for ready keys, oldest first, within the in-flight bound and `limit`."""
+        room = self._max_in_flight - self._in_flight
+        if limit is not None:
+            room = min(room, limit)
+        works: list[Work] = []
+        while room > 0 and self._ready:
+            key, _ = self._ready.popitem(last=False)
+            state = self._keys[key]
+            work = Work(key, tuple(state.queued), state.attempts + 1)
+            self._queued -= len(state.queued)
+            state.queued = []
+            state.attempts = 0
+            state.running = work
+            self._in_flight += 1
+            works.append(work)
+            room -= 1
+        return works
+
+    def complete(self, work: Work) -> list[Position]:
+        """Finish a work; returns every position it finishes and readies the key's next group.
+
+        Positions of a partition dropped meanwhile are returned too; the offset ledger ignores
+        them because it forgot that partition.
+        """
+        state = self._running_state(work)
+        state.running = None
+        self._in_flight -= 1
+        if state.queued:
+            self._ready[work.key] = None
+        else:
+            del self._keys[work.key]
+        return list(work.positions)
+
+    def release(self, work: Work) -> None:
+        """Give a work back for a later retry, merged with the events that waited behind it.
+
+        Call it when the retry is due: until then the key stays in flight, so nothing newer of
+        that key overtakes it. The next work of the key counts this work's attempts.
+        """
+        state = self._running_state(work)
+        state.running = None
+        self._in_flight -= 1
+        state.queued[:0] = work.events
+        self._queued += len(work.events)
+        state.attempts = work.attempts
+        self._ready[work.key] = None
+
+    def drop_partition(self, topic: str, partition: int) -> int:
+        """Forget the queued events of a revoked partition; returns how many were dropped.
+
+        Works already in flight are left alone: they finish normally.
+        """
+        dropped = 0
+        for key in list(self._keys):
+            state = self._keys[key]
+            kept = [
+                entry
+                for entry in state.queued
+                if (entry[1].topic, entry[1].partition) != (topic, partition)
+            ]
+            removed = len(state.queued) - len(kept)
+            if removed == 0:
+                continue
+            dropped += removed
+            state.queued = kept
+            if not kept:
+                state.attempts = 0
+                self._ready.pop(key, None)
+                if state.running is None:
+                    del self._keys[key]
+        self._queued -= dropped
+        return dropped
+
+    def in_flight(self) -> int:
+        """Works started and not yet completed or released."""
+        return self._in_flight
+
+    def ready(self) -> int:
+        """Keys whose work could start now, if the in-flight bound allows."""
+        return len(self._ready)
+
+    def queued(self) -> int:
+        """Events waiting for a work (ready or behind a work in flight)."""
+        return self._queued
+
+    def is_full(self) -> bool:
+        """True when the intake should pause: `max_queued` events or more are waiting."""
+        return self._queued >= self._max_queued
+
+    def _running_state(self, work: Work) -> _KeyState:
+        state = self._keys.get(work.key)
+        if state is None or state.running is not work:
+            raise ValueError(f"work for {work.key} is not in flight (completed or released?)")
+        return state

@@ -1,0 +1,153 @@
+"""Dead-lettering: spend the DLQ budget, send each message, finish its position on the ack.
+
+A position finishes only when the broker acknowledged its dead letter (docs/design.md,
+invariant 5); a refused send is retried with backoff for as long as the pipeline runs. A spent
+budget is fatal: the pipeline stops instead of dead-lettering everything (invariant 10).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from datetime import datetime
+
+from searchsync.dlq.record import DlqBudget, DlqRecord
+from searchsync.errors import DlqBudgetExceeded, ErrorCode, TransientError
+from searchsync.observability.metrics import Metrics
+from searchsync.stream.outcomes import log_outcome
+from searchsync.stream.ports import DlqPort
+from searchsync.stream.positions import Positions
+from searchsync.stream.retry import RetryPolicy
+from searchsync.stream.verdict import Verdict
+from searchsync.types import Position
+
+__all__ = ["SEND_RETRY_CAP_S", "DeadLetters"]
+
+log = logging.getLogger(__name__)
+
+SEND_RETRY_CAP_S = 30.0  # a refused dead letter is sent again at least this often
+
+
+class DeadLetters:
+    """Sends dead letters in tasks of their own; `fatal` is set when the budget is spent."""
+
+    def __init__(
+        self,
+        *,
+        dlq: DlqPort,
+        budget: DlqBudget,
+        positions: Positions,
+        metrics: Metrics,
+        retry: RetryPolicy,
+        group_id: str,
+        wall_clock: Callable[[], datetime],
+    ) -> None:
+        self._dlq = dlq
+        self._budget = budget
+        self._positions = positions
+        self._metrics = metrics
+        self._retry = retry
+        self._group_id = group_id
+        self._wall = wall_clock
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.fatal: DlqBudgetExceeded | None = None
+
+    def stop(self) -> None:
+        """Shutting down: a refused send is not tried again (its offset stays uncommitted)."""
+        self._stopping = True
+        self._wake.set()
+
+    def send(
+        self,
+        positions: list[Position],
+        code: ErrorCode,
+        message: str,
+        *,
+        attempts: int,
+        verdict: Verdict | None = None,
+    ) -> None:
+        """Send each message to the DLQ; its position finishes only when the send is acked."""
+        try:
+            for _ in positions:
+                self._budget.record_dead()
+        except DlqBudgetExceeded as exc:
+            log.error(
+                "DLQ error budget exceeded: stopping the consumer", extra={"reason": str(exc)}
+            )
+            self.fatal = exc
+            return
+        task = asyncio.create_task(self._send(positions, code, message, attempts, verdict))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _send(
+        self,
+        positions: list[Position],
+        code: ErrorCode,
+        message: str,
+        attempts: int,
+        verdict: Verdict | None,
+    ) -> None:
+        now = self._wall()
+        for pos in positions:
+            pending = self._positions.get(pos)
+            if pending is None:  # the partition was revoked meanwhile
+                continue
+            raw = pending.raw
+            record = DlqRecord.for_message(
+                topic=raw.topic,
+                partition=raw.partition,
+                offset=raw.offset,
+                key=raw.key,
+                value=raw.value,
+                consumer_group=self._group_id,
+                error_code=code.value,
+                error_message=message,
+                attempts=attempts,
+                first_failed_at=pending.first_failed_at or now,
+                last_failed_at=now,
+                event=pending.event,
+                projection_schema_version=verdict.schema_version if verdict else None,
+            )
+            if not await self._deliver(record, raw.key):
+                return
+            self._metrics.dead(pending.event.aggregate_type if pending.event else "unknown", code)
+            if pending.event is not None:
+                self._metrics.event_outcome(pending.event.aggregate_type, "dead_lettered")
+                log_outcome(
+                    log, pending.event, pos, verdict, "dead_lettered", attempts, code, message
+                )
+            else:
+                log.warning(
+                    "poison message dead-lettered",
+                    extra={
+                        "topic": pos.topic,
+                        "partition": pos.partition,
+                        "offset": pos.offset,
+                        "error_code": code,
+                        "error_message": message,
+                    },
+                )
+            self._positions.finish([pos])
+
+    async def _deliver(self, record: DlqRecord, key: bytes | None) -> bool:
+        """Send until acknowledged (True), or until shutdown stops trying (False)."""
+        attempt = 0
+        while True:
+            try:
+                await self._dlq.send(record, key)
+                return True
+            except TransientError as exc:
+                attempt += 1
+                if self._stopping:
+                    log.warning("DLQ send failed during shutdown; offset stays uncommitted")
+                    return False
+                log.warning("DLQ send failed; retrying", extra={"error": exc.message})
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    delay = min(self._retry.delay(attempt), SEND_RETRY_CAP_S)
+                    await asyncio.wait_for(self._wake.wait(), delay)

@@ -1,0 +1,255 @@
+"""The schema fence: never write one projection schema version into an index built for another.
+
+docs/design.md, invariant 11 and "Schema fence". Every physical index carries the projection
+schema version it was built with in ``_meta.projection_schema_version`` (`index init` and the
+rebuild write it). A consumer running an older projector must not write old-shape documents into
+the index a rebuild swapped in; and after a rollback, a consumer of the newer release must not
+write into the older index. The fence is the check that keeps both out.
+
+- **What is checked.** For each write target: an alias's write index (`IndexAdmin.write_index`),
+  or, for a physical name ``<alias>_v<N>`` (a rebuild's catch-up writes to one), that index.
+- **When it fences.** When that index's version is an int different from the projector's
+  `schema_version`. An index without the value (made by an older `index init`) does not fence:
+  there is nothing to compare, and fencing it would stop every existing installation on upgrade.
+  A target that does not exist (yet) does not fence either: its writes fail on their own
+  (ALIAS_MISSING).
+- **When it checks.** At a target's first use, again every `interval_s`, and at once after a
+  write to it failed (a refused write may be the first sign of a swap; a MAPPING_ERROR from an
+  index with another mapping must become SCHEMA_FENCED, never a dead letter). A check that fails
+  keeps the last answer (the cluster's failure is the writes' failure too); a target never
+  checked successfully is held like a fenced one, so that nothing is written unchecked.
+- **What fenced means.** The processor answers SCHEMA_FENCED (SYSTEMIC) for the target's works
+  without reading or writing anything, so nothing is written or dead-lettered and the works'
+  offsets are not committed; intake pauses. When the versions agree again (a rollback swapped the
+  alias back, or the new release runs), the next check lifts the fence and the works resume.
+
+Between a swap and a consumer's next check (at most `interval_s`) an old consumer may still write
+through the alias; those documents carry their `projection_schema_version`, so they can be found
+and re-projected (see docs/design.md, "Schema fence").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from searchsync.errors import TransientError
+from searchsync.naming import parse_physical_name
+from searchsync.search.port import IndexAdmin, IndexAdminError, schema_version_of
+
+__all__ = ["FenceObserver", "SchemaFence", "TargetState"]
+
+log = logging.getLogger(__name__)
+
+
+class FenceObserver(Protocol):
+    """Where the fence reports (`searchsync.observability.metrics.Metrics` is one)."""
+
+    def set_fenced(self, alias: str, fenced: bool) -> None: ...
+
+    def set_alias_physical_index(self, alias: str, version: int) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TargetState:
+    """What the last check of one write target found."""
+
+    target: str  # an alias, or a physical index name
+    own_version: int  # the projector's schema_version
+    index: str | None  # the physical index its writes go to (None: no such index or alias)
+    index_version: int | None  # that index's _meta.projection_schema_version (None: not set)
+
+    @property
+    def fenced(self) -> bool:
+        return self.index_version is not None and self.index_version != self.own_version
+
+    def reason(self) -> str:
+        """One line for /healthz and the logs: which alias, and both versions."""
+        return (
+            f"schema fenced: {self.target} writes to {self.index}, built for "
+            f"projection_schema_version {self.index_version}, but this consumer projects "
+            f"version {self.own_version}; writes are paused until they agree (deploy the "
+            f"release that projects {self.index_version}, or roll the alias back with "
+            "`searchsync index rollback`)"
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "index": self.index,
+            "index_version": self.index_version,
+            "own_version": self.own_version,
+            "fenced": self.fenced,
+        }
+
+
+@dataclass(slots=True)
+class _Entry:
+    state: TargetState | None  # None: never checked successfully
+    own_version: int
+    checked_at: float | None  # clock reading of the last successful check
+    check_number: int = 0  # which check answered last (`SchemaFence.mark`)
+    error: str | None = None  # why the last check failed (None: it answered)
+
+
+class SchemaFence:
+    """Cached `TargetState` per write target, re-checked on a timer and after write errors."""
+
+    def __init__(
+        self,
+        admin: IndexAdmin,
+        *,
+        interval_s: float,
+        clock: Callable[[], float] = time.monotonic,
+        observer: FenceObserver | None = None,
+    ) -> None:
+        self._admin = admin
+        self._interval_s = interval_s
+        self._clock = clock
+        self._observer = observer
+        self._entries: dict[str, _Entry] = {}
+        self._lock = asyncio.Lock()
+        self._checks = 0  # checks started so far
+
+    # -- answers (no I/O) ------------------------------------------------------------------
+
+    def state(self, target: str) -> TargetState | None:
+        entry = self._entries.get(target)
+        return None if entry is None else entry.state
+
+    def fenced(self, target: str) -> TargetState | None:
+        """The target's state when it is fenced; None when writes to it may go ahead."""
+        state = self.state(target)
+        return state if state is not None and state.fenced else None
+
+    def holding(self) -> bool:
+        """Some target is fenced, or was never checked successfully: its writes are held."""
+        return any(e.state is None or e.state.fenced for e in self._entries.values())
+
+    def states(self) -> list[TargetState]:
+        return [e.state for _, e in sorted(self._entries.items()) if e.state is not None]
+
+    def unchecked(self, target: str) -> str | None:
+        """Why `target` was never checked successfully (None: it was, or it is unknown)."""
+        entry = self._entries.get(target)
+        if entry is None or entry.state is not None:
+            return None
+        return entry.error or "not checked yet"
+
+    def reasons(self) -> list[str]:
+        """One line per fenced target, and per target that could never be checked."""
+        out = [s.reason() for s in self.states() if s.fenced]
+        for target in sorted(self._entries):
+            error = self.unchecked(target)
+            if error is not None:
+                out.append(f"schema fence of {target} not checked yet ({error}); writes wait")
+        return out
+
+    def mark(self) -> int:
+        """A mark to pass to `recheck` as `since`: a check started after it has a higher
+        number."""
+        return self._checks
+
+    def due(self) -> bool:
+        """Some known target's last check is older than the interval."""
+        now = self._clock()
+        return any(self._is_due(e, now) for e in self._entries.values())
+
+    # -- checks ----------------------------------------------------------------------------
+
+    async def check(self, target: str, own_version: int) -> TargetState | None:
+        """The state of `target` for a projector of `own_version`: checked now if it never was
+        or is due, else the cached one."""
+        entry = self._entries.get(target)
+        if entry is None or entry.own_version != own_version:
+            self._entries[target] = _Entry(None, own_version, None)
+        await self._refresh(lambda e, now: self._is_due(e, now), only=target)
+        return self.state(target)
+
+    async def recheck(self, target: str, *, since: int) -> TargetState | None:
+        """Check `target` again unless a check started after `since` (a `mark` taken before
+        the failed write) already answered."""
+
+        def stale(entry: _Entry, _now: float) -> bool:
+            return entry.check_number <= since
+
+        await self._refresh(stale, only=target)
+        return self.state(target)
+
+    async def refresh_if_due(self) -> None:
+        """Check every known target whose last check is older than the interval."""
+        await self._refresh(lambda e, now: self._is_due(e, now))
+
+    def _is_due(self, entry: _Entry, now: float) -> bool:
+        return entry.checked_at is None or now - entry.checked_at >= self._interval_s
+
+    async def _refresh(
+        self, wanted: Callable[[_Entry, float], bool], only: str | None = None
+    ) -> None:
+        async with self._lock:  # one check at a time; whoever waited sees its answer
+            now = self._clock()
+            targets = [only] if only is not None else sorted(self._entries)
+            for target in targets:
+                entry = self._entries.get(target)
+                if entry is None or not wanted(entry, now):
+                    continue
+                self._checks += 1
+                number = self._checks
+                try:
+                    index, meta = await self._read(target)
+                except Exception as exc:  # the cluster's failure is the writes' failure too
+                    entry.error = f"{type(exc).__name__}: {exc}"
+                    expected = isinstance(exc, TransientError | IndexAdminError)
+                    log.log(
+                        logging.DEBUG if expected else logging.WARNING,
+                        "schema fence check failed",
+                        extra={"target": target, "error": entry.error},
+                        exc_info=not expected,
+                    )
+                    continue
+                entry.error = None
+                entry.checked_at = now
+                entry.check_number = number
+                state = TargetState(target, entry.own_version, index, schema_version_of(meta))
+                self._update(entry, state)
+
+    async def _read(self, target: str) -> tuple[str | None, Mapping[str, Any]]:
+        """The index writes to `target` land in, and its ``_meta`` (None, {}: no such index)."""
+        parsed = parse_physical_name(target)
+        if parsed is not None:
+            for info in await self._admin.list_indices(parsed[0]):
+                if info.name == target:
+                    return target, info.meta
+        written = await self._admin.write_index(target)
+        if written is None:
+            return None, {}
+        return written.index, written.meta
+
+    def _update(self, entry: _Entry, state: TargetState) -> None:
+        before = entry.state
+        entry.state = state
+        alias = _alias_of(state.target)
+        if self._observer is not None:
+            self._observer.set_fenced(alias, state.fenced)
+            parsed = None if state.index is None else parse_physical_name(state.index)
+            if parsed is not None:
+                self._observer.set_alias_physical_index(alias, parsed[1])
+        was_fenced = before is not None and before.fenced
+        if state.fenced and (not was_fenced or before != state):
+            log.warning(state.reason(), extra=state.as_json())
+        elif was_fenced and not state.fenced:
+            log.info(
+                f"schema fence lifted: {state.target} writes to {state.index} "
+                f"(projection_schema_version {state.index_version}); writes resume",
+                extra=state.as_json(),
+            )
+
+
+def _alias_of(target: str) -> str:
+    """The alias a target belongs to: itself, or the alias part of ``<alias>_v<N>``."""
+    parsed = parse_physical_name(target)
+    return target if parsed is None else parsed[0]

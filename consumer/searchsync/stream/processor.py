@@ -1,0 +1,321 @@
+"""One step: turn a batch of coalesced works into verdicts.
+
+For each work it re-reads the truth (batched per aggregate type), builds the document with the one
+projector, writes it through the alias with the revision as the external version, and says what
+became of it. It knows nothing of Kafka, offsets or the DLQ: the pipeline acts on the verdicts.
+
+Rules (docs/design.md, invariants 3 and 4; docs/consumer.md, "Truth rules"):
+- a row older than the event (a lagging replica) is not written: it is read again from the
+  primary, and if the primary is behind too the revision went backwards (REVISION_REGRESSION);
+- a row that is gone (hard delete) becomes a tombstone at the newest revision known for it (the
+  event's, or the writer's revision floor if that is higher);
+- a 409 whose stored version equals ours is "already applied", except for a REBUILD whose fresh
+  projection differs from the stored one (its hash, the hash its content deserves, the schema
+  version or ``sync_hash``) at that very
+  revision: that one document is written again with ``external_gte`` (docs/design.md,
+  invariant 12; a concurrent newer write wins, gte never lowers a version);
+- a stored version above the truth
+  is re-checked against the primary, and if the truth is still behind it is a revision
+  regression (DLQ, never "already applied").
+
+A failure is a verdict with an `ErrorCode`, never an exception out of `process`: an error of the
+truth or the sink fails the works that needed it, and an exception while planning or projecting
+one work fails that work alone (PROJECTION_ERROR from a projector, INTERNAL elsewhere).
+
+With a `SchemaFence`, the works of a fenced target are answered SCHEMA_FENCED before anything
+is read, and a failed write re-checks its target (`searchsync.stream.fence_gate`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+
+from searchsync.errors import ErrorCode, PoisonMessage, RevisionRegression, TransientError
+from searchsync.mysql.truth import TruthReader
+from searchsync.projection import Projector, ProjectorRegistry, Row
+from searchsync.search.sink import EXTERNAL_GTE, IndexOp, OutcomeKind, Sink, WriteOutcome
+from searchsync.stream.coalesce import Work
+from searchsync.stream.fence import SchemaFence
+from searchsync.stream.fence_gate import FenceGate
+from searchsync.stream.planned import (
+    Planned,
+    done,
+    failed,
+    failed_plan,
+    failed_work,
+    from_outcome,
+    is_rebuild,
+    read_failed,
+    row_behind,
+    row_revision,
+    write_failed,
+)
+from searchsync.stream.verdict import Result, Verdict
+
+log = logging.getLogger(__name__)
+
+
+class Processor:
+    """Re-read, project, write: one batch of works in, one verdict per work out."""
+
+    def __init__(
+        self,
+        *,
+        registry: ProjectorRegistry,
+        truth: TruthReader,
+        sink: Sink,
+        alias_for: Callable[[str], str],
+        fence: SchemaFence | None = None,
+    ) -> None:
+        self._registry = registry
+        self._truth = truth
+        self._sink = sink
+        self._alias_for = alias_for
+        self._gate = None if fence is None else FenceGate(fence)
+
+    async def process(self, works: Sequence[Work]) -> list[Verdict]:
+        verdicts: dict[int, Verdict] = {}
+        planned: list[Planned] = []
+        by_type: dict[str, list[Work]] = defaultdict(list)
+        for work in works:
+            by_type[work.key.aggregate_type].append(work)
+        for aggregate_type, group in by_type.items():
+            try:
+                projector = self._registry.get(aggregate_type)
+            except PoisonMessage as exc:
+                for work in group:
+                    verdicts[id(work)] = failed_work(work, exc.code, exc.message)
+                continue
+            if self._gate is not None:  # a fenced target: nothing read, written, dead-lettered
+                held = await self._gate.hold(self._alias_for(aggregate_type), projector, group)
+                if held is not None:
+                    verdicts.update({id(v.work): v for v in held})
+                    continue
+            try:
+                plans, early = await self._plan(projector, group, primary=False)
+            except Exception as exc:  # the truth could not be read: every work of the type failed
+                verdicts.update({id(w): read_failed(w, exc, aggregate_type) for w in group})
+                continue
+            planned.extend(plans)
+            verdicts.update({id(v.work): v for v in early})
+
+        since = None if self._gate is None else self._gate.mark()
+        written = await self._write(planned)
+        if self._gate is not None and since is not None:
+            written = await self._gate.after_write(written, since=since)
+        for verdict in written:
+            verdicts[id(verdict.work)] = verdict
+        return [verdicts[id(work)] for work in works]
+
+    async def _plan(
+        self, projector: Projector, works: Sequence[Work], *, primary: bool
+    ) -> tuple[list[Planned], list[Verdict]]:
+        """Load the rows of `works` and build their documents; early verdicts for the rest."""
+        ids = [w.key.aggregate_id for w in works]
+        rows = await self._truth.rows_by_id(projector, ids, primary=primary)
+        behind = [w.key.aggregate_id for w in works if row_behind(rows.get(w.key.aggregate_id), w)]
+        if behind and not primary:
+            # Older than the event: a lagging replica. The primary cannot lag behind an event
+            # Debezium read from its binlog, so its answer is final.
+            fresh = await self._truth.rows_by_id(projector, behind, primary=True)
+            for aggregate_id in behind:
+                if aggregate_id in fresh:
+                    rows[aggregate_id] = fresh[aggregate_id]
+                else:
+                    del rows[aggregate_id]
+        missing = [i for i in ids if i not in rows]
+        floors: dict[str, int] = {}
+        if missing:
+            floors = await self._truth.revision_floors(
+                projector.aggregate_type, missing, primary=primary
+            )
+        alias = self._alias_for(projector.aggregate_type)
+        plans: list[Planned] = []
+        early: list[Verdict] = []
+        for work in works:
+            row = rows.get(work.key.aggregate_id)
+            try:
+                plan = self._plan_one(projector, alias, work, row, floors)
+            except PoisonMessage as exc:
+                early.append(failed_plan(projector, alias, work, row, exc.code, exc.message))
+                continue
+            except Exception as exc:  # a bug in the projector: this work's failure, no other's
+                log.warning(
+                    "projector raised unexpectedly",
+                    extra={"aggregate_type": projector.aggregate_type, "id": work.key.aggregate_id},
+                    exc_info=True,
+                )
+                message = f"projector raised {type(exc).__name__}: {exc}"
+                early.append(
+                    failed_plan(
+                        projector, alias, work, row, ErrorCode.PROJECTION_ERROR, message, True
+                    )
+                )
+                continue
+            plans.append(plan)
+        return plans, early
+
+    @staticmethod
+    def _plan_one(
+        projector: Projector, alias: str, work: Work, row: Row | None, floors: dict[str, int]
+    ) -> Planned:
+        if row is None:
+            revision = max(work.max_revision, floors.get(work.key.aggregate_id, 0))
+            doc = projector.tombstone(work.key.aggregate_id, revision)
+            return Planned(work, projector, alias, doc, None)
+        loaded = row_revision(row)
+        if loaded is None:  # not an int: the projector says why (PROJECTION_ERROR)
+            return Planned(work, projector, alias, projector.project(row), None)
+        if loaded < work.max_revision:
+            raise RevisionRegression(
+                f"the primary's row is at revision {loaded}, older than event revision "
+                f"{work.max_revision}: the revision went backwards (id re-created without "
+                "its revision floor?)"
+            )
+        return Planned(work, projector, alias, projector.project(row), loaded)
+
+    async def _write(self, planned: list[Planned]) -> list[Verdict]:
+        if not planned:
+            return []
+        outcomes = await self._sink_write(planned)
+        if outcomes is None:
+            return [write_failed(p) for p in planned]
+        verdicts: list[Verdict] = []
+        ahead: list[tuple[Planned, WriteOutcome]] = []
+        same_revision: list[Planned] = []
+        for plan, outcome in zip(planned, outcomes, strict=True):
+            if outcome.kind is OutcomeKind.AHEAD:
+                ahead.append((plan, outcome))
+            elif outcome.kind is OutcomeKind.ALREADY_APPLIED and is_rebuild(plan.work):
+                same_revision.append(plan)
+            else:
+                verdicts.append(from_outcome(plan, outcome))
+        if same_revision:
+            verdicts.extend(await self._rewrite(same_revision, ahead))
+        if ahead:
+            verdicts.extend(await self._recheck(ahead))
+        return verdicts
+
+    async def _rewrite(
+        self, plans: list[Planned], ahead: list[tuple[Planned, WriteOutcome]]
+    ) -> list[Verdict]:
+        """REBUILDs already applied at their revision: rewrite those whose stored projection
+        differs from the fresh one, with ``external_gte`` (docs/design.md, invariant 12).
+
+        A document found newer meanwhile joins `ahead` (the ordinary re-check)."""
+        out: list[Verdict] = []
+        by_alias: dict[str, list[Planned]] = defaultdict(list)
+        for plan in plans:
+            by_alias[plan.alias].append(plan)
+        rewrite: list[Planned] = []
+        for alias, group in by_alias.items():
+            try:
+                stored = await self._sink.stored_projections(
+                    alias, [p.document.doc_id for p in group]
+                )
+            except TransientError as exc:
+                out.extend(failed(p, exc.code, exc.message) for p in group)
+                continue
+            for plan in group:
+                found = stored.get(plan.document.doc_id)
+                doc = plan.document
+                if found is None or found.version < doc.source_revision:
+                    out.append(failed(plan, ErrorCode.ES_409_UNCONFIRMED, "stored doc changed"))
+                elif found.version > doc.source_revision:
+                    message = f"stored version {found.version} > {doc.source_revision}"
+                    op = IndexOp.from_document(plan.alias, doc)
+                    ahead.append(
+                        (plan, WriteOutcome(op, OutcomeKind.AHEAD, None, message, found.version))
+                    )
+                elif (
+                    found.projection_hash == doc.projection_hash
+                    and found.content_hash == doc.projection_hash
+                    and found.schema_version == plan.projector.schema_version
+                    and found.sync_hash == doc.body.get("sync_hash")
+                ):
+                    out.append(done(plan, Result.ALREADY_APPLIED))
+                else:
+                    rewrite.append(plan)
+        if not rewrite:
+            return out
+        ops = [
+            IndexOp(
+                p.alias,
+                p.document.doc_id,
+                p.document.source_revision,
+                p.document.to_json(),
+                EXTERNAL_GTE,
+            )
+            for p in rewrite
+        ]
+        try:
+            outcomes = await self._sink.write(ops)
+        except Exception:
+            log.exception("the sink raised unexpectedly; its works will be retried")
+            return out + [write_failed(p) for p in rewrite]
+        for plan, outcome in zip(rewrite, outcomes, strict=True):
+            if outcome.kind is OutcomeKind.AHEAD:  # a newer write won the race: re-check it
+                ahead.append((plan, outcome))
+            else:
+                out.append(from_outcome(plan, outcome))
+        return out
+
+    async def _recheck(self, ahead: list[tuple[Planned, WriteOutcome]]) -> list[Verdict]:
+        """The index holds a newer revision than the row just read: ask the primary again."""
+        out: list[Verdict] = []
+        by_projector: dict[str, list[tuple[Planned, WriteOutcome]]] = defaultdict(list)
+        for item in ahead:
+            by_projector[item[0].projector.aggregate_type].append(item)
+        for group in by_projector.values():
+            projector = group[0][0].projector
+            works = [plan.work for plan, _ in group]
+            try:
+                fresh, early = await self._plan(projector, works, primary=True)
+            except Exception as exc:
+                out.extend(read_failed(w, exc, projector.aggregate_type) for w in works)
+                continue
+            out.extend(early)
+            stored = {id(plan.work): o.stored_version or 0 for plan, o in group}
+            retry_now: list[Planned] = []
+            for plan in fresh:
+                version = stored[id(plan.work)]
+                if plan.document.source_revision > version:
+                    retry_now.append(plan)  # the primary has caught up: write again
+                elif plan.loaded_revision is None:
+                    # The row is gone and the index already holds a later revision: nothing this
+                    # event knows is newer than what is indexed (a stale event of a deleted id).
+                    out.append(done(plan, Result.ALREADY_APPLIED))
+                elif plan.document.source_revision == version:
+                    out.append(done(plan, Result.ALREADY_APPLIED))
+                else:
+                    out.append(
+                        failed(
+                            plan,
+                            ErrorCode.REVISION_REGRESSION,
+                            f"index holds revision {version} but the primary's row is at "
+                            f"{plan.document.source_revision}: the revision went backwards "
+                            "(id re-created without its revision floor?)",
+                        )
+                    )
+            if retry_now:
+                outcomes = await self._sink_write(retry_now)
+                if outcomes is None:
+                    out.extend(write_failed(p) for p in retry_now)
+                    continue
+                for plan, outcome in zip(retry_now, outcomes, strict=True):
+                    if outcome.kind is OutcomeKind.AHEAD:  # raced again: try the work later
+                        out.append(failed(plan, ErrorCode.ES_AHEAD, outcome.message))
+                    else:
+                        out.append(from_outcome(plan, outcome))
+        return out
+
+    async def _sink_write(self, planned: list[Planned]) -> list[WriteOutcome] | None:
+        """The sink's outcomes for `planned`; None if the sink raised (it reports, not raises)."""
+        ops = [IndexOp.from_document(p.alias, p.document) for p in planned]
+        try:
+            return await self._sink.write(ops)
+        except Exception:
+            log.exception("the sink raised unexpectedly; its works will be retried")
+            return None

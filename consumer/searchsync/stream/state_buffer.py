@@ -1,0 +1,183 @@
+"""The projection state off the hot path: outcomes coalesced per key, written on a timer.
+
+A batch's `StateUpdate`s are merged into one entry per (aggregate type, id) instead of being
+upserted at once; `flush` writes every entry in one ordered batch of upserts
+(``consumer/searchsync/mysql/state.py``). The pipeline flushes when `due` (every `interval_s`), when
+partitions are revoked, and at shutdown, so after a quiet period the table says what the index
+holds, exactly as if every update had been written when it happened:
+
+- each entry keeps the newest ``source_revision`` seen, the success with the highest indexed
+  revision (the later one on a tie) with the time of the latest success, and the latest error
+  with its time; the two are written as two rows in the order they happened, each with its own
+  time (`StateUpdate.at`), so ``last_success_at``, ``last_error_at`` and "failing now" are those
+  of the unbuffered writes;
+- a flush that fails puts its entries back (merged with what arrived meanwhile) for the next one;
+  state is bookkeeping, so a failure is logged and never blocks the index.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Final
+
+from searchsync.clock import utc_now
+from searchsync.mysql.pool import db_time
+from searchsync.mysql.state import StateRecorder, StateUpdate
+
+__all__ = ["FLUSH_ROWS", "StateBuffer"]
+
+log = logging.getLogger(__name__)
+
+FLUSH_ROWS: Final = 2_000  # rows per upsert statement
+
+
+class _Entry:
+    __slots__ = ("error", "error_at", "source_revision", "success", "success_at")
+
+    def __init__(self, source_revision: int) -> None:
+        self.source_revision = source_revision
+        self.success: StateUpdate | None = None
+        self.success_at: datetime | None = None
+        self.error: StateUpdate | None = None
+        self.error_at: datetime | None = None
+
+    def add(self, update: StateUpdate, at: datetime) -> None:
+        if update.source_revision > self.source_revision:
+            self.source_revision = update.source_revision
+        if update.indexed_revision is not None:
+            self.add_success(update, at)
+        elif update.error_code is not None:
+            self.add_error(update, at)
+
+    def add_success(self, update: StateUpdate, at: datetime) -> None:
+        best, revision = self.success, update.indexed_revision or 0
+        if (
+            best is None
+            or revision > (best.indexed_revision or 0)
+            or (
+                revision == best.indexed_revision
+                and (self.success_at is None or at >= self.success_at)
+            )
+        ):
+            self.success = update
+        if self.success_at is None or at > self.success_at:
+            self.success_at = at
+
+    def add_error(self, update: StateUpdate, at: datetime) -> None:
+        if self.error_at is None or at >= self.error_at:
+            self.error, self.error_at = update, at
+
+    def absorb(self, older: _Entry) -> None:
+        """Merge in an entry taken before this one (a failed flush's)."""
+        self.source_revision = max(self.source_revision, older.source_revision)
+        if older.success is not None and older.success_at is not None:
+            self.add_success(older.success, older.success_at)
+        if older.error is not None and older.error_at is not None:
+            self.add_error(older.error, older.error_at)
+
+    def rows(self, key: tuple[str, str], now: datetime) -> list[StateUpdate]:
+        src = self.source_revision
+        ok, ok_at, error, error_at = self.success, self.success_at, self.error, self.error_at
+        rows: list[StateUpdate] = []
+        if ok is not None and ok_at is not None:
+            rows.append(
+                StateUpdate(
+                    key[0],
+                    key[1],
+                    src,
+                    ok.indexed_revision,
+                    ok.schema_version,
+                    ok.projection_hash,
+                    at=ok_at,
+                )
+            )
+        if error is not None and error_at is not None:
+            failure = StateUpdate(
+                key[0],
+                key[1],
+                src,
+                error_code=error.error_code,
+                error_message=error.error_message,
+                at=error_at,
+            )
+            if rows and ok_at is not None and error_at < ok_at:
+                rows.insert(0, failure)  # in the order they happened
+            else:
+                rows.append(failure)
+        return rows or [StateUpdate(key[0], key[1], src, at=now)]  # only "seen"
+
+
+class StateBuffer:
+    """Coalesces `StateUpdate`s per key and writes them through `recorder` when told."""
+
+    def __init__(
+        self,
+        recorder: StateRecorder,
+        *,
+        interval_s: float,
+        clock: Callable[[], float],
+        wall_clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self._recorder = recorder
+        self._interval = interval_s
+        self._clock = clock
+        self._wall = wall_clock
+        self._entries: dict[tuple[str, str], _Entry] = {}
+        self._next = clock() + interval_s
+        self._flushing: asyncio.Task[None] | None = None
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def add(self, updates: Sequence[StateUpdate]) -> None:
+        """Merge a batch's updates (all of them happened now)."""
+        if not updates:
+            return
+        at = db_time(self._wall())
+        entries = self._entries
+        for update in updates:
+            key = (update.aggregate_type, update.aggregate_id)
+            entry = entries.get(key)
+            if entry is None:
+                entry = entries[key] = _Entry(update.source_revision)
+            entry.add(update, update.at or at)
+
+    def flush_if_due(self) -> None:
+        """Start a flush in the background when the interval has passed and none is running."""
+        if self._clock() < self._next or (self._flushing and not self._flushing.done()):
+            return
+        self._next = self._clock() + self._interval
+        if self._entries:
+            self._flushing = asyncio.create_task(self._flush_once())
+
+    def tasks(self) -> set[asyncio.Task[None]]:
+        running = self._flushing
+        return {running} if running is not None and not running.done() else set()
+
+    async def flush(self) -> None:
+        """Write everything buffered now (after a running flush); errors are logged."""
+        running = self._flushing
+        if running is not None and not running.done():
+            await asyncio.wait({running})
+        if self._entries:
+            self._flushing = asyncio.create_task(self._flush_once())
+            await asyncio.wait({self._flushing})
+
+    async def _flush_once(self) -> None:
+        taken, self._entries = self._entries, {}
+        now = db_time(self._wall())
+        rows = [row for key, entry in sorted(taken.items()) for row in entry.rows(key, now)]
+        try:
+            for start in range(0, len(rows), FLUSH_ROWS):
+                await self._recorder.record(rows[start : start + FLUSH_ROWS])
+        except Exception:
+            log.warning("recording projection state failed; kept for the next flush", exc_info=True)
+            for key, entry in taken.items():  # taken is older than anything added meanwhile
+                newer = self._entries.get(key)
+                if newer is None:
+                    self._entries[key] = entry
+                else:
+                    newer.absorb(entry)

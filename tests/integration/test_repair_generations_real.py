@@ -20,7 +20,7 @@ import aiomysql
 import pytest
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.ops.repair.es_side import EsIndexSide
-from searchsync.ops.repair.heal import Healer, InMemoryOutbox
+from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import FindingKind, IndexEntry
 from searchsync.ops.repair.mysql_side import MysqlTruthSide
 from searchsync.ops.repair.sides import Position
@@ -31,6 +31,7 @@ from searchsync.projection import Projector, default_registry
 from searchsync.search.client import make_es_client
 from searchsync.writer import PageWriter
 
+from tests.fakes.outbox import FakeOutbox
 from tests.integration.consumer_harness import (
     InProcessConsumer,
     drop_indices,
@@ -119,8 +120,8 @@ def _wheel(
     *,
     m: int,
     index: Any = None,
-) -> tuple[Wheel, InMemoryOutbox]:
-    outbox = InMemoryOutbox()
+) -> tuple[Wheel, FakeOutbox]:
+    outbox = FakeOutbox()
     wheel = Wheel(
         projectors=[default_registry().get("wiki_page")],
         alias_for=alias_for,
@@ -277,7 +278,7 @@ async def test_the_lag_guard_reads_the_live_groups_lag_on_kafka_and_stops_the_ro
         truth=MysqlTruthSide(consumer_pool, id_prefix=id_prefix),
         index=_CutIndexSide(EsIndexSide(es), cut_at=1),  # never reached
         state=MysqlWheelState(consumer_pool, scope=f"t{uuid.uuid4().hex[:8]}/"),
-        healer=Healer(InMemoryOutbox(), appends_per_s=1_000, guard=bounds.lag),
+        healer=Healer(FakeOutbox(), appends_per_s=1_000, guard=bounds.lag),
         config=WheelConfig(bucket_count=2),
         limits=bounds,
     )

@@ -4,12 +4,10 @@ seq_no guards on deletes, keyset pages by id, deletes bounded by id range and ag
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from typing import Any
 
 from searchsync.kafka.connect import ConnectorStatus, TaskStatus
-from searchsync.mysql.outbox import OutboxRow
 from searchsync.search.tombstones import DeleteOutcome, DeleteResult, TombstoneHit
 
 
@@ -65,27 +63,6 @@ class FakeTombstones:
                 del docs[hit.doc_id]
                 out.append(DeleteOutcome(hit, DeleteResult.DELETED))
         return out
-
-
-@dataclass
-class FakeOutbox:
-    rows: dict[int, datetime] = field(default_factory=dict)
-    pages: list[tuple[int, int]] = field(default_factory=list)
-    deletes: list[tuple[int, int]] = field(default_factory=list)
-
-    async def page(self, after_id: int, limit: int) -> list[OutboxRow]:
-        self.pages.append((after_id, limit))
-        ids = sorted(i for i in self.rows if i > after_id)[:limit]
-        return [OutboxRow(i, self.rows[i]) for i in ids]
-
-    async def delete_range(self, first_id: int, last_id: int, created_before: datetime) -> int:
-        self.deletes.append((first_id, last_id))
-        doomed = [
-            i for i, at in self.rows.items() if first_id <= i <= last_id and at < created_before
-        ]
-        for i in doomed:
-            del self.rows[i]
-        return len(doomed)
 
 
 @dataclass

@@ -17,11 +17,12 @@ from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.rebuild.reader import InMemoryIndexReader
 from searchsync.ops.rebuild.runner import RebuildDeps
-from searchsync.ops.rebuild.state import InMemoryRebuildState, RebuildRecord
+from searchsync.ops.rebuild.state import RebuildRecord
 from searchsync.projection import Projector, ProjectorRegistry, Row, default_registry
 from searchsync.search.fake import InMemoryIndex
 from searchsync.search.sink import EXTERNAL_GTE, IndexOp, Sink
 
+from tests.fakes.rebuild_state import FakeRebuildState
 from tests.unit.kafka_fakes import FakeAdmin, FakeTopics
 
 TOPIC = "outbox.event.wiki_page"
@@ -138,7 +139,7 @@ class World:
     log: list[str] = field(default_factory=list)
     es: InMemoryIndex = field(default_factory=InMemoryIndex)
     topics: FakeTopics = field(default_factory=FakeTopics)
-    state: InMemoryRebuildState = field(default_factory=InMemoryRebuildState)
+    state: FakeRebuildState = field(default_factory=FakeRebuildState)
     metrics: RebuildMetrics = field(default_factory=RebuildMetrics)
     out: io.StringIO = field(default_factory=io.StringIO)
     catchups: list[str] = field(default_factory=list)

@@ -18,13 +18,14 @@ import pytest
 from kafka_fakes import FakeTopics
 from searchsync.cli import Services, main
 from searchsync.cli.loadgen import Progress
-from searchsync.dlq.ledger import InMemoryReplayLedger
 from searchsync.dlq.record import DLQ_FORMAT, DLQ_FORMAT_HEADER, DlqRecord, encode
 from searchsync.errors import ConfigError, DlqBudgetExceeded, TransientError
 from searchsync.exit_codes import ExitCode
 from searchsync.projection import wiki_page
 from searchsync.search.fake import InMemoryIndex
 from searchsync.types import Operation
+
+from tests.fakes.replay_ledger import FakeReplayLedger
 
 EXIT_OK, EXIT_FAILURE, EXIT_CONFIG, EXIT_DLQ_BUDGET = (
     ExitCode.OK,
@@ -180,7 +181,7 @@ def _record(event_id: str = "evt-1", code: str = "BAD_JSON") -> DlqRecord:
 def _kafka_with_dlq(topic: str, *records: DlqRecord) -> tuple[FakeTopics, Services]:
     kafka = FakeTopics()
     kafka.topic(topic, [encode(r) for r in records], headers=[(DLQ_FORMAT_HEADER, DLQ_FORMAT)])
-    ledger = InMemoryReplayLedger()
+    ledger = FakeReplayLedger()
     services = Services(
         kafka_admin=kafka.admin,
         kafka_consumer=kafka.consumer,

@@ -10,7 +10,6 @@ import pytest
 from confluent_kafka import KafkaError
 from kafka_fakes import DLQ_T0, FIRST_PRODUCED_OFFSET, FakeTopics, dead_letter
 from searchsync.dlq.filter import parse_utc
-from searchsync.dlq.ledger import InMemoryReplayLedger
 from searchsync.dlq.record import (
     DLQ_FORMAT,
     DLQ_FORMAT_HEADER,
@@ -29,6 +28,8 @@ from searchsync.dlq.replay import (
 )
 from searchsync.errors import InvalidRequest, PoisonMessage, TransientError
 
+from tests.fakes.replay_ledger import FakeReplayLedger
+
 DLQ = "searchsync.dlq"
 T0 = DLQ_T0
 T1 = datetime(2026, 2, 1, tzinfo=UTC)
@@ -42,7 +43,7 @@ class Dlq(FakeTopics):
 
     def __init__(self) -> None:
         super().__init__()
-        self.ledger = InMemoryReplayLedger()
+        self.ledger = FakeReplayLedger()
 
     def replay(self, **kwargs: Any) -> Any:
         filters = {k: kwargs.pop(k) for k in ("error_code", "event_id") if k in kwargs}

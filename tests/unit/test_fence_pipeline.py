@@ -21,7 +21,6 @@ from pipeline_fakes import (
     wait_until,
 )
 from searchsync.dlq.record import DlqBudget
-from searchsync.mysql.state import InMemoryStateWriter
 from searchsync.observability.metrics import Metrics
 from searchsync.projection import default_registry
 from searchsync.search.fake import InMemoryIndex
@@ -32,6 +31,8 @@ from searchsync.stream.pipeline import Pipeline
 from searchsync.stream.processor import Processor
 from searchsync.stream.retry import RetryPolicy
 from searchsync.types import TopicPartition
+
+from tests.fakes.projection_state import FakeProjectionState
 
 ALIAS = "wiki_page"
 V1, V2 = "wiki_page_v1", "wiki_page_v2"
@@ -73,7 +74,7 @@ class FencedHarness:
             ),
             dlq=self.dlq,
             budget=DlqBudget(max_ratio=1.0, window=1000, max_consecutive=50),
-            state=InMemoryStateWriter(),
+            state=FakeProjectionState(),
             metrics=self.metrics,
             retry=RetryPolicy(
                 base_delay=0.001, max_delay=0.01, max_attempts=3, jitter=0.5, rng=random.Random(7)

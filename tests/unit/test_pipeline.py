@@ -29,7 +29,6 @@ from pipeline_fakes import (
 )
 from searchsync.dlq.record import DlqBudget
 from searchsync.errors import DlqBudgetExceeded, ErrorCode, TransientError
-from searchsync.mysql.state import InMemoryStateWriter
 from searchsync.observability.metrics import Metrics
 from searchsync.projection import Projector, ProjectorRegistry, Row, default_registry, wiki_page
 from searchsync.search.fake import InMemoryIndex
@@ -42,6 +41,8 @@ from searchsync.stream.retry import RetryPolicy
 from searchsync.stream.settle import OUTAGE_RETRY_CAP_S
 from searchsync.stream.verdict import Verdict
 from searchsync.types import Operation, TopicPartition
+
+from tests.fakes.projection_state import FakeProjectionState
 
 ALIAS = "wiki_page"
 TP0: TopicPartition = (TOPIC, 0)
@@ -76,7 +77,7 @@ class Harness:
         self.index.create_index("wiki_page_v1", self.projector.mapping)
         self.index.put_alias(ALIAS, "wiki_page_v1")
         self.metrics = Metrics()
-        self.state = InMemoryStateWriter()
+        self.state = FakeProjectionState()
         self.dlq = FakeDlq()
         self.intake = FakeIntake(per_consume=per_consume)
         self.retry = retry or RetryPolicy(

@@ -8,13 +8,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from purge_fakes import FakeConnect, FakeOutbox, FakeTombstones
+from purge_fakes import FakeConnect, FakeTombstones
 from searchsync.config import RetentionSettings
 from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.ops.prune import prune_outbox
 from searchsync.ops.purge import purge_tombstones
 from searchsync.projection import format_timestamp, wiki_page
 from searchsync.search.fake import InMemoryIndex
+
+from tests.fakes.outbox import FakeOutbox
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 ALIAS = "searchsync_wiki_page"

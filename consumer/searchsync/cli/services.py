@@ -24,7 +24,8 @@ from searchsync.projection import ProjectorRegistry, registry_from_settings
 from searchsync.search.port import IndexAdmin
 
 if TYPE_CHECKING:
-    from searchsync.ops.prune import ConnectorState, OutboxRows
+    from searchsync.mysql.outbox import Outbox
+    from searchsync.ops.prune import ConnectorState
     from searchsync.ops.repair.state import WheelSnapshot
     from searchsync.search.tombstones import TombstoneStore
 
@@ -84,7 +85,7 @@ def _connect(settings: Settings) -> ConnectorState:
 
 
 @asynccontextmanager
-async def _outbox_rows(settings: Settings) -> AsyncIterator[OutboxRows]:
+async def _outbox_rows(settings: Settings) -> AsyncIterator[Outbox]:
     """``search_outbox`` through a small pool of the settings' MySQL user (it needs DELETE)."""
     from searchsync.mysql.outbox import MysqlOutbox
     from searchsync.mysql.pool import pool_of
@@ -115,7 +116,7 @@ class Services:
     rebuild_catchup: Callable[..., Coroutine[Any, Any, int]] | None = None
     tombstone_store: Callable[[Any], TombstoneStore] = _tombstone_store  # over an ES client
     connect: Callable[[Settings], ConnectorState] = _connect  # Kafka Connect's REST API
-    outbox_rows: Callable[[Settings], AbstractAsyncContextManager[OutboxRows]] = _outbox_rows
+    outbox_rows: Callable[[Settings], AbstractAsyncContextManager[Outbox]] = _outbox_rows
     # the repair wheel's state per aggregate type (`searchsync status`)
     repair_state: Callable[[Settings, list[str]], Awaitable[dict[str, WheelSnapshot]]] = (
         _repair_state

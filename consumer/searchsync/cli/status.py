@@ -171,13 +171,8 @@ async def repair_state(settings: Settings, aggregate_types: list[str]) -> dict[s
 
 async def outbox_stats(settings: Settings) -> tuple[int, datetime | None]:
     """Rows in ``search_outbox`` and the oldest ``created_at`` (the consumer user may SELECT)."""
+    from searchsync.mysql.outbox import MysqlOutbox
     from searchsync.mysql.pool import pool_of
 
-    async with (
-        pool_of(settings.mysql, maxsize=1) as pool,
-        pool.acquire() as conn,
-        conn.cursor() as cur,
-    ):
-        await cur.execute("SELECT COUNT(*), MIN(created_at) FROM search_outbox")
-        count, oldest = await cur.fetchone()
-        return int(count), oldest
+    async with pool_of(settings.mysql, maxsize=1) as pool:
+        return await MysqlOutbox(pool).stats()

@@ -28,6 +28,7 @@ from typing import Any
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.kafka.admin import KafkaAdmin
+from searchsync.mysql.outbox import Outbox
 from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.ops.chunks import ChunkController
 from searchsync.ops.rebuild import plan as plans
@@ -38,7 +39,6 @@ from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.rebuild.reader import IndexReader
 from searchsync.ops.rebuild.state import RebuildRecord, RebuildStateStore, Status
-from searchsync.ops.rebuild.sweep import RebuildOutbox
 from searchsync.projection import Projector, ProjectorRegistry
 from searchsync.search.port import IndexAdmin
 from searchsync.search.sink import SearchIndex, Sink
@@ -59,7 +59,7 @@ class RebuildDeps:
     catchup: Callable[[RebuildRecord, list[str]], CatchUp]  # (record, topics) -> catch-up group
     metrics: RebuildMetrics
     progress: Progress
-    outbox: RebuildOutbox  # REBUILD events for the sweep after a schema-changing swap
+    outbox: Outbox  # REBUILD events for the sweep after a schema-changing swap
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 

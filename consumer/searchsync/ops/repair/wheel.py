@@ -206,13 +206,6 @@ class Wheel:
             return str(exc)
         return await self._scan.read(projector, epoch, [states[c.bucket] for c in span])
 
-    async def scan_bucket(
-        self, projector: Projector, epoch: Epoch, prior: BucketState
-    ) -> BucketReport:
-        """One bucket on its own: a span of one."""
-        [report] = await self.scan_span(projector, epoch, [prior])
-        return report
-
     async def scan_span(
         self, projector: Projector, epoch: Epoch, priors: Sequence[BucketState]
     ) -> list[BucketReport]:

@@ -1,0 +1,1 @@
+"""One fake per port, each held to its contract suite (tests/contract/)."""

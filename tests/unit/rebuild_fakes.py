@@ -12,7 +12,6 @@ from typing import Any
 
 import orjson
 from searchsync.config import Settings, load_settings
-from searchsync.mysql.truth import InMemoryTruth
 from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.rebuild.reader import InMemoryIndexReader
@@ -23,6 +22,7 @@ from searchsync.search.fake import InMemoryIndex
 from searchsync.search.sink import EXTERNAL_GTE, IndexOp, Sink
 
 from tests.fakes.rebuild_state import FakeRebuildState
+from tests.fakes.truth import FakeTruth
 from tests.unit.kafka_fakes import FakeAdmin, FakeTopics
 
 TOPIC = "outbox.event.wiki_page"
@@ -40,7 +40,7 @@ def page(page_id: str, revision: int = 1, *, deleted: bool = False, title: str =
     }
 
 
-class RecordingTruth(InMemoryTruth):
+class RecordingTruth(FakeTruth):
     """Logs every scan into `log`; `on_scan(n)` runs before the n-th scan (1-based)."""
 
     def __init__(self, log: list[str]) -> None:

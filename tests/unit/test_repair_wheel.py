@@ -18,7 +18,6 @@ from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.model import DELETION_KINDS, FindingKind
 from searchsync.ops.repair.schedule import SchedulePolicy, choose, ewma, priority
-from searchsync.ops.repair.sides import InMemoryIndexSide, InMemoryTruthSide
 from searchsync.ops.repair.state import BucketState
 from searchsync.ops.repair.wheel import Wheel, WheelConfig
 from searchsync.projection import default_registry
@@ -28,6 +27,7 @@ from searchsync.stream.coalesce import Work
 from searchsync.stream.processor import Processor
 from searchsync.types import Key, Operation, Position, ThinEvent
 
+from tests.fakes.index_side import FakeIndexSide
 from tests.fakes.outbox import FakeOutbox
 from tests.fakes.wheel_state import FakeWheelState
 
@@ -46,7 +46,7 @@ class World:
         self.docs = self.index.indices["wiki_page_v1"].docs
         self.state = FakeWheelState()
         self.outbox = FakeOutbox()
-        self.index_side = InMemoryIndexSide(self.index)
+        self.index_side = FakeIndexSide(self.index)
         self.on_settle: Any = None
         self.m = m
 
@@ -76,7 +76,7 @@ class World:
         return Wheel(
             projectors=[self.projector],
             alias_for=lambda t: t,
-            truth=InMemoryTruthSide(self.truth),
+            truth=self.truth,
             index=self.index_side,
             state=self.state,
             healer=Healer(

@@ -33,7 +33,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 from searchsync.errors import ErrorCode, PoisonMessage, RevisionRegression, TransientError
-from searchsync.mysql.truth import TruthReader
+from searchsync.mysql.truth import Truth
 from searchsync.projection import Projector, ProjectorRegistry, Row
 from searchsync.search.sink import EXTERNAL_GTE, IndexOp, OutcomeKind, Sink, WriteOutcome
 from searchsync.stream.coalesce import Work
@@ -64,7 +64,7 @@ class Processor:
         self,
         *,
         registry: ProjectorRegistry,
-        truth: TruthReader,
+        truth: Truth,
         sink: Sink,
         alias_for: Callable[[str], str],
         fence: SchemaFence | None = None,

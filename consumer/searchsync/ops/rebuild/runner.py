@@ -29,10 +29,11 @@ from searchsync.config import Settings
 from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.mysql.outbox import Outbox
+from searchsync.mysql.truth import Truth
 from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.ops.chunks import ChunkController
 from searchsync.ops.rebuild import plan as plans
-from searchsync.ops.rebuild.backfill import Backfill, ChunkDone, TruthScan
+from searchsync.ops.rebuild.backfill import Backfill, ChunkDone
 from searchsync.ops.rebuild.catchup import CatchUp, LagWatch, high_watermarks
 from searchsync.ops.rebuild.finish import finish
 from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
@@ -53,7 +54,7 @@ class RebuildDeps:
     index_admin: IndexAdmin
     writer: SearchIndex  # require_alias=false: the one writer that addresses a physical index
     reader: IndexReader
-    truth: TruthScan
+    truth: Truth
     kafka: KafkaAdmin
     state: RebuildStateStore
     catchup: Callable[[RebuildRecord, list[str]], CatchUp]  # (record, topics) -> catch-up group

@@ -14,12 +14,12 @@ from searchsync.config import Settings
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.mysql.outbox import MysqlOutbox
 from searchsync.mysql.pool import close_pool, open_pool
+from searchsync.mysql.truth import MysqlTruth
 from searchsync.observability.http import HealthReport, HealthServer
 from searchsync.observability.repair_metrics import RepairMetrics
 from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import LagGuard, Limits, TokenBucket, live_lag
-from searchsync.ops.repair.mysql_side import MysqlTruthSide
 from searchsync.ops.repair.report import BucketReport, RotationReport
 from searchsync.ops.repair.schedule import SchedulePolicy
 from searchsync.ops.repair.state import MysqlWheelState
@@ -110,7 +110,7 @@ async def run_repair(
         wheel = Wheel(
             projectors=projectors,
             alias_for=settings.alias,
-            truth=MysqlTruthSide(pool, sync_hash_column=settings.repair.mysql_sync_hash_column),
+            truth=MysqlTruth(pool, sync_hash_column=settings.repair.mysql_sync_hash_column),
             index=EsIndexSide(es_client),
             state=MysqlWheelState(pool),
             healer=Healer(

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from searchsync.clock import utc_now
+from searchsync.mysql.truth import Truth
 from searchsync.ops.chunks import ChunkController
 from searchsync.ops.repair.buckets import WHEEL_CANONICALIZATION_VERSION
 from searchsync.ops.repair.heal import Healer
@@ -36,7 +37,7 @@ from searchsync.ops.repair.load import Limits, LiveLagTooHigh
 from searchsync.ops.repair.reader import SpanReader
 from searchsync.ops.repair.report import BucketReport, RotationReport
 from searchsync.ops.repair.schedule import Choice, SchedulePolicy, choose
-from searchsync.ops.repair.sides import IndexSide, TruthSide
+from searchsync.ops.repair.sides import IndexSide
 from searchsync.ops.repair.span import SpanRead, SpanScan
 from searchsync.ops.repair.state import BucketState, Epoch, WheelState, ensure_epoch
 from searchsync.projection import Projector
@@ -67,7 +68,7 @@ class Wheel:
         *,
         projectors: Sequence[Projector],
         alias_for: Callable[[str], str],
-        truth: TruthSide,
+        truth: Truth,
         index: IndexSide,
         state: WheelState,
         healer: Healer,

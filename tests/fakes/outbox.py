@@ -18,12 +18,14 @@ class FakeOutbox:
     """`rows` maps an id to its ``created_at`` (naive UTC); an append adds a row at the next id.
 
     `events` lists every append as (type, id, revision), `floors` the revision floors raised by
-    `append_orphan`; `pages` and `deletes` record the prune's calls."""
+    `append_orphan`, `appended` the event of each appended row by id; `pages` and `deletes`
+    record the prune's calls."""
 
     rows: dict[int, datetime] = field(default_factory=dict)
     clock: Callable[[], datetime] = utc_now
     events: list[tuple[str, str, int]] = field(default_factory=list)
     floors: dict[tuple[str, str], int] = field(default_factory=dict)
+    appended: dict[int, tuple[str, str, int]] = field(default_factory=dict)
     pages: list[tuple[int, int]] = field(default_factory=list)
     deletes: list[tuple[int, int]] = field(default_factory=list)
     _next_id: int = 0
@@ -58,3 +60,4 @@ class FakeOutbox:
         self._next_id = max(self._next_id, *self.rows, 0) + 1
         self.rows[self._next_id] = db_time(self.clock())
         self.events.append((aggregate_type, aggregate_id, revision))
+        self.appended[self._next_id] = self.events[-1]

@@ -21,6 +21,7 @@ from searchsync.projection import Projector, ProjectorRegistry, Row, default_reg
 from searchsync.search.fake import InMemoryIndex
 from searchsync.search.sink import EXTERNAL_GTE, IndexOp, Sink
 
+from tests.fakes.outbox import FakeOutbox
 from tests.fakes.rebuild_state import FakeRebuildState
 from tests.fakes.truth import FakeTruth
 from tests.unit.kafka_fakes import FakeAdmin, FakeTopics
@@ -113,17 +114,17 @@ class FakeCatchUp:
         await sink.write([IndexOp.from_document(self.record.target_index, document)])
 
 
-class RewritingOutbox:
-    """Records the sweep's REBUILD appends and applies each as the catch-up group's REBUILD
+class RewritingOutbox(FakeOutbox):
+    """`FakeOutbox` that also applies each REBUILD append as the catch-up group's REBUILD
     rewrite would: the fresh projection at the same version (``external_gte``) into the alias's
     write index."""
 
     def __init__(self, world: World) -> None:
+        super().__init__()
         self.world = world
-        self.events: list[tuple[str, str, int]] = []
 
     async def append_rebuild(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
-        self.events.append((aggregate_type, aggregate_id, revision))
+        await super().append_rebuild(aggregate_type, aggregate_id, revision)
         w = self.world
         row = w.truth.tables.get("wiki_page", {}).get(aggregate_id)
         doc = w.projector.project(row) if row else w.projector.tombstone(aggregate_id, revision)

@@ -19,7 +19,7 @@ from searchsync.ops.repair.reader import SpanReader, key_ranges
 from searchsync.projection import default_registry
 from searchsync.search.fake import InMemoryIndex, StoredDoc
 
-from tests.fakes.index_side import FakeIndexSide
+from tests.fakes.index_readers import InMemoryIndexSide
 
 PROJECTOR = default_registry().get("wiki_page")
 
@@ -58,7 +58,7 @@ def _world(n: int) -> tuple[PageTruth, InMemoryIndex]:
 
 
 def _reader(truth: PageTruth, index: InMemoryIndex, page: int) -> tuple[SpanReader, Any]:
-    index_side = FakeIndexSide(index)
+    index_side = InMemoryIndexSide(index)
     reader = SpanReader(
         truth,
         index_side,

@@ -27,7 +27,7 @@ from searchsync.stream.coalesce import Work
 from searchsync.stream.processor import Processor
 from searchsync.types import Key, Operation, Position, ThinEvent
 
-from tests.fakes.index_side import FakeIndexSide
+from tests.fakes.index_readers import InMemoryIndexSide
 from tests.fakes.outbox import FakeOutbox
 from tests.fakes.wheel_state import FakeWheelState
 
@@ -46,7 +46,7 @@ class World:
         self.docs = self.index.indices["wiki_page_v1"].docs
         self.state = FakeWheelState()
         self.outbox = FakeOutbox()
-        self.index_side = FakeIndexSide(self.index)
+        self.index_side = InMemoryIndexSide(self.index)
         self.on_settle: Any = None
         self.m = m
 

@@ -1,4 +1,5 @@
-"""`IndexSide` over an `InMemoryIndex` (the stored ``sync_hash`` selects the bucket)."""
+"""The fake of the index's read port `IndexSide` (what the repair wheel reads), over an
+`InMemoryIndex`'s documents."""
 
 from __future__ import annotations
 
@@ -10,17 +11,16 @@ from searchsync.ops.repair.sides import entry_of_source
 from searchsync.search.fake import InMemoryIndex
 from searchsync.types import BucketCursor
 
-__all__ = ["FakeIndexSide"]
+__all__ = ["InMemoryIndexSide"]
 
 
-class FakeIndexSide:
-    """`pages` counts `bucket_page` calls; `fail_on_page` (1-based) makes that page and every
-    later one raise `ConnectionError`."""
+class InMemoryIndexSide:
+    """`IndexSide` over an `InMemoryIndex` (the stored ``sync_hash`` selects the bucket)."""
 
     def __init__(self, index: InMemoryIndex) -> None:
         self._index = index
         self.pages = 0
-        self.fail_on_page: int | None = None
+        self.fail_on_page: int | None = None  # raise ConnectionError on that page (1-based)
 
     def _docs(self, alias: str) -> dict[str, Any]:
         target = self._index.alias_target(alias)

@@ -10,6 +10,7 @@ command -v mariadb >/dev/null || need+=(mariadb-client)
 command -v mvn >/dev/null || need+=(maven)
 command -v curl >/dev/null || need+=(curl)
 command -v kcat >/dev/null || need+=(kcat)  # tests read dead letters as an operator would
+command -v promtool >/dev/null || need+=(prometheus)  # `promtool test rules` on the alert rules
 command -v java >/dev/null || need+=(openjdk-17-jdk-headless)
 command -v runuser >/dev/null || need+=(util-linux)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)

@@ -11,9 +11,10 @@ from typing import Any, Protocol
 
 import orjson
 from searchsync import naming
-from searchsync.search.fake import InMemoryIndex
 from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin, SearchIndex
 from searchsync.search.sink import IndexOp, Sink, WriteOutcome
+
+from tests.fakes.search_index import InMemoryIndex
 
 SCHEMA_VERSION = 1
 

@@ -1,6 +1,6 @@
 """The search contract and index bootstrap against a real Elasticsearch node.
 
-Runs the very cases of tests/contract (there against the in-memory fake, in
+Runs the very cases of tests/contract (there against the in-memory fakes, in
 tests/unit/test_search_contract.py) through `EsIndex` and `EsIndexAdmin`, plus what only a real
 node can show. Every test uses its own uuid-prefixed names and deletes its indices afterwards.
 ES URL: $SEARCHSYNC_TEST_ES_URL or http://127.0.0.1:9200.
@@ -22,8 +22,9 @@ from searchsync.search.es_index import BulkSizer, EsIndex
 from searchsync.search.port import IndexAdmin, SearchIndex
 from searchsync.search.sink import OutcomeKind, Sink
 
+from tests.contract.index_admin_contract import INDEX_ADMIN_CASES
 from tests.contract.search_backend import Backend, Names, new_alias, op
-from tests.contract.search_contract import CONTRACT
+from tests.contract.search_contract import SEARCH_INDEX_CASES
 
 pytestmark = pytest.mark.integration
 
@@ -68,8 +69,15 @@ class EsBackend:
         return int(response["_version"]), dict(response["_source"])
 
 
-@pytest.mark.parametrize("case", CONTRACT, ids=lambda case: case.__name__)
-async def test_contract_on_elasticsearch(
+@pytest.mark.parametrize("case", SEARCH_INDEX_CASES, ids=lambda case: case.__name__)
+async def test_search_index_contract_on_elasticsearch(
+    case: Callable[[Backend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
+) -> None:
+    await case(EsBackend(client, prefix))
+
+
+@pytest.mark.parametrize("case", INDEX_ADMIN_CASES, ids=lambda case: case.__name__)
+async def test_index_admin_contract_on_elasticsearch(
     case: Callable[[Backend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
 ) -> None:
     await case(EsBackend(client, prefix))

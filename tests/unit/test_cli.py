@@ -23,8 +23,9 @@ from searchsync.dlq.record import DLQ_FORMAT, DLQ_FORMAT_HEADER, DlqRecord, enco
 from searchsync.errors import ConfigError, DlqBudgetExceeded, TransientError
 from searchsync.exit_codes import ExitCode
 from searchsync.projection import wiki_page
-from searchsync.search.fake import InMemoryIndex
 from searchsync.types import Operation
+
+from tests.fakes.search_index import InMemoryIndex
 
 EXIT_OK, EXIT_FAILURE, EXIT_CONFIG, EXIT_DLQ_BUDGET = (
     ExitCode.OK,

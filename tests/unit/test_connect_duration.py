@@ -21,7 +21,8 @@ from searchsync.errors import ConfigError
 from searchsync.exit_codes import ExitCode
 from searchsync.kafka.connect import MISSING, ConnectClient, ConnectUnavailable, parse_status
 from searchsync.projection import format_timestamp, wiki_page
-from searchsync.search.fake import InMemoryIndex
+
+from tests.fakes.search_index import InMemoryIndex
 
 STATUS = {
     "name": "searchsync-outbox",

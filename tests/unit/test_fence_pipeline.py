@@ -24,7 +24,6 @@ from searchsync.dlq.record import DlqBudget
 from searchsync.mysql.state import InMemoryStateWriter
 from searchsync.observability.metrics import Metrics
 from searchsync.projection import default_registry
-from searchsync.search.fake import InMemoryIndex
 from searchsync.search.sink import Sink
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.options import PipelineOptions
@@ -32,6 +31,8 @@ from searchsync.stream.pipeline import Pipeline
 from searchsync.stream.processor import Processor
 from searchsync.stream.retry import RetryPolicy
 from searchsync.types import TopicPartition
+
+from tests.fakes.search_index import InMemoryIndex
 
 ALIAS = "wiki_page"
 V1, V2 = "wiki_page_v1", "wiki_page_v2"

@@ -32,7 +32,6 @@ from searchsync.errors import DlqBudgetExceeded, ErrorCode, TransientError
 from searchsync.mysql.state import InMemoryStateWriter
 from searchsync.observability.metrics import Metrics
 from searchsync.projection import Projector, ProjectorRegistry, Row, default_registry, wiki_page
-from searchsync.search.fake import InMemoryIndex
 from searchsync.search.sink import IndexOp, Sink
 from searchsync.stream.coalesce import Work
 from searchsync.stream.options import PipelineOptions
@@ -42,6 +41,8 @@ from searchsync.stream.retry import RetryPolicy
 from searchsync.stream.settle import OUTAGE_RETRY_CAP_S
 from searchsync.stream.verdict import Verdict
 from searchsync.types import Operation, TopicPartition
+
+from tests.fakes.search_index import InMemoryIndex
 
 ALIAS = "wiki_page"
 TP0: TopicPartition = (TOPIC, 0)

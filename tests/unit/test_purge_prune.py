@@ -14,7 +14,8 @@ from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.ops.prune import prune_outbox
 from searchsync.ops.purge import purge_tombstones
 from searchsync.projection import format_timestamp, wiki_page
-from searchsync.search.fake import InMemoryIndex
+
+from tests.fakes.search_index import InMemoryIndex
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 ALIAS = "searchsync_wiki_page"

@@ -18,15 +18,18 @@ from searchsync.ops.repair.heal import Healer, InMemoryOutbox
 from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.model import DELETION_KINDS, FindingKind
 from searchsync.ops.repair.schedule import SchedulePolicy, choose, ewma, priority
-from searchsync.ops.repair.sides import InMemoryIndexSide, InMemoryTruthSide
+from searchsync.ops.repair.sides import InMemoryTruthSide
 from searchsync.ops.repair.state import BucketState, InMemoryWheelState
 from searchsync.ops.repair.wheel import Wheel, WheelConfig
 from searchsync.projection import default_registry
-from searchsync.search.fake import InMemoryIndex, StoredDoc
 from searchsync.search.sink import IndexOp, Sink
 from searchsync.stream.coalesce import Work
 from searchsync.stream.processor import Processor
 from searchsync.types import Key, Operation, Position, ThinEvent
+
+from tests.fakes.index_readers import InMemoryIndexSide
+from tests.fakes.search_index import InMemoryIndex
+from tests.fakes.search_state import StoredDoc
 
 ALIAS = "wiki_page"
 NOW = datetime(2026, 7, 20, tzinfo=UTC)

@@ -18,7 +18,8 @@ from searchsync.kafka.connect import ConnectorStatus, TaskStatus
 from searchsync.ops.repair.state import BucketState, Epoch, WheelSnapshot
 from searchsync.ops.status import Section, gather
 from searchsync.projection import wiki_page
-from searchsync.search.fake import InMemoryIndex
+
+from tests.fakes.search_index import InMemoryIndex
 
 TOPIC = "outbox.event.wiki_page"
 ALIAS = "searchsync_wiki_page"

@@ -21,8 +21,8 @@ from searchsync.projection import Projector, ProjectorRegistry, Row, default_reg
 from searchsync.search.sink import EXTERNAL_GTE, IndexOp, Sink
 
 from tests.fakes.index_readers import InMemoryIndexReader
+from tests.fakes.kafka_admin import FakeAdmin, FakeTopics
 from tests.fakes.search_index import InMemoryIndex
-from tests.unit.kafka_fakes import FakeAdmin, FakeTopics
 
 TOPIC = "outbox.event.wiki_page"
 TYPE = "wiki_page"

@@ -15,7 +15,6 @@ from typing import Any
 
 import orjson
 import pytest
-from kafka_fakes import FakeTopics
 from searchsync.cli import Services, main
 from searchsync.cli.loadgen import Progress
 from searchsync.dlq.ledger import InMemoryReplayLedger
@@ -25,6 +24,7 @@ from searchsync.exit_codes import ExitCode
 from searchsync.projection import wiki_page
 from searchsync.types import Operation
 
+from tests.fakes.kafka_admin import FakeTopics
 from tests.fakes.search_index import InMemoryIndex
 
 EXIT_OK, EXIT_FAILURE, EXIT_CONFIG, EXIT_DLQ_BUDGET = (

@@ -17,6 +17,8 @@ from tests.fakes.search_index import InMemoryIndex
 
 __all__ = ["InMemoryIndexReader", "InMemoryIndexSide"]
 
+_LIGHT_FIELDS = ("projection_schema_version", "is_deleted")
+
 
 class InMemoryIndexSide:
     """`IndexSide` over an `InMemoryIndex` (the stored ``sync_hash`` selects the bucket)."""
@@ -45,7 +47,8 @@ class InMemoryIndexSide:
             and lo <= d.body["sync_hash"] < hi
         )
         return [
-            entry_of_source(i, docs[i].version, docs[i].body, content=content) for i in ids[:limit]
+            entry_of_source(i, docs[i].version, _read(docs[i].body, content), content=content)
+            for i in ids[:limit]
         ]
 
     async def by_ids(self, alias: str, ids: Sequence[str]) -> dict[str, IndexEntry]:
@@ -105,3 +108,9 @@ class InMemoryIndexReader:
 
 def _words(text: str) -> list[str]:
     return re.findall(r"\w+", text.lower())
+
+
+def _read(body: dict[str, Any], content: bool) -> dict[str, Any]:
+    """What a page reads of a document: all of it with content, else the light fields (no
+    ``projection_hash``), as Elasticsearch's doc-value read does."""
+    return body if content else {k: body[k] for k in _LIGHT_FIELDS if k in body}

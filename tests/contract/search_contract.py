@@ -1,8 +1,7 @@
-"""The `SearchIndex` contract (through `Sink`), and the whole search contract.
+"""The `SearchIndex` contract (through `Sink`).
 
-`CONTRACT` is every case of this module and of `tests.contract.index_admin_contract`; each case
-takes a `Backend` and runs unchanged against the in-memory fake (tests/unit) and a real node
-(tests/integration).
+Each case takes a `Backend` and runs unchanged against the in-memory fake (tests/unit) and a real
+node (tests/integration).
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ import pytest
 from searchsync.errors import TransientError
 from searchsync.search.sink import IndexOp, OutcomeKind
 
-from tests.contract.index_admin_contract import INDEX_ADMIN_CASES
 from tests.contract.search_backend import Backend, body, new_alias, op, physical, write
 
 
@@ -136,6 +134,3 @@ SEARCH_INDEX_CASES: list[Callable[[Backend], Awaitable[None]]] = [
     contract_same_document_twice_in_one_batch,
     contract_get_versions,
 ]
-
-
-CONTRACT: list[Callable[[Backend], Awaitable[None]]] = SEARCH_INDEX_CASES + INDEX_ADMIN_CASES

@@ -23,7 +23,6 @@ from pipeline_fakes import (
 from searchsync.dlq.record import DlqBudget
 from searchsync.observability.metrics import Metrics
 from searchsync.projection import default_registry
-from searchsync.search.fake import InMemoryIndex
 from searchsync.search.sink import Sink
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.options import PipelineOptions
@@ -33,6 +32,7 @@ from searchsync.stream.retry import RetryPolicy
 from searchsync.types import TopicPartition
 
 from tests.fakes.projection_state import FakeProjectionState
+from tests.fakes.search_index import InMemoryIndex
 
 ALIAS = "wiki_page"
 V1, V2 = "wiki_page_v1", "wiki_page_v2"

@@ -31,7 +31,6 @@ from searchsync.dlq.record import DlqBudget
 from searchsync.errors import DlqBudgetExceeded, ErrorCode, TransientError
 from searchsync.observability.metrics import Metrics
 from searchsync.projection import Projector, ProjectorRegistry, Row, default_registry, wiki_page
-from searchsync.search.fake import InMemoryIndex
 from searchsync.search.sink import IndexOp, Sink
 from searchsync.stream.coalesce import Work
 from searchsync.stream.options import PipelineOptions
@@ -43,6 +42,7 @@ from searchsync.stream.verdict import Verdict
 from searchsync.types import Operation, TopicPartition
 
 from tests.fakes.projection_state import FakeProjectionState
+from tests.fakes.search_index import InMemoryIndex
 
 ALIAS = "wiki_page"
 TP0: TopicPartition = (TOPIC, 0)

@@ -9,12 +9,13 @@ import pytest
 from pipeline_fakes import PageTruth, RaisingProjector, page_row
 from searchsync.errors import Disposition, ErrorCode, TransientError
 from searchsync.projection import Projector, ProjectorRegistry, default_registry
-from searchsync.search.fake import InMemoryIndex
 from searchsync.search.sink import IndexOp, Sink, WriteOutcome
 from searchsync.stream.coalesce import Work
 from searchsync.stream.processor import Processor
 from searchsync.stream.verdict import Result, Verdict
 from searchsync.types import Key, Operation, Position, ThinEvent
+
+from tests.fakes.search_index import InMemoryIndex
 
 ALIAS = "wiki_page"
 

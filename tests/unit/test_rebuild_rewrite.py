@@ -15,12 +15,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pipeline_fakes import PageTruth, page_row
 from searchsync.projection import Projector, default_registry
-from searchsync.search.fake import InMemoryIndex, StoredDoc
 from searchsync.search.sink import EXTERNAL, EXTERNAL_GTE, IndexOp, Sink, StoredProjection
 from searchsync.stream.coalesce import Work
 from searchsync.stream.processor import Processor
 from searchsync.stream.verdict import Result
 from searchsync.types import Key, Operation, Position, ThinEvent
+
+from tests.fakes.search_index import InMemoryIndex
+from tests.fakes.search_state import StoredDoc
 
 ALIAS = "wiki_page"
 

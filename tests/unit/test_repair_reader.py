@@ -17,9 +17,10 @@ from searchsync.ops.repair.buckets import bucket_of, bucket_of_id, bucket_range,
 from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.reader import SpanReader, key_ranges
 from searchsync.projection import default_registry
-from searchsync.search.fake import InMemoryIndex, StoredDoc
 
 from tests.fakes.index_readers import InMemoryIndexSide
+from tests.fakes.search_index import InMemoryIndex
+from tests.fakes.search_state import StoredDoc
 
 PROJECTOR = default_registry().get("wiki_page")
 

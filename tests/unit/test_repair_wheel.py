@@ -21,7 +21,6 @@ from searchsync.ops.repair.schedule import SchedulePolicy, choose, ewma, priorit
 from searchsync.ops.repair.state import BucketState
 from searchsync.ops.repair.wheel import Wheel, WheelConfig
 from searchsync.projection import default_registry
-from searchsync.search.fake import InMemoryIndex, StoredDoc
 from searchsync.search.sink import IndexOp, Sink
 from searchsync.stream.coalesce import Work
 from searchsync.stream.processor import Processor
@@ -29,6 +28,8 @@ from searchsync.types import Key, Operation, Position, ThinEvent
 
 from tests.fakes.index_readers import InMemoryIndexSide
 from tests.fakes.outbox import FakeOutbox
+from tests.fakes.search_index import InMemoryIndex
+from tests.fakes.search_state import StoredDoc
 from tests.fakes.wheel_state import FakeWheelState
 
 ALIAS = "wiki_page"

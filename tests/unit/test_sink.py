@@ -18,10 +18,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from searchsync.errors import Disposition, ErrorCode, TransientError
 from searchsync.search.es_index import BulkSizer, EsIndex
-from searchsync.search.fake import InMemoryIndex
 from searchsync.search.sink import IndexOp, ItemResult, OutcomeKind, Sink, WriteOutcome, classify
 
 from tests.contract.search_backend import FakeBackend, new_alias, op
+from tests.fakes.search_index import InMemoryIndex
 
 # -- classify ----------------------------------------------------------------------------------
 
@@ -330,7 +330,7 @@ async def test_only_an_explicit_option_turns_require_alias_off() -> None:
 
 
 async def test_the_fake_writes_a_physical_index_only_through_its_physical_writer() -> None:
-    from searchsync.search.fake import InMemoryIndex
+    from tests.fakes.search_index import InMemoryIndex
 
     fake = InMemoryIndex()
     fake.create_index("wiki_v2")

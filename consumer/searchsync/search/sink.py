@@ -7,8 +7,7 @@ no delete action: deletes are tombstone documents.
 
 Layers, each with one job:
 
-- `SearchIndex`: the narrow port. `EsIndex` adapts `AsyncElasticsearch` to it;
-  `searchsync.search.fake.InMemoryIndex` implements it in memory for tests.
+- `SearchIndex`: the narrow port. `EsIndex` adapts `AsyncElasticsearch` to it.
 - `classify`: a pure function from one bulk item result to its `ErrorCode` (None: written).
   What a code means (poison, transient, systemic) is `searchsync.errors`' table, not the sink's.
 - `Sink`: runs a bulk, classifies every item, and confirms every 409 by reading the stored

@@ -202,7 +202,6 @@ class ProjectionStateWriter:
         self._clock = clock
 
     async def record(self, outcomes: Sequence[StateUpdate]) -> None:
-        """Write `outcomes` (any number, duplicates allowed: later ones win as `merge` says)."""
         if not outcomes:
             return
         now = db_time(self._clock())

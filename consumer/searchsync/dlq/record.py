@@ -20,7 +20,13 @@ import confluent_kafka
 import fastavro
 
 from searchsync.config import scrub_credentials
-from searchsync.errors import DlqBudgetExceeded, ErrorCode, PoisonMessage, TransientError
+from searchsync.errors import (
+    MAX_ERROR_MESSAGE,
+    DlqBudgetExceeded,
+    ErrorCode,
+    PoisonMessage,
+    TransientError,
+)
 from searchsync.events import load_avro_schema
 from searchsync.kafka.producer import AcknowledgedProducer, DeliveryFailed, ProducerFactory
 from searchsync.types import Operation, ThinEvent
@@ -40,7 +46,6 @@ __all__ = [
 DLQ_FORMAT_HEADER: Final = "searchsync-dlq-format"
 DLQ_FORMAT: Final = b"avro-v1"
 REPLAYED_FROM_HEADER: Final = "searchsync-replayed-from"
-MAX_ERROR_MESSAGE: Final = 4_096  # keeps a dead letter far below message.max.bytes
 
 
 @dataclass(frozen=True, slots=True)

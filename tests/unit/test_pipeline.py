@@ -36,6 +36,7 @@ from searchsync.projection import Projector, ProjectorRegistry, Row, default_reg
 from searchsync.search.fake import InMemoryIndex
 from searchsync.search.sink import IndexOp, Sink
 from searchsync.stream.coalesce import Work
+from searchsync.stream.fence import SchemaFence
 from searchsync.stream.pipeline import Pipeline, PipelineOptions
 from searchsync.stream.processor import Processor
 from searchsync.stream.retry import RetryPolicy
@@ -85,12 +86,14 @@ class Harness:
             jitter=0.5,
             rng=random.Random(1234),
         )
+        self.fence = SchemaFence(self.index.admin, interval_s=60.0)
         self.pipeline = Pipeline(
             processor=processor(
                 registry=self.registry,
                 truth=self.truth,
                 sink=Sink(self.index, observer=self.metrics),
                 alias_for=lambda t: t,
+                fence=self.fence,
             ),
             dlq=self.dlq,
             budget=DlqBudget(max_ratio=1.0, window=1000, max_consecutive=max_consecutive_dead),
@@ -111,6 +114,7 @@ class Harness:
                 consume_batch=50,
                 consume_timeout_s=0.002,
             ),
+            fence=self.fence,
             clock=clock,
         )
 

@@ -12,6 +12,7 @@ from searchsync.projection import Projector, ProjectorRegistry, default_registry
 from searchsync.search.fake import InMemoryIndex
 from searchsync.search.sink import IndexOp, OutcomeKind, Sink, WriteOutcome
 from searchsync.stream.coalesce import Work
+from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
 from searchsync.stream.verdict import Verdict
 from searchsync.types import Key, Operation, Position, ThinEvent
@@ -43,6 +44,7 @@ class Env:
             truth=self.truth,
             sink=Sink(self.index),
             alias_for=lambda t: t,
+            fence=SchemaFence(self.index.admin, interval_s=60.0),
         )
 
     async def put_doc(self, row: dict[str, object]) -> None:
@@ -251,7 +253,11 @@ def raising_env(bad: set[str]) -> tuple[Env, RaisingProjector]:
     env.registry.register(projector)
     env.projector = projector
     env.processor = Processor(
-        registry=env.registry, truth=env.truth, sink=Sink(env.index), alias_for=lambda t: t
+        registry=env.registry,
+        truth=env.truth,
+        sink=Sink(env.index),
+        alias_for=lambda t: t,
+        fence=SchemaFence(env.index.admin, interval_s=60.0),
     )
     return env, build
 
@@ -292,7 +298,11 @@ async def test_a_sink_that_raises_fails_its_works_as_internal(env: Env) -> None:
 
     env.truth.put_page(page_row("p1", 1))
     processor = Processor(
-        registry=env.registry, truth=env.truth, sink=BrokenSink(env.index), alias_for=lambda t: t
+        registry=env.registry,
+        truth=env.truth,
+        sink=BrokenSink(env.index),
+        alias_for=lambda t: t,
+        fence=SchemaFence(env.index.admin, interval_s=60.0),
     )
     [verdict] = await processor.process([work("p1", 1)])
     assert verdict.code is ErrorCode.INTERNAL

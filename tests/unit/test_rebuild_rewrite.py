@@ -25,6 +25,7 @@ from searchsync.search.sink import (
     StoredProjection,
 )
 from searchsync.stream.coalesce import Work
+from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
 from searchsync.types import Key, Operation, Position, ThinEvent
 
@@ -66,7 +67,11 @@ class Env:
         self.index.create_index("wiki_page_v1", self.projector.mapping)
         self.index.put_alias(ALIAS, "wiki_page_v1")
         self.processor = Processor(
-            registry=self.registry, truth=self.truth, sink=Sink(self.index), alias_for=lambda t: t
+            registry=self.registry,
+            truth=self.truth,
+            sink=Sink(self.index),
+            alias_for=lambda t: t,
+            fence=SchemaFence(self.index.admin, interval_s=60.0),
         )
 
     def store(self, doc_id: str, version: int, body: dict[str, Any]) -> None:

@@ -79,7 +79,7 @@ class Pipeline:
         retry: RetryPolicy,
         settings: PipelineSettings,
         options: PipelineOptions,
-        fence: SchemaFence | None = None,
+        fence: SchemaFence,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
@@ -256,8 +256,6 @@ class Pipeline:
         """Re-check the schema fence on its timer, beside the loop; once no target is fenced,
         the works it held are retried at once (docs/design.md, "Schema fence")."""
         fence = self._fence
-        if fence is None:
-            return
         if (self._fence_check is None or self._fence_check.done()) and fence.due():
             self._fence_check = asyncio.create_task(fence.refresh_if_due())
         if self._work.waiting(ErrorCode.SCHEMA_FENCED) and not fence.holding():

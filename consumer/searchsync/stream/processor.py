@@ -17,9 +17,9 @@ Rules (docs/design.md, invariants 3, 4 and 12; docs/consumer.md, "Truth rules"):
 
 A failure is a verdict with an `ErrorCode`, never an exception out of `process`: an error of the
 truth or the sink fails the works that needed it, and an exception while planning or projecting
-one work fails that work alone (PROJECTION_ERROR from a projector, INTERNAL elsewhere). With a
-`SchemaFence`, a fenced target's works are answered SCHEMA_FENCED before anything is read, and a
-failed write re-checks its target (`SchemaFence.hold`, `.after_write`).
+one work fails that work alone (PROJECTION_ERROR from a projector, INTERNAL elsewhere). A fenced
+target's works are answered SCHEMA_FENCED before anything is read, and a failed write re-checks
+its target (`SchemaFence.hold`, `.after_write`).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class Processor:
         truth: TruthReader,
         sink: Sink,
         alias_for: Callable[[str], str],
-        fence: SchemaFence | None = None,
+        fence: SchemaFence,
     ) -> None:
         self._registry = registry
         self._truth = truth
@@ -83,11 +83,11 @@ class Processor:
                 for work in group:
                     verdicts[id(work)] = failed_work(work, exc.code, exc.message)
                 continue
-            if self._fence is not None:  # a fenced target: nothing read, written, dead-lettered
-                held = await self._fence.hold(self._alias_for(aggregate_type), projector, group)
-                if held is not None:
-                    verdicts.update({id(v.work): v for v in held})
-                    continue
+            # a fenced target: nothing read, written or dead-lettered
+            held = await self._fence.hold(self._alias_for(aggregate_type), projector, group)
+            if held is not None:
+                verdicts.update({id(v.work): v for v in held})
+                continue
             try:
                 plans, early = await self._plan(projector, group, primary=False)
             except Exception as exc:  # the truth could not be read: every work of the type failed
@@ -96,10 +96,8 @@ class Processor:
             planned.extend(plans)
             verdicts.update({id(v.work): v for v in early})
 
-        since = None if self._fence is None else self._fence.mark()
-        written = await self._write(planned)
-        if self._fence is not None and since is not None:
-            written = await self._fence.after_write(written, since=since)
+        since = self._fence.mark()
+        written = await self._fence.after_write(await self._write(planned), since=since)
         for verdict in written:
             verdicts[id(verdict.work)] = verdict
         return [verdicts[id(work)] for work in works]

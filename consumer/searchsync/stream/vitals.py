@@ -48,7 +48,7 @@ class Vitals:
         *,
         work: WorkState,
         dead_letters: DeadLetters,
-        fence: SchemaFence | None,
+        fence: SchemaFence,
         metrics: Metrics,
     ) -> None:
         self._work = work
@@ -106,8 +106,7 @@ class Vitals:
             reasons.append("no partitions assigned")
         if self._work.degraded is not None:
             reasons.append(f"writes failing systemically ({self._work.degraded}); intake paused")
-        if self._fence is not None:
-            reasons.extend(self._fence.reasons())
+        reasons.extend(self._fence.reasons())
         if self._work.stalled(STALL_AFTER_S):
             reasons.append(f"no progress for more than {STALL_AFTER_S:.0f}s with work pending")
         return (not reasons, reasons)

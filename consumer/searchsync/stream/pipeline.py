@@ -90,7 +90,8 @@ class Pipeline:
         self._metrics = metrics
         self._clock = clock
         self._wall = wall_clock
-        self._drain_s = min(10.0, settings.shutdown_deadline_s)  # docs/consumer.md, "Rebalance"
+        # a revoke gives in-flight work up to 10 s (docs/consumer.md, "Rebalance and shutdown")
+        self._drain_s = min(10.0, settings.shutdown_deadline_s)
         self._work = WorkState(
             max_in_flight=settings.max_in_flight_keys,
             max_queued=settings.max_queued_events,

@@ -11,7 +11,8 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from searchsync.mysql.state import MAX_ERROR_MESSAGE_LENGTH, StateRecorder, StateUpdate
+from searchsync.errors import MAX_ERROR_MESSAGE
+from searchsync.mysql.state import StateRecorder, StateUpdate
 
 from tests.fakes.projection_state import FakeProjectionState
 
@@ -89,7 +90,7 @@ async def contract_errors_are_history_and_cut_to_the_column(w: ProjectionStateWo
     await w.state.record([failure(key, 3, "ES_429", "x" * 5000, at=2)])
     state = (await w.state.read(TYPE, [key]))[key]
     assert state.failing and state.last_error_code == "ES_429"
-    assert state.last_error_message == "x" * MAX_ERROR_MESSAGE_LENGTH
+    assert state.last_error_message == "x" * MAX_ERROR_MESSAGE
     assert state.last_error_at == T0 + timedelta(seconds=2)
     assert (state.source_revision, state.indexed_revision) == (3, 2)
     await w.state.record([success(key, 3, "c", at=3)])

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 
 import orjson
 import pytest
-from searchsync.errors import TransientError
+from searchsync.errors import Disposition, TransientError
 from searchsync.search.sink import IndexOp, OutcomeKind
 
 from tests.contract.search_backend import Backend, body, new_alias, op, physical, write
@@ -65,15 +65,15 @@ async def contract_missing_alias_is_retry_and_creates_nothing(h: Backend) -> Non
     alias = await new_alias(h)
     missing = alias + "_missing"
     [outcome] = await write(h, op(missing, "p1", 1))
-    assert outcome.kind is OutcomeKind.RETRY and outcome.code == "ALIAS_MISSING"
-    assert outcome.systemic
+    assert outcome.kind is OutcomeKind.FAILED and outcome.code == "ALIAS_MISSING"
+    assert outcome.code is not None and outcome.code.disposition is Disposition.SYSTEMIC
     assert not await h.admin.exists(missing)
 
 
 async def contract_physical_index_name_is_refused(h: Backend) -> None:
     alias = await new_alias(h)
     [outcome] = await write(h, op(physical(alias), "p1", 1))
-    assert outcome.kind is OutcomeKind.RETRY and outcome.code == "ALIAS_MISSING"
+    assert outcome.kind is OutcomeKind.FAILED and outcome.code == "ALIAS_MISSING"
     assert await h.stored(alias, "p1") is None
 
 
@@ -81,7 +81,7 @@ async def contract_unknown_field_is_mapping_poison(h: Backend) -> None:
     alias = await new_alias(h)
     raw = orjson.dumps({**body("p1", 1), "surprise": "x"})
     [outcome] = await write(h, IndexOp(alias, "p1", 1, raw))
-    assert outcome.kind is OutcomeKind.POISON and outcome.code == "MAPPING_ERROR"
+    assert outcome.kind is OutcomeKind.FAILED and outcome.code == "MAPPING_ERROR"
     assert await h.stored(alias, "p1") is None
 
 
@@ -95,7 +95,7 @@ async def contract_mixed_batch_keeps_order(h: Backend) -> None:
         OutcomeKind.APPLIED,
         OutcomeKind.ALREADY_APPLIED,
         OutcomeKind.AHEAD,
-        OutcomeKind.POISON,
+        OutcomeKind.FAILED,
     ]
     assert [o.stored_version for o in outcomes[:3]] == [1, 2, 3]
 

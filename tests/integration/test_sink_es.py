@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from elasticsearch import AsyncElasticsearch, NotFoundError
+from searchsync.errors import Disposition
 from searchsync.ops.rebuild.reader import EsIndexReader
 from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.projection import wiki_page
@@ -152,6 +153,6 @@ async def test_an_index_block_is_retry_not_poison(
         [outcome] = await Sink(EsIndex(client)).write([op(alias, "p1", 1)])
     finally:
         await client.indices.put_settings(index=alias, settings={block: None})
-    assert (outcome.kind, outcome.code) == (OutcomeKind.RETRY, "ES_BLOCKED")
-    assert outcome.systemic
+    assert (outcome.kind, outcome.code) == (OutcomeKind.FAILED, "ES_BLOCKED")
+    assert outcome.code is not None and outcome.code.disposition is Disposition.SYSTEMIC
     assert await backend.stored(alias, "p1") is None

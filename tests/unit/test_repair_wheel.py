@@ -23,6 +23,7 @@ from searchsync.ops.repair.wheel import Wheel, WheelConfig
 from searchsync.projection import default_registry
 from searchsync.search.sink import IndexOp, Sink
 from searchsync.stream.coalesce import Work
+from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
 from searchsync.types import Key, Operation, Position, ThinEvent
 
@@ -104,7 +105,11 @@ class World:
     async def deliver(self) -> None:
         """What the consumer does with the appended REBUILDs (and the raised floors)."""
         processor = Processor(
-            registry=self.registry, truth=self.truth, sink=Sink(self.index), alias_for=lambda t: t
+            registry=self.registry,
+            truth=self.truth,
+            sink=Sink(self.index),
+            alias_for=lambda t: t,
+            fence=SchemaFence(self.index.admin, interval_s=60.0),
         )
         for (t, i), floor in self.outbox.floors.items():
             self.truth.put_floor(t, i, floor)

@@ -84,6 +84,7 @@ async def run_rebuild(
     settings: Settings, services: Services, options: RebuildOptions, *, json_lines: bool
 ) -> RebuildOutcome:
     """Wire the real clients (or the test's `services`) and run the rebuild."""
+    from searchsync.app import run_consumer
     from searchsync.mysql.outbox import MysqlOutbox
     from searchsync.mysql.pool import close_pool, open_pool
     from searchsync.mysql.truth import MysqlTruth
@@ -115,7 +116,7 @@ async def run_rebuild(
                 catchup_settings(settings, record.catchup_group, topics),
                 registry=registry,
                 write_targets={record.aggregate_type: record.target_index},
-                runner=services.rebuild_catchup,
+                runner=services.rebuild_catchup or run_consumer,
             )
 
         deps = RebuildDeps(
@@ -140,7 +141,7 @@ async def run_rebuild(
             server = HealthServer(
                 settings.observability.metrics_host,
                 settings.rebuild.metrics_port,
-                metrics,  # type: ignore[arg-type]  # anything with render() serves /metrics
+                metrics,
                 lambda: HealthReport(ready=True, details={"rebuild": options.aggregate_type}),
                 port_setting="rebuild.metrics_port",
             )

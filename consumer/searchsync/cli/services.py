@@ -57,16 +57,27 @@ def _index_admin(client: Any) -> IndexAdmin:
     return EsIndexAdmin(client)
 
 
-async def _outbox_stats(settings: Settings) -> tuple[int, datetime | None]:
-    from searchsync.cli.status import outbox_stats
-
-    return await outbox_stats(settings)
-
-
 async def _repair_state(settings: Settings, aggregate_types: list[str]) -> dict[str, WheelSnapshot]:
-    from searchsync.cli.status import repair_state
+    """The repair wheel's state per type (``search_repair_*``; the searchsync user may SELECT)."""
+    from searchsync.mysql.pool import pool_of
+    from searchsync.ops.repair.state import MysqlWheelState, snapshot
 
-    return await repair_state(settings, aggregate_types)
+    async with pool_of(settings.mysql, maxsize=1) as pool:
+        return await snapshot(MysqlWheelState(pool), aggregate_types)
+
+
+async def _outbox_stats(settings: Settings) -> tuple[int, datetime | None]:
+    """Rows in ``search_outbox`` and the oldest ``created_at`` (the consumer user may SELECT)."""
+    from searchsync.mysql.pool import pool_of
+
+    async with (
+        pool_of(settings.mysql, maxsize=1) as pool,
+        pool.acquire() as conn,
+        conn.cursor() as cur,
+    ):
+        await cur.execute("SELECT COUNT(*), MIN(created_at) FROM search_outbox")
+        count, oldest = await cur.fetchone()
+        return int(count), oldest
 
 
 def _replay_ledger(settings: Settings) -> ReplayLedger:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from datetime import datetime
 from typing import Any
 
 from searchsync.cli.args import Parents
@@ -14,7 +13,6 @@ from searchsync.config import Settings
 from searchsync.dlq.summary import summary
 from searchsync.exit_codes import ExitCode
 from searchsync.ops import status_probes as probes
-from searchsync.ops.repair.state import WheelSnapshot
 from searchsync.ops.status import Probe, Section, StatusReport, gather
 
 
@@ -158,26 +156,3 @@ def _describe_wheel(w: dict[str, Any]) -> str:
         f" {'-' if age is None else f'{age}s ago'} (max {w['max_staleness_seconds']:.0f}s);"
         f" last scans: {found}"
     )
-
-
-async def repair_state(settings: Settings, aggregate_types: list[str]) -> dict[str, WheelSnapshot]:
-    """The repair wheel's state per type (``search_repair_*``; the searchsync user may SELECT)."""
-    from searchsync.mysql.pool import pool_of
-    from searchsync.ops.repair.state import MysqlWheelState, snapshot
-
-    async with pool_of(settings.mysql, maxsize=1) as pool:
-        return await snapshot(MysqlWheelState(pool), aggregate_types)
-
-
-async def outbox_stats(settings: Settings) -> tuple[int, datetime | None]:
-    """Rows in ``search_outbox`` and the oldest ``created_at`` (the consumer user may SELECT)."""
-    from searchsync.mysql.pool import pool_of
-
-    async with (
-        pool_of(settings.mysql, maxsize=1) as pool,
-        pool.acquire() as conn,
-        conn.cursor() as cur,
-    ):
-        await cur.execute("SELECT COUNT(*), MIN(created_at) FROM search_outbox")
-        count, oldest = await cur.fetchone()
-        return int(count), oldest

@@ -75,7 +75,7 @@ class ConsumerCatchUp:
         *,
         registry: ProjectorRegistry,
         write_targets: Mapping[str, str],
-        runner: CatchUpRunner | None = None,
+        runner: CatchUpRunner,
     ) -> None:
         self._settings = settings
         self._registry = registry
@@ -87,16 +87,9 @@ class ConsumerCatchUp:
     async def start(self) -> None:
         if self._task is not None:
             return
-        runner: CatchUpRunner
-        if self._runner is not None:
-            runner = self._runner
-        else:
-            from searchsync.app import run_consumer  # the pipeline, only where it is needed
-
-            runner = run_consumer
         self._stop.clear()
         self._task = asyncio.create_task(
-            runner(
+            self._runner(
                 self._settings,
                 stop=self._stop,
                 registry=self._registry,

@@ -151,7 +151,7 @@ async def serve_metrics(settings: Settings, metrics: RepairMetrics) -> HealthSer
     server = HealthServer(
         settings.observability.metrics_host,
         port,
-        metrics,  # type: ignore[arg-type]  # anything with render() serves /metrics
+        metrics,
         lambda: HealthReport(ready=True, details={"repair": "daemon"}),
         port_setting="repair.metrics_port",
     )

@@ -24,6 +24,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "writer dlq",
         "stream devtools",
         "ops",
+        "resources",
         "app",
         "runtime",
         "cli __main__",

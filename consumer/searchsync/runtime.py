@@ -36,6 +36,7 @@ from searchsync.ops.repair.run import limits, wheel_config
 from searchsync.ops.repair.wheel import Wheel
 from searchsync.projection import Projector, ProjectorRegistry, registry_from_settings
 from searchsync.resources import KafkaClients, Ports, Search, Tables
+from searchsync.search.client import make_es_client
 
 __all__ = ["Runtime", "run_consumer"]
 
@@ -105,17 +106,17 @@ class Runtime:
         return self._given.replay_ledger
 
     def search(self) -> Search:
+        """The search service (the real client is made on first use; it connects lazily)."""
         if self._given is not None:
             return self._given.search
         if self._search is None:
-            from searchsync.search.client import make_es_client  # elasticsearch where needed
-
             client = make_es_client(self.settings)
             self._stack.push_async_callback(client.close)
             self._search = Search.over(client, self.settings)
         return self._search
 
     async def tables(self) -> Tables:
+        """The MySQL tables (the real pool is opened on first use)."""
         if self._given is not None:
             return self._given.tables
         async with self._opening:  # concurrent first uses open one pool

@@ -1,8 +1,8 @@
 """The catch-up: a consumer group of its own replays the type's topics from the watermark into
 the new physical index, and the lag checks that decide when it has caught up.
 
-`ConsumerCatchUp` runs the normal pipeline (`searchsync.runtime.run_consumer`) in this process with
-two overrides only: its own group id and subscription (the type's topics), and a write target
+`ConsumerCatchUp` runs the normal pipeline (`searchsync.runtime.run_consumer`) in this process
+with two overrides only: its own group id and subscription (the type's topics), and a write target
 (the type -> the new physical index, ``require_alias=false``). Nothing else is forked: the same
 re-read, projector, external versions, retries and DLQ.
 

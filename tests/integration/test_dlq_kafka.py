@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -179,3 +182,34 @@ async def test_offsets_for_times_and_committed_offsets(topics: tuple[str, str]) 
     assert admin.alter_committed(group, {(dlq, 0): 2}) == {}
     assert admin.committed(group, [(dlq, 0)]) == {(dlq, 0): 2}
     assert admin.active_members(group) == []
+
+
+def _kcat(kcat: str, topic: str) -> str:
+    """Every message of `topic` as kcat prints it: headers, a tab, the value."""
+    return subprocess.run(
+        [kcat, "-C", "-b", BOOTSTRAP, "-t", topic, "-o", "beginning", "-e", "-q",
+         "-f", "%h\\t%s\\n"],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+
+
+async def test_kcat_shows_a_dead_letter_as_readable_json(topics: tuple[str, str]) -> None:
+    """The ecosystem's tools read dead letters as they are: `kcat -C` prints seed 000's fields."""
+    original, dlq = topics
+    producer = DlqProducer(CLIENT, topic=dlq)
+    record = _dead_letter(original, offset=7)
+    await producer.send(record, record.original_key)
+    assert await producer.close(10) == 0
+    kcat = shutil.which("kcat")
+    assert kcat is not None, "kcat is missing: deploy/install.sh installs Debian's kcat package"
+    (line,) = _kcat(kcat, dlq).splitlines()
+    headers, value = line.split("\t", 1)
+    assert "searchsync-dlq-format=json-v1" in headers
+    letter = json.loads(value)
+    assert letter["event_id"] == "evt-7" and letter["aggregate_id"] == "page-7"
+    assert letter["source_revision"] == 8 and letter["operation"] == "UPSERT"
+    assert letter["last_error_code"] == "ES_REJECTED" and letter["attempts"] == 5
+    assert letter["first_failed_at"] == "2026-03-04T05:06:07.123456Z"
+    assert (letter["original_topic"], letter["original_partition"]) == (original, 1)
+    assert letter["original_offset"] == 7 and letter["projection_schema_version"] == 1
+    assert json.loads(letter["payload"])["aggregate_id"] == "page-7"  # the original value, as text

@@ -275,3 +275,17 @@ def test_unreadable_or_invalid_toml_file(tmp_path: Path) -> None:
 
 def test_empty_password_is_allowed() -> None:
     assert load_settings({"SEARCHSYNC_MYSQL_PASSWORD": ""}).mysql.password == Secret("")
+
+
+def test_a_misspelt_variable_is_refused_naming_the_nearest_setting() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings({"SEARCHSYNC_KAFAK_GROUP_ID": "g"})
+    assert caught.value.key == "SEARCHSYNC_KAFAK_GROUP_ID"
+    assert "SEARCHSYNC_KAFKA_GROUP_ID" in caught.value.expected
+
+
+@pytest.mark.parametrize(
+    "variable", ["SEARCHSYNC_CONFIG", "SEARCHSYNC_DB_USER", "SEARCHSYNC_TOPIC_PARTITIONS"]
+)
+def test_the_config_path_and_the_tooling_variables_are_not_settings(variable: str) -> None:
+    assert load_settings({variable: "x"}) == load_settings({})

@@ -31,23 +31,36 @@ DEADLINE_ENV = "SEARCHSYNC_PIPELINE_SHUTDOWN_DEADLINE_S"
 PORT_ENV = "SEARCHSYNC_OBSERVABILITY_METRICS_PORT"
 
 
+KUSTOMIZATION = K8S / "kustomization.yaml"
+
+
 def documents() -> list[tuple[str, dict[str, Any]]]:
     docs: list[tuple[str, dict[str, Any]]] = []
     for path in sorted(K8S.glob("*.yaml")):
+        if path == KUSTOMIZATION:
+            continue
         for doc in yaml.safe_load_all(path.read_text()):
             if doc is not None:
                 docs.append((f"{path.name}:{doc['kind']}/{doc['metadata']['name']}", doc))
     return docs
 
 
-def only(kind: str) -> dict[str, Any]:
-    found = [doc for _, doc in documents() if doc["kind"] == kind]
-    assert len(found) == 1, f"expected one {kind} in deploy/k8s, found {len(found)}"
+def only(kind: str, name: str | None = None) -> dict[str, Any]:
+    found = [
+        doc
+        for _, doc in documents()
+        if doc["kind"] == kind and name in (None, doc["metadata"]["name"])
+    ]
+    assert len(found) == 1, f"expected one {kind} {name or ''} in deploy/k8s, found {len(found)}"
     return found[0]
 
 
+def consumer_deployment() -> dict[str, Any]:
+    return only("Deployment", "searchsync")
+
+
 def container() -> dict[str, Any]:
-    containers = only("Deployment")["spec"]["template"]["spec"]["containers"]
+    containers = consumer_deployment()["spec"]["template"]["spec"]["containers"]
     (searchsync,) = [c for c in containers if c["name"] == "searchsync"]
     assert isinstance(searchsync, dict)
     return searchsync
@@ -75,7 +88,7 @@ def unit_environment() -> dict[str, str]:
 
 
 def seconds(value: str) -> float:
-    units = {"ms": 0.001, "s": 1.0, "min": 60.0, "m": 60.0}
+    units = {"ms": 0.001, "s": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0, "d": 86_400.0}
     for suffix, factor in units.items():
         if value.endswith(suffix) and value[: -len(suffix)].isdigit():
             return int(value[: -len(suffix)]) * factor
@@ -84,7 +97,15 @@ def seconds(value: str) -> float:
 
 def test_k8s_has_the_expected_documents() -> None:
     kinds = sorted(doc["kind"] for _, doc in documents())
-    assert kinds == ["ConfigMap", "Deployment", "PodDisruptionBudget", "Secret"]
+    assert kinds == [
+        "ConfigMap",
+        "CronJob",
+        "CronJob",
+        "Deployment",
+        "Deployment",
+        "PodDisruptionBudget",
+        "Secret",
+    ]
 
 
 @pytest.mark.parametrize(("name", "doc"), documents(), ids=[n for n, _ in documents()])
@@ -102,7 +123,7 @@ def test_the_validator_rejects_a_misspelt_field() -> None:
 
 def test_grace_period_outlasts_the_shutdown_deadline() -> None:
     deadline = float(env(container())[DEADLINE_ENV])
-    grace = only("Deployment")["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    grace = consumer_deployment()["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
     assert grace > deadline + AFTER_DRAIN_S
 
 
@@ -111,7 +132,7 @@ def test_runs_searchsync_with_the_mounted_config_and_secret_from_the_secret() ->
     assert c["args"] == ["searchsync", "run"]
     variables = env(c)
     mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
-    volumes = only("Deployment")["spec"]["template"]["spec"]["volumes"]
+    volumes = consumer_deployment()["spec"]["template"]["spec"]["volumes"]
     (config_volume,) = [v for v in volumes if "configMap" in v]
     configmap = only("ConfigMap")
     assert config_volume["configMap"]["name"] == configmap["metadata"]["name"]
@@ -137,7 +158,7 @@ def test_probes_read_healthz_on_the_metrics_port() -> None:
     readiness = c["readinessProbe"]["httpGet"]
     assert readiness["path"] == "/healthz"
     assert readiness["port"] in ("metrics", port)
-    annotations = only("Deployment")["spec"]["template"]["metadata"]["annotations"]
+    annotations = consumer_deployment()["spec"]["template"]["metadata"]["annotations"]
     assert annotations["prometheus.io/port"] == str(port)
 
 
@@ -152,7 +173,7 @@ def test_liveness_reads_healthz_and_tolerates_not_ready() -> None:
 
 
 def test_pdb_selects_the_deployment_pods() -> None:
-    deployment = only("Deployment")
+    deployment = consumer_deployment()
     pdb = only("PodDisruptionBudget")
     selector = pdb["spec"]["selector"]["matchLabels"]
     assert selector == deployment["spec"]["selector"]["matchLabels"]
@@ -174,3 +195,59 @@ def test_systemd_unit_takes_its_port_from_the_instance_name() -> None:
 def test_systemd_stop_timeout_outlasts_the_shutdown_deadline() -> None:
     deadline = float(unit_environment()[DEADLINE_ENV])
     assert seconds(unit()["Service"]["TimeoutStopSec"]) > deadline + AFTER_DRAIN_S
+
+
+def test_kustomization_applies_every_manifest_but_the_example_secret() -> None:
+    """`kubectl apply -k` must never overwrite the operator's real Secret with the example."""
+    kustomization = yaml.safe_load(KUSTOMIZATION.read_text())
+    assert kustomization["kind"] == "Kustomization"
+    listed = set(kustomization["resources"])
+    present = {p.name for p in K8S.glob("*.yaml")} - {KUSTOMIZATION.name}
+    assert listed == present - {"secret.example.yaml"}
+    assert all(doc["kind"] != "Secret" for n, doc in documents() if n.split(":")[0] in listed)
+
+
+def scheduled_commands() -> list[tuple[str, list[str]]]:
+    """Every searchsync command line a manifest or unit runs on a schedule or as a daemon."""
+    found: list[tuple[str, list[str]]] = []
+    for name, doc in documents():
+        if doc["kind"] == "CronJob":
+            spec = doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+        elif doc["kind"] == "Deployment":
+            spec = doc["spec"]["template"]["spec"]
+        else:
+            continue
+        for c in spec["containers"]:
+            found.append((name, list(c["args"])))
+    for path in sorted((DEPLOY / "systemd").glob("searchsync-*.service")):
+        parser = configparser.ConfigParser(interpolation=None, strict=False)
+        parser.read_string(path.read_text())
+        exec_start = parser["Service"]["ExecStart"].split()
+        found.append((path.name, ["searchsync", *exec_start[1:]]))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("name", "argv"), scheduled_commands(), ids=[n for n, _ in scheduled_commands()]
+)
+def test_every_scheduled_command_parses_with_the_real_cli(name: str, argv: list[str]) -> None:
+    from searchsync.cli import build_parser
+
+    assert argv[0] == "searchsync"
+    args = build_parser().parse_args(argv[1:])
+    assert callable(args.func)
+    if "--older-than" in argv:  # at least the default retention minimum (7d), or it is refused
+        assert seconds(argv[argv.index("--older-than") + 1]) >= 7 * 86_400
+
+
+def test_cleanups_run_one_at_a_time_and_the_repair_daemon_alone() -> None:
+    for name in ("searchsync-tombstones-purge", "searchsync-outbox-prune"):
+        assert only("CronJob", name)["spec"]["concurrencyPolicy"] == "Forbid"
+        timer = DEPLOY / "systemd" / f"{name}.timer"
+        assert (DEPLOY / "systemd" / f"{name}.service").exists()
+        assert "OnCalendar=" in timer.read_text()
+    repair = only("Deployment", "searchsync-repair")
+    assert repair["spec"]["replicas"] == 1
+    assert repair["spec"]["strategy"]["type"] == "Recreate"
+    (c,) = repair["spec"]["template"]["spec"]["containers"]
+    assert c["args"] == ["searchsync", "repair", "--daemon"]

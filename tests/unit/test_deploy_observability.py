@@ -5,7 +5,7 @@ ranges, strings, functions and keywords removed) and every name must be exported
 (`Metrics().registry`), by the rebuild (`RebuildMetrics().registry`), or, for Kafka Connect's
 connector state, by the JMX exporter rule shipped next to the alerts. The rules file is also
 checked against the shape Prometheus loads (groups of rules with alert, expr, for, labels and
-annotations); `promtool` is not available here, so this is the validator.
+annotations); tests/unit/test_alert_rules.py runs `promtool` on them too.
 """
 
 from __future__ import annotations
@@ -73,9 +73,10 @@ def _dashboard_exprs() -> list[str]:
 
 
 def _external() -> set[str]:
-    """Series the JMX exporter rules make out of Kafka Connect's MBeans."""
+    """Series the JMX exporter rules make out of Kafka Connect's MBeans, and Prometheus' own
+    ``up`` of each scrape target."""
     document = yaml.safe_load(JMX_RULES.read_text())
-    return {rule["name"] for rule in document["rules"]}
+    return {rule["name"] for rule in document["rules"]} | {"up"}
 
 
 def _known() -> dict[str, str]:
@@ -158,6 +159,10 @@ def test_the_alert_rules_have_the_shape_prometheus_loads() -> None:
         "SearchsyncSchemaFenced",
         "SearchsyncPartitionsPaused",
         "SearchsyncConnectorNotRunning",
+        "SearchsyncConnectorTaskNotRunning",
+        "SearchsyncConnectorStatusAbsent",
+        "SearchsyncMemberDown",
+        "SearchsyncGroupDead",
         "SearchsyncCommitToSearchableSlow",
     } <= names
 

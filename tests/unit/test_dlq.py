@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import io
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
+import fastavro
+import orjson
 import pytest
 from confluent_kafka import KafkaError
 from hypothesis import given
 from hypothesis import strategies as st
 from kafka_fakes import DLQ_T0, FakeProducer, dead_letter
 from searchsync.dlq.record import (
+    AVRO_V1,
     DLQ_FORMAT,
     DLQ_FORMAT_HEADER,
+    JSON_V1,
     MAX_ERROR_MESSAGE,
     DlqBudget,
     DlqProducer,
@@ -23,6 +29,7 @@ from searchsync.dlq.record import (
     encode,
 )
 from searchsync.errors import DlqBudgetExceeded, PoisonMessage, TransientError
+from searchsync.events import load_avro_schema
 from searchsync.types import Operation
 
 T0 = DLQ_T0
@@ -139,6 +146,55 @@ def test_decode_record_of_garbage_raises_only_poison(value: bytes) -> None:
 def test_trailing_bytes_are_not_a_record() -> None:
     with pytest.raises(PoisonMessage):
         decode_record(encode(dead_letter()) + b"\x00")
+
+
+def _avro_v1(record: DlqRecord) -> bytes:
+    """A dead letter as releases before json-v1 wrote it: schemaless Avro."""
+    buffer = io.BytesIO()
+    fields = {name: getattr(record, name) for name in DlqRecord.__dataclass_fields__}
+    fields["operation"] = record.operation.value if record.operation is not None else None
+    fastavro.schemaless_writer(buffer, load_avro_schema("dlq_record"), fields)
+    return buffer.getvalue()
+
+
+@given(_records)
+def test_records_written_as_avro_v1_are_still_read(record: DlqRecord) -> None:
+    old = _avro_v1(record)
+    assert decode_record(old, AVRO_V1) == record
+    assert decode_record(old, None) == record  # without a header: told apart by the first byte
+    assert decode_record(encode(record), None) == record
+
+
+def test_the_value_is_json_with_the_seed_fields_and_readable_bytes() -> None:
+    record = dead_letter(original_key=b"page_1", payload=b"\xff\x00not json")
+    value = orjson.loads(encode(record))
+    seed_000 = {
+        "event_id", "aggregate_id", "source_revision", "operation", "first_failed_at",
+        "last_failed_at", "attempts", "last_error_code", "last_error_message",
+        "projection_schema_version",
+    }  # fmt: skip
+    assert seed_000 | {"original_topic", "original_partition", "original_offset"} <= set(value)
+    assert value["first_failed_at"].endswith("Z")
+    assert (value["original_key"], value["original_key_encoding"]) == ("page_1", "utf-8")
+    assert value["payload_encoding"] == "base64"
+    assert base64.b64decode(value["payload"]) == b"\xff\x00not json"
+
+
+@given(st.binary(max_size=200), st.sampled_from([JSON_V1, AVRO_V1, None, b"xml-v9"]))
+def test_decoding_garbage_in_any_form_raises_only_poison(value: bytes, form: bytes | None) -> None:
+    try:
+        record = decode_record(value, form)
+    except PoisonMessage as exc:
+        assert exc.code == "BAD_DLQ_RECORD"
+    else:
+        assert isinstance(record, DlqRecord)
+
+
+def test_a_json_record_with_a_wrongly_typed_field_is_poison() -> None:
+    value = orjson.loads(encode(dead_letter()))
+    value["attempts"] = "5"
+    with pytest.raises(PoisonMessage):
+        decode_record(orjson.dumps(value), JSON_V1)
 
 
 # --- budget ------------------------------------------------------------------------------------

@@ -6,8 +6,9 @@ caller (the CLI), so tests pass plain dicts and no module reads settings at impo
 Precedence: dataclass defaults (the local stack), then the TOML file, then environment variables
 named ``SEARCHSYNC_<SECTION>_<KEY>`` (e.g. ``SEARCHSYNC_MYSQL_PASSWORD``). Every bad value raises
 `ConfigError` naming the dotted key, the expected form and what was given; unknown keys are errors
-too, so a typo cannot silently fall back to a default. Environment variables whose name does not
-start with a known section (``SEARCHSYNC_CONFIG`` for instance) are left to the caller.
+too, so a typo cannot silently fall back to a default. A ``SEARCHSYNC_`` variable in no known
+section is refused with the nearest setting's name, except ``SEARCHSYNC_CONFIG`` (the caller's)
+and the tooling's prefixes (`TOOLING_PREFIXES`).
 
 The sections live in `searchsync.config._core` (the consumer's) and `searchsync.config._ops` (the
 operator commands'); `searchsync.config._reader` holds the typed getters they share.
@@ -16,6 +17,7 @@ operator commands'); `searchsync.config._reader` holds the typed getters they sh
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -198,4 +200,30 @@ def _env_sections(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
                     raise ConfigError(variable, f"{ENV_PREFIX}{name.upper()}_<KEY>", variable)
                 sections.setdefault(name, {})[key] = value
                 break
+        else:
+            _refuse_misspelt(variable)
     return sections
+
+
+# SEARCHSYNC_* names that are not settings: the config file's path and the repository's own
+# tooling (the local stack, tests, benchmarks). Every other name must be a setting.
+NOT_SETTINGS: Final = ("CONFIG",)
+TOOLING_PREFIXES: Final = ("APP_", "BENCH_", "DB_", "FAULTS_", "STACK_", "TEST_", "TOPIC")
+
+
+def _refuse_misspelt(variable: str) -> None:
+    """A ``SEARCHSYNC_`` variable in no known section: a `ConfigError` naming the nearest setting
+    when one is close (``SEARCHSYNC_KAFAK_GROUP_ID``); names of the tooling pass."""
+    rest = variable[len(ENV_PREFIX) :]
+    if rest in NOT_SETTINGS or rest.startswith(TOOLING_PREFIXES):
+        return
+    known = [
+        f"{ENV_PREFIX}{name.upper()}_{f.name.upper()}"
+        for name, cls in _SECTIONS.items()
+        for f in dataclasses.fields(cls)
+    ]
+    nearest = difflib.get_close_matches(variable, known, n=1, cutoff=0.6)
+    hint = (
+        f"a known setting such as {nearest[0]}" if nearest else "a known SEARCHSYNC_<SECTION>_<KEY>"
+    )
+    raise ConfigError(variable, f"{hint} (sections: {', '.join(sorted(_SECTIONS))})", variable)

@@ -15,7 +15,7 @@ from searchsync.mysql.pool import IDENTIFIER
 __all__ = ["SYNC_BUCKET_SQL", "admin_execute", "sync_bucket_migration"]
 
 SYNC_BUCKET_SQL: Final = (
-    Path(__file__).resolve().parents[2] / "schemas" / "sql" / "optional" / "sync_bucket.sql"
+    Path(__file__).resolve().parents[3] / "schemas" / "sql" / "optional" / "sync_bucket.sql"
 )
 _TABLE: Final = "wiki_page"
 

@@ -18,7 +18,7 @@ import confluent_kafka
 
 from searchsync.clock import Deadline
 from searchsync.dlq.ledger import ReplayEntry
-from searchsync.dlq.record import DLQ_FORMAT, DLQ_FORMAT_HEADER, DlqRecord, decode_record
+from searchsync.dlq.record import DLQ_FORMAT_HEADER, DlqRecord, decode_record
 from searchsync.errors import ErrorCode, PoisonMessage, TransientError
 from searchsync.kafka.admin import ConfluentKafkaAdmin, KafkaAdmin, Watermarks
 from searchsync.kafka.config import consumer_config
@@ -159,9 +159,7 @@ def decode_message(message: Any) -> DlqRecord:
     headers = dict(message.headers() or [])
     marker = headers.get(DLQ_FORMAT_HEADER)
     where = f"{message.topic()}/{message.partition()}/{message.offset()}"
-    if marker is not None and marker != DLQ_FORMAT:
-        raise PoisonMessage(ErrorCode.BAD_DLQ_RECORD, f"{where}: unsupported DLQ format {marker!r}")
     try:
-        return decode_record(message.value() or b"")
+        return decode_record(message.value() or b"", marker)
     except PoisonMessage as exc:
         raise PoisonMessage(ErrorCode.BAD_DLQ_RECORD, f"{where}: {exc.message}") from exc

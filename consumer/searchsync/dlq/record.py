@@ -1,23 +1,32 @@
-"""Dead letters: the record, its Avro encoding, the error budget and the producer the pipeline uses.
+"""Dead letters: the record, its encoding, the error budget and the producer the pipeline uses.
 
 A dead letter keeps the original message bytes, key and position, so nothing is lost even when the
 input could not be decoded at all, and `searchsync dlq replay` (`searchsync.dlq.replay`) can send it
 through the normal path again. A message counts as finished for the offset ledger only once
 `DlqProducer.send` has resolved, which happens when the broker acknowledged the write
 (docs/design.md, invariants 5 and 10).
+
+On the wire a dead letter is one JSON object with seed 000's fields and the original position,
+readable by any tool (``kcat -C -t searchsync.dlq``); the original key and value are kept byte for
+byte, as text when they are UTF-8 and as base64 otherwise (``*_encoding`` says which). The header
+``searchsync-dlq-format`` names the form: ``json-v1``; ``avro-v1`` (schemaless Avro,
+``schemas/avro/dlq_record.avsc``, written before 0.2) is still read.
 """
 
 from __future__ import annotations
 
+import base64
 import io
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Final
 
 import confluent_kafka
 import fastavro
+import fastavro.validation
+import orjson
 
 from searchsync.config import scrub_credentials
 from searchsync.errors import DlqBudgetExceeded, ErrorCode, PoisonMessage, TransientError
@@ -26,8 +35,10 @@ from searchsync.kafka.producer import AcknowledgedProducer, DeliveryFailed, Prod
 from searchsync.types import Operation, ThinEvent
 
 __all__ = [
+    "AVRO_V1",
     "DLQ_FORMAT",
     "DLQ_FORMAT_HEADER",
+    "JSON_V1",
     "MAX_ERROR_MESSAGE",
     "REPLAYED_FROM_HEADER",
     "DlqBudget",
@@ -38,7 +49,9 @@ __all__ = [
 ]
 
 DLQ_FORMAT_HEADER: Final = "searchsync-dlq-format"
-DLQ_FORMAT: Final = b"avro-v1"
+JSON_V1: Final = b"json-v1"
+AVRO_V1: Final = b"avro-v1"
+DLQ_FORMAT: Final = JSON_V1  # the form `encode` writes
 REPLAYED_FROM_HEADER: Final = "searchsync-replayed-from"
 MAX_ERROR_MESSAGE: Final = 4_096  # keeps a dead letter far below message.max.bytes
 
@@ -114,28 +127,83 @@ class DlqRecord:
         )
 
 
+_FIELDS: Final = tuple(DlqRecord.__dataclass_fields__)
+_BYTES: Final = ("original_key", "payload")
+_STAMPS: Final = ("first_failed_at", "last_failed_at")
+
+
 def encode(record: DlqRecord) -> bytes:
-    """Schemaless Avro binary; the producer marks it with ``searchsync-dlq-format: avro-v1``."""
-    buffer = io.BytesIO()
-    fields = {name: getattr(record, name) for name in DlqRecord.__dataclass_fields__}
+    """The ``json-v1`` value of `record`."""
+    fields: dict[str, Any] = {name: getattr(record, name) for name in _FIELDS}
     fields["operation"] = record.operation.value if record.operation is not None else None
-    fastavro.schemaless_writer(buffer, load_avro_schema("dlq_record"), fields)
-    return buffer.getvalue()
+    for name in _STAMPS:
+        stamp: datetime = fields[name]
+        fields[name] = stamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    for name in _BYTES:
+        fields[name], fields[f"{name}_encoding"] = _text(fields[name])
+    return orjson.dumps(fields)
 
 
-def decode_record(value: bytes) -> DlqRecord:
-    """The inverse of `encode`; raises PoisonMessage("BAD_DLQ_RECORD") on anything else."""
-    buffer = io.BytesIO(value)
+def decode_record(value: bytes, form: bytes | None = DLQ_FORMAT) -> DlqRecord:
+    """The record in `value`, written in `form` (the header's value; None when there is none, and
+    then the first byte tells JSON from Avro). Raises PoisonMessage(BAD_DLQ_RECORD) otherwise."""
+    if form is None:  # no header: a JSON object starts with "{", an Avro record never does
+        form = JSON_V1 if value[:1] == b"{" else AVRO_V1
     try:
-        fields = fastavro.schemaless_reader(buffer, load_avro_schema("dlq_record"), None)
-        if not isinstance(fields, dict) or buffer.tell() != len(value):
-            raise ValueError("trailing bytes or not a record")
-        operation = fields.pop("operation")
-        return DlqRecord(**fields, operation=Operation(operation) if operation else None)
+        if form == JSON_V1:
+            return _from_json(value)
+        if form == AVRO_V1:
+            return _from_avro(value)
     except Exception as exc:  # untrusted bytes: any failure means "not a dead letter of ours"
+        name = form.decode("ascii", "replace")
         raise PoisonMessage(
-            ErrorCode.BAD_DLQ_RECORD, f"not an avro-v1 DLQ record: {exc!r:.200}"
+            ErrorCode.BAD_DLQ_RECORD, f"not a {name} DLQ record: {exc!r:.200}"
         ) from exc
+    raise PoisonMessage(ErrorCode.BAD_DLQ_RECORD, f"unsupported DLQ format {form!r}")
+
+
+def _text(raw: bytes | None) -> tuple[str | None, str | None]:
+    if raw is None:
+        return None, None
+    try:
+        return raw.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        return base64.b64encode(raw).decode("ascii"), "base64"
+
+
+def _raw(text: object, encoding: object) -> bytes | None:
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise ValueError(f"expected a string, got {type(text).__name__}")
+    if encoding == "utf-8":
+        return text.encode("utf-8")
+    if encoding == "base64":
+        return base64.b64decode(text, validate=True)
+    raise ValueError(f"unknown encoding {encoding!r}")
+
+
+def _from_json(value: bytes) -> DlqRecord:
+    fields = orjson.loads(value)
+    if not isinstance(fields, dict):
+        raise ValueError("not a JSON object")
+    for name in _BYTES:
+        fields[name] = _raw(fields.get(name), fields.pop(f"{name}_encoding", None))
+    for name in _STAMPS:
+        fields[name] = datetime.fromisoformat(fields[name])
+    # the Avro schema holds the same fields: it checks every type in one call
+    fastavro.validation.validate(fields, load_avro_schema("dlq_record"), raise_errors=True)
+    operation = fields.pop("operation")
+    return DlqRecord(**fields, operation=Operation(operation) if operation else None)
+
+
+def _from_avro(value: bytes) -> DlqRecord:
+    buffer = io.BytesIO(value)
+    fields = fastavro.schemaless_reader(buffer, load_avro_schema("dlq_record"), None)
+    if not isinstance(fields, dict) or buffer.tell() != len(value):
+        raise ValueError("trailing bytes or not a record")
+    operation = fields.pop("operation")
+    return DlqRecord(**fields, operation=Operation(operation) if operation else None)
 
 
 class DlqBudget:

@@ -1,12 +1,7 @@
 """A tiny HTTP server for ``GET /metrics`` and ``GET /healthz`` on the consumer's event loop.
 
-Why not prometheus-client's own server: it runs a thread with its own view of readiness, and
-searchsync needs /healthz to answer from the pipeline's state. ``asyncio.start_server`` is enough
-for two read-only endpoints and adds no dependency.
-
-The server speaks just enough HTTP/1.x: one request per connection (``Connection: close``),
-request line and headers bounded in size and in time, no request body. Anything it cannot parse
-gets a 400 and the connection is closed; a client that misbehaves never reaches the pipeline.
+Just enough HTTP/1.x: one request per connection (``Connection: close``), request line and
+headers bounded in size and time, no body. Anything unparsable gets a 400 and a close.
 """
 
 from __future__ import annotations

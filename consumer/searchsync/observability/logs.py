@@ -1,12 +1,9 @@
 """Structured logs: one JSON object per line, and the one-line-per-event-outcome record.
 
-`configure_logging` is called once by the CLI; library modules only ever do
-``logging.getLogger(__name__)`` and pass facts as ``extra=``. Every ``extra`` field becomes a
-top-level JSON key, so a log pipeline can filter on ``event_id`` or ``error_code`` without
-parsing messages. Values under keys that look like credentials are masked at any depth, so a
-careless ``extra={"config": ...}`` cannot leak a password; and each finished line has the
-password of every ``scheme://user:password@`` and every configured secret value masked
-(`searchsync.config.scrub_credentials`, `scrub_known`), exception text included.
+`configure_logging` is called once by the CLI; library modules log facts as ``extra=``, and
+every extra field becomes a top-level JSON key. Values under credential-like keys are masked at
+any depth, and each finished line (exception text included) has URL passwords and configured
+secret values masked (`searchsync.config.scrub_credentials`, `scrub_known`).
 """
 
 from __future__ import annotations
@@ -94,11 +91,9 @@ def _fallback(value: Any) -> Any:
 def configure_logging(
     level: str, stream: TextIO | None = None, *, secrets: tuple[str, ...] = ()
 ) -> logging.Handler:
-    """Send every log record at `level` or above to `stream` (stderr) as JSON lines, with
-    `secrets` masked.
+    """Send records at `level` or above to `stream` (stderr) as JSON lines, `secrets` masked.
 
-    Replaces the root logger's handlers (calling it twice does not duplicate lines) and returns
-    the installed handler.
+    Replaces the root logger's handlers (idempotent) and returns the installed one.
     """
     numeric = logging.getLevelName(level.upper())
     if not isinstance(numeric, int):
@@ -132,13 +127,8 @@ def log_event_outcome(
     partition: int,
     offset: int,
 ) -> None:
-    """Log how one event finished as one line, with the contract's field names.
-
-    The fields: docs/design.md, "Dead letters and the event log line".
-
-    Successes log at DEBUG (at INFO the pipeline logs one summary line per batch instead,
-    docs/consumer.md "Logs"), anything with an `error_code` at WARNING. `operation` may be an
-    `Operation` (a str enum): it is logged as its plain value.
+    """Log how one event finished as one line (docs/design.md, "Dead letters and the event log
+    line"): at DEBUG on success, at WARNING with an `error_code`; `operation` as its plain value.
     """
     fields: dict[str, Any] = {
         "event_id": event_id,

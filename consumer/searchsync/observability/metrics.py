@@ -1,26 +1,23 @@
-"""Every metric searchsync exports, named in one place (docs/design.md, Metrics).
+"""The live pipeline's metrics (docs/design.md, Metrics); their names are in `names.py`.
 
-`Metrics` owns a prometheus-client registry: a new private one unless the caller passes one, so
-two consumers (or two tests) in one process never share or clash over the global registry, and
-importing this module registers nothing. The pipeline calls plain methods (`observe_bulk`,
-`event_outcome`, `set_lag`, ...) and never touches a prometheus object, so the names, labels and
-label values live here only.
-
-Counters are exported with prometheus-client's ``_total`` suffix. The ``*_rate`` and
-``es_write_latency_p*`` gauges are computed in-process over the last N bulk items / requests
-(`RollingKinds`, `RollingQuantiles`) for dashboards that have no PromQL; they are evaluated when
-scraped and read NaN while their window is empty (no data is not the same as a 0 % error rate).
+`Metrics` owns its prometheus-client registry (a private one unless given), so importing this
+module registers nothing and two consumers in one process never clash. Callers use its methods
+only, never a prometheus object. Counters get prometheus-client's ``_total``
+suffix. The ``*_rate`` and ``es_write_latency_p*`` gauges cover the last N bulk items / requests
+and read NaN while their window is empty.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import TYPE_CHECKING, Any, Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
 
 from searchsync.errors import ErrorCode
+from searchsync.observability.names import EVENT_RESULTS, ITEM_KINDS, METRIC_NAMES, item_kind
 from searchsync.observability.rolling import DEFAULT_WINDOW, RollingKinds, RollingQuantiles
 
 if TYPE_CHECKING:
@@ -38,15 +35,7 @@ __all__ = [
 ]
 
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
-"""What /metrics answers with: `generate_latest` writes the classic 0.0.4 text format (names
-are plain ASCII here), which every Prometheus version scrapes."""
-
-ITEM_KINDS: Final = ("success", "429", "5xx", "mapping_error", "version_conflict", "other")
-"""What one bulk item can be, for `Metrics.observe_item`."""
-
-EVENT_RESULTS: Final = ("applied", "already_applied", "superseded", "dead_lettered")
-"""How an event can finish (docs/design.md, invariant 5), for `Metrics.event_outcome`."""
-
+"""What /metrics answers with: the 0.0.4 text format `generate_latest` writes."""
 
 # Latency buckets (seconds): a bulk takes milliseconds to tens of seconds; commit-to-searchable
 # spans from sub-second (healthy) to hours (a replayed DLQ).
@@ -67,52 +56,9 @@ _VISIBLE_BUCKETS: Final = (
     21_600.0,
 )
 
-METRIC_NAMES: Final = (
-    # counters (exported with a _total suffix)
-    "searchsync_events_consumed",
-    "searchsync_event_outcomes",
-    "outbox_retry",
-    "outbox_dead",
-    "es_bulk_item_success",
-    "es_bulk_item_429",
-    "es_mapping_error",
-    "es_version_conflict",
-    "es_bulk_item_5xx",
-    "es_tombstone_written",
-    "searchsync_revision_regression",
-    "searchsync_poison_messages",
-    "searchsync_commits",
-    "searchsync_connector_task_restarts",
-    # histograms
-    "es_write_latency_seconds",
-    "searchsync_commit_to_searchable_seconds",
-    # gauges
-    "outbox_pending_count",
-    "outbox_processing_count",
-    "outbox_oldest_pending_age_seconds",
-    "searchsync_consumer_lag",
-    "searchsync_partitions_assigned",
-    "searchsync_partitions_paused",
-    "searchsync_schema_fenced",
-    "alias_current_physical_index",
-    "projection_revision_lag",
-    "es_version_conflict_rate",
-    "es_bulk_item_success_rate",
-    "es_bulk_item_429_rate",
-    "es_mapping_error_rate",
-    "es_write_latency_p50",
-    "es_write_latency_p95",
-    "es_write_latency_p99",
-)
-"""Every metric family `Metrics` registers (before prometheus-client's suffixes)."""
-
 
 class Metrics:
-    """The pipeline's metrics, registered on one registry; methods are the only way in.
-
-    Also implements `searchsync.search.sink.SinkObserver` (`bulk_done`, `outcome`), so a `Sink`
-    can report bulk latency and per-item results directly.
-    """
+    """The pipeline's metrics on one registry; also a `SinkObserver` (`bulk_done`, `outcome`)."""
 
     def __init__(
         self,
@@ -123,66 +69,48 @@ class Metrics:
     ) -> None:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         r = self.registry
+        counter = functools.partial(Counter, registry=r)
+        gauge_ = functools.partial(Gauge, registry=r)
         self.items = RollingKinds(item_window)
         self.latencies = RollingQuantiles(latency_window)
-        # labelled children of the hot-path metrics, looked up once (labels() costs a lock and
-        # a tuple of label values each call)
+        # hot-path labelled children, looked up once (labels() takes a lock each call)
         self._children: dict[tuple[str, ...], Any] = {}
         self._item_kinds: dict[tuple[str, ErrorCode | None], str] = {}
 
-        self._consumed = Counter(
-            "searchsync_events_consumed", "Kafka messages taken in", ["topic"], registry=r
-        )
-        self._outcomes = Counter(
+        self._consumed = counter("searchsync_events_consumed", "Kafka messages taken in", ["topic"])
+        self._outcomes = counter(
             "searchsync_event_outcomes",
             "Events finished, by how they finished",
             ["aggregate_type", "result"],
-            registry=r,
         )
-        self._retry = Counter(
-            "outbox_retry",
-            "Events scheduled for another attempt",
-            ["aggregate_type", "code"],
-            registry=r,
+        self._retry = counter(
+            "outbox_retry", "Events scheduled for another attempt", ["aggregate_type", "code"]
         )
-        self._dead = Counter(
-            "outbox_dead", "Events written to the DLQ", ["aggregate_type", "code"], registry=r
-        )
+        self._dead = counter("outbox_dead", "Events written to the DLQ", ["aggregate_type", "code"])
         self._item_counters = {
-            "success": Counter("es_bulk_item_success", "Bulk items written (2xx)", registry=r),
-            "429": Counter("es_bulk_item_429", "Bulk items refused with 429", registry=r),
-            "mapping_error": Counter(
-                "es_mapping_error", "Bulk items refused by the mapping", registry=r
+            "success": counter("es_bulk_item_success", "Bulk items written (2xx)"),
+            "429": counter("es_bulk_item_429", "Bulk items refused with 429"),
+            "mapping_error": counter("es_mapping_error", "Bulk items refused by the mapping"),
+            "version_conflict": counter(
+                "es_version_conflict", "Bulk items answered 409 (external version)"
             ),
-            "version_conflict": Counter(
-                "es_version_conflict", "Bulk items answered 409 (external version)", registry=r
-            ),
-            "5xx": Counter("es_bulk_item_5xx", "Bulk items failed with 5xx", registry=r),
+            "5xx": counter("es_bulk_item_5xx", "Bulk items failed with 5xx"),
         }
-        self._tombstones = Counter(
-            "es_tombstone_written", "Tombstone documents written", registry=r
-        )
-        self._regressions = Counter(
+        self._tombstones = counter("es_tombstone_written", "Tombstone documents written")
+        self._regressions = counter(
             "searchsync_revision_regression",
             "Elasticsearch held a newer revision than the truth",
             ["aggregate_type"],
-            registry=r,
         )
-        self._poison = Counter(
-            "searchsync_poison_messages",
-            "Messages that can never succeed as they are",
-            ["code"],
-            registry=r,
+        self._poison = counter(
+            "searchsync_poison_messages", "Messages that can never succeed as they are", ["code"]
         )
-        self._commits = Counter(
-            "searchsync_commits", "Kafka offset commits", ["result"], registry=r
-        )
+        self._commits = counter("searchsync_commits", "Kafka offset commits", ["result"])
         for result in ("ok", "failed"):
             self._commits.labels(result=result)
-        self._task_restarts = Counter(
+        self._task_restarts = counter(
             "searchsync_connector_task_restarts",
             "FAILED Kafka Connect tasks the connector watch restarted",
-            registry=r,
         )
 
         self._bulk_latency = Histogram(
@@ -195,40 +123,34 @@ class Metrics:
             registry=r,
         )
 
-        self._pending = Gauge(
-            "outbox_pending_count", "Unfinished events held by the consumer", registry=r
+        self._pending = gauge_("outbox_pending_count", "Unfinished events held by the consumer")
+        self._processing = gauge_("outbox_processing_count", "Keys in flight")
+        self._oldest = gauge_(
+            "outbox_oldest_pending_age_seconds", "Age of the oldest unfinished event"
         )
-        self._processing = Gauge("outbox_processing_count", "Keys in flight", registry=r)
-        self._oldest = Gauge(
-            "outbox_oldest_pending_age_seconds", "Age of the oldest unfinished event", registry=r
-        )
-        self._lag = Gauge(
+        self._lag = gauge_(
             "searchsync_consumer_lag",
             "High watermark minus committed offset",
             ["topic", "partition"],
-            registry=r,
         )
-        self._assigned = Gauge(
-            "searchsync_partitions_assigned", "Partitions assigned to this consumer", registry=r
+        self._assigned = gauge_(
+            "searchsync_partitions_assigned", "Partitions assigned to this consumer"
         )
-        self._paused = Gauge("searchsync_partitions_paused", "Partitions paused", registry=r)
-        self._fenced = Gauge(
+        self._paused = gauge_("searchsync_partitions_paused", "Partitions paused")
+        self._fenced = gauge_(
             "searchsync_schema_fenced",
             "1 while writes to the alias are fenced: its write index holds another schema version",
             ["alias"],
-            registry=r,
         )
-        self._physical = Gauge(
+        self._physical = gauge_(
             "alias_current_physical_index",
             "N of the physical index <alias>_v<N> the alias writes to (as last read)",
             ["alias"],
-            registry=r,
         )
-        self._revision_lag = Gauge(
+        self._revision_lag = gauge_(
             "projection_revision_lag",
             "Newest announced revision minus indexed revision (last observed)",
             ["aggregate_type"],
-            registry=r,
         )
 
         rates = (
@@ -363,22 +285,3 @@ class Metrics:
     def render(self) -> bytes:
         """The text exposition format of every metric (what GET /metrics returns)."""
         return generate_latest(self.registry)
-
-
-def item_kind(outcome_kind: str, code: ErrorCode | None) -> str:
-    """Map a sink `OutcomeKind` value and error code to one of `ITEM_KINDS`.
-
-    ALREADY_APPLIED and AHEAD come from 409s; FAILED is split by its code.
-    """
-    if outcome_kind == "APPLIED":
-        return "success"
-    if outcome_kind in ("ALREADY_APPLIED", "AHEAD") or code is ErrorCode.ES_409:
-        return "version_conflict"
-    return "other" if code is None else _ITEM_KIND_OF_CODE.get(code, "other")
-
-
-_ITEM_KIND_OF_CODE: Final = {
-    ErrorCode.ES_429: "429",
-    ErrorCode.ES_5XX: "5xx",
-    ErrorCode.MAPPING_ERROR: "mapping_error",
-}

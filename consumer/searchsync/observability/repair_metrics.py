@@ -1,9 +1,7 @@
-"""The metrics of the repair job (`searchsync repair`), named as the contract names them.
+"""The metrics of `searchsync repair` (docs/design.md "Repair"), on its own registry.
 
-The five ``projection_*_count`` gauges hold the confirmed findings of the last rotation per
-aggregate type (the deleted-flag kind is reported as ``projection_deleted_flag_count``), plus
-buckets scanned (with and without a content check), rotation time and the oldest bucket age
-(docs/design.md, "Repair"). A repair process has its own registry.
+The ``projection_*_count`` gauges hold the confirmed findings of the last rotation per aggregate
+type.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ too, so a typo cannot silently fall back to a default. A ``SEARCHSYNC_`` variabl
 section is refused with the nearest setting's name, except ``SEARCHSYNC_CONFIG`` (the caller's)
 and the tooling's prefixes (`TOOLING_PREFIXES`).
 
-The sections live in `searchsync.config._core` (the consumer's) and `searchsync.config._ops` (the
-operator commands'); `searchsync.config._reader` holds the typed getters they share.
+The sections live in `_kafka` and `_core` (the consumer's) and `_ops` (the operator commands');
+`_reader` holds the typed getters they share.
 """
 
 from __future__ import annotations
@@ -28,18 +28,17 @@ from typing import Final
 from searchsync import naming
 from searchsync.config._core import (
     ElasticsearchSettings,
-    KafkaSettings,
     MysqlSettings,
     ObservabilitySettings,
     PipelineSettings,
     ProjectionSettings,
     _elasticsearch,
-    _kafka,
     _mysql,
     _observability,
     _pipeline,
     _projection,
 )
+from searchsync.config._kafka import KafkaSettings, _kafka
 from searchsync.config._ops import (
     ConnectSettings,
     RebuildSettings,

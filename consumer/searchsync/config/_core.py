@@ -1,93 +1,24 @@
-"""The consumer's own sections: Kafka, MySQL, Elasticsearch, the pipeline, observability and
-the projector modules."""
+"""The consumer's own sections besides [kafka] (`_kafka`): MySQL, Elasticsearch, the pipeline,
+observability and the projector modules."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 from searchsync.config._reader import (
     _DATABASE,
-    _GROUP,
     _HOST,
     _INDEX_PREFIX,
     _LOG_LEVELS,
     _PROJECTION_ENTRY,
-    _TOPIC,
     PROJECTION_ENTRY_FORM,
-    LibrdkafkaValue,
-    _empty_mapping,
-    _is_host_port,
     _is_http_url,
-    _is_topic,
+    _refuse_unless,
     _Section,
 )
-from searchsync.config._secrets import MASK, SENSITIVE_KEY, Secret
+from searchsync.config._secrets import MASK, Secret
 from searchsync.errors import ConfigError
-
-
-@dataclass(frozen=True, slots=True)
-class KafkaSettings:
-    """Where to read events and where dead letters go.
-
-    Exactly one of `topics` and `topic_regex` is used: setting `topic_regex` empties `topics`.
-    `dlq_topic` defaults to ``<group_id>.dlq`` when loaded.
-    """
-
-    bootstrap_servers: str = "127.0.0.1:9092"
-    group_id: str = "searchsync"
-    topics: tuple[str, ...] = ("outbox.event.wiki_page",)
-    topic_regex: str | None = None
-    dlq_topic: str = "searchsync.dlq"
-    # How long the group waits for a silent member (kill -9, a lost host) before its partitions
-    # move: the floor of recovery after a crash (bench/recovery_bench.py). Kafka's 45 s default
-    # would miss the 30 s recovery target on its own; 10 s (Kafka's pre-3.0 default) is >= the
-    # broker's group.min.session.timeout.ms (6 s) and 3 x librdkafka's 3 s heartbeat, which its
-    # own thread sends, so a busy event loop does not delay it.
-    session_timeout_ms: int = 10_000
-    max_poll_interval_ms: int = 300_000
-    poll_timeout_s: float = 0.1
-    poll_batch_size: int = 500
-    auto_offset_reset: str = "earliest"
-    extra: Mapping[str, LibrdkafkaValue | Secret] = field(default_factory=_empty_mapping)
-    security_protocol: str = "plaintext"
-    sasl_mechanism: str | None = None
-    sasl_username: str | None = None
-    sasl_password: Secret | None = None
-    ssl_ca_location: str | None = None
-    ssl_certificate_location: str | None = None
-    ssl_key_location: str | None = None
-    ssl_key_password: Secret | None = None
-
-    @property
-    def subscription(self) -> list[str]:
-        """What to pass to ``Consumer.subscribe``: librdkafka treats a leading ``^`` as a regex."""
-        return [self.topic_regex] if self.topic_regex is not None else list(self.topics)
-
-    def client_config(self) -> dict[str, LibrdkafkaValue]:
-        """Settings common to every client (the group member, the DLQ producer, the admin, the
-        DLQ readers): the bootstrap servers, TLS and SASL, plus `extra`, secrets revealed.
-        Never log the result: print `Settings.redacted()` instead."""
-        config: dict[str, LibrdkafkaValue] = {
-            k: v.reveal() if isinstance(v, Secret) else v for k, v in self.extra.items()
-        }
-        config["bootstrap.servers"] = self.bootstrap_servers
-        config["security.protocol"] = self.security_protocol
-        optional: dict[str, str | Secret | None] = {
-            "sasl.mechanism": self.sasl_mechanism,
-            "sasl.username": self.sasl_username,
-            "sasl.password": self.sasl_password,
-            "ssl.ca.location": self.ssl_ca_location,
-            "ssl.certificate.location": self.ssl_certificate_location,
-            "ssl.key.location": self.ssl_key_location,
-            "ssl.key.password": self.ssl_key_password,
-        }
-        for name, value in optional.items():
-            if value is not None:
-                config[name] = value.reveal() if isinstance(value, Secret) else value
-        return config
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,105 +94,6 @@ class ProjectionSettings:
     """
 
     modules: tuple[str, ...] = ("searchsync.projection.wiki_page",)
-
-
-def _kafka(r: _Section) -> KafkaSettings:
-    servers = r.string(
-        "bootstrap_servers", form="comma-separated host:port pairs, e.g. '127.0.0.1:9092'"
-    )
-    if not all(_is_host_port(item.strip()) for item in servers.split(",")):
-        raise ConfigError(r.key("bootstrap_servers"), "comma-separated host:port pairs", servers)
-    group_id = r.string("group_id", _GROUP, "1..200 of [A-Za-z0-9._-]")
-    topic_regex = r.optional_string("topic_regex")
-    if topic_regex is not None:
-        if r.given("topics"):
-            raise ConfigError(r.key("topics"), "topics or topic_regex, not both", "both")
-        if not topic_regex.startswith("^"):
-            raise ConfigError(r.key("topic_regex"), "a regex starting with '^'", topic_regex)
-        try:
-            re.compile(topic_regex)
-        except re.error as exc:
-            raise ConfigError(r.key("topic_regex"), f"a valid regex ({exc})", topic_regex) from None
-        topics: tuple[str, ...] = ()
-    else:
-        topics = r.string_list("topics", _is_topic, "Kafka topic names")
-    dlq_topic = (
-        r.string("dlq_topic", _TOPIC, "a Kafka topic name")
-        if r.given("dlq_topic")
-        else f"{group_id}.dlq"
-    )
-    if not _is_topic(dlq_topic):  # '.' and '..' fit the pattern but are not topic names
-        raise ConfigError(r.key("dlq_topic"), "a Kafka topic name", dlq_topic)
-    if dlq_topic in topics or (topic_regex is not None and re.match(topic_regex, dlq_topic)):
-        raise ConfigError(
-            r.key("dlq_topic"), "a topic the consumer does not read itself", dlq_topic
-        )
-    session = r.integer("session_timeout_ms", 1_000, 3_600_000)
-    max_poll = r.integer("max_poll_interval_ms", 1_000, 86_400_000)
-    if max_poll < session:
-        raise ConfigError(
-            r.key("max_poll_interval_ms"), f">= kafka.session_timeout_ms ({session})", max_poll
-        )
-    return KafkaSettings(
-        bootstrap_servers=",".join(item.strip() for item in servers.split(",")),
-        group_id=group_id,
-        topics=topics,
-        topic_regex=topic_regex,
-        dlq_topic=dlq_topic,
-        session_timeout_ms=session,
-        max_poll_interval_ms=max_poll,
-        poll_timeout_s=r.number("poll_timeout_s", 0.0, 60.0, lo_open=True),
-        poll_batch_size=r.integer("poll_batch_size", 1, 100_000),
-        auto_offset_reset=r.choice("auto_offset_reset", ("earliest", "latest")),
-        extra=r.librdkafka("extra"),
-        **_kafka_security(r),
-    )
-
-
-_KAFKA_PROTOCOLS: Final = ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
-_SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-
-
-def _kafka_security(r: _Section) -> dict[str, Any]:
-    """security_protocol, SASL and TLS: each setting only where its protocol uses it."""
-    protocol = r.choice("security_protocol", _KAFKA_PROTOCOLS, lower=True)
-    sasl = protocol.startswith("sasl_")
-    tls = protocol in ("ssl", "sasl_ssl")
-    out: dict[str, Any] = {"security_protocol": protocol}
-    if sasl:
-        out["sasl_mechanism"] = r.choice("sasl_mechanism", _SASL_MECHANISMS, upper=True)
-        out["sasl_username"] = r.string("sasl_username")
-        password = r.optional_secret("sasl_password")
-        if password is None:
-            raise ConfigError(r.key("sasl_password"), f"a password ({protocol})", None)
-        out["sasl_password"] = password
-    else:
-        _refuse_unless(r, ("sasl_mechanism", "sasl_username", "sasl_password"), "sasl_*")
-    names = ("ssl_ca_location", "ssl_certificate_location", "ssl_key_location")
-    if tls:
-        for name in names:
-            out[name] = r.optional_file(name)
-        out["ssl_key_password"] = r.optional_secret("ssl_key_password")
-        if (out["ssl_certificate_location"] is None) != (out["ssl_key_location"] is None):
-            raise ConfigError(
-                r.key("ssl_key_location"), "both or neither of ssl_certificate/key_location", None
-            )
-        if out["ssl_key_password"] is not None and out["ssl_key_location"] is None:
-            raise ConfigError(r.key("ssl_key_password"), "set with kafka.ssl_key_location", None)
-    else:
-        _refuse_unless(r, (*names, "ssl_key_password"), "ssl or sasl_ssl")
-    return out
-
-
-def _refuse_unless(
-    r: _Section, keys: tuple[str, ...], modes: str, *, section: str = "kafka.security_protocol"
-) -> None:
-    """A setting the chosen protocol or mode would ignore is an error, not a silent no-op."""
-    for key in keys:
-        value, _ = r._raw(key)
-        if value is not None and value != "":
-            shown = MASK if SENSITIVE_KEY.search(key) else value
-            raise ConfigError(r.key(key), f"set only with {section} {modes}", shown)
 
 
 _MYSQL_SSL_MODES: Final = ("disabled", "verify_ca", "verify_identity")

@@ -3,21 +3,21 @@ Connect."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 
 from searchsync.config._reader import (
-    _CONNECTOR,
-    _FIELD,
-    _duration,
     _is_http_url,
     _is_topic,
-    _required_duration,
     _Section,
 )
 from searchsync.config._secrets import scrub_credentials
-from searchsync.duration import format_duration
+from searchsync.duration import DURATION_FORM, format_duration, parse_duration
 from searchsync.errors import ConfigError
+
+_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,127}")
+_CONNECTOR = re.compile(r"[A-Za-z0-9._-]{1,249}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,3 +272,26 @@ def _repair(r: _Section) -> RepairSettings:
         append_batch=r.integer("append_batch", 1, 1_000_000),
         metrics_port=r.integer("metrics_port", 0, 65_535),
     )
+
+
+def _duration(r: _Section, key: str, *, optional: bool = False) -> timedelta | None:
+    value, _ = r._raw(key)
+    if value is None and optional:
+        return None
+    if isinstance(value, timedelta):
+        return value
+    if not isinstance(value, str):
+        raise ConfigError(r.key(key), DURATION_FORM, value)
+    try:
+        parsed = parse_duration(value)
+    except ValueError:
+        raise ConfigError(r.key(key), DURATION_FORM, value) from None
+    if parsed <= timedelta(0):
+        raise ConfigError(r.key(key), f"{DURATION_FORM}, above zero", value)
+    return parsed
+
+
+def _required_duration(r: _Section, key: str) -> timedelta:
+    value = _duration(r, key)
+    assert value is not None  # only optional keys give None
+    return value

@@ -1,7 +1,5 @@
-"""Reading one settings section: typed getters that name the key and the expected form.
-
-Every getter of `_Section` raises `ConfigError` with the dotted key (``kafka.group_id``), the
-expected form and what was given. `Secret` keeps a password out of logs and reprs."""
+"""Reading one settings section: typed getters that raise `ConfigError` with the dotted key
+(``kafka.group_id``), the expected form and what was given."""
 
 from __future__ import annotations
 
@@ -18,7 +16,7 @@ from urllib.parse import urlsplit
 
 from searchsync import naming
 from searchsync.config._secrets import MASK, SENSITIVE_KEY, Secret, scrub_credentials
-from searchsync.duration import DURATION_FORM, format_duration, parse_duration
+from searchsync.duration import format_duration
 from searchsync.errors import ConfigError
 
 LibrdkafkaValue = str | int | float | bool
@@ -81,10 +79,7 @@ def _plain(value: object) -> object:
 
 
 class _Section:
-    """Reads one section's raw values (TOML typed, env as strings) into checked Python values.
-
-    Defaults come from the section's dataclass, so they are written down exactly once.
-    """
+    """Reads one section's raw values (TOML typed, env as strings); defaults from its dataclass."""
 
     def __init__(
         self, name: str, cls: type, toml: Mapping[str, object], env: Mapping[str, str]
@@ -279,32 +274,12 @@ def _is_http_url(item: str) -> bool:
     )
 
 
-_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,127}")
-
-
-def _duration(r: _Section, key: str, *, optional: bool = False) -> timedelta | None:
-    value, _ = r._raw(key)
-    if value is None and optional:
-        return None
-    if isinstance(value, timedelta):
-        return value
-    if not isinstance(value, str):
-        raise ConfigError(r.key(key), DURATION_FORM, value)
-    try:
-        parsed = parse_duration(value)
-    except ValueError:
-        raise ConfigError(r.key(key), DURATION_FORM, value) from None
-    if parsed <= timedelta(0):
-        raise ConfigError(r.key(key), f"{DURATION_FORM}, above zero", value)
-    return parsed
-
-
-def _required_duration(r: _Section, key: str) -> timedelta:
-    value = _duration(r, key)
-    assert value is not None  # only optional keys give None
-    return value
-
-
-# -- [connect]: Kafka Connect's REST API (the Debezium connector's state) -------------------------
-
-_CONNECTOR = re.compile(r"[A-Za-z0-9._-]{1,249}")
+def _refuse_unless(
+    r: _Section, keys: tuple[str, ...], modes: str, *, section: str = "kafka.security_protocol"
+) -> None:
+    """A setting the chosen protocol or mode would ignore is an error, not a silent no-op."""
+    for key in keys:
+        value, _ = r._raw(key)
+        if value is not None and value != "":
+            shown = MASK if SENSITIVE_KEY.search(key) else value
+            raise ConfigError(r.key(key), f"set only with {section} {modes}", shown)

@@ -1,20 +1,11 @@
 """A load generator: real application traffic through `PageWriter`, for demos and fault tests.
 
-It creates `pages` pages, then runs `updates` operations from `concurrency` concurrent writers.
-The plan (which operation on which page, with which content) is a pure function of the seed;
-the interleaving is whatever MariaDB and the event loop make of it, and so is the outcome of an
-operation that meets a state it does not apply to (restoring a live page): such an operation is
-counted as skipped, never forced.
-
-Deadlocks and lock wait timeouts are real MariaDB behaviour under contention; the writer rolled
-the transaction back, so the operation is retried (at most `max_attempts` times). A lost
-connection is not retried: the commit may or may not have happened, and a load generator that
-guessed would break the counts it reports.
-
-Because every change raises a page's revision by exactly one and a re-created id continues
-above its floor, a page's final revision equals the number of changes ever made to it; with
-fresh ids, ``sum(report.final_revisions.values()) == report.changes``, which tests and the demo
-can check along with one outbox row per change.
+It creates `pages` pages, then runs `updates` operations from `concurrency` writers. The plan is a
+pure function of the seed; an operation that meets a state it does not apply to (restoring a live
+page) is counted as skipped, never forced. Deadlocks and lock wait timeouts are retried (at most
+`max_attempts` times); a lost connection is not, since the commit may have happened. Every change
+raises a page's revision by one, so with fresh ids
+``sum(report.final_revisions.values()) == report.changes`` (one outbox row per change).
 """
 
 from __future__ import annotations
@@ -41,29 +32,13 @@ __all__ = ["LoadgenReport", "OpKind", "PlannedOp", "page_ids", "plan_operations"
 
 _RETRYABLE: Final = frozenset({ErrorCode.MYSQL_DEADLOCK, ErrorCode.MYSQL_LOCK_TIMEOUT})
 _CHARACTERS: Final = (
-    ("character_qixia", "齐夏"),
-    ("character_lin", "林檎"),
-    ("character_tiankai", "天开"),
-    ("character_zhang", "张山"),
-    ("character_yun", "云瑶"),
-    ("character_chen", "陈俊南"),
+    *(("character_qixia", "齐夏"), ("character_lin", "林檎"), ("character_tiankai", "天开")),
+    *(("character_zhang", "张山"), ("character_yun", "云瑶"), ("character_chen", "陈俊南")),
 )
 _PLACES: Final = (("place_zhongyan", "终焉之地"), ("place_library", "图书馆"))
 _WORDS: Final = (
-    "终焉之地",
-    "游戏",
-    "规则",
-    "参与者",
-    "生肖",
-    "记忆",
-    "回响",
-    "道",
-    "the",
-    "game",
-    "rule",
-    "memory",
-    "echo",
-    "city",
+    *("终焉之地", "游戏", "规则", "参与者", "生肖", "记忆", "回响", "道"),
+    *("the", "game", "rule", "memory", "echo", "city"),
 )
 
 
@@ -87,9 +62,8 @@ class PlannedOp:
 
 @dataclass(slots=True)
 class LoadgenReport:
-    """What happened. `final_revisions` holds every page's last revision (a hard-deleted page:
-    its delete's revision, which is its tombstone's); `final_deleted` whether the page ended
-    soft- or hard-deleted; `hard_deleted_ids` the pages that ended hard-deleted."""
+    """What happened. `final_revisions`: every page's last revision (a hard-deleted page's is its
+    tombstone's); `final_deleted`: whether it ended deleted; `hard_deleted_ids`: hard-deleted."""
 
     pages: int
     planned: int
@@ -108,14 +82,8 @@ class LoadgenReport:
     @property
     def changes(self) -> int:
         """Committed changes, which is also the number of outbox rows written."""
-        return (
-            self.created
-            + self.updated
-            + self.soft_deleted
-            + self.restored
-            + self.hard_deleted
-            + self.recreated
-        )
+        done = (self.created, self.updated, self.soft_deleted, self.restored, self.hard_deleted)
+        return sum(done) + self.recreated
 
 
 def page_ids(id_prefix: str, pages: int) -> list[str]:
@@ -124,12 +92,7 @@ def page_ids(id_prefix: str, pages: int) -> list[str]:
 
 
 def plan_operations(
-    *,
-    ids: list[str],
-    updates: int,
-    delete_ratio: float,
-    hard_delete_ratio: float,
-    seed: int,
+    *, ids: list[str], updates: int, delete_ratio: float, hard_delete_ratio: float, seed: int
 ) -> list[PlannedOp]:
     """The operations for `seed`: soft delete and restore each with probability `delete_ratio`,
     hard delete with `hard_delete_ratio`, update otherwise (pure; no I/O)."""
@@ -172,11 +135,8 @@ async def run_loadgen(
     hard_delete_ratio: float = 0.0,
     max_attempts: int = 5,
 ) -> LoadgenReport:
-    """Create `pages` pages, run `updates` planned operations, and report (module docstring).
-
-    `progress(done, total)` is called after every operation, creates included. The ids must be
-    fresh: a create of an existing id raises `PageExists`.
-    """
+    """Create `pages` fresh pages (an existing id raises `PageExists`), run `updates` planned
+    operations and report; `progress(done, total)` is called after every operation."""
     _validate(pages, updates, concurrency, delete_ratio, hard_delete_ratio, max_attempts)
     ids = page_ids(id_prefix, pages)
     rng = random.Random(seed)
@@ -192,8 +152,7 @@ async def run_loadgen(
     runner = _Runner(writer, report, max_attempts, progress, total=pages + updates)
 
     async def create(index: int) -> None:
-        title, content, relations = bodies[index]
-        await runner.attempt(lambda: writer.create(ids[index], title, content, relations))
+        await runner.attempt(lambda: writer.create(ids[index], *bodies[index]))
         report.created += 1
         runner.done()
 
@@ -290,7 +249,7 @@ async def _run_all(concurrency: int, jobs: Iterator[Any]) -> None:
     """Run the coroutines of `jobs` with at most `concurrency` in flight; the first error wins."""
 
     async def worker() -> None:
-        for job in jobs:  # a shared iterator: each job is taken by exactly one worker
+        for job in jobs:  # shared: each job is taken by exactly one worker
             await job
 
     async with asyncio.TaskGroup() as group:

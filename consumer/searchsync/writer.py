@@ -1,22 +1,10 @@
 """The application side: change a wiki_page row and append its outbox event in one transaction.
 
-This is the library an application (and the load generator, the demo and the tests) uses to keep
-the first two invariants of docs/design.md:
-
-1. the business row and its outbox row commit together or not at all: every change is one
-   `searchsync.mysql.pool.transaction`, and an error anywhere before the commit rolls back both;
-2. ``revision`` rises by exactly one on every change (create = 1, update, soft delete, restore,
-   hard delete): each change first takes the row lock (``SELECT ... FOR UPDATE``), so concurrent
-   writers of one page serialize and the revisions they get are gap-free.
-
-A hard delete removes the row but remembers its revision in ``search_revision_floor`` (same
-transaction); creating that id again continues at ``floor + 1``. Without the floor the new row
-would restart at revision 1, below the tombstone Elasticsearch holds, and external versioning
-would refuse it forever. `PageWriter.unsafe_recreate` does exactly that wrong thing on purpose,
-for the revision-regression test; nothing else should call it.
-
-The lock order is always ``wiki_page`` row, then ``search_revision_floor`` row, then the outbox
-insert, so two changes of one id cannot deadlock each other.
+It keeps the first two invariants of docs/design.md: the business row and its outbox row commit
+together or not at all, and ``revision`` rises by exactly one on every change (each change takes
+the row lock first, so concurrent writers of one page serialize). A hard delete records its
+revision in ``search_revision_floor``, so re-creating the id continues at ``floor + 1``, above
+the tombstone. Lock order: ``wiki_page`` row, ``search_revision_floor`` row, outbox insert.
 """
 
 from __future__ import annotations
@@ -36,14 +24,7 @@ from searchsync.mysql.outbox import delete_outbox_row as _delete_outbox_row
 from searchsync.mysql.pool import db_time, mysql_error_code, transaction, translate_errors
 from searchsync.types import Operation
 
-__all__ = [
-    "AGGREGATE_TYPE",
-    "AfterRowWrite",
-    "Page",
-    "PageWriter",
-    "Relations",
-    "append_outbox",
-]
+__all__ = ["AGGREGATE_TYPE", "AfterRowWrite", "Page", "PageWriter", "Relations", "append_outbox"]
 
 AGGREGATE_TYPE: Final = "wiki_page"
 MAX_PAGE_ID_LENGTH: Final = 64  # wiki_page.id is VARCHAR(64)
@@ -51,15 +32,12 @@ MAX_TITLE_LENGTH: Final = 512  # wiki_page.title is VARCHAR(512)
 _ER_DUP_ENTRY: Final = 1062
 
 Relations = Mapping[str, Sequence[Mapping[str, Any]]]
-"""What ``relations_json`` holds: the related entities keyed by relation type, e.g.
-``{"RELATED_CHARACTER": [{"entity_id": "character_xxx", "entity_type": "character",
-"title": "齐夏"}]}`` (the layout is in docs/design.md, "The wiki_page document")."""
+"""What ``relations_json`` holds: related entities keyed by relation type (docs/design.md,
+"The wiki_page document")."""
 
 AfterRowWrite = Callable[[Any, str, int], Awaitable[None]]
-"""Test hook ``(conn, page_id, new_revision)`` run after the row write, before the outbox insert.
-
-Raising from it, or closing `conn`, simulates a crash between the two writes.
-"""
+"""Test hook ``(conn, page_id, new_revision)`` run between the row write and the outbox insert;
+raising or closing `conn` simulates a crash between the two."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,18 +60,11 @@ class Page:
 class PageWriter:
     """Changes wiki_page rows, one transaction per change, each with its outbox event.
 
-    Every method returns the page's new revision. Errors: `PageNotFound` (no such row),
-    `PageExists` (create of an existing id, soft-deleted included), `PageStateConflict` (soft
-    delete of a deleted page, restore of a live one: a change must change something), and the
-    `TransientError` codes of `searchsync.mysql.pool` (``ErrorCode.MYSQL_DEADLOCK`` and
-    ``ErrorCode.MYSQL_LOCK_TIMEOUT`` are safe to retry: the transaction was rolled back). In
-    every error case nothing was written.
-
+    Every method returns the page's new revision. On error nothing was written: `PageNotFound`,
+    `PageExists` (soft-deleted included), `PageStateConflict` (a change must change something),
+    or a `TransientError` (``MYSQL_DEADLOCK`` and ``MYSQL_LOCK_TIMEOUT`` are safe to retry).
     With ``delete_outbox_row=True`` each change also deletes its outbox row in the same
-    transaction (Debezium's own outbox pattern): the binlog still carries the insert, so the event
-    is published, and ``search_outbox`` stays empty. The price: the table holds no history to
-    inspect (which events were written, and when); ``searchsync outbox prune`` is the other way
-    to keep the table small (docs/design.md, "Outbox pruning").
+    transaction: the binlog still carries the insert, and ``search_outbox`` stays empty.
     """
 
     def __init__(
@@ -116,12 +87,8 @@ class PageWriter:
     async def unsafe_recreate(
         self, page_id: str, title: str, content: str, relations: Relations
     ) -> int:
-        """UNSAFE: create the page at revision 1 even if the id was hard-deleted at a higher one.
-
-        Simulates an application that ignores ``search_revision_floor``; only the
-        revision-regression test should use it. Its UPSERT event announces a revision below the
-        tombstone Elasticsearch holds, which the consumer must report, not paper over.
-        """
+        """UNSAFE: create at revision 1 even below a hard-deleted id's floor, ignoring
+        ``search_revision_floor``. For the revision-regression test only."""
         return await self._create(page_id, title, content, relations, use_floor=False)
 
     async def update(
@@ -132,8 +99,7 @@ class PageWriter:
         content: str | None = None,
         relations: Relations | None = None,
     ) -> int:
-        """Change the given fields (at least one). A soft-deleted page can be edited; it stays
-        deleted."""
+        """Change the given fields (at least one); a soft-deleted page stays deleted."""
         if title is None and content is None and relations is None:
             raise ValueError("update needs at least one of title, content, relations")
         _check_page_id(page_id)
@@ -304,8 +270,7 @@ async def _execute(conn: Any, sql: str, args: Sequence[Any]) -> None:
 
 
 def _relations_json(relations: Relations) -> str:
-    """The JSON object for ``relations_json``. Only the shape is checked here (a wrong shape is
-    a programming error); the projector decides which values it can project."""
+    """The JSON object for ``relations_json``; only the shape is checked (TypeError)."""
     if not isinstance(relations, Mapping):
         raise TypeError(
             "relations must be a mapping of relation type -> list of entities,"

@@ -2,7 +2,8 @@
 
 An error answer looks like ``{"error": {"type": ..., "reason": ...}, "status": 4xx}``; older
 nodes and proxies may answer ``{"error": "text"}`` or a body that is not JSON at all.
-`es_error` reads any of them into an `EsError`; the sink and the index admin both use it.
+`es_error` reads any of them into an `EsError`; `status_code` maps an error answer to its
+`ErrorCode`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,18 @@ from dataclasses import dataclass
 
 from elasticsearch import ApiError
 
-__all__ = ["EsError", "es_error"]
+from searchsync.errors import ErrorCode
+
+__all__ = ["EsError", "es_error", "status_code"]
+
+_MAPPING_ERRORS = frozenset(
+    {
+        "mapper_parsing_exception",
+        "document_parsing_exception",
+        "strict_dynamic_mapping_exception",
+        "illegal_argument_exception",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,3 +53,28 @@ def es_error(exc: ApiError) -> EsError:
     if isinstance(error, str):
         return EsError(status, None, error)
     return EsError(status, None, str(exc.message))
+
+
+def status_code(status: int, error_type: str | None) -> ErrorCode:
+    """The error code of an HTTP answer that is not a success."""
+    if status == 409:
+        return ErrorCode.ES_409
+    if error_type == "cluster_block_exception":  # 429 flood-stage disk block, 403 write block
+        return ErrorCode.ES_BLOCKED
+    if status == 429:
+        return ErrorCode.ES_429
+    if status == 404:  # index_not_found_exception: the alias is missing; run index init
+        return ErrorCode.ALIAS_MISSING
+    if status in (401, 403):
+        return ErrorCode.ES_AUTH
+    if status == 408:
+        return ErrorCode.ES_TIMEOUT
+    if status == 413:  # a single document above http.max_content_length; BulkSizer avoids more
+        return ErrorCode.ES_TOO_LARGE
+    if status >= 500:
+        return ErrorCode.ES_5XX
+    if status == 400:
+        return ErrorCode.MAPPING_ERROR if error_type in _MAPPING_ERRORS else ErrorCode.ES_400
+    if 400 <= status < 500:
+        return ErrorCode.ES_4XX
+    return ErrorCode.ES_UNEXPECTED

@@ -16,7 +16,7 @@ from elastic_transport import ConnectionTimeout, TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
 from searchsync.errors import Disposition, ErrorCode, TransientError
-from searchsync.search.errors import es_error
+from searchsync.search.errors import es_error, status_code
 from searchsync.search.sink import (
     BAD_RESPONSE_ERROR,
     CONNECTION_ERROR,
@@ -25,7 +25,6 @@ from searchsync.search.sink import (
     IndexOp,
     ItemResult,
     StoredProjection,
-    status_code,
     stored_projection,
 )
 

@@ -1,24 +1,13 @@
 """The Elasticsearch port: bulk writes with external versions and a verdict for every item.
 
-Every write is an ``index`` action with ``version=<source_revision>``,
-``version_type=external`` through the alias, on a bulk request with ``require_alias=true``
-(docs/design.md, invariants 3, 4 and 7); only the rebuild turns that off (`EsIndex`). There is
-no delete action: deletes are tombstone documents.
-
-Layers, each with one job:
-
-- `SearchIndex`: the narrow port. `EsIndex` adapts `AsyncElasticsearch` to it.
-- `classify`: a pure function from one bulk item result to its `ErrorCode` (None: written).
-  What a code means (poison, transient, systemic) is `searchsync.errors`' table, not the sink's.
-- `Sink`: runs a bulk, classifies every item, and confirms every 409 by reading the stored
-  version (one mget per alias per batch) so that a conflict is never silently ignored.
-
-Nothing here raises for an Elasticsearch failure: a failed request becomes a per-item result,
-and the caller decides (retry, DLQ, pause) from each `WriteOutcome`.
-
-`IndexOp`, `ItemResult` and `WriteOutcome` are `NamedTuple`s: one of each per document, on the
-hot paths of the consumer and the rebuild, and a named tuple is built in a third of the time a
-frozen dataclass takes. They are immutable values all the same; never compare one with a tuple.
+Every write is an ``index`` action with ``version=<source_revision>``, ``version_type=external``
+through the alias, on a bulk with ``require_alias=true`` (docs/design.md, invariants 3, 4 and 7);
+only the rebuild turns that off. Deletes are tombstone documents. `SearchIndex` is the narrow
+port; `classify` maps one item result to its `ErrorCode` (what a code means is the table in
+`searchsync.errors`); `Sink` runs a bulk, classifies every item and confirms every 409 by reading
+the stored version. Nothing here raises for an Elasticsearch failure: each op gets a
+`WriteOutcome`. `IndexOp`, `ItemResult` and `WriteOutcome` are hot-path `NamedTuple`s: never
+compare one with a plain tuple.
 """
 
 from __future__ import annotations
@@ -33,6 +22,7 @@ import orjson
 
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.projection import Document, content_hash
+from searchsync.search.errors import status_code
 
 __all__ = [
     "FINISHED_KINDS",
@@ -48,20 +38,10 @@ __all__ = [
     "stored_projection",
 ]
 
-# Status 0 in an `ItemResult` means "no HTTP answer for this item" (connection, timeout, ...).
-NO_RESPONSE = 0
+NO_RESPONSE = 0  # `ItemResult.status` when no HTTP answer came (connection, timeout, ...)
 TIMEOUT_ERROR = "timeout"
 CONNECTION_ERROR = "connection_error"
 BAD_RESPONSE_ERROR = "bad_response"
-
-_MAPPING_ERRORS = frozenset(
-    {
-        "mapper_parsing_exception",
-        "document_parsing_exception",
-        "strict_dynamic_mapping_exception",
-        "illegal_argument_exception",
-    }
-)
 
 
 EXTERNAL: Final = "external"
@@ -70,11 +50,8 @@ EXTERNAL_GTE: Final = "external_gte"
 
 
 class IndexOp(NamedTuple):
-    """One ``index`` action: `body_json` under `doc_id` at external `version`, through `alias`.
-
-    `version_type` is ``external`` for every write but one: the processor's REBUILD rewrite of a
-    document whose stored hash or schema differs at the same revision (``external_gte``).
-    """
+    """One ``index`` action: `body_json` under `doc_id` at external `version`, through `alias`;
+    `version_type` is ``external_gte`` only for a REBUILD same-revision rewrite."""
 
     alias: str
     doc_id: str
@@ -136,8 +113,8 @@ class SearchIndex(Protocol):
     async def get_projections(
         self, alias: str, ids: Sequence[str]
     ) -> dict[str, StoredProjection | None]:
-        """Real-time stored version, hash, schema version, ``sync_hash`` and the hash of the
-        stored content per id (None: absent); one mget. Raises `TransientError` on failure."""
+        """Real-time `StoredProjection` per id (None: absent); one mget. `TransientError` on
+        failure."""
         ...
 
 
@@ -151,37 +128,9 @@ def classify(result: ItemResult) -> ErrorCode | None:
     return status_code(status, etype)
 
 
-def status_code(status: int, error_type: str | None) -> ErrorCode:
-    """The error code of an HTTP answer that is not a success."""
-    if status == 409:
-        return ErrorCode.ES_409
-    if error_type == "cluster_block_exception":  # 429 flood-stage disk block, 403 write block
-        return ErrorCode.ES_BLOCKED
-    if status == 429:
-        return ErrorCode.ES_429
-    if status == 404:  # index_not_found_exception: the alias is missing; run index init
-        return ErrorCode.ALIAS_MISSING
-    if status in (401, 403):
-        return ErrorCode.ES_AUTH
-    if status == 408:
-        return ErrorCode.ES_TIMEOUT
-    if status == 413:  # a single document above http.max_content_length; BulkSizer avoids more
-        return ErrorCode.ES_TOO_LARGE
-    if status >= 500:
-        return ErrorCode.ES_5XX
-    if status == 400:
-        return ErrorCode.MAPPING_ERROR if error_type in _MAPPING_ERRORS else ErrorCode.ES_400
-    if 400 <= status < 500:
-        return ErrorCode.ES_4XX
-    return ErrorCode.ES_UNEXPECTED
-
-
 class OutcomeKind(enum.Enum):
-    """What became of one op (or one work: `searchsync.stream.verdict.Verdict`).
-
-    The one outcome vocabulary. What a FAILED outcome leads to (retry, dead letter, pause) is its
-    code's row of the error-code table (`ErrorCode.disposition`), never a kind of its own.
-    """
+    """What became of one op or work: the one outcome vocabulary. What a FAILED outcome leads to
+    is its code's `ErrorCode.disposition`."""
 
     APPLIED = "APPLIED"  # written now
     ALREADY_APPLIED = "ALREADY_APPLIED"  # 409 and the stored version equals ours
@@ -309,10 +258,8 @@ def _final(result: ItemResult, code: ErrorCode) -> WriteOutcome:
 
 
 def stored_projection(version: int, source: Any) -> StoredProjection:
-    """A `StoredProjection` from a stored `_source` (fields of the wrong type read as None).
-
-    The whole `_source` is read, not only the hash fields: an edit made in Elasticsearch keeps
-    the old ``projection_hash``, and only the recomputed `content_hash` shows it."""
+    """A `StoredProjection` from a whole stored `_source` (fields of the wrong type read None);
+    `content_hash` is recomputed, since an edit in Elasticsearch keeps the old hash."""
     hash_ = source.get("projection_hash")
     schema = source.get("projection_schema_version")
     sync = source.get("sync_hash")

@@ -1,14 +1,8 @@
 """The DLQ replay ledger: which dead letter was replayed, when, where to, and with which selection.
 
-It lives in MySQL (``search_dlq_replay``, ``schemas/sql/004_dlq_replays.sql``) rather than in a
-compacted Kafka topic next to the DLQ: an operator can query it with SQL next to
-``search_projection_state`` (which is how `dlq summary` tells whether a replay was indexed), a
-row needs no topic created with the right cleanup policy, and the ledger is append-only (the
-searchsync user has SELECT and INSERT on it, nothing more). See docs/design.md, "DLQ replay
-ledger".
-
-`ReplayLedger` is the port; `MysqlReplayLedger` implements it for the blocking operator commands
-(one private event loop drives the shared aiomysql pool code).
+It is the append-only MySQL table ``search_dlq_replay`` (``schemas/sql/004_dlq_replays.sql``;
+docs/design.md, "DLQ replay ledger"). `ReplayLedger` is the port; `MysqlReplayLedger` implements
+it for the blocking operator commands (one private event loop drives the aiomysql pool code).
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """Dead letters: the record, its encoding, the error budget and the producer the pipeline uses.
 
-A dead letter keeps the original message bytes, key and position, so nothing is lost even when the
-input could not be decoded at all, and `searchsync dlq replay` (`searchsync.dlq.replay`) can send it
-through the normal path again. A message counts as finished for the offset ledger only once
-`DlqProducer.send` has resolved, which happens when the broker acknowledged the write
-(docs/design.md, invariants 5 and 10).
-
-On the wire a dead letter is one JSON object with seed 000's fields and the original position,
-readable by any tool (``kcat -C -t searchsync.dlq``); the original key and value are kept byte for
-byte, as text when they are UTF-8 and as base64 otherwise (``*_encoding`` says which). The header
-``searchsync-dlq-format`` names the form: ``json-v1``; ``avro-v1`` (schemaless Avro,
-``schemas/avro/dlq_record.avsc``, written before 0.2) is still read.
+A dead letter keeps the original message bytes, key and position, so `searchsync dlq replay` can
+send it through the normal path again. A message is finished for the offset ledger only once
+`DlqProducer.send` resolved, i.e. the broker acknowledged (docs/design.md, invariants 5 and 10).
+On the wire a dead letter is one JSON object; the original key and value are kept byte for byte,
+as UTF-8 text or base64 (``*_encoding`` says which). The header ``searchsync-dlq-format`` names
+the form: ``json-v1`` is written; ``avro-v1`` (``schemas/avro/dlq_record.avsc``) is still read.
 """
 
 from __future__ import annotations
@@ -63,11 +58,8 @@ REPLAYED_FROM_HEADER: Final = "searchsync-replayed-from"
 
 @dataclass(frozen=True, slots=True)
 class DlqRecord:
-    """One dead letter (``schemas/avro/dlq_record.avsc``).
-
-    Event fields are None when the input was too broken to know them; `payload` and `original_key`
-    are the original bytes. Timestamps must be timezone-aware (they are stored as UTC micros).
-    """
+    """One dead letter (``schemas/avro/dlq_record.avsc``). Event fields are None when the input
+    was too broken to know them; timestamps must be timezone-aware (stored as UTC micros)."""
 
     event_id: str | None
     aggregate_type: str | None
@@ -267,19 +259,11 @@ class DlqBudget:
 
 
 class DlqProducer:
-    """Writes dead letters to one topic; `send` resolves only when the broker acknowledged.
-
-    ``acks=all`` and ``enable.idempotence=true`` are always set, whatever `config` says
-    (`searchsync.kafka.producer`). Every failure to write is a `TransientError`: the caller keeps
-    the message unfinished and tries again.
-    """
+    """Writes dead letters to one topic; `send` resolves only when the broker acknowledged
+    (``acks=all``, idempotent) and raises `TransientError` for every failure to write."""
 
     def __init__(
-        self,
-        config: Mapping[str, Any],
-        *,
-        topic: str,
-        factory: ProducerFactory | None = None,
+        self, config: Mapping[str, Any], *, topic: str, factory: ProducerFactory | None = None
     ) -> None:
         self._topic = topic
         self._producer = AcknowledgedProducer(config, name=f"dlq-{topic}", factory=factory)

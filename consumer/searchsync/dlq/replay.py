@@ -2,18 +2,14 @@
 back (`replay`), with a ledger of what was replayed (`searchsync.dlq.ledger`).
 
 Blocking library functions behind `searchsync dlq inspect|summary|replay`. Each reads up to the
-end offsets taken when it starts, so it ends even while dead letters keep coming. Before the
-first dead letter the DLQ topic does not exist (the consumer's producer creates it on first write,
-or an operator does): that is not an error, there is simply nothing to show or replay.
+end offsets taken when it starts, so it ends while dead letters keep coming; a DLQ topic that does
+not exist yet simply has nothing to show or replay.
 
-Replay and its ledger (docs/design.md, "DLQ replay ledger"): a replay reads the whole DLQ, picks
-the dead letters its `DlqFilter` selects, skips those the ledger says were replayed already
-(unless ``again``), re-produces each one's original payload and key to its original topic and
-partition with the header ``searchsync-replayed-from: <dlq topic>/<partition>/<offset>``, and
-records it in the ledger once the broker acknowledged it. No consumer-group offset decides what
-is left to replay, so a filtered replay never hides or holds back a dead letter it skipped.
-A crash between the acknowledgement and the ledger row replays that one dead letter again next
-time: harmless, because the consumer writes with external versions.
+A replay (docs/design.md, "DLQ replay ledger") picks the dead letters its `DlqFilter` selects,
+skips those the ledger says were replayed already (unless ``again``), re-produces each original
+payload and key to its original topic and partition with the header ``searchsync-replayed-from:
+<dlq topic>/<partition>/<offset>``, and records it in the ledger once the broker acknowledged.
+A crash between the two replays that dead letter again: harmless under external versions.
 """
 
 from __future__ import annotations

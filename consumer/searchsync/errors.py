@@ -70,11 +70,9 @@ DLQ record's ``last_error_code``, the state table and the metrics labels carry::
     REPLAY_FAILED           SYSTEMIC     a replayed event was not acknowledged by the broker
     REPLAY_TIMEOUT          SYSTEMIC     no acknowledgement for a replayed event in time
 
-One failure is not a code's alone: an unexpected exception raised by a projector for one row. It
-is dead-lettered as PROJECTION_ERROR (the row's projection failed), but a bug may be passing, so it
-is retried first like a TRANSIENT code (`disposition(code, unexpected=True)`). An unexpected
-exception anywhere else is INTERNAL. Either way it fails that one work; the rest of its batch
-carries on.
+An unexpected exception from a projector is recorded as PROJECTION_ERROR but retried first like a
+TRANSIENT code (`disposition(code, unexpected=True)`); anywhere else it is INTERNAL. Either way it
+fails only that one work.
 """
 
 from __future__ import annotations
@@ -199,11 +197,8 @@ _DISPOSITIONS: Final[Mapping[ErrorCode, Disposition]] = MappingProxyType(
 
 
 def disposition(code: ErrorCode, *, unexpected: bool = False) -> Disposition:
-    """How to treat a failure with `code`; `unexpected`: it was an exception nobody classified.
-
-    An unexpected exception is retried like a TRANSIENT code whatever code it is recorded under
-    (a bug may pass; if it does not, the attempt limit dead-letters it).
-    """
+    """How to treat a failure with `code`; an `unexpected` (unclassified) exception is TRANSIENT
+    whatever code it is recorded under."""
     if unexpected:
         return Disposition.TRANSIENT
     return code.disposition

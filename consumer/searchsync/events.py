@@ -1,10 +1,7 @@
 """Decode thin events from Kafka message values, and encode them for producers and tests.
 
-Everything that arrives from Kafka is untrusted: `decode` either returns a valid `ThinEvent` or
-raises `PoisonMessage` with a stable code, never anything else, so one bad message can go to the
-DLQ instead of stopping the consumer group (invariant 10).
-
-Formats are told apart by their first bytes, because schemaless Avro cannot be detected:
+`decode` either returns a valid `ThinEvent` or raises `PoisonMessage` with a stable code, never
+anything else (invariant 10). Formats are told apart by their first bytes:
 
 - ``0x00`` + 4-byte schema id: Confluent wire format, Avro binary of ``thin_event.avsc``.
 - ``0xC3 0x01`` + 8-byte CRC-64-AVRO fingerprint: Avro single-object encoding.

@@ -4,13 +4,9 @@ offsets, and the offsets for a point in time.
 `KafkaAdmin` is the port; `ConfluentKafkaAdmin` implements it with confluent-kafka's
 ``AdminClient`` alone, so no consumer joins or touches any group.
 
-Right after a topic is created its partitions may have no leader yet, and a broker answers offset
-queries with ``NOT_LEADER_FOR_PARTITION`` for a moment even once metadata names one. `watermarks`
-and `offsets_for_times` therefore first wait, with a deadline, for every partition's leader, and
-retry those answers until the same deadline; past it they raise `TransientError`.
-
-Offsets are read at ``read_committed``, as searchsync's consumers read: the "high watermark" here is
-the last stable offset, which is what a reader can reach.
+`watermarks` and `offsets_for_times` wait, with a deadline, for every partition's leader and
+retry ``NOT_LEADER_FOR_PARTITION`` answers (a fresh topic); past it they raise `TransientError`.
+Offsets are read at ``read_committed``: the "high watermark" is the last stable offset.
 """
 
 from __future__ import annotations

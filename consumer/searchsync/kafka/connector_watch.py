@@ -1,15 +1,11 @@
 """The connector watch of `searchsync run` (``[connect] restart_failed_tasks``; docs/consumer.md,
 "Connector watch").
 
-Kafka Connect never restarts a FAILED task by itself. Debezium's task fails for good when, for
-example, it is (re)started while MariaDB is down ("Error reading MySQL variables ... Connection
-refused": the fault suite met it after a Connect restart during a MariaDB restart). Nothing is
-lost meanwhile (the binlog and Debezium's offsets keep the changes), but nothing is published
-until somebody restarts the task, so the index silently falls behind. The watch checks the
+Kafka Connect never restarts a FAILED task by itself (Debezium's task fails for good when started
+while MariaDB is down), and until it is restarted nothing is published. The watch checks the
 connector's status every ``watch_interval_s`` and restarts each FAILED task once per check,
-logging why it failed. Every member of a group may run it: a restart of a task that is already
-restarting is harmless. Connect not answering is logged once per outage, and the consumer goes
-on: the watch is a helper, never a reason to stop.
+logging why it failed. Every group member may run it (a double restart is harmless). Connect not
+answering is logged once per outage and never stops the consumer.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """The Kafka side of the pipeline: a confluent-kafka consumer driven from asyncio.
 
-librdkafka's consumer is used from ONE dedicated thread (every call: consume, commit, pause,
-resume, watermarks, close), so the event loop never blocks and the client is never touched from two
-threads. Rebalance callbacks run inside `consume()` on that thread; the revoke callback asks the
-loop to drain the revoked partitions (`RebalanceListener.revoking`) and commits the offsets it
-gets back before the partitions go (docs/design.md, invariant 5; docs/consumer.md, "Rebalance and
-shutdown").
+librdkafka's consumer is used from ONE dedicated thread (every call), so the event loop never
+blocks and the client is never touched from two threads. Rebalance callbacks run inside
+`consume()` on that thread; the revoke callback asks the loop to drain the revoked partitions
+(`RebalanceListener.revoking`) and commits the offsets it gets back before the partitions go
+(docs/design.md, invariant 5; docs/consumer.md, "Rebalance and shutdown").
 
 Auto commit and the automatic offset store are off (`searchsync.kafka.config.member_config`):
 offsets are committed explicitly, and only the contiguous finished prefix computed by

@@ -1,11 +1,9 @@
 """The one outbox append, and the two ways outbox rows go away.
 
-- `append_outbox`: every writer of ``search_outbox`` goes through it. The application-side writer
-  (`searchsync.writer`) calls it next to its row change, in the same transaction (docs/design.md,
-  invariant 1); the repair job calls it alone for REBUILD events; any relay or tool that needs to
-  publish an event does the same. One function means one row shape: the ``payload`` column always
-  holds the thin event exactly as Debezium's Outbox Event Router publishes it
-  (`searchsync.events.encode_json`).
+- `append_outbox`: every writer of ``search_outbox`` goes through it (the application-side writer
+  in its row change's transaction, docs/design.md invariant 1; the repair job for REBUILD
+  events), so ``payload`` always holds the thin event as Debezium's Outbox Event Router
+  publishes it (`searchsync.events.encode_json`).
 - `delete_outbox_row`: Debezium's own pattern, delete the row in the transaction that inserted
   it; the binlog still carries the insert, so the event is published and the table stays empty.
 - `Outbox`: the port of the operator jobs on the table, `MysqlOutbox` its adapter: the prune's

@@ -1,6 +1,6 @@
 """MySQL (MariaDB) connections: one pool factory, one transaction scope, one error translation.
 
-Every module that talks to MySQL goes through here, so they agree on three things:
+Every module that talks to MySQL goes through here:
 
 - sessions: utf8mb4, autocommit off, ``READ COMMITTED`` (each statement sees the latest committed
   rows, and a locking read of a missing row takes no gap lock, so two concurrent creates of one
@@ -13,11 +13,8 @@ Every module that talks to MySQL goes through here, so they agree on three thing
   an unknown database into `ConfigError`. Anything else (SQL bugs, constraint violations) passes
   through unchanged: retrying would not help.
 
-TLS (``[mysql] ssl_mode``, docs/security.md): `tls_context` builds the `ssl.SSLContext` aiomysql
-takes. aiomysql quietly talks plaintext to a server that does not offer TLS, so `create_pool`
-asks the server for the first connection's cipher and refuses (`ConfigError`) an unencrypted one.
-
-Nothing happens at import time; the pool is built by the caller and closed by the caller.
+TLS (``[mysql] ssl_mode``, docs/security.md): `tls_context` builds the `ssl.SSLContext`, and
+`create_pool` refuses (`ConfigError`) a first connection that is not encrypted.
 """
 
 from __future__ import annotations

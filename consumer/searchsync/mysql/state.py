@@ -11,10 +11,8 @@ Merge rules (the same in `merge` and in SQL):
   (lower revision than the stored one) updates only ``last_success_at``.
 - A success at a revision >= the stored one replaces hash and schema version (a rebuild with a
   new schema version re-indexes the same revision).
-- The error columns are history, never cleared: a success leaves them as they are. An aggregate
-  is failing now iff ``last_error_at`` is later than ``last_success_at`` (see
-  `ProjectionState.failing`); keeping the last error visible after a retry succeeded tells
-  an operator what went wrong and when.
+- The error columns are history, never cleared by a success. An aggregate is failing now iff
+  ``last_error_at`` is later than ``last_success_at`` (`ProjectionState.failing`).
 - Messages are cut to `MAX_ERROR_MESSAGE` (1024) characters and codes to 64 (the column sizes).
 
 Within one call outcomes are written in key order, so concurrent writers lock rows in the same

@@ -75,12 +75,10 @@ class Projector:
       it (None, or the row's value is NULL) a soft-deleted document has no ``tombstoned_at`` and
       the tombstone purge never removes it. It must be one of `columns` when set.
     - `canonical_fields`: True promises that `build` returns its fields in canonical form already
-      (`searchsync.projection.canonical`: `str` keys and strings in NFC, ints within 64 bits, no
-      floats, no other types), so `project` encodes them without the normalizing walk over every
-      value: a fifth of a projection's CPU. The promise must be proven by a property test:
-      ``normalize(fields) == fields`` and ``canonical_json(fields)`` equal to the plain sorted
-      encoding, over arbitrary rows (tests/unit/test_wiki_page_canonical.py does it for
-      wiki_page). Leave it False (the default) when in doubt: the output is the same, only slower.
+      (`searchsync.projection.canonical`: NFC `str` keys and strings, ints within 64 bits, no
+      floats, no other types), so `project` skips the normalizing walk. Prove it with a property
+      test (``normalize(fields) == fields``, as tests/unit/test_wiki_page_canonical.py does);
+      when in doubt leave it False: the output is the same, only slower.
 
     Adding an aggregate type: a module whose ``projectors()`` returns it, named in
     ``[projection] modules`` (`searchsync.projection.plugins`; docs/consumer.md)::

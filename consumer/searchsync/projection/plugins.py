@@ -1,7 +1,7 @@
 """The projector registry built from configuration: ``[projection] modules``.
 
-Every command that needs projectors (`searchsync run`, `index init`, the demo, later the rebuild
-and the repair job) calls `registry_from_settings`, so they all see the same aggregate types.
+Every command that needs projectors calls `registry_from_settings`, so they all see the same
+aggregate types.
 
 An entry names where projectors come from (docs/consumer.md, "Adding an aggregate type"):
 

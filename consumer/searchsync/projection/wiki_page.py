@@ -22,9 +22,8 @@ The document's ``relations`` has the same keys; each entity becomes ``"<entity_t
 union of all targets. Canonical JSON sorts the keys, so key order, entity order and duplicates in
 `relations_json` never change the bytes or the hash. Title and content are NFC-normalized.
 
-Schema versions: 1 = relations as a list of ``{type, target_id, label}``; 2 = this layout. Bump
-`SCHEMA_VERSION` whenever the document changes for the same row (a field, a normalization rule),
-so repair and rebuild can tell old documents apart.
+Bump `SCHEMA_VERSION` whenever the document changes for the same row (a field, a normalization
+rule), so repair and rebuild can tell old documents apart.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """The one place that builds the Elasticsearch client: the consumer, the CLI and the tools share it.
 
-The transport's own retries are off (``max_retries=0``, no retry on timeout or on status). The
-consumer's `RetryPolicy` owns backoff: a second, hidden retry loop inside the client would multiply
-the attempts, stretch a bulk request far past `request_timeout_s`, and hide a 429 or a 503 that the
-pipeline must see to pause intake. The operator commands are one-shot and idempotent (`index init`
-twice is harmless), so for them a failure is reported at once (exit code 1) and the operator, or the
-script, runs the command again.
+The transport's own retries are off (``max_retries=0``): the pipeline owns backoff and must see
+every 429 or 503; the one-shot operator commands report a failure at once (exit code 1).
 
 `request_timeout_s` (``[elasticsearch] request_timeout_s``, default 30 s) bounds each request.
 TLS and authentication come from the same section (docs/security.md): `ca_certs` (a PEM bundle

@@ -1,10 +1,9 @@
 """The narrow ports to the search engine, and the values they speak.
 
-- `SearchIndex` (documents: bulk writes with external versions, stored versions, refresh). It
-  and its values `IndexOp` / `ItemResult` are defined next to the sink that drives them
-  (`searchsync.search.sink`) and re-exported here.
-- `IndexAdmin` (indices and aliases: what ``index init`` and a rebuild need). Implemented by
-  `searchsync.search.elasticsearch.EsIndexAdmin` on a real cluster.
+- `SearchIndex` (documents), with its values `IndexOp` / `ItemResult`: defined in
+  `searchsync.search.sink` and re-exported here.
+- `IndexAdmin` (indices and aliases: what ``index init`` and a rebuild need); on a real cluster
+  `searchsync.search.elasticsearch.EsIndexAdmin`.
 
 Index and alias names follow `searchsync.naming`. An index's ``_meta`` is the mapping-level
 ``_meta`` object; searchsync stores ``projection_schema_version`` there, so a rebuild

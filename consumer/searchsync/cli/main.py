@@ -29,6 +29,7 @@ from searchsync.cli import (
     offsets,
     outbox,
     rebuild,
+    relay,
     repair,
     run,
     status,
@@ -54,6 +55,7 @@ _GROUPS = (
     repair,
     tombstones,
     outbox,
+    relay,
     status,
 )
 

@@ -1,0 +1,140 @@
+"""The polling relay: claim outbox rows, publish them as the Outbox Event Router would, mark them.
+
+One `Relay.tick`:
+
+1. take back claims older than ``claim_timeout_s`` (their holder died mid-claim);
+2. claim up to ``batch_size`` rows with seed 000's query and mark them PROCESSING (committed
+   before anything is published, so other relays skip them);
+3. publish every claimed row and wait for Kafka's acknowledgements (``acks=all``, idempotent);
+4. mark the acknowledged rows PUBLISHED and count a failed attempt on the others: PENDING
+   again after ``next_retry(attempts)``, or DEAD at ``max_attempts``.
+
+A crash between 3 and 4 publishes the row again once its claim is taken back: delivery is
+at least once, and the consumer's external versions make a duplicate harmless (docs/relay.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Protocol
+
+from searchsync.config import RelaySettings
+from searchsync.errors import TransientError
+from searchsync.relay.backoff import next_retry
+from searchsync.relay.metrics import RelayMetrics
+from searchsync.relay.port import Failure, OutboxEntry, RelayStore
+from searchsync.relay.record import router_record
+
+__all__ = ["Publisher", "Relay", "TickReport"]
+
+log = logging.getLogger(__name__)
+
+
+class Publisher(Protocol):
+    """Produce one record and return once Kafka acknowledged it
+    (`searchsync.kafka.producer.AcknowledgedProducer`)."""
+
+    async def send(
+        self, topic: str, value: bytes, key: bytes | None, *, headers: list[tuple[str, bytes]]
+    ) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TickReport:
+    taken_back: int = 0
+    claimed: int = 0
+    published: int = 0
+    failed: int = 0
+    dead: int = 0
+
+
+class Relay:
+    """Publishes the outbox through `publisher`; `holder` names this relay in ``locked_by``."""
+
+    def __init__(
+        self,
+        store: RelayStore,
+        publisher: Publisher,
+        settings: RelaySettings,
+        *,
+        holder: str,
+        metrics: RelayMetrics | None = None,
+        backoff: Callable[[int], timedelta] = next_retry,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._store = store
+        self._publisher = publisher
+        self._settings = settings
+        self.holder = holder
+        self._metrics = metrics if metrics is not None else RelayMetrics()
+        self._backoff = backoff
+        self._clock = clock
+        self._stats_due = 0.0
+
+    async def tick(self) -> TickReport:
+        s = self._settings
+        taken = await self._store.take_back(s.claim_timeout_s, s.max_attempts)
+        if taken:
+            self._metrics.taken_back(taken)
+            log.warning("took back %d timed-out claims", taken)
+        claimed = await self._store.claim(self.holder, s.batch_size)
+        if not claimed:
+            return TickReport(taken_back=taken)
+        errors = await asyncio.gather(*(self._publish(e) for e in claimed))
+        published = [e.id for e, error in zip(claimed, errors, strict=True) if error is None]
+        failures = [
+            Failure(e.id, error, self._backoff(e.attempts))
+            for e, error in zip(claimed, errors, strict=True)
+            if error is not None
+        ]
+        await self._store.mark_published(published)
+        dead = await self._store.mark_failed(self.holder, failures, s.max_attempts)
+        self._metrics.attempted(len(published), len(failures))
+        for f in failures:
+            log.warning("publish of outbox row %d failed: %s", f.id, f.error)
+        if dead:
+            log.error("%d outbox rows are DEAD (searchsync relay dead)", dead)
+        return TickReport(taken, len(claimed), len(published), len(failures), dead)
+
+    async def refresh_stats(self) -> None:
+        self._metrics.set_counts(await self._store.counts())
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Tick until `stop` is set. A full batch is followed at once by the next claim; an
+        empty or partial one by a wait of ``poll_interval_s``. A database or broker that is
+        away (`TransientError`) is logged and tried again after the same wait."""
+        s = self._settings
+        while not stop.is_set():
+            report = TickReport()
+            try:
+                report = await self.tick()
+                if self._clock() >= self._stats_due:
+                    await self.refresh_stats()
+                    self._stats_due = self._clock() + s.stats_interval_s
+            except TransientError as exc:
+                log.warning("relay tick failed, trying again: %s", exc)
+            if report.claimed < s.batch_size:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), s.poll_interval_s)
+
+    async def _publish(self, entry: OutboxEntry) -> str | None:
+        """None once acknowledged, else why not."""
+        try:
+            record = router_record(entry, self._settings.topic_template)
+            await asyncio.wait_for(
+                self._publisher.send(
+                    record.topic, record.value, record.key, headers=record.headers
+                ),
+                self._settings.publish_timeout_s,
+            )
+        except TimeoutError:
+            return f"no acknowledgement within {self._settings.publish_timeout_s}s"
+        except Exception as exc:  # the row's failure, counted as an attempt
+            return f"{type(exc).__name__}: {exc}"
+        return None

@@ -1,0 +1,1 @@
+"""In-memory fakes of searchsync's ports, shared by unit tests."""

@@ -1,0 +1,204 @@
+"""The polling relay on a fake store: claim, publish, mark, retry, DEAD, take back, revive;
+seed 000's backoff bounds; the router record; the [relay] settings."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from searchsync.config import RelaySettings, load_settings
+from searchsync.errors import ConfigError
+from searchsync.relay import OutboxEntry, Relay, next_retry, router_record
+from searchsync.relay.metrics import RELAY_METRIC_NAMES, RelayMetrics
+from searchsync.relay.port import DEAD, PENDING, PROCESSING, PUBLISHED
+
+from tests.fakes.relay_store import FakePublisher, FakeRelayStore
+
+SETTINGS = RelaySettings(batch_size=3, max_attempts=3, claim_timeout_s=60.0)
+
+
+def relay(
+    store: FakeRelayStore, publisher: FakePublisher, holder: str = "r1", **kw: object
+) -> Relay:
+    return Relay(store, publisher, SETTINGS, holder=holder, **kw)  # type: ignore[arg-type]
+
+
+# -- seed 000's NextRetry ------------------------------------------------------------------------
+
+
+@given(attempt=st.integers(0, 200), data=st.data())
+def test_backoff_stays_within_seed_bounds(attempt: int, data: st.DataObject) -> None:
+    base = min(timedelta(seconds=1) * 2 ** min(attempt, 10), timedelta(minutes=30))
+    jitter = max(base / 5, timedelta(milliseconds=1))
+    delay = next_retry(attempt, lambda n: data.draw(st.integers(0, n - 1)))
+    assert base <= delay < base + jitter
+
+
+@given(attempt=st.integers(0, 200))
+def test_backoff_with_real_randomness_and_the_extremes(attempt: int) -> None:
+    base = min(timedelta(seconds=2 ** min(attempt, 10)), timedelta(minutes=30))
+    assert base <= next_retry(attempt) < base * 1.2
+    assert next_retry(attempt, lambda n: 0) == base
+    assert next_retry(attempt, lambda n: n - 1) == base + base / 5 - timedelta(microseconds=1)
+
+
+def test_backoff_is_capped_at_thirty_minutes_and_refuses_negative_attempts() -> None:
+    assert next_retry(10, lambda n: 0) == timedelta(seconds=1024)
+    assert next_retry(11, lambda n: 0) == timedelta(seconds=1024)  # shift stops at 10
+    assert next_retry(0, lambda n: 0) == timedelta(seconds=1)
+    with pytest.raises(ValueError):
+        next_retry(-1)
+
+
+# -- the Outbox Event Router's record ------------------------------------------------------------
+
+
+def test_router_record_matches_the_event_router_configuration() -> None:
+    payload = (
+        '{"event_id": "e-1", "aggregate_type": "wiki_page", "aggregate_id": "p é",\n'
+        ' "operation": "UPSERT", "source_revision": 42}'
+    )
+    entry = OutboxEntry(7, "e-1", "wiki_page", "p é", "UPSERT", 42, payload, 0)
+    record = router_record(entry)
+    assert record.topic == "outbox.event.wiki_page"
+    assert record.key == "p é".encode()
+    assert (
+        record.value
+        == (
+            '{"event_id":"e-1","aggregate_type":"wiki_page","aggregate_id":"p é",'
+            '"operation":"UPSERT","source_revision":42}'
+        ).encode()
+    )
+    assert record.headers == [
+        ("id", b"e-1"),
+        ("searchsync-operation", b"UPSERT"),
+        ("searchsync-revision", b"42"),
+        ("searchsync-aggregate-type", b"wiki_page"),
+    ]
+    assert router_record(entry, "t-{type}.x").topic == "t-wiki_page.x"
+
+
+def test_router_record_refuses_a_payload_that_is_not_a_json_object() -> None:
+    with pytest.raises(ValueError):
+        router_record(OutboxEntry(1, "e", "t", "a", "UPSERT", 1, "[1]", 0))
+
+
+# -- the relay loop ------------------------------------------------------------------------------
+
+
+async def test_tick_claims_publishes_and_marks_published_in_id_order() -> None:
+    store, publisher = FakeRelayStore(), FakePublisher()
+    ids = [store.add(f"p{i}") for i in range(5)]
+    report = await relay(store, publisher).tick()
+    assert (report.claimed, report.published, report.failed) == (3, 3, 0)
+    assert store.claims == [("r1", ids[:3])]  # ORDER BY id LIMIT batch_size
+    assert [k for _, _, k, _ in publisher.sent] == [b"p0", b"p1", b"p2"]
+    assert [store.rows[i].status for i in ids] == [PUBLISHED] * 3 + [PENDING] * 2
+    await relay(store, publisher).tick()
+    assert all(r.status == PUBLISHED for r in store.rows.values())
+    assert json.loads(publisher.sent[0][1])["aggregate_id"] == "p0"
+
+
+async def test_a_failed_publish_waits_out_the_backoff_and_ends_dead_then_revives() -> None:
+    store, publisher = FakeRelayStore(), FakePublisher(refuse={"bad"})
+    bad, good = store.add("bad"), store.add("good")
+    r = relay(store, publisher)
+    report = await r.tick()
+    assert (report.published, report.failed, report.dead) == (1, 1, 0)
+    row = store.rows[bad]
+    assert (row.status, row.attempts, row.locked_by) == (PENDING, 1, None)
+    assert "broker refused bad" in (row.last_error or "")
+    assert 1.0 <= row.available_at - store.now < 1.2  # NextRetry(0)
+    assert (await r.tick()).claimed == 0  # not available yet
+    store.now = row.available_at
+    await r.tick()
+    assert (row.attempts, 2.0 <= row.available_at - store.now < 2.4) == (2, True)
+    store.now = row.available_at
+    report = await r.tick()
+    assert (row.status, row.attempts, report.dead) == (DEAD, 3, 1)  # max_attempts = 3
+    store.now += 10_000
+    assert (await r.tick()).claimed == 0  # DEAD rows are never claimed
+    assert [d.id for d in await store.dead(10)] == [bad]
+    assert await store.revive([bad]) == 1
+    publisher.refuse.clear()
+    await r.tick()
+    assert (row.status, store.rows[good].status) == (PUBLISHED, PUBLISHED)
+
+
+async def test_a_dead_holders_claim_is_taken_back_after_the_timeout() -> None:
+    store, publisher = FakeRelayStore(), FakePublisher()
+    row_id = store.add("p")
+    await store.claim("crashed", 100)  # a relay that died between claim and mark
+    metrics = RelayMetrics()
+    r = relay(store, publisher, metrics=metrics)
+    store.now = 59.0
+    assert (await r.tick()).claimed == 0  # its claim is still young
+    assert store.rows[row_id].status == PROCESSING
+    store.now = 61.0
+    report = await r.tick()
+    assert (report.taken_back, report.published) == (1, 1)
+    assert store.rows[row_id].status == PUBLISHED and store.rows[row_id].attempts == 1
+    assert b"outbox_claim_timeout_count_total 1.0" in metrics.render()
+
+
+async def test_two_relays_never_claim_one_row_twice_and_lose_none() -> None:
+    store, publisher = FakeRelayStore(), FakePublisher()
+    ids = {store.add(f"p{i}") for i in range(10)}
+    a, b = relay(store, publisher, "a"), relay(store, publisher, "b")
+    for _ in range(4):
+        await a.tick()
+        await b.tick()
+    claimed = [i for _, batch in store.claims for i in batch]
+    assert sorted(claimed) == sorted(ids)  # each row claimed exactly once
+    assert {h for h, batch in store.claims if batch} == {"a", "b"}
+    assert all(r.status == PUBLISHED for r in store.rows.values())
+
+
+async def test_metrics_have_the_seed_names_and_meanings() -> None:
+    store, publisher = FakeRelayStore(), FakePublisher(refuse={"bad"})
+    store.add("bad")
+    store.add("good")
+    await store.claim("other", 0)
+    metrics = RelayMetrics()
+    r = relay(store, publisher, metrics=metrics)
+    await r.tick()
+    store.add("young")
+    store.now = 5.0
+    await r.refresh_stats()
+    text = metrics.render().decode()
+    for name in RELAY_METRIC_NAMES:
+        assert name in text
+    assert "outbox_pending_count 2.0" in text  # the retry and the young row
+    assert "outbox_oldest_pending_age_seconds 5.0" in text
+    assert "outbox_retry_rate 0.5" in text  # 1 failed of 2 attempts
+    assert "outbox_dead_count 0.0" in text and "outbox_processing_count 0.0" in text
+
+
+# -- [relay] settings ----------------------------------------------------------------------------
+
+
+def test_relay_settings_defaults_and_environment() -> None:
+    assert load_settings({}).relay == RelaySettings()
+    got = load_settings({"SEARCHSYNC_RELAY_BATCH_SIZE": "50", "SEARCHSYNC_RELAY_ENABLED": "true"})
+    assert (got.relay.batch_size, got.relay.enabled) == (50, True)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("batch_size", "0"),
+        ("table", "search-outbox"),
+        ("topic_template", "outbox.event"),
+        ("max_attempts", "x"),
+        ("claim_timeout_s", "10"),  # not above publish_timeout_s (30)
+        ("enabled", "maybe"),
+        ("metrics_port", "70000"),
+    ],
+)
+def test_bad_relay_settings_name_the_key(key: str, value: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings({f"SEARCHSYNC_RELAY_{key.upper()}": value})
+    assert caught.value.key == f"relay.{key}"

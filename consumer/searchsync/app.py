@@ -33,8 +33,7 @@ from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.es_index import BulkSizer, EsIndex
 from searchsync.search.sink import Sink
 from searchsync.stream.fence import SchemaFence
-from searchsync.stream.options import PipelineOptions
-from searchsync.stream.pipeline import Pipeline
+from searchsync.stream.pipeline import Pipeline, PipelineOptions
 from searchsync.stream.processor import Processor
 from searchsync.stream.retry import RetryPolicy
 
@@ -103,26 +102,20 @@ async def run_consumer(
             rng=random.Random(),
         )
         pipeline = Pipeline(
-            intake=None,
             processor=processor,
             dlq=dlq,
             budget=DlqBudget(p.dlq_max_ratio, p.dlq_window, p.dlq_max_consecutive),
             state=ProjectionStateWriter(pool),
             metrics=metrics,
             retry=retry,
+            settings=p,
             options=PipelineOptions(
                 group_id=k.group_id,
                 known_types=registry.types(),
-                max_event_bytes=p.max_event_bytes,
                 max_batch_works=settings.elasticsearch.bulk_max_actions,
-                commit_interval_s=p.commit_interval_s,
-                lag_interval_s=p.lag_poll_interval_s,
                 consume_batch=k.poll_batch_size,
                 consume_timeout_s=k.poll_timeout_s,
-                revoke_drain_s=min(10.0, p.shutdown_deadline_s),
             ),
-            max_in_flight_keys=p.max_in_flight_keys,
-            max_queued_events=p.max_queued_events,
             fence=fence,
         )
         intake = KafkaIntake(
@@ -131,7 +124,6 @@ async def run_consumer(
             pipeline,
             revoke_timeout_s=min(10.0, p.shutdown_deadline_s) + 5.0,
         )
-        pipeline.attach_intake(intake)
 
         def health() -> HealthReport:
             ready, reasons = pipeline.health()
@@ -168,7 +160,7 @@ async def run_consumer(
             watching = asyncio.create_task(watch.run(stop))
             stack.push_async_callback(_cancelled, watching)
         try:
-            await pipeline.run(stop, drain_deadline_s=p.shutdown_deadline_s)
+            await pipeline.run(intake, stop, drain_deadline_s=p.shutdown_deadline_s)
         except DlqBudgetExceeded as exc:
             log.error("stopped: %s", exc)
             await intake.close()

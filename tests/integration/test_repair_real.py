@@ -26,9 +26,11 @@ from searchsync.ops.repair.state import MysqlWheelState
 from searchsync.ops.repair.wheel import Wheel, WheelConfig
 from searchsync.projection import default_registry
 from searchsync.search.client import make_es_client
+from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.es_index import EsIndex
 from searchsync.search.sink import EXTERNAL_GTE, IndexOp, Sink, StoredProjection
 from searchsync.stream.coalesce import Work
+from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
 from searchsync.types import Key, Operation, Position, ThinEvent
 from searchsync.writer import PageWriter
@@ -258,7 +260,11 @@ async def test_a_rebuild_rewrite_racing_a_newer_update_leaves_the_newer_document
 
         index.after_read = newer_update
         processor = Processor(
-            registry=registry, truth=truth, sink=Sink(index), alias_for=settings.alias
+            registry=registry,
+            truth=truth,
+            sink=Sink(index),
+            alias_for=settings.alias,
+            fence=SchemaFence(EsIndexAdmin(es), interval_s=60.0),
         )
         event = ThinEvent("e", "wiki_page", "r1", Operation.REBUILD, 3)
         [verdict] = await processor.process(

@@ -15,10 +15,9 @@ import pytest
 import pytest_asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from searchsync.errors import ConfigError, ErrorCode, TransientError
+from searchsync.errors import MAX_ERROR_MESSAGE, ConfigError, ErrorCode, TransientError
 from searchsync.mysql.pool import create_pool, transaction
 from searchsync.mysql.state import (
-    MAX_ERROR_MESSAGE_LENGTH,
     ProjectionState,
     ProjectionStateWriter,
     StateUpdate,
@@ -280,7 +279,7 @@ async def test_state_never_lowers_indexed_revision_and_keeps_error_history(
     state = (await read_state(consumer_pool, STATE_TYPE, [key]))[key]
     assert (state.indexed_revision, state.source_revision) == (3, 5)
     assert state.last_error_code == "ES_429"
-    assert state.last_error_message == "x" * MAX_ERROR_MESSAGE_LENGTH
+    assert state.last_error_message == "x" * MAX_ERROR_MESSAGE
     assert state.failing
 
     await writer.record([success(key, 5, "e", version=2)])

@@ -1,13 +1,14 @@
 """In-memory stand-ins for the pipeline's ports, and small helpers to build its inputs.
 
-- `FakeIntake` implements `searchsync.stream.pipeline.IntakePort` over scripted messages per
+- `FakeIntake` implements `searchsync.stream.vitals.IntakePort` over scripted messages per
   partition:
   `consume` hands out the next messages of partitions that are not paused, `commit` records the
   offsets (and can be told to refuse them), `pause`/`resume` are recorded. `assign`, `revoke` and
   `lose` drive a `RebalanceListener` (the pipeline) inside the next `consume`, as librdkafka runs
   its rebalance callbacks inside ``consume()``; a revoke commits the offsets `revoking` returns.
-- `FakeDlq` implements `searchsync.stream.pipeline.DlqPort`: `send` acknowledges at once, or holds
-  until released (to model an unacknowledged produce), or raises `TransientError` a number of times.
+- `FakeDlq` implements `searchsync.stream.dead_letters.DlqPort`: `send` acknowledges at once, or
+  holds until released (to model an unacknowledged produce), or raises `TransientError` a number
+  of times.
 - `PageTruth` is `InMemoryTruth` for wiki_page rows and floors that can run a hook (or wait on
   a gate, or raise) before each row read.
 - `RaisingProjector` is a projector `build` with a bug for some ids.

@@ -15,14 +15,14 @@ from searchsync.config import Settings, load_settings
 from searchsync.mysql.truth import InMemoryTruth
 from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.ops.rebuild.progress import Progress
-from searchsync.ops.rebuild.reader import InMemoryIndexReader
 from searchsync.ops.rebuild.runner import RebuildDeps
 from searchsync.ops.rebuild.state import InMemoryRebuildState, RebuildRecord
 from searchsync.projection import Projector, ProjectorRegistry, Row, default_registry
-from searchsync.search.fake import InMemoryIndex
 from searchsync.search.sink import EXTERNAL_GTE, IndexOp, Sink
 
-from tests.unit.kafka_fakes import FakeAdmin, FakeTopics
+from tests.fakes.index_readers import InMemoryIndexReader
+from tests.fakes.kafka_admin import FakeAdmin, FakeTopics
+from tests.fakes.search_index import InMemoryIndex
 
 TOPIC = "outbox.event.wiki_page"
 TYPE = "wiki_page"

@@ -15,7 +15,6 @@ from typing import Any
 
 import orjson
 import pytest
-from kafka_fakes import FakeTopics
 from searchsync.cli import Services, main
 from searchsync.cli.loadgen import Progress
 from searchsync.dlq.ledger import InMemoryReplayLedger
@@ -23,8 +22,10 @@ from searchsync.dlq.record import DLQ_FORMAT, DLQ_FORMAT_HEADER, DlqRecord, enco
 from searchsync.errors import ConfigError, DlqBudgetExceeded, TransientError
 from searchsync.exit_codes import ExitCode
 from searchsync.projection import wiki_page
-from searchsync.search.fake import InMemoryIndex
 from searchsync.types import Operation
+
+from tests.fakes.kafka_admin import FakeTopics
+from tests.fakes.search_index import InMemoryIndex
 
 EXIT_OK, EXIT_FAILURE, EXIT_CONFIG, EXIT_DLQ_BUDGET = (
     ExitCode.OK,

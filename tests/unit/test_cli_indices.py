@@ -13,7 +13,9 @@ import orjson
 import pytest
 from searchsync.cli import Services, main
 from searchsync.exit_codes import ExitCode
-from searchsync.search.fake import InMemoryIndex, StoredDoc
+
+from tests.fakes.search_index import InMemoryIndex
+from tests.fakes.search_state import StoredDoc
 
 ALIAS = "searchsync_wiki_page"
 V1, V2, V3 = f"{ALIAS}_v1", f"{ALIAS}_v2", f"{ALIAS}_v3"

@@ -13,7 +13,7 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from purge_fakes import FakeConnect, FakeOutbox, FakeTombstones
+from purge_fakes import FakeConnect, FakeOutbox
 from searchsync.cli import Services, main
 from searchsync.config import ConnectSettings, load_settings
 from searchsync.duration import format_duration, parse_duration
@@ -21,7 +21,9 @@ from searchsync.errors import ConfigError
 from searchsync.exit_codes import ExitCode
 from searchsync.kafka.connect import MISSING, ConnectClient, ConnectUnavailable, parse_status
 from searchsync.projection import format_timestamp, wiki_page
-from searchsync.search.fake import InMemoryIndex
+
+from tests.fakes.search_index import InMemoryIndex
+from tests.fakes.tombstones import FakeTombstones
 
 STATUS = {
     "name": "searchsync-outbox",

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError
-from kafka_fakes import DLQ_T0, FIRST_PRODUCED_OFFSET, FakeTopics, dead_letter
 from searchsync.dlq.filter import parse_utc
 from searchsync.dlq.ledger import InMemoryReplayLedger
 from searchsync.dlq.record import (
@@ -28,6 +27,10 @@ from searchsync.dlq.replay import (
     summary,
 )
 from searchsync.errors import InvalidRequest, PoisonMessage, TransientError
+
+from tests.fakes.kafka_admin import FakeTopics
+from tests.fakes.kafka_clients import FIRST_PRODUCED_OFFSET
+from tests.unit.dlq_samples import DLQ_T0, dead_letter
 
 DLQ = "searchsync.dlq"
 T0 = DLQ_T0

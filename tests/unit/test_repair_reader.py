@@ -16,9 +16,12 @@ from searchsync.ops.chunks import ChunkController
 from searchsync.ops.repair.buckets import bucket_of, bucket_of_id, bucket_range, key_hash
 from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.reader import SpanReader, key_ranges
-from searchsync.ops.repair.sides import InMemoryIndexSide, InMemoryTruthSide
+from searchsync.ops.repair.sides import InMemoryTruthSide
 from searchsync.projection import default_registry
-from searchsync.search.fake import InMemoryIndex, StoredDoc
+
+from tests.fakes.index_readers import InMemoryIndexSide
+from tests.fakes.search_index import InMemoryIndex
+from tests.fakes.search_state import StoredDoc
 
 PROJECTOR = default_registry().get("wiki_page")
 

@@ -18,15 +18,19 @@ from searchsync.ops.repair.heal import Healer, InMemoryOutbox
 from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.model import DELETION_KINDS, FindingKind
 from searchsync.ops.repair.schedule import SchedulePolicy, choose, ewma, priority
-from searchsync.ops.repair.sides import InMemoryIndexSide, InMemoryTruthSide
+from searchsync.ops.repair.sides import InMemoryTruthSide
 from searchsync.ops.repair.state import BucketState, InMemoryWheelState
 from searchsync.ops.repair.wheel import Wheel, WheelConfig
 from searchsync.projection import default_registry
-from searchsync.search.fake import InMemoryIndex, StoredDoc
 from searchsync.search.sink import IndexOp, Sink
 from searchsync.stream.coalesce import Work
+from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
 from searchsync.types import Key, Operation, Position, ThinEvent
+
+from tests.fakes.index_readers import InMemoryIndexSide
+from tests.fakes.search_index import InMemoryIndex
+from tests.fakes.search_state import StoredDoc
 
 ALIAS = "wiki_page"
 NOW = datetime(2026, 7, 20, tzinfo=UTC)
@@ -100,7 +104,11 @@ class World:
     async def deliver(self) -> None:
         """What the consumer does with the appended REBUILDs (and the raised floors)."""
         processor = Processor(
-            registry=self.registry, truth=self.truth, sink=Sink(self.index), alias_for=lambda t: t
+            registry=self.registry,
+            truth=self.truth,
+            sink=Sink(self.index),
+            alias_for=lambda t: t,
+            fence=SchemaFence(self.index.admin, interval_s=60.0),
         )
         for (t, i), floor in self.outbox.floors.items():
             self.truth.put_floor(t, i, floor)

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from searchsync.mysql.state import InMemoryStateWriter, StateUpdate
-from searchsync.stream.state_buffer import StateBuffer
+from searchsync.mysql.state_buffer import StateBuffer
 
 T0 = datetime(2026, 1, 1)
 

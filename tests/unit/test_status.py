@@ -11,14 +11,15 @@ from typing import Any
 
 import orjson
 import pytest
-from kafka_fakes import FakeTopics
 from searchsync.cli import Services, main
 from searchsync.exit_codes import ExitCode
 from searchsync.kafka.connect import ConnectorStatus, TaskStatus
 from searchsync.ops.repair.state import BucketState, Epoch, WheelSnapshot
 from searchsync.ops.status import Section, gather
 from searchsync.projection import wiki_page
-from searchsync.search.fake import InMemoryIndex
+
+from tests.fakes.kafka_admin import FakeTopics
+from tests.fakes.search_index import InMemoryIndex
 
 TOPIC = "outbox.event.wiki_page"
 ALIAS = "searchsync_wiki_page"

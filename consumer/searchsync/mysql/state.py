@@ -15,7 +15,7 @@ Merge rules (the same in `merge`, in SQL and in `InMemoryStateWriter`):
   is failing now iff ``last_error_at`` is later than ``last_success_at`` (see
   `ProjectionState.failing`); keeping the last error visible after a retry succeeded tells
   an operator what went wrong and when.
-- Messages are cut to 1024 characters and codes to 64 (the column sizes).
+- Messages are cut to `MAX_ERROR_MESSAGE` (1024) characters and codes to 64 (the column sizes).
 
 Within one call outcomes are written in key order, so concurrent writers lock rows in the same
 order; a deadlock is retried a few times here because the upsert is idempotent.
@@ -31,12 +31,11 @@ from typing import Any, Final, Protocol
 import aiomysql
 
 from searchsync.clock import WallClock, utc_now
-from searchsync.errors import ErrorCode, TransientError
+from searchsync.errors import MAX_ERROR_MESSAGE, ErrorCode, TransientError
 from searchsync.mysql.pool import db_time, expand_in, transaction, translate_errors
 
 __all__ = [
     "MAX_ERROR_CODE_LENGTH",
-    "MAX_ERROR_MESSAGE_LENGTH",
     "InMemoryStateWriter",
     "ProjectionState",
     "ProjectionStateWriter",
@@ -46,7 +45,6 @@ __all__ = [
     "read_state",
 ]
 
-MAX_ERROR_MESSAGE_LENGTH: Final = 1024
 MAX_ERROR_CODE_LENGTH: Final = 64
 _DEADLOCK_ATTEMPTS: Final = 3
 
@@ -157,9 +155,7 @@ def merge(current: ProjectionState | None, update: StateUpdate, now: datetime) -
     if update.at is not None:
         now = update.at
     code = None if update.error_code is None else update.error_code[:MAX_ERROR_CODE_LENGTH]
-    message = (
-        None if update.error_message is None else update.error_message[:MAX_ERROR_MESSAGE_LENGTH]
-    )
+    message = None if update.error_message is None else update.error_message[:MAX_ERROR_MESSAGE]
     if current is None:
         success = update.is_success
         return ProjectionState(
@@ -283,9 +279,7 @@ def _row(update: StateUpdate, now: datetime) -> tuple[str, tuple[Any, ...]]:
         )
         return _SUCCESS_ROW, values
     code = None if update.error_code is None else update.error_code[:MAX_ERROR_CODE_LENGTH]
-    message = (
-        None if update.error_message is None else update.error_message[:MAX_ERROR_MESSAGE_LENGTH]
-    )
+    message = None if update.error_message is None else update.error_message[:MAX_ERROR_MESSAGE]
     values = (
         update.aggregate_type,
         update.aggregate_id,

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final, Protocol
 
-from searchsync.errors import ErrorCode, PoisonMessage, TransientError
+from searchsync.errors import Disposition, ErrorCode, PoisonMessage, TransientError
 from searchsync.ops.chunks import ChunkController
 from searchsync.projection import Projector, Row
 from searchsync.search.sink import FINISHED_KINDS, IndexOp, OutcomeKind, Sink
@@ -258,7 +258,7 @@ class Backfill:
                 kind = outcome.kind
                 if kind in _INDEXED:
                     indexed += 1
-                elif kind is OutcomeKind.POISON:
+                elif outcome.code is not None and outcome.code.disposition is Disposition.POISON:
                     refused += 1
                     self._keep(result, outcome.op.doc_id, outcome.message or str(outcome.code))
                 else:

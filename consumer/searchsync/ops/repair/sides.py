@@ -23,10 +23,8 @@ from searchsync.mysql.truth import InMemoryTruth
 from searchsync.ops.repair.buckets import key_hash
 from searchsync.ops.repair.model import IndexEntry, TruthEntry
 from searchsync.projection import Projector, Row
-from searchsync.search.fake import InMemoryIndex
 
 __all__ = [
-    "InMemoryIndexSide",
     "InMemoryTruthSide",
     "IndexSide",
     "Position",
@@ -114,42 +112,3 @@ class InMemoryTruthSide:
     async def by_ids(self, projector: Projector, ids: Sequence[str]) -> dict[str, TruthEntry]:
         rows = await self._truth.rows_by_id(projector, ids, primary=True)
         return {i: entry_of_row(r, content=True) for i, r in rows.items()}
-
-
-class InMemoryIndexSide:
-    """`IndexSide` over an `InMemoryIndex` (the stored ``sync_hash`` selects the bucket)."""
-
-    def __init__(self, index: InMemoryIndex) -> None:
-        self._index = index
-        self.pages = 0
-        self.fail_on_page: int | None = None  # raise ConnectionError on that page (1-based)
-
-    def _docs(self, alias: str) -> dict[str, Any]:
-        target = self._index.alias_target(alias)
-        return {} if target is None else self._index.indices[target].docs
-
-    async def bucket_page(
-        self, alias: str, lo: int, hi: int, after: Position | None, limit: int, *, content: bool
-    ) -> list[IndexEntry]:
-        self.pages += 1
-        if self.fail_on_page is not None and self.pages >= self.fail_on_page:
-            raise ConnectionError("injected: the index side failed mid-bucket")
-        docs = self._docs(alias)
-        ids = sorted(
-            i
-            for i, d in docs.items()
-            if (after is None or i > after[1])
-            and isinstance(d.body.get("sync_hash"), int)
-            and lo <= d.body["sync_hash"] < hi
-        )
-        return [
-            entry_of_source(i, docs[i].version, docs[i].body, content=content) for i in ids[:limit]
-        ]
-
-    async def by_ids(self, alias: str, ids: Sequence[str]) -> dict[str, IndexEntry]:
-        docs = self._docs(alias)
-        return {
-            i: entry_of_source(i, docs[i].version, docs[i].body, content=True)
-            for i in ids
-            if i in docs
-        }

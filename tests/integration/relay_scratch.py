@@ -1,26 +1,38 @@
-"""A scratch copy of ``search_outbox`` for the relay's integration tests.
+"""A scratch copy of ``search_outbox`` and a fresh topic for the relay's integration tests.
 
 Debezium captures only ``search_outbox`` (``table.include.list``), so rows written to a copy
 reach Kafka only through the relay under test, and the relay never claims the shared table's
 rows. The copy is granted to the consumer's MySQL user as the relay needs (SELECT, UPDATE, plus
-INSERT and DELETE for the tests) and dropped afterwards.
+INSERT and DELETE for the tests) and dropped afterwards. `topic` is a fresh topic for the relay's
+records.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import aiomysql
+import pytest
 import pytest_asyncio
 from searchsync.devtools.scratch import admin_execute
 from searchsync.events import encode_json
 from searchsync.mysql.pool import transaction
 from searchsync.types import Operation, ThinEvent
 
+from tests.integration.conftest import KAFKA
 from tests.integration.conftest_mysql import MysqlTarget, root_socket
+from tests.integration.kafkatools import fresh_topics
 
-__all__ = ["insert_rows", "scratch_outbox"]
+__all__ = ["insert_rows", "scratch_outbox", "topic"]
+
+
+@pytest.fixture
+def topic() -> Iterator[str]:
+    """A fresh topic ``it-relay-<hex>.wiki_page`` (3 partitions) for the relay to publish to."""
+    name = f"it-relay-{uuid.uuid4().hex[:8]}.wiki_page"
+    with fresh_topics(KAFKA, [(name, 3)]):
+        yield name
 
 
 @pytest_asyncio.fixture(loop_scope="session")

@@ -12,8 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 
 import aiomysql
@@ -27,20 +26,13 @@ from searchsync.relay.record import PARTITIONER
 
 from tests.integration.conftest import KAFKA
 from tests.integration.conftest_mysql import fetch_all
-from tests.integration.kafkatools import TopicTail, fresh_topics
+from tests.integration.kafkatools import TopicTail
 from tests.integration.relay_scratch import *  # noqa: F403  (the scratch_outbox fixture)
 from tests.integration.relay_scratch import insert_rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
 DEADLINE_S = 60.0
-
-
-@pytest.fixture
-def topic() -> Iterator[str]:
-    name = f"it-relayp-{uuid.uuid4().hex[:8]}.wiki_page"
-    with fresh_topics(KAFKA, [(name, 3)]):
-        yield name
 
 
 def free_port() -> int:

@@ -7,8 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
@@ -25,20 +24,13 @@ from searchsync.relay.record import PARTITIONER
 
 from tests.integration.conftest import KAFKA
 from tests.integration.conftest_mysql import fetch_all
-from tests.integration.kafkatools import TopicTail, fresh_topics
+from tests.integration.kafkatools import TopicTail
 from tests.integration.relay_scratch import *  # noqa: F403  (the scratch_outbox fixture)
 from tests.integration.relay_scratch import insert_rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
 DEADLINE_S = 60.0
-
-
-@pytest.fixture
-def topic() -> Iterator[str]:
-    name = f"it-relay-{uuid.uuid4().hex[:8]}.wiki_page"
-    with fresh_topics(KAFKA, [(name, 3)]):
-        yield name
 
 
 @pytest_asyncio.fixture(loop_scope="session")

@@ -4,6 +4,8 @@ seed 000's backoff bounds; the router record; the [relay] settings."""
 from __future__ import annotations
 
 import json
+import random
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -11,9 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from searchsync.config import RelaySettings, load_settings
 from searchsync.errors import ConfigError
-from searchsync.relay import OutboxEntry, Relay, next_retry, router_record
+from searchsync.relay import OutboxEntry, Relay, router_record, seed_retry
 from searchsync.relay.metrics import RELAY_METRIC_NAMES, RelayMetrics
 from searchsync.relay.port import DEAD, PENDING, PROCESSING, PUBLISHED
+from searchsync.relay.relay import retry_delay
 
 from tests.fakes.relay_store import FakePublisher, FakeRelayStore
 
@@ -29,28 +32,44 @@ def relay(
 # -- seed 000's NextRetry ------------------------------------------------------------------------
 
 
+class Draws(random.Random):
+    """A random source whose ``random()`` is drawn by Hypothesis."""
+
+    def __init__(self, data: st.DataObject) -> None:
+        super().__init__(0)
+        self._data = data
+
+    def random(self) -> float:
+        return self._data.draw(st.floats(0.0, 1.0, exclude_max=True))
+
+
 @given(attempt=st.integers(0, 200), data=st.data())
-def test_backoff_stays_within_seed_bounds(attempt: int, data: st.DataObject) -> None:
+def test_the_relays_backoff_stays_within_seed_bounds(attempt: int, data: st.DataObject) -> None:
+    """A row that failed `attempt` times before waits NextRetry(attempt)."""
     base = min(timedelta(seconds=1) * 2 ** min(attempt, 10), timedelta(minutes=30))
     jitter = max(base / 5, timedelta(milliseconds=1))
-    delay = next_retry(attempt, lambda n: data.draw(st.integers(0, n - 1)))
+    delay = retry_delay(seed_retry(10, Draws(data)), attempt)
     assert base <= delay < base + jitter
 
 
-@given(attempt=st.integers(0, 200))
-def test_backoff_with_real_randomness_and_the_extremes(attempt: int) -> None:
-    base = min(timedelta(seconds=2 ** min(attempt, 10)), timedelta(minutes=30))
-    assert base <= next_retry(attempt) < base * 1.2
-    assert next_retry(attempt, lambda n: 0) == base
-    assert next_retry(attempt, lambda n: n - 1) == base + base / 5 - timedelta(microseconds=1)
+def test_the_relays_backoff_is_the_seeds_at_the_extremes() -> None:
+    class Low(random.Random):
+        def random(self) -> float:
+            return 0.0
+
+    low = seed_retry(3, Low())
+    assert [low.delay(n) for n in (1, 2, 3, 11, 12, 30)] == [1, 2, 4, 1024, 1024, 1024]
+    assert seed_retry(3).delay(1) < 1.2
+    assert seed_retry(3).exhausted(3) and not seed_retry(3).exhausted(2)
 
 
-def test_backoff_is_capped_at_thirty_minutes_and_refuses_negative_attempts() -> None:
-    assert next_retry(10, lambda n: 0) == timedelta(seconds=1024)
-    assert next_retry(11, lambda n: 0) == timedelta(seconds=1024)  # shift stops at 10
-    assert next_retry(0, lambda n: 0) == timedelta(seconds=1)
-    with pytest.raises(ValueError):
-        next_retry(-1)
+async def test_a_failed_row_waits_next_retry_of_its_earlier_attempts() -> None:
+    store, publisher = FakeRelayStore(), FakePublisher(refuse={"bad"})
+    row = store.rows[store.add("bad")]
+    row.attempts = 4  # failed four times before
+    await Relay(store, publisher, replace(SETTINGS, max_attempts=10), holder="r").tick()
+    assert (row.status, row.attempts) == (PENDING, 5)
+    assert 16.0 <= row.available_at - store.now < 16.0 * 1.2  # NextRetry(4)
 
 
 # -- the Outbox Event Router's record ------------------------------------------------------------

@@ -8,10 +8,9 @@ back the claims of relays that died, and marks rows PUBLISHED or, past an attemp
 
 from __future__ import annotations
 
-from searchsync.relay.backoff import next_retry
 from searchsync.relay.port import DeadRow, OutboxCounts, OutboxEntry, RelayStore
 from searchsync.relay.record import RouterRecord, router_record
-from searchsync.relay.relay import Publisher, Relay, TickReport
+from searchsync.relay.relay import Publisher, Relay, TickReport, seed_retry
 
 __all__ = [
     "DeadRow",
@@ -22,6 +21,6 @@ __all__ = [
     "RelayStore",
     "RouterRecord",
     "TickReport",
-    "next_retry",
     "router_record",
+    "seed_retry",
 ]

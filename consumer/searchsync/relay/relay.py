@@ -7,7 +7,7 @@ One `Relay.tick`:
    before anything is published, so other relays skip them);
 3. publish every claimed row and wait for Kafka's acknowledgements (``acks=all``, idempotent);
 4. mark the acknowledged rows PUBLISHED and count a failed attempt on the others: PENDING
-   again after ``next_retry(attempts)``, or DEAD at ``max_attempts``.
+   again after seed 000's ``NextRetry(attempts)`` (`seed_retry`), or DEAD at ``max_attempts``.
 
 A crash between 3 and 4 publishes the row again once its claim is taken back: delivery is
 at least once, and the consumer's external versions make a duplicate harmless (docs/relay.md).
@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,14 +28,30 @@ from typing import Protocol
 
 from searchsync.config import RelaySettings
 from searchsync.errors import TransientError
-from searchsync.relay.backoff import next_retry
 from searchsync.relay.metrics import RelayMetrics
 from searchsync.relay.port import Failure, OutboxEntry, RelayStore
 from searchsync.relay.record import router_record
+from searchsync.stream.retry import RetryPolicy
 
-__all__ = ["Publisher", "Relay", "TickReport"]
+__all__ = ["Publisher", "Relay", "TickReport", "retry_delay", "seed_retry"]
 
 log = logging.getLogger(__name__)
+
+
+def seed_retry(max_attempts: int, rng: random.Random | None = None) -> RetryPolicy:
+    """Seed 000's ``NextRetry`` (base 1 s, shift ``min(attempt, 10)``, cap 30 min, jitter in
+    ``[0, max(delay / 5, 1 ms))``), with the relay's attempt limit."""
+    return RetryPolicy(1.0, 1_800.0, max_attempts, 0.2, rng or random.Random())
+
+
+def retry_delay(retry: RetryPolicy, attempts: int) -> timedelta:
+    """``NextRetry(attempts)`` for a row that failed `attempts` times before this failure, in
+    whole microseconds (DATETIME(6)'s resolution) and strictly below ``delay + jitter bound``
+    (a float sum can round up onto the bound)."""
+    n = attempts + 1
+    limit = retry.jitter_limit(n)
+    bound = math.ceil((retry.nominal(n) + limit) * 1_000_000) - (1 if limit else 0)
+    return timedelta(microseconds=min(int(retry.delay(n) * 1_000_000), bound))
 
 
 class Publisher(Protocol):
@@ -55,7 +73,9 @@ class TickReport:
 
 
 class Relay:
-    """Publishes the outbox through `publisher`; `holder` names this relay in ``locked_by``."""
+    """Publishes the outbox through `publisher`; `holder` names this relay in ``locked_by``.
+
+    A failed row waits `retry_delay` (``NextRetry`` of its earlier failures)."""
 
     def __init__(
         self,
@@ -65,7 +85,7 @@ class Relay:
         *,
         holder: str,
         metrics: RelayMetrics | None = None,
-        backoff: Callable[[int], timedelta] = next_retry,
+        retry: RetryPolicy | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = store
@@ -73,7 +93,7 @@ class Relay:
         self._settings = settings
         self.holder = holder
         self._metrics = metrics if metrics is not None else RelayMetrics()
-        self._backoff = backoff
+        self._retry = retry if retry is not None else seed_retry(settings.max_attempts)
         self._clock = clock
         self._stats_due = 0.0
 
@@ -89,7 +109,7 @@ class Relay:
         errors = await asyncio.gather(*(self._publish(e) for e in claimed))
         published = [e.id for e, error in zip(claimed, errors, strict=True) if error is None]
         failures = [
-            Failure(e.id, error, self._backoff(e.attempts))
+            Failure(e.id, error, retry_delay(self._retry, e.attempts))
             for e, error in zip(claimed, errors, strict=True)
             if error is not None
         ]

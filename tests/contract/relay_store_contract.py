@@ -58,6 +58,10 @@ async def failures_wait_count_attempts_and_end_dead(b: RelayBackend) -> None:
     assert await b.store.mark_failed("r1", [Failure(again, "boom", NOW)], 2) == 0
     [retry] = await b.store.claim("r1", 10)  # a zero delay is available at once
     assert (retry.id, retry.attempts) == (again, 1)
+    kafka_away = Failure(again, "no acknowledgement", NOW, counts=False)
+    assert await b.store.mark_failed("r1", [kafka_away], 2) == 0
+    assert (await b.statuses())[again] == ("PENDING", 1, None)  # not an attempt: never DEAD
+    await b.store.claim("r1", 10)
     assert await b.store.mark_failed("r1", [Failure(again, "still", NOW)], 2) == 1
     assert (await b.statuses())[again] == ("DEAD", 2, None)
     assert await b.store.claim("r1", 10) == []

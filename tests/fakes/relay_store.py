@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from confluent_kafka import KafkaError
+from searchsync.kafka.producer import DeliveryFailed
 from searchsync.relay.port import (
     DEAD,
     PENDING,
@@ -82,8 +84,8 @@ class FakeRelayStore:
             r = self.rows[f.id]
             if r.status != PROCESSING or r.locked_by != holder:
                 continue
-            r.attempts += 1
-            r.status = DEAD if r.attempts >= max_attempts else PENDING
+            r.attempts += int(f.counts)
+            r.status = DEAD if f.counts and r.attempts >= max_attempts else PENDING
             r.last_error, r.available_at = f.error, self.now + f.delay.total_seconds()
             r.locked_by = r.locked_at = None
             dead += r.status == DEAD
@@ -132,16 +134,21 @@ class FakeRelayStore:
 
 @dataclass
 class FakePublisher:
-    """Records every send; raises for aggregate ids in `refuse`."""
+    """Records every send. Kafka refuses the records of aggregate ids in `refuse` as records
+    (MSG_SIZE_TOO_LARGE); while `away`, every send fails with a transport error."""
 
     sent: list[tuple[str, bytes, bytes | None, list[tuple[str, bytes]]]] = field(
         default_factory=list
     )
     refuse: set[str] = field(default_factory=set)
+    away: bool = False
 
     async def send(
         self, topic: str, value: bytes, key: bytes | None, *, headers: list[tuple[str, bytes]]
     ) -> None:
+        if self.away:
+            raise DeliveryFailed(KafkaError(KafkaError._TRANSPORT, "all brokers down"))
         if key is not None and key.decode() in self.refuse:
-            raise RuntimeError(f"broker refused {key.decode()}")
+            refused = KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, f"broker refused {key.decode()}")
+            raise DeliveryFailed(refused)
         self.sent.append((topic, value, key, headers))

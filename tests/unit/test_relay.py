@@ -9,14 +9,16 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 from hypothesis import given
 from hypothesis import strategies as st
 from searchsync.config import RelaySettings, load_settings
 from searchsync.errors import ConfigError
+from searchsync.kafka.producer import DeliveryFailed
 from searchsync.relay import OutboxEntry, Relay, router_record, seed_retry
 from searchsync.relay.metrics import RELAY_METRIC_NAMES, RelayMetrics
 from searchsync.relay.port import DEAD, PENDING, PROCESSING, PUBLISHED
-from searchsync.relay.relay import retry_delay
+from searchsync.relay.relay import retry_delay, row_fault
 
 from tests.fakes.relay_store import FakePublisher, FakeRelayStore
 
@@ -145,6 +147,36 @@ async def test_a_failed_publish_waits_out_the_backoff_and_ends_dead_then_revives
     publisher.refuse.clear()
     await r.tick()
     assert (row.status, store.rows[good].status) == (PUBLISHED, PUBLISHED)
+
+
+async def test_while_kafka_is_away_no_row_counts_an_attempt_and_the_relay_backs_off() -> None:
+    store, publisher = FakeRelayStore(), FakePublisher(away=True)
+    ids = [store.add(f"p{i}") for i in range(3)]
+    r = relay(store, publisher)
+    for outage in range(12):  # longer than max_attempts (3) ticks
+        report = await r.tick()
+        assert (report.unavailable, report.failed, report.dead) == (3, 0, 0)
+        waits = [store.rows[i].available_at - store.now for i in ids]
+        nominal = min(2.0**outage, 1024.0)  # NextRetry(outage)
+        assert all(nominal <= w < nominal * 1.2 for w in waits)
+        assert {(store.rows[i].status, store.rows[i].attempts) for i in ids} == {(PENDING, 0)}
+        store.now = max(store.rows[i].available_at for i in ids)
+    publisher.away = False
+    report = await r.tick()
+    assert report.published == 3 and all(store.rows[i].status == PUBLISHED for i in ids)
+
+
+def test_row_fault_tells_the_rows_failures_from_kafkas() -> None:
+    assert row_fault(ValueError("payload is not a JSON object"))
+    assert row_fault(DeliveryFailed(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE)))
+    assert row_fault(KafkaException(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE)))  # at produce()
+    assert row_fault(DeliveryFailed(KafkaError(KafkaError.TOPIC_EXCEPTION)))
+    assert not row_fault(DeliveryFailed(KafkaError(KafkaError._TRANSPORT)))
+    assert not row_fault(DeliveryFailed(KafkaError(KafkaError._MSG_TIMED_OUT)))
+    assert not row_fault(DeliveryFailed(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)))
+    assert not row_fault(KafkaException(KafkaError(KafkaError._QUEUE_FULL)))
+    assert not row_fault(BufferError("queue full"))
+    assert not row_fault(TimeoutError())
 
 
 async def test_a_dead_holders_claim_is_taken_back_after_the_timeout() -> None:

@@ -84,15 +84,17 @@ class MysqlRelayStore:
             with translate_errors(f"mark failures in {t}"):
                 for f in failures:
                     await cur.execute(
-                        f"UPDATE {t} SET status = IF(attempts + 1 >= %s, %s, %s),"
-                        " attempts = attempts + 1, last_error = %s,"
+                        f"UPDATE {t} SET status = IF(%s AND attempts + 1 >= %s, %s, %s),"
+                        " attempts = attempts + %s, last_error = %s,"
                         " available_at = NOW(6) + INTERVAL %s MICROSECOND,"
                         " locked_by = NULL, locked_at = NULL, updated_at = NOW(6)"
                         " WHERE id = %s AND status = %s AND locked_by = %s",
                         (
+                            int(f.counts),
                             max_attempts,
                             DEAD,
                             PENDING,
+                            int(f.counts),
                             f.error[:_ERROR_CHARS],
                             f.delay // _MICROSECOND,
                             f.id,

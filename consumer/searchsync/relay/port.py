@@ -47,11 +47,16 @@ class OutboxEntry:
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """A failed publish of row `id`: it waits `delay` before it may be claimed again."""
+    """A failed publish of row `id`: it waits `delay` before it may be claimed again.
+
+    `counts` says the failure was the row's own (a payload the router cannot expand, a record
+    Kafka refuses as a record): it is an attempt, and enough of them make the row DEAD. A failure
+    of Kafka itself (no acknowledgement in time, a broker away) leaves its attempts as they were."""
 
     id: int
     error: str
     delay: timedelta
+    counts: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +109,9 @@ class RelayStore(Protocol):
         ...
 
     async def mark_failed(self, holder: str, failures: Sequence[Failure], max_attempts: int) -> int:
-        """Count a failed attempt on each row `holder` still holds: PENDING again after its
-        delay, or DEAD once it reaches `max_attempts`; the number that became DEAD."""
+        """Give back each row `holder` still holds, PENDING again after its delay; a failure that
+        `counts` is an attempt, and the row is DEAD once it reaches `max_attempts`. The number
+        that became DEAD."""
         ...
 
     async def take_back(self, timeout_s: float, max_attempts: int) -> int:

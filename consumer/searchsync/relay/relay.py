@@ -6,8 +6,13 @@ One `Relay.tick`:
 2. claim up to ``batch_size`` rows with seed 000's query and mark them PROCESSING (committed
    before anything is published, so other relays skip them);
 3. publish every claimed row and wait for Kafka's acknowledgements (``acks=all``, idempotent);
-4. mark the acknowledged rows PUBLISHED and count a failed attempt on the others: PENDING
-   again after seed 000's ``NextRetry(attempts)`` (`seed_retry`), or DEAD at ``max_attempts``.
+4. mark the acknowledged rows PUBLISHED and give the others back, PENDING after seed 000's
+   ``NextRetry``. A failure of the row itself (a payload the router cannot expand, a record
+   Kafka refuses as a record: `row_fault`) is an attempt: it waits ``NextRetry(attempts)``,
+   and the row is DEAD at ``max_attempts``. A failure of Kafka (no acknowledgement in time, any
+   other error) is no attempt of the row: it waits ``NextRetry(n)`` for the n-th such tick in a
+   row, and so does the relay before its next claim, so an outage of any length makes no row
+   DEAD.
 
 A crash between 3 and 4 publishes the row again once its claim is taken back: delivery is
 at least once, and the consumer's external versions make a duplicate harmless (docs/relay.md).
@@ -24,16 +29,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Protocol
+from typing import Final, Protocol
+
+from confluent_kafka import KafkaError, KafkaException
 
 from searchsync.config import RelaySettings
 from searchsync.errors import TransientError
+from searchsync.kafka.producer import DeliveryFailed
 from searchsync.relay.metrics import RelayMetrics
 from searchsync.relay.port import Failure, OutboxEntry, RelayStore
 from searchsync.relay.record import router_record
 from searchsync.stream.retry import RetryPolicy
 
-__all__ = ["Publisher", "Relay", "TickReport", "retry_delay", "seed_retry"]
+__all__ = ["Publisher", "Relay", "TickReport", "retry_delay", "row_fault", "seed_retry"]
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +76,38 @@ class TickReport:
     taken_back: int = 0
     claimed: int = 0
     published: int = 0
-    failed: int = 0
+    failed: int = 0  # the rows' own failures (attempts)
     dead: int = 0
+    unavailable: int = 0  # rows given back because Kafka did not take them
+
+
+_RECORD_ERRORS: Final = frozenset(
+    {
+        KafkaError.INVALID_MSG,
+        KafkaError.INVALID_MSG_SIZE,
+        KafkaError.MSG_SIZE_TOO_LARGE,
+        KafkaError.TOPIC_EXCEPTION,  # a topic name Kafka refuses (the row's aggregate_type)
+        KafkaError.RECORD_LIST_TOO_LARGE,
+        KafkaError.INVALID_RECORD,
+        KafkaError._BAD_MSG,
+        KafkaError._INVALID_ARG,
+    }
+)
+"""Kafka errors about the record itself; every other error (timeouts, transport, leaders,
+authorization) is Kafka's or the deployment's, and the same record may pass later."""
+
+
+def row_fault(exc: BaseException) -> bool:
+    """True when `exc` is the record's own failure, not Kafka's: the router cannot make a
+    record of the row (ValueError), or Kafka refused the record itself (`_RECORD_ERRORS`).
+    Delivery reports never say "retriable", so the error code decides."""
+    if isinstance(exc, ValueError):
+        return True
+    error = exc.error if isinstance(exc, DeliveryFailed) else None
+    if isinstance(exc, KafkaException) and exc.args:
+        error = exc.args[0]
+    code = getattr(error, "code", None)
+    return callable(code) and code() in _RECORD_ERRORS
 
 
 class Relay:
@@ -96,6 +134,7 @@ class Relay:
         self._retry = retry if retry is not None else seed_retry(settings.max_attempts)
         self._clock = clock
         self._stats_due = 0.0
+        self._outage = 0  # consecutive ticks in which Kafka took nothing
 
     async def tick(self) -> TickReport:
         s = self._settings
@@ -106,21 +145,39 @@ class Relay:
         claimed = await self._store.claim(self.holder, s.batch_size)
         if not claimed:
             return TickReport(taken_back=taken)
-        errors = await asyncio.gather(*(self._publish(e) for e in claimed))
-        published = [e.id for e, error in zip(claimed, errors, strict=True) if error is None]
+        results = await asyncio.gather(*(self._publish(e) for e in claimed))
+        published: list[int] = []
+        failed: list[tuple[OutboxEntry, str, bool]] = []
+        for e, result in zip(claimed, results, strict=True):
+            if result is None:
+                published.append(e.id)
+            else:
+                failed.append((e, *result))
+        kafka_away = not published and any(not own for _, _, own in failed)
+        self._outage = self._outage + 1 if kafka_away else 0
         failures = [
-            Failure(e.id, error, retry_delay(self._retry, e.attempts))
-            for e, error in zip(claimed, errors, strict=True)
-            if error is not None
+            Failure(e.id, error, self._delay(e.attempts if own else self._outage - 1), own)
+            for e, error, own in failed
         ]
         await self._store.mark_published(published)
         dead = await self._store.mark_failed(self.holder, failures, s.max_attempts)
+        own_failures = sum(f.counts for f in failures)
         self._metrics.attempted(len(published), len(failures))
         for f in failures:
             log.warning("publish of outbox row %d failed: %s", f.id, f.error)
         if dead:
             log.error("%d outbox rows are DEAD (searchsync relay dead)", dead)
-        return TickReport(taken, len(claimed), len(published), len(failures), dead)
+        return TickReport(
+            taken,
+            len(claimed),
+            len(published),
+            own_failures,
+            dead,
+            len(failures) - own_failures,
+        )
+
+    def _delay(self, earlier_failures: int) -> timedelta:
+        return retry_delay(self._retry, max(earlier_failures, 0))
 
     async def refresh_stats(self) -> None:
         self._metrics.set_counts(await self._store.counts())
@@ -139,12 +196,15 @@ class Relay:
                     self._stats_due = self._clock() + s.stats_interval_s
             except TransientError as exc:
                 log.warning("relay tick failed, trying again: %s", exc)
-            if report.claimed < s.batch_size:
+            wait = 0.0 if report.claimed >= s.batch_size else s.poll_interval_s
+            if report.unavailable and not report.published:  # Kafka is away: back off
+                wait = self._delay(self._outage - 1).total_seconds()
+            if wait:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), s.poll_interval_s)
+                    await asyncio.wait_for(stop.wait(), wait)
 
-    async def _publish(self, entry: OutboxEntry) -> str | None:
-        """None once acknowledged, else why not."""
+    async def _publish(self, entry: OutboxEntry) -> tuple[str, bool] | None:
+        """None once acknowledged, else why not and whether it was the row's own fault."""
         try:
             record = router_record(entry, self._settings.topic_template)
             await asyncio.wait_for(
@@ -154,7 +214,7 @@ class Relay:
                 self._settings.publish_timeout_s,
             )
         except TimeoutError:
-            return f"no acknowledgement within {self._settings.publish_timeout_s}s"
-        except Exception as exc:  # the row's failure, counted as an attempt
-            return f"{type(exc).__name__}: {exc}"
+            return f"no acknowledgement within {self._settings.publish_timeout_s}s", False
+        except Exception as exc:
+            return f"{type(exc).__name__}: {exc}", row_fault(exc)
         return None

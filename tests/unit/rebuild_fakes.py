@@ -14,8 +14,8 @@ import orjson
 from searchsync.config import Settings, load_settings
 from searchsync.mysql.truth import InMemoryTruth
 from searchsync.observability.rebuild_metrics import RebuildMetrics
+from searchsync.ops.rebuild.deps import RebuildDeps
 from searchsync.ops.rebuild.progress import Progress
-from searchsync.ops.rebuild.runner import RebuildDeps
 from searchsync.ops.rebuild.state import InMemoryRebuildState, RebuildRecord
 from searchsync.projection import Projector, ProjectorRegistry, Row, default_registry
 from searchsync.search.sink import EXTERNAL_GTE, IndexOp, Sink

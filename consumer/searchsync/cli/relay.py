@@ -17,10 +17,10 @@ from typing import Any, TypeVar
 
 from searchsync.cli.args import Parents, positive_int
 from searchsync.cli.output import out, print_json
-from searchsync.cli.services import Services
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
 from searchsync.relay.port import DeadRow
+from searchsync.runtime import Runtime
 
 T = TypeVar("T")
 
@@ -43,7 +43,7 @@ def register(commands: Any, parents: Parents) -> None:
     revive.set_defaults(func=cmd_relay_revive)
 
 
-def cmd_relay_run(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+def cmd_relay_run(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     from searchsync.observability.logs import configure_logging
     from searchsync.relay.run import run_relay
 
@@ -55,7 +55,7 @@ def cmd_relay_run(args: argparse.Namespace, settings: Settings, services: Servic
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
         try:
-            await run_relay(settings, stop=stop, producer_factory=services.kafka_producer)
+            await run_relay(settings, stop=stop, producer_factory=runtime.kafka.producer)
         finally:
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(signum)
@@ -64,13 +64,13 @@ def cmd_relay_run(args: argparse.Namespace, settings: Settings, services: Servic
     return ExitCode.OK
 
 
-def cmd_relay_dead(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+def cmd_relay_dead(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     rows = _with_store(settings, lambda store: store.dead(args.limit))
     _show(rows, args.json, f"{len(rows)} DEAD rows in {settings.relay.table}")
     return ExitCode.OK
 
 
-def cmd_relay_revive(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+def cmd_relay_revive(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     ids = None if args.all else sorted(set(args.id))
     if not args.execute:
         rows = _with_store(settings, lambda store: store.dead(1_000_000))

@@ -103,7 +103,8 @@ class OutboxRow:
 
 class MysqlOutbox:
     """``search_outbox`` for the operator jobs: the prune's keyset pages by id and bounded range
-    deletes, and the REBUILD appends of the repair job and the rebuild's sweep.
+    deletes, the row count for `searchsync status`, and the REBUILD appends of the repair job and
+    the rebuild's sweep.
 
     Each call is its own short transaction (READ COMMITTED, the pool's session setting: no gap
     locks), so the application's inserts at the end of the id range are never blocked.
@@ -125,6 +126,13 @@ class MysqlOutbox:
                     )
                     rows = await cur.fetchall()
         return [OutboxRow(int(r[0]), r[1], str(r[2])) for r in rows]
+
+    async def stats(self) -> tuple[int, datetime | None]:
+        """How many rows the table holds and the oldest ``created_at`` (`searchsync status`)."""
+        async with self._pool.acquire() as conn, conn.cursor() as cur:
+            await cur.execute("SELECT COUNT(*), MIN(created_at) FROM search_outbox")
+            count, oldest = await cur.fetchone()
+        return int(count), oldest
 
     async def delete_range(
         self, first_id: int, last_id: int, created_before: datetime, *, published_only: bool = False

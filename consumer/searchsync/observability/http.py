@@ -18,14 +18,14 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import orjson
 
 from searchsync.errors import ConfigError
-from searchsync.observability.metrics import CONTENT_TYPE, Metrics
+from searchsync.observability.metrics import CONTENT_TYPE
 
-__all__ = ["HealthReport", "HealthServer", "serve_job_metrics"]
+__all__ = ["HealthReport", "HealthServer", "Renders", "serve_job_metrics"]
 
 _MAX_LINE: Final = 8 * 1024
 _MAX_HEADERS: Final = 100
@@ -43,6 +43,12 @@ class HealthReport:
     details: dict[str, Any] = field(default_factory=dict)
 
 
+class Renders(Protocol):
+    """What /metrics serves: a Prometheus text exposition (`CONTENT_TYPE`)."""
+
+    def render(self) -> bytes: ...
+
+
 class _BadRequest(Exception):
     """The request cannot be parsed; answer 400 and close."""
 
@@ -54,7 +60,7 @@ class HealthServer:
         self,
         host: str,
         port: int,
-        metrics: Metrics,
+        metrics: Renders,
         health: Callable[[], HealthReport],
         *,
         read_timeout_s: float = _READ_TIMEOUT_S,
@@ -173,9 +179,9 @@ async def _respond(
 
 
 async def serve_job_metrics(
-    host: str, port: int, metrics: Any, *, port_setting: str, details: dict[str, Any]
+    host: str, port: int, metrics: Renders, *, port_setting: str, details: dict[str, Any]
 ) -> HealthServer | None:
-    """/metrics of a long-running operator job (anything with ``render() -> bytes``) and a
+    """/metrics of a long-running operator job and a
     /healthz that is ready while it runs, on `port` (None when it is 0: no server)."""
     if not port:
         return None

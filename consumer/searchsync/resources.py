@@ -8,8 +8,7 @@ build the real ones over an open pool and client (`searchsync.runtime.Runtime` o
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 import aiomysql
 
@@ -18,18 +17,14 @@ from searchsync.dlq.ledger import ReplayLedger
 from searchsync.dlq.read import ConsumerFactory, kafka_consumer
 from searchsync.kafka.admin import AdminFactory, ConfluentKafkaAdmin
 from searchsync.kafka.producer import ProducerFactory, kafka_producer
-from searchsync.mysql.outbox import MysqlOutbox
+from searchsync.mysql.outbox import MysqlOutbox, Outbox
 from searchsync.mysql.state import ProjectionStateWriter, StateRecorder
-from searchsync.mysql.truth import MysqlTruth, TruthReader
-from searchsync.ops.prune import ConnectorState, OutboxRows
-from searchsync.ops.rebuild.backfill import TruthScan
+from searchsync.mysql.truth import MysqlTruth, Truth
+from searchsync.ops.prune import ConnectorState
 from searchsync.ops.rebuild.reader import EsIndexReader, IndexReader
 from searchsync.ops.rebuild.state import MysqlRebuildState, RebuildStateStore
-from searchsync.ops.rebuild.sweep import RebuildOutbox
 from searchsync.ops.repair.es_side import EsIndexSide
-from searchsync.ops.repair.heal import OutboxPort
-from searchsync.ops.repair.mysql_side import MysqlTruthSide
-from searchsync.ops.repair.sides import IndexSide, TruthSide
+from searchsync.ops.repair.sides import IndexSide
 from searchsync.ops.repair.state import MysqlWheelState, WheelState
 from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.es_index import BulkSizer, EsIndex
@@ -37,17 +32,7 @@ from searchsync.search.port import IndexAdmin
 from searchsync.search.sink import SearchIndex
 from searchsync.search.tombstones import EsTombstones, TombstoneStore
 
-__all__ = ["KafkaClients", "Outbox", "Ports", "Search", "Tables", "Truth"]
-
-
-class Truth(TruthReader, TruthScan, Protocol):
-    """The source-of-truth rows: by id for the consumer, by id range for the rebuild."""
-
-
-class Outbox(OutboxRows, RebuildOutbox, OutboxPort, Protocol):
-    """``search_outbox`` for the operator jobs (prune, rebuild sweep, repair) and status."""
-
-    async def stats(self) -> tuple[int, datetime | None]: ...
+__all__ = ["KafkaClients", "Ports", "Search", "Tables"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,19 +44,15 @@ class Tables:
     projection_state: StateRecorder
     rebuild_state: RebuildStateStore
     wheel_state: WheelState
-    repair_truth: TruthSide
 
     @classmethod
     def over(cls, pool: aiomysql.Pool, settings: Settings) -> Tables:
         return cls(
-            truth=MysqlTruth(pool),
+            truth=MysqlTruth(pool, sync_hash_column=settings.repair.mysql_sync_hash_column),
             outbox=MysqlOutbox(pool),
             projection_state=ProjectionStateWriter(pool),
             rebuild_state=MysqlRebuildState(pool),
             wheel_state=MysqlWheelState(pool),
-            repair_truth=MysqlTruthSide(
-                pool, sync_hash_column=settings.repair.mysql_sync_hash_column
-            ),
         )
 
 

@@ -195,7 +195,7 @@ class Runtime:
         return Wheel(
             projectors=projectors,
             alias_for=self.settings.alias,
-            truth=tables.repair_truth,
+            truth=tables.truth,
             index=search.repair_side,
             state=tables.wheel_state,
             healer=Healer(

@@ -11,7 +11,8 @@ from typing import Any
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.ops.rebuild.reader import StoredDocument
 from searchsync.ops.repair.model import IndexEntry
-from searchsync.ops.repair.sides import Position, entry_of_source
+from searchsync.ops.repair.sides import entry_of_source
+from searchsync.types import BucketCursor
 
 from tests.fakes.search_index import InMemoryIndex
 
@@ -33,7 +34,7 @@ class InMemoryIndexSide:
         return {} if target is None else self._index.indices[target].docs
 
     async def bucket_page(
-        self, alias: str, lo: int, hi: int, after: Position | None, limit: int, *, content: bool
+        self, alias: str, lo: int, hi: int, after: BucketCursor | None, limit: int, *, content: bool
     ) -> list[IndexEntry]:
         self.pages += 1
         if self.fail_on_page is not None and self.pages >= self.fail_on_page:

@@ -17,11 +17,10 @@ from typing import Any
 import aiomysql
 import pytest
 from searchsync.mysql.outbox import MysqlOutbox
-from searchsync.mysql.truth import InMemoryTruth, MysqlTruth
+from searchsync.mysql.truth import MysqlTruth
 from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import FindingKind
-from searchsync.ops.repair.mysql_side import MysqlTruthSide
 from searchsync.ops.repair.state import MysqlWheelState
 from searchsync.ops.repair.wheel import Wheel, WheelConfig
 from searchsync.projection import default_registry
@@ -35,6 +34,7 @@ from searchsync.stream.processor import Processor
 from searchsync.types import Key, Operation, Position, ThinEvent
 from searchsync.writer import PageWriter
 
+from tests.fakes.truth import FakeTruth
 from tests.integration.conftest_mysql import fetch_all
 from tests.integration.consumer_harness import (
     InProcessConsumer,
@@ -166,7 +166,7 @@ async def test_one_rotation_finds_and_heals_every_kind_under_live_writes(
         wheel = Wheel(
             projectors=[projector],
             alias_for=settings.alias,
-            truth=MysqlTruthSide(consumer_pool, id_prefix=id_prefix),
+            truth=MysqlTruth(consumer_pool, id_prefix=id_prefix),
             index=EsIndexSide(es),
             state=MysqlWheelState(consumer_pool, scope=f"t{uuid.uuid4().hex[:8]}/"),
             healer=Healer(MysqlOutbox(consumer_pool), appends_per_s=50),
@@ -242,7 +242,7 @@ async def test_a_rebuild_rewrite_racing_a_newer_update_leaves_the_newer_document
     try:
         registry = default_registry()
         projector = registry.get("wiki_page")
-        truth = InMemoryTruth()
+        truth = FakeTruth()
         index = _RacingEsIndex(es)
         row3 = page_row("r1", 3)
         truth.put(row3, table="wiki_page")

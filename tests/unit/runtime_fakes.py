@@ -12,11 +12,12 @@ from dataclasses import fields
 from typing import Any
 
 from searchsync.config import Settings
-from searchsync.dlq.ledger import InMemoryReplayLedger
 from searchsync.exit_codes import ExitCode
 from searchsync.observability.metrics import Metrics
 from searchsync.resources import KafkaClients, Ports, Search, Tables
 from searchsync.runtime import Runtime
+
+from tests.fakes.replay_ledger import FakeReplayLedger
 
 RunConsumer = Callable[["FakeRuntime", asyncio.Event], Awaitable[int]]
 
@@ -79,7 +80,7 @@ class Fakes:
             tables=tables or tables_of(),
             search=search or search_of(),
             connect=connect or Unused("connect"),
-            replay_ledger=replay_ledger or InMemoryReplayLedger(),
+            replay_ledger=replay_ledger or FakeReplayLedger(),
             kafka=kafka or KafkaClients(),
         )
         self.consumer = consumer

@@ -18,7 +18,6 @@ import pytest
 from runtime_fakes import Fakes, search_of
 from searchsync.cli import main
 from searchsync.cli.loadgen import Progress
-from searchsync.dlq.ledger import InMemoryReplayLedger
 from searchsync.dlq.record import DLQ_FORMAT, DLQ_FORMAT_HEADER, DlqRecord, encode
 from searchsync.errors import ConfigError, DlqBudgetExceeded, TransientError
 from searchsync.exit_codes import ExitCode
@@ -27,6 +26,7 @@ from searchsync.resources import KafkaClients
 from searchsync.types import Operation
 
 from tests.fakes.kafka_admin import FakeTopics
+from tests.fakes.replay_ledger import FakeReplayLedger
 from tests.fakes.search_index import InMemoryIndex
 
 EXIT_OK, EXIT_FAILURE, EXIT_CONFIG, EXIT_DLQ_BUDGET = (
@@ -183,7 +183,7 @@ def _record(event_id: str = "evt-1", code: str = "BAD_JSON") -> DlqRecord:
 def _kafka_with_dlq(topic: str, *records: DlqRecord) -> tuple[FakeTopics, Fakes]:
     kafka = FakeTopics()
     kafka.topic(topic, [encode(r) for r in records], headers=[(DLQ_FORMAT_HEADER, DLQ_FORMAT)])
-    ledger = InMemoryReplayLedger()
+    ledger = FakeReplayLedger()
     services = Fakes(
         kafka=KafkaClients(admin=kafka.admin, consumer=kafka.consumer, producer=kafka.producer),
         replay_ledger=ledger,

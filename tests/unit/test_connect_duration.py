@@ -11,7 +11,7 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from purge_fakes import FakeConnect, FakeOutbox
+from purge_fakes import FakeConnect
 from runtime_fakes import Fakes, search_of, tables_of
 from searchsync.cli import main
 from searchsync.config import ConnectSettings, load_settings
@@ -21,6 +21,7 @@ from searchsync.exit_codes import ExitCode
 from searchsync.kafka.connect import MISSING, ConnectClient, ConnectUnavailable, parse_status
 from searchsync.projection import format_timestamp, wiki_page
 
+from tests.fakes.outbox import FakeOutbox
 from tests.fakes.search_index import InMemoryIndex
 from tests.fakes.tombstones import FakeTombstones
 

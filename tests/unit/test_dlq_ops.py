@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError
 from searchsync.dlq.filter import parse_utc
-from searchsync.dlq.ledger import InMemoryReplayLedger
 from searchsync.dlq.record import (
     DLQ_FORMAT,
     DLQ_FORMAT_HEADER,
@@ -30,6 +29,7 @@ from searchsync.errors import InvalidRequest, PoisonMessage, TransientError
 
 from tests.fakes.kafka_admin import FakeTopics
 from tests.fakes.kafka_clients import FIRST_PRODUCED_OFFSET
+from tests.fakes.replay_ledger import FakeReplayLedger
 from tests.unit.dlq_samples import DLQ_T0, dead_letter
 
 DLQ = "searchsync.dlq"
@@ -45,7 +45,7 @@ class Dlq(FakeTopics):
 
     def __init__(self) -> None:
         super().__init__()
-        self.ledger = InMemoryReplayLedger()
+        self.ledger = FakeReplayLedger()
 
     def replay(self, **kwargs: Any) -> Any:
         filters = {k: kwargs.pop(k) for k in ("error_code", "event_id") if k in kwargs}

@@ -22,7 +22,6 @@ from pipeline_fakes import (
 )
 from searchsync.config import PipelineSettings
 from searchsync.dlq.record import DlqBudget
-from searchsync.mysql.state import InMemoryStateWriter
 from searchsync.observability.metrics import Metrics
 from searchsync.projection import default_registry
 from searchsync.search.sink import Sink
@@ -32,6 +31,7 @@ from searchsync.stream.processor import Processor
 from searchsync.stream.retry import RetryPolicy
 from searchsync.types import TopicPartition
 
+from tests.fakes.projection_state import FakeProjectionState
 from tests.fakes.search_index import InMemoryIndex
 
 ALIAS = "wiki_page"
@@ -73,7 +73,7 @@ class FencedHarness:
             ),
             dlq=self.dlq,
             budget=DlqBudget(max_ratio=1.0, window=1000, max_consecutive=50),
-            state=InMemoryStateWriter(),
+            state=FakeProjectionState(),
             metrics=self.metrics,
             retry=RetryPolicy(
                 base_delay=0.001, max_delay=0.01, max_attempts=3, jitter=0.5, rng=random.Random(7)

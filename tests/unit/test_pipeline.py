@@ -30,7 +30,6 @@ from pipeline_fakes import (
 from searchsync.config import PipelineSettings
 from searchsync.dlq.record import DlqBudget
 from searchsync.errors import DlqBudgetExceeded, ErrorCode, TransientError
-from searchsync.mysql.state import InMemoryStateWriter
 from searchsync.observability.metrics import Metrics
 from searchsync.projection import Projector, ProjectorRegistry, Row, default_registry, wiki_page
 from searchsync.search.sink import IndexOp, Sink
@@ -42,6 +41,7 @@ from searchsync.stream.retry import RetryPolicy
 from searchsync.stream.verdict import OUTAGE_RETRY_CAP_S, Verdict
 from searchsync.types import Operation, TopicPartition
 
+from tests.fakes.projection_state import FakeProjectionState
 from tests.fakes.search_index import InMemoryIndex
 
 ALIAS = "wiki_page"
@@ -77,7 +77,7 @@ class Harness:
         self.index.create_index("wiki_page_v1", self.projector.mapping)
         self.index.put_alias(ALIAS, "wiki_page_v1")
         self.metrics = Metrics()
-        self.state = InMemoryStateWriter()
+        self.state = FakeProjectionState()
         self.dlq = FakeDlq()
         self.intake = FakeIntake(per_consume=per_consume)
         self.retry = retry or RetryPolicy(

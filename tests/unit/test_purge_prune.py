@@ -8,13 +8,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from purge_fakes import FakeConnect, FakeOutbox
+from purge_fakes import FakeConnect
 from searchsync.config import RetentionSettings
 from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.ops.prune import prune_outbox
 from searchsync.ops.purge import purge_tombstones
 from searchsync.projection import format_timestamp, wiki_page
 
+from tests.fakes.outbox import FakeOutbox
 from tests.fakes.search_index import InMemoryIndex
 from tests.fakes.tombstones import FakeTombstones
 

@@ -16,7 +16,6 @@ from searchsync.ops.chunks import ChunkController
 from searchsync.ops.repair.buckets import bucket_of, bucket_of_id, bucket_range, key_hash
 from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.reader import SpanReader, key_ranges
-from searchsync.ops.repair.sides import InMemoryTruthSide
 from searchsync.projection import default_registry
 
 from tests.fakes.index_readers import InMemoryIndexSide
@@ -62,7 +61,7 @@ def _world(n: int) -> tuple[PageTruth, InMemoryIndex]:
 def _reader(truth: PageTruth, index: InMemoryIndex, page: int) -> tuple[SpanReader, Any]:
     index_side = InMemoryIndexSide(index)
     reader = SpanReader(
-        InMemoryTruthSide(truth),
+        truth,
         index_side,
         Limits(),
         ChunkController(minimum=2, maximum=page, target_s=1.0, current=2),

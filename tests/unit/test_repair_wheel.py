@@ -14,12 +14,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pipeline_fakes import PageTruth, page_row
 from searchsync.ops.repair.buckets import bucket_of, bucket_range, canonical_fields, key_hash
-from searchsync.ops.repair.heal import Healer, InMemoryOutbox
+from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.model import DELETION_KINDS, FindingKind
 from searchsync.ops.repair.schedule import SchedulePolicy, choose, ewma, priority
-from searchsync.ops.repair.sides import InMemoryTruthSide
-from searchsync.ops.repair.state import BucketState, InMemoryWheelState
+from searchsync.ops.repair.state import BucketState
 from searchsync.ops.repair.wheel import Wheel, WheelConfig
 from searchsync.projection import default_registry
 from searchsync.search.sink import IndexOp, Sink
@@ -29,8 +28,10 @@ from searchsync.stream.processor import Processor
 from searchsync.types import Key, Operation, Position, ThinEvent
 
 from tests.fakes.index_readers import InMemoryIndexSide
+from tests.fakes.outbox import FakeOutbox
 from tests.fakes.search_index import InMemoryIndex
 from tests.fakes.search_state import StoredDoc
+from tests.fakes.wheel_state import FakeWheelState
 
 ALIAS = "wiki_page"
 NOW = datetime(2026, 7, 20, tzinfo=UTC)
@@ -45,8 +46,8 @@ class World:
         self.index.create_index("wiki_page_v1", self.projector.mapping)
         self.index.put_alias(ALIAS, "wiki_page_v1")
         self.docs = self.index.indices["wiki_page_v1"].docs
-        self.state = InMemoryWheelState()
-        self.outbox = InMemoryOutbox()
+        self.state = FakeWheelState()
+        self.outbox = FakeOutbox()
         self.index_side = InMemoryIndexSide(self.index)
         self.on_settle: Any = None
         self.m = m
@@ -77,7 +78,7 @@ class World:
         return Wheel(
             projectors=[self.projector],
             alias_for=lambda t: t,
-            truth=InMemoryTruthSide(self.truth),
+            truth=self.truth,
             index=self.index_side,
             state=self.state,
             healer=Healer(

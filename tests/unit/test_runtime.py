@@ -8,25 +8,24 @@ from pipeline_fakes import PageTruth, page_row
 from rebuild_fakes import TOPIC, TYPE, World
 from runtime_fakes import search_of, tables_of
 from searchsync.config import load_settings
-from searchsync.dlq.ledger import InMemoryReplayLedger
 from searchsync.errors import TransientError
 from searchsync.observability.repair_metrics import RepairMetrics
 from searchsync.ops.rebuild.outcome import RebuildOptions
 from searchsync.ops.rebuild.progress import Progress
-from searchsync.ops.repair.heal import InMemoryOutbox
 from searchsync.ops.repair.model import FindingKind
 from searchsync.ops.repair.report import RotationReport
 from searchsync.ops.repair.run import run_repair
-from searchsync.ops.repair.sides import InMemoryTruthSide
-from searchsync.ops.repair.state import InMemoryWheelState
 from searchsync.resources import KafkaClients, Ports
 from searchsync.runtime import Runtime
 from test_rebuild import world_with_pages
 
 from tests.fakes.index_readers import InMemoryIndexReader, InMemoryIndexSide
 from tests.fakes.kafka_admin import FakeTopics
+from tests.fakes.outbox import FakeOutbox
+from tests.fakes.replay_ledger import FakeReplayLedger
 from tests.fakes.search_index import InMemoryIndex
 from tests.fakes.search_state import StoredDoc
+from tests.fakes.wheel_state import FakeWheelState
 
 
 async def test_the_rebuilder_on_fakes_plans_a_dry_run() -> None:
@@ -38,7 +37,7 @@ async def test_the_rebuilder_on_fakes_plans_a_dry_run() -> None:
             admin=w.es.admin, physical=w.es.physical_writer(), reader=InMemoryIndexReader(w.es)
         ),
         connect=None,
-        replay_ledger=InMemoryReplayLedger(),
+        replay_ledger=FakeReplayLedger(),
         kafka=KafkaClients(admin=lambda config: w.kafka),
     )
     async with Runtime.on(w.settings, ports) as runtime:
@@ -56,7 +55,7 @@ async def test_the_rebuilder_on_fakes_plans_a_dry_run() -> None:
 async def test_the_repair_wheel_on_fakes_finds_and_heals_a_missing_document() -> None:
     env = {"SEARCHSYNC_REPAIR_SETTLE_S": "0", "SEARCHSYNC_REPAIR_BUCKET_COUNT": "2"}
     settings = load_settings(env)
-    truth, outbox, index = PageTruth(), InMemoryOutbox(), InMemoryIndex()
+    truth, outbox, index = PageTruth(), FakeOutbox(), InMemoryIndex()
     runtime = Runtime.on(settings, _repair_ports(truth, outbox, index))
     projector = runtime.registry.get("wiki_page")
     truth.put_page(page_row("here", 2))
@@ -90,15 +89,13 @@ async def test_the_real_runtime_connects_only_when_a_part_asks() -> None:
         assert runtime.search() is not search  # closed on exit, opened again on use
 
 
-def _repair_ports(truth: PageTruth, outbox: InMemoryOutbox, index: InMemoryIndex) -> Ports:
+def _repair_ports(truth: PageTruth, outbox: FakeOutbox, index: InMemoryIndex) -> Ports:
     index.create_index("searchsync_wiki_page_v1", {"mappings": {}})
     index.put_alias("searchsync_wiki_page", "searchsync_wiki_page_v1")
     return Ports(
-        tables=tables_of(
-            repair_truth=InMemoryTruthSide(truth), wheel_state=InMemoryWheelState(), outbox=outbox
-        ),
+        tables=tables_of(truth=truth, wheel_state=FakeWheelState(), outbox=outbox),
         search=search_of(repair_side=InMemoryIndexSide(index)),
         connect=None,
-        replay_ledger=InMemoryReplayLedger(),
+        replay_ledger=FakeReplayLedger(),
         kafka=KafkaClients(admin=FakeTopics().admin),
     )

@@ -15,13 +15,14 @@ from runtime_fakes import Fakes, search_of, tables_of
 from searchsync.cli import main
 from searchsync.exit_codes import ExitCode
 from searchsync.kafka.connect import ConnectorStatus, TaskStatus
-from searchsync.ops.repair.state import BucketState, Epoch, InMemoryWheelState, WheelSnapshot
+from searchsync.ops.repair.state import BucketState, Epoch, WheelSnapshot
 from searchsync.ops.status import Section, gather
 from searchsync.projection import wiki_page
 from searchsync.resources import KafkaClients
 
 from tests.fakes.kafka_admin import FakeTopics
 from tests.fakes.search_index import InMemoryIndex
+from tests.fakes.wheel_state import FakeWheelState
 
 TOPIC = "outbox.event.wiki_page"
 ALIAS = "searchsync_wiki_page"
@@ -70,9 +71,9 @@ def health() -> Iterator[tuple[str, type[_Health]]]:
         server.server_close()
 
 
-def wheel_state(wheels: dict[str, WheelSnapshot]) -> InMemoryWheelState:
+def wheel_state(wheels: dict[str, WheelSnapshot]) -> FakeWheelState:
     """A wheel state store that holds `wheels`."""
-    store = InMemoryWheelState()
+    store = FakeWheelState()
     for t, w in wheels.items():
         if w.epoch is not None:
             store.epochs[t] = [w.epoch]

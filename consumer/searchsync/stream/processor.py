@@ -29,7 +29,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 from searchsync.errors import ErrorCode, PoisonMessage, TransientError
-from searchsync.mysql.truth import TruthReader
+from searchsync.mysql.truth import Truth
 from searchsync.projection import Projector, ProjectorRegistry
 from searchsync.search.sink import EXTERNAL, EXTERNAL_GTE, IndexOp, OutcomeKind, Sink, WriteOutcome
 from searchsync.stream.coalesce import Work
@@ -59,7 +59,7 @@ class Processor:
         self,
         *,
         registry: ProjectorRegistry,
-        truth: TruthReader,
+        truth: Truth,
         sink: Sink,
         alias_for: Callable[[str], str],
         fence: SchemaFence,

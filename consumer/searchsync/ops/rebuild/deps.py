@@ -11,13 +11,13 @@ from typing import Any, Protocol
 
 from searchsync.config import Settings
 from searchsync.kafka.admin import KafkaAdmin
+from searchsync.mysql.outbox import Outbox
+from searchsync.mysql.truth import Truth
 from searchsync.observability.rebuild_metrics import RebuildMetrics
-from searchsync.ops.rebuild.backfill import TruthScan
 from searchsync.ops.rebuild.catchup import CatchUp, LagWatch
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.rebuild.reader import IndexReader
 from searchsync.ops.rebuild.state import RebuildRecord, RebuildStateStore
-from searchsync.ops.rebuild.sweep import RebuildOutbox
 from searchsync.projection import ProjectorRegistry
 from searchsync.search.port import IndexAdmin
 from searchsync.search.sink import SearchIndex
@@ -32,13 +32,13 @@ class RebuildDeps:
     index_admin: IndexAdmin
     writer: SearchIndex  # require_alias=false: the one writer that addresses a physical index
     reader: IndexReader
-    truth: TruthScan
+    truth: Truth
     kafka: KafkaAdmin
     state: RebuildStateStore
     catchup: Callable[[RebuildRecord, list[str]], CatchUp]  # (record, topics) -> catch-up group
     metrics: RebuildMetrics
     progress: Progress
-    outbox: RebuildOutbox  # REBUILD events for the sweep after a schema-changing swap
+    outbox: Outbox  # REBUILD events for the sweep after a schema-changing swap
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 

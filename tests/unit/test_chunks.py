@@ -109,7 +109,7 @@ def test_quantum_must_be_positive() -> None:
 
 
 def test_the_step_limit_is_the_exact_ceiling_found_by_hypothesis() -> None:
-    """58311 // 1.9 in floats is one below the true quotient's floor: the old bound was off by one."""
+    """In floats -(-58311 // 1.9) is 30691, one above the true ceiling: the old bound was off."""
     c = ChunkController(
         minimum=1, maximum=58311, target_s=1.0, current=58311, max_step=1.9, quantum=7
     )

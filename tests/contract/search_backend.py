@@ -13,6 +13,7 @@ import orjson
 from searchsync import naming
 from searchsync.search.fake import InMemoryIndex
 from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin, SearchIndex
+from searchsync.search.reads import SearchReader
 from searchsync.search.sink import IndexOp, Sink, WriteOutcome
 
 SCHEMA_VERSION = 1
@@ -39,6 +40,7 @@ class Backend(Protocol):
 
     index: SearchIndex
     admin: IndexAdmin
+    reader: SearchReader
 
     def fresh_alias(self) -> str:
         """A valid alias name no other case uses; nothing exists under it yet."""
@@ -103,6 +105,7 @@ class FakeBackend:
         self.fake = InMemoryIndex()
         self.index: SearchIndex = self.fake
         self.admin: IndexAdmin = self.fake.admin
+        self.reader: SearchReader = self.fake
         self.fresh_alias = Names("contract")
 
     async def stored(self, alias: str, doc_id: str) -> tuple[int, dict[str, Any]] | None:

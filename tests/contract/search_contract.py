@@ -15,6 +15,7 @@ from searchsync.errors import TransientError
 from searchsync.search.sink import IndexOp, OutcomeKind
 
 from tests.contract.index_admin_contract import INDEX_ADMIN_CASES
+from tests.contract.read_alias_contract import READ_ALIAS_CASES
 from tests.contract.search_backend import Backend, body, new_alias, op, physical, write
 
 
@@ -138,4 +139,6 @@ SEARCH_INDEX_CASES: list[Callable[[Backend], Awaitable[None]]] = [
 ]
 
 
-CONTRACT: list[Callable[[Backend], Awaitable[None]]] = SEARCH_INDEX_CASES + INDEX_ADMIN_CASES
+CONTRACT: list[Callable[[Backend], Awaitable[None]]] = (
+    SEARCH_INDEX_CASES + INDEX_ADMIN_CASES + READ_ALIAS_CASES
+)

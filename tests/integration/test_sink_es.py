@@ -20,6 +20,7 @@ from searchsync.search.admin import InitAction, describe, init_index
 from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.es_index import BulkSizer, EsIndex
 from searchsync.search.port import IndexAdmin, SearchIndex
+from searchsync.search.reads import EsSearchReader, SearchReader
 from searchsync.search.sink import OutcomeKind, Sink
 
 from tests.contract.search_backend import Backend, Names, new_alias, op
@@ -58,6 +59,7 @@ class EsBackend:
         self.client = client
         self.index: SearchIndex = EsIndex(client)
         self.admin: IndexAdmin = EsIndexAdmin(client)
+        self.reader: SearchReader = EsSearchReader(client)
         self.fresh_alias = Names(prefix)
 
     async def stored(self, alias: str, doc_id: str) -> tuple[int, dict[str, Any]] | None:

@@ -33,6 +33,7 @@ from searchsync.cli import (
     run,
     status,
     tombstones,
+    wait,
 )
 from searchsync.cli.args import CONFIG_ENV, Command, Parents
 from searchsync.cli.output import err
@@ -55,6 +56,7 @@ _GROUPS = (
     tombstones,
     outbox,
     status,
+    wait,
 )
 
 

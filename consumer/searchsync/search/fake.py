@@ -15,7 +15,10 @@ kept are the ones searchsync relies on:
   ``strict_dynamic_mapping_exception``; a body that is not a JSON object answers 400
   ``document_parsing_exception``;
 - aliases: at most one write index each; a swap is all or nothing; deleting an index removes
-  the aliases on it; document counts are exact at once (a real node's need a refresh).
+  the aliases on it; document counts are exact at once (a real node's need a refresh);
+- a write alias comes with its read alias, filtered on ``is_deleted: false``: `search`
+  through it applies the filter (the queries it understands: `searchsync.search.fake_query`);
+  searches see every write at once (a real node's after its next refresh).
 
 `inject_failures` scripts item failures (429, 5xx, 400, status 0 for "no response") for the
 next ops, which are then not applied, like a rejected item on a real node.
@@ -32,8 +35,11 @@ from typing import Any
 import orjson
 
 from searchsync.errors import ErrorCode, TransientError
+from searchsync.naming import read_alias_name
 from searchsync.search.fake_admin import InMemoryIndexAdmin
-from searchsync.search.port import DEFAULT_REFRESH_INTERVAL, effective_write_index
+from searchsync.search.fake_query import matches
+from searchsync.search.port import DEFAULT_REFRESH_INTERVAL, LIVE_FILTER, effective_write_index
+from searchsync.search.reads import StoredDocument
 from searchsync.search.sink import (
     EXTERNAL_GTE,
     IndexOp,
@@ -82,6 +88,7 @@ class InMemoryIndex:
     def __init__(self, *, clock: Callable[[], datetime] = _utcnow) -> None:
         self.indices: dict[str, FakeIndexState] = {}
         self.aliases: dict[str, dict[str, bool | None]] = {}  # alias -> {index: is_write_index}
+        self.alias_filters: dict[str, Mapping[str, Any]] = {}  # filtered alias -> its filter
         self.clock = clock
         self._failures: deque[_Failure] = deque()
         self.bulk_calls: list[int] = []  # ops per bulk_index call, for assertions
@@ -101,9 +108,12 @@ class InMemoryIndex:
         if alias in self.indices:
             raise ValueError(f"{alias} is an index")
         self.aliases[alias] = {index: True}
+        self.aliases[read_alias_name(alias)] = {index: False}
+        self.alias_filters[read_alias_name(alias)] = LIVE_FILTER
 
     def remove_alias(self, alias: str) -> None:
         self.aliases.pop(alias, None)
+        self.aliases.pop(read_alias_name(alias), None)
 
     def alias_target(self, alias: str) -> str | None:
         """The write index of `alias` (None: no such alias, or no write index)."""
@@ -188,6 +198,23 @@ class InMemoryIndex:
     async def refresh(self, alias: str) -> None:
         if not self.exists(alias):
             raise TransientError(ErrorCode.ALIAS_MISSING, f"no index or alias {alias}")
+
+    async def search(
+        self, alias: str, query: Mapping[str, Any], *, size: int
+    ) -> list[StoredDocument]:
+        """The first `size` documents of `alias` (or an index) matching `query` and the alias's
+        filter, by id (no scoring here)."""
+        targets = list(self.aliases[alias]) if alias in self.aliases else [alias]
+        if targets[0] not in self.indices:
+            raise TransientError(ErrorCode.ALIAS_MISSING, f"no index or alias {alias}")
+        wanted = [query, *([self.alias_filters[alias]] if alias in self.alias_filters else [])]
+        hits = [
+            StoredDocument(doc_id, doc.version, dict(doc.body))
+            for index in targets
+            for doc_id, doc in self.indices[index].docs.items()
+            if all(matches(q, doc_id, doc.body) for q in wanted)
+        ]
+        return sorted(hits, key=lambda h: h.doc_id)[:size]
 
     # -- internals ---------------------------------------------------------------------------
 

@@ -59,6 +59,7 @@ async def run_consumer(
     if registry is None:  # a bad `projection.modules` stops start-up here, before any connection
         registry = registry_from_settings(settings.projection)
     metrics = metrics or Metrics()
+    metrics.set_severe_lag_threshold(settings.observability.severe_lag_s)
     k, p = settings.kafka, settings.pipeline
     # one line per request at INFO would drown the one line per event outcome
     logging.getLogger("elastic_transport").setLevel(logging.WARNING)

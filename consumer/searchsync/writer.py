@@ -82,7 +82,8 @@ class Page:
 class PageWriter:
     """Changes wiki_page rows, one transaction per change, each with its outbox event.
 
-    Every method returns the page's new revision. Errors: `PageNotFound` (no such row),
+    Every change returns the revision it committed, once the transaction has committed: the
+    revision to wait for (`searchsync.read.wait_for_revision`, read-your-writes). Errors: `PageNotFound` (no such row),
     `PageExists` (create of an existing id, soft-deleted included), `PageStateConflict` (soft
     delete of a deleted page, restore of a live one: a change must change something), and the
     `TransientError` codes of `searchsync.mysql.pool` (``ErrorCode.MYSQL_DEADLOCK`` and

@@ -12,12 +12,12 @@ from typing import Any, Final
 
 import aiomysql
 from elasticsearch import AsyncElasticsearch, NotFoundError
-from searchsync.app import run_consumer
 from searchsync.config import Settings
 from searchsync.mysql.pool import close_pool, open_pool
 from searchsync.observability.metrics import Metrics
 from searchsync.ops import offsets
 from searchsync.projection import registry_from_settings
+from searchsync.runtime import run_consumer
 from searchsync.search.client import make_es_client
 from searchsync.writer import PageWriter
 

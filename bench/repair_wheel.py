@@ -15,10 +15,10 @@ from elasticsearch import AsyncElasticsearch
 from searchsync.config import Settings, load_settings
 from searchsync.mysql.outbox import MysqlOutbox
 from searchsync.mysql.pool import close_pool, open_pool
+from searchsync.mysql.truth import MysqlTruth
 from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import Limits
-from searchsync.ops.repair.mysql_side import MysqlTruthSide
 from searchsync.ops.repair.run import wheel_config
 from searchsync.ops.repair.state import MysqlWheelState
 from searchsync.ops.repair.wheel import Wheel
@@ -73,7 +73,7 @@ def build_wheel(
     config = wheel_config(settings)
     if buckets is not None:
         config = replace(config, bucket_count=buckets)
-    truth = Timed(MysqlTruthSide(pool, sync_hash_column=sync_hash_column, id_prefix=id_prefix))
+    truth = Timed(MysqlTruth(pool, sync_hash_column=sync_hash_column, id_prefix=id_prefix))
     index = Timed(EsIndexSide(es))
     state = Timed(MysqlWheelState(pool, scope=scope))
     wheel = Wheel(

@@ -1,4 +1,5 @@
-"""`searchsync run`: build every part from the settings, run the pipeline, shut down cleanly.
+"""The consumer: the pipeline, its Kafka group member, its DLQ producer and its health server,
+built on already-open ports (`searchsync.runtime.Runtime.run_consumer` opens them).
 
 Exit codes (`searchsync.exit_codes.ExitCode`): OK after a clean shutdown (SIGTERM/SIGINT: intake
 stops, in-flight work drains within the deadline, the finished prefix is committed), DLQ_BUDGET
@@ -22,19 +23,13 @@ from searchsync.kafka.config import member_config
 from searchsync.kafka.connect import ConnectClient
 from searchsync.kafka.connector_watch import ConnectorWatch
 from searchsync.kafka.intake import KafkaIntake
-from searchsync.mysql.pool import close_pool, open_pool
-from searchsync.mysql.state import ProjectionStateWriter
-from searchsync.mysql.truth import MysqlTruth
 from searchsync.observability.http import HealthReport, HealthServer
 from searchsync.observability.metrics import Metrics
-from searchsync.projection import ProjectorRegistry, registry_from_settings
-from searchsync.search.client import make_es_client
-from searchsync.search.elasticsearch import EsIndexAdmin
-from searchsync.search.es_index import BulkSizer, EsIndex
+from searchsync.projection import ProjectorRegistry
+from searchsync.resources import Search, Tables
 from searchsync.search.sink import Sink
 from searchsync.stream.fence import SchemaFence
-from searchsync.stream.options import PipelineOptions
-from searchsync.stream.pipeline import Pipeline
+from searchsync.stream.pipeline import Pipeline, PipelineOptions
 from searchsync.stream.processor import Processor
 from searchsync.stream.retry import RetryPolicy
 
@@ -44,9 +39,11 @@ log = logging.getLogger(__name__)
 async def run_consumer(
     settings: Settings,
     *,
-    stop: asyncio.Event | None = None,
-    registry: ProjectorRegistry | None = None,
-    metrics: Metrics | None = None,
+    stop: asyncio.Event,
+    registry: ProjectorRegistry,
+    metrics: Metrics,
+    tables: Tables,
+    search: Search,
     write_targets: Mapping[str, str] | None = None,
 ) -> ExitCode:
     """Run one consumer of ``settings.kafka.group_id`` until `stop` is set.
@@ -55,41 +52,19 @@ async def run_consumer(
     types are written to the named physical index with ``require_alias=false`` instead of through
     their alias (docs/design.md, Rebuild). Every other caller leaves it None.
     """
-    stop = stop or asyncio.Event()
-    if registry is None:  # a bad `projection.modules` stops start-up here, before any connection
-        registry = registry_from_settings(settings.projection)
-    metrics = metrics or Metrics()
     metrics.set_severe_lag_threshold(settings.observability.severe_lag_s)
     k, p = settings.kafka, settings.pipeline
-    # one line per request at INFO would drown the one line per event outcome
-    logging.getLogger("elastic_transport").setLevel(logging.WARNING)
-    log.info("searchsync starting", extra={"settings": settings.redacted()})
-
     async with AsyncExitStack() as stack:
-        pool = await open_pool(settings.mysql)
-        stack.push_async_callback(close_pool, pool)
-        es = make_es_client(settings)
-        stack.push_async_callback(es.close)
-
-        sink = Sink(
-            EsIndex(
-                es,
-                sizer=BulkSizer(
-                    settings.elasticsearch.bulk_max_actions, settings.elasticsearch.bulk_max_bytes
-                ),
-                require_alias=not write_targets,
-            ),
-            observer=metrics,
-        )
+        sink = Sink(search.physical if write_targets else search.aliased, observer=metrics)
         targets = dict(write_targets or {})
 
         def write_target(aggregate_type: str) -> str:
             return targets.get(aggregate_type) or settings.alias(aggregate_type)
 
-        fence = SchemaFence(EsIndexAdmin(es), interval_s=p.fence_check_interval_s, observer=metrics)
+        fence = SchemaFence(search.admin, interval_s=p.fence_check_interval_s, observer=metrics)
         processor = Processor(
             registry=registry,
-            truth=MysqlTruth(pool),
+            truth=tables.truth,
             sink=sink,
             alias_for=write_target,
             fence=fence,
@@ -104,26 +79,20 @@ async def run_consumer(
             rng=random.Random(),
         )
         pipeline = Pipeline(
-            intake=None,
             processor=processor,
             dlq=dlq,
             budget=DlqBudget(p.dlq_max_ratio, p.dlq_window, p.dlq_max_consecutive),
-            state=ProjectionStateWriter(pool),
+            state=tables.projection_state,
             metrics=metrics,
             retry=retry,
+            settings=p,
             options=PipelineOptions(
                 group_id=k.group_id,
                 known_types=registry.types(),
-                max_event_bytes=p.max_event_bytes,
                 max_batch_works=settings.elasticsearch.bulk_max_actions,
-                commit_interval_s=p.commit_interval_s,
-                lag_interval_s=p.lag_poll_interval_s,
                 consume_batch=k.poll_batch_size,
                 consume_timeout_s=k.poll_timeout_s,
-                revoke_drain_s=min(10.0, p.shutdown_deadline_s),
             ),
-            max_in_flight_keys=p.max_in_flight_keys,
-            max_queued_events=p.max_queued_events,
             fence=fence,
         )
         intake = KafkaIntake(
@@ -132,7 +101,6 @@ async def run_consumer(
             pipeline,
             revoke_timeout_s=min(10.0, p.shutdown_deadline_s) + 5.0,
         )
-        pipeline.attach_intake(intake)
 
         def health() -> HealthReport:
             ready, reasons = pipeline.health()
@@ -169,7 +137,7 @@ async def run_consumer(
             watching = asyncio.create_task(watch.run(stop))
             stack.push_async_callback(_cancelled, watching)
         try:
-            await pipeline.run(stop, drain_deadline_s=p.shutdown_deadline_s)
+            await pipeline.run(intake, stop, drain_deadline_s=p.shutdown_deadline_s)
         except DlqBudgetExceeded as exc:
             log.error("stopped: %s", exc)
             await intake.close()

@@ -84,6 +84,10 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
+MAX_ERROR_MESSAGE: Final = 1024
+"""The longest error message kept, in characters: the state table's ``last_error_message`` column
+(VARCHAR(1024)) and the DLQ record's ``last_error_message`` cut to it alike."""
+
 
 class Disposition(enum.Enum):
     """What the pipeline does with a failed work."""

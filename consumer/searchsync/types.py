@@ -10,6 +10,10 @@ TopicPartition: TypeAlias = tuple[str, int]
 """A Kafka partition as ``(topic, partition)``: the unit of assignment, pausing and committing."""
 
 
+BucketCursor: TypeAlias = tuple[int, str]
+"""Where a page of a bucket key range resumes: the bucket key and the id of the last entry."""
+
+
 class Operation(enum.StrEnum):
     """What an outbox event asks for. All three re-read the truth; the row decides the document."""
 

@@ -98,7 +98,7 @@ async def admin_swap_is_atomic_and_leaves_one_write_index(h: Backend) -> None:
     assert outcome.kind is OutcomeKind.APPLIED
     assert await h.stored(alias, "c") is not None
     [refused] = await write(h, op(v1, "d", 1))  # require_alias: the old index is no target
-    assert (refused.kind, refused.code) == (OutcomeKind.RETRY, "ALIAS_MISSING")
+    assert (refused.kind, refused.code) == (OutcomeKind.FAILED, "ALIAS_MISSING")
     with pytest.raises(AliasConflict):  # v1 no longer holds the alias: nothing changes
         await h.admin.swap_alias(alias, old=v1, new=v1)
     with pytest.raises(IndexMissing):

@@ -11,10 +11,12 @@ from typing import Any, Protocol
 
 import orjson
 from searchsync import naming
-from searchsync.search.fake import InMemoryIndex
 from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin, SearchIndex
 from searchsync.search.reads import SearchReader
 from searchsync.search.sink import IndexOp, Sink, WriteOutcome
+
+from tests.fakes.index_readers import InMemoryIndexReader, InMemoryIndexSide
+from tests.fakes.search_index import InMemoryIndex
 
 SCHEMA_VERSION = 1
 
@@ -40,7 +42,6 @@ class Backend(Protocol):
 
     index: SearchIndex
     admin: IndexAdmin
-    reader: SearchReader
 
     def fresh_alias(self) -> str:
         """A valid alias name no other case uses; nothing exists under it yet."""
@@ -99,13 +100,15 @@ class Names:
 
 
 class FakeBackend:
-    """The in-memory backend: `InMemoryIndex` and its `admin`."""
+    """The in-memory backend: `InMemoryIndex`, its `admin`, and its read fakes."""
 
     def __init__(self) -> None:
         self.fake = InMemoryIndex()
         self.index: SearchIndex = self.fake
         self.admin: IndexAdmin = self.fake.admin
-        self.reader: SearchReader = self.fake
+        self.reader = InMemoryIndexReader(self.fake)
+        self.side = InMemoryIndexSide(self.fake)
+        self.searcher: SearchReader = self.fake
         self.fresh_alias = Names("contract")
 
     async def stored(self, alias: str, doc_id: str) -> tuple[int, dict[str, Any]] | None:

@@ -1,8 +1,7 @@
-"""The `SearchIndex` contract (through `Sink`), and the whole search contract.
+"""The `SearchIndex` contract (through `Sink`).
 
-`CONTRACT` is every case of this module and of `tests.contract.index_admin_contract`; each case
-takes a `Backend` and runs unchanged against the in-memory fake (tests/unit) and a real node
-(tests/integration).
+Each case takes a `Backend` and runs unchanged against the in-memory fake (tests/unit) and a real
+node (tests/integration).
 """
 
 from __future__ import annotations
@@ -11,11 +10,9 @@ from collections.abc import Awaitable, Callable
 
 import orjson
 import pytest
-from searchsync.errors import TransientError
+from searchsync.errors import Disposition, TransientError
 from searchsync.search.sink import IndexOp, OutcomeKind
 
-from tests.contract.index_admin_contract import INDEX_ADMIN_CASES
-from tests.contract.read_alias_contract import READ_ALIAS_CASES
 from tests.contract.search_backend import Backend, body, new_alias, op, physical, write
 
 
@@ -68,15 +65,15 @@ async def contract_missing_alias_is_retry_and_creates_nothing(h: Backend) -> Non
     alias = await new_alias(h)
     missing = alias + "_missing"
     [outcome] = await write(h, op(missing, "p1", 1))
-    assert outcome.kind is OutcomeKind.RETRY and outcome.code == "ALIAS_MISSING"
-    assert outcome.systemic
+    assert outcome.kind is OutcomeKind.FAILED and outcome.code == "ALIAS_MISSING"
+    assert outcome.code is not None and outcome.code.disposition is Disposition.SYSTEMIC
     assert not await h.admin.exists(missing)
 
 
 async def contract_physical_index_name_is_refused(h: Backend) -> None:
     alias = await new_alias(h)
     [outcome] = await write(h, op(physical(alias), "p1", 1))
-    assert outcome.kind is OutcomeKind.RETRY and outcome.code == "ALIAS_MISSING"
+    assert outcome.kind is OutcomeKind.FAILED and outcome.code == "ALIAS_MISSING"
     assert await h.stored(alias, "p1") is None
 
 
@@ -84,7 +81,7 @@ async def contract_unknown_field_is_mapping_poison(h: Backend) -> None:
     alias = await new_alias(h)
     raw = orjson.dumps({**body("p1", 1), "surprise": "x"})
     [outcome] = await write(h, IndexOp(alias, "p1", 1, raw))
-    assert outcome.kind is OutcomeKind.POISON and outcome.code == "MAPPING_ERROR"
+    assert outcome.kind is OutcomeKind.FAILED and outcome.code == "MAPPING_ERROR"
     assert await h.stored(alias, "p1") is None
 
 
@@ -98,7 +95,7 @@ async def contract_mixed_batch_keeps_order(h: Backend) -> None:
         OutcomeKind.APPLIED,
         OutcomeKind.ALREADY_APPLIED,
         OutcomeKind.AHEAD,
-        OutcomeKind.POISON,
+        OutcomeKind.FAILED,
     ]
     assert [o.stored_version for o in outcomes[:3]] == [1, 2, 3]
 
@@ -137,8 +134,3 @@ SEARCH_INDEX_CASES: list[Callable[[Backend], Awaitable[None]]] = [
     contract_same_document_twice_in_one_batch,
     contract_get_versions,
 ]
-
-
-CONTRACT: list[Callable[[Backend], Awaitable[None]]] = (
-    SEARCH_INDEX_CASES + INDEX_ADMIN_CASES + READ_ALIAS_CASES
-)

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from elasticsearch import AsyncElasticsearch, ConflictError, NotFoundError
-from searchsync.app import run_consumer
 from searchsync.config import Settings, load_settings
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.observability.metrics import Metrics
 from searchsync.ops import offsets
 from searchsync.projection import Document, default_registry
+from searchsync.runtime import run_consumer
 from searchsync.search.admin import init_index
 from searchsync.search.client import make_es_client
 

@@ -21,12 +21,12 @@ import pytest_asyncio
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 from elasticsearch import NotFoundError
-from searchsync.app import make_es_client
 from searchsync.examples import article
 from searchsync.mysql.pool import transaction
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.projection import Document, ProjectorRegistry, registry_from_settings
 from searchsync.search.admin import init_index
+from searchsync.search.client import make_es_client
 from searchsync.types import Operation
 from searchsync.writer import PageWriter, append_outbox
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-from searchsync.dlq.ledger import InMemoryReplayLedger
 from searchsync.dlq.record import REPLAYED_FROM_HEADER, DlqProducer, DlqRecord
 from searchsync.dlq.replay import inspect, replay
 from searchsync.errors import TransientError
@@ -22,6 +21,7 @@ from searchsync.events import encode_json
 from searchsync.kafka.admin import Watermarks
 from searchsync.types import Operation, ThinEvent
 
+from tests.fakes.replay_ledger import FakeReplayLedger
 from tests.integration.kafkatools import fresh_topics, high_watermark, kafka_admin
 
 pytestmark = pytest.mark.integration
@@ -128,7 +128,7 @@ async def test_replay_reproduces_the_original_message_and_resumes(
         await producer.send(record, record.original_key)
     assert await producer.close(10) == 0
 
-    ledger = InMemoryReplayLedger()
+    ledger = FakeReplayLedger()
     dry = replay(CLIENT, dlq, ledger=ledger, dry_run=True)
     assert [e.record for e in dry.replayed] == dead
     assert _high_watermark(original, 0) == _high_watermark(original, 1) == 0
@@ -155,7 +155,7 @@ def test_before_the_first_dead_letter_there_is_nothing_to_inspect_or_replay() ->
     missing = f"it.missing.{uuid.uuid4().hex}.dlq"
     assert inspect(CLIENT, missing, limit=10, from_beginning=True) == []
     assert inspect(CLIENT, missing, limit=10, from_beginning=False) == []
-    report = replay(CLIENT, missing, ledger=InMemoryReplayLedger(), dry_run=False)
+    report = replay(CLIENT, missing, ledger=FakeReplayLedger(), dry_run=False)
     assert (report.scanned, report.replayed, report.skipped) == (0, (), 0)
     assert not kafka_admin(BOOTSTRAP).topic_exists(missing)  # looking did not create it
 

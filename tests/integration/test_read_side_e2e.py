@@ -20,7 +20,14 @@ from searchsync.mysql.truth import MysqlTruth
 from searchsync.naming import read_alias_name
 from searchsync.observability.read_metrics import ReadMetrics
 from searchsync.projection import default_registry
-from searchsync.read import Freshness, Until, WaitResult, verified_search, wait_for_revision
+from searchsync.read import (
+    Freshness,
+    Until,
+    WaitResult,
+    verified_search,
+    wait_for_revision,
+    wait_for_revision_sync,
+)
 from searchsync.search.client import make_es_client
 from searchsync.search.reads import EsSearchReader
 from searchsync.writer import PageWriter
@@ -133,6 +140,12 @@ async def test_read_your_writes_under_load(
         assert (await wait(doc_id, r3, Until.INDEXED)).reached
         got = await wait(doc_id, r1, Until.INDEXED, timeout_s=0)  # a higher revision counts
         assert got.reached and got.seen == r3 > r2 > r1
+
+        # the blocking form, for an application without an event loop
+        blocking = await asyncio.to_thread(
+            wait_for_revision_sync, settings, "wiki_page", doc_id, r3, until=Until.SEARCHABLE
+        )
+        assert blocking.reached and blocking.seen == r3, blocking.message
 
         # a revision never written: a bounded wait that says what it saw
         started = time.monotonic()

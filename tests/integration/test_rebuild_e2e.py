@@ -22,13 +22,13 @@ import orjson
 import pytest
 from elasticsearch import AsyncElasticsearch
 from searchsync.cli.rebuild import run_rebuild
-from searchsync.cli.services import Services
 from searchsync.config import Settings, load_settings
 from searchsync.devtools.loadgen import run_loadgen
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.naming import read_alias_name
 from searchsync.ops.rebuild.outcome import RebuildOptions
 from searchsync.ops.rebuild.state import MysqlRebuildState, Status
+from searchsync.runtime import Runtime
 from searchsync.search.client import make_es_client
 from searchsync.writer import PageWriter
 
@@ -153,7 +153,7 @@ async def test_rebuild_under_load_swaps_without_failed_searches(
         )
         searcher = asyncio.create_task(search_forever())
         outcome = await run_rebuild(
-            settings, Services(), RebuildOptions("wiki_page"), json_lines=True
+            Runtime.open(settings), RebuildOptions("wiki_page"), json_lines=True
         )
         report, _, _ = await load
         stop_search.set()

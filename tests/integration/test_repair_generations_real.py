@@ -20,17 +20,17 @@ import aiomysql
 import pytest
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.ops.repair.es_side import EsIndexSide
-from searchsync.ops.repair.heal import Healer, InMemoryOutbox
+from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import FindingKind, IndexEntry
-from searchsync.ops.repair.mysql_side import MysqlTruthSide
-from searchsync.ops.repair.sides import Position
 from searchsync.ops.repair.state import MysqlWheelState, snapshot
 from searchsync.ops.repair.wheel import Wheel, WheelConfig
 from searchsync.ops.status_probes import repair_section
 from searchsync.projection import Projector, default_registry
 from searchsync.search.client import make_es_client
+from searchsync.types import BucketCursor
 from searchsync.writer import PageWriter
 
+from tests.fakes.outbox import FakeOutbox
 from tests.integration.consumer_harness import (
     InProcessConsumer,
     drop_indices,
@@ -54,7 +54,7 @@ class _CutIndexSide:
         self.reached = asyncio.Event()
 
     async def bucket_page(
-        self, alias: str, lo: int, hi: int, after: Position | None, limit: int, *, content: bool
+        self, alias: str, lo: int, hi: int, after: BucketCursor | None, limit: int, *, content: bool
     ) -> list[IndexEntry]:
         self.pages += 1
         if self.pages >= self._cut_at:
@@ -119,12 +119,12 @@ def _wheel(
     *,
     m: int,
     index: Any = None,
-) -> tuple[Wheel, InMemoryOutbox]:
-    outbox = InMemoryOutbox()
+) -> tuple[Wheel, FakeOutbox]:
+    outbox = FakeOutbox()
     wheel = Wheel(
         projectors=[default_registry().get("wiki_page")],
         alias_for=alias_for,
-        truth=MysqlTruthSide(consumer_pool, id_prefix=id_prefix),
+        truth=MysqlTruth(consumer_pool, id_prefix=id_prefix),
         index=index if index is not None else EsIndexSide(es),
         state=MysqlWheelState(consumer_pool, scope=scope),
         healer=Healer(outbox, appends_per_s=1_000),
@@ -274,10 +274,10 @@ async def test_the_lag_guard_reads_the_live_groups_lag_on_kafka_and_stops_the_ro
     wheel = Wheel(
         projectors=[default_registry().get("wiki_page")],
         alias_for=settings.alias,
-        truth=MysqlTruthSide(consumer_pool, id_prefix=id_prefix),
+        truth=MysqlTruth(consumer_pool, id_prefix=id_prefix),
         index=_CutIndexSide(EsIndexSide(es), cut_at=1),  # never reached
         state=MysqlWheelState(consumer_pool, scope=f"t{uuid.uuid4().hex[:8]}/"),
-        healer=Healer(InMemoryOutbox(), appends_per_s=1_000, guard=bounds.lag),
+        healer=Healer(FakeOutbox(), appends_per_s=1_000, guard=bounds.lag),
         config=WheelConfig(bucket_count=2),
         limits=bounds,
     )

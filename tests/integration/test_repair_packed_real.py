@@ -1,4 +1,4 @@
-"""The MySQL truth side's light pages on real MariaDB (searchsync/ops/repair/mysql_side.py): a
+"""The MySQL truth side's light pages on real MariaDB (searchsync/mysql/truth_buckets.py): a
 page comes back as one packed GROUP_CONCAT string, and it holds exactly what ``SELECT id,
 revision, deleted_at`` holds, in id order, for ids with commas, spaces, backslashes and
 non-ASCII characters; when the string would be cut at ``group_concat_max_len``, the page is read
@@ -18,14 +18,14 @@ import aiomysql
 import pytest
 import pytest_asyncio
 from searchsync.devtools.scratch import admin_execute, sync_bucket_migration
-from searchsync.ops.repair import mysql_side
+from searchsync.mysql import truth_buckets
+from searchsync.mysql.truth import MysqlTruth, TruthEntry
 from searchsync.ops.repair.buckets import key_hash, key_of_id
 from searchsync.ops.repair.es_side import EsIndexSide
-from searchsync.ops.repair.model import IndexEntry, TruthEntry
-from searchsync.ops.repair.mysql_side import MysqlTruthSide
-from searchsync.ops.repair.sides import Position
+from searchsync.ops.repair.model import IndexEntry
 from searchsync.projection import default_registry
 from searchsync.search.client import make_es_client
+from searchsync.types import BucketCursor
 from searchsync.writer import PageWriter
 
 from tests.integration.conftest_mysql import MysqlTarget, fetch_all
@@ -41,10 +41,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")
 _SUFFIXES = ["a,b", "c d", "e\\f", "é", "日本", "😀x", "g,,h", "0", "1", "Z", "zz"]
 
 
-async def _scan(side: MysqlTruthSide, page: int) -> tuple[list[TruthEntry], int]:
+async def _scan(side: MysqlTruth, page: int) -> tuple[list[TruthEntry], int]:
     projector = default_registry().get("wiki_page")
     out: list[TruthEntry] = []
-    after: Position | None = None
+    after: BucketCursor | None = None
     pages = 0
     while True:
         found = await side.bucket_page(projector, 0, 1 << 32, after, page, content=False)
@@ -78,7 +78,7 @@ async def test_packed_pages_hold_exactly_the_rows_in_id_order(
     want = await _rows(app_pool, consumer_pool, id_prefix)
     assert len(want) == len(_SUFFIXES) and any(e.deleted for e in want)
     assert any(e.revision > 1 and not e.deleted for e in want)
-    side = MysqlTruthSide(consumer_pool, id_prefix=id_prefix)
+    side = MysqlTruth(consumer_pool, id_prefix=id_prefix)
     for page in (1, 3, 4, 100):
         got, pages = await _scan(side, page)
         assert got == want, page
@@ -93,18 +93,18 @@ async def test_a_page_too_long_to_pack_is_read_as_rows(
 ) -> None:
     want = await _rows(app_pool, consumer_pool, id_prefix)
     limit = 40  # a few triples: MariaDB cuts every longer page's string here
-    monkeypatch.setattr(mysql_side, "_PACKED_MAX", limit)
-    assert f"= {limit} FOR" in mysql_side._packed("t", "`id`")
+    monkeypatch.setattr(truth_buckets, "_PACKED_MAX", limit)
+    assert f"= {limit} FOR" in truth_buckets._packed("t", "`id`")
     unpacked: list[bool] = []
-    real = mysql_side.unpack_light
+    real = truth_buckets.unpack_light
 
     def spy(packed: object, *, max_len: int = limit) -> list[TruthEntry] | None:
         got = real(packed, max_len=max_len)  # type: ignore[arg-type]
         unpacked.append(got is not None)
         return got
 
-    monkeypatch.setattr(mysql_side, "unpack_light", spy)
-    got, _ = await _scan(MysqlTruthSide(consumer_pool, id_prefix=id_prefix), 100)
+    monkeypatch.setattr(truth_buckets, "unpack_light", spy)
+    got, _ = await _scan(MysqlTruth(consumer_pool, id_prefix=id_prefix), 100)
     assert got == want
     assert unpacked == [False]  # the one page was cut, refused, and read as rows
 
@@ -159,14 +159,14 @@ async def test_with_the_sync_hash_column_pages_follow_the_index_and_miss_nothing
         await conn.commit()
     projector = replace(default_registry().get("wiki_page"), table=keyed_table)
     key = key_of_id("wiki_page")
-    side = MysqlTruthSide(consumer_pool, sync_hash_column=True)
+    side = MysqlTruth(consumer_pool, sync_hash_column=True)
     want = {i: TruthEntry(i, 1 + n % 4, n % 5 == 0) for n, i in enumerate(ids)}
     lo, hi = (1 << 32) // 5, (1 << 32) * 4 // 5  # a range most but not all keys fall in
     in_range = {i for i in ids if lo <= key(i) < hi}
     assert 0 < len(in_range) < len(ids)
     for page in (1, 2, 7, 100):
         got: list[TruthEntry] = []
-        after: Position | None = None
+        after: BucketCursor | None = None
         while True:
             found = await side.bucket_page(projector, lo, hi, after, page, content=False)
             got.extend(found)
@@ -223,7 +223,7 @@ async def test_light_index_pages_read_doc_values_and_miss_nothing() -> None:
 
 async def _index_scan(side: EsIndexSide, alias: str, page: int) -> list[IndexEntry]:
     got: list[IndexEntry] = []
-    after: Position | None = None
+    after: BucketCursor | None = None
     while True:
         found = await side.bucket_page(alias, 1000, 6000, after, page, content=False)
         got.extend(found)

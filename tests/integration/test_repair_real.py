@@ -17,22 +17,24 @@ from typing import Any
 import aiomysql
 import pytest
 from searchsync.mysql.outbox import MysqlOutbox
-from searchsync.mysql.truth import InMemoryTruth, MysqlTruth
+from searchsync.mysql.truth import MysqlTruth
 from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import FindingKind
-from searchsync.ops.repair.mysql_side import MysqlTruthSide
 from searchsync.ops.repair.state import MysqlWheelState
 from searchsync.ops.repair.wheel import Wheel, WheelConfig
 from searchsync.projection import default_registry
 from searchsync.search.client import make_es_client
+from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.es_index import EsIndex
 from searchsync.search.sink import EXTERNAL_GTE, IndexOp, Sink, StoredProjection
 from searchsync.stream.coalesce import Work
+from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
 from searchsync.types import Key, Operation, Position, ThinEvent
 from searchsync.writer import PageWriter
 
+from tests.fakes.truth import FakeTruth
 from tests.integration.conftest_mysql import fetch_all
 from tests.integration.consumer_harness import (
     InProcessConsumer,
@@ -164,7 +166,7 @@ async def test_one_rotation_finds_and_heals_every_kind_under_live_writes(
         wheel = Wheel(
             projectors=[projector],
             alias_for=settings.alias,
-            truth=MysqlTruthSide(consumer_pool, id_prefix=id_prefix),
+            truth=MysqlTruth(consumer_pool, id_prefix=id_prefix),
             index=EsIndexSide(es),
             state=MysqlWheelState(consumer_pool, scope=f"t{uuid.uuid4().hex[:8]}/"),
             healer=Healer(MysqlOutbox(consumer_pool), appends_per_s=50),
@@ -240,7 +242,7 @@ async def test_a_rebuild_rewrite_racing_a_newer_update_leaves_the_newer_document
     try:
         registry = default_registry()
         projector = registry.get("wiki_page")
-        truth = InMemoryTruth()
+        truth = FakeTruth()
         index = _RacingEsIndex(es)
         row3 = page_row("r1", 3)
         truth.put(row3, table="wiki_page")
@@ -258,7 +260,11 @@ async def test_a_rebuild_rewrite_racing_a_newer_update_leaves_the_newer_document
 
         index.after_read = newer_update
         processor = Processor(
-            registry=registry, truth=truth, sink=Sink(index), alias_for=settings.alias
+            registry=registry,
+            truth=truth,
+            sink=Sink(index),
+            alias_for=settings.alias,
+            fence=SchemaFence(EsIndexAdmin(es), interval_s=60.0),
         )
         event = ThinEvent("e", "wiki_page", "r1", Operation.REBUILD, 3)
         [verdict] = await processor.process(

@@ -27,13 +27,13 @@ import orjson
 import pytest
 from elasticsearch import AsyncElasticsearch
 from searchsync.cli.rebuild import run_rebuild
-from searchsync.cli.services import Services
 from searchsync.config import load_settings
 from searchsync.devtools.loadgen import run_loadgen
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.ops.rebuild.outcome import RebuildOptions
 from searchsync.ops.rebuild.state import Status
 from searchsync.projection import default_registry
+from searchsync.runtime import Runtime
 from searchsync.search.client import make_es_client
 from searchsync.writer import PageWriter
 
@@ -110,7 +110,7 @@ async def test_a_schema_changing_rebuild_fences_the_old_consumer_and_a_rollback_
     new_settings = load_settings(
         {**env, "SEARCHSYNC_PROJECTION_MODULES": "tests.integration.projector_v3"}
     )
-    assert Services().registry(new_settings).get("wiki_page").schema_version == OLD + 1
+    assert Runtime.open(new_settings).registry.get("wiki_page").schema_version == OLD + 1
     alias = settings.alias("wiki_page")
     v1, v2 = f"{alias}_v1", f"{alias}_v2"
     writer = PageWriter(app_pool)
@@ -149,8 +149,7 @@ async def test_a_schema_changing_rebuild_fences_the_old_consumer_and_a_rollback_
             keep_writing(),
         )
         outcome = await run_rebuild(
-            new_settings,
-            Services(),
+            Runtime.open(new_settings),
             RebuildOptions("wiki_page", wait_for_live=False),
             json_lines=True,
         )

@@ -1,7 +1,8 @@
 """The search contract and index bootstrap against a real Elasticsearch node.
 
-Runs the very cases of tests/contract (there against the in-memory fake, in
-tests/unit/test_search_contract.py) through `EsIndex` and `EsIndexAdmin`, plus what only a real
+Runs the very cases of tests/contract (there against the in-memory fakes, in
+tests/unit/test_search_contract.py) through `EsIndex`, `EsIndexAdmin`, `EsIndexSide` and
+`EsIndexReader`, plus what only a real
 node can show. Every test uses its own uuid-prefixed names and deletes its indices afterwards.
 ES URL: $SEARCHSYNC_TEST_ES_URL or http://127.0.0.1:9200.
 """
@@ -15,6 +16,9 @@ from typing import Any
 
 import pytest
 from elasticsearch import AsyncElasticsearch, NotFoundError
+from searchsync.errors import Disposition
+from searchsync.ops.rebuild.reader import EsIndexReader
+from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.projection import wiki_page
 from searchsync.search.admin import InitAction, describe, init_index
 from searchsync.search.elasticsearch import EsIndexAdmin
@@ -23,8 +27,13 @@ from searchsync.search.port import IndexAdmin, SearchIndex
 from searchsync.search.reads import EsSearchReader, SearchReader
 from searchsync.search.sink import OutcomeKind, Sink
 
+from tests.contract.index_admin_contract import INDEX_ADMIN_CASES
+from tests.contract.index_read_backend import ReadBackend
+from tests.contract.index_reader_contract import INDEX_READER_CASES
+from tests.contract.index_side_contract import INDEX_SIDE_CASES
+from tests.contract.read_alias_contract import READ_ALIAS_CASES, SearchBackend
 from tests.contract.search_backend import Backend, Names, new_alias, op
-from tests.contract.search_contract import CONTRACT
+from tests.contract.search_contract import SEARCH_INDEX_CASES
 
 pytestmark = pytest.mark.integration
 
@@ -59,7 +68,9 @@ class EsBackend:
         self.client = client
         self.index: SearchIndex = EsIndex(client)
         self.admin: IndexAdmin = EsIndexAdmin(client)
-        self.reader: SearchReader = EsSearchReader(client)
+        self.reader = EsIndexReader(client)
+        self.side = EsIndexSide(client)
+        self.searcher: SearchReader = EsSearchReader(client)
         self.fresh_alias = Names(prefix)
 
     async def stored(self, alias: str, doc_id: str) -> tuple[int, dict[str, Any]] | None:
@@ -70,9 +81,37 @@ class EsBackend:
         return int(response["_version"]), dict(response["_source"])
 
 
-@pytest.mark.parametrize("case", CONTRACT, ids=lambda case: case.__name__)
-async def test_contract_on_elasticsearch(
+@pytest.mark.parametrize("case", SEARCH_INDEX_CASES, ids=lambda case: case.__name__)
+async def test_search_index_contract_on_elasticsearch(
     case: Callable[[Backend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
+) -> None:
+    await case(EsBackend(client, prefix))
+
+
+@pytest.mark.parametrize("case", INDEX_ADMIN_CASES, ids=lambda case: case.__name__)
+async def test_index_admin_contract_on_elasticsearch(
+    case: Callable[[Backend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
+) -> None:
+    await case(EsBackend(client, prefix))
+
+
+@pytest.mark.parametrize("case", INDEX_SIDE_CASES, ids=lambda case: case.__name__)
+async def test_index_side_contract_on_elasticsearch(
+    case: Callable[[ReadBackend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
+) -> None:
+    await case(EsBackend(client, prefix))
+
+
+@pytest.mark.parametrize("case", INDEX_READER_CASES, ids=lambda case: case.__name__)
+async def test_index_reader_contract_on_elasticsearch(
+    case: Callable[[ReadBackend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
+) -> None:
+    await case(EsBackend(client, prefix))
+
+
+@pytest.mark.parametrize("case", READ_ALIAS_CASES, ids=lambda case: case.__name__)
+async def test_read_alias_contract_on_elasticsearch(
+    case: Callable[[SearchBackend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
 ) -> None:
     await case(EsBackend(client, prefix))
 
@@ -124,6 +163,6 @@ async def test_an_index_block_is_retry_not_poison(
         [outcome] = await Sink(EsIndex(client)).write([op(alias, "p1", 1)])
     finally:
         await client.indices.put_settings(index=alias, settings={block: None})
-    assert (outcome.kind, outcome.code) == (OutcomeKind.RETRY, "ES_BLOCKED")
-    assert outcome.systemic
+    assert (outcome.kind, outcome.code) == (OutcomeKind.FAILED, "ES_BLOCKED")
+    assert outcome.code is not None and outcome.code.disposition is Disposition.SYSTEMIC
     assert await backend.stored(alias, "p1") is None

@@ -15,15 +15,13 @@ import pytest
 import pytest_asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from searchsync.errors import ConfigError, ErrorCode, TransientError
+from searchsync.errors import MAX_ERROR_MESSAGE, ConfigError, ErrorCode, TransientError
 from searchsync.mysql.pool import create_pool, transaction
 from searchsync.mysql.state import (
-    MAX_ERROR_MESSAGE_LENGTH,
     ProjectionState,
     ProjectionStateWriter,
     StateUpdate,
     merge,
-    read_state,
 )
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.projection import wiki_page
@@ -271,20 +269,20 @@ async def test_state_never_lowers_indexed_revision_and_keeps_error_history(
 
     await writer.record([success(key, 3, "c")])
     await writer.record([success(key, 2, "b")])  # stale: only last_success_at moves
-    state = (await read_state(consumer_pool, STATE_TYPE, [key]))[key]
+    state = (await writer.read(STATE_TYPE, [key]))[key]
     assert (state.indexed_revision, state.source_revision) == (3, 3)
     assert state.projection_hash == "c" * 64
     assert state.last_success_at == T0 + timedelta(seconds=2)
 
     await writer.record([failure(key, 5, "ES_429", "x" * 5000)])
-    state = (await read_state(consumer_pool, STATE_TYPE, [key]))[key]
+    state = (await writer.read(STATE_TYPE, [key]))[key]
     assert (state.indexed_revision, state.source_revision) == (3, 5)
     assert state.last_error_code == "ES_429"
-    assert state.last_error_message == "x" * MAX_ERROR_MESSAGE_LENGTH
+    assert state.last_error_message == "x" * MAX_ERROR_MESSAGE
     assert state.failing
 
     await writer.record([success(key, 5, "e", version=2)])
-    state = (await read_state(consumer_pool, STATE_TYPE, [key]))[key]
+    state = (await writer.read(STATE_TYPE, [key]))[key]
     assert (state.indexed_revision, state.projection_schema_version) == (5, 2)
     assert state.last_error_code == "ES_429"  # history is kept ...
     assert not state.failing  # ... but a later success means it is not failing now
@@ -300,7 +298,7 @@ async def test_one_call_writes_many_aggregates_and_duplicates_in_order(
 
     await writer.record(batch)
 
-    states = await read_state(consumer_pool, STATE_TYPE, keys)
+    states = await writer.read(STATE_TYPE, keys)
     assert set(states) == set(keys)
     assert (states[keys[0]].indexed_revision, states[keys[0]].projection_hash) == (4, "d" * 64)
     assert states[keys[1]].indexed_revision == 1
@@ -353,6 +351,6 @@ async def test_sql_upsert_agrees_with_merge(
         for update in chunk:
             expected[update.aggregate_id] = merge(expected.get(update.aggregate_id), update, now)
 
-    got = await read_state(consumer_pool, STATE_TYPE, list(expected))
+    got = await writer.read(STATE_TYPE, list(expected))
 
     assert got == expected

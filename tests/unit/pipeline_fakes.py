@@ -1,14 +1,15 @@
 """In-memory stand-ins for the pipeline's ports, and small helpers to build its inputs.
 
-- `FakeIntake` implements `searchsync.stream.pipeline.IntakePort` over scripted messages per
+- `FakeIntake` implements `searchsync.stream.vitals.IntakePort` over scripted messages per
   partition:
   `consume` hands out the next messages of partitions that are not paused, `commit` records the
   offsets (and can be told to refuse them), `pause`/`resume` are recorded. `assign`, `revoke` and
   `lose` drive a `RebalanceListener` (the pipeline) inside the next `consume`, as librdkafka runs
   its rebalance callbacks inside ``consume()``; a revoke commits the offsets `revoking` returns.
-- `FakeDlq` implements `searchsync.stream.pipeline.DlqPort`: `send` acknowledges at once, or holds
-  until released (to model an unacknowledged produce), or raises `TransientError` a number of times.
-- `PageTruth` is `InMemoryTruth` for wiki_page rows and floors that can run a hook (or wait on
+- `FakeDlq` implements `searchsync.stream.dead_letters.DlqPort`: `send` acknowledges at once, or
+  holds until released (to model an unacknowledged produce), or raises `TransientError` a number
+  of times.
+- `PageTruth` is `FakeTruth` for wiki_page rows and floors that can run a hook (or wait on
   a gate, or raise) before each row read.
 - `RaisingProjector` is a projector `build` with a bug for some ids.
 - `wait_until` waits on a condition with a deadline: no sleep-and-hope.
@@ -26,9 +27,10 @@ from searchsync.dlq.record import DlqRecord
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.events import encode_json
 from searchsync.kafka.intake import RawMessage, RebalanceListener
-from searchsync.mysql.truth import InMemoryTruth
 from searchsync.projection import Projector, Row, wiki_page
 from searchsync.types import Operation, ThinEvent, TopicPartition
+
+from tests.fakes.truth import FakeTruth
 
 TOPIC = "outbox.event.wiki_page"
 
@@ -255,8 +257,8 @@ class FakeDlq:
         self.keys.append(key)
 
 
-class PageTruth(InMemoryTruth):
-    """`InMemoryTruth` of wiki_page rows and floors, with hooks before each row read.
+class PageTruth(FakeTruth):
+    """`FakeTruth` of wiki_page rows and floors, with hooks before each row read.
 
     `put`/`remove`/`floors` work on wiki_page; `before_load` runs (and may change rows) before
     each row read, `gate`, when set, holds reads until set, and `fail_with` makes reads raise.

@@ -12,17 +12,19 @@ from typing import Any
 
 import orjson
 from searchsync.config import Settings, load_settings
-from searchsync.mysql.truth import InMemoryTruth
 from searchsync.observability.rebuild_metrics import RebuildMetrics
+from searchsync.ops.rebuild.deps import RebuildDeps
 from searchsync.ops.rebuild.progress import Progress
-from searchsync.ops.rebuild.reader import InMemoryIndexReader
-from searchsync.ops.rebuild.runner import RebuildDeps
-from searchsync.ops.rebuild.state import InMemoryRebuildState, RebuildRecord
+from searchsync.ops.rebuild.state import RebuildRecord
 from searchsync.projection import Projector, ProjectorRegistry, Row, default_registry
-from searchsync.search.fake import InMemoryIndex
 from searchsync.search.sink import EXTERNAL_GTE, IndexOp, Sink
 
-from tests.unit.kafka_fakes import FakeAdmin, FakeTopics
+from tests.fakes.index_readers import InMemoryIndexReader
+from tests.fakes.kafka_admin import FakeAdmin, FakeTopics
+from tests.fakes.outbox import FakeOutbox
+from tests.fakes.rebuild_state import FakeRebuildState
+from tests.fakes.search_index import InMemoryIndex
+from tests.fakes.truth import FakeTruth
 
 TOPIC = "outbox.event.wiki_page"
 TYPE = "wiki_page"
@@ -39,7 +41,7 @@ def page(page_id: str, revision: int = 1, *, deleted: bool = False, title: str =
     }
 
 
-class RecordingTruth(InMemoryTruth):
+class RecordingTruth(FakeTruth):
     """Logs every scan into `log`; `on_scan(n)` runs before the n-th scan (1-based)."""
 
     def __init__(self, log: list[str]) -> None:
@@ -112,17 +114,17 @@ class FakeCatchUp:
         await sink.write([IndexOp.from_document(self.record.target_index, document)])
 
 
-class RewritingOutbox:
-    """Records the sweep's REBUILD appends and applies each as the catch-up group's REBUILD
+class RewritingOutbox(FakeOutbox):
+    """`FakeOutbox` that also applies each REBUILD append as the catch-up group's REBUILD
     rewrite would: the fresh projection at the same version (``external_gte``) into the alias's
     write index."""
 
     def __init__(self, world: World) -> None:
+        super().__init__()
         self.world = world
-        self.events: list[tuple[str, str, int]] = []
 
     async def append_rebuild(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
-        self.events.append((aggregate_type, aggregate_id, revision))
+        await super().append_rebuild(aggregate_type, aggregate_id, revision)
         w = self.world
         row = w.truth.tables.get("wiki_page", {}).get(aggregate_id)
         doc = w.projector.project(row) if row else w.projector.tombstone(aggregate_id, revision)
@@ -138,7 +140,7 @@ class World:
     log: list[str] = field(default_factory=list)
     es: InMemoryIndex = field(default_factory=InMemoryIndex)
     topics: FakeTopics = field(default_factory=FakeTopics)
-    state: InMemoryRebuildState = field(default_factory=InMemoryRebuildState)
+    state: FakeRebuildState = field(default_factory=FakeRebuildState)
     metrics: RebuildMetrics = field(default_factory=RebuildMetrics)
     out: io.StringIO = field(default_factory=io.StringIO)
     catchups: list[str] = field(default_factory=list)

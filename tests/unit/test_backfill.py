@@ -11,9 +11,9 @@ from searchsync.errors import ErrorCode, TransientError
 from searchsync.ops.chunks import ChunkController
 from searchsync.ops.rebuild.backfill import Backfill, ChunkDone
 from searchsync.projection import Projector, Row, default_registry
-from searchsync.search.fake import InMemoryIndex, PhysicalWriter
 from searchsync.search.sink import IndexOp, ItemResult, Sink
 
+from tests.fakes.search_index import InMemoryIndex, PhysicalWriter
 from tests.unit.rebuild_fakes import TYPE, RecordingTruth, page
 
 TARGET = "wiki_page_v2"

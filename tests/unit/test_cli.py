@@ -1,6 +1,6 @@
 """The CLI: parsing, exit codes and messages, with fakes in place of the services.
 
-Fakes come in through the public seam, ``main(argv, services=Services(...))``.
+Fakes come in through the public seam, ``main(argv, runtime=Fakes(...))``.
 """
 
 from __future__ import annotations
@@ -15,16 +15,19 @@ from typing import Any
 
 import orjson
 import pytest
-from kafka_fakes import FakeTopics
-from searchsync.cli import Services, main
+from runtime_fakes import Fakes, search_of
+from searchsync.cli import main
 from searchsync.cli.loadgen import Progress
-from searchsync.dlq.ledger import InMemoryReplayLedger
 from searchsync.dlq.record import DLQ_FORMAT, DLQ_FORMAT_HEADER, DlqRecord, encode
 from searchsync.errors import ConfigError, DlqBudgetExceeded, TransientError
 from searchsync.exit_codes import ExitCode
 from searchsync.projection import wiki_page
-from searchsync.search.fake import InMemoryIndex
+from searchsync.resources import KafkaClients
 from searchsync.types import Operation
+
+from tests.fakes.kafka_admin import FakeTopics
+from tests.fakes.replay_ledger import FakeReplayLedger
+from tests.fakes.search_index import InMemoryIndex
 
 EXIT_OK, EXIT_FAILURE, EXIT_CONFIG, EXIT_DLQ_BUDGET = (
     ExitCode.OK,
@@ -142,7 +145,7 @@ def test_exceptions_map_to_exit_codes(
     capsys: pytest.CaptureFixture[str], error: Exception, code: int, prefix: str
 ) -> None:
     kafka = FakeTopics(fail_with=error)
-    assert main(["dlq", "inspect"], services=Services(kafka_admin=kafka.admin)) == code
+    assert main(["dlq", "inspect"], runtime=Fakes(kafka=KafkaClients(admin=kafka.admin))) == code
     assert capsys.readouterr().err.startswith(prefix)
 
 
@@ -177,15 +180,13 @@ def _record(event_id: str = "evt-1", code: str = "BAD_JSON") -> DlqRecord:
     )
 
 
-def _kafka_with_dlq(topic: str, *records: DlqRecord) -> tuple[FakeTopics, Services]:
+def _kafka_with_dlq(topic: str, *records: DlqRecord) -> tuple[FakeTopics, Fakes]:
     kafka = FakeTopics()
     kafka.topic(topic, [encode(r) for r in records], headers=[(DLQ_FORMAT_HEADER, DLQ_FORMAT)])
-    ledger = InMemoryReplayLedger()
-    services = Services(
-        kafka_admin=kafka.admin,
-        kafka_consumer=kafka.consumer,
-        kafka_producer=kafka.producer,
-        replay_ledger=lambda settings: ledger,
+    ledger = FakeReplayLedger()
+    services = Fakes(
+        kafka=KafkaClients(admin=kafka.admin, consumer=kafka.consumer, producer=kafka.producer),
+        replay_ledger=ledger,
     )
     return kafka, services
 
@@ -196,7 +197,7 @@ def test_dlq_inspect_reads_the_configured_topic_and_prints_json(
     kafka, services = _kafka_with_dlq("my.dlq", _record("evt-0"), _record("evt-1"))
     monkeypatch.setenv("SEARCHSYNC_KAFKA_DLQ_TOPIC", "my.dlq")
     argv = ["dlq", "inspect", "--limit", "1", "--from-beginning", "--json"]
-    assert main(argv, services=services) == EXIT_OK
+    assert main(argv, runtime=services) == EXIT_OK
     [row] = _json(capsys)
     assert kafka.admin_configs[0]["bootstrap.servers"] == "127.0.0.1:9092"
     assert row["event_id"] == "evt-0" and row["operation"] == "UPSERT"  # --limit 1, oldest
@@ -207,7 +208,7 @@ def test_dlq_inspect_reads_the_configured_topic_and_prints_json(
 
 def test_dlq_inspect_human_empty(capsys: pytest.CaptureFixture[str]) -> None:
     _, services = _kafka_with_dlq("searchsync.dlq")
-    assert main(["dlq", "inspect"], services=services) == EXIT_OK
+    assert main(["dlq", "inspect"], runtime=services) == EXIT_OK
     assert "no dead letters in searchsync.dlq" in capsys.readouterr().out
 
 
@@ -215,11 +216,13 @@ def test_dlq_inspect_human_empty(capsys: pytest.CaptureFixture[str]) -> None:
 def test_before_the_first_dead_letter_inspect_and_replay_say_so_and_exit_0(
     capsys: pytest.CaptureFixture[str], as_json: bool
 ) -> None:
-    services = Services(kafka_admin=FakeTopics().admin)  # the DLQ topic does not exist yet
+    services = Fakes(
+        kafka=KafkaClients(admin=FakeTopics().admin)
+    )  # the DLQ topic does not exist yet
     flag = ["--json"] if as_json else []
-    assert main(["dlq", "inspect", *flag], services=services) == EXIT_OK
+    assert main(["dlq", "inspect", *flag], runtime=services) == EXIT_OK
     inspected = capsys.readouterr()
-    assert main(["dlq", "replay", *flag], services=services) == EXIT_OK
+    assert main(["dlq", "replay", *flag], runtime=services) == EXIT_OK
     replayed = capsys.readouterr()
     assert inspected.err == replayed.err == ""
     if as_json:
@@ -237,7 +240,7 @@ def test_dlq_replay_reports_what_it_did(capsys: pytest.CaptureFixture[str], dry_
     records += [_record("evt-1", code="OTHER")]
     kafka, services = _kafka_with_dlq("searchsync.dlq", *records)
     argv = ["dlq", "replay", "--error-code", "BAD_JSON", "--event-id", "evt-1", "--limit", "1"]
-    assert main(argv + (["--dry-run"] if dry_run else []), services=services) == EXIT_OK
+    assert main(argv + (["--dry-run"] if dry_run else []), runtime=services) == EXIT_OK
     out = capsys.readouterr().out
     verb = "would replay" if dry_run else "replayed"
     assert f"{verb} 1 of 3 dead letters" in out and "(2 skipped by filters, 0 replayed" in out
@@ -250,18 +253,18 @@ def test_dlq_replay_twice_says_nothing_to_do_unless_again(
 ) -> None:
     kafka, services = _kafka_with_dlq("searchsync.dlq", _record("evt-0"), _record("evt-1"))
     argv = ["dlq", "replay", "--code", "BAD_JSON"]
-    assert main(argv, services=services) == EXIT_OK
+    assert main(argv, runtime=services) == EXIT_OK
     assert "replayed 2 of 2" in capsys.readouterr().out
-    assert main(argv, services=services) == EXIT_OK
+    assert main(argv, runtime=services) == EXIT_OK
     second = capsys.readouterr().out
     assert second.startswith("nothing to replay: the 2 dead letter(s) this selection picks")
     assert "--again" in second
-    assert main([*argv, "--json"], services=services) == EXIT_OK
+    assert main([*argv, "--json"], runtime=services) == EXIT_OK
     report = _json(capsys)
     assert report["nothing_new"] is True and report["replayed"] == []
     assert report["selection"] == {"error_code": "BAD_JSON"}
     assert [e["replayed"] for e in report["already_replayed"]] == [True, True]
-    assert main([*argv, "--again"], services=services) == EXIT_OK
+    assert main([*argv, "--again"], runtime=services) == EXIT_OK
     assert "replayed 2 of 2" in capsys.readouterr().out
     assert sum(len(p.produced) for p in kafka.producers) == 4
 
@@ -269,23 +272,23 @@ def test_dlq_replay_twice_says_nothing_to_do_unless_again(
 def test_dlq_inspect_filters_and_marks_replayed(capsys: pytest.CaptureFixture[str]) -> None:
     records = [_record("evt-0"), _record("evt-1", code="OTHER"), _record("evt-2")]
     _, services = _kafka_with_dlq("searchsync.dlq", *records)
-    assert main(["dlq", "replay", "--event-id", "evt-2"], services=services) == EXIT_OK
+    assert main(["dlq", "replay", "--event-id", "evt-2"], runtime=services) == EXIT_OK
     capsys.readouterr()
     argv = ["dlq", "inspect", "--code", "BAD_JSON", "--type", "wiki_page", "--id", "p1"]
-    assert main([*argv, "--since", "2026-01-02T03:04:05Z", "--json"], services=services) == 0
+    assert main([*argv, "--since", "2026-01-02T03:04:05Z", "--json"], runtime=services) == 0
     rows = _json(capsys)
     assert [(r["event_id"], r["replayed"]) for r in rows] == [("evt-0", False), ("evt-2", True)]
     assert rows[1]["replays"][0]["selection"] == {"event_id": "evt-2"}
     assert rows[1]["dlq_offset"] == 2 and rows[1]["kafka_timestamp"] is not None
-    assert main([*argv, "--until", "2026-01-02T03:04:05Z", "--json"], services=services) == 0
+    assert main([*argv, "--until", "2026-01-02T03:04:05Z", "--json"], runtime=services) == 0
     assert _json(capsys) == []
-    assert main(["dlq", "inspect", "--event-id", "evt-2"], services=services) == EXIT_OK
+    assert main(["dlq", "inspect", "--event-id", "evt-2"], runtime=services) == EXIT_OK
     assert "[replayed 1x, last " in capsys.readouterr().out
 
 
 def test_dlq_time_filters_need_a_zone(capsys: pytest.CaptureFixture[str]) -> None:
     _, services = _kafka_with_dlq("searchsync.dlq", _record())
-    assert main(["dlq", "inspect", "--since", "2026-01-02"], services=services) == EXIT_CONFIG
+    assert main(["dlq", "inspect", "--since", "2026-01-02"], runtime=services) == EXIT_CONFIG
     assert "no time zone" in capsys.readouterr().err
 
 
@@ -293,9 +296,9 @@ def test_dlq_time_filters_need_a_zone(capsys: pytest.CaptureFixture[str]) -> Non
 def test_dlq_summary(capsys: pytest.CaptureFixture[str], as_json: bool) -> None:
     records = [_record("evt-0"), _record("evt-1", code="OTHER"), _record("evt-2")]
     _, services = _kafka_with_dlq("searchsync.dlq", *records)
-    assert main(["dlq", "replay", "--code", "OTHER"], services=services) == EXIT_OK
+    assert main(["dlq", "replay", "--code", "OTHER"], runtime=services) == EXIT_OK
     capsys.readouterr()
-    assert main(["dlq", "summary", *(["--json"] if as_json else [])], services=services) == 0
+    assert main(["dlq", "summary", *(["--json"] if as_json else [])], runtime=services) == 0
     if as_json:
         doc = _json(capsys)
         assert doc["total"] == 3 and doc["by_code"] == {"BAD_JSON": 2, "OTHER": 1}
@@ -315,8 +318,10 @@ def test_dlq_summary(capsys: pytest.CaptureFixture[str], as_json: bool) -> None:
 def test_dlq_summary_before_the_first_dead_letter(
     capsys: pytest.CaptureFixture[str], as_json: bool
 ) -> None:
-    services = Services(kafka_admin=FakeTopics().admin)  # no topic: the ledger is never opened
-    assert main(["dlq", "summary", *(["--json"] if as_json else [])], services=services) == 0
+    services = Fakes(
+        kafka=KafkaClients(admin=FakeTopics().admin)
+    )  # no topic: the ledger is never opened
+    assert main(["dlq", "summary", *(["--json"] if as_json else [])], runtime=services) == 0
     if as_json:
         doc = _json(capsys)
         assert doc["exists"] is False and doc["total"] == 0
@@ -327,25 +332,15 @@ def test_dlq_summary_before_the_first_dead_letter(
 # --- index -------------------------------------------------------------------------------------
 
 
-class _ClosableClient:
-    """Stands in for the Elasticsearch client; the in-memory index answers through the port."""
-
-    def __init__(self) -> None:
-        self.closed = 0
-
-    async def close(self) -> None:
-        self.closed += 1
-
-
 @pytest.mark.parametrize("dry_run", [True, False])
 def test_index_init_uses_alias_and_projector_mapping(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], dry_run: bool
 ) -> None:
-    es, client = InMemoryIndex(), _ClosableClient()
+    es = InMemoryIndex()
     monkeypatch.setenv("SEARCHSYNC_ELASTICSEARCH_INDEX_PREFIX", "kb")
     argv = ["index", "init", "--json"] + (["--dry-run"] if dry_run else [])
-    services = Services(es_client=lambda settings: client, index_admin=lambda c: es.admin)
-    assert main(argv, services=services) == ExitCode.OK
+    services = Fakes(search=search_of(admin=es.admin))
+    assert main(argv, runtime=services) == ExitCode.OK
     out = _json(capsys)
     assert out["index"] == "kb_wiki_page_v1" and out["alias"] == "kb_wiki_page"
     assert out["dry_run"] is dry_run
@@ -356,7 +351,7 @@ def test_index_init_uses_alias_and_projector_mapping(
         assert es.alias_target("kb_wiki_page") == "kb_wiki_page_v1"
         [info] = asyncio.run(es.admin.list_indices("kb_wiki_page"))
         assert info.schema_version == wiki_page.SCHEMA_VERSION and info.is_write_index
-    assert client.closed == 1
+    assert [r.closed for r in services.made] == [1]  # the command closed what it used
 
 
 def test_index_init_unknown_type(capsys: pytest.CaptureFixture[str]) -> None:
@@ -378,7 +373,7 @@ def kafka() -> FakeTopics:
 
 
 def _main(kafka: FakeTopics, argv: list[str]) -> int:
-    return main(argv, services=Services(kafka_admin=kafka.admin))
+    return main(argv, runtime=Fakes(kafka=KafkaClients(admin=kafka.admin)))
 
 
 def test_offsets_show(kafka: FakeTopics, capsys: pytest.CaptureFixture[str]) -> None:
@@ -556,9 +551,9 @@ def test_run_stops_on_sigterm_and_returns_the_consumer_code() -> None:
 
     seen: dict[str, Any] = {}
 
-    async def run_consumer(settings: Any, *, stop: asyncio.Event, registry: Any) -> int:
+    async def run_consumer(runtime: Any, stop: asyncio.Event) -> int:
         assert not stop.is_set()
-        seen["types"] = registry.types()
+        seen["types"] = runtime.registry.types()
         os.kill(os.getpid(), signal.SIGTERM)  # handled by the CLI: sets `stop`, nothing dies
         await asyncio.wait_for(stop.wait(), 5)
         return EXIT_DLQ_BUDGET
@@ -566,8 +561,8 @@ def test_run_stops_on_sigterm_and_returns_the_consumer_code() -> None:
     root = logging.getLogger()
     saved = (list(root.handlers), root.level)
     try:
-        assert main(["run"], services=Services(run_consumer=run_consumer)) == EXIT_DLQ_BUDGET
+        assert main(["run"], runtime=Fakes(consumer=run_consumer)) == EXIT_DLQ_BUDGET
     finally:
         root.handlers[:] = saved[0]
         root.setLevel(saved[1])
-    assert "wiki_page" in seen["types"]  # the registry the CLI built, passed to the consumer
+    assert "wiki_page" in seen["types"]  # the registry of the runtime the consumer runs on

@@ -1,4 +1,4 @@
-"""`searchsync index list / rollback / drop` through ``main(argv, services=...)`` on the
+"""`searchsync index list / rollback / drop` through ``main(argv, runtime=...)`` on the
 in-memory index admin (docs/design.md, "Schema fence")."""
 
 from __future__ import annotations
@@ -11,9 +11,12 @@ from typing import Any
 
 import orjson
 import pytest
-from searchsync.cli import Services, main
+from runtime_fakes import Fakes, search_of
+from searchsync.cli import main
 from searchsync.exit_codes import ExitCode
-from searchsync.search.fake import InMemoryIndex, StoredDoc
+
+from tests.fakes.search_index import InMemoryIndex
+from tests.fakes.search_state import StoredDoc
 
 ALIAS = "searchsync_wiki_page"
 V1, V2, V3 = f"{ALIAS}_v1", f"{ALIAS}_v2", f"{ALIAS}_v3"
@@ -25,11 +28,6 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         if name.startswith("SEARCHSYNC_"):
             monkeypatch.delenv(name)
     yield
-
-
-class _Client:
-    async def close(self) -> None:
-        pass
 
 
 def _index(*versions: int, writes_to: int, docs: dict[int, int] | None = None) -> InMemoryIndex:
@@ -50,8 +48,7 @@ def _index(*versions: int, writes_to: int, docs: dict[int, int] | None = None) -
 
 
 def _run(es: InMemoryIndex, *argv: str) -> int:
-    services = Services(es_client=lambda settings: _Client(), index_admin=lambda c: es.admin)
-    return main(list(argv), services=services)
+    return main(list(argv), runtime=Fakes(search=search_of(admin=es.admin)))
 
 
 def _json(capsys: pytest.CaptureFixture[str]) -> Any:

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -13,15 +11,19 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from purge_fakes import FakeConnect, FakeOutbox, FakeTombstones
-from searchsync.cli import Services, main
+from purge_fakes import FakeConnect
+from runtime_fakes import Fakes, search_of, tables_of
+from searchsync.cli import main
 from searchsync.config import ConnectSettings, load_settings
 from searchsync.duration import format_duration, parse_duration
 from searchsync.errors import ConfigError
 from searchsync.exit_codes import ExitCode
 from searchsync.kafka.connect import MISSING, ConnectClient, ConnectUnavailable, parse_status
 from searchsync.projection import format_timestamp, wiki_page
-from searchsync.search.fake import InMemoryIndex
+
+from tests.fakes.outbox import FakeOutbox
+from tests.fakes.search_index import InMemoryIndex
+from tests.fakes.tombstones import FakeTombstones
 
 STATUS = {
     "name": "searchsync-outbox",
@@ -147,20 +149,11 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
-class NoClient:
-    async def close(self) -> None:
-        pass
-
-
-def purge_services(store: FakeTombstones) -> Services:
+def purge_services(store: FakeTombstones) -> Fakes:
     index = InMemoryIndex()
     index.create_index("searchsync_wiki_page_v1", wiki_page.load_mapping())
     index.put_alias("searchsync_wiki_page", "searchsync_wiki_page_v1")
-    return Services(
-        es_client=lambda settings: NoClient(),
-        index_admin=lambda c: index.admin,
-        tombstone_store=lambda c: store,
-    )
+    return Fakes(search=search_of(admin=index.admin, tombstones=store))
 
 
 def old_tombstone() -> dict[str, Any]:
@@ -172,7 +165,7 @@ def test_tombstones_purge_json(capsys: pytest.CaptureFixture[str]) -> None:
     store = FakeTombstones()
     store.put("searchsync_wiki_page_v1", "gone", old_tombstone())
     argv = ["tombstones", "purge", "--older-than", "7d", "--json"]
-    assert main(argv, services=purge_services(store)) == ExitCode.OK
+    assert main(argv, runtime=purge_services(store)) == ExitCode.OK
     captured = capsys.readouterr()
     [result] = orjson.loads(captured.out)["results"]
     assert result["deleted"] == 1 and result["alias"] == "searchsync_wiki_page"
@@ -184,22 +177,18 @@ def test_tombstones_purge_dry_run_and_refusals(capsys: pytest.CaptureFixture[str
     store = FakeTombstones()
     store.put("searchsync_wiki_page_v1", "gone", old_tombstone())
     services = purge_services(store)
-    assert main(["tombstones", "purge", "--older-than", "7d", "--dry-run"], services=services) == 0
+    assert main(["tombstones", "purge", "--older-than", "7d", "--dry-run"], runtime=services) == 0
     assert "would delete 1 (first: gone)" in capsys.readouterr().out
-    assert main(["tombstones", "purge", "--older-than", "6d"], services=services) == 2
+    assert main(["tombstones", "purge", "--older-than", "6d"], runtime=services) == 2
     assert "shorter than the minimum tombstone age 7d" in capsys.readouterr().err
-    assert main(["tombstones", "purge", "--older-than", "7x"], services=services) == 2
+    assert main(["tombstones", "purge", "--older-than", "7x"], runtime=services) == 2
     argv = ["tombstones", "purge", "--older-than", "7d", "--type", "nope"]
-    assert main(argv, services=services) == 2
+    assert main(argv, runtime=services) == 2
     assert "gone" in store.docs["searchsync_wiki_page_v1"]
 
 
-def prune_services(outbox: FakeOutbox, connect: FakeConnect) -> Services:
-    @asynccontextmanager
-    async def rows(settings: Any) -> AsyncIterator[FakeOutbox]:
-        yield outbox
-
-    return Services(outbox_rows=rows, connect=lambda settings: connect)
+def prune_services(outbox: FakeOutbox, connect: FakeConnect) -> Fakes:
+    return Fakes(tables=tables_of(outbox=outbox), connect=connect)
 
 
 def test_outbox_prune_json_and_refusals(
@@ -209,11 +198,11 @@ def test_outbox_prune_json_and_refusals(
     old = (datetime.now(UTC) - timedelta(days=9)).replace(tzinfo=None)
     outbox = FakeOutbox({1: old, 2: old})
     argv = ["outbox", "prune", "--older-than", "2d", "--json"]
-    assert main(argv, services=prune_services(outbox, FakeConnect("PAUSED"))) == 1
+    assert main(argv, runtime=prune_services(outbox, FakeConnect("PAUSED"))) == 1
     assert "not RUNNING" in capsys.readouterr().err and len(outbox.rows) == 2
-    assert main(argv, services=prune_services(outbox, FakeConnect())) == 0
+    assert main(argv, runtime=prune_services(outbox, FakeConnect())) == 0
     report = orjson.loads(capsys.readouterr().out)
     assert report["deleted"] == 2 and report["connector"]["running"] is True
     assert outbox.rows == {}
     short = ["outbox", "prune", "--older-than", "1h"]
-    assert main(short, services=prune_services(outbox, FakeConnect())) == 2
+    assert main(short, runtime=prune_services(outbox, FakeConnect())) == 2

@@ -15,7 +15,6 @@ import pytest
 from confluent_kafka import KafkaError
 from hypothesis import given
 from hypothesis import strategies as st
-from kafka_fakes import DLQ_T0, FakeProducer, dead_letter
 from searchsync.dlq.record import (
     AVRO_V1,
     DLQ_FORMAT,
@@ -31,6 +30,9 @@ from searchsync.dlq.record import (
 from searchsync.errors import DlqBudgetExceeded, PoisonMessage, TransientError
 from searchsync.events import load_avro_schema
 from searchsync.types import Operation
+
+from tests.fakes.kafka_clients import FakeProducer
+from tests.unit.dlq_samples import DLQ_T0, dead_letter
 
 T0 = DLQ_T0
 

@@ -7,9 +7,10 @@ import logging
 import pytest
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.observability.metrics import Metrics
-from searchsync.search.fake import InMemoryIndex
 from searchsync.search.port import IndexInfo, WriteIndex
 from searchsync.stream.fence import SchemaFence
+
+from tests.fakes.search_index import InMemoryIndex
 
 ALIAS = "s_wiki_page"
 OWN = 2

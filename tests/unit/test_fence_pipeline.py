@@ -20,18 +20,19 @@ from pipeline_fakes import (
     raw,
     wait_until,
 )
+from searchsync.config import PipelineSettings
 from searchsync.dlq.record import DlqBudget
-from searchsync.mysql.state import InMemoryStateWriter
 from searchsync.observability.metrics import Metrics
 from searchsync.projection import default_registry
-from searchsync.search.fake import InMemoryIndex
 from searchsync.search.sink import Sink
 from searchsync.stream.fence import SchemaFence
-from searchsync.stream.options import PipelineOptions
-from searchsync.stream.pipeline import Pipeline
+from searchsync.stream.pipeline import Pipeline, PipelineOptions
 from searchsync.stream.processor import Processor
 from searchsync.stream.retry import RetryPolicy
 from searchsync.types import TopicPartition
+
+from tests.fakes.projection_state import FakeProjectionState
+from tests.fakes.search_index import InMemoryIndex
 
 ALIAS = "wiki_page"
 V1, V2 = "wiki_page_v1", "wiki_page_v2"
@@ -63,7 +64,6 @@ class FencedHarness:
             self.index.admin, interval_s=5.0, clock=self.clock, observer=self.metrics
         )
         self.pipeline = Pipeline(
-            intake=self.intake,
             processor=Processor(
                 registry=self.registry,
                 truth=self.truth,
@@ -73,22 +73,24 @@ class FencedHarness:
             ),
             dlq=self.dlq,
             budget=DlqBudget(max_ratio=1.0, window=1000, max_consecutive=50),
-            state=InMemoryStateWriter(),
+            state=FakeProjectionState(),
             metrics=self.metrics,
             retry=RetryPolicy(
                 base_delay=0.001, max_delay=0.01, max_attempts=3, jitter=0.5, rng=random.Random(7)
             ),
+            settings=PipelineSettings(
+                max_event_bytes=2048,
+                commit_interval_s=0.0,
+                lag_poll_interval_s=0.0,
+                max_in_flight_keys=100,
+                max_queued_events=10_000,
+            ),
             options=PipelineOptions(
                 group_id="searchsync-test",
                 known_types=self.registry.types(),
-                max_event_bytes=2048,
                 consume_batch=50,
                 consume_timeout_s=0.002,
-                commit_interval_s=0.0,
-                lag_interval_s=0.0,
             ),
-            max_in_flight_keys=100,
-            max_queued_events=10_000,
             fence=self.fence,
         )
         self.offset = 0
@@ -121,7 +123,7 @@ class FencedHarness:
     async def running(self) -> AsyncIterator[None]:
         self.pipeline.assigned([TP0])
         stop = asyncio.Event()
-        task = asyncio.create_task(self.pipeline.run(stop, drain_deadline_s=2))
+        task = asyncio.create_task(self.pipeline.run(self.intake, stop, drain_deadline_s=2))
         try:
             yield
         finally:

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import searchsync.cli.rebuild as rebuild_cli
 import searchsync.cli.repair as repair_cli
+from runtime_fakes import Fakes
 from searchsync.cli.main import main
-from searchsync.cli.services import Services
 from searchsync.gc_tuning import YOUNG_THRESHOLD, tune_for_throughput
 from searchsync.ops.rebuild.outcome import RebuildOutcome
 
@@ -37,7 +37,7 @@ def test_run_works_under_the_tuned_threshold() -> None:
         seen.append(gc.get_threshold())
         return 0
 
-    assert main(["run"], services=Services(run_consumer=consumer)) == 0
+    assert main(["run"], runtime=Fakes(consumer=consumer)) == 0
     assert seen == [(YOUNG_THRESHOLD, 10, 10)]
 
 
@@ -48,7 +48,7 @@ def test_repair_works_under_the_tuned_threshold(monkeypatch: pytest.MonkeyPatch)
         seen.append(gc.get_threshold())
 
     monkeypatch.setattr(repair_cli, "run_repair", run_repair)
-    assert main(["repair", "--once", "--dry-run"]) == 0
+    assert main(["repair", "--once", "--dry-run"], runtime=Fakes()) == 0
     assert seen == [(YOUNG_THRESHOLD, 10, 10)]
 
 

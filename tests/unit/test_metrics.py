@@ -137,10 +137,10 @@ def test_private_registries_do_not_clash() -> None:
         ("APPLIED", None, "success"),
         ("ALREADY_APPLIED", ErrorCode.ES_409, "version_conflict"),
         ("AHEAD", ErrorCode.ES_409, "version_conflict"),
-        ("RETRY", ErrorCode.ES_429, "429"),
-        ("RETRY", ErrorCode.ES_5XX, "5xx"),
-        ("POISON", ErrorCode.MAPPING_ERROR, "mapping_error"),
-        ("RETRY", ErrorCode.ES_TIMEOUT, "other"),
+        ("FAILED", ErrorCode.ES_429, "429"),
+        ("FAILED", ErrorCode.ES_5XX, "5xx"),
+        ("FAILED", ErrorCode.MAPPING_ERROR, "mapping_error"),
+        ("FAILED", ErrorCode.ES_TIMEOUT, "other"),
     ],
 )
 def test_item_kind_mapping(kind: str, code: ErrorCode | None, expected: str) -> None:

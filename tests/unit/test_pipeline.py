@@ -27,21 +27,22 @@ from pipeline_fakes import (
     raw,
     wait_until,
 )
+from searchsync.config import PipelineSettings
 from searchsync.dlq.record import DlqBudget
 from searchsync.errors import DlqBudgetExceeded, ErrorCode, TransientError
-from searchsync.mysql.state import InMemoryStateWriter
 from searchsync.observability.metrics import Metrics
 from searchsync.projection import Projector, ProjectorRegistry, Row, default_registry, wiki_page
-from searchsync.search.fake import InMemoryIndex
 from searchsync.search.sink import IndexOp, Sink
 from searchsync.stream.coalesce import Work
-from searchsync.stream.options import PipelineOptions
-from searchsync.stream.pipeline import Pipeline
+from searchsync.stream.fence import SchemaFence
+from searchsync.stream.pipeline import Pipeline, PipelineOptions
 from searchsync.stream.processor import Processor
 from searchsync.stream.retry import RetryPolicy
-from searchsync.stream.settle import OUTAGE_RETRY_CAP_S
-from searchsync.stream.verdict import Verdict
+from searchsync.stream.verdict import OUTAGE_RETRY_CAP_S, Verdict
 from searchsync.types import Operation, TopicPartition
+
+from tests.fakes.projection_state import FakeProjectionState
+from tests.fakes.search_index import InMemoryIndex
 
 ALIAS = "wiki_page"
 TP0: TopicPartition = (TOPIC, 0)
@@ -76,7 +77,7 @@ class Harness:
         self.index.create_index("wiki_page_v1", self.projector.mapping)
         self.index.put_alias(ALIAS, "wiki_page_v1")
         self.metrics = Metrics()
-        self.state = InMemoryStateWriter()
+        self.state = FakeProjectionState()
         self.dlq = FakeDlq()
         self.intake = FakeIntake(per_consume=per_consume)
         self.retry = retry or RetryPolicy(
@@ -86,31 +87,35 @@ class Harness:
             jitter=0.5,
             rng=random.Random(1234),
         )
+        self.fence = SchemaFence(self.index.admin, interval_s=60.0)
         self.pipeline = Pipeline(
-            intake=self.intake,
             processor=processor(
                 registry=self.registry,
                 truth=self.truth,
                 sink=Sink(self.index, observer=self.metrics),
                 alias_for=lambda t: t,
+                fence=self.fence,
             ),
             dlq=self.dlq,
             budget=DlqBudget(max_ratio=1.0, window=1000, max_consecutive=max_consecutive_dead),
             state=self.state,
             metrics=self.metrics,
             retry=self.retry,
+            settings=PipelineSettings(
+                max_event_bytes=2048,
+                commit_interval_s=commit_interval_s,
+                lag_poll_interval_s=0.0,
+                shutdown_deadline_s=5.0,  # the revoke drain: min(10 s, the shutdown deadline)
+                max_in_flight_keys=max_in_flight_keys,
+                max_queued_events=max_queued_events,
+            ),
             options=PipelineOptions(
                 group_id="searchsync-test",
                 known_types=self.registry.types(),
-                max_event_bytes=2048,
                 consume_batch=50,
                 consume_timeout_s=0.002,
-                commit_interval_s=commit_interval_s,
-                lag_interval_s=0.0,
-                revoke_drain_s=5.0,
             ),
-            max_in_flight_keys=max_in_flight_keys,
-            max_queued_events=max_queued_events,
+            fence=self.fence,
             clock=clock,
         )
 
@@ -143,7 +148,7 @@ class Harness:
         """Run the pipeline on `tps` (default: partition 0) until the block ends."""
         self.pipeline.assigned(list(tps) or [TP0])
         stop = asyncio.Event()
-        task = asyncio.create_task(self.pipeline.run(stop, drain_deadline_s=2))
+        task = asyncio.create_task(self.pipeline.run(self.intake, stop, drain_deadline_s=2))
         try:
             yield task
         finally:
@@ -584,7 +589,7 @@ async def test_a_spent_dlq_budget_stops_the_pipeline_without_committing_past_it(
     h = Harness(max_consecutive_dead=3)
     h.intake.feed(raw(o, b"nope") for o in range(5))
     h.pipeline.assigned([TP0])
-    task = asyncio.create_task(h.pipeline.run(asyncio.Event(), drain_deadline_s=2))
+    task = asyncio.create_task(h.pipeline.run(h.intake, asyncio.Event(), drain_deadline_s=2))
     with pytest.raises(DlqBudgetExceeded):
         await asyncio.wait_for(task, 5)
     assert [r.original_offset for r in h.dlq.records] == [0, 1, 2]
@@ -643,7 +648,7 @@ async def test_late_completions_after_revoke_commit_nothing() -> None:
         before = len(h.intake.commits)
         h.dlq.release()  # the dead letter of the revoked partition is acknowledged late
         await wait_until(lambda: len(h.dlq.records) == 1, "the late acknowledgement")
-        await h.pipeline.commit()
+        await h.pipeline.commit(h.intake)
         await h.loops()
     late = h.intake.commits[before:]
     assert late, "the pipeline committed after the revoke"

@@ -9,12 +9,14 @@ import pytest
 from pipeline_fakes import PageTruth, RaisingProjector, page_row
 from searchsync.errors import Disposition, ErrorCode, TransientError
 from searchsync.projection import Projector, ProjectorRegistry, default_registry
-from searchsync.search.fake import InMemoryIndex
-from searchsync.search.sink import IndexOp, Sink, WriteOutcome
+from searchsync.search.sink import IndexOp, OutcomeKind, Sink, WriteOutcome
 from searchsync.stream.coalesce import Work
+from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
-from searchsync.stream.verdict import Result, Verdict
+from searchsync.stream.verdict import Verdict
 from searchsync.types import Key, Operation, Position, ThinEvent
+
+from tests.fakes.search_index import InMemoryIndex
 
 ALIAS = "wiki_page"
 
@@ -43,6 +45,7 @@ class Env:
             truth=self.truth,
             sink=Sink(self.index),
             alias_for=lambda t: t,
+            fence=SchemaFence(self.index.admin, interval_s=60.0),
         )
 
     async def put_doc(self, row: dict[str, object]) -> None:
@@ -61,7 +64,7 @@ async def test_applied_writes_the_projection_at_the_row_revision(env: Env) -> No
     row = page_row("p1", 3)
     env.truth.put_page(row)
     [verdict] = await env.processor.process([work("p1", 2, 3)])
-    assert verdict.result is Result.APPLIED
+    assert verdict.kind is OutcomeKind.APPLIED
     assert verdict.finished
     expected = env.projector.project(row)
     assert verdict.document == expected
@@ -76,8 +79,8 @@ async def test_writing_the_same_revision_twice_is_already_applied(env: Env) -> N
     env.truth.put_page(page_row("p1", 3))
     [first] = await env.processor.process([work("p1", 3)])
     [second] = await env.processor.process([work("p1", 3)])
-    assert first.result is Result.APPLIED
-    assert second.result is Result.ALREADY_APPLIED
+    assert first.kind is OutcomeKind.APPLIED
+    assert second.kind is OutcomeKind.ALREADY_APPLIED
     assert second.finished
     assert second.document == first.document
 
@@ -87,7 +90,7 @@ async def test_a_row_older_than_the_event_on_the_primary_is_a_revision_regressio
 ) -> None:
     env.truth.put_page(page_row("p1", 2))
     [verdict] = await env.processor.process([work("p1", 3)])
-    assert verdict.result is Result.FAILED
+    assert verdict.kind is OutcomeKind.FAILED
     assert verdict.code is ErrorCode.REVISION_REGRESSION
     assert verdict.disposition is Disposition.POISON
     assert verdict.loaded_revision == 2
@@ -98,7 +101,7 @@ async def test_a_lagging_replica_is_read_again_from_the_primary(env: Env) -> Non
     env.truth.put_page(page_row("p1", 2))
     env.truth.put_page(page_row("p1", 3), primary_only=True)
     [verdict] = await env.processor.process([work("p1", 3)])
-    assert verdict.result is Result.APPLIED
+    assert verdict.kind is OutcomeKind.APPLIED
     assert verdict.loaded_revision == 3
     assert verdict.document == env.projector.project(page_row("p1", 3))
 
@@ -110,7 +113,7 @@ async def test_a_missing_row_becomes_a_tombstone_at_the_newest_known_revision(
     if floor is not None:
         env.truth.put_page_floor("gone", floor)
     [verdict] = await env.processor.process([work("gone", 3, 4)])
-    assert verdict.result is Result.APPLIED
+    assert verdict.kind is OutcomeKind.APPLIED
     assert verdict.loaded_revision is None
     assert verdict.document is not None
     assert env.projector.tombstone("gone", expected).matches(verdict.document.body)
@@ -124,7 +127,7 @@ async def test_a_missing_row_becomes_a_tombstone_at_the_newest_known_revision(
 
 async def test_an_unknown_aggregate_type_is_dead(env: Env) -> None:
     [verdict] = await env.processor.process([work("x", 1, aggregate_type="no_such_type")])
-    assert verdict.result is Result.FAILED
+    assert verdict.kind is OutcomeKind.FAILED
     assert verdict.code is ErrorCode.UNKNOWN_AGGREGATE_TYPE
     assert verdict.disposition is Disposition.POISON
     assert env.index.bulk_calls == []
@@ -133,7 +136,7 @@ async def test_an_unknown_aggregate_type_is_dead(env: Env) -> None:
 async def test_a_row_that_cannot_be_projected_is_dead(env: Env) -> None:
     env.truth.put_page(page_row("p1", 1, relations_json="{not json"))
     [verdict] = await env.processor.process([work("p1", 1)])
-    assert verdict.result is Result.FAILED
+    assert verdict.kind is OutcomeKind.FAILED
     assert verdict.code is ErrorCode.PROJECTION_ERROR
     assert verdict.disposition is Disposition.POISON
     assert not verdict.unexpected
@@ -144,7 +147,7 @@ async def test_an_unreachable_mysql_is_a_systemic_retry(env: Env) -> None:
     env.truth.put_page(page_row("p1", 1))
     env.truth.fail_with = TransientError(ErrorCode.MYSQL_UNAVAILABLE, "connection refused")
     [verdict] = await env.processor.process([work("p1", 1)])
-    assert verdict.result is Result.FAILED
+    assert verdict.kind is OutcomeKind.FAILED
     assert verdict.code is ErrorCode.MYSQL_UNAVAILABLE
     assert verdict.disposition is Disposition.SYSTEMIC
 
@@ -153,7 +156,7 @@ async def test_es_429_is_a_systemic_retry(env: Env) -> None:
     env.truth.put_page(page_row("p1", 1))
     env.index.inject_failures(429, "es_rejected_execution_exception", "queue full")
     [verdict] = await env.processor.process([work("p1", 1)])
-    assert verdict.result is Result.FAILED
+    assert verdict.kind is OutcomeKind.FAILED
     assert verdict.code is ErrorCode.ES_429
     assert verdict.disposition is Disposition.SYSTEMIC
 
@@ -162,7 +165,7 @@ async def test_a_mapping_error_is_dead(env: Env) -> None:
     env.truth.put_page(page_row("p1", 1))
     env.index.inject_failures(400, "mapper_parsing_exception", "bad field")
     [verdict] = await env.processor.process([work("p1", 1)])
-    assert verdict.result is Result.FAILED
+    assert verdict.kind is OutcomeKind.FAILED
     assert verdict.code is ErrorCode.MAPPING_ERROR
     assert verdict.disposition is Disposition.POISON
 
@@ -171,7 +174,7 @@ async def test_an_index_ahead_of_the_primary_is_a_revision_regression(env: Env) 
     await env.put_doc(page_row("p1", 5))
     env.truth.put_page(page_row("p1", 1))
     [verdict] = await env.processor.process([work("p1", 1)])
-    assert verdict.result is Result.FAILED
+    assert verdict.kind is OutcomeKind.FAILED
     assert verdict.code is ErrorCode.REVISION_REGRESSION
     assert not verdict.finished
     assert [primary for _, primary in env.truth.calls] == [False, True]  # re-checked
@@ -187,7 +190,7 @@ async def test_an_index_ahead_of_a_lagging_replica_is_rewritten_from_the_primary
     env.truth.put_page(page_row("p1", 2))  # the replica
     env.truth.put_page(page_row("p1", 4), primary_only=True)
     [verdict] = await env.processor.process([work("p1", 2)])
-    assert verdict.result is Result.APPLIED
+    assert verdict.kind is OutcomeKind.APPLIED
     assert verdict.loaded_revision == 4
     stored = env.index.get(ALIAS, "p1")
     assert stored is not None
@@ -198,8 +201,8 @@ async def test_an_index_ahead_of_a_lagging_replica_is_rewritten_from_the_primary
 async def test_a_stale_event_of_a_deleted_id_is_already_applied(env: Env) -> None:
     [first] = await env.processor.process([work("gone", 7)])
     [stale] = await env.processor.process([work("gone", 2)])
-    assert first.result is Result.APPLIED
-    assert stale.result is Result.ALREADY_APPLIED
+    assert first.kind is OutcomeKind.APPLIED
+    assert stale.kind is OutcomeKind.ALREADY_APPLIED
     stored = env.index.get(ALIAS, "gone")
     assert stored is not None
     assert (stored.version, stored.body["is_deleted"]) == (7, True)
@@ -218,12 +221,12 @@ async def test_verdicts_come_back_in_the_order_of_the_works(env: Env) -> None:
     ]
     verdicts = await env.processor.process(works)
     assert [v.work for v in verdicts] == works
-    assert [v.result for v in verdicts] == [
-        Result.APPLIED,
-        Result.FAILED,
-        Result.FAILED,
-        Result.FAILED,  # c: the row is behind its event even on the primary
-        Result.APPLIED,
+    assert [v.kind for v in verdicts] == [
+        OutcomeKind.APPLIED,
+        OutcomeKind.FAILED,
+        OutcomeKind.FAILED,
+        OutcomeKind.FAILED,  # c: the row is behind its event even on the primary
+        OutcomeKind.APPLIED,
     ]
     assert [v.code for v in verdicts] == [
         None,
@@ -251,7 +254,11 @@ def raising_env(bad: set[str]) -> tuple[Env, RaisingProjector]:
     env.registry.register(projector)
     env.projector = projector
     env.processor = Processor(
-        registry=env.registry, truth=env.truth, sink=Sink(env.index), alias_for=lambda t: t
+        registry=env.registry,
+        truth=env.truth,
+        sink=Sink(env.index),
+        alias_for=lambda t: t,
+        fence=SchemaFence(env.index.admin, interval_s=60.0),
     )
     return env, build
 
@@ -261,7 +268,11 @@ async def test_a_projector_raising_on_one_row_fails_that_work_alone() -> None:
     for aggregate_id in ("a", "bad", "c"):
         env.truth.put_page(page_row(aggregate_id, 1))
     verdicts = await env.processor.process([work("a", 1), work("bad", 1), work("c", 1)])
-    assert [v.result for v in verdicts] == [Result.APPLIED, Result.FAILED, Result.APPLIED]
+    assert [v.kind for v in verdicts] == [
+        OutcomeKind.APPLIED,
+        OutcomeKind.FAILED,
+        OutcomeKind.APPLIED,
+    ]
     failed = verdicts[1]
     assert failed.code is ErrorCode.PROJECTION_ERROR
     assert failed.unexpected
@@ -288,7 +299,11 @@ async def test_a_sink_that_raises_fails_its_works_as_internal(env: Env) -> None:
 
     env.truth.put_page(page_row("p1", 1))
     processor = Processor(
-        registry=env.registry, truth=env.truth, sink=BrokenSink(env.index), alias_for=lambda t: t
+        registry=env.registry,
+        truth=env.truth,
+        sink=BrokenSink(env.index),
+        alias_for=lambda t: t,
+        fence=SchemaFence(env.index.admin, interval_s=60.0),
     )
     [verdict] = await processor.process([work("p1", 1)])
     assert verdict.code is ErrorCode.INTERNAL
@@ -297,8 +312,8 @@ async def test_a_sink_that_raises_fails_its_works_as_internal(env: Env) -> None:
 
 def test_a_verdict_has_a_code_exactly_when_it_failed() -> None:
     with pytest.raises(ValueError, match="exactly when it failed"):
-        Verdict(work("p1", 1), Result.FAILED)
+        Verdict(work("p1", 1), OutcomeKind.FAILED)
     with pytest.raises(ValueError, match="exactly when it failed"):
-        Verdict(work("p1", 1), Result.APPLIED, ErrorCode.ES_429)
+        Verdict(work("p1", 1), OutcomeKind.APPLIED, ErrorCode.ES_429)
     with pytest.raises(ValueError, match="no disposition"):
-        _ = Verdict(work("p1", 1), Result.APPLIED).disposition
+        _ = Verdict(work("p1", 1), OutcomeKind.APPLIED).disposition

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from searchsync.app import run_consumer
 from searchsync.cli import main
 from searchsync.config import ProjectionSettings, load_settings
 from searchsync.errors import ConfigError
@@ -18,6 +17,7 @@ from searchsync.examples import article
 from searchsync.exit_codes import ExitCode
 from searchsync.projection import Projector, default_registry, registry_from_settings, wiki_page
 from searchsync.projection.plugins import SETTING_KEY, load_entry
+from searchsync.runtime import run_consumer
 
 KEY = "projection.modules"
 

@@ -8,13 +8,16 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from purge_fakes import FakeConnect, FakeOutbox, FakeTombstones
+from purge_fakes import FakeConnect
 from searchsync.config import RetentionSettings
 from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.ops.prune import prune_outbox
 from searchsync.ops.purge import purge_tombstones
 from searchsync.projection import format_timestamp, wiki_page
-from searchsync.search.fake import InMemoryIndex
+
+from tests.fakes.outbox import FakeOutbox
+from tests.fakes.search_index import InMemoryIndex
+from tests.fakes.tombstones import FakeTombstones
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 ALIAS = "searchsync_wiki_page"
@@ -107,7 +110,7 @@ async def test_no_write_index_or_no_field_is_refused() -> None:
             FakeTombstones(), InMemoryIndex().admin, ALIAS, RETENTION, timedelta(days=7), now=NOW
         )
     with pytest.raises(OperationRefused, match="_mapping"):
-        await purge(FakeTombstones(maps_field=False), timedelta(days=7))
+        await purge(FakeTombstones(unmapped={INDEX}), timedelta(days=7))
 
 
 async def test_the_minimum_can_be_overridden() -> None:

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from prometheus_client import generate_latest
-from searchsync.mysql.truth import InMemoryTruth
 from searchsync.observability.read_metrics import ReadMetrics
 from searchsync.projection import wiki_page
 from searchsync.read import (
@@ -19,9 +18,10 @@ from searchsync.read import (
     verified_search,
     wait_for_revision,
 )
-from searchsync.search.fake import InMemoryIndex
 from searchsync.search.port import IndexOp
 
+from tests.fakes.search_index import InMemoryIndex
+from tests.fakes.truth import FakeTruth
 from tests.unit.pipeline_fakes import page_row
 
 ALIAS = "kb_wiki_page"
@@ -112,7 +112,7 @@ async def test_a_wait_for_a_document_never_written_sees_none() -> None:
 async def test_verified_search_marks_fresh_stale_and_gone_and_counts_them() -> None:
     rows = {i: page_row(i, 1) for i in ("fresh", "stale", "deleted", "missing")}
     es = await index_with(*rows.values())
-    truth = InMemoryTruth()
+    truth = FakeTruth()
     truth.put(rows["fresh"], table=PROJECTOR.table)
     truth.put(page_row("stale", 2, title="newer"), table=PROJECTOR.table)
     truth.put(page_row("deleted", 2, **DELETED), table=PROJECTOR.table)
@@ -150,7 +150,7 @@ async def test_verified_search_marks_fresh_stale_and_gone_and_counts_them() -> N
 
 async def test_verified_search_reads_the_read_alias() -> None:
     es = await index_with(page_row("a", 1), page_row("b", 2, **DELETED))
-    truth = InMemoryTruth()
+    truth = FakeTruth()
     truth.put(page_row("a", 1), table=PROJECTOR.table)
     result = await verified_search(
         es, truth, PROJECTOR, alias=ALIAS, query={"match_all": {}}, query_type="q"

@@ -15,12 +15,21 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pipeline_fakes import PageTruth, page_row
 from searchsync.projection import Projector, default_registry
-from searchsync.search.fake import InMemoryIndex, StoredDoc
-from searchsync.search.sink import EXTERNAL, EXTERNAL_GTE, IndexOp, Sink, StoredProjection
+from searchsync.search.sink import (
+    EXTERNAL,
+    EXTERNAL_GTE,
+    IndexOp,
+    OutcomeKind,
+    Sink,
+    StoredProjection,
+)
 from searchsync.stream.coalesce import Work
+from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
-from searchsync.stream.verdict import Result
 from searchsync.types import Key, Operation, Position, ThinEvent
+
+from tests.fakes.search_index import InMemoryIndex
+from tests.fakes.search_state import StoredDoc
 
 ALIAS = "wiki_page"
 
@@ -60,7 +69,11 @@ class Env:
         self.index.create_index("wiki_page_v1", self.projector.mapping)
         self.index.put_alias(ALIAS, "wiki_page_v1")
         self.processor = Processor(
-            registry=self.registry, truth=self.truth, sink=Sink(self.index), alias_for=lambda t: t
+            registry=self.registry,
+            truth=self.truth,
+            sink=Sink(self.index),
+            alias_for=lambda t: t,
+            fence=SchemaFence(self.index.admin, interval_s=60.0),
         )
 
     def store(self, doc_id: str, version: int, body: dict[str, Any]) -> None:
@@ -84,7 +97,7 @@ async def test_a_rebuild_rewrites_a_document_edited_in_place_at_its_revision(env
     fresh = env.projector.project(row)
     env.store("p1", 3, {**fresh.body, "title": "edited in Elasticsearch"})  # the hash is unchanged
     [verdict] = await env.processor.process([work("p1", 3, Operation.REBUILD)])
-    assert verdict.result is Result.APPLIED
+    assert verdict.kind is OutcomeKind.APPLIED
     assert (env.stored("p1").version, env.stored("p1").body) == (3, fresh.body)
     assert env.index.version_types == [EXTERNAL, EXTERNAL_GTE]
 
@@ -96,7 +109,7 @@ async def test_a_rebuild_rewrites_a_document_of_an_older_schema(env: Env) -> Non
     old = {**fresh.body, "projection_schema_version": 1, "projection_hash": "0" * 64}
     env.store("p1", 3, old)
     [verdict] = await env.processor.process([work("p1", 3, Operation.REBUILD)])
-    assert verdict.result is Result.APPLIED
+    assert verdict.kind is OutcomeKind.APPLIED
     assert env.stored("p1").body == fresh.body
 
 
@@ -106,7 +119,7 @@ async def test_a_rebuild_adds_a_missing_sync_hash(env: Env) -> None:
     fresh = env.projector.project(row)
     env.store("p1", 3, {k: v for k, v in fresh.body.items() if k != "sync_hash"})
     [verdict] = await env.processor.process([work("p1", 3, Operation.REBUILD)])
-    assert verdict.result is Result.APPLIED
+    assert verdict.kind is OutcomeKind.APPLIED
     assert env.stored("p1").body == fresh.body
 
 
@@ -114,7 +127,7 @@ async def test_a_rebuild_of_an_identical_document_is_already_applied(env: Env) -
     env.truth.put_page(page_row("p1", 3))
     await env.processor.process([work("p1", 3, Operation.UPSERT)])
     [verdict] = await env.processor.process([work("p1", 3, Operation.REBUILD)])
-    assert verdict.result is Result.ALREADY_APPLIED
+    assert verdict.kind is OutcomeKind.ALREADY_APPLIED
     assert env.index.version_types == [EXTERNAL, EXTERNAL]  # no gte write
 
 
@@ -127,7 +140,7 @@ async def test_other_operations_never_rewrite_a_drifted_document(
     edited = {**env.projector.project(row).body, "title": "edited"}
     env.store("p1", 3, edited)
     [verdict] = await env.processor.process([work("p1", 3, operation)])
-    assert verdict.result is Result.ALREADY_APPLIED
+    assert verdict.kind is OutcomeKind.ALREADY_APPLIED
     assert env.stored("p1").body == edited
     assert env.index.version_types == [EXTERNAL]
 

@@ -8,9 +8,11 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 from pipeline_fakes import page_row
+from searchsync.mysql.truth import TruthEntry
+from searchsync.mysql.truth_buckets import entry_of_row
 from searchsync.ops.repair.compare import compare
-from searchsync.ops.repair.model import FindingKind, IndexEntry, TruthEntry
-from searchsync.ops.repair.sides import entry_of_row, entry_of_source
+from searchsync.ops.repair.model import FindingKind, IndexEntry
+from searchsync.ops.repair.sides import entry_of_source
 from searchsync.projection import content_hash, default_registry
 
 PROJECTOR = default_registry().get("wiki_page")

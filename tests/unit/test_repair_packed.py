@@ -1,4 +1,4 @@
-"""The packed light page of the MySQL truth side (searchsync/ops/repair/mysql_side.py): what
+"""The packed light page of the MySQL truth side (searchsync/mysql/truth_buckets.py): what
 MariaDB's GROUP_CONCAT gives back unpacks to exactly the rows, and anything short of that
 (a string cut at ``group_concat_max_len``, a wrong count, a malformed field) is refused, so
 the caller reads the page as rows instead of taking a truncated page for a short one."""
@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-from searchsync.ops.repair.model import TruthEntry
-from searchsync.ops.repair.mysql_side import prefix_range, unpack_light
+from searchsync.mysql.truth_buckets import TruthEntry, prefix_range, unpack_light
 
 _ROWS = st.lists(
     st.tuples(st.text(min_size=1, max_size=40), st.integers(0, 2**63 - 1), st.booleans()),

@@ -16,9 +16,11 @@ from searchsync.ops.chunks import ChunkController
 from searchsync.ops.repair.buckets import bucket_of, bucket_of_id, bucket_range, key_hash
 from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.reader import SpanReader, key_ranges
-from searchsync.ops.repair.sides import InMemoryIndexSide, InMemoryTruthSide
 from searchsync.projection import default_registry
-from searchsync.search.fake import InMemoryIndex, StoredDoc
+
+from tests.fakes.index_readers import InMemoryIndexSide
+from tests.fakes.search_index import InMemoryIndex
+from tests.fakes.search_state import StoredDoc
 
 PROJECTOR = default_registry().get("wiki_page")
 
@@ -59,7 +61,7 @@ def _world(n: int) -> tuple[PageTruth, InMemoryIndex]:
 def _reader(truth: PageTruth, index: InMemoryIndex, page: int) -> tuple[SpanReader, Any]:
     index_side = InMemoryIndexSide(index)
     reader = SpanReader(
-        InMemoryTruthSide(truth),
+        truth,
         index_side,
         Limits(),
         ChunkController(minimum=2, maximum=page, target_s=1.0, current=2),

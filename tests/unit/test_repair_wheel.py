@@ -14,19 +14,24 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pipeline_fakes import PageTruth, page_row
 from searchsync.ops.repair.buckets import bucket_of, bucket_range, canonical_fields, key_hash
-from searchsync.ops.repair.heal import Healer, InMemoryOutbox
+from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.model import DELETION_KINDS, FindingKind
 from searchsync.ops.repair.schedule import SchedulePolicy, choose, ewma, priority
-from searchsync.ops.repair.sides import InMemoryIndexSide, InMemoryTruthSide
-from searchsync.ops.repair.state import BucketState, InMemoryWheelState
+from searchsync.ops.repair.state import BucketState
 from searchsync.ops.repair.wheel import Wheel, WheelConfig
 from searchsync.projection import default_registry
-from searchsync.search.fake import InMemoryIndex, StoredDoc
 from searchsync.search.sink import IndexOp, Sink
 from searchsync.stream.coalesce import Work
+from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
 from searchsync.types import Key, Operation, Position, ThinEvent
+
+from tests.fakes.index_readers import InMemoryIndexSide
+from tests.fakes.outbox import FakeOutbox
+from tests.fakes.search_index import InMemoryIndex
+from tests.fakes.search_state import StoredDoc
+from tests.fakes.wheel_state import FakeWheelState
 
 ALIAS = "wiki_page"
 NOW = datetime(2026, 7, 20, tzinfo=UTC)
@@ -41,8 +46,8 @@ class World:
         self.index.create_index("wiki_page_v1", self.projector.mapping)
         self.index.put_alias(ALIAS, "wiki_page_v1")
         self.docs = self.index.indices["wiki_page_v1"].docs
-        self.state = InMemoryWheelState()
-        self.outbox = InMemoryOutbox()
+        self.state = FakeWheelState()
+        self.outbox = FakeOutbox()
         self.index_side = InMemoryIndexSide(self.index)
         self.on_settle: Any = None
         self.m = m
@@ -73,7 +78,7 @@ class World:
         return Wheel(
             projectors=[self.projector],
             alias_for=lambda t: t,
-            truth=InMemoryTruthSide(self.truth),
+            truth=self.truth,
             index=self.index_side,
             state=self.state,
             healer=Healer(
@@ -100,7 +105,11 @@ class World:
     async def deliver(self) -> None:
         """What the consumer does with the appended REBUILDs (and the raised floors)."""
         processor = Processor(
-            registry=self.registry, truth=self.truth, sink=Sink(self.index), alias_for=lambda t: t
+            registry=self.registry,
+            truth=self.truth,
+            sink=Sink(self.index),
+            alias_for=lambda t: t,
+            fence=SchemaFence(self.index.admin, interval_s=60.0),
         )
         for (t, i), floor in self.outbox.floors.items():
             self.truth.put_floor(t, i, floor)

@@ -1,46 +1,46 @@
-"""The retry queue: works wait by due time, and the waits of one cause can end at once."""
+"""The retry schedule: works wait by due time, and the waits of one cause can end at once."""
 
 from __future__ import annotations
 
 from searchsync.errors import ErrorCode
-from searchsync.stream.coalesce import Coalescer
-from searchsync.stream.retries import RetryQueue
-from searchsync.types import Operation, Position, ThinEvent
+from searchsync.kafka.intake import RawMessage
+from searchsync.stream.coalesce import Work
+from searchsync.stream.work_state import WorkState
+from searchsync.types import Operation, ThinEvent
 
 TOPIC = "t"
 
 
-def _work(coalescer: Coalescer, aggregate_id: str, partition: int, offset: int) -> object:
+def _work(state: WorkState, aggregate_id: str, partition: int, offset: int) -> Work:
     event = ThinEvent(f"e{offset}", "wiki_page", aggregate_id, Operation.UPSERT, 1)
-    coalescer.add(event, Position(TOPIC, partition, offset))
-    [work] = coalescer.take_ready(10)
+    state.admit(RawMessage(TOPIC, partition, offset, None, b"", None), event)
+    [work] = state.take(10)
     return work
 
 
 def test_release_now_ends_only_the_waits_of_that_code_and_counts_stay_right() -> None:
     now = [0.0]
-    coalescer = Coalescer(100, 1000)
-    queue = RetryQueue(coalescer, lambda: now[0])
-    fenced_a = _work(coalescer, "a", 0, 0)
-    fenced_b = _work(coalescer, "b", 1, 1)
-    other = _work(coalescer, "c", 0, 2)
-    queue.schedule(fenced_a, 30.0, ErrorCode.SCHEMA_FENCED)  # type: ignore[arg-type]
-    queue.schedule(fenced_b, 30.0, ErrorCode.SCHEMA_FENCED)  # type: ignore[arg-type]
-    queue.schedule(other, 30.0, ErrorCode.ES_429)  # type: ignore[arg-type]
-    assert queue.waiting(ErrorCode.SCHEMA_FENCED) == 2 and len(queue) == 3
+    state = WorkState(max_in_flight=100, max_queued=1000, clock=lambda: now[0])
+    state.assign([(TOPIC, 0), (TOPIC, 1)])
+    fenced_a = _work(state, "a", 0, 0)
+    fenced_b = _work(state, "b", 1, 1)
+    other = _work(state, "c", 0, 2)
+    state.retry(fenced_a, 30.0, ErrorCode.SCHEMA_FENCED, systemic=True)
+    state.retry(fenced_b, 30.0, ErrorCode.SCHEMA_FENCED, systemic=True)
+    state.retry(other, 30.0, ErrorCode.ES_429, systemic=True)
+    assert state.waiting(ErrorCode.SCHEMA_FENCED) == 2 and state.waiting(ErrorCode.ES_429) == 1
 
-    queue.drop({(TOPIC, 1)})  # b's partition was revoked (then dropped, as Assignment does)
-    coalescer.drop_partition(TOPIC, 1)
-    assert queue.waiting(ErrorCode.SCHEMA_FENCED) == 1 and len(queue) == 2
+    state.revoke({(TOPIC, 1)})  # b's partition was revoked: its retry and its events dropped
+    assert state.waiting(ErrorCode.SCHEMA_FENCED) == 1 and state.waiting(ErrorCode.ES_429) == 1
 
-    assert queue.release_now(ErrorCode.SCHEMA_FENCED) == 1
-    assert [w.key.aggregate_id for w in coalescer.take_ready(10)] == ["a"]
-    assert queue.waiting(ErrorCode.SCHEMA_FENCED) == 0 and len(queue) == 1
-    assert queue.release_now(ErrorCode.SCHEMA_FENCED) == 0
+    assert state.release_now([ErrorCode.SCHEMA_FENCED]) == 1
+    assert [w.key.aggregate_id for w in state.take(10)] == ["a"]
+    assert state.waiting(ErrorCode.SCHEMA_FENCED) == 0 and state.waiting(ErrorCode.ES_429) == 1
+    assert state.release_now([ErrorCode.SCHEMA_FENCED]) == 0
 
-    queue.release_due()
-    assert coalescer.take_ready(10) == []  # the 429 wait is not over yet
+    state.release_due()
+    assert state.take(10) == []  # the 429 wait is not over yet
     now[0] = 30.0
-    queue.release_due()
-    assert [w.key.aggregate_id for w in coalescer.take_ready(10)] == ["c"]
-    assert len(queue) == 0 and queue.waiting(ErrorCode.ES_429) == 0
+    state.release_due()
+    assert [w.key.aggregate_id for w in state.take(10)] == ["c"]
+    assert state.waiting(ErrorCode.ES_429) == 0

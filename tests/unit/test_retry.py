@@ -49,33 +49,39 @@ policies = st.builds(
 @given(policy=policies, attempt=st.integers(min_value=1, max_value=10_000))
 def test_delay_is_bounded(policy: RetryPolicy, attempt: int) -> None:
     nominal = policy.nominal(attempt)
+    assert nominal == min(policy.base_delay * 2 ** min(attempt - 1, 10), policy.max_delay)
+    limit = max(nominal * policy.jitter, 0.001) if policy.jitter else 0.0
+    assert policy.jitter_limit(attempt) == limit
     for _ in range(5):
         delay = policy.delay(attempt)
-        assert 0 <= delay <= policy.max_delay
-        assert nominal <= delay <= nominal * (1 + policy.jitter) + 1e-9
+        assert 0 <= nominal <= delay <= policy.max_delay * (1 + policy.jitter) + 0.001
+        assert delay == nominal if not limit else nominal <= delay < nominal + limit
 
 
 @settings(max_examples=200)
 @given(policy=policies, attempt=st.integers(min_value=1, max_value=2_000))
 def test_nominal_grows_monotonically_to_its_cap(policy: RetryPolicy, attempt: int) -> None:
     assert policy.nominal(attempt) <= policy.nominal(attempt + 1)
-    assert policy.nominal(attempt) * (1 + policy.jitter) <= policy.max_delay * (1 + 1e-12)
+    assert policy.nominal(attempt) <= policy.max_delay
 
 
 def test_exponential_shape_as_in_next_retry() -> None:
     policy = _policy(base=1.0, cap=1800.0, jitter=0.2)
     assert [policy.nominal(a) for a in range(1, 6)] == [1.0, 2.0, 4.0, 8.0, 16.0]
-    assert policy.nominal(40) == pytest.approx(1800.0 / 1.2)
+    assert policy.nominal(11) == policy.nominal(40) == 1024.0  # the shift stops at 10
+    assert _policy(base=2.0, cap=1800.0).nominal(40) == 1800.0  # then the cap
     for attempt in range(1, 6):
         assert policy.nominal(attempt) <= policy.delay(attempt) < policy.nominal(attempt) * 1.2
+    tiny = _policy(base=0.001, cap=1.0, jitter=0.2)  # the jitter's floor is 1 ms
+    assert {tiny.jitter_limit(1)} == {0.001} and 0.001 <= tiny.delay(1) < 0.002
 
 
 def test_jitter_spreads_retries_even_at_the_cap() -> None:
     policy = _policy(base=1.0, cap=60.0, jitter=0.5, seed=3)
     delays = {policy.delay(30) for _ in range(50)}
     assert len(delays) > 40
-    assert max(delays) <= 60.0
-    assert min(delays) >= 40.0
+    assert max(delays) < 90.0  # the jitter comes on top of the cap, as in NextRetry
+    assert min(delays) >= 60.0
 
 
 def test_no_jitter_is_deterministic() -> None:

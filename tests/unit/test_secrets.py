@@ -21,13 +21,15 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from searchsync.cli import Services, main
+from runtime_fakes import Fakes
+from searchsync.cli import main
 from searchsync.config import Secret, Settings, load_settings, scrub_credentials, scrub_known
 from searchsync.errors import ConfigError
 from searchsync.exit_codes import ExitCode
 from searchsync.kafka.config import member_config
 from searchsync.mysql.pool import tls_context
 from searchsync.observability.logs import JsonFormatter, configure_logging
+from searchsync.resources import KafkaClients
 from searchsync.search.client import make_es_client
 
 MYSQL_PW = 'my-Sq1"pw\\x7Q'  # a quote and a backslash: JSON escapes them
@@ -166,7 +168,8 @@ def test_run_masks_configured_secrets_in_every_log_line(
     for name, value in _env(pem_files).items():
         monkeypatch.setenv(name, value)
 
-    async def careless_consumer(settings: Settings, **_: Any) -> int:
+    async def careless_consumer(runtime: Any, stop: Any) -> int:
+        settings: Settings = runtime.settings
         log = logging.getLogger("careless")
         dsn = f"mysql://searchsync:{settings.mysql.password.reveal()}@db:3306/app"
         try:
@@ -177,7 +180,7 @@ def test_run_masks_configured_secrets_in_every_log_line(
         log.warning("basic auth %s", (settings.elasticsearch.username, ES_PW))
         return 0
 
-    assert main(["run"], services=Services(run_consumer=careless_consumer)) == ExitCode.OK
+    assert main(["run"], runtime=Fakes(consumer=careless_consumer)) == ExitCode.OK
     err = capsys.readouterr().err
     lines = [orjson.loads(line) for line in err.splitlines() if line.startswith("{")]
     assert len(lines) == 3 and "RuntimeError" in str(lines[0]["exc"])  # the lines are there
@@ -193,7 +196,10 @@ def test_a_failing_command_prints_no_secret(
     def broken_admin(config: dict[str, Any]) -> Any:
         raise RuntimeError(f"cannot reach kafka with {config}")
 
-    code = main(["offsets", "reset", "--to", "latest"], services=Services(kafka_admin=broken_admin))
+    code = main(
+        ["offsets", "reset", "--to", "latest"],
+        runtime=Fakes(kafka=KafkaClients(admin=broken_admin)),
+    )
     assert code == ExitCode.FAILURE
     captured = capsys.readouterr()
     assert "cannot reach kafka" in captured.err

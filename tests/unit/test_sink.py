@@ -18,10 +18,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from searchsync.errors import Disposition, ErrorCode, TransientError
 from searchsync.search.es_index import BulkSizer, EsIndex
-from searchsync.search.fake import InMemoryIndex
 from searchsync.search.sink import IndexOp, ItemResult, OutcomeKind, Sink, WriteOutcome, classify
 
 from tests.contract.search_backend import FakeBackend, new_alias, op
+from tests.fakes.search_index import InMemoryIndex
 
 # -- classify ----------------------------------------------------------------------------------
 
@@ -81,11 +81,11 @@ async def aliased_fake() -> tuple[InMemoryIndex, str]:
 @pytest.mark.parametrize(
     ("status", "error_type", "kind", "code"),
     [
-        (429, "es_rejected_execution_exception", OutcomeKind.RETRY, "ES_429"),
-        (429, "cluster_block_exception", OutcomeKind.RETRY, "ES_BLOCKED"),
-        (503, None, OutcomeKind.RETRY, "ES_5XX"),
-        (0, "connection_error", OutcomeKind.RETRY, "ES_UNAVAILABLE"),
-        (400, "mapper_parsing_exception", OutcomeKind.POISON, "MAPPING_ERROR"),
+        (429, "es_rejected_execution_exception", OutcomeKind.FAILED, "ES_429"),
+        (429, "cluster_block_exception", OutcomeKind.FAILED, "ES_BLOCKED"),
+        (503, None, OutcomeKind.FAILED, "ES_5XX"),
+        (0, "connection_error", OutcomeKind.FAILED, "ES_UNAVAILABLE"),
+        (400, "mapper_parsing_exception", OutcomeKind.FAILED, "MAPPING_ERROR"),
     ],
 )
 async def test_injected_failure_is_reported_and_not_applied(
@@ -105,8 +105,12 @@ async def test_injected_failures_count_down() -> None:
     fake, alias = await aliased_fake()
     fake.inject_failures(429, times=2)
     outcomes = await Sink(fake).write([op(alias, f"p{i}", 1) for i in range(3)])
-    assert [o.kind for o in outcomes] == [OutcomeKind.RETRY, OutcomeKind.RETRY, OutcomeKind.APPLIED]
-    assert all(o.systemic for o in outcomes[:2])
+    assert [o.kind for o in outcomes] == [
+        OutcomeKind.FAILED,
+        OutcomeKind.FAILED,
+        OutcomeKind.APPLIED,
+    ]
+    assert all(o.code and o.code.disposition is Disposition.SYSTEMIC for o in outcomes[:2])
 
 
 class CountingIndex:
@@ -159,7 +163,7 @@ async def test_failed_confirmation_is_retry_with_its_code() -> None:
     counting = CountingIndex(fake)
     counting.fail = TransientError(ErrorCode.ES_UNAVAILABLE, "down")
     [outcome] = await Sink(counting).write([op(alias, "a", 5)])
-    assert (outcome.kind, outcome.code) == (OutcomeKind.RETRY, "ES_UNAVAILABLE")
+    assert (outcome.kind, outcome.code) == (OutcomeKind.FAILED, "ES_UNAVAILABLE")
 
 
 @pytest.mark.parametrize("stored", [None, 4])
@@ -167,7 +171,7 @@ async def test_conflict_with_a_lower_or_absent_stored_version_is_retry(stored: i
     fake, alias = await aliased_fake()
     await Sink(fake).write([op(alias, "a", 5)])
     [outcome] = await Sink(CountingIndex(fake, {"a": stored})).write([op(alias, "a", 5)])
-    assert (outcome.kind, outcome.code) == (OutcomeKind.RETRY, "ES_409_UNCONFIRMED")
+    assert (outcome.kind, outcome.code) == (OutcomeKind.FAILED, "ES_409_UNCONFIRMED")
     assert outcome.stored_version == stored
 
 
@@ -178,7 +182,7 @@ async def test_an_adapter_losing_results_turns_into_retry() -> None:
 
     fake, alias = await aliased_fake()
     outcomes = await Sink(Lossy(fake)).write([op(alias, "a", 1), op(alias, "b", 1)])
-    assert [o.kind for o in outcomes] == [OutcomeKind.RETRY, OutcomeKind.RETRY]
+    assert [o.kind for o in outcomes] == [OutcomeKind.FAILED, OutcomeKind.FAILED]
 
 
 async def test_empty_write_does_nothing() -> None:
@@ -208,14 +212,22 @@ async def test_observer_sees_the_bulk_and_every_outcome() -> None:
     assert recorder.outcomes == outcomes
 
 
-def test_a_failed_outcome_takes_its_kind_and_systemic_from_the_code_table() -> None:
+def test_a_failed_outcome_takes_its_disposition_from_the_code_table() -> None:
     poison = WriteOutcome.failed(DUMMY, ErrorCode.MAPPING_ERROR, "bad")
-    assert (poison.kind, poison.systemic) == (OutcomeKind.POISON, False)
+    assert (poison.kind, _disposition(poison)) == (OutcomeKind.FAILED, Disposition.POISON)
     unconfirmed = WriteOutcome.failed(DUMMY, ErrorCode.ES_409_UNCONFIRMED, "409")
-    assert (unconfirmed.kind, unconfirmed.systemic) == (OutcomeKind.RETRY, False)
+    assert (unconfirmed.kind, _disposition(unconfirmed)) == (
+        OutcomeKind.FAILED,
+        Disposition.TRANSIENT,
+    )
     missing = WriteOutcome.failed(DUMMY, ErrorCode.ALIAS_MISSING, "no alias")
-    assert (missing.kind, missing.systemic) == (OutcomeKind.RETRY, True)
-    assert not WriteOutcome(DUMMY, OutcomeKind.APPLIED).systemic
+    assert (missing.kind, _disposition(missing)) == (OutcomeKind.FAILED, Disposition.SYSTEMIC)
+    assert WriteOutcome(DUMMY, OutcomeKind.APPLIED).code is None
+
+
+def _disposition(outcome: WriteOutcome) -> Disposition:
+    assert outcome.code is not None
+    return outcome.code.disposition
 
 
 # -- BulkSizer ---------------------------------------------------------------------------------
@@ -330,7 +342,7 @@ async def test_only_an_explicit_option_turns_require_alias_off() -> None:
 
 
 async def test_the_fake_writes_a_physical_index_only_through_its_physical_writer() -> None:
-    from searchsync.search.fake import InMemoryIndex
+    from tests.fakes.search_index import InMemoryIndex
 
     fake = InMemoryIndex()
     fake.create_index("wiki_v2")
@@ -372,8 +384,8 @@ async def test_es_index_turns_a_failed_request_into_per_item_results(
     outcomes = await sink.write(ops)
     assert len(client.bulk_calls) == 2
     assert [(o.kind, o.code) for o in outcomes] == [
-        (OutcomeKind.RETRY, code),
-        (OutcomeKind.RETRY, code),
+        (OutcomeKind.FAILED, code),
+        (OutcomeKind.FAILED, code),
         (OutcomeKind.APPLIED, None),
     ]
 

@@ -56,24 +56,24 @@ REVIEWED: dict[tuple[str, str], str] = {
         "', '.join((f'`{c}` = %s' for c in _MUTABLE))",
     ): "constants",
     (
-        "consumer/searchsync/ops/repair/mysql_side.py",
+        "consumer/searchsync/mysql/truth_buckets.py",
         "select",
     ): "backticked Projector columns (validated)",
     (
-        "consumer/searchsync/ops/repair/mysql_side.py",
+        "consumer/searchsync/mysql/truth_buckets.py",
         "projector.table",
     ): "Projector.table (validated)",
     (
-        "consumer/searchsync/ops/repair/mysql_side.py",
+        "consumer/searchsync/mysql/truth_buckets.py",
         "where",
     ): "constant conditions with %s parameters",
-    ("consumer/searchsync/ops/repair/mysql_side.py", "key"): "one of two constant expressions",
-    ("consumer/searchsync/ops/repair/mysql_side.py", "order"): "one of two constant ORDER BY lists",
+    ("consumer/searchsync/mysql/truth_buckets.py", "key"): "one of two constant expressions",
+    ("consumer/searchsync/mysql/truth_buckets.py", "order"): "one of two constant ORDER BY lists",
     (
-        "consumer/searchsync/ops/repair/mysql_side.py",
+        "consumer/searchsync/mysql/truth_buckets.py",
         "src",
     ): "validated table, constant conditions, %s",
-    ("consumer/searchsync/ops/repair/mysql_side.py", "_PACKED_MAX"): "an int constant",
+    ("consumer/searchsync/mysql/truth_buckets.py", "_PACKED_MAX"): "an int constant",
     ("consumer/searchsync/devtools/scratch.py", "_TABLE"): "the constant 'wiki_page'",
     ("consumer/searchsync/devtools/scratch.py", "table"): "a table name checked against IDENTIFIER",
     (

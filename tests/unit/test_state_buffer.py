@@ -9,8 +9,10 @@ from datetime import datetime, timedelta
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from searchsync.mysql.state import InMemoryStateWriter, StateUpdate
-from searchsync.stream.state_buffer import StateBuffer
+from searchsync.mysql.state import StateUpdate
+from searchsync.mysql.state_buffer import StateBuffer
+
+from tests.fakes.projection_state import FakeProjectionState
 
 T0 = datetime(2026, 1, 1)
 
@@ -46,7 +48,7 @@ class _Clock:
         return self.now
 
 
-class _Flaky(InMemoryStateWriter):
+class _Flaky(FakeProjectionState):
     def __init__(self, clock: _Clock) -> None:
         super().__init__(clock=clock)
         self.fail = False
@@ -63,7 +65,7 @@ class _Flaky(InMemoryStateWriter):
 
 async def _both(steps: list[tuple[list[StateUpdate], str]]) -> tuple[object, object]:
     clock = _Clock()
-    direct = InMemoryStateWriter(clock=clock)
+    direct = FakeProjectionState(clock=clock)
     flaky = _Flaky(clock)
     buffer = StateBuffer(flaky, interval_s=3600, clock=lambda: 0.0, wall_clock=clock)
     failing: asyncio.Task[None] | None = None
@@ -102,7 +104,7 @@ def test_the_buffered_table_equals_the_direct_one_after_a_quiet_period(
 
 async def test_nothing_is_written_before_the_interval_then_one_coalesced_flush() -> None:
     now = [0.0]
-    writer = InMemoryStateWriter()
+    writer = FakeProjectionState()
     buffer = StateBuffer(writer, interval_s=1.0, clock=lambda: now[0])
     for rev in range(1, 6):  # a hot key: five successes
         buffer.add(

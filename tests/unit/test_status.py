@@ -11,22 +11,26 @@ from typing import Any
 
 import orjson
 import pytest
-from kafka_fakes import FakeTopics
-from searchsync.cli import Services, main
+from runtime_fakes import Fakes, search_of, tables_of
+from searchsync.cli import main
 from searchsync.exit_codes import ExitCode
 from searchsync.kafka.connect import ConnectorStatus, TaskStatus
 from searchsync.ops.repair.state import BucketState, Epoch, WheelSnapshot
 from searchsync.ops.status import Section, gather
 from searchsync.projection import wiki_page
-from searchsync.search.fake import InMemoryIndex
+from searchsync.resources import KafkaClients
+
+from tests.fakes.kafka_admin import FakeTopics
+from tests.fakes.search_index import InMemoryIndex
+from tests.fakes.wheel_state import FakeWheelState
 
 TOPIC = "outbox.event.wiki_page"
 ALIAS = "searchsync_wiki_page"
 
 
-class _Client:
-    async def close(self) -> None:
-        pass
+class _Outbox:
+    async def stats(self) -> tuple[int, datetime | None]:
+        return 7, datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
 class _Connector:
@@ -67,9 +71,23 @@ def health() -> Iterator[tuple[str, type[_Health]]]:
         server.server_close()
 
 
+def wheel_state(wheels: dict[str, WheelSnapshot]) -> FakeWheelState:
+    """A wheel state store that holds `wheels`."""
+    store = FakeWheelState()
+    for t, w in wheels.items():
+        if w.epoch is not None:
+            store.epochs[t] = [w.epoch]
+            store.states[(t, w.epoch.epoch)] = dict(w.buckets)
+    return store
+
+
 def _system(
-    *, members: list[str], schema: int = wiki_page.SCHEMA_VERSION, connector: str = "RUNNING"
-) -> Services:
+    *,
+    members: list[str],
+    schema: int = wiki_page.SCHEMA_VERSION,
+    connector: str = "RUNNING",
+    wheels: dict[str, WheelSnapshot] | None = None,
+) -> Fakes:
     kafka = FakeTopics()
     kafka.topic(TOPIC, [b""] * 10, [b""] * 4)
     kafka.commits[("searchsync", (TOPIC, 0))] = 10
@@ -85,22 +103,15 @@ def _system(
         )
     )
 
-    async def outbox(settings: Any) -> tuple[int, datetime | None]:
-        return 7, datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-
-    async def repair_state(settings: Any, types: list[str]) -> dict[str, WheelSnapshot]:
-        now = datetime.now(UTC)
+    if wheels is None:
         epoch = Epoch("wiki_page", 1, 2, 1)
-        return {"wiki_page": WheelSnapshot("wiki_page", epoch, fresh_buckets(2, now))}
-
-    return Services(
-        es_client=lambda settings: _Client(),
-        index_admin=lambda client: es.admin,
-        kafka_admin=kafka.admin,
-        kafka_consumer=kafka.consumer,
-        outbox_stats=outbox,
-        repair_state=repair_state,
-        connect=lambda settings: _Connector(connector),
+        now = datetime.now(UTC)
+        wheels = {"wiki_page": WheelSnapshot("wiki_page", epoch, fresh_buckets(2, now))}
+    return Fakes(
+        search=search_of(admin=es.admin),
+        kafka=KafkaClients(admin=kafka.admin, consumer=kafka.consumer),
+        tables=tables_of(outbox=_Outbox(), wheel_state=wheel_state(wheels)),
+        connect=_Connector(connector),
     )
 
 
@@ -108,8 +119,8 @@ def fresh_buckets(m: int, at: datetime) -> dict[int, BucketState]:
     return {b: BucketState(b, generation=1, last_complete_at=at) for b in range(m)}
 
 
-def _status(services: Services, endpoint: str, capsys: pytest.CaptureFixture[str]) -> Any:
-    code = main(["status", "--json", "--consumer", endpoint], services=services)
+def _status(services: Fakes, endpoint: str, capsys: pytest.CaptureFixture[str]) -> Any:
+    code = main(["status", "--json", "--consumer", endpoint], runtime=services)
     return code, orjson.loads(capsys.readouterr().out)
 
 
@@ -185,7 +196,7 @@ def test_an_unreachable_service_is_reported_not_raised(capsys: pytest.CaptureFix
 def test_the_human_report_names_problems_first(
     health: tuple[str, type[_Health]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["status", "--consumer", health[0]], services=_system(members=[]))
+    code = main(["status", "--consumer", health[0]], runtime=_system(members=[]))
     lines = capsys.readouterr().out.splitlines()
     assert code == ExitCode.UNHEALTHY
     assert lines[0] == "searchsync status: UNHEALTHY"

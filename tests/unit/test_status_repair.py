@@ -7,11 +7,10 @@ import asyncio
 import socket
 import urllib.request
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import orjson
 import pytest
-from searchsync.cli import Services, main
+from searchsync.cli import main
 from searchsync.config import load_settings
 from searchsync.exit_codes import ExitCode
 from searchsync.observability.repair_metrics import RepairMetrics
@@ -66,24 +65,16 @@ def test_never_repaired_and_never_scanned_buckets_are_warnings() -> None:
 def test_status_shows_the_last_rotation_in_both_forms(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    base = _system(members=["c1"])
-
-    async def stale(settings: Any, types: list[str]) -> dict[str, WheelSnapshot]:
-        return wheel(fresh_buckets(4, datetime.now(UTC) - timedelta(days=1)))
-
-    services = Services(**{**_fields(base), "repair_state": stale})
-    code = main(["status", "--json", "--consumer", "http://127.0.0.1:9"], services=services)
+    stale = wheel(fresh_buckets(4, datetime.now(UTC) - timedelta(days=1)))
+    services = _system(members=["c1"], wheels=stale)
+    code = main(["status", "--json", "--consumer", "http://127.0.0.1:9"], runtime=services)
     report = orjson.loads(capsys.readouterr().out)
     assert report["sections"]["repair"]["wheels"][0]["buckets_complete"] == 4
     assert any("repair: wiki_page: oldest bucket scanned" in w for w in report["warnings"])
     assert code == ExitCode.OK
-    main(["status", "--consumer", "http://127.0.0.1:9"], services=services)
+    main(["status", "--consumer", "http://127.0.0.1:9"], runtime=services)
     text = capsys.readouterr().out
     assert "repair: ok" in text and "wiki_page: epoch 3, 4/4 buckets scanned" in text
-
-
-def _fields(services: Services) -> dict[str, Any]:
-    return {name: getattr(services, name) for name in Services.__dataclass_fields__}
 
 
 def _free_port() -> int:

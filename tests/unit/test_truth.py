@@ -11,15 +11,17 @@ from datetime import datetime
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from searchsync.mysql.truth import InMemoryTruth, MysqlTruth, Row
+from searchsync.mysql.truth import MysqlTruth, Row
 from searchsync.projection import Projector, wiki_page
+
+from tests.fakes.truth import FakeTruth
 
 T0 = datetime(2030, 1, 1)
 PAGE = wiki_page.projector()
 
 
 async def test_rows_by_id_returns_present_rows_and_models_a_lagging_replica() -> None:
-    truth = InMemoryTruth()
+    truth = FakeTruth()
     truth.put({"id": "a", "revision": 1, "deleted_at": None}, table="wiki_page")
     truth.put({"id": "b", "revision": 2, "deleted_at": T0}, table="wiki_page")
     truth.put({"id": "a", "revision": 3, "deleted_at": None}, table="wiki_page", primary_only=True)
@@ -35,14 +37,14 @@ async def test_rows_by_id_returns_present_rows_and_models_a_lagging_replica() ->
 
 
 async def test_rows_by_id_returns_the_projectors_columns_only() -> None:
-    truth = InMemoryTruth()
+    truth = FakeTruth()
     truth.put({"id": "a", "revision": 1, "title": "t", "secret": "x"}, table="wiki_page")
     [row] = (await truth.rows_by_id(PAGE, ["a"])).values()
     assert set(row) == {"id", "revision", "title"}
 
 
 async def test_revision_floors_are_per_aggregate_type() -> None:
-    truth = InMemoryTruth()
+    truth = FakeTruth()
     truth.put_floor("wiki_page", "gone", 7)
     truth.put_floor("note", "gone", 99)
     truth.put_floor("wiki_page", "other", 3)
@@ -52,7 +54,7 @@ async def test_revision_floors_are_per_aggregate_type() -> None:
 
 
 async def test_ids_must_be_a_sequence_and_limits_positive() -> None:
-    truth = InMemoryTruth()
+    truth = FakeTruth()
     with pytest.raises(TypeError):
         await truth.rows_by_id(PAGE, "abc")
     with pytest.raises(TypeError):
@@ -64,7 +66,7 @@ async def test_ids_must_be_a_sequence_and_limits_positive() -> None:
 
 
 async def test_scan_pages_by_id_after_the_last_one() -> None:
-    truth = InMemoryTruth()
+    truth = FakeTruth()
     for row_id in ("c", "a", "e", "b", "d"):
         truth.put({"id": row_id, "revision": 1}, table="wiki_page")
     first = await truth.scan(PAGE, None, 2)
@@ -77,7 +79,7 @@ async def test_scan_pages_by_id_after_the_last_one() -> None:
     assert await truth.scan(PAGE, "bb", 10) == second + last
 
 
-async def _scan_all(truth: InMemoryTruth, projector: Projector, limit: int) -> list[Row]:
+async def _scan_all(truth: FakeTruth, projector: Projector, limit: int) -> list[Row]:
     out: list[Row] = []
     after: str | None = None
     while page := await truth.scan(projector, after, limit):
@@ -92,7 +94,7 @@ async def _scan_all(truth: InMemoryTruth, projector: Projector, limit: int) -> l
     limit=st.integers(1, 12),
 )
 def test_a_full_scan_reads_every_row_once_in_id_order(ids: set[str], limit: int) -> None:
-    truth = InMemoryTruth()
+    truth = FakeTruth()
     for row_id in ids:
         truth.put({"id": row_id, "revision": 1}, table="wiki_page")
     rows = asyncio.run(_scan_all(truth, PAGE, limit))

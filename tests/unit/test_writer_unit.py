@@ -26,9 +26,11 @@ from searchsync.errors import (
     TransientError,
 )
 from searchsync.mysql.pool import db_time, expand_in, translate_errors
-from searchsync.mysql.state import InMemoryStateWriter, StateUpdate, merge
+from searchsync.mysql.state import StateUpdate, merge
 from searchsync.projection import wiki_page
 from searchsync.writer import PageWriter
+
+from tests.fakes.projection_state import FakeProjectionState
 
 T0 = datetime(2030, 1, 1)
 
@@ -218,7 +220,7 @@ def test_merge_never_lowers_revisions_and_keeps_the_newest_hash(
 
 async def test_in_memory_state_writer_applies_merge_per_key() -> None:
     clock_times = iter([T0, T0 + timedelta(seconds=1)])
-    writer = InMemoryStateWriter(clock=lambda: next(clock_times))
+    writer = FakeProjectionState(clock=lambda: next(clock_times))
 
     await writer.record([StateUpdate("t", "a", 2, 2, 1, "b" * 64), StateUpdate("t", "b", 1)])
     await writer.record([StateUpdate("t", "a", 3, error_code="E", error_message="boom")])

@@ -8,16 +8,16 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Final
 
-from searchsync.cli.services import Services
 from searchsync.config import Settings
 from searchsync.dlq.filter import parse_utc
 from searchsync.duration import parse_duration
 from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
+from searchsync.runtime import Runtime
 
 CONFIG_ENV: Final = "SEARCHSYNC_CONFIG"
 
-Command = Callable[[argparse.Namespace, Settings, Services], ExitCode]
+Command = Callable[[argparse.Namespace, Settings, Runtime], ExitCode]
 """What each leaf of the command tree sets as ``func``."""
 
 

@@ -14,9 +14,9 @@ import orjson
 
 from searchsync.cli.args import Parents
 from searchsync.cli.output import err, out, print_json
-from searchsync.cli.services import Services
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
+from searchsync.runtime import Runtime
 
 
 def register(commands: Any, parents: Parents) -> None:
@@ -33,14 +33,14 @@ def register(commands: Any, parents: Parents) -> None:
     check.set_defaults(func=cmd_config_check)
 
 
-def cmd_config_check(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     redacted: dict[str, Any] = dict(settings.redacted())
     report = None
     if args.grants:
         from searchsync.mysql.grants import check_grants
         from searchsync.mysql.pool import pool_of
 
-        registry = services.registry(settings)
+        registry = runtime.registry
         tables = sorted({registry.get(t).table for t in registry.types()})
 
         async def go() -> Any:

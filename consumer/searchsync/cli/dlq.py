@@ -11,7 +11,6 @@ from typing import Any
 from searchsync.cli.args import Parents, positive_int
 from searchsync.cli.dlq_output import entry_json, entry_line, print_summary, replay_json
 from searchsync.cli.output import out, print_json
-from searchsync.cli.services import Services
 from searchsync.config import Settings
 from searchsync.dlq import replay as dlq
 from searchsync.dlq.filter import DlqFilter, parse_utc
@@ -19,6 +18,7 @@ from searchsync.dlq.ledger import ReplayLedger
 from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
 from searchsync.kafka.admin import KAFKA_TIMEOUT_S
+from searchsync.runtime import Runtime
 
 
 def register(commands: Any, parents: Parents) -> None:
@@ -78,17 +78,17 @@ def _selection(args: argparse.Namespace) -> DlqFilter:
 
 
 @contextmanager
-def _ledger(settings: Settings, services: Services) -> Iterator[ReplayLedger]:
-    ledger = services.replay_ledger(settings)
+def _ledger(runtime: Runtime) -> Iterator[ReplayLedger]:
+    ledger = runtime.replay_ledger()
     try:
         yield ledger
     finally:
         ledger.close()
 
 
-def cmd_dlq_inspect(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+def cmd_dlq_inspect(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     kafka = settings.kafka
-    with _ledger(settings, services) as ledger:
+    with _ledger(runtime) as ledger:
         entries = dlq.inspect(
             kafka.client_config(),
             kafka.dlq_topic,
@@ -97,8 +97,8 @@ def cmd_dlq_inspect(args: argparse.Namespace, settings: Settings, services: Serv
             selection=_selection(args),
             ledger=ledger,
             timeout_s=KAFKA_TIMEOUT_S,
-            admin_factory=services.kafka_admin,
-            consumer_factory=services.kafka_consumer,
+            admin_factory=runtime.kafka.admin,
+            consumer_factory=runtime.kafka.consumer,
         )
     if args.json:
         print_json([entry_json(e) for e in entries])
@@ -110,16 +110,16 @@ def cmd_dlq_inspect(args: argparse.Namespace, settings: Settings, services: Serv
     return ExitCode.OK
 
 
-def cmd_dlq_summary(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+def cmd_dlq_summary(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     kafka = settings.kafka
-    with _ledger(settings, services) as ledger:
+    with _ledger(runtime) as ledger:
         result = dlq.summary(
             kafka.client_config(),
             kafka.dlq_topic,
             ledger=ledger,
             timeout_s=KAFKA_TIMEOUT_S,
-            admin_factory=services.kafka_admin,
-            consumer_factory=services.kafka_consumer,
+            admin_factory=runtime.kafka.admin,
+            consumer_factory=runtime.kafka.consumer,
         )
     if args.json:
         print_json(result.as_json())
@@ -128,9 +128,9 @@ def cmd_dlq_summary(args: argparse.Namespace, settings: Settings, services: Serv
     return ExitCode.OK
 
 
-def cmd_dlq_replay(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+def cmd_dlq_replay(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     kafka = settings.kafka
-    with _ledger(settings, services) as ledger:
+    with _ledger(runtime) as ledger:
         report = dlq.replay(
             kafka.client_config(),
             kafka.dlq_topic,
@@ -140,9 +140,9 @@ def cmd_dlq_replay(args: argparse.Namespace, settings: Settings, services: Servi
             again=args.again,
             limit=args.limit,
             timeout_s=KAFKA_TIMEOUT_S,
-            admin_factory=services.kafka_admin,
-            consumer_factory=services.kafka_consumer,
-            producer_factory=services.kafka_producer,
+            admin_factory=runtime.kafka.admin,
+            consumer_factory=runtime.kafka.consumer,
+            producer_factory=runtime.kafka.producer,
         )
     if args.json:
         print_json(replay_json(kafka.dlq_topic, report))

@@ -13,13 +13,14 @@ from typing import Any, TypeVar
 
 from searchsync.cli.args import Parents
 from searchsync.cli.output import err, out, print_json
-from searchsync.cli.services import Services
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
 from searchsync.naming import physical_version, read_alias_name
 from searchsync.ops import indices
+from searchsync.runtime import Runtime
 from searchsync.search.admin import InitResult, describe, init_index
+from searchsync.search.port import IndexAdmin
 
 T = TypeVar("T")
 
@@ -70,34 +71,31 @@ def register(commands: Any, parents: Parents) -> None:
     drop.set_defaults(func=cmd_index_drop)
 
 
-def _with_client(services: Services, settings: Settings, work: Callable[[Any], Awaitable[T]]) -> T:
+def _with_admin(runtime: Runtime, work: Callable[[IndexAdmin], Awaitable[T]]) -> T:
     async def go() -> T:
-        client = services.es_client(settings)
-        try:
-            return await work(client)
-        finally:
-            await client.close()
+        async with runtime:
+            return await work(runtime.search().admin)
 
     return asyncio.run(go())
 
 
-def cmd_index_init(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
-    registry = services.registry(settings)
+def cmd_index_init(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    registry = runtime.registry
     if args.type not in registry.types():
         raise InvalidRequest(f"unknown aggregate type {args.type!r}; known: {registry.types()}")
     projector = registry.get(args.type)
     alias = settings.alias(args.type)
 
-    def work(client: Any) -> Awaitable[InitResult]:
+    def work(admin: IndexAdmin) -> Awaitable[InitResult]:
         return init_index(
-            services.index_admin(client),
+            admin,
             alias,
             projector.mapping,
             dry_run=args.dry_run,
             schema_version=projector.schema_version,
         )
 
-    result = _with_client(services, settings, work)
+    result = _with_admin(runtime, work)
     message = _MESSAGES[result.action.value].format(
         alias=result.alias, index=result.index, read=read_alias_name(result.alias)
     )
@@ -116,16 +114,13 @@ def cmd_index_init(args: argparse.Namespace, settings: Settings, services: Servi
     return ExitCode.OK
 
 
-def cmd_index_describe(
-    args: argparse.Namespace, settings: Settings, services: Services
-) -> ExitCode:
-    types = services.registry(settings).types()
+def cmd_index_describe(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    types = runtime.registry.types()
 
-    async def work(client: Any) -> list[Any]:
-        admin = services.index_admin(client)
+    async def work(admin: IndexAdmin) -> list[Any]:
         return [await describe(admin, settings.alias(t)) for t in types]
 
-    found = _with_client(services, settings, work)
+    found = _with_admin(runtime, work)
     if args.json:
         print_json(
             [
@@ -151,24 +146,23 @@ def cmd_index_describe(
     return ExitCode.OK
 
 
-def _known_type(services: Services, settings: Settings, aggregate_type: str) -> str:
-    types = services.registry(settings).types()
+def _known_type(runtime: Runtime, aggregate_type: str) -> str:
+    types = runtime.registry.types()
     if aggregate_type not in types:
         raise InvalidRequest(f"unknown aggregate type {aggregate_type!r}; known: {types}")
     return aggregate_type
 
 
-def cmd_index_list(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+def cmd_index_list(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     if args.type is not None:
-        types = [_known_type(services, settings, args.type)]
+        types = [_known_type(runtime, args.type)]
     else:
-        types = list(services.registry(settings).types())
+        types = list(runtime.registry.types())
 
-    async def work(client: Any) -> list[indices.AliasListing]:
-        admin = services.index_admin(client)
+    async def work(admin: IndexAdmin) -> list[indices.AliasListing]:
         return [await indices.list_alias(admin, settings.alias(t)) for t in types]
 
-    listings = _with_client(services, settings, work)
+    listings = _with_admin(runtime, work)
     if args.json:
         print_json(
             [
@@ -201,17 +195,13 @@ def cmd_index_list(args: argparse.Namespace, settings: Settings, services: Servi
     return ExitCode.OK
 
 
-def cmd_index_rollback(
-    args: argparse.Namespace, settings: Settings, services: Services
-) -> ExitCode:
-    alias = settings.alias(_known_type(services, settings, args.type))
+def cmd_index_rollback(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    alias = settings.alias(_known_type(runtime, args.type))
 
-    async def work(client: Any) -> indices.RollbackResult:
-        return await indices.rollback(
-            services.index_admin(client), alias, to=args.to, dry_run=args.dry_run
-        )
+    async def work(admin: IndexAdmin) -> indices.RollbackResult:
+        return await indices.rollback(admin, alias, to=args.to, dry_run=args.dry_run)
 
-    result = _with_client(services, settings, work)
+    result = _with_admin(runtime, work)
     if args.json:
         print_json(
             {
@@ -229,9 +219,9 @@ def cmd_index_rollback(
     return ExitCode.OK
 
 
-def cmd_index_drop(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+def cmd_index_drop(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     index: str = args.index
-    aliases = [settings.alias(t) for t in services.registry(settings).types()]
+    aliases = [settings.alias(t) for t in runtime.registry.types()]
     alias = next((a for a in aliases if physical_version(a, index) is not None), None)
     if alias is None:
         raise InvalidRequest(
@@ -239,10 +229,10 @@ def cmd_index_drop(args: argparse.Namespace, settings: Settings, services: Servi
         )
 
     def run(dry_run: bool) -> indices.DropResult:
-        async def work(client: Any) -> indices.DropResult:
-            return await indices.drop(services.index_admin(client), alias, index, dry_run=dry_run)
+        async def work(admin: IndexAdmin) -> indices.DropResult:
+            return await indices.drop(admin, alias, index, dry_run=dry_run)
 
-        return _with_client(services, settings, work)
+        return _with_admin(runtime, work)
 
     plan = run(True)  # every refusal comes before any question
     if not args.dry_run and not args.yes and not _confirmed(plan):

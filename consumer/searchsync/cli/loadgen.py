@@ -13,9 +13,9 @@ from typing import Any, Final, TextIO
 
 from searchsync.cli.args import Parents, non_negative_int, positive_int, ratio
 from searchsync.cli.output import out, print_json
-from searchsync.cli.services import Services
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
+from searchsync.runtime import Runtime
 
 APP_USER_ENV: Final = "SEARCHSYNC_APP_MYSQL_USER"
 APP_PASSWORD_ENV: Final = "SEARCHSYNC_APP_MYSQL_PASSWORD"
@@ -86,7 +86,7 @@ class Progress:
         self._stream.flush()
 
 
-def cmd_loadgen(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+def cmd_loadgen(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     from searchsync.devtools.loadgen import run_loadgen
     from searchsync.mysql.pool import create_pool, tls_context
     from searchsync.writer import PageWriter

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from searchsync.cli import (
@@ -37,10 +37,10 @@ from searchsync.cli import (
 )
 from searchsync.cli.args import CONFIG_ENV, Command, Parents
 from searchsync.cli.output import err
-from searchsync.cli.services import Services
-from searchsync.config import load_settings, scrub_credentials, scrub_known
+from searchsync.config import Settings, load_settings, scrub_credentials, scrub_known
 from searchsync.errors import ConfigError, DlqBudgetExceeded, InvalidRequest, SearchSyncError
 from searchsync.exit_codes import ExitCode
+from searchsync.runtime import Runtime
 from searchsync.search.client import describe_auth_error
 from searchsync.version import __version__
 
@@ -60,10 +60,12 @@ _GROUPS = (
 )
 
 
-def main(argv: Sequence[str] | None = None, *, services: Services | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None, *, runtime: Callable[[Settings], Runtime] = Runtime.open
+) -> int:
     """Run one command and return its exit code (the console script exits with it).
 
-    `services` replaces the real clients (tests); by default every command uses `Services()`.
+    `runtime` makes the command's `Runtime` from the Settings (tests: one on fakes).
     """
     parser = build_parser()
     try:
@@ -75,7 +77,7 @@ def main(argv: Sequence[str] | None = None, *, services: Services | None = None)
     try:
         settings = load_settings(os.environ, _config_path(args))
         secrets = settings.secret_values()
-        return command(args, settings, services or Services())
+        return command(args, settings, runtime(settings))
     except ConfigError as exc:
         shown = "" if exc.got is None else f" (got {exc.got!r})"
         err(f"config error: {exc.key}: expected {exc.expected}{shown}")
@@ -95,7 +97,7 @@ def main(argv: Sequence[str] | None = None, *, services: Services | None = None)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The whole command tree; each leaf sets ``func(args, settings, services) -> ExitCode``."""
+    """The whole command tree; each leaf sets ``func(args, settings, runtime) -> ExitCode``."""
     parser = argparse.ArgumentParser(
         prog="searchsync",
         description="Keep Elasticsearch consistent with MySQL (outbox -> Kafka -> consumer).",

@@ -9,12 +9,12 @@ from typing import Any
 
 from searchsync.cli.args import Parents, non_negative_int, reset_target
 from searchsync.cli.output import err, out, print_json
-from searchsync.cli.services import Services
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
 from searchsync.ops import offsets
 from searchsync.ops.offsets import PartitionOffset, PartitionOffsets
+from searchsync.runtime import Runtime
 
 
 def register(commands: Any, parents: Parents) -> None:
@@ -55,8 +55,8 @@ def _lag_table(rows: Sequence[PartitionOffsets]) -> list[str]:
     return lines
 
 
-def cmd_offsets_show(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
-    rows = offsets.show(settings, admin_factory=services.kafka_admin)
+def cmd_offsets_show(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    rows = offsets.show(settings, admin_factory=runtime.kafka.admin)
     group = settings.kafka.group_id
     if args.json:
         print_json(
@@ -77,7 +77,7 @@ def cmd_offsets_show(args: argparse.Namespace, settings: Settings, services: Ser
     return ExitCode.OK
 
 
-def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     if args.offset is not None:
         if args.partition is None:
             raise InvalidRequest("--offset N needs --partition P (one partition of one topic)")
@@ -90,7 +90,7 @@ def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, services: Se
         topic=args.topic,
         partition=args.partition,
         dry_run=args.dry_run,
-        admin_factory=services.kafka_admin,
+        admin_factory=runtime.kafka.admin,
     )
     group, members = report.group, report.active_members
     if args.json:

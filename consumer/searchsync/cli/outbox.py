@@ -9,11 +9,11 @@ from typing import Any
 
 from searchsync.cli.args import Parents, duration
 from searchsync.cli.output import err, out, print_json
-from searchsync.cli.services import Services
 from searchsync.config import Settings
 from searchsync.duration import format_duration
 from searchsync.exit_codes import ExitCode
 from searchsync.ops.prune import PruneProgress, PruneReport, check_outbox_window, prune_outbox
+from searchsync.runtime import Runtime
 
 
 def register(commands: Any, parents: Parents) -> None:
@@ -39,15 +39,15 @@ def _progress(update: PruneProgress) -> None:
     err(f"prune: batch {update.batches}, {update.deleted} rows deleted, up to id {update.last_id}")
 
 
-def cmd_outbox_prune(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+def cmd_outbox_prune(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     check_outbox_window(settings.retention, args.older_than)  # before any service is touched
     now = datetime.now(UTC)
 
     async def go() -> PruneReport:
-        async with services.outbox_rows(settings) as rows:
+        async with runtime:
             return await prune_outbox(
-                rows,
-                services.connect(settings),
+                (await runtime.tables()).outbox,
+                runtime.connect,
                 settings.retention,
                 args.older_than,
                 now=now,

@@ -1,7 +1,7 @@
 """`searchsync rebuild --type T`: a new physical index behind the alias, without downtime.
 
-The steps live in `searchsync.ops.rebuild`; this module parses, wires the real clients and prints.
-Exit codes: 0 done (or planned), 1 refused, interrupted or waiting for the live group (the
+The steps live in `searchsync.ops.rebuild`, built by `searchsync.runtime`; this module parses and
+prints. Exit codes: 0 done (or planned), 1 refused, interrupted or waiting for the live group (the
 message says what to run next), 2 usage errors.
 """
 
@@ -17,11 +17,14 @@ import orjson
 
 from searchsync.cli.args import Parents
 from searchsync.cli.output import err, out
-from searchsync.cli.services import Services
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
 from searchsync.gc_tuning import tune_for_throughput
+from searchsync.observability.http import HealthReport, HealthServer
+from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
+from searchsync.ops.rebuild.progress import Progress
+from searchsync.runtime import Runtime
 
 
 def register(commands: Any, parents: Parents) -> None:
@@ -56,7 +59,7 @@ def register(commands: Any, parents: Parents) -> None:
     cmd.set_defaults(func=cmd_rebuild)
 
 
-def cmd_rebuild(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+def cmd_rebuild(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     options = RebuildOptions(
         aggregate_type=args.type,
         resume=args.resume,
@@ -65,7 +68,7 @@ def cmd_rebuild(args: argparse.Namespace, settings: Settings, services: Services
         wait_for_live=args.wait_for_live,
     )
     tune_for_throughput()
-    outcome = asyncio.run(run_rebuild(settings, services, options, json_lines=args.json))
+    outcome = asyncio.run(run_rebuild(runtime, options, json_lines=args.json))
     if args.json:  # the last JSON line: the summary
         sys.stdout.write(
             orjson.dumps({"event": "summary", **outcome.summary()}, default=str).decode()
@@ -81,73 +84,29 @@ def cmd_rebuild(args: argparse.Namespace, settings: Settings, services: Services
 
 
 async def run_rebuild(
-    settings: Settings, services: Services, options: RebuildOptions, *, json_lines: bool
+    runtime: Runtime, options: RebuildOptions, *, json_lines: bool
 ) -> RebuildOutcome:
-    """Wire the real clients (or the test's `services`) and run the rebuild."""
-    from searchsync.mysql.outbox import MysqlOutbox
-    from searchsync.mysql.pool import close_pool, open_pool
-    from searchsync.mysql.truth import MysqlTruth
-    from searchsync.observability.http import HealthReport, HealthServer
-    from searchsync.observability.rebuild_metrics import RebuildMetrics
-    from searchsync.ops.rebuild.catchup import ConsumerCatchUp, catchup_settings
-    from searchsync.ops.rebuild.progress import Progress
-    from searchsync.ops.rebuild.reader import EsIndexReader
-    from searchsync.ops.rebuild.runner import RebuildDeps, Rebuilder
-    from searchsync.ops.rebuild.state import MysqlRebuildState, RebuildRecord
-    from searchsync.search.es_index import BulkSizer, EsIndex
-
-    registry = services.registry(settings)
+    """Run the rebuild `options` asks for on `runtime`, serving its metrics when configured."""
+    settings = runtime.settings
     metrics = RebuildMetrics()
     progress = Progress(
         stream=sys.stdout if json_lines else sys.stderr,
         json_lines=json_lines,
         interval_s=settings.rebuild.progress_interval_s,
     )
-    m, es_settings = settings.mysql, settings.elasticsearch
-    async with AsyncExitStack() as stack:
-        pool = await open_pool(m)
-        stack.push_async_callback(close_pool, pool)
-        es = services.es_client(settings)
-        stack.push_async_callback(es.close)
-
-        def catchup(record: RebuildRecord, topics: list[str]) -> ConsumerCatchUp:
-            return ConsumerCatchUp(
-                catchup_settings(settings, record.catchup_group, topics),
-                registry=registry,
-                write_targets={record.aggregate_type: record.target_index},
-                runner=services.rebuild_catchup,
-            )
-
-        deps = RebuildDeps(
-            settings=settings,
-            registry=registry,
-            index_admin=services.index_admin(es),
-            writer=EsIndex(
-                es,
-                sizer=BulkSizer(es_settings.bulk_max_actions, es_settings.bulk_max_bytes),
-                require_alias=False,  # the backfill addresses the new physical index
-            ),
-            reader=EsIndexReader(es),
-            truth=MysqlTruth(pool),
-            kafka=services.kafka_admin(settings.kafka.client_config()),
-            state=MysqlRebuildState(pool),
-            catchup=catchup,
-            metrics=metrics,
-            progress=progress,
-            outbox=MysqlOutbox(pool),
-        )
+    async with runtime, AsyncExitStack() as stack:
+        rebuilder = await runtime.rebuilder(metrics=metrics, progress=progress)
         if settings.rebuild.metrics_port and not options.dry_run:
             server = HealthServer(
                 settings.observability.metrics_host,
                 settings.rebuild.metrics_port,
-                metrics,  # type: ignore[arg-type]  # anything with render() serves /metrics
+                metrics,
                 lambda: HealthReport(ready=True, details={"rebuild": options.aggregate_type}),
                 port_setting="rebuild.metrics_port",
             )
             await server.start()
             stack.push_async_callback(server.close)
-            err(
-                f"rebuild metrics on http://{settings.observability.metrics_host}:{server.port}/metrics"
-            )
-        return await Rebuilder(deps).run(options)
+            host = settings.observability.metrics_host
+            err(f"rebuild metrics on http://{host}:{server.port}/metrics")
+        return await rebuilder.run(options)
     raise AssertionError("unreachable")  # pragma: no cover

@@ -18,7 +18,6 @@ from typing import Any
 
 from searchsync.cli.args import Parents
 from searchsync.cli.output import err, out
-from searchsync.cli.services import Services
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
@@ -27,6 +26,7 @@ from searchsync.observability.repair_metrics import RepairMetrics
 from searchsync.ops.repair.model import FindingKind
 from searchsync.ops.repair.report import BucketReport, RotationReport
 from searchsync.ops.repair.run import run_repair
+from searchsync.runtime import Runtime
 
 
 def register(commands: Any, parents: Parents) -> None:
@@ -46,14 +46,13 @@ def register(commands: Any, parents: Parents) -> None:
     repair.set_defaults(func=cmd_repair)
 
 
-def cmd_repair(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
-    registry = services.registry(settings)
+def cmd_repair(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    registry = runtime.registry
     types = args.type or list(registry.types())
     unknown = sorted(set(types) - set(registry.types()))
     if unknown:
         raise InvalidRequest(f"unknown aggregate type(s) {unknown}; known: {registry.types()}")
     projectors = [registry.get(t) for t in types]
-    client = services.es_client(settings)
     last: list[RotationReport] = []
 
     def on_report(report: RotationReport) -> None:
@@ -68,20 +67,20 @@ def cmd_repair(args: argparse.Namespace, settings: Settings, services: Services)
                 out(line)
 
     async def go() -> None:
-        try:
-            await run_repair(
-                settings,
+        async with runtime:
+            wheel = await runtime.repair_wheel(
                 projectors,
-                client,
                 dry_run=args.dry_run,
+                progress=progress,
+                kafka_admin=runtime.kafka_admin(),
+            )
+            await run_repair(
+                wheel,
+                settings,
                 daemon=args.daemon,
                 metrics=RepairMetrics(),
                 on_report=on_report,
-                progress=progress,
-                kafka_admin=services.kafka_admin(settings.kafka.client_config()),
             )
-        finally:
-            await client.close()
 
     tune_for_throughput()
     asyncio.run(go())

@@ -9,10 +9,10 @@ from typing import Any
 
 from searchsync.cli.args import Parents
 from searchsync.cli.output import err
-from searchsync.cli.services import Services
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
 from searchsync.gc_tuning import tune_for_throughput
+from searchsync.runtime import Runtime
 
 
 def register(commands: Any, parents: Parents) -> None:
@@ -22,20 +22,16 @@ def register(commands: Any, parents: Parents) -> None:
     run.set_defaults(func=cmd_run)
 
 
-def cmd_run(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+def cmd_run(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     """Run the consumer until SIGTERM/SIGINT; its exit code is the command's."""
     from searchsync.observability.logs import configure_logging
 
-    if services.run_consumer is not None:
-        runner = services.run_consumer
-    else:
-        try:
-            from searchsync.app import run_consumer as runner
-        except ImportError as exc:
-            err(f"error: the consumer is not available in this build ({exc})")
-            return ExitCode.FAILURE
+    try:
+        import searchsync.app  # noqa: F401  # the pipeline: is it in this build?
+    except ImportError as exc:
+        err(f"error: the consumer is not available in this build ({exc})")
+        return ExitCode.FAILURE
     configure_logging(settings.observability.log_level, secrets=settings.secret_values())
-    registry = services.registry(settings)
     tune_for_throughput()
 
     async def go() -> int:
@@ -44,7 +40,8 @@ def cmd_run(args: argparse.Namespace, settings: Settings, services: Services) ->
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
         try:
-            return await runner(settings, stop=stop, registry=registry)
+            async with runtime:
+                return await runtime.run_consumer(stop)
         finally:
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(signum)

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from datetime import datetime
 from typing import Any
 
 from searchsync.cli.args import Parents
 from searchsync.cli.output import out
-from searchsync.cli.services import Services
 from searchsync.config import Settings
 from searchsync.dlq.summary import summary
 from searchsync.exit_codes import ExitCode
 from searchsync.ops import status_probes as probes
-from searchsync.ops.repair.state import WheelSnapshot
+from searchsync.ops.repair.state import snapshot
 from searchsync.ops.status import Probe, Section, StatusReport, gather
+from searchsync.runtime import Runtime
 
 
 def register(commands: Any, parents: Parents) -> None:
@@ -34,10 +33,10 @@ def register(commands: Any, parents: Parents) -> None:
     status.set_defaults(func=cmd_status)
 
 
-def cmd_status(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
+def cmd_status(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     obs = settings.observability
     endpoints = args.consumer or [f"http://{obs.metrics_host}:{obs.metrics_port}"]
-    report = asyncio.run(_report(settings, services, endpoints))
+    report = asyncio.run(_report(runtime, endpoints))
     if args.json:
         out(report.to_json().decode())
     else:
@@ -46,23 +45,21 @@ def cmd_status(args: argparse.Namespace, settings: Settings, services: Services)
     return ExitCode.OK if report.healthy else ExitCode.UNHEALTHY
 
 
-async def _report(settings: Settings, services: Services, endpoints: list[str]) -> StatusReport:
-    client = services.es_client(settings)
-    registry = services.registry(settings)
+async def _report(runtime: Runtime, endpoints: list[str]) -> StatusReport:
+    settings, registry = runtime.settings, runtime.registry
     kafka = settings.kafka
 
     async def group() -> Section:
-        admin = services.kafka_admin(kafka.client_config())
-        return await asyncio.to_thread(probes.group_section, admin, settings)
+        return await asyncio.to_thread(probes.group_section, runtime.kafka_admin(), settings)
 
     async def aliases() -> Section:
-        return await probes.aliases_section(services.index_admin(client), registry, settings.alias)
+        return await probes.aliases_section(search.admin, registry, settings.alias)
 
     async def consumers() -> Section:
         return await probes.consumers_section(endpoints)
 
     async def outbox() -> Section:
-        count, oldest = await services.outbox_stats(settings)
+        count, oldest = await (await runtime.tables()).outbox.stats()
         return probes.outbox_section(count, oldest)
 
     async def dlq() -> Section:
@@ -71,17 +68,17 @@ async def _report(settings: Settings, services: Services, endpoints: list[str]) 
             kafka.client_config(),
             kafka.dlq_topic,
             ledger=None,  # depth by code only: the replay history is `dlq summary`'s
-            admin_factory=services.kafka_admin,
-            consumer_factory=services.kafka_consumer,
+            admin_factory=runtime.kafka.admin,
+            consumer_factory=runtime.kafka.consumer,
         )
         return probes.dlq_section(found)
 
     async def repair() -> Section:
-        wheels = await services.repair_state(settings, list(registry.types()))
+        wheels = await snapshot((await runtime.tables()).wheel_state, list(registry.types()))
         return probes.repair_section(wheels, max_staleness_s=settings.repair.max_staleness_s)
 
     async def connector() -> Section:
-        return probes.connector_section(await services.connect(settings).status())
+        return probes.connector_section(await runtime.connect.status())
 
     checks: list[tuple[str, Probe]] = [
         ("group", group),
@@ -92,10 +89,10 @@ async def _report(settings: Settings, services: Services, endpoints: list[str]) 
         ("dlq", dlq),
         ("repair", repair),
     ]
-    try:
+    async with runtime:
+        search = runtime.search()
         return await gather(checks)
-    finally:
-        await client.close()
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def render(report: StatusReport) -> list[str]:
@@ -159,26 +156,3 @@ def _describe_wheel(w: dict[str, Any]) -> str:
         f" {'-' if age is None else f'{age}s ago'} (max {w['max_staleness_seconds']:.0f}s);"
         f" last scans: {found}"
     )
-
-
-async def repair_state(settings: Settings, aggregate_types: list[str]) -> dict[str, WheelSnapshot]:
-    """The repair wheel's state per type (``search_repair_*``; the searchsync user may SELECT)."""
-    from searchsync.mysql.pool import pool_of
-    from searchsync.ops.repair.state import MysqlWheelState, snapshot
-
-    async with pool_of(settings.mysql, maxsize=1) as pool:
-        return await snapshot(MysqlWheelState(pool), aggregate_types)
-
-
-async def outbox_stats(settings: Settings) -> tuple[int, datetime | None]:
-    """Rows in ``search_outbox`` and the oldest ``created_at`` (the consumer user may SELECT)."""
-    from searchsync.mysql.pool import pool_of
-
-    async with (
-        pool_of(settings.mysql, maxsize=1) as pool,
-        pool.acquire() as conn,
-        conn.cursor() as cur,
-    ):
-        await cur.execute("SELECT COUNT(*), MIN(created_at) FROM search_outbox")
-        count, oldest = await cur.fetchone()
-        return int(count), oldest

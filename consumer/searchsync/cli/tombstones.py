@@ -9,12 +9,12 @@ from typing import Any
 
 from searchsync.cli.args import Parents, duration
 from searchsync.cli.output import err, out, print_json
-from searchsync.cli.services import Services
 from searchsync.config import Settings
 from searchsync.duration import format_duration
 from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
 from searchsync.ops.purge import PurgeProgress, PurgeReport, check_window, purge_tombstones
+from searchsync.runtime import Runtime
 
 
 def register(commands: Any, parents: Parents) -> None:
@@ -45,10 +45,10 @@ def _progress(update: PurgeProgress) -> None:
 
 
 def cmd_tombstones_purge(
-    args: argparse.Namespace, settings: Settings, services: Services
+    args: argparse.Namespace, settings: Settings, runtime: Runtime
 ) -> ExitCode:
     check_window(settings.retention, args.older_than)  # before any service is touched
-    types = services.registry(settings).types()
+    types = runtime.registry.types()
     if args.type is not None:
         if args.type not in types:
             raise InvalidRequest(f"unknown aggregate type {args.type!r}; known: {types}")
@@ -56,13 +56,12 @@ def cmd_tombstones_purge(
     now = datetime.now(UTC)
 
     async def go() -> list[PurgeReport]:
-        client = services.es_client(settings)
-        try:
-            store, admin = services.tombstone_store(client), services.index_admin(client)
+        async with runtime:
+            search = runtime.search()
             return [
                 await purge_tombstones(
-                    store,
-                    admin,
+                    search.tombstones,
+                    search.admin,
                     settings.alias(t),
                     settings.retention,
                     args.older_than,
@@ -72,8 +71,6 @@ def cmd_tombstones_purge(
                 )
                 for t in types
             ]
-        finally:
-            await client.close()
 
     reports = asyncio.run(go())
     if args.json:

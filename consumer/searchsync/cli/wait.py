@@ -7,15 +7,16 @@ Exit 0 when the document reached the revision (indexed, or with ``--searchable``
 from __future__ import annotations
 
 import argparse
+import asyncio
 from typing import Any
 
 from searchsync.cli.args import Parents, positive_int
 from searchsync.cli.output import out, print_json
-from searchsync.cli.services import Services
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
-from searchsync.read import Until, wait_for_revision_sync
+from searchsync.read import Until, WaitResult, wait_for_revision
+from searchsync.runtime import Runtime
 
 
 def register(commands: Any, parents: Parents) -> None:
@@ -50,19 +51,23 @@ def _seconds(text: str) -> float:
     return value
 
 
-def cmd_wait(args: argparse.Namespace, settings: Settings, services: Services) -> ExitCode:
-    types = services.registry(settings).types()
+def cmd_wait(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    types = runtime.registry.types()
     if args.type not in types:
         raise InvalidRequest(f"unknown aggregate type {args.type!r}; known: {types}")
-    result = wait_for_revision_sync(
-        settings,
-        args.type,
-        args.doc_id,
-        args.revision,
-        until=Until.SEARCHABLE if args.searchable else Until.INDEXED,
-        timeout_s=args.timeout,
-        make_client=services.es_client,
-    )
+
+    async def go() -> WaitResult:
+        async with runtime:
+            return await wait_for_revision(
+                runtime.search().searcher,
+                settings.alias(args.type),
+                args.doc_id,
+                args.revision,
+                until=Until.SEARCHABLE if args.searchable else Until.INDEXED,
+                timeout_s=args.timeout,
+            )
+
+    result = asyncio.run(go())
     if args.json:
         print_json(result.as_json())
     else:

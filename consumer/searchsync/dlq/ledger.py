@@ -8,14 +8,14 @@ searchsync user has SELECT and INSERT on it, nothing more). See docs/design.md, 
 ledger".
 
 `ReplayLedger` is the port; `MysqlReplayLedger` implements it for the blocking operator commands
-(one private event loop drives the shared aiomysql pool code), `InMemoryReplayLedger` for tests.
+(one private event loop drives the shared aiomysql pool code).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
@@ -26,7 +26,7 @@ from searchsync.config import MysqlSettings
 from searchsync.mysql.pool import db_time, expand_in, open_pool, transaction, translate_errors
 from searchsync.types import TopicPartition
 
-__all__ = ["InMemoryReplayLedger", "MysqlReplayLedger", "ReplayEntry", "ReplayLedger"]
+__all__ = ["MysqlReplayLedger", "ReplayEntry", "ReplayLedger"]
 
 _COLUMNS: Final = (
     "dlq_topic",
@@ -93,31 +93,6 @@ class ReplayLedger(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-@dataclass
-class InMemoryReplayLedger:
-    """`ReplayLedger` in memory; `indexed` plays ``search_projection_state``."""
-
-    entries: list[ReplayEntry] = field(default_factory=list)
-    indexed: dict[tuple[str, str], int] = field(default_factory=dict)
-    closed: bool = False
-
-    def replays(self, dlq_topic: str) -> list[ReplayEntry]:
-        return sorted(
-            (e for e in self.entries if e.dlq_topic == dlq_topic), key=lambda e: e.replayed_at
-        )
-
-    def record(self, entry: ReplayEntry) -> None:
-        self.entries.append(entry)
-
-    def indexed_revisions(self, aggregate_type: str, ids: Sequence[str]) -> dict[str, int]:
-        return {
-            i: self.indexed[(aggregate_type, i)] for i in ids if (aggregate_type, i) in self.indexed
-        }
-
-    def close(self) -> None:
-        self.closed = True
 
 
 class MysqlReplayLedger:

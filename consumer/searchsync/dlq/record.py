@@ -29,7 +29,13 @@ import fastavro.validation
 import orjson
 
 from searchsync.config import scrub_credentials
-from searchsync.errors import DlqBudgetExceeded, ErrorCode, PoisonMessage, TransientError
+from searchsync.errors import (
+    MAX_ERROR_MESSAGE,
+    DlqBudgetExceeded,
+    ErrorCode,
+    PoisonMessage,
+    TransientError,
+)
 from searchsync.events import load_avro_schema
 from searchsync.kafka.producer import AcknowledgedProducer, DeliveryFailed, ProducerFactory
 from searchsync.types import Operation, ThinEvent
@@ -53,7 +59,6 @@ JSON_V1: Final = b"json-v1"
 AVRO_V1: Final = b"avro-v1"
 DLQ_FORMAT: Final = JSON_V1  # the form `encode` writes
 REPLAYED_FROM_HEADER: Final = "searchsync-replayed-from"
-MAX_ERROR_MESSAGE: Final = 4_096  # keeps a dead letter far below message.max.bytes
 
 
 @dataclass(frozen=True, slots=True)

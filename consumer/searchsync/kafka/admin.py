@@ -1,8 +1,8 @@
 """What the operator commands ask the Kafka cluster: topics, watermarks, the group's members and
 offsets, and the offsets for a point in time.
 
-`KafkaAdmin` is the port (a fake implements it in unit tests); `ConfluentKafkaAdmin` implements it
-with confluent-kafka's ``AdminClient`` alone, so no consumer joins or touches any group.
+`KafkaAdmin` is the port; `ConfluentKafkaAdmin` implements it with confluent-kafka's
+``AdminClient`` alone, so no consumer joins or touches any group.
 
 Right after a topic is created its partitions may have no leader yet, and a broker answers offset
 queries with ``NOT_LEADER_FOR_PARTITION`` for a moment even once metadata names one. `watermarks`
@@ -83,8 +83,8 @@ class KafkaAdmin(Protocol):
         ...
 
     def delete_group(self, group: str) -> bool:
-        """Delete the group and its committed offsets (it must have no members). True when
-        deleted, False when there was no such group."""
+        """Delete the group and its committed offsets. True when deleted, False when there was
+        no such group; `KafkaException` (``NON_EMPTY_GROUP``) while the group has members."""
         ...
 
 

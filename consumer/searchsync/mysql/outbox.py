@@ -8,8 +8,10 @@
   (`searchsync.events.encode_json`).
 - `delete_outbox_row`: Debezium's own pattern, delete the row in the transaction that inserted
   it; the binlog still carries the insert, so the event is published and the table stays empty.
-- `MysqlOutbox`: what ``searchsync outbox prune`` needs, a keyset page of (id, created_at) and a
-  bounded delete of one id range (docs/design.md, "Outbox pruning").
+- `Outbox`: the port of the operator jobs on the table, `MysqlOutbox` its adapter: the prune's
+  keyset page of (id, created_at) and bounded delete of one id range (docs/design.md, "Outbox
+  pruning"), the REBUILD appends of the repair job and the rebuild's sweep, and the row count
+  ``searchsync status`` shows.
 
 A delete of an outbox row is never an event: the connector has ``tombstones.on.delete=false`` and
 the Outbox Event Router drops delete records.
@@ -21,7 +23,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import aiomysql
 
@@ -30,7 +32,7 @@ from searchsync.events import encode_json
 from searchsync.mysql.pool import db_time, transaction, translate_errors
 from searchsync.types import Operation, ThinEvent
 
-__all__ = ["MysqlOutbox", "OutboxRow", "append_outbox", "delete_outbox_row"]
+__all__ = ["MysqlOutbox", "Outbox", "OutboxRow", "append_outbox", "delete_outbox_row"]
 
 
 async def append_outbox(
@@ -100,9 +102,33 @@ class OutboxRow:
     created_at: datetime  # naive UTC, as the DATETIME(6) column holds it
 
 
+class Outbox(Protocol):
+    """``search_outbox`` as the operator jobs see it."""
+
+    async def page(self, after_id: int, limit: int) -> list[OutboxRow]:
+        """The next `limit` rows with ``id > after_id``, by id."""
+        ...
+
+    async def delete_range(self, first_id: int, last_id: int, created_before: datetime) -> int:
+        """Delete the rows with ``first_id <= id <= last_id`` created before `created_before`;
+        the number deleted."""
+        ...
+
+    async def append_rebuild(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
+        """Append one REBUILD event at `revision`."""
+        ...
+
+    async def append_orphan(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
+        """Raise the id's revision floor to `revision` and append a REBUILD at it, together."""
+        ...
+
+    async def stats(self) -> tuple[int, datetime | None]:
+        """The rows in the table and the oldest ``created_at`` (None when empty)."""
+        ...
+
+
 class MysqlOutbox:
-    """``search_outbox`` for the operator jobs: the prune's keyset pages by id and bounded range
-    deletes, and the REBUILD appends of the repair job and the rebuild's sweep.
+    """`Outbox` on MySQL.
 
     Each call is its own short transaction (READ COMMITTED, the pool's session setting: no gap
     locks), so the application's inserts at the end of the id range are never blocked.
@@ -113,7 +139,6 @@ class MysqlOutbox:
         self._clock = clock
 
     async def page(self, after_id: int, limit: int) -> list[OutboxRow]:
-        """The next `limit` rows with ``id > after_id``, by id (a primary-key range read)."""
         async with transaction(self._pool) as conn:
             with translate_errors("read search_outbox"):
                 async with conn.cursor() as cur:
@@ -126,8 +151,6 @@ class MysqlOutbox:
         return [OutboxRow(int(r[0]), r[1]) for r in rows]
 
     async def delete_range(self, first_id: int, last_id: int, created_before: datetime) -> int:
-        """Delete the rows with ``first_id <= id <= last_id`` created before `created_before`,
-        in one transaction; the number deleted."""
         async with transaction(self._pool) as conn:
             with translate_errors("delete search_outbox"):
                 async with conn.cursor() as cur:
@@ -155,3 +178,11 @@ class MysqlOutbox:
             await append_outbox(
                 conn, aggregate_type, aggregate_id, Operation.REBUILD, revision, now=now
             )
+
+    async def stats(self) -> tuple[int, datetime | None]:
+        async with transaction(self._pool) as conn:
+            with translate_errors("read search_outbox"):
+                async with conn.cursor() as cur:
+                    await cur.execute("SELECT COUNT(*), MIN(created_at) FROM search_outbox")
+                    count, oldest = await cur.fetchone()
+        return int(count), oldest

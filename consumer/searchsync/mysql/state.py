@@ -5,7 +5,7 @@ indexed with its ``projection_hash`` and ``projection_schema_version``, and the 
 repair job and operators read it; nothing in the hot path depends on it, so it is written in
 one batched ``INSERT ... ON DUPLICATE KEY UPDATE`` per call.
 
-Merge rules (the same in `merge`, in SQL and in `InMemoryStateWriter`):
+Merge rules (the same in `merge` and in SQL):
 
 - ``source_revision`` and ``indexed_revision`` never go down (``GREATEST``); a stale success
   (lower revision than the stored one) updates only ``last_success_at``.
@@ -15,7 +15,7 @@ Merge rules (the same in `merge`, in SQL and in `InMemoryStateWriter`):
   is failing now iff ``last_error_at`` is later than ``last_success_at`` (see
   `ProjectionState.failing`); keeping the last error visible after a retry succeeded tells
   an operator what went wrong and when.
-- Messages are cut to 1024 characters and codes to 64 (the column sizes).
+- Messages are cut to `MAX_ERROR_MESSAGE` (1024) characters and codes to 64 (the column sizes).
 
 Within one call outcomes are written in key order, so concurrent writers lock rows in the same
 order; a deadlock is retried a few times here because the upsert is idempotent.
@@ -31,22 +31,18 @@ from typing import Any, Final, Protocol
 import aiomysql
 
 from searchsync.clock import WallClock, utc_now
-from searchsync.errors import ErrorCode, TransientError
+from searchsync.errors import MAX_ERROR_MESSAGE, ErrorCode, TransientError
 from searchsync.mysql.pool import db_time, expand_in, transaction, translate_errors
 
 __all__ = [
     "MAX_ERROR_CODE_LENGTH",
-    "MAX_ERROR_MESSAGE_LENGTH",
-    "InMemoryStateWriter",
     "ProjectionState",
     "ProjectionStateWriter",
     "StateRecorder",
     "StateUpdate",
     "merge",
-    "read_state",
 ]
 
-MAX_ERROR_MESSAGE_LENGTH: Final = 1024
 MAX_ERROR_CODE_LENGTH: Final = 64
 _DEADLOCK_ATTEMPTS: Final = 3
 
@@ -146,9 +142,15 @@ class ProjectionState:
 
 
 class StateRecorder(Protocol):
-    """The port the pipeline writes outcomes through."""
+    """``search_projection_state``: the pipeline records outcomes; the CLI and tests read rows."""
 
-    async def record(self, outcomes: Sequence[StateUpdate]) -> None: ...
+    async def record(self, outcomes: Sequence[StateUpdate]) -> None:
+        """Apply `outcomes` in order (duplicates allowed: later ones win as `merge` says)."""
+        ...
+
+    async def read(self, aggregate_type: str, ids: Sequence[str]) -> dict[str, ProjectionState]:
+        """The stored state of `ids`; an id without a row is absent."""
+        ...
 
 
 def merge(current: ProjectionState | None, update: StateUpdate, now: datetime) -> ProjectionState:
@@ -157,9 +159,7 @@ def merge(current: ProjectionState | None, update: StateUpdate, now: datetime) -
     if update.at is not None:
         now = update.at
     code = None if update.error_code is None else update.error_code[:MAX_ERROR_CODE_LENGTH]
-    message = (
-        None if update.error_message is None else update.error_message[:MAX_ERROR_MESSAGE_LENGTH]
-    )
+    message = None if update.error_message is None else update.error_message[:MAX_ERROR_MESSAGE]
     if current is None:
         success = update.is_success
         return ProjectionState(
@@ -198,7 +198,6 @@ class ProjectionStateWriter:
         self._clock = clock
 
     async def record(self, outcomes: Sequence[StateUpdate]) -> None:
-        """Write `outcomes` (any number, duplicates allowed: later ones win as `merge` says)."""
         if not outcomes:
             return
         now = db_time(self._clock())
@@ -224,42 +223,20 @@ class ProjectionStateWriter:
                 if exc.code is not ErrorCode.MYSQL_DEADLOCK or attempt == _DEADLOCK_ATTEMPTS:
                     raise
 
-
-class InMemoryStateWriter:
-    """`StateRecorder` in memory, with the same merge rules, for unit tests."""
-
-    def __init__(self, *, clock: WallClock = utc_now) -> None:
-        self._clock = clock
-        self.states: dict[tuple[str, str], ProjectionState] = {}
-        self.calls: list[tuple[StateUpdate, ...]] = []
-
-    async def record(self, outcomes: Sequence[StateUpdate]) -> None:
-        if not outcomes:
-            return
-        self.calls.append(tuple(outcomes))
-        now = db_time(self._clock())
-        for update in outcomes:
-            key = (update.aggregate_type, update.aggregate_id)
-            self.states[key] = merge(self.states.get(key), update, now)
-
-
-async def read_state(
-    pool: aiomysql.Pool, aggregate_type: str, ids: Sequence[str]
-) -> dict[str, ProjectionState]:
-    """The stored state of `ids` (absent ids have no row), for tests and the CLI."""
-    unique = list(dict.fromkeys(ids))
-    if not unique:
-        return {}
-    async with transaction(pool) as conn:
-        with translate_errors("read search_projection_state"):
-            async with conn.cursor(aiomysql.DictCursor) as cur:
-                sql = (
-                    f"SELECT {', '.join(_COLUMNS)} FROM search_projection_state"
-                    " WHERE aggregate_type = %s AND aggregate_id IN %s"
-                )
-                await cur.execute(expand_in(sql, len(unique)), (aggregate_type, *unique))
-                fetched: list[dict[str, Any]] = list(await cur.fetchall())
-    return {row["aggregate_id"]: _state(row) for row in fetched}
+    async def read(self, aggregate_type: str, ids: Sequence[str]) -> dict[str, ProjectionState]:
+        unique = list(dict.fromkeys(ids))
+        if not unique:
+            return {}
+        async with transaction(self._pool) as conn:
+            with translate_errors("read search_projection_state"):
+                async with conn.cursor(aiomysql.DictCursor) as cur:
+                    sql = (
+                        f"SELECT {', '.join(_COLUMNS)} FROM search_projection_state"
+                        " WHERE aggregate_type = %s AND aggregate_id IN %s"
+                    )
+                    await cur.execute(expand_in(sql, len(unique)), (aggregate_type, *unique))
+                    fetched: list[dict[str, Any]] = list(await cur.fetchall())
+        return {row["aggregate_id"]: _state(row) for row in fetched}
 
 
 # A success has no error columns: they are NULL in the SQL, not parameters (fewer to escape).
@@ -283,9 +260,7 @@ def _row(update: StateUpdate, now: datetime) -> tuple[str, tuple[Any, ...]]:
         )
         return _SUCCESS_ROW, values
     code = None if update.error_code is None else update.error_code[:MAX_ERROR_CODE_LENGTH]
-    message = (
-        None if update.error_message is None else update.error_message[:MAX_ERROR_MESSAGE_LENGTH]
-    )
+    message = None if update.error_message is None else update.error_message[:MAX_ERROR_MESSAGE]
     values = (
         update.aggregate_type,
         update.aggregate_id,

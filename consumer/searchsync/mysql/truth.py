@@ -1,9 +1,8 @@
-"""The MySQL port: the current rows of an aggregate type, and the writer's revision floors.
+"""The truth port: the current rows of an aggregate type, and the writer's revision floors.
 
-The consumer never trusts an event's content; it re-reads the truth. `TruthReader` is the narrow
-port the pipeline, the rebuild and the repair job depend on; `MysqlTruth` implements it on
-aiomysql and `InMemoryTruth` in memory, so the same contract runs against both. It says what to
-read, never how: no caller hands it SQL.
+The consumer never trusts an event's content; it re-reads the truth. `Truth` is the one port the
+pipeline, the rebuild and the repair job read it through; `MysqlTruth` implements it on aiomysql.
+It says what to read, never how: no caller hands it SQL.
 
 - `rows_by_id(projector, ids)`: the rows of those ids from the projector's `table`, with its
   `columns`, soft-deleted rows included, keyed by ``id``. A missing id is simply absent; the
@@ -13,9 +12,12 @@ read, never how: no caller hands it SQL.
 - `scan(projector, after_id, limit)`: keyset pagination over the whole table: at most `limit`
   rows with ``id > after_id`` (all rows when `after_id` is None), ordered by id. Pass the last
   id returned to read the next page; an empty page is the end. Never OFFSET: a page costs the
-  same wherever it starts. The order is the database's (its collation) for `MysqlTruth`, and
-  Python's string order for `InMemoryTruth`.
-- `count(projector)` (not part of `TruthReader`; the rebuild's): the rows of the table.
+  same wherever it starts. The order is the database's (its collation).
+- `floor_page(aggregate_type, after_id, limit)`: the same keyset walk over the revision floors.
+- `count(projector)`: the rows of the table.
+- `bucket_page(projector, lo, hi, after, limit, content=...)`: the repair wheel's read of one
+  bucket key range (`searchsync.mysql.truth_buckets`): light entries, or whole rows with
+  `content`. Pages resume after the `BucketCursor` of the last entry returned.
 
 The SQL is built here, from identifiers `Projector` validated, quoted, with every value a
 parameter.
@@ -24,15 +26,17 @@ parameter.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final, Protocol
 
 import aiomysql
 
 from searchsync.mysql.pool import expand_in, quote_identifier, transaction, translate_errors
+from searchsync.mysql.truth_buckets import TruthEntry, bucket_page
 from searchsync.projection._registry import Projector, Row
+from searchsync.types import BucketCursor
 
-__all__ = ["DEFAULT_BATCH_SIZE", "InMemoryTruth", "MysqlTruth", "Row", "TruthReader"]
+__all__ = ["DEFAULT_BATCH_SIZE", "MysqlTruth", "Row", "Truth", "TruthEntry"]
 
 DEFAULT_BATCH_SIZE: Final = 500
 _SCAN_PIECE: Final = 64
@@ -43,11 +47,11 @@ _FLOOR_SQL: Final = (
 )
 
 
-class TruthReader(Protocol):
-    """Reads current rows and revision floors.
+class Truth(Protocol):
+    """Reads current rows and revision floors (the module docstring says what each returns).
 
     `primary=True` asks for a read that cannot lag (the primary, not a replica): the pipeline
-    uses it to re-read a row that is older than its event.
+    uses it to re-read a row that is older than its event, the repair to confirm a finding.
     """
 
     async def rows_by_id(
@@ -60,10 +64,29 @@ class TruthReader(Protocol):
 
     async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]: ...
 
+    async def floor_page(
+        self, aggregate_type: str, after_id: str | None, limit: int
+    ) -> list[tuple[str, int]]: ...
+
+    async def count(self, projector: Projector) -> int: ...
+
+    async def bucket_page(
+        self,
+        projector: Projector,
+        lo: int,
+        hi: int,
+        after: BucketCursor | None,
+        limit: int,
+        *,
+        content: bool,
+    ) -> list[TruthEntry]: ...
+
 
 class MysqlTruth:
-    """`TruthReader` on aiomysql pools: `pool` for ordinary reads, `primary_pool` for
-    ``primary=True`` (the same pool when there is no replica).
+    """`Truth` on aiomysql pools: `pool` for ordinary reads, `primary_pool` for ``primary=True``
+    (the same pool when there is no replica). `sync_hash_column` reads bucket pages by the
+    optional ``sync_hash`` column; `id_prefix` limits them to ids starting with it (a partial
+    repair; tests).
 
     Ids are de-duplicated and read in chunks of at most `batch_size` (one query each, all in one
     short transaction). Unreachable or lost connections raise
@@ -77,12 +100,16 @@ class MysqlTruth:
         primary_pool: aiomysql.Pool | None = None,
         *,
         batch_size: int = DEFAULT_BATCH_SIZE,
+        sync_hash_column: bool = False,
+        id_prefix: str = "",
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self._pool = pool
         self._primary_pool = primary_pool if primary_pool is not None else pool
         self._batch_size = batch_size
+        self._sync_hash_column = sync_hash_column
+        self._id_prefix = id_prefix
 
     async def rows_by_id(
         self, projector: Projector, ids: Sequence[str], *, primary: bool = False
@@ -135,8 +162,6 @@ class MysqlTruth:
     async def floor_page(
         self, aggregate_type: str, after_id: str | None, limit: int
     ) -> list[tuple[str, int]]:
-        """The next `limit` revision floors (hard-deleted ids and their delete's revision) of
-        `aggregate_type` after `after_id`, by id."""
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
         async with transaction(self._pool) as conn:
@@ -152,13 +177,34 @@ class MysqlTruth:
         return [(str(r[0]), int(r[1])) for r in fetched]
 
     async def count(self, projector: Projector) -> int:
-        """``SELECT COUNT(*)`` of the projector's table, soft-deleted rows included."""
         async with transaction(self._pool) as conn:
             with translate_errors(f"count {projector.table}"):
                 async with conn.cursor() as cur:
                     await cur.execute(f"SELECT COUNT(*) FROM {quote_identifier(projector.table)}")
                     (total,) = await cur.fetchone()
         return int(total)
+
+    async def bucket_page(
+        self,
+        projector: Projector,
+        lo: int,
+        hi: int,
+        after: BucketCursor | None,
+        limit: int,
+        *,
+        content: bool,
+    ) -> list[TruthEntry]:
+        return await bucket_page(
+            self._pool,
+            projector,
+            lo,
+            hi,
+            after,
+            limit,
+            content=content,
+            sync_hash_column=self._sync_hash_column,
+            id_prefix=self._id_prefix,
+        )
 
     async def _by_chunks(
         self,
@@ -185,78 +231,9 @@ class MysqlTruth:
         return rows
 
 
-class InMemoryTruth:
-    """`TruthReader` over rows and floors a test puts in; no SQL anywhere.
-
-    Rows are kept per table. `primary_rows` lets a test model a lagging replica: ``primary=True``
-    reads them first, then `rows`. `calls` records each `rows_by_id`'s ids and `primary` flag.
-    """
-
-    def __init__(self) -> None:
-        self.tables: dict[str, dict[str, Row]] = {}
-        self.primary_tables: dict[str, dict[str, Row]] = {}
-        self.floors: dict[tuple[str, str], int] = {}
-        self.calls: list[tuple[tuple[str, ...], bool]] = []
-
-    def put(self, row: Mapping[str, Any], *, table: str, primary_only: bool = False) -> None:
-        """Store `row` under ``row["id"]`` in `table` (replacing any earlier row of that id)."""
-        target = self.primary_tables if primary_only else self.tables
-        target.setdefault(table, {})[str(row["id"])] = dict(row)
-
-    def remove(self, row_id: str, *, table: str) -> None:
-        self.tables.get(table, {}).pop(row_id, None)
-        self.primary_tables.get(table, {}).pop(row_id, None)
-
-    def put_floor(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
-        self.floors[(aggregate_type, aggregate_id)] = revision
-
-    async def rows_by_id(
-        self, projector: Projector, ids: Sequence[str], *, primary: bool = False
-    ) -> dict[str, Row]:
-        unique = _unique(ids)
-        self.calls.append((tuple(unique), primary))
-        rows = self.tables.get(projector.table, {})
-        primary_rows = self.primary_tables.get(projector.table, {})
-        found: dict[str, Row] = {}
-        for row_id in unique:
-            row = primary_rows.get(row_id) if primary else None
-            if row is None:
-                row = rows.get(row_id)
-            if row is not None:
-                found[row_id] = _columns(row, projector)
-        return found
-
-    async def revision_floors(
-        self, aggregate_type: str, ids: Sequence[str], *, primary: bool = False
-    ) -> dict[str, int]:
-        floors = ((i, self.floors.get((aggregate_type, i))) for i in _unique(ids))
-        return {i: revision for i, revision in floors if revision is not None}
-
-    async def floor_page(
-        self, aggregate_type: str, after_id: str | None, limit: int
-    ) -> list[tuple[str, int]]:
-        ids = sorted(i for t, i in self.floors if t == aggregate_type and i > (after_id or ""))
-        return [(i, self.floors[(aggregate_type, i)]) for i in ids[:limit]]
-
-    async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]:
-        if limit < 1:
-            raise ValueError(f"limit must be >= 1, got {limit}")
-        rows = self.tables.get(projector.table, {})
-        ids = sorted(i for i in rows if after_id is None or i > after_id)
-        return [_columns(rows[i], projector) for i in ids[:limit]]
-
-    async def count(self, projector: Projector) -> int:
-        return len(self.tables.get(projector.table, {}))
-
-
 def _select(projector: Projector) -> str:
     columns = ", ".join(quote_identifier(c) for c in projector.columns)
     return f"SELECT {columns} FROM {quote_identifier(projector.table)}"
-
-
-def _columns(row: Row, projector: Projector) -> Row:
-    """`row` as the database would return it for the projector's columns."""
-    return {c: row[c] for c in projector.columns if c in row}
 
 
 def _unique(ids: Sequence[str]) -> list[str]:

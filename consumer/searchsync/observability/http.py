@@ -17,14 +17,14 @@ import errno
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import orjson
 
 from searchsync.errors import ConfigError
-from searchsync.observability.metrics import CONTENT_TYPE, Metrics
+from searchsync.observability.metrics import CONTENT_TYPE
 
-__all__ = ["HealthReport", "HealthServer"]
+__all__ = ["HealthReport", "HealthServer", "Renders"]
 
 _MAX_LINE: Final = 8 * 1024
 _MAX_HEADERS: Final = 100
@@ -42,6 +42,12 @@ class HealthReport:
     details: dict[str, Any] = field(default_factory=dict)
 
 
+class Renders(Protocol):
+    """What /metrics serves: a Prometheus text exposition (`CONTENT_TYPE`)."""
+
+    def render(self) -> bytes: ...
+
+
 class _BadRequest(Exception):
     """The request cannot be parsed; answer 400 and close."""
 
@@ -53,7 +59,7 @@ class HealthServer:
         self,
         host: str,
         port: int,
-        metrics: Metrics,
+        metrics: Renders,
         health: Callable[[], HealthReport],
         *,
         read_timeout_s: float = _READ_TIMEOUT_S,

@@ -377,7 +377,7 @@ class Metrics:
 def item_kind(outcome_kind: str, code: ErrorCode | None) -> str:
     """Map a sink `OutcomeKind` value and error code to one of `ITEM_KINDS`.
 
-    ALREADY_APPLIED and AHEAD come from 409s; RETRY and POISON are split by their code.
+    ALREADY_APPLIED and AHEAD come from 409s; FAILED is split by its code.
     """
     if outcome_kind == "APPLIED":
         return "success"

@@ -30,25 +30,16 @@ from searchsync.config import RetentionSettings
 from searchsync.duration import format_duration
 from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.kafka.connect import ConnectorStatus
-from searchsync.mysql.outbox import OutboxRow
+from searchsync.mysql.outbox import Outbox
 from searchsync.mysql.pool import db_time
 
 __all__ = [
     "ConnectorState",
-    "OutboxRows",
     "PruneProgress",
     "PruneReport",
     "check_outbox_window",
     "prune_outbox",
 ]
-
-
-class OutboxRows(Protocol):
-    """What the prune needs from ``search_outbox`` (`searchsync.mysql.outbox.MysqlOutbox`)."""
-
-    async def page(self, after_id: int, limit: int) -> list[OutboxRow]: ...
-
-    async def delete_range(self, first_id: int, last_id: int, created_before: datetime) -> int: ...
 
 
 class ConnectorState(Protocol):
@@ -99,7 +90,7 @@ def check_outbox_window(retention: RetentionSettings, older_than: timedelta) -> 
 
 
 async def prune_outbox(
-    rows: OutboxRows,
+    rows: Outbox,
     connect: ConnectorState,
     retention: RetentionSettings,
     older_than: timedelta,

@@ -1,12 +1,9 @@
-"""The blocking form of `wait_for_revision`, for an application without an event loop (and the
-``searchsync wait`` command): one client per call, opened and closed inside it."""
+"""The blocking form of `wait_for_revision`, for an application without an event loop: one
+client per call, opened and closed inside it."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-
-from elasticsearch import AsyncElasticsearch
 
 from searchsync.config import Settings
 from searchsync.read.wait import DEFAULT_BACKOFF, Backoff, Until, WaitResult, wait_for_revision
@@ -25,13 +22,12 @@ def wait_for_revision_sync(
     until: Until = Until.INDEXED,
     timeout_s: float = 10.0,
     backoff: Backoff = DEFAULT_BACKOFF,
-    make_client: Callable[[Settings], AsyncElasticsearch] = make_es_client,
 ) -> WaitResult:
-    """`wait_for_revision` on the alias of `aggregate_type`, with a client `make_client` builds
-    from `settings`. Must not be called from a running event loop (await the async form)."""
+    """`wait_for_revision` on the alias of `aggregate_type`, with a client of `settings`. Must
+    not be called from a running event loop (await the async form)."""
 
     async def go() -> WaitResult:
-        client = make_client(settings)
+        client = make_es_client(settings)
         try:
             return await wait_for_revision(
                 EsSearchReader(client),

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from searchsync.errors import PoisonMessage
-from searchsync.mysql.truth import TruthReader
+from searchsync.mysql.truth import Truth
 from searchsync.naming import read_alias_name
 from searchsync.observability.read_metrics import ReadMetrics
 from searchsync.projection import Projector
@@ -59,7 +59,7 @@ class VerifiedResult:
 
 async def verified_search(
     reader: SearchReader,
-    truth: TruthReader,
+    truth: Truth,
     projector: Projector,
     *,
     alias: str,

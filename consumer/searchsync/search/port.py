@@ -4,8 +4,7 @@
   and its values `IndexOp` / `ItemResult` are defined next to the sink that drives them
   (`searchsync.search.sink`) and re-exported here.
 - `IndexAdmin` (indices and aliases: what ``index init`` and a rebuild need). Implemented by
-  `searchsync.search.elasticsearch.EsIndexAdmin` on a real cluster and by
-  `searchsync.search.fake.InMemoryIndex.admin` in memory.
+  `searchsync.search.elasticsearch.EsIndexAdmin` on a real cluster.
 
 Index and alias names follow `searchsync.naming`. Every write alias ``A`` that `IndexAdmin` points
 somewhere takes its read alias (``naming.read_alias_name(A)``, filtered on `LIVE_FILTER`, never a

@@ -5,7 +5,7 @@
 - `search(alias, query, size=...)`: a search, which sees the index as of its last refresh;
   through a read alias (``<alias>_live``) it never returns a tombstone.
 
-`EsSearchReader` implements it on a real cluster, `searchsync.search.fake.InMemoryIndex` in
+`EsSearchReader` implements it on a real cluster, `tests.fakes.search_index.InMemoryIndex` in
 memory. Neither ever asks for a refresh. A cluster that does not answer (or answers 429/5xx)
 raises `TransientError`; a missing alias raises it with ``ErrorCode.ALIAS_MISSING``; a query the
 cluster refuses (400) raises `InvalidRequest`.

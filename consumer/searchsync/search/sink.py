@@ -7,8 +7,7 @@ no delete action: deletes are tombstone documents.
 
 Layers, each with one job:
 
-- `SearchIndex`: the narrow port. `EsIndex` adapts `AsyncElasticsearch` to it;
-  `searchsync.search.fake.InMemoryIndex` implements it in memory for tests.
+- `SearchIndex`: the narrow port. `EsIndex` adapts `AsyncElasticsearch` to it.
 - `classify`: a pure function from one bulk item result to its `ErrorCode` (None: written).
   What a code means (poison, transient, systemic) is `searchsync.errors`' table, not the sink's.
 - `Sink`: runs a bulk, classifies every item, and confirms every 409 by reading the stored
@@ -32,7 +31,7 @@ from typing import Any, Final, NamedTuple, Protocol
 
 import orjson
 
-from searchsync.errors import Disposition, ErrorCode, TransientError
+from searchsync.errors import ErrorCode, TransientError
 from searchsync.projection import Document, content_hash
 
 __all__ = [
@@ -178,17 +177,20 @@ def status_code(status: int, error_type: str | None) -> ErrorCode:
 
 
 class OutcomeKind(enum.Enum):
-    """The final verdict for one op after 409 confirmation."""
+    """What became of one op (or one work: `searchsync.stream.verdict.Verdict`).
+
+    The one outcome vocabulary. What a FAILED outcome leads to (retry, dead letter, pause) is its
+    code's row of the error-code table (`ErrorCode.disposition`), never a kind of its own.
+    """
 
     APPLIED = "APPLIED"  # written now
     ALREADY_APPLIED = "ALREADY_APPLIED"  # 409 and the stored version equals ours
     AHEAD = "AHEAD"  # 409 and Elasticsearch holds a newer version: re-read the truth
-    RETRY = "RETRY"  # failed; `code` is TRANSIENT or SYSTEMIC
-    POISON = "POISON"  # failed; `code` is POISON: DLQ
+    FAILED = "FAILED"  # not written; `code` says why
 
 
 FINISHED_KINDS: Final = frozenset({OutcomeKind.APPLIED, OutcomeKind.ALREADY_APPLIED})
-"""The kinds of `WriteOutcome.finished`: the op needs nothing more (applied now or before)."""
+"""The kinds that need nothing more: applied now or before."""
 
 
 class WriteOutcome(NamedTuple):
@@ -200,24 +202,11 @@ class WriteOutcome(NamedTuple):
     message: str | None = None
     stored_version: int | None = None
 
-    @property
-    def finished(self) -> bool:
-        """True when the op needs nothing more (applied now or before)."""
-        return self.kind in FINISHED_KINDS
-
-    @property
-    def systemic(self) -> bool:
-        """True when the cluster, not the event, is at fault (`ErrorCode.disposition`)."""
-        return self.code is not None and self.code.disposition is Disposition.SYSTEMIC
-
     @classmethod
     def failed(
         cls, op: IndexOp, code: ErrorCode, message: str, stored_version: int | None = None
     ) -> WriteOutcome:
-        """A RETRY or POISON outcome, as the code's disposition says."""
-        poison = code.disposition is Disposition.POISON
-        kind = OutcomeKind.POISON if poison else OutcomeKind.RETRY
-        return cls(op, kind, code, message, stored_version)
+        return cls(op, OutcomeKind.FAILED, code, message, stored_version)
 
 
 class SinkObserver(Protocol):
@@ -290,7 +279,7 @@ class Sink:
         positions: list[int],
         outcomes: list[WriteOutcome | None],
     ) -> None:
-        """Turn 409s into ALREADY_APPLIED / AHEAD / RETRY by reading the stored versions."""
+        """Turn 409s into ALREADY_APPLIED / AHEAD / FAILED by reading the stored versions."""
         try:
             stored = await self._index.get_versions(alias, sorted({op.doc_id for op in ops}))
         except TransientError as exc:

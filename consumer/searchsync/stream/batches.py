@@ -1,79 +1,96 @@
-"""Running batches: take ready works, process them, settle every verdict, record state.
+"""Running batches: take ready works, process them, apply each verdict's decision.
 
-At most `max_concurrent` batches run at once. A batch slot is free as soon as its verdicts are
-settled; the projection-state updates go to the `StateBuffer`, which the pipeline writes on its
-timer (`searchsync.stream.state_buffer`). The number of works in flight per partition is kept so
-that a revoke can wait for exactly the works of its partitions.
+At most `max_concurrent` batches run at once, and a batch slot is free as soon as its verdicts
+are applied. Applying is the one place a verdict has an effect: `decide` (a pure function of the
+verdict) says finish, retry or dead-letter, and the work goes back to the `WorkState` once, with
+that outcome. Projection-state outcomes go to the `StateBuffer`, which the pipeline writes on its
+timer (`searchsync.mysql.state_buffer`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Collection
 
 from searchsync.errors import ErrorCode
-from searchsync.mysql.state import StateUpdate
-from searchsync.stream.coalesce import Coalescer, Work
+from searchsync.mysql.state_buffer import StateBuffer
+from searchsync.observability.metrics import Metrics
+from searchsync.search.sink import OutcomeKind
+from searchsync.stream.coalesce import Work
+from searchsync.stream.dead_letters import DeadLetters
 from searchsync.stream.processor import Processor
-from searchsync.stream.settle import Settler, Tally
-from searchsync.stream.state_buffer import StateBuffer
-from searchsync.stream.verdict import Result, Verdict
+from searchsync.stream.retry import RetryPolicy
+from searchsync.stream.verdict import (
+    EVENT_RESULTS,
+    OUTAGE_CODES,
+    Action,
+    Decision,
+    Verdict,
+    decide,
+    log_outcome,
+)
+from searchsync.stream.work_state import WorkState
 from searchsync.types import TopicPartition
 
 __all__ = ["BATCH_SUMMARY_MESSAGE", "Batches"]
 
 BATCH_SUMMARY_MESSAGE = "batch settled"
 
+Tally = dict[tuple[str, str], int]
+"""Finished events of one batch: (aggregate type, result) -> count."""
+
 log = logging.getLogger(__name__)
 
 
 class Batches:
-    """The batch tasks, and `done`: set whenever a batch settled its verdicts."""
+    """The batch tasks, and `done`: set whenever a batch applied its verdicts."""
 
     def __init__(
         self,
         *,
+        state: WorkState,
         processor: Processor,
-        settler: Settler,
-        state: StateBuffer,
-        coalescer: Coalescer,
+        dead_letters: DeadLetters,
+        outcomes: StateBuffer,
+        metrics: Metrics,
+        retry: RetryPolicy,
         max_batch_works: int,
         max_concurrent: int,
         clock: Callable[[], float],
     ) -> None:
-        self._processor = processor
-        self._settler = settler
         self._state = state
-        self._coalescer = coalescer
+        self._processor = processor
+        self._dead = dead_letters
+        self._outcomes = outcomes
+        self._metrics = metrics
+        self._retry = retry
         self._max_works = max_batch_works
         self._max_concurrent = max_concurrent
         self._clock = clock
         self._running: set[asyncio.Task[None]] = set()
-        self._works_by_tp: dict[TopicPartition, int] = {}
-        self._settled = asyncio.Event()
+        self._revision_lags: dict[str, int] = {}  # aggregate type -> lag, set once per batch
+        self._settled = asyncio.Event()  # for `wait_for`; `done` is the run loop's
         self.done = asyncio.Event()
 
     def tasks(self) -> set[asyncio.Task[None]]:
         """Every batch still running, and the state flush."""
-        return self._running | self._state.tasks()
+        return self._running | self._outcomes.tasks()
 
     def dispatch(self) -> None:
         """Start batches of ready works while a slot is free."""
         while len(self._running) < self._max_concurrent:
-            works = self._coalescer.take_ready(self._max_works)
+            works = self._state.take(self._max_works)
             if not works:
                 return
-            for work in works:
-                for tp in _partitions(work):
-                    self._works_by_tp[tp] = self._works_by_tp.get(tp, 0) + 1
             task = asyncio.create_task(self._run(works))
             self._running.add(task)
             task.add_done_callback(self._running.discard)
 
     async def wait_for(self, partitions: Collection[TopicPartition], deadline: float) -> None:
         """Wait until no work of `partitions` is in flight, or the (clock) deadline passes."""
-        while any(self._works_by_tp.get(tp, 0) for tp in partitions) and self._clock() < deadline:
+        while self._state.busy(partitions) and self._clock() < deadline:
             self._settled.clear()
             try:
                 await asyncio.wait_for(self._settled.wait(), max(0.0, deadline - self._clock()))
@@ -87,27 +104,125 @@ class Batches:
         except Exception as exc:  # a bug in a step: each work failed on its own (INTERNAL)
             log.exception("batch failed unexpectedly; its works will be retried")
             message = f"{type(exc).__name__}: {exc}"
-            verdicts = [Verdict(w, Result.FAILED, ErrorCode.INTERNAL, message) for w in works]
-        updates: list[StateUpdate] = []
+            failed = OutcomeKind.FAILED
+            verdicts = [Verdict(w, failed, ErrorCode.INTERNAL, message) for w in works]
         tally: Tally = {}
-        settle = self._settler.settle
         for verdict in verdicts:
-            update = settle(verdict, tally)
-            if update is not None:
-                updates.append(update)
-        self._settler.report(tally)
+            self._apply(verdict, tally)
+        self._report(tally)
         if tally and log.isEnabledFor(logging.INFO):
             _log_summary(works, tally, self._clock() - started)
-        for work in works:
-            for tp in _partitions(work):
-                left = self._works_by_tp.get(tp, 0) - 1
-                if left > 0:
-                    self._works_by_tp[tp] = left
-                else:
-                    self._works_by_tp.pop(tp, None)
-        self._state.add(updates)
+        self._outcomes.end_batch()
         self._settled.set()
         self.done.set()
+
+    def _apply(self, verdict: Verdict, tally: Tally) -> None:
+        """Give the work back to the state with its decision's outcome."""
+        work, state = verdict.work, self._state
+        if not state.owned(work):
+            # Every partition of the work was revoked while it ran: its offsets belong to the new
+            # owner, who re-reads them. No retry, no dead letter, no budget spent here.
+            state.drop(work)
+            return
+        decision = decide(
+            verdict,
+            systemic_spent=state.systemic_spent(work.key),
+            max_attempts=self._retry.max_attempts,
+        )
+        if decision.action is Action.FINISH:
+            self._finished(verdict, tally)
+            return
+        code = decision.code
+        assert code is not None
+        if decision.counted:  # outbox_retry_total and one "retry" line per event
+            self._metrics.retry(work.key.aggregate_type, code)
+            message = verdict.message or code.value
+            for event, pos in work.events:
+                log_outcome(log, event, pos, verdict, "retry", work.attempts, code, message)
+        if decision.action is Action.RETRY:
+            self._retry_later(verdict, decision)
+        else:
+            self._dead_letter(verdict, decision)
+
+    def _retry_later(self, verdict: Verdict, decision: Decision) -> None:
+        work, code, message = verdict.work, decision.code, decision.message or ""
+        assert code is not None
+        delay = self._retry.delay(decision.attempt)
+        if decision.cap is not None:
+            delay = min(delay, decision.cap)
+        self._state.retry(work, delay, code, systemic=decision.systemic)
+        if not decision.systemic:
+            key = work.key
+            self._outcomes.failed(
+                key.aggregate_type, key.aggregate_id, work.max_revision, code, message
+            )
+
+    def _dead_letter(self, verdict: Verdict, decision: Decision) -> None:
+        work, code, message = verdict.work, decision.code, decision.message or ""
+        assert code is not None
+        if code is ErrorCode.REVISION_REGRESSION:
+            self._metrics.revision_regression(work.key.aggregate_type)
+        positions = self._state.dead(work)  # the key moves on; its positions finish on the ack
+        self._dead.send(positions, code, message, attempts=work.attempts, verdict=verdict)
+        key = work.key
+        self._outcomes.failed(
+            key.aggregate_type, key.aggregate_id, work.max_revision, code, message
+        )
+
+    def _finished(self, verdict: Verdict, tally: Tally) -> None:
+        work, doc, state = verdict.work, verdict.document, self._state
+        assert doc is not None
+        aggregate_type = work.key.aggregate_type
+        if state.degraded is not None:
+            was = state.recovered()
+            released = state.release_now(OUTAGE_CODES)
+            log.info(
+                "writes succeed again; resuming intake",
+                extra={"was": was, "retries_released": released},
+            )
+        now_ms = time.time() * 1000
+        events = work.events
+        result = EVENT_RESULTS[verdict.kind]
+        key = (aggregate_type, result)
+        tally[key] = tally.get(key, 0) + 1
+        if len(events) > 1:
+            superseded = (aggregate_type, "superseded")
+            tally[superseded] = tally.get(superseded, 0) + len(events) - 1
+        if log.isEnabledFor(logging.DEBUG):  # per-event success lines (docs/consumer.md "Logs")
+            newest = work.newest
+            for event, pos in events:
+                said = result if event is newest else "superseded"
+                log_outcome(log, event, pos, verdict, said, work.attempts)
+        pending = state.pending
+        for _, pos in events:
+            message = pending(pos)
+            if message is not None and message.raw.timestamp_ms is not None:
+                self._metrics.commit_to_searchable(
+                    max(0.0, now_ms - message.raw.timestamp_ms) / 1000
+                )
+        if doc.is_deleted and verdict.kind is OutcomeKind.APPLIED:
+            self._metrics.tombstone()
+        max_revision = work.max_revision
+        # the gauge is "last observed": set once per batch from the batch's last work (_report)
+        self._revision_lags[aggregate_type] = max(0, max_revision - doc.source_revision)
+        state.finish(work)
+        self._dead.succeeded()
+        self._outcomes.applied(
+            aggregate_type,
+            work.key.aggregate_id,
+            max(max_revision, verdict.loaded_revision or 0),
+            doc.source_revision,
+            verdict.schema_version,
+            doc.projection_hash,
+        )
+
+    def _report(self, tally: Tally) -> None:
+        """Count a batch's finished events in the metrics, once per (type, result)."""
+        for (aggregate_type, result), n in tally.items():
+            self._metrics.event_outcome(aggregate_type, result, n)
+        for aggregate_type, lag in self._revision_lags.items():
+            self._metrics.revision_lag(aggregate_type, lag)
+        self._revision_lags.clear()
 
 
 def _log_summary(works: list[Work], tally: Tally, seconds: float) -> None:
@@ -126,7 +241,3 @@ def _log_summary(works: list[Work], tally: Tally, seconds: float) -> None:
             "seconds": round(seconds, 4),
         },
     )
-
-
-def _partitions(work: Work) -> set[TopicPartition]:
-    return {(p.topic, p.partition) for p in work.positions}

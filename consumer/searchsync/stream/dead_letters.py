@@ -1,5 +1,6 @@
-"""Dead-lettering: spend the DLQ budget, send each message, finish its position on the ack.
+"""Dead-lettering: the one DLQ budget, and sends whose positions finish on the ack.
 
+The budget counts both sides: every finished work (`succeeded`) and every dead letter (`send`).
 A position finishes only when the broker acknowledged its dead letter (docs/design.md,
 invariant 5); a refused send is retried with backoff for as long as the pipeline runs. A spent
 budget is fatal: the pipeline stops instead of dead-lettering everything (invariant 10).
@@ -12,22 +13,27 @@ import contextlib
 import logging
 from collections.abc import Callable
 from datetime import datetime
+from typing import Protocol
 
 from searchsync.dlq.record import DlqBudget, DlqRecord
 from searchsync.errors import DlqBudgetExceeded, ErrorCode, TransientError
 from searchsync.observability.metrics import Metrics
-from searchsync.stream.outcomes import log_outcome
-from searchsync.stream.ports import DlqPort
-from searchsync.stream.positions import Positions
 from searchsync.stream.retry import RetryPolicy
-from searchsync.stream.verdict import Verdict
+from searchsync.stream.verdict import Verdict, log_outcome
+from searchsync.stream.work_state import WorkState
 from searchsync.types import Position
 
-__all__ = ["SEND_RETRY_CAP_S", "DeadLetters"]
+__all__ = ["SEND_RETRY_CAP_S", "DeadLetters", "DlqPort"]
 
 log = logging.getLogger(__name__)
 
 SEND_RETRY_CAP_S = 30.0  # a refused dead letter is sent again at least this often
+
+
+class DlqPort(Protocol):
+    """Where dead letters go (`searchsync.dlq.record.DlqProducer`); `send` returns on the ack."""
+
+    async def send(self, record: DlqRecord, key: bytes | None) -> None: ...
 
 
 class DeadLetters:
@@ -38,7 +44,7 @@ class DeadLetters:
         *,
         dlq: DlqPort,
         budget: DlqBudget,
-        positions: Positions,
+        state: WorkState,
         metrics: Metrics,
         retry: RetryPolicy,
         group_id: str,
@@ -46,7 +52,7 @@ class DeadLetters:
     ) -> None:
         self._dlq = dlq
         self._budget = budget
-        self._positions = positions
+        self._state = state
         self._metrics = metrics
         self._retry = retry
         self._group_id = group_id
@@ -60,6 +66,10 @@ class DeadLetters:
         """Shutting down: a refused send is not tried again (its offset stays uncommitted)."""
         self._stopping = True
         self._wake.set()
+
+    def succeeded(self) -> None:
+        """A work finished without a dead letter (the budget's other side)."""
+        self._budget.record_success()
 
     def send(
         self,
@@ -94,7 +104,7 @@ class DeadLetters:
     ) -> None:
         now = self._wall()
         for pos in positions:
-            pending = self._positions.get(pos)
+            pending = self._state.pending(pos)
             if pending is None:  # the partition was revoked meanwhile
                 continue
             raw = pending.raw
@@ -132,7 +142,7 @@ class DeadLetters:
                         "error_message": message,
                     },
                 )
-            self._positions.finish([pos])
+            self._state.acked(pos)
 
     async def _deliver(self, record: DlqRecord, key: bytes | None) -> bool:
         """Send until acknowledged (True), or until shutdown stops trying (False)."""

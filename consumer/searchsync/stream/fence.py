@@ -1,31 +1,23 @@
 """The schema fence: never write one projection schema version into an index built for another.
 
 docs/design.md, invariant 11 and "Schema fence". Every physical index carries the projection
-schema version it was built with in ``_meta.projection_schema_version`` (`index init` and the
-rebuild write it). A consumer running an older projector must not write old-shape documents into
-the index a rebuild swapped in; and after a rollback, a consumer of the newer release must not
-write into the older index. The fence is the check that keeps both out.
+schema version it was built with in ``_meta.projection_schema_version``; the fence keeps an older
+projector out of the index a rebuild swapped in, and a newer one out of the index a rollback
+swapped back.
 
-- **What is checked.** For each write target: an alias's write index (`IndexAdmin.write_index`),
-  or, for a physical name ``<alias>_v<N>`` (a rebuild's catch-up writes to one), that index.
-- **When it fences.** When that index's version is an int different from the projector's
-  `schema_version`. An index without the value (made by an older `index init`) does not fence:
-  there is nothing to compare, and fencing it would stop every existing installation on upgrade.
-  A target that does not exist (yet) does not fence either: its writes fail on their own
-  (ALIAS_MISSING).
-- **When it checks.** At a target's first use, again every `interval_s`, and at once after a
-  write to it failed (a refused write may be the first sign of a swap; a MAPPING_ERROR from an
-  index with another mapping must become SCHEMA_FENCED, never a dead letter). A check that fails
-  keeps the last answer (the cluster's failure is the writes' failure too); a target never
-  checked successfully is held like a fenced one, so that nothing is written unchecked.
-- **What fenced means.** The processor answers SCHEMA_FENCED (SYSTEMIC) for the target's works
-  without reading or writing anything, so nothing is written or dead-lettered and the works'
-  offsets are not committed; intake pauses. When the versions agree again (a rollback swapped the
-  alias back, or the new release runs), the next check lifts the fence and the works resume.
-
-Between a swap and a consumer's next check (at most `interval_s`) an old consumer may still write
-through the alias; those documents carry their `projection_schema_version`, so they can be found
-and re-projected (see docs/design.md, "Schema fence").
+- **What is checked.** Per write target: an alias's write index, or a physical ``<alias>_v<N>``
+  (a rebuild's catch-up writes to one) itself.
+- **When it fences.** When that index's version is an int other than the projector's
+  `schema_version`. An index without the value (an older `index init`) or a missing target (its
+  writes fail on their own: ALIAS_MISSING) does not fence.
+- **When it checks.** At a target's first use, every `interval_s`, and after a write to it failed
+  (a MAPPING_ERROR from a swapped-in index must become SCHEMA_FENCED, never a dead letter). A
+  failed check keeps the last answer; a target never checked successfully is held like a fenced
+  one, so that nothing is written unchecked.
+- **What fenced means.** `hold` and `after_write`, the fence as the processor applies it, answer
+  SCHEMA_FENCED (SYSTEMIC) for the target's works before anything is read, and for the failed
+  writes of a target found fenced after the batch: nothing is written or dead-lettered, the
+  offsets wait, intake pauses, and the works resume once the versions agree again.
 """
 
 from __future__ import annotations
@@ -33,13 +25,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from searchsync.errors import TransientError
+from searchsync.errors import ErrorCode, TransientError
 from searchsync.naming import parse_physical_name
+from searchsync.projection import Projector
 from searchsync.search.port import IndexAdmin, IndexAdminError, schema_version_of
+from searchsync.search.sink import OutcomeKind
+from searchsync.stream.coalesce import Work
+from searchsync.stream.verdict import Verdict
 
 __all__ = ["FenceObserver", "SchemaFence", "TargetState"]
 
@@ -184,6 +180,48 @@ class SchemaFence:
         """Check every known target whose last check is older than the interval."""
         await self._refresh(lambda e, now: self._is_due(e, now))
 
+    # -- verdicts (the fence as the processor applies it) ---------------------------------
+
+    async def hold(
+        self, target: str, projector: Projector, works: Sequence[Work]
+    ) -> list[Verdict] | None:
+        """SCHEMA_FENCED verdicts for `works` when `target` is fenced; None: write them."""
+        state = await self.check(target, projector.schema_version)
+        if state is None:  # never checked successfully: nothing is written unchecked
+            message = f"the schema fence of {target} cannot be checked: {self.unchecked(target)}"
+        elif state.fenced:
+            message = state.reason()
+        else:
+            return None
+        return [
+            Verdict(
+                work,
+                OutcomeKind.FAILED,
+                ErrorCode.SCHEMA_FENCED,
+                message,
+                alias=target,
+                schema_version=projector.schema_version,
+            )
+            for work in works
+        ]
+
+    async def after_write(self, verdicts: list[Verdict], *, since: int) -> list[Verdict]:
+        """`verdicts`, with the failed writes of a target fenced meanwhile as SCHEMA_FENCED.
+
+        `since`: a `mark` taken before the writes (a check started after it counts)."""
+        failed = sorted({v.alias for v in verdicts if not v.finished and v.alias is not None})
+        fenced: dict[str, TargetState] = {}
+        for target in failed:
+            state = await self.recheck(target, since=since)
+            if state is not None and state.fenced:
+                fenced[target] = state
+        if not fenced:
+            return verdicts
+        return [
+            _as_fenced(v, fenced[v.alias]) if not v.finished and v.alias in fenced else v
+            for v in verdicts
+        ]
+
     def _is_due(self, entry: _Entry, now: float) -> bool:
         return entry.checked_at is None or now - entry.checked_at >= self._interval_s
 
@@ -253,3 +291,7 @@ def _alias_of(target: str) -> str:
     """The alias a target belongs to: itself, or the alias part of ``<alias>_v<N>``."""
     parsed = parse_physical_name(target)
     return target if parsed is None else parsed[0]
+
+
+def _as_fenced(verdict: Verdict, state: TargetState) -> Verdict:
+    return replace(verdict, code=ErrorCode.SCHEMA_FENCED, message=state.reason(), unexpected=False)

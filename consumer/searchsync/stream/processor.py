@@ -4,26 +4,22 @@ For each work it re-reads the truth (batched per aggregate type), builds the doc
 projector, writes it through the alias with the revision as the external version, and says what
 became of it. It knows nothing of Kafka, offsets or the DLQ: the pipeline acts on the verdicts.
 
-Rules (docs/design.md, invariants 3 and 4; docs/consumer.md, "Truth rules"):
-- a row older than the event (a lagging replica) is not written: it is read again from the
-  primary, and if the primary is behind too the revision went backwards (REVISION_REGRESSION);
+Rules (docs/design.md, invariants 3, 4 and 12; docs/consumer.md, "Truth rules"):
+- a row older than the event (a lagging replica) is read again from the primary; if the primary
+  is behind too, the revision went backwards (REVISION_REGRESSION);
 - a row that is gone (hard delete) becomes a tombstone at the newest revision known for it (the
   event's, or the writer's revision floor if that is higher);
 - a 409 whose stored version equals ours is "already applied", except for a REBUILD whose fresh
-  projection differs from the stored one (its hash, the hash its content deserves, the schema
-  version or ``sync_hash``) at that very
-  revision: that one document is written again with ``external_gte`` (docs/design.md,
-  invariant 12; a concurrent newer write wins, gte never lowers a version);
-- a stored version above the truth
-  is re-checked against the primary, and if the truth is still behind it is a revision
-  regression (DLQ, never "already applied").
+  projection differs from the stored one (hash, content hash, schema version or ``sync_hash``)
+  at that revision: it is written again with ``external_gte`` (gte never lowers a version);
+- a stored version above the truth is re-checked against the primary; if the truth is still
+  behind it is a revision regression (DLQ, never "already applied").
 
 A failure is a verdict with an `ErrorCode`, never an exception out of `process`: an error of the
 truth or the sink fails the works that needed it, and an exception while planning or projecting
-one work fails that work alone (PROJECTION_ERROR from a projector, INTERNAL elsewhere).
-
-With a `SchemaFence`, the works of a fenced target are answered SCHEMA_FENCED before anything
-is read, and a failed write re-checks its target (`searchsync.stream.fence_gate`).
+one work fails that work alone (PROJECTION_ERROR from a projector, INTERNAL elsewhere). A fenced
+target's works are answered SCHEMA_FENCED before anything is read, and a failed write re-checks
+its target (`SchemaFence.hold`, `.after_write`).
 """
 
 from __future__ import annotations
@@ -32,27 +28,26 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 
-from searchsync.errors import ErrorCode, PoisonMessage, RevisionRegression, TransientError
-from searchsync.mysql.truth import TruthReader
-from searchsync.projection import Projector, ProjectorRegistry, Row
-from searchsync.search.sink import EXTERNAL_GTE, IndexOp, OutcomeKind, Sink, WriteOutcome
+from searchsync.errors import ErrorCode, PoisonMessage, TransientError
+from searchsync.mysql.truth import Truth
+from searchsync.projection import Projector, ProjectorRegistry
+from searchsync.search.sink import EXTERNAL, EXTERNAL_GTE, IndexOp, OutcomeKind, Sink, WriteOutcome
 from searchsync.stream.coalesce import Work
 from searchsync.stream.fence import SchemaFence
-from searchsync.stream.fence_gate import FenceGate
-from searchsync.stream.planned import (
+from searchsync.stream.verdict import (
     Planned,
+    Verdict,
     done,
     failed,
     failed_plan,
     failed_work,
     from_outcome,
     is_rebuild,
+    plan_one,
     read_failed,
     row_behind,
-    row_revision,
     write_failed,
 )
-from searchsync.stream.verdict import Result, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -64,16 +59,16 @@ class Processor:
         self,
         *,
         registry: ProjectorRegistry,
-        truth: TruthReader,
+        truth: Truth,
         sink: Sink,
         alias_for: Callable[[str], str],
-        fence: SchemaFence | None = None,
+        fence: SchemaFence,
     ) -> None:
         self._registry = registry
         self._truth = truth
         self._sink = sink
         self._alias_for = alias_for
-        self._gate = None if fence is None else FenceGate(fence)
+        self._fence = fence
 
     async def process(self, works: Sequence[Work]) -> list[Verdict]:
         verdicts: dict[int, Verdict] = {}
@@ -88,11 +83,11 @@ class Processor:
                 for work in group:
                     verdicts[id(work)] = failed_work(work, exc.code, exc.message)
                 continue
-            if self._gate is not None:  # a fenced target: nothing read, written, dead-lettered
-                held = await self._gate.hold(self._alias_for(aggregate_type), projector, group)
-                if held is not None:
-                    verdicts.update({id(v.work): v for v in held})
-                    continue
+            # a fenced target: nothing read, written or dead-lettered
+            held = await self._fence.hold(self._alias_for(aggregate_type), projector, group)
+            if held is not None:
+                verdicts.update({id(v.work): v for v in held})
+                continue
             try:
                 plans, early = await self._plan(projector, group, primary=False)
             except Exception as exc:  # the truth could not be read: every work of the type failed
@@ -101,10 +96,8 @@ class Processor:
             planned.extend(plans)
             verdicts.update({id(v.work): v for v in early})
 
-        since = None if self._gate is None else self._gate.mark()
-        written = await self._write(planned)
-        if self._gate is not None and since is not None:
-            written = await self._gate.after_write(written, since=since)
+        since = self._fence.mark()
+        written = await self._fence.after_write(await self._write(planned), since=since)
         for verdict in written:
             verdicts[id(verdict.work)] = verdict
         return [verdicts[id(work)] for work in works]
@@ -137,7 +130,7 @@ class Processor:
         for work in works:
             row = rows.get(work.key.aggregate_id)
             try:
-                plan = self._plan_one(projector, alias, work, row, floors)
+                plan = plan_one(projector, alias, work, row, floors)
             except PoisonMessage as exc:
                 early.append(failed_plan(projector, alias, work, row, exc.code, exc.message))
                 continue
@@ -156,25 +149,6 @@ class Processor:
                 continue
             plans.append(plan)
         return plans, early
-
-    @staticmethod
-    def _plan_one(
-        projector: Projector, alias: str, work: Work, row: Row | None, floors: dict[str, int]
-    ) -> Planned:
-        if row is None:
-            revision = max(work.max_revision, floors.get(work.key.aggregate_id, 0))
-            doc = projector.tombstone(work.key.aggregate_id, revision)
-            return Planned(work, projector, alias, doc, None)
-        loaded = row_revision(row)
-        if loaded is None:  # not an int: the projector says why (PROJECTION_ERROR)
-            return Planned(work, projector, alias, projector.project(row), None)
-        if loaded < work.max_revision:
-            raise RevisionRegression(
-                f"the primary's row is at revision {loaded}, older than event revision "
-                f"{work.max_revision}: the revision went backwards (id re-created without "
-                "its revision floor?)"
-            )
-        return Planned(work, projector, alias, projector.project(row), loaded)
 
     async def _write(self, planned: list[Planned]) -> list[Verdict]:
         if not planned:
@@ -235,25 +209,13 @@ class Processor:
                     and found.schema_version == plan.projector.schema_version
                     and found.sync_hash == doc.body.get("sync_hash")
                 ):
-                    out.append(done(plan, Result.ALREADY_APPLIED))
+                    out.append(done(plan, OutcomeKind.ALREADY_APPLIED))
                 else:
                     rewrite.append(plan)
         if not rewrite:
             return out
-        ops = [
-            IndexOp(
-                p.alias,
-                p.document.doc_id,
-                p.document.source_revision,
-                p.document.to_json(),
-                EXTERNAL_GTE,
-            )
-            for p in rewrite
-        ]
-        try:
-            outcomes = await self._sink.write(ops)
-        except Exception:
-            log.exception("the sink raised unexpectedly; its works will be retried")
+        outcomes = await self._sink_write(rewrite, EXTERNAL_GTE)
+        if outcomes is None:
             return out + [write_failed(p) for p in rewrite]
         for plan, outcome in zip(rewrite, outcomes, strict=True):
             if outcome.kind is OutcomeKind.AHEAD:  # a newer write won the race: re-check it
@@ -286,9 +248,9 @@ class Processor:
                 elif plan.loaded_revision is None:
                     # The row is gone and the index already holds a later revision: nothing this
                     # event knows is newer than what is indexed (a stale event of a deleted id).
-                    out.append(done(plan, Result.ALREADY_APPLIED))
+                    out.append(done(plan, OutcomeKind.ALREADY_APPLIED))
                 elif plan.document.source_revision == version:
-                    out.append(done(plan, Result.ALREADY_APPLIED))
+                    out.append(done(plan, OutcomeKind.ALREADY_APPLIED))
                 else:
                     out.append(
                         failed(
@@ -311,9 +273,13 @@ class Processor:
                         out.append(from_outcome(plan, outcome))
         return out
 
-    async def _sink_write(self, planned: list[Planned]) -> list[WriteOutcome] | None:
+    async def _sink_write(
+        self, planned: list[Planned], version_type: str = EXTERNAL
+    ) -> list[WriteOutcome] | None:
         """The sink's outcomes for `planned`; None if the sink raised (it reports, not raises)."""
         ops = [IndexOp.from_document(p.alias, p.document) for p in planned]
+        if version_type != EXTERNAL:
+            ops = [op._replace(version_type=version_type) for op in ops]
         try:
             return await self._sink.write(ops)
         except Exception:

@@ -1,25 +1,66 @@
-"""The processor's answer for one work, which the pipeline acts on.
+"""The processor's answer for one work, how it is built, and the pure decision of what it means.
 
 A work either finished (APPLIED, ALREADY_APPLIED: it carries the document written or found) or
-FAILED with an `ErrorCode`, whose disposition (`searchsync.errors`) says what happens next.
+FAILED with an `ErrorCode`. `decide` turns a verdict into a `Decision` (finish, retry after a
+backoff, or dead-letter) from the code's row of the error-code table (`searchsync.errors`) and
+nothing else; the pipeline applies it (docs/design.md, "Retry"):
+
+- POISON is dead-lettered at once;
+- TRANSIENT is retried with backoff until the work's own attempts are spent, then dead-lettered;
+- SYSTEMIC (a shared dependency is down, or the schema fence is up) is retried without spending
+  the work's attempts, at least every `SYSTEMIC_RETRY_CAP_S` (`OUTAGE_RETRY_CAP_S` when the
+  dependency could not be reached at all), and never dead-lettered.
 """
 
 from __future__ import annotations
 
 import enum
+import logging
 from dataclasses import dataclass
+from typing import Final, NamedTuple
 
-from searchsync.errors import Disposition, ErrorCode, disposition
-from searchsync.projection import Document
+from searchsync.errors import (
+    Disposition,
+    ErrorCode,
+    PoisonMessage,
+    RevisionRegression,
+    TransientError,
+    disposition,
+)
+from searchsync.observability.logs import log_event_outcome
+from searchsync.projection import Document, Projector, Row
+from searchsync.search.sink import FINISHED_KINDS, OutcomeKind, WriteOutcome
 from searchsync.stream.coalesce import Work
+from searchsync.types import Operation, Position, ThinEvent
 
-__all__ = ["Result", "Verdict"]
+__all__ = [
+    "EVENT_RESULTS",
+    "OUTAGE_CODES",
+    "OUTAGE_RETRY_CAP_S",
+    "SYSTEMIC_RETRY_CAP_S",
+    "Action",
+    "Decision",
+    "Planned",
+    "Verdict",
+    "decide",
+    "log_outcome",
+]
 
+log = logging.getLogger(__name__)
 
-class Result(enum.Enum):
-    APPLIED = "applied"  # written now
-    ALREADY_APPLIED = "already_applied"  # the index held exactly this revision
-    FAILED = "failed"  # `code` says why; its disposition says what the pipeline does next
+SYSTEMIC_RETRY_CAP_S: Final = 30.0  # a systemic failure is retried at least this often, forever
+OUTAGE_CODES: Final = frozenset(
+    {ErrorCode.ES_UNAVAILABLE, ErrorCode.ES_5XX, ErrorCode.MYSQL_UNAVAILABLE}
+)
+"""A dependency that could not be reached (down, restarting) rather than one shedding load: the
+first write that succeeds releases every work waiting on one of these codes at once."""
+OUTAGE_RETRY_CAP_S: Final = 10.0
+
+EVENT_RESULTS: Final = {
+    OutcomeKind.APPLIED: "applied",
+    OutcomeKind.ALREADY_APPLIED: "already_applied",
+}
+"""A finished kind as the event log line and `searchsync_event_outcomes_total` name it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +72,7 @@ class Verdict:
     """
 
     work: Work
-    result: Result
+    kind: OutcomeKind
     code: ErrorCode | None = None
     message: str | None = None
     unexpected: bool = False
@@ -41,16 +82,217 @@ class Verdict:
     schema_version: int | None = None
 
     def __post_init__(self) -> None:
-        if (self.result is Result.FAILED) != (self.code is not None):
+        if self.kind is OutcomeKind.AHEAD:
+            raise ValueError("AHEAD is the processor's business, never a verdict")
+        if (self.kind is OutcomeKind.FAILED) != (self.code is not None):
             raise ValueError("a verdict has an error code exactly when it failed")
 
     @property
     def finished(self) -> bool:
-        return self.result in (Result.APPLIED, Result.ALREADY_APPLIED)
+        return self.kind in FINISHED_KINDS
 
     @property
     def disposition(self) -> Disposition:
         """What to do with a FAILED verdict (`searchsync.errors`' table)."""
         if self.code is None:
-            raise ValueError(f"a {self.result.value} verdict has no disposition")
+            raise ValueError(f"a {self.kind.value} verdict has no disposition")
         return disposition(self.code, unexpected=self.unexpected)
+
+
+# -- building verdicts ----------------------------------------------------------------------
+# `Planned` is one work with its projector, write target and projected document; the functions
+# turn a plan (or a work that never got one) and what happened to it into its `Verdict`.
+
+
+@dataclass(slots=True)
+class Planned:
+    """One work, ready to write."""
+
+    work: Work
+    projector: Projector
+    alias: str
+    document: Document
+    loaded_revision: int | None  # None: the row is gone
+
+
+def plan_one(
+    projector: Projector, alias: str, work: Work, row: Row | None, floors: dict[str, int]
+) -> Planned:
+    if row is None:
+        revision = max(work.max_revision, floors.get(work.key.aggregate_id, 0))
+        doc = projector.tombstone(work.key.aggregate_id, revision)
+        return Planned(work, projector, alias, doc, None)
+    loaded = row_revision(row)
+    if loaded is None:  # not an int: the projector says why (PROJECTION_ERROR)
+        return Planned(work, projector, alias, projector.project(row), None)
+    if loaded < work.max_revision:
+        raise RevisionRegression(
+            f"the primary's row is at revision {loaded}, older than event revision "
+            f"{work.max_revision}: the revision went backwards (id re-created without "
+            "its revision floor?)"
+        )
+    return Planned(work, projector, alias, projector.project(row), loaded)
+
+
+def done(plan: Planned, kind: OutcomeKind) -> Verdict:
+    return Verdict(
+        plan.work,
+        kind,
+        document=plan.document,
+        alias=plan.alias,
+        loaded_revision=plan.loaded_revision,
+        schema_version=plan.projector.schema_version,
+    )
+
+
+def failed(plan: Planned, code: ErrorCode, message: str | None) -> Verdict:
+    """A FAILED verdict for a planned write, with what is known of it."""
+    return Verdict(
+        plan.work,
+        OutcomeKind.FAILED,
+        code,
+        message,
+        alias=plan.alias,
+        loaded_revision=plan.loaded_revision,
+        schema_version=plan.projector.schema_version,
+    )
+
+
+def failed_plan(
+    projector: Projector,
+    alias: str,
+    work: Work,
+    row: Row | None,
+    code: ErrorCode,
+    message: str,
+    unexpected: bool = False,
+) -> Verdict:
+    """A FAILED verdict for a work that could not be planned (its row read, or not)."""
+    return Verdict(
+        work,
+        OutcomeKind.FAILED,
+        code,
+        message,
+        unexpected=unexpected,
+        alias=alias,
+        loaded_revision=None if row is None else row_revision(row),
+        schema_version=projector.schema_version,
+    )
+
+
+def failed_work(work: Work, code: ErrorCode, message: str) -> Verdict:
+    return Verdict(work, OutcomeKind.FAILED, code, message)
+
+
+def read_failed(work: Work, exc: Exception, aggregate_type: str) -> Verdict:
+    """The verdict of a work whose rows could not be read: the error's code, or INTERNAL."""
+    if isinstance(exc, TransientError | PoisonMessage):
+        return failed_work(work, exc.code, exc.message)
+    log.warning("reading the truth raised unexpectedly", exc_info=exc)
+    message = f"reading {aggregate_type} raised {type(exc).__name__}: {exc}"
+    return failed_work(work, ErrorCode.INTERNAL, message)
+
+
+def write_failed(plan: Planned) -> Verdict:
+    return failed(plan, ErrorCode.INTERNAL, "the sink raised unexpectedly (see the log)")
+
+
+def is_rebuild(work: Work) -> bool:
+    """True when one of the work's events is a REBUILD (the repair job's request)."""
+    return any(event.operation is Operation.REBUILD for event, _ in work.events)
+
+
+def row_behind(row: Row | None, work: Work) -> bool:
+    """True when `row` is older than the newest event of `work`."""
+    revision = None if row is None else row_revision(row)
+    return revision is not None and revision < work.max_revision
+
+
+def row_revision(row: Row) -> int | None:
+    """The row's revision, or None if it is not an int (the projector refuses such a row)."""
+    revision = row.get("revision")
+    return revision if isinstance(revision, int) and not isinstance(revision, bool) else None
+
+
+def from_outcome(plan: Planned, outcome: WriteOutcome) -> Verdict:
+    if outcome.kind in FINISHED_KINDS:
+        return done(plan, outcome.kind)
+    if outcome.code is None:  # AHEAD is handled by the caller; nothing else lacks a code
+        raise ValueError(f"a {outcome.kind.value} outcome without an error code")
+    return failed(plan, outcome.code, outcome.message)
+
+
+# -- deciding what a verdict means ------------------------------------------------------------
+
+
+class Action(enum.Enum):
+    FINISH = "finish"  # applied now or before: its positions finish
+    RETRY = "retry"  # try again after `RetryPolicy.delay(attempt)`, capped at `cap`
+    DEAD = "dead"  # dead-letter its events; they finish on the broker's acknowledgement
+
+
+class Decision(NamedTuple):
+    action: Action
+    code: ErrorCode | None = None
+    message: str | None = None
+    attempt: int = 0  # the backoff's attempt number (RETRY)
+    cap: float | None = None  # the longest wait (RETRY)
+    systemic: bool = False  # retried without spending the work's attempts; pauses intake
+    counted: bool = False  # a TRANSIENT or SYSTEMIC failure (the last one too): a "retry" line
+
+
+FINISH: Final = Decision(Action.FINISH)
+
+
+def decide(verdict: Verdict, *, systemic_spent: int, max_attempts: int) -> Decision:
+    """What `verdict` means. Pure.
+
+    `systemic_spent`: how many of the work's attempts ended SYSTEMIC (they do not count against
+    `max_attempts`, the limit on its own attempts)."""
+    code = verdict.code
+    if code is None:
+        return FINISH
+    message = verdict.message or code.value
+    what = verdict.disposition
+    if what is Disposition.SYSTEMIC:
+        cap = OUTAGE_RETRY_CAP_S if code in OUTAGE_CODES else SYSTEMIC_RETRY_CAP_S
+        return Decision(Action.RETRY, code, message, systemic_spent + 1, cap, True, True)
+    if what is Disposition.TRANSIENT:
+        own = verdict.work.attempts - systemic_spent
+        if own < max_attempts:
+            return Decision(Action.RETRY, code, message, own, counted=True)
+        message = f"retries exhausted after {own} attempts: {message}"
+        return Decision(Action.DEAD, code, message, counted=True)
+    return Decision(Action.DEAD, code, message)
+
+
+def log_outcome(
+    log: logging.Logger,
+    event: ThinEvent,
+    pos: Position,
+    verdict: Verdict | None,
+    result: str,
+    attempt: int,
+    error_code: ErrorCode | None = None,
+    error_message: str | None = None,
+) -> None:
+    """The one JSON log line per event outcome (docs/design.md, "Dead letters and the event log
+    line")."""
+    log_event_outcome(
+        log,
+        event_id=event.event_id,
+        aggregate_type=event.aggregate_type,
+        aggregate_id=event.aggregate_id,
+        event_revision=event.source_revision,
+        loaded_revision=verdict.loaded_revision if verdict else None,
+        projection_schema_version=verdict.schema_version if verdict else None,
+        target_alias=verdict.alias if verdict else None,
+        operation=event.operation.value,
+        attempt=attempt,
+        result=result,
+        error_code=error_code,
+        error_message=error_message,
+        topic=pos.topic,
+        partition=pos.partition,
+        offset=pos.offset,
+    )

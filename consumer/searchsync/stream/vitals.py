@@ -1,61 +1,99 @@
-"""What the pipeline says about itself: readiness for ``/healthz`` and the gauges (pending,
+"""What the pipeline says to its intake and about itself: pause and resume on the one
+backpressure signal (`WorkState.pressure`), readiness for ``/healthz``, and the gauges (pending,
 processing, the oldest pending event's age, the lag per partition). Every gauge is O(1) or
 O(partitions), never a scan of the pending events."""
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Collection
+from collections.abc import Sequence
+from typing import Protocol
 
+from searchsync.kafka.intake import RawMessage
 from searchsync.observability.metrics import Metrics
-from searchsync.stream.coalesce import Coalescer
 from searchsync.stream.dead_letters import DeadLetters
 from searchsync.stream.fence import SchemaFence
-from searchsync.stream.ports import IntakePort
-from searchsync.stream.positions import Positions
-from searchsync.stream.settle import Settler
+from searchsync.stream.work_state import WorkState
 from searchsync.types import TopicPartition
 
-__all__ = ["STALL_AFTER_S", "Vitals"]
+__all__ = ["STALL_AFTER_S", "IntakePort", "Vitals"]
+
+log = logging.getLogger(__name__)
 
 STALL_AFTER_S = 120.0  # pending work and no progress for this long: /healthz says not ready
 
 
+class IntakePort(Protocol):
+    """The part of `searchsync.kafka.intake.KafkaIntake` the pipeline uses (faked in unit tests)."""
+
+    async def consume(self, max_messages: int, timeout_s: float) -> list[RawMessage]: ...
+
+    async def commit(self, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, bool]: ...
+
+    async def pause(self, partitions: Sequence[TopicPartition]) -> None: ...
+
+    async def resume(self, partitions: Sequence[TopicPartition]) -> None: ...
+
+    async def high_watermarks(
+        self, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int]: ...
+
+
 class Vitals:
+    """The paused partitions, and the pipeline's gauges and readiness."""
+
     def __init__(
         self,
         *,
-        assigned: Collection[TopicPartition],
-        positions: Positions,
-        coalescer: Coalescer,
-        settler: Settler,
+        work: WorkState,
         dead_letters: DeadLetters,
-        fence: SchemaFence | None,
+        fence: SchemaFence,
         metrics: Metrics,
     ) -> None:
-        """`assigned` is the live set of assigned partitions (read, never changed, here)."""
-        self._assigned = assigned
-        self._positions = positions
-        self._coalescer = coalescer
-        self._settler = settler
+        self._work = work
         self._dead = dead_letters
         self._fence = fence
         self._metrics = metrics
+        self._paused: set[TopicPartition] = set()
+
+    async def adjust_pause(self, intake: IntakePort) -> None:
+        """Pause every assigned partition while there is pressure; resume them once it is gone.
+        A paused partition is still polled (the consumer stays in the group)."""
+        reason = self._work.pressure()
+        assigned = self._work.assigned
+        if reason is not None:
+            to_pause = sorted(assigned - self._paused)
+            if to_pause:
+                log.warning("pausing intake", extra={"reason": reason, "partitions": len(to_pause)})
+                await intake.pause(to_pause)
+                self._paused.update(to_pause)
+        elif self._paused:
+            to_resume = sorted(self._paused & assigned)
+            await intake.resume(to_resume)
+            self._paused.clear()
+            log.info("resuming intake", extra={"partitions": len(to_resume)})
+        self._metrics.set_paused(len(self._paused))
+
+    def forget(self, tp: TopicPartition) -> None:
+        self._paused.discard(tp)
+        self._metrics.forget_partition(*tp)
 
     async def report_lag(self, intake: IntakePort) -> None:
-        if not self._assigned:
+        assigned = self._work.assigned
+        if not assigned:
             return
-        ledger = self._positions.ledger
-        highs = await intake.high_watermarks(sorted(self._assigned))
+        ledger = self._work.ledger
+        highs = await intake.high_watermarks(sorted(assigned))
         for tp, high in highs.items():
             position = ledger.committable(tp)
             if position is not None:
                 self._metrics.set_lag(tp[0], tp[1], max(0, high - position))
 
     def report_gauges(self) -> None:
-        self._metrics.set_pending(self._positions.ledger.total_pending())
-        self._metrics.set_processing(self._coalescer.in_flight())
-        oldest = self._positions.oldest_timestamp_ms()
+        self._metrics.set_pending(self._work.ledger.total_pending())
+        self._metrics.set_processing(self._work.in_flight())
+        oldest = self._work.oldest_timestamp_ms()
         age = 0.0 if oldest is None else max(0.0, time.time() - oldest / 1000)
         self._metrics.set_oldest_pending_age(age)
 
@@ -64,12 +102,11 @@ class Vitals:
         reasons: list[str] = []
         if self._dead.fatal is not None:
             reasons.append(f"fatal: {self._dead.fatal}")
-        if not self._assigned:
+        if not self._work.assigned:
             reasons.append("no partitions assigned")
-        if self._settler.degraded is not None:
-            reasons.append(f"writes failing systemically ({self._settler.degraded}); intake paused")
-        if self._fence is not None:
-            reasons.extend(self._fence.reasons())
-        if self._positions.stalled(STALL_AFTER_S):
+        if self._work.degraded is not None:
+            reasons.append(f"writes failing systemically ({self._work.degraded}); intake paused")
+        reasons.extend(self._fence.reasons())
+        if self._work.stalled(STALL_AFTER_S):
             reasons.append(f"no progress for more than {STALL_AFTER_S:.0f}s with work pending")
         return (not reasons, reasons)

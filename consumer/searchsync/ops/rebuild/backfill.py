@@ -20,14 +20,15 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Final, Protocol
+from typing import Final
 
-from searchsync.errors import ErrorCode, PoisonMessage, TransientError
+from searchsync.errors import Disposition, ErrorCode, PoisonMessage, TransientError
+from searchsync.mysql.truth import Truth
 from searchsync.ops.chunks import ChunkController
 from searchsync.projection import Projector, Row
 from searchsync.search.sink import FINISHED_KINDS, IndexOp, OutcomeKind, Sink
 
-__all__ = ["Backfill", "BackfillResult", "ChunkDone", "TruthScan"]
+__all__ = ["Backfill", "BackfillResult", "ChunkDone"]
 
 _WRITE_ATTEMPTS: Final = 5
 _FIRST_RETRY_S: Final = 0.5
@@ -36,26 +37,6 @@ _READ_AHEAD: Final = 2  # chunks scanned and projected ahead of the writes
 _YIELD_EVERY: Final = 16  # rows projected between two turns of the event loop (~0.4 ms)
 _AHEAD_PAUSE_S: Final = 0.001  # the reader's pause at each turn while the writer has a chunk
 _INDEXED: Final = FINISHED_KINDS | {OutcomeKind.AHEAD}  # AHEAD: the index holds a newer revision
-
-
-class TruthScan(Protocol):
-    """What the rebuild reads from the truth (`searchsync.mysql.truth.MysqlTruth` has it all)."""
-
-    async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]: ...
-
-    async def count(self, projector: Projector) -> int: ...
-
-    async def floor_page(
-        self, aggregate_type: str, after_id: str | None, limit: int
-    ) -> list[tuple[str, int]]: ...
-
-    async def rows_by_id(
-        self, projector: Projector, ids: list[str], *, primary: bool = False
-    ) -> dict[str, Row]: ...
-
-    async def revision_floors(
-        self, aggregate_type: str, ids: list[str], *, primary: bool = False
-    ) -> dict[str, int]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +74,7 @@ class Backfill:
     def __init__(
         self,
         *,
-        truth: TruthScan,
+        truth: Truth,
         sink: Sink,
         projector: Projector,
         target_index: str,
@@ -258,7 +239,7 @@ class Backfill:
                 kind = outcome.kind
                 if kind in _INDEXED:
                     indexed += 1
-                elif kind is OutcomeKind.POISON:
+                elif outcome.code is not None and outcome.code.disposition is Disposition.POISON:
                     refused += 1
                     self._keep(result, outcome.op.doc_id, outcome.message or str(outcome.code))
                 else:

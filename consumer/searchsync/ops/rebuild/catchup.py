@@ -1,8 +1,8 @@
 """The catch-up: a consumer group of its own replays the type's topics from the watermark into
 the new physical index, and the lag checks that decide when it has caught up.
 
-`ConsumerCatchUp` runs the normal pipeline (`searchsync.app.run_consumer`) in this process with
-two overrides only: its own group id and subscription (the type's topics), and a write target
+`ConsumerCatchUp` runs the normal pipeline (`searchsync.runtime.run_consumer`) in this process
+with two overrides only: its own group id and subscription (the type's topics), and a write target
 (the type -> the new physical index, ``require_alias=false``). Nothing else is forked: the same
 re-read, projector, external versions, retries and DLQ.
 
@@ -24,7 +24,6 @@ from searchsync.config import Settings
 from searchsync.errors import OperationRefused
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.ops.rebuild.state import Watermark
-from searchsync.projection import ProjectorRegistry
 from searchsync.types import TopicPartition
 
 __all__ = [
@@ -52,7 +51,7 @@ class CatchUp(Protocol):
 
 
 CatchUpRunner = Callable[..., Coroutine[Any, Any, int]]
-"""The shape of `searchsync.app.run_consumer` the catch-up calls."""
+"""The shape of `searchsync.runtime.run_consumer` the catch-up calls."""
 
 
 def catchup_settings(settings: Settings, group: str, topics: Sequence[str]) -> Settings:
@@ -73,12 +72,10 @@ class ConsumerCatchUp:
         self,
         settings: Settings,
         *,
-        registry: ProjectorRegistry,
         write_targets: Mapping[str, str],
-        runner: CatchUpRunner | None = None,
+        runner: CatchUpRunner,
     ) -> None:
         self._settings = settings
-        self._registry = registry
         self._targets = dict(write_targets)
         self._runner = runner
         self._stop = asyncio.Event()
@@ -87,19 +84,11 @@ class ConsumerCatchUp:
     async def start(self) -> None:
         if self._task is not None:
             return
-        runner: CatchUpRunner
-        if self._runner is not None:
-            runner = self._runner
-        else:
-            from searchsync.app import run_consumer  # the pipeline, only where it is needed
-
-            runner = run_consumer
         self._stop.clear()
         self._task = asyncio.create_task(
-            runner(
+            self._runner(
                 self._settings,
                 stop=self._stop,
-                registry=self._registry,
                 write_targets=self._targets,
             )
         )

@@ -18,12 +18,12 @@ After the swap:
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
 from searchsync.errors import OperationRefused
 from searchsync.naming import parse_physical_name, read_alias_name
 from searchsync.ops.rebuild import plan as plans
 from searchsync.ops.rebuild.catchup import CatchUp, LagWatch
+from searchsync.ops.rebuild.deps import RebuildSteps
 from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
 from searchsync.ops.rebuild.state import RebuildRecord, Status
 from searchsync.ops.rebuild.sweep import settle_s, sweep_other_schema, wait_rewritten
@@ -31,14 +31,11 @@ from searchsync.ops.rebuild.verify import VerifyReport, verify
 from searchsync.projection import Projector
 from searchsync.types import TopicPartition
 
-if TYPE_CHECKING:
-    from searchsync.ops.rebuild.runner import Rebuilder
-
 __all__ = ["finish", "verify_and_swap"]
 
 
 async def finish(
-    rb: Rebuilder,
+    rb: RebuildSteps,
     projector: Projector,
     record: RebuildRecord,
     options: RebuildOptions,
@@ -60,7 +57,7 @@ async def finish(
 
 
 async def verify_and_swap(
-    rb: Rebuilder, projector: Projector, record: RebuildRecord
+    rb: RebuildSteps, projector: Projector, record: RebuildRecord
 ) -> tuple[RebuildRecord, VerifyReport]:
     d, r = rb.d, rb.d.settings.rebuild
     catchup = await rb.start_catchup(record)
@@ -114,7 +111,7 @@ async def verify_and_swap(
 
 
 async def _after_swap(
-    rb: Rebuilder,
+    rb: RebuildSteps,
     projector: Projector,
     record: RebuildRecord,
     options: RebuildOptions,
@@ -179,7 +176,7 @@ SWEEP_PASSES = 3
 
 
 async def _sweep(
-    rb: Rebuilder, catchup: CatchUp, projector: Projector, record: RebuildRecord
+    rb: RebuildSteps, catchup: CatchUp, projector: Projector, record: RebuildRecord
 ) -> str:
     """Once the old consumers' fences have settled, have every document of another schema
     version in the new index rewritten (REBUILD events, applied by the catch-up group) until a

@@ -3,14 +3,12 @@
 `IndexReader` is the narrow port: counts, the ids of ``is_deleted: true`` documents, the
 documents of another schema version (the sweep after a swap), a random
 sample of stored documents with their versions, and the top-k ids of a ``match`` query over
-live documents. `EsIndexReader` implements it on a real cluster, `InMemoryIndexReader` over
-`searchsync.search.fake.InMemoryIndex`. Failures of the cluster raise `TransientError`.
+live documents. `EsIndexReader` implements it on a real cluster. Failures of the cluster raise
+`TransientError`.
 """
 
 from __future__ import annotations
 
-import random
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Final, Protocol
@@ -19,11 +17,10 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
 from searchsync.errors import ErrorCode, TransientError
-from searchsync.search.fake import InMemoryIndex
 from searchsync.search.port import LIVE_FILTER
 from searchsync.search.reads import StoredDocument
 
-__all__ = ["EsIndexReader", "InMemoryIndexReader", "IndexReader", "StoredDocument"]
+__all__ = ["EsIndexReader", "IndexReader", "StoredDocument"]
 
 _PAGE: Final = 1_000
 
@@ -132,56 +129,6 @@ class EsIndexReader:
                 index=index, query=query, size=k, source=False, track_total_hits=False
             )
         return [hit["_id"] for hit in response["hits"]["hits"]]
-
-
-class InMemoryIndexReader:
-    """`IndexReader` over an `InMemoryIndex`; `match` scores by shared lower-case words."""
-
-    def __init__(self, index: InMemoryIndex) -> None:
-        self._index = index
-
-    def _docs(self, index: str) -> dict[str, Any]:
-        if index not in self._index.indices:
-            raise TransientError(ErrorCode.ALIAS_MISSING, f"no index {index}")
-        return self._index.indices[index].docs
-
-    async def refresh(self, index: str) -> None:
-        self._docs(index)
-
-    async def count(self, index: str) -> int:
-        return len(self._docs(index))
-
-    async def deleted_ids(self, index: str) -> list[str]:
-        docs = self._docs(index)
-        return sorted(i for i, d in docs.items() if d.body.get("is_deleted") is True)
-
-    async def other_schema(self, index: str, schema_version: int) -> list[tuple[str, int]]:
-        docs = self._docs(index)
-        return [
-            (i, docs[i].version)
-            for i in sorted(docs)
-            if docs[i].body.get("projection_schema_version") != schema_version
-        ]
-
-    async def sample(self, index: str, size: int, seed: int) -> list[StoredDocument]:
-        docs = self._docs(index)
-        chosen = random.Random(seed).sample(sorted(docs), min(size, len(docs)))
-        return [StoredDocument(i, docs[i].version, dict(docs[i].body)) for i in chosen]
-
-    async def top_ids(self, index: str, field: str, text: str, k: int) -> list[str]:
-        words = set(_words(text))
-        scored = []
-        for doc_id, doc in self._docs(index).items():
-            if doc.body.get("is_deleted") is not False:
-                continue
-            have = set(_words(str(doc.body.get(field, ""))))
-            if words and words <= have:
-                scored.append((len(have), doc_id))
-        return [doc_id for _, doc_id in sorted(scored)[:k]]
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"\w+", text.lower())
 
 
 @contextmanager

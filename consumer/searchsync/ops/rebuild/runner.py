@@ -20,51 +20,27 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest, OperationRefused
-from searchsync.kafka.admin import KafkaAdmin
-from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.ops.chunks import ChunkController
 from searchsync.ops.rebuild import plan as plans
-from searchsync.ops.rebuild.backfill import Backfill, ChunkDone, TruthScan
+from searchsync.ops.rebuild.backfill import Backfill, ChunkDone
 from searchsync.ops.rebuild.catchup import CatchUp, LagWatch, high_watermarks
+from searchsync.ops.rebuild.deps import RebuildDeps
 from searchsync.ops.rebuild.finish import finish
 from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
-from searchsync.ops.rebuild.progress import Progress
-from searchsync.ops.rebuild.reader import IndexReader
-from searchsync.ops.rebuild.state import RebuildRecord, RebuildStateStore, Status
-from searchsync.ops.rebuild.sweep import RebuildOutbox
-from searchsync.projection import Projector, ProjectorRegistry
-from searchsync.search.port import IndexAdmin
-from searchsync.search.sink import SearchIndex, Sink
+from searchsync.ops.rebuild.state import RebuildRecord, Status
+from searchsync.projection import Projector
+from searchsync.search.sink import Sink
 
 __all__ = ["RebuildDeps", "Rebuilder"]
 
 
-@dataclass(slots=True)
-class RebuildDeps:
-    settings: Settings
-    registry: ProjectorRegistry
-    index_admin: IndexAdmin
-    writer: SearchIndex  # require_alias=false: the one writer that addresses a physical index
-    reader: IndexReader
-    truth: TruthScan
-    kafka: KafkaAdmin
-    state: RebuildStateStore
-    catchup: Callable[[RebuildRecord, list[str]], CatchUp]  # (record, topics) -> catch-up group
-    metrics: RebuildMetrics
-    progress: Progress
-    outbox: RebuildOutbox  # REBUILD events for the sweep after a schema-changing swap
-    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-
-
 class Rebuilder:
+    """Runs one rebuild from its saved status to the end (`RebuildSteps` for `finish`)."""
+
     def __init__(self, deps: RebuildDeps) -> None:
         self.d = deps
         self._catchup: CatchUp | None = None

@@ -5,7 +5,7 @@ the watermark taken before the scan, the catch-up group, the backfill's last id 
 the step reached (`Status`). At most one unfinished rebuild exists per alias: the table's unique
 key on ``active_alias`` refuses a second one, even from two commands started at once.
 
-`MysqlRebuildState` is the store on MariaDB; `InMemoryRebuildState` the same in memory.
+`RebuildStateStore` is the port, `MysqlRebuildState` its adapter on MariaDB.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from searchsync.mysql.pool import db_time, transaction, translate_errors
 from searchsync.types import TopicPartition
 
 __all__ = [
-    "InMemoryRebuildState",
     "MysqlRebuildState",
     "RebuildRecord",
     "RebuildStateStore",
     "Status",
     "Watermark",
+    "unfinished_exists",
     "watermark_from_json",
     "watermark_json",
 ]
@@ -141,35 +141,12 @@ def watermark_from_json(text: str | bytes) -> dict[TopicPartition, int]:
     }
 
 
-def _refused(alias: str) -> OperationRefused:
+def unfinished_exists(alias: str) -> OperationRefused:
+    """The refusal of a second unfinished rebuild of `alias`."""
     return OperationRefused(
         f"alias {alias} already has an unfinished rebuild: continue it with `--resume`, "
         "or give it up with `--abandon`"
     )
-
-
-class InMemoryRebuildState:
-    """`RebuildStateStore` in a dict (tests). `saves` lists every saved record, in order."""
-
-    def __init__(self) -> None:
-        self.records: dict[str, RebuildRecord] = {}
-        self.saves: list[RebuildRecord] = []
-
-    async def unfinished(self, alias: str) -> RebuildRecord | None:
-        found = [r for r in self.records.values() if r.alias == alias and not r.status.finished]
-        return found[0] if found else None
-
-    async def create(self, record: RebuildRecord) -> None:
-        if await self.unfinished(record.alias) is not None:
-            raise _refused(record.alias)
-        self.records[record.rebuild_id] = record
-        self.saves.append(record)
-
-    async def save(self, record: RebuildRecord) -> None:
-        if record.rebuild_id not in self.records:
-            raise KeyError(record.rebuild_id)
-        self.records[record.rebuild_id] = record
-        self.saves.append(record)
 
 
 class MysqlRebuildState:
@@ -203,7 +180,7 @@ class MysqlRebuildState:
                         await cur.execute(sql, tuple(values[c] for c in _COLUMNS))
         except aiomysql.IntegrityError as exc:
             if exc.args and exc.args[0] == _ER_DUP_ENTRY:
-                raise _refused(record.alias) from exc
+                raise unfinished_exists(record.alias) from exc
             raise
 
     async def save(self, record: RebuildRecord) -> None:

@@ -19,13 +19,12 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
 
 from searchsync.config import Settings
+from searchsync.mysql.outbox import Outbox
 from searchsync.ops.rebuild.reader import IndexReader
 
 __all__ = [
-    "RebuildOutbox",
     "SweepResult",
     "settle_s",
     "sweep_other_schema",
@@ -34,14 +33,6 @@ __all__ = [
 
 SETTLE_MARGIN_S = 1.0
 """Beyond two fence intervals: a batch that passed the gate just before the fence went up."""
-
-
-class RebuildOutbox(Protocol):
-    """The one outbox append, for REBUILD events (`searchsync.mysql.outbox.MysqlOutbox`)."""
-
-    async def append_rebuild(
-        self, aggregate_type: str, aggregate_id: str, revision: int
-    ) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +50,7 @@ def settle_s(settings: Settings) -> float:
 async def sweep_other_schema(
     *,
     reader: IndexReader,
-    outbox: RebuildOutbox,
+    outbox: Outbox,
     aggregate_type: str,
     index: str,
     schema_version: int,

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from searchsync.config import RebuildSettings
 from searchsync.errors import PoisonMessage
-from searchsync.ops.rebuild.backfill import TruthScan
+from searchsync.mysql.truth import Truth
 from searchsync.ops.rebuild.reader import IndexReader, StoredDocument
 from searchsync.projection import Projector, Row
 
@@ -76,7 +76,7 @@ class VerifyReport:
 async def verify(
     *,
     reader: IndexReader,
-    truth: TruthScan,
+    truth: Truth,
     projector: Projector,
     old_index: str,
     new_index: str,
@@ -133,7 +133,7 @@ async def verify(
 
 
 async def _compare(
-    truth: TruthScan, projector: Projector, sample: Sequence[StoredDocument]
+    truth: Truth, projector: Projector, sample: Sequence[StoredDocument]
 ) -> list[tuple[str, str]]:
     ids = [d.doc_id for d in sample]
     if not ids:

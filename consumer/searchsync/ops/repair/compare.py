@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from searchsync.errors import PoisonMessage
-from searchsync.ops.repair.model import Finding, FindingKind, IndexEntry, TruthEntry
+from searchsync.mysql.truth import TruthEntry
+from searchsync.ops.repair.model import Finding, FindingKind, IndexEntry
 from searchsync.projection import Projector, content_hash, projected_fields
 
 __all__ = ["compare", "still_holding"]

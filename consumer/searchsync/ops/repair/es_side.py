@@ -25,7 +25,8 @@ from elasticsearch import ApiError, AsyncElasticsearch
 
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.ops.repair.model import IndexEntry
-from searchsync.ops.repair.sides import Position, entry_of_source
+from searchsync.ops.repair.sides import entry_of_source
+from searchsync.types import BucketCursor
 
 __all__ = ["EsIndexSide"]
 
@@ -46,7 +47,7 @@ class EsIndexSide:
         self._client = client
 
     async def bucket_page(
-        self, alias: str, lo: int, hi: int, after: Position | None, limit: int, *, content: bool
+        self, alias: str, lo: int, hi: int, after: BucketCursor | None, limit: int, *, content: bool
     ) -> list[IndexEntry]:
         body: dict[str, Any] = {
             "query": {"range": {"sync_hash": {"gte": lo, "lt": hi}}},

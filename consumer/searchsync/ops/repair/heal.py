@@ -17,38 +17,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Protocol
 
+from searchsync.mysql.outbox import Outbox
 from searchsync.ops.repair.load import LagGuard
 from searchsync.ops.repair.model import Finding, FindingKind
 
-__all__ = ["Healer", "InMemoryOutbox", "OutboxPort"]
-
-
-class OutboxPort(Protocol):
-    async def append_rebuild(
-        self, aggregate_type: str, aggregate_id: str, revision: int
-    ) -> None: ...
-
-    async def append_orphan(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
-        """Raise the id's revision floor to `revision` and append a REBUILD at it, together."""
-        ...
-
-
-class InMemoryOutbox:
-    """Records appends; `floors` are the raised revision floors."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str, int]] = []
-        self.floors: dict[tuple[str, str], int] = {}
-
-    async def append_rebuild(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
-        self.events.append((aggregate_type, aggregate_id, revision))
-
-    async def append_orphan(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
-        key = (aggregate_type, aggregate_id)
-        self.floors[key] = max(self.floors.get(key, 0), revision)
-        self.events.append((aggregate_type, aggregate_id, revision))
+__all__ = ["Healer"]
 
 
 class Healer:
@@ -60,7 +34,7 @@ class Healer:
 
     def __init__(
         self,
-        outbox: OutboxPort,
+        outbox: Outbox,
         *,
         appends_per_s: float,
         dry_run: bool = False,

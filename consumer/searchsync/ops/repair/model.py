@@ -1,4 +1,4 @@
-"""What the wheel reads from each side, and what it finds (docs/design.md, "Repair")."""
+"""What the wheel reads from the index, and what it finds (docs/design.md, "Repair")."""
 
 from __future__ import annotations
 
@@ -6,9 +6,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from searchsync.projection import Row
-
-__all__ = ["DELETION_KINDS", "Finding", "FindingKind", "IndexEntry", "TruthEntry"]
+__all__ = ["DELETION_KINDS", "Finding", "FindingKind", "IndexEntry"]
 
 
 class FindingKind(enum.StrEnum):
@@ -27,22 +25,9 @@ DELETION_KINDS = frozenset({FindingKind.MISSING, FindingKind.ORPHAN})
 
 
 @dataclass(slots=True)
-class TruthEntry:
-    """One row as the wheel reads it; `row` holds the projector's columns when content is
-    checked (None otherwise). Not frozen: a rotation makes one per row and per document, and a
-    frozen dataclass costs about four times as much to build; nothing changes one after it is
-    made."""
-
-    id: str
-    revision: int
-    deleted: bool
-    row: Row | None = None
-
-
-@dataclass(slots=True)
 class IndexEntry:
     """One document as the wheel reads it; `source` is the whole `_source` when content is
-    checked (None otherwise). Not frozen, as `TruthEntry`."""
+    checked (None otherwise). Not frozen, as `searchsync.mysql.truth.TruthEntry`."""
 
     id: str
     version: int

@@ -3,7 +3,7 @@
 A span is a few buckets scanned together (`Wheel` forms them from consecutive picks). The
 reader merges adjacent buckets of the span into key ranges and reads each range once on each
 side, MySQL and Elasticsearch at the same time, in adaptive pages, each resuming after the last
-entry of the one before (`sides.Position`; the page sizes carry over from range to range).
+entry of the one before (`BucketCursor`; the page sizes carry over from range to range).
 Every entry goes to the bucket of its key. For the buckets whose content is checked, MySQL's
 rows are read again by the ids the range read found (the projector's columns, by primary key:
 without the optional column a range read passes over the table, so a content bucket gets no range
@@ -22,12 +22,14 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from searchsync.mysql.truth import Truth, TruthEntry
 from searchsync.ops.chunks import ChunkController
 from searchsync.ops.repair.buckets import bucket_of_id, bucket_range, key_of_id
 from searchsync.ops.repair.load import Limits
-from searchsync.ops.repair.model import IndexEntry, TruthEntry
-from searchsync.ops.repair.sides import IndexSide, Position, TruthSide
+from searchsync.ops.repair.model import IndexEntry
+from searchsync.ops.repair.sides import IndexSide, truth_by_ids
 from searchsync.projection import Projector
+from searchsync.types import BucketCursor
 
 __all__ = ["BucketEntries", "SpanReader", "key_ranges"]
 
@@ -55,7 +57,7 @@ def key_ranges(buckets: Collection[int], m: int) -> list[tuple[int, int]]:
 class SpanReader:
     def __init__(
         self,
-        truth: TruthSide,
+        truth: Truth,
         index: IndexSide,
         limits: Limits,
         truth_chunks: ChunkController,
@@ -129,13 +131,13 @@ class SpanReader:
         row_ids = sorted({i for e in entries for i in e.rows})
         if not row_ids:
             return
-        rows = await self._truth.by_ids(projector, row_ids)
+        rows = await truth_by_ids(self._truth, projector, row_ids)
         await self._limits.mysql_rows.take(len(rows))
         for e in entries:
             e.rows = {i: rows[i] for i in e.rows if i in rows}
 
     async def _read_truth(self, projector: Projector, lo: int, hi: int) -> list[TruthEntry]:
-        async def page(after: Position | None, n: int) -> list[TruthEntry]:
+        async def page(after: BucketCursor | None, n: int) -> list[TruthEntry]:
             found = await self._truth.bucket_page(projector, lo, hi, after, n, content=False)
             await self._limits.mysql_rows.take(len(found))
             return found
@@ -145,7 +147,7 @@ class SpanReader:
     async def _read_index(
         self, projector: Projector, alias: str, lo: int, hi: int, *, content: bool
     ) -> list[IndexEntry]:
-        async def page(after: Position | None, n: int) -> list[IndexEntry]:
+        async def page(after: BucketCursor | None, n: int) -> list[IndexEntry]:
             await self._limits.es_requests.take(1)
             return await self._index.bucket_page(alias, lo, hi, after, n, content=content)
 
@@ -154,14 +156,14 @@ class SpanReader:
 
 
 async def _pages(
-    page: Callable[[Position | None, int], Awaitable[list[_E]]],
+    page: Callable[[BucketCursor | None, int], Awaitable[list[_E]]],
     chunks: ChunkController,
     key: Callable[[str], int],
 ) -> list[_E]:
     """Every entry of a key range, in adaptive pages, each after the last entry of the one
-    before (its `Position`: `key` of its id, and the id), to the end."""
+    before (its `BucketCursor`: `key` of its id, and the id), to the end."""
     out: list[_E] = []
-    after: Position | None = None
+    after: BucketCursor | None = None
     while True:
         size = chunks.current
         t0 = time.monotonic()

@@ -1,5 +1,5 @@
-"""Wire a `Wheel` from Settings on the real services, run rotations, record metrics
-(the library behind ``searchsync repair``; docs/design.md, "Repair")."""
+"""Run a `Wheel`'s rotations and record their metrics (the library behind ``searchsync repair``;
+docs/design.md, "Repair"); `limits` and `wheel_config` read its settings."""
 
 from __future__ import annotations
 
@@ -7,24 +7,16 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
 
 from searchsync.config import Settings
 from searchsync.kafka.admin import KafkaAdmin
-from searchsync.mysql.outbox import MysqlOutbox
-from searchsync.mysql.pool import close_pool, open_pool
 from searchsync.observability.http import HealthReport, HealthServer
 from searchsync.observability.repair_metrics import RepairMetrics
-from searchsync.ops.repair.es_side import EsIndexSide
-from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import LagGuard, Limits, TokenBucket, live_lag
-from searchsync.ops.repair.mysql_side import MysqlTruthSide
-from searchsync.ops.repair.report import BucketReport, RotationReport
+from searchsync.ops.repair.report import RotationReport
 from searchsync.ops.repair.schedule import SchedulePolicy
-from searchsync.ops.repair.state import MysqlWheelState
 from searchsync.ops.repair.wheel import Wheel, WheelConfig
-from searchsync.projection import Projector
 
 __all__ = ["limits", "record", "run_repair", "serve_metrics", "wheel_config"]
 
@@ -87,43 +79,19 @@ def record(metrics: RepairMetrics, report: RotationReport) -> None:
 
 
 async def run_repair(
+    wheel: Wheel,
     settings: Settings,
-    projectors: Sequence[Projector],
-    es_client: Any,
     *,
-    dry_run: bool,
     daemon: bool,
     metrics: RepairMetrics,
     on_report: Callable[[RotationReport], None],
-    progress: Callable[[BucketReport, int, int], None] | None = None,
     stop: asyncio.Event | None = None,
-    kafka_admin: KafkaAdmin | None = None,
 ) -> RotationReport:
     """One rotation (`daemon` False) or ticks of the best buckets until `stop`; the last report.
 
-    `kafka_admin` reads the live group's lag for the guard (`repair.max_live_lag`); a daemon
-    whose tick stopped on it tries again at the next tick."""
-    pool = await open_pool(settings.mysql)
+    A daemon whose tick stopped on the live-lag guard tries again at the next tick."""
     server = await serve_metrics(settings, metrics) if daemon else None
     try:
-        bounds = limits(settings, kafka_admin)
-        wheel = Wheel(
-            projectors=projectors,
-            alias_for=settings.alias,
-            truth=MysqlTruthSide(pool, sync_hash_column=settings.repair.mysql_sync_hash_column),
-            index=EsIndexSide(es_client),
-            state=MysqlWheelState(pool),
-            healer=Healer(
-                MysqlOutbox(pool),
-                appends_per_s=settings.repair.appends_per_s,
-                dry_run=dry_run,
-                guard=bounds.lag,
-                batch_size=settings.repair.append_batch,
-            ),
-            config=wheel_config(settings),
-            progress=progress,
-            limits=bounds,
-        )
         stop = stop or asyncio.Event()
         while True:
             limit = settings.repair.daemon_buckets_per_tick if daemon else None
@@ -139,7 +107,6 @@ async def run_repair(
     finally:
         if server is not None:
             await server.close()
-        await close_pool(pool)
 
 
 async def serve_metrics(settings: Settings, metrics: RepairMetrics) -> HealthServer | None:
@@ -151,7 +118,7 @@ async def serve_metrics(settings: Settings, metrics: RepairMetrics) -> HealthSer
     server = HealthServer(
         settings.observability.metrics_host,
         port,
-        metrics,  # type: ignore[arg-type]  # anything with render() serves /metrics
+        metrics,
         lambda: HealthReport(ready=True, details={"repair": "daemon"}),
         port_setting="repair.metrics_port",
     )

@@ -1,17 +1,17 @@
-"""What the wheel reads: the ports to each side, and their in-memory implementations.
+"""What the wheel reads from each side.
 
-- `TruthSide.bucket_page`: rows of one key range after `after`, at most `limit`: id, revision,
-  deleted_at, and the projector's columns only when `content` is asked.
+- `Truth.bucket_page` (`searchsync.mysql.truth`): rows of one key range after `after`, at most
+  `limit`: id, revision, deleted_at, and the projector's columns only when `content` is asked.
 - `IndexSide.bucket_page`: documents of one ``sync_hash`` range after `after`: ``_id``,
   ``_version`` (the external version: ``source_revision``),
   ``projection_schema_version``, ``is_deleted``; ``projection_hash`` and the whole ``_source``
   only when `content` is asked.
-- A page resumes after a `Position`, the (bucket key, id) of the last entry the side returned;
-  each side pages in an order of its own, (key, id) where the key is indexed, id alone where it
-  is not, and the caller only hands back what the side returned last.
-- `by_ids` on both: the settle re-check of findings (always with content).
+- A page resumes after a `BucketCursor`, the (bucket key, id) of the last entry the side
+  returned; each side pages in an order of its own, (key, id) where the key is indexed, id alone
+  where it is not, and the caller only hands back what the side returned last.
+- `IndexSide.by_ids` and `truth_by_ids`: the settle re-check of findings (always with content).
 
-MySQL: `searchsync.ops.repair.mysql_side`; Elasticsearch: `searchsync.ops.repair.es_side`.
+Elasticsearch: `searchsync.ops.repair.es_side`.
 """
 
 from __future__ import annotations
@@ -19,55 +19,29 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from searchsync.mysql.truth import InMemoryTruth
-from searchsync.ops.repair.buckets import key_hash
-from searchsync.ops.repair.model import IndexEntry, TruthEntry
-from searchsync.projection import Projector, Row
-from searchsync.search.fake import InMemoryIndex
+from searchsync.mysql.truth import Truth, TruthEntry
+from searchsync.mysql.truth_buckets import entry_of_row
+from searchsync.ops.repair.model import IndexEntry
+from searchsync.projection import Projector
+from searchsync.types import BucketCursor
 
-__all__ = [
-    "InMemoryIndexSide",
-    "InMemoryTruthSide",
-    "IndexSide",
-    "Position",
-    "TruthSide",
-    "entry_of_row",
-]
-
-Position = tuple[int, str]
-"""Where a key-range page resumes: the bucket key and the id of the last entry returned."""
-
-
-class TruthSide(Protocol):
-    async def bucket_page(
-        self,
-        projector: Projector,
-        lo: int,
-        hi: int,
-        after: Position | None,
-        limit: int,
-        *,
-        content: bool,
-    ) -> list[TruthEntry]: ...
-
-    async def by_ids(self, projector: Projector, ids: Sequence[str]) -> dict[str, TruthEntry]: ...
+__all__ = ["IndexSide", "entry_of_source", "truth_by_ids"]
 
 
 class IndexSide(Protocol):
     async def bucket_page(
-        self, alias: str, lo: int, hi: int, after: Position | None, limit: int, *, content: bool
+        self, alias: str, lo: int, hi: int, after: BucketCursor | None, limit: int, *, content: bool
     ) -> list[IndexEntry]: ...
 
     async def by_ids(self, alias: str, ids: Sequence[str]) -> dict[str, IndexEntry]: ...
 
 
-def entry_of_row(row: Row, *, content: bool) -> TruthEntry:
-    return TruthEntry(
-        id=str(row["id"]),
-        revision=int(row["revision"]),
-        deleted=row.get("deleted_at") is not None,
-        row=row if content else None,
-    )
+async def truth_by_ids(
+    truth: Truth, projector: Projector, ids: Sequence[str]
+) -> dict[str, TruthEntry]:
+    """The rows of `ids` read from the primary, as entries with content (the settle re-check)."""
+    rows = await truth.rows_by_id(projector, ids, primary=True)
+    return {i: entry_of_row(r, content=True) for i, r in rows.items()}
 
 
 def entry_of_source(
@@ -83,73 +57,3 @@ def entry_of_source(
         source.get("is_deleted") is True,
         source if content else None,
     )
-
-
-class InMemoryTruthSide:
-    """`TruthSide` over an `InMemoryTruth` (the hash computed per row, as MySQL would)."""
-
-    def __init__(self, truth: InMemoryTruth) -> None:
-        self._truth = truth
-        self.pages = 0
-
-    async def bucket_page(
-        self,
-        projector: Projector,
-        lo: int,
-        hi: int,
-        after: Position | None,
-        limit: int,
-        *,
-        content: bool,
-    ) -> list[TruthEntry]:
-        self.pages += 1
-        rows = self._truth.tables.get(projector.table, {})
-        ids = sorted(
-            i
-            for i in rows
-            if (after is None or i > after[1]) and lo <= key_hash(projector.aggregate_type, i) < hi
-        )
-        return [entry_of_row(rows[i], content=content) for i in ids[:limit]]
-
-    async def by_ids(self, projector: Projector, ids: Sequence[str]) -> dict[str, TruthEntry]:
-        rows = await self._truth.rows_by_id(projector, ids, primary=True)
-        return {i: entry_of_row(r, content=True) for i, r in rows.items()}
-
-
-class InMemoryIndexSide:
-    """`IndexSide` over an `InMemoryIndex` (the stored ``sync_hash`` selects the bucket)."""
-
-    def __init__(self, index: InMemoryIndex) -> None:
-        self._index = index
-        self.pages = 0
-        self.fail_on_page: int | None = None  # raise ConnectionError on that page (1-based)
-
-    def _docs(self, alias: str) -> dict[str, Any]:
-        target = self._index.alias_target(alias)
-        return {} if target is None else self._index.indices[target].docs
-
-    async def bucket_page(
-        self, alias: str, lo: int, hi: int, after: Position | None, limit: int, *, content: bool
-    ) -> list[IndexEntry]:
-        self.pages += 1
-        if self.fail_on_page is not None and self.pages >= self.fail_on_page:
-            raise ConnectionError("injected: the index side failed mid-bucket")
-        docs = self._docs(alias)
-        ids = sorted(
-            i
-            for i, d in docs.items()
-            if (after is None or i > after[1])
-            and isinstance(d.body.get("sync_hash"), int)
-            and lo <= d.body["sync_hash"] < hi
-        )
-        return [
-            entry_of_source(i, docs[i].version, docs[i].body, content=content) for i in ids[:limit]
-        ]
-
-    async def by_ids(self, alias: str, ids: Sequence[str]) -> dict[str, IndexEntry]:
-        docs = self._docs(alias)
-        return {
-            i: entry_of_source(i, docs[i].version, docs[i].body, content=True)
-            for i in ids
-            if i in docs
-        }

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from searchsync.mysql.truth import Truth
 from searchsync.ops.repair.compare import compare, still_holding
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import Limits, LiveLagTooHigh
@@ -24,7 +25,7 @@ from searchsync.ops.repair.model import Finding
 from searchsync.ops.repair.reader import BucketEntries, SpanReader
 from searchsync.ops.repair.report import BucketReport
 from searchsync.ops.repair.schedule import ewma
-from searchsync.ops.repair.sides import IndexSide, TruthSide
+from searchsync.ops.repair.sides import IndexSide, truth_by_ids
 from searchsync.ops.repair.state import BucketState, Epoch, WheelState
 from searchsync.projection import Projector
 
@@ -50,7 +51,7 @@ class SpanScan:
         self,
         *,
         reader: SpanReader,
-        truth: TruthSide,
+        truth: Truth,
         index: IndexSide,
         state: WheelState,
         healer: Healer,
@@ -196,7 +197,7 @@ class SpanScan:
             return []
         await self._sleep(self._settle_s)
         ids = sorted({f.id for f in candidates})
-        rows = await self._truth.by_ids(projector, ids)
+        rows = await truth_by_ids(self._truth, projector, ids)
         await self._limits.mysql_rows.take(len(ids))
         await self._limits.es_requests.take(1)
         docs = await self._index.by_ids(alias, ids)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -21,7 +21,6 @@ from searchsync.mysql.pool import db_time, expand_in, transaction, translate_err
 __all__ = [
     "BucketState",
     "Epoch",
-    "InMemoryWheelState",
     "MysqlWheelState",
     "WheelSnapshot",
     "WheelState",
@@ -101,47 +100,6 @@ async def snapshot(store: WheelState, aggregate_types: list[str]) -> dict[str, W
         buckets = {} if epoch is None else await store.buckets(epoch)
         out[t] = WheelSnapshot(t, epoch, buckets)
     return out
-
-
-class InMemoryWheelState:
-    def __init__(self) -> None:
-        self.epochs: dict[str, list[Epoch]] = {}
-        self.states: dict[tuple[str, int], dict[int, BucketState]] = {}
-
-    async def current_epoch(self, aggregate_type: str) -> Epoch | None:
-        epochs = self.epochs.get(aggregate_type)
-        return epochs[-1] if epochs else None
-
-    async def start_epoch(self, aggregate_type: str, m: int, canon: int, now: datetime) -> Epoch:
-        epochs = self.epochs.setdefault(aggregate_type, [])
-        epoch = Epoch(aggregate_type, len(epochs) + 1, m, canon)
-        epochs.append(epoch)
-        self.states[(aggregate_type, epoch.epoch)] = {b: BucketState(b) for b in range(m)}
-        return epoch
-
-    async def buckets(self, epoch: Epoch) -> dict[int, BucketState]:
-        return dict(self.states[(epoch.aggregate_type, epoch.epoch)])
-
-    async def begin(self, epoch: Epoch, bucket: int) -> int:
-        states = self.states[(epoch.aggregate_type, epoch.epoch)]
-        generation = states[bucket].generation + 1
-        states[bucket] = replace(states[bucket], running_generation=generation)
-        return generation
-
-    async def begin_many(self, epoch: Epoch, buckets: Sequence[int]) -> dict[int, int]:
-        return {b: await self.begin(epoch, b) for b in buckets}
-
-    async def complete_many(self, epoch: Epoch, states: Sequence[BucketState]) -> None:
-        for state in states:
-            await self.complete(epoch, state)
-
-    async def complete(self, epoch: Epoch, state: BucketState) -> None:
-        states = self.states[(epoch.aggregate_type, epoch.epoch)]
-        if states[state.bucket].running_generation != state.generation:
-            raise RuntimeError(f"bucket {state.bucket}: generation {state.generation} not running")
-        self.states[(epoch.aggregate_type, epoch.epoch)][state.bucket] = replace(
-            state, running_generation=None
-        )
 
 
 class MysqlWheelState:

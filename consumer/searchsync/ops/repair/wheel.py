@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from searchsync.clock import utc_now
+from searchsync.mysql.truth import Truth
 from searchsync.ops.chunks import ChunkController
 from searchsync.ops.repair.buckets import WHEEL_CANONICALIZATION_VERSION
 from searchsync.ops.repair.heal import Healer
@@ -36,7 +37,7 @@ from searchsync.ops.repair.load import Limits, LiveLagTooHigh
 from searchsync.ops.repair.reader import SpanReader
 from searchsync.ops.repair.report import BucketReport, RotationReport
 from searchsync.ops.repair.schedule import Choice, SchedulePolicy, choose
-from searchsync.ops.repair.sides import IndexSide, TruthSide
+from searchsync.ops.repair.sides import IndexSide
 from searchsync.ops.repair.span import SpanRead, SpanScan
 from searchsync.ops.repair.state import BucketState, Epoch, WheelState, ensure_epoch
 from searchsync.projection import Projector
@@ -67,7 +68,7 @@ class Wheel:
         *,
         projectors: Sequence[Projector],
         alias_for: Callable[[str], str],
-        truth: TruthSide,
+        truth: Truth,
         index: IndexSide,
         state: WheelState,
         healer: Healer,
@@ -205,13 +206,6 @@ class Wheel:
         except LiveLagTooHigh as exc:
             return str(exc)
         return await self._scan.read(projector, epoch, [states[c.bucket] for c in span])
-
-    async def scan_bucket(
-        self, projector: Projector, epoch: Epoch, prior: BucketState
-    ) -> BucketReport:
-        """One bucket on its own: a span of one."""
-        [report] = await self.scan_span(projector, epoch, [prior])
-        return report
 
     async def scan_span(
         self, projector: Projector, epoch: Epoch, priors: Sequence[BucketState]

@@ -1,4 +1,5 @@
-"""The few Elasticsearch queries `InMemoryIndex.search` understands, evaluated on one document.
+"""The few Elasticsearch queries the search fake's `InMemoryIndex.search` understands, on one
+document.
 
 ``match_all``, ``ids``, ``term`` and ``terms`` (exact values), ``match`` (every word of the
 text appears among the field's lower-cased words) and ``bool`` (``must``/``filter`` all hold,

@@ -1,9 +1,5 @@
-"""An in-memory search engine with Elasticsearch's external-version and alias semantics.
-
-`InMemoryIndex` implements `SearchIndex`; its `admin` attribute (an `InMemoryIndexAdmin` over
-the same state) implements `IndexAdmin`. They exist so the port contract (tests/contract) and
-any pipeline test run without a cluster; the same contract runs against a real node. The rules
-kept are the ones searchsync relies on:
+"""The `SearchIndex` fake: an in-memory search engine with Elasticsearch's external-version and
+alias semantics, as searchsync relies on them.
 
 - writes go through an alias only (``require_alias=true``): a name that is not an alias,
   including a physical index name, answers 404 ``index_not_found_exception``; an alias with
@@ -14,10 +10,8 @@ kept are the ones searchsync relies on:
 - with a ``dynamic: strict`` mapping, a top-level field not in the mapping answers 400
   ``strict_dynamic_mapping_exception``; a body that is not a JSON object answers 400
   ``document_parsing_exception``;
-- aliases: at most one write index each; a swap is all or nothing; deleting an index removes
-  the aliases on it; document counts are exact at once (a real node's need a refresh);
 - a write alias comes with its read alias, filtered on ``is_deleted: false``: `search`
-  through it applies the filter (the queries it understands: `searchsync.search.fake_query`);
+  through it applies the filter (the queries it understands: `tests.fakes.search_query`);
   searches see every write at once (a real node's after its next refresh).
 
 `inject_failures` scripts item failures (429, 5xx, 400, status 0 for "no response") for the
@@ -28,17 +22,14 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import orjson
-
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.naming import read_alias_name
-from searchsync.search.fake_admin import InMemoryIndexAdmin
-from searchsync.search.fake_query import matches
-from searchsync.search.port import DEFAULT_REFRESH_INTERVAL, LIVE_FILTER, effective_write_index
+from searchsync.search.port import LIVE_FILTER
 from searchsync.search.reads import StoredDocument
 from searchsync.search.sink import (
     EXTERNAL_GTE,
@@ -48,25 +39,11 @@ from searchsync.search.sink import (
     stored_projection,
 )
 
-__all__ = ["InMemoryIndex", "InMemoryIndexAdmin", "PhysicalWriter", "StoredDoc"]
+from tests.fakes.index_admin import InMemoryIndexAdmin
+from tests.fakes.search_query import matches
+from tests.fakes.search_state import IndexState, StoredDoc, utc_now
 
-
-@dataclass(frozen=True, slots=True)
-class StoredDoc:
-    version: int
-    body: dict[str, Any]
-
-
-@dataclass(slots=True)
-class FakeIndexState:
-    """One physical index."""
-
-    properties: frozenset[str] | None  # None: the mapping is not strict
-    meta: dict[str, Any]
-    created_at: datetime
-    replicas: int
-    refresh_interval: str = DEFAULT_REFRESH_INTERVAL
-    docs: dict[str, StoredDoc] = field(default_factory=dict)
+__all__ = ["InMemoryIndex", "PhysicalWriter"]
 
 
 @dataclass(slots=True)
@@ -78,18 +55,11 @@ class _Failure:
     doc_id: str | None
 
 
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
+class InMemoryIndex(IndexState):
+    """The `SearchIndex` fake; its `admin` is the `IndexAdmin` fake over the same state."""
 
-
-class InMemoryIndex:
-    """Indices, aliases and documents in dicts. Not thread-safe; one event loop only."""
-
-    def __init__(self, *, clock: Callable[[], datetime] = _utcnow) -> None:
-        self.indices: dict[str, FakeIndexState] = {}
-        self.aliases: dict[str, dict[str, bool | None]] = {}  # alias -> {index: is_write_index}
-        self.alias_filters: dict[str, Mapping[str, Any]] = {}  # filtered alias -> its filter
-        self.clock = clock
+    def __init__(self, *, clock: Callable[[], datetime] = utc_now) -> None:
+        super().__init__(clock=clock)
         self._failures: deque[_Failure] = deque()
         self.bulk_calls: list[int] = []  # ops per bulk_index call, for assertions
         self.admin = InMemoryIndexAdmin(self)
@@ -110,37 +80,6 @@ class InMemoryIndex:
         self.aliases[alias] = {index: True}
         self.aliases[read_alias_name(alias)] = {index: False}
         self.alias_filters[read_alias_name(alias)] = LIVE_FILTER
-
-    def remove_alias(self, alias: str) -> None:
-        self.aliases.pop(alias, None)
-        self.aliases.pop(read_alias_name(alias), None)
-
-    def alias_target(self, alias: str) -> str | None:
-        """The write index of `alias` (None: no such alias, or no write index)."""
-        return effective_write_index(self.aliases.get(alias, {}))
-
-    def exists(self, name: str) -> bool:
-        """True when `name` is an index or an alias."""
-        return name in self.indices or name in self.aliases
-
-    def get(self, name: str, doc_id: str) -> StoredDoc | None:
-        """The stored document under an alias (its write index) or index name (None: absent)."""
-        index = self.alias_target(name) if name in self.aliases else name
-        state = self.indices.get(index or "")
-        return None if state is None else state.docs.get(doc_id)
-
-    def add_index(self, name: str, body: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
-        """Create `name` from an index body (no checks: callers check)."""
-        mappings = body.get("mappings", {})
-        strict = mappings.get("dynamic") == "strict"
-        settings = _flat_settings(body.get("settings", {}))
-        self.indices[name] = FakeIndexState(
-            properties=frozenset(mappings.get("properties", {})) if strict else None,
-            meta={**mappings.get("_meta", {}), **meta},
-            created_at=self.clock(),
-            replicas=int(settings.get("number_of_replicas", 1)),
-            refresh_interval=str(settings.get("refresh_interval", DEFAULT_REFRESH_INTERVAL)),
-        )
 
     # -- fault injection ---------------------------------------------------------------------
 
@@ -286,15 +225,3 @@ class PhysicalWriter:
 
     async def refresh(self, alias: str) -> None:
         await self._index.refresh(alias)
-
-
-def _flat_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """``{"number_of_replicas": 0}`` from any of the forms Elasticsearch accepts: flat,
-    ``{"index": {...}}`` or ``{"index.number_of_replicas": 0}``."""
-    flat: dict[str, Any] = {}
-    for key, value in settings.items():
-        if key == "index" and isinstance(value, Mapping):
-            flat.update(_flat_settings(value))
-        else:
-            flat[key.removeprefix("index.")] = value
-    return flat

@@ -1,12 +1,14 @@
-"""`IndexAdmin` over an `InMemoryIndex`'s state (see `searchsync.search.fake` for the rules).
+"""The `IndexAdmin` fake: an in-memory search engine's indices and aliases.
 
-Each check is the one a real node makes, and a refused operation changes nothing.
+Each check is the one a real node makes, and a refused operation changes nothing: aliases have at
+most one write index each; a swap is all or nothing; deleting an index removes the aliases on it;
+document counts are exact at once (a real node's need a refresh).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from searchsync.naming import check_index_name, physical_version, read_alias_name
 from searchsync.search.port import (
@@ -20,16 +22,15 @@ from searchsync.search.port import (
     effective_write_index,
 )
 
-if TYPE_CHECKING:
-    from searchsync.search.fake import InMemoryIndex
+from tests.fakes.search_state import IndexState
 
 __all__ = ["InMemoryIndexAdmin"]
 
 
 class InMemoryIndexAdmin:
-    """The index-admin port in memory; `InMemoryIndex.admin` is one."""
+    """`IndexAdmin` over an `IndexState`; `InMemoryIndex.admin` is one over that index."""
 
-    def __init__(self, state: InMemoryIndex) -> None:
+    def __init__(self, state: IndexState) -> None:
         self._state = state
 
     async def exists(self, name: str) -> bool:

@@ -1,7 +1,8 @@
 """The projection state off the hot path: outcomes coalesced per key, written on a timer.
 
-A batch's `StateUpdate`s are merged into one entry per (aggregate type, id) instead of being
-upserted at once; `flush` writes every entry in one ordered batch of upserts
+The pipeline reports each work's outcome (`applied`, `failed`) and ends each batch
+(`end_batch`); the batch's `StateUpdate`s are merged into one entry per (aggregate type, id)
+instead of being upserted at once; `flush` writes every entry in one ordered batch of upserts
 (``consumer/searchsync/mysql/state.py``). The pipeline flushes when `due` (every `interval_s`), when
 partitions are revoked, and at shutdown, so after a quiet period the table says what the index
 holds, exactly as if every update had been written when it happened:
@@ -128,6 +129,47 @@ class StateBuffer:
         self._entries: dict[tuple[str, str], _Entry] = {}
         self._next = clock() + interval_s
         self._flushing: asyncio.Task[None] | None = None
+        self._batch: list[StateUpdate] = []
+
+    def applied(
+        self,
+        aggregate_type: str,
+        aggregate_id: str,
+        source_revision: int,
+        indexed_revision: int,
+        schema_version: int | None,
+        projection_hash: str,
+    ) -> None:
+        """A document of this batch was written (or found written) at `indexed_revision`."""
+        self._batch.append(
+            StateUpdate(
+                aggregate_type,
+                aggregate_id,
+                source_revision,
+                indexed_revision=indexed_revision,
+                schema_version=schema_version,
+                projection_hash=projection_hash,
+            )
+        )
+
+    def failed(
+        self, aggregate_type: str, aggregate_id: str, source_revision: int, code: str, message: str
+    ) -> None:
+        """A work of this batch failed with `code` (retried or dead-lettered)."""
+        self._batch.append(
+            StateUpdate(
+                aggregate_type,
+                aggregate_id,
+                source_revision,
+                error_code=code,
+                error_message=message,
+            )
+        )
+
+    def end_batch(self) -> None:
+        """Merge the outcomes reported since the last batch (they all happened now)."""
+        batch, self._batch = self._batch, []
+        self.add(batch)
 
     def __len__(self) -> int:
         return len(self._entries)

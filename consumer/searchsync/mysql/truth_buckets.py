@@ -1,0 +1,160 @@
+"""The repair wheel's page of one bucket key range of an aggregate table (docs/design.md, "Repair").
+
+A bucket page is ``WHERE <key> >= lo AND <key> < hi AND <after the cursor> ORDER BY ... LIMIT n``.
+Without the optional column the key is ``CRC32(CONCAT('<type>:', id))`` computed per row, and
+pages are keyset by id: each bucket reads the whole id range (a keyset scan of the primary key, the
+hash evaluated per row). With the optional migration ``schemas/sql/optional/sync_bucket.sql`` (a
+stored generated column ``sync_hash`` and an index ``(sync_hash, id)``) and
+``repair.mysql_sync_hash_column = true`` pages are keyset by ``(sync_hash, id)``: each page is one
+range of that index, read in its order, no sort.
+
+Light pages (no content) come back packed in one GROUP_CONCAT row (`_packed`, `unpack_light`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import aiomysql
+
+from searchsync.mysql.pool import transaction, translate_errors
+from searchsync.projection import Projector, Row
+from searchsync.types import BucketCursor
+
+__all__ = ["TruthEntry", "bucket_page", "entry_of_row", "prefix_range", "unpack_light"]
+
+
+@dataclass(slots=True)
+class TruthEntry:
+    """One row as the wheel reads it; `row` holds the projector's columns when content is
+    checked (None otherwise). Not frozen: a rotation makes one per row and per document, and a
+    frozen dataclass costs about four times as much to build; nothing changes one after it is
+    made."""
+
+    id: str
+    revision: int
+    deleted: bool
+    row: Row | None = None
+
+
+def entry_of_row(row: Row, *, content: bool) -> TruthEntry:
+    return TruthEntry(
+        id=str(row["id"]),
+        revision=int(row["revision"]),
+        deleted=row.get("deleted_at") is not None,
+        row=row if content else None,
+    )
+
+
+async def bucket_page(
+    pool: aiomysql.Pool,
+    projector: Projector,
+    lo: int,
+    hi: int,
+    after: BucketCursor | None,
+    limit: int,
+    *,
+    content: bool,
+    sync_hash_column: bool,
+    id_prefix: str,
+) -> list[TruthEntry]:
+    """At most `limit` rows of the table whose bucket key is in ``[lo, hi)``, after `after`;
+    with `id_prefix`, only ids starting with it."""
+    columns = projector.columns if content else ("id", "revision", "deleted_at")
+    select = ", ".join(f"`{c}`" for c in columns)
+    args: list[Any]
+    if sync_hash_column:  # the index (sync_hash, id): pages in that order, each an index range
+        key, args, order = "`sync_hash`", [max(lo, after[0]) if after else lo, hi], _BY_KEY
+        where = f"{key} >= %s AND {key} < %s"
+        if after is not None:
+            where += " AND (`sync_hash` > %s OR `id` > %s)"
+            args.extend(after)
+    else:  # the key per row, a keyset scan of the primary key
+        key, order = "CRC32(CONCAT(%s, `id`))", "`id`"
+        args = [f"{projector.aggregate_type}:", lo, f"{projector.aggregate_type}:", hi]
+        where = f"{key} >= %s AND {key} < %s"
+        if after is not None:
+            where += " AND `id` > %s"
+            args.append(after[1])
+    if id_prefix:
+        where += " AND `id` >= %s AND `id` < %s"
+        args.extend(prefix_range(id_prefix))
+    src = f"`{projector.table}` WHERE {where} ORDER BY {order} LIMIT %s"
+    args.append(limit)
+    async with transaction(pool) as conn:
+        with translate_errors(f"repair scan {projector.table}"):
+            if content:
+                async with conn.cursor(aiomysql.DictCursor) as cur:
+                    await cur.execute(f"SELECT {select} FROM {src}", tuple(args))
+                    rows: Iterable[dict[str, Any]] = await cur.fetchall()
+                return [entry_of_row(r, content=True) for r in rows]
+            async with conn.cursor() as cur:
+                await cur.execute(_packed(src, order), tuple(args))
+                packed = await cur.fetchone()
+                light = unpack_light(packed, max_len=_PACKED_MAX)
+                if light is None:  # truncated or unexpected: the same page as tuples
+                    await cur.execute(f"SELECT {select} FROM {src}", tuple(args))
+                    tuples: Iterable[tuple[Any, ...]] = await cur.fetchall()
+                    light = [TruthEntry(str(i), int(r), d is not None) for i, r, d in tuples]
+    return light
+
+
+_PACKED_MAX: Final = 16 * 1024 * 1024
+_BY_KEY: Final = "`sync_hash`, `id`"
+
+
+def _packed(src: str, order: str) -> str:
+    """A light page as one row: its row count and ``hex(id),revision,deleted`` triples in page
+    order. aiomysql parses a result row in Python (about 20 us a row); one string split in C
+    costs a fraction of that. `unpack_light` checks the count and the length, so a truncated
+    string is never taken for a short page."""
+    key = ", `sync_hash`" if order == _BY_KEY else ""
+    return (
+        f"SET STATEMENT group_concat_max_len = {_PACKED_MAX} FOR SELECT COUNT(*),"
+        " GROUP_CONCAT(CONCAT_WS(',', HEX(`id`), `revision`, `deleted_at` IS NOT NULL)"
+        f" ORDER BY {order} SEPARATOR ',')"
+        f" FROM (SELECT `id`, `revision`, `deleted_at`{key} FROM {src}) AS page"
+    )
+
+
+def unpack_light(
+    packed: Sequence[Any] | None, *, max_len: int = _PACKED_MAX
+) -> list[TruthEntry] | None:
+    """The entries of a `_PACKED` page, or None when it does not hold exactly COUNT(*) well-formed
+    triples: the string reached `max_len` (MariaDB cuts a GROUP_CONCAT there, with a warning
+    only; the text is ASCII, so it is cut exactly at that length), or a field is NULL or
+    malformed. The caller then reads the page as rows."""
+    if packed is None:
+        return None
+    count, text = packed
+    if not count:
+        return []
+    if isinstance(text, bytes | bytearray):
+        text = text.decode("ascii", "replace")
+    if not isinstance(text, str) or len(text) >= max_len:
+        return None
+    parts = text.split(",")
+    if len(parts) != 3 * count:
+        return None
+    flags = parts[2::3]
+    if any(d != "0" and d != "1" for d in flags):
+        return None
+    try:
+        return [
+            TruthEntry(bytes.fromhex(h).decode("utf-8"), int(r), d == "1")
+            for h, r, d in zip(parts[0::3], parts[1::3], flags, strict=True)
+        ]
+    except ValueError:
+        return None
+
+
+def prefix_range(prefix: str) -> tuple[str, str]:
+    """``[lo, hi)`` holding exactly the ids that start with `prefix` under the table's binary
+    collation (``utf8mb4_bin``: code point order). Not ``LIKE 'prefix%'``: MariaDB 10.11's range
+    optimisation of that pattern on the primary key drops ids with 4-byte characters after the
+    prefix (a full scan finds them; seen on 10.11.19)."""
+    if not prefix:
+        raise ValueError("an empty prefix has no range")
+    return prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)

@@ -1,0 +1,105 @@
+"""The outside world of one process as ports: the MySQL tables over one pool, the search
+service over one client, the Kafka client factories, Kafka Connect and the DLQ replay ledger.
+
+`Ports` holds them already built (tests build it from fakes); `Tables.over` and `Search.over`
+build the real ones over an open pool and client (`searchsync.runtime.Runtime` opens those).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiomysql
+
+from searchsync.config import Settings
+from searchsync.dlq.ledger import ReplayLedger
+from searchsync.dlq.read import ConsumerFactory, kafka_consumer
+from searchsync.kafka.admin import AdminFactory, ConfluentKafkaAdmin
+from searchsync.kafka.producer import ProducerFactory, kafka_producer
+from searchsync.mysql.outbox import MysqlOutbox, Outbox
+from searchsync.mysql.state import ProjectionStateWriter, StateRecorder
+from searchsync.mysql.truth import MysqlTruth, Truth
+from searchsync.ops.prune import ConnectorState
+from searchsync.ops.rebuild.reader import EsIndexReader, IndexReader
+from searchsync.ops.rebuild.state import MysqlRebuildState, RebuildStateStore
+from searchsync.ops.repair.es_side import EsIndexSide
+from searchsync.ops.repair.sides import IndexSide
+from searchsync.ops.repair.state import MysqlWheelState, WheelState
+from searchsync.search.elasticsearch import EsIndexAdmin
+from searchsync.search.es_index import BulkSizer, EsIndex
+from searchsync.search.port import IndexAdmin
+from searchsync.search.reads import EsSearchReader, SearchReader
+from searchsync.search.sink import SearchIndex
+from searchsync.search.tombstones import EsTombstones, TombstoneStore
+
+__all__ = ["KafkaClients", "Ports", "Search", "Tables"]
+
+
+@dataclass(frozen=True, slots=True)
+class Tables:
+    """The MySQL tables searchsync reads and writes."""
+
+    truth: Truth
+    outbox: Outbox
+    projection_state: StateRecorder
+    rebuild_state: RebuildStateStore
+    wheel_state: WheelState
+
+    @classmethod
+    def over(cls, pool: aiomysql.Pool, settings: Settings) -> Tables:
+        return cls(
+            truth=MysqlTruth(pool, sync_hash_column=settings.repair.mysql_sync_hash_column),
+            outbox=MysqlOutbox(pool),
+            projection_state=ProjectionStateWriter(pool),
+            rebuild_state=MysqlRebuildState(pool),
+            wheel_state=MysqlWheelState(pool),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Search:
+    """The search service. `aliased` writes through aliases (``require_alias=true``, the live
+    consumer); `physical` writes the physical index it is given (a rebuild and its catch-up)."""
+
+    admin: IndexAdmin
+    aliased: SearchIndex
+    physical: SearchIndex
+    reader: IndexReader
+    repair_side: IndexSide
+    tombstones: TombstoneStore
+    searcher: SearchReader  # what an application reads back (searchsync.read)
+
+    @classmethod
+    def over(cls, client: Any, settings: Settings) -> Search:
+        es = settings.elasticsearch
+        sizer = BulkSizer(es.bulk_max_actions, es.bulk_max_bytes)
+        return cls(
+            admin=EsIndexAdmin(client),
+            aliased=EsIndex(client, sizer=sizer, require_alias=True),
+            physical=EsIndex(client, sizer=sizer, require_alias=False),
+            reader=EsIndexReader(client),
+            repair_side=EsIndexSide(client),
+            tombstones=EsTombstones(client),
+            searcher=EsSearchReader(client),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaClients:
+    """How Kafka clients are made from a client config (confluent-kafka's by default)."""
+
+    admin: AdminFactory = ConfluentKafkaAdmin
+    consumer: ConsumerFactory = kafka_consumer
+    producer: ProducerFactory = kafka_producer
+
+
+@dataclass(frozen=True, slots=True)
+class Ports:
+    """Every port, already built. The replay ledger is closed by the command that uses it."""
+
+    tables: Tables
+    search: Search
+    connect: ConnectorState
+    replay_ledger: ReplayLedger
+    kafka: KafkaClients = field(default_factory=KafkaClients)

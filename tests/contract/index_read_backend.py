@@ -1,0 +1,52 @@
+"""What the index read contracts (the repair's `IndexSide`, the rebuild's `IndexReader`) need from
+a backend, and the documents they write: the search contract's, plus ``sync_hash``."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import orjson
+from searchsync.ops.rebuild.reader import IndexReader
+from searchsync.ops.repair.sides import IndexSide
+from searchsync.search.sink import IndexOp
+
+from tests.contract.search_backend import MAPPING, SCHEMA_VERSION, Backend, body, physical, write
+
+READ_MAPPING: dict[str, Any] = {
+    **MAPPING,
+    "mappings": {
+        **MAPPING["mappings"],
+        "properties": {**MAPPING["mappings"]["properties"], "sync_hash": {"type": "long"}},
+    },
+}
+
+
+class ReadBackend(Backend, Protocol):
+    reader: IndexReader
+    side: IndexSide
+
+
+def doc(
+    doc_id: str,
+    version: int,
+    sync_hash: int,
+    *,
+    title: str = "t",
+    deleted: bool = False,
+    schema: int = SCHEMA_VERSION,
+) -> tuple[int, dict[str, Any]]:
+    """(version, body): a document of the contract mapping in bucket key `sync_hash`."""
+    fields = {"sync_hash": sync_hash, "projection_schema_version": schema}
+    return version, body(doc_id, version, title=title, deleted=deleted) | fields
+
+
+async def filled(h: ReadBackend, docs: dict[str, tuple[int, dict[str, Any]]]) -> tuple[str, str]:
+    """A fresh alias over a fresh ``<alias>_v1`` holding `docs` ({id: (version, body)}),
+    refreshed; returns the alias and the index."""
+    alias = h.fresh_alias()
+    index = physical(alias)
+    await h.admin.create_index(index, READ_MAPPING, alias=alias)
+    ops = [IndexOp(alias, i, v, orjson.dumps(source)) for i, (v, source) in docs.items()]
+    await write(h, *ops)
+    await h.reader.refresh(index)
+    return alias, index

@@ -1,0 +1,111 @@
+"""`Truth` over rows and revision floors a test puts in; no SQL anywhere."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from searchsync.mysql.truth import TruthEntry
+from searchsync.mysql.truth_buckets import entry_of_row
+from searchsync.ops.repair.buckets import key_hash
+from searchsync.projection import Projector, Row
+from searchsync.types import BucketCursor
+
+__all__ = ["FakeTruth"]
+
+
+class FakeTruth:
+    """Rows are kept per table and ordered by Python's string order (ids in tests are ASCII, so
+    it is the database's too). `primary_tables` lets a test model a lagging replica:
+    ``primary=True`` reads them first, then `tables`. `calls` records each `rows_by_id`'s ids and
+    `primary` flag; `pages` counts `bucket_page` calls."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, dict[str, Row]] = {}
+        self.primary_tables: dict[str, dict[str, Row]] = {}
+        self.floors: dict[tuple[str, str], int] = {}
+        self.calls: list[tuple[tuple[str, ...], bool]] = []
+        self.pages = 0
+
+    def put(self, row: Mapping[str, Any], *, table: str, primary_only: bool = False) -> None:
+        """Store `row` under ``row["id"]`` in `table` (replacing any earlier row of that id)."""
+        target = self.primary_tables if primary_only else self.tables
+        target.setdefault(table, {})[str(row["id"])] = dict(row)
+
+    def remove(self, row_id: str, *, table: str) -> None:
+        self.tables.get(table, {}).pop(row_id, None)
+        self.primary_tables.get(table, {}).pop(row_id, None)
+
+    def put_floor(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
+        self.floors[(aggregate_type, aggregate_id)] = revision
+
+    async def rows_by_id(
+        self, projector: Projector, ids: Sequence[str], *, primary: bool = False
+    ) -> dict[str, Row]:
+        unique = _unique(ids)
+        self.calls.append((tuple(unique), primary))
+        rows = self.tables.get(projector.table, {})
+        primary_rows = self.primary_tables.get(projector.table, {})
+        found: dict[str, Row] = {}
+        for row_id in unique:
+            row = primary_rows.get(row_id) if primary else None
+            if row is None:
+                row = rows.get(row_id)
+            if row is not None:
+                found[row_id] = _columns(row, projector)
+        return found
+
+    async def revision_floors(
+        self, aggregate_type: str, ids: Sequence[str], *, primary: bool = False
+    ) -> dict[str, int]:
+        floors = ((i, self.floors.get((aggregate_type, i))) for i in _unique(ids))
+        return {i: revision for i, revision in floors if revision is not None}
+
+    async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]:
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, got {limit}")
+        rows = self.tables.get(projector.table, {})
+        ids = sorted(i for i in rows if after_id is None or i > after_id)
+        return [_columns(rows[i], projector) for i in ids[:limit]]
+
+    async def floor_page(
+        self, aggregate_type: str, after_id: str | None, limit: int
+    ) -> list[tuple[str, int]]:
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, got {limit}")
+        ids = sorted(i for t, i in self.floors if t == aggregate_type and i > (after_id or ""))
+        return [(i, self.floors[(aggregate_type, i)]) for i in ids[:limit]]
+
+    async def count(self, projector: Projector) -> int:
+        return len(self.tables.get(projector.table, {}))
+
+    async def bucket_page(
+        self,
+        projector: Projector,
+        lo: int,
+        hi: int,
+        after: BucketCursor | None,
+        limit: int,
+        *,
+        content: bool,
+    ) -> list[TruthEntry]:
+        """Keyset by id, the bucket key computed per row (as MySQL without ``sync_hash``)."""
+        self.pages += 1
+        rows = self.tables.get(projector.table, {})
+        ids = sorted(
+            i
+            for i in rows
+            if (after is None or i > after[1]) and lo <= key_hash(projector.aggregate_type, i) < hi
+        )
+        return [entry_of_row(_columns(rows[i], projector), content=content) for i in ids[:limit]]
+
+
+def _columns(row: Row, projector: Projector) -> Row:
+    """`row` as the database would return it for the projector's columns."""
+    return {c: row[c] for c in projector.columns if c in row}
+
+
+def _unique(ids: Sequence[str]) -> list[str]:
+    if isinstance(ids, str):
+        raise TypeError("ids must be a sequence of ids, not one string")
+    return list(dict.fromkeys(ids))

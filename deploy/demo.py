@@ -5,6 +5,10 @@
 4. wait until every document equals the projection of its row, 5. a search hit, the lag, the
 metrics URL. The consumer keeps running afterwards; `make down` stops the stack, and
 `kill $(cat .stack/run/searchsync.pid)` stops the consumer alone.
+
+``RELAY=polling make demo`` runs it without Kafka Connect (deploy/local/stack.sh does not start
+it): `searchsync relay run` publishes the outbox instead (docs/relay.md), started here in the
+background like the consumer (`.stack/run/relay.pid`, metrics on :9465).
 """
 
 from __future__ import annotations
@@ -52,8 +56,11 @@ def progress(text: str, final: bool) -> None:
         say(text)
 
 
-def consumer_running() -> bool:
-    pid_file = RUN / "searchsync.pid"
+RELAY_METRICS_PORT = 9465
+
+
+def running(name: str = "searchsync") -> bool:
+    pid_file = RUN / f"{name}.pid"
     if not pid_file.exists():
         return False
     try:
@@ -63,18 +70,46 @@ def consumer_running() -> bool:
     return True
 
 
-def start_consumer() -> None:
+def start(name: str, command: list[str], env: dict[str, str] | None = None) -> None:
+    """`searchsync <command>` in the background, its pid in .stack/run/<name>.pid."""
     RUN.mkdir(parents=True, exist_ok=True)
     LOGS.mkdir(parents=True, exist_ok=True)
-    log = (LOGS / "searchsync.log").open("ab")
+    log = (LOGS / f"{name}.log").open("ab")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "searchsync", "run"],
+        [sys.executable, "-m", "searchsync", *command],
         cwd=REPO,
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        env={**os.environ, **(env or {})},
     )
-    (RUN / "searchsync.pid").write_text(str(proc.pid))
+    (RUN / f"{name}.pid").write_text(str(proc.pid))
+
+
+def start_relay() -> bool:
+    """With ``RELAY=polling``: make sure `searchsync relay run` publishes the outbox."""
+    mode = os.environ.get("RELAY", "debezium")
+    if mode not in ("debezium", "polling"):
+        say(f"RELAY={mode}: expected polling or debezium")
+        return False
+    if mode == "debezium":
+        return True
+    if running("relay"):
+        say("the relay is already running")
+        return True
+    start(
+        "relay",
+        ["relay", "run"],
+        {
+            "SEARCHSYNC_RELAY_ENABLED": "true",
+            "SEARCHSYNC_RELAY_METRICS_PORT": str(RELAY_METRICS_PORT),
+        },
+    )
+    say(
+        f"started the polling relay instead of Kafka Connect (log {LOGS / 'relay.log'}, "
+        f"metrics http://127.0.0.1:{RELAY_METRICS_PORT}/metrics)"
+    )
+    return True
 
 
 def http_get(url: str) -> tuple[int, str]:
@@ -103,7 +138,9 @@ async def main() -> int:
         )
         say(f"index init: {alias} -> {result.index} ({result.action.value})")
 
-        if consumer_running():
+        if not start_relay():
+            return 1
+        if running():
             say("the consumer is already running")
         elif http_get(health_url)[0] != 0:
             say(
@@ -112,7 +149,7 @@ async def main() -> int:
             )
             return 1
         else:
-            start_consumer()
+            start("searchsync", ["run"])
             say(f"started the consumer (log {LOGS / 'searchsync.log'})")
         deadline = time.monotonic() + 90
         while http_get(health_url)[0] != 200:
@@ -120,7 +157,7 @@ async def main() -> int:
                 say(f"the consumer did not become ready; {health_url}: {http_get(health_url)}")
                 say(f"see {LOGS / 'searchsync.log'}")
                 return 1
-            if not consumer_running():
+            if not running():
                 say(f"the consumer exited; see {LOGS / 'searchsync.log'}")
                 return 1
             await asyncio.sleep(0.2)

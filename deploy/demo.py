@@ -27,9 +27,12 @@ from searchsync.config import load_settings
 from searchsync.devtools.loadgen import run_loadgen
 from searchsync.mysql.pool import create_pool
 from searchsync.mysql.truth import MysqlTruth
+from searchsync.naming import read_alias_name
 from searchsync.projection import registry_from_settings
+from searchsync.read import Until, wait_for_revision
 from searchsync.search.admin import init_index
 from searchsync.search.client import make_es_client
+from searchsync.search.reads import EsSearchReader
 from searchsync.writer import PageWriter
 
 REPO = Path(__file__).resolve().parents[1]
@@ -169,8 +172,9 @@ async def main() -> int:
         )
         prefix = f"demo-{uuid.uuid4().hex[:6]}"
         say(f"writing pages {prefix}-* through MariaDB transactions (row + outbox event) ...")
+        writer = PageWriter(app_pool)
         report = await run_loadgen(
-            PageWriter(app_pool),
+            writer,
             pages=25,
             updates=250,
             concurrency=4,
@@ -207,14 +211,26 @@ async def main() -> int:
         )
 
         live = next(i for i in ids if not expected[i].is_deleted)
+        committed = time.monotonic()
+        revision = await writer.update(live, content="read your writes")
+        waited = await wait_for_revision(
+            EsSearchReader(es), alias, live, revision, until=Until.SEARCHABLE, timeout_s=30
+        )
+        say(
+            f"read-your-writes: {live} revision {revision} searchable "
+            f"{time.monotonic() - committed:.3f} s after its commit ({waited.polls} polls, "
+            "no forced refresh)"
+            if waited.reached
+            else f"read-your-writes: {waited.message}"
+        )
         word = str(expected[live].body["title"]).split()[0]
-        await es.indices.refresh(index=alias)
+        read_alias = read_alias_name(alias)  # what readers query: it never shows a tombstone
         hits = await es.search(
-            index=alias,
+            index=read_alias,
             query={
                 "bool": {
                     "must": [{"match": {"title": word}}],
-                    "filter": [{"term": {"is_deleted": False}}, {"prefix": {"id": prefix}}],
+                    "filter": [{"prefix": {"id": prefix}}],
                 }
             },
             size=1,
@@ -222,8 +238,8 @@ async def main() -> int:
         )
         top = hits["hits"]["hits"][0]
         say(
-            f'search "{word}": {hits["hits"]["total"]["value"]} hits; top: id={top["_id"]} '
-            f'version={top["_version"]} title="{top["_source"]["title"]}"'
+            f'search {read_alias} "{word}": {hits["hits"]["total"]["value"]} hits; top: '
+            f'id={top["_id"]} version={top["_version"]} title="{top["_source"]["title"]}"'
         )
         related = "character:character_qixia"
         by_relation = await es.count(

@@ -34,6 +34,7 @@ from searchsync.cli import (
     run,
     status,
     tombstones,
+    wait,
 )
 from searchsync.cli.args import CONFIG_ENV, Command, Parents
 from searchsync.cli.output import err
@@ -57,6 +58,7 @@ _GROUPS = (
     outbox,
     relay,
     status,
+    wait,
 )
 
 

@@ -60,9 +60,11 @@ class Page:
 class PageWriter:
     """Changes wiki_page rows, one transaction per change, each with its outbox event.
 
-    Every method returns the page's new revision. On error nothing was written: `PageNotFound`,
-    `PageExists` (soft-deleted included), `PageStateConflict` (a change must change something),
-    or a `TransientError` (``MYSQL_DEADLOCK`` and ``MYSQL_LOCK_TIMEOUT`` are safe to retry).
+    Every change returns the revision it committed, once committed: the revision to wait for
+    (`searchsync.read.wait_for_revision`, read-your-writes). On error nothing was written:
+    `PageNotFound`, `PageExists` (soft-deleted included), `PageStateConflict` (a change must
+    change something), or a `TransientError` (``MYSQL_DEADLOCK`` and ``MYSQL_LOCK_TIMEOUT`` are
+    safe to retry).
     With ``delete_outbox_row=True`` each change also deletes its outbox row in the same
     transaction: the binlog still carries the insert, and ``search_outbox`` stays empty.
     """

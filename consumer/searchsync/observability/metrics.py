@@ -123,6 +123,10 @@ class Metrics:
             registry=r,
         )
 
+        self._severe_lag = gauge_(
+            "searchsync_severe_lag_threshold_seconds",
+            "The severe-lag threshold (observability.severe_lag_s) SearchsyncSevereLag uses",
+        )
         self._pending = gauge_("outbox_pending_count", "Unfinished events held by the consumer")
         self._processing = gauge_("outbox_processing_count", "Keys in flight")
         self._oldest = gauge_(
@@ -249,6 +253,9 @@ class Metrics:
 
     def set_processing(self, n: int) -> None:
         self._processing.set(n)
+
+    def set_severe_lag_threshold(self, seconds: float) -> None:
+        self._severe_lag.set(seconds)
 
     def set_oldest_pending_age(self, seconds: float) -> None:
         self._oldest.set(seconds)

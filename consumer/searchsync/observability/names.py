@@ -37,6 +37,7 @@ METRIC_NAMES: Final = (
     "outbox_pending_count",
     "outbox_processing_count",
     "outbox_oldest_pending_age_seconds",
+    "searchsync_severe_lag_threshold_seconds",
     "searchsync_consumer_lag",
     "searchsync_partitions_assigned",
     "searchsync_partitions_paused",

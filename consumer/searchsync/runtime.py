@@ -188,8 +188,10 @@ class Runtime:
         dry_run: bool,
         progress: Callable[[BucketReport, int, int], None] | None = None,
         kafka_admin: KafkaAdmin | None = None,
+        content_share: float | None = None,
     ) -> Wheel:
-        """The repair wheel over `projectors`; `kafka_admin` reads the live lag for its guard."""
+        """The repair wheel over `projectors`; `kafka_admin` reads the live lag for its guard;
+        `content_share` overrides ``repair.content_share``."""
         r, tables, search = self.settings.repair, await self.tables(), self.search()
         bounds = limits(self.settings, kafka_admin)
         return Wheel(
@@ -205,7 +207,7 @@ class Runtime:
                 guard=bounds.lag,
                 batch_size=r.append_batch,
             ),
-            config=wheel_config(self.settings),
+            config=wheel_config(self.settings, content_share=content_share),
             progress=progress,
             limits=bounds,
         )

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.ops.rebuild.reader import StoredDocument
+from searchsync.ops.repair.buckets import HASH_SPACE
 from searchsync.ops.repair.model import IndexEntry
 from searchsync.ops.repair.sides import entry_of_source
 from searchsync.types import BucketCursor
@@ -18,7 +19,7 @@ from tests.fakes.search_index import InMemoryIndex
 
 __all__ = ["InMemoryIndexReader", "InMemoryIndexSide"]
 
-_LIGHT_FIELDS = ("projection_schema_version", "is_deleted")
+_LIGHT_FIELDS = ("projection_schema_version", "is_deleted", "sync_hash")
 
 
 class InMemoryIndexSide:
@@ -28,6 +29,7 @@ class InMemoryIndexSide:
         self._index = index
         self.pages = 0
         self.fail_on_page: int | None = None  # raise ConnectionError on that page (1-based)
+        self.fail_strays = False  # raise ConnectionError on the stray read's first page
 
     def _docs(self, alias: str) -> dict[str, Any]:
         target = self._index.alias_target(alias)
@@ -44,13 +46,33 @@ class InMemoryIndexSide:
             i
             for i, d in docs.items()
             if (after is None or i > after[1])
-            and isinstance(d.body.get("sync_hash"), int)
+            and _keyed(d.body.get("sync_hash"))
             and lo <= d.body["sync_hash"] < hi
         )
         return [
             entry_of_source(i, docs[i].version, _read(docs[i].body, content), content=content)
             for i in ids[:limit]
         ]
+
+    async def strays(self, alias: str, limit: int) -> AsyncGenerator[list[IndexEntry], None]:
+        """Pages in id order (Elasticsearch's order is its own); each counts in `pages`."""
+        docs = self._docs(alias)
+        ids = sorted(i for i, d in docs.items() if not _keyed(d.body.get("sync_hash")))
+        start = 0
+        while True:
+            self.pages += 1
+            failing = self.fail_on_page is not None and self.pages >= self.fail_on_page
+            if failing or self.fail_strays:
+                raise ConnectionError("injected: the index side failed mid-read of the strays")
+            found = ids[start : start + limit]
+            if found:
+                yield [
+                    entry_of_source(i, docs[i].version, _read(docs[i].body, False), content=False)
+                    for i in found
+                ]
+            if len(found) < limit:
+                return
+            start += limit
 
     async def by_ids(self, alias: str, ids: Sequence[str]) -> dict[str, IndexEntry]:
         docs = self._docs(alias)
@@ -109,6 +131,11 @@ class InMemoryIndexReader:
 
 def _words(text: str) -> list[str]:
     return re.findall(r"\w+", text.lower())
+
+
+def _keyed(value: Any) -> bool:
+    """A ``sync_hash`` some bucket's key range holds."""
+    return value.__class__ is int and 0 <= value < HASH_SPACE
 
 
 def _read(body: dict[str, Any], content: bool) -> dict[str, Any]:

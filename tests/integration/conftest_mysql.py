@@ -138,6 +138,17 @@ async def fetch_all(pool: aiomysql.Pool, sql: str, args: tuple[Any, ...]) -> lis
         return list(await cur.fetchall())
 
 
+async def revision_floors(pool: aiomysql.Pool, ids: list[str]) -> dict[str, int]:
+    """The revision floors of wiki_page `ids` that have one."""
+    rows = await fetch_all(
+        pool,
+        "SELECT aggregate_id, revision FROM search_revision_floor WHERE aggregate_type ="
+        " 'wiki_page' AND aggregate_id IN (" + ",".join(["%s"] * len(ids)) + ")",
+        tuple(ids),
+    )
+    return {r["aggregate_id"]: int(r["revision"]) for r in rows}
+
+
 async def outbox_rows(pool: aiomysql.Pool, aggregate_id: str) -> list[dict[str, Any]]:
     """The outbox rows of one wiki_page id, in insertion order."""
     return await fetch_all(

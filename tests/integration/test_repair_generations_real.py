@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 import aiomysql
@@ -63,6 +63,9 @@ class _CutIndexSide:
                 raise ConnectionError("injected: Elasticsearch went away mid-bucket")
             await asyncio.Event().wait()
         return await self._inner.bucket_page(alias, lo, hi, after, limit, content=content)
+
+    def strays(self, alias: str, limit: int) -> AsyncGenerator[list[IndexEntry], None]:
+        return self._inner.strays(alias, limit)
 
     async def by_ids(self, alias: str, ids: Sequence[str]) -> dict[str, IndexEntry]:
         return await self._inner.by_ids(alias, ids)

@@ -182,7 +182,15 @@ async def test_light_index_pages_read_doc_values_and_miss_nothing() -> None:
         side = EsIndexSide(es)
         n_of = {i: n for n, i in enumerate(docs)}
         want = [
-            IndexEntry(i, 1 + n_of[i], None, n_of[i] % 4 if n_of[i] % 5 else None, n_of[i] % 3 == 0)
+            IndexEntry(
+                i,
+                1 + n_of[i],
+                None,
+                n_of[i] % 4 if n_of[i] % 5 else None,
+                n_of[i] % 3 == 0,
+                None,
+                docs[i],
+            )
             for i in sorted(i for i, h in docs.items() if 1000 <= h < 6000)
         ]
         for page in (1, 3, 8, 100):

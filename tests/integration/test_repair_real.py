@@ -35,7 +35,7 @@ from searchsync.types import Key, Operation, Position, ThinEvent
 from searchsync.writer import PageWriter
 
 from tests.fakes.truth import FakeTruth
-from tests.integration.conftest_mysql import fetch_all
+from tests.integration.conftest_mysql import revision_floors
 from tests.integration.consumer_harness import (
     InProcessConsumer,
     converged,
@@ -50,21 +50,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")
 REL = {"RELATED_CHARACTER": [{"entity_id": "c1", "entity_type": "character", "title": "hero"}]}
 
 
-async def _floors(pool: aiomysql.Pool, ids: list[str]) -> dict[str, int]:
-    rows = await fetch_all(
-        pool,
-        "SELECT aggregate_id, revision FROM search_revision_floor WHERE aggregate_type ="
-        " 'wiki_page' AND aggregate_id IN (" + ",".join(["%s"] * len(ids)) + ")",
-        tuple(ids),
-    )
-    return {r["aggregate_id"]: int(r["revision"]) for r in rows}
-
-
 async def _wait_converged(pool: aiomysql.Pool, es: Any, alias: str, ids: list[str]) -> None:
     last = [""]
 
     async def check() -> bool:
-        expected = await expected_documents(MysqlTruth(pool), ids, await _floors(pool, ids))
+        expected = await expected_documents(MysqlTruth(pool), ids, await revision_floors(pool, ids))
         ok, why = await converged(es, alias, expected)
         last[0] = why
         return ok
@@ -195,7 +185,7 @@ async def test_one_rotation_finds_and_heals_every_kind_under_live_writes(
         healed = [i for i in every if i != ids["soft"]]  # a purged tombstone stays purged
         await _wait_converged(consumer_pool, es, alias, healed)
         assert not (await es.exists(index=alias, id=ids["soft"]))
-        assert (await _floors(consumer_pool, [ids["orphan"]])) == {ids["orphan"]: 6}
+        assert (await revision_floors(consumer_pool, [ids["orphan"]])) == {ids["orphan"]: 6}
         await es.indices.refresh(index=physical)
         again = await wheel.rotation()
         assert sum(again.counts().values()) == 0, again.counts()

@@ -1,11 +1,14 @@
 """`searchsync repair`: the hash wheel that finds drift and heals it through the outbox
 (library: `searchsync.ops.repair`; docs/design.md, "Repair").
 
-``--once`` runs one rotation over every bucket; ``--daemon`` scans the best buckets every
-``repair.daemon_interval_s`` until interrupted. ``--dry-run`` finds and reports but appends
-nothing. Progress goes to stderr; the summary (or ``--json``) to stdout. Exit 0 when every
-scanned bucket was read completely, 1 when one was interrupted or the rotation stopped because
-the live group's lag stayed above ``repair.max_live_lag``. ``--daemon`` serves its metrics on
+``--once`` runs one rotation over every bucket and checks the content of all of them;
+``--daemon`` scans the best buckets every ``repair.daemon_interval_s`` until interrupted, checking
+content in ``repair.content_share`` of them; ``--content-share`` sets the share for either. Every
+rotation also sweeps the documents no bucket holds (no or a wrong ``sync_hash``). ``--dry-run``
+finds and reports but appends nothing. Progress goes to stderr; the summary (or ``--json``) to
+stdout. Exit 0 when every scanned bucket and sweep was read completely, 1 when one was
+interrupted or the rotation stopped because the live group's lag stayed above
+``repair.max_live_lag``. ``--daemon`` serves its metrics on
 ``repair.metrics_port`` (0: none).
 """
 
@@ -43,7 +46,24 @@ def register(commands: Any, parents: Parents) -> None:
     repair.add_argument(
         "--type", action="append", metavar="T", help="only this aggregate type (repeatable)"
     )
+    repair.add_argument(
+        "--content-share",
+        type=_share,
+        metavar="X",
+        help="share of buckets whose content is checked, 0..1 (default: 1 with --once,"
+        " repair.content_share with --daemon)",
+    )
     repair.set_defaults(func=cmd_repair)
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"a share from 0 to 1, got {text!r}")
+    return value
 
 
 def cmd_repair(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -53,6 +73,7 @@ def cmd_repair(args: argparse.Namespace, settings: Settings, runtime: Runtime) -
     if unknown:
         raise InvalidRequest(f"unknown aggregate type(s) {unknown}; known: {registry.types()}")
     projectors = [registry.get(t) for t in types]
+    share = 1.0 if args.once and args.content_share is None else args.content_share
     last: list[RotationReport] = []
 
     def on_report(report: RotationReport) -> None:
@@ -73,6 +94,7 @@ def cmd_repair(args: argparse.Namespace, settings: Settings, runtime: Runtime) -
                 dry_run=args.dry_run,
                 progress=progress,
                 kafka_admin=runtime.kafka_admin(),
+                content_share=share,
             )
             await run_repair(
                 wheel,
@@ -86,7 +108,7 @@ def cmd_repair(args: argparse.Namespace, settings: Settings, runtime: Runtime) -
     asyncio.run(go())
     if last and last[-1].stopped:
         err(f"repair stopped: {last[-1].stopped}")
-    return ExitCode.FAILURE if last and (last[-1].interrupted or last[-1].stopped) else ExitCode.OK
+    return ExitCode.FAILURE if last and not last[-1].complete else ExitCode.OK
 
 
 def progress(bucket: BucketReport, n: int, total: int) -> None:
@@ -120,9 +142,25 @@ def to_json(report: RotationReport, *, dry_run: bool) -> dict[str, Any]:
         "buckets_interrupted": report.interrupted,
         "stopped": report.stopped,
         "oldest_bucket_age_s": report.oldest_age_s,
-        "appended": sum(b.appended for b in report.buckets),
+        "content_share": report.content_share,
+        "appended": sum(b.appended for b in report.buckets)
+        + sum(s.appended for s in report.strays),
         "settled_away": sum(b.candidates - len(b.findings) for b in report.buckets),
-        "findings": [f.to_json() for b in report.buckets for f in b.findings],
+        "strays": [
+            {
+                "aggregate_type": s.aggregate_type,
+                "outside_key_space": s.outside,
+                "misplaced": s.misplaced,
+                "candidates": s.candidates,
+                "confirmed": len(s.findings),
+                "appended": s.appended,
+                "ahead_of_row": s.ahead,
+                "truncated": s.truncated,
+                "interrupted": s.interrupted,
+            }
+            for s in report.strays
+        ],
+        "findings": [f.to_json() for f in report.findings()],
         "choices": [{"aggregate_type": t, **c.to_json()} for t, c in report.choices],
     }
 
@@ -135,8 +173,17 @@ def render(report: RotationReport, *, dry_run: bool) -> list[str]:
         lines.append(f"  {kind.value:<14} {data['counts'][kind.value]:>7}")
     lines.append(
         f"  buckets scanned {data['buckets_scanned']} (content checked "
-        f"{data['buckets_content_checked']}), interrupted {data['buckets_interrupted']}"
+        f"{data['buckets_content_checked']}, share {report.content_share:g}), interrupted"
+        f" {data['buckets_interrupted']}"
     )
+    for s in data["strays"]:
+        state = "interrupted" if s["interrupted"] else f"{s['confirmed']} confirmed"
+        more = " (truncated: the rest next rotation)" if s["truncated"] else ""
+        lines.append(
+            f"  strays of {s['aggregate_type']}: {s['outside_key_space']} without a bucket key"
+            f"{more}, {s['misplaced']} misplaced; {state}"
+            + (f", {s['ahead_of_row']} ahead of their row" if s["ahead_of_row"] else "")
+        )
     lines.append(
         f"  appended {data['appended']} REBUILD events; settled away {data['settled_away']}"
     )

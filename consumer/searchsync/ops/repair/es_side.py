@@ -13,17 +13,24 @@ under its ``_id``, both re-read by ``_id`` after the settle delay before anythin
 
 Sorted by ``id`` rather than ``(sync_hash, id)``: in hash order every hit lands in another
 stored-field block (measured slower, with or without narrowing each page's range).
+
+`strays` reads the documents outside the key space (``must_not`` a ``range`` over ``[0, 2^32)``:
+no ``sync_hash``, or an impossible one) in one point in time, sorted by ``_shard_doc`` with
+``search_after`` (sorting by ``_id`` is refused since Elasticsearch 8), with ``_id`` and a
+filtered ``_source``: such a document may lack the ``id`` field.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
 from searchsync.errors import ErrorCode, TransientError
+from searchsync.ops.repair.buckets import HASH_SPACE
 from searchsync.ops.repair.model import IndexEntry
 from searchsync.ops.repair.sides import entry_of_source
 from searchsync.types import BucketCursor
@@ -33,13 +40,25 @@ __all__ = ["EsIndexSide"]
 _HITS = ["hits.hits._id", "hits.hits._version", "hits.hits._source"]  # nothing else parsed
 # what the revision and flag checks compare (the revision is the external `_version`), from doc
 # values; the hash and the body only where content is checked
-_LIGHT_FIELDS = ["id", "projection_schema_version", "is_deleted"]
+_LIGHT_FIELDS = ["id", "projection_schema_version", "is_deleted", "sync_hash"]
 _LIGHT_HITS = ["hits.hits._version", "hits.hits.fields"]
 _LIGHT: dict[str, Any] = {
     "_source": False,
     "stored_fields": "_none_",
     "docvalue_fields": _LIGHT_FIELDS,
 }
+
+_OUTSIDE_KEYS: dict[str, Any] = {
+    "bool": {"must_not": [{"range": {"sync_hash": {"gte": 0, "lt": HASH_SPACE}}}]}
+}
+_PIT_KEEP_ALIVE = "2m"  # between two pages of the stray read
+_STRAY_HITS = [
+    "pit_id",
+    "hits.hits._id",
+    "hits.hits._version",
+    "hits.hits._source",
+    "hits.hits.sort",
+]
 
 
 class EsIndexSide:
@@ -80,6 +99,45 @@ class EsIndexSide:
         hits: list[dict[str, Any]] = response.body.get("hits", {}).get("hits", [])
         return hits  # filter_path drops an empty `hits`
 
+    async def strays(self, alias: str, limit: int) -> AsyncGenerator[list[IndexEntry], None]:
+        try:
+            opened = await self._client.open_point_in_time(index=alias, keep_alive=_PIT_KEEP_ALIVE)
+        except (ApiError, TransportError) as exc:
+            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"open a PIT on {alias}: {exc}") from exc
+        pit: str = opened.body["id"]
+        body: dict[str, Any] = {
+            "query": _OUTSIDE_KEYS,
+            "sort": [{"_shard_doc": "asc"}],
+            "size": limit,
+            "version": True,
+            "track_total_hits": False,
+            "_source": _LIGHT_FIELDS[1:],
+        }
+        try:
+            while True:
+                body["pit"] = {"id": pit, "keep_alive": _PIT_KEEP_ALIVE}
+                try:
+                    response = await self._client.search(body=body, filter_path=_STRAY_HITS)
+                except (ApiError, TransportError) as exc:
+                    raise TransientError(
+                        ErrorCode.ES_UNAVAILABLE, f"search strays of {alias}: {exc}"
+                    ) from exc
+                pit = response.body.get("pit_id", pit)
+                hits: list[dict[str, Any]] = response.body.get("hits", {}).get("hits", [])
+                if hits:
+                    yield [
+                        entry_of_source(
+                            h["_id"], int(h["_version"]), h.get("_source") or {}, content=False
+                        )
+                        for h in hits
+                    ]
+                if len(hits) < limit:
+                    return
+                body["search_after"] = hits[-1]["sort"]
+        finally:
+            with contextlib.suppress(ApiError, TransportError):
+                await self._client.close_point_in_time(id=pit)
+
     async def by_ids(self, alias: str, ids: Sequence[str]) -> dict[str, IndexEntry]:
         wanted = list(dict.fromkeys(ids))
         if not wanted:
@@ -102,6 +160,7 @@ def _light_entry(hit: dict[str, Any]) -> IndexEntry | None:
         return None
     schema = fields.get("projection_schema_version")
     deleted = fields.get("is_deleted")
+    key = fields.get("sync_hash")
     return IndexEntry(
         fields["id"][0],
         int(hit["_version"]),
@@ -109,4 +168,5 @@ def _light_entry(hit: dict[str, Any]) -> IndexEntry | None:
         schema[0] if schema and schema[0].__class__ is int else None,
         deleted is not None and deleted[0] is True,
         None,
+        key[0] if key and key[0].__class__ is int else None,
     )

@@ -10,7 +10,7 @@ __all__ = ["DELETION_KINDS", "Finding", "FindingKind", "IndexEntry"]
 
 
 class FindingKind(enum.StrEnum):
-    """The six kinds of drift; the values name the report's columns."""
+    """The kinds of drift; the values name the report's columns."""
 
     MISSING = "missing"  # a row without a document
     STALE = "stale"  # the document's revision is below the row's
@@ -18,6 +18,7 @@ class FindingKind(enum.StrEnum):
     CONTENT_DRIFT = "hash_mismatch"  # same revision, content differs from its hash or the row's
     SCHEMA_STALE = "schema_stale"  # projection_schema_version below the projector's
     DELETED_FLAG = "deleted_flag"  # is_deleted disagrees with deleted_at
+    STRAY = "stray"  # a document of a row outside its key range (no or a wrong sync_hash)
 
 
 DELETION_KINDS = frozenset({FindingKind.MISSING, FindingKind.ORPHAN})
@@ -27,7 +28,8 @@ DELETION_KINDS = frozenset({FindingKind.MISSING, FindingKind.ORPHAN})
 @dataclass(slots=True)
 class IndexEntry:
     """One document as the wheel reads it; `source` is the whole `_source` when content is
-    checked (None otherwise). Not frozen, as `searchsync.mysql.truth.TruthEntry`."""
+    checked (None otherwise); `sync_hash` the stored bucket key (None: none, or not a number).
+    Not frozen, as `searchsync.mysql.truth.TruthEntry`."""
 
     id: str
     version: int
@@ -35,6 +37,7 @@ class IndexEntry:
     schema_version: int | None
     is_deleted: bool
     source: dict[str, Any] | None = None
+    sync_hash: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

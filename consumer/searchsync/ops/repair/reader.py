@@ -4,11 +4,13 @@ A span is a few buckets scanned together (`Wheel` forms them from consecutive pi
 reader merges adjacent buckets of the span into key ranges and reads each range once on each
 side, MySQL and Elasticsearch at the same time, in adaptive pages, each resuming after the last
 entry of the one before (`BucketCursor`; the page sizes carry over from range to range).
-Every entry goes to the bucket of its key. For the buckets whose content is checked, MySQL's
-rows are read again by the ids the range read found (the projector's columns, by primary key:
-without the optional column a range read passes over the table, so a content bucket gets no range
-of its own there), and Elasticsearch's whole documents by the buckets' own key ranges, at the same
-time as the light reads.
+Every entry goes to the bucket of its key; a document whose stored ``sync_hash`` is not its id's
+key (returned by the range of its ``sync_hash``, by none at its own key) is also handed back as
+*misplaced*, for the wheel's stray sweep (`searchsync.ops.repair.strays`). For the buckets whose
+content is checked, MySQL's rows are read again by the ids the range read found (the projector's
+columns, by primary key: without the optional column a range read passes over the table, so a
+content bucket gets no range of its own there), and Elasticsearch's whole documents by the
+buckets' own key ranges, at the same time as the light reads.
 
 Every range is read to its end before anything is returned; a failure on either side cancels the
 other and propagates: the caller counts none of the span's buckets (invariant 13).
@@ -80,8 +82,10 @@ class SpanReader:
         m: int,
         buckets: Sequence[int],
         content: Collection[int],
+        misplaced: dict[str, IndexEntry] | None = None,
     ) -> dict[int, BucketEntries]:
-        """The complete entries of each of `buckets` (content for those in `content`).
+        """The complete entries of each of `buckets` (content for those in `content`); the
+        documents whose ``sync_hash`` is not their id's key go into `misplaced` too.
 
         Three reads at once: the light rows of the span's ranges, then the content buckets' rows
         again by id with the projector's columns; the light documents of the other buckets'
@@ -92,6 +96,13 @@ class SpanReader:
         heavy = [b for b in buckets if b in content]
         whole: dict[int, dict[str, IndexEntry]] = {b: {} for b in heavy}
         bucket = bucket_of_id(projector.aggregate_type, m)
+        key = key_of_id(projector.aggregate_type)
+        off_key = {} if misplaced is None else misplaced
+
+        async def read_index(lo: int, hi: int, *, content: bool) -> list[IndexEntry]:
+            found = await self._read_index(projector, alias, lo, hi, content=content)
+            off_key.update((d.id, d) for d in found if d.sync_hash != key(d.id))
+            return found
 
         async def truth() -> None:
             for lo, hi in key_ranges(buckets, m):
@@ -104,14 +115,14 @@ class SpanReader:
 
         async def index() -> None:  # the content buckets' documents come whole, below
             for lo, hi in key_ranges([b for b in buckets if b not in content], m):
-                for d in await self._read_index(projector, alias, lo, hi, content=False):
+                for d in await read_index(lo, hi, content=False):
                     b = out.get(bucket(d.id))
                     if b is not None:
                         b.docs[d.id] = d
 
         async def index_content() -> None:
             for lo, hi in key_ranges(heavy, m):
-                for d in await self._read_index(projector, alias, lo, hi, content=True):
+                for d in await read_index(lo, hi, content=True):
                     docs = whole.get(bucket(d.id))
                     if docs is not None:
                         docs[d.id] = d

@@ -10,7 +10,7 @@ from searchsync.ops.repair.model import Finding, FindingKind
 from searchsync.ops.repair.schedule import Choice
 from searchsync.ops.repair.state import Epoch
 
-__all__ = ["BucketReport", "RotationReport"]
+__all__ = ["BucketReport", "RotationReport", "StrayReport"]
 
 
 @dataclass(slots=True)
@@ -30,6 +30,26 @@ class BucketReport:
 
 
 @dataclass(slots=True)
+class StrayReport:
+    """One type's stray sweep (`searchsync.ops.repair.strays`): `outside` documents outside the
+    key space and `misplaced` ones returned by another bucket's range were read, `candidates`
+    re-read after the settle delay; `ahead` documents above their row's revision are left to the
+    consumer (a REBUILD cannot lower them). `truncated`: the read stopped at its ceiling."""
+
+    aggregate_type: str
+    outside: int = 0
+    misplaced: int = 0
+    candidates: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    appended: int = 0
+    ahead: int = 0
+    truncated: bool = False
+    seconds: float = 0.0
+    interrupted: str | None = None
+    stopped: str | None = None
+
+
+@dataclass(slots=True)
 class RotationReport:
     epochs: dict[str, Epoch] = field(default_factory=dict)
     new_epochs: list[str] = field(default_factory=list)
@@ -38,13 +58,26 @@ class RotationReport:
     seconds: float = 0.0
     oldest_age_s: dict[str, float] = field(default_factory=dict)
     stopped: str | None = None  # why the rotation ended early (the live lag stayed too high)
+    strays: list[StrayReport] = field(default_factory=list)
+    content_share: float = 0.0  # the share of buckets whose content this rotation checks
+
+    def findings(self) -> list[Finding]:
+        """Every confirmed finding: the buckets', then the stray sweeps'."""
+        return [f for b in self.buckets for f in b.findings] + [
+            f for s in self.strays for f in s.findings
+        ]
 
     def counts(self) -> dict[str, int]:
         c: Counter[str] = Counter({k.value: 0 for k in FindingKind})
-        for b in self.buckets:
-            c.update(f.kind.value for f in b.findings)
+        c.update(f.kind.value for f in self.findings())
         return dict(c)
 
     @property
     def interrupted(self) -> int:
         return sum(1 for b in self.buckets if b.interrupted is not None)
+
+    @property
+    def complete(self) -> bool:
+        """Every bucket and stray sweep read completely, and the rotation not stopped."""
+        swept = all(s.interrupted is None for s in self.strays)
+        return swept and not self.interrupted and self.stopped is None

@@ -41,7 +41,8 @@ def limits(settings: Settings, admin: KafkaAdmin | None) -> Limits:
     )
 
 
-def wheel_config(settings: Settings) -> WheelConfig:
+def wheel_config(settings: Settings, *, content_share: float | None = None) -> WheelConfig:
+    """The wheel's settings; `content_share` overrides ``repair.content_share``."""
     r = settings.repair
     return WheelConfig(
         bucket_count=r.bucket_count,
@@ -50,7 +51,7 @@ def wheel_config(settings: Settings) -> WheelConfig:
         page_max=r.page_max,
         page_target_s=r.page_target_s,
         index_page_size=r.page_max,
-        content_share=r.content_share,
+        content_share=r.content_share if content_share is None else content_share,
         settle_s=r.settle_s,
         policy=SchedulePolicy(
             slo_s=r.slo_s,
@@ -68,6 +69,8 @@ def record(metrics: RepairMetrics, report: RotationReport) -> None:
         if b.interrupted is None:
             metrics.bucket_scanned(b.aggregate_type, content=b.content_checked)
         per_type[b.aggregate_type].update(f.kind.value for f in b.findings)
+    for s in report.strays:
+        per_type[s.aggregate_type].update(f.kind.value for f in s.findings)
     for t, counts in per_type.items():
         metrics.set_counts(t, counts)
     for t, age in report.oldest_age_s.items():

@@ -14,14 +14,14 @@ import time
 import zlib
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from searchsync.mysql.truth import Truth
 from searchsync.ops.repair.compare import compare, still_holding
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import Limits, LiveLagTooHigh
-from searchsync.ops.repair.model import Finding
+from searchsync.ops.repair.model import Finding, IndexEntry
 from searchsync.ops.repair.reader import BucketEntries, SpanReader
 from searchsync.ops.repair.report import BucketReport
 from searchsync.ops.repair.schedule import ewma
@@ -37,13 +37,14 @@ log = logging.getLogger(__name__)
 @dataclass(slots=True)
 class SpanRead:
     """A span begun and read: its buckets' reports so far and entries (None: the read failed,
-    with `error`)."""
+    with `error`), and the documents its ranges returned outside their keys (`misplaced`)."""
 
     priors: list[BucketState]
     reports: list[BucketReport]
     entries: dict[int, BucketEntries] | None
     error: BaseException | None
     read_s: float
+    misplaced: dict[str, IndexEntry] = field(default_factory=dict)
 
 
 class SpanScan:
@@ -95,6 +96,7 @@ class SpanScan:
                 BucketReport(projector.aggregate_type, prior.bucket, generation, content)
             )
         started = time.monotonic()
+        misplaced: dict[str, IndexEntry] = {}
         try:
             entries = await self._reader.read(
                 projector,
@@ -102,11 +104,13 @@ class SpanScan:
                 epoch.bucket_count,
                 [r.bucket for r in reports],
                 {r.bucket for r in reports if r.content_checked},
+                misplaced,
             )
         except Exception as exc:  # a partial read: nothing from this span counts
             cause = exc.exceptions[0] if isinstance(exc, ExceptionGroup) else exc
             return SpanRead(list(priors), reports, None, cause, time.monotonic() - started)
-        return SpanRead(list(priors), reports, entries, None, time.monotonic() - started)
+        elapsed = time.monotonic() - started
+        return SpanRead(list(priors), reports, entries, None, elapsed, misplaced)
 
     async def finish(
         self, projector: Projector, epoch: Epoch, read: SpanRead

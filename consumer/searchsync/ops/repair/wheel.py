@@ -12,7 +12,10 @@ that stops or is cancelled drops it, begun and not completed, so its buckets are
 their first key). A read that fails on either side reports nothing from any bucket of the span
 (no deletion finding from a partial read, invariant 13) and leaves each to be started again from
 its first key. Content (``_source`` and the row's projection) is checked on a share
-`content_share` of the buckets per rotation; revisions and flags on every scan.
+`content_share` of the buckets per rotation; revisions and flags on every scan. After a type's
+buckets (unless the rotation stopped), the stray sweep (`searchsync.ops.repair.strays`) finds and
+heals the documents no bucket holds: those outside the key space and those the spans' ranges
+returned outside their keys.
 
 Load (`searchsync.ops.repair.load`): every MySQL page pays its rows into a rows/s bucket, every
 Elasticsearch request into a requests/s bucket, and before each span is read the live group's lag
@@ -34,12 +37,14 @@ from searchsync.ops.chunks import ChunkController
 from searchsync.ops.repair.buckets import WHEEL_CANONICALIZATION_VERSION
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import Limits, LiveLagTooHigh
+from searchsync.ops.repair.model import IndexEntry
 from searchsync.ops.repair.reader import SpanReader
 from searchsync.ops.repair.report import BucketReport, RotationReport
 from searchsync.ops.repair.schedule import Choice, SchedulePolicy, choose
 from searchsync.ops.repair.sides import IndexSide
 from searchsync.ops.repair.span import SpanRead, SpanScan
 from searchsync.ops.repair.state import BucketState, Epoch, WheelState, ensure_epoch
+from searchsync.ops.repair.strays import StraySweep
 from searchsync.projection import Projector
 
 __all__ = ["Wheel", "WheelConfig"]
@@ -59,6 +64,8 @@ class WheelConfig:
     index_page_size: int | None = None
     span_buckets: int = 32  # buckets read together (adjacent ones in one key range)
     span_rows: int = 50_000  # ... and at most this many rows by their last scans (>= 1 bucket)
+    stray_page: int = 1_000  # strays per page, and ids per settle re-read of the sweep
+    stray_ceiling: int = 100_000  # strays outside the key space one sweep reads
     policy: SchedulePolicy = field(default_factory=SchedulePolicy)
 
 
@@ -84,6 +91,7 @@ class Wheel:
         self._clock = clock
         self._progress = progress
         self._limits = limits or Limits()
+        self._alias_for = alias_for
         reader = SpanReader(
             truth,
             index,
@@ -106,12 +114,22 @@ class Wheel:
             clock=clock,
             sleep=sleep,
         )
+        self._strays = StraySweep(
+            truth=truth,
+            index=index,
+            healer=healer,
+            limits=self._limits,
+            settle_s=config.settle_s,
+            page_size=config.stray_page,
+            ceiling=config.stray_ceiling,
+            sleep=sleep,
+        )
 
     async def rotation(self, limit: int | None = None) -> RotationReport:
         """Scan every bucket of every type once (or the `limit` best per type), by priority, a
         span of consecutive picks at a time."""
         started = time.monotonic()
-        report = RotationReport()
+        report = RotationReport(content_share=self._config.content_share)
         for projector in self._projectors:
             epoch, new = await ensure_epoch(
                 self._state,
@@ -129,6 +147,7 @@ class Wheel:
             n = 0
             spans = list(self._spans(picked, states))
             ahead: asyncio.Task[SpanRead | str] | None = None
+            misplaced: dict[str, IndexEntry] = {}
             try:
                 for k, span in enumerate(spans):
                     report.choices.extend((projector.aggregate_type, c) for c in span)
@@ -140,6 +159,7 @@ class Wheel:
                     if isinstance(read, str):
                         report.stopped = read
                         break
+                    misplaced.update(read.misplaced)  # none from a failed read
                     if k + 1 < len(spans):  # read the next span while this one settles and heals
                         ahead = asyncio.create_task(
                             self._read_when_lag_allows(projector, epoch, spans[k + 1], states)
@@ -158,6 +178,8 @@ class Wheel:
                     ahead.cancel()
                     with contextlib.suppress(BaseException):
                         await ahead
+            if report.stopped is None:
+                await self._sweep(projector, report, misplaced)
             after = await self._state.buckets(epoch)
             report.oldest_age_s[projector.aggregate_type] = max(
                 (
@@ -171,6 +193,16 @@ class Wheel:
                 break
         report.seconds = time.monotonic() - started
         return report
+
+    async def _sweep(
+        self, projector: Projector, report: RotationReport, misplaced: dict[str, IndexEntry]
+    ) -> None:
+        """The type's stray sweep, leaving out the ids its buckets found this rotation."""
+        t = projector.aggregate_type
+        found = {f.id for b in report.buckets if b.aggregate_type == t for f in b.findings}
+        sweep = await self._strays.sweep(projector, self._alias_for(t), misplaced, found)
+        report.strays.append(sweep)
+        report.stopped = sweep.stopped
 
     def _spans(
         self, picked: Sequence[Choice], states: Mapping[int, BucketState]

@@ -1,0 +1,145 @@
+"""The stray sweep: the documents no bucket holds (docs/design.md, "Repair"; invariant 13).
+
+A bucket is read by a range query on ``sync_hash``. A document without one (put into the index by
+something else, or written before the field existed), or with one outside ``[0, 2^32)``, is
+returned by no bucket; one whose ``sync_hash`` is not its id's key is returned by the range of
+another bucket (the `SpanReader` hands those over as misplaced) and by none at its own. Once per
+type and rotation, after the buckets, the sweep reads every document outside the key space
+(`IndexSide.strays`, at most `ceiling`), joins the misplaced ones, leaves out the ids the buckets
+already found, waits `settle_s` once and re-reads the rest by id on both sides. Then, for a
+document still outside its key range:
+
+- its row exists: a STRAY, healed by a REBUILD at the row's revision (an ordinary write below it;
+  at it, the consumer's REBUILD rewrite, since the stored ``sync_hash`` differs from the
+  projection's); a document above its row's revision is counted as `ahead` and left alone (a
+  REBUILD cannot lower it);
+- no row and live: an ORPHAN, healed as the buckets' (a tombstone at v + 1);
+- no row and a tombstone: what a hard delete leaves; left alone.
+
+A read that fails reports nothing (no orphan from a partial read); healing goes through the
+`Healer` (invariant 9), and a live lag that stays too high stops the sweep as it stops a bucket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+
+from searchsync.mysql.truth import Truth
+from searchsync.ops.repair.buckets import key_of_id
+from searchsync.ops.repair.heal import Healer
+from searchsync.ops.repair.load import Limits, LiveLagTooHigh
+from searchsync.ops.repair.model import Finding, FindingKind, IndexEntry
+from searchsync.ops.repair.report import StrayReport
+from searchsync.ops.repair.sides import IndexSide, truth_by_ids
+from searchsync.projection import Projector
+
+__all__ = ["StraySweep"]
+
+log = logging.getLogger(__name__)
+
+
+class StraySweep:
+    def __init__(
+        self,
+        *,
+        truth: Truth,
+        index: IndexSide,
+        healer: Healer,
+        limits: Limits,
+        settle_s: float,
+        page_size: int,
+        ceiling: int,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        """`page_size`: entries per stray page and ids per settle re-read; `ceiling`: the most
+        documents outside the key space one sweep reads (the rest wait for the next)."""
+        self._truth = truth
+        self._index = index
+        self._healer = healer
+        self._limits = limits
+        self._settle_s = settle_s
+        self._page_size = page_size
+        self._ceiling = ceiling
+        self._sleep = sleep
+
+    async def sweep(
+        self,
+        projector: Projector,
+        alias: str,
+        misplaced: Mapping[str, IndexEntry],
+        found: Collection[str],
+    ) -> StrayReport:
+        """Read, settle, confirm and heal the strays of one type; `found`: the ids the buckets
+        of this rotation found already (their heal rewrites the whole document)."""
+        report = StrayReport(projector.aggregate_type, misplaced=len(misplaced))
+        started = time.monotonic()
+        try:
+            outside = await self._outside(alias, report)
+            ids = sorted((outside | misplaced.keys()) - set(found))
+            report.candidates = len(ids)
+            findings: list[Finding] = []
+            if ids:
+                await self._sleep(self._settle_s)
+            for n in range(0, len(ids), self._page_size):
+                chunk = ids[n : n + self._page_size]
+                findings.extend(await self._confirm(projector, alias, chunk, report))
+        except Exception as exc:  # a partial read: nothing from it counts
+            report.interrupted = f"{type(exc).__name__}: {exc}"
+            report.seconds = time.monotonic() - started
+            log.warning("repair sweep of %s strays interrupted", alias, exc_info=exc)
+            return report
+        appended_before = self._healer.appended
+        try:
+            report.appended = await self._healer.heal(findings)
+            report.findings = findings
+        except LiveLagTooHigh as exc:
+            report.appended = self._healer.appended - appended_before
+            report.stopped = str(exc)
+        report.seconds = time.monotonic() - started
+        return report
+
+    async def _outside(self, alias: str, report: StrayReport) -> set[str]:
+        """The ids of the documents outside the key space, at most `ceiling`."""
+        ids: set[str] = set()
+        async with contextlib.aclosing(self._index.strays(alias, self._page_size)) as pages:
+            async for page in pages:
+                await self._limits.es_requests.take(1)
+                ids.update(e.id for e in page)
+                if len(ids) >= self._ceiling:
+                    report.truncated = True
+                    break
+        report.outside = len(ids)
+        return ids
+
+    async def _confirm(
+        self, projector: Projector, alias: str, ids: Sequence[str], report: StrayReport
+    ) -> list[Finding]:
+        """The findings of `ids`, re-read by id on both sides."""
+        kind_type = projector.aggregate_type
+        rows = await truth_by_ids(self._truth, projector, ids)
+        await self._limits.mysql_rows.take(len(ids))
+        await self._limits.es_requests.take(1)
+        docs = await self._index.by_ids(alias, ids)
+        key = key_of_id(kind_type)
+        out: list[Finding] = []
+        for i in ids:
+            doc, row = docs.get(i), rows.get(i)
+            stored = None if doc is None or doc.source is None else doc.source.get("sync_hash")
+            if doc is None or stored == key(i):
+                continue  # gone, or written in its key range since: the buckets see it
+            detail = f"sync_hash {stored} outside the key range of {key(i)}"
+            if row is None:
+                if not doc.is_deleted:
+                    out.append(Finding(FindingKind.ORPHAN, kind_type, i, None, doc.version, detail))
+            elif doc.version > row.revision:
+                report.ahead += 1
+            else:
+                finding = Finding(
+                    FindingKind.STRAY, kind_type, i, row.revision, doc.version, detail
+                )
+                out.append(finding)
+        return out

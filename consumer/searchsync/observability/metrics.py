@@ -87,9 +87,10 @@ METRIC_NAMES: Final = (
     "es_write_latency_seconds",
     "searchsync_commit_to_searchable_seconds",
     # gauges
-    "outbox_pending_count",
-    "outbox_processing_count",
-    "outbox_oldest_pending_age_seconds",
+    "searchsync_member_pending_events",
+    "searchsync_member_keys_in_flight",
+    "searchsync_member_oldest_pending_age_seconds",
+    "searchsync_dlq_budget_spent",
     "searchsync_consumer_lag",
     "searchsync_partitions_assigned",
     "searchsync_partitions_paused",
@@ -195,12 +196,22 @@ class Metrics:
             registry=r,
         )
 
+        # this member's memory; the group's backlog at the broker is the exporter's
         self._pending = Gauge(
-            "outbox_pending_count", "Unfinished events held by the consumer", registry=r
+            "searchsync_member_pending_events", "Unfinished events this member holds", registry=r
         )
-        self._processing = Gauge("outbox_processing_count", "Keys in flight", registry=r)
+        self._processing = Gauge(
+            "searchsync_member_keys_in_flight", "Keys this member is writing", registry=r
+        )
         self._oldest = Gauge(
-            "outbox_oldest_pending_age_seconds", "Age of the oldest unfinished event", registry=r
+            "searchsync_member_oldest_pending_age_seconds",
+            "Age of the oldest unfinished event this member holds",
+            registry=r,
+        )
+        self._budget_spent = Gauge(
+            "searchsync_dlq_budget_spent",
+            "1 once the DLQ error budget is spent (the member then stops with exit code 3)",
+            registry=r,
         )
         self._lag = Gauge(
             "searchsync_consumer_lag",
@@ -330,6 +341,9 @@ class Metrics:
 
     def set_oldest_pending_age(self, seconds: float) -> None:
         self._oldest.set(seconds)
+
+    def dlq_budget_spent(self) -> None:
+        self._budget_spent.set(1)
 
     def set_lag(self, topic: str, partition: int, lag: int) -> None:
         self._lag.labels(topic=topic, partition=str(partition)).set(lag)

@@ -210,7 +210,11 @@ async def main() -> int:
             for line in text.splitlines()
             if line.startswith("searchsync_consumer_lag{")
         )
-        pending = [line for line in text.splitlines() if line.startswith("searchsync_member_pending_events ")]
+        pending = [
+            line
+            for line in text.splitlines()
+            if line.startswith("searchsync_member_pending_events ")
+        ]
         say(
             f"consumer lag (messages not yet committed, last sample): {lag:.0f}; "
             f"{pending[0] if pending else ''}"

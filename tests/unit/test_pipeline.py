@@ -665,7 +665,9 @@ async def test_a_work_settling_after_its_partition_was_revoked_is_not_dead_lette
         await wait_until(lambda: h.truth.gate_waiters == 1, "the load in flight")
         h.pipeline.revoked([TP0], lost=True)  # lost: no drain, the work is still running
         h.truth.gate.set()
-        await wait_until(lambda: h.sample("searchsync_member_keys_in_flight") == 0, "the work settled")
+        await wait_until(
+            lambda: h.sample("searchsync_member_keys_in_flight") == 0, "the work settled"
+        )
         await h.loops()
     assert h.dlq.records == []  # the new owner re-reads the event; nothing is dead-lettered here
     assert h.sample("searchsync_revision_regression_total", aggregate_type="wiki_page") == 0

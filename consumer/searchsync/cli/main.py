@@ -24,6 +24,7 @@ from pathlib import Path
 from searchsync.cli import (
     config,
     dlq,
+    exporter,
     index,
     loadgen,
     offsets,
@@ -55,6 +56,7 @@ _GROUPS = (
     tombstones,
     outbox,
     status,
+    exporter,
 )
 
 

@@ -58,13 +58,16 @@ from searchsync.config._reader import (
     _Section,
 )
 from searchsync.config._secrets import Secret, scrub_credentials, scrub_known
+from searchsync.config._watch import CanarySettings, ExporterSettings, _canary, _exporter
 from searchsync.errors import ConfigError
 
 __all__ = [
     "ENV_PREFIX",
     "PROJECTION_ENTRY_FORM",
+    "CanarySettings",
     "ConnectSettings",
     "ElasticsearchSettings",
+    "ExporterSettings",
     "KafkaSettings",
     "LibrdkafkaValue",
     "MysqlSettings",
@@ -96,6 +99,8 @@ class Settings:
     retention: RetentionSettings = field(default_factory=RetentionSettings)
     connect: ConnectSettings = field(default_factory=ConnectSettings)
     repair: RepairSettings = field(default_factory=RepairSettings)
+    exporter: ExporterSettings = field(default_factory=ExporterSettings)
+    canary: CanarySettings = field(default_factory=CanarySettings)
 
     def alias(self, aggregate_type: str) -> str:
         """The stable alias every write goes through (invariant 7); see `searchsync.naming`."""
@@ -142,6 +147,8 @@ _SECTIONS: Final[Mapping[str, type]] = MappingProxyType(
         "retention": RetentionSettings,
         "connect": ConnectSettings,
         "repair": RepairSettings,
+        "exporter": ExporterSettings,
+        "canary": CanarySettings,
     }
 )
 
@@ -165,6 +172,8 @@ def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Sett
         retention=_retention(readers["retention"]),
         connect=_connect(readers["connect"]),
         repair=_repair(readers["repair"]),
+        exporter=_exporter(readers["exporter"]),
+        canary=_canary(readers["canary"]),
     )
 
 

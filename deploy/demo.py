@@ -1,9 +1,10 @@
 """`make demo`: searchsync's main job on the local stack, shown working.
 
-1. index init (the alias and its v1 index), 2. the consumer in the background (`searchsync run`),
-3. a small stream of real page writes through MariaDB transactions (the writer helper),
-4. wait until every document equals the projection of its row, 5. a search hit, the lag, the
-metrics URL. The consumer keeps running afterwards; `make down` stops the stack, and
+1. index init (the alias and its v1 index), 2. the consumer in the background (`searchsync run`)
+and `searchsync exporter` with the freshness canary on (`CANARY_ENV`), 3. a small stream of real
+page writes through MariaDB transactions (the writer helper), 4. wait until every document equals
+the projection of its row, 5. a search hit, the lag, the canary's age, the metrics URLs. The
+consumer and the exporter keep running afterwards; `make down` stops the stack, and
 `kill $(cat .stack/run/searchsync.pid)` stops the consumer alone.
 """
 
@@ -19,6 +20,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka.admin import AdminClient, NewTopic
 from searchsync.config import load_settings
 from searchsync.devtools.loadgen import run_loadgen
 from searchsync.mysql.pool import create_pool
@@ -31,6 +33,14 @@ from searchsync.writer import PageWriter
 REPO = Path(__file__).resolve().parents[1]
 RUN = REPO / ".stack" / "run"
 LOGS = REPO / ".stack" / "logs"
+
+
+CANARY_ENV = {
+    "SEARCHSYNC_CANARY_INTERVAL_S": "5",
+    "SEARCHSYNC_PROJECTION_MODULES": "searchsync.projection.wiki_page,searchsync.watch.canary",
+    "SEARCHSYNC_KAFKA_TOPICS": "outbox.event.wiki_page,outbox.event.searchsync_canary",
+}
+"""The demo's canary (docs/design.md, "The freshness canary"); variables already set win."""
 
 
 def say(msg: str) -> None:
@@ -60,18 +70,48 @@ def consumer_running() -> bool:
     return True
 
 
-def start_consumer() -> None:
+def start_consumer(command: str = "run", name: str = "searchsync") -> None:
     RUN.mkdir(parents=True, exist_ok=True)
     LOGS.mkdir(parents=True, exist_ok=True)
-    log = (LOGS / "searchsync.log").open("ab")
+    log = (LOGS / f"{name}.log").open("ab")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "searchsync", "run"],
+        [sys.executable, "-m", "searchsync", command],
         cwd=REPO,
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    (RUN / "searchsync.pid").write_text(str(proc.pid))
+    (RUN / f"{name}.pid").write_text(str(proc.pid))
+
+
+def start_exporter(bootstrap: str) -> None:
+    """The canary's topic first (a consumer learns of a new topic only at its next metadata
+    refresh), then `searchsync exporter` in the background."""
+    client = AdminClient({"bootstrap.servers": bootstrap})
+    topic = NewTopic("outbox.event.searchsync_canary", num_partitions=1, replication_factor=1)
+    for future in client.create_topics([topic], operation_timeout=20).values():
+        try:
+            future.result(timeout=30)
+        except Exception as exc:  # already there from an earlier demo
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise
+    start_consumer("exporter", "searchsync-exporter")
+
+
+async def say_canary(url: str) -> None:
+    """The canary's age once a heartbeat is searchable (within 60 s)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        _, text = http_get(url)
+        ages = [line for line in text.splitlines() if line.startswith("searchsync_canary_age")]
+        beats = [
+            line for line in text.splitlines() if line.startswith("searchsync_canary_beats_total")
+        ]
+        if ages and beats and float(ages[0].split()[1]) < 30 and float(beats[0].split()[1]) > 0:
+            say(f"freshness canary (MySQL commit -> searchable, last heartbeat): {ages[0]}")
+            return
+        await asyncio.sleep(0.5)
+    say(f"the canary's heartbeat is not searchable after 60 s; see {url}")
 
 
 def http_get(url: str) -> tuple[int, str]:
@@ -85,7 +125,13 @@ def http_get(url: str) -> tuple[int, str]:
 
 
 async def main() -> int:
+    if "SEARCHSYNC_KAFKA_TOPIC_REGEX" in os.environ:
+        CANARY_ENV.pop("SEARCHSYNC_KAFKA_TOPICS")
+    for key, value in CANARY_ENV.items():
+        os.environ.setdefault(key, value)
     settings = load_settings(os.environ)
+    exporter = settings.exporter
+    exporter_url = f"http://{exporter.metrics_host}:{exporter.metrics_port}/metrics"
     obs = settings.observability
     metrics_url = f"http://{obs.metrics_host}:{obs.metrics_port}/metrics"
     health_url = f"http://{obs.metrics_host}:{obs.metrics_port}/healthz"
@@ -99,6 +145,15 @@ async def main() -> int:
             es, alias, projector.mapping, schema_version=projector.schema_version
         )
         say(f"index init: {alias} -> {result.index} ({result.action.value})")
+        for kind in registry.types():
+            if kind != "wiki_page":
+                other = registry.get(kind)
+                await init_index(
+                    es, settings.alias(kind), other.mapping, schema_version=other.schema_version
+                )
+        if settings.canary.interval_s > 0 and http_get(exporter_url)[0] == 0:
+            start_exporter(settings.kafka.bootstrap_servers)
+            say(f"started searchsync exporter with the canary (log {LOGS}/searchsync-exporter.log)")
 
         if consumer_running():
             say("the consumer is already running")
@@ -219,7 +274,8 @@ async def main() -> int:
             f"consumer lag (messages not yet committed, last sample): {lag:.0f}; "
             f"{pending[0] if pending else ''}"
         )
-        say(f"metrics: {metrics_url}   health: {health_url}")
+        await say_canary(exporter_url)
+        say(f"metrics: {metrics_url}   health: {health_url}   exporter: {exporter_url}")
         say(
             "the consumer keeps running: `make down` stops everything, "
             "`kill $(cat .stack/run/searchsync.pid)` only the consumer"

@@ -34,6 +34,7 @@ up() {
 
 down() {
   stop_pid searchsync   # the consumer `make demo` started, if it runs
+  stop_pid searchsync-exporter   # and its exporter (the freshness canary)
   bash "$here/connect.sh" stop
   bash "$here/elasticsearch.sh" stop
   bash "$here/kafka.sh" stop
@@ -42,6 +43,7 @@ down() {
 
 status() {
   [[ -f $RUN_DIR/searchsync.pid ]] && status_line searchsync "http://127.0.0.1:9464/metrics" "$LOG_DIR/searchsync.log"
+  [[ -f $RUN_DIR/searchsync-exporter.pid ]] && status_line searchsync-exporter "http://127.0.0.1:9470/metrics" "$LOG_DIR/searchsync-exporter.log"
   bash "$here/mariadb.sh" status
   bash "$here/kafka.sh" status
   bash "$here/connect.sh" status

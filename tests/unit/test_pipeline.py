@@ -596,6 +596,7 @@ async def test_a_spent_dlq_budget_stops_the_pipeline_without_committing_past_it(
     assert h.intake.max_committed(TP0) == 3  # offset 3 was never acknowledged
     assert isinstance(h.pipeline.fatal, DlqBudgetExceeded)
     assert not h.pipeline.health()[0]
+    assert h.sample("searchsync_dlq_budget_spent") == 1  # SearchsyncDlqBudgetSpent reads it
 
 
 # -- 11. revoke ----------------------------------------------------------------------------------

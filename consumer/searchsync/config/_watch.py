@@ -21,7 +21,7 @@ class ExporterSettings:
     interval_s: float = 15.0
     expected_members: int = 1
     metrics_host: str = "127.0.0.1"
-    metrics_port: int = 9466
+    metrics_port: int = 9470
     peek_timeout_s: float = 5.0
 
 

@@ -102,12 +102,14 @@ class MysqlCanary:
             with translate_errors("write search_canary"):
                 async with conn.cursor() as cur:
                     await cur.execute(
-                        f"INSERT INTO {TABLE} (id, beat_at, revision) VALUES (%s, %s, 1)"
+                        "INSERT INTO search_canary (id, beat_at, revision) VALUES (%s, %s, 1)"
                         " ON DUPLICATE KEY UPDATE revision = revision + 1,"
                         " beat_at = VALUES(beat_at)",
                         (CANARY_ID, at),
                     )
-                    await cur.execute(f"SELECT revision FROM {TABLE} WHERE id = %s", (CANARY_ID,))
+                    await cur.execute(
+                        "SELECT revision FROM search_canary WHERE id = %s", (CANARY_ID,)
+                    )
                     (revision,) = await cur.fetchone()
             await append_outbox(
                 conn, CANARY_TYPE, CANARY_ID, Operation.UPSERT, int(revision), now=now

@@ -6,6 +6,10 @@ page writes through MariaDB transactions (the writer helper), 4. wait until ever
 the projection of its row, 5. a search hit, the lag, the canary's age, the metrics URLs. The
 consumer and the exporter keep running afterwards; `make down` stops the stack, and
 `kill $(cat .stack/run/searchsync.pid)` stops the consumer alone.
+
+``RELAY=polling make demo`` runs it without Kafka Connect (deploy/local/stack.sh does not start
+it): `searchsync relay run` publishes the outbox instead (docs/relay.md), started here in the
+background like the consumer (`.stack/run/relay.pid`, metrics on :9465).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka.admin import AdminClient, NewTopic
+from demo_canary import CANARY_ENV, canary_line, ensure_canary_topic
 from searchsync.config import load_settings
 from searchsync.devtools.loadgen import run_loadgen
 from searchsync.mysql.pool import create_pool
@@ -33,14 +37,6 @@ from searchsync.writer import PageWriter
 REPO = Path(__file__).resolve().parents[1]
 RUN = REPO / ".stack" / "run"
 LOGS = REPO / ".stack" / "logs"
-
-
-CANARY_ENV = {
-    "SEARCHSYNC_CANARY_INTERVAL_S": "5",
-    "SEARCHSYNC_PROJECTION_MODULES": "searchsync.projection.wiki_page,searchsync.watch.canary",
-    "SEARCHSYNC_KAFKA_TOPICS": "outbox.event.wiki_page,outbox.event.searchsync_canary",
-}
-"""The demo's canary (docs/design.md, "The freshness canary"); variables already set win."""
 
 
 def say(msg: str) -> None:
@@ -59,8 +55,11 @@ def progress(text: str, final: bool) -> None:
         say(text)
 
 
-def consumer_running() -> bool:
-    pid_file = RUN / "searchsync.pid"
+RELAY_METRICS_PORT = 9465
+
+
+def running(name: str = "searchsync") -> bool:
+    pid_file = RUN / f"{name}.pid"
     if not pid_file.exists():
         return False
     try:
@@ -70,48 +69,58 @@ def consumer_running() -> bool:
     return True
 
 
-def start_consumer(command: str = "run", name: str = "searchsync") -> None:
+def start(name: str, command: list[str], env: dict[str, str] | None = None) -> None:
+    """`searchsync <command>` in the background, its pid in .stack/run/<name>.pid."""
     RUN.mkdir(parents=True, exist_ok=True)
     LOGS.mkdir(parents=True, exist_ok=True)
     log = (LOGS / f"{name}.log").open("ab")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "searchsync", command],
+        [sys.executable, "-m", "searchsync", *command],
         cwd=REPO,
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        env={**os.environ, **(env or {})},
     )
     (RUN / f"{name}.pid").write_text(str(proc.pid))
-
-
-def start_exporter(bootstrap: str) -> None:
-    """The canary's topic first (a consumer learns of a new topic only at its next metadata
-    refresh), then `searchsync exporter` in the background."""
-    client = AdminClient({"bootstrap.servers": bootstrap})
-    topic = NewTopic("outbox.event.searchsync_canary", num_partitions=1, replication_factor=1)
-    for future in client.create_topics([topic], operation_timeout=20).values():
-        try:
-            future.result(timeout=30)
-        except Exception as exc:  # already there from an earlier demo
-            if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                raise
-    start_consumer("exporter", "searchsync-exporter")
 
 
 async def say_canary(url: str) -> None:
     """The canary's age once a heartbeat is searchable (within 60 s)."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        _, text = http_get(url)
-        ages = [line for line in text.splitlines() if line.startswith("searchsync_canary_age")]
-        beats = [
-            line for line in text.splitlines() if line.startswith("searchsync_canary_beats_total")
-        ]
-        if ages and beats and float(ages[0].split()[1]) < 30 and float(beats[0].split()[1]) > 0:
-            say(f"freshness canary (MySQL commit -> searchable, last heartbeat): {ages[0]}")
+        line = canary_line(http_get(url)[1])
+        if line is not None:
+            say(f"freshness canary (MySQL commit -> searchable, last heartbeat): {line}")
             return
         await asyncio.sleep(0.5)
     say(f"the canary's heartbeat is not searchable after 60 s; see {url}")
+
+
+def start_relay() -> bool:
+    """With ``RELAY=polling``: make sure `searchsync relay run` publishes the outbox."""
+    mode = os.environ.get("RELAY", "debezium")
+    if mode not in ("debezium", "polling"):
+        say(f"RELAY={mode}: expected polling or debezium")
+        return False
+    if mode == "debezium":
+        return True
+    if running("relay"):
+        say("the relay is already running")
+        return True
+    start(
+        "relay",
+        ["relay", "run"],
+        {
+            "SEARCHSYNC_RELAY_ENABLED": "true",
+            "SEARCHSYNC_RELAY_METRICS_PORT": str(RELAY_METRICS_PORT),
+        },
+    )
+    say(
+        f"started the polling relay instead of Kafka Connect (log {LOGS / 'relay.log'}, "
+        f"metrics http://127.0.0.1:{RELAY_METRICS_PORT}/metrics)"
+    )
+    return True
 
 
 def http_get(url: str) -> tuple[int, str]:
@@ -125,13 +134,12 @@ def http_get(url: str) -> tuple[int, str]:
 
 
 async def main() -> int:
-    if "SEARCHSYNC_KAFKA_TOPIC_REGEX" in os.environ:
-        CANARY_ENV.pop("SEARCHSYNC_KAFKA_TOPICS")
     for key, value in CANARY_ENV.items():
-        os.environ.setdefault(key, value)
+        if "SEARCHSYNC_KAFKA_TOPIC_REGEX" not in os.environ or key != "SEARCHSYNC_KAFKA_TOPICS":
+            os.environ.setdefault(key, value)
     settings = load_settings(os.environ)
-    exporter = settings.exporter
-    exporter_url = f"http://{exporter.metrics_host}:{exporter.metrics_port}/metrics"
+    ex = settings.exporter
+    exporter_url = f"http://{ex.metrics_host}:{ex.metrics_port}/metrics"
     obs = settings.observability
     metrics_url = f"http://{obs.metrics_host}:{obs.metrics_port}/metrics"
     health_url = f"http://{obs.metrics_host}:{obs.metrics_port}/healthz"
@@ -145,17 +153,17 @@ async def main() -> int:
             es, alias, projector.mapping, schema_version=projector.schema_version
         )
         say(f"index init: {alias} -> {result.index} ({result.action.value})")
-        for kind in registry.types():
-            if kind != "wiki_page":
-                other = registry.get(kind)
-                await init_index(
-                    es, settings.alias(kind), other.mapping, schema_version=other.schema_version
-                )
+        for other in (registry.get(k) for k in registry.types() if k != "wiki_page"):
+            alias_of = settings.alias(other.aggregate_type)
+            await init_index(es, alias_of, other.mapping, schema_version=other.schema_version)
         if settings.canary.interval_s > 0 and http_get(exporter_url)[0] == 0:
-            start_exporter(settings.kafka.bootstrap_servers)
+            ensure_canary_topic(settings.kafka.bootstrap_servers)
+            start("searchsync-exporter", ["exporter"])
             say(f"started searchsync exporter with the canary (log {LOGS}/searchsync-exporter.log)")
 
-        if consumer_running():
+        if not start_relay():
+            return 1
+        if running():
             say("the consumer is already running")
         elif http_get(health_url)[0] != 0:
             say(
@@ -164,7 +172,7 @@ async def main() -> int:
             )
             return 1
         else:
-            start_consumer()
+            start("searchsync", ["run"])
             say(f"started the consumer (log {LOGS / 'searchsync.log'})")
         deadline = time.monotonic() + 90
         while http_get(health_url)[0] != 200:
@@ -172,7 +180,7 @@ async def main() -> int:
                 say(f"the consumer did not become ready; {health_url}: {http_get(health_url)}")
                 say(f"see {LOGS / 'searchsync.log'}")
                 return 1
-            if not consumer_running():
+            if not running():
                 say(f"the consumer exited; see {LOGS / 'searchsync.log'}")
                 return 1
             await asyncio.sleep(0.2)
@@ -265,11 +273,8 @@ async def main() -> int:
             for line in text.splitlines()
             if line.startswith("searchsync_consumer_lag{")
         )
-        pending = [
-            line
-            for line in text.splitlines()
-            if line.startswith("searchsync_member_pending_events ")
-        ]
+        held = "searchsync_member_pending_events "
+        pending = [line for line in text.splitlines() if line.startswith(held)]
         say(
             f"consumer lag (messages not yet committed, last sample): {lag:.0f}; "
             f"{pending[0] if pending else ''}"

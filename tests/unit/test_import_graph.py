@@ -23,7 +23,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "kafka",
         "writer dlq",
         "stream devtools",
-        "ops watch",
+        "ops relay watch",
         "resources",
         "app",
         "runtime",

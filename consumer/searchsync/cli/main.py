@@ -30,6 +30,7 @@ from searchsync.cli import (
     offsets,
     outbox,
     rebuild,
+    relay,
     repair,
     run,
     status,
@@ -55,6 +56,7 @@ _GROUPS = (
     repair,
     tombstones,
     outbox,
+    relay,
     status,
     exporter,
 )

@@ -57,6 +57,7 @@ from searchsync.config._reader import (
     _plain,
     _Section,
 )
+from searchsync.config._relay import RelaySettings, _relay
 from searchsync.config._secrets import Secret, scrub_credentials, scrub_known
 from searchsync.config._watch import CanarySettings, ExporterSettings, _canary, _exporter
 from searchsync.errors import ConfigError
@@ -75,6 +76,7 @@ __all__ = [
     "PipelineSettings",
     "ProjectionSettings",
     "RebuildSettings",
+    "RelaySettings",
     "RepairSettings",
     "RetentionSettings",
     "Secret",
@@ -101,6 +103,7 @@ class Settings:
     repair: RepairSettings = field(default_factory=RepairSettings)
     exporter: ExporterSettings = field(default_factory=ExporterSettings)
     canary: CanarySettings = field(default_factory=CanarySettings)
+    relay: RelaySettings = field(default_factory=RelaySettings)
 
     def alias(self, aggregate_type: str) -> str:
         """The stable alias every write goes through (invariant 7); see `searchsync.naming`."""
@@ -149,6 +152,7 @@ _SECTIONS: Final[Mapping[str, type]] = MappingProxyType(
         "repair": RepairSettings,
         "exporter": ExporterSettings,
         "canary": CanarySettings,
+        "relay": RelaySettings,
     }
 )
 
@@ -174,6 +178,7 @@ def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Sett
         repair=_repair(readers["repair"]),
         exporter=_exporter(readers["exporter"]),
         canary=_canary(readers["canary"]),
+        relay=_relay(readers["relay"]),
     )
 
 

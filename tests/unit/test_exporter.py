@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from confluent_kafka import KafkaError, KafkaException
 from prometheus_client import CollectorRegistry
 from searchsync.config import Settings, load_settings
+from searchsync.errors import ConfigError
 from searchsync.watch.canary import CANARY_ID, build, projectors
 from searchsync.watch.exporter import Canary, Exporter
 from searchsync.watch.group import KafkaPeek, observe_group
@@ -194,3 +196,14 @@ def test_every_exporter_metric_is_listed() -> None:
     registry = CollectorRegistry()
     ExporterMetrics(1, canary=True, registry=registry)
     assert {f.name for f in registry.collect()} == set(EXPORTER_METRIC_NAMES)
+
+
+def test_the_watch_settings_are_read_and_checked() -> None:
+    settings = _settings(
+        SEARCHSYNC_CANARY_INTERVAL_S="10", SEARCHSYNC_EXPORTER_EXPECTED_MEMBERS="3"
+    )
+    assert (settings.canary.interval_s, settings.exporter.expected_members) == (10.0, 3)
+    assert _settings().canary.interval_s == 0.0  # off unless asked for
+    with pytest.raises(ConfigError) as bad:
+        _settings(SEARCHSYNC_EXPORTER_INTERVAL_S="0")
+    assert bad.value.key == "exporter.interval_s"

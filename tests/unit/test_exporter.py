@@ -4,6 +4,8 @@ outbox_* gauges from it, the canary's age, and /healthz after a failed observati
 from __future__ import annotations
 
 import asyncio
+import math
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -11,6 +13,7 @@ from confluent_kafka import KafkaError, KafkaException
 from prometheus_client import CollectorRegistry
 from searchsync.config import Settings, load_settings
 from searchsync.errors import ConfigError
+from searchsync.types import TopicPartition
 from searchsync.watch.canary import CANARY_ID, build, projectors
 from searchsync.watch.exporter import Canary, Exporter
 from searchsync.watch.group import KafkaPeek, observe_group
@@ -207,3 +210,21 @@ def test_the_watch_settings_are_read_and_checked() -> None:
     with pytest.raises(ConfigError) as bad:
         _settings(SEARCHSYNC_EXPORTER_INTERVAL_S="0")
     assert bad.value.key == "exporter.interval_s"
+
+
+class _Blind:
+    """A `Peek` that never gets an answer in time."""
+
+    def timestamps(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        return {}
+
+
+def test_an_unread_oldest_event_is_nan_never_zero() -> None:
+    topics = _topics()
+    view = observe_group(topics.admin({}), _settings(), _Blind(), now_ms=NOW_MS)
+    assert view.lag == 3 and math.isnan(view.oldest_age_s)
+    metrics = ExporterMetrics(1, canary=False)
+    metrics.set_group(view)
+    age = "searchsync_group_oldest_unfinished_age_seconds"
+    assert math.isnan(_value(metrics, age, topic=TOPIC, partition="0") or 0.0)
+    assert _value(metrics, age, topic=TOPIC, partition="1") == 0.0  # no lag: truly nothing

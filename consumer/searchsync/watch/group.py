@@ -8,6 +8,7 @@ timestamp of the message at the offset the group would read next, read by a grou
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,7 +30,8 @@ __all__ = ["GroupView", "KafkaPeek", "PartitionView", "Peek", "observe_group"]
 @dataclass(frozen=True, slots=True)
 class PartitionView:
     """One partition: the next offset the group reads, the log end, and the age in seconds of
-    the message at that offset (None when nothing is unfinished or it could not be read)."""
+    the message at that offset (None when nothing is unfinished, or it could not be read in
+    ``exporter.peek_timeout_s``)."""
 
     topic: str
     partition: int
@@ -52,8 +54,12 @@ class GroupView:
 
     @property
     def oldest_age_s(self) -> float:
-        """Age of the oldest unfinished event over every partition (0.0: none)."""
-        return max((p.oldest_age_s or 0.0 for p in self.partitions), default=0.0)
+        """Age of the oldest unfinished event over every partition: 0.0 when nothing is
+        unfinished, NaN when events wait but none of their timestamps could be read."""
+        known = [p.oldest_age_s for p in self.partitions if p.oldest_age_s is not None]
+        if known:
+            return max(known)
+        return math.nan if self.lag else 0.0
 
 
 class Peek(Protocol):

@@ -11,6 +11,7 @@ published yet (status PENDING), so their sum and max over both jobs cover the wh
 from __future__ import annotations
 
 import contextlib
+import math
 from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
@@ -99,7 +100,8 @@ class ExporterMetrics:
             key = (p.topic, str(p.partition))
             now.add(key)
             self._lag.labels(*key).set(p.lag)
-            self._age.labels(*key).set(p.oldest_age_s or 0.0)
+            unread = math.nan if p.lag else 0.0  # events wait, their age unknown: no 0
+            self._age.labels(*key).set(unread if p.oldest_age_s is None else p.oldest_age_s)
         for key in self._series - now:  # a topic deleted, or no longer subscribed
             with contextlib.suppress(KeyError):
                 self._lag.remove(*key)

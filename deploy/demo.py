@@ -1,7 +1,7 @@
 """`make demo`: searchsync's main job on the local stack, shown working.
 
 1. index init (the alias and its v1 index), 2. the consumer in the background (`searchsync run`)
-and `searchsync exporter` with the freshness canary on (`CANARY_ENV`), 3. a small stream of real
+and `searchsync exporter` with its canary on (deploy/demo_canary.py), 3. a small stream of real
 page writes through MariaDB transactions (the writer helper), 4. wait until every document equals
 the projection of its row, 5. a search hit, the lag, the canary's age, the metrics URLs. The
 consumer and the exporter keep running afterwards; `make down` stops the stack, and
@@ -24,14 +24,17 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from demo_canary import CANARY_ENV, canary_line, ensure_canary_topic
+from demo_canary import canary_age, canary_env, ensure_canary_topic
 from searchsync.config import load_settings
 from searchsync.devtools.loadgen import run_loadgen
 from searchsync.mysql.pool import create_pool
 from searchsync.mysql.truth import MysqlTruth
+from searchsync.naming import read_alias_name
 from searchsync.projection import registry_from_settings
+from searchsync.read import Until, wait_for_revision
 from searchsync.search.admin import init_index
 from searchsync.search.client import make_es_client
+from searchsync.search.reads import EsSearchReader
 from searchsync.writer import PageWriter
 
 REPO = Path(__file__).resolve().parents[1]
@@ -85,18 +88,6 @@ def start(name: str, command: list[str], env: dict[str, str] | None = None) -> N
     (RUN / f"{name}.pid").write_text(str(proc.pid))
 
 
-async def say_canary(url: str) -> None:
-    """The canary's age once a heartbeat is searchable (within 60 s)."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = canary_line(http_get(url)[1])
-        if line is not None:
-            say(f"freshness canary (MySQL commit -> searchable, last heartbeat): {line}")
-            return
-        await asyncio.sleep(0.5)
-    say(f"the canary's heartbeat is not searchable after 60 s; see {url}")
-
-
 def start_relay() -> bool:
     """With ``RELAY=polling``: make sure `searchsync relay run` publishes the outbox."""
     mode = os.environ.get("RELAY", "debezium")
@@ -134,9 +125,7 @@ def http_get(url: str) -> tuple[int, str]:
 
 
 async def main() -> int:
-    for key, value in CANARY_ENV.items():
-        if "SEARCHSYNC_KAFKA_TOPIC_REGEX" not in os.environ or key != "SEARCHSYNC_KAFKA_TOPICS":
-            os.environ.setdefault(key, value)
+    canary_env(os.environ)
     settings = load_settings(os.environ)
     ex = settings.exporter
     exporter_url = f"http://{ex.metrics_host}:{ex.metrics_port}/metrics"
@@ -195,8 +184,9 @@ async def main() -> int:
         )
         prefix = f"demo-{uuid.uuid4().hex[:6]}"
         say(f"writing pages {prefix}-* through MariaDB transactions (row + outbox event) ...")
+        writer = PageWriter(app_pool)
         report = await run_loadgen(
-            PageWriter(app_pool),
+            writer,
             pages=25,
             updates=250,
             concurrency=4,
@@ -233,14 +223,26 @@ async def main() -> int:
         )
 
         live = next(i for i in ids if not expected[i].is_deleted)
+        committed = time.monotonic()
+        revision = await writer.update(live, content="read your writes")
+        waited = await wait_for_revision(
+            EsSearchReader(es), alias, live, revision, until=Until.SEARCHABLE, timeout_s=30
+        )
+        say(
+            f"read-your-writes: {live} revision {revision} searchable "
+            f"{time.monotonic() - committed:.3f} s after its commit ({waited.polls} polls, "
+            "no forced refresh)"
+            if waited.reached
+            else f"read-your-writes: {waited.message}"
+        )
         word = str(expected[live].body["title"]).split()[0]
-        await es.indices.refresh(index=alias)
+        read_alias = read_alias_name(alias)  # what readers query: it never shows a tombstone
         hits = await es.search(
-            index=alias,
+            index=read_alias,
             query={
                 "bool": {
                     "must": [{"match": {"title": word}}],
-                    "filter": [{"term": {"is_deleted": False}}, {"prefix": {"id": prefix}}],
+                    "filter": [{"prefix": {"id": prefix}}],
                 }
             },
             size=1,
@@ -248,8 +250,8 @@ async def main() -> int:
         )
         top = hits["hits"]["hits"][0]
         say(
-            f'search "{word}": {hits["hits"]["total"]["value"]} hits; top: id={top["_id"]} '
-            f'version={top["_version"]} title="{top["_source"]["title"]}"'
+            f'search {read_alias} "{word}": {hits["hits"]["total"]["value"]} hits; top: '
+            f'id={top["_id"]} version={top["_version"]} title="{top["_source"]["title"]}"'
         )
         related = "character:character_qixia"
         by_relation = await es.count(
@@ -279,7 +281,7 @@ async def main() -> int:
             f"consumer lag (messages not yet committed, last sample): {lag:.0f}; "
             f"{pending[0] if pending else ''}"
         )
-        await say_canary(exporter_url)
+        say(await canary_age(lambda: http_get(exporter_url)[1]))
         say(f"metrics: {metrics_url}   health: {health_url}   exporter: {exporter_url}")
         say(
             "the consumer keeps running: `make down` stops everything, "

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Callable, MutableMapping
+
 from confluent_kafka.admin import AdminClient, NewTopic
 
 CANARY_ENV = {
@@ -10,6 +14,13 @@ CANARY_ENV = {
     "SEARCHSYNC_KAFKA_TOPICS": "outbox.event.wiki_page,outbox.event.searchsync_canary",
 }
 """The demo turns the canary on; variables already set win."""
+
+
+def canary_env(env: MutableMapping[str, str]) -> None:
+    """Set `CANARY_ENV` in `env` where unset (no topic list where a topic regex is set)."""
+    for key, value in CANARY_ENV.items():
+        if "SEARCHSYNC_KAFKA_TOPIC_REGEX" not in env or key != "SEARCHSYNC_KAFKA_TOPICS":
+            env.setdefault(key, value)
 
 
 def ensure_canary_topic(bootstrap: str) -> None:
@@ -33,3 +44,14 @@ def canary_line(metrics: str) -> str | None:
     if ages and beats and float(beats[0].split()[1]) > 0 and float(ages[0].split()[1]) < 30:
         return ages[0]
     return None
+
+
+async def canary_age(metrics: Callable[[], str]) -> str:
+    """What to say about the canary once a heartbeat is searchable (waits at most 60 s)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = canary_line(metrics())
+        if line is not None:
+            return f"freshness canary (MySQL commit -> searchable, last heartbeat): {line}"
+        await asyncio.sleep(0.5)
+    return "the canary's heartbeat is not searchable after 60 s: see the exporter's /metrics"

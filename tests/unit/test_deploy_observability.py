@@ -175,6 +175,7 @@ def test_the_alert_rules_have_the_shape_prometheus_loads() -> None:
         "SearchsyncExporterDown",
         "SearchsyncCanaryStale",
         "SearchsyncDlqBudgetSpent",
+        "SearchsyncSevereLag",
     } <= names
 
 

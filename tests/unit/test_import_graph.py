@@ -21,7 +21,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "examples search mysql",
         "observability",
         "kafka",
-        "writer dlq",
+        "writer dlq read",
         "stream devtools",
         "ops relay watch",
         "resources",

@@ -35,6 +35,7 @@ from searchsync.cli import (
     run,
     status,
     tombstones,
+    wait,
 )
 from searchsync.cli.args import CONFIG_ENV, Command, Parents
 from searchsync.cli.output import err
@@ -59,6 +60,7 @@ _GROUPS = (
     relay,
     status,
     exporter,
+    wait,
 )
 
 

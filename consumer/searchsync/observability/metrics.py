@@ -91,6 +91,7 @@ METRIC_NAMES: Final = (
     "searchsync_member_keys_in_flight",
     "searchsync_member_oldest_pending_age_seconds",
     "searchsync_dlq_budget_spent",
+    "searchsync_severe_lag_threshold_seconds",
     "searchsync_consumer_lag",
     "searchsync_partitions_assigned",
     "searchsync_partitions_paused",
@@ -196,6 +197,11 @@ class Metrics:
             registry=r,
         )
 
+        self._severe_lag = Gauge(
+            "searchsync_severe_lag_threshold_seconds",
+            "The severe-lag threshold (observability.severe_lag_s) SearchsyncSevereLag uses",
+            registry=r,
+        )
         # this member's memory; the group's backlog at the broker is the exporter's
         self._pending = Gauge(
             "searchsync_member_pending_events", "Unfinished events this member holds", registry=r
@@ -338,6 +344,9 @@ class Metrics:
 
     def set_processing(self, n: int) -> None:
         self._processing.set(n)
+
+    def set_severe_lag_threshold(self, seconds: float) -> None:
+        self._severe_lag.set(seconds)
 
     def set_oldest_pending_age(self, seconds: float) -> None:
         self._oldest.set(seconds)

@@ -1,9 +1,10 @@
 """`make demo`: searchsync's main job on the local stack, shown working.
 
-1. index init (the alias and its v1 index), 2. the consumer in the background (`searchsync run`),
-3. a small stream of real page writes through MariaDB transactions (the writer helper),
-4. wait until every document equals the projection of its row, 5. a search hit, the lag, the
-metrics URL. The consumer keeps running afterwards; `make down` stops the stack, and
+1. index init (the alias and its v1 index), 2. the consumer in the background (`searchsync run`)
+and `searchsync exporter` with its canary on (deploy/demo_canary.py), 3. a small stream of real
+page writes through MariaDB transactions (the writer helper), 4. wait until every document equals
+the projection of its row, 5. a search hit, the lag, the canary's age, the metrics URLs. The
+consumer and the exporter keep running afterwards; `make down` stops the stack, and
 `kill $(cat .stack/run/searchsync.pid)` stops the consumer alone.
 
 ``RELAY=polling make demo`` runs it without Kafka Connect (deploy/local/stack.sh does not start
@@ -23,6 +24,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from demo_canary import canary_age, canary_env, ensure_canary_topic
 from searchsync.config import load_settings
 from searchsync.devtools.loadgen import run_loadgen
 from searchsync.mysql.pool import create_pool
@@ -123,7 +125,10 @@ def http_get(url: str) -> tuple[int, str]:
 
 
 async def main() -> int:
+    canary_env(os.environ)
     settings = load_settings(os.environ)
+    ex = settings.exporter
+    exporter_url = f"http://{ex.metrics_host}:{ex.metrics_port}/metrics"
     obs = settings.observability
     metrics_url = f"http://{obs.metrics_host}:{obs.metrics_port}/metrics"
     health_url = f"http://{obs.metrics_host}:{obs.metrics_port}/healthz"
@@ -137,6 +142,13 @@ async def main() -> int:
             es, alias, projector.mapping, schema_version=projector.schema_version
         )
         say(f"index init: {alias} -> {result.index} ({result.action.value})")
+        for other in (registry.get(k) for k in registry.types() if k != "wiki_page"):
+            alias_of = settings.alias(other.aggregate_type)
+            await init_index(es, alias_of, other.mapping, schema_version=other.schema_version)
+        if settings.canary.interval_s > 0 and http_get(exporter_url)[0] == 0:
+            ensure_canary_topic(settings.kafka.bootstrap_servers)
+            start("searchsync-exporter", ["exporter"])
+            say(f"started searchsync exporter with the canary (log {LOGS}/searchsync-exporter.log)")
 
         if not start_relay():
             return 1
@@ -263,12 +275,14 @@ async def main() -> int:
             for line in text.splitlines()
             if line.startswith("searchsync_consumer_lag{")
         )
-        pending = [line for line in text.splitlines() if line.startswith("outbox_pending_count ")]
+        held = "searchsync_member_pending_events "
+        pending = [line for line in text.splitlines() if line.startswith(held)]
         say(
             f"consumer lag (messages not yet committed, last sample): {lag:.0f}; "
             f"{pending[0] if pending else ''}"
         )
-        say(f"metrics: {metrics_url}   health: {health_url}")
+        say(await canary_age(lambda: http_get(exporter_url)[1]))
+        say(f"metrics: {metrics_url}   health: {health_url}   exporter: {exporter_url}")
         say(
             "the consumer keeps running: `make down` stops everything, "
             "`kill $(cat .stack/run/searchsync.pid)` only the consumer"

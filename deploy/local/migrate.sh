@@ -64,6 +64,9 @@ GRANT SELECT, INSERT, UPDATE ON \`$db\`.search_rebuild_state TO '$SEARCHSYNC_DB_
 GRANT SELECT, INSERT, UPDATE ON \`$db\`.search_revision_floor TO '$SEARCHSYNC_DB_USER'@'%';
 GRANT SELECT, INSERT, UPDATE ON \`$db\`.search_repair_epoch TO '$SEARCHSYNC_DB_USER'@'%';
 GRANT SELECT, INSERT, UPDATE ON \`$db\`.search_repair_bucket TO '$SEARCHSYNC_DB_USER'@'%';
+-- searchsync exporter's freshness canary raises its heartbeat row (migration 006), which the
+-- consumer reads like any truth table.
+GRANT SELECT, INSERT, UPDATE ON \`$db\`.search_canary TO '$SEARCHSYNC_DB_USER'@'%';
 
 -- The application side (writer helper, loadgen, demo, tests): changes rows and appends outbox events.
 CREATE USER IF NOT EXISTS '$APP_DB_USER'@'%' IDENTIFIED BY '$APP_DB_PASSWORD';

@@ -43,6 +43,7 @@ up() {
 
 down() {
   stop_pid searchsync   # the consumer `make demo` started, if it runs
+  stop_pid searchsync-exporter   # and its exporter (the freshness canary)
   [[ -f $RUN_DIR/relay.pid ]] && stop_pid relay   # the relay of `RELAY=polling make demo`
   bash "$here/connect.sh" stop
   bash "$here/elasticsearch.sh" stop
@@ -52,6 +53,7 @@ down() {
 
 status() {
   [[ -f $RUN_DIR/searchsync.pid ]] && status_line searchsync "http://127.0.0.1:9464/metrics" "$LOG_DIR/searchsync.log"
+  [[ -f $RUN_DIR/searchsync-exporter.pid ]] && status_line searchsync-exporter "http://127.0.0.1:9470/metrics" "$LOG_DIR/searchsync-exporter.log"
   [[ -f $RUN_DIR/relay.pid ]] && status_line relay "http://127.0.0.1:9465/metrics" "$LOG_DIR/relay.log"
   bash "$here/mariadb.sh" status
   bash "$here/kafka.sh" status

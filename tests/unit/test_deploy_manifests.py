@@ -103,6 +103,7 @@ def test_k8s_has_the_expected_documents() -> None:
         "CronJob",
         "Deployment",
         "Deployment",
+        "Deployment",
         "PodDisruptionBudget",
         "Secret",
     ]

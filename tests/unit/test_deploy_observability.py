@@ -2,7 +2,8 @@
 
 Each PromQL expression is reduced to the metric names it reads (label matchers, grouping clauses,
 ranges, strings, functions and keywords removed) and every name must be exported: by the consumer
-(`Metrics().registry`), by the rebuild (`RebuildMetrics().registry`), or, for Kafka Connect's
+(`Metrics().registry`), by the rebuild (`RebuildMetrics().registry`), by `searchsync exporter`
+(`ExporterMetrics`), or, for Kafka Connect's
 connector state, by the JMX exporter rule shipped next to the alerts. The rules file is also
 checked against the shape Prometheus loads (groups of rules with alert, expr, for, labels and
 annotations); tests/unit/test_alert_rules.py runs `promtool` on them too.
@@ -20,6 +21,7 @@ import yaml
 from prometheus_client import CollectorRegistry
 from searchsync.observability.metrics import METRIC_NAMES, Metrics
 from searchsync.observability.rebuild_metrics import RebuildMetrics
+from searchsync.watch.metrics import ExporterMetrics
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 DASHBOARD = DEPLOY / "grafana" / "searchsync.json"
@@ -80,7 +82,11 @@ def _external() -> set[str]:
 
 
 def _known() -> dict[str, str]:
-    return {**exported(Metrics().registry), **exported(RebuildMetrics().registry)}
+    return {
+        **exported(Metrics().registry),
+        **exported(RebuildMetrics().registry),
+        **exported(ExporterMetrics(1, canary=True).registry),
+    }
 
 
 def test_the_registries_export_what_metric_names_lists() -> None:
@@ -164,6 +170,11 @@ def test_the_alert_rules_have_the_shape_prometheus_loads() -> None:
         "SearchsyncMemberDown",
         "SearchsyncGroupDead",
         "SearchsyncCommitToSearchableSlow",
+        "SearchsyncGroupAbsent",
+        "SearchsyncGroupUnderstaffed",
+        "SearchsyncExporterDown",
+        "SearchsyncCanaryStale",
+        "SearchsyncDlqBudgetSpent",
         "SearchsyncSevereLag",
     } <= names
 

@@ -23,7 +23,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "kafka",
         "writer dlq read",
         "stream devtools",
-        "ops relay",
+        "ops relay watch",
         "resources",
         "app",
         "runtime",

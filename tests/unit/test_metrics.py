@@ -108,9 +108,12 @@ def test_gauges_and_forget_partition() -> None:
     m.set_lag("t", 0, 12)
     m.set_lag("t", 1, 5)
     m.commit_to_searchable(-2.0)  # clock skew is clamped, not a negative observation
-    assert _value(m, "outbox_pending_count") == 7
-    assert _value(m, "outbox_processing_count") == 3
-    assert _value(m, "outbox_oldest_pending_age_seconds") == 1.5
+    assert _value(m, "searchsync_member_pending_events") == 7
+    assert _value(m, "searchsync_member_keys_in_flight") == 3
+    assert _value(m, "searchsync_member_oldest_pending_age_seconds") == 1.5
+    assert _value(m, "searchsync_dlq_budget_spent") == 0
+    m.dlq_budget_spent()
+    assert _value(m, "searchsync_dlq_budget_spent") == 1
     assert _value(m, "searchsync_partitions_assigned") == 3
     assert _value(m, "searchsync_partitions_paused") == 1
     assert _value(m, "projection_revision_lag", aggregate_type="wiki_page") == 4

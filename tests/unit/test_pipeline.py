@@ -596,6 +596,7 @@ async def test_a_spent_dlq_budget_stops_the_pipeline_without_committing_past_it(
     assert h.intake.max_committed(TP0) == 3  # offset 3 was never acknowledged
     assert isinstance(h.pipeline.fatal, DlqBudgetExceeded)
     assert not h.pipeline.health()[0]
+    assert h.sample("searchsync_dlq_budget_spent") == 1  # SearchsyncDlqBudgetSpent reads it
 
 
 # -- 11. revoke ----------------------------------------------------------------------------------
@@ -665,7 +666,9 @@ async def test_a_work_settling_after_its_partition_was_revoked_is_not_dead_lette
         await wait_until(lambda: h.truth.gate_waiters == 1, "the load in flight")
         h.pipeline.revoked([TP0], lost=True)  # lost: no drain, the work is still running
         h.truth.gate.set()
-        await wait_until(lambda: h.sample("outbox_processing_count") == 0, "the work settled")
+        await wait_until(
+            lambda: h.sample("searchsync_member_keys_in_flight") == 0, "the work settled"
+        )
         await h.loops()
     assert h.dlq.records == []  # the new owner re-reads the event; nothing is dead-lettered here
     assert h.sample("searchsync_revision_regression_total", aggregate_type="wiki_page") == 0
@@ -701,7 +704,7 @@ async def test_a_retry_scheduled_while_revoking_is_dropped_with_the_partition() 
         h.pipeline.revoked([TP0], lost=False)
         loads = h.truth.loads
         await h.loops()
-        assert h.sample("outbox_processing_count") == 0  # nothing left of the revoked work
+        assert h.sample("searchsync_member_keys_in_flight") == 0  # nothing left of the revoked work
         assert h.truth.loads == loads  # and it is not retried for a partition we lost
     assert h.dlq.records == []
 
@@ -717,7 +720,7 @@ async def test_a_lost_partitions_scheduled_retries_are_dropped() -> None:
         await h.loops()
         loads = h.truth.loads
         await h.loops()
-        assert h.sample("outbox_processing_count") == 0
+        assert h.sample("searchsync_member_keys_in_flight") == 0
         assert h.truth.loads == loads
     assert h.intake.commits == []
 
@@ -742,7 +745,7 @@ async def test_a_revoke_through_the_intake_commits_the_prefix_and_drops_pending_
         loads = h.truth.loads
         await h.loops()
         assert h.truth.loads == loads  # b's retry went with its partition
-        assert h.sample("outbox_processing_count") == 0
+        assert h.sample("searchsync_member_keys_in_flight") == 0
         assert TP0 not in h.pipeline.ledger.partitions()
     assert h.version("b") is None and h.version("a") == 1
     assert all(c.get(TP0, 1) == 1 for c in h.intake.commits)  # nothing past the prefix, ever

@@ -24,6 +24,7 @@ from pathlib import Path
 from searchsync.cli import (
     config,
     dlq,
+    exporter,
     index,
     loadgen,
     offsets,
@@ -58,6 +59,7 @@ _GROUPS = (
     outbox,
     relay,
     status,
+    exporter,
     wait,
 )
 

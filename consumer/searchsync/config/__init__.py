@@ -58,13 +58,16 @@ from searchsync.config._reader import (
 )
 from searchsync.config._relay import RelaySettings, _relay
 from searchsync.config._secrets import Secret, scrub_credentials, scrub_known
+from searchsync.config._watch import CanarySettings, ExporterSettings, _canary, _exporter
 from searchsync.errors import ConfigError
 
 __all__ = [
     "ENV_PREFIX",
     "PROJECTION_ENTRY_FORM",
+    "CanarySettings",
     "ConnectSettings",
     "ElasticsearchSettings",
+    "ExporterSettings",
     "KafkaSettings",
     "LibrdkafkaValue",
     "MysqlSettings",
@@ -97,6 +100,8 @@ class Settings:
     retention: RetentionSettings = field(default_factory=RetentionSettings)
     connect: ConnectSettings = field(default_factory=ConnectSettings)
     repair: RepairSettings = field(default_factory=RepairSettings)
+    exporter: ExporterSettings = field(default_factory=ExporterSettings)
+    canary: CanarySettings = field(default_factory=CanarySettings)
     relay: RelaySettings = field(default_factory=RelaySettings)
 
     def alias(self, aggregate_type: str) -> str:
@@ -144,6 +149,8 @@ _SECTIONS: Final[Mapping[str, type]] = MappingProxyType(
         "retention": RetentionSettings,
         "connect": ConnectSettings,
         "repair": RepairSettings,
+        "exporter": ExporterSettings,
+        "canary": CanarySettings,
         "relay": RelaySettings,
     }
 )
@@ -168,6 +175,8 @@ def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Sett
         retention=_retention(readers["retention"]),
         connect=_connect(readers["connect"]),
         repair=_repair(readers["repair"]),
+        exporter=_exporter(readers["exporter"]),
+        canary=_canary(readers["canary"]),
         relay=_relay(readers["relay"]),
     )
 

@@ -127,10 +127,18 @@ class Metrics:
             "searchsync_severe_lag_threshold_seconds",
             "The severe-lag threshold (observability.severe_lag_s) SearchsyncSevereLag uses",
         )
-        self._pending = gauge_("outbox_pending_count", "Unfinished events held by the consumer")
-        self._processing = gauge_("outbox_processing_count", "Keys in flight")
+        # this member's memory; the group's backlog at the broker is the exporter's
+        self._pending = gauge_(
+            "searchsync_member_pending_events", "Unfinished events this member holds"
+        )
+        self._processing = gauge_("searchsync_member_keys_in_flight", "Keys this member is writing")
         self._oldest = gauge_(
-            "outbox_oldest_pending_age_seconds", "Age of the oldest unfinished event"
+            "searchsync_member_oldest_pending_age_seconds",
+            "Age of the oldest unfinished event this member holds",
+        )
+        self._budget_spent = gauge_(
+            "searchsync_dlq_budget_spent",
+            "1 once the DLQ error budget is spent (the member then stops with exit code 3)",
         )
         self._lag = gauge_(
             "searchsync_consumer_lag",
@@ -259,6 +267,9 @@ class Metrics:
 
     def set_oldest_pending_age(self, seconds: float) -> None:
         self._oldest.set(seconds)
+
+    def dlq_budget_spent(self) -> None:
+        self._budget_spent.set(1)
 
     def set_lag(self, topic: str, partition: int, lag: int) -> None:
         self._lag.labels(topic=topic, partition=str(partition)).set(lag)

@@ -34,9 +34,10 @@ METRIC_NAMES: Final = (
     "es_write_latency_seconds",
     "searchsync_commit_to_searchable_seconds",
     # gauges
-    "outbox_pending_count",
-    "outbox_processing_count",
-    "outbox_oldest_pending_age_seconds",
+    "searchsync_member_pending_events",
+    "searchsync_member_keys_in_flight",
+    "searchsync_member_oldest_pending_age_seconds",
+    "searchsync_dlq_budget_spent",
     "searchsync_severe_lag_threshold_seconds",
     "searchsync_consumer_lag",
     "searchsync_partitions_assigned",

@@ -89,6 +89,7 @@ class DeadLetters:
                 "DLQ error budget exceeded: stopping the consumer", extra={"reason": str(exc)}
             )
             self.fatal = exc
+            self._metrics.dlq_budget_spent()
             return
         task = asyncio.create_task(self._send(positions, code, message, attempts, verdict))
         self.tasks.add(task)

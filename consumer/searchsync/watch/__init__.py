@@ -1,0 +1,1 @@
+"""Watching searchsync from outside the group: `searchsync exporter` and the freshness canary."""

@@ -1,0 +1,138 @@
+"""The freshness canary: a heartbeat committed through the outbox, looked for in the index.
+
+The heartbeat is the reserved aggregate type ``searchsync_canary`` (`CANARY_TYPE`): one row,
+id ``heartbeat``, in its own table ``search_canary`` (migration 006), with its own tiny projector
+(`projectors`, named in ``[projection] modules`` like any type) and its own index behind the
+alias ``<prefix>_searchsync_canary``. A beat (`MysqlCanary.beat`) raises the row's revision,
+stamps ``beat_at`` and appends an UPSERT outbox event in one transaction, exactly as an
+application writes; the event then goes the whole way: binlog, Debezium, Kafka, the consumer,
+the projector, the bulk write and the refresh. The document found by a plain GET on the alias
+carries the ``beat_at`` it was projected from, so ``now - beat_at`` is the age of the newest
+heartbeat that is searchable (`EsCanary.beat_at`): about the beat interval plus the
+commit-to-searchable latency while all is well, and growing without bound when any stage stops.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Final, Protocol
+
+import aiomysql
+
+from searchsync.mysql.outbox import append_outbox
+from searchsync.mysql.pool import db_time, transaction, translate_errors
+from searchsync.projection import Projector, Row
+from searchsync.types import Operation
+
+__all__ = [
+    "CANARY_ID",
+    "CANARY_TYPE",
+    "CanaryIndex",
+    "CanaryStore",
+    "EsCanary",
+    "MysqlCanary",
+    "projectors",
+]
+
+CANARY_TYPE: Final = "searchsync_canary"
+CANARY_ID: Final = "heartbeat"
+TABLE: Final = "search_canary"
+
+_MAPPING: Final[dict[str, Any]] = {
+    "settings": {"number_of_shards": 1, "number_of_replicas": 0},
+    "mappings": {
+        "dynamic": "strict",
+        "properties": {
+            "id": {"type": "keyword"},
+            "beat_at": {"type": "date"},
+            "source_revision": {"type": "long"},
+            "projection_schema_version": {"type": "integer"},
+            "projection_hash": {"type": "keyword"},
+            "sync_hash": {"type": "long"},
+            "is_deleted": {"type": "boolean"},
+            "tombstoned_at": {"type": "date"},
+        },
+    },
+}
+
+
+def build(row: Row) -> dict[str, Any]:
+    """The heartbeat's fields: when it was committed."""
+    at = row["beat_at"]
+    if not isinstance(at, datetime):
+        raise ValueError(f"beat_at must be a DATETIME, got {type(at).__name__}")
+    return {"beat_at": _aware(at).isoformat(), "is_deleted": row["deleted_at"] is not None}
+
+
+def projectors() -> tuple[Projector, ...]:
+    """The plug-in contract of ``[projection] modules``: add ``searchsync.watch.canary``."""
+    return (
+        Projector(
+            aggregate_type=CANARY_TYPE,
+            schema_version=1,
+            table=TABLE,
+            columns=("id", "beat_at", "revision", "deleted_at"),
+            build=build,
+            mapping=_MAPPING,
+        ),
+    )
+
+
+class CanaryStore(Protocol):
+    async def beat(self, now: datetime) -> int:
+        """Commit one heartbeat at `now` with its outbox event; its revision."""
+        ...
+
+
+class CanaryIndex(Protocol):
+    async def beat_at(self, alias: str) -> datetime | None:
+        """``beat_at`` of the heartbeat document the alias serves (None: none yet)."""
+        ...
+
+
+class MysqlCanary:
+    """`CanaryStore` on MySQL: the row and its outbox event in one transaction (invariant 1)."""
+
+    def __init__(self, pool: aiomysql.Pool) -> None:
+        self._pool = pool
+
+    async def beat(self, now: datetime) -> int:
+        at = db_time(now)
+        async with transaction(self._pool) as conn:
+            with translate_errors("write search_canary"):
+                async with conn.cursor() as cur:
+                    await cur.execute(
+                        "INSERT INTO search_canary (id, beat_at, revision) VALUES (%s, %s, 1)"
+                        " ON DUPLICATE KEY UPDATE revision = revision + 1,"
+                        " beat_at = VALUES(beat_at)",
+                        (CANARY_ID, at),
+                    )
+                    await cur.execute(
+                        "SELECT revision FROM search_canary WHERE id = %s", (CANARY_ID,)
+                    )
+                    (revision,) = await cur.fetchone()
+            await append_outbox(
+                conn, CANARY_TYPE, CANARY_ID, Operation.UPSERT, int(revision), now=now
+            )
+        return int(revision)
+
+
+class EsCanary:
+    """`CanaryIndex` over an ``AsyncElasticsearch`` client: a real-time GET through the alias
+    would see an unrefreshed write, so it searches, which sees only what is searchable."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    async def beat_at(self, alias: str) -> datetime | None:
+        found = await self._client.options(ignore_status=404).search(
+            index=alias, query={"ids": {"values": [CANARY_ID]}}, size=1, source=["beat_at"]
+        )
+        hits = found.get("hits", {}).get("hits", []) if found else []
+        if not hits:
+            return None
+        return _aware(datetime.fromisoformat(hits[0]["_source"]["beat_at"]))
+
+
+def _aware(at: datetime) -> datetime:
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)

@@ -93,6 +93,8 @@ METRIC_NAMES: Final = (
     "searchsync_consumer_lag",
     "searchsync_partitions_assigned",
     "searchsync_partitions_paused",
+    "searchsync_partition_blocked",
+    "searchsync_partition_gap_records",
     "searchsync_schema_fenced",
     "alias_current_physical_index",
     "projection_revision_lag",
@@ -212,6 +214,19 @@ class Metrics:
             "searchsync_partitions_assigned", "Partitions assigned to this consumer", registry=r
         )
         self._paused = Gauge("searchsync_partitions_paused", "Partitions paused", registry=r)
+        where = ["topic", "partition"]
+        self._blocked = Gauge(
+            "searchsync_partition_blocked",
+            "1 while the partition is not read: its committed offset is below the log start",
+            where,
+            registry=r,
+        )
+        self._gap = Gauge(
+            "searchsync_partition_gap_records",
+            "Records deleted before being read: log start minus committed offset",
+            where,
+            registry=r,
+        )
         self._fenced = Gauge(
             "searchsync_schema_fenced",
             "1 while writes to the alias are fenced: its write index holds another schema version",
@@ -338,6 +353,17 @@ class Metrics:
         """Drop a revoked partition's lag series, so a stale value does not linger."""
         with contextlib.suppress(KeyError):
             self._lag.remove(topic, str(partition))
+
+    def set_blocked(self, topic: str, partition: int, missing: int | None) -> None:
+        """A partition blocked by a history gap of `missing` records (None: no longer)."""
+        labels = (topic, str(partition))
+        if missing is None:
+            for gauge in (self._blocked, self._gap):
+                with contextlib.suppress(KeyError):
+                    gauge.remove(*labels)
+            return
+        self._blocked.labels(*labels).set(1)
+        self._gap.labels(*labels).set(missing)
 
     def set_assigned(self, n: int) -> None:
         self._assigned.set(n)

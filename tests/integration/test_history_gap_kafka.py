@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -13,9 +14,16 @@ from collections.abc import Iterator
 
 import orjson
 import pytest
-from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient
 from searchsync.cli.main import main
+from searchsync.kafka.gaps import GapBoard, GapGuard, HistoryGap
 from searchsync.ops.status_probes import group_section
 
 from tests.integration.conftest import KAFKA
@@ -38,9 +46,9 @@ def names() -> Iterator[tuple[str, dict[str, str]]]:
     env = harness_env("gap", SEARCHSYNC_KAFKA_TOPICS=topic)
     env["SEARCHSYNC_OBSERVABILITY_METRICS_PORT"] = str(_free_port())
     env["SEARCHSYNC_KAFKA_AUTO_OFFSET_RESET"] = "earliest"
-    with fresh_topics(KAFKA, [(topic, 2), (env["SEARCHSYNC_KAFKA_DLQ_TOPIC"], 1)]):
+    with fresh_topics(KAFKA, [(topic, 3), (env["SEARCHSYNC_KAFKA_DLQ_TOPIC"], 1)]):
         producer = Producer({"bootstrap.servers": KAFKA})
-        for partition in (0, 1):
+        for partition in (0, 1, 2):
             for i in range(RECORDS):  # not events: each is dead-lettered, which moves the commit
                 producer.produce(topic, value=f"poison {i}".encode(), partition=partition)
         assert producer.flush(30) == 0
@@ -84,8 +92,9 @@ async def test_a_partition_past_the_log_start_is_blocked_until_the_gap_is_accept
     topic, env = names
     group, port = env["SEARCHSYNC_KAFKA_GROUP_ID"], env["SEARCHSYNC_OBSERVABILITY_METRICS_PORT"]
     admin = kafka_admin(KAFKA)
-    p0, p1 = (topic, 0), (topic, 1)
-    # a stopped group at offset 2 of both partitions; then 2..3 of partition 0 are deleted
+    p0, p1, p2 = (topic, 0), (topic, 1), (topic, 2)
+    # a stopped group at offset 2 of partitions 0 and 1 (2: never committed, read from the start);
+    # then 2..3 of partition 0 are deleted
     assert admin.alter_committed(group, {p0: 2, p1: 2}) == {}
     client = AdminClient({"bootstrap.servers": KAFKA})  # kept: its futures need it alive
     deleted = client.delete_records([TopicPartition(topic, 0, 4)])
@@ -100,10 +109,10 @@ async def test_a_partition_past_the_log_start_is_blocked_until_the_gap_is_accept
     async def blocked_and_others_done() -> bool:
         assert consumer.task is not None and not consumer.task.done()
         gap = consumer.metric("searchsync_partition_gap_records", topic=topic, partition="0")
-        done = admin.committed(group, [p1])[p1] == RECORDS
-        return gap == 2 and done
+        committed = admin.committed(group, [p1, p2])
+        return gap == 2 and committed == {p1: RECORDS, p2: RECORDS}
 
-    await wait_for(blocked_and_others_done, 60, "partition 0 blocked, partition 1 consumed")
+    await wait_for(blocked_and_others_done, 60, "partition 0 blocked, 1 and 2 consumed")
     assert consumer.metric("searchsync_partition_blocked", topic=topic, partition="0") == 1
     assert admin.committed(group, [p0])[p0] == 2  # never reset to the log start
     status, health = await asyncio.to_thread(_healthz, port)
@@ -114,6 +123,18 @@ async def test_a_partition_past_the_log_start_is_blocked_until_the_gap_is_accept
     section = await asyncio.to_thread(group_section, admin, consumer.settings)
     assert any(f"{topic}[0] blocked" in p and "2 record(s)" in p for p in section.problems)
     assert await consumer.close() == 0
+
+    # a restart does not forget it: blocked until the gap is acknowledged
+    restarted = InProcessConsumer(env)
+    _run(restarted)
+
+    async def blocked_again() -> bool:
+        assert restarted.task is not None and not restarted.task.done()
+        return restarted.metric("searchsync_partition_gap_records", topic=topic) == 2
+
+    await wait_for(blocked_again, 60, "partition 0 blocked again after a restart")
+    assert admin.committed(group, [p0])[p0] == 2
+    assert await restarted.close() == 0
 
     # without --accept-gap the reset is refused; with it the group moves on, and it is recorded
     await wait_for(
@@ -140,3 +161,38 @@ async def test_a_partition_past_the_log_start_is_blocked_until_the_gap_is_accept
     await wait_for(all_done, 60, "partition 0 consumed from the log start after the acceptance")
     assert again.metric("searchsync_partition_blocked", topic=topic) == 0
     assert await again.close() == 0
+
+
+def test_a_position_overtaken_by_retention_is_blocked_from_librdkafkas_error() -> None:
+    """The out-of-range error librdkafka raises under auto.offset.reset=error names the failed
+    position: the guard blocks the partition with the gap it proves, and reads nothing."""
+    topic = f"it.gap.{uuid.uuid4().hex[:12]}"
+    group = f"it-gap-{uuid.uuid4().hex[:8]}"
+    with fresh_topics(KAFKA, [(topic, 1)]):
+        producer = Producer({"bootstrap.servers": KAFKA})
+        for i in range(RECORDS):
+            producer.produce(topic, value=f"m{i}".encode(), partition=0)
+        assert producer.flush(30) == 0
+        assert kafka_admin(KAFKA).alter_committed(group, {(topic, 0): 2}) == {}
+        client = AdminClient({"bootstrap.servers": KAFKA})
+        for future in client.delete_records([TopicPartition(topic, 0, 4)]).values():
+            assert future.result(timeout=30).low_watermark == 4
+        config = {"bootstrap.servers": KAFKA, "group.id": group, "auto.offset.reset": "error"}
+        consumer = Consumer({**config, "enable.auto.commit": False})
+        guard = GapGuard(GapBoard(), config, fresh_start="earliest", timeout_s=10)
+        try:
+            consumer.assign([TopicPartition(topic, 0)])  # at the committed offset, 2
+            deadline = time.monotonic() + 30
+            event = None
+            while event is None and time.monotonic() < deadline:
+                m = consumer.poll(1)
+                if m is not None:
+                    assert m.error() is not None, f"read offset {m.offset()} over the gap"
+                    assert m.error().code() == KafkaError._AUTO_OFFSET_RESET
+                    event = m
+            assert event is not None, "no out-of-range error within 30 s"
+            guard.out_of_range(consumer, event)
+            assert guard.board.blocked() == [HistoryGap(topic, 0, 2, 4)]
+            assert consumer.poll(2) is None  # nothing is read after the error
+        finally:
+            consumer.close()

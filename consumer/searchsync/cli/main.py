@@ -29,10 +29,12 @@ from searchsync.cli import (
     offsets,
     outbox,
     rebuild,
+    relay,
     repair,
     run,
     status,
     tombstones,
+    wait,
 )
 from searchsync.cli.args import CONFIG_ENV, Command, Parents
 from searchsync.cli.output import err
@@ -54,7 +56,9 @@ _GROUPS = (
     repair,
     tombstones,
     outbox,
+    relay,
     status,
+    wait,
 )
 
 

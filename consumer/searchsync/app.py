@@ -14,6 +14,7 @@ import logging
 import random
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
+from dataclasses import asdict
 
 from searchsync.config import Settings
 from searchsync.dlq.record import DlqBudget, DlqProducer
@@ -22,6 +23,7 @@ from searchsync.exit_codes import ExitCode
 from searchsync.kafka.config import member_config
 from searchsync.kafka.connect import ConnectClient
 from searchsync.kafka.connector_watch import ConnectorWatch
+from searchsync.kafka.gaps import GapBoard
 from searchsync.kafka.intake import KafkaIntake
 from searchsync.observability.http import HealthReport, HealthServer
 from searchsync.observability.metrics import Metrics
@@ -100,15 +102,20 @@ async def run_consumer(
             k.subscription,
             pipeline,
             revoke_timeout_s=min(10.0, p.shutdown_deadline_s) + 5.0,
+            gaps=GapBoard(metrics),
+            fresh_start=k.auto_offset_reset,
         )
 
         def health() -> HealthReport:
             ready, reasons = pipeline.health()
+            blocked = intake.guard.board.blocked()
+            reasons = [*reasons, *intake.guard.board.reasons()]
             details = {
                 "group": k.group_id,
                 "schema_fence": [state.as_json() for state in fence.states()],
+                "blocked": [asdict(gap) | {"missing": gap.missing} for gap in blocked],
             }
-            return HealthReport(ready=ready, reasons=reasons, details=details)
+            return HealthReport(ready=ready and not blocked, reasons=reasons, details=details)
 
         server = HealthServer(
             settings.observability.metrics_host,

@@ -33,6 +33,7 @@ class FakeTopics:
     producers: list[FakeProducer] = field(default_factory=list)
     admin_configs: list[Mapping[str, Any]] = field(default_factory=list)
     altered: list[tuple[str, dict[TopicPartition, int]]] = field(default_factory=list)
+    commit_metadata: dict[tuple[str, TopicPartition], str] = field(default_factory=dict)
     deleted_groups: list[str] = field(default_factory=list)
     stamps: dict[TopicPartition, list[int]] = field(default_factory=dict)  # see timestamp_ms
     delivery_error: Any = None
@@ -110,10 +111,14 @@ class FakeAdmin:
         return list(self._t.members.get(group, []))
 
     def alter_committed(
-        self, group: str, offsets: Mapping[TopicPartition, int]
+        self,
+        group: str,
+        offsets: Mapping[TopicPartition, int],
+        metadata: Mapping[TopicPartition, str] | None = None,
     ) -> dict[TopicPartition, str]:
         self._check()
         self._t.altered.append((group, dict(offsets)))
+        self._t.commit_metadata.update({(group, tp): m for tp, m in (metadata or {}).items()})
         for tp, offset in offsets.items():
             self._t.commits[(group, tp)] = offset
         return {}

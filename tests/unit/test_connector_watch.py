@@ -28,6 +28,7 @@ class FakeConnect:
         self.gets = 0
         self.posts: list[str] = []
         self.on_get: Callable[[int], None] | None = None
+        self.trace = "x.Y: boom\n\tat"
 
     def fetch(self, url: str, timeout_s: float) -> tuple[int, bytes]:
         self.gets += 1
@@ -35,7 +36,7 @@ class FakeConnect:
             raise ConnectionRefusedError("connection refused")
         assert url == "http://connect:8083/connectors/searchsync-outbox/status"
         tasks = [
-            {"id": n, "state": s, "worker_id": "w", "trace": "x.Y: boom\n\tat"}
+            {"id": n, "state": s, "worker_id": "w", "trace": self.trace}
             if s == "FAILED"
             else {"id": n, "state": s, "worker_id": "w"}
             for n, s in enumerate(self.states)
@@ -125,3 +126,28 @@ def test_the_watch_settings_are_off_by_default_and_checked() -> None:
         with pytest.raises(ConfigError) as caught:
             load_settings({f"SEARCHSYNC_CONNECT_{key}": value})
         assert f"connect.{key.lower()}" in str(caught.value)
+
+
+PURGED = (
+    "org.apache.kafka.connect.errors.ConnectException: The connector is trying to read binlog "
+    "starting at SourceInfo [currentBinlogFilename=mysql-bin.000054, currentBinlogPosition=95437"
+    "], but this is no longer available on the server. Reconfigure the connector to use a "
+    "snapshot when needed.\n\tat io.debezium.connector.mysql.MySqlConnectorTask.start"
+)
+
+
+async def test_a_task_failed_on_a_purged_binlog_is_reported_as_that_once_not_restarted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    connect = FakeConnect("RUNNING", "FAILED")
+    connect.trace = PURGED
+    watch = connect.watch()
+    with caplog.at_level(logging.ERROR, logger="searchsync.kafka.connector_watch"):
+        assert await watch.check() == 0
+        assert await watch.check() == 0
+    assert connect.posts == []  # a restart would fail the same way
+    assert watch.binlog_gone == {("searchsync-outbox", 1)}
+    [record] = caplog.records  # once, not once per check
+    message = record.getMessage()
+    assert "task 1 is FAILED" in message and "binlog position" in message and "purged" in message
+    assert "new Debezium snapshot" in message and "`searchsync rebuild`" in message

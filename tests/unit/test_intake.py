@@ -36,6 +36,30 @@ class FakeConfluentConsumer:
         self.callbacks: dict[str, Any] = {}
         self.assignment: list[TopicPartition] = []
         self.resumed: list[TopicPartition] = []
+        self.committed_at: dict[TopicPartition, int] = {}  # the group's offsets (absent: none)
+        self.log_start: dict[TopicPartition, int] = {}
+        self.local: list[tuple[str, list[tuple[TopicPartition, int]]]] = []
+        self.sought: list[tuple[TopicPartition, int]] = []
+
+    def committed(self, tps: list[KafkaTopicPartition], timeout: float) -> list[Any]:
+        return [
+            KafkaTopicPartition(tp.topic, tp.partition, self.committed_at.get(_tp(tp), -1001))
+            for tp in tps
+        ]
+
+    def get_watermark_offsets(
+        self, tp: KafkaTopicPartition, timeout: float, cached: bool = False
+    ) -> tuple[int, int]:
+        return self.log_start.get(_tp(tp), 0), 1_000
+
+    def incremental_assign(self, tps: list[KafkaTopicPartition]) -> None:
+        self.local.append(("assign", [(_tp(tp), tp.offset) for tp in tps]))
+
+    def incremental_unassign(self, tps: list[KafkaTopicPartition]) -> None:
+        self.local.append(("unassign", [(_tp(tp), tp.offset) for tp in tps]))
+
+    def seek(self, tp: KafkaTopicPartition) -> None:
+        self.sought.append((_tp(tp), tp.offset))
 
     def resume(self, partitions: list[KafkaTopicPartition]) -> None:
         self.resumed += [(tp.topic, tp.partition) for tp in partitions]
@@ -78,6 +102,10 @@ class FakeConfluentConsumer:
             self._fire("on_revoke", self.assignment)
 
 
+def _tp(tp: KafkaTopicPartition) -> TopicPartition:
+    return (tp.topic, tp.partition)
+
+
 def _failed(tp: TopicPartition) -> Any:
     class Failed:
         topic, partition, offset = tp.topic, tp.partition, tp.offset
@@ -116,7 +144,10 @@ class Listener:
 
 
 async def _intake(
-    offsets: dict[TopicPartition, int], *, revoke_timeout_s: float = 5.0
+    offsets: dict[TopicPartition, int],
+    *,
+    revoke_timeout_s: float = 5.0,
+    config: dict[str, Any] | None = None,
 ) -> tuple[KafkaIntake, FakeConfluentConsumer, Listener, list[str]]:
     log: list[str] = []
     made: list[FakeConfluentConsumer] = []
@@ -127,7 +158,7 @@ async def _intake(
         return made[0]
 
     intake = KafkaIntake(
-        {"group.id": "g"},
+        config or {"group.id": "g"},
         [TOPIC],
         listener,
         revoke_timeout_s=revoke_timeout_s,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import getpass
+import socket
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
@@ -44,6 +46,13 @@ def register(commands: Any, parents: Parents) -> None:
     reset.add_argument("--topic", help="only this topic (default: every subscribed topic)")
     reset.add_argument("--partition", type=non_negative_int, help="only this partition")
     reset.add_argument("--dry-run", action="store_true", help="print the plan only")
+    reset.add_argument(
+        "--accept-gap",
+        action="store_true",
+        help="move partitions whose committed offset is below the log start (records lost to "
+        "retention) to the target, and record who accepted the loss and when; reconcile with "
+        "`searchsync rebuild` first",
+    )
     reset.set_defaults(func=cmd_offsets_reset)
 
 
@@ -77,6 +86,11 @@ def cmd_offsets_show(args: argparse.Namespace, settings: Settings, runtime: Runt
     return ExitCode.OK
 
 
+def _operator() -> str:
+    """Who runs this command: user@host."""
+    return f"{getpass.getuser()}@{socket.gethostname()}"
+
+
 def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     if args.offset is not None:
         if args.partition is None:
@@ -91,6 +105,7 @@ def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, runtime: Run
         partition=args.partition,
         dry_run=args.dry_run,
         admin_factory=runtime.kafka.admin,
+        accept_gap=_operator() if args.accept_gap else None,
     )
     group, members = report.group, report.active_members
     if args.json:
@@ -101,6 +116,7 @@ def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, runtime: Run
                 "dry_run": report.dry_run,
                 "active_members": list(members),
                 "plan": [asdict(s) for s in report.steps],
+                "accepted_gaps": [asdict(a) for a in report.accepted],
             }
         )
         return ExitCode.OK
@@ -108,6 +124,12 @@ def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, runtime: Run
     for s in report.steps:
         current = "-" if s.current is None else str(s.current)
         out(f"{verb} {s.topic}/{s.partition}: {current} -> {s.target}")
+    for a in report.accepted:
+        out(
+            f"{'would accept' if report.dry_run else 'accepted'} gap {a.topic}/{a.partition}: "
+            f"{a.missing} record(s) lost ({a.committed}..{a.log_start - 1}) by {a.accepted_by} "
+            f"at {a.accepted_at}"
+        )
     if members:
         err(
             f"note: group {group} has active members ({', '.join(members)}); a real reset "

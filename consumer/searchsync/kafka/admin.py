@@ -73,9 +73,13 @@ class KafkaAdmin(Protocol):
         ...
 
     def alter_committed(
-        self, group: str, offsets: Mapping[TopicPartition, int]
+        self,
+        group: str,
+        offsets: Mapping[TopicPartition, int],
+        metadata: Mapping[TopicPartition, str] | None = None,
     ) -> dict[TopicPartition, str]:
-        """Set the group's committed offsets; returns the partitions that failed, with why."""
+        """Set the group's committed offsets (with each one's commit `metadata`, if given);
+        returns the partitions that failed, with why."""
         ...
 
     def delete_group(self, group: str) -> bool:
@@ -212,12 +216,22 @@ class ConfluentKafkaAdmin:
         }
 
     def alter_committed(
-        self, group: str, offsets: Mapping[TopicPartition, int]
+        self,
+        group: str,
+        offsets: Mapping[TopicPartition, int],
+        metadata: Mapping[TopicPartition, str] | None = None,
     ) -> dict[TopicPartition, str]:
         if not offsets:
             return {}
+        notes = metadata or {}
         request = ConsumerGroupTopicPartitions(
-            group, [KafkaTopicPartition(t, p, o) for (t, p), o in offsets.items()]
+            group,
+            [
+                KafkaTopicPartition(t, p, o, metadata=notes[(t, p)])
+                if (t, p) in notes
+                else KafkaTopicPartition(t, p, o)
+                for (t, p), o in offsets.items()
+            ],
         )
         futures = self._client.alter_consumer_group_offsets(
             [request], request_timeout=self._timeout_s

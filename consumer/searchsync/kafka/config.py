@@ -36,13 +36,15 @@ def member_config(kafka: KafkaSettings) -> dict[str, Any]:
     """The consumer that joins the group and runs the pipeline (`searchsync.kafka.intake`).
 
     Cooperative-sticky assignment: a rebalance revokes only the partitions that move, so the
-    others keep flowing while the revoked ones drain.
+    others keep flowing while the revoked ones drain. ``auto.offset.reset=error``: librdkafka
+    never jumps over lost history; the intake starts a partition without a committed offset at
+    ``kafka.auto_offset_reset`` itself and blocks one below the log start (`kafka.gaps`).
     """
     return {
         **consumer_config(
             kafka.client_config(),
             group_id=kafka.group_id,
-            auto_offset_reset=kafka.auto_offset_reset,
+            auto_offset_reset="error",
         ),
         "partition.assignment.strategy": "cooperative-sticky",
         "session.timeout.ms": kafka.session_timeout_ms,

@@ -6,6 +6,10 @@ while MariaDB is down), and until it is restarted nothing is published. The watc
 connector's status every ``watch_interval_s`` and restarts each FAILED task once per check,
 logging why it failed. Every group member may run it (a double restart is harmless). Connect not
 answering is logged once per outage and never stops the consumer.
+
+A task that failed because the binlog position it needs was purged (`binlog_gone`) is not
+restarted: it would fail again, and the changes in between are lost to CDC. The watch says so
+once per task, with the recovery (`BINLOG_RECOVERY`).
 """
 
 from __future__ import annotations
@@ -18,11 +22,30 @@ from typing import Final
 from searchsync.kafka.connect import ConnectClient, ConnectUnavailable
 from searchsync.observability.metrics import Metrics
 
-__all__ = ["ConnectorWatch"]
+__all__ = ["BINLOG_RECOVERY", "ConnectorWatch", "binlog_gone"]
 
 log = logging.getLogger(__name__)
 
 FAILED: Final = "FAILED"
+# Debezium's MySQL connector at start ("... but this is no longer available on the server.
+# Reconfigure the connector to use a snapshot when needed."), and the server's error 1236 when
+# the file is purged while it reads.
+_BINLOG_GONE: Final = (
+    "is no longer available on the server",
+    "could not find first log file name in binary log index file",
+)
+BINLOG_RECOVERY: Final = (
+    "the binlog position the connector needs was purged (MariaDB expire_logs_days), so the "
+    "changes since are lost to CDC; restarting cannot help. Recover: take a new Debezium "
+    "snapshot (snapshot.mode=when_needed, or re-register the connector under new offsets), "
+    "then run `searchsync rebuild` for each type to reconcile the index"
+)
+
+
+def binlog_gone(trace: str | None) -> bool:
+    """`trace` is a task failure caused by a purged binlog position."""
+    text = (trace or "").lower()
+    return any(marker in text for marker in _BINLOG_GONE)
 
 
 class ConnectorWatch:
@@ -35,6 +58,7 @@ class ConnectorWatch:
         self._metrics = metrics
         self._unreachable = False
         self.restarts = 0  # tasks restarted so far
+        self.binlog_gone: set[tuple[str, int]] = set()  # tasks failed on a purged binlog
 
     async def check(self) -> int:
         """One check: restart every FAILED task; how many were restarted."""
@@ -49,6 +73,14 @@ class ConnectorWatch:
         restarted = 0
         for task in status.tasks:
             if task.state != FAILED:
+                self.binlog_gone.discard((status.name, task.id))
+                continue
+            if binlog_gone(task.trace):
+                if (status.name, task.id) not in self.binlog_gone:
+                    log.error(
+                        "connector %s task %d is FAILED: %s", status.name, task.id, BINLOG_RECOVERY
+                    )
+                self.binlog_gone.add((status.name, task.id))
                 continue
             log.warning(
                 "connector %s task %d is FAILED (%s): restarting it",

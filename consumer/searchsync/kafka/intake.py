@@ -9,6 +9,11 @@ blocks and the client is never touched from two threads. Rebalance callbacks run
 Auto commit and the automatic offset store are off (`searchsync.kafka.config.member_config`):
 offsets are committed explicitly, and only the contiguous finished prefix computed by
 `searchsync.stream.ledger`.
+
+A partition whose committed offset lies below the log start is kept but never read
+(`searchsync.kafka.gaps`): it is checked on assignment, and a position that falls out of range
+later ends in librdkafka's ``_AUTO_OFFSET_RESET`` error (``auto.offset.reset=error``), never in a
+silent jump to the log start.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any, ParamSpec, Protocol, TypeVar
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from searchsync.kafka.gaps import GapBoard, GapGuard
 from searchsync.types import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -68,7 +74,11 @@ class KafkaIntake:
         *,
         revoke_timeout_s: float,
         consumer_factory: Callable[[dict[str, Any]], Any] = Consumer,
+        gaps: GapBoard | None = None,
+        fresh_start: str = "earliest",
     ) -> None:
+        """`fresh_start`: where a partition without a committed offset starts (earliest,
+        latest); `gaps` holds the partitions blocked by a history gap."""
         self._config = dict(config)
         self._subscription = list(subscription)
         self._listener = listener
@@ -78,6 +88,9 @@ class KafkaIntake:
         self._consumer: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
+        self.guard = GapGuard(
+            gaps or GapBoard(), self._config, fresh_start=fresh_start, timeout_s=revoke_timeout_s
+        )
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -103,6 +116,9 @@ class KafkaIntake:
             if err is not None:
                 if err.fatal():
                     raise KafkaException(err)
+                if err.code() == KafkaError._AUTO_OFFSET_RESET:
+                    self.guard.out_of_range(self._consumer, m)
+                    continue
                 log.warning("kafka consume error", extra={"kafka_error": str(err)})
                 continue
             out.append(_raw(m))
@@ -167,12 +183,12 @@ class KafkaIntake:
     # -- rebalance callbacks: these run on the consumer thread, inside consume() or close() --
 
     def _on_assign(self, consumer: Any, partitions: list[KafkaTopicPartition]) -> None:
-        tps = [(tp.topic, tp.partition) for tp in partitions]
+        tps = self.guard.admit(consumer, [(tp.topic, tp.partition) for tp in partitions])
         log.info("partitions assigned", extra={"partitions": [f"{t}[{p}]" for t, p in tps]})
         self._to_loop(self._listener.assigned, tps)
 
     def _on_revoke(self, consumer: Any, partitions: list[KafkaTopicPartition]) -> None:
-        tps = [(tp.topic, tp.partition) for tp in partitions]
+        tps, never = self.guard.split(partitions)
         log.info("partitions revoked", extra={"partitions": [f"{t}[{p}]" for t, p in tps]})
         offsets: dict[TopicPartition, int] = {}
         if self._loop is not None and not self._loop.is_closed():
@@ -187,14 +203,16 @@ class KafkaIntake:
             failed = [tp for tp, ok in results.items() if not ok]
             if failed:
                 log.warning("commit on revoke failed", extra={"partitions": failed})
-        _resume(consumer, partitions)
+        _resume(consumer, [KafkaTopicPartition(t, p) for t, p in tps])
+        self.guard.unassign(consumer, tps, never)
         self._to_loop(lambda parts: self._listener.revoked(parts, lost=False), tps)
 
     def _on_lost(self, consumer: Any, partitions: list[KafkaTopicPartition]) -> None:
         # Lost partitions may already belong to another member: commit nothing for them.
-        tps = [(tp.topic, tp.partition) for tp in partitions]
+        tps, never = self.guard.split(partitions)
         log.warning("partitions lost", extra={"partitions": [f"{t}[{p}]" for t, p in tps]})
-        _resume(consumer, partitions)
+        _resume(consumer, [KafkaTopicPartition(t, p) for t, p in tps])
+        self.guard.unassign(consumer, tps, never)
         self._to_loop(lambda parts: self._listener.revoked(parts, lost=True), tps)
 
     def _to_loop(

@@ -149,6 +149,17 @@ class Metrics:
             "searchsync_partitions_assigned", "Partitions assigned to this consumer"
         )
         self._paused = gauge_("searchsync_partitions_paused", "Partitions paused")
+        where = ["topic", "partition"]
+        self._blocked = gauge_(
+            "searchsync_partition_blocked",
+            "1 while the partition is not read: its committed offset is below the log start",
+            where,
+        )
+        self._gap = gauge_(
+            "searchsync_partition_gap_records",
+            "Records deleted before being read: log start minus committed offset",
+            where,
+        )
         self._fenced = gauge_(
             "searchsync_schema_fenced",
             "1 while writes to the alias are fenced: its write index holds another schema version",
@@ -278,6 +289,17 @@ class Metrics:
         """Drop a revoked partition's lag series, so a stale value does not linger."""
         with contextlib.suppress(KeyError):
             self._lag.remove(topic, str(partition))
+
+    def set_blocked(self, topic: str, partition: int, missing: int | None) -> None:
+        """A partition blocked by a history gap of `missing` records (None: no longer)."""
+        labels = (topic, str(partition))
+        if missing is None:
+            for gauge in (self._blocked, self._gap):
+                with contextlib.suppress(KeyError):
+                    gauge.remove(*labels)
+            return
+        self._blocked.labels(*labels).set(1)
+        self._gap.labels(*labels).set(missing)
 
     def set_assigned(self, n: int) -> None:
         self._assigned.set(n)

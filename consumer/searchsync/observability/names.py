@@ -42,6 +42,8 @@ METRIC_NAMES: Final = (
     "searchsync_consumer_lag",
     "searchsync_partitions_assigned",
     "searchsync_partitions_paused",
+    "searchsync_partition_blocked",
+    "searchsync_partition_gap_records",
     "searchsync_schema_fenced",
     "alias_current_physical_index",
     "projection_revision_lag",

@@ -12,15 +12,21 @@ with `PartitionOffset`, one offset of one partition of one topic.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+
+import orjson
 
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.kafka.admin import AdminFactory, ConfluentKafkaAdmin, KafkaAdmin
+from searchsync.kafka.gaps import RECONCILE, HistoryGap
 from searchsync.types import TopicPartition
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +54,12 @@ class PartitionOffsets:
     high: int
     lag: int
 
+    def gap(self) -> HistoryGap | None:
+        """The records deleted before the group read them (None: nothing lost)."""
+        if self.committed is None or self.committed >= self.low:
+            return None
+        return HistoryGap(self.topic, self.partition, self.committed, self.low)
+
 
 @dataclass(frozen=True, slots=True)
 class ResetStep:
@@ -64,6 +76,24 @@ class ResetReport:
     dry_run: bool
     active_members: tuple[str, ...]
     steps: tuple[ResetStep, ...]
+    accepted: tuple[GapAcceptance, ...] = ()  # the gaps this reset acknowledged (or would)
+
+
+@dataclass(frozen=True, slots=True)
+class GapAcceptance:
+    """Who accepted which lost records, and when: the commit metadata of the moved offset
+    (``accepted_gap``) and one log line record it."""
+
+    topic: str
+    partition: int
+    committed: int
+    log_start: int
+    missing: int
+    accepted_by: str
+    accepted_at: str
+
+    def metadata(self) -> str:
+        return orjson.dumps({"accepted_gap": asdict(self)}).decode()
 
 
 def subscribed_topics(admin: KafkaAdmin, settings: Settings) -> list[str]:
@@ -162,10 +192,13 @@ def reset(
     partition: int | None = None,
     dry_run: bool,
     admin_factory: AdminFactory = ConfluentKafkaAdmin,
+    accept_gap: str | None = None,
 ) -> ResetReport:
     """Move the group's offsets to `to` (see the module docstring); plan only if dry_run.
 
-    Raises `OperationRefused` while the group has active members (unless `dry_run`), and
+    A partition whose committed offset is below the log start (`HistoryGap`) moves only with
+    `accept_gap`, the name of who accepts the loss; else `OperationRefused` says how to
+    reconcile. Raises `OperationRefused` while the group has active members (unless `dry_run`), and
     `InvalidRequest` for a partition or offset that does not exist, or a `PartitionOffset` whose
     topic is ambiguous.
     """
@@ -186,6 +219,7 @@ def reset(
         steps = plan_reset(rows, to, topic=topic, partition=partition, times=times)
     else:
         steps = plan_reset(rows, to, topic=topic, partition=partition)
+    accepted = _accepted(rows, steps, accept_gap, dry_run=dry_run)
     members = admin.active_members(group)
     if members and not dry_run:
         raise OperationRefused(
@@ -194,12 +228,42 @@ def reset(
             "then reset again"
         )
     if not dry_run:
-        failed = admin.alter_committed(group, {(s.topic, s.partition): s.target for s in steps})
+        notes = {(a.topic, a.partition): a.metadata() for a in accepted}
+        moves = {(s.topic, s.partition): s.target for s in steps}
+        failed = admin.alter_committed(group, moves, notes or None)
         if failed:
             raise OperationRefused(
                 "; ".join(f"{t}/{p}: {why}" for (t, p), why in sorted(failed.items()))
             )
-    return ResetReport(group, describe_target(to), dry_run, tuple(members), tuple(steps))
+        for a in accepted:
+            log.warning("history gap accepted", extra={"group": group, **asdict(a)})
+    return ResetReport(
+        group, describe_target(to), dry_run, tuple(members), tuple(steps), tuple(accepted)
+    )
+
+
+def _accepted(
+    rows: Sequence[PartitionOffsets],
+    steps: Sequence[ResetStep],
+    accept_gap: str | None,
+    *,
+    dry_run: bool,
+) -> list[GapAcceptance]:
+    """The gaps `steps` move over, accepted by `accept_gap`; refused without it."""
+    moved = {(s.topic, s.partition) for s in steps}
+    gaps = [g for r in rows if (g := r.gap()) is not None and (g.topic, g.partition) in moved]
+    if gaps and accept_gap is None and not dry_run:
+        raise OperationRefused(
+            "; ".join(g.describe() for g in gaps)
+            + f". Moving over lost history needs --accept-gap: first {RECONCILE}, "
+            + "then repeat this reset with --accept-gap"
+        )
+    at = datetime.now(UTC).isoformat(timespec="seconds")
+    who = accept_gap or "(not accepted)"
+    return [
+        GapAcceptance(g.topic, g.partition, g.committed, g.log_start, g.missing, who, at)
+        for g in gaps
+    ]
 
 
 def _one_topic(topic: str | None, topics: Sequence[str]) -> str:

@@ -19,6 +19,7 @@ from searchsync.config import Settings
 from searchsync.dlq.summary import DlqSummary
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.kafka.connect import ConnectorStatus
+from searchsync.kafka.gaps import RECOVERY
 from searchsync.naming import read_alias_name
 from searchsync.ops.offsets import partition_offsets, subscribed_topics
 from searchsync.ops.repair.state import WheelSnapshot
@@ -54,6 +55,8 @@ def group_section(admin: KafkaAdmin, settings: Settings) -> Section:
         )
     if lag:
         warnings.append(f"lag {lag} event(s)")
+    gaps = {(r.topic, r.partition): r.gap() for r in rows}
+    problems.extend(f"{g.describe()}; {RECOVERY}" for g in gaps.values() if g is not None)
     data = {
         "group": group,
         "members": members,
@@ -65,6 +68,7 @@ def group_section(admin: KafkaAdmin, settings: Settings) -> Section:
                 "committed": r.committed,
                 "end": r.high,
                 "lag": r.lag,
+                "blocked_gap": (g.missing if (g := gaps[(r.topic, r.partition)]) else None),
             }
             for r in rows
         ],

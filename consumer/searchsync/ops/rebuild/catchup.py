@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from searchsync.config import Settings
 from searchsync.errors import OperationRefused
 from searchsync.kafka.admin import KafkaAdmin
+from searchsync.kafka.gaps import HistoryGap
 from searchsync.ops.rebuild.state import Watermark
 from searchsync.types import TopicPartition
 
@@ -33,6 +34,8 @@ __all__ = [
     "LagWatch",
     "catchup_settings",
     "high_watermarks",
+    "lost_history",
+    "refuse_lost_history",
 ]
 
 
@@ -110,6 +113,31 @@ class ConsumerCatchUp:
         if exc is not None:
             return f"the catch-up consumer failed: {exc}"
         return f"the catch-up consumer stopped with exit code {task.result()} (see its log)"
+
+
+def lost_history(admin: KafkaAdmin, watermark: Mapping[TopicPartition, int]) -> list[HistoryGap]:
+    """The partitions whose watermark lies below the log start now: records the catch-up must
+    replay were deleted (retention) before it started."""
+    gaps: list[HistoryGap] = []
+    for topic in sorted({t for t, _ in watermark}):
+        for partition, marks in admin.watermarks(topic).items():
+            offset = watermark.get((topic, partition))
+            if offset is not None and offset < marks.low:
+                gaps.append(HistoryGap(topic, partition, offset, marks.low))
+    return gaps
+
+
+def refuse_lost_history(gaps: Sequence[HistoryGap], alias: str) -> OperationRefused:
+    """Why the catch-up cannot start over `gaps`, and how to re-run."""
+    lost = "; ".join(
+        f"{g.topic}[{g.partition}] watermark {g.committed} < log start {g.log_start}" for g in gaps
+    )
+    return OperationRefused(
+        f"the catch-up of {alias} would start below the log start ({lost}): those events were "
+        "deleted by retention while the backfill ran, so this rebuild cannot be completed. "
+        f"Run `searchsync rebuild --abandon`, then `searchsync rebuild` again (a shorter "
+        "backfill, or a longer topic retention.ms, keeps the watermark in the log)"
+    )
 
 
 def high_watermarks(admin: KafkaAdmin, topics: Sequence[str]) -> dict[TopicPartition, int]:

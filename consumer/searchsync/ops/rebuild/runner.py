@@ -27,7 +27,13 @@ from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.ops.chunks import ChunkController
 from searchsync.ops.rebuild import plan as plans
 from searchsync.ops.rebuild.backfill import Backfill, ChunkDone
-from searchsync.ops.rebuild.catchup import CatchUp, LagWatch, high_watermarks
+from searchsync.ops.rebuild.catchup import (
+    CatchUp,
+    LagWatch,
+    high_watermarks,
+    lost_history,
+    refuse_lost_history,
+)
 from searchsync.ops.rebuild.deps import RebuildDeps
 from searchsync.ops.rebuild.finish import finish
 from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
@@ -169,6 +175,9 @@ class Rebuilder:
             if not done:
                 message = f"stopped after {options.stop_after_chunks} chunks; run with --resume"
                 return RebuildOutcome(False, "interrupted", message, record, failures=failures)
+            gaps = await asyncio.to_thread(lost_history, self.d.kafka, record.watermark)
+            if gaps:
+                raise refuse_lost_history(gaps, record.alias)
             failed = await asyncio.to_thread(
                 self.d.kafka.alter_committed, record.catchup_group, dict(record.watermark)
             )

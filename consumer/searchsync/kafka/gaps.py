@@ -1,0 +1,205 @@
+"""History lost before it was read: a partition whose next offset lies below the log start.
+
+Retention (or delete-records) may remove records a stopped or lagging group has not read. Reading
+on from the log start would skip them silently, so such a partition is BLOCKED instead: this
+member keeps it (no other member reads it either) but never fetches it, and says so once, with
+the size of the gap, on /healthz, in ``searchsync_partition_blocked`` and in the log
+(docs/design.md, invariant 14). The way out is the runbook's: reconcile with `searchsync rebuild`,
+then acknowledge the gap with ``searchsync offsets reset --to earliest --accept-gap``.
+
+`inspect` runs on the consumer thread inside the assignment callback: it reads the committed
+offsets and, for each committed partition, the log start, before anything is fetched.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaException
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from searchsync.types import TopicPartition
+
+__all__ = ["RECONCILE", "RECOVERY", "GapBoard", "GapGuard", "GapObserver", "HistoryGap", "inspect"]
+
+log = logging.getLogger(__name__)
+
+RECONCILE: Final = "reconcile with `searchsync rebuild` (or a full repair rotation)"
+RECOVERY: Final = (
+    f"{RECONCILE}, then acknowledge the gap "
+    "with `searchsync offsets reset --to earliest --accept-gap --topic T --partition P` "
+    "while the group is stopped"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryGap:
+    """Records `committed` .. `log_start` - 1 of one partition were deleted before being read."""
+
+    topic: str
+    partition: int
+    committed: int
+    log_start: int
+
+    @property
+    def missing(self) -> int:
+        return self.log_start - self.committed
+
+    def describe(self) -> str:
+        return (
+            f"{self.topic}[{self.partition}] blocked: committed offset {self.committed} is below "
+            f"the log start {self.log_start}; {self.missing} record(s) were deleted before "
+            "they were read (retention or delete-records)"
+        )
+
+
+class GapObserver(Protocol):
+    """Where a blocked partition is shown (`searchsync.observability.metrics.Metrics`)."""
+
+    def set_blocked(self, topic: str, partition: int, missing: int | None) -> None: ...
+
+
+class GapBoard:
+    """The partitions this member holds but will not read; safe to use from any thread."""
+
+    def __init__(self, observer: GapObserver | None = None) -> None:
+        self._observer = observer
+        self._gaps: dict[TopicPartition, HistoryGap] = {}
+        self._lock = threading.Lock()
+
+    def block(self, gap: HistoryGap) -> None:
+        """Record `gap`; logged once per partition while it stays blocked."""
+        tp = (gap.topic, gap.partition)
+        with self._lock:
+            known = self._gaps.get(tp) == gap
+            self._gaps[tp] = gap
+        if not known:
+            log.error(
+                "%s; %s",
+                gap.describe(),
+                RECOVERY,
+                extra={"topic": gap.topic, "partition": gap.partition, "missing": gap.missing},
+            )
+        if self._observer is not None:
+            self._observer.set_blocked(gap.topic, gap.partition, gap.missing)
+
+    def release(self, partitions: Sequence[TopicPartition]) -> None:
+        """`partitions` left this member: whatever blocked them is its new owner's to say."""
+        with self._lock:
+            gone = [tp for tp in partitions if self._gaps.pop(tp, None) is not None]
+        if self._observer is not None:
+            for topic, partition in gone:
+                self._observer.set_blocked(topic, partition, None)
+
+    def blocked(self) -> list[HistoryGap]:
+        with self._lock:
+            return sorted(self._gaps.values(), key=lambda g: (g.topic, g.partition))
+
+    def holds(self, tp: TopicPartition) -> bool:
+        with self._lock:
+            return tp in self._gaps
+
+    def reasons(self) -> list[str]:
+        """One /healthz reason per blocked partition, with the way out."""
+        return [f"{g.describe()}; {RECOVERY}" for g in self.blocked()]
+
+
+def inspect(
+    consumer: Any, partitions: Sequence[TopicPartition], *, fresh_start: str, timeout_s: float
+) -> tuple[list[KafkaTopicPartition], list[HistoryGap]]:
+    """Where to start each of `partitions`, and the ones that must not start (their gaps).
+
+    A partition without a committed offset starts at `fresh_start` (earliest or latest). Raises
+    `KafkaException` when the committed offsets or the log starts cannot be read in time.
+    """
+    asked = [KafkaTopicPartition(t, p) for t, p in partitions]
+    committed = consumer.committed(asked, timeout=timeout_s)
+    starts: list[KafkaTopicPartition] = []
+    gaps: list[HistoryGap] = []
+    fresh = OFFSET_BEGINNING if fresh_start == "earliest" else OFFSET_END
+    for tp in committed:
+        if tp.error is not None:
+            raise KafkaException(tp.error)
+        if tp.offset < 0:
+            starts.append(KafkaTopicPartition(tp.topic, tp.partition, fresh))
+            continue
+        low, _high = consumer.get_watermark_offsets(
+            KafkaTopicPartition(tp.topic, tp.partition), timeout=timeout_s, cached=False
+        )
+        if 0 <= tp.offset < low:
+            gaps.append(HistoryGap(tp.topic, tp.partition, tp.offset, low))
+        else:
+            starts.append(KafkaTopicPartition(tp.topic, tp.partition, tp.offset))
+    return starts, gaps
+
+
+class GapGuard:
+    """The intake's side of the gaps: what to assign, what to block, what to unassign.
+
+    Every method runs on the consumer thread (inside a rebalance callback or `consume`).
+    """
+
+    def __init__(
+        self, board: GapBoard, config: Mapping[str, Any], *, fresh_start: str, timeout_s: float
+    ) -> None:
+        self.board = board
+        self._fresh_start = fresh_start
+        self._timeout_s = timeout_s
+        self._cooperative = config.get("partition.assignment.strategy") == "cooperative-sticky"
+        self._explicit = config.get("auto.offset.reset") == "error"
+        self._unassigned: set[TopicPartition] = set()  # blocked on assignment, never assigned
+
+    def admit(self, consumer: Any, tps: list[TopicPartition]) -> list[TopicPartition]:
+        """Assign `tps` where they start, except those with a gap; the ones assigned. When
+        nothing is blocked and librdkafka would start them alike, its own assignment stays."""
+        try:
+            starts, gaps = inspect(
+                consumer, tps, fresh_start=self._fresh_start, timeout_s=self._timeout_s
+            )
+        except KafkaException as exc:  # the fetch's out-of-range error still catches a gap
+            log.warning("committed offsets unreadable on assignment", extra={"error": str(exc)})
+            return tps
+        for gap in gaps:
+            self.board.block(gap)
+            self._unassigned.add((gap.topic, gap.partition))
+        fresh = any(tp.offset < 0 for tp in starts)
+        if gaps or (fresh and self._explicit):
+            (consumer.incremental_assign if self._cooperative else consumer.assign)(starts)
+        return [(tp.topic, tp.partition) for tp in starts]
+
+    def out_of_range(self, consumer: Any, m: Any) -> None:
+        """No valid position (``_AUTO_OFFSET_RESET``): below the log start the partition is
+        blocked; without a committed offset it starts at `fresh_start`."""
+        topic, partition, offset = m.topic(), m.partition(), m.offset()
+        if topic is None or partition is None:
+            return
+        tp = KafkaTopicPartition(topic, partition)
+        low, _high = consumer.get_watermark_offsets(tp, timeout=self._timeout_s)
+        if offset is not None and 0 <= offset < low:
+            self.board.block(HistoryGap(topic, partition, offset, low))
+            return
+        log.info("no valid offset: starting %s[%d] at the %s", topic, partition, self._fresh_start)
+        fresh = OFFSET_BEGINNING if self._fresh_start == "earliest" else OFFSET_END
+        consumer.seek(KafkaTopicPartition(topic, partition, fresh))
+
+    def split(self, partitions: Sequence[Any]) -> tuple[list[TopicPartition], bool]:
+        """The partitions going away that this member reads; True if some it never read go too."""
+        tps = [(tp.topic, tp.partition) for tp in partitions]
+        self.board.release(tps)
+        never = self._unassigned.intersection(tps)
+        self._unassigned -= never
+        return [tp for tp in tps if tp not in never], bool(never)
+
+    def unassign(self, consumer: Any, held: list[TopicPartition], never: bool) -> None:
+        """librdkafka refuses to unassign what it never assigned: with such a partition in the
+        revoke, the rest is unassigned here (which keeps librdkafka from doing it)."""
+        if not never:
+            return
+        if self._cooperative:
+            consumer.incremental_unassign([KafkaTopicPartition(t, p) for t, p in held])
+        else:
+            consumer.unassign()

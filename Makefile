@@ -8,6 +8,7 @@ PYTEST_ARGS ?=
 
 help:
 	@echo "make demo   bring the local stack up and run searchsync on a stream of real page writes"
+	@echo "           RELAY=polling make demo: the same without Kafka Connect (searchsync relay publishes the outbox)"
 	@echo "make test   bring the stack up, run unit + integration tests, tear the stack down"
 	@echo "make faults SEED=1 COUNT=200   the fault-injection suite (tests/faults/README.md)"
 	@echo "make up | down | status | clean | lint | typecheck | bench | bench-rebuild | bench-repair | bench-recovery | check-bare"

@@ -5,6 +5,10 @@
 4. wait until every document equals the projection of its row, 5. a search hit, the lag, the
 metrics URL. The consumer keeps running afterwards; `make down` stops the stack, and
 `kill $(cat .stack/run/searchsync.pid)` stops the consumer alone.
+
+``RELAY=polling make demo`` runs it without Kafka Connect (deploy/local/stack.sh does not start
+it): `searchsync relay run` publishes the outbox instead (docs/relay.md), started here in the
+background like the consumer (`.stack/run/relay.pid`, metrics on :9465).
 """
 
 from __future__ import annotations
@@ -23,9 +27,12 @@ from searchsync.config import load_settings
 from searchsync.devtools.loadgen import run_loadgen
 from searchsync.mysql.pool import create_pool
 from searchsync.mysql.truth import MysqlTruth
+from searchsync.naming import read_alias_name
 from searchsync.projection import registry_from_settings
+from searchsync.read import Until, wait_for_revision
 from searchsync.search.admin import init_index
 from searchsync.search.client import make_es_client
+from searchsync.search.reads import EsSearchReader
 from searchsync.writer import PageWriter
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,8 +56,11 @@ def progress(text: str, final: bool) -> None:
         say(text)
 
 
-def consumer_running() -> bool:
-    pid_file = RUN / "searchsync.pid"
+RELAY_METRICS_PORT = 9465
+
+
+def running(name: str = "searchsync") -> bool:
+    pid_file = RUN / f"{name}.pid"
     if not pid_file.exists():
         return False
     try:
@@ -60,18 +70,46 @@ def consumer_running() -> bool:
     return True
 
 
-def start_consumer() -> None:
+def start(name: str, command: list[str], env: dict[str, str] | None = None) -> None:
+    """`searchsync <command>` in the background, its pid in .stack/run/<name>.pid."""
     RUN.mkdir(parents=True, exist_ok=True)
     LOGS.mkdir(parents=True, exist_ok=True)
-    log = (LOGS / "searchsync.log").open("ab")
+    log = (LOGS / f"{name}.log").open("ab")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "searchsync", "run"],
+        [sys.executable, "-m", "searchsync", *command],
         cwd=REPO,
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        env={**os.environ, **(env or {})},
     )
-    (RUN / "searchsync.pid").write_text(str(proc.pid))
+    (RUN / f"{name}.pid").write_text(str(proc.pid))
+
+
+def start_relay() -> bool:
+    """With ``RELAY=polling``: make sure `searchsync relay run` publishes the outbox."""
+    mode = os.environ.get("RELAY", "debezium")
+    if mode not in ("debezium", "polling"):
+        say(f"RELAY={mode}: expected polling or debezium")
+        return False
+    if mode == "debezium":
+        return True
+    if running("relay"):
+        say("the relay is already running")
+        return True
+    start(
+        "relay",
+        ["relay", "run"],
+        {
+            "SEARCHSYNC_RELAY_ENABLED": "true",
+            "SEARCHSYNC_RELAY_METRICS_PORT": str(RELAY_METRICS_PORT),
+        },
+    )
+    say(
+        f"started the polling relay instead of Kafka Connect (log {LOGS / 'relay.log'}, "
+        f"metrics http://127.0.0.1:{RELAY_METRICS_PORT}/metrics)"
+    )
+    return True
 
 
 def http_get(url: str) -> tuple[int, str]:
@@ -100,7 +138,9 @@ async def main() -> int:
         )
         say(f"index init: {alias} -> {result.index} ({result.action.value})")
 
-        if consumer_running():
+        if not start_relay():
+            return 1
+        if running():
             say("the consumer is already running")
         elif http_get(health_url)[0] != 0:
             say(
@@ -109,7 +149,7 @@ async def main() -> int:
             )
             return 1
         else:
-            start_consumer()
+            start("searchsync", ["run"])
             say(f"started the consumer (log {LOGS / 'searchsync.log'})")
         deadline = time.monotonic() + 90
         while http_get(health_url)[0] != 200:
@@ -117,7 +157,7 @@ async def main() -> int:
                 say(f"the consumer did not become ready; {health_url}: {http_get(health_url)}")
                 say(f"see {LOGS / 'searchsync.log'}")
                 return 1
-            if not consumer_running():
+            if not running():
                 say(f"the consumer exited; see {LOGS / 'searchsync.log'}")
                 return 1
             await asyncio.sleep(0.2)
@@ -132,8 +172,9 @@ async def main() -> int:
         )
         prefix = f"demo-{uuid.uuid4().hex[:6]}"
         say(f"writing pages {prefix}-* through MariaDB transactions (row + outbox event) ...")
+        writer = PageWriter(app_pool)
         report = await run_loadgen(
-            PageWriter(app_pool),
+            writer,
             pages=25,
             updates=250,
             concurrency=4,
@@ -170,14 +211,26 @@ async def main() -> int:
         )
 
         live = next(i for i in ids if not expected[i].is_deleted)
+        committed = time.monotonic()
+        revision = await writer.update(live, content="read your writes")
+        waited = await wait_for_revision(
+            EsSearchReader(es), alias, live, revision, until=Until.SEARCHABLE, timeout_s=30
+        )
+        say(
+            f"read-your-writes: {live} revision {revision} searchable "
+            f"{time.monotonic() - committed:.3f} s after its commit ({waited.polls} polls, "
+            "no forced refresh)"
+            if waited.reached
+            else f"read-your-writes: {waited.message}"
+        )
         word = str(expected[live].body["title"]).split()[0]
-        await es.indices.refresh(index=alias)
+        read_alias = read_alias_name(alias)  # what readers query: it never shows a tombstone
         hits = await es.search(
-            index=alias,
+            index=read_alias,
             query={
                 "bool": {
                     "must": [{"match": {"title": word}}],
-                    "filter": [{"term": {"is_deleted": False}}, {"prefix": {"id": prefix}}],
+                    "filter": [{"prefix": {"id": prefix}}],
                 }
             },
             size=1,
@@ -185,8 +238,8 @@ async def main() -> int:
         )
         top = hits["hits"]["hits"][0]
         say(
-            f'search "{word}": {hits["hits"]["total"]["value"]} hits; top: id={top["_id"]} '
-            f'version={top["_version"]} title="{top["_source"]["title"]}"'
+            f'search {read_alias} "{word}": {hits["hits"]["total"]["value"]} hits; top: '
+            f'id={top["_id"]} version={top["_version"]} title="{top["_source"]["title"]}"'
         )
         related = "character:character_qixia"
         by_relation = await es.count(

@@ -52,6 +52,7 @@ async def run_consumer(
     types are written to the named physical index with ``require_alias=false`` instead of through
     their alias (docs/design.md, Rebuild). Every other caller leaves it None.
     """
+    metrics.set_severe_lag_threshold(settings.observability.severe_lag_s)
     k, p = settings.kafka, settings.pipeline
     async with AsyncExitStack() as stack:
         sink = Sink(search.physical if write_targets else search.aliased, observer=metrics)

@@ -3,7 +3,10 @@
 Every write goes through a stable alias; the documents live in versioned physical indices
 behind it, so a rebuild can fill a new one and swap the alias atomically:
 
-- alias: ``<prefix>_<aggregate_type>``, e.g. ``searchsync_wiki_page``;
+- alias: ``<prefix>_<aggregate_type>``, e.g. ``searchsync_wiki_page``: the write alias;
+- read alias: ``<alias>_live``, e.g. ``searchsync_wiki_page_live``: the same index filtered on
+  ``is_deleted: false``, the name readers query (invariant 15); it always points where the write
+  alias points;
 - physical index: ``<alias>_v<N>`` with N >= 1 written without leading zeros, e.g.
   ``searchsync_wiki_page_v2``.
 
@@ -22,6 +25,7 @@ __all__ = [
     "AGGREGATE_TYPE",
     "INDEX_PREFIX",
     "MAX_NAME_BYTES",
+    "READ_ALIAS_SUFFIX",
     "InvalidIndexName",
     "alias_name",
     "check_index_name",
@@ -30,6 +34,7 @@ __all__ = [
     "parse_physical_name",
     "physical_name",
     "physical_version",
+    "read_alias_name",
 ]
 
 INDEX_PREFIX: Final = re.compile(r"[a-z0-9][a-z0-9_-]{0,99}")
@@ -39,6 +44,7 @@ AGGREGATE_TYPE: Final = re.compile(r"[a-z][a-z0-9_]{0,62}")
 """An aggregate type as it appears in names: [a-z][a-z0-9_]*, 1..63 characters."""
 
 MAX_NAME_BYTES: Final = 255
+READ_ALIAS_SUFFIX: Final = "_live"
 _FORBIDDEN: Final = frozenset('\\/*?"<>|,#: ')
 _PHYSICAL: Final = re.compile(r"(?P<alias>.+)_v(?P<n>[1-9][0-9]{0,17})")
 # Room left after an alias for the longest "_v<N>" suffix physical_name can produce.
@@ -64,6 +70,11 @@ def alias_name(prefix: str, aggregate_type: str) -> str:
     if not AGGREGATE_TYPE.fullmatch(aggregate_type):
         raise InvalidIndexName(f"aggregate type {aggregate_type!r}: want {AGGREGATE_TYPE.pattern}")
     return _check_alias(f"{prefix}_{aggregate_type}")
+
+
+def read_alias_name(alias: str) -> str:
+    """The read alias beside the write alias `alias`: ``<alias>_live``."""
+    return check_index_name(f"{_check_alias(alias)}{READ_ALIAS_SUFFIX}")
 
 
 def physical_name(alias: str, version: int) -> str:

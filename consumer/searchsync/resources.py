@@ -29,6 +29,7 @@ from searchsync.ops.repair.state import MysqlWheelState, WheelState
 from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.es_index import BulkSizer, EsIndex
 from searchsync.search.port import IndexAdmin
+from searchsync.search.reads import EsSearchReader, SearchReader
 from searchsync.search.sink import SearchIndex
 from searchsync.search.tombstones import EsTombstones, TombstoneStore
 
@@ -67,6 +68,7 @@ class Search:
     reader: IndexReader
     repair_side: IndexSide
     tombstones: TombstoneStore
+    searcher: SearchReader  # what an application reads back (searchsync.read)
 
     @classmethod
     def over(cls, client: Any, settings: Settings) -> Search:
@@ -79,6 +81,7 @@ class Search:
             reader=EsIndexReader(client),
             repair_side=EsIndexSide(client),
             tombstones=EsTombstones(client),
+            searcher=EsSearchReader(client),
         )
 
 

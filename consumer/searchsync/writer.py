@@ -82,9 +82,11 @@ class Page:
 class PageWriter:
     """Changes wiki_page rows, one transaction per change, each with its outbox event.
 
-    Every method returns the page's new revision. Errors: `PageNotFound` (no such row),
-    `PageExists` (create of an existing id, soft-deleted included), `PageStateConflict` (soft
-    delete of a deleted page, restore of a live one: a change must change something), and the
+    Every change returns the revision it committed, once the transaction has committed: the
+    revision to wait for (`searchsync.read.wait_for_revision`, read-your-writes). Errors:
+    `PageNotFound` (no such row), `PageExists` (create of an existing id, soft-deleted
+    included), `PageStateConflict` (soft delete of a deleted page, restore of a live one: a
+    change must change something), and the
     `TransientError` codes of `searchsync.mysql.pool` (``ErrorCode.MYSQL_DEADLOCK`` and
     ``ErrorCode.MYSQL_LOCK_TIMEOUT`` are safe to retry: the transaction was rolled back). In
     every error case nothing was written.

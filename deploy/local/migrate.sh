@@ -47,13 +47,13 @@ ALTER USER '$DEBEZIUM_DB_USER'@'%' IDENTIFIED BY '$DEBEZIUM_DB_PASSWORD';
 GRANT SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '$DEBEZIUM_DB_USER'@'%';
 
 -- The searchsync consumer, least privilege: read the truth, write its own state table, append
--- REBUILD events to the outbox (the repair job), record rebuild progress, and delete old outbox
--- rows (outbox prune).
+-- REBUILD events to the outbox (the repair job), record rebuild progress, delete old outbox
+-- rows (outbox prune), and claim and mark outbox rows (searchsync relay, docs/relay.md).
 CREATE USER IF NOT EXISTS '$SEARCHSYNC_DB_USER'@'%' IDENTIFIED BY '$SEARCHSYNC_DB_PASSWORD';
 ALTER USER '$SEARCHSYNC_DB_USER'@'%' IDENTIFIED BY '$SEARCHSYNC_DB_PASSWORD';
 GRANT SELECT ON \`$db\`.wiki_page TO '$SEARCHSYNC_DB_USER'@'%';
 GRANT SELECT ON \`$db\`.search_revision_floor TO '$SEARCHSYNC_DB_USER'@'%';
-GRANT SELECT, INSERT, DELETE ON \`$db\`.search_outbox TO '$SEARCHSYNC_DB_USER'@'%';
+GRANT SELECT, INSERT, UPDATE, DELETE ON \`$db\`.search_outbox TO '$SEARCHSYNC_DB_USER'@'%';
 GRANT SELECT, INSERT, UPDATE, DELETE ON \`$db\`.search_projection_state TO '$SEARCHSYNC_DB_USER'@'%';
 -- searchsync dlq replay appends to its ledger (never changes or deletes a row).
 GRANT SELECT, INSERT ON \`$db\`.search_dlq_replay TO '$SEARCHSYNC_DB_USER'@'%';

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The local stack: MariaDB, Kafka (KRaft), Kafka Connect + Debezium, Elasticsearch.
-# usage: stack.sh up|down|status
+# usage: [RELAY=polling] stack.sh up|down|status
 #   up      fetch jars (once), start what is not running, wait for real readiness, apply migrations,
 #           register the connector. Idempotent: a second call finds everything running.
+#           RELAY=polling: no Kafka Connect (`searchsync relay run` publishes the outbox, docs/relay.md).
 #   down    stop what these scripts started, by pid.
 #   status  one line per service.
 #   clean   down, then remove all state ($STACK_DIR and, when it lives elsewhere, $SVC_DIR).
@@ -21,12 +22,20 @@ up() {
   bash "$here/kafka.sh" start
   # Elasticsearch takes longest to boot: start it before waiting on Connect's connector.
   bash "$here/elasticsearch.sh" start
-  bash "$here/connect.sh" start
+  if [[ ${RELAY:-debezium} == polling ]]; then
+    pid_alive connect && say "Kafka Connect is running too: its connector and a relay both publish every row (harmless duplicates)"
+  else
+    bash "$here/connect.sh" start
+  fi
   say ""
   say "searchsync local stack is up ($((SECONDS - t0)) s):"
   say "  MariaDB        $MYSQL_HOST:$MYSQL_PORT  db=$MYSQL_DATABASE  users: $SEARCHSYNC_DB_USER (consumer), $APP_DB_USER (application)   log $LOG_DIR/mariadb.log"
   say "  Kafka          127.0.0.1:$KAFKA_PORT (KRaft, controller :$KAFKA_CONTROLLER_PORT)   log $LOG_DIR/kafka.log"
-  say "  Kafka Connect  http://127.0.0.1:$CONNECT_PORT  connector $CONNECTOR_NAME RUNNING   log $LOG_DIR/connect.log"
+  if [[ ${RELAY:-debezium} == polling ]]; then
+    say "  Kafka Connect  not started (RELAY=polling: searchsync relay publishes the outbox)"
+  else
+    say "  Kafka Connect  http://127.0.0.1:$CONNECT_PORT  connector $CONNECTOR_NAME RUNNING   log $LOG_DIR/connect.log"
+  fi
   say "  Elasticsearch  http://127.0.0.1:$ES_PORT   log $LOG_DIR/elasticsearch.log"
   say "  state          $STACK_DIR"
   [[ $SVC_DIR == "$STACK_DIR" ]] || say "  service state  $SVC_DIR (the clone's directory is closed to the service users)"
@@ -34,6 +43,7 @@ up() {
 
 down() {
   stop_pid searchsync   # the consumer `make demo` started, if it runs
+  [[ -f $RUN_DIR/relay.pid ]] && stop_pid relay   # the relay of `RELAY=polling make demo`
   bash "$here/connect.sh" stop
   bash "$here/elasticsearch.sh" stop
   bash "$here/kafka.sh" stop
@@ -42,6 +52,7 @@ down() {
 
 status() {
   [[ -f $RUN_DIR/searchsync.pid ]] && status_line searchsync "http://127.0.0.1:9464/metrics" "$LOG_DIR/searchsync.log"
+  [[ -f $RUN_DIR/relay.pid ]] && status_line relay "http://127.0.0.1:9465/metrics" "$LOG_DIR/relay.log"
   bash "$here/mariadb.sh" status
   bash "$here/kafka.sh" status
   bash "$here/connect.sh" status

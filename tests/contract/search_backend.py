@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import orjson
 from searchsync import naming
 from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin, SearchIndex
+from searchsync.search.reads import SearchReader
 from searchsync.search.sink import IndexOp, Sink, WriteOutcome
 
 from tests.fakes.index_readers import InMemoryIndexReader, InMemoryIndexSide
@@ -107,6 +108,7 @@ class FakeBackend:
         self.admin: IndexAdmin = self.fake.admin
         self.reader = InMemoryIndexReader(self.fake)
         self.side = InMemoryIndexSide(self.fake)
+        self.searcher: SearchReader = self.fake
         self.fresh_alias = Names("contract")
 
     async def stored(self, alias: str, doc_id: str) -> tuple[int, dict[str, Any]] | None:

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from searchsync.naming import check_index_name, physical_version
+from searchsync.naming import check_index_name, physical_version, read_alias_name
 from searchsync.search.port import (
+    LIVE_FILTER,
     AliasConflict,
     IndexAdminError,
     IndexExists,
@@ -52,14 +53,14 @@ class InMemoryIndexAdmin:
             self._check_can_write_to(check_index_name(alias), name)
         self._state.add_index(name, body, meta or {})
         if alias is not None:
-            self._state.aliases.setdefault(alias, {})[name] = True
+            self._point(alias, name)
 
     async def put_alias(self, alias: str, index: str) -> None:
         check_index_name(alias)
         if check_index_name(index) not in self._state.indices:
             raise IndexMissing(index, "no such index", "index_not_found_exception")
         self._check_can_write_to(alias, index)
-        self._state.aliases.setdefault(alias, {})[index] = True
+        self._point(alias, index)
 
     async def swap_alias(self, alias: str, *, old: str, new: str) -> None:
         check_index_name(alias)
@@ -73,10 +74,16 @@ class InMemoryIndexAdmin:
         if any(flag is True for flag in others.values()):
             raise AliasConflict(alias, "more than one write index", "illegal_state_exception")
         self._state.aliases[alias] = {**others, new: True}
+        read = read_alias_name(alias)
+        targets = self._state.aliases.get(read, {})
+        targets.pop(old, None)
+        self._state.aliases[read] = {**targets, new: False}
+        self._state.alias_filters[read] = LIVE_FILTER
 
     async def list_indices(self, alias: str) -> list[IndexInfo]:
         check_index_name(alias)
         flags = self._state.aliases.get(alias, {})
+        reads = self._state.aliases.get(read_alias_name(alias), {})
         writer = effective_write_index(flags)
         infos = []
         for name, index in self._state.indices.items():
@@ -94,6 +101,7 @@ class InMemoryIndexAdmin:
                     replicas=index.replicas,
                     refresh_interval=index.refresh_interval,
                     meta=dict(index.meta),
+                    read_aliased=name in reads,
                 )
             )
         return sorted(infos, key=lambda i: (i.version is None, i.version or 0, i.name))
@@ -115,6 +123,7 @@ class InMemoryIndexAdmin:
             flags.pop(name, None)
             if not flags:
                 del self._state.aliases[alias]
+                self._state.alias_filters.pop(alias, None)
 
     async def update_settings(
         self, name: str, *, refresh_interval: str | None = None, replicas: int | None = None
@@ -130,10 +139,18 @@ class InMemoryIndexAdmin:
             if replicas is not None:
                 index.replicas = replicas
 
+    def _point(self, alias: str, index: str) -> None:
+        """`alias` (write) and its read alias (filtered, read only) on `index`."""
+        self._state.aliases.setdefault(alias, {})[index] = True
+        read = read_alias_name(alias)
+        self._state.aliases.setdefault(read, {})[index] = False
+        self._state.alias_filters[read] = LIVE_FILTER
+
     def _check_can_write_to(self, alias: str, index: str) -> None:
         """Refuse what a real node refuses when `index` becomes `alias`'s write index."""
-        if alias in self._state.indices:
-            raise IndexExists(alias, "an index has this name", "invalid_alias_name_exception")
+        for name in (alias, read_alias_name(alias)):
+            if name in self._state.indices:
+                raise IndexExists(name, "an index has this name", "invalid_alias_name_exception")
         flags = self._state.aliases.get(alias, {})
         if any(flag is True and other != index for other, flag in flags.items()):
             raise AliasConflict(alias, "more than one write index", "illegal_state_exception")

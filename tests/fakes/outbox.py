@@ -19,7 +19,8 @@ class FakeOutbox:
 
     `events` lists every append as (type, id, revision), `floors` the revision floors raised by
     `append_orphan`, `appended` the event of each appended row by id; `pages` and `deletes`
-    record the prune's calls."""
+    record the prune's calls; `status` holds the polling relay's status of a row (PENDING when
+    absent)."""
 
     rows: dict[int, datetime] = field(default_factory=dict)
     clock: Callable[[], datetime] = utc_now
@@ -28,17 +29,26 @@ class FakeOutbox:
     appended: dict[int, tuple[str, str, int]] = field(default_factory=dict)
     pages: list[tuple[int, int]] = field(default_factory=list)
     deletes: list[tuple[int, int]] = field(default_factory=list)
+    status: dict[int, str] = field(default_factory=dict)  # the relay's; PENDING when absent
     _next_id: int = 0
 
     async def page(self, after_id: int, limit: int) -> list[OutboxRow]:
         self.pages.append((after_id, limit))
         ids = sorted(i for i in self.rows if i > after_id)[:limit]
-        return [OutboxRow(i, self.rows[i]) for i in ids]
+        return [OutboxRow(i, self.rows[i], self.status.get(i, "PENDING")) for i in ids]
 
-    async def delete_range(self, first_id: int, last_id: int, created_before: datetime) -> int:
+    async def delete_range(
+        self, first_id: int, last_id: int, created_before: datetime, *, published_only: bool = False
+    ) -> int:
         self.deletes.append((first_id, last_id))
         cutoff = db_time(created_before)
-        doomed = [i for i, at in self.rows.items() if first_id <= i <= last_id and at < cutoff]
+        doomed = [
+            i
+            for i, at in self.rows.items()
+            if first_id <= i <= last_id
+            and at < cutoff
+            and (not published_only or self.status.get(i) == "PUBLISHED")
+        ]
         for i in doomed:
             del self.rows[i]
         return len(doomed)

@@ -9,7 +9,10 @@ alias semantics, as searchsync relies on them.
   ``external_gte`` accepts an equal version too (never a lower one);
 - with a ``dynamic: strict`` mapping, a top-level field not in the mapping answers 400
   ``strict_dynamic_mapping_exception``; a body that is not a JSON object answers 400
-  ``document_parsing_exception``.
+  ``document_parsing_exception``;
+- a write alias comes with its read alias, filtered on ``is_deleted: false``: `search`
+  through it applies the filter (the queries it understands: `tests.fakes.search_query`);
+  searches see every write at once (a real node's after its next refresh).
 
 `inject_failures` scripts item failures (429, 5xx, 400, status 0 for "no response") for the
 next ops, which are then not applied, like a rejected item on a real node.
@@ -25,6 +28,9 @@ from typing import Any
 
 import orjson
 from searchsync.errors import ErrorCode, TransientError
+from searchsync.naming import read_alias_name
+from searchsync.search.port import LIVE_FILTER
+from searchsync.search.reads import StoredDocument
 from searchsync.search.sink import (
     EXTERNAL_GTE,
     IndexOp,
@@ -34,6 +40,7 @@ from searchsync.search.sink import (
 )
 
 from tests.fakes.index_admin import InMemoryIndexAdmin
+from tests.fakes.search_query import matches
 from tests.fakes.search_state import IndexState, StoredDoc, utc_now
 
 __all__ = ["InMemoryIndex", "PhysicalWriter"]
@@ -71,6 +78,8 @@ class InMemoryIndex(IndexState):
         if alias in self.indices:
             raise ValueError(f"{alias} is an index")
         self.aliases[alias] = {index: True}
+        self.aliases[read_alias_name(alias)] = {index: False}
+        self.alias_filters[read_alias_name(alias)] = LIVE_FILTER
 
     # -- fault injection ---------------------------------------------------------------------
 
@@ -128,6 +137,23 @@ class InMemoryIndex(IndexState):
     async def refresh(self, alias: str) -> None:
         if not self.exists(alias):
             raise TransientError(ErrorCode.ALIAS_MISSING, f"no index or alias {alias}")
+
+    async def search(
+        self, alias: str, query: Mapping[str, Any], *, size: int
+    ) -> list[StoredDocument]:
+        """The first `size` documents of `alias` (or an index) matching `query` and the alias's
+        filter, by id (no scoring here)."""
+        targets = list(self.aliases[alias]) if alias in self.aliases else [alias]
+        if targets[0] not in self.indices:
+            raise TransientError(ErrorCode.ALIAS_MISSING, f"no index or alias {alias}")
+        wanted = [query, *([self.alias_filters[alias]] if alias in self.alias_filters else [])]
+        hits = [
+            StoredDocument(doc_id, doc.version, dict(doc.body))
+            for index in targets
+            for doc_id, doc in self.indices[index].docs.items()
+            if all(matches(q, doc_id, doc.body) for q in wanted)
+        ]
+        return sorted(hits, key=lambda h: h.doc_id)[:size]
 
     # -- internals ---------------------------------------------------------------------------
 

@@ -43,6 +43,7 @@ class IndexState:
     def __init__(self, *, clock: Callable[[], datetime] = utc_now) -> None:
         self.indices: dict[str, FakeIndexState] = {}
         self.aliases: dict[str, dict[str, bool | None]] = {}  # alias -> {index: is_write_index}
+        self.alias_filters: dict[str, Mapping[str, Any]] = {}  # filtered alias -> its filter
         self.clock = clock
 
     def alias_target(self, alias: str) -> str | None:

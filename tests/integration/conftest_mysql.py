@@ -23,9 +23,11 @@ fresh uuid-prefixed ids (`id_prefix`) and never truncate shared tables.
 from __future__ import annotations
 
 import os
+import subprocess
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiomysql
@@ -42,6 +44,7 @@ __all__ = [
     "id_prefix",
     "mysql_target",
     "outbox_rows",
+    "root_socket",
 ]
 
 
@@ -144,3 +147,18 @@ async def outbox_rows(pool: aiomysql.Pool, aggregate_id: str) -> list[dict[str, 
         " WHERE aggregate_type = 'wiki_page' AND aggregate_id = %s ORDER BY id",
         (aggregate_id,),
     )
+
+
+def root_socket() -> str:
+    """MariaDB's socket of the stack under test, as deploy/local/env.sh names it (under the
+    clone's `.stack`, or under /var/lib/searchsync-stack for a clone in a closed directory): for
+    DDL and grants as root (`searchsync.devtools.scratch.admin_execute`)."""
+    env_sh = Path(__file__).resolve().parents[2] / "deploy" / "local" / "env.sh"
+    done = subprocess.run(
+        ["bash", "-c", 'source "$1" >/dev/null 2>&1; printf %s "$MYSQL_SOCKET"', "_", str(env_sh)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    return done.stdout

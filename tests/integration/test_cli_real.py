@@ -67,6 +67,8 @@ def test_index_init_twice(prefix: str) -> None:
             "exists": True,
             "indices": [f"{prefix}_wiki_page_v1"],
             "write_index": f"{prefix}_wiki_page_v1",
+            "read_alias": f"{prefix}_wiki_page_live",
+            "read_indices": [f"{prefix}_wiki_page_v1"],
         }
     ]
 

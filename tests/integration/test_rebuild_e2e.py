@@ -25,6 +25,7 @@ from searchsync.cli.rebuild import run_rebuild
 from searchsync.config import Settings, load_settings
 from searchsync.devtools.loadgen import run_loadgen
 from searchsync.mysql.truth import MysqlTruth
+from searchsync.naming import read_alias_name
 from searchsync.ops.rebuild.outcome import RebuildOptions
 from searchsync.ops.rebuild.state import MysqlRebuildState, Status
 from searchsync.runtime import Runtime
@@ -97,16 +98,30 @@ async def test_rebuild_under_load_swaps_without_failed_searches(
     stop_search = asyncio.Event()
     answers: list[int] = []
     failures: list[str] = []
+    read = read_alias_name(alias)
+    shown_tombstones: list[str] = []  # tombstones a search of the read alias returned
+
+    async def read_alias_shows_no_tombstone() -> None:
+        resp = await es.search(index=read, query={"term": {"is_deleted": True}}, size=5)
+        shown_tombstones.extend(hit["_id"] for hit in resp["hits"]["hits"])
+
     try:
         for page_id in ids_first:
             await writer.create(page_id, f"first {page_id}", "before the rebuild", {})
+        for page_id in ids_first[30:35]:
+            await writer.soft_delete(page_id)
         await _wait_all_equal(es, alias, consumer_pool, ids_first, 120)
+        await es.indices.refresh(index=alias)  # before: the tombstones are searchable...
+        before = await es.count(index=alias, query={"term": {"is_deleted": True}})
+        assert before["count"] >= 5
+        await read_alias_shows_no_tombstone()  # ...through the write alias only
 
         async def search_forever() -> None:
             while not stop_search.is_set():
                 try:
                     resp = await es.search(index=alias, query={"match_all": {}}, size=1)
                     answers.append(resp.meta.status)
+                    await read_alias_shows_no_tombstone()
                 except Exception as exc:  # any failure is what the test forbids
                     failures.append(repr(exc))
                 await asyncio.sleep(0.02)
@@ -149,11 +164,18 @@ async def test_rebuild_under_load_swaps_without_failed_searches(
         new = f"{alias}_v2"
         writes_to = await es.indices.get_alias(name=alias)
         assert list(writes_to.body) == [new]
+        assert list((await es.indices.get_alias(name=read)).body) == [new]
         assert failures == [], failures[:3]
         assert answers and set(answers) == {200}
         # the live group now writes v2 through the alias: every document converges there
         ids = sorted(set(ids_first) | set(report.final_revisions))
         await _wait_all_equal(es, new, consumer_pool, ids, 180)
+        # invariant 15: the index holds tombstones, a search of the read alias never showed one
+        await es.indices.refresh(index=new)
+        tombstones = await es.count(index=alias, query={"term": {"is_deleted": True}})
+        assert tombstones["count"] >= 20
+        await read_alias_shows_no_tombstone()
+        assert shown_tombstones == []
         meta = (await es.indices.get_mapping(index=new))[new]["mappings"]["_meta"]
         assert meta["created_by_rebuild"] is True and meta["projection_schema_version"] == 2
         settings_now = (await es.indices.get_settings(index=new))[new]["settings"]["index"]

@@ -8,11 +8,9 @@ Elasticsearch light pages read doc values only; neither misses anything wherever
 
 from __future__ import annotations
 
-import subprocess
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
-from pathlib import Path
 
 import aiomysql
 import pytest
@@ -28,7 +26,7 @@ from searchsync.search.client import make_es_client
 from searchsync.types import BucketCursor
 from searchsync.writer import PageWriter
 
-from tests.integration.conftest_mysql import MysqlTarget, fetch_all
+from tests.integration.conftest_mysql import MysqlTarget, fetch_all, root_socket
 from tests.integration.consumer_harness import (
     InProcessConsumer,
     drop_indices,
@@ -109,27 +107,13 @@ async def test_a_page_too_long_to_pack_is_read_as_rows(
     assert unpacked == [False]  # the one page was cut, refused, and read as rows
 
 
-def _root_socket() -> str:
-    """MariaDB's socket of the stack under test, as deploy/local/env.sh names it (under the
-    clone's `.stack`, or under /var/lib/searchsync-stack for a clone in a closed directory)."""
-    env_sh = Path(__file__).resolve().parents[2] / "deploy" / "local" / "env.sh"
-    done = subprocess.run(
-        ["bash", "-c", 'source "$1" >/dev/null 2>&1; printf %s "$MYSQL_SOCKET"', "_", str(env_sh)],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    return done.stdout
-
-
 @pytest_asyncio.fixture(loop_scope="session")
 async def keyed_table(mysql_target: MysqlTarget) -> AsyncIterator[str]:
     """A scratch copy of wiki_page with the optional sync_hash column and (sync_hash, id) index."""
     table = f"it{uuid.uuid4().hex[:8]}_wiki_page"
     t = mysql_target
     await admin_execute(
-        _root_socket(),
+        root_socket(),
         t.database,
         [
             f"CREATE TABLE `{table}` LIKE `wiki_page`",
@@ -141,7 +125,7 @@ async def keyed_table(mysql_target: MysqlTarget) -> AsyncIterator[str]:
     try:
         yield table
     finally:
-        await admin_execute(_root_socket(), t.database, [f"DROP TABLE IF EXISTS `{table}`"])
+        await admin_execute(root_socket(), t.database, [f"DROP TABLE IF EXISTS `{table}`"])
 
 
 async def test_with_the_sync_hash_column_pages_follow_the_index_and_miss_nothing(

@@ -24,12 +24,14 @@ from searchsync.search.admin import InitAction, describe, init_index
 from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.es_index import BulkSizer, EsIndex
 from searchsync.search.port import IndexAdmin, SearchIndex
+from searchsync.search.reads import EsSearchReader, SearchReader
 from searchsync.search.sink import OutcomeKind, Sink
 
 from tests.contract.index_admin_contract import INDEX_ADMIN_CASES
 from tests.contract.index_read_backend import ReadBackend
 from tests.contract.index_reader_contract import INDEX_READER_CASES
 from tests.contract.index_side_contract import INDEX_SIDE_CASES
+from tests.contract.read_alias_contract import READ_ALIAS_CASES, SearchBackend
 from tests.contract.search_backend import Backend, Names, new_alias, op
 from tests.contract.search_contract import SEARCH_INDEX_CASES
 
@@ -68,6 +70,7 @@ class EsBackend:
         self.admin: IndexAdmin = EsIndexAdmin(client)
         self.reader = EsIndexReader(client)
         self.side = EsIndexSide(client)
+        self.searcher: SearchReader = EsSearchReader(client)
         self.fresh_alias = Names(prefix)
 
     async def stored(self, alias: str, doc_id: str) -> tuple[int, dict[str, Any]] | None:
@@ -102,6 +105,13 @@ async def test_index_side_contract_on_elasticsearch(
 @pytest.mark.parametrize("case", INDEX_READER_CASES, ids=lambda case: case.__name__)
 async def test_index_reader_contract_on_elasticsearch(
     case: Callable[[ReadBackend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
+) -> None:
+    await case(EsBackend(client, prefix))
+
+
+@pytest.mark.parametrize("case", READ_ALIAS_CASES, ids=lambda case: case.__name__)
+async def test_read_alias_contract_on_elasticsearch(
+    case: Callable[[SearchBackend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
 ) -> None:
     await case(EsBackend(client, prefix))
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -85,7 +87,8 @@ def test_bad_parameters_are_refused(kwargs: dict[str, float]) -> None:
 def test_a_new_size_of_a_quantum_or_more_is_whole_quanta(c: ChunkController, actual: float) -> None:
     before = c.current
     after = c.observe(actual)
-    bounds = (c.minimum, c.maximum, int(before * c.max_step), -(-before // c.max_step))
+    # the step limits exactly as the controller computes them (float floor division can differ)
+    bounds = (c.minimum, c.maximum, math.floor(before * c.max_step), math.ceil(before / c.max_step))
     if after != before and after >= c.quantum and after not in bounds:
         assert after % c.quantum == 0
 
@@ -103,3 +106,11 @@ def test_the_backfill_grows_by_whole_bulks() -> None:
 def test_quantum_must_be_positive() -> None:
     with pytest.raises(ValueError):
         ChunkController(minimum=1, maximum=10, target_s=1.0, current=5, quantum=0)
+
+
+def test_the_step_limit_is_the_exact_ceiling_found_by_hypothesis() -> None:
+    """In floats -(-58311 // 1.9) is 30691, one above the true ceiling: the old bound was off."""
+    c = ChunkController(
+        minimum=1, maximum=58311, target_s=1.0, current=58311, max_step=1.9, quantum=7
+    )
+    assert c.observe(2.0) == math.ceil(58311 / 1.9) == 30690

@@ -164,6 +164,7 @@ def test_the_alert_rules_have_the_shape_prometheus_loads() -> None:
         "SearchsyncMemberDown",
         "SearchsyncGroupDead",
         "SearchsyncCommitToSearchableSlow",
+        "SearchsyncSevereLag",
     } <= names
 
 

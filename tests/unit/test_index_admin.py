@@ -97,18 +97,42 @@ async def test_create_index_sends_body_meta_and_alias_in_one_call() -> None:
     assert method == "create" and kwargs["index"] == "kb_page_v1"
     assert kwargs["settings"] == MAPPING["settings"]
     assert kwargs["mappings"] == {**MAPPING["mappings"], "_meta": {"a": 1, "b": 2}}
-    assert kwargs["aliases"] == {"kb_page": {"is_write_index": True}}
+    assert kwargs["aliases"] == {
+        "kb_page": {"is_write_index": True},
+        "kb_page_live": {"is_write_index": False, "filter": {"term": {"is_deleted": False}}},
+    }
     assert "_meta" not in MAPPING["mappings"]  # the caller's body is not changed
 
 
-async def test_swap_is_one_aliases_call_that_must_find_the_old_index() -> None:
-    es, calls = admin()
+_LIVE_ALIAS = {"is_write_index": False, "filter": {"term": {"is_deleted": False}}}
+
+
+@pytest.mark.parametrize("old_has_read_alias", [True, False])
+async def test_swap_is_one_aliases_call_that_must_find_the_old_index(
+    old_has_read_alias: bool,
+) -> None:
+    es, calls = admin({"exists_alias": old_has_read_alias})
     await es.swap_alias("kb_page", old="kb_page_v1", new="kb_page_v2")
+    [(looked, where), (method, kwargs)] = calls.calls
+    assert (looked, where) == ("exists_alias", {"name": "kb_page_live", "index": "kb_page_v1"})
+    assert method == "update_aliases"
+    remove_read = [{"remove": {"index": "kb_page_v1", "alias": "kb_page_live"}}]
+    assert kwargs["actions"] == [
+        {"remove": {"index": "kb_page_v1", "alias": "kb_page", "must_exist": True}},
+        *(remove_read if old_has_read_alias else []),
+        {"add": {"index": "kb_page_v2", "alias": "kb_page", "is_write_index": True}},
+        {"add": {"index": "kb_page_v2", "alias": "kb_page_live", **_LIVE_ALIAS}},
+    ]
+
+
+async def test_put_alias_points_the_read_alias_in_the_same_call() -> None:
+    es, calls = admin()
+    await es.put_alias("kb_page", "kb_page_v1")
     [(method, kwargs)] = calls.calls
     assert method == "update_aliases"
     assert kwargs["actions"] == [
-        {"remove": {"index": "kb_page_v1", "alias": "kb_page", "must_exist": True}},
-        {"add": {"index": "kb_page_v2", "alias": "kb_page", "is_write_index": True}},
+        {"add": {"index": "kb_page_v1", "alias": "kb_page", "is_write_index": True}},
+        {"add": {"index": "kb_page_v1", "alias": "kb_page_live", **_LIVE_ALIAS}},
     ]
 
 
@@ -124,7 +148,7 @@ async def test_update_settings_sends_only_what_is_asked() -> None:
 async def test_list_indices_reads_the_answer() -> None:
     created = datetime(2026, 7, 19, 8, 30, tzinfo=UTC)
     index = {
-        "aliases": {"kb_page": {"is_write_index": True}},
+        "aliases": {"kb_page": {"is_write_index": True}, "kb_page_live": _LIVE_ALIAS},
         "mappings": {"_meta": {"projection_schema_version": 2}},
         "settings": {
             "index": {
@@ -141,7 +165,16 @@ async def test_list_indices_reads_the_answer() -> None:
     es, calls = admin(bodies)
     assert await es.list_indices("kb_page") == [
         IndexInfo(
-            "kb_page_v2", 2, 5, created, True, True, 1, "-1", {"projection_schema_version": 2}
+            "kb_page_v2",
+            2,
+            5,
+            created,
+            True,
+            True,
+            1,
+            "-1",
+            {"projection_schema_version": 2},
+            read_aliased=True,
         )
     ]
     (_, get), (_, stats) = calls.calls
@@ -175,7 +208,7 @@ async def test_a_bad_name_is_refused_before_any_request() -> None:
     ],
 )
 async def test_failures_become_the_ports_errors(failure: Exception, raised: type) -> None:
-    es, _ = admin({"update_aliases": failure})
+    es, _ = admin({"update_aliases": failure, "exists_alias": True})
     with pytest.raises(raised) as info:
         await es.swap_alias("kb_page", old="kb_page_v1", new="kb_page_v2")
     assert type(info.value) is raised
@@ -226,3 +259,17 @@ async def test_init_index_survives_a_concurrent_init() -> None:
     assert rival.raced
     assert (result.action, result.index) == (InitAction.EXISTS, "kb_page_v1")
     assert [i.name for i in await backend.admin.list_indices("kb_page")] == ["kb_page_v1"]
+
+
+async def test_init_index_adds_the_read_alias_to_an_install_without_one() -> None:
+    backend = FakeBackend()
+    await init_index(backend.admin, "kb_page", MAPPING, schema_version=1)
+    backend.fake.aliases.pop("kb_page_live")  # as an install from before the read alias
+    dry = await init_index(backend.admin, "kb_page", MAPPING, dry_run=True)
+    assert (dry.action, dry.index) == (InitAction.WOULD_ADD_READ_ALIAS, "kb_page_v1")
+    assert not backend.fake.exists("kb_page_live")
+    result = await init_index(backend.admin, "kb_page", MAPPING)
+    assert (result.action, result.index) == (InitAction.READ_ALIAS_ADDED, "kb_page_v1")
+    assert backend.fake.aliases["kb_page_live"] == {"kb_page_v1": False}
+    again = await init_index(backend.admin, "kb_page", MAPPING)
+    assert again.action is InitAction.EXISTS

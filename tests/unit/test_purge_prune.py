@@ -195,3 +195,14 @@ async def test_prune_refuses_a_short_window_before_asking_the_connector() -> Non
     with pytest.raises(InvalidRequest, match="min_outbox_age"):
         await prune(FakeOutbox(), connect, older_than=timedelta(hours=23))
     assert connect.calls == 0
+
+
+async def test_prune_for_the_relay_deletes_only_published_rows_and_asks_no_connector() -> None:
+    outbox = FakeOutbox({i: created(timedelta(days=10)) for i in range(1, 7)})
+    outbox.status.update({1: "PUBLISHED", 2: "PENDING", 3: "PUBLISHED", 4: "DEAD", 5: "PROCESSING"})
+    outbox.status[6] = "PUBLISHED"
+    connect = FakeConnect("PAUSED")  # ignored: there is no connector with the relay
+    report = await prune(outbox, connect, sleep=Sleeps(), published_only=True)
+    assert sorted(outbox.rows) == [2, 4, 5]  # never a row the relay has not published
+    assert report.deleted == 3 and connect.calls == 0
+    assert report.as_json()["connector"] is None

@@ -1,5 +1,5 @@
 """The search engine's port contracts (tests/contract) against their in-memory fakes: the search
-index, the index admin, and the index's read ports (repair side, rebuild reader)."""
+index, the index admin, the index's read ports (repair side, rebuild reader) and the read alias."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from tests.contract.index_admin_contract import INDEX_ADMIN_CASES
 from tests.contract.index_read_backend import ReadBackend
 from tests.contract.index_reader_contract import INDEX_READER_CASES
 from tests.contract.index_side_contract import INDEX_SIDE_CASES
+from tests.contract.read_alias_contract import READ_ALIAS_CASES, SearchBackend
 from tests.contract.search_backend import Backend, FakeBackend
 from tests.contract.search_contract import SEARCH_INDEX_CASES
 
@@ -37,5 +38,12 @@ async def test_index_side_contract_on_the_fake(
 @pytest.mark.parametrize("case", INDEX_READER_CASES, ids=lambda case: case.__name__)
 async def test_index_reader_contract_on_the_fake(
     case: Callable[[ReadBackend], Awaitable[None]],
+) -> None:
+    await case(FakeBackend())
+
+
+@pytest.mark.parametrize("case", READ_ALIAS_CASES, ids=lambda case: case.__name__)
+async def test_read_alias_contract_on_the_fake(
+    case: Callable[[SearchBackend], Awaitable[None]],
 ) -> None:
     await case(FakeBackend())

@@ -86,6 +86,10 @@ REVIEWED: dict[tuple[str, str], str] = {
         "', '.join(['%s'] * len(_COLUMNS))",
     ): "placeholders",
     ("consumer/searchsync/writer.py", "', '.join(sets)"): "constant 'column = %s' fragments",
+    ("consumer/searchsync/mysql/outbox.py", "only"): "one constant condition or nothing",
+    ("consumer/searchsync/relay/mysql_store.py", "t"): "quote_identifier(relay.table)",
+    ("consumer/searchsync/relay/mysql_store.py", "self._table"): "quote_identifier(relay.table)",
+    ("consumer/searchsync/relay/mysql_store.py", "_COLUMNS"): "constant column names",
 }
 
 

@@ -87,6 +87,7 @@ def _system(
     schema: int = wiki_page.SCHEMA_VERSION,
     connector: str = "RUNNING",
     wheels: dict[str, WheelSnapshot] | None = None,
+    read_alias: bool = True,
 ) -> Fakes:
     kafka = FakeTopics()
     kafka.topic(TOPIC, [b""] * 10, [b""] * 4)
@@ -102,6 +103,8 @@ def _system(
             alias=ALIAS,
         )
     )
+    if not read_alias:  # an install from before the read alias
+        es.aliases.pop(f"{ALIAS}_live")
 
     if wheels is None:
         epoch = Epoch("wiki_page", 1, 2, 1)
@@ -144,12 +147,22 @@ def test_a_healthy_system_exits_0_and_shows_every_section(
     [alias] = sections["aliases"]["aliases"]
     assert alias["write_index"] == f"{ALIAS}_v1"
     assert alias["schema_version"] == wiki_page.SCHEMA_VERSION
+    assert (alias["read_alias"], alias["read_indices"]) == (f"{ALIAS}_live", [f"{ALIAS}_v1"])
     assert sections["outbox"]["rows"] == 7
     assert sections["dlq"]["total"] == 0  # the DLQ topic does not exist yet: no dead letters
     assert sections["consumers"]["consumers"][0]["ready"] is True
     [wheel] = sections["repair"]["wheels"]
     assert wheel["buckets_complete"] == 2 and wheel["epoch"] == 1
     assert report["warnings"] == []
+
+
+def test_a_missing_read_alias_is_a_problem(
+    health: tuple[str, type[_Health]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, report = _status(_system(members=["c1"], read_alias=False), health[0], capsys)
+    assert code == ExitCode.UNHEALTHY
+    [problem] = report["problems"]
+    assert f"read alias {ALIAS}_live points at nothing" in problem and "index init" in problem
 
 
 def test_no_running_consumer_is_a_problem_with_the_reason(

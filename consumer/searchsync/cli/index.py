@@ -16,7 +16,7 @@ from searchsync.cli.output import err, out, print_json
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
-from searchsync.naming import physical_version
+from searchsync.naming import physical_version, read_alias_name
 from searchsync.ops import indices
 from searchsync.runtime import Runtime
 from searchsync.search.admin import InitResult, describe, init_index
@@ -26,6 +26,8 @@ T = TypeVar("T")
 
 _MESSAGES = {
     "exists": "alias {alias} already exists (writes go to {index})",
+    "read_alias_added": "added read alias {read} to {index}, where alias {alias} writes",
+    "would_add_read_alias": "would add read alias {read} to {index}",
     "created": "created {index} behind alias {alias}",
     "alias_added": "added alias {alias} to existing {index}",
     "would_create": "would create {index} behind alias {alias}",
@@ -92,7 +94,9 @@ def cmd_index_init(args: argparse.Namespace, settings: Settings, runtime: Runtim
         )
 
     result = _with_admin(runtime, work)
-    message = _MESSAGES[result.action.value].format(alias=result.alias, index=result.index)
+    message = _MESSAGES[result.action.value].format(
+        alias=result.alias, index=result.index, read=read_alias_name(result.alias)
+    )
     if args.json:
         print_json(
             {
@@ -124,6 +128,8 @@ def cmd_index_describe(args: argparse.Namespace, settings: Settings, runtime: Ru
                     "exists": d.exists,
                     "indices": list(d.indices),
                     "write_index": d.write_index,
+                    "read_alias": d.read_alias,
+                    "read_indices": list(d.read_indices),
                 }
                 for t, d in zip(types, found, strict=True)
             ]
@@ -134,6 +140,7 @@ def cmd_index_describe(args: argparse.Namespace, settings: Settings, runtime: Ru
             out(f"{t}: alias {d.alias} does not exist (run `searchsync index init --type {t}`)")
         else:
             out(f"{t}: alias {d.alias} -> {', '.join(d.indices)} (writes: {d.write_index})")
+            out(f"{t}: read alias {d.read_alias} -> {', '.join(d.read_indices) or 'nothing'}")
     return ExitCode.OK
 
 
@@ -153,6 +160,7 @@ def cmd_index_list(args: argparse.Namespace, settings: Settings, runtime: Runtim
                 {
                     "aggregate_type": t,
                     "alias": listing.alias,
+                    "read_alias": listing.read_alias,
                     "write_index": None
                     if listing.write_index is None
                     else listing.write_index.name,
@@ -167,10 +175,11 @@ def cmd_index_list(args: argparse.Namespace, settings: Settings, runtime: Runtim
             hint = f"run `searchsync index init --type {t}`"
             out(f"{t}: no index behind alias {listing.alias} ({hint})")
             continue
-        out(f"{t}: alias {listing.alias}")
+        out(f"{t}: alias {listing.alias}, read alias {listing.read_alias}")
         out(f"  {'INDEX':<48} {'DOCS':>10} {'SCHEMA':>6}  {'CREATED':<25} ALIAS")
         for row in listing.indices:
             role = "write" if row.is_write_index else ("read" if row.aliased else "-")
+            role += "+live" if row.read_aliased else ""
             schema = "-" if row.schema_version is None else str(row.schema_version)
             created = row.created_at.isoformat(timespec="seconds")
             out(f"  {row.name:<48} {row.docs:>10} {schema:>6}  {created:<25} {role}")

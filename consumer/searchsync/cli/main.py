@@ -30,10 +30,12 @@ from searchsync.cli import (
     offsets,
     outbox,
     rebuild,
+    relay,
     repair,
     run,
     status,
     tombstones,
+    wait,
 )
 from searchsync.cli.args import CONFIG_ENV, Command, Parents
 from searchsync.cli.output import err
@@ -56,7 +58,9 @@ _GROUPS = (
     repair,
     tombstones,
     outbox,
+    relay,
     status,
+    wait,
 )
 
 

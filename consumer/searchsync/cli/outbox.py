@@ -53,6 +53,7 @@ def cmd_outbox_prune(args: argparse.Namespace, settings: Settings, runtime: Runt
                 now=now,
                 dry_run=args.dry_run,
                 progress=_progress,
+                published_only=settings.relay.enabled,
             )
 
     report = asyncio.run(go())

@@ -135,7 +135,8 @@ def _describe(s: Section) -> list[str]:
     if s.name == "aliases" and d:
         return [
             f"{a['alias']} -> {a['write_index']} (schema {a.get('schema_version')},"
-            f" {a.get('docs')} docs)"
+            f" {a.get('docs')} docs); read alias {a['read_alias']} ->"
+            f" {', '.join(a['read_indices']) or 'nothing'}"
             if a["write_index"]
             else f"{a['alias']}: no write index"
             for a in d["aliases"]

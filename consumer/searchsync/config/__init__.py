@@ -57,6 +57,7 @@ from searchsync.config._reader import (
     _plain,
     _Section,
 )
+from searchsync.config._relay import RelaySettings, _relay
 from searchsync.config._secrets import Secret, scrub_credentials, scrub_known
 from searchsync.errors import ConfigError
 
@@ -72,6 +73,7 @@ __all__ = [
     "PipelineSettings",
     "ProjectionSettings",
     "RebuildSettings",
+    "RelaySettings",
     "RepairSettings",
     "RetentionSettings",
     "Secret",
@@ -96,6 +98,7 @@ class Settings:
     retention: RetentionSettings = field(default_factory=RetentionSettings)
     connect: ConnectSettings = field(default_factory=ConnectSettings)
     repair: RepairSettings = field(default_factory=RepairSettings)
+    relay: RelaySettings = field(default_factory=RelaySettings)
 
     def alias(self, aggregate_type: str) -> str:
         """The stable alias every write goes through (invariant 7); see `searchsync.naming`."""
@@ -142,6 +145,7 @@ _SECTIONS: Final[Mapping[str, type]] = MappingProxyType(
         "retention": RetentionSettings,
         "connect": ConnectSettings,
         "repair": RepairSettings,
+        "relay": RelaySettings,
     }
 )
 
@@ -165,6 +169,7 @@ def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Sett
         retention=_retention(readers["retention"]),
         connect=_connect(readers["connect"]),
         repair=_repair(readers["repair"]),
+        relay=_relay(readers["relay"]),
     )
 
 

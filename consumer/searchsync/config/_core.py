@@ -146,11 +146,17 @@ class PipelineSettings:
 
 @dataclass(frozen=True, slots=True)
 class ObservabilitySettings:
-    """Metrics endpoint and logging. Port 0 asks the OS for a free port (tests)."""
+    """Metrics endpoint and logging. Port 0 asks the OS for a free port (tests).
+
+    `severe_lag_s`: the severe-lag threshold, exported as
+    ``searchsync_severe_lag_threshold_seconds``
+    for the ``SearchsyncSevereLag`` alert (docs/read-side.md).
+    """
 
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 9464
     log_level: str = "INFO"
+    severe_lag_s: float = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,6 +357,7 @@ def _observability(r: _Section) -> ObservabilitySettings:
         metrics_host=r.string("metrics_host", _HOST, "a host name or IP address"),
         metrics_port=r.integer("metrics_port", 0, 65_535),
         log_level=r.choice("log_level", _LOG_LEVELS, upper=True),
+        severe_lag_s=r.number("severe_lag_s", 0.0, 86_400.0 * 7, lo_open=True),
     )
 
 

@@ -100,6 +100,7 @@ async def delete_outbox_row(conn: Any, event_id: str) -> None:
 class OutboxRow:
     id: int
     created_at: datetime  # naive UTC, as the DATETIME(6) column holds it
+    status: str = "PENDING"  # the polling relay's (searchsync.relay); Debezium ignores it
 
 
 class Outbox(Protocol):
@@ -109,9 +110,12 @@ class Outbox(Protocol):
         """The next `limit` rows with ``id > after_id``, by id."""
         ...
 
-    async def delete_range(self, first_id: int, last_id: int, created_before: datetime) -> int:
-        """Delete the rows with ``first_id <= id <= last_id`` created before `created_before`;
-        the number deleted."""
+    async def delete_range(
+        self, first_id: int, last_id: int, created_before: datetime, *, published_only: bool = False
+    ) -> int:
+        """Delete the rows with ``first_id <= id <= last_id`` created before `created_before`
+        (with `published_only`, only those the polling relay marked PUBLISHED); the number
+        deleted."""
         ...
 
     async def append_rebuild(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
@@ -143,19 +147,23 @@ class MysqlOutbox:
             with translate_errors("read search_outbox"):
                 async with conn.cursor() as cur:
                     await cur.execute(
-                        "SELECT id, created_at FROM search_outbox WHERE id > %s"
+                        "SELECT id, created_at, status FROM search_outbox WHERE id > %s"
                         " ORDER BY id LIMIT %s",
                         (after_id, limit),
                     )
                     rows = await cur.fetchall()
-        return [OutboxRow(int(r[0]), r[1]) for r in rows]
+        return [OutboxRow(int(r[0]), r[1], str(r[2])) for r in rows]
 
-    async def delete_range(self, first_id: int, last_id: int, created_before: datetime) -> int:
+    async def delete_range(
+        self, first_id: int, last_id: int, created_before: datetime, *, published_only: bool = False
+    ) -> int:
+        only = " AND status = 'PUBLISHED'" if published_only else ""
         async with transaction(self._pool) as conn:
             with translate_errors("delete search_outbox"):
                 async with conn.cursor() as cur:
                     await cur.execute(
-                        "DELETE FROM search_outbox WHERE id BETWEEN %s AND %s AND created_at < %s",
+                        "DELETE FROM search_outbox WHERE id BETWEEN %s AND %s AND created_at < %s"
+                        + only,
                         (first_id, last_id, db_time(created_before)),
                     )
                     return int(cur.rowcount)

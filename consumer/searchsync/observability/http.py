@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -26,7 +27,7 @@ import orjson
 from searchsync.errors import ConfigError
 from searchsync.observability.metrics import CONTENT_TYPE
 
-__all__ = ["HealthReport", "HealthServer", "Renders"]
+__all__ = ["HealthReport", "HealthServer", "Renders", "serve_job_metrics"]
 
 _MAX_LINE: Final = 8 * 1024
 _MAX_HEADERS: Final = 100
@@ -179,3 +180,20 @@ async def _respond(
     )
     writer.write(head.encode("ascii") + body)
     await writer.drain()
+
+
+async def serve_job_metrics(
+    host: str, port: int, metrics: Renders, *, port_setting: str, details: dict[str, Any]
+) -> HealthServer | None:
+    """/metrics of a long-running operator job and a
+    /healthz that is ready while it runs, on `port` (None when it is 0: no server)."""
+    if not port:
+        return None
+    server = HealthServer(
+        host, port, metrics, lambda: HealthReport(ready=True, details=details),
+        port_setting=port_setting,
+    )  # fmt: skip
+    await server.start()
+    job = port_setting.split(".", 1)[0]
+    logging.getLogger(__name__).info("%s metrics on http://%s:%d/metrics", job, host, server.port)
+    return server

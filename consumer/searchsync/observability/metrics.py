@@ -90,6 +90,7 @@ METRIC_NAMES: Final = (
     "outbox_pending_count",
     "outbox_processing_count",
     "outbox_oldest_pending_age_seconds",
+    "searchsync_severe_lag_threshold_seconds",
     "searchsync_consumer_lag",
     "searchsync_partitions_assigned",
     "searchsync_partitions_paused",
@@ -195,6 +196,11 @@ class Metrics:
             registry=r,
         )
 
+        self._severe_lag = Gauge(
+            "searchsync_severe_lag_threshold_seconds",
+            "The severe-lag threshold (observability.severe_lag_s) SearchsyncSevereLag uses",
+            registry=r,
+        )
         self._pending = Gauge(
             "outbox_pending_count", "Unfinished events held by the consumer", registry=r
         )
@@ -327,6 +333,9 @@ class Metrics:
 
     def set_processing(self, n: int) -> None:
         self._processing.set(n)
+
+    def set_severe_lag_threshold(self, seconds: float) -> None:
+        self._severe_lag.set(seconds)
 
     def set_oldest_pending_age(self, seconds: float) -> None:
         self._oldest.set(seconds)

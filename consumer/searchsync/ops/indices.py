@@ -5,9 +5,11 @@ Library code behind `searchsync index list`, `index rollback` and `index drop` (
 behind it; the alias writes to exactly one of them.
 
 - `list_alias`: each physical index with its document count, ``_meta.projection_schema_version``,
-  creation time, and whether the alias points at it (reads) or writes to it.
-- `rollback`: one atomic ``_aliases`` call (`IndexAdmin.swap_alias`) that moves the alias from
-  its write index to the previous one (the highest ``_v<N>`` below it) or to a named one.
+  creation time, and whether the alias points at it (reads) or writes to it, and whether the
+  read alias ``<alias>_live`` points at it.
+- `rollback`: one atomic ``_aliases`` call (`IndexAdmin.swap_alias`) that moves the alias and its
+  read alias from the write index to the previous one (the highest ``_v<N>`` below it) or to a
+  named one (invariant 15).
   Consumers whose projector matches the index rolled back to are unfenced and catch up from
   where they paused; the others are fenced (the schema fence).
 - `drop`: deletes an old physical index; never one the alias points at, never a name that is not
@@ -24,7 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from searchsync.errors import InvalidRequest, OperationRefused
-from searchsync.naming import physical_version
+from searchsync.naming import physical_version, read_alias_name
 from searchsync.search.port import IndexAdmin, IndexInfo
 
 __all__ = [
@@ -47,6 +49,7 @@ class IndexRow:
     created_at: datetime
     aliased: bool  # the alias points at it
     is_write_index: bool  # the alias writes to it
+    read_aliased: bool  # the read alias points at it
 
     @classmethod
     def of(cls, info: IndexInfo) -> IndexRow:
@@ -58,6 +61,7 @@ class IndexRow:
             info.created_at,
             info.aliased,
             info.is_write_index,
+            info.read_aliased,
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -69,6 +73,7 @@ class IndexRow:
             "created_at": self.created_at.isoformat(),
             "aliased": self.aliased,
             "is_write_index": self.is_write_index,
+            "read_aliased": self.read_aliased,
         }
 
 
@@ -80,6 +85,10 @@ class AliasListing:
     @property
     def write_index(self) -> IndexRow | None:
         return next((row for row in self.indices if row.is_write_index), None)
+
+    @property
+    def read_alias(self) -> str:
+        return read_alias_name(self.alias)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +104,8 @@ class RollbackResult:
     def message(self) -> str:
         verb = "would move" if self.dry_run else "moved"
         text = (
-            f"{verb} alias {self.alias} from {self.from_index} (schema "
+            f"{verb} alias {self.alias} and its read alias {read_alias_name(self.alias)} from "
+            f"{self.from_index} (schema "
             f"{_shown(self.from_schema_version)}) to {self.to_index} (schema "
             f"{_shown(self.to_schema_version)}) in one atomic _aliases call"
         )
@@ -175,7 +185,7 @@ async def drop(admin: IndexAdmin, alias: str, index: str, *, dry_run: bool = Fal
     if physical_version(alias, index) is None:
         raise InvalidRequest(f"{index} is not a physical index of {alias} ({alias}_v<N>)")
     row = await _row(admin, alias, index)
-    if row.aliased:
+    if row.aliased or row.read_aliased:
         role = "writes to" if row.is_write_index else "reads from"
         raise OperationRefused(
             f"alias {alias} {role} {index}: it cannot be dropped; move the alias first "

@@ -13,6 +13,10 @@ With Debezium nothing ever deletes outbox rows. The prune (docs/design.md, "Outb
   together); an old row behind it is pruned by a later run. Nothing younger is ever deleted,
   since the age is part of every DELETE.
 
+With the polling relay (``[relay] enabled``, docs/relay.md) there is no connector to ask: the
+prune deletes only rows the relay marked PUBLISHED, so a row it has not published yet (PENDING,
+PROCESSING, DEAD) stays, however old.
+
 A delete of an outbox row is not an event: the connector has ``tombstones.on.delete=false`` and
 the Outbox Event Router drops delete records (`tests/integration/test_outbox_prune.py` proves it
 on the real stack).
@@ -60,7 +64,7 @@ class PruneReport:
     older_than: timedelta
     created_before: datetime  # naive UTC, as created_at holds it
     dry_run: bool
-    connector: ConnectorStatus
+    connector: ConnectorStatus | None  # None when the relay publishes the outbox
     scanned: int = 0
     deleted: int = 0  # with dry_run: the rows a real run would delete
     batches: int = 0
@@ -71,7 +75,7 @@ class PruneReport:
             "older_than": format_duration(self.older_than),
             "created_before": self.created_before.isoformat() + "Z",
             "dry_run": self.dry_run,
-            "connector": self.connector.as_json(),
+            "connector": None if self.connector is None else self.connector.as_json(),
             "scanned": self.scanned,
             "deleted" if not self.dry_run else "would_delete": self.deleted,
             "batches": self.batches,
@@ -100,12 +104,14 @@ async def prune_outbox(
     after_id: int = 0,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     progress: Callable[[PruneProgress], None] | None = None,
+    published_only: bool = False,
 ) -> PruneReport:
     """Prune the outbox rows created before ``now - older_than`` (see the module docstring),
-    walking from the first id above `after_id` (0: the whole table)."""
+    walking from the first id above `after_id` (0: the whole table). `published_only` (the relay
+    publishes the outbox): delete only PUBLISHED rows, and ask no connector."""
     check_outbox_window(retention, older_than)
-    status = await connect.status()
-    if not status.running:
+    status = None if published_only else await connect.status()
+    if status is not None and not status.running:
         raise OperationRefused(
             "the outbox connector is not RUNNING ("
             + "; ".join(status.problems())
@@ -122,14 +128,21 @@ async def prune_outbox(
         report.scanned += len(page)
         report.last_id = after = page[-1].id
         old = sum(1 for row in page if row.created_at < cutoff)
-        if old:
+        doomed = sum(
+            1
+            for row in page
+            if row.created_at < cutoff and (not published_only or row.status == "PUBLISHED")
+        )
+        if doomed:
             if report.batches:
                 await sleep(retention.prune_pause_s)
             report.batches += 1
             if dry_run:
-                report.deleted += old
+                report.deleted += doomed
             else:
-                report.deleted += await rows.delete_range(page[0].id, page[-1].id, cutoff)
+                report.deleted += await rows.delete_range(
+                    page[0].id, page[-1].id, cutoff, published_only=published_only
+                )
             if progress is not None:
                 progress(PruneProgress(report.batches, report.deleted, after))
         if old < len(page):  # a young row: the rest of the table is younger still

@@ -19,6 +19,7 @@ from searchsync.config import Settings
 from searchsync.dlq.summary import DlqSummary
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.kafka.connect import ConnectorStatus
+from searchsync.naming import read_alias_name
 from searchsync.ops.offsets import partition_offsets, subscribed_topics
 from searchsync.ops.repair.state import WheelSnapshot
 from searchsync.ops.status import Section
@@ -74,7 +75,8 @@ def group_section(admin: KafkaAdmin, settings: Settings) -> Section:
 async def aliases_section(
     admin: IndexAdmin, registry: ProjectorRegistry, alias_for: Callable[[str], str]
 ) -> Section:
-    """Where each type's alias writes, with its schema version and doc count."""
+    """Where each type's alias writes, with its schema version and doc count, and where its read
+    alias points (anywhere but the write index is a problem: readers would see another index)."""
     problems: list[str] = []
     found: list[dict[str, Any]] = []
     for kind in registry.types():
@@ -86,6 +88,13 @@ async def aliases_section(
             problems.append(f"alias {alias} has no write index (run `searchsync index init`)")
             found.append({"aggregate_type": kind, "alias": alias, "write_index": None})
             continue
+        read = read_alias_name(alias)
+        reads = [i.name for i in indices if i.read_aliased]
+        if reads != [target.name]:
+            problems.append(
+                f"read alias {read} points at {reads or 'nothing'}, not at {target.name}"
+                " (run `searchsync index init`)"
+            )
         if target.schema_version is not None and target.schema_version != want:
             problems.append(
                 f"{alias} writes to {target.name} (schema {target.schema_version}) but the"
@@ -100,6 +109,8 @@ async def aliases_section(
                 "projector_schema_version": want,
                 "docs": target.docs,
                 "indices": [i.name for i in indices],
+                "read_alias": read,
+                "read_indices": reads,
             }
         )
     return Section("aliases", {"aliases": found}, tuple(problems))

@@ -5,10 +5,11 @@ The hot path writes with ``require_alias=true`` and never creates an index; an o
 deployment) runs `init_index` once per aggregate type. It is idempotent and safe to run
 concurrently with itself:
 
-- the alias exists: nothing to do; report the physical index it writes to;
+- the alias exists: nothing to do, but for the read alias ``<alias>_live`` (invariant 15) of an
+  install older than it: that is pointed at the write index (`InitAction.READ_ALIAS_ADDED`);
 - neither the alias nor ``<alias>_v1`` exists: create ``<alias>_v1`` with the mapping, its
-  ``_meta`` (``projection_schema_version``) and the alias (``is_write_index: true``) in one
-  create-index call, so no moment has an index without its alias;
+  ``_meta`` (``projection_schema_version``), the alias (``is_write_index: true``) and the read
+  alias in one create-index call, so no moment has an index without its aliases;
 - ``<alias>_v1`` exists without the alias (created by hand): add the alias;
 - a concrete index is named like the alias: refuse (`ConfigError`), an operator must decide.
 
@@ -43,6 +44,8 @@ __all__ = [
 
 class InitAction(enum.Enum):
     EXISTS = "exists"
+    READ_ALIAS_ADDED = "read_alias_added"
+    WOULD_ADD_READ_ALIAS = "would_add_read_alias"
     CREATED = "created"
     ALIAS_ADDED = "alias_added"
     WOULD_CREATE = "would_create"
@@ -62,6 +65,8 @@ class AliasDescription:
     exists: bool
     indices: tuple[str, ...]  # every index the alias points at, sorted
     write_index: str | None  # where writes go (the only index, or the is_write_index one)
+    read_alias: str  # <alias>_live: the same index without tombstones, what readers query
+    read_indices: tuple[str, ...] = ()  # every index the read alias points at, sorted
 
 
 def first_index_name(alias: str) -> str:
@@ -81,11 +86,16 @@ def index_meta(mapping: Mapping[str, Any], schema_version: int | None) -> dict[s
 async def describe(client: AsyncElasticsearch | IndexAdmin, alias: str) -> AliasDescription:
     """Which physical indices `alias` points at, and which one takes its writes."""
     admin = _admin(client)
-    indices = tuple(sorted(i.name for i in await admin.list_indices(alias) if i.aliased))
+    listed = await admin.list_indices(alias)
+    indices = tuple(sorted(i.name for i in listed if i.aliased))
+    reads = tuple(sorted(i.name for i in listed if i.read_aliased))
+    read = naming.read_alias_name(alias)
     if not indices:
-        return AliasDescription(alias, False, (), None)
+        return AliasDescription(alias, False, (), None, read, reads)
     writer = await admin.write_index(alias)
-    return AliasDescription(alias, True, indices, None if writer is None else writer.index)
+    return AliasDescription(
+        alias, True, indices, None if writer is None else writer.index, read, reads
+    )
 
 
 async def init_index(
@@ -106,7 +116,13 @@ async def init_index(
     for _ in range(3):  # a concurrent init may win a race; look again
         current = await describe(admin, alias)
         if current.exists:
-            return InitResult(alias, current.write_index or "", InitAction.EXISTS)
+            writer = current.write_index or ""
+            if not writer or writer in current.read_indices:
+                return InitResult(alias, writer, InitAction.EXISTS)
+            if dry_run:
+                return InitResult(alias, writer, InitAction.WOULD_ADD_READ_ALIAS)
+            await admin.put_alias(alias, writer)  # points the read alias at it as well
+            return InitResult(alias, writer, InitAction.READ_ALIAS_ADDED)
         if await admin.exists(alias):
             raise ConfigError("alias", "a name free for an alias", f"{alias} is an index")
         physical = first_index_name(alias)

@@ -15,10 +15,11 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
 from searchsync.errors import ErrorCode, TransientError
-from searchsync.naming import check_index_name, physical_version
+from searchsync.naming import check_index_name, physical_version, read_alias_name
 from searchsync.search.errors import es_error
 from searchsync.search.port import (
     DEFAULT_REFRESH_INTERVAL,
+    LIVE_FILTER,
     AliasConflict,
     IndexAdminError,
     IndexExists,
@@ -58,7 +59,10 @@ class EsIndexAdmin:
         mappings["_meta"] = {**mappings.get("_meta", {}), **(meta or {})}
         extra: dict[str, Any] = {}
         if alias is not None:
-            extra["aliases"] = {check_index_name(alias): {"is_write_index": True}}
+            extra["aliases"] = {
+                check_index_name(alias): {"is_write_index": True},
+                read_alias_name(alias): _read_alias_body(),
+            }
         with _translated(name):
             await self._client.indices.create(
                 index=check_index_name(name),
@@ -71,15 +75,24 @@ class EsIndexAdmin:
         action = {"index": check_index_name(index), "alias": check_index_name(alias)}
         with _translated(alias):
             await self._client.indices.update_aliases(
-                actions=[{"add": {**action, "is_write_index": True}}]
+                actions=[{"add": {**action, "is_write_index": True}}, _add_read(alias, index)]
             )
 
     async def swap_alias(self, alias: str, *, old: str, new: str) -> None:
         check_index_name(alias)
+        read = read_alias_name(alias)
         remove = {"index": check_index_name(old), "alias": alias, "must_exist": True}
         add = {"index": check_index_name(new), "alias": alias, "is_write_index": True}
+        actions: list[dict[str, Any]] = [{"remove": remove}]
+        if await self._has_alias(old, read):  # an index from before the read alias has none
+            actions.append({"remove": {"index": old, "alias": read}})
+        actions += [{"add": add}, _add_read(alias, new)]
         with _translated(alias):
-            await self._client.indices.update_aliases(actions=[{"remove": remove}, {"add": add}])
+            await self._client.indices.update_aliases(actions=actions)
+
+    async def _has_alias(self, index: str, alias: str) -> bool:
+        with _translated(index):
+            return bool(await self._client.indices.exists_alias(name=alias, index=index))
 
     async def list_indices(self, alias: str) -> list[IndexInfo]:
         check_index_name(alias)
@@ -133,6 +146,16 @@ class EsIndexAdmin:
             )
 
 
+def _read_alias_body() -> dict[str, Any]:
+    """A read alias: filtered on `LIVE_FILTER`, never a write index (nothing writes through it)."""
+    return {"is_write_index": False, "filter": dict(LIVE_FILTER)}
+
+
+def _add_read(alias: str, index: str) -> dict[str, Any]:
+    """The ``_aliases`` action pointing `alias`'s read alias at `index`."""
+    return {"add": {"index": index, "alias": read_alias_name(alias), **_read_alias_body()}}
+
+
 def _alias_flags(alias: str, body: Mapping[str, Any]) -> dict[str, bool | None]:
     """``{index: is_write_index flag}`` for every index in `body` that `alias` points at."""
     flags: dict[str, bool | None] = {}
@@ -164,6 +187,7 @@ def _info(
         replicas=int(settings.get("number_of_replicas", 1)),
         refresh_interval=str(settings.get("refresh_interval", DEFAULT_REFRESH_INTERVAL)),
         meta=dict(info.get("mappings", {}).get("_meta", {})),
+        read_aliased=read_alias_name(alias) in info.get("aliases", {}),
     )
 
 

@@ -6,7 +6,10 @@
 - `IndexAdmin` (indices and aliases: what ``index init`` and a rebuild need). Implemented by
   `searchsync.search.elasticsearch.EsIndexAdmin` on a real cluster.
 
-Index and alias names follow `searchsync.naming`. An index's ``_meta`` is the mapping-level
+Index and alias names follow `searchsync.naming`. Every write alias ``A`` that `IndexAdmin` points
+somewhere takes its read alias (``naming.read_alias_name(A)``, filtered on `LIVE_FILTER`, never a
+write index) with it in the same request: readers query the read alias and never see a tombstone
+(docs/design.md, invariant 15). An index's ``_meta`` is the mapping-level
 ``_meta`` object; searchsync stores ``projection_schema_version`` there, so a rebuild
 (docs/design.md, invariant 8) can tell which projection filled an index.
 """
@@ -23,6 +26,7 @@ from searchsync.search.sink import IndexOp, ItemResult, SearchIndex
 
 __all__ = [
     "DEFAULT_REFRESH_INTERVAL",
+    "LIVE_FILTER",
     "SCHEMA_VERSION_META",
     "AliasConflict",
     "IndexAdmin",
@@ -40,6 +44,9 @@ __all__ = [
 
 SCHEMA_VERSION_META: Final = "projection_schema_version"
 """The ``_meta`` key holding the projection schema version an index was built with."""
+
+LIVE_FILTER: Final[Mapping[str, Any]] = {"term": {"is_deleted": False}}
+"""The query of a live document (not a tombstone): the read alias's filter."""
 
 DEFAULT_REFRESH_INTERVAL: Final = "1s"
 """What `IndexInfo.refresh_interval` reports for an index that does not set one."""
@@ -79,6 +86,7 @@ class IndexInfo:
     replicas: int
     refresh_interval: str  # DEFAULT_REFRESH_INTERVAL when the index does not set one
     meta: Mapping[str, Any] = field(default_factory=dict)  # the mapping's _meta
+    read_aliased: bool = False  # the alias's read alias (<alias>_live) points at this index
 
     @property
     def schema_version(self) -> int | None:
@@ -133,20 +141,21 @@ class IndexAdmin(Protocol):
         alias: str | None = None,
     ) -> None:
         """Create `name` from `body` (``settings``, ``mappings``), with `meta` merged over the
-        body's ``mappings._meta``; with `alias`, in the same call, as that alias's write index.
-        Raises `IndexExists` when the name is taken."""
+        body's ``mappings._meta``; with `alias`, in the same call, as that alias's write index
+        (and under its read alias). Raises `IndexExists` when the name is taken."""
         ...
 
     async def put_alias(self, alias: str, index: str) -> None:
         """Point `alias` at `index` as its write index (other indices it points at stay behind
-        it for reads). Raises `IndexMissing` without the index, `IndexExists` when `alias` is
-        an index's name, `AliasConflict` when another index is the alias's write index (that
-        is what `swap_alias` is for)."""
+        it for reads), and its read alias at `index` in the same call. Raises `IndexMissing`
+        without the index, `IndexExists` when `alias` is an index's name, `AliasConflict` when
+        another index is the alias's write index (that is what `swap_alias` is for)."""
         ...
 
     async def swap_alias(self, alias: str, *, old: str, new: str) -> None:
-        """In one atomic call: remove `alias` from `old` and add it to `new` as write index.
-        Raises `AliasConflict` (and changes nothing) when `old` does not hold the alias."""
+        """In one atomic ``_aliases`` call: remove `alias` and its read alias from `old`, add
+        them to `new` (`alias` as write index). Raises `AliasConflict` (and changes nothing)
+        when `old` does not hold the alias."""
         ...
 
     async def list_indices(self, alias: str) -> list[IndexInfo]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 
 from searchsync.errors import OperationRefused
-from searchsync.naming import parse_physical_name
+from searchsync.naming import parse_physical_name, read_alias_name
 from searchsync.ops.rebuild import plan as plans
 from searchsync.ops.rebuild.catchup import CatchUp, LagWatch
 from searchsync.ops.rebuild.deps import RebuildSteps
@@ -99,12 +99,14 @@ async def verify_and_swap(
     if not report.ok:
         record = await rb.save(record, status=Status.REFUSED, message="; ".join(report.reasons))
         return record, report
+    # one _aliases call moves the write alias and its read alias (invariant 15)
     await d.index_admin.swap_alias(record.alias, old=record.source_index, new=record.target_index)
     record = await rb.save(record, status=Status.SWAPPED, message=None)
     parsed = parse_physical_name(record.target_index)
     if parsed is not None:
         d.metrics.set_alias_physical_index(record.alias, parsed[1])
-    d.progress.step("swap", f"alias {record.alias} -> {record.target_index}")
+    read = read_alias_name(record.alias)
+    d.progress.step("swap", f"alias {record.alias} and read alias {read} -> {record.target_index}")
     return record, report
 
 

@@ -11,25 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
 from searchsync.errors import ErrorCode, TransientError
+from searchsync.search.port import LIVE_FILTER
+from searchsync.search.reads import StoredDocument
 
 __all__ = ["EsIndexReader", "IndexReader", "StoredDocument"]
 
 _PAGE: Final = 1_000
-_LIVE: Final[dict[str, Any]] = {"term": {"is_deleted": False}}
-
-
-@dataclass(frozen=True, slots=True)
-class StoredDocument:
-    doc_id: str
-    version: int
-    source: dict[str, Any]
 
 
 class IndexReader(Protocol):
@@ -130,7 +123,7 @@ class EsIndexReader:
 
     async def top_ids(self, index: str, field: str, text: str, k: int) -> list[str]:
         match = {field: {"query": text, "operator": "and"}}
-        query = {"bool": {"must": [{"match": match}], "filter": [_LIVE]}}
+        query = {"bool": {"must": [{"match": match}], "filter": [dict(LIVE_FILTER)]}}
         with _translated(f"search {index}"):
             response = await self._client.search(
                 index=index, query=query, size=k, source=False, track_total_hits=False

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections import Counter
 from collections.abc import Callable
 
 from searchsync.config import Settings
 from searchsync.kafka.admin import KafkaAdmin
-from searchsync.observability.http import HealthReport, HealthServer
+from searchsync.observability.http import HealthServer, serve_job_metrics
 from searchsync.observability.repair_metrics import RepairMetrics
 from searchsync.ops.repair.load import LagGuard, Limits, TokenBucket, live_lag
 from searchsync.ops.repair.report import RotationReport
@@ -19,8 +18,6 @@ from searchsync.ops.repair.schedule import SchedulePolicy
 from searchsync.ops.repair.wheel import Wheel, WheelConfig
 
 __all__ = ["limits", "record", "run_repair", "serve_metrics", "wheel_config"]
-
-log = logging.getLogger(__name__)
 
 
 def limits(settings: Settings, admin: KafkaAdmin | None) -> Limits:
@@ -112,18 +109,10 @@ async def run_repair(
 async def serve_metrics(settings: Settings, metrics: RepairMetrics) -> HealthServer | None:
     """``--daemon``'s /metrics (and a /healthz that is ready while it runs) on
     ``repair.metrics_port``; None when that is 0."""
-    port = settings.repair.metrics_port
-    if not port:
-        return None
-    server = HealthServer(
+    return await serve_job_metrics(
         settings.observability.metrics_host,
-        port,
+        settings.repair.metrics_port,
         metrics,
-        lambda: HealthReport(ready=True, details={"repair": "daemon"}),
         port_setting="repair.metrics_port",
+        details={"repair": "daemon"},
     )
-    await server.start()
-    log.info(
-        "repair metrics on http://%s:%d/metrics", settings.observability.metrics_host, server.port
-    )
-    return server

@@ -1,0 +1,108 @@
+"""`searchsync relay`: the polling publisher of the outbox (library: `searchsync.relay`;
+docs/relay.md).
+
+- ``relay run``: claim, publish and mark outbox rows until SIGTERM/SIGINT;
+- ``relay dead``: list the DEAD rows (past ``relay.max_attempts``);
+- ``relay revive --id N ... | --all``: show the DEAD rows that would be put back; with
+  ``--execute``, make them PENDING again (attempts 0, available now).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from searchsync.cli.args import Parents, positive_int
+from searchsync.cli.output import out, print_json
+from searchsync.config import Settings
+from searchsync.exit_codes import ExitCode
+from searchsync.relay.port import DeadRow
+from searchsync.runtime import Runtime
+
+T = TypeVar("T")
+
+
+def register(commands: Any, parents: Parents) -> None:
+    group = commands.add_parser("relay", help="publish the outbox without Kafka Connect")
+    cmds = group.add_subparsers(dest="relay_command", required=True, metavar="COMMAND")
+    run = cmds.add_parser("run", parents=[parents.common], help="run the relay until stopped")
+    run.set_defaults(func=cmd_relay_run)
+    dead = cmds.add_parser("dead", parents=parents.data, help="list DEAD outbox rows")
+    dead.add_argument("--limit", type=positive_int, default=100, help="at most this many")
+    dead.set_defaults(func=cmd_relay_dead)
+    revive = cmds.add_parser(
+        "revive", parents=parents.data, help="put DEAD outbox rows back (with --execute)"
+    )
+    which = revive.add_mutually_exclusive_group(required=True)
+    which.add_argument("--id", type=positive_int, action="append", help="a row id (repeatable)")
+    which.add_argument("--all", action="store_true", help="every DEAD row")
+    revive.add_argument("--execute", action="store_true", help="revive; without it, only show")
+    revive.set_defaults(func=cmd_relay_revive)
+
+
+def cmd_relay_run(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    from searchsync.observability.logs import configure_logging
+    from searchsync.relay.run import run_relay
+
+    configure_logging(settings.observability.log_level, secrets=settings.secret_values())
+
+    async def go() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        try:
+            await run_relay(settings, stop=stop, producer_factory=runtime.kafka.producer)
+        finally:
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(signum)
+
+    asyncio.run(go())
+    return ExitCode.OK
+
+
+def cmd_relay_dead(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    rows = _with_store(settings, lambda store: store.dead(args.limit))
+    _show(rows, args.json, f"{len(rows)} DEAD rows in {settings.relay.table}")
+    return ExitCode.OK
+
+
+def cmd_relay_revive(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    ids = None if args.all else sorted(set(args.id))
+    if not args.execute:
+        rows = _with_store(settings, lambda store: store.dead(1_000_000))
+        chosen = [r for r in rows if ids is None or r.id in ids]
+        _show(chosen, args.json, f"would revive {len(chosen)} DEAD rows (pass --execute)")
+        return ExitCode.OK
+    revived = _with_store(settings, lambda store: store.revive(ids))
+    if args.json:
+        print_json({"revived": revived})
+    else:
+        out(f"revived {revived} DEAD rows in {settings.relay.table}")
+    return ExitCode.OK
+
+
+def _show(rows: list[DeadRow], as_json: bool, summary: str) -> None:
+    if as_json:
+        print_json({"rows": [r.as_json() for r in rows]})
+        return
+    for r in rows:
+        out(
+            f"{r.id} {r.aggregate_type}/{r.aggregate_id} {r.operation} rev {r.source_revision}"
+            f" attempts {r.attempts}: {r.last_error or ''}"
+        )
+    out(summary)
+
+
+def _with_store(settings: Settings, use: Callable[[Any], Awaitable[T]]) -> T:
+    from searchsync.mysql.pool import pool_of
+    from searchsync.relay.mysql_store import MysqlRelayStore
+
+    async def go() -> T:
+        async with pool_of(settings.mysql, maxsize=1) as pool:
+            return await use(MysqlRelayStore(pool, settings.relay.table))
+
+    return asyncio.run(go())

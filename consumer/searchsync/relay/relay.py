@@ -1,0 +1,220 @@
+"""The polling relay: claim outbox rows, publish them as the Outbox Event Router would, mark them.
+
+One `Relay.tick`:
+
+1. take back claims older than ``claim_timeout_s`` (their holder died mid-claim);
+2. claim up to ``batch_size`` rows with seed 000's query and mark them PROCESSING (committed
+   before anything is published, so other relays skip them);
+3. publish every claimed row and wait for Kafka's acknowledgements (``acks=all``, idempotent);
+4. mark the acknowledged rows PUBLISHED and give the others back, PENDING after seed 000's
+   ``NextRetry``. A failure of the row itself (a payload the router cannot expand, a record
+   Kafka refuses as a record: `row_fault`) is an attempt: it waits ``NextRetry(attempts)``,
+   and the row is DEAD at ``max_attempts``. A failure of Kafka (no acknowledgement in time, any
+   other error) is no attempt of the row: it waits ``NextRetry(n)`` for the n-th such tick in a
+   row, and so does the relay before its next claim, so an outage of any length makes no row
+   DEAD.
+
+A crash between 3 and 4 publishes the row again once its claim is taken back: delivery is
+at least once, and the consumer's external versions make a duplicate harmless (docs/relay.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Final, Protocol
+
+from confluent_kafka import KafkaError, KafkaException
+
+from searchsync.config import RelaySettings
+from searchsync.errors import TransientError
+from searchsync.kafka.producer import DeliveryFailed
+from searchsync.relay.metrics import RelayMetrics
+from searchsync.relay.port import Failure, OutboxEntry, RelayStore
+from searchsync.relay.record import router_record
+from searchsync.stream.retry import RetryPolicy
+
+__all__ = ["Publisher", "Relay", "TickReport", "retry_delay", "row_fault", "seed_retry"]
+
+log = logging.getLogger(__name__)
+
+
+def seed_retry(max_attempts: int, rng: random.Random | None = None) -> RetryPolicy:
+    """Seed 000's ``NextRetry`` (base 1 s, shift ``min(attempt, 10)``, cap 30 min, jitter in
+    ``[0, max(delay / 5, 1 ms))``), with the relay's attempt limit."""
+    return RetryPolicy(1.0, 1_800.0, max_attempts, 0.2, rng or random.Random())
+
+
+def retry_delay(retry: RetryPolicy, attempts: int) -> timedelta:
+    """``NextRetry(attempts)`` for a row that failed `attempts` times before this failure, in
+    whole microseconds (DATETIME(6)'s resolution) and strictly below ``delay + jitter bound``
+    (a float sum can round up onto the bound)."""
+    n = attempts + 1
+    limit = retry.jitter_limit(n)
+    bound = math.ceil((retry.nominal(n) + limit) * 1_000_000) - (1 if limit else 0)
+    return timedelta(microseconds=min(int(retry.delay(n) * 1_000_000), bound))
+
+
+class Publisher(Protocol):
+    """Produce one record and return once Kafka acknowledged it
+    (`searchsync.kafka.producer.AcknowledgedProducer`)."""
+
+    async def send(
+        self, topic: str, value: bytes, key: bytes | None, *, headers: list[tuple[str, bytes]]
+    ) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TickReport:
+    taken_back: int = 0
+    claimed: int = 0
+    published: int = 0
+    failed: int = 0  # the rows' own failures (attempts)
+    dead: int = 0
+    unavailable: int = 0  # rows given back because Kafka did not take them
+
+
+_RECORD_ERRORS: Final = frozenset(
+    {
+        KafkaError.INVALID_MSG,
+        KafkaError.INVALID_MSG_SIZE,
+        KafkaError.MSG_SIZE_TOO_LARGE,
+        KafkaError.TOPIC_EXCEPTION,  # a topic name Kafka refuses (the row's aggregate_type)
+        KafkaError.RECORD_LIST_TOO_LARGE,
+        KafkaError.INVALID_RECORD,
+        KafkaError._BAD_MSG,
+        KafkaError._INVALID_ARG,
+    }
+)
+"""Kafka errors about the record itself; every other error (timeouts, transport, leaders,
+authorization) is Kafka's or the deployment's, and the same record may pass later."""
+
+
+def row_fault(exc: BaseException) -> bool:
+    """True when `exc` is the record's own failure, not Kafka's: the router cannot make a
+    record of the row (ValueError), or Kafka refused the record itself (`_RECORD_ERRORS`).
+    Delivery reports never say "retriable", so the error code decides."""
+    if isinstance(exc, ValueError):
+        return True
+    error = exc.error if isinstance(exc, DeliveryFailed) else None
+    if isinstance(exc, KafkaException) and exc.args:
+        error = exc.args[0]
+    code = getattr(error, "code", None)
+    return callable(code) and code() in _RECORD_ERRORS
+
+
+class Relay:
+    """Publishes the outbox through `publisher`; `holder` names this relay in ``locked_by``.
+
+    A failed row waits `retry_delay` (``NextRetry`` of its earlier failures)."""
+
+    def __init__(
+        self,
+        store: RelayStore,
+        publisher: Publisher,
+        settings: RelaySettings,
+        *,
+        holder: str,
+        metrics: RelayMetrics | None = None,
+        retry: RetryPolicy | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._store = store
+        self._publisher = publisher
+        self._settings = settings
+        self.holder = holder
+        self._metrics = metrics if metrics is not None else RelayMetrics()
+        self._retry = retry if retry is not None else seed_retry(settings.max_attempts)
+        self._clock = clock
+        self._stats_due = 0.0
+        self._outage = 0  # consecutive ticks in which Kafka took nothing
+
+    async def tick(self) -> TickReport:
+        s = self._settings
+        taken = await self._store.take_back(s.claim_timeout_s, s.max_attempts)
+        if taken:
+            self._metrics.taken_back(taken)
+            log.warning("took back %d timed-out claims", taken)
+        claimed = await self._store.claim(self.holder, s.batch_size)
+        if not claimed:
+            return TickReport(taken_back=taken)
+        results = await asyncio.gather(*(self._publish(e) for e in claimed))
+        published: list[int] = []
+        failed: list[tuple[OutboxEntry, str, bool]] = []
+        for e, result in zip(claimed, results, strict=True):
+            if result is None:
+                published.append(e.id)
+            else:
+                failed.append((e, *result))
+        kafka_away = not published and any(not own for _, _, own in failed)
+        self._outage = self._outage + 1 if kafka_away else 0
+        failures = [
+            Failure(e.id, error, self._delay(e.attempts if own else self._outage - 1), own)
+            for e, error, own in failed
+        ]
+        await self._store.mark_published(published)
+        dead = await self._store.mark_failed(self.holder, failures, s.max_attempts)
+        own_failures = sum(f.counts for f in failures)
+        self._metrics.attempted(len(published), len(failures))
+        for f in failures:
+            log.warning("publish of outbox row %d failed: %s", f.id, f.error)
+        if dead:
+            log.error("%d outbox rows are DEAD (searchsync relay dead)", dead)
+        return TickReport(
+            taken,
+            len(claimed),
+            len(published),
+            own_failures,
+            dead,
+            len(failures) - own_failures,
+        )
+
+    def _delay(self, earlier_failures: int) -> timedelta:
+        return retry_delay(self._retry, max(earlier_failures, 0))
+
+    async def refresh_stats(self) -> None:
+        self._metrics.set_counts(await self._store.counts())
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Tick until `stop` is set. A full batch is followed at once by the next claim; an
+        empty or partial one by a wait of ``poll_interval_s``. A database or broker that is
+        away (`TransientError`) is logged and tried again after the same wait."""
+        s = self._settings
+        while not stop.is_set():
+            report = TickReport()
+            try:
+                report = await self.tick()
+                if self._clock() >= self._stats_due:
+                    await self.refresh_stats()
+                    self._stats_due = self._clock() + s.stats_interval_s
+            except TransientError as exc:
+                log.warning("relay tick failed, trying again: %s", exc)
+            wait = 0.0 if report.claimed >= s.batch_size else s.poll_interval_s
+            if report.unavailable and not report.published:  # Kafka is away: back off
+                wait = self._delay(self._outage - 1).total_seconds()
+            if wait:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), wait)
+
+    async def _publish(self, entry: OutboxEntry) -> tuple[str, bool] | None:
+        """None once acknowledged, else why not and whether it was the row's own fault."""
+        try:
+            record = router_record(entry, self._settings.topic_template)
+            await asyncio.wait_for(
+                self._publisher.send(
+                    record.topic, record.value, record.key, headers=record.headers
+                ),
+                self._settings.publish_timeout_s,
+            )
+        except TimeoutError:
+            return f"no acknowledgement within {self._settings.publish_timeout_s}s", False
+        except Exception as exc:
+            return f"{type(exc).__name__}: {exc}", row_fault(exc)
+        return None

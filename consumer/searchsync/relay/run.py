@@ -1,0 +1,76 @@
+"""Wire a `Relay` from Settings on the real services and run it until stopped."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import uuid
+from typing import Any
+
+from searchsync.config import Settings
+from searchsync.kafka.producer import AcknowledgedProducer, ProducerFactory
+from searchsync.mysql.pool import close_pool, open_pool
+from searchsync.observability.http import serve_job_metrics
+from searchsync.relay.metrics import RelayMetrics
+from searchsync.relay.mysql_store import MysqlRelayStore
+from searchsync.relay.record import PARTITIONER
+from searchsync.relay.relay import Relay
+
+__all__ = ["default_holder", "producer_config", "run_relay"]
+
+log = logging.getLogger(__name__)
+
+
+def default_holder() -> str:
+    """``host:pid:random``, what ``locked_by`` says about this relay (at most 128 characters)."""
+    return f"{socket.gethostname()[:96]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def producer_config(settings: Settings) -> dict[str, Any]:
+    """The Kafka client settings plus the Java-compatible partitioner (`PARTITIONER`)."""
+    return {**settings.kafka.client_config(), **PARTITIONER}
+
+
+async def run_relay(
+    settings: Settings,
+    *,
+    stop: asyncio.Event,
+    metrics: RelayMetrics | None = None,
+    holder: str | None = None,
+    producer_factory: ProducerFactory | None = None,
+) -> None:
+    """Run one relay until `stop`; serves /metrics on ``relay.metrics_port`` when not 0."""
+    metrics = metrics if metrics is not None else RelayMetrics()
+    holder = holder or default_holder()
+    pool = await open_pool(settings.mysql, maxsize=2)
+    producer = AcknowledgedProducer(
+        producer_config(settings), name="searchsync-relay", factory=producer_factory
+    )
+    server = await serve_job_metrics(
+        settings.observability.metrics_host,
+        settings.relay.metrics_port,
+        metrics,
+        port_setting="relay.metrics_port",
+        details={"relay": holder},
+    )
+    try:
+        relay = Relay(
+            MysqlRelayStore(pool, settings.relay.table),
+            producer,
+            settings.relay,
+            holder=holder,
+            metrics=metrics,
+        )
+        log.info("relay %s publishing %s", holder, settings.relay.table)
+        await relay.run(stop)
+    finally:
+        if server is not None:
+            await server.close()
+        unsent = await producer.close(settings.relay.publish_timeout_s)
+        if unsent:
+            log.warning(
+                "%d records unacknowledged at exit; their claims will be taken back", unsent
+            )
+        await close_pool(pool)

@@ -1,0 +1,78 @@
+"""The read port: what an application reads back from the index (`searchsync.read` uses it).
+
+- `get_versions(alias, ids)`: each id's stored ``_version`` by a real-time GET (mget) through the
+  write alias: it sees a write as soon as it is acknowledged, without a refresh;
+- `search(alias, query, size=...)`: a search, which sees the index as of its last refresh;
+  through a read alias (``<alias>_live``) it never returns a tombstone.
+
+`EsSearchReader` implements it on a real cluster, `tests.fakes.search_index.InMemoryIndex` in
+memory. Neither ever asks for a refresh. A cluster that does not answer (or answers 429/5xx)
+raises `TransientError`; a missing alias raises it with ``ErrorCode.ALIAS_MISSING``; a query the
+cluster refuses (400) raises `InvalidRequest`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from elastic_transport import TransportError
+from elasticsearch import ApiError, AsyncElasticsearch
+
+from searchsync.errors import ErrorCode, InvalidRequest, TransientError
+from searchsync.search.errors import es_error
+from searchsync.search.es_index import EsIndex
+from searchsync.search.sink import status_code
+
+__all__ = ["EsSearchReader", "SearchReader", "StoredDocument"]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDocument:
+    """A stored document as a read returns it: its id, ``_version`` and ``_source``."""
+
+    doc_id: str
+    version: int
+    source: dict[str, Any]
+
+
+class SearchReader(Protocol):
+    async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]: ...
+
+    async def search(
+        self, alias: str, query: Mapping[str, Any], *, size: int
+    ) -> list[StoredDocument]: ...
+
+
+class EsSearchReader:
+    """`SearchReader` over `AsyncElasticsearch` (the caller owns and closes the client)."""
+
+    def __init__(self, client: AsyncElasticsearch) -> None:
+        self._client = client
+        self._index = EsIndex(client)
+
+    async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
+        return await self._index.get_versions(alias, ids)
+
+    async def search(
+        self, alias: str, query: Mapping[str, Any], *, size: int
+    ) -> list[StoredDocument]:
+        try:
+            response = await self._client.search(
+                index=alias, query=dict(query), size=size, version=True
+            )
+        except ApiError as exc:
+            error = es_error(exc)
+            message = f"search {alias}: {error.type}: {error.reason}"
+            if error.type == "index_not_found_exception":
+                raise TransientError(ErrorCode.ALIAS_MISSING, message) from exc
+            if error.status == 400:
+                raise InvalidRequest(message) from exc
+            raise TransientError(status_code(error.status, error.type), message) from exc
+        except TransportError as exc:
+            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"search {alias}: {exc}") from exc
+        return [
+            StoredDocument(str(h["_id"]), int(h["_version"]), dict(h.get("_source") or {}))
+            for h in response.body.get("hits", {}).get("hits", [])
+        ]

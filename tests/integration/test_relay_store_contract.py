@@ -1,0 +1,59 @@
+"""The relay store contract (tests/contract; there against the fake, in
+tests/unit/test_relay_store_contract.py) through `MysqlRelayStore` on MariaDB, each case on a
+scratch copy of the outbox of its own."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import aiomysql
+import pytest
+from searchsync.mysql.pool import expand_in, transaction
+from searchsync.relay.mysql_store import MysqlRelayStore
+
+from tests.contract.relay_store_contract import RELAY_STORE_CASES, RelayBackend
+from tests.integration.conftest_mysql import fetch_all
+from tests.integration.relay_scratch import *  # noqa: F403  (the scratch_outbox fixture)
+from tests.integration.relay_scratch import insert_rows
+
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
+
+
+class MysqlRelayBackend:
+    def __init__(self, pool: aiomysql.Pool, table: str) -> None:
+        self.pool, self.table = pool, table
+        self.store = MysqlRelayStore(pool, table)
+
+    async def add(self, aggregate_ids: list[str]) -> list[int]:
+        events = await insert_rows(self.pool, self.table, aggregate_ids)
+        rows = await fetch_all(
+            self.pool,
+            expand_in(
+                f"SELECT id FROM `{self.table}` WHERE event_id IN %s ORDER BY id", len(events)
+            ),
+            tuple(events),
+        )
+        return [int(r["id"]) for r in rows]
+
+    async def age(self, seconds: float) -> None:
+        async with transaction(self.pool) as conn, conn.cursor() as cur:
+            await cur.execute(
+                f"UPDATE `{self.table}` SET created_at = created_at - INTERVAL %s MICROSECOND,"
+                " locked_at = locked_at - INTERVAL %s MICROSECOND",
+                (int(seconds * 1e6), int(seconds * 1e6)),
+            )
+
+    async def statuses(self) -> dict[int, tuple[str, int, str | None]]:
+        rows = await fetch_all(
+            self.pool, f"SELECT id, status, attempts, locked_by FROM `{self.table}`", ()
+        )
+        return {int(r["id"]): (r["status"], int(r["attempts"]), r["locked_by"]) for r in rows}
+
+
+@pytest.mark.parametrize("case", RELAY_STORE_CASES, ids=lambda case: case.__name__)
+async def test_relay_store_contract_on_mariadb(
+    case: Callable[[RelayBackend], Awaitable[None]],
+    consumer_pool: aiomysql.Pool,
+    scratch_outbox: str,
+) -> None:
+    await case(MysqlRelayBackend(consumer_pool, scratch_outbox))

@@ -187,6 +187,7 @@ class Runs:
             "reset",
             "--to",
             "earliest",
+            "--execute",
             env=env,
             stdout=asyncio.subprocess.DEVNULL,
         )

@@ -19,3 +19,6 @@ class ExitCode(enum.IntEnum):
     UNHEALTHY = 4
     """`searchsync status` found a problem (the reasons are printed): the index is not being kept
     up, or may be wrong."""
+    INTERRUPTED = 130
+    """Stopped by Ctrl-C (SIGINT) before it finished (the shell's 128 + 2); `run` instead shuts
+    down cleanly and exits 0."""

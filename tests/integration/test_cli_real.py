@@ -20,9 +20,11 @@ pytestmark = pytest.mark.integration
 
 def _searchsync(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("SEARCHSYNC_")}
-    full_env.update(
-        SEARCHSYNC_KAFKA_BOOTSTRAP_SERVERS=KAFKA, SEARCHSYNC_ELASTICSEARCH_HOSTS=ES_URL, **env
-    )
+    full_env |= {
+        "SEARCHSYNC_KAFKA_BOOTSTRAP_SERVERS": KAFKA,
+        "SEARCHSYNC_ELASTICSEARCH_HOSTS": ES_URL,
+    }
+    full_env |= env  # `env` may point a service elsewhere
     return subprocess.run(
         [sys.executable, "-m", "searchsync", *argv],
         env=full_env,

@@ -81,7 +81,9 @@ def _run(consumer: InProcessConsumer) -> None:
 def _reset(env: dict[str, str], monkeypatch: pytest.MonkeyPatch, *argv: str) -> int:
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    return main(["offsets", "reset", "--to", "earliest", "--partition", "0", *argv, "--json"])
+    return main(
+        ["offsets", "reset", "--to", "earliest", "--partition", "0", "--execute", *argv, "--json"]
+    )
 
 
 async def test_a_partition_past_the_log_start_is_blocked_until_the_gap_is_accepted(

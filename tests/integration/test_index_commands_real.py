@@ -68,7 +68,7 @@ def test_list_rollback_and_drop_on_elasticsearch(prefix: str) -> None:
     )
     assert (listed[v2]["schema_version"], listed[v2]["is_write_index"]) == (own + 1, True)
 
-    refused = _searchsync("index", "drop", v2, "--yes", env=env)
+    refused = _searchsync("index", "drop", v2, "--execute", "--yes", env=env)
     assert refused.returncode == 1 and "writes to" in refused.stderr
 
     plan = _ok_json(_searchsync("index", "rollback", "--dry-run", "--json", env=env))
@@ -81,12 +81,12 @@ def test_list_rollback_and_drop_on_elasticsearch(prefix: str) -> None:
 
     dry = _ok_json(_searchsync("index", "drop", v2, "--dry-run", "--json", env=env))
     assert (dry["index"], dry["docs"], dry["dry_run"]) == (v2, 0, True)
-    unconfirmed = _searchsync("index", "drop", v2, env=env)  # stdin is not a terminal
+    unconfirmed = _searchsync("index", "drop", v2, "--execute", env=env)  # stdin is not a terminal
     assert unconfirmed.returncode == 2 and "--yes" in unconfirmed.stderr
     assert v2 in _listing(env)
-    dropped = _ok_json(_searchsync("index", "drop", v2, "--yes", "--json", env=env))
+    dropped = _ok_json(_searchsync("index", "drop", v2, "--execute", "--yes", "--json", env=env))
     assert dropped["index"] == v2 and not dropped["dry_run"]
     listed = _listing(env)
     assert v2 not in listed and listed["write"] == v1 and listed[v1]["docs"] == 3
-    refused = _searchsync("index", "drop", v1, "--yes", env=env)
+    refused = _searchsync("index", "drop", v1, "--execute", "--yes", env=env)
     assert refused.returncode == 1 and "writes to" in refused.stderr

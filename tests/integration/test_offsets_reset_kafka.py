@@ -45,7 +45,8 @@ def _reset(
     monkeypatch.setenv("SEARCHSYNC_KAFKA_BOOTSTRAP_SERVERS", KAFKA)
     monkeypatch.setenv("SEARCHSYNC_KAFKA_GROUP_ID", group)
     monkeypatch.setenv("SEARCHSYNC_KAFKA_TOPICS", topic)
-    code = main(["offsets", "reset", *argv, "--json"])
+    act = () if "--dry-run" in argv else ("--execute",)
+    code = main(["offsets", "reset", *argv, *act, "--json"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     document: dict[str, object] = orjson.loads(captured.out)

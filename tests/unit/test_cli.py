@@ -15,11 +15,12 @@ from typing import Any
 
 import orjson
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 from runtime_fakes import Fakes, search_of
 from searchsync.cli import main
 from searchsync.cli.loadgen import Progress
 from searchsync.dlq.record import DLQ_FORMAT, DLQ_FORMAT_HEADER, DlqRecord, encode
-from searchsync.errors import ConfigError, DlqBudgetExceeded, TransientError
+from searchsync.errors import ConfigError, DlqBudgetExceeded, ErrorCode, TransientError
 from searchsync.exit_codes import ExitCode
 from searchsync.projection import wiki_page
 from searchsync.resources import KafkaClients
@@ -139,10 +140,27 @@ def test_config_file_from_flag_and_env(
         (DlqBudgetExceeded("too many"), EXIT_DLQ_BUDGET, "dlq budget exceeded: too many"),
         (TransientError("DLQ_READ_TIMEOUT", "slow"), EXIT_FAILURE, "error: DLQ_READ_TIMEOUT"),
         (OSError("refused"), EXIT_FAILURE, "error: OSError: refused"),
+        (KeyboardInterrupt(), ExitCode.INTERRUPTED, "interrupted"),
+        (
+            KafkaException(KafkaError(KafkaError._TRANSPORT, "Failed to get metadata")),
+            EXIT_FAILURE,
+            "error: Kafka at 127.0.0.1:9092 (setting kafka.bootstrap_servers) is unreachable",
+        ),
+        (
+            TransientError(ErrorCode.MYSQL_UNAVAILABLE, "connect"),
+            EXIT_FAILURE,
+            "error: MySQL at 127.0.0.1:3306 (settings mysql.host, mysql.port) is unreachable",
+        ),
+        (
+            TransientError(ErrorCode.ES_UNAVAILABLE, "Connection error"),
+            EXIT_FAILURE,
+            "error: Elasticsearch at http://127.0.0.1:9200 (setting elasticsearch.hosts) is"
+            " unreachable",
+        ),
     ],
 )
 def test_exceptions_map_to_exit_codes(
-    capsys: pytest.CaptureFixture[str], error: Exception, code: int, prefix: str
+    capsys: pytest.CaptureFixture[str], error: BaseException, code: int, prefix: str
 ) -> None:
     kafka = FakeTopics(fail_with=error)
     assert main(["dlq", "inspect"], runtime=Fakes(kafka=KafkaClients(admin=kafka.admin))) == code
@@ -150,8 +168,15 @@ def test_exceptions_map_to_exit_codes(
 
 
 def test_exit_codes_are_the_documented_numbers() -> None:
-    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 4]
-    assert [c.name for c in ExitCode] == ["OK", "FAILURE", "USAGE", "DLQ_BUDGET", "UNHEALTHY"]
+    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 4, 130]
+    assert [c.name for c in ExitCode] == [
+        "OK",
+        "FAILURE",
+        "USAGE",
+        "DLQ_BUDGET",
+        "UNHEALTHY",
+        "INTERRUPTED",
+    ]
 
 
 # --- dlq ---------------------------------------------------------------------------------------
@@ -395,12 +420,20 @@ def test_offsets_reset_dry_run_prints_plan_and_changes_nothing(
     assert "would move outbox.event.wiki_page/0: 5 -> 2" in out
     assert "would move outbox.event.wiki_page/1: - -> 0" in out
     assert kafka.altered == []
+    assert _main(kafka, ["offsets", "reset", "--to", "earliest"]) == EXIT_OK  # no --execute
+    captured = capsys.readouterr()
+    assert "would move outbox.event.wiki_page/0: 5 -> 2" in captured.out
+    assert "add --execute to act" in captured.err
+    assert kafka.altered == []
 
 
 def test_offsets_reset_applies_when_group_is_idle(
     kafka: FakeTopics, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert _main(kafka, ["offsets", "reset", "--to", "7", "--partition", "0", "--json"]) == EXIT_OK
+    assert (
+        _main(kafka, ["offsets", "reset", "--to", "7", "--partition", "0", "--execute", "--json"])
+        == EXIT_OK
+    )
     out = _json(capsys)
     assert out["plan"] == [
         {"topic": "outbox.event.wiki_page", "partition": 0, "current": 5, "target": 7}
@@ -413,7 +446,7 @@ def test_offsets_reset_refuses_an_active_group(
     kafka: FakeTopics, capsys: pytest.CaptureFixture[str]
 ) -> None:
     kafka.members["searchsync"] = ["c1@/10.0.0.1"]
-    assert _main(kafka, ["offsets", "reset", "--to", "latest"]) == EXIT_FAILURE
+    assert _main(kafka, ["offsets", "reset", "--to", "latest", "--execute"]) == EXIT_FAILURE
     err = capsys.readouterr().err
     assert "has 1 active member(s) (c1@/10.0.0.1)" in err and "stop every `searchsync run`" in err
     assert kafka.altered == []
@@ -442,14 +475,17 @@ def _plan(capsys: pytest.CaptureFixture[str]) -> list[tuple[str, int, int | None
 
 def test_offsets_reset_to_a_time(kafka: FakeTopics, capsys: pytest.CaptureFixture[str]) -> None:
     # the fakes stamp offset o of partition p at 10*o + p ms
-    argv = ["offsets", "reset", "--to", "1970-01-01T00:00:00.050Z", "--json"]
+    argv = ["offsets", "reset", "--to", "1970-01-01T00:00:00.050Z", "--execute", "--json"]
     assert _main(kafka, argv) == EXIT_OK
     assert _plan(capsys) == [(TOPIC, 0, 5, 5), (TOPIC, 1, None, 4)]  # p1: past its last message
     assert kafka.committed_by("searchsync") == {(TOPIC, 0): 5, (TOPIC, 1): 4}
     argv = ["offsets", "reset", "--to", "2026-11-30T12:00:00Z", "--dry-run", "--json"]
     assert _main(kafka, argv) == EXIT_OK
     assert _plan(capsys) == [(TOPIC, 0, 5, 10), (TOPIC, 1, 4, 4)]  # later than everything: end
-    argv = ["offsets", "reset", "--to", "1970-01-01T00:00:00Z", "--partition", "0", "--json"]
+    argv = [
+        *("offsets", "reset", "--to", "1970-01-01T00:00:00Z", "--partition", "0"),
+        *("--execute", "--json"),
+    ]
     assert _main(kafka, argv) == EXIT_OK
     assert _plan(capsys) == [(TOPIC, 0, 5, 2)]  # before the retained messages: the low mark
 
@@ -457,7 +493,7 @@ def test_offsets_reset_to_a_time(kafka: FakeTopics, capsys: pytest.CaptureFixtur
 def test_offsets_reset_one_partition_to_an_offset(
     kafka: FakeTopics, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["offsets", "reset", "--partition", "1", "--offset", "3", "--json"]
+    argv = ["offsets", "reset", "--partition", "1", "--offset", "3", "--execute", "--json"]
     assert _main(kafka, argv) == EXIT_OK
     doc = _json(capsys)
     assert doc["target"] == f"{TOPIC}/1@3" and doc["plan"][0]["target"] == 3
@@ -495,7 +531,7 @@ def test_offsets_reset_to_a_time_or_one_offset_still_refuses_an_active_group(
     kafka: FakeTopics, capsys: pytest.CaptureFixture[str], argv: list[str]
 ) -> None:
     kafka.members["searchsync"] = ["c1@/10.0.0.1"]
-    assert _main(kafka, ["offsets", "reset", *argv]) == EXIT_FAILURE
+    assert _main(kafka, ["offsets", "reset", *argv, "--execute"]) == EXIT_FAILURE
     assert "has 1 active member(s)" in capsys.readouterr().err
     assert kafka.altered == []
 

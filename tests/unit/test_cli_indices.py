@@ -152,7 +152,7 @@ def test_drop_dry_run_says_what_would_be_deleted(capsys: pytest.CaptureFixture[s
 
 def test_drop_with_yes_deletes_an_old_index(capsys: pytest.CaptureFixture[str]) -> None:
     es = _index(1, 2, writes_to=2)
-    assert _run(es, "index", "drop", V1, "--yes") == ExitCode.OK
+    assert _run(es, "index", "drop", V1, "--execute", "--yes") == ExitCode.OK
     assert V1 not in es.indices and es.alias_target(ALIAS) == V2
     assert f"deleted {V1}" in capsys.readouterr().out
 
@@ -172,14 +172,14 @@ def test_drop_refusals(
 ) -> None:
     es = _index(1, 2, writes_to=2)
     es.aliases[ALIAS][V1] = False  # V1 stays behind the alias for reads
-    assert _run(es, "index", "drop", name, "--yes") == code
+    assert _run(es, "index", "drop", name, "--execute", "--yes") == code
     assert says in capsys.readouterr().err
     assert {V1, V2} <= set(es.indices)
 
 
 def test_drop_without_yes_off_a_terminal_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     es = _index(1, 2, writes_to=2)
-    assert _run(es, "index", "drop", V1) == ExitCode.USAGE
+    assert _run(es, "index", "drop", V1, "--execute") == ExitCode.USAGE
     assert "--yes" in capsys.readouterr().err
     assert V1 in es.indices
 
@@ -198,7 +198,7 @@ def test_drop_on_a_terminal_asks_for_the_name(
 ) -> None:
     es = _index(1, 2, writes_to=2)
     monkeypatch.setattr("sys.stdin", _Tty(answer + "\n"))
-    code = _run(es, "index", "drop", V1)
+    code = _run(es, "index", "drop", V1, "--execute")
     assert code == (ExitCode.OK if deleted else ExitCode.FAILURE)
     assert (V1 not in es.indices) is deleted
     assert "type its name to confirm" in capsys.readouterr().err

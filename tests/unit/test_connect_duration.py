@@ -164,7 +164,7 @@ def old_tombstone() -> dict[str, Any]:
 def test_tombstones_purge_json(capsys: pytest.CaptureFixture[str]) -> None:
     store = FakeTombstones()
     store.put("searchsync_wiki_page_v1", "gone", old_tombstone())
-    argv = ["tombstones", "purge", "--older-than", "7d", "--json"]
+    argv = ["tombstones", "purge", "--older-than", "7d", "--execute", "--json"]
     assert main(argv, runtime=purge_services(store)) == ExitCode.OK
     captured = capsys.readouterr()
     [result] = orjson.loads(captured.out)["results"]
@@ -197,7 +197,7 @@ def test_outbox_prune_json_and_refusals(
     monkeypatch.setenv("SEARCHSYNC_RETENTION_PRUNE_PAUSE_S", "0")
     old = (datetime.now(UTC) - timedelta(days=9)).replace(tzinfo=None)
     outbox = FakeOutbox({1: old, 2: old})
-    argv = ["outbox", "prune", "--older-than", "2d", "--json"]
+    argv = ["outbox", "prune", "--older-than", "2d", "--execute", "--json"]
     assert main(argv, runtime=prune_services(outbox, FakeConnect("PAUSED"))) == 1
     assert "not RUNNING" in capsys.readouterr().err and len(outbox.rows) == 2
     assert main(argv, runtime=prune_services(outbox, FakeConnect())) == 0

@@ -163,14 +163,13 @@ def test_probes_read_healthz_on_the_metrics_port() -> None:
     assert annotations["prometheus.io/port"] == str(port)
 
 
-def test_liveness_reads_healthz_and_tolerates_not_ready() -> None:
-    """An httpGet liveness probe would restart a fenced consumer on its 503: it must be exec."""
+def test_liveness_reads_livez_and_tolerates_not_ready() -> None:
+    """Liveness must not restart a fenced consumer on /healthz's 503: it reads /livez, which
+    answers 200 whenever the event loop answers, on the metrics port."""
     liveness = container()["livenessProbe"]
-    assert "httpGet" not in liveness
-    script = liveness["exec"]["command"][-1]
-    assert "/healthz" in script
-    assert PORT_ENV in script
-    assert "HTTPError" in script  # the 503 branch that keeps the container alive
+    assert "exec" not in liveness
+    assert liveness["httpGet"]["path"] == "/livez"
+    assert liveness["httpGet"]["port"] == container()["readinessProbe"]["httpGet"]["port"]
 
 
 def test_pdb_selects_the_deployment_pods() -> None:

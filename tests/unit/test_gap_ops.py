@@ -41,7 +41,7 @@ def _main(kafka: FakeTopics, argv: list[str]) -> int:
 def test_a_reset_over_lost_history_is_refused_without_accept_gap(
     kafka: FakeTopics, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert _main(kafka, ["offsets", "reset", "--to", "earliest"]) == ExitCode.FAILURE
+    assert _main(kafka, ["offsets", "reset", "--to", "earliest", "--execute"]) == ExitCode.FAILURE
     err = capsys.readouterr().err
     assert f"{TOPIC}[0] blocked: committed offset 5 is below the log start 8" in err
     assert "3 record(s)" in err and "searchsync rebuild" in err and "--accept-gap" in err
@@ -60,7 +60,8 @@ def test_a_dry_run_shows_the_gap_it_would_accept(
 def test_accept_gap_moves_to_the_log_start_and_records_who_and_when(
     kafka: FakeTopics, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["offsets", "reset", "--to", "earliest", "--partition", "0", "--accept-gap", "--json"]
+    argv = ["offsets", "reset", "--to", "earliest", "--partition", "0", "--accept-gap", "--execute"]
+    argv.append("--json")
     assert _main(kafka, argv) == ExitCode.OK
     out = orjson.loads(capsys.readouterr().out)
     assert kafka.committed_by("searchsync")[(TOPIC, 0)] == 8

@@ -1,4 +1,4 @@
-"""HealthServer: /metrics, /healthz ready and not ready, 404, and malformed requests."""
+"""HealthServer: /metrics, /healthz ready and not ready, /livez, 404, and malformed requests."""
 
 from __future__ import annotations
 
@@ -77,6 +77,18 @@ async def test_healthz_ready_and_not_ready(served: tuple[HealthServer, _Health, 
     status, _, body = await _exchange(server.port, _get("/healthz"))
     assert status == 503
     assert "boom" in orjson.loads(body)["reasons"][0]
+
+
+async def test_livez_answers_200_ready_or_not(
+    served: tuple[HealthServer, _Health, Metrics],
+) -> None:
+    server, health, _ = served
+    health.report = HealthReport(False, ["fenced"], {})
+    status, _, body = await _exchange(server.port, _get("/livez"))
+    assert status == 200 and body == b"alive\n"
+    health.fail = True
+    status, _, _ = await _exchange(server.port, _get("/livez"))
+    assert status == 200
 
 
 @pytest.mark.parametrize(

@@ -75,6 +75,14 @@ def test_secrets_are_masked_at_any_depth(stream: io.StringIO) -> None:
     assert line["wrapped"] == "***"
 
 
+def test_unset_secrets_show_as_unset(stream: io.StringIO) -> None:
+    logging.getLogger("s").warning(
+        "cfg", extra={"config": {"kafka": {"sasl_password": None, "api_key": None, "token": "t"}}}
+    )
+    [line] = _lines(stream)
+    assert line["config"] == {"kafka": {"sasl_password": None, "api_key": None, "token": "***"}}
+
+
 def test_exceptions_become_an_exc_string(stream: io.StringIO) -> None:
     try:
         raise ValueError("bad")

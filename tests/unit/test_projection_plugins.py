@@ -8,16 +8,19 @@ import textwrap
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 from searchsync.cli import main
+from searchsync.cli.args import chosen_type
 from searchsync.config import ProjectionSettings, load_settings
 from searchsync.errors import ConfigError
 from searchsync.examples import article
 from searchsync.exit_codes import ExitCode
 from searchsync.projection import Projector, default_registry, registry_from_settings, wiki_page
 from searchsync.projection.plugins import SETTING_KEY, load_entry
-from searchsync.runtime import run_consumer
+from searchsync.runtime import Runtime, run_consumer
 
 KEY = "projection.modules"
 
@@ -216,7 +219,9 @@ def test_run_stops_before_connecting_on_a_bad_module() -> None:
     assert caught.value.key == KEY
 
 
-@pytest.mark.parametrize("argv", [["run"], ["index", "init", "--dry-run"], ["index", "describe"]])
+@pytest.mark.parametrize(
+    "argv", [["run"], ["index", "init", "--dry-run"], ["index", "describe"], ["config", "check"]]
+)
 def test_commands_exit_2_naming_the_key(
     argv: list[str],
     clean_env: None,
@@ -237,3 +242,26 @@ def test_index_init_knows_the_configured_types(
     monkeypatch.setenv("SEARCHSYNC_ELASTICSEARCH_HOSTS", "http://127.0.0.1:9")
     assert main(["index", "init", "--type", "article", "--dry-run"]) == ExitCode.USAGE
     assert "unknown aggregate type 'article'" in capsys.readouterr().err
+
+
+def test_type_defaults_to_the_only_registered_one_and_is_asked_for_among_several(
+    clean_env: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SEARCHSYNC_ELASTICSEARCH_HOSTS", "http://127.0.0.1:9")
+    monkeypatch.setenv("SEARCHSYNC_PROJECTION_MODULES", "searchsync.examples.article")
+    assert main(["rebuild", "--dry-run", "--type", "wiki_page"]) == ExitCode.USAGE
+    assert "unknown aggregate type 'wiki_page'; known: article" in capsys.readouterr().err
+    assert main(["config", "check", "--json"]) == ExitCode.OK
+    assert '"registered_types": [\n    "article"\n  ]' in capsys.readouterr().out
+    monkeypatch.setenv(
+        "SEARCHSYNC_PROJECTION_MODULES",
+        "searchsync.projection.wiki_page,searchsync.examples.article",
+    )
+    for argv in (["index", "init", "--dry-run"], ["rebuild", "--dry-run"], ["index", "rollback"]):
+        assert main(argv) == ExitCode.USAGE
+        err = capsys.readouterr().err
+        assert "choose one with --type: article, wiki_page" in err
+    registry = registry_from_settings(
+        load_settings({"SEARCHSYNC_PROJECTION_MODULES": "searchsync.examples.article"}).projection
+    )
+    assert chosen_type(cast(Runtime, SimpleNamespace(registry=registry)), None) == "article"

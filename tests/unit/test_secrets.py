@@ -197,7 +197,7 @@ def test_a_failing_command_prints_no_secret(
         raise RuntimeError(f"cannot reach kafka with {config}")
 
     code = main(
-        ["offsets", "reset", "--to", "latest"],
+        ["offsets", "reset", "--to", "latest", "--execute"],
         runtime=Fakes(kafka=KafkaClients(admin=broken_admin)),
     )
     assert code == ExitCode.FAILURE

@@ -40,6 +40,43 @@ class Parents:
         return [self.common, self.as_json]
 
 
+def plan_or_execute(parser: argparse.ArgumentParser, plan: str) -> None:
+    """``--execute`` and ``--dry-run`` for a destructive command, as kafka-consumer-groups has
+    them: without ``--execute`` the command prints its `plan` and changes nothing (``--dry-run``
+    says so explicitly). Sets ``args.dry_run``."""
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--execute",
+        dest="dry_run",
+        action="store_false",
+        default=True,
+        help="act; without it, only print the plan",
+    )
+    mode.add_argument("--dry-run", dest="dry_run", action="store_true", help=f"{plan} (default)")
+
+
+PLAN_ONLY: Final = "plan only, nothing changed: add --execute to act"
+"""What a destructive command says on stderr when it ran without ``--execute``."""
+
+TYPE_HELP: Final = "aggregate type (default: the only registered one)"
+
+
+def chosen_type(runtime: Runtime, given: str | None) -> str:
+    """The aggregate type a ``--type`` option names, checked against the registry; without one,
+    the only registered type. `InvalidRequest` (exit 2) for an unknown type, or for none given
+    while several are registered (they are listed)."""
+    types = runtime.registry.types()
+    if given is None:
+        if len(types) == 1:
+            return types[0]
+        raise InvalidRequest(
+            f"several aggregate types are registered, choose one with --type: {', '.join(types)}"
+        )
+    if given not in types:
+        raise InvalidRequest(f"unknown aggregate type {given!r}; known: {', '.join(types)}")
+    return given
+
+
 def positive_int(text: str) -> int:
     value = non_negative_int(text)
     if value < 1:

@@ -1,4 +1,5 @@
-"""`searchsync config check`: validate the settings and print them, secrets redacted.
+"""`searchsync config check`: validate the settings, build the projector registry (as `run`
+does, so a projector module that cannot be imported fails here) and print them, secrets redacted.
 
 With ``--grants`` it also connects to MySQL as the configured user and runs the least-privilege
 check (`searchsync.mysql.grants`): exit 1 when a grant lets the consumer write a business table.
@@ -34,13 +35,14 @@ def register(commands: Any, parents: Parents) -> None:
 
 
 def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    registry = runtime.registry  # a ConfigError (exit 2) when a projector cannot be loaded
     redacted: dict[str, Any] = dict(settings.redacted())
+    redacted["registered_types"] = list(registry.types())
     report = None
     if args.grants:
         from searchsync.mysql.grants import check_grants
         from searchsync.mysql.pool import pool_of
 
-        registry = runtime.registry
         tables = sorted({registry.get(t).table for t in registry.types()})
 
         async def go() -> Any:
@@ -60,6 +62,7 @@ def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runt
     for section, values in settings.redacted().items():
         for key, value in values.items():
             out(f"{section}.{key} = {orjson.dumps(value, default=str).decode()}")
+    out(f"registered types: {', '.join(registry.types())}")
     if report is not None:
         for grant in report.grants:
             out(f"grant: {grant}")

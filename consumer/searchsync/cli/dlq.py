@@ -43,7 +43,9 @@ def register(commands: Any, parents: Parents) -> None:
     replay.add_argument("--dry-run", action="store_true", help="show what would be replayed")
     replay.add_argument("--limit", type=positive_int, help="replay at most N")
     replay.add_argument(
-        "--again", action="store_true", help="also replay dead letters the ledger says were"
+        "--again",
+        action="store_true",
+        help="also replay dead letters the replay ledger says were already replayed",
     )
     replay.set_defaults(func=cmd_dlq_replay)
 

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from searchsync.cli.args import Parents
+from searchsync.cli.args import PLAN_ONLY, TYPE_HELP, Parents, chosen_type, plan_or_execute
 from searchsync.cli.output import err, out, print_json
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest
@@ -41,7 +41,7 @@ def register(commands: Any, parents: Parents) -> None:
     init = index_cmds.add_parser(
         "init", parents=parents.data, help="create <alias>_v1 behind the alias if missing"
     )
-    init.add_argument("--type", default="wiki_page", help="aggregate type (default: wiki_page)")
+    init.add_argument("--type", help=TYPE_HELP)
     init.add_argument("--dry-run", action="store_true", help="say what would be done")
     init.set_defaults(func=cmd_index_init)
     show = index_cmds.add_parser(
@@ -56,7 +56,7 @@ def register(commands: Any, parents: Parents) -> None:
     back = index_cmds.add_parser(
         "rollback", parents=parents.data, help="swap the alias back to an earlier index"
     )
-    back.add_argument("--type", default="wiki_page", help="aggregate type (default: wiki_page)")
+    back.add_argument("--type", help=TYPE_HELP)
     back.add_argument(
         "--to", metavar="INDEX", help="the index to swap to (default: the one before)"
     )
@@ -66,7 +66,7 @@ def register(commands: Any, parents: Parents) -> None:
         "drop", parents=parents.data, help="delete an old physical index (never the alias's)"
     )
     drop.add_argument("index", metavar="INDEX", help="the physical index, <alias>_v<N>")
-    drop.add_argument("--dry-run", action="store_true", help="say what would be deleted")
+    plan_or_execute(drop, "say what would be deleted")
     drop.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     drop.set_defaults(func=cmd_index_drop)
 
@@ -80,11 +80,9 @@ def _with_admin(runtime: Runtime, work: Callable[[IndexAdmin], Awaitable[T]]) ->
 
 
 def cmd_index_init(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    registry = runtime.registry
-    if args.type not in registry.types():
-        raise InvalidRequest(f"unknown aggregate type {args.type!r}; known: {registry.types()}")
-    projector = registry.get(args.type)
-    alias = settings.alias(args.type)
+    aggregate_type = chosen_type(runtime, args.type)
+    projector = runtime.registry.get(aggregate_type)
+    alias = settings.alias(aggregate_type)
 
     def work(admin: IndexAdmin) -> Awaitable[InitResult]:
         return init_index(
@@ -146,16 +144,9 @@ def cmd_index_describe(args: argparse.Namespace, settings: Settings, runtime: Ru
     return ExitCode.OK
 
 
-def _known_type(runtime: Runtime, aggregate_type: str) -> str:
-    types = runtime.registry.types()
-    if aggregate_type not in types:
-        raise InvalidRequest(f"unknown aggregate type {aggregate_type!r}; known: {types}")
-    return aggregate_type
-
-
 def cmd_index_list(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     if args.type is not None:
-        types = [_known_type(runtime, args.type)]
+        types = [chosen_type(runtime, args.type)]
     else:
         types = list(runtime.registry.types())
 
@@ -196,7 +187,7 @@ def cmd_index_list(args: argparse.Namespace, settings: Settings, runtime: Runtim
 
 
 def cmd_index_rollback(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    alias = settings.alias(_known_type(runtime, args.type))
+    alias = settings.alias(chosen_type(runtime, args.type))
 
     async def work(admin: IndexAdmin) -> indices.RollbackResult:
         return await indices.rollback(admin, alias, to=args.to, dry_run=args.dry_run)
@@ -252,6 +243,8 @@ def cmd_index_drop(args: argparse.Namespace, settings: Settings, runtime: Runtim
         )
     else:
         out(result.message)
+        if result.dry_run:
+            err(PLAN_ONLY)
     return ExitCode.OK
 
 
@@ -260,7 +253,7 @@ def _confirmed(plan: indices.DropResult) -> bool:
     if not sys.stdin.isatty():
         raise InvalidRequest(
             f"refusing to delete {plan.index} without confirmation: stdin is not a terminal; "
-            "pass --yes (check first with --dry-run)"
+            "pass --yes (check first without --execute)"
         )
     err(f"delete {plan.index} ({plan.docs} documents)? type its name to confirm: ")
     return sys.stdin.readline().strip() == plan.index

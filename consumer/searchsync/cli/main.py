@@ -7,7 +7,8 @@ Exit codes (stable, for scripts):
 - 1 operational failure (a service unreachable, a refused operation, a failed replay);
 - 2 usage or configuration error (bad arguments, a `ConfigError`, an `InvalidRequest`);
 - 3 the DLQ error budget is exceeded (`DlqBudgetExceeded`);
-- 4 `searchsync status` found the system unhealthy (the reasons are printed).
+- 4 `searchsync status` found the system unhealthy (the reasons are printed);
+- 130 interrupted by Ctrl-C.
 
 Every command that prints data takes ``--json`` and then prints exactly one JSON document on
 stdout; messages for humans (progress, refusals, errors) go to stderr. Settings come from
@@ -39,6 +40,7 @@ from searchsync.cli import (
 )
 from searchsync.cli.args import CONFIG_ENV, Command, Parents
 from searchsync.cli.output import err
+from searchsync.cli.unreachable import describe_unreachable
 from searchsync.config import Settings, load_settings, scrub_credentials, scrub_known
 from searchsync.errors import ConfigError, DlqBudgetExceeded, InvalidRequest, SearchSyncError
 from searchsync.exit_codes import ExitCode
@@ -78,6 +80,7 @@ def main(
         return exc.code if isinstance(exc.code, int) else ExitCode.USAGE
     command: Command = args.func
     secrets: tuple[str, ...] = ()
+    settings: Settings | None = None
     try:
         settings = load_settings(os.environ, _config_path(args))
         secrets = settings.secret_values()
@@ -94,9 +97,11 @@ def main(
         return ExitCode.DLQ_BUDGET
     except KeyboardInterrupt:
         err("interrupted")
-        return ExitCode.FAILURE
+        return ExitCode.INTERRUPTED
     except Exception as exc:  # every other failure is operational: say what and exit 1
-        err(f"error: {scrub_known(scrub_credentials(_describe(exc)), secrets)}")
+        away = None if settings is None else describe_unreachable(exc, settings)
+        text = away or _describe(exc)
+        err(f"error: {scrub_known(scrub_credentials(text), secrets)}")
         return ExitCode.FAILURE
 
 
@@ -106,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="searchsync",
         description="Keep Elasticsearch consistent with MySQL (outbox -> Kafka -> consumer).",
         epilog="exit codes: 0 ok, 1 operational failure, 2 usage/config error, "
-        "3 DLQ budget exceeded, 4 status unhealthy",
+        "3 DLQ budget exceeded, 4 status unhealthy, 130 interrupted",
     )
     parser.add_argument("--config", metavar="PATH", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--version", action="version", version=f"searchsync {__version__}")

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from searchsync.cli.args import Parents, non_negative_int, reset_target
+from searchsync.cli.args import PLAN_ONLY, Parents, non_negative_int, plan_or_execute, reset_target
 from searchsync.cli.output import err, out, print_json
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest
@@ -45,7 +45,7 @@ def register(commands: Any, parents: Parents) -> None:
     )
     reset.add_argument("--topic", help="only this topic (default: every subscribed topic)")
     reset.add_argument("--partition", type=non_negative_int, help="only this partition")
-    reset.add_argument("--dry-run", action="store_true", help="print the plan only")
+    plan_or_execute(reset, "print the plan only")
     reset.add_argument(
         "--accept-gap",
         action="store_true",
@@ -135,4 +135,6 @@ def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, runtime: Run
             f"note: group {group} has active members ({', '.join(members)}); a real reset "
             "would be refused"
         )
+    if report.dry_run:
+        err(PLAN_ONLY)
     return ExitCode.OK

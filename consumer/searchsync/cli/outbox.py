@@ -7,7 +7,7 @@ import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
-from searchsync.cli.args import Parents, duration
+from searchsync.cli.args import PLAN_ONLY, Parents, duration, plan_or_execute
 from searchsync.cli.output import err, out, print_json
 from searchsync.config import Settings
 from searchsync.duration import format_duration
@@ -31,7 +31,7 @@ def register(commands: Any, parents: Parents) -> None:
         metavar="DURATION",
         help="rows created before now minus this (7d, 36h); at least retention.min_outbox_age",
     )
-    prune.add_argument("--dry-run", action="store_true", help="count only, delete nothing")
+    plan_or_execute(prune, "count only, delete nothing")
     prune.set_defaults(func=cmd_outbox_prune)
 
 
@@ -66,4 +66,6 @@ def cmd_outbox_prune(args: argparse.Namespace, settings: Settings, runtime: Runt
         f"{report.created_before.isoformat()}Z (older than {format_duration(report.older_than)}) "
         f"in {report.batches} batches; {report.scanned} rows looked at"
     )
+    if report.dry_run:
+        err(PLAN_ONLY)
     return ExitCode.OK

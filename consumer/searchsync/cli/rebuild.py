@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from searchsync.cli.args import Parents
+from searchsync.cli.args import TYPE_HELP, Parents, chosen_type
 from searchsync.cli.output import err, out
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
@@ -30,13 +30,18 @@ from searchsync.runtime import Runtime
 def register(commands: Any, parents: Parents) -> None:
     cmd = commands.add_parser(
         "rebuild",
-        parents=parents.data,
+        parents=[parents.common],
         help="rebuild a type's index into <alias>_v<N+1> and swap the alias",
         description="Watermark, new index, backfill, catch-up, verify, swap "
         "(docs/design.md, Rebuild). With --json, progress events and the final summary are "
         "printed as one JSON object per line.",
     )
-    cmd.add_argument("--type", default="wiki_page", help="aggregate type (default: wiki_page)")
+    cmd.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON lines: one object per progress event, then the summary",
+    )
+    cmd.add_argument("--type", help=TYPE_HELP)
     mode = cmd.add_mutually_exclusive_group()
     mode.add_argument("--resume", action="store_true", help="continue the unfinished rebuild")
     mode.add_argument("--abandon", action="store_true", help="give up the unfinished rebuild")
@@ -61,7 +66,7 @@ def register(commands: Any, parents: Parents) -> None:
 
 def cmd_rebuild(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     options = RebuildOptions(
-        aggregate_type=args.type,
+        aggregate_type=chosen_type(runtime, args.type),
         resume=args.resume,
         abandon=args.abandon,
         dry_run=args.dry_run,

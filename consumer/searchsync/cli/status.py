@@ -8,6 +8,7 @@ from typing import Any
 
 from searchsync.cli.args import Parents
 from searchsync.cli.output import out
+from searchsync.cli.unreachable import describe_unreachable, elasticsearch_at, kafka_at, mysql_at
 from searchsync.config import Settings
 from searchsync.dlq.summary import summary
 from searchsync.exit_codes import ExitCode
@@ -91,19 +92,34 @@ async def _report(runtime: Runtime, endpoints: list[str]) -> StatusReport:
     ]
     async with runtime:
         search = runtime.search()
-        return await gather(checks)
+        return await gather(
+            checks,
+            asks={
+                "group": kafka_at(settings),
+                "dlq": kafka_at(settings),
+                "aliases": elasticsearch_at(settings),
+                "outbox": mysql_at(settings),
+                "repair": mysql_at(settings),
+            },
+            explain=lambda exc: describe_unreachable(exc, settings),
+        )
     raise AssertionError("unreachable")  # pragma: no cover
 
 
 def render(report: StatusReport) -> list[str]:
-    """The report for a person: one block per section, problems first."""
+    """The report for a person: one block per section, problems first. A section's verdict is
+    the worst of what it found: PROBLEM, else WARNING, else ok."""
     lines = [f"searchsync status: {'healthy' if report.healthy else 'UNHEALTHY'}"]
     lines += [f"  problem: {p}" for p in report.problems]
     lines += [f"  warning: {w}" for w in report.warnings]
     for s in report.sections:
-        lines.append(f"{s.name}: {'ok' if s.healthy else 'PROBLEM'}")
+        lines.append(f"{s.name}: {_verdict(s)}")
         lines += [f"  {line}" for line in _describe(s)]
     return lines
+
+
+def _verdict(s: Section) -> str:
+    return "PROBLEM" if s.problems else "WARNING" if s.warnings else "ok"
 
 
 def _describe(s: Section) -> list[str]:

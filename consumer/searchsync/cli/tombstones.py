@@ -7,7 +7,7 @@ import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
-from searchsync.cli.args import Parents, duration
+from searchsync.cli.args import PLAN_ONLY, Parents, duration, plan_or_execute
 from searchsync.cli.output import err, out, print_json
 from searchsync.config import Settings
 from searchsync.duration import format_duration
@@ -33,7 +33,7 @@ def register(commands: Any, parents: Parents) -> None:
         help="tombstones older than this (7d, 36h, 90m); at least [retention]'s minimum",
     )
     purge.add_argument("--type", help="one aggregate type (default: every registered type)")
-    purge.add_argument("--dry-run", action="store_true", help="count and list, delete nothing")
+    plan_or_execute(purge, "count and list, delete nothing")
     purge.set_defaults(func=cmd_tombstones_purge)
 
 
@@ -78,6 +78,8 @@ def cmd_tombstones_purge(
     else:
         for report in reports:
             out(_summary(report))
+        if args.dry_run:
+            err(PLAN_ONLY)
     return ExitCode.FAILURE if any(r.failed for r in reports) else ExitCode.OK
 
 

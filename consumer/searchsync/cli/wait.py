@@ -10,10 +10,9 @@ import argparse
 import asyncio
 from typing import Any
 
-from searchsync.cli.args import Parents, positive_int
+from searchsync.cli.args import TYPE_HELP, Parents, chosen_type, positive_int
 from searchsync.cli.output import out, print_json
 from searchsync.config import Settings
-from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
 from searchsync.read import Until, WaitResult, wait_for_revision
 from searchsync.runtime import Runtime
@@ -25,7 +24,7 @@ def register(commands: Any, parents: Parents) -> None:
         parents=parents.data,
         help="wait until a revision of a document is indexed (or searchable)",
     )
-    wait.add_argument("--type", default="wiki_page", help="aggregate type (default: wiki_page)")
+    wait.add_argument("--type", help=TYPE_HELP)
     wait.add_argument("--id", required=True, dest="doc_id", help="the document (aggregate) id")
     wait.add_argument(
         "--revision", required=True, type=positive_int, help="the revision the write returned"
@@ -52,15 +51,13 @@ def _seconds(text: str) -> float:
 
 
 def cmd_wait(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    types = runtime.registry.types()
-    if args.type not in types:
-        raise InvalidRequest(f"unknown aggregate type {args.type!r}; known: {types}")
+    aggregate_type = chosen_type(runtime, args.type)
 
     async def go() -> WaitResult:
         async with runtime:
             return await wait_for_revision(
                 runtime.search().searcher,
-                settings.alias(args.type),
+                settings.alias(aggregate_type),
                 args.doc_id,
                 args.revision,
                 until=Until.SEARCHABLE if args.searchable else Until.INDEXED,

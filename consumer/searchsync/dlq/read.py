@@ -21,6 +21,7 @@ from searchsync.dlq.ledger import ReplayEntry
 from searchsync.dlq.record import DLQ_FORMAT_HEADER, DlqRecord, decode_record
 from searchsync.errors import ErrorCode, PoisonMessage, TransientError
 from searchsync.kafka.admin import ConfluentKafkaAdmin, KafkaAdmin, Watermarks
+from searchsync.kafka.client_logs import routed
 from searchsync.kafka.config import consumer_config
 
 __all__ = [
@@ -46,7 +47,7 @@ ConsumerFactory = Callable[[dict[str, Any]], ConsumerPort]
 
 
 def kafka_consumer(config: dict[str, Any]) -> ConsumerPort:
-    return cast(ConsumerPort, confluent_kafka.Consumer(config))
+    return cast(ConsumerPort, confluent_kafka.Consumer(routed(config)))
 
 
 def admin_for(

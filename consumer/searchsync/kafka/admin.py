@@ -27,6 +27,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-d
 
 from searchsync.clock import Deadline
 from searchsync.errors import ErrorCode, TransientError
+from searchsync.kafka.client_logs import routed
 from searchsync.types import TopicPartition
 
 KAFKA_TIMEOUT_S: Final = 15.0
@@ -110,7 +111,7 @@ class ConfluentKafkaAdmin:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self._client = (client_factory or AdminClient)(dict(config))
+        self._client = (client_factory or AdminClient)(routed(config))
         self._timeout_s = timeout_s
         self._clock = clock
         self._sleep = sleep

@@ -28,6 +28,7 @@ from typing import Any, ParamSpec, Protocol, TypeVar
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from searchsync.kafka.client_logs import routed
 from searchsync.kafka.gaps import GapBoard, GapGuard
 from searchsync.types import TopicPartition
 
@@ -97,7 +98,7 @@ class KafkaIntake:
         await self._call(self._start)
 
     def _start(self) -> None:
-        self._consumer = self._factory(self._config)
+        self._consumer = self._factory(routed(self._config))
         self._consumer.subscribe(
             self._subscription,
             on_assign=self._on_assign,

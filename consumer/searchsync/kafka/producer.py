@@ -19,6 +19,7 @@ from typing import Any, Final, Protocol, cast
 import confluent_kafka
 
 from searchsync.clock import Deadline
+from searchsync.kafka.client_logs import routed
 
 PRODUCER_GUARANTEES: Final[Mapping[str, str | bool]] = {"acks": "all", "enable.idempotence": True}
 
@@ -63,7 +64,7 @@ class DeliveryTimeout(Exception):
 
 
 def kafka_producer(config: dict[str, Any]) -> ProducerPort:
-    return cast(ProducerPort, confluent_kafka.Producer(config))
+    return cast(ProducerPort, confluent_kafka.Producer(routed(config)))
 
 
 def acknowledged(config: Mapping[str, Any], factory: ProducerFactory | None = None) -> ProducerPort:

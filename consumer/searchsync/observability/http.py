@@ -1,4 +1,6 @@
-"""A tiny HTTP server for ``GET /metrics`` and ``GET /healthz`` on the consumer's event loop.
+"""A tiny HTTP server for ``GET /metrics``, ``GET /healthz`` and ``GET /livez`` on the consumer's
+event loop. /livez answers 200 whenever the loop answers at all, ready or not (the liveness
+probe); /healthz answers 200 only when ready (the readiness probe).
 
 Just enough HTTP/1.x: one request per connection (``Connection: close``), request line and
 headers bounded in size and time, no body. Anything unparsable gets a 400 and a close.
@@ -142,12 +144,14 @@ class HealthServer:
 
     def _route(self, method: str, target: str) -> tuple[HTTPStatus, str, bytes]:
         path = target.split("?", 1)[0]
-        if path not in ("/metrics", "/healthz"):
+        if path not in ("/metrics", "/healthz", "/livez"):
             return HTTPStatus.NOT_FOUND, _TEXT, b"not found\n"
         if method not in ("GET", "HEAD"):
             return HTTPStatus.METHOD_NOT_ALLOWED, _TEXT, b"method not allowed\n"
         if path == "/metrics":
             return HTTPStatus.OK, CONTENT_TYPE, self._metrics.render()
+        if path == "/livez":
+            return HTTPStatus.OK, _TEXT, b"alive\n"
         try:
             report = self._health()
         except Exception as exc:  # a broken health check is itself a reason not to be ready

@@ -74,13 +74,15 @@ def _mask(value: Any, depth: int) -> Any:
     if depth > _MAX_DEPTH:
         return repr(value)
     if isinstance(value, Mapping):
-        return {
-            k: _MASK if isinstance(k, str) and _SECRET_KEY.search(k) else _mask(v, depth + 1)
-            for k, v in value.items()
-        }
+        return {k: _MASK if _is_set_secret(k, v) else _mask(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_mask(v, depth + 1) for v in value]
     return value
+
+
+def _is_set_secret(key: object, value: Any) -> bool:
+    """A credential-looking key with a value: masked. An unset one (None) shows as unset."""
+    return isinstance(key, str) and bool(_SECRET_KEY.search(key)) and value is not None
 
 
 def _fallback(value: Any) -> Any:

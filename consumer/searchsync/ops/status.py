@@ -89,8 +89,18 @@ class StatusReport:
         )
 
 
-async def gather(probes: Sequence[tuple[str, Probe]], *, timeout_s: float = 15.0) -> StatusReport:
-    """Run every probe concurrently, each within `timeout_s`; a failing probe is a problem."""
+async def gather(
+    probes: Sequence[tuple[str, Probe]],
+    *,
+    timeout_s: float = 15.0,
+    asks: Mapping[str, str] | None = None,
+    explain: Callable[[BaseException], str | None] | None = None,
+) -> StatusReport:
+    """Run every probe concurrently, each within `timeout_s`; a failing probe is a problem.
+
+    `asks` names, per probe, the service it asks (and the setting naming it), said when it
+    does not answer in time; `explain` may turn a probe's exception into a message.
+    """
 
     async def one(name: str, probe: Probe) -> Section:
         started = time.monotonic()
@@ -98,10 +108,12 @@ async def gather(probes: Sequence[tuple[str, Probe]], *, timeout_s: float = 15.0
             return await asyncio.wait_for(probe(), timeout_s)
         except TimeoutError:
             waited = time.monotonic() - started
-            return Section(name, {}, (f"could not check: no answer within {waited:.0f} s",))
+            source = (asks or {}).get(name)
+            where = "" if source is None else f" from {source}"
+            return Section(name, {}, (f"could not check: no answer within {waited:.0f} s{where}",))
         except Exception as exc:  # a probe's failure is that section's finding, not a crash
-            text = str(exc) or type(exc).__name__
-            return Section(name, {}, (f"could not check: {text}",))
+            text = (explain(exc) if explain is not None else None) or str(exc)
+            return Section(name, {}, (f"could not check: {text or type(exc).__name__}",))
 
     sections = await asyncio.gather(*(one(name, probe) for name, probe in probes))
     return StatusReport(tuple(sections))

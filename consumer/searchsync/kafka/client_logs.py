@@ -1,0 +1,64 @@
+"""librdkafka's own log lines, routed through the JSON logger and rate-limited.
+
+Left alone, librdkafka prints every log line to stderr in its own format: with the brokers away,
+hundreds of ``FAIL ... Connection refused`` lines in a few seconds. Every client searchsync
+creates passes its settings through `routed`, so those lines reach the ``searchsync.librdkafka``
+logger instead (as JSON, when the poll, flush or consume that serves them runs), at most
+`LINES_PER_WINDOW` per `WINDOW_S` seconds for one facility; the rest are counted, and the count
+is logged with the next line let through.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+LOGGER_NAME: Final = "searchsync.librdkafka"
+LINES_PER_WINDOW: Final = 5
+WINDOW_S: Final = 60.0
+
+
+class RateLimit(logging.Filter):
+    """Lets at most `lines` records per `window_s` through for each librdkafka facility (the
+    record's message up to its first ``|``, e.g. ``FAIL``); counts the rest in ``suppressed``."""
+
+    def __init__(
+        self,
+        lines: int = LINES_PER_WINDOW,
+        window_s: float = WINDOW_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__()
+        self._lines, self._window_s, self._clock = lines, window_s, clock
+        self._windows: dict[str, tuple[float, int, int]] = {}  # start, let through, suppressed
+        self._lock = threading.Lock()  # librdkafka may log from the thread that polls
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        facility = str(record.args[0]) if isinstance(record.args, tuple) and record.args else ""
+        now = self._clock()
+        with self._lock:
+            start, passed, suppressed = self._windows.get(facility, (now, 0, 0))
+            if now - start >= self._window_s:
+                start, passed = now, 0
+            if passed >= self._lines:
+                self._windows[facility] = (start, passed, suppressed + 1)
+                return False
+            self._windows[facility] = (start, passed + 1, 0)
+        record.suppressed = suppressed
+        return True
+
+
+def client_logger() -> logging.Logger:
+    """The logger every librdkafka client logs to, with its `RateLimit` (added once)."""
+    logger = logging.getLogger(LOGGER_NAME)
+    if not any(isinstance(f, RateLimit) for f in logger.filters):
+        logger.addFilter(RateLimit())
+    return logger
+
+
+def routed(config: Mapping[str, Any]) -> dict[str, Any]:
+    """`config` with librdkafka's logs sent to `client_logger` instead of stderr."""
+    return {**config, "logger": client_logger()}

@@ -18,7 +18,12 @@ from prometheus_client.exposition import generate_latest
 
 from searchsync.errors import ErrorCode
 from searchsync.observability.names import EVENT_RESULTS, ITEM_KINDS, METRIC_NAMES, item_kind
-from searchsync.observability.rolling import DEFAULT_WINDOW, RollingKinds, RollingQuantiles
+from searchsync.observability.rolling import (
+    DEFAULT_WINDOW,
+    RollingKinds,
+    RollingQuantiles,
+    register_rolling,
+)
 
 if TYPE_CHECKING:
     from searchsync.search.sink import WriteOutcome
@@ -37,24 +42,11 @@ __all__ = [
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 """What /metrics answers with: the 0.0.4 text format `generate_latest` writes."""
 
-# Latency buckets (seconds): a bulk takes milliseconds to tens of seconds; commit-to-searchable
-# spans from sub-second (healthy) to hours (a replayed DLQ).
+# Latency buckets (s): a bulk takes ms to tens of s; commit-to-searchable up to hours (a DLQ replay)
 _BULK_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 _VISIBLE_BUCKETS: Final = (
-    0.1,
-    0.25,
-    0.5,
-    1.0,
-    2.5,
-    5.0,
-    10.0,
-    30.0,
-    60.0,
-    300.0,
-    900.0,
-    3_600.0,
-    21_600.0,
-)
+    0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3_600.0, 21_600.0,
+)  # fmt: skip
 
 
 class Metrics:
@@ -128,9 +120,7 @@ class Metrics:
             "The severe-lag threshold (observability.severe_lag_s) SearchsyncSevereLag uses",
         )
         # this member's memory; the group's backlog at the broker is the exporter's
-        self._pending = gauge_(
-            "searchsync_member_pending_events", "Unfinished events this member holds"
-        )
+        self._pending = gauge_("searchsync_member_pending_events", "Unfinished events held")
         self._processing = gauge_("searchsync_member_keys_in_flight", "Keys this member is writing")
         self._oldest = gauge_(
             "searchsync_member_oldest_pending_age_seconds",
@@ -176,24 +166,7 @@ class Metrics:
             ["aggregate_type"],
         )
 
-        rates = (
-            ("es_version_conflict_rate", "version_conflict"),
-            ("es_bulk_item_success_rate", "success"),
-            ("es_bulk_item_429_rate", "429"),
-            ("es_mapping_error_rate", "mapping_error"),
-        )
-        for name, kind in rates:
-            gauge = Gauge(
-                name, f"Share of {kind} among the last {item_window} bulk items", registry=r
-            )
-            gauge.set_function(lambda kind=kind: self.items.rate(kind))  # type: ignore[misc]
-        for q in (50, 95, 99):
-            gauge = Gauge(
-                f"es_write_latency_p{q}",
-                f"p{q} bulk latency (seconds) over the last {latency_window} requests",
-                registry=r,
-            )
-            gauge.set_function(lambda q=q: self.latencies.quantile(q / 100))  # type: ignore[misc]
+        register_rolling(r, self.items, self.latencies, (item_window, latency_window))
 
     # --- Elasticsearch ------------------------------------------------------------------------
 

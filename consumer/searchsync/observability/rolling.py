@@ -8,7 +8,9 @@ from collections import Counter as _Tally
 from collections import deque
 from typing import Final
 
-__all__ = ["DEFAULT_WINDOW", "RollingKinds", "RollingQuantiles"]
+from prometheus_client import CollectorRegistry, Gauge
+
+__all__ = ["DEFAULT_WINDOW", "RollingKinds", "RollingQuantiles", "register_rolling"]
 
 DEFAULT_WINDOW: Final = 1_000
 """How many bulk items / requests the rolling rates and quantiles look back over."""
@@ -63,3 +65,32 @@ class RollingQuantiles:
         ordered = sorted(self._window)
         rank = max(1, math.ceil(q * len(ordered)))
         return ordered[rank - 1]
+
+
+_RATES: Final = (
+    ("es_version_conflict_rate", "version_conflict"),
+    ("es_bulk_item_success_rate", "success"),
+    ("es_bulk_item_429_rate", "429"),
+    ("es_mapping_error_rate", "mapping_error"),
+)
+
+
+def register_rolling(
+    registry: CollectorRegistry,
+    items: RollingKinds,
+    latencies: RollingQuantiles,
+    windows: tuple[int, int],
+) -> None:
+    """The ``*_rate`` and ``es_write_latency_p*`` gauges, read from `items` and `latencies`."""
+    for name, kind in _RATES:
+        gauge = Gauge(
+            name, f"Share of {kind} among the last {windows[0]} bulk items", registry=registry
+        )
+        gauge.set_function(lambda kind=kind: items.rate(kind))  # type: ignore[misc]
+    for q in (50, 95, 99):
+        gauge = Gauge(
+            f"es_write_latency_p{q}",
+            f"p{q} bulk latency (seconds) over the last {windows[1]} requests",
+            registry=registry,
+        )
+        gauge.set_function(lambda q=q: latencies.quantile(q / 100))  # type: ignore[misc]

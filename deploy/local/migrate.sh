@@ -53,7 +53,10 @@ CREATE USER IF NOT EXISTS '$SEARCHSYNC_DB_USER'@'%' IDENTIFIED BY '$SEARCHSYNC_D
 ALTER USER '$SEARCHSYNC_DB_USER'@'%' IDENTIFIED BY '$SEARCHSYNC_DB_PASSWORD';
 GRANT SELECT ON \`$db\`.wiki_page TO '$SEARCHSYNC_DB_USER'@'%';
 GRANT SELECT ON \`$db\`.search_revision_floor TO '$SEARCHSYNC_DB_USER'@'%';
-GRANT SELECT, INSERT, UPDATE, DELETE ON \`$db\`.search_outbox TO '$SEARCHSYNC_DB_USER'@'%';
+GRANT SELECT, INSERT, DELETE ON \`$db\`.search_outbox TO '$SEARCHSYNC_DB_USER'@'%';
+-- the relay's claim columns only: an event's payload, type and id stay as the application wrote them
+GRANT UPDATE (status, attempts, available_at, locked_by, locked_at, last_error, updated_at)
+  ON \`$db\`.search_outbox TO '$SEARCHSYNC_DB_USER'@'%';
 GRANT SELECT, INSERT, UPDATE, DELETE ON \`$db\`.search_projection_state TO '$SEARCHSYNC_DB_USER'@'%';
 -- searchsync dlq replay appends to its ledger (never changes or deletes a row).
 GRANT SELECT, INSERT ON \`$db\`.search_dlq_replay TO '$SEARCHSYNC_DB_USER'@'%';

@@ -35,6 +35,9 @@ def topic() -> Iterator[str]:
         yield name
 
 
+CLAIM_COLUMNS = "status, attempts, available_at, locked_by, locked_at, last_error, updated_at"
+
+
 @pytest_asyncio.fixture(loop_scope="session")
 async def scratch_outbox(mysql_target: MysqlTarget) -> AsyncIterator[str]:
     table = f"it{uuid.uuid4().hex[:8]}_outbox"
@@ -44,13 +47,22 @@ async def scratch_outbox(mysql_target: MysqlTarget) -> AsyncIterator[str]:
         t.database,
         [
             f"CREATE TABLE `{table}` LIKE `search_outbox`",
-            f"GRANT SELECT, INSERT, UPDATE, DELETE ON `{table}` TO '{t.consumer_user}'@'%'",
+            # the grants deploy/local/migrate.sh gives on search_outbox: UPDATE of the claim only
+            f"GRANT SELECT, INSERT, DELETE ON `{table}` TO '{t.consumer_user}'@'%'",
+            f"GRANT UPDATE ({CLAIM_COLUMNS}) ON `{table}` TO '{t.consumer_user}'@'%'",
         ],
     )
     try:
         yield table
-    finally:
-        await admin_execute(root_socket(), t.database, [f"DROP TABLE IF EXISTS `{table}`"])
+    finally:  # a dropped table keeps its grants in MariaDB: revoke them first
+        await admin_execute(
+            root_socket(),
+            t.database,
+            [
+                f"REVOKE ALL PRIVILEGES ON `{table}` FROM '{t.consumer_user}'@'%'",
+                f"DROP TABLE IF EXISTS `{table}`",
+            ],
+        )
 
 
 async def insert_rows(

@@ -8,11 +8,12 @@ from collections.abc import Awaitable, Callable
 
 import aiomysql
 import pytest
-from searchsync.mysql.pool import expand_in, transaction
+from searchsync.devtools.scratch import admin_execute
+from searchsync.mysql.pool import expand_in
 from searchsync.relay.mysql_store import MysqlRelayStore
 
 from tests.contract.relay_store_contract import RELAY_STORE_CASES, RelayBackend
-from tests.integration.conftest_mysql import fetch_all
+from tests.integration.conftest_mysql import MysqlTarget, fetch_all, root_socket
 from tests.integration.relay_scratch import *  # noqa: F403  (the scratch_outbox fixture)
 from tests.integration.relay_scratch import insert_rows
 
@@ -20,8 +21,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")
 
 
 class MysqlRelayBackend:
-    def __init__(self, pool: aiomysql.Pool, table: str) -> None:
-        self.pool, self.table = pool, table
+    def __init__(self, pool: aiomysql.Pool, table: str, database: str) -> None:
+        self.pool, self.table, self.database = pool, table, database
         self.store = MysqlRelayStore(pool, table)
 
     async def add(self, aggregate_ids: list[str]) -> list[int]:
@@ -36,12 +37,17 @@ class MysqlRelayBackend:
         return [int(r["id"]) for r in rows]
 
     async def age(self, seconds: float) -> None:
-        async with transaction(self.pool) as conn, conn.cursor() as cur:
-            await cur.execute(
-                f"UPDATE `{self.table}` SET created_at = created_at - INTERVAL %s MICROSECOND,"
-                " locked_at = locked_at - INTERVAL %s MICROSECOND",
-                (int(seconds * 1e6), int(seconds * 1e6)),
-            )
+        """As root: the relay's user may update only the claim columns, not ``created_at``."""
+        micros = int(seconds * 1e6)
+        await admin_execute(
+            root_socket(),
+            self.database,
+            [
+                f"UPDATE `{self.table}`"
+                f" SET created_at = created_at - INTERVAL {micros} MICROSECOND,"
+                f" locked_at = locked_at - INTERVAL {micros} MICROSECOND"
+            ],
+        )
 
     async def statuses(self) -> dict[int, tuple[str, int, str | None]]:
         rows = await fetch_all(
@@ -55,5 +61,6 @@ async def test_relay_store_contract_on_mariadb(
     case: Callable[[RelayBackend], Awaitable[None]],
     consumer_pool: aiomysql.Pool,
     scratch_outbox: str,
+    mysql_target: MysqlTarget,
 ) -> None:
-    await case(MysqlRelayBackend(consumer_pool, scratch_outbox))
+    await case(MysqlRelayBackend(consumer_pool, scratch_outbox, mysql_target.database))

@@ -17,6 +17,7 @@ from searchsync.dlq.ledger import ReplayLedger
 from searchsync.dlq.read import ConsumerFactory, kafka_consumer
 from searchsync.kafka.admin import AdminFactory, ConfluentKafkaAdmin
 from searchsync.kafka.producer import ProducerFactory, kafka_producer
+from searchsync.mysql.gap_acks import GapAcks, MysqlGapAcks
 from searchsync.mysql.outbox import MysqlOutbox, Outbox
 from searchsync.mysql.state import ProjectionStateWriter, StateRecorder
 from searchsync.mysql.truth import MysqlTruth, Truth
@@ -45,6 +46,7 @@ class Tables:
     projection_state: StateRecorder
     rebuild_state: RebuildStateStore
     wheel_state: WheelState
+    gap_acks: GapAcks
 
     @classmethod
     def over(cls, pool: aiomysql.Pool, settings: Settings) -> Tables:
@@ -54,6 +56,7 @@ class Tables:
             projection_state=ProjectionStateWriter(pool),
             rebuild_state=MysqlRebuildState(pool),
             wheel_state=MysqlWheelState(pool),
+            gap_acks=MysqlGapAcks(pool),
         )
 
 

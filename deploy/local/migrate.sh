@@ -60,6 +60,8 @@ GRANT UPDATE (status, attempts, available_at, locked_by, locked_at, last_error, 
 GRANT SELECT, INSERT, UPDATE, DELETE ON \`$db\`.search_projection_state TO '$SEARCHSYNC_DB_USER'@'%';
 -- searchsync dlq replay appends to its ledger (never changes or deletes a row).
 GRANT SELECT, INSERT ON \`$db\`.search_dlq_replay TO '$SEARCHSYNC_DB_USER'@'%';
+-- offsets reset --accept-gap records who accepted lost history (migration 007; append only).
+GRANT SELECT, INSERT ON \`$db\`.search_offset_gap_ack TO '$SEARCHSYNC_DB_USER'@'%';
 -- searchsync rebuild records its progress (no DELETE: finished rebuilds stay as history).
 GRANT SELECT, INSERT, UPDATE ON \`$db\`.search_rebuild_state TO '$SEARCHSYNC_DB_USER'@'%';
 -- The repair job: raise an orphan's revision floor (INSERT ... ON DUPLICATE KEY UPDATE, next to

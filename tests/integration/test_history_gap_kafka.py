@@ -23,7 +23,10 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient
 from searchsync.cli.main import main
+from searchsync.config import load_settings
 from searchsync.kafka.gaps import GapBoard, GapGuard, HistoryGap
+from searchsync.mysql.gap_acks import GapAck, MysqlGapAcks
+from searchsync.mysql.pool import close_pool, open_pool
 from searchsync.ops.status_probes import group_section
 
 from tests.integration.conftest import KAFKA
@@ -53,6 +56,14 @@ def names() -> Iterator[tuple[str, dict[str, str]]]:
                 producer.produce(topic, value=f"poison {i}".encode(), partition=partition)
         assert producer.flush(30) == 0
         yield topic, env
+
+
+async def _gap_acks_of(env: dict[str, str], group: str) -> list[GapAck]:
+    pool = await open_pool(load_settings(env).mysql)
+    try:
+        return await MysqlGapAcks(pool).of_group(group)
+    finally:
+        await close_pool(pool)
 
 
 def _free_port() -> int:
@@ -152,6 +163,10 @@ async def test_a_partition_past_the_log_start_is_blocked_until_the_gap_is_accept
     listed = client.list_consumer_group_offsets([request])[group].result(timeout=30)
     [tp] = listed.topic_partitions
     assert tp.offset == 4 and orjson.loads(tp.metadata) == {"accepted_gap": accepted}
+    # the lasting record: the next commit of the partition overwrites that metadata
+    [kept] = await _gap_acks_of(env, group)
+    assert (kept.topic, kept.partition, kept.committed, kept.log_start) == (topic, 0, 2, 4)
+    assert kept.accepted_by == accepted["accepted_by"]
 
     again = InProcessConsumer(env)
     _run(again)

@@ -19,6 +19,7 @@ import pytest_asyncio
 from searchsync.clock import utc_now
 from searchsync.config import MysqlSettings, Secret
 from searchsync.dlq.ledger import MysqlReplayLedger
+from searchsync.mysql.gap_acks import MysqlGapAcks
 from searchsync.mysql.outbox import MysqlOutbox
 from searchsync.mysql.pool import db_time, pool_of, transaction
 from searchsync.mysql.state import ProjectionStateWriter, StateUpdate
@@ -27,6 +28,7 @@ from searchsync.ops.rebuild.state import MysqlRebuildState
 from searchsync.ops.repair.state import MysqlWheelState
 from searchsync.projection import Row
 
+from tests.contract.gap_acks_contract import GAP_ACKS_CASES
 from tests.contract.outbox_contract import OUTBOX_CASES
 from tests.contract.projection_state_contract import PROJECTION_STATE_CASES
 from tests.contract.rebuild_state_contract import REBUILD_STATE_CASES
@@ -194,6 +196,18 @@ async def test_rebuild_state_contract(case: AsyncCase, consumer_pool: aiomysql.P
 @session_loop
 async def test_wheel_state_contract(case: AsyncCase, consumer_pool: aiomysql.Pool) -> None:
     await case(RealWheelWorld(consumer_pool, _underscored()))
+
+
+class RealGapAcksWorld:
+    def __init__(self, pool: aiomysql.Pool, prefix: str) -> None:
+        self.acks = MysqlGapAcks(pool)
+        self.prefix = prefix
+
+
+@pytest.mark.parametrize("case", GAP_ACKS_CASES, ids=lambda case: case.__name__)
+@session_loop
+async def test_gap_acks_contract(case: AsyncCase, consumer_pool: aiomysql.Pool) -> None:
+    await case(RealGapAcksWorld(consumer_pool, _underscored()))
 
 
 @pytest.fixture

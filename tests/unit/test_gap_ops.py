@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from runtime_fakes import Fakes
+from runtime_fakes import Fakes, tables_of
 from searchsync.cli import main
 from searchsync.config import load_settings
 from searchsync.errors import OperationRefused
@@ -16,6 +16,7 @@ from searchsync.ops.rebuild.runner import Rebuilder
 from searchsync.ops.status_probes import group_section
 from searchsync.resources import KafkaClients
 
+from tests.fakes.gap_acks import FakeGapAcks
 from tests.fakes.kafka_admin import FakeTopics
 from tests.unit.rebuild_fakes import TOPIC as REBUILD_TOPIC
 from tests.unit.rebuild_fakes import TYPE, World, page
@@ -34,14 +35,18 @@ def kafka() -> FakeTopics:
     return fakes
 
 
-def _main(kafka: FakeTopics, argv: list[str]) -> int:
-    return main(argv, runtime=Fakes(kafka=KafkaClients(admin=kafka.admin)))
+def _main(kafka: FakeTopics, argv: list[str], acks: FakeGapAcks | None = None) -> int:
+    tables = tables_of(gap_acks=acks or FakeGapAcks())
+    return main(argv, runtime=Fakes(kafka=KafkaClients(admin=kafka.admin), tables=tables))
 
 
 def test_a_reset_over_lost_history_is_refused_without_accept_gap(
     kafka: FakeTopics, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert _main(kafka, ["offsets", "reset", "--to", "earliest", "--execute"]) == ExitCode.FAILURE
+    acks = FakeGapAcks()
+    argv = ["offsets", "reset", "--to", "earliest", "--execute"]
+    assert _main(kafka, argv, acks) == ExitCode.FAILURE
+    assert acks.acks == []
     err = capsys.readouterr().err
     assert f"{TOPIC}[0] blocked: committed offset 5 is below the log start 8" in err
     assert "3 record(s)" in err and "searchsync rebuild" in err and "--accept-gap" in err
@@ -62,8 +67,12 @@ def test_accept_gap_moves_to_the_log_start_and_records_who_and_when(
 ) -> None:
     argv = ["offsets", "reset", "--to", "earliest", "--partition", "0", "--accept-gap", "--execute"]
     argv.append("--json")
-    assert _main(kafka, argv) == ExitCode.OK
+    acks = FakeGapAcks()
+    assert _main(kafka, argv, acks) == ExitCode.OK
     out = orjson.loads(capsys.readouterr().out)
+    [kept] = acks.acks  # the lasting record, written before the offset moved
+    assert (kept.group, kept.topic, kept.partition) == ("searchsync", TOPIC, 0)
+    assert (kept.committed, kept.log_start, kept.missing) == (5, 8, 3)
     assert kafka.committed_by("searchsync")[(TOPIC, 0)] == 8
     [accepted] = out["accepted_gaps"]
     assert (accepted["committed"], accepted["log_start"], accepted["missing"]) == (5, 8, 3)

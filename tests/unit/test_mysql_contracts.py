@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.contract.gap_acks_contract import GAP_ACKS_CASES, FakeGapAcksWorld
 from tests.contract.outbox_contract import OUTBOX_CASES, FakeOutboxWorld
 from tests.contract.projection_state_contract import (
     PROJECTION_STATE_CASES,
@@ -24,6 +25,7 @@ WORLDS: list[tuple[AsyncCase, Callable[[], Any]]] = [
     *((case, FakeProjectionStateWorld) for case in PROJECTION_STATE_CASES),
     *((case, FakeRebuildStateWorld) for case in REBUILD_STATE_CASES),
     *((case, FakeWheelStateWorld) for case in WHEEL_STATE_CASES),
+    *((case, FakeGapAcksWorld) for case in GAP_ACKS_CASES),
 ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import getpass
 import socket
 from collections.abc import Sequence
@@ -14,6 +15,7 @@ from searchsync.cli.output import err, out, print_json
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
+from searchsync.mysql.gap_acks import GapAck
 from searchsync.ops import offsets
 from searchsync.ops.offsets import PartitionOffset, PartitionOffsets
 from searchsync.runtime import Runtime
@@ -91,6 +93,16 @@ def _operator() -> str:
     return f"{getpass.getuser()}@{socket.gethostname()}"
 
 
+def _record(runtime: Runtime, acks: Sequence[GapAck]) -> None:
+    """Append the accepted gaps to ``search_offset_gap_ack`` (before any offset moves)."""
+
+    async def go() -> None:
+        async with runtime:
+            await (await runtime.tables()).gap_acks.record(acks)
+
+    asyncio.run(go())
+
+
 def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     if args.offset is not None:
         if args.partition is None:
@@ -106,6 +118,7 @@ def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, runtime: Run
         dry_run=args.dry_run,
         admin_factory=runtime.kafka.admin,
         accept_gap=_operator() if args.accept_gap else None,
+        record=lambda acks: _record(runtime, acks),
     )
     group, members = report.group, report.active_members
     if args.json:
@@ -116,7 +129,7 @@ def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, runtime: Run
                 "dry_run": report.dry_run,
                 "active_members": list(members),
                 "plan": [asdict(s) for s in report.steps],
-                "accepted_gaps": [asdict(a) for a in report.accepted],
+                "accepted_gaps": [offsets.gap_fields(a) for a in report.accepted],
             }
         )
         return ExitCode.OK
@@ -128,7 +141,7 @@ def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, runtime: Run
         out(
             f"{'would accept' if report.dry_run else 'accepted'} gap {a.topic}/{a.partition}: "
             f"{a.missing} record(s) lost ({a.committed}..{a.log_start - 1}) by {a.accepted_by} "
-            f"at {a.accepted_at}"
+            f"at {a.accepted_at.isoformat(timespec='seconds')}"
         )
     if members:
         err(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
@@ -24,6 +24,7 @@ from searchsync.config import Settings
 from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.kafka.admin import AdminFactory, ConfluentKafkaAdmin, KafkaAdmin
 from searchsync.kafka.gaps import RECONCILE, HistoryGap
+from searchsync.mysql.gap_acks import GapAck
 from searchsync.types import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -76,24 +77,17 @@ class ResetReport:
     dry_run: bool
     active_members: tuple[str, ...]
     steps: tuple[ResetStep, ...]
-    accepted: tuple[GapAcceptance, ...] = ()  # the gaps this reset acknowledged (or would)
+    accepted: tuple[GapAck, ...] = ()  # the gaps this reset acknowledged (or would)
 
 
-@dataclass(frozen=True, slots=True)
-class GapAcceptance:
-    """Who accepted which lost records, and when: the commit metadata of the moved offset
-    (``accepted_gap``) and one log line record it."""
+def gap_fields(ack: GapAck) -> dict[str, object]:
+    """An accepted gap as JSON fields (the commit metadata and ``offsets reset --json``)."""
+    return {**asdict(ack), "accepted_at": ack.accepted_at.isoformat(timespec="seconds")}
 
-    topic: str
-    partition: int
-    committed: int
-    log_start: int
-    missing: int
-    accepted_by: str
-    accepted_at: str
 
-    def metadata(self) -> str:
-        return orjson.dumps({"accepted_gap": asdict(self)}).decode()
+def gap_metadata(ack: GapAck) -> str:
+    """The commit metadata of an offset moved over lost history: who accepted what, and when."""
+    return orjson.dumps({"accepted_gap": gap_fields(ack)}).decode()
 
 
 def subscribed_topics(admin: KafkaAdmin, settings: Settings) -> list[str]:
@@ -193,14 +187,16 @@ def reset(
     dry_run: bool,
     admin_factory: AdminFactory = ConfluentKafkaAdmin,
     accept_gap: str | None = None,
+    record: Callable[[Sequence[GapAck]], None] | None = None,
 ) -> ResetReport:
     """Move the group's offsets to `to` (see the module docstring); plan only if dry_run.
 
     A partition whose committed offset is below the log start (`HistoryGap`) moves only with
     `accept_gap`, the name of who accepts the loss; else `OperationRefused` says how to
-    reconcile. Raises `OperationRefused` while the group has active members (unless `dry_run`), and
-    `InvalidRequest` for a partition or offset that does not exist, or a `PartitionOffset` whose
-    topic is ambiguous.
+    reconcile. Accepted gaps go to `record` (the ``search_offset_gap_ack`` table) before any
+    offset moves, and into the moved offsets' commit metadata. Raises `OperationRefused` while
+    the group has active members (unless `dry_run`), and `InvalidRequest` for a partition or
+    offset that does not exist, or a `PartitionOffset` whose topic is ambiguous.
     """
     group = settings.kafka.group_id
     admin = admin_factory(settings.kafka.client_config())
@@ -219,7 +215,7 @@ def reset(
         steps = plan_reset(rows, to, topic=topic, partition=partition, times=times)
     else:
         steps = plan_reset(rows, to, topic=topic, partition=partition)
-    accepted = _accepted(rows, steps, accept_gap, dry_run=dry_run)
+    accepted = _accepted(group, rows, steps, accept_gap, dry_run=dry_run)
     members = admin.active_members(group)
     if members and not dry_run:
         raise OperationRefused(
@@ -228,7 +224,9 @@ def reset(
             "then reset again"
         )
     if not dry_run:
-        notes = {(a.topic, a.partition): a.metadata() for a in accepted}
+        if accepted and record is not None:
+            record(accepted)
+        notes = {(a.topic, a.partition): gap_metadata(a) for a in accepted}
         moves = {(s.topic, s.partition): s.target for s in steps}
         failed = admin.alter_committed(group, moves, notes or None)
         if failed:
@@ -236,19 +234,23 @@ def reset(
                 "; ".join(f"{t}/{p}: {why}" for (t, p), why in sorted(failed.items()))
             )
         for a in accepted:
-            log.warning("history gap accepted", extra={"group": group, **asdict(a)})
+            log.warning(
+                "history gap accepted",
+                extra=gap_fields(a),
+            )
     return ResetReport(
         group, describe_target(to), dry_run, tuple(members), tuple(steps), tuple(accepted)
     )
 
 
 def _accepted(
+    group: str,
     rows: Sequence[PartitionOffsets],
     steps: Sequence[ResetStep],
     accept_gap: str | None,
     *,
     dry_run: bool,
-) -> list[GapAcceptance]:
+) -> list[GapAck]:
     """The gaps `steps` move over, accepted by `accept_gap`; refused without it."""
     moved = {(s.topic, s.partition) for s in steps}
     gaps = [g for r in rows if (g := r.gap()) is not None and (g.topic, g.partition) in moved]
@@ -258,10 +260,10 @@ def _accepted(
             + f". Moving over lost history needs --accept-gap: first {RECONCILE}, "
             + "then repeat this reset with --accept-gap"
         )
-    at = datetime.now(UTC).isoformat(timespec="seconds")
+    at = datetime.now(UTC)
     who = accept_gap or "(not accepted)"
     return [
-        GapAcceptance(g.topic, g.partition, g.committed, g.log_start, g.missing, who, at)
+        GapAck(group, g.topic, g.partition, g.committed, g.log_start, g.missing, who, at)
         for g in gaps
     ]
 

@@ -1,0 +1,84 @@
+"""The record of accepted history gaps (invariant 14): the append-only table
+``search_offset_gap_ack`` (``schemas/sql/007_offset_gap_ack.sql``). `GapAcks` is the port."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+import aiomysql
+
+from searchsync.mysql.pool import db_time, transaction, translate_errors
+
+__all__ = ["GapAck", "GapAcks", "MysqlGapAcks"]
+
+
+@dataclass(frozen=True, slots=True)
+class GapAck:
+    """Who accepted that `topic`/`partition` of `group` moves over lost records, and when."""
+
+    group: str
+    topic: str
+    partition: int
+    committed: int  # where the group stood
+    log_start: int  # where the partition now begins
+    missing: int
+    accepted_by: str
+    accepted_at: datetime
+
+
+class GapAcks(Protocol):
+    async def record(self, acks: Sequence[GapAck]) -> None:
+        """Append `acks`, all or none."""
+        ...
+
+    async def of_group(self, group: str) -> list[GapAck]:
+        """Every gap `group` accepted, oldest first."""
+        ...
+
+
+class MysqlGapAcks:
+    def __init__(self, pool: aiomysql.Pool) -> None:
+        self._pool = pool
+
+    async def record(self, acks: Sequence[GapAck]) -> None:
+        if not acks:
+            return
+        rows = [
+            (
+                a.group,
+                a.topic,
+                a.partition,
+                a.committed,
+                a.log_start,
+                a.missing,
+                a.accepted_by,
+                db_time(a.accepted_at),
+            )
+            for a in acks
+        ]
+        with translate_errors("recording the accepted history gaps"):
+            async with transaction(self._pool) as conn, conn.cursor() as cur:
+                await cur.executemany(
+                    "INSERT INTO search_offset_gap_ack (group_id, topic, kafka_partition,"
+                    " committed_offset, log_start_offset, lost_records, accepted_by, accepted_at)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                    rows,
+                )
+
+    async def of_group(self, group: str) -> list[GapAck]:
+        with translate_errors("reading the accepted history gaps"):
+            async with self._pool.acquire() as conn, conn.cursor() as cur:
+                await cur.execute(
+                    "SELECT group_id, topic, kafka_partition, committed_offset, log_start_offset,"
+                    " lost_records, accepted_by, accepted_at FROM search_offset_gap_ack"
+                    " WHERE group_id = %s ORDER BY id",
+                    (group,),
+                )
+                found = await cur.fetchall()
+        return [
+            GapAck(g, t, int(p), int(c), int(s), int(m), by, at.replace(tzinfo=UTC))
+            for g, t, p, c, s, m, by, at in found
+        ]

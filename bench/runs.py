@@ -182,7 +182,7 @@ class Runs:
         reset = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "consumer",
+            "searchsync",
             "offsets",
             "reset",
             "--to",

@@ -195,13 +195,13 @@ async def test_observer_sees_the_bulk_and_every_outcome() -> None:
     class Recorder:
         def __init__(self) -> None:
             self.bulks: list[tuple[int, float]] = []
-            self.outcomes: list[WriteOutcome] = []
+            self.seen: list[WriteOutcome] = []
 
         def bulk_done(self, actions: int, seconds: float) -> None:
             self.bulks.append((actions, seconds))
 
-        def outcome(self, outcome: WriteOutcome) -> None:
-            self.outcomes.append(outcome)
+        def outcomes(self, outcomes: Sequence[WriteOutcome]) -> None:
+            self.seen.extend(outcomes)
 
     ticks = iter([10.0, 10.25])
     fake, alias = await aliased_fake()
@@ -209,7 +209,7 @@ async def test_observer_sees_the_bulk_and_every_outcome() -> None:
     sink = Sink(fake, observer=recorder, clock=lambda: next(ticks))
     outcomes = await sink.write([op(alias, "a", 1), op(alias, "b", 1)])
     assert recorder.bulks == [(2, 0.25)]
-    assert recorder.outcomes == outcomes
+    assert recorder.seen == outcomes
 
 
 def test_a_failed_outcome_takes_its_disposition_from_the_code_table() -> None:

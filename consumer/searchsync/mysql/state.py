@@ -21,7 +21,7 @@ order; a deadlock is retried a few times here because the upsert is idempotent.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final, Protocol
@@ -101,14 +101,17 @@ class StateUpdate:
     """When the outcome happened (``last_success_at``/``last_error_at``); None: when written."""
 
     def __post_init__(self) -> None:
-        success = (self.indexed_revision, self.schema_version, self.projection_hash)
-        if any(v is not None for v in success) and any(v is None for v in success):
-            raise ValueError("a success needs indexed_revision, schema_version and projection_hash")
-        if self.indexed_revision is not None and self.error_code is not None:
-            raise ValueError("an outcome is either a success or an error, not both")
+        indexed, schema, digest = self.indexed_revision, self.schema_version, self.projection_hash
+        if indexed is not None or schema is not None or digest is not None:
+            if indexed is None or schema is None or digest is None:
+                raise ValueError(
+                    "a success needs indexed_revision, schema_version and projection_hash"
+                )
+            if self.error_code is not None:
+                raise ValueError("an outcome is either a success or an error, not both")
         if self.error_message is not None and self.error_code is None:
             raise ValueError("error_message needs an error_code")
-        if self.source_revision < 0 or (self.indexed_revision or 0) < 0:
+        if self.source_revision < 0 or (indexed is not None and indexed < 0):
             raise ValueError("revisions are non-negative")
 
     @property
@@ -200,22 +203,16 @@ class ProjectionStateWriter:
             return
         now = db_time(self._clock())
         ordered = sorted(
-            enumerate(outcomes),
-            key=lambda item: (item[1].aggregate_type, item[1].aggregate_id, item[0]),
+            range(len(outcomes)),
+            key=lambda i: (outcomes[i].aggregate_type, outcomes[i].aggregate_id, i),
         )
-        rows = [_row(update, now) for _, update in ordered]
-        placeholders = ", ".join([placeholder for placeholder, _ in rows])
-        sql = (
-            f"INSERT INTO search_projection_state ({', '.join(_COLUMNS)}) VALUES {placeholders}"
-            + _UPSERT_TAIL
-        )
-        args = tuple(value for _, values in rows for value in values)
+        rows = [_row(outcomes[i], now) for i in ordered]
         for attempt in range(1, _DEADLOCK_ATTEMPTS + 1):
             try:
                 async with transaction(self._pool) as conn:
                     with translate_errors("write search_projection_state"):
                         async with conn.cursor() as cur:
-                            await cur.execute(sql, args)
+                            await cur.execute(_upsert_sql(rows, conn.escape))
                 return
             except TransientError as exc:
                 if exc.code is not ErrorCode.MYSQL_DEADLOCK or attempt == _DEADLOCK_ATTEMPTS:
@@ -237,41 +234,49 @@ class ProjectionStateWriter:
         return {row["aggregate_id"]: _state(row) for row in fetched}
 
 
-# A success has no error columns: they are NULL in the SQL, not parameters (fewer to escape).
-_SUCCESS_ROW: Final = "(%s, %s, %s, %s, %s, %s, %s, NULL, NULL, NULL)"
-_ANY_ROW: Final = "(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"
+_NO_SUCCESS: Final = (None, None, None, None)
+_INSERT: Final = f"INSERT INTO search_projection_state ({', '.join(_COLUMNS)}) VALUES "
 
 
-def _row(update: StateUpdate, now: datetime) -> tuple[str, tuple[Any, ...]]:
-    """The placeholders and values of `update`'s row: what `merge(None, update, now)` holds, in
-    `_COLUMNS` order."""
+def _row(update: StateUpdate, now: datetime) -> tuple[Any, ...]:
+    """`update`'s row in `_COLUMNS` order: what `merge(None, update, now)` holds."""
     at = update.at or now
     if update.indexed_revision is not None:  # a success: never an error too
-        values: tuple[Any, ...] = (
-            update.aggregate_type,
-            update.aggregate_id,
-            update.source_revision,
-            update.indexed_revision,
-            update.schema_version,
-            update.projection_hash,
-            at,
-        )
-        return _SUCCESS_ROW, values
+        success = (update.indexed_revision, update.schema_version, update.projection_hash, at)
+        return (update.aggregate_type, update.aggregate_id, update.source_revision, *success)
     code = None if update.error_code is None else update.error_code[:MAX_ERROR_CODE_LENGTH]
     message = None if update.error_message is None else update.error_message[:MAX_ERROR_MESSAGE]
-    values = (
+    error = (code, message, at if code is not None else None)
+    return (
         update.aggregate_type,
         update.aggregate_id,
         update.source_revision,
-        None,
-        None,
-        None,
-        None,
-        code,
-        message,
-        at if code is not None else None,
+        *_NO_SUCCESS,
+        *error,
     )
-    return _ANY_ROW, values
+
+
+def _upsert_sql(rows: Sequence[tuple[Any, ...]], escape: Callable[[Any], str]) -> str:
+    """The one upsert statement of `rows` (`_row`'s), each value escaped by the connection's
+    `escape` (an int is written as it is; a value repeated across rows is escaped once). A
+    success's row has no error columns: they are NULL."""
+    seen: dict[Any, str] = {}
+
+    def literal(value: Any) -> str:
+        if value is None:
+            return "NULL"
+        if type(value) is int:
+            return str(value)
+        text = seen.get(value)
+        if text is None:
+            text = seen[value] = escape(value)
+        return text
+
+    parts: list[str] = []
+    for row in rows:
+        head = f"({literal(row[0])}, {escape(row[1])}, {', '.join(map(literal, row[2:]))}"
+        parts.append(head + (", NULL, NULL, NULL)" if len(row) == 7 else ")"))
+    return _INSERT + ", ".join(parts) + _UPSERT_TAIL
 
 
 def _state(row: dict[str, Any]) -> ProjectionState:

@@ -82,6 +82,8 @@ class _Entry:
     def rows(self, key: tuple[str, str], now: datetime) -> list[StateUpdate]:
         src = self.source_revision
         ok, ok_at, error, error_at = self.success, self.success_at, self.error, self.error_at
+        if error is None and ok is not None and ok.at == ok_at and ok.source_revision == src:
+            return [ok]  # the common case: one success, already the row to write
         rows: list[StateUpdate] = []
         if ok is not None and ok_at is not None:
             rows.append(
@@ -130,6 +132,7 @@ class StateBuffer:
         self._next = clock() + interval_s
         self._flushing: asyncio.Task[None] | None = None
         self._batch: list[StateUpdate] = []
+        self._batch_at: datetime | None = None  # when this batch's successes happened
 
     def applied(
         self,
@@ -141,14 +144,20 @@ class StateBuffer:
         projection_hash: str,
     ) -> None:
         """A document of this batch was written (or found written) at `indexed_revision`."""
+        at = self._batch_at
+        if at is None:
+            at = self._batch_at = db_time(self._wall())
         self._batch.append(
             StateUpdate(
                 aggregate_type,
                 aggregate_id,
                 source_revision,
-                indexed_revision=indexed_revision,
-                schema_version=schema_version,
-                projection_hash=projection_hash,
+                indexed_revision,
+                schema_version,
+                projection_hash,
+                None,
+                None,
+                at,
             )
         )
 
@@ -170,6 +179,7 @@ class StateBuffer:
         """Merge the outcomes reported since the last batch (they all happened now)."""
         batch, self._batch = self._batch, []
         self.add(batch)
+        self._batch_at = None
 
     def __len__(self) -> int:
         return len(self._entries)

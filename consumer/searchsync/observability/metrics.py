@@ -26,6 +26,8 @@ from searchsync.observability.rolling import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from searchsync.search.sink import WriteOutcome
 
 __all__ = [
@@ -192,12 +194,17 @@ class Metrics:
     def bulk_done(self, actions: int, seconds: float) -> None:
         self.observe_bulk(actions, seconds)
 
-    def outcome(self, outcome: WriteOutcome) -> None:
-        key = (outcome.kind.value, outcome.code)
-        kind = self._item_kinds.get(key)
-        if kind is None:
-            kind = self._item_kinds[key] = item_kind(outcome.kind.value, outcome.code)
-        self.observe_item(kind)
+    def outcomes(self, outcomes: Sequence[WriteOutcome]) -> None:
+        """One write's outcomes, counted per item kind (one child update per kind, not per op)."""
+        tally: dict[tuple[str, ErrorCode | None], int] = {}
+        for outcome in outcomes:
+            key = (outcome.kind.value, outcome.code)
+            tally[key] = tally.get(key, 0) + 1
+        for key, n in tally.items():
+            kind = self._item_kinds.get(key)
+            if kind is None:
+                kind = self._item_kinds[key] = item_kind(*key)
+            self.observe_item(kind, n)
 
     # --- events -------------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections import Counter as _Tally
 from collections import deque
-from typing import Final
+from typing import Any, Final
 
 from prometheus_client import CollectorRegistry, Gauge
 
@@ -17,29 +17,49 @@ DEFAULT_WINDOW: Final = 1_000
 
 
 class RollingKinds:
-    """The share of each kind among the last `size` observations (O(1) per observation)."""
+    """The share of each kind among the last `size` observations (O(1) per `add`, whatever `n`).
+
+    The window is kept as runs of one kind (kind, count), so a bulk of 500 items of one kind is
+    one run, not 500 entries."""
 
     def __init__(self, size: int = DEFAULT_WINDOW) -> None:
         if size < 1:
             raise ValueError(f"window size must be >= 1, got {size}")
-        self._window: deque[str] = deque(maxlen=size)
+        self._size = size
+        self._runs: deque[list[Any]] = deque()  # [kind, count], oldest first
+        self._total = 0
         self._counts: _Tally[str] = _Tally()
 
     def __len__(self) -> int:
-        return len(self._window)
+        return self._total
 
     def add(self, kind: str, n: int = 1) -> None:
-        for _ in range(min(n, self._window.maxlen or n)):
-            if len(self._window) == self._window.maxlen:
-                self._counts[self._window[0]] -= 1
-            self._window.append(kind)
-            self._counts[kind] += 1
+        n = min(n, self._size)
+        if n <= 0:
+            return
+        runs = self._runs
+        if runs and runs[-1][0] == kind:
+            runs[-1][1] += n
+        else:
+            runs.append([kind, n])
+        self._counts[kind] += n
+        self._total += n
+        excess = self._total - self._size
+        while excess > 0:  # drop the oldest observations
+            oldest = runs[0]
+            cut = min(excess, oldest[1])
+            oldest[1] -= cut
+            self._counts[oldest[0]] -= cut
+            self._total -= cut
+            excess -= cut
+            if oldest[1] == 0:
+                runs.popleft()
 
     def rate(self, kind: str) -> float:
         """Share of `kind` in the window; NaN while the window is empty."""
-        if not self._window:
+        if not self._total:
             return math.nan
-        return self._counts[kind] / len(self._window)
+        return self._counts[kind] / self._total
 
 
 class RollingQuantiles:

@@ -163,7 +163,9 @@ class SinkObserver(Protocol):
 
     def bulk_done(self, actions: int, seconds: float) -> None: ...
 
-    def outcome(self, outcome: WriteOutcome) -> None: ...
+    def outcomes(self, outcomes: Sequence[WriteOutcome]) -> None:
+        """Every op's final outcome of one `Sink.write`, in order (one call per write)."""
+        ...
 
 
 class Sink:
@@ -211,8 +213,7 @@ class Sink:
         if len(final) != len(ops):  # every position is filled above; this is a guard
             raise RuntimeError("sink lost an outcome")
         if self._observer is not None:
-            for outcome in final:
-                self._observer.outcome(outcome)
+            self._observer.outcomes(final)
         return final
 
     async def stored_projections(

@@ -71,6 +71,8 @@ class Batches:
         self._clock = clock
         self._running: set[asyncio.Task[None]] = set()
         self._revision_lags: dict[str, int] = {}  # aggregate type -> lag, set once per batch
+        self._now_ms = 0.0  # the wall clock (ms) when the batch being applied finished
+        self._debug = False  # per-event success lines for the batch being applied
         self._settled = asyncio.Event()  # for `wait_for`; `done` is the run loop's
         self.done = asyncio.Event()
 
@@ -107,6 +109,8 @@ class Batches:
             failed = OutcomeKind.FAILED
             verdicts = [Verdict(w, failed, ErrorCode.INTERNAL, message) for w in works]
         tally: Tally = {}
+        self._now_ms = time.time() * 1000  # when this batch's works finished
+        self._debug = log.isEnabledFor(logging.DEBUG)
         for verdict in verdicts:
             self._apply(verdict, tally)
         self._report(tally)
@@ -180,7 +184,6 @@ class Batches:
                 "writes succeed again; resuming intake",
                 extra={"was": was, "retries_released": released},
             )
-        now_ms = time.time() * 1000
         events = work.events
         result = EVENT_RESULTS[verdict.kind]
         key = (aggregate_type, result)
@@ -188,24 +191,19 @@ class Batches:
         if len(events) > 1:
             superseded = (aggregate_type, "superseded")
             tally[superseded] = tally.get(superseded, 0) + len(events) - 1
-        if log.isEnabledFor(logging.DEBUG):  # per-event success lines (docs/consumer.md "Logs")
+        if self._debug:  # per-event success lines (docs/consumer.md "Logs")
             newest = work.newest
             for event, pos in events:
                 said = result if event is newest else "superseded"
                 log_outcome(log, event, pos, verdict, said, work.attempts)
-        pending = state.pending
-        for _, pos in events:
-            message = pending(pos)
-            if message is not None and message.raw.timestamp_ms is not None:
-                self._metrics.commit_to_searchable(
-                    max(0.0, now_ms - message.raw.timestamp_ms) / 1000
-                )
         if doc.is_deleted and verdict.kind is OutcomeKind.APPLIED:
             self._metrics.tombstone()
         max_revision = work.max_revision
         # the gauge is "last observed": set once per batch from the batch's last work (_report)
         self._revision_lags[aggregate_type] = max(0, max_revision - doc.source_revision)
-        state.finish(work)
+        now_ms, visible = self._now_ms, self._metrics.commit_to_searchable
+        for stamp in state.finish(work):
+            visible((now_ms - stamp) / 1000)
         self._dead.succeeded()
         self._outcomes.applied(
             aggregate_type,

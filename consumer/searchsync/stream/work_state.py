@@ -123,18 +123,25 @@ class WorkState:
 
     def owned(self, work: Work) -> bool:
         """Some partition of `work` is still assigned (else its offsets are the new owner's)."""
-        assigned = self.assigned
-        return any((p.topic, p.partition) in assigned for p in work.positions)
+        assigned, positions = self.assigned, work.positions
+        if len(positions) == 1:  # most works: one event
+            return (positions[0].topic, positions[0].partition) in assigned
+        return any((p.topic, p.partition) in assigned for p in positions)
 
-    def finish(self, work: Work) -> None:
-        """`work` applied (or found applied): each of its positions finishes."""
+    def finish(self, work: Work) -> list[int]:
+        """`work` applied (or found applied): each of its positions finishes. The Kafka
+        timestamps of the messages it finished (those still tracked, that have one)."""
         self._settled(work)
         self._keys.complete(work)
         ledger, pending = self.ledger, self._pending
+        stamps: list[int] = []
         for pos in work.positions:
             ledger.finish(pos)
-            pending.pop(pos, None)
+            message = pending.pop(pos, None)
+            if message is not None and message.raw.timestamp_ms is not None:
+                stamps.append(message.raw.timestamp_ms)
         self._last_progress = self._clock()
+        return stamps
 
     def retry(self, work: Work, delay: float, code: ErrorCode, *, systemic: bool) -> None:
         """Try `work` again after `delay`; until then its key stays in flight, so nothing newer
@@ -255,5 +262,8 @@ class WorkState:
                 running.pop(tp, None)
 
 
-def _partitions(work: Work) -> set[TopicPartition]:
-    return {(p.topic, p.partition) for p in work.positions}
+def _partitions(work: Work) -> Collection[TopicPartition]:
+    positions = work.positions
+    if len(positions) == 1:  # most works: one event
+        return ((positions[0].topic, positions[0].partition),)
+    return {(p.topic, p.partition) for p in positions}

@@ -137,20 +137,23 @@ async def run(options: BenchOptions, command: str) -> Report:
             report.windows.append(await runs.raw(docs))
             for n in options.members:
                 report.windows.extend(await runs.pipeline(n, replay=round_no == 0 and n == 1))
+            # the floor in every round, right after its pipeline runs: the same load as they had
+            report.floor_rounds.append(
+                await library_floor(
+                    bootstrap=bootstrap,
+                    topic=topic,
+                    start=start,
+                    n=options.events,
+                    pool=pool,
+                    es=es,
+                    ids=ids,
+                    index_prefix=settings.elasticsearch.index_prefix,
+                    schema_version=projector.schema_version,
+                    repeats=1,
+                )
+            )
+            progress(f"floor of the fixed libraries: {sum(report.floor_rounds[-1].values()):.4f}")
         report.notes.extend(runs.notes)
-        report.floor = await library_floor(
-            bootstrap=bootstrap,
-            topic=topic,
-            start=start,
-            n=options.events,
-            pool=pool,
-            es=es,
-            ids=ids,
-            index_prefix=settings.elasticsearch.index_prefix,
-            schema_version=projector.schema_version,
-            repeats=options.repeats,
-        )
-        progress("floor of the fixed libraries measured")
         # 3. live
         if options.lag_seconds > 0:
             await live_phases(report, options, env, es, writer, prefix)

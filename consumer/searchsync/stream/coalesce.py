@@ -20,12 +20,13 @@ from searchsync.types import Key, Position, ThinEvent
 Entry = tuple[ThinEvent, Position]
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class Work:
     """The events of one key handled by one re-read of the truth.
 
     Compared by identity: a work is one attempt handed out by `Coalescer.take_ready`, and only
-    that very object may be completed or released.
+    that very object may be completed or released. Treat it as read-only (not frozen: a frozen
+    dataclass is built several times slower, and one is built per work).
     """
 
     key: Key
@@ -40,13 +41,11 @@ class Work:
     def __post_init__(self) -> None:
         events = self.events
         if len(events) == 1:
-            object.__setattr__(self, "positions", (events[0][1],))
-            object.__setattr__(self, "max_revision", events[0][0].source_revision)
+            self.positions = (events[0][1],)
+            self.max_revision = events[0][0].source_revision
         else:
-            object.__setattr__(self, "positions", tuple(pos for _, pos in events))
-            object.__setattr__(
-                self, "max_revision", max((e.source_revision for e, _ in events), default=0)
-            )
+            self.positions = tuple(pos for _, pos in events)
+            self.max_revision = max((e.source_revision for e, _ in events), default=0)
 
     @property
     def newest(self) -> ThinEvent:

@@ -63,12 +63,14 @@ EVENT_RESULTS: Final = {
 """A finished kind as the event log line and `searchsync_event_outcomes_total` name it."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Verdict:
     """What became of one work. A FAILED verdict has a `code`; the others have a `document`.
 
     `unexpected`: the failure is an exception nobody classified (a bug), which is retried before
-    it is dead-lettered whatever its code (`searchsync.errors.disposition`).
+    it is dead-lettered whatever its code (`searchsync.errors.disposition`). Treat it as
+    read-only: it is not frozen because a frozen dataclass is built several times slower, and
+    one is built per work.
     """
 
     work: Work

@@ -16,7 +16,9 @@ For the bench's own events, in the bench process, each step timed with ``time.pr
 - ``es bulk client``: 500 index actions per ``bulk`` with external versions into a scratch
   index, the response parsed (the client's side only: Elasticsearch's CPU is not this process);
 - ``state upsert``: one multi-row ``INSERT ... ON DUPLICATE KEY UPDATE`` of
-  ``search_projection_state`` per 500 rows (a scratch aggregate type, deleted afterwards).
+  ``search_projection_state`` per 500 rows (a scratch aggregate type, deleted afterwards), its
+  values escaped by the connection and formatted into the statement (since 2026-12-02; before,
+  aiomysql escaped them as parameters, about twice the CPU).
 
 No validation, no ordering, no retries, no metrics, no logs: a consumer costs at least this.
 """
@@ -145,17 +147,22 @@ async def bulk_docs(
 
 
 async def _upsert(pool: aiomysql.Pool, docs: Sequence[tuple[str, int, bytes]]) -> None:
+    """The statement's values escaped by the connection and formatted in (ints as they are, a
+    value every row repeats escaped once): cheaper than aiomysql's escaping of parameters, and
+    what the consumer's state writer does."""
     async with pool.acquire() as conn, conn.cursor() as cur:
+        kind, digest = conn.escape(_SCRATCH_TYPE), conn.escape("0" * 64)
         for s in range(0, len(docs), BATCH):
-            part = docs[s : s + BATCH]
-            values = ", ".join(["(%s, %s, %s, %s, %s, %s)"] * len(part))
+            values = ", ".join(
+                f"({kind}, {conn.escape(i)}, {r:d}, {r:d}, 1, {digest})"
+                for i, r, _ in docs[s : s + BATCH]
+            )
             await cur.execute(
                 "INSERT INTO search_projection_state (aggregate_type, aggregate_id,"
                 " source_revision, indexed_revision, projection_schema_version,"
                 f" projection_hash) VALUES {values} ON DUPLICATE KEY UPDATE"
                 " indexed_revision = VALUES(indexed_revision),"
-                " projection_hash = VALUES(projection_hash)",
-                [x for i, r, _ in part for x in (_SCRATCH_TYPE, i, r, r, 1, "0" * 64)],
+                " projection_hash = VALUES(projection_hash)"
             )
         await conn.commit()
 

@@ -22,8 +22,7 @@ import asyncio
 import concurrent.futures
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, ParamSpec, Protocol, TypeVar
+from typing import Any, NamedTuple, ParamSpec, Protocol, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -38,9 +37,10 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 
-@dataclass(frozen=True, slots=True)
-class RawMessage:
-    """A consumed message as plain data: what the pipeline needs, detached from librdkafka."""
+class RawMessage(NamedTuple):
+    """A consumed message as plain data: what the pipeline needs, detached from librdkafka.
+
+    A hot-path `NamedTuple` (one per message): never compare one with a plain tuple."""
 
     topic: str
     partition: int
@@ -258,14 +258,7 @@ def _raw(m: Message) -> RawMessage:
     topic, partition, offset = m.topic(), m.partition(), m.offset()
     if topic is None or partition is None or offset is None:  # only error events lack them
         raise KafkaException(KafkaError(KafkaError._BAD_MSG, "message without a position"))
-    return RawMessage(
-        topic=topic,
-        partition=partition,
-        offset=offset,
-        key=m.key(),
-        value=m.value(),
-        timestamp_ms=ts if ts_type != 0 else None,
-    )
+    return RawMessage(topic, partition, offset, m.key(), m.value(), ts if ts_type != 0 else None)
 
 
 def _commit_sync(

@@ -2,7 +2,7 @@
 # Kafka Connect (distributed mode) with Debezium's MariaDB connector; registers the connector of
 # `searchsync schema connector`, its credentials read by the worker's FileConfigProvider from
 # $STACK_DIR/connect/debezium.properties (never in the connector's config).
-# usage: connect.sh start|stop|status|register
+# usage: connect.sh start|worker|stop|status|register   (worker: start the worker only, register nothing)
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 source "$(dirname "$0")/lib.sh"
@@ -33,7 +33,7 @@ key.converter=org.apache.kafka.connect.storage.StringConverter
 value.converter=org.apache.kafka.connect.json.JsonConverter
 value.converter.schemas.enable=false
 PROPS
-  "$SEARCHSYNC_BIN" schema connector --worker-properties --provider file
+  "$CLI_BIN" schema connector --worker-properties --provider file
 }
 
 write_props() {
@@ -69,10 +69,10 @@ PY
 
 # PUT the connector's config: creates it or updates it in place (idempotent).
 register() {
-  [[ -x $SEARCHSYNC_BIN ]] || die "the searchsync CLI is not at $SEARCHSYNC_BIN: run make venv (or set SEARCHSYNC_BIN)"
+  [[ -x $CLI_BIN ]] || die "the searchsync CLI is not at $CLI_BIN: run make venv (or set CLI_BIN to it)"
   (umask 077 && printf 'user=%s\npassword=%s\n' "$DEBEZIUM_DB_USER" "$DEBEZIUM_DB_PASSWORD" >"$secrets")
   local body code
-  body=$("$SEARCHSYNC_BIN" schema connector --mysql-host "$MYSQL_HOST" --mysql-port "$MYSQL_PORT" \
+  body=$("$CLI_BIN" schema connector --mysql-host "$MYSQL_HOST" --mysql-port "$MYSQL_PORT" \
     --database "$MYSQL_DATABASE" --server-id "$DEBEZIUM_SERVER_ID" --topic-prefix "$DEBEZIUM_TOPIC_PREFIX" \
     --schema-history-topic "$DEBEZIUM_SCHEMA_HISTORY_TOPIC" --kafka-bootstrap "127.0.0.1:$KAFKA_PORT" \
     --provider file --secrets "$secrets") || die "searchsync schema connector failed"
@@ -95,7 +95,7 @@ wait_connector() {
   done
 }
 
-start() {
+start_worker() {
   restart_if_stale
   if ! pid_alive $name; then
     [[ -d $DIST_DIR/connect-plugins ]] || die "Connect plugins missing: run deploy/local/fetch.sh"
@@ -107,17 +107,22 @@ start() {
     echo $! >"$RUN_DIR/$name.pid"
     wait_until "$READY_TIMEOUT" "Kafka Connect REST" $name "$log" rest_up
   fi
+}
+
+start() {
+  start_worker
   register
   wait_connector
 }
 
 case "${1:-}" in
   start) start ;;
+  worker) start_worker ;;
   stop) stop_pid $name ;;
   register) register && wait_connector ;;
   status)
     status_line $name "$url" "$log"
     if rest_up; then printf '  connector %s: %s\n' "$CONNECTOR_NAME" \
       "$(curl -s "$url/connectors/$CONNECTOR_NAME/status" | python3 -c 'import json,sys; s=json.load(sys.stdin); print(s.get("connector",{}).get("state","absent"), [t["state"] for t in s.get("tasks",[])])' 2>/dev/null || echo absent)"; fi ;;
-  *) die "usage: $0 start|stop|status|register" ;;
+  *) die "usage: $0 start|worker|stop|status|register" ;;
 esac

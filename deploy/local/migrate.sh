@@ -57,10 +57,10 @@ ALTER USER '$APP_DB_USER'@'%' IDENTIFIED BY '$APP_DB_PASSWORD';
 SQL
 
 # Their grants: the consumer (least privilege), the application side, Debezium.
-[[ -x $SEARCHSYNC_BIN ]] || die "the searchsync CLI is not at $SEARCHSYNC_BIN: run make venv (or set SEARCHSYNC_BIN)"
+[[ -x $CLI_BIN ]] || die "the searchsync CLI is not at $CLI_BIN: run make venv (or set CLI_BIN to it)"
 table_args=()
 for t in "${business_tables[@]}"; do table_args+=(--table "$t"); done
-grants=$("$SEARCHSYNC_BIN" schema grants --database "$db" --consumer-user "$SEARCHSYNC_DB_USER" \
+grants=$("$CLI_BIN" schema grants --database "$db" --consumer-user "$SEARCHSYNC_DB_USER" \
   --app-user "$APP_DB_USER" --debezium-user "$DEBEZIUM_DB_USER" --host % "${table_args[@]}") ||
   die "searchsync schema grants failed"
 mysql_root <<<"$grants" || die "applying the grants failed"

@@ -43,9 +43,11 @@ write_props() {
 
 # The worker started from other properties (an older checkout's, without the config provider)
 # cannot resolve the connector's credentials: stop it so `start` brings it back with these.
+props_current() { [[ -f $props ]] && [[ $(worker_props) == "$(cat "$props")" ]]; }
+
 restart_if_stale() {
   pid_alive $name || return 0
-  [[ -f $props ]] && [[ $(worker_props) == "$(cat "$props")" ]] && return 0
+  props_current && return 0
   say "connect: the worker's properties changed ($props): restarting it"
   stop_pid $name
 }
@@ -119,7 +121,9 @@ case "${1:-}" in
   start) start ;;
   worker) start_worker ;;
   stop) stop_pid $name ;;
-  register) register && wait_connector ;;
+  register)
+    props_current || die "the running worker lacks the config provider: run $0 start (it restarts the worker)"
+    register && wait_connector ;;
   status)
     status_line $name "$url" "$log"
     if rest_up; then printf '  connector %s: %s\n' "$CONNECTOR_NAME" \

@@ -127,3 +127,11 @@ def test_the_cli_prints_all_three(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert main(["schema", "connector", "--topic-template", "no-type"]) == ExitCode.USAGE
     assert main(["schema", "connector", "--secrets", "C:/x"]) == ExitCode.USAGE
+
+
+def test_the_local_stack_keeps_no_second_copy() -> None:
+    migrate = (ROOT / "deploy" / "local" / "migrate.sh").read_text(encoding="utf-8")
+    connect = (ROOT / "deploy" / "local" / "connect.sh").read_text(encoding="utf-8")
+    assert "GRANT" not in migrate and "schema grants" in migrate
+    assert "schema connector" in connect and "MariaDbConnector" not in connect
+    assert not (ROOT / "connect").exists()

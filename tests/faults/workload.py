@@ -22,7 +22,7 @@ from typing import Any
 
 import aiomysql
 from searchsync.devtools.loadgen import run_loadgen
-from searchsync.errors import PageExists
+from searchsync.errors import AggregateExists
 from searchsync.writer import PageWriter
 
 
@@ -117,7 +117,7 @@ async def _retrying(
         try:
             await call()
             return
-        except PageExists:  # an earlier attempt committed, its answer was lost
+        except AggregateExists:  # an earlier attempt committed, its answer was lost
             return
         except Exception as exc:
             stats.error(exc)

@@ -12,10 +12,10 @@ import aiomysql
 import pytest
 from searchsync.devtools.loadgen import run_loadgen
 from searchsync.errors import (
+    AggregateExists,
+    AggregateNotFound,
+    AggregateStateConflict,
     ErrorCode,
-    PageExists,
-    PageNotFound,
-    PageStateConflict,
     TransientError,
 )
 from searchsync.events import decode
@@ -189,21 +189,21 @@ async def test_refused_changes_write_nothing(app_pool: aiomysql.Pool, id_prefix:
     writer = PageWriter(app_pool)
     page_id = f"{id_prefix}p"
 
-    with pytest.raises(PageNotFound):
+    with pytest.raises(AggregateNotFound):
         await writer.update(page_id, content="x")
-    with pytest.raises(PageNotFound):
+    with pytest.raises(AggregateNotFound):
         await writer.soft_delete(page_id)
-    with pytest.raises(PageNotFound):
+    with pytest.raises(AggregateNotFound):
         await writer.hard_delete(page_id)
     await writer.create(page_id, "t", "c", {})
-    with pytest.raises(PageExists):
+    with pytest.raises(AggregateExists):
         await writer.create(page_id, "t", "c", {})
-    with pytest.raises(PageStateConflict):
+    with pytest.raises(AggregateStateConflict):
         await writer.restore(page_id)
     await writer.soft_delete(page_id)
-    with pytest.raises(PageStateConflict):
+    with pytest.raises(AggregateStateConflict):
         await writer.soft_delete(page_id)
-    with pytest.raises(PageExists):
+    with pytest.raises(AggregateExists):
         await writer.create(page_id, "t", "c", {})  # soft-deleted still exists
 
     assert [r["source_revision"] for r in await outbox_rows(app_pool, page_id)] == [1, 2]
@@ -284,7 +284,7 @@ async def test_concurrent_creates_of_one_id_let_exactly_one_win(
     )
 
     assert results.count(1) == 1
-    assert all(isinstance(r, PageExists) for r in results if r != 1)
+    assert all(isinstance(r, AggregateExists) for r in results if r != 1)
     assert len(await outbox_rows(app_pool, page_id)) == 1
 
 

@@ -16,8 +16,8 @@ the id continues at ``floor + 1``, above the tombstone.
 
 from searchsync.mysql.outbox import append_outbox
 from searchsync.writer._async import AsyncAggregateWriter
-from searchsync.writer._plan import AggregateTable, Change
 from searchsync.writer._sync import AggregateWriter
+from searchsync.writer._table import AggregateTable, Change
 from searchsync.writer.page import AGGREGATE_TYPE, AfterRowWrite, Page, PageWriter, Relations
 
 __all__ = [

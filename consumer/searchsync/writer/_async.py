@@ -12,13 +12,8 @@ import aiomysql
 from searchsync.clock import WallClock, utc_now
 from searchsync.mysql.pool import db_time, transaction, translate_errors
 from searchsync.writer._base import WriterBase
-from searchsync.writer._plan import (
-    AggregateTable,
-    Begun,
-    Change,
-    Plan,
-    finish,
-)
+from searchsync.writer._plan import Begun, Plan, finish
+from searchsync.writer._table import AggregateTable, Change
 
 __all__ = ["AsyncAggregateWriter", "run_plan_async"]
 

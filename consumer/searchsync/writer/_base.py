@@ -8,7 +8,6 @@ from typing import Any, Generic, TypeVar
 
 from searchsync.clock import WallClock, utc_now
 from searchsync.writer._plan import (
-    AggregateTable,
     Begun,
     Plan,
     begin_create,
@@ -16,6 +15,7 @@ from searchsync.writer._plan import (
     begin_set_deleted,
     begin_update,
 )
+from searchsync.writer._table import AggregateTable
 
 __all__ = ["WriterBase"]
 

@@ -10,13 +10,8 @@ from typing import Any, TypeVar
 from searchsync.clock import WallClock, utc_now
 from searchsync.mysql.pool import db_time, translate_errors
 from searchsync.writer._base import WriterBase
-from searchsync.writer._plan import (
-    AggregateTable,
-    Begun,
-    Change,
-    Plan,
-    finish,
-)
+from searchsync.writer._plan import Begun, Plan, finish
+from searchsync.writer._table import AggregateTable, Change
 
 __all__ = ["AggregateWriter", "run_plan"]
 

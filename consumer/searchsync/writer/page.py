@@ -17,7 +17,8 @@ from searchsync.errors import AggregateExists
 from searchsync.mysql.pool import db_time, mysql_error_code, transaction, translate_errors
 from searchsync.types import Operation
 from searchsync.writer._async import AsyncAggregateWriter, run_plan_async
-from searchsync.writer._plan import AggregateTable, Begun, Change, Plan, Statement, finish, lock_row
+from searchsync.writer._plan import Begun, Plan, Statement, finish, lock_row
+from searchsync.writer._table import AggregateTable, Change
 
 __all__ = ["AGGREGATE_TYPE", "WIKI_PAGE", "AfterRowWrite", "Page", "PageWriter", "Relations"]
 

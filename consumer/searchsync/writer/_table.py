@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -67,16 +68,18 @@ class AggregateTable:
         return columns if self.updated_at_column is None else (*columns, self.updated_at_column)
 
     def check_id(self, aggregate_id: str) -> None:
-        """Raise ValueError unless `aggregate_id` is what the consumer accepts in an event:
-        1..128 printable characters (searchsync.events)."""
+        """Raise ValueError unless the consumer accepts `aggregate_id` in an event and as a
+        document id: 1..128 printable characters (searchsync.events), in Unicode NFC (the
+        projector's document id)."""
         if (
             not isinstance(aggregate_id, str)
             or not 0 < len(aggregate_id) <= MAX_AGGREGATE_ID_LENGTH
             or not aggregate_id.isprintable()
+            or unicodedata.normalize("NFC", aggregate_id) != aggregate_id
         ):
             raise ValueError(
                 f"{self.aggregate_type} id must be 1..{MAX_AGGREGATE_ID_LENGTH} printable"
-                f" characters, got {aggregate_id!r}"
+                f" characters in Unicode NFC, got {aggregate_id!r}"
             )
 
     def assignments(self, values: Mapping[str, Any]) -> list[tuple[str, Any]]:

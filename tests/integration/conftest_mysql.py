@@ -33,8 +33,11 @@ from typing import Any
 import aiomysql
 import pytest
 import pytest_asyncio
+from searchsync.clock import utc_now
 from searchsync.errors import ConfigError, TransientError
-from searchsync.mysql.pool import create_pool, transaction
+from searchsync.mysql.outbox import append_outbox
+from searchsync.mysql.pool import create_pool, db_time, transaction
+from searchsync.types import Operation
 
 __all__ = [
     "MysqlTarget",
@@ -44,6 +47,7 @@ __all__ = [
     "id_prefix",
     "mysql_target",
     "outbox_rows",
+    "recreate_ignoring_the_floor",
     "root_socket",
 ]
 
@@ -158,6 +162,23 @@ async def outbox_rows(pool: aiomysql.Pool, aggregate_id: str) -> list[dict[str, 
         " WHERE aggregate_type = 'wiki_page' AND aggregate_id = %s ORDER BY id",
         (aggregate_id,),
     )
+
+
+async def recreate_ignoring_the_floor(
+    pool: aiomysql.Pool, page_id: str, title: str, content: str
+) -> int:
+    """UNSAFE on purpose: insert the wiki_page `page_id` at revision 1 with its UPSERT event,
+    ignoring the id's revision floor, as an application that bypasses the writer would (for the
+    revision-regression tests). Returns the revision written, 1."""
+    async with transaction(pool) as conn:
+        async with conn.cursor() as cur:
+            await cur.execute(
+                "INSERT INTO wiki_page (id, title, content, relations_json, revision, deleted_at,"
+                " updated_at) VALUES (%s, %s, %s, '{}', 1, NULL, %s)",
+                (page_id, title, content, db_time(utc_now())),
+            )
+        await append_outbox(conn, "wiki_page", page_id, Operation.UPSERT, 1)
+    return 1
 
 
 def root_socket() -> str:

@@ -18,11 +18,11 @@ from searchsync.mysql.outbox import append_outbox
 from searchsync.writer._async import AsyncAggregateWriter
 from searchsync.writer._sync import AggregateWriter
 from searchsync.writer._table import AggregateTable, Change
-from searchsync.writer.page import AGGREGATE_TYPE, AfterRowWrite, Page, PageWriter, Relations
+from searchsync.writer.page import AGGREGATE_TYPE, WIKI_PAGE, Page, PageWriter, Relations
 
 __all__ = [
     "AGGREGATE_TYPE",
-    "AfterRowWrite",
+    "WIKI_PAGE",
     "AggregateTable",
     "AggregateWriter",
     "AsyncAggregateWriter",

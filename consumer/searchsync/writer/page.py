@@ -3,7 +3,7 @@ per change, each with its outbox event."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -13,28 +13,20 @@ import aiomysql
 import orjson
 
 from searchsync.clock import WallClock, utc_now
-from searchsync.errors import AggregateExists
-from searchsync.mysql.pool import db_time, mysql_error_code, transaction, translate_errors
-from searchsync.types import Operation
-from searchsync.writer._async import AsyncAggregateWriter, run_plan_async
-from searchsync.writer._plan import Begun, Plan, Statement, finish, lock_row
+from searchsync.mysql.pool import transaction, translate_errors
+from searchsync.writer._async import AsyncAggregateWriter
 from searchsync.writer._table import AggregateTable, Change
 
-__all__ = ["AGGREGATE_TYPE", "WIKI_PAGE", "AfterRowWrite", "Page", "PageWriter", "Relations"]
+__all__ = ["AGGREGATE_TYPE", "WIKI_PAGE", "Page", "PageWriter", "Relations"]
 
 AGGREGATE_TYPE: Final = "wiki_page"
 MAX_PAGE_ID_LENGTH: Final = 64  # wiki_page.id is VARCHAR(64)
 MAX_TITLE_LENGTH: Final = 512  # wiki_page.title is VARCHAR(512)
-_ER_DUP_ENTRY: Final = 1062
 WIKI_PAGE: Final = AggregateTable(AGGREGATE_TYPE, "wiki_page")
 
 Relations = Mapping[str, Sequence[Mapping[str, Any]]]
 """What ``relations_json`` holds: related entities keyed by relation type (docs/design.md,
 "The wiki_page document")."""
-
-AfterRowWrite = Callable[[Any, str, int], Awaitable[None]]
-"""Test hook ``(conn, page_id, new_revision)`` run between the row write and the outbox insert;
-raising or closing `conn` simulates a crash between the two."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,13 +64,9 @@ class PageWriter:
         pool: aiomysql.Pool,
         *,
         clock: WallClock = utc_now,
-        after_row_write: AfterRowWrite | None = None,
         delete_outbox_row: bool = False,
     ) -> None:
         self._pool = pool
-        self._clock = clock
-        self._after_row_write = after_row_write
-        self._delete_outbox_row = delete_outbox_row
         self._writer = AsyncAggregateWriter(
             pool, WIKI_PAGE, clock=clock, delete_outbox_row=delete_outbox_row
         )
@@ -89,25 +77,6 @@ class PageWriter:
         _check_title(title)
         values = {"title": title, "content": content, "relations_json": _relations_json(relations)}
         return await self._run(self._writer.create(page_id, values))
-
-    async def unsafe_recreate(
-        self, page_id: str, title: str, content: str, relations: Relations
-    ) -> int:
-        """UNSAFE: create at revision 1 even below a hard-deleted id's floor, ignoring
-        ``search_revision_floor``. For the revision-regression test only."""
-        _check_page_id(page_id)
-        _check_title(title)
-        body = _relations_json(relations)
-        now = db_time(self._clock())
-        doing = f"write wiki_page {page_id!r}"
-        begun = Begun(1, Operation.UPSERT)
-        async with transaction(self._pool) as conn, conn.cursor() as cur:
-            await run_plan_async(cur, _insert_at_one(page_id, title, content, body, now), doing)
-            if self._after_row_write is not None:
-                await self._after_row_write(conn, page_id, 1)
-            end = finish(WIKI_PAGE, page_id, begun, now, delete_row=self._delete_outbox_row)
-            await run_plan_async(cur, end, doing)
-        return 1
 
     async def update(
         self,
@@ -169,28 +138,11 @@ class PageWriter:
             updated_at=row["updated_at"],
         )
 
-    async def _run(self, change: AbstractAsyncContextManager[Change]) -> int:
+    @staticmethod
+    async def _run(change: AbstractAsyncContextManager[Change]) -> int:
         async with change as open_change:
-            if self._after_row_write is not None:
-                await self._after_row_write(
-                    open_change.connection, open_change.aggregate_id, open_change.revision
-                )
+            pass
         return open_change.revision
-
-
-def _insert_at_one(page_id: str, title: str, content: str, body: str, now: datetime) -> Plan[None]:
-    if (yield lock_row(WIKI_PAGE, page_id)) is not None:
-        raise AggregateExists(AGGREGATE_TYPE, page_id)
-    try:
-        yield Statement(
-            "INSERT INTO wiki_page (id, title, content, relations_json, revision, deleted_at,"
-            " updated_at) VALUES (%s, %s, %s, %s, 1, NULL, %s)",
-            (page_id, title, content, body, now),
-        )
-    except aiomysql.IntegrityError as exc:
-        if mysql_error_code(exc) == _ER_DUP_ENTRY:
-            raise AggregateExists(AGGREGATE_TYPE, page_id) from exc
-        raise
 
 
 def _relations_json(relations: Relations) -> str:

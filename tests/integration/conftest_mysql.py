@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import aiomysql
+import pymysql
 import pytest
 import pytest_asyncio
 from searchsync.clock import utc_now
@@ -47,6 +48,7 @@ __all__ = [
     "id_prefix",
     "mysql_target",
     "outbox_rows",
+    "pymysql_connection",
     "recreate_ignoring_the_floor",
     "root_socket",
 ]
@@ -133,6 +135,21 @@ async def consumer_pool(mysql_target: MysqlTarget) -> AsyncIterator[aiomysql.Poo
 def id_prefix() -> str:
     """A fresh id prefix for one test (ids are at most 64 characters: keep suffixes short)."""
     return f"it-{uuid.uuid4().hex[:12]}-"
+
+
+def pymysql_connection(target: MysqlTarget) -> Any:
+    """A PyMySQL connection of the application user, with the pool's session settings (for the
+    synchronous writer, `searchsync.writer.AggregateWriter`). Close it after use."""
+    return pymysql.connect(
+        host=target.host,
+        port=target.port,
+        user=target.app_user,
+        password=target.app_password,
+        database=target.database,
+        autocommit=False,
+        charset="utf8mb4",
+        init_command="SET SESSION tx_isolation = 'READ-COMMITTED', time_zone = '+00:00'",
+    )
 
 
 async def fetch_all(pool: aiomysql.Pool, sql: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:

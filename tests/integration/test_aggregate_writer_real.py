@@ -20,7 +20,6 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import aiomysql
-import pymysql
 import pytest
 import pytest_asyncio
 from searchsync.devtools.scratch import admin_execute
@@ -29,7 +28,12 @@ from searchsync.events import decode
 from searchsync.writer import AggregateTable, AggregateWriter, AsyncAggregateWriter
 
 from tests.integration import conftest_mysql as fx
-from tests.integration.conftest_mysql import MysqlTarget, fetch_all, root_socket
+from tests.integration.conftest_mysql import (
+    MysqlTarget,
+    fetch_all,
+    pymysql_connection,
+    root_socket,
+)
 
 mysql_target = fx.mysql_target
 app_pool = fx.app_pool
@@ -81,23 +85,9 @@ async def thing(mysql_target: MysqlTarget) -> AsyncIterator[AggregateTable]:
         )
 
 
-def connect(target: MysqlTarget) -> Any:
-    """A PyMySQL connection of the application user, with the pool's session settings."""
-    return pymysql.connect(
-        host=target.host,
-        port=target.port,
-        user=target.app_user,
-        password=target.app_password,
-        database=target.database,
-        autocommit=False,
-        charset="utf8mb4",
-        init_command="SET SESSION tx_isolation = 'READ-COMMITTED', time_zone = '+00:00'",
-    )
-
-
 @pytest.fixture
 def sync_writer(mysql_target: MysqlTarget, thing: AggregateTable) -> Iterator[AggregateWriter]:
-    conn = connect(mysql_target)
+    conn = pymysql_connection(mysql_target)
     try:
         yield AggregateWriter(conn, thing)
     finally:
@@ -338,7 +328,7 @@ async def test_concurrent_changes_of_one_id_serialize_with_rising_revisions(
     start = threading.Barrier(WRITERS)
 
     def sync_worker(n: int) -> None:
-        conn = connect(mysql_target)
+        conn = pymysql_connection(mysql_target)
         try:
             writer = AggregateWriter(conn, thing)
             start.wait(timeout=30)

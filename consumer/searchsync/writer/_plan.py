@@ -31,7 +31,6 @@ __all__ = [
     "begin_set_deleted",
     "begin_update",
     "finish",
-    "lock_row",
 ]
 
 T = TypeVar("T")
@@ -73,7 +72,7 @@ def begin_create(
 def _create(
     table: AggregateTable, aggregate_id: str, pairs: list[tuple[str, Any]], now: datetime
 ) -> Plan[Begun]:
-    if (yield lock_row(table, aggregate_id)) is not None:
+    if (yield _lock_row(table, aggregate_id)) is not None:
         raise AggregateExists(table.aggregate_type, aggregate_id)
     floor = yield _floor(table, aggregate_id)
     revision = (0 if floor is None else int(floor[0])) + 1
@@ -187,7 +186,7 @@ def finish(
 
 def _locked(table: AggregateTable, aggregate_id: str) -> Plan[tuple[int, bool]]:
     """Lock the existing row: its revision and whether it is soft-deleted."""
-    row = yield lock_row(table, aggregate_id)
+    row = yield _lock_row(table, aggregate_id)
     if row is None:
         raise AggregateNotFound(table.aggregate_type, aggregate_id)
     return int(row[0]), row[1] is not None
@@ -199,7 +198,7 @@ def _stamp(table: AggregateTable, now: datetime) -> list[tuple[str, Any]]:
     return [(quote_identifier(table.updated_at_column), now)]
 
 
-def lock_row(table: AggregateTable, aggregate_id: str) -> Statement:
+def _lock_row(table: AggregateTable, aggregate_id: str) -> Statement:
     """``SELECT revision, deleted_at ... FOR UPDATE`` of the root row."""
     return Statement(
         f"SELECT {quote_identifier(table.revision_column)},"

@@ -58,7 +58,7 @@ class AggregateTable:
             )
         for name in (self.table, *self.owned):
             quote_identifier(name)
-        if len(set(self.owned)) != len(self.owned):
+        if len({name.lower() for name in self.owned}) != len(self.owned):
             raise ValueError(f"the columns the writer owns must differ: {self.owned}")
 
     @property
@@ -83,10 +83,16 @@ class AggregateTable:
             )
 
     def assignments(self, values: Mapping[str, Any]) -> list[tuple[str, Any]]:
-        """`values` as (quoted column, value) pairs; ValueError for a column the writer owns."""
+        """`values` as (quoted column, value) pairs; ValueError for a column the writer owns or
+        one named twice (MySQL column names ignore case)."""
+        owned = {name.lower() for name in self.owned}
+        seen: set[str] = set()
         pairs = []
         for column, value in values.items():
-            if column in self.owned:
-                raise ValueError(f"column {column!r} of {self.table} is written by the writer")
+            key = column.lower()
+            if key in owned or key in seen:
+                why = "is written by the writer" if key in owned else "is given twice"
+                raise ValueError(f"column {column!r} of {self.table} {why}")
+            seen.add(key)
             pairs.append((quote_identifier(column), value))
         return pairs

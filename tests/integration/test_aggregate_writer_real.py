@@ -188,8 +188,9 @@ async def test_async_writer_lifecycle_with_children(
         for sql, args in set_tags(thing, a, ["x", "y"]):
             await change.cursor.execute(sql, args)
     assert change.revision == 1
-    async with writer.soft_delete(a) as change:
+    async with writer.soft_delete(a, {"name": "deleted"}) as change:
         pass
+    assert (await state(app_pool, thing, a))["row"]["name"] == "deleted"
     async with writer.update(a, {"name": "edited while deleted"}) as change:
         pass
     assert change.revision == 3

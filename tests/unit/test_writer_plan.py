@@ -128,11 +128,11 @@ def test_update_raises_the_locked_revision_by_one(
     assert_well_formed(statements)
 
 
-@given(current=revisions, deleted=st.booleans(), was_deleted=st.booleans())
+@given(current=revisions, deleted=st.booleans(), was_deleted=st.booleans(), row=values)
 def test_soft_delete_and_restore_change_the_state_or_refuse(
-    current: int, deleted: bool, was_deleted: bool
+    current: int, deleted: bool, was_deleted: bool, row: dict[str, Any]
 ) -> None:
-    plan = begin_set_deleted(THING, "a", T0, deleted=deleted)
+    plan = begin_set_deleted(THING, "a", row, T0, deleted=deleted)
     answer = (current, T0 if was_deleted else None)
     if deleted == was_deleted:
         next(plan)
@@ -141,7 +141,7 @@ def test_soft_delete_and_restore_change_the_state_or_refuse(
         return
     statements, begun = play(plan, [answer])
     assert begun == Begun(current + 1, Operation.TOMBSTONE if deleted else Operation.UPSERT)
-    assert statements[1].params == (current + 1, T0 if deleted else None, T0, "a")
+    assert statements[1].params == (current + 1, T0 if deleted else None, T0, *row.values(), "a")
     assert "`deleted_at` = %s" in statements[1].sql
     assert_well_formed(statements)
 
@@ -163,8 +163,8 @@ def test_hard_delete_records_its_revision_as_the_floor(current: int) -> None:
     "plan",
     [
         lambda: begin_update(THING, "gone", {}, T0),
-        lambda: begin_set_deleted(THING, "gone", T0, deleted=True),
-        lambda: begin_set_deleted(THING, "gone", T0, deleted=False),
+        lambda: begin_set_deleted(THING, "gone", {}, T0, deleted=True),
+        lambda: begin_set_deleted(THING, "gone", {}, T0, deleted=False),
         lambda: begin_hard_delete(THING, "gone", T0),
     ],
 )

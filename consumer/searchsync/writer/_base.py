@@ -47,17 +47,21 @@ class WriterBase(Generic[CM]):
             aggregate_id, lambda now: begin_update(self.table, aggregate_id, values or {}, now)
         )
 
-    def soft_delete(self, aggregate_id: str) -> CM:
-        """Set ``deleted_at``: the search document becomes a tombstone."""
+    def soft_delete(self, aggregate_id: str, values: Mapping[str, Any] | None = None) -> CM:
+        """Set ``deleted_at`` (and `values`): the search document becomes a tombstone.
+        `AggregateStateConflict` if the row is deleted already."""
+        table, row = self.table, values or {}
         return self._change(
-            aggregate_id, lambda now: begin_set_deleted(self.table, aggregate_id, now, deleted=True)
+            aggregate_id, lambda now: begin_set_deleted(table, aggregate_id, row, now, deleted=True)
         )
 
-    def restore(self, aggregate_id: str) -> CM:
-        """Undo a soft delete."""
+    def restore(self, aggregate_id: str, values: Mapping[str, Any] | None = None) -> CM:
+        """Undo a soft delete (and write `values`). `AggregateStateConflict` if the row is not
+        deleted."""
+        table, row = self.table, values or {}
         return self._change(
             aggregate_id,
-            lambda now: begin_set_deleted(self.table, aggregate_id, now, deleted=False),
+            lambda now: begin_set_deleted(table, aggregate_id, row, now, deleted=False),
         )
 
     def hard_delete(self, aggregate_id: str) -> CM:

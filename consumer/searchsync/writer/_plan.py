@@ -118,17 +118,27 @@ def _update(
 
 
 def begin_set_deleted(
-    table: AggregateTable, aggregate_id: str, now: datetime, *, deleted: bool
+    table: AggregateTable,
+    aggregate_id: str,
+    values: Mapping[str, Any],
+    now: datetime,
+    *,
+    deleted: bool,
 ) -> Plan[Begun]:
     """Soft-delete (``deleted_at = now``, a TOMBSTONE event) or restore (``deleted_at = NULL``,
-    an UPSERT event) the row; `AggregateNotFound` if there is none, `AggregateStateConflict`
-    if it is in that state already."""
+    an UPSERT event) the row, writing `values` too; `AggregateNotFound` if there is none,
+    `AggregateStateConflict` if it is in that state already."""
     table.check_id(aggregate_id)
-    return _set_deleted(table, aggregate_id, now, deleted)
+    pairs = table.assignments(values)
+    return _set_deleted(table, aggregate_id, pairs, now, deleted)
 
 
 def _set_deleted(
-    table: AggregateTable, aggregate_id: str, now: datetime, deleted: bool
+    table: AggregateTable,
+    aggregate_id: str,
+    pairs: list[tuple[str, Any]],
+    now: datetime,
+    deleted: bool,
 ) -> Plan[Begun]:
     revision, was_deleted = yield from _locked(table, aggregate_id)
     if was_deleted == deleted:
@@ -142,6 +152,7 @@ def _set_deleted(
             (quote_identifier(table.revision_column), revision),
             (quote_identifier(table.deleted_at_column), now if deleted else None),
             *_stamp(table, now),
+            *pairs,
         ],
     )
     return Begun(revision, Operation.TOMBSTONE if deleted else Operation.UPSERT)

@@ -30,8 +30,9 @@ class AggregateWriter(WriterBase[AbstractContextManager[Change]]):
 
     On refusal nothing was written: `AggregateNotFound`, `AggregateExists`,
     `AggregateStateConflict`, or a `TransientError` (``MYSQL_DEADLOCK`` and
-    ``MYSQL_LOCK_TIMEOUT`` are safe to retry). With ``delete_outbox_row=True`` each change also
-    deletes its outbox row in the same transaction (``search_outbox`` stays empty).
+    ``MYSQL_LOCK_TIMEOUT`` are safe to retry; after ``MYSQL_UNAVAILABLE`` the connection is gone:
+    make a writer on a new one). With ``delete_outbox_row=True`` each change also deletes its
+    outbox row in the same transaction (``search_outbox`` stays empty).
     """
 
     def __init__(

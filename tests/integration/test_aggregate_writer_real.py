@@ -23,7 +23,7 @@ import aiomysql
 import pytest
 import pytest_asyncio
 from searchsync.devtools.scratch import admin_execute
-from searchsync.errors import AggregateExists, AggregateNotFound
+from searchsync.errors import AggregateExists, AggregateNotFound, ErrorCode, TransientError
 from searchsync.events import decode
 from searchsync.writer import AggregateTable, AggregateWriter, AsyncAggregateWriter
 
@@ -363,3 +363,26 @@ async def test_concurrent_changes_of_one_id_serialize_with_rising_revisions(
     assert revisions == list(range(1, total + 2))  # one event each, strictly rising in commit order
     assert seen["row"]["revision"] == total + 1
     assert seen["tags"] == [seen["row"]["name"]]  # the children of the last change only
+
+
+async def test_sync_connection_lost_in_the_block_commits_nothing(
+    mysql_target: MysqlTarget, app_pool: aiomysql.Pool, thing: AggregateTable, id_prefix: str
+) -> None:
+    a = f"{id_prefix}a"
+    async with AsyncAggregateWriter(app_pool, thing).create(a, {"name": "kept"}):
+        pass
+    conn = pymysql_connection(mysql_target)
+    writer = AggregateWriter(conn, thing)
+    with pytest.raises(TransientError) as caught, writer.update(a, {"name": "lost"}) as change:
+        for sql, args in set_tags(thing, a, ["lost"]):
+            change.cursor.execute(sql, args)
+        conn.close()  # the process "dies": the socket goes away mid-transaction
+    assert caught.value.code == ErrorCode.MYSQL_UNAVAILABLE
+
+    # this change waits for the dead transaction's row lock, i.e. for the server's rollback
+    async with AsyncAggregateWriter(app_pool, thing).update(a) as change:
+        pass
+    assert change.revision == 2
+    seen = await state(app_pool, thing, a)
+    assert (seen["row"]["name"], seen["tags"]) == ("kept", [])
+    assert seen["events"] == [("UPSERT", 1), ("UPSERT", 2)]

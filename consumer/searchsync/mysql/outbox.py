@@ -5,8 +5,8 @@
   `append_outbox`, which executes it on an aiomysql connection, for the repair job's REBUILD
   events), so ``payload`` always holds the thin event as Debezium's Outbox Event Router
   publishes it (`searchsync.events.encode_json`).
-- `delete_outbox_row`: Debezium's own pattern, delete the row in the transaction that inserted
-  it; the binlog still carries the insert, so the event is published and the table stays empty.
+- `OUTBOX_DELETE`: Debezium's own pattern, delete the row in the transaction that inserted it;
+  the binlog still carries the insert, so the event is published and the table stays empty.
 - `Outbox`: the port of the operator jobs on the table, `MysqlOutbox` its adapter: the prune's
   keyset page of (id, created_at) and bounded delete of one id range (docs/design.md, "Outbox
   pruning"), the REBUILD appends of the repair job and the rebuild's sweep, and the row count
@@ -38,13 +38,16 @@ __all__ = [
     "OutboxInsert",
     "OutboxRow",
     "append_outbox",
-    "delete_outbox_row",
     "outbox_insert",
 ]
 
 
 OUTBOX_DELETE: Final = "DELETE FROM search_outbox WHERE event_id = %s"
-"""The statement of `delete_outbox_row`, with the row's ``event_id`` as its one parameter."""
+"""Debezium's own pattern: delete an outbox row in the transaction that inserted it (the
+writers' ``delete_outbox_row=True``, right after the insert). The binlog holds the insert and
+then the delete, Debezium publishes the insert and drops the delete, and ``search_outbox`` stays
+empty (no history to inspect there: README, "Writing from your application"). The one parameter
+is the row's ``event_id``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,19 +122,6 @@ async def append_outbox(
         async with conn.cursor() as cur:
             await cur.execute(insert.sql, insert.params)
     return insert.event_id
-
-
-async def delete_outbox_row(conn: Any, event_id: str) -> None:
-    """Delete the outbox row of `event_id` in `conn`'s open transaction.
-
-    Called right after `append_outbox` in the same transaction (the writers'
-    ``delete_outbox_row=True``): the binlog holds the insert and then the delete, Debezium
-    publishes the insert, drops the delete, and ``search_outbox`` stays empty (no history to
-    inspect there: README, "Writing from your application").
-    """
-    with translate_errors("delete search_outbox"):
-        async with conn.cursor() as cur:
-            await cur.execute(OUTBOX_DELETE, (event_id,))
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from collections import Counter as _Tally
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -26,8 +28,6 @@ from searchsync.observability.rolling import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from searchsync.search.sink import WriteOutcome
 
 __all__ = [
@@ -52,7 +52,7 @@ _VISIBLE_BUCKETS: Final = (
 
 
 class Metrics:
-    """The pipeline's metrics on one registry; also a `SinkObserver` (`bulk_done`, `outcome`)."""
+    """The pipeline's metrics on one registry; also a `SinkObserver` (`bulk_done`, `outcomes`)."""
 
     def __init__(
         self,
@@ -190,20 +190,13 @@ class Metrics:
     def tombstone(self, n: int = 1) -> None:
         self._tombstones.inc(n)
 
-    # SinkObserver
     def bulk_done(self, actions: int, seconds: float) -> None:
         self.observe_bulk(actions, seconds)
 
     def outcomes(self, outcomes: Sequence[WriteOutcome]) -> None:
         """One write's outcomes, counted per item kind (one child update per kind, not per op)."""
-        tally: dict[tuple[str, ErrorCode | None], int] = {}
-        for outcome in outcomes:
-            key = (outcome.kind.value, outcome.code)
-            tally[key] = tally.get(key, 0) + 1
-        for key, n in tally.items():
-            kind = self._item_kinds.get(key)
-            if kind is None:
-                kind = self._item_kinds[key] = item_kind(*key)
+        for key, n in _Tally((o.kind.value, o.code) for o in outcomes).items():
+            kind = self._item_kinds.get(key) or self._item_kinds.setdefault(key, item_kind(*key))
             self.observe_item(kind, n)
 
     # --- events -------------------------------------------------------------------------------

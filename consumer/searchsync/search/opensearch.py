@@ -165,6 +165,14 @@ class OpenSearchClient:
         path = f"/{_name(index)}/_doc/{quote(id, safe='')}"
         return await self.request("PUT", path, params=params, body=document)
 
+    async def delete(self, *, index: str, id: str, **params: Any) -> OsAnswer:
+        path = f"/{_name(index)}/_doc/{quote(id, safe='')}"
+        return await self.request("DELETE", path, params=params)
+
+    async def exists(self, *, index: str, id: str) -> bool:
+        path = f"/{_name(index)}/_doc/{quote(id, safe='')}"
+        return bool((await self.request("HEAD", path)).body)
+
     async def count(self, *, index: str, query: Any = None) -> OsAnswer:
         body = None if query is None else {"query": query}
         return await self.request("POST", f"/{_name(index)}/_count", body=body)

@@ -15,12 +15,19 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/env.sh"
 source "$here/lib.sh"
 
-# The search engine(s) on $ES_PORT (and, with WITH_OPENSEARCH=1, OpenSearch on $OS_PORT).
+# The search engine(s) on $ES_PORT. With WITH_OPENSEARCH=1, OpenSearch boots on $OS_PORT in the
+# background meanwhile (while Connect starts); `search_wait` waits for it.
+os_start=""
 search_up() {
   case $SEARCH_ENGINE in
     elasticsearch)
       bash "$here/elasticsearch.sh" start
-      if [[ ${WITH_OPENSEARCH:-0} == 1 ]]; then bash "$here/opensearch.sh" start; fi
+      if [[ ${WITH_OPENSEARCH:-0} == 1 ]]; then
+        bash "$here/opensearch.sh" start >"$LOG_DIR/opensearch.start" 2>&1 &
+        os_start=$!
+        # should `up` fail meanwhile, let the boot finish (and write its pid) so `down` stops it
+        trap 'wait "$os_start" 2>/dev/null || true' EXIT
+      fi
       ;;
     opensearch)
       pid_alive elasticsearch && die "Elasticsearch runs on :$ES_PORT: run \`make down\` before SEARCH_ENGINE=opensearch make up"
@@ -28,6 +35,11 @@ search_up() {
       ;;
     *) die "SEARCH_ENGINE must be elasticsearch or opensearch, not '$SEARCH_ENGINE'" ;;
   esac
+}
+
+search_wait() {
+  [[ -n $os_start ]] || return 0
+  wait "$os_start" || { cat "$LOG_DIR/opensearch.start" >&2; die "OpenSearch did not start"; }
 }
 
 up() {
@@ -47,6 +59,7 @@ up() {
   else
     bash "$here/connect.sh" start
   fi
+  search_wait
   say ""
   say "searchsync local stack is up ($((SECONDS - t0)) s):"
   say "  MariaDB        $MYSQL_HOST:$MYSQL_PORT  db=$MYSQL_DATABASE  users: $SEARCHSYNC_DB_USER (consumer), $APP_DB_USER (application)   log $LOG_DIR/mariadb.log"

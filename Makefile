@@ -28,7 +28,7 @@ install:
 
 venv: install .venv/.installed
 
-up: install
+up: venv
 	@bash $(STACK) up
 
 down:

@@ -77,11 +77,6 @@ class SpanScan:
         self._clock = clock
         self._sleep = sleep
 
-    async def scan(
-        self, projector: Projector, epoch: Epoch, priors: Sequence[BucketState]
-    ) -> list[BucketReport]:
-        return await self.finish(projector, epoch, await self.read(projector, epoch, priors))
-
     async def read(
         self, projector: Projector, epoch: Epoch, priors: Sequence[BucketState]
     ) -> SpanRead:
@@ -192,11 +187,9 @@ class SpanScan:
     async def _settle(
         self, projector: Projector, alias: str, candidates: list[Finding]
     ) -> list[Finding]:
-        """The candidates that still hold after `settle_s`, re-read by id on both sides.
-
-        A missing or stale document counts only if, after the settle delay, it has still not
-        reached the revision first seen (a row that keeps changing is in flight, not drift); an
-        orphan only if its row is still gone; the same-revision kinds only if they recur."""
+        """The candidates that still hold after `settle_s`, re-read by id on both sides
+        (`compare.still_holding`).
+        """
         if not candidates:
             return []
         await self._sleep(self._settle_s)

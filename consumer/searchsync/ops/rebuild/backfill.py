@@ -42,8 +42,6 @@ class ChunkDone:
     rows: int  # rows in this chunk
     indexed: int  # written now or found written
     failed: int
-    seconds: float
-    next_size: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,15 +120,13 @@ class Backfill:
                 retired.append(chunk)
                 failed = len(chunk.failures) + refused
                 now = self._clock()
-                elapsed, last_done = now - last_done, now
-                size = self._chunks.observe(elapsed)
+                self._chunks.observe(now - last_done)
+                last_done = now
                 result.last_id = chunk.last_id
                 result.rows_done += chunk.rows
                 result.rows_failed += failed
                 result.chunks += 1
-                await self._on_chunk(
-                    ChunkDone(result.last_id, chunk.rows, indexed, failed, elapsed, size)
-                )
+                await self._on_chunk(ChunkDone(result.last_id, chunk.rows, indexed, failed))
             return result
         finally:
             reader.cancel()

@@ -23,8 +23,8 @@ class Healer:
     """Turns confirmed findings into outbox appends, rate-limited; `dry_run` appends nothing.
 
     With a `guard`, the live group's lag is checked before each batch of `batch_size` appends
-    (`LagGuard.wait`, which raises `LiveLagTooHigh` when it stays too high); `appended` counts
-    every append so far."""
+    (`LagGuard.wait`); `appended` counts every append so far.
+    """
 
     def __init__(
         self,

@@ -1,10 +1,6 @@
-"""One scan of a span of buckets (docs/design.md, "Repair"; `searchsync.ops.repair.wheel` forms
-the spans): `read` begins every bucket of the span (a new generation each) and reads them
-completely on both sides; `finish` compares, settles, heals and completes each. The two halves
-are apart so the wheel can read the next span while this one settles and heals.
-
-A read that fails on either side reports nothing from any bucket of the span (no deletion finding
-from a partial read, invariant 13) and leaves each to be started again from its first key.
+"""One scan of a span of buckets (docs/design.md, "Repair"): `read` begins every bucket (a new
+generation each) and reads them completely on both sides; `finish` compares, settles, heals and
+completes each. A failed read reports nothing from any bucket of the span (invariant 13).
 """
 
 from __future__ import annotations

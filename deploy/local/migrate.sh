@@ -29,13 +29,15 @@ for f in "$REPO_DIR"/schemas/sql/*.sql; do
   apply_once "$f" "$(basename "$f")"
 done
 
-# Example aggregate types: schemas/sql/examples/<table>.sql creates the table <table>.
+# Example aggregate types: schemas/sql/examples/<type>.sql creates the tables of <type> (each
+# `CREATE TABLE IF NOT EXISTS <table>` of the file is granted below).
 example_tables=()
 if [[ ${APPLY_EXAMPLE_SCHEMAS:-1} != 0 ]]; then
   for f in "$REPO_DIR"/schemas/sql/examples/*.sql; do
     [[ -e $f ]] || continue
     apply_once "$f" "examples/$(basename "$f")"
-    example_tables+=("$(basename "$f" .sql)")
+    mapfile -t -O "${#example_tables[@]}" example_tables \
+      < <(sed -nE 's/^CREATE TABLE IF NOT EXISTS `?([A-Za-z0-9_]+)`?.*/\1/p' "$f")
   done
 fi
 

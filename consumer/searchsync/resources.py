@@ -17,6 +17,7 @@ from searchsync.dlq.ledger import ReplayLedger
 from searchsync.dlq.read import ConsumerFactory, kafka_consumer
 from searchsync.kafka.admin import AdminFactory, ConfluentKafkaAdmin
 from searchsync.kafka.producer import ProducerFactory, kafka_producer
+from searchsync.mysql.fanout import FanoutStore, MysqlFanout
 from searchsync.mysql.gap_acks import GapAcks, MysqlGapAcks
 from searchsync.mysql.outbox import MysqlOutbox, Outbox
 from searchsync.mysql.state import ProjectionStateWriter, StateRecorder
@@ -47,6 +48,7 @@ class Tables:
     rebuild_state: RebuildStateStore
     wheel_state: WheelState
     gap_acks: GapAcks
+    fanout: FanoutStore
 
     @classmethod
     def over(cls, pool: aiomysql.Pool, settings: Settings) -> Tables:
@@ -57,6 +59,7 @@ class Tables:
             rebuild_state=MysqlRebuildState(pool),
             wheel_state=MysqlWheelState(pool),
             gap_acks=MysqlGapAcks(pool),
+            fanout=MysqlFanout(pool),
         )
 
 

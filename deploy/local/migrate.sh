@@ -74,6 +74,9 @@ GRANT SELECT, INSERT, UPDATE ON \`$db\`.search_repair_bucket TO '$SEARCHSYNC_DB_
 -- searchsync exporter's freshness canary raises its heartbeat row (migration 006), which the
 -- consumer reads like any truth table.
 GRANT SELECT, INSERT, UPDATE ON \`$db\`.search_canary TO '$SEARCHSYNC_DB_USER'@'%';
+-- The fan-out of related aggregates (migration 008): the consumer records jobs, its worker leases
+-- them and moves their cursor (no DELETE: a finished job stays as the record of its last pass).
+GRANT SELECT, INSERT, UPDATE ON \`$db\`.search_fanout TO '$SEARCHSYNC_DB_USER'@'%';
 
 -- The application side (writer helper, loadgen, demo, tests): changes rows and appends outbox events.
 CREATE USER IF NOT EXISTS '$APP_DB_USER'@'%' IDENTIFIED BY '$APP_DB_PASSWORD';

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.contract.fanout_contract import FANOUT_CASES, FakeFanoutWorld
 from tests.contract.gap_acks_contract import GAP_ACKS_CASES, FakeGapAcksWorld
 from tests.contract.outbox_contract import OUTBOX_CASES, FakeOutboxWorld
 from tests.contract.projection_state_contract import (
@@ -26,6 +27,7 @@ WORLDS: list[tuple[AsyncCase, Callable[[], Any]]] = [
     *((case, FakeRebuildStateWorld) for case in REBUILD_STATE_CASES),
     *((case, FakeWheelStateWorld) for case in WHEEL_STATE_CASES),
     *((case, FakeGapAcksWorld) for case in GAP_ACKS_CASES),
+    *((case, FakeFanoutWorld) for case in FANOUT_CASES),
 ]
 
 

@@ -34,6 +34,12 @@ _SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|REPLACE|CREATE|ALTER|DROP|GRA
 # (module, interpolated expression) -> why it cannot carry a value or a name from outside
 REVIEWED: dict[tuple[str, str], str] = {
     ("consumer/searchsync/mysql/state.py", "_NEWER"): "a constant SQL fragment",
+    ("consumer/searchsync/mysql/fanout.py", "newer"): "a constant SQL fragment",
+    ("consumer/searchsync/mysql/fanout.py", "free"): "a constant SQL fragment",
+    ("consumer/searchsync/mysql/fanout.py", "_UNCHANGED"): "a constant SQL fragment",
+    ("consumer/searchsync/mysql/fanout.py", "quote_identifier(table)"): "Projector.table, quoted",
+    ("consumer/searchsync/mysql/fanout.py", "quote_identifier(via)"): "Lookup.via, quoted",
+    ("consumer/searchsync/mysql/fanout.py", "', '.join(['%s'] * len(types))"): "placeholders",
     ("consumer/searchsync/mysql/state.py", "', '.join(_COLUMNS)"): "constant column names",
     ("consumer/searchsync/mysql/state.py", "placeholders"): "only '(%s, ...)' groups",
     ("consumer/searchsync/mysql/state.py", "_UPSERT_TAIL"): "a constant SQL fragment",

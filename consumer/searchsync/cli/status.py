@@ -15,6 +15,7 @@ from searchsync.exit_codes import ExitCode
 from searchsync.ops import status_probes as probes
 from searchsync.ops.repair.state import snapshot
 from searchsync.ops.status import Probe, Section, StatusReport, gather
+from searchsync.projection.references import referenced_types
 from searchsync.runtime import Runtime
 
 
@@ -63,6 +64,10 @@ async def _report(runtime: Runtime, endpoints: list[str]) -> StatusReport:
         count, oldest = await (await runtime.tables()).outbox.stats()
         return probes.outbox_section(count, oldest)
 
+    async def fanout() -> Section:
+        stats = await (await runtime.tables()).fanout.stats()
+        return probes.fanout_section(stats, stuck_after_s=max(300.0, 5 * settings.fanout.lease_s))
+
     async def dlq() -> Section:
         found = await asyncio.to_thread(
             summary,
@@ -90,6 +95,8 @@ async def _report(runtime: Runtime, endpoints: list[str]) -> StatusReport:
         ("dlq", dlq),
         ("repair", repair),
     ]
+    if referenced_types(registry):  # some lookup fans out (docs/design.md, "Fan-out")
+        checks.insert(5, ("fanout", fanout))
     async with runtime:
         search = runtime.search()
         return await gather(
@@ -99,6 +106,7 @@ async def _report(runtime: Runtime, endpoints: list[str]) -> StatusReport:
                 "dlq": kafka_at(settings),
                 "aliases": elasticsearch_at(settings),
                 "outbox": mysql_at(settings),
+                "fanout": mysql_at(settings),
                 "repair": mysql_at(settings),
             },
             explain=lambda exc: describe_unreachable(exc, settings),
@@ -153,6 +161,12 @@ def _describe(s: Section) -> list[str]:
     if s.name == "outbox" and d:
         oldest = d["oldest_created_at"]
         return [f"{d['rows']} row(s), oldest {oldest or '-'}"]
+    if s.name == "fanout" and d:
+        idle = d["oldest_untouched_seconds"]
+        return [
+            f"{d['pending']} pending ({d['appended_pending']} REBUILDs appended so far"
+            f"{'' if idle is None else f', oldest untouched {idle}s'}), {d['done']} done"
+        ]
     if s.name == "dlq" and d:
         codes = ", ".join(f"{k} {v}" for k, v in d["by_code"].items()) or "none"
         return [f"{d['dlq_topic']}: {d['total']} dead letter(s) ({codes})"]

@@ -20,6 +20,7 @@ from searchsync.dlq.summary import DlqSummary
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.kafka.connect import ConnectorStatus
 from searchsync.kafka.gaps import RECOVERY
+from searchsync.mysql.fanout import FanoutStats
 from searchsync.naming import read_alias_name
 from searchsync.ops.offsets import partition_offsets, subscribed_topics
 from searchsync.ops.repair.state import WheelSnapshot
@@ -32,6 +33,7 @@ __all__ = [
     "connector_section",
     "consumers_section",
     "dlq_section",
+    "fanout_section",
     "group_section",
     "outbox_section",
     "repair_section",
@@ -152,6 +154,30 @@ def outbox_section(count: int, oldest: datetime | None, *, now: datetime | None 
         "oldest_age_seconds": None if age is None else round(age.total_seconds()),
     }
     return Section("outbox", data)
+
+
+def fanout_section(
+    stats: FanoutStats, *, stuck_after_s: float, now: datetime | None = None
+) -> Section:
+    """The fan-out jobs pending and done; a pending job untouched for `stuck_after_s` is a
+    warning (no member runs the fan-out worker, or it fails)."""
+    now = now or datetime.now(UTC)
+    oldest = stats.oldest_pending
+    age = None if oldest is None else now - oldest.replace(tzinfo=oldest.tzinfo or UTC)
+    idle = None if age is None else round(age.total_seconds())
+    data = {
+        "pending": stats.pending,
+        "done": stats.done,
+        "appended_pending": stats.appended_pending,
+        "oldest_untouched_seconds": idle,
+    }
+    warnings = []
+    if idle is not None and idle > stuck_after_s:
+        warnings.append(
+            f"a pending fan-out job has not moved for {idle}s: is a consumer with"
+            " [fanout] enabled running?"
+        )
+    return Section("fanout", data, (), tuple(warnings))
 
 
 def dlq_section(summary: DlqSummary) -> Section:

@@ -89,12 +89,13 @@ class FakeFanout:
         row.status, row.locked_by, row.locked_until = "done", None, None
         return True
 
-    async def stats(self) -> FanoutStats:
-        pending = [r for r in self.jobs.values() if r.status == "pending"]
+    async def stats(self, referenced_types: Collection[str]) -> FanoutStats:
+        served = [r for r in self.jobs.values() if r.target.referenced_type in referenced_types]
+        pending = [r for r in served if r.status == "pending"]
         stamps = [r.updated_at for r in pending if r.updated_at is not None]
         return FanoutStats(
             pending=len(pending),
-            done=sum(1 for r in self.jobs.values() if r.status == "done"),
+            done=sum(1 for r in served if r.status == "done"),
             appended_pending=sum(r.appended for r in pending),
             oldest_pending=min(stamps) if stamps else None,
         )

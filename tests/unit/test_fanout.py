@@ -113,7 +113,7 @@ async def test_the_worker_appends_one_rebuild_per_dependent_and_finishes() -> No
     worker = FanoutWorker(store, registry(), SETTINGS, metrics=metrics.fanout, owner="w")
     assert await worker.drain() == 1
     assert store.events == [("article", i, 3) for i in ids]
-    stats = await store.stats()
+    stats = await store.stats(["author"])
     assert (stats.pending, stats.done) == (0, 1)
     assert worker.appended == 20
     text = metrics.render().decode()
@@ -148,7 +148,7 @@ async def test_a_job_of_a_lookup_no_longer_declared_is_dropped() -> None:
     store = FakeFanout()
     await store.record([FanoutTarget("author", "au1", "article", "editor", 2)])
     assert await FanoutWorker(store, registry(), SETTINGS, owner="w").drain() == 1
-    assert store.events == [] and (await store.stats()).done == 1
+    assert store.events == [] and (await store.stats(["author"])).done == 1
 
 
 class Crash(Exception):
@@ -256,7 +256,7 @@ async def _crash_and_resume(
         pass
     assert {e[1] for e in store.events[store.marks[-1] :]} >= set(ids)
     assert {e[1] for e in store.events} <= set(ids)
-    assert (await store.stats()).pending == 0
+    assert (await store.stats(["author"])).pending == 0
 
 
 def test_status_shows_pending_and_done_and_warns_of_a_job_that_does_not_move() -> None:

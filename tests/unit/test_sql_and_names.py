@@ -39,7 +39,7 @@ REVIEWED: dict[tuple[str, str], str] = {
     ("consumer/searchsync/mysql/fanout.py", "_UNCHANGED"): "a constant SQL fragment",
     ("consumer/searchsync/mysql/fanout.py", "quote_identifier(table)"): "Projector.table, quoted",
     ("consumer/searchsync/mysql/fanout.py", "quote_identifier(via)"): "Lookup.via, quoted",
-    ("consumer/searchsync/mysql/fanout.py", "', '.join(['%s'] * len(types))"): "placeholders",
+    ("consumer/searchsync/mysql/fanout.py", "_marks(types)"): "only %s placeholders",
     ("consumer/searchsync/mysql/state.py", "', '.join(_COLUMNS)"): "constant column names",
     ("consumer/searchsync/mysql/state.py", "placeholders"): "only '(%s, ...)' groups",
     ("consumer/searchsync/mysql/state.py", "_UPSERT_TAIL"): "a constant SQL fragment",

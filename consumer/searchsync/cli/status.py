@@ -65,7 +65,7 @@ async def _report(runtime: Runtime, endpoints: list[str]) -> StatusReport:
         return probes.outbox_section(count, oldest)
 
     async def fanout() -> Section:
-        stats = await (await runtime.tables()).fanout.stats()
+        stats = await (await runtime.tables()).fanout.stats(referenced_types(registry))
         return probes.fanout_section(stats, stuck_after_s=max(300.0, 5 * settings.fanout.lease_s))
 
     async def dlq() -> Section:

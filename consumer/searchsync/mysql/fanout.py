@@ -107,7 +107,9 @@ class FanoutStore(Protocol):
         """Mark the pass of `job` done; False if the job changed meanwhile."""
         ...
 
-    async def stats(self) -> FanoutStats: ...
+    async def stats(self, referenced_types: Collection[str]) -> FanoutStats:
+        """The jobs of `referenced_types` by state."""
+        ...
 
 
 _UNCHANGED = (
@@ -162,7 +164,7 @@ class MysqlFanout:
                     await cur.execute(
                         "SELECT id FROM search_fanout WHERE status = 'pending'"
                         + free
-                        + f" AND referenced_type IN ({', '.join(['%s'] * len(types))})"
+                        + f" AND referenced_type IN ({_marks(types)})"
                         + " ORDER BY id LIMIT 8",
                         (db_time(now), owner, *types),
                     )
@@ -227,13 +229,18 @@ class MysqlFanout:
                     )
                     return bool(cur.rowcount == 1)
 
-    async def stats(self) -> FanoutStats:
+    async def stats(self, referenced_types: Collection[str]) -> FanoutStats:
+        types = sorted(referenced_types)
+        if not types:
+            return FanoutStats(0, 0, 0, None)
         async with transaction(self._pool) as conn:
             with translate_errors("read search_fanout"):
                 async with conn.cursor() as cur:
                     await cur.execute(
                         "SELECT status, COUNT(*), COALESCE(SUM(appended), 0), MIN(updated_at)"
-                        " FROM search_fanout GROUP BY status"
+                        f" FROM search_fanout WHERE referenced_type IN ({_marks(types)})"
+                        " GROUP BY status",
+                        types,
                     )
                     rows = await cur.fetchall()
         by = {str(r[0]): r for r in rows}
@@ -244,6 +251,10 @@ class MysqlFanout:
             appended_pending=int(pending[2]) if pending else 0,
             oldest_pending=pending[3] if pending else None,
         )
+
+
+def _marks(values: Sequence[object]) -> str:
+    return ", ".join(["%s"] * len(values))
 
 
 def _target_key(t: FanoutTarget) -> tuple[str, str, str, str]:

@@ -151,7 +151,7 @@ class FanoutWorker:
         if self._metrics is None or (not force and now < self._stats_at):
             return
         self._stats_at = now + 10 * self._s.poll_interval_s
-        stats = await self._store.stats()
+        stats = await self._store.stats(referenced_types(self._registry))
         self._metrics.jobs(pending=stats.pending, done=stats.done)
 
     def _progress(self, job: FanoutJob, started: float) -> None:

@@ -16,11 +16,13 @@ from tests.contract.projection_state_contract import (
 from tests.contract.rebuild_state_contract import REBUILD_STATE_CASES, FakeRebuildStateWorld
 from tests.contract.replay_ledger_contract import REPLAY_LEDGER_CASES, FakeReplayLedgerWorld
 from tests.contract.truth_contract import TRUTH_CASES, FakeTruthWorld
+from tests.contract.truth_relations_contract import RELATIONS_CASES, FakeRelationsWorld
 from tests.contract.wheel_state_contract import WHEEL_STATE_CASES, FakeWheelStateWorld
 
 AsyncCase = Callable[[Any], Awaitable[None]]
 WORLDS: list[tuple[AsyncCase, Callable[[], Any]]] = [
     *((case, FakeTruthWorld) for case in TRUTH_CASES),
+    *((case, FakeRelationsWorld) for case in RELATIONS_CASES),
     *((case, FakeOutboxWorld) for case in OUTBOX_CASES),
     *((case, FakeProjectionStateWorld) for case in PROJECTION_STATE_CASES),
     *((case, FakeRebuildStateWorld) for case in REBUILD_STATE_CASES),

@@ -50,6 +50,18 @@ REVIEWED: dict[tuple[str, str], str] = {
     ): "validated and quoted",
     ("consumer/searchsync/mysql/truth.py", "select"): "_select(): quote_identifier only",
     (
+        "consumer/searchsync/mysql/truth_relations.py",
+        "select",
+    ): "quote_identifier of Child/Lookup columns (validated identifiers)",
+    (
+        "consumer/searchsync/mysql/truth_relations.py",
+        "quote_identifier(table)",
+    ): "a Child/Lookup table, validated and quoted",
+    (
+        "consumer/searchsync/mysql/truth_relations.py",
+        "quote_identifier(key)",
+    ): "a Child key or 'id', validated and quoted",
+    (
         "consumer/searchsync/ops/rebuild/state.py",
         "', '.join((f'`{c}`' for c in _COLUMNS))",
     ): "constants",

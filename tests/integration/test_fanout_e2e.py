@@ -27,12 +27,13 @@ from searchsync.runtime import Runtime
 from searchsync.search.admin import init_index
 from searchsync.search.client import make_es_client
 
+from tests.integration.article_app import article_change
 from tests.integration.consumer_harness import (
     REBUILD_ON_SHARED_TABLE,
     InProcessConsumer,
     harness_env,
 )
-from tests.integration.fanout_writes import article_write, author_write
+from tests.integration.fanout_writes import author_write
 from tests.integration.test_aggregate_types_e2e import (
     ensure_topics,
     expected,
@@ -145,7 +146,7 @@ async def authors_with_articles(
         await author_write(app, author_id, f"{author} one")
         out[author] = [f"fan-{u}-{author}-{i:04d}" for i in range(n)]
         for article_id in out[author]:
-            await article_write(app, article_id, author_id=author_id, title=article_id)
+            await article_change(app, article_id, author_id=author_id, title=article_id)
     return out
 
 
@@ -162,10 +163,10 @@ async def test_a_rename_reaches_articles_created_and_repointed_meanwhile(
 
         async def meanwhile() -> None:
             for i, article_id in enumerate(new):
-                await article_write(app_pool, article_id, author_id=ann, title="new")
+                await article_change(app_pool, article_id, author_id=ann, title="new")
                 if i < 10:  # re-point both ways
-                    await article_write(app_pool, arts["ann"][i], author_id=bob, title="moved")
-                    await article_write(app_pool, arts["bob"][i], author_id=ann, title="moved")
+                    await article_change(app_pool, arts["ann"][i], author_id=bob, title="moved")
+                    await article_change(app_pool, arts["bob"][i], author_id=ann, title="moved")
 
         await asyncio.gather(author_write(app_pool, ann, "ann two"), meanwhile())
         await converge(consumer, app_pool, consumer_pool, ids)
@@ -196,9 +197,9 @@ async def test_articles_deleted_during_their_fanout_end_as_their_rows_say(
     async with watching(consumer, ids, ["dee one", "dee two"]):
         await author_write(app_pool, dee, "dee two")
         for article_id in ids[::-10]:  # from the end: ahead of the fan-out's cursor
-            await article_write(app_pool, article_id, hard_delete=True)
+            await article_change(app_pool, article_id, hard_delete=True)
         for article_id in ids[-5::-10]:
-            await article_write(app_pool, article_id, soft_delete=True)
+            await article_change(app_pool, article_id, deleted=True)
         await converge(consumer, app_pool, consumer_pool, ids)
 
 

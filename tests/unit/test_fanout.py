@@ -6,18 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Collection, Sequence
+import random
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from pipeline_fakes import TOPIC, FakeDlq, FakeIntake, event_value, raw, wait_until
 from searchsync.cli.status import render
-from searchsync.config import FanoutSettings
+from searchsync.config import FanoutSettings, PipelineSettings
+from searchsync.dlq.record import DlqBudget
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.examples import article
-from searchsync.mysql.fanout import Dependent, FanoutJob, FanoutStats, FanoutTarget
+from searchsync.mysql.fanout import FanoutStats, FanoutTarget
 from searchsync.observability.metrics import Metrics
 from searchsync.ops.fanout import FanoutWorker
 from searchsync.ops.status import StatusReport
@@ -27,10 +28,13 @@ from searchsync.projection.references import dependents, event_types, referenced
 from searchsync.search.sink import OutcomeKind, Sink
 from searchsync.stream.coalesce import Work
 from searchsync.stream.fence import SchemaFence
+from searchsync.stream.pipeline import Pipeline, PipelineOptions
 from searchsync.stream.processor import Processor
+from searchsync.stream.retry import RetryPolicy
 from searchsync.types import Key, Operation, Position, ThinEvent
 
 from tests.fakes.fanout import FakeFanout
+from tests.fakes.projection_state import FakeProjectionState
 from tests.fakes.search_index import InMemoryIndex
 from tests.fakes.truth import FakeTruth
 
@@ -151,114 +155,6 @@ async def test_a_job_of_a_lookup_no_longer_declared_is_dropped() -> None:
     assert store.events == [] and (await store.stats(["author"])).done == 1
 
 
-class Crash(Exception):
-    pass
-
-
-class CrashingStore(FakeFanout):
-    """Counts every call of the worker's; at the calls in `crash` it raises `Crash`, before the
-    call took effect (False) or after (True); at the calls in `renames` the author is renamed
-    first (a newer revision recorded, as the consumer would)."""
-
-    def __init__(self, clock: Callable[[], datetime]) -> None:
-        super().__init__(clock=clock)
-        self.calls = 0
-        self.crash: dict[int, bool] = {}
-        self.renames: set[int] = set()
-        self.revision = 1
-        self.marks = [0]  # len(events) at each rename
-
-    async def _before(self) -> None:
-        self.calls += 1
-        if self.calls in self.renames:
-            self.revision += 1
-            self.marks.append(len(self.events))
-            await self.record([target(self.revision)])
-        if self.crash.get(self.calls) is False:
-            raise Crash
-
-    def _after(self) -> None:
-        if self.crash.get(self.calls) is True:
-            raise Crash
-
-    async def claim(
-        self, owner: str, lease_s: float, referenced_types: Collection[str]
-    ) -> FanoutJob | None:
-        await self._before()
-        job = await super().claim(owner, lease_s, referenced_types)
-        self._after()
-        return job
-
-    async def dependents(
-        self, table: str, via: str, referenced_id: str, after: str, limit: int
-    ) -> list[Dependent]:
-        await self._before()
-        found = await super().dependents(table, via, referenced_id, after, limit)
-        self._after()
-        return found
-
-    async def advance(
-        self, job: FanoutJob, owner: str, lease_s: float, page: Sequence[Dependent]
-    ) -> FanoutJob | None:
-        await self._before()
-        moved = await super().advance(job, owner, lease_s, page)
-        self._after()
-        return moved
-
-    async def finish(self, job: FanoutJob, owner: str) -> bool:
-        await self._before()
-        done = await super().finish(job, owner)
-        self._after()
-        return done
-
-
-def target(revision: int) -> FanoutTarget:
-    return FanoutTarget("author", "au1", "article", "author", revision)
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    count=st.integers(0, 40),
-    page=st.integers(1, 9),
-    crash=st.dictionaries(st.integers(1, 40), st.booleans(), max_size=5),
-    renames=st.sets(st.integers(1, 40), max_size=2),
-)
-def test_a_crash_at_any_point_loses_no_dependent(
-    count: int, page: int, crash: dict[int, bool], renames: set[int]
-) -> None:
-    """Workers crash at any store call (before or after it took effect) and a new one takes over
-    once the lease runs out; renames come between any two calls. In the end the job is done and
-    every dependent has a REBUILD appended after the last rename was recorded."""
-    asyncio.run(_crash_and_resume(count, page, crash, renames))
-
-
-async def _crash_and_resume(
-    count: int, page: int, crash: dict[int, bool], renames: set[int]
-) -> None:
-    wall = [datetime(2026, 1, 1, tzinfo=UTC)]
-    store = CrashingStore(lambda: wall[0])
-    store.crash, store.renames = crash, renames
-    ids = [f"ar{n:03}" for n in range(count)]
-    dependents_of(store, "au1", ids)
-    dependents_of(store, "au2", ["not-mine"])
-    await store.record([target(1)])
-    s = FanoutSettings(appends_per_s=1_000_000.0, page_size=page, lease_s=60.0)
-    for n in range(len(crash) + 1):
-        worker = FanoutWorker(store, registry(), s, owner=f"w{n}")
-        try:
-            while await worker.run_once(asyncio.Event()):
-                pass
-            break
-        except Crash:
-            wall[0] += timedelta(seconds=61)  # the crashed worker's lease runs out
-    store.crash = {}  # crashes not reached yet: a last worker sees the end
-    while await FanoutWorker(store, registry(), s, owner="last").run_once(asyncio.Event()):
-        pass
-    assert {e[1] for e in store.events[store.marks[-1] :]} >= set(ids)
-    assert {e[1] for e in store.events} <= set(ids)
-    assert (await store.stats(["author"])).pending == 0
-
-
 def test_status_shows_pending_and_done_and_warns_of_a_job_that_does_not_move() -> None:
     now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
     stats = FanoutStats(pending=2, done=5, appended_pending=1234, oldest_pending=None)
@@ -272,3 +168,63 @@ def test_status_shows_pending_and_done_and_warns_of_a_job_that_does_not_move() -
     section = fanout_section(stuck, stuck_after_s=300, now=now)
     assert section.healthy and section.data["oldest_untouched_seconds"] == 400
     assert "has not moved for 400s" in section.warnings[0]
+
+
+class GatedRecord(FakeFanout):
+    """Its records fail (a deadlock) until `durable` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.durable = False
+        self.refused = 0
+
+    async def record(self, targets: Sequence[FanoutTarget]) -> None:
+        if not self.durable:
+            self.refused += 1
+            raise TransientError(ErrorCode.MYSQL_DEADLOCK, "deadlock")
+        await super().record(targets)
+
+
+async def test_the_offset_of_a_referenced_event_commits_only_once_its_job_is_durable() -> None:
+    store, index, metrics = GatedRecord(), InMemoryIndex(), Metrics()
+    fence = SchemaFence(index.admin, interval_s=60.0)
+    r = registry()
+    processor = Processor(
+        registry=r,
+        truth=FakeTruth(),
+        sink=Sink(index),
+        alias_for=lambda t: t,
+        fence=fence,
+        fanout=store,
+    )
+    intake = FakeIntake()
+    pipeline = Pipeline(
+        processor=processor,
+        dlq=FakeDlq(),
+        budget=DlqBudget(max_ratio=1.0, window=1000, max_consecutive=50),
+        state=FakeProjectionState(),
+        metrics=metrics,
+        retry=RetryPolicy(
+            base_delay=0.001, max_delay=0.01, max_attempts=1000, jitter=0.5, rng=random.Random(1)
+        ),
+        settings=PipelineSettings(commit_interval_s=0.0, lag_poll_interval_s=0.0),
+        options=PipelineOptions(
+            group_id="g", known_types=event_types(r), consume_batch=50, consume_timeout_s=0.002
+        ),
+        fence=fence,
+    )
+    tp = (TOPIC, 0)
+    intake.feed([raw(0, event_value("au1", 3, aggregate_type="author"))])
+    pipeline.assigned([tp])
+    stop = asyncio.Event()
+    task = asyncio.create_task(pipeline.run(intake, stop, drain_deadline_s=2))
+    try:
+        await wait_until(lambda: store.refused >= 3, "the record refused a few times")
+        assert intake.max_committed(tp) in (None, 0)  # nothing past the event
+        store.durable = True
+        await wait_until(lambda: intake.committed.get(tp) == 1, "the event's offset committed")
+        [job] = store.jobs.values()
+        assert job.target == FanoutTarget("author", "au1", "article", "author", 3)
+    finally:
+        stop.set()
+        await task

@@ -176,6 +176,7 @@ class Batches:
             for result, n in (("applied", 1), ("superseded", len(work.events) - 1)):
                 tally[(aggregate_type, result)] = tally.get((aggregate_type, result), 0) + n
             state.finish(work)
+            self._dead.succeeded()
             return
         if state.degraded is not None:
             was = state.recovered()

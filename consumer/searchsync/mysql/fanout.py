@@ -13,9 +13,10 @@ dependents' ids read from the truth (docs/design.md, "Fan-out"; invariant 16).
   in MySQL, never from the index: ``WHERE <via> = %s AND id > %s ORDER BY id LIMIT n`` (index
   ``(<via>, id)``).
 - `advance`: in ONE transaction, moves the job's cursor past a page and appends one REBUILD per
-  dependent through the one outbox append; it appends nothing when the job changed meanwhile
-  (restarted by a newer revision, or leased by another worker). A crash before the commit leaves
-  the cursor where it was: the page is appended again, and a duplicate REBUILD is harmless.
+  dependent through the one outbox append (its rows, in one multi-row INSERT); it appends nothing
+  when the job changed meanwhile (restarted by a newer revision, or leased by another worker). A
+  crash before the commit leaves the cursor where it was: the page is appended again, and a
+  duplicate REBUILD is harmless.
 - `finish`: marks the pass done, unless the job changed meanwhile.
 """
 
@@ -29,18 +30,10 @@ from typing import Any, Protocol
 import aiomysql
 
 from searchsync.clock import utc_now
-from searchsync.mysql.outbox import append_outbox
+from searchsync.mysql.outbox_batch import append_rebuilds
 from searchsync.mysql.pool import db_time, quote_identifier, transaction, translate_errors
-from searchsync.types import Operation
 
-__all__ = [
-    "Dependent",
-    "FanoutJob",
-    "FanoutStats",
-    "FanoutStore",
-    "FanoutTarget",
-    "MysqlFanout",
-]
+__all__ = ["Dependent", "FanoutJob", "FanoutStats", "FanoutStore", "FanoutTarget", "MysqlFanout"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,11 +203,8 @@ class MysqlFanout:
                     )
                     if cur.rowcount != 1:
                         return None
-            dependent_type = job.target.dependent_type
-            for d in page:
-                await append_outbox(
-                    conn, dependent_type, d.id, Operation.REBUILD, max(1, d.revision), now=now
-                )
+            revisions = [(d.id, max(1, d.revision)) for d in page]
+            await append_rebuilds(conn, job.target.dependent_type, revisions, now=now)
         return FanoutJob(job.id, job.target, last, job.appended + len(page))
 
     async def finish(self, job: FanoutJob, owner: str) -> bool:

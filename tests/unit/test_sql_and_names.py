@@ -108,6 +108,9 @@ REVIEWED: dict[tuple[str, str], str] = {
     ("consumer/searchsync/relay/mysql_store.py", "t"): "quote_identifier(relay.table)",
     ("consumer/searchsync/relay/mysql_store.py", "self._table"): "quote_identifier(relay.table)",
     ("consumer/searchsync/relay/mysql_store.py", "_COLUMNS"): "constant column names",
+    ("consumer/searchsync/mysql/schema.py", "privileges"): "constant privilege lists",
+    ("consumer/searchsync/mysql/schema.py", "target"): "'*.*' or IDENTIFIER-checked names",
+    ("consumer/searchsync/mysql/schema.py", "account"): "user and host without quotes",
 }
 
 

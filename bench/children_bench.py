@@ -1,7 +1,8 @@
 """The rebuild's backfill of a type with children and a lookup (the example `article`: tags in
 ``article_tag``, the author through ``author_id``) against a raw bulk of the same documents.
 
-    python -m bench.children_bench [--rows N] [--tags T] [--authors A] [--rounds R] [--json]
+    python -m bench.children_bench [--rows N] [--tags T] [--authors A] [--rounds R]
+        [--reference] [--json]
 
 Against the real local stack, with its own index prefix and id prefix. Seeds N articles of
 ~1 KiB with T tags each and one of A authors (plain rows, no outbox events: nothing else indexes
@@ -9,12 +10,16 @@ them), then runs `bench.rebuild_child.compare` on the article projector in this 
 rebuild's `Backfill` over the whole ``article`` table (one ``IN`` query per child and lookup table
 per chunk, through the truth port's `scan`) against the raw bulk of exactly the documents it
 wrote, in R rounds in turn. Reports the median ratio (target >= 0.9) and deletes its indices and
-rows. Progress goes to stderr, the report to stdout.
+rows. With ``--reference``, the same comparison follows for the same articles read without their
+children and lookup (``build`` given no tags and no author): on a shared box, the difference of
+the two ratios is the cost of the children, whatever the box's load does to both. Progress goes
+to stderr, the report to stdout.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -25,8 +30,9 @@ from typing import Any, Final
 
 import aiomysql
 from searchsync.config import load_settings
+from searchsync.examples import article
 from searchsync.mysql.pool import close_pool, open_pool, transaction
-from searchsync.projection import registry_from_settings
+from searchsync.projection import Projector, Row, registry_from_settings
 from searchsync.search.client import make_es_client
 
 from bench.common import bench_env, bench_main, host_line, open_app_pool, page_body, progress
@@ -51,6 +57,7 @@ class Options:
     tags: int = 5
     authors: int = 100
     rounds: int = 3
+    reference: bool = False
     as_json: bool = False
 
 
@@ -101,6 +108,11 @@ async def run(o: Options, command: str) -> dict[str, Any]:
         report["seed_seconds"] = await seed(app, prefix, o)
         progress(f"seeded {o.rows} articles, {o.rows * o.tags} tags, {o.authors} authors")
         report.update(await compare(settings, es, pool, projector, o.rounds))
+        if o.reference:
+            bare = await compare(settings, es, pool, _without_relations(projector), o.rounds)
+            report["reference"] = {k: bare[k] for k in ("ratio", "round_ratios")}
+            report["reference"].update(backfill_docs_per_s=bare["backfill_docs_per_s"])
+            report["reference"].update(raw_docs_per_s=bare["raw_docs_per_s"])
     finally:
         got: Any = await es.indices.get(index=f"{settings.elasticsearch.index_prefix}*")
         for name in got.body:
@@ -112,17 +124,25 @@ async def run(o: Options, command: str) -> dict[str, Any]:
     return report
 
 
+def _without_relations(projector: Projector) -> Projector:
+    def build(row: Row) -> dict[str, Any]:
+        return article.build({**row, "tags": [], "author": None})
+
+    return dataclasses.replace(projector, build=build, children=(), lookups=())
+
+
 def parse_args(argv: Sequence[str]) -> Options:
     parser = argparse.ArgumentParser(prog="python -m bench.children_bench", description=__doc__)
     parser.add_argument("--rows", type=int, default=10_000, help="articles to seed")
     parser.add_argument("--tags", type=int, default=5, help="tags per article")
     parser.add_argument("--authors", type=int, default=100, help="authors to seed")
     parser.add_argument("--rounds", type=int, default=3, help="backfill and raw bulk in turn")
+    parser.add_argument("--reference", action="store_true", help="also without children and lookup")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     a = parser.parse_args(argv)
     if min(a.rows, a.authors, a.rounds) < 1 or a.tags < 0:
         parser.error("--rows, --authors and --rounds must be positive, --tags not negative")
-    return Options(a.rows, a.tags, a.authors, a.rounds, a.json)
+    return Options(a.rows, a.tags, a.authors, a.rounds, a.reference, a.json)
 
 
 def render(o: Options, r: dict[str, Any]) -> str:
@@ -140,7 +160,20 @@ def render(o: Options, r: dict[str, Any]) -> str:
         f" {r['backfill_seconds']:.2f}s, {r['backfill_cpu_us']:.1f} us/row CPU)",
         f"raw bulk   {r['raw_docs_per_s']:8.0f} docs/s  ({r['raw_docs']} docs, 1 in flight)",
         f"ratio      {r['ratio']:8.2f}  target >= {RATIO_TARGET}: {met} (median of {rounds})",
+        *_reference(r),
     ])  # fmt: skip
+
+
+def _reference(r: dict[str, Any]) -> list[str]:
+    ref = r.get("reference")
+    if ref is None:
+        return []
+    rounds = ", ".join(f"{x:.2f}" for x in ref["round_ratios"])
+    return [
+        f"reference, the same articles without children or lookup: backfill"
+        f" {ref['backfill_docs_per_s']:.0f} docs/s, raw {ref['raw_docs_per_s']:.0f} docs/s,"
+        f" ratio {ref['ratio']:.2f} (median of {rounds})"
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

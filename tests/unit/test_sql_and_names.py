@@ -61,6 +61,19 @@ REVIEWED: dict[tuple[str, str], str] = {
         "consumer/searchsync/mysql/truth_relations.py",
         "quote_identifier(key)",
     ): "a Child key or 'id', validated and quoted",
+    ("consumer/searchsync/mysql/truth_relations.py", "_PACKED_MAX"): "an int constant",
+    (
+        "consumer/searchsync/mysql/truth_relations.py",
+        "values",
+    ): "quote_identifier of a Child's columns (validated identifiers)",
+    (
+        "consumer/searchsync/mysql/truth_relations.py",
+        "quote_identifier(child.table)",
+    ): "a Child table, validated and quoted",
+    (
+        "consumer/searchsync/mysql/truth_relations.py",
+        "quote_identifier(child.key)",
+    ): "a Child key, validated and quoted",
     (
         "consumer/searchsync/ops/rebuild/state.py",
         "', '.join((f'`{c}`' for c in _COLUMNS))",

@@ -37,7 +37,7 @@ import aiomysql
 
 from searchsync.mysql.pool import expand_in, quote_identifier, transaction, translate_errors
 from searchsync.mysql.truth_buckets import TruthEntry, bucket_page
-from searchsync.mysql.truth_relations import read_relations
+from searchsync.mysql.truth_relations import Packing, read_relations
 from searchsync.projection._registry import Projector, Row
 from searchsync.types import BucketCursor
 
@@ -115,6 +115,7 @@ class MysqlTruth:
         self._batch_size = batch_size
         self._sync_hash_column = sync_hash_column
         self._id_prefix = id_prefix
+        self._packing = Packing()
 
     async def rows_by_id(
         self, projector: Projector, ids: Sequence[str], *, primary: bool = False
@@ -163,7 +164,7 @@ class MysqlTruth:
                     while piece := await cur.fetchmany(_SCAN_PIECE):
                         rows.extend(piece)
                         await asyncio.sleep(0)
-            await read_relations(conn, projector, rows)
+            await read_relations(conn, projector, rows, self._packing)
         return list(rows)
 
     async def floor_page(
@@ -211,6 +212,7 @@ class MysqlTruth:
             content=content,
             sync_hash_column=self._sync_hash_column,
             id_prefix=self._id_prefix,
+            packing=self._packing,
         )
 
     async def _by_chunks(
@@ -238,7 +240,7 @@ class MysqlTruth:
                         await cur.execute(expand_in(sql, len(chunk)), leading + chunk)
                         fetched: list[dict[str, Any]] = list(await cur.fetchall())
                 if relate is not None:
-                    await read_relations(conn, relate, fetched)
+                    await read_relations(conn, relate, fetched, self._packing)
                 rows.extend(fetched)
         return rows
 

@@ -20,7 +20,7 @@ from typing import Any, Final
 import aiomysql
 
 from searchsync.mysql.pool import transaction, translate_errors
-from searchsync.mysql.truth_relations import read_relations
+from searchsync.mysql.truth_relations import Packing, read_relations
 from searchsync.projection import Projector, Row
 from searchsync.types import BucketCursor
 
@@ -60,6 +60,7 @@ async def bucket_page(
     content: bool,
     sync_hash_column: bool,
     id_prefix: str,
+    packing: Packing,
 ) -> list[TruthEntry]:
     """At most `limit` rows of the table whose bucket key is in ``[lo, hi)``, after `after`;
     with `id_prefix`, only ids starting with it."""
@@ -90,7 +91,7 @@ async def bucket_page(
                 async with conn.cursor(aiomysql.DictCursor) as cur:
                     await cur.execute(f"SELECT {select} FROM {src}", tuple(args))
                     rows: list[dict[str, Any]] = list(await cur.fetchall())
-                await read_relations(conn, projector, rows)
+                await read_relations(conn, projector, rows, packing)
                 return [entry_of_row(r, content=True) for r in rows]
             async with conn.cursor() as cur:
                 await cur.execute(_packed(src, order), tuple(args))

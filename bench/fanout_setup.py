@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import time
 import uuid
+from datetime import datetime
 from typing import Any
 
 import aiomysql
@@ -147,6 +148,18 @@ class FanoutBench:
 
         await wait_for(indexed, 600, f"{count} articles indexed", 1.0)
         return ids
+
+    async def finished_at(self) -> datetime | None:
+        """When the author's fan-out job last finished (naive UTC), or None."""
+        assert self.pool is not None
+        async with transaction(self.pool) as conn, conn.cursor() as cur:
+            await cur.execute(
+                "SELECT MAX(finished_at) FROM search_fanout WHERE referenced_type = 'author'"
+                " AND referenced_id = %s AND status = 'done'",
+                (self.author_id,),
+            )
+            row = await cur.fetchone()
+        return None if row is None else row[0]
 
     async def showing(self, ids: list[str], name: str) -> int:
         """How many of `ids` show `name` as their author (realtime mget)."""

@@ -52,9 +52,13 @@ def target(w: FanoutWorld, author: str, revision: int, lookup: str = "author") -
     return FanoutTarget(w.kind, f"{w.prefix}{author}", TYPE, lookup, revision)
 
 
+def routes(w: FanoutWorld) -> list[tuple[str, str, str]]:
+    return [(w.kind, TYPE, "author")]
+
+
 async def own_job(w: FanoutWorld, owner: str, author: str) -> FanoutJob:
     """The job of `author`, claimed under `owner` (a case has one pending job at a time)."""
-    job = await w.store.claim(owner, 30.0, [w.kind])
+    job = await w.store.claim(owner, 30.0, routes(w))
     assert job is not None, f"no pending job of {author} to claim"
     assert job.target.referenced_id == f"{w.prefix}{author}"
     return job
@@ -66,8 +70,10 @@ async def a_recorded_job_is_claimed_once_at_its_start(w: FanoutWorld) -> None:
     assert (job.cursor_id, job.appended, job.target.revision) == ("", 0, 3)
     again = await own_job(w, f"{w.prefix}me", "a1")  # its own lease: the same job
     assert again.id == job.id
-    assert await w.store.claim(f"{w.prefix}other", 30.0, [w.kind]) is None  # leased
-    assert await w.store.claim(f"{w.prefix}me", 30.0, ["not_served"]) is None
+    assert await w.store.claim(f"{w.prefix}other", 30.0, routes(w)) is None  # leased
+    # another deployment's projectors: neither its lookup nor its type are served here
+    assert await w.store.claim(f"{w.prefix}me", 30.0, [(w.kind, TYPE, "editor")]) is None
+    assert await w.store.claim(f"{w.prefix}me", 30.0, [("not_served", TYPE, "author")]) is None
 
 
 async def dependents_are_paged_from_the_truth_by_id(w: FanoutWorld) -> None:
@@ -114,7 +120,7 @@ async def a_newer_revision_restarts_the_pass_an_older_one_does_not(w: FanoutWorl
     moved = await w.store.advance(job, owner, 30.0, page)
     assert moved is not None and await w.store.finish(moved, owner)
     await w.store.record([target(w, "a4", 5), target(w, "a4", 4)])  # redelivered, older
-    assert await w.store.claim(owner, 30.0, [w.kind]) is None  # done: nothing to claim
+    assert await w.store.claim(owner, 30.0, routes(w)) is None  # done: nothing to claim
     await w.store.record([target(w, "a4", 6)])  # a second rename
     assert (await w.store.stats([w.kind])).pending == 1
     restarted = await own_job(w, owner, "a4")

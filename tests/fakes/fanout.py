@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from searchsync.clock import utc_now
-from searchsync.mysql.fanout import Dependent, FanoutJob, FanoutStats, FanoutTarget
+from searchsync.mysql.fanout import Dependent, FanoutJob, FanoutStats, FanoutTarget, Route
 from searchsync.mysql.pool import db_time
 
 __all__ = ["FakeFanout"]
@@ -50,12 +50,13 @@ class FakeFanout:
                 row.updated_at = now
 
     async def claim(
-        self, owner: str, lease_s: float, referenced_types: Collection[str]
+        self, owner: str, lease_s: float, routes: Collection[Route]
     ) -> FanoutJob | None:
         now = db_time(self.clock())
         for row in sorted(self.jobs.values(), key=lambda r: r.id):
             free = row.locked_until is None or row.locked_until < now or row.locked_by == owner
-            served = row.target.referenced_type in referenced_types
+            t = row.target
+            served = (t.referenced_type, t.dependent_type, t.lookup_name) in routes
             if row.status == "pending" and free and served:
                 row.locked_by, row.locked_until = owner, now + timedelta(seconds=lease_s)
                 return FanoutJob(row.id, row.target, row.cursor_id, row.appended)

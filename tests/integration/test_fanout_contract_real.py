@@ -58,7 +58,8 @@ class RealFanoutWorld:
         async with transaction(self._app) as conn, conn.cursor() as cur:
             await cur.execute("DELETE FROM article WHERE id LIKE %s", (self.prefix + "%",))
         owner = f"{self.prefix}cleaner"
-        while (job := await self.store.claim(owner, -1.0, [self.kind])) is not None:
+        served = [(self.kind, "article", "author")]
+        while (job := await self.store.claim(owner, -1.0, served)) is not None:
             assert await self.store.finish(job, owner)
 
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from searchsync.config import FanoutSettings
 from searchsync.examples import article
-from searchsync.mysql.fanout import Dependent, FanoutJob, FanoutTarget
+from searchsync.mysql.fanout import Dependent, FanoutJob, FanoutTarget, Route
 from searchsync.ops.fanout import FanoutWorker
 from searchsync.projection import ProjectorRegistry
 
@@ -61,10 +61,10 @@ class CrashingStore(FakeFanout):
             raise Crash
 
     async def claim(
-        self, owner: str, lease_s: float, referenced_types: Collection[str]
+        self, owner: str, lease_s: float, routes: Collection[Route]
     ) -> FanoutJob | None:
         await self._before()
-        job = await super().claim(owner, lease_s, referenced_types)
+        job = await super().claim(owner, lease_s, routes)
         self._after()
         return job
 

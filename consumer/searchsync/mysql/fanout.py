@@ -7,8 +7,9 @@ dependents' ids read from the truth (docs/design.md, "Fan-out"; invariant 16).
   an event of the referenced aggregate, before that event may finish. A newer revision restarts
   the job's pass (cursor back to the start); the same or an older one changes nothing, so a
   redelivered event is harmless.
-- `claim`: a worker leases the oldest pending job of the referenced types it serves (its own
-  lease, or an expired one).
+- `claim`: a worker leases the oldest pending job of the routes (referenced type, dependent type,
+  lookup) its projectors declare (its own lease, or an expired one): a deployment with other
+  projectors on the same database leaves the jobs it cannot serve to those that can.
 - `dependents`: the next page of dependents' ids and revisions, from the dependent type's table
   in MySQL, never from the index: ``WHERE <via> = %s AND id > %s ORDER BY id LIMIT n`` (index
   ``(<via>, id)``).
@@ -33,7 +34,18 @@ from searchsync.clock import utc_now
 from searchsync.mysql.outbox_batch import append_rebuilds
 from searchsync.mysql.pool import db_time, quote_identifier, transaction, translate_errors
 
-__all__ = ["Dependent", "FanoutJob", "FanoutStats", "FanoutStore", "FanoutTarget", "MysqlFanout"]
+__all__ = [
+    "Dependent",
+    "FanoutJob",
+    "FanoutStats",
+    "FanoutStore",
+    "FanoutTarget",
+    "MysqlFanout",
+    "Route",
+]
+
+Route = tuple[str, str, str]
+"""(referenced type, dependent type, lookup name): the jobs a worker can serve."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,10 +89,10 @@ class FanoutStore(Protocol):
         ...
 
     async def claim(
-        self, owner: str, lease_s: float, referenced_types: Collection[str]
+        self, owner: str, lease_s: float, routes: Collection[Route]
     ) -> FanoutJob | None:
-        """Lease the oldest pending job of `referenced_types` free to `owner` for `lease_s`;
-        None when there is none."""
+        """Lease the oldest pending job of `routes` free to `owner` for `lease_s`; None when
+        there is none."""
         ...
 
     async def dependents(
@@ -144,22 +156,23 @@ class MysqlFanout:
                     )
 
     async def claim(
-        self, owner: str, lease_s: float, referenced_types: Collection[str]
+        self, owner: str, lease_s: float, routes: Collection[Route]
     ) -> FanoutJob | None:
-        if not referenced_types:
+        if not routes:
             return None
         now = self._clock()
         free = " AND (locked_until IS NULL OR locked_until < %s OR locked_by = %s)"
-        types = sorted(referenced_types)
+        served = sorted(routes)
         async with transaction(self._pool) as conn:
             with translate_errors("claim search_fanout"):
                 async with conn.cursor() as cur:
                     await cur.execute(
                         "SELECT id FROM search_fanout WHERE status = 'pending'"
                         + free
-                        + f" AND referenced_type IN ({_marks(types)})"
+                        + " AND (referenced_type, dependent_type, lookup_name)"
+                        + f" IN ({', '.join(['(%s, %s, %s)'] * len(served))})"
                         + " ORDER BY id LIMIT 8",
-                        (db_time(now), owner, *types),
+                        (db_time(now), owner, *(part for route in served for part in route)),
                     )
                     candidates = [int(r[0]) for r in await cur.fetchall()]
                     for job_id in candidates:

@@ -32,7 +32,7 @@ from searchsync.errors import TransientError
 from searchsync.mysql.fanout import FanoutJob, FanoutStore
 from searchsync.observability.fanout_metrics import FanoutMetrics
 from searchsync.projection import ProjectorRegistry
-from searchsync.projection.references import dependents, referenced_types
+from searchsync.projection.references import dependents, referenced_types, routes
 
 __all__ = ["FanoutWorker", "worker_name"]
 
@@ -95,20 +95,11 @@ class FanoutWorker:
 
     async def run_once(self, stop: asyncio.Event) -> bool:
         """Lease one job and page through it until done, changed or `stop`; False: none."""
-        job = await self._store.claim(self.owner, self._s.lease_s, referenced_types(self._registry))
+        job = await self._store.claim(self.owner, self._s.lease_s, routes(self._registry))
         if job is None:
             return False
         t = job.target
-        source = self._source(job)
-        if source is None:
-            log.warning(
-                "fan-out: %s has no lookup %r any more; the job is dropped",
-                t.dependent_type,
-                t.lookup_name,
-            )
-            await self._store.finish(job, self.owner)
-            return True
-        table, via = source
+        table, via = self._source(job)
         started, logged = self._clock(), job.appended
         current: FanoutJob | None = job
         while current is not None and not stop.is_set():
@@ -131,13 +122,16 @@ class FanoutWorker:
                 self._progress(current, started)
         return True
 
-    def _source(self, job: FanoutJob) -> tuple[str, str] | None:
-        """The dependent type's table and the column holding the referenced id."""
+    def _source(self, job: FanoutJob) -> tuple[str, str]:
+        """The dependent type's table and the column holding the referenced id (a claimed job's
+        route is one of the registry's, `routes`)."""
         t = job.target
         for projector, lookup in dependents(self._registry, t.referenced_type):
             if projector.aggregate_type == t.dependent_type and lookup.name == t.lookup_name:
                 return projector.table, lookup.via
-        return None
+        raise LookupError(
+            f"no lookup {t.lookup_name!r} of {t.dependent_type} reads {t.referenced_type}"
+        )
 
     async def _pace(self, n: int) -> None:
         now = self._clock()

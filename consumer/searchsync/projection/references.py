@@ -11,7 +11,7 @@ from __future__ import annotations
 from searchsync.projection._registry import Projector, ProjectorRegistry
 from searchsync.projection._relations import Lookup
 
-__all__ = ["dependents", "event_types", "referenced_types"]
+__all__ = ["dependents", "event_types", "referenced_types", "routes"]
 
 
 def dependents(
@@ -31,6 +31,16 @@ def referenced_types(registry: ProjectorRegistry) -> tuple[str, ...]:
     """The aggregate types some lookup references, sorted."""
     found = {lk.aggregate_type for t in registry.types() for lk in registry.get(t).lookups}
     return tuple(sorted(t for t in found if t is not None))
+
+
+def routes(registry: ProjectorRegistry) -> tuple[tuple[str, str, str], ...]:
+    """Every (referenced type, dependent type, lookup name) the registry's lookups declare."""
+    return tuple(
+        (lk.aggregate_type, registry.get(t).aggregate_type, lk.name)
+        for t in registry.types()
+        for lk in registry.get(t).lookups
+        if lk.aggregate_type is not None
+    )
 
 
 def event_types(registry: ProjectorRegistry) -> tuple[str, ...]:

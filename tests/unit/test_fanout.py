@@ -14,9 +14,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pipeline_fakes import TOPIC, FakeDlq, FakeIntake, event_value, raw, wait_until
 from searchsync.cli.status import render
-from searchsync.config import FanoutSettings, PipelineSettings
+from searchsync.config import FanoutSettings, PipelineSettings, load_settings
 from searchsync.dlq.record import DlqBudget
-from searchsync.errors import ErrorCode, TransientError
+from searchsync.errors import ConfigError, ErrorCode, TransientError
 from searchsync.examples import article
 from searchsync.mysql.fanout import FanoutStats, FanoutTarget
 from searchsync.observability.metrics import Metrics
@@ -229,3 +229,28 @@ async def test_the_offset_of_a_referenced_event_commits_only_once_its_job_is_dur
     finally:
         stop.set()
         await task
+
+
+@pytest.mark.parametrize(
+    ("env", "key"),
+    [
+        ({"SEARCHSYNC_FANOUT_APPENDS_PER_S": "0"}, "fanout.appends_per_s"),
+        ({"SEARCHSYNC_FANOUT_PAGE_SIZE": "many"}, "fanout.page_size"),
+        ({"SEARCHSYNC_FANOUT_ENABLED": "perhaps"}, "fanout.enabled"),
+        (
+            {"SEARCHSYNC_FANOUT_LEASE_S": "2", "SEARCHSYNC_FANOUT_POLL_INTERVAL_S": "5"},
+            "fanout.lease_s",
+        ),
+    ],
+)
+def test_a_bad_fanout_setting_stops_start_up_naming_its_key(env: dict[str, str], key: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_settings(env)
+    assert key in str(raised.value)
+
+
+def test_the_fanout_settings_are_read_from_the_environment() -> None:
+    s = load_settings(
+        {"SEARCHSYNC_FANOUT_APPENDS_PER_S": "50", "SEARCHSYNC_FANOUT_ENABLED": "false"}
+    )
+    assert (s.fanout.appends_per_s, s.fanout.enabled, s.fanout.page_size) == (50.0, False, 500)

@@ -14,14 +14,16 @@ class FanoutSettings:
 
     `enabled`: the member runs the worker (a consumer still records jobs when off, so another
     member, or `searchsync run` elsewhere, does the appends). `appends_per_s` is the ceiling of
-    REBUILD appends per member; `page_size` the dependents read and appended per transaction;
+    REBUILD appends per member: every one is an event the live consumers process beside the live
+    writes, so a higher ceiling renames faster and slows the live writes meanwhile (bench/README.md,
+    "Fan-out benchmark"); `page_size` the dependents read and appended per transaction;
     `poll_interval_s` the wait of an idle worker before it looks for jobs again; `lease_s` how long
     a job stays with a worker that stopped renewing it (then another member takes it over, from
     its cursor); `progress_every` the appends between two progress log lines of one job.
     """
 
     enabled: bool = True
-    appends_per_s: float = 2_000.0
+    appends_per_s: float = 200.0
     page_size: int = 500
     poll_interval_s: float = 1.0
     lease_s: float = 60.0

@@ -5,7 +5,7 @@
 -- --table wiki_page`).
 --
 -- `revision` rises by exactly one on every change
--- (create = 1, update, soft delete, restore): see consumer/searchsync/writer.py.
+-- (create = 1, update, soft delete, restore): see consumer/searchsync/writer/.
 -- `relations_json` is a JSON object keyed by relation type, each key a list of entities:
 --   {"RELATED_CHARACTER": [{"entity_id": "character_xxx", "entity_type": "character", "title": "齐夏"}]}
 -- (docs/design.md, "The wiki_page document"; anything else is a PROJECTION_ERROR dead letter).

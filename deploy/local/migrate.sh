@@ -31,9 +31,8 @@ for f in "$REPO_DIR"/schemas/sql/*.sql; do
   apply_once "$f" "$(basename "$f")"
 done
 
-# The demo's business tables (wiki_page), then the example aggregate types: demo/<table>.sql
-# creates the table <table>; examples/<type>.sql the tables of <type> (each `CREATE TABLE IF NOT
-# EXISTS <table>` of the file is granted below).
+# The demo's business tables (wiki_page): <dir>/<table>.sql creates the table <table>; then the
+# example aggregate types: each `CREATE TABLE IF NOT EXISTS <table>` of examples/<type>.sql.
 business_tables=()
 for f in "$REPO_DIR"/schemas/sql/demo/*.sql; do
   apply_once "$f" "demo/$(basename "$f")"

@@ -49,31 +49,12 @@ REVIEWED: dict[tuple[str, str], str] = {
         "quote_identifier(projector.table)",
     ): "validated and quoted",
     ("consumer/searchsync/mysql/truth.py", "select"): "_select(): quote_identifier only",
-    (
-        "consumer/searchsync/mysql/truth_relations.py",
-        "select",
-    ): "quote_identifier of Child/Lookup columns (validated identifiers)",
-    (
-        "consumer/searchsync/mysql/truth_relations.py",
-        "quote_identifier(table)",
-    ): "a Child/Lookup table, validated and quoted",
-    (
-        "consumer/searchsync/mysql/truth_relations.py",
-        "quote_identifier(key)",
-    ): "a Child key or 'id', validated and quoted",
+    ("consumer/searchsync/mysql/truth_relations.py", "select"): "_quoted() columns",
+    ("consumer/searchsync/mysql/truth_relations.py", "table"): "_quoted() table",
+    ("consumer/searchsync/mysql/truth_relations.py", "key"): "_quoted() column",
+    ("consumer/searchsync/mysql/truth_relations.py", "quoted"): "_quoted() table",
+    ("consumer/searchsync/mysql/truth_relations.py", "column"): "_quoted() column",
     ("consumer/searchsync/mysql/truth_relations.py", "_PACKED_MAX"): "an int constant",
-    (
-        "consumer/searchsync/mysql/truth_relations.py",
-        "values",
-    ): "quote_identifier of a Child's columns (validated identifiers)",
-    (
-        "consumer/searchsync/mysql/truth_relations.py",
-        "quote_identifier(child.table)",
-    ): "a Child table, validated and quoted",
-    (
-        "consumer/searchsync/mysql/truth_relations.py",
-        "quote_identifier(child.key)",
-    ): "a Child key, validated and quoted",
     (
         "consumer/searchsync/ops/rebuild/state.py",
         "', '.join((f'`{c}`' for c in _COLUMNS))",

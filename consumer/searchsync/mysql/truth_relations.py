@@ -96,12 +96,16 @@ def _same(packed: list[Row] | None, rows: list[Row]) -> bool:
 
 
 def _packed_sql(child: Child) -> str:
-    values = ", ".join(quote_identifier(c) for c in child.columns)
+    select, table, key = _quoted(child.columns, child.table, child.key)
     return (
         f"SET STATEMENT group_concat_max_len = {_PACKED_MAX} FOR"
-        f" SELECT COUNT(*), JSON_ARRAYAGG(JSON_ARRAY({values}))"
-        f" FROM {quote_identifier(child.table)} WHERE {quote_identifier(child.key)} IN %s"
+        f" SELECT COUNT(*), JSON_ARRAYAGG(JSON_ARRAY({select})) FROM {table} WHERE {key} IN %s"
     )
+
+
+def _quoted(columns: tuple[str, ...], table: str, key: str) -> tuple[str, str, str]:
+    """The column list, the table and the key column, quoted (validated identifiers)."""
+    return ", ".join(map(quote_identifier, columns)), quote_identifier(table), quote_identifier(key)
 
 
 async def _read_packed(conn: Any, child: Child, ids: list[str]) -> list[Row] | None:
@@ -127,8 +131,8 @@ async def _read_packed(conn: Any, child: Child, ids: list[str]) -> list[Row] | N
 async def _read(
     conn: Any, table: str, columns: tuple[str, ...], key: str, values: Sequence[Any]
 ) -> list[Row]:
-    select = ", ".join(quote_identifier(c) for c in columns)
-    sql = f"SELECT {select} FROM {quote_identifier(table)} WHERE {quote_identifier(key)} IN %s"
+    select, quoted, column = _quoted(columns, table, key)
+    sql = f"SELECT {select} FROM {quoted} WHERE {column} IN %s"
     rows: list[Row] = []
     with translate_errors(f"read {table}"):
         # Unbuffered, in pieces: a batch's children may be many rows, parsed in Python.

@@ -1,0 +1,243 @@
+"""The relay half of a fault run: a schedule whose outbox `searchsync relay run` publishes.
+
+A relay schedule runs on a scratch database of its own (``faults_<tag>``, made by
+deploy/local/migrate.sh, dropped after a passing run) and a topic of its own
+(``faults-<tag>.wiki_page``). Debezium captures only the stack's own database
+(``database.include.list``), so every event of the run reaches Kafka through the relays under
+test, exactly once per publish, and the relays never claim another run's rows
+(tests/faults/README.md, "Relay schedules").
+
+The relay faults: kill -9 at a random point, kill -9 while the relay holds a claim, one more
+relay, and a relay stopped (SIGSTOP) past the claim timeout, so a peer takes its rows back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import aiomysql
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from tests.faults.members import MAX_MEMBERS, Group, Member
+from tests.faults.schedule import RELAY_CLAIM_TIMEOUT_S, Fault, Step
+from tests.faults.services import SCRIPTS, Stack
+
+PARTITIONS: Final = 3
+_TOOK_BACK: Final = re.compile(rb"took back (\d+) timed-out claims")
+_MID_CLAIM_WAIT_S: Final = 10.0
+
+
+def relay_env(tag: str, database: str, topic: str) -> dict[str, str]:
+    """Settings of the run's members and relays on the scratch database and topic."""
+    return {
+        "SEARCHSYNC_MYSQL_DATABASE": database,
+        "SEARCHSYNC_KAFKA_TOPICS": topic,
+        "SEARCHSYNC_RELAY_ENABLED": "true",
+        "SEARCHSYNC_RELAY_TOPIC_TEMPLATE": f"faults-{tag}.{{type}}",
+        "SEARCHSYNC_RELAY_BATCH_SIZE": "20",
+        "SEARCHSYNC_RELAY_POLL_INTERVAL_S": "0.05",
+        "SEARCHSYNC_RELAY_CLAIM_TIMEOUT_S": str(RELAY_CLAIM_TIMEOUT_S),
+        "SEARCHSYNC_RELAY_PUBLISH_TIMEOUT_S": str(RELAY_CLAIM_TIMEOUT_S - 1),
+        "SEARCHSYNC_RELAY_STATS_INTERVAL_S": "1",
+        # no connector in this run: the members leave Kafka Connect alone
+        "SEARCHSYNC_CONNECT_RESTART_FAILED_TASKS": "false",
+    }
+
+
+@dataclass(slots=True)
+class RelayRig:
+    """The scratch database, the topic and the relay processes of one relay schedule."""
+
+    stack: Stack
+    bootstrap: str
+    database: str
+    topic: str
+    env: dict[str, str]
+    group: Group
+    log: Path
+    wanted: int
+
+    @classmethod
+    def open(
+        cls, stack: Stack, bootstrap: str, tag: str, log_dir: Path, base_env: Mapping[str, str]
+    ) -> RelayRig:
+        """Create the database and the topic (blocking); no relay runs yet."""
+        database, topic = f"faults_{tag}", f"faults-{tag}.wiki_page"
+        log = log_dir / "services.log"
+        with log.open("ab") as out:
+            subprocess.run(
+                ["bash", str(SCRIPTS / "migrate.sh")],
+                env={**os.environ, "MYSQL_DATABASE": database, "APPLY_EXAMPLE_SCHEMAS": "0"},
+                check=True,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=300,
+            )
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        for f in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
+            f.result(timeout=60)
+        _wait_for_leaders(admin, topic)
+        env = {**base_env, **relay_env(tag, database, topic)}
+        group = Group(env, log_dir, command=("relay", "run"), name="relay")
+        return cls(stack, bootstrap, database, topic, env, group, log, 0)
+
+    def start(self, n: int) -> None:
+        self.wanted = n
+        self.group.top_up(n)
+
+    def close(self, *, drop: bool) -> None:
+        """Kill what still runs; drop the database and the topic unless a failed run keeps them."""
+        self.group.close()
+        if not drop:
+            return
+        grants = self.stack.mysql_root(
+            "SELECT DISTINCT CONCAT('`', Table_name, '` FROM `', User, '`@`', Host, '`')"
+            f" FROM mysql.tables_priv WHERE Db = '{self.database}'"
+        )
+        for target in filter(None, (line.strip() for line in grants.splitlines())):
+            # a dropped table keeps its grants in MariaDB: revoke them first
+            self.stack.mysql_root(f"REVOKE ALL PRIVILEGES ON `{self.database}`.{target}")
+        self.stack.mysql_root(f"DROP DATABASE IF EXISTS `{self.database}`")
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        for f in admin.delete_topics([self.topic]).values():
+            f.result(timeout=60)
+
+    def stop(self) -> list[tuple[Member, int | None]]:
+        """SIGTERM every relay; (relay, exit code) of those that were running."""
+        stopped = self.group.stop_all()
+        return [(m, c) for m, c in stopped if b"publishing" in m.log_path.read_bytes()]
+
+    def taken_back(self) -> int:
+        """Rows the relays took back from timed-out claims, as their logs say."""
+        return sum(
+            int(n) for path in self.group.logs for n in _TOOK_BACK.findall(path.read_bytes())
+        )
+
+
+async def final_evidence(rig: RelayRig, pool: aiomysql.Pool) -> tuple[dict[str, int], list[str]]:
+    """Stop the relays; what they did, and the problems: a relay's graceful stop must exit 0,
+    and every outbox row of the run must be PUBLISHED."""
+    problems = []
+    stopped = await asyncio.to_thread(rig.stop)
+    bad = [(m.number, c) for m, c in stopped if c != 0]
+    if bad:
+        problems.append(f"a relay's graceful stop exited (relay, code): {bad}")
+    statuses = await outbox_statuses(pool)
+    if set(statuses) - {"PUBLISHED"}:
+        problems.append(f"outbox rows not published: {statuses}")
+    seen = {s.lower(): n for s, n in statuses.items()}
+    seen.update(relays=rig.group.started, taken_back=rig.taken_back(), rows=sum(statuses.values()))
+    return seen, problems
+
+
+async def unsettled(pool: aiomysql.Pool) -> str:
+    """What keeps the outbox from quiescence: rows not yet PUBLISHED ("" when none)."""
+    statuses = await outbox_statuses(pool)
+    return f"outbox {statuses}" if set(statuses) - {"PUBLISHED"} else ""
+
+
+async def outbox_statuses(pool: aiomysql.Pool) -> dict[str, int]:
+    """The run's outbox rows per status (the scratch table holds only this run's rows)."""
+    async with pool.acquire() as conn:
+        await conn.begin()
+        async with conn.cursor() as cur:
+            await cur.execute("SELECT status, COUNT(*) FROM search_outbox GROUP BY status")
+            rows = await cur.fetchall()
+        await conn.commit()
+    return {str(r[0]): int(r[1]) for r in rows}
+
+
+async def apply(step: Step, rig: RelayRig, pool: aiomysql.Pool) -> str:
+    """Apply a relay fault (`Fault.RELAY_*`); what was done, for the run's record."""
+    g, (index, ms) = rig.group, divmod(step.param, 10_000)
+    if step.fault is Fault.RELAY_KILL9:
+        m = await asyncio.to_thread(g.kill9, index)
+        await asyncio.sleep(ms / 1000)
+        g.top_up(rig.wanted)
+        return f"kill -9 relay {m.number if m else None}, restart after {ms} ms"
+    if step.fault is Fault.RELAY_KILL9_MID_CLAIM:
+        what = await _kill_mid_claim(rig, pool, index)
+        await asyncio.sleep(ms / 1000)
+        g.top_up(rig.wanted)
+        return f"{what}, restart after {ms} ms"
+    if step.fault is Fault.RELAY_ADD:
+        rig.wanted = min(MAX_MEMBERS, rig.wanted + 1)
+        g.top_up(rig.wanted)
+        return f"relays {len(g.live)}"
+    if step.fault is Fault.RELAY_STALL:
+        rig.wanted = max(2, rig.wanted)  # a peer to take the stalled relay's claims back
+        g.top_up(rig.wanted)
+        m = g.pick(index)
+        if m is None:
+            return "no relay to stall"
+        m.signal(signal.SIGSTOP)
+        try:
+            held = await _claimed_by(pool, m.proc.pid)
+            await asyncio.sleep(step.duration_s)
+        finally:
+            m.signal(signal.SIGCONT)
+        return f"relay {m.number} stopped {step.duration_s}s holding {held} claimed rows"
+    raise AssertionError(f"not a relay fault: {step.fault}")  # pragma: no cover
+
+
+async def _kill_mid_claim(rig: RelayRig, pool: aiomysql.Pool, index: int) -> str:
+    """kill -9 a relay as soon as one holds PROCESSING rows (a claim committed, not yet marked);
+    after `_MID_CLAIM_WAIT_S` without a claim seen, a relay at a random point."""
+    deadline = time.monotonic() + _MID_CLAIM_WAIT_S
+    while time.monotonic() < deadline:
+        live = {m.proc.pid: m for m in rig.group.live}
+        holders = [pid for pid in await _holders(pool) if pid in live]
+        if holders:
+            m = live[holders[index % len(holders)]]
+            await asyncio.to_thread(rig.group.kill9_member, m)
+            left = await _claimed_by(pool, m.proc.pid)
+            return f"kill -9 relay {m.number} mid-claim, {left} rows left PROCESSING"
+        await asyncio.sleep(0.002)
+    gone: Member | None = await asyncio.to_thread(rig.group.kill9, index)
+    number = gone.number if gone else None
+    return f"no claim seen in {_MID_CLAIM_WAIT_S:.0f}s: kill -9 relay {number}"
+
+
+async def _holders(pool: aiomysql.Pool) -> list[int]:
+    """The pids of the relays holding PROCESSING rows (``locked_by`` is ``host:pid:random``)."""
+    rows = await _select(pool, "SELECT DISTINCT locked_by FROM search_outbox WHERE status = %s")
+    return sorted({int(str(r[0]).split(":")[-2]) for r in rows if r[0]})
+
+
+async def _claimed_by(pool: aiomysql.Pool, pid: int) -> int:
+    rows = await _select(
+        pool,
+        "SELECT COUNT(*) FROM search_outbox WHERE status = %s AND locked_by LIKE %s",
+        f"%:{pid}:%",
+    )
+    return int(rows[0][0])
+
+
+async def _select(pool: aiomysql.Pool, sql: str, *args: Any) -> list[Any]:
+    async with pool.acquire() as conn:
+        await conn.begin()
+        async with conn.cursor() as cur:
+            await cur.execute(sql, ("PROCESSING", *args))
+            rows = list(await cur.fetchall())
+        await conn.commit()
+    return rows
+
+
+def _wait_for_leaders(admin: AdminClient, topic: str, deadline_s: float = 60.0) -> None:
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        meta = admin.list_topics(topic, timeout=10).topics.get(topic)
+        parts = meta.partitions if meta is not None and meta.error is None else {}
+        if len(parts) == PARTITIONS and all(p.leader >= 0 for p in parts.values()):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"topic {topic} has no leaders after {deadline_s}s")

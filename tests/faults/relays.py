@@ -190,17 +190,21 @@ async def apply(step: Step, rig: RelayRig, pool: aiomysql.Pool) -> str:
 
 
 async def _kill_mid_claim(rig: RelayRig, pool: aiomysql.Pool, index: int) -> str:
-    """kill -9 a relay as soon as one holds PROCESSING rows (a claim committed, not yet marked);
-    after `_MID_CLAIM_WAIT_S` without a claim seen, a relay at a random point."""
+    """kill -9 a relay while it holds PROCESSING rows (a claim committed, not yet marked): stop
+    it (SIGSTOP) when it is seen holding rows, and kill it if it still does; after
+    `_MID_CLAIM_WAIT_S` without that, a relay at a random point."""
     deadline = time.monotonic() + _MID_CLAIM_WAIT_S
     while time.monotonic() < deadline:
         live = {m.proc.pid: m for m in rig.group.live}
         holders = [pid for pid in await _holders(pool) if pid in live]
         if holders:
             m = live[holders[index % len(holders)]]
-            await asyncio.to_thread(rig.group.kill9_member, m)
+            m.signal(signal.SIGSTOP)  # frozen where it is: does it still hold the claim?
             left = await _claimed_by(pool, m.proc.pid)
-            return f"kill -9 relay {m.number} mid-claim, {left} rows left PROCESSING"
+            if left:
+                await asyncio.to_thread(rig.group.kill9_member, m)
+                return f"kill -9 relay {m.number} mid-claim, {left} rows left PROCESSING"
+            m.signal(signal.SIGCONT)  # it marked them meanwhile: try again
         await asyncio.sleep(0.002)
     gone: Member | None = await asyncio.to_thread(rig.group.kill9, index)
     number = gone.number if gone else None

@@ -14,10 +14,8 @@ relay, and a relay stopped (SIGSTOP) past the claim timeout, so a peer takes its
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import signal
-import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,14 +24,16 @@ from typing import Any, Final
 
 import aiomysql
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from searchsync.clock import Deadline
+from searchsync.devtools.scratch import create_database, drop_database
+from searchsync.kafka.admin import ConfluentKafkaAdmin
 
 from tests.faults.members import MAX_MEMBERS, Group, Member
 from tests.faults.schedule import RELAY_CLAIM_TIMEOUT_S, Fault, Step
-from tests.faults.services import SCRIPTS, Stack
 
 PARTITIONS: Final = 3
 _TOOK_BACK: Final = re.compile(rb"took back (\d+) timed-out claims")
-_MID_CLAIM_WAIT_S: Final = 10.0
+_MID_CLAIM_WAIT_S: Final = 20.0
 
 
 def relay_env(tag: str, database: str, topic: str) -> dict[str, str]:
@@ -57,56 +57,46 @@ def relay_env(tag: str, database: str, topic: str) -> dict[str, str]:
 class RelayRig:
     """The scratch database, the topic and the relay processes of one relay schedule."""
 
-    stack: Stack
     bootstrap: str
     database: str
     topic: str
     env: dict[str, str]
     group: Group
-    log: Path
     wanted: int
 
     @classmethod
-    def open(
-        cls, stack: Stack, bootstrap: str, tag: str, log_dir: Path, base_env: Mapping[str, str]
-    ) -> RelayRig:
+    def open(cls, bootstrap: str, tag: str, log_dir: Path, base_env: Mapping[str, str]) -> RelayRig:
         """Create the database and the topic (blocking); no relay runs yet."""
         database, topic = f"faults_{tag}", f"faults-{tag}.wiki_page"
-        log = log_dir / "services.log"
-        with log.open("ab") as out:
-            subprocess.run(
-                ["bash", str(SCRIPTS / "migrate.sh")],
-                env={**os.environ, "MYSQL_DATABASE": database, "APPLY_EXAMPLE_SCHEMAS": "0"},
-                check=True,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                timeout=300,
-            )
+        with (log_dir / "services.log").open("ab") as out:
+            create_database(database, log=out)
         admin = AdminClient({"bootstrap.servers": bootstrap})
         for f in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
             f.result(timeout=60)
-        _wait_for_leaders(admin, topic)
+        ConfluentKafkaAdmin({"bootstrap.servers": bootstrap}).wait_for_leaders(
+            topic, Deadline(time.monotonic, 60.0)
+        )
         env = {**base_env, **relay_env(tag, database, topic)}
         group = Group(env, log_dir, command=("relay", "run"), name="relay")
-        return cls(stack, bootstrap, database, topic, env, group, log, 0)
+        return cls(bootstrap, database, topic, env, group, 0)
 
-    def start(self, n: int) -> None:
+    def start(self, n: int, *, deadline_s: float = 120.0) -> None:
+        """Start `n` relays and wait until each claims (its "publishing" line), so that the
+        schedule's faults meet running relays, not starting ones (blocking)."""
         self.wanted = n
         self.group.top_up(n)
+        end = time.monotonic() + deadline_s
+        while not all(b"publishing" in m.log_path.read_bytes() for m in self.group.live):
+            if time.monotonic() > end or len(self.group.live) < n:
+                raise AssertionError(f"the relays did not start within {deadline_s}s")
+            time.sleep(0.1)
 
     def close(self, *, drop: bool) -> None:
         """Kill what still runs; drop the database and the topic unless a failed run keeps them."""
         self.group.close()
         if not drop:
             return
-        grants = self.stack.mysql_root(
-            "SELECT DISTINCT CONCAT('`', Table_name, '` FROM `', User, '`@`', Host, '`')"
-            f" FROM mysql.tables_priv WHERE Db = '{self.database}'"
-        )
-        for target in filter(None, (line.strip() for line in grants.splitlines())):
-            # a dropped table keeps its grants in MariaDB: revoke them first
-            self.stack.mysql_root(f"REVOKE ALL PRIVILEGES ON `{self.database}`.{target}")
-        self.stack.mysql_root(f"DROP DATABASE IF EXISTS `{self.database}`")
+        drop_database(self.database)
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
         for f in admin.delete_topics([self.topic]).values():
             f.result(timeout=60)
@@ -234,14 +224,3 @@ async def _select(pool: aiomysql.Pool, sql: str, *args: Any) -> list[Any]:
             rows = list(await cur.fetchall())
         await conn.commit()
     return rows
-
-
-def _wait_for_leaders(admin: AdminClient, topic: str, deadline_s: float = 60.0) -> None:
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        meta = admin.list_topics(topic, timeout=10).topics.get(topic)
-        parts = meta.partitions if meta is not None and meta.error is None else {}
-        if len(parts) == PARTITIONS and all(p.leader >= 0 for p in parts.values()):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"topic {topic} has no leaders after {deadline_s}s")

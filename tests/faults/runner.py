@@ -107,7 +107,7 @@ async def run_schedule(schedule: Schedule, stack: Stack, log_root: Path) -> Resu
     rig = None
     if schedule.relays:  # its own database and topic: tests/faults/relays.py
         bootstrap = load_settings(os.environ).kafka.bootstrap_servers
-        rig = await asyncio.to_thread(relays.RelayRig.open, stack, bootstrap, tag, log_dir, env)
+        rig = await asyncio.to_thread(relays.RelayRig.open, bootstrap, tag, log_dir, env)
         env = rig.env
     settings = load_settings({**os.environ, **env})
     await prepare_index(settings)
@@ -137,7 +137,7 @@ async def run_schedule(schedule: Schedule, stack: Stack, log_root: Path) -> Resu
     try:
         group.top_up(schedule.members)
         if rig is not None:
-            rig.start(schedule.relays)
+            await asyncio.to_thread(rig.start, schedule.relays)
         t_faults = time.monotonic()  # the schedule's offsets count from here
         writers = asyncio.create_task(
             run_workload(pool, run.prefix, schedule.workload_seed, stop, stats)

@@ -3,8 +3,8 @@
 A relay schedule runs on a scratch database of its own (``faults_<tag>``, made by
 deploy/local/migrate.sh, dropped after a passing run) and a topic of its own
 (``faults-<tag>.wiki_page``). Debezium captures only the stack's own database
-(``database.include.list``), so every event of the run reaches Kafka through the relays under
-test, exactly once per publish, and the relays never claim another run's rows
+(``database.include.list``), so every event of the run reaches Kafka only through the relays
+under test, and the relays never claim another run's rows
 (tests/faults/README.md, "Relay schedules").
 
 The relay faults: kill -9 at a random point, kill -9 while the relay holds a claim, one more

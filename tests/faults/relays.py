@@ -81,8 +81,8 @@ class RelayRig:
         return cls(bootstrap, database, topic, env, group, 0)
 
     def start(self, n: int, *, deadline_s: float = 120.0) -> None:
-        """Start `n` relays and wait until each claims (its "publishing" line), so that the
-        schedule's faults meet running relays, not starting ones (blocking)."""
+        """Have `n` relays running and wait until each claims (its "publishing" line), so that
+        the schedule's faults meet running relays, not starting ones (blocking)."""
         self.wanted = n
         self.group.top_up(n)
         end = time.monotonic() + deadline_s
@@ -164,14 +164,12 @@ async def apply(step: Step, rig: RelayRig, pool: aiomysql.Pool) -> str:
         g.top_up(rig.wanted)
         return f"relays {len(g.live)}"
     if step.fault is Fault.RELAY_STALL:
-        rig.wanted = max(2, rig.wanted)  # a peer to take the stalled relay's claims back
-        g.top_up(rig.wanted)
-        m = g.pick(index)
-        if m is None:
-            return "no relay to stall"
+        # a running peer to take the stalled relay's claims back
+        await asyncio.to_thread(rig.start, max(2, rig.wanted))
+        caught = await _freeze_holder(rig, pool, index)
+        m, held = caught or (g.live[index % len(g.live)], 0)
         m.signal(signal.SIGSTOP)
         try:
-            held = await _claimed_by(pool, m.proc.pid)
             await asyncio.sleep(step.duration_s)
         finally:
             m.signal(signal.SIGCONT)
@@ -180,25 +178,37 @@ async def apply(step: Step, rig: RelayRig, pool: aiomysql.Pool) -> str:
 
 
 async def _kill_mid_claim(rig: RelayRig, pool: aiomysql.Pool, index: int) -> str:
-    """kill -9 a relay while it holds PROCESSING rows (a claim committed, not yet marked): stop
-    it (SIGSTOP) when it is seen holding rows, and kill it if it still does; after
-    `_MID_CLAIM_WAIT_S` without that, a relay at a random point."""
+    """kill -9 a relay caught holding a claim; a relay at a random point if none is caught."""
+    caught = await _freeze_holder(rig, pool, index)
+    if caught is not None:
+        m, held = caught
+        await asyncio.to_thread(rig.group.kill9_member, m)
+        return f"kill -9 relay {m.number} mid-claim, {held} rows left PROCESSING"
+    gone: Member | None = await asyncio.to_thread(rig.group.kill9, index)
+    number = gone.number if gone else None
+    return f"no claim seen in {_MID_CLAIM_WAIT_S:.0f}s: kill -9 relay {number}"
+
+
+async def _freeze_holder(
+    rig: RelayRig, pool: aiomysql.Pool, index: int
+) -> tuple[Member, int] | None:
+    """SIGSTOP a relay caught holding PROCESSING rows (a claim committed, not yet marked): seen
+    holding rows, stopped, and still holding them once stopped (else resumed, and watched
+    again). The relay, stopped, and the rows it holds; None if none is caught within
+    `_MID_CLAIM_WAIT_S`."""
     deadline = time.monotonic() + _MID_CLAIM_WAIT_S
     while time.monotonic() < deadline:
         live = {m.proc.pid: m for m in rig.group.live}
         holders = [pid for pid in await _holders(pool) if pid in live]
         if holders:
             m = live[holders[index % len(holders)]]
-            m.signal(signal.SIGSTOP)  # frozen where it is: does it still hold the claim?
-            left = await _claimed_by(pool, m.proc.pid)
-            if left:
-                await asyncio.to_thread(rig.group.kill9_member, m)
-                return f"kill -9 relay {m.number} mid-claim, {left} rows left PROCESSING"
-            m.signal(signal.SIGCONT)  # it marked them meanwhile: try again
+            m.signal(signal.SIGSTOP)
+            held = await _claimed_by(pool, m.proc.pid)
+            if held:
+                return m, held
+            m.signal(signal.SIGCONT)  # it marked them meanwhile
         await asyncio.sleep(0.002)
-    gone: Member | None = await asyncio.to_thread(rig.group.kill9, index)
-    number = gone.number if gone else None
-    return f"no claim seen in {_MID_CLAIM_WAIT_S:.0f}s: kill -9 relay {number}"
+    return None
 
 
 async def _holders(pool: aiomysql.Pool) -> list[int]:

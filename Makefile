@@ -27,7 +27,7 @@ install:
 
 venv: install .venv/.installed
 
-up: install
+up: venv
 	@bash $(STACK) up
 
 down:

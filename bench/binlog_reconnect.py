@@ -4,13 +4,14 @@
 environment names (deploy/local/env.sh). RESTARTS MariaDB: never run it against a stack other
 people use. For each keep-alive interval, side by side in one run:
 
-1. the connector's config (connect/outbox-connector.json) is PUT with
-   `connect.keep.alive.interval.ms` set to it, and the bench waits for RUNNING and for one event;
+1. the connector's config (`searchsync schema connector`, as deploy/local/connect.sh has it) is
+   PUT with `connect.keep.alive.interval.ms` set to it, and the bench waits for RUNNING and for
+   one event;
 2. MariaDB is restarted (`deploy/local/mariadb.sh stop`, `start`, which waits until it answers);
 3. from the moment it answers, a page is written every 0.2 s; the figure is the time from
    "MariaDB answers" to the first of those events read from `outbox.event.wiki_page`.
 
-At the end the file's own config (its keep-alive) is registered again. Prints one line per
+At the end the stack's own config (its keep-alive) is registered again. Prints one line per
 interval; asserts nothing (bench/README.md).
 """
 
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
+from searchsync.kafka.outbox_connector import ConnectorTarget, Credentials, outbox_connector_config
 from searchsync.mysql.pool import create_pool
 from searchsync.writer import PageWriter
 
@@ -39,30 +41,23 @@ def _env(name: str, default: str) -> str:
 
 
 def _connector_config(keep_alive_ms: int | None) -> dict[str, str]:
-    raw = json.loads((REPO / "connect" / "outbox-connector.json").read_text())
-    values = {
-        "MYSQL_HOST": _env("MYSQL_HOST", "127.0.0.1"),
-        "MYSQL_PORT": _env("MYSQL_PORT", "3306"),
-        "MYSQL_DATABASE": _env("MYSQL_DATABASE", "searchsync"),
-        "KAFKA_PORT": _env("KAFKA_PORT", "9092"),
-        "DEBEZIUM_DB_USER": _env("DEBEZIUM_DB_USER", "debezium"),
-        "DEBEZIUM_DB_PASSWORD": _env("DEBEZIUM_DB_PASSWORD", "debezium"),
-        "DEBEZIUM_SERVER_ID": _env("DEBEZIUM_SERVER_ID", "184054"),
-        "DEBEZIUM_TOPIC_PREFIX": _env("DEBEZIUM_TOPIC_PREFIX", "searchsync"),
-        "DEBEZIUM_SCHEMA_HISTORY_TOPIC": _env(
-            "DEBEZIUM_SCHEMA_HISTORY_TOPIC", "searchsync.schema-history"
-        ),
-    }
-    config = {k: _expand(v, values) for k, v in raw.items()}
+    """The stack's connector as deploy/local/connect.sh registers it (`searchsync schema
+    connector`, its credentials in the worker's ``$STACK_DIR/connect/debezium.properties``)."""
+    stack = Path(_env("STACK_DIR", str(REPO / ".stack")))
+    target = ConnectorTarget(
+        mysql_host=_env("MYSQL_HOST", "127.0.0.1"),
+        mysql_port=int(_env("MYSQL_PORT", "3306")),
+        database=_env("MYSQL_DATABASE", "searchsync"),
+        server_id=int(_env("DEBEZIUM_SERVER_ID", "184054")),
+        topic_prefix=_env("DEBEZIUM_TOPIC_PREFIX", "searchsync"),
+        schema_history_topic=_env("DEBEZIUM_SCHEMA_HISTORY_TOPIC", "searchsync.schema-history"),
+        kafka_bootstrap=f"127.0.0.1:{_env('KAFKA_PORT', '9092')}",
+    )
+    secrets = Credentials("file", str(stack / "connect" / "debezium.properties"))
+    config = outbox_connector_config(target, secrets)
     if keep_alive_ms is not None:
         config["connect.keep.alive.interval.ms"] = str(keep_alive_ms)
     return config
-
-
-def _expand(value: str, values: dict[str, str]) -> str:
-    for name, v in values.items():
-        value = value.replace("${" + name + "}", v)
-    return value
 
 
 def _put_connector(config: dict[str, str]) -> None:

@@ -10,10 +10,10 @@ Each exception type means one thing::
     ├── DlqBudgetExceeded    too much is failing: stop the consumer instead of dead-lettering it all
     ├── InvalidRequest       a request that parses but cannot be done (a CLI usage error)
     ├── OperationRefused     an operation that is unsafe now (e.g. resetting a running group)
-    └── PageWriteError       the application-side writer (searchsync/writer.py) refused a change
-        ├── PageNotFound     the page to change does not exist
-        ├── PageExists       the page to create exists already
-        └── PageStateConflict  the change does not apply (soft-deleting a deleted page, ...)
+    └── WriteRefused         the application-side writer (searchsync.writer) refused a change
+        ├── AggregateNotFound       the row to change does not exist
+        ├── AggregateExists         the row to create exists already
+        └── AggregateStateConflict  the change does not apply (soft-deleting a deleted row, ...)
 
 What the pipeline does with a failure is decided by its `ErrorCode` alone, through the one table
 below (`ErrorCode.disposition`); nothing else compares codes. A code's string value is what the
@@ -256,27 +256,29 @@ class OperationRefused(SearchSyncError):
     """An operation that is unsafe now; the message says what to do first."""
 
 
-class PageWriteError(SearchSyncError):
-    """The application-side writer refused a change; nothing was written (no row, no event)."""
+class WriteRefused(SearchSyncError):
+    """The application-side writer (`searchsync.writer`) refused a change; nothing was written
+    (no row, no event)."""
 
-    def __init__(self, page_id: str, message: str) -> None:
-        self.page_id = page_id
-        super().__init__(f"page {page_id!r}: {message}")
-
-
-class PageNotFound(PageWriteError):
-    """The page to change does not exist (never created, or hard-deleted)."""
-
-    def __init__(self, page_id: str) -> None:
-        super().__init__(page_id, "not found")
+    def __init__(self, aggregate_type: str, aggregate_id: str, message: str) -> None:
+        self.aggregate_type = aggregate_type
+        self.aggregate_id = aggregate_id
+        super().__init__(f"{aggregate_type} {aggregate_id!r}: {message}")
 
 
-class PageExists(PageWriteError):
-    """The page to create exists already (live or soft-deleted)."""
+class AggregateNotFound(WriteRefused):
+    """The row to change does not exist (never created, or hard-deleted)."""
 
-    def __init__(self, page_id: str) -> None:
-        super().__init__(page_id, "exists already")
+    def __init__(self, aggregate_type: str, aggregate_id: str) -> None:
+        super().__init__(aggregate_type, aggregate_id, "not found")
 
 
-class PageStateConflict(PageWriteError):
-    """The change does not apply to the page's state: a change must change something."""
+class AggregateExists(WriteRefused):
+    """The row to create exists already (live or soft-deleted)."""
+
+    def __init__(self, aggregate_type: str, aggregate_id: str) -> None:
+        super().__init__(aggregate_type, aggregate_id, "exists already")
+
+
+class AggregateStateConflict(WriteRefused):
+    """The change does not apply to the row's state: a change must change something."""

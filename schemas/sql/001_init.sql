@@ -1,21 +1,6 @@
--- searchsync source contract, migration 001.
--- Applied idempotently by deploy/local/migrate.sh (tracked in schema_migrations).
-
--- The business table. `revision` rises by exactly one on every change
--- (create = 1, update, soft delete, restore): see consumer/searchsync/writer.py.
--- `relations_json` is a JSON object keyed by relation type, each key a list of entities:
---   {"RELATED_CHARACTER": [{"entity_id": "character_xxx", "entity_type": "character", "title": "齐夏"}]}
--- (docs/design.md, "The wiki_page document"; anything else is a PROJECTION_ERROR dead letter).
-CREATE TABLE IF NOT EXISTS wiki_page (
-    id              VARCHAR(64)     NOT NULL,
-    title           VARCHAR(512)    NOT NULL,
-    content         MEDIUMTEXT      NOT NULL,
-    relations_json  JSON            NOT NULL,
-    revision        BIGINT UNSIGNED NOT NULL,
-    deleted_at      DATETIME(6)     NULL,
-    updated_at      DATETIME(6)     NOT NULL,
-    PRIMARY KEY (id)
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+-- searchsync source contract, migration 001: the outbox, the projection state, the revision floor.
+-- Applied idempotently by deploy/local/migrate.sh (tracked in schema_migrations); `searchsync schema
+-- sql` prints it. The business tables are yours (the demo's wiki_page: schemas/sql/demo/).
 
 -- The outbox of seed 000, plus `payload`: the thin event as JSON, which Debezium's Outbox
 -- Event Router publishes (table.field.event.payload=payload). The polling columns of seed 000

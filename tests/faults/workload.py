@@ -4,7 +4,7 @@
   re-create, concurrent writers, seeded plans), each round on fresh ids under the run's prefix;
 - one hot key, updated in a loop;
 - rolled-back transactions: updates whose transaction fails after the row write (the writer's
-  `after_row_write` hook raises), so neither the row change nor its outbox row commits.
+  change's block raises), so neither the row change nor its outbox row commits.
 
 Writers keep going through faults: an error (MariaDB restarting, a killed connection) ends that
 operation or round, and the next one starts after a short pause. The checker never relies on
@@ -22,8 +22,8 @@ from typing import Any
 
 import aiomysql
 from searchsync.devtools.loadgen import run_loadgen
-from searchsync.errors import PageExists
-from searchsync.writer import PageWriter
+from searchsync.errors import AggregateExists
+from searchsync.writer import WIKI_PAGE, AsyncAggregateWriter, PageWriter
 
 
 class _RollBack(Exception):
@@ -96,14 +96,13 @@ async def _hot(writer: PageWriter, hot: str, stop: asyncio.Event, stats: Workloa
 async def _rollbacks(
     pool: aiomysql.Pool, hot: str, rng: random.Random, stop: asyncio.Event, stats: WorkloadStats
 ) -> None:
-    async def fail(conn: Any, page_id: str, revision: int) -> None:
-        raise _RollBack(f"rolled back {page_id} at {revision}")
-
-    writer = PageWriter(pool, after_row_write=fail)
+    writer = AsyncAggregateWriter(pool, WIKI_PAGE)  # what PageWriter runs on
     while not stop.is_set():
         await _pause(stop, rng.uniform(0.1, 0.6))
         try:
-            await writer.update(hot, title=f"never committed {rng.random()}")
+            title = f"never committed {rng.random()}"
+            async with writer.update(hot, {"title": title}) as change:
+                raise _RollBack(f"rolled back {hot} at {change.revision}")
         except _RollBack:
             stats.rolled_back += 1
         except Exception as exc:
@@ -117,7 +116,7 @@ async def _retrying(
         try:
             await call()
             return
-        except PageExists:  # an earlier attempt committed, its answer was lost
+        except AggregateExists:  # an earlier attempt committed, its answer was lost
             return
         except Exception as exc:
             stats.error(exc)

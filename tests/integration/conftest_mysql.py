@@ -31,10 +31,14 @@ from pathlib import Path
 from typing import Any
 
 import aiomysql
+import pymysql
 import pytest
 import pytest_asyncio
+from searchsync.clock import utc_now
 from searchsync.errors import ConfigError, TransientError
-from searchsync.mysql.pool import create_pool, transaction
+from searchsync.mysql.outbox import append_outbox
+from searchsync.mysql.pool import create_pool, db_time, transaction
+from searchsync.types import Operation
 
 __all__ = [
     "MysqlTarget",
@@ -44,6 +48,8 @@ __all__ = [
     "id_prefix",
     "mysql_target",
     "outbox_rows",
+    "pymysql_connection",
+    "recreate_ignoring_the_floor",
     "root_socket",
 ]
 
@@ -131,6 +137,21 @@ def id_prefix() -> str:
     return f"it-{uuid.uuid4().hex[:12]}-"
 
 
+def pymysql_connection(target: MysqlTarget) -> Any:
+    """A PyMySQL connection of the application user, with the pool's session settings (for the
+    synchronous writer, `searchsync.writer.AggregateWriter`). Close it after use."""
+    return pymysql.connect(
+        host=target.host,
+        port=target.port,
+        user=target.app_user,
+        password=target.app_password,
+        database=target.database,
+        autocommit=False,
+        charset="utf8mb4",
+        init_command="SET SESSION tx_isolation = 'READ-COMMITTED', time_zone = '+00:00'",
+    )
+
+
 async def fetch_all(pool: aiomysql.Pool, sql: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
     """Rows of one SELECT as dicts, read in a transaction of their own (sees committed data)."""
     async with transaction(pool) as conn, conn.cursor(aiomysql.DictCursor) as cur:
@@ -158,6 +179,23 @@ async def outbox_rows(pool: aiomysql.Pool, aggregate_id: str) -> list[dict[str, 
         " WHERE aggregate_type = 'wiki_page' AND aggregate_id = %s ORDER BY id",
         (aggregate_id,),
     )
+
+
+async def recreate_ignoring_the_floor(
+    pool: aiomysql.Pool, page_id: str, title: str, content: str
+) -> int:
+    """UNSAFE on purpose: insert the wiki_page `page_id` at revision 1 with its UPSERT event,
+    ignoring the id's revision floor, as an application that bypasses the writer would (for the
+    revision-regression tests). Returns the revision written, 1."""
+    async with transaction(pool) as conn:
+        async with conn.cursor() as cur:
+            await cur.execute(
+                "INSERT INTO wiki_page (id, title, content, relations_json, revision, deleted_at,"
+                " updated_at) VALUES (%s, %s, %s, '{}', 1, NULL, %s)",
+                (page_id, title, content, db_time(utc_now())),
+            )
+        await append_outbox(conn, "wiki_page", page_id, Operation.UPSERT, 1)
+    return 1
 
 
 def root_socket() -> str:

@@ -27,7 +27,7 @@ from searchsync.types import Operation, ThinEvent
 from searchsync.writer import PageWriter
 
 from tests.integration.conftest import KAFKA
-from tests.integration.conftest_mysql import fetch_all
+from tests.integration.conftest_mysql import fetch_all, recreate_ignoring_the_floor
 from tests.integration.consumer_harness import (
     InProcessConsumer,
     SubprocessConsumer,
@@ -209,7 +209,7 @@ async def test_revision_regression_is_surfaced_not_hidden(
     alias = consumer.settings.alias("wiki_page")
     await _wait_converged(consumer_pool, alias, consumer.settings, [page])
     # an application that re-creates the id without the revision floor restarts it at 1
-    assert await w.unsafe_recreate(page, "Again", "new life", {}) == 1
+    assert await recreate_ignoring_the_floor(app_pool, page, "Again", "new life") == 1
 
     async def surfaced() -> bool:
         return (

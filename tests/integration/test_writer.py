@@ -12,19 +12,19 @@ import aiomysql
 import pytest
 from searchsync.devtools.loadgen import run_loadgen
 from searchsync.errors import (
+    AggregateExists,
+    AggregateNotFound,
+    AggregateStateConflict,
     ErrorCode,
-    PageExists,
-    PageNotFound,
-    PageStateConflict,
     TransientError,
 )
 from searchsync.events import decode
 from searchsync.mysql.pool import with_transaction
 from searchsync.types import Operation
-from searchsync.writer import PageWriter, append_outbox
+from searchsync.writer import WIKI_PAGE, AsyncAggregateWriter, PageWriter, append_outbox
 
 from tests.integration import conftest_mysql as fx
-from tests.integration.conftest_mysql import fetch_all, outbox_rows
+from tests.integration.conftest_mysql import fetch_all, outbox_rows, recreate_ignoring_the_floor
 
 # The MariaDB fixtures, made visible to pytest in this module (see conftest_mysql's docstring).
 mysql_target = fx.mysql_target
@@ -42,7 +42,7 @@ RELATIONS = {
 
 
 class Crash(Exception):
-    """Raised by the test hook between the row write and the outbox insert."""
+    """Raised in a change's block: between the row write and the outbox insert."""
 
 
 async def page_row(pool: aiomysql.Pool, page_id: str) -> dict[str, Any] | None:
@@ -145,17 +145,19 @@ async def test_failure_between_row_and_outbox_writes_neither(
         seen.append(count)
         raise Crash(f"crash after writing {hooked_id} at revision {revision}")
 
-    crashing = PageWriter(app_pool, after_row_write=crash)
+    crashing = AsyncAggregateWriter(app_pool, WIKI_PAGE)  # what PageWriter runs on
+    after = {"title": "after", "content": "after", "relations_json": "{}"}
     call = {
-        "create": lambda: crashing.create(page_id, "after", "after", {}),
-        "update": lambda: crashing.update(page_id, content="after"),
+        "create": lambda: crashing.create(page_id, after),
+        "update": lambda: crashing.update(page_id, {"content": "after"}),
         "soft_delete": lambda: crashing.soft_delete(page_id),
         "restore": lambda: crashing.restore(page_id),
         "hard_delete": lambda: crashing.hard_delete(page_id),
     }[change]
 
     with pytest.raises(Crash):
-        await call()
+        async with call() as open_change:  # the block runs after the row write, before the event
+            await crash(open_change.connection, open_change.aggregate_id, open_change.revision)
 
     assert seen == [0 if change == "hard_delete" else 1]  # the hook ran after the row write
     assert await page_row(app_pool, page_id) == before_row
@@ -174,7 +176,10 @@ async def test_connection_lost_between_writes_is_rolled_back_by_the_server(
         conn.close()  # the process "dies": the socket goes away mid-transaction
 
     with pytest.raises(TransientError) as caught:
-        await PageWriter(app_pool, after_row_write=die).update(page_id, content="lost")
+        async with AsyncAggregateWriter(app_pool, WIKI_PAGE).update(
+            page_id, {"content": "lost"}
+        ) as open_change:
+            await die(open_change.connection, page_id, open_change.revision)
     assert caught.value.code == ErrorCode.MYSQL_UNAVAILABLE
 
     # This update must wait for the dead transaction's row lock, i.e. for the server's rollback.
@@ -189,21 +194,21 @@ async def test_refused_changes_write_nothing(app_pool: aiomysql.Pool, id_prefix:
     writer = PageWriter(app_pool)
     page_id = f"{id_prefix}p"
 
-    with pytest.raises(PageNotFound):
+    with pytest.raises(AggregateNotFound):
         await writer.update(page_id, content="x")
-    with pytest.raises(PageNotFound):
+    with pytest.raises(AggregateNotFound):
         await writer.soft_delete(page_id)
-    with pytest.raises(PageNotFound):
+    with pytest.raises(AggregateNotFound):
         await writer.hard_delete(page_id)
     await writer.create(page_id, "t", "c", {})
-    with pytest.raises(PageExists):
+    with pytest.raises(AggregateExists):
         await writer.create(page_id, "t", "c", {})
-    with pytest.raises(PageStateConflict):
+    with pytest.raises(AggregateStateConflict):
         await writer.restore(page_id)
     await writer.soft_delete(page_id)
-    with pytest.raises(PageStateConflict):
+    with pytest.raises(AggregateStateConflict):
         await writer.soft_delete(page_id)
-    with pytest.raises(PageExists):
+    with pytest.raises(AggregateExists):
         await writer.create(page_id, "t", "c", {})  # soft-deleted still exists
 
     assert [r["source_revision"] for r in await outbox_rows(app_pool, page_id)] == [1, 2]
@@ -245,7 +250,7 @@ async def test_unsafe_recreate_restarts_at_revision_one(
     await writer.create(page_id, "t", "c", {})
     await writer.hard_delete(page_id)
 
-    assert await writer.unsafe_recreate(page_id, "t", "c", {}) == 1
+    assert await recreate_ignoring_the_floor(app_pool, page_id, "t", "c") == 1
 
     rows = await outbox_rows(app_pool, page_id)
     assert [(r["operation"], r["source_revision"]) for r in rows] == [
@@ -284,7 +289,7 @@ async def test_concurrent_creates_of_one_id_let_exactly_one_win(
     )
 
     assert results.count(1) == 1
-    assert all(isinstance(r, PageExists) for r in results if r != 1)
+    assert all(isinstance(r, AggregateExists) for r in results if r != 1)
     assert len(await outbox_rows(app_pool, page_id)) == 1
 
 

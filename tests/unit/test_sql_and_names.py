@@ -89,11 +89,22 @@ REVIEWED: dict[tuple[str, str], str] = {
         "consumer/searchsync/dlq/ledger.py",
         "', '.join(['%s'] * len(_COLUMNS))",
     ): "placeholders",
-    ("consumer/searchsync/writer.py", "', '.join(sets)"): "constant 'column = %s' fragments",
+    **{
+        ("consumer/searchsync/writer/_plan.py", f"quote_identifier(table.{name})"): (
+            "AggregateTable names, validated and quoted"
+        )
+        for name in ("table", "id_column", "revision_column", "deleted_at_column")
+    },
+    ("consumer/searchsync/writer/_plan.py", "columns"): "quote_identifier'd column names",
+    ("consumer/searchsync/writer/_plan.py", "marks"): "placeholders",
+    ("consumer/searchsync/writer/_plan.py", "sets"): "quote_identifier'd 'column = %s' fragments",
     ("consumer/searchsync/mysql/outbox.py", "only"): "one constant condition or nothing",
     ("consumer/searchsync/relay/mysql_store.py", "t"): "quote_identifier(relay.table)",
     ("consumer/searchsync/relay/mysql_store.py", "self._table"): "quote_identifier(relay.table)",
     ("consumer/searchsync/relay/mysql_store.py", "_COLUMNS"): "constant column names",
+    ("consumer/searchsync/mysql/schema.py", "privileges"): "constant privilege lists",
+    ("consumer/searchsync/mysql/schema.py", "target"): "'*.*' or IDENTIFIER-checked names",
+    ("consumer/searchsync/mysql/schema.py", "account"): "user and host without quotes",
 }
 
 

@@ -16,14 +16,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from searchsync.devtools.loadgen import OpKind, page_ids, plan_operations
 from searchsync.errors import (
+    AggregateExists,
+    AggregateNotFound,
+    AggregateStateConflict,
     ConfigError,
     ErrorCode,
-    PageExists,
-    PageNotFound,
-    PageStateConflict,
-    PageWriteError,
     SearchSyncError,
     TransientError,
+    WriteRefused,
 )
 from searchsync.mysql.pool import db_time, expand_in, translate_errors
 from searchsync.mysql.state import StateUpdate, merge
@@ -35,11 +35,16 @@ from tests.fakes.projection_state import FakeProjectionState
 T0 = datetime(2030, 1, 1)
 
 
-def test_page_errors_are_search_sync_errors_naming_the_page() -> None:
-    for error in (PageNotFound("p1"), PageExists("p1"), PageStateConflict("p1", "deleted already")):
-        assert isinstance(error, PageWriteError)
+def test_write_errors_are_search_sync_errors_naming_the_row() -> None:
+    for error in (
+        AggregateNotFound("wiki_page", "p1"),
+        AggregateExists("wiki_page", "p1"),
+        AggregateStateConflict("wiki_page", "p1", "deleted already"),
+    ):
+        assert isinstance(error, WriteRefused)
         assert isinstance(error, SearchSyncError)
-        assert error.page_id == "p1"
+        assert error.aggregate_id == "p1"
+        assert error.aggregate_type == "wiki_page"
         assert "'p1'" in str(error)
 
 

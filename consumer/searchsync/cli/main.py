@@ -34,6 +34,7 @@ from searchsync.cli import (
     relay,
     repair,
     run,
+    schema,
     status,
     tombstones,
     wait,
@@ -63,6 +64,7 @@ _GROUPS = (
     status,
     exporter,
     wait,
+    schema,
 )
 
 

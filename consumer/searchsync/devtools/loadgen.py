@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from searchsync.errors import (
+    AggregateExists,
+    AggregateNotFound,
+    AggregateStateConflict,
     ConfigError,
     ErrorCode,
-    PageExists,
-    PageNotFound,
-    PageStateConflict,
     TransientError,
 )
 from searchsync.writer import PageWriter, Relations
@@ -135,7 +135,7 @@ async def run_loadgen(
     hard_delete_ratio: float = 0.0,
     max_attempts: int = 5,
 ) -> LoadgenReport:
-    """Create `pages` fresh pages (an existing id raises `PageExists`), run `updates` planned
+    """Create `pages` fresh pages (an existing id raises `AggregateExists`), run `updates` planned
     operations and report; `progress(done, total)` is called after every operation."""
     _validate(pages, updates, concurrency, delete_ratio, hard_delete_ratio, max_attempts)
     ids = page_ids(id_prefix, pages)
@@ -211,7 +211,7 @@ class _Runner:
     async def apply(self, op: PlannedOp) -> None:
         try:
             revision = await self._apply(op)
-        except (PageStateConflict, PageExists, PageNotFound):
+        except (AggregateStateConflict, AggregateExists, AggregateNotFound):
             self._report.skipped += 1
         else:
             self.last_revision[op.page_id] = max(self.last_revision[op.page_id], revision)
@@ -236,7 +236,7 @@ class _Runner:
                     )
                 )
                 r.updated += 1
-            except PageNotFound:  # hard-deleted earlier: the update brings it back
+            except AggregateNotFound:  # hard-deleted earlier: the update brings it back
                 title = op.title or f"page {op.page_id}"
                 revision = await self.attempt(
                     lambda: w.create(op.page_id, title, op.content or "", op.relations or {})

@@ -1,11 +1,12 @@
 """The one outbox append, and the two ways outbox rows go away.
 
-- `append_outbox`: every writer of ``search_outbox`` goes through it (the application-side writer
-  in its row change's transaction, docs/design.md invariant 1; the repair job for REBUILD
+- `outbox_insert`: every writer of ``search_outbox`` builds its row here (the application-side
+  writers, sync and async, in their row change's transaction, docs/design.md invariant 1;
+  `append_outbox`, which executes it on an aiomysql connection, for the repair job's REBUILD
   events), so ``payload`` always holds the thin event as Debezium's Outbox Event Router
   publishes it (`searchsync.events.encode_json`).
-- `delete_outbox_row`: Debezium's own pattern, delete the row in the transaction that inserted
-  it; the binlog still carries the insert, so the event is published and the table stays empty.
+- `OUTBOX_DELETE`: Debezium's own pattern, delete the row in the transaction that inserted it;
+  the binlog still carries the insert, so the event is published and the table stays empty.
 - `Outbox`: the port of the operator jobs on the table, `MysqlOutbox` its adapter: the prune's
   keyset page of (id, created_at) and bounded delete of one id range (docs/design.md, "Outbox
   pruning"), the REBUILD appends of the repair job and the rebuild's sweep, and the row count
@@ -21,7 +22,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import aiomysql
 
@@ -30,25 +31,46 @@ from searchsync.events import encode_json
 from searchsync.mysql.pool import db_time, transaction, translate_errors
 from searchsync.types import Operation, ThinEvent
 
-__all__ = ["MysqlOutbox", "Outbox", "OutboxRow", "append_outbox", "delete_outbox_row"]
+__all__ = [
+    "OUTBOX_DELETE",
+    "MysqlOutbox",
+    "Outbox",
+    "OutboxInsert",
+    "OutboxRow",
+    "append_outbox",
+    "outbox_insert",
+]
 
 
-async def append_outbox(
-    conn: Any,
+OUTBOX_DELETE: Final = "DELETE FROM search_outbox WHERE event_id = %s"
+"""Debezium's own pattern: delete an outbox row in the transaction that inserted it (the
+writers' ``delete_outbox_row=True``, right after the insert). The binlog holds the insert and
+then the delete, Debezium publishes the insert and drops the delete, and ``search_outbox`` stays
+empty (no history to inspect there: README, "Writing from your application"). The one parameter
+is the row's ``event_id``."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxInsert:
+    """One outbox row's INSERT, built without a connection so either driver (aiomysql, PyMySQL)
+    executes the same SQL and parameters: ``cursor.execute(insert.sql, insert.params)``."""
+
+    event_id: str
+    sql: str
+    params: tuple[Any, ...]
+
+
+def outbox_insert(
     aggregate_type: str,
     aggregate_id: str,
     operation: Operation | str,
     revision: int,
     *,
     now: datetime | None = None,
-) -> str:
-    """Insert one outbox row into `conn`'s open transaction and return its new ``event_id``.
-
-    The ``payload`` column is the thin event as `searchsync.events.encode_json` writes it, which is
-    what Debezium's Outbox Event Router publishes. The caller owns the transaction: the writer
-    calls this next to its row change; the repair job calls it alone for REBUILD events
-    (``await with_transaction(pool, lambda c: append_outbox(c, ...))``).
-    """
+) -> OutboxInsert:
+    """The INSERT of one outbox row with a fresh ``event_id``; its ``payload`` column is the thin
+    event as `searchsync.events.encode_json` writes it, which is what Debezium's Outbox Event
+    Router publishes. Raises ValueError for an unknown operation or a revision below 1."""
     op = Operation(operation)
     if revision < 1:
         raise ValueError(f"source_revision must be >= 1, got {revision}")
@@ -60,38 +82,46 @@ async def append_outbox(
         source_revision=revision,
     )
     at = db_time(now if now is not None else utc_now())
+    return OutboxInsert(
+        event.event_id,
+        "INSERT INTO search_outbox (event_id, aggregate_type, aggregate_id, operation,"
+        " source_revision, payload, available_at, created_at, updated_at)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        (
+            event.event_id,
+            aggregate_type,
+            aggregate_id,
+            op.value,
+            revision,
+            encode_json(event).decode("utf-8"),
+            at,
+            at,
+            at,
+        ),
+    )
+
+
+async def append_outbox(
+    conn: Any,
+    aggregate_type: str,
+    aggregate_id: str,
+    operation: Operation | str,
+    revision: int,
+    *,
+    now: datetime | None = None,
+) -> str:
+    """Insert one outbox row (`outbox_insert`) into `conn`'s open transaction and return its new
+    ``event_id``.
+
+    The caller owns the transaction: the writer calls this next to its row change; the repair job
+    calls it alone for REBUILD events
+    (``await with_transaction(pool, lambda c: append_outbox(c, ...))``).
+    """
+    insert = outbox_insert(aggregate_type, aggregate_id, operation, revision, now=now)
     with translate_errors("insert search_outbox"):
         async with conn.cursor() as cur:
-            await cur.execute(
-                "INSERT INTO search_outbox (event_id, aggregate_type, aggregate_id, operation,"
-                " source_revision, payload, available_at, created_at, updated_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (
-                    event.event_id,
-                    aggregate_type,
-                    aggregate_id,
-                    op.value,
-                    revision,
-                    encode_json(event).decode("utf-8"),
-                    at,
-                    at,
-                    at,
-                ),
-            )
-    return event.event_id
-
-
-async def delete_outbox_row(conn: Any, event_id: str) -> None:
-    """Delete the outbox row of `event_id` in `conn`'s open transaction.
-
-    Called right after `append_outbox` in the same transaction (``PageWriter(...,
-    delete_outbox_row=True)``): the binlog holds the insert and then the delete, Debezium
-    publishes the insert, drops the delete, and ``search_outbox`` stays empty (no history to
-    inspect there: README, "Writing from your application").
-    """
-    with translate_errors("delete search_outbox"):
-        async with conn.cursor() as cur:
-            await cur.execute("DELETE FROM search_outbox WHERE event_id = %s", (event_id,))
+            await cur.execute(insert.sql, insert.params)
+    return insert.event_id
 
 
 @dataclass(frozen=True, slots=True)

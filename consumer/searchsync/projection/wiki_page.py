@@ -1,6 +1,6 @@
 """The wiki_page projector: one `wiki_page` row -> one search document.
 
-Row columns used (schemas/sql/001_init.sql): id, title, content, relations_json, revision,
+Row columns used (schemas/sql/demo/wiki_page.sql): id, title, content, relations_json, revision,
 deleted_at. Soft-deleted rows are projected in full with ``is_deleted: true``. The contract is
 written out in docs/design.md ("The wiki_page document").
 

@@ -1,10 +1,10 @@
 """The Kafka record Debezium's Outbox Event Router makes of an outbox row, made by the relay.
 
-connect/outbox-connector.json configures the router; for one row it produces (read off the real
-stack, and compared record for record by tests/integration/test_relay_router_equivalence.py):
+`searchsync.kafka.outbox_connector` configures the router; for one row it produces (read off the
+real stack, and compared record for record by tests/integration/test_relay_router_equivalence.py):
 
-- topic ``outbox.event.<aggregate_type>`` (``route.by.field=aggregate_type`` and the router's
-  default ``route.topic.replacement``; `topic_template` here);
+- topic ``outbox.event.<aggregate_type>`` (``route.by.field=aggregate_type`` and
+  ``route.topic.replacement``, both from the same `topic_template`);
 - key ``aggregate_id`` as UTF-8 (StringConverter), so the partition is Kafka's default
   partitioner's: murmur2 of the key, which librdkafka's ``murmur2_random`` computes alike;
 - value: the ``payload`` JSON column expanded (``table.expand.json.payload``) and written by the

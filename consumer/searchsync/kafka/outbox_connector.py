@@ -1,0 +1,113 @@
+"""The Debezium connector that publishes ``search_outbox``: its configuration, as the body of
+``PUT /connectors/<name>/config``, and the Kafka Connect worker lines it relies on.
+`searchsync schema connector` prints both; deploy/local/connect.sh registers the same.
+
+Debezium's MariaDB connector reads the binlog of one database and keeps only ``search_outbox``;
+the Outbox Event Router turns each inserted row into one record on the type's topic
+(``topic_template``, ``outbox.event.<aggregate type>`` by default), keyed by ``aggregate_id``,
+with the thin event as its value and the operation, revision and type as headers
+(`searchsync.relay.record` produces the same records without Connect).
+
+The database credentials are never in the configuration: it names them through a Kafka Connect
+config provider, resolved by the worker when the task starts. ``file`` (``FileConfigProvider``)
+reads ``user`` and ``password`` from a properties file on the worker; ``env``
+(``EnvVarConfigProvider``, Kafka 3.5+) reads two environment variables of the worker's process.
+The worker must declare the provider (`worker_provider_lines`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal
+
+__all__ = ["ConnectorTarget", "Credentials", "outbox_connector_config", "worker_provider_lines"]
+
+ProviderKind = Literal["file", "env"]
+
+_PROVIDER_CLASSES: Final[dict[str, str]] = {
+    "file": "org.apache.kafka.common.config.provider.FileConfigProvider",
+    "env": "org.apache.kafka.common.config.provider.EnvVarConfigProvider",
+}
+_HEADERS: Final = (
+    "operation:header:searchsync-operation,"
+    "source_revision:header:searchsync-revision,"
+    "aggregate_type:header:searchsync-aggregate-type"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """Where the worker finds Debezium's MySQL user and password.
+
+    ``file``: `source` is the path of a properties file on the worker with the keys ``user`` and
+    ``password``. ``env``: `source` is a prefix, the variables are ``<prefix>USER`` and
+    ``<prefix>PASSWORD`` of the worker's environment."""
+
+    kind: ProviderKind = "file"
+    source: str = "/etc/kafka-connect/searchsync-debezium.properties"
+
+    def reference(self, key: Literal["user", "password"]) -> str:
+        if self.kind == "file":
+            return f"${{file:{self.source}:{key}}}"
+        return f"${{env:{self.source}{key.upper()}}}"
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorTarget:
+    """The database the connector reads and the Kafka it writes its schema history to."""
+
+    mysql_host: str = "127.0.0.1"
+    mysql_port: int = 3306
+    database: str = "searchsync"
+    server_id: int = 184054  # its replica id: unique among everything replicating the server
+    topic_prefix: str = "searchsync"  # unique per connector on the Kafka cluster
+    schema_history_topic: str = "searchsync.schema-history"
+    kafka_bootstrap: str = "127.0.0.1:9092"
+    topic_template: str = "outbox.event.{type}"  # the outbox topic of a type, as the relay's
+
+
+def outbox_connector_config(target: ConnectorTarget, credentials: Credentials) -> dict[str, str]:
+    """The connector's configuration (every value a string, as Connect's REST API takes it)."""
+    return {
+        "connector.class": "io.debezium.connector.mariadb.MariaDbConnector",
+        "tasks.max": "1",
+        "database.hostname": target.mysql_host,
+        "database.port": str(target.mysql_port),
+        "database.user": credentials.reference("user"),
+        "database.password": credentials.reference("password"),
+        "database.server.id": str(target.server_id),
+        "database.ssl.mode": "disable",
+        "topic.prefix": target.topic_prefix,
+        "database.include.list": target.database,
+        "table.include.list": f"{target.database}.search_outbox",
+        "include.schema.changes": "false",
+        "snapshot.mode": "no_data",
+        "schema.history.internal.kafka.bootstrap.servers": target.kafka_bootstrap,
+        "schema.history.internal.kafka.topic": target.schema_history_topic,
+        "schema.history.internal.store.only.captured.tables.ddl": "true",
+        "tombstones.on.delete": "false",
+        "poll.interval.ms": "100",
+        "connect.keep.alive.interval.ms": "2000",
+        "connect.timeout.ms": "10000",
+        "transforms": "outbox",
+        "transforms.outbox.type": "io.debezium.transforms.outbox.EventRouter",
+        "transforms.outbox.table.field.event.id": "event_id",
+        "transforms.outbox.table.field.event.key": "aggregate_id",
+        "transforms.outbox.table.field.event.payload": "payload",
+        "transforms.outbox.table.fields.additional.placement": _HEADERS,
+        "transforms.outbox.route.by.field": "aggregate_type",
+        "transforms.outbox.route.topic.replacement": target.topic_template.replace(
+            "{type}", "${routedByValue}"
+        ),
+        "transforms.outbox.table.expand.json.payload": "true",
+        "transforms.outbox.table.op.invalid.behavior": "warn",
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false",
+    }
+
+
+def worker_provider_lines(kind: ProviderKind) -> list[str]:
+    """The worker properties that declare the config provider `kind` (append them to the Connect
+    worker's configuration and restart it; a connector cannot declare a provider itself)."""
+    return [f"config.providers={kind}", f"config.providers.{kind}.class={_PROVIDER_CLASSES[kind]}"]

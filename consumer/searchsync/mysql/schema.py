@@ -1,0 +1,118 @@
+"""searchsync's own MySQL schema, as a team applies it to its own database: the migrations
+(``schemas/sql/NNN_*.sql``, packaged as ``searchsync/_resources/sql``) and the grants of the three
+database users. `searchsync schema sql` and `searchsync schema grants` print them;
+deploy/local/migrate.sh applies the same grants to the local stack.
+
+The users (docs/security.md, "Least privilege"):
+
+- the consumer (``searchsync``) reads the business tables and writes only searchsync's own
+  tables (the outbox's REBUILD events and the relay's claim columns, projection state, revision
+  floors, rebuild, repair and canary state, the append-only ledgers);
+- the application (``searchsync_app``) writes its business tables and appends outbox events;
+- Debezium (``debezium``) reads the binlog and the outbox (server-wide privileges).
+
+Every migration is ``CREATE TABLE IF NOT EXISTS``, so applying them again changes nothing. The
+business tables (the projectors' `table`s) are the caller's: their grants are printed, never
+their DDL.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from typing import Final
+
+from searchsync.mysql.pool import IDENTIFIER
+
+__all__ = ["DbUsers", "Migration", "grant_statements", "migrations", "schema_sql"]
+
+_PACKAGE_DIR: Final = "_resources/sql"
+
+# Privileges on searchsync's own tables, per user: (table, privileges). One line per table.
+_CONSUMER_OWN: Final = (
+    ("search_outbox", "SELECT, INSERT, DELETE"),  # REBUILD events, outbox prune
+    # the relay's claim columns only: an event's payload, type and id stay as written
+    (
+        "search_outbox",
+        "UPDATE (status, attempts, available_at, locked_by, locked_at, last_error, updated_at)",
+    ),
+    ("search_projection_state", "SELECT, INSERT, UPDATE, DELETE"),
+    ("search_dlq_replay", "SELECT, INSERT"),  # append-only ledger
+    ("search_offset_gap_ack", "SELECT, INSERT"),  # append-only ledger
+    ("search_rebuild_state", "SELECT, INSERT, UPDATE"),  # finished rebuilds stay as history
+    ("search_revision_floor", "SELECT, INSERT, UPDATE"),  # the repair raises an orphan's floor
+    ("search_repair_epoch", "SELECT, INSERT, UPDATE"),
+    ("search_repair_bucket", "SELECT, INSERT, UPDATE"),
+    ("search_canary", "SELECT, INSERT, UPDATE"),  # the exporter's freshness heartbeat
+)
+_APP_OWN: Final = (
+    ("search_outbox", "SELECT, INSERT, UPDATE, DELETE"),
+    ("search_revision_floor", "SELECT, INSERT, UPDATE, DELETE"),
+    ("search_projection_state", "SELECT, DELETE"),
+)
+_DEBEZIUM_GLOBAL: Final = "SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, BINLOG MONITOR"
+_CONSUMER_BUSINESS: Final = "SELECT"
+_APP_BUSINESS: Final = "SELECT, INSERT, UPDATE, DELETE"
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    name: str  # the file name, e.g. ``001_init.sql``: its version in a migration tool
+    sql: str
+
+
+@dataclass(frozen=True, slots=True)
+class DbUsers:
+    """The three users' names and the host part of their accounts (defaults: the local stack)."""
+
+    consumer: str = "searchsync"
+    app: str = "searchsync_app"
+    debezium: str = "debezium"
+    host: str = "%"
+
+
+def migrations() -> list[Migration]:
+    """searchsync's own migrations, in the order they must be applied."""
+    folder = resources.files("searchsync").joinpath(_PACKAGE_DIR)
+    files = sorted(
+        (f for f in folder.iterdir() if f.name.endswith(".sql") and f.name[:3].isdigit()),
+        key=lambda f: f.name,
+    )
+    return [Migration(f.name, f.read_text(encoding="utf-8")) for f in files]
+
+
+def schema_sql() -> str:
+    """Every migration in order, each under a ``-- migration <name>`` line: one script."""
+    parts = [f"-- migration {m.name}\n{m.sql.rstrip()}\n" for m in migrations()]
+    return "\n".join(parts)
+
+
+def grant_statements(database: str, business_tables: list[str], users: DbUsers) -> list[str]:
+    """The GRANT statements for `users` on `database`: searchsync's own tables plus read access
+    (consumer) and write access (application) on `business_tables` (searchsync's own among them
+    keep their own grants). The accounts must exist (``CREATE USER``, with passwords of your
+    own): a GRANT never creates one here."""
+    for name in (database, *business_tables):
+        if not IDENTIFIER.fullmatch(name):
+            raise ValueError(f"{name!r}: want an identifier {IDENTIFIER.pattern}")
+    for user in (users.consumer, users.app, users.debezium, users.host):
+        if "'" in user or "\\" in user:
+            raise ValueError(f"{user!r}: a user or host may not contain quotes or backslashes")
+
+    own = {t for t, _ in _CONSUMER_OWN}
+    business_tables = [t for t in dict.fromkeys(business_tables) if t not in own]
+
+    def to(user: str) -> str:
+        return f"'{user}'@'{users.host}'"
+
+    grants = [(_DEBEZIUM_GLOBAL, "*.*", to(users.debezium))]
+    grants += [(privs, t, to(users.consumer)) for t, privs in _CONSUMER_OWN]
+    grants += [(_CONSUMER_BUSINESS, t, to(users.consumer)) for t in business_tables]
+    grants += [(privs, t, to(users.app)) for t, privs in _APP_OWN]
+    grants += [(_APP_BUSINESS, t, to(users.app)) for t in business_tables]
+    return [_grant(privs, database, table, account) for privs, table, account in grants]
+
+
+def _grant(privileges: str, database: str, table: str, account: str) -> str:
+    target = table if table == "*.*" else f"`{database}`.`{table}`"
+    return f"GRANT {privileges} ON {target} TO {account};"

@@ -1,0 +1,79 @@
+"""`AsyncAggregateWriter`: the application-side writer on an aiomysql pool."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import datetime
+from typing import Any, TypeVar
+
+import aiomysql
+
+from searchsync.clock import WallClock, utc_now
+from searchsync.mysql.pool import db_time, transaction, translate_errors
+from searchsync.writer._base import WriterBase
+from searchsync.writer._plan import Begun, Plan, finish
+from searchsync.writer._table import AggregateTable, Change
+
+__all__ = ["AsyncAggregateWriter", "run_plan_async"]
+
+T = TypeVar("T")
+
+
+class AsyncAggregateWriter(WriterBase[AbstractAsyncContextManager[Change]]):
+    """Changes the rows of one aggregate type through an aiomysql pool (`create_pool`'s session
+    settings), one pooled connection and transaction per change.
+
+    Each method returns an async context manager yielding its `Change`::
+
+        async with writer.update("a1", {"title": "New"}) as change:
+            await change.cursor.execute("DELETE FROM article_tag WHERE article_id = %s", ("a1",))
+        committed = change.revision
+
+    Refusals and options as `AggregateWriter`'s.
+    """
+
+    def __init__(
+        self,
+        pool: aiomysql.Pool,
+        table: AggregateTable,
+        *,
+        clock: WallClock = utc_now,
+        delete_outbox_row: bool = False,
+    ) -> None:
+        super().__init__(table, clock=clock, delete_outbox_row=delete_outbox_row)
+        self._pool = pool
+
+    @asynccontextmanager
+    async def _change(
+        self, aggregate_id: str, begin: Callable[[datetime], Plan[Begun]]
+    ) -> AsyncIterator[Change]:
+        now = db_time(self._clock())
+        plan = begin(now)  # checks the arguments before a connection is taken
+        doing = f"write {self.table.aggregate_type} {aggregate_id!r}"
+        async with transaction(self._pool) as conn, conn.cursor() as cur:
+            begun = await run_plan_async(cur, plan, doing)
+            yield Change(
+                self.table.aggregate_type, aggregate_id, begun.operation, begun.revision, conn, cur
+            )
+            end = finish(self.table, aggregate_id, begun, now, delete_row=self._delete_outbox_row)
+            await run_plan_async(cur, end, doing)
+
+
+async def run_plan_async(cursor: Any, plan: Plan[T], doing: str) -> T:
+    """Execute `plan`'s statements on an aiomysql cursor and return its result; driver errors
+    are thrown into the plan, then translated (`translate_errors`, naming `doing`)."""
+    try:
+        statement = next(plan)
+        while True:
+            try:
+                with translate_errors(doing):
+                    await cursor.execute(statement.sql, statement.params)
+                    row = await cursor.fetchone() if statement.fetch else None
+            except Exception as exc:
+                statement = plan.throw(exc)
+            else:
+                statement = plan.send(row)
+    except StopIteration as done:
+        result: T = done.value
+        return result

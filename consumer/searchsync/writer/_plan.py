@@ -1,0 +1,240 @@
+"""The application-side writer's SQL, without I/O: one implementation for both drivers.
+
+Each change is a *plan*: a generator that yields the `Statement` to execute next and receives
+the fetched row (``fetch=True``) or None back; a driver error is thrown into it. The synchronous
+writer runs plans on PyMySQL, the asynchronous one on aiomysql (`searchsync.writer`), so the lock
+order, the revision arithmetic and the outbox row are the same on both. Lock order of every
+change: the root row, the ``search_revision_floor`` row, the outbox insert.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final, TypeVar
+
+import pymysql
+
+from searchsync.errors import AggregateExists, AggregateNotFound, AggregateStateConflict
+from searchsync.mysql.outbox import OUTBOX_DELETE, outbox_insert
+from searchsync.mysql.pool import mysql_error_code, quote_identifier
+from searchsync.types import Operation
+from searchsync.writer._table import AggregateTable
+
+__all__ = [
+    "Begun",
+    "Plan",
+    "Statement",
+    "begin_create",
+    "begin_hard_delete",
+    "begin_set_deleted",
+    "begin_update",
+    "finish",
+]
+
+T = TypeVar("T")
+_ER_DUP_ENTRY: Final = 1062
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One SQL statement and its parameters; `fetch` asks the driver for ``fetchone()``."""
+
+    sql: str
+    params: tuple[Any, ...]
+    fetch: bool = False
+
+
+Plan = Generator[Statement, Any, T]
+"""Yields statements, receives each one's fetched row (or None), returns its result."""
+
+
+@dataclass(frozen=True, slots=True)
+class Begun:
+    """What a change's opening statements decided: the revision it commits, and its event."""
+
+    revision: int
+    operation: Operation
+
+
+def begin_create(
+    table: AggregateTable, aggregate_id: str, values: Mapping[str, Any], now: datetime
+) -> Plan[Begun]:
+    """Insert the row at revision ``floor + 1`` (1 for an id never hard-deleted) with `values`;
+    `AggregateExists` if the id exists (soft-deleted included), also when a concurrent create
+    commits it first. Checks its arguments before the first statement."""
+    table.check_id(aggregate_id)
+    pairs = table.assignments(values)
+    return _create(table, aggregate_id, pairs, now)
+
+
+def _create(
+    table: AggregateTable, aggregate_id: str, pairs: list[tuple[str, Any]], now: datetime
+) -> Plan[Begun]:
+    if (yield _lock_row(table, aggregate_id)) is not None:
+        raise AggregateExists(table.aggregate_type, aggregate_id)
+    floor = yield _floor(table, aggregate_id)
+    revision = (0 if floor is None else int(floor[0])) + 1
+    row = [
+        (quote_identifier(table.id_column), aggregate_id),
+        (quote_identifier(table.revision_column), revision),
+        *_stamp(table, now),
+        *pairs,
+    ]
+    columns = ", ".join(column for column, _ in row)
+    marks = ", ".join(["%s"] * len(row))
+    try:
+        yield Statement(
+            f"INSERT INTO {quote_identifier(table.table)} ({columns}) VALUES ({marks})",
+            tuple(value for _, value in row),
+        )
+    except pymysql.err.IntegrityError as exc:
+        # A concurrent create won the race (READ COMMITTED takes no gap lock).
+        if mysql_error_code(exc) == _ER_DUP_ENTRY:
+            raise AggregateExists(table.aggregate_type, aggregate_id) from exc
+        raise
+    return Begun(revision, Operation.UPSERT)
+
+
+def begin_update(
+    table: AggregateTable, aggregate_id: str, values: Mapping[str, Any], now: datetime
+) -> Plan[Begun]:
+    """Lock the row and raise its revision by one, writing `values` too (may be empty: a change
+    of children only); `AggregateNotFound` if there is no row. A soft-deleted row stays deleted.
+    Checks its arguments before the first statement."""
+    table.check_id(aggregate_id)
+    pairs = table.assignments(values)
+    return _update(table, aggregate_id, pairs, now)
+
+
+def _update(
+    table: AggregateTable, aggregate_id: str, pairs: list[tuple[str, Any]], now: datetime
+) -> Plan[Begun]:
+    revision = (yield from _locked(table, aggregate_id))[0] + 1
+    bump = [(quote_identifier(table.revision_column), revision), *_stamp(table, now), *pairs]
+    yield _update_row(table, aggregate_id, bump)
+    return Begun(revision, Operation.UPSERT)
+
+
+def begin_set_deleted(
+    table: AggregateTable,
+    aggregate_id: str,
+    values: Mapping[str, Any],
+    now: datetime,
+    *,
+    deleted: bool,
+) -> Plan[Begun]:
+    """Soft-delete (``deleted_at = now``, a TOMBSTONE event) or restore (``deleted_at = NULL``,
+    an UPSERT event) the row, writing `values` too; `AggregateNotFound` if there is none,
+    `AggregateStateConflict` if it is in that state already."""
+    table.check_id(aggregate_id)
+    pairs = table.assignments(values)
+    return _set_deleted(table, aggregate_id, pairs, now, deleted)
+
+
+def _set_deleted(
+    table: AggregateTable,
+    aggregate_id: str,
+    pairs: list[tuple[str, Any]],
+    now: datetime,
+    deleted: bool,
+) -> Plan[Begun]:
+    revision, was_deleted = yield from _locked(table, aggregate_id)
+    if was_deleted == deleted:
+        state = "deleted already" if deleted else "not deleted"
+        raise AggregateStateConflict(table.aggregate_type, aggregate_id, state)
+    revision += 1
+    yield _update_row(
+        table,
+        aggregate_id,
+        [
+            (quote_identifier(table.revision_column), revision),
+            (quote_identifier(table.deleted_at_column), now if deleted else None),
+            *_stamp(table, now),
+            *pairs,
+        ],
+    )
+    return Begun(revision, Operation.TOMBSTONE if deleted else Operation.UPSERT)
+
+
+def begin_hard_delete(table: AggregateTable, aggregate_id: str, now: datetime) -> Plan[Begun]:
+    """Delete the row and record the delete's revision in ``search_revision_floor``, so a later
+    create of the id continues above it; `AggregateNotFound` if there is no row."""
+    table.check_id(aggregate_id)
+    return _hard_delete(table, aggregate_id, now)
+
+
+def _hard_delete(table: AggregateTable, aggregate_id: str, now: datetime) -> Plan[Begun]:
+    revision = (yield from _locked(table, aggregate_id))[0] + 1
+    yield Statement(
+        f"DELETE FROM {quote_identifier(table.table)}"
+        f" WHERE {quote_identifier(table.id_column)} = %s",
+        (aggregate_id,),
+    )
+    yield Statement(
+        "INSERT INTO search_revision_floor (aggregate_type, aggregate_id, revision, deleted_at)"
+        " VALUES (%s, %s, %s, %s) ON DUPLICATE KEY UPDATE"
+        " revision = GREATEST(revision, VALUES(revision)), deleted_at = VALUES(deleted_at)",
+        (table.aggregate_type, aggregate_id, revision, now),
+    )
+    return Begun(revision, Operation.TOMBSTONE)
+
+
+def finish(
+    table: AggregateTable, aggregate_id: str, begun: Begun, now: datetime, *, delete_row: bool
+) -> Plan[str]:
+    """Append the change's outbox row (and with `delete_row`, delete it again in the same
+    transaction: Debezium publishes the insert from the binlog); returns its ``event_id``."""
+    insert = outbox_insert(
+        table.aggregate_type, aggregate_id, begun.operation, begun.revision, now=now
+    )
+    yield Statement(insert.sql, insert.params)
+    if delete_row:
+        yield Statement(OUTBOX_DELETE, (insert.event_id,))
+    return insert.event_id
+
+
+def _locked(table: AggregateTable, aggregate_id: str) -> Plan[tuple[int, bool]]:
+    """Lock the existing row: its revision and whether it is soft-deleted."""
+    row = yield _lock_row(table, aggregate_id)
+    if row is None:
+        raise AggregateNotFound(table.aggregate_type, aggregate_id)
+    return int(row[0]), row[1] is not None
+
+
+def _stamp(table: AggregateTable, now: datetime) -> list[tuple[str, Any]]:
+    if table.updated_at_column is None:
+        return []
+    return [(quote_identifier(table.updated_at_column), now)]
+
+
+def _lock_row(table: AggregateTable, aggregate_id: str) -> Statement:
+    """``SELECT revision, deleted_at ... FOR UPDATE`` of the root row."""
+    return Statement(
+        f"SELECT {quote_identifier(table.revision_column)},"
+        f" {quote_identifier(table.deleted_at_column)} FROM {quote_identifier(table.table)}"
+        f" WHERE {quote_identifier(table.id_column)} = %s FOR UPDATE",
+        (aggregate_id,),
+        fetch=True,
+    )
+
+
+def _floor(table: AggregateTable, aggregate_id: str) -> Statement:
+    return Statement(
+        "SELECT revision FROM search_revision_floor"
+        " WHERE aggregate_type = %s AND aggregate_id = %s FOR UPDATE",
+        (table.aggregate_type, aggregate_id),
+        fetch=True,
+    )
+
+
+def _update_row(
+    table: AggregateTable, aggregate_id: str, pairs: list[tuple[str, Any]]
+) -> Statement:
+    sets = ", ".join(f"{column} = %s" for column, _ in pairs)
+    return Statement(
+        f"UPDATE {quote_identifier(table.table)} SET {sets}"
+        f" WHERE {quote_identifier(table.id_column)} = %s",
+        (*(value for _, value in pairs), aggregate_id),
+    )

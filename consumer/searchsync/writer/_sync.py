@@ -1,0 +1,108 @@
+"""`AggregateWriter`: the application-side writer on a PyMySQL connection."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, suppress
+from datetime import datetime
+from typing import Any, TypeVar
+
+from searchsync.clock import WallClock, utc_now
+from searchsync.mysql.pool import db_time, translate_errors
+from searchsync.writer._base import WriterBase
+from searchsync.writer._plan import Begun, Plan, finish
+from searchsync.writer._table import AggregateTable, Change
+
+__all__ = ["AggregateWriter", "run_plan"]
+
+T = TypeVar("T")
+
+
+class AggregateWriter(WriterBase[AbstractContextManager[Change]]):
+    """Changes the rows of one aggregate type on one PyMySQL connection (autocommit off, not
+    shared between threads; ``READ COMMITTED`` recommended, as `searchsync.mysql.pool` sets).
+
+    Each method opens one transaction and returns a context manager yielding its `Change`::
+
+        with writer.update("a1", {"title": "New"}) as change:
+            change.cursor.execute("DELETE FROM article_tag WHERE article_id = %s", ("a1",))
+        committed = change.revision
+
+    On refusal nothing was written: `AggregateNotFound`, `AggregateExists`,
+    `AggregateStateConflict`, or a `TransientError` (``MYSQL_DEADLOCK`` and
+    ``MYSQL_LOCK_TIMEOUT`` are safe to retry; after ``MYSQL_UNAVAILABLE`` the connection is gone:
+    make a writer on a new one). With ``delete_outbox_row=True`` each change also deletes its
+    outbox row in the same transaction (``search_outbox`` stays empty).
+    """
+
+    def __init__(
+        self,
+        connection: Any,
+        table: AggregateTable,
+        *,
+        clock: WallClock = utc_now,
+        delete_outbox_row: bool = False,
+    ) -> None:
+        super().__init__(table, clock=clock, delete_outbox_row=delete_outbox_row)
+        self._conn = connection
+
+    @contextmanager
+    def _change(
+        self, aggregate_id: str, begin: Callable[[datetime], Plan[Begun]]
+    ) -> Iterator[Change]:
+        now = db_time(self._clock())
+        plan = begin(now)  # checks the arguments before the transaction
+        conn = self._conn
+        with translate_errors("begin"):
+            conn.begin()
+        try:
+            with conn.cursor() as cur:
+                doing = f"write {self.table.aggregate_type} {aggregate_id!r}"
+                begun = run_plan(cur, plan, doing)
+                yield Change(
+                    self.table.aggregate_type,
+                    aggregate_id,
+                    begun.operation,
+                    begun.revision,
+                    conn,
+                    cur,
+                )
+                run_plan(
+                    cur,
+                    finish(
+                        self.table, aggregate_id, begun, now, delete_row=self._delete_outbox_row
+                    ),
+                    doing,
+                )
+            with translate_errors("commit"):
+                conn.commit()
+        except BaseException:
+            _rollback(conn)
+            raise
+
+
+def run_plan(cursor: Any, plan: Plan[T], doing: str) -> T:
+    """Execute `plan`'s statements on a PyMySQL cursor and return its result; driver errors are
+    thrown into the plan, then translated (`translate_errors`, naming `doing`)."""
+    try:
+        statement = next(plan)
+        while True:
+            try:
+                with translate_errors(doing):
+                    cursor.execute(statement.sql, statement.params)
+                    row = cursor.fetchone() if statement.fetch else None
+            except Exception as exc:
+                statement = plan.throw(exc)
+            else:
+                statement = plan.send(row)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+
+
+def _rollback(conn: Any) -> None:
+    try:
+        conn.rollback()
+    except Exception:
+        with suppress(Exception):
+            conn.close()

@@ -1,0 +1,170 @@
+"""`PageWriter`: the demo's ``wiki_page`` rows through `AsyncAggregateWriter`, one transaction
+per change, each with its outbox event."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+import aiomysql
+import orjson
+
+from searchsync.clock import WallClock, utc_now
+from searchsync.mysql.pool import transaction, translate_errors
+from searchsync.writer._async import AsyncAggregateWriter
+from searchsync.writer._table import AggregateTable, Change
+
+__all__ = ["AGGREGATE_TYPE", "WIKI_PAGE", "Page", "PageWriter", "Relations"]
+
+AGGREGATE_TYPE: Final = "wiki_page"
+MAX_PAGE_ID_LENGTH: Final = 64  # wiki_page.id is VARCHAR(64)
+MAX_TITLE_LENGTH: Final = 512  # wiki_page.title is VARCHAR(512)
+WIKI_PAGE: Final = AggregateTable(AGGREGATE_TYPE, "wiki_page")
+
+Relations = Mapping[str, Sequence[Mapping[str, Any]]]
+"""What ``relations_json`` holds: related entities keyed by relation type (docs/design.md,
+"The wiki_page document")."""
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A wiki_page row as the application sees it."""
+
+    id: str
+    title: str
+    content: str
+    relations: dict[str, list[Any]]
+    revision: int
+    deleted_at: datetime | None
+    updated_at: datetime
+
+    @property
+    def is_deleted(self) -> bool:
+        return self.deleted_at is not None
+
+
+class PageWriter:
+    """Changes wiki_page rows, one transaction per change, each with its outbox event: the demo's
+    type on `AsyncAggregateWriter`.
+
+    Every change returns the revision it committed, once committed: the revision to wait for
+    (`searchsync.read.wait_for_revision`, read-your-writes). On error nothing was written:
+    `AggregateNotFound`, `AggregateExists` (soft-deleted included), `AggregateStateConflict` (a
+    change must change something), or a `TransientError` (``MYSQL_DEADLOCK`` and
+    ``MYSQL_LOCK_TIMEOUT`` are safe to retry).
+    With ``delete_outbox_row=True`` each change also deletes its outbox row in the same
+    transaction: the binlog still carries the insert, and ``search_outbox`` stays empty.
+    """
+
+    def __init__(
+        self,
+        pool: aiomysql.Pool,
+        *,
+        clock: WallClock = utc_now,
+        delete_outbox_row: bool = False,
+    ) -> None:
+        self._pool = pool
+        self._writer = AsyncAggregateWriter(
+            pool, WIKI_PAGE, clock=clock, delete_outbox_row=delete_outbox_row
+        )
+
+    async def create(self, page_id: str, title: str, content: str, relations: Relations) -> int:
+        """Create the page at revision 1, or at ``floor + 1`` if the id was hard-deleted before."""
+        _check_page_id(page_id)
+        _check_title(title)
+        values = {"title": title, "content": content, "relations_json": _relations_json(relations)}
+        return await self._run(self._writer.create(page_id, values))
+
+    async def update(
+        self,
+        page_id: str,
+        *,
+        title: str | None = None,
+        content: str | None = None,
+        relations: Relations | None = None,
+    ) -> int:
+        """Change the given fields (at least one); a soft-deleted page stays deleted."""
+        if title is None and content is None and relations is None:
+            raise ValueError("update needs at least one of title, content, relations")
+        _check_page_id(page_id)
+        values: dict[str, Any] = {}
+        if title is not None:
+            _check_title(title)
+            values["title"] = title
+        if content is not None:
+            values["content"] = content
+        if relations is not None:
+            values["relations_json"] = _relations_json(relations)
+        return await self._run(self._writer.update(page_id, values))
+
+    async def soft_delete(self, page_id: str) -> int:
+        """Mark the page deleted (``deleted_at``); its search document becomes a tombstone."""
+        _check_page_id(page_id)
+        return await self._run(self._writer.soft_delete(page_id))
+
+    async def restore(self, page_id: str) -> int:
+        """Undo a soft delete."""
+        _check_page_id(page_id)
+        return await self._run(self._writer.restore(page_id))
+
+    async def hard_delete(self, page_id: str) -> int:
+        """Delete the row and record its revision in ``search_revision_floor``."""
+        _check_page_id(page_id)
+        return await self._run(self._writer.hard_delete(page_id))
+
+    async def get(self, page_id: str) -> Page | None:
+        """The page as committed now (soft-deleted included), or None."""
+        async with transaction(self._pool) as conn:
+            with translate_errors("read wiki_page"):
+                async with conn.cursor(aiomysql.DictCursor) as cur:
+                    await cur.execute(
+                        "SELECT id, title, content, relations_json, revision, deleted_at,"
+                        " updated_at FROM wiki_page WHERE id = %s",
+                        (page_id,),
+                    )
+                    row = await cur.fetchone()
+        if row is None:
+            return None
+        return Page(
+            id=row["id"],
+            title=row["title"],
+            content=row["content"],
+            relations=orjson.loads(row["relations_json"]),
+            revision=int(row["revision"]),
+            deleted_at=row["deleted_at"],
+            updated_at=row["updated_at"],
+        )
+
+    @staticmethod
+    async def _run(change: AbstractAsyncContextManager[Change]) -> int:
+        async with change as open_change:
+            pass
+        return open_change.revision
+
+
+def _relations_json(relations: Relations) -> str:
+    """The JSON object for ``relations_json``; only the shape is checked (TypeError)."""
+    if not isinstance(relations, Mapping):
+        raise TypeError(
+            "relations must be a mapping of relation type -> list of entities,"
+            f" got {type(relations).__name__}"
+        )
+    encoded: dict[str, list[dict[str, Any]]] = {}
+    for kind, entities in relations.items():
+        if not isinstance(kind, str) or isinstance(entities, str | bytes | Mapping):
+            raise TypeError(f"relations[{kind!r}] must be a sequence of entity mappings")
+        encoded[kind] = [dict(entity) for entity in entities]
+    return orjson.dumps(encoded).decode("utf-8")
+
+
+def _check_page_id(page_id: str) -> None:
+    if not page_id or len(page_id) > MAX_PAGE_ID_LENGTH:
+        raise ValueError(f"page id must have 1..{MAX_PAGE_ID_LENGTH} characters, got {page_id!r}")
+
+
+def _check_title(title: str) -> None:
+    if len(title) > MAX_TITLE_LENGTH:
+        raise ValueError(f"title must have at most {MAX_TITLE_LENGTH} characters")

@@ -32,11 +32,13 @@ from searchsync.config._core import (
     ObservabilitySettings,
     PipelineSettings,
     ProjectionSettings,
+    SearchSettings,
     _elasticsearch,
     _mysql,
     _observability,
     _pipeline,
     _projection,
+    _search,
 )
 from searchsync.config._kafka import KafkaSettings, _kafka
 from searchsync.config._ops import (
@@ -57,7 +59,7 @@ from searchsync.config._reader import (
     _Section,
 )
 from searchsync.config._relay import RelaySettings, _relay
-from searchsync.config._secrets import Secret, scrub_credentials, scrub_known
+from searchsync.config._secrets import MASK, Secret, scrub_credentials, scrub_known
 from searchsync.config._watch import CanarySettings, ExporterSettings, _canary, _exporter
 from searchsync.errors import ConfigError
 
@@ -78,6 +80,7 @@ __all__ = [
     "RelaySettings",
     "RepairSettings",
     "RetentionSettings",
+    "SearchSettings",
     "Secret",
     "Settings",
     "load_settings",
@@ -93,6 +96,7 @@ class Settings:
     kafka: KafkaSettings = field(default_factory=KafkaSettings)
     mysql: MysqlSettings = field(default_factory=MysqlSettings)
     elasticsearch: ElasticsearchSettings = field(default_factory=ElasticsearchSettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
     pipeline: PipelineSettings = field(default_factory=PipelineSettings)
     observability: ObservabilitySettings = field(default_factory=ObservabilitySettings)
     projection: ProjectionSettings = field(default_factory=ProjectionSettings)
@@ -142,6 +146,7 @@ _SECTIONS: Final[Mapping[str, type]] = MappingProxyType(
         "kafka": KafkaSettings,
         "mysql": MysqlSettings,
         "elasticsearch": ElasticsearchSettings,
+        "search": SearchSettings,
         "pipeline": PipelineSettings,
         "observability": ObservabilitySettings,
         "projection": ProjectionSettings,
@@ -164,10 +169,11 @@ def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Sett
         name: _Section(name, cls, toml.get(name, {}), from_env.get(name, {}))
         for name, cls in _SECTIONS.items()
     }
-    return Settings(
+    settings = Settings(
         kafka=_kafka(readers["kafka"]),
         mysql=_mysql(readers["mysql"]),
         elasticsearch=_elasticsearch(readers["elasticsearch"]),
+        search=_search(readers["search"]),
         pipeline=_pipeline(readers["pipeline"]),
         observability=_observability(readers["observability"]),
         projection=_projection(readers["projection"]),
@@ -179,6 +185,11 @@ def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Sett
         canary=_canary(readers["canary"]),
         relay=_relay(readers["relay"]),
     )
+    if settings.search.engine == "opensearch" and settings.elasticsearch.api_key is not None:
+        raise ConfigError(
+            "elasticsearch.api_key", "unset with search.engine = opensearch (basic auth)", MASK
+        )
+    return settings
 
 
 def _read_toml(path: Path) -> dict[str, Mapping[str, object]]:

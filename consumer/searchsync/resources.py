@@ -27,6 +27,8 @@ from searchsync.ops.rebuild.state import MysqlRebuildState, RebuildStateStore
 from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.ops.repair.sides import IndexSide
 from searchsync.ops.repair.state import MysqlWheelState, WheelState
+from searchsync.relay.mysql_store import MysqlRelayStore
+from searchsync.relay.port import RelayStore
 from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.es_index import BulkSizer, EsIndex
 from searchsync.search.port import IndexAdmin
@@ -47,6 +49,7 @@ class Tables:
     rebuild_state: RebuildStateStore
     wheel_state: WheelState
     gap_acks: GapAcks
+    relay: RelayStore  # the outbox as the polling relay sees it (``[relay] table``)
 
     @classmethod
     def over(cls, pool: aiomysql.Pool, settings: Settings) -> Tables:
@@ -57,6 +60,7 @@ class Tables:
             rebuild_state=MysqlRebuildState(pool),
             wheel_state=MysqlWheelState(pool),
             gap_acks=MysqlGapAcks(pool),
+            relay=MysqlRelayStore(pool, settings.relay.table),
         )
 
 

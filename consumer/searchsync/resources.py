@@ -28,6 +28,8 @@ from searchsync.ops.rebuild.state import MysqlRebuildState, RebuildStateStore
 from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.ops.repair.sides import IndexSide
 from searchsync.ops.repair.state import MysqlWheelState, WheelState
+from searchsync.relay.mysql_store import MysqlRelayStore
+from searchsync.relay.port import RelayStore
 from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.es_index import BulkSizer, EsIndex
 from searchsync.search.port import IndexAdmin
@@ -49,6 +51,7 @@ class Tables:
     wheel_state: WheelState
     gap_acks: GapAcks
     fanout: FanoutStore
+    relay: RelayStore  # the outbox as the polling relay sees it (``[relay] table``)
 
     @classmethod
     def over(cls, pool: aiomysql.Pool, settings: Settings) -> Tables:
@@ -60,6 +63,7 @@ class Tables:
             wheel_state=MysqlWheelState(pool),
             gap_acks=MysqlGapAcks(pool),
             fanout=MysqlFanout(pool),
+            relay=MysqlRelayStore(pool, settings.relay.table),
         )
 
 

@@ -90,6 +90,10 @@ REVIEWED: dict[tuple[str, str], str] = {
     ("consumer/searchsync/devtools/scratch.py", "table"): "a table name checked against IDENTIFIER",
     (
         "consumer/searchsync/devtools/scratch.py",
+        "name",
+    ): "a database name checked against IDENTIFIER",
+    (
+        "consumer/searchsync/devtools/scratch.py",
         "sql[len(head):]",
     ): "the text of sync_bucket.sql (repo)",
     ("consumer/searchsync/dlq/ledger.py", "', '.join(_COLUMNS)"): "constant column names",

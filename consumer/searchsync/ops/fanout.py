@@ -12,7 +12,7 @@ Resumable: a crash loses at most the page in flight, which the next lease append
 duplicate REBUILD is harmless); a job a stopped worker holds is taken over when its lease runs out.
 Rate-limited: at most ``appends_per_s`` appends per member. Visible: ``searchsync_fanout_jobs``
 and ``searchsync_fanout_rebuilds_total``, a progress line every ``progress_every`` appends of a
-job, and a line in ``searchsync status``.
+job, and a line in ``searchsync status`` (`fanout_section`).
 """
 
 from __future__ import annotations
@@ -26,15 +26,17 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 
 from searchsync.config import FanoutSettings
 from searchsync.errors import TransientError
-from searchsync.mysql.fanout import FanoutJob, FanoutStore
+from searchsync.mysql.fanout import FanoutJob, FanoutStats, FanoutStore
 from searchsync.observability.fanout_metrics import FanoutMetrics
+from searchsync.ops.status import Section
 from searchsync.projection import ProjectorRegistry
 from searchsync.projection.references import dependents, referenced_types, routes
 
-__all__ = ["FanoutWorker", "worker_name"]
+__all__ = ["FanoutWorker", "fanout_section", "worker_name"]
 
 log = logging.getLogger(__name__)
 
@@ -175,3 +177,27 @@ class FanoutWorker:
                 "seconds": round(self._clock() - started, 3),
             },
         )
+
+
+def fanout_section(
+    stats: FanoutStats, *, stuck_after_s: float, now: datetime | None = None
+) -> Section:
+    """The fan-out jobs pending and done; a pending job untouched for `stuck_after_s` is a
+    warning (no member runs the fan-out worker, or it fails)."""
+    now = now or datetime.now(UTC)
+    oldest = stats.oldest_pending
+    age = None if oldest is None else now - oldest.replace(tzinfo=oldest.tzinfo or UTC)
+    idle = None if age is None else round(age.total_seconds())
+    data = {
+        "pending": stats.pending,
+        "done": stats.done,
+        "appended_pending": stats.appended_pending,
+        "oldest_untouched_seconds": idle,
+    }
+    warnings = []
+    if idle is not None and idle > stuck_after_s:
+        warnings.append(
+            f"a pending fan-out job has not moved for {idle}s: is a consumer with"
+            " [fanout] enabled running?"
+        )
+    return Section("fanout", data, (), tuple(warnings))

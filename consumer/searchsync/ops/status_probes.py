@@ -15,17 +15,17 @@ from typing import Any
 
 import orjson
 
-from searchsync.config import Settings
+from searchsync.config import RelaySettings, Settings
 from searchsync.dlq.summary import DlqSummary
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.kafka.connect import ConnectorStatus
 from searchsync.kafka.gaps import RECOVERY
-from searchsync.mysql.fanout import FanoutStats
 from searchsync.naming import read_alias_name
 from searchsync.ops.offsets import partition_offsets, subscribed_topics
 from searchsync.ops.repair.state import WheelSnapshot
 from searchsync.ops.status import Section
 from searchsync.projection import ProjectorRegistry
+from searchsync.relay.port import RelayStatus
 from searchsync.search.port import IndexAdmin
 
 __all__ = [
@@ -33,9 +33,9 @@ __all__ = [
     "connector_section",
     "consumers_section",
     "dlq_section",
-    "fanout_section",
     "group_section",
     "outbox_section",
+    "relay_section",
     "repair_section",
 ]
 
@@ -156,28 +156,46 @@ def outbox_section(count: int, oldest: datetime | None, *, now: datetime | None 
     return Section("outbox", data)
 
 
-def fanout_section(
-    stats: FanoutStats, *, stuck_after_s: float, now: datetime | None = None
-) -> Section:
-    """The fan-out jobs pending and done; a pending job untouched for `stuck_after_s` is a
-    warning (no member runs the fan-out worker, or it fails)."""
-    now = now or datetime.now(UTC)
-    oldest = stats.oldest_pending
-    age = None if oldest is None else now - oldest.replace(tzinfo=oldest.tzinfo or UTC)
-    idle = None if age is None else round(age.total_seconds())
-    data = {
-        "pending": stats.pending,
-        "done": stats.done,
-        "appended_pending": stats.appended_pending,
-        "oldest_untouched_seconds": idle,
-    }
-    warnings = []
-    if idle is not None and idle > stuck_after_s:
+def relay_section(status: RelayStatus, relay: RelaySettings) -> Section:
+    """The polling relay's rows (docs/relay.md): DEAD rows, claims past ``claim_timeout_s`` and
+    a due row waiting longer than that are warnings (a relay not running shows so)."""
+    c = status.counts
+    warnings: list[str] = []
+    if c.dead:
         warnings.append(
-            f"a pending fan-out job has not moved for {idle}s: is a consumer with"
-            " [fanout] enabled running?"
+            f"{c.dead} DEAD outbox row(s) never published (`searchsync relay dead`, then"
+            " `searchsync relay revive`)"
         )
-    return Section("fanout", data, (), tuple(warnings))
+    if status.stale_claims:
+        warnings.append(
+            f"{status.stale_claims} claim(s) older than relay.claim_timeout_s"
+            f" {relay.claim_timeout_s:g}s, not taken back yet (is `searchsync relay run` running?)"
+        )
+    due = status.oldest_due_age_s
+    if relay.enabled and due is not None and due > relay.claim_timeout_s:
+        warnings.append(
+            f"the oldest due row has waited {due:.0f}s for a relay"
+            " (is `searchsync relay run` running?)"
+        )
+    data = {
+        "enabled": relay.enabled,
+        "table": relay.table,
+        "pending": c.pending,
+        "retrying": status.retrying,
+        "processing": c.processing,
+        "published": status.published,
+        "dead": c.dead,
+        "oldest_pending_age_seconds": _seconds(c.oldest_pending_age_s),
+        "oldest_due_age_seconds": _seconds(due),
+        "stale_claims": status.stale_claims,
+        "claim_timeout_seconds": relay.claim_timeout_s,
+        "holders": dict(sorted(status.holders.items())),
+    }
+    return Section("relay", data, (), tuple(warnings))
+
+
+def _seconds(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
 
 
 def dlq_section(summary: DlqSummary) -> Section:

@@ -4,7 +4,7 @@ PY    := .venv/bin/python
 STACK := deploy/local/stack.sh
 PYTEST_ARGS ?=
 
-.PHONY: help install venv up down status demo test check-bare test-unit test-integration faults lint typecheck fmt bench bench-rebuild bench-repair bench-recovery clean
+.PHONY: help install venv up down status demo test check-bare test-unit test-integration faults lint typecheck fmt bench bench-rebuild bench-repair bench-recovery bench-relay clean
 
 help:
 	@echo "make demo   bring the local stack up and run searchsync on a stream of real page writes"
@@ -12,7 +12,7 @@ help:
 	@echo "           SEARCH_ENGINE=opensearch make up|demo: OpenSearch in place of Elasticsearch (same port)"
 	@echo "make test   bring the stack up, run unit + integration tests, tear the stack down"
 	@echo "make faults SEED=1 COUNT=200   the fault-injection suite (tests/faults/README.md)"
-	@echo "make up | down | status | clean | lint | typecheck | bench | bench-rebuild | bench-repair | bench-recovery | check-bare"
+	@echo "make up | down | status | clean | lint | typecheck | bench | bench-rebuild | bench-repair | bench-recovery | bench-relay | check-bare"
 
 # What the machine lacks (Debian packages: MariaDB, Maven, a JDK ...): installed as root, otherwise
 # the exact command is printed. The one install step of `make demo`, `make test` and .ci/run.
@@ -84,6 +84,10 @@ bench: venv up
 
 bench-rebuild: venv up
 	@$(PY) -m bench.rebuild_bench
+
+# The polling relay against Debezium, side by side (bench/README.md).
+bench-relay: venv up
+	@$(PY) -m bench.relay_bench $(RELAY_BENCH_ARGS)
 
 # One repair-wheel rotation against bare MySQL and Elasticsearch scans (bench/README.md).
 bench-repair: venv up

@@ -40,6 +40,7 @@ from searchsync.config._core import (
     _projection,
     _search,
 )
+from searchsync.config._fanout import FanoutSettings, _fanout
 from searchsync.config._kafka import KafkaSettings, _kafka
 from searchsync.config._ops import (
     ConnectSettings,
@@ -70,6 +71,7 @@ __all__ = [
     "ConnectSettings",
     "ElasticsearchSettings",
     "ExporterSettings",
+    "FanoutSettings",
     "KafkaSettings",
     "LibrdkafkaValue",
     "MysqlSettings",
@@ -107,6 +109,7 @@ class Settings:
     exporter: ExporterSettings = field(default_factory=ExporterSettings)
     canary: CanarySettings = field(default_factory=CanarySettings)
     relay: RelaySettings = field(default_factory=RelaySettings)
+    fanout: FanoutSettings = field(default_factory=FanoutSettings)
 
     def alias(self, aggregate_type: str) -> str:
         """The stable alias every write goes through (invariant 7); see `searchsync.naming`."""
@@ -157,6 +160,7 @@ _SECTIONS: Final[Mapping[str, type]] = MappingProxyType(
         "exporter": ExporterSettings,
         "canary": CanarySettings,
         "relay": RelaySettings,
+        "fanout": FanoutSettings,
     }
 )
 
@@ -184,6 +188,7 @@ def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Sett
         exporter=_exporter(readers["exporter"]),
         canary=_canary(readers["canary"]),
         relay=_relay(readers["relay"]),
+        fanout=_fanout(readers["fanout"]),
     )
     if settings.search.engine == "opensearch" and settings.elasticsearch.api_key is not None:
         raise ConfigError(

@@ -4,14 +4,15 @@ PY    := .venv/bin/python
 STACK := deploy/local/stack.sh
 PYTEST_ARGS ?=
 
-.PHONY: help install venv up down status demo test check-bare test-unit test-integration faults lint typecheck fmt bench bench-rebuild bench-repair bench-recovery clean
+.PHONY: help install venv up down status demo test check-bare test-unit test-integration faults lint typecheck fmt bench bench-rebuild bench-repair bench-recovery bench-relay clean
 
 help:
 	@echo "make demo   bring the local stack up and run searchsync on a stream of real page writes"
 	@echo "           RELAY=polling make demo: the same without Kafka Connect (searchsync relay publishes the outbox)"
+	@echo "           SEARCH_ENGINE=opensearch make up|demo: OpenSearch in place of Elasticsearch (same port)"
 	@echo "make test   bring the stack up, run unit + integration tests, tear the stack down"
 	@echo "make faults SEED=1 COUNT=200   the fault-injection suite (tests/faults/README.md)"
-	@echo "make up | down | status | clean | lint | typecheck | bench | bench-rebuild | bench-repair | bench-recovery | check-bare"
+	@echo "make up | down | status | clean | lint | typecheck | bench | bench-rebuild | bench-repair | bench-recovery | bench-relay | check-bare"
 
 # What the machine lacks (Debian packages: MariaDB, Maven, a JDK ...): installed as root, otherwise
 # the exact command is printed. The one install step of `make demo`, `make test` and .ci/run.
@@ -40,7 +41,9 @@ status:
 test-unit: venv
 	@bash deploy/pytest.sh tests/unit $(PYTEST_ARGS)
 
-test-integration: venv up
+# Integration tests run the search contract on OpenSearch too: it runs beside Elasticsearch (:9201).
+test-integration: venv install
+	@SEARCH_ENGINE=elasticsearch WITH_OPENSEARCH=1 bash $(STACK) up
 	@bash deploy/pytest.sh tests/integration $(PYTEST_ARGS)
 
 # The fault-injection suite (tests/faults/README.md): the stale-delete tests including the
@@ -53,10 +56,11 @@ faults: venv up
 	@$(PY) -m tests.faults --seed $(SEED) --count $(COUNT) $(FAULTS_ARGS)
 
 # The README's test command: lint and types first, then the stack comes up, every test runs,
-# the stack goes down again (also when tests fail); the exit code is the tests'.
+# the stack goes down again (also when tests fail); the exit code is the tests'. OpenSearch runs
+# beside Elasticsearch (:9201) for the search contract and the OpenSearch end-to-end tests.
 test: venv lint typecheck
 	@set -o pipefail; rc=0; \
-	bash $(STACK) up || { bash $(STACK) down; exit 1; }; \
+	SEARCH_ENGINE=elasticsearch WITH_OPENSEARCH=1 bash $(STACK) up || { bash $(STACK) down; exit 1; }; \
 	bash deploy/pytest.sh tests $(PYTEST_ARGS) || rc=$$?; \
 	bash $(STACK) down >/dev/null || true; \
 	exit $$rc
@@ -80,6 +84,10 @@ bench: venv up
 
 bench-rebuild: venv up
 	@$(PY) -m bench.rebuild_bench
+
+# The polling relay against Debezium, side by side (bench/README.md).
+bench-relay: venv up
+	@$(PY) -m bench.relay_bench $(RELAY_BENCH_ARGS)
 
 # One repair-wheel rotation against bare MySQL and Elasticsearch scans (bench/README.md).
 bench-repair: venv up

@@ -35,9 +35,11 @@ async def compare(
     of exactly the documents it wrote, side by side in this process, in `rounds` rounds (backfill
     then raw, raw then backfill, backfill then raw, ...: a drift of the box over the run, such as
     the merges and page flushes that follow the seeding, falls on both alike), then the
-    raw bulk with two requests in flight and the floor backfill once: the `Report` fields. The
-    ratio is the median of the rounds' ratios; the rates are the rounds' medians."""
-    alias, prefix = settings.alias(AGGREGATE_TYPE), settings.elasticsearch.index_prefix
+    raw bulk with two requests in flight and the floor backfill once (wiki_page only: it reads
+    that table): the `Report` fields. The ratio is the median of the rounds' ratios; the rates
+    are the rounds' medians."""
+    kind = projector.aggregate_type
+    alias, prefix = settings.alias(kind), settings.elasticsearch.index_prefix
     truth = TimedTruth(pool)
     r: dict[str, Any] = {"table_rows": await truth.count(projector)}
     cpu0 = time.process_time()
@@ -59,7 +61,7 @@ async def compare(
     admin = EsIndexAdmin(es)
 
     async def raw(in_flight: int) -> tuple[float, int, int, float]:
-        scratch = f"{prefix}raw{in_flight}_{AGGREGATE_TYPE}_v1"
+        scratch = f"{prefix}raw{in_flight}_{kind}_v1"
         await admin.create_index(scratch, body)
         ops = [IndexOp(scratch, o.doc_id, o.version, o.body_json) for o in last.values()]
         cpu = time.process_time()
@@ -84,16 +86,17 @@ async def compare(
             backfill_rates.append(await backfill())
             raw_rates.append(len(last) / (await raw(1))[0])
     raw2_s = (await raw(2))[0]
-    floor_index = f"{prefix}floor_{AGGREGATE_TYPE}_v1"
-    await admin.create_index(floor_index, body)
-    cpu0 = time.process_time()
-    floor_docs, floor_s, floor_errors = await floor_backfill(
-        pool, es, floor_index, projector.schema_version
-    )
-    await es.indices.delete(index=floor_index)
-    r.update(floor_cpu_us=1e6 * (time.process_time() - cpu0) / max(1, floor_docs))
-    r.update(floor_docs=floor_docs, floor_seconds=floor_s, floor_errors=floor_errors)
-    r.update(floor_docs_per_s=floor_docs / floor_s)
+    if kind == AGGREGATE_TYPE:
+        floor_index = f"{prefix}floor_{kind}_v1"
+        await admin.create_index(floor_index, body)
+        cpu0 = time.process_time()
+        floor_docs, floor_s, floor_errors = await floor_backfill(
+            pool, es, floor_index, projector.schema_version
+        )
+        await es.indices.delete(index=floor_index)
+        r.update(floor_cpu_us=1e6 * (time.process_time() - cpu0) / max(1, floor_docs))
+        r.update(floor_docs=floor_docs, floor_seconds=floor_s, floor_errors=floor_errors)
+        r.update(floor_docs_per_s=floor_docs / floor_s)
     ratios = [b / w for b, w in zip(backfill_rates, raw_rates, strict=True)]
     r.update(rounds=rounds, round_ratios=ratios, ratio=statistics.median(ratios))
     r.update(backfill_docs_per_s=statistics.median(backfill_rates))
@@ -101,7 +104,8 @@ async def compare(
     r.update(raw_docs=len(last), raw_docs_per_s=statistics.median(raw_rates))
     r.update(raw2_seconds=raw2_s, raw2_docs_per_s=len(last) / raw2_s)
     r.update(ratio_vs_raw2=r["backfill_docs_per_s"] / r["raw2_docs_per_s"])
-    r.update(floor_ratio=r["floor_docs_per_s"] / r["raw_docs_per_s"])
+    if "floor_docs_per_s" in r:
+        r.update(floor_ratio=r["floor_docs_per_s"] / r["raw_docs_per_s"])
     return r
 
 

@@ -18,7 +18,7 @@ for arg in "$@"; do
   esac
 done
 
-for port in 3306 9092 9200 8083; do
+for port in 3306 9092 9200 9201 8083; do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
     echo "check: port $port is in use: stop the running stack first (make down)" >&2
     exit 2

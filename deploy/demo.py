@@ -3,9 +3,10 @@
 1. index init (the alias and its v1 index), 2. the consumer in the background (`searchsync run`)
 and `searchsync exporter` with its canary on (deploy/demo_canary.py), 3. a small stream of real
 page writes through MariaDB transactions (the writer helper), 4. wait until every document equals
-the projection of its row, 5. a search hit, the lag, the canary's age, the metrics URLs. The
-consumer and the exporter keep running afterwards; `make down` stops the stack, and
-`kill $(cat .stack/run/searchsync.pid)` stops the consumer alone.
+the projection of its row, 5. a search hit, an author renamed and found on all their articles
+(deploy/demo_fanout.py), the lag, the canary's age, the metrics URLs. The consumer and the
+exporter keep running; `make down` stops the stack, `kill $(cat .stack/run/searchsync.pid)` the
+consumer alone.
 
 ``RELAY=polling make demo`` runs it without Kafka Connect (deploy/local/stack.sh does not start
 it): `searchsync relay run` publishes the outbox instead (docs/relay.md), started here in the
@@ -24,7 +25,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from demo_canary import canary_age, canary_env, ensure_canary_topic
+from demo_canary import canary_age, ensure_canary_topic
+from demo_fanout import demo_env, ensure_topics, fanout_demo
 from searchsync.config import load_settings
 from searchsync.devtools.loadgen import run_loadgen
 from searchsync.mysql.pool import create_pool
@@ -125,11 +127,10 @@ def http_get(url: str) -> tuple[int, str]:
 
 
 async def main() -> int:
-    canary_env(os.environ)
+    demo_env(os.environ)
     settings = load_settings(os.environ)
-    ex = settings.exporter
+    ex, obs = settings.exporter, settings.observability
     exporter_url = f"http://{ex.metrics_host}:{ex.metrics_port}/metrics"
-    obs = settings.observability
     metrics_url = f"http://{obs.metrics_host}:{obs.metrics_port}/metrics"
     health_url = f"http://{obs.metrics_host}:{obs.metrics_port}/healthz"
     registry = registry_from_settings(settings.projection)
@@ -150,6 +151,7 @@ async def main() -> int:
             start("searchsync-exporter", ["exporter"])
             say(f"started searchsync exporter with the canary (log {LOGS}/searchsync-exporter.log)")
 
+        ensure_topics(settings.kafka.bootstrap_servers)
         if not start_relay():
             return 1
         if running():
@@ -265,10 +267,9 @@ async def main() -> int:
                 }
             },
         )
-        say(
-            f"pages related to {related} (a term query on relations.RELATED_CHARACTER): "
-            f"{by_relation['count']}"
-        )
+        count = by_relation["count"]
+        say(f"pages related to {related} (a term query on relations.RELATED_CHARACTER): {count}")
+        say(await fanout_demo(settings, es, app_pool))
         _, text = http_get(metrics_url)
         lag = sum(
             float(line.rsplit(" ", 1)[1])

@@ -27,7 +27,9 @@ from searchsync.kafka.gaps import GapBoard
 from searchsync.kafka.intake import KafkaIntake
 from searchsync.observability.http import HealthReport, HealthServer
 from searchsync.observability.metrics import Metrics
+from searchsync.ops.fanout import FanoutWorker
 from searchsync.projection import ProjectorRegistry
+from searchsync.projection.references import event_types, referenced_types
 from searchsync.resources import Search, Tables
 from searchsync.search.sink import Sink
 from searchsync.stream.fence import SchemaFence
@@ -70,6 +72,7 @@ async def run_consumer(
             sink=sink,
             alias_for=write_target,
             fence=fence,
+            fanout=tables.fanout,
         )
         dlq = DlqProducer(k.client_config(), topic=k.dlq_topic)
         stack.push_async_callback(_close_dlq, dlq)
@@ -90,7 +93,7 @@ async def run_consumer(
             settings=p,
             options=PipelineOptions(
                 group_id=k.group_id,
-                known_types=registry.types(),
+                known_types=event_types(registry),
                 max_batch_works=settings.elasticsearch.bulk_max_actions,
                 consume_batch=k.poll_batch_size,
                 consume_timeout_s=k.poll_timeout_s,
@@ -143,6 +146,9 @@ async def run_consumer(
             )
             watching = asyncio.create_task(watch.run(stop))
             stack.push_async_callback(_cancelled, watching)
+        if settings.fanout.enabled and referenced_types(registry) and not write_targets:
+            worker = FanoutWorker(tables.fanout, registry, settings.fanout, metrics=metrics.fanout)
+            stack.push_async_callback(_cancelled, asyncio.create_task(worker.run(stop)))
         try:
             await pipeline.run(intake, stop, drain_deadline_s=p.shutdown_deadline_s)
         except DlqBudgetExceeded as exc:

@@ -17,6 +17,7 @@ from searchsync.dlq.ledger import ReplayLedger
 from searchsync.dlq.read import ConsumerFactory, kafka_consumer
 from searchsync.kafka.admin import AdminFactory, ConfluentKafkaAdmin
 from searchsync.kafka.producer import ProducerFactory, kafka_producer
+from searchsync.mysql.fanout import FanoutStore, MysqlFanout
 from searchsync.mysql.gap_acks import GapAcks, MysqlGapAcks
 from searchsync.mysql.outbox import MysqlOutbox, Outbox
 from searchsync.mysql.state import ProjectionStateWriter, StateRecorder
@@ -27,6 +28,8 @@ from searchsync.ops.rebuild.state import MysqlRebuildState, RebuildStateStore
 from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.ops.repair.sides import IndexSide
 from searchsync.ops.repair.state import MysqlWheelState, WheelState
+from searchsync.relay.mysql_store import MysqlRelayStore
+from searchsync.relay.port import RelayStore
 from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.es_index import BulkSizer, EsIndex
 from searchsync.search.port import IndexAdmin
@@ -47,6 +50,8 @@ class Tables:
     rebuild_state: RebuildStateStore
     wheel_state: WheelState
     gap_acks: GapAcks
+    fanout: FanoutStore
+    relay: RelayStore  # the outbox as the polling relay sees it (``[relay] table``)
 
     @classmethod
     def over(cls, pool: aiomysql.Pool, settings: Settings) -> Tables:
@@ -57,6 +62,8 @@ class Tables:
             rebuild_state=MysqlRebuildState(pool),
             wheel_state=MysqlWheelState(pool),
             gap_acks=MysqlGapAcks(pool),
+            fanout=MysqlFanout(pool),
+            relay=MysqlRelayStore(pool, settings.relay.table),
         )
 
 

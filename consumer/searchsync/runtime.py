@@ -140,7 +140,8 @@ class Runtime:
 
         registry = self.registry  # a bad `projection.modules` stops start-up before connecting
         # one line per request at INFO would drown the one line per event outcome
-        logging.getLogger("elastic_transport").setLevel(logging.WARNING)
+        for transport in ("elastic_transport", "opensearch"):  # the two engines' clients
+            logging.getLogger(transport).setLevel(logging.WARNING)
         log.info("searchsync starting", extra={"settings": self.settings.redacted()})
         return await run(
             self.settings,

@@ -62,6 +62,18 @@ ES_DATA_DIR=${ES_DATA_DIR:-$ES_DIR/data}
 ES_HEAP=${ES_HEAP:-1g}
 ES_USER=${ES_USER:-searchsync-es}                 # Elasticsearch refuses to run as root
 
+# Which search engine `make up` starts on $ES_PORT: elasticsearch (default) or opensearch.
+# WITH_OPENSEARCH=1 starts OpenSearch beside Elasticsearch, on $OS_PORT (what `make test` does).
+SEARCH_ENGINE=${SEARCH_ENGINE:-elasticsearch}
+if [[ $SEARCH_ENGINE == opensearch ]]; then OS_PORT=${OS_PORT:-$ES_PORT}; else OS_PORT=${OS_PORT:-9201}; fi
+OS_TRANSPORT_PORT=${OS_TRANSPORT_PORT:-9301}
+OS_DIR=${OS_DIR:-$SVC_DIR/opensearch}
+OS_DATA_DIR=${OS_DATA_DIR:-$OS_DIR/data}
+OS_HEAP=${OS_HEAP:-1g}
+OS_USER=${OS_USER:-searchsync-os}                 # OpenSearch refuses to run as root
+# OpenSearch 2 runs on Java 17..21 (its security manager is gone from 24 on): the newest there
+OS_JAVA_HOME=${OS_JAVA_HOME:-$( (ls -d /usr/lib/jvm/temurin-{17,18,19,20,21}-jdk* /usr/lib/jvm/java-{17,18,19,20,21}-openjdk* 2>/dev/null || true) | sort -V | tail -n 1)}
+
 JAVA_BIN=${JAVA_BIN:-java}                       # Kafka and Connect: Java 17+
 # Elasticsearch 9 needs Java 21+: the newest JDK 21..29 under /usr/lib/jvm unless given
 ES_JAVA_HOME=${ES_JAVA_HOME:-$( (ls -d /usr/lib/jvm/temurin-2[1-9]-jdk* /usr/lib/jvm/java-2[1-9]-openjdk* 2>/dev/null || true) | sort -V | tail -n 1)}

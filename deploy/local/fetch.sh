@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Brings the stack's jars from Maven Central into $DIST_DIR (Kafka + Connect classpath, the Debezium
-# MariaDB connector plugin, the Elasticsearch test distribution). Idempotent: does nothing when the
+# MariaDB connector plugin, the Elasticsearch and OpenSearch test distributions). Idempotent: does nothing when the
 # pom has not changed since the last successful fetch. Maven's cache (~/.m2) makes a re-fetch fast.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
@@ -13,7 +13,7 @@ if [[ -f $stamp && $(cat "$stamp") == "$want" ]]; then
   exit 0
 fi
 command -v mvn >/dev/null || die "mvn not found: install Maven (apt-get install maven) or run .ci/run"
-say "fetching Kafka, Connect, Debezium and Elasticsearch from Maven Central into $DIST_DIR ..."
+say "fetching Kafka, Connect, Debezium, Elasticsearch and OpenSearch from Maven Central into $DIST_DIR ..."
 rm -rf "$DIST_DIR"
 mkdir -p "$DIST_DIR"
 mvn -q -B -f "$pom" -Dstack.dir="$STACK_DIR" package || die "maven could not fetch the stack's jars (see above)"

@@ -31,8 +31,8 @@ for f in "$REPO_DIR"/schemas/sql/*.sql; do
   apply_once "$f" "$(basename "$f")"
 done
 
-# The demo's business tables (wiki_page), then the example aggregate types: <dir>/<table>.sql
-# creates the table <table>.
+# The demo's business tables (wiki_page): <dir>/<table>.sql creates the table <table>; then the
+# example aggregate types: each `CREATE TABLE IF NOT EXISTS <table>` of examples/<type>.sql.
 business_tables=()
 for f in "$REPO_DIR"/schemas/sql/demo/*.sql; do
   apply_once "$f" "demo/$(basename "$f")"
@@ -42,7 +42,8 @@ if [[ ${APPLY_EXAMPLE_SCHEMAS:-1} != 0 ]]; then
   for f in "$REPO_DIR"/schemas/sql/examples/*.sql; do
     [[ -e $f ]] || continue
     apply_once "$f" "examples/$(basename "$f")"
-    business_tables+=("$(basename "$f" .sql)")
+    mapfile -t -O "${#business_tables[@]}" business_tables \
+      < <(sed -nE 's/^CREATE TABLE IF NOT EXISTS `?([A-Za-z0-9_]+)`?.*/\1/p' "$f")
   done
 fi
 

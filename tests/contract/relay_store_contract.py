@@ -112,10 +112,31 @@ async def counts_dead_rows_and_revive(b: RelayBackend) -> None:
     assert (await b.store.counts()).dead == 0
 
 
+async def status_shows_claims_retries_and_stale_claims(b: RelayBackend) -> None:
+    assert not await b.store.claimed_any()
+    empty = await b.store.status(60.0)
+    assert not empty.in_use and empty.oldest_due_age_s is None and empty.holders == {}
+    ids = await b.add(["a", "b", "c", "d", "e"])
+    assert not await b.store.claimed_any()  # PENDING rows only: Debezium's table looks so too
+    assert (await b.store.status(60.0)).oldest_due_age_s is not None
+    await b.store.claim("old", 2)
+    await b.age(120.0)
+    await b.store.claim("young", 2)
+    await b.store.mark_failed("young", [Failure(ids[2], "boom", HOUR)], 5)
+    await b.store.mark_published([ids[3]])
+    assert await b.store.claimed_any()
+    s = await b.store.status(60.0)
+    assert s.in_use and (s.counts.pending, s.counts.processing, s.published) == (2, 2, 1)
+    assert s.retrying == 1 and s.stale_claims == 2
+    assert s.holders == {"old": 2}
+    assert s.oldest_due_age_s is not None and s.oldest_due_age_s < 3600  # row e is due
+
+
 RELAY_STORE_CASES: list[Callable[[RelayBackend], Awaitable[None]]] = [
     claims_pending_rows_by_id_up_to_the_limit,
     failures_wait_count_attempts_and_end_dead,
     published_rows_are_done,
     old_claims_are_taken_back,
     counts_dead_rows_and_revive,
+    status_shows_claims_retries_and_stale_claims,
 ]

@@ -77,6 +77,8 @@ async def delete_removes_what_the_scan_saw_and_keeps_what_changed(h: TombstoneBa
     assert set(results.values()) == {DeleteResult.DELETED}
     assert await h.ids(index) == ["old0"]
     assert await h.store.delete(index, []) == []
+    again = await h.store.delete(index, [o.hit for o in outcomes if o.hit.doc_id != "old0"])
+    assert {o.result for o in again} == {DeleteResult.GONE}  # deleted already: not "changed"
 
 
 async def maps_tombstoned_at_reads_the_mapping(h: TombstoneBackend) -> None:

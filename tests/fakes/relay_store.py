@@ -19,6 +19,7 @@ from searchsync.relay.port import (
     Failure,
     OutboxCounts,
     OutboxEntry,
+    RelayStatus,
 )
 
 EPOCH = datetime(2026, 1, 1)
@@ -113,6 +114,27 @@ class FakeRelayStore:
             processing=by.count(PROCESSING),
             dead=by.count(DEAD),
             oldest_pending_age_s=None if oldest is None else self.now - oldest,
+        )
+
+    async def claimed_any(self) -> bool:
+        return any(r.status != PENDING for r in self.rows.values())
+
+    async def status(self, claim_timeout_s: float) -> RelayStatus:
+        pending = [r for r in self.rows.values() if r.status == PENDING]
+        due = [r.available_at for r in pending if r.available_at <= self.now]
+        claims = [r for r in self.rows.values() if r.status == PROCESSING]
+        holders: dict[str, int] = {}
+        for r in claims:
+            holders[str(r.locked_by)] = holders.get(str(r.locked_by), 0) + 1
+        return RelayStatus(
+            counts=await self.counts(),
+            published=sum(r.status == PUBLISHED for r in self.rows.values()),
+            retrying=len(pending) - len(due),
+            oldest_due_age_s=self.now - min(due) if due else None,
+            stale_claims=sum(
+                r.locked_at is not None and r.locked_at < self.now - claim_timeout_s for r in claims
+            ),
+            holders=holders,
         )
 
     async def dead(self, limit: int) -> list[DeadRow]:

@@ -8,7 +8,7 @@ from typing import Any
 from searchsync.mysql.truth import TruthEntry
 from searchsync.mysql.truth_buckets import entry_of_row
 from searchsync.ops.repair.buckets import key_hash
-from searchsync.projection import Projector, Row
+from searchsync.projection import Projector, Row, attach
 from searchsync.types import BucketCursor
 
 __all__ = ["FakeTruth"]
@@ -18,13 +18,20 @@ class FakeTruth:
     """Rows are kept per table and ordered by Python's string order (ids in tests are ASCII, so
     it is the database's too). `primary_tables` lets a test model a lagging replica:
     ``primary=True`` reads them first, then `tables`. `calls` records each `rows_by_id`'s ids and
-    `primary` flag; `pages` counts `bucket_page` calls."""
+    `primary` flag; `pages` counts `bucket_page` calls.
+
+    A projector's children and lookups are attached like `MysqlTruth` does: lookup rows are rows
+    of `tables` (by id), child rows are kept in `child_tables` (`put_child`). Each batch reads
+    them with one "query" per table, counted in `relation_reads`, and hands them to `attach` in
+    the reverse of the order they were put in (a database's order is no promise either)."""
 
     def __init__(self) -> None:
         self.tables: dict[str, dict[str, Row]] = {}
         self.primary_tables: dict[str, dict[str, Row]] = {}
+        self.child_tables: dict[str, list[Row]] = {}
         self.floors: dict[tuple[str, str], int] = {}
         self.calls: list[tuple[tuple[str, ...], bool]] = []
+        self.relation_reads: list[str] = []
         self.pages = 0
 
     def put(self, row: Mapping[str, Any], *, table: str, primary_only: bool = False) -> None:
@@ -36,6 +43,34 @@ class FakeTruth:
         self.tables.get(table, {}).pop(row_id, None)
         self.primary_tables.get(table, {}).pop(row_id, None)
 
+    def put_child(self, row: Mapping[str, Any], *, table: str) -> None:
+        """Add one row to the child table `table`."""
+        self.child_tables.setdefault(table, []).append(dict(row))
+
+    def remove_children(self, table: str, key: str, value: str) -> None:
+        """Delete the rows of child table `table` whose `key` is `value`."""
+        rows = self.child_tables.get(table, [])
+        rows[:] = [r for r in rows if str(r[key]) != value]
+
+    def _relate(self, projector: Projector, roots: list[dict[str, Any]]) -> None:
+        if not roots or not (projector.children or projector.lookups):
+            return
+        ids = {str(r["id"]) for r in roots}
+        children = []
+        for child in projector.children:
+            self.relation_reads.append(child.table)
+            rows = self.child_tables.get(child.table, [])
+            found = [{c: r[c] for c in child.columns} for r in rows if str(r[child.key]) in ids]
+            children.append((child, found[::-1]))
+        lookups = []
+        for lookup in projector.lookups:
+            self.relation_reads.append(lookup.table)
+            wanted = {str(r[lookup.via]) for r in roots if r.get(lookup.via) is not None}
+            table = self.tables.get(lookup.table, {})
+            found = [{c: table[i][c] for c in lookup.columns} for i in wanted if i in table]
+            lookups.append((lookup, found))
+        attach(roots, children, lookups)
+
     def put_floor(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
         self.floors[(aggregate_type, aggregate_id)] = revision
 
@@ -46,14 +81,15 @@ class FakeTruth:
         self.calls.append((tuple(unique), primary))
         rows = self.tables.get(projector.table, {})
         primary_rows = self.primary_tables.get(projector.table, {})
-        found: dict[str, Row] = {}
+        found: dict[str, dict[str, Any]] = {}
         for row_id in unique:
             row = primary_rows.get(row_id) if primary else None
             if row is None:
                 row = rows.get(row_id)
             if row is not None:
                 found[row_id] = _columns(row, projector)
-        return found
+        self._relate(projector, list(found.values()))
+        return {i: row for i, row in found.items()}
 
     async def revision_floors(
         self, aggregate_type: str, ids: Sequence[str], *, primary: bool = False
@@ -66,7 +102,9 @@ class FakeTruth:
             raise ValueError(f"limit must be >= 1, got {limit}")
         rows = self.tables.get(projector.table, {})
         ids = sorted(i for i in rows if after_id is None or i > after_id)
-        return [_columns(rows[i], projector) for i in ids[:limit]]
+        page = [_columns(rows[i], projector) for i in ids[:limit]]
+        self._relate(projector, page)
+        return list(page)
 
     async def floor_page(
         self, aggregate_type: str, after_id: str | None, limit: int
@@ -97,10 +135,13 @@ class FakeTruth:
             for i in rows
             if (after is None or i > after[1]) and lo <= key_hash(projector.aggregate_type, i) < hi
         )
-        return [entry_of_row(_columns(rows[i], projector), content=content) for i in ids[:limit]]
+        page = [_columns(rows[i], projector) for i in ids[:limit]]
+        if content:
+            self._relate(projector, page)
+        return [entry_of_row(r, content=content) for r in page]
 
 
-def _columns(row: Row, projector: Projector) -> Row:
+def _columns(row: Row, projector: Projector) -> dict[str, Any]:
     """`row` as the database would return it for the projector's columns."""
     return {c: row[c] for c in projector.columns if c in row}
 

@@ -8,16 +8,17 @@ import random
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from searchsync.config import Settings
 from searchsync.errors import OperationRefused
 from searchsync.ops import offsets
 
-from tests.faults import kafka_io
+from tests.faults import kafka_io, relays
 from tests.faults.evidence import Hostile
 from tests.faults.members import Group
 from tests.faults.proxy import Es429Proxy
-from tests.faults.schedule import Fault, Step
+from tests.faults.schedule import RELAY_FAULTS, Fault, Step
 from tests.faults.services import Stack
 
 
@@ -37,12 +38,18 @@ class RunState:
     members_wanted: int
     hostile: list[Hostile] = field(default_factory=list)
     restarted: set[str] = field(default_factory=set)  # services a step stopped and started
+    relay: relays.RelayRig | None = None  # a relay schedule's database, topic and relays
+    pool: Any = None  # the application's pool (a relay fault looks at the claims through it)
 
 
 async def apply(step: Step, run: RunState) -> str:
     f, g = step.fault, run.group
     member, ms = divmod(step.param, 10_000)
     slog = run.log_dir / "services.log"
+    if f in RELAY_FAULTS:
+        if run.relay is None:
+            raise AssertionError(f"{f} in a schedule without relays")
+        return await relays.apply(step, run.relay, run.pool)
     if f is Fault.KILL9:
         await asyncio.to_thread(g.kill9, member)
         await asyncio.sleep(ms / 1000)

@@ -1,7 +1,9 @@
-"""The consumer group of a fault run: 1 to 3 `python -m searchsync run` processes, one group id.
+"""The consumer group of a fault run: 1 to 3 `python -m searchsync run` processes, one group id;
+in a relay schedule also the relays, 1 to 3 `python -m searchsync relay run` processes.
 
-Each process logs to a file of its own in the run's log directory (member-<n>.log, n counting
-every process ever started), which the evidence checker reads afterwards.
+Each process logs to a file of its own in the run's log directory (member-<n>.log or
+relay-<n>.log, n counting every process of its kind ever started), which the evidence checker
+reads afterwards.
 """
 
 from __future__ import annotations
@@ -20,12 +22,18 @@ MAX_MEMBERS = 3
 
 
 class Member:
-    def __init__(self, number: int, env: Mapping[str, str], log_path: Path) -> None:
+    def __init__(
+        self,
+        number: int,
+        env: Mapping[str, str],
+        log_path: Path,
+        command: tuple[str, ...] = ("run",),
+    ) -> None:
         self.number = number
         self.log_path = log_path
         self._log: IO[bytes] = log_path.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "searchsync", "run"],
+            [sys.executable, "-m", "searchsync", *command],
             cwd=REPO,
             env={**os.environ, **env},
             stdout=self._log,
@@ -51,9 +59,20 @@ class Member:
 
 
 class Group:
-    def __init__(self, env: Mapping[str, str], log_dir: Path) -> None:
+    """Processes of one kind: ``searchsync <command>`` (``run``), logs ``<name>-<n>.log``."""
+
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        log_dir: Path,
+        *,
+        command: tuple[str, ...] = ("run",),
+        name: str = "member",
+    ) -> None:
         self._env = dict(env)
         self._log_dir = log_dir
+        self._command = command
+        self._name = name
         self.members: list[Member] = []
         self.started = 0
         self.exits: list[tuple[int, int | None, str]] = []  # (member, exit code, how it stopped)
@@ -64,11 +83,12 @@ class Group:
 
     @property
     def logs(self) -> list[Path]:
-        return sorted(self._log_dir.glob("member-*.log"))
+        return sorted(self._log_dir.glob(f"{self._name}-*.log"))
 
     def add(self) -> Member:
         self.started += 1
-        m = Member(self.started, self._env, self._log_dir / f"member-{self.started}.log")
+        log = self._log_dir / f"{self._name}-{self.started}.log"
+        m = Member(self.started, self._env, log, self._command)
         self.members.append(m)
         return m
 
@@ -79,9 +99,12 @@ class Group:
     def kill9(self, index: int) -> Member | None:
         m = self.pick(index)
         if m is not None:
-            m.signal(signal.SIGKILL)
-            self._reap(m, "kill -9", 30)
+            self.kill9_member(m)
         return m
+
+    def kill9_member(self, m: Member) -> None:
+        m.signal(signal.SIGKILL)
+        self._reap(m, "kill -9", 30)
 
     def sigterm(self, index: int, *, deadline_s: float = 60) -> int | None:
         m = self.pick(index)

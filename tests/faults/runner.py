@@ -17,7 +17,7 @@ from searchsync.config import load_settings
 from searchsync.mysql.pool import create_pool
 from searchsync.search.client import make_es_client
 
-from tests.faults import checker, evidence, inject, kafka_io
+from tests.faults import checker, evidence, inject, kafka_io, relays
 from tests.faults.members import Group
 from tests.faults.proxy import Es429Proxy
 from tests.faults.schedule import Schedule
@@ -46,6 +46,7 @@ class Result:
     outcomes: dict[str, int] = field(default_factory=dict)
     steps: list[str] = field(default_factory=list)
     workload: dict[str, object] = field(default_factory=dict)
+    relay: dict[str, int] = field(default_factory=dict)  # relays started, rows per status
     seconds: float = 0.0
     log_dir: str = ""
 
@@ -56,7 +57,17 @@ class Result:
             f"seed={self.seed} faults={self.faults} rows={self.rows} hard_deleted="
             f"{self.hard_deleted} divergent={self.divergent} resurrected={self.resurrected} "
             f"dlq={self.dead_lettered_ok}/{self.hostile} offsets={self.accounted}/"
-            f"{self.consumed} {self.seconds:.0f}s {verdict}"
+            f"{self.consumed}{self._relay_part} {self.seconds:.0f}s {verdict}"
+        )
+
+    @property
+    def _relay_part(self) -> str:
+        r = self.relay
+        if not r:
+            return ""
+        return (
+            f" relays={r.get('relays', 0)} taken_back={r.get('taken_back', 0)}"
+            f" outbox={r.get('published', 0)}/{r.get('rows', 0)}"
         )
 
 
@@ -93,6 +104,11 @@ async def run_schedule(schedule: Schedule, stack: Stack, log_root: Path) -> Resu
     proxy = Es429Proxy(*_host_port(stack.es_url), seed=schedule.seed)
     await proxy.start()
     env = member_env(tag, proxy.url)
+    rig = None
+    if schedule.relays:  # its own database and topic: tests/faults/relays.py
+        bootstrap = load_settings(os.environ).kafka.bootstrap_servers
+        rig = await asyncio.to_thread(relays.RelayRig.open, bootstrap, tag, log_dir, env)
+        env = rig.env
     settings = load_settings({**os.environ, **env})
     await prepare_index(settings)
     index = f"{settings.alias('wiki_page')}_v1"
@@ -102,8 +118,8 @@ async def run_schedule(schedule: Schedule, stack: Stack, log_root: Path) -> Resu
     start = start_group_at_end(settings)
     group = Group(env, log_dir)
     run = inject.RunState(
-        settings, stack, group, proxy, index, TOPIC, f"f{tag}-", start, started_at,
-        log_dir, random.Random(schedule.seed), schedule.members,
+        settings, stack, group, proxy, index, rig.topic if rig else TOPIC, f"f{tag}-", start,
+        started_at, log_dir, random.Random(schedule.seed), schedule.members, relay=rig,
     )  # fmt: skip
     pool = await create_pool(
         host=settings.mysql.host,
@@ -114,11 +130,14 @@ async def run_schedule(schedule: Schedule, stack: Stack, log_root: Path) -> Resu
         minsize=1,
         maxsize=8,
     )
+    run.pool = pool
     es = make_es_client(load_settings(os.environ))
     stop = asyncio.Event()
     stats = WorkloadStats()
     try:
         group.top_up(schedule.members)
+        if rig is not None:
+            await asyncio.to_thread(rig.start, schedule.relays)
         t_faults = time.monotonic()  # the schedule's offsets count from here
         writers = asyncio.create_task(
             run_workload(pool, run.prefix, schedule.workload_seed, stop, stats)
@@ -144,6 +163,8 @@ async def run_schedule(schedule: Schedule, stack: Stack, log_root: Path) -> Resu
         await es.close()
         pool.close()
         await pool.wait_closed()
+        if rig is not None:  # a failed run's database and topic stay, for the post-mortem
+            await asyncio.to_thread(rig.close, drop=not result.problems)
     result.workload = asdict(stats)
     result.seconds = time.monotonic() - t0
     result.ok = not result.problems
@@ -170,6 +191,10 @@ def _recover(run: inject.RunState, result: Result) -> None:
             continue  # up: `connect.sh start` would also PUT the connector's config again
         run.stack.script(service, "start", run.log_dir / "services.log")
     run.stack.write_block(run.index, False)
+    if run.relay is not None:  # no connector in this run
+        run.relay.group.top_up(max(1, run.relay.wanted))
+        run.group.top_up(max(1, run.members_wanted))
+        return
     try:
         wait(lambda: run.stack.connector_state()[1] == ["RUNNING"], 90, "the connector RUNNING")
     except AssertionError:
@@ -186,6 +211,13 @@ async def _quiesce(run: inject.RunState, pool: object, es: object, result: Resul
     bootstrap, group = run.settings.kafka.bootstrap_servers, run.settings.kafka.group_id
     last = ""
     while time.monotonic() < deadline:
+        if run.relay is not None:  # every outbox row published first
+            unsettled = await relays.unsettled(pool)
+            if unsettled:
+                last = unsettled
+                run.relay.group.top_up(1)
+                await asyncio.sleep(1.0)
+                continue
         ends = await asyncio.to_thread(kafka_io.end_offsets, bootstrap, run.topic)
         done = await asyncio.to_thread(kafka_io.committed, bootstrap, group, run.topic, list(ends))
         lag = sum(max(0, e - done.get(p, 0)) for p, e in ends.items())
@@ -202,6 +234,9 @@ async def _quiesce(run: inject.RunState, pool: object, es: object, result: Resul
 
 
 async def _final_evidence(run: inject.RunState, pool: object, es: object, result: Result) -> None:
+    if run.relay is not None:
+        result.relay, problems = await relays.final_evidence(run.relay, pool)
+        result.problems.extend(problems)
     stopped = await asyncio.to_thread(run.group.stop_all)
     # a member SIGTERMed while still importing (no "searchsync running" yet) dies of the
     # signal before it has a handler; it had consumed nothing: not a failed shutdown

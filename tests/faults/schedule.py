@@ -36,6 +36,11 @@ class Fault(enum.StrEnum):
     REPLAY_SAMPLE = "replay_sample"  # re-publish a shuffled sample of this schedule's events
     OFFSETS_RESET = "offsets_reset"  # stop the group, reset to the schedule's start, restart
     HOSTILE = "hostile"  # one batch of hostile messages
+    # relay schedules only (the outbox published by `searchsync relay`, tests/faults/README.md)
+    RELAY_KILL9 = "relay_kill9"  # kill -9 one relay at a random point, restart it after a pause
+    RELAY_KILL9_MID_CLAIM = "relay_kill9_mid_claim"  # kill -9 a relay while it holds a claim
+    RELAY_ADD = "relay_add"  # one more relay claims next to the others (at most 3)
+    RELAY_STALL = "relay_stall"  # SIGSTOP a relay past the claim timeout: a peer takes back
 
 
 SERVICE_RESTARTS: Final = frozenset(
@@ -43,7 +48,18 @@ SERVICE_RESTARTS: Final = frozenset(
 )
 """Faults that restart a shared service: never in the subset that runs inside `make test`."""
 
+RELAY_FAULTS: Final = frozenset(
+    {Fault.RELAY_KILL9, Fault.RELAY_KILL9_MID_CLAIM, Fault.RELAY_ADD, Fault.RELAY_STALL}
+)
+"""Faults of the relay processes: drawn only in relay schedules."""
+
+NOT_IN_RELAY_SCHEDULES: Final = frozenset({Fault.CONNECT_RESTART, Fault.CONNECTOR_TASK_RESTART})
+"""Faults of Kafka Connect, which a relay schedule does not use."""
+
 ALL_FAULTS: Final = frozenset(Fault)
+
+RELAY_SHARE: Final = 1 / 3
+"""The share of schedules that publish through `searchsync relay` when relay faults may be drawn."""
 
 # How often each fault is drawn: the restarts of slow services are rarer, so that a run of 200
 # schedules fits in a few hours on a 2-core machine (tests/faults/README.md).
@@ -63,17 +79,24 @@ _WEIGHTS: Final = {
     Fault.REPLAY_SAMPLE: 4,
     Fault.OFFSETS_RESET: 2,
     Fault.HOSTILE: 4,
+    Fault.RELAY_KILL9: 8,
+    Fault.RELAY_KILL9_MID_CLAIM: 8,
+    Fault.RELAY_ADD: 6,
+    Fault.RELAY_STALL: 4,
 }
 _TIMED: Final = frozenset({Fault.ES_RESTART, Fault.ES_429, Fault.ES_WRITE_BLOCK})
+RELAY_CLAIM_TIMEOUT_S: Final = 3.0
+"""The relays' ``relay.claim_timeout_s`` in a relay schedule; a RELAY_STALL outlasts it by 2-4 s."""
 
 
 @dataclass(frozen=True, slots=True)
 class Step:
     """One fault: at `at_s` seconds after the start, lasting `duration_s` (0: instantaneous).
 
-    `param`: the member index (kills, SIGTERM), the restart pause in ms (KILL9), the delay in ms
-    before the kill (KILL9_MID_REVOKE), the share of 429s in percent (ES_429), the sample size
-    (REPLAY_SAMPLE); 0 otherwise."""
+    `param`: the member or relay index (kills, SIGTERM, RELAY_STALL), the restart pause in ms
+    (KILL9, RELAY_KILL9, RELAY_KILL9_MID_CLAIM), the delay in ms before the kill
+    (KILL9_MID_REVOKE), the share of 429s in percent (ES_429), the sample size (REPLAY_SAMPLE),
+    0 otherwise. A RELAY_STALL lasts `duration_s`, longer than `RELAY_CLAIM_TIMEOUT_S`."""
 
     at_s: float
     fault: Fault
@@ -92,9 +115,16 @@ class Schedule:
     window_s: float  # how long the faults are spread over (10..30 s)
     steps: tuple[Step, ...]
     workload_seed: int
+    relays: int = 0  # `searchsync relay run` processes at the start (1 or 2; 0: Debezium)
+
+    @property
+    def publisher(self) -> str:
+        """Who publishes the run's outbox: ``debezium`` or ``relay``."""
+        return "relay" if self.relays else "debezium"
 
     def describe(self) -> str:
-        return ",".join(s.fault.value for s in self.steps)
+        faults = ",".join(s.fault.value for s in self.steps)
+        return f"relay:{faults}" if self.relays else faults
 
 
 def make_schedule(
@@ -105,13 +135,19 @@ def make_schedule(
     window: tuple[float, float] = (10.0, 30.0),
 ) -> Schedule:
     """The schedule of `seed`, drawing only from `faults`, its faults spread over a window of
-    `window` seconds (pure: no clock, no I/O)."""
+    `window` seconds (pure: no clock, no I/O).
+
+    When `faults` holds a relay fault, a share (`RELAY_SHARE`) of the seeds give relay
+    schedules, drawn from a stream of their own: every other seed gives the schedule it gave
+    before the relay joined the mix. A relay schedule draws from `faults` less the connector's."""
     if not faults:
         raise ValueError("at least one fault kind is needed")
     if not 0 < window[0] <= window[1]:
         raise ValueError(f"window must be 0 < low <= high, got {window}")
     rng = random.Random(f"searchsync-faults:{seed}")
-    kinds = sorted(faults, key=lambda f: f.value)  # a set's order must not matter
+    relays = _relays(seed, faults)
+    allowed = (set(faults) - NOT_IN_RELAY_SCHEDULES) if relays else (set(faults) - RELAY_FAULTS)
+    kinds = sorted(allowed, key=lambda f: f.value)  # a set's order must not matter
     weights = [_WEIGHTS[k] for k in kinds]
     members = rng.choice((2, 3))
     window_s = round(rng.uniform(*window), 1)
@@ -123,13 +159,27 @@ def make_schedule(
         step = _step(rng, fault, t)
         steps.append(step)
         t = round(step.end_s + rng.uniform(0.5, max(0.6, window_s / n)), 2)
-    return Schedule(seed, members, window_s, tuple(steps), rng.randrange(2**31))
+    return Schedule(seed, members, window_s, tuple(steps), rng.randrange(2**31), relays)
+
+
+def _relays(seed: int, faults: Collection[Fault]) -> int:
+    """How many relays a schedule starts with: 0 (Debezium publishes) unless relay faults may
+    be drawn and the seed's own draw makes it a relay schedule."""
+    if not RELAY_FAULTS & set(faults):
+        return 0
+    rng = random.Random(f"searchsync-faults-relay:{seed}")
+    relay = rng.random() < RELAY_SHARE or set(faults) <= RELAY_FAULTS
+    return rng.choice((1, 2)) if relay else 0
 
 
 def _step(rng: random.Random, fault: Fault, at: float) -> Step:
     duration = round(rng.uniform(2.0, 8.0), 1) if fault in _TIMED else 0.0
-    if fault in (Fault.KILL9, Fault.SIGTERM):
+    if fault is Fault.RELAY_STALL:
+        duration = round(RELAY_CLAIM_TIMEOUT_S + rng.uniform(2.0, 4.0), 1)
+    if fault in (Fault.KILL9, Fault.SIGTERM, Fault.RELAY_KILL9, Fault.RELAY_KILL9_MID_CLAIM):
         param = rng.randrange(3) * 10_000 + rng.randrange(0, 3000)  # member, pause in ms
+    elif fault is Fault.RELAY_STALL:
+        param = rng.randrange(3) * 10_000
     elif fault is Fault.KILL9_MID_REVOKE:
         param = rng.randrange(3) * 10_000 + rng.randrange(0, 500)  # member, delay in ms
     elif fault is Fault.ES_429:

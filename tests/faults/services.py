@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from searchsync.devtools.scratch import mysql_root
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "deploy" / "local"
 SERVICES = ("mariadb", "kafka", "connect", "elasticsearch")
@@ -53,15 +55,7 @@ class Stack:
         self.script(service, "start", log)
 
     def mysql_root(self, sql: str) -> str:
-        cmd = f'source "{SCRIPTS}/env.sh"; source "{SCRIPTS}/lib.sh"; mysql_root -N -e "$1"'
-        done = subprocess.run(
-            ["bash", "-c", cmd, "mysql_root", sql],
-            check=True,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        return done.stdout
+        return mysql_root(sql)
 
     def kill_connections(self, user: str) -> int:
         """KILL CONNECTION every session of `user`; how many were killed."""

@@ -1,15 +1,15 @@
 """Two aggregate types in one consumer run, chosen by configuration (``projection.modules``).
 
 wiki_page rows change through `PageWriter`; article rows (the example type of
-searchsync/examples/article.py, table from schemas/sql/examples/article.sql) through plain SQL plus
-`append_outbox` in one transaction, as an application of its own would. Both kinds of event go
+searchsync/examples/article.py, tables from schemas/sql/examples/article.sql: the article, its
+tags in article_tag, its author) through plain SQL plus `append_outbox` in one transaction, as an
+application of its own would (tests/integration/article_app.py). Both kinds of event go
 through the real connector to their own topic, and each type converges in its own alias.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -21,15 +21,13 @@ import pytest_asyncio
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 from elasticsearch import NotFoundError
-from searchsync.examples import article
-from searchsync.mysql.pool import transaction
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.projection import Document, ProjectorRegistry, registry_from_settings
 from searchsync.search.admin import init_index
 from searchsync.search.client import make_es_client
-from searchsync.types import Operation
-from searchsync.writer import PageWriter, append_outbox
+from searchsync.writer import PageWriter
 
+from tests.integration.article_app import article_change, put_author
 from tests.integration.conftest import KAFKA
 from tests.integration.conftest_mysql import fetch_all
 from tests.integration.consumer_harness import (
@@ -79,12 +77,13 @@ async def require_article_table(pool: aiomysql.Pool) -> None:
     rows = await fetch_all(
         pool,
         "SELECT COUNT(*) AS n FROM information_schema.tables"
-        " WHERE table_schema = DATABASE() AND table_name = 'article'",
+        " WHERE table_schema = DATABASE()"
+        " AND table_name IN ('article', 'article_tag', 'author')",
         (),
     )
-    if not rows[0]["n"]:
+    if rows[0]["n"] != 3:
         pytest.fail(
-            "table article is missing: run deploy/local/migrate.sh (it applies"
+            "a table of the article example is missing: run deploy/local/migrate.sh (it applies"
             " schemas/sql/examples/*.sql)",
             pytrace=False,
         )
@@ -123,68 +122,6 @@ async def consumer(app_pool: aiomysql.Pool) -> AsyncIterator[InProcessConsumer]:
             with contextlib.suppress(NotFoundError):
                 await es.indices.delete(index=f"{c.settings.alias(kind)}_v1")
         await es.close()
-
-
-# -- the article application side: row change + outbox event, one transaction ------------------
-
-
-async def article_change(
-    pool: aiomysql.Pool,
-    article_id: str,
-    *,
-    title: str | None = None,
-    tags: list[str] | None = None,
-    deleted: bool | None = None,
-    hard_delete: bool = False,
-) -> int:
-    """Create or change one article (revision + 1) and append its outbox event."""
-    async with transaction(pool) as conn:
-        async with conn.cursor() as cur:
-            await cur.execute(
-                "SELECT revision FROM article WHERE id = %s FOR UPDATE", (article_id,)
-            )
-            found = await cur.fetchone()
-            if found is None:
-                await cur.execute(
-                    "SELECT revision FROM search_revision_floor"
-                    " WHERE aggregate_type = 'article' AND aggregate_id = %s FOR UPDATE",
-                    (article_id,),
-                )
-                floor = await cur.fetchone()
-                revision = (0 if floor is None else int(floor[0])) + 1
-                await cur.execute(
-                    "INSERT INTO article (id, title, body, tags_json, revision, updated_at)"
-                    " VALUES (%s, %s, %s, %s, %s, UTC_TIMESTAMP(6))",
-                    (article_id, title or "untitled", "body", json.dumps(tags or []), revision),
-                )
-                op = Operation.UPSERT
-            elif hard_delete:
-                revision = int(found[0]) + 1
-                await cur.execute("DELETE FROM article WHERE id = %s", (article_id,))
-                await cur.execute(
-                    "INSERT INTO search_revision_floor (aggregate_type, aggregate_id, revision,"
-                    " deleted_at) VALUES ('article', %s, %s, UTC_TIMESTAMP(6))",
-                    (article_id, revision),
-                )
-                op = Operation.TOMBSTONE
-            else:
-                revision = int(found[0]) + 1
-                sets, args = ["revision = %s", "updated_at = UTC_TIMESTAMP(6)"], [revision]
-                if title is not None:
-                    sets.append("title = %s")
-                    args.append(title)
-                if tags is not None:
-                    sets.append("tags_json = %s")
-                    args.append(json.dumps(tags))
-                if deleted is not None:
-                    sets.append("deleted_at = IF(%s, UTC_TIMESTAMP(6), NULL)")
-                    args.append(deleted)
-                await cur.execute(
-                    f"UPDATE article SET {', '.join(sets)} WHERE id = %s", (*args, article_id)
-                )
-                op = Operation.TOMBSTONE if deleted else Operation.UPSERT
-        await append_outbox(conn, article.AGGREGATE_TYPE, article_id, op, revision)
-    return revision
 
 
 async def expected(
@@ -235,14 +172,22 @@ async def test_two_types_in_one_run_each_converge_in_their_own_alias(
     await writer.create(pages[0], "Page zero", "c", {"RELATED_CHARACTER": [qixia]})
     await writer.create(pages[1], "Page one", "c", {})
     await writer.create(pages[2], "Page two", "c", {})
+    author = f"types-{u}-u"
+    await put_author(app_pool, author, "阿尔托莉雅")
     for i, article_id in enumerate(articles):
-        assert await article_change(app_pool, article_id, title=f"Article {i}", tags=["t"]) == 1
+        assert (
+            await article_change(
+                app_pool, article_id, title=f"Article {i}", tags=["t"], author_id=author
+            )
+            == 1
+        )
     await writer.update(pages[1], relations={"RELATED_CHARACTER": [qixia, qixia]})
     await writer.soft_delete(pages[2])
+    # a change of the children only: the tags change and the article's revision rises with them
     assert await article_change(app_pool, articles[0], tags=["游戏", "rules", "游戏"]) == 2
     assert await article_change(app_pool, articles[1], deleted=True) == 2
     assert await article_change(app_pool, articles[2], hard_delete=True) == 2
-    assert await article_change(app_pool, articles[3], title="Article three, again") == 2
+    assert await article_change(app_pool, articles[3], title="Again", author_id=None) == 2
 
     registry = registry_from_settings(consumer.settings.projection)
     want = {
@@ -251,7 +196,9 @@ async def test_two_types_in_one_run_each_converge_in_their_own_alias(
     }
     await wait_converged(consumer, consumer_pool, want)
 
-    assert want["article"][articles[0]].body["tags"] == ["rules", "游戏"]
+    assert want["article"][articles[0]].body["tags"] == ["游戏", "rules"]
+    assert want["article"][articles[0]].body["author_name"] == "阿尔托莉雅"
+    assert want["article"][articles[3]].body["author_name"] is None
     assert want["article"][articles[1]].is_deleted and want["article"][articles[2]].is_deleted
     assert want["wiki_page"][pages[1]].body["relations"] == {
         "RELATED_CHARACTER": ["character:character_qixia"]

@@ -39,6 +39,7 @@ from tests.integration.consumer_harness import (
     start_group_at_end,
     wait_for,
 )
+from tests.integration.engines import ENGINES, opensearch_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -88,8 +89,12 @@ async def _wait_converged(
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def consumer(app_pool: aiomysql.Pool):  # type: ignore[no-untyped-def]
-    c = InProcessConsumer(harness_env("e2e"))
+async def consumer(app_pool: aiomysql.Pool, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """The consumer on Elasticsearch; a test parametrized with ``opensearch`` gets it there."""
+    engine = getattr(request, "param", "elasticsearch")
+    c = InProcessConsumer(
+        harness_env("e2e", **(opensearch_env() if engine == "opensearch" else {}))
+    )
     await prepare_index(c.settings)
     await c.start()
     yield c
@@ -98,6 +103,7 @@ async def consumer(app_pool: aiomysql.Pool):  # type: ignore[no-untyped-def]
     assert code == 0, f"consumer exited with {code}"
 
 
+@pytest.mark.parametrize("consumer", ENGINES, indirect=True)
 async def test_every_kind_of_change_converges(
     consumer: InProcessConsumer, app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool
 ) -> None:

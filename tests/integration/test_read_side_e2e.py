@@ -39,6 +39,7 @@ from tests.integration.consumer_harness import (
     harness_env,
     prepare_index,
 )
+from tests.integration.engines import ENGINES, opensearch_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -46,8 +47,10 @@ PROJECTOR = default_registry().get("wiki_page")
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def live() -> AsyncIterator[InProcessConsumer]:
-    consumer = InProcessConsumer(harness_env("rs"))
+async def live(request: pytest.FixtureRequest) -> AsyncIterator[InProcessConsumer]:
+    """The consumer on Elasticsearch; a test parametrized with ``opensearch`` gets it there."""
+    on_engine = opensearch_env() if getattr(request, "param", "") == "opensearch" else {}
+    consumer = InProcessConsumer(harness_env("rs", **on_engine))
     await prepare_index(consumer.settings)
     await consumer.start()
     try:
@@ -89,6 +92,7 @@ async def cli(env: dict[str, str], *args: str) -> tuple[int | None, bytes, bytes
     return child.returncode, out, err
 
 
+@pytest.mark.parametrize("live", ENGINES, indirect=True)
 async def test_read_your_writes_under_load(
     live: InProcessConsumer, app_pool: aiomysql.Pool
 ) -> None:
@@ -156,6 +160,8 @@ async def test_read_your_writes_under_load(
         # the CLI: exit 0 when reached, 1 (saying what it saw) when it timed out
         env = {**os.environ, **harness_env("rs")}
         env["SEARCHSYNC_ELASTICSEARCH_INDEX_PREFIX"] = settings.elasticsearch.index_prefix
+        env["SEARCHSYNC_ELASTICSEARCH_HOSTS"] = ",".join(settings.elasticsearch.hosts)
+        env["SEARCHSYNC_SEARCH_ENGINE"] = settings.search.engine
         argv = ["wait", "--id", doc_id, "--json"]
         code, out, err = await cli(env, *argv, "--revision", str(r3), "--searchable")
         assert code == 0, err

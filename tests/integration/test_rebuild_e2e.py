@@ -43,6 +43,7 @@ from tests.integration.consumer_harness import (
     prepare_index,
     wait_for,
 )
+from tests.integration.engines import ENGINES, opensearch_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -79,14 +80,17 @@ async def _drop(es: AsyncElasticsearch, alias: str) -> None:
         await es.indices.delete(index=f"{alias}_v*")
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 async def test_rebuild_under_load_swaps_without_failed_searches(
-    app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool
+    app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool, engine: str
 ) -> None:
     prefix = f"rb-{uuid.uuid4().hex[:8]}"
     ids_first = [f"{prefix}-a{i:04d}" for i in range(60)]
     env = harness_env(
         "rb", SEARCHSYNC_REBUILD_QUERIES=",".join(ids_first[:20]), **REBUILD_ON_SHARED_TABLE
     )
+    if engine == "opensearch":
+        env |= opensearch_env()
     env["SEARCHSYNC_REBUILD_MAX_QUERY_DIFF_RATE"] = "0.5"  # writers may still change titles
     live = InProcessConsumer(env)
     settings = live.settings

@@ -108,6 +108,9 @@ async def test_the_root_still_refuses_an_unknown_field(es: AsyncElasticsearch) -
         await es.indices.delete(index=index)
 
 
+TAGS = ("rules", "游戏")
+
+
 async def test_the_article_example_mapping_takes_its_documents(es: AsyncElasticsearch) -> None:
     index = await throwaway_index(es, article.projector())
     try:
@@ -115,11 +118,15 @@ async def test_the_article_example_mapping_takes_its_documents(es: AsyncElastics
             "id": "a1",
             "title": "终焉之地",
             "body": "正文",
-            "tags_json": '["rules", "游戏"]',
+            "author_id": "u1",
             "revision": 2,
             "deleted_at": None,
+            "tags": [{"article_id": "a1", "tag": t, "position": i} for i, t in enumerate(TAGS)],
+            "author": {"id": "u1", "name": "阿尔托莉雅"},
         }
         await put(es, index, article.projector().project(row))
         assert await ids_matching(es, index, {"term": {"tags": "游戏"}}) == ["a1"]
+        by_author = {"term": {"author_name.keyword": "阿尔托莉雅"}}
+        assert await ids_matching(es, index, by_author) == ["a1"]
     finally:
         await es.indices.delete(index=index)

@@ -45,6 +45,7 @@ from tests.integration.consumer_harness import (
     prepare_index,
     wait_for,
 )
+from tests.integration.engines import ENGINES, opensearch_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 REL = {"RELATED_CHARACTER": [{"entity_id": "c1", "entity_type": "character", "title": "hero"}]}
@@ -65,10 +66,11 @@ async def _wait_converged(pool: aiomysql.Pool, es: Any, alias: str, ids: list[st
         raise AssertionError(f"{exc}: {last[0]}") from None
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 async def test_one_rotation_finds_and_heals_every_kind_under_live_writes(
-    app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool, id_prefix: str
+    app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool, id_prefix: str, engine: str
 ) -> None:
-    env = harness_env("rp")
+    env = harness_env("rp", **(opensearch_env() if engine == "opensearch" else {}))
     consumer = InProcessConsumer(env)
     settings = consumer.settings
     alias = settings.alias("wiki_page")

@@ -1,4 +1,5 @@
-"""The schema fence on the real stack (docs/design.md, invariant 11, "Schema fence").
+"""The schema fence on the real stack (docs/design.md, invariant 11, "Schema fence"), on both
+search engines.
 
 A consumer indexes into ``<alias>_v1``. The test creates ``<alias>_v2`` whose
 ``_meta.projection_schema_version`` is the consumer's projector's + 1 and swaps the alias to it,
@@ -35,6 +36,7 @@ from tests.integration.consumer_harness import (
     prepare_index,
     wait_for,
 )
+from tests.integration.engines import ENGINES, opensearch_env
 from tests.integration.kafkatools import TopicTail, kafka_admin
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -54,11 +56,13 @@ async def _events_of(tail: TopicTail, ids: list[str]) -> list[Message]:
     return [m for m in messages if any(i.encode() in (m.value() or b"") for i in ids)]
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 async def test_a_fenced_consumer_writes_nothing_then_catches_up_after_a_rollback(
-    app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool
+    app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool, engine: str
 ) -> None:
+    on_engine = opensearch_env() if engine == "opensearch" else {}
     consumer = InProcessConsumer(
-        harness_env("fence", SEARCHSYNC_PIPELINE_FENCE_CHECK_INTERVAL_S="0.5")
+        harness_env("fence", SEARCHSYNC_PIPELINE_FENCE_CHECK_INTERVAL_S="0.5", **on_engine)
     )
     settings = consumer.settings
     alias = settings.alias("wiki_page")

@@ -197,6 +197,8 @@ def test_the_local_stack_migration_applies_the_printed_grants(fresh: Fresh) -> N
     login = (fresh.consumer, fresh.password)
     assert mariadb("SELECT id FROM wiki_page", database=fresh.database, login=login) == 0
     assert mariadb("SELECT id FROM article", database=fresh.database, login=login) == 0
+    for table in ("article_tag", "author"):  # every table the example's file creates
+        assert mariadb(f"SELECT 1 FROM {table}", database=fresh.database, login=login) == 0
     assert mariadb("DELETE FROM wiki_page", database=fresh.database, login=login) != 0
     app = (fresh.app, fresh.password)
     assert mariadb("DELETE FROM article", database=fresh.database, login=app) == 0

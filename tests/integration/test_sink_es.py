@@ -1,10 +1,12 @@
-"""The search contract and index bootstrap against a real Elasticsearch node.
+"""The search contract and index bootstrap against both real engines: an Elasticsearch node and
+an OpenSearch node (every test runs once on each).
 
 Runs the very cases of tests/contract (there against the in-memory fakes, in
 tests/unit/test_search_contract.py) through `EsIndex`, `EsIndexAdmin`, `EsIndexSide` and
 `EsIndexReader`, plus what only a real
 node can show. Every test uses its own uuid-prefixed names and deletes its indices afterwards.
-ES URL: $SEARCHSYNC_TEST_ES_URL or http://127.0.0.1:9200.
+Elasticsearch: $SEARCHSYNC_TEST_ES_URL or http://127.0.0.1:9200; OpenSearch:
+$SEARCHSYNC_TEST_OS_URL or http://127.0.0.1:9201 (`make test` starts it there).
 """
 
 from __future__ import annotations
@@ -34,15 +36,16 @@ from tests.contract.index_side_contract import INDEX_SIDE_CASES
 from tests.contract.read_alias_contract import READ_ALIAS_CASES, SearchBackend
 from tests.contract.search_backend import Backend, Names, new_alias, op
 from tests.contract.search_contract import SEARCH_INDEX_CASES
+from tests.integration.engines import ENGINES, engine_client
 
 pytestmark = pytest.mark.integration
 
 ES_URL = os.environ.get("SEARCHSYNC_TEST_ES_URL", "http://127.0.0.1:9200")
 
 
-@pytest.fixture
-async def client() -> AsyncIterator[AsyncElasticsearch]:
-    es = AsyncElasticsearch(ES_URL, request_timeout=30)
+@pytest.fixture(params=ENGINES)
+async def client(request: pytest.FixtureRequest) -> AsyncIterator[AsyncElasticsearch]:
+    es = engine_client(request.param, ES_URL)
     try:
         yield es
     finally:
@@ -82,35 +85,35 @@ class EsBackend:
 
 
 @pytest.mark.parametrize("case", SEARCH_INDEX_CASES, ids=lambda case: case.__name__)
-async def test_search_index_contract_on_elasticsearch(
+async def test_search_index_contract(
     case: Callable[[Backend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
 ) -> None:
     await case(EsBackend(client, prefix))
 
 
 @pytest.mark.parametrize("case", INDEX_ADMIN_CASES, ids=lambda case: case.__name__)
-async def test_index_admin_contract_on_elasticsearch(
+async def test_index_admin_contract(
     case: Callable[[Backend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
 ) -> None:
     await case(EsBackend(client, prefix))
 
 
 @pytest.mark.parametrize("case", INDEX_SIDE_CASES, ids=lambda case: case.__name__)
-async def test_index_side_contract_on_elasticsearch(
+async def test_index_side_contract(
     case: Callable[[ReadBackend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
 ) -> None:
     await case(EsBackend(client, prefix))
 
 
 @pytest.mark.parametrize("case", INDEX_READER_CASES, ids=lambda case: case.__name__)
-async def test_index_reader_contract_on_elasticsearch(
+async def test_index_reader_contract(
     case: Callable[[ReadBackend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
 ) -> None:
     await case(EsBackend(client, prefix))
 
 
 @pytest.mark.parametrize("case", READ_ALIAS_CASES, ids=lambda case: case.__name__)
-async def test_read_alias_contract_on_elasticsearch(
+async def test_read_alias_contract(
     case: Callable[[SearchBackend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
 ) -> None:
     await case(EsBackend(client, prefix))

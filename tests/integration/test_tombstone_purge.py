@@ -51,6 +51,7 @@ from tests.integration.consumer_harness import (
     wait_deleted_versions_forgotten,
     wait_for,
 )
+from tests.integration.engines import ENGINES, engine_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -58,9 +59,9 @@ TOPIC = "outbox.event.wiki_page"
 LONG_AGO = datetime(2020, 1, 1, tzinfo=UTC)
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def es() -> AsyncIterator[AsyncElasticsearch]:
-    client = AsyncElasticsearch(ES_URL, request_timeout=30)
+@pytest_asyncio.fixture(loop_scope="session", params=ENGINES)
+async def es(request: pytest.FixtureRequest) -> AsyncIterator[AsyncElasticsearch]:
+    client = engine_client(request.param, ES_URL)
     try:
         yield client
     finally:

@@ -1,5 +1,6 @@
 """The tombstone store contract (tests/contract; there against the fake, in
-tests/unit/test_tombstones_contract.py) through `EsTombstones` on a real node.
+tests/unit/test_tombstones_contract.py) through `EsTombstones` on both real engines
+(tests/integration/engines.py).
 
 Every case makes its own uuid-prefixed indices, deleted afterwards.
 """
@@ -16,6 +17,7 @@ from searchsync.search.tombstones import EsTombstones
 
 from tests.contract.tombstones_contract import MAPPING, TOMBSTONE_CASES, TombstoneBackend
 from tests.integration.conftest import ES_URL
+from tests.integration.engines import ENGINES, engine_client
 
 pytestmark = pytest.mark.integration
 
@@ -49,9 +51,9 @@ class EsTombstoneBackend:
         return sorted(hit["_id"] for hit in found["hits"]["hits"])
 
 
-@pytest.fixture
-async def backend() -> AsyncIterator[EsTombstoneBackend]:
-    client = AsyncElasticsearch(ES_URL, request_timeout=30)
+@pytest.fixture(params=ENGINES)
+async def backend(request: pytest.FixtureRequest) -> AsyncIterator[EsTombstoneBackend]:
+    client = engine_client(request.param, ES_URL)
     real = EsTombstoneBackend(client)
     try:
         yield real
@@ -62,7 +64,7 @@ async def backend() -> AsyncIterator[EsTombstoneBackend]:
 
 
 @pytest.mark.parametrize("case", TOMBSTONE_CASES, ids=lambda case: case.__name__)
-async def test_tombstone_contract_on_elasticsearch(
+async def test_tombstone_contract(
     case: Callable[[TombstoneBackend], Awaitable[None]], backend: EsTombstoneBackend
 ) -> None:
     await case(backend)

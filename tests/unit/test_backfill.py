@@ -8,12 +8,14 @@ from collections.abc import Sequence
 
 import pytest
 from searchsync.errors import ErrorCode, TransientError
+from searchsync.examples import article
 from searchsync.ops.chunks import ChunkController
 from searchsync.ops.rebuild.backfill import Backfill, ChunkDone
 from searchsync.projection import Projector, Row, default_registry
 from searchsync.search.sink import IndexOp, ItemResult, Sink
 
 from tests.fakes.search_index import InMemoryIndex, PhysicalWriter
+from tests.fakes.truth import FakeTruth
 from tests.unit.rebuild_fakes import TYPE, RecordingTruth, page
 
 TARGET = "wiki_page_v2"
@@ -130,3 +132,35 @@ async def test_only_ids_without_a_newer_row_get_a_tombstone_at_their_floor() -> 
     tombstones = [op for op in writer.ops[3:]]
     assert [(op.doc_id, op.version) for op in tombstones] == [("gone", 4), ("p002", 7)]
     assert writer.mgets == 0  # nothing refused, so no 409 to confirm by a real-time read
+
+
+async def test_a_chunk_reads_each_child_and_lookup_table_once_and_writes_their_projection() -> None:
+    """The example article: every chunk of three costs one read of article_tag and one of
+    author (the truth's scan), and each document is the projection of its row with them."""
+    truth = FakeTruth()
+    projector = article.projector()
+    truth.put({"id": "u1", "name": "作者", "revision": 1}, table="author")
+    for i in range(9):
+        truth.put({"id": f"a{i}", "title": "t", "body": "b", "author_id": "u1" if i % 2 else None,
+                   "revision": 2, "deleted_at": None}, table="article")  # fmt: skip
+        for position in range(2):
+            tag = {"article_id": f"a{i}", "tag": f"t{i}{position}", "position": position}
+            truth.put_child(tag, table="article_tag")
+    index = InMemoryIndex()
+    index.create_index("article_v2")
+    backfill = Backfill(
+        truth=truth,
+        sink=Sink(PhysicalWriter(index)),
+        projector=projector,
+        target_index="article_v2",
+        chunks=ChunkController(minimum=3, maximum=3, target_s=1.0, current=3),
+        on_chunk=lambda chunk: asyncio.sleep(0),
+    )
+    result = await backfill.run(after_id=None)
+    assert result.complete and result.rows_done == 9 and result.chunks == 3
+    assert truth.relation_reads == ["article_tag", "author"] * 3
+    docs = index.indices["article_v2"].docs
+    for i in range(9):
+        row = (await truth.rows_by_id(projector, [f"a{i}"]))[f"a{i}"]
+        assert docs[f"a{i}"].body == projector.project(row).body
+    assert docs["a1"].body["tags"] == ["t10", "t11"] and docs["a1"].body["author_name"] == "作者"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import random
 import re
+import unicodedata
 import zlib
 from datetime import datetime
 from pathlib import Path
@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from searchsync.errors import PoisonMessage
 from searchsync.examples import article
+from searchsync.projection import attach
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC_FIELDS = {
@@ -23,6 +24,7 @@ DOC_FIELDS = {
     "title",
     "body",
     "tags",
+    "author_name",
     "source_revision",
     "projection_schema_version",
     "projection_hash",
@@ -31,15 +33,22 @@ DOC_FIELDS = {
 }
 
 
+def tag_rows(tags: list[str], article_id: str = "article_1") -> list[dict[str, Any]]:
+    return [{"article_id": article_id, "tag": t, "position": i} for i, t in enumerate(tags)]
+
+
 def row(**overrides: Any) -> dict[str, Any]:
+    """An article row as the truth port hands it to build: with its tags and author attached."""
     base: dict[str, Any] = {
         "id": "article_1",
         "title": "终焉之地",
         "body": "正文",
-        "tags_json": '["游戏", "rules", "游戏"]',
+        "author_id": "author_1",
         "revision": 3,
         "deleted_at": None,
         "updated_at": datetime(2026, 7, 19),
+        "tags": tag_rows(["游戏", "rules"]),
+        "author": {"id": "author_1", "name": "阿尔托莉雅"},
     }
     base.update(overrides)
     return base
@@ -51,7 +60,8 @@ def test_an_article_row_gives_its_document() -> None:
         "id": "article_1",
         "title": "终焉之地",
         "body": "正文",
-        "tags": ["rules", "游戏"],
+        "tags": ["游戏", "rules"],
+        "author_name": "阿尔托莉雅",
         "source_revision": 3,
         "projection_schema_version": article.SCHEMA_VERSION,
         "projection_hash": doc.projection_hash,
@@ -60,31 +70,41 @@ def test_an_article_row_gives_its_document() -> None:
     }
     deleted = article.projector().project(row(deleted_at=datetime(2026, 7, 20)))
     assert deleted.is_deleted is True and deleted.projection_hash != doc.projection_hash
+    orphan = article.projector().project(row(author_id=None, author=None, tags=[]))
+    assert orphan.body["author_name"] is None and orphan.body["tags"] == []
 
 
 @given(
-    st.lists(st.text(st.sampled_from("abé"), min_size=1, max_size=4), max_size=6),
+    st.lists(st.text(st.sampled_from("abé"), min_size=1, max_size=4), max_size=6, unique=True),
     st.randoms(use_true_random=False),
 )
-def test_tag_order_and_duplicates_do_not_change_the_document(
+def test_tags_follow_their_position_and_read_order_does_not_change_the_document(
     tags: list[str], rnd: random.Random
 ) -> None:
-    other = [*tags, *rnd.sample(tags, len(tags) // 2)]
-    rnd.shuffle(other)
-    first = article.projector().project(row(tags_json=json.dumps(tags)))
-    second = article.projector().project(row(tags_json=json.dumps(other, indent=2)))
+    rows = tag_rows(tags)
+    shuffled = rnd.sample(rows, len(rows))
+    first = article.projector().project(attached(rows))
+    second = article.projector().project(attached(shuffled))
     assert first.to_json() == second.to_json()
-    assert first.body["tags"] == sorted(set(first.body["tags"]))
+    nfc = [unicodedata.normalize("NFC", t) for t in tags]
+    assert first.body["tags"] == list(dict.fromkeys(nfc))
+
+
+def attached(tags: list[dict[str, Any]]) -> dict[str, Any]:
+    """An article root row with `tags` attached the way the truth port attaches them."""
+    root = {k: v for k, v in row().items() if k not in ("tags", "author")}
+    author = {"id": "author_1", "name": "n"}
+    attach([root], [(article.TAGS, tags)], [(article.AUTHOR, [author])])
+    return root
 
 
 @pytest.mark.parametrize(
     "overrides",
     [
-        {"tags_json": "not json"},
-        {"tags_json": "{}"},
-        {"tags_json": "[1]"},
-        {"tags_json": '[""]'},
-        {"tags_json": None},
+        {"tags": [{"article_id": "article_1", "tag": "", "position": 0}]},
+        {"tags": [{"article_id": "article_1", "tag": 1, "position": 0}]},
+        {"tags": None},
+        {"author": {"id": "author_1", "name": None}},
         {"title": None},
         {"body": 7},
     ],
@@ -107,8 +127,20 @@ def test_packaged_mapping_is_a_copy_of_the_schema_file_and_covers_the_document()
 
 def test_projector_reads_the_columns_of_the_example_migration() -> None:
     sql = (ROOT / "schemas/sql/examples/article.sql").read_text(encoding="utf-8")
-    columns = set(re.findall(r"^\s{4}(\w+)\s+[A-Z]", sql, flags=re.MULTILINE)) - {"PRIMARY"}
-    assert columns == {"id", "title", "body", "tags_json", "revision", "deleted_at", "updated_at"}
-    for column in ("id", "title", "body", "tags_json", "revision", "deleted_at"):
-        assert column in article.COLUMNS
+    tables = {
+        name: set(re.findall(r"^\s{4}(\w+)\s+[A-Z]", body, flags=re.MULTILINE)) - {"PRIMARY"}
+        for name, body in re.findall(
+            r"^CREATE TABLE IF NOT EXISTS (\w+) \((.*?)^\)", sql, flags=re.MULTILINE | re.DOTALL
+        )
+    }
+    assert tables["article"] == {
+        "id", "title", "body", "author_id", "revision", "deleted_at", "updated_at"
+    }  # fmt: skip
+    assert set(article.COLUMNS) == tables["article"] - {"updated_at"}
     assert article.TABLE == "article"
+    assert set(article.TAGS.columns) == tables[article.TAGS.table]
+    assert set(article.AUTHOR.columns) < tables[article.AUTHOR.table]
+    assert tables["author"] == {"id", "name", "revision", "deleted_at", "updated_at"}
+    # the indexes the declarations need: the child's key leads a key, (via, id) on the root
+    assert "PRIMARY KEY (article_id, tag)" in sql
+    assert "KEY article_author (author_id, id)" in sql

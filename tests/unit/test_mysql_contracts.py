@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.contract.fanout_contract import FANOUT_CASES, FakeFanoutWorld
 from tests.contract.gap_acks_contract import GAP_ACKS_CASES, FakeGapAcksWorld
 from tests.contract.outbox_contract import OUTBOX_CASES, FakeOutboxWorld
 from tests.contract.projection_state_contract import (
@@ -16,16 +17,19 @@ from tests.contract.projection_state_contract import (
 from tests.contract.rebuild_state_contract import REBUILD_STATE_CASES, FakeRebuildStateWorld
 from tests.contract.replay_ledger_contract import REPLAY_LEDGER_CASES, FakeReplayLedgerWorld
 from tests.contract.truth_contract import TRUTH_CASES, FakeTruthWorld
+from tests.contract.truth_relations_contract import RELATIONS_CASES, FakeRelationsWorld
 from tests.contract.wheel_state_contract import WHEEL_STATE_CASES, FakeWheelStateWorld
 
 AsyncCase = Callable[[Any], Awaitable[None]]
 WORLDS: list[tuple[AsyncCase, Callable[[], Any]]] = [
     *((case, FakeTruthWorld) for case in TRUTH_CASES),
+    *((case, FakeRelationsWorld) for case in RELATIONS_CASES),
     *((case, FakeOutboxWorld) for case in OUTBOX_CASES),
     *((case, FakeProjectionStateWorld) for case in PROJECTION_STATE_CASES),
     *((case, FakeRebuildStateWorld) for case in REBUILD_STATE_CASES),
     *((case, FakeWheelStateWorld) for case in WHEEL_STATE_CASES),
     *((case, FakeGapAcksWorld) for case in GAP_ACKS_CASES),
+    *((case, FakeFanoutWorld) for case in FANOUT_CASES),
 ]
 
 

@@ -134,7 +134,8 @@ def test_the_registry_projects_with_the_plugged_in_projector() -> None:
             modules=("searchsync.projection.wiki_page", "searchsync.examples.article")
         )
     )
-    row = {"id": "a1", "title": "t", "body": "b", "tags_json": '["x"]', "revision": 1}
+    tags = [{"article_id": "a1", "tag": "x", "position": 0}]
+    row = {"id": "a1", "title": "t", "body": "b", "tags": tags, "author": None, "revision": 1}
     assert registry.get("article").project({**row, "deleted_at": None}).body["tags"] == ["x"]
     assert registry.get("wiki_page").schema_version == wiki_page.SCHEMA_VERSION
 

@@ -34,6 +34,12 @@ _SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|REPLACE|CREATE|ALTER|DROP|GRA
 # (module, interpolated expression) -> why it cannot carry a value or a name from outside
 REVIEWED: dict[tuple[str, str], str] = {
     ("consumer/searchsync/mysql/state.py", "_NEWER"): "a constant SQL fragment",
+    ("consumer/searchsync/mysql/fanout.py", "newer"): "a constant SQL fragment",
+    ("consumer/searchsync/mysql/fanout.py", "free"): "a constant SQL fragment",
+    ("consumer/searchsync/mysql/fanout.py", "_UNCHANGED"): "a constant SQL fragment",
+    ("consumer/searchsync/mysql/fanout.py", "quote_identifier(table)"): "Projector.table, quoted",
+    ("consumer/searchsync/mysql/fanout.py", "quote_identifier(via)"): "Lookup.via, quoted",
+    ("consumer/searchsync/mysql/fanout.py", "_marks(types)"): "only %s placeholders",
     ("consumer/searchsync/mysql/state.py", "', '.join(_COLUMNS)"): "constant column names",
     ("consumer/searchsync/mysql/state.py", "placeholders"): "only '(%s, ...)' groups",
     ("consumer/searchsync/mysql/state.py", "_UPSERT_TAIL"): "a constant SQL fragment",
@@ -43,6 +49,12 @@ REVIEWED: dict[tuple[str, str], str] = {
         "quote_identifier(projector.table)",
     ): "validated and quoted",
     ("consumer/searchsync/mysql/truth.py", "select"): "_select(): quote_identifier only",
+    ("consumer/searchsync/mysql/truth_relations.py", "select"): "_quoted() columns",
+    ("consumer/searchsync/mysql/truth_relations.py", "table"): "_quoted() table",
+    ("consumer/searchsync/mysql/truth_relations.py", "key"): "_quoted() column",
+    ("consumer/searchsync/mysql/truth_relations.py", "quoted"): "_quoted() table",
+    ("consumer/searchsync/mysql/truth_relations.py", "column"): "_quoted() column",
+    ("consumer/searchsync/mysql/truth_relations.py", "_PACKED_MAX"): "an int constant",
     (
         "consumer/searchsync/ops/rebuild/state.py",
         "', '.join((f'`{c}`' for c in _COLUMNS))",
@@ -76,6 +88,10 @@ REVIEWED: dict[tuple[str, str], str] = {
     ("consumer/searchsync/mysql/truth_buckets.py", "_PACKED_MAX"): "an int constant",
     ("consumer/searchsync/devtools/scratch.py", "_TABLE"): "the constant 'wiki_page'",
     ("consumer/searchsync/devtools/scratch.py", "table"): "a table name checked against IDENTIFIER",
+    (
+        "consumer/searchsync/devtools/scratch.py",
+        "name",
+    ): "a database name checked against IDENTIFIER",
     (
         "consumer/searchsync/devtools/scratch.py",
         "sql[len(head):]",

@@ -21,6 +21,7 @@ from searchsync.projection import wiki_page
 from searchsync.resources import KafkaClients
 
 from tests.fakes.kafka_admin import FakeTopics
+from tests.fakes.relay_store import FakeRelayStore
 from tests.fakes.search_index import InMemoryIndex
 from tests.fakes.wheel_state import FakeWheelState
 
@@ -88,6 +89,7 @@ def _system(
     connector: str = "RUNNING",
     wheels: dict[str, WheelSnapshot] | None = None,
     read_alias: bool = True,
+    relay: FakeRelayStore | None = None,
 ) -> Fakes:
     kafka = FakeTopics()
     kafka.topic(TOPIC, [b""] * 10, [b""] * 4)
@@ -113,7 +115,11 @@ def _system(
     return Fakes(
         search=search_of(admin=es.admin),
         kafka=KafkaClients(admin=kafka.admin, consumer=kafka.consumer),
-        tables=tables_of(outbox=_Outbox(), wheel_state=wheel_state(wheels)),
+        tables=tables_of(
+            outbox=_Outbox(),
+            wheel_state=wheel_state(wheels),
+            relay=relay if relay is not None else FakeRelayStore(),
+        ),
         connect=_Connector(connector),
     )
 

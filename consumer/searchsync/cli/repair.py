@@ -1,14 +1,9 @@
 """`searchsync repair`: the hash wheel that finds drift and heals it through the outbox
 (library: `searchsync.ops.repair`; docs/design.md, "Repair").
 
-``--once`` runs one rotation over every bucket and checks the content of all of them;
-``--daemon`` scans the best buckets every ``repair.daemon_interval_s`` until interrupted, checking
-content in ``repair.content_share`` of them; ``--content-share`` sets the share for either. Every
-rotation also sweeps the documents no bucket holds (no or a wrong ``sync_hash``). ``--dry-run``
-finds and reports but appends nothing. Progress goes to stderr; the summary (or ``--json``) to
-stdout. Exit 0 when every scanned bucket and sweep was read completely, 1 when one was
-interrupted or the rotation stopped because the live group's lag stayed above
-``repair.max_live_lag``. ``--daemon`` serves its metrics on
+Progress goes to stderr; the summary (or ``--json``) to stdout. Exit 0 when every scanned bucket
+and sweep was read completely, 1 when one was interrupted or the rotation stopped because the live
+group's lag stayed above ``repair.max_live_lag``. ``--daemon`` serves its metrics on
 ``repair.metrics_port`` (0: none).
 """
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 from searchsync.cli.args import Parents
@@ -13,8 +14,10 @@ from searchsync.config import Settings
 from searchsync.dlq.summary import summary
 from searchsync.exit_codes import ExitCode
 from searchsync.ops import status_probes as probes
+from searchsync.ops.fanout import fanout_section
 from searchsync.ops.repair.state import snapshot
 from searchsync.ops.status import Probe, Section, StatusReport, gather
+from searchsync.projection.references import referenced_types
 from searchsync.runtime import Runtime
 
 
@@ -63,6 +66,10 @@ async def _report(runtime: Runtime, endpoints: list[str]) -> StatusReport:
         count, oldest = await (await runtime.tables()).outbox.stats()
         return probes.outbox_section(count, oldest)
 
+    async def fanout() -> Section:
+        stats = await (await runtime.tables()).fanout.stats(referenced_types(registry))
+        return fanout_section(stats, stuck_after_s=max(300.0, 5 * settings.fanout.lease_s))
+
     async def dlq() -> Section:
         found = await asyncio.to_thread(
             summary,
@@ -81,15 +88,25 @@ async def _report(runtime: Runtime, endpoints: list[str]) -> StatusReport:
     async def connector() -> Section:
         return probes.connector_section(await runtime.connect.status())
 
+    async def relay() -> Section | None:
+        store = (await runtime.tables()).relay
+        if not settings.relay.enabled and not await store.claimed_any():
+            return None  # Debezium publishes, and no relay ever claimed a row
+        found = await store.status(settings.relay.claim_timeout_s)
+        return probes.relay_section(found, settings.relay)
+
     checks: list[tuple[str, Probe]] = [
         ("group", group),
         ("connector", connector),
         ("aliases", aliases),
         ("consumers", consumers),
         ("outbox", outbox),
+        ("relay", relay),
         ("dlq", dlq),
         ("repair", repair),
     ]
+    if referenced_types(registry):  # some lookup fans out (docs/design.md, "Fan-out")
+        checks.insert(5, ("fanout", fanout))
     async with runtime:
         search = runtime.search()
         return await gather(
@@ -99,6 +116,8 @@ async def _report(runtime: Runtime, endpoints: list[str]) -> StatusReport:
                 "dlq": kafka_at(settings),
                 "aliases": elasticsearch_at(settings),
                 "outbox": mysql_at(settings),
+                "fanout": mysql_at(settings),
+                "relay": mysql_at(settings),
                 "repair": mysql_at(settings),
             },
             explain=lambda exc: describe_unreachable(exc, settings),
@@ -153,12 +172,32 @@ def _describe(s: Section) -> list[str]:
     if s.name == "outbox" and d:
         oldest = d["oldest_created_at"]
         return [f"{d['rows']} row(s), oldest {oldest or '-'}"]
+    if s.name == "fanout" and d:
+        idle = d["oldest_untouched_seconds"]
+        return [
+            f"{d['pending']} pending ({d['appended_pending']} REBUILDs appended so far"
+            f"{'' if idle is None else f', oldest untouched {idle}s'}), {d['done']} done"
+        ]
+    if s.name == "relay" and d:
+        return _describe_relay(d)
     if s.name == "dlq" and d:
         codes = ", ".join(f"{k} {v}" for k, v in d["by_code"].items()) or "none"
         return [f"{d['dlq_topic']}: {d['total']} dead letter(s) ({codes})"]
     if s.name == "repair" and d:
         return [_describe_wheel(w) for w in d["wheels"]]
     return []
+
+
+def _describe_relay(d: Mapping[str, Any]) -> list[str]:
+    age = d["oldest_pending_age_seconds"]
+    holders = ", ".join(f"{h} {n}" for h, n in d["holders"].items()) or "none"
+    return [
+        f"{d['table']} ({'enabled' if d['enabled'] else 'relay.enabled = false'}):"
+        f" {d['pending']} pending ({d['retrying']} waiting to retry), {d['processing']}"
+        f" processing, {d['published']} published, {d['dead']} dead;"
+        f" oldest pending {'-' if age is None else f'{age:.0f}s'}",
+        f"claims: {holders}; {d['stale_claims']} older than {d['claim_timeout_seconds']:g}s",
+    ]
 
 
 def _describe_wheel(w: dict[str, Any]) -> str:

@@ -49,9 +49,10 @@ def mysql_at(settings: Settings) -> str:
 
 
 def elasticsearch_at(settings: Settings) -> str:
-    """Where Elasticsearch is looked for, and the setting that says so."""
+    """Where the search engine is looked for, and the setting that says so."""
     hosts = ", ".join(settings.elasticsearch.hosts)
-    return f"Elasticsearch at {hosts} (setting elasticsearch.hosts)"
+    engine = "OpenSearch" if settings.search.engine == "opensearch" else "Elasticsearch"
+    return f"{engine} at {hosts} (setting elasticsearch.hosts)"
 
 
 def _message(exc: BaseException, settings: Settings) -> str | None:

@@ -32,12 +32,15 @@ from searchsync.config._core import (
     ObservabilitySettings,
     PipelineSettings,
     ProjectionSettings,
+    SearchSettings,
     _elasticsearch,
     _mysql,
     _observability,
     _pipeline,
     _projection,
+    _search,
 )
+from searchsync.config._fanout import FanoutSettings, _fanout
 from searchsync.config._kafka import KafkaSettings, _kafka
 from searchsync.config._ops import (
     ConnectSettings,
@@ -57,7 +60,7 @@ from searchsync.config._reader import (
     _Section,
 )
 from searchsync.config._relay import RelaySettings, _relay
-from searchsync.config._secrets import Secret, scrub_credentials, scrub_known
+from searchsync.config._secrets import MASK, Secret, scrub_credentials, scrub_known
 from searchsync.config._watch import CanarySettings, ExporterSettings, _canary, _exporter
 from searchsync.errors import ConfigError
 
@@ -68,6 +71,7 @@ __all__ = [
     "ConnectSettings",
     "ElasticsearchSettings",
     "ExporterSettings",
+    "FanoutSettings",
     "KafkaSettings",
     "LibrdkafkaValue",
     "MysqlSettings",
@@ -78,6 +82,7 @@ __all__ = [
     "RelaySettings",
     "RepairSettings",
     "RetentionSettings",
+    "SearchSettings",
     "Secret",
     "Settings",
     "load_settings",
@@ -93,6 +98,7 @@ class Settings:
     kafka: KafkaSettings = field(default_factory=KafkaSettings)
     mysql: MysqlSettings = field(default_factory=MysqlSettings)
     elasticsearch: ElasticsearchSettings = field(default_factory=ElasticsearchSettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
     pipeline: PipelineSettings = field(default_factory=PipelineSettings)
     observability: ObservabilitySettings = field(default_factory=ObservabilitySettings)
     projection: ProjectionSettings = field(default_factory=ProjectionSettings)
@@ -103,6 +109,7 @@ class Settings:
     exporter: ExporterSettings = field(default_factory=ExporterSettings)
     canary: CanarySettings = field(default_factory=CanarySettings)
     relay: RelaySettings = field(default_factory=RelaySettings)
+    fanout: FanoutSettings = field(default_factory=FanoutSettings)
 
     def alias(self, aggregate_type: str) -> str:
         """The stable alias every write goes through (invariant 7); see `searchsync.naming`."""
@@ -142,6 +149,7 @@ _SECTIONS: Final[Mapping[str, type]] = MappingProxyType(
         "kafka": KafkaSettings,
         "mysql": MysqlSettings,
         "elasticsearch": ElasticsearchSettings,
+        "search": SearchSettings,
         "pipeline": PipelineSettings,
         "observability": ObservabilitySettings,
         "projection": ProjectionSettings,
@@ -152,6 +160,7 @@ _SECTIONS: Final[Mapping[str, type]] = MappingProxyType(
         "exporter": ExporterSettings,
         "canary": CanarySettings,
         "relay": RelaySettings,
+        "fanout": FanoutSettings,
     }
 )
 
@@ -164,10 +173,11 @@ def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Sett
         name: _Section(name, cls, toml.get(name, {}), from_env.get(name, {}))
         for name, cls in _SECTIONS.items()
     }
-    return Settings(
+    settings = Settings(
         kafka=_kafka(readers["kafka"]),
         mysql=_mysql(readers["mysql"]),
         elasticsearch=_elasticsearch(readers["elasticsearch"]),
+        search=_search(readers["search"]),
         pipeline=_pipeline(readers["pipeline"]),
         observability=_observability(readers["observability"]),
         projection=_projection(readers["projection"]),
@@ -178,7 +188,13 @@ def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Sett
         exporter=_exporter(readers["exporter"]),
         canary=_canary(readers["canary"]),
         relay=_relay(readers["relay"]),
+        fanout=_fanout(readers["fanout"]),
     )
+    if settings.search.engine == "opensearch" and settings.elasticsearch.api_key is not None:
+        raise ConfigError(
+            "elasticsearch.api_key", "unset with search.engine = opensearch (basic auth)", MASK
+        )
+    return settings
 
 
 def _read_toml(path: Path) -> dict[str, Mapping[str, object]]:

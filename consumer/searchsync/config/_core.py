@@ -55,6 +55,17 @@ class ElasticsearchSettings:
     password: Secret | None = None
 
 
+SEARCH_ENGINES: Final = ("elasticsearch", "opensearch")
+
+
+@dataclass(frozen=True, slots=True)
+class SearchSettings:
+    """Which engine serves the index: ``elasticsearch`` (9.x) or ``opensearch`` (2.x). Both
+    take the [elasticsearch] section's hosts, prefix, limits, TLS and basic auth."""
+
+    engine: str = "elasticsearch"
+
+
 @dataclass(frozen=True, slots=True)
 class PipelineSettings:
     """Bounds and timings of the consumer pipeline (retry defaults: docs/design.md, Retry)."""
@@ -157,6 +168,10 @@ def _elasticsearch(r: _Section) -> ElasticsearchSettings:
         username=username,
         password=password,
     )
+
+
+def _search(r: _Section) -> SearchSettings:
+    return SearchSettings(engine=r.choice("engine", SEARCH_ENGINES, lower=True))
 
 
 def _pipeline(r: _Section) -> PipelineSettings:

@@ -1,22 +1,33 @@
-"""Scratch copies of an aggregate table for benchmarks and tests on a checkout's local stack:
-the optional ``sync_bucket`` migration (schemas/sql/optional/sync_bucket.sql) rewritten for a
-copy, and DDL run as MariaDB's root over its unix socket. Not used by searchsync itself."""
+"""Scratch copies for benchmarks and tests on a checkout's local stack: the optional
+``sync_bucket`` migration (schemas/sql/optional/sync_bucket.sql) rewritten for a copy of an
+aggregate table, DDL run as MariaDB's root over its unix socket, and whole scratch databases
+(deploy/local/migrate.sh into a database of another name, which Debezium does not capture).
+Not used by searchsync itself."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import IO, Final
 
 import aiomysql
 
 from searchsync.mysql.pool import IDENTIFIER
 
-__all__ = ["SYNC_BUCKET_SQL", "admin_execute", "sync_bucket_migration"]
+__all__ = [
+    "SYNC_BUCKET_SQL",
+    "admin_execute",
+    "create_database",
+    "drop_database",
+    "mysql_root",
+    "sync_bucket_migration",
+]
 
-SYNC_BUCKET_SQL: Final = (
-    Path(__file__).resolve().parents[3] / "schemas" / "sql" / "optional" / "sync_bucket.sql"
-)
+_REPO: Final = Path(__file__).resolve().parents[3]
+SYNC_BUCKET_SQL: Final = _REPO / "schemas" / "sql" / "optional" / "sync_bucket.sql"
+_SCRIPTS: Final = _REPO / "deploy" / "local"
 _TABLE: Final = "wiki_page"
 
 
@@ -45,3 +56,45 @@ async def admin_execute(socket: str, database: str, statements: Sequence[str]) -
                 await cur.execute(sql)
     finally:
         conn.close()
+
+
+def mysql_root(sql: str) -> str:
+    """Run `sql` as MariaDB's root through deploy/local/lib.sh (the stack the environment names,
+    e.g. ``STACK_DIR``); its output, tab-separated, without column names."""
+    script = f'source "{_SCRIPTS}/env.sh"; source "{_SCRIPTS}/lib.sh"; mysql_root -N -e "$1"'
+    done = subprocess.run(
+        ["bash", "-c", script, "mysql_root", sql],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done.stdout
+
+
+def create_database(name: str, *, log: IO[bytes] | None = None) -> None:
+    """A database `name` with searchsync's schema and grants (deploy/local/migrate.sh, without
+    the example tables); the script's output goes to `log`."""
+    if not IDENTIFIER.fullmatch(name):
+        raise ValueError(f"database {name!r}: want an identifier [A-Za-z_][A-Za-z0-9_]*")
+    subprocess.run(
+        ["bash", str(_SCRIPTS / "migrate.sh")],
+        env={**os.environ, "MYSQL_DATABASE": name, "APPLY_EXAMPLE_SCHEMAS": "0"},
+        check=True,
+        stdout=log if log is not None else subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+        timeout=300,
+    )
+
+
+def drop_database(name: str) -> None:
+    """Drop `name`, revoking its table grants first (MariaDB keeps a dropped table's grants)."""
+    if not IDENTIFIER.fullmatch(name):
+        raise ValueError(f"database {name!r}: want an identifier [A-Za-z_][A-Za-z0-9_]*")
+    grants = mysql_root(
+        "SELECT DISTINCT CONCAT('`', Table_name, '` FROM `', User, '`@`', Host, '`')"
+        f" FROM mysql.tables_priv WHERE Db = '{name}'"
+    )
+    for target in filter(None, (line.strip() for line in grants.splitlines())):
+        mysql_root(f"REVOKE ALL PRIVILEGES ON `{name}`.{target}")
+    mysql_root(f"DROP DATABASE IF EXISTS `{name}`")

@@ -1,11 +1,10 @@
 """Dead letters: the record, its encoding, the error budget and the producer the pipeline uses.
 
 A dead letter keeps the original message bytes, key and position, so `searchsync dlq replay` can
-send it through the normal path again. A message is finished for the offset ledger only once
-`DlqProducer.send` resolved, i.e. the broker acknowledged (docs/design.md, invariants 5 and 10).
-On the wire a dead letter is one JSON object; the original key and value are kept byte for byte,
-as UTF-8 text or base64 (``*_encoding`` says which). The header ``searchsync-dlq-format`` names
-the form: ``json-v1`` is written; ``avro-v1`` (``schemas/avro/dlq_record.avsc``) is still read.
+send it through the normal path again; it is finished for the offset ledger only once
+`DlqProducer.send` resolved (docs/design.md, invariants 5 and 10). On the wire it is one JSON
+object, the original key and value as UTF-8 text or base64 (``*_encoding``); the header
+``searchsync-dlq-format`` names the form: ``json-v1`` is written, ``avro-v1`` still read.
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
-"""Operator work on the dead letters: read them (`inspect`), count them (`summary`) and send them
-back (`replay`), with a ledger of what was replayed (`searchsync.dlq.ledger`).
+"""Operator work on the dead letters: `inspect`, `summary` and `replay`, with a ledger of what was
+replayed (`searchsync.dlq.ledger`).
 
-Blocking library functions behind `searchsync dlq inspect|summary|replay`. Each reads up to the
-end offsets taken when it starts, so it ends while dead letters keep coming; a DLQ topic that does
-not exist yet simply has nothing to show or replay.
-
-A replay (docs/design.md, "DLQ replay ledger") picks the dead letters its `DlqFilter` selects,
-skips those the ledger says were replayed already (unless ``again``), re-produces each original
-payload and key to its original topic and partition with the header ``searchsync-replayed-from:
-<dlq topic>/<partition>/<offset>``, and records it in the ledger once the broker acknowledged.
-A crash between the two replays that dead letter again: harmless under external versions.
+Each reads up to the end offsets taken when it starts, so it ends while dead letters keep coming;
+a DLQ topic that does not exist yet has nothing to show. A replay (docs/design.md, "DLQ replay
+ledger") re-produces each selected original to its original topic and partition with the header
+``searchsync-replayed-from: <dlq topic>/<partition>/<offset>``, skipping what the ledger says was
+replayed (unless ``again``), and records it once the broker acknowledged; a crash in between
+replays it again, harmlessly under external versions.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """`searchsync dlq summary` as a library call: the DLQ in numbers, and what became of each replay.
 
-`summary` reads the whole DLQ once and returns a `DlqSummary`: counts by error code and by
-aggregate type, the oldest and newest ``last_failed_at`` and Kafka timestamps, how many dead
-letters were replayed, and one `ReplayStatus` per ledger row (docs/design.md, "DLQ replay
-ledger"):
-
-- ``dead_lettered_again``: a dead letter in the DLQ came from the replayed message (its original
-  topic/partition/offset is where the replay wrote; without that offset, one with the same
-  event id dead-lettered after the replay);
-- ``indexed``: otherwise, ``search_projection_state`` has the aggregate at a revision at or
-  above the dead letter's ``source_revision``;
-- ``pending``: neither yet (the consumer has not reached it, or is down);
-- ``unknown``: the dead letter was too broken to name its aggregate or revision.
+A `DlqSummary` counts by error code and aggregate type, gives the oldest and newest times, how many
+dead letters were replayed, and one `ReplayStatus` per ledger row (docs/design.md, "DLQ replay
+ledger"): ``dead_lettered_again`` (the replayed message is in the DLQ again), else ``indexed``
+(``search_projection_state`` holds the aggregate at or above the dead letter's revision), else
+``pending``; ``unknown`` when the dead letter cannot name its aggregate or revision.
 """
 
 from __future__ import annotations

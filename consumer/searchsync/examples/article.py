@@ -2,18 +2,22 @@
 
 Enable it with ``[projection] modules = ["searchsync.projection.wiki_page",
 "searchsync.examples.article"]`` (or ``SEARCHSYNC_PROJECTION_MODULES``), subscribe to
-``outbox.event.article`` and run ``searchsync index init --type article``. Its table is the
-optional example migration schemas/sql/examples/article.sql; its mapping is
-schemas/index/examples/article.json (packaged as searchsync/_resources/article.mapping.json).
+``outbox.event.article`` (and ``outbox.event.author``, whose events fan out to the articles) and
+run ``searchsync index init --type article``. Its tables are the optional example migration
+schemas/sql/examples/article.sql; its mapping is schemas/index/examples/article.json (packaged as
+searchsync/_resources/article.mapping.json).
 
-Row columns used: id, title, body, tags_json, revision, deleted_at. The document:
+Rows read: the article's id, title, body, author_id, revision, deleted_at; its tags (child table
+``article_tag``, ordered by position); its author (lookup ``author`` through ``author_id``, an
+aggregate of its own). The document:
 
 - ``title``, ``body``: the columns, NFC-normalized;
-- ``tags``: ``tags_json`` (a JSON array of non-empty strings), NFC, sorted, duplicates dropped;
+- ``tags``: the tags in position order, NFC, later duplicates dropped;
+- ``author_name``: the author's name, NFC, or None (no author_id, or no such author);
 - ``is_deleted``: ``deleted_at`` is set.
 
-Anything else (tags_json not an array of non-empty strings, invalid JSON, a non-string title or
-body) is `PoisonMessage("PROJECTION_ERROR")`.
+Anything else (an empty or non-string tag, a non-string title, body or name) is
+`PoisonMessage("PROJECTION_ERROR")`.
 """
 
 from __future__ import annotations
@@ -25,22 +29,34 @@ from typing import Any
 import orjson
 
 from searchsync.errors import ErrorCode, PoisonMessage
-from searchsync.projection import Projector, Row
+from searchsync.projection import Child, Lookup, Projector, Row
 
 __all__ = [
     "AGGREGATE_TYPE",
+    "AUTHOR",
     "COLUMNS",
     "SCHEMA_VERSION",
     "TABLE",
+    "TAGS",
     "build",
     "projector",
     "projectors",
 ]
 
 AGGREGATE_TYPE = "article"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 TABLE = "article"
-COLUMNS = ("id", "title", "body", "tags_json", "revision", "deleted_at")
+COLUMNS = ("id", "title", "body", "author_id", "revision", "deleted_at")
+TAGS = Child(
+    "tags",
+    "article_tag",
+    key="article_id",
+    columns=("article_id", "tag", "position"),
+    order_by=("position", "tag"),
+)
+AUTHOR = Lookup(
+    "author", "author", via="author_id", columns=("id", "name"), aggregate_type="author"
+)
 
 
 def projector() -> Projector:
@@ -53,6 +69,8 @@ def projector() -> Projector:
         columns=COLUMNS,
         build=build,
         mapping=orjson.loads(data),
+        children=(TAGS,),
+        lookups=(AUTHOR,),
     )
 
 
@@ -62,11 +80,14 @@ def projectors() -> tuple[Projector, ...]:
 
 
 def build(row: Row) -> dict[str, Any]:
-    """The article fields of `row` (`Projector` adds id, revision and hash)."""
+    """The article fields of `row` with its children and lookup (`Projector` adds id, revision
+    and hash)."""
+    author = row["author"]
     return {
         "title": _text(row["title"], "title"),
         "body": _text(row["body"], "body"),
-        "tags": _tags(row["tags_json"]),
+        "tags": _tags(row["tags"]),
+        "author_name": None if author is None else _text(author["name"], "author name"),
         "is_deleted": row["deleted_at"] is not None,
     }
 
@@ -77,17 +98,14 @@ def _text(value: object, name: str) -> str:
     return unicodedata.normalize("NFC", value)
 
 
-def _tags(raw: object) -> list[str]:
-    if isinstance(raw, str | bytes):
-        try:
-            raw = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise _poison(f"tags_json is not valid JSON: {exc}") from exc
-    if not isinstance(raw, list):
-        raise _poison(f"tags_json must be a JSON array, got {type(raw).__name__}")
-    if not all(isinstance(tag, str) and tag for tag in raw):
-        raise _poison("tags_json must hold non-empty strings only")
-    return sorted({unicodedata.normalize("NFC", tag) for tag in raw})
+def _tags(rows: list[Row]) -> list[str]:
+    tags: dict[str, None] = {}
+    for tag_row in rows:
+        tag = tag_row["tag"]
+        if not isinstance(tag, str) or not tag:
+            raise _poison(f"a tag must be a non-empty string, got {tag!r}")
+        tags.setdefault(unicodedata.normalize("NFC", tag))
+    return list(tags)
 
 
 def _poison(message: str) -> PoisonMessage:

@@ -1,12 +1,9 @@
 """What the operator commands ask the Kafka cluster: topics, watermarks, the group's members and
 offsets, and the offsets for a point in time.
 
-`KafkaAdmin` is the port; `ConfluentKafkaAdmin` implements it with confluent-kafka's
-``AdminClient`` alone, so no consumer joins or touches any group.
-
-`watermarks` and `offsets_for_times` wait, with a deadline, for every partition's leader and
-retry ``NOT_LEADER_FOR_PARTITION`` answers (a fresh topic); past it they raise `TransientError`.
-Offsets are read at ``read_committed``: the "high watermark" is the last stable offset.
+`KafkaAdmin` is the port; `ConfluentKafkaAdmin` implements it with ``AdminClient`` alone (no
+consumer joins any group). `watermarks` and `offsets_for_times` wait, with a deadline, for every
+partition's leader, then raise `TransientError`. Offsets are read at ``read_committed``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """librdkafka's own log lines, routed through the JSON logger and rate-limited.
 
-Left alone, librdkafka prints every log line to stderr in its own format: with the brokers away,
-hundreds of ``FAIL ... Connection refused`` lines in a few seconds. Every client searchsync
-creates passes its settings through `routed`, so those lines reach the ``searchsync.librdkafka``
-logger instead (as JSON, when the poll, flush or consume that serves them runs), at most
-`LINES_PER_WINDOW` per `WINDOW_S` seconds for one facility; the rest are counted, and the count
+Every client searchsync creates passes its settings through `routed`, so librdkafka's lines reach
+the ``searchsync.librdkafka`` logger (when the poll, flush or consume that serves them runs), at
+most `LINES_PER_WINDOW` per `WINDOW_S` seconds per facility; the rest are counted, and the count
 is logged with the next line let through.
 """
 

@@ -35,10 +35,9 @@ def consumer_config(
 def member_config(kafka: KafkaSettings) -> dict[str, Any]:
     """The consumer that joins the group and runs the pipeline (`searchsync.kafka.intake`).
 
-    Cooperative-sticky assignment: a rebalance revokes only the partitions that move, so the
-    others keep flowing while the revoked ones drain. ``auto.offset.reset=error``: librdkafka
-    never jumps over lost history; the intake starts a partition without a committed offset at
-    ``kafka.auto_offset_reset`` itself and blocks one below the log start (`kafka.gaps`).
+    Cooperative-sticky assignment (a rebalance revokes only the partitions that move);
+    ``auto.offset.reset=error``: the intake itself starts a partition without a committed offset at
+    ``kafka.auto_offset_reset`` and blocks one below the log start (`kafka.gaps`).
     """
     return {
         **consumer_config(

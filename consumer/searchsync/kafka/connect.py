@@ -1,13 +1,7 @@
-"""A small client for Kafka Connect's REST API: the state of the Debezium connector, and the
-restart of one of its tasks (`searchsync.kafka.connector_watch`).
+"""A small client for Kafka Connect's REST API: a connector's status and the restart of one task.
 
-``GET /connectors/<name>/status`` answers the connector's state and each task's (``RUNNING``,
-``PAUSED``, ``FAILED``, ``UNASSIGNED``, ``RESTARTING``). `ConnectorStatus.running` is the one
-rule every caller uses: the connector and at least one task exist, and all of them are RUNNING.
-The outbox prune refuses to run otherwise (docs/design.md, "Outbox pruning"); ``status`` reports
-it.
-
-The request runs on a worker thread (`urllib`, no extra dependency); each is bounded by
+`ConnectorStatus.running` is the one rule every caller uses: the connector and at least one task
+exist, and all of them are RUNNING. Each request runs on a worker thread, bounded by
 ``[connect] request_timeout_s``. An unreachable Connect, or an answer that is not a status, is
 `ConnectUnavailable`; an unknown connector is a status with state ``MISSING``.
 """

@@ -1,15 +1,10 @@
 """The connector watch of `searchsync run` (``[connect] restart_failed_tasks``; docs/consumer.md,
 "Connector watch").
 
-Kafka Connect never restarts a FAILED task by itself (Debezium's task fails for good when started
-while MariaDB is down), and until it is restarted nothing is published. The watch checks the
-connector's status every ``watch_interval_s`` and restarts each FAILED task once per check,
-logging why it failed. Every group member may run it (a double restart is harmless). Connect not
-answering is logged once per outage and never stops the consumer.
-
-A task that failed because the binlog position it needs was purged (`binlog_gone`) is not
-restarted: it would fail again, and the changes in between are lost to CDC. The watch says so
-once per task, with the recovery (`BINLOG_RECOVERY`).
+Every ``watch_interval_s`` it restarts each FAILED task once (Connect never does), logging why it
+failed; a double restart by two members is harmless. Connect not answering is logged once per
+outage and never stops the consumer. A task failed because its binlog position was purged
+(`binlog_gone`) is not restarted: the watch says so once, with `BINLOG_RECOVERY`.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """History lost before it was read: a partition whose next offset lies below the log start.
 
-Retention (or delete-records) may remove records a stopped or lagging group has not read. Reading
-on from the log start would skip them silently, so such a partition is BLOCKED instead: this
-member keeps it (no other member reads it either) but never fetches it, and says so once, with
-the size of the gap, on /healthz, in ``searchsync_partition_blocked`` and in the log
-(docs/design.md, invariant 14). The way out is the runbook's: reconcile with `searchsync rebuild`,
-then acknowledge the gap with ``searchsync offsets reset --to earliest --accept-gap``.
+Such a partition is BLOCKED rather than read on from the log start: this member keeps it but
+never fetches it, and says so once, with the gap's size, on /healthz, in
+``searchsync_partition_blocked`` and in the log (docs/design.md, invariant 14). The way out:
+`searchsync rebuild`, then ``searchsync offsets reset --to earliest --accept-gap``.
 
-`inspect` runs on the consumer thread inside the assignment callback: it reads the committed
-offsets and, for each committed partition, the log start, before anything is fetched.
+`inspect` runs on the consumer thread inside the assignment callback, before anything is fetched.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """The Kafka side of the pipeline: a confluent-kafka consumer driven from asyncio.
 
-librdkafka's consumer is used from ONE dedicated thread (every call), so the event loop never
-blocks and the client is never touched from two threads. Rebalance callbacks run inside
-`consume()` on that thread; the revoke callback asks the loop to drain the revoked partitions
-(`RebalanceListener.revoking`) and commits the offsets it gets back before the partitions go
-(docs/design.md, invariant 5; docs/consumer.md, "Rebalance and shutdown").
-
-Auto commit and the automatic offset store are off (`searchsync.kafka.config.member_config`):
-offsets are committed explicitly, and only the contiguous finished prefix computed by
-`searchsync.stream.ledger`.
-
-A partition whose committed offset lies below the log start is kept but never read
-(`searchsync.kafka.gaps`): it is checked on assignment, and a position that falls out of range
-later ends in librdkafka's ``_AUTO_OFFSET_RESET`` error (``auto.offset.reset=error``), never in a
-silent jump to the log start.
+Every librdkafka call runs on ONE dedicated thread, so the event loop never blocks. Rebalance
+callbacks run inside `consume()` on that thread; the revoke callback asks the loop to drain the
+revoked partitions (`RebalanceListener.revoking`) and commits the offsets it gets back before the
+partitions go (docs/design.md, invariant 5). Offsets are committed explicitly
+(`searchsync.kafka.config.member_config`). A partition whose committed offset lies below the log
+start is kept but never read (`searchsync.kafka.gaps`).
 """
 
 from __future__ import annotations
@@ -149,11 +141,8 @@ class KafkaIntake:
     async def high_watermarks(
         self, partitions: Sequence[TopicPartition]
     ) -> dict[TopicPartition, int]:
-        """The end offsets of `partitions` as of the last fetch responses.
-
-        Cached values cost no broker round trip: an uncached query waits behind the consumer's
-        long-poll fetch (up to `fetch.wait.max.ms` per partition) and would stall consumption.
-        Partitions not fetched yet are left out.
+        """The end offsets of `partitions` as of the last fetch responses (no broker round trip,
+        which would wait behind the long-poll fetch); partitions not fetched yet are left out.
         """
         return await self._call(self._high_watermarks, list(partitions))
 
@@ -242,11 +231,10 @@ class KafkaIntake:
 
 
 def _resume(consumer: Any, partitions: list[KafkaTopicPartition]) -> None:
-    """Resume partitions on their way out. librdkafka keeps a partition's pause across a
-    revoke, so one paused here (backpressure) and assigned back to this member later would never
-    be fetched again, while the pipeline, which forgets a revoked partition's pause, would never
-    resume it (the fault suite found it: tests/faults, seed 21). Backpressure pauses it again
-    after a new assignment if the pressure is still there."""
+    """Resume partitions on their way out: librdkafka keeps a pause across a revoke, and a
+    partition assigned back later would never be fetched again. Backpressure pauses it again after a
+    new assignment if the pressure is still there.
+    """
     try:
         consumer.resume(partitions)
     except KafkaException as exc:  # not assigned any more: nothing is paused either

@@ -1,10 +1,9 @@
 """Producing with an acknowledgement: a write counts only once the broker has it.
 
-`AcknowledgedProducer.send` (asyncio) resolves when every in-sync replica has the message; the
-blocking `produce_and_wait` does the same for the operator commands. Both always set ``acks=all``
-and ``enable.idempotence=true`` (no loss, no duplicate on librdkafka's own retries), whatever the
-user's settings say. Errors are Kafka's own (`BufferError`, `KafkaException`, `DeliveryFailed`); the
-caller decides what they mean for its work.
+`AcknowledgedProducer.send` (asyncio) and the blocking `produce_and_wait` resolve once every
+in-sync replica has the message; both force ``acks=all`` and ``enable.idempotence=true``. Errors
+are Kafka's own (`BufferError`, `KafkaException`, `DeliveryFailed`); the caller decides what they
+mean.
 """
 
 from __future__ import annotations
@@ -75,8 +74,8 @@ def acknowledged(config: Mapping[str, Any], factory: ProducerFactory | None = No
 class AcknowledgedProducer:
     """Async produce; `send` resolves only once the broker acknowledged the message.
 
-    librdkafka runs delivery callbacks on whichever thread calls ``poll``: a small daemon thread
-    polls, and each callback hands its result to the event loop with ``call_soon_threadsafe``.
+    A daemon thread polls; each delivery callback hands its result to the loop with
+    ``call_soon_threadsafe``.
     """
 
     def __init__(

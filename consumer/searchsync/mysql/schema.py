@@ -7,7 +7,7 @@ The users (docs/security.md, "Least privilege"):
 
 - the consumer (``searchsync``) reads the business tables and writes only searchsync's own
   tables (the outbox's REBUILD events and the relay's claim columns, projection state, revision
-  floors, rebuild, repair and canary state, the append-only ledgers);
+  floors, rebuild, repair, canary and fan-out state, the append-only ledgers);
 - the application (``searchsync_app``) writes its business tables and appends outbox events;
 - Debezium (``debezium``) reads the binlog and the outbox (server-wide privileges).
 
@@ -44,6 +44,7 @@ _CONSUMER_OWN: Final = (
     ("search_repair_epoch", "SELECT, INSERT, UPDATE"),
     ("search_repair_bucket", "SELECT, INSERT, UPDATE"),
     ("search_canary", "SELECT, INSERT, UPDATE"),  # the exporter's freshness heartbeat
+    ("search_fanout", "SELECT, INSERT, UPDATE"),  # fan-out jobs: finished ones stay as history
 )
 _APP_OWN: Final = (
     ("search_outbox", "SELECT, INSERT, UPDATE, DELETE"),

@@ -7,6 +7,10 @@ It says what to read, never how: no caller hands it SQL.
 - `rows_by_id(projector, ids)`: the rows of those ids from the projector's `table`, with its
   `columns`, soft-deleted rows included, keyed by ``id``. A missing id is simply absent; the
   caller decides what a missing row means.
+- Every row `rows_by_id`, `scan` and `bucket_page(content=True)` return carries the projector's
+  children and lookups (``row[child.name]``, ``row[lookup.name]``), read in the same transaction
+  with one ``IN (...)`` query per child or lookup table per batch, in a deterministic order
+  (`searchsync.mysql.truth_relations`).
 - `revision_floors(aggregate_type, ids)`: the revision the writer recorded when it hard-deleted
   each id (table ``search_revision_floor``); ids without a floor are absent.
 - `scan(projector, after_id, limit)`: keyset pagination over the whole table: at most `limit`
@@ -26,13 +30,14 @@ parameter.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, Final, Protocol
 
 import aiomysql
 
 from searchsync.mysql.pool import expand_in, quote_identifier, transaction, translate_errors
 from searchsync.mysql.truth_buckets import TruthEntry, bucket_page
+from searchsync.mysql.truth_relations import Packing, read_relations
 from searchsync.projection._registry import Projector, Row
 from searchsync.types import BucketCursor
 
@@ -110,6 +115,7 @@ class MysqlTruth:
         self._batch_size = batch_size
         self._sync_hash_column = sync_hash_column
         self._id_prefix = id_prefix
+        self._packing = Packing()
 
     async def rows_by_id(
         self, projector: Projector, ids: Sequence[str], *, primary: bool = False
@@ -121,6 +127,7 @@ class MysqlTruth:
             ids,
             primary=primary,
             doing=f"read {projector.table}",
+            relate=projector,
         )
         return {str(row["id"]): row for row in rows}
 
@@ -145,7 +152,7 @@ class MysqlTruth:
             sql, args = f"{select} ORDER BY `id` LIMIT %s", (limit,)
         else:
             sql, args = f"{select} WHERE `id` > %s ORDER BY `id` LIMIT %s", (after_id, limit)
-        rows: list[Row] = []
+        rows: list[dict[str, Any]] = []
         async with transaction(self._pool) as conn:
             with translate_errors(f"scan {projector.table}"):
                 # Unbuffered, in pieces, a turn of the event loop between two: parsing a page of
@@ -157,7 +164,8 @@ class MysqlTruth:
                     while piece := await cur.fetchmany(_SCAN_PIECE):
                         rows.extend(piece)
                         await asyncio.sleep(0)
-        return rows
+            await read_relations(conn, projector, rows, self._packing)
+        return list(rows)
 
     async def floor_page(
         self, aggregate_type: str, after_id: str | None, limit: int
@@ -204,6 +212,7 @@ class MysqlTruth:
             content=content,
             sync_hash_column=self._sync_hash_column,
             id_prefix=self._id_prefix,
+            packing=self._packing,
         )
 
     async def _by_chunks(
@@ -214,7 +223,10 @@ class MysqlTruth:
         *,
         primary: bool,
         doing: str,
+        relate: Projector | None = None,
     ) -> list[dict[str, Any]]:
+        """The rows of `sql` for `ids`, a chunk at a time; with `relate`, each chunk's rows get
+        that projector's children and lookups."""
         unique = _unique(ids)
         if not unique:
             return []
@@ -226,7 +238,9 @@ class MysqlTruth:
                 with translate_errors(doing):
                     async with conn.cursor(aiomysql.DictCursor) as cur:
                         await cur.execute(expand_in(sql, len(chunk)), leading + chunk)
-                        fetched: Iterable[dict[str, Any]] = await cur.fetchall()
+                        fetched: list[dict[str, Any]] = list(await cur.fetchall())
+                if relate is not None:
+                    await read_relations(conn, relate, fetched, self._packing)
                 rows.extend(fetched)
         return rows
 

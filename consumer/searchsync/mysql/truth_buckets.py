@@ -20,6 +20,7 @@ from typing import Any, Final
 import aiomysql
 
 from searchsync.mysql.pool import transaction, translate_errors
+from searchsync.mysql.truth_relations import Packing, read_relations
 from searchsync.projection import Projector, Row
 from searchsync.types import BucketCursor
 
@@ -28,10 +29,10 @@ __all__ = ["TruthEntry", "bucket_page", "entry_of_row", "prefix_range", "unpack_
 
 @dataclass(slots=True)
 class TruthEntry:
-    """One row as the wheel reads it; `row` holds the projector's columns when content is
-    checked (None otherwise). Not frozen: a rotation makes one per row and per document, and a
-    frozen dataclass costs about four times as much to build; nothing changes one after it is
-    made."""
+    """One row as the wheel reads it; `row` holds the projector's columns, children and lookups
+    when content is checked (None otherwise). Not frozen: a rotation makes one per row and per
+    document, and a frozen dataclass costs about four times as much to build; nothing changes
+    one after it is made."""
 
     id: str
     revision: int
@@ -59,6 +60,7 @@ async def bucket_page(
     content: bool,
     sync_hash_column: bool,
     id_prefix: str,
+    packing: Packing,
 ) -> list[TruthEntry]:
     """At most `limit` rows of the table whose bucket key is in ``[lo, hi)``, after `after`;
     with `id_prefix`, only ids starting with it."""
@@ -88,7 +90,8 @@ async def bucket_page(
             if content:
                 async with conn.cursor(aiomysql.DictCursor) as cur:
                     await cur.execute(f"SELECT {select} FROM {src}", tuple(args))
-                    rows: Iterable[dict[str, Any]] = await cur.fetchall()
+                    rows: list[dict[str, Any]] = list(await cur.fetchall())
+                await read_relations(conn, projector, rows, packing)
                 return [entry_of_row(r, content=True) for r in rows]
             async with conn.cursor() as cur:
                 await cur.execute(_packed(src, order), tuple(args))

@@ -2,9 +2,8 @@
 
 `Metrics` owns its prometheus-client registry (a private one unless given), so importing this
 module registers nothing and two consumers in one process never clash. Callers use its methods
-only, never a prometheus object. Counters get prometheus-client's ``_total``
-suffix. The ``*_rate`` and ``es_write_latency_p*`` gauges cover the last N bulk items / requests
-and read NaN while their window is empty.
+only, never a prometheus object. Counters get the ``_total`` suffix. The ``*_rate`` and
+``es_write_latency_p*`` gauges cover the last N bulk items / requests, NaN while it is empty.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import generate_latest
 
 from searchsync.errors import ErrorCode
+from searchsync.observability.fanout_metrics import FanoutMetrics
 from searchsync.observability.names import EVENT_RESULTS, ITEM_KINDS, METRIC_NAMES, item_kind
 from searchsync.observability.rolling import (
     DEFAULT_WINDOW,
@@ -141,16 +141,15 @@ class Metrics:
             "searchsync_partitions_assigned", "Partitions assigned to this consumer"
         )
         self._paused = gauge_("searchsync_partitions_paused", "Partitions paused")
-        where = ["topic", "partition"]
         self._blocked = gauge_(
             "searchsync_partition_blocked",
             "1 while the partition is not read: its committed offset is below the log start",
-            where,
+            ["topic", "partition"],
         )
         self._gap = gauge_(
             "searchsync_partition_gap_records",
             "Records deleted before being read: log start minus committed offset",
-            where,
+            ["topic", "partition"],
         )
         self._fenced = gauge_(
             "searchsync_schema_fenced",
@@ -169,6 +168,7 @@ class Metrics:
         )
 
         register_rolling(r, self.items, self.latencies, (item_window, latency_window))
+        self.fanout = FanoutMetrics(r)  # the fan-out worker's (searchsync.ops.fanout)
 
     # --- Elasticsearch ------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ METRIC_NAMES: Final = (
     "searchsync_poison_messages",
     "searchsync_commits",
     "searchsync_connector_task_restarts",
+    "searchsync_fanout_rebuilds",
     # histograms
     "es_write_latency_seconds",
     "searchsync_commit_to_searchable_seconds",
@@ -45,6 +46,7 @@ METRIC_NAMES: Final = (
     "searchsync_partition_blocked",
     "searchsync_partition_gap_records",
     "searchsync_schema_fenced",
+    "searchsync_fanout_jobs",
     "alias_current_physical_index",
     "projection_revision_lag",
     "es_version_conflict_rate",

@@ -1,22 +1,10 @@
-"""The physical indices behind each alias: list them, roll the alias back, drop an old one.
+"""The physical indices ``<alias>_v<N>`` behind each alias: `list_alias`, `rollback`, `drop`
+(behind `searchsync index list|rollback|drop`; docs/design.md, "Schema fence", invariants 8, 15).
 
-Library code behind `searchsync index list`, `index rollback` and `index drop` (docs/design.md,
-"Schema fence" and invariant 8). Every alias ``<alias>`` has physical indices ``<alias>_v<N>``
-behind it; the alias writes to exactly one of them.
-
-- `list_alias`: each physical index with its document count, ``_meta.projection_schema_version``,
-  creation time, and whether the alias points at it (reads) or writes to it, and whether the
-  read alias ``<alias>_live`` points at it.
-- `rollback`: one atomic ``_aliases`` call (`IndexAdmin.swap_alias`) that moves the alias and its
-  read alias from the write index to the previous one (the highest ``_v<N>`` below it) or to a
-  named one (invariant 15).
-  Consumers whose projector matches the index rolled back to are unfenced and catch up from
-  where they paused; the others are fenced (the schema fence).
-- `drop`: deletes an old physical index; never one the alias points at, never a name that is not
-  ``<alias>_v<N>``.
-
-Refusals raise `InvalidRequest` (the request names no such index: exit 2) or `OperationRefused`
-(the operation is unsafe now: exit 1); each message says what to do instead.
+`rollback` moves the alias and its read alias ``<alias>_live`` in one ``_aliases`` call to the
+previous index or a named one; `drop` never deletes an index the alias points at, nor a name that
+is not ``<alias>_v<N>``. Refusals raise `InvalidRequest` (no such index: exit 2) or
+`OperationRefused` (unsafe now: exit 1), each saying what to do instead.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""The consumer group's Kafka offsets: where it stands, and moving it to replay history.
+"""The consumer group's Kafka offsets: `show` where it stands, `reset` it to replay history.
 
-Library code behind `searchsync offsets show` and `searchsync offsets reset`. A reset is refused
-while the group has active members: moving the offsets of a running group would be overwritten by
-its next commit, or race its in-flight work.
-
-Where a reset goes (`ResetTarget`): ``earliest`` or ``latest``; an offset for every selected
-partition; a point in time (an aware `datetime`: per partition the first offset whose timestamp is
-at or after it, the end when every message is older, from ``KafkaAdmin.offsets_for_times``); or,
-with `PartitionOffset`, one offset of one partition of one topic.
+A reset is refused while the group has active members (their next commit would overwrite it).
+A `ResetTarget` is ``earliest``, ``latest``, one offset for every selected partition, a point in
+time (an aware `datetime`: per partition the first offset at or after it, the end when every
+message is older), or a `PartitionOffset`.
 """
 
 from __future__ import annotations

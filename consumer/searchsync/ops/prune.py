@@ -1,25 +1,11 @@
 """`searchsync outbox prune`: delete captured ``search_outbox`` rows older than a window.
 
-With Debezium nothing ever deletes outbox rows. The prune (docs/design.md, "Outbox pruning"):
-
-- refuses a window below ``[retention] min_outbox_age`` (`InvalidRequest`, exit 2), and refuses
-  while the Debezium connector is not RUNNING (`OperationRefused`, exit 1): a stopped connector
-  may need to snapshot the table again, and would find the pruned rows gone;
-- walks the table by primary key (``WHERE id > ? ORDER BY id LIMIT n``) and deletes each page's
-  rows created before the cutoff with one bounded ``DELETE ... WHERE id BETWEEN ? AND ? AND
-  created_at < ?`` transaction, pausing ``prune_pause_s`` between two, so the application's
-  inserts (at the top of the id range, READ COMMITTED: no gap locks) never wait on it;
-- stops at the first page holding a row at or after the cutoff (ids and creation times rise
-  together); an old row behind it is pruned by a later run. Nothing younger is ever deleted,
-  since the age is part of every DELETE.
-
-With the polling relay (``[relay] enabled``, docs/relay.md) there is no connector to ask: the
-prune deletes only rows the relay marked PUBLISHED, so a row it has not published yet (PENDING,
-PROCESSING, DEAD) stays, however old.
-
-A delete of an outbox row is not an event: the connector has ``tombstones.on.delete=false`` and
-the Outbox Event Router drops delete records (`tests/integration/test_outbox_prune.py` proves it
-on the real stack).
+The rules (docs/design.md, "Outbox pruning"): a window below ``[retention] min_outbox_age`` is
+`InvalidRequest` (exit 2); a Debezium connector that is not RUNNING is `OperationRefused` (exit 1).
+The table is walked by primary key, and each page's rows created before the cutoff are deleted in
+one bounded transaction (the age is part of every DELETE), pausing ``prune_pause_s`` between two;
+the walk stops at the first page holding a younger row. With the polling relay (docs/relay.md)
+only rows it marked PUBLISHED are deleted, and no connector is asked.
 """
 
 from __future__ import annotations

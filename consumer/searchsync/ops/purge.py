@@ -1,19 +1,10 @@
 """`searchsync tombstones purge`: delete tombstones older than the retention window, safely.
 
-The rules (docs/design.md, "Tombstones and their purge"):
-
-- only documents with ``is_deleted: true`` and a ``tombstoned_at`` before ``now - older_than``
-  are candidates (a document without ``tombstoned_at`` is never purged);
-- `older_than` below ``[retention]``'s minimum (`RetentionSettings.tombstone_minimum`) is
-  refused before anything is read;
-- the alias's write index is scanned (a point-in-time scan with ``seq_no_primary_term``), and
-  each candidate is deleted with ``if_seq_no``/``if_primary_term`` from the scan, in bulks: a
-  document re-created or changed since the scan answers 409 and is kept ("changed meanwhile");
-- this is the only DELETE searchsync sends, and it is addressed to the physical index that was
-  scanned, so an alias swap in between can never aim a delete at another index's document.
-
-The search side is the narrow `searchsync.search.tombstones.TombstoneStore` port (`EsTombstones`
-on a real cluster); finding the write index is `IndexAdmin.write_index`.
+The rules (docs/design.md, "Tombstones and their purge"): only ``is_deleted: true`` documents with
+a ``tombstoned_at`` before ``now - older_than``; a window below the retention minimum is refused
+before anything is read; the alias's write index is scanned with ``seq_no_primary_term`` and each
+candidate deleted from that physical index with ``if_seq_no``/``if_primary_term``, so a document
+changed since answers 409 and is kept. This is the only DELETE searchsync sends.
 """
 
 from __future__ import annotations

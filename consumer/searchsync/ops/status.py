@@ -44,8 +44,9 @@ class Section:
         return not self.problems
 
 
-Probe = Callable[[], Awaitable[Section]]
-"""Gathers one section; may raise, which makes the section unhealthy (see `gather`)."""
+Probe = Callable[[], Awaitable[Section | None]]
+"""Gathers one section, or None when there is nothing to report (the relay's, where no relay
+publishes); may raise, which makes the section unhealthy (see `gather`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +103,7 @@ async def gather(
     does not answer in time; `explain` may turn a probe's exception into a message.
     """
 
-    async def one(name: str, probe: Probe) -> Section:
+    async def one(name: str, probe: Probe) -> Section | None:
         started = time.monotonic()
         try:
             return await asyncio.wait_for(probe(), timeout_s)
@@ -116,4 +117,4 @@ async def gather(
             return Section(name, {}, (f"could not check: {text or type(exc).__name__}",))
 
     sections = await asyncio.gather(*(one(name, probe) for name, probe in probes))
-    return StatusReport(tuple(sections))
+    return StatusReport(tuple(s for s in sections if s is not None))

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from searchsync.config import Settings
+from searchsync.config import RelaySettings, Settings
 from searchsync.dlq.summary import DlqSummary
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.kafka.connect import ConnectorStatus
@@ -25,6 +25,7 @@ from searchsync.ops.offsets import partition_offsets, subscribed_topics
 from searchsync.ops.repair.state import WheelSnapshot
 from searchsync.ops.status import Section
 from searchsync.projection import ProjectorRegistry
+from searchsync.relay.port import RelayStatus
 from searchsync.search.port import IndexAdmin
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "dlq_section",
     "group_section",
     "outbox_section",
+    "relay_section",
     "repair_section",
 ]
 
@@ -152,6 +154,48 @@ def outbox_section(count: int, oldest: datetime | None, *, now: datetime | None 
         "oldest_age_seconds": None if age is None else round(age.total_seconds()),
     }
     return Section("outbox", data)
+
+
+def relay_section(status: RelayStatus, relay: RelaySettings) -> Section:
+    """The polling relay's rows (docs/relay.md): DEAD rows, claims past ``claim_timeout_s`` and
+    a due row waiting longer than that are warnings (a relay not running shows so)."""
+    c = status.counts
+    warnings: list[str] = []
+    if c.dead:
+        warnings.append(
+            f"{c.dead} DEAD outbox row(s) never published (`searchsync relay dead`, then"
+            " `searchsync relay revive`)"
+        )
+    if status.stale_claims:
+        warnings.append(
+            f"{status.stale_claims} claim(s) older than relay.claim_timeout_s"
+            f" {relay.claim_timeout_s:g}s, not taken back yet (is `searchsync relay run` running?)"
+        )
+    due = status.oldest_due_age_s
+    if relay.enabled and due is not None and due > relay.claim_timeout_s:
+        warnings.append(
+            f"the oldest due row has waited {due:.0f}s for a relay"
+            " (is `searchsync relay run` running?)"
+        )
+    data = {
+        "enabled": relay.enabled,
+        "table": relay.table,
+        "pending": c.pending,
+        "retrying": status.retrying,
+        "processing": c.processing,
+        "published": status.published,
+        "dead": c.dead,
+        "oldest_pending_age_seconds": _seconds(c.oldest_pending_age_s),
+        "oldest_due_age_seconds": _seconds(due),
+        "stale_claims": status.stale_claims,
+        "claim_timeout_seconds": relay.claim_timeout_s,
+        "holders": dict(sorted(status.holders.items())),
+    }
+    return Section("relay", data, (), tuple(warnings))
+
+
+def _seconds(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
 
 
 def dlq_section(summary: DlqSummary) -> Section:

@@ -22,7 +22,8 @@ from searchsync.projection._document import (
     projected_fields,
     sync_hash,
 )
-from searchsync.projection._registry import RESERVED_FIELDS, Projector, ProjectorRegistry, Row
+from searchsync.projection._registry import RESERVED_FIELDS, Projector, ProjectorRegistry
+from searchsync.projection._relations import Child, Lookup, Row, attach, child_order
 from searchsync.projection.canonical import CANONICALIZATION_VERSION, canonical_json, sha256_hex
 from searchsync.projection.plugins import registry_from_settings
 
@@ -31,11 +32,15 @@ __all__ = [
     "OPERATIONAL_FIELDS",
     "RESERVED_FIELDS",
     "TOMBSTONED_AT",
+    "Child",
     "Document",
+    "Lookup",
     "Projector",
     "ProjectorRegistry",
     "Row",
+    "attach",
     "canonical_json",
+    "child_order",
     "content_hash",
     "default_registry",
     "format_timestamp",

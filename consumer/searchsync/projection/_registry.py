@@ -9,7 +9,6 @@ What a document is, and its operational fields: `searchsync.projection._document
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -24,6 +23,14 @@ from searchsync.projection._document import (
     format_timestamp,
     sync_hash,
 )
+from searchsync.projection._relations import (
+    AGGREGATE_TYPE,
+    IDENTIFIER,
+    Child,
+    Lookup,
+    Row,
+    check_relations,
+)
 from searchsync.projection.canonical import (
     CanonicalizationError,
     encode_normalized,
@@ -33,8 +40,6 @@ from searchsync.projection.canonical import (
 
 __all__ = ["RESERVED_FIELDS", "Projector", "ProjectorRegistry", "Row"]
 
-Row = Mapping[str, Any]
-"""One row as aiomysql's DictCursor returns it (JSON columns as `str`, DATETIME as `datetime`)."""
 
 RESERVED_FIELDS = frozenset(
     {
@@ -51,8 +56,6 @@ RESERVED_FIELDS = frozenset(
 
 _REQUIRED_MAPPING_FIELDS = RESERVED_FIELDS | {"is_deleted"}
 _MAX_EXTERNAL_VERSION = 2**63 - 1  # Elasticsearch external versions are non-negative longs
-_AGGREGATE_TYPE = re.compile(r"[a-z][a-z0-9_]{0,62}")  # it becomes part of an index name
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # a MySQL table or column name
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +82,11 @@ class Projector:
       floats, no other types), so `project` skips the normalizing walk. Prove it with a property
       test (``normalize(fields) == fields``, as tests/unit/test_wiki_page_canonical.py does);
       when in doubt leave it False: the output is the same, only slower.
+    - `children`, `lookups`: rows of other tables the document is built from (`Child`: an
+      article's tags; `Lookup`: its author). The truth port reads each with one ``IN (...)``
+      query per batch and hands `build` the root row with ``row[child.name]`` (a list of rows,
+      in a deterministic order) and ``row[lookup.name]`` (a row or None); names must not be
+      columns. A lookup's ``via`` must be one of `columns` (`searchsync.projection._relations`).
 
     Adding an aggregate type: a module whose ``projectors()`` returns it, named in
     ``[projection] modules`` (`searchsync.projection.plugins`; docs/consumer.md)::
@@ -107,19 +115,21 @@ class Projector:
     mapping: dict[str, Any]
     deleted_at_column: str | None = "deleted_at"
     canonical_fields: bool = False
+    children: tuple[Child, ...] = ()
+    lookups: tuple[Lookup, ...] = ()
 
     def __post_init__(self) -> None:
-        if not _AGGREGATE_TYPE.fullmatch(self.aggregate_type):
+        if not AGGREGATE_TYPE.fullmatch(self.aggregate_type):
             raise ValueError(f"aggregate_type {self.aggregate_type!r}: want [a-z][a-z0-9_]*")
         if isinstance(self.schema_version, bool) or not isinstance(self.schema_version, int):
             raise ValueError("schema_version must be an int")
         if self.schema_version < 1:
             raise ValueError("schema_version must be >= 1")
-        if not isinstance(self.table, str) or not _IDENTIFIER.fullmatch(self.table):
+        if not isinstance(self.table, str) or not IDENTIFIER.fullmatch(self.table):
             raise ValueError(f"table {self.table!r}: want an identifier [A-Za-z_][A-Za-z0-9_]*")
         if not isinstance(self.columns, tuple):
             raise ValueError("columns must be a tuple of column names")
-        bad = [c for c in self.columns if not isinstance(c, str) or not _IDENTIFIER.fullmatch(c)]
+        bad = [c for c in self.columns if not isinstance(c, str) or not IDENTIFIER.fullmatch(c)]
         if bad:
             raise ValueError(f"columns {bad!r}: want identifiers [A-Za-z_][A-Za-z0-9_]*")
         if len(set(self.columns)) != len(self.columns):
@@ -132,6 +142,7 @@ class Projector:
                 f"deleted_at_column {self.deleted_at_column!r} is not one of the columns; "
                 "name the soft-delete time column, or pass deleted_at_column=None"
             )
+        check_relations(self.columns, self.children, self.lookups)
         properties = self.mapping.get("mappings", {}).get("properties", {})
         missing = sorted(_REQUIRED_MAPPING_FIELDS - set(properties))
         if missing:

@@ -1,15 +1,9 @@
-"""`verified_search`: a search whose hits are proven against MySQL, for pages that must not show
-a stale or deleted record (an admin list, a permission-sensitive view; docs/read-side.md).
+"""`verified_search`: a search whose hits are proven against MySQL (docs/read-side.md).
 
-1. The query runs on the read alias (no tombstones).
-2. The hits' rows are read back in one batched query (the truth port's `rows_by_id`, the read
-   the consumer uses; from the primary by default, so a lagging replica cannot vouch for a hit).
-3. Each hit is `Freshness.FRESH` (the row's revision is the document's), `STALE` (the row has
-   another revision: newer, as a rule) or `GONE` (the row is deleted or missing). Gone hits are
-   dropped; with ``replace_stale=True`` a stale hit's source becomes the projection of its
-   current row, through the type's one projector, while the index catches up on its own.
-
-The result counts each kind; `ReadMetrics` counts stale and gone hits per `query_type`.
+The query runs on the read alias; the hits' rows are read back in one batched query (from the
+primary by default). Each hit is `Freshness.FRESH` (same revision), `STALE` (another revision) or
+`GONE` (row deleted or missing, dropped); with ``replace_stale=True`` a stale hit's source becomes
+its current row's projection. `ReadMetrics` counts stale and gone hits per `query_type`.
 """
 
 from __future__ import annotations

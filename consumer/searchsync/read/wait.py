@@ -1,16 +1,9 @@
 """Read-your-writes: wait until a committed revision is indexed, or searchable.
 
-An application's write returns the revision it committed (`searchsync.writer.PageWriter`).
-`wait_for_revision` waits, bounded by a timeout and with a growing pause between polls, until:
-
-- `Until.INDEXED`: the document's ``_version`` through the write alias, read by a real-time GET,
-  is at least that revision: the consumer applied it (a get by id now returns it);
-- `Until.SEARCHABLE`: a search sees it: the read alias returns the document at that revision or
-  above, or, for a delete, the write alias's search returns the tombstone at that revision or
-  above (so the read alias no longer shows the document).
-
-A higher revision counts as reached: a later write superseded the one waited for. Nothing here
-forces a refresh: a search sees a write after the index's next refresh (``refresh_interval``).
+`wait_for_revision` polls, bounded by a timeout, until `Until.INDEXED` (a real-time GET through
+the write alias returns ``_version`` at least the revision) or `Until.SEARCHABLE` (the read alias
+returns the document at that revision or above; for a delete, the write alias's search returns the
+tombstone). A higher revision counts as reached. Nothing here forces a refresh.
 """
 
 from __future__ import annotations

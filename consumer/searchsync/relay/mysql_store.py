@@ -23,6 +23,7 @@ from searchsync.relay.port import (
     Failure,
     OutboxCounts,
     OutboxEntry,
+    RelayStatus,
 )
 
 __all__ = ["MysqlRelayStore"]
@@ -140,6 +141,49 @@ class MysqlRelayStore:
             processing=by_status.get(PROCESSING, 0),
             dead=by_status.get(DEAD, 0),
             oldest_pending_age_s=age,
+        )
+
+    async def claimed_any(self) -> bool:
+        t = self._table
+        async with transaction(self._pool) as conn, conn.cursor() as cur:
+            with translate_errors(f"read {t}"):
+                await cur.execute(
+                    f"SELECT 1 FROM {t} WHERE status IN (%s, %s, %s) LIMIT 1",
+                    (PROCESSING, PUBLISHED, DEAD),
+                )
+                return await cur.fetchone() is not None
+
+    async def status(self, claim_timeout_s: float) -> RelayStatus:
+        t = self._table
+        counts = await self.counts()
+        async with transaction(self._pool) as conn, conn.cursor() as cur:
+            with translate_errors(f"read {t}"):
+                await cur.execute(f"SELECT COUNT(*) FROM {t} WHERE status = %s", (PUBLISHED,))
+                published = int((await cur.fetchone())[0])
+                await cur.execute(
+                    f"SELECT COUNT(*) FROM {t} WHERE status = %s AND available_at > NOW(6)",
+                    (PENDING,),
+                )
+                retrying = int((await cur.fetchone())[0])
+                await cur.execute(
+                    "SELECT TIMESTAMPDIFF(MICROSECOND, MIN(available_at), NOW(6))"
+                    f" FROM {t} WHERE status = %s AND available_at <= NOW(6)",
+                    (PENDING,),
+                )
+                due = (await cur.fetchone())[0]
+                await cur.execute(
+                    f"SELECT locked_by, COUNT(*), SUM(locked_at < NOW(6) - INTERVAL %s"
+                    f" MICROSECOND) FROM {t} WHERE status = %s GROUP BY locked_by",
+                    (round(claim_timeout_s * 1_000_000), PROCESSING),
+                )
+                claims = list(await cur.fetchall())
+        return RelayStatus(
+            counts=counts,
+            published=published,
+            retrying=retrying,
+            oldest_due_age_s=None if due is None else max(0.0, int(due) / 1e6),
+            stale_claims=sum(int(r[2] or 0) for r in claims),
+            holders={str(r[0]): int(r[1]) for r in claims},
         )
 
     async def dead(self, limit: int) -> list[DeadRow]:

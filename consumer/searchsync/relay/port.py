@@ -22,6 +22,7 @@ __all__ = [
     "Failure",
     "OutboxCounts",
     "OutboxEntry",
+    "RelayStatus",
     "RelayStore",
 ]
 
@@ -68,6 +69,27 @@ class OutboxCounts:
     processing: int
     dead: int
     oldest_pending_age_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class RelayStatus:
+    """What `searchsync status` shows of the relay: the gauges' `counts`, rows `published`,
+    rows PENDING that wait out a retry delay (`retrying`), how long the oldest PENDING row that
+    is due (available now) has been due (None when none is), claims older than the claim
+    timeout (`stale_claims`: their holder died or stalls; the next tick of any relay takes them
+    back), and the rows each holder (``locked_by``) has claimed."""
+
+    counts: OutboxCounts
+    published: int
+    retrying: int
+    oldest_due_age_s: float | None
+    stale_claims: int
+    holders: dict[str, int]
+
+    @property
+    def in_use(self) -> bool:
+        """Some row was claimed by a relay (PROCESSING, PUBLISHED or DEAD)."""
+        return bool(self.counts.processing or self.published or self.counts.dead)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +142,16 @@ class RelayStore(Protocol):
         ...
 
     async def counts(self) -> OutboxCounts: ...
+
+    async def claimed_any(self) -> bool:
+        """Whether any row was ever claimed by a relay (PROCESSING, PUBLISHED or DEAD): a cheap
+        look, on a table Debezium publishes too."""
+        ...
+
+    async def status(self, claim_timeout_s: float) -> RelayStatus:
+        """The counts and claims `searchsync status` shows; a claim older than
+        `claim_timeout_s` is stale."""
+        ...
 
     async def dead(self, limit: int) -> list[DeadRow]:
         """DEAD rows by id, at most `limit`."""

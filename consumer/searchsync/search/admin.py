@@ -13,8 +13,8 @@ concurrently with itself:
 - ``<alias>_v1`` exists without the alias (created by hand): add the alias;
 - a concrete index is named like the alias: refuse (`ConfigError`), an operator must decide.
 
-Both functions take an `IndexAdmin`, or an `AsyncElasticsearch` client (wrapped in
-`EsIndexAdmin`).
+Both functions take an `IndexAdmin`, or a client of either engine (`make_es_client`'s; wrapped
+in `EsIndexAdmin`).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from elasticsearch import AsyncElasticsearch
 from searchsync import naming
 from searchsync.errors import ConfigError
 from searchsync.search.elasticsearch import EsIndexAdmin
+from searchsync.search.opensearch import OpenSearchClient
 from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin, IndexExists
 
 __all__ = [
@@ -142,4 +143,6 @@ async def init_index(
 
 
 def _admin(client: AsyncElasticsearch | IndexAdmin) -> IndexAdmin:
-    return EsIndexAdmin(client) if isinstance(client, AsyncElasticsearch) else client
+    if isinstance(client, AsyncElasticsearch | OpenSearchClient):
+        return EsIndexAdmin(client)
+    return client

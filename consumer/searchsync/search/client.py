@@ -1,4 +1,7 @@
-"""The one place that builds the Elasticsearch client: the consumer, the CLI and the tools share it.
+"""The one place that builds the search engine's client: the consumer, the CLI and the tools
+share it. ``[search] engine`` picks the engine: Elasticsearch's own client, or for OpenSearch
+`OpenSearchClient`, which takes the same calls and raises the same errors (so every adapter
+serves both; docs/design.md, "Search engines").
 
 The transport's own retries are off (``max_retries=0``): the pipeline owns backoff and must see
 every 429 or 503; the one-shot operator commands report a failure at once (exit code 1).
@@ -11,22 +14,26 @@ that verifies an ``https://`` node), `verify_certs`, and either `api_key` or `us
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from elasticsearch import AsyncElasticsearch, AuthenticationException, AuthorizationException
 from elasticsearch.serializer import OrjsonSerializer
 
 from searchsync.config import Settings
+from searchsync.search.opensearch import OpenSearchClient
 
 
 def make_es_client(settings: Settings) -> AsyncElasticsearch:
-    """An async client for ``settings.elasticsearch``; the caller closes it."""
+    """An async client for ``settings.elasticsearch`` on the engine of ``settings.search``;
+    the caller closes it."""
     es = settings.elasticsearch
     options: dict[str, Any] = {}
     if es.ca_certs is not None:
         options["ca_certs"] = es.ca_certs
     if not es.verify_certs:
         options["verify_certs"] = False
+    if settings.search.engine == "opensearch":
+        return _opensearch(settings, options)
     if es.api_key is not None:
         options["api_key"] = es.api_key.reveal()
     if es.username is not None and es.password is not None:
@@ -42,6 +49,18 @@ def make_es_client(settings: Settings) -> AsyncElasticsearch:
         serializer=OrjsonSerializer(),
         **options,
     )
+
+
+def _opensearch(settings: Settings, options: dict[str, Any]) -> AsyncElasticsearch:
+    """`OpenSearchClient`, typed as the client whose calls it takes (api_key is refused by
+    the settings: OpenSearch's security plugin takes basic auth)."""
+    es = settings.elasticsearch
+    if es.username is not None and es.password is not None:
+        options["http_auth"] = (es.username, es.password.reveal())
+    if any(host.startswith("https://") for host in es.hosts):
+        options["use_ssl"] = True
+    client = OpenSearchClient(es.hosts, request_timeout=es.request_timeout_s, **options)
+    return cast(AsyncElasticsearch, client)
 
 
 def describe_auth_error(exc: BaseException) -> str | None:

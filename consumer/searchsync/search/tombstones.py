@@ -167,16 +167,20 @@ def _hit(raw: dict[str, Any]) -> TombstoneHit:
     )
 
 
+_NOT_FOUND: Final = "no document was found"
+"""A seq_no-guarded delete of a missing document is a 409 whose reason says this (both engines)."""
+
+
 def _outcome(hit: TombstoneHit, item: dict[str, Any]) -> DeleteOutcome:
     answer = item.get("delete", {})
     status = int(answer.get("status", 0))
     if 200 <= status < 300:
         return DeleteOutcome(hit, DeleteResult.DELETED)
+    error = answer.get("error") or {}
+    if status == 404 or (status == 409 and _NOT_FOUND in str(error.get("reason"))):
+        return DeleteOutcome(hit, DeleteResult.GONE)
     if status == 409:
         return DeleteOutcome(hit, DeleteResult.CHANGED)
-    if status == 404:
-        return DeleteOutcome(hit, DeleteResult.GONE)
-    error = answer.get("error") or {}
     reason = f"{status} {error.get('type')}: {error.get('reason')}"
     return DeleteOutcome(hit, DeleteResult.FAILED, reason)
 

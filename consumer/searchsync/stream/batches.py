@@ -175,8 +175,13 @@ class Batches:
 
     def _finished(self, verdict: Verdict, tally: Tally) -> None:
         work, doc, state = verdict.work, verdict.document, self._state
-        assert doc is not None
         aggregate_type = work.key.aggregate_type
+        if doc is None:  # an event that only fans out: its job is recorded (stream.fanout_step)
+            for result, n in (("applied", 1), ("superseded", len(work.events) - 1)):
+                tally[(aggregate_type, result)] = tally.get((aggregate_type, result), 0) + n
+            state.finish(work)
+            self._dead.succeeded()
+            return
         if state.degraded is not None:
             was = state.recovered()
             released = state.release_now(OUTAGE_CODES)

@@ -29,10 +29,12 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 from searchsync.errors import ErrorCode, PoisonMessage, TransientError
+from searchsync.mysql.fanout import FanoutStore
 from searchsync.mysql.truth import Truth
 from searchsync.projection import Projector, ProjectorRegistry
 from searchsync.search.sink import EXTERNAL, EXTERNAL_GTE, IndexOp, OutcomeKind, Sink, WriteOutcome
 from searchsync.stream.coalesce import Work
+from searchsync.stream.fanout_step import record_fanout
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.verdict import (
     Planned,
@@ -63,8 +65,10 @@ class Processor:
         sink: Sink,
         alias_for: Callable[[str], str],
         fence: SchemaFence,
+        fanout: FanoutStore | None = None,
     ) -> None:
         self._registry = registry
+        self._fanout = fanout  # where events of referenced aggregates record their fan-out
         self._truth = truth
         self._sink = sink
         self._alias_for = alias_for
@@ -77,6 +81,10 @@ class Processor:
         for work in works:
             by_type[work.key.aggregate_type].append(work)
         for aggregate_type, group in by_type.items():
+            ended = await record_fanout(self._registry, self._fanout, aggregate_type, group)
+            if ended is not None:  # the type only fans out, or its fan-out was not recorded
+                verdicts.update({id(v.work): v for v in ended})
+                continue
             try:
                 projector = self._registry.get(aggregate_type)
             except PoisonMessage as exc:

@@ -1,15 +1,11 @@
 """The freshness canary: a heartbeat committed through the outbox, looked for in the index.
 
-The heartbeat is the reserved aggregate type ``searchsync_canary`` (`CANARY_TYPE`): one row,
-id ``heartbeat``, in its own table ``search_canary`` (migration 006), with its own tiny projector
-(`projectors`, named in ``[projection] modules`` like any type) and its own index behind the
-alias ``<prefix>_searchsync_canary``. A beat (`MysqlCanary.beat`) raises the row's revision,
-stamps ``beat_at`` and appends an UPSERT outbox event in one transaction, exactly as an
-application writes; the event then goes the whole way: binlog, Debezium, Kafka, the consumer,
-the projector, the bulk write and the refresh. The document found by a plain GET on the alias
-carries the ``beat_at`` it was projected from, so ``now - beat_at`` is the age of the newest
-heartbeat that is searchable (`EsCanary.beat_at`): about the beat interval plus the
-commit-to-searchable latency while all is well, and growing without bound when any stage stops.
+The heartbeat is the reserved aggregate type ``searchsync_canary`` (`CANARY_TYPE`): one row in
+``search_canary`` (migration 006) with its own projector and alias. A beat (`MysqlCanary.beat`)
+raises the row's revision, stamps ``beat_at`` and appends an outbox event in one transaction, as
+an application writes, so the event goes the whole way. ``now - beat_at`` of the document on the
+alias (`EsCanary.beat_at`) is the age of the newest searchable heartbeat: growing without bound
+when any stage stops.
 """
 
 from __future__ import annotations

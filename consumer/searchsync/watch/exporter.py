@@ -1,11 +1,9 @@
-"""`searchsync exporter`: the group's state at the broker and the freshness canary, served on
-/metrics by a process that needs no live member (docs/design.md, "Watching the group from
-outside").
+"""`searchsync exporter`: the group's state at the broker and the freshness canary on /metrics, from
+a process that needs no live member (docs/design.md, "Watching the group from outside").
 
-Every ``exporter.interval_s`` it observes the group (`observe_group`, in a worker thread: the
-admin client blocks). With ``canary.interval_s`` above 0 it also commits a heartbeat that often
-and, every ``canary.poll_s``, reads the newest searchable one. /healthz is 200 while the last
-group observation succeeded and is younger than three intervals.
+Every ``exporter.interval_s`` it observes the group; with ``canary.interval_s`` above 0 it also
+beats that often and reads the newest searchable beat every ``canary.poll_s``. /healthz is 200
+while the last group observation succeeded and is younger than three intervals.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """The consumer group as the broker sees it: members, lag and the oldest unfinished event.
 
-Nothing here joins the group or needs a live member: committed offsets and watermarks come from
-the admin API (`KafkaAdmin`), and the age of the oldest unfinished event of a partition is the
-timestamp of the message at the offset the group would read next, read by a group-less reader
-(`KafkaPeek`) that assigns partitions and never commits.
+Nothing here joins the group: offsets and watermarks come from `KafkaAdmin`, and the age of a
+partition's oldest unfinished event is the timestamp of the message at the group's next offset,
+read by a group-less reader (`KafkaPeek`) that never commits.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
 """The backfill: keyset-scan the truth, project each row, write it into the new physical index.
 
-Each chunk is ``scan(projector, after_id, size)`` (never OFFSET), projected with the one
-projector, written with external versions (a 409 at the same or a newer version is fine: the
-document is already there), and only then reported through `on_chunk`, which persists the last
-id. A crash between the write and the save repeats one chunk, which external versions make
-harmless. Chunk sizes follow `ChunkController` (a target latency per chunk).
-
-A row the projector refuses is counted as failed (and kept in `failures`, first few only);
-verification decides whether that many failures still allow the swap. A write the cluster
-refuses transiently is retried a few times with backoff, then raises `TransientError`: the
-rebuild stops with its progress saved, and ``--resume`` continues.
+Each chunk is written with external versions (a 409 at the same or a newer version is fine) and
+only then reported through `on_chunk`, which persists the last id: a crash repeats one chunk,
+harmlessly. Chunk sizes follow `ChunkController`. A row the projector refuses is counted as failed
+(verification decides whether that still allows the swap). A write refused transiently is retried
+a few times, then raises `TransientError`; ``--resume`` continues.
 """
 
 from __future__ import annotations
@@ -47,8 +42,6 @@ class ChunkDone:
     rows: int  # rows in this chunk
     indexed: int  # written now or found written
     failed: int
-    seconds: float
-    next_size: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,10 +95,9 @@ class Backfill:
     ) -> BackfillResult:
         """Scan from `after_id` to the end (or `stop_after_chunks` chunks, for drills).
 
-        A reader task scans and projects up to `_READ_AHEAD` chunks ahead of the writes, so
-        MySQL and the projection overlap with Elasticsearch; progress (`on_chunk`, which
-        persists the last id) still moves only after a chunk's writes are acknowledged, in
-        scan order."""
+        Reading and projecting run up to `_READ_AHEAD` chunks ahead of the writes; progress
+        (`on_chunk`) moves only after a chunk's writes are acknowledged, in scan order.
+        """
         result = BackfillResult(after_id, rows_done, rows_failed)
         ready: asyncio.Queue[_Prepared | Exception] = asyncio.Queue(maxsize=_READ_AHEAD)
         # A written chunk's objects (its ops, their outcomes: tens of thousands) are freed by the
@@ -128,15 +120,13 @@ class Backfill:
                 retired.append(chunk)
                 failed = len(chunk.failures) + refused
                 now = self._clock()
-                elapsed, last_done = now - last_done, now
-                size = self._chunks.observe(elapsed)
+                self._chunks.observe(now - last_done)
+                last_done = now
                 result.last_id = chunk.last_id
                 result.rows_done += chunk.rows
                 result.rows_failed += failed
                 result.chunks += 1
-                await self._on_chunk(
-                    ChunkDone(result.last_id, chunk.rows, indexed, failed, elapsed, size)
-                )
+                await self._on_chunk(ChunkDone(result.last_id, chunk.rows, indexed, failed))
             return result
         finally:
             reader.cancel()
@@ -168,14 +158,11 @@ class Backfill:
             after_id = chunk.last_id
 
     async def _floor_tombstones(self, result: BackfillResult) -> int:
-        """Tombstones for the hard-deleted ids (`search_revision_floor`) at their floor: the new
-        index then holds every delete the old one held, not only those after the watermark.
-        Idempotent: an interrupted rebuild writes them again on `--resume`.
-
-        An id created again since has a row at a newer revision: its own document (the scan's,
-        or the catch-up's for a row created after the scan passed it) outranks the tombstone,
-        which is therefore not sent. Sending it would only be refused, and confirming that 409
-        costs a real-time read, which on an index filled with refreshes off forces a refresh."""
+        """Tombstones for the hard-deleted ids (`search_revision_floor`) at their floor, so
+        the new index holds every delete the old one held. Idempotent (written again on
+        `--resume`). An id with a row at a newer revision is skipped: its own document outranks
+        the tombstone.
+        """
         written, after = 0, None
         while True:
             page = await self._truth.floor_page(
@@ -199,11 +186,9 @@ class Backfill:
     ) -> _Prepared:
         """The next chunk after `after_id`: its rows, their index ops, the rows refused.
 
-        It yields the event loop every `_YIELD_EVERY` rows, so that a bulk's answer is handled
-        and the next bulk sent without waiting for the projection; while the writer already
-        has a chunk waiting in `ready`, it also pauses `_AHEAD_PAUSE_S` there, so the writer's
-        few steps from an answer to the next request do not each wait behind a step of this
-        one (while the writer waits for a chunk, it runs at full speed)."""
+        Yields the loop every `_YIELD_EVERY` rows, and pauses `_AHEAD_PAUSE_S` while the writer
+        already has a chunk waiting, so the writer's turnaround never waits behind projection.
+        """
         rows = await self._truth.scan(self._projector, after_id, size)
         ops: list[IndexOp] = []
         failures: list[tuple[str, str]] = []

@@ -1,15 +1,9 @@
-"""The catch-up: a consumer group of its own replays the type's topics from the watermark into
-the new physical index, and the lag checks that decide when it has caught up.
+"""The catch-up: a consumer group of its own replays the type's topics from the watermark into the
+new physical index, and the lag checks that decide when it has caught up.
 
-`ConsumerCatchUp` runs the normal pipeline (`searchsync.runtime.run_consumer`) in this process
-with two overrides only: its own group id and subscription (the type's topics), and a write target
-(the type -> the new physical index, ``require_alias=false``). Nothing else is forked: the same
-re-read, projector, external versions, retries and DLQ.
-
-"Caught up" is always measured against a snapshot: take the topics' high watermarks now, then
-wait until the group's committed offset reaches them on every partition. Under a steady stream
-of writes, "lag is exactly zero at one instant" may never be observed; "everything up to the
-moment I asked is done" always is.
+`ConsumerCatchUp` runs the normal pipeline with its own group id and subscription, and a write
+target of the new physical index. "Caught up" is measured against a snapshot: the topics' high
+watermarks taken now, reached by the group's committed offset on every partition.
 """
 
 from __future__ import annotations

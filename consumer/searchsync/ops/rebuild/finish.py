@@ -1,18 +1,11 @@
 """The rebuild after its backfill: catch up, restore the settings, verify, swap, and hand the
 index over to the live group (docs/design.md, Rebuild).
 
-After the swap:
-
-- **same schema version:** the live group now writes the new index through the alias; the
-  catch-up group replays up to a snapshot taken after the swap (covering what the live group
-  wrote to the old index meanwhile), stops, and its group is deleted;
-- **changed schema version:** the live group (old projector) is fenced by the new index's
-  ``_meta``, so the catch-up group keeps writing until the live group, redeployed with the new
-  projector under the same group id, has committed at least as far as the catch-up group on
-  every partition (``--no-wait`` skips this: the index then waits for the redeploy). First,
-  once the fence has settled, the sweep (`searchsync.ops.rebuild.sweep`) has the old-shape
-  documents an old consumer wrote before its fence went up rewritten through the outbox, and the
-  catch-up group applies those REBUILDs before anything else.
+After the swap, with the same schema version the catch-up group replays to a snapshot taken after
+the swap and is deleted; with a changed one the live group is fenced, so the catch-up group keeps
+writing until the redeployed live group has committed at least as far on every partition
+(``--no-wait`` skips this), and once the fence has settled the sweep has the old-shape documents
+rewritten through the outbox.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
-"""How a rebuild reports its progress: events (dicts) in, lines out.
+"""How a rebuild reports its progress: rows done / total, rows/s and ETA, and each step.
 
-`Progress` turns backfill chunks into rows done / total, rows/s and ETA. On a terminal it redraws
-one line; otherwise it writes a line every `interval_s` seconds (and for every step). With
-``json_lines`` every event is one JSON object per line on `stream` instead.
+On a terminal one line is redrawn; otherwise a line every `interval_s` seconds (and for every
+step); with ``json_lines`` one JSON object per event.
 """
 
 from __future__ import annotations

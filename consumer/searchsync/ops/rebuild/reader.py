@@ -1,10 +1,6 @@
-"""What the rebuild's verification reads from an index (by its physical name).
+"""What the rebuild's verification and sweep read from an index (by its physical name).
 
-`IndexReader` is the narrow port: counts, the ids of ``is_deleted: true`` documents, the
-documents of another schema version (the sweep after a swap), a random
-sample of stored documents with their versions, and the top-k ids of a ``match`` query over
-live documents. `EsIndexReader` implements it on a real cluster. Failures of the cluster raise
-`TransientError`.
+`IndexReader` is the port, `EsIndexReader` its adapter; cluster failures raise `TransientError`.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
-"""`searchsync rebuild --type T`: the steps in their order (docs/design.md, Rebuild).
-
-1. watermark: the type's topics' end offsets, taken and persisted before anything is scanned;
-2. the new index ``<alias>_v<N+1>`` with the projector's mapping, its ``_meta`` and bulk-load
-   settings;
-3. backfill (`searchsync.ops.rebuild.backfill`), progress persisted per chunk;
-4. catch-up from the watermark (`searchsync.ops.rebuild.catchup`) until it reaches a snapshot of
-   the topics' ends; the settings are restored;
-5. verification (`searchsync.ops.rebuild.verify`), up to ``verify_attempts`` times, each after
-   catching up again; a failure refuses the swap and says why;
-6. the swap (one ``_aliases`` call), then the catch-up group keeps writing until the index can do
-   without it (`finish`).
+"""`searchsync rebuild --type T`: the steps in their order (docs/design.md, Rebuild): watermark, new
+index, backfill, catch-up, verification (up to ``verify_attempts`` times), swap, hand-over
+(`finish`).
 
 Every step saves its status first, so ``--resume`` continues at the step it reached with the same
 watermark, target and group.

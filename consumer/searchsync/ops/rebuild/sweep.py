@@ -1,17 +1,9 @@
-"""After a swap that changed the schema version: find the old-shape documents an old consumer
-wrote into the new index before its fence went up, and have them rewritten (docs/design.md,
-"Schema fence", the sweep).
+"""After a swap that changed the schema version: have the old-shape documents an old consumer wrote
+into the new index before its fence went up rewritten (docs/design.md, "Schema fence").
 
-The fence is a poll: an old consumer may write through the alias for up to one
-``pipeline.fence_check_interval_s`` after the swap (plus a batch already past its gate). A
-document it wrote at the same revision as the catch-up group's stays (external versions keep the
-first), with the old ``projection_schema_version``. So, once the fence has settled
-(`settle_s`), the rebuild asks the new index for every document whose
-``projection_schema_version`` is not the new one and appends one REBUILD outbox event per id at
-the stored version. The catch-up group (new projector) replays it: the row at that revision is a
-409, the stored projection differs (its schema version), so the consumer's REBUILD rewrite
-writes the fresh one with ``external_gte`` (invariant 12). The rebuild never writes such a
-document itself: heals go through the outbox (invariant 9).
+Once the fence has settled (`settle_s`), every document whose ``projection_schema_version`` is not
+the new one gets one REBUILD outbox event at its stored version; the catch-up group's REBUILD
+rewrite (invariant 12) replaces it. The rebuild never writes such a document itself (invariant 9).
 """
 
 from __future__ import annotations

@@ -1,20 +1,13 @@
 """Verification before the swap: counts, a sample of documents, sample queries (docs/design.md,
 Rebuild).
 
-- **Count.** ``rows`` is ``COUNT(*)`` of the table (soft-deleted rows included: each is a
-  document with ``is_deleted: true``). ``tombstones`` is the number of ``is_deleted: true``
-  documents in the new index whose id has no row (hard deletes the catch-up saw). The new index
-  must hold ``rows + tombstones`` documents, within ``max_count_difference``. A row the
-  projector refused shows as one document too few (and is limited by ``max_failed_rows``).
-- **Sample.** ``sample_size`` random documents of the new index, each compared with the
-  projection of its row read now from the primary: ``_source`` byte-equal to
-  ``projector.project(row).body`` at ``_version == source_revision``; for an id without a row,
-  the tombstone at the stored version, not below the writer's revision floor. At most
-  ``max_sample_mismatches`` may differ.
-- **Queries.** Each sample query (``queries``, or ``query_count`` titles from the sample) is a
-  ``match`` on ``query_field`` with every word required, over live documents, run against the
-  old and the new index; a query "differs" when its top-``top_k`` id sets differ.
-  ``v1_v2_query_diff_rate`` is the share that differ, at most ``max_query_diff_rate``.
+- **Count.** The new index holds ``rows`` (soft-deleted included) + ``tombstones`` documents,
+  within ``max_count_difference``.
+- **Sample.** ``sample_size`` random documents, each byte-equal to its row's projection read now
+  at ``_version == source_revision`` (a tombstone for an id without a row); at most
+  ``max_sample_mismatches`` differ.
+- **Queries.** Each sample query runs on the old and the new index; the share whose top-``top_k``
+  id sets differ (``v1_v2_query_diff_rate``) is at most ``max_query_diff_rate``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
-"""Stable buckets of the repair wheel (docs/design.md, "Repair").
+"""Stable buckets of the repair wheel (docs/design.md, "Repair", "Buckets").
 
-A document's bucket key is its ``sync_hash`` (`searchsync.projection.sync_hash`: CRC32 of the
-UTF-8 of ``"<aggregate_type>:<id>"``, what MySQL's ``CRC32(CONCAT(...))`` computes). Bucket `b`
-of `m` is the hash range ``[ceil(b * 2^32 / m), ceil((b + 1) * 2^32 / m))``, so one range
-query selects it on either side for any `m`, and ``bucket_of(h, m) = h * m // 2^32``.
-
-`WHEEL_CANONICALIZATION_VERSION` versions everything the wheel hashes outside the projector
-(this key encoding, `canonical_fields`); the wheel epoch stores it, and a change starts a new
-epoch, as a change of `m` does.
+A document's bucket key is its ``sync_hash`` (`searchsync.projection.sync_hash`, as MySQL's
+``CRC32(CONCAT(...))``); bucket `b` of `m` is the hash range
+``[ceil(b * 2^32 / m), ceil((b + 1) * 2^32 / m))``, so ``bucket_of(h, m) = h * m // 2^32``.
+`WHEEL_CANONICALIZATION_VERSION` versions what the wheel hashes outside the projector; a change
+starts a new epoch, as a change of `m` does.
 """
 
 from __future__ import annotations

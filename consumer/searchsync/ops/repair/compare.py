@@ -1,18 +1,10 @@
-"""Compare one bucket's rows with its documents: the six kinds of drift (docs/design.md,
-"Repair"). Pure: the same entries give the same findings.
+"""Compare one bucket's rows with its documents: the kinds of drift (docs/design.md, "Repair",
+"Findings"). Pure: the same entries give the same findings.
 
-Rules:
-- a row without a document is MISSING, except a soft-deleted row (its tombstone may have been
-  purged: not missing);
-- a document below the row's revision is STALE (nothing else is checked then);
-- at the same revision: ``is_deleted`` against ``deleted_at`` (DELETED_FLAG), the schema version
-  against the projector's (SCHEMA_STALE), and, where content is checked, the stored hash against
-  the row's projection and the stored projected fields against that projection's (CONTENT_DRIFT:
-  the body no longer matches its hash; for a row the projector refuses, the body is hashed
-  again instead; one finding per document: DELETED_FLAG, then SCHEMA_STALE, take precedence);
-- a live document (``is_deleted: false``) without a row is an ORPHAN; a tombstone without a
-  row is what a hard delete leaves;
-- MISSING and ORPHAN only when the bucket was read completely (`complete`; invariant 13).
+One finding per document, in precedence order: MISSING (not for a soft-deleted row), STALE,
+DELETED_FLAG, SCHEMA_STALE, CONTENT_DRIFT (where content is checked); a live document without a
+row is an ORPHAN. MISSING and ORPHAN only when the bucket was read completely (`complete`;
+invariant 13).
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
 """`IndexSide` on Elasticsearch: one ``range`` query on ``sync_hash`` per bucket page, sorted by
-``id`` with ``search_after`` (docs/design.md, "Repair"). Reads through the alias.
+``id`` with ``search_after``, through the alias (docs/design.md, "Repair").
 
-A light page (no content) loads no stored field at all: ``stored_fields: _none_``, the
-document's identity from the ``id`` keyword's doc values (the consumer writes it equal to
-``_id``), ``projection_schema_version`` and ``is_deleted`` from theirs, and ``_version``. Loading
-even a filtered ``_source`` decompresses a stored-field block per hit, which made a rotation's
-Elasticsearch reads cost about twice a bare scan. A hit without an ``id`` value (a document
-searchsync did not write) makes the page be read again with ``_id`` and ``_source``. A document
-whose ``id`` field was edited is seen under that value: an orphan there and a missing document
-under its ``_id``, both re-read by ``_id`` after the settle delay before anything counts
-(nothing heals from the light read alone), and the content check finds the edit.
-
-Sorted by ``id`` rather than ``(sync_hash, id)``: in hash order every hit lands in another
-stored-field block (measured slower, with or without narrowing each page's range).
-
-`strays` reads the documents outside the key space (``must_not`` a ``range`` over ``[0, 2^32)``:
-no ``sync_hash``, or an impossible one) in one point in time, sorted by ``_shard_doc`` with
-``search_after`` (sorting by ``_id`` is refused since Elasticsearch 8), with ``_id`` and a
-filtered ``_source``: such a document may lack the ``id`` field.
+A light page loads no stored field (``stored_fields: _none_``; identity, schema version and
+``is_deleted`` from doc values, plus ``_version``); a hit without an ``id`` value makes the page
+be read again with ``_id`` and ``_source``. `strays` reads the documents outside the key space in
+one point in time, sorted by ``_shard_doc`` with ``search_after``.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """Healing through the outbox, never by writing Elasticsearch (docs/design.md, invariant 9).
 
-Every confirmed finding becomes one REBUILD outbox event, appended through the one outbox append
-(`searchsync.mysql.outbox.append_outbox`) in its own small transaction, at most
-`appends_per_s` per second. The consumer re-reads the row and writes it as any event:
-
-- missing, stale: a REBUILD at the row's revision is an ordinary newer write;
-- content drift, schema stale, deleted-flag mismatch: the stored document holds that revision
-  already, so the consumer's REBUILD rewrite applies (``external_gte``, invariant 12);
-- orphan (a live document, version v, whose row is gone): in one transaction, the revision floor
-  of the id is raised to v + 1 in ``search_revision_floor`` (as the writer does on a hard delete)
-  and a REBUILD at v + 1 is appended; the consumer finds no row and writes a tombstone at v + 1.
+Every confirmed finding becomes one REBUILD outbox event (`searchsync.mysql.outbox.append_outbox`)
+in its own small transaction, at most `appends_per_s` per second. An orphan (live document at
+version v, row gone) first raises the id's revision floor to v + 1 in the same transaction, so the
+consumer writes a tombstone at v + 1.
 """
 
 from __future__ import annotations
@@ -29,8 +23,8 @@ class Healer:
     """Turns confirmed findings into outbox appends, rate-limited; `dry_run` appends nothing.
 
     With a `guard`, the live group's lag is checked before each batch of `batch_size` appends
-    (`LagGuard.wait`, which raises `LiveLagTooHigh` when it stays too high); `appended` counts
-    every append so far."""
+    (`LagGuard.wait`); `appended` counts every append so far.
+    """
 
     def __init__(
         self,

@@ -1,14 +1,9 @@
 """The repair's load limits (docs/design.md, "Repair", "Load").
 
-- `TokenBucket`: a rate ceiling (MySQL rows per second, Elasticsearch requests per second). A
-  caller *takes* what it used; when the balance goes below zero it waits until the bucket has
-  refilled to zero, so over any window the rate stays at most ``rate`` plus one ``burst``.
-  ``rate`` 0 is no ceiling. The clock and the sleep are injected (tests run without waiting).
-- `LagGuard`: the repair never makes the live consumer's lag grow past a bound. Before each
-  bucket and before each batch of outbox appends it reads the live group's lag; while the lag is
-  above ``max_lag`` it waits (logging why), at most ``timeout_s``; past that it raises
-  `LiveLagTooHigh` and the rotation stops (the bucket in hand counts for nothing and is scanned
-  again next time). ``max_lag`` 0 turns the guard off.
+- `TokenBucket`: a rate ceiling; a caller *takes* what it used and, below zero, waits until the
+  bucket refilled to zero (at most ``rate`` plus one ``burst`` over any window; ``rate`` 0: none).
+- `LagGuard`: while the live group's lag is above ``max_lag`` wait (logging why), at most
+  ``timeout_s``, then raise `LiveLagTooHigh` (``max_lag`` 0: off).
 - `Limits`: the three together, as the wheel and the healer take them.
 """
 

@@ -1,16 +1,10 @@
-"""How the wheel reads a span of buckets (docs/design.md, "Repair", "Cost").
+"""How the wheel reads a span of buckets (docs/design.md, "Repair", "Reads").
 
-A span is a few buckets scanned together (`Wheel` forms them from consecutive picks). The
-reader merges adjacent buckets of the span into key ranges and reads each range once on each
-side, MySQL and Elasticsearch at the same time, in adaptive pages, each resuming after the last
-entry of the one before (`BucketCursor`; the page sizes carry over from range to range).
-Every entry goes to the bucket of its key; a document whose stored ``sync_hash`` is not its id's
-key (returned by the range of its ``sync_hash``, by none at its own key) is also handed back as
-*misplaced*, for the wheel's stray sweep (`searchsync.ops.repair.strays`). For the buckets whose
-content is checked, MySQL's rows are read again by the ids the range read found (the projector's
-columns, by primary key: without the optional column a range read passes over the table, so a
-content bucket gets no range of its own there), and Elasticsearch's whole documents by the
-buckets' own key ranges, at the same time as the light reads.
+Adjacent buckets of the span are merged into key ranges, each read once on each side, MySQL and
+Elasticsearch at the same time, in adaptive pages resuming after a `BucketCursor`. Every entry
+goes to the bucket of its key; a document whose stored ``sync_hash`` is not its id's key is also
+handed back as *misplaced* (for `strays`). Content buckets get their rows again by id with the
+projector's columns, and their whole documents by key range.
 
 Every range is read to its end before anything is returned; a failure on either side cancels the
 other and propagates: the caller counts none of the span's buckets (invariant 13).
@@ -86,12 +80,7 @@ class SpanReader:
     ) -> dict[int, BucketEntries]:
         """The complete entries of each of `buckets` (content for those in `content`); the
         documents whose ``sync_hash`` is not their id's key go into `misplaced` too.
-
-        Three reads at once: the light rows of the span's ranges, then the content buckets' rows
-        again by id with the projector's columns; the light documents of the other buckets'
-        ranges; the content buckets' whole documents, by their own key ranges (Elasticsearch
-        reads a key range of any width in one query, and this needs no id from the light
-        read)."""
+        """
         out = {b: BucketEntries() for b in buckets}
         heavy = [b for b in buckets if b in content]
         whole: dict[int, dict[str, IndexEntry]] = {b: {} for b in heavy}

@@ -1,12 +1,8 @@
-"""Which buckets to scan next (docs/design.md, "Repair"):
+"""Which buckets to scan next (docs/design.md, "Repair", "Scheduling"):
+``priority = (age / SLO)^gamma * (lambda + eps) / cost``, lambda the EWMA of the drift rate.
 
-    priority = (age / SLO)^gamma * (lambda + eps) / cost
-
-with age the time since the bucket's last complete scan (a never-scanned bucket counts as
-`max_staleness` old), lambda the EWMA of its drift rate, cost its measured scan time (`default_cost`
-until measured). A bucket at least `max_staleness` old must be scanned: it comes first,
-whatever its score. `explain` shows each choice's components. The EWMA:
-``lambda_t = alpha * x_t + (1 - alpha) * lambda_{t-1}``.
+A never-scanned bucket counts as `max_staleness` old; one at least that old comes first, whatever
+its score. `explain` shows each choice's components.
 """
 
 from __future__ import annotations

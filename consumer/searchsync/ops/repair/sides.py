@@ -1,20 +1,11 @@
-"""What the wheel reads from each side.
+"""What the wheel reads from each side (docs/design.md, "Repair", "Reads").
 
-- `Truth.bucket_page` (`searchsync.mysql.truth`): rows of one key range after `after`, at most
-  `limit`: id, revision, deleted_at, and the projector's columns only when `content` is asked.
-- `IndexSide.bucket_page`: documents of one ``sync_hash`` range after `after`: ``_id``,
-  ``_version`` (the external version: ``source_revision``), ``projection_schema_version``,
-  ``is_deleted``, ``sync_hash``; ``projection_hash`` and the whole ``_source`` only when
-  `content` is asked.
-- A page resumes after a `BucketCursor`, the (bucket key, id) of the last entry the side
-  returned; each side pages in an order of its own, (key, id) where the key is indexed, id alone
-  where it is not, and the caller only hands back what the side returned last.
-- `IndexSide.strays`: every document outside the key space (no ``sync_hash``, or one outside
-  ``[0, 2^32)``), which no bucket's range returns, in pages of at most `limit` light entries, in
-  an order of the side's own; the whole read is one point in time where the side has one.
+- `Truth.bucket_page` (`searchsync.mysql.truth`) and `IndexSide.bucket_page`: the entries of one
+  key range after a `BucketCursor` (the (key, id) of the last entry the side returned), at most
+  `limit`; content (projected columns, ``_source``) only when `content` is asked.
+- `IndexSide.strays`: every document outside the key space, in pages of at most `limit` light
+  entries, in one point in time where the side has one.
 - `IndexSide.by_ids` and `truth_by_ids`: the settle re-check of findings (always with content).
-
-Elasticsearch: `searchsync.ops.repair.es_side`.
 """
 
 from __future__ import annotations

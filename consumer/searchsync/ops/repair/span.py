@@ -1,10 +1,6 @@
-"""One scan of a span of buckets (docs/design.md, "Repair"; `searchsync.ops.repair.wheel` forms
-the spans): `read` begins every bucket of the span (a new generation each) and reads them
-completely on both sides; `finish` compares, settles, heals and completes each. The two halves
-are apart so the wheel can read the next span while this one settles and heals.
-
-A read that fails on either side reports nothing from any bucket of the span (no deletion finding
-from a partial read, invariant 13) and leaves each to be started again from its first key.
+"""One scan of a span of buckets (docs/design.md, "Repair"): `read` begins every bucket (a new
+generation each) and reads them completely on both sides; `finish` compares, settles, heals and
+completes each. A failed read reports nothing from any bucket of the span (invariant 13).
 """
 
 from __future__ import annotations
@@ -76,11 +72,6 @@ class SpanScan:
         self._alpha = alpha
         self._clock = clock
         self._sleep = sleep
-
-    async def scan(
-        self, projector: Projector, epoch: Epoch, priors: Sequence[BucketState]
-    ) -> list[BucketReport]:
-        return await self.finish(projector, epoch, await self.read(projector, epoch, priors))
 
     async def read(
         self, projector: Projector, epoch: Epoch, priors: Sequence[BucketState]
@@ -192,11 +183,9 @@ class SpanScan:
     async def _settle(
         self, projector: Projector, alias: str, candidates: list[Finding]
     ) -> list[Finding]:
-        """The candidates that still hold after `settle_s`, re-read by id on both sides.
-
-        A missing or stale document counts only if, after the settle delay, it has still not
-        reached the revision first seen (a row that keeps changing is in flight, not drift); an
-        orphan only if its row is still gone; the same-revision kinds only if they recur."""
+        """The candidates that still hold after `settle_s`, re-read by id on both sides
+        (`compare.still_holding`).
+        """
         if not candidates:
             return []
         await self._sleep(self._settle_s)

@@ -1,23 +1,12 @@
-"""The stray sweep: the documents no bucket holds (docs/design.md, "Repair"; invariant 13).
+"""The stray sweep: the documents no bucket holds (docs/design.md, "Repair", "Strays";
+invariant 13).
 
-A bucket is read by a range query on ``sync_hash``. A document without one (put into the index by
-something else, or written before the field existed), or with one outside ``[0, 2^32)``, is
-returned by no bucket; one whose ``sync_hash`` is not its id's key is returned by the range of
-another bucket (the `SpanReader` hands those over as misplaced) and by none at its own. Once per
-type and rotation, after the buckets, the sweep reads every document outside the key space
-(`IndexSide.strays`, at most `ceiling`), joins the misplaced ones, leaves out the ids the buckets
-already found, waits `settle_s` once and re-reads the rest by id on both sides. Then, for a
-document still outside its key range:
-
-- its row exists: a STRAY, healed by a REBUILD at the row's revision (an ordinary write below it;
-  at it, the consumer's REBUILD rewrite, since the stored ``sync_hash`` differs from the
-  projection's); a document above its row's revision is counted as `ahead` and left alone (a
-  REBUILD cannot lower it);
-- no row and live: an ORPHAN, healed as the buckets' (a tombstone at v + 1);
-- no row and a tombstone: what a hard delete leaves; left alone.
-
-A read that fails reports nothing (no orphan from a partial read); healing goes through the
-`Healer` (invariant 9), and a live lag that stays too high stops the sweep as it stops a bucket.
+Once per type and rotation, after the buckets: read every document outside the key space
+(`IndexSide.strays`, at most `ceiling`), join the misplaced ones, drop the ids the buckets found,
+wait `settle_s` once and re-read the rest by id on both sides. A document still outside its key
+with a row is a STRAY (REBUILD at the row's revision; one above it is counted `ahead`, left
+alone); live without a row is an ORPHAN (tombstone at v + 1); a tombstone without a row is left
+alone. A failed read reports nothing; healing goes through the `Healer` (invariant 9).
 """
 
 from __future__ import annotations

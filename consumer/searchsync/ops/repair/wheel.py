@@ -1,25 +1,11 @@
 """The wheel: choose buckets, scan them a span at a time, report the rotation (docs/design.md,
 "Repair").
 
-One scan covers a span of buckets (consecutive picks, `span_buckets` / `span_rows`;
-`searchsync.ops.repair.span`): `begin` each (generation g = committed + 1), read them completely on
-MySQL and on Elasticsearch (`searchsync.ops.repair.reader`: adjacent buckets in one key range, both
-sides at once), compare each (`searchsync.ops.repair.compare`), wait `settle_s` once and re-read
-every candidate by id on both sides (a change still in flight is not drift: only findings that
-hold again count), heal them through the outbox, then `complete` each with its counts, cost and
-EWMA. While a span settles and heals, the next one is read (one span ahead at most; a rotation
-that stops or is cancelled drops it, begun and not completed, so its buckets are scanned again from
-their first key). A read that fails on either side reports nothing from any bucket of the span
-(no deletion finding from a partial read, invariant 13) and leaves each to be started again from
-its first key. Content (``_source`` and the row's projection) is checked on a share
-`content_share` of the buckets per rotation; revisions and flags on every scan. After a type's
-buckets (unless the rotation stopped), the stray sweep (`searchsync.ops.repair.strays`) finds and
-heals the documents no bucket holds: those outside the key space and those the spans' ranges
-returned outside their keys.
-
-Load (`searchsync.ops.repair.load`): every MySQL page pays its rows into a rows/s bucket, every
-Elasticsearch request into a requests/s bucket, and before each span is read the live group's lag
-is checked (`LagGuard`); a lag that stays too high stops the rotation (`RotationReport.stopped`).
+Each span is read completely on both sides (`span`, `reader`), compared, settled, healed through
+the outbox and completed; the next span is read while one settles (one ahead at most). A read that
+fails reports nothing from any bucket of its span (invariant 13). After a type's buckets, unless
+the rotation stopped, the stray sweep (`strays`) runs. A live lag that stays too high
+(`load.LagGuard`) stops the rotation (`RotationReport.stopped`).
 """
 
 from __future__ import annotations
@@ -238,12 +224,6 @@ class Wheel:
         except LiveLagTooHigh as exc:
             return str(exc)
         return await self._scan.read(projector, epoch, [states[c.bucket] for c in span])
-
-    async def scan_span(
-        self, projector: Projector, epoch: Epoch, priors: Sequence[BucketState]
-    ) -> list[BucketReport]:
-        """One span, read then finished (`SpanScan`)."""
-        return await self._scan.scan(projector, epoch, priors)
 
     def _chunks(self, fixed: int | None = None) -> ChunkController:
         c = self._config

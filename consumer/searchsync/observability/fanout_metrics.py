@@ -1,0 +1,35 @@
+"""The fan-out's metrics (docs/design.md, "Fan-out"), on the consumer's registry.
+
+``searchsync_fanout_jobs{state}``: the fan-out jobs in ``search_fanout`` by state (``pending``,
+``done``), as the worker last read the table; ``searchsync_fanout_rebuilds_total``: the REBUILD
+events this member's worker appended for dependents.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+__all__ = ["FANOUT_METRIC_NAMES", "FanoutMetrics"]
+
+FANOUT_METRIC_NAMES: Final = ("searchsync_fanout_jobs", "searchsync_fanout_rebuilds")
+
+
+class FanoutMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._jobs = Gauge(
+            "searchsync_fanout_jobs", "Fan-out jobs by state", ["state"], registry=registry
+        )
+        self._rebuilds = Counter(
+            "searchsync_fanout_rebuilds",
+            "REBUILD events appended for the dependents of a changed referenced aggregate",
+            registry=registry,
+        )
+
+    def jobs(self, *, pending: int, done: int) -> None:
+        self._jobs.labels(state="pending").set(pending)
+        self._jobs.labels(state="done").set(done)
+
+    def appended(self, n: int) -> None:
+        self._rebuilds.inc(n)

@@ -1,0 +1,203 @@
+"""The fan-out worker: turns recorded fan-out jobs into REBUILD events of the dependents
+(docs/design.md, "Fan-out"; invariants 9, 12 and 16).
+
+Each consumer member runs one beside its pipeline (``[fanout] enabled``). It leases the oldest
+pending job (`FanoutStore.claim`), reads the dependents' ids a page at a time from MySQL, the
+truth, never from the index, and appends one REBUILD per dependent through the one outbox append,
+moving the job's cursor in the same transaction (`FanoutStore.advance`). The consumer then
+re-reads and re-projects each dependent like any REBUILD: written at the same revision only when
+its projection changed.
+
+Resumable: a crash loses at most the page in flight, which the next lease appends again (a
+duplicate REBUILD is harmless); a job a stopped worker holds is taken over when its lease runs out.
+Rate-limited: at most ``appends_per_s`` appends per member. Visible: ``searchsync_fanout_jobs``
+and ``searchsync_fanout_rebuilds_total``, a progress line every ``progress_every`` appends of a
+job, and a line in ``searchsync status`` (`fanout_section`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import os
+import socket
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+
+from searchsync.config import FanoutSettings
+from searchsync.errors import TransientError
+from searchsync.mysql.fanout import FanoutJob, FanoutStats, FanoutStore
+from searchsync.observability.fanout_metrics import FanoutMetrics
+from searchsync.ops.status import Section
+from searchsync.projection import ProjectorRegistry
+from searchsync.projection.references import dependents, referenced_types, routes
+
+__all__ = ["FanoutWorker", "fanout_section", "worker_name"]
+
+log = logging.getLogger(__name__)
+
+
+def worker_name() -> str:
+    """A name no other worker has: host, process and a random part."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class FanoutWorker:
+    """Works off the pending fan-out jobs, one at a time, at most `appends_per_s` appends."""
+
+    def __init__(
+        self,
+        store: FanoutStore,
+        registry: ProjectorRegistry,
+        settings: FanoutSettings,
+        *,
+        metrics: FanoutMetrics | None = None,
+        owner: str | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._store = store
+        self._registry = registry
+        self._s = settings
+        self._metrics = metrics
+        self.owner = owner or worker_name()
+        self._sleep = sleep
+        self._clock = clock
+        self._page = max(1, min(settings.page_size, math.ceil(settings.appends_per_s)))
+        self._next_at = 0.0
+        self._stats_at = 0.0
+        self.appended = 0  # REBUILDs this worker appended
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Work off jobs until `stop` is set; a failure is logged and tried again later."""
+        while not stop.is_set():
+            try:
+                worked = await self.run_once(stop)
+                await self._report_stats(force=not worked)
+            except TransientError as exc:
+                log.warning("fan-out: %s; trying again", exc.message, extra={"code": exc.code})
+                worked = False
+            except Exception:  # a bug must not stop the consumer beside it
+                log.exception("fan-out worker failed; trying again")
+                worked = False
+            if not worked:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), self._s.poll_interval_s)
+
+    async def drain(self) -> int:
+        """Work off every pending job free to this worker; how many jobs it finished."""
+        finished = 0
+        while await self.run_once(asyncio.Event()):
+            finished += 1
+        return finished
+
+    async def run_once(self, stop: asyncio.Event) -> bool:
+        """Lease one job and page through it until done, changed or `stop`; False: none."""
+        job = await self._store.claim(self.owner, self._s.lease_s, routes(self._registry))
+        if job is None:
+            return False
+        t = job.target
+        table, via = self._source(job)
+        started, logged = self._clock(), job.appended
+        current: FanoutJob | None = job
+        while current is not None and not stop.is_set():
+            page = await self._store.dependents(
+                table, via, t.referenced_id, current.cursor_id, self._page
+            )
+            if not page:
+                if await self._store.finish(current, self.owner):
+                    self._done(current, started)
+                return True
+            await self._pace(len(page))
+            current = await self._store.advance(current, self.owner, self._s.lease_s, page)
+            if current is None:  # restarted by a newer revision, or taken over: lease it anew
+                return True
+            self.appended += len(page)
+            if self._metrics is not None:
+                self._metrics.appended(len(page))
+            if current.appended - logged >= self._s.progress_every:
+                logged = current.appended
+                self._progress(current, started)
+        return True
+
+    def _source(self, job: FanoutJob) -> tuple[str, str]:
+        """The dependent type's table and the column holding the referenced id (a claimed job's
+        route is one of the registry's, `routes`)."""
+        t = job.target
+        for projector, lookup in dependents(self._registry, t.referenced_type):
+            if projector.aggregate_type == t.dependent_type and lookup.name == t.lookup_name:
+                return projector.table, lookup.via
+        raise LookupError(
+            f"no lookup {t.lookup_name!r} of {t.dependent_type} reads {t.referenced_type}"
+        )
+
+    async def _pace(self, n: int) -> None:
+        now = self._clock()
+        wait = self._next_at - now
+        if wait > 0:
+            await self._sleep(wait)
+        self._next_at = max(now, self._next_at) + n / self._s.appends_per_s
+
+    async def _report_stats(self, *, force: bool) -> None:
+        now = self._clock()
+        if self._metrics is None or (not force and now < self._stats_at):
+            return
+        self._stats_at = now + 10 * self._s.poll_interval_s
+        stats = await self._store.stats(referenced_types(self._registry))
+        self._metrics.jobs(pending=stats.pending, done=stats.done)
+
+    def _progress(self, job: FanoutJob, started: float) -> None:
+        t, seconds = job.target, max(1e-9, self._clock() - started)
+        log.info(
+            "fan-out progress",
+            extra={
+                "referenced": f"{t.referenced_type}:{t.referenced_id}",
+                "revision": t.revision,
+                "dependent_type": t.dependent_type,
+                "appended": job.appended,
+                "per_s": round(job.appended / seconds, 1),
+            },
+        )
+
+    def _done(self, job: FanoutJob, started: float) -> None:
+        t = job.target
+        level = logging.INFO if job.appended >= self._s.progress_every else logging.DEBUG
+        log.log(
+            level,
+            "fan-out done",
+            extra={
+                "referenced": f"{t.referenced_type}:{t.referenced_id}",
+                "revision": t.revision,
+                "dependent_type": t.dependent_type,
+                "appended": job.appended,
+                "seconds": round(self._clock() - started, 3),
+            },
+        )
+
+
+def fanout_section(
+    stats: FanoutStats, *, stuck_after_s: float, now: datetime | None = None
+) -> Section:
+    """The fan-out jobs pending and done; a pending job untouched for `stuck_after_s` is a
+    warning (no member runs the fan-out worker, or it fails)."""
+    now = now or datetime.now(UTC)
+    oldest = stats.oldest_pending
+    age = None if oldest is None else now - oldest.replace(tzinfo=oldest.tzinfo or UTC)
+    idle = None if age is None else round(age.total_seconds())
+    data = {
+        "pending": stats.pending,
+        "done": stats.done,
+        "appended_pending": stats.appended_pending,
+        "oldest_untouched_seconds": idle,
+    }
+    warnings = []
+    if idle is not None and idle > stuck_after_s:
+        warnings.append(
+            f"a pending fan-out job has not moved for {idle}s: is a consumer with"
+            " [fanout] enabled running?"
+        )
+    return Section("fanout", data, (), tuple(warnings))

@@ -1,0 +1,170 @@
+"""Children and lookups: the rows of other tables a projector's document is built from.
+
+A `Child` is one-to-many (an article's tags), a `Lookup` many-to-one (an article's author). The
+truth port reads each child or lookup table with one ``IN (...)`` query per batch of roots and
+`attach` puts the results on the root rows, under the declared ``name``, before they reach
+``build``: ``row[child.name]`` is a list of rows in a deterministic order, ``row[lookup.name]`` a
+row or None. The order never depends on the order the database returned the rows in, so the same
+truth gives the same bytes (invariant 6).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "AGGREGATE_TYPE",
+    "IDENTIFIER",
+    "Child",
+    "Lookup",
+    "Row",
+    "attach",
+    "check_relations",
+    "child_order",
+]
+
+AGGREGATE_TYPE = re.compile(r"[a-z][a-z0-9_]{0,62}")  # it becomes part of an index name
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # a MySQL table or column name
+
+Row = Mapping[str, Any]
+"""One row as aiomysql's DictCursor returns it (JSON columns as `str`, DATETIME as `datetime`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Child:
+    """One-to-many rows of another table that belong to the aggregate (e.g. an article's tags).
+
+    ``build`` finds them as ``row[name]``: a list of rows with `columns`, sorted by `order_by`,
+    ties broken by all `columns`. `key` is the child table's column holding the root's id; the
+    child table needs an index starting with it (its primary key ``(key, ...)`` will do). A child
+    row's change must bump the root's revision and append the root's outbox event (the children
+    belong to the aggregate).
+    """
+
+    name: str
+    table: str
+    key: str
+    columns: tuple[str, ...]
+    order_by: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        _identifiers(self, "name", "table", "key")
+        _column_tuple(self.columns, "columns", self.name)
+        _column_tuple(self.order_by, "order_by", self.name, empty=True)
+        if self.key not in self.columns:
+            raise ValueError(f"child {self.name!r}: columns must include its key {self.key!r}")
+        stray = [c for c in self.order_by if c not in self.columns]
+        if stray:
+            raise ValueError(f"child {self.name!r}: order_by {stray} are not among its columns")
+
+
+@dataclass(frozen=True, slots=True)
+class Lookup:
+    """A many-to-one row another table holds (a product's category; an article's author).
+
+    ``build`` finds it as ``row[name]``: the row with `columns` whose ``id`` is the root's `via`
+    column, or None (`via` is NULL, or no such row). `via` must be one of the projector's columns.
+    `aggregate_type` is set when the looked-up row is another aggregate with its own outbox
+    events: a change of it fans out to the dependents, found through an index ``(via, id)`` on
+    the root table.
+    """
+
+    name: str
+    table: str
+    via: str
+    columns: tuple[str, ...]
+    aggregate_type: str | None = None
+
+    def __post_init__(self) -> None:
+        _identifiers(self, "name", "table", "via")
+        _column_tuple(self.columns, "columns", self.name)
+        if "id" not in self.columns:
+            raise ValueError(f"lookup {self.name!r}: columns must include 'id'")
+        if self.aggregate_type is not None and not AGGREGATE_TYPE.fullmatch(
+            str(self.aggregate_type)
+        ):
+            raise ValueError(
+                f"lookup {self.name!r}: aggregate_type {self.aggregate_type!r}: "
+                "want [a-z][a-z0-9_]* or None"
+            )
+
+
+def check_relations(
+    columns: tuple[str, ...], children: tuple[Child, ...], lookups: tuple[Lookup, ...]
+) -> None:
+    """Raise `ValueError` unless the declarations fit a root table read with `columns`: children
+    and lookups are tuples of `Child` and `Lookup`, their names are unique and none is a column,
+    and every lookup's `via` is one of the columns."""
+    if not isinstance(children, tuple) or not all(isinstance(c, Child) for c in children):
+        raise ValueError("children must be a tuple of Child")
+    if not isinstance(lookups, tuple) or not all(isinstance(lk, Lookup) for lk in lookups):
+        raise ValueError("lookups must be a tuple of Lookup")
+    names = [c.name for c in children] + [lk.name for lk in lookups]
+    if len(set(names)) != len(names):
+        raise ValueError(f"children and lookups {names} name a relation twice")
+    clash = sorted(set(names).intersection(columns))
+    if clash:
+        raise ValueError(f"children or lookups {clash} are named like columns of the root")
+    for lookup in lookups:
+        if lookup.via not in columns:
+            raise ValueError(
+                f"lookup {lookup.name!r}: via {lookup.via!r} is not one of the root's columns"
+            )
+
+
+def child_order(child: Child, rows: Iterable[Row]) -> list[Row]:
+    """`rows` sorted by ``child.order_by``, then by every column: a total order of distinct rows,
+    whatever order they were read in. NULL sorts first."""
+    keys = child.order_by + tuple(c for c in child.columns if c not in child.order_by)
+    return sorted(rows, key=lambda row: tuple(_sortable(row.get(c)) for c in keys))
+
+
+def attach(
+    roots: Iterable[dict[str, Any]],
+    children: Sequence[tuple[Child, Iterable[Row]]],
+    lookups: Sequence[tuple[Lookup, Iterable[Row]]],
+) -> None:
+    """Put on every root row (in place) its children and lookups, from the rows read for them:
+    ``root[child.name]`` the child rows whose key is the root's id, in `child_order`;
+    ``root[lookup.name]`` the lookup row whose id is the root's via column, or None."""
+    grouped: list[tuple[Child, dict[str, list[Row]]]] = []
+    for child, rows in children:
+        by_root: dict[str, list[Row]] = {}
+        for row in rows:
+            by_root.setdefault(str(row[child.key]), []).append(row)
+        grouped.append((child, {k: child_order(child, v) for k, v in by_root.items()}))
+    indexed = [(lk, {str(r["id"]): r for r in rows}) for lk, rows in lookups]
+    for root in roots:
+        root_id = str(root["id"])
+        for child, by_root in grouped:
+            root[child.name] = list(by_root.get(root_id, ()))
+        for lookup, by_id in indexed:
+            via = root.get(lookup.via)
+            root[lookup.name] = None if via is None else by_id.get(str(via))
+
+
+def _sortable(value: object) -> tuple[int, Any]:
+    return (0, 0) if value is None else (1, value)
+
+
+def _identifiers(declared: object, *fields: str) -> None:
+    for field in fields:
+        value = getattr(declared, field)
+        if not isinstance(value, str) or not IDENTIFIER.fullmatch(value):
+            raise ValueError(
+                f"{type(declared).__name__} {field} {value!r}: want an identifier "
+                "[A-Za-z_][A-Za-z0-9_]*"
+            )
+
+
+def _column_tuple(columns: object, what: str, name: str, *, empty: bool = False) -> None:
+    if not isinstance(columns, tuple) or not (columns or empty):
+        raise ValueError(f"{name!r}: {what} must be a non-empty tuple of column names")
+    bad = [c for c in columns if not isinstance(c, str) or not IDENTIFIER.fullmatch(c)]
+    if bad:
+        raise ValueError(f"{name!r}: {what} {bad!r}: want identifiers [A-Za-z_][A-Za-z0-9_]*")
+    if len(set(columns)) != len(columns):
+        raise ValueError(f"{name!r}: {what} {columns!r} name a column twice")

@@ -1,0 +1,48 @@
+"""Which aggregate types reference which: the lookups that name another aggregate type
+(``Lookup(aggregate_type=...)``), read off a `ProjectorRegistry` (docs/design.md, "Fan-out").
+
+A referenced type may have no projector of its own: its events only fan out to the documents
+whose lookup reads it. The consumer takes the events of `event_types`, and an event of a
+referenced type records the fan-out to its `dependents`.
+"""
+
+from __future__ import annotations
+
+from searchsync.projection._registry import Projector, ProjectorRegistry
+from searchsync.projection._relations import Lookup
+
+__all__ = ["dependents", "event_types", "referenced_types", "routes"]
+
+
+def dependents(
+    registry: ProjectorRegistry, aggregate_type: str
+) -> tuple[tuple[Projector, Lookup], ...]:
+    """Every (projector, lookup) whose lookup reads rows of `aggregate_type`, sorted by the
+    projector's type and the lookup's name."""
+    return tuple(
+        (p, lookup)
+        for p in map(registry.get, registry.types())
+        for lookup in sorted(p.lookups, key=lambda lk: lk.name)
+        if lookup.aggregate_type == aggregate_type
+    )
+
+
+def referenced_types(registry: ProjectorRegistry) -> tuple[str, ...]:
+    """The aggregate types some lookup references, sorted."""
+    found = {lk.aggregate_type for t in registry.types() for lk in registry.get(t).lookups}
+    return tuple(sorted(t for t in found if t is not None))
+
+
+def routes(registry: ProjectorRegistry) -> tuple[tuple[str, str, str], ...]:
+    """Every (referenced type, dependent type, lookup name) the registry's lookups declare."""
+    return tuple(
+        (lk.aggregate_type, registry.get(t).aggregate_type, lk.name)
+        for t in registry.types()
+        for lk in registry.get(t).lookups
+        if lk.aggregate_type is not None
+    )
+
+
+def event_types(registry: ProjectorRegistry) -> tuple[str, ...]:
+    """The types whose events the consumer takes: the projectors' and the referenced ones."""
+    return tuple(sorted({*registry.types(), *referenced_types(registry)}))

@@ -1,0 +1,286 @@
+"""OpenSearch behind the search port: a client with the Elasticsearch client's calls and errors.
+
+Every adapter of the port (`EsIndex`, `EsIndexAdmin`, `EsSearchReader`, `EsTombstones`,
+`EsIndexSide`, `EsIndexReader`, `EsCanary`) sends the same request bodies to both engines; only
+the client differs. `OpenSearchClient` takes the subset of ``AsyncElasticsearch`` calls they make
+(same keyword arguments), sends them through ``opensearchpy.AsyncOpenSearch``'s transport, and
+raises what the Elasticsearch client would: ``elasticsearch.ApiError`` (its per-status subclass)
+for an error answer, ``elastic_transport.ConnectionTimeout`` / ``ConnectionError`` for none. So
+the adapters' error translation serves both engines unchanged.
+
+Where OpenSearch 2 differs (docs/design.md, "Search engines"), this module bridges it:
+
+- a point in time is ``POST /<index>/_search/point_in_time`` answering ``pit_id`` and is closed by
+  ``DELETE /_search/point_in_time``; Elasticsearch's are ``_pit`` answering ``id``;
+- there is no ``_shard_doc`` sort: a point-in-time scan sorts by ``_id`` instead (unique, so
+  ``search_after`` stays exact across shards);
+- no product header, no ``compatible-with`` media type (the Elasticsearch 9 client insists on
+  both, so it cannot talk to OpenSearch at all).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Final, NamedTuple
+from urllib.parse import quote
+
+import orjson
+from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig
+from elastic_transport import ConnectionError as EsConnectionError
+from elastic_transport import ConnectionTimeout as EsConnectionTimeout
+from elasticsearch import ApiError
+from elasticsearch.exceptions import HTTP_EXCEPTIONS
+from opensearchpy import AsyncOpenSearch, JSONSerializer, OpenSearchWarning
+from opensearchpy import ConnectionError as OsConnectionError
+from opensearchpy import ConnectionTimeout as OsConnectionTimeout
+from opensearchpy import TransportError as OsTransportError
+
+__all__ = ["OpenSearchClient", "OsAnswer", "OsMeta"]
+
+_NDJSON: Final = {"content-type": "application/x-ndjson"}
+_SORT_FOR: Final = {"_shard_doc": "_id"}  # Elasticsearch's PIT tiebreaker, OpenSearch's stand-in
+_ID_FIELDDATA: Final = "Loading the fielddata on the _id field is deprecated"
+# keyword arguments of a search that travel in the query string; the rest form the body
+_SEARCH_PARAMS: Final = {"filter_path": "filter_path", "source_includes": "_source_includes"}
+_BODY_NAMES: Final = {"source": "_source", "from_": "from"}
+
+
+class OsMeta(NamedTuple):
+    """The part of the Elasticsearch client's ``ApiResponseMeta`` an answer carries."""
+
+    status: int
+
+
+class OsAnswer:
+    """An answer read like the Elasticsearch client's response (``.body``, ``[key]``,
+    ``.meta.status``)."""
+
+    __slots__ = ("body", "meta")
+
+    def __init__(self, body: Any, status: int = 200) -> None:
+        self.body = body
+        self.meta = OsMeta(status)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.body[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.body.get(key, default) if isinstance(self.body, dict) else default
+
+    def __bool__(self) -> bool:
+        return bool(self.body)
+
+
+class _OrjsonSerializer(JSONSerializer):
+    """orjson both ways, as for Elasticsearch (`searchsync.search.client`); bytes pass through."""
+
+    def loads(self, s: Any) -> Any:
+        return orjson.loads(s)
+
+    def dumps(self, data: Any) -> Any:
+        if isinstance(data, str | bytes):
+            return data
+        return orjson.dumps(data)
+
+
+class OpenSearchClient:
+    """The ``AsyncElasticsearch`` calls searchsync makes, on an OpenSearch node; close it."""
+
+    def __init__(
+        self,
+        hosts: Sequence[str],
+        *,
+        request_timeout: float,
+        ignore_status: tuple[int, ...] = (),
+        client: AsyncOpenSearch | None = None,
+        **options: Any,
+    ) -> None:
+        self._os = client or AsyncOpenSearch(
+            list(hosts),
+            timeout=request_timeout,
+            max_retries=0,
+            retry_on_timeout=False,
+            retry_on_status=(),
+            serializer=_OrjsonSerializer(),
+            **options,
+        )
+        self._ignore = ignore_status
+        self.indices = _Indices(self)
+        # the PIT scans' `_id` sort is deliberate (docs/design.md, "Search engines"): the node's
+        # deprecation header for it would be a Python warning on every purge and repair run
+        warnings.filterwarnings("ignore", _ID_FIELDDATA, OpenSearchWarning)
+
+    def options(self, *, ignore_status: int | tuple[int, ...] = ()) -> OpenSearchClient:
+        """The same connection, answering the given error statuses instead of raising them."""
+        statuses = (ignore_status,) if isinstance(ignore_status, int) else tuple(ignore_status)
+        return OpenSearchClient((), request_timeout=0, ignore_status=statuses, client=self._os)
+
+    async def close(self) -> None:
+        await self._os.close()
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> OsAnswer:
+        """One request; an error answer or no answer raised as the Elasticsearch client would."""
+        query = {k: _param(v) for k, v in (params or {}).items() if v is not None}
+        with _translated(self._ignore) as answered:
+            answered.body = await self._os.transport.perform_request(
+                method, path, params=query, body=body, headers=headers
+            )
+        return answered
+
+    async def bulk(self, *, operations: Any, **params: Any) -> OsAnswer:
+        body = operations if isinstance(operations, bytes | str) else _ndjson(operations)
+        return await self.request("POST", "/_bulk", params=params, body=body, headers=_NDJSON)
+
+    async def mget(
+        self, *, index: str, ids: list[str], source: Any = None, **params: Any
+    ) -> OsAnswer:
+        params = params | ({} if source is None else {"_source": source})
+        return await self.request(
+            "POST", f"/{_name(index)}/_mget", params=params, body={"ids": ids}
+        )
+
+    async def get(self, *, index: str, id: str, **params: Any) -> OsAnswer:
+        return await self.request(
+            "GET", f"/{_name(index)}/_doc/{quote(id, safe='')}", params=params
+        )
+
+    async def index(
+        self,
+        *,
+        index: str,
+        id: str,
+        document: Any,
+        **params: Any,
+    ) -> OsAnswer:
+        path = f"/{_name(index)}/_doc/{quote(id, safe='')}"
+        return await self.request("PUT", path, params=params, body=document)
+
+    async def delete(self, *, index: str, id: str, **params: Any) -> OsAnswer:
+        path = f"/{_name(index)}/_doc/{quote(id, safe='')}"
+        return await self.request("DELETE", path, params=params)
+
+    async def exists(self, *, index: str, id: str) -> bool:
+        path = f"/{_name(index)}/_doc/{quote(id, safe='')}"
+        return bool((await self.request("HEAD", path)).body)
+
+    async def count(self, *, index: str, query: Any = None) -> OsAnswer:
+        body = None if query is None else {"query": query}
+        return await self.request("POST", f"/{_name(index)}/_count", body=body)
+
+    async def search(
+        self, *, index: str | None = None, body: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> OsAnswer:
+        params = {_SEARCH_PARAMS[k]: kwargs.pop(k) for k in list(kwargs) if k in _SEARCH_PARAMS}
+        request = dict(body or {}) | {_BODY_NAMES.get(k, k): v for k, v in kwargs.items()}
+        if "sort" in request and "pit" in request:
+            request["sort"] = [_pit_sort(key) for key in request["sort"]]
+        path = "/_search" if index is None else f"/{_name(index)}/_search"
+        return await self.request("POST", path, params=params, body=request)
+
+    async def open_point_in_time(self, *, index: str, keep_alive: str) -> OsAnswer:
+        path = f"/{_name(index)}/_search/point_in_time"
+        opened = await self.request("POST", path, params={"keep_alive": keep_alive})
+        return OsAnswer({"id": opened["pit_id"]})
+
+    async def close_point_in_time(self, *, id: str) -> OsAnswer:
+        return await self.request("DELETE", "/_search/point_in_time", body={"pit_id": [id]})
+
+
+class _Indices:
+    """The ``indices`` namespace of the Elasticsearch client's calls."""
+
+    def __init__(self, client: OpenSearchClient) -> None:
+        self._c = client
+
+    async def exists(self, *, index: str) -> bool:
+        return bool((await self._c.request("HEAD", f"/{_name(index)}")).body)
+
+    async def exists_alias(self, *, name: str, index: str) -> bool:
+        path = f"/{_name(index)}/_alias/{_name(name)}"
+        return bool((await self._c.request("HEAD", path)).body)
+
+    async def create(self, *, index: str, **body: Any) -> OsAnswer:
+        return await self._c.request("PUT", f"/{_name(index)}", body=body)
+
+    async def update_aliases(self, *, actions: list[Any]) -> OsAnswer:
+        return await self._c.request("POST", "/_aliases", body={"actions": actions})
+
+    async def get(self, *, index: str, **params: Any) -> OsAnswer:
+        return await self._c.request("GET", f"/{_name(index)}", params=params)
+
+    async def get_alias(self, *, name: str) -> OsAnswer:
+        return await self._c.request("GET", f"/_alias/{_name(name)}")
+
+    async def get_mapping(self, *, index: str) -> OsAnswer:
+        return await self._c.request("GET", f"/{_name(index)}/_mapping")
+
+    async def get_settings(self, *, index: str) -> OsAnswer:
+        return await self._c.request("GET", f"/{_name(index)}/_settings")
+
+    async def stats(self, *, index: str, metric: str) -> OsAnswer:
+        return await self._c.request("GET", f"/{_name(index)}/_stats/{metric}")
+
+    async def delete(self, *, index: str) -> OsAnswer:
+        return await self._c.request("DELETE", f"/{_name(index)}")
+
+    async def put_settings(self, *, index: str, settings: Mapping[str, Any]) -> OsAnswer:
+        return await self._c.request("PUT", f"/{_name(index)}/_settings", body=dict(settings))
+
+    async def refresh(self, *, index: str) -> OsAnswer:
+        return await self._c.request("POST", f"/{_name(index)}/_refresh")
+
+
+def _name(index: str) -> str:
+    """An index expression as a path segment (``a,b*`` stays readable)."""
+    return quote(index, safe=",*")
+
+
+def _param(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ",".join(_param(v) for v in value)
+    return str(value)
+
+
+def _ndjson(lines: Sequence[Any]) -> bytes:
+    return b"".join(orjson.dumps(line) + b"\n" for line in lines)
+
+
+def _pit_sort(key: Any) -> Any:
+    if isinstance(key, str):
+        return _SORT_FOR.get(key, key)
+    if isinstance(key, dict):
+        return {_SORT_FOR.get(field, field): order for field, order in key.items()}
+    return key
+
+
+@contextmanager
+def _translated(ignore: tuple[int, ...]) -> Iterator[OsAnswer]:
+    """Raise opensearch-py's errors as the Elasticsearch client's; an error answer whose status
+    is in `ignore` becomes the answer."""
+    answered = OsAnswer(None)
+    try:
+        yield answered
+    except OsConnectionTimeout as exc:
+        raise EsConnectionTimeout(str(exc)) from exc
+    except OsConnectionError as exc:
+        raise EsConnectionError(str(exc)) from exc
+    except OsTransportError as exc:
+        status = exc.status_code if isinstance(exc.status_code, int) else 0
+        body = exc.info if isinstance(exc.info, dict) else {"error": str(exc.error)}
+        if status in ignore:
+            answered.body, answered.meta = body, OsMeta(status)
+            return
+        meta = ApiResponseMeta(status, "1.1", HttpHeaders(), 0.0, NodeConfig("http", "os", 0))
+        raise HTTP_EXCEPTIONS.get(status, ApiError)(str(exc.error), meta, body) from exc

@@ -18,6 +18,7 @@ import pytest
 import pytest_asyncio
 from searchsync.clock import utc_now
 from searchsync.devtools.scratch import admin_execute
+from searchsync.mysql import truth_relations
 from searchsync.mysql.pool import db_time, transaction
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.projection import Child, Row
@@ -149,6 +150,40 @@ async def test_a_batch_costs_one_query_per_table_however_many_roots(
         await w.clean()
         pool.close()
         await pool.wait_closed()
+
+
+async def test_a_tag_written_while_the_truth_learns_packing_does_not_keep_it_unpacked(
+    world: RealRelationsWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The application adds a tag right after the first batch's plain read of article_tag, before
+    the truth checks that the table can be read packed (READ COMMITTED: the check sees the new
+    row, the plain read did not). The check compares each row with itself, so it still holds:
+    the next batch reads article_tag packed, and finds both tags."""
+    article_id = f"{world.prefix}a1"
+    await world.put_article({"id": article_id, "title": "t", "body": "b", "author_id": None,
+                             "revision": 1, "deleted_at": None})  # fmt: skip
+    await world.put_tag(article_id, "t0", 0)
+    plain, packed = truth_relations._read, truth_relations._read_packed
+    calls: list[str] = []
+
+    async def read_then_write(conn: Any, table: str, *args: Any) -> list[Row]:
+        rows = await plain(conn, table, *args)
+        if table == "article_tag":
+            calls.append("plain")
+            await world.put_tag(article_id, f"t{len(calls)}", len(calls))
+        return rows
+
+    async def read_packed(conn: Any, child: Child, ids: list[str]) -> list[Row] | None:
+        calls.append("packed")
+        return await packed(conn, child, ids)
+
+    monkeypatch.setattr(truth_relations, "_read", read_then_write)
+    monkeypatch.setattr(truth_relations, "_read_packed", read_packed)
+    first = await world.truth.rows_by_id(PROJECTOR, [article_id])
+    second = await world.truth.rows_by_id(PROJECTOR, [article_id])
+    assert [t["tag"] for t in first[article_id]["tags"]] == ["t0"]
+    assert [t["tag"] for t in second[article_id]["tags"]] == ["t0", "t1"]
+    assert calls == ["plain", "packed"]
 
 
 async def test_a_child_table_of_other_types_is_read_as_rows_never_packed(

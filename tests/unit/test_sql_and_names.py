@@ -55,6 +55,9 @@ REVIEWED: dict[tuple[str, str], str] = {
     ("consumer/searchsync/mysql/truth_relations.py", "quoted"): "_quoted() table",
     ("consumer/searchsync/mysql/truth_relations.py", "column"): "_quoted() column",
     ("consumer/searchsync/mysql/truth_relations.py", "_PACKED_MAX"): "an int constant",
+    ("consumer/searchsync/mysql/truth_relations.py", "_json_object(child)"): (
+        "JSON_OBJECT of the child's validated identifiers: literal keys, quoted columns"
+    ),
     (
         "consumer/searchsync/ops/rebuild/state.py",
         "', '.join((f'`{c}`' for c in _COLUMNS))",

@@ -8,12 +8,15 @@ them in never reaches ``build``.
 
 Child rows are many (an article's five tags are five times its rows), and aiomysql parses each in
 Python, so a child table whose values are all ints and strings is read packed: the same query as
-one row, ``COUNT(*)`` and a ``JSON_ARRAYAGG`` of the rows, decoded in C (`_packed_sql`). Which
-tables qualify is learned per `Packing` (one per `MysqlTruth`): the first batch of a child table
-whose every column shows a value is read both ways, and the table is read packed from then on
-only if both gave equal rows (a DATETIME, DECIMAL, float, binary or JSON column never does). A
-packed result that is cut short (it reached ``group_concat_max_len``) or does not hold exactly
-``COUNT(*)`` rows is read again as rows.
+one row, ``COUNT(*)`` and a ``JSON_ARRAYAGG`` of the rows as ``JSON_OBJECT``s, which orjson
+decodes in C straight into the row dicts (`_packed_sql`). Which tables qualify is learned per
+`Packing` (one per `MysqlTruth`): after the first batch of a child table whose every column
+shows a value, one more query reads each of those rows both as its columns and as its
+``JSON_OBJECT`` (`_learn`), and the table is read packed from then on only if every row's two
+forms are equal (a DATETIME, DECIMAL, float, binary or JSON column never is).
+Both forms come from one statement, so the same row version: rows written meanwhile by the
+application cannot make a packable table look unpackable. A packed result that is cut short (it
+reached ``group_concat_max_len``) or does not hold exactly ``COUNT(*)`` rows is read again as rows.
 """
 
 from __future__ import annotations
@@ -71,7 +74,9 @@ async def _children(conn: Any, child: Child, ids: list[str], packing: Packing) -
             return packed
     rows = await _read(conn, child.table, child.columns, child.key, ids)
     if known is None and _may_pack(child, rows):
-        packing.packed[child] = _same(await _read_packed(conn, child, ids), rows)
+        learnt = await _learn(conn, child, ids)
+        if learnt is not None:
+            packing.packed[child] = learnt
     return rows
 
 
@@ -88,18 +93,46 @@ def _may_pack(child: Child, rows: list[Row]) -> bool:
     return len(seen) == len(child.columns)
 
 
-def _same(packed: list[Row] | None, rows: list[Row]) -> bool:
-    if packed is None or len(packed) != len(rows):
+async def _learn(conn: Any, child: Child, ids: list[str]) -> bool | None:
+    """True when every child row of `ids` equals its own ``JSON_OBJECT`` decoded, in type and
+    value (both read by one statement: the same row version); None when there are none now."""
+    select, table, key = _quoted(child.columns, child.table, child.key)
+    sql = f"SELECT {select}, {_json_object(child)} FROM {table} WHERE {key} IN %s"
+    with translate_errors(f"read {child.table}"):
+        async with conn.cursor() as cur:
+            await cur.execute(expand_in(sql, len(ids)), tuple(ids))
+            fetched = await cur.fetchall()
+    if not fetched:
+        return None
+    columns = child.columns
+    return all(_same_row(dict(zip(columns, row[:-1], strict=True)), row[-1]) for row in fetched)
+
+
+def _same_row(row: dict[str, Any], packed: object) -> bool:
+    """`packed` (a row's ``JSON_OBJECT`` text) decodes to exactly `row`, types included."""
+    try:
+        decoded = orjson.loads(packed) if isinstance(packed, str | bytes) else None
+    except orjson.JSONDecodeError:
         return False
-    key = repr  # rows of ints, strings and None: repr tells their types and values apart
-    return sorted(map(key, map(dict, packed))) == sorted(map(key, map(dict, rows)))
+    if not isinstance(decoded, dict):
+        return False
+    # rows of ints, strings and None: repr tells their types and values apart (keys sorted:
+    # the server may order an object's keys its own way)
+    return repr(sorted(decoded.items())) == repr(sorted(row.items()))
+
+
+def _json_object(child: Child) -> str:
+    """``JSON_OBJECT('c1', `c1`, ...)`` of the child's columns (identifiers: no quoting needed
+    inside the literals)."""
+    pairs = ", ".join(f"'{c}', {quote_identifier(c)}" for c in child.columns)
+    return f"JSON_OBJECT({pairs})"
 
 
 def _packed_sql(child: Child) -> str:
-    select, table, key = _quoted(child.columns, child.table, child.key)
+    _, table, key = _quoted(child.columns, child.table, child.key)
     return (
         f"SET STATEMENT group_concat_max_len = {_PACKED_MAX} FOR"
-        f" SELECT COUNT(*), JSON_ARRAYAGG(JSON_ARRAY({select})) FROM {table} WHERE {key} IN %s"
+        f" SELECT COUNT(*), JSON_ARRAYAGG({_json_object(child)}) FROM {table} WHERE {key} IN %s"
     )
 
 
@@ -122,10 +155,10 @@ async def _read_packed(conn: Any, child: Child, ids: list[str]) -> list[Row] | N
         return None
     if not isinstance(values, list) or len(values) != count:
         return None
-    columns = child.columns
-    if not all(isinstance(v, list) and len(v) == len(columns) for v in values):
+    width = len(child.columns)  # every row an object with the columns' keys (no others)
+    if not all(v.__class__ is dict and len(v) == width for v in values):
         return None
-    return [dict(zip(columns, v, strict=True)) for v in values]
+    return values
 
 
 async def _read(

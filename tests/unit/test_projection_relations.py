@@ -116,6 +116,20 @@ def test_the_order_rows_are_read_in_never_changes_what_build_gets(
     assert first == second
 
 
+@given(rows_strategy)
+def test_child_order_is_by_order_by_then_every_column_null_first(
+    rows: list[dict[str, Any]],
+) -> None:
+    """The order `child_order` gives (its values compared directly while no NULL meets a value)
+    is the one its definition says: order_by, then the other columns, NULL before any value."""
+
+    def null_first(row: dict[str, Any]) -> tuple[tuple[int, Any], ...]:
+        keys = ("position", "article_id", "tag")  # TAGS: order_by, then the other columns
+        return tuple((0, 0) if row[c] is None else (1, row[c]) for c in keys)
+
+    assert child_order(TAGS, rows) == sorted(rows, key=null_first)
+
+
 tag_lists = st.lists(
     st.tuples(
         st.text(st.sampled_from("ab\u00e9e\u0301"), min_size=1, max_size=3), st.integers(0, 3)

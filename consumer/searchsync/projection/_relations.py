@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 __all__ = [
@@ -118,8 +119,24 @@ def check_relations(
 def child_order(child: Child, rows: Iterable[Row]) -> list[Row]:
     """`rows` sorted by ``child.order_by``, then by every column: a total order of distinct rows,
     whatever order they were read in. NULL sorts first."""
-    keys = child.order_by + tuple(c for c in child.columns if c not in child.order_by)
-    return sorted(rows, key=lambda row: tuple(_sortable(row.get(c)) for c in keys))
+    return _ordered(list(rows), _sort_keys(child))
+
+
+def _sort_keys(child: Child) -> tuple[str, ...]:
+    return child.order_by + tuple(c for c in child.columns if c not in child.order_by)
+
+
+def _ordered(rows: list[Row], keys: tuple[str, ...]) -> list[Row]:
+    """`rows` (a list of their own) sorted by the values of `keys`, NULL first."""
+    if len(rows) < 2:
+        return rows
+    try:
+        # The rows' own values, compared in C. Where this sort completes, every comparison it
+        # made gave what the NULL-first keys below give (a NULL only ever met a NULL); a NULL
+        # meeting a value raises TypeError instead, and a missing column KeyError.
+        return sorted(rows, key=itemgetter(*keys))
+    except (TypeError, KeyError):
+        return sorted(rows, key=lambda row: tuple(_sortable(row.get(c)) for c in keys))
 
 
 def attach(
@@ -133,12 +150,22 @@ def attach(
     grouped: list[tuple[Child, dict[str, list[Row]]]] = []
     for child, rows in children:
         by_root: dict[str, list[Row]] = {}
+        key = child.key
         for row in rows:
-            by_root.setdefault(str(row[child.key]), []).append(row)
-        grouped.append((child, {k: child_order(child, v) for k, v in by_root.items()}))
+            value = row[key]
+            root_key = value if value.__class__ is str else str(value)
+            group = by_root.get(root_key)
+            if group is None:
+                by_root[root_key] = [row]
+            else:
+                group.append(row)
+        keys = _sort_keys(child)
+        grouped.append((child, {k: _ordered(v, keys) for k, v in by_root.items()}))
     indexed = [(lk, {str(r["id"]): r for r in rows}) for lk, rows in lookups]
     for root in roots:
-        root_id = str(root["id"])
+        root_id = root["id"]
+        if root_id.__class__ is not str:
+            root_id = str(root_id)
         for child, by_root in grouped:
             root[child.name] = list(by_root.get(root_id, ()))
         for lookup, by_id in indexed:

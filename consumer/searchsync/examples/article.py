@@ -71,6 +71,7 @@ def projector() -> Projector:
         mapping=orjson.loads(data),
         children=(TAGS,),
         lookups=(AUTHOR,),
+        canonical_fields=True,  # `build` returns NFC strings, lists of them, None and a bool
     )
 
 
@@ -95,7 +96,7 @@ def build(row: Row) -> dict[str, Any]:
 def _text(value: object, name: str) -> str:
     if not isinstance(value, str):
         raise _poison(f"{name} must be a string, got {type(value).__name__}")
-    return unicodedata.normalize("NFC", value)
+    return _nfc(value)
 
 
 def _tags(rows: list[Row]) -> list[str]:
@@ -104,8 +105,13 @@ def _tags(rows: list[Row]) -> list[str]:
         tag = tag_row["tag"]
         if not isinstance(tag, str) or not tag:
             raise _poison(f"a tag must be a non-empty string, got {tag!r}")
-        tags.setdefault(unicodedata.normalize("NFC", tag))
+        tags.setdefault(_nfc(tag))
     return list(tags)
+
+
+def _nfc(value: str) -> str:
+    """NFC of `value` (an ASCII string is its own NFC: no call for it)."""
+    return value if value.isascii() else unicodedata.normalize("NFC", value)
 
 
 def _poison(message: str) -> PoisonMessage:

@@ -6,30 +6,34 @@
 
 Against the real local stack, with its own index prefix and id prefix. Seeds N articles of
 ~1 KiB with T tags each and one of A authors (plain rows, no outbox events: nothing else indexes
-them), then runs `bench.rebuild_child.compare` on the article projector in this process: the
-rebuild's `Backfill` over the whole ``article`` table (one ``IN`` query per child and lookup table
-per chunk, through the truth port's `scan`) against the raw bulk of exactly the documents it
-wrote, in R rounds in turn. Reports the median ratio (target >= 0.9) and deletes its indices and
-rows. With ``--reference``, the same comparison follows for the same articles read without their
-children and lookup (``build`` given no tags and no author): on a shared box, the difference of
-the two ratios is the cost of the children, whatever the box's load does to both. Progress goes
-to stderr, the report to stdout.
+them), then runs `bench.rebuild_child.compare` on the article projector in a child process (as
+``searchsync rebuild`` runs, and as `bench.rebuild_bench` measures it; the bench process, which
+seeded the rows, stays idle meanwhile): the rebuild's `Backfill` over the whole ``article`` table
+(one ``IN`` query per child and lookup table per chunk, through the truth port's `scan`) against
+the raw bulk of exactly the documents it wrote, in R rounds in turn. Reports the median ratio
+(target >= 0.9) and deletes its indices and rows. With ``--reference``, the same comparison
+follows, in another child, for the same articles read without their children and lookup
+(``build`` given no tags and no author): on a shared box, the difference of the two ratios is the
+cost of the children, whatever the box's load does to both. Progress goes to stderr, the report
+to stdout.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import json
+import os
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 import aiomysql
-from searchsync.config import load_settings
+from searchsync.config import Settings, load_settings
 from searchsync.examples import article
 from searchsync.mysql.pool import close_pool, open_pool, transaction
 from searchsync.projection import Projector, Row, registry_from_settings
@@ -59,6 +63,7 @@ class Options:
     rounds: int = 3
     reference: bool = False
     as_json: bool = False
+    compare_child: str | None = None  # the child's job: {"rounds": R, "bare": bool}
 
 
 async def seed(pool: aiomysql.Pool, prefix: str, o: Options) -> float:
@@ -98,18 +103,17 @@ async def _insert(pool: aiomysql.Pool, sql: str, rows: Sequence[tuple[Any, ...]]
 async def run(o: Options, command: str) -> dict[str, Any]:
     env = bench_env({"SEARCHSYNC_PROJECTION_MODULES": MODULES})
     settings = load_settings(env)
-    projector = registry_from_settings(settings.projection).get("article")
     prefix = f"cbench-{uuid.uuid4().hex[:8]}-"
     app = await open_app_pool(settings.mysql, minsize=1, maxsize=2)
-    pool = await open_pool(settings.mysql, maxsize=2)
     es = make_es_client(settings)
     report: dict[str, Any] = {"command": command, "host": host_line(), "rows_seeded": o.rows}
     try:
         report["seed_seconds"] = await seed(app, prefix, o)
         progress(f"seeded {o.rows} articles, {o.rows * o.tags} tags, {o.authors} authors")
-        report.update(await compare(settings, es, pool, projector, o.rounds))
+        report.update(await _in_child(env, o.rounds, bare=False))
+        progress(f"with children: ratio {report['ratio']:.2f}")
         if o.reference:
-            bare = await compare(settings, es, pool, _without_relations(projector), o.rounds)
+            bare = await _in_child(env, o.rounds, bare=True)
             report["reference"] = {k: bare[k] for k in ("ratio", "round_ratios")}
             report["reference"].update(backfill_docs_per_s=bare["backfill_docs_per_s"])
             report["reference"].update(raw_docs_per_s=bare["raw_docs_per_s"])
@@ -119,9 +123,45 @@ async def run(o: Options, command: str) -> dict[str, Any]:
             await es.indices.delete(index=name)
         await es.close()
         await clean(app, prefix)
-        await close_pool(pool)
         await close_pool(app)
     return report
+
+
+async def _in_child(env: dict[str, str], rounds: int, *, bare: bool) -> dict[str, Any]:
+    """`compare` in a child process (`compare_child`): its report."""
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bench.children_bench",
+        "--compare-child",
+        json.dumps({"rounds": rounds, "bare": bare}),
+        stdout=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    out, _ = await asyncio.wait_for(child.communicate(), 600 * (1 + rounds))
+    if child.returncode != 0:
+        raise RuntimeError(f"the backfill/raw child exited with {child.returncode}")
+    [line] = [x for x in out.decode().splitlines() if x.startswith("{")]
+    report: dict[str, Any] = json.loads(line)
+    return report
+
+
+async def compare_child(spec_json: str) -> None:
+    """The child's job: `compare` on the article projector (with ``bare``, without its
+    children and lookup), one JSON line on stdout."""
+    spec = json.loads(spec_json)
+    settings: Settings = load_settings(dict(os.environ))
+    projector = registry_from_settings(settings.projection).get("article")
+    if spec["bare"]:
+        projector = _without_relations(projector)
+    pool = await open_pool(settings.mysql, maxsize=2)
+    es = make_es_client(settings)
+    try:
+        report = await compare(settings, es, pool, projector, int(spec["rounds"]))
+        print(json.dumps(report), flush=True)
+    finally:
+        await es.close()
+        await close_pool(pool)
 
 
 def _without_relations(projector: Projector) -> Projector:
@@ -139,10 +179,11 @@ def parse_args(argv: Sequence[str]) -> Options:
     parser.add_argument("--rounds", type=int, default=3, help="backfill and raw bulk in turn")
     parser.add_argument("--reference", action="store_true", help="also without children and lookup")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--compare-child", help=argparse.SUPPRESS)
     a = parser.parse_args(argv)
     if min(a.rows, a.authors, a.rounds) < 1 or a.tags < 0:
         parser.error("--rows, --authors and --rounds must be positive, --tags not negative")
-    return Options(a.rows, a.tags, a.authors, a.rounds, a.reference, a.json)
+    return Options(a.rows, a.tags, a.authors, a.rounds, a.reference, a.json, a.compare_child)
 
 
 def render(o: Options, r: dict[str, Any]) -> str:
@@ -177,7 +218,11 @@ def _reference(r: dict[str, Any]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return bench_main("bench.children_bench", argv, parse_args, lambda _: None, run, render)
+    return bench_main("bench.children_bench", argv, parse_args, _child, run, render)
+
+
+def _child(o: Options) -> Coroutine[Any, Any, None] | None:
+    return None if o.compare_child is None else compare_child(o.compare_child)
 
 
 if __name__ == "__main__":

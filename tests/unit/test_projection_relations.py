@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from searchsync.examples import article
-from searchsync.projection import Child, Lookup, Projector, attach, child_order
+from searchsync.projection import Child, Lookup, Projector, attach, attach_steps, child_order
 
 from tests.fakes.truth import FakeTruth
 
@@ -128,6 +128,18 @@ def test_child_order_is_by_order_by_then_every_column_null_first(
         return tuple((0, 0) if row[c] is None else (1, row[c]) for c in keys)
 
     assert child_order(TAGS, rows) == sorted(rows, key=null_first)
+
+
+@given(rows_strategy)
+def test_attach_in_steps_yields_between_slices_and_attaches_the_same(
+    rows: list[dict[str, Any]],
+) -> None:
+    whole = [{"id": "a1", "author_id": "u1"}, {"id": "a2", "author_id": None}, {"id": "a3"}]
+    stepped = [dict(r) for r in whole]
+    attach(whole, [(TAGS, rows)], [(AUTHOR, [{"id": "u1", "name": "n"}])])
+    steps = attach_steps(stepped, [(TAGS, rows)], [(AUTHOR, [{"id": "u1", "name": "n"}])], step=2)
+    assert sum(1 for _ in steps) == 1 + 2  # grouped, then two slices of roots
+    assert stepped == whole
 
 
 tag_lists = st.lists(

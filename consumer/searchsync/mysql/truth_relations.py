@@ -29,7 +29,7 @@ import aiomysql
 import orjson
 
 from searchsync.mysql.pool import expand_in, quote_identifier, translate_errors
-from searchsync.projection import Child, Lookup, Projector, Row, attach
+from searchsync.projection import Child, Lookup, Projector, Row, attach_steps
 
 __all__ = ["Packing", "read_relations"]
 
@@ -63,7 +63,8 @@ async def read_relations(
         keys = list(dict.fromkeys(r[lookup.via] for r in roots if r.get(lookup.via) is not None))
         rows = await _read(conn, lookup.table, lookup.columns, "id", keys) if keys else []
         lookups.append((lookup, rows))
-    attach(roots, children, lookups)
+    for _ in attach_steps(roots, children, lookups):
+        await asyncio.sleep(0)  # a turn of the loop between slices: a bulk's answer waits less
 
 
 async def _children(conn: Any, child: Child, ids: list[str], packing: Packing) -> list[Row]:

@@ -23,7 +23,14 @@ from searchsync.projection._document import (
     sync_hash,
 )
 from searchsync.projection._registry import RESERVED_FIELDS, Projector, ProjectorRegistry
-from searchsync.projection._relations import Child, Lookup, Row, attach, child_order
+from searchsync.projection._relations import (
+    Child,
+    Lookup,
+    Row,
+    attach,
+    attach_steps,
+    child_order,
+)
 from searchsync.projection.canonical import CANONICALIZATION_VERSION, canonical_json, sha256_hex
 from searchsync.projection.plugins import registry_from_settings
 
@@ -39,6 +46,7 @@ __all__ = [
     "ProjectorRegistry",
     "Row",
     "attach",
+    "attach_steps",
     "canonical_json",
     "child_order",
     "content_hash",

@@ -11,7 +11,7 @@ truth gives the same bytes (invariant 6).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -23,6 +23,7 @@ __all__ = [
     "Lookup",
     "Row",
     "attach",
+    "attach_steps",
     "check_relations",
     "child_order",
 ]
@@ -147,7 +148,21 @@ def attach(
     """Put on every root row (in place) its children and lookups, from the rows read for them:
     ``root[child.name]`` the child rows whose key is the root's id, in `child_order`;
     ``root[lookup.name]`` the lookup row whose id is the root's via column, or None."""
-    grouped: list[tuple[Child, dict[str, list[Row]]]] = []
+    for _ in attach_steps(list(roots), children, lookups):
+        pass
+
+
+def attach_steps(
+    roots: Sequence[dict[str, Any]],
+    children: Sequence[tuple[Child, Iterable[Row]]],
+    lookups: Sequence[tuple[Lookup, Iterable[Row]]],
+    *,
+    step: int = 256,
+) -> Iterator[None]:
+    """`attach`, `step` roots at a time: it yields after grouping the rows read and after each
+    slice of roots, so that a caller on an event loop can give the loop a turn between two (a
+    batch of thousands of roots takes tens of milliseconds). Done when exhausted."""
+    grouped: list[tuple[Child, dict[str, list[Row]], tuple[str, ...]]] = []
     for child, rows in children:
         by_root: dict[str, list[Row]] = {}
         key = child.key
@@ -159,18 +174,22 @@ def attach(
                 by_root[root_key] = [row]
             else:
                 group.append(row)
-        keys = _sort_keys(child)
-        grouped.append((child, {k: _ordered(v, keys) for k, v in by_root.items()}))
+        grouped.append((child, by_root, _sort_keys(child)))
     indexed = [(lk, {str(r["id"]): r for r in rows}) for lk, rows in lookups]
-    for root in roots:
-        root_id = root["id"]
-        if root_id.__class__ is not str:
-            root_id = str(root_id)
-        for child, by_root in grouped:
-            root[child.name] = list(by_root.get(root_id, ()))
-        for lookup, by_id in indexed:
-            via = root.get(lookup.via)
-            root[lookup.name] = None if via is None else by_id.get(str(via))
+    yield
+    for start in range(0, len(roots), step):
+        for root in roots[start : start + step]:
+            root_id = root["id"]
+            if root_id.__class__ is not str:
+                root_id = str(root_id)
+            for child, by_root, keys in grouped:
+                group = by_root.get(root_id)
+                # a list of the root's own: `_ordered` sorts two or more into a new one
+                root[child.name] = [] if group is None else _ordered(group[:], keys)
+            for lookup, by_id in indexed:
+                via = root.get(lookup.via)
+                root[lookup.name] = None if via is None else by_id.get(str(via))
+        yield
 
 
 def _sortable(value: object) -> tuple[int, Any]:

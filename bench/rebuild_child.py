@@ -7,6 +7,7 @@ import json
 import os
 import statistics
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiomysql
@@ -23,6 +24,9 @@ from searchsync.search.sink import IndexOp
 from bench.rebuild_backfill import AGGREGATE_TYPE, TimedTruth, backfill_pass, raw_bulk
 from bench.rebuild_floor import floor_backfill
 
+Floor = Callable[[aiomysql.Pool, AsyncElasticsearch, str, int], Awaitable[tuple[int, float, int]]]
+"""A floor backfill: (pool, client, index, schema version) -> (documents, seconds, errors)."""
+
 
 async def compare(
     settings: Settings,
@@ -30,13 +34,15 @@ async def compare(
     pool: aiomysql.Pool,
     projector: Projector,
     rounds: int,
+    floor: Floor | None = floor_backfill,
 ) -> dict[str, Any]:
     """Phase 1, the backfill of the whole table into ``<alias>_v2``, and phase 2, the raw bulk
     of exactly the documents it wrote, side by side in this process, in `rounds` rounds (backfill
     then raw, raw then backfill, backfill then raw, ...: a drift of the box over the run, such as
     the merges and page flushes that follow the seeding, falls on both alike), then the
-    raw bulk with two requests in flight and the floor backfill once (wiki_page only: it reads
-    that table): the `Report` fields. The ratio is the median of the rounds' ratios; the rates
+    raw bulk with two requests in flight and `floor` (the floor backfill of the fixed libraries,
+    `bench.rebuild_floor`'s by default: wiki_page only, it reads that table) once: the `Report`
+    fields. The ratio is the median of the rounds' ratios; the rates
     are the rounds' medians."""
     kind = projector.aggregate_type
     alias, prefix = settings.alias(kind), settings.elasticsearch.index_prefix
@@ -86,11 +92,11 @@ async def compare(
             backfill_rates.append(await backfill())
             raw_rates.append(len(last) / (await raw(1))[0])
     raw2_s = (await raw(2))[0]
-    if kind == AGGREGATE_TYPE:
+    if floor is not None and (floor is not floor_backfill or kind == AGGREGATE_TYPE):
         floor_index = f"{prefix}floor_{kind}_v1"
         await admin.create_index(floor_index, body)
         cpu0 = time.process_time()
-        floor_docs, floor_s, floor_errors = await floor_backfill(
+        floor_docs, floor_s, floor_errors = await floor(
             pool, es, floor_index, projector.schema_version
         )
         await es.indices.delete(index=floor_index)

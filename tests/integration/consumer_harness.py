@@ -89,8 +89,12 @@ class InProcessConsumer:
         self.stop = asyncio.Event()
         self.task: asyncio.Task[int] | None = None
 
-    async def start(self) -> None:
-        start_group_at_end(self.settings)
+    async def start(self, *, join: bool = False) -> None:
+        """Run the consumer until it has partitions. A first member starts its group at the
+        topics' end; with `join`, another member joins the running group (a reset would be
+        refused while the group has members)."""
+        if not join:
+            start_group_at_end(self.settings)
         self.task = asyncio.create_task(
             run_consumer(self.settings, stop=self.stop, metrics=self.metrics)
         )
@@ -242,15 +246,31 @@ async def converged(
 ) -> tuple[bool, str]:
     """True when every expected document is in the index at its version with its body
     (`Document.matches`: the exact body, or the projected fields of a hard-delete tombstone)."""
+    differences = await divergent(es, alias, expected, first_only=True)
+    return not differences, differences[0] if differences else ""
+
+
+async def divergent(
+    es: AsyncElasticsearch,
+    alias: str,
+    expected: Mapping[str, Document],
+    *,
+    first_only: bool = False,
+) -> list[str]:
+    """Why each expected document is not in the index as expected (missing, at another version,
+    or another body); empty when all are. With `first_only`, stops at the first."""
     resp: Any = await es.mget(index=alias, ids=list(expected))
+    out: list[str] = []
     for doc in resp["docs"]:
         want = expected[doc["_id"]]
         if not doc.get("found"):
-            return False, f"{doc['_id']} missing"
-        if doc["_version"] != want.source_revision:
-            return False, f"{doc['_id']} at {doc['_version']} want {want.source_revision}"
+            out.append(f"{doc['_id']} missing")
+        elif doc["_version"] != want.source_revision:
+            out.append(f"{doc['_id']} at {doc['_version']} want {want.source_revision}")
         # byte for byte where the truth gives every field (live and soft-deleted documents);
         # a hard-delete tombstone's `tombstoned_at` is its write time: projected fields only
-        if not want.matches(doc["_source"]):
-            return False, f"{doc['_id']} body differs"
-    return True, ""
+        elif not want.matches(doc["_source"]):
+            out.append(f"{doc['_id']} body differs")
+        if out and first_only:
+            break
+    return out

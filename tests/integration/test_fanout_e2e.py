@@ -111,10 +111,12 @@ class Watcher:
 
 @contextlib.asynccontextmanager
 async def watching(
-    consumer: InProcessConsumer, ids: list[str], names: list[str]
+    consumer: InProcessConsumer, ids: list[str], names: list[str], kind: str = "article"
 ) -> AsyncIterator[Watcher]:
+    """A `Watcher` of the `kind` documents `ids` while the block runs; on leaving, fails if it
+    never read or saw one move backwards."""
     es = make_es_client(consumer.settings)
-    watcher = Watcher(es, consumer.settings.alias("article"), ids, names)
+    watcher = Watcher(es, consumer.settings.alias(kind), ids, names)
     stop = asyncio.Event()
     task = asyncio.create_task(watcher.run(stop))
     try:

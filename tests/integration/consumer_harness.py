@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from searchsync.config import Settings, load_settings
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.observability.metrics import Metrics
 from searchsync.ops import offsets
-from searchsync.projection import Document, default_registry
+from searchsync.projection import Document, default_registry, registry_from_settings
 from searchsync.runtime import run_consumer
 from searchsync.search.admin import init_index
 from searchsync.search.client import make_es_client
@@ -184,6 +184,24 @@ async def prepare_index(settings: Settings) -> None:
             schema_version=projector.schema_version,
         )
     finally:
+        await es.close()
+
+
+@contextlib.asynccontextmanager
+async def type_indices(settings: Settings, kinds: Sequence[str]) -> AsyncIterator[None]:
+    """The index of each of `kinds` (the settings' projectors), as `searchsync index init --type
+    <kind>` makes it, for the block; deleted after."""
+    registry = registry_from_settings(settings.projection)
+    es = make_es_client(settings)
+    try:
+        for kind in kinds:
+            p = registry.get(kind)
+            await init_index(es, settings.alias(kind), p.mapping, schema_version=p.schema_version)
+        yield
+    finally:
+        for kind in kinds:
+            with contextlib.suppress(NotFoundError):
+                await es.indices.delete(index=f"{settings.alias(kind)}_v*")
         await es.close()
 
 

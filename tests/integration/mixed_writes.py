@@ -37,109 +37,85 @@ class MixedWrites:
         self.state: dict[str, str] = {}
         self.done: Counter[str] = Counter()
 
-    # authors
+    def _did(self, aggregate_id: str, what: str, state: str | None = None) -> None:
+        self.done[what] += 1
+        if state is not None:
+            self.state[aggregate_id] = state
 
-    async def author(self, author_id: str, name: str) -> int:
-        """Create the author, or rename it; its committed revision."""
+    async def author(self, author_id: str, name: str) -> None:
+        """Create the author, or rename it."""
         if author_id in self.state:
-            change = self.authors.update(author_id, {"name": name})
-            self.done["author rename"] += 1
+            async with self.authors.update(author_id, {"name": name}):
+                pass
+            self._did(author_id, "author rename")
         else:
-            change = self.authors.create(author_id, {"name": name})
-            self.state[author_id] = LIVE
-        async with change as c:
-            pass
-        return c.revision
-
-    # articles
+            async with self.authors.create(author_id, {"name": name}):
+                pass
+            self._did(author_id, "author create", LIVE)
 
     async def create_article(self, article_id: str, author_id: str | None) -> None:
         values = {"title": article_id, "body": "body", "author_id": author_id}
         async with self.articles.create(article_id, values) as c:
             await _replace_tags(c, self._tags())
-        self.state[article_id] = LIVE
-        self.done["article create"] += 1
+        self._did(article_id, "article create", LIVE)
 
     async def repoint(self, article_id: str, author_id: str | None) -> None:
         async with self.articles.update(article_id, {"author_id": author_id}):
             pass
-        self.done["article re-point"] += 1
+        self._did(article_id, "article re-point")
 
     async def delete_article(self, article_id: str, *, hard: bool) -> None:
-        """Soft-delete the live article, or hard-delete it."""
+        """Hard-delete the article (its tags with it), or soft-delete it (live)."""
         if hard:
-            await self._article_delete_or_restore(article_id, hard=True)
+            async with self.articles.hard_delete(article_id) as c:
+                await c.cursor.execute(
+                    "DELETE FROM article_tag WHERE article_id = %s", (article_id,)
+                )
+            self._did(article_id, "article hard delete", GONE)
         else:
             async with self.articles.soft_delete(article_id):
                 pass
-            self.state[article_id] = SOFT
-            self.done["article soft delete"] += 1
+            self._did(article_id, "article soft delete", SOFT)
 
     async def article_step(self, article_id: str, authors: list[str | None]) -> None:
         """One change of the article that its state allows."""
         state, roll = self.state.get(article_id, GONE), self.rng.random()
         if state == GONE:
             await self.create_article(article_id, self.rng.choice(authors))
-        elif state == SOFT:
-            await self._article_delete_or_restore(article_id, hard=roll < 0.4)
-        elif roll < 0.45:  # the children only: the article's revision rises with them
-            async with self.articles.update(article_id) as c:
-                await _replace_tags(c, self._tags())
-            self.done["article tags"] += 1
-        elif roll < 0.75:
-            await self.repoint(article_id, self.rng.choice(authors))
-        elif roll < 0.85:
-            async with self.articles.update(article_id, {"title": f"t{roll:.6f}"}) as c:
-                await _replace_tags(c, self._tags())
-            self.done["article title+tags"] += 1
-        else:
-            await self.delete_article(article_id, hard=False)
-
-    async def _article_delete_or_restore(self, article_id: str, *, hard: bool) -> None:
-        if hard:
-            async with self.articles.hard_delete(article_id) as c:
-                await c.cursor.execute(
-                    "DELETE FROM article_tag WHERE article_id = %s", (article_id,)
-                )
-            self.state[article_id] = GONE
-            self.done["article hard delete"] += 1
-        else:
+        elif state == SOFT and roll < 0.6:
             async with self.articles.restore(article_id):
                 pass
-            self.state[article_id] = LIVE
-            self.done["article restore"] += 1
-
-    # pages
+            self._did(article_id, "article restore", LIVE)
+        elif state == SOFT or roll >= 0.85:
+            await self.delete_article(article_id, hard=state == SOFT)
+        elif roll < 0.55:  # the children only (0.45) or with a column: the revision rises
+            values = {"title": f"t{roll:.6f}"} if roll >= 0.45 else {}
+            async with self.articles.update(article_id, values) as c:
+                await _replace_tags(c, self._tags())
+            self._did(article_id, "article tags")
+        else:
+            await self.repoint(article_id, self.rng.choice(authors))
 
     async def page_step(self, page_id: str) -> None:
         """One change of the wiki page that its state allows (a create after a hard delete
         continues above the id's floor)."""
         state, roll = self.state.get(page_id, GONE), self.rng.random()
         if state == GONE:
-            relations = self._relations()
-            await self.pages.create(page_id, f"page {roll:.6f}", "content", relations)
-            self.state[page_id] = LIVE
-            self.done["page create"] += 1
+            title, relations = f"page {roll:.6f}", self._relations()
+            await self.pages.create(page_id, title, "content", relations)
+            self._did(page_id, "page create", LIVE)
+        elif (state == SOFT and roll < 0.5) or (state == LIVE and roll >= 0.8):
+            await self.pages.hard_delete(page_id)
+            self._did(page_id, "page hard delete", GONE)
         elif state == SOFT:
-            if roll < 0.5:
-                await self.pages.hard_delete(page_id)
-                self.state[page_id] = GONE
-                self.done["page hard delete"] += 1
-            else:
-                await self.pages.restore(page_id)
-                self.state[page_id] = LIVE
-                self.done["page restore"] += 1
+            await self.pages.restore(page_id)
+            self._did(page_id, "page restore", LIVE)
         elif roll < 0.6:
             await self.pages.update(page_id, content=f"c{roll:.6f}", relations=self._relations())
-            self.done["page update"] += 1
-        elif roll < 0.8:
-            await self.pages.soft_delete(page_id)
-            self.state[page_id] = SOFT
-            self.done["page soft delete"] += 1
+            self._did(page_id, "page update")
         else:
-            await self.pages.hard_delete(page_id)
-            self.state[page_id] = GONE
-            self.done["page hard delete"] += 1
+            await self.pages.soft_delete(page_id)
+            self._did(page_id, "page soft delete", SOFT)
 
     async def for_a_while(self, seconds: float, pause_s: float, step: Any, ids: list[str]) -> None:
         """`step(id)` on random `ids`, one at a time with `pause_s` between, for `seconds`."""

@@ -16,7 +16,6 @@ ones are tombstones, and every fan-out job of the run is done at its author's la
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import time
 import uuid
@@ -26,13 +25,16 @@ from dataclasses import dataclass, field
 import aiomysql
 import pytest
 import pytest_asyncio
-from elasticsearch import NotFoundError
 from searchsync.projection import registry_from_settings
-from searchsync.search.admin import init_index
 from searchsync.search.client import make_es_client
 
 from tests.integration.conftest_mysql import fetch_all
-from tests.integration.consumer_harness import InProcessConsumer, divergent, harness_env, wait_for
+from tests.integration.consumer_harness import (
+    InProcessConsumer,
+    divergent,
+    type_indices,
+    wait_for,
+)
 from tests.integration.mixed_writes import MixedWrites
 from tests.integration.test_aggregate_types_e2e import (
     ensure_topics,
@@ -40,7 +42,7 @@ from tests.integration.test_aggregate_types_e2e import (
     require_article_table,
     wait_converged,
 )
-from tests.integration.test_fanout_e2e import watching
+from tests.integration.test_fanout_e2e import fanout_env, watching
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -72,32 +74,17 @@ async def group(app_pool: aiomysql.Pool) -> AsyncIterator[Group]:
     """Two members of one group (own group, alias prefix and DLQ), each with its fan-out worker."""
     await require_article_table(app_pool)
     ensure_topics(TOPICS)
-    env = harness_env(
-        "mix",
-        SEARCHSYNC_KAFKA_TOPICS=",".join(TOPICS),
-        SEARCHSYNC_PROJECTION_MODULES="searchsync.projection.wiki_page,searchsync.examples.article",
-        SEARCHSYNC_FANOUT_APPENDS_PER_S="300",
-        SEARCHSYNC_FANOUT_PAGE_SIZE="50",
-        SEARCHSYNC_FANOUT_POLL_INTERVAL_S="0.1",
-        SEARCHSYNC_FANOUT_LEASE_S="5",
+    env = fanout_env(
+        "mix", TOPICS, SEARCHSYNC_FANOUT_APPENDS_PER_S="300", SEARCHSYNC_FANOUT_PAGE_SIZE="50"
     )
     g = Group(env)
-    settings = InProcessConsumer(env).settings
-    registry = registry_from_settings(settings.projection)
-    es = make_es_client(settings)
-    try:
-        for kind in TYPES:
-            p = registry.get(kind)
-            await init_index(es, settings.alias(kind), p.mapping, schema_version=p.schema_version)
-        await g.join()
-        await g.join()
-        yield g
-    finally:
-        codes = [await m.close() for m in g.members]
-        for kind in TYPES:
-            with contextlib.suppress(NotFoundError):
-                await es.indices.delete(index=f"{settings.alias(kind)}_v*")
-        await es.close()
+    async with type_indices(InProcessConsumer(env).settings, TYPES):
+        try:
+            await g.join()
+            await g.join()
+            yield g
+        finally:
+            codes = [await m.close() for m in g.members]
     assert codes == [0] * len(codes)
 
 

@@ -179,6 +179,10 @@ async def test_mixed_aggregates_under_concurrent_writes_end_as_their_rows(
 
     started = time.monotonic()
     first, authors = group.members[0], [*cast.authors, None]
+
+    async def article_step(article_id: str) -> None:
+        await w.article_step(article_id, authors)
+
     all_names = [n for a in cast.authors for n in names[a]]
     async with (
         watching(first, cast.all_articles, all_names) as articles_watch,
@@ -186,10 +190,12 @@ async def test_mixed_aggregates_under_concurrent_writes_end_as_their_rows(
     ):
         await asyncio.gather(
             scripted(w, group, cast),
-            w.for_a_while(
-                WRITE_S, 0.03, lambda i: w.article_step(i, authors), cast.random_articles
+            # three streams of article changes and two of page changes, each on ids of its own
+            *(
+                w.for_a_while(WRITE_S, 0.01, article_step, cast.random_articles[k::3])
+                for k in range(3)
             ),
-            w.for_a_while(WRITE_S, 0.05, w.page_step, cast.pages),
+            *(w.for_a_while(WRITE_S, 0.02, w.page_step, cast.pages[k::2]) for k in range(2)),
         )
         wrote_s = time.monotonic() - started
         registry = registry_from_settings(first.settings.projection)

@@ -3,8 +3,8 @@ categories are child rows (``xc_product_category``), each naming a category, an 
 own (``xc_category``) whose rename fans out to every product that lists it.
 
 ``projection.modules = ["tests.catalog"]`` plugs it into a consumer (tests/integration/
-test_fanout_child_e2e.py); `DDL` creates its tables (as root, on a scratch stack), with the index
-the fan-out through the child needs: ``(category_id, product_id)`` on the child table.
+test_fanout_child_e2e.py); `ddl` creates its tables. Another `prefix` gives the same type over
+tables (and aggregate types) of other names.
 """
 
 from __future__ import annotations
@@ -14,41 +14,58 @@ from typing import Any
 
 from searchsync.projection import Child, Lookup, Projector, Row
 
-__all__ = ["CATEGORIES", "CATEGORY", "DDL", "TABLES", "build", "projector", "projectors"]
+__all__ = ["CATEGORIES", "CATEGORY", "build", "ddl", "projector", "projectors", "tables"]
 
-PRODUCT, CHILD, REFERENCED = "xc_product", "xc_product_category", "xc_category"
-TABLES = (PRODUCT, CHILD, REFERENCED)
 
-CATEGORIES = Child(
-    "categories",
-    CHILD,
-    key="product_id",
-    columns=("product_id", "category_id", "position"),
-    order_by=("position",),
-)
-CATEGORY = Lookup(
-    "category",
-    REFERENCED,
-    via="category_id",
-    columns=("id", "name"),
-    aggregate_type=REFERENCED,
-    through="categories",
-)
+def tables(prefix: str = "xc") -> tuple[str, str, str]:
+    """The product, link (child) and category tables (and aggregate types) of `prefix`."""
+    return f"{prefix}_product", f"{prefix}_product_category", f"{prefix}_category"
+
+
+def _relations(prefix: str) -> tuple[Child, Lookup]:
+    _, child, referenced = tables(prefix)
+    categories = Child(
+        "categories",
+        child,
+        key="product_id",
+        columns=("product_id", "category_id", "position"),
+        order_by=("position",),
+    )
+    category = Lookup(
+        "category",
+        referenced,
+        via="category_id",
+        columns=("id", "name"),
+        aggregate_type=referenced,
+        through="categories",
+    )
+    return categories, category
+
+
+CATEGORIES, CATEGORY = _relations("xc")
 
 _ROOT = (
     "id VARCHAR(64) NOT NULL, revision BIGINT UNSIGNED NOT NULL, deleted_at DATETIME(6) NULL,"
     " updated_at DATETIME(6) NOT NULL"
 )
-DDL = (
-    f"CREATE TABLE IF NOT EXISTS {PRODUCT} ({_ROOT}, title VARCHAR(200) NOT NULL,"
-    " PRIMARY KEY (id)) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
-    f"CREATE TABLE IF NOT EXISTS {CHILD} (product_id VARCHAR(64) NOT NULL,"
-    " category_id VARCHAR(64) NOT NULL, position INT NOT NULL,"
-    " PRIMARY KEY (product_id, position), KEY xc_category_product (category_id, product_id))"
-    " DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
-    f"CREATE TABLE IF NOT EXISTS {REFERENCED} ({_ROOT}, name VARCHAR(200) NOT NULL,"
-    " PRIMARY KEY (id)) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
-)
+_CHARSET = "DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
+
+
+def ddl(prefix: str = "xc") -> tuple[str, str, str]:
+    """CREATE TABLE statements of `tables`, with the index the fan-out through the child needs:
+    ``(category_id, product_id)`` on the link table."""
+    product, child, referenced = tables(prefix)
+    return (
+        f"CREATE TABLE IF NOT EXISTS {product} ({_ROOT}, title VARCHAR(200) NOT NULL,"
+        f" PRIMARY KEY (id)) {_CHARSET}",
+        f"CREATE TABLE IF NOT EXISTS {child} (product_id VARCHAR(64) NOT NULL,"
+        " category_id VARCHAR(64) NOT NULL, position INT NOT NULL,"
+        " PRIMARY KEY (product_id, position), KEY category_product (category_id, product_id))"
+        f" {_CHARSET}",
+        f"CREATE TABLE IF NOT EXISTS {referenced} ({_ROOT}, name VARCHAR(200) NOT NULL,"
+        f" PRIMARY KEY (id)) {_CHARSET}",
+    )
+
 
 _MAPPING: dict[str, Any] = {
     "settings": {"number_of_shards": 1, "number_of_replicas": 0},
@@ -81,18 +98,22 @@ def build(row: Row) -> dict[str, Any]:
     return {"title": row["title"], "categories": names, "is_deleted": row["deleted_at"] is not None}
 
 
-def projector() -> Projector:
+def projector(prefix: str = "xc") -> Projector:
+    """The product projector over the tables of `prefix`."""
+    product = tables(prefix)[0]
+    categories, category = _relations(prefix)
     return Projector(
-        aggregate_type=PRODUCT,
+        aggregate_type=product,
         schema_version=1,
-        table=PRODUCT,
+        table=product,
         columns=("id", "title", "revision", "deleted_at"),
         build=build,
         mapping=_MAPPING,
-        children=(CATEGORIES,),
-        lookups=(CATEGORY,),
+        children=(categories,),
+        lookups=(category,),
     )
 
 
 def projectors() -> tuple[Projector, ...]:
+    """The plug-in contract: the product type over the ``xc_`` tables."""
     return (projector(),)

@@ -62,18 +62,18 @@ class DependentIndexes:
 
 
 def dependents_sql(table: str, via: str, through: Child | None, index: str | None) -> str:
-    """The page query (parameters: the referenced id, the cursor, the limit); identifiers are
-    validated declarations, quoted."""
-    q = quote_identifier
+    """The page query (parameters: the referenced id, the cursor, the limit); the names are
+    validated declarations and an index name of `DependentIndexes`, quoted."""
+    table_q, via_q = quote_identifier(table), quote_identifier(via)
     if through is None:
         return (
-            f"SELECT id, revision FROM {q(table)}"
-            f" WHERE {q(via)} = %s AND id > %s ORDER BY id LIMIT %s"
+            f"SELECT id, revision FROM {table_q}"
+            f" WHERE {via_q} = %s AND id > %s ORDER BY id LIMIT %s"
         )
-    key = f"c.{q(through.key)}"
-    hint = "" if index is None else f" FORCE INDEX ({q(index)})"
+    child_q, key = quote_identifier(through.table), f"c.{quote_identifier(through.key)}"
+    hint = "" if index is None else f" FORCE INDEX ({quote_identifier(index)})"
     return (
-        f"SELECT STRAIGHT_JOIN {key}, MAX(r.revision) FROM {q(through.table)} c{hint}"
-        f" JOIN {q(table)} r ON r.id = {key}"
-        f" WHERE c.{q(via)} = %s AND {key} > %s GROUP BY {key} ORDER BY {key} LIMIT %s"
+        f"SELECT STRAIGHT_JOIN {key}, MAX(r.revision) FROM {child_q} c{hint}"
+        f" JOIN {table_q} r ON r.id = {key}"
+        f" WHERE c.{via_q} = %s AND {key} > %s GROUP BY {key} ORDER BY {key} LIMIT %s"
     )

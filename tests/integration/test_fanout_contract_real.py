@@ -116,7 +116,10 @@ async def test_a_page_through_a_child_is_one_range_of_its_via_key_index(
     async with transaction(consumer_pool) as conn:
         async with conn.cursor() as cur:
             index = await DependentIndexes().name(cur, child, REF)
+            # no index starts with (position, article_id): the page runs unhinted
+            assert await DependentIndexes().name(cur, child, "position") is None
         assert index == "ref_article"
+        assert "FORCE INDEX" not in dependents_sql("article", "position", child, None)
         async with conn.cursor(aiomysql.DictCursor) as cur:
             await cur.execute(
                 "EXPLAIN " + dependents_sql("article", REF, child, index), ("x", "after", 500)

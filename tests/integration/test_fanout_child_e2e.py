@@ -4,10 +4,10 @@ categories in a link table; a category's rename goes through the connector to
 ``outbox.event.xc_category``, the consumer records the job, its worker finds the products through
 the link table's index ``(category_id, product_id)`` and appends their REBUILDs.
 
-Under live writes (products created listing the category, products re-pointed away from it and
-towards it while it is renamed), every product ends equal to the projection of its rows, showing
-the new name wherever it lists the category, and no document's version (or, at one version, the
-name it shows) ever moved backwards.
+Under live writes (products created listing the category, re-pointed away from it and towards
+it, hard-deleted, while it is renamed), every product ends equal to the projection of its rows
+(a tombstone for a deleted one), showing the new name wherever it lists the category, and no
+document's version (or, at one version, the name it shows) ever moved backwards.
 """
 
 from __future__ import annotations
@@ -96,6 +96,11 @@ class Catalog:
                     (product_id, category_id, position),
                 )
 
+    async def delete(self, product_id: str) -> None:
+        """Hard-delete the product and its links."""
+        async with self.products.hard_delete(product_id) as change:
+            await change.cursor.execute(f"DELETE FROM {LINK} WHERE product_id = %s", (product_id,))
+
 
 async def converge(consumer: InProcessConsumer, pool: aiomysql.Pool, ids: list[str]) -> None:
     registry = registry_from_settings(consumer.settings.projection)
@@ -132,12 +137,15 @@ async def test_a_category_rename_reaches_every_product_listing_it(
                 await app.product(product_id, [b, a], create=True)
                 await app.product(listing[-1 - i], [b])  # away from a
                 await app.product(others[i], [a, b])  # towards a
+                if i < 3:
+                    await app.delete(listing[10 + 7 * i])  # ahead of or behind the cursor
 
         await asyncio.gather(app.category(a, "alpha two"), meanwhile())
         await converge(consumer, consumer_pool, ids)
     registry = registry_from_settings(consumer.settings.projection)
     docs = await expected(registry, consumer_pool, PRODUCT, ids)
-    showing = [i for i, d in docs.items() if "alpha two" in d.body["categories"]]
-    assert len(showing) == 50 - 8 + 8 + 8  # re-pointed away: 8; created: 8; towards: 8
-    assert not any("alpha one" in d.body["categories"] for d in docs.values())
+    showing = [i for i, d in docs.items() if "alpha two" in d.body.get("categories", [])]
+    assert len(showing) == 50 - 8 - 3 + 8 + 8  # away: 8; deleted: 3; created: 8; towards: 8
+    assert sum(1 for d in docs.values() if d.is_deleted) == 3
+    assert not any("alpha one" in d.body.get("categories", []) for d in docs.values())
     assert consumer.metric("searchsync_fanout_rebuilds_total") >= 42

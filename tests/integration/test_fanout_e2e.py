@@ -13,18 +13,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 import aiomysql
 import pytest
 import pytest_asyncio
-from elasticsearch import AsyncElasticsearch
 from searchsync.cli.rebuild import run_rebuild
 from searchsync.ops.rebuild.outcome import RebuildOptions
 from searchsync.projection import registry_from_settings
 from searchsync.runtime import Runtime
-from searchsync.search.client import make_es_client
 
 from tests.integration.article_app import article_change
 from tests.integration.consumer_harness import (
@@ -33,6 +32,7 @@ from tests.integration.consumer_harness import (
     harness_env,
     type_indices,
 )
+from tests.integration.doc_watch import Watcher, watch_docs
 from tests.integration.fanout_writes import author_write
 from tests.integration.test_aggregate_types_e2e import (
     ensure_topics,
@@ -82,51 +82,18 @@ async def consumer(app_pool: aiomysql.Pool) -> AsyncIterator[InProcessConsumer]:
             assert await c.close() == 0
 
 
-class Watcher:
-    """Reads every watched document over and over; `moved_back` lists any version (or, at one
-    version, any author name in `names` order) that went backwards."""
-
-    def __init__(self, es: AsyncElasticsearch, alias: str, ids: list[str], names: list[str]):
-        self._es, self._alias, self.ids, self._names = es, alias, ids, names
-        self._seen: dict[str, tuple[int, int]] = {}
-        self.moved_back: list[str] = []
-        self.reads = 0
-
-    async def run(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            resp = await self._es.mget(index=self._alias, ids=list(self.ids))
-            self.reads += 1
-            for doc in resp["docs"]:
-                if not doc.get("found"):
-                    continue
-                name = doc["_source"].get("author_name")
-                rank = self._names.index(name) if name in self._names else -1
-                now = (doc["_version"], rank)
-                was = self._seen.get(doc["_id"])
-                if was is not None and (now[0] < was[0] or (now[0] == was[0] and now[1] < was[1])):
-                    self.moved_back.append(f"{doc['_id']}: {was} -> {now}")
-                self._seen[doc["_id"]] = now
-            await asyncio.sleep(0.05)
-
-
 @contextlib.asynccontextmanager
 async def watching(
-    consumer: InProcessConsumer, ids: list[str], names: list[str], kind: str = "article"
+    consumer: InProcessConsumer, ids: list[str], names: list[str]
 ) -> AsyncIterator[Watcher]:
-    """A `Watcher` of the `kind` documents `ids` while the block runs; on leaving, fails if it
-    never read or saw one move backwards."""
-    es = make_es_client(consumer.settings)
-    watcher = Watcher(es, consumer.settings.alias(kind), ids, names)
-    stop = asyncio.Event()
-    task = asyncio.create_task(watcher.run(stop))
-    try:
+    """Watch the articles `ids`: an author name later in `names` ranks higher."""
+
+    def rank(source: Mapping[str, Any]) -> int:
+        name = source.get("author_name")
+        return names.index(name) if name in names else -1
+
+    async with watch_docs(consumer, "article", ids, rank) as watcher:
         yield watcher
-    finally:
-        stop.set()
-        await task
-        await es.close()
-    assert watcher.reads > 0
-    assert watcher.moved_back == [], watcher.moved_back[:5]
 
 
 async def converge(

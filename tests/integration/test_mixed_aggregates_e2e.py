@@ -35,6 +35,7 @@ from tests.integration.consumer_harness import (
     type_indices,
     wait_for,
 )
+from tests.integration.doc_watch import watch_docs
 from tests.integration.mixed_writes import MixedWrites
 from tests.integration.test_aggregate_types_e2e import (
     ensure_topics,
@@ -186,7 +187,7 @@ async def test_mixed_aggregates_under_concurrent_writes_end_as_their_rows(
     all_names = [n for a in cast.authors for n in names[a]]
     async with (
         watching(first, cast.all_articles, all_names) as articles_watch,
-        watching(first, cast.pages, [], kind="wiki_page") as pages_watch,
+        watch_docs(first, "wiki_page", cast.pages, lambda _: -1) as pages_watch,
     ):
         await asyncio.gather(
             scripted(w, group, cast),

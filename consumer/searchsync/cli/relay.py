@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from searchsync.cli.args import Parents, positive_int
 from searchsync.cli.output import out, print_json
+from searchsync.cli.run import until_signalled
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
 from searchsync.relay.port import DeadRow
@@ -50,15 +50,8 @@ def cmd_relay_run(args: argparse.Namespace, settings: Settings, runtime: Runtime
     configure_logging(settings.observability.log_level, secrets=settings.secret_values())
 
     async def go() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stop.set)
-        try:
+        async with until_signalled() as stop:
             await run_relay(settings, stop=stop, producer_factory=runtime.kafka.producer)
-        finally:
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                loop.remove_signal_handler(signum)
 
     asyncio.run(go())
     return ExitCode.OK

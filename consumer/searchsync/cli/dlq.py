@@ -9,8 +9,14 @@ from datetime import datetime
 from typing import Any
 
 from searchsync.cli.args import Parents, positive_int
-from searchsync.cli.dlq_output import entry_json, entry_line, print_summary, replay_json
-from searchsync.cli.output import out, print_json
+from searchsync.cli.dlq_output import (
+    entry_json,
+    entry_line,
+    replay_json,
+    replay_lines,
+    summary_lines,
+)
+from searchsync.cli.output import show
 from searchsync.config import Settings
 from searchsync.dlq import replay as dlq
 from searchsync.dlq.filter import DlqFilter, parse_utc
@@ -102,13 +108,10 @@ def cmd_dlq_inspect(args: argparse.Namespace, settings: Settings, runtime: Runti
             admin_factory=runtime.kafka.admin,
             consumer_factory=runtime.kafka.consumer,
         )
-    if args.json:
-        print_json([entry_json(e) for e in entries])
-        return ExitCode.OK
-    if not entries:
-        out(f"no dead letters in {kafka.dlq_topic}")
-    for entry in entries:
-        out(entry_line(kafka.dlq_topic, entry))
+    lines = [entry_line(kafka.dlq_topic, e) for e in entries] or [
+        f"no dead letters in {kafka.dlq_topic}"
+    ]
+    show(args.json, [entry_json(e) for e in entries], lines)
     return ExitCode.OK
 
 
@@ -123,10 +126,7 @@ def cmd_dlq_summary(args: argparse.Namespace, settings: Settings, runtime: Runti
             admin_factory=runtime.kafka.admin,
             consumer_factory=runtime.kafka.consumer,
         )
-    if args.json:
-        print_json(result.as_json())
-    else:
-        print_summary(result)
+    show(args.json, result.as_json(), summary_lines(result))
     return ExitCode.OK
 
 
@@ -146,25 +146,5 @@ def cmd_dlq_replay(args: argparse.Namespace, settings: Settings, runtime: Runtim
             consumer_factory=runtime.kafka.consumer,
             producer_factory=runtime.kafka.producer,
         )
-    if args.json:
-        print_json(replay_json(kafka.dlq_topic, report))
-        return ExitCode.OK
-    if report.scanned == 0:
-        out(f"no dead letters to replay in {kafka.dlq_topic}")
-        return ExitCode.OK
-    if report.nothing_new:
-        last = max(r.replayed_at for e in report.already_replayed for r in e.replays)
-        out(
-            f"nothing to replay: the {len(report.already_replayed)} dead letter(s) this selection "
-            f"picks were replayed already (last at {last.isoformat()}); --again replays them again"
-        )
-        return ExitCode.OK
-    verb = "would replay" if report.dry_run else "replayed"
-    for entry in report.replayed:
-        out(f"{verb} {entry_line(kafka.dlq_topic, entry)}")
-    out(
-        f"{verb} {len(report.replayed)} of {report.scanned} dead letters read from "
-        f"{kafka.dlq_topic} ({report.skipped} skipped by filters, "
-        f"{len(report.already_replayed)} replayed before)"
-    )
+    show(args.json, replay_json(kafka.dlq_topic, report), replay_lines(kafka.dlq_topic, report))
     return ExitCode.OK

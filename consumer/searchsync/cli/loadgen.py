@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, Final, TextIO
 
 from searchsync.cli.args import Parents, non_negative_int, positive_int, ratio
-from searchsync.cli.output import out, print_json
+from searchsync.cli.output import show
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
 from searchsync.runtime import Runtime
@@ -137,17 +137,17 @@ def cmd_loadgen(args: argparse.Namespace, settings: Settings, runtime: Runtime) 
         "retries": report.retries,
         "changes": report.changes,
     }
-    if args.json:
-        print_json(
-            {
-                **counts,
-                "seed": args.seed,
-                "id_prefix": prefix,
-                "final_revisions": report.final_revisions,
-                "final_deleted": report.final_deleted,
-                "hard_deleted_ids": sorted(report.hard_deleted_ids),
-            }
-        )
-    else:
-        out(" ".join(f"{k}={v}" for k, v in counts.items()) + f" id_prefix={prefix}")
+    document = {
+        **counts,
+        "seed": args.seed,
+        "id_prefix": prefix,
+        "final_revisions": report.final_revisions,
+        "final_deleted": report.final_deleted,
+        "hard_deleted_ids": sorted(report.hard_deleted_ids),
+    }
+    show(
+        args.json,
+        document,
+        [" ".join(f"{k}={v}" for k, v in counts.items()) + f" id_prefix={prefix}"],
+    )
     return ExitCode.OK

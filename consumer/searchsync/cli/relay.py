@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from searchsync.cli.args import Parents, positive_int
-from searchsync.cli.output import out, print_json
+from searchsync.cli.output import show
 from searchsync.cli.run import until_signalled
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
@@ -71,23 +71,19 @@ def cmd_relay_revive(args: argparse.Namespace, settings: Settings, runtime: Runt
         _show(chosen, args.json, f"would revive {len(chosen)} DEAD rows (pass --execute)")
         return ExitCode.OK
     revived = _with_store(settings, lambda store: store.revive(ids))
-    if args.json:
-        print_json({"revived": revived})
-    else:
-        out(f"revived {revived} DEAD rows in {settings.relay.table}")
+    show(
+        args.json, {"revived": revived}, [f"revived {revived} DEAD rows in {settings.relay.table}"]
+    )
     return ExitCode.OK
 
 
 def _show(rows: list[DeadRow], as_json: bool, summary: str) -> None:
-    if as_json:
-        print_json({"rows": [r.as_json() for r in rows]})
-        return
-    for r in rows:
-        out(
-            f"{r.id} {r.aggregate_type}/{r.aggregate_id} {r.operation} rev {r.source_revision}"
-            f" attempts {r.attempts}: {r.last_error or ''}"
-        )
-    out(summary)
+    lines = [
+        f"{r.id} {r.aggregate_type}/{r.aggregate_id} {r.operation} rev {r.source_revision}"
+        f" attempts {r.attempts}: {r.last_error or ''}"
+        for r in rows
+    ]
+    show(as_json, {"rows": [r.as_json() for r in rows]}, [*lines, summary])
 
 
 def _with_store(settings: Settings, use: Callable[[Any], Awaitable[T]]) -> T:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from searchsync.cli.args import PLAN_ONLY, Parents, duration, plan_or_execute
-from searchsync.cli.output import err, out, print_json
+from searchsync.cli.output import err, show
 from searchsync.config import Settings
 from searchsync.duration import format_duration
 from searchsync.errors import InvalidRequest
@@ -73,13 +73,10 @@ def cmd_tombstones_purge(
             ]
 
     reports = asyncio.run(go())
-    if args.json:
-        print_json({"dry_run": args.dry_run, "results": [r.as_json() for r in reports]})
-    else:
-        for report in reports:
-            out(_summary(report))
-        if args.dry_run:
-            err(PLAN_ONLY)
+    document = {"dry_run": args.dry_run, "results": [r.as_json() for r in reports]}
+    show(args.json, document, map(_summary, reports))
+    if args.dry_run and not args.json:
+        err(PLAN_ONLY)
     return ExitCode.FAILURE if any(r.failed for r in reports) else ExitCode.OK
 
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing
 from datetime import datetime
 from typing import Any
 
@@ -20,7 +19,7 @@ from searchsync.cli.output import show
 from searchsync.config import Settings
 from searchsync.dlq import replay as dlq
 from searchsync.dlq.filter import DlqFilter, parse_utc
-from searchsync.dlq.ledger import ReplayLedger
+from searchsync.dlq.read import DlqTopic
 from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
 from searchsync.kafka.admin import KAFKA_TIMEOUT_S
@@ -85,28 +84,25 @@ def _selection(args: argparse.Namespace) -> DlqFilter:
     )
 
 
-@contextmanager
-def _ledger(runtime: Runtime) -> Iterator[ReplayLedger]:
-    ledger = runtime.replay_ledger()
-    try:
-        yield ledger
-    finally:
-        ledger.close()
+def dlq_topic(
+    settings: Settings, runtime: Runtime, *, timeout_s: float = KAFKA_TIMEOUT_S
+) -> DlqTopic:
+    """The configured DLQ topic, read through the runtime's Kafka clients."""
+    kafka, clients = settings.kafka, runtime.kafka
+    return DlqTopic(
+        kafka.client_config(), kafka.dlq_topic, clients.admin, clients.consumer, timeout_s
+    )
 
 
 def cmd_dlq_inspect(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     kafka = settings.kafka
-    with _ledger(runtime) as ledger:
+    with closing(runtime.replay_ledger()) as ledger:
         entries = dlq.inspect(
-            kafka.client_config(),
-            kafka.dlq_topic,
+            dlq_topic(settings, runtime),
             limit=args.limit,
             from_beginning=args.from_beginning,
             selection=_selection(args),
             ledger=ledger,
-            timeout_s=KAFKA_TIMEOUT_S,
-            admin_factory=runtime.kafka.admin,
-            consumer_factory=runtime.kafka.consumer,
         )
     lines = [entry_line(kafka.dlq_topic, e) for e in entries] or [
         f"no dead letters in {kafka.dlq_topic}"
@@ -116,34 +112,22 @@ def cmd_dlq_inspect(args: argparse.Namespace, settings: Settings, runtime: Runti
 
 
 def cmd_dlq_summary(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    kafka = settings.kafka
-    with _ledger(runtime) as ledger:
-        result = dlq.summary(
-            kafka.client_config(),
-            kafka.dlq_topic,
-            ledger=ledger,
-            timeout_s=KAFKA_TIMEOUT_S,
-            admin_factory=runtime.kafka.admin,
-            consumer_factory=runtime.kafka.consumer,
-        )
+    with closing(runtime.replay_ledger()) as ledger:
+        result = dlq.summary(dlq_topic(settings, runtime), ledger=ledger)
     show(args.json, result.as_json(), summary_lines(result))
     return ExitCode.OK
 
 
 def cmd_dlq_replay(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     kafka = settings.kafka
-    with _ledger(runtime) as ledger:
+    with closing(runtime.replay_ledger()) as ledger:
         report = dlq.replay(
-            kafka.client_config(),
-            kafka.dlq_topic,
+            dlq_topic(settings, runtime),
             ledger=ledger,
             dry_run=args.dry_run,
             selection=_selection(args),
             again=args.again,
             limit=args.limit,
-            timeout_s=KAFKA_TIMEOUT_S,
-            admin_factory=runtime.kafka.admin,
-            consumer_factory=runtime.kafka.consumer,
             producer_factory=runtime.kafka.producer,
         )
     show(args.json, replay_json(kafka.dlq_topic, report), replay_lines(kafka.dlq_topic, report))

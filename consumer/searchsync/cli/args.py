@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Final
 
@@ -75,6 +75,14 @@ def chosen_type(runtime: Runtime, given: str | None) -> str:
     if given not in types:
         raise InvalidRequest(f"unknown aggregate type {given!r}; known: {', '.join(types)}")
     return given
+
+
+def chosen_types(runtime: Runtime, given: Sequence[str] | str | None) -> list[str]:
+    """The aggregate types ``--type`` names, each checked as `chosen_type` does; without one,
+    every registered type."""
+    if not given:
+        return list(runtime.registry.types())
+    return [chosen_type(runtime, t) for t in ([given] if isinstance(given, str) else given)]
 
 
 def positive_int(text: str) -> int:

@@ -12,7 +12,14 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict
 from typing import Any, TypeVar
 
-from searchsync.cli.args import PLAN_ONLY, TYPE_HELP, Parents, chosen_type, plan_or_execute
+from searchsync.cli.args import (
+    PLAN_ONLY,
+    TYPE_HELP,
+    Parents,
+    chosen_type,
+    chosen_types,
+    plan_or_execute,
+)
 from searchsync.cli.output import err, show
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest
@@ -130,10 +137,7 @@ def cmd_index_describe(args: argparse.Namespace, settings: Settings, runtime: Ru
 
 
 def cmd_index_list(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    if args.type is not None:
-        types = [chosen_type(runtime, args.type)]
-    else:
-        types = list(runtime.registry.types())
+    types = chosen_types(runtime, args.type)
 
     async def work(admin: IndexAdmin) -> list[indices.AliasListing]:
         return [await indices.list_alias(admin, settings.alias(t)) for t in types]

@@ -7,11 +7,10 @@ import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
-from searchsync.cli.args import PLAN_ONLY, Parents, duration, plan_or_execute
+from searchsync.cli.args import PLAN_ONLY, Parents, chosen_types, duration, plan_or_execute
 from searchsync.cli.output import err, show
 from searchsync.config import Settings
 from searchsync.duration import format_duration
-from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
 from searchsync.ops.purge import PurgeProgress, PurgeReport, check_window, purge_tombstones
 from searchsync.runtime import Runtime
@@ -48,11 +47,7 @@ def cmd_tombstones_purge(
     args: argparse.Namespace, settings: Settings, runtime: Runtime
 ) -> ExitCode:
     check_window(settings.retention, args.older_than)  # before any service is touched
-    types = runtime.registry.types()
-    if args.type is not None:
-        if args.type not in types:
-            raise InvalidRequest(f"unknown aggregate type {args.type!r}; known: {types}")
-        types = (args.type,)
+    types = chosen_types(runtime, args.type)
     now = datetime.now(UTC)
 
     async def go() -> list[PurgeReport]:

@@ -19,7 +19,7 @@ from searchsync.cli.output import show
 from searchsync.cli.run import until_signalled
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
-from searchsync.relay.port import DeadRow
+from searchsync.relay.port import DeadRow, RelayStore
 from searchsync.runtime import Runtime
 
 T = TypeVar("T")
@@ -58,7 +58,7 @@ def cmd_relay_run(args: argparse.Namespace, settings: Settings, runtime: Runtime
 
 
 def cmd_relay_dead(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    rows = _with_store(settings, lambda store: store.dead(args.limit))
+    rows = _with_store(runtime, lambda store: store.dead(args.limit))
     _show(rows, args.json, f"{len(rows)} DEAD rows in {settings.relay.table}")
     return ExitCode.OK
 
@@ -66,11 +66,11 @@ def cmd_relay_dead(args: argparse.Namespace, settings: Settings, runtime: Runtim
 def cmd_relay_revive(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     ids = None if args.all else sorted(set(args.id))
     if not args.execute:
-        rows = _with_store(settings, lambda store: store.dead(1_000_000))
+        rows = _with_store(runtime, lambda store: store.dead(1_000_000))
         chosen = [r for r in rows if ids is None or r.id in ids]
         _show(chosen, args.json, f"would revive {len(chosen)} DEAD rows (pass --execute)")
         return ExitCode.OK
-    revived = _with_store(settings, lambda store: store.revive(ids))
+    revived = _with_store(runtime, lambda store: store.revive(ids))
     show(
         args.json, {"revived": revived}, [f"revived {revived} DEAD rows in {settings.relay.table}"]
     )
@@ -86,12 +86,9 @@ def _show(rows: list[DeadRow], as_json: bool, summary: str) -> None:
     show(as_json, {"rows": [r.as_json() for r in rows]}, [*lines, summary])
 
 
-def _with_store(settings: Settings, use: Callable[[Any], Awaitable[T]]) -> T:
-    from searchsync.mysql.pool import pool_of
-    from searchsync.relay.mysql_store import MysqlRelayStore
-
+def _with_store(runtime: Runtime, use: Callable[[RelayStore], Awaitable[T]]) -> T:
     async def go() -> T:
-        async with pool_of(settings.mysql, maxsize=1) as pool:
-            return await use(MysqlRelayStore(pool, settings.relay.table))
+        async with runtime:
+            return await use((await runtime.tables()).relay)
 
     return asyncio.run(go())

@@ -9,6 +9,7 @@ import secrets
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any, Final, TextIO
 
 from searchsync.cli.args import Parents, non_negative_int, positive_int, ratio
@@ -124,19 +125,8 @@ def cmd_loadgen(args: argparse.Namespace, settings: Settings, runtime: Runtime) 
             await pool.wait_closed()
 
     report = asyncio.run(go())
-    counts = {
-        "pages": report.pages,
-        "planned": report.planned,
-        "created": report.created,
-        "updated": report.updated,
-        "soft_deleted": report.soft_deleted,
-        "restored": report.restored,
-        "hard_deleted": report.hard_deleted,
-        "recreated": report.recreated,
-        "skipped": report.skipped,
-        "retries": report.retries,
-        "changes": report.changes,
-    }
+    counts = {k: v for k, v in asdict(report).items() if isinstance(v, int)}
+    counts["changes"] = report.changes
     document = {
         **counts,
         "seed": args.seed,

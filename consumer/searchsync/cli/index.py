@@ -149,7 +149,7 @@ def cmd_index_list(args: argparse.Namespace, settings: Settings, runtime: Runtim
             "alias": listing.alias,
             "read_alias": listing.read_alias,
             "write_index": None if listing.write_index is None else listing.write_index.name,
-            "indices": [row.as_json() for row in listing.indices],
+            "indices": [indices.index_json(row) for row in listing.indices],
         }
         for t, listing in pairs
     ]

@@ -119,14 +119,19 @@ def reset_target(text: str) -> str | int | datetime:
     if re.fullmatch(r"[0-9]{1,19}", text):
         return int(text)
     if re.match(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text):
-        try:
-            return parse_utc(text)
-        except InvalidRequest as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
+        return utc_time(text)
     raise argparse.ArgumentTypeError(
         "expected earliest, latest, an offset >= 0 or a time like 2026-11-30T12:00:00Z,"
         f" got {text!r}"
     )
+
+
+def utc_time(text: str) -> datetime:
+    """An ISO-8601 time with a zone (`searchsync.dlq.filter.parse_utc`)."""
+    try:
+        return parse_utc(text)
+    except InvalidRequest as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def duration(text: str) -> timedelta:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 from contextlib import closing
-from datetime import datetime
 from typing import Any
 
-from searchsync.cli.args import Parents, positive_int
+from searchsync.cli.args import Parents, positive_int, utc_time
 from searchsync.cli.dlq_output import (
     entry_json,
     entry_line,
@@ -18,9 +17,8 @@ from searchsync.cli.dlq_output import (
 from searchsync.cli.output import show
 from searchsync.config import Settings
 from searchsync.dlq import replay as dlq
-from searchsync.dlq.filter import DlqFilter, parse_utc
+from searchsync.dlq.filter import DlqFilter
 from searchsync.dlq.read import DlqTopic
-from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
 from searchsync.kafka.admin import KAFKA_TIMEOUT_S
 from searchsync.runtime import Runtime
@@ -61,16 +59,9 @@ def _filters() -> argparse.ArgumentParser:
     parser.add_argument("--type", dest="aggregate_type", metavar="TYPE", help="aggregate type")
     parser.add_argument("--id", dest="aggregate_id", metavar="ID", help="aggregate id")
     parser.add_argument("--event-id", metavar="ID", help="only this event")
-    parser.add_argument("--since", type=_utc, metavar="TIME", help="last failed at or after")
-    parser.add_argument("--until", type=_utc, metavar="TIME", help="last failed before")
+    parser.add_argument("--since", type=utc_time, metavar="TIME", help="last failed at or after")
+    parser.add_argument("--until", type=utc_time, metavar="TIME", help="last failed before")
     return parser
-
-
-def _utc(text: str) -> datetime:
-    try:
-        return parse_utc(text)
-    except InvalidRequest as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _selection(args: argparse.Namespace) -> DlqFilter:

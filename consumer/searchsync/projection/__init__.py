@@ -30,6 +30,8 @@ from searchsync.projection._relations import (
     attach,
     attach_steps,
     child_order,
+    lookup_keys,
+    through_child,
 )
 from searchsync.projection.canonical import CANONICALIZATION_VERSION, canonical_json, sha256_hex
 from searchsync.projection.plugins import registry_from_settings
@@ -52,10 +54,12 @@ __all__ = [
     "content_hash",
     "default_registry",
     "format_timestamp",
+    "lookup_keys",
     "projected_fields",
     "registry_from_settings",
     "sha256_hex",
     "sync_hash",
+    "through_child",
 ]
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import time
 import zlib
 from collections.abc import Sequence
 from typing import Any, Final
@@ -20,16 +19,13 @@ import aiomysql
 import orjson
 from elasticsearch import AsyncElasticsearch
 
-from bench.floor import bulk_docs
+from bench.rebuild_floor import Chunk, floor_backfill
 
 _CHUNK: Final = 5_000
-_READ_AHEAD: Final = 2
 _TAGS: Final = (
     "SET STATEMENT group_concat_max_len = 67108864 FOR SELECT JSON_ARRAYAGG(JSON_ARRAY("
     "article_id, position, tag)) FROM article_tag WHERE article_id IN %s"
 )
-
-Chunk = list[tuple[str, int, bytes]]
 
 
 def _in(sql: str, n: int) -> str:
@@ -101,26 +97,8 @@ async def _scan(pool: aiomysql.Pool, ready: asyncio.Queue[Chunk | None], v: int)
             await ready.put(docs)
 
 
-async def _read(pool: aiomysql.Pool, ready: asyncio.Queue[Chunk | None], v: int) -> None:
-    try:
-        await _scan(pool, ready, v)
-    finally:
-        await ready.put(None)  # the end, or a failure (raised by `await reader`)
-
-
 async def article_floor_backfill(
     pool: aiomysql.Pool, es: AsyncElasticsearch, index: str, schema_version: int
 ) -> tuple[int, float, int]:
     """Fill the existing `index` with the whole article table: (documents, seconds, errors)."""
-    ready: asyncio.Queue[Chunk | None] = asyncio.Queue(maxsize=_READ_AHEAD)
-    reader = asyncio.ensure_future(_read(pool, ready, schema_version))
-    written = errors = 0
-    t0 = time.monotonic()
-    try:
-        while (docs := await ready.get()) is not None:
-            errors += await bulk_docs(es, index, docs)
-            written += len(docs)
-        await reader
-    finally:
-        reader.cancel()
-    return written, time.monotonic() - t0, errors
+    return await floor_backfill(pool, es, index, schema_version, _scan)

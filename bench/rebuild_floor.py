@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from typing import Final
 
 import aiomysql
@@ -22,11 +23,15 @@ _READ_AHEAD: Final = 2
 Chunk = list[tuple[str, int, bytes]]
 
 
+Scan = Callable[[aiomysql.Pool, "asyncio.Queue[Chunk | None]", int], Awaitable[None]]
+"""A floor's reader: (pool, queue of encoded chunks, schema version); it puts each chunk."""
+
+
 async def _read(
-    pool: aiomysql.Pool, ready: asyncio.Queue[Chunk | None], schema_version: int
+    scan: Scan, pool: aiomysql.Pool, ready: asyncio.Queue[Chunk | None], schema_version: int
 ) -> None:
     try:
-        await _scan(pool, ready, schema_version)
+        await scan(pool, ready, schema_version)
     finally:
         await ready.put(None)  # the end, or a failure (raised by `await reader`)
 
@@ -54,12 +59,16 @@ async def _scan(
 
 
 async def floor_backfill(
-    pool: aiomysql.Pool, es: AsyncElasticsearch, index: str, schema_version: int
+    pool: aiomysql.Pool,
+    es: AsyncElasticsearch,
+    index: str,
+    schema_version: int,
+    scan: Scan | None = None,
 ) -> tuple[int, float, int]:
-    """Fill the existing `index` with the whole wiki_page table: (documents, seconds, item
-    errors)."""
+    """Fill the existing `index` with the whole wiki_page table (or what `scan` reads), its
+    chunks bulked as they come, `_READ_AHEAD` ahead: (documents, seconds, item errors)."""
     ready: asyncio.Queue[Chunk | None] = asyncio.Queue(maxsize=_READ_AHEAD)
-    reader = asyncio.ensure_future(_read(pool, ready, schema_version))
+    reader = asyncio.ensure_future(_read(scan or _scan, pool, ready, schema_version))
     written = errors = 0
     t0 = time.monotonic()
     try:

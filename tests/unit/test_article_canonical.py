@@ -8,14 +8,11 @@ import dataclasses
 from datetime import datetime
 from typing import Any
 
-import orjson
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from searchsync.errors import PoisonMessage
 from searchsync.examples import article
-from searchsync.projection import canonical_json
-from searchsync.projection.canonical import normalize
+
+from tests.unit.canonical_promise import assert_walk_skippable, canonical_build
 
 # Decomposed and composed forms, a leading combining mark, CJK, ASCII and the empty string.
 _PIECES = ["e\u0301", "é", "\u0301", "\u212b", "Å", "标签", "a", "Z", "0", " "]
@@ -51,24 +48,9 @@ def test_article_makes_the_promise() -> None:
 
 @given(rows)
 def test_build_returns_fields_that_normalizing_leaves_unchanged(row: dict[str, Any]) -> None:
-    try:
-        fields = article.build(row)
-    except PoisonMessage:
-        return
-    assert normalize(fields) == fields
-    assert canonical_json(fields) == orjson.dumps(fields, option=orjson.OPT_SORT_KEYS)
+    canonical_build(article.build, row)
 
 
 @given(rows)
 def test_skipping_the_walk_gives_the_same_document(row: dict[str, Any]) -> None:
-    try:
-        expected = WALKED.project(row)
-    except PoisonMessage as exc:
-        with pytest.raises(PoisonMessage) as info:
-            PROMISED.project(row)
-        assert info.value.message == exc.message
-        return
-    got = PROMISED.project(row)
-    assert got.to_json() == expected.to_json()
-    assert got.projection_hash == expected.projection_hash
-    assert got.body == expected.body == orjson.loads(got.to_json())
+    assert_walk_skippable(PROMISED, WALKED, row)

@@ -5,8 +5,9 @@ The bench's N events are written once through MySQL and Debezium; `capture` copi
 shared topic. Each pipeline run then gets its own topic (the shared topic's partition count), group
 and index: its consumer processes start first, the run waits until every member holds partitions,
 and only then are the N events produced into the topic, so a run measures the group at its size,
-not its rebalances. The window ends when the members' metrics (polled every 100 ms) count N event
-outcomes; the completeness check (a realtime mget of every id) comes after the window.
+not its rebalances. The window ends when the members' metrics count N event outcomes (polled
+more often as the end nears: `Members.until_total`); the completeness check (a realtime mget of
+every id) comes after the window.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from bench import procstat
 from bench.common import item_errors, missing, progress, run_bounded, topic_ends, wait_for
 from bench.consumers import Members
 
-METRICS_POLL_S: Final = 0.1
 BACKGROUND_S: Final = 1.0  # idle sample before each window: other sessions' load
 BULK_SIZE: Final = 500  # the consumer's default elasticsearch.bulk_max_actions
 BULK_IN_FLIGHT: Final = 2  # the pipeline's default max_concurrent_batches
@@ -227,14 +227,8 @@ class Runs:
         start = procstat.snapshot(pids, time.monotonic())
         if produce_first is not None:
             await asyncio.to_thread(produce, self.bootstrap, produce_first, self.messages)
-        totals: dict[str, float] = {}
-
-        async def finished() -> bool:
-            nonlocal totals
-            totals = await group.totals()
-            return totals.get(OUTCOMES, 0.0) >= before + n
-
-        await wait_for(finished, 300, f"{n} event outcomes ({kind})", METRICS_POLL_S)
+        span = (before, before + n)
+        totals = await group.until_total(OUTCOMES, span, start.at, f"{n} outcomes ({kind})")
         end = procstat.snapshot(pids, time.monotonic())
         window = Window(
             kind,

@@ -100,11 +100,14 @@ class OffsetLedger:
 
     def track(self, pos: Position) -> None:
         """Record a consumed position; offsets of one partition must rise."""
-        tp = (pos.topic, pos.partition)
+        self.ledger_of((pos.topic, pos.partition)).track(pos.offset)
+
+    def ledger_of(self, tp: TopicPartition) -> PartitionLedger:
+        """The ledger of `tp`, a new one if it has none (to track a run of its offsets)."""
         ledger = self._ledgers.get(tp)
         if ledger is None:
             ledger = self._ledgers[tp] = PartitionLedger()
-        ledger.track(pos.offset)
+        return ledger
 
     def finish(self, pos: Position) -> bool:
         """Mark a position finished. Returns False when it was ignored (see the class doc)."""

@@ -12,11 +12,19 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from searchsync.mysql.fanout import FanoutJob, FanoutStore, FanoutTarget
+from searchsync.projection import Child
 
 from tests.fakes.fanout import FakeFanout
 
 TYPE = "article"  # the dependent type: its table holds a column `author_id`
 TABLE, VIA = "article", "author_id"
+REF = "ref_id"  # the column of the world's child table (`FanoutWorld.child`) naming a reference
+
+
+def ref_child(table: str) -> Child:
+    """A child table of articles whose rows reference something (``ref_id``)."""
+    columns = ("article_id", REF, "position")
+    return Child("refs", table, key="article_id", columns=columns, order_by=("position",))
 
 
 class FanoutWorld(Protocol):
@@ -24,9 +32,15 @@ class FanoutWorld(Protocol):
     prefix: str
     kind: str
     """The referenced type the case's jobs have (nobody else's)."""
+    child: Child
+    """A child table of ``article`` (`ref_child`), nobody else's."""
 
     async def put(self, dependent_id: str, author_id: str | None, revision: int) -> None:
         """A dependent row (``article``) pointing at `author_id`."""
+        ...
+
+    async def put_link(self, dependent_id: str, ref_id: str, position: int) -> None:
+        """A row of the child table: `dependent_id` references `ref_id` (at `position`)."""
         ...
 
     async def rebuilds(self, ids: list[str]) -> list[tuple[str, str, int]]:
@@ -39,10 +53,15 @@ class FakeFanoutWorld:
         self.store = FakeFanout()
         self.prefix = "c-"
         self.kind = "author"
+        self.child = ref_child("article_ref")
 
     async def put(self, dependent_id: str, author_id: str | None, revision: int) -> None:
         rows = self.store.tables.setdefault(TABLE, {})
         rows[dependent_id] = {"id": dependent_id, VIA: author_id, "revision": revision}
+
+    async def put_link(self, dependent_id: str, ref_id: str, position: int) -> None:
+        row = {"article_id": dependent_id, REF: ref_id, "position": position}
+        self.store.child_tables.setdefault(self.child.table, []).append(row)
 
     async def rebuilds(self, ids: list[str]) -> list[tuple[str, str, int]]:
         return [e for e in self.store.events if e[1] in ids]
@@ -160,6 +179,44 @@ async def an_expired_lease_is_taken_over_from_its_cursor(w: FanoutWorld) -> None
     assert await w.store.advance(moved, dead, 30.0, first) is None
 
 
+async def dependents_through_a_child_are_paged_once_each_by_id(w: FanoutWorld) -> None:
+    """The roots of the child rows referencing X, each once however many rows it has, in id
+    order; none whose root is gone, none that only references another."""
+    x, y = f"{w.prefix}x", f"{w.prefix}y"
+    ids = [f"{w.prefix}k{n}" for n in range(5)]
+    for n, i in enumerate(ids):
+        await w.put(i, None, n + 1)
+    links = [(0, x), (0, x), (1, x), (2, y), (3, y), (3, x), (4, x)]
+    for position, (n, ref) in enumerate(links):
+        await w.put_link(ids[n], ref, position)
+    await w.put_link(f"{w.prefix}gone", x, 0)  # a child row whose root does not exist
+    pages, after = [], ""
+    while page := await w.store.dependents(TABLE, REF, x, after, 2, through=w.child):
+        pages.append([(d.id, d.revision) for d in page])
+        after = page[-1].id
+    assert pages == [[(ids[0], 1), (ids[1], 2)], [(ids[3], 4), (ids[4], 5)]]
+    assert await w.store.dependents(TABLE, REF, f"{w.prefix}none", "", 5, through=w.child) == []
+
+
+async def a_job_through_a_child_appends_each_dependent_once(w: FanoutWorld) -> None:
+    x = f"{w.prefix}x7"
+    ids = [f"{w.prefix}m{n}" for n in range(3)]
+    for i in ids:
+        await w.put(i, None, 4)
+        for position in range(3):
+            await w.put_link(i, x, position)
+    await w.store.record([target(w, "x7", 1, lookup="ref")])
+    owner, served = f"{w.prefix}me", [(w.kind, TYPE, "ref")]
+    job = await w.store.claim(owner, 30.0, served)
+    assert job is not None and job.target.lookup_name == "ref"
+    while page := await w.store.dependents(TABLE, REF, x, job.cursor_id, 2, through=w.child):
+        moved = await w.store.advance(job, owner, 30.0, page)
+        assert moved is not None
+        job = moved
+    assert await w.store.finish(job, owner) and job.appended == 3
+    assert await w.rebuilds(ids) == [(TYPE, i, 4) for i in ids]
+
+
 FANOUT_CASES: tuple[Callable[[Any], Awaitable[None]], ...] = (
     a_recorded_job_is_claimed_once_at_its_start,
     dependents_are_paged_from_the_truth_by_id,
@@ -167,4 +224,6 @@ FANOUT_CASES: tuple[Callable[[Any], Awaitable[None]], ...] = (
     a_newer_revision_restarts_the_pass_an_older_one_does_not,
     a_newer_revision_mid_pass_stops_the_old_pass,
     an_expired_lease_is_taken_over_from_its_cursor,
+    dependents_through_a_child_are_paged_once_each_by_id,
+    a_job_through_a_child_appends_each_dependent_once,
 )

@@ -1,5 +1,5 @@
-"""`FanoutStore` in memory: jobs, the dependents' tables a test puts rows in, and the REBUILD
-events appended."""
+"""`FanoutStore` in memory: jobs, the dependents' tables (and child tables) a test puts rows in,
+and the REBUILD events appended."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from searchsync.clock import utc_now
 from searchsync.mysql.fanout import Dependent, FanoutJob, FanoutStats, FanoutTarget, Route
 from searchsync.mysql.pool import db_time
+from searchsync.projection import Child
 
 __all__ = ["FakeFanout"]
 
@@ -30,11 +31,13 @@ class _Row:
 
 class FakeFanout:
     """`tables` maps a table to its rows (id -> row with ``revision`` and the via columns);
-    `events` lists every REBUILD appended as (type, id, revision)."""
+    `child_tables` a child table to its rows (with the child's key and via columns); `events`
+    lists every REBUILD appended as (type, id, revision)."""
 
     def __init__(self, clock: Callable[[], datetime] = utc_now) -> None:
         self.clock = clock
         self.tables: dict[str, dict[str, dict[str, object]]] = {}
+        self.child_tables: dict[str, list[dict[str, object]]] = {}
         self.events: list[tuple[str, str, int]] = []
         self.jobs: dict[Key, _Row] = {}
 
@@ -63,10 +66,23 @@ class FakeFanout:
         return None
 
     async def dependents(
-        self, table: str, via: str, referenced_id: str, after: str, limit: int
+        self,
+        table: str,
+        via: str,
+        referenced_id: str,
+        after: str,
+        limit: int,
+        *,
+        through: Child | None = None,
     ) -> list[Dependent]:
         rows = self.tables.get(table, {})
-        ids = sorted(i for i, r in rows.items() if r.get(via) == referenced_id and i > after)
+        if through is None:
+            found = {i for i, r in rows.items() if r.get(via) == referenced_id}
+        else:  # the roots of the child rows that reference it, each once, if they still exist
+            children = self.child_tables.get(through.table, [])
+            found = {str(c[through.key]) for c in children if c.get(via) == referenced_id}
+            found &= rows.keys()
+        ids = sorted(i for i in found if i > after)
         return [Dependent(i, int(str(rows[i]["revision"]))) for i in ids[:limit]]
 
     async def advance(

@@ -8,7 +8,7 @@ from typing import Any
 from searchsync.mysql.truth import TruthEntry
 from searchsync.mysql.truth_buckets import entry_of_row
 from searchsync.ops.repair.buckets import key_hash
-from searchsync.projection import Projector, Row, attach
+from searchsync.projection import Projector, Row, attach, lookup_keys
 from searchsync.types import BucketCursor
 
 __all__ = ["FakeTruth"]
@@ -21,7 +21,8 @@ class FakeTruth:
     `primary` flag; `pages` counts `bucket_page` calls.
 
     A projector's children and lookups are attached like `MysqlTruth` does: lookup rows are rows
-    of `tables` (by id), child rows are kept in `child_tables` (`put_child`). Each batch reads
+    of `tables` (by id), child rows are kept in `child_tables` (`put_child`); a lookup through a
+    child reads the via values of the child rows the batch read. Each batch reads
     them with one "query" per table, counted in `relation_reads`, and hands them to `attach` in
     the reverse of the order they were put in (a database's order is no promise either)."""
 
@@ -65,7 +66,7 @@ class FakeTruth:
         lookups = []
         for lookup in projector.lookups:
             self.relation_reads.append(lookup.table)
-            wanted = {str(r[lookup.via]) for r in roots if r.get(lookup.via) is not None}
+            wanted = {str(k) for k in lookup_keys(lookup, roots, children)}
             table = self.tables.get(lookup.table, {})
             found = [{c: table[i][c] for c in lookup.columns} for i in wanted if i in table]
             lookups.append((lookup, found))

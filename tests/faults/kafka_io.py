@@ -9,7 +9,7 @@ from collections import defaultdict
 from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
-from searchsync.dlq.replay import inspect
+from searchsync.dlq.replay import DlqTopic, inspect
 
 from tests.faults.evidence import Hostile
 
@@ -146,7 +146,7 @@ def _is_event(value: bytes | None) -> bool:
 
 def dead_letters(client_config: dict[str, Any], dlq_topic: str) -> dict[tuple[int, int], set[str]]:
     out: dict[tuple[int, int], set[str]] = defaultdict(set)
-    for entry in inspect(client_config, dlq_topic, limit=100_000, from_beginning=True):
+    for entry in inspect(DlqTopic(client_config, dlq_topic), limit=100_000, from_beginning=True):
         r = entry.record
         if r.original_partition is not None and r.original_offset is not None:
             out[(r.original_partition, r.original_offset)].add(r.last_error_code)

@@ -17,7 +17,7 @@ import pytest
 import pytest_asyncio
 from confluent_kafka import Producer
 from searchsync.devtools.loadgen import run_loadgen
-from searchsync.dlq.replay import inspect
+from searchsync.dlq.replay import DlqTopic, inspect
 from searchsync.events import AvroFraming, encode_avro, encode_json
 from searchsync.mysql.pool import transaction
 from searchsync.mysql.truth import MysqlTruth
@@ -228,8 +228,7 @@ async def test_revision_regression_is_surfaced_not_hidden(
     async def dead_lettered() -> bool:
         records = await asyncio.to_thread(
             inspect,
-            consumer.settings.kafka.client_config(),
-            consumer.settings.kafka.dlq_topic,
+            DlqTopic(consumer.settings.kafka.client_config(), consumer.settings.kafka.dlq_topic),
             limit=10,
             from_beginning=True,
         )
@@ -277,8 +276,7 @@ async def test_poison_message_goes_to_the_dlq_and_the_group_keeps_going(
     async def dead_lettered() -> list:  # type: ignore[type-arg]
         return await asyncio.to_thread(
             inspect,
-            consumer.settings.kafka.client_config(),
-            consumer.settings.kafka.dlq_topic,
+            DlqTopic(consumer.settings.kafka.client_config(), consumer.settings.kafka.dlq_topic),
             limit=10,
             from_beginning=True,
         )

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from searchsync.dlq.record import REPLAYED_FROM_HEADER, DlqProducer, DlqRecord
-from searchsync.dlq.replay import inspect, replay
+from searchsync.dlq.replay import DlqTopic, inspect, replay
 from searchsync.errors import TransientError
 from searchsync.events import encode_json
 from searchsync.kafka.admin import Watermarks
@@ -88,8 +88,8 @@ async def test_send_resolves_after_ack_and_inspect_reads_it_back(topics: tuple[s
     assert _high_watermark(dlq, 0) == 1
     assert await producer.close(10) == 0
 
-    [oldest] = inspect(CLIENT, dlq, limit=10, from_beginning=True)
-    [newest] = inspect(CLIENT, dlq, limit=10, from_beginning=False)
+    [oldest] = inspect(DlqTopic(CLIENT, dlq), limit=10, from_beginning=True)
+    [newest] = inspect(DlqTopic(CLIENT, dlq), limit=10, from_beginning=False)
     assert oldest.record == newest.record == record
     assert (oldest.partition, oldest.offset) == (0, 0) and oldest.timestamp is not None
 
@@ -129,15 +129,15 @@ async def test_replay_reproduces_the_original_message_and_resumes(
     assert await producer.close(10) == 0
 
     ledger = FakeReplayLedger()
-    dry = replay(CLIENT, dlq, ledger=ledger, dry_run=True)
+    dry = replay(DlqTopic(CLIENT, dlq), ledger=ledger, dry_run=True)
     assert [e.record for e in dry.replayed] == dead
     assert _high_watermark(original, 0) == _high_watermark(original, 1) == 0
 
-    first = replay(CLIENT, dlq, ledger=ledger, dry_run=False, limit=1)
+    first = replay(DlqTopic(CLIENT, dlq), ledger=ledger, dry_run=False, limit=1)
     assert [e.record for e in first.replayed] == [dead[0]]
-    second = replay(CLIENT, dlq, ledger=ledger, dry_run=False)  # the ledger has the first
+    second = replay(DlqTopic(CLIENT, dlq), ledger=ledger, dry_run=False)  # the ledger has the first
     assert [e.record for e in second.replayed] == [dead[1]]
-    assert replay(CLIENT, dlq, ledger=ledger, dry_run=False).nothing_new
+    assert replay(DlqTopic(CLIENT, dlq), ledger=ledger, dry_run=False).nothing_new
     # the broker's offsets of the re-produced messages are in the ledger
     assert sorted((e.replayed_to_partition, e.replayed_to_offset) for e in ledger.entries) == [
         (0, 0),
@@ -153,9 +153,9 @@ async def test_replay_reproduces_the_original_message_and_resumes(
 
 def test_before_the_first_dead_letter_there_is_nothing_to_inspect_or_replay() -> None:
     missing = f"it.missing.{uuid.uuid4().hex}.dlq"
-    assert inspect(CLIENT, missing, limit=10, from_beginning=True) == []
-    assert inspect(CLIENT, missing, limit=10, from_beginning=False) == []
-    report = replay(CLIENT, missing, ledger=FakeReplayLedger(), dry_run=False)
+    assert inspect(DlqTopic(CLIENT, missing), limit=10, from_beginning=True) == []
+    assert inspect(DlqTopic(CLIENT, missing), limit=10, from_beginning=False) == []
+    report = replay(DlqTopic(CLIENT, missing), ledger=FakeReplayLedger(), dry_run=False)
     assert (report.scanned, report.replayed, report.skipped) == (0, (), 0)
     assert not kafka_admin(BOOTSTRAP).topic_exists(missing)  # looking did not create it
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
+from typing import Any
 
 import aiomysql
 import pytest
 import pytest_asyncio
-from elasticsearch import AsyncElasticsearch, NotFoundError
+from elasticsearch import NotFoundError
 from searchsync.cli.rebuild import run_rebuild
 from searchsync.ops.rebuild.outcome import RebuildOptions
 from searchsync.projection import registry_from_settings
@@ -33,6 +34,7 @@ from tests.integration.consumer_harness import (
     InProcessConsumer,
     harness_env,
 )
+from tests.integration.doc_watch import Watcher, watch_docs
 from tests.integration.fanout_writes import author_write
 from tests.integration.test_aggregate_types_e2e import (
     ensure_topics,
@@ -82,49 +84,18 @@ async def consumer(app_pool: aiomysql.Pool) -> AsyncIterator[InProcessConsumer]:
         await es.close()
 
 
-class Watcher:
-    """Reads every watched document over and over; `moved_back` lists any version (or, at one
-    version, any author name in `names` order) that went backwards."""
-
-    def __init__(self, es: AsyncElasticsearch, alias: str, ids: list[str], names: list[str]):
-        self._es, self._alias, self.ids, self._names = es, alias, ids, names
-        self._seen: dict[str, tuple[int, int]] = {}
-        self.moved_back: list[str] = []
-        self.reads = 0
-
-    async def run(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            resp = await self._es.mget(index=self._alias, ids=list(self.ids))
-            self.reads += 1
-            for doc in resp["docs"]:
-                if not doc.get("found"):
-                    continue
-                name = doc["_source"].get("author_name")
-                rank = self._names.index(name) if name in self._names else -1
-                now = (doc["_version"], rank)
-                was = self._seen.get(doc["_id"])
-                if was is not None and (now[0] < was[0] or (now[0] == was[0] and now[1] < was[1])):
-                    self.moved_back.append(f"{doc['_id']}: {was} -> {now}")
-                self._seen[doc["_id"]] = now
-            await asyncio.sleep(0.05)
-
-
 @contextlib.asynccontextmanager
 async def watching(
     consumer: InProcessConsumer, ids: list[str], names: list[str]
 ) -> AsyncIterator[Watcher]:
-    es = make_es_client(consumer.settings)
-    watcher = Watcher(es, consumer.settings.alias("article"), ids, names)
-    stop = asyncio.Event()
-    task = asyncio.create_task(watcher.run(stop))
-    try:
+    """Watch the articles `ids`: an author name later in `names` ranks higher."""
+
+    def rank(source: Mapping[str, Any]) -> int:
+        name = source.get("author_name")
+        return names.index(name) if name in names else -1
+
+    async with watch_docs(consumer, "article", ids, rank) as watcher:
         yield watcher
-    finally:
-        stop.set()
-        await task
-        await es.close()
-    assert watcher.reads > 0
-    assert watcher.moved_back == [], watcher.moved_back[:5]
 
 
 async def converge(

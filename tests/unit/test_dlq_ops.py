@@ -20,6 +20,7 @@ from searchsync.dlq.replay import (
     DlqEntry,
     DlqFilter,
     DlqSummary,
+    DlqTopic,
     ReplayOutcome,
     inspect,
     replay,
@@ -52,30 +53,21 @@ class Dlq(FakeTopics):
         if filters:
             kwargs["selection"] = DlqFilter(**filters)
         return replay(
-            CLIENT,
-            DLQ,
+            self.dlq(DLQ, timeout_s=5.0),
             ledger=self.ledger,
-            admin_factory=self.admin,
-            consumer_factory=self.consumer,
             producer_factory=self.producer,
-            timeout_s=5.0,
             clock=lambda: T1,
             **{"dry_run": False, **kwargs},
         )
 
     def inspect(self, topic: str = DLQ, **kwargs: Any) -> list[DlqEntry]:
-        return inspect(
-            CLIENT, topic, admin_factory=self.admin, consumer_factory=self.consumer, **kwargs
-        )
+        return inspect(self.dlq(topic), **kwargs)
 
     def summary(self) -> DlqSummary:
-        return summary(
-            CLIENT,
-            DLQ,
-            ledger=self.ledger,
-            admin_factory=self.admin,
-            consumer_factory=self.consumer,
-        )
+        return summary(self.dlq(DLQ), ledger=self.ledger)
+
+    def dlq(self, topic: str, timeout_s: float = 30.0) -> DlqTopic:
+        return DlqTopic(CLIENT, topic, self.admin, self.consumer, timeout_s)
 
 
 def _dlq(*partitions: list[DlqRecord]) -> Dlq:
@@ -324,13 +316,7 @@ def test_before_the_first_dead_letter_there_is_nothing_to_inspect_or_replay() ->
     assert dlq.inspect("nope.dlq", limit=5, from_beginning=True) == []
     assert dlq.inspect("nope.dlq", limit=5, from_beginning=False) == []
     report = replay(
-        CLIENT,
-        "nope.dlq",
-        ledger=dlq.ledger,
-        dry_run=False,
-        admin_factory=dlq.admin,
-        consumer_factory=dlq.consumer,
-        producer_factory=dlq.producer,
+        dlq.dlq("nope.dlq"), ledger=dlq.ledger, dry_run=False, producer_factory=dlq.producer
     )
     assert (report.scanned, report.replayed, report.skipped) == (0, (), 0)
     assert dlq.consumers == [] and dlq.producers == []  # nothing was even opened

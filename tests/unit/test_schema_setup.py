@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from searchsync.cli import main
+from searchsync.examples import article
 from searchsync.exit_codes import ExitCode
 from searchsync.kafka.outbox_connector import (
     ConnectorTarget,
@@ -19,7 +20,11 @@ from searchsync.kafka.outbox_connector import (
 )
 from searchsync.mysql.grants import violations
 from searchsync.mysql.schema import DbUsers, grant_statements, migrations, schema_sql
+from searchsync.projection import ProjectorRegistry
+from searchsync.projection.references import business_tables
 from searchsync.relay import OutboxEntry, router_record
+
+from tests import catalog
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -135,3 +140,15 @@ def test_the_local_stack_keeps_no_second_copy() -> None:
     assert "GRANT" not in migrate and "schema grants" in migrate
     assert "schema connector" in connect and "MariaDbConnector" not in connect
     assert not (ROOT / "connect").exists()
+
+
+def test_grants_cover_every_table_a_projector_reads() -> None:
+    registry = ProjectorRegistry()
+    registry.register(article.projector())
+    registry.register(catalog.projector())
+    tables = business_tables(registry)
+    # the roots, the child tables and the lookup tables, each once
+    assert tables == ("article", "article_tag", "author", *sorted(catalog.tables()))
+    statements = grant_statements("shop", list(tables), DbUsers(consumer="c", host="h"))
+    for table in tables:
+        assert f"GRANT SELECT ON `shop`.`{table}` TO 'c'@'h';" in statements

@@ -37,8 +37,13 @@ REVIEWED: dict[tuple[str, str], str] = {
     ("consumer/searchsync/mysql/fanout.py", "newer"): "a constant SQL fragment",
     ("consumer/searchsync/mysql/fanout.py", "free"): "a constant SQL fragment",
     ("consumer/searchsync/mysql/fanout.py", "_UNCHANGED"): "a constant SQL fragment",
-    ("consumer/searchsync/mysql/fanout.py", "quote_identifier(table)"): "Projector.table, quoted",
-    ("consumer/searchsync/mysql/fanout.py", "quote_identifier(via)"): "Lookup.via, quoted",
+    ("consumer/searchsync/mysql/fanout_dependents.py", "table_q"): "Projector.table, quoted",
+    ("consumer/searchsync/mysql/fanout_dependents.py", "via_q"): "Lookup.via, quoted",
+    ("consumer/searchsync/mysql/fanout_dependents.py", "child_q"): "Child.table, quoted",
+    ("consumer/searchsync/mysql/fanout_dependents.py", "key"): "'c.' and Child.key, quoted",
+    ("consumer/searchsync/mysql/fanout_dependents.py", "hint"): (
+        "'' or FORCE INDEX (an IDENTIFIER-checked index name, quoted)"
+    ),
     ("consumer/searchsync/mysql/fanout.py", "_marks(types)"): "only %s placeholders",
     ("consumer/searchsync/mysql/state.py", "', '.join(_COLUMNS)"): "constant column names",
     ("consumer/searchsync/mysql/state.py", "placeholders"): "only '(%s, ...)' groups",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Final
 
@@ -77,6 +77,14 @@ def chosen_type(runtime: Runtime, given: str | None) -> str:
     return given
 
 
+def chosen_types(runtime: Runtime, given: Sequence[str] | str | None) -> list[str]:
+    """The aggregate types ``--type`` names, each checked as `chosen_type` does; without one,
+    every registered type."""
+    if not given:
+        return list(runtime.registry.types())
+    return [chosen_type(runtime, t) for t in ([given] if isinstance(given, str) else given)]
+
+
 def positive_int(text: str) -> int:
     value = non_negative_int(text)
     if value < 1:
@@ -111,14 +119,19 @@ def reset_target(text: str) -> str | int | datetime:
     if re.fullmatch(r"[0-9]{1,19}", text):
         return int(text)
     if re.match(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text):
-        try:
-            return parse_utc(text)
-        except InvalidRequest as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
+        return utc_time(text)
     raise argparse.ArgumentTypeError(
         "expected earliest, latest, an offset >= 0 or a time like 2026-11-30T12:00:00Z,"
         f" got {text!r}"
     )
+
+
+def utc_time(text: str) -> datetime:
+    """An ISO-8601 time with a zone (`searchsync.dlq.filter.parse_utc`)."""
+    try:
+        return parse_utc(text)
+    except InvalidRequest as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def duration(text: str) -> timedelta:

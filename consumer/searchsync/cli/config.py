@@ -17,6 +17,7 @@ from searchsync.cli.args import Parents
 from searchsync.cli.output import err, out, print_json
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
+from searchsync.projection.references import business_tables
 from searchsync.runtime import Runtime
 
 
@@ -43,7 +44,7 @@ def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runt
         from searchsync.mysql.grants import check_grants
         from searchsync.mysql.pool import pool_of
 
-        tables = sorted({registry.get(t).table for t in registry.types()})
+        tables = list(business_tables(runtime.registry))
 
         async def go() -> Any:
             async with pool_of(settings.mysql, maxsize=1) as pool:

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
-from contextlib import contextmanager
-from datetime import datetime
+from contextlib import closing
 from typing import Any
 
-from searchsync.cli.args import Parents, positive_int
-from searchsync.cli.dlq_output import entry_json, entry_line, print_summary, replay_json
-from searchsync.cli.output import out, print_json
+from searchsync.cli.args import Parents, positive_int, utc_time
+from searchsync.cli.dlq_output import (
+    entry_json,
+    entry_line,
+    replay_json,
+    replay_lines,
+    summary_lines,
+)
+from searchsync.cli.output import show
 from searchsync.config import Settings
 from searchsync.dlq import replay as dlq
-from searchsync.dlq.filter import DlqFilter, parse_utc
-from searchsync.dlq.ledger import ReplayLedger
-from searchsync.errors import InvalidRequest
+from searchsync.dlq.filter import DlqFilter
+from searchsync.dlq.read import DlqTopic
 from searchsync.exit_codes import ExitCode
 from searchsync.kafka.admin import KAFKA_TIMEOUT_S
 from searchsync.runtime import Runtime
@@ -56,16 +59,9 @@ def _filters() -> argparse.ArgumentParser:
     parser.add_argument("--type", dest="aggregate_type", metavar="TYPE", help="aggregate type")
     parser.add_argument("--id", dest="aggregate_id", metavar="ID", help="aggregate id")
     parser.add_argument("--event-id", metavar="ID", help="only this event")
-    parser.add_argument("--since", type=_utc, metavar="TIME", help="last failed at or after")
-    parser.add_argument("--until", type=_utc, metavar="TIME", help="last failed before")
+    parser.add_argument("--since", type=utc_time, metavar="TIME", help="last failed at or after")
+    parser.add_argument("--until", type=utc_time, metavar="TIME", help="last failed before")
     return parser
-
-
-def _utc(text: str) -> datetime:
-    try:
-        return parse_utc(text)
-    except InvalidRequest as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _selection(args: argparse.Namespace) -> DlqFilter:
@@ -79,92 +75,51 @@ def _selection(args: argparse.Namespace) -> DlqFilter:
     )
 
 
-@contextmanager
-def _ledger(runtime: Runtime) -> Iterator[ReplayLedger]:
-    ledger = runtime.replay_ledger()
-    try:
-        yield ledger
-    finally:
-        ledger.close()
+def dlq_topic(
+    settings: Settings, runtime: Runtime, *, timeout_s: float = KAFKA_TIMEOUT_S
+) -> DlqTopic:
+    """The configured DLQ topic, read through the runtime's Kafka clients."""
+    kafka, clients = settings.kafka, runtime.kafka
+    return DlqTopic(
+        kafka.client_config(), kafka.dlq_topic, clients.admin, clients.consumer, timeout_s
+    )
 
 
 def cmd_dlq_inspect(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     kafka = settings.kafka
-    with _ledger(runtime) as ledger:
+    with closing(runtime.replay_ledger()) as ledger:
         entries = dlq.inspect(
-            kafka.client_config(),
-            kafka.dlq_topic,
+            dlq_topic(settings, runtime),
             limit=args.limit,
             from_beginning=args.from_beginning,
             selection=_selection(args),
             ledger=ledger,
-            timeout_s=KAFKA_TIMEOUT_S,
-            admin_factory=runtime.kafka.admin,
-            consumer_factory=runtime.kafka.consumer,
         )
-    if args.json:
-        print_json([entry_json(e) for e in entries])
-        return ExitCode.OK
-    if not entries:
-        out(f"no dead letters in {kafka.dlq_topic}")
-    for entry in entries:
-        out(entry_line(kafka.dlq_topic, entry))
+    lines = [entry_line(kafka.dlq_topic, e) for e in entries] or [
+        f"no dead letters in {kafka.dlq_topic}"
+    ]
+    show(args.json, [entry_json(e) for e in entries], lines)
     return ExitCode.OK
 
 
 def cmd_dlq_summary(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    kafka = settings.kafka
-    with _ledger(runtime) as ledger:
-        result = dlq.summary(
-            kafka.client_config(),
-            kafka.dlq_topic,
-            ledger=ledger,
-            timeout_s=KAFKA_TIMEOUT_S,
-            admin_factory=runtime.kafka.admin,
-            consumer_factory=runtime.kafka.consumer,
-        )
-    if args.json:
-        print_json(result.as_json())
-    else:
-        print_summary(result)
+    with closing(runtime.replay_ledger()) as ledger:
+        result = dlq.summary(dlq_topic(settings, runtime), ledger=ledger)
+    show(args.json, result.as_json(), summary_lines(result))
     return ExitCode.OK
 
 
 def cmd_dlq_replay(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     kafka = settings.kafka
-    with _ledger(runtime) as ledger:
+    with closing(runtime.replay_ledger()) as ledger:
         report = dlq.replay(
-            kafka.client_config(),
-            kafka.dlq_topic,
+            dlq_topic(settings, runtime),
             ledger=ledger,
             dry_run=args.dry_run,
             selection=_selection(args),
             again=args.again,
             limit=args.limit,
-            timeout_s=KAFKA_TIMEOUT_S,
-            admin_factory=runtime.kafka.admin,
-            consumer_factory=runtime.kafka.consumer,
             producer_factory=runtime.kafka.producer,
         )
-    if args.json:
-        print_json(replay_json(kafka.dlq_topic, report))
-        return ExitCode.OK
-    if report.scanned == 0:
-        out(f"no dead letters to replay in {kafka.dlq_topic}")
-        return ExitCode.OK
-    if report.nothing_new:
-        last = max(r.replayed_at for e in report.already_replayed for r in e.replays)
-        out(
-            f"nothing to replay: the {len(report.already_replayed)} dead letter(s) this selection "
-            f"picks were replayed already (last at {last.isoformat()}); --again replays them again"
-        )
-        return ExitCode.OK
-    verb = "would replay" if report.dry_run else "replayed"
-    for entry in report.replayed:
-        out(f"{verb} {entry_line(kafka.dlq_topic, entry)}")
-    out(
-        f"{verb} {len(report.replayed)} of {report.scanned} dead letters read from "
-        f"{kafka.dlq_topic} ({report.skipped} skipped by filters, "
-        f"{len(report.already_replayed)} replayed before)"
-    )
+    show(args.json, replay_json(kafka.dlq_topic, report), replay_lines(kafka.dlq_topic, report))
     return ExitCode.OK

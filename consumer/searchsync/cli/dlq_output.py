@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
 
-from searchsync.cli.output import bytes_json, out
+from searchsync.cli.output import bytes_json
 from searchsync.dlq.ledger import ReplayEntry
 from searchsync.dlq.record import DlqRecord
 from searchsync.dlq.replay import DlqEntry, DlqSummary, ReplayReport
@@ -87,27 +88,48 @@ def replay_json(dlq_topic: str, report: ReplayReport) -> dict[str, Any]:
     }
 
 
-def print_summary(summary: DlqSummary) -> None:
-    if summary.total == 0 and not summary.replays:
-        out(f"no dead letters in {summary.topic}")
+def replay_lines(dlq_topic: str, report: ReplayReport) -> Iterator[str]:
+    if report.scanned == 0:
+        yield f"no dead letters to replay in {dlq_topic}"
         return
-    out(f"{summary.total} dead letters in {summary.topic}")
+    if report.nothing_new:
+        last = max(r.replayed_at for e in report.already_replayed for r in e.replays)
+        yield (
+            f"nothing to replay: the {len(report.already_replayed)} dead letter(s) this selection "
+            f"picks were replayed already (last at {last.isoformat()}); --again replays them again"
+        )
+        return
+    verb = "would replay" if report.dry_run else "replayed"
+    for entry in report.replayed:
+        yield f"{verb} {entry_line(dlq_topic, entry)}"
+    yield (
+        f"{verb} {len(report.replayed)} of {report.scanned} dead letters read from "
+        f"{dlq_topic} ({report.skipped} skipped by filters, "
+        f"{len(report.already_replayed)} replayed before)"
+    )
+
+
+def summary_lines(summary: DlqSummary) -> Iterator[str]:
+    if summary.total == 0 and not summary.replays:
+        yield f"no dead letters in {summary.topic}"
+        return
+    yield f"{summary.total} dead letters in {summary.topic}"
     if summary.total:
-        out(f"  last failed: oldest {summary.oldest_failed_at}, newest {summary.newest_failed_at}")
-        out(
+        yield f"  last failed: oldest {summary.oldest_failed_at}, newest {summary.newest_failed_at}"
+        yield (
             f"  dead-lettered (Kafka time): {summary.oldest_timestamp} .."
             f" {summary.newest_timestamp}"
         )
-        out("  by error code: " + ", ".join(f"{k} {v}" for k, v in summary.by_code.items()))
-        out("  by aggregate type: " + ", ".join(f"{k} {v}" for k, v in summary.by_type.items()))
-        out(
+        yield "  by error code: " + ", ".join(f"{k} {v}" for k, v in summary.by_code.items())
+        yield "  by aggregate type: " + ", ".join(f"{k} {v}" for k, v in summary.by_type.items())
+        yield (
             f"  replayed: {summary.replayed} of them; {summary.from_replays} came from a replay "
             "that failed again"
         )
     if not summary.replays:
         return
     outcomes = ", ".join(f"{k} {v}" for k, v in summary.outcomes.items() if v)
-    out(f"{len(summary.replays)} replays recorded ({outcomes})")
+    yield f"{len(summary.replays)} replays recorded ({outcomes})"
     for status in summary.replays:
         s = status_json(status)
         again = (
@@ -115,7 +137,7 @@ def print_summary(summary: DlqSummary) -> None:
             if status.dead_letter is None
             else f" -> {summary.topic}/{status.dead_letter[0]}/{status.dead_letter[1]}"
         )
-        out(
+        yield (
             f"  {s['replayed_at']} {s['dlq_position']} event={s['event_id'] or '?'} "
             f"{s['aggregate_type'] or '?'}/{s['aggregate_id'] or '?'} rev={s['source_revision']} "
             f"{s['outcome']}{again} (indexed revision {s['indexed_revision']})"

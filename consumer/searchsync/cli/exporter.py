@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 from contextlib import AsyncExitStack
 from typing import Any
 
 from searchsync.cli.args import Parents
 from searchsync.cli.output import out
+from searchsync.cli.run import until_signalled
 from searchsync.clock import utc_now
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
@@ -79,11 +79,7 @@ async def _go(settings: Settings, runtime: Runtime, *, once: bool) -> int:
         )
         await server.start()
         stack.push_async_callback(server.close)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stop.set)
-            stack.callback(loop.remove_signal_handler, signum)
+        stop = await stack.enter_async_context(until_signalled())
         await exporter.run(stop)
     return ExitCode.OK
 

@@ -8,11 +8,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import asdict
 from typing import Any, TypeVar
 
-from searchsync.cli.args import PLAN_ONLY, TYPE_HELP, Parents, chosen_type, plan_or_execute
-from searchsync.cli.output import err, out, print_json
+from searchsync.cli.args import (
+    PLAN_ONLY,
+    TYPE_HELP,
+    Parents,
+    chosen_type,
+    chosen_types,
+    plan_or_execute,
+)
+from searchsync.cli.output import err, show
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
@@ -97,18 +105,14 @@ def cmd_index_init(args: argparse.Namespace, settings: Settings, runtime: Runtim
     message = _MESSAGES[result.action.value].format(
         alias=result.alias, index=result.index, read=read_alias_name(result.alias)
     )
-    if args.json:
-        print_json(
-            {
-                "alias": result.alias,
-                "index": result.index,
-                "action": result.action.value,
-                "dry_run": args.dry_run,
-                "message": message,
-            }
-        )
-    else:
-        out(message)
+    document = {
+        "alias": result.alias,
+        "index": result.index,
+        "action": result.action.value,
+        "dry_run": args.dry_run,
+        "message": message,
+    }
+    show(args.json, document, [message])
     return ExitCode.OK
 
 
@@ -118,72 +122,58 @@ def cmd_index_describe(args: argparse.Namespace, settings: Settings, runtime: Ru
     async def work(admin: IndexAdmin) -> list[Any]:
         return [await describe(admin, settings.alias(t)) for t in types]
 
-    found = _with_admin(runtime, work)
-    if args.json:
-        print_json(
-            [
-                {
-                    "aggregate_type": t,
-                    "alias": d.alias,
-                    "exists": d.exists,
-                    "indices": list(d.indices),
-                    "write_index": d.write_index,
-                    "read_alias": d.read_alias,
-                    "read_indices": list(d.read_indices),
-                }
-                for t, d in zip(types, found, strict=True)
-            ]
-        )
-        return ExitCode.OK
-    for t, d in zip(types, found, strict=True):
-        if not d.exists:
-            out(f"{t}: alias {d.alias} does not exist (run `searchsync index init --type {t}`)")
-        else:
-            out(f"{t}: alias {d.alias} -> {', '.join(d.indices)} (writes: {d.write_index})")
-            out(f"{t}: read alias {d.read_alias} -> {', '.join(d.read_indices) or 'nothing'}")
+    pairs = list(zip(types, _with_admin(runtime, work), strict=True))
+
+    def lines() -> Iterator[str]:
+        for t, d in pairs:
+            if not d.exists:
+                yield f"{t}: alias {d.alias} does not exist ({_init_hint(t)})"
+                continue
+            yield f"{t}: alias {d.alias} -> {', '.join(d.indices)} (writes: {d.write_index})"
+            yield f"{t}: read alias {d.read_alias} -> {', '.join(d.read_indices) or 'nothing'}"
+
+    show(args.json, [{"aggregate_type": t, **asdict(d)} for t, d in pairs], lines())
     return ExitCode.OK
 
 
 def cmd_index_list(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    if args.type is not None:
-        types = [chosen_type(runtime, args.type)]
-    else:
-        types = list(runtime.registry.types())
+    types = chosen_types(runtime, args.type)
 
     async def work(admin: IndexAdmin) -> list[indices.AliasListing]:
         return [await indices.list_alias(admin, settings.alias(t)) for t in types]
 
-    listings = _with_admin(runtime, work)
-    if args.json:
-        print_json(
-            [
-                {
-                    "aggregate_type": t,
-                    "alias": listing.alias,
-                    "read_alias": listing.read_alias,
-                    "write_index": None
-                    if listing.write_index is None
-                    else listing.write_index.name,
-                    "indices": [row.as_json() for row in listing.indices],
-                }
-                for t, listing in zip(types, listings, strict=True)
-            ]
-        )
-        return ExitCode.OK
-    for t, listing in zip(types, listings, strict=True):
+    pairs = list(zip(types, _with_admin(runtime, work), strict=True))
+    document = [
+        {
+            "aggregate_type": t,
+            "alias": listing.alias,
+            "read_alias": listing.read_alias,
+            "write_index": None if listing.write_index is None else listing.write_index.name,
+            "indices": [indices.index_json(row) for row in listing.indices],
+        }
+        for t, listing in pairs
+    ]
+    show(args.json, document, _listing_lines(pairs))
+    return ExitCode.OK
+
+
+def _init_hint(aggregate_type: str) -> str:
+    return f"run `searchsync index init --type {aggregate_type}`"
+
+
+def _listing_lines(pairs: list[tuple[str, indices.AliasListing]]) -> Iterator[str]:
+    for t, listing in pairs:
         if not listing.indices:
-            hint = f"run `searchsync index init --type {t}`"
-            out(f"{t}: no index behind alias {listing.alias} ({hint})")
+            yield f"{t}: no index behind alias {listing.alias} ({_init_hint(t)})"
             continue
-        out(f"{t}: alias {listing.alias}, read alias {listing.read_alias}")
-        out(f"  {'INDEX':<48} {'DOCS':>10} {'SCHEMA':>6}  {'CREATED':<25} ALIAS")
+        yield f"{t}: alias {listing.alias}, read alias {listing.read_alias}"
+        yield f"  {'INDEX':<48} {'DOCS':>10} {'SCHEMA':>6}  {'CREATED':<25} ALIAS"
         for row in listing.indices:
             role = "write" if row.is_write_index else ("read" if row.aliased else "-")
             role += "+live" if row.read_aliased else ""
             schema = "-" if row.schema_version is None else str(row.schema_version)
             created = row.created_at.isoformat(timespec="seconds")
-            out(f"  {row.name:<48} {row.docs:>10} {schema:>6}  {created:<25} {role}")
-    return ExitCode.OK
+            yield f"  {row.name:<48} {row.docs:>10} {schema:>6}  {created:<25} {role}"
 
 
 def cmd_index_rollback(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -193,20 +183,16 @@ def cmd_index_rollback(args: argparse.Namespace, settings: Settings, runtime: Ru
         return await indices.rollback(admin, alias, to=args.to, dry_run=args.dry_run)
 
     result = _with_admin(runtime, work)
-    if args.json:
-        print_json(
-            {
-                "alias": result.alias,
-                "from": result.from_index,
-                "to": result.to_index,
-                "from_schema_version": result.from_schema_version,
-                "to_schema_version": result.to_schema_version,
-                "dry_run": result.dry_run,
-                "message": result.message,
-            }
-        )
-    else:
-        out(result.message)
+    document = {
+        "alias": result.alias,
+        "from": result.from_index,
+        "to": result.to_index,
+        "from_schema_version": result.from_schema_version,
+        "to_schema_version": result.to_schema_version,
+        "dry_run": result.dry_run,
+        "message": result.message,
+    }
+    show(args.json, document, [result.message])
     return ExitCode.OK
 
 
@@ -230,21 +216,9 @@ def cmd_index_drop(args: argparse.Namespace, settings: Settings, runtime: Runtim
         err(f"{index} not deleted")
         return ExitCode.FAILURE
     result = plan if args.dry_run else run(False)
-    if args.json:
-        print_json(
-            {
-                "alias": result.alias,
-                "index": result.index,
-                "docs": result.docs,
-                "schema_version": result.schema_version,
-                "dry_run": result.dry_run,
-                "message": result.message,
-            }
-        )
-    else:
-        out(result.message)
-        if result.dry_run:
-            err(PLAN_ONLY)
+    show(args.json, {**asdict(result), "message": result.message}, [result.message])
+    if result.dry_run and not args.json:
+        err(PLAN_ONLY)
     return ExitCode.OK
 
 

@@ -9,10 +9,11 @@ import secrets
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any, Final, TextIO
 
 from searchsync.cli.args import Parents, non_negative_int, positive_int, ratio
-from searchsync.cli.output import out, print_json
+from searchsync.cli.output import show
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
 from searchsync.runtime import Runtime
@@ -124,30 +125,19 @@ def cmd_loadgen(args: argparse.Namespace, settings: Settings, runtime: Runtime) 
             await pool.wait_closed()
 
     report = asyncio.run(go())
-    counts = {
-        "pages": report.pages,
-        "planned": report.planned,
-        "created": report.created,
-        "updated": report.updated,
-        "soft_deleted": report.soft_deleted,
-        "restored": report.restored,
-        "hard_deleted": report.hard_deleted,
-        "recreated": report.recreated,
-        "skipped": report.skipped,
-        "retries": report.retries,
-        "changes": report.changes,
+    counts = {k: v for k, v in asdict(report).items() if isinstance(v, int)}
+    counts["changes"] = report.changes
+    document = {
+        **counts,
+        "seed": args.seed,
+        "id_prefix": prefix,
+        "final_revisions": report.final_revisions,
+        "final_deleted": report.final_deleted,
+        "hard_deleted_ids": sorted(report.hard_deleted_ids),
     }
-    if args.json:
-        print_json(
-            {
-                **counts,
-                "seed": args.seed,
-                "id_prefix": prefix,
-                "final_revisions": report.final_revisions,
-                "final_deleted": report.final_deleted,
-                "hard_deleted_ids": sorted(report.hard_deleted_ids),
-            }
-        )
-    else:
-        out(" ".join(f"{k}={v}" for k, v in counts.items()) + f" id_prefix={prefix}")
+    show(
+        args.json,
+        document,
+        [" ".join(f"{k}={v}" for k, v in counts.items()) + f" id_prefix={prefix}"],
+    )
     return ExitCode.OK

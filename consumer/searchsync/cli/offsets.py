@@ -6,12 +6,12 @@ import argparse
 import asyncio
 import getpass
 import socket
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from typing import Any
 
 from searchsync.cli.args import PLAN_ONLY, Parents, non_negative_int, plan_or_execute, reset_target
-from searchsync.cli.output import err, out, print_json
+from searchsync.cli.output import err, show
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
@@ -68,24 +68,27 @@ def _lag_table(rows: Sequence[PartitionOffsets]) -> list[str]:
 
 def cmd_offsets_show(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     rows = offsets.show(settings, admin_factory=runtime.kafka.admin)
-    group = settings.kafka.group_id
-    if args.json:
-        print_json(
-            {
-                "group": group,
-                "partitions": [asdict(r) for r in rows],
-                "total_lag": sum(r.lag for r in rows),
-            }
-        )
-        return ExitCode.OK
+    group, lag = settings.kafka.group_id, sum(r.lag for r in rows)
+    document = {"group": group, "partitions": [asdict(r) for r in rows], "total_lag": lag}
     if not rows:
-        out(f"group {group}: none of the subscribed topics exists yet")
-        return ExitCode.OK
-    out(f"group {group}")
-    for line in _lag_table(rows):
-        out(line)
-    out(f"total lag {sum(r.lag for r in rows)}")
+        lines = [f"group {group}: none of the subscribed topics exists yet"]
+    else:
+        lines = [f"group {group}", *_lag_table(rows), f"total lag {lag}"]
+    show(args.json, document, lines)
     return ExitCode.OK
+
+
+def _reset_lines(report: offsets.ResetReport) -> Iterator[str]:
+    verb = "would move" if report.dry_run else "moved"
+    for s in report.steps:
+        current = "-" if s.current is None else str(s.current)
+        yield f"{verb} {s.topic}/{s.partition}: {current} -> {s.target}"
+    for a in report.accepted:
+        yield (
+            f"{'would accept' if report.dry_run else 'accepted'} gap {a.topic}/{a.partition}: "
+            f"{a.missing} record(s) lost ({a.committed}..{a.log_start - 1}) by {a.accepted_by} "
+            f"at {a.accepted_at.isoformat(timespec='seconds')}"
+        )
 
 
 def _operator() -> str:
@@ -121,28 +124,17 @@ def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, runtime: Run
         record=lambda acks: _record(runtime, acks),
     )
     group, members = report.group, report.active_members
+    document = {
+        "group": group,
+        "target": report.target,
+        "dry_run": report.dry_run,
+        "active_members": list(members),
+        "plan": [asdict(s) for s in report.steps],
+        "accepted_gaps": [offsets.gap_fields(a) for a in report.accepted],
+    }
+    show(args.json, document, _reset_lines(report))
     if args.json:
-        print_json(
-            {
-                "group": group,
-                "target": report.target,
-                "dry_run": report.dry_run,
-                "active_members": list(members),
-                "plan": [asdict(s) for s in report.steps],
-                "accepted_gaps": [offsets.gap_fields(a) for a in report.accepted],
-            }
-        )
         return ExitCode.OK
-    verb = "would move" if report.dry_run else "moved"
-    for s in report.steps:
-        current = "-" if s.current is None else str(s.current)
-        out(f"{verb} {s.topic}/{s.partition}: {current} -> {s.target}")
-    for a in report.accepted:
-        out(
-            f"{'would accept' if report.dry_run else 'accepted'} gap {a.topic}/{a.partition}: "
-            f"{a.missing} record(s) lost ({a.committed}..{a.log_start - 1}) by {a.accepted_by} "
-            f"at {a.accepted_at.isoformat(timespec='seconds')}"
-        )
     if members:
         err(
             f"note: group {group} has active members ({', '.join(members)}); a real reset "

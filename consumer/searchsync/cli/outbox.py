@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from searchsync.cli.args import PLAN_ONLY, Parents, duration, plan_or_execute
-from searchsync.cli.output import err, out, print_json
+from searchsync.cli.output import err, show
 from searchsync.config import Settings
 from searchsync.duration import format_duration
 from searchsync.exit_codes import ExitCode
@@ -57,15 +57,13 @@ def cmd_outbox_prune(args: argparse.Namespace, settings: Settings, runtime: Runt
             )
 
     report = asyncio.run(go())
-    if args.json:
-        print_json(report.as_json())
-        return ExitCode.OK
     verb = "would delete" if report.dry_run else "deleted"
-    out(
+    line = (
         f"search_outbox: {verb} {report.deleted} rows created before "
         f"{report.created_before.isoformat()}Z (older than {format_duration(report.older_than)}) "
         f"in {report.batches} batches; {report.scanned} rows looked at"
     )
-    if report.dry_run:
+    show(args.json, report.as_json(), [line])
+    if report.dry_run and not args.json:
         err(PLAN_ONLY)
     return ExitCode.OK

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -15,6 +16,15 @@ def out(text: str) -> None:
 
 def err(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
+
+
+def show(as_json: bool, document: Any, lines: Iterable[str]) -> None:
+    """With ``--json`` print `document`, otherwise each of `lines` (a generator runs only then)."""
+    if as_json:
+        print_json(document)
+        return
+    for line in lines:
+        out(line)
 
 
 def print_json(document: Any) -> None:

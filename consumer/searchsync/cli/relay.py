@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from searchsync.cli.args import Parents, positive_int
-from searchsync.cli.output import out, print_json
+from searchsync.cli.output import show
+from searchsync.cli.run import until_signalled
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
-from searchsync.relay.port import DeadRow
+from searchsync.relay.port import DeadRow, RelayStore
 from searchsync.runtime import Runtime
 
 T = TypeVar("T")
@@ -50,22 +50,15 @@ def cmd_relay_run(args: argparse.Namespace, settings: Settings, runtime: Runtime
     configure_logging(settings.observability.log_level, secrets=settings.secret_values())
 
     async def go() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stop.set)
-        try:
+        async with until_signalled() as stop:
             await run_relay(settings, stop=stop, producer_factory=runtime.kafka.producer)
-        finally:
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                loop.remove_signal_handler(signum)
 
     asyncio.run(go())
     return ExitCode.OK
 
 
 def cmd_relay_dead(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    rows = _with_store(settings, lambda store: store.dead(args.limit))
+    rows = _with_store(runtime, lambda store: store.dead(args.limit))
     _show(rows, args.json, f"{len(rows)} DEAD rows in {settings.relay.table}")
     return ExitCode.OK
 
@@ -73,36 +66,29 @@ def cmd_relay_dead(args: argparse.Namespace, settings: Settings, runtime: Runtim
 def cmd_relay_revive(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     ids = None if args.all else sorted(set(args.id))
     if not args.execute:
-        rows = _with_store(settings, lambda store: store.dead(1_000_000))
+        rows = _with_store(runtime, lambda store: store.dead(1_000_000))
         chosen = [r for r in rows if ids is None or r.id in ids]
         _show(chosen, args.json, f"would revive {len(chosen)} DEAD rows (pass --execute)")
         return ExitCode.OK
-    revived = _with_store(settings, lambda store: store.revive(ids))
-    if args.json:
-        print_json({"revived": revived})
-    else:
-        out(f"revived {revived} DEAD rows in {settings.relay.table}")
+    revived = _with_store(runtime, lambda store: store.revive(ids))
+    show(
+        args.json, {"revived": revived}, [f"revived {revived} DEAD rows in {settings.relay.table}"]
+    )
     return ExitCode.OK
 
 
 def _show(rows: list[DeadRow], as_json: bool, summary: str) -> None:
-    if as_json:
-        print_json({"rows": [r.as_json() for r in rows]})
-        return
-    for r in rows:
-        out(
-            f"{r.id} {r.aggregate_type}/{r.aggregate_id} {r.operation} rev {r.source_revision}"
-            f" attempts {r.attempts}: {r.last_error or ''}"
-        )
-    out(summary)
+    lines = [
+        f"{r.id} {r.aggregate_type}/{r.aggregate_id} {r.operation} rev {r.source_revision}"
+        f" attempts {r.attempts}: {r.last_error or ''}"
+        for r in rows
+    ]
+    show(as_json, {"rows": [r.as_json() for r in rows]}, [*lines, summary])
 
 
-def _with_store(settings: Settings, use: Callable[[Any], Awaitable[T]]) -> T:
-    from searchsync.mysql.pool import pool_of
-    from searchsync.relay.mysql_store import MysqlRelayStore
-
+def _with_store(runtime: Runtime, use: Callable[[RelayStore], Awaitable[T]]) -> T:
     async def go() -> T:
-        async with pool_of(settings.mysql, maxsize=1) as pool:
-            return await use(MysqlRelayStore(pool, settings.relay.table))
+        async with runtime:
+            return await use((await runtime.tables()).relay)
 
     return asyncio.run(go())

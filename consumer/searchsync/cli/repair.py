@@ -14,10 +14,9 @@ import asyncio
 import json
 from typing import Any
 
-from searchsync.cli.args import Parents
+from searchsync.cli.args import Parents, chosen_types
 from searchsync.cli.output import err, out
 from searchsync.config import Settings
-from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
 from searchsync.gc_tuning import tune_for_throughput
 from searchsync.observability.repair_metrics import RepairMetrics
@@ -62,12 +61,7 @@ def _share(text: str) -> float:
 
 
 def cmd_repair(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    registry = runtime.registry
-    types = args.type or list(registry.types())
-    unknown = sorted(set(types) - set(registry.types()))
-    if unknown:
-        raise InvalidRequest(f"unknown aggregate type(s) {unknown}; known: {registry.types()}")
-    projectors = [registry.get(t) for t in types]
+    projectors = [runtime.registry.get(t) for t in chosen_types(runtime, args.type)]
     share = 1.0 if args.once and args.content_share is None else args.content_share
     last: list[RotationReport] = []
 

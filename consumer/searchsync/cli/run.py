@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from searchsync.cli.args import Parents
@@ -35,15 +37,21 @@ def cmd_run(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> E
     tune_for_throughput()
 
     async def go() -> int:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stop.set)
-        try:
-            async with runtime:
-                return await runtime.run_consumer(stop)
-        finally:
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                loop.remove_signal_handler(signum)
+        async with until_signalled() as stop, runtime:
+            return await runtime.run_consumer(stop)
 
     return ExitCode(asyncio.run(go()))
+
+
+@asynccontextmanager
+async def until_signalled() -> AsyncIterator[asyncio.Event]:
+    """An event that SIGTERM or SIGINT sets while the context is open."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        yield stop
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)

@@ -28,6 +28,7 @@ from searchsync.kafka.outbox_connector import (
     worker_provider_lines,
 )
 from searchsync.mysql.schema import DbUsers, grant_statements, schema_sql
+from searchsync.projection.references import business_tables
 from searchsync.runtime import Runtime
 
 _USERS = DbUsers()
@@ -107,8 +108,7 @@ def cmd_sql(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> E
 def cmd_grants(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     tables = args.table
     if tables is None:
-        registry = runtime.registry
-        tables = sorted({registry.get(t).table for t in registry.types()})
+        tables = list(business_tables(runtime.registry))
     users = DbUsers(
         consumer=args.consumer_user or settings.mysql.user,
         app=args.app_user,

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from searchsync.cli.args import Parents
+from searchsync.cli.dlq import dlq_topic
 from searchsync.cli.output import out
 from searchsync.cli.unreachable import describe_unreachable, elasticsearch_at, kafka_at, mysql_at
 from searchsync.config import Settings
@@ -51,7 +52,6 @@ def cmd_status(args: argparse.Namespace, settings: Settings, runtime: Runtime) -
 
 async def _report(runtime: Runtime, endpoints: list[str]) -> StatusReport:
     settings, registry = runtime.settings, runtime.registry
-    kafka = settings.kafka
 
     async def group() -> Section:
         return await asyncio.to_thread(probes.group_section, runtime.kafka_admin(), settings)
@@ -71,13 +71,9 @@ async def _report(runtime: Runtime, endpoints: list[str]) -> StatusReport:
         return fanout_section(stats, stuck_after_s=max(300.0, 5 * settings.fanout.lease_s))
 
     async def dlq() -> Section:
+        # depth by code only: the replay history is `dlq summary`'s
         found = await asyncio.to_thread(
-            summary,
-            kafka.client_config(),
-            kafka.dlq_topic,
-            ledger=None,  # depth by code only: the replay history is `dlq summary`'s
-            admin_factory=runtime.kafka.admin,
-            consumer_factory=runtime.kafka.consumer,
+            summary, dlq_topic(settings, runtime, timeout_s=30.0), ledger=None
         )
         return probes.dlq_section(found)
 

@@ -7,11 +7,10 @@ import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
-from searchsync.cli.args import PLAN_ONLY, Parents, duration, plan_or_execute
-from searchsync.cli.output import err, out, print_json
+from searchsync.cli.args import PLAN_ONLY, Parents, chosen_types, duration, plan_or_execute
+from searchsync.cli.output import err, show
 from searchsync.config import Settings
 from searchsync.duration import format_duration
-from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
 from searchsync.ops.purge import PurgeProgress, PurgeReport, check_window, purge_tombstones
 from searchsync.runtime import Runtime
@@ -48,11 +47,7 @@ def cmd_tombstones_purge(
     args: argparse.Namespace, settings: Settings, runtime: Runtime
 ) -> ExitCode:
     check_window(settings.retention, args.older_than)  # before any service is touched
-    types = runtime.registry.types()
-    if args.type is not None:
-        if args.type not in types:
-            raise InvalidRequest(f"unknown aggregate type {args.type!r}; known: {types}")
-        types = (args.type,)
+    types = chosen_types(runtime, args.type)
     now = datetime.now(UTC)
 
     async def go() -> list[PurgeReport]:
@@ -73,13 +68,10 @@ def cmd_tombstones_purge(
             ]
 
     reports = asyncio.run(go())
-    if args.json:
-        print_json({"dry_run": args.dry_run, "results": [r.as_json() for r in reports]})
-    else:
-        for report in reports:
-            out(_summary(report))
-        if args.dry_run:
-            err(PLAN_ONLY)
+    document = {"dry_run": args.dry_run, "results": [r.as_json() for r in reports]}
+    show(args.json, document, map(_summary, reports))
+    if args.dry_run and not args.json:
+        err(PLAN_ONLY)
     return ExitCode.FAILURE if any(r.failed for r in reports) else ExitCode.OK
 
 

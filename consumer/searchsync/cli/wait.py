@@ -11,7 +11,7 @@ import asyncio
 from typing import Any
 
 from searchsync.cli.args import TYPE_HELP, Parents, chosen_type, positive_int
-from searchsync.cli.output import out, print_json
+from searchsync.cli.output import show
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
 from searchsync.read import Until, WaitResult, wait_for_revision
@@ -65,8 +65,5 @@ def cmd_wait(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> 
             )
 
     result = asyncio.run(go())
-    if args.json:
-        print_json(result.as_json())
-    else:
-        out(result.message)
+    show(args.json, result.as_json(), [result.message])
     return ExitCode.OK if result.reached else ExitCode.FAILURE

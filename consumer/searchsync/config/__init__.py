@@ -19,11 +19,11 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final
 
 from searchsync import naming
 from searchsync.config._core import (
@@ -144,24 +144,28 @@ class Settings:
         return out
 
 
-_SECTIONS: Final[Mapping[str, type]] = MappingProxyType(
+# Each section: its dataclass and the function that reads it (in `Settings`' field order).
+_READERS: Final[Mapping[str, tuple[type, Callable[[_Section], object]]]] = MappingProxyType(
     {
-        "kafka": KafkaSettings,
-        "mysql": MysqlSettings,
-        "elasticsearch": ElasticsearchSettings,
-        "search": SearchSettings,
-        "pipeline": PipelineSettings,
-        "observability": ObservabilitySettings,
-        "projection": ProjectionSettings,
-        "rebuild": RebuildSettings,
-        "retention": RetentionSettings,
-        "connect": ConnectSettings,
-        "repair": RepairSettings,
-        "exporter": ExporterSettings,
-        "canary": CanarySettings,
-        "relay": RelaySettings,
-        "fanout": FanoutSettings,
+        "kafka": (KafkaSettings, _kafka),
+        "mysql": (MysqlSettings, _mysql),
+        "elasticsearch": (ElasticsearchSettings, _elasticsearch),
+        "search": (SearchSettings, _search),
+        "pipeline": (PipelineSettings, _pipeline),
+        "observability": (ObservabilitySettings, _observability),
+        "projection": (ProjectionSettings, _projection),
+        "rebuild": (RebuildSettings, _rebuild),
+        "retention": (RetentionSettings, _retention),
+        "connect": (ConnectSettings, _connect),
+        "repair": (RepairSettings, _repair),
+        "exporter": (ExporterSettings, _exporter),
+        "canary": (CanarySettings, _canary),
+        "relay": (RelaySettings, _relay),
+        "fanout": (FanoutSettings, _fanout),
     }
+)
+_SECTIONS: Final[Mapping[str, type]] = MappingProxyType(
+    {name: cls for name, (cls, _) in _READERS.items()}
 )
 
 
@@ -169,27 +173,12 @@ def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Sett
     """Defaults, then the TOML file, then ``SEARCHSYNC_<SECTION>_<KEY>`` environment variables."""
     toml = _read_toml(toml_path) if toml_path is not None else {}
     from_env = _env_sections(env)
-    readers = {
+    readers = {  # every section's keys are checked before any value is read
         name: _Section(name, cls, toml.get(name, {}), from_env.get(name, {}))
-        for name, cls in _SECTIONS.items()
+        for name, (cls, _) in _READERS.items()
     }
-    settings = Settings(
-        kafka=_kafka(readers["kafka"]),
-        mysql=_mysql(readers["mysql"]),
-        elasticsearch=_elasticsearch(readers["elasticsearch"]),
-        search=_search(readers["search"]),
-        pipeline=_pipeline(readers["pipeline"]),
-        observability=_observability(readers["observability"]),
-        projection=_projection(readers["projection"]),
-        rebuild=_rebuild(readers["rebuild"]),
-        retention=_retention(readers["retention"]),
-        connect=_connect(readers["connect"]),
-        repair=_repair(readers["repair"]),
-        exporter=_exporter(readers["exporter"]),
-        canary=_canary(readers["canary"]),
-        relay=_relay(readers["relay"]),
-        fanout=_fanout(readers["fanout"]),
-    )
+    built: dict[str, Any] = {name: read(readers[name]) for name, (_, read) in _READERS.items()}
+    settings = Settings(**built)
     if settings.search.engine == "opensearch" and settings.elasticsearch.api_key is not None:
         raise ConfigError(
             "elasticsearch.api_key", "unset with search.engine = opensearch (basic auth)", MASK

@@ -128,8 +128,7 @@ def _mysql(r: _Section) -> MysqlSettings:
             raise ConfigError(r.key("ssl_key"), "both or neither of ssl_cert and ssl_key", None)
     pool_min = r.integer("pool_min", 0, 1_000)
     pool_max = r.integer("pool_max", 1, 1_000)
-    if pool_max < pool_min:
-        raise ConfigError(r.key("pool_max"), f">= mysql.pool_min ({pool_min})", pool_max)
+    r.ordered("pool_min", pool_min, "pool_max", pool_max)
     return MysqlSettings(
         host=r.string("host", _HOST, "a host name or IP address"),
         port=r.integer("port", 1, 65_535),
@@ -177,10 +176,7 @@ def _search(r: _Section) -> SearchSettings:
 def _pipeline(r: _Section) -> PipelineSettings:
     base = r.number("retry_base_delay_s", 0.0, 86_400.0, lo_open=True)
     ceiling = r.number("retry_max_delay_s", 0.0, 86_400.0, lo_open=True)
-    if ceiling < base:
-        raise ConfigError(
-            r.key("retry_max_delay_s"), f">= pipeline.retry_base_delay_s ({base})", ceiling
-        )
+    r.ordered("retry_base_delay_s", base, "retry_max_delay_s", ceiling)
     return PipelineSettings(
         max_in_flight_keys=r.integer("max_in_flight_keys", 1, 1_000_000),
         max_queued_events=r.integer("max_queued_events", 1, 10_000_000),

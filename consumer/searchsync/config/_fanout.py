@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from searchsync.config._reader import _Section
-from searchsync.errors import ConfigError
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +34,7 @@ def _fanout(r: _Section) -> FanoutSettings:
     appends = r.number("appends_per_s", 0.0, 1_000_000.0, lo_open=True)
     poll = r.number("poll_interval_s", 0.0, 60.0, lo_open=True)
     lease = r.number("lease_s", 1.0, 86_400.0)
-    if lease <= poll:
-        raise ConfigError(r.key("lease_s"), f"more than fanout.poll_interval_s ({poll})", lease)
+    r.ordered("poll_interval_s", poll, "lease_s", lease, strict=True)
     return FanoutSettings(
         enabled=r.boolean("enabled"),
         appends_per_s=appends,

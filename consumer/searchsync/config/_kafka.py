@@ -112,10 +112,7 @@ def _kafka(r: _Section) -> KafkaSettings:
         )
     session = r.integer("session_timeout_ms", 1_000, 3_600_000)
     max_poll = r.integer("max_poll_interval_ms", 1_000, 86_400_000)
-    if max_poll < session:
-        raise ConfigError(
-            r.key("max_poll_interval_ms"), f">= kafka.session_timeout_ms ({session})", max_poll
-        )
+    r.ordered("session_timeout_ms", session, "max_poll_interval_ms", max_poll)
     return KafkaSettings(
         bootstrap_servers=",".join(item.strip() for item in servers.split(",")),
         group_id=group_id,

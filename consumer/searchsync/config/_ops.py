@@ -9,7 +9,6 @@ from datetime import timedelta
 
 from searchsync.config._reader import (
     _is_http_url,
-    _is_topic,
     _Section,
 )
 from searchsync.config._secrets import scrub_credentials
@@ -98,14 +97,11 @@ class RepairSettings:
 def _rebuild(r: _Section) -> RebuildSettings:
     lo = r.integer("chunk_min", 1, 1_000_000)
     hi = r.integer("chunk_max", 1, 1_000_000)
-    if hi < lo:
-        raise ConfigError(r.key("chunk_max"), f">= rebuild.chunk_min ({lo})", hi)
+    r.ordered("chunk_min", lo, "chunk_max", hi)
     initial = r.integer("chunk_initial", 1, 1_000_000)
     if not lo <= initial <= hi:
         raise ConfigError(r.key("chunk_initial"), f"between {lo} and {hi}", initial)
-    template = r.string("topic_template", form="a topic name with {type}")
-    if "{type}" not in template or not _is_topic(template.replace("{type}", "t")):
-        raise ConfigError(r.key("topic_template"), "a topic name containing {type}", template)
+    template = r.topic_template("topic_template")
     return RebuildSettings(
         chunk_initial=initial,
         chunk_min=lo,
@@ -240,13 +236,7 @@ def _connector(r: _Section) -> str:
 def _repair(r: _Section) -> RepairSettings:
     page_min = r.integer("page_min", 1, 1_000_000)
     page_max = r.integer("page_max", 1, 1_000_000)
-    if page_max < page_min:
-        raise ConfigError(r.key("page_max"), f">= repair.page_min ({page_min})", page_max)
-    flag, from_env = r._raw("mysql_sync_hash_column")
-    if from_env and isinstance(flag, str) and flag.strip().lower() in ("true", "false", "1", "0"):
-        flag = flag.strip().lower() in ("true", "1")
-    if not isinstance(flag, bool):
-        raise ConfigError(r.key("mysql_sync_hash_column"), "true or false", flag)
+    r.ordered("page_min", page_min, "page_max", page_max)
     return RepairSettings(
         bucket_count=r.integer("bucket_count", 1, 1 << 20),
         settle_s=r.number("settle_s", 0.0, 86_400.0),
@@ -261,7 +251,7 @@ def _repair(r: _Section) -> RepairSettings:
         page_max=page_max,
         page_target_s=r.number("page_target_s", 0.0, 3_600.0, lo_open=True),
         appends_per_s=r.number("appends_per_s", 0.0, 1e6, lo_open=True),
-        mysql_sync_hash_column=flag,
+        mysql_sync_hash_column=r.boolean("mysql_sync_hash_column"),
         daemon_buckets_per_tick=r.integer("daemon_buckets_per_tick", 1, 1 << 20),
         daemon_interval_s=r.number("daemon_interval_s", 0.0, 86_400.0),
         mysql_rows_per_s=r.number("mysql_rows_per_s", 0.0, 1e9),

@@ -201,6 +201,21 @@ class _Section:
             return None
         return self.secret(key)
 
+    def ordered(
+        self, low_key: str, low: float, high_key: str, high: float, *, strict: bool = False
+    ) -> None:
+        """`high` (the value of `high_key`) must be at least, or `strict`ly more than, `low`."""
+        if high < low or (strict and high == low):
+            bound = "more than" if strict else ">="
+            raise ConfigError(self.key(high_key), f"{bound} {self.key(low_key)} ({low})", high)
+
+    def topic_template(self, key: str) -> str:
+        """A topic name with ``{type}`` in it, for the topic of each aggregate type."""
+        template = self.string(key, form="a topic name with {type}")
+        if "{type}" not in template or not _is_topic(template.replace("{type}", "t")):
+            raise ConfigError(self.key(key), "a topic name containing {type}", template)
+        return template
+
     def boolean(self, key: str) -> bool:
         """A TOML boolean, or true/false/1/0 in the environment."""
         value, from_env = self._raw(key)

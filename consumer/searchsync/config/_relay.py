@@ -7,8 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from searchsync.config._reader import _is_topic, _Section
-from searchsync.errors import ConfigError
+from searchsync.config._reader import _Section
 
 _TABLE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
@@ -41,17 +40,10 @@ class RelaySettings:
 
 
 def _relay(r: _Section) -> RelaySettings:
-    template = r.string("topic_template", form="a topic name with {type}")
-    if "{type}" not in template or not _is_topic(template.replace("{type}", "t")):
-        raise ConfigError(r.key("topic_template"), "a topic name containing {type}", template)
+    template = r.topic_template("topic_template")
     publish_timeout = r.number("publish_timeout_s", 0.0, 3_600.0, lo_open=True)
     claim_timeout = r.number("claim_timeout_s", 0.0, 86_400.0, lo_open=True)
-    if claim_timeout <= publish_timeout:
-        raise ConfigError(
-            r.key("claim_timeout_s"),
-            f"more than relay.publish_timeout_s ({publish_timeout})",
-            claim_timeout,
-        )
+    r.ordered("publish_timeout_s", publish_timeout, "claim_timeout_s", claim_timeout, strict=True)
     return RelaySettings(
         enabled=r.boolean("enabled"),
         table=r.string("table", _TABLE, "a table name like 'search_outbox'"),

@@ -22,23 +22,6 @@ from searchsync.types import TopicPartition
 
 __all__ = ["MysqlReplayLedger", "ReplayEntry", "ReplayLedger"]
 
-_COLUMNS: Final = (
-    "dlq_topic",
-    "dlq_partition",
-    "dlq_offset",
-    "event_id",
-    "aggregate_type",
-    "aggregate_id",
-    "source_revision",
-    "error_code",
-    "replayed_to_topic",
-    "replayed_to_partition",
-    "replayed_to_offset",
-    "selection",
-    "run_id",
-    "replayed_at",
-)
-
 
 @dataclass(frozen=True, slots=True)
 class ReplayEntry:
@@ -69,6 +52,9 @@ class ReplayEntry:
         if self.replayed_to_offset is None:
             return None
         return ((self.replayed_to_topic, self.replayed_to_partition), self.replayed_to_offset)
+
+
+_COLUMNS: Final = tuple(ReplayEntry.__dataclass_fields__)  # the table's, in this order
 
 
 class ReplayLedger(Protocol):
@@ -170,23 +156,10 @@ class MysqlReplayLedger:
 
 
 def _entry(row: dict[str, Any]) -> ReplayEntry:
-    def opt_int(value: Any) -> int | None:
-        return None if value is None else int(value)
-
+    """A row of ``search_dlq_replay`` (its integer columns come back as ints)."""
     selection = row["selection"]
+    if isinstance(selection, str | bytes):
+        selection = orjson.loads(selection)
     return ReplayEntry(
-        dlq_topic=row["dlq_topic"],
-        dlq_partition=int(row["dlq_partition"]),
-        dlq_offset=int(row["dlq_offset"]),
-        event_id=row["event_id"],
-        aggregate_type=row["aggregate_type"],
-        aggregate_id=row["aggregate_id"],
-        source_revision=opt_int(row["source_revision"]),
-        error_code=row["error_code"],
-        replayed_to_topic=row["replayed_to_topic"],
-        replayed_to_partition=int(row["replayed_to_partition"]),
-        replayed_to_offset=opt_int(row["replayed_to_offset"]),
-        selection=orjson.loads(selection) if isinstance(selection, str | bytes) else selection,
-        run_id=row["run_id"],
-        replayed_at=row["replayed_at"].replace(tzinfo=UTC),
+        **{**row, "selection": selection, "replayed_at": row["replayed_at"].replace(tzinfo=UTC)}
     )

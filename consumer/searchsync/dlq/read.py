@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol, cast
@@ -20,7 +21,7 @@ from searchsync.clock import Deadline
 from searchsync.dlq.ledger import ReplayEntry
 from searchsync.dlq.record import DLQ_FORMAT_HEADER, DlqRecord, decode_record
 from searchsync.errors import ErrorCode, PoisonMessage, TransientError
-from searchsync.kafka.admin import ConfluentKafkaAdmin, KafkaAdmin, Watermarks
+from searchsync.kafka.admin import AdminFactory, ConfluentKafkaAdmin, Watermarks
 from searchsync.kafka.client_logs import routed
 from searchsync.kafka.config import consumer_config
 
@@ -28,7 +29,7 @@ __all__ = [
     "ConsumerFactory",
     "ConsumerPort",
     "DlqEntry",
-    "admin_for",
+    "DlqTopic",
     "mark_replays",
     "read_entries",
     "read_to_end",
@@ -48,16 +49,6 @@ ConsumerFactory = Callable[[dict[str, Any]], ConsumerPort]
 
 def kafka_consumer(config: dict[str, Any]) -> ConsumerPort:
     return cast(ConsumerPort, confluent_kafka.Consumer(routed(config)))
-
-
-def admin_for(
-    config: Mapping[str, Any],
-    timeout_s: float,
-    factory: Callable[[Mapping[str, Any]], KafkaAdmin] | None,
-) -> KafkaAdmin:
-    if factory is not None:
-        return factory(config)
-    return ConfluentKafkaAdmin(config, timeout_s=timeout_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,12 +81,35 @@ def read_entries(
         yield DlqEntry(message.partition(), message.offset(), stamp, decode_message(message))
 
 
-def open_reader(
-    config: Mapping[str, Any], topic: str, factory: ConsumerFactory | None
-) -> ConsumerPort:
-    """A group-less reader: it assigns partitions and never commits (the group id is a label)."""
-    reader = consumer_config(config, group_id=f"{topic}.inspect", partition_eof=True)
-    return (factory or kafka_consumer)(reader)
+@dataclass(frozen=True, slots=True)
+class DlqTopic:
+    """A DLQ topic as the operator commands read it: the Kafka client settings
+    (``KafkaSettings.client_config()``), the topic's name, the client factories, and how long a
+    scan may take."""
+
+    config: Mapping[str, Any]
+    name: str
+    admin_factory: AdminFactory = ConfluentKafkaAdmin
+    consumer_factory: ConsumerFactory = kafka_consumer
+    timeout_s: float = 30.0
+
+    def watermarks(self) -> Mapping[int, Watermarks] | None:
+        """Each partition's watermarks; None while the topic does not exist."""
+        admin = self.admin_factory(self.config)
+        return admin.watermarks(self.name) if admin.topic_exists(self.name) else None
+
+    @contextmanager
+    def scan(
+        self, starts: Mapping[int, int], ends: Mapping[int, Watermarks]
+    ) -> Iterator[Iterator[DlqEntry]]:
+        """The entries from `starts` to the high watermarks in `ends`, read by a group-less
+        reader: it assigns partitions and never commits (its group id is a label)."""
+        reader = consumer_config(self.config, group_id=f"{self.name}.inspect", partition_eof=True)
+        consumer = self.consumer_factory(reader)
+        try:
+            yield read_entries(consumer, self.name, starts, ends, self.timeout_s)
+        finally:
+            consumer.close()
 
 
 def mark_replays(

@@ -19,19 +19,10 @@ from typing import Any
 
 from searchsync.dlq.filter import DlqFilter
 from searchsync.dlq.ledger import ReplayEntry, ReplayLedger
-from searchsync.dlq.read import (
-    ConsumerFactory,
-    ConsumerPort,
-    DlqEntry,
-    admin_for,
-    mark_replays,
-    open_reader,
-    read_entries,
-)
+from searchsync.dlq.read import ConsumerFactory, ConsumerPort, DlqEntry, DlqTopic, mark_replays
 from searchsync.dlq.record import REPLAYED_FROM_HEADER
 from searchsync.dlq.summary import DlqSummary, ReplayOutcome, ReplayStatus, summary
 from searchsync.errors import ErrorCode, TransientError
-from searchsync.kafka.admin import AdminFactory
 from searchsync.kafka.producer import (
     DeliveryFailed,
     DeliveryTimeout,
@@ -47,6 +38,7 @@ __all__ = [
     "DlqEntry",
     "DlqFilter",
     "DlqSummary",
+    "DlqTopic",
     "ReplayOutcome",
     "ReplayReport",
     "ReplayStatus",
@@ -75,61 +67,47 @@ class ReplayReport:
 
 
 def inspect(
-    config: Mapping[str, Any],
-    topic: str,
+    dlq: DlqTopic,
     *,
     limit: int,
     from_beginning: bool,
     selection: DlqFilter | None = None,
     ledger: ReplayLedger | None = None,
-    timeout_s: float = 30.0,
-    admin_factory: AdminFactory | None = None,
-    consumer_factory: ConsumerFactory | None = None,
 ) -> list[DlqEntry]:
     """Up to `limit` dead letters that `selection` picks, without committing anything.
 
-    `config` is the Kafka client settings (``KafkaSettings.client_config()``). With
-    `from_beginning=True` the oldest come back; otherwise the newest (merged by timestamp, newest
-    last). With a `ledger`, replayed entries carry their replays. No topic yet: an empty list.
+    With `from_beginning=True` the oldest come back; otherwise the newest (merged by timestamp,
+    newest last). With a `ledger`, replayed entries carry their replays. No topic yet: an empty
+    list.
     """
     chosen = selection or DlqFilter()
-    if limit < 1:
+    ends = dlq.watermarks() if limit >= 1 else None
+    if ends is None:
         return []
-    admin = admin_for(config, timeout_s, admin_factory)
-    if not admin.topic_exists(topic):
-        return []
-    ends = admin.watermarks(topic)
     tail_only = chosen.is_everything and not from_beginning
     starts = {p: max(m.low, m.high - limit) if tail_only else m.low for p, m in ends.items()}
-    consumer = open_reader(config, topic, consumer_factory)
     found: list[DlqEntry] = []
-    try:
-        for entry in read_entries(consumer, topic, starts, ends, timeout_s):
+    with dlq.scan(starts, ends) as entries:
+        for entry in entries:
             if not chosen.matches(entry.record):
                 continue
             found.append(entry)
             if from_beginning and len(found) >= limit:
                 break
-    finally:
-        consumer.close()
     if not from_beginning:
         found.sort(key=_order)
         found = found[-limit:]
-    return mark_replays(found, topic, ledger.replays(topic)) if ledger is not None else found
+    return mark_replays(found, dlq.name, ledger.replays(dlq.name)) if ledger is not None else found
 
 
 def replay(
-    config: Mapping[str, Any],
-    dlq_topic: str,
+    dlq: DlqTopic,
     *,
     ledger: ReplayLedger,
     dry_run: bool,
     selection: DlqFilter | None = None,
     again: bool = False,
     limit: int | None = None,
-    timeout_s: float = 30.0,
-    admin_factory: AdminFactory | None = None,
-    consumer_factory: ConsumerFactory | None = None,
     producer_factory: ProducerFactory | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> ReplayReport:
@@ -142,34 +120,32 @@ def replay(
     chosen = selection or DlqFilter()
     run_id = uuid.uuid4().hex
     report = ReplayReport(dry_run, run_id, chosen.selection(), 0, 0, (), ())
-    admin = admin_for(config, timeout_s, admin_factory)
-    if not admin.topic_exists(dlq_topic):
+    ends = dlq.watermarks()
+    if ends is None:
         return report
-    ends = admin.watermarks(dlq_topic)
+    dlq_topic, timeout_s = dlq.name, dlq.timeout_s
     rows = ledger.replays(dlq_topic)
     done = {(e.dlq_partition, e.dlq_offset) for e in rows}
-    consumer = open_reader(config, dlq_topic, consumer_factory)
-    producer = None if dry_run else acknowledged(config, producer_factory)
+    producer = None if dry_run else acknowledged(dlq.config, producer_factory)
     replayed: list[DlqEntry] = []
     already: list[DlqEntry] = []
     scanned = skipped = 0
     try:
-        starts = {p: m.low for p, m in ends.items()}
-        for entry in read_entries(consumer, dlq_topic, starts, ends, timeout_s):
-            scanned += 1
-            if not chosen.matches(entry.record):
-                skipped += 1
-                continue
-            if (entry.partition, entry.offset) in done and not again:
-                already.append(entry)
-                continue
-            if producer is not None:
-                ledger.record(_replay_one(producer, entry, dlq_topic, report, clock, timeout_s))
-            replayed.append(entry)
-            if limit is not None and len(replayed) >= limit:
-                break
+        with dlq.scan({p: m.low for p, m in ends.items()}, ends) as entries:
+            for entry in entries:
+                scanned += 1
+                if not chosen.matches(entry.record):
+                    skipped += 1
+                    continue
+                if (entry.partition, entry.offset) in done and not again:
+                    already.append(entry)
+                    continue
+                if producer is not None:
+                    ledger.record(_replay_one(producer, entry, dlq_topic, report, clock, timeout_s))
+                replayed.append(entry)
+                if limit is not None and len(replayed) >= limit:
+                    break
     finally:
-        consumer.close()
         if producer is not None:
             producer.flush(timeout_s)
     marked = tuple(mark_replays(already, dlq_topic, rows))

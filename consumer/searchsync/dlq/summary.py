@@ -17,15 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from searchsync.dlq.ledger import ReplayEntry, ReplayLedger
-from searchsync.dlq.read import (
-    ConsumerFactory,
-    DlqEntry,
-    admin_for,
-    mark_replays,
-    open_reader,
-    read_entries,
-)
-from searchsync.kafka.admin import AdminFactory
+from searchsync.dlq.read import DlqEntry, DlqTopic, mark_replays
 
 __all__ = ["DlqSummary", "ReplayOutcome", "ReplayStatus", "replay_statuses", "summary"]
 
@@ -112,28 +104,16 @@ def status_json(status: ReplayStatus) -> dict[str, Any]:
     }
 
 
-def summary(
-    config: Mapping[str, Any],
-    topic: str,
-    *,
-    ledger: ReplayLedger | None,
-    timeout_s: float = 30.0,
-    admin_factory: AdminFactory | None = None,
-    consumer_factory: ConsumerFactory | None = None,
-) -> DlqSummary:
-    """Read all of `topic` and summarise it; with a `ledger`, also every recorded replay."""
-    admin = admin_for(config, timeout_s, admin_factory)
+def summary(dlq: DlqTopic, *, ledger: ReplayLedger | None) -> DlqSummary:
+    """Read all of `dlq` and summarise it; with a `ledger`, also every recorded replay."""
+    topic = dlq.name
     entries: list[DlqEntry] = []
-    exists = admin.topic_exists(topic)
-    if exists:
-        ends = admin.watermarks(topic)
-        consumer = open_reader(config, topic, consumer_factory)
-        try:
-            starts = {p: m.low for p, m in ends.items()}
-            entries = list(read_entries(consumer, topic, starts, ends, timeout_s))
-        finally:
-            consumer.close()
-    if not exists:  # no dead letter yet: nothing was replayed either (and MySQL is not asked)
+    ends = dlq.watermarks()
+    exists = ends is not None
+    if ends is not None:
+        with dlq.scan({p: m.low for p, m in ends.items()}, ends) as found:
+            entries = list(found)
+    else:  # no dead letter yet: nothing was replayed either (and MySQL is not asked)
         ledger = None
     ledger_rows = ledger.replays(topic) if ledger is not None else []
     entries = mark_replays(entries, topic, ledger_rows)

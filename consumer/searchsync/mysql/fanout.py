@@ -10,9 +10,8 @@ dependents' ids read from the truth (docs/design.md, "Fan-out"; invariant 16).
 - `claim`: a worker leases the oldest pending job of the routes (referenced type, dependent type,
   lookup) its projectors declare (its own lease, or an expired one): a deployment with other
   projectors on the same database leaves the jobs it cannot serve to those that can.
-- `dependents`: the next page of dependents' ids and revisions, from the dependent type's table
-  in MySQL, never from the index: ``WHERE <via> = %s AND id > %s ORDER BY id LIMIT n`` (index
-  ``(<via>, id)``).
+- `dependents`: the next page of dependents' ids and revisions, in id order, read in MySQL,
+  never in the index, through a column of their table or of a child table (`fanout_dependents`).
 - `advance`: in ONE transaction, moves the job's cursor past a page and appends one REBUILD per
   dependent through the one outbox append (its rows, in one multi-row INSERT); it appends nothing
   when the job changed meanwhile (restarted by a newer revision, or leased by another worker). A
@@ -31,8 +30,10 @@ from typing import Any, Protocol
 import aiomysql
 
 from searchsync.clock import utc_now
+from searchsync.mysql.fanout_dependents import DependentIndexes, dependents_sql
 from searchsync.mysql.outbox_batch import append_rebuilds
-from searchsync.mysql.pool import db_time, quote_identifier, transaction, translate_errors
+from searchsync.mysql.pool import db_time, transaction, translate_errors
+from searchsync.projection import Child
 
 __all__ = [
     "Dependent",
@@ -96,9 +97,18 @@ class FanoutStore(Protocol):
         ...
 
     async def dependents(
-        self, table: str, via: str, referenced_id: str, after: str, limit: int
+        self,
+        table: str,
+        via: str,
+        referenced_id: str,
+        after: str,
+        limit: int,
+        *,
+        through: Child | None = None,
     ) -> list[Dependent]:
-        """The next `limit` rows of `table` whose `via` is `referenced_id`, with id > `after`."""
+        """The next `limit` rows of `table` (by id, with id > `after`) whose `via` is
+        `referenced_id`, or, `through` a child table, that have a child row whose `via` is it
+        (each once)."""
         ...
 
     async def advance(
@@ -128,6 +138,7 @@ class MysqlFanout:
     def __init__(self, pool: aiomysql.Pool, *, clock: Callable[[], datetime] = utc_now) -> None:
         self._pool = pool
         self._clock = clock
+        self._indexes = DependentIndexes()
 
     async def record(self, targets: Sequence[FanoutTarget]) -> None:
         if not targets:
@@ -186,15 +197,20 @@ class MysqlFanout:
         return None
 
     async def dependents(
-        self, table: str, via: str, referenced_id: str, after: str, limit: int
+        self,
+        table: str,
+        via: str,
+        referenced_id: str,
+        after: str,
+        limit: int,
+        *,
+        through: Child | None = None,
     ) -> list[Dependent]:
-        sql = (
-            f"SELECT id, revision FROM {quote_identifier(table)}"
-            f" WHERE {quote_identifier(via)} = %s AND id > %s ORDER BY id LIMIT %s"
-        )
         async with transaction(self._pool) as conn:
-            with translate_errors(f"read {table}"):
+            with translate_errors(f"read {table if through is None else through.table}"):
                 async with conn.cursor() as cur:
+                    index = None if through is None else await self._indexes.name(cur, through, via)
+                    sql = dependents_sql(table, via, through, index)
                     await cur.execute(sql, (referenced_id, after, limit))
                     rows = await cur.fetchall()
         return [Dependent(str(r[0]), int(r[1])) for r in rows]

@@ -26,7 +26,7 @@ import aiomysql
 import orjson
 
 from searchsync.mysql.pool import expand_in, quote_identifier, translate_errors
-from searchsync.projection import Child, Lookup, Projector, Row, attach
+from searchsync.projection import Child, Lookup, Projector, Row, attach, lookup_keys
 
 __all__ = ["Packing", "read_relations"]
 
@@ -56,8 +56,8 @@ async def read_relations(
     for child in projector.children:
         children.append((child, await _children(conn, child, ids, packing)))
     lookups: list[tuple[Lookup, list[Row]]] = []
-    for lookup in projector.lookups:
-        keys = list(dict.fromkeys(r[lookup.via] for r in roots if r.get(lookup.via) is not None))
+    for lookup in projector.lookups:  # after the children: a lookup may read through one
+        keys = lookup_keys(lookup, roots, children)
         rows = await _read(conn, lookup.table, lookup.columns, "id", keys) if keys else []
         lookups.append((lookup, rows))
     attach(roots, children, lookups)

@@ -33,7 +33,7 @@ from searchsync.errors import TransientError
 from searchsync.mysql.fanout import FanoutJob, FanoutStats, FanoutStore
 from searchsync.observability.fanout_metrics import FanoutMetrics
 from searchsync.ops.status import Section
-from searchsync.projection import ProjectorRegistry
+from searchsync.projection import Child, ProjectorRegistry, through_child
 from searchsync.projection.references import dependents, referenced_types, routes
 
 __all__ = ["FanoutWorker", "fanout_section", "worker_name"]
@@ -101,12 +101,12 @@ class FanoutWorker:
         if job is None:
             return False
         t = job.target
-        table, via = self._source(job)
+        table, via, through = self._source(job)
         started, logged = self._clock(), job.appended
         current: FanoutJob | None = job
         while current is not None and not stop.is_set():
             page = await self._store.dependents(
-                table, via, t.referenced_id, current.cursor_id, self._page
+                table, via, t.referenced_id, current.cursor_id, self._page, through=through
             )
             if not page:
                 if await self._store.finish(current, self.owner):
@@ -124,13 +124,14 @@ class FanoutWorker:
                 self._progress(current, started)
         return True
 
-    def _source(self, job: FanoutJob) -> tuple[str, str]:
-        """The dependent type's table and the column holding the referenced id (a claimed job's
-        route is one of the registry's, `routes`)."""
+    def _source(self, job: FanoutJob) -> tuple[str, str, Child | None]:
+        """The dependent type's table, the column holding the referenced id and the child table
+        it is a column of (None: the table's own); a claimed job's route is one of the
+        registry's (`routes`)."""
         t = job.target
         for projector, lookup in dependents(self._registry, t.referenced_type):
             if projector.aggregate_type == t.dependent_type and lookup.name == t.lookup_name:
-                return projector.table, lookup.via
+                return projector.table, lookup.via, through_child(lookup, projector.children)
         raise LookupError(
             f"no lookup {t.lookup_name!r} of {t.dependent_type} reads {t.referenced_type}"
         )

@@ -10,7 +10,6 @@ is not ``<alias>_v<N>``. Refusals raise `InvalidRequest` (no such index: exit 2)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from searchsync.errors import InvalidRequest, OperationRefused
@@ -20,58 +19,35 @@ from searchsync.search.port import IndexAdmin, IndexInfo
 __all__ = [
     "AliasListing",
     "DropResult",
-    "IndexRow",
     "RollbackResult",
     "drop",
+    "index_json",
     "list_alias",
     "rollback",
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class IndexRow:
-    name: str
-    version: int | None  # N of <alias>_v<N>
-    docs: int
-    schema_version: int | None  # _meta.projection_schema_version (None: not recorded)
-    created_at: datetime
-    aliased: bool  # the alias points at it
-    is_write_index: bool  # the alias writes to it
-    read_aliased: bool  # the read alias points at it
-
-    @classmethod
-    def of(cls, info: IndexInfo) -> IndexRow:
-        return cls(
-            info.name,
-            info.version,
-            info.docs,
-            info.schema_version,
-            info.created_at,
-            info.aliased,
-            info.is_write_index,
-            info.read_aliased,
-        )
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "version": self.version,
-            "docs": self.docs,
-            "schema_version": self.schema_version,
-            "created_at": self.created_at.isoformat(),
-            "aliased": self.aliased,
-            "is_write_index": self.is_write_index,
-            "read_aliased": self.read_aliased,
-        }
+def index_json(info: IndexInfo) -> dict[str, Any]:
+    """One physical index for ``index list --json``."""
+    return {
+        "name": info.name,
+        "version": info.version,
+        "docs": info.docs,
+        "schema_version": info.schema_version,
+        "created_at": info.created_at.isoformat(),
+        "aliased": info.aliased,
+        "is_write_index": info.is_write_index,
+        "read_aliased": info.read_aliased,
+    }
 
 
 @dataclass(frozen=True, slots=True)
 class AliasListing:
     alias: str
-    indices: tuple[IndexRow, ...]  # by N
+    indices: tuple[IndexInfo, ...]  # by N
 
     @property
-    def write_index(self) -> IndexRow | None:
+    def write_index(self) -> IndexInfo | None:
         return next((row for row in self.indices if row.is_write_index), None)
 
     @property
@@ -124,7 +100,7 @@ class DropResult:
 
 async def list_alias(admin: IndexAdmin, alias: str) -> AliasListing:
     """Every ``<alias>_v<N>`` and every index the alias points at, by N."""
-    return AliasListing(alias, tuple(IndexRow.of(i) for i in await admin.list_indices(alias)))
+    return AliasListing(alias, tuple(await admin.list_indices(alias)))
 
 
 async def rollback(
@@ -187,7 +163,7 @@ async def drop(admin: IndexAdmin, alias: str, index: str, *, dry_run: bool = Fal
     return DropResult(alias, index, row.docs, row.schema_version, dry_run)
 
 
-async def _row(admin: IndexAdmin, alias: str, index: str) -> IndexRow:
+async def _row(admin: IndexAdmin, alias: str, index: str) -> IndexInfo:
     for row in (await list_alias(admin, alias)).indices:
         if row.name == index:
             return row

@@ -23,7 +23,15 @@ from searchsync.projection._document import (
     sync_hash,
 )
 from searchsync.projection._registry import RESERVED_FIELDS, Projector, ProjectorRegistry
-from searchsync.projection._relations import Child, Lookup, Row, attach, child_order
+from searchsync.projection._relations import (
+    Child,
+    Lookup,
+    Row,
+    attach,
+    child_order,
+    lookup_keys,
+    through_child,
+)
 from searchsync.projection.canonical import CANONICALIZATION_VERSION, canonical_json, sha256_hex
 from searchsync.projection.plugins import registry_from_settings
 
@@ -44,10 +52,12 @@ __all__ = [
     "content_hash",
     "default_registry",
     "format_timestamp",
+    "lookup_keys",
     "projected_fields",
     "registry_from_settings",
     "sha256_hex",
     "sync_hash",
+    "through_child",
 ]
 
 

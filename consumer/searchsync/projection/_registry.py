@@ -86,7 +86,8 @@ class Projector:
       article's tags; `Lookup`: its author). The truth port reads each with one ``IN (...)``
       query per batch and hands `build` the root row with ``row[child.name]`` (a list of rows,
       in a deterministic order) and ``row[lookup.name]`` (a row or None); names must not be
-      columns. A lookup's ``via`` must be one of `columns` (`searchsync.projection._relations`).
+      columns. A lookup's ``via`` is one of `columns`, or of a child's (``through``, each child
+      row gets its looked-up row; `searchsync.projection._relations`).
 
     Adding an aggregate type: a module whose ``projectors()`` returns it, named in
     ``[projection] modules`` (`searchsync.projection.plugins`; docs/consumer.md)::

@@ -1,11 +1,12 @@
 """Children and lookups: the rows of other tables a projector's document is built from.
 
-A `Child` is one-to-many (an article's tags), a `Lookup` many-to-one (an article's author). The
-truth port reads each child or lookup table with one ``IN (...)`` query per batch of roots and
-`attach` puts the results on the root rows, under the declared ``name``, before they reach
-``build``: ``row[child.name]`` is a list of rows in a deterministic order, ``row[lookup.name]`` a
-row or None. The order never depends on the order the database returned the rows in, so the same
-truth gives the same bytes (invariant 6).
+A `Child` is one-to-many (an article's tags), a `Lookup` many-to-one (an article's author; or,
+`through` a child, each child row's: a product category's name). The truth port reads each child
+or lookup table with one ``IN (...)`` query per batch of roots and `attach` puts the results on
+the rows, under the declared ``name``, before they reach ``build``: ``row[child.name]`` is a list
+of rows in a deterministic order, ``row[lookup.name]`` (or ``child_row[lookup.name]``) a row or
+None. The order never depends on the order the database returned the rows in, so the same truth
+gives the same bytes (invariant 6).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ __all__ = [
     "attach",
     "check_relations",
     "child_order",
+    "lookup_keys",
+    "through_child",
 ]
 
 AGGREGATE_TYPE = re.compile(r"[a-z][a-z0-9_]{0,62}")  # it becomes part of an index name
@@ -67,9 +70,11 @@ class Lookup:
 
     ``build`` finds it as ``row[name]``: the row with `columns` whose ``id`` is the root's `via`
     column, or None (`via` is NULL, or no such row). `via` must be one of the projector's columns.
+    With `through` (the name of one of the projector's `Child` declarations) `via` is a column of
+    that child instead, and each child row gets its own looked-up row: ``row[through][i][name]``.
     `aggregate_type` is set when the looked-up row is another aggregate with its own outbox
     events: a change of it fans out to the dependents, found through an index ``(via, id)`` on
-    the root table.
+    the root table, or ``(via, key)`` on the child table `through`.
     """
 
     name: str
@@ -77,9 +82,12 @@ class Lookup:
     via: str
     columns: tuple[str, ...]
     aggregate_type: str | None = None
+    through: str | None = None
 
     def __post_init__(self) -> None:
         _identifiers(self, "name", "table", "via")
+        if self.through is not None:
+            _identifiers(self, "through")
         _column_tuple(self.columns, "columns", self.name)
         if "id" not in self.columns:
             raise ValueError(f"lookup {self.name!r}: columns must include 'id'")
@@ -97,7 +105,8 @@ def check_relations(
 ) -> None:
     """Raise `ValueError` unless the declarations fit a root table read with `columns`: children
     and lookups are tuples of `Child` and `Lookup`, their names are unique and none is a column,
-    and every lookup's `via` is one of the columns."""
+    and every lookup's `via` is one of the columns, or, for a lookup `through` a child, one of that
+    child's columns (and its name none of them)."""
     if not isinstance(children, tuple) or not all(isinstance(c, Child) for c in children):
         raise ValueError("children must be a tuple of Child")
     if not isinstance(lookups, tuple) or not all(isinstance(lk, Lookup) for lk in lookups):
@@ -108,11 +117,44 @@ def check_relations(
     clash = sorted(set(names).intersection(columns))
     if clash:
         raise ValueError(f"children or lookups {clash} are named like columns of the root")
+    by_name = {c.name: c for c in children}
     for lookup in lookups:
-        if lookup.via not in columns:
+        if lookup.through is None:
+            if lookup.via not in columns:
+                raise ValueError(
+                    f"lookup {lookup.name!r}: via {lookup.via!r} is not one of the root's columns"
+                )
+            continue
+        child = by_name.get(lookup.through)
+        if child is None:
+            raise ValueError(f"lookup {lookup.name!r}: through {lookup.through!r} is no child")
+        if lookup.via not in child.columns:
             raise ValueError(
-                f"lookup {lookup.name!r}: via {lookup.via!r} is not one of the root's columns"
+                f"lookup {lookup.name!r}: via {lookup.via!r} is not one of the columns"
+                f" of child {child.name!r}"
             )
+        if lookup.name in child.columns:
+            raise ValueError(
+                f"lookup {lookup.name!r} is named like a column of child {child.name!r}"
+            )
+
+
+def through_child(lookup: Lookup, children: Iterable[Child]) -> Child | None:
+    """The child `lookup` reads through (None for a lookup through a root column)."""
+    return next((c for c in children if c.name == lookup.through), None)
+
+
+def lookup_keys(
+    lookup: Lookup, roots: Iterable[Row], children: Sequence[tuple[Child, Sequence[Row]]]
+) -> list[Any]:
+    """The distinct non-null `via` values `lookup` reads, in first-seen order: of the roots, or,
+    for a lookup `through` a child, of the rows read for that child (`children`, as for
+    `attach`): the ids of one ``IN (...)`` read of the lookup table for the whole batch."""
+    if lookup.through is None:
+        rows: Iterable[Row] = roots
+    else:
+        rows = [r for c, found in children if c.name == lookup.through for r in found]
+    return list(dict.fromkeys(r[lookup.via] for r in rows if r.get(lookup.via) is not None))
 
 
 def child_order(child: Child, rows: Iterable[Row]) -> list[Row]:
@@ -129,21 +171,34 @@ def attach(
 ) -> None:
     """Put on every root row (in place) its children and lookups, from the rows read for them:
     ``root[child.name]`` the child rows whose key is the root's id, in `child_order`;
-    ``root[lookup.name]`` the lookup row whose id is the root's via column, or None."""
+    ``root[lookup.name]`` the lookup row whose id is the root's via column, or None; for a lookup
+    `through` a child, ``child_row[lookup.name]`` likewise on each (copied) child row."""
+    indexed = [(lk, {str(r["id"]): r for r in rows}) for lk, rows in lookups]
     grouped: list[tuple[Child, dict[str, list[Row]]]] = []
     for child, rows in children:
+        through = [(lk, by_id) for lk, by_id in indexed if lk.through == child.name]
+        if through:
+            rows = [_looked_up(dict(row), through) for row in rows]
         by_root: dict[str, list[Row]] = {}
         for row in rows:
             by_root.setdefault(str(row[child.key]), []).append(row)
         grouped.append((child, {k: child_order(child, v) for k, v in by_root.items()}))
-    indexed = [(lk, {str(r["id"]): r for r in rows}) for lk, rows in lookups]
+    on_root = [(lk, by_id) for lk, by_id in indexed if lk.through is None]
     for root in roots:
         root_id = str(root["id"])
         for child, by_root in grouped:
             root[child.name] = list(by_root.get(root_id, ()))
-        for lookup, by_id in indexed:
-            via = root.get(lookup.via)
-            root[lookup.name] = None if via is None else by_id.get(str(via))
+        _looked_up(root, on_root)
+
+
+def _looked_up(
+    row: dict[str, Any], lookups: Sequence[tuple[Lookup, dict[str, Row]]]
+) -> dict[str, Any]:
+    """`row` with each lookup's row (by its via column) or None put on it, in place."""
+    for lookup, by_id in lookups:
+        via = row.get(lookup.via)
+        row[lookup.name] = None if via is None else by_id.get(str(via))
+    return row
 
 
 def _sortable(value: object) -> tuple[int, Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from searchsync.projection._registry import Projector, ProjectorRegistry
 from searchsync.projection._relations import Lookup
 
-__all__ = ["dependents", "event_types", "referenced_types", "routes"]
+__all__ = ["business_tables", "dependents", "event_types", "referenced_types", "routes"]
 
 
 def dependents(
@@ -46,3 +46,13 @@ def routes(registry: ProjectorRegistry) -> tuple[tuple[str, str, str], ...]:
 def event_types(registry: ProjectorRegistry) -> tuple[str, ...]:
     """The types whose events the consumer takes: the projectors' and the referenced ones."""
     return tuple(sorted({*registry.types(), *referenced_types(registry)}))
+
+
+def business_tables(registry: ProjectorRegistry) -> tuple[str, ...]:
+    """Every table the projectors read (roots, children and lookups), sorted: the tables the
+    consumer needs SELECT on and the application writes."""
+    found: set[str] = set()
+    for t in registry.types():
+        p = registry.get(t)
+        found.update((p.table, *(c.table for c in p.children), *(lk.table for lk in p.lookups)))
+    return tuple(sorted(found))

@@ -9,7 +9,7 @@ DEAD (past the attempt limit; ``searchsync relay revive`` puts it back).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final, Protocol
 
@@ -105,17 +105,7 @@ class DeadRow:
     updated_at: datetime  # naive UTC
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "event_id": self.event_id,
-            "aggregate_type": self.aggregate_type,
-            "aggregate_id": self.aggregate_id,
-            "operation": self.operation,
-            "source_revision": self.source_revision,
-            "attempts": self.attempts,
-            "last_error": self.last_error,
-            "updated_at": self.updated_at.isoformat() + "Z",
-        }
+        return {**asdict(self), "updated_at": self.updated_at.isoformat() + "Z"}
 
 
 class RelayStore(Protocol):

@@ -50,24 +50,17 @@ def key_ranges(buckets: Collection[int], m: int) -> list[tuple[int, int]]:
     return out
 
 
+@dataclass(slots=True)
 class SpanReader:
-    def __init__(
-        self,
-        truth: Truth,
-        index: IndexSide,
-        limits: Limits,
-        truth_chunks: ChunkController,
-        index_chunks: ChunkController,
-        content_chunks: ChunkController,
-    ) -> None:
-        """The page sizes of each kind of read come from its own controller, kept across
-        ranges: light rows, light documents, whole documents."""
-        self._truth = truth
-        self._index = index
-        self._limits = limits
-        self._truth_chunks = truth_chunks
-        self._index_chunks = index_chunks
-        self._content_chunks = content_chunks
+    """Reads spans; the page sizes of each kind of read come from its own controller, kept
+    across ranges: light rows, light documents, whole documents."""
+
+    truth: Truth
+    index: IndexSide
+    limits: Limits
+    truth_chunks: ChunkController
+    index_chunks: ChunkController
+    content_chunks: ChunkController
 
     async def read(
         self,
@@ -131,27 +124,27 @@ class SpanReader:
         row_ids = sorted({i for e in entries for i in e.rows})
         if not row_ids:
             return
-        rows = await truth_by_ids(self._truth, projector, row_ids)
-        await self._limits.mysql_rows.take(len(rows))
+        rows = await truth_by_ids(self.truth, projector, row_ids)
+        await self.limits.mysql_rows.take(len(rows))
         for e in entries:
             e.rows = {i: rows[i] for i in e.rows if i in rows}
 
     async def _read_truth(self, projector: Projector, lo: int, hi: int) -> list[TruthEntry]:
         async def page(after: BucketCursor | None, n: int) -> list[TruthEntry]:
-            found = await self._truth.bucket_page(projector, lo, hi, after, n, content=False)
-            await self._limits.mysql_rows.take(len(found))
+            found = await self.truth.bucket_page(projector, lo, hi, after, n, content=False)
+            await self.limits.mysql_rows.take(len(found))
             return found
 
-        return await _pages(page, self._truth_chunks, key_of_id(projector.aggregate_type))
+        return await _pages(page, self.truth_chunks, key_of_id(projector.aggregate_type))
 
     async def _read_index(
         self, projector: Projector, alias: str, lo: int, hi: int, *, content: bool
     ) -> list[IndexEntry]:
         async def page(after: BucketCursor | None, n: int) -> list[IndexEntry]:
-            await self._limits.es_requests.take(1)
-            return await self._index.bucket_page(alias, lo, hi, after, n, content=content)
+            await self.limits.es_requests.take(1)
+            return await self.index.bucket_page(alias, lo, hi, after, n, content=content)
 
-        chunks = self._content_chunks if content else self._index_chunks
+        chunks = self.content_chunks if content else self.index_chunks
         return await _pages(page, chunks, key_of_id(projector.aggregate_type))
 
 

@@ -43,35 +43,20 @@ class SpanRead:
     misplaced: dict[str, IndexEntry] = field(default_factory=dict)
 
 
+@dataclass(slots=True, kw_only=True)
 class SpanScan:
-    def __init__(
-        self,
-        *,
-        reader: SpanReader,
-        truth: Truth,
-        index: IndexSide,
-        state: WheelState,
-        healer: Healer,
-        limits: Limits,
-        alias_for: Callable[[str], str],
-        content_share: float,
-        settle_s: float,
-        alpha: float,
-        clock: Callable[[], datetime],
-        sleep: Callable[[float], Awaitable[None]],
-    ) -> None:
-        self._reader = reader
-        self._truth = truth
-        self._index = index
-        self._state = state
-        self._healer = healer
-        self._limits = limits
-        self._alias_for = alias_for
-        self._content_share = content_share
-        self._settle_s = settle_s
-        self._alpha = alpha
-        self._clock = clock
-        self._sleep = sleep
+    reader: SpanReader
+    truth: Truth
+    index: IndexSide
+    state: WheelState
+    healer: Healer
+    limits: Limits
+    alias_for: Callable[[str], str]
+    content_share: float
+    settle_s: float
+    alpha: float
+    clock: Callable[[], datetime]
+    sleep: Callable[[float], Awaitable[None]]
 
     async def read(
         self, projector: Projector, epoch: Epoch, priors: Sequence[BucketState]
@@ -79,7 +64,7 @@ class SpanScan:
         """Begin every bucket of the span (a new generation each) and read them completely on
         both sides; a failed read is returned, not raised (`finish` reports it)."""
         reports: list[BucketReport] = []
-        generations = await self._state.begin_many(epoch, [p.bucket for p in priors])
+        generations = await self.state.begin_many(epoch, [p.bucket for p in priors])
         for prior in priors:
             generation = generations[prior.bucket]
             content = self._content(prior.bucket, generation)
@@ -89,9 +74,9 @@ class SpanScan:
         started = time.monotonic()
         misplaced: dict[str, IndexEntry] = {}
         try:
-            entries = await self._reader.read(
+            entries = await self.reader.read(
                 projector,
-                self._alias_for(projector.aggregate_type),
+                self.alias_for(projector.aggregate_type),
                 epoch.bucket_count,
                 [r.bucket for r in reports],
                 {r.bucket for r in reports if r.content_checked},
@@ -121,7 +106,7 @@ class SpanScan:
                 exc_info=cause,
             )
             return reports
-        alias = self._alias_for(projector.aggregate_type)
+        alias = self.alias_for(projector.aggregate_type)
         total = sum(len(e.rows) + len(e.docs) for e in entries.values()) or 1
         candidates: dict[int, list[Finding]] = {}
         for r in reports:
@@ -147,22 +132,22 @@ class SpanScan:
         for n, (prior, r) in enumerate(zip(priors, reports, strict=True)):
             t0 = time.monotonic()
             findings = kept[r.bucket]
-            appended_before = self._healer.appended
+            appended_before = self.healer.appended
             try:
-                r.appended = await self._healer.heal(findings)
+                r.appended = await self.healer.heal(findings)
             except LiveLagTooHigh as exc:  # not completed: scanned again next time
-                r.appended = self._healer.appended - appended_before
+                r.appended = self.healer.appended - appended_before
                 for rest in reports[n:]:
                     rest.interrupted = rest.stopped = str(exc)
                 break
             r.findings = findings
             r.seconds += settle_s + time.monotonic() - t0
             done.append(self._completed(prior, r))
-        await self._state.complete_many(epoch, done)
+        await self.state.complete_many(epoch, done)
         return reports
 
     def _content(self, bucket: int, generation: int) -> bool:
-        share = self._content_share
+        share = self.content_share
         if share >= 1.0:
             return True
         return zlib.crc32(f"{bucket}:{generation}".encode()) / 2**32 < share
@@ -173,8 +158,8 @@ class SpanScan:
             bucket=prior.bucket,
             generation=r.generation,
             running_generation=r.generation,
-            last_complete_at=self._clock(),
-            drift_ewma=ewma(prior.drift_ewma, rate, self._alpha),
+            last_complete_at=self.clock(),
+            drift_ewma=ewma(prior.drift_ewma, rate, self.alpha),
             last_counts=dict(Counter(f.kind.value for f in r.findings)),
             cost_s=r.seconds,
             rows_seen=r.rows,
@@ -188,10 +173,10 @@ class SpanScan:
         """
         if not candidates:
             return []
-        await self._sleep(self._settle_s)
+        await self.sleep(self.settle_s)
         ids = sorted({f.id for f in candidates})
-        rows = await truth_by_ids(self._truth, projector, ids)
-        await self._limits.mysql_rows.take(len(ids))
-        await self._limits.es_requests.take(1)
-        docs = await self._index.by_ids(alias, ids)
+        rows = await truth_by_ids(self.truth, projector, ids)
+        await self.limits.mysql_rows.take(len(ids))
+        await self.limits.es_requests.take(1)
+        docs = await self.index.by_ids(alias, ids)
         return still_holding(projector, candidates, rows, docs)

@@ -16,6 +16,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 
 from searchsync.mysql.truth import Truth
 from searchsync.ops.repair.buckets import key_of_id
@@ -31,29 +32,19 @@ __all__ = ["StraySweep"]
 log = logging.getLogger(__name__)
 
 
+@dataclass(slots=True, kw_only=True)
 class StraySweep:
-    def __init__(
-        self,
-        *,
-        truth: Truth,
-        index: IndexSide,
-        healer: Healer,
-        limits: Limits,
-        settle_s: float,
-        page_size: int,
-        ceiling: int,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    ) -> None:
-        """`page_size`: entries per stray page and ids per settle re-read; `ceiling`: the most
-        documents outside the key space one sweep reads (the rest wait for the next)."""
-        self._truth = truth
-        self._index = index
-        self._healer = healer
-        self._limits = limits
-        self._settle_s = settle_s
-        self._page_size = page_size
-        self._ceiling = ceiling
-        self._sleep = sleep
+    """`page_size`: entries per stray page and ids per settle re-read; `ceiling`: the most
+    documents outside the key space one sweep reads (the rest wait for the next)."""
+
+    truth: Truth
+    index: IndexSide
+    healer: Healer
+    limits: Limits
+    settle_s: float
+    page_size: int
+    ceiling: int
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
     async def sweep(
         self,
@@ -72,21 +63,21 @@ class StraySweep:
             report.candidates = len(ids)
             findings: list[Finding] = []
             if ids:
-                await self._sleep(self._settle_s)
-            for n in range(0, len(ids), self._page_size):
-                chunk = ids[n : n + self._page_size]
+                await self.sleep(self.settle_s)
+            for n in range(0, len(ids), self.page_size):
+                chunk = ids[n : n + self.page_size]
                 findings.extend(await self._confirm(projector, alias, chunk, report))
         except Exception as exc:  # a partial read: nothing from it counts
             report.interrupted = f"{type(exc).__name__}: {exc}"
             report.seconds = time.monotonic() - started
             log.warning("repair sweep of %s strays interrupted", alias, exc_info=exc)
             return report
-        appended_before = self._healer.appended
+        appended_before = self.healer.appended
         try:
-            report.appended = await self._healer.heal(findings)
+            report.appended = await self.healer.heal(findings)
             report.findings = findings
         except LiveLagTooHigh as exc:
-            report.appended = self._healer.appended - appended_before
+            report.appended = self.healer.appended - appended_before
             report.stopped = str(exc)
         report.seconds = time.monotonic() - started
         return report
@@ -94,11 +85,11 @@ class StraySweep:
     async def _outside(self, alias: str, report: StrayReport) -> set[str]:
         """The ids of the documents outside the key space, at most `ceiling`."""
         ids: set[str] = set()
-        async with contextlib.aclosing(self._index.strays(alias, self._page_size)) as pages:
+        async with contextlib.aclosing(self.index.strays(alias, self.page_size)) as pages:
             async for page in pages:
-                await self._limits.es_requests.take(1)
+                await self.limits.es_requests.take(1)
                 ids.update(e.id for e in page)
-                if len(ids) >= self._ceiling:
+                if len(ids) >= self.ceiling:
                     report.truncated = True
                     break
         report.outside = len(ids)
@@ -109,10 +100,10 @@ class StraySweep:
     ) -> list[Finding]:
         """The findings of `ids`, re-read by id on both sides."""
         kind_type = projector.aggregate_type
-        rows = await truth_by_ids(self._truth, projector, ids)
-        await self._limits.mysql_rows.take(len(ids))
-        await self._limits.es_requests.take(1)
-        docs = await self._index.by_ids(alias, ids)
+        rows = await truth_by_ids(self.truth, projector, ids)
+        await self.limits.mysql_rows.take(len(ids))
+        await self.limits.es_requests.take(1)
+        docs = await self.index.by_ids(alias, ids)
         key = key_of_id(kind_type)
         out: list[Finding] = []
         for i in ids:

@@ -1,0 +1,79 @@
+"""The fan-out's read of "who references X" in MySQL, the truth (docs/design.md, "Fan-out"):
+the next page of dependents' ids and revisions, in id order, after a cursor.
+
+- Through a column of the dependent's table: ``SELECT id, revision FROM <table> WHERE <via> = %s
+  AND id > %s ORDER BY id LIMIT n``, one range of the index ``(<via>, id)``.
+- Through a child table (``Lookup(through=...)``): the roots of the child rows whose `via` is X,
+  ``SELECT STRAIGHT_JOIN c.<key>, MAX(r.revision) FROM <child> c FORCE INDEX (<(via, key)>) JOIN
+  <table> r ON r.id = c.<key> WHERE c.<via> = %s AND c.<key> > %s GROUP BY c.<key> ORDER BY
+  c.<key> LIMIT n``: one range of the child's index ``(<via>, <key>)``, read in key order, each
+  root once however many of its child rows reference X, and no root that no longer exists.
+  MariaDB's own choice was measured to start that index at X's first entry, not at the cursor,
+  for a referenced row with many dependents (every page re-reading those before it), or to scan
+  the root table: hence the join order and the index named, found once per child table in
+  ``information_schema.STATISTICS``. Without such an index the query runs unhinted (a scan per
+  page) and a warning says which index to add.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from searchsync.mysql.pool import IDENTIFIER, quote_identifier
+from searchsync.projection import Child
+
+__all__ = ["DependentIndexes", "dependents_sql"]
+
+log = logging.getLogger(__name__)
+
+
+class DependentIndexes:
+    """The index ``(via, key)`` of each child table, found once per (table, via, key)."""
+
+    def __init__(self) -> None:
+        self._found: dict[tuple[str, str, str], str | None] = {}
+
+    async def name(self, cur: Any, child: Child, via: str) -> str | None:
+        """The name of an index of `child`'s table that starts with ``(via, child.key)``, or None
+        (logged once)."""
+        key = (child.table, via, child.key)
+        if key not in self._found:
+            await cur.execute(
+                "SELECT INDEX_NAME FROM information_schema.STATISTICS"
+                " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s"
+                " AND ((SEQ_IN_INDEX = 1 AND COLUMN_NAME = %s)"
+                " OR (SEQ_IN_INDEX = 2 AND COLUMN_NAME = %s))"
+                " GROUP BY INDEX_NAME HAVING COUNT(*) = 2 ORDER BY INDEX_NAME LIMIT 1",
+                key,
+            )
+            row = await cur.fetchone()
+            name = None if row is None else str(row[0])
+            self._found[key] = name if name is not None and IDENTIFIER.fullmatch(name) else None
+            if self._found[key] is None:
+                log.warning(
+                    "fan-out: no index (%s, %s) on %s (with a plain name): every page of"
+                    " dependents may scan it",
+                    via,
+                    child.key,
+                    child.table,
+                )
+        return self._found[key]
+
+
+def dependents_sql(table: str, via: str, through: Child | None, index: str | None) -> str:
+    """The page query (parameters: the referenced id, the cursor, the limit); the names are
+    validated declarations and an index name of `DependentIndexes`, quoted."""
+    table_q, via_q = quote_identifier(table), quote_identifier(via)
+    if through is None:
+        return (
+            f"SELECT id, revision FROM {table_q}"
+            f" WHERE {via_q} = %s AND id > %s ORDER BY id LIMIT %s"
+        )
+    child_q, key = quote_identifier(through.table), f"c.{quote_identifier(through.key)}"
+    hint = "" if index is None else f" FORCE INDEX ({quote_identifier(index)})"
+    return (
+        f"SELECT STRAIGHT_JOIN {key}, MAX(r.revision) FROM {child_q} c{hint}"
+        f" JOIN {table_q} r ON r.id = {key}"
+        f" WHERE c.{via_q} = %s AND {key} > %s GROUP BY {key} ORDER BY {key} LIMIT %s"
+    )

@@ -66,8 +66,13 @@ class Member:
 class Members:
     """N consumer processes in one group."""
 
-    def __init__(self, env: Mapping[str, str], n: int, *, label: str) -> None:
+    def __init__(
+        self, env: Mapping[str, str], n: int, *, label: str, python: str | None = None
+    ) -> None:
+        """`python`: the members' interpreter (another checkout's consumer; default this one,
+        or `SEARCHSYNC_BENCH_CONSUMER_PYTHON`, a development aid)."""
         self._env = dict(env)
+        self._python = python or os.environ.get("SEARCHSYNC_BENCH_CONSUMER_PYTHON", sys.executable)
         self._n = n
         self._label = label
         self.members: list[Member] = []
@@ -88,9 +93,7 @@ class Members:
             log = tempfile.NamedTemporaryFile(  # noqa: SIM115  # closed in stop()
                 prefix=f"pipeline-bench-{self._label}-{i}-", suffix=".log", delete=False
             )
-            # development aid: another checkout's consumer, for a before/after with this bench
-            python = os.environ.get("SEARCHSYNC_BENCH_CONSUMER_PYTHON", sys.executable)
-            argv = [python, "-m", "searchsync", "run"]
+            argv = [self._python, "-m", "searchsync", "run"]
             cprofile = os.environ.get("SEARCHSYNC_BENCH_CPROFILE")  # development aid, like PYSPY
             if cprofile:
                 out = os.path.join(cprofile, f"{self._label}-{i}.prof")

@@ -140,9 +140,12 @@ class Runs:
         pids.update(self.services)
         return pids
 
-    async def pipeline(self, members: int, *, replay: bool = False) -> list[Window]:
+    async def pipeline(
+        self, members: int, *, replay: bool = False, python: str | None = None
+    ) -> list[Window]:
         """One run with `members` processes; with `replay` also a second pass after an
-        ``offsets reset --to earliest`` (one process)."""
+        ``offsets reset --to earliest`` (one process). With `python` (another checkout's
+        interpreter) the members are that consumer, and the window's kind is "compare"."""
         u = uuid.uuid4().hex[:8]
         topic, prefix, group = f"bench-{u}.events", f"bench{u}", f"bench-{u}"
         env = dict(self.base_env)
@@ -163,11 +166,12 @@ class Runs:
             self.es, alias, self.projector.mapping, schema_version=self.projector.schema_version
         )
         windows: list[Window] = []
-        group_members = Members(env, members, label=f"p{members}")
+        group_members = Members(env, members, label=f"p{members}", python=python)
+        kind = "pipeline" if python is None else "compare"
         try:
             await group_members.start()
             await wait_for(group_members.all_assigned, 120, f"{members} members assigned", 0.1)
-            windows.append(await self._window(group_members, "pipeline", produce_first=topic))
+            windows.append(await self._window(group_members, kind, produce_first=topic))
             windows[-1].missing = len(await missing(self.es, alias, self.ids, version=1))
             if replay:
                 await group_members.stop()

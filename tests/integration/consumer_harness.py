@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from searchsync.config import Settings, load_settings
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.observability.metrics import Metrics
 from searchsync.ops import offsets
-from searchsync.projection import Document, default_registry
+from searchsync.projection import Document, default_registry, registry_from_settings
 from searchsync.runtime import run_consumer
 from searchsync.search.admin import init_index
 from searchsync.search.client import make_es_client
@@ -89,8 +89,12 @@ class InProcessConsumer:
         self.stop = asyncio.Event()
         self.task: asyncio.Task[int] | None = None
 
-    async def start(self) -> None:
-        start_group_at_end(self.settings)
+    async def start(self, *, join: bool = False) -> None:
+        """Run the consumer until it has partitions. A first member starts its group at the
+        topics' end; with `join`, another member joins the running group (a reset would be
+        refused while the group has members)."""
+        if not join:
+            start_group_at_end(self.settings)
         self.task = asyncio.create_task(
             run_consumer(self.settings, stop=self.stop, metrics=self.metrics)
         )
@@ -183,6 +187,24 @@ async def prepare_index(settings: Settings) -> None:
         await es.close()
 
 
+@contextlib.asynccontextmanager
+async def type_indices(settings: Settings, kinds: Sequence[str]) -> AsyncIterator[None]:
+    """The index of each of `kinds` (the settings' projectors), as `searchsync index init --type
+    <kind>` makes it, for the block; deleted after."""
+    registry = registry_from_settings(settings.projection)
+    es = make_es_client(settings)
+    try:
+        for kind in kinds:
+            p = registry.get(kind)
+            await init_index(es, settings.alias(kind), p.mapping, schema_version=p.schema_version)
+        yield
+    finally:
+        for kind in kinds:
+            with contextlib.suppress(NotFoundError):
+                await es.indices.delete(index=f"{settings.alias(kind)}_v*")
+        await es.close()
+
+
 async def forget_deletes_after_1s(settings: Settings) -> None:
     """The wiki_page index ``_v1`` of `settings` forgets deleted versions after 1 s
     (``index.gc_deletes``), so stale writes meet only what tombstones keep."""
@@ -242,15 +264,31 @@ async def converged(
 ) -> tuple[bool, str]:
     """True when every expected document is in the index at its version with its body
     (`Document.matches`: the exact body, or the projected fields of a hard-delete tombstone)."""
+    differences = await divergent(es, alias, expected, first_only=True)
+    return not differences, differences[0] if differences else ""
+
+
+async def divergent(
+    es: AsyncElasticsearch,
+    alias: str,
+    expected: Mapping[str, Document],
+    *,
+    first_only: bool = False,
+) -> list[str]:
+    """Why each expected document is not in the index as expected (missing, at another version,
+    or another body); empty when all are. With `first_only`, stops at the first."""
     resp: Any = await es.mget(index=alias, ids=list(expected))
+    out: list[str] = []
     for doc in resp["docs"]:
         want = expected[doc["_id"]]
         if not doc.get("found"):
-            return False, f"{doc['_id']} missing"
-        if doc["_version"] != want.source_revision:
-            return False, f"{doc['_id']} at {doc['_version']} want {want.source_revision}"
+            out.append(f"{doc['_id']} missing")
+        elif doc["_version"] != want.source_revision:
+            out.append(f"{doc['_id']} at {doc['_version']} want {want.source_revision}")
         # byte for byte where the truth gives every field (live and soft-deleted documents);
         # a hard-delete tombstone's `tombstoned_at` is its write time: projected fields only
-        if not want.matches(doc["_source"]):
-            return False, f"{doc['_id']} body differs"
-    return True, ""
+        elif not want.matches(doc["_source"]):
+            out.append(f"{doc['_id']} body differs")
+        if out and first_only:
+            break
+    return out

@@ -13,26 +13,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 import aiomysql
 import pytest
 import pytest_asyncio
-from elasticsearch import NotFoundError
 from searchsync.cli.rebuild import run_rebuild
 from searchsync.ops.rebuild.outcome import RebuildOptions
 from searchsync.projection import registry_from_settings
 from searchsync.runtime import Runtime
-from searchsync.search.admin import init_index
-from searchsync.search.client import make_es_client
 
 from tests.integration.article_app import article_change
 from tests.integration.consumer_harness import (
     REBUILD_ON_SHARED_TABLE,
     InProcessConsumer,
     harness_env,
+    type_indices,
 )
 from tests.integration.doc_watch import Watcher, watch_docs
 from tests.integration.fanout_writes import author_write
@@ -49,39 +47,39 @@ TOPICS = ("outbox.event.article", "outbox.event.author")
 TYPES = ("article", "wiki_page")
 
 
+def fanout_env(tag: str, topics: Sequence[str], **overrides: str) -> dict[str, str]:
+    """`harness_env` for the wiki_page and article types on `topics`, the fan-out worker looking
+    for jobs every 0.1 s and taking over a stopped worker's job after 5 s."""
+    return harness_env(
+        tag,
+        SEARCHSYNC_KAFKA_TOPICS=",".join(topics),
+        SEARCHSYNC_PROJECTION_MODULES="searchsync.projection.wiki_page,searchsync.examples.article",
+        SEARCHSYNC_FANOUT_POLL_INTERVAL_S="0.1",
+        SEARCHSYNC_FANOUT_LEASE_S="5",
+        **overrides,
+    )
+
+
 @pytest_asyncio.fixture(loop_scope="session", scope="module")
 async def consumer(app_pool: aiomysql.Pool) -> AsyncIterator[InProcessConsumer]:
     await require_article_table(app_pool)
     ensure_topics(TOPICS)
     c = InProcessConsumer(
-        harness_env(
+        fanout_env(
             "fan",
-            SEARCHSYNC_KAFKA_TOPICS=",".join(TOPICS),
-            SEARCHSYNC_PROJECTION_MODULES="searchsync.projection.wiki_page,searchsync.examples.article",
+            TOPICS,
             # slow enough that the races below meet a fan-out under way
             SEARCHSYNC_FANOUT_APPENDS_PER_S="150",
             SEARCHSYNC_FANOUT_PAGE_SIZE="10",
-            SEARCHSYNC_FANOUT_POLL_INTERVAL_S="0.1",
-            SEARCHSYNC_FANOUT_LEASE_S="5",
             **REBUILD_ON_SHARED_TABLE,
         )
     )
-    registry = registry_from_settings(c.settings.projection)
-    es = make_es_client(c.settings)
-    try:
-        for kind in TYPES:
-            p = registry.get(kind)
-            await init_index(es, c.settings.alias(kind), p.mapping, schema_version=p.schema_version)
+    async with type_indices(c.settings, TYPES):
         await c.start()
         try:
             yield c
         finally:
             assert await c.close() == 0
-    finally:
-        for kind in TYPES:
-            with contextlib.suppress(NotFoundError):
-                await es.indices.delete(index=f"{c.settings.alias(kind)}_v*")
-        await es.close()
 
 
 @contextlib.asynccontextmanager

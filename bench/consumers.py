@@ -14,11 +14,15 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, Final
 
 from prometheus_client.parser import text_string_to_metric_families
+
+POLL_S: Final = 0.1  # the finest poll of a window's end
+POLL_MAX_S: Final = 0.5  # the longest pause between two polls
 
 
 def free_port() -> int:
@@ -62,8 +66,13 @@ class Member:
 class Members:
     """N consumer processes in one group."""
 
-    def __init__(self, env: Mapping[str, str], n: int, *, label: str) -> None:
+    def __init__(
+        self, env: Mapping[str, str], n: int, *, label: str, python: str | None = None
+    ) -> None:
+        """`python`: the members' interpreter (another checkout's consumer; default this one,
+        or `SEARCHSYNC_BENCH_CONSUMER_PYTHON`, a development aid)."""
         self._env = dict(env)
+        self._python = python or os.environ.get("SEARCHSYNC_BENCH_CONSUMER_PYTHON", sys.executable)
         self._n = n
         self._label = label
         self.members: list[Member] = []
@@ -84,7 +93,7 @@ class Members:
             log = tempfile.NamedTemporaryFile(  # noqa: SIM115  # closed in stop()
                 prefix=f"pipeline-bench-{self._label}-{i}-", suffix=".log", delete=False
             )
-            argv = [sys.executable, "-m", "searchsync", "run"]
+            argv = [self._python, "-m", "searchsync", "run"]
             cprofile = os.environ.get("SEARCHSYNC_BENCH_CPROFILE")  # development aid, like PYSPY
             if cprofile:
                 out = os.path.join(cprofile, f"{self._label}-{i}.prof")
@@ -100,7 +109,7 @@ class Members:
                         "-p",
                         str(process.pid),
                         "-r",
-                        "250",
+                        os.environ.get("SEARCHSYNC_BENCH_PYSPY_RATE", "250"),
                         "--format",
                         "raw",
                         "-o",
@@ -129,6 +138,29 @@ class Members:
             for name, value in member.last.items():
                 out[name] = out.get(name, 0.0) + value
         return out
+
+    async def until_total(
+        self, name: str, span: tuple[float, float], started: float, what: str
+    ) -> dict[str, float]:
+        """Poll until the members' `name` goes from `span`'s first value (at `started`,
+        monotonic) to its second; the last totals (TimeoutError after 300 s).
+
+        A scrape costs a member about 1.1 ms of CPU rendering its metrics, plus the HTTP
+        exchange, and production scrapes every 15 s or so: a poll every 100 ms throughout added
+        10-15 ms of CPU per second to the consumer's figure. So the pause is half the time the
+        rate so far says is left, within [`POLL_S`, `POLL_MAX_S`]: a few scrapes per window, and
+        the end still found within `POLL_S` of it while the rate holds."""
+        base, target = span
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            totals = await self.totals()
+            value = totals.get(name, 0.0)
+            if value >= target:
+                return totals
+            rate = (value - base) / max(1e-3, time.monotonic() - started)
+            left = (target - value) / rate if rate > 0 else 0.0
+            await asyncio.sleep(min(POLL_MAX_S, max(POLL_S, 0.5 * left)))
+        raise TimeoutError(f"timed out after 300 s waiting for: {what}")
 
     async def all_assigned(self) -> bool:
         """Every member holds at least one partition."""

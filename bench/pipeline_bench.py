@@ -133,10 +133,14 @@ async def run(options: BenchOptions, command: str) -> Report:
                 "no stack service pids found (.stack/run of this checkout; set"
                 " SEARCHSYNC_STACK_RUN_DIR): no services' CPU, no ceiling"
             )
+        # development aid: a one-member run of another checkout's consumer in every round
+        compare = os.environ.get("SEARCHSYNC_BENCH_COMPARE_PYTHON")
         for round_no in range(options.repeats):
             report.windows.append(await runs.raw(docs))
             for n in options.members:
                 report.windows.extend(await runs.pipeline(n, replay=round_no == 0 and n == 1))
+                if n == 1 and compare:  # another checkout's consumer, right after this one's
+                    report.windows.extend(await runs.pipeline(1, python=compare))
             # the floor in every round, right after its pipeline runs: the same load as they had
             report.floor_rounds.append(
                 await library_floor(

@@ -73,9 +73,9 @@ class Report:
         steps = self.floor_rounds[0] if self.floor_rounds else {}
         return {step: min(r[step] for r in self.floor_rounds) for step in steps}
 
-    def floor_ratios(self) -> list[float]:
+    def floor_ratios(self, kind: str = "pipeline") -> list[float]:
         """Per round: the one-member consumer's CPU per event / that round's floor."""
-        consumer = [w.ms_per_event("consumer") for w in self.of("pipeline", 1)]
+        consumer = [w.ms_per_event("consumer") for w in self.of(kind, 1)]
         return [c / sum(f.values()) for c, f in zip(consumer, self.floor_rounds, strict=False)]
 
     def ceiling(self, net: bool = False) -> float:
@@ -259,4 +259,14 @@ def _floor_lines(r: Report, consumer_ms: float, services_ms: float) -> list[str]
         f"   target consumer <= 0.25 x services = {target:.4f} ms/event: the floor alone is"
         f" {total / target:.2f} x that",
     ]
+    if r.of("compare", 1):  # SEARCHSYNC_BENCH_COMPARE_PYTHON: the other consumer, same rounds
+        other, lo, hi = median_spread(r.floor_ratios("compare"))
+        mine = [w.ms_per_event("consumer") for w in r.of("pipeline", 1)]
+        theirs = [w.ms_per_event("consumer") for w in r.of("compare", 1)]
+        ours, olo, ohi = median_spread([a / b for a, b in zip(mine, theirs, strict=False)])
+        lines += [
+            f"   the other consumer: {r.cpu_ms('compare', 'consumer', 1):.4f} ms/event,"
+            f" consumer/floor {other:.2f} [{lo:.2f}-{hi:.2f}];"
+            f" this / other per round {ours:.2f} [{olo:.2f}-{ohi:.2f}]"
+        ]
     return lines

@@ -5,8 +5,9 @@ The bench's N events are written once through MySQL and Debezium; `capture` copi
 shared topic. Each pipeline run then gets its own topic (the shared topic's partition count), group
 and index: its consumer processes start first, the run waits until every member holds partitions,
 and only then are the N events produced into the topic, so a run measures the group at its size,
-not its rebalances. The window ends when the members' metrics (polled every 100 ms) count N event
-outcomes; the completeness check (a realtime mget of every id) comes after the window.
+not its rebalances. The window ends when the members' metrics count N event outcomes (polled
+more often as the end nears: `Members.until_total`); the completeness check (a realtime mget of
+every id) comes after the window.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from bench import procstat
 from bench.common import item_errors, missing, progress, run_bounded, topic_ends, wait_for
 from bench.consumers import Members
 
-METRICS_POLL_S: Final = 0.1
 BACKGROUND_S: Final = 1.0  # idle sample before each window: other sessions' load
 BULK_SIZE: Final = 500  # the consumer's default elasticsearch.bulk_max_actions
 BULK_IN_FLIGHT: Final = 2  # the pipeline's default max_concurrent_batches
@@ -140,9 +140,12 @@ class Runs:
         pids.update(self.services)
         return pids
 
-    async def pipeline(self, members: int, *, replay: bool = False) -> list[Window]:
+    async def pipeline(
+        self, members: int, *, replay: bool = False, python: str | None = None
+    ) -> list[Window]:
         """One run with `members` processes; with `replay` also a second pass after an
-        ``offsets reset --to earliest`` (one process)."""
+        ``offsets reset --to earliest`` (one process). With `python` (another checkout's
+        interpreter) the members are that consumer, and the window's kind is "compare"."""
         u = uuid.uuid4().hex[:8]
         topic, prefix, group = f"bench-{u}.events", f"bench{u}", f"bench-{u}"
         env = dict(self.base_env)
@@ -163,11 +166,12 @@ class Runs:
             self.es, alias, self.projector.mapping, schema_version=self.projector.schema_version
         )
         windows: list[Window] = []
-        group_members = Members(env, members, label=f"p{members}")
+        group_members = Members(env, members, label=f"p{members}", python=python)
+        kind = "pipeline" if python is None else "compare"
         try:
             await group_members.start()
             await wait_for(group_members.all_assigned, 120, f"{members} members assigned", 0.1)
-            windows.append(await self._window(group_members, "pipeline", produce_first=topic))
+            windows.append(await self._window(group_members, kind, produce_first=topic))
             windows[-1].missing = len(await missing(self.es, alias, self.ids, version=1))
             if replay:
                 await group_members.stop()
@@ -227,14 +231,8 @@ class Runs:
         start = procstat.snapshot(pids, time.monotonic())
         if produce_first is not None:
             await asyncio.to_thread(produce, self.bootstrap, produce_first, self.messages)
-        totals: dict[str, float] = {}
-
-        async def finished() -> bool:
-            nonlocal totals
-            totals = await group.totals()
-            return totals.get(OUTCOMES, 0.0) >= before + n
-
-        await wait_for(finished, 300, f"{n} event outcomes ({kind})", METRICS_POLL_S)
+        span = (before, before + n)
+        totals = await group.until_total(OUTCOMES, span, start.at, f"{n} outcomes ({kind})")
         end = procstat.snapshot(pids, time.monotonic())
         window = Window(
             kind,

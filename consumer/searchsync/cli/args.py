@@ -6,7 +6,7 @@ import argparse
 import re
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Final
+from typing import Any, Final
 
 from searchsync.config import Settings
 from searchsync.dlq.filter import parse_utc
@@ -53,6 +53,24 @@ def plan_or_execute(parser: argparse.ArgumentParser, plan: str) -> None:
         help="act; without it, only print the plan",
     )
     mode.add_argument("--dry-run", dest="dry_run", action="store_true", help=f"{plan} (default)")
+
+
+def older_than_command(
+    commands: Any, parents: Parents, group: tuple[str, str], command: tuple[str, str], window: str
+) -> argparse.ArgumentParser:
+    """``searchsync GROUP COMMAND --older-than DURATION``: a group (name, help) holding one command
+    (name, help) on what is older than a window (`window` helps ``--older-than``). Returns the
+    command's parser, for its other arguments, `plan_or_execute` and its ``func``."""
+    cmds = commands.add_parser(group[0], help=group[1]).add_subparsers(
+        dest=f"{group[0]}_command", required=True, metavar="COMMAND"
+    )
+    parser: argparse.ArgumentParser = cmds.add_parser(
+        command[0], parents=parents.data, help=command[1]
+    )
+    parser.add_argument(
+        "--older-than", required=True, type=duration, metavar="DURATION", help=window
+    )
+    return parser
 
 
 PLAN_ONLY: Final = "plan only, nothing changed: add --execute to act"

@@ -7,7 +7,7 @@ import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
-from searchsync.cli.args import PLAN_ONLY, Parents, duration, plan_or_execute
+from searchsync.cli.args import PLAN_ONLY, Parents, older_than_command, plan_or_execute
 from searchsync.cli.output import err, show
 from searchsync.config import Settings
 from searchsync.duration import format_duration
@@ -17,19 +17,12 @@ from searchsync.runtime import Runtime
 
 
 def register(commands: Any, parents: Parents) -> None:
-    group = commands.add_parser("outbox", help="the search_outbox table")
-    cmds = group.add_subparsers(dest="outbox_command", required=True, metavar="COMMAND")
-    prune = cmds.add_parser(
-        "prune",
-        parents=parents.data,
-        help="delete captured outbox rows older than a window, in small batches",
-    )
-    prune.add_argument(
-        "--older-than",
-        required=True,
-        type=duration,
-        metavar="DURATION",
-        help="rows created before now minus this (7d, 36h); at least retention.min_outbox_age",
+    prune = older_than_command(
+        commands,
+        parents,
+        ("outbox", "the search_outbox table"),
+        ("prune", "delete captured outbox rows older than a window, in small batches"),
+        "rows created before now minus this (7d, 36h); at least retention.min_outbox_age",
     )
     plan_or_execute(prune, "count only, delete nothing")
     prune.set_defaults(func=cmd_outbox_prune)

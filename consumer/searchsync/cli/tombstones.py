@@ -7,7 +7,13 @@ import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
-from searchsync.cli.args import PLAN_ONLY, Parents, chosen_types, duration, plan_or_execute
+from searchsync.cli.args import (
+    PLAN_ONLY,
+    Parents,
+    chosen_types,
+    older_than_command,
+    plan_or_execute,
+)
 from searchsync.cli.output import err, show
 from searchsync.config import Settings
 from searchsync.duration import format_duration
@@ -17,19 +23,12 @@ from searchsync.runtime import Runtime
 
 
 def register(commands: Any, parents: Parents) -> None:
-    group = commands.add_parser("tombstones", help="tombstone documents of deleted rows")
-    cmds = group.add_subparsers(dest="tombstones_command", required=True, metavar="COMMAND")
-    purge = cmds.add_parser(
-        "purge",
-        parents=parents.data,
-        help="delete tombstones older than the retention window (guarded by seq_no)",
-    )
-    purge.add_argument(
-        "--older-than",
-        required=True,
-        type=duration,
-        metavar="DURATION",
-        help="tombstones older than this (7d, 36h, 90m); at least [retention]'s minimum",
+    purge = older_than_command(
+        commands,
+        parents,
+        ("tombstones", "tombstone documents of deleted rows"),
+        ("purge", "delete tombstones older than the retention window (guarded by seq_no)"),
+        "tombstones older than this (7d, 36h, 90m); at least [retention]'s minimum",
     )
     purge.add_argument("--type", help="one aggregate type (default: every registered type)")
     plan_or_execute(purge, "count and list, delete nothing")

@@ -32,7 +32,7 @@ import aiomysql
 from searchsync.clock import utc_now
 from searchsync.mysql.fanout_dependents import DependentIndexes, dependents_sql
 from searchsync.mysql.outbox_batch import append_rebuilds
-from searchsync.mysql.pool import db_time, transaction, translate_errors
+from searchsync.mysql.pool import db_time, transaction, transaction_cursor, translate_errors
 from searchsync.projection import Child
 
 __all__ = [
@@ -150,21 +150,19 @@ class MysqlFanout:
             for t in sorted(targets, key=_target_key)
         ]
         newer = "VALUES(revision) > revision"
-        async with transaction(self._pool) as conn:
-            with translate_errors("record search_fanout"):
-                async with conn.cursor() as cur:
-                    await cur.executemany(
-                        "INSERT INTO search_fanout (referenced_type, referenced_id,"
-                        " dependent_type, lookup_name, revision, status, created_at, updated_at)"
-                        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE"
-                        f" cursor_id = IF({newer}, '', cursor_id),"
-                        f" appended = IF({newer}, 0, appended),"
-                        f" finished_at = IF({newer}, NULL, finished_at),"
-                        f" status = IF({newer}, 'pending', status),"
-                        f" updated_at = IF({newer}, VALUES(updated_at), updated_at),"
-                        " revision = GREATEST(revision, VALUES(revision))",
-                        rows,
-                    )
+        async with transaction_cursor(self._pool, "record search_fanout") as cur:
+            await cur.executemany(
+                "INSERT INTO search_fanout (referenced_type, referenced_id,"
+                " dependent_type, lookup_name, revision, status, created_at, updated_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE"
+                f" cursor_id = IF({newer}, '', cursor_id),"
+                f" appended = IF({newer}, 0, appended),"
+                f" finished_at = IF({newer}, NULL, finished_at),"
+                f" status = IF({newer}, 'pending', status),"
+                f" updated_at = IF({newer}, VALUES(updated_at), updated_at),"
+                " revision = GREATEST(revision, VALUES(revision))",
+                rows,
+            )
 
     async def claim(
         self, owner: str, lease_s: float, routes: Collection[Route]
@@ -174,26 +172,24 @@ class MysqlFanout:
         now = self._clock()
         free = " AND (locked_until IS NULL OR locked_until < %s OR locked_by = %s)"
         served = sorted(routes)
-        async with transaction(self._pool) as conn:
-            with translate_errors("claim search_fanout"):
-                async with conn.cursor() as cur:
-                    await cur.execute(
-                        "SELECT id FROM search_fanout WHERE status = 'pending'"
-                        + free
-                        + " AND (referenced_type, dependent_type, lookup_name)"
-                        + f" IN ({', '.join(['(%s, %s, %s)'] * len(served))})"
-                        + " ORDER BY id LIMIT 8",
-                        (db_time(now), owner, *(part for route in served for part in route)),
-                    )
-                    candidates = [int(r[0]) for r in await cur.fetchall()]
-                    for job_id in candidates:
-                        await cur.execute(
-                            "UPDATE search_fanout SET locked_by = %s, locked_until = %s"
-                            " WHERE id = %s AND status = 'pending'" + free,
-                            (owner, _until(now, lease_s), job_id, db_time(now), owner),
-                        )
-                        if cur.rowcount == 1:
-                            return await _job(cur, job_id)
+        async with transaction_cursor(self._pool, "claim search_fanout") as cur:
+            await cur.execute(
+                "SELECT id FROM search_fanout WHERE status = 'pending'"
+                + free
+                + " AND (referenced_type, dependent_type, lookup_name)"
+                + f" IN ({', '.join(['(%s, %s, %s)'] * len(served))})"
+                + " ORDER BY id LIMIT 8",
+                (db_time(now), owner, *(part for route in served for part in route)),
+            )
+            candidates = [int(r[0]) for r in await cur.fetchall()]
+            for job_id in candidates:
+                await cur.execute(
+                    "UPDATE search_fanout SET locked_by = %s, locked_until = %s"
+                    " WHERE id = %s AND status = 'pending'" + free,
+                    (owner, _until(now, lease_s), job_id, db_time(now), owner),
+                )
+                if cur.rowcount == 1:
+                    return await _job(cur, job_id)
         return None
 
     async def dependents(
@@ -206,13 +202,13 @@ class MysqlFanout:
         *,
         through: Child | None = None,
     ) -> list[Dependent]:
-        async with transaction(self._pool) as conn:
-            with translate_errors(f"read {table if through is None else through.table}"):
-                async with conn.cursor() as cur:
-                    index = None if through is None else await self._indexes.name(cur, through, via)
-                    sql = dependents_sql(table, via, through, index)
-                    await cur.execute(sql, (referenced_id, after, limit))
-                    rows = await cur.fetchall()
+        async with transaction_cursor(
+            self._pool, f"read {table if through is None else through.table}"
+        ) as cur:
+            index = None if through is None else await self._indexes.name(cur, through, via)
+            sql = dependents_sql(table, via, through, index)
+            await cur.execute(sql, (referenced_id, after, limit))
+            rows = await cur.fetchall()
         return [Dependent(str(r[0]), int(r[1])) for r in rows]
 
     async def advance(
@@ -238,30 +234,26 @@ class MysqlFanout:
 
     async def finish(self, job: FanoutJob, owner: str) -> bool:
         now = db_time(self._clock())
-        async with transaction(self._pool) as conn:
-            with translate_errors("finish search_fanout"):
-                async with conn.cursor() as cur:
-                    await cur.execute(
-                        "UPDATE search_fanout SET status = 'done', finished_at = %s,"
-                        " updated_at = %s, locked_by = NULL, locked_until = NULL" + _UNCHANGED,
-                        (now, now, *_ident(job, owner)),
-                    )
-                    return bool(cur.rowcount == 1)
+        async with transaction_cursor(self._pool, "finish search_fanout") as cur:
+            await cur.execute(
+                "UPDATE search_fanout SET status = 'done', finished_at = %s,"
+                " updated_at = %s, locked_by = NULL, locked_until = NULL" + _UNCHANGED,
+                (now, now, *_ident(job, owner)),
+            )
+            return bool(cur.rowcount == 1)
 
     async def stats(self, referenced_types: Collection[str]) -> FanoutStats:
         types = sorted(referenced_types)
         if not types:
             return FanoutStats(0, 0, 0, None)
-        async with transaction(self._pool) as conn:
-            with translate_errors("read search_fanout"):
-                async with conn.cursor() as cur:
-                    await cur.execute(
-                        "SELECT status, COUNT(*), COALESCE(SUM(appended), 0), MIN(updated_at)"
-                        f" FROM search_fanout WHERE referenced_type IN ({_marks(types)})"
-                        " GROUP BY status",
-                        types,
-                    )
-                    rows = await cur.fetchall()
+        async with transaction_cursor(self._pool, "read search_fanout") as cur:
+            await cur.execute(
+                "SELECT status, COUNT(*), COALESCE(SUM(appended), 0), MIN(updated_at)"
+                f" FROM search_fanout WHERE referenced_type IN ({_marks(types)})"
+                " GROUP BY status",
+                types,
+            )
+            rows = await cur.fetchall()
         by = {str(r[0]): r for r in rows}
         pending = by.get("pending")
         return FanoutStats(

@@ -10,7 +10,7 @@ from typing import Protocol
 
 import aiomysql
 
-from searchsync.mysql.pool import db_time, transaction, translate_errors
+from searchsync.mysql.pool import db_time, transaction_cursor, translate_errors
 
 __all__ = ["GapAck", "GapAcks", "MysqlGapAcks"]
 
@@ -59,14 +59,13 @@ class MysqlGapAcks:
             )
             for a in acks
         ]
-        with translate_errors("recording the accepted history gaps"):
-            async with transaction(self._pool) as conn, conn.cursor() as cur:
-                await cur.executemany(
-                    "INSERT INTO search_offset_gap_ack (group_id, topic, kafka_partition,"
-                    " committed_offset, log_start_offset, lost_records, accepted_by, accepted_at)"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                    rows,
-                )
+        async with transaction_cursor(self._pool, "recording the accepted history gaps") as cur:
+            await cur.executemany(
+                "INSERT INTO search_offset_gap_ack (group_id, topic, kafka_partition,"
+                " committed_offset, log_start_offset, lost_records, accepted_by, accepted_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                rows,
+            )
 
     async def of_group(self, group: str) -> list[GapAck]:
         with translate_errors("reading the accepted history gaps"):

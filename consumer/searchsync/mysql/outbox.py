@@ -28,7 +28,7 @@ import aiomysql
 
 from searchsync.clock import utc_now
 from searchsync.events import encode_json
-from searchsync.mysql.pool import db_time, transaction, translate_errors
+from searchsync.mysql.pool import db_time, transaction, transaction_cursor, translate_errors
 from searchsync.types import Operation, ThinEvent
 
 __all__ = [
@@ -171,30 +171,25 @@ class MysqlOutbox:
         self._clock = clock
 
     async def page(self, after_id: int, limit: int) -> list[OutboxRow]:
-        async with transaction(self._pool) as conn:
-            with translate_errors("read search_outbox"):
-                async with conn.cursor() as cur:
-                    await cur.execute(
-                        "SELECT id, created_at, status FROM search_outbox WHERE id > %s"
-                        " ORDER BY id LIMIT %s",
-                        (after_id, limit),
-                    )
-                    rows = await cur.fetchall()
+        async with transaction_cursor(self._pool, "read search_outbox") as cur:
+            await cur.execute(
+                "SELECT id, created_at, status FROM search_outbox WHERE id > %s"
+                " ORDER BY id LIMIT %s",
+                (after_id, limit),
+            )
+            rows = await cur.fetchall()
         return [OutboxRow(int(r[0]), r[1], str(r[2])) for r in rows]
 
     async def delete_range(
         self, first_id: int, last_id: int, created_before: datetime, *, published_only: bool = False
     ) -> int:
         only = " AND status = 'PUBLISHED'" if published_only else ""
-        async with transaction(self._pool) as conn:
-            with translate_errors("delete search_outbox"):
-                async with conn.cursor() as cur:
-                    await cur.execute(
-                        "DELETE FROM search_outbox WHERE id BETWEEN %s AND %s AND created_at < %s"
-                        + only,
-                        (first_id, last_id, db_time(created_before)),
-                    )
-                    return int(cur.rowcount)
+        async with transaction_cursor(self._pool, "delete search_outbox") as cur:
+            await cur.execute(
+                "DELETE FROM search_outbox WHERE id BETWEEN %s AND %s AND created_at < %s" + only,
+                (first_id, last_id, db_time(created_before)),
+            )
+            return int(cur.rowcount)
 
     async def append_rebuild(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
         async with transaction(self._pool) as conn:
@@ -216,9 +211,7 @@ class MysqlOutbox:
             )
 
     async def stats(self) -> tuple[int, datetime | None]:
-        async with transaction(self._pool) as conn:
-            with translate_errors("read search_outbox"):
-                async with conn.cursor() as cur:
-                    await cur.execute("SELECT COUNT(*), MIN(created_at) FROM search_outbox")
-                    count, oldest = await cur.fetchone()
+        async with transaction_cursor(self._pool, "read search_outbox") as cur:
+            await cur.execute("SELECT COUNT(*), MIN(created_at) FROM search_outbox")
+            count, oldest = await cur.fetchone()
         return int(count), oldest

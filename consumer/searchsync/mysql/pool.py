@@ -41,14 +41,12 @@ __all__ = [
     "quote_identifier",
     "tls_context",
     "transaction",
+    "transaction_cursor",
     "translate_errors",
     "with_transaction",
 ]
 
 T = TypeVar("T")
-
-"""Returns "now"; aware datetimes are converted to UTC by `db_time`, naive ones are taken as UTC."""
-
 
 _ER_DEADLOCK: Final = 1213
 _ER_LOCK_WAIT_TIMEOUT: Final = 1205
@@ -198,6 +196,16 @@ async def transaction(pool: aiomysql.Pool) -> AsyncIterator[Any]:
             raise
     finally:
         await pool.release(conn)
+
+
+@asynccontextmanager
+async def transaction_cursor(pool: aiomysql.Pool, doing: str) -> AsyncIterator[Any]:
+    """A tuple cursor on one connection in `transaction`; driver errors in the body (and in opening
+    or closing the cursor) are translated as `translate_errors(doing)` says."""
+    async with transaction(pool) as conn:
+        with translate_errors(doing):
+            async with conn.cursor() as cur:
+                yield cur
 
 
 async def with_transaction(pool: aiomysql.Pool, fn: Callable[[Any], Awaitable[T]]) -> T:

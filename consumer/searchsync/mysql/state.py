@@ -80,13 +80,15 @@ _UPSERT_TAIL: Final = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StateUpdate:
     """One aggregate's outcome.
 
     A success sets `indexed_revision`, `schema_version` and `projection_hash` (all three) and no
     error; a failure sets `error_code` (and usually `error_message`) and no indexed fields. An
-    update with neither only raises ``source_revision`` ("seen").
+    update with neither only raises ``source_revision`` ("seen"). Treat it as read-only: it is
+    not frozen because a frozen dataclass is built several times slower, and one is built per
+    success.
     """
 
     aggregate_type: str

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 import aiomysql
 
-from searchsync.mysql.pool import expand_in, quote_identifier, transaction, translate_errors
+from searchsync.mysql.pool import expand_in, quote_identifier, transaction_cursor
 from searchsync.relay.port import (
     DEAD,
     PENDING,
@@ -44,24 +44,23 @@ class MysqlRelayStore:
 
     async def claim(self, holder: str, limit: int) -> list[OutboxEntry]:
         t = self._table
-        async with transaction(self._pool) as conn, conn.cursor() as cur:
-            with translate_errors(f"claim {t}"):
+        async with transaction_cursor(self._pool, f"claim {t}") as cur:
+            await cur.execute(
+                f"SELECT {_COLUMNS} FROM {t} WHERE status = 'PENDING'"
+                " AND available_at <= NOW(6) ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED",
+                (limit,),
+            )
+            rows = await cur.fetchall()
+            if rows:
+                ids = [int(r[0]) for r in rows]
                 await cur.execute(
-                    f"SELECT {_COLUMNS} FROM {t} WHERE status = 'PENDING'"
-                    " AND available_at <= NOW(6) ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED",
-                    (limit,),
+                    expand_in(
+                        f"UPDATE {t} SET status = %s, locked_by = %s, locked_at = NOW(6),"
+                        " updated_at = NOW(6) WHERE id IN %s",
+                        len(ids),
+                    ),
+                    (PROCESSING, holder, *ids),
                 )
-                rows = await cur.fetchall()
-                if rows:
-                    ids = [int(r[0]) for r in rows]
-                    await cur.execute(
-                        expand_in(
-                            f"UPDATE {t} SET status = %s, locked_by = %s, locked_at = NOW(6),"
-                            " updated_at = NOW(6) WHERE id IN %s",
-                            len(ids),
-                        ),
-                        (PROCESSING, holder, *ids),
-                    )
         return [_entry(r) for r in rows]
 
     async def mark_published(self, ids: Sequence[int]) -> int:
@@ -81,32 +80,31 @@ class MysqlRelayStore:
             return 0
         t = self._table
         dead = 0
-        async with transaction(self._pool) as conn, conn.cursor() as cur:
-            with translate_errors(f"mark failures in {t}"):
-                for f in failures:
-                    await cur.execute(
-                        f"UPDATE {t} SET status = IF(%s AND attempts + 1 >= %s, %s, %s),"
-                        " attempts = attempts + %s, last_error = %s,"
-                        " available_at = NOW(6) + INTERVAL %s MICROSECOND,"
-                        " locked_by = NULL, locked_at = NULL, updated_at = NOW(6)"
-                        " WHERE id = %s AND status = %s AND locked_by = %s",
-                        (
-                            int(f.counts),
-                            max_attempts,
-                            DEAD,
-                            PENDING,
-                            int(f.counts),
-                            f.error[:_ERROR_CHARS],
-                            f.delay // _MICROSECOND,
-                            f.id,
-                            PROCESSING,
-                            holder,
-                        ),
-                    )
-                    if cur.rowcount:
-                        await cur.execute(f"SELECT status FROM {t} WHERE id = %s", (f.id,))
-                        row = await cur.fetchone()
-                        dead += int(row is not None and row[0] == DEAD)
+        async with transaction_cursor(self._pool, f"mark failures in {t}") as cur:
+            for f in failures:
+                await cur.execute(
+                    f"UPDATE {t} SET status = IF(%s AND attempts + 1 >= %s, %s, %s),"
+                    " attempts = attempts + %s, last_error = %s,"
+                    " available_at = NOW(6) + INTERVAL %s MICROSECOND,"
+                    " locked_by = NULL, locked_at = NULL, updated_at = NOW(6)"
+                    " WHERE id = %s AND status = %s AND locked_by = %s",
+                    (
+                        int(f.counts),
+                        max_attempts,
+                        DEAD,
+                        PENDING,
+                        int(f.counts),
+                        f.error[:_ERROR_CHARS],
+                        f.delay // _MICROSECOND,
+                        f.id,
+                        PROCESSING,
+                        holder,
+                    ),
+                )
+                if cur.rowcount:
+                    await cur.execute(f"SELECT status FROM {t} WHERE id = %s", (f.id,))
+                    row = await cur.fetchone()
+                    dead += int(row is not None and row[0] == DEAD)
         return dead
 
     async def take_back(self, timeout_s: float, max_attempts: int) -> int:
@@ -121,20 +119,18 @@ class MysqlRelayStore:
 
     async def counts(self) -> OutboxCounts:
         t = self._table
-        async with transaction(self._pool) as conn, conn.cursor() as cur:
-            with translate_errors(f"count {t}"):
-                await cur.execute(
-                    f"SELECT status, COUNT(*) FROM {t} WHERE status IN (%s, %s, %s)"
-                    " GROUP BY status",
-                    (PENDING, PROCESSING, DEAD),
-                )
-                by_status = {str(r[0]): int(r[1]) for r in await cur.fetchall()}
-                await cur.execute(
-                    "SELECT TIMESTAMPDIFF(MICROSECOND, MIN(created_at), NOW(6))"
-                    f" FROM {t} WHERE status = %s",
-                    (PENDING,),
-                )
-                row = await cur.fetchone()
+        async with transaction_cursor(self._pool, f"count {t}") as cur:
+            await cur.execute(
+                f"SELECT status, COUNT(*) FROM {t} WHERE status IN (%s, %s, %s) GROUP BY status",
+                (PENDING, PROCESSING, DEAD),
+            )
+            by_status = {str(r[0]): int(r[1]) for r in await cur.fetchall()}
+            await cur.execute(
+                "SELECT TIMESTAMPDIFF(MICROSECOND, MIN(created_at), NOW(6))"
+                f" FROM {t} WHERE status = %s",
+                (PENDING,),
+            )
+            row = await cur.fetchone()
         age = None if row is None or row[0] is None else max(0.0, int(row[0]) / 1e6)
         return OutboxCounts(
             pending=by_status.get(PENDING, 0),
@@ -145,38 +141,36 @@ class MysqlRelayStore:
 
     async def claimed_any(self) -> bool:
         t = self._table
-        async with transaction(self._pool) as conn, conn.cursor() as cur:
-            with translate_errors(f"read {t}"):
-                await cur.execute(
-                    f"SELECT 1 FROM {t} WHERE status IN (%s, %s, %s) LIMIT 1",
-                    (PROCESSING, PUBLISHED, DEAD),
-                )
-                return await cur.fetchone() is not None
+        async with transaction_cursor(self._pool, f"read {t}") as cur:
+            await cur.execute(
+                f"SELECT 1 FROM {t} WHERE status IN (%s, %s, %s) LIMIT 1",
+                (PROCESSING, PUBLISHED, DEAD),
+            )
+            return await cur.fetchone() is not None
 
     async def status(self, claim_timeout_s: float) -> RelayStatus:
         t = self._table
         counts = await self.counts()
-        async with transaction(self._pool) as conn, conn.cursor() as cur:
-            with translate_errors(f"read {t}"):
-                await cur.execute(f"SELECT COUNT(*) FROM {t} WHERE status = %s", (PUBLISHED,))
-                published = int((await cur.fetchone())[0])
-                await cur.execute(
-                    f"SELECT COUNT(*) FROM {t} WHERE status = %s AND available_at > NOW(6)",
-                    (PENDING,),
-                )
-                retrying = int((await cur.fetchone())[0])
-                await cur.execute(
-                    "SELECT TIMESTAMPDIFF(MICROSECOND, MIN(available_at), NOW(6))"
-                    f" FROM {t} WHERE status = %s AND available_at <= NOW(6)",
-                    (PENDING,),
-                )
-                due = (await cur.fetchone())[0]
-                await cur.execute(
-                    f"SELECT locked_by, COUNT(*), SUM(locked_at < NOW(6) - INTERVAL %s"
-                    f" MICROSECOND) FROM {t} WHERE status = %s GROUP BY locked_by",
-                    (round(claim_timeout_s * 1_000_000), PROCESSING),
-                )
-                claims = list(await cur.fetchall())
+        async with transaction_cursor(self._pool, f"read {t}") as cur:
+            await cur.execute(f"SELECT COUNT(*) FROM {t} WHERE status = %s", (PUBLISHED,))
+            published = int((await cur.fetchone())[0])
+            await cur.execute(
+                f"SELECT COUNT(*) FROM {t} WHERE status = %s AND available_at > NOW(6)",
+                (PENDING,),
+            )
+            retrying = int((await cur.fetchone())[0])
+            await cur.execute(
+                "SELECT TIMESTAMPDIFF(MICROSECOND, MIN(available_at), NOW(6))"
+                f" FROM {t} WHERE status = %s AND available_at <= NOW(6)",
+                (PENDING,),
+            )
+            due = (await cur.fetchone())[0]
+            await cur.execute(
+                f"SELECT locked_by, COUNT(*), SUM(locked_at < NOW(6) - INTERVAL %s"
+                f" MICROSECOND) FROM {t} WHERE status = %s GROUP BY locked_by",
+                (round(claim_timeout_s * 1_000_000), PROCESSING),
+            )
+            claims = list(await cur.fetchall())
         return RelayStatus(
             counts=counts,
             published=published,
@@ -188,15 +182,14 @@ class MysqlRelayStore:
 
     async def dead(self, limit: int) -> list[DeadRow]:
         t = self._table
-        async with transaction(self._pool) as conn, conn.cursor() as cur:
-            with translate_errors(f"read {t}"):
-                await cur.execute(
-                    "SELECT id, event_id, aggregate_type, aggregate_id, operation,"
-                    f" source_revision, attempts, last_error, updated_at FROM {t}"
-                    " WHERE status = %s ORDER BY id LIMIT %s",
-                    (DEAD, limit),
-                )
-                rows = await cur.fetchall()
+        async with transaction_cursor(self._pool, f"read {t}") as cur:
+            await cur.execute(
+                "SELECT id, event_id, aggregate_type, aggregate_id, operation,"
+                f" source_revision, attempts, last_error, updated_at FROM {t}"
+                " WHERE status = %s ORDER BY id LIMIT %s",
+                (DEAD, limit),
+            )
+            rows = await cur.fetchall()
         return [
             DeadRow(int(r[0]), r[1], r[2], r[3], r[4], int(r[5]), int(r[6]), r[7], r[8])
             for r in rows
@@ -214,10 +207,9 @@ class MysqlRelayStore:
         return await self._update(expand_in(sql + " AND id IN %s", len(ids)), (PENDING, DEAD, *ids))
 
     async def _update(self, sql: str, args: tuple[Any, ...]) -> int:
-        async with transaction(self._pool) as conn, conn.cursor() as cur:
-            with translate_errors(f"update {self._table}"):
-                await cur.execute(sql, args)
-                return int(cur.rowcount)
+        async with transaction_cursor(self._pool, f"update {self._table}") as cur:
+            await cur.execute(sql, args)
+            return int(cur.rowcount)
 
 
 def _entry(r: Sequence[Any]) -> OutboxEntry:

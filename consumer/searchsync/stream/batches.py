@@ -128,6 +128,9 @@ class Batches:
             # owner, who re-reads them. No retry, no dead letter, no budget spent here.
             state.drop(work)
             return
+        if verdict.code is None:  # what `decide` says of every verdict without a code
+            self._finished(verdict, tally)
+            return
         decision = decide(
             verdict,
             systemic_spent=state.systemic_spent(work.key),

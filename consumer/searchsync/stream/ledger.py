@@ -20,17 +20,22 @@ from searchsync.types import Position, TopicPartition
 class PartitionLedger:
     """Tracks the consumed offsets of one partition until each one is finished.
 
-    Memory is bounded by the number of unfinished offsets plus O(1): only unfinished offsets
-    are stored (ascending), together with the first and the last offset ever tracked. The price
-    of that bound is that the ledger does not remember which offsets *were* finished, so inside
-    the tracked range it cannot tell a finished offset from a gap: finishing either is a no-op.
+    Memory is bounded by twice the number of unfinished offsets plus O(1): only unfinished
+    offsets are kept (ascending), with the first and the last offset ever tracked; finishing the
+    lowest one only moves a head past it, and the finished prefix is dropped once it is as long
+    as the rest (offsets mostly finish in order, and deleting the first item of a long list moves
+    all the others). The price of the bound is that the ledger does not remember which offsets
+    *were* finished, so inside the tracked range it cannot tell a finished offset from a gap:
+    finishing either is a no-op.
     """
 
-    __slots__ = ("_first", "_last", "_open")
+    __slots__ = ("_first", "_head", "_last", "_open")
 
     def __init__(self) -> None:
-        # Unfinished offsets, ascending: `track` only ever appends a larger offset.
+        # `_open[_head:]`: the unfinished offsets, ascending (`track` only appends a larger one);
+        # `_open[:_head]`: finished ones not dropped yet.
         self._open: list[int] = []
+        self._head = 0
         self._first: int | None = None
         self._last: int | None = None
 
@@ -59,27 +64,36 @@ class PartitionLedger:
             raise ValueError(
                 f"offset {offset} was never tracked (tracked range {self._first}..{self._last})"
             )
-        i = bisect.bisect_left(self._open, offset)
-        if i < len(self._open) and self._open[i] == offset:
-            del self._open[i]
+        unfinished, head = self._open, self._head
+        i = bisect.bisect_left(unfinished, offset, head)
+        if i == len(unfinished) or unfinished[i] != offset:
+            return
+        if i != head:
+            del unfinished[i]
+            return
+        head += 1
+        if 2 * head >= len(unfinished):  # the finished prefix is as long as the rest: drop it
+            del unfinished[:head]
+            head = 0
+        self._head = head
 
     def committable(self) -> int | None:
         """The offset to commit: the lowest unfinished offset, else last tracked + 1.
 
         None before anything was tracked (there is nothing to say about this partition).
         """
-        if self._open:
-            return self._open[0]
+        if self._head < len(self._open):
+            return self._open[self._head]
         if self._last is None:
             return None
         return self._last + 1
 
     def first_unfinished(self) -> int | None:
-        return self._open[0] if self._open else None
+        return self._open[self._head] if self._head < len(self._open) else None
 
     def pending(self) -> int:
         """How many tracked offsets are not finished yet."""
-        return len(self._open)
+        return len(self._open) - self._head
 
 
 class OffsetLedger:
@@ -100,11 +114,14 @@ class OffsetLedger:
 
     def track(self, pos: Position) -> None:
         """Record a consumed position; offsets of one partition must rise."""
-        tp = (pos.topic, pos.partition)
+        self.ledger_of((pos.topic, pos.partition)).track(pos.offset)
+
+    def ledger_of(self, tp: TopicPartition) -> PartitionLedger:
+        """The ledger of `tp`, a new one if it has none (to track a run of its offsets)."""
         ledger = self._ledgers.get(tp)
         if ledger is None:
             ledger = self._ledgers[tp] = PartitionLedger()
-        ledger.track(pos.offset)
+        return ledger
 
     def finish(self, pos: Position) -> bool:
         """Mark a position finished. Returns False when it was ignored (see the class doc)."""

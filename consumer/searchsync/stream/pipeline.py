@@ -45,7 +45,7 @@ from searchsync.stream.processor import Processor
 from searchsync.stream.retry import RetryPolicy
 from searchsync.stream.vitals import IntakePort, Vitals
 from searchsync.stream.work_state import WorkState
-from searchsync.types import TopicPartition
+from searchsync.types import ThinEvent, TopicPartition
 
 __all__ = ["DlqPort", "IntakePort", "Pipeline", "PipelineOptions"]
 
@@ -186,6 +186,7 @@ class Pipeline:
         work = self._work
         counts: dict[str, int] = {}
         max_bytes, known = self._settings.max_event_bytes, self._opt.known_types
+        decoded: list[tuple[RawMessage, ThinEvent]] = []  # admitted together, in order
         for raw in messages:
             if (raw.topic, raw.partition) not in work.assigned:
                 continue
@@ -193,12 +194,15 @@ class Pipeline:
             try:
                 event = decode(raw.value, max_bytes=max_bytes, known_types=known)
             except PoisonMessage as exc:
+                work.admit_decoded(decoded)  # the ledger tracks offsets in the order consumed
+                decoded = []
                 pos = work.admit(raw, None, self._wall())
                 if pos is not None:
                     self._metrics.poison(exc.code)
                     self._dead.send([pos], exc.code, exc.message, attempts=1)
                 continue
-            work.admit(raw, event)
+            decoded.append((raw, event))
+        work.admit_decoded(decoded)
         for topic, n in counts.items():  # searchsync_events_consumed_total, once per topic
             self._metrics.consumed(topic, n)
 

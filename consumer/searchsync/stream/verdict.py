@@ -137,14 +137,8 @@ def plan_one(
 
 
 def done(plan: Planned, kind: OutcomeKind) -> Verdict:
-    return Verdict(
-        plan.work,
-        kind,
-        document=plan.document,
-        alias=plan.alias,
-        loaded_revision=plan.loaded_revision,
-        schema_version=plan.projector.schema_version,
-    )
+    p, schema = plan, plan.projector.schema_version  # positional: one verdict per work
+    return Verdict(p.work, kind, None, None, False, p.document, p.alias, p.loaded_revision, schema)
 
 
 def failed(plan: Planned, code: ErrorCode, message: str | None) -> Verdict:

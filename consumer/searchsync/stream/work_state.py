@@ -27,7 +27,7 @@ from datetime import datetime
 from searchsync.errors import ErrorCode
 from searchsync.kafka.intake import RawMessage
 from searchsync.stream.coalesce import Coalescer, Work
-from searchsync.stream.ledger import OffsetLedger
+from searchsync.stream.ledger import OffsetLedger, PartitionLedger
 from searchsync.types import Key, Position, ThinEvent, TopicPartition
 
 __all__ = ["Pending", "WorkState"]
@@ -111,6 +111,20 @@ class WorkState:
         if event is not None:
             self._keys.add(event, pos)
         return pos
+
+    def admit_decoded(self, batch: Iterable[tuple[RawMessage, ThinEvent]]) -> None:
+        """`admit` for decoded messages of assigned partitions, in the order consumed: one
+        ledger lookup per partition, not per message."""
+        pending, add, ledgers = self._pending, self._keys.add, self.ledger.ledger_of
+        last: tuple[str, int, PartitionLedger] | None = None  # the run's partition, its ledger
+        for raw, event in batch:
+            topic, partition, offset = raw.topic, raw.partition, raw.offset
+            if last is None or last[1] != partition or last[0] != topic:
+                last = (topic, partition, ledgers((topic, partition)))
+            last[2].track(offset)
+            pos = Position(topic, partition, offset)
+            pending[pos] = Pending(raw, event)
+            add(event, pos)
 
     def take(self, limit: int) -> list[Work]:
         """Start works for ready keys, oldest first, within the in-flight bound and `limit`."""

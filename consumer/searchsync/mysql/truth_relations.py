@@ -1,8 +1,10 @@
 """The truth port's read of a projector's children and lookups for a batch of root rows.
 
 One ``SELECT <columns> FROM <table> WHERE <key> IN (...)`` per child table and one
-``... WHERE id IN (...)`` per lookup table, for the whole batch, on the connection (and so in the
-transaction, one snapshot) the roots were read in; never a query per root. The rows are attached
+``... WHERE id IN (...)`` per lookup table, for the whole batch, in the transaction the roots were
+read in (READ COMMITTED: each statement sees what was committed when it ran, so a child may be newer
+than its root's revision; the event of that newer revision re-reads and converges the document);
+never a query per root. The rows are attached
 to the roots by `searchsync.projection.attach`, which orders them itself: the order MySQL returns
 them in never reaches ``build``.
 

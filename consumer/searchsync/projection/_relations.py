@@ -162,24 +162,25 @@ def lookup_keys(
 def child_order(child: Child, rows: Iterable[Row]) -> list[Row]:
     """`rows` sorted by ``child.order_by``, then by every column: a total order of distinct rows,
     whatever order they were read in. NULL sorts first."""
-    return _ordered(list(rows), _sort_keys(child))
+    return _ordered(rows, _sort_keys(child))
 
 
 def _sort_keys(child: Child) -> tuple[str, ...]:
     return child.order_by + tuple(c for c in child.columns if c not in child.order_by)
 
 
-def _ordered(rows: list[Row], keys: tuple[str, ...]) -> list[Row]:
-    """`rows` (a list of their own) sorted by the values of `keys`, NULL first."""
-    if len(rows) < 2:
-        return rows
+def _ordered(rows: Iterable[Row], keys: tuple[str, ...]) -> list[Row]:
+    """A new list of `rows` sorted by the values of `keys`, NULL first."""
+    listed = rows if isinstance(rows, list) else list(rows)
+    if len(listed) < 2:
+        return listed[:]
     try:
         # The rows' own values, compared in C. Where this sort completes, every comparison it
         # made gave what the NULL-first keys below give (a NULL only ever met a NULL); a NULL
         # meeting a value raises TypeError instead, and a missing column KeyError.
-        return sorted(rows, key=itemgetter(*keys))
+        return sorted(listed, key=itemgetter(*keys))
     except (TypeError, KeyError):
-        return sorted(rows, key=lambda row: tuple(_sortable(row.get(c)) for c in keys))
+        return sorted(listed, key=lambda row: tuple(_sortable(row.get(c)) for c in keys))
 
 
 def attach(
@@ -231,8 +232,7 @@ def attach_steps(
                 root_id = str(root_id)
             for child, by_root, keys in grouped:
                 group = by_root.get(root_id)
-                # a list of the root's own: `_ordered` sorts two or more into a new one
-                root[child.name] = [] if group is None else _ordered(group[:], keys)
+                root[child.name] = [] if group is None else _ordered(group, keys)
             _looked_up(root, on_root)
         yield
 

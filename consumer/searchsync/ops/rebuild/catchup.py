@@ -1,10 +1,6 @@
 """The catch-up: a consumer group of its own replays the type's topics from the watermark into the
-new physical index, and the lag checks that decide when it has caught up.
-
-`ConsumerCatchUp` runs the normal pipeline with its own group id and subscription, and a write
-target of the new physical index. "Caught up" is measured against a snapshot: the topics' high
-watermarks taken now, reached by the group's committed offset on every partition.
-"""
+new physical index. "Caught up" is measured against a snapshot: the topics' high watermarks taken
+now, reached by the group's committed offset on every partition (`LagWatch`)."""
 
 from __future__ import annotations
 
@@ -17,7 +13,6 @@ from typing import Any, Protocol
 from searchsync.config import Settings
 from searchsync.errors import OperationRefused
 from searchsync.kafka.admin import KafkaAdmin
-from searchsync.kafka.gaps import HistoryGap
 from searchsync.ops.rebuild.state import Watermark
 from searchsync.types import TopicPartition
 
@@ -27,9 +22,8 @@ __all__ = [
     "ConsumerCatchUp",
     "LagWatch",
     "catchup_settings",
+    "check_history",
     "high_watermarks",
-    "lost_history",
-    "refuse_lost_history",
 ]
 
 
@@ -65,12 +59,11 @@ def catchup_settings(settings: Settings, group: str, topics: Sequence[str]) -> S
 
 
 class ConsumerCatchUp:
+    """`CatchUp` as the normal pipeline (`runner`) with the catch-up group's settings, writing
+    to the new physical index (`write_targets`)."""
+
     def __init__(
-        self,
-        settings: Settings,
-        *,
-        write_targets: Mapping[str, str],
-        runner: CatchUpRunner,
+        self, settings: Settings, *, write_targets: Mapping[str, str], runner: CatchUpRunner
     ) -> None:
         self._settings = settings
         self._targets = dict(write_targets)
@@ -79,23 +72,15 @@ class ConsumerCatchUp:
         self._task: asyncio.Task[int] | None = None
 
     async def start(self) -> None:
-        if self._task is not None:
-            return
         self._stop.clear()
-        self._task = asyncio.create_task(
-            self._runner(
-                self._settings,
-                stop=self._stop,
-                write_targets=self._targets,
-            )
-        )
+        run = self._runner(self._settings, stop=self._stop, write_targets=self._targets)
+        self._task = asyncio.create_task(run)
 
     async def stop(self) -> None:
-        if self._task is None:
-            return
-        self._stop.set()
         task, self._task = self._task, None
-        await task
+        if task is not None:
+            self._stop.set()
+            await task
 
     def failure(self) -> str | None:
         task = self._task
@@ -109,49 +94,42 @@ class ConsumerCatchUp:
         return f"the catch-up consumer stopped with exit code {task.result()} (see its log)"
 
 
-def lost_history(admin: KafkaAdmin, watermark: Mapping[TopicPartition, int]) -> list[HistoryGap]:
-    """The partitions whose watermark lies below the log start now: records the catch-up must
-    replay were deleted (retention) before it started."""
-    gaps: list[HistoryGap] = []
+def check_history(admin: KafkaAdmin, watermark: Watermark, alias: str) -> None:
+    """Raise `OperationRefused` when a partition's watermark lies below its log start now: events
+    the catch-up must replay were deleted (retention) before it started."""
+    lost: list[str] = []
     for topic in sorted({t for t, _ in watermark}):
         for partition, marks in admin.watermarks(topic).items():
             offset = watermark.get((topic, partition))
             if offset is not None and offset < marks.low:
-                gaps.append(HistoryGap(topic, partition, offset, marks.low))
-    return gaps
-
-
-def refuse_lost_history(gaps: Sequence[HistoryGap], alias: str) -> OperationRefused:
-    """Why the catch-up cannot start over `gaps`, and how to re-run."""
-    lost = "; ".join(
-        f"{g.topic}[{g.partition}] watermark {g.committed} < log start {g.log_start}" for g in gaps
-    )
-    return OperationRefused(
-        f"the catch-up of {alias} would start below the log start ({lost}): those events were "
-        "deleted by retention while the backfill ran, so this rebuild cannot be completed. "
-        f"Run `searchsync rebuild --abandon`, then `searchsync rebuild` again (a shorter "
-        "backfill, or a longer topic retention.ms, keeps the watermark in the log)"
-    )
+                lost.append(f"{topic}[{partition}] watermark {offset} < log start {marks.low}")
+    if lost:
+        raise OperationRefused(
+            f"the catch-up of {alias} would start below the log start ({'; '.join(lost)}): those "
+            "events were deleted by retention while the backfill ran, so this rebuild cannot be "
+            "completed. Run `searchsync rebuild --abandon`, then `searchsync rebuild` again (a "
+            "shorter backfill, or a longer topic retention.ms, keeps the watermark in the log)"
+        )
 
 
 def high_watermarks(admin: KafkaAdmin, topics: Sequence[str]) -> dict[TopicPartition, int]:
     """The end offset of every partition of `topics`, now."""
-    out: dict[TopicPartition, int] = {}
-    for topic in topics:
-        for partition, marks in admin.watermarks(topic).items():
-            out[(topic, partition)] = marks.high
-    return out
+    return {
+        (topic, partition): marks.high
+        for topic in topics
+        for partition, marks in admin.watermarks(topic).items()
+    }
 
 
 class LagWatch:
-    """Polls the group's committed offsets against a snapshot (see the module docstring)."""
+    """Polls a group's committed offsets against a target (see the module docstring)."""
 
     def __init__(
         self,
         admin: KafkaAdmin,
         *,
         poll_interval_s: float,
-        on_lag: Callable[[int], None] = lambda _lag: None,
+        on_lag: Callable[[int], None],
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._admin = admin
@@ -175,7 +153,7 @@ class LagWatch:
         *,
         timeout_s: float,
         what: str,
-        failure: Callable[[], str | None] = lambda: None,
+        failure: Callable[[], str | None],
     ) -> None:
         """Return once `group` committed at least `target` on every partition; raise
         `OperationRefused` at the timeout or when `failure()` says the consumer stopped."""

@@ -1,13 +1,14 @@
-"""What a rebuild is built on (`RebuildDeps`) and the verbs the steps after the backfill use
-(`RebuildSteps`, implemented by `searchsync.ops.rebuild.runner.Rebuilder`)."""
+"""What a rebuild is built on (`RebuildDeps`), and `RebuildSteps`: the verbs its steps share,
+the base of `searchsync.ops.rebuild.runner.Rebuilder`."""
 
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from searchsync.config import Settings
 from searchsync.kafka.admin import KafkaAdmin
@@ -17,7 +18,7 @@ from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.ops.rebuild.catchup import CatchUp, LagWatch
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.rebuild.reader import IndexReader
-from searchsync.ops.rebuild.state import RebuildRecord, RebuildStateStore
+from searchsync.ops.rebuild.state import RebuildRecord, RebuildStateStore, Status
 from searchsync.projection import ProjectorRegistry
 from searchsync.search.port import IndexAdmin
 from searchsync.search.sink import SearchIndex
@@ -43,18 +44,43 @@ class RebuildDeps:
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
 
-class RebuildSteps(Protocol):
-    """A running rebuild as the steps after its backfill see it."""
+class RebuildSteps:
+    """A running rebuild: its dependencies `d`, its saves, and its one catch-up group."""
 
-    @property
-    def d(self) -> RebuildDeps: ...
+    def __init__(self, deps: RebuildDeps) -> None:
+        self.d = deps
+        self._catchup: CatchUp | None = None
 
-    async def save(self, record: RebuildRecord, **changes: Any) -> RebuildRecord: ...
+    async def save(self, record: RebuildRecord, **changes: Any) -> RebuildRecord:
+        """Store `record` with `changes`, stamped (and marked finished by a final status)."""
+        now = self.d.clock()
+        status = changes.get("status", record.status)
+        finished_at = now if isinstance(status, Status) and status.finished else None
+        updated = record.but(updated_at=now, finished_at=finished_at, **changes)
+        await self.d.state.save(updated)
+        return updated
 
-    def lag_watch(self, alias: str) -> LagWatch: ...
+    def lag_watch(self, alias: str) -> LagWatch:
+        return LagWatch(
+            self.d.kafka,
+            poll_interval_s=self.d.settings.rebuild.poll_interval_s,
+            on_lag=lambda lag: self.d.metrics.set_incremental_lag(alias, lag),
+        )
 
-    async def start_catchup(self, record: RebuildRecord) -> CatchUp: ...
+    async def start_catchup(self, record: RebuildRecord) -> CatchUp:
+        """The record's catch-up group, started on the first call."""
+        if self._catchup is None:
+            topics = sorted({t for t, _ in record.watermark})
+            self._catchup = self.d.catchup(record, topics)
+            await self._catchup.start()
+            self.d.progress.step("catch-up", f"group {record.catchup_group} started")
+        return self._catchup
 
-    async def stop_catchup(self) -> None: ...
+    async def stop_catchup(self) -> None:
+        if self._catchup is not None:
+            catchup, self._catchup = self._catchup, None
+            await catchup.stop()
 
-    def seed(self) -> int: ...
+    def seed(self) -> int:
+        """The verification sample's seed (a new sample on every attempt)."""
+        return random.randrange(2**31)

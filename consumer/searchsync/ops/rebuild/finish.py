@@ -1,16 +1,16 @@
-"""The rebuild after its backfill: catch up, restore the settings, verify, swap, and hand the
-index over to the live group (docs/design.md, Rebuild).
+"""The rebuild after its backfill: catch up, restore the settings, verify, swap, hand the index over
+to the live group (docs/design.md, Rebuild).
 
 After the swap, with the same schema version the catch-up group replays to a snapshot taken after
-the swap and is deleted; with a changed one the live group is fenced, so the catch-up group keeps
-writing until the redeployed live group has committed at least as far on every partition
-(``--no-wait`` skips this), and once the fence has settled the sweep has the old-shape documents
-rewritten through the outbox.
+the swap and is deleted. With a changed one the live group is fenced: the catch-up group keeps
+writing until the redeployed live group has committed as far on every partition (``--no-wait``
+skips this), and once the fence has settled the sweep has the old-shape documents rewritten.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 
 from searchsync.errors import OperationRefused
 from searchsync.naming import parse_physical_name, read_alias_name
@@ -19,12 +19,16 @@ from searchsync.ops.rebuild.catchup import CatchUp, LagWatch
 from searchsync.ops.rebuild.deps import RebuildSteps
 from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
 from searchsync.ops.rebuild.state import RebuildRecord, Status
-from searchsync.ops.rebuild.sweep import settle_s, sweep_other_schema, wait_rewritten
 from searchsync.ops.rebuild.verify import VerifyReport, verify
 from searchsync.projection import Projector
+from searchsync.search.port import IndexInfo
 from searchsync.types import TopicPartition
 
-__all__ = ["finish", "verify_and_swap"]
+__all__ = ["finish"]
+
+SWEEP_PASSES = 3
+SETTLE_MARGIN_S = 1.0
+"""Beyond two fence intervals: a batch that passed the gate just before the fence went up."""
 
 
 async def finish(
@@ -36,12 +40,12 @@ async def finish(
 ) -> RebuildOutcome:
     report: VerifyReport | None = None
     if record.status is not Status.SWAPPED:
-        record, report = await verify_and_swap(rb, projector, record)
+        record, report = await _verify_and_swap(rb, projector, record)
         if not report.ok:
-            message = "refused to swap: " + "; ".join(report.reasons)
-            message += (
-                f". The alias still points at {record.source_index}; fix the cause, then "
-                "`--resume` verifies again (or `--abandon`)"
+            message = (
+                f"refused to swap: {'; '.join(report.reasons)}. The alias still points at "
+                f"{record.source_index}; fix the cause, then `--resume` verifies again (or "
+                "`--abandon`)"
             )
             return RebuildOutcome(
                 False, "refused", message, record, verify=report, failures=failures
@@ -49,22 +53,15 @@ async def finish(
     return await _after_swap(rb, projector, record, options, report, failures)
 
 
-async def verify_and_swap(
+async def _verify_and_swap(
     rb: RebuildSteps, projector: Projector, record: RebuildRecord
 ) -> tuple[RebuildRecord, VerifyReport]:
     d, r = rb.d, rb.d.settings.rebuild
     catchup = await rb.start_catchup(record)
     watch = rb.lag_watch(record.alias)
-    await _catch_up(watch, catchup, record, timeout_s=r.catchup_timeout_s)
+    await _catch_up(rb, watch, catchup, record)
     d.progress.step("catch-up", f"{record.catchup_group} reached the topics' end")
-    previous = next(
-        (
-            i
-            for i in await d.index_admin.list_indices(record.alias)
-            if i.name == record.source_index
-        ),
-        None,
-    )
+    previous = await _source_info(rb, record)
     refresh, replicas = plans.restored_settings(projector.mapping, previous)
     await d.index_admin.update_settings(
         record.target_index, refresh_interval=refresh, replicas=replicas
@@ -74,7 +71,7 @@ async def verify_and_swap(
     report = VerifyReport()
     for attempt in range(1, r.verify_attempts + 1):
         if attempt > 1:  # concurrent writes make one measurement racy: catch up, measure again
-            await _catch_up(watch, catchup, record, timeout_s=r.catchup_timeout_s)
+            await _catch_up(rb, watch, catchup, record)
         report = await verify(
             reader=d.reader,
             truth=d.truth,
@@ -114,16 +111,13 @@ async def _after_swap(
     d, r = rb.d, rb.d.settings.rebuild
     catchup = await rb.start_catchup(record)
     watch = rb.lag_watch(record.alias)
-    indices = await d.index_admin.list_indices(record.alias)
-    old = next((i for i in indices if i.name == record.source_index), None)
+    old = await _source_info(rb, record)
     old_version = None if old is None else old.schema_version
     # covers what the live group wrote to the old index before the swap
-    target = await _catch_up(watch, catchup, record, timeout_s=r.catchup_timeout_s)
+    target = await _catch_up(rb, watch, catchup, record)
     live = d.settings.kafka.group_id
     changed = old_version is not None and old_version != projector.schema_version
-    note = ""
-    if changed:
-        note = await _sweep(rb, catchup, projector, record)
+    note = await _sweep(rb, catchup, projector, record) if changed else ""
     if changed and options.wait_for_live:
         d.progress.step(
             "handover",
@@ -165,63 +159,70 @@ async def _after_swap(
     return RebuildOutcome(True, "done", message, record, verify=report, failures=failures)
 
 
-SWEEP_PASSES = 3
-
-
 async def _sweep(
     rb: RebuildSteps, catchup: CatchUp, projector: Projector, record: RebuildRecord
 ) -> str:
-    """Once the old consumers' fences have settled, have every document of another schema
-    version in the new index rewritten (REBUILD events, applied by the catch-up group) until a
+    """Once every old consumer has seen its fence (two check intervals and a margin), append a
+    REBUILD at its stored version for every document of another schema version in the new index
+    (the catch-up group rewrites it; the rebuild never writes one itself, invariant 9), until a
     pass finds none; a note for the summary when some remain (the redeployed group applies them)."""
-    d, r = rb.d, rb.d.settings.rebuild
-    await d.sleep(settle_s(d.settings))
-    left: tuple[str, ...] = ()
+    d, index, version = rb.d, record.target_index, projector.schema_version
+    await d.sleep(2 * d.settings.pipeline.fence_check_interval_s + SETTLE_MARGIN_S)
+    left: set[str] = set()
     for attempt in range(1, SWEEP_PASSES + 1):
-        result = await sweep_other_schema(
-            reader=d.reader,
-            outbox=d.outbox,
-            aggregate_type=record.aggregate_type,
-            index=record.target_index,
-            schema_version=projector.schema_version,
-        )
+        await d.reader.refresh(index)
+        stale = await d.reader.other_schema(index, version)
+        for doc_id, stored in stale:
+            await d.outbox.append_rebuild(record.aggregate_type, doc_id, stored)
         d.progress.step(
             "sweep",
-            f"pass {attempt}: {result.found} documents of another schema version in "
-            f"{record.target_index}" + (": REBUILD events appended" if result.found else ""),
+            f"pass {attempt}: {len(stale)} documents of another schema version in "
+            f"{index}" + (": REBUILD events appended" if stale else ""),
         )
-        if not result.found:
+        if not stale:
             return ""
-        left = await wait_rewritten(
-            reader=d.reader,
-            index=record.target_index,
-            schema_version=projector.schema_version,
-            ids=result.ids,
-            timeout_s=r.catchup_timeout_s,
-            poll_s=r.poll_interval_s,
-            sleep=d.sleep,
-            failure=catchup.failure,
-        )
+        left = await _wait_rewritten(rb, catchup, index, version, {i for i, _ in stale})
         if left:
             break
     if not left:
         return ""
     return (
-        f"; {len(left)} documents of another schema version were still in "
-        f"{record.target_index} after the sweep (their REBUILD events are on the topic: the "
-        f"redeployed group rewrites them), e.g. {list(left[:5])}"
+        f"; {len(left)} documents of another schema version were still in {index} after the "
+        "sweep (their REBUILD events are on the topic: the redeployed group rewrites them), "
+        f"e.g. {sorted(left)[:5]}"
     )
 
 
+async def _wait_rewritten(
+    rb: RebuildSteps, catchup: CatchUp, index: str, version: int, ids: set[str]
+) -> set[str]:
+    """Wait until none of `ids` is of another schema version in `index` (their REBUILDs reach
+    the topic through Debezium, then the catch-up group); the ids still stale at the deadline."""
+    d, r = rb.d, rb.d.settings.rebuild
+    deadline = time.monotonic() + r.catchup_timeout_s
+    while True:
+        await d.reader.refresh(index)
+        left = ids & {i for i, _ in await d.reader.other_schema(index, version)}
+        if not left or catchup.failure() is not None or time.monotonic() >= deadline:
+            return left
+        await d.sleep(r.poll_interval_s)
+
+
+async def _source_info(rb: RebuildSteps, record: RebuildRecord) -> IndexInfo | None:
+    """The index the rebuild started from, as it is now (None once it is gone)."""
+    found = await rb.d.index_admin.list_indices(record.alias)
+    return next((i for i in found if i.name == record.source_index), None)
+
+
 async def _catch_up(
-    watch: LagWatch, catchup: CatchUp, record: RebuildRecord, *, timeout_s: float
+    rb: RebuildSteps, watch: LagWatch, catchup: CatchUp, record: RebuildRecord
 ) -> dict[TopicPartition, int]:
     """Wait until the catch-up group reached the topics' ends as of now; return those ends."""
     target = await watch.snapshot(sorted({t for t, _ in record.watermark}))
     await watch.wait_until(
         record.catchup_group,
         target,
-        timeout_s=timeout_s,
+        timeout_s=rb.d.settings.rebuild.catchup_timeout_s,
         what=f"catch-up group {record.catchup_group}",
         failure=catchup.failure,
     )

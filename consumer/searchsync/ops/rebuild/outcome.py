@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from searchsync.ops.rebuild.plan import Plan
-from searchsync.ops.rebuild.state import RebuildRecord
+from searchsync.ops.rebuild.state import RebuildRecord, watermark_keys
 from searchsync.ops.rebuild.verify import VerifyReport
 
 __all__ = ["RebuildOptions", "RebuildOutcome", "record_summary"]
@@ -33,31 +34,19 @@ class RebuildOutcome:
     failures: list[tuple[str, str]] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
-        r = self.record
         return {
             "ok": self.ok,
             "action": self.action,
             "message": self.message,
             "plan": None if self.plan is None else self.plan.summary(),
-            "rebuild": None if r is None else record_summary(r),
+            "rebuild": None if self.record is None else record_summary(self.record),
             "verify": None if self.verify is None else self.verify.summary(),
             "failures": [{"id": i, "why": w} for i, w in self.failures],
         }
 
 
 def record_summary(r: RebuildRecord) -> dict[str, Any]:
-    return {
-        "rebuild_id": r.rebuild_id,
-        "aggregate_type": r.aggregate_type,
-        "alias": r.alias,
-        "source_index": r.source_index,
-        "target_index": r.target_index,
-        "schema_version": r.schema_version,
-        "catchup_group": r.catchup_group,
-        "watermark": {f"{t}/{p}": o for (t, p), o in sorted(r.watermark.items())},
-        "last_id": r.last_id,
-        "rows_done": r.rows_done,
-        "rows_failed": r.rows_failed,
-        "status": r.status.value,
-        "message": r.message,
-    }
+    """Every field of `r` but its times."""
+    fields = {f.name: getattr(r, f.name) for f in dataclasses.fields(r)}
+    summary = {k: v for k, v in fields.items() if not k.endswith("_at")}
+    return {**summary, "watermark": watermark_keys(r.watermark), "status": r.status.value}

@@ -1,8 +1,9 @@
-"""Names and bodies a rebuild decides before it changes anything: the type's topics, the new
-physical index, the catch-up group, the bulk-load body and the ``_meta`` of the new index."""
+"""What a rebuild decides before it changes anything: the type's topics, the new physical index,
+the catch-up group, and the new index's body and ``_meta``."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -12,18 +13,10 @@ from searchsync import naming
 from searchsync.config import Settings
 from searchsync.errors import OperationRefused
 from searchsync.kafka.admin import KafkaAdmin
-from searchsync.ops.rebuild.state import Watermark
+from searchsync.ops.rebuild.state import Watermark, watermark_keys
 from searchsync.search.port import SCHEMA_VERSION_META, IndexInfo
 
-__all__ = [
-    "BULK_LOAD",
-    "Plan",
-    "catchup_group",
-    "index_body",
-    "rebuild_meta",
-    "restored_settings",
-    "type_topics",
-]
+__all__ = ["BULK_LOAD", "Plan", "index_body", "rebuild_meta", "restored_settings", "type_topics"]
 
 BULK_LOAD: Mapping[str, Any] = {"refresh_interval": "-1", "number_of_replicas": 0}
 """The new index's settings while the backfill fills it."""
@@ -45,18 +38,8 @@ class Plan:
     new_schema_version: int
 
     def summary(self) -> dict[str, Any]:
-        return {
-            "aggregate_type": self.aggregate_type,
-            "alias": self.alias,
-            "current_index": self.current_index,
-            "new_index": self.new_index,
-            "catchup_group": self.catchup_group,
-            "topics": list(self.topics),
-            "watermark": {f"{t}/{p}": o for (t, p), o in sorted(self.watermark.items())},
-            "rows": self.rows,
-            "old_schema_version": self.old_schema_version,
-            "new_schema_version": self.new_schema_version,
-        }
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {**fields, "topics": list(self.topics), "watermark": watermark_keys(self.watermark)}
 
 
 def type_topics(admin: KafkaAdmin, settings: Settings, aggregate_type: str) -> tuple[str, ...]:
@@ -82,35 +65,32 @@ def type_topics(admin: KafkaAdmin, settings: Settings, aggregate_type: str) -> t
     return (topic,)
 
 
-def next_index(alias: str, indices: Sequence[IndexInfo]) -> tuple[str, int]:
-    """``(<alias>_v<N+1>, N+1)`` after the highest existing ``<alias>_v<N>``."""
+def next_index(settings: Settings, alias: str, indices: Sequence[IndexInfo]) -> tuple[str, str]:
+    """``<alias>_v<N+1>`` after the highest existing ``<alias>_v<N>``, and its catch-up group
+    ``<group>.rebuild.v<N+1>``."""
     name = naming.next_physical_name(alias, [i.name for i in indices])
     parsed = naming.parse_physical_name(name)
     assert parsed is not None
-    return name, parsed[1]
+    return name, f"{settings.kafka.group_id}.rebuild.v{parsed[1]}"
 
 
-def catchup_group(settings: Settings, version: int) -> str:
-    """``<group>.rebuild.v<N>``: the catch-up group that fills ``<alias>_v<N>``."""
-    return f"{settings.kafka.group_id}.rebuild.v{version}"
+def _flat_settings(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """The mapping's index settings, ``settings.index.*`` moved to the top level."""
+    own = dict(mapping.get("settings", {}))
+    own.update(own.pop("index", {}) if isinstance(own.get("index"), Mapping) else {})
+    return own
 
 
 def index_body(mapping: Mapping[str, Any]) -> dict[str, Any]:
     """The projector's index body with the bulk-load settings over its own."""
-    settings = {k: v for k, v in mapping.get("settings", {}).items() if k != "index"}
-    nested = mapping.get("settings", {}).get("index", {})
-    settings.update({k: v for k, v in nested.items() if k not in BULK_LOAD})
-    for key in BULK_LOAD:
-        settings.pop(key, None)
-    settings.update(BULK_LOAD)
-    return {**mapping, "settings": settings}
+    settings = {k: v for k, v in _flat_settings(mapping).items() if k not in BULK_LOAD}
+    return {**mapping, "settings": {**settings, **BULK_LOAD}}
 
 
 def restored_settings(mapping: Mapping[str, Any], previous: IndexInfo | None) -> tuple[str, int]:
     """``(refresh_interval, replicas)`` after the backfill: the mapping's values, else the
     previous index's, else Elasticsearch's defaults."""
-    own = dict(mapping.get("settings", {}))
-    own.update(own.pop("index", {}) if isinstance(own.get("index"), Mapping) else {})
+    own = _flat_settings(mapping)
     refresh = own.get("refresh_interval", previous.refresh_interval if previous else "1s")
     replicas = own.get("number_of_replicas", previous.replicas if previous else 1)
     return str(refresh), int(replicas)
@@ -125,5 +105,5 @@ def rebuild_meta(
         "created_by_rebuild": True,
         "rebuild_id": rebuild_id,
         "rebuilt_from": source_index,
-        "watermark": {f"{t}/{p}": o for (t, p), o in sorted(watermark.items())},
+        "watermark": watermark_keys(watermark),
     }

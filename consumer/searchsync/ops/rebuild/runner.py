@@ -1,46 +1,30 @@
 """`searchsync rebuild --type T`: the steps in their order (docs/design.md, Rebuild): watermark, new
-index, backfill, catch-up, verification (up to ``verify_attempts`` times), swap, hand-over
-(`finish`).
-
-Every step saves its status first, so ``--resume`` continues at the step it reached with the same
-watermark, target and group.
-"""
+index, backfill, then `finish`. Every step saves its status first, so ``--resume`` continues at the
+step it reached with the same watermark, target and group."""
 
 from __future__ import annotations
 
 import asyncio
-import random
 import uuid
-from typing import Any
 
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.ops.chunks import ChunkController
 from searchsync.ops.rebuild import plan as plans
 from searchsync.ops.rebuild.backfill import Backfill, ChunkDone
-from searchsync.ops.rebuild.catchup import (
-    CatchUp,
-    LagWatch,
-    high_watermarks,
-    lost_history,
-    refuse_lost_history,
-)
-from searchsync.ops.rebuild.deps import RebuildDeps
+from searchsync.ops.rebuild.catchup import check_history, high_watermarks
+from searchsync.ops.rebuild.deps import RebuildDeps, RebuildSteps
 from searchsync.ops.rebuild.finish import finish
 from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
-from searchsync.ops.rebuild.state import RebuildRecord, Status
+from searchsync.ops.rebuild.state import RebuildRecord, Status, watermark_keys
 from searchsync.projection import Projector
 from searchsync.search.sink import Sink
 
-__all__ = ["RebuildDeps", "Rebuilder"]
+__all__ = ["RebuildDeps", "Rebuilder", "backfill_chunks"]
 
 
-class Rebuilder:
-    """Runs one rebuild from its saved status to the end (`RebuildSteps` for `finish`)."""
-
-    def __init__(self, deps: RebuildDeps) -> None:
-        self.d = deps
-        self._catchup: CatchUp | None = None
+class Rebuilder(RebuildSteps):
+    """Runs one rebuild from its saved status to the end."""
 
     async def run(self, options: RebuildOptions) -> RebuildOutcome:
         if options.aggregate_type not in self.d.registry.types():
@@ -75,8 +59,6 @@ class Rebuilder:
         finally:
             await self.stop_catchup()
 
-    # -- the steps -------------------------------------------------------------------------
-
     async def _plan(self, projector: Projector, alias: str) -> plans.Plan:
         writer = await self.d.index_admin.write_index(alias)
         if writer is None:
@@ -88,13 +70,14 @@ class Rebuilder:
             plans.type_topics, self.d.kafka, self.d.settings, projector.aggregate_type
         )
         watermark = await asyncio.to_thread(high_watermarks, self.d.kafka, topics)
-        name, version = plans.next_index(alias, await self.d.index_admin.list_indices(alias))
+        indices = await self.d.index_admin.list_indices(alias)
+        name, group = plans.next_index(self.d.settings, alias, indices)
         return plans.Plan(
             aggregate_type=projector.aggregate_type,
             alias=alias,
             current_index=writer.index,
             new_index=name,
-            catchup_group=plans.catchup_group(self.d.settings, version),
+            catchup_group=group,
             topics=topics,
             watermark=watermark,
             rows=await self.d.truth.count(projector),
@@ -111,12 +94,12 @@ class Rebuilder:
                 f"alias {alias} has an unfinished rebuild into {existing.target_index} "
                 f"({existing.status.value}): --resume would continue it; nothing was changed"
             )
-            return RebuildOutcome(True, "planned", message, existing, plan)
-        message = (
-            f"would rebuild {alias}: {plan.current_index} -> {plan.new_index} "
-            f"({plan.rows} rows, catch-up group {plan.catchup_group}); nothing was changed"
-        )
-        return RebuildOutcome(True, "planned", message, None, plan)
+        else:
+            message = (
+                f"would rebuild {alias}: {plan.current_index} -> {plan.new_index} "
+                f"({plan.rows} rows, catch-up group {plan.catchup_group}); nothing was changed"
+            )
+        return RebuildOutcome(True, "planned", message, existing, plan)
 
     async def _begin(self, projector: Projector, alias: str) -> RebuildRecord:
         plan = await self._plan(projector, alias)  # the watermark is taken here, first
@@ -141,7 +124,7 @@ class Rebuilder:
         await self.d.state.create(record)
         self.d.progress.step(
             "watermark",
-            f"watermark {plan.summary()['watermark']} recorded",
+            f"watermark {watermark_keys(plan.watermark)} recorded",
             rebuild=record.rebuild_id,
         )
         await self._create_index(projector, record)
@@ -159,6 +142,7 @@ class Rebuilder:
     async def _continue(
         self, projector: Projector, record: RebuildRecord, options: RebuildOptions
     ) -> RebuildOutcome:
+        failures: list[tuple[str, str]] = []
         if record.status is Status.BACKFILLING:
             if not await self.d.index_admin.exists(record.target_index):
                 await self._create_index(projector, record)  # stopped between save and create
@@ -166,17 +150,13 @@ class Rebuilder:
             if not done:
                 message = f"stopped after {options.stop_after_chunks} chunks; run with --resume"
                 return RebuildOutcome(False, "interrupted", message, record, failures=failures)
-            gaps = await asyncio.to_thread(lost_history, self.d.kafka, record.watermark)
-            if gaps:
-                raise refuse_lost_history(gaps, record.alias)
+            await asyncio.to_thread(check_history, self.d.kafka, record.watermark, record.alias)
             failed = await asyncio.to_thread(
                 self.d.kafka.alter_committed, record.catchup_group, dict(record.watermark)
             )
             if failed:
                 raise OperationRefused(f"setting {record.catchup_group}'s offsets: {failed}")
             record = await self.save(record, status=Status.CATCHING_UP)
-        else:
-            failures = []
         return await finish(self, projector, record, options, failures)
 
     async def _backfill(
@@ -220,40 +200,6 @@ class Rebuilder:
         for doc_id, why in result.failures:
             self.d.progress.step("backfill", f"not indexed: {doc_id}: {why}")
         return current, result.complete, result.failures
-
-    # -- helpers the later steps share ------------------------------------------------------
-
-    async def save(self, record: RebuildRecord, **changes: Any) -> RebuildRecord:
-        now = self.d.clock()
-        status = changes.get("status", record.status)
-        finished_at = now if isinstance(status, Status) and status.finished else None
-        updated = record.but(updated_at=now, finished_at=finished_at, **changes)
-        await self.d.state.save(updated)
-        return updated
-
-    def lag_watch(self, alias: str) -> LagWatch:
-        return LagWatch(
-            self.d.kafka,
-            poll_interval_s=self.d.settings.rebuild.poll_interval_s,
-            on_lag=lambda lag: self.d.metrics.set_incremental_lag(alias, lag),
-        )
-
-    async def start_catchup(self, record: RebuildRecord) -> CatchUp:
-        if self._catchup is None:
-            topics = sorted({t for t, _ in record.watermark})
-            self._catchup = self.d.catchup(record, topics)
-            await self._catchup.start()
-            self.d.progress.step("catch-up", f"group {record.catchup_group} started")
-        return self._catchup
-
-    async def stop_catchup(self) -> None:
-        if self._catchup is not None:
-            catchup, self._catchup = self._catchup, None
-            await catchup.stop()
-
-    def seed(self) -> int:
-        """The verification sample's seed (a new sample on every attempt)."""
-        return random.randrange(2**31)
 
     async def _abandon(
         self, alias: str, existing: RebuildRecord | None, dry_run: bool

@@ -1,12 +1,6 @@
-"""The persisted progress of a rebuild (table ``search_rebuild_state``, migration 002).
-
-A record holds everything `--resume` needs to continue without starting over: the target index,
-the watermark taken before the scan, the catch-up group, the backfill's last id and counts, and
-the step reached (`Status`). At most one unfinished rebuild exists per alias: the table's unique
-key on ``active_alias`` refuses a second one, even from two commands started at once.
-
-`RebuildStateStore` is the port, `MysqlRebuildState` its adapter on MariaDB.
-"""
+"""The persisted progress of a rebuild (table ``search_rebuild_state``, migration 002): all that
+``--resume`` needs to continue without starting over. At most one unfinished rebuild exists per
+alias: the unique key on ``active_alias`` refuses a second one, even from two commands at once."""
 
 from __future__ import annotations
 
@@ -31,33 +25,13 @@ __all__ = [
     "Status",
     "Watermark",
     "unfinished_exists",
-    "watermark_from_json",
-    "watermark_json",
+    "watermark_keys",
 ]
 
 Watermark = Mapping[TopicPartition, int]
 """The end offset of every partition of the type's outbox topics, taken before the scan."""
 
 _ER_DUP_ENTRY: Final = 1062
-_COLUMNS: Final = (
-    "rebuild_id",
-    "aggregate_type",
-    "alias_name",
-    "source_index",
-    "target_index",
-    "schema_version",
-    "catchup_group",
-    "watermark",
-    "last_id",
-    "rows_done",
-    "rows_failed",
-    "status",
-    "message",
-    "active_alias",
-    "started_at",
-    "updated_at",
-    "finished_at",
-)
 _MUTABLE: Final = (
     "last_id",
     "rows_done",
@@ -68,10 +42,22 @@ _MUTABLE: Final = (
     "updated_at",
     "finished_at",
 )
+_COLUMNS: Final = (
+    "rebuild_id",
+    "aggregate_type",
+    "alias_name",
+    "source_index",
+    "target_index",
+    "schema_version",
+    "catchup_group",
+    "watermark",
+    "started_at",
+    *_MUTABLE,
+)
 
 
 class Status(enum.StrEnum):
-    """The step a rebuild reached; the first five are unfinished (it can be resumed)."""
+    """The step a rebuild reached; all but the last two are unfinished (it can be resumed)."""
 
     BACKFILLING = "backfilling"
     CATCHING_UP = "catching_up"  # the catch-up group's offsets are set: do not set them again
@@ -124,21 +110,9 @@ class RebuildStateStore(Protocol):
         ...
 
 
-def watermark_json(watermark: Watermark) -> str:
-    """``{"topic": {"partition": offset}}``, keys sorted."""
-    nested: dict[str, dict[str, int]] = {}
-    for (topic, partition), offset in sorted(watermark.items()):
-        nested.setdefault(topic, {})[str(partition)] = offset
-    return orjson.dumps(nested, option=orjson.OPT_SORT_KEYS).decode()
-
-
-def watermark_from_json(text: str | bytes) -> dict[TopicPartition, int]:
-    nested = orjson.loads(text)
-    return {
-        (str(topic), int(p)): int(offset)
-        for topic, partitions in nested.items()
-        for p, offset in partitions.items()
-    }
+def watermark_keys(watermark: Watermark) -> dict[str, int]:
+    """``{"topic/partition": offset}``, sorted: the watermark as summaries and ``_meta`` show it."""
+    return {f"{t}/{p}": o for (t, p), o in sorted(watermark.items())}
 
 
 def unfinished_exists(alias: str) -> OperationRefused:
@@ -196,43 +170,32 @@ class MysqlRebuildState:
 
 
 def _values(r: RebuildRecord) -> dict[str, Any]:
-    return {
-        "rebuild_id": r.rebuild_id,
-        "aggregate_type": r.aggregate_type,
-        "alias_name": r.alias,
-        "source_index": r.source_index,
-        "target_index": r.target_index,
-        "schema_version": r.schema_version,
-        "catchup_group": r.catchup_group,
-        "watermark": watermark_json(r.watermark),
-        "last_id": r.last_id,
-        "rows_done": r.rows_done,
-        "rows_failed": r.rows_failed,
-        "status": r.status.value,
-        "message": r.message,
-        "active_alias": None if r.status.finished else r.alias,
-        "started_at": db_time(r.started_at),
-        "updated_at": db_time(r.updated_at),
-        "finished_at": None if r.finished_at is None else db_time(r.finished_at),
-    }
+    """The record's column values (the watermark as ``{"topic": {"partition": offset}}``)."""
+    watermark: dict[str, dict[str, int]] = {}
+    for (topic, partition), offset in sorted(r.watermark.items()):
+        watermark.setdefault(topic, {})[str(partition)] = offset
+    values = {f.name: getattr(r, f.name) for f in dataclasses.fields(r)}
+    values.update(
+        alias_name=r.alias,
+        watermark=orjson.dumps(watermark, option=orjson.OPT_SORT_KEYS).decode(),
+        status=r.status.value,
+        active_alias=None if r.status.finished else r.alias,
+        started_at=db_time(r.started_at),
+        updated_at=db_time(r.updated_at),
+        finished_at=None if r.finished_at is None else db_time(r.finished_at),
+    )
+    return values
 
 
 def _record(row: Mapping[str, Any]) -> RebuildRecord:
-    return RebuildRecord(
-        rebuild_id=str(row["rebuild_id"]),
-        aggregate_type=str(row["aggregate_type"]),
-        alias=str(row["alias_name"]),
-        source_index=str(row["source_index"]),
-        target_index=str(row["target_index"]),
-        schema_version=int(row["schema_version"]),
-        catchup_group=str(row["catchup_group"]),
-        watermark=watermark_from_json(row["watermark"]),
-        last_id=None if row["last_id"] is None else str(row["last_id"]),
-        rows_done=int(row["rows_done"]),
-        rows_failed=int(row["rows_failed"]),
+    fields: dict[str, Any] = {f.name: row.get(f.name) for f in dataclasses.fields(RebuildRecord)}
+    fields.update(
+        alias=row["alias_name"],
+        watermark={
+            (str(topic), int(p)): int(offset)
+            for topic, partitions in orjson.loads(row["watermark"]).items()
+            for p, offset in partitions.items()
+        },
         status=Status(row["status"]),
-        message=row["message"],
-        started_at=row["started_at"],
-        updated_at=row["updated_at"],
-        finished_at=row["finished_at"],
     )
+    return RebuildRecord(**fields)

@@ -1,16 +1,14 @@
-"""`searchsync index init|describe|list|rollback|drop`: the alias and its physical indices.
-
-`list`, `rollback` and `drop` are thin: the work is `searchsync.ops.indices`.
-"""
+"""`searchsync index init|describe|list|rollback|drop`: the alias and its physical indices (the
+work of `list`, `rollback` and `drop` is `searchsync.ops.indices`)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import asdict
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from searchsync.cli.args import (
     PLAN_ONLY,
@@ -27,10 +25,11 @@ from searchsync.exit_codes import ExitCode
 from searchsync.naming import physical_version, read_alias_name
 from searchsync.ops import indices
 from searchsync.runtime import Runtime
-from searchsync.search.admin import InitResult, describe, init_index
-from searchsync.search.port import IndexAdmin
+from searchsync.search.admin import describe, init_index
+from searchsync.search.port import IndexAdmin, IndexInfo
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 _MESSAGES = {
     "exists": "alias {alias} already exists (writes go to {index})",
@@ -79,29 +78,35 @@ def register(commands: Any, parents: Parents) -> None:
     drop.set_defaults(func=cmd_index_drop)
 
 
-def _with_admin(runtime: Runtime, work: Callable[[IndexAdmin], Awaitable[T]]) -> T:
+def _with_admin(
+    runtime: Runtime,
+    call: Callable[Concatenate[IndexAdmin, P], Awaitable[T]],
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
+    """``call(admin, *args, **kwargs)`` on the runtime's index admin."""
+
     async def go() -> T:
         async with runtime:
-            return await work(runtime.search().admin)
+            return await call(runtime.search().admin, *args, **kwargs)
 
     return asyncio.run(go())
+
+
+async def _per_alias(
+    admin: IndexAdmin, call: Callable[[IndexAdmin, str], Awaitable[T]], aliases: Sequence[str]
+) -> list[T]:
+    return [await call(admin, alias) for alias in aliases]
 
 
 def cmd_index_init(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     aggregate_type = chosen_type(runtime, args.type)
     projector = runtime.registry.get(aggregate_type)
     alias = settings.alias(aggregate_type)
-
-    def work(admin: IndexAdmin) -> Awaitable[InitResult]:
-        return init_index(
-            admin,
-            alias,
-            projector.mapping,
-            dry_run=args.dry_run,
-            schema_version=projector.schema_version,
-        )
-
-    result = _with_admin(runtime, work)
+    version = projector.schema_version
+    result = _with_admin(
+        runtime, init_index, alias, projector.mapping, dry_run=args.dry_run, schema_version=version
+    )
     message = _MESSAGES[result.action.value].format(
         alias=result.alias, index=result.index, read=read_alias_name(result.alias)
     )
@@ -118,11 +123,8 @@ def cmd_index_init(args: argparse.Namespace, settings: Settings, runtime: Runtim
 
 def cmd_index_describe(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     types = runtime.registry.types()
-
-    async def work(admin: IndexAdmin) -> list[Any]:
-        return [await describe(admin, settings.alias(t)) for t in types]
-
-    pairs = list(zip(types, _with_admin(runtime, work), strict=True))
+    found = _with_admin(runtime, _per_alias, describe, [settings.alias(t) for t in types])
+    pairs = list(zip(types, found, strict=True))
 
     def lines() -> Iterator[str]:
         for t, d in pairs:
@@ -138,23 +140,34 @@ def cmd_index_describe(args: argparse.Namespace, settings: Settings, runtime: Ru
 
 def cmd_index_list(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     types = chosen_types(runtime, args.type)
-
-    async def work(admin: IndexAdmin) -> list[indices.AliasListing]:
-        return [await indices.list_alias(admin, settings.alias(t)) for t in types]
-
-    pairs = list(zip(types, _with_admin(runtime, work), strict=True))
+    found = _with_admin(runtime, _per_alias, indices.list_alias, [settings.alias(t) for t in types])
+    pairs = list(zip(types, found, strict=True))
     document = [
         {
             "aggregate_type": t,
             "alias": listing.alias,
             "read_alias": listing.read_alias,
             "write_index": None if listing.write_index is None else listing.write_index.name,
-            "indices": [indices.index_json(row) for row in listing.indices],
+            "indices": [_index_json(row) for row in listing.indices],
         }
         for t, listing in pairs
     ]
     show(args.json, document, _listing_lines(pairs))
     return ExitCode.OK
+
+
+def _index_json(info: IndexInfo) -> dict[str, Any]:
+    """One physical index for ``index list --json``."""
+    return {
+        "name": info.name,
+        "version": info.version,
+        "docs": info.docs,
+        "schema_version": info.schema_version,
+        "created_at": info.created_at.isoformat(),
+        "aliased": info.aliased,
+        "is_write_index": info.is_write_index,
+        "read_aliased": info.read_aliased,
+    }
 
 
 def _init_hint(aggregate_type: str) -> str:
@@ -178,11 +191,7 @@ def _listing_lines(pairs: list[tuple[str, indices.AliasListing]]) -> Iterator[st
 
 def cmd_index_rollback(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     alias = settings.alias(chosen_type(runtime, args.type))
-
-    async def work(admin: IndexAdmin) -> indices.RollbackResult:
-        return await indices.rollback(admin, alias, to=args.to, dry_run=args.dry_run)
-
-    result = _with_admin(runtime, work)
+    result = _with_admin(runtime, indices.rollback, alias, to=args.to, dry_run=args.dry_run)
     document = {
         "alias": result.alias,
         "from": result.from_index,
@@ -204,18 +213,11 @@ def cmd_index_drop(args: argparse.Namespace, settings: Settings, runtime: Runtim
         raise InvalidRequest(
             f"{index} is not <alias>_v<N> of a known aggregate type (aliases: {', '.join(aliases)})"
         )
-
-    def run(dry_run: bool) -> indices.DropResult:
-        async def work(admin: IndexAdmin) -> indices.DropResult:
-            return await indices.drop(admin, alias, index, dry_run=dry_run)
-
-        return _with_admin(runtime, work)
-
-    plan = run(True)  # every refusal comes before any question
+    plan = _with_admin(runtime, indices.drop, alias, index, dry_run=True)  # refusals come first
     if not args.dry_run and not args.yes and not _confirmed(plan):
         err(f"{index} not deleted")
         return ExitCode.FAILURE
-    result = plan if args.dry_run else run(False)
+    result = plan if args.dry_run else _with_admin(runtime, indices.drop, alias, index)
     show(args.json, {**asdict(result), "message": result.message}, [result.message])
     if result.dry_run and not args.json:
         err(PLAN_ONLY)

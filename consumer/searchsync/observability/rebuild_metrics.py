@@ -7,8 +7,6 @@ from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
-__all__ = ["REBUILD_METRIC_NAMES", "RebuildMetrics"]
-
 _COUNTERS: Final = {
     "reindex_scanned": "Rows read by the backfill",
     "reindex_indexed": "Documents the backfill wrote (or found written)",

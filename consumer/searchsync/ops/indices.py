@@ -1,44 +1,14 @@
-"""The physical indices ``<alias>_v<N>`` behind each alias: `list_alias`, `rollback`, `drop`
-(behind `searchsync index list|rollback|drop`; docs/design.md, "Schema fence", invariants 8, 15).
-
-`rollback` moves the alias and its read alias ``<alias>_live`` in one ``_aliases`` call to the
-previous index or a named one; `drop` never deletes an index the alias points at, nor a name that
-is not ``<alias>_v<N>``. Refusals raise `InvalidRequest` (no such index: exit 2) or
-`OperationRefused` (unsafe now: exit 1), each saying what to do instead.
-"""
+"""The physical indices ``<alias>_v<N>`` behind an alias, for `searchsync index list|rollback|drop`
+(docs/design.md, "Schema fence", invariants 8, 15). Refusals raise `InvalidRequest` (no such
+index: exit 2) or `OperationRefused` (unsafe now: exit 1), each saying what to do instead."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.naming import physical_version, read_alias_name
 from searchsync.search.port import IndexAdmin, IndexInfo
-
-__all__ = [
-    "AliasListing",
-    "DropResult",
-    "RollbackResult",
-    "drop",
-    "index_json",
-    "list_alias",
-    "rollback",
-]
-
-
-def index_json(info: IndexInfo) -> dict[str, Any]:
-    """One physical index for ``index list --json``."""
-    return {
-        "name": info.name,
-        "version": info.version,
-        "docs": info.docs,
-        "schema_version": info.schema_version,
-        "created_at": info.created_at.isoformat(),
-        "aliased": info.aliased,
-        "is_write_index": info.is_write_index,
-        "read_aliased": info.read_aliased,
-    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +76,8 @@ async def list_alias(admin: IndexAdmin, alias: str) -> AliasListing:
 async def rollback(
     admin: IndexAdmin, alias: str, *, to: str | None = None, dry_run: bool = False
 ) -> RollbackResult:
-    """Swap `alias` from its write index to `to`, or to the highest ``_v<N>`` below it."""
+    """Move `alias` and its read alias, in one ``_aliases`` call, from the write index to `to`,
+    or to the highest ``_v<N>`` below it."""
     listing = await list_alias(admin, alias)
     current = listing.write_index
     if current is None:
@@ -145,7 +116,8 @@ async def rollback(
 
 
 async def drop(admin: IndexAdmin, alias: str, index: str, *, dry_run: bool = False) -> DropResult:
-    """Delete the physical index `index` of `alias`, unless the alias points at it."""
+    """Delete the physical index `index` of `alias`, unless the alias or its read alias points
+    at it."""
     if physical_version(alias, index) is None:
         raise InvalidRequest(f"{index} is not a physical index of {alias} ({alias}_v<N>)")
     row = await _row(admin, alias, index)

@@ -1,11 +1,9 @@
 """The backfill: keyset-scan the truth, project each row, write it into the new physical index.
 
-Each chunk is written with external versions (a 409 at the same or a newer version is fine) and
-only then reported through `on_chunk`, which persists the last id: a crash repeats one chunk,
-harmlessly. Chunk sizes follow `ChunkController`. A row the projector refuses is counted as failed
-(verification decides whether that still allows the swap). A write refused transiently is retried
-a few times, then raises `TransientError`; ``--resume`` continues.
-"""
+A chunk is written with external versions (a 409 at the same or a newer version is fine), then
+reported through `on_chunk`, which persists the last id: a crash repeats one chunk, harmlessly.
+A row the projector refuses counts as failed (verification decides whether the swap may still
+happen); a write refused transiently is retried, then raises `TransientError` (``--resume``)."""
 
 from __future__ import annotations
 
@@ -22,8 +20,6 @@ from searchsync.mysql.truth import Truth
 from searchsync.ops.chunks import ChunkController
 from searchsync.projection import Projector, Row
 from searchsync.search.sink import FINISHED_KINDS, IndexOp, OutcomeKind, Sink
-
-__all__ = ["Backfill", "BackfillResult", "ChunkDone"]
 
 _WRITE_ATTEMPTS: Final = 5
 _FIRST_RETRY_S: Final = 0.5
@@ -73,8 +69,6 @@ class Backfill:
         target_index: str,
         chunks: ChunkController,
         on_chunk: Callable[[ChunkDone], Awaitable[None]],
-        clock: Callable[[], float] = time.monotonic,
-        pause: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._truth = truth
         self._sink = sink
@@ -82,8 +76,6 @@ class Backfill:
         self._target = target_index
         self._chunks = chunks
         self._on_chunk = on_chunk
-        self._clock = clock
-        self._pause = pause
 
     async def run(
         self,
@@ -104,7 +96,7 @@ class Backfill:
         # reader, which runs while the next bulk is in flight, not between two bulks.
         retired: list[object] = []
         reader = asyncio.ensure_future(self._read(after_id, stop_after_chunks, ready, retired))
-        last_done = self._clock()
+        last_done = time.monotonic()
         try:
             while stop_after_chunks is None or result.chunks < stop_after_chunks:
                 chunk = await ready.get()
@@ -119,7 +111,7 @@ class Backfill:
                 indexed, refused = await self._write(chunk.ops, result, retired)
                 retired.append(chunk)
                 failed = len(chunk.failures) + refused
-                now = self._clock()
+                now = time.monotonic()
                 self._chunks.observe(now - last_done)
                 last_done = now
                 result.last_id = chunk.last_id
@@ -240,7 +232,7 @@ class Backfill:
                     f"{attempt} attempts ({last[1]}); fix the cluster, then run the rebuild "
                     "again with --resume",
                 )
-            await self._pause(delay)
+            await asyncio.sleep(delay)
             delay *= 2
             pending = retry
         return indexed, refused  # pragma: no cover - the loop returns or raises

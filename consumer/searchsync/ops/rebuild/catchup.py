@@ -16,16 +16,6 @@ from searchsync.kafka.admin import KafkaAdmin
 from searchsync.ops.rebuild.state import Watermark
 from searchsync.types import TopicPartition
 
-__all__ = [
-    "CatchUp",
-    "CatchUpRunner",
-    "ConsumerCatchUp",
-    "LagWatch",
-    "catchup_settings",
-    "check_history",
-    "high_watermarks",
-]
-
 
 class CatchUp(Protocol):
     """A running catch-up group."""
@@ -125,17 +115,11 @@ class LagWatch:
     """Polls a group's committed offsets against a target (see the module docstring)."""
 
     def __init__(
-        self,
-        admin: KafkaAdmin,
-        *,
-        poll_interval_s: float,
-        on_lag: Callable[[int], None],
-        clock: Callable[[], float] = time.monotonic,
+        self, admin: KafkaAdmin, *, poll_interval_s: float, on_lag: Callable[[int], None]
     ) -> None:
         self._admin = admin
         self._poll_s = poll_interval_s
         self._on_lag = on_lag
-        self._clock = clock
 
     async def snapshot(self, topics: Sequence[str]) -> dict[TopicPartition, int]:
         return await asyncio.to_thread(high_watermarks, self._admin, topics)
@@ -157,7 +141,7 @@ class LagWatch:
     ) -> None:
         """Return once `group` committed at least `target` on every partition; raise
         `OperationRefused` at the timeout or when `failure()` says the consumer stopped."""
-        deadline = self._clock() + timeout_s
+        deadline = time.monotonic() + timeout_s
         partitions = sorted(target)
         while True:
             done = await self.committed(group, partitions)
@@ -168,7 +152,7 @@ class LagWatch:
             why = failure()
             if why is not None:
                 raise OperationRefused(f"{what}: {why}")
-            if self._clock() >= deadline:
+            if time.monotonic() >= deadline:
                 raise OperationRefused(
                     f"{what}: still {lag} events behind after {timeout_s:.0f}s; the progress is "
                     "saved: run the rebuild again with --resume"

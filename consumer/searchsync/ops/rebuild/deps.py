@@ -23,8 +23,6 @@ from searchsync.projection import ProjectorRegistry
 from searchsync.search.port import IndexAdmin
 from searchsync.search.sink import SearchIndex
 
-__all__ = ["RebuildDeps", "RebuildSteps"]
-
 
 @dataclass(slots=True)
 class RebuildDeps:

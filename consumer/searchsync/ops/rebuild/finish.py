@@ -24,8 +24,6 @@ from searchsync.projection import Projector
 from searchsync.search.port import IndexInfo
 from searchsync.types import TopicPartition
 
-__all__ = ["finish"]
-
 SWEEP_PASSES = 3
 SETTLE_MARGIN_S = 1.0
 """Beyond two fence intervals: a batch that passed the gate just before the fence went up."""

@@ -10,8 +10,6 @@ from searchsync.ops.rebuild.plan import Plan
 from searchsync.ops.rebuild.state import RebuildRecord, watermark_keys
 from searchsync.ops.rebuild.verify import VerifyReport
 
-__all__ = ["RebuildOptions", "RebuildOutcome", "record_summary"]
-
 
 @dataclass(frozen=True, slots=True)
 class RebuildOptions:

@@ -16,8 +16,6 @@ from searchsync.kafka.admin import KafkaAdmin
 from searchsync.ops.rebuild.state import Watermark, watermark_keys
 from searchsync.search.port import SCHEMA_VERSION_META, IndexInfo
 
-__all__ = ["BULK_LOAD", "Plan", "index_body", "rebuild_meta", "restored_settings", "type_topics"]
-
 BULK_LOAD: Mapping[str, Any] = {"refresh_interval": "-1", "number_of_replicas": 0}
 """The new index's settings while the backfill fills it."""
 

@@ -13,8 +13,6 @@ from typing import Any, TextIO
 
 import orjson
 
-__all__ = ["Progress"]
-
 
 class Progress:
     def __init__(

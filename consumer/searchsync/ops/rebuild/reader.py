@@ -1,7 +1,5 @@
-"""What the rebuild's verification and sweep read from an index (by its physical name).
-
-`IndexReader` is the port, `EsIndexReader` its adapter; cluster failures raise `TransientError`.
-"""
+"""What the rebuild's verification and sweep read from an index by its physical name: the port
+`IndexReader` and its adapter `EsIndexReader` (cluster failures raise `TransientError`)."""
 
 from __future__ import annotations
 
@@ -61,32 +59,21 @@ class EsIndexReader:
         return int(response["count"])
 
     async def deleted_ids(self, index: str) -> list[str]:
-        ids: list[str] = []
-        after: list[Any] | None = None
-        while True:
-            extra: dict[str, Any] = {} if after is None else {"search_after": after}
-            with _translated(f"search {index}"):
-                response = await self._client.search(
-                    index=index,
-                    query={"term": {"is_deleted": True}},
-                    sort=[{"id": "asc"}],
-                    size=_PAGE,
-                    source=False,
-                    track_total_hits=False,
-                    **extra,
-                )
-            hits = response["hits"]["hits"]
-            ids.extend(hit["_id"] for hit in hits)
-            if len(hits) < _PAGE:
-                return ids
-            after = hits[-1]["sort"]
+        hits = await self._all_hits(index, {"term": {"is_deleted": True}}, version=False)
+        return [hit["_id"] for hit in hits]
 
     async def other_schema(self, index: str, schema_version: int) -> list[tuple[str, int]]:
         query = {"bool": {"must_not": [{"term": {"projection_schema_version": schema_version}}]}}
-        found: list[tuple[str, int]] = []
-        after: list[Any] | None = None
+        hits = await self._all_hits(index, query, version=True)
+        return [(hit["_id"], int(hit["_version"])) for hit in hits]
+
+    async def _all_hits(
+        self, index: str, query: dict[str, Any], *, version: bool
+    ) -> list[dict[str, Any]]:
+        """Every hit of `query` (no source), by id, page after page."""
+        hits: list[dict[str, Any]] = []
+        extra: dict[str, Any] = {"version": True} if version else {}
         while True:
-            extra: dict[str, Any] = {} if after is None else {"search_after": after}
             with _translated(f"search {index}"):
                 response = await self._client.search(
                     index=index,
@@ -94,15 +81,14 @@ class EsIndexReader:
                     sort=[{"id": "asc"}],
                     size=_PAGE,
                     source=False,
-                    version=True,
                     track_total_hits=False,
                     **extra,
                 )
-            hits = response["hits"]["hits"]
-            found.extend((hit["_id"], int(hit["_version"])) for hit in hits)
-            if len(hits) < _PAGE:
-                return found
-            after = hits[-1]["sort"]
+            page = response["hits"]["hits"]
+            hits.extend(page)
+            if len(page) < _PAGE:
+                return hits
+            extra["search_after"] = page[-1]["sort"]
 
     async def sample(self, index: str, size: int, seed: int) -> list[StoredDocument]:
         if size < 1:

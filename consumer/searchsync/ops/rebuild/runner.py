@@ -13,14 +13,12 @@ from searchsync.ops.chunks import ChunkController
 from searchsync.ops.rebuild import plan as plans
 from searchsync.ops.rebuild.backfill import Backfill, ChunkDone
 from searchsync.ops.rebuild.catchup import check_history, high_watermarks
-from searchsync.ops.rebuild.deps import RebuildDeps, RebuildSteps
+from searchsync.ops.rebuild.deps import RebuildSteps
 from searchsync.ops.rebuild.finish import finish
 from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
 from searchsync.ops.rebuild.state import RebuildRecord, Status, watermark_keys
 from searchsync.projection import Projector
 from searchsync.search.sink import Sink
-
-__all__ = ["RebuildDeps", "Rebuilder", "backfill_chunks"]
 
 
 class Rebuilder(RebuildSteps):

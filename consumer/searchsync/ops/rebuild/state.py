@@ -18,16 +18,6 @@ from searchsync.errors import OperationRefused
 from searchsync.mysql.pool import db_time, transaction, translate_errors
 from searchsync.types import TopicPartition
 
-__all__ = [
-    "MysqlRebuildState",
-    "RebuildRecord",
-    "RebuildStateStore",
-    "Status",
-    "Watermark",
-    "unfinished_exists",
-    "watermark_keys",
-]
-
 Watermark = Mapping[TopicPartition, int]
 """The end offset of every partition of the type's outbox topics, taken before the scan."""
 

@@ -21,8 +21,6 @@ from searchsync.mysql.truth import Truth
 from searchsync.ops.rebuild.reader import IndexReader, StoredDocument
 from searchsync.projection import Projector, Row
 
-__all__ = ["VerifyReport", "verify"]
-
 
 @dataclass(slots=True)
 class VerifyReport:

@@ -1,9 +1,6 @@
-"""`searchsync rebuild --type T`: a new physical index behind the alias, without downtime.
-
-The steps live in `searchsync.ops.rebuild`, built by `searchsync.runtime`; this module parses and
-prints. Exit codes: 0 done (or planned), 1 refused, interrupted or waiting for the live group (the
-message says what to run next), 2 usage errors.
-"""
+"""`searchsync rebuild --type T`: parses, runs `searchsync.ops.rebuild`, prints. Exit codes: 0 done
+(or planned), 1 refused, interrupted or waiting for the live group (the message says what to run
+next), 2 usage errors."""
 
 from __future__ import annotations
 
@@ -75,10 +72,8 @@ def cmd_rebuild(args: argparse.Namespace, settings: Settings, runtime: Runtime) 
     tune_for_throughput()
     outcome = asyncio.run(run_rebuild(runtime, options, json_lines=args.json))
     if args.json:  # the last JSON line: the summary
-        sys.stdout.write(
-            orjson.dumps({"event": "summary", **outcome.summary()}, default=str).decode()
-        )
-        sys.stdout.write("\n")
+        summary = {"event": "summary", **outcome.summary()}
+        sys.stdout.write(orjson.dumps(summary, default=str).decode() + "\n")
         sys.stdout.flush()
     else:
         if outcome.plan is not None:

@@ -19,7 +19,7 @@ from searchsync.errors import Disposition, ErrorCode, PoisonMessage, TransientEr
 from searchsync.mysql.truth import Truth
 from searchsync.ops.chunks import ChunkController
 from searchsync.projection import Projector, Row
-from searchsync.search.sink import FINISHED_KINDS, IndexOp, OutcomeKind, Sink
+from searchsync.search.sink import FINISHED_KINDS, IndexOp, OutcomeKind, Sink, WriteOutcome
 
 _WRITE_ATTEMPTS: Final = 5
 _FIRST_RETRY_S: Final = 0.5
@@ -85,11 +85,9 @@ class Backfill:
         rows_failed: int = 0,
         stop_after_chunks: int | None = None,
     ) -> BackfillResult:
-        """Scan from `after_id` to the end (or `stop_after_chunks` chunks, for drills).
-
-        Reading and projecting run up to `_READ_AHEAD` chunks ahead of the writes; progress
-        (`on_chunk`) moves only after a chunk's writes are acknowledged, in scan order.
-        """
+        """Scan from `after_id` to the end (or `stop_after_chunks` chunks, for drills), reading
+        up to `_READ_AHEAD` chunks ahead of the writes; `on_chunk` follows each chunk's
+        acknowledged writes, in scan order."""
         result = BackfillResult(after_id, rows_done, rows_failed)
         ready: asyncio.Queue[_Prepared | Exception] = asyncio.Queue(maxsize=_READ_AHEAD)
         # A written chunk's objects (its ops, their outcomes: tens of thousands) are freed by the
@@ -150,11 +148,9 @@ class Backfill:
             after_id = chunk.last_id
 
     async def _floor_tombstones(self, result: BackfillResult) -> int:
-        """Tombstones for the hard-deleted ids (`search_revision_floor`) at their floor, so
-        the new index holds every delete the old one held. Idempotent (written again on
-        `--resume`). An id with a row at a newer revision is skipped: its own document outranks
-        the tombstone.
-        """
+        """Tombstones at their floor for the hard-deleted ids (`search_revision_floor`), so the
+        new index holds every delete the old one held; idempotent. An id with a row at a newer
+        revision is skipped: its own document outranks the tombstone."""
         written, after = 0, None
         while True:
             page = await self._truth.floor_page(
@@ -176,11 +172,8 @@ class Backfill:
     async def _prepare(
         self, after_id: str | None, size: int, ready: asyncio.Queue[_Prepared | Exception]
     ) -> _Prepared:
-        """The next chunk after `after_id`: its rows, their index ops, the rows refused.
-
-        Yields the loop every `_YIELD_EVERY` rows, and pauses `_AHEAD_PAUSE_S` while the writer
-        already has a chunk waiting, so the writer's turnaround never waits behind projection.
-        """
+        """The next chunk after `after_id`. Yields the loop every `_YIELD_EVERY` rows (pausing
+        while the writer has a chunk waiting), so the writer never waits behind projection."""
         rows = await self._truth.scan(self._projector, after_id, size)
         ops: list[IndexOp] = []
         failures: list[tuple[str, str]] = []
@@ -201,41 +194,33 @@ class Backfill:
     ) -> tuple[int, int]:
         """Write `ops`; (indexed, refused). Transient failures are retried, then raised. The
         outcome lists go to `retired` when given, to be freed later."""
-        if not ops:
-            return 0, 0
         indexed = refused = 0
-        pending = ops
-        delay = _FIRST_RETRY_S
-        for attempt in range(1, _WRITE_ATTEMPTS + 1):
-            retry: list[IndexOp] = []
-            last: tuple[ErrorCode | None, str | None] = (None, None)
-            outcomes = await self._sink.write(pending)
+        failing: list[WriteOutcome] = []
+        for attempt in range(_WRITE_ATTEMPTS):
+            if attempt:
+                await asyncio.sleep(_FIRST_RETRY_S * 2 ** (attempt - 1))
+                ops = [outcome.op for outcome in failing]
+            outcomes = await self._sink.write(ops)
             if retired is not None:
                 retired.append(outcomes)
+            failing = []
             for outcome in outcomes:
-                kind = outcome.kind
-                if kind in _INDEXED:
+                if outcome.kind in _INDEXED:
                     indexed += 1
                 elif outcome.code is not None and outcome.code.disposition is Disposition.POISON:
                     refused += 1
                     self._keep(result, outcome.op.doc_id, outcome.message or str(outcome.code))
                 else:
-                    retry.append(outcome.op)
-                    last = (outcome.code, outcome.message)
-            if not retry:
+                    failing.append(outcome)
+            if not failing:
                 return indexed, refused
-            if attempt == _WRITE_ATTEMPTS:
-                code = last[0] or ErrorCode.ES_UNEXPECTED
-                raise TransientError(
-                    code,
-                    f"backfill into {self._target}: {len(retry)} writes still failing after "
-                    f"{attempt} attempts ({last[1]}); fix the cluster, then run the rebuild "
-                    "again with --resume",
-                )
-            await asyncio.sleep(delay)
-            delay *= 2
-            pending = retry
-        return indexed, refused  # pragma: no cover - the loop returns or raises
+        last = failing[-1]
+        raise TransientError(
+            last.code or ErrorCode.ES_UNEXPECTED,
+            f"backfill into {self._target}: {len(failing)} writes still failing after "
+            f"{_WRITE_ATTEMPTS} attempts ({last.message}); fix the cluster, then run the rebuild "
+            "again with --resume",
+        )
 
     @staticmethod
     def _keep(result: BackfillResult, doc_id: str, message: str) -> None:

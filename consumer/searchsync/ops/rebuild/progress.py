@@ -1,12 +1,9 @@
-"""How a rebuild reports its progress: rows done / total, rows/s and ETA, and each step.
-
-On a terminal one line is redrawn; otherwise a line every `interval_s` seconds (and for every
-step); with ``json_lines`` one JSON object per event.
-"""
+"""How a rebuild reports its progress: each step, and the backfill's rows done / total, rows/s and
+ETA: on a terminal one redrawn line, otherwise a line every `interval_s` seconds, and with
+``json_lines`` one JSON object per event."""
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -18,13 +15,13 @@ class Progress:
     def __init__(
         self,
         *,
-        stream: TextIO | None = None,
+        stream: TextIO,
         json_lines: bool = False,
         interval_s: float = 5.0,
         tty: bool | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._stream = stream if stream is not None else sys.stderr
+        self._stream = stream
         self._json = json_lines
         self._interval_s = interval_s
         self._tty = self._stream.isatty() if tty is None else tty

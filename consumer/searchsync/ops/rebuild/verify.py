@@ -1,14 +1,8 @@
-"""Verification before the swap: counts, a sample of documents, sample queries (docs/design.md,
-Rebuild).
-
-- **Count.** The new index holds ``rows`` (soft-deleted included) + ``tombstones`` documents,
-  within ``max_count_difference``.
-- **Sample.** ``sample_size`` random documents, each byte-equal to its row's projection read now
-  at ``_version == source_revision`` (a tombstone for an id without a row); at most
-  ``max_sample_mismatches`` differ.
-- **Queries.** Each sample query runs on the old and the new index; the share whose top-``top_k``
-  id sets differ (``v1_v2_query_diff_rate``) is at most ``max_query_diff_rate``.
-"""
+"""Verification before the swap (docs/design.md, Rebuild). It passes when the new index holds
+``rows`` (soft-deleted included) + ``tombstones`` documents within ``max_count_difference``; at
+most ``max_sample_mismatches`` of ``sample_size`` random documents differ from their row's
+projection read now, at ``_version == source_revision`` (a tombstone for an id without a row); and
+at most ``max_query_diff_rate`` of the sample queries give other top-``top_k`` ids than before."""
 
 from __future__ import annotations
 
@@ -134,12 +128,11 @@ async def _compare(
     floors = (
         await truth.revision_floors(projector.aggregate_type, gone, primary=True) if gone else {}
     )
-    out: list[tuple[str, str]] = []
-    for doc in sample:
-        why = _difference(projector, doc, rows.get(doc.doc_id), floors.get(doc.doc_id))
-        if why is not None:
-            out.append((doc.doc_id, why))
-    return out
+    whys = [
+        (d.doc_id, _difference(projector, d, rows.get(d.doc_id), floors.get(d.doc_id)))
+        for d in sample
+    ]
+    return [(doc_id, why) for doc_id, why in whys if why is not None]
 
 
 def _difference(
@@ -162,12 +155,6 @@ def _difference(
 
 
 def _titles(sample: Sequence[StoredDocument], field_name: str, count: int) -> list[str]:
-    out: list[str] = []
-    for doc in sample:
-        value = doc.source.get(field_name)
-        live = doc.source.get("is_deleted") is False
-        if live and isinstance(value, str) and value.strip() and value not in out:
-            out.append(value)
-        if len(out) >= count:
-            break
-    return out
+    """The first `count` distinct non-blank `field_name` values of the sample's live documents."""
+    live = [d.source.get(field_name) for d in sample if d.source.get("is_deleted") is False]
+    return list(dict.fromkeys(v for v in live if isinstance(v, str) and v.strip()))[:count]

@@ -15,7 +15,7 @@ import aiomysql
 import orjson
 
 from searchsync.errors import OperationRefused
-from searchsync.mysql.pool import db_time, transaction, translate_errors
+from searchsync.mysql.pool import db_time, transaction_cursor
 from searchsync.types import TopicPartition
 
 Watermark = Mapping[TopicPartition, int]
@@ -87,9 +87,7 @@ class RebuildRecord:
 
 
 class RebuildStateStore(Protocol):
-    async def unfinished(self, alias: str) -> RebuildRecord | None:
-        """The alias's unfinished rebuild, if any."""
-        ...
+    async def unfinished(self, alias: str) -> RebuildRecord | None: ...
 
     async def create(self, record: RebuildRecord) -> None:
         """Store a new record; `OperationRefused` when the alias has an unfinished one."""
@@ -124,12 +122,10 @@ class MysqlRebuildState:
             f"SELECT {', '.join(f'`{c}`' for c in _COLUMNS)} FROM `search_rebuild_state`"
             " WHERE `active_alias` = %s"
         )
-        async with transaction(self._pool) as conn:
-            with translate_errors("read search_rebuild_state"):
-                async with conn.cursor(aiomysql.DictCursor) as cur:
-                    await cur.execute(sql, (alias,))
-                    row = await cur.fetchone()
-        return None if row is None else _record(row)
+        async with transaction_cursor(self._pool, "read search_rebuild_state") as cur:
+            await cur.execute(sql, (alias,))
+            row = await cur.fetchone()
+        return None if row is None else _record(dict(zip(_COLUMNS, row, strict=True)))
 
     async def create(self, record: RebuildRecord) -> None:
         values = _values(record)
@@ -138,10 +134,8 @@ class MysqlRebuildState:
             f" VALUES ({', '.join(['%s'] * len(_COLUMNS))})"
         )
         try:
-            async with transaction(self._pool) as conn:
-                with translate_errors("write search_rebuild_state"):
-                    async with conn.cursor() as cur:
-                        await cur.execute(sql, tuple(values[c] for c in _COLUMNS))
+            async with transaction_cursor(self._pool, "write search_rebuild_state") as cur:
+                await cur.execute(sql, tuple(values[c] for c in _COLUMNS))
         except aiomysql.IntegrityError as exc:
             if exc.args and exc.args[0] == _ER_DUP_ENTRY:
                 raise unfinished_exists(record.alias) from exc
@@ -153,10 +147,8 @@ class MysqlRebuildState:
             f"UPDATE `search_rebuild_state` SET {', '.join(f'`{c}` = %s' for c in _MUTABLE)}"
             " WHERE `rebuild_id` = %s"
         )
-        async with transaction(self._pool) as conn:
-            with translate_errors("write search_rebuild_state"):
-                async with conn.cursor() as cur:
-                    await cur.execute(sql, (*(values[c] for c in _MUTABLE), record.rebuild_id))
+        async with transaction_cursor(self._pool, "write search_rebuild_state") as cur:
+            await cur.execute(sql, (*(values[c] for c in _MUTABLE), record.rebuild_id))
 
 
 def _values(r: RebuildRecord) -> dict[str, Any]:
@@ -177,7 +169,7 @@ def _values(r: RebuildRecord) -> dict[str, Any]:
     return values
 
 
-def _record(row: Mapping[str, Any]) -> RebuildRecord:
+def _record(row: dict[str, Any]) -> RebuildRecord:
     fields: dict[str, Any] = {f.name: row.get(f.name) for f in dataclasses.fields(RebuildRecord)}
     fields.update(
         alias=row["alias_name"],

@@ -24,11 +24,9 @@ class CatchUp(Protocol):
 
     async def stop(self) -> None:
         """Drain in-flight work, commit the finished prefix, leave the group."""
-        ...
 
     def failure(self) -> str | None:
         """Why the group stopped by itself (None while it runs, or after `stop`)."""
-        ...
 
 
 CatchUpRunner = Callable[..., Coroutine[Any, Any, int]]

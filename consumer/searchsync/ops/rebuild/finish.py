@@ -1,11 +1,8 @@
-"""The rebuild after its backfill: catch up, restore the settings, verify, swap, hand the index over
-to the live group (docs/design.md, Rebuild).
-
-After the swap, with the same schema version the catch-up group replays to a snapshot taken after
-the swap and is deleted. With a changed one the live group is fenced: the catch-up group keeps
-writing until the redeployed live group has committed as far on every partition (``--no-wait``
-skips this), and once the fence has settled the sweep has the old-shape documents rewritten.
-"""
+"""The rebuild after its backfill (docs/design.md, Rebuild): catch up, restore the settings, verify,
+swap, and hand the index over. With a changed schema version the live group is fenced: the catch-up
+group keeps writing until the redeployed live group has committed as far (unless ``--no-wait``), and
+the sweep has the old-shape documents rewritten; otherwise the catch-up group catches up once more
+and is deleted."""
 
 from __future__ import annotations
 
@@ -15,7 +12,7 @@ import time
 from searchsync.errors import OperationRefused
 from searchsync.naming import parse_physical_name, read_alias_name
 from searchsync.ops.rebuild import plan as plans
-from searchsync.ops.rebuild.catchup import CatchUp, LagWatch
+from searchsync.ops.rebuild.catchup import CatchUp
 from searchsync.ops.rebuild.deps import RebuildSteps
 from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
 from searchsync.ops.rebuild.state import RebuildRecord, Status
@@ -45,10 +42,54 @@ async def finish(
                 f"{record.source_index}; fix the cause, then `--resume` verifies again (or "
                 "`--abandon`)"
             )
-            return RebuildOutcome(
-                False, "refused", message, record, verify=report, failures=failures
+            return RebuildOutcome(False, "refused", message, record, None, report, failures)
+    d, r = rb.d, rb.d.settings.rebuild
+    catchup = await rb.start_catchup(record)
+    old = await _source_info(rb, record)
+    old_version = None if old is None else old.schema_version
+    # covers what the live group wrote to the old index before the swap
+    target = await _catch_up(rb, catchup, record)
+    live = d.settings.kafka.group_id
+    changed = old_version is not None and old_version != projector.schema_version
+    note = await _sweep(rb, catchup, projector, record) if changed else ""
+    if changed and options.wait_for_live:
+        d.progress.step(
+            "handover",
+            f"schema {old_version} -> {projector.schema_version}: the catch-up group keeps "
+            f"writing until group {live}, redeployed with the new projector, catches up",
+        )
+        watch = rb.lag_watch(record.alias)
+        mine = await watch.committed(record.catchup_group, sorted(target))
+        try:
+            await watch.wait_until(
+                live,
+                mine,
+                timeout_s=r.live_wait_timeout_s,
+                what=f"live group {live}",
+                failure=catchup.failure,
             )
-    return await _after_swap(rb, projector, record, options, report, failures)
+        except OperationRefused as exc:
+            message = (
+                f"{exc}. The alias points at {record.target_index}; the catch-up group "
+                f"{record.catchup_group} keeps its offsets. Redeploy `searchsync run` with the "
+                "new projector, then run the rebuild again with --resume to finish the handover"
+            )
+            record = await rb.save(record, message=message)
+            return RebuildOutcome(False, "waiting", message, record, None, report, failures)
+    elif changed:
+        note += (
+            f"; --no-wait: the index gets no new writes until group {live} runs the new "
+            "projector (it continues from where it was fenced)"
+        )
+    await rb.stop_catchup()
+    deleted = await asyncio.to_thread(d.kafka.delete_group, record.catchup_group)
+    record = await rb.save(record, status=Status.DONE, message=None)
+    message = (
+        f"alias {record.alias} -> {record.target_index}; {record.source_index} kept "
+        f"(drop it later with `searchsync index drop`); catch-up group "
+        f"{record.catchup_group} {'deleted' if deleted else 'was already gone'}{note}"
+    )
+    return RebuildOutcome(True, "done", message, record, None, report, failures)
 
 
 async def _verify_and_swap(
@@ -56,8 +97,7 @@ async def _verify_and_swap(
 ) -> tuple[RebuildRecord, VerifyReport]:
     d, r = rb.d, rb.d.settings.rebuild
     catchup = await rb.start_catchup(record)
-    watch = rb.lag_watch(record.alias)
-    await _catch_up(rb, watch, catchup, record)
+    await _catch_up(rb, catchup, record)
     d.progress.step("catch-up", f"{record.catchup_group} reached the topics' end")
     previous = await _source_info(rb, record)
     refresh, replicas = plans.restored_settings(projector.mapping, previous)
@@ -69,7 +109,7 @@ async def _verify_and_swap(
     report = VerifyReport()
     for attempt in range(1, r.verify_attempts + 1):
         if attempt > 1:  # concurrent writes make one measurement racy: catch up, measure again
-            await _catch_up(rb, watch, catchup, record)
+            await _catch_up(rb, catchup, record)
         report = await verify(
             reader=d.reader,
             truth=d.truth,
@@ -96,65 +136,6 @@ async def _verify_and_swap(
     read = read_alias_name(record.alias)
     d.progress.step("swap", f"alias {record.alias} and read alias {read} -> {record.target_index}")
     return record, report
-
-
-async def _after_swap(
-    rb: RebuildSteps,
-    projector: Projector,
-    record: RebuildRecord,
-    options: RebuildOptions,
-    report: VerifyReport | None,
-    failures: list[tuple[str, str]],
-) -> RebuildOutcome:
-    d, r = rb.d, rb.d.settings.rebuild
-    catchup = await rb.start_catchup(record)
-    watch = rb.lag_watch(record.alias)
-    old = await _source_info(rb, record)
-    old_version = None if old is None else old.schema_version
-    # covers what the live group wrote to the old index before the swap
-    target = await _catch_up(rb, watch, catchup, record)
-    live = d.settings.kafka.group_id
-    changed = old_version is not None and old_version != projector.schema_version
-    note = await _sweep(rb, catchup, projector, record) if changed else ""
-    if changed and options.wait_for_live:
-        d.progress.step(
-            "handover",
-            f"schema {old_version} -> {projector.schema_version}: the catch-up group keeps "
-            f"writing until group {live}, redeployed with the new projector, catches up",
-        )
-        mine = await watch.committed(record.catchup_group, sorted(target))
-        try:
-            await watch.wait_until(
-                live,
-                mine,
-                timeout_s=r.live_wait_timeout_s,
-                what=f"live group {live}",
-                failure=catchup.failure,
-            )
-        except OperationRefused as exc:
-            message = (
-                f"{exc}. The alias points at {record.target_index}; the catch-up group "
-                f"{record.catchup_group} keeps its offsets. Redeploy `searchsync run` with the "
-                "new projector, then run the rebuild again with --resume to finish the handover"
-            )
-            record = await rb.save(record, message=message)
-            return RebuildOutcome(
-                False, "waiting", message, record, verify=report, failures=failures
-            )
-    elif changed:
-        note += (
-            f"; --no-wait: the index gets no new writes until group {live} runs the new "
-            "projector (it continues from where it was fenced)"
-        )
-    await rb.stop_catchup()
-    deleted = await asyncio.to_thread(d.kafka.delete_group, record.catchup_group)
-    record = await rb.save(record, status=Status.DONE, message=None)
-    message = (
-        f"alias {record.alias} -> {record.target_index}; {record.source_index} kept "
-        f"(drop it later with `searchsync index drop`); catch-up group "
-        f"{record.catchup_group} {'deleted' if deleted else 'was already gone'}{note}"
-    )
-    return RebuildOutcome(True, "done", message, record, verify=report, failures=failures)
 
 
 async def _sweep(
@@ -213,9 +194,10 @@ async def _source_info(rb: RebuildSteps, record: RebuildRecord) -> IndexInfo | N
 
 
 async def _catch_up(
-    rb: RebuildSteps, watch: LagWatch, catchup: CatchUp, record: RebuildRecord
+    rb: RebuildSteps, catchup: CatchUp, record: RebuildRecord
 ) -> dict[TopicPartition, int]:
     """Wait until the catch-up group reached the topics' ends as of now; return those ends."""
+    watch = rb.lag_watch(record.alias)
     target = await watch.snapshot(sorted({t for t, _ in record.watermark}))
     await watch.wait_until(
         record.catchup_group,

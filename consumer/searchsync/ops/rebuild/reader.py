@@ -24,25 +24,20 @@ class IndexReader(Protocol):
 
     async def count(self, index: str) -> int:
         """Documents in `index` (as of the last refresh)."""
-        ...
 
     async def deleted_ids(self, index: str) -> list[str]:
         """Ids of every ``is_deleted: true`` document, sorted."""
-        ...
 
     async def sample(self, index: str, size: int, seed: int) -> list[StoredDocument]:
         """Up to `size` documents chosen at random (the same for the same seed and data)."""
-        ...
 
     async def top_ids(self, index: str, field: str, text: str, k: int) -> list[str]:
         """The ids of the `k` best live documents for ``match: {field: text}`` with every word
         required (``operator: and``), so a title finds its own few documents, not ties."""
-        ...
 
     async def other_schema(self, index: str, schema_version: int) -> list[tuple[str, int]]:
         """(id, stored version) of every document whose ``projection_schema_version`` is not
         `schema_version` (missing counts as other), sorted by id."""
-        ...
 
 
 class EsIndexReader:

@@ -91,11 +91,9 @@ class RebuildStateStore(Protocol):
 
     async def create(self, record: RebuildRecord) -> None:
         """Store a new record; `OperationRefused` when the alias has an unfinished one."""
-        ...
 
     async def save(self, record: RebuildRecord) -> None:
         """Store the progress fields (last id, counts, status, message, times) of `record`."""
-        ...
 
 
 def watermark_keys(watermark: Watermark) -> dict[str, int]:

@@ -1,12 +1,10 @@
 """The catch-up: a consumer group of its own replays the type's topics from the watermark into the
-new physical index. "Caught up" is measured against a snapshot: the topics' high watermarks taken
-now, reached by the group's committed offset on every partition (`LagWatch`)."""
+new physical index; and the topics' offsets it starts from and is measured against."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -107,52 +105,3 @@ def high_watermarks(admin: KafkaAdmin, topics: Sequence[str]) -> dict[TopicParti
         for topic in topics
         for partition, marks in admin.watermarks(topic).items()
     }
-
-
-class LagWatch:
-    """Polls a group's committed offsets against a target (see the module docstring)."""
-
-    def __init__(
-        self, admin: KafkaAdmin, *, poll_interval_s: float, on_lag: Callable[[int], None]
-    ) -> None:
-        self._admin = admin
-        self._poll_s = poll_interval_s
-        self._on_lag = on_lag
-
-    async def snapshot(self, topics: Sequence[str]) -> dict[TopicPartition, int]:
-        return await asyncio.to_thread(high_watermarks, self._admin, topics)
-
-    async def committed(
-        self, group: str, partitions: Sequence[TopicPartition]
-    ) -> dict[TopicPartition, int]:
-        found = await asyncio.to_thread(self._admin.committed, group, list(partitions))
-        return {tp: found.get(tp) or 0 for tp in partitions}
-
-    async def wait_until(
-        self,
-        group: str,
-        target: Watermark,
-        *,
-        timeout_s: float,
-        what: str,
-        failure: Callable[[], str | None],
-    ) -> None:
-        """Return once `group` committed at least `target` on every partition; raise
-        `OperationRefused` at the timeout or when `failure()` says the consumer stopped."""
-        deadline = time.monotonic() + timeout_s
-        partitions = sorted(target)
-        while True:
-            done = await self.committed(group, partitions)
-            lag = sum(max(0, target[tp] - done[tp]) for tp in partitions)
-            self._on_lag(lag)
-            if lag == 0:
-                return
-            why = failure()
-            if why is not None:
-                raise OperationRefused(f"{what}: {why}")
-            if time.monotonic() >= deadline:
-                raise OperationRefused(
-                    f"{what}: still {lag} events behind after {timeout_s:.0f}s; the progress is "
-                    "saved: run the rebuild again with --resume"
-                )
-            await asyncio.sleep(self._poll_s)

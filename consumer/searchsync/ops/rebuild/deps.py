@@ -5,23 +5,26 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from searchsync.config import Settings
+from searchsync.errors import OperationRefused
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.mysql.outbox import Outbox
 from searchsync.mysql.truth import Truth
 from searchsync.observability.rebuild_metrics import RebuildMetrics
-from searchsync.ops.rebuild.catchup import CatchUp, LagWatch
+from searchsync.ops.rebuild.catchup import CatchUp
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.rebuild.reader import IndexReader
-from searchsync.ops.rebuild.state import RebuildRecord, RebuildStateStore, Status
+from searchsync.ops.rebuild.state import RebuildRecord, RebuildStateStore, Status, Watermark
 from searchsync.projection import ProjectorRegistry
 from searchsync.search.port import IndexAdmin
 from searchsync.search.sink import SearchIndex
+from searchsync.types import TopicPartition
 
 
 @dataclass(slots=True)
@@ -43,7 +46,8 @@ class RebuildDeps:
 
 
 class RebuildSteps:
-    """A running rebuild: its dependencies `d`, its saves, and its one catch-up group."""
+    """A running rebuild: its dependencies `d`, its saves, its one catch-up group and the waits
+    for consumer groups' offsets."""
 
     def __init__(self, deps: RebuildDeps) -> None:
         self.d = deps
@@ -58,12 +62,42 @@ class RebuildSteps:
         await self.d.state.save(updated)
         return updated
 
-    def lag_watch(self, alias: str) -> LagWatch:
-        return LagWatch(
-            self.d.kafka,
-            poll_interval_s=self.d.settings.rebuild.poll_interval_s,
-            on_lag=lambda lag: self.d.metrics.set_incremental_lag(alias, lag),
-        )
+    async def committed(
+        self, group: str, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        found = await asyncio.to_thread(self.d.kafka.committed, group, list(partitions))
+        return {tp: found.get(tp) or 0 for tp in partitions}
+
+    async def wait_until(
+        self,
+        record: RebuildRecord,
+        group: str,
+        target: Watermark,
+        *,
+        timeout_s: float,
+        what: str,
+        failure: Callable[[], str | None],
+    ) -> None:
+        """Return once `group` committed at least `target` on every partition (the lag is the
+        rebuild's ``reindex_incremental_lag``); raise `OperationRefused` at the timeout or when
+        `failure()` says the consumer stopped."""
+        deadline = time.monotonic() + timeout_s
+        partitions = sorted(target)
+        while True:
+            done = await self.committed(group, partitions)
+            lag = sum(max(0, target[tp] - done[tp]) for tp in partitions)
+            self.d.metrics.set_incremental_lag(record.alias, lag)
+            if lag == 0:
+                return
+            why = failure()
+            if why is not None:
+                raise OperationRefused(f"{what}: {why}")
+            if time.monotonic() >= deadline:
+                raise OperationRefused(
+                    f"{what}: still {lag} events behind after {timeout_s:.0f}s; the progress is "
+                    "saved: run the rebuild again with --resume"
+                )
+            await asyncio.sleep(self.d.settings.rebuild.poll_interval_s)
 
     async def start_catchup(self, record: RebuildRecord) -> CatchUp:
         """The record's catch-up group, started on the first call."""

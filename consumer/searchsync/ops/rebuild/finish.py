@@ -12,7 +12,7 @@ import time
 from searchsync.errors import OperationRefused
 from searchsync.naming import parse_physical_name, read_alias_name
 from searchsync.ops.rebuild import plan as plans
-from searchsync.ops.rebuild.catchup import CatchUp
+from searchsync.ops.rebuild.catchup import CatchUp, high_watermarks
 from searchsync.ops.rebuild.deps import RebuildSteps
 from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
 from searchsync.ops.rebuild.state import RebuildRecord, Status
@@ -58,10 +58,10 @@ async def finish(
             f"schema {old_version} -> {projector.schema_version}: the catch-up group keeps "
             f"writing until group {live}, redeployed with the new projector, catches up",
         )
-        watch = rb.lag_watch(record.alias)
-        mine = await watch.committed(record.catchup_group, sorted(target))
+        mine = await rb.committed(record.catchup_group, sorted(target))
         try:
-            await watch.wait_until(
+            await rb.wait_until(
+                record,
                 live,
                 mine,
                 timeout_s=r.live_wait_timeout_s,
@@ -197,9 +197,10 @@ async def _catch_up(
     rb: RebuildSteps, catchup: CatchUp, record: RebuildRecord
 ) -> dict[TopicPartition, int]:
     """Wait until the catch-up group reached the topics' ends as of now; return those ends."""
-    watch = rb.lag_watch(record.alias)
-    target = await watch.snapshot(sorted({t for t, _ in record.watermark}))
-    await watch.wait_until(
+    topics = sorted({t for t, _ in record.watermark})
+    target = await asyncio.to_thread(high_watermarks, rb.d.kafka, topics)
+    await rb.wait_until(
+        record,
         record.catchup_group,
         target,
         timeout_s=rb.d.settings.rebuild.catchup_timeout_s,

@@ -4,6 +4,7 @@ index: exit 2) or `OperationRefused` (unsafe now: exit 1), each saying what to d
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from searchsync.errors import InvalidRequest, OperationRefused
@@ -85,23 +86,13 @@ async def rollback(
             f"alias {alias} has no write index: nothing to roll back "
             "(see `searchsync index list`; `searchsync index init` creates the first one)"
         )
-    by_name = {row.name: row for row in listing.indices}
     if to is not None:
-        if physical_version(alias, to) is None:
-            raise InvalidRequest(f"{to} is not a physical index of {alias} ({alias}_v<N>)")
-        target = by_name.get(to)
-        if target is None:
-            raise InvalidRequest(f"no index {to}; `searchsync index list` shows what exists")
+        target = _named(alias, listing.indices, to)
         if target.name == current.name:
             raise OperationRefused(f"alias {alias} already writes to {to}: nothing to do")
     else:
-        below = [
-            row
-            for row in listing.indices
-            if row.version is not None
-            and current.version is not None
-            and row.version < current.version
-        ]
+        top = current.version or 0
+        below = [row for row in listing.indices if row.version is not None and row.version < top]
         if not below:
             raise OperationRefused(
                 f"no index of {alias} below {current.name} to roll back to; "
@@ -118,9 +109,7 @@ async def rollback(
 async def drop(admin: IndexAdmin, alias: str, index: str, *, dry_run: bool = False) -> DropResult:
     """Delete the physical index `index` of `alias`, unless the alias or its read alias points
     at it."""
-    if physical_version(alias, index) is None:
-        raise InvalidRequest(f"{index} is not a physical index of {alias} ({alias}_v<N>)")
-    row = await _row(admin, alias, index)
+    row = _named(alias, (await list_alias(admin, alias)).indices, index)
     if row.aliased or row.read_aliased:
         role = "writes to" if row.is_write_index else "reads from"
         raise OperationRefused(
@@ -129,17 +118,20 @@ async def drop(admin: IndexAdmin, alias: str, index: str, *, dry_run: bool = Fal
         )
     if not dry_run:
         # Checked again just before: a swap meanwhile must not lose the alias's target.
-        if (await _row(admin, alias, index)).aliased:
+        if _named(alias, (await list_alias(admin, alias)).indices, index).aliased:
             raise OperationRefused(f"alias {alias} was moved onto {index} meanwhile: not dropped")
         await admin.delete_index(index)
     return DropResult(alias, index, row.docs, row.schema_version, dry_run)
 
 
-async def _row(admin: IndexAdmin, alias: str, index: str) -> IndexInfo:
-    for row in (await list_alias(admin, alias)).indices:
-        if row.name == index:
-            return row
-    raise InvalidRequest(f"no index {index}; `searchsync index list` shows what exists")
+def _named(alias: str, rows: Sequence[IndexInfo], name: str) -> IndexInfo:
+    """The physical index `name` of `alias` among `rows`; `InvalidRequest` when there is none."""
+    if physical_version(alias, name) is None:
+        raise InvalidRequest(f"{name} is not a physical index of {alias} ({alias}_v<N>)")
+    found = next((row for row in rows if row.name == name), None)
+    if found is None:
+        raise InvalidRequest(f"no index {name}; `searchsync index list` shows what exists")
+    return found
 
 
 def _shown(version: int | None) -> str:

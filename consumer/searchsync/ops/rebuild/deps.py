@@ -4,7 +4,6 @@ the base of `searchsync.ops.rebuild.runner.Rebuilder`."""
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -112,7 +111,3 @@ class RebuildSteps:
         if self._catchup is not None:
             catchup, self._catchup = self._catchup, None
             await catchup.stop()
-
-    def seed(self) -> int:
-        """The verification sample's seed (a new sample on every attempt)."""
-        return random.randrange(2**31)

@@ -110,16 +110,7 @@ async def _verify_and_swap(
     for attempt in range(1, r.verify_attempts + 1):
         if attempt > 1:  # concurrent writes make one measurement racy: catch up, measure again
             await _catch_up(rb, catchup, record)
-        report = await verify(
-            reader=d.reader,
-            truth=d.truth,
-            projector=projector,
-            old_index=record.source_index,
-            new_index=record.target_index,
-            limits=r,
-            failed_rows=record.rows_failed,
-            seed=rb.seed(),
-        )
+        report = await verify(d, projector, record)
         d.metrics.set_query_diff_rate(record.alias, report.query_diff_rate)
         d.progress.step("verify", f"attempt {attempt}: {report.summary()}")
         if report.ok:

@@ -6,13 +6,15 @@ at most ``max_query_diff_rate`` of the sample queries give other top-``top_k`` i
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from searchsync.config import RebuildSettings
 from searchsync.errors import PoisonMessage
 from searchsync.mysql.truth import Truth
-from searchsync.ops.rebuild.reader import IndexReader, StoredDocument
+from searchsync.ops.rebuild.deps import RebuildDeps
+from searchsync.ops.rebuild.reader import StoredDocument
+from searchsync.ops.rebuild.state import RebuildRecord
 from searchsync.projection import Projector, Row
 
 
@@ -58,17 +60,11 @@ class VerifyReport:
         }
 
 
-async def verify(
-    *,
-    reader: IndexReader,
-    truth: Truth,
-    projector: Projector,
-    old_index: str,
-    new_index: str,
-    limits: RebuildSettings,
-    failed_rows: int,
-    seed: int,
-) -> VerifyReport:
+async def verify(d: RebuildDeps, projector: Projector, record: RebuildRecord) -> VerifyReport:
+    """Measure `record`'s new index against the truth and its old index (a new random sample on
+    every call)."""
+    reader, truth, limits = d.reader, d.truth, d.settings.rebuild
+    old_index, new_index, failed_rows = record.source_index, record.target_index, record.rows_failed
     report = VerifyReport(failed_rows=failed_rows)
     report.rows = await truth.count(projector)
     await reader.refresh(new_index)
@@ -89,7 +85,7 @@ async def verify(
             " (rebuild.max_failed_rows); see the failures above"
         )
 
-    sample = await reader.sample(new_index, limits.sample_size, seed)
+    sample = await reader.sample(new_index, limits.sample_size, random.randrange(2**31))
     report.sampled = len(sample)
     report.mismatches = await _compare(truth, projector, sample)
     if len(report.mismatches) > limits.max_sample_mismatches:

@@ -59,23 +59,14 @@ class BackfillResult:
     failures: list[tuple[str, str]] = field(default_factory=list)
 
 
+@dataclass(kw_only=True, slots=True)
 class Backfill:
-    def __init__(
-        self,
-        *,
-        truth: Truth,
-        sink: Sink,
-        projector: Projector,
-        target_index: str,
-        chunks: ChunkController,
-        on_chunk: Callable[[ChunkDone], Awaitable[None]],
-    ) -> None:
-        self._truth = truth
-        self._sink = sink
-        self._projector = projector
-        self._target = target_index
-        self._chunks = chunks
-        self._on_chunk = on_chunk
+    truth: Truth
+    sink: Sink
+    projector: Projector
+    target_index: str
+    chunks: ChunkController
+    on_chunk: Callable[[ChunkDone], Awaitable[None]]
 
     async def run(
         self,
@@ -110,13 +101,13 @@ class Backfill:
                 retired.append(chunk)
                 failed = len(chunk.failures) + refused
                 now = time.monotonic()
-                self._chunks.observe(now - last_done)
+                self.chunks.observe(now - last_done)
                 last_done = now
                 result.last_id = chunk.last_id
                 result.rows_done += chunk.rows
                 result.rows_failed += failed
                 result.chunks += 1
-                await self._on_chunk(ChunkDone(result.last_id, chunk.rows, indexed, failed))
+                await self.on_chunk(ChunkDone(result.last_id, chunk.rows, indexed, failed))
             return result
         finally:
             reader.cancel()
@@ -137,7 +128,7 @@ class Backfill:
         while stop_after_chunks is None or chunks < stop_after_chunks:
             retired.clear()
             try:
-                chunk = await self._prepare(after_id, self._chunks.current, ready)
+                chunk = await self._prepare(after_id, self.chunks.current, ready)
             except Exception as exc:
                 await ready.put(exc)
                 return
@@ -153,15 +144,15 @@ class Backfill:
         revision is skipped: its own document outranks the tombstone."""
         written, after = 0, None
         while True:
-            page = await self._truth.floor_page(
-                self._projector.aggregate_type, after, self._chunks.current
+            page = await self.truth.floor_page(
+                self.projector.aggregate_type, after, self.chunks.current
             )
             if not page:
                 return written
-            rows = await self._truth.rows_by_id(self._projector, [i for i, _ in page])
+            rows = await self.truth.rows_by_id(self.projector, [i for i, _ in page])
             at = datetime.now(UTC)
             ops = [
-                IndexOp.from_document(self._target, self._projector.tombstone(i, rev, at=at))
+                IndexOp.from_document(self.target_index, self.projector.tombstone(i, rev, at=at))
                 for i, rev in page
                 if not _outranks(rows.get(i), rev)
             ]
@@ -174,18 +165,18 @@ class Backfill:
     ) -> _Prepared:
         """The next chunk after `after_id`. Yields the loop every `_YIELD_EVERY` rows (pausing
         while the writer has a chunk waiting), so the writer never waits behind projection."""
-        rows = await self._truth.scan(self._projector, after_id, size)
+        rows = await self.truth.scan(self.projector, after_id, size)
         ops: list[IndexOp] = []
         failures: list[tuple[str, str]] = []
         for n, row in enumerate(rows, start=1):
             if n % _YIELD_EVERY == 0:
                 await asyncio.sleep(_AHEAD_PAUSE_S if ready.qsize() else 0)
             try:
-                document = self._projector.project(row)
+                document = self.projector.project(row)
             except PoisonMessage as exc:
                 failures.append((str(row.get("id")), exc.message))
                 continue
-            ops.append(IndexOp.from_document(self._target, document))
+            ops.append(IndexOp.from_document(self.target_index, document))
         last_id = str(rows[-1]["id"]) if rows else ""
         return _Prepared(len(rows), last_id, ops, failures)  # the rows are freed here
 
@@ -200,7 +191,7 @@ class Backfill:
             if attempt:
                 await asyncio.sleep(_FIRST_RETRY_S * 2 ** (attempt - 1))
                 ops = [outcome.op for outcome in failing]
-            outcomes = await self._sink.write(ops)
+            outcomes = await self.sink.write(ops)
             if retired is not None:
                 retired.append(outcomes)
             failing = []
@@ -217,7 +208,7 @@ class Backfill:
         last = failing[-1]
         raise TransientError(
             last.code or ErrorCode.ES_UNEXPECTED,
-            f"backfill into {self._target}: {len(failing)} writes still failing after "
+            f"backfill into {self.target_index}: {len(failing)} writes still failing after "
             f"{_WRITE_ATTEMPTS} attempts ({last.message}); fix the cluster, then run the rebuild "
             "again with --resume",
         )

@@ -51,8 +51,8 @@ class _Prepared:
 @dataclass(slots=True)
 class BackfillResult:
     last_id: str | None
-    rows_done: int
-    rows_failed: int
+    rows_done: int = 0  # by this run
+    rows_failed: int = 0
     chunks: int = 0
     complete: bool = False  # False: stopped by `stop_after_chunks`
     tombstones: int = 0  # hard-deleted ids written as tombstones at their revision floor
@@ -69,17 +69,12 @@ class Backfill:
     on_chunk: Callable[[ChunkDone], Awaitable[None]]
 
     async def run(
-        self,
-        *,
-        after_id: str | None,
-        rows_done: int = 0,
-        rows_failed: int = 0,
-        stop_after_chunks: int | None = None,
+        self, *, after_id: str | None, stop_after_chunks: int | None = None
     ) -> BackfillResult:
         """Scan from `after_id` to the end (or `stop_after_chunks` chunks, for drills), reading
         up to `_READ_AHEAD` chunks ahead of the writes; `on_chunk` follows each chunk's
         acknowledged writes, in scan order."""
-        result = BackfillResult(after_id, rows_done, rows_failed)
+        result = BackfillResult(after_id)
         ready: asyncio.Queue[_Prepared | Exception] = asyncio.Queue(maxsize=_READ_AHEAD)
         # A written chunk's objects (its ops, their outcomes: tens of thousands) are freed by the
         # reader, which runs while the next bulk is in flight, not between two bulks.

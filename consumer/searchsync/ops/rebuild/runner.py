@@ -187,10 +187,7 @@ class Rebuilder(RebuildSteps):
             on_chunk=on_chunk,
         )
         result = await backfill.run(
-            after_id=record.last_id,
-            rows_done=record.rows_done,
-            rows_failed=record.rows_failed,
-            stop_after_chunks=options.stop_after_chunks,
+            after_id=record.last_id, stop_after_chunks=options.stop_after_chunks
         )
         self.d.progress.backfill(
             current.rows_done, max(total, current.rows_done), current.rows_failed, final=True

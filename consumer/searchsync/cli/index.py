@@ -45,37 +45,30 @@ _MESSAGES = {
 def register(commands: Any, parents: Parents) -> None:
     index = commands.add_parser("index", help="manage the Elasticsearch alias and index")
     index_cmds = index.add_subparsers(dest="index_command", required=True, metavar="COMMAND")
-    init = index_cmds.add_parser(
-        "init", parents=parents.data, help="create <alias>_v1 behind the alias if missing"
-    )
+
+    def command(name: str, func: Callable[..., ExitCode], summary: str) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = index_cmds.add_parser(
+            name, parents=parents.data, help=summary
+        )
+        parser.set_defaults(func=func)
+        return parser
+
+    init = command("init", cmd_index_init, "create <alias>_v1 behind the alias if missing")
     init.add_argument("--type", help=TYPE_HELP)
     init.add_argument("--dry-run", action="store_true", help="say what would be done")
-    init.set_defaults(func=cmd_index_init)
-    show = index_cmds.add_parser(
-        "describe", parents=parents.data, help="show where each alias points"
-    )
-    show.set_defaults(func=cmd_index_describe)
-    listing = index_cmds.add_parser(
-        "list", parents=parents.data, help="the physical indices behind each alias"
-    )
+    command("describe", cmd_index_describe, "show where each alias points")
+    listing = command("list", cmd_index_list, "the physical indices behind each alias")
     listing.add_argument("--type", help="only this aggregate type (default: every type)")
-    listing.set_defaults(func=cmd_index_list)
-    back = index_cmds.add_parser(
-        "rollback", parents=parents.data, help="swap the alias back to an earlier index"
-    )
+    back = command("rollback", cmd_index_rollback, "swap the alias back to an earlier index")
     back.add_argument("--type", help=TYPE_HELP)
     back.add_argument(
         "--to", metavar="INDEX", help="the index to swap to (default: the one before)"
     )
     back.add_argument("--dry-run", action="store_true", help="say what would be swapped")
-    back.set_defaults(func=cmd_index_rollback)
-    drop = index_cmds.add_parser(
-        "drop", parents=parents.data, help="delete an old physical index (never the alias's)"
-    )
+    drop = command("drop", cmd_index_drop, "delete an old physical index (never the alias's)")
     drop.add_argument("index", metavar="INDEX", help="the physical index, <alias>_v<N>")
     plan_or_execute(drop, "say what would be deleted")
     drop.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    drop.set_defaults(func=cmd_index_drop)
 
 
 def _with_admin(

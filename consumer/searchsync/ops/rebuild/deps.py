@@ -16,7 +16,7 @@ from searchsync.kafka.admin import KafkaAdmin
 from searchsync.mysql.outbox import Outbox
 from searchsync.mysql.truth import Truth
 from searchsync.observability.rebuild_metrics import RebuildMetrics
-from searchsync.ops.rebuild.catchup import CatchUp
+from searchsync.ops.rebuild.catchup import CatchUp, high_watermarks
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.rebuild.reader import IndexReader
 from searchsync.ops.rebuild.state import RebuildRecord, RebuildStateStore, Status, Watermark
@@ -67,19 +67,21 @@ class RebuildSteps:
         found = await asyncio.to_thread(self.d.kafka.committed, group, list(partitions))
         return {tp: found.get(tp) or 0 for tp in partitions}
 
-    async def wait_until(
-        self,
-        record: RebuildRecord,
-        group: str,
-        target: Watermark,
-        *,
-        timeout_s: float,
-        what: str,
-        failure: Callable[[], str | None],
-    ) -> None:
-        """Return once `group` committed at least `target` on every partition (the lag is the
-        rebuild's ``reindex_incremental_lag``); raise `OperationRefused` at the timeout or when
-        `failure()` says the consumer stopped."""
+    async def catch_up(self, record: RebuildRecord) -> dict[TopicPartition, int]:
+        """Wait until the catch-up group reached the topics' ends as of now; those ends."""
+        topics = sorted({t for t, _ in record.watermark})
+        target = await asyncio.to_thread(high_watermarks, self.d.kafka, topics)
+        await self.wait_until(record, record.catchup_group, target)
+        return target
+
+    async def wait_until(self, record: RebuildRecord, group: str, target: Watermark) -> None:
+        """Return once `group` (the catch-up group, or the live group) committed at least `target`
+        on every partition, the lag shown as ``reindex_incremental_lag``; `OperationRefused` at
+        its timeout, or when the catch-up consumer stopped by itself."""
+        r = self.d.settings.rebuild
+        live = group == self.d.settings.kafka.group_id
+        timeout_s = r.live_wait_timeout_s if live else r.catchup_timeout_s
+        what = f"{'live' if live else 'catch-up'} group {group}"
         deadline = time.monotonic() + timeout_s
         partitions = sorted(target)
         while True:
@@ -88,7 +90,7 @@ class RebuildSteps:
             self.d.metrics.set_incremental_lag(record.alias, lag)
             if lag == 0:
                 return
-            why = failure()
+            why = self.catchup_failure()
             if why is not None:
                 raise OperationRefused(f"{what}: {why}")
             if time.monotonic() >= deadline:
@@ -96,16 +98,19 @@ class RebuildSteps:
                     f"{what}: still {lag} events behind after {timeout_s:.0f}s; the progress is "
                     "saved: run the rebuild again with --resume"
                 )
-            await asyncio.sleep(self.d.settings.rebuild.poll_interval_s)
+            await asyncio.sleep(r.poll_interval_s)
 
-    async def start_catchup(self, record: RebuildRecord) -> CatchUp:
-        """The record's catch-up group, started on the first call."""
+    async def start_catchup(self, record: RebuildRecord) -> None:
+        """Start the record's catch-up group, unless it runs."""
         if self._catchup is None:
             topics = sorted({t for t, _ in record.watermark})
             self._catchup = self.d.catchup(record, topics)
             await self._catchup.start()
             self.d.progress.step("catch-up", f"group {record.catchup_group} started")
-        return self._catchup
+
+    def catchup_failure(self) -> str | None:
+        """Why the catch-up consumer stopped by itself, if it did."""
+        return None if self._catchup is None else self._catchup.failure()
 
     async def stop_catchup(self) -> None:
         if self._catchup is not None:

@@ -12,14 +12,12 @@ import time
 from searchsync.errors import OperationRefused
 from searchsync.naming import parse_physical_name, read_alias_name
 from searchsync.ops.rebuild import plan as plans
-from searchsync.ops.rebuild.catchup import CatchUp, high_watermarks
 from searchsync.ops.rebuild.deps import RebuildSteps
 from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
 from searchsync.ops.rebuild.state import RebuildRecord, Status
 from searchsync.ops.rebuild.verify import VerifyReport, verify
 from searchsync.projection import Projector
 from searchsync.search.port import IndexInfo
-from searchsync.types import TopicPartition
 
 SWEEP_PASSES = 3
 SETTLE_MARGIN_S = 1.0
@@ -43,15 +41,14 @@ async def finish(
                 "`--abandon`)"
             )
             return RebuildOutcome(False, "refused", message, record, None, report, failures)
-    d, r = rb.d, rb.d.settings.rebuild
-    catchup = await rb.start_catchup(record)
+    d = rb.d
+    await rb.start_catchup(record)
     old = await _source_info(rb, record)
     old_version = None if old is None else old.schema_version
-    # covers what the live group wrote to the old index before the swap
-    target = await _catch_up(rb, catchup, record)
+    target = await rb.catch_up(record)  # what the live group wrote to the old index before the swap
     live = d.settings.kafka.group_id
     changed = old_version is not None and old_version != projector.schema_version
-    note = await _sweep(rb, catchup, projector, record) if changed else ""
+    note = await _sweep(rb, projector, record) if changed else ""
     if changed and options.wait_for_live:
         d.progress.step(
             "handover",
@@ -60,14 +57,7 @@ async def finish(
         )
         mine = await rb.committed(record.catchup_group, sorted(target))
         try:
-            await rb.wait_until(
-                record,
-                live,
-                mine,
-                timeout_s=r.live_wait_timeout_s,
-                what=f"live group {live}",
-                failure=catchup.failure,
-            )
+            await rb.wait_until(record, live, mine)
         except OperationRefused as exc:
             message = (
                 f"{exc}. The alias points at {record.target_index}; the catch-up group "
@@ -96,8 +86,8 @@ async def _verify_and_swap(
     rb: RebuildSteps, projector: Projector, record: RebuildRecord
 ) -> tuple[RebuildRecord, VerifyReport]:
     d, r = rb.d, rb.d.settings.rebuild
-    catchup = await rb.start_catchup(record)
-    await _catch_up(rb, catchup, record)
+    await rb.start_catchup(record)
+    await rb.catch_up(record)
     d.progress.step("catch-up", f"{record.catchup_group} reached the topics' end")
     previous = await _source_info(rb, record)
     refresh, replicas = plans.restored_settings(projector.mapping, previous)
@@ -109,7 +99,7 @@ async def _verify_and_swap(
     report = VerifyReport()
     for attempt in range(1, r.verify_attempts + 1):
         if attempt > 1:  # concurrent writes make one measurement racy: catch up, measure again
-            await _catch_up(rb, catchup, record)
+            await rb.catch_up(record)
         report = await verify(d, projector, record)
         d.metrics.set_query_diff_rate(record.alias, report.query_diff_rate)
         d.progress.step("verify", f"attempt {attempt}: {report.summary()}")
@@ -129,9 +119,7 @@ async def _verify_and_swap(
     return record, report
 
 
-async def _sweep(
-    rb: RebuildSteps, catchup: CatchUp, projector: Projector, record: RebuildRecord
-) -> str:
+async def _sweep(rb: RebuildSteps, projector: Projector, record: RebuildRecord) -> str:
     """Once every old consumer has seen its fence (two check intervals and a margin), append a
     REBUILD at its stored version for every document of another schema version in the new index
     (the catch-up group rewrites it; the rebuild never writes one itself, invariant 9), until a
@@ -151,7 +139,7 @@ async def _sweep(
         )
         if not stale:
             return ""
-        left = await _wait_rewritten(rb, catchup, index, version, {i for i, _ in stale})
+        left = await _wait_rewritten(rb, index, version, {i for i, _ in stale})
         if left:
             break
     if not left:
@@ -163,9 +151,7 @@ async def _sweep(
     )
 
 
-async def _wait_rewritten(
-    rb: RebuildSteps, catchup: CatchUp, index: str, version: int, ids: set[str]
-) -> set[str]:
+async def _wait_rewritten(rb: RebuildSteps, index: str, version: int, ids: set[str]) -> set[str]:
     """Wait until none of `ids` is of another schema version in `index` (their REBUILDs reach
     the topic through Debezium, then the catch-up group); the ids still stale at the deadline."""
     d, r = rb.d, rb.d.settings.rebuild
@@ -173,7 +159,7 @@ async def _wait_rewritten(
     while True:
         await d.reader.refresh(index)
         left = ids & {i for i, _ in await d.reader.other_schema(index, version)}
-        if not left or catchup.failure() is not None or time.monotonic() >= deadline:
+        if not left or rb.catchup_failure() is not None or time.monotonic() >= deadline:
             return left
         await d.sleep(r.poll_interval_s)
 
@@ -182,20 +168,3 @@ async def _source_info(rb: RebuildSteps, record: RebuildRecord) -> IndexInfo | N
     """The index the rebuild started from, as it is now (None once it is gone)."""
     found = await rb.d.index_admin.list_indices(record.alias)
     return next((i for i in found if i.name == record.source_index), None)
-
-
-async def _catch_up(
-    rb: RebuildSteps, catchup: CatchUp, record: RebuildRecord
-) -> dict[TopicPartition, int]:
-    """Wait until the catch-up group reached the topics' ends as of now; return those ends."""
-    topics = sorted({t for t, _ in record.watermark})
-    target = await asyncio.to_thread(high_watermarks, rb.d.kafka, topics)
-    await rb.wait_until(
-        record,
-        record.catchup_group,
-        target,
-        timeout_s=rb.d.settings.rebuild.catchup_timeout_s,
-        what=f"catch-up group {record.catchup_group}",
-        failure=catchup.failure,
-    )
-    return target

@@ -126,7 +126,6 @@ async def _sweep(rb: RebuildSteps, projector: Projector, record: RebuildRecord) 
     pass finds none; a note for the summary when some remain (the redeployed group applies them)."""
     d, index, version = rb.d, record.target_index, projector.schema_version
     await d.sleep(2 * d.settings.pipeline.fence_check_interval_s + SETTLE_MARGIN_S)
-    left: set[str] = set()
     for attempt in range(1, SWEEP_PASSES + 1):
         await d.reader.refresh(index)
         stale = await d.reader.other_schema(index, version)
@@ -141,14 +140,12 @@ async def _sweep(rb: RebuildSteps, projector: Projector, record: RebuildRecord) 
             return ""
         left = await _wait_rewritten(rb, index, version, {i for i, _ in stale})
         if left:
-            break
-    if not left:
-        return ""
-    return (
-        f"; {len(left)} documents of another schema version were still in {index} after the "
-        "sweep (their REBUILD events are on the topic: the redeployed group rewrites them), "
-        f"e.g. {sorted(left)[:5]}"
-    )
+            return (
+                f"; {len(left)} documents of another schema version were still in {index} after "
+                "the sweep (their REBUILD events are on the topic: the redeployed group rewrites "
+                f"them), e.g. {sorted(left)[:5]}"
+            )
+    return ""
 
 
 async def _wait_rewritten(rb: RebuildSteps, index: str, version: int, ids: set[str]) -> set[str]:

@@ -100,19 +100,16 @@ async def _report(runtime: Runtime, endpoints: list[str]) -> StatusReport:
 
 
 def render(report: StatusReport) -> list[str]:
-    """The report for a person: one block per section, problems first. A section's verdict is
-    the worst of what it found: PROBLEM, else WARNING, else ok."""
+    """The report for a person: problems first, then one block per section headed by the worst
+    of what it found: PROBLEM, else WARNING, else ok."""
     lines = [f"searchsync status: {'healthy' if report.healthy else 'UNHEALTHY'}"]
     lines += [f"  problem: {p}" for p in report.problems]
     lines += [f"  warning: {w}" for w in report.warnings]
     for s in report.sections:
-        lines.append(f"{s.name}: {_verdict(s)}")
+        verdict = "PROBLEM" if s.problems else "WARNING" if s.warnings else "ok"
+        lines.append(f"{s.name}: {verdict}")
         lines += [f"  {line}" for line in _describe(s)]
     return lines
-
-
-def _verdict(s: Section) -> str:
-    return "PROBLEM" if s.problems else "WARNING" if s.warnings else "ok"
 
 
 def _describe(s: Section) -> list[str]:

@@ -176,6 +176,7 @@ def reset(
     admin = admin_factory(settings.kafka.client_config())
     topics = subscribed_topics(admin, settings)
     rows = partition_offsets(admin, settings, topics)
+    times = None
     if isinstance(to, PartitionOffset):
         one = to.topic or topic
         if one is None and len(topics) != 1:
@@ -184,9 +185,8 @@ def reset(
                 if topics
                 else "none of the subscribed topics exists yet"
             )
-        one = one or topics[0]
-        described = f"{one}/{to.partition}@{to.offset}"
-        steps = plan_reset(rows, to.offset, topic=one, partition=to.partition)
+        topic, partition = one or topics[0], to.partition
+        described, to = f"{topic}/{to.partition}@{to.offset}", to.offset
     elif isinstance(to, datetime):
         if to.utcoffset() is None:
             raise InvalidRequest(f"{to.isoformat()} has no time zone")
@@ -194,11 +194,22 @@ def reset(
         millis = int(to.timestamp() * 1000)
         chosen = [t for t in topics if topic is None or t == topic]
         times = {(t, p): o for t in chosen for p, o in admin.offsets_for_times(t, millis).items()}
-        steps = plan_reset(rows, to, topic=topic, partition=partition, times=times)
     else:
         described = f"offset {to}" if isinstance(to, int) else to
-        steps = plan_reset(rows, to, topic=topic, partition=partition)
-    accepted = _accepted(group, rows, steps, accept_gap, dry_run=dry_run)
+    steps = plan_reset(rows, to, topic=topic, partition=partition, times=times)
+    moved = {(s.topic, s.partition) for s in steps}
+    gaps = [g for r in rows if (g := r.gap()) is not None and (g.topic, g.partition) in moved]
+    if gaps and accept_gap is None and not dry_run:
+        raise OperationRefused(
+            "; ".join(g.describe() for g in gaps)
+            + f". Moving over lost history needs --accept-gap: first {RECONCILE}, "
+            + "then repeat this reset with --accept-gap"
+        )
+    at, who = datetime.now(UTC), accept_gap or "(not accepted)"
+    accepted = [
+        GapAck(group, g.topic, g.partition, g.committed, g.log_start, g.missing, who, at)
+        for g in gaps
+    ]
     members = admin.active_members(group)
     if members and not dry_run:
         raise OperationRefused(
@@ -223,28 +234,3 @@ def reset(
         for a in accepted:
             log.warning("history gap accepted", extra=gap_fields(a))
     return ResetReport(group, described, dry_run, tuple(members), tuple(steps), tuple(accepted))
-
-
-def _accepted(
-    group: str,
-    rows: Sequence[PartitionOffsets],
-    steps: Sequence[ResetStep],
-    accept_gap: str | None,
-    *,
-    dry_run: bool,
-) -> list[GapAck]:
-    """The gaps `steps` move over, accepted by `accept_gap`; refused without it."""
-    moved = {(s.topic, s.partition) for s in steps}
-    gaps = [g for r in rows if (g := r.gap()) is not None and (g.topic, g.partition) in moved]
-    if gaps and accept_gap is None and not dry_run:
-        raise OperationRefused(
-            "; ".join(g.describe() for g in gaps)
-            + f". Moving over lost history needs --accept-gap: first {RECONCILE}, "
-            + "then repeat this reset with --accept-gap"
-        )
-    at = datetime.now(UTC)
-    who = accept_gap or "(not accepted)"
-    return [
-        GapAck(group, g.topic, g.partition, g.committed, g.log_start, g.missing, who, at)
-        for g in gaps
-    ]

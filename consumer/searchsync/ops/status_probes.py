@@ -118,12 +118,11 @@ async def consumers_section(endpoints: Sequence[str], *, timeout_s: float = 3.0)
     for base in endpoints:
         url = base.rstrip("/") + "/healthz"
         try:
-            code, body = await asyncio.to_thread(_get, url, timeout_s)
+            code, report = await asyncio.to_thread(_get_json, url, timeout_s)
         except OSError as exc:
             warnings.append(f"{url} did not answer ({exc}); is a consumer running there?")
             found.append({"endpoint": base, "reachable": False})
             continue
-        report = _json_object(body)
         ready = code == 200 and bool(report.get("ready"))
         reasons = [str(r) for r in report.get("reasons", [])]
         if not ready:
@@ -274,17 +273,15 @@ def connector_section(status: ConnectorStatus) -> Section:
     return Section("connector", status.as_json(), tuple(status.problems()))
 
 
-def _get(url: str, timeout_s: float) -> tuple[int, bytes]:
+def _get_json(url: str, timeout_s: float) -> tuple[int, Mapping[str, Any]]:
+    """The status and the JSON object (else empty) of a GET; an HTTP error status is an answer."""
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as response:
-            return int(response.status), response.read()
+            code, body = int(response.status), response.read()
     except urllib.error.HTTPError as exc:  # 503 from a consumer that is not ready
-        return exc.code, exc.read()
-
-
-def _json_object(body: bytes) -> Mapping[str, Any]:
+        code, body = exc.code, exc.read()
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError:
-        return {}
-    return value if isinstance(value, dict) else {}
+        return code, {}
+    return code, value if isinstance(value, dict) else {}

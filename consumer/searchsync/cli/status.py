@@ -78,10 +78,7 @@ async def _report(runtime: Runtime, endpoints: list[str]) -> StatusReport:
     checks: list[tuple[str, Probe]] = [
         ("group", lambda: asyncio.to_thread(probes.group_section, runtime.kafka_admin(), settings)),
         ("connector", connector),
-        (
-            "aliases",
-            lambda: probes.aliases_section(runtime.search().admin, registry, settings.alias),
-        ),
+        ("aliases", lambda: probes.aliases_section(search.admin, registry, settings.alias)),
         ("consumers", lambda: probes.consumers_section(endpoints)),
         ("outbox", outbox),
         *([("fanout", fanout)] if fans_out else []),
@@ -93,6 +90,7 @@ async def _report(runtime: Runtime, endpoints: list[str]) -> StatusReport:
     asks = {"group": kafka, "dlq": kafka, "aliases": elasticsearch_at(settings)}
     asks |= {"outbox": mysql, "fanout": mysql, "relay": mysql, "repair": mysql}
     async with runtime:
+        search = runtime.search()
         return await gather(
             checks, asks=asks, explain=lambda exc: describe_unreachable(exc, settings)
         )

@@ -25,11 +25,6 @@ class Rebuilder(RebuildSteps):
     """Runs one rebuild from its saved status to the end."""
 
     async def run(self, options: RebuildOptions) -> RebuildOutcome:
-        if options.aggregate_type not in self.d.registry.types():
-            raise InvalidRequest(
-                f"unknown aggregate type {options.aggregate_type!r}; "
-                f"known: {list(self.d.registry.types())}"
-            )
         projector = self.d.registry.get(options.aggregate_type)
         alias = self.d.settings.alias(options.aggregate_type)
         existing = await self.d.state.unfinished(alias)

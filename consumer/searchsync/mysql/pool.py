@@ -1,30 +1,16 @@
-"""MySQL (MariaDB) connections: one pool factory, one transaction scope, one error translation.
-
-Every module that talks to MySQL goes through here:
-
-- sessions: utf8mb4, autocommit off, ``READ COMMITTED`` (each statement sees the latest committed
-  rows, and a locking read of a missing row takes no gap lock, so two concurrent creates of one
-  id collide on the primary key instead of deadlocking), UTC session time zone;
-- transactions: `transaction` commits on success, rolls back on error, and *discards* a
-  connection whose state is unknown (cancelled mid-query, failed rollback) instead of handing it
-  to the next caller;
-- errors: `translate_errors` turns driver errors that may heal by themselves (server away,
-  deadlock, lock wait timeout) into `TransientError` with a stable code, and bad credentials or
-  an unknown database into `ConfigError`. Anything else (SQL bugs, constraint violations) passes
-  through unchanged: retrying would not help.
-
-TLS (``[mysql] ssl_mode``, docs/security.md): `tls_context` builds the `ssl.SSLContext`, and
-`create_pool` refuses (`ConfigError`) a first connection that is not encrypted.
-"""
+"""MySQL (MariaDB) connections: the pool factory (utf8mb4, autocommit off, READ COMMITTED, UTC),
+the one transaction scope, and the one translation of driver errors into the pipeline's errors.
+READ COMMITTED: a locking read of a missing row takes no gap lock, so two concurrent creates of
+one id collide on the primary key instead of deadlocking."""
 
 from __future__ import annotations
 
 import re
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final
 
 import aiomysql
 
@@ -43,10 +29,7 @@ __all__ = [
     "transaction",
     "transaction_cursor",
     "translate_errors",
-    "with_transaction",
 ]
-
-T = TypeVar("T")
 
 _ER_DEADLOCK: Final = 1213
 _ER_LOCK_WAIT_TIMEOUT: Final = 1205
@@ -74,15 +57,11 @@ async def create_pool(
     pool_recycle: int = 3600,
     tls: ssl.SSLContext | None = None,
 ) -> aiomysql.Pool:
-    """A connection pool with the session settings described in the module docstring.
+    """A pool of sessions as the module docstring says (tuple cursors by default). `pool_recycle`
+    (seconds) replaces older connections before MariaDB's ``wait_timeout`` kills them.
 
-    Connections use the plain tuple cursor by default; ask for ``conn.cursor(aiomysql.DictCursor)``
-    where rows by column name are wanted. `pool_recycle` (seconds) replaces connections older than
-    that, so MariaDB's ``wait_timeout`` never hands us a dead socket.
-
-    Raises `TransientError(ErrorCode.MYSQL_UNAVAILABLE)` when the server cannot be reached and
-    `ConfigError` when it refuses the credentials or does not know the database, or when `tls`
-    is given and the connection is not encrypted.
+    Raises `TransientError(MYSQL_UNAVAILABLE)` when the server cannot be reached, `ConfigError`
+    for refused credentials, an unknown database, or an unencrypted connection when `tls` is set.
     """
     if not 0 <= minsize <= maxsize or maxsize < 1:
         raise ConfigError(
@@ -111,9 +90,8 @@ async def create_pool(
 
 
 def tls_context(mysql: MysqlSettings) -> ssl.SSLContext | None:
-    """The TLS context of ``[mysql] ssl_mode``: None for ``disabled``; ``verify_ca`` checks the
-    server's certificate against `ssl_ca` (the system store when unset), ``verify_identity``
-    its host name too; `ssl_cert` and `ssl_key` are a client certificate."""
+    """The TLS context of ``[mysql] ssl_mode`` (None for ``disabled``; ``verify_identity`` also
+    checks the host name; `ssl_ca` defaults to the system store)."""
     if mysql.ssl_mode == "disabled":
         return None
     context = ssl.create_default_context(cafile=mysql.ssl_ca)
@@ -137,8 +115,7 @@ async def _require_tls(pool: aiomysql.Pool, where: str) -> None:
 
 
 async def open_pool(mysql: MysqlSettings, *, maxsize: int | None = None) -> aiomysql.Pool:
-    """`create_pool` for the configured MySQL user: the settings' pool bounds, or `maxsize`
-    connections for a command that needs only a few. Close it with `close_pool`."""
+    """`create_pool` for the configured user: the settings' bounds, or at most `maxsize`."""
     return await create_pool(
         host=mysql.host,
         port=mysql.port,
@@ -172,13 +149,9 @@ async def pool_of(
 
 @asynccontextmanager
 async def transaction(pool: aiomysql.Pool) -> AsyncIterator[Any]:
-    """One connection in one transaction: commit on success, roll back on error.
-
-    A connection is closed instead of reused when the rollback fails or the body was interrupted
-    by something other than an ``Exception`` (task cancellation): its protocol state is unknown,
-    and the server rolls back the open transaction when the socket goes away. Driver errors are
-    translated as `translate_errors` says.
-    """
+    """One connection in one transaction: commit on success, roll back on error. A connection
+    whose state is unknown (failed rollback, cancelled body) is closed, never reused: the server
+    rolls its transaction back."""
     with translate_errors("transaction"):
         conn = await pool.acquire()
     try:
@@ -199,19 +172,15 @@ async def transaction(pool: aiomysql.Pool) -> AsyncIterator[Any]:
 
 
 @asynccontextmanager
-async def transaction_cursor(pool: aiomysql.Pool, doing: str) -> AsyncIterator[Any]:
-    """A tuple cursor on one connection in `transaction`; driver errors in the body (and in opening
-    or closing the cursor) are translated as `translate_errors(doing)` says."""
+async def transaction_cursor(
+    pool: aiomysql.Pool, doing: str, cursor_class: type | None = None
+) -> AsyncIterator[Any]:
+    """A cursor (tuple rows unless `cursor_class`) in one `transaction`, driver errors translated
+    by `translate_errors(doing)`; ``cur.connection`` is the transaction's connection."""
     async with transaction(pool) as conn:
         with translate_errors(doing):
-            async with conn.cursor() as cur:
+            async with conn.cursor() if cursor_class is None else conn.cursor(cursor_class) as cur:
                 yield cur
-
-
-async def with_transaction(pool: aiomysql.Pool, fn: Callable[[Any], Awaitable[T]]) -> T:
-    """Run ``fn(conn)`` inside `transaction` and return its result."""
-    async with transaction(pool) as conn:
-        return await fn(conn)
 
 
 async def _rollback_or_close(conn: Any) -> None:
@@ -232,11 +201,9 @@ def mysql_error_code(exc: BaseException) -> int | None:
 
 @contextmanager
 def translate_errors(doing: str) -> Iterator[None]:
-    """Re-raise driver errors as the pipeline's error tree (see the module docstring).
-
-    `doing` names the operation in the message, e.g. ``"read wiki_page"``. Works around awaits:
-    ``with translate_errors("x"): await cursor.execute(...)``.
-    """
+    """Re-raise driver errors that may heal (server away, deadlock, lock wait timeout) as
+    `TransientError`, refused credentials or an unknown database as `ConfigError`; anything else
+    (SQL bugs, constraint violations) unchanged. `doing` names the operation in the message."""
     try:
         yield
     except (aiomysql.OperationalError, aiomysql.InternalError) as exc:
@@ -266,20 +233,16 @@ def db_time(at: datetime) -> datetime:
 
 
 def quote_identifier(name: str) -> str:
-    """`name` in backticks, after checking it is a plain identifier (`IDENTIFIER`): the one way a
-    table or column name enters SQL text. Raises ValueError for anything else (a backtick, a dot,
-    a space, a quote could not break out of the quotes, but they are refused all the same)."""
+    """`name` in backticks: the one way a table or column name enters SQL text. ValueError unless
+    it is an `IDENTIFIER`."""
     if not isinstance(name, str) or not IDENTIFIER.fullmatch(name):
         raise ValueError(f"SQL identifier {name!r}: want {IDENTIFIER.pattern}")
     return f"`{name}`"
 
 
 def expand_in(sql: str, count: int) -> str:
-    """`sql` with its one ``IN %s`` turned into ``IN (%s, ..., %s)`` for `count` values.
-
-    PyMySQL 1.2 no longer escapes a tuple as a parenthesised list, so ``cur.execute("... IN %s",
-    (ids,))`` raises ``TypeError``; pass the values flat with the expanded SQL instead.
-    """
+    """`sql` with its one ``IN %s`` turned into ``IN (%s, ..., %s)`` for `count` flat values
+    (PyMySQL 1.2 no longer expands a tuple parameter)."""
     if count < 1:
         raise ValueError("an IN list needs at least one value")
     if sql.count("IN %s") != 1:

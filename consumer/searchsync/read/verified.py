@@ -1,10 +1,6 @@
-"""`verified_search`: a search whose hits are proven against MySQL (docs/read-side.md).
-
-The query runs on the read alias; the hits' rows are read back in one batched query (from the
-primary by default). Each hit is `Freshness.FRESH` (same revision), `STALE` (another revision) or
-`GONE` (row deleted or missing, dropped); with ``replace_stale=True`` a stale hit's source becomes
-its current row's projection. `ReadMetrics` counts stale and gone hits per `query_type`.
-"""
+"""`verified_search`: a search on the read alias whose hits are proven against their MySQL rows
+(from the primary by default): FRESH, STALE (optionally replaced by the row's projection) or GONE
+(dropped), counted per `query_type` (docs/read-side.md)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Read-your-writes: wait until a committed revision is indexed, or searchable.
-
-`wait_for_revision` polls, bounded by a timeout, until `Until.INDEXED` (a real-time GET through
-the write alias returns ``_version`` at least the revision) or `Until.SEARCHABLE` (the read alias
-returns the document at that revision or above; for a delete, the write alias's search returns the
-tombstone). A higher revision counts as reached. Nothing here forces a refresh.
-"""
+"""Read-your-writes: wait, bounded by a timeout, until a committed revision (or a higher one) is
+`Until.INDEXED` (a real-time GET through the write alias) or `Until.SEARCHABLE` (on the read
+alias; for a delete, the tombstone on the write alias). Nothing here forces a refresh."""
 
 from __future__ import annotations
 
@@ -15,10 +11,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from searchsync.config import Settings
 from searchsync.naming import read_alias_name
-from searchsync.search.reads import SearchReader, StoredDocument
+from searchsync.search.client import make_es_client
+from searchsync.search.reads import EsSearchReader, SearchReader, StoredDocument
 
-__all__ = ["DEFAULT_BACKOFF", "Backoff", "Until", "WaitResult", "wait_for_revision"]
+__all__ = ["Backoff", "Until", "WaitResult", "wait_for_revision", "wait_for_revision_sync"]
 
 
 class Until(enum.Enum):
@@ -113,6 +111,33 @@ async def wait_for_revision(
             return WaitResult(reached, until, alias, doc_id, revision, seen, deleted, waited, polls)
         await sleep(min(pause, timeout_s - waited))
         pause = min(pause * backoff.factor, backoff.max_s)
+
+
+def wait_for_revision_sync(
+    settings: Settings,
+    aggregate_type: str,
+    doc_id: str,
+    revision: int,
+    *,
+    until: Until = Until.INDEXED,
+    timeout_s: float = 10.0,
+    backoff: Backoff = DEFAULT_BACKOFF,
+) -> WaitResult:
+    """`wait_for_revision` on the alias of `aggregate_type` with a client of its own, for an
+    application without an event loop (not from a running one)."""
+
+    async def go() -> WaitResult:
+        client = make_es_client(settings)
+        try:
+            alias = settings.alias(aggregate_type)
+            reader = EsSearchReader(client)
+            return await wait_for_revision(
+                reader, alias, doc_id, revision, until=until, timeout_s=timeout_s, backoff=backoff
+            )
+        finally:
+            await client.close()
+
+    return asyncio.run(go())
 
 
 async def _indexed(reader: SearchReader, alias: str, doc_id: str, revision: int) -> Seen:

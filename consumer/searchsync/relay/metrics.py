@@ -1,14 +1,6 @@
-"""The relay's metrics, with seed 000's names and meanings, on the relay's own registry.
-
-Gauges read from the outbox table every ``relay.stats_interval_s``: ``outbox_pending_count``
-(rows PENDING, including those waiting out a retry delay), ``outbox_processing_count`` (rows
-claimed, not yet published or failed), ``outbox_dead_count`` (rows past the attempt limit) and
-``outbox_oldest_pending_age_seconds`` (age of the oldest PENDING row since its creation, 0 when
-none). ``outbox_retry_rate`` is the share of failed attempts among this relay's last publish
-attempts (NaN before the first), like the consumer's in-process ``*_rate`` gauges.
-``outbox_claim_timeout_count`` counts claims taken back from a dead holder (a counter: exported
-with prometheus-client's ``_total`` suffix), ``relay_published`` the rows published.
-"""
+"""The relay's metrics, with seed 000's names and meanings, on its own registry: the outbox gauges
+(read every ``relay.stats_interval_s``), the share of failed attempts among the last publishes,
+claims taken back and rows published (counters, exported with a ``_total`` suffix)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""`RelayStore` on MySQL/MariaDB: seed 000's claim query and the status updates around it.
-
-Every time the relay compares or stamps is the database's (``NOW(6)``, the session is UTC), so
-relays on hosts with skewed clocks agree on claim ages and retry times. Each method is one short
-transaction at READ COMMITTED (the pool's session setting).
-"""
+"""`RelayStore` on MySQL/MariaDB: seed 000's claim query and the status updates around it. Every
+time compared or stamped is the database's (``NOW(6)``), so relays with skewed clocks agree; each
+method is one short READ COMMITTED transaction."""
 
 from __future__ import annotations
 
@@ -214,13 +211,7 @@ class MysqlRelayStore:
 
 def _entry(r: Sequence[Any]) -> OutboxEntry:
     payload = r[6].decode("utf-8") if isinstance(r[6], bytes | bytearray) else str(r[6])
+    event_id, aggregate_type, aggregate_id, operation = map(str, r[1:5])
     return OutboxEntry(
-        id=int(r[0]),
-        event_id=str(r[1]),
-        aggregate_type=str(r[2]),
-        aggregate_id=str(r[3]),
-        operation=str(r[4]),
-        source_revision=int(r[5]),
-        payload=payload,
-        attempts=int(r[7]),
+        int(r[0]), event_id, aggregate_type, aggregate_id, operation, int(r[5]), payload, int(r[7])
     )

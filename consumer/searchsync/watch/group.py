@@ -1,9 +1,5 @@
-"""The consumer group as the broker sees it: members, lag and the oldest unfinished event.
-
-Nothing here joins the group: offsets and watermarks come from `KafkaAdmin`, and the age of a
-partition's oldest unfinished event is the timestamp of the message at the group's next offset,
-read by a group-less reader (`KafkaPeek`) that never commits.
-"""
+"""The consumer group as the broker sees it: members, lag and the oldest unfinished event, from
+`KafkaAdmin` and a group-less reader that never commits (`KafkaPeek`), never joining the group."""
 
 from __future__ import annotations
 

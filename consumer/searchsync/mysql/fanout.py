@@ -18,16 +18,6 @@ from searchsync.mysql.outbox import append_rebuilds
 from searchsync.mysql.pool import db_time, transaction_cursor
 from searchsync.projection import Child
 
-__all__ = [
-    "Dependent",
-    "FanoutJob",
-    "FanoutStats",
-    "FanoutStore",
-    "FanoutTarget",
-    "MysqlFanout",
-    "Route",
-]
-
 Route = tuple[str, str, str]
 """(referenced type, dependent type, lookup name): the jobs a worker can serve."""
 

@@ -10,8 +10,6 @@ from typing import Any
 from searchsync.mysql.pool import IDENTIFIER, quote_identifier
 from searchsync.projection import Child
 
-__all__ = ["DependentIndexes", "dependents_sql"]
-
 log = logging.getLogger(__name__)
 
 

@@ -11,8 +11,6 @@ import aiomysql
 
 from searchsync.mysql.pool import db_time, transaction_cursor, translate_errors
 
-__all__ = ["GapAck", "GapAcks", "MysqlGapAcks"]
-
 
 @dataclass(frozen=True, slots=True)
 class GapAck:

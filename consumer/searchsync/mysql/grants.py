@@ -13,8 +13,6 @@ import aiomysql
 
 from searchsync.mysql.pool import translate_errors
 
-__all__ = ["GrantReport", "check_grants", "violations"]
-
 # privileges that write rows or change a table (or hand privileges on)
 WRITE_PRIVILEGES: Final = frozenset(
     {

@@ -18,18 +18,6 @@ from searchsync.events import encode_json
 from searchsync.mysql.pool import db_time, transaction, transaction_cursor, translate_errors
 from searchsync.types import Operation, ThinEvent
 
-__all__ = [
-    "OUTBOX_DELETE",
-    "MysqlOutbox",
-    "Outbox",
-    "OutboxInsert",
-    "OutboxRow",
-    "append_outbox",
-    "append_rebuilds",
-    "outbox_insert",
-]
-
-
 OUTBOX_DELETE: Final = "DELETE FROM search_outbox WHERE event_id = %s"
 """Debezium's own pattern (the writers' ``delete_outbox_row=True``): delete the row, by its
 ``event_id``, in the transaction that inserted it; the binlog still carries the insert."""

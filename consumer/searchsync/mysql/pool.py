@@ -19,18 +19,6 @@ from searchsync.errors import ConfigError, ErrorCode, TransientError
 if TYPE_CHECKING:
     from searchsync.config import MysqlSettings
 
-__all__ = [
-    "create_pool",
-    "db_time",
-    "expand_in",
-    "mysql_error_code",
-    "quote_identifier",
-    "tls_context",
-    "transaction",
-    "transaction_cursor",
-    "translate_errors",
-]
-
 _ER_DEADLOCK: Final = 1213
 _ER_LOCK_WAIT_TIMEOUT: Final = 1205
 _ER_ACCESS_DENIED: Final = frozenset({1044, 1045})

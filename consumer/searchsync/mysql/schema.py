@@ -11,8 +11,6 @@ from typing import Final
 
 from searchsync.mysql.pool import IDENTIFIER
 
-__all__ = ["DbUsers", "Migration", "grant_statements", "migrations", "schema_sql"]
-
 _PACKAGE_DIR: Final = "_resources/sql"
 
 # Privileges on searchsync's own tables, per user: (table, privileges). One line per table.

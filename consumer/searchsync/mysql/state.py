@@ -16,15 +16,6 @@ from searchsync.clock import WallClock, utc_now
 from searchsync.errors import MAX_ERROR_MESSAGE, ErrorCode, TransientError
 from searchsync.mysql.pool import db_time, expand_in, transaction_cursor
 
-__all__ = [
-    "MAX_ERROR_CODE_LENGTH",
-    "ProjectionState",
-    "ProjectionStateWriter",
-    "StateRecorder",
-    "StateUpdate",
-    "merge",
-]
-
 MAX_ERROR_CODE_LENGTH: Final = 64
 _DEADLOCK_ATTEMPTS: Final = 3
 

@@ -17,8 +17,6 @@ from searchsync.clock import utc_now
 from searchsync.mysql.pool import db_time
 from searchsync.mysql.state import StateRecorder, StateUpdate
 
-__all__ = ["FLUSH_ROWS", "StateBuffer"]
-
 log = logging.getLogger(__name__)
 
 FLUSH_ROWS: Final = 2_000  # rows per upsert statement

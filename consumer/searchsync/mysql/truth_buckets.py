@@ -16,8 +16,6 @@ from searchsync.mysql.truth_relations import Packing, read_relations
 from searchsync.projection import Projector, Row
 from searchsync.types import BucketCursor
 
-__all__ = ["TruthEntry", "bucket_page", "entry_of_row", "prefix_range", "unpack_light"]
-
 
 @dataclass(slots=True)
 class TruthEntry:

@@ -17,8 +17,6 @@ import orjson
 from searchsync.mysql.pool import expand_in, quote_identifier, translate_errors
 from searchsync.projection import Child, Lookup, Projector, Row, attach_steps, lookup_keys
 
-__all__ = ["Packing", "read_relations"]
-
 _PIECE: Final = 256
 """Rows parsed between two turns of the event loop (a few milliseconds of CPU)."""
 _PACKED_MAX: Final = 16 * 1024 * 1024

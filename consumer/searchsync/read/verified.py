@@ -16,8 +16,6 @@ from searchsync.observability.read_metrics import ReadMetrics
 from searchsync.projection import Projector
 from searchsync.search.reads import SearchReader, StoredDocument
 
-__all__ = ["Freshness", "VerifiedHit", "VerifiedResult", "verified_search"]
-
 
 class Freshness(enum.Enum):
     FRESH = "fresh"

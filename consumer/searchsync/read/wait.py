@@ -16,8 +16,6 @@ from searchsync.naming import read_alias_name
 from searchsync.search.client import make_es_client
 from searchsync.search.reads import EsSearchReader, SearchReader, StoredDocument
 
-__all__ = ["Backoff", "Until", "WaitResult", "wait_for_revision", "wait_for_revision_sync"]
-
 
 class Until(enum.Enum):
     INDEXED = "indexed"

@@ -11,8 +11,6 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from searchsync.observability.rolling import DEFAULT_WINDOW, RollingKinds
 from searchsync.relay.port import OutboxCounts
 
-__all__ = ["RELAY_METRIC_NAMES", "RelayMetrics"]
-
 RELAY_METRIC_NAMES: Final = (
     "outbox_pending_count",
     "outbox_oldest_pending_age_seconds",

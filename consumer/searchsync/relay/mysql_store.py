@@ -23,8 +23,6 @@ from searchsync.relay.port import (
     RelayStatus,
 )
 
-__all__ = ["MysqlRelayStore"]
-
 _COLUMNS: Final = (
     "id, event_id, aggregate_type, aggregate_id, operation, source_revision, payload, attempts"
 )

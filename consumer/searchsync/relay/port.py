@@ -9,19 +9,6 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final, Protocol
 
-__all__ = [
-    "DEAD",
-    "PENDING",
-    "PROCESSING",
-    "PUBLISHED",
-    "DeadRow",
-    "Failure",
-    "OutboxCounts",
-    "OutboxEntry",
-    "RelayStatus",
-    "RelayStore",
-]
-
 PENDING: Final = "PENDING"
 PROCESSING: Final = "PROCESSING"
 PUBLISHED: Final = "PUBLISHED"

@@ -11,8 +11,6 @@ from typing import Final
 
 from searchsync.relay.port import OutboxEntry
 
-__all__ = ["PARTITIONER", "ROUTER_HEADERS", "RouterRecord", "router_record"]
-
 ROUTER_HEADERS: Final = (
     "id",
     "searchsync-operation",

@@ -25,8 +25,6 @@ from searchsync.relay.port import Failure, OutboxEntry, RelayStore
 from searchsync.relay.record import router_record
 from searchsync.stream.retry import RetryPolicy
 
-__all__ = ["Publisher", "Relay", "TickReport", "retry_delay", "row_fault", "seed_retry"]
-
 log = logging.getLogger(__name__)
 
 

@@ -17,8 +17,6 @@ from searchsync.relay.mysql_store import MysqlRelayStore
 from searchsync.relay.record import PARTITIONER
 from searchsync.relay.relay import Relay
 
-__all__ = ["run_relay"]
-
 log = logging.getLogger(__name__)
 
 

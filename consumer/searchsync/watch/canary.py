@@ -14,16 +14,6 @@ from searchsync.mysql.pool import db_time, transaction_cursor
 from searchsync.projection import Projector, Row
 from searchsync.types import Operation
 
-__all__ = [
-    "CANARY_ID",
-    "CANARY_TYPE",
-    "CanaryIndex",
-    "CanaryStore",
-    "EsCanary",
-    "MysqlCanary",
-    "projectors",
-]
-
 CANARY_TYPE: Final = "searchsync_canary"
 CANARY_ID: Final = "heartbeat"
 TABLE: Final = "search_canary"

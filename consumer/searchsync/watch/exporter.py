@@ -18,8 +18,6 @@ from searchsync.watch.canary import CANARY_TYPE, CanaryIndex, CanaryStore
 from searchsync.watch.group import Peek, observe_group
 from searchsync.watch.metrics import ExporterMetrics
 
-__all__ = ["Canary", "Exporter"]
-
 log = logging.getLogger(__name__)
 
 

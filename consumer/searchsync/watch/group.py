@@ -19,8 +19,6 @@ from searchsync.kafka.config import consumer_config
 from searchsync.ops.offsets import partition_offsets, subscribed_topics
 from searchsync.types import TopicPartition
 
-__all__ = ["GroupView", "KafkaPeek", "PartitionView", "Peek", "observe_group"]
-
 
 @dataclass(frozen=True, slots=True)
 class PartitionView:

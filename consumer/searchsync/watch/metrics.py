@@ -14,8 +14,6 @@ from prometheus_client.exposition import generate_latest
 
 from searchsync.watch.group import GroupView
 
-__all__ = ["EXPORTER_METRIC_NAMES", "ExporterMetrics"]
-
 EXPORTER_METRIC_NAMES: Final = (
     "searchsync_group_lag",
     "searchsync_group_oldest_unfinished_age_seconds",

@@ -19,12 +19,17 @@ from searchsync.errors import ConfigError, ErrorCode, TransientError
 if TYPE_CHECKING:
     from searchsync.config import MysqlSettings
 
-_ER_DEADLOCK: Final = 1213
-_ER_LOCK_WAIT_TIMEOUT: Final = 1205
 _ER_ACCESS_DENIED: Final = frozenset({1044, 1045})
 _ER_BAD_DB: Final = 1049
-# Server gone, not reachable, shutting down, too many connections, connection killed.
-_ER_UNAVAILABLE: Final = frozenset({1040, 1053, 1927, 2002, 2003, 2006, 2013, 2014, 2055})
+# deadlock, lock wait timeout; server gone, not reachable, shutting down, too many connections,
+# connection killed
+_ER_TRANSIENT: Final = {
+    1213: ErrorCode.MYSQL_DEADLOCK,
+    1205: ErrorCode.MYSQL_LOCK_TIMEOUT,
+    **dict.fromkeys(
+        (1040, 1053, 1927, 2002, 2003, 2006, 2013, 2014, 2055), ErrorCode.MYSQL_UNAVAILABLE
+    ),
+}
 
 IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 """A table or column name searchsync interpolates into SQL (values are always parameters)."""
@@ -95,8 +100,7 @@ async def _require_tls(pool: aiomysql.Pool, where: str) -> None:
             await cur.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
             row = await cur.fetchone()
     if row is None or not row[1]:
-        pool.close()
-        await pool.wait_closed()
+        await close_pool(pool)
         raise ConfigError(
             "mysql.ssl_mode", "a server that speaks TLS", f"an unencrypted connection to {where}"
         )
@@ -196,20 +200,16 @@ def translate_errors(doing: str) -> Iterator[None]:
         yield
     except (aiomysql.OperationalError, aiomysql.InternalError) as exc:
         code = mysql_error_code(exc)
-        if code == _ER_DEADLOCK:
-            raise TransientError(ErrorCode.MYSQL_DEADLOCK, f"{doing}: {exc}") from exc
-        if code == _ER_LOCK_WAIT_TIMEOUT:
-            raise TransientError(ErrorCode.MYSQL_LOCK_TIMEOUT, f"{doing}: {exc}") from exc
         if code in _ER_ACCESS_DENIED:
             raise ConfigError("mysql.user/password", "credentials MySQL accepts", str(exc)) from exc
         if code == _ER_BAD_DB:
             raise ConfigError("mysql.database", "an existing database", str(exc)) from exc
-        if code in _ER_UNAVAILABLE or code is None:
-            raise TransientError(ErrorCode.MYSQL_UNAVAILABLE, f"{doing}: {exc}") from exc
-        raise
-    except aiomysql.InterfaceError as exc:  # used a connection that is already closed
-        raise TransientError(ErrorCode.MYSQL_UNAVAILABLE, f"{doing}: {exc!r}") from exc
-    except OSError as exc:  # includes TimeoutError (connect_timeout)
+        transient = ErrorCode.MYSQL_UNAVAILABLE if code is None else _ER_TRANSIENT.get(code)
+        if transient is None:
+            raise
+        raise TransientError(transient, f"{doing}: {exc}") from exc
+    # a connection already closed; OSError includes TimeoutError (connect_timeout)
+    except (aiomysql.InterfaceError, OSError) as exc:
         raise TransientError(ErrorCode.MYSQL_UNAVAILABLE, f"{doing}: {exc!r}") from exc
 
 

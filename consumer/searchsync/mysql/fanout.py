@@ -15,7 +15,7 @@ import aiomysql
 from searchsync.clock import utc_now
 from searchsync.mysql.fanout_dependents import DependentIndexes, dependents_sql
 from searchsync.mysql.outbox import append_rebuilds
-from searchsync.mysql.pool import db_time, transaction_cursor
+from searchsync.mysql.pool import db_time, expand_in, transaction_cursor
 from searchsync.projection import Child
 
 Route = tuple[str, str, str]
@@ -219,25 +219,14 @@ class MysqlFanout:
         if not types:
             return FanoutStats(0, 0, 0, None)
         async with transaction_cursor(self._pool, "read search_fanout") as cur:
-            await cur.execute(
+            sql = (
                 "SELECT status, COUNT(*), COALESCE(SUM(appended), 0), MIN(updated_at)"
-                f" FROM search_fanout WHERE referenced_type IN ({_marks(types)})"
-                " GROUP BY status",
-                types,
+                " FROM search_fanout WHERE referenced_type IN %s GROUP BY status"
             )
-            rows = await cur.fetchall()
-        by = {str(r[0]): r for r in rows}
-        pending = by.get("pending")
-        return FanoutStats(
-            pending=int(pending[1]) if pending else 0,
-            done=int(by["done"][1]) if "done" in by else 0,
-            appended_pending=int(pending[2]) if pending else 0,
-            oldest_pending=pending[3] if pending else None,
-        )
-
-
-def _marks(values: Sequence[object]) -> str:
-    return ", ".join(["%s"] * len(values))
+            await cur.execute(expand_in(sql, len(types)), types)
+            by = {str(r[0]): r for r in await cur.fetchall()}
+        pending, done = by.get("pending", (None, 0, 0, None)), by.get("done", (None, 0))
+        return FanoutStats(int(pending[1]), int(done[1]), int(pending[2]), pending[3])
 
 
 def _target_key(t: FanoutTarget) -> tuple[str, str, str, str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, Final, Protocol
 
 import aiomysql
@@ -99,34 +100,23 @@ class MysqlTruth:
         self._pool = pool
         self._primary_pool = primary_pool if primary_pool is not None else pool
         self._batch_size = batch_size
-        self._sync_hash_column = sync_hash_column
-        self._id_prefix = id_prefix
         self._packing = Packing()
+        self._buckets = partial(
+            bucket_page, pool, sync_hash_column=sync_hash_column, id_prefix=id_prefix
+        )
 
     async def rows_by_id(
         self, projector: Projector, ids: Sequence[str], *, primary: bool = False
     ) -> dict[str, Row]:
-        select = _select(projector)
-        rows = await self._by_chunks(
-            f"{select} WHERE `id` IN %s",
-            (),
-            ids,
-            primary=primary,
-            doing=f"read {projector.table}",
-            relate=projector,
-        )
+        sql = f"{_select(projector)} WHERE `id` IN %s"
+        rows = await self._by_chunks(sql, (), ids, primary, f"read {projector.table}", projector)
         return {str(row["id"]): row for row in rows}
 
     async def revision_floors(
         self, aggregate_type: str, ids: Sequence[str], *, primary: bool = False
     ) -> dict[str, int]:
-        rows = await self._by_chunks(
-            _FLOOR_SQL,
-            (aggregate_type,),
-            ids,
-            primary=primary,
-            doing="read search_revision_floor",
-        )
+        doing = "read search_revision_floor"
+        rows = await self._by_chunks(_FLOOR_SQL, (aggregate_type,), ids, primary, doing)
         return {str(row["aggregate_id"]): int(row["revision"]) for row in rows}
 
     async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]:
@@ -182,17 +172,8 @@ class MysqlTruth:
         *,
         content: bool,
     ) -> list[TruthEntry]:
-        return await bucket_page(
-            self._pool,
-            projector,
-            lo,
-            hi,
-            after,
-            limit,
-            content=content,
-            sync_hash_column=self._sync_hash_column,
-            id_prefix=self._id_prefix,
-            packing=self._packing,
+        return await self._buckets(
+            projector, lo, hi, after, limit, content=content, packing=self._packing
         )
 
     async def _by_chunks(
@@ -200,7 +181,6 @@ class MysqlTruth:
         sql: str,
         leading: tuple[Any, ...],
         ids: Sequence[str],
-        *,
         primary: bool,
         doing: str,
         relate: Projector | None = None,

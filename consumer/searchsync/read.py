@@ -1,18 +1,28 @@
-"""Read-your-writes: wait, bounded by a timeout, until a committed revision (or a higher one) is
-`Until.INDEXED` (a real-time GET through the write alias) or `Until.SEARCHABLE` (on the read
-alias; for a delete, the tombstone on the write alias). Nothing here forces a refresh."""
+"""The read side (docs/read-side.md): what an application needs to read the index it keeps.
+
+- Read-your-writes: wait, bounded by a timeout, until a committed revision (or a higher one) is
+  `Until.INDEXED` (a real-time GET through the write alias) or `Until.SEARCHABLE` (on the read
+  alias ``<alias>_live``, which never shows a tombstone; for a delete, the tombstone on the write
+  alias). Nothing here forces a refresh.
+- `verified_search`: hits on the read alias proven against their MySQL rows (the primary by
+  default): FRESH, STALE (optionally replaced by the row's projection) or GONE (dropped).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import enum
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from searchsync.config import Settings
+from searchsync.errors import PoisonMessage
+from searchsync.mysql.truth import Truth
 from searchsync.naming import read_alias_name
+from searchsync.observability.read_metrics import ReadMetrics
+from searchsync.projection import Projector
 from searchsync.search.client import make_es_client
 from searchsync.search.reads import EsSearchReader, SearchReader, StoredDocument
 
@@ -158,3 +168,87 @@ async def _searchable(reader: SearchReader, alias: str, doc_id: str, revision: i
 async def _one(hits: Awaitable[list[StoredDocument]]) -> StoredDocument | None:
     found = await hits
     return found[0] if found else None
+
+
+class Freshness(enum.Enum):
+    FRESH = "fresh"
+    STALE = "stale"
+    GONE = "gone"
+
+
+@dataclass(frozen=True, slots=True)
+class VerifiedHit:
+    """One hit kept: its `source` is the indexed document's, or the current row's projection
+    when `replaced`."""
+
+    doc_id: str
+    freshness: Freshness
+    indexed_revision: int
+    row_revision: int
+    source: dict[str, Any]
+    replaced: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class VerifiedResult:
+    hits: tuple[VerifiedHit, ...]  # in the search's order, gone hits dropped
+    fresh: int
+    stale: int
+    gone: int
+    replaced: int
+
+
+async def verified_search(
+    reader: SearchReader,
+    truth: Truth,
+    projector: Projector,
+    *,
+    alias: str,
+    query: Mapping[str, Any],
+    query_type: str,
+    size: int = 10,
+    replace_stale: bool = False,
+    primary: bool = True,
+    metrics: ReadMetrics | None = None,
+) -> VerifiedResult:
+    """Run `query` on the read alias of the write alias `alias` (the type of `projector`) and
+    check its first `size` hits against their rows."""
+    hits = await reader.search(read_alias_name(alias), query, size=size)
+    rows = await truth.rows_by_id(projector, [h.doc_id for h in hits], primary=primary)
+    kept: list[VerifiedHit] = []
+    gone = 0
+    for hit in hits:
+        checked = _check(hit, rows.get(hit.doc_id), projector, replace_stale)
+        if checked is None:
+            gone += 1
+        else:
+            kept.append(checked)
+    stale = sum(h.freshness is Freshness.STALE for h in kept)
+    if metrics is not None:
+        metrics.drift(query_type, stale=stale, gone=gone)
+    return VerifiedResult(
+        hits=tuple(kept),
+        fresh=len(kept) - stale,
+        stale=stale,
+        gone=gone,
+        replaced=sum(h.replaced for h in kept),
+    )
+
+
+def _check(
+    hit: StoredDocument, row: Mapping[str, Any] | None, projector: Projector, replace: bool
+) -> VerifiedHit | None:
+    """The hit as verified against `row`; None when it is gone."""
+    if row is None:
+        return None
+    revision = int(row["revision"])
+    if revision == hit.version:  # the document is this row's projection
+        return VerifiedHit(hit.doc_id, Freshness.FRESH, hit.version, revision, hit.source)
+    try:
+        current = projector.project(row)
+    except PoisonMessage:  # a row the consumer cannot project either: keep what is indexed
+        return VerifiedHit(hit.doc_id, Freshness.STALE, hit.version, revision, hit.source)
+    if current.is_deleted:
+        return None
+    source = dict(current.body) if replace else hit.source
+    return VerifiedHit(hit.doc_id, Freshness.STALE, hit.version, revision, source, replace)

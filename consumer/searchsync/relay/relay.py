@@ -16,12 +16,13 @@ from datetime import timedelta
 from typing import Final, Protocol
 
 from confluent_kafka import KafkaError, KafkaException
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from searchsync.config import RelaySettings
 from searchsync.errors import TransientError
 from searchsync.kafka.producer import DeliveryFailed
-from searchsync.relay.metrics import RelayMetrics
-from searchsync.relay.port import Failure, OutboxEntry, RelayStore
+from searchsync.observability.rolling import DEFAULT_WINDOW, RollingKinds
+from searchsync.relay.port import Failure, OutboxCounts, OutboxEntry, RelayStore
 from searchsync.relay.record import router_record
 from searchsync.stream.retry import RetryPolicy
 
@@ -88,6 +89,67 @@ def row_fault(exc: BaseException) -> bool:
         error = exc.args[0]
     code = getattr(error, "code", None)
     return callable(code) and code() in _RECORD_ERRORS
+
+
+RELAY_METRIC_NAMES: Final = (
+    "outbox_pending_count",
+    "outbox_oldest_pending_age_seconds",
+    "outbox_processing_count",
+    "outbox_retry_rate",
+    "outbox_dead_count",
+    "outbox_claim_timeout_count",
+    "relay_published",
+)
+
+
+class RelayMetrics:
+    """The relay's metrics, with seed 000's names and meanings, on a registry of its own."""
+
+    def __init__(
+        self, registry: CollectorRegistry | None = None, *, window: int = DEFAULT_WINDOW
+    ) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.attempts = RollingKinds(window)
+        self._pending = Gauge("outbox_pending_count", "Outbox rows PENDING", registry=r)
+        self._oldest = Gauge(
+            "outbox_oldest_pending_age_seconds",
+            "Age of the oldest PENDING outbox row since it was created",
+            registry=r,
+        )
+        self._processing = Gauge(
+            "outbox_processing_count", "Outbox rows claimed by a relay", registry=r
+        )
+        self._dead = Gauge("outbox_dead_count", "Outbox rows past the attempt limit", registry=r)
+        retry = Gauge(
+            "outbox_retry_rate",
+            f"Share of failed attempts among this relay's last {window} publish attempts",
+            registry=r,
+        )
+        retry.set_function(lambda: self.attempts.rate("failed"))
+        self._timeouts = Counter(
+            "outbox_claim_timeout_count",
+            "Claims taken back because their holder did not finish in time",
+            registry=r,
+        )
+        self._published = Counter("relay_published", "Outbox rows published", registry=r)
+
+    def set_counts(self, counts: OutboxCounts) -> None:
+        self._pending.set(counts.pending)
+        self._processing.set(counts.processing)
+        self._dead.set(counts.dead)
+        self._oldest.set(counts.oldest_pending_age_s or 0.0)
+
+    def attempted(self, published: int, failed: int) -> None:
+        self.attempts.add("published", published)
+        self.attempts.add("failed", failed)
+        self._published.inc(published)
+
+    def taken_back(self, n: int) -> None:
+        self._timeouts.inc(n)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
 
 
 class Relay:

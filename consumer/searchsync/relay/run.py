@@ -12,10 +12,9 @@ from searchsync.config import Settings
 from searchsync.kafka.producer import AcknowledgedProducer, ProducerFactory
 from searchsync.mysql.pool import close_pool, open_pool
 from searchsync.observability.http import serve_job_metrics
-from searchsync.relay.metrics import RelayMetrics
 from searchsync.relay.mysql_store import MysqlRelayStore
 from searchsync.relay.record import PARTITIONER
-from searchsync.relay.relay import Relay
+from searchsync.relay.relay import Relay, RelayMetrics
 
 log = logging.getLogger(__name__)
 

@@ -61,14 +61,12 @@ class FanoutStore(Protocol):
     async def record(self, targets: Sequence[FanoutTarget]) -> None:
         """Record `targets`, all or none, before their event may finish. A newer revision restarts
         a job's pass; the same or an older one changes nothing (redelivery is harmless)."""
-        ...
 
     async def claim(
         self, owner: str, lease_s: float, routes: Collection[Route]
     ) -> FanoutJob | None:
         """Lease the oldest pending job of `routes` (those this worker's projectors serve) that is
         free or already `owner`'s, for `lease_s`; None when there is none."""
-        ...
 
     async def dependents(
         self,
@@ -82,7 +80,6 @@ class FanoutStore(Protocol):
     ) -> list[Dependent]:
         """The next `limit` rows of `table` (by id, id > `after`) whose `via` is `referenced_id`,
         or that have such a child row `through` a child table (each once); read in MySQL."""
-        ...
 
     async def advance(
         self, job: FanoutJob, owner: str, lease_s: float, page: Sequence[Dependent]
@@ -90,15 +87,12 @@ class FanoutStore(Protocol):
         """Append a REBUILD per dependent of `page` and move the cursor past it, in one
         transaction; the job as it is now, or None (nothing appended) if it changed since `job`
         was read (restarted, or leased by another worker)."""
-        ...
 
     async def finish(self, job: FanoutJob, owner: str) -> bool:
         """Mark the pass of `job` done; False if the job changed meanwhile."""
-        ...
 
     async def stats(self, referenced_types: Collection[str]) -> FanoutStats:
         """The jobs of `referenced_types` by state."""
-        ...
 
 
 _UNCHANGED = (

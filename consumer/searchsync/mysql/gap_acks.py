@@ -29,11 +29,9 @@ class GapAck:
 class GapAcks(Protocol):
     async def record(self, acks: Sequence[GapAck]) -> None:
         """Append `acks`, all or none."""
-        ...
 
     async def of_group(self, group: str) -> list[GapAck]:
         """Every gap `group` accepted, oldest first."""
-        ...
 
 
 class MysqlGapAcks:

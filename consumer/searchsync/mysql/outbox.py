@@ -116,26 +116,21 @@ class Outbox(Protocol):
 
     async def page(self, after_id: int, limit: int) -> list[OutboxRow]:
         """The next `limit` rows with ``id > after_id``, by id."""
-        ...
 
     async def delete_range(
         self, first_id: int, last_id: int, created_before: datetime, *, published_only: bool = False
     ) -> int:
         """Delete the rows with ``first_id <= id <= last_id`` created before `created_before`
         (with `published_only`, only those the relay marked PUBLISHED); the number deleted."""
-        ...
 
     async def append_rebuild(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
         """Append one REBUILD event at `revision`."""
-        ...
 
     async def append_orphan(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
         """Raise the id's revision floor to `revision` and append a REBUILD at it, together."""
-        ...
 
     async def stats(self) -> tuple[int, datetime | None]:
         """The rows in the table and the oldest ``created_at`` (None when empty)."""
-        ...
 
 
 class MysqlOutbox:

@@ -106,11 +106,9 @@ class StateRecorder(Protocol):
 
     async def record(self, outcomes: Sequence[StateUpdate]) -> None:
         """Apply `outcomes` in order (duplicates allowed: later ones win as `merge` says)."""
-        ...
 
     async def read(self, aggregate_type: str, ids: Sequence[str]) -> dict[str, ProjectionState]:
         """The stored state of `ids`; an id without a row is absent."""
-        ...
 
 
 def merge(current: ProjectionState | None, update: StateUpdate, now: datetime) -> ProjectionState:

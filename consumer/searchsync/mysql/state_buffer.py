@@ -41,18 +41,11 @@ class _Entry:
             self.add_error(update, at)
 
     def add_success(self, update: StateUpdate, at: datetime) -> None:
-        best, revision = self.success, update.indexed_revision or 0
-        if (
-            best is None
-            or revision > (best.indexed_revision or 0)
-            or (
-                revision == best.indexed_revision
-                and (self.success_at is None or at >= self.success_at)
-            )
-        ):
+        """Keep the highest indexed revision (the later on a tie) and the latest success time."""
+        best, last, revision = self.success, self.success_at, update.indexed_revision or 0
+        if best is None or last is None or (revision, at) >= (best.indexed_revision or 0, last):
             self.success = update
-        if self.success_at is None or at > self.success_at:
-            self.success_at = at
+        self.success_at = at if last is None else max(last, at)
 
     def add_error(self, update: StateUpdate, at: datetime) -> None:
         if self.error_at is None or at >= self.error_at:

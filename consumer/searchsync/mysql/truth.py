@@ -44,24 +44,20 @@ class Truth(Protocol):
         self, projector: Projector, ids: Sequence[str], *, primary: bool = False
     ) -> dict[str, Row]:
         """The rows of `ids` (soft-deleted ones included), by id."""
-        ...
 
     async def revision_floors(
         self, aggregate_type: str, ids: Sequence[str], *, primary: bool = False
     ) -> dict[str, int]:
         """The revision the writer recorded when it hard-deleted each id."""
-        ...
 
     async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]:
         """Keyset page: at most `limit` rows with ``id > after_id`` (from the start when None),
         by id in the database's collation; empty at the end. Never OFFSET."""
-        ...
 
     async def floor_page(
         self, aggregate_type: str, after_id: str | None, limit: int
     ) -> list[tuple[str, int]]:
         """The same keyset walk over the revision floors: (id, revision) pairs."""
-        ...
 
     async def count(self, projector: Projector) -> int: ...
 
@@ -77,7 +73,6 @@ class Truth(Protocol):
     ) -> list[TruthEntry]:
         """The repair wheel's page of bucket keys ``[lo, hi)`` after `after` (`truth_buckets`):
         light entries, or whole rows with `content`."""
-        ...
 
 
 class MysqlTruth:

@@ -92,36 +92,28 @@ class RelayStore(Protocol):
     async def claim(self, holder: str, limit: int) -> list[OutboxEntry]:
         """Seed 000's claim query (PENDING, available, by id, ``FOR UPDATE SKIP LOCKED``) and
         those rows marked PROCESSING by `holder`, in one transaction."""
-        ...
 
     async def mark_published(self, ids: Sequence[int]) -> int:
         """Mark rows PUBLISHED (Kafka acknowledged them); the number changed."""
-        ...
 
     async def mark_failed(self, holder: str, failures: Sequence[Failure], max_attempts: int) -> int:
         """Give back each row `holder` still holds, PENDING after its delay, or DEAD when a
         counting failure reaches `max_attempts`; the number that became DEAD."""
-        ...
 
     async def take_back(self, timeout_s: float, max_attempts: int) -> int:
         """Claims older than `timeout_s` count as a failed attempt: PENDING (available now) or
         DEAD again; the number taken back."""
-        ...
 
     async def counts(self) -> OutboxCounts: ...
 
     async def claimed_any(self) -> bool:
         """Whether a relay ever claimed a row (PROCESSING, PUBLISHED or DEAD): a cheap look."""
-        ...
 
     async def status(self, claim_timeout_s: float) -> RelayStatus:
         """A claim older than `claim_timeout_s` is stale."""
-        ...
 
     async def dead(self, limit: int) -> list[DeadRow]:
         """DEAD rows by id, at most `limit`."""
-        ...
 
     async def revive(self, ids: Sequence[int] | None) -> int:
         """DEAD rows (all when `ids` is None) PENDING again, available now, attempts 0; how many."""
-        ...

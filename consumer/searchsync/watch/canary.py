@@ -61,13 +61,11 @@ def projectors() -> tuple[Projector, ...]:
 class CanaryStore(Protocol):
     async def beat(self, now: datetime) -> int:
         """Commit one heartbeat at `now` with its outbox event; its revision."""
-        ...
 
 
 class CanaryIndex(Protocol):
     async def beat_at(self, alias: str) -> datetime | None:
         """``beat_at`` of the heartbeat document the alias serves (None: none yet)."""
-        ...
 
 
 class MysqlCanary:

@@ -61,7 +61,6 @@ class Peek(Protocol):
     def timestamps(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         """The timestamp of the first message at or after each offset; missing when none came
         in time."""
-        ...
 
 
 class KafkaPeek:

@@ -53,23 +53,16 @@ def outbox_insert(
         source_revision=revision,
     )
     at = db_time(now if now is not None else utc_now())
-    return OutboxInsert(
-        event.event_id,
-        "INSERT INTO search_outbox (event_id, aggregate_type, aggregate_id, operation,"
-        " source_revision, payload, available_at, created_at, updated_at)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-        (
-            event.event_id,
-            aggregate_type,
-            aggregate_id,
-            op.value,
-            revision,
-            encode_json(event).decode("utf-8"),
-            at,
-            at,
-            at,
-        ),
-    )
+    payload = encode_json(event).decode("utf-8")
+    params = (event.event_id, aggregate_type, aggregate_id, op.value, revision, payload, at, at, at)
+    return OutboxInsert(event.event_id, _INSERT, params)
+
+
+_INSERT: Final = (
+    "INSERT INTO search_outbox (event_id, aggregate_type, aggregate_id, operation,"
+    " source_revision, payload, available_at, created_at, updated_at)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
 
 
 async def append_outbox(

@@ -19,7 +19,7 @@ from searchsync.projection import Child, Lookup, Projector, Row, attach_steps, l
 
 _PIECE: Final = 256
 """Rows parsed between two turns of the event loop (a few milliseconds of CPU)."""
-_PACKED_MAX: Final = 16 * 1024 * 1024
+PACKED_MAX: Final = 16 * 1024 * 1024  # group_concat_max_len of a packed read
 
 
 class Packing:
@@ -109,14 +109,6 @@ def _json_object(child: Child) -> str:
     return f"JSON_OBJECT({pairs})"
 
 
-def _packed_sql(child: Child) -> str:
-    _, table, key = _quoted(child.columns, child.table, child.key)
-    return (
-        f"SET STATEMENT group_concat_max_len = {_PACKED_MAX} FOR"
-        f" SELECT COUNT(*), JSON_ARRAYAGG({_json_object(child)}) FROM {table} WHERE {key} IN %s"
-    )
-
-
 def _quoted(columns: tuple[str, ...], table: str, key: str) -> tuple[str, str, str]:
     """The column list, the table and the key column, quoted (validated identifiers)."""
     return ", ".join(map(quote_identifier, columns)), quote_identifier(table), quote_identifier(key)
@@ -124,9 +116,14 @@ def _quoted(columns: tuple[str, ...], table: str, key: str) -> tuple[str, str, s
 
 async def _read_packed(conn: Any, child: Child, ids: list[str]) -> list[Row] | None:
     """The child rows of `ids` read packed, or None when the packed text is unusable."""
+    _, table, key = _quoted(child.columns, child.table, child.key)
+    sql = (
+        f"SET STATEMENT group_concat_max_len = {PACKED_MAX} FOR"
+        f" SELECT COUNT(*), JSON_ARRAYAGG({_json_object(child)}) FROM {table} WHERE {key} IN %s"
+    )
     with translate_errors(f"read {child.table}"):
         async with conn.cursor() as cur:
-            await cur.execute(expand_in(_packed_sql(child), len(ids)), tuple(ids))
+            await cur.execute(expand_in(sql, len(ids)), tuple(ids))
             count, text = await cur.fetchone()
     if not count:
         return []

@@ -77,24 +77,15 @@ class MysqlRelayStore:
         dead = 0
         async with transaction_cursor(self._pool, f"mark failures in {t}") as cur:
             for f in failures:
+                counts, delay_us = int(f.counts), f.delay // _MICROSECOND
+                change = (counts, max_attempts, DEAD, PENDING, counts, f.error[:_ERROR_CHARS])
                 await cur.execute(
                     f"UPDATE {t} SET status = IF(%s AND attempts + 1 >= %s, %s, %s),"
                     " attempts = attempts + %s, last_error = %s,"
                     " available_at = NOW(6) + INTERVAL %s MICROSECOND,"
                     " locked_by = NULL, locked_at = NULL, updated_at = NOW(6)"
                     " WHERE id = %s AND status = %s AND locked_by = %s",
-                    (
-                        int(f.counts),
-                        max_attempts,
-                        DEAD,
-                        PENDING,
-                        int(f.counts),
-                        f.error[:_ERROR_CHARS],
-                        f.delay // _MICROSECOND,
-                        f.id,
-                        PROCESSING,
-                        holder,
-                    ),
+                    (*change, delay_us, f.id, PROCESSING, holder),
                 )
                 if cur.rowcount:
                     await cur.execute(f"SELECT status FROM {t} WHERE id = %s", (f.id,))

@@ -103,7 +103,8 @@ class MysqlTruth:
     async def rows_by_id(
         self, projector: Projector, ids: Sequence[str], *, primary: bool = False
     ) -> dict[str, Row]:
-        sql = f"{_select(projector)} WHERE `id` IN %s"
+        select = _select(projector)
+        sql = f"{select} WHERE `id` IN %s"
         rows = await self._by_chunks(sql, (), ids, primary, f"read {projector.table}", projector)
         return {str(row["id"]): row for row in rows}
 

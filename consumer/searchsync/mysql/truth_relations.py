@@ -19,7 +19,7 @@ from searchsync.projection import Child, Lookup, Projector, Row, attach_steps, l
 
 _PIECE: Final = 256
 """Rows parsed between two turns of the event loop (a few milliseconds of CPU)."""
-PACKED_MAX: Final = 16 * 1024 * 1024  # group_concat_max_len of a packed read
+_PACKED_MAX: Final = 16 * 1024 * 1024
 
 
 class Packing:
@@ -118,7 +118,7 @@ async def _read_packed(conn: Any, child: Child, ids: list[str]) -> list[Row] | N
     """The child rows of `ids` read packed, or None when the packed text is unusable."""
     _, table, key = _quoted(child.columns, child.table, child.key)
     sql = (
-        f"SET STATEMENT group_concat_max_len = {PACKED_MAX} FOR"
+        f"SET STATEMENT group_concat_max_len = {_PACKED_MAX} FOR"
         f" SELECT COUNT(*), JSON_ARRAYAGG({_json_object(child)}) FROM {table} WHERE {key} IN %s"
     )
     with translate_errors(f"read {child.table}"):

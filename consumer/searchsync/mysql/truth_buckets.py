@@ -11,7 +11,7 @@ from typing import Any, Final
 
 import aiomysql
 
-from searchsync.mysql.pool import transaction, translate_errors
+from searchsync.mysql.pool import transaction_cursor
 from searchsync.mysql.truth_relations import Packing, read_relations
 from searchsync.projection import Projector, Row
 from searchsync.types import BucketCursor
@@ -76,22 +76,19 @@ async def bucket_page(
         args.extend(prefix_range(id_prefix))
     src = f"`{projector.table}` WHERE {where} ORDER BY {order} LIMIT %s"
     args.append(limit)
-    async with transaction(pool) as conn:
-        with translate_errors(f"repair scan {projector.table}"):
-            if content:
-                async with conn.cursor(aiomysql.DictCursor) as cur:
-                    await cur.execute(f"SELECT {select} FROM {src}", tuple(args))
-                    rows: list[dict[str, Any]] = list(await cur.fetchall())
-                await read_relations(conn, projector, rows, packing)
-                return [entry_of_row(r, content=True) for r in rows]
-            async with conn.cursor() as cur:
-                await cur.execute(_packed(src, order), tuple(args))
-                packed = await cur.fetchone()
-                light = unpack_light(packed, max_len=_PACKED_MAX)
-                if light is None:  # truncated or unexpected: the same page as tuples
-                    await cur.execute(f"SELECT {select} FROM {src}", tuple(args))
-                    tuples: Iterable[tuple[Any, ...]] = await cur.fetchall()
-                    light = [TruthEntry(str(i), int(r), d is not None) for i, r, d in tuples]
+    rows_as = aiomysql.DictCursor if content else None
+    async with transaction_cursor(pool, f"repair scan {projector.table}", rows_as) as cur:
+        if content:
+            await cur.execute(f"SELECT {select} FROM {src}", tuple(args))
+            rows: list[dict[str, Any]] = list(await cur.fetchall())
+            await read_relations(cur.connection, projector, rows, packing)
+            return [entry_of_row(r, content=True) for r in rows]
+        await cur.execute(_packed(src, order), tuple(args))
+        light = unpack_light(await cur.fetchone(), max_len=_PACKED_MAX)
+        if light is None:  # truncated or unexpected: the same page as tuples
+            await cur.execute(f"SELECT {select} FROM {src}", tuple(args))
+            tuples: Iterable[tuple[Any, ...]] = await cur.fetchall()
+            light = [TruthEntry(str(i), int(r), d is not None) for i, r, d in tuples]
     return light
 
 

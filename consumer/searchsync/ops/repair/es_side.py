@@ -1,11 +1,7 @@
 """`IndexSide` on Elasticsearch: one ``range`` query on ``sync_hash`` per bucket page, sorted by
-``id`` with ``search_after``, through the alias (docs/design.md, "Repair").
-
-A light page loads no stored field (``stored_fields: _none_``; identity, schema version and
-``is_deleted`` from doc values, plus ``_version``); a hit without an ``id`` value makes the page
-be read again with ``_id`` and ``_source``. `strays` reads the documents outside the key space in
-one point in time, sorted by ``_shard_doc`` with ``search_after``.
-"""
+``id`` with ``search_after``, through the alias. A light page reads doc values only (a hit without
+an ``id`` value makes the page be read again with ``_source``); `strays` reads the documents
+outside the key space in one point in time, sorted by ``_shard_doc``."""
 
 from __future__ import annotations
 
@@ -25,8 +21,7 @@ from searchsync.types import BucketCursor
 __all__ = ["EsIndexSide"]
 
 _HITS = ["hits.hits._id", "hits.hits._version", "hits.hits._source"]  # nothing else parsed
-# what the revision and flag checks compare (the revision is the external `_version`), from doc
-# values; the hash and the body only where content is checked
+# the revision (the external `_version`) and flag checks' fields, from doc values
 _LIGHT_FIELDS = ["id", "projection_schema_version", "is_deleted", "sync_hash"]
 _LIGHT_HITS = ["hits.hits._version", "hits.hits.fields"]
 _LIGHT: dict[str, Any] = {
@@ -34,23 +29,28 @@ _LIGHT: dict[str, Any] = {
     "stored_fields": "_none_",
     "docvalue_fields": _LIGHT_FIELDS,
 }
-
-_OUTSIDE_KEYS: dict[str, Any] = {
-    "bool": {"must_not": [{"range": {"sync_hash": {"gte": 0, "lt": HASH_SPACE}}}]}
-}
+_OUTSIDE_KEYS = {"bool": {"must_not": [{"range": {"sync_hash": {"gte": 0, "lt": HASH_SPACE}}}]}}
 _PIT_KEEP_ALIVE = "2m"  # between two pages of the stray read
-_STRAY_HITS = [
-    "pit_id",
-    "hits.hits._id",
-    "hits.hits._version",
-    "hits.hits._source",
-    "hits.hits.sort",
-]
+
+
+def _entries(hits: list[dict[str, Any]], *, content: bool) -> list[IndexEntry]:
+    return [
+        entry_of_source(h["_id"], int(h["_version"]), h.get("_source") or {}, content=content)
+        for h in hits
+    ]
 
 
 class EsIndexSide:
     def __init__(self, client: AsyncElasticsearch) -> None:
         self._client = client
+
+    async def _search(self, what: str, filter_path: list[str], **kw: Any) -> dict[str, Any]:
+        try:
+            response = await self._client.search(filter_path=filter_path, **kw)
+        except (ApiError, TransportError) as exc:
+            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"{what}: {exc}") from exc
+        body: dict[str, Any] = response.body
+        return body
 
     async def bucket_page(
         self, alias: str, lo: int, hi: int, after: BucketCursor | None, limit: int, *, content: bool
@@ -64,27 +64,16 @@ class EsIndexSide:
         }
         if after is not None:
             body["search_after"] = [after[1]]
+        what = f"search {alias}"
         if not content:
-            light = [_light_entry(h) for h in await self._search(alias, body | _LIGHT, _LIGHT_HITS)]
+            found = await self._search(what, _LIGHT_HITS, index=alias, body=body | _LIGHT)
+            light = [_light_entry(h) for h in found.get("hits", {}).get("hits", [])]
             entries = [e for e in light if e is not None]
             if len(entries) == len(light):
                 return entries
             body["_source"] = _LIGHT_FIELDS[1:]  # a document without `id`: read it by `_id`
-        hits = await self._search(alias, body, _HITS)
-        return [
-            entry_of_source(h["_id"], int(h["_version"]), h.get("_source") or {}, content=content)
-            for h in hits
-        ]
-
-    async def _search(
-        self, alias: str, body: dict[str, Any], filter_path: list[str]
-    ) -> list[dict[str, Any]]:
-        try:
-            response = await self._client.search(index=alias, body=body, filter_path=filter_path)
-        except (ApiError, TransportError) as exc:
-            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"search {alias}: {exc}") from exc
-        hits: list[dict[str, Any]] = response.body.get("hits", {}).get("hits", [])
-        return hits  # filter_path drops an empty `hits`
+        found = await self._search(what, _HITS, index=alias, body=body)
+        return _entries(found.get("hits", {}).get("hits", []), content=content)  # no `hits`: none
 
     async def strays(self, alias: str, limit: int) -> AsyncGenerator[list[IndexEntry], None]:
         try:
@@ -103,21 +92,13 @@ class EsIndexSide:
         try:
             while True:
                 body["pit"] = {"id": pit, "keep_alive": _PIT_KEEP_ALIVE}
-                try:
-                    response = await self._client.search(body=body, filter_path=_STRAY_HITS)
-                except (ApiError, TransportError) as exc:
-                    raise TransientError(
-                        ErrorCode.ES_UNAVAILABLE, f"search strays of {alias}: {exc}"
-                    ) from exc
-                pit = response.body.get("pit_id", pit)
-                hits: list[dict[str, Any]] = response.body.get("hits", {}).get("hits", [])
+                found = await self._search(
+                    f"search strays of {alias}", ["pit_id", *_HITS, "hits.hits.sort"], body=body
+                )
+                pit = found.get("pit_id", pit)
+                hits: list[dict[str, Any]] = found.get("hits", {}).get("hits", [])
                 if hits:
-                    yield [
-                        entry_of_source(
-                            h["_id"], int(h["_version"]), h.get("_source") or {}, content=False
-                        )
-                        for h in hits
-                    ]
+                    yield _entries(hits, content=False)
                 if len(hits) < limit:
                     return
                 body["search_after"] = hits[-1]["sort"]
@@ -145,15 +126,5 @@ def _light_entry(hit: dict[str, Any]) -> IndexEntry | None:
     fields = hit.get("fields")
     if not fields or "id" not in fields:
         return None
-    schema = fields.get("projection_schema_version")
-    deleted = fields.get("is_deleted")
-    key = fields.get("sync_hash")
-    return IndexEntry(
-        fields["id"][0],
-        int(hit["_version"]),
-        None,
-        schema[0] if schema and schema[0].__class__ is int else None,
-        deleted is not None and deleted[0] is True,
-        None,
-        key[0] if key and key[0].__class__ is int else None,
-    )
+    first = {name: values[0] for name, values in fields.items() if values}
+    return entry_of_source(first["id"], int(hit["_version"]), first, content=False)

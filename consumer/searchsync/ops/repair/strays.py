@@ -1,12 +1,10 @@
-"""The stray sweep: the documents no bucket holds (docs/design.md, "Repair", "Strays";
-invariant 13).
+"""The stray sweep: the documents no bucket holds (invariant 13).
 
-Once per type and rotation, after the buckets: read every document outside the key space
-(`IndexSide.strays`, at most `ceiling`), join the misplaced ones, drop the ids the buckets found,
-wait `settle_s` once and re-read the rest by id on both sides. A document still outside its key
-with a row is a STRAY (REBUILD at the row's revision; one above it is counted `ahead`, left
-alone); live without a row is an ORPHAN (tombstone at v + 1); a tombstone without a row is left
-alone. A failed read reports nothing; healing goes through the `Healer` (invariant 9).
+Once per type and rotation, after the buckets: read the documents outside the key space (at most
+`ceiling`), join the misplaced ones, drop the ids the buckets found, wait `settle_s` once and
+re-read the rest by id on both sides. A document still outside its key with a row is a STRAY
+(REBUILD at the row's revision; one above it is counted `ahead`, left alone); live without a row
+is an ORPHAN; a tombstone without a row is left alone. A failed read reports nothing.
 """
 
 from __future__ import annotations
@@ -21,10 +19,10 @@ from dataclasses import dataclass
 from searchsync.mysql.truth import Truth
 from searchsync.ops.repair.buckets import key_of_id
 from searchsync.ops.repair.heal import Healer
-from searchsync.ops.repair.load import Limits, LiveLagTooHigh
+from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.model import Finding, FindingKind, IndexEntry
 from searchsync.ops.repair.report import StrayReport
-from searchsync.ops.repair.sides import IndexSide, truth_by_ids
+from searchsync.ops.repair.sides import IndexSide, reread
 from searchsync.projection import Projector
 
 __all__ = ["StraySweep"]
@@ -58,8 +56,7 @@ class StraySweep:
         report = StrayReport(projector.aggregate_type, misplaced=len(misplaced))
         started = time.monotonic()
         try:
-            outside = await self._outside(alias, report)
-            ids = sorted((outside | misplaced.keys()) - set(found))
+            ids = sorted((await self._outside(alias, report) | misplaced.keys()) - set(found))
             report.candidates = len(ids)
             findings: list[Finding] = []
             if ids:
@@ -69,16 +66,11 @@ class StraySweep:
                 findings.extend(await self._confirm(projector, alias, chunk, report))
         except Exception as exc:  # a partial read: nothing from it counts
             report.interrupted = f"{type(exc).__name__}: {exc}"
-            report.seconds = time.monotonic() - started
             log.warning("repair sweep of %s strays interrupted", alias, exc_info=exc)
-            return report
-        appended_before = self.healer.appended
-        try:
-            report.appended = await self.healer.heal(findings)
-            report.findings = findings
-        except LiveLagTooHigh as exc:
-            report.appended = self.healer.appended - appended_before
-            report.stopped = str(exc)
+        else:
+            report.appended, report.stopped = await self.healer.heal(findings)
+            if report.stopped is None:
+                report.findings = findings
         report.seconds = time.monotonic() - started
         return report
 
@@ -99,12 +91,9 @@ class StraySweep:
         self, projector: Projector, alias: str, ids: Sequence[str], report: StrayReport
     ) -> list[Finding]:
         """The findings of `ids`, re-read by id on both sides."""
-        kind_type = projector.aggregate_type
-        rows = await truth_by_ids(self.truth, projector, ids)
-        await self.limits.mysql_rows.take(len(ids))
-        await self.limits.es_requests.take(1)
-        docs = await self.index.by_ids(alias, ids)
-        key = key_of_id(kind_type)
+        t = projector.aggregate_type
+        rows, docs = await reread(self.truth, self.index, self.limits, projector, alias, ids)
+        key = key_of_id(t)
         out: list[Finding] = []
         for i in ids:
             doc, row = docs.get(i), rows.get(i)
@@ -114,12 +103,9 @@ class StraySweep:
             detail = f"sync_hash {stored} outside the key range of {key(i)}"
             if row is None:
                 if not doc.is_deleted:
-                    out.append(Finding(FindingKind.ORPHAN, kind_type, i, None, doc.version, detail))
+                    out.append(Finding(FindingKind.ORPHAN, t, i, None, doc.version, detail))
             elif doc.version > row.revision:
                 report.ahead += 1
             else:
-                finding = Finding(
-                    FindingKind.STRAY, kind_type, i, row.revision, doc.version, detail
-                )
-                out.append(finding)
+                out.append(Finding(FindingKind.STRAY, t, i, row.revision, doc.version, detail))
         return out

@@ -1,12 +1,6 @@
-"""The wheel: choose buckets, scan them a span at a time, report the rotation (docs/design.md,
-"Repair").
-
-Each span is read completely on both sides (`span`, `reader`), compared, settled, healed through
-the outbox and completed; the next span is read while one settles (one ahead at most). A read that
-fails reports nothing from any bucket of its span (invariant 13). After a type's buckets, unless
-the rotation stopped, the stray sweep (`strays`) runs. A live lag that stays too high
-(`load.LagGuard`) stops the rotation (`RotationReport.stopped`).
-"""
+"""The wheel: choose buckets, scan them a span at a time (`span`), reading the next span while
+one settles and heals; then, unless the rotation stopped, the stray sweep (`strays`). A live lag
+that stays too high (`load.LagGuard`) stops the rotation (`RotationReport.stopped`)."""
 
 from __future__ import annotations
 
@@ -78,21 +72,12 @@ class Wheel:
         self._progress = progress
         self._limits = limits or Limits()
         self._alias_for = alias_for
-        reader = SpanReader(
-            truth,
-            index,
-            self._limits,
-            self._chunks(),
-            self._chunks(config.index_page_size),
-            self._chunks(),
-        )
+        chunks = self._chunks(), self._chunks(config.index_page_size), self._chunks()
+        reader = SpanReader(truth, index, self._limits, *chunks)
         self._scan = SpanScan(
             reader=reader,
-            truth=truth,
-            index=index,
             state=state,
             healer=healer,
-            limits=self._limits,
             alias_for=alias_for,
             content_share=config.content_share,
             settle_s=config.settle_s,
@@ -228,13 +213,5 @@ class Wheel:
     def _chunks(self, fixed: int | None = None) -> ChunkController:
         c = self._config
         if fixed is not None:
-            return ChunkController(
-                minimum=fixed, maximum=fixed, target_s=c.page_target_s, current=fixed
-            )
-        return ChunkController(
-            minimum=c.page_min,
-            maximum=c.page_max,
-            target_s=c.page_target_s,
-            current=c.page_size,
-            max_step=4.0,
-        )
+            return ChunkController(fixed, fixed, c.page_target_s, fixed)
+        return ChunkController(c.page_min, c.page_max, c.page_target_s, c.page_size, max_step=4.0)

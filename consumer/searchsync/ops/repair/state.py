@@ -123,7 +123,8 @@ class MysqlWheelState:
                 (key, epoch, m, canon, db_time(now)),
             )
             await cur.executemany(
-                "INSERT INTO search_repair_bucket (aggregate_type, epoch, bucket) VALUES (%s, %s, %s)",
+                "INSERT INTO search_repair_bucket (aggregate_type, epoch, bucket)"
+                " VALUES (%s, %s, %s)",
                 [(key, epoch, b) for b in range(m)],
             )
         return Epoch(aggregate_type, epoch, m, canon)

@@ -20,7 +20,7 @@ from searchsync.ops.repair.load import Limits, LiveLagTooHigh
 from searchsync.ops.repair.model import IndexEntry
 from searchsync.ops.repair.reader import SpanReader
 from searchsync.ops.repair.report import BucketReport, RotationReport
-from searchsync.ops.repair.schedule import Choice, SchedulePolicy, choose
+from searchsync.ops.repair.schedule import Choice, SchedulePolicy, age_s, choose
 from searchsync.ops.repair.sides import IndexSide
 from searchsync.ops.repair.span import SpanRead, SpanScan
 from searchsync.ops.repair.state import BucketState, Epoch, WheelState, ensure_epoch
@@ -102,78 +102,65 @@ class Wheel:
         started = time.monotonic()
         report = RotationReport(content_share=self._config.content_share)
         for projector in self._projectors:
-            epoch, new = await ensure_epoch(
-                self._state,
-                projector.aggregate_type,
-                self._config.bucket_count,
-                WHEEL_CANONICALIZATION_VERSION,
-                self._clock(),
-            )
-            report.epochs[projector.aggregate_type] = epoch
-            if new:
-                report.new_epochs.append(projector.aggregate_type)
-            states = await self._state.buckets(epoch)
-            now = self._clock()
-            picked = choose(states.values(), now, self._config.policy, limit or len(states))
-            n = 0
-            spans = list(self._spans(picked, states))
-            ahead: asyncio.Task[SpanRead | str] | None = None
-            misplaced: dict[str, IndexEntry] = {}
-            try:
-                for k, span in enumerate(spans):
-                    report.choices.extend((projector.aggregate_type, c) for c in span)
-                    current = ahead or asyncio.create_task(
-                        self._read_when_lag_allows(projector, epoch, span, states)
-                    )
-                    ahead = None
-                    read = await current
-                    if isinstance(read, str):
-                        report.stopped = read
-                        break
-                    misplaced.update(read.misplaced)  # none from a failed read
-                    if k + 1 < len(spans):  # read the next span while this one settles and heals
-                        ahead = asyncio.create_task(
-                            self._read_when_lag_allows(projector, epoch, spans[k + 1], states)
-                        )
-                    for bucket in await self._scan.finish(projector, epoch, read):
-                        n += 1
-                        report.buckets.append(bucket)
-                        if self._progress is not None:
-                            self._progress(bucket, n, len(picked))
-                        if bucket.stopped is not None:
-                            report.stopped = bucket.stopped
-                    if report.stopped is not None:
-                        break
-            finally:
-                if ahead is not None:  # begun, not finished: scanned again from its first key
-                    ahead.cancel()
-                    with contextlib.suppress(BaseException):
-                        await ahead
-            if report.stopped is None:
-                await self._sweep(projector, report, misplaced)
-            after = await self._state.buckets(epoch)
-            report.oldest_age_s[projector.aggregate_type] = max(
-                (
-                    self._config.policy.max_staleness_s
-                    if s.last_complete_at is None
-                    else (self._clock() - s.last_complete_at).total_seconds()
-                )
-                for s in after.values()
-            )
+            await self._rotate(projector, report, limit)
             if report.stopped is not None:
                 break
         report.seconds = time.monotonic() - started
         return report
 
-    async def _sweep(
-        self, projector: Projector, report: RotationReport, misplaced: dict[str, IndexEntry]
+    async def _rotate(
+        self, projector: Projector, report: RotationReport, limit: int | None
     ) -> None:
-        """The type's stray sweep, leaving out the ids its buckets found this rotation."""
-        t = projector.aggregate_type
-        found = {f.id for b in report.buckets if b.aggregate_type == t for f in b.findings}
-        sweep = await self._strays.sweep(projector, self._alias_for(t), misplaced, found)
-        report.strays.append(sweep)
-        report.stopped = sweep.stopped
+        t, c = projector.aggregate_type, self._config
+        epoch, new = await ensure_epoch(
+            self._state, t, c.bucket_count, WHEEL_CANONICALIZATION_VERSION, self._clock()
+        )
+        report.epochs[t] = epoch
+        if new:
+            report.new_epochs.append(t)
+        states = await self._state.buckets(epoch)
+        picked = choose(states.values(), self._clock(), c.policy, limit or len(states))
+        spans = list(self._spans(picked, states))
+        misplaced: dict[str, IndexEntry] = {}
+
+        def start(span: Sequence[Choice]) -> asyncio.Task[SpanRead | str]:
+            return asyncio.create_task(self._read_when_lag_allows(projector, epoch, span, states))
+
+        ahead: asyncio.Task[SpanRead | str] | None = None
+        n = 0
+        try:
+            for k, span in enumerate(spans):
+                report.choices.extend((t, choice) for choice in span)
+                current, ahead = ahead or start(span), None
+                read = await current
+                if isinstance(read, str):
+                    report.stopped = read
+                    break
+                misplaced.update(read.misplaced)  # none from a failed read
+                if k + 1 < len(spans):  # read the next span while this one settles and heals
+                    ahead = start(spans[k + 1])
+                for bucket in await self._scan.finish(projector, epoch, read):
+                    n += 1
+                    report.buckets.append(bucket)
+                    if self._progress is not None:
+                        self._progress(bucket, n, len(picked))
+                    if bucket.stopped is not None:
+                        report.stopped = bucket.stopped
+                if report.stopped is not None:
+                    break
+        finally:
+            if ahead is not None:  # begun, not finished: scanned again from its first key
+                ahead.cancel()
+                with contextlib.suppress(BaseException):
+                    await ahead
+        if report.stopped is None:  # the stray sweep, leaving out the ids the buckets found
+            found = {f.id for b in report.buckets if b.aggregate_type == t for f in b.findings}
+            sweep = await self._strays.sweep(projector, self._alias_for(t), misplaced, found)
+            report.strays.append(sweep)
+            report.stopped = sweep.stopped
+        after = await self._state.buckets(epoch)
+        now = self._clock()
+        report.oldest_age_s[t] = max(age_s(s, now, c.policy) for s in after.values())
 
     def _spans(
         self, picked: Sequence[Choice], states: Mapping[int, BucketState]

@@ -124,6 +124,15 @@ class SpanReader:
             out[b].docs = whole[b]
         return out
 
+    async def by_ids(
+        self, projector: Projector, alias: str, ids: Sequence[str]
+    ) -> tuple[dict[str, TruthEntry], dict[str, IndexEntry]]:
+        """The rows and documents of `ids`, read again by id with content (the settle re-check)."""
+        rows = await truth_by_ids(self.truth, projector, ids)
+        await self.limits.mysql_rows.take(len(ids))
+        await self.limits.es_requests.take(1)
+        return rows, await self.index.by_ids(alias, ids)
+
     async def _content_rows(self, projector: Projector, entries: Sequence[BucketEntries]) -> None:
         """The rows found by the light read, again by id with the projector's columns; a row gone
         in between is gone (the settle re-check decides)."""

@@ -1,7 +1,7 @@
 """What the wheel reads from each side: `Truth.bucket_page` (`searchsync.mysql.truth`) and
 `IndexSide.bucket_page` give one key range's entries after a `BucketCursor`, at most `limit`, with
-content only when asked; `IndexSide.strays` pages the documents outside the key space; `reread`
-is the settle re-check by id."""
+content only when asked; `IndexSide.strays` pages the documents outside the key space; `by_ids`
+and `truth_by_ids` read entries again by id, with content."""
 
 from __future__ import annotations
 
@@ -10,12 +10,11 @@ from typing import Any, Protocol
 
 from searchsync.mysql.truth import Truth, TruthEntry
 from searchsync.mysql.truth_buckets import entry_of_row
-from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.model import IndexEntry
 from searchsync.projection import Projector
 from searchsync.types import BucketCursor
 
-__all__ = ["IndexSide", "entry_of_source", "reread", "truth_by_ids"]
+__all__ = ["IndexSide", "entry_of_source", "truth_by_ids"]
 
 
 class IndexSide(Protocol):
@@ -34,21 +33,6 @@ async def truth_by_ids(
     """The rows of `ids` read from the primary, as entries with content."""
     rows = await truth.rows_by_id(projector, ids, primary=True)
     return {i: entry_of_row(r, content=True) for i, r in rows.items()}
-
-
-async def reread(
-    truth: Truth,
-    index: IndexSide,
-    limits: Limits,
-    projector: Projector,
-    alias: str,
-    ids: Sequence[str],
-) -> tuple[dict[str, TruthEntry], dict[str, IndexEntry]]:
-    """The rows and documents of `ids`, read again by id with content (within `limits`)."""
-    rows = await truth_by_ids(truth, projector, ids)
-    await limits.mysql_rows.take(len(ids))
-    await limits.es_requests.take(1)
-    return rows, await index.by_ids(alias, ids)
 
 
 def entry_of_source(

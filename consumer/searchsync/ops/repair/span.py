@@ -18,7 +18,6 @@ from searchsync.ops.repair.model import Finding, IndexEntry
 from searchsync.ops.repair.reader import BucketEntries, SpanReader
 from searchsync.ops.repair.report import BucketReport
 from searchsync.ops.repair.schedule import ewma
-from searchsync.ops.repair.sides import reread
 from searchsync.ops.repair.state import BucketState, Epoch, WheelState
 from searchsync.projection import Projector
 
@@ -145,7 +144,6 @@ class SpanScan:
             return []
         await self.sleep(self.settle_s)
         ids = sorted({f.id for f in candidates})
-        r = self.reader
         alias = self.alias_for(projector.aggregate_type)
-        rows, docs = await reread(r.truth, r.index, r.limits, projector, alias, ids)
+        rows, docs = await self.reader.by_ids(projector, alias, ids)
         return still_holding(projector, candidates, rows, docs)

@@ -9,20 +9,17 @@ is an ORPHAN; a tombstone without a row is left alone. A failed read reports not
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from searchsync.mysql.truth import Truth
 from searchsync.ops.repair.buckets import key_of_id
 from searchsync.ops.repair.heal import Healer
-from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.model import Finding, FindingKind, IndexEntry
+from searchsync.ops.repair.reader import SpanReader
 from searchsync.ops.repair.report import StrayReport
-from searchsync.ops.repair.sides import IndexSide, reread
 from searchsync.projection import Projector
 
 __all__ = ["StraySweep"]
@@ -35,14 +32,12 @@ class StraySweep:
     """`page_size`: entries per stray page and ids per settle re-read; `ceiling`: the most
     documents outside the key space one sweep reads (the rest wait for the next)."""
 
-    truth: Truth
-    index: IndexSide
+    reader: SpanReader
     healer: Healer
-    limits: Limits
     settle_s: float
     page_size: int
     ceiling: int
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    sleep: Callable[[float], Awaitable[None]]
 
     async def sweep(
         self,
@@ -77,9 +72,10 @@ class StraySweep:
     async def _outside(self, alias: str, report: StrayReport) -> set[str]:
         """The ids of the documents outside the key space, at most `ceiling`."""
         ids: set[str] = set()
-        async with contextlib.aclosing(self.index.strays(alias, self.page_size)) as pages:
+        r = self.reader
+        async with contextlib.aclosing(r.index.strays(alias, self.page_size)) as pages:
             async for page in pages:
-                await self.limits.es_requests.take(1)
+                await r.limits.es_requests.take(1)
                 ids.update(e.id for e in page)
                 if len(ids) >= self.ceiling:
                     report.truncated = True
@@ -92,7 +88,7 @@ class StraySweep:
     ) -> list[Finding]:
         """The findings of `ids`, re-read by id on both sides."""
         t = projector.aggregate_type
-        rows, docs = await reread(self.truth, self.index, self.limits, projector, alias, ids)
+        rows, docs = await self.reader.by_ids(projector, alias, ids)
         key = key_of_id(t)
         out: list[Finding] = []
         for i in ids:

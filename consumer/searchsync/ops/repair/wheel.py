@@ -86,10 +86,8 @@ class Wheel:
             sleep=sleep,
         )
         self._strays = StraySweep(
-            truth=truth,
-            index=index,
+            reader=reader,
             healer=healer,
-            limits=self._limits,
             settle_s=config.settle_s,
             page_size=config.stray_page,
             ceiling=config.stray_ceiling,

@@ -6,10 +6,10 @@ outside the key space in one point in time, sorted by ``_shard_doc``."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Sequence
 from typing import Any
 
-from elastic_transport import TransportError
+from elastic_transport import ObjectApiResponse, TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
 from searchsync.errors import ErrorCode, TransientError
@@ -31,6 +31,16 @@ _LIGHT: dict[str, Any] = {
 }
 _OUTSIDE_KEYS = {"bool": {"must_not": [{"range": {"sync_hash": {"gte": 0, "lt": HASH_SPACE}}}]}}
 _PIT_KEEP_ALIVE = "2m"  # between two pages of the stray read
+_STRAY_HITS = ["pit_id", *_HITS, "hits.hits.sort"]
+
+
+async def _es(what: str, call: Awaitable[ObjectApiResponse[Any]]) -> dict[str, Any]:
+    """The body of an Elasticsearch call; its failure as a `TransientError`."""
+    try:
+        body: dict[str, Any] = (await call).body
+    except (ApiError, TransportError) as exc:
+        raise TransientError(ErrorCode.ES_UNAVAILABLE, f"{what}: {exc}") from exc
+    return body
 
 
 def _entries(hits: list[dict[str, Any]], *, content: bool) -> list[IndexEntry]:
@@ -43,14 +53,6 @@ def _entries(hits: list[dict[str, Any]], *, content: bool) -> list[IndexEntry]:
 class EsIndexSide:
     def __init__(self, client: AsyncElasticsearch) -> None:
         self._client = client
-
-    async def _search(self, what: str, filter_path: list[str], **kw: Any) -> dict[str, Any]:
-        try:
-            response = await self._client.search(filter_path=filter_path, **kw)
-        except (ApiError, TransportError) as exc:
-            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"{what}: {exc}") from exc
-        body: dict[str, Any] = response.body
-        return body
 
     async def bucket_page(
         self, alias: str, lo: int, hi: int, after: BucketCursor | None, limit: int, *, content: bool
@@ -66,21 +68,19 @@ class EsIndexSide:
             body["search_after"] = [after[1]]
         what = f"search {alias}"
         if not content:
-            found = await self._search(what, _LIGHT_HITS, index=alias, body=body | _LIGHT)
+            search = self._client.search(index=alias, body=body | _LIGHT, filter_path=_LIGHT_HITS)
+            found = await _es(what, search)
             light = [_light_entry(h) for h in found.get("hits", {}).get("hits", [])]
             entries = [e for e in light if e is not None]
             if len(entries) == len(light):
                 return entries
             body["_source"] = _LIGHT_FIELDS[1:]  # a document without `id`: read it by `_id`
-        found = await self._search(what, _HITS, index=alias, body=body)
+        found = await _es(what, self._client.search(index=alias, body=body, filter_path=_HITS))
         return _entries(found.get("hits", {}).get("hits", []), content=content)  # no `hits`: none
 
     async def strays(self, alias: str, limit: int) -> AsyncGenerator[list[IndexEntry], None]:
-        try:
-            opened = await self._client.open_point_in_time(index=alias, keep_alive=_PIT_KEEP_ALIVE)
-        except (ApiError, TransportError) as exc:
-            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"open a PIT on {alias}: {exc}") from exc
-        pit: str = opened.body["id"]
+        opened = self._client.open_point_in_time(index=alias, keep_alive=_PIT_KEEP_ALIVE)
+        pit: str = (await _es(f"open a PIT on {alias}", opened))["id"]
         body: dict[str, Any] = {
             "query": _OUTSIDE_KEYS,
             "sort": [{"_shard_doc": "asc"}],
@@ -92,9 +92,8 @@ class EsIndexSide:
         try:
             while True:
                 body["pit"] = {"id": pit, "keep_alive": _PIT_KEEP_ALIVE}
-                found = await self._search(
-                    f"search strays of {alias}", ["pit_id", *_HITS, "hits.hits.sort"], body=body
-                )
+                search = self._client.search(body=body, filter_path=_STRAY_HITS)
+                found = await _es(f"search strays of {alias}", search)
                 pit = found.get("pit_id", pit)
                 hits: list[dict[str, Any]] = found.get("hits", {}).get("hits", [])
                 if hits:
@@ -110,13 +109,12 @@ class EsIndexSide:
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
-        try:
-            response = await self._client.mget(index=alias, ids=wanted, realtime=True)
-        except (ApiError, TransportError) as exc:
-            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"mget {alias}: {exc}") from exc
+        found = await _es(
+            f"mget {alias}", self._client.mget(index=alias, ids=wanted, realtime=True)
+        )
         return {
             d["_id"]: entry_of_source(d["_id"], int(d["_version"]), d["_source"], content=True)
-            for d in response.body["docs"]
+            for d in found["docs"]
             if d.get("found")
         }
 

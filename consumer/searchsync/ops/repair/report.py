@@ -59,10 +59,14 @@ class RotationReport:
     strays: list[StrayReport] = field(default_factory=list)
     content_share: float = 0.0  # the share of buckets whose content this rotation checks
 
+    @property
+    def parts(self) -> list[BucketReport | StrayReport]:
+        """The buckets, then the stray sweeps."""
+        return [*self.buckets, *self.strays]
+
     def findings(self) -> list[Finding]:
         """Every confirmed finding: the buckets', then the stray sweeps'."""
-        parts: list[BucketReport | StrayReport] = [*self.buckets, *self.strays]
-        return [f for part in parts for f in part.findings]
+        return [f for part in self.parts for f in part.findings]
 
     def counts(self) -> dict[str, int]:
         c: Counter[str] = Counter({k.value: 0 for k in FindingKind})

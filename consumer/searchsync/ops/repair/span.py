@@ -50,6 +50,8 @@ class SpanScan:
     alpha: float
     clock: Callable[[], datetime]
     sleep: Callable[[float], Awaitable[None]]
+    stray_page: int  # strays per page, and ids per settle re-read of the sweep
+    stray_ceiling: int  # strays outside the key space one sweep reads
 
     async def read(
         self, projector: Projector, epoch: Epoch, priors: Sequence[BucketState]

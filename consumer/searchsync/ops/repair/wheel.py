@@ -24,7 +24,7 @@ from searchsync.ops.repair.schedule import Choice, SchedulePolicy, age_s, choose
 from searchsync.ops.repair.sides import IndexSide
 from searchsync.ops.repair.span import SpanRead, SpanScan
 from searchsync.ops.repair.state import BucketState, Epoch, WheelState, ensure_epoch
-from searchsync.ops.repair.strays import StraySweep
+from searchsync.ops.repair.strays import sweep
 from searchsync.projection import Projector
 
 __all__ = ["Wheel", "WheelConfig"]
@@ -84,14 +84,8 @@ class Wheel:
             alpha=config.policy.alpha,
             clock=clock,
             sleep=sleep,
-        )
-        self._strays = StraySweep(
-            reader=reader,
-            healer=healer,
-            settle_s=config.settle_s,
-            page_size=config.stray_page,
-            ceiling=config.stray_ceiling,
-            sleep=sleep,
+            stray_page=config.stray_page,
+            stray_ceiling=config.stray_ceiling,
         )
 
     async def rotation(self, limit: int | None = None) -> RotationReport:
@@ -153,9 +147,9 @@ class Wheel:
                     await ahead
         if report.stopped is None:  # the stray sweep, leaving out the ids the buckets found
             found = {f.id for b in report.buckets if b.aggregate_type == t for f in b.findings}
-            sweep = await self._strays.sweep(projector, self._alias_for(t), misplaced, found)
-            report.strays.append(sweep)
-            report.stopped = sweep.stopped
+            swept = await sweep(self._scan, projector, self._alias_for(t), misplaced, found)
+            report.strays.append(swept)
+            report.stopped = swept.stopped
         after = await self._state.buckets(epoch)
         now = self._clock()
         report.oldest_age_s[t] = max(age_s(s, now, c.policy) for s in after.values())

@@ -14,6 +14,7 @@ from datetime import datetime
 
 from searchsync.ops.repair.compare import compare, still_holding
 from searchsync.ops.repair.heal import Healer
+from searchsync.ops.repair.load import LiveLagTooHigh
 from searchsync.ops.repair.model import Finding, IndexEntry
 from searchsync.ops.repair.reader import BucketEntries, SpanReader
 from searchsync.ops.repair.report import BucketReport
@@ -29,12 +30,11 @@ log = logging.getLogger(__name__)
 @dataclass(slots=True)
 class SpanRead:
     """A span begun and read: its buckets' reports so far and entries (None: the read failed,
-    with `error`), and the documents its ranges returned outside their keys (`misplaced`)."""
+    the reports say why), and the documents its ranges returned outside their keys."""
 
     priors: list[BucketState]
     reports: list[BucketReport]
     entries: dict[int, BucketEntries] | None
-    error: BaseException | None
     read_s: float
     misplaced: dict[str, IndexEntry] = field(default_factory=dict)
 
@@ -55,8 +55,14 @@ class SpanScan:
 
     async def read(
         self, projector: Projector, epoch: Epoch, priors: Sequence[BucketState]
-    ) -> SpanRead:
-        """Begin and read the span; a failed read is returned, not raised (`finish` reports it)."""
+    ) -> SpanRead | str:
+        """Once the live lag allows it (else why not), begin and read the span; a failed read is
+        returned, not raised (`finish` reports it)."""
+        where = ", ".join(str(p.bucket) for p in priors)
+        try:
+            await self.reader.limits.lag.wait(f"{projector.aggregate_type} buckets {where}")
+        except LiveLagTooHigh as exc:
+            return str(exc)
         generations = await self.state.begin_many(epoch, [p.bucket for p in priors])
         reports: list[BucketReport] = []
         for p in priors:
@@ -77,21 +83,21 @@ class SpanScan:
             )
         except Exception as exc:  # a partial read: nothing from this span counts
             cause = exc.exceptions[0] if isinstance(exc, ExceptionGroup) else exc
-            return SpanRead(list(priors), reports, None, cause, time.monotonic() - started)
+            each_s = (time.monotonic() - started) / len(reports)
+            for r in reports:
+                r.interrupted, r.seconds = f"{type(cause).__name__}: {cause}", each_s
+            buckets = [r.bucket for r in reports]
+            log.warning("repair scan of buckets %s interrupted", buckets, exc_info=cause)
+            return SpanRead(list(priors), reports, None, 0.0)
         elapsed = time.monotonic() - started
-        return SpanRead(list(priors), reports, entries, None, elapsed, misplaced)
+        return SpanRead(list(priors), reports, entries, elapsed, misplaced)
 
     async def finish(
         self, projector: Projector, epoch: Epoch, read: SpanRead
     ) -> list[BucketReport]:
         """Compare, settle, heal and complete each bucket of a span read."""
         reports, read_s, entries = read.reports, read.read_s, read.entries
-        if entries is None:
-            for r in reports:
-                r.interrupted = f"{type(read.error).__name__}: {read.error}"
-                r.seconds = read_s / len(reports)
-            buckets = [r.bucket for r in reports]
-            log.warning("repair scan of buckets %s interrupted", buckets, exc_info=read.error)
+        if entries is None:  # the read failed: no bucket completes
             return reports
         total = sum(len(e.rows) + len(e.docs) for e in entries.values()) or 1
         candidates: list[Finding] = []

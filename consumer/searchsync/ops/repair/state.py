@@ -55,11 +55,9 @@ class WheelState(Protocol):
 
     async def begin_many(self, epoch: Epoch, buckets: Sequence[int]) -> dict[int, int]:
         """`begin` of each bucket, at once (one transaction on MySQL)."""
-        ...
 
     async def complete_many(self, epoch: Epoch, states: Sequence[BucketState]) -> None:
         """`complete` of each state, at once (one transaction on MySQL)."""
-        ...
 
 
 async def ensure_epoch(
@@ -159,21 +157,15 @@ class MysqlWheelState:
         if not buckets:
             return {}
         args = (self._scope + epoch.aggregate_type, epoch.epoch, *buckets)
-        where = " WHERE aggregate_type = %s AND epoch = %s AND bucket IN %s"
+        where = expand_in(
+            " WHERE aggregate_type = %s AND epoch = %s AND bucket IN %s", len(buckets)
+        )
         async with transaction_cursor(self._pool, "begin repair buckets") as cur:
             await cur.execute(
-                expand_in(
-                    "UPDATE search_repair_bucket SET running_generation = generation + 1" + where,
-                    len(buckets),
-                ),
-                args,
+                "UPDATE search_repair_bucket SET running_generation = generation + 1" + where, args
             )
             await cur.execute(
-                expand_in(
-                    "SELECT bucket, running_generation FROM search_repair_bucket" + where,
-                    len(buckets),
-                ),
-                args,
+                "SELECT bucket, running_generation FROM search_repair_bucket" + where, args
             )
             found = {int(b): int(g) for b, g in await cur.fetchall()}
         return {b: found[b] for b in buckets}

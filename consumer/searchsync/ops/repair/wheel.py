@@ -16,14 +16,14 @@ from searchsync.mysql.truth import Truth
 from searchsync.ops.chunks import ChunkController
 from searchsync.ops.repair.buckets import WHEEL_CANONICALIZATION_VERSION
 from searchsync.ops.repair.heal import Healer
-from searchsync.ops.repair.load import Limits, LiveLagTooHigh
+from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.model import IndexEntry
 from searchsync.ops.repair.reader import SpanReader
 from searchsync.ops.repair.report import BucketReport, RotationReport
 from searchsync.ops.repair.schedule import Choice, SchedulePolicy, age_s, choose
 from searchsync.ops.repair.sides import IndexSide
 from searchsync.ops.repair.span import SpanRead, SpanScan
-from searchsync.ops.repair.state import BucketState, Epoch, WheelState, ensure_epoch
+from searchsync.ops.repair.state import BucketState, WheelState, ensure_epoch
 from searchsync.ops.repair.strays import sweep
 from searchsync.projection import Projector
 
@@ -116,7 +116,9 @@ class Wheel:
         misplaced: dict[str, IndexEntry] = {}
 
         def start(span: Sequence[Choice]) -> asyncio.Task[SpanRead | str]:
-            return asyncio.create_task(self._read_when_lag_allows(projector, epoch, span, states))
+            return asyncio.create_task(
+                self._scan.read(projector, epoch, [states[c.bucket] for c in span])
+            )
 
         ahead: asyncio.Task[SpanRead | str] | None = None
         n = 0
@@ -172,22 +174,6 @@ class Wheel:
             rows += seen
         if span:
             yield span
-
-    async def _read_when_lag_allows(
-        self,
-        projector: Projector,
-        epoch: Epoch,
-        span: Sequence[Choice],
-        states: Mapping[int, BucketState],
-    ) -> SpanRead | str:
-        """The span begun and read once the live group's lag allows it; why not, when it does
-        not within the guard's timeout."""
-        where = ", ".join(str(c.bucket) for c in span)
-        try:
-            await self._limits.lag.wait(f"{projector.aggregate_type} buckets {where}")
-        except LiveLagTooHigh as exc:
-            return str(exc)
-        return await self._scan.read(projector, epoch, [states[c.bucket] for c in span])
 
     def _chunks(self, fixed: int | None = None) -> ChunkController:
         c = self._config

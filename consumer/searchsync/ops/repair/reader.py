@@ -1,11 +1,8 @@
 """How the wheel reads a span of buckets: adjacent buckets merged into key ranges, each read once
-on each side (MySQL and Elasticsearch at the same time) in adaptive pages resuming after a
-`BucketCursor`. Every entry goes to the bucket of its id's key; a document whose stored
-``sync_hash`` is not that key is also handed back as *misplaced*. Content buckets get their rows
-again by id with the projector's columns, and their whole documents by key range.
-
-Every range is read to its end before anything is returned; a failure on either side cancels the
-other and propagates: the caller counts none of the span's buckets (invariant 13).
+on each side (at the same time) in adaptive pages resuming after a `BucketCursor`. Every entry
+goes to the bucket of its id's key; a document whose stored ``sync_hash`` is not that key is also
+handed back as *misplaced*. Every range is read to its end before anything is returned; a failure
+on either side cancels the other and propagates (invariant 13).
 """
 
 from __future__ import annotations

@@ -70,10 +70,9 @@ class Wheel:
         self._config = config
         self._clock = clock
         self._progress = progress
-        self._limits = limits or Limits()
         self._alias_for = alias_for
         chunks = self._chunks(), self._chunks(config.index_page_size), self._chunks()
-        reader = SpanReader(truth, index, self._limits, *chunks)
+        reader = SpanReader(truth, index, limits or Limits(), *chunks)
         self._scan = SpanScan(
             reader=reader,
             state=state,

@@ -112,11 +112,8 @@ class EsIndexSide:
         found = await _es(
             f"mget {alias}", self._client.mget(index=alias, ids=wanted, realtime=True)
         )
-        return {
-            d["_id"]: entry_of_source(d["_id"], int(d["_version"]), d["_source"], content=True)
-            for d in found["docs"]
-            if d.get("found")
-        }
+        hits = [d for d in found["docs"] if d.get("found")]
+        return {e.id: e for e in _entries(hits, content=True)}
 
 
 def _light_entry(hit: dict[str, Any]) -> IndexEntry | None:

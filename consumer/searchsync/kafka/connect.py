@@ -1,10 +1,6 @@
-"""A small client for Kafka Connect's REST API: a connector's status and the restart of one task.
-
-`ConnectorStatus.running` is the one rule every caller uses: the connector and at least one task
-exist, and all of them are RUNNING. Each request runs on a worker thread, bounded by
-``[connect] request_timeout_s``. An unreachable Connect, or an answer that is not a status, is
-`ConnectUnavailable`; an unknown connector is a status with state ``MISSING``.
-"""
+"""A small client for Kafka Connect's REST API: a connector's status and the restart of a task, each
+on a worker thread within ``[connect] request_timeout_s``. No answer, or one that is not a status,
+is `ConnectUnavailable`; an unknown connector has state ``MISSING``."""
 
 from __future__ import annotations
 
@@ -72,7 +68,7 @@ class ConnectorStatus:
         )
 
     def problems(self) -> list[str]:
-        """Why it is not `running`, one reason per line (empty when it is)."""
+        """Why it is not `running`, one reason each."""
         if self.state == MISSING:
             return [f"connector {self.name} is not registered in Kafka Connect"]
         reasons: list[str] = []
@@ -100,7 +96,7 @@ class ConnectorStatus:
 
 
 def parse_status(name: str, body: Mapping[str, Any]) -> ConnectorStatus:
-    """A `ConnectorStatus` from the JSON of ``GET /connectors/<name>/status``."""
+    """A `ConnectorStatus` from ``GET /connectors/<name>/status``'s JSON."""
     try:
         connector = body["connector"]
         tasks = tuple(
@@ -133,7 +129,7 @@ class ConnectClient:
         self._post = post or _urllib_post
 
     async def restart_task(self, task_id: int, name: str | None = None) -> None:
-        """``POST /connectors/<name>/tasks/<id>/restart`` (Connect answers 204, or 202)."""
+        """``POST /connectors/<name>/tasks/<id>/restart``."""
         connector = urllib.parse.quote(name or self._settings.connector, safe="")
         url = f"{self._settings.url}/connectors/{connector}/tasks/{int(task_id)}/restart"
         code, data = await self._call(self._post, url)
@@ -141,7 +137,7 @@ class ConnectClient:
             raise ConnectUnavailable(f"POST {url} answered {code}: {data[:200]!r}")
 
     async def status(self, name: str | None = None) -> ConnectorStatus:
-        """The status of connector `name` (default: ``[connect] connector``)."""
+        """The status of connector `name` (default ``[connect] connector``)."""
         connector = name or self._settings.connector
         url = f"{self._settings.url}/connectors/{urllib.parse.quote(connector, safe='')}/status"
         code, data = await self._call(self._fetch, url)
@@ -158,7 +154,6 @@ class ConnectClient:
         return parse_status(connector, body)
 
     async def _call(self, request: Fetch, url: str) -> tuple[int, bytes]:
-        """One request on a worker thread; no answer at all is `ConnectUnavailable`."""
         try:
             return await asyncio.to_thread(request, url, self._settings.request_timeout_s)
         except OSError as exc:

@@ -1,11 +1,9 @@
 """The Kafka side of the pipeline: a confluent-kafka consumer driven from asyncio.
 
-Every librdkafka call runs on ONE dedicated thread, so the event loop never blocks. Rebalance
-callbacks run inside `consume()` on that thread; the revoke callback asks the loop to drain the
-revoked partitions (`RebalanceListener.revoking`) and commits the offsets it gets back before the
-partitions go (docs/design.md, invariant 5). Offsets are committed explicitly
-(`searchsync.kafka.config.member_config`). A partition whose committed offset lies below the log
-start is kept but never read (`searchsync.kafka.gaps`).
+Every librdkafka call runs on ONE dedicated thread. The revoke callback (inside `consume()`) asks
+the loop to drain the revoked partitions and commits the offsets it gets back before they go
+(docs/design.md, invariant 5). A partition below the log start is kept but never read
+(`kafka.gaps`).
 """
 
 from __future__ import annotations
@@ -30,9 +28,8 @@ P = ParamSpec("P")
 
 
 class RawMessage(NamedTuple):
-    """A consumed message as plain data: what the pipeline needs, detached from librdkafka.
-
-    A hot-path `NamedTuple` (one per message): never compare one with a plain tuple."""
+    """A consumed message as plain data (a hot-path `NamedTuple`: never compare one with a
+    plain tuple)."""
 
     topic: str
     partition: int
@@ -43,11 +40,8 @@ class RawMessage(NamedTuple):
 
 
 class RebalanceListener(Protocol):
-    """What the pipeline does when partitions come and go.
-
-    `revoking` runs on the event loop while the consumer thread waits for it; it returns the
-    offsets to commit for the revoked partitions.
-    """
+    """What the pipeline does when partitions come and go; `revoking` runs on the loop while the
+    consumer thread waits, and returns the offsets to commit."""
 
     def assigned(self, partitions: Sequence[TopicPartition]) -> None: ...
 
@@ -70,8 +64,8 @@ class KafkaIntake:
         gaps: GapBoard | None = None,
         fresh_start: str = "earliest",
     ) -> None:
-        """`fresh_start`: where a partition without a committed offset starts (earliest,
-        latest); `gaps` holds the partitions blocked by a history gap."""
+        """`fresh_start`: where a partition without a committed offset starts; `gaps`: the blocked
+        partitions."""
         self._config = dict(config)
         self._subscription = list(subscription)
         self._listener = listener
@@ -118,7 +112,7 @@ class KafkaIntake:
         return out
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, bool]:
-        """Synchronous commit of `offsets` (next offset to read); returns success per partition."""
+        """Synchronous commit of `offsets` (next to read); success per partition."""
         if not offsets:
             return {}
         return await self._call(self._commit, dict(offsets))
@@ -141,9 +135,8 @@ class KafkaIntake:
     async def high_watermarks(
         self, partitions: Sequence[TopicPartition]
     ) -> dict[TopicPartition, int]:
-        """The end offsets of `partitions` as of the last fetch responses (no broker round trip,
-        which would wait behind the long-poll fetch); partitions not fetched yet are left out.
-        """
+        """End offsets as of the last fetch (no broker round trip); partitions not fetched yet are
+        left out."""
         return await self._call(self._high_watermarks, list(partitions))
 
     def _high_watermarks(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
@@ -160,7 +153,7 @@ class KafkaIntake:
         return out
 
     async def close(self) -> None:
-        """Leave the group (the revoke callback commits what is finished) and stop the thread."""
+        """Leave the group (the revoke callback commits what is finished)."""
         if self._closed:
             return
         self._closed = True
@@ -231,10 +224,7 @@ class KafkaIntake:
 
 
 def _resume(consumer: Any, partitions: list[KafkaTopicPartition]) -> None:
-    """Resume partitions on their way out: librdkafka keeps a pause across a revoke, and a
-    partition assigned back later would never be fetched again. Backpressure pauses it again after a
-    new assignment if the pressure is still there.
-    """
+    """Resume partitions on their way out: librdkafka keeps a pause across a revoke."""
     try:
         consumer.resume(partitions)
     except KafkaException as exc:  # not assigned any more: nothing is paused either
@@ -252,7 +242,7 @@ def _raw(m: Message) -> RawMessage:
 def _commit_sync(
     consumer: Any, offsets: Mapping[TopicPartition, int]
 ) -> dict[TopicPartition, bool]:
-    """Commit synchronously and report, per partition, whether the broker accepted it."""
+    """Commit synchronously; per partition, whether the broker accepted it."""
     tps = [KafkaTopicPartition(t, p, o) for (t, p), o in offsets.items()]
     try:
         results = consumer.commit(offsets=tps, asynchronous=False)

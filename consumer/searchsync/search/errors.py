@@ -1,10 +1,5 @@
-"""Reading Elasticsearch's error answers, in one place.
-
-An error answer looks like ``{"error": {"type": ..., "reason": ...}, "status": 4xx}``; older
-nodes and proxies may answer ``{"error": "text"}`` or a body that is not JSON at all.
-`es_error` reads any of them into an `EsError`; `status_code` maps an error answer to its
-`ErrorCode`.
-"""
+"""Reading Elasticsearch's error answers (`es_error`) and mapping them to an `ErrorCode`
+(`status_code`)."""
 
 from __future__ import annotations
 
@@ -28,7 +23,7 @@ _MAPPING_ERRORS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class EsError:
-    """What an `ApiError` says: HTTP status, Elasticsearch's error ``type`` and ``reason``."""
+    """An `ApiError`'s HTTP status, error ``type`` and ``reason``."""
 
     status: int
     type: str | None
@@ -39,7 +34,8 @@ class EsError:
 
 
 def es_error(exc: ApiError) -> EsError:
-    """The status, type and reason of `exc`; the reason falls back to the client's message."""
+    """The status, type and reason of `exc` (any answer shape); the reason falls back to the
+    message."""
     status = exc.meta.status
     body = exc.body
     error = body.get("error") if isinstance(body, dict) else None

@@ -1,14 +1,8 @@
-"""The read port: what an application reads back from the index (`searchsync.read` uses it).
+"""The read port (`SearchReader`, used by `searchsync.read`): real-time versions by mget through the
+write alias, and searches (as of the last refresh; a read alias never returns a tombstone).
 
-- `get_versions(alias, ids)`: each id's stored ``_version`` by a real-time GET (mget) through the
-  write alias: it sees a write as soon as it is acknowledged, without a refresh;
-- `search(alias, query, size=...)`: a search, which sees the index as of its last refresh;
-  through a read alias (``<alias>_live``) it never returns a tombstone.
-
-`EsSearchReader` implements it on a real cluster, `tests.fakes.search_index.InMemoryIndex` in
-memory. Neither ever asks for a refresh. A cluster that does not answer (or answers 429/5xx)
-raises `TransientError`; a missing alias raises it with ``ErrorCode.ALIAS_MISSING``; a query the
-cluster refuses (400) raises `InvalidRequest`.
+No refresh is ever asked. No answer, 429 or 5xx raises `TransientError` (``ALIAS_MISSING`` for a
+missing alias); a refused query raises `InvalidRequest`.
 """
 
 from __future__ import annotations
@@ -29,7 +23,7 @@ __all__ = ["EsSearchReader", "SearchReader", "StoredDocument"]
 
 @dataclass(frozen=True, slots=True)
 class StoredDocument:
-    """A stored document as a read returns it: its id, ``_version`` and ``_source``."""
+    """A stored document: its id, ``_version`` and ``_source``."""
 
     doc_id: str
     version: int
@@ -45,7 +39,7 @@ class SearchReader(Protocol):
 
 
 class EsSearchReader:
-    """`SearchReader` over `AsyncElasticsearch` (the caller owns and closes the client)."""
+    """`SearchReader` over `AsyncElasticsearch` (the caller closes the client)."""
 
     def __init__(self, client: AsyncElasticsearch) -> None:
         self._client = client

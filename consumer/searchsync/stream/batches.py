@@ -1,11 +1,6 @@
-"""Running batches: take ready works, process them, apply each verdict's decision.
-
-At most `max_concurrent` batches run at once, and a batch slot is free as soon as its verdicts
-are applied. Applying is the one place a verdict has an effect: `decide` (a pure function of the
-verdict) says finish, retry or dead-letter, and the work goes back to the `WorkState` once, with
-that outcome. Projection-state outcomes go to the `StateBuffer`, which the pipeline writes on its
-timer (`searchsync.mysql.state_buffer`).
-"""
+"""Running batches: take ready works, process them, and apply each verdict's `decide` (finish,
+retry, dead-letter) to the `WorkState`, once. At most `max_concurrent` batches run; projection-state
+outcomes go to the `StateBuffer`."""
 
 from __future__ import annotations
 
@@ -45,7 +40,7 @@ log = logging.getLogger(__name__)
 
 
 class Batches:
-    """The batch tasks, and `done`: set whenever a batch applied its verdicts."""
+    """The batch tasks; `done` is set whenever a batch applied its verdicts."""
 
     def __init__(
         self,
@@ -91,7 +86,7 @@ class Batches:
             task.add_done_callback(self._running.discard)
 
     async def wait_for(self, partitions: Collection[TopicPartition], deadline: float) -> None:
-        """Wait until no work of `partitions` is in flight, or the (clock) deadline passes."""
+        """Wait until no work of `partitions` is in flight, or the deadline passes."""
         while self._state.busy(partitions) and self._clock() < deadline:
             self._settled.clear()
             try:
@@ -232,7 +227,7 @@ class Batches:
 
 
 def _log_summary(works: list[Work], tally: Tally, seconds: float) -> None:
-    """The one INFO line for a batch's successes (each failure has its own line)."""
+    """The one INFO line for a batch's successes."""
     results: dict[str, int] = {}
     for (_, result), n in tally.items():
         results[result] = results.get(result, 0) + n

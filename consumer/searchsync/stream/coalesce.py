@@ -1,13 +1,8 @@
-"""Key coalescing: per-key ordering with a bounded number of works in flight.
+"""Key coalescing: per-key order with a bounded number of works in flight.
 
-Events are thin: each one only says that its aggregate changed, and the worker re-reads the
-current row. So all the events of one key that are waiting can share a single re-read, which sees
-the latest row and therefore covers every one of them (the newest as applied, the others as
-superseded; docs/design.md, invariant 5). A key has at most one work in flight, which keeps the
-writes of one key in order; events that arrive meanwhile wait for the next work of that key.
-
-The coalescer only holds events and positions; reading, writing and committing belong to other
-steps. `is_full` is its backpressure signal to the intake (pause partitions, never sleep).
+Events are thin, so all waiting events of one key share one re-read of the row, which covers them
+all (the newest applied, the others superseded; docs/design.md, invariant 5). A key has at most one
+work in flight; later events wait for its next work. `is_full` is the backpressure signal.
 """
 
 from __future__ import annotations
@@ -22,12 +17,9 @@ Entry = tuple[ThinEvent, Position]
 
 @dataclass(slots=True, eq=False)
 class Work:
-    """The events of one key handled by one re-read of the truth.
-
-    Compared by identity: a work is one attempt handed out by `Coalescer.take_ready`, and only
-    that very object may be completed or released. Treat it as read-only (not frozen: a frozen
-    dataclass is built several times slower, and one is built per work).
-    """
+    """The events of one key handled by one re-read of the truth. Compared by identity: only the
+    very object `take_ready` handed out may be completed or released. Read-only (not frozen: one is
+    built per work)."""
 
     key: Key
     events: tuple[Entry, ...]
@@ -49,7 +41,7 @@ class Work:
 
     @property
     def newest(self) -> ThinEvent:
-        """The event with the highest revision (the latest to arrive on a tie)."""
+        """The event with the highest revision (the latest on a tie)."""
         best = self.events[0][0]
         if len(self.events) == 1:
             return best
@@ -60,7 +52,7 @@ class Work:
 
 
 class _KeyState:
-    """What the coalescer knows about one key: its waiting events and its work in flight."""
+    """One key's waiting events and work in flight."""
 
     __slots__ = ("attempts", "queued", "running")
 
@@ -72,12 +64,8 @@ class _KeyState:
 
 
 class Coalescer:
-    """Groups events by key, hands out at most one work per key and `max_in_flight` in all.
-
-    Keys become ready in arrival order and `take_ready` serves them first in, first out. A key's
-    queued events merge into one work until it starts; events arriving while it runs wait for the
-    next one, which becomes ready when the running work completes or is released.
-    """
+    """Groups events by key; at most one work per key and `max_in_flight` in all, keys served first
+    in, first out. A key's queued events merge into one work until it starts."""
 
     __slots__ = ("_in_flight", "_keys", "_max_in_flight", "_max_queued", "_queued", "_ready")
 
@@ -95,7 +83,7 @@ class Coalescer:
         self._in_flight = 0
 
     def add(self, event: ThinEvent, pos: Position) -> None:
-        """Queue an event under its key (merging with the key's queued events, if any)."""
+        """Queue an event under its key."""
         key = event.key
         state = self._keys.get(key)
         if state is None:
@@ -125,11 +113,8 @@ class Coalescer:
         return works
 
     def complete(self, work: Work) -> list[Position]:
-        """Finish a work; returns every position it finishes and readies the key's next group.
-
-        Positions of a partition dropped meanwhile are returned too; the offset ledger ignores
-        them because it forgot that partition.
-        """
+        """Finish a work: every position it finishes (those of a dropped partition too: the ledger
+        ignores them); the key's next group becomes ready."""
         state = self._running_state(work)
         state.running = None
         self._in_flight -= 1
@@ -140,11 +125,8 @@ class Coalescer:
         return list(work.positions)
 
     def release(self, work: Work) -> None:
-        """Give a work back for a later retry, merged with the events that waited behind it.
-
-        Call it when the retry is due: until then the key stays in flight, so nothing newer of
-        that key overtakes it. The next work of the key counts this work's attempts.
-        """
+        """Give a work back, when its retry is due, merged with the events that waited behind it;
+        the next work counts its attempts."""
         state = self._running_state(work)
         state.running = None
         self._in_flight -= 1
@@ -154,10 +136,8 @@ class Coalescer:
         self._ready[work.key] = None
 
     def drop_partition(self, topic: str, partition: int) -> int:
-        """Forget the queued events of a revoked partition; returns how many were dropped.
-
-        Works already in flight are left alone: they finish normally.
-        """
+        """Forget a revoked partition's queued events (works in flight finish normally); how
+        many."""
         dropped = 0
         for key in list(self._keys):
             state = self._keys[key]
@@ -180,19 +160,18 @@ class Coalescer:
         return dropped
 
     def in_flight(self) -> int:
-        """Works started and not yet completed or released."""
         return self._in_flight
 
     def ready(self) -> int:
-        """Keys whose work could start now, if the in-flight bound allows."""
+        """Keys whose work could start now."""
         return len(self._ready)
 
     def queued(self) -> int:
-        """Events waiting for a work (ready or behind a work in flight)."""
+        """Events waiting for a work."""
         return self._queued
 
     def is_full(self) -> bool:
-        """True when the intake should pause: `max_queued` events or more are waiting."""
+        """`max_queued` events or more wait: intake should pause."""
         return self._queued >= self._max_queued
 
     def _running_state(self, work: Work) -> _KeyState:

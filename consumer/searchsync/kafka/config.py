@@ -34,9 +34,7 @@ def member_config(kafka: KafkaSettings) -> dict[str, Any]:
     start: `kafka.gaps`)."""
     return {
         **consumer_config(
-            kafka.client_config(),
-            group_id=kafka.group_id,
-            auto_offset_reset="error",
+            kafka.client_config(), group_id=kafka.group_id, auto_offset_reset="error"
         ),
         "partition.assignment.strategy": "cooperative-sticky",
         "session.timeout.ms": kafka.session_timeout_ms,

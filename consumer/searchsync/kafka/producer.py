@@ -146,12 +146,7 @@ def produce_and_wait(
         delivered.append(msg)
 
     producer.produce(
-        topic,
-        value,
-        key,
-        partition=partition,
-        headers=headers,
-        on_delivery=on_delivery,
+        topic, value, key, partition=partition, headers=headers, on_delivery=on_delivery
     )
     deadline = Deadline(clock, timeout_s)
     while not outcome and not deadline.expired():

@@ -139,14 +139,7 @@ class OpenSearchClient:
             "GET", f"/{_name(index)}/_doc/{quote(id, safe='')}", params=params
         )
 
-    async def index(
-        self,
-        *,
-        index: str,
-        id: str,
-        document: Any,
-        **params: Any,
-    ) -> OsAnswer:
+    async def index(self, *, index: str, id: str, document: Any, **params: Any) -> OsAnswer:
         path = f"/{_name(index)}/_doc/{quote(id, safe='')}"
         return await self.request("PUT", path, params=params, body=document)
 

@@ -42,12 +42,7 @@ class Vitals:
     """The paused partitions, and the pipeline's gauges and readiness."""
 
     def __init__(
-        self,
-        *,
-        work: WorkState,
-        dead_letters: DeadLetters,
-        fence: SchemaFence,
-        metrics: Metrics,
+        self, *, work: WorkState, dead_letters: DeadLetters, fence: SchemaFence, metrics: Metrics
     ) -> None:
         self._work = work
         self._dead = dead_letters

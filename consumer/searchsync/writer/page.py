@@ -51,11 +51,7 @@ class PageWriter:
     committed (the one to wait for); refusals and ``delete_outbox_row`` as `AggregateWriter`'s."""
 
     def __init__(
-        self,
-        pool: aiomysql.Pool,
-        *,
-        clock: WallClock = utc_now,
-        delete_outbox_row: bool = False,
+        self, pool: aiomysql.Pool, *, clock: WallClock = utc_now, delete_outbox_row: bool = False
     ) -> None:
         self._pool = pool
         self._writer = AsyncAggregateWriter(

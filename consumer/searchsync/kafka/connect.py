@@ -164,21 +164,20 @@ class ConnectClient:
 
 
 def _urllib_fetch(url: str, timeout_s: float) -> tuple[int, bytes]:
-    request = urllib.request.Request(url, headers={"Accept": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            return int(response.status), bytes(response.read())
-    except urllib.error.HTTPError as exc:  # a status other than 2xx: still an answer
-        return int(exc.code), bytes(exc.read())
+    return _urlopen(urllib.request.Request(url, headers={"Accept": "application/json"}), timeout_s)
 
 
 def _urllib_post(url: str, timeout_s: float) -> tuple[int, bytes]:
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     request = urllib.request.Request(url, data=b"", headers=headers, method="POST")
+    return _urlopen(request, timeout_s)
+
+
+def _urlopen(request: urllib.request.Request, timeout_s: float) -> tuple[int, bytes]:
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as response:
             return int(response.status), bytes(response.read())
-    except urllib.error.HTTPError as exc:
+    except urllib.error.HTTPError as exc:  # a status other than 2xx: still an answer
         return int(exc.code), bytes(exc.read())
 
 

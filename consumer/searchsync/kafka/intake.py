@@ -115,10 +115,7 @@ class KafkaIntake:
         """Synchronous commit of `offsets` (next to read); success per partition."""
         if not offsets:
             return {}
-        return await self._call(self._commit, dict(offsets))
-
-    def _commit(self, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, bool]:
-        return _commit_sync(self._consumer, offsets)
+        return await self._call(_commit_sync, self._consumer, dict(offsets))
 
     async def pause(self, partitions: Sequence[TopicPartition]) -> None:
         if partitions:

@@ -149,20 +149,16 @@ class SchemaFence:
         entry = self._entries.get(target)
         if entry is None or entry.own_version != own_version:
             self._entries[target] = _Entry(None, own_version, None)
-        await self._refresh(lambda e, now: self._is_due(e, now), only=target)
+        await self._refresh(self._is_due, only=target)
         return self.state(target)
 
     async def recheck(self, target: str, *, since: int) -> TargetState | None:
         """Check `target` again unless a check started after `since` answered."""
-
-        def stale(entry: _Entry, _now: float) -> bool:
-            return entry.check_number <= since
-
-        await self._refresh(stale, only=target)
+        await self._refresh(lambda entry, _now: entry.check_number <= since, only=target)
         return self.state(target)
 
     async def refresh_if_due(self) -> None:
-        await self._refresh(lambda e, now: self._is_due(e, now))
+        await self._refresh(self._is_due)
 
     # -- verdicts (the fence as the processor applies it) ---------------------------------
 

@@ -58,10 +58,8 @@ def begin_create(
     table: AggregateTable, aggregate_id: str, values: Mapping[str, Any], now: datetime
 ) -> Plan[Begun]:
     """Insert at revision ``floor + 1`` with `values`; `AggregateExists` if the id exists (also on a
-    lost race). Arguments are checked before the first statement."""
-    table.check_id(aggregate_id)
-    pairs = table.assignments(values)
-    return _create(table, aggregate_id, pairs, now)
+    lost race). Arguments are checked before the first statement, as in every ``begin_*``."""
+    return _create(table, aggregate_id, _checked(table, aggregate_id, values), now)
 
 
 def _create(
@@ -96,19 +94,8 @@ def begin_update(
     table: AggregateTable, aggregate_id: str, values: Mapping[str, Any], now: datetime
 ) -> Plan[Begun]:
     """Lock the row and raise its revision by one, writing `values`; `AggregateNotFound` without a
-    row. Arguments are checked before the first statement."""
-    table.check_id(aggregate_id)
-    pairs = table.assignments(values)
-    return _update(table, aggregate_id, pairs, now)
-
-
-def _update(
-    table: AggregateTable, aggregate_id: str, pairs: list[tuple[str, Any]], now: datetime
-) -> Plan[Begun]:
-    revision = (yield from _locked(table, aggregate_id))[0] + 1
-    bump = [(quote_identifier(table.revision_column), revision), *_stamp(table, now), *pairs]
-    yield _update_row(table, aggregate_id, bump)
-    return Begun(revision, Operation.UPSERT)
+    row. A soft-deleted row stays deleted."""
+    return _change(table, aggregate_id, _checked(table, aggregate_id, values), now, None)
 
 
 def begin_set_deleted(
@@ -121,33 +108,26 @@ def begin_set_deleted(
 ) -> Plan[Begun]:
     """Soft-delete (TOMBSTONE) or restore (UPSERT) the row, writing `values`; `AggregateNotFound`,
     or `AggregateStateConflict` if in that state already."""
-    table.check_id(aggregate_id)
-    pairs = table.assignments(values)
-    return _set_deleted(table, aggregate_id, pairs, now, deleted)
+    return _change(table, aggregate_id, _checked(table, aggregate_id, values), now, deleted)
 
 
-def _set_deleted(
+def _change(
     table: AggregateTable,
     aggregate_id: str,
     pairs: list[tuple[str, Any]],
     now: datetime,
-    deleted: bool,
+    deleted: bool | None,
 ) -> Plan[Begun]:
+    """Raise the locked row's revision by one; `deleted` (None: unchanged) sets ``deleted_at``."""
     revision, was_deleted = yield from _locked(table, aggregate_id)
     if was_deleted == deleted:
         state = "deleted already" if deleted else "not deleted"
         raise AggregateStateConflict(table.aggregate_type, aggregate_id, state)
     revision += 1
-    yield _update_row(
-        table,
-        aggregate_id,
-        [
-            (quote_identifier(table.revision_column), revision),
-            (quote_identifier(table.deleted_at_column), now if deleted else None),
-            *_stamp(table, now),
-            *pairs,
-        ],
-    )
+    columns: list[tuple[str, Any]] = [(quote_identifier(table.revision_column), revision)]
+    if deleted is not None:
+        columns.append((quote_identifier(table.deleted_at_column), now if deleted else None))
+    yield _update_row(table, aggregate_id, [*columns, *_stamp(table, now), *pairs])
     return Begun(revision, Operation.TOMBSTONE if deleted else Operation.UPSERT)
 
 
@@ -194,6 +174,13 @@ def _locked(table: AggregateTable, aggregate_id: str) -> Plan[tuple[int, bool]]:
     if row is None:
         raise AggregateNotFound(table.aggregate_type, aggregate_id)
     return int(row[0]), row[1] is not None
+
+
+def _checked(
+    table: AggregateTable, aggregate_id: str, values: Mapping[str, Any]
+) -> list[tuple[str, Any]]:
+    table.check_id(aggregate_id)
+    return table.assignments(values)
 
 
 def _stamp(table: AggregateTable, now: datetime) -> list[tuple[str, Any]]:

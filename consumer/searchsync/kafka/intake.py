@@ -1,10 +1,7 @@
-"""The Kafka side of the pipeline: a confluent-kafka consumer driven from asyncio.
-
-Every librdkafka call runs on ONE dedicated thread. The revoke callback (inside `consume()`) asks
-the loop to drain the revoked partitions and commits the offsets it gets back before they go
-(docs/design.md, invariant 5). A partition below the log start is kept but never read
-(`kafka.gaps`).
-"""
+"""The Kafka side of the pipeline: a confluent-kafka consumer driven from asyncio, every librdkafka
+call on ONE dedicated thread. The revoke callback has the loop drain the revoked partitions and
+commits the offsets it gets back before they go (docs/design.md, invariant 5); a partition below the
+log start is kept but never read (`kafka.gaps`)."""
 
 from __future__ import annotations
 

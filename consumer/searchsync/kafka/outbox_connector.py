@@ -1,11 +1,7 @@
-"""The Debezium connector that publishes ``search_outbox`` (``PUT /connectors/<name>/config``) and
-the Connect worker lines it needs; `searchsync schema connector` prints both.
-
-The Outbox Event Router turns each inserted row into one record on the type's topic, keyed by
-``aggregate_id``, with the thin event as value and operation, revision and type as headers (as
-`searchsync.relay.record`). Credentials are never in the configuration: a Connect config provider
-(``file`` or ``env``) resolves them on the worker.
-"""
+"""The Debezium connector that publishes ``search_outbox`` (its Outbox Event Router emits the
+records `searchsync.relay.record` would) and the Connect worker lines it needs; `searchsync schema
+connector` prints both. Credentials stay out of the configuration: a Connect config provider
+(``file`` or ``env``) resolves them on the worker."""
 
 from __future__ import annotations
 

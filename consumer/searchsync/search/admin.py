@@ -1,9 +1,7 @@
-"""Index bootstrap (docs/design.md, invariant 7): `init_index` makes sure a write alias and its read
-alias exist over a physical index; idempotent and safe to run concurrently.
-
-Create ``<alias>_v1`` with mapping, ``_meta`` and both aliases in one call; alias a hand-made
-``<alias>_v1``; add a missing read alias; refuse (`ConfigError`) an index named like the alias.
-"""
+"""Index bootstrap (docs/design.md, invariant 7): `init_index` creates ``<alias>_v1`` with mapping,
+``_meta`` and both aliases in one call, aliases a hand-made ``<alias>_v1``, adds a missing read
+alias, and refuses (`ConfigError`) an index named like the alias. Idempotent and safe to run
+concurrently."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The one builder of the search engine's client: Elasticsearch's own, or `OpenSearchClient` (same
-calls, same errors) for ``[search] engine = opensearch``.
-
-Transport retries are off (the pipeline owns backoff); ``[elasticsearch]`` gives the request
-timeout, TLS and credentials (docs/security.md).
-"""
+"""The one builder of the search engine's client: Elasticsearch's own, or `OpenSearchClient` for
+``[search] engine = opensearch``. Transport retries are off (the pipeline owns backoff);
+``[elasticsearch]`` gives timeout, TLS and credentials (docs/security.md)."""
 
 from __future__ import annotations
 

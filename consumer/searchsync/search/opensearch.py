@@ -1,10 +1,7 @@
 """OpenSearch behind the search port: `OpenSearchClient` takes the ``AsyncElasticsearch`` calls the
-adapters make and raises that client's errors, so every adapter serves both engines.
-
-It bridges OpenSearch 2's differences (docs/design.md, "Search engines"): point in time at
-``_search/point_in_time`` (``pit_id``), ``_id`` as the scan tiebreaker instead of ``_shard_doc``, no
-product header.
-"""
+adapters make and raises that client's errors, so every adapter serves both engines. It bridges
+OpenSearch 2's point in time (``pit_id``), ``_id`` as scan tiebreaker for ``_shard_doc``, and the
+absent product header (docs/design.md, "Search engines")."""
 
 from __future__ import annotations
 

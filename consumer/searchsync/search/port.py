@@ -1,10 +1,7 @@
 """The narrow ports to the search engine: `SearchIndex` (documents, from `searchsync.search.sink`)
-and `IndexAdmin` (indices and aliases).
-
-Every write alias `IndexAdmin` moves takes its read alias (``naming.read_alias_name``, filtered on
-`LIVE_FILTER`) with it in the same request (docs/design.md, invariant 15); an index's mapping
-``_meta`` holds ``projection_schema_version`` (invariant 8).
-"""
+and `IndexAdmin` (indices and aliases). A write alias moves with its read alias
+(``naming.read_alias_name``, filtered on `LIVE_FILTER`) in one request (docs/design.md, invariant
+15); an index's ``_meta`` holds ``projection_schema_version``."""
 
 from __future__ import annotations
 

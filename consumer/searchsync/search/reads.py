@@ -1,9 +1,7 @@
 """The read port (`SearchReader`, used by `searchsync.read`): real-time versions by mget through the
-write alias, and searches (as of the last refresh; a read alias never returns a tombstone).
-
-No refresh is ever asked. No answer, 429 or 5xx raises `TransientError` (``ALIAS_MISSING`` for a
-missing alias); a refused query raises `InvalidRequest`.
-"""
+write alias, and searches (a read alias never returns a tombstone); no refresh is ever asked. No
+answer, 429 or 5xx raises `TransientError` (``ALIAS_MISSING`` for a missing alias), a refused query
+`InvalidRequest`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""The write side of the search port: `SearchIndex`, its values, `classify` and `Sink`.
-
-Every write is an ``index`` action at ``version=<source_revision>``, ``version_type=external``
-through the alias with ``require_alias`` (docs/design.md, invariants 3, 4, 7); deletes are tombstone
-documents. `Sink` never raises for an engine failure: each op gets a `WriteOutcome`, every 409
-confirmed by reading the stored version. The hot-path values are `NamedTuple`s: never compare one
-with a plain tuple.
-"""
+"""The write side of the search port: `SearchIndex`, its values, `classify` and `Sink`. Writes are
+``index`` actions at the external version ``source_revision`` through the alias (docs/design.md,
+invariants 3, 4, 7); `Sink` never raises for an engine failure and confirms every 409 by reading
+the stored version. Hot-path `NamedTuple`s: never compare one with a plain tuple."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""The tombstone purge's port (`TombstoneStore`) and its adapter (`EsTombstones`).
-
-`scan` pages a point in time on the physical index (``_shard_doc`` order, ``seq_no_primary_term``)
-for tombstones older than `before`; `delete` guards each delete with
-``if_seq_no``/``if_primary_term``, so a document written since the scan answers 409 and stays. A
-failed request raises `TransientError`; the purge can run again.
-"""
+"""The tombstone purge's port (`TombstoneStore`) and adapter (`EsTombstones`): `scan` pages a point
+in time on the physical index for tombstones older than `before`; `delete` guards each delete with
+``if_seq_no``/``if_primary_term``, so a document written since stays. A failed request raises
+`TransientError`; the purge can run again."""
 
 from __future__ import annotations
 

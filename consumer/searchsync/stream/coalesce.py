@@ -1,9 +1,7 @@
-"""Key coalescing: per-key order with a bounded number of works in flight.
-
-Events are thin, so all waiting events of one key share one re-read of the row, which covers them
-all (the newest applied, the others superseded; docs/design.md, invariant 5). A key has at most one
-work in flight; later events wait for its next work. `is_full` is the backpressure signal.
-"""
+"""Key coalescing: per-key order with a bounded number of works in flight. Events are thin, so the
+waiting events of one key share one re-read of the row (the newest applied, the others superseded;
+docs/design.md, invariant 5); a key has at most one work in flight. `is_full` is the backpressure
+signal."""
 
 from __future__ import annotations
 

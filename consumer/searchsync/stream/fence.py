@@ -1,12 +1,7 @@
-"""The schema fence (docs/design.md, invariant 11 and "Schema fence"): never write one projection
-schema version into an index built for another.
-
-Per write target (an alias's write index, or a physical ``<alias>_v<N>``) it compares the index's
-``_meta.projection_schema_version`` with the projector's: an int that differs fences; none, or a
-missing target, does not. Checked at first use, every `interval_s`, and after a failed write; a
-failed check keeps the last answer, and a target never checked is held. Fenced works get
-SCHEMA_FENCED (SYSTEMIC): nothing written or dead-lettered, intake paused until the versions agree.
-"""
+"""The schema fence (docs/design.md, invariant 11): per write target, the index's
+``_meta.projection_schema_version`` must equal the projector's (none, or no index, does not fence).
+Checked at first use, every `interval_s` and after a failed write; a target never checked is held.
+Fenced works get SCHEMA_FENCED (SYSTEMIC): nothing written or dead-lettered."""
 
 from __future__ import annotations
 

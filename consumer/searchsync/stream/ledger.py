@@ -1,6 +1,6 @@
-"""The offset ledger: the offset safe to commit is the first one *not* finished (the contiguous
-finished prefix; docs/design.md, invariant 5), never the highest finished one. Consumed offsets rise
-but may have gaps (transaction markers, compaction), so only offsets actually seen are tracked."""
+"""The offset ledger: the offset safe to commit is the first one not finished, never the highest
+finished (docs/design.md, invariant 5). Only offsets actually consumed are tracked: they rise, with
+gaps (transaction markers, compaction)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""The live path: a few steps around one owner of work state (`WorkState`).
-
-    intake ─ admit (decode) ─ WorkState ─ take ─ process (re-read, project, write) ─ apply
-      └── commit = first unfinished offset ◄── finish / dead letter acked ◄── decide ──┘
-
-A position finishes only when applied, found applied, superseded within its work, or dead-lettered
-with an acknowledged produce (docs/design.md, invariant 5). While `WorkState.pressure` names a
-reason the assigned partitions are paused (still polled). Nothing sleeps: waits have deadlines.
-"""
+"""The live path: intake, admit (decode), `WorkState`, batches (re-read, project, write, decide),
+commit of the first unfinished offset. A position finishes only when applied, superseded or
+dead-lettered with an ack (docs/design.md, invariant 5). While `WorkState.pressure` names a reason
+the assigned partitions are paused (still polled); nothing sleeps."""
 
 from __future__ import annotations
 

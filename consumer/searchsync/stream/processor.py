@@ -1,12 +1,7 @@
-"""One step: a batch of coalesced works in, one `Verdict` per work out: re-read the truth (batched
-per type), project, write through the alias at the revision. No Kafka, offsets or DLQ here.
-
-Truth rules (docs/design.md, invariants 3, 4, 12; docs/consumer.md): a row older than the event is
-read again from the primary; a gone row becomes a tombstone at the newest revision known; a REBUILD
-409 at our revision is rewritten with ``external_gte`` when its stored projection differs; a stored
-version above the truth is re-checked on the primary, else REVISION_REGRESSION. Failures are
-verdicts, never exceptions; a fenced target is answered SCHEMA_FENCED before anything is read.
-"""
+"""One step: a batch of works in, one `Verdict` per work out: re-read the truth, project, write at
+the revision, under the truth rules of docs/design.md (invariants 3, 4, 12) and docs/consumer.md. No
+Kafka, offsets or DLQ here; failures are verdicts, never exceptions, and a fenced target's works are
+answered SCHEMA_FENCED before anything is read."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""The one owner of work state: what was consumed, waits, runs, and may be committed.
-
-    admit ─► key queue ─► take ─► in flight ─┬─ finish   its positions finish: the commit moves
-               ▲                             ├─ dead     they finish when the DLQ acks (`acked`)
-               └──── due ◄──── retry ◄───────┘
-
-A position is tracked before anything can finish it and finished exactly once (docs/design.md,
-invariant 5); finishing alone moves the commit and counts as progress. `pressure` is the one
-backpressure signal.
-"""
+"""The one owner of work state: admitted messages, key queues, works in flight, the retry schedule
+and the ledger. A position is tracked before anything can finish it and finished exactly once
+(applied, superseded, or its dead letter acked; docs/design.md, invariant 5): only that moves the
+commit. `pressure` is the one backpressure signal."""
 
 from __future__ import annotations
 

@@ -120,7 +120,6 @@ class EsIndex:
 
     async def _send(self, bulk: EncodedBulk) -> Any:
         """One bulk request: the answer's body, or `_Refused` when it failed."""
-        chunk = bulk.ops
         try:
             # The client's NDJSON serializer passes an encoded body through unchanged; the
             # type stubs only know dicts, hence the cast.
@@ -131,16 +130,14 @@ class EsIndex:
             )
         except ApiError as exc:
             error = es_error(exc)
-            return _Refused(
-                [ItemResult(op, error.status, error.type, error.reason) for op in chunk]
-            )
+            failure = (error.status, error.type, error.reason)
         except ConnectionTimeout as exc:
-            return _Refused([ItemResult(op, NO_RESPONSE, TIMEOUT_ERROR, str(exc)) for op in chunk])
+            failure = (NO_RESPONSE, TIMEOUT_ERROR, str(exc))
         except TransportError as exc:
-            return _Refused(
-                [ItemResult(op, NO_RESPONSE, CONNECTION_ERROR, str(exc)) for op in chunk]
-            )
-        return response.body
+            failure = (NO_RESPONSE, CONNECTION_ERROR, str(exc))
+        else:
+            return response.body
+        return _Refused([ItemResult(op, *failure) for op in bulk.ops])
 
     async def _mget(self, alias: str, ids: list[str], **options: Any) -> list[dict[str, Any]]:
         """The real-time mget's docs; a failed request raises its `TransientError`."""

@@ -132,21 +132,16 @@ class OpenSearchClient:
         )
 
     async def get(self, *, index: str, id: str, **params: Any) -> OsAnswer:
-        return await self.request(
-            "GET", f"/{_name(index)}/_doc/{quote(id, safe='')}", params=params
-        )
+        return await self.request("GET", _doc(index, id), params=params)
 
     async def index(self, *, index: str, id: str, document: Any, **params: Any) -> OsAnswer:
-        path = f"/{_name(index)}/_doc/{quote(id, safe='')}"
-        return await self.request("PUT", path, params=params, body=document)
+        return await self.request("PUT", _doc(index, id), params=params, body=document)
 
     async def delete(self, *, index: str, id: str, **params: Any) -> OsAnswer:
-        path = f"/{_name(index)}/_doc/{quote(id, safe='')}"
-        return await self.request("DELETE", path, params=params)
+        return await self.request("DELETE", _doc(index, id), params=params)
 
     async def exists(self, *, index: str, id: str) -> bool:
-        path = f"/{_name(index)}/_doc/{quote(id, safe='')}"
-        return bool((await self.request("HEAD", path)).body)
+        return bool((await self.request("HEAD", _doc(index, id))).body)
 
     async def count(self, *, index: str, query: Any = None) -> OsAnswer:
         body = None if query is None else {"query": query}
@@ -216,6 +211,10 @@ class _Indices:
 def _name(index: str) -> str:
     """An index expression as a path segment (``a,b*`` stays readable)."""
     return quote(index, safe=",*")
+
+
+def _doc(index: str, doc_id: str) -> str:
+    return f"/{_name(index)}/_doc/{quote(doc_id, safe='')}"
 
 
 def _param(value: Any) -> str:

@@ -21,7 +21,6 @@ from searchsync.stream.verdict import (
     EVENT_RESULTS,
     OUTAGE_CODES,
     Action,
-    Decision,
     Verdict,
     decide,
     log_outcome,
@@ -134,39 +133,26 @@ class Batches:
         if decision.action is Action.FINISH:
             self._finished(verdict, tally)
             return
-        code = decision.code
+        code, message = decision.code, decision.message or ""
         assert code is not None
         if decision.counted:  # outbox_retry_total and one "retry" line per event
             self._metrics.retry(work.key.aggregate_type, code)
-            message = verdict.message or code.value
+            said = verdict.message or code.value
             for event, pos in work.events:
-                log_outcome(log, event, pos, verdict, "retry", work.attempts, code, message)
-        if decision.action is Action.RETRY:
-            self._retry_later(verdict, decision)
-        else:
-            self._dead_letter(verdict, decision)
-
-    def _retry_later(self, verdict: Verdict, decision: Decision) -> None:
-        work, code, message = verdict.work, decision.code, decision.message or ""
-        assert code is not None
-        delay = self._retry.delay(decision.attempt)
-        if decision.cap is not None:
-            delay = min(delay, decision.cap)
-        self._state.retry(work, delay, code, systemic=decision.systemic)
-        if not decision.systemic:
-            key = work.key
-            self._outcomes.failed(
-                key.aggregate_type, key.aggregate_id, work.max_revision, code, message
-            )
-
-    def _dead_letter(self, verdict: Verdict, decision: Decision) -> None:
-        work, code, message = verdict.work, decision.code, decision.message or ""
-        assert code is not None
-        if code is ErrorCode.REVISION_REGRESSION:
-            self._metrics.revision_regression(work.key.aggregate_type)
-        positions = self._state.dead(work)  # the key moves on; its positions finish on the ack
-        self._dead.send(positions, code, message, attempts=work.attempts, verdict=verdict)
+                log_outcome(log, event, pos, verdict, "retry", work.attempts, code, said)
         key = work.key
+        if decision.action is Action.RETRY:
+            delay = self._retry.delay(decision.attempt)
+            if decision.cap is not None:
+                delay = min(delay, decision.cap)
+            state.retry(work, delay, code, systemic=decision.systemic)
+            if decision.systemic:
+                return
+        else:
+            if code is ErrorCode.REVISION_REGRESSION:
+                self._metrics.revision_regression(key.aggregate_type)
+            positions = state.dead(work)  # the key moves on; its positions finish on the ack
+            self._dead.send(positions, code, message, attempts=work.attempts, verdict=verdict)
         self._outcomes.failed(
             key.aggregate_type, key.aggregate_id, work.max_revision, code, message
         )

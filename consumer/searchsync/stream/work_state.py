@@ -64,16 +64,9 @@ class WorkState:
     def revoke(self, partitions: Collection[TopicPartition]) -> None:
         """Drop what waits for `partitions` (queued events, scheduled retries); their works in
         flight finish on their own."""
-        keep: list[_Due] = []
-        for due in self._due:
-            if any((p.topic, p.partition) in partitions for p in due.work.positions):
-                self._waiting[due.code] -= 1
-                self._keys.release(due.work)
-            else:
-                keep.append(due)
-        if len(keep) != len(self._due):
-            self._due = keep
-            heapq.heapify(self._due)
+        self._release(
+            lambda due: any((p.topic, p.partition) in partitions for p in due.work.positions)
+        )
         for topic, partition in partitions:
             self._keys.drop_partition(topic, partition)
 
@@ -198,9 +191,14 @@ class WorkState:
         """Release at once every work waiting after one of `codes`; how many."""
         if not any(self._waiting[c] for c in codes):
             return 0
-        released = [due for due in self._due if due.code in codes]
-        self._due = [due for due in self._due if due.code not in codes]
-        heapq.heapify(self._due)
+        return self._release(lambda due: due.code in codes)
+
+    def _release(self, wanted: Callable[[_Due], bool]) -> int:
+        """Release every scheduled retry `wanted` selects now, in schedule order; how many."""
+        released = [due for due in self._due if wanted(due)]
+        if released:
+            self._due = [due for due in self._due if not wanted(due)]
+            heapq.heapify(self._due)
         for due in released:
             self._waiting[due.code] -= 1
             self._keys.release(due.work)

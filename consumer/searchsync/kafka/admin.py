@@ -97,8 +97,6 @@ class ConfluentKafkaAdmin:
         self._clock = clock
         self._sleep = sleep
 
-    # -- topics ----------------------------------------------------------------------------
-
     def _metadata(self) -> Any:
         return self._client.list_topics(timeout=self._timeout_s)
 
@@ -128,8 +126,6 @@ class ConfluentKafkaAdmin:
             if deadline.expired():
                 raise TransientError(ErrorCode.KAFKA_NO_LEADER, f"topic {topic}: {why}")
             self._sleep(min(_RETRY_PAUSE_S, deadline.remaining()))
-
-    # -- offsets ---------------------------------------------------------------------------
 
     def watermarks(self, topic: str) -> dict[int, Watermarks]:
         deadline = Deadline(self._clock, self._timeout_s)
@@ -234,8 +230,6 @@ class ConfluentKafkaAdmin:
                 return False
             raise
         return True
-
-    # -- the group -------------------------------------------------------------------------
 
     def active_members(self, group: str) -> list[str]:
         described = self._client.describe_consumer_groups([group], request_timeout=self._timeout_s)

@@ -18,9 +18,7 @@ __all__ = ["BINLOG_RECOVERY", "ConnectorWatch", "binlog_gone"]
 log = logging.getLogger(__name__)
 
 FAILED: Final = "FAILED"
-# Debezium's MySQL connector at start ("... but this is no longer available on the server.
-# Reconfigure the connector to use a snapshot when needed."), and the server's error 1236 when
-# the file is purged while it reads.
+# Debezium at start, and the server's error 1236 when the file is purged while it reads.
 _BINLOG_GONE: Final = (
     "is no longer available on the server",
     "could not find first log file name in binary log index file",

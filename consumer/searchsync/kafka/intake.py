@@ -157,9 +157,8 @@ class KafkaIntake:
         finally:
             self._executor.shutdown(wait=False)
 
-    # -- rebalance callbacks: these run on the consumer thread, inside consume() or close() --
-
     def _on_assign(self, consumer: Any, partitions: list[KafkaTopicPartition]) -> None:
+        """The rebalance callbacks run on the consumer thread, inside consume() or close()."""
         tps = self.guard.admit(consumer, [(tp.topic, tp.partition) for tp in partitions])
         log.info("partitions assigned", extra={"partitions": [f"{t}[{p}]" for t, p in tps]})
         self._to_loop(self._listener.assigned, tps)
@@ -180,17 +179,18 @@ class KafkaIntake:
             failed = [tp for tp, ok in results.items() if not ok]
             if failed:
                 log.warning("commit on revoke failed", extra={"partitions": failed})
-        _resume(consumer, [KafkaTopicPartition(t, p) for t, p in tps])
-        self.guard.unassign(consumer, tps, never)
-        self._to_loop(lambda parts: self._listener.revoked(parts, lost=False), tps)
+        self._let_go(consumer, tps, never, lost=False)
 
     def _on_lost(self, consumer: Any, partitions: list[KafkaTopicPartition]) -> None:
         # Lost partitions may already belong to another member: commit nothing for them.
         tps, never = self.guard.split(partitions)
         log.warning("partitions lost", extra={"partitions": [f"{t}[{p}]" for t, p in tps]})
+        self._let_go(consumer, tps, never, lost=True)
+
+    def _let_go(self, consumer: Any, tps: list[TopicPartition], never: bool, *, lost: bool) -> None:
         _resume(consumer, [KafkaTopicPartition(t, p) for t, p in tps])
         self.guard.unassign(consumer, tps, never)
-        self._to_loop(lambda parts: self._listener.revoked(parts, lost=True), tps)
+        self._to_loop(lambda parts: self._listener.revoked(parts, lost=lost), tps)
 
     def _to_loop(
         self, fn: Callable[[list[TopicPartition]], None], tps: list[TopicPartition]

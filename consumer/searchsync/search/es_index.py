@@ -121,8 +121,7 @@ class EsIndex:
     async def _send(self, bulk: EncodedBulk) -> Any:
         """One bulk request: the answer's body, or `_Refused` when it failed."""
         try:
-            # The client's NDJSON serializer passes an encoded body through unchanged; the
-            # type stubs only know dicts, hence the cast.
+            # the serializer passes encoded bytes through; the stubs only know dicts
             response = await self._client.bulk(
                 operations=cast(Any, bulk.body),
                 require_alias=self._require_alias,

@@ -90,8 +90,7 @@ class OpenSearchClient:
         )
         self._ignore = ignore_status
         self.indices = _Indices(self)
-        # the PIT scans' `_id` sort is deliberate (docs/design.md, "Search engines"): the node's
-        # deprecation header for it would be a Python warning on every purge and repair run
+        # the PIT scans sort by `_id` on purpose: no deprecation warning on every scan
         warnings.filterwarnings("ignore", _ID_FIELDDATA, OpenSearchWarning)
 
     def options(self, *, ignore_status: int | tuple[int, ...] = ()) -> OpenSearchClient:

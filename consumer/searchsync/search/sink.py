@@ -196,7 +196,8 @@ class Sink:
                 conflicts.setdefault(result.op.alias, []).append(position)
                 outcomes.append(None)
             else:
-                outcomes.append(_final(result, code))
+                message = f"{result.status} {result.error_type}: {result.reason}"
+                outcomes.append(WriteOutcome.failed(result.op, code, message))
         for alias, positions in conflicts.items():
             await self._confirm(alias, [results[p].op for p in positions], positions, outcomes)
         if self._observer is not None:
@@ -241,12 +242,6 @@ class Sink:
                 outcomes[position] = WriteOutcome.failed(
                     op, ErrorCode.ES_409_UNCONFIRMED, message, version
                 )
-
-
-def _final(result: ItemResult, code: ErrorCode) -> WriteOutcome:
-    """The outcome of a failed item."""
-    message = f"{result.status} {result.error_type}: {result.reason}"
-    return WriteOutcome.failed(result.op, code, message)
 
 
 def stored_projection(version: int, source: Any) -> StoredProjection:

@@ -94,8 +94,6 @@ class SchemaFence:
         self._lock = asyncio.Lock()
         self._checks = 0  # checks started so far
 
-    # -- answers (no I/O) ------------------------------------------------------------------
-
     def state(self, target: str) -> TargetState | None:
         entry = self._entries.get(target)
         return None if entry is None else entry.state
@@ -137,8 +135,6 @@ class SchemaFence:
         now = self._clock()
         return any(self._is_due(e, now) for e in self._entries.values())
 
-    # -- checks ----------------------------------------------------------------------------
-
     async def check(self, target: str, own_version: int) -> TargetState | None:
         """The state of `target` for a projector of `own_version`, checked now if never or due."""
         entry = self._entries.get(target)
@@ -154,8 +150,6 @@ class SchemaFence:
 
     async def refresh_if_due(self) -> None:
         await self._refresh(self._is_due)
-
-    # -- verdicts (the fence as the processor applies it) ---------------------------------
 
     async def hold(
         self, target: str, projector: Projector, works: Sequence[Work]

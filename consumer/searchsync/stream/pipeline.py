@@ -107,8 +107,6 @@ class Pipeline:
             clock=clock,
         )
 
-    # -- the loop --------------------------------------------------------------------------
-
     async def run(
         self, intake: IntakePort, stop: asyncio.Event, *, drain_deadline_s: float
     ) -> None:
@@ -198,8 +196,6 @@ class Pipeline:
         for task in busy():
             task.cancel()
 
-    # -- rebalance (RebalanceListener) ------------------------------------------------------
-
     def assigned(self, partitions: Sequence[TopicPartition]) -> None:
         self._work.assign(partitions)
         self._metrics.set_assigned(len(self._work.assigned))
@@ -232,8 +228,6 @@ class Pipeline:
         except TimeoutError:
             log.warning("projection state not written within %.1fs", deadline_s)
 
-    # -- schema fence ----------------------------------------------------------------------
-
     def _watch_fence(self) -> None:
         """Re-check the schema fence on its timer; once nothing is fenced, its held works retry at
         once."""
@@ -242,8 +236,6 @@ class Pipeline:
             self._fence_check = asyncio.create_task(fence.refresh_if_due())
         if self._work.waiting(ErrorCode.SCHEMA_FENCED) and not fence.holding():
             self._work.release_now((ErrorCode.SCHEMA_FENCED,))
-
-    # -- commits, pause/resume, health -----------------------------------------------------
 
     async def commit(self, intake: IntakePort) -> None:
         offsets = self.ledger.to_commit()
@@ -257,8 +249,6 @@ class Pipeline:
 
     def health(self) -> tuple[bool, list[str]]:
         return self._vitals.health()
-
-    # -- introspection for tests and the CLI ------------------------------------------------
 
     @property
     def ledger(self) -> OffsetLedger:

@@ -88,11 +88,6 @@ class Verdict:
         return disposition(self.code, unexpected=self.unexpected)
 
 
-# -- building verdicts ----------------------------------------------------------------------
-# `Planned` is one work with its projector, write target and projected document; the functions
-# turn a plan (or a work that never got one) and what happened to it into its `Verdict`.
-
-
 @dataclass(slots=True)
 class Planned:
     """One work, ready to write."""
@@ -203,9 +198,6 @@ def from_outcome(plan: Planned, outcome: WriteOutcome) -> Verdict:
     if outcome.code is None:  # AHEAD is handled by the caller; nothing else lacks a code
         raise ValueError(f"a {outcome.kind.value} outcome without an error code")
     return failed(plan, outcome.code, outcome.message)
-
-
-# -- deciding what a verdict means ------------------------------------------------------------
 
 
 class Action(enum.Enum):

@@ -55,8 +55,6 @@ class WorkState:
         self._clock = clock
         self._last_progress = clock()
 
-    # -- partitions ------------------------------------------------------------------------
-
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         self.assigned.update(partitions)
         self._last_progress = self._clock()  # a fresh assignment starts the stall clock again
@@ -76,8 +74,6 @@ class WorkState:
         self.ledger.forget(tp)
         for pos in [p for p in self._pending if (p.topic, p.partition) == tp]:
             del self._pending[pos]
-
-    # -- works -----------------------------------------------------------------------------
 
     def admit(
         self, raw: RawMessage, event: ThinEvent | None, failed_at: datetime | None = None
@@ -177,8 +173,6 @@ class WorkState:
         code, self.degraded = self.degraded, None
         return code
 
-    # -- the retry schedule ----------------------------------------------------------------
-
     def release_due(self) -> None:
         """Make every work whose retry is due ready again."""
         now = self._clock()
@@ -207,8 +201,6 @@ class WorkState:
     def waiting(self, code: ErrorCode) -> int:
         """How many works wait for their retry after `code`."""
         return self._waiting[code]
-
-    # -- signals ---------------------------------------------------------------------------
 
     def pressure(self) -> str | None:
         """Why intake should pause now (None: it may run): a SYSTEMIC failure, until a write

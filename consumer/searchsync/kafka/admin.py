@@ -147,7 +147,6 @@ class ConfluentKafkaAdmin:
     def _list_offsets(
         self, topic: str, partitions: Sequence[int], spec: Any, deadline: Deadline
     ) -> dict[int, int]:
-        """ListOffsets, leadership answers retried until `deadline`."""
         wanted = list(partitions)
         out: dict[int, int] = {}
         while True:

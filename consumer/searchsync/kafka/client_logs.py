@@ -46,7 +46,6 @@ class RateLimit(logging.Filter):
 
 
 def client_logger() -> logging.Logger:
-    """The librdkafka logger, with its `RateLimit` (added once)."""
     logger = logging.getLogger(LOGGER_NAME)
     if not any(isinstance(f, RateLimit) for f in logger.filters):
         logger.addFilter(RateLimit())
@@ -54,5 +53,4 @@ def client_logger() -> logging.Logger:
 
 
 def routed(config: Mapping[str, Any]) -> dict[str, Any]:
-    """`config` with librdkafka's logs sent to `client_logger` instead of stderr."""
     return {**config, "logger": client_logger()}

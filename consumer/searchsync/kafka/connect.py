@@ -51,8 +51,6 @@ class TaskStatus:
 
 @dataclass(frozen=True, slots=True)
 class ConnectorStatus:
-    """One connector as Connect reports it."""
-
     name: str
     state: str
     worker_id: str | None = None
@@ -96,7 +94,6 @@ class ConnectorStatus:
 
 
 def parse_status(name: str, body: Mapping[str, Any]) -> ConnectorStatus:
-    """A `ConnectorStatus` from ``GET /connectors/<name>/status``'s JSON."""
     try:
         connector = body["connector"]
         tasks = tuple(
@@ -119,8 +116,6 @@ def parse_status(name: str, body: Mapping[str, Any]) -> ConnectorStatus:
 
 
 class ConnectClient:
-    """Kafka Connect's REST API at ``settings.url``."""
-
     def __init__(
         self, settings: ConnectSettings, *, fetch: Fetch | None = None, post: Post | None = None
     ) -> None:
@@ -129,7 +124,6 @@ class ConnectClient:
         self._post = post or _urllib_post
 
     async def restart_task(self, task_id: int, name: str | None = None) -> None:
-        """``POST /connectors/<name>/tasks/<id>/restart``."""
         connector = urllib.parse.quote(name or self._settings.connector, safe="")
         url = f"{self._settings.url}/connectors/{connector}/tasks/{int(task_id)}/restart"
         code, data = await self._call(self._post, url)

@@ -41,7 +41,6 @@ class ConnectorWatch:
     def __init__(
         self, client: ConnectClient, *, interval_s: float, metrics: Metrics | None = None
     ) -> None:
-        """`metrics` counts the restarts."""
         self._client = client
         self._interval_s = interval_s
         self._metrics = metrics
@@ -89,7 +88,6 @@ class ConnectorWatch:
         return restarted
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Check now and every `interval_s` until `stop` is set."""
         while not stop.is_set():
             await self.check()
             with contextlib.suppress(TimeoutError):

@@ -50,8 +50,6 @@ class HistoryGap:
 
 
 class GapObserver(Protocol):
-    """Where a blocked partition is shown (`Metrics`)."""
-
     def set_blocked(self, topic: str, partition: int, missing: int | None) -> None: ...
 
 
@@ -64,7 +62,6 @@ class GapBoard:
         self._lock = threading.Lock()
 
     def block(self, gap: HistoryGap) -> None:
-        """Record `gap`; logged once per partition while blocked."""
         tp = (gap.topic, gap.partition)
         with self._lock:
             known = self._gaps.get(tp) == gap

@@ -147,7 +147,6 @@ class KafkaIntake:
         return out
 
     async def close(self) -> None:
-        """Leave the group (the revoke callback commits what is finished)."""
         if self._closed:
             return
         self._closed = True
@@ -236,7 +235,6 @@ def _raw(m: Message) -> RawMessage:
 def _commit_sync(
     consumer: Any, offsets: Mapping[TopicPartition, int]
 ) -> dict[TopicPartition, bool]:
-    """Commit synchronously; per partition, whether the broker accepted it."""
     tps = [KafkaTopicPartition(t, p, o) for (t, p), o in offsets.items()]
     try:
         results = consumer.commit(offsets=tps, asynchronous=False)

@@ -52,7 +52,6 @@ class ConnectorTarget:
 
 
 def outbox_connector_config(target: ConnectorTarget, credentials: Credentials) -> dict[str, str]:
-    """The connector's configuration (every value a string)."""
     return {
         "connector.class": "io.debezium.connector.mariadb.MariaDbConnector",
         "tasks.max": "1",

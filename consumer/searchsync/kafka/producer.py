@@ -25,8 +25,6 @@ Headers = list[tuple[str, bytes]]
 
 
 class ProducerPort(Protocol):
-    """The slice of ``confluent_kafka.Producer`` used here."""
-
     def produce(
         self,
         topic: str,
@@ -63,7 +61,6 @@ def kafka_producer(config: dict[str, Any]) -> ProducerPort:
 
 
 def acknowledged(config: Mapping[str, Any], factory: ProducerFactory | None = None) -> ProducerPort:
-    """A producer from `config` with the guarantees above on top."""
     return (factory or kafka_producer)({**config, **PRODUCER_GUARANTEES})
 
 

@@ -70,7 +70,6 @@ def index_meta(mapping: Mapping[str, Any], schema_version: int | None) -> dict[s
 
 
 async def describe(client: AsyncElasticsearch | IndexAdmin, alias: str) -> AliasDescription:
-    """Which indices `alias` points at, and which one takes its writes."""
     admin = _admin(client)
     listed = await admin.list_indices(alias)
     indices = tuple(sorted(i.name for i in listed if i.aliased))

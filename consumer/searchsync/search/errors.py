@@ -23,8 +23,6 @@ _MAPPING_ERRORS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class EsError:
-    """An `ApiError`'s HTTP status, error ``type`` and ``reason``."""
-
     status: int
     type: str | None
     reason: str | None
@@ -52,7 +50,6 @@ def es_error(exc: ApiError) -> EsError:
 
 
 def status_code(status: int, error_type: str | None) -> ErrorCode:
-    """The error code of an HTTP answer that is not a success."""
     if status == 409:
         return ErrorCode.ES_409
     if error_type == "cluster_block_exception":  # 429 flood-stage disk block, 403 write block

@@ -35,8 +35,6 @@ client's request coroutine, one for aiohttp's body writer (a task of its own bef
 
 @dataclass(frozen=True, slots=True)
 class EncodedBulk:
-    """One bulk request: its ops and its NDJSON body."""
-
     ops: list[IndexOp]
     body: bytes
 
@@ -197,8 +195,6 @@ def _mget_code(status: int, error_type: str | None) -> ErrorCode:
 
 
 class _Refused(NamedTuple):
-    """A bulk that failed as a whole, with its result per op."""
-
     results: list[ItemResult]
 
 

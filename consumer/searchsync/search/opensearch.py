@@ -110,7 +110,6 @@ class OpenSearchClient:
         body: Any = None,
         headers: Mapping[str, str] | None = None,
     ) -> OsAnswer:
-        """One request; errors raised as the Elasticsearch client would."""
         query = {k: _param(v) for k, v in (params or {}).items() if v is not None}
         with _translated(self._ignore) as answered:
             answered.body = await self._os.transport.perform_request(

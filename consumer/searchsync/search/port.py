@@ -54,8 +54,7 @@ class IndexExists(IndexAdminError):
     """The name to create is taken (by an index or an alias)."""
 
 
-class IndexMissing(IndexAdminError):
-    """No index (or alias) of that name."""
+class IndexMissing(IndexAdminError): ...
 
 
 class AliasConflict(IndexAdminError):
@@ -117,9 +116,7 @@ class IndexAdmin(Protocol):
     """Indices and aliases. Raises `IndexAdminError` (refused) or `TransientError` (no answer);
     nothing is retried."""
 
-    async def exists(self, name: str) -> bool:
-        """True when `name` is an index or an alias."""
-        ...
+    async def exists(self, name: str) -> bool: ...
 
     async def create_index(
         self,
@@ -160,6 +157,4 @@ class IndexAdmin(Protocol):
 
     async def update_settings(
         self, name: str, *, refresh_interval: str | None = None, replicas: int | None = None
-    ) -> None:
-        """Change the given dynamic settings of `name` (None: unchanged)."""
-        ...
+    ) -> None: ...

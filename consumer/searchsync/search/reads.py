@@ -21,8 +21,6 @@ __all__ = ["EsSearchReader", "SearchReader", "StoredDocument"]
 
 @dataclass(frozen=True, slots=True)
 class StoredDocument:
-    """A stored document: its id, ``_version`` and ``_source``."""
-
     doc_id: str
     version: int
     source: dict[str, Any]

@@ -57,7 +57,6 @@ class IndexOp(NamedTuple):
         return cls(alias, document.doc_id, document.source_revision, document.to_json())
 
     def action_json(self) -> bytes:
-        """The bulk action line, without newline."""
         meta = {
             "_index": self.alias,
             "_id": self.doc_id,
@@ -135,8 +134,6 @@ FINISHED_KINDS: Final = frozenset({OutcomeKind.APPLIED, OutcomeKind.ALREADY_APPL
 
 
 class WriteOutcome(NamedTuple):
-    """The final verdict for one op."""
-
     op: IndexOp
     kind: OutcomeKind
     code: ErrorCode | None = None
@@ -155,9 +152,7 @@ class SinkObserver(Protocol):
 
     def bulk_done(self, actions: int, seconds: float) -> None: ...
 
-    def outcomes(self, outcomes: Sequence[WriteOutcome]) -> None:
-        """Every op's outcome of one `Sink.write`, in order."""
-        ...
+    def outcomes(self, outcomes: Sequence[WriteOutcome]) -> None: ...
 
 
 class Sink:
@@ -221,7 +216,6 @@ class Sink:
         positions: list[int],
         outcomes: list[WriteOutcome | None],
     ) -> None:
-        """Turn 409s into ALREADY_APPLIED / AHEAD / FAILED from the stored versions."""
         try:
             stored = await self._index.get_versions(alias, sorted({op.doc_id for op in ops}))
         except TransientError as exc:

@@ -50,11 +50,7 @@ class DeleteOutcome:
 
 
 class TombstoneStore(Protocol):
-    """What the purge needs from the search engine."""
-
-    async def maps_tombstoned_at(self, index: str) -> bool:
-        """`index`'s mapping has the ``tombstoned_at`` field."""
-        ...
+    async def maps_tombstoned_at(self, index: str) -> bool: ...
 
     def scan(self, index: str, before: str, page_size: int) -> AsyncIterator[list[TombstoneHit]]:
         """Pages of `index`'s tombstones with ``tombstoned_at < before`` (ISO-8601)."""

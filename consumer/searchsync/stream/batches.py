@@ -71,11 +71,9 @@ class Batches:
         self.done = asyncio.Event()
 
     def tasks(self) -> set[asyncio.Task[None]]:
-        """Every batch still running, and the state flush."""
         return self._running | self._outcomes.tasks()
 
     def dispatch(self) -> None:
-        """Start batches of ready works while a slot is free."""
         while len(self._running) < self._max_concurrent:
             works = self._state.take(self._max_works)
             if not works:
@@ -115,7 +113,6 @@ class Batches:
         self.done.set()
 
     def _apply(self, verdict: Verdict, tally: Tally) -> None:
-        """Give the work back to the state with its decision's outcome."""
         work, state = verdict.work, self._state
         if not state.owned(work):
             # Every partition of the work was revoked while it ran: its offsets belong to the new
@@ -204,7 +201,6 @@ class Batches:
         )
 
     def _report(self, tally: Tally) -> None:
-        """Count a batch's finished events in the metrics, once per (type, result)."""
         for (aggregate_type, result), n in tally.items():
             self._metrics.event_outcome(aggregate_type, result, n)
         for aggregate_type, lag in self._revision_lags.items():

@@ -50,8 +50,6 @@ class Work:
 
 
 class _KeyState:
-    """One key's waiting events and work in flight."""
-
     __slots__ = ("attempts", "queued", "running")
 
     def __init__(self) -> None:
@@ -81,7 +79,6 @@ class Coalescer:
         self._in_flight = 0
 
     def add(self, event: ThinEvent, pos: Position) -> None:
-        """Queue an event under its key."""
         key = event.key
         state = self._keys.get(key)
         if state is None:
@@ -161,11 +158,9 @@ class Coalescer:
         return self._in_flight
 
     def ready(self) -> int:
-        """Keys whose work could start now."""
         return len(self._ready)
 
     def queued(self) -> int:
-        """Events waiting for a work."""
         return self._queued
 
     def is_full(self) -> bool:

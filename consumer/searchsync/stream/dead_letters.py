@@ -27,8 +27,6 @@ SEND_RETRY_CAP_S = 30.0  # a refused dead letter is sent again at least this oft
 
 
 class DlqPort(Protocol):
-    """Where dead letters go; `send` returns on the ack."""
-
     async def send(self, record: DlqRecord, key: bytes | None) -> None: ...
 
 
@@ -64,7 +62,6 @@ class DeadLetters:
         self._wake.set()
 
     def succeeded(self) -> None:
-        """A work finished without a dead letter (the budget's other side)."""
         self._budget.record_success()
 
     def send(

@@ -26,8 +26,6 @@ log = logging.getLogger(__name__)
 
 
 class FenceObserver(Protocol):
-    """Where the fence reports (`Metrics`)."""
-
     def set_fenced(self, alias: str, fenced: bool) -> None: ...
 
     def set_alias_physical_index(self, alias: str, version: int) -> None: ...
@@ -47,7 +45,6 @@ class TargetState:
         return self.index_version is not None and self.index_version != self.own_version
 
     def reason(self) -> str:
-        """One line for /healthz and the logs."""
         return (
             f"schema fenced: {self.target} writes to {self.index}, built for "
             f"projection_schema_version {self.index_version}, but this consumer projects "
@@ -131,7 +128,6 @@ class SchemaFence:
         return self._checks
 
     def due(self) -> bool:
-        """Some target's last check is older than the interval."""
         now = self._clock()
         return any(self._is_due(e, now) for e in self._entries.values())
 

@@ -94,11 +94,9 @@ class OffsetLedger:
         self._committed: dict[TopicPartition, int] = {}
 
     def track(self, pos: Position) -> None:
-        """Record a consumed position; offsets of one partition must rise."""
         self.ledger_of((pos.topic, pos.partition)).track(pos.offset)
 
     def ledger_of(self, tp: TopicPartition) -> PartitionLedger:
-        """The ledger of `tp`, a new one if it has none."""
         ledger = self._ledgers.get(tp)
         if ledger is None:
             ledger = self._ledgers[tp] = PartitionLedger()
@@ -135,17 +133,14 @@ class OffsetLedger:
         self._committed.pop(tp, None)
 
     def committable(self, tp: TopicPartition) -> int | None:
-        """The committable offset of `tp`, committed or not."""
         ledger = self._ledgers.get(tp)
         return None if ledger is None else ledger.committable()
 
     def first_unfinished(self, tp: TopicPartition) -> int | None:
-        """The lowest unfinished offset of `tp` (None: none, or unknown)."""
         ledger = self._ledgers.get(tp)
         return None if ledger is None else ledger.first_unfinished()
 
     def pending(self, tp: TopicPartition) -> int:
-        """Unfinished offsets of `tp` (0 if unknown)."""
         ledger = self._ledgers.get(tp)
         return 0 if ledger is None else ledger.pending()
 
@@ -153,5 +148,4 @@ class OffsetLedger:
         return sum(ledger.pending() for ledger in self._ledgers.values())
 
     def partitions(self) -> list[TopicPartition]:
-        """The tracked partitions, in the order first seen."""
         return list(self._ledgers)

@@ -39,8 +39,6 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class PipelineOptions:
-    """What the pipeline needs beyond `PipelineSettings`."""
-
     group_id: str
     known_types: Collection[str]
     consume_batch: int = 500
@@ -222,7 +220,6 @@ class Pipeline:
         self._metrics.set_assigned(len(self._work.assigned))
 
     async def _flush_state(self, deadline_s: float) -> None:
-        """Write the buffered projection state within `deadline_s`."""
         try:
             await asyncio.wait_for(self._outcomes.flush(), max(0.1, deadline_s))
         except TimeoutError:

@@ -261,7 +261,6 @@ class Processor:
     async def _sink_write(
         self, planned: list[Planned], version_type: str = EXTERNAL
     ) -> list[WriteOutcome] | None:
-        """The sink's outcomes; None if it raised."""
         ops = [IndexOp.from_document(p.alias, p.document) for p in planned]
         if version_type != EXTERNAL:
             ops = [op._replace(version_type=version_type) for op in ops]

@@ -35,7 +35,6 @@ class RetryPolicy:
             raise ValueError(f"jitter must be within [0, 1], got {self.jitter}")
 
     def nominal(self, attempt: int) -> float:
-        """The delay before jitter."""
         if attempt < 1:
             raise ValueError(f"attempt must be >= 1, got {attempt}")
         return min(self.base_delay * float(1 << min(attempt - 1, MAX_SHIFT)), self.max_delay)
@@ -47,7 +46,6 @@ class RetryPolicy:
         return max(self.nominal(attempt) * self.jitter, MIN_JITTER_S)
 
     def delay(self, attempt: int) -> float:
-        """Seconds to wait after `attempt` failed."""
         return self.nominal(attempt) + self.jitter_limit(attempt) * self.rng.random()
 
     def exhausted(self, attempt: int) -> bool:

@@ -90,8 +90,6 @@ class Verdict:
 
 @dataclass(slots=True)
 class Planned:
-    """One work, ready to write."""
-
     work: Work
     projector: Projector
     alias: str
@@ -124,7 +122,6 @@ def done(plan: Planned, kind: OutcomeKind) -> Verdict:
 
 
 def failed(plan: Planned, code: ErrorCode, message: str | None) -> Verdict:
-    """A FAILED verdict for a planned write."""
     return Verdict(
         plan.work,
         OutcomeKind.FAILED,
@@ -145,7 +142,6 @@ def failed_plan(
     message: str,
     unexpected: bool = False,
 ) -> Verdict:
-    """A FAILED verdict for a work that could not be planned."""
     return Verdict(
         work,
         OutcomeKind.FAILED,
@@ -176,12 +172,10 @@ def write_failed(plan: Planned) -> Verdict:
 
 
 def is_rebuild(work: Work) -> bool:
-    """One of the work's events is a REBUILD."""
     return any(event.operation is Operation.REBUILD for event, _ in work.events)
 
 
 def row_behind(row: Row | None, work: Work) -> bool:
-    """`row` is older than the newest event of `work`."""
     revision = None if row is None else row_revision(row)
     return revision is not None and revision < work.max_revision
 

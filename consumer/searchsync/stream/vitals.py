@@ -23,7 +23,7 @@ STALL_AFTER_S = 120.0  # pending work and no progress for this long: /healthz sa
 
 
 class IntakePort(Protocol):
-    """The part of `KafkaIntake` the pipeline uses."""
+    """The part of `KafkaIntake` the pipeline uses (faked in unit tests)."""
 
     async def consume(self, max_messages: int, timeout_s: float) -> list[RawMessage]: ...
 
@@ -39,8 +39,6 @@ class IntakePort(Protocol):
 
 
 class Vitals:
-    """The paused partitions, and the pipeline's gauges and readiness."""
-
     def __init__(
         self, *, work: WorkState, dead_letters: DeadLetters, fence: SchemaFence, metrics: Metrics
     ) -> None:

@@ -69,7 +69,6 @@ class WorkState:
             self._keys.drop_partition(topic, partition)
 
     def forget(self, tp: TopicPartition) -> None:
-        """The partition is gone: its ledger and messages too."""
         self.assigned.discard(tp)
         self.ledger.forget(tp)
         for pos in [p for p in self._pending if (p.topic, p.partition) == tp]:
@@ -104,7 +103,6 @@ class WorkState:
             add(event, pos)
 
     def take(self, limit: int) -> list[Work]:
-        """Start works for ready keys, oldest first, within the in-flight bound and `limit`."""
         works = self._keys.take_ready(limit)
         running = self._running
         for work in works:
@@ -113,7 +111,6 @@ class WorkState:
         return works
 
     def owned(self, work: Work) -> bool:
-        """Some partition of `work` is still assigned."""
         assigned, positions = self.assigned, work.positions
         if len(positions) == 1:  # most works: one event
             return (positions[0].topic, positions[0].partition) in assigned
@@ -174,7 +171,6 @@ class WorkState:
         return code
 
     def release_due(self) -> None:
-        """Make every work whose retry is due ready again."""
         now = self._clock()
         while self._due and self._due[0].at <= now:
             due = heapq.heappop(self._due)
@@ -188,7 +184,6 @@ class WorkState:
         return self._release(lambda due: due.code in codes)
 
     def _release(self, wanted: Callable[[_Due], bool]) -> int:
-        """Release every scheduled retry `wanted` selects now, in schedule order; how many."""
         released = [due for due in self._due if wanted(due)]
         if released:
             self._due = [due for due in self._due if not wanted(due)]
@@ -199,7 +194,6 @@ class WorkState:
         return len(released)
 
     def waiting(self, code: ErrorCode) -> int:
-        """How many works wait for their retry after `code`."""
         return self._waiting[code]
 
     def pressure(self) -> str | None:
@@ -212,7 +206,6 @@ class WorkState:
         return "too many events waiting" if self._keys.is_full() else None
 
     def busy(self, partitions: Collection[TopicPartition]) -> bool:
-        """Some work of `partitions` is in flight."""
         return any(self._running.get(tp, 0) for tp in partitions)
 
     def in_flight(self) -> int:

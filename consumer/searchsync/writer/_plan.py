@@ -35,8 +35,6 @@ _ER_DUP_ENTRY: Final = 1062
 
 @dataclass(frozen=True, slots=True)
 class Statement:
-    """One SQL statement; `fetch` asks for ``fetchone()``."""
-
     sql: str
     params: tuple[Any, ...]
     fetch: bool = False
@@ -169,7 +167,6 @@ def finish(
 
 
 def _locked(table: AggregateTable, aggregate_id: str) -> Plan[tuple[int, bool]]:
-    """Lock the row: its revision, and whether it is soft-deleted."""
     row = yield _lock_row(table, aggregate_id)
     if row is None:
         raise AggregateNotFound(table.aggregate_type, aggregate_id)

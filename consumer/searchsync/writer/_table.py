@@ -55,7 +55,6 @@ class AggregateTable:
 
     @property
     def owned(self) -> tuple[str, ...]:
-        """The columns only the writer writes."""
         columns = (self.id_column, self.revision_column, self.deleted_at_column)
         return columns if self.updated_at_column is None else (*columns, self.updated_at_column)
 

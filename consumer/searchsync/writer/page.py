@@ -31,8 +31,6 @@ Relations = Mapping[str, Sequence[Mapping[str, Any]]]
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    """A wiki_page row as the application sees it."""
-
     id: str
     title: str
     content: str
@@ -88,17 +86,14 @@ class PageWriter:
         return await self._run(self._writer.update(page_id, values))
 
     async def soft_delete(self, page_id: str) -> int:
-        """Mark the page deleted; its document becomes a tombstone."""
         _check_page_id(page_id)
         return await self._run(self._writer.soft_delete(page_id))
 
     async def restore(self, page_id: str) -> int:
-        """Undo a soft delete."""
         _check_page_id(page_id)
         return await self._run(self._writer.restore(page_id))
 
     async def hard_delete(self, page_id: str) -> int:
-        """Delete the row and record its revision floor."""
         _check_page_id(page_id)
         return await self._run(self._writer.hard_delete(page_id))
 

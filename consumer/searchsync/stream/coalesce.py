@@ -110,9 +110,7 @@ class Coalescer:
     def complete(self, work: Work) -> list[Position]:
         """Finish a work: every position it finishes (those of a dropped partition too: the ledger
         ignores them); the key's next group becomes ready."""
-        state = self._running_state(work)
-        state.running = None
-        self._in_flight -= 1
+        state = self._stop(work)
         if state.queued:
             self._ready[work.key] = None
         else:
@@ -122,9 +120,7 @@ class Coalescer:
     def release(self, work: Work) -> None:
         """Give a work back, when its retry is due, merged with the events that waited behind it;
         the next work counts its attempts."""
-        state = self._running_state(work)
-        state.running = None
-        self._in_flight -= 1
+        state = self._stop(work)
         state.queued[:0] = work.events
         self._queued += len(work.events)
         state.attempts = work.attempts
@@ -167,8 +163,11 @@ class Coalescer:
         """`max_queued` events or more wait: intake should pause."""
         return self._queued >= self._max_queued
 
-    def _running_state(self, work: Work) -> _KeyState:
+    def _stop(self, work: Work) -> _KeyState:
+        """`work` is no longer in flight: its key's state (ValueError unless it was)."""
         state = self._keys.get(work.key)
         if state is None or state.running is not work:
             raise ValueError(f"work for {work.key} is not in flight (completed or released?)")
+        state.running = None
+        self._in_flight -= 1
         return state

@@ -1,7 +1,7 @@
-"""The processor's answer for one work (`Verdict`), its builders, and `decide`: finish, retry or
-dead-letter from the `ErrorCode` table alone (docs/design.md, "Retry"). TRANSIENT is retried until
-the work's attempts are spent; SYSTEMIC forever without spending them, at least every
-`SYSTEMIC_RETRY_CAP_S` (`OUTAGE_RETRY_CAP_S` when unreachable)."""
+"""The processor's answer for one work (`Verdict`), its builders, and `decide`: from the
+`ErrorCode` table alone (docs/design.md, "Retry"), POISON is dead-lettered at once, TRANSIENT
+retried until the work's attempts are spent, SYSTEMIC retried forever without spending them, at
+least every `SYSTEMIC_RETRY_CAP_S` (`OUTAGE_RETRY_CAP_S` when unreachable)."""
 
 from __future__ import annotations
 

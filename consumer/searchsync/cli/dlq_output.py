@@ -2,53 +2,42 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict
 from typing import Any
 
 from searchsync.cli.output import bytes_json
 from searchsync.dlq.ledger import ReplayEntry
-from searchsync.dlq.record import DlqRecord
-from searchsync.dlq.replay import DlqEntry, DlqSummary, ReplayReport
-from searchsync.dlq.summary import status_json
-
-
-def record_json(record: DlqRecord) -> dict[str, Any]:
-    fields = asdict(record)
-    fields["operation"] = record.operation.value if record.operation is not None else None
-    fields["first_failed_at"] = record.first_failed_at.isoformat()
-    fields["last_failed_at"] = record.last_failed_at.isoformat()
-    fields["original_key"] = bytes_json(record.original_key)
-    fields["payload"] = bytes_json(record.payload)
-    return fields
-
-
-def _replay_json(replay: ReplayEntry) -> dict[str, Any]:
-    return {
-        "replayed_at": replay.replayed_at.isoformat(),
-        "run_id": replay.run_id,
-        "selection": dict(replay.selection),
-        "replayed_to": (
-            f"{replay.replayed_to_topic}/{replay.replayed_to_partition}/{replay.replayed_to_offset}"
-        ),
-    }
+from searchsync.dlq.read import DlqEntry
+from searchsync.dlq.replay import ReplayReport
+from searchsync.dlq.summary import DlqSummary
 
 
 def entry_json(entry: DlqEntry) -> dict[str, Any]:
     """The record's fields plus where it sits in the DLQ and what the ledger says about it."""
-    origin = entry.from_replay
+    record, origin = entry.record, entry.from_replay
     return {
-        **record_json(entry.record),
+        **asdict(record),
+        "operation": record.operation.value if record.operation is not None else None,
+        "first_failed_at": record.first_failed_at.isoformat(),
+        "last_failed_at": record.last_failed_at.isoformat(),
+        "original_key": bytes_json(record.original_key),
+        "payload": bytes_json(record.payload),
         "dlq_partition": entry.partition,
         "dlq_offset": entry.offset,
         "kafka_timestamp": None if entry.timestamp is None else entry.timestamp.isoformat(),
         "replayed": entry.replayed,
-        "replays": [_replay_json(r) for r in entry.replays],
-        "from_replay_of": (
-            None
-            if origin is None
-            else f"{origin.dlq_topic}/{origin.dlq_partition}/{origin.dlq_offset}"
-        ),
+        "replays": [
+            {
+                "replayed_at": r.replayed_at.isoformat(),
+                "run_id": r.run_id,
+                "selection": dict(r.selection),
+                "replayed_to": f"{r.replayed_to_topic}/{r.replayed_to_partition}/"
+                f"{r.replayed_to_offset}",
+            }
+            for r in entry.replays
+        ],
+        "from_replay_of": None if origin is None else _position(origin),
     }
 
 
@@ -67,10 +56,7 @@ def entry_line(dlq_topic: str, entry: DlqEntry) -> str:
         last = entry.replays[-1].replayed_at.isoformat()
         line += f" [replayed {len(entry.replays)}x, last {last}]"
     if entry.from_replay is not None:
-        o = entry.from_replay
-        line += (
-            f" [dead-lettered again after replay of {o.dlq_topic}/{o.dlq_partition}/{o.dlq_offset}]"
-        )
+        line += f" [dead-lettered again after replay of {_position(entry.from_replay)}]"
     return line
 
 
@@ -120,25 +106,30 @@ def summary_lines(summary: DlqSummary) -> Iterator[str]:
             f"  dead-lettered (Kafka time): {summary.oldest_timestamp} .."
             f" {summary.newest_timestamp}"
         )
-        yield "  by error code: " + ", ".join(f"{k} {v}" for k, v in summary.by_code.items())
-        yield "  by aggregate type: " + ", ".join(f"{k} {v}" for k, v in summary.by_type.items())
+        yield f"  by error code: {_counts(summary.by_code)}"
+        yield f"  by aggregate type: {_counts(summary.by_type)}"
         yield (
             f"  replayed: {summary.replayed} of them; {summary.from_replays} came from a replay "
             "that failed again"
         )
     if not summary.replays:
         return
-    outcomes = ", ".join(f"{k} {v}" for k, v in summary.outcomes.items() if v)
-    yield f"{len(summary.replays)} replays recorded ({outcomes})"
+    outcomes = {k: v for k, v in summary.outcomes.items() if v}
+    yield f"{len(summary.replays)} replays recorded ({_counts(outcomes)})"
     for status in summary.replays:
-        s = status_json(status)
-        again = (
-            ""
-            if status.dead_letter is None
-            else f" -> {summary.topic}/{status.dead_letter[0]}/{status.dead_letter[1]}"
-        )
+        r, again = status.replay, status.dead_letter
+        became = "" if again is None else f" -> {summary.topic}/{again[0]}/{again[1]}"
         yield (
-            f"  {s['replayed_at']} {s['dlq_position']} event={s['event_id'] or '?'} "
-            f"{s['aggregate_type'] or '?'}/{s['aggregate_id'] or '?'} rev={s['source_revision']} "
-            f"{s['outcome']}{again} (indexed revision {s['indexed_revision']})"
+            f"  {r.replayed_at.isoformat()} {_position(r)} event={r.event_id or '?'} "
+            f"{r.aggregate_type or '?'}/{r.aggregate_id or '?'} rev={r.source_revision} "
+            f"{status.outcome.value}{became} (indexed revision {status.indexed_revision})"
         )
+
+
+def _position(replay: ReplayEntry) -> str:
+    """Where the replayed dead letter sits: ``topic/partition/offset``."""
+    return f"{replay.dlq_topic}/{replay.dlq_partition}/{replay.dlq_offset}"
+
+
+def _counts(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.items())

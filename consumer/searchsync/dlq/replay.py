@@ -1,9 +1,6 @@
-"""Operator work on the dead letters: `inspect`, `summary` and `replay`, with a ledger of what was
-replayed (`searchsync.dlq.ledger`).
+"""`searchsync dlq inspect` and `replay` as library calls (docs/design.md, "DLQ replay ledger").
 
-Each reads up to the end offsets taken when it starts, so it ends while dead letters keep coming;
-a DLQ topic that does not exist yet has nothing to show. A replay (docs/design.md, "DLQ replay
-ledger") re-produces each selected original to its original topic and partition with the header
+A replay re-produces each selected original to its original topic and partition with the header
 ``searchsync-replayed-from: <dlq topic>/<partition>/<offset>``, skipping what the ledger says was
 replayed (unless ``again``), and records it once the broker acknowledged; a crash in between
 replays it again, harmlessly under external versions.
@@ -19,9 +16,8 @@ from typing import Any
 
 from searchsync.dlq.filter import DlqFilter
 from searchsync.dlq.ledger import ReplayEntry, ReplayLedger
-from searchsync.dlq.read import ConsumerFactory, ConsumerPort, DlqEntry, DlqTopic, mark_replays
+from searchsync.dlq.read import DlqEntry, DlqTopic, mark_replays
 from searchsync.dlq.record import REPLAYED_FROM_HEADER
-from searchsync.dlq.summary import DlqSummary, ReplayOutcome, ReplayStatus, summary
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.kafka.producer import (
     DeliveryFailed,
@@ -32,21 +28,6 @@ from searchsync.kafka.producer import (
     produce_and_wait,
 )
 
-__all__ = [
-    "ConsumerFactory",
-    "ConsumerPort",
-    "DlqEntry",
-    "DlqFilter",
-    "DlqSummary",
-    "DlqTopic",
-    "ReplayOutcome",
-    "ReplayReport",
-    "ReplayStatus",
-    "inspect",
-    "replay",
-    "summary",
-]
-
 
 @dataclass(frozen=True, slots=True)
 class ReplayReport:
@@ -55,10 +36,14 @@ class ReplayReport:
     dry_run: bool
     run_id: str
     selection: Mapping[str, Any]
-    scanned: int
     skipped: int  # read but not selected by the filters
     replayed: tuple[DlqEntry, ...]
     already_replayed: tuple[DlqEntry, ...]  # selected, but the ledger has them (no `again`)
+
+    @property
+    def scanned(self) -> int:
+        """How many dead letters were read."""
+        return self.skipped + len(self.replayed) + len(self.already_replayed)
 
     @property
     def nothing_new(self) -> bool:
@@ -74,20 +59,17 @@ def inspect(
     selection: DlqFilter | None = None,
     ledger: ReplayLedger | None = None,
 ) -> list[DlqEntry]:
-    """Up to `limit` dead letters that `selection` picks, without committing anything.
-
-    With `from_beginning=True` the oldest come back; otherwise the newest (merged by timestamp,
-    newest last). With a `ledger`, replayed entries carry their replays. No topic yet: an empty
-    list.
-    """
+    """Up to `limit` dead letters that `selection` picks, without committing anything: the oldest
+    with `from_beginning`, else the newest (by timestamp, newest last). With a `ledger`, entries
+    carry their replays. No topic yet: an empty list."""
     chosen = selection or DlqFilter()
     ends = dlq.watermarks() if limit >= 1 else None
     if ends is None:
         return []
-    tail_only = chosen.is_everything and not from_beginning
+    tail_only = chosen == DlqFilter() and not from_beginning
     starts = {p: max(m.low, m.high - limit) if tail_only else m.low for p, m in ends.items()}
     found: list[DlqEntry] = []
-    with dlq.scan(starts, ends) as entries:
+    with dlq.scan(ends, starts) as entries:
         for entry in entries:
             if not chosen.matches(entry.record):
                 continue
@@ -118,22 +100,19 @@ def replay(
     replays of one DLQ at the same time.
     """
     chosen = selection or DlqFilter()
-    run_id = uuid.uuid4().hex
-    report = ReplayReport(dry_run, run_id, chosen.selection(), 0, 0, (), ())
+    run_id, selected = uuid.uuid4().hex, chosen.selection()
     ends = dlq.watermarks()
     if ends is None:
-        return report
-    dlq_topic, timeout_s = dlq.name, dlq.timeout_s
-    rows = ledger.replays(dlq_topic)
+        return ReplayReport(dry_run, run_id, selected, 0, (), ())
+    rows = ledger.replays(dlq.name)
     done = {(e.dlq_partition, e.dlq_offset) for e in rows}
     producer = None if dry_run else acknowledged(dlq.config, producer_factory)
     replayed: list[DlqEntry] = []
     already: list[DlqEntry] = []
-    scanned = skipped = 0
+    skipped = 0
     try:
-        with dlq.scan({p: m.low for p, m in ends.items()}, ends) as entries:
+        with dlq.scan(ends) as entries:
             for entry in entries:
-                scanned += 1
                 if not chosen.matches(entry.record):
                     skipped += 1
                     continue
@@ -141,44 +120,47 @@ def replay(
                     already.append(entry)
                     continue
                 if producer is not None:
-                    ledger.record(_replay_one(producer, entry, dlq_topic, report, clock, timeout_s))
+                    offset = _reproduce(producer, dlq, entry)
+                    ledger.record(_ledger_row(dlq.name, entry, offset, selected, run_id, clock()))
                 replayed.append(entry)
                 if limit is not None and len(replayed) >= limit:
                     break
     finally:
         if producer is not None:
-            producer.flush(timeout_s)
-    marked = tuple(mark_replays(already, dlq_topic, rows))
-    return ReplayReport(
-        dry_run, run_id, report.selection, scanned, skipped, tuple(replayed), marked
-    )
+            producer.flush(dlq.timeout_s)
+    marked = tuple(mark_replays(already, dlq.name, rows))
+    return ReplayReport(dry_run, run_id, selected, skipped, tuple(replayed), marked)
 
 
-def _replay_one(
-    producer: ProducerPort,
-    entry: DlqEntry,
-    dlq_topic: str,
-    report: ReplayReport,
-    clock: Callable[[], datetime],
-    timeout_s: float,
-) -> ReplayEntry:
-    """Re-produce one dead letter and return its ledger row (written by the caller)."""
+def _reproduce(producer: ProducerPort, dlq: DlqTopic, entry: DlqEntry) -> int | None:
+    """Send one dead letter's original back; the offset the broker gave it."""
     record = entry.record
-    origin = f"{dlq_topic}/{entry.partition}/{entry.offset}"
+    origin = f"{dlq.name}/{entry.partition}/{entry.offset}"
     try:
-        offset = produce_and_wait(
+        return produce_and_wait(
             producer,
             record.original_topic,
             record.payload,
             record.original_key,
             partition=record.original_partition,
             headers=[(REPLAYED_FROM_HEADER, origin.encode())],
-            timeout_s=timeout_s,
+            timeout_s=dlq.timeout_s,
         )
     except DeliveryTimeout as exc:
         raise TransientError(ErrorCode.REPLAY_TIMEOUT, f"no acknowledgement for {origin}") from exc
     except DeliveryFailed as exc:
         raise TransientError(ErrorCode.REPLAY_FAILED, f"{origin}: {exc}") from exc
+
+
+def _ledger_row(
+    dlq_topic: str,
+    entry: DlqEntry,
+    offset: int | None,
+    selection: Mapping[str, Any],
+    run_id: str,
+    at: datetime,
+) -> ReplayEntry:
+    record = entry.record
     return ReplayEntry(
         dlq_topic=dlq_topic,
         dlq_partition=entry.partition,
@@ -191,9 +173,9 @@ def _replay_one(
         replayed_to_topic=record.original_topic,
         replayed_to_partition=record.original_partition,
         replayed_to_offset=offset,
-        selection=report.selection,
-        run_id=report.run_id,
-        replayed_at=clock(),
+        selection=selection,
+        run_id=run_id,
+        replayed_at=at,
     )
 
 

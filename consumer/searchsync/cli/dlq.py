@@ -1,25 +1,21 @@
-"""`searchsync dlq inspect|summary|replay` (library: `searchsync.dlq`; output: `dlq_output`)."""
+"""`searchsync dlq inspect|summary|replay` (library: `searchsync.dlq`), for humans or as JSON."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator, Mapping
 from contextlib import closing
+from dataclasses import asdict
 from typing import Any
 
 from searchsync.cli.args import Parents, positive_int, utc_time
-from searchsync.cli.dlq_output import (
-    entry_json,
-    entry_line,
-    replay_json,
-    replay_lines,
-    summary_lines,
-)
-from searchsync.cli.output import show
+from searchsync.cli.output import bytes_json, show
 from searchsync.config import Settings
 from searchsync.dlq.filter import DlqFilter
-from searchsync.dlq.read import DlqTopic
-from searchsync.dlq.replay import inspect, replay
-from searchsync.dlq.summary import summary
+from searchsync.dlq.ledger import ReplayEntry
+from searchsync.dlq.read import DlqEntry, DlqTopic
+from searchsync.dlq.replay import ReplayReport, inspect, replay
+from searchsync.dlq.summary import DlqSummary, summary
 from searchsync.exit_codes import ExitCode
 from searchsync.kafka.admin import KAFKA_TIMEOUT_S
 from searchsync.runtime import Runtime
@@ -110,3 +106,125 @@ def cmd_dlq_replay(args: argparse.Namespace, settings: Settings, runtime: Runtim
         )
     show(args.json, replay_json(topic, report), replay_lines(topic, report))
     return ExitCode.OK
+
+
+def entry_json(entry: DlqEntry) -> dict[str, Any]:
+    """The record's fields plus where it sits in the DLQ and what the ledger says about it."""
+    record, origin = entry.record, entry.from_replay
+    return {
+        **asdict(record),
+        "operation": record.operation.value if record.operation is not None else None,
+        "first_failed_at": record.first_failed_at.isoformat(),
+        "last_failed_at": record.last_failed_at.isoformat(),
+        "original_key": bytes_json(record.original_key),
+        "payload": bytes_json(record.payload),
+        "dlq_partition": entry.partition,
+        "dlq_offset": entry.offset,
+        "kafka_timestamp": None if entry.timestamp is None else entry.timestamp.isoformat(),
+        "replayed": entry.replayed,
+        "replays": [
+            {
+                "replayed_at": r.replayed_at.isoformat(),
+                "run_id": r.run_id,
+                "selection": dict(r.selection),
+                "replayed_to": f"{r.replayed_to_topic}/{r.replayed_to_partition}/"
+                f"{r.replayed_to_offset}",
+            }
+            for r in entry.replays
+        ],
+        "from_replay_of": None if origin is None else _position(origin),
+    }
+
+
+def entry_line(dlq_topic: str, entry: DlqEntry) -> str:
+    record = entry.record
+    op = record.operation.value if record.operation is not None else "?"
+    line = (
+        f"{dlq_topic}/{entry.partition}/{entry.offset} "
+        f"from {record.original_topic}/{record.original_partition}/{record.original_offset} "
+        f"event={record.event_id or '?'} {record.aggregate_type or '?'}/"
+        f"{record.aggregate_id or '?'} rev={record.source_revision} op={op} "
+        f"attempts={record.attempts} code={record.last_error_code} "
+        f"at={record.last_failed_at.isoformat()} msg={record.last_error_message!r}"
+    )
+    if entry.replays:
+        last = entry.replays[-1].replayed_at.isoformat()
+        line += f" [replayed {len(entry.replays)}x, last {last}]"
+    if entry.from_replay is not None:
+        line += f" [dead-lettered again after replay of {_position(entry.from_replay)}]"
+    return line
+
+
+def replay_json(dlq_topic: str, report: ReplayReport) -> dict[str, Any]:
+    return {
+        "dry_run": report.dry_run,
+        "dlq_topic": dlq_topic,
+        "run_id": report.run_id,
+        "selection": dict(report.selection),
+        "scanned": report.scanned,
+        "skipped": report.skipped,
+        "nothing_new": report.nothing_new,
+        "replayed": [entry_json(e) for e in report.replayed],
+        "already_replayed": [entry_json(e) for e in report.already_replayed],
+    }
+
+
+def replay_lines(dlq_topic: str, report: ReplayReport) -> Iterator[str]:
+    if report.scanned == 0:
+        yield f"no dead letters to replay in {dlq_topic}"
+        return
+    if report.nothing_new:
+        last = max(r.replayed_at for e in report.already_replayed for r in e.replays)
+        yield (
+            f"nothing to replay: the {len(report.already_replayed)} dead letter(s) this selection "
+            f"picks were replayed already (last at {last.isoformat()}); --again replays them again"
+        )
+        return
+    verb = "would replay" if report.dry_run else "replayed"
+    for entry in report.replayed:
+        yield f"{verb} {entry_line(dlq_topic, entry)}"
+    yield (
+        f"{verb} {len(report.replayed)} of {report.scanned} dead letters read from "
+        f"{dlq_topic} ({report.skipped} skipped by filters, "
+        f"{len(report.already_replayed)} replayed before)"
+    )
+
+
+def summary_lines(summary: DlqSummary) -> Iterator[str]:
+    if summary.total == 0 and not summary.replays:
+        yield f"no dead letters in {summary.topic}"
+        return
+    yield f"{summary.total} dead letters in {summary.topic}"
+    if summary.total:
+        yield f"  last failed: oldest {summary.oldest_failed_at}, newest {summary.newest_failed_at}"
+        yield (
+            f"  dead-lettered (Kafka time): {summary.oldest_timestamp} .."
+            f" {summary.newest_timestamp}"
+        )
+        yield f"  by error code: {_counts(summary.by_code)}"
+        yield f"  by aggregate type: {_counts(summary.by_type)}"
+        yield (
+            f"  replayed: {summary.replayed} of them; {summary.from_replays} came from a replay "
+            "that failed again"
+        )
+    if not summary.replays:
+        return
+    outcomes = {k: v for k, v in summary.outcomes.items() if v}
+    yield f"{len(summary.replays)} replays recorded ({_counts(outcomes)})"
+    for status in summary.replays:
+        r, again = status.replay, status.dead_letter
+        became = "" if again is None else f" -> {summary.topic}/{again[0]}/{again[1]}"
+        yield (
+            f"  {r.replayed_at.isoformat()} {_position(r)} event={r.event_id or '?'} "
+            f"{r.aggregate_type or '?'}/{r.aggregate_id or '?'} rev={r.source_revision} "
+            f"{status.outcome.value}{became} (indexed revision {status.indexed_revision})"
+        )
+
+
+def _position(replay: ReplayEntry) -> str:
+    """Where the replayed dead letter sits: ``topic/partition/offset``."""
+    return f"{replay.dlq_topic}/{replay.dlq_partition}/{replay.dlq_offset}"
+
+
+def _counts(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.items())

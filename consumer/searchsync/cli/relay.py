@@ -1,11 +1,5 @@
-"""`searchsync relay`: the polling publisher of the outbox (library: `searchsync.relay`;
-docs/relay.md).
-
-- ``relay run``: claim, publish and mark outbox rows until SIGTERM/SIGINT;
-- ``relay dead``: list the DEAD rows (past ``relay.max_attempts``);
-- ``relay revive --id N ... | --all``: show the DEAD rows that would be put back; with
-  ``--execute``, make them PENDING again (attempts 0, available now).
-"""
+"""`searchsync relay run | dead | revive`: the outbox's polling publisher, and its DEAD rows (past
+``relay.max_attempts``) listed or, with ``--execute``, made PENDING again (docs/relay.md)."""
 
 from __future__ import annotations
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from searchsync.clock import utc_now
 from searchsync.dlq.filter import DlqFilter
 from searchsync.dlq.ledger import ReplayEntry, ReplayLedger
 from searchsync.dlq.read import DlqEntry, DlqTopic, mark_replays
@@ -91,14 +92,12 @@ def replay(
     again: bool = False,
     limit: int | None = None,
     producer_factory: ProducerFactory | None = None,
-    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    clock: Callable[[], datetime] = utc_now,
 ) -> ReplayReport:
     """Re-produce the selected dead letters the ledger has not seen replayed (all with `again`).
-
     Stops at the first failed re-produce (`TransientError` REPLAY_FAILED / REPLAY_TIMEOUT); what
     was replayed before it is in the ledger, so running it again continues. Do not run two
-    replays of one DLQ at the same time.
-    """
+    replays of one DLQ at the same time."""
     chosen = selection or DlqFilter()
     run_id, selected = uuid.uuid4().hex, chosen.selection()
     ends = dlq.watermarks()
@@ -120,8 +119,7 @@ def replay(
                     already.append(entry)
                     continue
                 if producer is not None:
-                    offset = _reproduce(producer, dlq, entry)
-                    ledger.record(_ledger_row(dlq.name, entry, offset, selected, run_id, clock()))
+                    ledger.record(_replay_one(producer, dlq, entry, selected, run_id, clock))
                 replayed.append(entry)
                 if limit is not None and len(replayed) >= limit:
                     break
@@ -132,12 +130,19 @@ def replay(
     return ReplayReport(dry_run, run_id, selected, skipped, tuple(replayed), marked)
 
 
-def _reproduce(producer: ProducerPort, dlq: DlqTopic, entry: DlqEntry) -> int | None:
-    """Send one dead letter's original back; the offset the broker gave it."""
+def _replay_one(
+    producer: ProducerPort,
+    dlq: DlqTopic,
+    entry: DlqEntry,
+    selection: Mapping[str, Any],
+    run_id: str,
+    clock: Callable[[], datetime],
+) -> ReplayEntry:
+    """Send one dead letter's original back and return its ledger row (written by the caller)."""
     record = entry.record
     origin = f"{dlq.name}/{entry.partition}/{entry.offset}"
     try:
-        return produce_and_wait(
+        offset = produce_and_wait(
             producer,
             record.original_topic,
             record.payload,
@@ -150,19 +155,8 @@ def _reproduce(producer: ProducerPort, dlq: DlqTopic, entry: DlqEntry) -> int | 
         raise TransientError(ErrorCode.REPLAY_TIMEOUT, f"no acknowledgement for {origin}") from exc
     except DeliveryFailed as exc:
         raise TransientError(ErrorCode.REPLAY_FAILED, f"{origin}: {exc}") from exc
-
-
-def _ledger_row(
-    dlq_topic: str,
-    entry: DlqEntry,
-    offset: int | None,
-    selection: Mapping[str, Any],
-    run_id: str,
-    at: datetime,
-) -> ReplayEntry:
-    record = entry.record
     return ReplayEntry(
-        dlq_topic=dlq_topic,
+        dlq_topic=dlq.name,
         dlq_partition=entry.partition,
         dlq_offset=entry.offset,
         event_id=record.event_id,
@@ -175,7 +169,7 @@ def _ledger_row(
         replayed_to_offset=offset,
         selection=selection,
         run_id=run_id,
-        replayed_at=at,
+        replayed_at=clock(),
     )
 
 

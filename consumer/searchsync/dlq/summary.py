@@ -147,9 +147,7 @@ def _statuses(
     indexed = _indexed(rows, ledger)
     statuses = []
     for row in rows:
-        revision = None
-        if row.aggregate_type is not None and row.aggregate_id is not None:
-            revision = indexed.get((row.aggregate_type, row.aggregate_id))
+        revision = indexed.get((row.aggregate_type, row.aggregate_id))
         if id(row) in again:
             outcome = ReplayOutcome.DEAD_LETTERED_AGAIN
         elif row.source_revision is None or row.aggregate_id is None:
@@ -162,16 +160,19 @@ def _statuses(
     return statuses
 
 
-def _indexed(rows: Sequence[ReplayEntry], ledger: ReplayLedger) -> dict[tuple[str, str], int]:
+def _indexed(
+    rows: Sequence[ReplayEntry], ledger: ReplayLedger
+) -> dict[tuple[str | None, str | None], int]:
+    """The indexed revision by (aggregate type, aggregate id), one query per type."""
     wanted: dict[str, list[str]] = {}
     for row in rows:
         if row.aggregate_type is not None and row.aggregate_id is not None:
             wanted.setdefault(row.aggregate_type, []).append(row.aggregate_id)
-    found: dict[tuple[str, str], int] = {}
-    for aggregate_type, ids in sorted(wanted.items()):
-        for aggregate_id, revision in ledger.indexed_revisions(aggregate_type, ids).items():
-            found[(aggregate_type, aggregate_id)] = revision
-    return found
+    return {
+        (kind, aggregate_id): revision
+        for kind, ids in sorted(wanted.items())
+        for aggregate_id, revision in ledger.indexed_revisions(kind, ids).items()
+    }
 
 
 def _counts(values: Any) -> dict[str, int]:

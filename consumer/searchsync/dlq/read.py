@@ -65,19 +65,17 @@ class DlqTopic:
     consumer_factory: ConsumerFactory = kafka_consumer
     timeout_s: float = 30.0
 
-    def watermarks(self) -> Mapping[int, Watermarks] | None:
-        """Each partition's watermarks; None while the topic does not exist."""
-        admin = self.admin_factory(self.config)
-        return admin.watermarks(self.name) if admin.topic_exists(self.name) else None
-
     @contextmanager
-    def scan(
-        self, ends: Mapping[int, Watermarks], starts: Mapping[int, int] | None = None
-    ) -> Iterator[Iterator[DlqEntry]]:
-        """The entries from `starts` (default: the low watermarks) to the high watermarks in
-        `ends`, read by a reader that assigns partitions and never commits."""
-        if starts is None:
-            starts = {p: m.low for p, m in ends.items()}
+    def scan(self, tail: int | None = None) -> Iterator[Iterator[DlqEntry] | None]:
+        """The entries up to the high watermarks taken now, from the low ones (or the last `tail`
+        of each partition), read by a reader that assigns partitions and never commits; None
+        while the topic does not exist."""
+        admin = self.admin_factory(self.config)
+        if not admin.topic_exists(self.name):
+            yield None
+            return
+        ends = admin.watermarks(self.name)
+        starts = {p: m.low if tail is None else max(m.low, m.high - tail) for p, m in ends.items()}
         reader = consumer_config(self.config, group_id=f"{self.name}.inspect", partition_eof=True)
         consumer = self.consumer_factory(reader)
         try:

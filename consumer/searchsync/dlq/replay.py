@@ -64,14 +64,11 @@ def inspect(
     with `from_beginning`, else the newest (by timestamp, newest last). With a `ledger`, entries
     carry their replays. No topic yet: an empty list."""
     chosen = selection or DlqFilter()
-    ends = dlq.watermarks() if limit >= 1 else None
-    if ends is None:
+    if limit < 1:
         return []
-    tail_only = chosen == DlqFilter() and not from_beginning
-    starts = {p: max(m.low, m.high - limit) if tail_only else m.low for p, m in ends.items()}
     found: list[DlqEntry] = []
-    with dlq.scan(ends, starts) as entries:
-        for entry in entries:
+    with dlq.scan(limit if chosen == DlqFilter() and not from_beginning else None) as entries:
+        for entry in entries or ():
             if not chosen.matches(entry.record):
                 continue
             found.append(entry)
@@ -80,7 +77,9 @@ def inspect(
     if not from_beginning:
         found.sort(key=_order)
         found = found[-limit:]
-    return mark_replays(found, dlq.name, ledger.replays(dlq.name)) if ledger is not None else found
+    if ledger is None or not found:  # no dead letter: MySQL is not asked
+        return found
+    return mark_replays(found, dlq.name, ledger.replays(dlq.name))
 
 
 def replay(
@@ -100,17 +99,17 @@ def replay(
     replays of one DLQ at the same time."""
     chosen = selection or DlqFilter()
     run_id, selected = uuid.uuid4().hex, chosen.selection()
-    ends = dlq.watermarks()
-    if ends is None:
-        return ReplayReport(dry_run, run_id, selected, 0, (), ())
-    rows = ledger.replays(dlq.name)
-    done = {(e.dlq_partition, e.dlq_offset) for e in rows}
-    producer = None if dry_run else acknowledged(dlq.config, producer_factory)
     replayed: list[DlqEntry] = []
     already: list[DlqEntry] = []
     skipped = 0
+    producer = None
     try:
-        with dlq.scan(ends) as entries:
+        with dlq.scan() as entries:
+            if entries is None:
+                return ReplayReport(dry_run, run_id, selected, 0, (), ())
+            rows = ledger.replays(dlq.name)
+            done = {(e.dlq_partition, e.dlq_offset) for e in rows}
+            producer = None if dry_run else acknowledged(dlq.config, producer_factory)
             for entry in entries:
                 if not chosen.matches(entry.record):
                     skipped += 1

@@ -101,13 +101,10 @@ def status_json(status: ReplayStatus) -> dict[str, Any]:
 
 def summary(dlq: DlqTopic, *, ledger: ReplayLedger | None) -> DlqSummary:
     """Read all of `dlq` and summarise it; with a `ledger`, also every recorded replay."""
-    entries: list[DlqEntry] = []
-    ends = dlq.watermarks()
-    if ends is None:  # no dead letter yet: nothing was replayed either (and MySQL is not asked)
+    with dlq.scan() as found:
+        exists, entries = found is not None, list(found or ())
+    if not exists:  # no dead letter yet: nothing was replayed either (and MySQL is not asked)
         ledger = None
-    else:
-        with dlq.scan(ends) as found:
-            entries = list(found)
     rows = ledger.replays(dlq.name) if ledger is not None else []
     entries = mark_replays(entries, dlq.name, rows)
     statuses = _statuses(entries, rows, ledger) if ledger is not None else []
@@ -115,7 +112,7 @@ def summary(dlq: DlqTopic, *, ledger: ReplayLedger | None) -> DlqSummary:
     stamps = [e.timestamp for e in entries if e.timestamp is not None]
     return DlqSummary(
         topic=dlq.name,
-        exists=ends is not None,
+        exists=exists,
         total=len(entries),
         by_code=_counts(e.record.last_error_code for e in entries),
         by_type=_counts(e.record.aggregate_type or "(unknown)" for e in entries),

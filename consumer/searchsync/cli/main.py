@@ -88,7 +88,7 @@ def main(
         return ExitCode.INTERRUPTED
     except Exception as exc:  # every other failure is operational: say what and exit 1
         away = None if settings is None else describe_unreachable(exc, settings)
-        text = away or _describe(exc)
+        text = away or describe_auth_error(exc) or _describe(exc)
         err(f"error: {scrub_known(scrub_credentials(text), secrets)}")
         return ExitCode.FAILURE
 
@@ -111,8 +111,5 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _describe(exc: BaseException) -> str:
-    auth = describe_auth_error(exc)
-    if auth is not None:
-        return auth
     text = str(exc) or type(exc).__name__
     return text if isinstance(exc, SearchSyncError) else f"{type(exc).__name__}: {text}"

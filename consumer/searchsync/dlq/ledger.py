@@ -86,7 +86,7 @@ class MysqlReplayLedger:
             " ORDER BY replayed_at, id"
         )
         rows = self._execute("read search_dlq_replay", sql, (dlq_topic,))
-        return [_entry(dict(zip(_COLUMNS, row, strict=True))) for row in rows]
+        return [_entry(row) for row in rows]
 
     def record(self, entry: ReplayEntry) -> None:
         values = [getattr(entry, c) for c in _COLUMNS]
@@ -132,11 +132,10 @@ class MysqlReplayLedger:
         return self._runner.run(go())
 
 
-def _entry(row: dict[str, Any]) -> ReplayEntry:
-    """A row of ``search_dlq_replay`` (its integer columns come back as ints)."""
-    selection = row["selection"]
-    if isinstance(selection, str | bytes):
-        selection = orjson.loads(selection)
-    return ReplayEntry(
-        **{**row, "selection": selection, "replayed_at": row["replayed_at"].replace(tzinfo=UTC)}
-    )
+def _entry(row: Sequence[Any]) -> ReplayEntry:
+    """A row of ``search_dlq_replay``, its columns in `_COLUMNS` order."""
+    fields = dict(zip(_COLUMNS, row, strict=True))
+    if isinstance(fields["selection"], str | bytes):
+        fields["selection"] = orjson.loads(fields["selection"])
+    fields["replayed_at"] = fields["replayed_at"].replace(tzinfo=UTC)
+    return ReplayEntry(**fields)

@@ -207,11 +207,6 @@ class DlqBudget:
     def consecutive(self) -> int:
         return self._consecutive
 
-    @property
-    def dead_ratio(self) -> float:
-        """Share of dead letters among the outcomes in the window (0.0 when empty)."""
-        return self._dead_in_window / len(self._outcomes) if self._outcomes else 0.0
-
     def record_success(self) -> None:
         self._push(False)
         self._consecutive = 0
@@ -225,11 +220,11 @@ class DlqBudget:
                 f"{self._consecutive} dead letters in a row (limit {self._max_consecutive}): "
                 "stopping instead of dead-lettering everything"
             )
-        window = self._outcomes.maxlen
-        if len(self._outcomes) == window and self.dead_ratio > self._max_ratio:
+        window, ratio = self._outcomes.maxlen, self._dead_in_window / len(self._outcomes)
+        if len(self._outcomes) == window and ratio > self._max_ratio:
             raise DlqBudgetExceeded(
                 f"{self._dead_in_window} of the last {window} messages were dead-lettered "
-                f"({self.dead_ratio:.1%} > {self._max_ratio:.1%}): stopping"
+                f"({ratio:.1%} > {self._max_ratio:.1%}): stopping"
             )
 
     def _push(self, dead: bool) -> None:

@@ -1,10 +1,7 @@
-"""The consumer: the pipeline, its Kafka group member, its DLQ producer and its health server,
-built on already-open ports (`searchsync.runtime.Runtime.run_consumer` opens them).
-
-Exit codes (`searchsync.exit_codes.ExitCode`): OK after a clean shutdown (SIGTERM/SIGINT: intake
-stops, in-flight work drains within the deadline, the finished prefix is committed), DLQ_BUDGET
-when the DLQ error budget stopped the consumer, FAILURE on any other fatal error.
-"""
+"""The consumer: the pipeline, its group member, its DLQ producer and its health server, on ports
+`searchsync.runtime.Runtime.run_consumer` opened. Exits OK after a clean shutdown (intake stops,
+in-flight work drains within the deadline, the finished prefix is committed), DLQ_BUDGET when
+the DLQ error budget stopped it, FAILURE on any other fatal error."""
 
 from __future__ import annotations
 

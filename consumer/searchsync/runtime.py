@@ -1,11 +1,6 @@
 """One wiring: the shared resources of one process, and the consumer, the rebuilder and the repair
-wheel built from them.
-
-`Runtime.open(settings)` is the real one: the MySQL pool and the search client are opened on
-first use (a command that needs neither never connects) and closed together when its ``async
-with`` ends. `Runtime.on(settings, ports)` runs the same parts on already-built ports (tests'
-fakes) and closes nothing.
-"""
+wheel built from them. `Runtime.open(settings)` opens the pool and search client on first use and
+closes them when its ``async with`` ends; `Runtime.on(settings, ports)` uses given ports."""
 
 from __future__ import annotations
 

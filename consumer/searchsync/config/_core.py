@@ -1,5 +1,5 @@
-"""The consumer's own sections besides [kafka] (`_kafka`): MySQL, Elasticsearch, the pipeline,
-observability and the projector modules."""
+"""The consumer's sections besides [kafka]: MySQL, Elasticsearch, the pipeline, observability and
+the projector modules."""
 
 from __future__ import annotations
 
@@ -60,8 +60,7 @@ SEARCH_ENGINES: Final = ("elasticsearch", "opensearch")
 
 @dataclass(frozen=True, slots=True)
 class SearchSettings:
-    """Which engine serves the index: ``elasticsearch`` (9.x) or ``opensearch`` (2.x). Both
-    take the [elasticsearch] section's hosts, prefix, limits, TLS and basic auth."""
+    """Which engine serves the index (both take the [elasticsearch] section's settings)."""
 
     engine: str = "elasticsearch"
 
@@ -88,12 +87,8 @@ class PipelineSettings:
 
 @dataclass(frozen=True, slots=True)
 class ObservabilitySettings:
-    """Metrics endpoint and logging. Port 0 asks the OS for a free port (tests).
-
-    `severe_lag_s`: the severe-lag threshold, exported as
-    ``searchsync_severe_lag_threshold_seconds``
-    for the ``SearchsyncSevereLag`` alert (docs/read-side.md).
-    """
+    """Metrics endpoint (port 0: any free port) and logging. `severe_lag_s` is exported as
+    ``searchsync_severe_lag_threshold_seconds`` for the ``SearchsyncSevereLag`` alert."""
 
     metrics_host: str = "127.0.0.1"
     metrics_port: int = 9464
@@ -103,12 +98,8 @@ class ObservabilitySettings:
 
 @dataclass(frozen=True, slots=True)
 class ProjectionSettings:
-    """Where the projectors come from: one entry per module or object, in `PROJECTION_ENTRY_FORM`.
-
-    The list is the whole set (name ``searchsync.projection.wiki_page`` too if you want wiki_page
-    next to your own types); `searchsync.projection.registry_from_settings` imports it. The plug-in
-    contract is in docs/consumer.md, "Adding an aggregate type".
-    """
+    """Where the projectors come from: the whole set, one entry each in `PROJECTION_ENTRY_FORM`
+    (docs/consumer.md, "Adding an aggregate type")."""
 
     modules: tuple[str, ...] = ("searchsync.projection.wiki_page",)
 

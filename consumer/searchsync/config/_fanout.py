@@ -9,17 +9,9 @@ from searchsync.config._reader import _Section
 
 @dataclass(frozen=True, slots=True)
 class FanoutSettings:
-    """How each consumer member's fan-out worker turns jobs into REBUILD events.
-
-    `enabled`: the member runs the worker (a consumer still records jobs when off, so another
-    member, or `searchsync run` elsewhere, does the appends). `appends_per_s` is the ceiling of
-    REBUILD appends per member: every one is an event the live consumers process beside the live
-    writes, so a higher ceiling renames faster and slows the live writes meanwhile (bench/README.md,
-    "Fan-out benchmark"); `page_size` the dependents read and appended per transaction;
-    `poll_interval_s` the wait of an idle worker before it looks for jobs again; `lease_s` how long
-    a job stays with a worker that stopped renewing it (then another member takes it over, from
-    its cursor); `progress_every` the appends between two progress log lines of one job.
-    """
+    """How each member's fan-out worker turns jobs into REBUILD events. `enabled`: run the worker
+    (jobs are recorded either way); `appends_per_s`: the member's ceiling; `lease_s`: how long a job
+    stays with a worker that stopped renewing it."""
 
     enabled: bool = True
     appends_per_s: float = 200.0

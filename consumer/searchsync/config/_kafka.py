@@ -23,19 +23,15 @@ from searchsync.errors import ConfigError
 
 @dataclass(frozen=True, slots=True)
 class KafkaSettings:
-    """Where to read events and where dead letters go.
-
-    Exactly one of `topics` and `topic_regex` is used: setting `topic_regex` empties `topics`.
-    `dlq_topic` defaults to ``<group_id>.dlq`` when loaded.
-    """
+    """Where to read events and where dead letters go. Setting `topic_regex` empties `topics`;
+    `dlq_topic` defaults to ``<group_id>.dlq`` when loaded."""
 
     bootstrap_servers: str = "127.0.0.1:9092"
     group_id: str = "searchsync"
     topics: tuple[str, ...] = ("outbox.event.wiki_page",)
     topic_regex: str | None = None
     dlq_topic: str = "searchsync.dlq"
-    # how long a silent member keeps its partitions: the floor of crash recovery (target 30 s);
-    # >= the broker's group.min.session.timeout.ms (6 s) and 3 x librdkafka's 3 s heartbeat
+    # how long a silent member keeps its partitions (>= the broker's 6 s minimum)
     session_timeout_ms: int = 10_000
     max_poll_interval_ms: int = 300_000
     poll_timeout_s: float = 0.1

@@ -1,5 +1,4 @@
-"""The operator commands' sections: rebuild, repair, retention (purge and prune) and Kafka
-Connect."""
+"""The operator commands' sections: rebuild, repair, retention and Kafka Connect."""
 
 from __future__ import annotations
 
@@ -22,12 +21,8 @@ _CONNECTOR = re.compile(r"[A-Za-z0-9._-]{1,249}")
 @dataclass(frozen=True, slots=True)
 class RebuildSettings:
     """`searchsync rebuild` (docs/design.md, Rebuild): chunking, catch-up, verification limits.
-
-    `topic_template` names the outbox topic of a type (``{type}`` is replaced); it must be one the
-    consumer subscribes to. `queries` are sample query texts matched against `query_field` in the
-    old and the new index; when empty, `query_count` titles sampled from the new index are used.
-    `metrics_port` 0 serves no metrics.
-    """
+    `queries` (empty: `query_count` sampled titles) are compared on `query_field` in both indices;
+    `metrics_port` 0 serves no metrics."""
 
     chunk_initial: int = 500
     chunk_min: int = 50
@@ -54,19 +49,11 @@ class RebuildSettings:
 
 @dataclass(frozen=True, slots=True)
 class RepairSettings:
-    """The repair wheel (docs/design.md, "Repair"). Changing `bucket_count` starts a new epoch.
+    """The repair wheel (docs/design.md, "Repair"); a new `bucket_count` starts a new epoch.
 
-    `settle_s` is the wait before a finding is re-checked (a few times the consumer's
-    commit-to-searchable p99); `content_share` the share of buckets whose content is hashed per
-    rotation; `slo_s`, `max_staleness_s`, `gamma`, `epsilon`, `ewma_alpha` the schedule;
-    `page_*` the adaptive page size; `appends_per_s` the outbox append ceiling; `daemon_*` the
-    ``--daemon`` loop (buckets per tick, seconds between ticks).
-
-    Load: `mysql_rows_per_s` and `es_requests_per_s` are the scan's ceilings (0: none);
-    `max_live_lag` the live group's lag above which the repair waits, before each bucket and
-    each batch of `append_batch` appends, at most `lag_wait_timeout_s` (polling every
-    `lag_poll_s`) before it stops (0: no guard). `metrics_port` serves ``--daemon``'s metrics
-    (0: none).
+    `settle_s`: the wait before a finding is re-checked; `content_share`: buckets content-hashed per
+    rotation; `*_per_s`: ceilings (0: none); `max_live_lag`: the live lag above which it waits (at
+    most `lag_wait_timeout_s`, then stops; 0: no guard); `metrics_port` 0: no metrics.
     """
 
     bucket_count: int = 64
@@ -127,30 +114,15 @@ def _rebuild(r: _Section) -> RebuildSettings:
     )
 
 
-# -- [retention]: the tombstone purge and the outbox prune ----------------------------------------
-
-
 @dataclass(frozen=True, slots=True)
 class RetentionSettings:
-    """How long deleted documents and outbox rows must be kept (docs/design.md, "Tombstones and
-    their purge" and "Outbox pruning"). Durations are written like ``7d``, ``36h``, ``90m``.
+    """How long tombstones and outbox rows must be kept (docs/design.md, "Tombstones and their
+    purge", "Outbox pruning"); durations like ``7d``, ``36h``.
 
-    The shortest ``tombstones purge --older-than`` allowed is
-
-        min_tombstone_age = max_event_delay + retry_window + dlq_replay_window + margin
-
-    (defaults 1d + 1d + 4d + 1d = 7d): a tombstone younger than that may still meet an event, a
-    retry or a replayed dead letter older than its delete, which must find the tombstone's
-    version to be refused. Setting `min_tombstone_age` replaces the sum (tests set a tiny one).
-
-    - `max_event_delay`: the longest an event may take from its commit to the consumer (Kafka
-      backlog, a stopped group, a lagging replica); `retry_window`: the longest the consumer
-      retries one event before dead-lettering it (at least ``pipeline.retry_max_attempts`` times
-      ``pipeline.retry_max_delay_s``); `dlq_replay_window`: how long a dead letter may wait for
-      ``dlq replay``; `margin`: clock skew and slack.
-    - `purge_batch_size`: documents per scan page and per bulk of guarded deletes.
-    - `min_outbox_age`: the shortest ``outbox prune --older-than`` allowed; `prune_batch_size`
-      rows per delete transaction; `prune_pause_s` the pause between two of them.
+    The shortest purge window is ``max_event_delay + retry_window + dlq_replay_window + margin``
+    (7d): a younger tombstone may still meet an older event, retry or replayed dead letter, which
+    must find its version to be refused. `min_tombstone_age` replaces the sum. `min_outbox_age` is
+    the shortest ``outbox prune --older-than``.
     """
 
     max_event_delay: timedelta = timedelta(days=1)
@@ -203,8 +175,7 @@ class ConnectSettings:
     url: str = "http://127.0.0.1:8083"
     connector: str = "searchsync-outbox"
     request_timeout_s: float = 10.0
-    # `searchsync run` restarts the connector's FAILED tasks (Kafka Connect never does), checking
-    # every `watch_interval_s` (docs/consumer.md, "Connector watch")
+    # `searchsync run` restarts the connector's FAILED tasks every `watch_interval_s`
     restart_failed_tasks: bool = False
     watch_interval_s: float = 30.0
 

@@ -22,7 +22,6 @@ from searchsync.errors import ConfigError
 LibrdkafkaValue = str | int | float | bool
 
 ENV_PREFIX: Final = "SEARCHSYNC_"
-_MASK: Final = MASK
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
 _GROUP = re.compile(r"[A-Za-z0-9._-]{1,200}")  # leaves room for the ".dlq" / ".replay" suffixes
 _HOST = re.compile(r"[A-Za-z0-9._-]{1,253}|[0-9A-Fa-f:.]{2,45}")  # name, IPv4 or bare IPv6
@@ -66,7 +65,7 @@ def _empty_mapping() -> Mapping[str, LibrdkafkaValue]:
 def _plain(value: object) -> object:
     """A setting's value for printing: secrets masked, URLs without their passwords."""
     if isinstance(value, Secret):
-        return _MASK
+        return MASK
     if isinstance(value, timedelta):
         return format_duration(value)
     if isinstance(value, tuple):
@@ -74,7 +73,7 @@ def _plain(value: object) -> object:
     if isinstance(value, str):
         return scrub_credentials(value)
     if isinstance(value, Mapping):
-        return {k: _MASK if SENSITIVE_KEY.search(str(k)) else _plain(v) for k, v in value.items()}
+        return {k: MASK if SENSITIVE_KEY.search(str(k)) else _plain(v) for k, v in value.items()}
     return value
 
 
@@ -191,7 +190,7 @@ class _Section:
         if isinstance(value, Secret):
             return value
         if not isinstance(value, str):
-            raise ConfigError(self.key(key), "a string", _MASK)  # never echo a secret
+            raise ConfigError(self.key(key), "a string", MASK)  # never echo a secret
         return Secret(value)
 
     def optional_secret(self, key: str) -> Secret | None:
@@ -242,7 +241,7 @@ class _Section:
             try:
                 value = json.loads(value)
             except ValueError:
-                raise ConfigError(self.key(key), f"{expected} as a JSON object", _MASK) from None
+                raise ConfigError(self.key(key), f"{expected} as a JSON object", MASK) from None
         if not isinstance(value, Mapping):
             raise ConfigError(self.key(key), expected, type(value).__name__)
         checked: dict[str, LibrdkafkaValue | Secret] = {}

@@ -1,5 +1,4 @@
-"""The ``[relay]`` section: `searchsync relay`, the polling publisher of the outbox for
-deployments without Kafka Connect (docs/relay.md)."""
+"""The ``[relay]`` section: `searchsync relay`, the outbox's polling publisher (docs/relay.md)."""
 
 from __future__ import annotations
 
@@ -14,17 +13,11 @@ _TABLE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 @dataclass(frozen=True, slots=True)
 class RelaySettings:
-    """How `searchsync relay` claims, publishes and retries outbox rows (docs/relay.md).
+    """How `searchsync relay` claims, publishes and retries outbox rows.
 
-    `enabled` says this deployment publishes the outbox with the relay instead of Debezium:
-    ``outbox prune`` then deletes only rows the relay marked PUBLISHED and does not ask Kafka
-    Connect. `table` is the outbox table (``search_outbox``); `batch_size` the claim query's
-    LIMIT; `poll_interval_s` the wait after a claim that found nothing; `claim_timeout_s` the age
-    of a ``locked_at`` after which a claim's holder counts as dead and the row is taken back;
-    `max_attempts` the failed attempts after which a row is DEAD; `publish_timeout_s` how long one
-    batch waits for Kafka's acknowledgements; `topic_template` the topic of a type (``{type}``,
-    as the Outbox Event Router routes); `stats_interval_s` how often the gauges are re-read;
-    `metrics_port` serves /metrics (0: none).
+    `enabled`: the relay, not Debezium, publishes (``outbox prune`` then deletes only PUBLISHED
+    rows); `claim_timeout_s`: the ``locked_at`` age after which a claim is taken back;
+    `max_attempts`: failures before a row is DEAD; `metrics_port` 0: no metrics.
     """
 
     enabled: bool = False

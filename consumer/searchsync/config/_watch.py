@@ -1,5 +1,4 @@
-"""The watchers' sections: ``[exporter]`` (`searchsync exporter`) and ``[canary]`` (the
-end-to-end freshness probe it runs)."""
+"""The watchers' sections: ``[exporter]`` (`searchsync exporter`) and ``[canary]``."""
 
 from __future__ import annotations
 
@@ -10,13 +9,8 @@ from searchsync.config._reader import _HOST, _Section
 
 @dataclass(frozen=True, slots=True)
 class ExporterSettings:
-    """`searchsync exporter` (docs/design.md, "Watching the group from outside").
-
-    It reads the group's state from the broker every `interval_s` and serves it on
-    `metrics_host:metrics_port`; `expected_members` is the member count the deployment runs
-    (exported as a gauge, alerted on when fewer are live); `peek_timeout_s` bounds the read of
-    the message at each lagging partition's committed offset.
-    """
+    """`searchsync exporter` (docs/design.md, "Watching the group from outside"): the group's
+    state every `interval_s`; `expected_members`: the member count the deployment runs."""
 
     interval_s: float = 15.0
     expected_members: int = 1
@@ -27,8 +21,7 @@ class ExporterSettings:
 
 @dataclass(frozen=True, slots=True)
 class CanarySettings:
-    """The freshness canary: a heartbeat committed through the outbox every `interval_s` (0: off)
-    and looked for in the search index every `poll_s` (docs/design.md, "The freshness canary")."""
+    """The freshness canary: a heartbeat through the outbox every `interval_s` (0: off)."""
 
     interval_s: float = 0.0
     poll_s: float = 1.0

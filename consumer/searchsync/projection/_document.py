@@ -16,17 +16,6 @@ from searchsync.projection.canonical import (
     sha256_hex,
 )
 
-__all__ = [
-    "OPERATIONAL_FIELDS",
-    "SYNC_HASH",
-    "TOMBSTONED_AT",
-    "Document",
-    "content_hash",
-    "format_timestamp",
-    "projected_fields",
-    "sync_hash",
-]
-
 TOMBSTONED_AT: Final = "tombstoned_at"
 """When the document became a tombstone (ISO-8601 UTC, milliseconds): the row's ``deleted_at``,
 or when a hard delete's tombstone was first written. Absent on live documents."""

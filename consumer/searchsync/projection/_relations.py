@@ -14,20 +14,6 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-__all__ = [
-    "AGGREGATE_TYPE",
-    "IDENTIFIER",
-    "Child",
-    "Lookup",
-    "Row",
-    "attach",
-    "attach_steps",
-    "check_relations",
-    "child_order",
-    "lookup_keys",
-    "through_child",
-]
-
 AGGREGATE_TYPE = re.compile(r"[a-z][a-z0-9_]{0,62}")  # it becomes part of an index name
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # a MySQL table or column name
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit
 
 from searchsync import naming
@@ -260,6 +260,40 @@ class _Section:
             # a credential stays wrapped until a client is built (KafkaSettings.client_config)
             checked[name] = Secret(str(item)) if SENSITIVE_KEY.search(name) else item
         return MappingProxyType(checked)
+
+
+Read = Callable[[_Section, str], Any]
+"""How one key's value is read and checked: `_Section.boolean`, `integer(0, 10)`, ..."""
+_T = TypeVar("_T")
+
+
+def setting(default: Any, read: Read) -> Any:
+    """A settings field: its default, and how `read_fields` reads its value."""
+    return dataclasses.field(default=default, metadata={"read": read})
+
+
+def read_fields(r: _Section, cls: type[_T], **read: Any) -> _T:
+    """`cls` with the values of `read`, and every other field read as its `setting` says."""
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name not in read:
+            read[f.name] = f.metadata["read"](r, f.name)
+    return cls(**read)
+
+
+def integer(lo: int, hi: int) -> Read:
+    return lambda r, key: r.integer(key, lo, hi)
+
+
+def number(lo: float, hi: float, *, lo_open: bool = False) -> Read:
+    return lambda r, key: r.number(key, lo, hi, lo_open=lo_open)
+
+
+def text(pattern: re.Pattern[str] | None = None, form: str = "") -> Read:
+    return lambda r, key: r.string(key, pattern, form)
+
+
+def one_of(choices: tuple[str, ...], *, upper: bool = False, lower: bool = False) -> Read:
+    return lambda r, key: r.choice(key, choices, upper=upper, lower=lower)
 
 
 def _is_topic(name: str) -> bool:

@@ -28,10 +28,8 @@ from searchsync.config._core import (
     SearchSettings,
     _elasticsearch,
     _mysql,
-    _observability,
     _pipeline,
     _projection,
-    _search,
 )
 from searchsync.config._fanout import FanoutSettings, _fanout
 from searchsync.config._kafka import KafkaSettings, _kafka
@@ -51,10 +49,11 @@ from searchsync.config._reader import (
     LibrdkafkaValue,
     _plain,
     _Section,
+    read_fields,
 )
 from searchsync.config._relay import RelaySettings, _relay
 from searchsync.config._secrets import MASK, Secret, scrub_credentials, scrub_known
-from searchsync.config._watch import CanarySettings, ExporterSettings, _canary, _exporter
+from searchsync.config._watch import CanarySettings, ExporterSettings
 from searchsync.errors import ConfigError
 
 __all__ = [
@@ -134,22 +133,22 @@ class Settings:
         return out
 
 
-# Each section: its dataclass and its reader, in `Settings`' field order.
-_READERS: Final[Mapping[str, tuple[type, Callable[[_Section], object]]]] = MappingProxyType(
+# Each section: its dataclass and its reader (None: `read_fields`), in `Settings`' field order.
+_READERS: Final[Mapping[str, tuple[type, Callable[[_Section], object] | None]]] = MappingProxyType(
     {
         "kafka": (KafkaSettings, _kafka),
         "mysql": (MysqlSettings, _mysql),
         "elasticsearch": (ElasticsearchSettings, _elasticsearch),
-        "search": (SearchSettings, _search),
+        "search": (SearchSettings, None),
         "pipeline": (PipelineSettings, _pipeline),
-        "observability": (ObservabilitySettings, _observability),
+        "observability": (ObservabilitySettings, None),
         "projection": (ProjectionSettings, _projection),
         "rebuild": (RebuildSettings, _rebuild),
         "retention": (RetentionSettings, _retention),
         "connect": (ConnectSettings, _connect),
         "repair": (RepairSettings, _repair),
-        "exporter": (ExporterSettings, _exporter),
-        "canary": (CanarySettings, _canary),
+        "exporter": (ExporterSettings, None),
+        "canary": (CanarySettings, None),
         "relay": (RelaySettings, _relay),
         "fanout": (FanoutSettings, _fanout),
     }
@@ -164,7 +163,10 @@ def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Sett
         name: _Section(name, cls, toml.get(name, {}), from_env.get(name, {}))
         for name, (cls, _) in _READERS.items()
     }
-    built: dict[str, Any] = {name: read(readers[name]) for name, (_, read) in _READERS.items()}
+    built: dict[str, Any] = {
+        name: read(readers[name]) if read else read_fields(readers[name], cls)
+        for name, (cls, read) in _READERS.items()
+    }
     settings = Settings(**built)
     if settings.search.engine == "opensearch" and settings.elasticsearch.api_key is not None:
         raise ConfigError(

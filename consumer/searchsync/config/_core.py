@@ -161,19 +161,11 @@ def _elasticsearch(r: _Section) -> ElasticsearchSettings:
     )
 
 
-def _search(r: _Section) -> SearchSettings:
-    return read_fields(r, SearchSettings)
-
-
 def _pipeline(r: _Section) -> PipelineSettings:
     base = r.number("retry_base_delay_s", 0.0, 86_400.0, lo_open=True)
     ceiling = r.number("retry_max_delay_s", 0.0, 86_400.0, lo_open=True)
     r.ordered("retry_base_delay_s", base, "retry_max_delay_s", ceiling)
     return read_fields(r, PipelineSettings, retry_base_delay_s=base, retry_max_delay_s=ceiling)
-
-
-def _observability(r: _Section) -> ObservabilitySettings:
-    return read_fields(r, ObservabilitySettings)
 
 
 def _projection(r: _Section) -> ProjectionSettings:

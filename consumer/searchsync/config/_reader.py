@@ -4,13 +4,11 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import re
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit
 
@@ -23,32 +21,11 @@ LibrdkafkaValue = str | int | float | bool
 
 ENV_PREFIX: Final = "SEARCHSYNC_"
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
-_GROUP = re.compile(r"[A-Za-z0-9._-]{1,200}")  # leaves room for the ".dlq" / ".replay" suffixes
 _HOST = re.compile(r"[A-Za-z0-9._-]{1,253}|[0-9A-Fa-f:.]{2,45}")  # name, IPv4 or bare IPv6
-_HOST_PORT = re.compile(
-    r"(?P<host>[A-Za-z0-9._-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\]):(?P<port>\d{1,5})"
-)
 _INDEX_PREFIX = naming.INDEX_PREFIX
 _DATABASE = re.compile(r"[A-Za-z0-9_$]{1,64}")
-_LIBRDKAFKA_KEY = re.compile(r"[a-z][a-z0-9_.]{0,127}")
 _BOOLEANS: Final = {"true": True, "false": False, "1": True, "0": False}
 _INTEGER = re.compile(r"[+-]?[0-9]{1,20}")
-# librdkafka settings searchsync owns: overriding them would break the commit protocol.
-_RESERVED_KAFKA: Final = frozenset(
-    {"bootstrap.servers", "group.id", "enable.auto.commit", "enable.auto.offset.store"}
-)
-# librdkafka settings with a typed key of their own in [kafka]: one name per concept.
-TYPED_KAFKA: Final = {
-    "security.protocol": "security_protocol",
-    "sasl.mechanism": "sasl_mechanism",
-    "sasl.mechanisms": "sasl_mechanism",
-    "sasl.username": "sasl_username",
-    "sasl.password": "sasl_password",
-    "ssl.ca.location": "ssl_ca_location",
-    "ssl.certificate.location": "ssl_certificate_location",
-    "ssl.key.location": "ssl_key_location",
-    "ssl.key.password": "ssl_key_password",
-}
 _LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
 _PROJECTION_ENTRY = re.compile(rf"{_DOTTED}(?::{_DOTTED})?")
@@ -56,10 +33,6 @@ PROJECTION_ENTRY_FORM: Final = (
     "importable names: 'pkg.module' (a module with projectors() returning Projectors) or"
     " 'pkg.module:name' (a Projector, or a callable returning one Projector or several)"
 )
-
-
-def _empty_mapping() -> Mapping[str, LibrdkafkaValue]:
-    return MappingProxyType({})
 
 
 def _plain(value: object) -> object:
@@ -233,34 +206,6 @@ class _Section:
             raise ConfigError(self.key(key), "the path of an existing, readable file", value)
         return value.strip()
 
-    def librdkafka(self, key: str) -> Mapping[str, LibrdkafkaValue | Secret]:
-        """A TOML table, or a JSON object in the environment, of extra librdkafka settings."""
-        value, from_env = self._raw(key)
-        expected = "a table of librdkafka settings (string, integer, float or bool values)"
-        if from_env and isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except ValueError:
-                raise ConfigError(self.key(key), f"{expected} as a JSON object", MASK) from None
-        if not isinstance(value, Mapping):
-            raise ConfigError(self.key(key), expected, type(value).__name__)
-        checked: dict[str, LibrdkafkaValue | Secret] = {}
-        for name, item in value.items():
-            dotted = f"{self.key(key)}.{name}"
-            if not isinstance(name, str) or not _LIBRDKAFKA_KEY.fullmatch(name):
-                raise ConfigError(
-                    dotted, "a librdkafka property name like 'socket.timeout.ms'", name
-                )
-            if name in _RESERVED_KAFKA:
-                raise ConfigError(dotted, "a setting searchsync does not own itself", name)
-            if name in TYPED_KAFKA:
-                raise ConfigError(dotted, f"kafka.{TYPED_KAFKA[name]} instead", name)
-            if not isinstance(item, str | int | float | bool):
-                raise ConfigError(dotted, expected, type(item).__name__)
-            # a credential stays wrapped until a client is built (KafkaSettings.client_config)
-            checked[name] = Secret(str(item)) if SENSITIVE_KEY.search(name) else item
-        return MappingProxyType(checked)
-
 
 Read = Callable[[_Section, str], Any]
 """How one key's value is read and checked: `_Section.boolean`, `integer(0, 10)`, ..."""
@@ -298,11 +243,6 @@ def one_of(choices: tuple[str, ...], *, upper: bool = False, lower: bool = False
 
 def _is_topic(name: str) -> bool:
     return bool(_TOPIC.fullmatch(name)) and name not in (".", "..")
-
-
-def _is_host_port(item: str) -> bool:
-    match = _HOST_PORT.fullmatch(item)
-    return match is not None and 1 <= int(match["port"]) <= 65_535
 
 
 def _is_http_url(item: str) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from searchsync.config._reader import _HOST, _Section, integer, number, read_fields, setting, text
+from searchsync.config._reader import _HOST, integer, number, setting, text
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,11 +25,3 @@ class CanarySettings:
 
     interval_s: float = setting(0.0, number(0.0, 86_400.0))
     poll_s: float = setting(1.0, number(0.0, 3_600.0, lo_open=True))
-
-
-def _exporter(r: _Section) -> ExporterSettings:
-    return read_fields(r, ExporterSettings)
-
-
-def _canary(r: _Section) -> CanarySettings:
-    return read_fields(r, CanarySettings)

@@ -47,12 +47,8 @@ async def run_consumer(
     search: Search,
     write_targets: Mapping[str, str] | None = None,
 ) -> ExitCode:
-    """Run one consumer of ``settings.kafka.group_id`` until `stop` is set.
-
-    `write_targets` (aggregate type -> physical index) is the rebuild's catch-up override: those
-    types are written to the named physical index with ``require_alias=false`` instead of through
-    their alias (docs/design.md, Rebuild). Every other caller leaves it None.
-    """
+    """Run one consumer of ``settings.kafka.group_id`` until `stop` is set. `write_targets`
+    (type -> physical index) is only the rebuild's catch-up override of the aliases."""
     metrics.set_severe_lag_threshold(settings.observability.severe_lag_s)
     k, p = settings.kafka, settings.pipeline
     async with AsyncExitStack() as stack:

@@ -22,20 +22,6 @@ import orjson
 from searchsync.errors import ErrorCode, PoisonMessage
 from searchsync.types import Operation, ThinEvent
 
-__all__ = [
-    "CONFLUENT_MAGIC",
-    "MAX_AGGREGATE_ID_LENGTH",
-    "MAX_AGGREGATE_TYPE_LENGTH",
-    "MAX_EVENT_ID_LENGTH",
-    "MAX_REVISION",
-    "SINGLE_OBJECT_MAGIC",
-    "AvroFraming",
-    "decode",
-    "encode_avro",
-    "encode_json",
-    "load_avro_schema",
-]
-
 CONFLUENT_MAGIC: Final = b"\x00"
 SINGLE_OBJECT_MAGIC: Final = b"\xc3\x01"
 _CONFLUENT_HEADER: Final = 5  # magic + big-endian int32 schema id

@@ -12,22 +12,6 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
-__all__ = [
-    "AGGREGATE_TYPE",
-    "INDEX_PREFIX",
-    "MAX_NAME_BYTES",
-    "READ_ALIAS_SUFFIX",
-    "InvalidIndexName",
-    "alias_name",
-    "check_index_name",
-    "first_physical_name",
-    "next_physical_name",
-    "parse_physical_name",
-    "physical_name",
-    "physical_version",
-    "read_alias_name",
-]
-
 INDEX_PREFIX: Final = re.compile(r"[a-z0-9][a-z0-9_-]{0,99}")
 """`elasticsearch.index_prefix`: lower case [a-z0-9_-], 1..100 characters, no leading - or _."""
 

@@ -42,7 +42,6 @@ class Runtime:
     """The ports of one process (opened lazily, or given) and the parts built on them."""
 
     def __init__(self, settings: Settings, ports: Ports | None) -> None:
-        """Use `open` or `on`; `ports` None opens the real services from `settings`."""
         self.settings = settings
         self._given = ports
         self._stack = AsyncExitStack()
@@ -52,12 +51,10 @@ class Runtime:
 
     @classmethod
     def open(cls, settings: Settings) -> Runtime:
-        """The real services of `settings`, each opened on first use."""
         return cls(settings, None)
 
     @classmethod
     def on(cls, settings: Settings, ports: Ports) -> Runtime:
-        """The parts on already-built `ports`."""
         return cls(settings, ports)
 
     async def __aenter__(self) -> Runtime:
@@ -87,7 +84,6 @@ class Runtime:
         return KafkaClients() if self._given is None else self._given.kafka
 
     def kafka_admin(self) -> KafkaAdmin:
-        """An admin client for the settings' cluster."""
         return self.kafka.admin(self.settings.kafka.client_config())
 
     @property
@@ -95,7 +91,7 @@ class Runtime:
         return ConnectClient(self.settings.connect) if self._given is None else self._given.connect
 
     def replay_ledger(self) -> ReplayLedger:
-        """The DLQ replay ledger (the caller closes it; the real one connects on first use)."""
+        """The DLQ replay ledger (the caller closes it)."""
         if self._given is None:
             return MysqlReplayLedger(self.settings.mysql)
         return self._given.replay_ledger
@@ -186,8 +182,7 @@ class Runtime:
         kafka_admin: KafkaAdmin | None = None,
         content_share: float | None = None,
     ) -> Wheel:
-        """The repair wheel over `projectors`; `kafka_admin` reads the live lag for its guard;
-        `content_share` overrides ``repair.content_share``."""
+        """The repair wheel over `projectors`; `kafka_admin` reads the live lag for its guard."""
         r, tables, search = self.settings.repair, await self.tables(), self.search()
         bounds = limits(self.settings, kafka_admin)
         return Wheel(

@@ -14,15 +14,6 @@ import aiomysql
 
 from searchsync.mysql.pool import IDENTIFIER
 
-__all__ = [
-    "SYNC_BUCKET_SQL",
-    "admin_execute",
-    "create_database",
-    "drop_database",
-    "mysql_root",
-    "sync_bucket_migration",
-]
-
 _REPO: Final = Path(__file__).resolve().parents[3]
 SYNC_BUCKET_SQL: Final = _REPO / "schemas" / "sql" / "optional" / "sync_bucket.sql"
 _SCRIPTS: Final = _REPO / "deploy" / "local"

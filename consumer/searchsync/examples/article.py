@@ -18,18 +18,6 @@ import orjson
 from searchsync.errors import ErrorCode, PoisonMessage
 from searchsync.projection import Child, Lookup, Projector, Row
 
-__all__ = [
-    "AGGREGATE_TYPE",
-    "AUTHOR",
-    "COLUMNS",
-    "SCHEMA_VERSION",
-    "TABLE",
-    "TAGS",
-    "build",
-    "projector",
-    "projectors",
-]
-
 AGGREGATE_TYPE = "article"
 SCHEMA_VERSION = 2
 TABLE = "article"

@@ -16,13 +16,6 @@ import orjson
 
 from searchsync.config import scrub_credentials, scrub_known
 
-__all__ = [
-    "EVENT_OUTCOME_MESSAGE",
-    "JsonFormatter",
-    "configure_logging",
-    "log_event_outcome",
-]
-
 EVENT_OUTCOME_MESSAGE: Final = "event outcome"
 _MASK: Final = "***"
 _SECRET_KEY = re.compile(r"password|passwd|secret|token|api[_.-]?key", re.IGNORECASE)

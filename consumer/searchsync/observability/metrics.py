@@ -16,7 +16,7 @@ from prometheus_client.exposition import generate_latest
 
 from searchsync.errors import ErrorCode
 from searchsync.observability.fanout_metrics import FanoutMetrics
-from searchsync.observability.names import EVENT_RESULTS, ITEM_KINDS, METRIC_NAMES, item_kind
+from searchsync.observability.names import EVENT_RESULTS, ITEM_KINDS, item_kind
 from searchsync.observability.rolling import (
     DEFAULT_WINDOW,
     RollingKinds,
@@ -27,16 +27,7 @@ from searchsync.observability.rolling import (
 if TYPE_CHECKING:
     from searchsync.search.sink import WriteOutcome
 
-__all__ = [
-    "CONTENT_TYPE",
-    "EVENT_RESULTS",
-    "ITEM_KINDS",
-    "METRIC_NAMES",
-    "Metrics",
-    "RollingKinds",
-    "RollingQuantiles",
-    "item_kind",
-]
+__all__ = ["CONTENT_TYPE", "Metrics"]
 
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 

@@ -217,28 +217,28 @@ class ProjectorRegistry:
         return tuple(sorted(self._projectors))
 
 
+def _poison(message: str) -> PoisonMessage:
+    return PoisonMessage(ErrorCode.PROJECTION_ERROR, message)
+
+
 def _error(doc_id: str, message: str) -> PoisonMessage:
-    return PoisonMessage(ErrorCode.PROJECTION_ERROR, f"{doc_id}: {message}")
+    return _poison(f"{doc_id}: {message}")
 
 
 def _doc_id(value: object) -> str:
     # The id is both the _id and the body's NFC'd `id`: a non-NFC id would make them differ.
     if not isinstance(value, str) or not value:
-        raise PoisonMessage(
-            ErrorCode.PROJECTION_ERROR, f"id must be a non-empty string, got {value!r}"
-        )
+        raise _poison(f"id must be a non-empty string, got {value!r}")
     if not value.isascii() and unicodedata.normalize("NFC", value) != value:
-        raise PoisonMessage(ErrorCode.PROJECTION_ERROR, f"id {value!r} is not in Unicode NFC")
+        raise _poison(f"id {value!r} is not in Unicode NFC")
     if len(value.encode("utf-8")) > 512:
-        raise PoisonMessage(
-            ErrorCode.PROJECTION_ERROR, f"id longer than 512 bytes: {value[:40]!r}..."
-        )
+        raise _poison(f"id longer than 512 bytes: {value[:40]!r}...")
     return value
 
 
 def _revision(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise PoisonMessage(ErrorCode.PROJECTION_ERROR, f"revision must be an int, got {value!r}")
+        raise _poison(f"revision must be an int, got {value!r}")
     if not 1 <= value <= _MAX_EXTERNAL_VERSION:
-        raise PoisonMessage(ErrorCode.PROJECTION_ERROR, f"revision {value} outside 1..2^63-1")
+        raise _poison(f"revision {value} outside 1..2^63-1")
     return value

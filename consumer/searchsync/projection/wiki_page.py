@@ -21,18 +21,6 @@ import orjson
 from searchsync.errors import ErrorCode, PoisonMessage
 from searchsync.projection._registry import Projector, Row
 
-__all__ = [
-    "AGGREGATE_TYPE",
-    "COLUMNS",
-    "RELATION_TYPE",
-    "SCHEMA_VERSION",
-    "TABLE",
-    "build",
-    "load_mapping",
-    "projector",
-    "projectors",
-]
-
 AGGREGATE_TYPE = "wiki_page"
 SCHEMA_VERSION = 2
 TABLE = "wiki_page"

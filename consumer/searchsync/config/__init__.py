@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from searchsync import naming
 from searchsync.config._core import (
+    PROJECTION_ENTRY_FORM,
     ElasticsearchSettings,
     MysqlSettings,
     ObservabilitySettings,
@@ -45,7 +46,6 @@ from searchsync.config._ops import (
 )
 from searchsync.config._reader import (
     ENV_PREFIX,
-    PROJECTION_ENTRY_FORM,
     LibrdkafkaValue,
     _plain,
     _Section,

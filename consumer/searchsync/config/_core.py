@@ -3,16 +3,13 @@ the projector modules."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Final
 
+from searchsync import naming
 from searchsync.config._reader import (
-    _DATABASE,
     _HOST,
-    _INDEX_PREFIX,
-    _LOG_LEVELS,
-    _PROJECTION_ENTRY,
-    PROJECTION_ENTRY_FORM,
     _is_http_url,
     _refuse_unless,
     _Section,
@@ -27,6 +24,14 @@ from searchsync.config._secrets import MASK, Secret
 from searchsync.errors import ConfigError
 
 _HOST_FORM: Final = "a host name or IP address"
+_DATABASE = re.compile(r"[A-Za-z0-9_$]{1,64}")
+_LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
+_PROJECTION_ENTRY = re.compile(rf"{_DOTTED}(?::{_DOTTED})?")
+PROJECTION_ENTRY_FORM: Final = (
+    "importable names: 'pkg.module' (a module with projectors() returning Projectors) or"
+    " 'pkg.module:name' (a Projector, or a callable returning one Projector or several)"
+)
 
 
 def _hosts(r: _Section, key: str) -> tuple[str, ...]:
@@ -57,7 +62,7 @@ class ElasticsearchSettings:
 
     hosts: tuple[str, ...] = setting(("http://127.0.0.1:9200",), _hosts)
     index_prefix: str = setting(
-        "searchsync", text(_INDEX_PREFIX, "lower-case [a-z0-9_-], 1..100 characters")
+        "searchsync", text(naming.INDEX_PREFIX, "lower-case [a-z0-9_-], 1..100 characters")
     )
     request_timeout_s: float = setting(30.0, number(0.0, 3_600.0, lo_open=True))
     bulk_max_actions: int = setting(500, integer(1, 100_000))

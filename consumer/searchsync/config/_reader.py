@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit
 
-from searchsync import naming
 from searchsync.config._secrets import MASK, SENSITIVE_KEY, Secret, scrub_credentials
 from searchsync.duration import format_duration
 from searchsync.errors import ConfigError
@@ -22,17 +21,8 @@ LibrdkafkaValue = str | int | float | bool
 ENV_PREFIX: Final = "SEARCHSYNC_"
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
 _HOST = re.compile(r"[A-Za-z0-9._-]{1,253}|[0-9A-Fa-f:.]{2,45}")  # name, IPv4 or bare IPv6
-_INDEX_PREFIX = naming.INDEX_PREFIX
-_DATABASE = re.compile(r"[A-Za-z0-9_$]{1,64}")
 _BOOLEANS: Final = {"true": True, "false": False, "1": True, "0": False}
 _INTEGER = re.compile(r"[+-]?[0-9]{1,20}")
-_LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-_DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
-_PROJECTION_ENTRY = re.compile(rf"{_DOTTED}(?::{_DOTTED})?")
-PROJECTION_ENTRY_FORM: Final = (
-    "importable names: 'pkg.module' (a module with projectors() returning Projectors) or"
-    " 'pkg.module:name' (a Projector, or a callable returning one Projector or several)"
-)
 
 
 def _plain(value: object) -> object:

@@ -20,8 +20,9 @@ from searchsync.errors import ConfigError, ErrorCode, TransientError
 from searchsync.examples import article
 from searchsync.mysql.fanout import FanoutStats, FanoutTarget
 from searchsync.observability.metrics import Metrics
-from searchsync.ops.fanout import FanoutWorker, fanout_section
+from searchsync.ops.fanout import FanoutWorker
 from searchsync.ops.status import StatusReport
+from searchsync.ops.status_probes import fanout_section
 from searchsync.projection import ProjectorRegistry, default_registry
 from searchsync.projection.references import dependents, event_types, referenced_types, routes
 from searchsync.search.sink import OutcomeKind, Sink

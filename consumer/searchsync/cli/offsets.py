@@ -17,7 +17,7 @@ from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
 from searchsync.mysql.gap_acks import GapAck
 from searchsync.ops import offsets
-from searchsync.ops.offsets import PartitionOffset, PartitionOffsets
+from searchsync.ops.offsets import PartitionOffset
 from searchsync.runtime import Runtime
 
 
@@ -58,22 +58,20 @@ def register(commands: Any, parents: Parents) -> None:
     reset.set_defaults(func=cmd_offsets_reset)
 
 
-def _lag_table(rows: Sequence[PartitionOffsets]) -> list[str]:
-    lines = [f"{'TOPIC':<40} {'PART':>4} {'COMMITTED':>12} {'HIGH':>12} {'LAG':>10}"]
-    for r in rows:
-        committed = "-" if r.committed is None else str(r.committed)
-        lines.append(f"{r.topic:<40} {r.partition:>4} {committed:>12} {r.high:>12} {r.lag:>10}")
-    return lines
-
-
 def cmd_offsets_show(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    rows = offsets.show(settings, admin_factory=runtime.kafka.admin)
+    rows = offsets.partition_offsets(runtime.kafka_admin(), settings)
     group, lag = settings.kafka.group_id, sum(r.lag for r in rows)
     document = {"group": group, "partitions": [asdict(r) for r in rows], "total_lag": lag}
-    if not rows:
-        lines = [f"group {group}: none of the subscribed topics exists yet"]
-    else:
-        lines = [f"group {group}", *_lag_table(rows), f"total lag {lag}"]
+    lines = [f"group {group}: none of the subscribed topics exists yet"]
+    if rows:
+        lines = [
+            f"group {group}",
+            f"{'TOPIC':<40} {'PART':>4} {'COMMITTED':>12} {'HIGH':>12} {'LAG':>10}",
+        ]
+        for r in rows:
+            committed = "-" if r.committed is None else str(r.committed)
+            lines.append(f"{r.topic:<40} {r.partition:>4} {committed:>12} {r.high:>12} {r.lag:>10}")
+        lines.append(f"total lag {lag}")
     show(args.json, document, lines)
     return ExitCode.OK
 
@@ -91,11 +89,6 @@ def _reset_lines(report: offsets.ResetReport) -> Iterator[str]:
         )
 
 
-def _operator() -> str:
-    """Who runs this command: user@host."""
-    return f"{getpass.getuser()}@{socket.gethostname()}"
-
-
 def _record(runtime: Runtime, acks: Sequence[GapAck]) -> None:
     """Append the accepted gaps to ``search_offset_gap_ack`` (before any offset moves)."""
 
@@ -107,12 +100,11 @@ def _record(runtime: Runtime, acks: Sequence[GapAck]) -> None:
 
 
 def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    target: offsets.ResetTarget = args.to
     if args.offset is not None:
         if args.partition is None:
             raise InvalidRequest("--offset N needs --partition P (one partition of one topic)")
-        target: offsets.ResetTarget = PartitionOffset(args.partition, args.offset, args.topic)
-    else:
-        target = args.to
+        target = PartitionOffset(args.partition, args.offset, args.topic)
     report = offsets.reset(
         settings,
         target,
@@ -120,7 +112,7 @@ def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, runtime: Run
         partition=args.partition,
         dry_run=args.dry_run,
         admin_factory=runtime.kafka.admin,
-        accept_gap=_operator() if args.accept_gap else None,
+        accept_gap=f"{getpass.getuser()}@{socket.gethostname()}" if args.accept_gap else None,
         record=lambda acks: _record(runtime, acks),
     )
     group, members = report.group, report.active_members

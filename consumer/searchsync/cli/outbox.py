@@ -28,8 +28,8 @@ def register(commands: Any, parents: Parents) -> None:
     prune.set_defaults(func=cmd_outbox_prune)
 
 
-def _progress(update: PruneProgress) -> None:
-    err(f"prune: batch {update.batches}, {update.deleted} rows deleted, up to id {update.last_id}")
+def _progress(r: PruneProgress) -> None:
+    err(f"prune: batch {r.batches}, {r.deleted} rows deleted, up to id {r.last_id}")
 
 
 def cmd_outbox_prune(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:

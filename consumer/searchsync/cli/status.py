@@ -9,13 +9,12 @@ from typing import Any
 
 from searchsync.cli.args import Parents
 from searchsync.cli.dlq import dlq_topic
-from searchsync.cli.output import out
+from searchsync.cli.output import show
 from searchsync.cli.unreachable import describe_unreachable, elasticsearch_at, kafka_at, mysql_at
 from searchsync.config import Settings
 from searchsync.dlq.summary import summary
 from searchsync.exit_codes import ExitCode
 from searchsync.ops import status_probes as probes
-from searchsync.ops.fanout import fanout_section
 from searchsync.ops.repair.state import snapshot
 from searchsync.ops.status import Probe, Section, StatusReport, gather
 from searchsync.projection.references import referenced_types
@@ -42,40 +41,21 @@ def cmd_status(args: argparse.Namespace, settings: Settings, runtime: Runtime) -
     obs = settings.observability
     endpoints = args.consumer or [f"http://{obs.metrics_host}:{obs.metrics_port}"]
     report = asyncio.run(_report(runtime, endpoints))
-    if args.json:
-        out(report.to_json().decode())
-    else:
-        for line in render(report):
-            out(line)
+    show(args.json, report.as_json(), render(report))
     return ExitCode.OK if report.healthy else ExitCode.UNHEALTHY
 
 
 async def _report(runtime: Runtime, endpoints: list[str]) -> StatusReport:
     settings, registry = runtime.settings, runtime.registry
-
-    async def group() -> Section:
-        return await asyncio.to_thread(probes.group_section, runtime.kafka_admin(), settings)
-
-    async def aliases() -> Section:
-        return await probes.aliases_section(search.admin, registry, settings.alias)
-
-    async def consumers() -> Section:
-        return await probes.consumers_section(endpoints)
+    fans_out = referenced_types(registry)  # some lookup fans out (docs/design.md, "Fan-out")
 
     async def outbox() -> Section:
         count, oldest = await (await runtime.tables()).outbox.stats()
         return probes.outbox_section(count, oldest)
 
     async def fanout() -> Section:
-        stats = await (await runtime.tables()).fanout.stats(referenced_types(registry))
-        return fanout_section(stats, stuck_after_s=max(300.0, 5 * settings.fanout.lease_s))
-
-    async def dlq() -> Section:
-        # depth by code only: the replay history is `dlq summary`'s
-        found = await asyncio.to_thread(
-            summary, dlq_topic(settings, runtime, timeout_s=30.0), ledger=None
-        )
-        return probes.dlq_section(found)
+        stats = await (await runtime.tables()).fanout.stats(fans_out)
+        return probes.fanout_section(stats, stuck_after_s=max(300.0, 5 * settings.fanout.lease_s))
 
     async def repair() -> Section:
         wheels = await snapshot((await runtime.tables()).wheel_state, list(registry.types()))
@@ -91,50 +71,43 @@ async def _report(runtime: Runtime, endpoints: list[str]) -> StatusReport:
         found = await store.status(settings.relay.claim_timeout_s)
         return probes.relay_section(found, settings.relay)
 
+    async def dlq() -> Section:  # depth by code only: the replay history is `dlq summary`'s
+        topic = dlq_topic(settings, runtime, timeout_s=30.0)
+        return probes.dlq_section(await asyncio.to_thread(summary, topic, ledger=None))
+
     checks: list[tuple[str, Probe]] = [
-        ("group", group),
+        ("group", lambda: asyncio.to_thread(probes.group_section, runtime.kafka_admin(), settings)),
         ("connector", connector),
-        ("aliases", aliases),
-        ("consumers", consumers),
+        ("aliases", lambda: probes.aliases_section(search.admin, registry, settings.alias)),
+        ("consumers", lambda: probes.consumers_section(endpoints)),
         ("outbox", outbox),
+        *([("fanout", fanout)] if fans_out else []),
         ("relay", relay),
         ("dlq", dlq),
         ("repair", repair),
     ]
-    if referenced_types(registry):  # some lookup fans out (docs/design.md, "Fan-out")
-        checks.insert(5, ("fanout", fanout))
+    kafka, mysql = kafka_at(settings), mysql_at(settings)
+    asks = {"group": kafka, "dlq": kafka, "aliases": elasticsearch_at(settings)}
+    asks |= {"outbox": mysql, "fanout": mysql, "relay": mysql, "repair": mysql}
     async with runtime:
         search = runtime.search()
         return await gather(
-            checks,
-            asks={
-                "group": kafka_at(settings),
-                "dlq": kafka_at(settings),
-                "aliases": elasticsearch_at(settings),
-                "outbox": mysql_at(settings),
-                "fanout": mysql_at(settings),
-                "relay": mysql_at(settings),
-                "repair": mysql_at(settings),
-            },
-            explain=lambda exc: describe_unreachable(exc, settings),
+            checks, asks=asks, explain=lambda exc: describe_unreachable(exc, settings)
         )
     raise AssertionError("unreachable")  # pragma: no cover
 
 
 def render(report: StatusReport) -> list[str]:
-    """The report for a person: one block per section, problems first. A section's verdict is
-    the worst of what it found: PROBLEM, else WARNING, else ok."""
+    """The report for a person: problems first, then one block per section headed by the worst
+    of what it found: PROBLEM, else WARNING, else ok."""
     lines = [f"searchsync status: {'healthy' if report.healthy else 'UNHEALTHY'}"]
     lines += [f"  problem: {p}" for p in report.problems]
     lines += [f"  warning: {w}" for w in report.warnings]
     for s in report.sections:
-        lines.append(f"{s.name}: {_verdict(s)}")
+        verdict = "PROBLEM" if s.problems else "WARNING" if s.warnings else "ok"
+        lines.append(f"{s.name}: {verdict}")
         lines += [f"  {line}" for line in _describe(s)]
     return lines
-
-
-def _verdict(s: Section) -> str:
-    return "PROBLEM" if s.problems else "WARNING" if s.warnings else "ok"
 
 
 def _describe(s: Section) -> list[str]:

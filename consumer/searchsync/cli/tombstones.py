@@ -35,11 +35,8 @@ def register(commands: Any, parents: Parents) -> None:
     purge.set_defaults(func=cmd_tombstones_purge)
 
 
-def _progress(update: PurgeProgress) -> None:
-    err(
-        f"purge {update.alias}: {update.scanned} scanned, {update.deleted} deleted, "
-        f"{update.changed} changed meanwhile"
-    )
+def _progress(r: PurgeProgress) -> None:
+    err(f"purge {r.alias}: {r.scanned} scanned, {r.deleted} deleted, {r.changed} changed meanwhile")
 
 
 def cmd_tombstones_purge(

@@ -1,5 +1,5 @@
-"""One line for a service that could not be reached: where it was looked for, and which setting
-says so, so the operator knows what to check."""
+"""One line for a service that could not be reached: where it was looked for (``*_at``), and
+which setting says so, so the operator knows what to check."""
 
 from __future__ import annotations
 
@@ -38,18 +38,15 @@ def describe_unreachable(exc: BaseException, settings: Settings) -> str | None:
 
 
 def kafka_at(settings: Settings) -> str:
-    """Where Kafka is looked for, and the setting that says so."""
     return f"Kafka at {settings.kafka.bootstrap_servers} (setting kafka.bootstrap_servers)"
 
 
 def mysql_at(settings: Settings) -> str:
-    """Where MySQL is looked for, and the settings that say so."""
-    mysql = settings.mysql
-    return f"MySQL at {mysql.host}:{mysql.port} (settings mysql.host, mysql.port)"
+    m = settings.mysql
+    return f"MySQL at {m.host}:{m.port} (settings mysql.host, mysql.port)"
 
 
 def elasticsearch_at(settings: Settings) -> str:
-    """Where the search engine is looked for, and the setting that says so."""
     hosts = ", ".join(settings.elasticsearch.hosts)
     engine = "OpenSearch" if settings.search.engine == "opensearch" else "Elasticsearch"
     return f"{engine} at {hosts} (setting elasticsearch.hosts)"

@@ -1,18 +1,10 @@
 """The fan-out worker: turns recorded fan-out jobs into REBUILD events of the dependents
 (docs/design.md, "Fan-out"; invariants 9, 12 and 16).
 
-Each consumer member runs one beside its pipeline (``[fanout] enabled``). It leases the oldest
-pending job (`FanoutStore.claim`), reads the dependents' ids a page at a time from MySQL, the
-truth, never from the index, and appends one REBUILD per dependent through the one outbox append,
-moving the job's cursor in the same transaction (`FanoutStore.advance`). The consumer then
-re-reads and re-projects each dependent like any REBUILD: written at the same revision only when
-its projection changed.
-
-Resumable: a crash loses at most the page in flight, which the next lease appends again (a
-duplicate REBUILD is harmless); a job a stopped worker holds is taken over when its lease runs out.
-Rate-limited: at most ``appends_per_s`` appends per member. Visible: ``searchsync_fanout_jobs``
-and ``searchsync_fanout_rebuilds_total``, a progress line every ``progress_every`` appends of a
-job, and a line in ``searchsync status`` (`fanout_section`).
+It leases the oldest pending job, reads the dependents' ids a page at a time from MySQL (never
+from the index) and appends one REBUILD each, moving the job's cursor in the same transaction.
+A crash loses at most the page in flight (appended again; a duplicate REBUILD is harmless); a
+stopped worker's job is taken over when its lease runs out. At most ``appends_per_s`` appends.
 """
 
 from __future__ import annotations
@@ -26,24 +18,17 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 
 from searchsync.config import FanoutSettings
 from searchsync.errors import TransientError
-from searchsync.mysql.fanout import FanoutJob, FanoutStats, FanoutStore
+from searchsync.mysql.fanout import FanoutJob, FanoutStore
 from searchsync.observability.fanout_metrics import FanoutMetrics
-from searchsync.ops.status import Section
 from searchsync.projection import Child, ProjectorRegistry, through_child
 from searchsync.projection.references import dependents, referenced_types, routes
 
-__all__ = ["FanoutWorker", "fanout_section", "worker_name"]
+__all__ = ["FanoutWorker"]
 
 log = logging.getLogger(__name__)
-
-
-def worker_name() -> str:
-    """A name no other worker has: host, process and a random part."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 class FanoutWorker:
@@ -64,7 +49,8 @@ class FanoutWorker:
         self._registry = registry
         self._s = settings
         self._metrics = metrics
-        self.owner = owner or worker_name()
+        # a name no other worker has: host, process and a random part
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._sleep = sleep
         self._clock = clock
         self._page = max(1, min(settings.page_size, math.ceil(settings.appends_per_s)))
@@ -110,7 +96,10 @@ class FanoutWorker:
             )
             if not page:
                 if await self._store.finish(current, self.owner):
-                    self._done(current, started)
+                    big = current.appended >= self._s.progress_every
+                    seconds = round(self._clock() - started, 3)
+                    level = logging.INFO if big else logging.DEBUG
+                    _log(level, "fan-out done", current, seconds=seconds)
                 return True
             await self._pace(len(page))
             current = await self._store.advance(current, self.owner, self._s.lease_s, page)
@@ -121,13 +110,13 @@ class FanoutWorker:
                 self._metrics.appended(len(page))
             if current.appended - logged >= self._s.progress_every:
                 logged = current.appended
-                self._progress(current, started)
+                per_s = round(logged / max(1e-9, self._clock() - started), 1)
+                _log(logging.INFO, "fan-out progress", current, per_s=per_s)
         return True
 
     def _source(self, job: FanoutJob) -> tuple[str, str, Child | None]:
         """The dependent type's table, the column holding the referenced id and the child table
-        it is a column of (None: the table's own); a claimed job's route is one of the
-        registry's (`routes`)."""
+        it is a column of (None: the table's own)."""
         t = job.target
         for projector, lookup in dependents(self._registry, t.referenced_type):
             if projector.aggregate_type == t.dependent_type and lookup.name == t.lookup_name:
@@ -151,54 +140,17 @@ class FanoutWorker:
         stats = await self._store.stats(referenced_types(self._registry))
         self._metrics.jobs(pending=stats.pending, done=stats.done)
 
-    def _progress(self, job: FanoutJob, started: float) -> None:
-        t, seconds = job.target, max(1e-9, self._clock() - started)
-        log.info(
-            "fan-out progress",
-            extra={
-                "referenced": f"{t.referenced_type}:{t.referenced_id}",
-                "revision": t.revision,
-                "dependent_type": t.dependent_type,
-                "appended": job.appended,
-                "per_s": round(job.appended / seconds, 1),
-            },
-        )
 
-    def _done(self, job: FanoutJob, started: float) -> None:
-        t = job.target
-        level = logging.INFO if job.appended >= self._s.progress_every else logging.DEBUG
-        log.log(
-            level,
-            "fan-out done",
-            extra={
-                "referenced": f"{t.referenced_type}:{t.referenced_id}",
-                "revision": t.revision,
-                "dependent_type": t.dependent_type,
-                "appended": job.appended,
-                "seconds": round(self._clock() - started, 3),
-            },
-        )
-
-
-def fanout_section(
-    stats: FanoutStats, *, stuck_after_s: float, now: datetime | None = None
-) -> Section:
-    """The fan-out jobs pending and done; a pending job untouched for `stuck_after_s` is a
-    warning (no member runs the fan-out worker, or it fails)."""
-    now = now or datetime.now(UTC)
-    oldest = stats.oldest_pending
-    age = None if oldest is None else now - oldest.replace(tzinfo=oldest.tzinfo or UTC)
-    idle = None if age is None else round(age.total_seconds())
-    data = {
-        "pending": stats.pending,
-        "done": stats.done,
-        "appended_pending": stats.appended_pending,
-        "oldest_untouched_seconds": idle,
-    }
-    warnings = []
-    if idle is not None and idle > stuck_after_s:
-        warnings.append(
-            f"a pending fan-out job has not moved for {idle}s: is a consumer with"
-            " [fanout] enabled running?"
-        )
-    return Section("fanout", data, (), tuple(warnings))
+def _log(level: int, message: str, job: FanoutJob, **extra: float) -> None:
+    t = job.target
+    log.log(
+        level,
+        message,
+        extra={
+            "referenced": f"{t.referenced_type}:{t.referenced_id}",
+            "revision": t.revision,
+            "dependent_type": t.dependent_type,
+            "appended": job.appended,
+            **extra,
+        },
+    )

@@ -1,9 +1,6 @@
-"""The consumer group's Kafka offsets: `show` where it stands, `reset` it to replay history.
+"""The consumer group's Kafka offsets: where it stands, and `reset` to replay history.
 
 A reset is refused while the group has active members (their next commit would overwrite it).
-A `ResetTarget` is ``earliest``, ``latest``, one offset for every selected partition, a point in
-time (an aware `datetime`: per partition the first offset at or after it, the end when every
-message is older), or a `PartitionOffset`.
 """
 
 from __future__ import annotations
@@ -36,7 +33,8 @@ class PartitionOffset:
 
 
 ResetTarget = str | int | datetime | PartitionOffset
-""""earliest", "latest", an offset, a time (aware), or one partition's offset."""
+""""earliest", "latest", one offset for every selected partition, a time (aware: per partition
+the first offset at or after it, the end when every message is older), or one partition's offset."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,11 +79,6 @@ def gap_fields(ack: GapAck) -> dict[str, object]:
     return {**asdict(ack), "accepted_at": ack.accepted_at.isoformat(timespec="seconds")}
 
 
-def gap_metadata(ack: GapAck) -> str:
-    """The commit metadata of an offset moved over lost history: who accepted what, and when."""
-    return orjson.dumps({"accepted_gap": gap_fields(ack)}).decode()
-
-
 def subscribed_topics(admin: KafkaAdmin, settings: Settings) -> list[str]:
     """The subscribed topics that exist now (a regex is matched against the cluster's topics)."""
     kafka = settings.kafka
@@ -97,11 +90,12 @@ def subscribed_topics(admin: KafkaAdmin, settings: Settings) -> list[str]:
 
 
 def partition_offsets(
-    admin: KafkaAdmin, settings: Settings, topics: Sequence[str]
+    admin: KafkaAdmin, settings: Settings, topics: Sequence[str] | None = None
 ) -> list[PartitionOffsets]:
-    """Committed offset, watermarks and lag of every partition of `topics` for the group."""
+    """Committed offset, watermarks and lag of every partition of `topics` (default: the
+    subscribed ones) for the group."""
     rows = []
-    for topic in topics:
+    for topic in subscribed_topics(admin, settings) if topics is None else topics:
         marks = admin.watermarks(topic)
         committed = admin.committed(settings.kafka.group_id, [(topic, p) for p in marks])
         for partition, m in marks.items():
@@ -158,22 +152,6 @@ def plan_reset(
     return steps
 
 
-def describe_target(to: ResetTarget) -> str:
-    if isinstance(to, PartitionOffset):
-        return f"{to.topic or '(the topic)'}/{to.partition}@{to.offset}"
-    if isinstance(to, datetime):
-        return to.astimezone(UTC).isoformat()
-    return f"offset {to}" if isinstance(to, int) else to
-
-
-def show(
-    settings: Settings, *, admin_factory: AdminFactory = ConfluentKafkaAdmin
-) -> list[PartitionOffsets]:
-    """Committed offset, watermarks and lag of every subscribed partition for the group."""
-    admin = admin_factory(settings.kafka.client_config())
-    return partition_offsets(admin, settings, subscribed_topics(admin, settings))
-
-
 def reset(
     settings: Settings,
     to: ResetTarget,
@@ -185,7 +163,7 @@ def reset(
     accept_gap: str | None = None,
     record: Callable[[Sequence[GapAck]], None] | None = None,
 ) -> ResetReport:
-    """Move the group's offsets to `to` (see the module docstring); plan only if dry_run.
+    """Move the group's offsets to `to`; plan only if dry_run.
 
     A partition whose committed offset is below the log start (`HistoryGap`) moves only with
     `accept_gap`, the name of who accepts the loss; else `OperationRefused` says how to
@@ -198,20 +176,40 @@ def reset(
     admin = admin_factory(settings.kafka.client_config())
     topics = subscribed_topics(admin, settings)
     rows = partition_offsets(admin, settings, topics)
+    times = None
     if isinstance(to, PartitionOffset):
-        one = _one_topic(to.topic or topic, topics)
-        to = PartitionOffset(to.partition, to.offset, one)
-        steps = plan_reset(rows, to.offset, topic=one, partition=to.partition)
+        one = to.topic or topic
+        if one is None and len(topics) != 1:
+            raise InvalidRequest(
+                f"the group reads {len(topics)} topics ({', '.join(topics)}): name one with --topic"
+                if topics
+                else "none of the subscribed topics exists yet"
+            )
+        topic, partition = one or topics[0], to.partition
+        described, to = f"{topic}/{to.partition}@{to.offset}", to.offset
     elif isinstance(to, datetime):
         if to.utcoffset() is None:
             raise InvalidRequest(f"{to.isoformat()} has no time zone")
+        described = to.astimezone(UTC).isoformat()
         millis = int(to.timestamp() * 1000)
         chosen = [t for t in topics if topic is None or t == topic]
         times = {(t, p): o for t in chosen for p, o in admin.offsets_for_times(t, millis).items()}
-        steps = plan_reset(rows, to, topic=topic, partition=partition, times=times)
     else:
-        steps = plan_reset(rows, to, topic=topic, partition=partition)
-    accepted = _accepted(group, rows, steps, accept_gap, dry_run=dry_run)
+        described = f"offset {to}" if isinstance(to, int) else to
+    steps = plan_reset(rows, to, topic=topic, partition=partition, times=times)
+    moved = {(s.topic, s.partition) for s in steps}
+    gaps = [g for r in rows if (g := r.gap()) is not None and (g.topic, g.partition) in moved]
+    if gaps and accept_gap is None and not dry_run:
+        raise OperationRefused(
+            "; ".join(g.describe() for g in gaps)
+            + f". Moving over lost history needs --accept-gap: first {RECONCILE}, "
+            + "then repeat this reset with --accept-gap"
+        )
+    at, who = datetime.now(UTC), accept_gap or "(not accepted)"
+    accepted = [
+        GapAck(group, g.topic, g.partition, g.committed, g.log_start, g.missing, who, at)
+        for g in gaps
+    ]
     members = admin.active_members(group)
     if members and not dry_run:
         raise OperationRefused(
@@ -222,56 +220,17 @@ def reset(
     if not dry_run:
         if accepted and record is not None:
             record(accepted)
-        notes = {(a.topic, a.partition): gap_metadata(a) for a in accepted}
-        moves = {(s.topic, s.partition): s.target for s in steps}
-        failed = admin.alter_committed(group, moves, notes or None)
+        notes = {
+            (a.topic, a.partition): orjson.dumps({"accepted_gap": gap_fields(a)}).decode()
+            for a in accepted
+        }
+        failed = admin.alter_committed(
+            group, {(s.topic, s.partition): s.target for s in steps}, notes or None
+        )
         if failed:
             raise OperationRefused(
                 "; ".join(f"{t}/{p}: {why}" for (t, p), why in sorted(failed.items()))
             )
         for a in accepted:
-            log.warning(
-                "history gap accepted",
-                extra=gap_fields(a),
-            )
-    return ResetReport(
-        group, describe_target(to), dry_run, tuple(members), tuple(steps), tuple(accepted)
-    )
-
-
-def _accepted(
-    group: str,
-    rows: Sequence[PartitionOffsets],
-    steps: Sequence[ResetStep],
-    accept_gap: str | None,
-    *,
-    dry_run: bool,
-) -> list[GapAck]:
-    """The gaps `steps` move over, accepted by `accept_gap`; refused without it."""
-    moved = {(s.topic, s.partition) for s in steps}
-    gaps = [g for r in rows if (g := r.gap()) is not None and (g.topic, g.partition) in moved]
-    if gaps and accept_gap is None and not dry_run:
-        raise OperationRefused(
-            "; ".join(g.describe() for g in gaps)
-            + f". Moving over lost history needs --accept-gap: first {RECONCILE}, "
-            + "then repeat this reset with --accept-gap"
-        )
-    at = datetime.now(UTC)
-    who = accept_gap or "(not accepted)"
-    return [
-        GapAck(group, g.topic, g.partition, g.committed, g.log_start, g.missing, who, at)
-        for g in gaps
-    ]
-
-
-def _one_topic(topic: str | None, topics: Sequence[str]) -> str:
-    """The topic a one-partition reset means: the given one, or the only subscribed one."""
-    if topic is not None:
-        return topic
-    if len(topics) == 1:
-        return topics[0]
-    if not topics:
-        raise InvalidRequest("none of the subscribed topics exists yet")
-    raise InvalidRequest(
-        f"the group reads {len(topics)} topics ({', '.join(topics)}): name one with --topic"
-    )
+            log.warning("history gap accepted", extra=gap_fields(a))
+    return ResetReport(group, described, dry_run, tuple(members), tuple(steps), tuple(accepted))

@@ -1,11 +1,6 @@
-"""`searchsync outbox prune`: delete captured ``search_outbox`` rows older than a window.
-
-The rules (docs/design.md, "Outbox pruning"): a window below ``[retention] min_outbox_age`` is
-`InvalidRequest` (exit 2); a Debezium connector that is not RUNNING is `OperationRefused` (exit 1).
-The table is walked by primary key, and each page's rows created before the cutoff are deleted in
-one bounded transaction (the age is part of every DELETE), pausing ``prune_pause_s`` between two;
-the walk stops at the first page holding a younger row. With the polling relay (docs/relay.md)
-only rows it marked PUBLISHED are deleted, and no connector is asked.
+"""`searchsync outbox prune`: delete captured ``search_outbox`` rows older than a window
+(docs/design.md, "Outbox pruning"): walked by primary key, one bounded DELETE per page of old rows
+(the age is part of every DELETE), stopping at the first page holding a younger row.
 """
 
 from __future__ import annotations
@@ -92,9 +87,11 @@ async def prune_outbox(
     progress: Callable[[PruneProgress], None] | None = None,
     published_only: bool = False,
 ) -> PruneReport:
-    """Prune the outbox rows created before ``now - older_than`` (see the module docstring),
-    walking from the first id above `after_id` (0: the whole table). `published_only` (the relay
-    publishes the outbox): delete only PUBLISHED rows, and ask no connector."""
+    """Prune the outbox rows created before ``now - older_than``, walking from the first id above
+    `after_id` (0: the whole table), pausing ``prune_pause_s`` between two DELETEs; `progress`
+    gets the counts after each. Raises `InvalidRequest` for a window below ``min_outbox_age`` and
+    `OperationRefused` when the connector is not RUNNING. `published_only` (the relay publishes
+    the outbox, docs/relay.md): delete only PUBLISHED rows, and ask no connector."""
     check_outbox_window(retention, older_than)
     status = None if published_only else await connect.status()
     if status is not None and not status.running:
@@ -113,12 +110,8 @@ async def prune_outbox(
             break
         report.scanned += len(page)
         report.last_id = after = page[-1].id
-        old = sum(1 for row in page if row.created_at < cutoff)
-        doomed = sum(
-            1
-            for row in page
-            if row.created_at < cutoff and (not published_only or row.status == "PUBLISHED")
-        )
+        old = [row for row in page if row.created_at < cutoff]
+        doomed = sum(1 for row in old if not published_only or row.status == "PUBLISHED")
         if doomed:
             if report.batches:
                 await sleep(retention.prune_pause_s)
@@ -131,6 +124,6 @@ async def prune_outbox(
                 )
             if progress is not None:
                 progress(PruneProgress(report.batches, report.deleted, after))
-        if old < len(page):  # a young row: the rest of the table is younger still
+        if len(old) < len(page):  # a young row: the rest of the table is younger still
             break
     return report

@@ -1,15 +1,12 @@
-"""`searchsync tombstones purge`: delete tombstones older than the retention window, safely.
-
-The rules (docs/design.md, "Tombstones and their purge"): only ``is_deleted: true`` documents with
-a ``tombstoned_at`` before ``now - older_than``; a window below the retention minimum is refused
-before anything is read; the alias's write index is scanned with ``seq_no_primary_term`` and each
-candidate deleted from that physical index with ``if_seq_no``/``if_primary_term``, so a document
-changed since answers 409 and is kept. This is the only DELETE searchsync sends.
+"""`searchsync tombstones purge`: delete tombstones older than the retention window, safely
+(docs/design.md, "Tombstones and their purge"). Each candidate is deleted from the write index
+with ``if_seq_no``/``if_primary_term``, so a document changed since the scan answers 409 and is
+kept. This is the only DELETE searchsync sends.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -19,7 +16,7 @@ from searchsync.duration import format_duration
 from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.projection import format_timestamp
 from searchsync.search.port import IndexAdmin
-from searchsync.search.tombstones import DeleteOutcome, DeleteResult, TombstoneStore
+from searchsync.search.tombstones import DeleteResult, TombstoneStore
 
 __all__ = ["PurgeProgress", "PurgeReport", "check_window", "purge_tombstones"]
 
@@ -92,9 +89,10 @@ async def purge_tombstones(
     dry_run: bool = False,
     progress: Callable[[PurgeProgress], None] | None = None,
 ) -> PurgeReport:
-    """Purge the tombstones of `alias`'s write index older than `older_than` (see the module
-    docstring). Raises `InvalidRequest` for a short window, `OperationRefused` when the alias
-    has no write index or the index does not map ``tombstoned_at``."""
+    """Purge the ``is_deleted`` documents of `alias`'s write index tombstoned before ``now -
+    older_than``; `progress` gets the counts after each page. Raises `InvalidRequest` for a
+    window below the minimum, `OperationRefused` when the alias has no write index or the index
+    does not map ``tombstoned_at``."""
     check_window(retention, older_than)
     target = await admin.write_index(alias)
     if target is None:
@@ -116,21 +114,17 @@ async def purge_tombstones(
             room = _FAILURE_SAMPLES - len(report.candidates)
             report.candidates.extend(hit.doc_id for hit in page[: max(room, 0)])
         else:
-            _count(report, await store.delete(index, page))
+            for outcome in await store.delete(index, page):
+                if outcome.result is DeleteResult.DELETED:
+                    report.deleted += 1
+                elif outcome.result is DeleteResult.CHANGED:
+                    report.changed += 1
+                elif outcome.result is DeleteResult.GONE:
+                    report.gone += 1
+                else:
+                    report.failed += 1
+                    if len(report.failures) < _FAILURE_SAMPLES:
+                        report.failures.append((outcome.hit.doc_id, outcome.reason or "unknown"))
         if progress is not None:
             progress(PurgeProgress(alias, report.scanned, report.deleted, report.changed))
     return report
-
-
-def _count(report: PurgeReport, outcomes: Sequence[DeleteOutcome]) -> None:
-    for outcome in outcomes:
-        if outcome.result is DeleteResult.DELETED:
-            report.deleted += 1
-        elif outcome.result is DeleteResult.CHANGED:
-            report.changed += 1
-        elif outcome.result is DeleteResult.GONE:
-            report.gone += 1
-        else:
-            report.failed += 1
-            if len(report.failures) < _FAILURE_SAMPLES:
-                report.failures.append((outcome.hit.doc_id, outcome.reason or "unknown"))

@@ -1,14 +1,7 @@
-"""`searchsync status`: one screen for the whole system, and an exit code monitoring can trust.
+"""`searchsync status`: a report of sections, each gathered by one probe, and its exit code.
 
-The report is a list of sections, each gathered by one probe: the consumer group (members,
-per-partition committed offset and lag), the aliases (write index, schema version, doc count), the
-consumers' own health endpoints (fenced or paused), the outbox table (size, oldest row), the DLQ
-(depth by error code) and the Debezium connector. A probe that cannot reach its service makes its
-section unhealthy with what it could not check; it never hides the other sections.
-
-A section is healthy or carries problems (unhealthy: the index is not being kept up, or may be
-wrong) and warnings (worth a look, not a failure: more members than partitions, a lag that is not
-zero). The command exits 0 when every section is healthy and `ExitCode.UNHEALTHY` otherwise.
+A section carries problems (unhealthy: the index is not kept up, or may be wrong) and warnings
+(worth a look, not a failure); a probe that cannot look makes only its own section unhealthy.
 """
 
 from __future__ import annotations
@@ -20,14 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
-
-__all__ = [
-    "Probe",
-    "Section",
-    "StatusReport",
-    "gather",
-]
+__all__ = ["Probe", "Section", "StatusReport", "gather"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +31,7 @@ class Section:
 
 
 Probe = Callable[[], Awaitable[Section | None]]
-"""Gathers one section, or None when there is nothing to report (the relay's, where no relay
-publishes); may raise, which makes the section unhealthy (see `gather`)."""
+"""Gathers one section (None: nothing to report); raising makes the section unhealthy."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,26 +53,23 @@ class StatusReport:
     def warnings(self) -> list[str]:
         return [f"{s.name}: {w}" for s in self.sections for w in s.warnings]
 
-    def to_json(self) -> bytes:
-        return orjson.dumps(
-            {
-                "healthy": self.healthy,
-                "taken_at": self.taken_at.isoformat(),
-                "problems": self.problems,
-                "warnings": self.warnings,
-                "sections": {
-                    s.name: {
-                        "healthy": s.healthy,
-                        "problems": list(s.problems),
-                        "warnings": list(s.warnings),
-                        **dict(s.data),
-                    }
-                    for s in self.sections
-                },
-            },
-            option=orjson.OPT_INDENT_2,
-            default=str,
-        )
+    def as_json(self) -> dict[str, Any]:
+        sections = {
+            s.name: {
+                "healthy": s.healthy,
+                "problems": list(s.problems),
+                "warnings": list(s.warnings),
+                **dict(s.data),
+            }
+            for s in self.sections
+        }
+        return {
+            "healthy": self.healthy,
+            "taken_at": self.taken_at.isoformat(),
+            "problems": self.problems,
+            "warnings": self.warnings,
+            "sections": sections,
+        }
 
 
 async def gather(
@@ -99,8 +81,8 @@ async def gather(
 ) -> StatusReport:
     """Run every probe concurrently, each within `timeout_s`; a failing probe is a problem.
 
-    `asks` names, per probe, the service it asks (and the setting naming it), said when it
-    does not answer in time; `explain` may turn a probe's exception into a message.
+    `asks` names, per probe, the service it asks, said when it does not answer in time;
+    `explain` may turn a probe's exception into a message.
     """
 
     async def one(name: str, probe: Probe) -> Section | None:
@@ -108,9 +90,9 @@ async def gather(
         try:
             return await asyncio.wait_for(probe(), timeout_s)
         except TimeoutError:
-            waited = time.monotonic() - started
             source = (asks or {}).get(name)
             where = "" if source is None else f" from {source}"
+            waited = time.monotonic() - started
             return Section(name, {}, (f"could not check: no answer within {waited:.0f} s{where}",))
         except Exception as exc:  # a probe's failure is that section's finding, not a crash
             text = (explain(exc) if explain is not None else None) or str(exc)

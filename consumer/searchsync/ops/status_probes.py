@@ -1,14 +1,12 @@
-"""The probes of `searchsync status`, one per part of the system, each over a narrow port.
-
-Each returns a `Section` (see `searchsync.ops.status`); a probe raises only when it could not look,
-and `gather` turns that into the section's problem.
-"""
+"""The probes of `searchsync status`, one per part of the system: each returns a `Section`, and
+raises only when it could not look (`gather` makes that the section's problem)."""
 
 from __future__ import annotations
 
 import asyncio
 import urllib.error
 import urllib.request
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -20,31 +18,21 @@ from searchsync.dlq.summary import DlqSummary
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.kafka.connect import ConnectorStatus
 from searchsync.kafka.gaps import RECOVERY
+from searchsync.mysql.fanout import FanoutStats
 from searchsync.naming import read_alias_name
-from searchsync.ops.offsets import partition_offsets, subscribed_topics
+from searchsync.ops.offsets import partition_offsets
 from searchsync.ops.repair.state import WheelSnapshot
 from searchsync.ops.status import Section
 from searchsync.projection import ProjectorRegistry
 from searchsync.relay.port import RelayStatus
 from searchsync.search.port import IndexAdmin
 
-__all__ = [
-    "aliases_section",
-    "connector_section",
-    "consumers_section",
-    "dlq_section",
-    "group_section",
-    "outbox_section",
-    "relay_section",
-    "repair_section",
-]
-
 
 def group_section(admin: KafkaAdmin, settings: Settings) -> Section:
     """Members of the group, and each partition's committed offset, end and lag."""
     group = settings.kafka.group_id
     members = admin.active_members(group)
-    rows = partition_offsets(admin, settings, subscribed_topics(admin, settings))
+    rows = partition_offsets(admin, settings)
     lag = sum(r.lag for r in rows)
     problems: list[str] = []
     warnings: list[str] = []
@@ -130,12 +118,11 @@ async def consumers_section(endpoints: Sequence[str], *, timeout_s: float = 3.0)
     for base in endpoints:
         url = base.rstrip("/") + "/healthz"
         try:
-            code, body = await asyncio.to_thread(_get, url, timeout_s)
+            code, report = await asyncio.to_thread(_get_json, url, timeout_s)
         except OSError as exc:
             warnings.append(f"{url} did not answer ({exc}); is a consumer running there?")
             found.append({"endpoint": base, "reachable": False})
             continue
-        report = _json_object(body)
         ready = code == 200 and bool(report.get("ready"))
         reasons = [str(r) for r in report.get("reasons", [])]
         if not ready:
@@ -146,19 +133,45 @@ async def consumers_section(endpoints: Sequence[str], *, timeout_s: float = 3.0)
 
 def outbox_section(count: int, oldest: datetime | None, *, now: datetime | None = None) -> Section:
     """The outbox table's size and its oldest row (Debezium never deletes rows)."""
-    now = now or datetime.now(UTC)
-    age = None if oldest is None else (now - oldest.replace(tzinfo=oldest.tzinfo or UTC))
     data = {
         "rows": count,
         "oldest_created_at": None if oldest is None else oldest.isoformat(),
-        "oldest_age_seconds": None if age is None else round(age.total_seconds()),
+        "oldest_age_seconds": _age_s(oldest, now),
     }
     return Section("outbox", data)
 
 
+def fanout_section(
+    stats: FanoutStats, *, stuck_after_s: float, now: datetime | None = None
+) -> Section:
+    """The fan-out jobs pending and done; a pending job untouched for `stuck_after_s` is a
+    warning (no member runs the fan-out worker, or it fails)."""
+    idle = _age_s(stats.oldest_pending, now)
+    data = {
+        "pending": stats.pending,
+        "done": stats.done,
+        "appended_pending": stats.appended_pending,
+        "oldest_untouched_seconds": idle,
+    }
+    warnings = []
+    if idle is not None and idle > stuck_after_s:
+        warnings.append(
+            f"a pending fan-out job has not moved for {idle}s: is a consumer with"
+            " [fanout] enabled running?"
+        )
+    return Section("fanout", data, (), tuple(warnings))
+
+
+def _age_s(at: datetime | None, now: datetime | None) -> int | None:
+    """Whole seconds since `at` (naive: UTC)."""
+    if at is None:
+        return None
+    return round(((now or datetime.now(UTC)) - at.replace(tzinfo=at.tzinfo or UTC)).total_seconds())
+
+
 def relay_section(status: RelayStatus, relay: RelaySettings) -> Section:
     """The polling relay's rows (docs/relay.md): DEAD rows, claims past ``claim_timeout_s`` and
-    a due row waiting longer than that are warnings (a relay not running shows so)."""
+    a due row waiting longer than that are warnings."""
     c = status.counts
     warnings: list[str] = []
     if c.dead:
@@ -224,10 +237,9 @@ def repair_section(
         never = len(states) - len(done)
         oldest = min(done) if done else None
         age = None if oldest is None else (now - oldest).total_seconds()
-        counts: dict[str, int] = {}
+        counts: Counter[str] = Counter()
         for st in states:
-            for k, v in st.last_counts.items():
-                counts[k] = counts.get(k, 0) + int(v)
+            counts.update({k: int(v) for k, v in st.last_counts.items()})
         if never:
             warnings.append(
                 f"{kind}: {never} of {len(states)} bucket(s) never scanned completely"
@@ -261,17 +273,15 @@ def connector_section(status: ConnectorStatus) -> Section:
     return Section("connector", status.as_json(), tuple(status.problems()))
 
 
-def _get(url: str, timeout_s: float) -> tuple[int, bytes]:
+def _get_json(url: str, timeout_s: float) -> tuple[int, Mapping[str, Any]]:
+    """The status and the JSON object (else empty) of a GET; an HTTP error status is an answer."""
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as response:
-            return int(response.status), response.read()
+            code, body = int(response.status), response.read()
     except urllib.error.HTTPError as exc:  # 503 from a consumer that is not ready
-        return exc.code, exc.read()
-
-
-def _json_object(body: bytes) -> Mapping[str, Any]:
+        code, body = exc.code, exc.read()
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError:
-        return {}
-    return value if isinstance(value, dict) else {}
+        return code, {}
+    return code, value if isinstance(value, dict) else {}

@@ -1,10 +1,7 @@
-"""The consumer: the pipeline, its Kafka group member, its DLQ producer and its health server,
-built on already-open ports (`searchsync.runtime.Runtime.run_consumer` opens them).
-
-Exit codes (`searchsync.exit_codes.ExitCode`): OK after a clean shutdown (SIGTERM/SIGINT: intake
-stops, in-flight work drains within the deadline, the finished prefix is committed), DLQ_BUDGET
-when the DLQ error budget stopped the consumer, FAILURE on any other fatal error.
-"""
+"""The consumer: the pipeline, its group member, its DLQ producer and its health server, on ports
+`searchsync.runtime.Runtime.run_consumer` opened. Exits OK after a clean shutdown (intake stops,
+in-flight work drains within the deadline, the finished prefix is committed), DLQ_BUDGET when
+the DLQ error budget stopped it, FAILURE on any other fatal error."""
 
 from __future__ import annotations
 
@@ -50,12 +47,8 @@ async def run_consumer(
     search: Search,
     write_targets: Mapping[str, str] | None = None,
 ) -> ExitCode:
-    """Run one consumer of ``settings.kafka.group_id`` until `stop` is set.
-
-    `write_targets` (aggregate type -> physical index) is the rebuild's catch-up override: those
-    types are written to the named physical index with ``require_alias=false`` instead of through
-    their alias (docs/design.md, Rebuild). Every other caller leaves it None.
-    """
+    """Run one consumer of ``settings.kafka.group_id`` until `stop` is set. `write_targets`
+    (type -> physical index) is only the rebuild's catch-up override of the aliases."""
     metrics.set_severe_lag_threshold(settings.observability.severe_lag_s)
     k, p = settings.kafka, settings.pipeline
     async with AsyncExitStack() as stack:

@@ -1,7 +1,4 @@
-"""Time, injected: the two clock types and `Deadline`, the one way to wait with a deadline.
-
-Nothing here imports another searchsync module, so every layer may use it.
-"""
+"""Time, injected: the two clock types and `Deadline`. Imports no searchsync module."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Durations as operators write them: ``7d``, ``36h``, ``90m``, ``45s``, or a sum ``1d12h``.
-
-One parser for the command line (``--older-than``) and the settings (``[retention]``), so both
-accept the same forms and say the same thing when a value is wrong.
-"""
+"""Durations as operators write them (``7d``, ``36h``, ``1d12h``): one parser for the command line
+and the settings, so both accept the same forms."""
 
 from __future__ import annotations
 

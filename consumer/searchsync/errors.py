@@ -146,53 +146,25 @@ class ErrorCode(enum.StrEnum):
         return _DISPOSITIONS[self]
 
 
-_P, _T, _S = Disposition.POISON, Disposition.TRANSIENT, Disposition.SYSTEMIC
-_C = ErrorCode
-
+# The table of the module docstring, by disposition (a misspelt name fails at import).
+_BY_DISPOSITION: Final = {
+    Disposition.POISON: """
+        EMPTY TOO_LARGE BAD_AVRO BAD_JSON MISSING_FIELD BAD_FIELD BAD_OPERATION BAD_REVISION
+        UNKNOWN_AGGREGATE_TYPE PROJECTION_ERROR REVISION_REGRESSION MAPPING_ERROR ES_400 ES_4XX
+        BAD_DLQ_RECORD
+    """,
+    Disposition.TRANSIENT: """
+        INTERNAL MYSQL_DEADLOCK MYSQL_LOCK_TIMEOUT ES_409 ES_409_UNCONFIRMED ES_AHEAD ES_TOO_LARGE
+        ES_MGET ES_UNEXPECTED
+    """,
+    Disposition.SYSTEMIC: """
+        MYSQL_UNAVAILABLE ES_UNAVAILABLE ES_TIMEOUT ES_429 ES_5XX ES_BLOCKED ES_AUTH ALIAS_MISSING
+        SCHEMA_FENCED KAFKA_NO_LEADER DLQ_QUEUE_FULL DLQ_PRODUCE_FAILED DLQ_DELIVERY_FAILED
+        DLQ_READ_FAILED DLQ_READ_TIMEOUT REPLAY_FAILED REPLAY_TIMEOUT
+    """,
+}
 _DISPOSITIONS: Final[Mapping[ErrorCode, Disposition]] = MappingProxyType(
-    {
-        _C.EMPTY: _P,
-        _C.TOO_LARGE: _P,
-        _C.BAD_AVRO: _P,
-        _C.BAD_JSON: _P,
-        _C.MISSING_FIELD: _P,
-        _C.BAD_FIELD: _P,
-        _C.BAD_OPERATION: _P,
-        _C.BAD_REVISION: _P,
-        _C.UNKNOWN_AGGREGATE_TYPE: _P,
-        _C.PROJECTION_ERROR: _P,
-        _C.REVISION_REGRESSION: _P,
-        _C.MAPPING_ERROR: _P,
-        _C.ES_400: _P,
-        _C.ES_4XX: _P,
-        _C.BAD_DLQ_RECORD: _P,
-        _C.INTERNAL: _T,
-        _C.MYSQL_DEADLOCK: _T,
-        _C.MYSQL_LOCK_TIMEOUT: _T,
-        _C.ES_409: _T,
-        _C.ES_409_UNCONFIRMED: _T,
-        _C.ES_AHEAD: _T,
-        _C.ES_TOO_LARGE: _T,
-        _C.ES_MGET: _T,
-        _C.ES_UNEXPECTED: _T,
-        _C.MYSQL_UNAVAILABLE: _S,
-        _C.ES_UNAVAILABLE: _S,
-        _C.ES_TIMEOUT: _S,
-        _C.ES_429: _S,
-        _C.ES_5XX: _S,
-        _C.ES_BLOCKED: _S,
-        _C.ES_AUTH: _S,
-        _C.ALIAS_MISSING: _S,
-        _C.SCHEMA_FENCED: _S,
-        _C.KAFKA_NO_LEADER: _S,
-        _C.DLQ_QUEUE_FULL: _S,
-        _C.DLQ_PRODUCE_FAILED: _S,
-        _C.DLQ_DELIVERY_FAILED: _S,
-        _C.DLQ_READ_FAILED: _S,
-        _C.DLQ_READ_TIMEOUT: _S,
-        _C.REPLAY_FAILED: _S,
-        _C.REPLAY_TIMEOUT: _S,
-    }
+    {ErrorCode(name): d for d, names in _BY_DISPOSITION.items() for name in names.split()}
 )
 
 

@@ -1,11 +1,8 @@
 """Decode thin events from Kafka message values, and encode them for producers and tests.
 
-`decode` either returns a valid `ThinEvent` or raises `PoisonMessage` with a stable code, never
-anything else (invariant 10). Formats are told apart by their first bytes:
-
-- ``0x00`` + 4-byte schema id: Confluent wire format, Avro binary of ``thin_event.avsc``.
-- ``0xC3 0x01`` + 8-byte CRC-64-AVRO fingerprint: Avro single-object encoding.
-- anything else: JSON, as Debezium's Outbox Event Router emits it (see `_unwrap_json`).
+`decode` returns a valid `ThinEvent` or raises `PoisonMessage` with a stable code, nothing else
+(invariant 10). ``0x00`` starts the Confluent Avro frame, ``0xC3 0x01`` Avro single-object
+encoding; anything else is JSON as Debezium's Outbox Event Router emits it.
 """
 
 from __future__ import annotations
@@ -24,20 +21,6 @@ import orjson
 
 from searchsync.errors import ErrorCode, PoisonMessage
 from searchsync.types import Operation, ThinEvent
-
-__all__ = [
-    "CONFLUENT_MAGIC",
-    "MAX_AGGREGATE_ID_LENGTH",
-    "MAX_AGGREGATE_TYPE_LENGTH",
-    "MAX_EVENT_ID_LENGTH",
-    "MAX_REVISION",
-    "SINGLE_OBJECT_MAGIC",
-    "AvroFraming",
-    "decode",
-    "encode_avro",
-    "encode_json",
-    "load_avro_schema",
-]
 
 CONFLUENT_MAGIC: Final = b"\x00"
 SINGLE_OBJECT_MAGIC: Final = b"\xc3\x01"
@@ -68,10 +51,7 @@ class AvroFraming(enum.StrEnum):
 
 @functools.cache
 def load_avro_schema(name: str) -> Any:
-    """Parse ``consumer/searchsync/_resources/<name>.avsc`` once, on first use (never at import).
-
-    The files are package copies of ``schemas/avro/*.avsc``; a unit test keeps them identical.
-    """
+    """Parse the packaged copy of ``schemas/avro/<name>.avsc`` once, on first use."""
     text = resources.files("searchsync").joinpath("_resources", f"{name}.avsc").read_text("utf-8")
     return fastavro.parse_schema(json.loads(text))
 
@@ -85,10 +65,7 @@ def _thin_event_fingerprint() -> bytes:
 
 
 def decode(value: bytes | None, *, max_bytes: int, known_types: Collection[str]) -> ThinEvent:
-    """Decode and validate one Kafka message value, or raise `PoisonMessage`.
-
-    The size check comes before any parsing, so an oversized value costs nothing to reject.
-    """
+    """Decode and validate one Kafka message value, or raise `PoisonMessage`."""
     if not value:
         raise PoisonMessage(ErrorCode.EMPTY, "the message has no value")
     if len(value) > max_bytes:
@@ -110,11 +87,7 @@ def encode_json(event: ThinEvent) -> bytes:
 
 
 def encode_avro(event: ThinEvent, framing: AvroFraming, *, schema_id: int = 1) -> bytes:
-    """Avro binary of ``thin_event.avsc`` with the given framing.
-
-    `schema_id` is the Confluent schema-registry id written into the header; the decoder does not
-    consult a registry, it only requires the body to be exactly one ThinEvent.
-    """
+    """Avro binary of ``thin_event.avsc`` framed as asked (`schema_id`: the Confluent header's)."""
     buffer = io.BytesIO()
     if framing is AvroFraming.CONFLUENT:
         if not 0 <= schema_id <= 2**31 - 1:
@@ -175,12 +148,7 @@ def _read_avro_body(value: bytes, start: int) -> Mapping[str, object]:
 
 
 def _decode_json(value: bytes) -> Mapping[str, object]:
-    """Accept the three shapes Debezium can emit for the outbox payload column.
-
-    1. expanded object (``table.expand.json.payload=true``, ``schemas.enable=false``): the event;
-    2. un-expanded: a JSON string whose content is the event object;
-    3. envelope (``schemas.enable=true``): ``{"schema": ..., "payload": <object or string>}``.
-    """
+    """The event object, expanded, as a JSON string, or in a ``{"schema", "payload"}`` envelope."""
     document = _loads(value)
     if isinstance(document, str):
         document = _loads(document)

@@ -1,18 +1,9 @@
 """Alias and physical index names, decided in one place (docs/design.md, invariants 7 and 8).
 
-Every write goes through a stable alias; the documents live in versioned physical indices
-behind it, so a rebuild can fill a new one and swap the alias atomically:
-
-- alias: ``<prefix>_<aggregate_type>``, e.g. ``searchsync_wiki_page``: the write alias;
-- read alias: ``<alias>_live``, e.g. ``searchsync_wiki_page_live``: the same index filtered on
-  ``is_deleted: false``, the name readers query (invariant 15); it always points where the write
-  alias points;
-- physical index: ``<alias>_v<N>`` with N >= 1 written without leading zeros, e.g.
-  ``searchsync_wiki_page_v2``.
-
-Names follow Elasticsearch's index name rules: lower case; none of ``\\ / * ? " < > | , # :``
-nor a space; not starting with ``-``, ``_``, ``+`` (nor ``.``, reserved for hidden and system
-indices); not ``.`` or ``..``; at most 255 bytes. A bad name raises `InvalidIndexName`.
+Writes go through the alias ``<prefix>_<aggregate_type>``; readers query ``<alias>_live`` (filtered
+on ``is_deleted: false``, invariant 15); documents live in ``<alias>_v<N>`` (N >= 1, no leading
+zeros), so a rebuild can fill a new one and swap the alias atomically. A name Elasticsearch would
+refuse raises `InvalidIndexName`.
 """
 
 from __future__ import annotations
@@ -20,22 +11,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from typing import Final
-
-__all__ = [
-    "AGGREGATE_TYPE",
-    "INDEX_PREFIX",
-    "MAX_NAME_BYTES",
-    "READ_ALIAS_SUFFIX",
-    "InvalidIndexName",
-    "alias_name",
-    "check_index_name",
-    "first_physical_name",
-    "next_physical_name",
-    "parse_physical_name",
-    "physical_name",
-    "physical_version",
-    "read_alias_name",
-]
 
 INDEX_PREFIX: Final = re.compile(r"[a-z0-9][a-z0-9_-]{0,99}")
 """`elasticsearch.index_prefix`: lower case [a-z0-9_-], 1..100 characters, no leading - or _."""

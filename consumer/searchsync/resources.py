@@ -1,9 +1,6 @@
-"""The outside world of one process as ports: the MySQL tables over one pool, the search
-service over one client, the Kafka client factories, Kafka Connect and the DLQ replay ledger.
-
-`Ports` holds them already built (tests build it from fakes); `Tables.over` and `Search.over`
-build the real ones over an open pool and client (`searchsync.runtime.Runtime` opens those).
-"""
+"""The outside world of one process as ports: MySQL tables, the search service, Kafka client
+factories, Kafka Connect and the DLQ replay ledger. `Ports` holds them built (tests' fakes);
+`Tables.over` and `Search.over` build the real ones over an open pool and client."""
 
 from __future__ import annotations
 

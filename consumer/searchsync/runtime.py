@@ -1,11 +1,6 @@
 """One wiring: the shared resources of one process, and the consumer, the rebuilder and the repair
-wheel built from them.
-
-`Runtime.open(settings)` is the real one: the MySQL pool and the search client are opened on
-first use (a command that needs neither never connects) and closed together when its ``async
-with`` ends. `Runtime.on(settings, ports)` runs the same parts on already-built ports (tests'
-fakes) and closes nothing.
-"""
+wheel built from them. `Runtime.open(settings)` opens the pool and search client on first use and
+closes them when its ``async with`` ends; `Runtime.on(settings, ports)` uses given ports."""
 
 from __future__ import annotations
 
@@ -47,7 +42,6 @@ class Runtime:
     """The ports of one process (opened lazily, or given) and the parts built on them."""
 
     def __init__(self, settings: Settings, ports: Ports | None) -> None:
-        """Use `open` or `on`; `ports` None opens the real services from `settings`."""
         self.settings = settings
         self._given = ports
         self._stack = AsyncExitStack()
@@ -57,12 +51,10 @@ class Runtime:
 
     @classmethod
     def open(cls, settings: Settings) -> Runtime:
-        """The real services of `settings`, each opened on first use."""
         return cls(settings, None)
 
     @classmethod
     def on(cls, settings: Settings, ports: Ports) -> Runtime:
-        """The parts on already-built `ports`."""
         return cls(settings, ports)
 
     async def __aenter__(self) -> Runtime:
@@ -92,7 +84,6 @@ class Runtime:
         return KafkaClients() if self._given is None else self._given.kafka
 
     def kafka_admin(self) -> KafkaAdmin:
-        """An admin client for the settings' cluster."""
         return self.kafka.admin(self.settings.kafka.client_config())
 
     @property
@@ -100,7 +91,7 @@ class Runtime:
         return ConnectClient(self.settings.connect) if self._given is None else self._given.connect
 
     def replay_ledger(self) -> ReplayLedger:
-        """The DLQ replay ledger (the caller closes it; the real one connects on first use)."""
+        """The DLQ replay ledger (the caller closes it)."""
         if self._given is None:
             return MysqlReplayLedger(self.settings.mysql)
         return self._given.replay_ledger
@@ -191,8 +182,7 @@ class Runtime:
         kafka_admin: KafkaAdmin | None = None,
         content_share: float | None = None,
     ) -> Wheel:
-        """The repair wheel over `projectors`; `kafka_admin` reads the live lag for its guard;
-        `content_share` overrides ``repair.content_share``."""
+        """The repair wheel over `projectors`; `kafka_admin` reads the live lag for its guard."""
         r, tables, search = self.settings.repair, await self.tables(), self.search()
         bounds = limits(self.settings, kafka_admin)
         return Wheel(

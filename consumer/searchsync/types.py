@@ -22,11 +22,8 @@ class Operation(enum.StrEnum):
 
 
 class Position(NamedTuple):
-    """Where a message came from. Committing it means committing `offset + 1`.
-
-    `Position`, `Key` and `ThinEvent` are `NamedTuple`s: one or more of each is built, hashed and
-    compared per event, and a tuple does that in C (a frozen dataclass in Python, several times
-    slower). Never compare one with a plain tuple."""
+    """Where a message came from; committing it means committing `offset + 1`. Like `Key` and
+    `ThinEvent` a `NamedTuple` for speed (built per event): never compare one with a plain tuple."""
 
     topic: str
     partition: int

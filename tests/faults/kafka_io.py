@@ -9,7 +9,8 @@ from collections import defaultdict
 from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
-from searchsync.dlq.replay import DlqTopic, inspect
+from searchsync.dlq.read import DlqTopic
+from searchsync.dlq.replay import inspect
 
 from tests.faults.evidence import Hostile
 

@@ -20,9 +20,9 @@ import pytest
 from searchsync.config import RelaySettings
 from searchsync.kafka.producer import AcknowledgedProducer
 from searchsync.relay import Relay
-from searchsync.relay.metrics import RELAY_METRIC_NAMES
 from searchsync.relay.mysql_store import MysqlRelayStore
 from searchsync.relay.record import PARTITIONER
+from searchsync.relay.relay import RELAY_METRIC_NAMES
 
 from tests.integration.conftest import KAFKA
 from tests.integration.conftest_mysql import fetch_all

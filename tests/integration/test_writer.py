@@ -19,7 +19,7 @@ from searchsync.errors import (
     TransientError,
 )
 from searchsync.events import decode
-from searchsync.mysql.pool import with_transaction
+from searchsync.mysql.pool import transaction
 from searchsync.types import Operation
 from searchsync.writer import WIKI_PAGE, AsyncAggregateWriter, PageWriter, append_outbox
 
@@ -299,9 +299,8 @@ async def test_consumer_user_appends_rebuild_events_but_cannot_write_pages(
     page_id = f"{id_prefix}p"
     await PageWriter(app_pool).create(page_id, "t", "c", {})
 
-    event_id = await with_transaction(
-        consumer_pool, lambda conn: append_outbox(conn, "wiki_page", page_id, Operation.REBUILD, 1)
-    )
+    async with transaction(consumer_pool) as conn:
+        event_id = await append_outbox(conn, "wiki_page", page_id, Operation.REBUILD, 1)
 
     rows = await outbox_rows(app_pool, page_id)
     assert [(r["event_id"], r["operation"]) for r in rows][-1] == (event_id, "REBUILD")

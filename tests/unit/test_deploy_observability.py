@@ -19,7 +19,8 @@ import orjson
 import pytest
 import yaml
 from prometheus_client import CollectorRegistry
-from searchsync.observability.metrics import METRIC_NAMES, Metrics
+from searchsync.observability.metrics import Metrics
+from searchsync.observability.names import METRIC_NAMES
 from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.watch.metrics import ExporterMetrics
 

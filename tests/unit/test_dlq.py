@@ -20,14 +20,13 @@ from searchsync.dlq.record import (
     DLQ_FORMAT,
     DLQ_FORMAT_HEADER,
     JSON_V1,
-    MAX_ERROR_MESSAGE,
     DlqBudget,
     DlqProducer,
     DlqRecord,
     decode_record,
     encode,
 )
-from searchsync.errors import DlqBudgetExceeded, PoisonMessage, TransientError
+from searchsync.errors import MAX_ERROR_MESSAGE, DlqBudgetExceeded, PoisonMessage, TransientError
 from searchsync.events import load_avro_schema
 from searchsync.types import Operation
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError
-from searchsync.dlq.filter import parse_utc
+from searchsync.dlq.filter import DlqFilter, parse_utc
+from searchsync.dlq.read import DlqEntry, DlqTopic
 from searchsync.dlq.record import (
     DLQ_FORMAT,
     DLQ_FORMAT_HEADER,
@@ -16,16 +17,8 @@ from searchsync.dlq.record import (
     DlqRecord,
     encode,
 )
-from searchsync.dlq.replay import (
-    DlqEntry,
-    DlqFilter,
-    DlqSummary,
-    DlqTopic,
-    ReplayOutcome,
-    inspect,
-    replay,
-    summary,
-)
+from searchsync.dlq.replay import inspect, replay
+from searchsync.dlq.summary import DlqSummary, ReplayOutcome, summary
 from searchsync.errors import InvalidRequest, PoisonMessage, TransientError
 
 from tests.fakes.kafka_admin import FakeTopics

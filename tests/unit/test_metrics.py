@@ -9,14 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import REGISTRY, CollectorRegistry
 from searchsync.errors import ErrorCode
-from searchsync.observability.metrics import (
-    ITEM_KINDS,
-    METRIC_NAMES,
-    Metrics,
-    RollingKinds,
-    RollingQuantiles,
-    item_kind,
-)
+from searchsync.observability.metrics import Metrics
+from searchsync.observability.names import ITEM_KINDS, METRIC_NAMES, item_kind
+from searchsync.observability.rolling import RollingKinds, RollingQuantiles
 
 
 def _value(m: Metrics, name: str, **labels: str) -> float | None:

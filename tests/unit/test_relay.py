@@ -16,9 +16,8 @@ from searchsync.config import RelaySettings, load_settings
 from searchsync.errors import ConfigError
 from searchsync.kafka.producer import DeliveryFailed
 from searchsync.relay import OutboxEntry, Relay, router_record, seed_retry
-from searchsync.relay.metrics import RELAY_METRIC_NAMES, RelayMetrics
 from searchsync.relay.port import DEAD, PENDING, PROCESSING, PUBLISHED
-from searchsync.relay.relay import retry_delay, row_fault
+from searchsync.relay.relay import RELAY_METRIC_NAMES, RelayMetrics, retry_delay, row_fault
 
 from tests.fakes.relay_store import FakePublisher, FakeRelayStore
 

@@ -44,7 +44,6 @@ REVIEWED: dict[tuple[str, str], str] = {
     ("consumer/searchsync/mysql/fanout_dependents.py", "hint"): (
         "'' or FORCE INDEX (an IDENTIFIER-checked index name, quoted)"
     ),
-    ("consumer/searchsync/mysql/fanout.py", "_marks(types)"): "only %s placeholders",
     ("consumer/searchsync/mysql/state.py", "', '.join(_COLUMNS)"): "constant column names",
     ("consumer/searchsync/mysql/state.py", "placeholders"): "only '(%s, ...)' groups",
     ("consumer/searchsync/mysql/state.py", "_UPSERT_TAIL"): "a constant SQL fragment",

@@ -1,9 +1,5 @@
-"""The ``searchsync`` command: parse arguments, build Settings once, call library code, print.
-
-The console script is ``searchsync.cli:main``; each command group lives in its own module. A
-command's services come from a `searchsync.runtime.Runtime`; tests pass one built on fakes
-through ``main(argv, runtime=...)``.
-"""
+"""The ``searchsync`` command (console script ``searchsync.cli:main``); a module per command
+group, each command's services from a `searchsync.runtime.Runtime` (tests pass fakes)."""
 
 from __future__ import annotations
 

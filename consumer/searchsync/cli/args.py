@@ -17,12 +17,12 @@ from searchsync.runtime import Runtime
 
 CONFIG_ENV: Final = "SEARCHSYNC_CONFIG"
 
-Command = Callable[[argparse.Namespace, Settings, Runtime], ExitCode]
-"""What each leaf of the command tree sets as ``func``."""
+Command = Callable[[argparse.Namespace, Settings, Runtime], ExitCode]  # each leaf's ``func``
 
 
 class Parents:
-    """The shared options: ``--config PATH`` on every command, ``--json`` where data is printed."""
+    """The shared options: `common` (``--config PATH``) for every command, `data` (also ``--json``)
+    for those that print data."""
 
     def __init__(self) -> None:
         self.common = argparse.ArgumentParser(add_help=False)
@@ -32,18 +32,14 @@ class Parents:
             default=argparse.SUPPRESS,
             help=f"TOML settings file (default: ${CONFIG_ENV})",
         )
-        self.as_json = argparse.ArgumentParser(add_help=False)
-        self.as_json.add_argument("--json", action="store_true", help="print one JSON document")
-
-    @property
-    def data(self) -> list[argparse.ArgumentParser]:
-        return [self.common, self.as_json]
+        as_json = argparse.ArgumentParser(add_help=False)
+        as_json.add_argument("--json", action="store_true", help="print one JSON document")
+        self.data = [self.common, as_json]
 
 
 def plan_or_execute(parser: argparse.ArgumentParser, plan: str) -> None:
-    """``--execute`` and ``--dry-run`` for a destructive command, as kafka-consumer-groups has
-    them: without ``--execute`` the command prints its `plan` and changes nothing (``--dry-run``
-    says so explicitly). Sets ``args.dry_run``."""
+    """``--execute`` and ``--dry-run`` (sets ``args.dry_run``), as kafka-consumer-groups has them:
+    without ``--execute`` a destructive command prints its `plan` and changes nothing."""
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
         "--execute",
@@ -58,9 +54,8 @@ def plan_or_execute(parser: argparse.ArgumentParser, plan: str) -> None:
 def older_than_command(
     commands: Any, parents: Parents, group: tuple[str, str], command: tuple[str, str], window: str
 ) -> argparse.ArgumentParser:
-    """``searchsync GROUP COMMAND --older-than DURATION``: a group (name, help) holding one command
-    (name, help) on what is older than a window (`window` helps ``--older-than``). Returns the
-    command's parser, for its other arguments, `plan_or_execute` and its ``func``."""
+    """``searchsync GROUP COMMAND --older-than DURATION``: a group (name, help) of one command
+    (name, help); `window` helps ``--older-than``. Returns the command's parser."""
     cmds = commands.add_parser(group[0], help=group[1]).add_subparsers(
         dest=f"{group[0]}_command", required=True, metavar="COMMAND"
     )
@@ -73,16 +68,14 @@ def older_than_command(
     return parser
 
 
-PLAN_ONLY: Final = "plan only, nothing changed: add --execute to act"
-"""What a destructive command says on stderr when it ran without ``--execute``."""
+PLAN_ONLY: Final = "plan only, nothing changed: add --execute to act"  # stderr, no --execute
 
 TYPE_HELP: Final = "aggregate type (default: the only registered one)"
 
 
 def chosen_type(runtime: Runtime, given: str | None) -> str:
-    """The aggregate type a ``--type`` option names, checked against the registry; without one,
-    the only registered type. `InvalidRequest` (exit 2) for an unknown type, or for none given
-    while several are registered (they are listed)."""
+    """The registered aggregate type ``--type`` names, or without one the only registered type;
+    else `InvalidRequest` (exit 2) listing the registered types."""
     types = runtime.registry.types()
     if given is None:
         if len(types) == 1:
@@ -96,27 +89,27 @@ def chosen_type(runtime: Runtime, given: str | None) -> str:
 
 
 def chosen_types(runtime: Runtime, given: Sequence[str] | str | None) -> list[str]:
-    """The aggregate types ``--type`` names, each checked as `chosen_type` does; without one,
-    every registered type."""
+    """The aggregate types ``--type`` names, each checked by `chosen_type`; by default all."""
     if not given:
         return list(runtime.registry.types())
     return [chosen_type(runtime, t) for t in ([given] if isinstance(given, str) else given)]
 
 
 def positive_int(text: str) -> int:
-    value = non_negative_int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return value
+    return _int_from(text, 1)
 
 
 def non_negative_int(text: str) -> int:
+    return _int_from(text, 0)
+
+
+def _int_from(text: str, low: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    if value < low:
+        raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
     return value
 
 

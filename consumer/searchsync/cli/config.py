@@ -1,9 +1,6 @@
-"""`searchsync config check`: validate the settings, build the projector registry (as `run`
-does, so a projector module that cannot be imported fails here) and print them, secrets redacted.
-
-With ``--grants`` it also connects to MySQL as the configured user and runs the least-privilege
-check (`searchsync.mysql.grants`): exit 1 when a grant lets the consumer write a business table.
-"""
+"""`searchsync config check`: validate the settings, load the projectors as `run` does and print
+both, secrets redacted. ``--grants`` also checks as the configured MySQL user that no grant lets
+the consumer write a business table (exit 1 if one does)."""
 
 from __future__ import annotations
 

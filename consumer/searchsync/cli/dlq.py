@@ -1,24 +1,21 @@
-"""`searchsync dlq inspect|summary|replay`: library `searchsync.dlq.replay`, output `dlq_output`."""
+"""`searchsync dlq inspect|summary|replay` (library: `searchsync.dlq`), for humans or as JSON."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator, Mapping
 from contextlib import closing
+from dataclasses import asdict
 from typing import Any
 
 from searchsync.cli.args import Parents, positive_int, utc_time
-from searchsync.cli.dlq_output import (
-    entry_json,
-    entry_line,
-    replay_json,
-    replay_lines,
-    summary_lines,
-)
-from searchsync.cli.output import show
+from searchsync.cli.output import bytes_json, show
 from searchsync.config import Settings
-from searchsync.dlq import replay as dlq
 from searchsync.dlq.filter import DlqFilter
-from searchsync.dlq.read import DlqTopic
+from searchsync.dlq.ledger import ReplayEntry
+from searchsync.dlq.read import DlqEntry, DlqTopic
+from searchsync.dlq.replay import ReplayReport, inspect, replay
+from searchsync.dlq.summary import DlqSummary, summary
 from searchsync.exit_codes import ExitCode
 from searchsync.kafka.admin import KAFKA_TIMEOUT_S
 from searchsync.runtime import Runtime
@@ -26,53 +23,41 @@ from searchsync.runtime import Runtime
 
 def register(commands: Any, parents: Parents) -> None:
     group = commands.add_parser("dlq", help="inspect, summarise and replay dead letters")
-    dlq_cmds = group.add_subparsers(dest="dlq_command", required=True, metavar="COMMAND")
-    filters = _filters()
-    inspect = dlq_cmds.add_parser(
-        "inspect", parents=[*parents.data, filters], help="show dead letters (newest by default)"
+    cmds = group.add_subparsers(dest="dlq_command", required=True, metavar="COMMAND")
+    filters = argparse.ArgumentParser(add_help=False)
+    filters.add_argument("--code", "--error-code", dest="error_code", metavar="CODE")
+    filters.add_argument("--type", dest="aggregate_type", metavar="TYPE", help="aggregate type")
+    filters.add_argument("--id", dest="aggregate_id", metavar="ID", help="aggregate id")
+    filters.add_argument("--event-id", metavar="ID", help="only this event")
+    filters.add_argument("--since", type=utc_time, metavar="TIME", help="last failed at or after")
+    filters.add_argument("--until", type=utc_time, metavar="TIME", help="last failed before")
+    selected = [*parents.data, filters]
+    inspecting = cmds.add_parser(
+        "inspect", parents=selected, help="show dead letters (newest by default)"
     )
-    inspect.add_argument("--limit", type=positive_int, default=20, help="default: 20")
-    inspect.add_argument("--from-beginning", action="store_true", help="oldest dead letters")
-    inspect.set_defaults(func=cmd_dlq_inspect)
-    summary = dlq_cmds.add_parser(
+    inspecting.add_argument("--limit", type=positive_int, default=20, help="default: 20")
+    inspecting.add_argument("--from-beginning", action="store_true", help="oldest dead letters")
+    inspecting.set_defaults(func=cmd_dlq_inspect)
+    cmds.add_parser(
         "summary", parents=parents.data, help="counts by code and type; what each replay became"
-    )
-    summary.set_defaults(func=cmd_dlq_summary)
-    replay = dlq_cmds.add_parser(
+    ).set_defaults(func=cmd_dlq_summary)
+    replaying = cmds.add_parser(
         "replay",
-        parents=[*parents.data, filters],
+        parents=selected,
         help="re-produce dead letters to their topic (each once, unless --again)",
     )
-    replay.add_argument("--dry-run", action="store_true", help="show what would be replayed")
-    replay.add_argument("--limit", type=positive_int, help="replay at most N")
-    replay.add_argument(
+    replaying.add_argument("--dry-run", action="store_true", help="show what would be replayed")
+    replaying.add_argument("--limit", type=positive_int, help="replay at most N")
+    replaying.add_argument(
         "--again",
         action="store_true",
         help="also replay dead letters the replay ledger says were already replayed",
     )
-    replay.set_defaults(func=cmd_dlq_replay)
-
-
-def _filters() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--code", "--error-code", dest="error_code", metavar="CODE")
-    parser.add_argument("--type", dest="aggregate_type", metavar="TYPE", help="aggregate type")
-    parser.add_argument("--id", dest="aggregate_id", metavar="ID", help="aggregate id")
-    parser.add_argument("--event-id", metavar="ID", help="only this event")
-    parser.add_argument("--since", type=utc_time, metavar="TIME", help="last failed at or after")
-    parser.add_argument("--until", type=utc_time, metavar="TIME", help="last failed before")
-    return parser
+    replaying.set_defaults(func=cmd_dlq_replay)
 
 
 def _selection(args: argparse.Namespace) -> DlqFilter:
-    return DlqFilter(
-        error_code=args.error_code,
-        aggregate_type=args.aggregate_type,
-        aggregate_id=args.aggregate_id,
-        event_id=args.event_id,
-        since=args.since,
-        until=args.until,
-    )
+    return DlqFilter(**{name: getattr(args, name) for name in DlqFilter.__dataclass_fields__})
 
 
 def dlq_topic(
@@ -86,33 +71,31 @@ def dlq_topic(
 
 
 def cmd_dlq_inspect(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    kafka = settings.kafka
+    topic = settings.kafka.dlq_topic
     with closing(runtime.replay_ledger()) as ledger:
-        entries = dlq.inspect(
+        entries = inspect(
             dlq_topic(settings, runtime),
             limit=args.limit,
             from_beginning=args.from_beginning,
             selection=_selection(args),
             ledger=ledger,
         )
-    lines = [entry_line(kafka.dlq_topic, e) for e in entries] or [
-        f"no dead letters in {kafka.dlq_topic}"
-    ]
+    lines = [entry_line(topic, e) for e in entries] or [f"no dead letters in {topic}"]
     show(args.json, [entry_json(e) for e in entries], lines)
     return ExitCode.OK
 
 
 def cmd_dlq_summary(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     with closing(runtime.replay_ledger()) as ledger:
-        result = dlq.summary(dlq_topic(settings, runtime), ledger=ledger)
+        result = summary(dlq_topic(settings, runtime), ledger=ledger)
     show(args.json, result.as_json(), summary_lines(result))
     return ExitCode.OK
 
 
 def cmd_dlq_replay(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    kafka = settings.kafka
+    topic = settings.kafka.dlq_topic
     with closing(runtime.replay_ledger()) as ledger:
-        report = dlq.replay(
+        report = replay(
             dlq_topic(settings, runtime),
             ledger=ledger,
             dry_run=args.dry_run,
@@ -121,5 +104,127 @@ def cmd_dlq_replay(args: argparse.Namespace, settings: Settings, runtime: Runtim
             limit=args.limit,
             producer_factory=runtime.kafka.producer,
         )
-    show(args.json, replay_json(kafka.dlq_topic, report), replay_lines(kafka.dlq_topic, report))
+    show(args.json, replay_json(topic, report), replay_lines(topic, report))
     return ExitCode.OK
+
+
+def entry_json(entry: DlqEntry) -> dict[str, Any]:
+    """The record's fields plus where it sits in the DLQ and what the ledger says about it."""
+    record, origin = entry.record, entry.from_replay
+    return {
+        **asdict(record),
+        "operation": record.operation.value if record.operation is not None else None,
+        "first_failed_at": record.first_failed_at.isoformat(),
+        "last_failed_at": record.last_failed_at.isoformat(),
+        "original_key": bytes_json(record.original_key),
+        "payload": bytes_json(record.payload),
+        "dlq_partition": entry.partition,
+        "dlq_offset": entry.offset,
+        "kafka_timestamp": None if entry.timestamp is None else entry.timestamp.isoformat(),
+        "replayed": entry.replayed,
+        "replays": [
+            {
+                "replayed_at": r.replayed_at.isoformat(),
+                "run_id": r.run_id,
+                "selection": dict(r.selection),
+                "replayed_to": f"{r.replayed_to_topic}/{r.replayed_to_partition}/"
+                f"{r.replayed_to_offset}",
+            }
+            for r in entry.replays
+        ],
+        "from_replay_of": None if origin is None else _position(origin),
+    }
+
+
+def entry_line(dlq_topic: str, entry: DlqEntry) -> str:
+    record = entry.record
+    op = record.operation.value if record.operation is not None else "?"
+    line = (
+        f"{dlq_topic}/{entry.partition}/{entry.offset} "
+        f"from {record.original_topic}/{record.original_partition}/{record.original_offset} "
+        f"event={record.event_id or '?'} {record.aggregate_type or '?'}/"
+        f"{record.aggregate_id or '?'} rev={record.source_revision} op={op} "
+        f"attempts={record.attempts} code={record.last_error_code} "
+        f"at={record.last_failed_at.isoformat()} msg={record.last_error_message!r}"
+    )
+    if entry.replays:
+        last = entry.replays[-1].replayed_at.isoformat()
+        line += f" [replayed {len(entry.replays)}x, last {last}]"
+    if entry.from_replay is not None:
+        line += f" [dead-lettered again after replay of {_position(entry.from_replay)}]"
+    return line
+
+
+def replay_json(dlq_topic: str, report: ReplayReport) -> dict[str, Any]:
+    return {
+        "dry_run": report.dry_run,
+        "dlq_topic": dlq_topic,
+        "run_id": report.run_id,
+        "selection": dict(report.selection),
+        "scanned": report.scanned,
+        "skipped": report.skipped,
+        "nothing_new": report.nothing_new,
+        "replayed": [entry_json(e) for e in report.replayed],
+        "already_replayed": [entry_json(e) for e in report.already_replayed],
+    }
+
+
+def replay_lines(dlq_topic: str, report: ReplayReport) -> Iterator[str]:
+    if report.scanned == 0:
+        yield f"no dead letters to replay in {dlq_topic}"
+        return
+    if report.nothing_new:
+        last = max(r.replayed_at for e in report.already_replayed for r in e.replays)
+        yield (
+            f"nothing to replay: the {len(report.already_replayed)} dead letter(s) this selection "
+            f"picks were replayed already (last at {last.isoformat()}); --again replays them again"
+        )
+        return
+    verb = "would replay" if report.dry_run else "replayed"
+    for entry in report.replayed:
+        yield f"{verb} {entry_line(dlq_topic, entry)}"
+    yield (
+        f"{verb} {len(report.replayed)} of {report.scanned} dead letters read from "
+        f"{dlq_topic} ({report.skipped} skipped by filters, "
+        f"{len(report.already_replayed)} replayed before)"
+    )
+
+
+def summary_lines(summary: DlqSummary) -> Iterator[str]:
+    if summary.total == 0 and not summary.replays:
+        yield f"no dead letters in {summary.topic}"
+        return
+    yield f"{summary.total} dead letters in {summary.topic}"
+    if summary.total:
+        yield f"  last failed: oldest {summary.oldest_failed_at}, newest {summary.newest_failed_at}"
+        yield (
+            f"  dead-lettered (Kafka time): {summary.oldest_timestamp} .."
+            f" {summary.newest_timestamp}"
+        )
+        yield f"  by error code: {_counts(summary.by_code)}"
+        yield f"  by aggregate type: {_counts(summary.by_type)}"
+        yield (
+            f"  replayed: {summary.replayed} of them; {summary.from_replays} came from a replay "
+            "that failed again"
+        )
+    if not summary.replays:
+        return
+    outcomes = {k: v for k, v in summary.outcomes.items() if v}
+    yield f"{len(summary.replays)} replays recorded ({_counts(outcomes)})"
+    for status in summary.replays:
+        r, again = status.replay, status.dead_letter
+        became = "" if again is None else f" -> {summary.topic}/{again[0]}/{again[1]}"
+        yield (
+            f"  {r.replayed_at.isoformat()} {_position(r)} event={r.event_id or '?'} "
+            f"{r.aggregate_type or '?'}/{r.aggregate_id or '?'} rev={r.source_revision} "
+            f"{status.outcome.value}{became} (indexed revision {status.indexed_revision})"
+        )
+
+
+def _position(replay: ReplayEntry) -> str:
+    """Where the replayed dead letter sits: ``topic/partition/offset``."""
+    return f"{replay.dlq_topic}/{replay.dlq_partition}/{replay.dlq_offset}"
+
+
+def _counts(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.items())

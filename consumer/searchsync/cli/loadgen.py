@@ -9,12 +9,12 @@ import secrets
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any, Final, TextIO
 
 from searchsync.cli.args import Parents, non_negative_int, positive_int, ratio
 from searchsync.cli.output import show
-from searchsync.config import Settings
+from searchsync.config import Secret, Settings
 from searchsync.exit_codes import ExitCode
 from searchsync.runtime import Runtime
 
@@ -43,73 +43,53 @@ def register(commands: Any, parents: Parents) -> None:
 
 
 class Progress:
-    """A progress line on `stream`: a bar redrawn with ``\\r`` on a TTY, periodic lines otherwise.
-
-    `clock` is injected so tests decide when "periodic" is due.
-    """
+    """Calls of ``(done, total)`` drawn on `stream`: a bar redrawn with ``\\r`` on a TTY (at most
+    every 0.1 s), else a line every `interval_s` seconds of `clock`; always the last."""
 
     def __init__(
         self,
         stream: TextIO,
         *,
-        label: str = "loadgen",
         interval_s: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
         width: int = 30,
     ) -> None:
         self._stream = stream
-        self._label = label
-        self._interval_s = interval_s
+        self._tty = bool(getattr(stream, "isatty", lambda: False)())
+        self._interval_s = 0.1 if self._tty else interval_s
         self._clock = clock
         self._width = width
-        self._tty = bool(getattr(stream, "isatty", lambda: False)())
         self._last_at: float | None = None
-        self._drawn = False
 
     def __call__(self, done: int, total: int) -> None:
         now = self._clock()
         finished = done >= total
-        due = self._last_at is None or now - self._last_at >= (
-            0.1 if self._tty else self._interval_s
-        )
-        if not (due or finished):
+        if not finished and self._last_at is not None and now - self._last_at < self._interval_s:
             return
         self._last_at = now
         percent = 100.0 * done / total if total else 100.0
         if self._tty:
             filled = int(self._width * done / total) if total else self._width
             bar = "#" * filled + "-" * (self._width - filled)
-            self._stream.write(f"\r{self._label} [{bar}] {done}/{total} {percent:5.1f}%")
-            if finished:
-                self._stream.write("\n")
+            end = "\n" if finished else ""
+            self._stream.write(f"\rloadgen [{bar}] {done}/{total} {percent:5.1f}%{end}")
         else:
-            self._stream.write(f"{self._label}: {done}/{total} ({percent:.1f}%)\n")
+            self._stream.write(f"loadgen: {done}/{total} ({percent:.1f}%)\n")
         self._stream.flush()
 
 
 def cmd_loadgen(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     from searchsync.devtools.loadgen import run_loadgen
-    from searchsync.mysql.pool import create_pool, tls_context
+    from searchsync.mysql.pool import pool_of
     from searchsync.writer import PageWriter
 
     user = args.app_user or os.environ.get(APP_USER_ENV) or "searchsync_app"
     password = args.app_password or os.environ.get(APP_PASSWORD_ENV) or "searchsync_app"
     prefix = args.id_prefix if args.id_prefix is not None else f"lg{secrets.token_hex(4)}-"
-    mysql = settings.mysql
+    app = replace(settings.mysql, user=user, password=Secret(password))
 
     async def go() -> Any:
-        pool = await create_pool(
-            host=mysql.host,
-            port=mysql.port,
-            user=user,
-            password=password,
-            database=mysql.database,
-            minsize=1,
-            maxsize=max(1, args.concurrency),
-            connect_timeout=mysql.connect_timeout_s,
-            tls=tls_context(mysql),
-        )
-        try:
+        async with pool_of(app, maxsize=args.concurrency) as pool:
             return await run_loadgen(
                 PageWriter(pool),
                 pages=args.pages,
@@ -120,9 +100,6 @@ def cmd_loadgen(args: argparse.Namespace, settings: Settings, runtime: Runtime) 
                 id_prefix=prefix,
                 progress=Progress(sys.stderr),
             )
-        finally:
-            pool.close()
-            await pool.wait_closed()
 
     report = asyncio.run(go())
     counts = {k: v for k, v in asdict(report).items() if isinstance(v, int)}
@@ -135,9 +112,6 @@ def cmd_loadgen(args: argparse.Namespace, settings: Settings, runtime: Runtime) 
         "final_deleted": report.final_deleted,
         "hard_deleted_ids": sorted(report.hard_deleted_ids),
     }
-    show(
-        args.json,
-        document,
-        [" ".join(f"{k}={v}" for k, v in counts.items()) + f" id_prefix={prefix}"],
-    )
+    line = " ".join(f"{k}={v}" for k, v in counts.items()) + f" id_prefix={prefix}"
+    show(args.json, document, [line])
     return ExitCode.OK

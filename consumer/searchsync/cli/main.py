@@ -1,19 +1,6 @@
-"""The entry point: build the command tree, load Settings once, run the command, map errors to
-exit codes (`searchsync.exit_codes.ExitCode`).
-
-Exit codes (stable, for scripts):
-
-- 0 ok;
-- 1 operational failure (a service unreachable, a refused operation, a failed replay);
-- 2 usage or configuration error (bad arguments, a `ConfigError`, an `InvalidRequest`);
-- 3 the DLQ error budget is exceeded (`DlqBudgetExceeded`);
-- 4 `searchsync status` found the system unhealthy (the reasons are printed);
-- 130 interrupted by Ctrl-C.
-
-Every command that prints data takes ``--json`` and then prints exactly one JSON document on
-stdout; messages for humans (progress, refusals, errors) go to stderr. Settings come from
-``load_settings(os.environ, --config or $SEARCHSYNC_CONFIG)`` and are built once per invocation.
-"""
+"""The entry point: build the command tree, load Settings once (``--config`` or
+$SEARCHSYNC_CONFIG), run the command and map errors to exit codes (`searchsync.exit_codes`).
+With ``--json`` a command prints exactly one JSON document on stdout; messages go to stderr."""
 
 from __future__ import annotations
 
@@ -71,10 +58,8 @@ _GROUPS = (
 def main(
     argv: Sequence[str] | None = None, *, runtime: Callable[[Settings], Runtime] = Runtime.open
 ) -> int:
-    """Run one command and return its exit code (the console script exits with it).
-
-    `runtime` makes the command's `Runtime` from the Settings (tests: one on fakes).
-    """
+    """Run one command and return its exit code; `runtime` makes the command's services from the
+    Settings (tests: fakes)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -83,8 +68,9 @@ def main(
     command: Command = args.func
     secrets: tuple[str, ...] = ()
     settings: Settings | None = None
+    path = args.config if args.config is not None else os.environ.get(CONFIG_ENV)
     try:
-        settings = load_settings(os.environ, _config_path(args))
+        settings = load_settings(os.environ, Path(path) if path else None)
         secrets = settings.secret_values()
         return command(args, settings, runtime(settings))
     except ConfigError as exc:
@@ -102,7 +88,7 @@ def main(
         return ExitCode.INTERRUPTED
     except Exception as exc:  # every other failure is operational: say what and exit 1
         away = None if settings is None else describe_unreachable(exc, settings)
-        text = away or _describe(exc)
+        text = away or describe_auth_error(exc) or _describe(exc)
         err(f"error: {scrub_known(scrub_credentials(text), secrets)}")
         return ExitCode.FAILURE
 
@@ -124,14 +110,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _config_path(args: argparse.Namespace) -> Path | None:
-    raw = args.config if args.config is not None else os.environ.get(CONFIG_ENV)
-    return Path(raw) if raw else None
-
-
 def _describe(exc: BaseException) -> str:
-    auth = describe_auth_error(exc)
-    if auth is not None:
-        return auth
     text = str(exc) or type(exc).__name__
     return text if isinstance(exc, SearchSyncError) else f"{type(exc).__name__}: {text}"

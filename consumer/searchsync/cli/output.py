@@ -28,10 +28,7 @@ def show(as_json: bool, document: Any, lines: Iterable[str]) -> None:
 
 
 def print_json(document: Any) -> None:
-    sys.stdout.write(
-        orjson.dumps(document, default=_json_default, option=orjson.OPT_INDENT_2).decode() + "\n"
-    )
-    sys.stdout.flush()
+    out(orjson.dumps(document, default=_json_default, option=orjson.OPT_INDENT_2).decode())
 
 
 def _json_default(value: Any) -> Any:
@@ -39,8 +36,6 @@ def _json_default(value: Any) -> Any:
         return bytes_json(value)
     if isinstance(value, set | frozenset):
         return sorted(value)
-    if isinstance(value, tuple):
-        return list(value)
     return str(value)
 
 

@@ -1,11 +1,5 @@
-"""`searchsync relay`: the polling publisher of the outbox (library: `searchsync.relay`;
-docs/relay.md).
-
-- ``relay run``: claim, publish and mark outbox rows until SIGTERM/SIGINT;
-- ``relay dead``: list the DEAD rows (past ``relay.max_attempts``);
-- ``relay revive --id N ... | --all``: show the DEAD rows that would be put back; with
-  ``--execute``, make them PENDING again (attempts 0, available now).
-"""
+"""`searchsync relay run | dead | revive`: the outbox's polling publisher, and its DEAD rows (past
+``relay.max_attempts``) listed or, with ``--execute``, made PENDING again (docs/relay.md)."""
 
 from __future__ import annotations
 
@@ -28,8 +22,9 @@ T = TypeVar("T")
 def register(commands: Any, parents: Parents) -> None:
     group = commands.add_parser("relay", help="publish the outbox without Kafka Connect")
     cmds = group.add_subparsers(dest="relay_command", required=True, metavar="COMMAND")
-    run = cmds.add_parser("run", parents=[parents.common], help="run the relay until stopped")
-    run.set_defaults(func=cmd_relay_run)
+    cmds.add_parser(
+        "run", parents=[parents.common], help="run the relay until stopped"
+    ).set_defaults(func=cmd_relay_run)
     dead = cmds.add_parser("dead", parents=parents.data, help="list DEAD outbox rows")
     dead.add_argument("--limit", type=positive_int, default=100, help="at most this many")
     dead.set_defaults(func=cmd_relay_dead)

@@ -1,10 +1,8 @@
-"""`searchsync repair`: the hash wheel that finds drift and heals it through the outbox
-(library: `searchsync.ops.repair`; docs/design.md, "Repair").
+"""`searchsync repair`: the hash wheel that finds drift and heals it through the outbox.
 
 Progress goes to stderr; the summary (or ``--json``) to stdout. Exit 0 when every scanned bucket
-and sweep was read completely, 1 when one was interrupted or the rotation stopped because the live
-group's lag stayed above ``repair.max_live_lag``. ``--daemon`` serves its metrics on
-``repair.metrics_port`` (0: none).
+and sweep was read completely, 1 when one was interrupted or the live lag stopped the rotation.
+``--daemon`` serves its metrics on ``repair.metrics_port`` (0: none).
 """
 
 from __future__ import annotations
@@ -78,19 +76,16 @@ def cmd_repair(args: argparse.Namespace, settings: Settings, runtime: Runtime) -
 
     async def go() -> None:
         async with runtime:
+            admin = runtime.kafka_admin()
             wheel = await runtime.repair_wheel(
                 projectors,
                 dry_run=args.dry_run,
                 progress=progress,
-                kafka_admin=runtime.kafka_admin(),
+                kafka_admin=admin,
                 content_share=share,
             )
             await run_repair(
-                wheel,
-                settings,
-                daemon=args.daemon,
-                metrics=RepairMetrics(),
-                on_report=on_report,
+                wheel, settings, daemon=args.daemon, metrics=RepairMetrics(), on_report=on_report
             )
 
     tune_for_throughput()
@@ -111,6 +106,7 @@ def progress(bucket: BucketReport, n: int, total: int) -> None:
 
 
 def to_json(report: RotationReport, *, dry_run: bool) -> dict[str, Any]:
+    scanned = [b for b in report.buckets if b.interrupted is None]
     return {
         "dry_run": dry_run,
         "seconds": report.seconds,
@@ -124,16 +120,13 @@ def to_json(report: RotationReport, *, dry_run: bool) -> dict[str, Any]:
         },
         "new_epochs": report.new_epochs,
         "counts": report.counts(),
-        "buckets_scanned": sum(1 for b in report.buckets if b.interrupted is None),
-        "buckets_content_checked": sum(
-            1 for b in report.buckets if b.interrupted is None and b.content_checked
-        ),
+        "buckets_scanned": len(scanned),
+        "buckets_content_checked": sum(1 for b in scanned if b.content_checked),
         "buckets_interrupted": report.interrupted,
         "stopped": report.stopped,
         "oldest_bucket_age_s": report.oldest_age_s,
         "content_share": report.content_share,
-        "appended": sum(b.appended for b in report.buckets)
-        + sum(s.appended for s in report.strays),
+        "appended": sum(p.appended for p in report.parts),
         "settled_away": sum(b.candidates - len(b.findings) for b in report.buckets),
         "strays": [
             {

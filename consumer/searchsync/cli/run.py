@@ -18,10 +18,9 @@ from searchsync.runtime import Runtime
 
 
 def register(commands: Any, parents: Parents) -> None:
-    run = commands.add_parser(
+    commands.add_parser(
         "run", parents=[parents.common], help="run the consumer until stopped"
-    )
-    run.set_defaults(func=cmd_run)
+    ).set_defaults(func=cmd_run)
 
 
 def cmd_run(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:

@@ -1,15 +1,6 @@
-"""`searchsync schema sql | grants | connector`: what a team applies to its own MySQL and Kafka
-Connect, printed (docs/production.md). Nothing is connected to or changed.
-
-- ``sql``: searchsync's own tables, every migration in order (`searchsync.mysql.schema`);
-- ``grants``: the GRANT statements of the consumer, application and Debezium users, with read
-  (consumer) and write (application) access to the business tables: ``--table``, by default the
-  registered projectors' tables;
-- ``connector``: the Debezium connector's configuration as JSON, the body of ``PUT
-  /connectors/<name>/config``, its credentials named through a config provider
-  (`searchsync.kafka.outbox_connector`); ``--worker-properties`` prints the worker lines that
-  declare that provider instead.
-"""
+"""`searchsync schema sql | grants | connector`: print what a team applies to its own MySQL and
+Kafka Connect (docs/production.md): searchsync's tables, the three users' GRANTs, the Debezium
+connector's configuration (or ``--worker-properties``). Nothing is connected to or changed."""
 
 from __future__ import annotations
 
@@ -42,23 +33,20 @@ def register(commands: Any, parents: Parents) -> None:
     cmds.add_parser(
         "sql", parents=[parents.common], help="searchsync's own tables (every migration, in order)"
     ).set_defaults(func=cmd_sql)
-
     grants = cmds.add_parser(
         "grants", parents=[parents.common], help="the GRANT statements of the three users"
     )
     grants.add_argument("--database", help="the database (default: [mysql] database)")
-    grants.add_argument("--consumer-user", default=None, help="default: [mysql] user")
+    grants.add_argument("--consumer-user", help="default: [mysql] user")
     grants.add_argument("--app-user", default=_USERS.app, help=f"default: {_USERS.app}")
     grants.add_argument("--debezium-user", default=_USERS.debezium, help="default: %(default)s")
     grants.add_argument("--host", default=_USERS.host, help="the accounts' host part (default: %%)")
     grants.add_argument(
         "--table",
         action="append",
-        default=None,
         help="a business table (repeat; default: the registered projectors' tables)",
     )
     grants.set_defaults(func=cmd_grants)
-
     conn = cmds.add_parser(
         "connector", parents=[parents.common], help="the Debezium connector's configuration (JSON)"
     )
@@ -88,7 +76,6 @@ def register(commands: Any, parents: Parents) -> None:
     )
     conn.add_argument(
         "--secrets",
-        default=None,
         help="file: the properties file on the worker with user= and password= (default: "
         f"{_CREDENTIALS.source}); env: the variables' prefix (default: DEBEZIUM_DB_)",
     )
@@ -106,9 +93,7 @@ def cmd_sql(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> E
 
 
 def cmd_grants(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    tables = args.table
-    if tables is None:
-        tables = list(business_tables(runtime.registry))
+    tables = args.table or list(business_tables(runtime.registry))
     users = DbUsers(
         consumer=args.consumer_user or settings.mysql.user,
         app=args.app_user,

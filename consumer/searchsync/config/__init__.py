@@ -1,17 +1,10 @@
-"""Typed settings, read once at start-up and passed to whoever needs them.
+"""Typed settings, read once at start-up by `load_settings(env, toml_path)` (no module reads the
+environment or settings at import time).
 
-Nothing here reads the environment by itself: `load_settings(env, toml_path)` gets both from its
-caller (the CLI), so tests pass plain dicts and no module reads settings at import time.
-
-Precedence: dataclass defaults (the local stack), then the TOML file, then environment variables
-named ``SEARCHSYNC_<SECTION>_<KEY>`` (e.g. ``SEARCHSYNC_MYSQL_PASSWORD``). Every bad value raises
-`ConfigError` naming the dotted key, the expected form and what was given; unknown keys are errors
-too, so a typo cannot silently fall back to a default. A ``SEARCHSYNC_`` variable in no known
-section is refused with the nearest setting's name, except ``SEARCHSYNC_CONFIG`` (the caller's)
-and the tooling's prefixes (`TOOLING_PREFIXES`).
-
-The sections live in `_kafka` and `_core` (the consumer's) and `_ops` (the operator commands');
-`_reader` holds the typed getters they share.
+Precedence: dataclass defaults (the local stack), the TOML file, then ``SEARCHSYNC_<SECTION>_<KEY>``
+variables. Every bad value, and every unknown key or ``SEARCHSYNC_`` variable, raises `ConfigError`
+naming the dotted key, the expected form and what was given (except ``SEARCHSYNC_CONFIG`` and the
+tooling's `TOOLING_PREFIXES`).
 """
 
 from __future__ import annotations
@@ -27,6 +20,7 @@ from typing import Any, Final
 
 from searchsync import naming
 from searchsync.config._core import (
+    PROJECTION_ENTRY_FORM,
     ElasticsearchSettings,
     MysqlSettings,
     ObservabilitySettings,
@@ -35,10 +29,8 @@ from searchsync.config._core import (
     SearchSettings,
     _elasticsearch,
     _mysql,
-    _observability,
     _pipeline,
     _projection,
-    _search,
 )
 from searchsync.config._fanout import FanoutSettings, _fanout
 from searchsync.config._kafka import KafkaSettings, _kafka
@@ -54,14 +46,14 @@ from searchsync.config._ops import (
 )
 from searchsync.config._reader import (
     ENV_PREFIX,
-    PROJECTION_ENTRY_FORM,
     LibrdkafkaValue,
     _plain,
     _Section,
+    read_fields,
 )
 from searchsync.config._relay import RelaySettings, _relay
 from searchsync.config._secrets import MASK, Secret, scrub_credentials, scrub_known
-from searchsync.config._watch import CanarySettings, ExporterSettings, _canary, _exporter
+from searchsync.config._watch import CanarySettings, ExporterSettings
 from searchsync.errors import ConfigError
 
 __all__ = [
@@ -116,11 +108,8 @@ class Settings:
         return naming.alias_name(self.elasticsearch.index_prefix, aggregate_type)
 
     def secret_values(self) -> tuple[str, ...]:
-        """Every configured secret, revealed: for `configure_logging` to mask wherever it shows
-        up (an exception message that quotes a DSN, say). Never print the result.
-
-        A value equal to its default (the local stack's public ``searchsync`` password) is left
-        out: masking it would mask the product's name in every line."""
+        """Every configured secret, revealed, for `configure_logging` to mask; never print it.
+        Defaults are left out (masking the local stack's ``searchsync`` would mask every line)."""
         found: list[str] = []
         for section in dataclasses.fields(self):
             value = getattr(self, section.name)
@@ -144,28 +133,25 @@ class Settings:
         return out
 
 
-# Each section: its dataclass and the function that reads it (in `Settings`' field order).
-_READERS: Final[Mapping[str, tuple[type, Callable[[_Section], object]]]] = MappingProxyType(
+# Each section: its dataclass and its reader (None: `read_fields`), in `Settings`' field order.
+_READERS: Final[Mapping[str, tuple[type, Callable[[_Section], object] | None]]] = MappingProxyType(
     {
         "kafka": (KafkaSettings, _kafka),
         "mysql": (MysqlSettings, _mysql),
         "elasticsearch": (ElasticsearchSettings, _elasticsearch),
-        "search": (SearchSettings, _search),
+        "search": (SearchSettings, None),
         "pipeline": (PipelineSettings, _pipeline),
-        "observability": (ObservabilitySettings, _observability),
+        "observability": (ObservabilitySettings, None),
         "projection": (ProjectionSettings, _projection),
         "rebuild": (RebuildSettings, _rebuild),
         "retention": (RetentionSettings, _retention),
         "connect": (ConnectSettings, _connect),
         "repair": (RepairSettings, _repair),
-        "exporter": (ExporterSettings, _exporter),
-        "canary": (CanarySettings, _canary),
+        "exporter": (ExporterSettings, None),
+        "canary": (CanarySettings, None),
         "relay": (RelaySettings, _relay),
         "fanout": (FanoutSettings, _fanout),
     }
-)
-_SECTIONS: Final[Mapping[str, type]] = MappingProxyType(
-    {name: cls for name, (cls, _) in _READERS.items()}
 )
 
 
@@ -177,7 +163,10 @@ def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Sett
         name: _Section(name, cls, toml.get(name, {}), from_env.get(name, {}))
         for name, (cls, _) in _READERS.items()
     }
-    built: dict[str, Any] = {name: read(readers[name]) for name, (_, read) in _READERS.items()}
+    built: dict[str, Any] = {
+        name: read(readers[name]) if read else read_fields(readers[name], cls)
+        for name, (cls, read) in _READERS.items()
+    }
     settings = Settings(**built)
     if settings.search.engine == "opensearch" and settings.elasticsearch.api_key is not None:
         raise ConfigError(
@@ -196,8 +185,8 @@ def _read_toml(path: Path) -> dict[str, Mapping[str, object]]:
         raise ConfigError("config file", "valid TOML", f"{path}: {exc}") from exc
     sections: dict[str, Mapping[str, object]] = {}
     for name, table in document.items():
-        if name not in _SECTIONS:
-            raise ConfigError(name, f"one of the sections {sorted(_SECTIONS)}", name)
+        if name not in _READERS:
+            raise ConfigError(name, f"one of the sections {sorted(_READERS)}", name)
         if not isinstance(table, dict):
             raise ConfigError(name, "a table ([section])", table)
         sections[name] = table
@@ -210,7 +199,7 @@ def _env_sections(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
         if not variable.startswith(ENV_PREFIX):
             continue
         rest = variable[len(ENV_PREFIX) :]
-        for name in _SECTIONS:
+        for name in _READERS:
             prefix = f"{name.upper()}_"
             if rest.startswith(prefix):
                 key = rest[len(prefix) :].lower()
@@ -223,25 +212,23 @@ def _env_sections(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
     return sections
 
 
-# SEARCHSYNC_* names that are not settings: the config file's path and the repository's own
-# tooling (the local stack, tests, benchmarks). Every other name must be a setting.
+# SEARCHSYNC_* names that are not settings: the config file's path and the repository's tooling.
 NOT_SETTINGS: Final = ("CONFIG",)
 TOOLING_PREFIXES: Final = ("APP_", "BENCH_", "DB_", "FAULTS_", "STACK_", "TEST_", "TOPIC")
 
 
 def _refuse_misspelt(variable: str) -> None:
-    """A ``SEARCHSYNC_`` variable in no known section: a `ConfigError` naming the nearest setting
-    when one is close (``SEARCHSYNC_KAFAK_GROUP_ID``); names of the tooling pass."""
+    """A ``SEARCHSYNC_`` variable in no section: a `ConfigError` naming the nearest setting."""
     rest = variable[len(ENV_PREFIX) :]
     if rest in NOT_SETTINGS or rest.startswith(TOOLING_PREFIXES):
         return
     known = [
         f"{ENV_PREFIX}{name.upper()}_{f.name.upper()}"
-        for name, cls in _SECTIONS.items()
+        for name, (cls, _) in _READERS.items()
         for f in dataclasses.fields(cls)
     ]
     nearest = difflib.get_close_matches(variable, known, n=1, cutoff=0.6)
     hint = (
         f"a known setting such as {nearest[0]}" if nearest else "a known SEARCHSYNC_<SECTION>_<KEY>"
     )
-    raise ConfigError(variable, f"{hint} (sections: {', '.join(sorted(_SECTIONS))})", variable)
+    raise ConfigError(variable, f"{hint} (sections: {', '.join(sorted(_READERS))})", variable)

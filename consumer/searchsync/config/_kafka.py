@@ -2,40 +2,66 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Final
 
 from searchsync.config._reader import (
-    _GROUP,
     _TOPIC,
     LibrdkafkaValue,
-    _empty_mapping,
-    _is_host_port,
     _is_topic,
     _refuse_unless,
     _Section,
 )
-from searchsync.config._secrets import Secret
+from searchsync.config._secrets import MASK, SENSITIVE_KEY, Secret
 from searchsync.errors import ConfigError
+
+_GROUP = re.compile(r"[A-Za-z0-9._-]{1,200}")  # leaves room for the ".dlq" / ".replay" suffixes
+_HOST_PORT = re.compile(
+    r"(?P<host>[A-Za-z0-9._-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\]):(?P<port>\d{1,5})"
+)
+_LIBRDKAFKA_KEY = re.compile(r"[a-z][a-z0-9_.]{0,127}")
+# librdkafka settings searchsync owns: overriding them would break the commit protocol.
+_RESERVED_KAFKA: Final = frozenset(
+    {"bootstrap.servers", "group.id", "enable.auto.commit", "enable.auto.offset.store"}
+)
+# librdkafka settings with a typed key of their own in [kafka]: one name per concept.
+TYPED_KAFKA: Final = {
+    "security.protocol": "security_protocol",
+    "sasl.mechanism": "sasl_mechanism",
+    "sasl.mechanisms": "sasl_mechanism",
+    "sasl.username": "sasl_username",
+    "sasl.password": "sasl_password",
+    "ssl.ca.location": "ssl_ca_location",
+    "ssl.certificate.location": "ssl_certificate_location",
+    "ssl.key.location": "ssl_key_location",
+    "ssl.key.password": "ssl_key_password",
+}
+
+
+def _empty_mapping() -> Mapping[str, LibrdkafkaValue]:
+    return MappingProxyType({})
+
+
+def _is_host_port(item: str) -> bool:
+    match = _HOST_PORT.fullmatch(item)
+    return match is not None and 1 <= int(match["port"]) <= 65_535
 
 
 @dataclass(frozen=True, slots=True)
 class KafkaSettings:
-    """Where to read events and where dead letters go.
-
-    Exactly one of `topics` and `topic_regex` is used: setting `topic_regex` empties `topics`.
-    `dlq_topic` defaults to ``<group_id>.dlq`` when loaded.
-    """
+    """Where to read events and where dead letters go. Setting `topic_regex` empties `topics`;
+    `dlq_topic` defaults to ``<group_id>.dlq`` when loaded."""
 
     bootstrap_servers: str = "127.0.0.1:9092"
     group_id: str = "searchsync"
     topics: tuple[str, ...] = ("outbox.event.wiki_page",)
     topic_regex: str | None = None
     dlq_topic: str = "searchsync.dlq"
-    # how long a silent member keeps its partitions: the floor of crash recovery (target 30 s);
-    # >= the broker's group.min.session.timeout.ms (6 s) and 3 x librdkafka's 3 s heartbeat
+    # how long a silent member keeps its partitions (>= the broker's 6 s minimum)
     session_timeout_ms: int = 10_000
     max_poll_interval_ms: int = 300_000
     poll_timeout_s: float = 0.1
@@ -124,7 +150,7 @@ def _kafka(r: _Section) -> KafkaSettings:
         poll_timeout_s=r.number("poll_timeout_s", 0.0, 60.0, lo_open=True),
         poll_batch_size=r.integer("poll_batch_size", 1, 100_000),
         auto_offset_reset=r.choice("auto_offset_reset", ("earliest", "latest")),
-        extra=r.librdkafka("extra"),
+        extra=_librdkafka(r, "extra"),
         **_kafka_security(r),
     )
 
@@ -162,3 +188,30 @@ def _kafka_security(r: _Section) -> dict[str, Any]:
     else:
         _refuse_unless(r, (*names, "ssl_key_password"), "ssl or sasl_ssl")
     return out
+
+
+def _librdkafka(r: _Section, key: str) -> Mapping[str, LibrdkafkaValue | Secret]:
+    """A TOML table, or a JSON object in the environment, of extra librdkafka settings."""
+    value, from_env = r._raw(key)
+    expected = "a table of librdkafka settings (string, integer, float or bool values)"
+    if from_env and isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise ConfigError(r.key(key), f"{expected} as a JSON object", MASK) from None
+    if not isinstance(value, Mapping):
+        raise ConfigError(r.key(key), expected, type(value).__name__)
+    checked: dict[str, LibrdkafkaValue | Secret] = {}
+    for name, item in value.items():
+        dotted = f"{r.key(key)}.{name}"
+        if not isinstance(name, str) or not _LIBRDKAFKA_KEY.fullmatch(name):
+            raise ConfigError(dotted, "a librdkafka property name like 'socket.timeout.ms'", name)
+        if name in _RESERVED_KAFKA:
+            raise ConfigError(dotted, "a setting searchsync does not own itself", name)
+        if name in TYPED_KAFKA:
+            raise ConfigError(dotted, f"kafka.{TYPED_KAFKA[name]} instead", name)
+        if not isinstance(item, str | int | float | bool):
+            raise ConfigError(dotted, expected, type(item).__name__)
+        # a credential stays wrapped until a client is built (KafkaSettings.client_config)
+        checked[name] = Secret(str(item)) if SENSITIVE_KEY.search(name) else item
+    return MappingProxyType(checked)

@@ -1,15 +1,20 @@
-"""The operator commands' sections: rebuild, repair, retention (purge and prune) and Kafka
-Connect."""
+"""The operator commands' sections: rebuild, repair, retention and Kafka Connect."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from searchsync.config._reader import (
     _is_http_url,
     _Section,
+    integer,
+    number,
+    read_fields,
+    setting,
+    text,
 )
 from searchsync.config._secrets import scrub_credentials
 from searchsync.duration import DURATION_FORM, format_duration, parse_duration
@@ -19,79 +24,98 @@ _FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,127}")
 _CONNECTOR = re.compile(r"[A-Za-z0-9._-]{1,249}")
 
 
+def _queries(r: _Section, key: str) -> tuple[str, ...]:
+    return r.string_list(key, bool, "query texts", allow_empty=True)
+
+
+def _duration(r: _Section, key: str) -> timedelta | None:
+    """A duration above zero; None only for `min_tombstone_age` (the sum applies)."""
+    value, _ = r._raw(key)
+    if value is None and key == "min_tombstone_age":
+        return None
+    if isinstance(value, timedelta):
+        return value
+    if not isinstance(value, str):
+        raise ConfigError(r.key(key), DURATION_FORM, value)
+    try:
+        parsed = parse_duration(value)
+    except ValueError:
+        raise ConfigError(r.key(key), DURATION_FORM, value) from None
+    if parsed <= timedelta(0):
+        raise ConfigError(r.key(key), f"{DURATION_FORM}, above zero", value)
+    return parsed
+
+
+def _connector(r: _Section, key: str) -> str:
+    """A connector name that is one URL path segment: [A-Za-z0-9._-], not '.' or '..'."""
+    form = "a connector name of [A-Za-z0-9._-], not '.' or '..'"
+    name = r.string(key, _CONNECTOR, form)
+    if name in (".", ".."):
+        raise ConfigError(r.key(key), form, name)
+    return name
+
+
 @dataclass(frozen=True, slots=True)
 class RebuildSettings:
     """`searchsync rebuild` (docs/design.md, Rebuild): chunking, catch-up, verification limits.
-
-    `topic_template` names the outbox topic of a type (``{type}`` is replaced); it must be one the
-    consumer subscribes to. `queries` are sample query texts matched against `query_field` in the
-    old and the new index; when empty, `query_count` titles sampled from the new index are used.
-    `metrics_port` 0 serves no metrics.
-    """
+    `queries` (empty: `query_count` sampled titles) are compared on `query_field` in both indices;
+    `metrics_port` 0 serves no metrics."""
 
     chunk_initial: int = 500
     chunk_min: int = 50
     chunk_max: int = 5_000
-    chunk_target_s: float = 0.5
-    chunk_max_step: float = 2.0
-    topic_template: str = "outbox.event.{type}"
-    sample_size: int = 200
-    queries: tuple[str, ...] = ()
-    query_field: str = "title"
-    query_count: int = 20
-    top_k: int = 10
-    max_count_difference: int = 0
-    max_sample_mismatches: int = 0
-    max_query_diff_rate: float = 0.1
-    max_failed_rows: int = 0
-    verify_attempts: int = 3
-    catchup_timeout_s: float = 600.0
-    live_wait_timeout_s: float = 3_600.0
-    poll_interval_s: float = 0.5
-    progress_interval_s: float = 5.0
-    metrics_port: int = 0
+    chunk_target_s: float = setting(0.5, number(0.0, 600.0, lo_open=True))
+    chunk_max_step: float = setting(2.0, number(1.0, 100.0, lo_open=True))
+    topic_template: str = setting("outbox.event.{type}", _Section.topic_template)
+    sample_size: int = setting(200, integer(0, 100_000))
+    queries: tuple[str, ...] = setting((), _queries)
+    query_field: str = setting("title", text(_FIELD, "a field name like 'title'"))
+    query_count: int = setting(20, integer(0, 10_000))
+    top_k: int = setting(10, integer(1, 1_000))
+    max_count_difference: int = setting(0, integer(0, 10**12))
+    max_sample_mismatches: int = setting(0, integer(0, 100_000))
+    max_query_diff_rate: float = setting(0.1, number(0.0, 1.0))
+    max_failed_rows: int = setting(0, integer(0, 10**12))
+    verify_attempts: int = setting(3, integer(1, 100))
+    catchup_timeout_s: float = setting(600.0, number(0.0, 86_400.0, lo_open=True))
+    live_wait_timeout_s: float = setting(3_600.0, number(0.0, 7 * 86_400.0, lo_open=True))
+    poll_interval_s: float = setting(0.5, number(0.0, 60.0, lo_open=True))
+    progress_interval_s: float = setting(5.0, number(0.0, 3_600.0, lo_open=True))
+    metrics_port: int = setting(0, integer(0, 65_535))
 
 
 @dataclass(frozen=True, slots=True)
 class RepairSettings:
-    """The repair wheel (docs/design.md, "Repair"). Changing `bucket_count` starts a new epoch.
+    """The repair wheel (docs/design.md, "Repair"); a new `bucket_count` starts a new epoch.
 
-    `settle_s` is the wait before a finding is re-checked (a few times the consumer's
-    commit-to-searchable p99); `content_share` the share of buckets whose content is hashed per
-    rotation; `slo_s`, `max_staleness_s`, `gamma`, `epsilon`, `ewma_alpha` the schedule;
-    `page_*` the adaptive page size; `appends_per_s` the outbox append ceiling; `daemon_*` the
-    ``--daemon`` loop (buckets per tick, seconds between ticks).
-
-    Load: `mysql_rows_per_s` and `es_requests_per_s` are the scan's ceilings (0: none);
-    `max_live_lag` the live group's lag above which the repair waits, before each bucket and
-    each batch of `append_batch` appends, at most `lag_wait_timeout_s` (polling every
-    `lag_poll_s`) before it stops (0: no guard). `metrics_port` serves ``--daemon``'s metrics
-    (0: none).
+    `settle_s`: the wait before a finding is re-checked; `content_share`: buckets content-hashed per
+    rotation; `*_per_s`: ceilings (0: none); `max_live_lag`: the live lag above which it waits (at
+    most `lag_wait_timeout_s`, then stops; 0: no guard); `metrics_port` 0: no metrics.
     """
 
-    bucket_count: int = 64
-    settle_s: float = 10.0
-    content_share: float = 0.1
-    slo_s: float = 3600.0
-    max_staleness_s: float = 14_400.0
-    gamma: float = 2.0
-    epsilon: float = 0.01
-    ewma_alpha: float = 0.3
-    page_size: int = 500
+    bucket_count: int = setting(64, integer(1, 1 << 20))
+    settle_s: float = setting(10.0, number(0.0, 86_400.0))
+    content_share: float = setting(0.1, number(0.0, 1.0))
+    slo_s: float = setting(3600.0, number(0.0, 1e9, lo_open=True))
+    max_staleness_s: float = setting(14_400.0, number(0.0, 1e9, lo_open=True))
+    gamma: float = setting(2.0, number(0.0, 10.0, lo_open=True))
+    epsilon: float = setting(0.01, number(0.0, 1e6, lo_open=True))
+    ewma_alpha: float = setting(0.3, number(0.0, 1.0, lo_open=True))
+    page_size: int = setting(500, integer(1, 1_000_000))
     page_min: int = 50
     page_max: int = 5_000
-    page_target_s: float = 0.2
-    appends_per_s: float = 50.0
-    mysql_sync_hash_column: bool = False
-    daemon_buckets_per_tick: int = 4
-    daemon_interval_s: float = 60.0
-    mysql_rows_per_s: float = 20_000.0
-    es_requests_per_s: float = 50.0
-    max_live_lag: int = 10_000
-    lag_wait_timeout_s: float = 600.0
-    lag_poll_s: float = 5.0
-    append_batch: int = 100
-    metrics_port: int = 0
+    page_target_s: float = setting(0.2, number(0.0, 3_600.0, lo_open=True))
+    appends_per_s: float = setting(50.0, number(0.0, 1e6, lo_open=True))
+    mysql_sync_hash_column: bool = setting(False, _Section.boolean)
+    daemon_buckets_per_tick: int = setting(4, integer(1, 1 << 20))
+    daemon_interval_s: float = setting(60.0, number(0.0, 86_400.0))
+    mysql_rows_per_s: float = setting(20_000.0, number(0.0, 1e9))
+    es_requests_per_s: float = setting(50.0, number(0.0, 1e6))
+    max_live_lag: int = setting(10_000, integer(0, 10**12))
+    lag_wait_timeout_s: float = setting(600.0, number(0.0, 7 * 86_400.0))
+    lag_poll_s: float = setting(5.0, number(0.0, 3_600.0, lo_open=True))
+    append_batch: int = setting(100, integer(1, 1_000_000))
+    metrics_port: int = setting(0, integer(0, 65_535))
 
 
 def _rebuild(r: _Section) -> RebuildSettings:
@@ -101,56 +125,18 @@ def _rebuild(r: _Section) -> RebuildSettings:
     initial = r.integer("chunk_initial", 1, 1_000_000)
     if not lo <= initial <= hi:
         raise ConfigError(r.key("chunk_initial"), f"between {lo} and {hi}", initial)
-    template = r.topic_template("topic_template")
-    return RebuildSettings(
-        chunk_initial=initial,
-        chunk_min=lo,
-        chunk_max=hi,
-        chunk_target_s=r.number("chunk_target_s", 0.0, 600.0, lo_open=True),
-        chunk_max_step=r.number("chunk_max_step", 1.0, 100.0, lo_open=True),
-        topic_template=template,
-        sample_size=r.integer("sample_size", 0, 100_000),
-        queries=r.string_list("queries", lambda q: bool(q), "query texts", allow_empty=True),
-        query_field=r.string("query_field", _FIELD, "a field name like 'title'"),
-        query_count=r.integer("query_count", 0, 10_000),
-        top_k=r.integer("top_k", 1, 1_000),
-        max_count_difference=r.integer("max_count_difference", 0, 10**12),
-        max_sample_mismatches=r.integer("max_sample_mismatches", 0, 100_000),
-        max_query_diff_rate=r.number("max_query_diff_rate", 0.0, 1.0),
-        max_failed_rows=r.integer("max_failed_rows", 0, 10**12),
-        verify_attempts=r.integer("verify_attempts", 1, 100),
-        catchup_timeout_s=r.number("catchup_timeout_s", 0.0, 86_400.0, lo_open=True),
-        live_wait_timeout_s=r.number("live_wait_timeout_s", 0.0, 7 * 86_400.0, lo_open=True),
-        poll_interval_s=r.number("poll_interval_s", 0.0, 60.0, lo_open=True),
-        progress_interval_s=r.number("progress_interval_s", 0.0, 3_600.0, lo_open=True),
-        metrics_port=r.integer("metrics_port", 0, 65_535),
-    )
-
-
-# -- [retention]: the tombstone purge and the outbox prune ----------------------------------------
+    return read_fields(r, RebuildSettings, chunk_initial=initial, chunk_min=lo, chunk_max=hi)
 
 
 @dataclass(frozen=True, slots=True)
 class RetentionSettings:
-    """How long deleted documents and outbox rows must be kept (docs/design.md, "Tombstones and
-    their purge" and "Outbox pruning"). Durations are written like ``7d``, ``36h``, ``90m``.
+    """How long tombstones and outbox rows must be kept (docs/design.md, "Tombstones and their
+    purge", "Outbox pruning"); durations like ``7d``, ``36h``.
 
-    The shortest ``tombstones purge --older-than`` allowed is
-
-        min_tombstone_age = max_event_delay + retry_window + dlq_replay_window + margin
-
-    (defaults 1d + 1d + 4d + 1d = 7d): a tombstone younger than that may still meet an event, a
-    retry or a replayed dead letter older than its delete, which must find the tombstone's
-    version to be refused. Setting `min_tombstone_age` replaces the sum (tests set a tiny one).
-
-    - `max_event_delay`: the longest an event may take from its commit to the consumer (Kafka
-      backlog, a stopped group, a lagging replica); `retry_window`: the longest the consumer
-      retries one event before dead-lettering it (at least ``pipeline.retry_max_attempts`` times
-      ``pipeline.retry_max_delay_s``); `dlq_replay_window`: how long a dead letter may wait for
-      ``dlq replay``; `margin`: clock skew and slack.
-    - `purge_batch_size`: documents per scan page and per bulk of guarded deletes.
-    - `min_outbox_age`: the shortest ``outbox prune --older-than`` allowed; `prune_batch_size`
-      rows per delete transaction; `prune_pause_s` the pause between two of them.
+    The shortest purge window is ``max_event_delay + retry_window + dlq_replay_window + margin``
+    (7d): a younger tombstone may still meet an older event, retry or replayed dead letter, which
+    must find its version to be refused. `min_tombstone_age` replaces the sum. `min_outbox_age` is
+    the shortest ``outbox prune --older-than``.
     """
 
     max_event_delay: timedelta = timedelta(days=1)
@@ -183,14 +169,12 @@ class RetentionSettings:
 
 
 def _retention(r: _Section) -> RetentionSettings:
+    durations = ("max_event_delay", "retry_window", "dlq_replay_window", "margin", "min_outbox_age")
+    read: dict[str, Any] = {key: _duration(r, key) for key in durations}
     return RetentionSettings(
-        max_event_delay=_required_duration(r, "max_event_delay"),
-        retry_window=_required_duration(r, "retry_window"),
-        dlq_replay_window=_required_duration(r, "dlq_replay_window"),
-        margin=_required_duration(r, "margin"),
-        min_tombstone_age=_duration(r, "min_tombstone_age", optional=True),
+        **read,
+        min_tombstone_age=_duration(r, "min_tombstone_age"),
         purge_batch_size=r.integer("purge_batch_size", 1, 10_000),
-        min_outbox_age=_required_duration(r, "min_outbox_age"),
         prune_batch_size=r.integer("prune_batch_size", 1, 100_000),
         prune_pause_s=r.number("prune_pause_s", 0.0, 60.0),
     )
@@ -201,12 +185,11 @@ class ConnectSettings:
     """Where Kafka Connect answers and which connector publishes the outbox."""
 
     url: str = "http://127.0.0.1:8083"
-    connector: str = "searchsync-outbox"
-    request_timeout_s: float = 10.0
-    # `searchsync run` restarts the connector's FAILED tasks (Kafka Connect never does), checking
-    # every `watch_interval_s` (docs/consumer.md, "Connector watch")
-    restart_failed_tasks: bool = False
-    watch_interval_s: float = 30.0
+    connector: str = setting("searchsync-outbox", _connector)
+    request_timeout_s: float = setting(10.0, number(0.0, 300.0, lo_open=True))
+    # `searchsync run` restarts the connector's FAILED tasks every `watch_interval_s`
+    restart_failed_tasks: bool = setting(False, _Section.boolean)
+    watch_interval_s: float = setting(30.0, number(0.0, 3_600.0, lo_open=True))
 
 
 def _connect(r: _Section) -> ConnectSettings:
@@ -215,73 +198,11 @@ def _connect(r: _Section) -> ConnectSettings:
         raise ConfigError(
             r.key("url"), "an http(s)://host[:port] URL (no user:password)", scrub_credentials(url)
         )
-    return ConnectSettings(
-        url=url.rstrip("/"),
-        connector=_connector(r),
-        request_timeout_s=r.number("request_timeout_s", 0.0, 300.0, lo_open=True),
-        restart_failed_tasks=r.boolean("restart_failed_tasks"),
-        watch_interval_s=r.number("watch_interval_s", 0.0, 3_600.0, lo_open=True),
-    )
-
-
-def _connector(r: _Section) -> str:
-    """A connector name that is one URL path segment: [A-Za-z0-9._-], not '.' or '..'."""
-    form = "a connector name of [A-Za-z0-9._-], not '.' or '..'"
-    name = r.string("connector", _CONNECTOR, form)
-    if name in (".", ".."):
-        raise ConfigError(r.key("connector"), form, name)
-    return name
+    return read_fields(r, ConnectSettings, url=url.rstrip("/"))
 
 
 def _repair(r: _Section) -> RepairSettings:
     page_min = r.integer("page_min", 1, 1_000_000)
     page_max = r.integer("page_max", 1, 1_000_000)
     r.ordered("page_min", page_min, "page_max", page_max)
-    return RepairSettings(
-        bucket_count=r.integer("bucket_count", 1, 1 << 20),
-        settle_s=r.number("settle_s", 0.0, 86_400.0),
-        content_share=r.number("content_share", 0.0, 1.0),
-        slo_s=r.number("slo_s", 0.0, 1e9, lo_open=True),
-        max_staleness_s=r.number("max_staleness_s", 0.0, 1e9, lo_open=True),
-        gamma=r.number("gamma", 0.0, 10.0, lo_open=True),
-        epsilon=r.number("epsilon", 0.0, 1e6, lo_open=True),
-        ewma_alpha=r.number("ewma_alpha", 0.0, 1.0, lo_open=True),
-        page_size=r.integer("page_size", 1, 1_000_000),
-        page_min=page_min,
-        page_max=page_max,
-        page_target_s=r.number("page_target_s", 0.0, 3_600.0, lo_open=True),
-        appends_per_s=r.number("appends_per_s", 0.0, 1e6, lo_open=True),
-        mysql_sync_hash_column=r.boolean("mysql_sync_hash_column"),
-        daemon_buckets_per_tick=r.integer("daemon_buckets_per_tick", 1, 1 << 20),
-        daemon_interval_s=r.number("daemon_interval_s", 0.0, 86_400.0),
-        mysql_rows_per_s=r.number("mysql_rows_per_s", 0.0, 1e9),
-        es_requests_per_s=r.number("es_requests_per_s", 0.0, 1e6),
-        max_live_lag=r.integer("max_live_lag", 0, 10**12),
-        lag_wait_timeout_s=r.number("lag_wait_timeout_s", 0.0, 7 * 86_400.0),
-        lag_poll_s=r.number("lag_poll_s", 0.0, 3_600.0, lo_open=True),
-        append_batch=r.integer("append_batch", 1, 1_000_000),
-        metrics_port=r.integer("metrics_port", 0, 65_535),
-    )
-
-
-def _duration(r: _Section, key: str, *, optional: bool = False) -> timedelta | None:
-    value, _ = r._raw(key)
-    if value is None and optional:
-        return None
-    if isinstance(value, timedelta):
-        return value
-    if not isinstance(value, str):
-        raise ConfigError(r.key(key), DURATION_FORM, value)
-    try:
-        parsed = parse_duration(value)
-    except ValueError:
-        raise ConfigError(r.key(key), DURATION_FORM, value) from None
-    if parsed <= timedelta(0):
-        raise ConfigError(r.key(key), f"{DURATION_FORM}, above zero", value)
-    return parsed
-
-
-def _required_duration(r: _Section, key: str) -> timedelta:
-    value = _duration(r, key)
-    assert value is not None  # only optional keys give None
-    return value
+    return read_fields(r, RepairSettings, page_min=page_min, page_max=page_max)

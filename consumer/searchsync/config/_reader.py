@@ -4,17 +4,14 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import re
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
-from types import MappingProxyType
-from typing import Final
+from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit
 
-from searchsync import naming
 from searchsync.config._secrets import MASK, SENSITIVE_KEY, Secret, scrub_credentials
 from searchsync.duration import format_duration
 from searchsync.errors import ConfigError
@@ -22,51 +19,16 @@ from searchsync.errors import ConfigError
 LibrdkafkaValue = str | int | float | bool
 
 ENV_PREFIX: Final = "SEARCHSYNC_"
-_MASK: Final = MASK
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
-_GROUP = re.compile(r"[A-Za-z0-9._-]{1,200}")  # leaves room for the ".dlq" / ".replay" suffixes
 _HOST = re.compile(r"[A-Za-z0-9._-]{1,253}|[0-9A-Fa-f:.]{2,45}")  # name, IPv4 or bare IPv6
-_HOST_PORT = re.compile(
-    r"(?P<host>[A-Za-z0-9._-]{1,253}|\[[0-9A-Fa-f:.]{2,45}\]):(?P<port>\d{1,5})"
-)
-_INDEX_PREFIX = naming.INDEX_PREFIX
-_DATABASE = re.compile(r"[A-Za-z0-9_$]{1,64}")
-_LIBRDKAFKA_KEY = re.compile(r"[a-z][a-z0-9_.]{0,127}")
 _BOOLEANS: Final = {"true": True, "false": False, "1": True, "0": False}
 _INTEGER = re.compile(r"[+-]?[0-9]{1,20}")
-# librdkafka settings searchsync owns: overriding them would break the commit protocol.
-_RESERVED_KAFKA: Final = frozenset(
-    {"bootstrap.servers", "group.id", "enable.auto.commit", "enable.auto.offset.store"}
-)
-# librdkafka settings with a typed key of their own in [kafka]: one name per concept.
-TYPED_KAFKA: Final = {
-    "security.protocol": "security_protocol",
-    "sasl.mechanism": "sasl_mechanism",
-    "sasl.mechanisms": "sasl_mechanism",
-    "sasl.username": "sasl_username",
-    "sasl.password": "sasl_password",
-    "ssl.ca.location": "ssl_ca_location",
-    "ssl.certificate.location": "ssl_certificate_location",
-    "ssl.key.location": "ssl_key_location",
-    "ssl.key.password": "ssl_key_password",
-}
-_LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-_DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
-_PROJECTION_ENTRY = re.compile(rf"{_DOTTED}(?::{_DOTTED})?")
-PROJECTION_ENTRY_FORM: Final = (
-    "importable names: 'pkg.module' (a module with projectors() returning Projectors) or"
-    " 'pkg.module:name' (a Projector, or a callable returning one Projector or several)"
-)
-
-
-def _empty_mapping() -> Mapping[str, LibrdkafkaValue]:
-    return MappingProxyType({})
 
 
 def _plain(value: object) -> object:
     """A setting's value for printing: secrets masked, URLs without their passwords."""
     if isinstance(value, Secret):
-        return _MASK
+        return MASK
     if isinstance(value, timedelta):
         return format_duration(value)
     if isinstance(value, tuple):
@@ -74,7 +36,7 @@ def _plain(value: object) -> object:
     if isinstance(value, str):
         return scrub_credentials(value)
     if isinstance(value, Mapping):
-        return {k: _MASK if SENSITIVE_KEY.search(str(k)) else _plain(v) for k, v in value.items()}
+        return {k: MASK if SENSITIVE_KEY.search(str(k)) else _plain(v) for k, v in value.items()}
     return value
 
 
@@ -191,7 +153,7 @@ class _Section:
         if isinstance(value, Secret):
             return value
         if not isinstance(value, str):
-            raise ConfigError(self.key(key), "a string", _MASK)  # never echo a secret
+            raise ConfigError(self.key(key), "a string", MASK)  # never echo a secret
         return Secret(value)
 
     def optional_secret(self, key: str) -> Secret | None:
@@ -234,42 +196,43 @@ class _Section:
             raise ConfigError(self.key(key), "the path of an existing, readable file", value)
         return value.strip()
 
-    def librdkafka(self, key: str) -> Mapping[str, LibrdkafkaValue | Secret]:
-        """A TOML table, or a JSON object in the environment, of extra librdkafka settings."""
-        value, from_env = self._raw(key)
-        expected = "a table of librdkafka settings (string, integer, float or bool values)"
-        if from_env and isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except ValueError:
-                raise ConfigError(self.key(key), f"{expected} as a JSON object", _MASK) from None
-        if not isinstance(value, Mapping):
-            raise ConfigError(self.key(key), expected, type(value).__name__)
-        checked: dict[str, LibrdkafkaValue | Secret] = {}
-        for name, item in value.items():
-            dotted = f"{self.key(key)}.{name}"
-            if not isinstance(name, str) or not _LIBRDKAFKA_KEY.fullmatch(name):
-                raise ConfigError(
-                    dotted, "a librdkafka property name like 'socket.timeout.ms'", name
-                )
-            if name in _RESERVED_KAFKA:
-                raise ConfigError(dotted, "a setting searchsync does not own itself", name)
-            if name in TYPED_KAFKA:
-                raise ConfigError(dotted, f"kafka.{TYPED_KAFKA[name]} instead", name)
-            if not isinstance(item, str | int | float | bool):
-                raise ConfigError(dotted, expected, type(item).__name__)
-            # a credential stays wrapped until a client is built (KafkaSettings.client_config)
-            checked[name] = Secret(str(item)) if SENSITIVE_KEY.search(name) else item
-        return MappingProxyType(checked)
+
+Read = Callable[[_Section, str], Any]
+"""How one key's value is read and checked: `_Section.boolean`, `integer(0, 10)`, ..."""
+_T = TypeVar("_T")
+
+
+def setting(default: Any, read: Read) -> Any:
+    """A settings field: its default, and how `read_fields` reads its value."""
+    return dataclasses.field(default=default, metadata={"read": read})
+
+
+def read_fields(r: _Section, cls: type[_T], **read: Any) -> _T:
+    """`cls` with the values of `read`, and every other field read as its `setting` says."""
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name not in read:
+            read[f.name] = f.metadata["read"](r, f.name)
+    return cls(**read)
+
+
+def integer(lo: int, hi: int) -> Read:
+    return lambda r, key: r.integer(key, lo, hi)
+
+
+def number(lo: float, hi: float, *, lo_open: bool = False) -> Read:
+    return lambda r, key: r.number(key, lo, hi, lo_open=lo_open)
+
+
+def text(pattern: re.Pattern[str] | None = None, form: str = "") -> Read:
+    return lambda r, key: r.string(key, pattern, form)
+
+
+def one_of(choices: tuple[str, ...], *, upper: bool = False, lower: bool = False) -> Read:
+    return lambda r, key: r.choice(key, choices, upper=upper, lower=lower)
 
 
 def _is_topic(name: str) -> bool:
     return bool(_TOPIC.fullmatch(name)) and name not in (".", "..")
-
-
-def _is_host_port(item: str) -> bool:
-    match = _HOST_PORT.fullmatch(item)
-    return match is not None and 1 <= int(match["port"]) <= 65_535
 
 
 def _is_http_url(item: str) -> bool:

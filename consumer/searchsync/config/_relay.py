@@ -1,5 +1,4 @@
-"""The ``[relay]`` section: `searchsync relay`, the polling publisher of the outbox for
-deployments without Kafka Connect (docs/relay.md)."""
+"""The ``[relay]`` section: `searchsync relay`, the outbox's polling publisher (docs/relay.md)."""
 
 from __future__ import annotations
 
@@ -7,52 +6,34 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from searchsync.config._reader import _Section
+from searchsync.config._reader import _Section, integer, number, read_fields, setting, text
 
 _TABLE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
 
 @dataclass(frozen=True, slots=True)
 class RelaySettings:
-    """How `searchsync relay` claims, publishes and retries outbox rows (docs/relay.md).
+    """How `searchsync relay` claims, publishes and retries outbox rows.
 
-    `enabled` says this deployment publishes the outbox with the relay instead of Debezium:
-    ``outbox prune`` then deletes only rows the relay marked PUBLISHED and does not ask Kafka
-    Connect. `table` is the outbox table (``search_outbox``); `batch_size` the claim query's
-    LIMIT; `poll_interval_s` the wait after a claim that found nothing; `claim_timeout_s` the age
-    of a ``locked_at`` after which a claim's holder counts as dead and the row is taken back;
-    `max_attempts` the failed attempts after which a row is DEAD; `publish_timeout_s` how long one
-    batch waits for Kafka's acknowledgements; `topic_template` the topic of a type (``{type}``,
-    as the Outbox Event Router routes); `stats_interval_s` how often the gauges are re-read;
-    `metrics_port` serves /metrics (0: none).
+    `enabled`: the relay, not Debezium, publishes (``outbox prune`` then deletes only PUBLISHED
+    rows); `claim_timeout_s`: the ``locked_at`` age after which a claim is taken back;
+    `max_attempts`: failures before a row is DEAD; `metrics_port` 0: no metrics.
     """
 
-    enabled: bool = False
-    table: str = "search_outbox"
-    batch_size: int = 100
-    poll_interval_s: float = 0.2
+    enabled: bool = setting(False, _Section.boolean)
+    table: str = setting("search_outbox", text(_TABLE, "a table name like 'search_outbox'"))
+    batch_size: int = setting(100, integer(1, 10_000))
+    poll_interval_s: float = setting(0.2, number(0.0, 60.0, lo_open=True))
     claim_timeout_s: float = 60.0
-    max_attempts: int = 10
+    max_attempts: int = setting(10, integer(1, 1_000))
     publish_timeout_s: float = 30.0
-    topic_template: str = "outbox.event.{type}"
-    stats_interval_s: float = 5.0
-    metrics_port: int = 0
+    topic_template: str = setting("outbox.event.{type}", _Section.topic_template)
+    stats_interval_s: float = setting(5.0, number(0.0, 3_600.0, lo_open=True))
+    metrics_port: int = setting(0, integer(0, 65_535))
 
 
 def _relay(r: _Section) -> RelaySettings:
-    template = r.topic_template("topic_template")
-    publish_timeout = r.number("publish_timeout_s", 0.0, 3_600.0, lo_open=True)
-    claim_timeout = r.number("claim_timeout_s", 0.0, 86_400.0, lo_open=True)
-    r.ordered("publish_timeout_s", publish_timeout, "claim_timeout_s", claim_timeout, strict=True)
-    return RelaySettings(
-        enabled=r.boolean("enabled"),
-        table=r.string("table", _TABLE, "a table name like 'search_outbox'"),
-        batch_size=r.integer("batch_size", 1, 10_000),
-        poll_interval_s=r.number("poll_interval_s", 0.0, 60.0, lo_open=True),
-        claim_timeout_s=claim_timeout,
-        max_attempts=r.integer("max_attempts", 1, 1_000),
-        publish_timeout_s=publish_timeout,
-        topic_template=template,
-        stats_interval_s=r.number("stats_interval_s", 0.0, 3_600.0, lo_open=True),
-        metrics_port=r.integer("metrics_port", 0, 65_535),
-    )
+    publish = r.number("publish_timeout_s", 0.0, 3_600.0, lo_open=True)
+    claim = r.number("claim_timeout_s", 0.0, 86_400.0, lo_open=True)
+    r.ordered("publish_timeout_s", publish, "claim_timeout_s", claim, strict=True)
+    return read_fields(r, RelaySettings, publish_timeout_s=publish, claim_timeout_s=claim)

@@ -1,14 +1,6 @@
-"""Secrets in settings: a value that never shows itself, and the scrubbing of credentials in text.
-
-- `Secret` wraps a password, an API key or a key passphrase: its repr and str are ``***``, so a
-  repr of `Settings`, a log line or a traceback never carries it; `reveal()` is called only where
-  a client is built.
-- `SENSITIVE_KEY` says which setting names hold credentials (``sasl.password``, ``api_key`` ...);
-  their values are masked wherever settings are printed.
-- `scrub_credentials` masks the password of every ``scheme://user:password@host`` in a text (a
-  DSN or URL quoted in an exception message, say), and `scrub_known` every occurrence of known
-  secret values: the logs apply both to each line (`searchsync.observability.logs`).
-"""
+"""Secrets in settings: `Secret` never shows its value (repr and str are ``***``); `SENSITIVE_KEY`
+names credential settings; `scrub_credentials` and `scrub_known` mask URL passwords and known
+secret values in text (each log line)."""
 
 from __future__ import annotations
 

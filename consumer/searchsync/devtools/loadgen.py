@@ -1,11 +1,9 @@
 """A load generator: real application traffic through `PageWriter`, for demos and fault tests.
 
-It creates `pages` pages, then runs `updates` operations from `concurrency` writers. The plan is a
-pure function of the seed; an operation that meets a state it does not apply to (restoring a live
-page) is counted as skipped, never forced. Deadlocks and lock wait timeouts are retried (at most
-`max_attempts` times); a lost connection is not, since the commit may have happened. Every change
-raises a page's revision by one, so with fresh ids
-``sum(report.final_revisions.values()) == report.changes`` (one outbox row per change).
+The plan is a pure function of the seed; an operation that does not apply (restoring a live page)
+is skipped, never forced. Deadlocks and lock wait timeouts are retried; a lost connection is not
+(the commit may have happened). With fresh ids, ``sum(report.final_revisions.values()) ==
+report.changes`` (one outbox row per change).
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ import asyncio
 import enum
 import random
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -137,7 +135,20 @@ async def run_loadgen(
 ) -> LoadgenReport:
     """Create `pages` fresh pages (an existing id raises `AggregateExists`), run `updates` planned
     operations and report; `progress(done, total)` is called after every operation."""
-    _validate(pages, updates, concurrency, delete_ratio, hard_delete_ratio, max_attempts)
+    for key, value, least in (
+        ("pages", pages, 1),
+        ("updates", updates, 0),
+        ("concurrency", concurrency, 1),
+        ("max_attempts", max_attempts, 1),
+    ):
+        if value < least:
+            raise ConfigError(f"loadgen.{key}", f"an integer >= {least}", value)
+    if delete_ratio < 0 or hard_delete_ratio < 0 or 2 * delete_ratio + hard_delete_ratio > 1:
+        raise ConfigError(
+            "loadgen.delete_ratio",
+            "ratios >= 0 with 2 * delete_ratio + hard_delete_ratio <= 1",
+            (delete_ratio, hard_delete_ratio),
+        )
     ids = page_ids(id_prefix, pages)
     rng = random.Random(seed)
     bodies = [_page_body(rng, page_id) for page_id in ids]
@@ -149,100 +160,87 @@ async def run_loadgen(
         seed=rng.randrange(2**63),
     )
     report = LoadgenReport(pages=pages, planned=updates)
-    runner = _Runner(writer, report, max_attempts, progress, total=pages + updates)
+    last_revision: Counter[str] = Counter()
+    done = 0
+
+    def step() -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, pages + updates)
+
+    async def attempt(call: Callable[[], Any]) -> int:
+        for attempt in range(1, max_attempts + 1):
+            try:
+                revision: int = await call()
+            except TransientError as exc:
+                if exc.code not in _RETRYABLE or attempt == max_attempts:
+                    raise
+                report.retries += 1
+                continue
+            return revision
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def create(index: int) -> None:
-        await runner.attempt(lambda: writer.create(ids[index], *bodies[index]))
+        await attempt(lambda: writer.create(ids[index], *bodies[index]))
         report.created += 1
-        runner.done()
+        step()
+
+    async def apply(op: PlannedOp) -> None:
+        try:
+            revision = await _apply(writer, op, report, attempt)
+        except (AggregateStateConflict, AggregateExists, AggregateNotFound):
+            report.skipped += 1
+        else:
+            last_revision[op.page_id] = max(last_revision[op.page_id], revision)
+        step()
 
     await _run_all(concurrency, (create(i) for i in range(pages)))
-    await _run_all(concurrency, (runner.apply(op) for op in plan))
+    await _run_all(concurrency, (apply(op) for op in plan))
 
     for page_id in ids:
         page = await writer.get(page_id)
         if page is None:
             report.hard_deleted_ids.add(page_id)
             report.final_deleted[page_id] = True
-            report.final_revisions[page_id] = runner.last_revision[page_id]
+            report.final_revisions[page_id] = last_revision[page_id]
         else:
             report.final_deleted[page_id] = page.is_deleted
             report.final_revisions[page_id] = page.revision
     return report
 
 
-class _Runner:
-    """Applies planned operations with retries and keeps the counts."""
-
-    def __init__(
-        self,
-        writer: PageWriter,
-        report: LoadgenReport,
-        max_attempts: int,
-        progress: Callable[[int, int], None] | None,
-        *,
-        total: int,
-    ) -> None:
-        self._writer = writer
-        self._report = report
-        self._max_attempts = max_attempts
-        self._progress = progress
-        self._total = total
-        self._done = 0
-        self.last_revision: Counter[str] = Counter()
-
-    def done(self) -> None:
-        self._done += 1
-        if self._progress is not None:
-            self._progress(self._done, self._total)
-
-    async def attempt(self, call: Callable[[], Any]) -> int:
-        for attempt in range(1, self._max_attempts + 1):
-            try:
-                revision: int = await call()
-            except TransientError as exc:
-                if exc.code not in _RETRYABLE or attempt == self._max_attempts:
-                    raise
-                self._report.retries += 1
-                continue
-            return revision
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    async def apply(self, op: PlannedOp) -> None:
+async def _apply(
+    w: PageWriter,
+    op: PlannedOp,
+    r: LoadgenReport,
+    attempt: Callable[[Callable[[], Any]], Awaitable[int]],
+) -> int:
+    """Apply one planned operation (with retries) and count it."""
+    if op.kind is OpKind.SOFT_DELETE:
+        revision = await attempt(lambda: w.soft_delete(op.page_id))
+        r.soft_deleted += 1
+    elif op.kind is OpKind.RESTORE:
+        revision = await attempt(lambda: w.restore(op.page_id))
+        r.restored += 1
+    elif op.kind is OpKind.HARD_DELETE:
+        revision = await attempt(lambda: w.hard_delete(op.page_id))
+        r.hard_deleted += 1
+    else:
         try:
-            revision = await self._apply(op)
-        except (AggregateStateConflict, AggregateExists, AggregateNotFound):
-            self._report.skipped += 1
-        else:
-            self.last_revision[op.page_id] = max(self.last_revision[op.page_id], revision)
-        self.done()
-
-    async def _apply(self, op: PlannedOp) -> int:
-        w, r = self._writer, self._report
-        if op.kind is OpKind.SOFT_DELETE:
-            revision = await self.attempt(lambda: w.soft_delete(op.page_id))
-            r.soft_deleted += 1
-        elif op.kind is OpKind.RESTORE:
-            revision = await self.attempt(lambda: w.restore(op.page_id))
-            r.restored += 1
-        elif op.kind is OpKind.HARD_DELETE:
-            revision = await self.attempt(lambda: w.hard_delete(op.page_id))
-            r.hard_deleted += 1
-        else:
-            try:
-                revision = await self.attempt(
-                    lambda: w.update(
-                        op.page_id, title=op.title, content=op.content, relations=op.relations
-                    )
+            revision = await attempt(
+                lambda: w.update(
+                    op.page_id, title=op.title, content=op.content, relations=op.relations
                 )
-                r.updated += 1
-            except AggregateNotFound:  # hard-deleted earlier: the update brings it back
-                title = op.title or f"page {op.page_id}"
-                revision = await self.attempt(
-                    lambda: w.create(op.page_id, title, op.content or "", op.relations or {})
-                )
-                r.recreated += 1
-        return revision
+            )
+            r.updated += 1
+        except AggregateNotFound:  # hard-deleted earlier: the update brings it back
+            title = op.title or f"page {op.page_id}"
+            revision = await attempt(
+                lambda: w.create(op.page_id, title, op.content or "", op.relations or {})
+            )
+            r.recreated += 1
+    return revision
 
 
 async def _run_all(concurrency: int, jobs: Iterator[Any]) -> None:
@@ -274,27 +272,3 @@ def _entities(entity_type: str, chosen: list[tuple[str, str]]) -> list[dict[str,
         {"entity_id": entity_id, "entity_type": entity_type, "title": title}
         for entity_id, title in chosen
     ]
-
-
-def _validate(
-    pages: int,
-    updates: int,
-    concurrency: int,
-    delete_ratio: float,
-    hard_delete_ratio: float,
-    max_attempts: int,
-) -> None:
-    if pages < 1:
-        raise ConfigError("loadgen.pages", "an integer >= 1", pages)
-    if updates < 0:
-        raise ConfigError("loadgen.updates", "an integer >= 0", updates)
-    if concurrency < 1:
-        raise ConfigError("loadgen.concurrency", "an integer >= 1", concurrency)
-    if max_attempts < 1:
-        raise ConfigError("loadgen.max_attempts", "an integer >= 1", max_attempts)
-    if delete_ratio < 0 or hard_delete_ratio < 0 or 2 * delete_ratio + hard_delete_ratio > 1:
-        raise ConfigError(
-            "loadgen.delete_ratio",
-            "ratios >= 0 with 2 * delete_ratio + hard_delete_ratio <= 1",
-            (delete_ratio, hard_delete_ratio),
-        )

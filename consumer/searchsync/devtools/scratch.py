@@ -1,8 +1,6 @@
-"""Scratch copies for benchmarks and tests on a checkout's local stack: the optional
-``sync_bucket`` migration (schemas/sql/optional/sync_bucket.sql) rewritten for a copy of an
-aggregate table, DDL run as MariaDB's root over its unix socket, and whole scratch databases
-(deploy/local/migrate.sh into a database of another name, which Debezium does not capture).
-Not used by searchsync itself."""
+"""Scratch copies for benchmarks and tests on a checkout's local stack: the optional ``sync_bucket``
+migration for a copy of an aggregate table, DDL as MariaDB's root, and scratch databases (which
+Debezium does not capture). Not used by searchsync itself."""
 
 from __future__ import annotations
 
@@ -16,15 +14,6 @@ import aiomysql
 
 from searchsync.mysql.pool import IDENTIFIER
 
-__all__ = [
-    "SYNC_BUCKET_SQL",
-    "admin_execute",
-    "create_database",
-    "drop_database",
-    "mysql_root",
-    "sync_bucket_migration",
-]
-
 _REPO: Final = Path(__file__).resolve().parents[3]
 SYNC_BUCKET_SQL: Final = _REPO / "schemas" / "sql" / "optional" / "sync_bucket.sql"
 _SCRIPTS: Final = _REPO / "deploy" / "local"
@@ -34,8 +23,7 @@ _TABLE: Final = "wiki_page"
 def sync_bucket_migration(table: str) -> str:
     """The statement of ``sync_bucket.sql`` for a copy of wiki_page named `table` (the bucket key
     expression is unchanged: the aggregate type stays wiki_page)."""
-    if not IDENTIFIER.fullmatch(table):
-        raise ValueError(f"table {table!r}: want an identifier [A-Za-z_][A-Za-z0-9_]*")
+    _identifier("table", table)
     text = SYNC_BUCKET_SQL.read_text(encoding="utf-8")
     sql = " ".join(
         line.strip() for line in text.splitlines() if line.strip() and not line.startswith("--")
@@ -75,8 +63,7 @@ def mysql_root(sql: str) -> str:
 def create_database(name: str, *, log: IO[bytes] | None = None) -> None:
     """A database `name` with searchsync's schema and grants (deploy/local/migrate.sh, without
     the example tables); the script's output goes to `log`."""
-    if not IDENTIFIER.fullmatch(name):
-        raise ValueError(f"database {name!r}: want an identifier [A-Za-z_][A-Za-z0-9_]*")
+    _identifier("database", name)
     subprocess.run(
         ["bash", str(_SCRIPTS / "migrate.sh")],
         env={**os.environ, "MYSQL_DATABASE": name, "APPLY_EXAMPLE_SCHEMAS": "0"},
@@ -89,8 +76,7 @@ def create_database(name: str, *, log: IO[bytes] | None = None) -> None:
 
 def drop_database(name: str) -> None:
     """Drop `name`, revoking its table grants first (MariaDB keeps a dropped table's grants)."""
-    if not IDENTIFIER.fullmatch(name):
-        raise ValueError(f"database {name!r}: want an identifier [A-Za-z_][A-Za-z0-9_]*")
+    _identifier("database", name)
     grants = mysql_root(
         "SELECT DISTINCT CONCAT('`', Table_name, '` FROM `', User, '`@`', Host, '`')"
         f" FROM mysql.tables_priv WHERE Db = '{name}'"
@@ -98,3 +84,8 @@ def drop_database(name: str) -> None:
     for target in filter(None, (line.strip() for line in grants.splitlines())):
         mysql_root(f"REVOKE ALL PRIVILEGES ON `{name}`.{target}")
     mysql_root(f"DROP DATABASE IF EXISTS `{name}`")
+
+
+def _identifier(what: str, name: str) -> None:
+    if not IDENTIFIER.fullmatch(name):
+        raise ValueError(f"{what} {name!r}: want an identifier [A-Za-z_][A-Za-z0-9_]*")

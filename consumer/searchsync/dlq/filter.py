@@ -1,10 +1,6 @@
 """Which dead letters an operator means: the selection `dlq inspect`, `summary` and `replay` take.
-
-A `DlqFilter` matches on the record's error code, aggregate type, aggregate id, event id and the
-time it last failed (``since`` inclusive, ``until`` exclusive, both timezone-aware). Its
-`selection` is the canonical form a replay records in the ledger (docs/design.md, "DLQ replay
-ledger"), so two replays with the same flags record the same selection.
-"""
+Its `selection` is the canonical form a replay records in the ledger, so two replays with the same
+flags record the same selection (docs/design.md, "DLQ replay ledger")."""
 
 from __future__ import annotations
 
@@ -15,14 +11,10 @@ from typing import Any
 from searchsync.dlq.record import DlqRecord
 from searchsync.errors import InvalidRequest
 
-__all__ = ["DlqFilter", "parse_utc"]
-
 
 def parse_utc(text: str) -> datetime:
     """An ISO-8601 time with an explicit UTC offset (``2026-11-30T12:00:00Z``), as aware UTC.
-
-    Raises `InvalidRequest` for anything else: a time without an offset is ambiguous.
-    """
+    Raises `InvalidRequest` for anything else: a time without an offset is ambiguous."""
     try:
         at = datetime.fromisoformat(text)
     except ValueError:
@@ -36,7 +28,8 @@ def parse_utc(text: str) -> datetime:
 
 @dataclass(frozen=True, slots=True)
 class DlqFilter:
-    """Every field None matches everything."""
+    """Matches on the record's error code, aggregate type and id, event id and the time it last
+    failed (``since`` inclusive, ``until`` exclusive, both timezone-aware). None matches all."""
 
     error_code: str | None = None
     aggregate_type: str | None = None
@@ -54,10 +47,6 @@ class DlqFilter:
                 f"--since {self.since.isoformat()} is not before --until {self.until.isoformat()}"
             )
 
-    @property
-    def is_everything(self) -> bool:
-        return self == DlqFilter()
-
     def matches(self, record: DlqRecord) -> bool:
         return (
             (self.error_code is None or record.last_error_code == self.error_code)
@@ -71,12 +60,10 @@ class DlqFilter:
     def selection(self) -> dict[str, Any]:
         """The filters that are set, as JSON-ready values (times in UTC ISO-8601)."""
         chosen: dict[str, Any] = {}
-        for name in ("error_code", "aggregate_type", "aggregate_id", "event_id"):
+        for name in self.__dataclass_fields__:
             value = getattr(self, name)
+            if isinstance(value, datetime):
+                value = value.astimezone(UTC).isoformat()
             if value is not None:
                 chosen[name] = value
-        for name in ("since", "until"):
-            at = getattr(self, name)
-            if at is not None:
-                chosen[name] = at.astimezone(UTC).isoformat()
         return chosen

@@ -1,9 +1,6 @@
-"""The DLQ replay ledger: which dead letter was replayed, when, where to, and with which selection.
-
-It is the append-only MySQL table ``search_dlq_replay`` (``schemas/sql/004_dlq_replays.sql``;
-docs/design.md, "DLQ replay ledger"). `ReplayLedger` is the port; `MysqlReplayLedger` implements
-it for the blocking operator commands (one private event loop drives the aiomysql pool code).
-"""
+"""The DLQ replay ledger: which dead letter was replayed, when, where to, and with which selection,
+in the append-only table ``search_dlq_replay`` (``schemas/sql/004_dlq_replays.sql``; docs/design.md,
+"DLQ replay ledger")."""
 
 from __future__ import annotations
 
@@ -17,10 +14,8 @@ import aiomysql
 import orjson
 
 from searchsync.config import MysqlSettings
-from searchsync.mysql.pool import db_time, expand_in, open_pool, transaction, translate_errors
+from searchsync.mysql.pool import close_pool, db_time, expand_in, open_pool, transaction_cursor
 from searchsync.types import TopicPartition
-
-__all__ = ["MysqlReplayLedger", "ReplayEntry", "ReplayLedger"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,57 +71,24 @@ class ReplayLedger(Protocol):
 
 
 class MysqlReplayLedger:
-    """`ReplayLedger` on ``search_dlq_replay`` and ``search_projection_state``.
-
-    Blocking: each call runs on a private event loop that also owns the pool, which opens on
-    the first call. `close` it.
-    """
+    """`ReplayLedger` on MySQL, blocking: each call runs on a private event loop that also owns
+    the pool, opened by the first call (a command that never needs the ledger never connects).
+    `close` it."""
 
     def __init__(self, mysql: MysqlSettings) -> None:
         self._mysql = mysql
         self._runner = asyncio.Runner()
         self._pool: aiomysql.Pool | None = None
 
-    def _connected(self) -> aiomysql.Pool:
-        """The pool, opened on first use: a command that never needs the ledger never connects."""
-        if self._pool is None:
-            self._pool = self._runner.run(open_pool(self._mysql, maxsize=1))
-        return self._pool
-
     def replays(self, dlq_topic: str) -> list[ReplayEntry]:
-        return self._runner.run(self._replays(self._connected(), dlq_topic))
-
-    def record(self, entry: ReplayEntry) -> None:
-        self._runner.run(self._record(self._connected(), entry))
-
-    def indexed_revisions(self, aggregate_type: str, ids: Sequence[str]) -> dict[str, int]:
-        unique = list(dict.fromkeys(ids))
-        if not unique:
-            return {}
-        return self._runner.run(self._indexed(self._connected(), aggregate_type, unique))
-
-    def close(self) -> None:
-        try:
-            if self._pool is not None:
-                self._pool.close()
-                self._runner.run(self._pool.wait_closed())
-        finally:
-            self._pool = None
-            self._runner.close()
-
-    async def _replays(self, pool: aiomysql.Pool, dlq_topic: str) -> list[ReplayEntry]:
         sql = (
             f"SELECT {', '.join(_COLUMNS)} FROM search_dlq_replay WHERE dlq_topic = %s"
             " ORDER BY replayed_at, id"
         )
-        async with transaction(pool) as conn:
-            with translate_errors("read search_dlq_replay"):
-                async with conn.cursor(aiomysql.DictCursor) as cur:
-                    await cur.execute(sql, (dlq_topic,))
-                    rows: list[dict[str, Any]] = list(await cur.fetchall())
+        rows = self._execute("read search_dlq_replay", sql, (dlq_topic,))
         return [_entry(row) for row in rows]
 
-    async def _record(self, pool: aiomysql.Pool, entry: ReplayEntry) -> None:
+    def record(self, entry: ReplayEntry) -> None:
         values = [getattr(entry, c) for c in _COLUMNS]
         values[_COLUMNS.index("selection")] = orjson.dumps(dict(entry.selection)).decode()
         values[_COLUMNS.index("replayed_at")] = db_time(entry.replayed_at)
@@ -134,32 +96,46 @@ class MysqlReplayLedger:
             f"INSERT INTO search_dlq_replay ({', '.join(_COLUMNS)})"
             f" VALUES ({', '.join(['%s'] * len(_COLUMNS))})"
         )
-        async with transaction(pool) as conn:
-            with translate_errors("write search_dlq_replay"):
-                async with conn.cursor() as cur:
-                    await cur.execute(sql, values)
+        self._execute("write search_dlq_replay", sql, values)
 
-    async def _indexed(
-        self, pool: aiomysql.Pool, aggregate_type: str, ids: list[str]
-    ) -> dict[str, int]:
+    def indexed_revisions(self, aggregate_type: str, ids: Sequence[str]) -> dict[str, int]:
+        unique = list(dict.fromkeys(ids))
+        if not unique:
+            return {}
         sql = expand_in(
             "SELECT aggregate_id, indexed_revision FROM search_projection_state"
             " WHERE aggregate_type = %s AND aggregate_id IN %s AND indexed_revision IS NOT NULL",
-            len(ids),
+            len(unique),
         )
-        async with transaction(pool) as conn:
-            with translate_errors("read search_projection_state"):
-                async with conn.cursor() as cur:
-                    await cur.execute(sql, (aggregate_type, *ids))
-                    rows = list(await cur.fetchall())
+        rows = self._execute("read search_projection_state", sql, (aggregate_type, *unique))
         return {str(i): int(r) for i, r in rows}
 
+    def close(self) -> None:
+        try:
+            if self._pool is not None:
+                self._runner.run(close_pool(self._pool))
+        finally:
+            self._pool = None
+            self._runner.close()
 
-def _entry(row: dict[str, Any]) -> ReplayEntry:
-    """A row of ``search_dlq_replay`` (its integer columns come back as ints)."""
-    selection = row["selection"]
-    if isinstance(selection, str | bytes):
-        selection = orjson.loads(selection)
-    return ReplayEntry(
-        **{**row, "selection": selection, "replayed_at": row["replayed_at"].replace(tzinfo=UTC)}
-    )
+    def _execute(self, doing: str, sql: str, args: Sequence[Any]) -> list[Any]:
+        """Run `sql` in a transaction of its own; its rows (none for a write)."""
+        if self._pool is None:
+            self._pool = self._runner.run(open_pool(self._mysql, maxsize=1))
+        pool = self._pool
+
+        async def go() -> list[Any]:
+            async with transaction_cursor(pool, doing) as cur:
+                await cur.execute(sql, args)
+                return list(await cur.fetchall())
+
+        return self._runner.run(go())
+
+
+def _entry(row: Sequence[Any]) -> ReplayEntry:
+    """A row of ``search_dlq_replay``, its columns in `_COLUMNS` order."""
+    fields = dict(zip(_COLUMNS, row, strict=True))
+    if isinstance(fields["selection"], str | bytes):
+        fields["selection"] = orjson.loads(fields["selection"])
+    fields["replayed_at"] = fields["replayed_at"].replace(tzinfo=UTC)
+    return ReplayEntry(**fields)

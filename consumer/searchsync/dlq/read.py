@@ -1,10 +1,6 @@
 """Reading the DLQ topic for the operator commands: a bounded scan, the decode, the ledger marks.
-
-Every scan reads up to the end offsets taken when it starts, so it ends even while dead letters
-keep coming. A `DlqEntry` is one dead letter with its DLQ position, its Kafka timestamp and what
-the replay ledger (`searchsync.dlq.ledger`) says about it: the replays that sent it back, and
-the replay it came from when it is itself the dead letter of a replayed message.
-"""
+A scan reads up to the end offsets taken when it starts, so it ends even while dead letters keep
+coming."""
 
 from __future__ import annotations
 
@@ -25,16 +21,6 @@ from searchsync.kafka.admin import AdminFactory, ConfluentKafkaAdmin, Watermarks
 from searchsync.kafka.client_logs import routed
 from searchsync.kafka.config import consumer_config
 
-__all__ = [
-    "ConsumerFactory",
-    "ConsumerPort",
-    "DlqEntry",
-    "DlqTopic",
-    "mark_replays",
-    "read_entries",
-    "read_to_end",
-]
-
 
 class ConsumerPort(Protocol):
     """The slice of ``confluent_kafka.Consumer`` that the DLQ commands use to read."""
@@ -53,7 +39,7 @@ def kafka_consumer(config: dict[str, Any]) -> ConsumerPort:
 
 @dataclass(frozen=True, slots=True)
 class DlqEntry:
-    """One dead letter where it sits in the DLQ, with the ledger's marks."""
+    """One dead letter where it sits in the DLQ, with what the replay ledger says about it."""
 
     partition: int
     offset: int
@@ -65,20 +51,6 @@ class DlqEntry:
     @property
     def replayed(self) -> bool:
         return bool(self.replays)
-
-
-def read_entries(
-    consumer: ConsumerPort,
-    topic: str,
-    starts: Mapping[int, int],
-    ends: Mapping[int, Watermarks],
-    timeout_s: float,
-) -> Iterator[DlqEntry]:
-    """The dead letters between `starts` and the high watermarks in `ends`, decoded."""
-    for message in read_to_end(consumer, topic, starts, ends, timeout_s):
-        _kind, millis = message.timestamp()
-        stamp = None if millis is None or millis < 0 else datetime.fromtimestamp(millis / 1e3, UTC)
-        yield DlqEntry(message.partition(), message.offset(), stamp, decode_message(message))
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,21 +65,21 @@ class DlqTopic:
     consumer_factory: ConsumerFactory = kafka_consumer
     timeout_s: float = 30.0
 
-    def watermarks(self) -> Mapping[int, Watermarks] | None:
-        """Each partition's watermarks; None while the topic does not exist."""
-        admin = self.admin_factory(self.config)
-        return admin.watermarks(self.name) if admin.topic_exists(self.name) else None
-
     @contextmanager
-    def scan(
-        self, starts: Mapping[int, int], ends: Mapping[int, Watermarks]
-    ) -> Iterator[Iterator[DlqEntry]]:
-        """The entries from `starts` to the high watermarks in `ends`, read by a group-less
-        reader: it assigns partitions and never commits (its group id is a label)."""
+    def scan(self, tail: int | None = None) -> Iterator[Iterator[DlqEntry] | None]:
+        """The entries up to the high watermarks taken now, from the low ones (or the last `tail`
+        of each partition), read by a reader that assigns partitions and never commits; None
+        while the topic does not exist."""
+        admin = self.admin_factory(self.config)
+        if not admin.topic_exists(self.name):
+            yield None
+            return
+        ends = admin.watermarks(self.name)
+        starts = {p: m.low if tail is None else max(m.low, m.high - tail) for p, m in ends.items()}
         reader = consumer_config(self.config, group_id=f"{self.name}.inspect", partition_eof=True)
         consumer = self.consumer_factory(reader)
         try:
-            yield read_entries(consumer, self.name, starts, ends, self.timeout_s)
+            yield map(_entry, _read_to_end(consumer, self.name, starts, ends, self.timeout_s))
         finally:
             consumer.close()
 
@@ -134,7 +106,7 @@ def mark_replays(
     return marked
 
 
-def read_to_end(
+def _read_to_end(
     consumer: ConsumerPort,
     topic: str,
     starts: Mapping[int, int],
@@ -170,11 +142,14 @@ def read_to_end(
         yield message
 
 
-def decode_message(message: Any) -> DlqRecord:
-    headers = dict(message.headers() or [])
-    marker = headers.get(DLQ_FORMAT_HEADER)
-    where = f"{message.topic()}/{message.partition()}/{message.offset()}"
+def _entry(message: Any) -> DlqEntry:
+    """The dead letter in `message`; PoisonMessage(BAD_DLQ_RECORD) naming where, if it is none."""
+    _kind, millis = message.timestamp()
+    stamp = None if millis is None or millis < 0 else datetime.fromtimestamp(millis / 1e3, UTC)
+    marker = dict(message.headers() or []).get(DLQ_FORMAT_HEADER)
     try:
-        return decode_record(message.value() or b"", marker)
+        record = decode_record(message.value() or b"", marker)
     except PoisonMessage as exc:
+        where = f"{message.topic()}/{message.partition()}/{message.offset()}"
         raise PoisonMessage(ErrorCode.BAD_DLQ_RECORD, f"{where}: {exc.message}") from exc
+    return DlqEntry(message.partition(), message.offset(), stamp, record)

@@ -1,10 +1,9 @@
 """Dead letters: the record, its encoding, the error budget and the producer the pipeline uses.
 
-A dead letter keeps the original message bytes, key and position, so `searchsync dlq replay` can
-send it through the normal path again; it is finished for the offset ledger only once
-`DlqProducer.send` resolved (docs/design.md, invariants 5 and 10). On the wire it is one JSON
-object, the original key and value as UTF-8 text or base64 (``*_encoding``); the header
-``searchsync-dlq-format`` names the form: ``json-v1`` is written, ``avro-v1`` still read.
+A dead letter keeps the original message's bytes, key and position, so a replay can send it through
+the normal path again (docs/design.md, invariants 5 and 10). On the wire it is one JSON object, the
+key and value as UTF-8 text or base64 (``*_encoding``); the header ``searchsync-dlq-format`` names
+the form: ``json-v1`` is written, ``avro-v1`` still read.
 """
 
 from __future__ import annotations
@@ -33,20 +32,6 @@ from searchsync.errors import (
 from searchsync.events import load_avro_schema
 from searchsync.kafka.producer import AcknowledgedProducer, DeliveryFailed, ProducerFactory
 from searchsync.types import Operation, ThinEvent
-
-__all__ = [
-    "AVRO_V1",
-    "DLQ_FORMAT",
-    "DLQ_FORMAT_HEADER",
-    "JSON_V1",
-    "MAX_ERROR_MESSAGE",
-    "REPLAYED_FROM_HEADER",
-    "DlqBudget",
-    "DlqProducer",
-    "DlqRecord",
-    "decode_record",
-    "encode",
-]
 
 DLQ_FORMAT_HEADER: Final = "searchsync-dlq-format"
 JSON_V1: Final = b"json-v1"
@@ -145,17 +130,18 @@ def decode_record(value: bytes, form: bytes | None = DLQ_FORMAT) -> DlqRecord:
     then the first byte tells JSON from Avro). Raises PoisonMessage(BAD_DLQ_RECORD) otherwise."""
     if form is None:  # no header: a JSON object starts with "{", an Avro record never does
         form = JSON_V1 if value[:1] == b"{" else AVRO_V1
+    read = {JSON_V1: _from_json, AVRO_V1: _from_avro}.get(form)
+    if read is None:
+        raise PoisonMessage(ErrorCode.BAD_DLQ_RECORD, f"unsupported DLQ format {form!r}")
     try:
-        if form == JSON_V1:
-            return _from_json(value)
-        if form == AVRO_V1:
-            return _from_avro(value)
+        fields = read(value)
+        operation = fields.pop("operation")
+        return DlqRecord(**fields, operation=Operation(operation) if operation else None)
     except Exception as exc:  # untrusted bytes: any failure means "not a dead letter of ours"
         name = form.decode("ascii", "replace")
         raise PoisonMessage(
             ErrorCode.BAD_DLQ_RECORD, f"not a {name} DLQ record: {exc!r:.200}"
         ) from exc
-    raise PoisonMessage(ErrorCode.BAD_DLQ_RECORD, f"unsupported DLQ format {form!r}")
 
 
 def _text(raw: bytes | None) -> tuple[str | None, str | None]:
@@ -179,7 +165,7 @@ def _raw(text: object, encoding: object) -> bytes | None:
     raise ValueError(f"unknown encoding {encoding!r}")
 
 
-def _from_json(value: bytes) -> DlqRecord:
+def _from_json(value: bytes) -> dict[str, Any]:
     fields = orjson.loads(value)
     if not isinstance(fields, dict):
         raise ValueError("not a JSON object")
@@ -189,26 +175,22 @@ def _from_json(value: bytes) -> DlqRecord:
         fields[name] = datetime.fromisoformat(fields[name])
     # the Avro schema holds the same fields: it checks every type in one call
     fastavro.validation.validate(fields, load_avro_schema("dlq_record"), raise_errors=True)
-    operation = fields.pop("operation")
-    return DlqRecord(**fields, operation=Operation(operation) if operation else None)
+    return fields
 
 
-def _from_avro(value: bytes) -> DlqRecord:
+def _from_avro(value: bytes) -> dict[str, Any]:
     buffer = io.BytesIO(value)
     fields = fastavro.schemaless_reader(buffer, load_avro_schema("dlq_record"), None)
     if not isinstance(fields, dict) or buffer.tell() != len(value):
         raise ValueError("trailing bytes or not a record")
-    operation = fields.pop("operation")
-    return DlqRecord(**fields, operation=Operation(operation) if operation else None)
+    return fields
 
 
 class DlqBudget:
-    """Stops the consumer when dead-lettering stops being the exception.
-
-    Trips when more than `max_consecutive` dead letters come in a row, or when, once `window`
-    outcomes have been seen, the share of dead letters among the last `window` exceeds
-    `max_ratio`. A tripped budget keeps raising on every further dead letter.
-    """
+    """Stops the consumer when dead-lettering stops being the exception: trips when more than
+    `max_consecutive` dead letters come in a row, or when the share of dead letters among the
+    last `window` outcomes (once there are that many) exceeds `max_ratio`; then keeps raising on
+    every further dead letter."""
 
     def __init__(self, max_ratio: float, window: int, max_consecutive: int) -> None:
         if not 0.0 < max_ratio <= 1.0:
@@ -225,11 +207,6 @@ class DlqBudget:
     def consecutive(self) -> int:
         return self._consecutive
 
-    @property
-    def dead_ratio(self) -> float:
-        """Share of dead letters among the outcomes in the window (0.0 when empty)."""
-        return self._dead_in_window / len(self._outcomes) if self._outcomes else 0.0
-
     def record_success(self) -> None:
         self._push(False)
         self._consecutive = 0
@@ -243,11 +220,11 @@ class DlqBudget:
                 f"{self._consecutive} dead letters in a row (limit {self._max_consecutive}): "
                 "stopping instead of dead-lettering everything"
             )
-        window = self._outcomes.maxlen
-        if len(self._outcomes) == window and self.dead_ratio > self._max_ratio:
+        window, ratio = self._outcomes.maxlen, self._dead_in_window / len(self._outcomes)
+        if len(self._outcomes) == window and ratio > self._max_ratio:
             raise DlqBudgetExceeded(
                 f"{self._dead_in_window} of the last {window} messages were dead-lettered "
-                f"({self.dead_ratio:.1%} > {self._max_ratio:.1%}): stopping"
+                f"({ratio:.1%} > {self._max_ratio:.1%}): stopping"
             )
 
     def _push(self, dead: bool) -> None:
@@ -266,10 +243,6 @@ class DlqProducer:
     ) -> None:
         self._topic = topic
         self._producer = AcknowledgedProducer(config, name=f"dlq-{topic}", factory=factory)
-
-    @property
-    def topic(self) -> str:
-        return self._topic
 
     async def send(self, record: DlqRecord, key: bytes | None) -> None:
         """Produce `record` and wait for the broker's acknowledgement."""

@@ -1,9 +1,6 @@
-"""Operator work on the dead letters: `inspect`, `summary` and `replay`, with a ledger of what was
-replayed (`searchsync.dlq.ledger`).
+"""`searchsync dlq inspect` and `replay` as library calls (docs/design.md, "DLQ replay ledger").
 
-Each reads up to the end offsets taken when it starts, so it ends while dead letters keep coming;
-a DLQ topic that does not exist yet has nothing to show. A replay (docs/design.md, "DLQ replay
-ledger") re-produces each selected original to its original topic and partition with the header
+A replay re-produces each selected original to its original topic and partition with the header
 ``searchsync-replayed-from: <dlq topic>/<partition>/<offset>``, skipping what the ledger says was
 replayed (unless ``again``), and records it once the broker acknowledged; a crash in between
 replays it again, harmlessly under external versions.
@@ -14,14 +11,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from searchsync.clock import utc_now
 from searchsync.dlq.filter import DlqFilter
 from searchsync.dlq.ledger import ReplayEntry, ReplayLedger
-from searchsync.dlq.read import ConsumerFactory, ConsumerPort, DlqEntry, DlqTopic, mark_replays
+from searchsync.dlq.read import DlqEntry, DlqTopic, mark_replays
 from searchsync.dlq.record import REPLAYED_FROM_HEADER
-from searchsync.dlq.summary import DlqSummary, ReplayOutcome, ReplayStatus, summary
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.kafka.producer import (
     DeliveryFailed,
@@ -32,21 +29,6 @@ from searchsync.kafka.producer import (
     produce_and_wait,
 )
 
-__all__ = [
-    "ConsumerFactory",
-    "ConsumerPort",
-    "DlqEntry",
-    "DlqFilter",
-    "DlqSummary",
-    "DlqTopic",
-    "ReplayOutcome",
-    "ReplayReport",
-    "ReplayStatus",
-    "inspect",
-    "replay",
-    "summary",
-]
-
 
 @dataclass(frozen=True, slots=True)
 class ReplayReport:
@@ -55,10 +37,14 @@ class ReplayReport:
     dry_run: bool
     run_id: str
     selection: Mapping[str, Any]
-    scanned: int
     skipped: int  # read but not selected by the filters
     replayed: tuple[DlqEntry, ...]
     already_replayed: tuple[DlqEntry, ...]  # selected, but the ledger has them (no `again`)
+
+    @property
+    def scanned(self) -> int:
+        """How many dead letters were read."""
+        return self.skipped + len(self.replayed) + len(self.already_replayed)
 
     @property
     def nothing_new(self) -> bool:
@@ -74,21 +60,15 @@ def inspect(
     selection: DlqFilter | None = None,
     ledger: ReplayLedger | None = None,
 ) -> list[DlqEntry]:
-    """Up to `limit` dead letters that `selection` picks, without committing anything.
-
-    With `from_beginning=True` the oldest come back; otherwise the newest (merged by timestamp,
-    newest last). With a `ledger`, replayed entries carry their replays. No topic yet: an empty
-    list.
-    """
+    """Up to `limit` dead letters that `selection` picks, without committing anything: the oldest
+    with `from_beginning`, else the newest (by timestamp, newest last). With a `ledger`, entries
+    carry their replays. No topic yet: an empty list."""
     chosen = selection or DlqFilter()
-    ends = dlq.watermarks() if limit >= 1 else None
-    if ends is None:
+    if limit < 1:
         return []
-    tail_only = chosen.is_everything and not from_beginning
-    starts = {p: max(m.low, m.high - limit) if tail_only else m.low for p, m in ends.items()}
     found: list[DlqEntry] = []
-    with dlq.scan(starts, ends) as entries:
-        for entry in entries:
+    with dlq.scan(limit if chosen == DlqFilter() and not from_beginning else None) as entries:
+        for entry in entries or ():
             if not chosen.matches(entry.record):
                 continue
             found.append(entry)
@@ -97,7 +77,9 @@ def inspect(
     if not from_beginning:
         found.sort(key=_order)
         found = found[-limit:]
-    return mark_replays(found, dlq.name, ledger.replays(dlq.name)) if ledger is not None else found
+    if ledger is None or not found:  # no dead letter: MySQL is not asked
+        return found
+    return mark_replays(found, dlq.name, ledger.replays(dlq.name))
 
 
 def replay(
@@ -109,31 +91,26 @@ def replay(
     again: bool = False,
     limit: int | None = None,
     producer_factory: ProducerFactory | None = None,
-    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    clock: Callable[[], datetime] = utc_now,
 ) -> ReplayReport:
     """Re-produce the selected dead letters the ledger has not seen replayed (all with `again`).
-
     Stops at the first failed re-produce (`TransientError` REPLAY_FAILED / REPLAY_TIMEOUT); what
     was replayed before it is in the ledger, so running it again continues. Do not run two
-    replays of one DLQ at the same time.
-    """
+    replays of one DLQ at the same time."""
     chosen = selection or DlqFilter()
-    run_id = uuid.uuid4().hex
-    report = ReplayReport(dry_run, run_id, chosen.selection(), 0, 0, (), ())
-    ends = dlq.watermarks()
-    if ends is None:
-        return report
-    dlq_topic, timeout_s = dlq.name, dlq.timeout_s
-    rows = ledger.replays(dlq_topic)
-    done = {(e.dlq_partition, e.dlq_offset) for e in rows}
-    producer = None if dry_run else acknowledged(dlq.config, producer_factory)
+    run_id, selected = uuid.uuid4().hex, chosen.selection()
     replayed: list[DlqEntry] = []
     already: list[DlqEntry] = []
-    scanned = skipped = 0
+    skipped = 0
+    producer = None
     try:
-        with dlq.scan({p: m.low for p, m in ends.items()}, ends) as entries:
+        with dlq.scan() as entries:
+            if entries is None:
+                return ReplayReport(dry_run, run_id, selected, 0, (), ())
+            rows = ledger.replays(dlq.name)
+            done = {(e.dlq_partition, e.dlq_offset) for e in rows}
+            producer = None if dry_run else acknowledged(dlq.config, producer_factory)
             for entry in entries:
-                scanned += 1
                 if not chosen.matches(entry.record):
                     skipped += 1
                     continue
@@ -141,30 +118,28 @@ def replay(
                     already.append(entry)
                     continue
                 if producer is not None:
-                    ledger.record(_replay_one(producer, entry, dlq_topic, report, clock, timeout_s))
+                    ledger.record(_replay_one(producer, dlq, entry, selected, run_id, clock))
                 replayed.append(entry)
                 if limit is not None and len(replayed) >= limit:
                     break
     finally:
         if producer is not None:
-            producer.flush(timeout_s)
-    marked = tuple(mark_replays(already, dlq_topic, rows))
-    return ReplayReport(
-        dry_run, run_id, report.selection, scanned, skipped, tuple(replayed), marked
-    )
+            producer.flush(dlq.timeout_s)
+    marked = tuple(mark_replays(already, dlq.name, rows))
+    return ReplayReport(dry_run, run_id, selected, skipped, tuple(replayed), marked)
 
 
 def _replay_one(
     producer: ProducerPort,
+    dlq: DlqTopic,
     entry: DlqEntry,
-    dlq_topic: str,
-    report: ReplayReport,
+    selection: Mapping[str, Any],
+    run_id: str,
     clock: Callable[[], datetime],
-    timeout_s: float,
 ) -> ReplayEntry:
-    """Re-produce one dead letter and return its ledger row (written by the caller)."""
+    """Send one dead letter's original back and return its ledger row (written by the caller)."""
     record = entry.record
-    origin = f"{dlq_topic}/{entry.partition}/{entry.offset}"
+    origin = f"{dlq.name}/{entry.partition}/{entry.offset}"
     try:
         offset = produce_and_wait(
             producer,
@@ -173,14 +148,14 @@ def _replay_one(
             record.original_key,
             partition=record.original_partition,
             headers=[(REPLAYED_FROM_HEADER, origin.encode())],
-            timeout_s=timeout_s,
+            timeout_s=dlq.timeout_s,
         )
     except DeliveryTimeout as exc:
         raise TransientError(ErrorCode.REPLAY_TIMEOUT, f"no acknowledgement for {origin}") from exc
     except DeliveryFailed as exc:
         raise TransientError(ErrorCode.REPLAY_FAILED, f"{origin}: {exc}") from exc
     return ReplayEntry(
-        dlq_topic=dlq_topic,
+        dlq_topic=dlq.name,
         dlq_partition=entry.partition,
         dlq_offset=entry.offset,
         event_id=record.event_id,
@@ -191,8 +166,8 @@ def _replay_one(
         replayed_to_topic=record.original_topic,
         replayed_to_partition=record.original_partition,
         replayed_to_offset=offset,
-        selection=report.selection,
-        run_id=report.run_id,
+        selection=selection,
+        run_id=run_id,
         replayed_at=clock(),
     )
 

@@ -1,10 +1,9 @@
 """`searchsync dlq summary` as a library call: the DLQ in numbers, and what became of each replay.
 
-A `DlqSummary` counts by error code and aggregate type, gives the oldest and newest times, how many
-dead letters were replayed, and one `ReplayStatus` per ledger row (docs/design.md, "DLQ replay
-ledger"): ``dead_lettered_again`` (the replayed message is in the DLQ again), else ``indexed``
-(``search_projection_state`` holds the aggregate at or above the dead letter's revision), else
-``pending``; ``unknown`` when the dead letter cannot name its aggregate or revision.
+A ledger row's outcome (docs/design.md, "DLQ replay ledger"): ``dead_lettered_again`` when the
+replayed message is in the DLQ again; else ``unknown`` when the dead letter names no aggregate id
+or revision; else ``indexed`` when ``search_projection_state`` holds the aggregate at or above
+that revision; else ``pending``.
 """
 
 from __future__ import annotations
@@ -18,10 +17,6 @@ from typing import Any
 
 from searchsync.dlq.ledger import ReplayEntry, ReplayLedger
 from searchsync.dlq.read import DlqEntry, DlqTopic, mark_replays
-
-__all__ = ["DlqSummary", "ReplayOutcome", "ReplayStatus", "replay_statuses", "summary"]
-
-UNKNOWN_TYPE = "(unknown)"
 
 
 class ReplayOutcome(enum.StrEnum):
@@ -106,26 +101,21 @@ def status_json(status: ReplayStatus) -> dict[str, Any]:
 
 def summary(dlq: DlqTopic, *, ledger: ReplayLedger | None) -> DlqSummary:
     """Read all of `dlq` and summarise it; with a `ledger`, also every recorded replay."""
-    topic = dlq.name
-    entries: list[DlqEntry] = []
-    ends = dlq.watermarks()
-    exists = ends is not None
-    if ends is not None:
-        with dlq.scan({p: m.low for p, m in ends.items()}, ends) as found:
-            entries = list(found)
-    else:  # no dead letter yet: nothing was replayed either (and MySQL is not asked)
+    with dlq.scan() as found:
+        exists, entries = found is not None, list(found or ())
+    if not exists:  # no dead letter yet: nothing was replayed either (and MySQL is not asked)
         ledger = None
-    ledger_rows = ledger.replays(topic) if ledger is not None else []
-    entries = mark_replays(entries, topic, ledger_rows)
-    statuses = replay_statuses(entries, ledger_rows, ledger) if ledger is not None else []
+    rows = ledger.replays(dlq.name) if ledger is not None else []
+    entries = mark_replays(entries, dlq.name, rows)
+    statuses = _statuses(entries, rows, ledger) if ledger is not None else []
     failed = [e.record.last_failed_at for e in entries]
     stamps = [e.timestamp for e in entries if e.timestamp is not None]
     return DlqSummary(
-        topic=topic,
+        topic=dlq.name,
         exists=exists,
         total=len(entries),
         by_code=_counts(e.record.last_error_code for e in entries),
-        by_type=_counts(e.record.aggregate_type or UNKNOWN_TYPE for e in entries),
+        by_type=_counts(e.record.aggregate_type or "(unknown)" for e in entries),
         oldest_failed_at=min(failed, default=None),
         newest_failed_at=max(failed, default=None),
         oldest_timestamp=min(stamps, default=None),
@@ -136,14 +126,13 @@ def summary(dlq: DlqTopic, *, ledger: ReplayLedger | None) -> DlqSummary:
     )
 
 
-def replay_statuses(
+def _statuses(
     entries: Sequence[DlqEntry], rows: Sequence[ReplayEntry], ledger: ReplayLedger
 ) -> list[ReplayStatus]:
     """The outcome of each ledger row (the module docstring's rules)."""
-    again: dict[int, tuple[int, int]] = {}  # id(row) -> the dead letter it became
-    for entry in entries:
-        if entry.from_replay is not None:
-            again[id(entry.from_replay)] = (entry.partition, entry.offset)
+    again = {  # id(row) -> the dead letter it became
+        id(e.from_replay): (e.partition, e.offset) for e in entries if e.from_replay is not None
+    }
     for row in rows:
         if id(row) in again or row.replayed_to_offset is not None or row.event_id is None:
             continue
@@ -155,9 +144,7 @@ def replay_statuses(
     indexed = _indexed(rows, ledger)
     statuses = []
     for row in rows:
-        revision = None
-        if row.aggregate_type is not None and row.aggregate_id is not None:
-            revision = indexed.get((row.aggregate_type, row.aggregate_id))
+        revision = indexed.get((row.aggregate_type, row.aggregate_id))
         if id(row) in again:
             outcome = ReplayOutcome.DEAD_LETTERED_AGAIN
         elif row.source_revision is None or row.aggregate_id is None:
@@ -170,16 +157,19 @@ def replay_statuses(
     return statuses
 
 
-def _indexed(rows: Sequence[ReplayEntry], ledger: ReplayLedger) -> dict[tuple[str, str], int]:
+def _indexed(
+    rows: Sequence[ReplayEntry], ledger: ReplayLedger
+) -> dict[tuple[str | None, str | None], int]:
+    """The indexed revision by (aggregate type, aggregate id), one query per type."""
     wanted: dict[str, list[str]] = {}
     for row in rows:
         if row.aggregate_type is not None and row.aggregate_id is not None:
             wanted.setdefault(row.aggregate_type, []).append(row.aggregate_id)
-    found: dict[tuple[str, str], int] = {}
-    for aggregate_type, ids in sorted(wanted.items()):
-        for aggregate_id, revision in ledger.indexed_revisions(aggregate_type, ids).items():
-            found[(aggregate_type, aggregate_id)] = revision
-    return found
+    return {
+        (kind, aggregate_id): revision
+        for kind, ids in sorted(wanted.items())
+        for aggregate_id, revision in ledger.indexed_revisions(kind, ids).items()
+    }
 
 
 def _counts(values: Any) -> dict[str, int]:

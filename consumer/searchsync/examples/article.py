@@ -1,23 +1,10 @@
-"""An example second aggregate type, `article`, as a user would plug in their own.
+"""An example second aggregate type, `article`, plugged in as a user would plug in their own
+(``[projection] modules``; tables in schemas/sql/examples/article.sql, mapping in
+schemas/index/examples/article.json).
 
-Enable it with ``[projection] modules = ["searchsync.projection.wiki_page",
-"searchsync.examples.article"]`` (or ``SEARCHSYNC_PROJECTION_MODULES``), subscribe to
-``outbox.event.article`` (and ``outbox.event.author``, whose events fan out to the articles) and
-run ``searchsync index init --type article``. Its tables are the optional example migration
-schemas/sql/examples/article.sql; its mapping is schemas/index/examples/article.json (packaged as
-searchsync/_resources/article.mapping.json).
-
-Rows read: the article's id, title, body, author_id, revision, deleted_at; its tags (child table
-``article_tag``, ordered by position); its author (lookup ``author`` through ``author_id``, an
-aggregate of its own). The document:
-
-- ``title``, ``body``: the columns, NFC-normalized;
-- ``tags``: the tags in position order, NFC, later duplicates dropped;
-- ``author_name``: the author's name, NFC, or None (no author_id, or no such author);
-- ``is_deleted``: ``deleted_at`` is set.
-
-Anything else (an empty or non-string tag, a non-string title, body or name) is
-`PoisonMessage("PROJECTION_ERROR")`.
+The document: ``title`` and ``body`` (NFC); ``tags`` from the child ``article_tag`` in position
+order, NFC, later duplicates dropped; ``author_name`` from the lookup ``author`` (an aggregate of
+its own), or None; ``is_deleted``. A bad value is a PROJECTION_ERROR.
 """
 
 from __future__ import annotations
@@ -30,18 +17,6 @@ import orjson
 
 from searchsync.errors import ErrorCode, PoisonMessage
 from searchsync.projection import Child, Lookup, Projector, Row
-
-__all__ = [
-    "AGGREGATE_TYPE",
-    "AUTHOR",
-    "COLUMNS",
-    "SCHEMA_VERSION",
-    "TABLE",
-    "TAGS",
-    "build",
-    "projector",
-    "projectors",
-]
 
 AGGREGATE_TYPE = "article"
 SCHEMA_VERSION = 2
@@ -81,8 +56,7 @@ def projectors() -> tuple[Projector, ...]:
 
 
 def build(row: Row) -> dict[str, Any]:
-    """The article fields of `row` with its children and lookup (`Projector` adds id, revision
-    and hash)."""
+    """The article fields of `row` (`Projector` adds id, revision and hash)."""
     author = row["author"]
     return {
         "title": _text(row["title"], "title"),

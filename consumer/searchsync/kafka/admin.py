@@ -1,10 +1,6 @@
-"""What the operator commands ask the Kafka cluster: topics, watermarks, the group's members and
-offsets, and the offsets for a point in time.
-
-`KafkaAdmin` is the port; `ConfluentKafkaAdmin` implements it with ``AdminClient`` alone (no
-consumer joins any group). `watermarks` and `offsets_for_times` wait, with a deadline, for every
-partition's leader, then raise `TransientError`. Offsets are read at ``read_committed``.
-"""
+"""What the operator commands ask the Kafka cluster (`KafkaAdmin`), implemented with ``AdminClient``
+alone (`ConfluentKafkaAdmin`; no consumer joins a group). Waits for leaders end in `TransientError`
+at their deadline; offsets are read at ``read_committed``."""
 
 from __future__ import annotations
 
@@ -13,12 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from confluent_kafka import (
-    ConsumerGroupTopicPartitions,
-    IsolationLevel,
-    KafkaError,
-    KafkaException,
-)
+from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
@@ -36,18 +27,16 @@ _SPEC: Final[Any] = OffsetSpec  # confluent-kafka's offset specs are untyped
 
 @dataclass(frozen=True, slots=True)
 class Watermarks:
-    """The first offset still held and the offset the next message will get."""
+    """The first offset still held and the offset of the next message."""
 
     low: int
     high: int
 
 
 class KafkaAdmin(Protocol):
-    """The cluster questions (and the one change, offsets of an idle group) the tools need."""
+    """The cluster questions (and the offsets of an idle group) the tools need."""
 
-    def topics(self) -> list[str]:
-        """Every topic's name."""
-        ...
+    def topics(self) -> list[str]: ...
 
     def topic_exists(self, topic: str) -> bool: ...
 
@@ -58,16 +47,15 @@ class KafkaAdmin(Protocol):
     def committed(
         self, group: str, partitions: Sequence[TopicPartition]
     ) -> dict[TopicPartition, int | None]:
-        """The group's committed offset of each partition (None: never committed)."""
+        """The group's committed offset per partition (None: never)."""
         ...
 
     def offsets_for_times(self, topic: str, timestamp_ms: int) -> dict[int, int]:
-        """Per partition, the first offset whose timestamp is at or after `timestamp_ms` (the
-        high watermark when every message is older)."""
+        """Per partition, the first offset at or after `timestamp_ms` (else the high watermark)."""
         ...
 
     def active_members(self, group: str) -> list[str]:
-        """``client_id@host`` of each member; empty when nobody consumes for the group."""
+        """``client_id@host`` per member; empty when nobody consumes."""
         ...
 
     def alter_committed(
@@ -76,13 +64,12 @@ class KafkaAdmin(Protocol):
         offsets: Mapping[TopicPartition, int],
         metadata: Mapping[TopicPartition, str] | None = None,
     ) -> dict[TopicPartition, str]:
-        """Set the group's committed offsets (with each one's commit `metadata`, if given);
-        returns the partitions that failed, with why."""
+        """Set the group's committed offsets (with commit `metadata`); the failed ones, with why."""
         ...
 
     def delete_group(self, group: str) -> bool:
-        """Delete the group and its committed offsets. True when deleted, False when there was
-        no such group; `KafkaException` (``NON_EMPTY_GROUP``) while the group has members."""
+        """Delete the group and its offsets: True, or False when there was none; `KafkaException`
+        (``NON_EMPTY_GROUP``) while it has members."""
         ...
 
 
@@ -94,10 +81,7 @@ def _kafka_error(exc: BaseException) -> Any:
 
 
 class ConfluentKafkaAdmin:
-    """`KafkaAdmin` over ``confluent_kafka.admin.AdminClient``.
-
-    `clock` and `sleep` are injected so that a test drives the waits without waiting.
-    """
+    """`KafkaAdmin` over ``AdminClient``; `clock` and `sleep` are injectable for tests."""
 
     def __init__(
         self,
@@ -113,8 +97,6 @@ class ConfluentKafkaAdmin:
         self._clock = clock
         self._sleep = sleep
 
-    # -- topics ----------------------------------------------------------------------------
-
     def _metadata(self) -> Any:
         return self._client.list_topics(timeout=self._timeout_s)
 
@@ -127,7 +109,7 @@ class ConfluentKafkaAdmin:
         return described is not None and described.error is None
 
     def wait_for_leaders(self, topic: str, deadline: Deadline) -> list[int]:
-        """The partitions of `topic` once every one has a leader; TransientError at `deadline`."""
+        """The partitions of `topic` once all have a leader; `TransientError` at `deadline`."""
         while True:
             described = self._metadata().topics.get(topic)
             if described is not None and described.error is None and described.partitions:
@@ -144,8 +126,6 @@ class ConfluentKafkaAdmin:
             if deadline.expired():
                 raise TransientError(ErrorCode.KAFKA_NO_LEADER, f"topic {topic}: {why}")
             self._sleep(min(_RETRY_PAUSE_S, deadline.remaining()))
-
-    # -- offsets ---------------------------------------------------------------------------
 
     def watermarks(self, topic: str) -> dict[int, Watermarks]:
         deadline = Deadline(self._clock, self._timeout_s)
@@ -167,7 +147,6 @@ class ConfluentKafkaAdmin:
     def _list_offsets(
         self, topic: str, partitions: Sequence[int], spec: Any, deadline: Deadline
     ) -> dict[int, int]:
-        """One ListOffsets round per try; leadership answers are retried until `deadline`."""
         wanted = list(partitions)
         out: dict[int, int] = {}
         while True:
@@ -251,8 +230,6 @@ class ConfluentKafkaAdmin:
             raise
         return True
 
-    # -- the group -------------------------------------------------------------------------
-
     def active_members(self, group: str) -> list[str]:
         described = self._client.describe_consumer_groups([group], request_timeout=self._timeout_s)
         description = described[group].result()
@@ -264,7 +241,7 @@ class ConfluentKafkaAdmin:
 
 
 def _leadership_error(err: Any) -> bool:
-    """Answers that mean "ask again in a moment": leadership is still moving or being set up."""
+    """Leadership is still moving or being set up: ask again."""
     if err is None or not hasattr(err, "code"):
         return False
     return bool(

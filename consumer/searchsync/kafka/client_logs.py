@@ -1,10 +1,6 @@
-"""librdkafka's own log lines, routed through the JSON logger and rate-limited.
-
-Every client searchsync creates passes its settings through `routed`, so librdkafka's lines reach
-the ``searchsync.librdkafka`` logger (when the poll, flush or consume that serves them runs), at
-most `LINES_PER_WINDOW` per `WINDOW_S` seconds per facility; the rest are counted, and the count
-is logged with the next line let through.
-"""
+"""librdkafka's log lines, routed to the ``searchsync.librdkafka`` logger and rate-limited per
+facility (`LINES_PER_WINDOW` per `WINDOW_S`); the count of suppressed lines rides on the next one
+let through."""
 
 from __future__ import annotations
 
@@ -20,8 +16,8 @@ WINDOW_S: Final = 60.0
 
 
 class RateLimit(logging.Filter):
-    """Lets at most `lines` records per `window_s` through for each librdkafka facility (the
-    record's message up to its first ``|``, e.g. ``FAIL``); counts the rest in ``suppressed``."""
+    """Lets at most `lines` records per `window_s` through per librdkafka facility (the first ``|``
+    field); counts the rest in ``suppressed``."""
 
     def __init__(
         self,
@@ -50,7 +46,6 @@ class RateLimit(logging.Filter):
 
 
 def client_logger() -> logging.Logger:
-    """The logger every librdkafka client logs to, with its `RateLimit` (added once)."""
     logger = logging.getLogger(LOGGER_NAME)
     if not any(isinstance(f, RateLimit) for f in logger.filters):
         logger.addFilter(RateLimit())
@@ -58,5 +53,4 @@ def client_logger() -> logging.Logger:
 
 
 def routed(config: Mapping[str, Any]) -> dict[str, Any]:
-    """`config` with librdkafka's logs sent to `client_logger` instead of stderr."""
     return {**config, "logger": client_logger()}

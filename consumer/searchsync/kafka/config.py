@@ -1,10 +1,6 @@
-"""The one builder of Kafka consumer settings: the group member, the DLQ readers, the admin tools.
-
-Every consumer searchsync creates commits explicitly, and only what it finished: auto commit and the
-automatic offset store are always off (docs/design.md, the commit protocol). What differs is said by
-the arguments: the group, where a group without a committed offset starts, and whether the end of a
-partition is reported (the DLQ readers stop there).
-"""
+"""The one builder of Kafka consumer settings. Every consumer commits explicitly, and only what it
+finished: auto commit and the automatic offset store are always off (docs/design.md, the commit
+protocol)."""
 
 from __future__ import annotations
 
@@ -21,7 +17,7 @@ def consumer_config(
     auto_offset_reset: str = "earliest",
     partition_eof: bool = False,
 ) -> dict[str, Any]:
-    """A consumer over the user's `base` settings (bootstrap servers and `[kafka] extra`)."""
+    """A consumer over `base` (bootstrap servers and ``[kafka] extra``)."""
     return {
         **base,
         "group.id": group_id,
@@ -33,17 +29,12 @@ def consumer_config(
 
 
 def member_config(kafka: KafkaSettings) -> dict[str, Any]:
-    """The consumer that joins the group and runs the pipeline (`searchsync.kafka.intake`).
-
-    Cooperative-sticky assignment (a rebalance revokes only the partitions that move);
-    ``auto.offset.reset=error``: the intake itself starts a partition without a committed offset at
-    ``kafka.auto_offset_reset`` and blocks one below the log start (`kafka.gaps`).
-    """
+    """The group member's consumer: cooperative-sticky assignment and ``auto.offset.reset=error``
+    (the intake starts a partition without a committed offset itself, and blocks one below the log
+    start: `kafka.gaps`)."""
     return {
         **consumer_config(
-            kafka.client_config(),
-            group_id=kafka.group_id,
-            auto_offset_reset="error",
+            kafka.client_config(), group_id=kafka.group_id, auto_offset_reset="error"
         ),
         "partition.assignment.strategy": "cooperative-sticky",
         "session.timeout.ms": kafka.session_timeout_ms,

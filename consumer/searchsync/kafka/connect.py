@@ -1,10 +1,6 @@
-"""A small client for Kafka Connect's REST API: a connector's status and the restart of one task.
-
-`ConnectorStatus.running` is the one rule every caller uses: the connector and at least one task
-exist, and all of them are RUNNING. Each request runs on a worker thread, bounded by
-``[connect] request_timeout_s``. An unreachable Connect, or an answer that is not a status, is
-`ConnectUnavailable`; an unknown connector is a status with state ``MISSING``.
-"""
+"""A small client for Kafka Connect's REST API: a connector's status and the restart of a task, each
+on a worker thread within ``[connect] request_timeout_s``. No answer, or one that is not a status,
+is `ConnectUnavailable`; an unknown connector has state ``MISSING``."""
 
 from __future__ import annotations
 
@@ -55,8 +51,6 @@ class TaskStatus:
 
 @dataclass(frozen=True, slots=True)
 class ConnectorStatus:
-    """One connector as Connect reports it."""
-
     name: str
     state: str
     worker_id: str | None = None
@@ -72,7 +66,7 @@ class ConnectorStatus:
         )
 
     def problems(self) -> list[str]:
-        """Why it is not `running`, one reason per line (empty when it is)."""
+        """Why it is not `running`, one reason each."""
         if self.state == MISSING:
             return [f"connector {self.name} is not registered in Kafka Connect"]
         reasons: list[str] = []
@@ -100,7 +94,6 @@ class ConnectorStatus:
 
 
 def parse_status(name: str, body: Mapping[str, Any]) -> ConnectorStatus:
-    """A `ConnectorStatus` from the JSON of ``GET /connectors/<name>/status``."""
     try:
         connector = body["connector"]
         tasks = tuple(
@@ -123,8 +116,6 @@ def parse_status(name: str, body: Mapping[str, Any]) -> ConnectorStatus:
 
 
 class ConnectClient:
-    """Kafka Connect's REST API at ``settings.url``."""
-
     def __init__(
         self, settings: ConnectSettings, *, fetch: Fetch | None = None, post: Post | None = None
     ) -> None:
@@ -133,7 +124,6 @@ class ConnectClient:
         self._post = post or _urllib_post
 
     async def restart_task(self, task_id: int, name: str | None = None) -> None:
-        """``POST /connectors/<name>/tasks/<id>/restart`` (Connect answers 204, or 202)."""
         connector = urllib.parse.quote(name or self._settings.connector, safe="")
         url = f"{self._settings.url}/connectors/{connector}/tasks/{int(task_id)}/restart"
         code, data = await self._call(self._post, url)
@@ -141,7 +131,7 @@ class ConnectClient:
             raise ConnectUnavailable(f"POST {url} answered {code}: {data[:200]!r}")
 
     async def status(self, name: str | None = None) -> ConnectorStatus:
-        """The status of connector `name` (default: ``[connect] connector``)."""
+        """The status of connector `name` (default ``[connect] connector``)."""
         connector = name or self._settings.connector
         url = f"{self._settings.url}/connectors/{urllib.parse.quote(connector, safe='')}/status"
         code, data = await self._call(self._fetch, url)
@@ -158,7 +148,6 @@ class ConnectClient:
         return parse_status(connector, body)
 
     async def _call(self, request: Fetch, url: str) -> tuple[int, bytes]:
-        """One request on a worker thread; no answer at all is `ConnectUnavailable`."""
         try:
             return await asyncio.to_thread(request, url, self._settings.request_timeout_s)
         except OSError as exc:
@@ -169,21 +158,20 @@ class ConnectClient:
 
 
 def _urllib_fetch(url: str, timeout_s: float) -> tuple[int, bytes]:
-    request = urllib.request.Request(url, headers={"Accept": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            return int(response.status), bytes(response.read())
-    except urllib.error.HTTPError as exc:  # a status other than 2xx: still an answer
-        return int(exc.code), bytes(exc.read())
+    return _urlopen(urllib.request.Request(url, headers={"Accept": "application/json"}), timeout_s)
 
 
 def _urllib_post(url: str, timeout_s: float) -> tuple[int, bytes]:
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     request = urllib.request.Request(url, data=b"", headers=headers, method="POST")
+    return _urlopen(request, timeout_s)
+
+
+def _urlopen(request: urllib.request.Request, timeout_s: float) -> tuple[int, bytes]:
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as response:
             return int(response.status), bytes(response.read())
-    except urllib.error.HTTPError as exc:
+    except urllib.error.HTTPError as exc:  # a status other than 2xx: still an answer
         return int(exc.code), bytes(exc.read())
 
 

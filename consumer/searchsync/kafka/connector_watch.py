@@ -1,11 +1,7 @@
-"""The connector watch of `searchsync run` (``[connect] restart_failed_tasks``; docs/consumer.md,
-"Connector watch").
-
-Every ``watch_interval_s`` it restarts each FAILED task once (Connect never does), logging why it
-failed; a double restart by two members is harmless. Connect not answering is logged once per
-outage and never stops the consumer. A task failed because its binlog position was purged
-(`binlog_gone`) is not restarted: the watch says so once, with `BINLOG_RECOVERY`.
-"""
+"""The connector watch of `searchsync run` (``[connect] restart_failed_tasks``; docs/consumer.md):
+every ``watch_interval_s`` it restarts each FAILED task once, except one failed on a purged binlog
+(`binlog_gone`, said once with `BINLOG_RECOVERY`). Connect not answering is logged once per outage
+and never stops the consumer."""
 
 from __future__ import annotations
 
@@ -22,9 +18,7 @@ __all__ = ["BINLOG_RECOVERY", "ConnectorWatch", "binlog_gone"]
 log = logging.getLogger(__name__)
 
 FAILED: Final = "FAILED"
-# Debezium's MySQL connector at start ("... but this is no longer available on the server.
-# Reconfigure the connector to use a snapshot when needed."), and the server's error 1236 when
-# the file is purged while it reads.
+# Debezium at start, and the server's error 1236 when the file is purged while it reads.
 _BINLOG_GONE: Final = (
     "is no longer available on the server",
     "could not find first log file name in binary log index file",
@@ -47,7 +41,6 @@ class ConnectorWatch:
     def __init__(
         self, client: ConnectClient, *, interval_s: float, metrics: Metrics | None = None
     ) -> None:
-        """`metrics` counts the restarts (``searchsync_connector_task_restarts_total``)."""
         self._client = client
         self._interval_s = interval_s
         self._metrics = metrics
@@ -56,7 +49,7 @@ class ConnectorWatch:
         self.binlog_gone: set[tuple[str, int]] = set()  # tasks failed on a purged binlog
 
     async def check(self) -> int:
-        """One check: restart every FAILED task; how many were restarted."""
+        """Restart every FAILED task; how many were restarted."""
         try:
             status = await self._client.status()
         except ConnectUnavailable as exc:
@@ -95,7 +88,6 @@ class ConnectorWatch:
         return restarted
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Check now and every `interval_s` until `stop` is set."""
         while not stop.is_set():
             await self.check()
             with contextlib.suppress(TimeoutError):

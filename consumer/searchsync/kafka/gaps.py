@@ -1,12 +1,7 @@
-"""History lost before it was read: a partition whose next offset lies below the log start.
-
-Such a partition is BLOCKED rather than read on from the log start: this member keeps it but
-never fetches it, and says so once, with the gap's size, on /healthz, in
-``searchsync_partition_blocked`` and in the log (docs/design.md, invariant 14). The way out:
-`searchsync rebuild`, then ``searchsync offsets reset --to earliest --accept-gap``.
-
-`inspect` runs on the consumer thread inside the assignment callback, before anything is fetched.
-"""
+"""History lost before it was read: a partition whose committed offset lies below the log start is
+BLOCKED (kept, never fetched) and said once on /healthz, in ``searchsync_partition_blocked`` and in
+the log (docs/design.md, invariant 14). Way out: `searchsync rebuild`, then ``offsets reset --to
+earliest --accept-gap``."""
 
 from __future__ import annotations
 
@@ -35,7 +30,7 @@ RECOVERY: Final = (
 
 @dataclass(frozen=True, slots=True)
 class HistoryGap:
-    """Records `committed` .. `log_start` - 1 of one partition were deleted before being read."""
+    """Records `committed` .. `log_start` - 1 of one partition were deleted unread."""
 
     topic: str
     partition: int
@@ -55,13 +50,11 @@ class HistoryGap:
 
 
 class GapObserver(Protocol):
-    """Where a blocked partition is shown (`searchsync.observability.metrics.Metrics`)."""
-
     def set_blocked(self, topic: str, partition: int, missing: int | None) -> None: ...
 
 
 class GapBoard:
-    """The partitions this member holds but will not read; safe to use from any thread."""
+    """The partitions this member holds but will not read; thread-safe."""
 
     def __init__(self, observer: GapObserver | None = None) -> None:
         self._observer = observer
@@ -69,7 +62,6 @@ class GapBoard:
         self._lock = threading.Lock()
 
     def block(self, gap: HistoryGap) -> None:
-        """Record `gap`; logged once per partition while it stays blocked."""
         tp = (gap.topic, gap.partition)
         with self._lock:
             known = self._gaps.get(tp) == gap
@@ -85,7 +77,7 @@ class GapBoard:
             self._observer.set_blocked(gap.topic, gap.partition, gap.missing)
 
     def release(self, partitions: Sequence[TopicPartition]) -> None:
-        """`partitions` left this member: whatever blocked them is its new owner's to say."""
+        """`partitions` left this member: their new owner says what blocks them."""
         with self._lock:
             gone = [tp for tp in partitions if self._gaps.pop(tp, None) is not None]
         if self._observer is not None:
@@ -108,11 +100,8 @@ class GapBoard:
 def inspect(
     consumer: Any, partitions: Sequence[TopicPartition], *, fresh_start: str, timeout_s: float
 ) -> tuple[list[KafkaTopicPartition], list[HistoryGap]]:
-    """Where to start each of `partitions`, and the ones that must not start (their gaps).
-
-    A partition without a committed offset starts at `fresh_start` (earliest or latest). Raises
-    `KafkaException` when the committed offsets or the log starts cannot be read in time.
-    """
+    """Where each partition starts (`fresh_start` without a committed offset), and the gaps of those
+    that must not. `KafkaException` when offsets cannot be read in time."""
     asked = [KafkaTopicPartition(t, p) for t, p in partitions]
     committed = consumer.committed(asked, timeout=timeout_s)
     starts: list[KafkaTopicPartition] = []
@@ -135,10 +124,7 @@ def inspect(
 
 
 class GapGuard:
-    """The intake's side of the gaps: what to assign, what to block, what to unassign.
-
-    Every method runs on the consumer thread (inside a rebalance callback or `consume`).
-    """
+    """The intake's side of the gaps; every method runs on the consumer thread."""
 
     def __init__(
         self, board: GapBoard, config: Mapping[str, Any], *, fresh_start: str, timeout_s: float
@@ -151,8 +137,8 @@ class GapGuard:
         self._unassigned: set[TopicPartition] = set()  # blocked on assignment, never assigned
 
     def admit(self, consumer: Any, tps: list[TopicPartition]) -> list[TopicPartition]:
-        """Assign `tps` where they start, except those with a gap; the ones assigned. When
-        nothing is blocked and librdkafka would start them alike, its own assignment stays."""
+        """Assign `tps` where they start, except those with a gap; the ones assigned. Without a gap
+        or explicit fresh start librdkafka's own assignment stays."""
         try:
             starts, gaps = inspect(
                 consumer, tps, fresh_start=self._fresh_start, timeout_s=self._timeout_s
@@ -169,8 +155,8 @@ class GapGuard:
         return [(tp.topic, tp.partition) for tp in starts]
 
     def out_of_range(self, consumer: Any, m: Any) -> None:
-        """No valid position (``_AUTO_OFFSET_RESET``): below the log start the partition is
-        blocked; without a committed offset it starts at `fresh_start`."""
+        """No valid position: below the log start the partition is blocked; without a committed
+        offset it starts at `fresh_start`."""
         topic, partition, offset = m.topic(), m.partition(), m.offset()
         if topic is None or partition is None:
             return
@@ -184,7 +170,7 @@ class GapGuard:
         consumer.seek(KafkaTopicPartition(topic, partition, fresh))
 
     def split(self, partitions: Sequence[Any]) -> tuple[list[TopicPartition], bool]:
-        """The partitions going away that this member reads; True if some it never read go too."""
+        """The leaving partitions this member reads; True if some it never read go too."""
         tps = [(tp.topic, tp.partition) for tp in partitions]
         self.board.release(tps)
         never = self._unassigned.intersection(tps)
@@ -193,7 +179,7 @@ class GapGuard:
 
     def unassign(self, consumer: Any, held: list[TopicPartition], never: bool) -> None:
         """librdkafka refuses to unassign what it never assigned: with such a partition in the
-        revoke, the rest is unassigned here (which keeps librdkafka from doing it)."""
+        revoke, the rest is unassigned here."""
         if not never:
             return
         if self._cooperative:

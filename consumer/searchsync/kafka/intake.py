@@ -1,12 +1,7 @@
-"""The Kafka side of the pipeline: a confluent-kafka consumer driven from asyncio.
-
-Every librdkafka call runs on ONE dedicated thread, so the event loop never blocks. Rebalance
-callbacks run inside `consume()` on that thread; the revoke callback asks the loop to drain the
-revoked partitions (`RebalanceListener.revoking`) and commits the offsets it gets back before the
-partitions go (docs/design.md, invariant 5). Offsets are committed explicitly
-(`searchsync.kafka.config.member_config`). A partition whose committed offset lies below the log
-start is kept but never read (`searchsync.kafka.gaps`).
-"""
+"""The Kafka side of the pipeline: a confluent-kafka consumer driven from asyncio, every librdkafka
+call on ONE dedicated thread. The revoke callback has the loop drain the revoked partitions and
+commits the offsets it gets back before they go (docs/design.md, invariant 5); a partition below the
+log start is kept but never read (`kafka.gaps`)."""
 
 from __future__ import annotations
 
@@ -30,9 +25,8 @@ P = ParamSpec("P")
 
 
 class RawMessage(NamedTuple):
-    """A consumed message as plain data: what the pipeline needs, detached from librdkafka.
-
-    A hot-path `NamedTuple` (one per message): never compare one with a plain tuple."""
+    """A consumed message as plain data (a hot-path `NamedTuple`: never compare one with a
+    plain tuple)."""
 
     topic: str
     partition: int
@@ -43,11 +37,8 @@ class RawMessage(NamedTuple):
 
 
 class RebalanceListener(Protocol):
-    """What the pipeline does when partitions come and go.
-
-    `revoking` runs on the event loop while the consumer thread waits for it; it returns the
-    offsets to commit for the revoked partitions.
-    """
+    """What the pipeline does when partitions come and go; `revoking` runs on the loop while the
+    consumer thread waits, and returns the offsets to commit."""
 
     def assigned(self, partitions: Sequence[TopicPartition]) -> None: ...
 
@@ -70,8 +61,8 @@ class KafkaIntake:
         gaps: GapBoard | None = None,
         fresh_start: str = "earliest",
     ) -> None:
-        """`fresh_start`: where a partition without a committed offset starts (earliest,
-        latest); `gaps` holds the partitions blocked by a history gap."""
+        """`fresh_start`: where a partition without a committed offset starts; `gaps`: the blocked
+        partitions."""
         self._config = dict(config)
         self._subscription = list(subscription)
         self._listener = listener
@@ -118,13 +109,10 @@ class KafkaIntake:
         return out
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, bool]:
-        """Synchronous commit of `offsets` (next offset to read); returns success per partition."""
+        """Synchronous commit of `offsets` (next to read); success per partition."""
         if not offsets:
             return {}
-        return await self._call(self._commit, dict(offsets))
-
-    def _commit(self, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, bool]:
-        return _commit_sync(self._consumer, offsets)
+        return await self._call(_commit_sync, self._consumer, dict(offsets))
 
     async def pause(self, partitions: Sequence[TopicPartition]) -> None:
         if partitions:
@@ -141,9 +129,8 @@ class KafkaIntake:
     async def high_watermarks(
         self, partitions: Sequence[TopicPartition]
     ) -> dict[TopicPartition, int]:
-        """The end offsets of `partitions` as of the last fetch responses (no broker round trip,
-        which would wait behind the long-poll fetch); partitions not fetched yet are left out.
-        """
+        """End offsets as of the last fetch (no broker round trip); partitions not fetched yet are
+        left out."""
         return await self._call(self._high_watermarks, list(partitions))
 
     def _high_watermarks(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
@@ -160,7 +147,6 @@ class KafkaIntake:
         return out
 
     async def close(self) -> None:
-        """Leave the group (the revoke callback commits what is finished) and stop the thread."""
         if self._closed:
             return
         self._closed = True
@@ -170,9 +156,8 @@ class KafkaIntake:
         finally:
             self._executor.shutdown(wait=False)
 
-    # -- rebalance callbacks: these run on the consumer thread, inside consume() or close() --
-
     def _on_assign(self, consumer: Any, partitions: list[KafkaTopicPartition]) -> None:
+        """The rebalance callbacks run on the consumer thread, inside consume() or close()."""
         tps = self.guard.admit(consumer, [(tp.topic, tp.partition) for tp in partitions])
         log.info("partitions assigned", extra={"partitions": [f"{t}[{p}]" for t, p in tps]})
         self._to_loop(self._listener.assigned, tps)
@@ -193,17 +178,18 @@ class KafkaIntake:
             failed = [tp for tp, ok in results.items() if not ok]
             if failed:
                 log.warning("commit on revoke failed", extra={"partitions": failed})
-        _resume(consumer, [KafkaTopicPartition(t, p) for t, p in tps])
-        self.guard.unassign(consumer, tps, never)
-        self._to_loop(lambda parts: self._listener.revoked(parts, lost=False), tps)
+        self._let_go(consumer, tps, never, lost=False)
 
     def _on_lost(self, consumer: Any, partitions: list[KafkaTopicPartition]) -> None:
         # Lost partitions may already belong to another member: commit nothing for them.
         tps, never = self.guard.split(partitions)
         log.warning("partitions lost", extra={"partitions": [f"{t}[{p}]" for t, p in tps]})
+        self._let_go(consumer, tps, never, lost=True)
+
+    def _let_go(self, consumer: Any, tps: list[TopicPartition], never: bool, *, lost: bool) -> None:
         _resume(consumer, [KafkaTopicPartition(t, p) for t, p in tps])
         self.guard.unassign(consumer, tps, never)
-        self._to_loop(lambda parts: self._listener.revoked(parts, lost=True), tps)
+        self._to_loop(lambda parts: self._listener.revoked(parts, lost=lost), tps)
 
     def _to_loop(
         self, fn: Callable[[list[TopicPartition]], None], tps: list[TopicPartition]
@@ -231,10 +217,7 @@ class KafkaIntake:
 
 
 def _resume(consumer: Any, partitions: list[KafkaTopicPartition]) -> None:
-    """Resume partitions on their way out: librdkafka keeps a pause across a revoke, and a
-    partition assigned back later would never be fetched again. Backpressure pauses it again after a
-    new assignment if the pressure is still there.
-    """
+    """Resume partitions on their way out: librdkafka keeps a pause across a revoke."""
     try:
         consumer.resume(partitions)
     except KafkaException as exc:  # not assigned any more: nothing is paused either
@@ -252,7 +235,6 @@ def _raw(m: Message) -> RawMessage:
 def _commit_sync(
     consumer: Any, offsets: Mapping[TopicPartition, int]
 ) -> dict[TopicPartition, bool]:
-    """Commit synchronously and report, per partition, whether the broker accepted it."""
     tps = [KafkaTopicPartition(t, p, o) for (t, p), o in offsets.items()]
     try:
         results = consumer.commit(offsets=tps, asynchronous=False)

@@ -1,19 +1,7 @@
-"""The Debezium connector that publishes ``search_outbox``: its configuration, as the body of
-``PUT /connectors/<name>/config``, and the Kafka Connect worker lines it relies on.
-`searchsync schema connector` prints both; deploy/local/connect.sh registers the same.
-
-Debezium's MariaDB connector reads the binlog of one database and keeps only ``search_outbox``;
-the Outbox Event Router turns each inserted row into one record on the type's topic
-(``topic_template``, ``outbox.event.<aggregate type>`` by default), keyed by ``aggregate_id``,
-with the thin event as its value and the operation, revision and type as headers
-(`searchsync.relay.record` produces the same records without Connect).
-
-The database credentials are never in the configuration: it names them through a Kafka Connect
-config provider, resolved by the worker when the task starts. ``file`` (``FileConfigProvider``)
-reads ``user`` and ``password`` from a properties file on the worker; ``env``
-(``EnvVarConfigProvider``, Kafka 3.5+) reads two environment variables of the worker's process.
-The worker must declare the provider (`worker_provider_lines`).
-"""
+"""The Debezium connector that publishes ``search_outbox`` (its Outbox Event Router emits the
+records `searchsync.relay.record` would) and the Connect worker lines it needs; `searchsync schema
+connector` prints both. Credentials stay out of the configuration: a Connect config provider
+(``file`` or ``env``) resolves them on the worker."""
 
 from __future__ import annotations
 
@@ -37,11 +25,8 @@ _HEADERS: Final = (
 
 @dataclass(frozen=True, slots=True)
 class Credentials:
-    """Where the worker finds Debezium's MySQL user and password.
-
-    ``file``: `source` is the path of a properties file on the worker with the keys ``user`` and
-    ``password``. ``env``: `source` is a prefix, the variables are ``<prefix>USER`` and
-    ``<prefix>PASSWORD`` of the worker's environment."""
+    """Where the worker finds Debezium's MySQL user and password: ``file``, a properties file with
+    keys ``user`` and ``password``; ``env``, variables ``<prefix>USER`` and ``<prefix>PASSWORD``."""
 
     kind: ProviderKind = "file"
     source: str = "/etc/kafka-connect/searchsync-debezium.properties"
@@ -67,7 +52,6 @@ class ConnectorTarget:
 
 
 def outbox_connector_config(target: ConnectorTarget, credentials: Credentials) -> dict[str, str]:
-    """The connector's configuration (every value a string, as Connect's REST API takes it)."""
     return {
         "connector.class": "io.debezium.connector.mariadb.MariaDbConnector",
         "tasks.max": "1",
@@ -108,6 +92,6 @@ def outbox_connector_config(target: ConnectorTarget, credentials: Credentials) -
 
 
 def worker_provider_lines(kind: ProviderKind) -> list[str]:
-    """The worker properties that declare the config provider `kind` (append them to the Connect
-    worker's configuration and restart it; a connector cannot declare a provider itself)."""
+    """The worker properties that declare the config provider `kind` (a connector cannot declare one
+    itself)."""
     return [f"config.providers={kind}", f"config.providers.{kind}.class={_PROVIDER_CLASSES[kind]}"]

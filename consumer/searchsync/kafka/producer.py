@@ -1,10 +1,6 @@
-"""Producing with an acknowledgement: a write counts only once the broker has it.
-
-`AcknowledgedProducer.send` (asyncio) and the blocking `produce_and_wait` resolve once every
-in-sync replica has the message; both force ``acks=all`` and ``enable.idempotence=true``. Errors
-are Kafka's own (`BufferError`, `KafkaException`, `DeliveryFailed`); the caller decides what they
-mean.
-"""
+"""Producing with an acknowledgement: `AcknowledgedProducer.send` (asyncio) and `produce_and_wait`
+(blocking) resolve once every in-sync replica has the message (``acks=all``, idempotence on). Errors
+are Kafka's own (`BufferError`, `KafkaException`, `DeliveryFailed`)."""
 
 from __future__ import annotations
 
@@ -29,8 +25,6 @@ Headers = list[tuple[str, bytes]]
 
 
 class ProducerPort(Protocol):
-    """The slice of ``confluent_kafka.Producer`` used here (a fake implements it in tests)."""
-
     def produce(
         self,
         topic: str,
@@ -51,7 +45,7 @@ ProducerFactory = Callable[[dict[str, Any]], ProducerPort]
 
 
 class DeliveryFailed(Exception):
-    """The broker answered, and the answer was not "written" (`error` is the KafkaError)."""
+    """The broker answered, and not "written" (`error` is the KafkaError)."""
 
     def __init__(self, error: Any) -> None:
         self.error = error
@@ -59,7 +53,7 @@ class DeliveryFailed(Exception):
 
 
 class DeliveryTimeout(Exception):
-    """No answer from the broker before the deadline: the message may or may not be written."""
+    """No answer before the deadline: the message may or may not be written."""
 
 
 def kafka_producer(config: dict[str, Any]) -> ProducerPort:
@@ -67,16 +61,11 @@ def kafka_producer(config: dict[str, Any]) -> ProducerPort:
 
 
 def acknowledged(config: Mapping[str, Any], factory: ProducerFactory | None = None) -> ProducerPort:
-    """A producer built from `config` with the guarantees above on top."""
     return (factory or kafka_producer)({**config, **PRODUCER_GUARANTEES})
 
 
 class AcknowledgedProducer:
-    """Async produce; `send` resolves only once the broker acknowledged the message.
-
-    A daemon thread polls; each delivery callback hands its result to the loop with
-    ``call_soon_threadsafe``.
-    """
+    """Async produce; a daemon thread polls and hands each delivery to the loop."""
 
     def __init__(
         self, config: Mapping[str, Any], *, name: str, factory: ProducerFactory | None = None
@@ -88,11 +77,8 @@ class AcknowledgedProducer:
         self._closed = False
 
     async def send(self, topic: str, value: bytes, key: bytes | None, *, headers: Headers) -> None:
-        """Produce and wait for the acknowledgement.
-
-        Raises `BufferError` (queue full) or `KafkaException` when the write cannot be queued,
-        and `DeliveryFailed` when the broker refused it.
-        """
+        """Produce and wait for the acknowledgement. `BufferError` or `KafkaException` when it
+        cannot be queued, `DeliveryFailed` when refused."""
         if self._closed:
             raise RuntimeError(f"{self._name}: send after close")
         loop = asyncio.get_running_loop()
@@ -108,7 +94,7 @@ class AcknowledgedProducer:
         await answered
 
     async def close(self, flush_timeout: float) -> int:
-        """Stop polling and flush; returns how many messages were still unacknowledged."""
+        """Stop polling and flush; how many messages are still unacknowledged."""
         self._closed = True
         self._stop.set()
         if self._poller is not None:
@@ -147,11 +133,8 @@ def produce_and_wait(
     timeout_s: float,
     clock: Callable[[], float] = time.monotonic,
 ) -> int | None:
-    """Blocking produce to one partition; returns once acknowledged, with the offset the broker
-    gave the message (None when the delivery report carries none).
-
-    Raises `DeliveryFailed` when the broker refused it, `DeliveryTimeout` after `timeout_s`.
-    """
+    """Blocking produce to one partition; the offset the broker gave it (None if unreported).
+    `DeliveryFailed` when refused, `DeliveryTimeout` after `timeout_s`."""
     outcome: list[Any] = []
     delivered: list[Any] = []
 
@@ -160,12 +143,7 @@ def produce_and_wait(
         delivered.append(msg)
 
     producer.produce(
-        topic,
-        value,
-        key,
-        partition=partition,
-        headers=headers,
-        on_delivery=on_delivery,
+        topic, value, key, partition=partition, headers=headers, on_delivery=on_delivery
     )
     deadline = Deadline(clock, timeout_s)
     while not outcome and not deadline.expired():

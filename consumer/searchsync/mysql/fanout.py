@@ -1,24 +1,7 @@
-"""Fan-out jobs of related aggregates: the table ``search_fanout`` (migration 008) and the
-dependents' ids read from the truth (docs/design.md, "Fan-out"; invariant 16).
-
-`FanoutStore` is the port, `MysqlFanout` its adapter:
-
-- `record`: the consumer records one job per (referenced aggregate, dependent type, lookup) for
-  an event of the referenced aggregate, before that event may finish. A newer revision restarts
-  the job's pass (cursor back to the start); the same or an older one changes nothing, so a
-  redelivered event is harmless.
-- `claim`: a worker leases the oldest pending job of the routes (referenced type, dependent type,
-  lookup) its projectors declare (its own lease, or an expired one): a deployment with other
-  projectors on the same database leaves the jobs it cannot serve to those that can.
-- `dependents`: the next page of dependents' ids and revisions, in id order, read in MySQL,
-  never in the index, through a column of their table or of a child table (`fanout_dependents`).
-- `advance`: in ONE transaction, moves the job's cursor past a page and appends one REBUILD per
-  dependent through the one outbox append (its rows, in one multi-row INSERT); it appends nothing
-  when the job changed meanwhile (restarted by a newer revision, or leased by another worker). A
-  crash before the commit leaves the cursor where it was: the page is appended again, and a
-  duplicate REBUILD is harmless.
-- `finish`: marks the pass done, unless the job changed meanwhile.
-"""
+"""Fan-out jobs of related aggregates (docs/design.md, "Fan-out"; invariant 16): the table
+``search_fanout`` and the dependents' ids read from the truth. A job's pass walks its dependents
+by id, appending one REBUILD per dependent; a crash re-appends a page, and a duplicate REBUILD is
+harmless."""
 
 from __future__ import annotations
 
@@ -31,19 +14,9 @@ import aiomysql
 
 from searchsync.clock import utc_now
 from searchsync.mysql.fanout_dependents import DependentIndexes, dependents_sql
-from searchsync.mysql.outbox_batch import append_rebuilds
-from searchsync.mysql.pool import db_time, transaction, transaction_cursor, translate_errors
+from searchsync.mysql.outbox import append_rebuilds
+from searchsync.mysql.pool import db_time, expand_in, transaction_cursor
 from searchsync.projection import Child
-
-__all__ = [
-    "Dependent",
-    "FanoutJob",
-    "FanoutStats",
-    "FanoutStore",
-    "FanoutTarget",
-    "MysqlFanout",
-    "Route",
-]
 
 Route = tuple[str, str, str]
 """(referenced type, dependent type, lookup name): the jobs a worker can serve."""
@@ -86,15 +59,14 @@ class FanoutStats:
 
 class FanoutStore(Protocol):
     async def record(self, targets: Sequence[FanoutTarget]) -> None:
-        """Record `targets`, all or none (a newer revision restarts a job's pass)."""
-        ...
+        """Record `targets`, all or none, before their event may finish. A newer revision restarts
+        a job's pass; the same or an older one changes nothing (redelivery is harmless)."""
 
     async def claim(
         self, owner: str, lease_s: float, routes: Collection[Route]
     ) -> FanoutJob | None:
-        """Lease the oldest pending job of `routes` free to `owner` for `lease_s`; None when
-        there is none."""
-        ...
+        """Lease the oldest pending job of `routes` (those this worker's projectors serve) that is
+        free or already `owner`'s, for `lease_s`; None when there is none."""
 
     async def dependents(
         self,
@@ -106,25 +78,21 @@ class FanoutStore(Protocol):
         *,
         through: Child | None = None,
     ) -> list[Dependent]:
-        """The next `limit` rows of `table` (by id, with id > `after`) whose `via` is
-        `referenced_id`, or, `through` a child table, that have a child row whose `via` is it
-        (each once)."""
-        ...
+        """The next `limit` rows of `table` (by id, id > `after`) whose `via` is `referenced_id`,
+        or that have such a child row `through` a child table (each once); read in MySQL."""
 
     async def advance(
         self, job: FanoutJob, owner: str, lease_s: float, page: Sequence[Dependent]
     ) -> FanoutJob | None:
-        """Append a REBUILD per dependent of `page` and move the cursor past it, together; the
-        job as it is now, or None (nothing appended) if it changed since `job` was read."""
-        ...
+        """Append a REBUILD per dependent of `page` and move the cursor past it, in one
+        transaction; the job as it is now, or None (nothing appended) if it changed since `job`
+        was read (restarted, or leased by another worker)."""
 
     async def finish(self, job: FanoutJob, owner: str) -> bool:
         """Mark the pass of `job` done; False if the job changed meanwhile."""
-        ...
 
     async def stats(self, referenced_types: Collection[str]) -> FanoutStats:
         """The jobs of `referenced_types` by state."""
-        ...
 
 
 _UNCHANGED = (
@@ -218,18 +186,16 @@ class MysqlFanout:
             return job
         now = self._clock()
         last = page[-1].id
-        async with transaction(self._pool) as conn:
-            with translate_errors("advance search_fanout"):
-                async with conn.cursor() as cur:
-                    await cur.execute(
-                        "UPDATE search_fanout SET cursor_id = %s, appended = appended + %s,"
-                        " locked_until = %s, updated_at = %s" + _UNCHANGED,
-                        (last, len(page), _until(now, lease_s), db_time(now), *_ident(job, owner)),
-                    )
-                    if cur.rowcount != 1:
-                        return None
+        async with transaction_cursor(self._pool, "advance search_fanout") as cur:
+            await cur.execute(
+                "UPDATE search_fanout SET cursor_id = %s, appended = appended + %s,"
+                " locked_until = %s, updated_at = %s" + _UNCHANGED,
+                (last, len(page), _until(now, lease_s), db_time(now), *_ident(job, owner)),
+            )
+            if cur.rowcount != 1:
+                return None
             revisions = [(d.id, max(1, d.revision)) for d in page]
-            await append_rebuilds(conn, job.target.dependent_type, revisions, now=now)
+            await append_rebuilds(cur.connection, job.target.dependent_type, revisions, now=now)
         return FanoutJob(job.id, job.target, last, job.appended + len(page))
 
     async def finish(self, job: FanoutJob, owner: str) -> bool:
@@ -247,25 +213,14 @@ class MysqlFanout:
         if not types:
             return FanoutStats(0, 0, 0, None)
         async with transaction_cursor(self._pool, "read search_fanout") as cur:
-            await cur.execute(
+            sql = (
                 "SELECT status, COUNT(*), COALESCE(SUM(appended), 0), MIN(updated_at)"
-                f" FROM search_fanout WHERE referenced_type IN ({_marks(types)})"
-                " GROUP BY status",
-                types,
+                " FROM search_fanout WHERE referenced_type IN %s GROUP BY status"
             )
-            rows = await cur.fetchall()
-        by = {str(r[0]): r for r in rows}
-        pending = by.get("pending")
-        return FanoutStats(
-            pending=int(pending[1]) if pending else 0,
-            done=int(by["done"][1]) if "done" in by else 0,
-            appended_pending=int(pending[2]) if pending else 0,
-            oldest_pending=pending[3] if pending else None,
-        )
-
-
-def _marks(values: Sequence[object]) -> str:
-    return ", ".join(["%s"] * len(values))
+            await cur.execute(expand_in(sql, len(types)), types)
+            by = {str(r[0]): r for r in await cur.fetchall()}
+        pending, done = by.get("pending", (None, 0, 0, None)), by.get("done", (None, 0))
+        return FanoutStats(int(pending[1]), int(done[1]), int(pending[2]), pending[3])
 
 
 def _target_key(t: FanoutTarget) -> tuple[str, str, str, str]:

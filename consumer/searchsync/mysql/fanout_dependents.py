@@ -1,19 +1,6 @@
-"""The fan-out's read of "who references X" in MySQL, the truth (docs/design.md, "Fan-out"):
-the next page of dependents' ids and revisions, in id order, after a cursor.
-
-- Through a column of the dependent's table: ``SELECT id, revision FROM <table> WHERE <via> = %s
-  AND id > %s ORDER BY id LIMIT n``, one range of the index ``(<via>, id)``.
-- Through a child table (``Lookup(through=...)``): the roots of the child rows whose `via` is X,
-  ``SELECT STRAIGHT_JOIN c.<key>, MAX(r.revision) FROM <child> c FORCE INDEX (<(via, key)>) JOIN
-  <table> r ON r.id = c.<key> WHERE c.<via> = %s AND c.<key> > %s GROUP BY c.<key> ORDER BY
-  c.<key> LIMIT n``: one range of the child's index ``(<via>, <key>)``, read in key order, each
-  root once however many of its child rows reference X, and no root that no longer exists.
-  MariaDB's own choice was measured to start that index at X's first entry, not at the cursor,
-  for a referenced row with many dependents (every page re-reading those before it), or to scan
-  the root table: hence the join order and the index named, found once per child table in
-  ``information_schema.STATISTICS``. Without such an index the query runs unhinted (a scan per
-  page) and a warning says which index to add.
-"""
+"""The fan-out's read of "who references X" in MySQL: the next page of dependents' ids and
+revisions, in id order, after a cursor; through a column of the dependent's table (one range of
+its index ``(<via>, id)``) or through a child table (`dependents_sql`)."""
 
 from __future__ import annotations
 
@@ -22,8 +9,6 @@ from typing import Any
 
 from searchsync.mysql.pool import IDENTIFIER, quote_identifier
 from searchsync.projection import Child
-
-__all__ = ["DependentIndexes", "dependents_sql"]
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +47,12 @@ class DependentIndexes:
 
 
 def dependents_sql(table: str, via: str, through: Child | None, index: str | None) -> str:
-    """The page query (parameters: the referenced id, the cursor, the limit); the names are
-    validated declarations and an index name of `DependentIndexes`, quoted."""
+    """The page query (parameters: the referenced id, the cursor, the limit).
+
+    Through a child table: ``STRAIGHT_JOIN`` from the child's index ``(<via>, <key>)`` (forced
+    when `index` names it) to the root table, grouped by root: each root once, in key order,
+    none that no longer exists. MariaDB's own plan was measured to start that index at X's first
+    entry rather than at the cursor, or to scan the root table."""
     table_q, via_q = quote_identifier(table), quote_identifier(via)
     if through is None:
         return (

@@ -1,18 +1,15 @@
-"""The record of accepted history gaps (invariant 14): the append-only table
-``search_offset_gap_ack`` (``schemas/sql/007_offset_gap_ack.sql``). `GapAcks` is the port."""
+"""The append-only record of accepted history gaps (invariant 14), ``search_offset_gap_ack``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
 import aiomysql
 
 from searchsync.mysql.pool import db_time, transaction_cursor, translate_errors
-
-__all__ = ["GapAck", "GapAcks", "MysqlGapAcks"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,11 +29,9 @@ class GapAck:
 class GapAcks(Protocol):
     async def record(self, acks: Sequence[GapAck]) -> None:
         """Append `acks`, all or none."""
-        ...
 
     async def of_group(self, group: str) -> list[GapAck]:
         """Every gap `group` accepted, oldest first."""
-        ...
 
 
 class MysqlGapAcks:
@@ -46,19 +41,7 @@ class MysqlGapAcks:
     async def record(self, acks: Sequence[GapAck]) -> None:
         if not acks:
             return
-        rows = [
-            (
-                a.group,
-                a.topic,
-                a.partition,
-                a.committed,
-                a.log_start,
-                a.missing,
-                a.accepted_by,
-                db_time(a.accepted_at),
-            )
-            for a in acks
-        ]
+        rows = [(*astuple(a)[:-1], db_time(a.accepted_at)) for a in acks]
         async with transaction_cursor(self._pool, "recording the accepted history gaps") as cur:
             await cur.executemany(
                 "INSERT INTO search_offset_gap_ack (group_id, topic, kafka_partition,"

@@ -1,13 +1,6 @@
-"""The least-privilege check of the consumer's MySQL user (docs/security.md, "Least privilege").
-
-The consumer reads the business tables (the projectors' `table`s) and writes only its own
-(``search_*``: the outbox's REBUILD events, projection state, revision floors, rebuild and repair
-state). `check_grants` reads ``SHOW GRANTS FOR CURRENT_USER()`` and reports every grant that
-would let it write or alter a business table: a write or DDL privilege on ``*.*``, on the
-database (``db.*``) or on the table itself. `searchsync config check --grants` prints it.
-
-Grant lines are shown without their password hash (``IDENTIFIED BY PASSWORD '***'``).
-"""
+"""The least-privilege check of the consumer's MySQL user (docs/security.md): every grant of
+``SHOW GRANTS FOR CURRENT_USER()`` that would let it write or alter a business table (on ``*.*``,
+``db.*`` or the table), password hashes masked. `searchsync config check --grants` prints it."""
 
 from __future__ import annotations
 
@@ -19,8 +12,6 @@ from typing import Final
 import aiomysql
 
 from searchsync.mysql.pool import translate_errors
-
-__all__ = ["GrantReport", "check_grants", "read_grants", "violations"]
 
 # privileges that write rows or change a table (or hand privileges on)
 WRITE_PRIVILEGES: Final = frozenset(
@@ -81,17 +72,12 @@ def _masked(grant: str) -> str:
     return _HASH.sub(r"\1'***'", grant)
 
 
-async def read_grants(pool: aiomysql.Pool) -> list[str]:
+async def check_grants(pool: aiomysql.Pool, database: str, tables: Sequence[str]) -> GrantReport:
+    """Read the connected user's grants and check them against the business `tables`."""
     with translate_errors("show grants"):
         async with pool.acquire() as conn, conn.cursor() as cur:
             await cur.execute("SHOW GRANTS FOR CURRENT_USER()")
-            rows = await cur.fetchall()
-    return [str(row[0]) for row in rows]
-
-
-async def check_grants(pool: aiomysql.Pool, database: str, tables: Sequence[str]) -> GrantReport:
-    """Read the connected user's grants and check them against the business `tables`."""
-    grants = await read_grants(pool)
+            grants = [str(row[0]) for row in await cur.fetchall()]
     return GrantReport(
         grants=tuple(_masked(g) for g in grants),
         violations=tuple(violations(grants, database, tables)),

@@ -1,25 +1,12 @@
-"""The one outbox append, and the two ways outbox rows go away.
-
-- `outbox_insert`: every writer of ``search_outbox`` builds its row here (the application-side
-  writers, sync and async, in their row change's transaction, docs/design.md invariant 1;
-  `append_outbox`, which executes it on an aiomysql connection, for the repair job's REBUILD
-  events), so ``payload`` always holds the thin event as Debezium's Outbox Event Router
-  publishes it (`searchsync.events.encode_json`).
-- `OUTBOX_DELETE`: Debezium's own pattern, delete the row in the transaction that inserted it;
-  the binlog still carries the insert, so the event is published and the table stays empty.
-- `Outbox`: the port of the operator jobs on the table, `MysqlOutbox` its adapter: the prune's
-  keyset page of (id, created_at) and bounded delete of one id range (docs/design.md, "Outbox
-  pruning"), the REBUILD appends of the repair job and the rebuild's sweep, and the row count
-  ``searchsync status`` shows.
-
-A delete of an outbox row is never an event: the connector has ``tombstones.on.delete=false`` and
-the Outbox Event Router drops delete records.
-"""
+"""``search_outbox``: the one row builder every writer appends through (its ``payload`` is the thin
+event as Debezium's Outbox Event Router publishes it), and `Outbox`, the operator jobs' port on the
+table (prune pages and deletes, REBUILD appends, row count). Deleting an outbox row is never an
+event: the connector has ``tombstones.on.delete=false`` and the router drops deletes."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Protocol
@@ -31,29 +18,14 @@ from searchsync.events import encode_json
 from searchsync.mysql.pool import db_time, transaction, transaction_cursor, translate_errors
 from searchsync.types import Operation, ThinEvent
 
-__all__ = [
-    "OUTBOX_DELETE",
-    "MysqlOutbox",
-    "Outbox",
-    "OutboxInsert",
-    "OutboxRow",
-    "append_outbox",
-    "outbox_insert",
-]
-
-
 OUTBOX_DELETE: Final = "DELETE FROM search_outbox WHERE event_id = %s"
-"""Debezium's own pattern: delete an outbox row in the transaction that inserted it (the
-writers' ``delete_outbox_row=True``, right after the insert). The binlog holds the insert and
-then the delete, Debezium publishes the insert and drops the delete, and ``search_outbox`` stays
-empty (no history to inspect there: README, "Writing from your application"). The one parameter
-is the row's ``event_id``."""
+"""Debezium's own pattern (the writers' ``delete_outbox_row=True``): delete the row, by its
+``event_id``, in the transaction that inserted it; the binlog still carries the insert."""
 
 
 @dataclass(frozen=True, slots=True)
 class OutboxInsert:
-    """One outbox row's INSERT, built without a connection so either driver (aiomysql, PyMySQL)
-    executes the same SQL and parameters: ``cursor.execute(insert.sql, insert.params)``."""
+    """One outbox row's INSERT, for either driver: ``cursor.execute(insert.sql, insert.params)``."""
 
     event_id: str
     sql: str
@@ -68,9 +40,8 @@ def outbox_insert(
     *,
     now: datetime | None = None,
 ) -> OutboxInsert:
-    """The INSERT of one outbox row with a fresh ``event_id``; its ``payload`` column is the thin
-    event as `searchsync.events.encode_json` writes it, which is what Debezium's Outbox Event
-    Router publishes. Raises ValueError for an unknown operation or a revision below 1."""
+    """The INSERT of one outbox row with a fresh ``event_id``; ``payload`` is the thin event as
+    `encode_json` writes it. ValueError for an unknown operation or a revision below 1."""
     op = Operation(operation)
     if revision < 1:
         raise ValueError(f"source_revision must be >= 1, got {revision}")
@@ -82,23 +53,16 @@ def outbox_insert(
         source_revision=revision,
     )
     at = db_time(now if now is not None else utc_now())
-    return OutboxInsert(
-        event.event_id,
-        "INSERT INTO search_outbox (event_id, aggregate_type, aggregate_id, operation,"
-        " source_revision, payload, available_at, created_at, updated_at)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-        (
-            event.event_id,
-            aggregate_type,
-            aggregate_id,
-            op.value,
-            revision,
-            encode_json(event).decode("utf-8"),
-            at,
-            at,
-            at,
-        ),
-    )
+    payload = encode_json(event).decode("utf-8")
+    params = (event.event_id, aggregate_type, aggregate_id, op.value, revision, payload, at, at, at)
+    return OutboxInsert(event.event_id, _INSERT, params)
+
+
+_INSERT: Final = (
+    "INSERT INTO search_outbox (event_id, aggregate_type, aggregate_id, operation,"
+    " source_revision, payload, available_at, created_at, updated_at)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
 
 
 async def append_outbox(
@@ -110,18 +74,27 @@ async def append_outbox(
     *,
     now: datetime | None = None,
 ) -> str:
-    """Insert one outbox row (`outbox_insert`) into `conn`'s open transaction and return its new
-    ``event_id``.
-
-    The caller owns the transaction: the writer calls this next to its row change; the repair job
-    calls it alone for REBUILD events
-    (``await with_transaction(pool, lambda c: append_outbox(c, ...))``).
-    """
+    """Insert one outbox row (`outbox_insert`) in `conn`'s open transaction; its ``event_id``."""
     insert = outbox_insert(aggregate_type, aggregate_id, operation, revision, now=now)
     with translate_errors("insert search_outbox"):
         async with conn.cursor() as cur:
             await cur.execute(insert.sql, insert.params)
     return insert.event_id
+
+
+async def append_rebuilds(
+    conn: Any, aggregate_type: str, revisions: Sequence[tuple[str, int]], *, now: datetime
+) -> None:
+    """One REBUILD row per (id, revision) in `conn`'s open transaction, in one multi-row INSERT."""
+    inserts = [
+        outbox_insert(aggregate_type, aggregate_id, Operation.REBUILD, revision, now=now)
+        for aggregate_id, revision in revisions
+    ]
+    if not inserts:
+        return
+    with translate_errors("insert search_outbox"):
+        async with conn.cursor() as cur:
+            await cur.executemany(inserts[0].sql, [i.params for i in inserts])
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,39 +105,29 @@ class OutboxRow:
 
 
 class Outbox(Protocol):
-    """``search_outbox`` as the operator jobs see it."""
+    """``search_outbox`` as the operator jobs see it; each call is its own short transaction."""
 
     async def page(self, after_id: int, limit: int) -> list[OutboxRow]:
         """The next `limit` rows with ``id > after_id``, by id."""
-        ...
 
     async def delete_range(
         self, first_id: int, last_id: int, created_before: datetime, *, published_only: bool = False
     ) -> int:
         """Delete the rows with ``first_id <= id <= last_id`` created before `created_before`
-        (with `published_only`, only those the polling relay marked PUBLISHED); the number
-        deleted."""
-        ...
+        (with `published_only`, only those the relay marked PUBLISHED); the number deleted."""
 
     async def append_rebuild(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
         """Append one REBUILD event at `revision`."""
-        ...
 
     async def append_orphan(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
         """Raise the id's revision floor to `revision` and append a REBUILD at it, together."""
-        ...
 
     async def stats(self) -> tuple[int, datetime | None]:
         """The rows in the table and the oldest ``created_at`` (None when empty)."""
-        ...
 
 
 class MysqlOutbox:
-    """`Outbox` on MySQL.
-
-    Each call is its own short transaction (READ COMMITTED, the pool's session setting: no gap
-    locks), so the application's inserts at the end of the id range are never blocked.
-    """
+    """`Outbox` on MySQL (READ COMMITTED: no gap locks, the application's inserts never wait)."""
 
     def __init__(self, pool: aiomysql.Pool, *, clock: Callable[[], datetime] = utc_now) -> None:
         self._pool = pool
@@ -197,17 +160,15 @@ class MysqlOutbox:
 
     async def append_orphan(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
         now = self._clock()
-        async with transaction(self._pool) as conn:
-            with translate_errors("raise search_revision_floor"):
-                async with conn.cursor() as cur:
-                    await cur.execute(
-                        "INSERT INTO search_revision_floor (aggregate_type, aggregate_id,"
-                        " revision, deleted_at) VALUES (%s, %s, %s, %s) ON DUPLICATE KEY UPDATE"
-                        " revision = GREATEST(revision, VALUES(revision))",
-                        (aggregate_type, aggregate_id, revision, db_time(now)),
-                    )
+        async with transaction_cursor(self._pool, "raise search_revision_floor") as cur:
+            await cur.execute(
+                "INSERT INTO search_revision_floor (aggregate_type, aggregate_id,"
+                " revision, deleted_at) VALUES (%s, %s, %s, %s) ON DUPLICATE KEY UPDATE"
+                " revision = GREATEST(revision, VALUES(revision))",
+                (aggregate_type, aggregate_id, revision, db_time(now)),
+            )
             await append_outbox(
-                conn, aggregate_type, aggregate_id, Operation.REBUILD, revision, now=now
+                cur.connection, aggregate_type, aggregate_id, Operation.REBUILD, revision, now=now
             )
 
     async def stats(self) -> tuple[int, datetime | None]:

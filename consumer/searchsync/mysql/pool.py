@@ -1,30 +1,16 @@
-"""MySQL (MariaDB) connections: one pool factory, one transaction scope, one error translation.
-
-Every module that talks to MySQL goes through here:
-
-- sessions: utf8mb4, autocommit off, ``READ COMMITTED`` (each statement sees the latest committed
-  rows, and a locking read of a missing row takes no gap lock, so two concurrent creates of one
-  id collide on the primary key instead of deadlocking), UTC session time zone;
-- transactions: `transaction` commits on success, rolls back on error, and *discards* a
-  connection whose state is unknown (cancelled mid-query, failed rollback) instead of handing it
-  to the next caller;
-- errors: `translate_errors` turns driver errors that may heal by themselves (server away,
-  deadlock, lock wait timeout) into `TransientError` with a stable code, and bad credentials or
-  an unknown database into `ConfigError`. Anything else (SQL bugs, constraint violations) passes
-  through unchanged: retrying would not help.
-
-TLS (``[mysql] ssl_mode``, docs/security.md): `tls_context` builds the `ssl.SSLContext`, and
-`create_pool` refuses (`ConfigError`) a first connection that is not encrypted.
-"""
+"""MySQL (MariaDB) connections: the pool factory (utf8mb4, autocommit off, READ COMMITTED, UTC),
+the one transaction scope, and the one translation of driver errors into the pipeline's errors.
+READ COMMITTED: a locking read of a missing row takes no gap lock, so two concurrent creates of
+one id collide on the primary key instead of deadlocking."""
 
 from __future__ import annotations
 
 import re
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final
 
 import aiomysql
 
@@ -33,27 +19,17 @@ from searchsync.errors import ConfigError, ErrorCode, TransientError
 if TYPE_CHECKING:
     from searchsync.config import MysqlSettings
 
-__all__ = [
-    "create_pool",
-    "db_time",
-    "expand_in",
-    "mysql_error_code",
-    "quote_identifier",
-    "tls_context",
-    "transaction",
-    "transaction_cursor",
-    "translate_errors",
-    "with_transaction",
-]
-
-T = TypeVar("T")
-
-_ER_DEADLOCK: Final = 1213
-_ER_LOCK_WAIT_TIMEOUT: Final = 1205
 _ER_ACCESS_DENIED: Final = frozenset({1044, 1045})
 _ER_BAD_DB: Final = 1049
-# Server gone, not reachable, shutting down, too many connections, connection killed.
-_ER_UNAVAILABLE: Final = frozenset({1040, 1053, 1927, 2002, 2003, 2006, 2013, 2014, 2055})
+# deadlock, lock wait timeout; server gone, not reachable, shutting down, too many connections,
+# connection killed
+_ER_TRANSIENT: Final = {
+    1213: ErrorCode.MYSQL_DEADLOCK,
+    1205: ErrorCode.MYSQL_LOCK_TIMEOUT,
+    **dict.fromkeys(
+        (1040, 1053, 1927, 2002, 2003, 2006, 2013, 2014, 2055), ErrorCode.MYSQL_UNAVAILABLE
+    ),
+}
 
 IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 """A table or column name searchsync interpolates into SQL (values are always parameters)."""
@@ -74,15 +50,11 @@ async def create_pool(
     pool_recycle: int = 3600,
     tls: ssl.SSLContext | None = None,
 ) -> aiomysql.Pool:
-    """A connection pool with the session settings described in the module docstring.
+    """A pool of sessions as the module docstring says (tuple cursors by default). `pool_recycle`
+    (seconds) replaces older connections before MariaDB's ``wait_timeout`` kills them.
 
-    Connections use the plain tuple cursor by default; ask for ``conn.cursor(aiomysql.DictCursor)``
-    where rows by column name are wanted. `pool_recycle` (seconds) replaces connections older than
-    that, so MariaDB's ``wait_timeout`` never hands us a dead socket.
-
-    Raises `TransientError(ErrorCode.MYSQL_UNAVAILABLE)` when the server cannot be reached and
-    `ConfigError` when it refuses the credentials or does not know the database, or when `tls`
-    is given and the connection is not encrypted.
+    Raises `TransientError(MYSQL_UNAVAILABLE)` when the server cannot be reached, `ConfigError`
+    for refused credentials, an unknown database, or an unencrypted connection when `tls` is set.
     """
     if not 0 <= minsize <= maxsize or maxsize < 1:
         raise ConfigError(
@@ -111,9 +83,8 @@ async def create_pool(
 
 
 def tls_context(mysql: MysqlSettings) -> ssl.SSLContext | None:
-    """The TLS context of ``[mysql] ssl_mode``: None for ``disabled``; ``verify_ca`` checks the
-    server's certificate against `ssl_ca` (the system store when unset), ``verify_identity``
-    its host name too; `ssl_cert` and `ssl_key` are a client certificate."""
+    """The TLS context of ``[mysql] ssl_mode`` (None for ``disabled``; ``verify_identity`` also
+    checks the host name; `ssl_ca` defaults to the system store)."""
     if mysql.ssl_mode == "disabled":
         return None
     context = ssl.create_default_context(cafile=mysql.ssl_ca)
@@ -129,16 +100,14 @@ async def _require_tls(pool: aiomysql.Pool, where: str) -> None:
             await cur.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
             row = await cur.fetchone()
     if row is None or not row[1]:
-        pool.close()
-        await pool.wait_closed()
+        await close_pool(pool)
         raise ConfigError(
             "mysql.ssl_mode", "a server that speaks TLS", f"an unencrypted connection to {where}"
         )
 
 
 async def open_pool(mysql: MysqlSettings, *, maxsize: int | None = None) -> aiomysql.Pool:
-    """`create_pool` for the configured MySQL user: the settings' pool bounds, or `maxsize`
-    connections for a command that needs only a few. Close it with `close_pool`."""
+    """`create_pool` for the configured user: the settings' bounds, or at most `maxsize`."""
     return await create_pool(
         host=mysql.host,
         port=mysql.port,
@@ -172,13 +141,9 @@ async def pool_of(
 
 @asynccontextmanager
 async def transaction(pool: aiomysql.Pool) -> AsyncIterator[Any]:
-    """One connection in one transaction: commit on success, roll back on error.
-
-    A connection is closed instead of reused when the rollback fails or the body was interrupted
-    by something other than an ``Exception`` (task cancellation): its protocol state is unknown,
-    and the server rolls back the open transaction when the socket goes away. Driver errors are
-    translated as `translate_errors` says.
-    """
+    """One connection in one transaction: commit on success, roll back on error. A connection
+    whose state is unknown (failed rollback, cancelled body) is closed, never reused: the server
+    rolls its transaction back."""
     with translate_errors("transaction"):
         conn = await pool.acquire()
     try:
@@ -199,19 +164,15 @@ async def transaction(pool: aiomysql.Pool) -> AsyncIterator[Any]:
 
 
 @asynccontextmanager
-async def transaction_cursor(pool: aiomysql.Pool, doing: str) -> AsyncIterator[Any]:
-    """A tuple cursor on one connection in `transaction`; driver errors in the body (and in opening
-    or closing the cursor) are translated as `translate_errors(doing)` says."""
+async def transaction_cursor(
+    pool: aiomysql.Pool, doing: str, cursor_class: type | None = None
+) -> AsyncIterator[Any]:
+    """A cursor (tuple rows unless `cursor_class`) in one `transaction`, driver errors translated
+    by `translate_errors(doing)`; ``cur.connection`` is the transaction's connection."""
     async with transaction(pool) as conn:
         with translate_errors(doing):
-            async with conn.cursor() as cur:
+            async with conn.cursor() if cursor_class is None else conn.cursor(cursor_class) as cur:
                 yield cur
-
-
-async def with_transaction(pool: aiomysql.Pool, fn: Callable[[Any], Awaitable[T]]) -> T:
-    """Run ``fn(conn)`` inside `transaction` and return its result."""
-    async with transaction(pool) as conn:
-        return await fn(conn)
 
 
 async def _rollback_or_close(conn: Any) -> None:
@@ -232,29 +193,23 @@ def mysql_error_code(exc: BaseException) -> int | None:
 
 @contextmanager
 def translate_errors(doing: str) -> Iterator[None]:
-    """Re-raise driver errors as the pipeline's error tree (see the module docstring).
-
-    `doing` names the operation in the message, e.g. ``"read wiki_page"``. Works around awaits:
-    ``with translate_errors("x"): await cursor.execute(...)``.
-    """
+    """Re-raise driver errors that may heal (server away, deadlock, lock wait timeout) as
+    `TransientError`, refused credentials or an unknown database as `ConfigError`; anything else
+    (SQL bugs, constraint violations) unchanged. `doing` names the operation in the message."""
     try:
         yield
     except (aiomysql.OperationalError, aiomysql.InternalError) as exc:
         code = mysql_error_code(exc)
-        if code == _ER_DEADLOCK:
-            raise TransientError(ErrorCode.MYSQL_DEADLOCK, f"{doing}: {exc}") from exc
-        if code == _ER_LOCK_WAIT_TIMEOUT:
-            raise TransientError(ErrorCode.MYSQL_LOCK_TIMEOUT, f"{doing}: {exc}") from exc
         if code in _ER_ACCESS_DENIED:
             raise ConfigError("mysql.user/password", "credentials MySQL accepts", str(exc)) from exc
         if code == _ER_BAD_DB:
             raise ConfigError("mysql.database", "an existing database", str(exc)) from exc
-        if code in _ER_UNAVAILABLE or code is None:
-            raise TransientError(ErrorCode.MYSQL_UNAVAILABLE, f"{doing}: {exc}") from exc
-        raise
-    except aiomysql.InterfaceError as exc:  # used a connection that is already closed
-        raise TransientError(ErrorCode.MYSQL_UNAVAILABLE, f"{doing}: {exc!r}") from exc
-    except OSError as exc:  # includes TimeoutError (connect_timeout)
+        transient = ErrorCode.MYSQL_UNAVAILABLE if code is None else _ER_TRANSIENT.get(code)
+        if transient is None:
+            raise
+        raise TransientError(transient, f"{doing}: {exc}") from exc
+    # a connection already closed; OSError includes TimeoutError (connect_timeout)
+    except (aiomysql.InterfaceError, OSError) as exc:
         raise TransientError(ErrorCode.MYSQL_UNAVAILABLE, f"{doing}: {exc!r}") from exc
 
 
@@ -266,20 +221,16 @@ def db_time(at: datetime) -> datetime:
 
 
 def quote_identifier(name: str) -> str:
-    """`name` in backticks, after checking it is a plain identifier (`IDENTIFIER`): the one way a
-    table or column name enters SQL text. Raises ValueError for anything else (a backtick, a dot,
-    a space, a quote could not break out of the quotes, but they are refused all the same)."""
+    """`name` in backticks: the one way a table or column name enters SQL text. ValueError unless
+    it is an `IDENTIFIER`."""
     if not isinstance(name, str) or not IDENTIFIER.fullmatch(name):
         raise ValueError(f"SQL identifier {name!r}: want {IDENTIFIER.pattern}")
     return f"`{name}`"
 
 
 def expand_in(sql: str, count: int) -> str:
-    """`sql` with its one ``IN %s`` turned into ``IN (%s, ..., %s)`` for `count` values.
-
-    PyMySQL 1.2 no longer escapes a tuple as a parenthesised list, so ``cur.execute("... IN %s",
-    (ids,))`` raises ``TypeError``; pass the values flat with the expanded SQL instead.
-    """
+    """`sql` with its one ``IN %s`` turned into ``IN (%s, ..., %s)`` for `count` flat values
+    (PyMySQL 1.2 no longer expands a tuple parameter)."""
     if count < 1:
         raise ValueError("an IN list needs at least one value")
     if sql.count("IN %s") != 1:

@@ -1,20 +1,7 @@
-"""searchsync's own MySQL schema, as a team applies it to its own database: the migrations
-(``schemas/sql/NNN_*.sql``, packaged as ``searchsync/_resources/sql``) and the grants of the three
-database users. `searchsync schema sql` and `searchsync schema grants` print them;
-deploy/local/migrate.sh applies the same grants to the local stack.
-
-The users (docs/security.md, "Least privilege"):
-
-- the consumer (``searchsync``) reads the business tables and writes only searchsync's own
-  tables (the outbox's REBUILD events and the relay's claim columns, projection state, revision
-  floors, rebuild, repair, canary and fan-out state, the append-only ledgers);
-- the application (``searchsync_app``) writes its business tables and appends outbox events;
-- Debezium (``debezium``) reads the binlog and the outbox (server-wide privileges).
-
-Every migration is ``CREATE TABLE IF NOT EXISTS``, so applying them again changes nothing. The
-business tables (the projectors' `table`s) are the caller's: their grants are printed, never
-their DDL.
-"""
+"""searchsync's own MySQL schema as a team applies it: the migrations (``schemas/sql/NNN_*.sql``,
+each ``CREATE TABLE IF NOT EXISTS``, packaged as ``searchsync/_resources/sql``) and the grants of
+the consumer, the application and Debezium (docs/security.md, "Least privilege"). The business
+tables' grants are printed, never their DDL."""
 
 from __future__ import annotations
 
@@ -23,8 +10,6 @@ from importlib import resources
 from typing import Final
 
 from searchsync.mysql.pool import IDENTIFIER
-
-__all__ = ["DbUsers", "Migration", "grant_statements", "migrations", "schema_sql"]
 
 _PACKAGE_DIR: Final = "_resources/sql"
 
@@ -89,10 +74,8 @@ def schema_sql() -> str:
 
 
 def grant_statements(database: str, business_tables: list[str], users: DbUsers) -> list[str]:
-    """The GRANT statements for `users` on `database`: searchsync's own tables plus read access
-    (consumer) and write access (application) on `business_tables` (searchsync's own among them
-    keep their own grants). The accounts must exist (``CREATE USER``, with passwords of your
-    own): a GRANT never creates one here."""
+    """The GRANT statements for `users` on `database`: searchsync's own tables, plus read
+    (consumer) and write (application) on `business_tables`. The accounts must already exist."""
     for name in (database, *business_tables):
         if not IDENTIFIER.fullmatch(name):
             raise ValueError(f"{name!r}: want an identifier {IDENTIFIER.pattern}")

@@ -1,28 +1,12 @@
-"""The ``search_projection_state`` writer: what searchsync last indexed for each aggregate.
-
-One row per aggregate records the newest revision seen (``source_revision``), the newest revision
-indexed with its ``projection_hash`` and ``projection_schema_version``, and the last error. The
-repair job and operators read it; nothing in the hot path depends on it, so it is written in
-one batched ``INSERT ... ON DUPLICATE KEY UPDATE`` per call.
-
-Merge rules (the same in `merge` and in SQL):
-
-- ``source_revision`` and ``indexed_revision`` never go down (``GREATEST``); a stale success
-  (lower revision than the stored one) updates only ``last_success_at``.
-- A success at a revision >= the stored one replaces hash and schema version (a rebuild with a
-  new schema version re-indexes the same revision).
-- The error columns are history, never cleared by a success. An aggregate is failing now iff
-  ``last_error_at`` is later than ``last_success_at`` (`ProjectionState.failing`).
-- Messages are cut to `MAX_ERROR_MESSAGE` (1024) characters and codes to 64 (the column sizes).
-
-Within one call outcomes are written in key order, so concurrent writers lock rows in the same
-order; a deadlock is retried a few times here because the upsert is idempotent.
-"""
+"""``search_projection_state``: what searchsync last indexed for each aggregate, for the repair job
+and operators (off the hot path). `merge` states the merge rules; the SQL upsert applies the same.
+Outcomes are written in key order (one lock order), and a deadlock is retried: the upsert is
+idempotent."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any, Final, Protocol
 
@@ -30,32 +14,11 @@ import aiomysql
 
 from searchsync.clock import WallClock, utc_now
 from searchsync.errors import MAX_ERROR_MESSAGE, ErrorCode, TransientError
-from searchsync.mysql.pool import db_time, expand_in, transaction, translate_errors
-
-__all__ = [
-    "MAX_ERROR_CODE_LENGTH",
-    "ProjectionState",
-    "ProjectionStateWriter",
-    "StateRecorder",
-    "StateUpdate",
-    "merge",
-]
+from searchsync.mysql.pool import db_time, expand_in, transaction_cursor
 
 MAX_ERROR_CODE_LENGTH: Final = 64
 _DEADLOCK_ATTEMPTS: Final = 3
 
-_COLUMNS: Final = (
-    "aggregate_type",
-    "aggregate_id",
-    "source_revision",
-    "indexed_revision",
-    "projection_schema_version",
-    "projection_hash",
-    "last_success_at",
-    "last_error_code",
-    "last_error_message",
-    "last_error_at",
-)
 # MariaDB evaluates these assignments left to right and later ones see earlier results, so
 # everything that compares against the stored indexed_revision comes before it is raised.
 _NEWER: Final = (
@@ -82,13 +45,9 @@ _UPSERT_TAIL: Final = (
 
 @dataclass(slots=True)
 class StateUpdate:
-    """One aggregate's outcome.
-
-    A success sets `indexed_revision`, `schema_version` and `projection_hash` (all three) and no
-    error; a failure sets `error_code` (and usually `error_message`) and no indexed fields. An
-    update with neither only raises ``source_revision`` ("seen"). Treat it as read-only: it is
-    not frozen because a frozen dataclass is built several times slower, and one is built per
-    success.
+    """One aggregate's outcome: a success (`indexed_revision`, `schema_version` and
+    `projection_hash`), a failure (`error_code`, usually `error_message`), or neither ("seen":
+    raises ``source_revision`` only). Read-only by convention (frozen would be slower to build).
     """
 
     aggregate_type: str
@@ -99,8 +58,7 @@ class StateUpdate:
     projection_hash: str | None = None
     error_code: str | None = None
     error_message: str | None = None
-    at: datetime | None = None
-    """When the outcome happened (``last_success_at``/``last_error_at``); None: when written."""
+    at: datetime | None = None  # when it happened; None: when written
 
     def __post_init__(self) -> None:
         indexed, schema, digest = self.indexed_revision, self.schema_version, self.projection_hash
@@ -115,10 +73,6 @@ class StateUpdate:
             raise ValueError("error_message needs an error_code")
         if self.source_revision < 0 or (indexed is not None and indexed < 0):
             raise ValueError("revisions are non-negative")
-
-    @property
-    def is_success(self) -> bool:
-        return self.indexed_revision is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,39 +98,30 @@ class ProjectionState:
         return self.last_success_at is None or self.last_error_at > self.last_success_at
 
 
+_COLUMNS: Final = tuple(f.name for f in fields(ProjectionState))  # the table's, in order
+
+
 class StateRecorder(Protocol):
     """``search_projection_state``: the pipeline records outcomes; the CLI and tests read rows."""
 
     async def record(self, outcomes: Sequence[StateUpdate]) -> None:
         """Apply `outcomes` in order (duplicates allowed: later ones win as `merge` says)."""
-        ...
 
     async def read(self, aggregate_type: str, ids: Sequence[str]) -> dict[str, ProjectionState]:
         """The stored state of `ids`; an id without a row is absent."""
-        ...
 
 
 def merge(current: ProjectionState | None, update: StateUpdate, now: datetime) -> ProjectionState:
-    """The row after applying `update` at `now`, or at its own `at` (the module docstring's
-    rules)."""
+    """The row after applying `update` at its `at` (else `now`). Revisions never go down; a
+    success at a revision >= the stored one replaces hash and schema version, a stale one only
+    ``last_success_at``; errors are history a success never clears; code and message are cut to
+    the column sizes."""
+    if current is None:
+        row = _row(update, now)
+        return ProjectionState(*row, *_NO_ERROR) if len(row) == 7 else ProjectionState(*row)
     if update.at is not None:
         now = update.at
-    code = None if update.error_code is None else update.error_code[:MAX_ERROR_CODE_LENGTH]
-    message = None if update.error_message is None else update.error_message[:MAX_ERROR_MESSAGE]
-    if current is None:
-        success = update.is_success
-        return ProjectionState(
-            aggregate_type=update.aggregate_type,
-            aggregate_id=update.aggregate_id,
-            source_revision=update.source_revision,
-            indexed_revision=update.indexed_revision,
-            projection_schema_version=update.schema_version,
-            projection_hash=update.projection_hash,
-            last_success_at=now if success else None,
-            last_error_code=code,
-            last_error_message=message,
-            last_error_at=now if code is not None else None,
-        )
+    code, message = _error(update)
     state = replace(current, source_revision=max(current.source_revision, update.source_revision))
     if update.indexed_revision is not None:
         stored = current.indexed_revision or 0
@@ -211,10 +156,8 @@ class ProjectionStateWriter:
         rows = [_row(outcomes[i], now) for i in ordered]
         for attempt in range(1, _DEADLOCK_ATTEMPTS + 1):
             try:
-                async with transaction(self._pool) as conn:
-                    with translate_errors("write search_projection_state"):
-                        async with conn.cursor() as cur:
-                            await cur.execute(_upsert_sql(rows, conn.escape))
+                async with transaction_cursor(self._pool, "write search_projection_state") as cur:
+                    await cur.execute(_upsert_sql(rows, cur.connection.escape))
                 return
             except TransientError as exc:
                 if exc.code is not ErrorCode.MYSQL_DEADLOCK or attempt == _DEADLOCK_ATTEMPTS:
@@ -224,44 +167,43 @@ class ProjectionStateWriter:
         unique = list(dict.fromkeys(ids))
         if not unique:
             return {}
-        async with transaction(self._pool) as conn:
-            with translate_errors("read search_projection_state"):
-                async with conn.cursor(aiomysql.DictCursor) as cur:
-                    sql = (
-                        f"SELECT {', '.join(_COLUMNS)} FROM search_projection_state"
-                        " WHERE aggregate_type = %s AND aggregate_id IN %s"
-                    )
-                    await cur.execute(expand_in(sql, len(unique)), (aggregate_type, *unique))
-                    fetched: list[dict[str, Any]] = list(await cur.fetchall())
-        return {row["aggregate_id"]: _state(row) for row in fetched}
+        sql = (
+            f"SELECT {', '.join(_COLUMNS)} FROM search_projection_state"
+            " WHERE aggregate_type = %s AND aggregate_id IN %s"
+        )
+        async with transaction_cursor(self._pool, "read search_projection_state") as cur:
+            await cur.execute(expand_in(sql, len(unique)), (aggregate_type, *unique))
+            fetched = await cur.fetchall()
+        return {row[1]: _state(row) for row in fetched}
 
 
 _NO_SUCCESS: Final = (None, None, None, None)
+_NO_ERROR: Final = (None, None, None)
 _INSERT: Final = f"INSERT INTO search_projection_state ({', '.join(_COLUMNS)}) VALUES "
 
 
-def _row(update: StateUpdate, now: datetime) -> tuple[Any, ...]:
-    """`update`'s row in `_COLUMNS` order: what `merge(None, update, now)` holds."""
-    at = update.at or now
-    if update.indexed_revision is not None:  # a success: never an error too
-        success = (update.indexed_revision, update.schema_version, update.projection_hash, at)
-        return (update.aggregate_type, update.aggregate_id, update.source_revision, *success)
-    code = None if update.error_code is None else update.error_code[:MAX_ERROR_CODE_LENGTH]
+def _error(update: StateUpdate) -> tuple[str | None, str | None]:
+    """The error code and message, cut to the column sizes."""
+    if update.error_code is None:
+        return None, None
     message = None if update.error_message is None else update.error_message[:MAX_ERROR_MESSAGE]
-    error = (code, message, at if code is not None else None)
-    return (
-        update.aggregate_type,
-        update.aggregate_id,
-        update.source_revision,
-        *_NO_SUCCESS,
-        *error,
-    )
+    return update.error_code[:MAX_ERROR_CODE_LENGTH], message
+
+
+def _row(update: StateUpdate, now: datetime) -> tuple[Any, ...]:
+    """`update`'s row in `_COLUMNS` order, as `merge(None, update, now)` holds it; a success's
+    row stops before the error columns (they are NULL)."""
+    at = update.at or now
+    key = (update.aggregate_type, update.aggregate_id, update.source_revision)
+    if update.indexed_revision is not None:  # a success: never an error too
+        return (*key, update.indexed_revision, update.schema_version, update.projection_hash, at)
+    code, message = _error(update)
+    return (*key, *_NO_SUCCESS, code, message, at if code is not None else None)
 
 
 def _upsert_sql(rows: Sequence[tuple[Any, ...]], escape: Callable[[Any], str]) -> str:
-    """The one upsert statement of `rows` (`_row`'s), each value escaped by the connection's
-    `escape` (an int is written as it is; a value repeated across rows is escaped once). A
-    success's row has no error columns: they are NULL."""
+    """The one upsert of `rows` (`_row`'s), values escaped by the connection's `escape` (ints as
+    they are, a value repeated across rows escaped once)."""
     seen: dict[Any, str] = {}
 
     def literal(value: Any) -> str:
@@ -281,19 +223,7 @@ def _upsert_sql(rows: Sequence[tuple[Any, ...]], escape: Callable[[Any], str]) -
     return _INSERT + ", ".join(parts) + _UPSERT_TAIL
 
 
-def _state(row: dict[str, Any]) -> ProjectionState:
-    def opt_int(value: Any) -> int | None:
-        return None if value is None else int(value)
-
-    return ProjectionState(
-        aggregate_type=row["aggregate_type"],
-        aggregate_id=row["aggregate_id"],
-        source_revision=int(row["source_revision"]),
-        indexed_revision=opt_int(row["indexed_revision"]),
-        projection_schema_version=opt_int(row["projection_schema_version"]),
-        projection_hash=row["projection_hash"],
-        last_success_at=row["last_success_at"],
-        last_error_code=row["last_error_code"],
-        last_error_message=row["last_error_message"],
-        last_error_at=row["last_error_at"],
-    )
+def _state(row: Sequence[Any]) -> ProjectionState:
+    """A row of `_COLUMNS`, in order."""
+    indexed, schema = (None if v is None else int(v) for v in row[3:5])
+    return ProjectionState(row[0], row[1], int(row[2]), indexed, schema, *row[5:])

@@ -1,19 +1,7 @@
-"""The projection state off the hot path: outcomes coalesced per key, written on a timer.
-
-The pipeline reports each work's outcome (`applied`, `failed`) and ends each batch
-(`end_batch`); the batch's `StateUpdate`s are merged into one entry per (aggregate type, id)
-instead of being upserted at once; `flush` writes every entry in one ordered batch of upserts
-(``consumer/searchsync/mysql/state.py``). The pipeline flushes when `due` (every `interval_s`), when
-partitions are revoked, and at shutdown, so after a quiet period the table says what the index
-holds, exactly as if every update had been written when it happened:
-
-- each entry keeps the newest ``source_revision`` seen, the success with the highest indexed
-  revision (the later one on a tie) with the time of the latest success, and the latest error
-  with its time; the two are written as two rows in the order they happened, each with its own
-  time (`StateUpdate.at`), so ``last_success_at``, ``last_error_at`` and "failing now" are those
-  of the unbuffered writes;
-- a flush that fails puts its entries back (merged with what arrived meanwhile) for the next one;
-  state is bookkeeping, so a failure is logged and never blocks the index.
+"""The projection state off the hot path: each batch's outcomes coalesced per key and written on a
+timer, on revocation and at shutdown. After a quiet period the table holds what unbuffered writes
+would have (each entry's success and error are written as two rows, in the order they happened,
+each at its own time). A failed flush keeps its entries for the next: state never blocks the index.
 """
 
 from __future__ import annotations
@@ -21,14 +9,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Final
 
 from searchsync.clock import utc_now
 from searchsync.mysql.pool import db_time
 from searchsync.mysql.state import StateRecorder, StateUpdate
-
-__all__ = ["FLUSH_ROWS", "StateBuffer"]
 
 log = logging.getLogger(__name__)
 
@@ -54,18 +41,11 @@ class _Entry:
             self.add_error(update, at)
 
     def add_success(self, update: StateUpdate, at: datetime) -> None:
-        best, revision = self.success, update.indexed_revision or 0
-        if (
-            best is None
-            or revision > (best.indexed_revision or 0)
-            or (
-                revision == best.indexed_revision
-                and (self.success_at is None or at >= self.success_at)
-            )
-        ):
+        """Keep the highest indexed revision (the later on a tie) and the latest success time."""
+        best, last, revision = self.success, self.success_at, update.indexed_revision or 0
+        if best is None or last is None or (revision, at) >= (best.indexed_revision or 0, last):
             self.success = update
-        if self.success_at is None or at > self.success_at:
-            self.success_at = at
+        self.success_at = at if last is None else max(last, at)
 
     def add_error(self, update: StateUpdate, at: datetime) -> None:
         if self.error_at is None or at >= self.error_at:
@@ -86,31 +66,14 @@ class _Entry:
             return [ok]  # the common case: one success, already the row to write
         rows: list[StateUpdate] = []
         if ok is not None and ok_at is not None:
-            rows.append(
-                StateUpdate(
-                    key[0],
-                    key[1],
-                    src,
-                    ok.indexed_revision,
-                    ok.schema_version,
-                    ok.projection_hash,
-                    at=ok_at,
-                )
-            )
+            rows.append(replace(ok, source_revision=src, at=ok_at))
         if error is not None and error_at is not None:
-            failure = StateUpdate(
-                key[0],
-                key[1],
-                src,
-                error_code=error.error_code,
-                error_message=error.error_message,
-                at=error_at,
-            )
+            failure = replace(error, source_revision=src, at=error_at)
             if rows and ok_at is not None and error_at < ok_at:
                 rows.insert(0, failure)  # in the order they happened
             else:
                 rows.append(failure)
-        return rows or [StateUpdate(key[0], key[1], src, at=now)]  # only "seen"
+        return rows or [StateUpdate(*key, src, at=now)]  # only "seen"
 
 
 class StateBuffer:
@@ -155,9 +118,7 @@ class StateBuffer:
                 indexed_revision,
                 schema_version,
                 projection_hash,
-                None,
-                None,
-                at,
+                at=at,
             )
         )
 

@@ -1,41 +1,24 @@
-"""The truth port: the current rows of an aggregate type, and the writer's revision floors.
-
-The consumer never trusts an event's content; it re-reads the truth. `Truth` is the one port the
-pipeline, the rebuild and the repair job read it through; `MysqlTruth` implements it on aiomysql.
-It says what to read, never how: no caller hands it SQL.
-
-- `rows_by_id(projector, ids)`: the rows of those ids from the projector's `table`, with its
-  `columns`, soft-deleted rows included, keyed by ``id``. A missing id is simply absent; the
-  caller decides what a missing row means.
-- Every row `rows_by_id`, `scan` and `bucket_page(content=True)` return carries the projector's
-  children and lookups (``row[child.name]``, ``row[lookup.name]``), read in the same transaction
-  with one ``IN (...)`` query per child or lookup table per batch, in a deterministic order
-  (`searchsync.mysql.truth_relations`).
-- `revision_floors(aggregate_type, ids)`: the revision the writer recorded when it hard-deleted
-  each id (table ``search_revision_floor``); ids without a floor are absent.
-- `scan(projector, after_id, limit)`: keyset pagination over the whole table: at most `limit`
-  rows with ``id > after_id`` (all rows when `after_id` is None), ordered by id. Pass the last
-  id returned to read the next page; an empty page is the end. Never OFFSET: a page costs the
-  same wherever it starts. The order is the database's (its collation).
-- `floor_page(aggregate_type, after_id, limit)`: the same keyset walk over the revision floors.
-- `count(projector)`: the rows of the table.
-- `bucket_page(projector, lo, hi, after, limit, content=...)`: the repair wheel's read of one
-  bucket key range (`searchsync.mysql.truth_buckets`): light entries, or whole rows with
-  `content`. Pages resume after the `BucketCursor` of the last entry returned.
-
-The SQL is built here, from identifiers `Projector` validated, quoted, with every value a
-parameter.
-"""
+"""The truth port: the consumer never trusts an event's content, it re-reads the current rows (with
+their children and lookups, `truth_relations`) and the writer's revision floors through `Truth`.
+Callers say what to read, never how: SQL is built here from validated, quoted identifiers, every
+value a parameter."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, Final, Protocol
 
 import aiomysql
 
-from searchsync.mysql.pool import expand_in, quote_identifier, transaction, translate_errors
+from searchsync.mysql.pool import (
+    expand_in,
+    quote_identifier,
+    transaction,
+    transaction_cursor,
+    translate_errors,
+)
 from searchsync.mysql.truth_buckets import TruthEntry, bucket_page
 from searchsync.mysql.truth_relations import Packing, read_relations
 from searchsync.projection._registry import Projector, Row
@@ -53,25 +36,28 @@ _FLOOR_SQL: Final = (
 
 
 class Truth(Protocol):
-    """Reads current rows and revision floors (the module docstring says what each returns).
-
-    `primary=True` asks for a read that cannot lag (the primary, not a replica): the pipeline
-    uses it to re-read a row that is older than its event, the repair to confirm a finding.
-    """
+    """Reads of current rows and revision floors. Rows carry the projector's children and lookups
+    (``row[child.name]``); missing ids are absent. `primary=True` reads where nothing lags (the
+    pipeline re-reading a row older than its event, the repair confirming a finding)."""
 
     async def rows_by_id(
         self, projector: Projector, ids: Sequence[str], *, primary: bool = False
-    ) -> dict[str, Row]: ...
+    ) -> dict[str, Row]:
+        """The rows of `ids` (soft-deleted ones included), by id."""
 
     async def revision_floors(
         self, aggregate_type: str, ids: Sequence[str], *, primary: bool = False
-    ) -> dict[str, int]: ...
+    ) -> dict[str, int]:
+        """The revision the writer recorded when it hard-deleted each id."""
 
-    async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]: ...
+    async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]:
+        """Keyset page: at most `limit` rows with ``id > after_id`` (from the start when None),
+        by id in the database's collation; empty at the end. Never OFFSET."""
 
     async def floor_page(
         self, aggregate_type: str, after_id: str | None, limit: int
-    ) -> list[tuple[str, int]]: ...
+    ) -> list[tuple[str, int]]:
+        """The same keyset walk over the revision floors: (id, revision) pairs."""
 
     async def count(self, projector: Projector) -> int: ...
 
@@ -84,20 +70,16 @@ class Truth(Protocol):
         limit: int,
         *,
         content: bool,
-    ) -> list[TruthEntry]: ...
+    ) -> list[TruthEntry]:
+        """The repair wheel's page of bucket keys ``[lo, hi)`` after `after` (`truth_buckets`):
+        light entries, or whole rows with `content`."""
 
 
 class MysqlTruth:
-    """`Truth` on aiomysql pools: `pool` for ordinary reads, `primary_pool` for ``primary=True``
-    (the same pool when there is no replica). `sync_hash_column` reads bucket pages by the
-    optional ``sync_hash`` column; `id_prefix` limits them to ids starting with it (a partial
-    repair; tests).
-
-    Ids are de-duplicated and read in chunks of at most `batch_size` (one query each, all in one
-    short transaction). Unreachable or lost connections raise
-    `TransientError(ErrorCode.MYSQL_UNAVAILABLE)`; SQL errors pass through unchanged (a bug, not
-    an outage).
-    """
+    """`Truth` on aiomysql: `primary_pool` for ``primary=True`` (default: `pool`). Bucket pages use
+    the optional ``sync_hash`` column with `sync_hash_column`, and only ids starting with
+    `id_prefix` (a partial repair). Ids are de-duplicated and read `batch_size` at a time, in one
+    short transaction."""
 
     def __init__(
         self,
@@ -113,34 +95,24 @@ class MysqlTruth:
         self._pool = pool
         self._primary_pool = primary_pool if primary_pool is not None else pool
         self._batch_size = batch_size
-        self._sync_hash_column = sync_hash_column
-        self._id_prefix = id_prefix
         self._packing = Packing()
+        self._buckets = partial(
+            bucket_page, pool, sync_hash_column=sync_hash_column, id_prefix=id_prefix
+        )
 
     async def rows_by_id(
         self, projector: Projector, ids: Sequence[str], *, primary: bool = False
     ) -> dict[str, Row]:
         select = _select(projector)
-        rows = await self._by_chunks(
-            f"{select} WHERE `id` IN %s",
-            (),
-            ids,
-            primary=primary,
-            doing=f"read {projector.table}",
-            relate=projector,
-        )
+        sql = f"{select} WHERE `id` IN %s"
+        rows = await self._by_chunks(sql, (), ids, primary, f"read {projector.table}", projector)
         return {str(row["id"]): row for row in rows}
 
     async def revision_floors(
         self, aggregate_type: str, ids: Sequence[str], *, primary: bool = False
     ) -> dict[str, int]:
-        rows = await self._by_chunks(
-            _FLOOR_SQL,
-            (aggregate_type,),
-            ids,
-            primary=primary,
-            doing="read search_revision_floor",
-        )
+        doing = "read search_revision_floor"
+        rows = await self._by_chunks(_FLOOR_SQL, (aggregate_type,), ids, primary, doing)
         return {str(row["aggregate_id"]): int(row["revision"]) for row in rows}
 
     async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]:
@@ -155,10 +127,8 @@ class MysqlTruth:
         rows: list[dict[str, Any]] = []
         async with transaction(self._pool) as conn:
             with translate_errors(f"scan {projector.table}"):
-                # Unbuffered, in pieces, a turn of the event loop between two: parsing a page of
-                # thousands of rows takes tens of milliseconds of CPU (aiomysql parses in
-                # Python), which would otherwise hold the loop while whole buffers of the
-                # result are parsed, and delay every other task's I/O (a bulk's answer).
+                # Unbuffered, in pieces: parsing thousands of rows in Python would otherwise hold
+                # the event loop for tens of milliseconds (and delay every other task's I/O).
                 async with conn.cursor(aiomysql.SSDictCursor) as cur:
                     await cur.execute(sql, args)
                     while piece := await cur.fetchmany(_SCAN_PIECE):
@@ -172,24 +142,20 @@ class MysqlTruth:
     ) -> list[tuple[str, int]]:
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
-        async with transaction(self._pool) as conn:
-            with translate_errors("scan search_revision_floor"):
-                async with conn.cursor() as cur:
-                    await cur.execute(
-                        "SELECT aggregate_id, revision FROM search_revision_floor"
-                        " WHERE aggregate_type = %s AND aggregate_id > %s"
-                        " ORDER BY aggregate_id LIMIT %s",
-                        (aggregate_type, after_id or "", limit),
-                    )
-                    fetched = await cur.fetchall()
+        async with transaction_cursor(self._pool, "scan search_revision_floor") as cur:
+            await cur.execute(
+                "SELECT aggregate_id, revision FROM search_revision_floor"
+                " WHERE aggregate_type = %s AND aggregate_id > %s"
+                " ORDER BY aggregate_id LIMIT %s",
+                (aggregate_type, after_id or "", limit),
+            )
+            fetched = await cur.fetchall()
         return [(str(r[0]), int(r[1])) for r in fetched]
 
     async def count(self, projector: Projector) -> int:
-        async with transaction(self._pool) as conn:
-            with translate_errors(f"count {projector.table}"):
-                async with conn.cursor() as cur:
-                    await cur.execute(f"SELECT COUNT(*) FROM {quote_identifier(projector.table)}")
-                    (total,) = await cur.fetchone()
+        async with transaction_cursor(self._pool, f"count {projector.table}") as cur:
+            await cur.execute(f"SELECT COUNT(*) FROM {quote_identifier(projector.table)}")
+            (total,) = await cur.fetchone()
         return int(total)
 
     async def bucket_page(
@@ -202,17 +168,8 @@ class MysqlTruth:
         *,
         content: bool,
     ) -> list[TruthEntry]:
-        return await bucket_page(
-            self._pool,
-            projector,
-            lo,
-            hi,
-            after,
-            limit,
-            content=content,
-            sync_hash_column=self._sync_hash_column,
-            id_prefix=self._id_prefix,
-            packing=self._packing,
+        return await self._buckets(
+            projector, lo, hi, after, limit, content=content, packing=self._packing
         )
 
     async def _by_chunks(
@@ -220,13 +177,11 @@ class MysqlTruth:
         sql: str,
         leading: tuple[Any, ...],
         ids: Sequence[str],
-        *,
         primary: bool,
         doing: str,
         relate: Projector | None = None,
     ) -> list[dict[str, Any]]:
-        """The rows of `sql` for `ids`, a chunk at a time; with `relate`, each chunk's rows get
-        that projector's children and lookups."""
+        """The rows of `sql` for `ids`, a chunk at a time (with their relations by `relate`)."""
         unique = _unique(ids)
         if not unique:
             return []

@@ -1,15 +1,7 @@
 """The repair wheel's page of one bucket key range of an aggregate table (docs/design.md, "Repair").
-
-A bucket page is ``WHERE <key> >= lo AND <key> < hi AND <after the cursor> ORDER BY ... LIMIT n``.
-Without the optional column the key is ``CRC32(CONCAT('<type>:', id))`` computed per row, and
-pages are keyset by id: each bucket reads the whole id range (a keyset scan of the primary key, the
-hash evaluated per row). With the optional migration ``schemas/sql/optional/sync_bucket.sql`` (a
-stored generated column ``sync_hash`` and an index ``(sync_hash, id)``) and
-``repair.mysql_sync_hash_column = true`` pages are keyset by ``(sync_hash, id)``: each page is one
-range of that index, read in its order, no sort.
-
-Light pages (no content) come back packed in one GROUP_CONCAT row (`_packed`, `unpack_light`).
-"""
+The key is ``CRC32(CONCAT('<type>:', id))`` per row, pages keyset by id; with the optional
+``sync_hash`` column and its index ``(sync_hash, id)`` (``repair.mysql_sync_hash_column``), pages
+are ranges of that index. Light pages come back packed in one GROUP_CONCAT row (`unpack_light`)."""
 
 from __future__ import annotations
 
@@ -19,20 +11,16 @@ from typing import Any, Final
 
 import aiomysql
 
-from searchsync.mysql.pool import transaction, translate_errors
+from searchsync.mysql.pool import transaction_cursor
 from searchsync.mysql.truth_relations import Packing, read_relations
 from searchsync.projection import Projector, Row
 from searchsync.types import BucketCursor
 
-__all__ = ["TruthEntry", "bucket_page", "entry_of_row", "prefix_range", "unpack_light"]
-
 
 @dataclass(slots=True)
 class TruthEntry:
-    """One row as the wheel reads it; `row` holds the projector's columns, children and lookups
-    when content is checked (None otherwise). Not frozen: a rotation makes one per row and per
-    document, and a frozen dataclass costs about four times as much to build; nothing changes
-    one after it is made."""
+    """One row as the wheel reads it; `row` (columns, children, lookups) only when content is
+    checked. Read-only by convention (frozen would cost four times as much to build)."""
 
     id: str
     revision: int
@@ -47,6 +35,9 @@ def entry_of_row(row: Row, *, content: bool) -> TruthEntry:
         deleted=row.get("deleted_at") is not None,
         row=row if content else None,
     )
+
+
+_PACKED_MAX: Final = 16 * 1024 * 1024
 
 
 async def bucket_page(
@@ -85,34 +76,28 @@ async def bucket_page(
         args.extend(prefix_range(id_prefix))
     src = f"`{projector.table}` WHERE {where} ORDER BY {order} LIMIT %s"
     args.append(limit)
-    async with transaction(pool) as conn:
-        with translate_errors(f"repair scan {projector.table}"):
-            if content:
-                async with conn.cursor(aiomysql.DictCursor) as cur:
-                    await cur.execute(f"SELECT {select} FROM {src}", tuple(args))
-                    rows: list[dict[str, Any]] = list(await cur.fetchall())
-                await read_relations(conn, projector, rows, packing)
-                return [entry_of_row(r, content=True) for r in rows]
-            async with conn.cursor() as cur:
-                await cur.execute(_packed(src, order), tuple(args))
-                packed = await cur.fetchone()
-                light = unpack_light(packed, max_len=_PACKED_MAX)
-                if light is None:  # truncated or unexpected: the same page as tuples
-                    await cur.execute(f"SELECT {select} FROM {src}", tuple(args))
-                    tuples: Iterable[tuple[Any, ...]] = await cur.fetchall()
-                    light = [TruthEntry(str(i), int(r), d is not None) for i, r, d in tuples]
+    rows_as = aiomysql.DictCursor if content else None
+    async with transaction_cursor(pool, f"repair scan {projector.table}", rows_as) as cur:
+        if content:
+            await cur.execute(f"SELECT {select} FROM {src}", tuple(args))
+            rows: list[dict[str, Any]] = list(await cur.fetchall())
+            await read_relations(cur.connection, projector, rows, packing)
+            return [entry_of_row(r, content=True) for r in rows]
+        await cur.execute(_packed(src, order), tuple(args))
+        light = unpack_light(await cur.fetchone(), max_len=_PACKED_MAX)
+        if light is None:  # truncated or unexpected: the same page as tuples
+            await cur.execute(f"SELECT {select} FROM {src}", tuple(args))
+            tuples: Iterable[tuple[Any, ...]] = await cur.fetchall()
+            light = [TruthEntry(str(i), int(r), d is not None) for i, r, d in tuples]
     return light
 
 
-_PACKED_MAX: Final = 16 * 1024 * 1024
 _BY_KEY: Final = "`sync_hash`, `id`"
 
 
 def _packed(src: str, order: str) -> str:
     """A light page as one row: its row count and ``hex(id),revision,deleted`` triples in page
-    order. aiomysql parses a result row in Python (about 20 us a row); one string split in C
-    costs a fraction of that. `unpack_light` checks the count and the length, so a truncated
-    string is never taken for a short page."""
+    order (one string split in C instead of ~20 us of Python parsing per row)."""
     key = ", `sync_hash`" if order == _BY_KEY else ""
     return (
         f"SET STATEMENT group_concat_max_len = {_PACKED_MAX} FOR SELECT COUNT(*),"
@@ -125,10 +110,8 @@ def _packed(src: str, order: str) -> str:
 def unpack_light(
     packed: Sequence[Any] | None, *, max_len: int = _PACKED_MAX
 ) -> list[TruthEntry] | None:
-    """The entries of a `_PACKED` page, or None when it does not hold exactly COUNT(*) well-formed
-    triples: the string reached `max_len` (MariaDB cuts a GROUP_CONCAT there, with a warning
-    only; the text is ASCII, so it is cut exactly at that length), or a field is NULL or
-    malformed. The caller then reads the page as rows."""
+    """The entries of a `_packed` page, or None unless it holds exactly COUNT(*) well-formed
+    triples (MariaDB silently cuts a GROUP_CONCAT at `max_len`): then read the page as rows."""
     if packed is None:
         return None
     count, text = packed
@@ -154,10 +137,9 @@ def unpack_light(
 
 
 def prefix_range(prefix: str) -> tuple[str, str]:
-    """``[lo, hi)`` holding exactly the ids that start with `prefix` under the table's binary
-    collation (``utf8mb4_bin``: code point order). Not ``LIKE 'prefix%'``: MariaDB 10.11's range
-    optimisation of that pattern on the primary key drops ids with 4-byte characters after the
-    prefix (a full scan finds them; seen on 10.11.19)."""
+    """``[lo, hi)`` holding exactly the ids starting with `prefix` in ``utf8mb4_bin`` order. Not
+    ``LIKE 'prefix%'``: MariaDB 10.11's range optimisation of it drops ids with 4-byte characters
+    after the prefix."""
     if not prefix:
         raise ValueError("an empty prefix has no range")
     return prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)

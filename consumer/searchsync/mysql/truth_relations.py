@@ -1,25 +1,9 @@
-"""The truth port's read of a projector's children and lookups for a batch of root rows.
-
-One ``SELECT <columns> FROM <table> WHERE <key> IN (...)`` per child table and one
-``... WHERE id IN (...)`` per lookup table, for the whole batch, in the transaction the roots were
-read in (READ COMMITTED: each statement sees what was committed when it ran, so a child may be newer
-than its root's revision; the event of that newer revision re-reads and converges the document);
-never a query per root. The rows are attached
-to the roots by `searchsync.projection.attach`, which orders them itself: the order MySQL returns
-them in never reaches ``build``.
-
-Child rows are many (an article's five tags are five times its rows), and aiomysql parses each in
-Python, so a child table whose values are all ints and strings is read packed: the same query as
-one row, ``COUNT(*)`` and a ``JSON_ARRAYAGG`` of the rows as ``JSON_OBJECT``s, which orjson
-decodes in C straight into the row dicts (`_packed_sql`). Which tables qualify is learned per
-`Packing` (one per `MysqlTruth`): after the first batch of a child table whose every column
-shows a value, one more query reads each of those rows both as its columns and as its
-``JSON_OBJECT`` (`_learn`), and the table is read packed from then on only if every row's two
-forms are equal (a DATETIME, DECIMAL, float, binary or JSON column never is).
-Both forms come from one statement, so the same row version: rows written meanwhile by the
-application cannot make a packable table look unpackable. A packed result that is cut short (it
-reached ``group_concat_max_len``) or does not hold exactly ``COUNT(*)`` rows is read again as rows.
-"""
+"""The truth port's read of a projector's children and lookups for a batch of roots: one ``IN
+(...)`` query per child or lookup table per batch, in the roots' transaction (READ COMMITTED: a
+child may be newer than its root; that newer event converges the document), attached and ordered
+by `searchsync.projection.attach`. A child table whose values are all ints and strings (learned
+per `Packing`, `_learn`) is read packed: one ``JSON_ARRAYAGG`` row orjson decodes in C, read again
+as rows when cut short or not exactly ``COUNT(*)`` rows."""
 
 from __future__ import annotations
 
@@ -33,16 +17,13 @@ import orjson
 from searchsync.mysql.pool import expand_in, quote_identifier, translate_errors
 from searchsync.projection import Child, Lookup, Projector, Row, attach_steps, lookup_keys
 
-__all__ = ["Packing", "read_relations"]
-
 _PIECE: Final = 256
 """Rows parsed between two turns of the event loop (a few milliseconds of CPU)."""
 _PACKED_MAX: Final = 16 * 1024 * 1024
 
 
 class Packing:
-    """Which child tables are read packed (learned, see the module docstring): per child
-    declaration, True (packed), False (rows), absent (not known yet)."""
+    """Per child declaration: read packed (True), as rows (False), or not known yet (absent)."""
 
     def __init__(self) -> None:
         self.packed: dict[Child, bool] = {}
@@ -51,9 +32,7 @@ class Packing:
 async def read_relations(
     conn: Any, projector: Projector, roots: Sequence[dict[str, Any]], packing: Packing
 ) -> None:
-    """Attach to each of `roots` (rows of `projector.table`, in place) its children and lookups,
-    read on `conn`: one query per child and per lookup table for all of `roots` (two for a child
-    table the first time `packing` learns about it)."""
+    """Attach to each of `roots` (in place) its children and lookups, read on `conn`."""
     if not roots or not (projector.children or projector.lookups):
         return
     ids = list(dict.fromkeys(str(r["id"]) for r in roots))
@@ -97,8 +76,8 @@ def _may_pack(child: Child, rows: list[Row]) -> bool:
 
 
 async def _learn(conn: Any, child: Child, ids: list[str]) -> bool | None:
-    """True when every child row of `ids` equals its own ``JSON_OBJECT`` decoded, in type and
-    value (both read by one statement: the same row version); None when there are none now."""
+    """True when every child row of `ids` equals its own ``JSON_OBJECT`` decoded, type and value
+    (one statement: the same row version); None when there are none now."""
     select, table, key = _quoted(child.columns, child.table, child.key)
     sql = f"SELECT {select}, {_json_object(child)} FROM {table} WHERE {key} IN %s"
     with translate_errors(f"read {child.table}"):
@@ -125,18 +104,9 @@ def _same_row(row: dict[str, Any], packed: object) -> bool:
 
 
 def _json_object(child: Child) -> str:
-    """``JSON_OBJECT('c1', `c1`, ...)`` of the child's columns (identifiers: no quoting needed
-    inside the literals)."""
+    """``JSON_OBJECT('c1', `c1`, ...)`` of the child's columns (validated identifiers)."""
     pairs = ", ".join(f"'{c}', {quote_identifier(c)}" for c in child.columns)
     return f"JSON_OBJECT({pairs})"
-
-
-def _packed_sql(child: Child) -> str:
-    _, table, key = _quoted(child.columns, child.table, child.key)
-    return (
-        f"SET STATEMENT group_concat_max_len = {_PACKED_MAX} FOR"
-        f" SELECT COUNT(*), JSON_ARRAYAGG({_json_object(child)}) FROM {table} WHERE {key} IN %s"
-    )
 
 
 def _quoted(columns: tuple[str, ...], table: str, key: str) -> tuple[str, str, str]:
@@ -146,9 +116,14 @@ def _quoted(columns: tuple[str, ...], table: str, key: str) -> tuple[str, str, s
 
 async def _read_packed(conn: Any, child: Child, ids: list[str]) -> list[Row] | None:
     """The child rows of `ids` read packed, or None when the packed text is unusable."""
+    _, table, key = _quoted(child.columns, child.table, child.key)
+    sql = (
+        f"SET STATEMENT group_concat_max_len = {_PACKED_MAX} FOR"
+        f" SELECT COUNT(*), JSON_ARRAYAGG({_json_object(child)}) FROM {table} WHERE {key} IN %s"
+    )
     with translate_errors(f"read {child.table}"):
         async with conn.cursor() as cur:
-            await cur.execute(expand_in(_packed_sql(child), len(ids)), tuple(ids))
+            await cur.execute(expand_in(sql, len(ids)), tuple(ids))
             count, text = await cur.fetchone()
     if not count:
         return []

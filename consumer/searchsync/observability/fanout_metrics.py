@@ -1,9 +1,5 @@
-"""The fan-out's metrics (docs/design.md, "Fan-out"), on the consumer's registry.
-
-``searchsync_fanout_jobs{state}``: the fan-out jobs in ``search_fanout`` by state (``pending``,
-``done``), as the worker last read the table; ``searchsync_fanout_rebuilds_total``: the REBUILD
-events this member's worker appended for dependents.
-"""
+"""The fan-out's metrics (docs/design.md, "Fan-out"), on the consumer's registry: the jobs by
+state as last read, and the REBUILD events this member appended."""
 
 from __future__ import annotations
 

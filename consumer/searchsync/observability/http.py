@@ -1,9 +1,6 @@
-"""A tiny HTTP server for ``GET /metrics``, ``GET /healthz`` and ``GET /livez`` on the consumer's
-event loop. /livez answers 200 whenever the loop answers at all, ready or not (the liveness
-probe); /healthz answers 200 only when ready (the readiness probe).
-
-Just enough HTTP/1.x: one request per connection (``Connection: close``), request line and
-headers bounded in size and time, no body. Anything unparsable gets a 400 and a close.
+"""A tiny HTTP/1.x server on the consumer's loop: ``GET /metrics``, ``/healthz`` (200 only when
+ready: the readiness probe) and ``/livez`` (200 whenever the loop answers). One bounded request
+per connection, no body; anything unparsable gets a 400 and a close.
 """
 
 from __future__ import annotations
@@ -80,8 +77,7 @@ class HealthServer:
         return self._port
 
     async def start(self) -> None:
-        """Bind and start serving. A port in use (a second process on this host) is a
-        `ConfigError` naming `port_setting`, so start-up says which setting to change."""
+        """Bind and serve; a port in use is a `ConfigError` naming `port_setting`."""
         if self._server is not None:
             raise RuntimeError("HealthServer already started")
         try:
@@ -180,8 +176,7 @@ async def _respond(
 async def serve_job_metrics(
     host: str, port: int, metrics: Renders, *, port_setting: str, details: dict[str, Any]
 ) -> HealthServer | None:
-    """/metrics of a long-running operator job and a
-    /healthz that is ready while it runs, on `port` (None when it is 0: no server)."""
+    """/metrics and an always-ready /healthz for an operator job on `port` (0: None, no server)."""
     if not port:
         return None
     server = HealthServer(

@@ -1,9 +1,6 @@
-"""Structured logs: one JSON object per line, and the one-line-per-event-outcome record.
-
-`configure_logging` is called once by the CLI; library modules log facts as ``extra=``, and
-every extra field becomes a top-level JSON key. Values under credential-like keys are masked at
-any depth, and each finished line (exception text included) has URL passwords and configured
-secret values masked (`searchsync.config.scrub_credentials`, `scrub_known`).
+"""Structured logs: one JSON object per line (every ``extra=`` field a top-level key), and the one
+line per event outcome. Credential-like keys are masked at any depth, and each line has URL
+passwords and configured secret values masked. `configure_logging` is called once by the CLI.
 """
 
 from __future__ import annotations
@@ -19,13 +16,6 @@ import orjson
 
 from searchsync.config import scrub_credentials, scrub_known
 
-__all__ = [
-    "EVENT_OUTCOME_MESSAGE",
-    "JsonFormatter",
-    "configure_logging",
-    "log_event_outcome",
-]
-
 EVENT_OUTCOME_MESSAGE: Final = "event outcome"
 _MASK: Final = "***"
 _SECRET_KEY = re.compile(r"password|passwd|secret|token|api[_.-]?key", re.IGNORECASE)
@@ -38,10 +28,8 @@ _STANDARD_ATTRS: Final = frozenset(
 
 
 class JsonFormatter(logging.Formatter):
-    """Formats a record as one JSON line: ts, level, logger, msg, every extra field, exc.
-
-    `secrets` are values to mask wherever they appear in a line (``Settings.secret_values()``).
-    """
+    """A record as one JSON line: ts, level, logger, msg, every extra field, exc; `secrets`
+    (``Settings.secret_values()``) masked wherever they appear."""
 
     def __init__(self, secrets: tuple[str, ...] = ()) -> None:
         super().__init__()
@@ -66,7 +54,7 @@ class JsonFormatter(logging.Formatter):
         if record.stack_info:
             entry["stack"] = self.formatStack(record.stack_info)
         masked = _mask(entry, 0)
-        line = orjson.dumps(masked, default=_fallback, option=orjson.OPT_NON_STR_KEYS).decode()
+        line = orjson.dumps(masked, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
         return scrub_known(scrub_credentials(line), self._secrets)
 
 
@@ -85,18 +73,11 @@ def _is_set_secret(key: object, value: Any) -> bool:
     return isinstance(key, str) and bool(_SECRET_KEY.search(key)) and value is not None
 
 
-def _fallback(value: Any) -> Any:
-    """Anything orjson cannot encode natively is logged as its `str` (Secret shows ``***``)."""
-    return str(value)
-
-
 def configure_logging(
     level: str, stream: TextIO | None = None, *, secrets: tuple[str, ...] = ()
 ) -> logging.Handler:
-    """Send records at `level` or above to `stream` (stderr) as JSON lines, `secrets` masked.
-
-    Replaces the root logger's handlers (idempotent) and returns the installed one.
-    """
+    """Send records at `level` or above to `stream` (stderr) as JSON lines, `secrets` masked;
+    replaces the root logger's handlers and returns the installed one."""
     numeric = logging.getLevelName(level.upper())
     if not isinstance(numeric, int):
         raise ValueError(f"unknown log level {level!r}")
@@ -129,9 +110,7 @@ def log_event_outcome(
     partition: int,
     offset: int,
 ) -> None:
-    """Log how one event finished as one line (docs/design.md, "Dead letters and the event log
-    line"): at DEBUG on success, at WARNING with an `error_code`; `operation` as its plain value.
-    """
+    """Log how one event finished as one line (docs/design.md): DEBUG, or WARNING with a code."""
     fields: dict[str, Any] = {
         "event_id": event_id,
         "aggregate_type": aggregate_type,

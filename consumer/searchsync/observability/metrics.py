@@ -1,9 +1,6 @@
-"""The live pipeline's metrics (docs/design.md, Metrics); their names are in `names.py`.
-
-`Metrics` owns its prometheus-client registry (a private one unless given), so importing this
-module registers nothing and two consumers in one process never clash. Callers use its methods
-only, never a prometheus object. Counters get the ``_total`` suffix. The ``*_rate`` and
-``es_write_latency_p*`` gauges cover the last N bulk items / requests, NaN while it is empty.
+"""The live pipeline's metrics (docs/design.md, Metrics) on a registry `Metrics` owns (private
+unless given), so importing registers nothing. Callers use its methods only. The ``*_rate`` and
+``es_write_latency_p*`` gauges cover the last N bulk items / requests, NaN while empty.
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ from prometheus_client.exposition import generate_latest
 
 from searchsync.errors import ErrorCode
 from searchsync.observability.fanout_metrics import FanoutMetrics
-from searchsync.observability.names import EVENT_RESULTS, ITEM_KINDS, METRIC_NAMES, item_kind
+from searchsync.observability.names import EVENT_RESULTS, ITEM_KINDS, item_kind
 from searchsync.observability.rolling import (
     DEFAULT_WINDOW,
     RollingKinds,
@@ -30,19 +27,9 @@ from searchsync.observability.rolling import (
 if TYPE_CHECKING:
     from searchsync.search.sink import WriteOutcome
 
-__all__ = [
-    "CONTENT_TYPE",
-    "EVENT_RESULTS",
-    "ITEM_KINDS",
-    "METRIC_NAMES",
-    "Metrics",
-    "RollingKinds",
-    "RollingQuantiles",
-    "item_kind",
-]
+__all__ = ["CONTENT_TYPE", "Metrics"]
 
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
-"""What /metrics answers with: the 0.0.4 text format `generate_latest` writes."""
 
 # Latency buckets (s): a bulk takes ms to tens of s; commit-to-searchable up to hours (a DLQ replay)
 _BULK_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -172,11 +159,12 @@ class Metrics:
 
     # --- Elasticsearch ------------------------------------------------------------------------
 
-    def observe_bulk(self, items: int, seconds: float) -> None:
-        """One bulk request of `items` actions took `seconds`."""
-        del items  # the per-item verdicts come through observe_item
+    def bulk_done(self, actions: int, seconds: float) -> None:
+        """One bulk request of `actions` took `seconds` (its items come through `outcomes`)."""
         self._bulk_latency.observe(seconds)
         self.latencies.add(seconds)
+
+    observe_bulk = bulk_done
 
     def observe_item(self, kind: str, n: int = 1) -> None:
         """`n` bulk items ended as `kind` (one of `ITEM_KINDS`)."""
@@ -189,9 +177,6 @@ class Metrics:
 
     def tombstone(self, n: int = 1) -> None:
         self._tombstones.inc(n)
-
-    def bulk_done(self, actions: int, seconds: float) -> None:
-        self.observe_bulk(actions, seconds)
 
     def outcomes(self, outcomes: Sequence[WriteOutcome]) -> None:
         """One write's outcomes, counted per item kind (one child update per kind, not per op)."""

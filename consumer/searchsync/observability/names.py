@@ -61,10 +61,7 @@ METRIC_NAMES: Final = (
 
 
 def item_kind(outcome_kind: str, code: ErrorCode | None) -> str:
-    """Map a sink `OutcomeKind` value and error code to one of `ITEM_KINDS`.
-
-    ALREADY_APPLIED and AHEAD come from 409s; FAILED is split by its code.
-    """
+    """One of `ITEM_KINDS` for a sink `OutcomeKind` value and its code (FAILED split by code)."""
     if outcome_kind == "APPLIED":
         return "success"
     if outcome_kind in ("ALREADY_APPLIED", "AHEAD") or code is ErrorCode.ES_409:

@@ -1,10 +1,5 @@
-"""The metrics of the read side (`searchsync.read.verified_search`).
-
-``searchsync_verified_search_drift_hits_total{query_type, state}`` counts the hits a verified
-search found stale (``state="stale"``: the row is newer than the document) or gone
-(``state="gone"``: the row is deleted or missing), per query type the caller names. It is the
-read side's view of drift (docs/read-side.md); the repair's scheduler may use it.
-"""
+"""The read side's metrics (`searchsync.read.verified_search`): the hits a verified search found
+stale (the row is newer) or gone (deleted or missing), per query type (docs/read-side.md)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The metrics of `searchsync repair` (docs/design.md "Repair"), on its own registry.
-
-The ``projection_*_count`` gauges hold the confirmed findings of the last rotation per aggregate
-type.
-"""
+"""The metrics of `searchsync repair`, on its own registry; the ``projection_*_count`` gauges hold
+the confirmed findings of the last rotation per aggregate type."""
 
 from __future__ import annotations
 
@@ -32,23 +29,22 @@ REPAIR_METRIC_NAMES: Final = (
 
 class RepairMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
-        r = self.registry
+        self.registry = r = CollectorRegistry(auto_describe=True) if registry is None else registry
         labels = ["aggregate_type"]
         self._kinds = {
             kind: Gauge(name, f"Confirmed {kind} findings of the last rotation", labels, registry=r)
             for kind, name in _KIND_METRICS.items()
         }
-        self._scanned = Counter(
+        self.buckets_scanned = Counter(
             "repair_buckets_scanned",
             "Buckets scanned completely; content=true when their content was hashed",
             [*labels, "content"],
             registry=r,
         )
-        self._rotation = Gauge(
+        self.rotation_seconds = Gauge(
             "repair_rotation_seconds", "Duration of the last rotation", registry=r
         )
-        self._oldest = Gauge(
+        self.oldest_age = Gauge(
             "repair_oldest_bucket_age_seconds",
             "Age of the least recently completed bucket",
             labels,
@@ -58,15 +54,6 @@ class RepairMetrics:
     def set_counts(self, aggregate_type: str, counts: Mapping[str, int]) -> None:
         for kind, gauge in self._kinds.items():
             gauge.labels(aggregate_type=aggregate_type).set(counts.get(kind, 0))
-
-    def bucket_scanned(self, aggregate_type: str, *, content: bool) -> None:
-        self._scanned.labels(aggregate_type=aggregate_type, content=str(content).lower()).inc()
-
-    def set_rotation_seconds(self, seconds: float) -> None:
-        self._rotation.set(seconds)
-
-    def set_oldest_age(self, aggregate_type: str, seconds: float) -> None:
-        self._oldest.labels(aggregate_type=aggregate_type).set(seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

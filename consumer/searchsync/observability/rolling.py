@@ -1,5 +1,5 @@
-"""Rolling windows over the last N bulk items or requests: the in-process ``*_rate`` and
-``es_write_latency_p*`` gauges (`searchsync.observability.metrics`) are computed from them."""
+"""Rolling windows over the last N bulk items or requests, for the ``*_rate`` and
+``es_write_latency_p*`` gauges."""
 
 from __future__ import annotations
 
@@ -13,14 +13,11 @@ from prometheus_client import CollectorRegistry, Gauge
 __all__ = ["DEFAULT_WINDOW", "RollingKinds", "RollingQuantiles", "register_rolling"]
 
 DEFAULT_WINDOW: Final = 1_000
-"""How many bulk items / requests the rolling rates and quantiles look back over."""
 
 
 class RollingKinds:
-    """The share of each kind among the last `size` observations (O(1) per `add`, whatever `n`).
-
-    The window is kept as runs of one kind (kind, count), so a bulk of 500 items of one kind is
-    one run, not 500 entries."""
+    """The share of each kind among the last `size` observations, kept as runs of one kind (O(1)
+    per `add`, whatever `n`)."""
 
     def __init__(self, size: int = DEFAULT_WINDOW) -> None:
         if size < 1:

@@ -1,15 +1,6 @@
-"""Adaptive chunk size: aim each chunk of a scan at a target latency (docs/design.md, Rebuild).
-
-    next = clip(current * target / actual, min, max)
-
-with the change of one step limited to a factor `max_step` either way, so that one slow or
-fast chunk (a GC pause, a cold cache) cannot swing the size from one bound to the other. With a
-`quantum` (the backfill passes its bulk size), a new size of at least one quantum is rounded to
-the nearest multiple of it (within the step limit, never past the current size), so that a chunk
-is whole bulks, not a few and a small rest. The
-controller is pure: it holds only its current size, and `observe` is a function of that size
-and the measured latency. The rebuild's backfill uses it; a repair scan can too.
-"""
+"""Adaptive chunk size: ``next = clip(current * target / actual, min, max)``, each step limited
+to a factor `max_step` either way so that one slow or fast chunk cannot swing the size from one
+bound to the other. Used by the rebuild's backfill and the repair's scans."""
 
 from __future__ import annotations
 
@@ -21,13 +12,10 @@ __all__ = ["ChunkController"]
 
 @dataclass(slots=True)
 class ChunkController:
-    """The size of the next chunk, from the latency of the last one.
-
-    `minimum <= current <= maximum` always holds. `target_s` is the latency to aim at; a
-    measured latency of 0 (or less) counts as "much faster than the target". `quantum` (1: off)
-    rounds a new size of at least `quantum` to the nearest multiple of it, within the step limit
-    and never past the current size.
-    """
+    """The size of the next chunk, from the latency of the last one; `minimum <= current <=
+    maximum` always holds. A latency of 0 (or less) counts as much faster than `target_s`.
+    `quantum` (1: off) rounds a new size of at least `quantum` to the nearest multiple of it
+    (whole bulks), within the step limit and never past the current size."""
 
     minimum: int
     maximum: int

@@ -1,14 +1,5 @@
 """Projection: one deterministic projector per aggregate type (docs/design.md, invariant 6).
-
-Commands build their registry from the settings (``[projection] modules``, see
-`searchsync.projection.plugins`); `default_registry()` is the registry of the default settings
-(the built-in wiki_page)::
-
-    registry = registry_from_settings(settings.projection)
-    document = registry.get("wiki_page").project(row)
-
-How to write a projector for your own type: docs/consumer.md, "Adding an aggregate type".
-"""
+Commands build their registry with `registry_from_settings(settings.projection)`."""
 
 from __future__ import annotations
 

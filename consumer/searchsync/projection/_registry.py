@@ -1,11 +1,5 @@
-"""Projectors and the registry that finds one per aggregate type (invariant 6).
-
-A projector turns one MySQL row into one complete search document. The consumer, the rebuild
-and the repair job all get their projector from a `ProjectorRegistry`, so there is exactly one
-way to build a document of a given type and `projection_schema_version`.
-
-What a document is, and its operational fields: `searchsync.projection._document`.
-"""
+"""Projectors and the registry that finds one per aggregate type (invariant 6): the consumer, the
+rebuild and the repair all build a type's documents the one way its `Projector` does."""
 
 from __future__ import annotations
 
@@ -60,52 +54,20 @@ _MAX_EXTERNAL_VERSION = 2**63 - 1  # Elasticsearch external versions are non-neg
 
 @dataclass(frozen=True, slots=True)
 class Projector:
-    """How to read and project one aggregate type.
+    """How to read and project one aggregate type (docs/consumer.md, "Adding an aggregate type").
 
-    - `table`, `columns`: where the rows live and which columns to read: at least ``id``,
-      ``revision`` and every column `build` reads. The truth port (`searchsync.mysql.truth`) builds
-      the queries from them (quoted identifiers, parameters); every row is read, soft-deleted
-      rows included. Both are plain identifiers (``[A-Za-z_][A-Za-z0-9_]*``, at most 64).
-    - `build(row)`: the type's own fields, including ``is_deleted`` (a `bool`), and none of
-      `RESERVED_FIELDS`. It raises `PoisonMessage(ErrorCode.PROJECTION_ERROR, ...)` for a row it
-      cannot project; `KeyError`, `TypeError` and `ValueError` from it are turned into that too.
-      Any other exception is a bug: the pipeline retries the row, then dead-letters it as
-      PROJECTION_ERROR too (see `searchsync.errors`).
-    - `mapping`: the index body (``{"settings": ..., "mappings": ...}``) for this type; its
-      properties must cover `RESERVED_FIELDS` (``tombstoned_at`` as ``date``) and ``is_deleted``.
-    - `deleted_at_column`: the column holding a soft delete's time (a DATETIME, naive values are
-      UTC). A projected document with ``is_deleted: true`` gets it as ``tombstoned_at``; without
-      it (None, or the row's value is NULL) a soft-deleted document has no ``tombstoned_at`` and
-      the tombstone purge never removes it. It must be one of `columns` when set.
-    - `canonical_fields`: True promises that `build` returns its fields in canonical form already
-      (`searchsync.projection.canonical`: NFC `str` keys and strings, ints within 64 bits, no
-      floats, no other types), so `project` skips the normalizing walk. Prove it with a property
-      test (``normalize(fields) == fields``, as tests/unit/test_wiki_page_canonical.py does);
-      when in doubt leave it False: the output is the same, only slower.
-    - `children`, `lookups`: rows of other tables the document is built from (`Child`: an
-      article's tags; `Lookup`: its author). The truth port reads each with one ``IN (...)``
-      query per batch and hands `build` the root row with ``row[child.name]`` (a list of rows,
-      in a deterministic order) and ``row[lookup.name]`` (a row or None); names must not be
-      columns. A lookup's ``via`` is one of `columns`, or of a child's (``through``, each child
-      row gets its looked-up row; `searchsync.projection._relations`).
-
-    Adding an aggregate type: a module whose ``projectors()`` returns it, named in
-    ``[projection] modules`` (`searchsync.projection.plugins`; docs/consumer.md)::
-
-        def build_note(row: Row) -> dict[str, Any]:
-            return {"text": str(row["text"]), "is_deleted": row["deleted_at"] is not None}
-
-        def projectors() -> list[Projector]:
-            return [
-                Projector(
-                    aggregate_type="note",
-                    schema_version=1,
-                    table="note",
-                    columns=("id", "text", "revision", "deleted_at"),
-                    build=build_note,
-                    mapping=load_json("schemas/index/note.json"),
-                )
-            ]
+    - `table`, `columns`: identifiers; the columns include ``id``, ``revision`` and every column
+      `build` reads. Every row is read, soft-deleted ones included.
+    - `build(row)`: the type's own fields, with ``is_deleted`` (a `bool`) and none of
+      `RESERVED_FIELDS`; a row it cannot project raises `PoisonMessage(PROJECTION_ERROR)` (so do
+      `KeyError`, `TypeError`, `ValueError`); any other exception is a bug, retried first.
+    - `mapping`: the index body; its properties cover `RESERVED_FIELDS` and ``is_deleted``.
+    - `deleted_at_column`: a DATETIME column (naive: UTC), one of `columns`, that a soft-deleted
+      document carries as ``tombstoned_at``; without it the tombstone purge never removes one.
+    - `canonical_fields`: a promise that `build` returns canonical fields already
+      (``normalize(fields) == fields``, proven by a property test), so `project` skips the walk.
+    - `children`, `lookups`: rows of other tables put on the row before `build`
+      (`searchsync.projection._relations`).
     """
 
     aggregate_type: str
@@ -181,15 +143,9 @@ class Projector:
     def tombstone(
         self, aggregate_id: str, revision: int, *, at: datetime | None = None
     ) -> Document:
-        """The document for a row that no longer exists (hard delete) at `revision`.
-
-        It carries ``id``, ``source_revision``, ``projection_schema_version``,
-        ``projection_hash`` and ``is_deleted: true`` (enough to hold the version in
-        Elasticsearch so that a late upsert cannot resurrect the row, invariant 4), plus
-        ``tombstoned_at``: `at`, by default now. Only the first write of a revision is stored (a
-        second one is a 409), so the stored time is when the tombstone was first written. The
-        hash does not depend on `at`; the document is not `reproducible`.
-        """
+        """The document of a hard-deleted row at `revision`: ``is_deleted: true`` holds the
+        version so a late upsert cannot resurrect the row (invariant 4); ``tombstoned_at`` is
+        `at` (default now), outside the hash, so the document is not `reproducible`."""
         doc_id = _doc_id(aggregate_id)
         stamp = format_timestamp(at if at is not None else datetime.now(UTC))
         return self._seal(
@@ -214,7 +170,6 @@ class Projector:
         unsigned["source_revision"] = revision
         unsigned["projection_schema_version"] = self.schema_version
         try:
-            # `body` is a dict of its own: `normalize` builds one, and `unsigned` is a copy.
             body = unsigned if self.canonical_fields else normalize(unsigned)
             digest = sha256_hex(encode_normalized(body))
             # The hash covers the projected fields only; operational fields join the body after.
@@ -262,29 +217,28 @@ class ProjectorRegistry:
         return tuple(sorted(self._projectors))
 
 
+def _poison(message: str) -> PoisonMessage:
+    return PoisonMessage(ErrorCode.PROJECTION_ERROR, message)
+
+
 def _error(doc_id: str, message: str) -> PoisonMessage:
-    return PoisonMessage(ErrorCode.PROJECTION_ERROR, f"{doc_id}: {message}")
+    return _poison(f"{doc_id}: {message}")
 
 
 def _doc_id(value: object) -> str:
-    # The id is both the Elasticsearch _id and the body's `id`; canonical JSON would NFC the
-    # latter, so a non-NFC id would make them differ. Refuse it instead.
+    # The id is both the _id and the body's NFC'd `id`: a non-NFC id would make them differ.
     if not isinstance(value, str) or not value:
-        raise PoisonMessage(
-            ErrorCode.PROJECTION_ERROR, f"id must be a non-empty string, got {value!r}"
-        )
+        raise _poison(f"id must be a non-empty string, got {value!r}")
     if not value.isascii() and unicodedata.normalize("NFC", value) != value:
-        raise PoisonMessage(ErrorCode.PROJECTION_ERROR, f"id {value!r} is not in Unicode NFC")
+        raise _poison(f"id {value!r} is not in Unicode NFC")
     if len(value.encode("utf-8")) > 512:
-        raise PoisonMessage(
-            ErrorCode.PROJECTION_ERROR, f"id longer than 512 bytes: {value[:40]!r}..."
-        )
+        raise _poison(f"id longer than 512 bytes: {value[:40]!r}...")
     return value
 
 
 def _revision(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise PoisonMessage(ErrorCode.PROJECTION_ERROR, f"revision must be an int, got {value!r}")
+        raise _poison(f"revision must be an int, got {value!r}")
     if not 1 <= value <= _MAX_EXTERNAL_VERSION:
-        raise PoisonMessage(ErrorCode.PROJECTION_ERROR, f"revision {value} outside 1..2^63-1")
+        raise _poison(f"revision {value} outside 1..2^63-1")
     return value

@@ -1,12 +1,9 @@
 """Children and lookups: the rows of other tables a projector's document is built from.
 
-A `Child` is one-to-many (an article's tags), a `Lookup` many-to-one (an article's author; or,
-`through` a child, each child row's: a product category's name). The truth port reads each child
-or lookup table with one ``IN (...)`` query per batch of roots and `attach` puts the results on
-the rows, under the declared ``name``, before they reach ``build``: ``row[child.name]`` is a list
-of rows in a deterministic order, ``row[lookup.name]`` (or ``child_row[lookup.name]``) a row or
-None. The order never depends on the order the database returned the rows in, so the same truth
-gives the same bytes (invariant 6).
+A `Child` is one-to-many (an article's tags), a `Lookup` many-to-one (its author; or, `through` a
+child, each child row's). The truth port reads each with one ``IN (...)`` query per batch and
+`attach` puts them on the rows under their ``name``, in an order independent of the database's,
+so the same truth gives the same bytes (invariant 6).
 """
 
 from __future__ import annotations
@@ -17,20 +14,6 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-__all__ = [
-    "AGGREGATE_TYPE",
-    "IDENTIFIER",
-    "Child",
-    "Lookup",
-    "Row",
-    "attach",
-    "attach_steps",
-    "check_relations",
-    "child_order",
-    "lookup_keys",
-    "through_child",
-]
-
 AGGREGATE_TYPE = re.compile(r"[a-z][a-z0-9_]{0,62}")  # it becomes part of an index name
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # a MySQL table or column name
 
@@ -40,13 +23,11 @@ Row = Mapping[str, Any]
 
 @dataclass(frozen=True, slots=True)
 class Child:
-    """One-to-many rows of another table that belong to the aggregate (e.g. an article's tags).
+    """One-to-many rows of another table that belong to the aggregate (an article's tags).
 
-    ``build`` finds them as ``row[name]``: a list of rows with `columns`, sorted by `order_by`,
-    ties broken by all `columns`. `key` is the child table's column holding the root's id; the
-    child table needs an index starting with it (its primary key ``(key, ...)`` will do). A child
-    row's change must bump the root's revision and append the root's outbox event (the children
-    belong to the aggregate).
+    ``row[name]`` is a list of rows with `columns`, sorted by `order_by`, then all `columns`.
+    `key` holds the root's id (an index must start with it). A child row's change must bump the
+    root's revision and append the root's outbox event.
     """
 
     name: str
@@ -68,15 +49,12 @@ class Child:
 
 @dataclass(frozen=True, slots=True)
 class Lookup:
-    """A many-to-one row another table holds (a product's category; an article's author).
+    """A many-to-one row another table holds (an article's author).
 
-    ``build`` finds it as ``row[name]``: the row with `columns` whose ``id`` is the root's `via`
-    column, or None (`via` is NULL, or no such row). `via` must be one of the projector's columns.
-    With `through` (the name of one of the projector's `Child` declarations) `via` is a column of
-    that child instead, and each child row gets its own looked-up row: ``row[through][i][name]``.
-    `aggregate_type` is set when the looked-up row is another aggregate with its own outbox
-    events: a change of it fans out to the dependents, found through an index ``(via, id)`` on
-    the root table, or ``(via, key)`` on the child table `through`.
+    ``row[name]`` is the row whose ``id`` is the root's `via` column, or None. With `through` (a
+    child's name) `via` is that child's column and each child row gets its own:
+    ``row[through][i][name]``. `aggregate_type` names a looked-up aggregate with outbox events of
+    its own, whose changes fan out to the dependents (an index ``(via, id)`` or ``(via, key)``).
     """
 
     name: str
@@ -105,10 +83,8 @@ class Lookup:
 def check_relations(
     columns: tuple[str, ...], children: tuple[Child, ...], lookups: tuple[Lookup, ...]
 ) -> None:
-    """Raise `ValueError` unless the declarations fit a root table read with `columns`: children
-    and lookups are tuples of `Child` and `Lookup`, their names are unique and none is a column,
-    and every lookup's `via` is one of the columns, or, for a lookup `through` a child, one of that
-    child's columns (and its name none of them)."""
+    """Raise `ValueError` unless the declarations fit a root read with `columns`: unique names
+    that are no columns, and every `via` a column of the root (or of the child `through`)."""
     if not isinstance(children, tuple) or not all(isinstance(c, Child) for c in children):
         raise ValueError("children must be a tuple of Child")
     if not isinstance(lookups, tuple) or not all(isinstance(lk, Lookup) for lk in lookups):
@@ -149,9 +125,8 @@ def through_child(lookup: Lookup, children: Iterable[Child]) -> Child | None:
 def lookup_keys(
     lookup: Lookup, roots: Iterable[Row], children: Sequence[tuple[Child, Sequence[Row]]]
 ) -> list[Any]:
-    """The distinct non-null `via` values `lookup` reads, in first-seen order: of the roots, or,
-    for a lookup `through` a child, of the rows read for that child (`children`, as for
-    `attach`): the ids of one ``IN (...)`` read of the lookup table for the whole batch."""
+    """The distinct non-null `via` values of the roots (or of the child rows `through`), in
+    first-seen order: the ids of one ``IN (...)`` read of the lookup table."""
     if lookup.through is None:
         rows: Iterable[Row] = roots
     else:
@@ -160,8 +135,7 @@ def lookup_keys(
 
 
 def child_order(child: Child, rows: Iterable[Row]) -> list[Row]:
-    """`rows` sorted by ``child.order_by``, then by every column: a total order of distinct rows,
-    whatever order they were read in. NULL sorts first."""
+    """`rows` sorted by ``child.order_by``, then every column (a total order), NULL first."""
     return _ordered(rows, _sort_keys(child))
 
 
@@ -188,10 +162,8 @@ def attach(
     children: Sequence[tuple[Child, Iterable[Row]]],
     lookups: Sequence[tuple[Lookup, Iterable[Row]]],
 ) -> None:
-    """Put on every root row (in place) its children and lookups, from the rows read for them:
-    ``root[child.name]`` the child rows whose key is the root's id, in `child_order`;
-    ``root[lookup.name]`` the lookup row whose id is the root's via column, or None; for a lookup
-    `through` a child, ``child_row[lookup.name]`` likewise on each (copied) child row."""
+    """Put on every root row (in place) its children (in `child_order`) and lookups (or None),
+    and on each (copied) child row its lookups `through` it."""
     for _ in attach_steps(list(roots), children, lookups):
         pass
 
@@ -203,9 +175,8 @@ def attach_steps(
     *,
     step: int = 256,
 ) -> Iterator[None]:
-    """`attach`, `step` roots at a time: it yields after grouping the rows read and after each
-    slice of roots, so that a caller on an event loop can give the loop a turn between two (a
-    batch of thousands of roots takes tens of milliseconds). Done when exhausted."""
+    """`attach`, yielding after grouping and after each `step` roots, so a caller on an event
+    loop can give the loop a turn. Done when exhausted."""
     indexed = [(lk, {str(r["id"]): r for r in rows}) for lk, rows in lookups]
     grouped: list[tuple[Child, dict[str, list[Row]], tuple[str, ...]]] = []
     for child, rows in children:

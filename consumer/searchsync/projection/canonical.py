@@ -1,23 +1,12 @@
-"""Canonical JSON: the one byte encoding that documents and their hashes are computed from.
+"""Canonical JSON: the one byte encoding documents and their hashes are computed from (invariant 6).
 
-docs/design.md (invariant 6, Canonical JSON) says the same truth and the same projector give
-byte-identical documents. Python dicts, JSON libraries and Unicode all leave room for "the same
-value, other bytes"; these rules close that room (canonicalization before hashing):
+1. Object keys must be `str`, NFC-normalized, sorted by code point; keys equal after NFC are an
+   error. 2. Strings are NFC; lone surrogates are an error. 3. Lists and tuples keep their order.
+4. `int` within signed 64 bits; `float` finite, ``-0.0`` as ``0.0``, ``1.0`` stays a float.
+5. `None`, `bool`; anything else (datetimes, Decimals, bytes, sets) is rejected.
+6. UTF-8, no insignificant whitespace, no trailing newline.
 
-1. Objects: keys must be `str`; they are NFC-normalized and emitted sorted by Unicode code
-   point (orjson ``OPT_SORT_KEYS``), at every nesting level. Two keys that become equal after
-   NFC are an error, not a silent merge.
-2. Strings: NFC-normalized. Lone surrogates are an error.
-3. Arrays: lists and tuples, order kept (sorting is a projector's decision, not the encoder's).
-4. Numbers: `int` within signed 64 bits; `float` must be finite (NaN and ±inf are rejected,
-   orjson would write them as ``null``); ``-0.0`` is written as ``0.0``; a float keeps its
-   float form (``1.0`` is not ``1``). `bool` is `true`/`false`.
-5. Nothing else: `None` is ``null``; datetimes, Decimals, bytes, sets and other objects are
-   rejected so a projector has to choose their textual form explicitly.
-6. Output: UTF-8, no insignificant whitespace, no trailing newline.
-
-Changing any rule changes hashes: bump `CANONICALIZATION_VERSION` and treat older hashes as
-"computed under the old rules" (a repair job then re-projects instead of trusting them).
+Changing any rule changes hashes: bump `CANONICALIZATION_VERSION`.
 """
 
 from __future__ import annotations
@@ -71,10 +60,7 @@ def sha256_hex(data: bytes) -> str:
 
 
 def _fast(value: Any) -> Any:
-    """The hot path of `_normalize`: the same rules, no error paths built on the way.
-
-    Strings, None, bools and in-range ints inside objects and arrays are handled inline (no call
-    per leaf); anything else goes through `_fast` again or the general rules."""
+    """`_normalize`'s hot path: the same rules, common leaves handled inline."""
     kind = type(value)
     if kind is str:
         return value if value.isascii() else _nfc("NFC", value)

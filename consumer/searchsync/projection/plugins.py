@@ -1,19 +1,8 @@
-"""The projector registry built from configuration: ``[projection] modules``.
-
-Every command that needs projectors calls `registry_from_settings`, so they all see the same
-aggregate types.
-
-An entry names where projectors come from (docs/consumer.md, "Adding an aggregate type"):
-
-- ``"pkg.module"``: the module defines ``projectors()``, a callable returning an iterable of
-  `Projector`;
-- ``"pkg.module:name"`` (``name`` may be dotted): a `Projector`, or a callable with no
-  arguments returning one `Projector` or an iterable of them.
-
-Anything else stops start-up with a `ConfigError` on ``projection.modules``: a module that does
-not import (or raises while importing), a missing attribute, an object that is not a projector,
-a callable that raises, an entry that yields no projector, and two projectors for one type.
-"""
+"""The projector registry built from ``[projection] modules`` (`registry_from_settings`), so every
+command sees the same aggregate types. An entry is ``"pkg.module"`` (its ``projectors()`` returns
+`Projector`s) or ``"pkg.module:name"`` (a `Projector`, or a callable returning one or several).
+Any failure to get projectors from an entry, or two for one type, is a `ConfigError` on
+``projection.modules``."""
 
 from __future__ import annotations
 
@@ -28,13 +17,11 @@ from searchsync.projection._registry import Projector, ProjectorRegistry
 __all__ = ["MODULE_FUNCTION", "SETTING_KEY", "load_entry", "registry_from_settings"]
 
 SETTING_KEY: Final = "projection.modules"
-MODULE_FUNCTION: Final = "projectors"
-"""What a module named without ``:name`` must define."""
-_RENAMED: Final = {
+MODULE_FUNCTION: Final = "projectors"  # what a module named without ``:name`` defines
+_RENAMED: Final = {  # the built-in modules' former names, still accepted
     "consumer.projection.wiki_page": "searchsync.projection.wiki_page",
     "consumer.examples.article": "searchsync.examples.article",
 }
-"""The built-in modules' names before the package was called ``searchsync``: still accepted."""
 
 
 def registry_from_settings(settings: ProjectionSettings) -> ProjectorRegistry:

@@ -1,10 +1,5 @@
-"""Which aggregate types reference which: the lookups that name another aggregate type
-(``Lookup(aggregate_type=...)``), read off a `ProjectorRegistry` (docs/design.md, "Fan-out").
-
-A referenced type may have no projector of its own: its events only fan out to the documents
-whose lookup reads it. The consumer takes the events of `event_types`, and an event of a
-referenced type records the fan-out to its `dependents`.
-"""
+"""Which aggregate types reference which, through ``Lookup(aggregate_type=...)`` (docs/design.md,
+"Fan-out"). A referenced type may have no projector: its events only fan out to dependents."""
 
 from __future__ import annotations
 
@@ -49,8 +44,7 @@ def event_types(registry: ProjectorRegistry) -> tuple[str, ...]:
 
 
 def business_tables(registry: ProjectorRegistry) -> tuple[str, ...]:
-    """Every table the projectors read (roots, children and lookups), sorted: the tables the
-    consumer needs SELECT on and the application writes."""
+    """Every table the projectors read (roots, children and lookups), sorted."""
     found: set[str] = set()
     for t in registry.types():
         p = registry.get(t)

@@ -1,29 +1,11 @@
-"""The wiki_page projector: one `wiki_page` row -> one search document.
+"""The wiki_page projector (schemas/sql/demo/wiki_page.sql; docs/design.md, "The wiki_page
+document").
 
-Row columns used (schemas/sql/demo/wiki_page.sql): id, title, content, relations_json, revision,
-deleted_at. Soft-deleted rows are projected in full with ``is_deleted: true``. The contract is
-written out in docs/design.md ("The wiki_page document").
-
-`relations_json` is a JSON object keyed by relation type; each key holds a list of entities::
-
-    {"RELATED_CHARACTER": [{"entity_id": "character_xxx", "entity_type": "character",
-                            "title": "齐夏"}]}
-
-- A relation type (key) matches `RELATION_TYPE` (``[A-Za-z0-9][A-Za-z0-9_-]{0,127}``): it
-  becomes the Elasticsearch field ``relations.<type>``, so no ``.``, no leading ``_``, no spaces.
-- ``entity_type`` and ``entity_id`` (required): non-empty strings; ``entity_type`` without ``:``.
-- ``title`` and any other key of an entity are not projected (display data).
-- A key with an empty list is kept, with an empty list of targets.
-- Anything else (invalid JSON, not an object, a value that is not a list, an entity that is not
-  an object, a bad key or entity field) is `PoisonMessage("PROJECTION_ERROR")`.
-
-The document's ``relations`` has the same keys; each entity becomes ``"<entity_type>:<entity_id>"``
-(NFC), sorted and de-duplicated within its key. ``relation_target_ids`` is the sorted, distinct
-union of all targets. Canonical JSON sorts the keys, so key order, entity order and duplicates in
-`relations_json` never change the bytes or the hash. Title and content are NFC-normalized.
-
-Bump `SCHEMA_VERSION` whenever the document changes for the same row (a field, a normalization
-rule), so repair and rebuild can tell old documents apart.
+`relations_json` maps a relation type (`RELATION_TYPE`, an Elasticsearch field under
+``relations``) to a list of entities with non-empty ``entity_type`` (no ``:``) and ``entity_id``;
+other keys are not projected. The document's ``relations`` holds, per type, the sorted distinct
+``"<entity_type>:<entity_id>"`` (NFC); ``relation_target_ids`` their union. Anything else is a
+PROJECTION_ERROR. Bump `SCHEMA_VERSION` whenever the document changes for the same row.
 """
 
 from __future__ import annotations
@@ -39,24 +21,11 @@ import orjson
 from searchsync.errors import ErrorCode, PoisonMessage
 from searchsync.projection._registry import Projector, Row
 
-__all__ = [
-    "AGGREGATE_TYPE",
-    "COLUMNS",
-    "RELATION_TYPE",
-    "SCHEMA_VERSION",
-    "TABLE",
-    "build",
-    "load_mapping",
-    "projector",
-    "projectors",
-]
-
 AGGREGATE_TYPE = "wiki_page"
 SCHEMA_VERSION = 2
 TABLE = "wiki_page"
 COLUMNS = ("id", "title", "content", "relations_json", "revision", "deleted_at")
 RELATION_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
-"""A relation type: a safe Elasticsearch field name under ``relations``."""
 
 
 def projector() -> Projector:
@@ -148,8 +117,7 @@ def _relations(raw: object) -> dict[str, list[str]]:
 
 @functools.lru_cache(maxsize=4096)
 def _is_relation_type(kind: str) -> bool:
-    """`RELATION_TYPE` matches `kind` (a page has a few relation types, from a small set: the
-    match is remembered, for a bounded number of them)."""
+    """`RELATION_TYPE` matches `kind` (remembered: relation types come from a small set)."""
     return RELATION_TYPE.fullmatch(kind) is not None
 
 

@@ -1,10 +1,5 @@
 """The polling relay (`searchsync relay`): publishes ``search_outbox`` rows to Kafka exactly as
-Debezium's Outbox Event Router does, for deployments without Kafka Connect (docs/relay.md).
-
-It claims rows with seed 000's query (``status = 'PENDING' AND available_at <= NOW(6) ORDER BY
-id LIMIT n FOR UPDATE SKIP LOCKED``), retries failed publishes with seed 000's backoff, takes
-back the claims of relays that died, and marks rows PUBLISHED or, past an attempt limit, DEAD.
-"""
+Debezium's Outbox Event Router does, for deployments without Kafka Connect (docs/relay.md)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""`RelayStore` on MySQL/MariaDB: seed 000's claim query and the status updates around it.
-
-Every time the relay compares or stamps is the database's (``NOW(6)``, the session is UTC), so
-relays on hosts with skewed clocks agree on claim ages and retry times. Each method is one short
-transaction at READ COMMITTED (the pool's session setting).
-"""
+"""`RelayStore` on MySQL/MariaDB: seed 000's claim query and the status updates around it. Every
+time compared or stamped is the database's (``NOW(6)``), so relays with skewed clocks agree; each
+method is one short READ COMMITTED transaction."""
 
 from __future__ import annotations
 
@@ -25,8 +22,6 @@ from searchsync.relay.port import (
     OutboxEntry,
     RelayStatus,
 )
-
-__all__ = ["MysqlRelayStore"]
 
 _COLUMNS: Final = (
     "id, event_id, aggregate_type, aggregate_id, operation, source_revision, payload, attempts"
@@ -82,24 +77,15 @@ class MysqlRelayStore:
         dead = 0
         async with transaction_cursor(self._pool, f"mark failures in {t}") as cur:
             for f in failures:
+                counts, delay_us = int(f.counts), f.delay // _MICROSECOND
+                change = (counts, max_attempts, DEAD, PENDING, counts, f.error[:_ERROR_CHARS])
                 await cur.execute(
                     f"UPDATE {t} SET status = IF(%s AND attempts + 1 >= %s, %s, %s),"
                     " attempts = attempts + %s, last_error = %s,"
                     " available_at = NOW(6) + INTERVAL %s MICROSECOND,"
                     " locked_by = NULL, locked_at = NULL, updated_at = NOW(6)"
                     " WHERE id = %s AND status = %s AND locked_by = %s",
-                    (
-                        int(f.counts),
-                        max_attempts,
-                        DEAD,
-                        PENDING,
-                        int(f.counts),
-                        f.error[:_ERROR_CHARS],
-                        f.delay // _MICROSECOND,
-                        f.id,
-                        PROCESSING,
-                        holder,
-                    ),
+                    (*change, delay_us, f.id, PROCESSING, holder),
                 )
                 if cur.rowcount:
                     await cur.execute(f"SELECT status FROM {t} WHERE id = %s", (f.id,))
@@ -214,13 +200,7 @@ class MysqlRelayStore:
 
 def _entry(r: Sequence[Any]) -> OutboxEntry:
     payload = r[6].decode("utf-8") if isinstance(r[6], bytes | bytearray) else str(r[6])
+    event_id, aggregate_type, aggregate_id, operation = map(str, r[1:5])
     return OutboxEntry(
-        id=int(r[0]),
-        event_id=str(r[1]),
-        aggregate_type=str(r[2]),
-        aggregate_id=str(r[3]),
-        operation=str(r[4]),
-        source_revision=int(r[5]),
-        payload=payload,
-        attempts=int(r[7]),
+        int(r[0]), event_id, aggregate_type, aggregate_id, operation, int(r[5]), payload, int(r[7])
     )

@@ -1,10 +1,6 @@
-"""What the relay needs from the outbox table, as a narrow port (`RelayStore`) and its rows.
-
-The MySQL implementation is `searchsync.relay.mysql_store.MysqlRelayStore`; tests use a fake
-(tests/fakes/relay_store.py). Statuses: PENDING (waiting, or waiting again after a failure),
-PROCESSING (claimed by ``locked_by`` at ``locked_at``), PUBLISHED (acknowledged by Kafka) and
-DEAD (past the attempt limit; ``searchsync relay revive`` puts it back).
-"""
+"""What the relay needs from the outbox table (`RelayStore`) and its rows. Statuses: PENDING
+(waiting, maybe after a failure), PROCESSING (claimed by ``locked_by`` at ``locked_at``),
+PUBLISHED (acknowledged by Kafka), DEAD (past the attempt limit, until ``relay revive``)."""
 
 from __future__ import annotations
 
@@ -12,19 +8,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final, Protocol
-
-__all__ = [
-    "DEAD",
-    "PENDING",
-    "PROCESSING",
-    "PUBLISHED",
-    "DeadRow",
-    "Failure",
-    "OutboxCounts",
-    "OutboxEntry",
-    "RelayStatus",
-    "RelayStore",
-]
 
 PENDING: Final = "PENDING"
 PROCESSING: Final = "PROCESSING"
@@ -48,11 +31,8 @@ class OutboxEntry:
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """A failed publish of row `id`: it waits `delay` before it may be claimed again.
-
-    `counts` says the failure was the row's own (a payload the router cannot expand, a record
-    Kafka refuses as a record): it is an attempt, and enough of them make the row DEAD. A failure
-    of Kafka itself (no acknowledgement in time, a broker away) leaves its attempts as they were."""
+    """A failed publish of row `id`, claimable again after `delay`. `counts`: the row's own fault
+    (an attempt; enough make it DEAD), not Kafka's (attempts unchanged)."""
 
     id: int
     error: str
@@ -62,8 +42,8 @@ class Failure:
 
 @dataclass(frozen=True, slots=True)
 class OutboxCounts:
-    """The gauges' source: rows per status, and the age of the oldest PENDING row (seconds,
-    by the database's clock; None when nothing is pending)."""
+    """Rows per status, and the age of the oldest PENDING row (seconds, the database's clock;
+    None when nothing is pending)."""
 
     pending: int
     processing: int
@@ -73,11 +53,9 @@ class OutboxCounts:
 
 @dataclass(frozen=True, slots=True)
 class RelayStatus:
-    """What `searchsync status` shows of the relay: the gauges' `counts`, rows `published`,
-    rows PENDING that wait out a retry delay (`retrying`), how long the oldest PENDING row that
-    is due (available now) has been due (None when none is), claims older than the claim
-    timeout (`stale_claims`: their holder died or stalls; the next tick of any relay takes them
-    back), and the rows each holder (``locked_by``) has claimed."""
+    """What `searchsync status` shows of the relay: `retrying` rows wait out a retry delay,
+    `oldest_due_age_s` is how long the oldest due PENDING row has waited, `stale_claims` are
+    older than the claim timeout, `holders` counts claims per ``locked_by``."""
 
     counts: OutboxCounts
     published: int
@@ -112,42 +90,30 @@ class RelayStore(Protocol):
     """The outbox table as the relay sees it. Every call is its own short transaction."""
 
     async def claim(self, holder: str, limit: int) -> list[OutboxEntry]:
-        """Seed 000's claim query (PENDING, available, by id, ``FOR UPDATE SKIP LOCKED``), then
-        mark those rows PROCESSING by `holder`, in one transaction."""
-        ...
+        """Seed 000's claim query (PENDING, available, by id, ``FOR UPDATE SKIP LOCKED``) and
+        those rows marked PROCESSING by `holder`, in one transaction."""
 
     async def mark_published(self, ids: Sequence[int]) -> int:
         """Mark rows PUBLISHED (Kafka acknowledged them); the number changed."""
-        ...
 
     async def mark_failed(self, holder: str, failures: Sequence[Failure], max_attempts: int) -> int:
-        """Give back each row `holder` still holds, PENDING again after its delay; a failure that
-        `counts` is an attempt, and the row is DEAD once it reaches `max_attempts`. The number
-        that became DEAD."""
-        ...
+        """Give back each row `holder` still holds, PENDING after its delay, or DEAD when a
+        counting failure reaches `max_attempts`; the number that became DEAD."""
 
     async def take_back(self, timeout_s: float, max_attempts: int) -> int:
-        """Claims older than `timeout_s` (their holder died) count as a failed attempt and are
-        PENDING (available now) or DEAD again; the number taken back."""
-        ...
+        """Claims older than `timeout_s` count as a failed attempt: PENDING (available now) or
+        DEAD again; the number taken back."""
 
     async def counts(self) -> OutboxCounts: ...
 
     async def claimed_any(self) -> bool:
-        """Whether any row was ever claimed by a relay (PROCESSING, PUBLISHED or DEAD): a cheap
-        look, on a table Debezium publishes too."""
-        ...
+        """Whether a relay ever claimed a row (PROCESSING, PUBLISHED or DEAD): a cheap look."""
 
     async def status(self, claim_timeout_s: float) -> RelayStatus:
-        """The counts and claims `searchsync status` shows; a claim older than
-        `claim_timeout_s` is stale."""
-        ...
+        """A claim older than `claim_timeout_s` is stale."""
 
     async def dead(self, limit: int) -> list[DeadRow]:
         """DEAD rows by id, at most `limit`."""
-        ...
 
     async def revive(self, ids: Sequence[int] | None) -> int:
-        """Put DEAD rows back (all of them when `ids` is None): PENDING, available now, attempts
-        0; the number revived."""
-        ...
+        """DEAD rows (all when `ids` is None) PENDING again, available now, attempts 0; how many."""

@@ -1,22 +1,6 @@
 """The polling relay: claim outbox rows, publish them as the Outbox Event Router would, mark them.
-
-One `Relay.tick`:
-
-1. take back claims older than ``claim_timeout_s`` (their holder died mid-claim);
-2. claim up to ``batch_size`` rows with seed 000's query and mark them PROCESSING (committed
-   before anything is published, so other relays skip them);
-3. publish every claimed row and wait for Kafka's acknowledgements (``acks=all``, idempotent);
-4. mark the acknowledged rows PUBLISHED and give the others back, PENDING after seed 000's
-   ``NextRetry``. A failure of the row itself (a payload the router cannot expand, a record
-   Kafka refuses as a record: `row_fault`) is an attempt: it waits ``NextRetry(attempts)``,
-   and the row is DEAD at ``max_attempts``. A failure of Kafka (no acknowledgement in time, any
-   other error) is no attempt of the row: it waits ``NextRetry(n)`` for the n-th such tick in a
-   row, and so does the relay before its next claim, so an outage of any length makes no row
-   DEAD.
-
-A crash between 3 and 4 publishes the row again once its claim is taken back: delivery is
-at least once, and the consumer's external versions make a duplicate harmless (docs/relay.md).
-"""
+Delivery is at least once (a crash after publishing re-publishes once the claim is taken back);
+the consumer's external versions make a duplicate harmless (docs/relay.md)."""
 
 from __future__ import annotations
 
@@ -32,16 +16,15 @@ from datetime import timedelta
 from typing import Final, Protocol
 
 from confluent_kafka import KafkaError, KafkaException
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from searchsync.config import RelaySettings
 from searchsync.errors import TransientError
 from searchsync.kafka.producer import DeliveryFailed
-from searchsync.relay.metrics import RelayMetrics
-from searchsync.relay.port import Failure, OutboxEntry, RelayStore
+from searchsync.observability.rolling import DEFAULT_WINDOW, RollingKinds
+from searchsync.relay.port import Failure, OutboxCounts, OutboxEntry, RelayStore
 from searchsync.relay.record import router_record
 from searchsync.stream.retry import RetryPolicy
-
-__all__ = ["Publisher", "Relay", "TickReport", "retry_delay", "row_fault", "seed_retry"]
 
 log = logging.getLogger(__name__)
 
@@ -53,9 +36,8 @@ def seed_retry(max_attempts: int, rng: random.Random | None = None) -> RetryPoli
 
 
 def retry_delay(retry: RetryPolicy, attempts: int) -> timedelta:
-    """``NextRetry(attempts)`` for a row that failed `attempts` times before this failure, in
-    whole microseconds (DATETIME(6)'s resolution) and strictly below ``delay + jitter bound``
-    (a float sum can round up onto the bound)."""
+    """``NextRetry(attempts + 1)`` in whole microseconds (DATETIME(6)), strictly below the jitter
+    bound (a float sum can round up onto it)."""
     n = attempts + 1
     limit = retry.jitter_limit(n)
     bound = math.ceil((retry.nominal(n) + limit) * 1_000_000) - (1 if limit else 0)
@@ -81,6 +63,8 @@ class TickReport:
     unavailable: int = 0  # rows given back because Kafka did not take them
 
 
+# Kafka errors about the record itself; any other (timeouts, transport, leaders, authorization)
+# is Kafka's or the deployment's, and the same record may pass later.
 _RECORD_ERRORS: Final = frozenset(
     {
         KafkaError.INVALID_MSG,
@@ -93,14 +77,11 @@ _RECORD_ERRORS: Final = frozenset(
         KafkaError._INVALID_ARG,
     }
 )
-"""Kafka errors about the record itself; every other error (timeouts, transport, leaders,
-authorization) is Kafka's or the deployment's, and the same record may pass later."""
 
 
 def row_fault(exc: BaseException) -> bool:
-    """True when `exc` is the record's own failure, not Kafka's: the router cannot make a
-    record of the row (ValueError), or Kafka refused the record itself (`_RECORD_ERRORS`).
-    Delivery reports never say "retriable", so the error code decides."""
+    """True when `exc` is the record's own failure, not Kafka's: the router cannot make a record
+    of the row (ValueError), or Kafka refused the record itself (by error code)."""
     if isinstance(exc, ValueError):
         return True
     error = exc.error if isinstance(exc, DeliveryFailed) else None
@@ -110,10 +91,69 @@ def row_fault(exc: BaseException) -> bool:
     return callable(code) and code() in _RECORD_ERRORS
 
 
-class Relay:
-    """Publishes the outbox through `publisher`; `holder` names this relay in ``locked_by``.
+RELAY_METRIC_NAMES: Final = (
+    "outbox_pending_count",
+    "outbox_oldest_pending_age_seconds",
+    "outbox_processing_count",
+    "outbox_retry_rate",
+    "outbox_dead_count",
+    "outbox_claim_timeout_count",
+    "relay_published",
+)
 
-    A failed row waits `retry_delay` (``NextRetry`` of its earlier failures)."""
+
+class RelayMetrics:
+    """The relay's metrics, with seed 000's names and meanings, on a registry of its own."""
+
+    def __init__(
+        self, registry: CollectorRegistry | None = None, *, window: int = DEFAULT_WINDOW
+    ) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.attempts = RollingKinds(window)
+        self._pending = Gauge("outbox_pending_count", "Outbox rows PENDING", registry=r)
+        self._oldest = Gauge(
+            "outbox_oldest_pending_age_seconds",
+            "Age of the oldest PENDING outbox row since it was created",
+            registry=r,
+        )
+        self._processing = Gauge(
+            "outbox_processing_count", "Outbox rows claimed by a relay", registry=r
+        )
+        self._dead = Gauge("outbox_dead_count", "Outbox rows past the attempt limit", registry=r)
+        retry = Gauge(
+            "outbox_retry_rate",
+            f"Share of failed attempts among this relay's last {window} publish attempts",
+            registry=r,
+        )
+        retry.set_function(lambda: self.attempts.rate("failed"))
+        self._timeouts = Counter(
+            "outbox_claim_timeout_count",
+            "Claims taken back because their holder did not finish in time",
+            registry=r,
+        )
+        self._published = Counter("relay_published", "Outbox rows published", registry=r)
+
+    def set_counts(self, counts: OutboxCounts) -> None:
+        self._pending.set(counts.pending)
+        self._processing.set(counts.processing)
+        self._dead.set(counts.dead)
+        self._oldest.set(counts.oldest_pending_age_s or 0.0)
+
+    def attempted(self, published: int, failed: int) -> None:
+        self.attempts.add("published", published)
+        self.attempts.add("failed", failed)
+        self._published.inc(published)
+
+    def taken_back(self, n: int) -> None:
+        self._timeouts.inc(n)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class Relay:
+    """Publishes the outbox through `publisher`; `holder` names this relay in ``locked_by``."""
 
     def __init__(
         self,
@@ -137,6 +177,11 @@ class Relay:
         self._outage = 0  # consecutive ticks in which Kafka took nothing
 
     async def tick(self) -> TickReport:
+        """Take back timed-out claims, claim a batch (committed PROCESSING before publishing),
+        publish it and wait for the acknowledgements, then mark each row PUBLISHED or give it
+        back after seed 000's ``NextRetry``: of the row's attempts for its own fault (`row_fault`,
+        DEAD at ``max_attempts``), of the outage's ticks for Kafka's (the relay waits as long
+        before its next claim, so no outage makes a row DEAD)."""
         s = self._settings
         taken = await self._store.take_back(s.claim_timeout_s, s.max_attempts)
         if taken:
@@ -161,19 +206,14 @@ class Relay:
         ]
         await self._store.mark_published(published)
         dead = await self._store.mark_failed(self.holder, failures, s.max_attempts)
-        own_failures = sum(f.counts for f in failures)
+        counted = sum(f.counts for f in failures)
         self._metrics.attempted(len(published), len(failures))
         for f in failures:
             log.warning("publish of outbox row %d failed: %s", f.id, f.error)
         if dead:
             log.error("%d outbox rows are DEAD (searchsync relay dead)", dead)
         return TickReport(
-            taken,
-            len(claimed),
-            len(published),
-            own_failures,
-            dead,
-            len(failures) - own_failures,
+            taken, len(claimed), len(published), counted, dead, len(failures) - counted
         )
 
     def _delay(self, earlier_failures: int) -> timedelta:
@@ -183,9 +223,8 @@ class Relay:
         self._metrics.set_counts(await self._store.counts())
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Tick until `stop` is set. A full batch is followed at once by the next claim; an
-        empty or partial one by a wait of ``poll_interval_s``. A database or broker that is
-        away (`TransientError`) is logged and tried again after the same wait."""
+        """Tick until `stop`: at once after a full batch, else after ``poll_interval_s`` (also
+        after a `TransientError`, logged), or the outage's backoff while Kafka is away."""
         s = self._settings
         while not stop.is_set():
             report = TickReport()

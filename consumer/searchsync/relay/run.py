@@ -7,30 +7,16 @@ import logging
 import os
 import socket
 import uuid
-from typing import Any
 
 from searchsync.config import Settings
 from searchsync.kafka.producer import AcknowledgedProducer, ProducerFactory
 from searchsync.mysql.pool import close_pool, open_pool
 from searchsync.observability.http import serve_job_metrics
-from searchsync.relay.metrics import RelayMetrics
 from searchsync.relay.mysql_store import MysqlRelayStore
 from searchsync.relay.record import PARTITIONER
-from searchsync.relay.relay import Relay
-
-__all__ = ["default_holder", "producer_config", "run_relay"]
+from searchsync.relay.relay import Relay, RelayMetrics
 
 log = logging.getLogger(__name__)
-
-
-def default_holder() -> str:
-    """``host:pid:random``, what ``locked_by`` says about this relay (at most 128 characters)."""
-    return f"{socket.gethostname()[:96]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-def producer_config(settings: Settings) -> dict[str, Any]:
-    """The Kafka client settings plus the Java-compatible partitioner (`PARTITIONER`)."""
-    return {**settings.kafka.client_config(), **PARTITIONER}
 
 
 async def run_relay(
@@ -41,13 +27,13 @@ async def run_relay(
     holder: str | None = None,
     producer_factory: ProducerFactory | None = None,
 ) -> None:
-    """Run one relay until `stop`; serves /metrics on ``relay.metrics_port`` when not 0."""
+    """Run one relay until `stop`; serves /metrics on ``relay.metrics_port`` when not 0. The
+    default `holder` (``locked_by``, at most 128 characters) is ``host:pid:random``."""
     metrics = metrics if metrics is not None else RelayMetrics()
-    holder = holder or default_holder()
+    holder = holder or f"{socket.gethostname()[:96]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
     pool = await open_pool(settings.mysql, maxsize=2)
-    producer = AcknowledgedProducer(
-        producer_config(settings), name="searchsync-relay", factory=producer_factory
-    )
+    config = {**settings.kafka.client_config(), **PARTITIONER}  # Java-compatible partitioner
+    producer = AcknowledgedProducer(config, name="searchsync-relay", factory=producer_factory)
     server = await serve_job_metrics(
         settings.observability.metrics_host,
         settings.relay.metrics_port,

@@ -1,21 +1,7 @@
-"""Index bootstrap: make sure a write alias exists over a physical index (docs/design.md,
-invariant 7).
-
-The hot path writes with ``require_alias=true`` and never creates an index; an operator (or the
-deployment) runs `init_index` once per aggregate type. It is idempotent and safe to run
-concurrently with itself:
-
-- the alias exists: nothing to do, but for the read alias ``<alias>_live`` (invariant 15) of an
-  install older than it: that is pointed at the write index (`InitAction.READ_ALIAS_ADDED`);
-- neither the alias nor ``<alias>_v1`` exists: create ``<alias>_v1`` with the mapping, its
-  ``_meta`` (``projection_schema_version``), the alias (``is_write_index: true``) and the read
-  alias in one create-index call, so no moment has an index without its aliases;
-- ``<alias>_v1`` exists without the alias (created by hand): add the alias;
-- a concrete index is named like the alias: refuse (`ConfigError`), an operator must decide.
-
-Both functions take an `IndexAdmin`, or a client of either engine (`make_es_client`'s; wrapped
-in `EsIndexAdmin`).
-"""
+"""Index bootstrap (docs/design.md, invariant 7): `init_index` creates ``<alias>_v1`` with mapping,
+``_meta`` and both aliases in one call, aliases a hand-made ``<alias>_v1``, adds a missing read
+alias, and refuses (`ConfigError`) an index named like the alias. Idempotent and safe to run
+concurrently."""
 
 from __future__ import annotations
 
@@ -71,7 +57,6 @@ class AliasDescription:
 
 
 def first_index_name(alias: str) -> str:
-    """The physical index of a fresh install: ``<alias>_v1`` (see `searchsync.naming`)."""
     return naming.first_physical_name(alias)
 
 
@@ -85,7 +70,6 @@ def index_meta(mapping: Mapping[str, Any], schema_version: int | None) -> dict[s
 
 
 async def describe(client: AsyncElasticsearch | IndexAdmin, alias: str) -> AliasDescription:
-    """Which physical indices `alias` points at, and which one takes its writes."""
     admin = _admin(client)
     listed = await admin.list_indices(alias)
     indices = tuple(sorted(i.name for i in listed if i.aliased))
@@ -107,11 +91,8 @@ async def init_index(
     dry_run: bool = False,
     schema_version: int | None = None,
 ) -> InitResult:
-    """Create ``<alias>_v1`` with `mapping` behind `alias` unless the alias already exists.
-
-    The index's ``_meta`` gets ``projection_schema_version = schema_version`` (pass the
-    projector's); without it, the mapping's own ``_meta`` value, if any, is kept.
-    """
+    """Create ``<alias>_v1`` with `mapping` behind `alias` unless the alias exists;
+    ``_meta.projection_schema_version`` is `schema_version` when given."""
     admin = _admin(client)
     meta = index_meta(mapping, schema_version)
     for _ in range(3):  # a concurrent init may win a race; look again

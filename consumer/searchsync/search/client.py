@@ -1,16 +1,6 @@
-"""The one place that builds the search engine's client: the consumer, the CLI and the tools
-share it. ``[search] engine`` picks the engine: Elasticsearch's own client, or for OpenSearch
-`OpenSearchClient`, which takes the same calls and raises the same errors (so every adapter
-serves both; docs/design.md, "Search engines").
-
-The transport's own retries are off (``max_retries=0``): the pipeline owns backoff and must see
-every 429 or 503; the one-shot operator commands report a failure at once (exit code 1).
-
-`request_timeout_s` (``[elasticsearch] request_timeout_s``, default 30 s) bounds each request.
-TLS and authentication come from the same section (docs/security.md): `ca_certs` (a PEM bundle
-that verifies an ``https://`` node), `verify_certs`, and either `api_key` or `username` plus
-`password` (HTTP basic auth). A refused credential is a 401 (`describe_auth_error` words it).
-"""
+"""The one builder of the search engine's client: Elasticsearch's own, or `OpenSearchClient` for
+``[search] engine = opensearch``. Transport retries are off (the pipeline owns backoff);
+``[elasticsearch]`` gives timeout, TLS and credentials (docs/security.md)."""
 
 from __future__ import annotations
 
@@ -24,8 +14,8 @@ from searchsync.search.opensearch import OpenSearchClient
 
 
 def make_es_client(settings: Settings) -> AsyncElasticsearch:
-    """An async client for ``settings.elasticsearch`` on the engine of ``settings.search``;
-    the caller closes it."""
+    """An async client for ``settings.elasticsearch`` on the configured engine; the caller closes
+    it."""
     es = settings.elasticsearch
     options: dict[str, Any] = {}
     if es.ca_certs is not None:
@@ -44,16 +34,14 @@ def make_es_client(settings: Settings) -> AsyncElasticsearch:
         max_retries=0,
         retry_on_timeout=False,
         retry_on_status=(),
-        # orjson both ways: bulk responses are parsed on the event loop, and the stdlib json
-        # parser was a tenth of the consumer's CPU (request bodies are bytes lines already)
+        # orjson: bulk answers are parsed on the event loop (stdlib json cost a tenth of the CPU)
         serializer=OrjsonSerializer(),
         **options,
     )
 
 
 def _opensearch(settings: Settings, options: dict[str, Any]) -> AsyncElasticsearch:
-    """`OpenSearchClient`, typed as the client whose calls it takes (api_key is refused by
-    the settings: OpenSearch's security plugin takes basic auth)."""
+    """`OpenSearchClient` typed as the client whose calls it takes (basic auth only)."""
     es = settings.elasticsearch
     if es.username is not None and es.password is not None:
         options["http_auth"] = (es.username, es.password.reveal())
@@ -64,9 +52,8 @@ def _opensearch(settings: Settings, options: dict[str, Any]) -> AsyncElasticsear
 
 
 def describe_auth_error(exc: BaseException) -> str | None:
-    """A message naming the settings to check when Elasticsearch refused the credentials (401)
-    or their privileges (403), also when `exc` was raised from such a refusal (the index admin
-    translates the client's errors); None for any other error."""
+    """A message naming the settings to check when the cluster refused the credentials (401) or a
+    privilege (403), also via ``__cause__``; None for other errors."""
     seen: set[int] = set()
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:

@@ -1,8 +1,5 @@
-"""`IndexAdmin` over `AsyncElasticsearch` (the client is made by the caller and passed in).
-
-Each method is one or two requests; nothing is retried here. An Elasticsearch refusal becomes
-an `IndexAdminError` subclass; no answer, 429 or 5xx becomes `TransientError`.
-"""
+"""`IndexAdmin` over `AsyncElasticsearch`: a refusal becomes an `IndexAdminError`; no answer, 429 or
+5xx a `TransientError`. Nothing is retried."""
 
 from __future__ import annotations
 
@@ -38,8 +35,6 @@ _LENIENT: dict[str, Any] = {"ignore_unavailable": True, "allow_no_indices": True
 
 
 class EsIndexAdmin:
-    """The index-admin port on a real cluster."""
-
     def __init__(self, client: AsyncElasticsearch) -> None:
         self._client = client
 
@@ -147,17 +142,16 @@ class EsIndexAdmin:
 
 
 def _read_alias_body() -> dict[str, Any]:
-    """A read alias: filtered on `LIVE_FILTER`, never a write index (nothing writes through it)."""
+    """A read alias: filtered on `LIVE_FILTER`, never a write index."""
     return {"is_write_index": False, "filter": dict(LIVE_FILTER)}
 
 
 def _add_read(alias: str, index: str) -> dict[str, Any]:
-    """The ``_aliases`` action pointing `alias`'s read alias at `index`."""
     return {"add": {"index": index, "alias": read_alias_name(alias), **_read_alias_body()}}
 
 
 def _alias_flags(alias: str, body: Mapping[str, Any]) -> dict[str, bool | None]:
-    """``{index: is_write_index flag}`` for every index in `body` that `alias` points at."""
+    """``{index: is_write_index flag}`` for every index `alias` points at."""
     flags: dict[str, bool | None] = {}
     for name, info in body.items():
         entry = info.get("aliases", {}).get(alias)
@@ -193,7 +187,6 @@ def _info(
 
 @contextmanager
 def _translated(name: str) -> Iterator[None]:
-    """Raise the port's errors for what the client raises."""
     try:
         yield
     except ApiError as exc:

@@ -1,10 +1,5 @@
-"""Reading Elasticsearch's error answers, in one place.
-
-An error answer looks like ``{"error": {"type": ..., "reason": ...}, "status": 4xx}``; older
-nodes and proxies may answer ``{"error": "text"}`` or a body that is not JSON at all.
-`es_error` reads any of them into an `EsError`; `status_code` maps an error answer to its
-`ErrorCode`.
-"""
+"""Reading Elasticsearch's error answers (`es_error`) and mapping them to an `ErrorCode`
+(`status_code`)."""
 
 from __future__ import annotations
 
@@ -28,8 +23,6 @@ _MAPPING_ERRORS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class EsError:
-    """What an `ApiError` says: HTTP status, Elasticsearch's error ``type`` and ``reason``."""
-
     status: int
     type: str | None
     reason: str | None
@@ -39,7 +32,8 @@ class EsError:
 
 
 def es_error(exc: ApiError) -> EsError:
-    """The status, type and reason of `exc`; the reason falls back to the client's message."""
+    """The status, type and reason of `exc` (any answer shape); the reason falls back to the
+    message."""
     status = exc.meta.status
     body = exc.body
     error = body.get("error") if isinstance(body, dict) else None
@@ -56,7 +50,6 @@ def es_error(exc: ApiError) -> EsError:
 
 
 def status_code(status: int, error_type: str | None) -> ErrorCode:
-    """The error code of an HTTP answer that is not a success."""
     if status == 409:
         return ErrorCode.ES_409
     if error_type == "cluster_block_exception":  # 429 flood-stage disk block, 403 write block

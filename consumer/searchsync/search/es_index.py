@@ -1,8 +1,5 @@
-"""The Elasticsearch side of the `SearchIndex` port: bulk requests, mget, and their parsing.
-
-`EsIndex` sends ``index`` actions with external versions through the alias (``require_alias``;
-only the rebuild's backfill turns it off, to fill its own physical index) and turns every answer
-into one `ItemResult` per action; `BulkSizer` cuts a batch into requests by count and bytes.
+"""`EsIndex`, the `SearchIndex` port on Elasticsearch: bulk ``index`` actions with external versions
+through the alias, mget, and one `ItemResult` per action; `BulkSizer` cuts bulks by count and bytes.
 """
 
 from __future__ import annotations
@@ -38,20 +35,14 @@ client's request coroutine, one for aiohttp's body writer (a task of its own bef
 
 @dataclass(frozen=True, slots=True)
 class EncodedBulk:
-    """One bulk request: its ops and its NDJSON body (an action line and a source line each)."""
-
     ops: list[IndexOp]
     body: bytes
 
 
 @dataclass(frozen=True, slots=True)
 class BulkSizer:
-    """Splits ops into bulk requests of at most `max_actions` ops and about `max_bytes` bytes.
-
-    The byte count is the NDJSON size (action line + body + two newlines). An op larger than
-    `max_bytes` on its own travels alone; keep `max_bytes` well below the cluster's
-    ``http.max_content_length`` (100 MB by default).
-    """
+    """Splits ops into bulks of at most `max_actions` ops and about `max_bytes` NDJSON bytes; a
+    larger op travels alone (keep `max_bytes` well below ``http.max_content_length``)."""
 
     max_actions: int = 500
     max_bytes: int = 5 * 1024 * 1024
@@ -65,20 +56,10 @@ class BulkSizer:
         return len(op.action_json()) + len(op.body_json) + 2
 
     def chunks(self, ops: Sequence[IndexOp]) -> Iterator[list[IndexOp]]:
-        chunk: list[IndexOp] = []
-        size = 0
-        for op in ops:
-            cost = self.op_bytes(op)
-            if chunk and (len(chunk) >= self.max_actions or size + cost > self.max_bytes):
-                yield chunk
-                chunk, size = [], 0
-            chunk.append(op)
-            size += cost
-        if chunk:
-            yield chunk
+        return (bulk.ops for bulk in self.encode(ops))
 
     def encode(self, ops: Sequence[IndexOp]) -> Iterator[EncodedBulk]:
-        """The bulks of `chunks`, each op's action line serialized once."""
+        """The bulks, each op's action line serialized once."""
         chunk: list[IndexOp] = []
         parts: list[bytes] = []
         size = 0
@@ -96,11 +77,8 @@ class BulkSizer:
 
 
 class EsIndex:
-    """`SearchIndex` over `AsyncElasticsearch`. Chunks run one after another, in order.
-
-    `require_alias` is True everywhere but in the rebuild, the one writer allowed to address a
-    physical index (the index it fills before the alias swap; docs/design.md, Rebuild).
-    """
+    """`SearchIndex` over `AsyncElasticsearch`; bulks run one after another, in order. Only the
+    rebuild turns `require_alias` off, to fill its physical index (docs/design.md, Rebuild)."""
 
     def __init__(
         self,
@@ -114,11 +92,8 @@ class EsIndex:
         self._require_alias = require_alias
 
     async def bulk_index(self, ops: Sequence[IndexOp]) -> list[ItemResult]:
-        """One request in flight at a time, in order. With more than one, each request is sent
-        as soon as the answer to the one before arrives: it was encoded while that one was in
-        flight, and that answer is parsed while this one is. The cluster then waits between two
-        requests only for the client to take in an answer, not for the next NDJSON body to be
-        built and the last answer parsed (milliseconds per 500 actions)."""
+        """One request in flight at a time, in order; the next bulk is encoded while one is in
+        flight, and an answer parsed while the next is."""
         bulks = self._sizer.encode(ops)
         bulk = next(bulks, None)
         if bulk is None:
@@ -142,11 +117,9 @@ class EsIndex:
             sending.cancel()  # a no-op once done; else the caller was cancelled
 
     async def _send(self, bulk: EncodedBulk) -> Any:
-        """One bulk request: the answer's body, or `_Refused` when the request failed."""
-        chunk = bulk.ops
+        """One bulk request: the answer's body, or `_Refused` when it failed."""
         try:
-            # The client's NDJSON serializer passes an encoded body through unchanged; the
-            # type stubs only know dicts, hence the cast.
+            # the serializer passes encoded bytes through; the stubs only know dicts
             response = await self._client.bulk(
                 operations=cast(Any, bulk.body),
                 require_alias=self._require_alias,
@@ -154,19 +127,17 @@ class EsIndex:
             )
         except ApiError as exc:
             error = es_error(exc)
-            return _Refused(
-                [ItemResult(op, error.status, error.type, error.reason) for op in chunk]
-            )
+            failure = (error.status, error.type, error.reason)
         except ConnectionTimeout as exc:
-            return _Refused([ItemResult(op, NO_RESPONSE, TIMEOUT_ERROR, str(exc)) for op in chunk])
+            failure = (NO_RESPONSE, TIMEOUT_ERROR, str(exc))
         except TransportError as exc:
-            return _Refused(
-                [ItemResult(op, NO_RESPONSE, CONNECTION_ERROR, str(exc)) for op in chunk]
-            )
-        return response.body
+            failure = (NO_RESPONSE, CONNECTION_ERROR, str(exc))
+        else:
+            return response.body
+        return _Refused([ItemResult(op, *failure) for op in bulk.ops])
 
     async def _mget(self, alias: str, ids: list[str], **options: Any) -> list[dict[str, Any]]:
-        """The real-time mget's docs, a failed request raised as the TransientError it means."""
+        """The real-time mget's docs; a failed request raises its `TransientError`."""
         try:
             response = await self._client.mget(index=alias, ids=ids, **options, realtime=True)
         except ApiError as exc:
@@ -218,25 +189,22 @@ class EsIndex:
 
 
 def _mget_code(status: int, error_type: str | None) -> ErrorCode:
-    """The code of a failed mget: the status's, but never poison (no document was refused)."""
+    """A failed mget's code: the status's, never poison."""
     code = status_code(status, error_type)
     return ErrorCode.ES_MGET if code.disposition is Disposition.POISON else code
 
 
 class _Refused(NamedTuple):
-    """A bulk request that failed as a whole: its result for every op, already made."""
-
     results: list[ItemResult]
 
 
 async def _let_it_leave() -> None:
-    """The turns of the event loop (`_TURNS_TO_SEND`) a started request takes to send its body."""
+    """The `_TURNS_TO_SEND` event loop turns a started request takes to send its body."""
     for _ in range(_TURNS_TO_SEND):
         await asyncio.sleep(0)
 
 
 def _parse(bulk: EncodedBulk, answer: Any) -> list[ItemResult]:
-    """One result per op of `bulk` from `EsIndex._send`'s `answer`."""
     return answer.results if isinstance(answer, _Refused) else _items(bulk.ops, answer)
 
 

@@ -1,22 +1,7 @@
-"""OpenSearch behind the search port: a client with the Elasticsearch client's calls and errors.
-
-Every adapter of the port (`EsIndex`, `EsIndexAdmin`, `EsSearchReader`, `EsTombstones`,
-`EsIndexSide`, `EsIndexReader`, `EsCanary`) sends the same request bodies to both engines; only
-the client differs. `OpenSearchClient` takes the subset of ``AsyncElasticsearch`` calls they make
-(same keyword arguments), sends them through ``opensearchpy.AsyncOpenSearch``'s transport, and
-raises what the Elasticsearch client would: ``elasticsearch.ApiError`` (its per-status subclass)
-for an error answer, ``elastic_transport.ConnectionTimeout`` / ``ConnectionError`` for none. So
-the adapters' error translation serves both engines unchanged.
-
-Where OpenSearch 2 differs (docs/design.md, "Search engines"), this module bridges it:
-
-- a point in time is ``POST /<index>/_search/point_in_time`` answering ``pit_id`` and is closed by
-  ``DELETE /_search/point_in_time``; Elasticsearch's are ``_pit`` answering ``id``;
-- there is no ``_shard_doc`` sort: a point-in-time scan sorts by ``_id`` instead (unique, so
-  ``search_after`` stays exact across shards);
-- no product header, no ``compatible-with`` media type (the Elasticsearch 9 client insists on
-  both, so it cannot talk to OpenSearch at all).
-"""
+"""OpenSearch behind the search port: `OpenSearchClient` takes the ``AsyncElasticsearch`` calls the
+adapters make and raises that client's errors, so every adapter serves both engines. It bridges
+OpenSearch 2's point in time (``pit_id``), ``_id`` as scan tiebreaker for ``_shard_doc``, and the
+absent product header (docs/design.md, "Search engines")."""
 
 from __future__ import annotations
 
@@ -48,14 +33,11 @@ _BODY_NAMES: Final = {"source": "_source", "from_": "from"}
 
 
 class OsMeta(NamedTuple):
-    """The part of the Elasticsearch client's ``ApiResponseMeta`` an answer carries."""
-
     status: int
 
 
 class OsAnswer:
-    """An answer read like the Elasticsearch client's response (``.body``, ``[key]``,
-    ``.meta.status``)."""
+    """An answer read like the Elasticsearch client's (``.body``, ``[key]``, ``.meta.status``)."""
 
     __slots__ = ("body", "meta")
 
@@ -74,7 +56,7 @@ class OsAnswer:
 
 
 class _OrjsonSerializer(JSONSerializer):
-    """orjson both ways, as for Elasticsearch (`searchsync.search.client`); bytes pass through."""
+    """orjson both ways; bytes and str pass through."""
 
     def loads(self, s: Any) -> Any:
         return orjson.loads(s)
@@ -108,12 +90,11 @@ class OpenSearchClient:
         )
         self._ignore = ignore_status
         self.indices = _Indices(self)
-        # the PIT scans' `_id` sort is deliberate (docs/design.md, "Search engines"): the node's
-        # deprecation header for it would be a Python warning on every purge and repair run
+        # the PIT scans sort by `_id` on purpose: no deprecation warning on every scan
         warnings.filterwarnings("ignore", _ID_FIELDDATA, OpenSearchWarning)
 
     def options(self, *, ignore_status: int | tuple[int, ...] = ()) -> OpenSearchClient:
-        """The same connection, answering the given error statuses instead of raising them."""
+        """The same connection, returning the given error statuses as answers."""
         statuses = (ignore_status,) if isinstance(ignore_status, int) else tuple(ignore_status)
         return OpenSearchClient((), request_timeout=0, ignore_status=statuses, client=self._os)
 
@@ -129,7 +110,6 @@ class OpenSearchClient:
         body: Any = None,
         headers: Mapping[str, str] | None = None,
     ) -> OsAnswer:
-        """One request; an error answer or no answer raised as the Elasticsearch client would."""
         query = {k: _param(v) for k, v in (params or {}).items() if v is not None}
         with _translated(self._ignore) as answered:
             answered.body = await self._os.transport.perform_request(
@@ -150,28 +130,16 @@ class OpenSearchClient:
         )
 
     async def get(self, *, index: str, id: str, **params: Any) -> OsAnswer:
-        return await self.request(
-            "GET", f"/{_name(index)}/_doc/{quote(id, safe='')}", params=params
-        )
+        return await self.request("GET", _doc(index, id), params=params)
 
-    async def index(
-        self,
-        *,
-        index: str,
-        id: str,
-        document: Any,
-        **params: Any,
-    ) -> OsAnswer:
-        path = f"/{_name(index)}/_doc/{quote(id, safe='')}"
-        return await self.request("PUT", path, params=params, body=document)
+    async def index(self, *, index: str, id: str, document: Any, **params: Any) -> OsAnswer:
+        return await self.request("PUT", _doc(index, id), params=params, body=document)
 
     async def delete(self, *, index: str, id: str, **params: Any) -> OsAnswer:
-        path = f"/{_name(index)}/_doc/{quote(id, safe='')}"
-        return await self.request("DELETE", path, params=params)
+        return await self.request("DELETE", _doc(index, id), params=params)
 
     async def exists(self, *, index: str, id: str) -> bool:
-        path = f"/{_name(index)}/_doc/{quote(id, safe='')}"
-        return bool((await self.request("HEAD", path)).body)
+        return bool((await self.request("HEAD", _doc(index, id))).body)
 
     async def count(self, *, index: str, query: Any = None) -> OsAnswer:
         body = None if query is None else {"query": query}
@@ -197,8 +165,6 @@ class OpenSearchClient:
 
 
 class _Indices:
-    """The ``indices`` namespace of the Elasticsearch client's calls."""
-
     def __init__(self, client: OpenSearchClient) -> None:
         self._c = client
 
@@ -245,6 +211,10 @@ def _name(index: str) -> str:
     return quote(index, safe=",*")
 
 
+def _doc(index: str, doc_id: str) -> str:
+    return f"/{_name(index)}/_doc/{quote(doc_id, safe='')}"
+
+
 def _param(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -267,8 +237,8 @@ def _pit_sort(key: Any) -> Any:
 
 @contextmanager
 def _translated(ignore: tuple[int, ...]) -> Iterator[OsAnswer]:
-    """Raise opensearch-py's errors as the Elasticsearch client's; an error answer whose status
-    is in `ignore` becomes the answer."""
+    """Raise opensearch-py's errors as the Elasticsearch client's; a status in `ignore` becomes the
+    answer."""
     answered = OsAnswer(None)
     try:
         yield answered

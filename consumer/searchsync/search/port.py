@@ -1,17 +1,7 @@
-"""The narrow ports to the search engine, and the values they speak.
-
-- `SearchIndex` (documents), with its values `IndexOp` / `ItemResult`: defined in
-  `searchsync.search.sink` and re-exported here.
-- `IndexAdmin` (indices and aliases: what ``index init`` and a rebuild need); on a real cluster
-  `searchsync.search.elasticsearch.EsIndexAdmin`.
-
-Index and alias names follow `searchsync.naming`. Every write alias ``A`` that `IndexAdmin` points
-somewhere takes its read alias (``naming.read_alias_name(A)``, filtered on `LIVE_FILTER`, never a
-write index) with it in the same request: readers query the read alias and never see a tombstone
-(docs/design.md, invariant 15). An index's ``_meta`` is the mapping-level
-``_meta`` object; searchsync stores ``projection_schema_version`` there, so a rebuild
-(docs/design.md, invariant 8) can tell which projection filled an index.
-"""
+"""The narrow ports to the search engine: `SearchIndex` (documents, from `searchsync.search.sink`)
+and `IndexAdmin` (indices and aliases). A write alias moves with its read alias
+(``naming.read_alias_name``, filtered on `LIVE_FILTER`) in one request (docs/design.md, invariant
+15); an index's ``_meta`` holds ``projection_schema_version``."""
 
 from __future__ import annotations
 
@@ -64,8 +54,7 @@ class IndexExists(IndexAdminError):
     """The name to create is taken (by an index or an alias)."""
 
 
-class IndexMissing(IndexAdminError):
-    """No index (or alias) of that name."""
+class IndexMissing(IndexAdminError): ...
 
 
 class AliasConflict(IndexAdminError):
@@ -112,8 +101,8 @@ def schema_version_of(meta: Mapping[str, Any]) -> int | None:
 
 
 def effective_write_index(flags: Mapping[str, bool | None]) -> str | None:
-    """Elasticsearch's rule for an alias's write index, from each index's ``is_write_index``
-    flag: the index flagged true; else the only index, unless it is flagged false; else none."""
+    """Elasticsearch's write index of an alias, from each index's ``is_write_index`` flag: the one
+    flagged true; else the only index unless flagged false; else None."""
     marked = [index for index, flag in flags.items() if flag is True]
     if marked:
         return marked[0]
@@ -124,12 +113,10 @@ def effective_write_index(flags: Mapping[str, bool | None]) -> str | None:
 
 
 class IndexAdmin(Protocol):
-    """Indices and aliases. Failures raise `IndexAdminError` (refused) or `TransientError`
-    (the cluster did not answer); nothing is retried here."""
+    """Indices and aliases. Raises `IndexAdminError` (refused) or `TransientError` (no answer);
+    nothing is retried."""
 
-    async def exists(self, name: str) -> bool:
-        """True when `name` is an index or an alias."""
-        ...
+    async def exists(self, name: str) -> bool: ...
 
     async def create_index(
         self,
@@ -139,22 +126,20 @@ class IndexAdmin(Protocol):
         meta: Mapping[str, Any] | None = None,
         alias: str | None = None,
     ) -> None:
-        """Create `name` from `body` (``settings``, ``mappings``), with `meta` merged over the
-        body's ``mappings._meta``; with `alias`, in the same call, as that alias's write index
-        (and under its read alias). Raises `IndexExists` when the name is taken."""
+        """Create `name` from `body` with `meta` merged over ``mappings._meta``; with `alias`, in
+        the same call, as its write index under its read alias. `IndexExists` when the name is
+        taken."""
         ...
 
     async def put_alias(self, alias: str, index: str) -> None:
-        """Point `alias` at `index` as its write index (other indices it points at stay behind
-        it for reads), and its read alias at `index` in the same call. Raises `IndexMissing`
-        without the index, `IndexExists` when `alias` is an index's name, `AliasConflict` when
-        another index is the alias's write index (that is what `swap_alias` is for)."""
+        """Point `alias` (as write index) and its read alias at `index` in one call. `IndexMissing`
+        without the index, `IndexExists` when `alias` names an index, `AliasConflict` when another
+        index is the write index."""
         ...
 
     async def swap_alias(self, alias: str, *, old: str, new: str) -> None:
-        """In one atomic ``_aliases`` call: remove `alias` and its read alias from `old`, add
-        them to `new` (`alias` as write index). Raises `AliasConflict` (and changes nothing)
-        when `old` does not hold the alias."""
+        """Move `alias` and its read alias from `old` to `new` in one atomic ``_aliases`` call;
+        `AliasConflict` (nothing changed) when `old` does not hold the alias."""
         ...
 
     async def list_indices(self, alias: str) -> list[IndexInfo]:
@@ -162,17 +147,14 @@ class IndexAdmin(Protocol):
         ...
 
     async def write_index(self, alias: str) -> WriteIndex | None:
-        """Where writes through `alias` go; None when `alias` is not an alias or has no
-        write index (several indices, none marked)."""
+        """Where writes through `alias` go; None when it is no alias or has no write index."""
         ...
 
     async def delete_index(self, name: str) -> None:
-        """Delete the physical index `name` (and, with it, the aliases on it). No safety
-        checks here: callers decide. Raises `IndexMissing`, or `IndexAdminError` for an alias."""
+        """Delete the physical index `name` with its aliases; no safety checks. `IndexMissing`, or
+        `IndexAdminError` for an alias."""
         ...
 
     async def update_settings(
         self, name: str, *, refresh_interval: str | None = None, replicas: int | None = None
-    ) -> None:
-        """Change the given dynamic settings of `name` (None: leave as is)."""
-        ...
+    ) -> None: ...

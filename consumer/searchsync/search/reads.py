@@ -1,15 +1,7 @@
-"""The read port: what an application reads back from the index (`searchsync.read` uses it).
-
-- `get_versions(alias, ids)`: each id's stored ``_version`` by a real-time GET (mget) through the
-  write alias: it sees a write as soon as it is acknowledged, without a refresh;
-- `search(alias, query, size=...)`: a search, which sees the index as of its last refresh;
-  through a read alias (``<alias>_live``) it never returns a tombstone.
-
-`EsSearchReader` implements it on a real cluster, `tests.fakes.search_index.InMemoryIndex` in
-memory. Neither ever asks for a refresh. A cluster that does not answer (or answers 429/5xx)
-raises `TransientError`; a missing alias raises it with ``ErrorCode.ALIAS_MISSING``; a query the
-cluster refuses (400) raises `InvalidRequest`.
-"""
+"""The read port (`SearchReader`, used by `searchsync.read`): real-time versions by mget through the
+write alias, and searches (a read alias never returns a tombstone); no refresh is ever asked. No
+answer, 429 or 5xx raises `TransientError` (``ALIAS_MISSING`` for a missing alias), a refused query
+`InvalidRequest`."""
 
 from __future__ import annotations
 
@@ -29,8 +21,6 @@ __all__ = ["EsSearchReader", "SearchReader", "StoredDocument"]
 
 @dataclass(frozen=True, slots=True)
 class StoredDocument:
-    """A stored document as a read returns it: its id, ``_version`` and ``_source``."""
-
     doc_id: str
     version: int
     source: dict[str, Any]
@@ -45,7 +35,7 @@ class SearchReader(Protocol):
 
 
 class EsSearchReader:
-    """`SearchReader` over `AsyncElasticsearch` (the caller owns and closes the client)."""
+    """`SearchReader` over `AsyncElasticsearch` (the caller closes the client)."""
 
     def __init__(self, client: AsyncElasticsearch) -> None:
         self._client = client

@@ -1,14 +1,7 @@
-"""The Elasticsearch port: bulk writes with external versions and a verdict for every item.
-
-Every write is an ``index`` action with ``version=<source_revision>``, ``version_type=external``
-through the alias, on a bulk with ``require_alias=true`` (docs/design.md, invariants 3, 4 and 7);
-only the rebuild turns that off. Deletes are tombstone documents. `SearchIndex` is the narrow
-port; `classify` maps one item result to its `ErrorCode` (what a code means is the table in
-`searchsync.errors`); `Sink` runs a bulk, classifies every item and confirms every 409 by reading
-the stored version. Nothing here raises for an Elasticsearch failure: each op gets a
-`WriteOutcome`. `IndexOp`, `ItemResult` and `WriteOutcome` are hot-path `NamedTuple`s: never
-compare one with a plain tuple.
-"""
+"""The write side of the search port: `SearchIndex`, its values, `classify` and `Sink`. Writes are
+``index`` actions at the external version ``source_revision`` through the alias (docs/design.md,
+invariants 3, 4, 7); `Sink` never raises for an engine failure and confirms every 409 by reading
+the stored version. Hot-path `NamedTuple`s: never compare one with a plain tuple."""
 
 from __future__ import annotations
 
@@ -50,8 +43,8 @@ EXTERNAL_GTE: Final = "external_gte"
 
 
 class IndexOp(NamedTuple):
-    """One ``index`` action: `body_json` under `doc_id` at external `version`, through `alias`;
-    `version_type` is ``external_gte`` only for a REBUILD same-revision rewrite."""
+    """One ``index`` action: `body_json` under `doc_id` at external `version` through `alias`
+    (``external_gte`` only for a REBUILD same-revision rewrite)."""
 
     alias: str
     doc_id: str
@@ -61,11 +54,9 @@ class IndexOp(NamedTuple):
 
     @classmethod
     def from_document(cls, alias: str, document: Document) -> IndexOp:
-        """The op that writes `document` at its `source_revision`."""
         return cls(alias, document.doc_id, document.source_revision, document.to_json())
 
     def action_json(self) -> bytes:
-        """The bulk action line (without newline)."""
         meta = {
             "_index": self.alias,
             "_id": self.doc_id,
@@ -77,7 +68,7 @@ class IndexOp(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class StoredProjection:
-    """What a stored document says about its projection (for the REBUILD rewrite decision)."""
+    """What a stored document says about its projection (the REBUILD rewrite decision)."""
 
     version: int
     projection_hash: str | None
@@ -87,7 +78,7 @@ class StoredProjection:
 
 
 class ItemResult(NamedTuple):
-    """What Elasticsearch (or the transport) said about one op."""
+    """What the engine (or transport) said about one op."""
 
     op: IndexOp
     status: int
@@ -96,30 +87,30 @@ class ItemResult(NamedTuple):
 
 
 class SearchIndex(Protocol):
-    """The narrow port to a search engine with Elasticsearch's external-version semantics."""
+    """The narrow port to a search engine with Elasticsearch's external versions."""
 
     async def bulk_index(self, ops: Sequence[IndexOp]) -> list[ItemResult]:
-        """Write `ops`; return one result per op, in order. Never raises for a failed request."""
+        """One result per op, in order; never raises for a failed request."""
         ...
 
     async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
-        """Real-time stored `_version` per id (None: absent). Raises `TransientError` on failure."""
+        """Real-time stored `_version` per id (None: absent); `TransientError` on failure."""
         ...
 
     async def refresh(self, alias: str) -> None:
-        """Make written documents visible to search (tests and verification only)."""
+        """Make writes visible to search (tests and verification only)."""
         ...
 
     async def get_projections(
         self, alias: str, ids: Sequence[str]
     ) -> dict[str, StoredProjection | None]:
-        """Real-time `StoredProjection` per id (None: absent); one mget. `TransientError` on
+        """Real-time `StoredProjection` per id (None: absent), one mget; `TransientError` on
         failure."""
         ...
 
 
 def classify(result: ItemResult) -> ErrorCode | None:
-    """The error code of one item result (None: written; ES_409: a conflict to confirm). Pure."""
+    """The code of one item result (None: written; ES_409: a conflict to confirm)."""
     status, etype = result.status, result.error_type
     if 200 <= status < 300:
         return None
@@ -129,8 +120,8 @@ def classify(result: ItemResult) -> ErrorCode | None:
 
 
 class OutcomeKind(enum.Enum):
-    """What became of one op or work: the one outcome vocabulary. What a FAILED outcome leads to
-    is its code's `ErrorCode.disposition`."""
+    """What became of an op or work: the one outcome vocabulary (a FAILED code's disposition is in
+    the `ErrorCode` table)."""
 
     APPLIED = "APPLIED"  # written now
     ALREADY_APPLIED = "ALREADY_APPLIED"  # 409 and the stored version equals ours
@@ -143,8 +134,6 @@ FINISHED_KINDS: Final = frozenset({OutcomeKind.APPLIED, OutcomeKind.ALREADY_APPL
 
 
 class WriteOutcome(NamedTuple):
-    """The final verdict for one op."""
-
     op: IndexOp
     kind: OutcomeKind
     code: ErrorCode | None = None
@@ -159,17 +148,15 @@ class WriteOutcome(NamedTuple):
 
 
 class SinkObserver(Protocol):
-    """Optional metrics hooks; `searchsync.observability.metrics` can implement them."""
+    """Optional metrics hooks (`searchsync.observability.metrics`)."""
 
     def bulk_done(self, actions: int, seconds: float) -> None: ...
 
-    def outcomes(self, outcomes: Sequence[WriteOutcome]) -> None:
-        """Every op's final outcome of one `Sink.write`, in order (one call per write)."""
-        ...
+    def outcomes(self, outcomes: Sequence[WriteOutcome]) -> None: ...
 
 
 class Sink:
-    """Writes ops and returns a confirmed `WriteOutcome` per op, in the order given."""
+    """Writes ops and returns one confirmed `WriteOutcome` per op, in order."""
 
     def __init__(
         self,
@@ -204,7 +191,8 @@ class Sink:
                 conflicts.setdefault(result.op.alias, []).append(position)
                 outcomes.append(None)
             else:
-                outcomes.append(_final(result, code))
+                message = f"{result.status} {result.error_type}: {result.reason}"
+                outcomes.append(WriteOutcome.failed(result.op, code, message))
         for alias, positions in conflicts.items():
             await self._confirm(alias, [results[p].op for p in positions], positions, outcomes)
         if self._observer is not None:
@@ -219,7 +207,6 @@ class Sink:
     async def stored_projections(
         self, alias: str, ids: Sequence[str]
     ) -> dict[str, StoredProjection | None]:
-        """The stored projection facts of `ids` (`SearchIndex.get_projections`)."""
         return await self._index.get_projections(alias, ids)
 
     async def _confirm(
@@ -229,7 +216,6 @@ class Sink:
         positions: list[int],
         outcomes: list[WriteOutcome | None],
     ) -> None:
-        """Turn 409s into ALREADY_APPLIED / AHEAD / FAILED by reading the stored versions."""
         try:
             stored = await self._index.get_versions(alias, sorted({op.doc_id for op in ops}))
         except TransientError as exc:
@@ -252,15 +238,9 @@ class Sink:
                 )
 
 
-def _final(result: ItemResult, code: ErrorCode) -> WriteOutcome:
-    """The outcome of a failed item (a written one is built inline in `Sink.write`)."""
-    message = f"{result.status} {result.error_type}: {result.reason}"
-    return WriteOutcome.failed(result.op, code, message)
-
-
 def stored_projection(version: int, source: Any) -> StoredProjection:
-    """A `StoredProjection` from a whole stored `_source` (fields of the wrong type read None);
-    `content_hash` is recomputed, since an edit in Elasticsearch keeps the old hash."""
+    """A `StoredProjection` from a stored `_source` (wrong types read None); `content_hash` is
+    recomputed, since an edit in the engine keeps the old hash."""
     hash_ = source.get("projection_hash")
     schema = source.get("projection_schema_version")
     sync = source.get("sync_hash")

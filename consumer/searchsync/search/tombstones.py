@@ -1,15 +1,7 @@
-"""The tombstone purge's port (`TombstoneStore`) and its Elasticsearch adapter (`EsTombstones`).
-
-- `scan`: a point in time on the physical index, pages sorted by ``_shard_doc`` with
-  ``search_after`` and ``seq_no_primary_term: true``, filtered to ``is_deleted: true`` and
-  ``tombstoned_at < before``. The point in time is closed when the scan ends or is abandoned.
-- `delete`: one bulk of ``delete`` actions, each with ``if_seq_no``/``if_primary_term`` from the
-  scan, addressed to that same physical index: a document written since the scan answers 409
-  and stays (docs/design.md, "Tombstones and their purge").
-
-An Elasticsearch refusal of a whole request, or no answer, raises `TransientError`: the purge
-stops and can simply be run again (what was deleted is gone; the rest is found again).
-"""
+"""The tombstone purge's port (`TombstoneStore`) and adapter (`EsTombstones`): `scan` pages a point
+in time on the physical index for tombstones older than `before`; `delete` guards each delete with
+``if_seq_no``/``if_primary_term``, so a document written since stays. A failed request raises
+`TransientError`; the purge can run again."""
 
 from __future__ import annotations
 
@@ -58,24 +50,18 @@ class DeleteOutcome:
 
 
 class TombstoneStore(Protocol):
-    """What the purge needs from the search engine."""
-
-    async def maps_tombstoned_at(self, index: str) -> bool:
-        """True when `index`'s mapping has the ``tombstoned_at`` field."""
-        ...
+    async def maps_tombstoned_at(self, index: str) -> bool: ...
 
     def scan(self, index: str, before: str, page_size: int) -> AsyncIterator[list[TombstoneHit]]:
-        """Pages of the tombstones of `index` with ``tombstoned_at < before`` (ISO-8601)."""
+        """Pages of `index`'s tombstones with ``tombstoned_at < before`` (ISO-8601)."""
         ...
 
     async def delete(self, index: str, hits: Sequence[TombstoneHit]) -> list[DeleteOutcome]:
-        """Delete each hit if its seq_no and primary term still match; one outcome per hit."""
+        """Delete each hit whose seq_no and primary term still match; one outcome per hit."""
         ...
 
 
 class EsTombstones:
-    """`TombstoneStore` over `AsyncElasticsearch`."""
-
     def __init__(self, client: AsyncElasticsearch) -> None:
         self._client = client
 

@@ -1,11 +1,6 @@
-"""Running batches: take ready works, process them, apply each verdict's decision.
-
-At most `max_concurrent` batches run at once, and a batch slot is free as soon as its verdicts
-are applied. Applying is the one place a verdict has an effect: `decide` (a pure function of the
-verdict) says finish, retry or dead-letter, and the work goes back to the `WorkState` once, with
-that outcome. Projection-state outcomes go to the `StateBuffer`, which the pipeline writes on its
-timer (`searchsync.mysql.state_buffer`).
-"""
+"""Running batches: take ready works, process them, and apply each verdict's `decide` (finish,
+retry, dead-letter) to the `WorkState`, once. At most `max_concurrent` batches run; projection-state
+outcomes go to the `StateBuffer`."""
 
 from __future__ import annotations
 
@@ -26,7 +21,6 @@ from searchsync.stream.verdict import (
     EVENT_RESULTS,
     OUTAGE_CODES,
     Action,
-    Decision,
     Verdict,
     decide,
     log_outcome,
@@ -45,7 +39,7 @@ log = logging.getLogger(__name__)
 
 
 class Batches:
-    """The batch tasks, and `done`: set whenever a batch applied its verdicts."""
+    """The batch tasks; `done` is set whenever a batch applied its verdicts."""
 
     def __init__(
         self,
@@ -77,11 +71,9 @@ class Batches:
         self.done = asyncio.Event()
 
     def tasks(self) -> set[asyncio.Task[None]]:
-        """Every batch still running, and the state flush."""
         return self._running | self._outcomes.tasks()
 
     def dispatch(self) -> None:
-        """Start batches of ready works while a slot is free."""
         while len(self._running) < self._max_concurrent:
             works = self._state.take(self._max_works)
             if not works:
@@ -91,7 +83,7 @@ class Batches:
             task.add_done_callback(self._running.discard)
 
     async def wait_for(self, partitions: Collection[TopicPartition], deadline: float) -> None:
-        """Wait until no work of `partitions` is in flight, or the (clock) deadline passes."""
+        """Wait until no work of `partitions` is in flight, or the deadline passes."""
         while self._state.busy(partitions) and self._clock() < deadline:
             self._settled.clear()
             try:
@@ -121,7 +113,6 @@ class Batches:
         self.done.set()
 
     def _apply(self, verdict: Verdict, tally: Tally) -> None:
-        """Give the work back to the state with its decision's outcome."""
         work, state = verdict.work, self._state
         if not state.owned(work):
             # Every partition of the work was revoked while it ran: its offsets belong to the new
@@ -139,39 +130,26 @@ class Batches:
         if decision.action is Action.FINISH:
             self._finished(verdict, tally)
             return
-        code = decision.code
+        code, message = decision.code, decision.message or ""
         assert code is not None
         if decision.counted:  # outbox_retry_total and one "retry" line per event
             self._metrics.retry(work.key.aggregate_type, code)
-            message = verdict.message or code.value
+            said = verdict.message or code.value
             for event, pos in work.events:
-                log_outcome(log, event, pos, verdict, "retry", work.attempts, code, message)
-        if decision.action is Action.RETRY:
-            self._retry_later(verdict, decision)
-        else:
-            self._dead_letter(verdict, decision)
-
-    def _retry_later(self, verdict: Verdict, decision: Decision) -> None:
-        work, code, message = verdict.work, decision.code, decision.message or ""
-        assert code is not None
-        delay = self._retry.delay(decision.attempt)
-        if decision.cap is not None:
-            delay = min(delay, decision.cap)
-        self._state.retry(work, delay, code, systemic=decision.systemic)
-        if not decision.systemic:
-            key = work.key
-            self._outcomes.failed(
-                key.aggregate_type, key.aggregate_id, work.max_revision, code, message
-            )
-
-    def _dead_letter(self, verdict: Verdict, decision: Decision) -> None:
-        work, code, message = verdict.work, decision.code, decision.message or ""
-        assert code is not None
-        if code is ErrorCode.REVISION_REGRESSION:
-            self._metrics.revision_regression(work.key.aggregate_type)
-        positions = self._state.dead(work)  # the key moves on; its positions finish on the ack
-        self._dead.send(positions, code, message, attempts=work.attempts, verdict=verdict)
+                log_outcome(log, event, pos, verdict, "retry", work.attempts, code, said)
         key = work.key
+        if decision.action is Action.RETRY:
+            delay = self._retry.delay(decision.attempt)
+            if decision.cap is not None:
+                delay = min(delay, decision.cap)
+            state.retry(work, delay, code, systemic=decision.systemic)
+            if decision.systemic:
+                return
+        else:
+            if code is ErrorCode.REVISION_REGRESSION:
+                self._metrics.revision_regression(key.aggregate_type)
+            positions = state.dead(work)  # the key moves on; its positions finish on the ack
+            self._dead.send(positions, code, message, attempts=work.attempts, verdict=verdict)
         self._outcomes.failed(
             key.aggregate_type, key.aggregate_id, work.max_revision, code, message
         )
@@ -223,7 +201,6 @@ class Batches:
         )
 
     def _report(self, tally: Tally) -> None:
-        """Count a batch's finished events in the metrics, once per (type, result)."""
         for (aggregate_type, result), n in tally.items():
             self._metrics.event_outcome(aggregate_type, result, n)
         for aggregate_type, lag in self._revision_lags.items():
@@ -232,7 +209,7 @@ class Batches:
 
 
 def _log_summary(works: list[Work], tally: Tally, seconds: float) -> None:
-    """The one INFO line for a batch's successes (each failure has its own line)."""
+    """The one INFO line for a batch's successes."""
     results: dict[str, int] = {}
     for (_, result), n in tally.items():
         results[result] = results.get(result, 0) + n

@@ -1,14 +1,7 @@
-"""Key coalescing: per-key ordering with a bounded number of works in flight.
-
-Events are thin: each one only says that its aggregate changed, and the worker re-reads the
-current row. So all the events of one key that are waiting can share a single re-read, which sees
-the latest row and therefore covers every one of them (the newest as applied, the others as
-superseded; docs/design.md, invariant 5). A key has at most one work in flight, which keeps the
-writes of one key in order; events that arrive meanwhile wait for the next work of that key.
-
-The coalescer only holds events and positions; reading, writing and committing belong to other
-steps. `is_full` is its backpressure signal to the intake (pause partitions, never sleep).
-"""
+"""Key coalescing: per-key order with a bounded number of works in flight. Events are thin, so the
+waiting events of one key share one re-read of the row (the newest applied, the others superseded;
+docs/design.md, invariant 5); a key has at most one work in flight. `is_full` is the backpressure
+signal."""
 
 from __future__ import annotations
 
@@ -22,12 +15,9 @@ Entry = tuple[ThinEvent, Position]
 
 @dataclass(slots=True, eq=False)
 class Work:
-    """The events of one key handled by one re-read of the truth.
-
-    Compared by identity: a work is one attempt handed out by `Coalescer.take_ready`, and only
-    that very object may be completed or released. Treat it as read-only (not frozen: a frozen
-    dataclass is built several times slower, and one is built per work).
-    """
+    """The events of one key handled by one re-read of the truth. Compared by identity: only the
+    very object `take_ready` handed out may be completed or released. Read-only (not frozen: one is
+    built per work)."""
 
     key: Key
     events: tuple[Entry, ...]
@@ -49,7 +39,7 @@ class Work:
 
     @property
     def newest(self) -> ThinEvent:
-        """The event with the highest revision (the latest to arrive on a tie)."""
+        """The event with the highest revision (the latest on a tie)."""
         best = self.events[0][0]
         if len(self.events) == 1:
             return best
@@ -60,8 +50,6 @@ class Work:
 
 
 class _KeyState:
-    """What the coalescer knows about one key: its waiting events and its work in flight."""
-
     __slots__ = ("attempts", "queued", "running")
 
     def __init__(self) -> None:
@@ -72,12 +60,8 @@ class _KeyState:
 
 
 class Coalescer:
-    """Groups events by key, hands out at most one work per key and `max_in_flight` in all.
-
-    Keys become ready in arrival order and `take_ready` serves them first in, first out. A key's
-    queued events merge into one work until it starts; events arriving while it runs wait for the
-    next one, which becomes ready when the running work completes or is released.
-    """
+    """Groups events by key; at most one work per key and `max_in_flight` in all, keys served first
+    in, first out. A key's queued events merge into one work until it starts."""
 
     __slots__ = ("_in_flight", "_keys", "_max_in_flight", "_max_queued", "_queued", "_ready")
 
@@ -95,7 +79,6 @@ class Coalescer:
         self._in_flight = 0
 
     def add(self, event: ThinEvent, pos: Position) -> None:
-        """Queue an event under its key (merging with the key's queued events, if any)."""
         key = event.key
         state = self._keys.get(key)
         if state is None:
@@ -125,14 +108,9 @@ class Coalescer:
         return works
 
     def complete(self, work: Work) -> list[Position]:
-        """Finish a work; returns every position it finishes and readies the key's next group.
-
-        Positions of a partition dropped meanwhile are returned too; the offset ledger ignores
-        them because it forgot that partition.
-        """
-        state = self._running_state(work)
-        state.running = None
-        self._in_flight -= 1
+        """Finish a work: every position it finishes (those of a dropped partition too: the ledger
+        ignores them); the key's next group becomes ready."""
+        state = self._stop(work)
         if state.queued:
             self._ready[work.key] = None
         else:
@@ -140,24 +118,17 @@ class Coalescer:
         return list(work.positions)
 
     def release(self, work: Work) -> None:
-        """Give a work back for a later retry, merged with the events that waited behind it.
-
-        Call it when the retry is due: until then the key stays in flight, so nothing newer of
-        that key overtakes it. The next work of the key counts this work's attempts.
-        """
-        state = self._running_state(work)
-        state.running = None
-        self._in_flight -= 1
+        """Give a work back, when its retry is due, merged with the events that waited behind it;
+        the next work counts its attempts."""
+        state = self._stop(work)
         state.queued[:0] = work.events
         self._queued += len(work.events)
         state.attempts = work.attempts
         self._ready[work.key] = None
 
     def drop_partition(self, topic: str, partition: int) -> int:
-        """Forget the queued events of a revoked partition; returns how many were dropped.
-
-        Works already in flight are left alone: they finish normally.
-        """
+        """Forget a revoked partition's queued events (works in flight finish normally); how
+        many."""
         dropped = 0
         for key in list(self._keys):
             state = self._keys[key]
@@ -180,23 +151,23 @@ class Coalescer:
         return dropped
 
     def in_flight(self) -> int:
-        """Works started and not yet completed or released."""
         return self._in_flight
 
     def ready(self) -> int:
-        """Keys whose work could start now, if the in-flight bound allows."""
         return len(self._ready)
 
     def queued(self) -> int:
-        """Events waiting for a work (ready or behind a work in flight)."""
         return self._queued
 
     def is_full(self) -> bool:
-        """True when the intake should pause: `max_queued` events or more are waiting."""
+        """`max_queued` events or more wait: intake should pause."""
         return self._queued >= self._max_queued
 
-    def _running_state(self, work: Work) -> _KeyState:
+    def _stop(self, work: Work) -> _KeyState:
+        """`work` is no longer in flight: its key's state (ValueError unless it was)."""
         state = self._keys.get(work.key)
         if state is None or state.running is not work:
             raise ValueError(f"work for {work.key} is not in flight (completed or released?)")
+        state.running = None
+        self._in_flight -= 1
         return state

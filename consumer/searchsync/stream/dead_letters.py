@@ -1,10 +1,6 @@
-"""Dead-lettering: the one DLQ budget, and sends whose positions finish on the ack.
-
-The budget counts both sides: every finished work (`succeeded`) and every dead letter (`send`).
-A position finishes only when the broker acknowledged its dead letter (docs/design.md,
-invariant 5); a refused send is retried with backoff for as long as the pipeline runs. A spent
-budget is fatal: the pipeline stops instead of dead-lettering everything (invariant 10).
-"""
+"""Dead-lettering: the one DLQ budget, and sends whose positions finish on the broker's ack
+(docs/design.md, invariant 5). A refused send is retried with backoff while the pipeline runs; a
+spent budget is fatal (invariant 10)."""
 
 from __future__ import annotations
 
@@ -31,8 +27,6 @@ SEND_RETRY_CAP_S = 30.0  # a refused dead letter is sent again at least this oft
 
 
 class DlqPort(Protocol):
-    """Where dead letters go (`searchsync.dlq.record.DlqProducer`); `send` returns on the ack."""
-
     async def send(self, record: DlqRecord, key: bytes | None) -> None: ...
 
 
@@ -63,12 +57,11 @@ class DeadLetters:
         self.fatal: DlqBudgetExceeded | None = None
 
     def stop(self) -> None:
-        """Shutting down: a refused send is not tried again (its offset stays uncommitted)."""
+        """Shutting down: a refused send is not tried again."""
         self._stopping = True
         self._wake.set()
 
     def succeeded(self) -> None:
-        """A work finished without a dead letter (the budget's other side)."""
         self._budget.record_success()
 
     def send(
@@ -80,7 +73,7 @@ class DeadLetters:
         attempts: int,
         verdict: Verdict | None = None,
     ) -> None:
-        """Send each message to the DLQ; its position finishes only when the send is acked."""
+        """Dead-letter each message; its position finishes only on the ack."""
         try:
             for _ in positions:
                 self._budget.record_dead()
@@ -146,7 +139,7 @@ class DeadLetters:
             self._state.acked(pos)
 
     async def _deliver(self, record: DlqRecord, key: bytes | None) -> bool:
-        """Send until acknowledged (True), or until shutdown stops trying (False)."""
+        """Send until acknowledged (True), or shutdown stops trying (False)."""
         attempt = 0
         while True:
             try:

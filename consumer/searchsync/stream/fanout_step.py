@@ -1,13 +1,6 @@
-"""The consumer's part of the fan-out: record a job for every event of a referenced aggregate
-(docs/design.md, "Fan-out"; invariant 16).
-
-An event of a type some projector's lookup names (``Lookup(aggregate_type=...)``, an author read
-by articles) records one fan-out job per dependent type and lookup, in ``search_fanout``, before
-the event's work may finish: its offset is committed only once the job is durable. The fan-out
-worker (`searchsync.ops.fanout`) then finds the dependents in MySQL and appends their REBUILD
-events. A type with no projector of its own finishes here; one with a projector goes on to be
-projected and written as usual.
-"""
+"""The consumer's part of the fan-out (docs/design.md, "Fan-out"; invariant 16): an event of a type
+a projector's lookup names records one ``search_fanout`` job per dependent type and lookup before
+its work may finish. A type without a projector of its own finishes here."""
 
 from __future__ import annotations
 
@@ -29,10 +22,8 @@ async def record_fanout(
     aggregate_type: str,
     works: Sequence[Work],
 ) -> list[Verdict] | None:
-    """Record the fan-out jobs of `works` (all of `aggregate_type`).
-
-    The verdicts of the works when they end here (the type only fans out, or the record failed:
-    then each is retried as its error says); None when they go on to their own projector."""
+    """Record the fan-out jobs of `works`: their verdicts when they end here (fan-out only, or the
+    record failed), None when they go on to their projector."""
     found = dependents(registry, aggregate_type)
     if not found or store is None:
         return None

@@ -1,24 +1,7 @@
-"""The schema fence: never write one projection schema version into an index built for another.
-
-docs/design.md, invariant 11 and "Schema fence". Every physical index carries the projection
-schema version it was built with in ``_meta.projection_schema_version``; the fence keeps an older
-projector out of the index a rebuild swapped in, and a newer one out of the index a rollback
-swapped back.
-
-- **What is checked.** Per write target: an alias's write index, or a physical ``<alias>_v<N>``
-  (a rebuild's catch-up writes to one) itself.
-- **When it fences.** When that index's version is an int other than the projector's
-  `schema_version`. An index without the value (an older `index init`) or a missing target (its
-  writes fail on their own: ALIAS_MISSING) does not fence.
-- **When it checks.** At a target's first use, every `interval_s`, and after a write to it failed
-  (a MAPPING_ERROR from a swapped-in index must become SCHEMA_FENCED, never a dead letter). A
-  failed check keeps the last answer; a target never checked successfully is held like a fenced
-  one, so that nothing is written unchecked.
-- **What fenced means.** `hold` and `after_write`, the fence as the processor applies it, answer
-  SCHEMA_FENCED (SYSTEMIC) for the target's works before anything is read, and for the failed
-  writes of a target found fenced after the batch: nothing is written or dead-lettered, the
-  offsets wait, intake pauses, and the works resume once the versions agree again.
-"""
+"""The schema fence (docs/design.md, invariant 11): per write target, the index's
+``_meta.projection_schema_version`` must equal the projector's (none, or no index, does not fence).
+Checked at first use, every `interval_s` and after a failed write; a target never checked is held.
+Fenced works get SCHEMA_FENCED (SYSTEMIC): nothing written or dead-lettered."""
 
 from __future__ import annotations
 
@@ -43,8 +26,6 @@ log = logging.getLogger(__name__)
 
 
 class FenceObserver(Protocol):
-    """Where the fence reports (`searchsync.observability.metrics.Metrics` is one)."""
-
     def set_fenced(self, alias: str, fenced: bool) -> None: ...
 
     def set_alias_physical_index(self, alias: str, version: int) -> None: ...
@@ -64,7 +45,6 @@ class TargetState:
         return self.index_version is not None and self.index_version != self.own_version
 
     def reason(self) -> str:
-        """One line for /healthz and the logs: which alias, and both versions."""
         return (
             f"schema fenced: {self.target} writes to {self.index}, built for "
             f"projection_schema_version {self.index_version}, but this consumer projects "
@@ -111,33 +91,31 @@ class SchemaFence:
         self._lock = asyncio.Lock()
         self._checks = 0  # checks started so far
 
-    # -- answers (no I/O) ------------------------------------------------------------------
-
     def state(self, target: str) -> TargetState | None:
         entry = self._entries.get(target)
         return None if entry is None else entry.state
 
     def fenced(self, target: str) -> TargetState | None:
-        """The target's state when it is fenced; None when writes to it may go ahead."""
+        """The target's state when fenced; None when its writes may go ahead."""
         state = self.state(target)
         return state if state is not None and state.fenced else None
 
     def holding(self) -> bool:
-        """Some target is fenced, or was never checked successfully: its writes are held."""
+        """Some target is fenced, or never checked successfully."""
         return any(e.state is None or e.state.fenced for e in self._entries.values())
 
     def states(self) -> list[TargetState]:
         return [e.state for _, e in sorted(self._entries.items()) if e.state is not None]
 
     def unchecked(self, target: str) -> str | None:
-        """Why `target` was never checked successfully (None: it was, or it is unknown)."""
+        """Why `target` was never checked successfully (None: it was, or unknown)."""
         entry = self._entries.get(target)
         if entry is None or entry.state is not None:
             return None
         return entry.error or "not checked yet"
 
     def reasons(self) -> list[str]:
-        """One line per fenced target, and per target that could never be checked."""
+        """One line per fenced target and per target never checked."""
         out = [s.reason() for s in self.states() if s.fenced]
         for target in sorted(self._entries):
             error = self.unchecked(target)
@@ -146,46 +124,34 @@ class SchemaFence:
         return out
 
     def mark(self) -> int:
-        """A mark to pass to `recheck` as `since`: a check started after it has a higher
-        number."""
+        """A mark for `recheck`'s `since`: later checks have higher numbers."""
         return self._checks
 
     def due(self) -> bool:
-        """Some known target's last check is older than the interval."""
         now = self._clock()
         return any(self._is_due(e, now) for e in self._entries.values())
 
-    # -- checks ----------------------------------------------------------------------------
-
     async def check(self, target: str, own_version: int) -> TargetState | None:
-        """The state of `target` for a projector of `own_version`: checked now if it never was
-        or is due, else the cached one."""
+        """The state of `target` for a projector of `own_version`, checked now if never or due."""
         entry = self._entries.get(target)
         if entry is None or entry.own_version != own_version:
             self._entries[target] = _Entry(None, own_version, None)
-        await self._refresh(lambda e, now: self._is_due(e, now), only=target)
+        await self._refresh(self._is_due, only=target)
         return self.state(target)
 
     async def recheck(self, target: str, *, since: int) -> TargetState | None:
-        """Check `target` again unless a check started after `since` (a `mark` taken before
-        the failed write) already answered."""
-
-        def stale(entry: _Entry, _now: float) -> bool:
-            return entry.check_number <= since
-
-        await self._refresh(stale, only=target)
+        """Check `target` again unless a check started after `since` answered."""
+        await self._refresh(lambda entry, _now: entry.check_number <= since, only=target)
         return self.state(target)
 
     async def refresh_if_due(self) -> None:
-        """Check every known target whose last check is older than the interval."""
-        await self._refresh(lambda e, now: self._is_due(e, now))
-
-    # -- verdicts (the fence as the processor applies it) ---------------------------------
+        await self._refresh(self._is_due)
 
     async def hold(
         self, target: str, projector: Projector, works: Sequence[Work]
     ) -> list[Verdict] | None:
-        """SCHEMA_FENCED verdicts for `works` when `target` is fenced; None: write them."""
+        """SCHEMA_FENCED verdicts for `works` when `target` is fenced or unchecked; None: write
+        them."""
         state = await self.check(target, projector.schema_version)
         if state is None:  # never checked successfully: nothing is written unchecked
             message = f"the schema fence of {target} cannot be checked: {self.unchecked(target)}"
@@ -206,9 +172,8 @@ class SchemaFence:
         ]
 
     async def after_write(self, verdicts: list[Verdict], *, since: int) -> list[Verdict]:
-        """`verdicts`, with the failed writes of a target fenced meanwhile as SCHEMA_FENCED.
-
-        `since`: a `mark` taken before the writes (a check started after it counts)."""
+        """`verdicts`, the failed writes of a target fenced meanwhile turned SCHEMA_FENCED; `since`
+        is a `mark` taken before the writes."""
         failed = sorted({v.alias for v in verdicts if not v.finished and v.alias is not None})
         fenced: dict[str, TargetState] = {}
         for target in failed:
@@ -256,7 +221,7 @@ class SchemaFence:
                 self._update(entry, state)
 
     async def _read(self, target: str) -> tuple[str | None, Mapping[str, Any]]:
-        """The index writes to `target` land in, and its ``_meta`` (None, {}: no such index)."""
+        """The index `target`'s writes land in, and its ``_meta`` (None, {}: none)."""
         parsed = parse_physical_name(target)
         if parsed is not None:
             for info in await self._admin.list_indices(parsed[0]):
@@ -288,7 +253,7 @@ class SchemaFence:
 
 
 def _alias_of(target: str) -> str:
-    """The alias a target belongs to: itself, or the alias part of ``<alias>_v<N>``."""
+    """The alias of a target: itself, or the alias part of ``<alias>_v<N>``."""
     parsed = parse_physical_name(target)
     return target if parsed is None else parsed[0]
 

@@ -1,22 +1,7 @@
-"""The live path: a few steps around one owner of work state.
-
-    intake ─ admit (decode) ─ WorkState ─ take ─ process (re-read, project, write) ─ apply
-      │                       (coalesce, retry schedule, ledger, positions)            │
-      └── commit = first unfinished offset ◄── finish / dead letter acked ◄── decide ──┘
-
-Each message carries its own position. A position is finished when its event was applied, found
-already applied, superseded by a newer event of its key in the same work, or dead-lettered with an
-acknowledged produce (docs/design.md, invariant 5). Nothing else finishes it, so nothing else
-moves the commit.
-
-The schema fence (`fence`, docs/design.md "Schema fence") is re-checked on its timer beside the
-loop; the processor answers SCHEMA_FENCED for a fenced target, a SYSTEMIC code like any other.
-
-Backpressure is one explicit signal, `WorkState.pressure`: while it names a reason (too many
-events waiting, a SYSTEMIC failure) the assigned partitions are paused (the consumer keeps
-polling, so it stays in the group), and they resume once it is None. Nothing here sleeps: waits
-are on events with deadlines.
-"""
+"""The live path: intake, admit (decode), `WorkState`, batches (re-read, project, write, decide),
+commit of the first unfinished offset. A position finishes only when applied, superseded or
+dead-lettered with an ack (docs/design.md, invariant 5). While `WorkState.pressure` names a reason
+the assigned partitions are paused (still polled); nothing sleeps."""
 
 from __future__ import annotations
 
@@ -54,8 +39,6 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class PipelineOptions:
-    """What the pipeline needs beyond `PipelineSettings`: its group, its types, batch shapes."""
-
     group_id: str
     known_types: Collection[str]
     consume_batch: int = 500
@@ -66,7 +49,7 @@ class PipelineOptions:
 
 
 class Pipeline:
-    """Consumes, coalesces, processes, dead-letters and commits, for as long as it runs."""
+    """Consumes, coalesces, processes, dead-letters and commits."""
 
     def __init__(
         self,
@@ -122,17 +105,11 @@ class Pipeline:
             clock=clock,
         )
 
-    # -- the loop --------------------------------------------------------------------------
-
     async def run(
         self, intake: IntakePort, stop: asyncio.Event, *, drain_deadline_s: float
     ) -> None:
-        """Run until `stop` is set (or a fatal error), then drain and commit the prefix.
-
-        A consume is always in flight on the intake's thread while the loop waits for either it
-        or a finished batch, so a free batch slot is filled at once instead of after the next
-        consume returns.
-        """
+        """Run until `stop` is set (or a fatal error), then drain and commit the prefix. A consume
+        is always in flight while the loop waits for it or a finished batch."""
         opt = self._opt
         next_commit = self._clock() + self._settings.commit_interval_s
         next_lag = self._clock()
@@ -180,9 +157,8 @@ class Pipeline:
             raise self._dead.fatal
 
     def _admit(self, messages: Sequence[RawMessage]) -> None:
-        """Decode and admit each message; one that cannot be decoded is dead-lettered with its
-        reason. Messages of partitions no longer assigned (fetched before a revoke) are left to
-        the new owner, and not counted."""
+        """Decode and admit each message; an undecodable one is dead-lettered. Messages of
+        partitions no longer assigned are skipped, uncounted."""
         work = self._work
         counts: dict[str, int] = {}
         max_bytes, known = self._settings.max_event_bytes, self._opt.known_types
@@ -207,7 +183,7 @@ class Pipeline:
             self._metrics.consumed(topic, n)
 
     async def _drain(self, deadline_s: float) -> None:
-        """Finish what is in flight within the deadline; what is not finished stays uncommitted."""
+        """Finish what is in flight within the deadline; the rest stays uncommitted."""
         deadline = self._clock() + deadline_s
 
         def busy() -> set[asyncio.Task[None]]:
@@ -218,18 +194,14 @@ class Pipeline:
         for task in busy():
             task.cancel()
 
-    # -- rebalance (RebalanceListener) ------------------------------------------------------
-
     def assigned(self, partitions: Sequence[TopicPartition]) -> None:
         self._work.assign(partitions)
         self._metrics.set_assigned(len(self._work.assigned))
 
     async def revoking(self, partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
-        """Stop taking work for `partitions`, let their in-flight works finish within the drain
-        deadline, and return their offsets to commit (the first unfinished offset).
-
-        Runs on the loop while the consumer thread waits: it must not call the intake.
-        """
+        """Stop taking work for `partitions`, let their works in flight finish within the drain
+        deadline, and return their offsets to commit. Runs on the loop while the consumer thread
+        waits: never calls the intake."""
         revoked = set(partitions)
         self._work.revoke(revoked)
         await self._batches.wait_for(revoked, self._clock() + self._drain_s)
@@ -239,8 +211,7 @@ class Pipeline:
         return {tp: o for tp, o in offsets.items() if tp in revoked}
 
     def revoked(self, partitions: Sequence[TopicPartition], *, lost: bool) -> None:
-        """The partitions are gone; a lost one commits nothing, and what waited for it is
-        dropped (its new owner reads it again)."""
+        """The partitions are gone; a lost one commits nothing."""
         if lost:
             self._work.revoke(set(partitions))
         for tp in partitions:
@@ -249,24 +220,19 @@ class Pipeline:
         self._metrics.set_assigned(len(self._work.assigned))
 
     async def _flush_state(self, deadline_s: float) -> None:
-        """Write the buffered projection state now, within `deadline_s` (docs/consumer.md)."""
         try:
             await asyncio.wait_for(self._outcomes.flush(), max(0.1, deadline_s))
         except TimeoutError:
             log.warning("projection state not written within %.1fs", deadline_s)
 
-    # -- schema fence ----------------------------------------------------------------------
-
     def _watch_fence(self) -> None:
-        """Re-check the schema fence on its timer, beside the loop; once no target is fenced,
-        the works it held are retried at once (docs/design.md, "Schema fence")."""
+        """Re-check the schema fence on its timer; once nothing is fenced, its held works retry at
+        once."""
         fence = self._fence
         if (self._fence_check is None or self._fence_check.done()) and fence.due():
             self._fence_check = asyncio.create_task(fence.refresh_if_due())
         if self._work.waiting(ErrorCode.SCHEMA_FENCED) and not fence.holding():
             self._work.release_now((ErrorCode.SCHEMA_FENCED,))
-
-    # -- commits, pause/resume, health -----------------------------------------------------
 
     async def commit(self, intake: IntakePort) -> None:
         offsets = self.ledger.to_commit()
@@ -279,10 +245,7 @@ class Pipeline:
                 self.ledger.mark_committed(tp, offsets[tp])
 
     def health(self) -> tuple[bool, list[str]]:
-        """Ready: partitions assigned, not stalled, no fatal error (`Vitals.health`)."""
         return self._vitals.health()
-
-    # -- introspection for tests and the CLI ------------------------------------------------
 
     @property
     def ledger(self) -> OffsetLedger:

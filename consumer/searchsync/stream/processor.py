@@ -1,26 +1,7 @@
-"""One step: turn a batch of coalesced works into verdicts.
-
-For each work it re-reads the truth (batched per aggregate type), builds the document with the one
-projector, writes it through the alias with the revision as the external version, and says what
-became of it. It knows nothing of Kafka, offsets or the DLQ: the pipeline acts on the verdicts.
-
-Rules (docs/design.md, invariants 3, 4 and 12; docs/consumer.md, "Truth rules"):
-- a row older than the event (a lagging replica) is read again from the primary; if the primary
-  is behind too, the revision went backwards (REVISION_REGRESSION);
-- a row that is gone (hard delete) becomes a tombstone at the newest revision known for it (the
-  event's, or the writer's revision floor if that is higher);
-- a 409 whose stored version equals ours is "already applied", except for a REBUILD whose fresh
-  projection differs from the stored one (hash, content hash, schema version or ``sync_hash``)
-  at that revision: it is written again with ``external_gte`` (gte never lowers a version);
-- a stored version above the truth is re-checked against the primary; if the truth is still
-  behind it is a revision regression (DLQ, never "already applied").
-
-A failure is a verdict with an `ErrorCode`, never an exception out of `process`: an error of the
-truth or the sink fails the works that needed it, and an exception while planning or projecting
-one work fails that work alone (PROJECTION_ERROR from a projector, INTERNAL elsewhere). A fenced
-target's works are answered SCHEMA_FENCED before anything is read, and a failed write re-checks
-its target (`SchemaFence.hold`, `.after_write`).
-"""
+"""One step: a batch of works in, one `Verdict` per work out: re-read the truth, project, write at
+the revision, under the truth rules of docs/design.md (invariants 3, 4, 12) and docs/consumer.md. No
+Kafka, offsets or DLQ here; failures are verdicts, never exceptions, and a fenced target's works are
+answered SCHEMA_FENCED before anything is read."""
 
 from __future__ import annotations
 
@@ -55,8 +36,6 @@ log = logging.getLogger(__name__)
 
 
 class Processor:
-    """Re-read, project, write: one batch of works in, one verdict per work out."""
-
     def __init__(
         self,
         *,
@@ -183,10 +162,8 @@ class Processor:
     async def _rewrite(
         self, plans: list[Planned], ahead: list[tuple[Planned, WriteOutcome]]
     ) -> list[Verdict]:
-        """REBUILDs already applied at their revision: rewrite those whose stored projection
-        differs from the fresh one, with ``external_gte`` (docs/design.md, invariant 12).
-
-        A document found newer meanwhile joins `ahead` (the ordinary re-check)."""
+        """REBUILDs already applied at their revision: rewrite with ``external_gte`` those whose
+        stored projection differs (invariant 12); a newer stored document joins `ahead`."""
         out: list[Verdict] = []
         by_alias: dict[str, list[Planned]] = defaultdict(list)
         for plan in plans:
@@ -233,7 +210,7 @@ class Processor:
         return out
 
     async def _recheck(self, ahead: list[tuple[Planned, WriteOutcome]]) -> list[Verdict]:
-        """The index holds a newer revision than the row just read: ask the primary again."""
+        """The index holds a newer revision than the row read: ask the primary again."""
         out: list[Verdict] = []
         by_projector: dict[str, list[tuple[Planned, WriteOutcome]]] = defaultdict(list)
         for item in ahead:
@@ -284,7 +261,6 @@ class Processor:
     async def _sink_write(
         self, planned: list[Planned], version_type: str = EXTERNAL
     ) -> list[WriteOutcome] | None:
-        """The sink's outcomes for `planned`; None if the sink raised (it reports, not raises)."""
         ops = [IndexOp.from_document(p.alias, p.document) for p in planned]
         if version_type != EXTERNAL:
             ops = [op._replace(version_type=version_type) for op in ops]

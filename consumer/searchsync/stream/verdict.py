@@ -1,16 +1,7 @@
-"""The processor's answer for one work, how it is built, and the pure decision of what it means.
-
-A work either finished (APPLIED, ALREADY_APPLIED: it carries the document written or found) or
-FAILED with an `ErrorCode`. `decide` turns a verdict into a `Decision` (finish, retry after a
-backoff, or dead-letter) from the code's row of the error-code table (`searchsync.errors`) and
-nothing else; the pipeline applies it (docs/design.md, "Retry"):
-
-- POISON is dead-lettered at once;
-- TRANSIENT is retried with backoff until the work's own attempts are spent, then dead-lettered;
-- SYSTEMIC (a shared dependency is down, or the schema fence is up) is retried without spending
-  the work's attempts, at least every `SYSTEMIC_RETRY_CAP_S` (`OUTAGE_RETRY_CAP_S` when the
-  dependency could not be reached at all), and never dead-lettered.
-"""
+"""The processor's answer for one work (`Verdict`), its builders, and `decide`: from the
+`ErrorCode` table alone (docs/design.md, "Retry"), POISON is dead-lettered at once, TRANSIENT
+retried until the work's attempts are spent, SYSTEMIC retried forever without spending them, at
+least every `SYSTEMIC_RETRY_CAP_S` (`OUTAGE_RETRY_CAP_S` when unreachable)."""
 
 from __future__ import annotations
 
@@ -65,13 +56,9 @@ EVENT_RESULTS: Final = {
 
 @dataclass(slots=True)
 class Verdict:
-    """What became of one work. A FAILED verdict has a `code`; the others have a `document`.
-
-    `unexpected`: the failure is an exception nobody classified (a bug), which is retried before
-    it is dead-lettered whatever its code (`searchsync.errors.disposition`). Treat it as
-    read-only: it is not frozen because a frozen dataclass is built several times slower, and
-    one is built per work.
-    """
+    """What became of one work: FAILED with a `code`, else with its `document`. `unexpected`: an
+    unclassified exception (retried before dead-lettered). Read-only (not frozen: one is built per
+    work)."""
 
     work: Work
     kind: OutcomeKind
@@ -95,21 +82,14 @@ class Verdict:
 
     @property
     def disposition(self) -> Disposition:
-        """What to do with a FAILED verdict (`searchsync.errors`' table)."""
+        """A FAILED verdict's disposition (the `ErrorCode` table)."""
         if self.code is None:
             raise ValueError(f"a {self.kind.value} verdict has no disposition")
         return disposition(self.code, unexpected=self.unexpected)
 
 
-# -- building verdicts ----------------------------------------------------------------------
-# `Planned` is one work with its projector, write target and projected document; the functions
-# turn a plan (or a work that never got one) and what happened to it into its `Verdict`.
-
-
 @dataclass(slots=True)
 class Planned:
-    """One work, ready to write."""
-
     work: Work
     projector: Projector
     alias: str
@@ -142,7 +122,6 @@ def done(plan: Planned, kind: OutcomeKind) -> Verdict:
 
 
 def failed(plan: Planned, code: ErrorCode, message: str | None) -> Verdict:
-    """A FAILED verdict for a planned write, with what is known of it."""
     return Verdict(
         plan.work,
         OutcomeKind.FAILED,
@@ -163,7 +142,6 @@ def failed_plan(
     message: str,
     unexpected: bool = False,
 ) -> Verdict:
-    """A FAILED verdict for a work that could not be planned (its row read, or not)."""
     return Verdict(
         work,
         OutcomeKind.FAILED,
@@ -181,7 +159,7 @@ def failed_work(work: Work, code: ErrorCode, message: str) -> Verdict:
 
 
 def read_failed(work: Work, exc: Exception, aggregate_type: str) -> Verdict:
-    """The verdict of a work whose rows could not be read: the error's code, or INTERNAL."""
+    """A work whose rows could not be read: the error's code, or INTERNAL."""
     if isinstance(exc, TransientError | PoisonMessage):
         return failed_work(work, exc.code, exc.message)
     log.warning("reading the truth raised unexpectedly", exc_info=exc)
@@ -194,18 +172,16 @@ def write_failed(plan: Planned) -> Verdict:
 
 
 def is_rebuild(work: Work) -> bool:
-    """True when one of the work's events is a REBUILD (the repair job's request)."""
     return any(event.operation is Operation.REBUILD for event, _ in work.events)
 
 
 def row_behind(row: Row | None, work: Work) -> bool:
-    """True when `row` is older than the newest event of `work`."""
     revision = None if row is None else row_revision(row)
     return revision is not None and revision < work.max_revision
 
 
 def row_revision(row: Row) -> int | None:
-    """The row's revision, or None if it is not an int (the projector refuses such a row)."""
+    """The row's revision; None if not an int (the projector refuses such a row)."""
     revision = row.get("revision")
     return revision if isinstance(revision, int) and not isinstance(revision, bool) else None
 
@@ -216,9 +192,6 @@ def from_outcome(plan: Planned, outcome: WriteOutcome) -> Verdict:
     if outcome.code is None:  # AHEAD is handled by the caller; nothing else lacks a code
         raise ValueError(f"a {outcome.kind.value} outcome without an error code")
     return failed(plan, outcome.code, outcome.message)
-
-
-# -- deciding what a verdict means ------------------------------------------------------------
 
 
 class Action(enum.Enum):
@@ -241,10 +214,8 @@ FINISH: Final = Decision(Action.FINISH)
 
 
 def decide(verdict: Verdict, *, systemic_spent: int, max_attempts: int) -> Decision:
-    """What `verdict` means. Pure.
-
-    `systemic_spent`: how many of the work's attempts ended SYSTEMIC (they do not count against
-    `max_attempts`, the limit on its own attempts)."""
+    """What `verdict` means. Pure. `systemic_spent`: the work's attempts that ended SYSTEMIC (not
+    counted against `max_attempts`)."""
     code = verdict.code
     if code is None:
         return FINISH

@@ -1,7 +1,5 @@
-"""What the pipeline says to its intake and about itself: pause and resume on the one
-backpressure signal (`WorkState.pressure`), readiness for ``/healthz``, and the gauges (pending,
-processing, the oldest pending event's age, the lag per partition). Every gauge is O(1) or
-O(partitions), never a scan of the pending events."""
+"""What the pipeline says to its intake and about itself: pause/resume on `WorkState.pressure`,
+readiness for ``/healthz``, and gauges, each O(1) or O(partitions)."""
 
 from __future__ import annotations
 
@@ -25,7 +23,7 @@ STALL_AFTER_S = 120.0  # pending work and no progress for this long: /healthz sa
 
 
 class IntakePort(Protocol):
-    """The part of `searchsync.kafka.intake.KafkaIntake` the pipeline uses (faked in unit tests)."""
+    """The part of `KafkaIntake` the pipeline uses (faked in unit tests)."""
 
     async def consume(self, max_messages: int, timeout_s: float) -> list[RawMessage]: ...
 
@@ -41,15 +39,8 @@ class IntakePort(Protocol):
 
 
 class Vitals:
-    """The paused partitions, and the pipeline's gauges and readiness."""
-
     def __init__(
-        self,
-        *,
-        work: WorkState,
-        dead_letters: DeadLetters,
-        fence: SchemaFence,
-        metrics: Metrics,
+        self, *, work: WorkState, dead_letters: DeadLetters, fence: SchemaFence, metrics: Metrics
     ) -> None:
         self._work = work
         self._dead = dead_letters
@@ -58,8 +49,7 @@ class Vitals:
         self._paused: set[TopicPartition] = set()
 
     async def adjust_pause(self, intake: IntakePort) -> None:
-        """Pause every assigned partition while there is pressure; resume them once it is gone.
-        A paused partition is still polled (the consumer stays in the group)."""
+        """Pause every assigned partition while there is pressure; resume once it is gone."""
         reason = self._work.pressure()
         assigned = self._work.assigned
         if reason is not None:

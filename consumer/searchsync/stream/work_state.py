@@ -1,19 +1,7 @@
-"""The one owner of work state: what was consumed, what waits, what runs, what may be committed.
-
-    admit ─► key queue ─► take ─► in flight ─┬─ finish   its positions finish: the commit moves
-               ▲                             ├─ dead     they finish when the DLQ acks (`acked`)
-               └──── due ◄──── retry ◄───────┘
-    revoke: what waits for a partition is dropped; forget: its ledger and messages too
-
-Key coalescing (`Coalescer`), the retry schedule, the offset ledger with the message behind each
-unfinished position, the assigned partitions and the works in flight per partition live here and
-nowhere else, so a work comes back once, with its outcome. A position is tracked before anything
-can finish it and finished exactly once: applied, found already applied, superseded, or
-dead-lettered with an acknowledged produce (docs/design.md, invariant 5). Finishing is the only
-thing that moves the commit, and it counts as progress.
-
-`pressure` is the one backpressure signal: why intake should pause now, or None.
-"""
+"""The one owner of work state: admitted messages, key queues, works in flight, the retry schedule
+and the ledger. A position is tracked before anything can finish it and finished exactly once
+(applied, superseded, or its dead letter acked; docs/design.md, invariant 5): only that moves the
+commit. `pressure` is the one backpressure signal."""
 
 from __future__ import annotations
 
@@ -35,7 +23,7 @@ __all__ = ["Pending", "WorkState"]
 
 @dataclass(slots=True)
 class Pending:
-    """What is kept for an unfinished message, to dead-letter it faithfully."""
+    """An unfinished message, kept to dead-letter it faithfully."""
 
     raw: RawMessage
     event: ThinEvent | None
@@ -51,7 +39,7 @@ class _Due:
 
 
 class WorkState:
-    """The works of one consumer, from admission to the commit. Never does I/O."""
+    """The works of one consumer, from admission to the commit. No I/O."""
 
     def __init__(self, *, max_in_flight: int, max_queued: int, clock: Callable[[], float]) -> None:
         self.ledger = OffsetLedger()
@@ -67,42 +55,30 @@ class WorkState:
         self._clock = clock
         self._last_progress = clock()
 
-    # -- partitions ------------------------------------------------------------------------
-
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         self.assigned.update(partitions)
         self._last_progress = self._clock()  # a fresh assignment starts the stall clock again
 
     def revoke(self, partitions: Collection[TopicPartition]) -> None:
         """Drop what waits for `partitions` (queued events, scheduled retries); their works in
-        flight finish on their own, and their new owner reads the rest again."""
-        keep: list[_Due] = []
-        for due in self._due:
-            if any((p.topic, p.partition) in partitions for p in due.work.positions):
-                self._waiting[due.code] -= 1
-                self._keys.release(due.work)
-            else:
-                keep.append(due)
-        if len(keep) != len(self._due):
-            self._due = keep
-            heapq.heapify(self._due)
+        flight finish on their own."""
+        self._release(
+            lambda due: any((p.topic, p.partition) in partitions for p in due.work.positions)
+        )
         for topic, partition in partitions:
             self._keys.drop_partition(topic, partition)
 
     def forget(self, tp: TopicPartition) -> None:
-        """The partition is gone: its ledger and messages too (late finishes are ignored)."""
         self.assigned.discard(tp)
         self.ledger.forget(tp)
         for pos in [p for p in self._pending if (p.topic, p.partition) == tp]:
             del self._pending[pos]
 
-    # -- works -----------------------------------------------------------------------------
-
     def admit(
         self, raw: RawMessage, event: ThinEvent | None, failed_at: datetime | None = None
     ) -> Position | None:
-        """Track a consumed message and queue its event (None: a poison message, to be
-        dead-lettered). None back: its partition is not assigned (left to the new owner)."""
+        """Track a consumed message and queue its event (None: poison, to dead-letter). None back:
+        its partition is not assigned."""
         if (raw.topic, raw.partition) not in self.assigned:
             return None
         pos = Position(raw.topic, raw.partition, raw.offset)
@@ -113,8 +89,8 @@ class WorkState:
         return pos
 
     def admit_decoded(self, batch: Iterable[tuple[RawMessage, ThinEvent]]) -> None:
-        """`admit` for decoded messages of assigned partitions, in the order consumed: one
-        ledger lookup per partition, not per message."""
+        """`admit` for decoded messages of assigned partitions, in consumed order, one ledger lookup
+        per run of a partition."""
         pending, add, ledgers = self._pending, self._keys.add, self.ledger.ledger_of
         last: tuple[str, int, PartitionLedger] | None = None  # the run's partition, its ledger
         for raw, event in batch:
@@ -127,7 +103,6 @@ class WorkState:
             add(event, pos)
 
     def take(self, limit: int) -> list[Work]:
-        """Start works for ready keys, oldest first, within the in-flight bound and `limit`."""
         works = self._keys.take_ready(limit)
         running = self._running
         for work in works:
@@ -136,15 +111,14 @@ class WorkState:
         return works
 
     def owned(self, work: Work) -> bool:
-        """Some partition of `work` is still assigned (else its offsets are the new owner's)."""
         assigned, positions = self.assigned, work.positions
         if len(positions) == 1:  # most works: one event
             return (positions[0].topic, positions[0].partition) in assigned
         return any((p.topic, p.partition) in assigned for p in positions)
 
     def finish(self, work: Work) -> list[int]:
-        """`work` applied (or found applied): each of its positions finishes. The Kafka
-        timestamps of the messages it finished (those still tracked, that have one)."""
+        """`work` applied (or found applied): its positions finish. The Kafka timestamps of the
+        tracked messages it finished."""
         self._settled(work)
         self._keys.complete(work)
         ledger, pending = self.ledger, self._pending
@@ -158,8 +132,8 @@ class WorkState:
         return stamps
 
     def retry(self, work: Work, delay: float, code: ErrorCode, *, systemic: bool) -> None:
-        """Try `work` again after `delay`; until then its key stays in flight, so nothing newer
-        of that key overtakes it. A SYSTEMIC failure does not spend the work's attempts."""
+        """Retry `work` after `delay`; meanwhile its key stays in flight, so nothing newer overtakes
+        it. A SYSTEMIC failure spends none of the work's attempts."""
         self._running_done(work)
         if systemic:
             self._systemic[work.key] = self._systemic.get(work.key, 0) + 1
@@ -168,14 +142,13 @@ class WorkState:
         self._waiting[code] += 1
 
     def dead(self, work: Work) -> list[Position]:
-        """`work` is dead-lettered: its key moves on, and its positions (returned) finish only
-        when their dead letters are acknowledged (`acked`)."""
+        """`work` is dead-lettered: its key moves on; its positions (returned) finish on `acked`."""
         self._settled(work)
         self._keys.complete(work)
         return list(work.positions)
 
     def drop(self, work: Work) -> None:
-        """`work` ended after every partition of it was revoked: nothing of it finishes here."""
+        """`work` ended after all its partitions were revoked: nothing of it finishes here."""
         self._settled(work)
         self._keys.complete(work)
 
@@ -186,21 +159,18 @@ class WorkState:
         self._last_progress = self._clock()
 
     def pending(self, pos: Position) -> Pending | None:
-        """The message at an unfinished `pos` (None: finished, or its partition was revoked)."""
+        """The message at an unfinished `pos` (None: finished or revoked)."""
         return self._pending.get(pos)
 
     def systemic_spent(self, key: Key) -> int:
         return self._systemic.get(key, 0) if self._systemic else 0
 
     def recovered(self) -> ErrorCode | None:
-        """A write succeeded: the last SYSTEMIC code (None: none) is cleared and returned."""
+        """A write succeeded: clear and return the last SYSTEMIC code."""
         code, self.degraded = self.degraded, None
         return code
 
-    # -- the retry schedule ----------------------------------------------------------------
-
     def release_due(self) -> None:
-        """Make every work whose retry is due ready again (merged with what queued behind it)."""
         now = self._clock()
         while self._due and self._due[0].at <= now:
             due = heapq.heappop(self._due)
@@ -208,27 +178,27 @@ class WorkState:
             self._keys.release(due.work)
 
     def release_now(self, codes: Collection[ErrorCode]) -> int:
-        """Release at once every work waiting after a failure with one of `codes`; how many."""
+        """Release at once every work waiting after one of `codes`; how many."""
         if not any(self._waiting[c] for c in codes):
             return 0
-        released = [due for due in self._due if due.code in codes]
-        self._due = [due for due in self._due if due.code not in codes]
-        heapq.heapify(self._due)
+        return self._release(lambda due: due.code in codes)
+
+    def _release(self, wanted: Callable[[_Due], bool]) -> int:
+        released = [due for due in self._due if wanted(due)]
+        if released:
+            self._due = [due for due in self._due if not wanted(due)]
+            heapq.heapify(self._due)
         for due in released:
             self._waiting[due.code] -= 1
             self._keys.release(due.work)
         return len(released)
 
     def waiting(self, code: ErrorCode) -> int:
-        """How many works wait for their retry after a failure with `code`."""
         return self._waiting[code]
 
-    # -- signals ---------------------------------------------------------------------------
-
     def pressure(self) -> str | None:
-        """Why intake should pause now (None: it may run). A SYSTEMIC failure pauses until a
-        write succeeds, or until nothing that failed so is left (revoked, dead-lettered later);
-        too many waiting events pause until they drain."""
+        """Why intake should pause now (None: it may run): a SYSTEMIC failure, until a write
+        succeeds or nothing that failed so is left; or too many waiting events."""
         if self.degraded is not None:
             if self._due or self._keys.in_flight():
                 return self.degraded
@@ -236,20 +206,17 @@ class WorkState:
         return "too many events waiting" if self._keys.is_full() else None
 
     def busy(self, partitions: Collection[TopicPartition]) -> bool:
-        """Some work of `partitions` is being processed (not yet settled)."""
         return any(self._running.get(tp, 0) for tp in partitions)
 
     def in_flight(self) -> int:
-        """Works started and not yet finished, dead-lettered, dropped or released."""
         return self._keys.in_flight()
 
     def stalled(self, after_s: float) -> bool:
-        """Work is pending and nothing finished for more than `after_s` seconds."""
+        """Work is pending and nothing finished for more than `after_s`."""
         return self.ledger.total_pending() > 0 and self._clock() - self._last_progress > after_s
 
     def oldest_timestamp_ms(self) -> int | None:
-        """The timestamp of the oldest message holding a commit back: per partition its first
-        unfinished offset, O(partitions) (never a scan of every pending message)."""
+        """The timestamp of the oldest message holding a commit back, O(partitions)."""
         oldest: int | None = None
         for tp in self.ledger.partitions():
             offset = self.ledger.first_unfinished(tp)

@@ -1,12 +1,6 @@
-"""The freshness canary: a heartbeat committed through the outbox, looked for in the index.
-
-The heartbeat is the reserved aggregate type ``searchsync_canary`` (`CANARY_TYPE`): one row in
-``search_canary`` (migration 006) with its own projector and alias. A beat (`MysqlCanary.beat`)
-raises the row's revision, stamps ``beat_at`` and appends an outbox event in one transaction, as
-an application writes, so the event goes the whole way. ``now - beat_at`` of the document on the
-alias (`EsCanary.beat_at`) is the age of the newest searchable heartbeat: growing without bound
-when any stage stops.
-"""
+"""The freshness canary: a heartbeat row (``search_canary``, type `CANARY_TYPE`, its own projector
+and alias) written with its outbox event as an application writes, so it goes the whole way;
+``now - beat_at`` of the document on the alias is the age of the newest searchable heartbeat."""
 
 from __future__ import annotations
 
@@ -16,19 +10,9 @@ from typing import Any, Final, Protocol
 import aiomysql
 
 from searchsync.mysql.outbox import append_outbox
-from searchsync.mysql.pool import db_time, transaction, translate_errors
+from searchsync.mysql.pool import db_time, transaction_cursor
 from searchsync.projection import Projector, Row
 from searchsync.types import Operation
-
-__all__ = [
-    "CANARY_ID",
-    "CANARY_TYPE",
-    "CanaryIndex",
-    "CanaryStore",
-    "EsCanary",
-    "MysqlCanary",
-    "projectors",
-]
 
 CANARY_TYPE: Final = "searchsync_canary"
 CANARY_ID: Final = "heartbeat"
@@ -77,13 +61,11 @@ def projectors() -> tuple[Projector, ...]:
 class CanaryStore(Protocol):
     async def beat(self, now: datetime) -> int:
         """Commit one heartbeat at `now` with its outbox event; its revision."""
-        ...
 
 
 class CanaryIndex(Protocol):
     async def beat_at(self, alias: str) -> datetime | None:
         """``beat_at`` of the heartbeat document the alias serves (None: none yet)."""
-        ...
 
 
 class MysqlCanary:
@@ -93,22 +75,16 @@ class MysqlCanary:
         self._pool = pool
 
     async def beat(self, now: datetime) -> int:
-        at = db_time(now)
-        async with transaction(self._pool) as conn:
-            with translate_errors("write search_canary"):
-                async with conn.cursor() as cur:
-                    await cur.execute(
-                        "INSERT INTO search_canary (id, beat_at, revision) VALUES (%s, %s, 1)"
-                        " ON DUPLICATE KEY UPDATE revision = revision + 1,"
-                        " beat_at = VALUES(beat_at)",
-                        (CANARY_ID, at),
-                    )
-                    await cur.execute(
-                        "SELECT revision FROM search_canary WHERE id = %s", (CANARY_ID,)
-                    )
-                    (revision,) = await cur.fetchone()
+        async with transaction_cursor(self._pool, "write search_canary") as cur:
+            await cur.execute(
+                "INSERT INTO search_canary (id, beat_at, revision) VALUES (%s, %s, 1)"
+                " ON DUPLICATE KEY UPDATE revision = revision + 1, beat_at = VALUES(beat_at)",
+                (CANARY_ID, db_time(now)),
+            )
+            await cur.execute("SELECT revision FROM search_canary WHERE id = %s", (CANARY_ID,))
+            (revision,) = await cur.fetchone()
             await append_outbox(
-                conn, CANARY_TYPE, CANARY_ID, Operation.UPSERT, int(revision), now=now
+                cur.connection, CANARY_TYPE, CANARY_ID, Operation.UPSERT, int(revision), now=now
             )
         return int(revision)
 

@@ -1,10 +1,5 @@
-"""`searchsync exporter`: the group's state at the broker and the freshness canary on /metrics, from
-a process that needs no live member (docs/design.md, "Watching the group from outside").
-
-Every ``exporter.interval_s`` it observes the group; with ``canary.interval_s`` above 0 it also
-beats that often and reads the newest searchable beat every ``canary.poll_s``. /healthz is 200
-while the last group observation succeeded and is younger than three intervals.
-"""
+"""`searchsync exporter`: the group's state at the broker and the freshness canary on /metrics,
+from a process that needs no live member (docs/design.md, "Watching the group from outside")."""
 
 from __future__ import annotations
 
@@ -23,8 +18,6 @@ from searchsync.watch.canary import CANARY_TYPE, CanaryIndex, CanaryStore
 from searchsync.watch.group import Peek, observe_group
 from searchsync.watch.metrics import ExporterMetrics
 
-__all__ = ["Canary", "Exporter"]
-
 log = logging.getLogger(__name__)
 
 
@@ -37,7 +30,8 @@ class Canary:
 
 
 class Exporter:
-    """Observes the group and runs the canary until `run`'s `stop` is set."""
+    """Observes the group every ``exporter.interval_s``; with ``canary.interval_s`` above 0 also
+    beats that often and reads the newest searchable beat every ``canary.poll_s``."""
 
     def __init__(
         self,
@@ -102,6 +96,7 @@ class Exporter:
         self.metrics.set_canary_age((self._wall() - since).total_seconds())
 
     def health(self) -> HealthReport:
+        """Healthy while the last group observation succeeded within three intervals."""
         interval = self._settings.exporter.interval_s
         if self._observed_at is None:
             why = self._last_error or "no observation of the group yet"

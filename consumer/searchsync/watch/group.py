@@ -1,9 +1,5 @@
-"""The consumer group as the broker sees it: members, lag and the oldest unfinished event.
-
-Nothing here joins the group: offsets and watermarks come from `KafkaAdmin`, and the age of a
-partition's oldest unfinished event is the timestamp of the message at the group's next offset,
-read by a group-less reader (`KafkaPeek`) that never commits.
-"""
+"""The consumer group as the broker sees it: members, lag and the oldest unfinished event, from
+`KafkaAdmin` and a group-less reader that never commits (`KafkaPeek`), never joining the group."""
 
 from __future__ import annotations
 
@@ -22,8 +18,6 @@ from searchsync.kafka.admin import KafkaAdmin
 from searchsync.kafka.config import consumer_config
 from searchsync.ops.offsets import partition_offsets, subscribed_topics
 from searchsync.types import TopicPartition
-
-__all__ = ["GroupView", "KafkaPeek", "PartitionView", "Peek", "observe_group"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +61,6 @@ class Peek(Protocol):
     def timestamps(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         """The timestamp of the first message at or after each offset; missing when none came
         in time."""
-        ...
 
 
 class KafkaPeek:

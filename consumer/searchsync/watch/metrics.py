@@ -1,12 +1,7 @@
 """What `searchsync exporter` serves on /metrics (docs/design.md, "Watching the group from
-outside"). A registry of its own, like `searchsync.observability.metrics.Metrics`.
-
-Seed 000's ``outbox_pending_count`` and ``outbox_oldest_pending_age_seconds`` are exported here
-with the seed's meaning, measured outside any member: the events committed at the source and
-published that the group has not finished (the broker-side backlog), and the age of the oldest
-of them. Under the polling relay, the relay exports the same two names for the rows it has not
-published yet (status PENDING), so their sum and max over both jobs cover the whole way.
-"""
+outside"), on its own registry. Seed 000's ``outbox_pending_count`` and
+``outbox_oldest_pending_age_seconds`` mean here the broker-side backlog the group has not finished
+(the polling relay exports the same names for rows it has not published)."""
 
 from __future__ import annotations
 
@@ -18,8 +13,6 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.exposition import generate_latest
 
 from searchsync.watch.group import GroupView
-
-__all__ = ["EXPORTER_METRIC_NAMES", "ExporterMetrics"]
 
 EXPORTER_METRIC_NAMES: Final = (
     "searchsync_group_lag",

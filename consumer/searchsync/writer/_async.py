@@ -21,17 +21,8 @@ T = TypeVar("T")
 
 
 class AsyncAggregateWriter(WriterBase[AbstractAsyncContextManager[Change]]):
-    """Changes the rows of one aggregate type through an aiomysql pool (`create_pool`'s session
-    settings), one pooled connection and transaction per change.
-
-    Each method returns an async context manager yielding its `Change`::
-
-        async with writer.update("a1", {"title": "New"}) as change:
-            await change.cursor.execute("DELETE FROM article_tag WHERE article_id = %s", ("a1",))
-        committed = change.revision
-
-    Refusals and options as `AggregateWriter`'s.
-    """
+    """`AggregateWriter` on an aiomysql pool: one pooled connection and transaction per change, each
+    method an async context manager yielding its `Change`."""
 
     def __init__(
         self,
@@ -61,8 +52,8 @@ class AsyncAggregateWriter(WriterBase[AbstractAsyncContextManager[Change]]):
 
 
 async def run_plan_async(cursor: Any, plan: Plan[T], doing: str) -> T:
-    """Execute `plan`'s statements on an aiomysql cursor and return its result; driver errors
-    are thrown into the plan, then translated (`translate_errors`, naming `doing`)."""
+    """Run `plan` on an aiomysql cursor; driver errors are thrown into the plan, then translated
+    (naming `doing`)."""
     try:
         statement = next(plan)
         while True:

@@ -23,8 +23,8 @@ CM = TypeVar("CM")
 
 
 class WriterBase(Generic[CM]):
-    """``create``, ``update``, ``soft_delete``, ``restore`` and ``hard_delete`` of one aggregate
-    type, each a context manager `CM` yielding the open `Change`."""
+    """The change methods of one aggregate type, each a context manager `CM` yielding the open
+    `Change`."""
 
     def __init__(
         self, table: AggregateTable, *, clock: WallClock = utc_now, delete_outbox_row: bool = False
@@ -34,30 +34,29 @@ class WriterBase(Generic[CM]):
         self._delete_outbox_row = delete_outbox_row
 
     def create(self, aggregate_id: str, values: Mapping[str, Any]) -> CM:
-        """Insert the row with `values` at revision ``floor + 1`` (1 unless hard-deleted before);
-        `AggregateExists` if the id exists, soft-deleted included."""
+        """Insert the row with `values` at revision ``floor + 1``; `AggregateExists` if the id
+        exists, soft-deleted included."""
         return self._change(
             aggregate_id, lambda now: begin_create(self.table, aggregate_id, values, now)
         )
 
     def update(self, aggregate_id: str, values: Mapping[str, Any] | None = None) -> CM:
-        """Lock the row, raise its revision by one and write `values` (none: a change of
-        children only); a soft-deleted row stays deleted. `AggregateNotFound` if there is none."""
+        """Lock the row, raise its revision by one and write `values` (none: children only); a
+        soft-deleted row stays deleted. `AggregateNotFound` without a row."""
         return self._change(
             aggregate_id, lambda now: begin_update(self.table, aggregate_id, values or {}, now)
         )
 
     def soft_delete(self, aggregate_id: str, values: Mapping[str, Any] | None = None) -> CM:
-        """Set ``deleted_at`` (and `values`): the search document becomes a tombstone.
-        `AggregateStateConflict` if the row is deleted already."""
+        """Set ``deleted_at`` (and `values`): the document becomes a tombstone.
+        `AggregateStateConflict` if deleted already."""
         table, row = self.table, values or {}
         return self._change(
             aggregate_id, lambda now: begin_set_deleted(table, aggregate_id, row, now, deleted=True)
         )
 
     def restore(self, aggregate_id: str, values: Mapping[str, Any] | None = None) -> CM:
-        """Undo a soft delete (and write `values`). `AggregateStateConflict` if the row is not
-        deleted."""
+        """Undo a soft delete (and write `values`). `AggregateStateConflict` if not deleted."""
         table, row = self.table, values or {}
         return self._change(
             aggregate_id,
@@ -65,8 +64,8 @@ class WriterBase(Generic[CM]):
         )
 
     def hard_delete(self, aggregate_id: str) -> CM:
-        """Delete the row and record its revision as the id's floor in ``search_revision_floor``
-        (delete the children in the block, or let foreign keys cascade)."""
+        """Delete the row and record its revision as the id's floor (delete the children in the
+        block, or let foreign keys cascade)."""
         return self._change(
             aggregate_id, lambda now: begin_hard_delete(self.table, aggregate_id, now)
         )

@@ -1,11 +1,7 @@
-"""The application-side writer's SQL, without I/O: one implementation for both drivers.
-
-Each change is a *plan*: a generator that yields the `Statement` to execute next and receives
-the fetched row (``fetch=True``) or None back; a driver error is thrown into it. The synchronous
-writer runs plans on PyMySQL, the asynchronous one on aiomysql (`searchsync.writer`), so the lock
-order, the revision arithmetic and the outbox row are the same on both. Lock order of every
-change: the root row, the ``search_revision_floor`` row, the outbox insert.
-"""
+"""The writer's SQL without I/O: each change is a *plan*, a generator yielding `Statement`s and
+receiving each fetched row (driver errors are thrown into it), so both drivers share lock order,
+revision arithmetic and outbox row. Lock order: root row, ``search_revision_floor`` row, outbox
+insert."""
 
 from __future__ import annotations
 
@@ -39,8 +35,6 @@ _ER_DUP_ENTRY: Final = 1062
 
 @dataclass(frozen=True, slots=True)
 class Statement:
-    """One SQL statement and its parameters; `fetch` asks the driver for ``fetchone()``."""
-
     sql: str
     params: tuple[Any, ...]
     fetch: bool = False
@@ -52,7 +46,7 @@ Plan = Generator[Statement, Any, T]
 
 @dataclass(frozen=True, slots=True)
 class Begun:
-    """What a change's opening statements decided: the revision it commits, and its event."""
+    """What a change's opening statements decided: its revision and its event."""
 
     revision: int
     operation: Operation
@@ -61,12 +55,9 @@ class Begun:
 def begin_create(
     table: AggregateTable, aggregate_id: str, values: Mapping[str, Any], now: datetime
 ) -> Plan[Begun]:
-    """Insert the row at revision ``floor + 1`` (1 for an id never hard-deleted) with `values`;
-    `AggregateExists` if the id exists (soft-deleted included), also when a concurrent create
-    commits it first. Checks its arguments before the first statement."""
-    table.check_id(aggregate_id)
-    pairs = table.assignments(values)
-    return _create(table, aggregate_id, pairs, now)
+    """Insert at revision ``floor + 1`` with `values`; `AggregateExists` if the id exists (also on a
+    lost race). Arguments are checked before the first statement, as in every ``begin_*``."""
+    return _create(table, aggregate_id, _checked(table, aggregate_id, values), now)
 
 
 def _create(
@@ -100,21 +91,9 @@ def _create(
 def begin_update(
     table: AggregateTable, aggregate_id: str, values: Mapping[str, Any], now: datetime
 ) -> Plan[Begun]:
-    """Lock the row and raise its revision by one, writing `values` too (may be empty: a change
-    of children only); `AggregateNotFound` if there is no row. A soft-deleted row stays deleted.
-    Checks its arguments before the first statement."""
-    table.check_id(aggregate_id)
-    pairs = table.assignments(values)
-    return _update(table, aggregate_id, pairs, now)
-
-
-def _update(
-    table: AggregateTable, aggregate_id: str, pairs: list[tuple[str, Any]], now: datetime
-) -> Plan[Begun]:
-    revision = (yield from _locked(table, aggregate_id))[0] + 1
-    bump = [(quote_identifier(table.revision_column), revision), *_stamp(table, now), *pairs]
-    yield _update_row(table, aggregate_id, bump)
-    return Begun(revision, Operation.UPSERT)
+    """Lock the row and raise its revision by one, writing `values`; `AggregateNotFound` without a
+    row. A soft-deleted row stays deleted."""
+    return _change(table, aggregate_id, _checked(table, aggregate_id, values), now, None)
 
 
 def begin_set_deleted(
@@ -125,42 +104,34 @@ def begin_set_deleted(
     *,
     deleted: bool,
 ) -> Plan[Begun]:
-    """Soft-delete (``deleted_at = now``, a TOMBSTONE event) or restore (``deleted_at = NULL``,
-    an UPSERT event) the row, writing `values` too; `AggregateNotFound` if there is none,
-    `AggregateStateConflict` if it is in that state already."""
-    table.check_id(aggregate_id)
-    pairs = table.assignments(values)
-    return _set_deleted(table, aggregate_id, pairs, now, deleted)
+    """Soft-delete (TOMBSTONE) or restore (UPSERT) the row, writing `values`; `AggregateNotFound`,
+    or `AggregateStateConflict` if in that state already."""
+    return _change(table, aggregate_id, _checked(table, aggregate_id, values), now, deleted)
 
 
-def _set_deleted(
+def _change(
     table: AggregateTable,
     aggregate_id: str,
     pairs: list[tuple[str, Any]],
     now: datetime,
-    deleted: bool,
+    deleted: bool | None,
 ) -> Plan[Begun]:
+    """Raise the locked row's revision by one; `deleted` (None: unchanged) sets ``deleted_at``."""
     revision, was_deleted = yield from _locked(table, aggregate_id)
     if was_deleted == deleted:
         state = "deleted already" if deleted else "not deleted"
         raise AggregateStateConflict(table.aggregate_type, aggregate_id, state)
     revision += 1
-    yield _update_row(
-        table,
-        aggregate_id,
-        [
-            (quote_identifier(table.revision_column), revision),
-            (quote_identifier(table.deleted_at_column), now if deleted else None),
-            *_stamp(table, now),
-            *pairs,
-        ],
-    )
+    columns: list[tuple[str, Any]] = [(quote_identifier(table.revision_column), revision)]
+    if deleted is not None:
+        columns.append((quote_identifier(table.deleted_at_column), now if deleted else None))
+    yield _update_row(table, aggregate_id, [*columns, *_stamp(table, now), *pairs])
     return Begun(revision, Operation.TOMBSTONE if deleted else Operation.UPSERT)
 
 
 def begin_hard_delete(table: AggregateTable, aggregate_id: str, now: datetime) -> Plan[Begun]:
-    """Delete the row and record the delete's revision in ``search_revision_floor``, so a later
-    create of the id continues above it; `AggregateNotFound` if there is no row."""
+    """Delete the row and record its revision in ``search_revision_floor``; `AggregateNotFound`
+    without a row."""
     table.check_id(aggregate_id)
     return _hard_delete(table, aggregate_id, now)
 
@@ -184,8 +155,8 @@ def _hard_delete(table: AggregateTable, aggregate_id: str, now: datetime) -> Pla
 def finish(
     table: AggregateTable, aggregate_id: str, begun: Begun, now: datetime, *, delete_row: bool
 ) -> Plan[str]:
-    """Append the change's outbox row (and with `delete_row`, delete it again in the same
-    transaction: Debezium publishes the insert from the binlog); returns its ``event_id``."""
+    """Append the outbox row (with `delete_row`, delete it again in the same transaction: Debezium
+    reads the insert from the binlog); returns its ``event_id``."""
     insert = outbox_insert(
         table.aggregate_type, aggregate_id, begun.operation, begun.revision, now=now
     )
@@ -196,11 +167,17 @@ def finish(
 
 
 def _locked(table: AggregateTable, aggregate_id: str) -> Plan[tuple[int, bool]]:
-    """Lock the existing row: its revision and whether it is soft-deleted."""
     row = yield _lock_row(table, aggregate_id)
     if row is None:
         raise AggregateNotFound(table.aggregate_type, aggregate_id)
     return int(row[0]), row[1] is not None
+
+
+def _checked(
+    table: AggregateTable, aggregate_id: str, values: Mapping[str, Any]
+) -> list[tuple[str, Any]]:
+    table.check_id(aggregate_id)
+    return table.assignments(values)
 
 
 def _stamp(table: AggregateTable, now: datetime) -> list[tuple[str, Any]]:
@@ -210,7 +187,6 @@ def _stamp(table: AggregateTable, now: datetime) -> list[tuple[str, Any]]:
 
 
 def _lock_row(table: AggregateTable, aggregate_id: str) -> Statement:
-    """``SELECT revision, deleted_at ... FOR UPDATE`` of the root row."""
     return Statement(
         f"SELECT {quote_identifier(table.revision_column)},"
         f" {quote_identifier(table.deleted_at_column)} FROM {quote_identifier(table.table)}"

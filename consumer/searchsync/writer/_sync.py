@@ -19,20 +19,13 @@ T = TypeVar("T")
 
 
 class AggregateWriter(WriterBase[AbstractContextManager[Change]]):
-    """Changes the rows of one aggregate type on one PyMySQL connection (autocommit off, not
-    shared between threads; ``READ COMMITTED`` recommended, as `searchsync.mysql.pool` sets).
-
-    Each method opens one transaction and returns a context manager yielding its `Change`::
-
-        with writer.update("a1", {"title": "New"}) as change:
-            change.cursor.execute("DELETE FROM article_tag WHERE article_id = %s", ("a1",))
-        committed = change.revision
+    """Changes the rows of one aggregate type on one PyMySQL connection (autocommit off, one
+    thread), one transaction per change.
 
     On refusal nothing was written: `AggregateNotFound`, `AggregateExists`,
-    `AggregateStateConflict`, or a `TransientError` (``MYSQL_DEADLOCK`` and
-    ``MYSQL_LOCK_TIMEOUT`` are safe to retry; after ``MYSQL_UNAVAILABLE`` the connection is gone:
-    make a writer on a new one). With ``delete_outbox_row=True`` each change also deletes its
-    outbox row in the same transaction (``search_outbox`` stays empty).
+    `AggregateStateConflict`, or a `TransientError` (``MYSQL_DEADLOCK``, ``MYSQL_LOCK_TIMEOUT``:
+    retry; ``MYSQL_UNAVAILABLE``: the connection is gone). ``delete_outbox_row=True`` also deletes
+    each outbox row in its transaction.
     """
 
     def __init__(
@@ -82,8 +75,8 @@ class AggregateWriter(WriterBase[AbstractContextManager[Change]]):
 
 
 def run_plan(cursor: Any, plan: Plan[T], doing: str) -> T:
-    """Execute `plan`'s statements on a PyMySQL cursor and return its result; driver errors are
-    thrown into the plan, then translated (`translate_errors`, naming `doing`)."""
+    """Run `plan` on a PyMySQL cursor; driver errors are thrown into the plan, then translated
+    (naming `doing`)."""
     try:
         statement = next(plan)
         while True:

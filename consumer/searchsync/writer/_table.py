@@ -16,13 +16,9 @@ __all__ = ["AggregateTable", "Change"]
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """One open change of one aggregate, inside a writer's ``with`` block.
-
-    Write your own columns and child tables through `cursor` (or `connection`) in the block;
-    never commit or roll back yourself. When the block ends without an exception the writer
-    appends the outbox row and commits, and `revision` is then the committed revision (the one
-    `searchsync.read.wait_for_revision` waits for); an exception rolls everything back.
-    """
+    """One open change of one aggregate inside a writer's ``with`` block: write through `cursor`,
+    never commit or roll back yourself. On a clean exit the writer appends the outbox row and
+    commits, and `revision` is the committed revision; an exception rolls back."""
 
     aggregate_type: str
     aggregate_id: str
@@ -34,12 +30,8 @@ class Change:
 
 @dataclass(frozen=True, slots=True)
 class AggregateTable:
-    """Where one aggregate type's root rows live, and the columns the writer owns.
-
-    The writer sets `revision_column` (+1 on every change, ``floor + 1`` on a create),
-    `deleted_at_column` (soft delete and restore) and `updated_at_column` (None: the table has
-    none); the caller writes every other column and its child tables.
-    """
+    """Where one aggregate type's root rows live; the writer owns the id, revision, ``deleted_at``
+    and ``updated_at`` (None: none) columns, the caller every other."""
 
     aggregate_type: str
     table: str
@@ -63,14 +55,12 @@ class AggregateTable:
 
     @property
     def owned(self) -> tuple[str, ...]:
-        """The columns only the writer writes."""
         columns = (self.id_column, self.revision_column, self.deleted_at_column)
         return columns if self.updated_at_column is None else (*columns, self.updated_at_column)
 
     def check_id(self, aggregate_id: str) -> None:
-        """Raise ValueError unless the consumer accepts `aggregate_id` in an event and as a
-        document id: 1..128 printable characters (searchsync.events), in Unicode NFC (the
-        projector's document id)."""
+        """ValueError unless `aggregate_id` is 1..128 printable characters in Unicode NFC (what the
+        consumer accepts)."""
         if (
             not isinstance(aggregate_id, str)
             or not 0 < len(aggregate_id) <= MAX_AGGREGATE_ID_LENGTH
@@ -83,8 +73,8 @@ class AggregateTable:
             )
 
     def assignments(self, values: Mapping[str, Any]) -> list[tuple[str, Any]]:
-        """`values` as (quoted column, value) pairs; ValueError for a column the writer owns or
-        one named twice (MySQL column names ignore case)."""
+        """`values` as (quoted column, value) pairs; ValueError for an owned column or one named
+        twice (case-insensitive)."""
         owned = {name.lower() for name in self.owned}
         seen: set[str] = set()
         pairs = []

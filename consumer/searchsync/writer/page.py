@@ -31,8 +31,6 @@ Relations = Mapping[str, Sequence[Mapping[str, Any]]]
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    """A wiki_page row as the application sees it."""
-
     id: str
     title: str
     content: str
@@ -47,24 +45,11 @@ class Page:
 
 
 class PageWriter:
-    """Changes wiki_page rows, one transaction per change, each with its outbox event: the demo's
-    type on `AsyncAggregateWriter`.
-
-    Every change returns the revision it committed, once committed: the revision to wait for
-    (`searchsync.read.wait_for_revision`, read-your-writes). On error nothing was written:
-    `AggregateNotFound`, `AggregateExists` (soft-deleted included), `AggregateStateConflict` (a
-    change must change something), or a `TransientError` (``MYSQL_DEADLOCK`` and
-    ``MYSQL_LOCK_TIMEOUT`` are safe to retry).
-    With ``delete_outbox_row=True`` each change also deletes its outbox row in the same
-    transaction: the binlog still carries the insert, and ``search_outbox`` stays empty.
-    """
+    """The demo's ``wiki_page`` type on `AsyncAggregateWriter`. Every change returns the revision it
+    committed (the one to wait for); refusals and ``delete_outbox_row`` as `AggregateWriter`'s."""
 
     def __init__(
-        self,
-        pool: aiomysql.Pool,
-        *,
-        clock: WallClock = utc_now,
-        delete_outbox_row: bool = False,
+        self, pool: aiomysql.Pool, *, clock: WallClock = utc_now, delete_outbox_row: bool = False
     ) -> None:
         self._pool = pool
         self._writer = AsyncAggregateWriter(
@@ -72,7 +57,7 @@ class PageWriter:
         )
 
     async def create(self, page_id: str, title: str, content: str, relations: Relations) -> int:
-        """Create the page at revision 1, or at ``floor + 1`` if the id was hard-deleted before."""
+        """Create the page at revision ``floor + 1`` (1 unless hard-deleted before)."""
         _check_page_id(page_id)
         _check_title(title)
         values = {"title": title, "content": content, "relations_json": _relations_json(relations)}
@@ -101,17 +86,14 @@ class PageWriter:
         return await self._run(self._writer.update(page_id, values))
 
     async def soft_delete(self, page_id: str) -> int:
-        """Mark the page deleted (``deleted_at``); its search document becomes a tombstone."""
         _check_page_id(page_id)
         return await self._run(self._writer.soft_delete(page_id))
 
     async def restore(self, page_id: str) -> int:
-        """Undo a soft delete."""
         _check_page_id(page_id)
         return await self._run(self._writer.restore(page_id))
 
     async def hard_delete(self, page_id: str) -> int:
-        """Delete the row and record its revision in ``search_revision_floor``."""
         _check_page_id(page_id)
         return await self._run(self._writer.hard_delete(page_id))
 
@@ -146,7 +128,7 @@ class PageWriter:
 
 
 def _relations_json(relations: Relations) -> str:
-    """The JSON object for ``relations_json``; only the shape is checked (TypeError)."""
+    """``relations_json``'s JSON object; only the shape is checked (TypeError)."""
     if not isinstance(relations, Mapping):
         raise TypeError(
             "relations must be a mapping of relation type -> list of entities,"

@@ -1,11 +1,6 @@
-"""Stable buckets of the repair wheel (docs/design.md, "Repair", "Buckets").
-
-A document's bucket key is its ``sync_hash`` (`searchsync.projection.sync_hash`, as MySQL's
-``CRC32(CONCAT(...))``); bucket `b` of `m` is the hash range
+"""Stable buckets of the repair wheel: bucket `b` of `m` is the ``sync_hash`` range
 ``[ceil(b * 2^32 / m), ceil((b + 1) * 2^32 / m))``, so ``bucket_of(h, m) = h * m // 2^32``.
-`WHEEL_CANONICALIZATION_VERSION` versions what the wheel hashes outside the projector; a change
-starts a new epoch, as a change of `m` does.
-"""
+A change of `m` or of `WHEEL_CANONICALIZATION_VERSION` starts a new epoch."""
 
 from __future__ import annotations
 
@@ -52,25 +47,16 @@ def bucket_of(hash_value: int, m: int) -> int:
 
 
 def key_of_id(aggregate_type: str) -> Callable[[str], int]:
-    """``id -> key_hash(aggregate_type, id)``, for many ids: the CRC of the ``"<type>:"`` prefix
-    is computed once and continued with each id."""
+    """``id -> key_hash(aggregate_type, id)``, the ``"<type>:"`` prefix's CRC computed once."""
     seed = zlib.crc32(f"{aggregate_type}:".encode())
-
-    def key(aggregate_id: str) -> int:
-        return zlib.crc32(aggregate_id.encode(), seed)
-
-    return key
+    return lambda aggregate_id: zlib.crc32(aggregate_id.encode(), seed)
 
 
 def bucket_of_id(aggregate_type: str, m: int) -> Callable[[str], int]:
-    """``id -> bucket_of(key_hash(aggregate_type, id), m)``, for many ids (as `key_of_id`)."""
+    """``id -> bucket_of(key_hash(aggregate_type, id), m)``, for many ids."""
     _check(m)
     seed = zlib.crc32(f"{aggregate_type}:".encode())
-
-    def bucket(aggregate_id: str) -> int:
-        return zlib.crc32(aggregate_id.encode(), seed) * m // HASH_SPACE
-
-    return bucket
+    return lambda aggregate_id: zlib.crc32(aggregate_id.encode(), seed) * m // HASH_SPACE
 
 
 def bucket_range(bucket: int, m: int) -> tuple[int, int]:
@@ -82,10 +68,9 @@ def bucket_range(bucket: int, m: int) -> tuple[int, int]:
 
 
 def canonical_fields(*values: str | int | Decimal | None, scale: int = 6) -> bytes:
-    """The versioned canonical encoding of a tuple of values: each is ``0x00`` (NULL) or
-    ``0x01 | type | 4-byte big-endian length | bytes``; strings NFC, decimals at a fixed
-    `scale` (refused if that would round), integers in decimal. Length prefixes make
-    ``("a", "bc")`` and ``("ab", "c")`` differ."""
+    """The versioned canonical encoding of values: each ``0x00`` (NULL) or ``0x01 | type |
+    4-byte big-endian length | bytes``; strings NFC, decimals at `scale` (refused if that would
+    round), integers in decimal."""
     out = bytearray()
     for value in values:
         if value is None:

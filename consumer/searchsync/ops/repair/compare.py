@@ -1,11 +1,7 @@
-"""Compare one bucket's rows with its documents: the kinds of drift (docs/design.md, "Repair",
-"Findings"). Pure: the same entries give the same findings.
-
-One finding per document, in precedence order: MISSING (not for a soft-deleted row), STALE,
-DELETED_FLAG, SCHEMA_STALE, CONTENT_DRIFT (where content is checked); a live document without a
-row is an ORPHAN. MISSING and ORPHAN only when the bucket was read completely (`complete`;
-invariant 13).
-"""
+"""Compare one bucket's rows with its documents (pure). Per document, in precedence order:
+MISSING (not for a soft-deleted row), STALE, DELETED_FLAG, SCHEMA_STALE, CONTENT_DRIFT (where
+content is checked); a live document without a row is an ORPHAN. MISSING and ORPHAN only when
+the bucket was read completely (`complete`; invariant 13)."""
 
 from __future__ import annotations
 
@@ -81,9 +77,7 @@ def _pair(
                 out.append(finding(FindingKind.CONTENT_DRIFT, "_source differs from its hash"))
         elif fresh.projection_hash != doc.projection_hash:
             out.append(finding(FindingKind.CONTENT_DRIFT, "hash differs from the row's"))
-        elif projected_fields(doc.source) != fresh.projected:
-            # the same hash, another body: equal to hashing the body again (both sides are
-            # decoded JSON of canonical bytes), without canonicalizing it
+        elif projected_fields(doc.source) != fresh.projected:  # the same hash, another body
             out.append(finding(FindingKind.CONTENT_DRIFT, "_source differs from its hash"))
     return out
 
@@ -94,10 +88,9 @@ def still_holding(
     rows: Mapping[str, TruthEntry],
     docs: Mapping[str, IndexEntry],
 ) -> list[Finding]:
-    """The `candidates` that still hold against `rows` and `docs` re-read by id after the
-    settle delay: a missing or stale document only if it has still not reached the revision
-    first seen (a row that keeps changing is in flight, not drift); an orphan only if its row
-    is still gone; the same-revision kinds only if they recur."""
+    """The `candidates` that still hold against `rows` and `docs` re-read after the settle delay:
+    a missing or stale document only if still below the revision first seen (a row that keeps
+    changing is in flight), an orphan only if its row is still gone, the others if they recur."""
     again = {(f.kind, f.id): f for f in compare(projector, rows, docs, content=True, complete=True)}
     kept: list[Finding] = []
     for f in candidates:

@@ -1,19 +1,15 @@
 """`IndexSide` on Elasticsearch: one ``range`` query on ``sync_hash`` per bucket page, sorted by
-``id`` with ``search_after``, through the alias (docs/design.md, "Repair").
-
-A light page loads no stored field (``stored_fields: _none_``; identity, schema version and
-``is_deleted`` from doc values, plus ``_version``); a hit without an ``id`` value makes the page
-be read again with ``_id`` and ``_source``. `strays` reads the documents outside the key space in
-one point in time, sorted by ``_shard_doc`` with ``search_after``.
-"""
+``id`` with ``search_after``, through the alias. A light page reads doc values only (a hit without
+an ``id`` value makes the page be read again with ``_source``); `strays` reads the documents
+outside the key space in one point in time, sorted by ``_shard_doc``."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Sequence
 from typing import Any
 
-from elastic_transport import TransportError
+from elastic_transport import ObjectApiResponse, TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
 from searchsync.errors import ErrorCode, TransientError
@@ -25,8 +21,7 @@ from searchsync.types import BucketCursor
 __all__ = ["EsIndexSide"]
 
 _HITS = ["hits.hits._id", "hits.hits._version", "hits.hits._source"]  # nothing else parsed
-# what the revision and flag checks compare (the revision is the external `_version`), from doc
-# values; the hash and the body only where content is checked
+# the revision (the external `_version`) and flag checks' fields, from doc values
 _LIGHT_FIELDS = ["id", "projection_schema_version", "is_deleted", "sync_hash"]
 _LIGHT_HITS = ["hits.hits._version", "hits.hits.fields"]
 _LIGHT: dict[str, Any] = {
@@ -34,18 +29,25 @@ _LIGHT: dict[str, Any] = {
     "stored_fields": "_none_",
     "docvalue_fields": _LIGHT_FIELDS,
 }
-
-_OUTSIDE_KEYS: dict[str, Any] = {
-    "bool": {"must_not": [{"range": {"sync_hash": {"gte": 0, "lt": HASH_SPACE}}}]}
-}
+_OUTSIDE_KEYS = {"bool": {"must_not": [{"range": {"sync_hash": {"gte": 0, "lt": HASH_SPACE}}}]}}
 _PIT_KEEP_ALIVE = "2m"  # between two pages of the stray read
-_STRAY_HITS = [
-    "pit_id",
-    "hits.hits._id",
-    "hits.hits._version",
-    "hits.hits._source",
-    "hits.hits.sort",
-]
+_STRAY_HITS = ["pit_id", *_HITS, "hits.hits.sort"]
+
+
+async def _es(what: str, call: Awaitable[ObjectApiResponse[Any]]) -> dict[str, Any]:
+    """The body of an Elasticsearch call; its failure as a `TransientError`."""
+    try:
+        body: dict[str, Any] = (await call).body
+    except (ApiError, TransportError) as exc:
+        raise TransientError(ErrorCode.ES_UNAVAILABLE, f"{what}: {exc}") from exc
+    return body
+
+
+def _entries(hits: list[dict[str, Any]], *, content: bool) -> list[IndexEntry]:
+    return [
+        entry_of_source(h["_id"], int(h["_version"]), h.get("_source") or {}, content=content)
+        for h in hits
+    ]
 
 
 class EsIndexSide:
@@ -64,34 +66,21 @@ class EsIndexSide:
         }
         if after is not None:
             body["search_after"] = [after[1]]
+        what = f"search {alias}"
         if not content:
-            light = [_light_entry(h) for h in await self._search(alias, body | _LIGHT, _LIGHT_HITS)]
+            search = self._client.search(index=alias, body=body | _LIGHT, filter_path=_LIGHT_HITS)
+            found = await _es(what, search)
+            light = [_light_entry(h) for h in found.get("hits", {}).get("hits", [])]
             entries = [e for e in light if e is not None]
             if len(entries) == len(light):
                 return entries
             body["_source"] = _LIGHT_FIELDS[1:]  # a document without `id`: read it by `_id`
-        hits = await self._search(alias, body, _HITS)
-        return [
-            entry_of_source(h["_id"], int(h["_version"]), h.get("_source") or {}, content=content)
-            for h in hits
-        ]
-
-    async def _search(
-        self, alias: str, body: dict[str, Any], filter_path: list[str]
-    ) -> list[dict[str, Any]]:
-        try:
-            response = await self._client.search(index=alias, body=body, filter_path=filter_path)
-        except (ApiError, TransportError) as exc:
-            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"search {alias}: {exc}") from exc
-        hits: list[dict[str, Any]] = response.body.get("hits", {}).get("hits", [])
-        return hits  # filter_path drops an empty `hits`
+        found = await _es(what, self._client.search(index=alias, body=body, filter_path=_HITS))
+        return _entries(found.get("hits", {}).get("hits", []), content=content)  # no `hits`: none
 
     async def strays(self, alias: str, limit: int) -> AsyncGenerator[list[IndexEntry], None]:
-        try:
-            opened = await self._client.open_point_in_time(index=alias, keep_alive=_PIT_KEEP_ALIVE)
-        except (ApiError, TransportError) as exc:
-            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"open a PIT on {alias}: {exc}") from exc
-        pit: str = opened.body["id"]
+        opened = self._client.open_point_in_time(index=alias, keep_alive=_PIT_KEEP_ALIVE)
+        pit: str = (await _es(f"open a PIT on {alias}", opened))["id"]
         body: dict[str, Any] = {
             "query": _OUTSIDE_KEYS,
             "sort": [{"_shard_doc": "asc"}],
@@ -103,21 +92,12 @@ class EsIndexSide:
         try:
             while True:
                 body["pit"] = {"id": pit, "keep_alive": _PIT_KEEP_ALIVE}
-                try:
-                    response = await self._client.search(body=body, filter_path=_STRAY_HITS)
-                except (ApiError, TransportError) as exc:
-                    raise TransientError(
-                        ErrorCode.ES_UNAVAILABLE, f"search strays of {alias}: {exc}"
-                    ) from exc
-                pit = response.body.get("pit_id", pit)
-                hits: list[dict[str, Any]] = response.body.get("hits", {}).get("hits", [])
+                search = self._client.search(body=body, filter_path=_STRAY_HITS)
+                found = await _es(f"search strays of {alias}", search)
+                pit = found.get("pit_id", pit)
+                hits: list[dict[str, Any]] = found.get("hits", {}).get("hits", [])
                 if hits:
-                    yield [
-                        entry_of_source(
-                            h["_id"], int(h["_version"]), h.get("_source") or {}, content=False
-                        )
-                        for h in hits
-                    ]
+                    yield _entries(hits, content=False)
                 if len(hits) < limit:
                     return
                 body["search_after"] = hits[-1]["sort"]
@@ -129,15 +109,11 @@ class EsIndexSide:
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
-        try:
-            response = await self._client.mget(index=alias, ids=wanted, realtime=True)
-        except (ApiError, TransportError) as exc:
-            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"mget {alias}: {exc}") from exc
-        return {
-            d["_id"]: entry_of_source(d["_id"], int(d["_version"]), d["_source"], content=True)
-            for d in response.body["docs"]
-            if d.get("found")
-        }
+        found = await _es(
+            f"mget {alias}", self._client.mget(index=alias, ids=wanted, realtime=True)
+        )
+        hits = [d for d in found["docs"] if d.get("found")]
+        return {e.id: e for e in _entries(hits, content=True)}
 
 
 def _light_entry(hit: dict[str, Any]) -> IndexEntry | None:
@@ -145,15 +121,5 @@ def _light_entry(hit: dict[str, Any]) -> IndexEntry | None:
     fields = hit.get("fields")
     if not fields or "id" not in fields:
         return None
-    schema = fields.get("projection_schema_version")
-    deleted = fields.get("is_deleted")
-    key = fields.get("sync_hash")
-    return IndexEntry(
-        fields["id"][0],
-        int(hit["_version"]),
-        None,
-        schema[0] if schema and schema[0].__class__ is int else None,
-        deleted is not None and deleted[0] is True,
-        None,
-        key[0] if key and key[0].__class__ is int else None,
-    )
+    first = {name: values[0] for name, values in fields.items() if values}
+    return entry_of_source(first["id"], int(hit["_version"]), first, content=False)

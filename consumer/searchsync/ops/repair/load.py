@@ -1,11 +1,5 @@
-"""The repair's load limits (docs/design.md, "Repair", "Load").
-
-- `TokenBucket`: a rate ceiling; a caller *takes* what it used and, below zero, waits until the
-  bucket refilled to zero (at most ``rate`` plus one ``burst`` over any window; ``rate`` 0: none).
-- `LagGuard`: while the live group's lag is above ``max_lag`` wait (logging why), at most
-  ``timeout_s``, then raise `LiveLagTooHigh` (``max_lag`` 0: off).
-- `Limits`: the three together, as the wheel and the healer take them.
-"""
+"""The repair's load limits: `TokenBucket` rate ceilings, the `LagGuard` on the live group's lag,
+and `Limits`, the three together as the wheel and the healer take them."""
 
 from __future__ import annotations
 
@@ -28,7 +22,8 @@ Sleep = Callable[[float], Awaitable[None]]
 
 
 class TokenBucket:
-    """At most `rate` units per second on average, `burst` at once (defaults to one second's)."""
+    """At most `rate` units per second on average (0: no ceiling) plus one `burst` (defaults to
+    one second's): a caller takes what it used and, in debt, waits until the bucket refilled."""
 
     def __init__(
         self,
@@ -72,65 +67,56 @@ class LiveLagTooHigh(Exception):
 
 def live_lag(admin: KafkaAdmin, settings: Settings) -> int:
     """The live consumer group's total lag over its subscribed topics (blocking)."""
-    return sum(
-        r.lag for r in partition_offsets(admin, settings, subscribed_topics(admin, settings))
-    )
+    topics = subscribed_topics(admin, settings)
+    return sum(r.lag for r in partition_offsets(admin, settings, topics))
 
 
+@dataclass(slots=True)
 class LagGuard:
-    def __init__(
-        self,
-        read_lag: Callable[[], Awaitable[int]],
-        *,
-        max_lag: int,
-        timeout_s: float,
-        poll_s: float,
-        group: str = "",
-        clock: Clock = time.monotonic,
-        sleep: Sleep = asyncio.sleep,
-    ) -> None:
-        self._read_lag = read_lag
-        self.max_lag = max_lag
-        self._timeout_s = timeout_s
-        self._poll_s = poll_s
-        self._group = group
-        self._clock = clock
-        self._sleep = sleep
-        self.waits = 0  # how many times the guard had to wait
-        self.waited_s = 0.0
+    """While the live lag is above `max_lag` (0: off), wait, at most `timeout_s`."""
+
+    read_lag: Callable[[], Awaitable[int]]
+    max_lag: int
+    timeout_s: float
+    poll_s: float
+    group: str = ""
+    clock: Clock = time.monotonic
+    sleep: Sleep = asyncio.sleep
+    waits: int = field(default=0, init=False)  # how many times the guard had to wait
+    waited_s: float = field(default=0.0, init=False)
 
     async def wait(self, before: str) -> None:
         """Return once the live lag is at most `max_lag`; raise `LiveLagTooHigh` past the wait."""
         if self.max_lag <= 0:
             return
-        lag = await self._read_lag()
+        lag = await self.read_lag()
         if lag <= self.max_lag:
             return
         self.waits += 1
-        started = self._clock()
-        deadline = started + self._timeout_s
+        started = self.clock()
+        deadline = started + self.timeout_s
         log.warning(
             "repair paused before %s: live group %r lag %d > repair.max_live_lag %d;"
             " waiting up to %.0fs for the consumer to catch up",
             before,
-            self._group,
+            self.group,
             lag,
             self.max_lag,
-            self._timeout_s,
+            self.timeout_s,
         )
         try:
             while lag > self.max_lag:
-                if self._clock() >= deadline:
+                if self.clock() >= deadline:
                     raise LiveLagTooHigh(
-                        f"live group {self._group!r} lag {lag} stayed above repair.max_live_lag"
-                        f" {self.max_lag} for {self._timeout_s:.0f}s before {before}: the repair"
+                        f"live group {self.group!r} lag {lag} stayed above repair.max_live_lag"
+                        f" {self.max_lag} for {self.timeout_s:.0f}s before {before}: the repair"
                         " stopped; let the consumer catch up (or raise repair.max_live_lag or"
                         " repair.lag_wait_timeout_s) and run it again"
                     )
-                await self._sleep(min(self._poll_s, max(deadline - self._clock(), 0.0)))
-                lag = await self._read_lag()
+                await self.sleep(min(self.poll_s, max(deadline - self.clock(), 0.0)))
+                lag = await self.read_lag()
         finally:
-            self.waited_s += self._clock() - started
+            self.waited_s += self.clock() - started
         log.info("repair resumes before %s: live lag %d <= %d", before, lag, self.max_lag)
 
 
@@ -144,6 +130,4 @@ class Limits:
 
     mysql_rows: TokenBucket = field(default_factory=lambda: TokenBucket(0))
     es_requests: TokenBucket = field(default_factory=lambda: TokenBucket(0))
-    lag: LagGuard = field(
-        default_factory=lambda: LagGuard(_no_lag, max_lag=0, timeout_s=0.0, poll_s=1.0)
-    )
+    lag: LagGuard = field(default_factory=lambda: LagGuard(_no_lag, 0, 0.0, 1.0))

@@ -1,9 +1,9 @@
-"""What the wheel reads from the index, and what it finds (docs/design.md, "Repair")."""
+"""What the wheel reads from the index, and what it finds."""
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = ["DELETION_KINDS", "Finding", "FindingKind", "IndexEntry"]
@@ -28,8 +28,7 @@ DELETION_KINDS = frozenset({FindingKind.MISSING, FindingKind.ORPHAN})
 @dataclass(slots=True)
 class IndexEntry:
     """One document as the wheel reads it; `source` is the whole `_source` when content is
-    checked (None otherwise); `sync_hash` the stored bucket key (None: none, or not a number).
-    Not frozen, as `searchsync.mysql.truth.TruthEntry`."""
+    checked (None otherwise); `sync_hash` the stored bucket key (None: none, or not a number)."""
 
     id: str
     version: int
@@ -50,11 +49,4 @@ class Finding:
     detail: str = field(default="", compare=False)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind.value,
-            "aggregate_type": self.aggregate_type,
-            "id": self.id,
-            "row_revision": self.row_revision,
-            "doc_version": self.doc_version,
-            "detail": self.detail,
-        }
+        return {**asdict(self), "kind": self.kind.value}

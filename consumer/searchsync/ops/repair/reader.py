@@ -1,20 +1,15 @@
-"""How the wheel reads a span of buckets (docs/design.md, "Repair", "Reads").
-
-Adjacent buckets of the span are merged into key ranges, each read once on each side, MySQL and
-Elasticsearch at the same time, in adaptive pages resuming after a `BucketCursor`. Every entry
-goes to the bucket of its key; a document whose stored ``sync_hash`` is not its id's key is also
-handed back as *misplaced* (for `strays`). Content buckets get their rows again by id with the
-projector's columns, and their whole documents by key range.
-
-Every range is read to its end before anything is returned; a failure on either side cancels the
-other and propagates: the caller counts none of the span's buckets (invariant 13).
+"""How the wheel reads a span of buckets: adjacent buckets merged into key ranges, each read once
+on each side (at the same time) in adaptive pages resuming after a `BucketCursor`. Every entry
+goes to the bucket of its id's key; a document whose stored ``sync_hash`` is not that key is also
+handed back as *misplaced*. Every range is read to its end before anything is returned; a failure
+on either side cancels the other and propagates (invariant 13).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -30,6 +25,7 @@ from searchsync.types import BucketCursor
 __all__ = ["BucketEntries", "SpanReader", "key_ranges"]
 
 _E = TypeVar("_E", TruthEntry, IndexEntry)
+Page = Callable[[int, int, BucketCursor | None, int], Awaitable[list[_E]]]
 
 
 @dataclass(slots=True)
@@ -52,8 +48,8 @@ def key_ranges(buckets: Collection[int], m: int) -> list[tuple[int, int]]:
 
 @dataclass(slots=True)
 class SpanReader:
-    """Reads spans; the page sizes of each kind of read come from its own controller, kept
-    across ranges: light rows, light documents, whole documents."""
+    """Reads spans; each kind of read (light rows, light documents, whole documents) takes its
+    page sizes from its own controller, kept across ranges."""
 
     truth: Truth
     index: IndexSide
@@ -72,51 +68,67 @@ class SpanReader:
         misplaced: dict[str, IndexEntry] | None = None,
     ) -> dict[int, BucketEntries]:
         """The complete entries of each of `buckets` (content for those in `content`); the
-        documents whose ``sync_hash`` is not their id's key go into `misplaced` too.
-        """
+        documents whose ``sync_hash`` is not their id's key go into `misplaced` too."""
         out = {b: BucketEntries() for b in buckets}
+        light = [b for b in buckets if b not in content]
         heavy = [b for b in buckets if b in content]
         whole: dict[int, dict[str, IndexEntry]] = {b: {} for b in heavy}
         bucket = bucket_of_id(projector.aggregate_type, m)
         key = key_of_id(projector.aggregate_type)
         off_key = {} if misplaced is None else misplaced
 
-        async def read_index(lo: int, hi: int, *, content: bool) -> list[IndexEntry]:
-            found = await self._read_index(projector, alias, lo, hi, content=content)
-            off_key.update((d.id, d) for d in found if d.sync_hash != key(d.id))
+        async def rows(lo: int, hi: int, after: BucketCursor | None, n: int) -> list[TruthEntry]:
+            found = await self.truth.bucket_page(projector, lo, hi, after, n, content=False)
+            await self.limits.mysql_rows.take(len(found))
             return found
 
+        def docs(content: bool) -> Page[IndexEntry]:
+            async def page(
+                lo: int, hi: int, after: BucketCursor | None, n: int
+            ) -> list[IndexEntry]:
+                await self.limits.es_requests.take(1)
+                found = await self.index.bucket_page(alias, lo, hi, after, n, content=content)
+                off_key.update((d.id, d) for d in found if d.sync_hash != key(d.id))
+                return found
+
+            return page
+
+        async def scan(
+            of: Collection[int],
+            page: Page[_E],
+            chunks: ChunkController,
+            into: Mapping[int, dict[str, _E]],
+        ) -> None:
+            for lo, hi in key_ranges(of, m):
+                for e in await _pages(page, lo, hi, chunks, key):
+                    entries = into.get(bucket(e.id))
+                    if entries is not None:
+                        entries[e.id] = e
+
         async def truth() -> None:
-            for lo, hi in key_ranges(buckets, m):
-                for e in await self._read_truth(projector, lo, hi):
-                    b = out.get(bucket(e.id))
-                    if b is not None:
-                        b.rows[e.id] = e
+            await scan(buckets, rows, self.truth_chunks, {b: e.rows for b, e in out.items()})
             if heavy:
                 await self._content_rows(projector, [out[b] for b in heavy])
 
-        async def index() -> None:  # the content buckets' documents come whole, below
-            for lo, hi in key_ranges([b for b in buckets if b not in content], m):
-                for d in await read_index(lo, hi, content=False):
-                    b = out.get(bucket(d.id))
-                    if b is not None:
-                        b.docs[d.id] = d
-
-        async def index_content() -> None:
-            for lo, hi in key_ranges(heavy, m):
-                for d in await read_index(lo, hi, content=True):
-                    docs = whole.get(bucket(d.id))
-                    if docs is not None:
-                        docs[d.id] = d
-
         async with asyncio.TaskGroup() as group:
             group.create_task(truth())
-            group.create_task(index())
+            group.create_task(
+                scan(light, docs(False), self.index_chunks, {b: out[b].docs for b in light})
+            )
             if heavy:
-                group.create_task(index_content())
+                group.create_task(scan(heavy, docs(True), self.content_chunks, whole))
         for b in heavy:  # a complete read of the bucket, with every document's body
             out[b].docs = whole[b]
         return out
+
+    async def by_ids(
+        self, projector: Projector, alias: str, ids: Sequence[str]
+    ) -> tuple[dict[str, TruthEntry], dict[str, IndexEntry]]:
+        """The rows and documents of `ids`, read again by id with content (the settle re-check)."""
+        rows = await truth_by_ids(self.truth, projector, ids)
+        await self.limits.mysql_rows.take(len(ids))
+        await self.limits.es_requests.take(1)
+        return rows, await self.index.by_ids(alias, ids)
 
     async def _content_rows(self, projector: Projector, entries: Sequence[BucketEntries]) -> None:
         """The rows found by the light read, again by id with the projector's columns; a row gone
@@ -129,41 +141,20 @@ class SpanReader:
         for e in entries:
             e.rows = {i: rows[i] for i in e.rows if i in rows}
 
-    async def _read_truth(self, projector: Projector, lo: int, hi: int) -> list[TruthEntry]:
-        async def page(after: BucketCursor | None, n: int) -> list[TruthEntry]:
-            found = await self.truth.bucket_page(projector, lo, hi, after, n, content=False)
-            await self.limits.mysql_rows.take(len(found))
-            return found
-
-        return await _pages(page, self.truth_chunks, key_of_id(projector.aggregate_type))
-
-    async def _read_index(
-        self, projector: Projector, alias: str, lo: int, hi: int, *, content: bool
-    ) -> list[IndexEntry]:
-        async def page(after: BucketCursor | None, n: int) -> list[IndexEntry]:
-            await self.limits.es_requests.take(1)
-            return await self.index.bucket_page(alias, lo, hi, after, n, content=content)
-
-        chunks = self.content_chunks if content else self.index_chunks
-        return await _pages(page, chunks, key_of_id(projector.aggregate_type))
-
 
 async def _pages(
-    page: Callable[[BucketCursor | None, int], Awaitable[list[_E]]],
-    chunks: ChunkController,
-    key: Callable[[str], int],
+    page: Page[_E], lo: int, hi: int, chunks: ChunkController, key: Callable[[str], int]
 ) -> list[_E]:
-    """Every entry of a key range, in adaptive pages, each after the last entry of the one
-    before (its `BucketCursor`: `key` of its id, and the id), to the end."""
+    """Every entry of the key range ``[lo, hi)``, in adaptive pages, each after the last entry
+    of the one before (its `BucketCursor`: `key` of its id, and the id)."""
     out: list[_E] = []
     after: BucketCursor | None = None
     while True:
         size = chunks.current
         t0 = time.monotonic()
-        found = await page(after, size)
+        found = await page(lo, hi, after, size)
         chunks.observe(time.monotonic() - t0)
         out.extend(found)
         if len(found) < size:
             return out
-        last = found[-1].id
-        after = (key(last), last)
+        after = (key(found[-1].id), found[-1].id)

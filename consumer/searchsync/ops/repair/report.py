@@ -1,5 +1,4 @@
-"""What a rotation of the repair wheel reports: per bucket, and for the whole rotation (the
-`searchsync repair` table and JSON, `status`, the benchmark)."""
+"""What a rotation of the repair wheel reports: per bucket, per stray sweep, and in all."""
 
 from __future__ import annotations
 
@@ -31,10 +30,9 @@ class BucketReport:
 
 @dataclass(slots=True)
 class StrayReport:
-    """One type's stray sweep (`searchsync.ops.repair.strays`): `outside` documents outside the
-    key space and `misplaced` ones returned by another bucket's range were read, `candidates`
-    re-read after the settle delay; `ahead` documents above their row's revision are left to the
-    consumer (a REBUILD cannot lower them). `truncated`: the read stopped at its ceiling."""
+    """One type's stray sweep: `outside` documents outside the key space and `misplaced` ones
+    were read, `candidates` re-read after the settle delay; `ahead` documents above their row's
+    revision are left alone. `truncated`: the read stopped at its ceiling."""
 
     aggregate_type: str
     outside: int = 0
@@ -61,11 +59,14 @@ class RotationReport:
     strays: list[StrayReport] = field(default_factory=list)
     content_share: float = 0.0  # the share of buckets whose content this rotation checks
 
+    @property
+    def parts(self) -> list[BucketReport | StrayReport]:
+        """The buckets, then the stray sweeps."""
+        return [*self.buckets, *self.strays]
+
     def findings(self) -> list[Finding]:
         """Every confirmed finding: the buckets', then the stray sweeps'."""
-        return [f for b in self.buckets for f in b.findings] + [
-            f for s in self.strays for f in s.findings
-        ]
+        return [f for part in self.parts for f in part.findings]
 
     def counts(self) -> dict[str, int]:
         c: Counter[str] = Counter({k.value: 0 for k in FindingKind})

@@ -1,5 +1,5 @@
-"""Run a `Wheel`'s rotations and record their metrics (the library behind ``searchsync repair``;
-docs/design.md, "Repair"); `limits` and `wheel_config` read its settings."""
+"""Run a `Wheel`'s rotations and record their metrics (the library behind ``searchsync repair``);
+`limits` and `wheel_config` read its settings."""
 
 from __future__ import annotations
 
@@ -67,15 +67,15 @@ def record(metrics: RepairMetrics, report: RotationReport) -> None:
     per_type: dict[str, Counter[str]] = {t: Counter() for t in report.epochs}
     for b in report.buckets:
         if b.interrupted is None:
-            metrics.bucket_scanned(b.aggregate_type, content=b.content_checked)
-        per_type[b.aggregate_type].update(f.kind.value for f in b.findings)
-    for s in report.strays:
-        per_type[s.aggregate_type].update(f.kind.value for f in s.findings)
+            content = str(b.content_checked).lower()
+            metrics.buckets_scanned.labels(aggregate_type=b.aggregate_type, content=content).inc()
+    for f in report.findings():
+        per_type[f.aggregate_type][f.kind.value] += 1
     for t, counts in per_type.items():
         metrics.set_counts(t, counts)
     for t, age in report.oldest_age_s.items():
-        metrics.set_oldest_age(t, age)
-    metrics.set_rotation_seconds(report.seconds)
+        metrics.oldest_age.labels(aggregate_type=t).set(age)
+    metrics.rotation_seconds.set(report.seconds)
 
 
 async def run_repair(
@@ -87,9 +87,8 @@ async def run_repair(
     on_report: Callable[[RotationReport], None],
     stop: asyncio.Event | None = None,
 ) -> RotationReport:
-    """One rotation (`daemon` False) or ticks of the best buckets until `stop`; the last report.
-
-    A daemon whose tick stopped on the live-lag guard tries again at the next tick."""
+    """One rotation (`daemon` False) or ticks of the best buckets until `stop` (a tick stopped by
+    the live-lag guard is tried again at the next); the last report."""
     server = await serve_metrics(settings, metrics) if daemon else None
     try:
         stop = stop or asyncio.Event()

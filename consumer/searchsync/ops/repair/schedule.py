@@ -1,19 +1,16 @@
-"""Which buckets to scan next (docs/design.md, "Repair", "Scheduling"):
-``priority = (age / SLO)^gamma * (lambda + eps) / cost``, lambda the EWMA of the drift rate.
-
-A never-scanned bucket counts as `max_staleness` old; one at least that old comes first, whatever
-its score. `explain` shows each choice's components.
-"""
+"""Which buckets to scan next: ``priority = (age / SLO)^gamma * (lambda + eps) / cost``, lambda
+the EWMA of the drift rate. A never-scanned bucket counts as `max_staleness` old; one at least that
+old comes first, whatever its score."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 
 from searchsync.ops.repair.state import BucketState
 
-__all__ = ["Choice", "SchedulePolicy", "choose", "ewma", "priority"]
+__all__ = ["Choice", "SchedulePolicy", "age_s", "choose", "ewma", "priority"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,14 +40,7 @@ class Choice:
         )
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "bucket": self.bucket,
-            "score": self.score,
-            "age_s": self.age_s,
-            "drift_ewma": self.drift_ewma,
-            "cost_s": self.cost_s,
-            "forced": self.forced,
-        }
+        return asdict(self)
 
 
 def ewma(previous: float, observed: float, alpha: float) -> float:
@@ -64,17 +54,19 @@ def priority(
     return staleness * (lam + eps) / max(cost_s, 1e-9)
 
 
+def age_s(state: BucketState, now: datetime, policy: SchedulePolicy) -> float:
+    """Seconds since the bucket's last complete scan (`max_staleness_s` if never)."""
+    at = state.last_complete_at
+    return policy.max_staleness_s if at is None else (now - at).total_seconds()
+
+
 def choose(
     buckets: Iterable[BucketState], now: datetime, policy: SchedulePolicy, limit: int
 ) -> list[Choice]:
     """The `limit` buckets to scan now, forced ones first, then by score (ties: bucket)."""
     choices: list[Choice] = []
     for b in buckets:
-        age = (
-            policy.max_staleness_s
-            if b.last_complete_at is None
-            else (now - b.last_complete_at).total_seconds()
-        )
+        age = age_s(b, now, policy)
         cost = b.cost_s if b.cost_s is not None else policy.default_cost_s
         score = priority(age, policy.slo_s, policy.gamma, b.drift_ewma, policy.epsilon, cost)
         choices.append(

@@ -1,12 +1,7 @@
-"""What the wheel reads from each side (docs/design.md, "Repair", "Reads").
-
-- `Truth.bucket_page` (`searchsync.mysql.truth`) and `IndexSide.bucket_page`: the entries of one
-  key range after a `BucketCursor` (the (key, id) of the last entry the side returned), at most
-  `limit`; content (projected columns, ``_source``) only when `content` is asked.
-- `IndexSide.strays`: every document outside the key space, in pages of at most `limit` light
-  entries, in one point in time where the side has one.
-- `IndexSide.by_ids` and `truth_by_ids`: the settle re-check of findings (always with content).
-"""
+"""What the wheel reads from each side: `Truth.bucket_page` (`searchsync.mysql.truth`) and
+`IndexSide.bucket_page` give one key range's entries after a `BucketCursor`, at most `limit`, with
+content only when asked; `IndexSide.strays` pages the documents outside the key space; `by_ids`
+and `truth_by_ids` read entries again by id, with content."""
 
 from __future__ import annotations
 
@@ -35,7 +30,7 @@ class IndexSide(Protocol):
 async def truth_by_ids(
     truth: Truth, projector: Projector, ids: Sequence[str]
 ) -> dict[str, TruthEntry]:
-    """The rows of `ids` read from the primary, as entries with content (the settle re-check)."""
+    """The rows of `ids` read from the primary, as entries with content."""
     rows = await truth.rows_by_id(projector, ids, primary=True)
     return {i: entry_of_row(r, content=True) for i, r in rows.items()}
 

@@ -1,9 +1,8 @@
-"""The wheel's persisted state: epochs and buckets (docs/design.md, "Repair"; migration 005).
+"""The wheel's persisted state: epochs and buckets (migration 005).
 
-Generations (invariant 13): `begin` records ``running = committed + 1`` for a bucket; only
-`complete`, after both sides of the bucket were read to the end, commits it. A scan that dies
-in between leaves ``running`` set and ``generation`` where it was, and the next `begin` starts
-the bucket from its first key again, under the same new generation.
+Generations (invariant 13): `begin` sets ``running = committed + 1``; only `complete`, after both
+sides of the bucket were read to the end, commits it. A scan that dies in between leaves the
+generation where it was, and the next `begin` restarts the bucket under the same new generation.
 """
 
 from __future__ import annotations
@@ -12,20 +11,13 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 import aiomysql
 
-from searchsync.mysql.pool import db_time, expand_in, transaction, translate_errors
+from searchsync.mysql.pool import db_time, expand_in, transaction_cursor
 
-__all__ = [
-    "BucketState",
-    "Epoch",
-    "MysqlWheelState",
-    "WheelSnapshot",
-    "WheelState",
-    "snapshot",
-]
+__all__ = ["BucketState", "Epoch", "MysqlWheelState", "WheelSnapshot", "WheelState", "snapshot"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +55,9 @@ class WheelState(Protocol):
 
     async def begin_many(self, epoch: Epoch, buckets: Sequence[int]) -> dict[int, int]:
         """`begin` of each bucket, at once (one transaction on MySQL)."""
-        ...
 
     async def complete_many(self, epoch: Epoch, states: Sequence[BucketState]) -> None:
         """`complete` of each state, at once (one transaction on MySQL)."""
-        ...
 
 
 async def ensure_epoch(
@@ -75,10 +65,7 @@ async def ensure_epoch(
 ) -> tuple[Epoch, bool]:
     """The epoch for (`m`, `canon`): the current one if it matches, else a new one (True)."""
     current = await store.current_epoch(aggregate_type)
-    if current is not None and (current.bucket_count, current.canonicalization_version) == (
-        m,
-        canon,
-    ):
+    if current and (current.bucket_count, current.canonicalization_version) == (m, canon):
         return current, False
     return await store.start_epoch(aggregate_type, m, canon, now), True
 
@@ -97,91 +84,71 @@ async def snapshot(store: WheelState, aggregate_types: list[str]) -> dict[str, W
     out: dict[str, WheelSnapshot] = {}
     for t in aggregate_types:
         epoch = await store.current_epoch(t)
-        buckets = {} if epoch is None else await store.buckets(epoch)
-        out[t] = WheelSnapshot(t, epoch, buckets)
+        out[t] = WheelSnapshot(t, epoch, {} if epoch is None else await store.buckets(epoch))
     return out
 
 
 class MysqlWheelState:
-    """`WheelState` in ``search_repair_epoch`` / ``search_repair_bucket`` (migration 005)."""
+    """`WheelState` in ``search_repair_epoch`` / ``search_repair_bucket``; `scope` prefixes the
+    stored aggregate type (separate wheels on one database)."""
 
     def __init__(self, pool: aiomysql.Pool, *, scope: str = "") -> None:
-        """`scope` prefixes the stored aggregate type: separate wheels on one database."""
         self._pool = pool
         self._scope = scope
 
-    def _key(self, aggregate_type: str) -> str:
-        return self._scope + aggregate_type
-
-    async def _rows(self, sql: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
-        async with transaction(self._pool) as conn:
-            with translate_errors("read repair state"):
-                async with conn.cursor(aiomysql.DictCursor) as cur:
-                    await cur.execute(sql, args)
-                    return list(await cur.fetchall())
-
     async def current_epoch(self, aggregate_type: str) -> Epoch | None:
-        rows = await self._rows(
-            "SELECT epoch, bucket_count, canonicalization_version FROM search_repair_epoch"
-            " WHERE aggregate_type = %s ORDER BY epoch DESC LIMIT 1",
-            (self._key(aggregate_type),),
-        )
-        if not rows:
-            return None
-        r = rows[0]
-        return Epoch(
-            aggregate_type,
-            int(r["epoch"]),
-            int(r["bucket_count"]),
-            int(r["canonicalization_version"]),
-        )
+        async with transaction_cursor(self._pool, "read repair state") as cur:
+            await cur.execute(
+                "SELECT epoch, bucket_count, canonicalization_version FROM search_repair_epoch"
+                " WHERE aggregate_type = %s ORDER BY epoch DESC LIMIT 1",
+                (self._scope + aggregate_type,),
+            )
+            row = await cur.fetchone()
+        return None if row is None else Epoch(aggregate_type, *(int(v) for v in row))
 
     async def start_epoch(self, aggregate_type: str, m: int, canon: int, now: datetime) -> Epoch:
-        async with transaction(self._pool) as conn:
-            with translate_errors("start repair epoch"):
-                async with conn.cursor() as cur:
-                    await cur.execute(
-                        "SELECT COALESCE(MAX(epoch), 0) FROM search_repair_epoch"
-                        " WHERE aggregate_type = %s FOR UPDATE",
-                        (self._key(aggregate_type),),
-                    )
-                    (last,) = await cur.fetchone()
-                    epoch = int(last) + 1
-                    await cur.execute(
-                        "INSERT INTO search_repair_epoch (aggregate_type, epoch, bucket_count,"
-                        " canonicalization_version, created_at) VALUES (%s, %s, %s, %s, %s)",
-                        (self._key(aggregate_type), epoch, m, canon, db_time(now)),
-                    )
-                    await cur.executemany(
-                        "INSERT INTO search_repair_bucket (aggregate_type, epoch, bucket)"
-                        " VALUES (%s, %s, %s)",
-                        [(self._key(aggregate_type), epoch, b) for b in range(m)],
-                    )
+        key = self._scope + aggregate_type
+        async with transaction_cursor(self._pool, "start repair epoch") as cur:
+            await cur.execute(
+                "SELECT COALESCE(MAX(epoch), 0) FROM search_repair_epoch"
+                " WHERE aggregate_type = %s FOR UPDATE",
+                (key,),
+            )
+            epoch = int((await cur.fetchone())[0]) + 1
+            await cur.execute(
+                "INSERT INTO search_repair_epoch (aggregate_type, epoch, bucket_count,"
+                " canonicalization_version, created_at) VALUES (%s, %s, %s, %s, %s)",
+                (key, epoch, m, canon, db_time(now)),
+            )
+            await cur.executemany(
+                "INSERT INTO search_repair_bucket (aggregate_type, epoch, bucket)"
+                " VALUES (%s, %s, %s)",
+                [(key, epoch, b) for b in range(m)],
+            )
         return Epoch(aggregate_type, epoch, m, canon)
 
     async def buckets(self, epoch: Epoch) -> dict[int, BucketState]:
-        rows = await self._rows(
-            "SELECT bucket, generation, running_generation, last_complete_at, drift_ewma,"
-            " last_counts, cost_s, rows_seen FROM search_repair_bucket"
-            " WHERE aggregate_type = %s AND epoch = %s",
-            (self._key(epoch.aggregate_type), epoch.epoch),
-        )
-        out: dict[int, BucketState] = {}
-        for r in rows:
-            at = r["last_complete_at"]
-            out[int(r["bucket"])] = BucketState(
-                bucket=int(r["bucket"]),
-                generation=int(r["generation"]),
-                running_generation=None
-                if r["running_generation"] is None
-                else int(r["running_generation"]),
-                last_complete_at=None if at is None else at.replace(tzinfo=UTC),
-                drift_ewma=float(r["drift_ewma"]),
-                last_counts=json.loads(r["last_counts"]) if r["last_counts"] else {},
-                cost_s=None if r["cost_s"] is None else float(r["cost_s"]),
-                rows_seen=int(r["rows_seen"]),
+        async with transaction_cursor(self._pool, "read repair state") as cur:
+            await cur.execute(
+                "SELECT bucket, generation, running_generation, last_complete_at, drift_ewma,"
+                " last_counts, cost_s, rows_seen FROM search_repair_bucket"
+                " WHERE aggregate_type = %s AND epoch = %s",
+                (self._scope + epoch.aggregate_type, epoch.epoch),
             )
-        return out
+            rows = await cur.fetchall()
+        return {
+            int(b): BucketState(
+                bucket=int(b),
+                generation=int(generation),
+                running_generation=None if running is None else int(running),
+                last_complete_at=None if at is None else at.replace(tzinfo=UTC),
+                drift_ewma=float(ewma),
+                last_counts=json.loads(counts) if counts else {},
+                cost_s=None if cost is None else float(cost),
+                rows_seen=int(seen),
+            )
+            for b, generation, running, at, ewma, counts, cost, seen in rows
+        }
 
     async def begin(self, epoch: Epoch, bucket: int) -> int:
         return (await self.begin_many(epoch, [bucket]))[bucket]
@@ -189,65 +156,59 @@ class MysqlWheelState:
     async def begin_many(self, epoch: Epoch, buckets: Sequence[int]) -> dict[int, int]:
         if not buckets:
             return {}
-        key = (self._key(epoch.aggregate_type), epoch.epoch)
-        async with transaction(self._pool) as conn:
-            with translate_errors("begin repair buckets"):
-                async with conn.cursor() as cur:
-                    await cur.execute(
-                        expand_in(
-                            "UPDATE search_repair_bucket SET running_generation = generation + 1"
-                            " WHERE aggregate_type = %s AND epoch = %s AND bucket IN %s",
-                            len(buckets),
-                        ),
-                        (*key, *buckets),
-                    )
-                    await cur.execute(
-                        expand_in(
-                            "SELECT bucket, running_generation FROM search_repair_bucket"
-                            " WHERE aggregate_type = %s AND epoch = %s AND bucket IN %s",
-                            len(buckets),
-                        ),
-                        (*key, *buckets),
-                    )
-                    found = {int(b): int(g) for b, g in await cur.fetchall()}
+        args = (self._scope + epoch.aggregate_type, epoch.epoch, *buckets)
+        n = len(buckets)
+        async with transaction_cursor(self._pool, "begin repair buckets") as cur:
+            await cur.execute(
+                expand_in(
+                    "UPDATE search_repair_bucket SET running_generation = generation + 1"
+                    " WHERE aggregate_type = %s AND epoch = %s AND bucket IN %s",
+                    n,
+                ),
+                args,
+            )
+            await cur.execute(
+                expand_in(
+                    "SELECT bucket, running_generation FROM search_repair_bucket"
+                    " WHERE aggregate_type = %s AND epoch = %s AND bucket IN %s",
+                    n,
+                ),
+                args,
+            )
+            found = {int(b): int(g) for b, g in await cur.fetchall()}
         return {b: found[b] for b in buckets}
 
     async def complete(self, epoch: Epoch, state: BucketState) -> None:
         await self.complete_many(epoch, [state])
 
     async def complete_many(self, epoch: Epoch, states: Sequence[BucketState]) -> None:
+        """Commit each state's generation in one transaction; one no longer running fails it
+        whole (another repair process took the bucket over)."""
         if not states:
             return
-        async with transaction(self._pool) as conn:
-            with translate_errors("complete repair buckets"):
-                async with conn.cursor() as cur:
-                    for state in states:
-                        await self._complete(cur, epoch, state)
-
-    async def _complete(self, cur: Any, epoch: Epoch, state: BucketState) -> None:
-        """One bucket's completion; a generation that is no longer running fails the whole
-        transaction (another repair process took the bucket over)."""
-        at = state.last_complete_at
-        await cur.execute(
-            "UPDATE search_repair_bucket SET generation = %s,"
-            " running_generation = NULL, last_complete_at = %s, drift_ewma = %s,"
-            " last_counts = %s, cost_s = %s, rows_seen = %s WHERE aggregate_type = %s"
-            " AND epoch = %s AND bucket = %s AND running_generation = %s",
-            (
-                state.generation,
-                None if at is None else db_time(at),
-                state.drift_ewma,
-                json.dumps(dict(state.last_counts), sort_keys=True),
-                state.cost_s,
-                state.rows_seen,
-                self._key(epoch.aggregate_type),
-                epoch.epoch,
-                state.bucket,
-                state.generation,
-            ),
-        )
-        if cur.rowcount != 1:
-            raise RuntimeError(
-                f"bucket {state.bucket}: generation {state.generation} is not the "
-                "running one (another repair process?)"
-            )
+        async with transaction_cursor(self._pool, "complete repair buckets") as cur:
+            for s in states:
+                at = s.last_complete_at
+                await cur.execute(
+                    "UPDATE search_repair_bucket SET generation = %s,"
+                    " running_generation = NULL, last_complete_at = %s, drift_ewma = %s,"
+                    " last_counts = %s, cost_s = %s, rows_seen = %s WHERE aggregate_type = %s"
+                    " AND epoch = %s AND bucket = %s AND running_generation = %s",
+                    (
+                        s.generation,
+                        None if at is None else db_time(at),
+                        s.drift_ewma,
+                        json.dumps(dict(s.last_counts), sort_keys=True),
+                        s.cost_s,
+                        s.rows_seen,
+                        self._scope + epoch.aggregate_type,
+                        epoch.epoch,
+                        s.bucket,
+                        s.generation,
+                    ),
+                )
+                if cur.rowcount != 1:
+                    raise RuntimeError(
+                        f"bucket {s.bucket}: generation {s.generation} is not the "
+                        "running one (another repair process?)"
+                    )

@@ -1,125 +1,95 @@
-"""The stray sweep: the documents no bucket holds (docs/design.md, "Repair", "Strays";
-invariant 13).
+"""The stray sweep: the documents no bucket holds (invariant 13).
 
-Once per type and rotation, after the buckets: read every document outside the key space
-(`IndexSide.strays`, at most `ceiling`), join the misplaced ones, drop the ids the buckets found,
-wait `settle_s` once and re-read the rest by id on both sides. A document still outside its key
-with a row is a STRAY (REBUILD at the row's revision; one above it is counted `ahead`, left
-alone); live without a row is an ORPHAN (tombstone at v + 1); a tombstone without a row is left
-alone. A failed read reports nothing; healing goes through the `Healer` (invariant 9).
+Once per type and rotation, after the buckets: read the documents outside the key space (at most
+`stray_ceiling`), join the misplaced ones, drop the ids the buckets found, wait `settle_s` once
+and re-read the rest by id on both sides. A document still outside its key with a row is a STRAY
+(REBUILD at the row's revision; one above it is counted `ahead`, left alone); live without a row
+is an ORPHAN; a tombstone without a row is left alone. A failed read reports nothing.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
 
-from searchsync.mysql.truth import Truth
 from searchsync.ops.repair.buckets import key_of_id
-from searchsync.ops.repair.heal import Healer
-from searchsync.ops.repair.load import Limits, LiveLagTooHigh
 from searchsync.ops.repair.model import Finding, FindingKind, IndexEntry
 from searchsync.ops.repair.report import StrayReport
-from searchsync.ops.repair.sides import IndexSide, truth_by_ids
+from searchsync.ops.repair.span import SpanScan
 from searchsync.projection import Projector
 
-__all__ = ["StraySweep"]
+__all__ = ["sweep"]
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(slots=True, kw_only=True)
-class StraySweep:
-    """`page_size`: entries per stray page and ids per settle re-read; `ceiling`: the most
-    documents outside the key space one sweep reads (the rest wait for the next)."""
-
-    truth: Truth
-    index: IndexSide
-    healer: Healer
-    limits: Limits
-    settle_s: float
-    page_size: int
-    ceiling: int
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-
-    async def sweep(
-        self,
-        projector: Projector,
-        alias: str,
-        misplaced: Mapping[str, IndexEntry],
-        found: Collection[str],
-    ) -> StrayReport:
-        """Read, settle, confirm and heal the strays of one type; `found`: the ids the buckets
-        of this rotation found already (their heal rewrites the whole document)."""
-        report = StrayReport(projector.aggregate_type, misplaced=len(misplaced))
-        started = time.monotonic()
-        try:
-            outside = await self._outside(alias, report)
-            ids = sorted((outside | misplaced.keys()) - set(found))
-            report.candidates = len(ids)
-            findings: list[Finding] = []
-            if ids:
-                await self.sleep(self.settle_s)
-            for n in range(0, len(ids), self.page_size):
-                chunk = ids[n : n + self.page_size]
-                findings.extend(await self._confirm(projector, alias, chunk, report))
-        except Exception as exc:  # a partial read: nothing from it counts
-            report.interrupted = f"{type(exc).__name__}: {exc}"
-            report.seconds = time.monotonic() - started
-            log.warning("repair sweep of %s strays interrupted", alias, exc_info=exc)
-            return report
-        appended_before = self.healer.appended
-        try:
-            report.appended = await self.healer.heal(findings)
+async def sweep(
+    scan: SpanScan,
+    projector: Projector,
+    alias: str,
+    misplaced: Mapping[str, IndexEntry],
+    found: Collection[str],
+) -> StrayReport:
+    """Read, settle, confirm and heal the strays of one type; `found`: the ids the buckets of
+    this rotation found already (their heal rewrites the whole document)."""
+    report = StrayReport(projector.aggregate_type, misplaced=len(misplaced))
+    started = time.monotonic()
+    try:
+        ids = sorted((await _outside(scan, alias, report) | misplaced.keys()) - set(found))
+        report.candidates = len(ids)
+        findings: list[Finding] = []
+        if ids:
+            await scan.sleep(scan.settle_s)
+        for n in range(0, len(ids), scan.stray_page):
+            chunk = ids[n : n + scan.stray_page]
+            findings.extend(await _confirm(scan, projector, alias, chunk, report))
+    except Exception as exc:  # a partial read: nothing from it counts
+        report.interrupted = f"{type(exc).__name__}: {exc}"
+        log.warning("repair sweep of %s strays interrupted", alias, exc_info=exc)
+    else:
+        report.appended, report.stopped = await scan.healer.heal(findings)
+        if report.stopped is None:
             report.findings = findings
-        except LiveLagTooHigh as exc:
-            report.appended = self.healer.appended - appended_before
-            report.stopped = str(exc)
-        report.seconds = time.monotonic() - started
-        return report
+    report.seconds = time.monotonic() - started
+    return report
 
-    async def _outside(self, alias: str, report: StrayReport) -> set[str]:
-        """The ids of the documents outside the key space, at most `ceiling`."""
-        ids: set[str] = set()
-        async with contextlib.aclosing(self.index.strays(alias, self.page_size)) as pages:
-            async for page in pages:
-                await self.limits.es_requests.take(1)
-                ids.update(e.id for e in page)
-                if len(ids) >= self.ceiling:
-                    report.truncated = True
-                    break
-        report.outside = len(ids)
-        return ids
 
-    async def _confirm(
-        self, projector: Projector, alias: str, ids: Sequence[str], report: StrayReport
-    ) -> list[Finding]:
-        """The findings of `ids`, re-read by id on both sides."""
-        kind_type = projector.aggregate_type
-        rows = await truth_by_ids(self.truth, projector, ids)
-        await self.limits.mysql_rows.take(len(ids))
-        await self.limits.es_requests.take(1)
-        docs = await self.index.by_ids(alias, ids)
-        key = key_of_id(kind_type)
-        out: list[Finding] = []
-        for i in ids:
-            doc, row = docs.get(i), rows.get(i)
-            stored = None if doc is None or doc.source is None else doc.source.get("sync_hash")
-            if doc is None or stored == key(i):
-                continue  # gone, or written in its key range since: the buckets see it
-            detail = f"sync_hash {stored} outside the key range of {key(i)}"
-            if row is None:
-                if not doc.is_deleted:
-                    out.append(Finding(FindingKind.ORPHAN, kind_type, i, None, doc.version, detail))
-            elif doc.version > row.revision:
-                report.ahead += 1
-            else:
-                finding = Finding(
-                    FindingKind.STRAY, kind_type, i, row.revision, doc.version, detail
-                )
-                out.append(finding)
-        return out
+async def _outside(scan: SpanScan, alias: str, report: StrayReport) -> set[str]:
+    """The ids of the documents outside the key space, at most `stray_ceiling`."""
+    ids: set[str] = set()
+    r = scan.reader
+    async with contextlib.aclosing(r.index.strays(alias, scan.stray_page)) as pages:
+        async for page in pages:
+            await r.limits.es_requests.take(1)
+            ids.update(e.id for e in page)
+            if len(ids) >= scan.stray_ceiling:
+                report.truncated = True
+                break
+    report.outside = len(ids)
+    return ids
+
+
+async def _confirm(
+    scan: SpanScan, projector: Projector, alias: str, ids: Sequence[str], report: StrayReport
+) -> list[Finding]:
+    """The findings of `ids`, re-read by id on both sides."""
+    t = projector.aggregate_type
+    rows, docs = await scan.reader.by_ids(projector, alias, ids)
+    key = key_of_id(t)
+    out: list[Finding] = []
+    for i in ids:
+        doc, row = docs.get(i), rows.get(i)
+        stored = None if doc is None or doc.source is None else doc.source.get("sync_hash")
+        if doc is None or stored == key(i):
+            continue  # gone, or written in its key range since: the buckets see it
+        detail = f"sync_hash {stored} outside the key range of {key(i)}"
+        if row is None:
+            if not doc.is_deleted:
+                out.append(Finding(FindingKind.ORPHAN, t, i, None, doc.version, detail))
+        elif doc.version > row.revision:
+            report.ahead += 1
+        else:
+            out.append(Finding(FindingKind.STRAY, t, i, row.revision, doc.version, detail))
+    return out

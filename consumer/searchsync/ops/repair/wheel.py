@@ -1,12 +1,6 @@
-"""The wheel: choose buckets, scan them a span at a time, report the rotation (docs/design.md,
-"Repair").
-
-Each span is read completely on both sides (`span`, `reader`), compared, settled, healed through
-the outbox and completed; the next span is read while one settles (one ahead at most). A read that
-fails reports nothing from any bucket of its span (invariant 13). After a type's buckets, unless
-the rotation stopped, the stray sweep (`strays`) runs. A live lag that stays too high
-(`load.LagGuard`) stops the rotation (`RotationReport.stopped`).
-"""
+"""The wheel: choose buckets, scan them a span at a time (`span`), reading the next span while
+one settles and heals; then, unless the rotation stopped, the stray sweep (`strays`). A live lag
+that stays too high (`load.LagGuard`) stops the rotation (`RotationReport.stopped`)."""
 
 from __future__ import annotations
 
@@ -22,15 +16,15 @@ from searchsync.mysql.truth import Truth
 from searchsync.ops.chunks import ChunkController
 from searchsync.ops.repair.buckets import WHEEL_CANONICALIZATION_VERSION
 from searchsync.ops.repair.heal import Healer
-from searchsync.ops.repair.load import Limits, LiveLagTooHigh
+from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.model import IndexEntry
 from searchsync.ops.repair.reader import SpanReader
 from searchsync.ops.repair.report import BucketReport, RotationReport
-from searchsync.ops.repair.schedule import Choice, SchedulePolicy, choose
+from searchsync.ops.repair.schedule import Choice, SchedulePolicy, age_s, choose
 from searchsync.ops.repair.sides import IndexSide
 from searchsync.ops.repair.span import SpanRead, SpanScan
-from searchsync.ops.repair.state import BucketState, Epoch, WheelState, ensure_epoch
-from searchsync.ops.repair.strays import StraySweep
+from searchsync.ops.repair.state import BucketState, WheelState, ensure_epoch
+from searchsync.ops.repair.strays import sweep
 from searchsync.projection import Projector
 
 __all__ = ["Wheel", "WheelConfig"]
@@ -76,39 +70,21 @@ class Wheel:
         self._config = config
         self._clock = clock
         self._progress = progress
-        self._limits = limits or Limits()
         self._alias_for = alias_for
-        reader = SpanReader(
-            truth,
-            index,
-            self._limits,
-            self._chunks(),
-            self._chunks(config.index_page_size),
-            self._chunks(),
-        )
+        chunks = self._chunks(), self._chunks(config.index_page_size), self._chunks()
+        reader = SpanReader(truth, index, limits or Limits(), *chunks)
         self._scan = SpanScan(
             reader=reader,
-            truth=truth,
-            index=index,
             state=state,
             healer=healer,
-            limits=self._limits,
             alias_for=alias_for,
             content_share=config.content_share,
             settle_s=config.settle_s,
             alpha=config.policy.alpha,
             clock=clock,
             sleep=sleep,
-        )
-        self._strays = StraySweep(
-            truth=truth,
-            index=index,
-            healer=healer,
-            limits=self._limits,
-            settle_s=config.settle_s,
-            page_size=config.stray_page,
-            ceiling=config.stray_ceiling,
-            sleep=sleep,
+            stray_page=config.stray_page,
+            stray_ceiling=config.stray_ceiling,
         )
 
     async def rotation(self, limit: int | None = None) -> RotationReport:
@@ -117,78 +93,67 @@ class Wheel:
         started = time.monotonic()
         report = RotationReport(content_share=self._config.content_share)
         for projector in self._projectors:
-            epoch, new = await ensure_epoch(
-                self._state,
-                projector.aggregate_type,
-                self._config.bucket_count,
-                WHEEL_CANONICALIZATION_VERSION,
-                self._clock(),
-            )
-            report.epochs[projector.aggregate_type] = epoch
-            if new:
-                report.new_epochs.append(projector.aggregate_type)
-            states = await self._state.buckets(epoch)
-            now = self._clock()
-            picked = choose(states.values(), now, self._config.policy, limit or len(states))
-            n = 0
-            spans = list(self._spans(picked, states))
-            ahead: asyncio.Task[SpanRead | str] | None = None
-            misplaced: dict[str, IndexEntry] = {}
-            try:
-                for k, span in enumerate(spans):
-                    report.choices.extend((projector.aggregate_type, c) for c in span)
-                    current = ahead or asyncio.create_task(
-                        self._read_when_lag_allows(projector, epoch, span, states)
-                    )
-                    ahead = None
-                    read = await current
-                    if isinstance(read, str):
-                        report.stopped = read
-                        break
-                    misplaced.update(read.misplaced)  # none from a failed read
-                    if k + 1 < len(spans):  # read the next span while this one settles and heals
-                        ahead = asyncio.create_task(
-                            self._read_when_lag_allows(projector, epoch, spans[k + 1], states)
-                        )
-                    for bucket in await self._scan.finish(projector, epoch, read):
-                        n += 1
-                        report.buckets.append(bucket)
-                        if self._progress is not None:
-                            self._progress(bucket, n, len(picked))
-                        if bucket.stopped is not None:
-                            report.stopped = bucket.stopped
-                    if report.stopped is not None:
-                        break
-            finally:
-                if ahead is not None:  # begun, not finished: scanned again from its first key
-                    ahead.cancel()
-                    with contextlib.suppress(BaseException):
-                        await ahead
-            if report.stopped is None:
-                await self._sweep(projector, report, misplaced)
-            after = await self._state.buckets(epoch)
-            report.oldest_age_s[projector.aggregate_type] = max(
-                (
-                    self._config.policy.max_staleness_s
-                    if s.last_complete_at is None
-                    else (self._clock() - s.last_complete_at).total_seconds()
-                )
-                for s in after.values()
-            )
+            await self._rotate(projector, report, limit)
             if report.stopped is not None:
                 break
         report.seconds = time.monotonic() - started
         return report
 
-    async def _sweep(
-        self, projector: Projector, report: RotationReport, misplaced: dict[str, IndexEntry]
+    async def _rotate(
+        self, projector: Projector, report: RotationReport, limit: int | None
     ) -> None:
-        """The type's stray sweep, leaving out the ids its buckets found this rotation."""
-        t = projector.aggregate_type
-        found = {f.id for b in report.buckets if b.aggregate_type == t for f in b.findings}
-        sweep = await self._strays.sweep(projector, self._alias_for(t), misplaced, found)
-        report.strays.append(sweep)
-        report.stopped = sweep.stopped
+        t, c = projector.aggregate_type, self._config
+        epoch, new = await ensure_epoch(
+            self._state, t, c.bucket_count, WHEEL_CANONICALIZATION_VERSION, self._clock()
+        )
+        report.epochs[t] = epoch
+        if new:
+            report.new_epochs.append(t)
+        states = await self._state.buckets(epoch)
+        picked = choose(states.values(), self._clock(), c.policy, limit or len(states))
+        spans = list(self._spans(picked, states))
+        misplaced: dict[str, IndexEntry] = {}
+
+        def start(span: Sequence[Choice]) -> asyncio.Task[SpanRead | str]:
+            return asyncio.create_task(
+                self._scan.read(projector, epoch, [states[c.bucket] for c in span])
+            )
+
+        ahead: asyncio.Task[SpanRead | str] | None = None
+        n = 0
+        try:
+            for k, span in enumerate(spans):
+                report.choices.extend((t, choice) for choice in span)
+                current, ahead = ahead or start(span), None
+                read = await current
+                if isinstance(read, str):
+                    report.stopped = read
+                    break
+                misplaced.update(read.misplaced)  # none from a failed read
+                if k + 1 < len(spans):  # read the next span while this one settles and heals
+                    ahead = start(spans[k + 1])
+                for bucket in await self._scan.finish(projector, epoch, read):
+                    n += 1
+                    report.buckets.append(bucket)
+                    if self._progress is not None:
+                        self._progress(bucket, n, len(picked))
+                    if bucket.stopped is not None:
+                        report.stopped = bucket.stopped
+                if report.stopped is not None:
+                    break
+        finally:
+            if ahead is not None:  # begun, not finished: scanned again from its first key
+                ahead.cancel()
+                with contextlib.suppress(BaseException):
+                    await ahead
+        if report.stopped is None:  # the stray sweep, leaving out the ids the buckets found
+            found = {f.id for b in report.buckets if b.aggregate_type == t for f in b.findings}
+            swept = await sweep(self._scan, projector, self._alias_for(t), misplaced, found)
+            report.strays.append(swept)
+            report.stopped = swept.stopped
+        after = await self._state.buckets(epoch)
+        now = self._clock()
+        report.oldest_age_s[t] = max(age_s(s, now, c.policy) for s in after.values())
 
     def _spans(
         self, picked: Sequence[Choice], states: Mapping[int, BucketState]
@@ -209,32 +174,8 @@ class Wheel:
         if span:
             yield span
 
-    async def _read_when_lag_allows(
-        self,
-        projector: Projector,
-        epoch: Epoch,
-        span: Sequence[Choice],
-        states: Mapping[int, BucketState],
-    ) -> SpanRead | str:
-        """The span begun and read once the live group's lag allows it; why not, when it does
-        not within the guard's timeout."""
-        where = ", ".join(str(c.bucket) for c in span)
-        try:
-            await self._limits.lag.wait(f"{projector.aggregate_type} buckets {where}")
-        except LiveLagTooHigh as exc:
-            return str(exc)
-        return await self._scan.read(projector, epoch, [states[c.bucket] for c in span])
-
     def _chunks(self, fixed: int | None = None) -> ChunkController:
         c = self._config
         if fixed is not None:
-            return ChunkController(
-                minimum=fixed, maximum=fixed, target_s=c.page_target_s, current=fixed
-            )
-        return ChunkController(
-            minimum=c.page_min,
-            maximum=c.page_max,
-            target_s=c.page_target_s,
-            current=c.page_size,
-            max_step=4.0,
-        )
+            return ChunkController(fixed, fixed, c.page_target_s, fixed)
+        return ChunkController(c.page_min, c.page_max, c.page_target_s, c.page_size, max_step=4.0)

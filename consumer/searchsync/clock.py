@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-__all__ = ["Clock", "Deadline", "WallClock", "utc_now"]
-
 Clock = Callable[[], float]
 """Monotonic seconds (``time.monotonic``): for durations, deadlines and rates."""
 

@@ -7,8 +7,6 @@ import re
 from datetime import timedelta
 from typing import Final
 
-__all__ = ["DURATION_FORM", "format_duration", "parse_duration"]
-
 DURATION_FORM: Final = "a duration like 7d, 36h, 90m, 45s or 1d12h (units d, h, m, s)"
 
 _PART = re.compile(r"(\d{1,9})([dhms])")

@@ -11,8 +11,6 @@ from __future__ import annotations
 import gc
 from typing import Final
 
-__all__ = ["YOUNG_THRESHOLD", "tune_for_throughput"]
-
 YOUNG_THRESHOLD: Final = 50_000
 
 

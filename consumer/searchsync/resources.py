@@ -34,8 +34,6 @@ from searchsync.search.reads import EsSearchReader, SearchReader
 from searchsync.search.sink import SearchIndex
 from searchsync.search.tombstones import EsTombstones, TombstoneStore
 
-__all__ = ["KafkaClients", "Ports", "Search", "Tables"]
-
 
 @dataclass(frozen=True, slots=True)
 class Tables:

@@ -33,8 +33,6 @@ from searchsync.projection import Projector, ProjectorRegistry, registry_from_se
 from searchsync.resources import KafkaClients, Ports, Search, Tables
 from searchsync.search.client import make_es_client
 
-__all__ = ["Runtime", "run_consumer"]
-
 log = logging.getLogger(__name__)
 
 

@@ -8,8 +8,6 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
-__all__ = ["MASK", "SENSITIVE_KEY", "Secret", "scrub_credentials", "scrub_known"]
-
 MASK: Final = "***"
 SENSITIVE_KEY: Final = re.compile(
     r"password|passwd|secret|token|credential|api[_.-]?key|pem|jaas", re.IGNORECASE

@@ -26,8 +26,6 @@ from searchsync.errors import (
 )
 from searchsync.writer import PageWriter, Relations
 
-__all__ = ["LoadgenReport", "OpKind", "PlannedOp", "page_ids", "plan_operations", "run_loadgen"]
-
 _RETRYABLE: Final = frozenset({ErrorCode.MYSQL_DEADLOCK, ErrorCode.MYSQL_LOCK_TIMEOUT})
 _CHARACTERS: Final = (
     *(("character_qixia", "齐夏"), ("character_lin", "林檎"), ("character_tiankai", "天开")),

@@ -16,16 +16,6 @@ from typing import Any, Final
 from searchsync.config import ConnectSettings
 from searchsync.errors import SearchSyncError
 
-__all__ = [
-    "MISSING",
-    "RUNNING",
-    "ConnectClient",
-    "ConnectUnavailable",
-    "ConnectorStatus",
-    "TaskStatus",
-    "parse_status",
-]
-
 RUNNING: Final = "RUNNING"
 MISSING: Final = "MISSING"
 """The state `ConnectClient.status` reports for a connector Connect does not know (404)."""

@@ -13,8 +13,6 @@ from typing import Final
 from searchsync.kafka.connect import ConnectClient, ConnectUnavailable
 from searchsync.observability.metrics import Metrics
 
-__all__ = ["BINLOG_RECOVERY", "ConnectorWatch", "binlog_gone"]
-
 log = logging.getLogger(__name__)
 
 FAILED: Final = "FAILED"

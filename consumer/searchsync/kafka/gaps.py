@@ -16,8 +16,6 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from searchsync.types import TopicPartition
 
-__all__ = ["RECONCILE", "RECOVERY", "GapBoard", "GapGuard", "GapObserver", "HistoryGap", "inspect"]
-
 log = logging.getLogger(__name__)
 
 RECONCILE: Final = "reconcile with `searchsync rebuild` (or a full repair rotation)"

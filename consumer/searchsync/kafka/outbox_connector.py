@@ -8,8 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-__all__ = ["ConnectorTarget", "Credentials", "outbox_connector_config", "worker_provider_lines"]
-
 ProviderKind = Literal["file", "env"]
 
 _PROVIDER_CLASSES: Final[dict[str, str]] = {

@@ -7,8 +7,6 @@ from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-__all__ = ["FANOUT_METRIC_NAMES", "FanoutMetrics"]
-
 FANOUT_METRIC_NAMES: Final = ("searchsync_fanout_jobs", "searchsync_fanout_rebuilds")
 
 

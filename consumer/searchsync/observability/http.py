@@ -19,8 +19,6 @@ import orjson
 from searchsync.errors import ConfigError
 from searchsync.observability.metrics import CONTENT_TYPE
 
-__all__ = ["HealthReport", "HealthServer", "Renders", "serve_job_metrics"]
-
 _MAX_LINE: Final = 8 * 1024
 _MAX_HEADERS: Final = 100
 _READ_TIMEOUT_S: Final = 10.0

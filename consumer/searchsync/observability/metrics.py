@@ -27,8 +27,6 @@ from searchsync.observability.rolling import (
 if TYPE_CHECKING:
     from searchsync.search.sink import WriteOutcome
 
-__all__ = ["CONTENT_TYPE", "Metrics"]
-
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 
 # Latency buckets (s): a bulk takes ms to tens of s; commit-to-searchable up to hours (a DLQ replay)

@@ -6,8 +6,6 @@ from typing import Final
 
 from searchsync.errors import ErrorCode
 
-__all__ = ["EVENT_RESULTS", "ITEM_KINDS", "METRIC_NAMES", "item_kind"]
-
 ITEM_KINDS: Final = ("success", "429", "5xx", "mapping_error", "version_conflict", "other")
 """What one bulk item can be, for `Metrics.observe_item`."""
 

@@ -7,8 +7,6 @@ from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter
 
-__all__ = ["READ_METRIC_NAMES", "ReadMetrics"]
-
 READ_METRIC_NAMES: Final = ("searchsync_verified_search_drift_hits",)
 
 

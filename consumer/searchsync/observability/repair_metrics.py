@@ -8,8 +8,6 @@ from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
-__all__ = ["REPAIR_METRIC_NAMES", "RepairMetrics"]
-
 _KIND_METRICS: Final = {
     "missing": "projection_missing_count",
     "stale": "projection_stale_count",

@@ -10,8 +10,6 @@ from typing import Any, Final
 
 from prometheus_client import CollectorRegistry, Gauge
 
-__all__ = ["DEFAULT_WINDOW", "RollingKinds", "RollingQuantiles", "register_rolling"]
-
 DEFAULT_WINDOW: Final = 1_000
 
 

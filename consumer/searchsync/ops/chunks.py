@@ -7,8 +7,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["ChunkController"]
-
 
 @dataclass(slots=True)
 class ChunkController:

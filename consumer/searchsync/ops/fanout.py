@@ -26,8 +26,6 @@ from searchsync.observability.fanout_metrics import FanoutMetrics
 from searchsync.projection import Child, ProjectorRegistry, through_child
 from searchsync.projection.references import dependents, referenced_types, routes
 
-__all__ = ["FanoutWorker"]
-
 log = logging.getLogger(__name__)
 
 

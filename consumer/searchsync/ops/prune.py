@@ -18,14 +18,6 @@ from searchsync.kafka.connect import ConnectorStatus
 from searchsync.mysql.outbox import Outbox
 from searchsync.mysql.pool import db_time
 
-__all__ = [
-    "ConnectorState",
-    "PruneProgress",
-    "PruneReport",
-    "check_outbox_window",
-    "prune_outbox",
-]
-
 
 class ConnectorState(Protocol):
     """The connector's state (`searchsync.kafka.connect.ConnectClient`)."""

@@ -18,8 +18,6 @@ from searchsync.projection import format_timestamp
 from searchsync.search.port import IndexAdmin
 from searchsync.search.tombstones import DeleteResult, TombstoneStore
 
-__all__ = ["PurgeProgress", "PurgeReport", "check_window", "purge_tombstones"]
-
 _FAILURE_SAMPLES = 20  # failures listed in a report (all are counted)
 _FIELD_MAPPING = '{"properties": {"tombstoned_at": {"type": "date"}}}'
 

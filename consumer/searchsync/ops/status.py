@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["Probe", "Section", "StatusReport", "gather"]
-
 
 @dataclass(frozen=True, slots=True)
 class Section:

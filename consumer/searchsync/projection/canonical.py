@@ -19,8 +19,6 @@ from typing import Any
 
 import orjson
 
-__all__ = ["CANONICALIZATION_VERSION", "CanonicalizationError", "canonical_json", "sha256_hex"]
-
 CANONICALIZATION_VERSION = 1
 """Version of the rules above. Part of the contract of every stored `projection_hash`."""
 

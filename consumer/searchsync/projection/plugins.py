@@ -14,8 +14,6 @@ from searchsync.config import PROJECTION_ENTRY_FORM, ProjectionSettings
 from searchsync.errors import ConfigError
 from searchsync.projection._registry import Projector, ProjectorRegistry
 
-__all__ = ["MODULE_FUNCTION", "SETTING_KEY", "load_entry", "registry_from_settings"]
-
 SETTING_KEY: Final = "projection.modules"
 MODULE_FUNCTION: Final = "projectors"  # what a module named without ``:name`` defines
 _RENAMED: Final = {  # the built-in modules' former names, still accepted

@@ -6,8 +6,6 @@ from __future__ import annotations
 from searchsync.projection._registry import Projector, ProjectorRegistry
 from searchsync.projection._relations import Lookup
 
-__all__ = ["business_tables", "dependents", "event_types", "referenced_types", "routes"]
-
 
 def dependents(
     registry: ProjectorRegistry, aggregate_type: str

@@ -18,16 +18,6 @@ from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.opensearch import OpenSearchClient
 from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin, IndexExists
 
-__all__ = [
-    "AliasDescription",
-    "InitAction",
-    "InitResult",
-    "describe",
-    "first_index_name",
-    "index_meta",
-    "init_index",
-]
-
 
 class InitAction(enum.Enum):
     EXISTS = "exists"

@@ -26,8 +26,6 @@ from searchsync.search.port import (
     effective_write_index,
 )
 
-__all__ = ["EsIndexAdmin"]
-
 _EXISTS = frozenset({"resource_already_exists_exception", "invalid_alias_name_exception"})
 _CONFLICT = frozenset({"aliases_not_found_exception", "illegal_state_exception"})
 # Resolve names without failing on the ones that do not exist (an absent alias lists nothing).

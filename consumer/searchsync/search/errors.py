@@ -9,8 +9,6 @@ from elasticsearch import ApiError
 
 from searchsync.errors import ErrorCode
 
-__all__ = ["EsError", "es_error", "status_code"]
-
 _MAPPING_ERRORS = frozenset(
     {
         "mapper_parsing_exception",

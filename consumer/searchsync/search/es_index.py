@@ -25,8 +25,6 @@ from searchsync.search.sink import (
     stored_projection,
 )
 
-__all__ = ["BulkSizer", "EncodedBulk", "EsIndex"]
-
 _TURNS_TO_SEND: Final = 2
 """Turns of the event loop a bulk request takes to put its body on the socket: one for the
 client's request coroutine, one for aiohttp's body writer (a task of its own before Python

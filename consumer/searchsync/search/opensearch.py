@@ -22,8 +22,6 @@ from opensearchpy import ConnectionError as OsConnectionError
 from opensearchpy import ConnectionTimeout as OsConnectionTimeout
 from opensearchpy import TransportError as OsTransportError
 
-__all__ = ["OpenSearchClient", "OsAnswer", "OsMeta"]
-
 _NDJSON: Final = {"content-type": "application/x-ndjson"}
 _SORT_FOR: Final = {"_shard_doc": "_id"}  # Elasticsearch's PIT tiebreaker, OpenSearch's stand-in
 _ID_FIELDDATA: Final = "Loading the fielddata on the _id field is deprecated"

@@ -16,8 +16,6 @@ from searchsync.errors import ErrorCode, InvalidRequest, TransientError
 from searchsync.search.errors import es_error, status_code
 from searchsync.search.es_index import EsIndex
 
-__all__ = ["EsSearchReader", "SearchReader", "StoredDocument"]
-
 
 @dataclass(frozen=True, slots=True)
 class StoredDocument:

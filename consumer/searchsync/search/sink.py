@@ -17,20 +17,6 @@ from searchsync.errors import ErrorCode, TransientError
 from searchsync.projection import Document, content_hash
 from searchsync.search.errors import status_code
 
-__all__ = [
-    "FINISHED_KINDS",
-    "IndexOp",
-    "ItemResult",
-    "OutcomeKind",
-    "SearchIndex",
-    "Sink",
-    "SinkObserver",
-    "StoredProjection",
-    "WriteOutcome",
-    "classify",
-    "stored_projection",
-]
-
 NO_RESPONSE = 0  # `ItemResult.status` when no HTTP answer came (connection, timeout, ...)
 TIMEOUT_ERROR = "timeout"
 CONNECTION_ERROR = "connection_error"

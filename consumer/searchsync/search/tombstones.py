@@ -20,8 +20,6 @@ from searchsync.naming import check_index_name
 from searchsync.projection import TOMBSTONED_AT
 from searchsync.search.errors import es_error
 
-__all__ = ["DeleteOutcome", "DeleteResult", "EsTombstones", "TombstoneHit", "TombstoneStore"]
-
 PIT_KEEP_ALIVE: Final = "5m"  # between two pages; each page renews it
 
 

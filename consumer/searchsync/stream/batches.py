@@ -28,8 +28,6 @@ from searchsync.stream.verdict import (
 from searchsync.stream.work_state import WorkState
 from searchsync.types import TopicPartition
 
-__all__ = ["BATCH_SUMMARY_MESSAGE", "Batches"]
-
 BATCH_SUMMARY_MESSAGE = "batch settled"
 
 Tally = dict[tuple[str, str], int]

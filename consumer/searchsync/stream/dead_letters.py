@@ -19,8 +19,6 @@ from searchsync.stream.verdict import Verdict, log_outcome
 from searchsync.stream.work_state import WorkState
 from searchsync.types import Position
 
-__all__ = ["SEND_RETRY_CAP_S", "DeadLetters", "DlqPort"]
-
 log = logging.getLogger(__name__)
 
 SEND_RETRY_CAP_S = 30.0  # a refused dead letter is sent again at least this often

@@ -13,8 +13,6 @@ from searchsync.search.sink import OutcomeKind
 from searchsync.stream.coalesce import Work
 from searchsync.stream.verdict import Verdict, read_failed
 
-__all__ = ["record_fanout"]
-
 
 async def record_fanout(
     registry: ProjectorRegistry,

@@ -20,8 +20,6 @@ from searchsync.search.sink import OutcomeKind
 from searchsync.stream.coalesce import Work
 from searchsync.stream.verdict import Verdict
 
-__all__ = ["FenceObserver", "SchemaFence", "TargetState"]
-
 log = logging.getLogger(__name__)
 
 

@@ -24,19 +24,6 @@ from searchsync.search.sink import FINISHED_KINDS, OutcomeKind, WriteOutcome
 from searchsync.stream.coalesce import Work
 from searchsync.types import Operation, Position, ThinEvent
 
-__all__ = [
-    "EVENT_RESULTS",
-    "OUTAGE_CODES",
-    "OUTAGE_RETRY_CAP_S",
-    "SYSTEMIC_RETRY_CAP_S",
-    "Action",
-    "Decision",
-    "Planned",
-    "Verdict",
-    "decide",
-    "log_outcome",
-]
-
 log = logging.getLogger(__name__)
 
 SYSTEMIC_RETRY_CAP_S: Final = 30.0  # a systemic failure is retried at least this often, forever

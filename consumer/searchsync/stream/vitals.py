@@ -15,8 +15,6 @@ from searchsync.stream.fence import SchemaFence
 from searchsync.stream.work_state import WorkState
 from searchsync.types import TopicPartition
 
-__all__ = ["STALL_AFTER_S", "IntakePort", "Vitals"]
-
 log = logging.getLogger(__name__)
 
 STALL_AFTER_S = 120.0  # pending work and no progress for this long: /healthz says not ready

@@ -18,8 +18,6 @@ from searchsync.stream.coalesce import Coalescer, Work
 from searchsync.stream.ledger import OffsetLedger, PartitionLedger
 from searchsync.types import Key, Position, ThinEvent, TopicPartition
 
-__all__ = ["Pending", "WorkState"]
-
 
 @dataclass(slots=True)
 class Pending:

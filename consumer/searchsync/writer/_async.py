@@ -15,8 +15,6 @@ from searchsync.writer._base import WriterBase
 from searchsync.writer._plan import Begun, Plan, finish
 from searchsync.writer._table import AggregateTable, Change
 
-__all__ = ["AsyncAggregateWriter", "run_plan_async"]
-
 T = TypeVar("T")
 
 

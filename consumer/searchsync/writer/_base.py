@@ -17,8 +17,6 @@ from searchsync.writer._plan import (
 )
 from searchsync.writer._table import AggregateTable
 
-__all__ = ["WriterBase"]
-
 CM = TypeVar("CM")
 
 

@@ -18,17 +18,6 @@ from searchsync.mysql.pool import mysql_error_code, quote_identifier
 from searchsync.types import Operation
 from searchsync.writer._table import AggregateTable
 
-__all__ = [
-    "Begun",
-    "Plan",
-    "Statement",
-    "begin_create",
-    "begin_hard_delete",
-    "begin_set_deleted",
-    "begin_update",
-    "finish",
-]
-
 T = TypeVar("T")
 _ER_DUP_ENTRY: Final = 1062
 

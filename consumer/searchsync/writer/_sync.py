@@ -13,8 +13,6 @@ from searchsync.writer._base import WriterBase
 from searchsync.writer._plan import Begun, Plan, finish
 from searchsync.writer._table import AggregateTable, Change
 
-__all__ = ["AggregateWriter", "run_plan"]
-
 T = TypeVar("T")
 
 

@@ -11,8 +11,6 @@ from searchsync.events import MAX_AGGREGATE_ID_LENGTH, MAX_AGGREGATE_TYPE_LENGTH
 from searchsync.mysql.pool import quote_identifier
 from searchsync.types import Operation
 
-__all__ = ["AggregateTable", "Change"]
-
 
 @dataclass(frozen=True, slots=True)
 class Change:

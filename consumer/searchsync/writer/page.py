@@ -17,8 +17,6 @@ from searchsync.mysql.pool import transaction, translate_errors
 from searchsync.writer._async import AsyncAggregateWriter
 from searchsync.writer._table import AggregateTable, Change
 
-__all__ = ["AGGREGATE_TYPE", "WIKI_PAGE", "Page", "PageWriter", "Relations"]
-
 AGGREGATE_TYPE: Final = "wiki_page"
 MAX_PAGE_ID_LENGTH: Final = 64  # wiki_page.id is VARCHAR(64)
 MAX_TITLE_LENGTH: Final = 512  # wiki_page.title is VARCHAR(512)

@@ -12,17 +12,6 @@ from typing import Final
 
 from searchsync.projection import sync_hash
 
-__all__ = [
-    "HASH_SPACE",
-    "WHEEL_CANONICALIZATION_VERSION",
-    "bucket_of",
-    "bucket_of_id",
-    "bucket_range",
-    "canonical_fields",
-    "key_hash",
-    "key_of_id",
-]
-
 HASH_SPACE: Final = 2**32
 WHEEL_CANONICALIZATION_VERSION: Final = 1
 _MAX_BUCKETS: Final = 1 << 20

@@ -12,8 +12,6 @@ from searchsync.mysql.truth import TruthEntry
 from searchsync.ops.repair.model import Finding, FindingKind, IndexEntry
 from searchsync.projection import Projector, content_hash, projected_fields
 
-__all__ = ["compare", "still_holding"]
-
 
 def compare(
     projector: Projector,

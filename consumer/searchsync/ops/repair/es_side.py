@@ -18,8 +18,6 @@ from searchsync.ops.repair.model import IndexEntry
 from searchsync.ops.repair.sides import entry_of_source
 from searchsync.types import BucketCursor
 
-__all__ = ["EsIndexSide"]
-
 _HITS = ["hits.hits._id", "hits.hits._version", "hits.hits._source"]  # nothing else parsed
 # the revision (the external `_version`) and flag checks' fields, from doc values
 _LIGHT_FIELDS = ["id", "projection_schema_version", "is_deleted", "sync_hash"]

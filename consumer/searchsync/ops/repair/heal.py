@@ -14,8 +14,6 @@ from searchsync.mysql.outbox import Outbox
 from searchsync.ops.repair.load import LagGuard, LiveLagTooHigh
 from searchsync.ops.repair.model import Finding, FindingKind
 
-__all__ = ["Healer"]
-
 
 @dataclass(slots=True)
 class Healer:

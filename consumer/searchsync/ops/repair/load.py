@@ -14,8 +14,6 @@ from searchsync.config import Settings
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.ops.offsets import partition_offsets, subscribed_topics
 
-__all__ = ["LagGuard", "Limits", "LiveLagTooHigh", "TokenBucket", "live_lag"]
-
 log = logging.getLogger(__name__)
 
 Sleep = Callable[[float], Awaitable[None]]

@@ -6,8 +6,6 @@ import enum
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["DELETION_KINDS", "Finding", "FindingKind", "IndexEntry"]
-
 
 class FindingKind(enum.StrEnum):
     """The kinds of drift; the values name the report's columns."""

@@ -22,8 +22,6 @@ from searchsync.ops.repair.sides import IndexSide, truth_by_ids
 from searchsync.projection import Projector
 from searchsync.types import BucketCursor
 
-__all__ = ["BucketEntries", "SpanReader", "key_ranges"]
-
 _E = TypeVar("_E", TruthEntry, IndexEntry)
 Page = Callable[[int, int, BucketCursor | None, int], Awaitable[list[_E]]]
 

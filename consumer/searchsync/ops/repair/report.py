@@ -9,8 +9,6 @@ from searchsync.ops.repair.model import Finding, FindingKind
 from searchsync.ops.repair.schedule import Choice
 from searchsync.ops.repair.state import Epoch
 
-__all__ = ["BucketReport", "RotationReport", "StrayReport"]
-
 
 @dataclass(slots=True)
 class BucketReport:

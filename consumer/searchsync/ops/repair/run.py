@@ -17,8 +17,6 @@ from searchsync.ops.repair.report import RotationReport
 from searchsync.ops.repair.schedule import SchedulePolicy
 from searchsync.ops.repair.wheel import Wheel, WheelConfig
 
-__all__ = ["limits", "record", "run_repair", "serve_metrics", "wheel_config"]
-
 
 def limits(settings: Settings, admin: KafkaAdmin | None) -> Limits:
     """The scan's ceilings and the live-lag guard (no guard without an admin)."""

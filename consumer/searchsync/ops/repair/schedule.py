@@ -10,8 +10,6 @@ from datetime import datetime
 
 from searchsync.ops.repair.state import BucketState
 
-__all__ = ["Choice", "SchedulePolicy", "age_s", "choose", "ewma", "priority"]
-
 
 @dataclass(frozen=True, slots=True)
 class SchedulePolicy:

@@ -14,8 +14,6 @@ from searchsync.ops.repair.model import IndexEntry
 from searchsync.projection import Projector
 from searchsync.types import BucketCursor
 
-__all__ = ["IndexSide", "entry_of_source", "truth_by_ids"]
-
 
 class IndexSide(Protocol):
     async def bucket_page(

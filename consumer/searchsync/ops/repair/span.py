@@ -22,8 +22,6 @@ from searchsync.ops.repair.schedule import ewma
 from searchsync.ops.repair.state import BucketState, Epoch, WheelState
 from searchsync.projection import Projector
 
-__all__ = ["SpanRead", "SpanScan"]
-
 log = logging.getLogger(__name__)
 
 

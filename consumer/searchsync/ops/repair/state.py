@@ -17,8 +17,6 @@ import aiomysql
 
 from searchsync.mysql.pool import db_time, expand_in, transaction_cursor
 
-__all__ = ["BucketState", "Epoch", "MysqlWheelState", "WheelSnapshot", "WheelState", "snapshot"]
-
 
 @dataclass(frozen=True, slots=True)
 class Epoch:

@@ -20,8 +20,6 @@ from searchsync.ops.repair.report import StrayReport
 from searchsync.ops.repair.span import SpanScan
 from searchsync.projection import Projector
 
-__all__ = ["sweep"]
-
 log = logging.getLogger(__name__)
 
 

@@ -27,8 +27,6 @@ from searchsync.ops.repair.state import BucketState, WheelState, ensure_epoch
 from searchsync.ops.repair.strays import sweep
 from searchsync.projection import Projector
 
-__all__ = ["Wheel", "WheelConfig"]
-
 
 @dataclass(frozen=True, slots=True)
 class WheelConfig:

@@ -29,10 +29,9 @@ from searchsync.config._core import (
     SearchSettings,
     _elasticsearch,
     _mysql,
-    _pipeline,
     _projection,
 )
-from searchsync.config._fanout import FanoutSettings, _fanout
+from searchsync.config._fanout import FanoutSettings
 from searchsync.config._kafka import KafkaSettings, _kafka
 from searchsync.config._ops import (
     ConnectSettings,
@@ -41,7 +40,6 @@ from searchsync.config._ops import (
     RetentionSettings,
     _connect,
     _rebuild,
-    _repair,
     _retention,
 )
 from searchsync.config._reader import (
@@ -51,7 +49,7 @@ from searchsync.config._reader import (
     _Section,
     read_fields,
 )
-from searchsync.config._relay import RelaySettings, _relay
+from searchsync.config._relay import RelaySettings
 from searchsync.config._secrets import MASK, Secret, scrub_credentials, scrub_known
 from searchsync.config._watch import CanarySettings, ExporterSettings
 from searchsync.errors import ConfigError
@@ -140,17 +138,17 @@ _READERS: Final[Mapping[str, tuple[type, Callable[[_Section], object] | None]]] 
         "mysql": (MysqlSettings, _mysql),
         "elasticsearch": (ElasticsearchSettings, _elasticsearch),
         "search": (SearchSettings, None),
-        "pipeline": (PipelineSettings, _pipeline),
+        "pipeline": (PipelineSettings, None),
         "observability": (ObservabilitySettings, None),
         "projection": (ProjectionSettings, _projection),
         "rebuild": (RebuildSettings, _rebuild),
         "retention": (RetentionSettings, _retention),
         "connect": (ConnectSettings, _connect),
-        "repair": (RepairSettings, _repair),
+        "repair": (RepairSettings, None),
         "exporter": (ExporterSettings, None),
         "canary": (CanarySettings, None),
-        "relay": (RelaySettings, _relay),
-        "fanout": (FanoutSettings, _fanout),
+        "relay": (RelaySettings, None),
+        "fanout": (FanoutSettings, None),
     }
 )
 

@@ -47,8 +47,8 @@ class MysqlSettings:
     user: str = setting("searchsync", text())
     password: Secret = field(default_factory=lambda: Secret("searchsync"))
     database: str = setting("searchsync", text(_DATABASE, "1..64 of [A-Za-z0-9_$]"))
-    pool_min: int = 1
-    pool_max: int = 10
+    pool_min: int = setting(1, integer(0, 1_000))
+    pool_max: int = setting(10, integer(1, 1_000), above="pool_min")
     connect_timeout_s: float = setting(5.0, number(0.0, 300.0, lo_open=True))
     ssl_mode: str = "disabled"  # disabled | verify_ca | verify_identity (docs/security.md)
     ssl_ca: str | None = None
@@ -91,8 +91,10 @@ class PipelineSettings:
     max_in_flight_keys: int = setting(1_000, integer(1, 1_000_000))
     max_queued_events: int = setting(10_000, integer(1, 10_000_000))
     max_event_bytes: int = setting(256 * 1024, integer(64, 64 * 1024 * 1024))
-    retry_base_delay_s: float = 1.0
-    retry_max_delay_s: float = 1_800.0
+    retry_base_delay_s: float = setting(1.0, number(0.0, 86_400.0, lo_open=True))
+    retry_max_delay_s: float = setting(
+        1_800.0, number(0.0, 86_400.0, lo_open=True), above="retry_base_delay_s"
+    )
     retry_max_attempts: int = setting(10, integer(1, 1_000))
     retry_jitter: float = setting(0.2, number(0.0, 1.0))
     dlq_max_ratio: float = setting(0.5, number(0.0, 1.0, lo_open=True))
@@ -137,15 +139,10 @@ def _mysql(r: _Section) -> MysqlSettings:
         ssl_ca, ssl_cert, ssl_key = (r.optional_file(name) for name in files)
         if (ssl_cert is None) != (ssl_key is None):
             raise ConfigError(r.key("ssl_key"), "both or neither of ssl_cert and ssl_key", None)
-    pool_min = r.integer("pool_min", 0, 1_000)
-    pool_max = r.integer("pool_max", 1, 1_000)
-    r.ordered("pool_min", pool_min, "pool_max", pool_max)
     return read_fields(
         r,
         MysqlSettings,
         password=r.secret("password"),
-        pool_min=pool_min,
-        pool_max=pool_max,
         ssl_mode=ssl_mode,
         ssl_ca=ssl_ca,
         ssl_cert=ssl_cert,
@@ -164,13 +161,6 @@ def _elasticsearch(r: _Section) -> ElasticsearchSettings:
     return read_fields(
         r, ElasticsearchSettings, api_key=api_key, username=username, password=password
     )
-
-
-def _pipeline(r: _Section) -> PipelineSettings:
-    base = r.number("retry_base_delay_s", 0.0, 86_400.0, lo_open=True)
-    ceiling = r.number("retry_max_delay_s", 0.0, 86_400.0, lo_open=True)
-    r.ordered("retry_base_delay_s", base, "retry_max_delay_s", ceiling)
-    return read_fields(r, PipelineSettings, retry_base_delay_s=base, retry_max_delay_s=ceiling)
 
 
 def _projection(r: _Section) -> ProjectionSettings:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from searchsync.config._reader import _Section, integer, read_fields, setting
+from searchsync.config._reader import _Section, integer, number, setting
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,18 +14,8 @@ class FanoutSettings:
     stays with a worker that stopped renewing it."""
 
     enabled: bool = setting(True, _Section.boolean)
-    appends_per_s: float = 200.0
+    appends_per_s: float = setting(200.0, number(0.0, 1_000_000.0, lo_open=True))
     page_size: int = setting(500, integer(1, 10_000))
-    poll_interval_s: float = 1.0
-    lease_s: float = 60.0
+    poll_interval_s: float = setting(1.0, number(0.0, 60.0, lo_open=True))
+    lease_s: float = setting(60.0, number(1.0, 86_400.0), above="poll_interval_s", strict=True)
     progress_every: int = setting(1_000, integer(1, 100_000_000))
-
-
-def _fanout(r: _Section) -> FanoutSettings:
-    appends = r.number("appends_per_s", 0.0, 1_000_000.0, lo_open=True)
-    poll = r.number("poll_interval_s", 0.0, 60.0, lo_open=True)
-    lease = r.number("lease_s", 1.0, 86_400.0)
-    r.ordered("poll_interval_s", poll, "lease_s", lease, strict=True)
-    return read_fields(
-        r, FanoutSettings, appends_per_s=appends, poll_interval_s=poll, lease_s=lease
-    )

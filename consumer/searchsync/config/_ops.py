@@ -61,9 +61,9 @@ class RebuildSettings:
     `queries` (empty: `query_count` sampled titles) are compared on `query_field` in both indices;
     `metrics_port` 0 serves no metrics."""
 
-    chunk_initial: int = 500
-    chunk_min: int = 50
-    chunk_max: int = 5_000
+    chunk_initial: int = setting(500, integer(1, 1_000_000))
+    chunk_min: int = setting(50, integer(1, 1_000_000))
+    chunk_max: int = setting(5_000, integer(1, 1_000_000), above="chunk_min")
     chunk_target_s: float = setting(0.5, number(0.0, 600.0, lo_open=True))
     chunk_max_step: float = setting(2.0, number(1.0, 100.0, lo_open=True))
     topic_template: str = setting("outbox.event.{type}", _Section.topic_template)
@@ -102,8 +102,8 @@ class RepairSettings:
     epsilon: float = setting(0.01, number(0.0, 1e6, lo_open=True))
     ewma_alpha: float = setting(0.3, number(0.0, 1.0, lo_open=True))
     page_size: int = setting(500, integer(1, 1_000_000))
-    page_min: int = 50
-    page_max: int = 5_000
+    page_min: int = setting(50, integer(1, 1_000_000))
+    page_max: int = setting(5_000, integer(1, 1_000_000), above="page_min")
     page_target_s: float = setting(0.2, number(0.0, 3_600.0, lo_open=True))
     appends_per_s: float = setting(50.0, number(0.0, 1e6, lo_open=True))
     mysql_sync_hash_column: bool = setting(False, _Section.boolean)
@@ -119,13 +119,12 @@ class RepairSettings:
 
 
 def _rebuild(r: _Section) -> RebuildSettings:
-    lo = r.integer("chunk_min", 1, 1_000_000)
-    hi = r.integer("chunk_max", 1, 1_000_000)
-    r.ordered("chunk_min", lo, "chunk_max", hi)
-    initial = r.integer("chunk_initial", 1, 1_000_000)
-    if not lo <= initial <= hi:
-        raise ConfigError(r.key("chunk_initial"), f"between {lo} and {hi}", initial)
-    return read_fields(r, RebuildSettings, chunk_initial=initial, chunk_min=lo, chunk_max=hi)
+    s = read_fields(r, RebuildSettings)
+    if not s.chunk_min <= s.chunk_initial <= s.chunk_max:
+        raise ConfigError(
+            r.key("chunk_initial"), f"between {s.chunk_min} and {s.chunk_max}", s.chunk_initial
+        )
+    return s
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,10 +198,3 @@ def _connect(r: _Section) -> ConnectSettings:
             r.key("url"), "an http(s)://host[:port] URL (no user:password)", scrub_credentials(url)
         )
     return read_fields(r, ConnectSettings, url=url.rstrip("/"))
-
-
-def _repair(r: _Section) -> RepairSettings:
-    page_min = r.integer("page_min", 1, 1_000_000)
-    page_max = r.integer("page_max", 1, 1_000_000)
-    r.ordered("page_min", page_min, "page_max", page_max)
-    return read_fields(r, RepairSettings, page_min=page_min, page_max=page_max)

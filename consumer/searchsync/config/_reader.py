@@ -202,16 +202,25 @@ Read = Callable[[_Section, str], Any]
 _T = TypeVar("_T")
 
 
-def setting(default: Any, read: Read) -> Any:
-    """A settings field: its default, and how `read_fields` reads its value."""
-    return dataclasses.field(default=default, metadata={"read": read})
+def setting(default: Any, read: Read, *, above: str = "", strict: bool = False) -> Any:
+    """A settings field: its default, how `read_fields` reads its value, and the field it must be
+    at least (`strict`ly: more than) when `above` names one."""
+    return dataclasses.field(
+        default=default, metadata={"read": read, "above": above, "strict": strict}
+    )
 
 
 def read_fields(r: _Section, cls: type[_T], **read: Any) -> _T:
-    """`cls` with the values of `read`, and every other field read as its `setting` says."""
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+    """`cls` with the values of `read`, and every other field read as its `setting` says; then
+    each field's `above` bound checked (`_Section.ordered`)."""
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    for f in fields:
         if f.name not in read:
             read[f.name] = f.metadata["read"](r, f.name)
+    for f in fields:
+        if f.metadata.get("above"):
+            low = f.metadata["above"]
+            r.ordered(low, read[low], f.name, read[f.name], strict=f.metadata["strict"])
     return cls(**read)
 
 

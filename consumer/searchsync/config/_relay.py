@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from searchsync.config._reader import _Section, integer, number, read_fields, setting, text
+from searchsync.config._reader import _Section, integer, number, setting, text
 
 _TABLE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
@@ -24,16 +24,11 @@ class RelaySettings:
     table: str = setting("search_outbox", text(_TABLE, "a table name like 'search_outbox'"))
     batch_size: int = setting(100, integer(1, 10_000))
     poll_interval_s: float = setting(0.2, number(0.0, 60.0, lo_open=True))
-    claim_timeout_s: float = 60.0
+    claim_timeout_s: float = setting(
+        60.0, number(0.0, 86_400.0, lo_open=True), above="publish_timeout_s", strict=True
+    )
     max_attempts: int = setting(10, integer(1, 1_000))
-    publish_timeout_s: float = 30.0
+    publish_timeout_s: float = setting(30.0, number(0.0, 3_600.0, lo_open=True))
     topic_template: str = setting("outbox.event.{type}", _Section.topic_template)
     stats_interval_s: float = setting(5.0, number(0.0, 3_600.0, lo_open=True))
     metrics_port: int = setting(0, integer(0, 65_535))
-
-
-def _relay(r: _Section) -> RelaySettings:
-    publish = r.number("publish_timeout_s", 0.0, 3_600.0, lo_open=True)
-    claim = r.number("claim_timeout_s", 0.0, 86_400.0, lo_open=True)
-    r.ordered("publish_timeout_s", publish, "claim_timeout_s", claim, strict=True)
-    return read_fields(r, RelaySettings, publish_timeout_s=publish, claim_timeout_s=claim)

@@ -64,7 +64,7 @@ def contract_recorded_replays_come_back_oldest_first(w: ReplayLedgerWorld) -> No
     w.ledger.record(early)
     w.ledger.record(entry(w, 1, dlq_topic=w.prefix + "other"))
     assert w.ledger.replays(w.prefix + "dlq") == [early, late]
-    assert early.dlq_position == (w.prefix + "dlq", 1, 3)
+    assert (early.dlq_topic, early.dlq_partition, early.dlq_offset) == (w.prefix + "dlq", 1, 3)
 
 
 def contract_optional_fields_stay_empty(w: ReplayLedgerWorld) -> None:
@@ -80,7 +80,7 @@ def contract_optional_fields_stay_empty(w: ReplayLedgerWorld) -> None:
     )
     w.ledger.record(bare)
     [got] = w.ledger.replays(w.prefix + "dlq")
-    assert got == bare and got.replayed_to is None
+    assert got == bare and got.replayed_to_offset is None
 
 
 def contract_indexed_revisions_read_the_projection_state(w: ReplayLedgerWorld) -> None:

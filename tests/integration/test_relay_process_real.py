@@ -19,10 +19,9 @@ import aiomysql
 import pytest
 from searchsync.config import RelaySettings
 from searchsync.kafka.producer import AcknowledgedProducer
-from searchsync.relay import Relay
 from searchsync.relay.mysql_store import MysqlRelayStore
 from searchsync.relay.record import PARTITIONER
-from searchsync.relay.relay import RELAY_METRIC_NAMES
+from searchsync.relay.relay import RELAY_METRIC_NAMES, Relay
 
 from tests.integration.conftest import KAFKA
 from tests.integration.conftest_mysql import fetch_all

@@ -17,10 +17,9 @@ import pytest_asyncio
 from searchsync.cli import main
 from searchsync.config import RelaySettings
 from searchsync.kafka.producer import AcknowledgedProducer
-from searchsync.relay import Relay
 from searchsync.relay.mysql_store import MysqlRelayStore
 from searchsync.relay.record import PARTITIONER
-from searchsync.relay.relay import RelayMetrics
+from searchsync.relay.relay import Relay, RelayMetrics
 
 from tests.integration.conftest import KAFKA
 from tests.integration.conftest_mysql import fetch_all

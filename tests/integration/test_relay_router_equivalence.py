@@ -20,9 +20,10 @@ from confluent_kafka import Message
 from searchsync.config import RelaySettings
 from searchsync.events import decode
 from searchsync.kafka.producer import AcknowledgedProducer
-from searchsync.relay import OutboxEntry, Relay, router_record
 from searchsync.relay.mysql_store import MysqlRelayStore
-from searchsync.relay.record import PARTITIONER
+from searchsync.relay.port import OutboxEntry
+from searchsync.relay.record import PARTITIONER, router_record
+from searchsync.relay.relay import Relay
 from searchsync.writer import PageWriter
 
 from tests.integration.conftest import KAFKA

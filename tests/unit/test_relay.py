@@ -15,9 +15,16 @@ from hypothesis import strategies as st
 from searchsync.config import RelaySettings, load_settings
 from searchsync.errors import ConfigError
 from searchsync.kafka.producer import DeliveryFailed
-from searchsync.relay import OutboxEntry, Relay, router_record, seed_retry
-from searchsync.relay.port import DEAD, PENDING, PROCESSING, PUBLISHED
-from searchsync.relay.relay import RELAY_METRIC_NAMES, RelayMetrics, retry_delay, row_fault
+from searchsync.relay.port import DEAD, PENDING, PROCESSING, PUBLISHED, OutboxEntry
+from searchsync.relay.record import router_record
+from searchsync.relay.relay import (
+    RELAY_METRIC_NAMES,
+    Relay,
+    RelayMetrics,
+    retry_delay,
+    row_fault,
+    seed_retry,
+)
 
 from tests.fakes.relay_store import FakePublisher, FakeRelayStore
 

@@ -15,7 +15,6 @@ import orjson
 
 from searchsync.config import MysqlSettings
 from searchsync.mysql.pool import close_pool, db_time, expand_in, open_pool, transaction_cursor
-from searchsync.types import TopicPartition
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,16 +36,6 @@ class ReplayEntry:
     selection: Mapping[str, Any]
     run_id: str
     replayed_at: datetime
-
-    @property
-    def dlq_position(self) -> tuple[str, int, int]:
-        return (self.dlq_topic, self.dlq_partition, self.dlq_offset)
-
-    @property
-    def replayed_to(self) -> tuple[TopicPartition, int] | None:
-        if self.replayed_to_offset is None:
-            return None
-        return ((self.replayed_to_topic, self.replayed_to_partition), self.replayed_to_offset)
 
 
 _COLUMNS: Final = tuple(ReplayEntry.__dataclass_fields__)  # the table's, in this order

@@ -31,7 +31,6 @@ from searchsync.config._core import (
     _mysql,
     _projection,
 )
-from searchsync.config._fanout import FanoutSettings
 from searchsync.config._kafka import KafkaSettings, _kafka
 from searchsync.config._ops import (
     ConnectSettings,
@@ -49,9 +48,13 @@ from searchsync.config._reader import (
     _Section,
     read_fields,
 )
-from searchsync.config._relay import RelaySettings
 from searchsync.config._secrets import MASK, Secret, scrub_credentials, scrub_known
-from searchsync.config._watch import CanarySettings, ExporterSettings
+from searchsync.config._workers import (
+    CanarySettings,
+    ExporterSettings,
+    FanoutSettings,
+    RelaySettings,
+)
 from searchsync.errors import ConfigError
 
 __all__ = [

@@ -1,12 +1,7 @@
-"""The read side (docs/read-side.md): what an application needs to read the index it keeps.
-
-- Read-your-writes: wait, bounded by a timeout, until a committed revision (or a higher one) is
-  `Until.INDEXED` (a real-time GET through the write alias) or `Until.SEARCHABLE` (on the read
-  alias ``<alias>_live``, which never shows a tombstone; for a delete, the tombstone on the write
-  alias). Nothing here forces a refresh.
-- `verified_search`: hits on the read alias proven against their MySQL rows (the primary by
-  default): FRESH, STALE (optionally replaced by the row's projection) or GONE (dropped).
-"""
+"""The read side (docs/read-side.md). Read-your-writes: wait, bounded, until a revision or a higher
+one is `Until.INDEXED` (real-time GET on the write alias) or `Until.SEARCHABLE` (on the read alias
+``<alias>_live``, never a tombstone; for a delete, the tombstone on the write alias); no refresh is
+forced. `verified_search`: read-alias hits checked against their MySQL rows: FRESH, STALE, GONE."""
 
 from __future__ import annotations
 

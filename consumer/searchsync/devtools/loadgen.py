@@ -1,10 +1,7 @@
-"""A load generator: real application traffic through `PageWriter`, for demos and fault tests.
-
-The plan is a pure function of the seed; an operation that does not apply (restoring a live page)
-is skipped, never forced. Deadlocks and lock wait timeouts are retried; a lost connection is not
-(the commit may have happened). With fresh ids, ``sum(report.final_revisions.values()) ==
-report.changes`` (one outbox row per change).
-"""
+"""A load generator: application traffic through `PageWriter`, planned as a pure function of the
+seed. An operation that does not apply (restoring a live page) is skipped; deadlocks and lock wait
+timeouts are retried, a lost connection is not (the commit may have happened). With fresh ids,
+``sum(report.final_revisions.values()) == report.changes`` (one outbox row per change)."""
 
 from __future__ import annotations
 

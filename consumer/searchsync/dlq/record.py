@@ -1,10 +1,7 @@
-"""Dead letters: the record, its encoding, the error budget and the producer the pipeline uses.
-
-A dead letter keeps the original message's bytes, key and position, so a replay can send it through
-the normal path again (docs/design.md, invariants 5 and 10). On the wire it is one JSON object, the
-key and value as UTF-8 text or base64 (``*_encoding``); the header ``searchsync-dlq-format`` names
-the form: ``json-v1`` is written, ``avro-v1`` still read.
-"""
+"""Dead letters: the record, its encoding, the error budget and the pipeline's producer. A dead
+letter keeps the original's bytes, key and position, so a replay can resend it (docs/design.md,
+invariants 5 and 10). On the wire: one JSON object, key and value as UTF-8 text or base64
+(``*_encoding``); header ``searchsync-dlq-format``: ``json-v1`` is written, ``avro-v1`` still read."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""`searchsync dlq inspect` and `replay` as library calls (docs/design.md, "DLQ replay ledger").
-
-A replay re-produces each selected original to its original topic and partition with the header
-``searchsync-replayed-from: <dlq topic>/<partition>/<offset>``, skipping what the ledger says was
-replayed (unless ``again``), and records it once the broker acknowledged; a crash in between
-replays it again, harmlessly under external versions.
-"""
+"""`searchsync dlq inspect` and `replay` as library calls (docs/design.md, "DLQ replay ledger"). A
+replay re-produces each original to its topic and partition with ``searchsync-replayed-from: <dlq
+topic>/<partition>/<offset>``, skips what the ledger has (unless ``again``) and records it once
+acknowledged; a crash in between replays it again, harmless under external versions."""
 
 from __future__ import annotations
 

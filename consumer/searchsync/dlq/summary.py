@@ -1,10 +1,7 @@
-"""`searchsync dlq summary` as a library call: the DLQ in numbers, and what became of each replay.
-
-A ledger row's outcome (docs/design.md, "DLQ replay ledger"): ``dead_lettered_again`` when the
-replayed message is in the DLQ again; else ``unknown`` when the dead letter names no aggregate id
-or revision; else ``indexed`` when ``search_projection_state`` holds the aggregate at or above
-that revision; else ``pending``.
-"""
+"""`searchsync dlq summary` as a library call. A replay's outcome (docs/design.md, "DLQ replay
+ledger"): ``dead_lettered_again`` when the replayed message is in the DLQ again; else ``unknown``
+when the dead letter names no aggregate id or revision; else ``indexed`` when
+``search_projection_state`` holds the aggregate at or above that revision; else ``pending``."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Dead letters: the record, its encoding, the error budget and the pipeline's producer. A dead
 letter keeps the original's bytes, key and position, so a replay can resend it (docs/design.md,
 invariants 5 and 10). On the wire: one JSON object, key and value as UTF-8 text or base64
-(``*_encoding``); header ``searchsync-dlq-format``: ``json-v1`` is written, ``avro-v1`` still read."""
+(``*_encoding``); header ``searchsync-dlq-format``: ``json-v1`` written, ``avro-v1`` still read."""
 
 from __future__ import annotations
 

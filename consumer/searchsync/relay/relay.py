@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from typing import Final, Protocol
 
 from confluent_kafka import KafkaError, KafkaException
@@ -109,30 +110,26 @@ class RelayMetrics:
         self, registry: CollectorRegistry | None = None, *, window: int = DEFAULT_WINDOW
     ) -> None:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
-        r = self.registry
+        gauge = partial(Gauge, registry=self.registry)
+        counter = partial(Counter, registry=self.registry)
         self.attempts = RollingKinds(window)
-        self._pending = Gauge("outbox_pending_count", "Outbox rows PENDING", registry=r)
-        self._oldest = Gauge(
+        self._pending = gauge("outbox_pending_count", "Outbox rows PENDING")
+        self._oldest = gauge(
             "outbox_oldest_pending_age_seconds",
             "Age of the oldest PENDING outbox row since it was created",
-            registry=r,
         )
-        self._processing = Gauge(
-            "outbox_processing_count", "Outbox rows claimed by a relay", registry=r
-        )
-        self._dead = Gauge("outbox_dead_count", "Outbox rows past the attempt limit", registry=r)
-        retry = Gauge(
+        self._processing = gauge("outbox_processing_count", "Outbox rows claimed by a relay")
+        self._dead = gauge("outbox_dead_count", "Outbox rows past the attempt limit")
+        retry = gauge(
             "outbox_retry_rate",
             f"Share of failed attempts among this relay's last {window} publish attempts",
-            registry=r,
         )
         retry.set_function(lambda: self.attempts.rate("failed"))
-        self._timeouts = Counter(
+        self._timeouts = counter(
             "outbox_claim_timeout_count",
             "Claims taken back because their holder did not finish in time",
-            registry=r,
         )
-        self._published = Counter("relay_published", "Outbox rows published", registry=r)
+        self._published = counter("relay_published", "Outbox rows published")
 
     def set_counts(self, counts: OutboxCounts) -> None:
         self._pending.set(counts.pending)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from functools import partial
 from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
@@ -35,36 +36,31 @@ class ExporterMetrics:
         self, expected_members: int, *, canary: bool, registry: CollectorRegistry | None = None
     ) -> None:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
-        r = self.registry
+        gauge = partial(Gauge, registry=self.registry)
         labels = ["topic", "partition"]
-        self._lag = Gauge(
-            "searchsync_group_lag", "Log end minus the group's committed offset", labels, registry=r
+        self._lag = gauge(
+            "searchsync_group_lag", "Log end minus the group's committed offset", labels
         )
-        self._age = Gauge(
+        self._age = gauge(
             "searchsync_group_oldest_unfinished_age_seconds",
             "Age of the message at the group's committed offset (0: nothing unfinished)",
             labels,
-            registry=r,
         )
-        self._members = Gauge(
-            "searchsync_group_members", "Live members of the group (admin API)", registry=r
-        )
-        expected = Gauge(
+        self._members = gauge("searchsync_group_members", "Live members of the group (admin API)")
+        expected = gauge(
             "searchsync_group_expected_members",
             "Members the deployment runs (exporter.expected_members)",
-            registry=r,
         )
         expected.set(expected_members)
-        self._pending = Gauge(
+        self._pending = gauge(
             "outbox_pending_count",
             "Outbox events published and not yet finished by the group (broker-side backlog)",
-            registry=r,
         )
-        self._oldest = Gauge(
+        self._oldest = gauge(
             "outbox_oldest_pending_age_seconds",
             "Age of the oldest outbox event the group has not finished",
-            registry=r,
         )
+        r = self.registry
         on = r if canary else CollectorRegistry()
         self._canary = Gauge(
             "searchsync_canary_age_seconds",

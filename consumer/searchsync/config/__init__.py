@@ -37,7 +37,6 @@ from searchsync.config._ops import (
     RebuildSettings,
     RepairSettings,
     RetentionSettings,
-    _connect,
     _rebuild,
     _retention,
 )
@@ -146,7 +145,7 @@ _READERS: Final[Mapping[str, tuple[type, Callable[[_Section], object] | None]]] 
         "projection": (ProjectionSettings, _projection),
         "rebuild": (RebuildSettings, _rebuild),
         "retention": (RetentionSettings, _retention),
-        "connect": (ConnectSettings, _connect),
+        "connect": (ConnectSettings, None),
         "repair": (RepairSettings, None),
         "exporter": (ExporterSettings, None),
         "canary": (CanarySettings, None),

@@ -46,6 +46,15 @@ def _duration(r: _Section, key: str) -> timedelta | None:
     return parsed
 
 
+def _url(r: _Section, key: str) -> str:
+    """An http(s)://host[:port] URL without credentials or a trailing '/'."""
+    url = r.string(key, form="an http(s)://host[:port] URL")
+    if not _is_http_url(url):
+        form = "an http(s)://host[:port] URL (no user:password)"
+        raise ConfigError(r.key(key), form, scrub_credentials(url))
+    return url.rstrip("/")
+
+
 def _connector(r: _Section, key: str) -> str:
     """A connector name that is one URL path segment: [A-Za-z0-9._-], not '.' or '..'."""
     form = "a connector name of [A-Za-z0-9._-], not '.' or '..'"
@@ -183,18 +192,9 @@ def _retention(r: _Section) -> RetentionSettings:
 class ConnectSettings:
     """Where Kafka Connect answers and which connector publishes the outbox."""
 
-    url: str = "http://127.0.0.1:8083"
+    url: str = setting("http://127.0.0.1:8083", _url)
     connector: str = setting("searchsync-outbox", _connector)
     request_timeout_s: float = setting(10.0, number(0.0, 300.0, lo_open=True))
     # `searchsync run` restarts the connector's FAILED tasks every `watch_interval_s`
     restart_failed_tasks: bool = setting(False, _Section.boolean)
     watch_interval_s: float = setting(30.0, number(0.0, 3_600.0, lo_open=True))
-
-
-def _connect(r: _Section) -> ConnectSettings:
-    url = r.string("url", form="an http(s)://host[:port] URL")
-    if not _is_http_url(url):
-        raise ConfigError(
-            r.key("url"), "an http(s)://host[:port] URL (no user:password)", scrub_credentials(url)
-        )
-    return read_fields(r, ConnectSettings, url=url.rstrip("/"))

@@ -64,11 +64,6 @@ class RelayStatus:
     stale_claims: int
     holders: dict[str, int]
 
-    @property
-    def in_use(self) -> bool:
-        """Some row was claimed by a relay (PROCESSING, PUBLISHED or DEAD)."""
-        return bool(self.counts.processing or self.published or self.counts.dead)
-
 
 @dataclass(frozen=True, slots=True)
 class DeadRow:

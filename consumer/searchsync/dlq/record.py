@@ -84,12 +84,9 @@ class DlqRecord:
         projection_schema_version: int | None = None,
     ) -> DlqRecord:
         """Build a dead letter from a message, its decoded event if any, and its last error."""
+        known = ("event_id", "aggregate_type", "aggregate_id", "source_revision", "operation")
         return cls(
-            event_id=event.event_id if event else None,
-            aggregate_type=event.aggregate_type if event else None,
-            aggregate_id=event.aggregate_id if event else None,
-            source_revision=event.source_revision if event else None,
-            operation=event.operation if event else None,
+            **{name: getattr(event, name) if event else None for name in known},
             first_failed_at=first_failed_at,
             last_failed_at=last_failed_at,
             attempts=attempts,

@@ -133,24 +133,18 @@ class Settings:
         return out
 
 
-# Each section: its dataclass and its reader (None: `read_fields`), in `Settings`' field order.
-_READERS: Final[Mapping[str, tuple[type, Callable[[_Section], object] | None]]] = MappingProxyType(
+# Each section's dataclass, in `Settings`' field order, and the readers other than `read_fields`.
+_SECTIONS: Final[Mapping[str, type]] = MappingProxyType(
+    {f.name: type(getattr(Settings(), f.name)) for f in dataclasses.fields(Settings)}
+)
+_READERS: Final[Mapping[str, Callable[[_Section], object]]] = MappingProxyType(
     {
-        "kafka": (KafkaSettings, _kafka),
-        "mysql": (MysqlSettings, _mysql),
-        "elasticsearch": (ElasticsearchSettings, _elasticsearch),
-        "search": (SearchSettings, None),
-        "pipeline": (PipelineSettings, None),
-        "observability": (ObservabilitySettings, None),
-        "projection": (ProjectionSettings, _projection),
-        "rebuild": (RebuildSettings, _rebuild),
-        "retention": (RetentionSettings, _retention),
-        "connect": (ConnectSettings, None),
-        "repair": (RepairSettings, None),
-        "exporter": (ExporterSettings, None),
-        "canary": (CanarySettings, None),
-        "relay": (RelaySettings, None),
-        "fanout": (FanoutSettings, None),
+        "kafka": _kafka,
+        "mysql": _mysql,
+        "elasticsearch": _elasticsearch,
+        "projection": _projection,
+        "rebuild": _rebuild,
+        "retention": _retention,
     }
 )
 
@@ -161,11 +155,11 @@ def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Sett
     from_env = _env_sections(env)
     readers = {  # every section's keys are checked before any value is read
         name: _Section(name, cls, toml.get(name, {}), from_env.get(name, {}))
-        for name, (cls, _) in _READERS.items()
+        for name, cls in _SECTIONS.items()
     }
     built: dict[str, Any] = {
-        name: read(readers[name]) if read else read_fields(readers[name], cls)
-        for name, (cls, read) in _READERS.items()
+        name: _READERS[name](readers[name]) if name in _READERS else read_fields(readers[name], cls)
+        for name, cls in _SECTIONS.items()
     }
     settings = Settings(**built)
     if settings.search.engine == "opensearch" and settings.elasticsearch.api_key is not None:
@@ -185,8 +179,8 @@ def _read_toml(path: Path) -> dict[str, Mapping[str, object]]:
         raise ConfigError("config file", "valid TOML", f"{path}: {exc}") from exc
     sections: dict[str, Mapping[str, object]] = {}
     for name, table in document.items():
-        if name not in _READERS:
-            raise ConfigError(name, f"one of the sections {sorted(_READERS)}", name)
+        if name not in _SECTIONS:
+            raise ConfigError(name, f"one of the sections {sorted(_SECTIONS)}", name)
         if not isinstance(table, dict):
             raise ConfigError(name, "a table ([section])", table)
         sections[name] = table
@@ -199,7 +193,7 @@ def _env_sections(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
         if not variable.startswith(ENV_PREFIX):
             continue
         rest = variable[len(ENV_PREFIX) :]
-        for name in _READERS:
+        for name in _SECTIONS:
             prefix = f"{name.upper()}_"
             if rest.startswith(prefix):
                 key = rest[len(prefix) :].lower()
@@ -224,11 +218,11 @@ def _refuse_misspelt(variable: str) -> None:
         return
     known = [
         f"{ENV_PREFIX}{name.upper()}_{f.name.upper()}"
-        for name, (cls, _) in _READERS.items()
+        for name, cls in _SECTIONS.items()
         for f in dataclasses.fields(cls)
     ]
     nearest = difflib.get_close_matches(variable, known, n=1, cutoff=0.6)
     hint = (
         f"a known setting such as {nearest[0]}" if nearest else "a known SEARCHSYNC_<SECTION>_<KEY>"
     )
-    raise ConfigError(variable, f"{hint} (sections: {', '.join(sorted(_READERS))})", variable)
+    raise ConfigError(variable, f"{hint} (sections: {', '.join(sorted(_SECTIONS))})", variable)

@@ -138,14 +138,22 @@ def _int_from(text: str, low: int) -> int:
     return value
 
 
-def ratio(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 0.5], got {text!r}") from None
-    if not 0.0 <= value <= 0.5:  # soft delete and restore each take this share
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 0.5], got {text!r}")
-    return value
+def fraction(high: float, expected: str) -> Callable[[str], float]:
+    """An argument type for a number from 0 to `high`; `expected` starts its error message."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = -1.0
+        if not 0.0 <= value <= high:
+            raise argparse.ArgumentTypeError(f"{expected}, got {text!r}")
+        return value
+
+    return parse
+
+
+ratio = fraction(0.5, "expected a number in [0, 0.5]")  # soft delete and restore each take this
 
 
 def reset_target(text: str) -> str | int | datetime:

@@ -1,8 +1,6 @@
-"""`searchsync wait`: read-your-writes from a shell (library: `searchsync.read`).
-
-Exit 0 when the document reached the revision (indexed, or with ``--searchable`` searchable),
-1 when the timeout passed first; either way the last revision seen is printed.
-"""
+"""`searchsync wait`: read-your-writes from a shell (library: `searchsync.read`). Exit 0 when the
+document reached the revision (indexed, or with ``--searchable`` searchable), 1 when the timeout
+passed first; either way the last revision seen is printed."""
 
 from __future__ import annotations
 

@@ -9,10 +9,10 @@ from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 from searchsync.errors import ErrorCode, TransientError
-from searchsync.ops.rebuild.reader import StoredDocument
 from searchsync.ops.repair.buckets import HASH_SPACE
 from searchsync.ops.repair.model import IndexEntry
 from searchsync.ops.repair.sides import entry_of_source
+from searchsync.search.reads import StoredDocument
 from searchsync.types import BucketCursor
 
 from tests.fakes.search_index import InMemoryIndex

@@ -85,7 +85,7 @@ def test_latency_histogram_and_quantiles() -> None:
     m = Metrics(latency_window=100)
     assert math.isnan(m.latencies.quantile(0.5))
     for i in range(1, 101):
-        m.observe_bulk(10, i / 100)
+        m.bulk_done(10, i / 100)
     assert _value(m, "es_write_latency_seconds_count") == 100
     assert _value(m, "es_write_latency_p50") == pytest.approx(0.50)
     assert _value(m, "es_write_latency_p95") == pytest.approx(0.95)

@@ -9,11 +9,10 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pipeline_fakes import PageTruth, page_row
-from searchsync.ops.repair.buckets import bucket_of, bucket_range, canonical_fields, key_hash
+from searchsync.ops.repair.buckets import bucket_of, bucket_range, key_hash
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.model import DELETION_KINDS, FindingKind
@@ -257,17 +256,6 @@ def test_bucket_ranges_tile_the_hash_space(m: int) -> None:
 @given(t=st.sampled_from(["wiki_page", "article"]), i=st.text(min_size=1, max_size=20))
 def test_key_hash_is_stable(t: str, i: str) -> None:
     assert key_hash(t, i) == key_hash(t, i) and 0 <= key_hash(t, i) < 2**32
-
-
-def test_canonical_fields_are_length_prefixed_and_normalized() -> None:
-    from decimal import Decimal
-
-    assert canonical_fields("a", "bc") != canonical_fields("ab", "c")
-    assert canonical_fields("e\u0301") == canonical_fields("\u00e9")
-    assert canonical_fields(Decimal("1"), scale=2) == canonical_fields(Decimal("1.00"), scale=2)
-    assert canonical_fields(None) != canonical_fields("")
-    with pytest.raises(ValueError):
-        canonical_fields(Decimal("1.005"), scale=2)
 
 
 # -- scheduling and chunks ---------------------------------------------------------------

@@ -162,8 +162,6 @@ class Metrics:
         self._bulk_latency.observe(seconds)
         self.latencies.add(seconds)
 
-    observe_bulk = bulk_done
-
     def observe_item(self, kind: str, n: int = 1) -> None:
         """`n` bulk items ended as `kind` (one of `ITEM_KINDS`)."""
         if kind not in ITEM_KINDS:

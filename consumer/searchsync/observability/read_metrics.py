@@ -3,11 +3,7 @@ stale (the row is newer) or gone (deleted or missing), per query type (docs/read
 
 from __future__ import annotations
 
-from typing import Final
-
 from prometheus_client import CollectorRegistry, Counter
-
-READ_METRIC_NAMES: Final = ("searchsync_verified_search_drift_hits",)
 
 
 class ReadMetrics:

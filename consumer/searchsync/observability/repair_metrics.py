@@ -17,13 +17,6 @@ _KIND_METRICS: Final = {
     "deleted_flag": "projection_deleted_flag_count",
 }
 
-REPAIR_METRIC_NAMES: Final = (
-    *_KIND_METRICS.values(),
-    "repair_buckets_scanned",
-    "repair_rotation_seconds",
-    "repair_oldest_bucket_age_seconds",
-)
-
 
 class RepairMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:

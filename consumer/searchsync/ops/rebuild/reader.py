@@ -14,8 +14,6 @@ from searchsync.errors import ErrorCode, TransientError
 from searchsync.search.port import LIVE_FILTER
 from searchsync.search.reads import StoredDocument
 
-__all__ = ["EsIndexReader", "IndexReader", "StoredDocument"]
-
 _PAGE: Final = 1_000
 
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from searchsync.errors import PoisonMessage
 from searchsync.mysql.truth import Truth
 from searchsync.ops.rebuild.deps import RebuildDeps
-from searchsync.ops.rebuild.reader import StoredDocument
 from searchsync.ops.rebuild.state import RebuildRecord
 from searchsync.projection import Projector, Row
+from searchsync.search.reads import StoredDocument
 
 
 @dataclass(slots=True)

@@ -4,10 +4,8 @@ A change of `m` or of `WHEEL_CANONICALIZATION_VERSION` starts a new epoch."""
 
 from __future__ import annotations
 
-import unicodedata
 import zlib
 from collections.abc import Callable
-from decimal import Decimal
 from typing import Final
 
 from searchsync.projection import sync_hash
@@ -54,29 +52,3 @@ def bucket_range(bucket: int, m: int) -> tuple[int, int]:
     if not 0 <= bucket < m:
         raise ValueError(f"bucket {bucket} outside 0..{m - 1}")
     return -(-bucket * HASH_SPACE // m), -(-(bucket + 1) * HASH_SPACE // m)
-
-
-def canonical_fields(*values: str | int | Decimal | None, scale: int = 6) -> bytes:
-    """The versioned canonical encoding of values: each ``0x00`` (NULL) or ``0x01 | type |
-    4-byte big-endian length | bytes``; strings NFC, decimals at `scale` (refused if that would
-    round), integers in decimal."""
-    out = bytearray()
-    for value in values:
-        if value is None:
-            out += b"\x00"
-            continue
-        if isinstance(value, bool):
-            raise TypeError("booleans have no canonical form here; use 0/1")
-        if isinstance(value, str):
-            kind, data = b"s", unicodedata.normalize("NFC", value).encode("utf-8")
-        elif isinstance(value, int):
-            kind, data = b"i", str(value).encode("ascii")
-        elif isinstance(value, Decimal):
-            fixed = value.quantize(Decimal(1).scaleb(-scale))
-            if fixed != value:
-                raise ValueError(f"{value} does not fit scale {scale} without rounding")
-            kind, data = b"d", format(fixed, "f").encode("ascii")
-        else:
-            raise TypeError(f"no canonical form for {type(value).__name__}")
-        out += b"\x01" + kind + len(data).to_bytes(4, "big") + data
-    return bytes(out)

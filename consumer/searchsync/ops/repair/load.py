@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from searchsync.clock import Clock
 from searchsync.config import Settings
 from searchsync.kafka.admin import KafkaAdmin
-from searchsync.ops.offsets import partition_offsets, subscribed_topics
+from searchsync.ops.offsets import partition_offsets
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +65,7 @@ class LiveLagTooHigh(Exception):
 
 def live_lag(admin: KafkaAdmin, settings: Settings) -> int:
     """The live consumer group's total lag over its subscribed topics (blocking)."""
-    topics = subscribed_topics(admin, settings)
-    return sum(r.lag for r in partition_offsets(admin, settings, topics))
+    return sum(r.lag for r in partition_offsets(admin, settings))
 
 
 @dataclass(slots=True)

@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from searchsync.config import Settings
 from searchsync.dlq.filter import parse_utc
 from searchsync.duration import parse_duration
 from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
+from searchsync.resources import Tables
 from searchsync.runtime import Runtime
 
 CONFIG_ENV: Final = "SEARCHSYNC_CONFIG"
 
 Command = Callable[[argparse.Namespace, Settings, Runtime], ExitCode]  # each leaf's ``func``
+
+T = TypeVar("T")
 
 
 class Parents:
@@ -37,6 +41,32 @@ class Parents:
         self.data = [self.common, as_json]
 
 
+def group(commands: Any, name: str, summary: str) -> Any:
+    """``searchsync NAME COMMAND``: the subparsers of group `name`."""
+    return commands.add_parser(name, help=summary).add_subparsers(
+        dest=f"{name}_command", required=True, metavar="COMMAND"
+    )
+
+
+def run_in(runtime: Runtime, work: Callable[[], Awaitable[T]]) -> T:
+    """Await `work()` with the runtime's services open, in a new event loop."""
+
+    async def go() -> T:
+        async with runtime:
+            return await work()
+
+    return asyncio.run(go())
+
+
+def with_tables(runtime: Runtime, use: Callable[[Tables], Awaitable[T]]) -> T:
+    """`run_in` for a use of the runtime's MySQL tables."""
+
+    async def go() -> T:
+        return await use(await runtime.tables())
+
+    return run_in(runtime, go)
+
+
 def plan_or_execute(parser: argparse.ArgumentParser, plan: str) -> None:
     """``--execute`` and ``--dry-run`` (sets ``args.dry_run``), as kafka-consumer-groups has them:
     without ``--execute`` a destructive command prints its `plan` and changes nothing."""
@@ -52,14 +82,11 @@ def plan_or_execute(parser: argparse.ArgumentParser, plan: str) -> None:
 
 
 def older_than_command(
-    commands: Any, parents: Parents, group: tuple[str, str], command: tuple[str, str], window: str
+    commands: Any, parents: Parents, names: tuple[str, str], command: tuple[str, str], window: str
 ) -> argparse.ArgumentParser:
     """``searchsync GROUP COMMAND --older-than DURATION``: a group (name, help) of one command
     (name, help); `window` helps ``--older-than``. Returns the command's parser."""
-    cmds = commands.add_parser(group[0], help=group[1]).add_subparsers(
-        dest=f"{group[0]}_command", required=True, metavar="COMMAND"
-    )
-    parser: argparse.ArgumentParser = cmds.add_parser(
+    parser: argparse.ArgumentParser = group(commands, *names).add_parser(
         command[0], parents=parents.data, help=command[1]
     )
     parser.add_argument(
@@ -67,8 +94,6 @@ def older_than_command(
     )
     return parser
 
-
-PLAN_ONLY: Final = "plan only, nothing changed: add --execute to act"  # stderr, no --execute
 
 TYPE_HELP: Final = "aggregate type (default: the only registered one)"
 
@@ -113,14 +138,22 @@ def _int_from(text: str, low: int) -> int:
     return value
 
 
-def ratio(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 0.5], got {text!r}") from None
-    if not 0.0 <= value <= 0.5:  # soft delete and restore each take this share
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 0.5], got {text!r}")
-    return value
+def fraction(high: float, expected: str) -> Callable[[str], float]:
+    """An argument type for a number from 0 to `high`; `expected` starts its error message."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = -1.0
+        if not 0.0 <= value <= high:
+            raise argparse.ArgumentTypeError(f"{expected}, got {text!r}")
+        return value
+
+    return parse
+
+
+ratio = fraction(0.5, "expected a number in [0, 0.5]")  # soft delete and restore each take this
 
 
 def reset_target(text: str) -> str | int | datetime:

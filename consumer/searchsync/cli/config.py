@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from searchsync.cli.args import Parents
+from searchsync.cli.args import Parents, group
 from searchsync.cli.output import err, out, print_json
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
@@ -19,9 +19,8 @@ from searchsync.runtime import Runtime
 
 
 def register(commands: Any, parents: Parents) -> None:
-    group = commands.add_parser("config", help="check the configuration")
-    config_cmds = group.add_subparsers(dest="config_command", required=True, metavar="COMMAND")
-    check = config_cmds.add_parser(
+    cmds = group(commands, "config", "check the configuration")
+    check = cmds.add_parser(
         "check", parents=parents.data, help="validate and print the settings (redacted)"
     )
     check.add_argument(

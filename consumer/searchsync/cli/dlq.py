@@ -8,7 +8,7 @@ from contextlib import closing
 from dataclasses import asdict
 from typing import Any
 
-from searchsync.cli.args import Parents, positive_int, utc_time
+from searchsync.cli.args import Parents, group, positive_int, utc_time
 from searchsync.cli.output import bytes_json, show
 from searchsync.config import Settings
 from searchsync.dlq.filter import DlqFilter
@@ -22,8 +22,7 @@ from searchsync.runtime import Runtime
 
 
 def register(commands: Any, parents: Parents) -> None:
-    group = commands.add_parser("dlq", help="inspect, summarise and replay dead letters")
-    cmds = group.add_subparsers(dest="dlq_command", required=True, metavar="COMMAND")
+    cmds = group(commands, "dlq", "inspect, summarise and replay dead letters")
     filters = argparse.ArgumentParser(add_help=False)
     filters.add_argument("--code", "--error-code", dest="error_code", metavar="CODE")
     filters.add_argument("--type", dest="aggregate_type", metavar="TYPE", help="aggregate type")

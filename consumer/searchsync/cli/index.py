@@ -4,19 +4,19 @@ work of `list`, `rollback` and `drop` is `searchsync.ops.indices`)."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import asdict
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from searchsync.cli.args import (
-    PLAN_ONLY,
     TYPE_HELP,
     Parents,
     chosen_type,
     chosen_types,
+    group,
     plan_or_execute,
+    run_in,
 )
 from searchsync.cli.output import err, show
 from searchsync.config import Settings
@@ -43,13 +43,10 @@ _MESSAGES = {
 
 
 def register(commands: Any, parents: Parents) -> None:
-    index = commands.add_parser("index", help="manage the Elasticsearch alias and index")
-    index_cmds = index.add_subparsers(dest="index_command", required=True, metavar="COMMAND")
+    cmds = group(commands, "index", "manage the Elasticsearch alias and index")
 
     def command(name: str, func: Callable[..., ExitCode], summary: str) -> argparse.ArgumentParser:
-        parser: argparse.ArgumentParser = index_cmds.add_parser(
-            name, parents=parents.data, help=summary
-        )
+        parser: argparse.ArgumentParser = cmds.add_parser(name, parents=parents.data, help=summary)
         parser.set_defaults(func=func)
         return parser
 
@@ -78,12 +75,7 @@ def _with_admin(
     **kwargs: P.kwargs,
 ) -> T:
     """``call(admin, *args, **kwargs)`` on the runtime's index admin."""
-
-    async def go() -> T:
-        async with runtime:
-            return await call(runtime.search().admin, *args, **kwargs)
-
-    return asyncio.run(go())
+    return run_in(runtime, lambda: call(runtime.search().admin, *args, **kwargs))
 
 
 async def _per_alias(
@@ -211,9 +203,8 @@ def cmd_index_drop(args: argparse.Namespace, settings: Settings, runtime: Runtim
         err(f"{index} not deleted")
         return ExitCode.FAILURE
     result = plan if args.dry_run else _with_admin(runtime, indices.drop, alias, index)
-    show(args.json, {**asdict(result), "message": result.message}, [result.message])
-    if result.dry_run and not args.json:
-        err(PLAN_ONLY)
+    document = {**asdict(result), "message": result.message}
+    show(args.json, document, [result.message], plan=result.dry_run)
     return ExitCode.OK
 
 

@@ -3,32 +3,36 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import getpass
 import socket
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
 
-from searchsync.cli.args import PLAN_ONLY, Parents, non_negative_int, plan_or_execute, reset_target
-from searchsync.cli.output import err, show
+from searchsync.cli.args import (
+    Parents,
+    group,
+    non_negative_int,
+    plan_or_execute,
+    reset_target,
+    with_tables,
+)
+from searchsync.cli.output import PLAN_ONLY, err, show
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
-from searchsync.mysql.gap_acks import GapAck
 from searchsync.ops import offsets
 from searchsync.ops.offsets import PartitionOffset
 from searchsync.runtime import Runtime
 
 
 def register(commands: Any, parents: Parents) -> None:
-    group = commands.add_parser("offsets", help="committed offsets of the consumer group")
-    offsets_cmds = group.add_subparsers(dest="offsets_command", required=True, metavar="COMMAND")
-    show = offsets_cmds.add_parser(
+    cmds = group(commands, "offsets", "committed offsets of the consumer group")
+    show = cmds.add_parser(
         "show", parents=parents.data, help="committed offset, high watermark and lag"
     )
     show.set_defaults(func=cmd_offsets_show)
-    reset = offsets_cmds.add_parser(
+    reset = cmds.add_parser(
         "reset", parents=parents.data, help="move the group's offsets (group must be idle)"
     )
     where = reset.add_mutually_exclusive_group(required=True)
@@ -89,16 +93,6 @@ def _reset_lines(report: offsets.ResetReport) -> Iterator[str]:
         )
 
 
-def _record(runtime: Runtime, acks: Sequence[GapAck]) -> None:
-    """Append the accepted gaps to ``search_offset_gap_ack`` (before any offset moves)."""
-
-    async def go() -> None:
-        async with runtime:
-            await (await runtime.tables()).gap_acks.record(acks)
-
-    asyncio.run(go())
-
-
 def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     target: offsets.ResetTarget = args.to
     if args.offset is not None:
@@ -113,7 +107,7 @@ def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, runtime: Run
         dry_run=args.dry_run,
         admin_factory=runtime.kafka.admin,
         accept_gap=f"{getpass.getuser()}@{socket.gethostname()}" if args.accept_gap else None,
-        record=lambda acks: _record(runtime, acks),
+        record=lambda acks: with_tables(runtime, lambda t: t.gap_acks.record(acks)),
     )
     group, members = report.group, report.active_members
     document = {

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
-from searchsync.cli.args import PLAN_ONLY, Parents, older_than_command, plan_or_execute
+from searchsync.cli.args import Parents, older_than_command, plan_or_execute, with_tables
 from searchsync.cli.output import err, show
 from searchsync.config import Settings
 from searchsync.duration import format_duration
 from searchsync.exit_codes import ExitCode
-from searchsync.ops.prune import PruneProgress, PruneReport, check_outbox_window, prune_outbox
+from searchsync.ops.prune import PruneProgress, check_outbox_window, prune_outbox
 from searchsync.runtime import Runtime
 
 
@@ -36,27 +35,24 @@ def cmd_outbox_prune(args: argparse.Namespace, settings: Settings, runtime: Runt
     check_outbox_window(settings.retention, args.older_than)  # before any service is touched
     now = datetime.now(UTC)
 
-    async def go() -> PruneReport:
-        async with runtime:
-            return await prune_outbox(
-                (await runtime.tables()).outbox,
-                runtime.connect,
-                settings.retention,
-                args.older_than,
-                now=now,
-                dry_run=args.dry_run,
-                progress=_progress,
-                published_only=settings.relay.enabled,
-            )
-
-    report = asyncio.run(go())
+    report = with_tables(
+        runtime,
+        lambda t: prune_outbox(
+            t.outbox,
+            runtime.connect,
+            settings.retention,
+            args.older_than,
+            now=now,
+            dry_run=args.dry_run,
+            progress=_progress,
+            published_only=settings.relay.enabled,
+        ),
+    )
     verb = "would delete" if report.dry_run else "deleted"
     line = (
         f"search_outbox: {verb} {report.deleted} rows created before "
         f"{report.created_before.isoformat()}Z (older than {format_duration(report.older_than)}) "
         f"in {report.batches} batches; {report.scanned} rows looked at"
     )
-    show(args.json, report.as_json(), [line])
-    if report.dry_run and not args.json:
-        err(PLAN_ONLY)
+    show(args.json, report.as_json(), [line], plan=report.dry_run)
     return ExitCode.OK

@@ -5,9 +5,11 @@ from __future__ import annotations
 import base64
 import sys
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 import orjson
+
+PLAN_ONLY: Final = "plan only, nothing changed: add --execute to act"  # stderr, no --execute
 
 
 def out(text: str) -> None:
@@ -18,13 +20,16 @@ def err(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def show(as_json: bool, document: Any, lines: Iterable[str]) -> None:
-    """With ``--json`` print `document`, otherwise each of `lines` (a generator runs only then)."""
+def show(as_json: bool, document: Any, lines: Iterable[str], *, plan: bool = False) -> None:
+    """With ``--json`` print `document`, otherwise each of `lines` (a generator runs only then)
+    and, for a `plan`, `PLAN_ONLY` on stderr."""
     if as_json:
         print_json(document)
         return
     for line in lines:
         out(line)
+    if plan:
+        err(PLAN_ONLY)
 
 
 def print_json(document: Any) -> None:

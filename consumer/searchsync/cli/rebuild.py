@@ -73,8 +73,7 @@ def cmd_rebuild(args: argparse.Namespace, settings: Settings, runtime: Runtime) 
     outcome = asyncio.run(run_rebuild(runtime, options, json_lines=args.json))
     if args.json:  # the last JSON line: the summary
         summary = {"event": "summary", **outcome.summary()}
-        sys.stdout.write(orjson.dumps(summary, default=str).decode() + "\n")
-        sys.stdout.flush()
+        out(orjson.dumps(summary, default=str).decode())
     else:
         if outcome.plan is not None:
             for key, value in outcome.plan.summary().items():

@@ -5,23 +5,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
-from searchsync.cli.args import Parents, positive_int
+from searchsync.cli.args import Parents, group, positive_int, with_tables
 from searchsync.cli.output import show
 from searchsync.cli.run import until_signalled
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
-from searchsync.relay.port import DeadRow, RelayStore
+from searchsync.relay.port import DeadRow
 from searchsync.runtime import Runtime
-
-T = TypeVar("T")
 
 
 def register(commands: Any, parents: Parents) -> None:
-    group = commands.add_parser("relay", help="publish the outbox without Kafka Connect")
-    cmds = group.add_subparsers(dest="relay_command", required=True, metavar="COMMAND")
+    cmds = group(commands, "relay", "publish the outbox without Kafka Connect")
     cmds.add_parser(
         "run", parents=[parents.common], help="run the relay until stopped"
     ).set_defaults(func=cmd_relay_run)
@@ -53,7 +49,7 @@ def cmd_relay_run(args: argparse.Namespace, settings: Settings, runtime: Runtime
 
 
 def cmd_relay_dead(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    rows = _with_store(runtime, lambda store: store.dead(args.limit))
+    rows = with_tables(runtime, lambda t: t.relay.dead(args.limit))
     _show(rows, args.json, f"{len(rows)} DEAD rows in {settings.relay.table}")
     return ExitCode.OK
 
@@ -61,11 +57,11 @@ def cmd_relay_dead(args: argparse.Namespace, settings: Settings, runtime: Runtim
 def cmd_relay_revive(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     ids = None if args.all else sorted(set(args.id))
     if not args.execute:
-        rows = _with_store(runtime, lambda store: store.dead(1_000_000))
+        rows = with_tables(runtime, lambda t: t.relay.dead(1_000_000))
         chosen = [r for r in rows if ids is None or r.id in ids]
         _show(chosen, args.json, f"would revive {len(chosen)} DEAD rows (pass --execute)")
         return ExitCode.OK
-    revived = _with_store(runtime, lambda store: store.revive(ids))
+    revived = with_tables(runtime, lambda t: t.relay.revive(ids))
     show(
         args.json, {"revived": revived}, [f"revived {revived} DEAD rows in {settings.relay.table}"]
     )
@@ -79,11 +75,3 @@ def _show(rows: list[DeadRow], as_json: bool, summary: str) -> None:
         for r in rows
     ]
     show(as_json, {"rows": [r.as_json() for r in rows]}, [*lines, summary])
-
-
-def _with_store(runtime: Runtime, use: Callable[[RelayStore], Awaitable[T]]) -> T:
-    async def go() -> T:
-        async with runtime:
-            return await use((await runtime.tables()).relay)
-
-    return asyncio.run(go())

@@ -1,9 +1,6 @@
-"""`searchsync repair`: the hash wheel that finds drift and heals it through the outbox.
-
-Progress goes to stderr; the summary (or ``--json``) to stdout. Exit 0 when every scanned bucket
-and sweep was read completely, 1 when one was interrupted or the live lag stopped the rotation.
-``--daemon`` serves its metrics on ``repair.metrics_port`` (0: none).
-"""
+"""`searchsync repair`: the hash wheel that finds drift and heals it through the outbox. Exit 0
+when every scanned bucket and sweep was read completely, 1 when one was interrupted or the live
+lag stopped the rotation; ``--daemon`` serves metrics on ``repair.metrics_port`` (0: none)."""
 
 from __future__ import annotations
 
@@ -12,7 +9,7 @@ import asyncio
 import json
 from typing import Any
 
-from searchsync.cli.args import Parents, chosen_types
+from searchsync.cli.args import Parents, chosen_types, fraction
 from searchsync.cli.output import err, out
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
@@ -40,22 +37,12 @@ def register(commands: Any, parents: Parents) -> None:
     )
     repair.add_argument(
         "--content-share",
-        type=_share,
+        type=fraction(1.0, "a share from 0 to 1"),
         metavar="X",
         help="share of buckets whose content is checked, 0..1 (default: 1 with --once,"
         " repair.content_share with --daemon)",
     )
     repair.set_defaults(func=cmd_repair)
-
-
-def _share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"a share from 0 to 1, got {text!r}")
-    return value
 
 
 def cmd_repair(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:

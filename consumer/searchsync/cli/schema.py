@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from searchsync.cli.args import Parents, positive_int
+from searchsync.cli.args import Parents, group, positive_int
 from searchsync.cli.output import out, print_json
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest
@@ -28,8 +28,7 @@ _CREDENTIALS = Credentials()
 
 
 def register(commands: Any, parents: Parents) -> None:
-    group = commands.add_parser("schema", help="print the MySQL schema, grants and connector")
-    cmds = group.add_subparsers(dest="schema_command", required=True, metavar="COMMAND")
+    cmds = group(commands, "schema", "print the MySQL schema, grants and connector")
     cmds.add_parser(
         "sql", parents=[parents.common], help="searchsync's own tables (every migration, in order)"
     ).set_defaults(func=cmd_sql)

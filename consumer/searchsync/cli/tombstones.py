@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
 from searchsync.cli.args import (
-    PLAN_ONLY,
     Parents,
     chosen_types,
     older_than_command,
     plan_or_execute,
+    run_in,
 )
 from searchsync.cli.output import err, show
 from searchsync.config import Settings
@@ -47,27 +46,24 @@ def cmd_tombstones_purge(
     now = datetime.now(UTC)
 
     async def go() -> list[PurgeReport]:
-        async with runtime:
-            search = runtime.search()
-            return [
-                await purge_tombstones(
-                    search.tombstones,
-                    search.admin,
-                    settings.alias(t),
-                    settings.retention,
-                    args.older_than,
-                    now=now,
-                    dry_run=args.dry_run,
-                    progress=_progress,
-                )
-                for t in types
-            ]
+        search = runtime.search()
+        return [
+            await purge_tombstones(
+                search.tombstones,
+                search.admin,
+                settings.alias(t),
+                settings.retention,
+                args.older_than,
+                now=now,
+                dry_run=args.dry_run,
+                progress=_progress,
+            )
+            for t in types
+        ]
 
-    reports = asyncio.run(go())
+    reports = run_in(runtime, go)
     document = {"dry_run": args.dry_run, "results": [r.as_json() for r in reports]}
-    show(args.json, document, map(_summary, reports))
-    if args.dry_run and not args.json:
-        err(PLAN_ONLY)
+    show(args.json, document, map(_summary, reports), plan=args.dry_run)
     return ExitCode.FAILURE if any(r.failed for r in reports) else ExitCode.OK
 
 

@@ -1,20 +1,17 @@
-"""`searchsync wait`: read-your-writes from a shell (library: `searchsync.read`).
-
-Exit 0 when the document reached the revision (indexed, or with ``--searchable`` searchable),
-1 when the timeout passed first; either way the last revision seen is printed.
-"""
+"""`searchsync wait`: read-your-writes from a shell (library: `searchsync.read`). Exit 0 when the
+document reached the revision (indexed, or with ``--searchable`` searchable), 1 when the timeout
+passed first; either way the last revision seen is printed."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 from typing import Any
 
-from searchsync.cli.args import TYPE_HELP, Parents, chosen_type, positive_int
+from searchsync.cli.args import TYPE_HELP, Parents, chosen_type, positive_int, run_in
 from searchsync.cli.output import show
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
-from searchsync.read import Until, WaitResult, wait_for_revision
+from searchsync.read import Until, wait_for_revision
 from searchsync.runtime import Runtime
 
 
@@ -53,17 +50,16 @@ def _seconds(text: str) -> float:
 def cmd_wait(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     aggregate_type = chosen_type(runtime, args.type)
 
-    async def go() -> WaitResult:
-        async with runtime:
-            return await wait_for_revision(
-                runtime.search().searcher,
-                settings.alias(aggregate_type),
-                args.doc_id,
-                args.revision,
-                until=Until.SEARCHABLE if args.searchable else Until.INDEXED,
-                timeout_s=args.timeout,
-            )
-
-    result = asyncio.run(go())
+    result = run_in(
+        runtime,
+        lambda: wait_for_revision(
+            runtime.search().searcher,
+            settings.alias(aggregate_type),
+            args.doc_id,
+            args.revision,
+            until=Until.SEARCHABLE if args.searchable else Until.INDEXED,
+            timeout_s=args.timeout,
+        ),
+    )
     show(args.json, result.as_json(), [result.message])
     return ExitCode.OK if result.reached else ExitCode.FAILURE

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from searchsync import naming
 from searchsync.config._core import (
@@ -135,7 +135,7 @@ class Settings:
 
 # Each section's dataclass, in `Settings`' field order, and the readers other than `read_fields`.
 _SECTIONS: Final[Mapping[str, type]] = MappingProxyType(
-    {f.name: type(getattr(Settings(), f.name)) for f in dataclasses.fields(Settings)}
+    {f.name: cast(type, f.default_factory) for f in dataclasses.fields(Settings)}
 )
 _READERS: Final[Mapping[str, Callable[[_Section], object]]] = MappingProxyType(
     {

@@ -3,7 +3,11 @@ state as last read, and the REBUILD events this member appended."""
 
 from __future__ import annotations
 
+from typing import Final
+
 from prometheus_client import CollectorRegistry, Counter, Gauge
+
+FANOUT_FAMILIES: Final = ("searchsync_fanout_jobs", "searchsync_fanout_rebuilds")
 
 
 class FanoutMetrics:

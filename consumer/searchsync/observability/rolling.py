@@ -88,6 +88,11 @@ _RATES: Final = (
     ("es_bulk_item_429_rate", "429"),
     ("es_mapping_error_rate", "mapping_error"),
 )
+_QUANTILES: Final = (50, 95, 99)
+ROLLING_NAMES: Final = (
+    *(name for name, _ in _RATES),
+    *(f"es_write_latency_p{q}" for q in _QUANTILES),
+)
 
 
 def register_rolling(
@@ -102,7 +107,7 @@ def register_rolling(
             name, f"Share of {kind} among the last {windows[0]} bulk items", registry=registry
         )
         gauge.set_function(lambda kind=kind: items.rate(kind))  # type: ignore[misc]
-    for q in (50, 95, 99):
+    for q in _QUANTILES:
         gauge = Gauge(
             f"es_write_latency_p{q}",
             f"p{q} bulk latency (seconds) over the last {windows[1]} requests",

@@ -29,7 +29,6 @@ from searchsync.config._core import (
     SearchSettings,
     _elasticsearch,
     _mysql,
-    _projection,
 )
 from searchsync.config._kafka import KafkaSettings, _kafka
 from searchsync.config._ops import (
@@ -42,7 +41,6 @@ from searchsync.config._ops import (
 )
 from searchsync.config._reader import (
     ENV_PREFIX,
-    LibrdkafkaValue,
     _plain,
     _Section,
     read_fields,
@@ -57,24 +55,16 @@ from searchsync.config._workers import (
 from searchsync.errors import ConfigError
 
 __all__ = [
-    "ENV_PREFIX",
     "PROJECTION_ENTRY_FORM",
-    "CanarySettings",
     "ConnectSettings",
     "ElasticsearchSettings",
-    "ExporterSettings",
     "FanoutSettings",
     "KafkaSettings",
-    "LibrdkafkaValue",
     "MysqlSettings",
-    "ObservabilitySettings",
     "PipelineSettings",
     "ProjectionSettings",
-    "RebuildSettings",
     "RelaySettings",
-    "RepairSettings",
     "RetentionSettings",
-    "SearchSettings",
     "Secret",
     "Settings",
     "load_settings",
@@ -142,7 +132,6 @@ _READERS: Final[Mapping[str, Callable[[_Section], object]]] = MappingProxyType(
         "kafka": _kafka,
         "mysql": _mysql,
         "elasticsearch": _elasticsearch,
-        "projection": _projection,
         "rebuild": _rebuild,
         "retention": _retention,
     }

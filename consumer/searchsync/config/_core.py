@@ -118,12 +118,22 @@ class ObservabilitySettings:
     severe_lag_s: float = setting(300.0, number(0.0, 86_400.0 * 7, lo_open=True))
 
 
+def _modules(r: _Section, key: str) -> tuple[str, ...]:
+    modules = r.string_list(
+        key, lambda item: bool(_PROJECTION_ENTRY.fullmatch(item)), PROJECTION_ENTRY_FORM
+    )
+    repeated = sorted({m for m in modules if modules.count(m) > 1})
+    if repeated:
+        raise ConfigError(r.key(key), "each entry once", repeated[0])
+    return modules
+
+
 @dataclass(frozen=True, slots=True)
 class ProjectionSettings:
     """Where the projectors come from: the whole set, one entry each in `PROJECTION_ENTRY_FORM`
     (docs/consumer.md, "Adding an aggregate type")."""
 
-    modules: tuple[str, ...] = ("searchsync.projection.wiki_page",)
+    modules: tuple[str, ...] = setting(("searchsync.projection.wiki_page",), _modules)
 
 
 _MYSQL_SSL_MODES: Final = ("disabled", "verify_ca", "verify_identity")
@@ -161,13 +171,3 @@ def _elasticsearch(r: _Section) -> ElasticsearchSettings:
     return read_fields(
         r, ElasticsearchSettings, api_key=api_key, username=username, password=password
     )
-
-
-def _projection(r: _Section) -> ProjectionSettings:
-    modules = r.string_list(
-        "modules", lambda item: bool(_PROJECTION_ENTRY.fullmatch(item)), PROJECTION_ENTRY_FORM
-    )
-    repeated = sorted({m for m in modules if modules.count(m) > 1})
-    if repeated:
-        raise ConfigError(r.key("modules"), "each entry once", repeated[0])
-    return ProjectionSettings(modules=modules)

@@ -15,6 +15,11 @@ from searchsync.config._reader import (
     _is_topic,
     _refuse_unless,
     _Section,
+    integer,
+    number,
+    one_of,
+    read_fields,
+    setting,
 )
 from searchsync.config._secrets import MASK, SENSITIVE_KEY, Secret
 from searchsync.errors import ConfigError
@@ -51,6 +56,33 @@ def _is_host_port(item: str) -> bool:
     return match is not None and 1 <= int(match["port"]) <= 65_535
 
 
+def _librdkafka(r: _Section, key: str) -> Mapping[str, LibrdkafkaValue | Secret]:
+    """A TOML table, or a JSON object in the environment, of extra librdkafka settings."""
+    value, from_env = r._raw(key)
+    expected = "a table of librdkafka settings (string, integer, float or bool values)"
+    if from_env and isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise ConfigError(r.key(key), f"{expected} as a JSON object", MASK) from None
+    if not isinstance(value, Mapping):
+        raise ConfigError(r.key(key), expected, type(value).__name__)
+    checked: dict[str, LibrdkafkaValue | Secret] = {}
+    for name, item in value.items():
+        dotted = f"{r.key(key)}.{name}"
+        if not isinstance(name, str) or not _LIBRDKAFKA_KEY.fullmatch(name):
+            raise ConfigError(dotted, "a librdkafka property name like 'socket.timeout.ms'", name)
+        if name in _RESERVED_KAFKA:
+            raise ConfigError(dotted, "a setting searchsync does not own itself", name)
+        if name in TYPED_KAFKA:
+            raise ConfigError(dotted, f"kafka.{TYPED_KAFKA[name]} instead", name)
+        if not isinstance(item, str | int | float | bool):
+            raise ConfigError(dotted, expected, type(item).__name__)
+        # a credential stays wrapped until a client is built (KafkaSettings.client_config)
+        checked[name] = Secret(str(item)) if SENSITIVE_KEY.search(name) else item
+    return MappingProxyType(checked)
+
+
 @dataclass(frozen=True, slots=True)
 class KafkaSettings:
     """Where to read events and where dead letters go. Setting `topic_regex` empties `topics`;
@@ -62,12 +94,16 @@ class KafkaSettings:
     topic_regex: str | None = None
     dlq_topic: str = "searchsync.dlq"
     # how long a silent member keeps its partitions (>= the broker's 6 s minimum)
-    session_timeout_ms: int = 10_000
-    max_poll_interval_ms: int = 300_000
-    poll_timeout_s: float = 0.1
-    poll_batch_size: int = 500
-    auto_offset_reset: str = "earliest"
-    extra: Mapping[str, LibrdkafkaValue | Secret] = field(default_factory=_empty_mapping)
+    session_timeout_ms: int = setting(10_000, integer(1_000, 3_600_000))
+    max_poll_interval_ms: int = setting(
+        300_000, integer(1_000, 86_400_000), above="session_timeout_ms"
+    )
+    poll_timeout_s: float = setting(0.1, number(0.0, 60.0, lo_open=True))
+    poll_batch_size: int = setting(500, integer(1, 100_000))
+    auto_offset_reset: str = setting("earliest", one_of(("earliest", "latest")))
+    extra: Mapping[str, LibrdkafkaValue | Secret] = field(
+        default_factory=_empty_mapping, metadata={"read": _librdkafka}
+    )
     security_protocol: str = "plaintext"
     sasl_mechanism: str | None = None
     sasl_username: str | None = None
@@ -89,18 +125,9 @@ class KafkaSettings:
             k: v.reveal() if isinstance(v, Secret) else v for k, v in self.extra.items()
         }
         config["bootstrap.servers"] = self.bootstrap_servers
-        config["security.protocol"] = self.security_protocol
-        optional: dict[str, str | Secret | None] = {
-            "sasl.mechanism": self.sasl_mechanism,
-            "sasl.username": self.sasl_username,
-            "sasl.password": self.sasl_password,
-            "ssl.ca.location": self.ssl_ca_location,
-            "ssl.certificate.location": self.ssl_certificate_location,
-            "ssl.key.location": self.ssl_key_location,
-            "ssl.key.password": self.ssl_key_password,
-        }
-        for name, value in optional.items():
-            if value is not None:
+        for name, key in TYPED_KAFKA.items():  # security.protocol, SASL and TLS when set
+            value = getattr(self, key)
+            if value is not None and name != "sasl.mechanisms":
                 config[name] = value.reveal() if isinstance(value, Secret) else value
         return config
 
@@ -136,47 +163,43 @@ def _kafka(r: _Section) -> KafkaSettings:
         raise ConfigError(
             r.key("dlq_topic"), "a topic the consumer does not read itself", dlq_topic
         )
-    session = r.integer("session_timeout_ms", 1_000, 3_600_000)
-    max_poll = r.integer("max_poll_interval_ms", 1_000, 86_400_000)
-    r.ordered("session_timeout_ms", session, "max_poll_interval_ms", max_poll)
-    return KafkaSettings(
+    return read_fields(
+        r,
+        KafkaSettings,
         bootstrap_servers=",".join(item.strip() for item in servers.split(",")),
         group_id=group_id,
         topics=topics,
         topic_regex=topic_regex,
         dlq_topic=dlq_topic,
-        session_timeout_ms=session,
-        max_poll_interval_ms=max_poll,
-        poll_timeout_s=r.number("poll_timeout_s", 0.0, 60.0, lo_open=True),
-        poll_batch_size=r.integer("poll_batch_size", 1, 100_000),
-        auto_offset_reset=r.choice("auto_offset_reset", ("earliest", "latest")),
-        extra=_librdkafka(r, "extra"),
         **_kafka_security(r),
     )
 
 
 _KAFKA_PROTOCOLS: Final = ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
 _SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_SASL: Final = ("sasl_mechanism", "sasl_username", "sasl_password")
+_TLS: Final = (
+    "ssl_ca_location",
+    "ssl_certificate_location",
+    "ssl_key_location",
+    "ssl_key_password",
+)
 
 
 def _kafka_security(r: _Section) -> dict[str, Any]:
     """security_protocol, SASL and TLS: each setting only where its protocol uses it."""
     protocol = r.choice("security_protocol", _KAFKA_PROTOCOLS, lower=True)
-    sasl = protocol.startswith("sasl_")
-    tls = protocol in ("ssl", "sasl_ssl")
-    out: dict[str, Any] = {"security_protocol": protocol}
-    if sasl:
+    out: dict[str, Any] = dict.fromkeys(_SASL + _TLS) | {"security_protocol": protocol}
+    if protocol.startswith("sasl_"):
         out["sasl_mechanism"] = r.choice("sasl_mechanism", _SASL_MECHANISMS, upper=True)
         out["sasl_username"] = r.string("sasl_username")
-        password = r.optional_secret("sasl_password")
-        if password is None:
+        out["sasl_password"] = r.optional_secret("sasl_password")
+        if out["sasl_password"] is None:
             raise ConfigError(r.key("sasl_password"), f"a password ({protocol})", None)
-        out["sasl_password"] = password
     else:
-        _refuse_unless(r, ("sasl_mechanism", "sasl_username", "sasl_password"), "sasl_*")
-    names = ("ssl_ca_location", "ssl_certificate_location", "ssl_key_location")
-    if tls:
-        for name in names:
+        _refuse_unless(r, _SASL, "sasl_*")
+    if protocol in ("ssl", "sasl_ssl"):
+        for name in _TLS[:3]:
             out[name] = r.optional_file(name)
         out["ssl_key_password"] = r.optional_secret("ssl_key_password")
         if (out["ssl_certificate_location"] is None) != (out["ssl_key_location"] is None):
@@ -186,32 +209,5 @@ def _kafka_security(r: _Section) -> dict[str, Any]:
         if out["ssl_key_password"] is not None and out["ssl_key_location"] is None:
             raise ConfigError(r.key("ssl_key_password"), "set with kafka.ssl_key_location", None)
     else:
-        _refuse_unless(r, (*names, "ssl_key_password"), "ssl or sasl_ssl")
+        _refuse_unless(r, _TLS, "ssl or sasl_ssl")
     return out
-
-
-def _librdkafka(r: _Section, key: str) -> Mapping[str, LibrdkafkaValue | Secret]:
-    """A TOML table, or a JSON object in the environment, of extra librdkafka settings."""
-    value, from_env = r._raw(key)
-    expected = "a table of librdkafka settings (string, integer, float or bool values)"
-    if from_env and isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            raise ConfigError(r.key(key), f"{expected} as a JSON object", MASK) from None
-    if not isinstance(value, Mapping):
-        raise ConfigError(r.key(key), expected, type(value).__name__)
-    checked: dict[str, LibrdkafkaValue | Secret] = {}
-    for name, item in value.items():
-        dotted = f"{r.key(key)}.{name}"
-        if not isinstance(name, str) or not _LIBRDKAFKA_KEY.fullmatch(name):
-            raise ConfigError(dotted, "a librdkafka property name like 'socket.timeout.ms'", name)
-        if name in _RESERVED_KAFKA:
-            raise ConfigError(dotted, "a setting searchsync does not own itself", name)
-        if name in TYPED_KAFKA:
-            raise ConfigError(dotted, f"kafka.{TYPED_KAFKA[name]} instead", name)
-        if not isinstance(item, str | int | float | bool):
-            raise ConfigError(dotted, expected, type(item).__name__)
-        # a credential stays wrapped until a client is built (KafkaSettings.client_config)
-        checked[name] = Secret(str(item)) if SENSITIVE_KEY.search(name) else item
-    return MappingProxyType(checked)

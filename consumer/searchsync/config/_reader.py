@@ -163,14 +163,6 @@ class _Section:
             return None
         return self.secret(key)
 
-    def ordered(
-        self, low_key: str, low: float, high_key: str, high: float, *, strict: bool = False
-    ) -> None:
-        """`high` (the value of `high_key`) must be at least, or `strict`ly more than, `low`."""
-        if high < low or (strict and high == low):
-            bound = "more than" if strict else ">="
-            raise ConfigError(self.key(high_key), f"{bound} {self.key(low_key)} ({low})", high)
-
     def topic_template(self, key: str) -> str:
         """A topic name with ``{type}`` in it, for the topic of each aggregate type."""
         template = self.string(key, form="a topic name with {type}")
@@ -212,15 +204,16 @@ def setting(default: Any, read: Read, *, above: str = "", strict: bool = False) 
 
 def read_fields(r: _Section, cls: type[_T], **read: Any) -> _T:
     """`cls` with the values of `read`, and every other field read as its `setting` says; then
-    each field's `above` bound checked (`_Section.ordered`)."""
+    each field's `above` bound checked: at least (`strict`ly: more than) the field it names."""
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]
     for f in fields:
         if f.name not in read:
             read[f.name] = f.metadata["read"](r, f.name)
     for f in fields:
-        if f.metadata.get("above"):
-            low = f.metadata["above"]
-            r.ordered(low, read[low], f.name, read[f.name], strict=f.metadata["strict"])
+        low, high, strict = f.metadata.get("above"), read[f.name], f.metadata.get("strict")
+        if low and (high < read[low] or (strict and high == read[low])):
+            bound = "more than" if strict else ">="
+            raise ConfigError(r.key(f.name), f"{bound} {r.key(low)} ({read[low]})", high)
     return cls(**read)
 
 

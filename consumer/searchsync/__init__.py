@@ -3,6 +3,8 @@
 The public surface is small on purpose; everything else lives in private modules.
 """
 
+from importlib.metadata import PackageNotFoundError, version
+
 from searchsync.errors import (
     ConfigError,
     DlqBudgetExceeded,
@@ -12,7 +14,11 @@ from searchsync.errors import (
     TransientError,
 )
 from searchsync.types import Key, Operation, Position, ThinEvent
-from searchsync.version import __version__
+
+try:
+    __version__ = version("searchsync")  # the installed distribution's (``searchsync --version``)
+except PackageNotFoundError:  # a source tree on sys.path without an install
+    __version__ = "0+unknown"
 
 __all__ = [
     "ConfigError",

@@ -140,7 +140,7 @@ async def run_consumer(
             watching = asyncio.create_task(watch.run(stop))
             stack.push_async_callback(_cancelled, watching)
         if settings.fanout.enabled and referenced_types(registry) and not write_targets:
-            worker = FanoutWorker(tables.fanout, registry, settings.fanout, metrics=metrics.fanout)
+            worker = FanoutWorker(tables.fanout, registry, settings.fanout, metrics=metrics)
             stack.push_async_callback(_cancelled, asyncio.create_task(worker.run(stop)))
         try:
             await pipeline.run(intake, stop, drain_deadline_s=p.shutdown_deadline_s)

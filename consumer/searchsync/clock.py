@@ -28,10 +28,6 @@ class Deadline:
         self._clock = clock
         self._at = clock() + seconds
 
-    @property
-    def at(self) -> float:
-        return self._at
-
     def remaining(self) -> float:
         """Seconds left, never below zero."""
         return max(0.0, self._at - self._clock())

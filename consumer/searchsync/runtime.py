@@ -1,6 +1,6 @@
 """One wiring: the shared resources of one process, and the consumer, the rebuilder and the repair
-wheel built from them. `Runtime.open(settings)` opens the pool and search client on first use and
-closes them when its ``async with`` ends; `Runtime.on(settings, ports)` uses given ports."""
+wheel built from them. `Runtime(settings)` opens the pool and search client on first use and
+closes them when its ``async with`` ends; `Runtime(settings, ports)` uses given ports."""
 
 from __future__ import annotations
 
@@ -39,21 +39,13 @@ log = logging.getLogger(__name__)
 class Runtime:
     """The ports of one process (opened lazily, or given) and the parts built on them."""
 
-    def __init__(self, settings: Settings, ports: Ports | None) -> None:
+    def __init__(self, settings: Settings, ports: Ports | None = None) -> None:
         self.settings = settings
         self._given = ports
         self._stack = AsyncExitStack()
         self._tables: Tables | None = None
         self._search: Search | None = None
         self._opening = asyncio.Lock()
-
-    @classmethod
-    def open(cls, settings: Settings) -> Runtime:
-        return cls(settings, None)
-
-    @classmethod
-    def on(cls, settings: Settings, ports: Ports) -> Runtime:
-        return cls(settings, ports)
 
     async def __aenter__(self) -> Runtime:
         return self
@@ -210,7 +202,7 @@ async def run_consumer(
     write_targets: Mapping[str, str] | None = None,
 ) -> ExitCode:
     """A consumer of ``settings`` on a runtime of its own, until `stop` is set."""
-    async with Runtime.open(settings) as runtime:
+    async with Runtime(settings) as runtime:
         return await runtime.run_consumer(
             stop or asyncio.Event(), metrics=metrics, write_targets=write_targets
         )

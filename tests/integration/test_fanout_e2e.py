@@ -186,7 +186,7 @@ async def test_a_rebuild_during_a_fanout_loses_no_rename(
     loose = replace(consumer.settings.rebuild, max_query_diff_rate=1.0, max_sample_mismatches=100)
     settings = replace(consumer.settings, rebuild=loose)
     rebuild = asyncio.create_task(
-        run_rebuild(Runtime.open(settings), RebuildOptions("article"), json_lines=True)
+        run_rebuild(Runtime(settings), RebuildOptions("article"), json_lines=True)
     )
     await asyncio.sleep(0.5)
     await author_write(app_pool, eve, "eve three")  # a rename during the rebuild too

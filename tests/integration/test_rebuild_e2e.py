@@ -156,9 +156,7 @@ async def test_rebuild_under_load_swaps_without_failed_searches(
             deletes(),
         )
         searcher = asyncio.create_task(search_forever())
-        outcome = await run_rebuild(
-            Runtime.open(settings), RebuildOptions("wiki_page"), json_lines=True
-        )
+        outcome = await run_rebuild(Runtime(settings), RebuildOptions("wiki_page"), json_lines=True)
         report, _, _ = await load
         stop_search.set()
         await searcher

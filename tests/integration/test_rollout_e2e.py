@@ -110,7 +110,7 @@ async def test_a_schema_changing_rebuild_fences_the_old_consumer_and_a_rollback_
     new_settings = load_settings(
         {**env, "SEARCHSYNC_PROJECTION_MODULES": "tests.integration.projector_v3"}
     )
-    assert Runtime.open(new_settings).registry.get("wiki_page").schema_version == OLD + 1
+    assert Runtime(new_settings).registry.get("wiki_page").schema_version == OLD + 1
     alias = settings.alias("wiki_page")
     v1, v2 = f"{alias}_v1", f"{alias}_v2"
     writer = PageWriter(app_pool)
@@ -149,7 +149,7 @@ async def test_a_schema_changing_rebuild_fences_the_old_consumer_and_a_rollback_
             keep_writing(),
         )
         outcome = await run_rebuild(
-            Runtime.open(new_settings),
+            Runtime(new_settings),
             RebuildOptions("wiki_page", wait_for_live=False),
             json_lines=True,
         )

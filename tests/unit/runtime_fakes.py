@@ -43,7 +43,7 @@ def search_of(**given: Any) -> Search:
 
 
 class FakeRuntime(Runtime):
-    """`Runtime.on` that counts how often it was closed; `consumer` stands in for the
+    """A `Runtime` on given ports that counts how often it was closed; `consumer` stands in for the
     pipeline in `run_consumer` when given."""
 
     def __init__(self, settings: Settings, ports: Ports, consumer: RunConsumer | None) -> None:

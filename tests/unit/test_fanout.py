@@ -115,7 +115,7 @@ async def test_the_worker_appends_one_rebuild_per_dependent_and_finishes() -> No
     dependents_of(store, "au2", ["other"])
     await store.record([FanoutTarget("author", "au1", "article", "author", 2)])
     metrics = Metrics()
-    worker = FanoutWorker(store, registry(), SETTINGS, metrics=metrics.fanout, owner="w")
+    worker = FanoutWorker(store, registry(), SETTINGS, metrics=metrics, owner="w")
     assert await worker.drain() == 1
     assert store.events == [("article", i, 3) for i in ids]
     stats = await store.stats(["author"])

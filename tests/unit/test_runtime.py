@@ -1,5 +1,5 @@
-"""The runtime: the rebuilder and the repair wheel built on fakes (`Runtime.on`), and the real
-runtime opening nothing before a part asks for it (`Runtime.open`)."""
+"""The runtime: the rebuilder and the repair wheel built on fakes (`Runtime(settings, ports)`),
+and the real runtime opening nothing before a part asks for it (`Runtime(settings)`)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ async def test_the_rebuilder_on_fakes_plans_a_dry_run() -> None:
         replay_ledger=FakeReplayLedger(),
         kafka=KafkaClients(admin=lambda config: w.kafka),
     )
-    async with Runtime.on(w.settings, ports) as runtime:
+    async with Runtime(w.settings, ports) as runtime:
         rebuilder = await runtime.rebuilder(metrics=w.metrics, progress=Progress(stream=w.out))
         outcome = await rebuilder.run(RebuildOptions(TYPE, dry_run=True))
     assert outcome.ok and outcome.plan is not None
@@ -56,7 +56,7 @@ async def test_the_repair_wheel_on_fakes_finds_and_heals_a_missing_document() ->
     env = {"SEARCHSYNC_REPAIR_SETTLE_S": "0", "SEARCHSYNC_REPAIR_BUCKET_COUNT": "2"}
     settings = load_settings(env)
     truth, outbox, index = PageTruth(), FakeOutbox(), InMemoryIndex()
-    runtime = Runtime.on(settings, _repair_ports(truth, outbox, index))
+    runtime = Runtime(settings, _repair_ports(truth, outbox, index))
     projector = runtime.registry.get("wiki_page")
     truth.put_page(page_row("here", 2))
     truth.put_page(page_row("missing", 2))
@@ -79,7 +79,7 @@ async def test_the_real_runtime_connects_only_when_a_part_asks() -> None:
     settings = load_settings(
         {"SEARCHSYNC_MYSQL_HOST": "127.0.0.1", "SEARCHSYNC_MYSQL_PORT": "1"}  # nothing listens
     )
-    async with Runtime.open(settings) as runtime:
+    async with Runtime(settings) as runtime:
         search = runtime.search()  # a client, not a connection
         assert runtime.search() is search
         assert runtime.registry.types() == ("wiki_page",)

@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from searchsync import __version__
 from searchsync.cli import (
     config,
     dlq,
@@ -34,7 +35,6 @@ from searchsync.errors import ConfigError, DlqBudgetExceeded, InvalidRequest, Se
 from searchsync.exit_codes import ExitCode
 from searchsync.runtime import Runtime
 from searchsync.search.client import describe_auth_error
-from searchsync.version import __version__
 
 _GROUPS = (
     run,
@@ -56,7 +56,7 @@ _GROUPS = (
 
 
 def main(
-    argv: Sequence[str] | None = None, *, runtime: Callable[[Settings], Runtime] = Runtime.open
+    argv: Sequence[str] | None = None, *, runtime: Callable[[Settings], Runtime] = Runtime
 ) -> int:
     """Run one command and return its exit code; `runtime` makes the command's services from the
     Settings (tests: fakes)."""

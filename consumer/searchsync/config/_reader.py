@@ -87,12 +87,7 @@ class _Section:
         return value
 
     def optional_string(self, key: str) -> str | None:
-        value, _ = self._raw(key)
-        if value is None:
-            return None
-        if not isinstance(value, str) or not value.strip():
-            raise ConfigError(self.key(key), "a non-empty string", value)
-        return value.strip()
+        return None if self._raw(key)[0] is None else self.string(key)
 
     def choice(
         self, key: str, choices: tuple[str, ...], *, upper: bool = False, lower: bool = False

@@ -14,7 +14,6 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import generate_latest
 
 from searchsync.errors import ErrorCode
-from searchsync.observability.fanout_metrics import FanoutMetrics
 from searchsync.observability.names import (
     BUCKETS,
     EVENT_RESULTS,
@@ -61,7 +60,6 @@ class Metrics:
         self._children: dict[tuple[str, ...], Any] = {}
         self._item_kinds: dict[tuple[str, ErrorCode | None], str] = {}
         register_rolling(r, self.items, self.latencies, (item_window, latency_window))
-        self.fanout = FanoutMetrics(r)  # the fan-out worker's (searchsync.ops.fanout)
 
     def _child(self, name: str, *labels: str) -> Any:
         child = self._children.get((name, *labels))
@@ -179,6 +177,13 @@ class Metrics:
 
     def revision_lag(self, aggregate_type: str, lag: int) -> None:
         self._child("projection_revision_lag", aggregate_type).set(lag)
+
+    def fanout_jobs(self, *, pending: int, done: int) -> None:
+        self._m["searchsync_fanout_jobs"].labels("pending").set(pending)
+        self._m["searchsync_fanout_jobs"].labels("done").set(done)
+
+    def fanout_appended(self, n: int) -> None:
+        self._m["searchsync_fanout_rebuilds"].inc(n)
 
     def render(self) -> bytes:
         """The text exposition format of every metric (what GET /metrics returns)."""

@@ -8,7 +8,6 @@ from typing import Final
 from prometheus_client import Counter, Gauge, Histogram
 
 from searchsync.errors import ErrorCode
-from searchsync.observability.fanout_metrics import FANOUT_FAMILIES
 from searchsync.observability.rolling import ROLLING_NAMES
 
 ITEM_KINDS: Final = ("success", "429", "5xx", "mapping_error", "version_conflict", "other")
@@ -108,6 +107,13 @@ FAMILIES: Final[dict[str, tuple[type, str, str]]] = {
         "Newest announced revision minus indexed revision (last observed)",
         "aggregate_type",
     ),
+    # the fan-out worker's (docs/design.md, "Fan-out"): jobs by state as last read
+    "searchsync_fanout_jobs": (Gauge, "Fan-out jobs by state", "state"),
+    "searchsync_fanout_rebuilds": (
+        Counter,
+        "REBUILD events appended for the dependents of a changed referenced aggregate",
+        "",
+    ),
 }
 BUCKETS: Final = {
     "es_write_latency_seconds": _BULK_BUCKETS,
@@ -121,7 +127,7 @@ ITEM_COUNTERS: Final = {
     "5xx": "es_bulk_item_5xx",
 }
 
-METRIC_NAMES: Final = (*FAMILIES, *FANOUT_FAMILIES, *ROLLING_NAMES)
+METRIC_NAMES: Final = (*FAMILIES, *ROLLING_NAMES)
 """Every metric family `Metrics` registers (before prometheus-client's suffixes)."""
 
 

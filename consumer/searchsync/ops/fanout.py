@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from searchsync.config import FanoutSettings
 from searchsync.errors import TransientError
 from searchsync.mysql.fanout import FanoutJob, FanoutStore
-from searchsync.observability.fanout_metrics import FanoutMetrics
+from searchsync.observability.metrics import Metrics
 from searchsync.projection import Child, ProjectorRegistry, through_child
 from searchsync.projection.references import dependents, referenced_types, routes
 
@@ -38,7 +38,7 @@ class FanoutWorker:
         registry: ProjectorRegistry,
         settings: FanoutSettings,
         *,
-        metrics: FanoutMetrics | None = None,
+        metrics: Metrics | None = None,
         owner: str | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
@@ -105,7 +105,7 @@ class FanoutWorker:
                 return True
             self.appended += len(page)
             if self._metrics is not None:
-                self._metrics.appended(len(page))
+                self._metrics.fanout_appended(len(page))
             if current.appended - logged >= self._s.progress_every:
                 logged = current.appended
                 per_s = round(logged / max(1e-9, self._clock() - started), 1)
@@ -136,7 +136,7 @@ class FanoutWorker:
             return
         self._stats_at = now + 10 * self._s.poll_interval_s
         stats = await self._store.stats(referenced_types(self._registry))
-        self._metrics.jobs(pending=stats.pending, done=stats.done)
+        self._metrics.fanout_jobs(pending=stats.pending, done=stats.done)
 
 
 def _log(level: int, message: str, job: FanoutJob, **extra: float) -> None:

@@ -73,9 +73,9 @@ def decode(value: bytes | None, *, max_bytes: int, known_types: Collection[str])
             ErrorCode.TOO_LARGE, f"{len(value)} bytes exceeds the limit of {max_bytes}"
         )
     if value[:1] == CONFLUENT_MAGIC:
-        fields = _decode_confluent(value)
+        fields = _read_avro(value, AvroFraming.CONFLUENT)
     elif value[:2] == SINGLE_OBJECT_MAGIC:
-        fields = _decode_single_object(value)
+        fields = _read_avro(value, AvroFraming.SINGLE_OBJECT)
     else:
         fields = _decode_json(value)
     return _validate(fields, known_types)
@@ -109,27 +109,19 @@ def _as_dict(event: ThinEvent) -> dict[str, object]:
     }
 
 
-def _decode_confluent(value: bytes) -> Mapping[str, object]:
-    if len(value) < _CONFLUENT_HEADER:
-        raise PoisonMessage(ErrorCode.BAD_AVRO, "Confluent frame shorter than its 5-byte header")
-    return _read_avro_body(value, _CONFLUENT_HEADER)
-
-
-def _decode_single_object(value: bytes) -> Mapping[str, object]:
-    if len(value) < _SINGLE_OBJECT_HEADER:
+def _read_avro(value: bytes, framing: AvroFraming) -> Mapping[str, object]:
+    start = _CONFLUENT_HEADER if framing is AvroFraming.CONFLUENT else _SINGLE_OBJECT_HEADER
+    if len(value) < start:
+        name = "Confluent" if framing is AvroFraming.CONFLUENT else "single-object"
         raise PoisonMessage(
-            ErrorCode.BAD_AVRO, "single-object frame shorter than its 10-byte header"
+            ErrorCode.BAD_AVRO, f"{name} frame shorter than its {start}-byte header"
         )
-    fingerprint = value[2:_SINGLE_OBJECT_HEADER]
-    if fingerprint != _thin_event_fingerprint():
+    fingerprint = value[2:start]
+    if framing is AvroFraming.SINGLE_OBJECT and fingerprint != _thin_event_fingerprint():
         raise PoisonMessage(
             ErrorCode.BAD_AVRO,
             f"unknown writer schema fingerprint {fingerprint.hex()} (not ThinEvent)",
         )
-    return _read_avro_body(value, _SINGLE_OBJECT_HEADER)
-
-
-def _read_avro_body(value: bytes, start: int) -> Mapping[str, object]:
     buffer = io.BytesIO(value)
     buffer.seek(start)
     try:
@@ -175,9 +167,7 @@ def _validate(fields: Mapping[str, object], known_types: Collection[str]) -> Thi
     event_id, aggregate_type = get("event_id"), get("aggregate_type")
     aggregate_id, operation = get("aggregate_id"), get("operation")
     revision = get("source_revision")
-    if event_id is None or aggregate_type is None or aggregate_id is None:
-        _missing(fields)
-    if operation is None or revision is None:
+    if None in (event_id, aggregate_type, aggregate_id, operation, revision):
         _missing(fields)
     # the common case in one test per field; anything else takes the checks that name the fault
     if not (
@@ -217,7 +207,7 @@ def _missing(fields: Mapping[str, object]) -> NoReturn:
     raise PoisonMessage(ErrorCode.MISSING_FIELD, f"missing or null: {', '.join(missing)}")
 
 
-def _checked_string(name: str, value: object, limit: int) -> str:
+def _checked_string(name: str, value: object, limit: int) -> None:
     if not isinstance(value, str):
         raise PoisonMessage(
             ErrorCode.BAD_FIELD, f"{name} must be a string, got {type(value).__name__}"
@@ -230,4 +220,3 @@ def _checked_string(name: str, value: object, limit: int) -> str:
         raise PoisonMessage(
             ErrorCode.BAD_FIELD, f"{name} contains control or unprintable characters"
         )
-    return value

@@ -12,11 +12,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from prometheus_client import CollectorRegistry, Counter
+
 from searchsync.config import Settings
 from searchsync.errors import PoisonMessage
 from searchsync.mysql.truth import Truth
 from searchsync.naming import read_alias_name
-from searchsync.observability.read_metrics import ReadMetrics
 from searchsync.projection import Projector
 from searchsync.search.client import make_es_client
 from searchsync.search.reads import EsSearchReader, SearchReader, StoredDocument
@@ -191,6 +192,26 @@ class VerifiedResult:
     stale: int
     gone: int
     replaced: int
+
+
+class ReadMetrics:
+    """The hits verified searches found stale (the row is newer) or gone (deleted or missing), per
+    query type; on a private registry unless the application passes its own (for its /metrics)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        self._drift = Counter(
+            "searchsync_verified_search_drift_hits",
+            "Hits of a verified search whose row is newer (stale) or deleted or missing (gone)",
+            ["query_type", "state"],
+            registry=self.registry,
+        )
+
+    def drift(self, query_type: str, *, stale: int, gone: int) -> None:
+        if stale:
+            self._drift.labels(query_type, "stale").inc(stale)
+        if gone:
+            self._drift.labels(query_type, "gone").inc(gone)
 
 
 async def verified_search(

@@ -18,10 +18,10 @@ import pytest_asyncio
 from searchsync.devtools.loadgen import LoadgenReport, run_loadgen
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.naming import read_alias_name
-from searchsync.observability.read_metrics import ReadMetrics
 from searchsync.projection import default_registry
 from searchsync.read import (
     Freshness,
+    ReadMetrics,
     Until,
     WaitResult,
     verified_search,

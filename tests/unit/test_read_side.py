@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 from prometheus_client import generate_latest
-from searchsync.observability.read_metrics import ReadMetrics
 from searchsync.projection import wiki_page
 from searchsync.read import (
     Backoff,
     Freshness,
+    ReadMetrics,
     Until,
     WaitResult,
     verified_search,

@@ -41,10 +41,6 @@ class Renders(Protocol):
     def render(self) -> bytes: ...
 
 
-class _BadRequest(Exception):
-    """The request cannot be parsed; answer 400 and close."""
-
-
 class HealthServer:
     """Serves /metrics from `metrics` and /healthz from `health()` (called once per request)."""
 
@@ -108,7 +104,7 @@ class HealthServer:
                 method, path = await asyncio.wait_for(
                     self._read_request(reader), self._read_timeout_s
                 )
-            except (_BadRequest, ValueError, asyncio.LimitOverrunError, TimeoutError):
+            except (ValueError, asyncio.LimitOverrunError, TimeoutError):  # 400 and close
                 await _respond(writer, HTTPStatus.BAD_REQUEST, _TEXT, b"bad request\n")
                 return
             status, content_type, body = self._route(method, path)
@@ -124,17 +120,17 @@ class HealthServer:
     async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str]:
         line = await reader.readline()
         if not line.endswith(b"\n"):
-            raise _BadRequest("no request line")
+            raise ValueError("no request line")
         parts = line.decode("ascii").split()
         if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-            raise _BadRequest("malformed request line")
+            raise ValueError("malformed request line")
         for _ in range(_MAX_HEADERS):
             header = await reader.readline()
             if not header.endswith(b"\n"):
-                raise _BadRequest("truncated headers")
+                raise ValueError("truncated headers")
             if header in (b"\r\n", b"\n"):
                 return parts[0], parts[1]
-        raise _BadRequest("too many headers")
+        raise ValueError("too many headers")
 
     def _route(self, method: str, target: str) -> tuple[HTTPStatus, str, bytes]:
         path = target.split("?", 1)[0]

@@ -1,4 +1,4 @@
-"""Decode thin events from Kafka message values, and encode them for producers and tests.
+"""Decode thin events from Kafka message values, and encode them as the outbox's JSON.
 
 `decode` returns a valid `ThinEvent` or raises `PoisonMessage` with a stable code, nothing else
 (invariant 10). ``0x00`` starts the Confluent Avro frame, ``0xC3 0x01`` Avro single-object
@@ -83,30 +83,7 @@ def decode(value: bytes | None, *, max_bytes: int, known_types: Collection[str])
 
 def encode_json(event: ThinEvent) -> bytes:
     """The JSON form the outbox `payload` column holds and Debezium publishes expanded."""
-    return orjson.dumps(_as_dict(event))
-
-
-def encode_avro(event: ThinEvent, framing: AvroFraming, *, schema_id: int = 1) -> bytes:
-    """Avro binary of ``thin_event.avsc`` framed as asked (`schema_id`: the Confluent header's)."""
-    buffer = io.BytesIO()
-    if framing is AvroFraming.CONFLUENT:
-        if not 0 <= schema_id <= 2**31 - 1:
-            raise ValueError(f"schema_id must fit a signed 32-bit int, got {schema_id}")
-        buffer.write(CONFLUENT_MAGIC + struct.pack(">i", schema_id))
-    else:
-        buffer.write(SINGLE_OBJECT_MAGIC + _thin_event_fingerprint())
-    fastavro.schemaless_writer(buffer, load_avro_schema("thin_event"), _as_dict(event))
-    return buffer.getvalue()
-
-
-def _as_dict(event: ThinEvent) -> dict[str, object]:
-    return {
-        "event_id": event.event_id,
-        "aggregate_type": event.aggregate_type,
-        "aggregate_id": event.aggregate_id,
-        "operation": event.operation.value,
-        "source_revision": event.source_revision,
-    }
+    return orjson.dumps(event._asdict())  # the operation as its value
 
 
 def _read_avro(value: bytes, framing: AvroFraming) -> Mapping[str, object]:

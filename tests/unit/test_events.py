@@ -16,10 +16,11 @@ from searchsync.events import (
     SINGLE_OBJECT_MAGIC,
     AvroFraming,
     decode,
-    encode_avro,
     encode_json,
 )
 from searchsync.types import Operation, ThinEvent
+
+from tests.fakes.avro_events import encode_avro
 
 ROOT = Path(__file__).resolve().parents[2]
 KNOWN = frozenset({"wiki_page"})

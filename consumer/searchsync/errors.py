@@ -71,8 +71,8 @@ DLQ record's ``last_error_code``, the state table and the metrics labels carry::
     REPLAY_TIMEOUT          SYSTEMIC     no acknowledgement for a replayed event in time
 
 An unexpected exception from a projector is recorded as PROJECTION_ERROR but retried first like a
-TRANSIENT code (`disposition(code, unexpected=True)`); anywhere else it is INTERNAL. Either way it
-fails only that one work.
+TRANSIENT code (`Verdict.disposition`); anywhere else it is INTERNAL. Either way it fails only that
+one work.
 """
 
 from __future__ import annotations
@@ -166,14 +166,6 @@ _BY_DISPOSITION: Final = {
 _DISPOSITIONS: Final[Mapping[ErrorCode, Disposition]] = MappingProxyType(
     {ErrorCode(name): d for d, names in _BY_DISPOSITION.items() for name in names.split()}
 )
-
-
-def disposition(code: ErrorCode, *, unexpected: bool = False) -> Disposition:
-    """How to treat a failure with `code`; an `unexpected` (unclassified) exception is TRANSIENT
-    whatever code it is recorded under."""
-    if unexpected:
-        return Disposition.TRANSIENT
-    return code.disposition
 
 
 class SearchSyncError(Exception):

@@ -25,6 +25,12 @@ def _failed(code: ErrorCode, attempts: int = 1, *, unexpected: bool = False) -> 
     return Verdict(_work(attempts), OutcomeKind.FAILED, code, "why", unexpected=unexpected)
 
 
+@pytest.mark.parametrize("code", list(ErrorCode))
+def test_an_unexpected_exception_is_retried_whatever_its_code(code: ErrorCode) -> None:
+    assert _failed(code, unexpected=True).disposition is Disposition.TRANSIENT
+    assert _failed(code).disposition is code.disposition
+
+
 def test_a_finished_verdict_finishes() -> None:
     for kind in (OutcomeKind.APPLIED, OutcomeKind.ALREADY_APPLIED):
         decision = decide(Verdict(_work(1), kind), systemic_spent=0, max_attempts=3)

@@ -13,7 +13,6 @@ from searchsync.errors import (
     PoisonMessage,
     RevisionRegression,
     TransientError,
-    disposition,
 )
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "consumer.md"
@@ -65,12 +64,6 @@ def test_only_shared_dependencies_are_systemic() -> None:
 )
 def test_dispositions(code: ErrorCode, expected: Disposition) -> None:
     assert code.disposition is expected
-    assert disposition(code) is expected
-
-
-@pytest.mark.parametrize("code", list(ErrorCode))
-def test_an_unexpected_exception_is_retried_whatever_its_code(code: ErrorCode) -> None:
-    assert disposition(code, unexpected=True) is Disposition.TRANSIENT
 
 
 def test_exceptions_carry_the_code_and_show_its_wire_value() -> None:

@@ -16,7 +16,6 @@ from searchsync.errors import (
     PoisonMessage,
     RevisionRegression,
     TransientError,
-    disposition,
 )
 from searchsync.observability.logs import log_event_outcome
 from searchsync.projection import Document, Projector, Row
@@ -72,7 +71,7 @@ class Verdict:
         """A FAILED verdict's disposition (the `ErrorCode` table)."""
         if self.code is None:
             raise ValueError(f"a {self.kind.value} verdict has no disposition")
-        return disposition(self.code, unexpected=self.unexpected)
+        return Disposition.TRANSIENT if self.unexpected else self.code.disposition
 
 
 @dataclass(slots=True)

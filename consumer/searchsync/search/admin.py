@@ -47,7 +47,7 @@ class AliasDescription:
 
 
 def first_index_name(alias: str) -> str:
-    return naming.first_physical_name(alias)
+    return naming.physical_name(alias, 1)
 
 
 def index_meta(mapping: Mapping[str, Any], schema_version: int | None) -> dict[str, Any]:

@@ -10,7 +10,6 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
@@ -106,10 +105,9 @@ RELAY_METRIC_NAMES: Final = (
 class RelayMetrics:
     """The relay's metrics, with seed 000's names and meanings, on a registry of its own."""
 
-    def __init__(
-        self, registry: CollectorRegistry | None = None, *, window: int = DEFAULT_WINDOW
-    ) -> None:
-        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        window = DEFAULT_WINDOW
         gauge = partial(Gauge, registry=self.registry)
         counter = partial(Counter, registry=self.registry)
         self.attempts = RollingKinds(window)
@@ -160,16 +158,13 @@ class Relay:
         *,
         holder: str,
         metrics: RelayMetrics | None = None,
-        retry: RetryPolicy | None = None,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = store
         self._publisher = publisher
         self._settings = settings
         self.holder = holder
         self._metrics = metrics if metrics is not None else RelayMetrics()
-        self._retry = retry if retry is not None else seed_retry(settings.max_attempts)
-        self._clock = clock
+        self._retry = seed_retry(settings.max_attempts)
         self._stats_due = 0.0
         self._outage = 0  # consecutive ticks in which Kafka took nothing
 
@@ -227,9 +222,9 @@ class Relay:
             report = TickReport()
             try:
                 report = await self.tick()
-                if self._clock() >= self._stats_due:
+                if time.monotonic() >= self._stats_due:
                     await self.refresh_stats()
-                    self._stats_due = self._clock() + s.stats_interval_s
+                    self._stats_due = time.monotonic() + s.stats_interval_s
             except TransientError as exc:
                 log.warning("relay tick failed, trying again: %s", exc)
             wait = 0.0 if report.claimed >= s.batch_size else s.poll_interval_s

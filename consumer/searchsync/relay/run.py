@@ -23,14 +23,12 @@ async def run_relay(
     settings: Settings,
     *,
     stop: asyncio.Event,
-    metrics: RelayMetrics | None = None,
-    holder: str | None = None,
     producer_factory: ProducerFactory | None = None,
 ) -> None:
-    """Run one relay until `stop`; serves /metrics on ``relay.metrics_port`` when not 0. The
-    default `holder` (``locked_by``, at most 128 characters) is ``host:pid:random``."""
-    metrics = metrics if metrics is not None else RelayMetrics()
-    holder = holder or f"{socket.gethostname()[:96]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    """Run one relay until `stop`; serves /metrics on ``relay.metrics_port`` when not 0. Its
+    ``locked_by`` (at most 128 characters) is ``host:pid:random``."""
+    metrics = RelayMetrics()
+    holder = f"{socket.gethostname()[:96]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
     pool = await open_pool(settings.mysql, maxsize=2)
     config = {**settings.kafka.client_config(), **PARTITIONER}  # Java-compatible partitioner
     producer = AcknowledgedProducer(config, name="searchsync-relay", factory=producer_factory)

@@ -8,25 +8,16 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import datetime
 
 from searchsync.config import Settings
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.observability.http import HealthReport
-from searchsync.watch.canary import CANARY_TYPE, CanaryIndex, CanaryStore
+from searchsync.watch.canary import CANARY_TYPE, Canary
 from searchsync.watch.group import Peek, observe_group
 from searchsync.watch.metrics import ExporterMetrics
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Canary:
-    """Where heartbeats are written and looked for."""
-
-    store: CanaryStore
-    index: CanaryIndex
 
 
 class Exporter:
@@ -75,7 +66,7 @@ class Exporter:
         """Commit one heartbeat (canary on)."""
         assert self._canary is not None
         try:
-            await self._canary.store.beat(self._wall())
+            await self._canary.beat(self._wall())
         except Exception as exc:
             self.metrics.error("canary_beat")
             log.warning("canary heartbeat failed", extra={"error": str(exc)})
@@ -87,7 +78,7 @@ class Exporter:
         assert self._canary is not None
         alias = self._settings.alias(CANARY_TYPE)
         try:
-            seen = await self._canary.index.beat_at(alias)
+            seen = await self._canary.beat_at(alias)
         except Exception as exc:
             self.metrics.error("canary_read")
             log.warning("canary read failed", extra={"error": str(exc), "alias": alias})

@@ -20,9 +20,8 @@ from searchsync.config import load_settings
 from searchsync.search.admin import init_index
 from searchsync.search.client import make_es_client
 from searchsync.watch.canary import CANARY_TYPE, MysqlEsCanary, projectors
-from searchsync.watch.exporter import Exporter
+from searchsync.watch.exporter import Exporter, ExporterMetrics
 from searchsync.watch.group import KafkaPeek, observe_group
-from searchsync.watch.metrics import ExporterMetrics
 
 from tests.integration import conftest_mysql as fx
 from tests.integration.conftest import KAFKA

@@ -15,9 +15,8 @@ from searchsync.config import Settings, load_settings
 from searchsync.errors import ConfigError
 from searchsync.types import TopicPartition
 from searchsync.watch.canary import CANARY_ID, Canary, build, projectors
-from searchsync.watch.exporter import Exporter
+from searchsync.watch.exporter import EXPORTER_METRIC_NAMES, Exporter, ExporterMetrics
 from searchsync.watch.group import KafkaPeek, observe_group
-from searchsync.watch.metrics import EXPORTER_METRIC_NAMES, ExporterMetrics
 
 from tests.fakes.kafka_admin import FakeTopics
 

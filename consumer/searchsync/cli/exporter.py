@@ -17,9 +17,8 @@ from searchsync.exit_codes import ExitCode
 from searchsync.observability.http import HealthServer
 from searchsync.runtime import Runtime
 from searchsync.watch.canary import Canary
-from searchsync.watch.exporter import Exporter
+from searchsync.watch.exporter import Exporter, ExporterMetrics
 from searchsync.watch.group import KafkaPeek
-from searchsync.watch.metrics import ExporterMetrics
 
 
 def register(commands: Any, parents: Parents) -> None:

@@ -22,8 +22,7 @@ from searchsync.config import RelaySettings
 from searchsync.errors import TransientError
 from searchsync.kafka.producer import DeliveryFailed
 from searchsync.observability.rolling import DEFAULT_WINDOW, RollingKinds
-from searchsync.relay.port import Failure, OutboxCounts, OutboxEntry, RelayStore
-from searchsync.relay.record import router_record
+from searchsync.relay.port import Failure, OutboxCounts, OutboxEntry, RelayStore, router_record
 from searchsync.stream.retry import RetryPolicy
 
 log = logging.getLogger(__name__)

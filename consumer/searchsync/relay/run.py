@@ -13,7 +13,7 @@ from searchsync.kafka.producer import AcknowledgedProducer, ProducerFactory
 from searchsync.mysql.pool import close_pool, open_pool
 from searchsync.observability.http import serve_job_metrics
 from searchsync.relay.mysql_store import MysqlRelayStore
-from searchsync.relay.record import PARTITIONER
+from searchsync.relay.port import PARTITIONER
 from searchsync.relay.relay import Relay, RelayMetrics
 
 log = logging.getLogger(__name__)

@@ -35,9 +35,9 @@ def seed_retry(max_attempts: int, rng: random.Random | None = None) -> RetryPoli
 
 
 def retry_delay(retry: RetryPolicy, attempts: int) -> timedelta:
-    """``NextRetry(attempts + 1)`` in whole microseconds (DATETIME(6)), strictly below the jitter
-    bound (a float sum can round up onto it)."""
-    n = attempts + 1
+    """``NextRetry(attempts + 1)`` (attempts below 0 count as 0) in whole microseconds
+    (DATETIME(6)), strictly below the jitter bound (a float sum can round up onto it)."""
+    n = max(attempts, 0) + 1
     limit = retry.jitter_limit(n)
     bound = math.ceil((retry.nominal(n) + limit) * 1_000_000) - (1 if limit else 0)
     return timedelta(microseconds=min(int(retry.delay(n) * 1_000_000), bound))
@@ -182,13 +182,9 @@ class Relay:
         if not claimed:
             return TickReport(taken_back=taken)
         results = await asyncio.gather(*(self._publish(e) for e in claimed))
-        published: list[int] = []
-        failed: list[tuple[OutboxEntry, str, bool]] = []
-        for e, result in zip(claimed, results, strict=True):
-            if result is None:
-                published.append(e.id)
-            else:
-                failed.append((e, *result))
+        outcomes = list(zip(claimed, results, strict=True))
+        published = [e.id for e, result in outcomes if result is None]
+        failed = [(e, *result) for e, result in outcomes if result is not None]
         kafka_away = not published and any(not own for _, _, own in failed)
         self._outage = self._outage + 1 if kafka_away else 0
         failures = [
@@ -208,7 +204,7 @@ class Relay:
         )
 
     def _delay(self, earlier_failures: int) -> timedelta:
-        return retry_delay(self._retry, max(earlier_failures, 0))
+        return retry_delay(self._retry, earlier_failures)
 
     async def refresh_stats(self) -> None:
         self._metrics.set_counts(await self._store.counts())

@@ -12,7 +12,6 @@ from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.ops.chunks import ChunkController
 from searchsync.ops.rebuild import plan as plans
 from searchsync.ops.rebuild.backfill import Backfill, ChunkDone
-from searchsync.ops.rebuild.catchup import check_history, high_watermarks
 from searchsync.ops.rebuild.deps import RebuildSteps
 from searchsync.ops.rebuild.finish import finish
 from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
@@ -62,7 +61,7 @@ class Rebuilder(RebuildSteps):
         topics = await asyncio.to_thread(
             plans.type_topics, self.d.kafka, self.d.settings, projector.aggregate_type
         )
-        watermark = await asyncio.to_thread(high_watermarks, self.d.kafka, topics)
+        watermark = await asyncio.to_thread(plans.high_watermarks, self.d.kafka, topics)
         indices = await self.d.index_admin.list_indices(alias)
         name, group = plans.next_index(self.d.settings, alias, indices)
         return plans.Plan(
@@ -143,7 +142,9 @@ class Rebuilder(RebuildSteps):
             if not done:
                 message = f"stopped after {options.stop_after_chunks} chunks; run with --resume"
                 return RebuildOutcome(False, "interrupted", message, record, failures=failures)
-            await asyncio.to_thread(check_history, self.d.kafka, record.watermark, record.alias)
+            await asyncio.to_thread(
+                plans.check_history, self.d.kafka, record.watermark, record.alias
+            )
             failed = await asyncio.to_thread(
                 self.d.kafka.alter_committed, record.catchup_group, dict(record.watermark)
             )

@@ -72,13 +72,6 @@ class FanoutWorker:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), self._s.poll_interval_s)
 
-    async def drain(self) -> int:
-        """Work off every pending job free to this worker; how many jobs it finished."""
-        finished = 0
-        while await self.run_once(asyncio.Event()):
-            finished += 1
-        return finished
-
     async def run_once(self, stop: asyncio.Event) -> bool:
         """Lease one job and page through it until done, changed or `stop`; False: none."""
         job = await self._store.claim(self.owner, self._s.lease_s, routes(self._registry))

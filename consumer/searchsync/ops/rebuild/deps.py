@@ -4,6 +4,7 @@ the base of `searchsync.ops.rebuild.runner.Rebuilder`."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
@@ -59,7 +60,7 @@ class RebuildSteps:
         now = self.d.clock()
         status = changes.get("status", record.status)
         finished_at = now if isinstance(status, Status) and status.finished else None
-        updated = record.but(updated_at=now, finished_at=finished_at, **changes)
+        updated = dataclasses.replace(record, updated_at=now, finished_at=finished_at, **changes)
         await self.d.state.save(updated)
         return updated
 

@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from searchsync import naming
 from searchsync.config import Settings
 from searchsync.errors import OperationRefused
 from searchsync.kafka.admin import KafkaAdmin
@@ -62,15 +61,6 @@ def type_topics(admin: KafkaAdmin, settings: Settings, aggregate_type: str) -> t
             "the topic) so that its watermark can be taken, then run the rebuild again"
         )
     return (topic,)
-
-
-def next_index(settings: Settings, alias: str, indices: Sequence[IndexInfo]) -> tuple[str, str]:
-    """``<alias>_v<N+1>`` after the highest existing ``<alias>_v<N>``, and its catch-up group
-    ``<group>.rebuild.v<N+1>``."""
-    name = naming.next_physical_name(alias, [i.name for i in indices])
-    parsed = naming.parse_physical_name(name)
-    assert parsed is not None
-    return name, f"{settings.kafka.group_id}.rebuild.v{parsed[1]}"
 
 
 def _flat_settings(mapping: Mapping[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+from searchsync import naming
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.ops.chunks import ChunkController
@@ -63,7 +64,8 @@ class Rebuilder(RebuildSteps):
         )
         watermark = await asyncio.to_thread(plans.high_watermarks, self.d.kafka, topics)
         indices = await self.d.index_admin.list_indices(alias)
-        name, group = plans.next_index(self.d.settings, alias, indices)
+        name = naming.next_physical_name(alias, [i.name for i in indices])
+        group = f"{self.d.settings.kafka.group_id}.rebuild.v{naming.physical_version(alias, name)}"
         return plans.Plan(
             aggregate_type=projector.aggregate_type,
             alias=alias,

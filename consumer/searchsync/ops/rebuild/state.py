@@ -23,27 +23,12 @@ Watermark = Mapping[TopicPartition, int]
 
 _ER_DUP_ENTRY: Final = 1062
 _MUTABLE: Final = (
-    "last_id",
-    "rows_done",
-    "rows_failed",
-    "status",
-    "message",
-    "active_alias",
-    "updated_at",
-    "finished_at",
+    "last_id rows_done rows_failed status message active_alias updated_at finished_at".split()
 )
 _COLUMNS: Final = (
-    "rebuild_id",
-    "aggregate_type",
-    "alias_name",
-    "source_index",
-    "target_index",
-    "schema_version",
-    "catchup_group",
-    "watermark",
-    "started_at",
-    *_MUTABLE,
-)
+    "rebuild_id aggregate_type alias_name source_index target_index schema_version catchup_group"
+    " watermark started_at"
+).split() + _MUTABLE
 
 
 class Status(enum.StrEnum):

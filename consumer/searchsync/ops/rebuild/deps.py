@@ -8,9 +8,9 @@ import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
+from searchsync.clock import utc_now
 from searchsync.config import Settings
 from searchsync.errors import OperationRefused
 from searchsync.kafka.admin import KafkaAdmin
@@ -42,7 +42,6 @@ class RebuildDeps:
     metrics: RebuildMetrics
     progress: Progress
     outbox: Outbox  # REBUILD events for the sweep after a schema-changing swap
-    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
 
@@ -57,7 +56,7 @@ class RebuildSteps:
 
     async def save(self, record: RebuildRecord, **changes: Any) -> RebuildRecord:
         """Store `record` with `changes`, stamped (and marked finished by a final status)."""
-        now = self.d.clock()
+        now = utc_now()
         status = changes.get("status", record.status)
         finished_at = now if isinstance(status, Status) and status.finished else None
         updated = dataclasses.replace(record, updated_at=now, finished_at=finished_at, **changes)

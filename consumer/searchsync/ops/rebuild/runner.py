@@ -8,6 +8,7 @@ import asyncio
 import uuid
 
 from searchsync import naming
+from searchsync.clock import utc_now
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.ops.chunks import ChunkController
@@ -97,7 +98,7 @@ class Rebuilder(RebuildSteps):
 
     async def _begin(self, projector: Projector, alias: str) -> RebuildRecord:
         plan = await self._plan(projector, alias)  # the watermark is taken here, first
-        now = self.d.clock()
+        now = utc_now()
         record = RebuildRecord(
             rebuild_id=uuid.uuid4().hex,
             aggregate_type=projector.aggregate_type,

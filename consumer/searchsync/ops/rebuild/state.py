@@ -23,12 +23,27 @@ Watermark = Mapping[TopicPartition, int]
 
 _ER_DUP_ENTRY: Final = 1062
 _MUTABLE: Final = (
-    "last_id rows_done rows_failed status message active_alias updated_at finished_at".split()
+    "last_id",
+    "rows_done",
+    "rows_failed",
+    "status",
+    "message",
+    "active_alias",
+    "updated_at",
+    "finished_at",
 )
 _COLUMNS: Final = (
-    "rebuild_id aggregate_type alias_name source_index target_index schema_version catchup_group"
-    " watermark started_at"
-).split() + _MUTABLE
+    "rebuild_id",
+    "aggregate_type",
+    "alias_name",
+    "source_index",
+    "target_index",
+    "schema_version",
+    "catchup_group",
+    "watermark",
+    "started_at",
+    *_MUTABLE,
+)
 
 
 class Status(enum.StrEnum):

@@ -16,9 +16,9 @@ from searchsync.ops.repair.buckets import bucket_of, bucket_range, key_hash
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.model import DELETION_KINDS, FindingKind
-from searchsync.ops.repair.schedule import SchedulePolicy, choose, ewma, priority
+from searchsync.ops.repair.schedule import SchedulePolicy, WheelConfig, choose, ewma, priority
 from searchsync.ops.repair.state import BucketState
-from searchsync.ops.repair.wheel import Wheel, WheelConfig
+from searchsync.ops.repair.wheel import Wheel
 from searchsync.projection import default_registry
 from searchsync.search.sink import IndexOp, Sink
 from searchsync.stream.coalesce import Work

@@ -18,7 +18,7 @@ from searchsync.ops.repair.load import LiveLagTooHigh
 from searchsync.ops.repair.model import Finding, IndexEntry
 from searchsync.ops.repair.reader import BucketEntries, SpanReader
 from searchsync.ops.repair.report import BucketReport
-from searchsync.ops.repair.schedule import ewma
+from searchsync.ops.repair.schedule import WheelConfig, ewma
 from searchsync.ops.repair.state import BucketState, Epoch, WheelState
 from searchsync.projection import Projector
 
@@ -43,13 +43,9 @@ class SpanScan:
     state: WheelState
     healer: Healer
     alias_for: Callable[[str], str]
-    content_share: float
-    settle_s: float
-    alpha: float
+    config: WheelConfig
     clock: Callable[[], datetime]
     sleep: Callable[[float], Awaitable[None]]
-    stray_page: int  # strays per page, and ids per settle re-read of the sweep
-    stray_ceiling: int  # strays outside the key space one sweep reads
 
     async def read(
         self, projector: Projector, epoch: Epoch, priors: Sequence[BucketState]
@@ -129,7 +125,7 @@ class SpanScan:
         return reports
 
     def _content(self, bucket: int, generation: int) -> bool:
-        share = self.content_share
+        share = self.config.content_share
         return share >= 1.0 or zlib.crc32(f"{bucket}:{generation}".encode()) / 2**32 < share
 
     def _completed(self, prior: BucketState, r: BucketReport) -> BucketState:
@@ -138,17 +134,19 @@ class SpanScan:
             generation=r.generation,
             running_generation=r.generation,
             last_complete_at=self.clock(),
-            drift_ewma=ewma(prior.drift_ewma, len(r.findings) / max(r.rows, 1), self.alpha),
+            drift_ewma=ewma(
+                prior.drift_ewma, len(r.findings) / max(r.rows, 1), self.config.policy.alpha
+            ),
             last_counts=dict(Counter(f.kind.value for f in r.findings)),
             cost_s=r.seconds,
             rows_seen=r.rows,
         )
 
     async def _settle(self, projector: Projector, candidates: list[Finding]) -> list[Finding]:
-        """The candidates that still hold after `settle_s`, re-read by id on both sides."""
+        """The candidates that still hold after ``settle_s``, re-read by id on both sides."""
         if not candidates:
             return []
-        await self.sleep(self.settle_s)
+        await self.sleep(self.config.settle_s)
         ids = sorted({f.id for f in candidates})
         alias = self.alias_for(projector.aggregate_type)
         rows, docs = await self.reader.by_ids(projector, alias, ids)

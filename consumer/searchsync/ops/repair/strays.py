@@ -39,9 +39,10 @@ async def sweep(
         report.candidates = len(ids)
         findings: list[Finding] = []
         if ids:
-            await scan.sleep(scan.settle_s)
-        for n in range(0, len(ids), scan.stray_page):
-            chunk = ids[n : n + scan.stray_page]
+            await scan.sleep(scan.config.settle_s)
+        page = scan.config.stray_page
+        for n in range(0, len(ids), page):
+            chunk = ids[n : n + page]
             findings.extend(await _confirm(scan, projector, alias, chunk, report))
     except Exception as exc:  # a partial read: nothing from it counts
         report.interrupted = f"{type(exc).__name__}: {exc}"
@@ -58,11 +59,11 @@ async def _outside(scan: SpanScan, alias: str, report: StrayReport) -> set[str]:
     """The ids of the documents outside the key space, at most `stray_ceiling`."""
     ids: set[str] = set()
     r = scan.reader
-    async with contextlib.aclosing(r.index.strays(alias, scan.stray_page)) as pages:
+    async with contextlib.aclosing(r.index.strays(alias, scan.config.stray_page)) as pages:
         async for page in pages:
             await r.limits.es_requests.take(1)
             ids.update(e.id for e in page)
-            if len(ids) >= scan.stray_ceiling:
+            if len(ids) >= scan.config.stray_ceiling:
                 report.truncated = True
                 break
     report.outside = len(ids)

@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from searchsync.clock import utc_now
@@ -17,34 +16,14 @@ from searchsync.ops.chunks import ChunkController
 from searchsync.ops.repair.buckets import WHEEL_CANONICALIZATION_VERSION
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import Limits
-from searchsync.ops.repair.model import IndexEntry
+from searchsync.ops.repair.model import IndexEntry, IndexSide
 from searchsync.ops.repair.reader import SpanReader
 from searchsync.ops.repair.report import BucketReport, RotationReport
-from searchsync.ops.repair.schedule import Choice, SchedulePolicy, age_s, choose
-from searchsync.ops.repair.sides import IndexSide
+from searchsync.ops.repair.schedule import Choice, WheelConfig, age_s, choose
 from searchsync.ops.repair.span import SpanRead, SpanScan
 from searchsync.ops.repair.state import BucketState, WheelState, ensure_epoch
 from searchsync.ops.repair.strays import sweep
 from searchsync.projection import Projector
-
-
-@dataclass(frozen=True, slots=True)
-class WheelConfig:
-    bucket_count: int = 64
-    page_size: int = 500
-    page_min: int = 50
-    page_max: int = 5_000
-    page_target_s: float = 0.2
-    content_share: float = 0.1
-    settle_s: float = 10.0
-    # Elasticsearch pages of this fixed size (None: adaptive, as MySQL's): a range query costs
-    # its whole key range whatever the page, so fewer, larger pages cost less
-    index_page_size: int | None = None
-    span_buckets: int = 32  # buckets read together (adjacent ones in one key range)
-    span_rows: int = 50_000  # ... and at most this many rows by their last scans (>= 1 bucket)
-    stray_page: int = 1_000  # strays per page, and ids per settle re-read of the sweep
-    stray_ceiling: int = 100_000  # strays outside the key space one sweep reads
-    policy: SchedulePolicy = field(default_factory=SchedulePolicy)
 
 
 class Wheel:
@@ -76,13 +55,9 @@ class Wheel:
             state=state,
             healer=healer,
             alias_for=alias_for,
-            content_share=config.content_share,
-            settle_s=config.settle_s,
-            alpha=config.policy.alpha,
+            config=config,
             clock=clock,
             sleep=sleep,
-            stray_page=config.stray_page,
-            stray_ceiling=config.stray_ceiling,
         )
 
     async def rotation(self, limit: int | None = None) -> RotationReport:

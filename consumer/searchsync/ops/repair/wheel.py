@@ -43,12 +43,8 @@ class Wheel:
         limits: Limits | None = None,
     ) -> None:
         self._projectors = list(projectors)
-        self._state = state
-        self._config = config
-        self._clock = clock
         self._progress = progress
-        self._alias_for = alias_for
-        chunks = self._chunks(), self._chunks(config.index_page_size), self._chunks()
+        chunks = _chunks(config), _chunks(config, config.index_page_size), _chunks(config)
         reader = SpanReader(truth, index, limits or Limits(), *chunks)
         self._scan = SpanScan(
             reader=reader,
@@ -64,7 +60,7 @@ class Wheel:
         """Scan every bucket of every type once (or the `limit` best per type), by priority, a
         span of consecutive picks at a time."""
         started = time.monotonic()
-        report = RotationReport(content_share=self._config.content_share)
+        report = RotationReport(content_share=self._scan.config.content_share)
         for projector in self._projectors:
             await self._rotate(projector, report, limit)
             if report.stopped is not None:
@@ -75,21 +71,22 @@ class Wheel:
     async def _rotate(
         self, projector: Projector, report: RotationReport, limit: int | None
     ) -> None:
-        t, c = projector.aggregate_type, self._config
+        t, scan = projector.aggregate_type, self._scan
+        c, state, clock = scan.config, scan.state, scan.clock
         epoch, new = await ensure_epoch(
-            self._state, t, c.bucket_count, WHEEL_CANONICALIZATION_VERSION, self._clock()
+            state, t, c.bucket_count, WHEEL_CANONICALIZATION_VERSION, clock()
         )
         report.epochs[t] = epoch
         if new:
             report.new_epochs.append(t)
-        states = await self._state.buckets(epoch)
-        picked = choose(states.values(), self._clock(), c.policy, limit or len(states))
+        states = await state.buckets(epoch)
+        picked = choose(states.values(), clock(), c.policy, limit or len(states))
         spans = list(self._spans(picked, states))
         misplaced: dict[str, IndexEntry] = {}
 
         def start(span: Sequence[Choice]) -> asyncio.Task[SpanRead | str]:
             return asyncio.create_task(
-                self._scan.read(projector, epoch, [states[c.bucket] for c in span])
+                scan.read(projector, epoch, [states[c.bucket] for c in span])
             )
 
         ahead: asyncio.Task[SpanRead | str] | None = None
@@ -105,7 +102,7 @@ class Wheel:
                 misplaced.update(read.misplaced)  # none from a failed read
                 if k + 1 < len(spans):  # read the next span while this one settles and heals
                     ahead = start(spans[k + 1])
-                for bucket in await self._scan.finish(projector, epoch, read):
+                for bucket in await scan.finish(projector, epoch, read):
                     n += 1
                     report.buckets.append(bucket)
                     if self._progress is not None:
@@ -121,11 +118,11 @@ class Wheel:
                     await ahead
         if report.stopped is None:  # the stray sweep, leaving out the ids the buckets found
             found = {f.id for b in report.buckets if b.aggregate_type == t for f in b.findings}
-            swept = await sweep(self._scan, projector, self._alias_for(t), misplaced, found)
+            swept = await sweep(scan, projector, scan.alias_for(t), misplaced, found)
             report.strays.append(swept)
             report.stopped = swept.stopped
-        after = await self._state.buckets(epoch)
-        now = self._clock()
+        after = await state.buckets(epoch)
+        now = clock()
         report.oldest_age_s[t] = max(age_s(s, now, c.policy) for s in after.values())
 
     def _spans(
@@ -138,7 +135,8 @@ class Wheel:
         for choice in picked:
             seen = states[choice.bucket].rows_seen or 0
             if span and (
-                len(span) >= self._config.span_buckets or rows + seen > self._config.span_rows
+                len(span) >= self._scan.config.span_buckets
+                or rows + seen > self._scan.config.span_rows
             ):
                 yield span
                 span, rows = [], 0
@@ -147,8 +145,8 @@ class Wheel:
         if span:
             yield span
 
-    def _chunks(self, fixed: int | None = None) -> ChunkController:
-        c = self._config
-        if fixed is not None:
-            return ChunkController(fixed, fixed, c.page_target_s, fixed)
-        return ChunkController(c.page_min, c.page_max, c.page_target_s, c.page_size, max_step=4.0)
+
+def _chunks(c: WheelConfig, fixed: int | None = None) -> ChunkController:
+    if fixed is not None:
+        return ChunkController(fixed, fixed, c.page_target_s, fixed)
+    return ChunkController(c.page_min, c.page_max, c.page_target_s, c.page_size, max_step=4.0)

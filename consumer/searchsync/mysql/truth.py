@@ -23,8 +23,6 @@ from searchsync.mysql.truth_relations import Packing, read_relations, read_rows
 from searchsync.projection._registry import Projector, Row
 from searchsync.types import BucketCursor
 
-__all__ = ["DEFAULT_BATCH_SIZE", "MysqlTruth", "Row", "Truth", "TruthEntry"]
-
 DEFAULT_BATCH_SIZE: Final = 500
 _SCAN_PIECE: Final = 64
 """Rows of a scan parsed between two turns of the event loop (a few milliseconds of CPU)."""

@@ -24,10 +24,6 @@ class FindingKind(enum.StrEnum):
     STRAY = "stray"  # a document of a row outside its key range (no or a wrong sync_hash)
 
 
-DELETION_KINDS = frozenset({FindingKind.MISSING, FindingKind.ORPHAN})
-"""Reported only from a bucket read completely on both sides in one generation (invariant 13)."""
-
-
 @dataclass(slots=True)
 class IndexEntry:
     """One document as the wheel reads it; `source` is the whole `_source` when content is

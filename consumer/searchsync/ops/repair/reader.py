@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from searchsync.mysql.truth import Truth, TruthEntry
-from searchsync.mysql.truth_buckets import entry_of_row
+from searchsync.mysql.truth import Truth
+from searchsync.mysql.truth_buckets import TruthEntry, entry_of_row
 from searchsync.ops.chunks import ChunkController
 from searchsync.ops.repair.buckets import bucket_of_id, bucket_range, key_of_id
 from searchsync.ops.repair.load import Limits

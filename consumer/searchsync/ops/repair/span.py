@@ -52,24 +52,19 @@ class SpanScan:
     ) -> SpanRead | str:
         """Once the live lag allows it (else why not), begin and read the span; a failed read is
         returned, not raised (`finish` reports it)."""
-        where = ", ".join(str(p.bucket) for p in priors)
+        t, where = projector.aggregate_type, ", ".join(str(p.bucket) for p in priors)
         try:
-            await self.reader.limits.lag.wait(f"{projector.aggregate_type} buckets {where}")
+            await self.reader.limits.lag.wait(f"{t} buckets {where}")
         except LiveLagTooHigh as exc:
             return str(exc)
         generations = await self.state.begin_many(epoch, [p.bucket for p in priors])
-        reports: list[BucketReport] = []
-        for p in priors:
-            g = generations[p.bucket]
-            reports.append(
-                BucketReport(projector.aggregate_type, p.bucket, g, self._content(p.bucket, g))
-            )
+        reports = [BucketReport(t, b, g, self._content(b, g)) for b, g in generations.items()]
         started = time.monotonic()
         misplaced: dict[str, IndexEntry] = {}
         try:
             entries = await self.reader.read(
                 projector,
-                self.alias_for(projector.aggregate_type),
+                self.alias_for(t),
                 epoch.bucket_count,
                 [r.bucket for r in reports],
                 {r.bucket for r in reports if r.content_checked},
@@ -80,11 +75,9 @@ class SpanScan:
             each_s = (time.monotonic() - started) / len(reports)
             for r in reports:
                 r.interrupted, r.seconds = f"{type(cause).__name__}: {cause}", each_s
-            buckets = [r.bucket for r in reports]
-            log.warning("repair scan of buckets %s interrupted", buckets, exc_info=cause)
+            log.warning("repair scan of buckets %s interrupted", list(generations), exc_info=cause)
             return SpanRead(list(priors), reports, None, 0.0)
-        elapsed = time.monotonic() - started
-        return SpanRead(list(priors), reports, entries, elapsed, misplaced)
+        return SpanRead(list(priors), reports, entries, time.monotonic() - started, misplaced)
 
     async def finish(
         self, projector: Projector, epoch: Epoch, read: SpanRead

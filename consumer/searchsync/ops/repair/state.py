@@ -49,7 +49,8 @@ class WheelState(Protocol):
     async def buckets(self, epoch: Epoch) -> dict[int, BucketState]: ...
 
     async def begin_many(self, epoch: Epoch, buckets: Sequence[int]) -> dict[int, int]:
-        """Each bucket's running generation, set to its committed one + 1 (one transaction)."""
+        """Each bucket's running generation (in the order of `buckets`), set to its committed one
+        + 1 (one transaction)."""
 
     async def complete_many(self, epoch: Epoch, states: Sequence[BucketState]) -> None:
         """Commit each state's generation, all or none (one transaction); one not running

@@ -70,7 +70,6 @@ class SpanReader:
         out = {b: BucketEntries() for b in buckets}
         light = [b for b in buckets if b not in content]
         heavy = [b for b in buckets if b in content]
-        whole: dict[int, dict[str, IndexEntry]] = {b: {} for b in heavy}
         bucket = bucket_of_id(projector.aggregate_type, m)
         key = key_of_id(projector.aggregate_type)
         off_key = {} if misplaced is None else misplaced
@@ -110,13 +109,12 @@ class SpanReader:
 
         async with asyncio.TaskGroup() as group:
             group.create_task(truth())
-            group.create_task(
-                scan(light, docs(False), self.index_chunks, {b: out[b].docs for b in light})
-            )
-            if heavy:
-                group.create_task(scan(heavy, docs(True), self.content_chunks, whole))
-        for b in heavy:  # a complete read of the bucket, with every document's body
-            out[b].docs = whole[b]
+            for of, whole, chunks in (
+                (light, False, self.index_chunks),
+                (heavy, True, self.content_chunks),  # every document with its body
+            ):
+                if of:
+                    group.create_task(scan(of, docs(whole), chunks, {b: out[b].docs for b in of}))
         return out
 
     async def by_ids(

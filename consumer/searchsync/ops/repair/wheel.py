@@ -1,6 +1,6 @@
 """The wheel: choose buckets, scan them a span at a time (`span`), reading the next span while
-one settles and heals; then, unless the rotation stopped, the stray sweep (`strays`). A live lag
-that stays too high (`load.LagGuard`) stops the rotation (`RotationReport.stopped`)."""
+one settles and heals; then, unless the rotation stopped, the stray sweep (`SpanScan.sweep`). A
+live lag that stays too high (`load.LagGuard`) stops the rotation (`RotationReport.stopped`)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from searchsync.ops.repair.report import BucketReport, RotationReport
 from searchsync.ops.repair.schedule import Choice, WheelConfig, age_s, choose
 from searchsync.ops.repair.span import SpanRead, SpanScan
 from searchsync.ops.repair.state import BucketState, WheelState, ensure_epoch
-from searchsync.ops.repair.strays import sweep
 from searchsync.projection import Projector
 
 
@@ -118,7 +117,7 @@ class Wheel:
                     await ahead
         if report.stopped is None:  # the stray sweep, leaving out the ids the buckets found
             found = {f.id for b in report.buckets if b.aggregate_type == t for f in b.findings}
-            swept = await sweep(scan, projector, scan.alias_for(t), misplaced, found)
+            swept = await scan.sweep(projector, misplaced, found)
             report.strays.append(swept)
             report.stopped = swept.stopped
         after = await state.buckets(epoch)

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from searchsync.cli.args import Parents, group
+from searchsync.cli.args import command, group
 from searchsync.cli.output import err, out, print_json
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
@@ -18,17 +18,14 @@ from searchsync.projection.references import business_tables
 from searchsync.runtime import Runtime
 
 
-def register(commands: Any, parents: Parents) -> None:
+def register(commands: Any) -> None:
     cmds = group(commands, "config", "check the configuration")
-    check = cmds.add_parser(
-        "check", parents=parents.data, help="validate and print the settings (redacted)"
-    )
+    check = command(cmds, "check", cmd_config_check, "validate and print the settings (redacted)")
     check.add_argument(
         "--grants",
         action="store_true",
         help="also check that the MySQL user cannot write the business tables (connects)",
     )
-    check.set_defaults(func=cmd_config_check)
 
 
 def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:

@@ -8,7 +8,7 @@ import asyncio
 from contextlib import AsyncExitStack
 from typing import Any
 
-from searchsync.cli.args import Parents
+from searchsync.cli.args import command
 from searchsync.cli.output import out
 from searchsync.cli.run import until_signalled
 from searchsync.clock import utc_now
@@ -21,19 +21,20 @@ from searchsync.watch.group import KafkaPeek
 from searchsync.watch.metrics import ExporterMetrics
 
 
-def register(commands: Any, parents: Parents) -> None:
-    exporter = commands.add_parser(
+def register(commands: Any) -> None:
+    exporter = command(
+        commands,
         "exporter",
-        parents=[parents.common],
-        help="serve the group's lag, members and oldest unfinished event as the broker sees"
+        cmd_exporter,
+        "serve the group's lag, members and oldest unfinished event as the broker sees"
         " them, and the freshness canary, on /metrics (needs no live member)",
+        data=False,
     )
     exporter.add_argument(
         "--once",
         action="store_true",
         help="observe once (and read the canary once), print the metrics and exit",
     )
-    exporter.set_defaults(func=cmd_exporter)
 
 
 def cmd_exporter(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:

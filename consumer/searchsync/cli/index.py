@@ -11,9 +11,9 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from searchsync.cli.args import (
     TYPE_HELP,
-    Parents,
     chosen_type,
     chosen_types,
+    command,
     group,
     plan_or_execute,
     run_in,
@@ -42,27 +42,21 @@ _MESSAGES = {
 }
 
 
-def register(commands: Any, parents: Parents) -> None:
+def register(commands: Any) -> None:
     cmds = group(commands, "index", "manage the Elasticsearch alias and index")
-
-    def command(name: str, func: Callable[..., ExitCode], summary: str) -> argparse.ArgumentParser:
-        parser: argparse.ArgumentParser = cmds.add_parser(name, parents=parents.data, help=summary)
-        parser.set_defaults(func=func)
-        return parser
-
-    init = command("init", cmd_index_init, "create <alias>_v1 behind the alias if missing")
+    init = command(cmds, "init", cmd_index_init, "create <alias>_v1 behind the alias if missing")
     init.add_argument("--type", help=TYPE_HELP)
     init.add_argument("--dry-run", action="store_true", help="say what would be done")
-    command("describe", cmd_index_describe, "show where each alias points")
-    listing = command("list", cmd_index_list, "the physical indices behind each alias")
+    command(cmds, "describe", cmd_index_describe, "show where each alias points")
+    listing = command(cmds, "list", cmd_index_list, "the physical indices behind each alias")
     listing.add_argument("--type", help="only this aggregate type (default: every type)")
-    back = command("rollback", cmd_index_rollback, "swap the alias back to an earlier index")
+    back = command(cmds, "rollback", cmd_index_rollback, "swap the alias back to an earlier index")
     back.add_argument("--type", help=TYPE_HELP)
     back.add_argument(
         "--to", metavar="INDEX", help="the index to swap to (default: the one before)"
     )
     back.add_argument("--dry-run", action="store_true", help="say what would be swapped")
-    drop = command("drop", cmd_index_drop, "delete an old physical index (never the alias's)")
+    drop = command(cmds, "drop", cmd_index_drop, "delete an old physical index (never the alias's)")
     drop.add_argument("index", metavar="INDEX", help="the physical index, <alias>_v<N>")
     plan_or_execute(drop, "say what would be deleted")
     drop.add_argument("--yes", action="store_true", help="do not ask for confirmation")

@@ -26,7 +26,7 @@ from searchsync.cli import (
     tombstones,
     wait,
 )
-from searchsync.cli.args import CONFIG_ENV, Command, Parents
+from searchsync.cli.args import CONFIG_ENV, Command
 from searchsync.cli.output import err
 from searchsync.cli.unreachable import describe_unreachable
 from searchsync.config import Settings, load_settings, scrub_credentials, scrub_known
@@ -104,9 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", metavar="PATH", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--version", action="version", version=f"searchsync {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    parents = Parents()
     for group in _GROUPS:
-        group.register(commands, parents)
+        group.register(commands)
     return parser
 
 

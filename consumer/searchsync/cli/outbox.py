@@ -6,7 +6,7 @@ import argparse
 from datetime import UTC, datetime
 from typing import Any
 
-from searchsync.cli.args import Parents, older_than_command, plan_or_execute, with_tables
+from searchsync.cli.args import command, group, older_than, plan_or_execute, with_tables
 from searchsync.cli.output import err, show
 from searchsync.config import Settings
 from searchsync.duration import format_duration
@@ -15,16 +15,14 @@ from searchsync.ops.prune import PruneProgress, check_outbox_window, prune_outbo
 from searchsync.runtime import Runtime
 
 
-def register(commands: Any, parents: Parents) -> None:
-    prune = older_than_command(
-        commands,
-        parents,
-        ("outbox", "the search_outbox table"),
-        ("prune", "delete captured outbox rows older than a window, in small batches"),
-        "rows created before now minus this (7d, 36h); at least retention.min_outbox_age",
+def register(commands: Any) -> None:
+    cmds = group(commands, "outbox", "the search_outbox table")
+    about = "delete captured outbox rows older than a window, in small batches"
+    prune = command(cmds, "prune", cmd_outbox_prune, about)
+    older_than(
+        prune, "rows created before now minus this (7d, 36h); at least retention.min_outbox_age"
     )
     plan_or_execute(prune, "count only, delete nothing")
-    prune.set_defaults(func=cmd_outbox_prune)
 
 
 def _progress(r: PruneProgress) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from searchsync.cli.args import TYPE_HELP, Parents, chosen_type
+from searchsync.cli.args import TYPE_HELP, chosen_type, command
 from searchsync.cli.output import err, out
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
@@ -24,11 +24,13 @@ from searchsync.ops.rebuild.progress import Progress
 from searchsync.runtime import Runtime
 
 
-def register(commands: Any, parents: Parents) -> None:
-    cmd = commands.add_parser(
+def register(commands: Any) -> None:
+    cmd = command(
+        commands,
         "rebuild",
-        parents=[parents.common],
-        help="rebuild a type's index into <alias>_v<N+1> and swap the alias",
+        cmd_rebuild,
+        "rebuild a type's index into <alias>_v<N+1> and swap the alias",
+        data=False,
         description="Watermark, new index, backfill, catch-up, verify, swap "
         "(docs/design.md, Rebuild). With --json, progress events and the final summary are "
         "printed as one JSON object per line.",
@@ -58,7 +60,6 @@ def register(commands: Any, parents: Parents) -> None:
         action="store_false",
         help="stop the catch-up group after the swap; the index then waits for the redeploy",
     )
-    cmd.set_defaults(func=cmd_rebuild)
 
 
 def cmd_rebuild(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:

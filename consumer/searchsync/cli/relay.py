@@ -7,7 +7,7 @@ import argparse
 import asyncio
 from typing import Any
 
-from searchsync.cli.args import Parents, group, positive_int, with_tables
+from searchsync.cli.args import command, group, positive_int, with_tables
 from searchsync.cli.output import show
 from searchsync.cli.run import until_signalled
 from searchsync.config import Settings
@@ -16,22 +16,17 @@ from searchsync.relay.port import DeadRow
 from searchsync.runtime import Runtime
 
 
-def register(commands: Any, parents: Parents) -> None:
+def register(commands: Any) -> None:
     cmds = group(commands, "relay", "publish the outbox without Kafka Connect")
-    cmds.add_parser(
-        "run", parents=[parents.common], help="run the relay until stopped"
-    ).set_defaults(func=cmd_relay_run)
-    dead = cmds.add_parser("dead", parents=parents.data, help="list DEAD outbox rows")
+    command(cmds, "run", cmd_relay_run, "run the relay until stopped", data=False)
+    dead = command(cmds, "dead", cmd_relay_dead, "list DEAD outbox rows")
     dead.add_argument("--limit", type=positive_int, default=100, help="at most this many")
-    dead.set_defaults(func=cmd_relay_dead)
-    revive = cmds.add_parser(
-        "revive", parents=parents.data, help="put DEAD outbox rows back (with --execute)"
-    )
+    about = "put DEAD outbox rows back (with --execute)"
+    revive = command(cmds, "revive", cmd_relay_revive, about)
     which = revive.add_mutually_exclusive_group(required=True)
     which.add_argument("--id", type=positive_int, action="append", help="a row id (repeatable)")
     which.add_argument("--all", action="store_true", help="every DEAD row")
     revive.add_argument("--execute", action="store_true", help="revive; without it, only show")
-    revive.set_defaults(func=cmd_relay_revive)
 
 
 def cmd_relay_run(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:

@@ -9,7 +9,7 @@ import asyncio
 import json
 from typing import Any
 
-from searchsync.cli.args import Parents, chosen_types, fraction
+from searchsync.cli.args import chosen_types, command, fraction
 from searchsync.cli.output import err, out
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
@@ -21,12 +21,9 @@ from searchsync.ops.repair.run import run_repair
 from searchsync.runtime import Runtime
 
 
-def register(commands: Any, parents: Parents) -> None:
-    repair = commands.add_parser(
-        "repair",
-        parents=parents.data,
-        help="find drift between MySQL and Elasticsearch and heal it with REBUILD events",
-    )
+def register(commands: Any) -> None:
+    about = "find drift between MySQL and Elasticsearch and heal it with REBUILD events"
+    repair = command(commands, "repair", cmd_repair, about)
     mode = repair.add_mutually_exclusive_group(required=True)
     mode.add_argument("--once", action="store_true", help="one rotation over every bucket")
     mode.add_argument("--daemon", action="store_true", help="scan the best buckets forever")
@@ -42,7 +39,6 @@ def register(commands: Any, parents: Parents) -> None:
         help="share of buckets whose content is checked, 0..1 (default: 1 with --once,"
         " repair.content_share with --daemon)",
     )
-    repair.set_defaults(func=cmd_repair)
 
 
 def cmd_repair(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from searchsync.cli.args import Parents
+from searchsync.cli.args import command
 from searchsync.cli.output import err
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
@@ -17,10 +17,8 @@ from searchsync.gc_tuning import tune_for_throughput
 from searchsync.runtime import Runtime
 
 
-def register(commands: Any, parents: Parents) -> None:
-    commands.add_parser(
-        "run", parents=[parents.common], help="run the consumer until stopped"
-    ).set_defaults(func=cmd_run)
+def register(commands: Any) -> None:
+    command(commands, "run", cmd_run, "run the consumer until stopped", data=False)
 
 
 def cmd_run(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from searchsync.cli.args import Parents, group, positive_int
+from searchsync.cli.args import command, group, positive_int
 from searchsync.cli.output import out, print_json
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest
@@ -27,14 +27,12 @@ _TARGET = ConnectorTarget()
 _CREDENTIALS = Credentials()
 
 
-def register(commands: Any, parents: Parents) -> None:
+def register(commands: Any) -> None:
     cmds = group(commands, "schema", "print the MySQL schema, grants and connector")
-    cmds.add_parser(
-        "sql", parents=[parents.common], help="searchsync's own tables (every migration, in order)"
-    ).set_defaults(func=cmd_sql)
-    grants = cmds.add_parser(
-        "grants", parents=[parents.common], help="the GRANT statements of the three users"
-    )
+    about = "searchsync's own tables (every migration, in order)"
+    command(cmds, "sql", cmd_sql, about, data=False)
+    about = "the GRANT statements of the three users"
+    grants = command(cmds, "grants", cmd_grants, about, data=False)
     grants.add_argument("--database", help="the database (default: [mysql] database)")
     grants.add_argument("--consumer-user", help="default: [mysql] user")
     grants.add_argument("--app-user", default=_USERS.app, help=f"default: {_USERS.app}")
@@ -45,10 +43,8 @@ def register(commands: Any, parents: Parents) -> None:
         action="append",
         help="a business table (repeat; default: the registered projectors' tables)",
     )
-    grants.set_defaults(func=cmd_grants)
-    conn = cmds.add_parser(
-        "connector", parents=[parents.common], help="the Debezium connector's configuration (JSON)"
-    )
+    about = "the Debezium connector's configuration (JSON)"
+    conn = command(cmds, "connector", cmd_connector, about, data=False)
     conn.add_argument("--mysql-host", help="the host Connect reaches MySQL at (default: [mysql])")
     conn.add_argument("--mysql-port", type=positive_int, help="default: [mysql] port")
     conn.add_argument("--database", help="default: [mysql] database")
@@ -83,7 +79,6 @@ def register(commands: Any, parents: Parents) -> None:
         action="store_true",
         help="print the worker lines that declare the provider instead",
     )
-    conn.set_defaults(func=cmd_connector)
 
 
 def cmd_sql(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from searchsync.cli.args import Parents
+from searchsync.cli.args import command
 from searchsync.cli.dlq import dlq_topic
 from searchsync.cli.output import show
 from searchsync.cli.unreachable import describe_unreachable, elasticsearch_at, kafka_at, mysql_at
@@ -21,12 +21,9 @@ from searchsync.projection.references import referenced_types
 from searchsync.runtime import Runtime
 
 
-def register(commands: Any, parents: Parents) -> None:
-    status = commands.add_parser(
-        "status",
-        parents=parents.data,
-        help="the whole system on one screen; exit 0 when healthy, 4 with the reasons otherwise",
-    )
+def register(commands: Any) -> None:
+    about = "the whole system on one screen; exit 0 when healthy, 4 with the reasons otherwise"
+    status = command(commands, "status", cmd_status, about)
     status.add_argument(
         "--consumer",
         action="append",
@@ -34,7 +31,6 @@ def register(commands: Any, parents: Parents) -> None:
         help="a consumer's metrics base URL to ask /healthz (repeatable;"
         " default: http://<observability.metrics_host>:<observability.metrics_port>)",
     )
-    status.set_defaults(func=cmd_status)
 
 
 def cmd_status(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:

@@ -7,9 +7,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from searchsync.cli.args import (
-    Parents,
     chosen_types,
-    older_than_command,
+    command,
+    group,
+    older_than,
     plan_or_execute,
     run_in,
 )
@@ -21,17 +22,13 @@ from searchsync.ops.purge import PurgeProgress, PurgeReport, check_window, purge
 from searchsync.runtime import Runtime
 
 
-def register(commands: Any, parents: Parents) -> None:
-    purge = older_than_command(
-        commands,
-        parents,
-        ("tombstones", "tombstone documents of deleted rows"),
-        ("purge", "delete tombstones older than the retention window (guarded by seq_no)"),
-        "tombstones older than this (7d, 36h, 90m); at least [retention]'s minimum",
-    )
+def register(commands: Any) -> None:
+    cmds = group(commands, "tombstones", "tombstone documents of deleted rows")
+    about = "delete tombstones older than the retention window (guarded by seq_no)"
+    purge = command(cmds, "purge", cmd_tombstones_purge, about)
+    older_than(purge, "tombstones older than this (7d, 36h, 90m); at least [retention]'s minimum")
     purge.add_argument("--type", help="one aggregate type (default: every registered type)")
     plan_or_execute(purge, "count and list, delete nothing")
-    purge.set_defaults(func=cmd_tombstones_purge)
 
 
 def _progress(r: PurgeProgress) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from searchsync.cli.args import TYPE_HELP, Parents, chosen_type, positive_int, run_in
+from searchsync.cli.args import TYPE_HELP, chosen_type, command, positive_int, run_in
 from searchsync.cli.output import show
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
@@ -15,12 +15,9 @@ from searchsync.read import Until, wait_for_revision
 from searchsync.runtime import Runtime
 
 
-def register(commands: Any, parents: Parents) -> None:
-    wait = commands.add_parser(
-        "wait",
-        parents=parents.data,
-        help="wait until a revision of a document is indexed (or searchable)",
-    )
+def register(commands: Any) -> None:
+    about = "wait until a revision of a document is indexed (or searchable)"
+    wait = command(commands, "wait", cmd_wait, about)
     wait.add_argument("--type", help=TYPE_HELP)
     wait.add_argument("--id", required=True, dest="doc_id", help="the document (aggregate) id")
     wait.add_argument(
@@ -34,7 +31,6 @@ def register(commands: Any, parents: Parents) -> None:
     wait.add_argument(
         "--timeout", type=_seconds, default=10.0, metavar="S", help="seconds (default: 10)"
     )
-    wait.set_defaults(func=cmd_wait)
 
 
 def _seconds(text: str) -> float:

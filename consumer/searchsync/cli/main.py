@@ -12,18 +12,14 @@ from pathlib import Path
 from searchsync.cli import (
     config,
     dlq,
-    exporter,
     index,
     loadgen,
     offsets,
-    outbox,
     rebuild,
-    relay,
     repair,
+    retention,
     run,
-    schema,
     status,
-    tombstones,
     wait,
 )
 from searchsync.cli.args import CONFIG_ENV, Command
@@ -37,21 +33,20 @@ from searchsync.search.client import describe_auth_error
 from searchsync.version import __version__
 
 _GROUPS = (
-    run,
-    index,
-    dlq,
-    loadgen,
-    config,
-    offsets,
-    rebuild,
-    repair,
-    tombstones,
-    outbox,
-    relay,
-    status,
-    exporter,
-    wait,
-    schema,
+    run.register,
+    index.register,
+    dlq.register,
+    loadgen.register,
+    config.register,
+    offsets.register,
+    rebuild.register,
+    repair.register,
+    retention.register,
+    run.register_relay,
+    status.register,
+    run.register_exporter,
+    wait.register,
+    config.register_schema,
 )
 
 
@@ -104,8 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", metavar="PATH", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--version", action="version", version=f"searchsync {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for group in _GROUPS:
-        group.register(commands)
+    for register in _GROUPS:
+        register(commands)
     return parser
 
 

@@ -11,7 +11,7 @@ import pytest
 import searchsync.cli.rebuild as rebuild_cli
 import searchsync.cli.repair as repair_cli
 from runtime_fakes import Fakes
-from searchsync.cli.main import main
+from searchsync.cli import main
 from searchsync.gc_tuning import YOUNG_THRESHOLD, tune_for_throughput
 from searchsync.ops.rebuild.outcome import RebuildOutcome
 

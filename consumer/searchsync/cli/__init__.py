@@ -14,19 +14,17 @@ from pathlib import Path
 from searchsync.cli import (
     config,
     dlq,
+    heal,
     index,
     loadgen,
     offsets,
-    rebuild,
-    repair,
     retention,
     run,
     status,
     wait,
 )
 from searchsync.cli.args import CONFIG_ENV, Command
-from searchsync.cli.output import err
-from searchsync.cli.unreachable import describe_unreachable
+from searchsync.cli.output import describe_unreachable, err
 from searchsync.config import Settings, load_settings, scrub_credentials, scrub_known
 from searchsync.errors import ConfigError, DlqBudgetExceeded, InvalidRequest, SearchSyncError
 from searchsync.exit_codes import ExitCode
@@ -41,8 +39,8 @@ _GROUPS = (
     loadgen.register,
     config.register,
     offsets.register,
-    rebuild.register,
-    repair.register,
+    heal.register_rebuild,
+    heal.register_repair,
     retention.register,
     run.register_relay,
     status.register,

@@ -25,10 +25,17 @@ T = TypeVar("T")
 
 
 def command(
-    commands: Any, name: str, func: Command, summary: str, *, data: bool = True, **options: Any
+    commands: Any,
+    name: str,
+    func: Command,
+    summary: str,
+    *,
+    json: str | None = "print one JSON document",
+    one_type: bool = False,
+    **options: Any,
 ) -> argparse.ArgumentParser:
-    """``searchsync [GROUP] NAME``, which runs `func`: its parser, with ``--config PATH`` and, when
-    the command prints `data`, ``--json``."""
+    """``searchsync [GROUP] NAME``, which runs `func`: its parser, with ``--config PATH``,
+    ``--json`` unless `json` (its help) is None, and with `one_type` ``--type`` (`chosen_type`)."""
     parser: argparse.ArgumentParser = commands.add_parser(name, help=summary, **options)
     parser.add_argument(
         "--config",
@@ -36,8 +43,10 @@ def command(
         default=argparse.SUPPRESS,
         help=f"TOML settings file (default: ${CONFIG_ENV})",
     )
-    if data:
-        parser.add_argument("--json", action="store_true", help="print one JSON document")
+    if json is not None:
+        parser.add_argument("--json", action="store_true", help=json)
+    if one_type:
+        parser.add_argument("--type", help="aggregate type (default: the only registered one)")
     parser.set_defaults(func=func)
     return parser
 
@@ -87,9 +96,6 @@ def older_than(parser: argparse.ArgumentParser, window: str) -> None:
     parser.add_argument(
         "--older-than", required=True, type=duration, metavar="DURATION", help=window
     )
-
-
-TYPE_HELP: Final = "aggregate type (default: the only registered one)"
 
 
 def chosen_type(runtime: Runtime, given: str | None) -> str:

@@ -85,9 +85,9 @@ def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runt
 def register_schema(commands: Any) -> None:
     cmds = group(commands, "schema", "print the MySQL schema, grants and connector")
     about = "searchsync's own tables (every migration, in order)"
-    command(cmds, "sql", cmd_sql, about, data=False)
+    command(cmds, "sql", cmd_sql, about, json=None)
     about = "the GRANT statements of the three users"
-    grants = command(cmds, "grants", cmd_grants, about, data=False)
+    grants = command(cmds, "grants", cmd_grants, about, json=None)
     grants.add_argument("--database", help="the database (default: [mysql] database)")
     grants.add_argument("--consumer-user", help="default: [mysql] user")
     grants.add_argument("--app-user", default=_USERS.app, help=f"default: {_USERS.app}")
@@ -99,7 +99,7 @@ def register_schema(commands: Any) -> None:
         help="a business table (repeat; default: the registered projectors' tables)",
     )
     about = "the Debezium connector's configuration (JSON)"
-    conn = command(cmds, "connector", cmd_connector, about, data=False)
+    conn = command(cmds, "connector", cmd_connector, about, json=None)
     conn.add_argument("--mysql-host", help="the host Connect reaches MySQL at (default: [mysql])")
     conn.add_argument("--mysql-port", type=positive_int, help="default: [mysql] port")
     conn.add_argument("--database", help="default: [mysql] database")

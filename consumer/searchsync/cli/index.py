@@ -10,7 +10,6 @@ from dataclasses import asdict
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from searchsync.cli.args import (
-    TYPE_HELP,
     chosen_type,
     chosen_types,
     command,
@@ -44,14 +43,14 @@ _MESSAGES = {
 
 def register(commands: Any) -> None:
     cmds = group(commands, "index", "manage the Elasticsearch alias and index")
-    init = command(cmds, "init", cmd_index_init, "create <alias>_v1 behind the alias if missing")
-    init.add_argument("--type", help=TYPE_HELP)
+    about = "create <alias>_v1 behind the alias if missing"
+    init = command(cmds, "init", cmd_index_init, about, one_type=True)
     init.add_argument("--dry-run", action="store_true", help="say what would be done")
     command(cmds, "describe", cmd_index_describe, "show where each alias points")
     listing = command(cmds, "list", cmd_index_list, "the physical indices behind each alias")
     listing.add_argument("--type", help="only this aggregate type (default: every type)")
-    back = command(cmds, "rollback", cmd_index_rollback, "swap the alias back to an earlier index")
-    back.add_argument("--type", help=TYPE_HELP)
+    about = "swap the alias back to an earlier index"
+    back = command(cmds, "rollback", cmd_index_rollback, about, one_type=True)
     back.add_argument(
         "--to", metavar="INDEX", help="the index to swap to (default: the one before)"
     )

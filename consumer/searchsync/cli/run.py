@@ -28,7 +28,7 @@ from searchsync.watch.metrics import ExporterMetrics
 
 
 def register(commands: Any) -> None:
-    command(commands, "run", cmd_run, "run the consumer until stopped", data=False)
+    command(commands, "run", cmd_run, "run the consumer until stopped", json=None)
 
 
 def cmd_run(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -64,7 +64,7 @@ async def until_signalled() -> AsyncIterator[asyncio.Event]:
 
 def register_relay(commands: Any) -> None:
     cmds = group(commands, "relay", "publish the outbox without Kafka Connect")
-    command(cmds, "run", cmd_relay_run, "run the relay until stopped", data=False)
+    command(cmds, "run", cmd_relay_run, "run the relay until stopped", json=None)
     dead = command(cmds, "dead", cmd_relay_dead, "list DEAD outbox rows")
     dead.add_argument("--limit", type=positive_int, default=100, help="at most this many")
     about = "put DEAD outbox rows back (with --execute)"
@@ -124,7 +124,7 @@ def register_exporter(commands: Any) -> None:
         cmd_exporter,
         "serve the group's lag, members and oldest unfinished event as the broker sees"
         " them, and the freshness canary, on /metrics (needs no live member)",
-        data=False,
+        json=None,
     )
     exporter.add_argument(
         "--once",

@@ -9,8 +9,7 @@ from typing import Any
 
 from searchsync.cli.args import command
 from searchsync.cli.dlq import dlq_topic
-from searchsync.cli.output import show
-from searchsync.cli.unreachable import describe_unreachable, elasticsearch_at, kafka_at, mysql_at
+from searchsync.cli.output import describe_unreachable, elasticsearch_at, kafka_at, mysql_at, show
 from searchsync.config import Settings
 from searchsync.dlq.summary import summary
 from searchsync.exit_codes import ExitCode

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from searchsync.cli.args import TYPE_HELP, chosen_type, command, positive_int, run_in
+from searchsync.cli.args import chosen_type, command, positive_int, run_in
 from searchsync.cli.output import show
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
@@ -17,8 +17,7 @@ from searchsync.runtime import Runtime
 
 def register(commands: Any) -> None:
     about = "wait until a revision of a document is indexed (or searchable)"
-    wait = command(commands, "wait", cmd_wait, about)
-    wait.add_argument("--type", help=TYPE_HELP)
+    wait = command(commands, "wait", cmd_wait, about, one_type=True)
     wait.add_argument("--id", required=True, dest="doc_id", help="the document (aggregate) id")
     wait.add_argument(
         "--revision", required=True, type=positive_int, help="the revision the write returned"

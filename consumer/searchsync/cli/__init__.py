@@ -11,18 +11,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from searchsync.cli import (
-    config,
-    dlq,
-    heal,
-    index,
-    loadgen,
-    offsets,
-    retention,
-    run,
-    status,
-    wait,
-)
+from searchsync.cli import config, dlq, heal, index, loadgen, offsets, retention, run, status
 from searchsync.cli.args import CONFIG_ENV, Command
 from searchsync.cli.output import describe_unreachable, err
 from searchsync.config import Settings, load_settings, scrub_credentials, scrub_known
@@ -45,7 +34,7 @@ _GROUPS = (
     run.register_relay,
     status.register,
     run.register_exporter,
-    wait.register,
+    index.register_wait,
     config.register_schema,
 )
 

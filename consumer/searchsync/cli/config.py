@@ -84,8 +84,7 @@ def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runt
 
 def register_schema(commands: Any) -> None:
     cmds = group(commands, "schema", "print the MySQL schema, grants and connector")
-    about = "searchsync's own tables (every migration, in order)"
-    command(cmds, "sql", cmd_sql, about, json=None)
+    command(cmds, "sql", cmd_sql, "searchsync's own tables (every migration, in order)", json=None)
     about = "the GRANT statements of the three users"
     grants = command(cmds, "grants", cmd_grants, about, json=None)
     grants.add_argument("--database", help="the database (default: [mysql] database)")

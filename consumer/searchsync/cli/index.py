@@ -1,5 +1,8 @@
 """`searchsync index init|describe|list|rollback|drop`: the alias and its physical indices (the
-work of `list`, `rollback` and `drop` is `searchsync.ops.indices`)."""
+work of `list`, `rollback` and `drop` is `searchsync.ops.indices`). `searchsync wait`:
+read-your-writes from a shell (`searchsync.read`); exit 0 when the document reached the revision
+(indexed, or with ``--searchable`` searchable), 1 when the timeout passed first; either way the
+last revision seen is printed."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from searchsync.cli.args import (
     command,
     group,
     plan_or_execute,
+    positive_int,
     run_in,
 )
 from searchsync.cli.output import err, show
@@ -23,6 +27,7 @@ from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
 from searchsync.naming import physical_version, read_alias_name
 from searchsync.ops import indices
+from searchsync.read import Until, wait_for_revision
 from searchsync.runtime import Runtime
 from searchsync.search.admin import describe, init_index
 from searchsync.search.port import IndexAdmin, IndexInfo
@@ -210,3 +215,48 @@ def _confirmed(plan: indices.DropResult) -> bool:
         )
     err(f"delete {plan.index} ({plan.docs} documents)? type its name to confirm: ")
     return sys.stdin.readline().strip() == plan.index
+
+
+def register_wait(commands: Any) -> None:
+    about = "wait until a revision of a document is indexed (or searchable)"
+    wait = command(commands, "wait", cmd_wait, about, one_type=True)
+    wait.add_argument("--id", required=True, dest="doc_id", help="the document (aggregate) id")
+    wait.add_argument(
+        "--revision", required=True, type=positive_int, help="the revision the write returned"
+    )
+    wait.add_argument(
+        "--searchable",
+        action="store_true",
+        help="wait until a search sees it (default: until a get by id does)",
+    )
+    wait.add_argument(
+        "--timeout", type=_seconds, default=10.0, metavar="S", help="seconds (default: 10)"
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
+    return value
+
+
+def cmd_wait(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    aggregate_type = chosen_type(runtime, args.type)
+
+    result = run_in(
+        runtime,
+        lambda: wait_for_revision(
+            runtime.search().searcher,
+            settings.alias(aggregate_type),
+            args.doc_id,
+            args.revision,
+            until=Until.SEARCHABLE if args.searchable else Until.INDEXED,
+            timeout_s=args.timeout,
+        ),
+    )
+    show(args.json, result.as_json(), [result.message])
+    return ExitCode.OK if result.reached else ExitCode.FAILURE

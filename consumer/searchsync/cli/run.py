@@ -67,8 +67,7 @@ def register_relay(commands: Any) -> None:
     command(cmds, "run", cmd_relay_run, "run the relay until stopped", json=None)
     dead = command(cmds, "dead", cmd_relay_dead, "list DEAD outbox rows")
     dead.add_argument("--limit", type=positive_int, default=100, help="at most this many")
-    about = "put DEAD outbox rows back (with --execute)"
-    revive = command(cmds, "revive", cmd_relay_revive, about)
+    revive = command(cmds, "revive", cmd_relay_revive, "put DEAD outbox rows back (with --execute)")
     which = revive.add_mutually_exclusive_group(required=True)
     which.add_argument("--id", type=positive_int, action="append", help="a row id (repeatable)")
     which.add_argument("--all", action="store_true", help="every DEAD row")

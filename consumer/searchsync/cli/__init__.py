@@ -1,8 +1,7 @@
-"""The ``searchsync`` command (console script ``searchsync.cli:main``): build the command tree (a
-module per kind of command), load Settings once (``--config`` or $SEARCHSYNC_CONFIG), run the
-command on the services of a `searchsync.runtime.Runtime` (tests pass fakes) and map errors to exit
-codes (`searchsync.exit_codes`). With ``--json`` a command prints exactly one JSON document on
-stdout; messages go to stderr."""
+"""The ``searchsync`` command (console script ``searchsync.cli:main``): the command tree, Settings
+loaded once (``--config`` or $SEARCHSYNC_CONFIG), each command run on a `searchsync.runtime.Runtime`
+(tests pass fakes), errors mapped to exit codes (`searchsync.exit_codes`). With ``--json`` a
+command prints exactly one JSON document on stdout; messages go to stderr."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""`searchsync config check`: validate the settings, load the projectors as `run` does and print
-both, secrets redacted; ``--grants`` also checks as the configured MySQL user that no grant lets
-the consumer write a business table (exit 1 if one does). `searchsync schema sql | grants |
-connector`: print what a team applies to its own MySQL and Kafka Connect (docs/production.md):
-searchsync's tables, the three users' GRANTs, the Debezium connector's configuration (or
-``--worker-properties``); nothing is connected to or changed."""
+"""`searchsync config check`: the settings (redacted) and projectors as `run` loads them; with
+``--grants``, exit 1 if a grant lets the consumer write a business table. `searchsync schema sql |
+grants | connector`: print, connecting to nothing, searchsync's tables, the three users' GRANTs
+and the Debezium connector's configuration (or ``--worker-properties``), docs/production.md."""
 
 from __future__ import annotations
 

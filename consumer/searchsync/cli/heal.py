@@ -1,8 +1,7 @@
-"""`searchsync rebuild --type T` (`searchsync.ops.rebuild`): exit 0 done (or planned), 1 refused,
-interrupted or waiting for the live group (the message says what to run next). `searchsync
-repair`: the hash wheel that finds drift and heals it through the outbox; exit 0 when every
-scanned bucket and sweep was read completely, 1 when one was interrupted or the live lag stopped
-the rotation; ``--daemon`` serves metrics on ``repair.metrics_port`` (0: none)."""
+"""`searchsync rebuild --type T` (`searchsync.ops.rebuild`): exit 1 when refused, interrupted or
+waiting for the live group. `searchsync repair`: the hash wheel that finds drift and heals it
+through the outbox; exit 1 when a bucket or sweep was interrupted or the live lag stopped the
+rotation; ``--daemon`` serves metrics on ``repair.metrics_port`` (0: none)."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from searchsync.cli.args import chosen_type, chosen_types, command, fraction
+from searchsync.cli.args import chosen_type, chosen_types, command, fraction, run_in
 from searchsync.cli.output import err, out
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
@@ -151,21 +150,19 @@ def cmd_repair(args: argparse.Namespace, settings: Settings, runtime: Runtime) -
                 out(line)
 
     async def go() -> None:
-        async with runtime:
-            admin = runtime.kafka_admin()
-            wheel = await runtime.repair_wheel(
-                projectors,
-                dry_run=args.dry_run,
-                progress=progress,
-                kafka_admin=admin,
-                content_share=share,
-            )
-            await run_repair(
-                wheel, settings, daemon=args.daemon, metrics=RepairMetrics(), on_report=on_report
-            )
+        wheel = await runtime.repair_wheel(
+            projectors,
+            dry_run=args.dry_run,
+            progress=progress,
+            kafka_admin=runtime.kafka_admin(),
+            content_share=share,
+        )
+        await run_repair(
+            wheel, settings, daemon=args.daemon, metrics=RepairMetrics(), on_report=on_report
+        )
 
     tune_for_throughput()
-    asyncio.run(go())
+    run_in(runtime, go)
     if last and last[-1].stopped:
         err(f"repair stopped: {last[-1].stopped}")
     return ExitCode.FAILURE if last and not last[-1].complete else ExitCode.OK

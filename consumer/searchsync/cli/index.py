@@ -1,8 +1,7 @@
-"""`searchsync index init|describe|list|rollback|drop`: the alias and its physical indices (the
-work of `list`, `rollback` and `drop` is `searchsync.ops.indices`). `searchsync wait`:
-read-your-writes from a shell (`searchsync.read`); exit 0 when the document reached the revision
-(indexed, or with ``--searchable`` searchable), 1 when the timeout passed first; either way the
-last revision seen is printed."""
+"""`searchsync index init|describe|list|rollback|drop`: the alias and its physical indices
+(`searchsync.ops.indices`). `searchsync wait`: read-your-writes from a shell (`searchsync.read`);
+exit 0 when the document reached the revision (indexed, or with ``--searchable`` searchable), 1
+when the timeout passed first; either way the last revision seen is printed."""
 
 from __future__ import annotations
 

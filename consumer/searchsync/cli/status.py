@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from searchsync.cli.args import command
+from searchsync.cli.args import command, run_in
 from searchsync.cli.dlq import dlq_topic
 from searchsync.cli.output import describe_unreachable, elasticsearch_at, kafka_at, mysql_at, show
 from searchsync.config import Settings
@@ -35,7 +35,7 @@ def register(commands: Any) -> None:
 def cmd_status(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     obs = settings.observability
     endpoints = args.consumer or [f"http://{obs.metrics_host}:{obs.metrics_port}"]
-    report = asyncio.run(_report(runtime, endpoints))
+    report = run_in(runtime, lambda: _report(runtime, endpoints))
     show(args.json, report.as_json(), render(report))
     return ExitCode.OK if report.healthy else ExitCode.UNHEALTHY
 
@@ -84,12 +84,8 @@ async def _report(runtime: Runtime, endpoints: list[str]) -> StatusReport:
     kafka, mysql = kafka_at(settings), mysql_at(settings)
     asks = {"group": kafka, "dlq": kafka, "aliases": elasticsearch_at(settings)}
     asks |= {"outbox": mysql, "fanout": mysql, "relay": mysql, "repair": mysql}
-    async with runtime:
-        search = runtime.search()
-        return await gather(
-            checks, asks=asks, explain=lambda exc: describe_unreachable(exc, settings)
-        )
-    raise AssertionError("unreachable")  # pragma: no cover
+    search = runtime.search()
+    return await gather(checks, asks=asks, explain=lambda exc: describe_unreachable(exc, settings))
 
 
 def render(report: StatusReport) -> list[str]:

@@ -146,7 +146,8 @@ class Batches:
         else:
             if code is ErrorCode.REVISION_REGRESSION:
                 self._metrics.revision_regression(key.aggregate_type)
-            positions = state.dead(work)  # the key moves on; its positions finish on the ack
+            state.drop(work)  # the key moves on; its positions finish on the ack
+            positions = list(work.positions)
             self._dead.send(positions, code, message, attempts=work.attempts, verdict=verdict)
         self._outcomes.failed(
             key.aggregate_type, key.aggregate_id, work.max_revision, code, message

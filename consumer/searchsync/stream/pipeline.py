@@ -30,7 +30,7 @@ from searchsync.stream.processor import Processor
 from searchsync.stream.retry import RetryPolicy
 from searchsync.stream.vitals import IntakePort, Vitals
 from searchsync.stream.work_state import WorkState
-from searchsync.types import ThinEvent, TopicPartition
+from searchsync.types import Position, ThinEvent, TopicPartition
 
 __all__ = ["DlqPort", "IntakePort", "Pipeline", "PipelineOptions"]
 
@@ -159,26 +159,25 @@ class Pipeline:
     def _admit(self, messages: Sequence[RawMessage]) -> None:
         """Decode and admit each message; an undecodable one is dead-lettered. Messages of
         partitions no longer assigned are skipped, uncounted."""
-        work = self._work
         counts: dict[str, int] = {}
         max_bytes, known = self._settings.max_event_bytes, self._opt.known_types
-        decoded: list[tuple[RawMessage, ThinEvent]] = []  # admitted together, in order
+        assigned = self._work.assigned
+        admitted: list[tuple[RawMessage, ThinEvent | None]] = []
+        poison: list[tuple[Position, PoisonMessage]] = []
         for raw in messages:
-            if (raw.topic, raw.partition) not in work.assigned:
+            if (raw.topic, raw.partition) not in assigned:
                 continue
             counts[raw.topic] = counts.get(raw.topic, 0) + 1
             try:
-                event = decode(raw.value, max_bytes=max_bytes, known_types=known)
+                event: ThinEvent | None = decode(raw.value, max_bytes=max_bytes, known_types=known)
             except PoisonMessage as exc:
-                work.admit_decoded(decoded)  # the ledger tracks offsets in the order consumed
-                decoded = []
-                pos = work.admit(raw, None, self._wall())
-                if pos is not None:
-                    self._metrics.poison(exc.code)
-                    self._dead.send([pos], exc.code, exc.message, attempts=1)
-                continue
-            decoded.append((raw, event))
-        work.admit_decoded(decoded)
+                event = None
+                poison.append((Position(raw.topic, raw.partition, raw.offset), exc))
+            admitted.append((raw, event))
+        self._work.admit(admitted, self._wall() if poison else None)
+        for pos, error in poison:
+            self._metrics.poison(error.code)
+            self._dead.send([pos], error.code, error.message, attempts=1)
         for topic, n in counts.items():  # searchsync_events_consumed_total, once per topic
             self._metrics.consumed(topic, n)
 

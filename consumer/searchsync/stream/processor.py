@@ -20,8 +20,6 @@ from searchsync.stream.fence import SchemaFence
 from searchsync.stream.verdict import (
     Planned,
     Verdict,
-    done,
-    failed,
     failed_plan,
     failed_work,
     from_outcome,
@@ -29,7 +27,7 @@ from searchsync.stream.verdict import (
     plan_one,
     read_failed,
     row_behind,
-    write_failed,
+    verdict_of,
 )
 
 log = logging.getLogger(__name__)
@@ -141,8 +139,6 @@ class Processor:
         if not planned:
             return []
         outcomes = await self._sink_write(planned)
-        if outcomes is None:
-            return [write_failed(p) for p in planned]
         verdicts: list[Verdict] = []
         ahead: list[tuple[Planned, WriteOutcome]] = []
         same_revision: list[Planned] = []
@@ -175,13 +171,16 @@ class Processor:
                     alias, [p.document.doc_id for p in group]
                 )
             except TransientError as exc:
-                out.extend(failed(p, exc.code, exc.message) for p in group)
+                out.extend(verdict_of(p, OutcomeKind.FAILED, exc.code, exc.message) for p in group)
                 continue
             for plan in group:
                 found = stored.get(plan.document.doc_id)
                 doc = plan.document
                 if found is None or found.version < doc.source_revision:
-                    out.append(failed(plan, ErrorCode.ES_409_UNCONFIRMED, "stored doc changed"))
+                    changed = "stored doc changed"
+                    out.append(
+                        verdict_of(plan, OutcomeKind.FAILED, ErrorCode.ES_409_UNCONFIRMED, changed)
+                    )
                 elif found.version > doc.source_revision:
                     message = f"stored version {found.version} > {doc.source_revision}"
                     op = IndexOp.from_document(plan.alias, doc)
@@ -194,14 +193,12 @@ class Processor:
                     and found.schema_version == plan.projector.schema_version
                     and found.sync_hash == doc.body.get("sync_hash")
                 ):
-                    out.append(done(plan, OutcomeKind.ALREADY_APPLIED))
+                    out.append(verdict_of(plan, OutcomeKind.ALREADY_APPLIED))
                 else:
                     rewrite.append(plan)
         if not rewrite:
             return out
         outcomes = await self._sink_write(rewrite, EXTERNAL_GTE)
-        if outcomes is None:
-            return out + [write_failed(p) for p in rewrite]
         for plan, outcome in zip(rewrite, outcomes, strict=True):
             if outcome.kind is OutcomeKind.AHEAD:  # a newer write won the race: re-check it
                 ahead.append((plan, outcome))
@@ -233,13 +230,14 @@ class Processor:
                 elif plan.loaded_revision is None:
                     # The row is gone and the index already holds a later revision: nothing this
                     # event knows is newer than what is indexed (a stale event of a deleted id).
-                    out.append(done(plan, OutcomeKind.ALREADY_APPLIED))
+                    out.append(verdict_of(plan, OutcomeKind.ALREADY_APPLIED))
                 elif plan.document.source_revision == version:
-                    out.append(done(plan, OutcomeKind.ALREADY_APPLIED))
+                    out.append(verdict_of(plan, OutcomeKind.ALREADY_APPLIED))
                 else:
                     out.append(
-                        failed(
+                        verdict_of(
                             plan,
+                            OutcomeKind.FAILED,
                             ErrorCode.REVISION_REGRESSION,
                             f"index holds revision {version} but the primary's row is at "
                             f"{plan.document.source_revision}: the revision went backwards "
@@ -248,19 +246,21 @@ class Processor:
                     )
             if retry_now:
                 outcomes = await self._sink_write(retry_now)
-                if outcomes is None:
-                    out.extend(write_failed(p) for p in retry_now)
-                    continue
                 for plan, outcome in zip(retry_now, outcomes, strict=True):
                     if outcome.kind is OutcomeKind.AHEAD:  # raced again: try the work later
-                        out.append(failed(plan, ErrorCode.ES_AHEAD, outcome.message))
+                        out.append(
+                            verdict_of(
+                                plan, OutcomeKind.FAILED, ErrorCode.ES_AHEAD, outcome.message
+                            )
+                        )
                     else:
                         out.append(from_outcome(plan, outcome))
         return out
 
     async def _sink_write(
         self, planned: list[Planned], version_type: str = EXTERNAL
-    ) -> list[WriteOutcome] | None:
+    ) -> list[WriteOutcome]:
+        """One outcome per plan; the sink raising fails them all (INTERNAL)."""
         ops = [IndexOp.from_document(p.alias, p.document) for p in planned]
         if version_type != EXTERNAL:
             ops = [op._replace(version_type=version_type) for op in ops]
@@ -268,4 +268,5 @@ class Processor:
             return await self._sink.write(ops)
         except Exception:
             log.exception("the sink raised unexpectedly; its works will be retried")
-            return None
+            why = "the sink raised unexpectedly (see the log)"
+            return [WriteOutcome.failed(op, ErrorCode.INTERNAL, why) for op in ops]

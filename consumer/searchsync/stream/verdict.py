@@ -103,21 +103,13 @@ def plan_one(
     return Planned(work, projector, alias, projector.project(row), loaded)
 
 
-def done(plan: Planned, kind: OutcomeKind) -> Verdict:
+def verdict_of(
+    plan: Planned, kind: OutcomeKind, code: ErrorCode | None = None, message: str | None = None
+) -> Verdict:
+    """The verdict of a planned work: a finished one carries its document, a failed one a code."""
+    doc = None if code is not None else plan.document
     p, schema = plan, plan.projector.schema_version  # positional: one verdict per work
-    return Verdict(p.work, kind, None, None, False, p.document, p.alias, p.loaded_revision, schema)
-
-
-def failed(plan: Planned, code: ErrorCode, message: str | None) -> Verdict:
-    return Verdict(
-        plan.work,
-        OutcomeKind.FAILED,
-        code,
-        message,
-        alias=plan.alias,
-        loaded_revision=plan.loaded_revision,
-        schema_version=plan.projector.schema_version,
-    )
+    return Verdict(p.work, kind, code, message, False, doc, p.alias, p.loaded_revision, schema)
 
 
 def failed_plan(
@@ -154,10 +146,6 @@ def read_failed(work: Work, exc: Exception, aggregate_type: str) -> Verdict:
     return failed_work(work, ErrorCode.INTERNAL, message)
 
 
-def write_failed(plan: Planned) -> Verdict:
-    return failed(plan, ErrorCode.INTERNAL, "the sink raised unexpectedly (see the log)")
-
-
 def is_rebuild(work: Work) -> bool:
     return any(event.operation is Operation.REBUILD for event, _ in work.events)
 
@@ -174,11 +162,9 @@ def row_revision(row: Row) -> int | None:
 
 
 def from_outcome(plan: Planned, outcome: WriteOutcome) -> Verdict:
-    if outcome.kind in FINISHED_KINDS:
-        return done(plan, outcome.kind)
-    if outcome.code is None:  # AHEAD is handled by the caller; nothing else lacks a code
-        raise ValueError(f"a {outcome.kind.value} outcome without an error code")
-    return failed(plan, outcome.code, outcome.message)
+    """AHEAD is the caller's business (ValueError here)."""
+    code = outcome.code
+    return verdict_of(plan, outcome.kind, code, None if code is None else outcome.message)
 
 
 class Action(enum.Enum):

@@ -73,22 +73,13 @@ class WorkState:
             del self._pending[pos]
 
     def admit(
-        self, raw: RawMessage, event: ThinEvent | None, failed_at: datetime | None = None
-    ) -> Position | None:
-        """Track a consumed message and queue its event (None: poison, to dead-letter). None back:
-        its partition is not assigned."""
-        if (raw.topic, raw.partition) not in self.assigned:
-            return None
-        pos = Position(raw.topic, raw.partition, raw.offset)
-        self.ledger.track(pos)
-        self._pending[pos] = Pending(raw, event, failed_at)
-        if event is not None:
-            self._keys.add(event, pos)
-        return pos
-
-    def admit_decoded(self, batch: Iterable[tuple[RawMessage, ThinEvent]]) -> None:
-        """`admit` for decoded messages of assigned partitions, in consumed order, one ledger lookup
-        per run of a partition."""
+        self,
+        batch: Iterable[tuple[RawMessage, ThinEvent | None]],
+        failed_at: datetime | None = None,
+    ) -> None:
+        """Track consumed messages of assigned partitions, in consumed order, and queue their events
+        (None: poison, to dead-letter, failed at `failed_at`); one ledger lookup per run of a
+        partition."""
         pending, add, ledgers = self._pending, self._keys.add, self.ledger.ledger_of
         last: tuple[str, int, PartitionLedger] | None = None  # the run's partition, its ledger
         for raw, event in batch:
@@ -97,6 +88,9 @@ class WorkState:
                 last = (topic, partition, ledgers((topic, partition)))
             last[2].track(offset)
             pos = Position(topic, partition, offset)
+            if event is None:
+                pending[pos] = Pending(raw, None, failed_at)
+                continue
             pending[pos] = Pending(raw, event)
             add(event, pos)
 
@@ -117,8 +111,7 @@ class WorkState:
     def finish(self, work: Work) -> list[int]:
         """`work` applied (or found applied): its positions finish. The Kafka timestamps of the
         tracked messages it finished."""
-        self._settled(work)
-        self._keys.complete(work)
+        self.drop(work)
         ledger, pending = self.ledger, self._pending
         stamps: list[int] = []
         for pos in work.positions:
@@ -139,15 +132,12 @@ class WorkState:
         heapq.heappush(self._due, _Due(self._clock() + delay, next(self._seq), work, code))
         self._waiting[code] += 1
 
-    def dead(self, work: Work) -> list[Position]:
-        """`work` is dead-lettered: its key moves on; its positions (returned) finish on `acked`."""
-        self._settled(work)
-        self._keys.complete(work)
-        return list(work.positions)
-
     def drop(self, work: Work) -> None:
-        """`work` ended after all its partitions were revoked: nothing of it finishes here."""
-        self._settled(work)
+        """`work` ended without finishing its positions here: dead-lettered (they finish on
+        `acked`), or all its partitions were revoked. Its key moves on."""
+        self._running_done(work)
+        if self._systemic:
+            self._systemic.pop(work.key, None)
         self._keys.complete(work)
 
     def acked(self, pos: Position) -> None:
@@ -182,14 +172,18 @@ class WorkState:
         return self._release(lambda due: due.code in codes)
 
     def _release(self, wanted: Callable[[_Due], bool]) -> int:
-        released = [due for due in self._due if wanted(due)]
-        if released:
-            self._due = [due for due in self._due if not wanted(due)]
-            heapq.heapify(self._due)
-        for due in released:
+        kept: list[_Due] = []
+        for due in self._due:
+            if not wanted(due):
+                kept.append(due)
+                continue
             self._waiting[due.code] -= 1
             self._keys.release(due.work)
-        return len(released)
+        released = len(self._due) - len(kept)
+        if released:
+            self._due = kept
+            heapq.heapify(kept)
+        return released
 
     def waiting(self, code: ErrorCode) -> int:
         return self._waiting[code]
@@ -225,11 +219,6 @@ class WorkState:
             if ts and (oldest is None or ts < oldest):
                 oldest = ts
         return oldest
-
-    def _settled(self, work: Work) -> None:
-        self._running_done(work)
-        if self._systemic:
-            self._systemic.pop(work.key, None)
 
     def _running_done(self, work: Work) -> None:
         running = self._running

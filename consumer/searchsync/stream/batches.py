@@ -29,6 +29,7 @@ from searchsync.stream.work_state import WorkState
 from searchsync.types import TopicPartition
 
 BATCH_SUMMARY_MESSAGE = "batch settled"
+MAX_CONCURRENT = 2  # batches in flight at once
 
 Tally = dict[tuple[str, str], int]
 """Finished events of one batch: (aggregate type, result) -> count."""
@@ -49,7 +50,6 @@ class Batches:
         metrics: Metrics,
         retry: RetryPolicy,
         max_batch_works: int,
-        max_concurrent: int,
         clock: Callable[[], float],
     ) -> None:
         self._state = state
@@ -59,9 +59,9 @@ class Batches:
         self._metrics = metrics
         self._retry = retry
         self._max_works = max_batch_works
-        self._max_concurrent = max_concurrent
         self._clock = clock
         self._running: set[asyncio.Task[None]] = set()
+        self._working: list[list[Work]] = []  # the works of each running batch
         self._revision_lags: dict[str, int] = {}  # aggregate type -> lag, set once per batch
         self._now_ms = 0.0  # the wall clock (ms) when the batch being applied finished
         self._debug = False  # per-event success lines for the batch being applied
@@ -72,22 +72,31 @@ class Batches:
         return self._running | self._outcomes.tasks()
 
     def dispatch(self) -> None:
-        while len(self._running) < self._max_concurrent:
+        while len(self._running) < MAX_CONCURRENT:
             works = self._state.take(self._max_works)
             if not works:
                 return
+            self._working.append(works)
             task = asyncio.create_task(self._run(works))
             self._running.add(task)
             task.add_done_callback(self._running.discard)
 
     async def wait_for(self, partitions: Collection[TopicPartition], deadline: float) -> None:
         """Wait until no work of `partitions` is in flight, or the deadline passes."""
-        while self._state.busy(partitions) and self._clock() < deadline:
+        while self._busy(partitions) and self._clock() < deadline:
             self._settled.clear()
             try:
                 await asyncio.wait_for(self._settled.wait(), max(0.0, deadline - self._clock()))
             except TimeoutError:
                 return
+
+    def _busy(self, partitions: Collection[TopicPartition]) -> bool:
+        return any(
+            (p.topic, p.partition) in partitions
+            for works in self._working
+            for work in works
+            for p in work.positions
+        )
 
     async def _run(self, works: list[Work]) -> None:
         started = self._clock()
@@ -103,6 +112,7 @@ class Batches:
         self._debug = log.isEnabledFor(logging.DEBUG)
         for verdict in verdicts:
             self._apply(verdict, tally)
+        self._working.remove(works)
         self._report(tally)
         if tally and log.isEnabledFor(logging.INFO):
             _log_summary(works, tally, self._clock() - started)

@@ -11,9 +11,9 @@ import logging
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
+from searchsync.clock import utc_now
 from searchsync.config import PipelineSettings
 from searchsync.dlq.record import DlqBudget
 from searchsync.errors import ErrorCode, PoisonMessage
@@ -32,9 +32,9 @@ from searchsync.stream.vitals import IntakePort, Vitals
 from searchsync.stream.work_state import WorkState
 from searchsync.types import Position, ThinEvent, TopicPartition
 
-__all__ = ["DlqPort", "IntakePort", "Pipeline", "PipelineOptions"]
-
 log = logging.getLogger(__name__)
+
+STATE_FLUSH_INTERVAL_S = 1.0  # projection-state outcomes are written at least this often
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +44,6 @@ class PipelineOptions:
     consume_batch: int = 500
     consume_timeout_s: float = 0.1
     max_batch_works: int = 500
-    max_concurrent_batches: int = 2
-    state_flush_interval_s: float = 1.0
 
 
 class Pipeline:
@@ -64,7 +62,6 @@ class Pipeline:
         options: PipelineOptions,
         fence: SchemaFence,
         clock: Callable[[], float] = time.monotonic,
-        wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._settings = settings
         self._opt = options
@@ -72,7 +69,6 @@ class Pipeline:
         self._fence_check: asyncio.Task[None] | None = None
         self._metrics = metrics
         self._clock = clock
-        self._wall = wall_clock
         # a revoke gives in-flight work up to 10 s (docs/consumer.md, "Rebalance and shutdown")
         self._drain_s = min(10.0, settings.shutdown_deadline_s)
         self._work = WorkState(
@@ -87,12 +83,11 @@ class Pipeline:
             metrics=metrics,
             retry=retry,
             group_id=options.group_id,
-            wall_clock=wall_clock,
         )
         self._vitals = Vitals(
             work=self._work, dead_letters=self._dead, fence=fence, metrics=metrics
         )
-        self._outcomes = StateBuffer(state, interval_s=options.state_flush_interval_s, clock=clock)
+        self._outcomes = StateBuffer(state, interval_s=STATE_FLUSH_INTERVAL_S, clock=clock)
         self._batches = Batches(
             state=self._work,
             processor=processor,
@@ -101,7 +96,6 @@ class Pipeline:
             metrics=metrics,
             retry=retry,
             max_batch_works=options.max_batch_works,
-            max_concurrent=options.max_concurrent_batches,
             clock=clock,
         )
 
@@ -174,7 +168,7 @@ class Pipeline:
                 event = None
                 poison.append((Position(raw.topic, raw.partition, raw.offset), exc))
             admitted.append((raw, event))
-        self._work.admit(admitted, self._wall() if poison else None)
+        self._work.admit(admitted, utc_now() if poison else None)
         for pos, error in poison:
             self._metrics.poison(error.code)
             self._dead.send([pos], error.code, error.message, attempts=1)

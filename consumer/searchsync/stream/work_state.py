@@ -49,7 +49,6 @@ class WorkState:
         self._seq = itertools.count()
         self._waiting: Counter[ErrorCode] = Counter()
         self._systemic: dict[Key, int] = {}  # attempts that ended SYSTEMIC, per key
-        self._running: dict[TopicPartition, int] = {}  # works in flight per partition
         self._clock = clock
         self._last_progress = clock()
 
@@ -95,12 +94,7 @@ class WorkState:
             add(event, pos)
 
     def take(self, limit: int) -> list[Work]:
-        works = self._keys.take_ready(limit)
-        running = self._running
-        for work in works:
-            for tp in _partitions(work):
-                running[tp] = running.get(tp, 0) + 1
-        return works
+        return self._keys.take_ready(limit)
 
     def owned(self, work: Work) -> bool:
         assigned, positions = self.assigned, work.positions
@@ -125,7 +119,6 @@ class WorkState:
     def retry(self, work: Work, delay: float, code: ErrorCode, *, systemic: bool) -> None:
         """Retry `work` after `delay`; meanwhile its key stays in flight, so nothing newer overtakes
         it. A SYSTEMIC failure spends none of the work's attempts."""
-        self._running_done(work)
         if systemic:
             self._systemic[work.key] = self._systemic.get(work.key, 0) + 1
             self.degraded = code
@@ -135,7 +128,6 @@ class WorkState:
     def drop(self, work: Work) -> None:
         """`work` ended without finishing its positions here: dead-lettered (they finish on
         `acked`), or all its partitions were revoked. Its key moves on."""
-        self._running_done(work)
         if self._systemic:
             self._systemic.pop(work.key, None)
         self._keys.complete(work)
@@ -197,9 +189,6 @@ class WorkState:
             self.degraded = None
         return "too many events waiting" if self._keys.is_full() else None
 
-    def busy(self, partitions: Collection[TopicPartition]) -> bool:
-        return any(self._running.get(tp, 0) for tp in partitions)
-
     def in_flight(self) -> int:
         return self._keys.in_flight()
 
@@ -219,19 +208,3 @@ class WorkState:
             if ts and (oldest is None or ts < oldest):
                 oldest = ts
         return oldest
-
-    def _running_done(self, work: Work) -> None:
-        running = self._running
-        for tp in _partitions(work):
-            left = running.get(tp, 0) - 1
-            if left > 0:
-                running[tp] = left
-            else:
-                running.pop(tp, None)
-
-
-def _partitions(work: Work) -> Collection[TopicPartition]:
-    positions = work.positions
-    if len(positions) == 1:  # most works: one event
-        return ((positions[0].topic, positions[0].partition),)
-    return {(p.topic, p.partition) for p in positions}

@@ -166,7 +166,7 @@ class Batches:
     def _finished(self, verdict: Verdict, tally: Tally) -> None:
         work, doc, state = verdict.work, verdict.document, self._state
         aggregate_type = work.key.aggregate_type
-        if doc is None:  # an event that only fans out: its job is recorded (stream.fanout_step)
+        if doc is None:  # an event that only fans out: its job is recorded (`Processor`)
             for result, n in (("applied", 1), ("superseded", len(work.events) - 1)):
                 tally[(aggregate_type, result)] = tally.get((aggregate_type, result), 0) + n
             state.finish(work)

@@ -107,7 +107,7 @@ class DeadLetters:
                 error_code=code.value,
                 error_message=message,
                 attempts=attempts,
-                first_failed_at=pending.first_failed_at or now,
+                first_failed_at=now,
                 last_failed_at=now,
                 event=pending.event,
                 projection_schema_version=verdict.schema_version if verdict else None,

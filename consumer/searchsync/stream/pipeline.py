@@ -13,7 +13,6 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from searchsync.clock import utc_now
 from searchsync.config import PipelineSettings
 from searchsync.dlq.record import DlqBudget
 from searchsync.errors import ErrorCode, PoisonMessage
@@ -168,7 +167,7 @@ class Pipeline:
                 event = None
                 poison.append((Position(raw.topic, raw.partition, raw.offset), exc))
             admitted.append((raw, event))
-        self._work.admit(admitted, utc_now() if poison else None)
+        self._work.admit(admitted)
         for pos, error in poison:
             self._metrics.poison(error.code)
             self._dead.send([pos], error.code, error.message, attempts=1)

@@ -10,12 +10,12 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 from searchsync.errors import ErrorCode, PoisonMessage, TransientError
-from searchsync.mysql.fanout import FanoutStore
+from searchsync.mysql.fanout import FanoutStore, FanoutTarget
 from searchsync.mysql.truth import Truth
 from searchsync.projection import Projector, ProjectorRegistry
+from searchsync.projection.references import dependents
 from searchsync.search.sink import EXTERNAL, EXTERNAL_GTE, IndexOp, OutcomeKind, Sink, WriteOutcome
 from searchsync.stream.coalesce import Work
-from searchsync.stream.fanout_step import record_fanout
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.verdict import (
     Planned,
@@ -58,7 +58,7 @@ class Processor:
         for work in works:
             by_type[work.key.aggregate_type].append(work)
         for aggregate_type, group in by_type.items():
-            ended = await record_fanout(self._registry, self._fanout, aggregate_type, group)
+            ended = await self._record_fanout(aggregate_type, group)
             if ended is not None:  # the type only fans out, or its fan-out was not recorded
                 verdicts.update({id(v.work): v for v in ended})
                 continue
@@ -86,6 +86,31 @@ class Processor:
         for verdict in written:
             verdicts[id(verdict.work)] = verdict
         return [verdicts[id(work)] for work in works]
+
+    async def _record_fanout(
+        self, aggregate_type: str, works: Sequence[Work]
+    ) -> list[Verdict] | None:
+        """An event of a type a projector's lookup names records one ``search_fanout`` job per
+        dependent type and lookup before its work may finish (docs/design.md, invariant 16). The
+        verdicts of works that end here (a type without a projector, or the record failed); None:
+        on to their projector."""
+        found = dependents(self._registry, aggregate_type)
+        if not found or self._fanout is None:
+            return None
+        targets = [
+            FanoutTarget(
+                aggregate_type, w.key.aggregate_id, p.aggregate_type, lookup.name, w.max_revision
+            )
+            for w in works
+            for p, lookup in found
+        ]
+        try:
+            await self._fanout.record(targets)
+        except Exception as exc:  # not durable: nothing of these works may finish
+            return [read_failed(w, exc, aggregate_type) for w in works]
+        if aggregate_type in self._registry.types():
+            return None
+        return [Verdict(w, OutcomeKind.APPLIED) for w in works]
 
     async def _plan(
         self, projector: Projector, works: Sequence[Work], *, primary: bool

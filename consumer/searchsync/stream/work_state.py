@@ -10,7 +10,6 @@ import itertools
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from searchsync.errors import ErrorCode
 from searchsync.kafka.intake import RawMessage
@@ -25,7 +24,6 @@ class Pending:
 
     raw: RawMessage
     event: ThinEvent | None
-    first_failed_at: datetime | None = None
 
 
 @dataclass(order=True, slots=True)
@@ -71,14 +69,9 @@ class WorkState:
         for pos in [p for p in self._pending if (p.topic, p.partition) == tp]:
             del self._pending[pos]
 
-    def admit(
-        self,
-        batch: Iterable[tuple[RawMessage, ThinEvent | None]],
-        failed_at: datetime | None = None,
-    ) -> None:
+    def admit(self, batch: Iterable[tuple[RawMessage, ThinEvent | None]]) -> None:
         """Track consumed messages of assigned partitions, in consumed order, and queue their events
-        (None: poison, to dead-letter, failed at `failed_at`); one ledger lookup per run of a
-        partition."""
+        (None: poison, to dead-letter); one ledger lookup per run of a partition."""
         pending, add, ledgers = self._pending, self._keys.add, self.ledger.ledger_of
         last: tuple[str, int, PartitionLedger] | None = None  # the run's partition, its ledger
         for raw, event in batch:
@@ -87,11 +80,9 @@ class WorkState:
                 last = (topic, partition, ledgers((topic, partition)))
             last[2].track(offset)
             pos = Position(topic, partition, offset)
-            if event is None:
-                pending[pos] = Pending(raw, None, failed_at)
-                continue
             pending[pos] = Pending(raw, event)
-            add(event, pos)
+            if event is not None:
+                add(event, pos)
 
     def take(self, limit: int) -> list[Work]:
         return self._keys.take_ready(limit)

@@ -140,24 +140,18 @@ class Processor:
         for work in works:
             row = rows.get(work.key.aggregate_id)
             try:
-                plan = plan_one(projector, alias, work, row, floors)
-            except PoisonMessage as exc:
-                early.append(failed_plan(projector, alias, work, row, exc.code, exc.message))
-                continue
-            except Exception as exc:  # a bug in the projector: this work's failure, no other's
-                log.warning(
-                    "projector raised unexpectedly",
-                    extra={"aggregate_type": projector.aggregate_type, "id": work.key.aggregate_id},
-                    exc_info=True,
-                )
-                message = f"projector raised {type(exc).__name__}: {exc}"
-                early.append(
-                    failed_plan(
-                        projector, alias, work, row, ErrorCode.PROJECTION_ERROR, message, True
+                plans.append(plan_one(projector, alias, work, row, floors))
+            except Exception as exc:  # refused, or a bug in the projector: this work's alone
+                if not isinstance(exc, PoisonMessage):
+                    log.warning(
+                        "projector raised unexpectedly",
+                        extra={
+                            "aggregate_type": projector.aggregate_type,
+                            "id": work.key.aggregate_id,
+                        },
+                        exc_info=True,
                     )
-                )
-                continue
-            plans.append(plan)
+                early.append(failed_plan(projector, alias, work, row, exc))
         return plans, early
 
     async def _write(self, planned: list[Planned]) -> list[Verdict]:

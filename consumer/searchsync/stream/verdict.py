@@ -113,24 +113,17 @@ def verdict_of(
 
 
 def failed_plan(
-    projector: Projector,
-    alias: str,
-    work: Work,
-    row: Row | None,
-    code: ErrorCode,
-    message: str,
-    unexpected: bool = False,
+    projector: Projector, alias: str, work: Work, row: Row | None, exc: Exception
 ) -> Verdict:
-    return Verdict(
-        work,
-        OutcomeKind.FAILED,
-        code,
-        message,
-        unexpected=unexpected,
-        alias=alias,
-        loaded_revision=None if row is None else row_revision(row),
-        schema_version=projector.schema_version,
-    )
+    """A work the projector refused (its `PoisonMessage`) or raised on (PROJECTION_ERROR,
+    unexpected)."""
+    if isinstance(exc, PoisonMessage):
+        code, message, unexpected = exc.code, exc.message, False
+    else:
+        code, unexpected = ErrorCode.PROJECTION_ERROR, True
+        message = f"projector raised {type(exc).__name__}: {exc}"
+    loaded, schema = None if row is None else row_revision(row), projector.schema_version
+    return Verdict(work, OutcomeKind.FAILED, code, message, unexpected, None, alias, loaded, schema)
 
 
 def failed_work(work: Work, code: ErrorCode, message: str) -> Verdict:

@@ -180,8 +180,11 @@ class SchemaFence:
                 fenced[target] = state
         if not fenced:
             return verdicts
+        fenced_code = ErrorCode.SCHEMA_FENCED
         return [
-            _as_fenced(v, fenced[v.alias]) if not v.finished and v.alias in fenced else v
+            replace(v, code=fenced_code, message=fenced[v.alias].reason(), unexpected=False)
+            if not v.finished and v.alias in fenced
+            else v
             for v in verdicts
         ]
 
@@ -233,7 +236,8 @@ class SchemaFence:
     def _update(self, entry: _Entry, state: TargetState) -> None:
         before = entry.state
         entry.state = state
-        alias = _alias_of(state.target)
+        parsed = parse_physical_name(state.target)  # ``<alias>_v<N>``, or an alias
+        alias = state.target if parsed is None else parsed[0]
         if self._observer is not None:
             self._observer.set_fenced(alias, state.fenced)
             parsed = None if state.index is None else parse_physical_name(state.index)
@@ -248,13 +252,3 @@ class SchemaFence:
                 f"(projection_schema_version {state.index_version}); writes resume",
                 extra=state.as_json(),
             )
-
-
-def _alias_of(target: str) -> str:
-    """The alias of a target: itself, or the alias part of ``<alias>_v<N>``."""
-    parsed = parse_physical_name(target)
-    return target if parsed is None else parsed[0]
-
-
-def _as_fenced(verdict: Verdict, state: TargetState) -> Verdict:
-    return replace(verdict, code=ErrorCode.SCHEMA_FENCED, message=state.reason(), unexpected=False)

@@ -196,19 +196,14 @@ class KafkaIntake:
     ) -> None:
         if self._loop is None or self._loop.is_closed():
             return
-        done = concurrent.futures.Future[None]()
 
-        def run() -> None:
-            try:
-                fn(tps)
-                done.set_result(None)
-            except BaseException as exc:  # pragma: no cover - a listener bug, surfaced below
-                done.set_exception(exc)
+        async def run() -> None:
+            fn(tps)
 
-        self._loop.call_soon_threadsafe(run)
         try:  # keep the order: the loop learns of the change before the next consume returns
+            done = asyncio.run_coroutine_threadsafe(run(), self._loop)
             done.result(timeout=self._revoke_timeout_s)
-        except concurrent.futures.TimeoutError:
+        except TimeoutError:
             log.warning("rebalance listener did not run in time")
 
     async def _call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:

@@ -187,7 +187,10 @@ class KafkaIntake:
         self._let_go(consumer, tps, never, lost=True)
 
     def _let_go(self, consumer: Any, tps: list[TopicPartition], never: bool, *, lost: bool) -> None:
-        _resume(consumer, [KafkaTopicPartition(t, p) for t, p in tps])
+        try:  # librdkafka keeps a pause across a revoke
+            consumer.resume([KafkaTopicPartition(t, p) for t, p in tps])
+        except KafkaException as exc:  # not assigned any more: nothing is paused either
+            log.debug("resume on revoke failed", extra={"error": str(exc)})
         self.guard.unassign(consumer, tps, never)
         self._to_loop(lambda parts: self._listener.revoked(parts, lost=lost), tps)
 
@@ -209,14 +212,6 @@ class KafkaIntake:
     async def _call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, lambda: fn(*args, **kwargs))
-
-
-def _resume(consumer: Any, partitions: list[KafkaTopicPartition]) -> None:
-    """Resume partitions on their way out: librdkafka keeps a pause across a revoke."""
-    try:
-        consumer.resume(partitions)
-    except KafkaException as exc:  # not assigned any more: nothing is paused either
-        log.debug("resume on revoke failed", extra={"error": str(exc)})
 
 
 def _raw(m: Message) -> RawMessage:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Collection
 
 from searchsync.errors import ErrorCode
@@ -31,7 +32,7 @@ from searchsync.types import TopicPartition
 BATCH_SUMMARY_MESSAGE = "batch settled"
 MAX_CONCURRENT = 2  # batches in flight at once
 
-Tally = dict[tuple[str, str], int]
+Tally = Counter[tuple[str, str]]
 """Finished events of one batch: (aggregate type, result) -> count."""
 
 log = logging.getLogger(__name__)
@@ -106,7 +107,7 @@ class Batches:
             message = f"{type(exc).__name__}: {exc}"
             failed = OutcomeKind.FAILED
             verdicts = [Verdict(w, failed, ErrorCode.INTERNAL, message) for w in works]
-        tally: Tally = {}
+        tally: Tally = Counter()
         self._now_ms = time.time() * 1000  # when this batch's works finished
         self._debug = log.isEnabledFor(logging.DEBUG)
         for verdict in verdicts:
@@ -163,27 +164,22 @@ class Batches:
 
     def _finished(self, verdict: Verdict, tally: Tally) -> None:
         work, doc, state = verdict.work, verdict.document, self._state
-        aggregate_type = work.key.aggregate_type
+        aggregate_type, events = work.key.aggregate_type, work.events
+        result = EVENT_RESULTS[verdict.kind]
+        tally[(aggregate_type, result)] += 1
+        if doc is None or len(events) > 1:
+            tally[(aggregate_type, "superseded")] += len(events) - 1
         if doc is None:  # an event that only fans out: its job is recorded (`Processor`)
-            for result, n in (("applied", 1), ("superseded", len(work.events) - 1)):
-                tally[(aggregate_type, result)] = tally.get((aggregate_type, result), 0) + n
             state.finish(work)
             self._dead.succeeded()
             return
         if state.degraded is not None:
-            was = state.recovered()
+            was, state.degraded = state.degraded, None  # a write succeeded
             released = state.release_now(OUTAGE_CODES)
             log.info(
                 "writes succeed again; resuming intake",
                 extra={"was": was, "retries_released": released},
             )
-        events = work.events
-        result = EVENT_RESULTS[verdict.kind]
-        key = (aggregate_type, result)
-        tally[key] = tally.get(key, 0) + 1
-        if len(events) > 1:
-            superseded = (aggregate_type, "superseded")
-            tally[superseded] = tally.get(superseded, 0) + len(events) - 1
         if self._debug:  # per-event success lines (docs/consumer.md "Logs")
             newest = work.newest
             for event, pos in events:

@@ -136,11 +136,6 @@ class WorkState:
     def systemic_spent(self, key: Key) -> int:
         return self._systemic.get(key, 0) if self._systemic else 0
 
-    def recovered(self) -> ErrorCode | None:
-        """A write succeeded: clear and return the last SYSTEMIC code."""
-        code, self.degraded = self.degraded, None
-        return code
-
     def release_due(self) -> None:
         now = self._clock()
         while self._due and self._due[0].at <= now:

@@ -10,10 +10,11 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.naming import parse_physical_name
+from searchsync.observability.metrics import Metrics
 from searchsync.projection import Projector
 from searchsync.search.port import IndexAdmin, IndexAdminError, schema_version_of
 from searchsync.search.sink import OutcomeKind
@@ -21,12 +22,6 @@ from searchsync.stream.coalesce import Work
 from searchsync.stream.verdict import Verdict
 
 log = logging.getLogger(__name__)
-
-
-class FenceObserver(Protocol):
-    def set_fenced(self, alias: str, fenced: bool) -> None: ...
-
-    def set_alias_physical_index(self, alias: str, version: int) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +74,7 @@ class SchemaFence:
         *,
         interval_s: float,
         clock: Callable[[], float] = time.monotonic,
-        observer: FenceObserver | None = None,
+        observer: Metrics | None = None,
     ) -> None:
         self._admin = admin
         self._interval_s = interval_s

@@ -186,7 +186,7 @@ class WorkState:
         """The timestamp of the oldest message holding a commit back, O(partitions)."""
         oldest: int | None = None
         for tp in self.ledger.partitions():
-            offset = self.ledger.first_unfinished(tp)
+            offset = self.ledger.ledger_of(tp).first_unfinished()
             if offset is None:
                 continue
             pending = self._pending.get(Position(tp[0], tp[1], offset))

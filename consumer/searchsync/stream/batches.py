@@ -19,7 +19,6 @@ from searchsync.stream.dead_letters import DeadLetters
 from searchsync.stream.processor import Processor
 from searchsync.stream.retry import RetryPolicy
 from searchsync.stream.verdict import (
-    EVENT_RESULTS,
     OUTAGE_CODES,
     Action,
     Verdict,
@@ -165,7 +164,7 @@ class Batches:
     def _finished(self, verdict: Verdict, tally: Tally) -> None:
         work, doc, state = verdict.work, verdict.document, self._state
         aggregate_type, events = work.key.aggregate_type, work.events
-        result = EVENT_RESULTS[verdict.kind]
+        result = verdict.kind.value.lower()  # applied, already_applied (the event's result)
         tally[(aggregate_type, result)] += 1
         if doc is None or len(events) > 1:
             tally[(aggregate_type, "superseded")] += len(events) - 1

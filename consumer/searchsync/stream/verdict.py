@@ -34,12 +34,6 @@ OUTAGE_CODES: Final = frozenset(
 first write that succeeds releases every work waiting on one of these codes at once."""
 OUTAGE_RETRY_CAP_S: Final = 10.0
 
-EVENT_RESULTS: Final = {
-    OutcomeKind.APPLIED: "applied",
-    OutcomeKind.ALREADY_APPLIED: "already_applied",
-}
-"""A finished kind as the event log line and `searchsync_event_outcomes_total` name it."""
-
 
 @dataclass(slots=True)
 class Verdict:

@@ -97,15 +97,14 @@ class KafkaIntake:
         out: list[RawMessage] = []
         for m in self._consumer.consume(num_messages=max_messages, timeout=timeout_s):
             err = m.error()
-            if err is not None:
-                if err.fatal():
-                    raise KafkaException(err)
-                if err.code() == KafkaError._AUTO_OFFSET_RESET:
-                    self.guard.out_of_range(self._consumer, m)
-                    continue
+            if err is None:
+                out.append(_raw(m))
+            elif err.fatal():
+                raise KafkaException(err)
+            elif err.code() == KafkaError._AUTO_OFFSET_RESET:
+                self.guard.out_of_range(self._consumer, m)
+            else:
                 log.warning("kafka consume error", extra={"kafka_error": str(err)})
-                continue
-            out.append(_raw(m))
         return out
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, bool]:

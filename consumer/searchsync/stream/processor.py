@@ -128,13 +128,11 @@ class Processor:
                     rows[aggregate_id] = fresh[aggregate_id]
                 else:
                     del rows[aggregate_id]
-        missing = [i for i in ids if i not in rows]
+        aggregate_type, missing = projector.aggregate_type, [i for i in ids if i not in rows]
         floors: dict[str, int] = {}
         if missing:
-            floors = await self._truth.revision_floors(
-                projector.aggregate_type, missing, primary=primary
-            )
-        alias = self._alias_for(projector.aggregate_type)
+            floors = await self._truth.revision_floors(aggregate_type, missing, primary=primary)
+        alias = self._alias_for(aggregate_type)
         plans: list[Planned] = []
         early: list[Verdict] = []
         for work in works:
@@ -143,14 +141,8 @@ class Processor:
                 plans.append(plan_one(projector, alias, work, row, floors))
             except Exception as exc:  # refused, or a bug in the projector: this work's alone
                 if not isinstance(exc, PoisonMessage):
-                    log.warning(
-                        "projector raised unexpectedly",
-                        extra={
-                            "aggregate_type": projector.aggregate_type,
-                            "id": work.key.aggregate_id,
-                        },
-                        exc_info=True,
-                    )
+                    where = {"aggregate_type": aggregate_type, "id": work.key.aggregate_id}
+                    log.warning("projector raised unexpectedly", extra=where, exc_info=True)
                 early.append(failed_plan(projector, alias, work, row, exc))
         return plans, early
 

@@ -38,7 +38,7 @@ from bench.consumers import Members
 
 BACKGROUND_S: Final = 1.0  # idle sample before each window: other sessions' load
 BULK_SIZE: Final = 500  # the consumer's default elasticsearch.bulk_max_actions
-BULK_IN_FLIGHT: Final = 2  # the pipeline's default max_concurrent_batches
+BULK_IN_FLIGHT: Final = 2  # the pipeline's batches.MAX_CONCURRENT
 OUTCOMES: Final = "searchsync_event_outcomes_total"
 
 Headers = list[tuple[str, str | bytes | None]]

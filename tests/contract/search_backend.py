@@ -11,7 +11,8 @@ from typing import Any, Protocol
 
 import orjson
 from searchsync import naming
-from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin, SearchIndex
+from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin
+from searchsync.search.sink import SearchIndex
 from searchsync.search.reads import SearchReader
 from searchsync.search.sink import IndexOp, Sink, WriteOutcome
 

@@ -25,7 +25,8 @@ from searchsync.projection import wiki_page
 from searchsync.search.admin import InitAction, describe, init_index
 from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.es_index import BulkSizer, EsIndex
-from searchsync.search.port import IndexAdmin, SearchIndex
+from searchsync.search.port import IndexAdmin
+from searchsync.search.sink import SearchIndex
 from searchsync.search.reads import EsSearchReader, SearchReader
 from searchsync.search.sink import OutcomeKind, Sink
 

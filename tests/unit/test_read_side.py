@@ -18,7 +18,7 @@ from searchsync.read import (
     verified_search,
     wait_for_revision,
 )
-from searchsync.search.port import IndexOp
+from searchsync.search.sink import IndexOp
 
 from tests.fakes.search_index import InMemoryIndex
 from tests.fakes.truth import FakeTruth

@@ -46,10 +46,6 @@ class AliasDescription:
     read_indices: tuple[str, ...] = ()  # every index the read alias points at, sorted
 
 
-def first_index_name(alias: str) -> str:
-    return naming.first_physical_name(alias)
-
-
 def index_meta(mapping: Mapping[str, Any], schema_version: int | None) -> dict[str, Any]:
     """The ``_meta`` an index is created with: the mapping's own, plus `schema_version`."""
     meta = dict(mapping.get("mappings", {}).get("_meta", {}))
@@ -97,7 +93,7 @@ async def init_index(
             return InitResult(alias, writer, InitAction.READ_ALIAS_ADDED)
         if await admin.exists(alias):
             raise ConfigError("alias", "a name free for an alias", f"{alias} is an index")
-        physical = first_index_name(alias)
+        physical = naming.first_physical_name(alias)
         if await admin.exists(physical):
             if dry_run:
                 return InitResult(alias, physical, InitAction.WOULD_ADD_ALIAS)

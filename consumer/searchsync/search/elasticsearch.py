@@ -3,17 +3,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
-from elastic_transport import TransportError
-from elasticsearch import ApiError, AsyncElasticsearch
+from elasticsearch import AsyncElasticsearch
 
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.naming import check_index_name, physical_version, read_alias_name
-from searchsync.search.errors import es_error
+from searchsync.search.errors import EsError, engine_call
 from searchsync.search.port import (
     DEFAULT_REFRESH_INTERVAL,
     LIVE_FILTER,
@@ -183,18 +183,11 @@ def _info(
     )
 
 
-@contextmanager
-def _translated(name: str) -> Iterator[None]:
-    try:
-        yield
-    except ApiError as exc:
-        raise _refusal(name, exc) from exc
-    except TransportError as exc:
-        raise TransientError(ErrorCode.ES_UNAVAILABLE, f"{name}: {exc}") from exc
+def _translated(name: str) -> AbstractContextManager[None]:
+    return engine_call(name, partial(_refusal, name))
 
 
-def _refusal(name: str, exc: ApiError) -> Exception:
-    error = es_error(exc)
+def _refusal(name: str, error: EsError) -> Exception:
     message = f"{error.type}: {error.reason}"
     if error.type in _EXISTS or (
         error.type == "invalid_index_name_exception" and "exists" in (error.reason or "")

@@ -26,9 +26,8 @@ from searchsync.search.admin import InitAction, describe, init_index
 from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.es_index import BulkSizer, EsIndex
 from searchsync.search.port import IndexAdmin
-from searchsync.search.sink import SearchIndex
 from searchsync.search.reads import EsSearchReader, SearchReader
-from searchsync.search.sink import OutcomeKind, Sink
+from searchsync.search.sink import OutcomeKind, SearchIndex, Sink
 
 from tests.contract.index_admin_contract import INDEX_ADMIN_CASES
 from tests.contract.index_read_backend import ReadBackend

@@ -46,7 +46,8 @@ def sync_hash(aggregate_type: str, doc_id: str) -> int:
 class Document(NamedTuple):
     """A projected document, written with `source_revision` as its external version.
 
-    `body` (read-only) is the whole document as written; `encoded` its canonical bytes.
+    `body` (read-only) is the whole document as written; `encoded` its canonical bytes
+    (`searchsync.projection.canonical`).
     `reproducible` is False for a hard-delete tombstone, whose ``tombstoned_at`` is when it was
     written: compare it with `matches`, not ``==``. A `NamedTuple` because it is built per
     document on every hot path.
@@ -59,10 +60,6 @@ class Document(NamedTuple):
     is_deleted: bool
     encoded: bytes
     reproducible: bool = True
-
-    def to_json(self) -> bytes:
-        """The canonical bytes of `body` (see `searchsync.projection.canonical`)."""
-        return self.encoded
 
     @property
     def projected(self) -> dict[str, Any]:

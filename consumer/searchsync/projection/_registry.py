@@ -19,10 +19,11 @@ from searchsync.projection._document import (
 )
 from searchsync.projection._relations import (
     AGGREGATE_TYPE,
-    IDENTIFIER,
     Child,
     Lookup,
     Row,
+    check_columns,
+    check_identifiers,
     check_relations,
 )
 from searchsync.projection.canonical import (
@@ -88,15 +89,8 @@ class Projector:
             raise ValueError("schema_version must be an int")
         if self.schema_version < 1:
             raise ValueError("schema_version must be >= 1")
-        if not isinstance(self.table, str) or not IDENTIFIER.fullmatch(self.table):
-            raise ValueError(f"table {self.table!r}: want an identifier [A-Za-z_][A-Za-z0-9_]*")
-        if not isinstance(self.columns, tuple):
-            raise ValueError("columns must be a tuple of column names")
-        bad = [c for c in self.columns if not isinstance(c, str) or not IDENTIFIER.fullmatch(c)]
-        if bad:
-            raise ValueError(f"columns {bad!r}: want identifiers [A-Za-z_][A-Za-z0-9_]*")
-        if len(set(self.columns)) != len(self.columns):
-            raise ValueError(f"columns {self.columns!r} name a column twice")
+        check_identifiers(self, "table")
+        check_columns(self.columns, "columns", self.aggregate_type)
         lacking = [c for c in ("id", "revision") if c not in self.columns]
         if lacking:
             raise ValueError(f"columns must include {lacking}")

@@ -40,7 +40,7 @@ class IndexOp(NamedTuple):
 
     @classmethod
     def from_document(cls, alias: str, document: Document) -> IndexOp:
-        return cls(alias, document.doc_id, document.source_revision, document.to_json())
+        return cls(alias, document.doc_id, document.source_revision, document.encoded)
 
     def action_json(self) -> bytes:
         meta = {

@@ -11,8 +11,7 @@ import aiomysql
 
 from searchsync.clock import WallClock, utc_now
 from searchsync.mysql.pool import db_time, transaction, translate_errors
-from searchsync.writer._base import WriterBase
-from searchsync.writer._plan import Begun, Plan, finish
+from searchsync.writer._plan import Begun, Plan, WriterBase
 from searchsync.writer._table import AggregateTable, Change
 
 T = TypeVar("T")
@@ -42,11 +41,8 @@ class AsyncAggregateWriter(WriterBase[AbstractAsyncContextManager[Change]]):
         doing = f"write {self.table.aggregate_type} {aggregate_id!r}"
         async with transaction(self._pool) as conn, conn.cursor() as cur:
             begun = await run_plan_async(cur, plan, doing)
-            yield Change(
-                self.table.aggregate_type, aggregate_id, begun.operation, begun.revision, conn, cur
-            )
-            end = finish(self.table, aggregate_id, begun, now, delete_row=self._delete_outbox_row)
-            await run_plan_async(cur, end, doing)
+            yield self._opened(aggregate_id, begun, conn, cur)
+            await run_plan_async(cur, self._finish(aggregate_id, begun, now), doing)
 
 
 async def run_plan_async(cursor: Any, plan: Plan[T], doing: str) -> T:

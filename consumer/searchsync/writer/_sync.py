@@ -9,8 +9,7 @@ from typing import Any, TypeVar
 
 from searchsync.clock import WallClock, utc_now
 from searchsync.mysql.pool import db_time, translate_errors
-from searchsync.writer._base import WriterBase
-from searchsync.writer._plan import Begun, Plan, finish
+from searchsync.writer._plan import Begun, Plan, WriterBase
 from searchsync.writer._table import AggregateTable, Change
 
 T = TypeVar("T")
@@ -50,21 +49,8 @@ class AggregateWriter(WriterBase[AbstractContextManager[Change]]):
             with conn.cursor() as cur:
                 doing = f"write {self.table.aggregate_type} {aggregate_id!r}"
                 begun = run_plan(cur, plan, doing)
-                yield Change(
-                    self.table.aggregate_type,
-                    aggregate_id,
-                    begun.operation,
-                    begun.revision,
-                    conn,
-                    cur,
-                )
-                run_plan(
-                    cur,
-                    finish(
-                        self.table, aggregate_id, begun, now, delete_row=self._delete_outbox_row
-                    ),
-                    doing,
-                )
+                yield self._opened(aggregate_id, begun, conn, cur)
+                run_plan(cur, self._finish(aggregate_id, begun, now), doing)
             with translate_errors("commit"):
                 conn.commit()
         except BaseException:

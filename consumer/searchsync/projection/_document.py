@@ -66,12 +66,6 @@ class Document(NamedTuple):
         """`body` without the operational fields: what the truth alone gives."""
         return projected_fields(self.body)
 
-    @property
-    def tombstoned_at(self) -> str | None:
-        """The ``tombstoned_at`` field (None on a live document)."""
-        value = self.body.get(TOMBSTONED_AT)
-        return value if isinstance(value, str) else None
-
     def matches(self, source: Mapping[str, Any]) -> bool:
         """A stored ``_source`` is this document: all of it when `reproducible`, else equal
         projected fields and every operational field of `body` present."""

@@ -6,8 +6,7 @@ absent product header (docs/design.md, "Search engines")."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any, Final, NamedTuple
 from urllib.parse import quote
 
@@ -109,11 +108,23 @@ class OpenSearchClient:
         headers: Mapping[str, str] | None = None,
     ) -> OsAnswer:
         query = {k: _param(v) for k, v in (params or {}).items() if v is not None}
-        with _translated(self._ignore) as answered:
-            answered.body = await self._os.transport.perform_request(
-                method, path, params=query, body=body, headers=headers
+        try:
+            return OsAnswer(
+                await self._os.transport.perform_request(
+                    method, path, params=query, body=body, headers=headers
+                )
             )
-        return answered
+        except OsConnectionTimeout as exc:  # opensearch-py's errors as the Elasticsearch client's
+            raise EsConnectionTimeout(str(exc)) from exc
+        except OsConnectionError as exc:
+            raise EsConnectionError(str(exc)) from exc
+        except OsTransportError as exc:
+            status = exc.status_code if isinstance(exc.status_code, int) else 0
+            error = exc.info if isinstance(exc.info, dict) else {"error": str(exc.error)}
+            if status in self._ignore:  # the answer, as `options(ignore_status=...)` asked
+                return OsAnswer(error, status)
+            meta = ApiResponseMeta(status, "1.1", HttpHeaders(), 0.0, NodeConfig("http", "os", 0))
+            raise HTTP_EXCEPTIONS.get(status, ApiError)(str(exc.error), meta, error) from exc
 
     async def bulk(self, *, operations: Any, **params: Any) -> OsAnswer:
         body = operations if isinstance(operations, bytes | str) else _ndjson(operations)
@@ -231,24 +242,3 @@ def _pit_sort(key: Any) -> Any:
     if isinstance(key, dict):
         return {_SORT_FOR.get(field, field): order for field, order in key.items()}
     return key
-
-
-@contextmanager
-def _translated(ignore: tuple[int, ...]) -> Iterator[OsAnswer]:
-    """Raise opensearch-py's errors as the Elasticsearch client's; a status in `ignore` becomes the
-    answer."""
-    answered = OsAnswer(None)
-    try:
-        yield answered
-    except OsConnectionTimeout as exc:
-        raise EsConnectionTimeout(str(exc)) from exc
-    except OsConnectionError as exc:
-        raise EsConnectionError(str(exc)) from exc
-    except OsTransportError as exc:
-        status = exc.status_code if isinstance(exc.status_code, int) else 0
-        body = exc.info if isinstance(exc.info, dict) else {"error": str(exc.error)}
-        if status in ignore:
-            answered.body, answered.meta = body, OsMeta(status)
-            return
-        meta = ApiResponseMeta(status, "1.1", HttpHeaders(), 0.0, NodeConfig("http", "os", 0))
-        raise HTTP_EXCEPTIONS.get(status, ApiError)(str(exc.error), meta, body) from exc

@@ -56,17 +56,12 @@ def index_meta(mapping: Mapping[str, Any], schema_version: int | None) -> dict[s
 
 
 async def describe(client: AsyncElasticsearch | IndexAdmin, alias: str) -> AliasDescription:
-    admin = _admin(client)
-    listed = await admin.list_indices(alias)
+    listed = await _admin(client).list_indices(alias)
     indices = tuple(sorted(i.name for i in listed if i.aliased))
+    writer = next((i.name for i in listed if i.is_write_index), None)
     reads = tuple(sorted(i.name for i in listed if i.read_aliased))
     read = naming.read_alias_name(alias)
-    if not indices:
-        return AliasDescription(alias, False, (), None, read, reads)
-    writer = await admin.write_index(alias)
-    return AliasDescription(
-        alias, True, indices, None if writer is None else writer.index, read, reads
-    )
+    return AliasDescription(alias, bool(indices), indices, writer, read, reads)
 
 
 async def init_index(

@@ -77,15 +77,12 @@ class EsIndexAdmin:
         remove = {"index": check_index_name(old), "alias": alias, "must_exist": True}
         add = {"index": check_index_name(new), "alias": alias, "is_write_index": True}
         actions: list[dict[str, Any]] = [{"remove": remove}]
-        if await self._has_alias(old, read):  # an index from before the read alias has none
-            actions.append({"remove": {"index": old, "alias": read}})
+        with _translated(old):  # an index from before the read alias has none
+            if await self._client.indices.exists_alias(name=read, index=old):
+                actions.append({"remove": {"index": old, "alias": read}})
         actions += [{"add": add}, _add_read(alias, new)]
         with _translated(alias):
             await self._client.indices.update_aliases(actions=actions)
-
-    async def _has_alias(self, index: str, alias: str) -> bool:
-        with _translated(index):
-            return bool(await self._client.indices.exists_alias(name=alias, index=index))
 
     async def list_indices(self, alias: str) -> list[IndexInfo]:
         check_index_name(alias)

@@ -45,9 +45,6 @@ class OsAnswer:
     def __getitem__(self, key: str) -> Any:
         return self.body[key]
 
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.body.get(key, default) if isinstance(self.body, dict) else default
-
     def __bool__(self) -> bool:
         return bool(self.body)
 

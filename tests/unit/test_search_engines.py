@@ -124,7 +124,7 @@ async def test_errors_are_the_elasticsearch_clients() -> None:
 async def test_an_ignored_status_is_the_answer() -> None:
     client, _ = _client(TransportError(404, "index_not_found_exception", {"error": "gone"}))
     found = await client.options(ignore_status=404).search(index="a", size=1)
-    assert found.meta.status == 404 and found.body.get("hits") is None
+    assert found.meta.status == 404 and found.get("hits") is None
 
 
 def test_an_unreachable_opensearch_is_named_so() -> None:

@@ -211,28 +211,29 @@ class ProjectorRegistry:
         return tuple(sorted(self._projectors))
 
 
-def _poison(message: str) -> PoisonMessage:
+def projection_error(message: str) -> PoisonMessage:
+    """The poison of a row that cannot be projected (``PROJECTION_ERROR``)."""
     return PoisonMessage(ErrorCode.PROJECTION_ERROR, message)
 
 
 def _error(doc_id: str, message: str) -> PoisonMessage:
-    return _poison(f"{doc_id}: {message}")
+    return projection_error(f"{doc_id}: {message}")
 
 
 def _doc_id(value: object) -> str:
     # The id is both the _id and the body's NFC'd `id`: a non-NFC id would make them differ.
     if not isinstance(value, str) or not value:
-        raise _poison(f"id must be a non-empty string, got {value!r}")
+        raise projection_error(f"id must be a non-empty string, got {value!r}")
     if not value.isascii() and unicodedata.normalize("NFC", value) != value:
-        raise _poison(f"id {value!r} is not in Unicode NFC")
+        raise projection_error(f"id {value!r} is not in Unicode NFC")
     if len(value.encode("utf-8")) > 512:
-        raise _poison(f"id longer than 512 bytes: {value[:40]!r}...")
+        raise projection_error(f"id longer than 512 bytes: {value[:40]!r}...")
     return value
 
 
 def _revision(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _poison(f"revision must be an int, got {value!r}")
+        raise projection_error(f"revision must be an int, got {value!r}")
     if not 1 <= value <= _MAX_EXTERNAL_VERSION:
-        raise _poison(f"revision {value} outside 1..2^63-1")
+        raise projection_error(f"revision {value} outside 1..2^63-1")
     return value

@@ -134,8 +134,10 @@ class EsIndex:
         if not wanted:
             return []
 
-        def refused(error: EsError) -> TransientError:
-            code = _mget_code(error.status, error.type)
+        def refused(error: EsError) -> TransientError:  # the status's code, never poison
+            code = status_code(error.status, error.type)
+            if code.disposition is Disposition.POISON:
+                code = ErrorCode.ES_MGET
             return TransientError(code, f"mget {alias}: {error.type}: {error.reason}")
 
         with engine_call(f"mget {alias}", refused):
@@ -174,12 +176,6 @@ class EsIndex:
             await self._client.indices.refresh(index=alias)
         except (ApiError, TransportError) as exc:
             raise TransientError(ErrorCode.ES_UNAVAILABLE, f"refresh {alias}: {exc}") from exc
-
-
-def _mget_code(status: int, error_type: str | None) -> ErrorCode:
-    """A failed mget's code: the status's, never poison."""
-    code = status_code(status, error_type)
-    return ErrorCode.ES_MGET if code.disposition is Disposition.POISON else code
 
 
 class _Refused(NamedTuple):

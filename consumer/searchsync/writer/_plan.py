@@ -22,6 +22,7 @@ from searchsync.writer._table import AggregateTable, Change
 
 T = TypeVar("T")
 CM = TypeVar("CM")
+DB = TypeVar("DB")
 _ER_DUP_ENTRY: Final = 1062
 
 
@@ -200,13 +201,19 @@ def _update_row(
     )
 
 
-class WriterBase(Generic[CM]):
-    """The change methods of one aggregate type, each a context manager `CM` yielding the open
-    `Change`; each writer runs the plans on its own driver."""
+class WriterBase(Generic[DB, CM]):
+    """The change methods of one aggregate type on database `DB`, each a context manager `CM`
+    yielding the open `Change`; each writer runs the plans on its own driver."""
 
     def __init__(
-        self, table: AggregateTable, *, clock: WallClock = utc_now, delete_outbox_row: bool = False
+        self,
+        db: DB,
+        table: AggregateTable,
+        *,
+        clock: WallClock = utc_now,
+        delete_outbox_row: bool = False,
     ) -> None:
+        self._db = db
         self.table = table
         self._clock = clock
         self._delete_outbox_row = delete_outbox_row

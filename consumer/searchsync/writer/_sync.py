@@ -7,15 +7,14 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import datetime
 from typing import Any, TypeVar
 
-from searchsync.clock import WallClock, utc_now
 from searchsync.mysql.pool import db_time, translate_errors
 from searchsync.writer._plan import Begun, Plan, WriterBase
-from searchsync.writer._table import AggregateTable, Change
+from searchsync.writer._table import Change
 
 T = TypeVar("T")
 
 
-class AggregateWriter(WriterBase[AbstractContextManager[Change]]):
+class AggregateWriter(WriterBase[Any, AbstractContextManager[Change]]):
     """Changes the rows of one aggregate type on one PyMySQL connection (autocommit off, one
     thread), one transaction per change.
 
@@ -25,24 +24,13 @@ class AggregateWriter(WriterBase[AbstractContextManager[Change]]):
     each outbox row in its transaction.
     """
 
-    def __init__(
-        self,
-        connection: Any,
-        table: AggregateTable,
-        *,
-        clock: WallClock = utc_now,
-        delete_outbox_row: bool = False,
-    ) -> None:
-        super().__init__(table, clock=clock, delete_outbox_row=delete_outbox_row)
-        self._conn = connection
-
     @contextmanager
     def _change(
         self, aggregate_id: str, begin: Callable[[datetime], Plan[Begun]]
     ) -> Iterator[Change]:
         now = db_time(self._clock())
         plan = begin(now)  # checks the arguments before the transaction
-        conn = self._conn
+        conn = self._db
         with translate_errors("begin"):
             conn.begin()
         try:

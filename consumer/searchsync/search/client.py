@@ -58,22 +58,15 @@ def describe_auth_error(exc: BaseException) -> str | None:
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
-        message = _auth_message(cause)
-        if message is not None:
-            return message
+        if isinstance(cause, AuthenticationException):
+            return (
+                "Elasticsearch refused the credentials (401 security_exception): check"
+                " elasticsearch.api_key, or elasticsearch.username and elasticsearch.password"
+            )
+        if isinstance(cause, AuthorizationException):
+            return (
+                "Elasticsearch refused the request (403): the configured credentials lack a"
+                f" privilege ({cause.message})"
+            )
         cause = cause.__cause__
-    return None
-
-
-def _auth_message(exc: BaseException) -> str | None:
-    if isinstance(exc, AuthenticationException):
-        return (
-            "Elasticsearch refused the credentials (401 security_exception): check"
-            " elasticsearch.api_key, or elasticsearch.username and elasticsearch.password"
-        )
-    if isinstance(exc, AuthorizationException):
-        return (
-            "Elasticsearch refused the request (403): the configured credentials lack a"
-            f" privilege ({exc.message})"
-        )
     return None

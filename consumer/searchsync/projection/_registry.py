@@ -85,10 +85,9 @@ class Projector:
     def __post_init__(self) -> None:
         if not AGGREGATE_TYPE.fullmatch(self.aggregate_type):
             raise ValueError(f"aggregate_type {self.aggregate_type!r}: want [a-z][a-z0-9_]*")
-        if isinstance(self.schema_version, bool) or not isinstance(self.schema_version, int):
-            raise ValueError("schema_version must be an int")
-        if self.schema_version < 1:
-            raise ValueError("schema_version must be >= 1")
+        version = self.schema_version
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise ValueError("schema_version must be an int >= 1")
         check_identifiers(self, "table")
         check_columns(self.columns, "columns", self.aggregate_type)
         lacking = [c for c in ("id", "revision") if c not in self.columns]

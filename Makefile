@@ -77,7 +77,7 @@ fmt: venv
 	@.venv/bin/ruff check --fix consumer tests bench deploy
 
 typecheck: venv
-	@.venv/bin/mypy --strict consumer
+	@.venv/bin/mypy --strict consumer bench
 
 bench: venv up
 	@$(PY) -m bench.pipeline_bench

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any, Final
 
 from bench.common import median_spread
@@ -148,12 +149,9 @@ def render_text(r: Report) -> str:
         for kind, members in (("pipeline", 1), ("raw", None), ("replay", 1)):
             if not r.of(kind, members):
                 continue
-            row = " ".join(
-                _ms(lambda c=c, k=kind, m=members, n=net: r.cpu_ms(k, c, m, n)) + " "
-                for c in COLUMNS
-            )
+            row = " ".join(_ms(partial(r.cpu_ms, kind, c, members, net)) + " " for c in COLUMNS)
             label = f"{kind}" + (" x1" if members else "") + (" net" if net else "")
-            services = _ms(lambda k=kind, m=members, n=net: r.services_ms(k, m, n))
+            services = _ms(partial(r.services_ms, kind, members, net))
             lines.append(f"   {label:<27}{row} {services}")
     net_ceiling = r.ceiling(net=True)
     consumer_ms = r.cpu_ms("pipeline", "consumer", 1)

@@ -26,7 +26,7 @@ from typing import Any, Final, cast
 
 import orjson
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from elasticsearch import AsyncElasticsearch, NotFoundError
 from searchsync.config import load_settings
 from searchsync.projection import Document, Projector
@@ -41,7 +41,8 @@ BULK_SIZE: Final = 500  # the consumer's default elasticsearch.bulk_max_actions
 BULK_IN_FLIGHT: Final = 2  # the pipeline's default max_concurrent_batches
 OUTCOMES: Final = "searchsync_event_outcomes_total"
 
-Message = tuple[int, bytes | None, bytes | None, list[tuple[str, bytes]] | None, int]
+Headers = list[tuple[str, str | bytes | None]]
+Message = tuple[int, bytes | None, bytes | None, Headers | None, int]
 
 
 @dataclass
@@ -91,8 +92,9 @@ def capture(
             for msg in consumer.consume(1000, 0.2):
                 key = msg.key()
                 if msg.error() is None and key is not None and key.startswith(key_prefix):
-                    headers = cast(list[tuple[str, bytes]] | None, msg.headers())
-                    out.append((msg.partition(), key, msg.value(), headers, msg.timestamp()[1]))
+                    headers = cast(Headers | None, msg.headers())
+                    partition = cast(int, msg.partition())
+                    out.append((partition, key, msg.value(), headers, msg.timestamp()[1]))
     finally:
         consumer.close()
     if len(out) < n:

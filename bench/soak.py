@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from elasticsearch import NotFoundError
 from searchsync.config import load_settings
 from searchsync.projection import default_registry

@@ -23,10 +23,10 @@ from typing import Any
 
 import pymysql
 from searchsync.config import MysqlSettings
-from searchsync.devtools.scratch import admin_execute
 from searchsync.writer import AggregateTable, AggregateWriter, AsyncAggregateWriter
 
 from bench.common import app_user, host_line, open_app_pool
+from tests.scratch import admin_execute
 
 _ENV_SH = Path(__file__).resolve().parents[1] / "deploy" / "local" / "env.sh"
 

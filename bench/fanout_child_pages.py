@@ -30,7 +30,6 @@ from collections.abc import Sequence
 
 import aiomysql
 from searchsync.config import MysqlSettings
-from searchsync.devtools.scratch import admin_execute
 from searchsync.mysql.fanout import Dependent, MysqlFanout
 from searchsync.mysql.fanout_dependents import dependents_sql
 from searchsync.mysql.pool import transaction
@@ -38,6 +37,7 @@ from searchsync.projection import Child
 
 from bench.app_writer import _root_socket
 from bench.common import host_line, progress, started_at
+from tests.scratch import admin_execute
 
 
 def _ddl(p: str, dependents: int, others: int) -> list[str]:

@@ -26,10 +26,10 @@ import aiomysql
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from searchsync.clock import Deadline
 from searchsync.config import Settings, load_settings
-from searchsync.devtools.scratch import create_database, drop_database
 from searchsync.kafka.admin import ConfluentKafkaAdmin
 
 from bench.common import consumer_env, open_app_pool
+from tests.scratch import create_database, drop_database
 
 SHARED_TOPIC: Final = "outbox.event.wiki_page"
 

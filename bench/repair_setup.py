@@ -13,7 +13,6 @@ from typing import Any, Final
 import aiomysql
 from elasticsearch import AsyncElasticsearch, NotFoundError
 from searchsync.config import Settings
-from searchsync.devtools.scratch import admin_execute, sync_bucket_migration
 from searchsync.mysql.pool import close_pool, open_pool
 from searchsync.projection import Projector
 from searchsync.search.client import make_es_client
@@ -23,6 +22,7 @@ from searchsync.search.sink import IndexOp
 from bench.common import init_alias, open_app_pool, progress
 from bench.repair_report import BenchOptions, Report
 from bench.repair_wheel import AGGREGATE_TYPE, bench_projector
+from tests.scratch import admin_execute, sync_bucket_migration
 
 INSERT_BATCH: Final = 1_000
 INDEX_BATCH: Final = 2_000

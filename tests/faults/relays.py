@@ -25,11 +25,11 @@ from typing import Any, Final
 import aiomysql
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from searchsync.clock import Deadline
-from searchsync.devtools.scratch import create_database, drop_database
 from searchsync.kafka.admin import ConfluentKafkaAdmin
 
 from tests.faults.members import MAX_MEMBERS, Group, Member
 from tests.faults.schedule import RELAY_CLAIM_TIMEOUT_S, Fault, Step
+from tests.scratch import create_database, drop_database
 
 PARTITIONS: Final = 3
 _TOOK_BACK: Final = re.compile(rb"took back (\d+) timed-out claims")

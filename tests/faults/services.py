@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from searchsync.devtools.scratch import mysql_root
+from tests.scratch import mysql_root
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "deploy" / "local"

@@ -201,7 +201,7 @@ async def recreate_ignoring_the_floor(
 def root_socket() -> str:
     """MariaDB's socket of the stack under test, as deploy/local/env.sh names it (under the
     clone's `.stack`, or under /var/lib/searchsync-stack for a clone in a closed directory): for
-    DDL and grants as root (`searchsync.devtools.scratch.admin_execute`)."""
+    DDL and grants as root (`tests.scratch.admin_execute`)."""
     env_sh = Path(__file__).resolve().parents[2] / "deploy" / "local" / "env.sh"
     done = subprocess.run(
         ["bash", "-c", 'source "$1" >/dev/null 2>&1; printf %s "$MYSQL_SOCKET"', "_", str(env_sh)],

@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator, Iterator
 import aiomysql
 import pytest
 import pytest_asyncio
-from searchsync.devtools.scratch import admin_execute
 from searchsync.events import encode_json
 from searchsync.mysql.pool import transaction
 from searchsync.types import Operation, ThinEvent
@@ -23,6 +22,7 @@ from searchsync.types import Operation, ThinEvent
 from tests.integration.conftest import KAFKA
 from tests.integration.conftest_mysql import MysqlTarget, root_socket
 from tests.integration.kafkatools import fresh_topics
+from tests.scratch import admin_execute
 
 __all__ = ["insert_rows", "scratch_outbox", "topic"]
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 
-from searchsync.devtools.scratch import admin_execute
-
 from tests.integration.conftest_mysql import MysqlTarget, root_socket
+from tests.scratch import admin_execute
 
 __all__ = ["scratch_tables"]
 

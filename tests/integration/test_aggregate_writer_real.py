@@ -22,7 +22,6 @@ from typing import Any
 import aiomysql
 import pytest
 import pytest_asyncio
-from searchsync.devtools.scratch import admin_execute
 from searchsync.errors import AggregateExists, AggregateNotFound, ErrorCode, TransientError
 from searchsync.events import decode
 from searchsync.writer import AggregateTable, AggregateWriter, AsyncAggregateWriter
@@ -34,6 +33,7 @@ from tests.integration.conftest_mysql import (
     pymysql_connection,
     root_socket,
 )
+from tests.scratch import admin_execute
 
 mysql_target = fx.mysql_target
 app_pool = fx.app_pool

@@ -17,9 +17,8 @@ import pytest
 import pytest_asyncio
 from confluent_kafka import Producer
 from searchsync.devtools.loadgen import run_loadgen
-from searchsync.dlq.filter import DlqFilter
 from searchsync.dlq.read import DlqTopic
-from searchsync.dlq.replay import inspect
+from searchsync.dlq.replay import DlqFilter, inspect
 from searchsync.events import AvroFraming, encode_avro, encode_json
 from searchsync.mysql.pool import transaction
 from searchsync.mysql.truth import MysqlTruth

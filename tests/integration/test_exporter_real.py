@@ -19,10 +19,9 @@ from searchsync.clock import utc_now
 from searchsync.config import load_settings
 from searchsync.search.admin import init_index
 from searchsync.search.client import make_es_client
-from searchsync.watch.canary import CANARY_TYPE, EsCanary, MysqlCanary, projectors
-from searchsync.watch.exporter import Canary, Exporter
+from searchsync.watch.canary import CANARY_TYPE, MysqlEsCanary, projectors
+from searchsync.watch.exporter import Exporter, ExporterMetrics
 from searchsync.watch.group import KafkaPeek, observe_group
-from searchsync.watch.metrics import ExporterMetrics
 
 from tests.integration import conftest_mysql as fx
 from tests.integration.conftest import KAFKA
@@ -132,13 +131,13 @@ async def test_the_canary_age_drops_once_a_heartbeat_is_searchable(
 ) -> None:
     settings = canary_consumer.settings
     es = make_es_client(settings)
-    store, index = MysqlCanary(consumer_pool), EsCanary(es)
+    store = index = MysqlEsCanary(consumer_pool, es)
     exporter = Exporter(
         settings,
         admin=kafka_admin(KAFKA),
         peek=KafkaPeek(settings.kafka.client_config(), "unused", timeout_s=1),
         metrics=ExporterMetrics(1, canary=True),
-        canary=Canary(store, index),
+        canary=store,
         wall_clock=utc_now,
     )
     alias = settings.alias(CANARY_TYPE)

@@ -20,7 +20,7 @@ import pytest
 from searchsync.config import RelaySettings
 from searchsync.kafka.producer import AcknowledgedProducer
 from searchsync.relay.mysql_store import MysqlRelayStore
-from searchsync.relay.record import PARTITIONER
+from searchsync.relay.port import PARTITIONER
 from searchsync.relay.relay import RELAY_METRIC_NAMES, Relay
 
 from tests.integration.conftest import KAFKA

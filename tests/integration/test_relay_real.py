@@ -18,7 +18,7 @@ from searchsync.cli import main
 from searchsync.config import RelaySettings
 from searchsync.kafka.producer import AcknowledgedProducer
 from searchsync.relay.mysql_store import MysqlRelayStore
-from searchsync.relay.record import PARTITIONER
+from searchsync.relay.port import PARTITIONER
 from searchsync.relay.relay import Relay, RelayMetrics
 
 from tests.integration.conftest import KAFKA

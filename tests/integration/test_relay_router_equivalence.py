@@ -21,8 +21,7 @@ from searchsync.config import RelaySettings
 from searchsync.events import decode
 from searchsync.kafka.producer import AcknowledgedProducer
 from searchsync.relay.mysql_store import MysqlRelayStore
-from searchsync.relay.port import OutboxEntry
-from searchsync.relay.record import PARTITIONER, router_record
+from searchsync.relay.port import PARTITIONER, OutboxEntry, router_record
 from searchsync.relay.relay import Relay
 from searchsync.writer import PageWriter
 

@@ -8,7 +8,6 @@ from collections.abc import Awaitable, Callable
 
 import aiomysql
 import pytest
-from searchsync.devtools.scratch import admin_execute
 from searchsync.mysql.pool import expand_in
 from searchsync.relay.mysql_store import MysqlRelayStore
 
@@ -16,6 +15,7 @@ from tests.contract.relay_store_contract import RELAY_STORE_CASES, RelayBackend
 from tests.integration.conftest_mysql import MysqlTarget, fetch_all, root_socket
 from tests.integration.relay_scratch import *  # noqa: F403  (the scratch_outbox fixture)
 from tests.integration.relay_scratch import insert_rows
+from tests.scratch import admin_execute
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 

@@ -15,7 +15,6 @@ from dataclasses import replace
 import aiomysql
 import pytest
 import pytest_asyncio
-from searchsync.devtools.scratch import admin_execute, sync_bucket_migration
 from searchsync.mysql import truth_buckets
 from searchsync.mysql.truth import MysqlTruth, TruthEntry
 from searchsync.ops.repair.buckets import key_hash, key_of_id
@@ -33,6 +32,7 @@ from tests.integration.consumer_harness import (
     harness_env,
     prepare_index,
 )
+from tests.scratch import admin_execute, sync_bucket_migration
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 

@@ -17,7 +17,6 @@ import aiomysql
 import pytest
 import pytest_asyncio
 from searchsync.clock import utc_now
-from searchsync.devtools.scratch import admin_execute
 from searchsync.mysql import truth_relations
 from searchsync.mysql.pool import db_time, transaction
 from searchsync.mysql.truth import MysqlTruth
@@ -26,6 +25,7 @@ from searchsync.projection import Child, Row
 from tests.contract.truth_relations_contract import PROJECTOR, RELATIONS_CASES
 from tests.integration import conftest_mysql as fx
 from tests.integration.conftest_mysql import MysqlTarget, root_socket
+from tests.scratch import admin_execute
 
 mysql_target = fx.mysql_target
 app_pool = fx.app_pool

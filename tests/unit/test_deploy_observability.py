@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry
 from searchsync.observability.metrics import Metrics
 from searchsync.observability.names import METRIC_NAMES
 from searchsync.observability.rebuild_metrics import RebuildMetrics
-from searchsync.watch.metrics import ExporterMetrics
+from searchsync.watch.exporter import ExporterMetrics
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 DASHBOARD = DEPLOY / "grafana" / "searchsync.json"

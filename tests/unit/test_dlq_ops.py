@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError
-from searchsync.dlq.filter import DlqFilter, parse_utc
 from searchsync.dlq.read import DlqEntry, DlqTopic
 from searchsync.dlq.record import (
     DLQ_FORMAT,
@@ -17,7 +16,7 @@ from searchsync.dlq.record import (
     DlqRecord,
     encode,
 )
-from searchsync.dlq.replay import inspect, replay
+from searchsync.dlq.replay import DlqFilter, inspect, parse_utc, replay
 from searchsync.dlq.summary import DlqSummary, ReplayOutcome, summary
 from searchsync.errors import InvalidRequest, PoisonMessage, TransientError
 

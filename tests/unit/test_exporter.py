@@ -14,10 +14,9 @@ from prometheus_client import CollectorRegistry
 from searchsync.config import Settings, load_settings
 from searchsync.errors import ConfigError
 from searchsync.types import TopicPartition
-from searchsync.watch.canary import CANARY_ID, build, projectors
-from searchsync.watch.exporter import Canary, Exporter
+from searchsync.watch.canary import CANARY_ID, Canary, build, projectors
+from searchsync.watch.exporter import EXPORTER_METRIC_NAMES, Exporter, ExporterMetrics
 from searchsync.watch.group import KafkaPeek, observe_group
-from searchsync.watch.metrics import EXPORTER_METRIC_NAMES, ExporterMetrics
 
 from tests.fakes.kafka_admin import FakeTopics
 
@@ -120,10 +119,12 @@ def test_series_of_a_partition_no_longer_seen_are_dropped() -> None:
     assert _value(m, "searchsync_group_lag", topic=TOPIC, partition="0") == 3
 
 
-class _Store:
+class _Canary:
     def __init__(self) -> None:
         self.beats: list[datetime] = []
         self.three = asyncio.Event()
+        self.seen: datetime | None = None
+        self.aliases: list[str] = []
 
     async def beat(self, now: datetime) -> int:
         self.beats.append(now)
@@ -131,26 +132,20 @@ class _Store:
             self.three.set()
         return len(self.beats)
 
-
-class _Index:
-    def __init__(self) -> None:
-        self.seen: datetime | None = None
-        self.aliases: list[str] = []
-
     async def beat_at(self, alias: str) -> datetime | None:
         self.aliases.append(alias)
         return self.seen
 
 
 def test_the_canary_age_grows_until_a_heartbeat_is_searchable_then_drops() -> None:
-    store, index = _Store(), _Index()
+    store = index = _Canary()
     wall = [NOW]
     exporter = Exporter(
         _settings(SEARCHSYNC_CANARY_INTERVAL_S="5"),
         admin=_topics().admin({}),
         peek=KafkaPeek({}, "g", timeout_s=1.0, factory=_topics().consumer),
         metrics=ExporterMetrics(1, canary=True),
-        canary=Canary(store, index),
+        canary=store,
         wall_clock=lambda: wall[0],
     )
     age = "searchsync_canary_age_seconds"
@@ -171,9 +166,9 @@ def test_the_canary_age_grows_until_a_heartbeat_is_searchable_then_drops() -> No
 
 
 def test_run_observes_beats_and_looks_until_stopped() -> None:
-    store, index = _Store(), _Index()
+    store = index = _Canary()
     settings = _settings(SEARCHSYNC_CANARY_INTERVAL_S="0.01")
-    exporter = _exporter(_topics(), settings, Canary(store, index))
+    exporter = _exporter(_topics(), settings, store)
 
     async def go() -> None:
         stop = asyncio.Event()

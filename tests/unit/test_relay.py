@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 from searchsync.config import RelaySettings, load_settings
 from searchsync.errors import ConfigError
 from searchsync.kafka.producer import DeliveryFailed
-from searchsync.relay.port import DEAD, PENDING, PROCESSING, PUBLISHED, OutboxEntry
-from searchsync.relay.record import router_record
+from searchsync.relay.port import DEAD, PENDING, PROCESSING, PUBLISHED, OutboxEntry, router_record
 from searchsync.relay.relay import (
     RELAY_METRIC_NAMES,
     Relay,

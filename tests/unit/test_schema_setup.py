@@ -22,8 +22,7 @@ from searchsync.mysql.grants import violations
 from searchsync.mysql.schema import DbUsers, grant_statements, migrations, schema_sql
 from searchsync.projection import ProjectorRegistry
 from searchsync.projection.references import business_tables
-from searchsync.relay.port import OutboxEntry
-from searchsync.relay.record import router_record
+from searchsync.relay.port import OutboxEntry, router_record
 
 from tests import catalog
 

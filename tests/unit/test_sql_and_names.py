@@ -93,16 +93,6 @@ REVIEWED: dict[tuple[str, str], str] = {
         "src",
     ): "validated table, constant conditions, %s",
     ("consumer/searchsync/mysql/truth_buckets.py", "_PACKED_MAX"): "an int constant",
-    ("consumer/searchsync/devtools/scratch.py", "_TABLE"): "the constant 'wiki_page'",
-    ("consumer/searchsync/devtools/scratch.py", "table"): "a table name checked against IDENTIFIER",
-    (
-        "consumer/searchsync/devtools/scratch.py",
-        "name",
-    ): "a database name checked against IDENTIFIER",
-    (
-        "consumer/searchsync/devtools/scratch.py",
-        "sql[len(head):]",
-    ): "the text of sync_bucket.sql (repo)",
     ("consumer/searchsync/dlq/ledger.py", "', '.join(_COLUMNS)"): "constant column names",
     (
         "consumer/searchsync/dlq/ledger.py",

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final, TypeVar
 
 from searchsync.config import Settings
-from searchsync.dlq.filter import parse_utc
+from searchsync.dlq.replay import parse_utc
 from searchsync.duration import parse_duration
 from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
@@ -171,7 +171,7 @@ def reset_target(text: str) -> str | int | datetime:
 
 
 def utc_time(text: str) -> datetime:
-    """An ISO-8601 time with a zone (`searchsync.dlq.filter.parse_utc`)."""
+    """An ISO-8601 time with a zone (`searchsync.dlq.replay.parse_utc`)."""
     try:
         return parse_utc(text)
     except InvalidRequest as exc:

@@ -11,10 +11,9 @@ from typing import Any
 from searchsync.cli.args import Parents, group, positive_int, utc_time
 from searchsync.cli.output import bytes_json, show
 from searchsync.config import Settings
-from searchsync.dlq.filter import DlqFilter
 from searchsync.dlq.ledger import ReplayEntry
 from searchsync.dlq.read import DlqEntry, DlqTopic
-from searchsync.dlq.replay import ReplayReport, inspect, replay
+from searchsync.dlq.replay import DlqFilter, ReplayReport, inspect, replay
 from searchsync.dlq.summary import DlqSummary, summary
 from searchsync.exit_codes import ExitCode
 from searchsync.kafka.admin import KAFKA_TIMEOUT_S

@@ -16,9 +16,9 @@ from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
 from searchsync.observability.http import HealthServer
 from searchsync.runtime import Runtime
-from searchsync.watch.exporter import Canary, Exporter
+from searchsync.watch.canary import Canary
+from searchsync.watch.exporter import Exporter, ExporterMetrics
 from searchsync.watch.group import KafkaPeek
-from searchsync.watch.metrics import ExporterMetrics
 
 
 def register(commands: Any, parents: Parents) -> None:
@@ -88,10 +88,10 @@ async def _canary(settings: Settings, stack: AsyncExitStack) -> Canary:
     """The canary on a small pool of its own and a search client."""
     from searchsync.mysql.pool import close_pool, open_pool
     from searchsync.search.client import make_es_client
-    from searchsync.watch.canary import EsCanary, MysqlCanary
+    from searchsync.watch.canary import MysqlEsCanary
 
     pool = await open_pool(settings.mysql, maxsize=2)
     stack.push_async_callback(close_pool, pool)
     client = make_es_client(settings)
     stack.push_async_callback(client.close)
-    return Canary(MysqlCanary(pool), EsCanary(client))
+    return MysqlEsCanary(pool, client)

@@ -24,6 +24,7 @@ from searchsync.errors import (
 from searchsync.writer import PageWriter, Relations
 
 _RETRYABLE: Final = frozenset({ErrorCode.MYSQL_DEADLOCK, ErrorCode.MYSQL_LOCK_TIMEOUT})
+_MAX_ATTEMPTS: Final = 5
 _CHARACTERS: Final = (
     *(("character_qixia", "齐夏"), ("character_lin", "林檎"), ("character_tiankai", "天开")),
     *(("character_zhang", "张山"), ("character_yun", "云瑶"), ("character_chen", "陈俊南")),
@@ -126,7 +127,6 @@ async def run_loadgen(
     id_prefix: str,
     progress: Callable[[int, int], None] | None = None,
     hard_delete_ratio: float = 0.0,
-    max_attempts: int = 5,
 ) -> LoadgenReport:
     """Create `pages` fresh pages (an existing id raises `AggregateExists`), run `updates` planned
     operations and report; `progress(done, total)` is called after every operation."""
@@ -134,7 +134,6 @@ async def run_loadgen(
         ("pages", pages, 1),
         ("updates", updates, 0),
         ("concurrency", concurrency, 1),
-        ("max_attempts", max_attempts, 1),
     ):
         if value < least:
             raise ConfigError(f"loadgen.{key}", f"an integer >= {least}", value)
@@ -164,17 +163,15 @@ async def run_loadgen(
         if progress is not None:
             progress(done, pages + updates)
 
-    async def attempt(call: Callable[[], Any]) -> int:
-        for attempt in range(1, max_attempts + 1):
+    async def attempt(call: Callable[[], Awaitable[int]]) -> int:
+        for _ in range(_MAX_ATTEMPTS - 1):
             try:
-                revision: int = await call()
+                return await call()
             except TransientError as exc:
-                if exc.code not in _RETRYABLE or attempt == max_attempts:
+                if exc.code not in _RETRYABLE:
                     raise
                 report.retries += 1
-                continue
-            return revision
-        raise AssertionError("unreachable")  # pragma: no cover
+        return await call()
 
     async def create(index: int) -> None:
         await attempt(lambda: writer.create(ids[index], *bodies[index]))
@@ -209,7 +206,7 @@ async def _apply(
     w: PageWriter,
     op: PlannedOp,
     r: LoadgenReport,
-    attempt: Callable[[Callable[[], Any]], Awaitable[int]],
+    attempt: Callable[[Callable[[], Awaitable[int]]], Awaitable[int]],
 ) -> int:
     """Apply one planned operation (with retries) and count it."""
     if op.kind is OpKind.SOFT_DELETE:

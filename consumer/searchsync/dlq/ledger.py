@@ -46,15 +46,12 @@ class ReplayLedger(Protocol):
 
     def replays(self, dlq_topic: str) -> list[ReplayEntry]:
         """Every recorded replay of dead letters of `dlq_topic`, oldest first."""
-        ...
 
     def record(self, entry: ReplayEntry) -> None:
         """Append one replay (called once the broker acknowledged the re-produced message)."""
-        ...
 
     def indexed_revisions(self, aggregate_type: str, ids: Sequence[str]) -> dict[str, int]:
         """``search_projection_state.indexed_revision`` of each id that has one."""
-        ...
 
     def close(self) -> None: ...
 

@@ -84,15 +84,12 @@ class DlqTopic:
             consumer.close()
 
 
-def mark_replays(
-    entries: Sequence[DlqEntry], topic: str, ledger_entries: Sequence[ReplayEntry]
-) -> list[DlqEntry]:
-    """`entries` with their replays and, for a dead letter of a replayed message, its origin."""
+def mark_replays(entries: Sequence[DlqEntry], ledger: Sequence[ReplayEntry]) -> list[DlqEntry]:
+    """`entries` with their replays and, for a dead letter of a replayed message, its origin;
+    `ledger`: the replays of their DLQ topic."""
     by_position: dict[tuple[int, int], list[ReplayEntry]] = {}
     by_target: dict[tuple[str, int, int], ReplayEntry] = {}
-    for replay in ledger_entries:
-        if replay.dlq_topic != topic:
-            continue
+    for replay in ledger:
         by_position.setdefault((replay.dlq_partition, replay.dlq_offset), []).append(replay)
         if replay.replayed_to_offset is not None:
             target = (replay.replayed_to_topic, replay.replayed_to_partition)

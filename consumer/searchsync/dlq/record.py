@@ -194,38 +194,27 @@ class DlqBudget:
         self._max_ratio = max_ratio
         self._max_consecutive = max_consecutive
         self._outcomes: deque[bool] = deque(maxlen=window)  # True = dead letter
-        self._dead_in_window = 0
         self._consecutive = 0
 
-    @property
-    def consecutive(self) -> int:
-        return self._consecutive
-
     def record_success(self) -> None:
-        self._push(False)
+        self._outcomes.append(False)
         self._consecutive = 0
 
     def record_dead(self) -> None:
         """Count a dead letter; raise `DlqBudgetExceeded` if the budget is spent."""
-        self._push(True)
+        self._outcomes.append(True)
         self._consecutive += 1
         if self._consecutive > self._max_consecutive:
             raise DlqBudgetExceeded(
                 f"{self._consecutive} dead letters in a row (limit {self._max_consecutive}): "
                 "stopping instead of dead-lettering everything"
             )
-        window, ratio = self._outcomes.maxlen, self._dead_in_window / len(self._outcomes)
-        if len(self._outcomes) == window and ratio > self._max_ratio:
+        window, dead = self._outcomes.maxlen, sum(self._outcomes)
+        if len(self._outcomes) == window and dead / window > self._max_ratio:
             raise DlqBudgetExceeded(
-                f"{self._dead_in_window} of the last {window} messages were dead-lettered "
-                f"({ratio:.1%} > {self._max_ratio:.1%}): stopping"
+                f"{dead} of the last {window} messages were dead-lettered "
+                f"({dead / window:.1%} > {self._max_ratio:.1%}): stopping"
             )
-
-    def _push(self, dead: bool) -> None:
-        if len(self._outcomes) == self._outcomes.maxlen and self._outcomes[0]:
-            self._dead_in_window -= 1
-        self._outcomes.append(dead)
-        self._dead_in_window += dead
 
 
 class DlqProducer:

@@ -1,22 +1,22 @@
-"""`searchsync dlq inspect` and `replay` as library calls (docs/design.md, "DLQ replay ledger"). A
-replay re-produces each original to its topic and partition with ``searchsync-replayed-from: <dlq
-topic>/<partition>/<offset>``, skips what the ledger has (unless ``again``) and records it once
-acknowledged; a crash in between replays it again, harmless under external versions."""
+"""`searchsync dlq inspect` and `replay` as library calls, and the selection both take
+(docs/design.md, "DLQ replay ledger"). A replay re-produces each original to its topic and
+partition with ``searchsync-replayed-from: <dlq topic>/<partition>/<offset>``, skips what the
+ledger has (unless ``again``) and records it once acknowledged; a crash in between replays it
+again, harmless under external versions."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from searchsync.clock import utc_now
-from searchsync.dlq.filter import DlqFilter
 from searchsync.dlq.ledger import ReplayEntry, ReplayLedger
 from searchsync.dlq.read import DlqEntry, DlqTopic, mark_replays
-from searchsync.dlq.record import REPLAYED_FROM_HEADER
-from searchsync.errors import ErrorCode, TransientError
+from searchsync.dlq.record import REPLAYED_FROM_HEADER, DlqRecord
+from searchsync.errors import ErrorCode, InvalidRequest, TransientError
 from searchsync.kafka.producer import (
     DeliveryFailed,
     DeliveryTimeout,
@@ -25,6 +25,63 @@ from searchsync.kafka.producer import (
     acknowledged,
     produce_and_wait,
 )
+
+
+def parse_utc(text: str) -> datetime:
+    """An ISO-8601 time with an explicit UTC offset (``2026-11-30T12:00:00Z``), as aware UTC.
+    Raises `InvalidRequest` for anything else: a time without an offset is ambiguous."""
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidRequest(
+            f"expected an ISO-8601 UTC time like 2026-11-30T12:00:00Z, got {text!r}"
+        ) from None
+    if at.tzinfo is None or at.utcoffset() is None:
+        raise InvalidRequest(f"{text!r} has no time zone: add Z (UTC) or an offset like +00:00")
+    return at.astimezone(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class DlqFilter:
+    """Which dead letters an operator means: the record's error code, aggregate type and id,
+    event id and the time it last failed (``since`` inclusive, ``until`` exclusive, both
+    timezone-aware); None matches all. `selection` is the canonical form a replay records in the
+    ledger, so two replays with the same flags record the same selection."""
+
+    error_code: str | None = None
+    aggregate_type: str | None = None
+    aggregate_id: str | None = None
+    event_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def __post_init__(self) -> None:
+        for name, at in (("since", self.since), ("until", self.until)):
+            if at is not None and at.utcoffset() is None:
+                raise InvalidRequest(f"--{name} must name a time zone")
+        if self.since is not None and self.until is not None and self.since >= self.until:
+            raise InvalidRequest(
+                f"--since {self.since.isoformat()} is not before --until {self.until.isoformat()}"
+            )
+
+    def matches(self, record: DlqRecord) -> bool:
+        return (
+            (self.error_code is None or record.last_error_code == self.error_code)
+            and (self.aggregate_type is None or record.aggregate_type == self.aggregate_type)
+            and (self.aggregate_id is None or record.aggregate_id == self.aggregate_id)
+            and (self.event_id is None or record.event_id == self.event_id)
+            and (self.since is None or record.last_failed_at >= self.since)
+            and (self.until is None or record.last_failed_at < self.until)
+        )
+
+    def selection(self) -> dict[str, Any]:
+        """The filters that are set, as JSON-ready values (times in UTC ISO-8601)."""
+        chosen = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        return {
+            name: value.astimezone(UTC).isoformat() if isinstance(value, datetime) else value
+            for name, value in chosen.items()
+            if value is not None
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +133,7 @@ def inspect(
         found = found[-limit:]
     if ledger is None or not found:  # no dead letter: MySQL is not asked
         return found
-    return mark_replays(found, dlq.name, ledger.replays(dlq.name))
+    return mark_replays(found, ledger.replays(dlq.name))
 
 
 def replay(
@@ -122,7 +179,7 @@ def replay(
     finally:
         if producer is not None:
             producer.flush(dlq.timeout_s)
-    marked = tuple(mark_replays(already, dlq.name, rows))
+    marked = tuple(mark_replays(already, rows))
     return ReplayReport(dry_run, run_id, selected, skipped, tuple(replayed), marked)
 
 

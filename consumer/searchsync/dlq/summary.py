@@ -103,7 +103,7 @@ def summary(dlq: DlqTopic, *, ledger: ReplayLedger | None) -> DlqSummary:
     if not exists:  # no dead letter yet: nothing was replayed either (and MySQL is not asked)
         ledger = None
     rows = ledger.replays(dlq.name) if ledger is not None else []
-    entries = mark_replays(entries, dlq.name, rows)
+    entries = mark_replays(entries, rows)
     statuses = _statuses(entries, rows, ledger) if ledger is not None else []
     failed = [e.record.last_failed_at for e in entries]
     stamps = [e.timestamp for e in entries if e.timestamp is not None]

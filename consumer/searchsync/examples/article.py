@@ -1,11 +1,8 @@
-"""An example second aggregate type, `article`, plugged in as a user would plug in their own
-(``[projection] modules``; tables in schemas/sql/examples/article.sql, mapping in
-schemas/index/examples/article.json).
-
-The document: ``title`` and ``body`` (NFC); ``tags`` from the child ``article_tag`` in position
-order, NFC, later duplicates dropped; ``author_name`` from the lookup ``author`` (an aggregate of
-its own), or None; ``is_deleted``. A bad value is a PROJECTION_ERROR.
-"""
+"""An example second aggregate type, `article`, plugged in as a user would (``[projection]
+modules``; schemas/sql/examples/article.sql, schemas/index/examples/article.json). The document:
+``title``, ``body``; ``tags`` from the child ``article_tag`` by position, later duplicates dropped;
+``author_name`` from the lookup ``author`` (an aggregate of its own) or None; ``is_deleted``.
+Strings are NFC; a bad value is a PROJECTION_ERROR."""
 
 from __future__ import annotations
 

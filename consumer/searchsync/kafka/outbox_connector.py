@@ -1,7 +1,7 @@
 """The Debezium connector that publishes ``search_outbox`` (its Outbox Event Router emits the
-records `searchsync.relay.record` would) and the Connect worker lines it needs; `searchsync schema
-connector` prints both. Credentials stay out of the configuration: a Connect config provider
-(``file`` or ``env``) resolves them on the worker."""
+records `searchsync.relay.port.router_record` would) and the Connect worker lines it needs;
+`searchsync schema connector` prints both. Credentials stay out of the configuration: a Connect
+config provider (``file`` or ``env``) resolves them on the worker."""
 
 from __future__ import annotations
 

@@ -126,13 +126,8 @@ class MysqlRelayStore:
         )
 
     async def claimed_any(self) -> bool:
-        t = self._table
-        async with transaction_cursor(self._pool, f"read {t}") as cur:
-            await cur.execute(
-                f"SELECT 1 FROM {t} WHERE status IN (%s, %s, %s) LIMIT 1",
-                (PROCESSING, PUBLISHED, DEAD),
-            )
-            return await cur.fetchone() is not None
+        sql = f"SELECT 1 FROM {self._table} WHERE status IN (%s, %s, %s) LIMIT 1"
+        return bool(await self._select(sql, (PROCESSING, PUBLISHED, DEAD)))
 
     async def status(self, claim_timeout_s: float) -> RelayStatus:
         t = self._table
@@ -167,15 +162,12 @@ class MysqlRelayStore:
         )
 
     async def dead(self, limit: int) -> list[DeadRow]:
-        t = self._table
-        async with transaction_cursor(self._pool, f"read {t}") as cur:
-            await cur.execute(
-                "SELECT id, event_id, aggregate_type, aggregate_id, operation,"
-                f" source_revision, attempts, last_error, updated_at FROM {t}"
-                " WHERE status = %s ORDER BY id LIMIT %s",
-                (DEAD, limit),
-            )
-            rows = await cur.fetchall()
+        rows = await self._select(
+            "SELECT id, event_id, aggregate_type, aggregate_id, operation, source_revision,"
+            f" attempts, last_error, updated_at FROM {self._table}"
+            " WHERE status = %s ORDER BY id LIMIT %s",
+            (DEAD, limit),
+        )
         return [
             DeadRow(int(r[0]), r[1], r[2], r[3], r[4], int(r[5]), int(r[6]), r[7], r[8])
             for r in rows
@@ -191,6 +183,11 @@ class MysqlRelayStore:
         if not ids:
             return 0
         return await self._update(expand_in(sql + " AND id IN %s", len(ids)), (PENDING, DEAD, *ids))
+
+    async def _select(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
+        async with transaction_cursor(self._pool, f"read {self._table}") as cur:
+            await cur.execute(sql, args)
+            return list(await cur.fetchall())
 
     async def _update(self, sql: str, args: tuple[Any, ...]) -> int:
         async with transaction_cursor(self._pool, f"update {self._table}") as cur:

@@ -10,7 +10,6 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
@@ -23,8 +22,7 @@ from searchsync.config import RelaySettings
 from searchsync.errors import TransientError
 from searchsync.kafka.producer import DeliveryFailed
 from searchsync.observability.rolling import DEFAULT_WINDOW, RollingKinds
-from searchsync.relay.port import Failure, OutboxCounts, OutboxEntry, RelayStore
-from searchsync.relay.record import router_record
+from searchsync.relay.port import Failure, OutboxCounts, OutboxEntry, RelayStore, router_record
 from searchsync.stream.retry import RetryPolicy
 
 log = logging.getLogger(__name__)
@@ -37,9 +35,9 @@ def seed_retry(max_attempts: int, rng: random.Random | None = None) -> RetryPoli
 
 
 def retry_delay(retry: RetryPolicy, attempts: int) -> timedelta:
-    """``NextRetry(attempts + 1)`` in whole microseconds (DATETIME(6)), strictly below the jitter
-    bound (a float sum can round up onto it)."""
-    n = attempts + 1
+    """``NextRetry(attempts + 1)`` (attempts below 0 count as 0) in whole microseconds
+    (DATETIME(6)), strictly below the jitter bound (a float sum can round up onto it)."""
+    n = max(attempts, 0) + 1
     limit = retry.jitter_limit(n)
     bound = math.ceil((retry.nominal(n) + limit) * 1_000_000) - (1 if limit else 0)
     return timedelta(microseconds=min(int(retry.delay(n) * 1_000_000), bound))
@@ -106,10 +104,9 @@ RELAY_METRIC_NAMES: Final = (
 class RelayMetrics:
     """The relay's metrics, with seed 000's names and meanings, on a registry of its own."""
 
-    def __init__(
-        self, registry: CollectorRegistry | None = None, *, window: int = DEFAULT_WINDOW
-    ) -> None:
-        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        window = DEFAULT_WINDOW
         gauge = partial(Gauge, registry=self.registry)
         counter = partial(Counter, registry=self.registry)
         self.attempts = RollingKinds(window)
@@ -160,16 +157,13 @@ class Relay:
         *,
         holder: str,
         metrics: RelayMetrics | None = None,
-        retry: RetryPolicy | None = None,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = store
         self._publisher = publisher
         self._settings = settings
         self.holder = holder
         self._metrics = metrics if metrics is not None else RelayMetrics()
-        self._retry = retry if retry is not None else seed_retry(settings.max_attempts)
-        self._clock = clock
+        self._retry = seed_retry(settings.max_attempts)
         self._stats_due = 0.0
         self._outage = 0  # consecutive ticks in which Kafka took nothing
 
@@ -188,13 +182,9 @@ class Relay:
         if not claimed:
             return TickReport(taken_back=taken)
         results = await asyncio.gather(*(self._publish(e) for e in claimed))
-        published: list[int] = []
-        failed: list[tuple[OutboxEntry, str, bool]] = []
-        for e, result in zip(claimed, results, strict=True):
-            if result is None:
-                published.append(e.id)
-            else:
-                failed.append((e, *result))
+        outcomes = list(zip(claimed, results, strict=True))
+        published = [e.id for e, result in outcomes if result is None]
+        failed = [(e, *result) for e, result in outcomes if result is not None]
         kafka_away = not published and any(not own for _, _, own in failed)
         self._outage = self._outage + 1 if kafka_away else 0
         failures = [
@@ -214,7 +204,7 @@ class Relay:
         )
 
     def _delay(self, earlier_failures: int) -> timedelta:
-        return retry_delay(self._retry, max(earlier_failures, 0))
+        return retry_delay(self._retry, earlier_failures)
 
     async def refresh_stats(self) -> None:
         self._metrics.set_counts(await self._store.counts())
@@ -227,9 +217,9 @@ class Relay:
             report = TickReport()
             try:
                 report = await self.tick()
-                if self._clock() >= self._stats_due:
+                if time.monotonic() >= self._stats_due:
                     await self.refresh_stats()
-                    self._stats_due = self._clock() + s.stats_interval_s
+                    self._stats_due = time.monotonic() + s.stats_interval_s
             except TransientError as exc:
                 log.warning("relay tick failed, trying again: %s", exc)
             wait = 0.0 if report.claimed >= s.batch_size else s.poll_interval_s

@@ -13,7 +13,7 @@ from searchsync.kafka.producer import AcknowledgedProducer, ProducerFactory
 from searchsync.mysql.pool import close_pool, open_pool
 from searchsync.observability.http import serve_job_metrics
 from searchsync.relay.mysql_store import MysqlRelayStore
-from searchsync.relay.record import PARTITIONER
+from searchsync.relay.port import PARTITIONER
 from searchsync.relay.relay import Relay, RelayMetrics
 
 log = logging.getLogger(__name__)
@@ -23,14 +23,12 @@ async def run_relay(
     settings: Settings,
     *,
     stop: asyncio.Event,
-    metrics: RelayMetrics | None = None,
-    holder: str | None = None,
     producer_factory: ProducerFactory | None = None,
 ) -> None:
-    """Run one relay until `stop`; serves /metrics on ``relay.metrics_port`` when not 0. The
-    default `holder` (``locked_by``, at most 128 characters) is ``host:pid:random``."""
-    metrics = metrics if metrics is not None else RelayMetrics()
-    holder = holder or f"{socket.gethostname()[:96]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    """Run one relay until `stop`; serves /metrics on ``relay.metrics_port`` when not 0. Its
+    ``locked_by`` (at most 128 characters) is ``host:pid:random``."""
+    metrics = RelayMetrics()
+    holder = f"{socket.gethostname()[:96]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
     pool = await open_pool(settings.mysql, maxsize=2)
     config = {**settings.kafka.client_config(), **PARTITIONER}  # Java-compatible partitioner
     producer = AcknowledgedProducer(config, name="searchsync-relay", factory=producer_factory)

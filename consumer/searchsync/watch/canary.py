@@ -58,21 +58,24 @@ def projectors() -> tuple[Projector, ...]:
     )
 
 
-class CanaryStore(Protocol):
+class Canary(Protocol):
+    """Where heartbeats are written and looked for."""
+
     async def beat(self, now: datetime) -> int:
         """Commit one heartbeat at `now` with its outbox event; its revision."""
 
-
-class CanaryIndex(Protocol):
     async def beat_at(self, alias: str) -> datetime | None:
         """``beat_at`` of the heartbeat document the alias serves (None: none yet)."""
 
 
-class MysqlCanary:
-    """`CanaryStore` on MySQL: the row and its outbox event in one transaction (invariant 1)."""
+class MysqlEsCanary:
+    """`Canary` on MySQL, the row and its outbox event in one transaction (invariant 1), and an
+    ``AsyncElasticsearch`` client, which searches: a real-time GET through the alias would see an
+    unrefreshed write, a search sees only what is searchable."""
 
-    def __init__(self, pool: aiomysql.Pool) -> None:
+    def __init__(self, pool: aiomysql.Pool, client: Any) -> None:
         self._pool = pool
+        self._client = client
 
     async def beat(self, now: datetime) -> int:
         async with transaction_cursor(self._pool, "write search_canary") as cur:
@@ -87,14 +90,6 @@ class MysqlCanary:
                 cur.connection, CANARY_TYPE, CANARY_ID, Operation.UPSERT, int(revision), now=now
             )
         return int(revision)
-
-
-class EsCanary:
-    """`CanaryIndex` over an ``AsyncElasticsearch`` client: a real-time GET through the alias
-    would see an unrefreshed write, so it searches, which sees only what is searchable."""
-
-    def __init__(self, client: Any) -> None:
-        self._client = client
 
     async def beat_at(self, alias: str) -> datetime | None:
         found = await self._client.options(ignore_status=404).search(

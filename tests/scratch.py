@@ -1,6 +1,6 @@
 """Scratch copies for benchmarks and tests on a checkout's local stack: the optional ``sync_bucket``
 migration for a copy of an aggregate table, DDL as MariaDB's root, and scratch databases (which
-Debezium does not capture). Not used by searchsync itself."""
+Debezium does not capture). Not part of the searchsync package: it needs a checkout."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import IO, Final
 
 import aiomysql
-
 from searchsync.mysql.pool import IDENTIFIER
 
-_REPO: Final = Path(__file__).resolve().parents[3]
+_REPO: Final = Path(__file__).resolve().parents[1]
 SYNC_BUCKET_SQL: Final = _REPO / "schemas" / "sql" / "optional" / "sync_bucket.sql"
 _SCRIPTS: Final = _REPO / "deploy" / "local"
 _TABLE: Final = "wiki_page"

@@ -58,7 +58,12 @@ def _create(
 ) -> Plan[Begun]:
     if (yield _lock_row(table, aggregate_id)) is not None:
         raise AggregateExists(table.aggregate_type, aggregate_id)
-    floor = yield _floor(table, aggregate_id)
+    floor = yield Statement(
+        "SELECT revision FROM search_revision_floor"
+        " WHERE aggregate_type = %s AND aggregate_id = %s FOR UPDATE",
+        (table.aggregate_type, aggregate_id),
+        fetch=True,
+    )
     revision = (0 if floor is None else int(floor[0])) + 1
     row = [
         (quote_identifier(table.id_column), aggregate_id),
@@ -110,7 +115,13 @@ def _change(
     columns: list[tuple[str, Any]] = [(quote_identifier(table.revision_column), revision)]
     if deleted is not None:
         columns.append((quote_identifier(table.deleted_at_column), now if deleted else None))
-    yield _update_row(table, aggregate_id, [*columns, *_stamp(table, now), *pairs])
+    columns += [*_stamp(table, now), *pairs]
+    sets = ", ".join(f"{column} = %s" for column, _ in columns)
+    yield Statement(
+        f"UPDATE {quote_identifier(table.table)} SET {sets}"
+        f" WHERE {quote_identifier(table.id_column)} = %s",
+        (*(value for _, value in columns), aggregate_id),
+    )
     return Begun(revision, Operation.TOMBSTONE if deleted else Operation.UPSERT)
 
 
@@ -178,26 +189,6 @@ def _lock_row(table: AggregateTable, aggregate_id: str) -> Statement:
         f" WHERE {quote_identifier(table.id_column)} = %s FOR UPDATE",
         (aggregate_id,),
         fetch=True,
-    )
-
-
-def _floor(table: AggregateTable, aggregate_id: str) -> Statement:
-    return Statement(
-        "SELECT revision FROM search_revision_floor"
-        " WHERE aggregate_type = %s AND aggregate_id = %s FOR UPDATE",
-        (table.aggregate_type, aggregate_id),
-        fetch=True,
-    )
-
-
-def _update_row(
-    table: AggregateTable, aggregate_id: str, pairs: list[tuple[str, Any]]
-) -> Statement:
-    sets = ", ".join(f"{column} = %s" for column, _ in pairs)
-    return Statement(
-        f"UPDATE {quote_identifier(table.table)} SET {sets}"
-        f" WHERE {quote_identifier(table.id_column)} = %s",
-        (*(value for _, value in pairs), aggregate_id),
     )
 
 

@@ -22,8 +22,13 @@ def make_es_client(settings: Settings) -> AsyncElasticsearch:
         options["ca_certs"] = es.ca_certs
     if not es.verify_certs:
         options["verify_certs"] = False
-    if settings.search.engine == "opensearch":
-        return _opensearch(settings, options)
+    if settings.search.engine == "opensearch":  # basic auth only
+        if es.username is not None and es.password is not None:
+            options["http_auth"] = (es.username, es.password.reveal())
+        if any(host.startswith("https://") for host in es.hosts):
+            options["use_ssl"] = True
+        client = OpenSearchClient(es.hosts, request_timeout=es.request_timeout_s, **options)
+        return cast(AsyncElasticsearch, client)  # typed as the client whose calls it takes
     if es.api_key is not None:
         options["api_key"] = es.api_key.reveal()
     if es.username is not None and es.password is not None:
@@ -38,17 +43,6 @@ def make_es_client(settings: Settings) -> AsyncElasticsearch:
         serializer=OrjsonSerializer(),
         **options,
     )
-
-
-def _opensearch(settings: Settings, options: dict[str, Any]) -> AsyncElasticsearch:
-    """`OpenSearchClient` typed as the client whose calls it takes (basic auth only)."""
-    es = settings.elasticsearch
-    if es.username is not None and es.password is not None:
-        options["http_auth"] = (es.username, es.password.reveal())
-    if any(host.startswith("https://") for host in es.hosts):
-        options["use_ssl"] = True
-    client = OpenSearchClient(es.hosts, request_timeout=es.request_timeout_s, **options)
-    return cast(AsyncElasticsearch, client)
 
 
 def describe_auth_error(exc: BaseException) -> str | None:

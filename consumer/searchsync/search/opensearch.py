@@ -117,7 +117,9 @@ class OpenSearchClient:
             ) from exc
 
     async def bulk(self, *, operations: Any, **params: Any) -> Answer:
-        body = operations if isinstance(operations, bytes | str) else _ndjson(operations)
+        body = operations
+        if not isinstance(operations, bytes | str):
+            body = b"".join(orjson.dumps(line) + b"\n" for line in operations)
         return await self.request("POST", "/_bulk", params=params, body=body, headers=_NDJSON)
 
     async def mget(
@@ -220,10 +222,6 @@ def _param(value: Any) -> str:
     if isinstance(value, list | tuple):
         return ",".join(_param(v) for v in value)
     return str(value)
-
-
-def _ndjson(lines: Sequence[Any]) -> bytes:
-    return b"".join(orjson.dumps(line) + b"\n" for line in lines)
 
 
 def _pit_sort(key: Any) -> Any:

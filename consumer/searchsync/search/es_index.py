@@ -189,11 +189,11 @@ async def _let_it_leave() -> None:
 
 
 def _parse(bulk: EncodedBulk, answer: Any) -> list[ItemResult]:
-    return answer.results if isinstance(answer, _Refused) else _items(bulk.ops, answer)
-
-
-def _items(chunk: list[IndexOp], body: Any) -> list[ItemResult]:
-    items = body.get("items") if isinstance(body, dict) else None
+    """One result per op of `bulk`, from `_send`'s answer."""
+    if isinstance(answer, _Refused):
+        return answer.results
+    chunk = bulk.ops
+    items = answer.get("items") if isinstance(answer, dict) else None
     if not isinstance(items, list) or len(items) != len(chunk):
         return [ItemResult(op, NO_RESPONSE, BAD_RESPONSE_ERROR, "bulk items") for op in chunk]
     results: list[ItemResult] = []

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from contextlib import AsyncExitStack
 from functools import cached_property
 from types import TracebackType
+from typing import Any
 
 from searchsync.config import Settings
 from searchsync.dlq.ledger import MysqlReplayLedger, ReplayLedger
@@ -20,8 +21,8 @@ from searchsync.mysql.pool import close_pool, open_pool
 from searchsync.observability.metrics import Metrics
 from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.ops.prune import ConnectorState
-from searchsync.ops.rebuild.catchup import ConsumerCatchUp, catchup_settings
 from searchsync.ops.rebuild.deps import RebuildDeps
+from searchsync.ops.rebuild.plan import catchup_settings
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.rebuild.runner import Rebuilder
 from searchsync.ops.rebuild.state import RebuildRecord
@@ -146,11 +147,13 @@ class Runtime:
         """A `Rebuilder` whose catch-up group is a consumer of its own (`run_consumer`)."""
         settings, registry = self.settings, self.registry
 
-        def catchup(record: RebuildRecord, topics: list[str]) -> ConsumerCatchUp:
-            return ConsumerCatchUp(
+        def catchup(
+            record: RebuildRecord, topics: list[str], stop: asyncio.Event
+        ) -> Coroutine[Any, Any, ExitCode]:
+            return run_consumer(
                 catchup_settings(settings, record.catchup_group, topics),
+                stop=stop,
                 write_targets={record.aggregate_type: record.target_index},
-                runner=run_consumer,
             )
 
         tables, search = await self.tables(), self.search()

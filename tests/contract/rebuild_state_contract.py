@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -50,7 +51,7 @@ def record(w: RebuildStateWorld, alias: str, **changes: Any) -> RebuildRecord:
         started_at=T0,
         updated_at=T0,
     )
-    return fresh.but(**changes)
+    return replace(fresh, **changes)
 
 
 async def contract_a_created_record_is_the_unfinished_one(w: RebuildStateWorld) -> None:
@@ -59,7 +60,7 @@ async def contract_a_created_record_is_the_unfinished_one(w: RebuildStateWorld) 
     await w.store.create(created)
     assert await w.store.unfinished(w.prefix + "a") == created
     assert await w.store.unfinished(w.prefix + "b") is None
-    await w.store.save(created.but(status=Status.ABANDONED, finished_at=T0))
+    await w.store.save(replace(created, status=Status.ABANDONED, finished_at=T0))
 
 
 async def contract_a_second_unfinished_rebuild_is_refused(w: RebuildStateWorld) -> None:
@@ -68,14 +69,15 @@ async def contract_a_second_unfinished_rebuild_is_refused(w: RebuildStateWorld) 
     with pytest.raises(OperationRefused):
         await w.store.create(record(w, "a"))
     assert await w.store.unfinished(w.prefix + "a") == first
-    await w.store.save(first.but(status=Status.ABANDONED, finished_at=T0))
+    await w.store.save(replace(first, status=Status.ABANDONED, finished_at=T0))
 
 
 async def contract_save_stores_progress(w: RebuildStateWorld) -> None:
     created = record(w, "a")
     await w.store.create(created)
     later = T0 + timedelta(minutes=3)
-    saved = created.but(
+    saved = replace(
+        created,
         last_id="齐夏-0042",
         rows_done=42,
         rows_failed=1,
@@ -85,19 +87,19 @@ async def contract_save_stores_progress(w: RebuildStateWorld) -> None:
     )
     await w.store.save(saved)
     assert await w.store.unfinished(w.prefix + "a") == saved
-    await w.store.save(saved.but(status=Status.ABANDONED, finished_at=later))
+    await w.store.save(replace(saved, status=Status.ABANDONED, finished_at=later))
 
 
 async def contract_a_finished_rebuild_frees_the_alias(w: RebuildStateWorld) -> None:
     created = record(w, "a")
     await w.store.create(created)
-    done = created.but(status=Status.DONE, updated_at=T0, finished_at=T0 + timedelta(hours=1))
+    done = replace(created, status=Status.DONE, updated_at=T0, finished_at=T0 + timedelta(hours=1))
     await w.store.save(done)
     assert await w.store.unfinished(w.prefix + "a") is None
     again = record(w, "a")
     await w.store.create(again)
     assert await w.store.unfinished(w.prefix + "a") == again
-    await w.store.save(again.but(status=Status.ABANDONED, finished_at=T0))
+    await w.store.save(replace(again, status=Status.ABANDONED, finished_at=T0))
 
 
 REBUILD_STATE_CASES: list[Callable[[Any], Awaitable[None]]] = [

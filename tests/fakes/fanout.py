@@ -3,6 +3,7 @@ and the REBUILD events appended."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -10,9 +11,10 @@ from datetime import datetime, timedelta
 from searchsync.clock import utc_now
 from searchsync.mysql.fanout import Dependent, FanoutJob, FanoutStats, FanoutTarget, Route
 from searchsync.mysql.pool import db_time
+from searchsync.ops.fanout import FanoutWorker
 from searchsync.projection import Child
 
-__all__ = ["FakeFanout"]
+__all__ = ["FakeFanout", "drain"]
 
 Key = tuple[str, str, str, str]
 
@@ -128,3 +130,11 @@ class FakeFanout:
             ):
                 return row
         return None
+
+
+async def drain(worker: FanoutWorker) -> int:
+    """Work off every pending job free to `worker`; how many jobs it finished."""
+    finished = 0
+    while await worker.run_once(asyncio.Event()):
+        finished += 1
+    return finished

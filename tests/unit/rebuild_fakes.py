@@ -4,7 +4,6 @@ replays `FakeTopics` events through the real `Sink` into the new physical index.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -74,25 +73,13 @@ class FakeCatchUp:
     def __init__(self, world: World, record: RebuildRecord) -> None:
         self.world = world
         self.record = record
-        self.task: asyncio.Task[None] | None = None
 
-    async def start(self) -> None:
-        self.world.catchups.append(self.record.catchup_group)
-        self.task = asyncio.create_task(self._loop())
-
-    async def stop(self) -> None:
-        assert self.task is not None
-        self.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self.task
-
-    def failure(self) -> str | None:
-        return None
-
-    async def _loop(self) -> None:
+    async def run(self, stop: asyncio.Event) -> int:
+        """Replay until `stop` is set, as the catch-up consumer; exit code 0."""
         w, group = self.world, self.record.catchup_group
+        w.catchups.append(group)
         sink = Sink(w.es.physical_writer())
-        while True:
+        while not stop.is_set():
             for partition, log in w.topics.logs[TOPIC].items():
                 tp = (TOPIC, partition)
                 offset = w.topics.commits.get((group, tp), 0)
@@ -102,6 +89,7 @@ class FakeCatchUp:
                     offset += 1
                     w.topics.commits[(group, tp)] = offset
             await asyncio.sleep(0.001)
+        return 0
 
     async def _apply(self, sink: Sink, doc_id: str, revision: int) -> None:
         w = self.world
@@ -216,7 +204,7 @@ class World:
             truth=self.truth,
             kafka=self.kafka,
             state=self.state,
-            catchup=lambda record, _topics: FakeCatchUp(self, record),
+            catchup=lambda record, _topics, stop: FakeCatchUp(self, record).run(stop),
             metrics=self.metrics,
             progress=Progress(stream=self.out, json_lines=True),
             outbox=self.outbox,

@@ -33,7 +33,7 @@ from searchsync.stream.processor import Processor
 from searchsync.stream.retry import RetryPolicy
 from searchsync.types import Key, Operation, Position, ThinEvent
 
-from tests.fakes.fanout import FakeFanout
+from tests.fakes.fanout import FakeFanout, drain
 from tests.fakes.projection_state import FakeProjectionState
 from tests.fakes.search_index import InMemoryIndex
 from tests.fakes.truth import FakeTruth
@@ -116,7 +116,7 @@ async def test_the_worker_appends_one_rebuild_per_dependent_and_finishes() -> No
     await store.record([FanoutTarget("author", "au1", "article", "author", 2)])
     metrics = Metrics()
     worker = FanoutWorker(store, registry(), SETTINGS, metrics=metrics.fanout, owner="w")
-    assert await worker.drain() == 1
+    assert await drain(worker) == 1
     assert store.events == [("article", i, 3) for i in ids]
     stats = await store.stats(["author"])
     assert (stats.pending, stats.done) == (0, 1)
@@ -141,7 +141,7 @@ async def test_the_worker_keeps_to_its_rate_and_logs_progress(
     paced = FanoutSettings(appends_per_s=10.0, page_size=500, progress_every=10)
     worker = FanoutWorker(store, registry(), paced, owner="w", sleep=sleep, clock=lambda: now[0])
     with caplog.at_level(logging.INFO, logger="searchsync.ops.fanout"):
-        await worker.drain()
+        await drain(worker)
     assert len(store.events) == 25
     # pages of 10 (one second of appends): the 2nd and the 3rd wait one second each
     assert slept == pytest.approx([1.0, 1.0])
@@ -152,7 +152,7 @@ async def test_the_worker_keeps_to_its_rate_and_logs_progress(
 async def test_a_job_of_a_lookup_this_registry_lacks_is_left_to_one_that_has_it() -> None:
     store = FakeFanout()
     await store.record([FanoutTarget("author", "au1", "article", "editor", 2)])
-    assert await FanoutWorker(store, registry(), SETTINGS, owner="w").drain() == 0
+    assert await drain(FanoutWorker(store, registry(), SETTINGS, owner="w")) == 0
     assert store.events == [] and (await store.stats(["author"])).pending == 1
 
 

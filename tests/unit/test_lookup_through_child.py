@@ -19,7 +19,7 @@ from searchsync.projection import Child, Lookup, ProjectorRegistry, lookup_keys
 from searchsync.projection.references import dependents, routes
 
 from tests import catalog
-from tests.fakes.fanout import FakeFanout
+from tests.fakes.fanout import FakeFanout, drain
 from tests.fakes.truth import FakeTruth, attach
 
 CATEGORIES, CATEGORY = catalog.CATEGORIES, catalog.CATEGORY
@@ -183,7 +183,7 @@ def test_the_worker_finds_the_dependents_through_the_child_table() -> None:
     async def run() -> None:
         await store.record([FanoutTarget("xc_category", "c1", "xc_product", "category", 2)])
         worker = FanoutWorker(store, _registry(), FanoutSettings(appends_per_s=1e6, page_size=1))
-        assert await worker.drain() == 1
+        assert await drain(worker) == 1
 
     asyncio.run(run())
     assert store.events == [("xc_product", "p1", 5), ("xc_product", "p3", 5)]

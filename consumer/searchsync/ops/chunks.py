@@ -33,8 +33,8 @@ class ChunkController:
             raise ValueError(f"quantum must be >= 1, got {self.quantum}")
         self.current = self._clip(self.current)
 
-    def proposal(self, actual_s: float) -> int:
-        """The size `observe(actual_s)` would move to, without moving."""
+    def observe(self, actual_s: float) -> int:
+        """Record the latency of a chunk of `current` rows; return the next size."""
         if not math.isfinite(actual_s) or actual_s <= 0:
             ratio = self.max_step
         else:
@@ -46,11 +46,7 @@ class ChunkController:
                 size = min(max(self.current, snapped), math.floor(self.current * self.max_step))
             elif size < self.current:
                 size = max(min(self.current, snapped), math.ceil(self.current / self.max_step))
-        return self._clip(size)
-
-    def observe(self, actual_s: float) -> int:
-        """Record the latency of a chunk of `current` rows; return the next size."""
-        self.current = self.proposal(actual_s)
+        self.current = self._clip(size)
         return self.current
 
     def _clip(self, size: int) -> int:

@@ -1,11 +1,7 @@
-"""The fan-out worker: turns recorded fan-out jobs into REBUILD events of the dependents
-(docs/design.md, "Fan-out"; invariants 9, 12 and 16).
-
-It leases the oldest pending job, reads the dependents' ids a page at a time from MySQL (never
-from the index) and appends one REBUILD each, moving the job's cursor in the same transaction.
-A crash loses at most the page in flight (appended again; a duplicate REBUILD is harmless); a
-stopped worker's job is taken over when its lease runs out. At most ``appends_per_s`` appends.
-"""
+"""The fan-out worker (docs/design.md, "Fan-out"; invariants 9, 12, 16): leases a pending job,
+pages the dependents' ids from MySQL and appends one REBUILD each, moving the job's cursor in the
+same transaction. A crash repeats at most one page (a duplicate REBUILD is harmless); a stopped
+worker's job is taken over when its lease runs out."""
 
 from __future__ import annotations
 
@@ -71,13 +67,6 @@ class FanoutWorker:
             if not worked:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), self._s.poll_interval_s)
-
-    async def drain(self) -> int:
-        """Work off every pending job free to this worker; how many jobs it finished."""
-        finished = 0
-        while await self.run_once(asyncio.Event()):
-            finished += 1
-        return finished
 
     async def run_once(self, stop: asyncio.Event) -> bool:
         """Lease one job and page through it until done, changed or `stop`; False: none."""

@@ -1,7 +1,5 @@
-"""The consumer group's Kafka offsets: where it stands, and `reset` to replay history.
-
-A reset is refused while the group has active members (their next commit would overwrite it).
-"""
+"""The consumer group's Kafka offsets: where it stands, and `reset` to replay history (refused
+while the group has active members: their next commit would overwrite it)."""
 
 from __future__ import annotations
 

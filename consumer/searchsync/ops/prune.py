@@ -1,7 +1,6 @@
-"""`searchsync outbox prune`: delete captured ``search_outbox`` rows older than a window
-(docs/design.md, "Outbox pruning"): walked by primary key, one bounded DELETE per page of old rows
-(the age is part of every DELETE), stopping at the first page holding a younger row.
-"""
+"""`searchsync outbox prune` (docs/design.md, "Outbox pruning"): captured ``search_outbox`` rows
+older than a window, walked by primary key, one bounded DELETE (age included) per page of old
+rows, stopping at the first page holding a younger row."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""`searchsync tombstones purge`: delete tombstones older than the retention window, safely
-(docs/design.md, "Tombstones and their purge"). Each candidate is deleted from the write index
-with ``if_seq_no``/``if_primary_term``, so a document changed since the scan answers 409 and is
-kept. This is the only DELETE searchsync sends.
-"""
+"""`searchsync tombstones purge` (docs/design.md, "Tombstones and their purge"): each tombstone
+older than the window is deleted from the write index with ``if_seq_no``/``if_primary_term``, so a
+document changed since the scan answers 409 and is kept. The only DELETE searchsync sends."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""`searchsync status`: a report of sections, each gathered by one probe, and its exit code.
-
-A section carries problems (unhealthy: the index is not kept up, or may be wrong) and warnings
-(worth a look, not a failure); a probe that cannot look makes only its own section unhealthy.
-"""
+"""`searchsync status`: a report of sections, each gathered by one probe. A section carries
+problems (unhealthy: the index is not kept up, or may be wrong) and warnings (worth a look); a
+probe that cannot look makes only its own section unhealthy."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""The backfill: keyset-scan the truth, project each row, write it into the new physical index.
-
-A chunk is written with external versions (a 409 at the same or a newer version is fine), then
-reported through `on_chunk`, which persists the last id: a crash repeats one chunk, harmlessly.
-A row the projector refuses counts as failed (verification decides whether the swap may still
-happen); a write refused transiently is retried, then raises `TransientError` (``--resume``)."""
+"""The backfill: keyset-scan the truth, project each row, write it with external versions into the
+new physical index, then report the chunk to `on_chunk` (which persists the last id: a crash
+repeats one chunk, harmlessly). A row the projector refuses counts as failed; a write refused
+transiently is retried, then raises `TransientError` (``--resume``)."""
 
 from __future__ import annotations
 

@@ -4,19 +4,20 @@ the base of `searchsync.ops.rebuild.runner.Rebuilder`."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
+from searchsync.clock import utc_now
 from searchsync.config import Settings
 from searchsync.errors import OperationRefused
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.mysql.outbox import Outbox
 from searchsync.mysql.truth import Truth
 from searchsync.observability.rebuild_metrics import RebuildMetrics
-from searchsync.ops.rebuild.catchup import CatchUp, high_watermarks
+from searchsync.ops.rebuild.plan import high_watermarks
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.rebuild.reader import IndexReader
 from searchsync.ops.rebuild.state import RebuildRecord, RebuildStateStore, Status, Watermark
@@ -36,11 +37,11 @@ class RebuildDeps:
     truth: Truth
     kafka: KafkaAdmin
     state: RebuildStateStore
-    catchup: Callable[[RebuildRecord, list[str]], CatchUp]  # (record, topics) -> catch-up group
+    # (record, topics, stop) -> the catch-up group's consumer until `stop` is set; its exit code
+    catchup: Callable[[RebuildRecord, list[str], asyncio.Event], Coroutine[Any, Any, int]]
     metrics: RebuildMetrics
     progress: Progress
     outbox: Outbox  # REBUILD events for the sweep after a schema-changing swap
-    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
 
@@ -50,14 +51,15 @@ class RebuildSteps:
 
     def __init__(self, deps: RebuildDeps) -> None:
         self.d = deps
-        self._catchup: CatchUp | None = None
+        self._catchup: asyncio.Task[int] | None = None
+        self._stop = asyncio.Event()
 
     async def save(self, record: RebuildRecord, **changes: Any) -> RebuildRecord:
         """Store `record` with `changes`, stamped (and marked finished by a final status)."""
-        now = self.d.clock()
+        now = utc_now()
         status = changes.get("status", record.status)
         finished_at = now if isinstance(status, Status) and status.finished else None
-        updated = record.but(updated_at=now, finished_at=finished_at, **changes)
+        updated = dataclasses.replace(record, updated_at=now, finished_at=finished_at, **changes)
         await self.d.state.save(updated)
         return updated
 
@@ -104,15 +106,25 @@ class RebuildSteps:
         """Start the record's catch-up group, unless it runs."""
         if self._catchup is None:
             topics = sorted({t for t, _ in record.watermark})
-            self._catchup = self.d.catchup(record, topics)
-            await self._catchup.start()
+            self._stop.clear()
+            self._catchup = asyncio.create_task(self.d.catchup(record, topics, self._stop))
             self.d.progress.step("catch-up", f"group {record.catchup_group} started")
 
     def catchup_failure(self) -> str | None:
         """Why the catch-up consumer stopped by itself, if it did."""
-        return None if self._catchup is None else self._catchup.failure()
+        task = self._catchup
+        if task is None or not task.done():
+            return None
+        if task.cancelled():
+            return "the catch-up consumer was cancelled"
+        exc = task.exception()
+        if exc is not None:
+            return f"the catch-up consumer failed: {exc}"
+        return f"the catch-up consumer stopped with exit code {task.result()} (see its log)"
 
     async def stop_catchup(self) -> None:
-        if self._catchup is not None:
-            catchup, self._catchup = self._catchup, None
-            await catchup.stop()
+        """Let the catch-up consumer drain, commit its finished prefix and leave the group."""
+        task, self._catchup = self._catchup, None
+        if task is not None:
+            self._stop.set()
+            await task

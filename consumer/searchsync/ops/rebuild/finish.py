@@ -1,8 +1,6 @@
 """The rebuild after its backfill (docs/design.md, Rebuild): catch up, restore the settings, verify,
-swap, and hand the index over. With a changed schema version the live group is fenced: the catch-up
-group keeps writing until the redeployed live group has committed as far (unless ``--no-wait``), and
-the sweep has the old-shape documents rewritten; otherwise the catch-up group catches up once more
-and is deleted."""
+swap, hand over. With a changed schema version the sweep has old-shape documents rewritten and the
+catch-up group writes until the redeployed live group committed as far (unless ``--no-wait``)."""
 
 from __future__ import annotations
 

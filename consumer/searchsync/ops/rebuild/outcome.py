@@ -37,13 +37,13 @@ class RebuildOutcome:
             "action": self.action,
             "message": self.message,
             "plan": None if self.plan is None else self.plan.summary(),
-            "rebuild": None if self.record is None else record_summary(self.record),
+            "rebuild": None if self.record is None else _record_summary(self.record),
             "verify": None if self.verify is None else self.verify.summary(),
             "failures": [{"id": i, "why": w} for i, w in self.failures],
         }
 
 
-def record_summary(r: RebuildRecord) -> dict[str, Any]:
+def _record_summary(r: RebuildRecord) -> dict[str, Any]:
     """Every field of `r` but its times."""
     fields = {f.name: getattr(r, f.name) for f in dataclasses.fields(r)}
     summary = {k: v for k, v in fields.items() if not k.endswith("_at")}

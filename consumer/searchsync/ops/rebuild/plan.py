@@ -1,5 +1,5 @@
-"""What a rebuild decides before it changes anything: the type's topics, the new physical index,
-the catch-up group, and the new index's body and ``_meta``."""
+"""What a rebuild decides before it changes anything: the type's topics and their watermark, the
+new physical index and its body and ``_meta``, and the catch-up group's settings."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from searchsync import naming
 from searchsync.config import Settings
 from searchsync.errors import OperationRefused
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.ops.rebuild.state import Watermark, watermark_keys
 from searchsync.search.port import SCHEMA_VERSION_META, IndexInfo
+from searchsync.types import TopicPartition
 
 BULK_LOAD: Mapping[str, Any] = {"refresh_interval": "-1", "number_of_replicas": 0}
 """The new index's settings while the backfill fills it."""
@@ -63,15 +63,6 @@ def type_topics(admin: KafkaAdmin, settings: Settings, aggregate_type: str) -> t
     return (topic,)
 
 
-def next_index(settings: Settings, alias: str, indices: Sequence[IndexInfo]) -> tuple[str, str]:
-    """``<alias>_v<N+1>`` after the highest existing ``<alias>_v<N>``, and its catch-up group
-    ``<group>.rebuild.v<N+1>``."""
-    name = naming.next_physical_name(alias, [i.name for i in indices])
-    parsed = naming.parse_physical_name(name)
-    assert parsed is not None
-    return name, f"{settings.kafka.group_id}.rebuild.v{parsed[1]}"
-
-
 def _flat_settings(mapping: Mapping[str, Any]) -> dict[str, Any]:
     """The mapping's index settings, ``settings.index.*`` moved to the top level."""
     own = dict(mapping.get("settings", {}))
@@ -104,4 +95,44 @@ def rebuild_meta(
         "rebuild_id": rebuild_id,
         "rebuilt_from": source_index,
         "watermark": watermark_keys(watermark),
+    }
+
+
+def catchup_settings(settings: Settings, group: str, topics: Sequence[str]) -> Settings:
+    """The live settings with the catch-up group's id and subscription (the type's topics)."""
+    kafka = dataclasses.replace(
+        settings.kafka,
+        group_id=group,
+        topics=tuple(topics),
+        topic_regex=None,
+        auto_offset_reset="earliest",  # a partition created after the watermark: all of it
+    )
+    observability = dataclasses.replace(settings.observability, metrics_port=0)
+    return dataclasses.replace(settings, kafka=kafka, observability=observability)
+
+
+def check_history(admin: KafkaAdmin, watermark: Watermark, alias: str) -> None:
+    """Raise `OperationRefused` when a partition's watermark lies below its log start now: events
+    the catch-up must replay were deleted (retention) before it started."""
+    lost: list[str] = []
+    for topic in sorted({t for t, _ in watermark}):
+        for partition, marks in admin.watermarks(topic).items():
+            offset = watermark.get((topic, partition))
+            if offset is not None and offset < marks.low:
+                lost.append(f"{topic}[{partition}] watermark {offset} < log start {marks.low}")
+    if lost:
+        raise OperationRefused(
+            f"the catch-up of {alias} would start below the log start ({'; '.join(lost)}): those "
+            "events were deleted by retention while the backfill ran, so this rebuild cannot be "
+            "completed. Run `searchsync rebuild --abandon`, then `searchsync rebuild` again (a "
+            "shorter backfill, or a longer topic retention.ms, keeps the watermark in the log)"
+        )
+
+
+def high_watermarks(admin: KafkaAdmin, topics: Sequence[str]) -> dict[TopicPartition, int]:
+    """The end offset of every partition of `topics`, now."""
+    return {
+        (topic, partition): marks.high
+        for topic in topics
+        for partition, marks in admin.watermarks(topic).items()
     }

@@ -7,12 +7,13 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+from searchsync import naming
+from searchsync.clock import utc_now
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.ops.chunks import ChunkController
 from searchsync.ops.rebuild import plan as plans
 from searchsync.ops.rebuild.backfill import Backfill, ChunkDone
-from searchsync.ops.rebuild.catchup import check_history, high_watermarks
 from searchsync.ops.rebuild.deps import RebuildSteps
 from searchsync.ops.rebuild.finish import finish
 from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
@@ -62,9 +63,10 @@ class Rebuilder(RebuildSteps):
         topics = await asyncio.to_thread(
             plans.type_topics, self.d.kafka, self.d.settings, projector.aggregate_type
         )
-        watermark = await asyncio.to_thread(high_watermarks, self.d.kafka, topics)
+        watermark = await asyncio.to_thread(plans.high_watermarks, self.d.kafka, topics)
         indices = await self.d.index_admin.list_indices(alias)
-        name, group = plans.next_index(self.d.settings, alias, indices)
+        name = naming.next_physical_name(alias, [i.name for i in indices])
+        group = f"{self.d.settings.kafka.group_id}.rebuild.v{naming.physical_version(alias, name)}"
         return plans.Plan(
             aggregate_type=projector.aggregate_type,
             alias=alias,
@@ -96,7 +98,7 @@ class Rebuilder(RebuildSteps):
 
     async def _begin(self, projector: Projector, alias: str) -> RebuildRecord:
         plan = await self._plan(projector, alias)  # the watermark is taken here, first
-        now = self.d.clock()
+        now = utc_now()
         record = RebuildRecord(
             rebuild_id=uuid.uuid4().hex,
             aggregate_type=projector.aggregate_type,
@@ -143,7 +145,9 @@ class Rebuilder(RebuildSteps):
             if not done:
                 message = f"stopped after {options.stop_after_chunks} chunks; run with --resume"
                 return RebuildOutcome(False, "interrupted", message, record, failures=failures)
-            await asyncio.to_thread(check_history, self.d.kafka, record.watermark, record.alias)
+            await asyncio.to_thread(
+                plans.check_history, self.d.kafka, record.watermark, record.alias
+            )
             failed = await asyncio.to_thread(
                 self.d.kafka.alter_committed, record.catchup_group, dict(record.watermark)
             )

@@ -81,10 +81,6 @@ class RebuildRecord:
     updated_at: datetime
     finished_at: datetime | None = None
 
-    def but(self, **changes: Any) -> RebuildRecord:
-        """A copy with `changes` applied."""
-        return dataclasses.replace(self, **changes)
-
 
 class RebuildStateStore(Protocol):
     async def unfinished(self, alias: str) -> RebuildRecord | None: ...

@@ -42,7 +42,11 @@ class AggregateWriter(WriterBase[Any, AbstractContextManager[Change]]):
             with translate_errors("commit"):
                 conn.commit()
         except BaseException:
-            _rollback(conn)
+            try:
+                conn.rollback()
+            except Exception:  # the connection is gone: close it, raise what happened
+                with suppress(Exception):
+                    conn.close()
             raise
 
 
@@ -63,11 +67,3 @@ def run_plan(cursor: Any, plan: Plan[T], doing: str) -> T:
     except StopIteration as done:
         result: T = done.value
         return result
-
-
-def _rollback(conn: Any) -> None:
-    try:
-        conn.rollback()
-    except Exception:
-        with suppress(Exception):
-            conn.close()

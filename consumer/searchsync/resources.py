@@ -23,7 +23,7 @@ from searchsync.ops.prune import ConnectorState
 from searchsync.ops.rebuild.reader import EsIndexReader, IndexReader
 from searchsync.ops.rebuild.state import MysqlRebuildState, RebuildStateStore
 from searchsync.ops.repair.es_side import EsIndexSide
-from searchsync.ops.repair.sides import IndexSide
+from searchsync.ops.repair.model import IndexSide
 from searchsync.ops.repair.state import MysqlWheelState, WheelState
 from searchsync.relay.mysql_store import MysqlRelayStore
 from searchsync.relay.port import RelayStore

@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 import orjson
 from searchsync.ops.rebuild.reader import IndexReader
-from searchsync.ops.repair.sides import IndexSide
+from searchsync.ops.repair.model import IndexSide
 from searchsync.search.sink import IndexOp
 
 from tests.contract.search_backend import MAPPING, SCHEMA_VERSION, Backend, body, physical, write

@@ -12,12 +12,19 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from searchsync.errors import MAX_ERROR_MESSAGE
-from searchsync.mysql.state import StateRecorder, StateUpdate
+from searchsync.mysql.state import ProjectionState, StateRecorder, StateUpdate
 
 from tests.fakes.projection_state import FakeProjectionState
 
 TYPE = "contract_state"
 T0 = datetime(2026, 3, 1, 12, 0, 0)
+
+
+def failing(state: ProjectionState) -> bool:
+    """The last outcome recorded was an error."""
+    if state.last_error_at is None:
+        return False
+    return state.last_success_at is None or state.last_error_at > state.last_success_at
 
 
 class ProjectionStateWorld(Protocol):
@@ -52,7 +59,7 @@ async def contract_a_success_is_read_back(w: ProjectionStateWorld) -> None:
     assert (state.source_revision, state.indexed_revision) == (3, 3)
     assert (state.projection_schema_version, state.projection_hash) == (2, "c" * 64)
     assert state.last_success_at == T0 + timedelta(seconds=1)
-    assert state.last_error_code is None and not state.failing
+    assert state.last_error_code is None and not failing(state)
     assert await w.state.read(TYPE, [w.prefix + "none"]) == {}
     assert await w.state.read(TYPE, []) == {}
 
@@ -89,13 +96,13 @@ async def contract_errors_are_history_and_cut_to_the_column(w: ProjectionStateWo
     await w.state.record([success(key, 2, "b", at=1)])
     await w.state.record([failure(key, 3, "ES_429", "x" * 5000, at=2)])
     state = (await w.state.read(TYPE, [key]))[key]
-    assert state.failing and state.last_error_code == "ES_429"
+    assert failing(state) and state.last_error_code == "ES_429"
     assert state.last_error_message == "x" * MAX_ERROR_MESSAGE
     assert state.last_error_at == T0 + timedelta(seconds=2)
     assert (state.source_revision, state.indexed_revision) == (3, 2)
     await w.state.record([success(key, 3, "c", at=3)])
     state = (await w.state.read(TYPE, [key]))[key]
-    assert not state.failing and state.last_error_code == "ES_429"  # kept as history
+    assert not failing(state) and state.last_error_code == "ES_429"  # kept as history
     assert state.indexed_revision == 3
 
 

@@ -65,31 +65,31 @@ async def contract_begin_runs_the_next_generation_and_complete_commits_it(
     w: WheelStateWorld,
 ) -> None:
     epoch = await w.state.start_epoch(TYPE, 4, 1, T0)
-    generation = await w.state.begin(epoch, 2)
+    generation = (await w.state.begin_many(epoch, [2]))[2]
     assert generation == 1
     assert (await w.state.buckets(epoch))[2] == BucketState(2, running_generation=1)
     done = scanned(2, generation, at=5)
-    await w.state.complete(epoch, done)
+    await w.state.complete_many(epoch, [done])
     assert (await w.state.buckets(epoch))[2] == done
-    assert await w.state.begin(epoch, 2) == 2
+    assert await w.state.begin_many(epoch, [2]) == {2: 2}
 
 
 async def contract_a_dead_scan_leaves_the_committed_generation(w: WheelStateWorld) -> None:
     epoch = await w.state.start_epoch(TYPE, 2, 1, T0)
-    await w.state.complete(epoch, scanned(0, await w.state.begin(epoch, 0)))
-    assert await w.state.begin(epoch, 0) == 2  # and the scan dies
+    await w.state.complete_many(epoch, [scanned(0, (await w.state.begin_many(epoch, [0]))[0])])
+    assert await w.state.begin_many(epoch, [0]) == {0: 2}  # and the scan dies
     stored = (await w.state.buckets(epoch))[0]
     assert (stored.generation, stored.running_generation) == (1, 2)
-    assert await w.state.begin(epoch, 0) == 2  # the same new generation, from the start
+    assert await w.state.begin_many(epoch, [0]) == {0: 2}  # the same new generation, from the start
 
 
 async def contract_completing_a_generation_not_running_is_refused(w: WheelStateWorld) -> None:
     epoch = await w.state.start_epoch(TYPE, 2, 1, T0)
     with pytest.raises(RuntimeError):
-        await w.state.complete(epoch, scanned(1, 1))  # never begun
-    await w.state.begin(epoch, 1)
+        await w.state.complete_many(epoch, [scanned(1, 1)])  # never begun
+    await w.state.begin_many(epoch, [1])
     with pytest.raises(RuntimeError):
-        await w.state.complete(epoch, scanned(1, 5))
+        await w.state.complete_many(epoch, [scanned(1, 5)])
     assert (await w.state.buckets(epoch))[1] == BucketState(1, running_generation=1)
 
 

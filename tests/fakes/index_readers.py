@@ -10,8 +10,7 @@ from typing import Any
 
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.ops.repair.buckets import HASH_SPACE
-from searchsync.ops.repair.model import IndexEntry
-from searchsync.ops.repair.sides import entry_of_source
+from searchsync.ops.repair.model import IndexEntry, entry_of_source
 from searchsync.search.reads import StoredDocument
 from searchsync.types import BucketCursor
 

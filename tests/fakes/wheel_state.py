@@ -30,17 +30,11 @@ class FakeWheelState:
     async def buckets(self, epoch: Epoch) -> dict[int, BucketState]:
         return dict(self.states[(epoch.aggregate_type, epoch.epoch)])
 
-    async def begin(self, epoch: Epoch, bucket: int) -> int:
-        states = self.states[(epoch.aggregate_type, epoch.epoch)]
-        generation = states[bucket].generation + 1
-        states[bucket] = replace(states[bucket], running_generation=generation)
-        return generation
-
     async def begin_many(self, epoch: Epoch, buckets: Sequence[int]) -> dict[int, int]:
-        return {b: await self.begin(epoch, b) for b in buckets}
-
-    async def complete(self, epoch: Epoch, state: BucketState) -> None:
-        await self.complete_many(epoch, [state])
+        states = self.states[(epoch.aggregate_type, epoch.epoch)]
+        for b in buckets:
+            states[b] = replace(states[b], running_generation=states[b].generation + 1)
+        return {b: states[b].generation + 1 for b in buckets}
 
     async def complete_many(self, epoch: Epoch, states: Sequence[BucketState]) -> None:
         stored = self.states[(epoch.aggregate_type, epoch.epoch)]

@@ -22,7 +22,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient
-from searchsync.cli.main import main
+from searchsync.cli import main
 from searchsync.config import load_settings
 from searchsync.kafka.gaps import GapBoard, GapGuard, HistoryGap
 from searchsync.mysql.gap_acks import GapAck, MysqlGapAcks

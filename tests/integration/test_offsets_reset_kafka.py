@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import orjson
 import pytest
 from confluent_kafka import Producer
-from searchsync.cli.main import main
+from searchsync.cli import main
 
 from tests.integration.conftest import KAFKA
 from tests.integration.kafkatools import fresh_topics, kafka_admin

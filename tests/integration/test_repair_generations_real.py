@@ -22,8 +22,9 @@ from searchsync.mysql.truth import MysqlTruth
 from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import FindingKind, IndexEntry
+from searchsync.ops.repair.schedule import WheelConfig
 from searchsync.ops.repair.state import MysqlWheelState, snapshot
-from searchsync.ops.repair.wheel import Wheel, WheelConfig
+from searchsync.ops.repair.wheel import Wheel
 from searchsync.ops.status_probes import repair_section
 from searchsync.projection import Projector, default_registry
 from searchsync.search.client import make_es_client

@@ -91,7 +91,7 @@ async def test_a_page_too_long_to_pack_is_read_as_rows(
 ) -> None:
     want = await _rows(app_pool, consumer_pool, id_prefix)
     limit = 40  # a few triples: MariaDB cuts every longer page's string here
-    monkeypatch.setattr(truth_buckets, "_PACKED_MAX", limit)
+    monkeypatch.setattr(truth_buckets, "PACKED_MAX", limit)
     assert f"= {limit} FOR" in truth_buckets._packed("t", "`id`")
     unpacked: list[bool] = []
     real = truth_buckets.unpack_light

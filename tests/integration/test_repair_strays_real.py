@@ -24,8 +24,9 @@ from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import FindingKind
 from searchsync.ops.repair.run import run_repair
+from searchsync.ops.repair.schedule import WheelConfig
 from searchsync.ops.repair.state import MysqlWheelState
-from searchsync.ops.repair.wheel import Wheel, WheelConfig
+from searchsync.ops.repair.wheel import Wheel
 from searchsync.projection import default_registry
 from searchsync.search.client import make_es_client
 from searchsync.writer import PageWriter

@@ -26,7 +26,7 @@ import aiomysql
 import orjson
 import pytest
 from elasticsearch import AsyncElasticsearch
-from searchsync.cli.rebuild import run_rebuild
+from searchsync.cli.heal import run_rebuild
 from searchsync.config import load_settings
 from searchsync.devtools.loadgen import run_loadgen
 from searchsync.mysql.truth import MysqlTruth

@@ -27,6 +27,7 @@ from searchsync.mysql.truth import MysqlTruth
 from searchsync.projection import wiki_page
 from searchsync.writer import PageWriter
 
+from tests.contract.projection_state_contract import failing
 from tests.integration import conftest_mysql as fx
 from tests.integration.conftest_mysql import MysqlTarget
 
@@ -279,13 +280,13 @@ async def test_state_never_lowers_indexed_revision_and_keeps_error_history(
     assert (state.indexed_revision, state.source_revision) == (3, 5)
     assert state.last_error_code == "ES_429"
     assert state.last_error_message == "x" * MAX_ERROR_MESSAGE
-    assert state.failing
+    assert failing(state)
 
     await writer.record([success(key, 5, "e", version=2)])
     state = (await writer.read(STATE_TYPE, [key]))[key]
     assert (state.indexed_revision, state.projection_schema_version) == (5, 2)
     assert state.last_error_code == "ES_429"  # history is kept ...
-    assert not state.failing  # ... but a later success means it is not failing now
+    assert not failing(state)  # ... but a later success means it is not failing now
 
 
 async def test_one_call_writes_many_aggregates_and_duplicates_in_order(

@@ -8,10 +8,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import searchsync.cli.rebuild as rebuild_cli
-import searchsync.cli.repair as repair_cli
+import searchsync.cli.heal as heal_cli
 from runtime_fakes import Fakes
-from searchsync.cli.main import main
+from searchsync.cli import main
 from searchsync.gc_tuning import YOUNG_THRESHOLD, tune_for_throughput
 from searchsync.ops.rebuild.outcome import RebuildOutcome
 
@@ -47,7 +46,7 @@ def test_repair_works_under_the_tuned_threshold(monkeypatch: pytest.MonkeyPatch)
     async def run_repair(*_: Any, **__: Any) -> None:
         seen.append(gc.get_threshold())
 
-    monkeypatch.setattr(repair_cli, "run_repair", run_repair)
+    monkeypatch.setattr(heal_cli, "run_repair", run_repair)
     assert main(["repair", "--once", "--dry-run"], runtime=Fakes()) == 0
     assert seen == [(YOUNG_THRESHOLD, 10, 10)]
 
@@ -59,6 +58,6 @@ def test_rebuild_works_under_the_tuned_threshold(monkeypatch: pytest.MonkeyPatch
         seen.append(gc.get_threshold())
         return RebuildOutcome(ok=True, action="done", message="done")
 
-    monkeypatch.setattr(rebuild_cli, "run_rebuild", run_rebuild)
+    monkeypatch.setattr(heal_cli, "run_rebuild", run_rebuild)
     assert main(["rebuild", "--type", "wiki_page"]) == 0
     assert seen == [(YOUNG_THRESHOLD, 10, 10)]

@@ -7,8 +7,8 @@ import json
 import pytest
 from pipeline_fakes import PageTruth, page_row
 from runtime_fakes import Fakes, search_of, tables_of
-from searchsync.cli.main import main
-from searchsync.cli.repair import render, to_json
+from searchsync.cli import main
+from searchsync.cli.heal import render, to_json
 from searchsync.ops.repair.model import Finding, FindingKind
 from searchsync.ops.repair.report import BucketReport, RotationReport
 from searchsync.ops.repair.schedule import Choice

@@ -11,8 +11,7 @@ from pipeline_fakes import page_row
 from searchsync.mysql.truth import TruthEntry
 from searchsync.mysql.truth_buckets import entry_of_row
 from searchsync.ops.repair.compare import compare
-from searchsync.ops.repair.model import FindingKind, IndexEntry
-from searchsync.ops.repair.sides import entry_of_source
+from searchsync.ops.repair.model import FindingKind, IndexEntry, entry_of_source
 from searchsync.projection import content_hash, default_registry
 
 PROJECTOR = default_registry().get("wiki_page")

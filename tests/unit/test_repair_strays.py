@@ -1,8 +1,8 @@
-"""The stray sweep (`searchsync.ops.repair.strays`): documents without a ``sync_hash``, with one
-outside the key space, or with the key of another bucket are found in the rotation that reads
-them, and healed through the outbox; a tombstone without a row is left alone, and a sweep whose
-read fails, or a rotation that stopped, reports no stray (docs/design.md, "Repair"; invariants 9
-and 13)."""
+"""The stray sweep (`searchsync.ops.repair.span.SpanScan.sweep`): documents without a
+``sync_hash``, with one outside the key space, or with the key of another bucket are found in the
+rotation that reads them, and healed through the outbox; a tombstone without a row is left alone,
+and a sweep whose read fails, or a rotation that stopped, reports no stray (docs/design.md,
+"Repair"; invariants 9 and 13)."""
 
 from __future__ import annotations
 

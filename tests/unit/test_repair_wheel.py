@@ -15,10 +15,10 @@ from pipeline_fakes import PageTruth, page_row
 from searchsync.ops.repair.buckets import bucket_of, bucket_range, key_hash
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import Limits
-from searchsync.ops.repair.model import DELETION_KINDS, FindingKind
-from searchsync.ops.repair.schedule import SchedulePolicy, choose, ewma, priority
+from searchsync.ops.repair.model import FindingKind
+from searchsync.ops.repair.schedule import SchedulePolicy, WheelConfig, choose, ewma, priority
 from searchsync.ops.repair.state import BucketState
-from searchsync.ops.repair.wheel import Wheel, WheelConfig
+from searchsync.ops.repair.wheel import Wheel
 from searchsync.projection import default_registry
 from searchsync.search.sink import IndexOp, Sink
 from searchsync.stream.coalesce import Work
@@ -34,6 +34,8 @@ from tests.fakes.wheel_state import FakeWheelState
 
 ALIAS = "wiki_page"
 NOW = datetime(2026, 7, 20, tzinfo=UTC)
+
+DELETION_KINDS = frozenset({FindingKind.MISSING, FindingKind.ORPHAN})  # invariant 13
 
 
 class World:

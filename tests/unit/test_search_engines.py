@@ -10,7 +10,7 @@ import pytest
 from elastic_transport import ConnectionTimeout as EsConnectionTimeout
 from elasticsearch import AsyncElasticsearch, NotFoundError
 from opensearchpy import ConnectionTimeout, TransportError
-from searchsync.cli.unreachable import elasticsearch_at
+from searchsync.cli.output import elasticsearch_at
 from searchsync.config import load_settings
 from searchsync.errors import ConfigError
 from searchsync.search.client import make_es_client

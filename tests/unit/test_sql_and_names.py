@@ -58,7 +58,7 @@ REVIEWED: dict[tuple[str, str], str] = {
     ("consumer/searchsync/mysql/truth_relations.py", "key"): "_quoted() column",
     ("consumer/searchsync/mysql/truth_relations.py", "quoted"): "_quoted() table",
     ("consumer/searchsync/mysql/truth_relations.py", "column"): "_quoted() column",
-    ("consumer/searchsync/mysql/truth_relations.py", "_PACKED_MAX"): "an int constant",
+    ("consumer/searchsync/mysql/truth_relations.py", "PACKED_MAX"): "an int constant",
     ("consumer/searchsync/mysql/truth_relations.py", "_json_object(child)"): (
         "JSON_OBJECT of the child's validated identifiers: literal keys, quoted columns"
     ),
@@ -92,7 +92,7 @@ REVIEWED: dict[tuple[str, str], str] = {
         "consumer/searchsync/mysql/truth_buckets.py",
         "src",
     ): "validated table, constant conditions, %s",
-    ("consumer/searchsync/mysql/truth_buckets.py", "_PACKED_MAX"): "an int constant",
+    ("consumer/searchsync/mysql/truth_buckets.py", "PACKED_MAX"): "an int constant",
     ("consumer/searchsync/dlq/ledger.py", "', '.join(_COLUMNS)"): "constant column names",
     (
         "consumer/searchsync/dlq/ledger.py",

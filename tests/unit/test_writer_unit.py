@@ -30,6 +30,7 @@ from searchsync.mysql.state import StateUpdate, merge
 from searchsync.projection import wiki_page
 from searchsync.writer import PageWriter
 
+from tests.contract.projection_state_contract import failing
 from tests.fakes.projection_state import FakeProjectionState
 
 T0 = datetime(2030, 1, 1)
@@ -233,6 +234,6 @@ async def test_in_memory_state_writer_applies_merge_per_key() -> None:
 
     a = writer.states[("t", "a")]
     assert (a.indexed_revision, a.source_revision, a.last_error_code) == (2, 3, "E")
-    assert a.failing
+    assert failing(a)
     assert writer.states[("t", "b")].indexed_revision is None
     assert len(writer.calls) == 2

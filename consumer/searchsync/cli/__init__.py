@@ -1,8 +1,97 @@
-"""The ``searchsync`` command (console script ``searchsync.cli:main``); a module per command
-group, each command's services from a `searchsync.runtime.Runtime` (tests pass fakes)."""
+"""The ``searchsync`` command (console script ``searchsync.cli:main``): the command tree, Settings
+loaded once (``--config`` or $SEARCHSYNC_CONFIG), each command run on a `searchsync.runtime.Runtime`
+(tests pass fakes), errors mapped to exit codes (`searchsync.exit_codes`). With ``--json`` a
+command prints exactly one JSON document on stdout; messages go to stderr."""
 
 from __future__ import annotations
 
-from searchsync.cli.main import build_parser, main
+import argparse
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
-__all__ = ["build_parser", "main"]
+from searchsync.cli import config, dlq, heal, index, loadgen, offsets, retention, run, status
+from searchsync.cli.args import CONFIG_ENV, Command
+from searchsync.cli.output import describe_unreachable, err
+from searchsync.config import Settings, load_settings, scrub_credentials, scrub_known
+from searchsync.errors import ConfigError, DlqBudgetExceeded, InvalidRequest, SearchSyncError
+from searchsync.exit_codes import ExitCode
+from searchsync.runtime import Runtime
+from searchsync.search.client import describe_auth_error
+from searchsync.version import __version__
+
+_GROUPS = (
+    run.register,
+    index.register,
+    dlq.register,
+    loadgen.register,
+    config.register,
+    offsets.register,
+    heal.register_rebuild,
+    heal.register_repair,
+    retention.register,
+    run.register_relay,
+    status.register,
+    run.register_exporter,
+    index.register_wait,
+    config.register_schema,
+)
+
+
+def main(
+    argv: Sequence[str] | None = None, *, runtime: Callable[[Settings], Runtime] = Runtime.open
+) -> int:
+    """Run one command and return its exit code; `runtime` makes the command's services from the
+    Settings (tests: fakes)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else ExitCode.USAGE
+    command: Command = args.func
+    secrets: tuple[str, ...] = ()
+    settings: Settings | None = None
+    path = args.config if args.config is not None else os.environ.get(CONFIG_ENV)
+    try:
+        settings = load_settings(os.environ, Path(path) if path else None)
+        secrets = settings.secret_values()
+        return command(args, settings, runtime(settings))
+    except ConfigError as exc:
+        shown = "" if exc.got is None else f" (got {exc.got!r})"
+        err(f"config error: {exc.key}: expected {exc.expected}{shown}")
+        return ExitCode.USAGE
+    except InvalidRequest as exc:
+        err(f"usage error: {exc}")
+        return ExitCode.USAGE
+    except DlqBudgetExceeded as exc:
+        err(f"dlq budget exceeded: {exc}")
+        return ExitCode.DLQ_BUDGET
+    except KeyboardInterrupt:
+        err("interrupted")
+        return ExitCode.INTERRUPTED
+    except Exception as exc:  # every other failure is operational: say what and exit 1
+        away = None if settings is None else describe_unreachable(exc, settings)
+        text = away or describe_auth_error(exc) or _describe(exc)
+        err(f"error: {scrub_known(scrub_credentials(text), secrets)}")
+        return ExitCode.FAILURE
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command tree; each leaf sets ``func(args, settings, runtime) -> ExitCode``."""
+    parser = argparse.ArgumentParser(
+        prog="searchsync",
+        description="Keep Elasticsearch consistent with MySQL (outbox -> Kafka -> consumer).",
+        epilog="exit codes: 0 ok, 1 operational failure, 2 usage/config error, "
+        "3 DLQ budget exceeded, 4 status unhealthy, 130 interrupted",
+    )
+    parser.add_argument("--config", metavar="PATH", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--version", action="version", version=f"searchsync {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for register in _GROUPS:
+        register(commands)
+    return parser
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if isinstance(exc, SearchSyncError) else f"{type(exc).__name__}: {text}"

@@ -24,21 +24,31 @@ Command = Callable[[argparse.Namespace, Settings, Runtime], ExitCode]  # each le
 T = TypeVar("T")
 
 
-class Parents:
-    """The shared options: `common` (``--config PATH``) for every command, `data` (also ``--json``)
-    for those that print data."""
-
-    def __init__(self) -> None:
-        self.common = argparse.ArgumentParser(add_help=False)
-        self.common.add_argument(
-            "--config",
-            metavar="PATH",
-            default=argparse.SUPPRESS,
-            help=f"TOML settings file (default: ${CONFIG_ENV})",
-        )
-        as_json = argparse.ArgumentParser(add_help=False)
-        as_json.add_argument("--json", action="store_true", help="print one JSON document")
-        self.data = [self.common, as_json]
+def command(
+    commands: Any,
+    name: str,
+    func: Command,
+    summary: str,
+    *,
+    json: str | None = "print one JSON document",
+    one_type: bool = False,
+    **options: Any,
+) -> argparse.ArgumentParser:
+    """``searchsync [GROUP] NAME``, which runs `func`: its parser, with ``--config PATH``,
+    ``--json`` unless `json` (its help) is None, and with `one_type` ``--type`` (`chosen_type`)."""
+    parser: argparse.ArgumentParser = commands.add_parser(name, help=summary, **options)
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        default=argparse.SUPPRESS,
+        help=f"TOML settings file (default: ${CONFIG_ENV})",
+    )
+    if json is not None:
+        parser.add_argument("--json", action="store_true", help=json)
+    if one_type:
+        parser.add_argument("--type", help="aggregate type (default: the only registered one)")
+    parser.set_defaults(func=func)
+    return parser
 
 
 def group(commands: Any, name: str, summary: str) -> Any:
@@ -81,21 +91,11 @@ def plan_or_execute(parser: argparse.ArgumentParser, plan: str) -> None:
     mode.add_argument("--dry-run", dest="dry_run", action="store_true", help=f"{plan} (default)")
 
 
-def older_than_command(
-    commands: Any, parents: Parents, names: tuple[str, str], command: tuple[str, str], window: str
-) -> argparse.ArgumentParser:
-    """``searchsync GROUP COMMAND --older-than DURATION``: a group (name, help) of one command
-    (name, help); `window` helps ``--older-than``. Returns the command's parser."""
-    parser: argparse.ArgumentParser = group(commands, *names).add_parser(
-        command[0], parents=parents.data, help=command[1]
-    )
+def older_than(parser: argparse.ArgumentParser, window: str) -> None:
+    """``--older-than DURATION`` (required); `window` helps it."""
     parser.add_argument(
         "--older-than", required=True, type=duration, metavar="DURATION", help=window
     )
-    return parser
-
-
-TYPE_HELP: Final = "aggregate type (default: the only registered one)"
 
 
 def chosen_type(runtime: Runtime, given: str | None) -> str:

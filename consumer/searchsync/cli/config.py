@@ -1,6 +1,7 @@
-"""`searchsync config check`: validate the settings, load the projectors as `run` does and print
-both, secrets redacted. ``--grants`` also checks as the configured MySQL user that no grant lets
-the consumer write a business table (exit 1 if one does)."""
+"""`searchsync config check`: the settings (redacted) and projectors as `run` loads them; with
+``--grants``, exit 1 if a grant lets the consumer write a business table. `searchsync schema sql |
+grants | connector`: print, connecting to nothing, searchsync's tables, the three users' GRANTs
+and the Debezium connector's configuration (or ``--worker-properties``), docs/production.md."""
 
 from __future__ import annotations
 
@@ -10,25 +11,34 @@ from typing import Any
 
 import orjson
 
-from searchsync.cli.args import Parents, group
+from searchsync.cli.args import command, group, positive_int
 from searchsync.cli.output import err, out, print_json
 from searchsync.config import Settings
+from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
+from searchsync.kafka.outbox_connector import (
+    ConnectorTarget,
+    Credentials,
+    outbox_connector_config,
+    worker_provider_lines,
+)
+from searchsync.mysql.schema import DbUsers, grant_statements, schema_sql
 from searchsync.projection.references import business_tables
 from searchsync.runtime import Runtime
 
+_USERS = DbUsers()
+_TARGET = ConnectorTarget()
+_CREDENTIALS = Credentials()
 
-def register(commands: Any, parents: Parents) -> None:
+
+def register(commands: Any) -> None:
     cmds = group(commands, "config", "check the configuration")
-    check = cmds.add_parser(
-        "check", parents=parents.data, help="validate and print the settings (redacted)"
-    )
+    check = command(cmds, "check", cmd_config_check, "validate and print the settings (redacted)")
     check.add_argument(
         "--grants",
         action="store_true",
         help="also check that the MySQL user cannot write the business tables (connects)",
     )
-    check.set_defaults(func=cmd_config_check)
 
 
 def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -68,3 +78,102 @@ def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runt
         out("least privilege: ok" if report.ok else "least privilege: VIOLATED")
     out("config ok")
     return code
+
+
+def register_schema(commands: Any) -> None:
+    cmds = group(commands, "schema", "print the MySQL schema, grants and connector")
+    command(cmds, "sql", cmd_sql, "searchsync's own tables (every migration, in order)", json=None)
+    about = "the GRANT statements of the three users"
+    grants = command(cmds, "grants", cmd_grants, about, json=None)
+    grants.add_argument("--database", help="the database (default: [mysql] database)")
+    grants.add_argument("--consumer-user", help="default: [mysql] user")
+    grants.add_argument("--app-user", default=_USERS.app, help=f"default: {_USERS.app}")
+    grants.add_argument("--debezium-user", default=_USERS.debezium, help="default: %(default)s")
+    grants.add_argument("--host", default=_USERS.host, help="the accounts' host part (default: %%)")
+    grants.add_argument(
+        "--table",
+        action="append",
+        help="a business table (repeat; default: the registered projectors' tables)",
+    )
+    about = "the Debezium connector's configuration (JSON)"
+    conn = command(cmds, "connector", cmd_connector, about, json=None)
+    conn.add_argument("--mysql-host", help="the host Connect reaches MySQL at (default: [mysql])")
+    conn.add_argument("--mysql-port", type=positive_int, help="default: [mysql] port")
+    conn.add_argument("--database", help="default: [mysql] database")
+    conn.add_argument(
+        "--server-id",
+        type=positive_int,
+        default=_TARGET.server_id,
+        help="Debezium's replica id, unique among the server's replicas (default: %(default)s)",
+    )
+    conn.add_argument("--topic-prefix", default=_TARGET.topic_prefix, help="default: %(default)s")
+    conn.add_argument(
+        "--schema-history-topic", default=_TARGET.schema_history_topic, help="default: %(default)s"
+    )
+    conn.add_argument("--kafka-bootstrap", help="for the schema history (default: [kafka])")
+    conn.add_argument(
+        "--topic-template",
+        help="the outbox topic of a type, with {type} (default: [relay] topic_template)",
+    )
+    conn.add_argument(
+        "--provider",
+        choices=("file", "env"),
+        default=_CREDENTIALS.kind,
+        help="the config provider the credentials come from (default: %(default)s)",
+    )
+    conn.add_argument(
+        "--secrets",
+        help="file: the properties file on the worker with user= and password= (default: "
+        f"{_CREDENTIALS.source}); env: the variables' prefix (default: DEBEZIUM_DB_)",
+    )
+    conn.add_argument(
+        "--worker-properties",
+        action="store_true",
+        help="print the worker lines that declare the provider instead",
+    )
+
+
+def cmd_sql(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    out(schema_sql().rstrip())
+    return ExitCode.OK
+
+
+def cmd_grants(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    tables = args.table or list(business_tables(runtime.registry))
+    users = DbUsers(
+        consumer=args.consumer_user or settings.mysql.user,
+        app=args.app_user,
+        debezium=args.debezium_user,
+        host=args.host,
+    )
+    database = args.database or settings.mysql.database
+    out("-- Create the three accounts first, with passwords of your own (CREATE USER ...).")
+    for line in grant_statements(database, tables, users):
+        out(line)
+    return ExitCode.OK
+
+
+def cmd_connector(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    if args.worker_properties:
+        for line in worker_provider_lines(args.provider):
+            out(line)
+        return ExitCode.OK
+    mysql = settings.mysql
+    target = ConnectorTarget(
+        mysql_host=args.mysql_host or mysql.host,
+        mysql_port=args.mysql_port or mysql.port,
+        database=args.database or mysql.database,
+        server_id=args.server_id,
+        topic_prefix=args.topic_prefix,
+        schema_history_topic=args.schema_history_topic,
+        kafka_bootstrap=args.kafka_bootstrap or settings.kafka.bootstrap_servers,
+        topic_template=args.topic_template or settings.relay.topic_template,
+    )
+    if "{type}" not in target.topic_template:
+        raise InvalidRequest(f"--topic-template {target.topic_template!r}: want {{type}} in it")
+    if args.provider == "file" and args.secrets and (":" in args.secrets or "}" in args.secrets):
+        raise InvalidRequest(f"--secrets {args.secrets!r}: a file path without ':' or '}}'")
+    default_source = _CREDENTIALS.source if args.provider == "file" else "DEBEZIUM_DB_"
+    credentials = Credentials(kind=args.provider, source=args.secrets or default_source)
+    print_json(outbox_connector_config(target, credentials))
+    return ExitCode.OK

@@ -8,7 +8,7 @@ from contextlib import closing
 from dataclasses import asdict
 from typing import Any
 
-from searchsync.cli.args import Parents, group, positive_int, utc_time
+from searchsync.cli.args import command, group, positive_int, utc_time
 from searchsync.cli.output import bytes_json, show
 from searchsync.config import Settings
 from searchsync.dlq.ledger import ReplayEntry
@@ -20,30 +20,16 @@ from searchsync.kafka.admin import KAFKA_TIMEOUT_S
 from searchsync.runtime import Runtime
 
 
-def register(commands: Any, parents: Parents) -> None:
+def register(commands: Any) -> None:
     cmds = group(commands, "dlq", "inspect, summarise and replay dead letters")
-    filters = argparse.ArgumentParser(add_help=False)
-    filters.add_argument("--code", "--error-code", dest="error_code", metavar="CODE")
-    filters.add_argument("--type", dest="aggregate_type", metavar="TYPE", help="aggregate type")
-    filters.add_argument("--id", dest="aggregate_id", metavar="ID", help="aggregate id")
-    filters.add_argument("--event-id", metavar="ID", help="only this event")
-    filters.add_argument("--since", type=utc_time, metavar="TIME", help="last failed at or after")
-    filters.add_argument("--until", type=utc_time, metavar="TIME", help="last failed before")
-    selected = [*parents.data, filters]
-    inspecting = cmds.add_parser(
-        "inspect", parents=selected, help="show dead letters (newest by default)"
+    inspecting = _filtered(
+        command(cmds, "inspect", cmd_dlq_inspect, "show dead letters (newest by default)")
     )
     inspecting.add_argument("--limit", type=positive_int, default=20, help="default: 20")
     inspecting.add_argument("--from-beginning", action="store_true", help="oldest dead letters")
-    inspecting.set_defaults(func=cmd_dlq_inspect)
-    cmds.add_parser(
-        "summary", parents=parents.data, help="counts by code and type; what each replay became"
-    ).set_defaults(func=cmd_dlq_summary)
-    replaying = cmds.add_parser(
-        "replay",
-        parents=selected,
-        help="re-produce dead letters to their topic (each once, unless --again)",
-    )
+    command(cmds, "summary", cmd_dlq_summary, "counts by code and type; what each replay became")
+    about = "re-produce dead letters to their topic (each once, unless --again)"
+    replaying = _filtered(command(cmds, "replay", cmd_dlq_replay, about))
     replaying.add_argument("--dry-run", action="store_true", help="show what would be replayed")
     replaying.add_argument("--limit", type=positive_int, help="replay at most N")
     replaying.add_argument(
@@ -51,7 +37,17 @@ def register(commands: Any, parents: Parents) -> None:
         action="store_true",
         help="also replay dead letters the replay ledger says were already replayed",
     )
-    replaying.set_defaults(func=cmd_dlq_replay)
+
+
+def _filtered(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """`parser` with the options that select dead letters (`DlqFilter`)."""
+    parser.add_argument("--code", "--error-code", dest="error_code", metavar="CODE")
+    parser.add_argument("--type", dest="aggregate_type", metavar="TYPE", help="aggregate type")
+    parser.add_argument("--id", dest="aggregate_id", metavar="ID", help="aggregate id")
+    parser.add_argument("--event-id", metavar="ID", help="only this event")
+    parser.add_argument("--since", type=utc_time, metavar="TIME", help="last failed at or after")
+    parser.add_argument("--until", type=utc_time, metavar="TIME", help="last failed before")
+    return parser
 
 
 def _selection(args: argparse.Namespace) -> DlqFilter:

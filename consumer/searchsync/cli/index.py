@@ -1,5 +1,7 @@
-"""`searchsync index init|describe|list|rollback|drop`: the alias and its physical indices (the
-work of `list`, `rollback` and `drop` is `searchsync.ops.indices`)."""
+"""`searchsync index init|describe|list|rollback|drop`: the alias and its physical indices
+(`searchsync.ops.indices`). `searchsync wait`: read-your-writes from a shell (`searchsync.read`);
+exit 0 when the document reached the revision (indexed, or with ``--searchable`` searchable), 1
+when the timeout passed first; either way the last revision seen is printed."""
 
 from __future__ import annotations
 
@@ -10,12 +12,12 @@ from dataclasses import asdict
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from searchsync.cli.args import (
-    TYPE_HELP,
-    Parents,
     chosen_type,
     chosen_types,
+    command,
     group,
     plan_or_execute,
+    positive_int,
     run_in,
 )
 from searchsync.cli.output import err, show
@@ -24,6 +26,7 @@ from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
 from searchsync.naming import physical_version, read_alias_name
 from searchsync.ops import indices
+from searchsync.read import Until, wait_for_revision
 from searchsync.runtime import Runtime
 from searchsync.search.admin import describe, init_index
 from searchsync.search.port import IndexAdmin, IndexInfo
@@ -42,27 +45,21 @@ _MESSAGES = {
 }
 
 
-def register(commands: Any, parents: Parents) -> None:
+def register(commands: Any) -> None:
     cmds = group(commands, "index", "manage the Elasticsearch alias and index")
-
-    def command(name: str, func: Callable[..., ExitCode], summary: str) -> argparse.ArgumentParser:
-        parser: argparse.ArgumentParser = cmds.add_parser(name, parents=parents.data, help=summary)
-        parser.set_defaults(func=func)
-        return parser
-
-    init = command("init", cmd_index_init, "create <alias>_v1 behind the alias if missing")
-    init.add_argument("--type", help=TYPE_HELP)
+    about = "create <alias>_v1 behind the alias if missing"
+    init = command(cmds, "init", cmd_index_init, about, one_type=True)
     init.add_argument("--dry-run", action="store_true", help="say what would be done")
-    command("describe", cmd_index_describe, "show where each alias points")
-    listing = command("list", cmd_index_list, "the physical indices behind each alias")
+    command(cmds, "describe", cmd_index_describe, "show where each alias points")
+    listing = command(cmds, "list", cmd_index_list, "the physical indices behind each alias")
     listing.add_argument("--type", help="only this aggregate type (default: every type)")
-    back = command("rollback", cmd_index_rollback, "swap the alias back to an earlier index")
-    back.add_argument("--type", help=TYPE_HELP)
+    about = "swap the alias back to an earlier index"
+    back = command(cmds, "rollback", cmd_index_rollback, about, one_type=True)
     back.add_argument(
         "--to", metavar="INDEX", help="the index to swap to (default: the one before)"
     )
     back.add_argument("--dry-run", action="store_true", help="say what would be swapped")
-    drop = command("drop", cmd_index_drop, "delete an old physical index (never the alias's)")
+    drop = command(cmds, "drop", cmd_index_drop, "delete an old physical index (never the alias's)")
     drop.add_argument("index", metavar="INDEX", help="the physical index, <alias>_v<N>")
     plan_or_execute(drop, "say what would be deleted")
     drop.add_argument("--yes", action="store_true", help="do not ask for confirmation")
@@ -217,3 +214,48 @@ def _confirmed(plan: indices.DropResult) -> bool:
         )
     err(f"delete {plan.index} ({plan.docs} documents)? type its name to confirm: ")
     return sys.stdin.readline().strip() == plan.index
+
+
+def register_wait(commands: Any) -> None:
+    about = "wait until a revision of a document is indexed (or searchable)"
+    wait = command(commands, "wait", cmd_wait, about, one_type=True)
+    wait.add_argument("--id", required=True, dest="doc_id", help="the document (aggregate) id")
+    wait.add_argument(
+        "--revision", required=True, type=positive_int, help="the revision the write returned"
+    )
+    wait.add_argument(
+        "--searchable",
+        action="store_true",
+        help="wait until a search sees it (default: until a get by id does)",
+    )
+    wait.add_argument(
+        "--timeout", type=_seconds, default=10.0, metavar="S", help="seconds (default: 10)"
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
+    return value
+
+
+def cmd_wait(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    aggregate_type = chosen_type(runtime, args.type)
+
+    result = run_in(
+        runtime,
+        lambda: wait_for_revision(
+            runtime.search().searcher,
+            settings.alias(aggregate_type),
+            args.doc_id,
+            args.revision,
+            until=Until.SEARCHABLE if args.searchable else Until.INDEXED,
+            timeout_s=args.timeout,
+        ),
+    )
+    show(args.json, result.as_json(), [result.message])
+    return ExitCode.OK if result.reached else ExitCode.FAILURE

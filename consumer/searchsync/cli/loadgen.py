@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import asdict, replace
 from typing import Any, Final, TextIO
 
-from searchsync.cli.args import Parents, non_negative_int, positive_int, ratio
+from searchsync.cli.args import command, non_negative_int, positive_int, ratio
 from searchsync.cli.output import show
 from searchsync.config import Secret, Settings
 from searchsync.exit_codes import ExitCode
@@ -22,10 +22,8 @@ APP_USER_ENV: Final = "SEARCHSYNC_APP_MYSQL_USER"
 APP_PASSWORD_ENV: Final = "SEARCHSYNC_APP_MYSQL_PASSWORD"
 
 
-def register(commands: Any, parents: Parents) -> None:
-    loadgen = commands.add_parser(
-        "loadgen", parents=parents.data, help="write application traffic to MySQL"
-    )
+def register(commands: Any) -> None:
+    loadgen = command(commands, "loadgen", cmd_loadgen, "write application traffic to MySQL")
     loadgen.add_argument("--pages", type=positive_int, required=True)
     loadgen.add_argument("--updates", type=non_negative_int, required=True)
     loadgen.add_argument("--concurrency", type=positive_int, required=True)
@@ -39,7 +37,6 @@ def register(commands: Any, parents: Parents) -> None:
         "--app-password",
         help=f"its password (default: ${APP_PASSWORD_ENV} or searchsync_app)",
     )
-    loadgen.set_defaults(func=cmd_loadgen)
 
 
 class Progress:

@@ -10,7 +10,7 @@ from dataclasses import asdict
 from typing import Any
 
 from searchsync.cli.args import (
-    Parents,
+    command,
     group,
     non_negative_int,
     plan_or_execute,
@@ -26,15 +26,11 @@ from searchsync.ops.offsets import PartitionOffset
 from searchsync.runtime import Runtime
 
 
-def register(commands: Any, parents: Parents) -> None:
+def register(commands: Any) -> None:
     cmds = group(commands, "offsets", "committed offsets of the consumer group")
-    show = cmds.add_parser(
-        "show", parents=parents.data, help="committed offset, high watermark and lag"
-    )
-    show.set_defaults(func=cmd_offsets_show)
-    reset = cmds.add_parser(
-        "reset", parents=parents.data, help="move the group's offsets (group must be idle)"
-    )
+    command(cmds, "show", cmd_offsets_show, "committed offset, high watermark and lag")
+    about = "move the group's offsets (group must be idle)"
+    reset = command(cmds, "reset", cmd_offsets_reset, about)
     where = reset.add_mutually_exclusive_group(required=True)
     where.add_argument(
         "--to",
@@ -59,7 +55,6 @@ def register(commands: Any, parents: Parents) -> None:
         "retention) to the target, and record who accepted the loss and when; reconcile with "
         "`searchsync rebuild` first",
     )
-    reset.set_defaults(func=cmd_offsets_reset)
 
 
 def cmd_offsets_show(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:

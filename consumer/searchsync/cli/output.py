@@ -1,4 +1,6 @@
-"""How commands print: data on stdout (one JSON document with ``--json``), messages on stderr."""
+"""How commands print: data on stdout (one JSON document with ``--json``), messages on stderr;
+and one line for a service that could not be reached: where it was looked for (``*_at``) and
+which setting says so, so the operator knows what to check."""
 
 from __future__ import annotations
 
@@ -8,6 +10,12 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 import orjson
+from confluent_kafka import KafkaError, KafkaException
+from elastic_transport import ConnectionError as EsConnectionError
+from elastic_transport import ConnectionTimeout as EsConnectionTimeout
+
+from searchsync.config import Settings
+from searchsync.errors import ErrorCode, TransientError
 
 PLAN_ONLY: Final = "plan only, nothing changed: add --execute to act"  # stderr, no --execute
 
@@ -52,3 +60,57 @@ def bytes_json(value: bytes | None) -> Any:
         return value.decode("utf-8")
     except UnicodeDecodeError:
         return {"base64": base64.b64encode(value).decode("ascii")}
+
+
+# librdkafka's codes for "no broker answered" (not a refusal by a broker that did answer)
+_KAFKA_AWAY: Final = frozenset(
+    {
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._TIMED_OUT,
+        KafkaError._RESOLVE,
+    }
+)
+
+
+def describe_unreachable(exc: BaseException, settings: Settings) -> str | None:
+    """A message naming the address and the setting when `exc`, or an exception it was raised
+    from, says Kafka, MySQL or Elasticsearch could not be reached; None for any other error."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        message = _message(cause, settings)
+        if message is not None:
+            return message
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
+def kafka_at(settings: Settings) -> str:
+    return f"Kafka at {settings.kafka.bootstrap_servers} (setting kafka.bootstrap_servers)"
+
+
+def mysql_at(settings: Settings) -> str:
+    m = settings.mysql
+    return f"MySQL at {m.host}:{m.port} (settings mysql.host, mysql.port)"
+
+
+def elasticsearch_at(settings: Settings) -> str:
+    hosts = ", ".join(settings.elasticsearch.hosts)
+    engine = "OpenSearch" if settings.search.engine == "opensearch" else "Elasticsearch"
+    return f"{engine} at {hosts} (setting elasticsearch.hosts)"
+
+
+def _message(exc: BaseException, settings: Settings) -> str | None:
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        error: KafkaError = exc.args[0]
+        if error.code() in _KAFKA_AWAY:
+            return f"{kafka_at(settings)} is unreachable: {error.str()}"
+    if isinstance(exc, TransientError) and exc.code is ErrorCode.MYSQL_UNAVAILABLE:
+        return f"{mysql_at(settings)} is unreachable: {exc}"
+    if isinstance(exc, EsConnectionError | EsConnectionTimeout) or (
+        isinstance(exc, TransientError) and exc.code is ErrorCode.ES_UNAVAILABLE
+    ):
+        return f"{elasticsearch_at(settings)} is unreachable: {exc}"
+    return None

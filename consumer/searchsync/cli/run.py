@@ -1,4 +1,7 @@
-"""`searchsync run`: the consumer until SIGTERM/SIGINT."""
+"""The long-running commands, each until SIGTERM/SIGINT: `searchsync run` (the consumer),
+`searchsync relay run` (the outbox's polling publisher; ``relay dead|revive`` list its DEAD rows,
+past ``relay.max_attempts``, or with ``--execute`` make them PENDING again, docs/relay.md) and
+`searchsync exporter` (the group's broker-side state and the freshness canary on /metrics)."""
 
 from __future__ import annotations
 
@@ -6,27 +9,30 @@ import argparse
 import asyncio
 import signal
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
-from searchsync.cli.args import Parents
-from searchsync.cli.output import err
+from searchsync.cli.args import command, group, positive_int, with_tables
+from searchsync.cli.output import err, out, show
+from searchsync.clock import utc_now
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
 from searchsync.gc_tuning import tune_for_throughput
+from searchsync.observability.http import HealthServer
+from searchsync.observability.logs import configure_logging
+from searchsync.relay.port import DeadRow
 from searchsync.runtime import Runtime
+from searchsync.watch.canary import Canary
+from searchsync.watch.exporter import Exporter, ExporterMetrics
+from searchsync.watch.group import KafkaPeek
 
 
-def register(commands: Any, parents: Parents) -> None:
-    commands.add_parser(
-        "run", parents=[parents.common], help="run the consumer until stopped"
-    ).set_defaults(func=cmd_run)
+def register(commands: Any) -> None:
+    command(commands, "run", cmd_run, "run the consumer until stopped", json=None)
 
 
 def cmd_run(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     """Run the consumer until SIGTERM/SIGINT; its exit code is the command's."""
-    from searchsync.observability.logs import configure_logging
-
     try:
         import searchsync.app  # noqa: F401  # the pipeline: is it in this build?
     except ImportError as exc:
@@ -54,3 +60,132 @@ async def until_signalled() -> AsyncIterator[asyncio.Event]:
     finally:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
+
+
+def register_relay(commands: Any) -> None:
+    cmds = group(commands, "relay", "publish the outbox without Kafka Connect")
+    command(cmds, "run", cmd_relay_run, "run the relay until stopped", json=None)
+    dead = command(cmds, "dead", cmd_relay_dead, "list DEAD outbox rows")
+    dead.add_argument("--limit", type=positive_int, default=100, help="at most this many")
+    revive = command(cmds, "revive", cmd_relay_revive, "put DEAD outbox rows back (with --execute)")
+    which = revive.add_mutually_exclusive_group(required=True)
+    which.add_argument("--id", type=positive_int, action="append", help="a row id (repeatable)")
+    which.add_argument("--all", action="store_true", help="every DEAD row")
+    revive.add_argument("--execute", action="store_true", help="revive; without it, only show")
+
+
+def cmd_relay_run(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    from searchsync.relay.run import run_relay
+
+    configure_logging(settings.observability.log_level, secrets=settings.secret_values())
+
+    async def go() -> None:
+        async with until_signalled() as stop:
+            await run_relay(settings, stop=stop, producer_factory=runtime.kafka.producer)
+
+    asyncio.run(go())
+    return ExitCode.OK
+
+
+def cmd_relay_dead(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    rows = with_tables(runtime, lambda t: t.relay.dead(args.limit))
+    _show(rows, args.json, f"{len(rows)} DEAD rows in {settings.relay.table}")
+    return ExitCode.OK
+
+
+def cmd_relay_revive(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    ids = None if args.all else sorted(set(args.id))
+    if not args.execute:
+        rows = with_tables(runtime, lambda t: t.relay.dead(1_000_000))
+        chosen = [r for r in rows if ids is None or r.id in ids]
+        _show(chosen, args.json, f"would revive {len(chosen)} DEAD rows (pass --execute)")
+        return ExitCode.OK
+    revived = with_tables(runtime, lambda t: t.relay.revive(ids))
+    show(
+        args.json, {"revived": revived}, [f"revived {revived} DEAD rows in {settings.relay.table}"]
+    )
+    return ExitCode.OK
+
+
+def _show(rows: list[DeadRow], as_json: bool, summary: str) -> None:
+    lines = [
+        f"{r.id} {r.aggregate_type}/{r.aggregate_id} {r.operation} rev {r.source_revision}"
+        f" attempts {r.attempts}: {r.last_error or ''}"
+        for r in rows
+    ]
+    show(as_json, {"rows": [r.as_json() for r in rows]}, [*lines, summary])
+
+
+def register_exporter(commands: Any) -> None:
+    exporter = command(
+        commands,
+        "exporter",
+        cmd_exporter,
+        "serve the group's lag, members and oldest unfinished event as the broker sees"
+        " them, and the freshness canary, on /metrics (needs no live member)",
+        json=None,
+    )
+    exporter.add_argument(
+        "--once",
+        action="store_true",
+        help="observe once (and read the canary once), print the metrics and exit",
+    )
+
+
+def cmd_exporter(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    """Run until SIGTERM/SIGINT (exit 0), or once with ``--once``."""
+    if not args.once:
+        configure_logging(settings.observability.log_level, secrets=settings.secret_values())
+    return ExitCode(asyncio.run(_go(settings, runtime, once=args.once)))
+
+
+async def _go(settings: Settings, runtime: Runtime, *, once: bool) -> int:
+    canary_on = settings.canary.interval_s > 0
+    async with AsyncExitStack() as stack:
+        peek = KafkaPeek(
+            settings.kafka.client_config(),
+            settings.kafka.group_id,
+            timeout_s=settings.exporter.peek_timeout_s,
+            factory=runtime.kafka.consumer,
+        )
+        stack.callback(peek.close)
+        exporter = Exporter(
+            settings,
+            admin=runtime.kafka_admin(),
+            peek=peek,
+            metrics=ExporterMetrics(settings.exporter.expected_members, canary=canary_on),
+            canary=await _canary(settings, stack) if canary_on else None,
+            wall_clock=utc_now,
+        )
+        if once:
+            await exporter.observe()
+            if canary_on:
+                await exporter.look()
+            out(exporter.metrics.render().decode().rstrip("\n"))
+            return ExitCode.OK
+        e = settings.exporter
+        server = HealthServer(
+            e.metrics_host,
+            e.metrics_port,
+            exporter.metrics,
+            exporter.health,
+            port_setting="exporter.metrics_port",
+        )
+        await server.start()
+        stack.push_async_callback(server.close)
+        stop = await stack.enter_async_context(until_signalled())
+        await exporter.run(stop)
+    return ExitCode.OK
+
+
+async def _canary(settings: Settings, stack: AsyncExitStack) -> Canary:
+    """The canary on a small pool of its own and a search client."""
+    from searchsync.mysql.pool import close_pool, open_pool
+    from searchsync.search.client import make_es_client
+    from searchsync.watch.canary import MysqlEsCanary
+
+    pool = await open_pool(settings.mysql, maxsize=2)
+    stack.push_async_callback(close_pool, pool)
+    client = make_es_client(settings)
+    stack.push_async_callback(client.close)
+    return MysqlEsCanary(pool, client)

@@ -7,10 +7,9 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from searchsync.cli.args import Parents
+from searchsync.cli.args import command, run_in
 from searchsync.cli.dlq import dlq_topic
-from searchsync.cli.output import show
-from searchsync.cli.unreachable import describe_unreachable, elasticsearch_at, kafka_at, mysql_at
+from searchsync.cli.output import describe_unreachable, elasticsearch_at, kafka_at, mysql_at, show
 from searchsync.config import Settings
 from searchsync.dlq.summary import summary
 from searchsync.exit_codes import ExitCode
@@ -21,12 +20,9 @@ from searchsync.projection.references import referenced_types
 from searchsync.runtime import Runtime
 
 
-def register(commands: Any, parents: Parents) -> None:
-    status = commands.add_parser(
-        "status",
-        parents=parents.data,
-        help="the whole system on one screen; exit 0 when healthy, 4 with the reasons otherwise",
-    )
+def register(commands: Any) -> None:
+    about = "the whole system on one screen; exit 0 when healthy, 4 with the reasons otherwise"
+    status = command(commands, "status", cmd_status, about)
     status.add_argument(
         "--consumer",
         action="append",
@@ -34,13 +30,12 @@ def register(commands: Any, parents: Parents) -> None:
         help="a consumer's metrics base URL to ask /healthz (repeatable;"
         " default: http://<observability.metrics_host>:<observability.metrics_port>)",
     )
-    status.set_defaults(func=cmd_status)
 
 
 def cmd_status(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     obs = settings.observability
     endpoints = args.consumer or [f"http://{obs.metrics_host}:{obs.metrics_port}"]
-    report = asyncio.run(_report(runtime, endpoints))
+    report = run_in(runtime, lambda: _report(runtime, endpoints))
     show(args.json, report.as_json(), render(report))
     return ExitCode.OK if report.healthy else ExitCode.UNHEALTHY
 
@@ -89,12 +84,8 @@ async def _report(runtime: Runtime, endpoints: list[str]) -> StatusReport:
     kafka, mysql = kafka_at(settings), mysql_at(settings)
     asks = {"group": kafka, "dlq": kafka, "aliases": elasticsearch_at(settings)}
     asks |= {"outbox": mysql, "fanout": mysql, "relay": mysql, "repair": mysql}
-    async with runtime:
-        search = runtime.search()
-        return await gather(
-            checks, asks=asks, explain=lambda exc: describe_unreachable(exc, settings)
-        )
-    raise AssertionError("unreachable")  # pragma: no cover
+    search = runtime.search()
+    return await gather(checks, asks=asks, explain=lambda exc: describe_unreachable(exc, settings))
 
 
 def render(report: StatusReport) -> list[str]:

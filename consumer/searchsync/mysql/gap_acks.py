@@ -9,7 +9,7 @@ from typing import Protocol
 
 import aiomysql
 
-from searchsync.mysql.pool import db_time, transaction_cursor, translate_errors
+from searchsync.mysql.pool import db_time, transaction_cursor
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,15 +51,14 @@ class MysqlGapAcks:
             )
 
     async def of_group(self, group: str) -> list[GapAck]:
-        with translate_errors("reading the accepted history gaps"):
-            async with self._pool.acquire() as conn, conn.cursor() as cur:
-                await cur.execute(
-                    "SELECT group_id, topic, kafka_partition, committed_offset, log_start_offset,"
-                    " lost_records, accepted_by, accepted_at FROM search_offset_gap_ack"
-                    " WHERE group_id = %s ORDER BY id",
-                    (group,),
-                )
-                found = await cur.fetchall()
+        async with transaction_cursor(self._pool, "reading the accepted history gaps") as cur:
+            await cur.execute(
+                "SELECT group_id, topic, kafka_partition, committed_offset, log_start_offset,"
+                " lost_records, accepted_by, accepted_at FROM search_offset_gap_ack"
+                " WHERE group_id = %s ORDER BY id",
+                (group,),
+            )
+            found = await cur.fetchall()
         return [
             GapAck(g, t, int(p), int(c), int(s), int(m), by, at.replace(tzinfo=UTC))
             for g, t, p, c, s, m, by, at in found

@@ -154,7 +154,11 @@ async def transaction(pool: aiomysql.Pool) -> AsyncIterator[Any]:
             with translate_errors("commit"):
                 await conn.commit()
         except Exception:
-            await _rollback_or_close(conn)
+            if not conn.closed:
+                try:
+                    await conn.rollback()
+                except Exception:
+                    conn.close()
             raise
         except BaseException:
             conn.close()
@@ -173,15 +177,6 @@ async def transaction_cursor(
         with translate_errors(doing):
             async with conn.cursor() if cursor_class is None else conn.cursor(cursor_class) as cur:
                 yield cur
-
-
-async def _rollback_or_close(conn: Any) -> None:
-    if conn.closed:
-        return
-    try:
-        await conn.rollback()
-    except Exception:
-        conn.close()
 
 
 def mysql_error_code(exc: BaseException) -> int | None:

@@ -90,13 +90,6 @@ class ProjectionState:
     last_error_message: str | None
     last_error_at: datetime | None
 
-    @property
-    def failing(self) -> bool:
-        """The last outcome recorded was an error."""
-        if self.last_error_at is None:
-            return False
-        return self.last_success_at is None or self.last_error_at > self.last_success_at
-
 
 _COLUMNS: Final = tuple(f.name for f in fields(ProjectionState))  # the table's, in order
 

@@ -5,7 +5,6 @@ value a parameter."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from functools import partial
 from typing import Any, Final, Protocol
@@ -20,11 +19,9 @@ from searchsync.mysql.pool import (
     translate_errors,
 )
 from searchsync.mysql.truth_buckets import TruthEntry, bucket_page
-from searchsync.mysql.truth_relations import Packing, read_relations
+from searchsync.mysql.truth_relations import Packing, read_relations, read_rows
 from searchsync.projection._registry import Projector, Row
 from searchsync.types import BucketCursor
-
-__all__ = ["DEFAULT_BATCH_SIZE", "MysqlTruth", "Row", "Truth", "TruthEntry"]
 
 DEFAULT_BATCH_SIZE: Final = 500
 _SCAN_PIECE: Final = 64
@@ -124,16 +121,8 @@ class MysqlTruth:
             sql, args = f"{select} ORDER BY `id` LIMIT %s", (limit,)
         else:
             sql, args = f"{select} WHERE `id` > %s ORDER BY `id` LIMIT %s", (after_id, limit)
-        rows: list[dict[str, Any]] = []
         async with transaction(self._pool) as conn:
-            with translate_errors(f"scan {projector.table}"):
-                # Unbuffered, in pieces: parsing thousands of rows in Python would otherwise hold
-                # the event loop for tens of milliseconds (and delay every other task's I/O).
-                async with conn.cursor(aiomysql.SSDictCursor) as cur:
-                    await cur.execute(sql, args)
-                    while piece := await cur.fetchmany(_SCAN_PIECE):
-                        rows.extend(piece)
-                        await asyncio.sleep(0)
+            rows = await read_rows(conn, sql, args, f"scan {projector.table}", _SCAN_PIECE)
             await read_relations(conn, projector, rows, self._packing)
         return list(rows)
 
@@ -182,7 +171,9 @@ class MysqlTruth:
         relate: Projector | None = None,
     ) -> list[dict[str, Any]]:
         """The rows of `sql` for `ids`, a chunk at a time (with their relations by `relate`)."""
-        unique = _unique(ids)
+        if isinstance(ids, str):
+            raise TypeError("ids must be a sequence of ids, not one string")
+        unique = list(dict.fromkeys(ids))
         if not unique:
             return []
         pool = self._primary_pool if primary else self._pool
@@ -203,9 +194,3 @@ class MysqlTruth:
 def _select(projector: Projector) -> str:
     columns = ", ".join(quote_identifier(c) for c in projector.columns)
     return f"SELECT {columns} FROM {quote_identifier(projector.table)}"
-
-
-def _unique(ids: Sequence[str]) -> list[str]:
-    if isinstance(ids, str):
-        raise TypeError("ids must be a sequence of ids, not one string")
-    return list(dict.fromkeys(ids))

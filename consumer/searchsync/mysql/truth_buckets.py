@@ -12,7 +12,7 @@ from typing import Any, Final
 import aiomysql
 
 from searchsync.mysql.pool import transaction_cursor
-from searchsync.mysql.truth_relations import Packing, read_relations
+from searchsync.mysql.truth_relations import PACKED_MAX, Packing, read_relations
 from searchsync.projection import Projector, Row
 from searchsync.types import BucketCursor
 
@@ -35,9 +35,6 @@ def entry_of_row(row: Row, *, content: bool) -> TruthEntry:
         deleted=row.get("deleted_at") is not None,
         row=row if content else None,
     )
-
-
-_PACKED_MAX: Final = 16 * 1024 * 1024
 
 
 async def bucket_page(
@@ -84,7 +81,7 @@ async def bucket_page(
             await read_relations(cur.connection, projector, rows, packing)
             return [entry_of_row(r, content=True) for r in rows]
         await cur.execute(_packed(src, order), tuple(args))
-        light = unpack_light(await cur.fetchone(), max_len=_PACKED_MAX)
+        light = unpack_light(await cur.fetchone(), max_len=PACKED_MAX)
         if light is None:  # truncated or unexpected: the same page as tuples
             await cur.execute(f"SELECT {select} FROM {src}", tuple(args))
             tuples: Iterable[tuple[Any, ...]] = await cur.fetchall()
@@ -100,7 +97,7 @@ def _packed(src: str, order: str) -> str:
     order (one string split in C instead of ~20 us of Python parsing per row)."""
     key = ", `sync_hash`" if order == _BY_KEY else ""
     return (
-        f"SET STATEMENT group_concat_max_len = {_PACKED_MAX} FOR SELECT COUNT(*),"
+        f"SET STATEMENT group_concat_max_len = {PACKED_MAX} FOR SELECT COUNT(*),"
         " GROUP_CONCAT(CONCAT_WS(',', HEX(`id`), `revision`, `deleted_at` IS NOT NULL)"
         f" ORDER BY {order} SEPARATOR ',')"
         f" FROM (SELECT `id`, `revision`, `deleted_at`{key} FROM {src}) AS page"
@@ -108,7 +105,7 @@ def _packed(src: str, order: str) -> str:
 
 
 def unpack_light(
-    packed: Sequence[Any] | None, *, max_len: int = _PACKED_MAX
+    packed: Sequence[Any] | None, *, max_len: int = PACKED_MAX
 ) -> list[TruthEntry] | None:
     """The entries of a `_packed` page, or None unless it holds exactly COUNT(*) well-formed
     triples (MariaDB silently cuts a GROUP_CONCAT at `max_len`): then read the page as rows."""

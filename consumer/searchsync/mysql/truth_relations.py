@@ -19,14 +19,11 @@ from searchsync.projection import Child, Lookup, Projector, Row, attach_steps, l
 
 _PIECE: Final = 256
 """Rows parsed between two turns of the event loop (a few milliseconds of CPU)."""
-_PACKED_MAX: Final = 16 * 1024 * 1024
+PACKED_MAX: Final = 16 * 1024 * 1024
 
 
-class Packing:
-    """Per child declaration: read packed (True), as rows (False), or not known yet (absent)."""
-
-    def __init__(self) -> None:
-        self.packed: dict[Child, bool] = {}
+Packing = dict[Child, bool]
+"""Per child declaration: read packed (True), as rows (False), or not known yet (absent)."""
 
 
 async def read_relations(
@@ -49,7 +46,7 @@ async def read_relations(
 
 
 async def _children(conn: Any, child: Child, ids: list[str], packing: Packing) -> list[Row]:
-    known = packing.packed.get(child)
+    known = packing.get(child)
     if known:
         packed = await _read_packed(conn, child, ids)
         if packed is not None:
@@ -58,7 +55,7 @@ async def _children(conn: Any, child: Child, ids: list[str], packing: Packing) -
     if known is None and _may_pack(child, rows):
         learnt = await _learn(conn, child, ids)
         if learnt is not None:
-            packing.packed[child] = learnt
+            packing[child] = learnt
     return rows
 
 
@@ -118,7 +115,7 @@ async def _read_packed(conn: Any, child: Child, ids: list[str]) -> list[Row] | N
     """The child rows of `ids` read packed, or None when the packed text is unusable."""
     _, table, key = _quoted(child.columns, child.table, child.key)
     sql = (
-        f"SET STATEMENT group_concat_max_len = {_PACKED_MAX} FOR"
+        f"SET STATEMENT group_concat_max_len = {PACKED_MAX} FOR"
         f" SELECT COUNT(*), JSON_ARRAYAGG({_json_object(child)}) FROM {table} WHERE {key} IN %s"
     )
     with translate_errors(f"read {child.table}"):
@@ -143,13 +140,20 @@ async def _read(
     conn: Any, table: str, columns: tuple[str, ...], key: str, values: Sequence[Any]
 ) -> list[Row]:
     select, quoted, column = _quoted(columns, table, key)
-    sql = f"SELECT {select} FROM {quoted} WHERE {column} IN %s"
-    rows: list[Row] = []
-    with translate_errors(f"read {table}"):
-        # Unbuffered, in pieces: a batch's children may be many rows, parsed in Python.
+    sql = expand_in(f"SELECT {select} FROM {quoted} WHERE {column} IN %s", len(values))
+    return list(await read_rows(conn, sql, tuple(values), f"read {table}"))
+
+
+async def read_rows(
+    conn: Any, sql: str, args: Sequence[Any], doing: str, piece: int = _PIECE
+) -> list[dict[str, Any]]:
+    """The rows of `sql` as dicts, unbuffered and `piece` at a time with a turn of the event loop
+    between: parsing thousands of rows at once would hold it for tens of milliseconds."""
+    rows: list[dict[str, Any]] = []
+    with translate_errors(doing):
         async with conn.cursor(aiomysql.SSDictCursor) as cur:
-            await cur.execute(expand_in(sql, len(values)), tuple(values))
-            while piece := await cur.fetchmany(_PIECE):
-                rows.extend(piece)
+            await cur.execute(sql, args)
+            while found := await cur.fetchmany(piece):
+                rows.extend(found)
                 await asyncio.sleep(0)
     return rows

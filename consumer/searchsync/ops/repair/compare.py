@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from searchsync.errors import PoisonMessage
-from searchsync.mysql.truth import TruthEntry
+from searchsync.mysql.truth_buckets import TruthEntry
 from searchsync.ops.repair.model import Finding, FindingKind, IndexEntry
 from searchsync.projection import Projector, content_hash, projected_fields
 

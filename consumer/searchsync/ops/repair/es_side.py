@@ -14,8 +14,7 @@ from elasticsearch import ApiError, AsyncElasticsearch
 
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.ops.repair.buckets import HASH_SPACE
-from searchsync.ops.repair.model import IndexEntry
-from searchsync.ops.repair.sides import entry_of_source
+from searchsync.ops.repair.model import IndexEntry, entry_of_source
 from searchsync.types import BucketCursor
 
 _HITS = ["hits.hits._id", "hits.hits._version", "hits.hits._source"]  # nothing else parsed

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import KW_ONLY, dataclass, field
 
 from searchsync.mysql.outbox import Outbox
-from searchsync.ops.repair.load import LagGuard, LiveLagTooHigh
+from searchsync.ops.repair.load import LagGuard, LiveLagTooHigh, TokenBucket
 from searchsync.ops.repair.model import Finding, FindingKind
 
 
@@ -28,13 +28,14 @@ class Healer:
     clock: Callable[[], float] = time.monotonic
     guard: LagGuard | None = None
     batch_size: int = 100
-    _next_at: float = field(default=0.0, init=False)
+    _pace: TokenBucket = field(init=False)
 
     def __post_init__(self) -> None:
         if self.appends_per_s <= 0:
             raise ValueError("appends_per_s must be > 0")
         if self.batch_size < 1:
             raise ValueError("batch_size must be >= 1")
+        self._pace = TokenBucket(self.appends_per_s, burst=1.0, clock=self.clock, sleep=self.sleep)
 
     async def heal(self, findings: list[Finding]) -> tuple[int, str | None]:
         """Append one REBUILD per id (several findings of one id share it); the count appended,
@@ -50,10 +51,7 @@ class Healer:
                     await self.guard.wait(f"appending REBUILD events ({len(by_id) - n} to go)")
                 except LiveLagTooHigh as exc:
                     return n, str(exc)
-            wait = self._next_at - self.clock()
-            if wait > 0:
-                await self.sleep(wait)
-            self._next_at = max(self.clock(), self._next_at) + 1.0 / self.appends_per_s
+            await self._pace.take(1)
             if f.kind is FindingKind.ORPHAN:
                 assert f.doc_version is not None
                 await self.outbox.append_orphan(f.aggregate_type, f.id, f.doc_version + 1)

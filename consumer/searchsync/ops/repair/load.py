@@ -39,7 +39,6 @@ class TokenBucket:
         self._sleep = sleep
         self._tokens = self.burst
         self._at = clock()
-        self.waited_s = 0.0
 
     def _refill(self) -> None:
         now = self._clock()
@@ -53,9 +52,7 @@ class TokenBucket:
         self._refill()
         self._tokens -= n
         if self._tokens < 0:
-            wait = -self._tokens / self.rate
-            self.waited_s += wait
-            await self._sleep(wait)
+            await self._sleep(-self._tokens / self.rate)
             self._refill()
 
 
@@ -79,8 +76,6 @@ class LagGuard:
     group: str = ""
     clock: Clock = time.monotonic
     sleep: Sleep = asyncio.sleep
-    waits: int = field(default=0, init=False)  # how many times the guard had to wait
-    waited_s: float = field(default=0.0, init=False)
 
     async def wait(self, before: str) -> None:
         """Return once the live lag is at most `max_lag`; raise `LiveLagTooHigh` past the wait."""
@@ -89,9 +84,7 @@ class LagGuard:
         lag = await self.read_lag()
         if lag <= self.max_lag:
             return
-        self.waits += 1
-        started = self.clock()
-        deadline = started + self.timeout_s
+        deadline = self.clock() + self.timeout_s
         log.warning(
             "repair paused before %s: live group %r lag %d > repair.max_live_lag %d;"
             " waiting up to %.0fs for the consumer to catch up",
@@ -101,19 +94,16 @@ class LagGuard:
             self.max_lag,
             self.timeout_s,
         )
-        try:
-            while lag > self.max_lag:
-                if self.clock() >= deadline:
-                    raise LiveLagTooHigh(
-                        f"live group {self.group!r} lag {lag} stayed above repair.max_live_lag"
-                        f" {self.max_lag} for {self.timeout_s:.0f}s before {before}: the repair"
-                        " stopped; let the consumer catch up (or raise repair.max_live_lag or"
-                        " repair.lag_wait_timeout_s) and run it again"
-                    )
-                await self.sleep(min(self.poll_s, max(deadline - self.clock(), 0.0)))
-                lag = await self.read_lag()
-        finally:
-            self.waited_s += self.clock() - started
+        while lag > self.max_lag:
+            if self.clock() >= deadline:
+                raise LiveLagTooHigh(
+                    f"live group {self.group!r} lag {lag} stayed above repair.max_live_lag"
+                    f" {self.max_lag} for {self.timeout_s:.0f}s before {before}: the repair"
+                    " stopped; let the consumer catch up (or raise repair.max_live_lag or"
+                    " repair.lag_wait_timeout_s) and run it again"
+                )
+            await self.sleep(min(self.poll_s, max(deadline - self.clock(), 0.0)))
+            lag = await self.read_lag()
         log.info("repair resumes before %s: live lag %d <= %d", before, lag, self.max_lag)
 
 

@@ -1,10 +1,15 @@
-"""What the wheel reads from the index, and what it finds."""
+"""What the wheel reads from the index (`IndexSide`: one key range's entries after a
+`BucketCursor`, the documents outside the key space, entries by id with content), and what it
+finds."""
 
 from __future__ import annotations
 
 import enum
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
+
+from searchsync.types import BucketCursor
 
 
 class FindingKind(enum.StrEnum):
@@ -17,10 +22,6 @@ class FindingKind(enum.StrEnum):
     SCHEMA_STALE = "schema_stale"  # projection_schema_version below the projector's
     DELETED_FLAG = "deleted_flag"  # is_deleted disagrees with deleted_at
     STRAY = "stray"  # a document of a row outside its key range (no or a wrong sync_hash)
-
-
-DELETION_KINDS = frozenset({FindingKind.MISSING, FindingKind.ORPHAN})
-"""Reported only from a bucket read completely on both sides in one generation (invariant 13)."""
 
 
 @dataclass(slots=True)
@@ -48,3 +49,30 @@ class Finding:
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "kind": self.kind.value}
+
+
+class IndexSide(Protocol):
+    async def bucket_page(
+        self, alias: str, lo: int, hi: int, after: BucketCursor | None, limit: int, *, content: bool
+    ) -> list[IndexEntry]: ...
+
+    def strays(self, alias: str, limit: int) -> AsyncGenerator[list[IndexEntry], None]: ...
+
+    async def by_ids(self, alias: str, ids: Sequence[str]) -> dict[str, IndexEntry]: ...
+
+
+def entry_of_source(
+    doc_id: str, version: int, source: dict[str, Any], *, content: bool
+) -> IndexEntry:
+    schema = source.get("projection_schema_version")
+    hash_ = source.get("projection_hash")
+    key = source.get("sync_hash")
+    return IndexEntry(
+        doc_id,
+        version,
+        hash_ if hash_.__class__ is str else None,
+        schema if schema.__class__ is int else None,
+        source.get("is_deleted") is True,
+        source if content else None,
+        key if key.__class__ is int else None,
+    )

@@ -13,12 +13,12 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from searchsync.mysql.truth import Truth, TruthEntry
+from searchsync.mysql.truth import Truth
+from searchsync.mysql.truth_buckets import TruthEntry, entry_of_row
 from searchsync.ops.chunks import ChunkController
 from searchsync.ops.repair.buckets import bucket_of_id, bucket_range, key_of_id
 from searchsync.ops.repair.load import Limits
-from searchsync.ops.repair.model import IndexEntry
-from searchsync.ops.repair.sides import IndexSide, truth_by_ids
+from searchsync.ops.repair.model import IndexEntry, IndexSide
 from searchsync.projection import Projector
 from searchsync.types import BucketCursor
 
@@ -70,7 +70,6 @@ class SpanReader:
         out = {b: BucketEntries() for b in buckets}
         light = [b for b in buckets if b not in content]
         heavy = [b for b in buckets if b in content]
-        whole: dict[int, dict[str, IndexEntry]] = {b: {} for b in heavy}
         bucket = bucket_of_id(projector.aggregate_type, m)
         key = key_of_id(projector.aggregate_type)
         off_key = {} if misplaced is None else misplaced
@@ -110,20 +109,19 @@ class SpanReader:
 
         async with asyncio.TaskGroup() as group:
             group.create_task(truth())
-            group.create_task(
-                scan(light, docs(False), self.index_chunks, {b: out[b].docs for b in light})
-            )
-            if heavy:
-                group.create_task(scan(heavy, docs(True), self.content_chunks, whole))
-        for b in heavy:  # a complete read of the bucket, with every document's body
-            out[b].docs = whole[b]
+            for of, whole, chunks in (
+                (light, False, self.index_chunks),
+                (heavy, True, self.content_chunks),  # every document with its body
+            ):
+                if of:
+                    group.create_task(scan(of, docs(whole), chunks, {b: out[b].docs for b in of}))
         return out
 
     async def by_ids(
         self, projector: Projector, alias: str, ids: Sequence[str]
     ) -> tuple[dict[str, TruthEntry], dict[str, IndexEntry]]:
         """The rows and documents of `ids`, read again by id with content (the settle re-check)."""
-        rows = await truth_by_ids(self.truth, projector, ids)
+        rows = await self._truth_by_ids(projector, ids)
         await self.limits.mysql_rows.take(len(ids))
         await self.limits.es_requests.take(1)
         return rows, await self.index.by_ids(alias, ids)
@@ -134,10 +132,17 @@ class SpanReader:
         row_ids = sorted({i for e in entries for i in e.rows})
         if not row_ids:
             return
-        rows = await truth_by_ids(self.truth, projector, row_ids)
+        rows = await self._truth_by_ids(projector, row_ids)
         await self.limits.mysql_rows.take(len(rows))
         for e in entries:
             e.rows = {i: rows[i] for i in e.rows if i in rows}
+
+    async def _truth_by_ids(
+        self, projector: Projector, ids: Sequence[str]
+    ) -> dict[str, TruthEntry]:
+        """The rows of `ids` read from the primary, as entries with content."""
+        rows = await self.truth.rows_by_id(projector, ids, primary=True)
+        return {i: entry_of_row(r, content=True) for i, r in rows.items()}
 
 
 async def _pages(

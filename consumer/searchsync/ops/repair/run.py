@@ -14,8 +14,8 @@ from searchsync.observability.http import HealthServer, serve_job_metrics
 from searchsync.observability.repair_metrics import RepairMetrics
 from searchsync.ops.repair.load import LagGuard, Limits, TokenBucket, live_lag
 from searchsync.ops.repair.report import RotationReport
-from searchsync.ops.repair.schedule import SchedulePolicy
-from searchsync.ops.repair.wheel import Wheel, WheelConfig
+from searchsync.ops.repair.schedule import SchedulePolicy, WheelConfig
+from searchsync.ops.repair.wheel import Wheel
 
 
 def limits(settings: Settings, admin: KafkaAdmin | None) -> Limits:

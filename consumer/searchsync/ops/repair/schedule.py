@@ -1,11 +1,11 @@
 """Which buckets to scan next: ``priority = (age / SLO)^gamma * (lambda + eps) / cost``, lambda
 the EWMA of the drift rate. A never-scanned bucket counts as `max_staleness` old; one at least that
-old comes first, whatever its score."""
+old comes first, whatever its score. `WheelConfig`: the wheel's settings, this policy among them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from searchsync.ops.repair.state import BucketState
@@ -19,6 +19,25 @@ class SchedulePolicy:
     epsilon: float = 0.01
     alpha: float = 0.3
     default_cost_s: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class WheelConfig:
+    bucket_count: int = 64
+    page_size: int = 500
+    page_min: int = 50
+    page_max: int = 5_000
+    page_target_s: float = 0.2
+    content_share: float = 0.1
+    settle_s: float = 10.0
+    # Elasticsearch pages of this fixed size (None: adaptive, as MySQL's): a range query costs
+    # its whole key range whatever the page, so fewer, larger pages cost less
+    index_page_size: int | None = None
+    span_buckets: int = 32  # buckets read together (adjacent ones in one key range)
+    span_rows: int = 50_000  # ... and at most this many rows by their last scans (>= 1 bucket)
+    stray_page: int = 1_000  # strays per page, and ids per settle re-read of the sweep
+    stray_ceiling: int = 100_000  # strays outside the key space one sweep reads
+    policy: SchedulePolicy = field(default_factory=SchedulePolicy)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,24 +1,34 @@
 """One scan of a span of buckets: `read` begins every bucket (a new generation each) and reads
 them completely on both sides; `finish` compares, settles, heals and completes each. A failed
-read reports nothing from any bucket of the span (invariant 13)."""
+read reports nothing from any bucket of the span (invariant 13).
+
+The stray sweep (`sweep`, invariant 13), once per type and rotation after the buckets: read the
+documents outside the key space (at most `stray_ceiling`), join the misplaced ones, drop the ids
+the buckets found, wait `settle_s` once and re-read the rest by id on both sides. A document still
+outside its key with a row is a STRAY (REBUILD at the row's revision; one above it is counted
+`ahead`, left alone); live without a row is an ORPHAN; a tombstone without a row is left alone. A
+failed read reports nothing.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import zlib
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from searchsync.ops.repair.buckets import key_of_id
 from searchsync.ops.repair.compare import compare, still_holding
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import LiveLagTooHigh
-from searchsync.ops.repair.model import Finding, IndexEntry
+from searchsync.ops.repair.model import Finding, FindingKind, IndexEntry
 from searchsync.ops.repair.reader import BucketEntries, SpanReader
-from searchsync.ops.repair.report import BucketReport
-from searchsync.ops.repair.schedule import ewma
+from searchsync.ops.repair.report import BucketReport, StrayReport
+from searchsync.ops.repair.schedule import WheelConfig, ewma
 from searchsync.ops.repair.state import BucketState, Epoch, WheelState
 from searchsync.projection import Projector
 
@@ -43,37 +53,28 @@ class SpanScan:
     state: WheelState
     healer: Healer
     alias_for: Callable[[str], str]
-    content_share: float
-    settle_s: float
-    alpha: float
+    config: WheelConfig
     clock: Callable[[], datetime]
     sleep: Callable[[float], Awaitable[None]]
-    stray_page: int  # strays per page, and ids per settle re-read of the sweep
-    stray_ceiling: int  # strays outside the key space one sweep reads
 
     async def read(
         self, projector: Projector, epoch: Epoch, priors: Sequence[BucketState]
     ) -> SpanRead | str:
         """Once the live lag allows it (else why not), begin and read the span; a failed read is
         returned, not raised (`finish` reports it)."""
-        where = ", ".join(str(p.bucket) for p in priors)
+        t, where = projector.aggregate_type, ", ".join(str(p.bucket) for p in priors)
         try:
-            await self.reader.limits.lag.wait(f"{projector.aggregate_type} buckets {where}")
+            await self.reader.limits.lag.wait(f"{t} buckets {where}")
         except LiveLagTooHigh as exc:
             return str(exc)
         generations = await self.state.begin_many(epoch, [p.bucket for p in priors])
-        reports: list[BucketReport] = []
-        for p in priors:
-            g = generations[p.bucket]
-            reports.append(
-                BucketReport(projector.aggregate_type, p.bucket, g, self._content(p.bucket, g))
-            )
+        reports = [BucketReport(t, b, g, self._content(b, g)) for b, g in generations.items()]
         started = time.monotonic()
         misplaced: dict[str, IndexEntry] = {}
         try:
             entries = await self.reader.read(
                 projector,
-                self.alias_for(projector.aggregate_type),
+                self.alias_for(t),
                 epoch.bucket_count,
                 [r.bucket for r in reports],
                 {r.bucket for r in reports if r.content_checked},
@@ -84,11 +85,9 @@ class SpanScan:
             each_s = (time.monotonic() - started) / len(reports)
             for r in reports:
                 r.interrupted, r.seconds = f"{type(cause).__name__}: {cause}", each_s
-            buckets = [r.bucket for r in reports]
-            log.warning("repair scan of buckets %s interrupted", buckets, exc_info=cause)
+            log.warning("repair scan of buckets %s interrupted", list(generations), exc_info=cause)
             return SpanRead(list(priors), reports, None, 0.0)
-        elapsed = time.monotonic() - started
-        return SpanRead(list(priors), reports, entries, elapsed, misplaced)
+        return SpanRead(list(priors), reports, entries, time.monotonic() - started, misplaced)
 
     async def finish(
         self, projector: Projector, epoch: Epoch, read: SpanRead
@@ -129,7 +128,7 @@ class SpanScan:
         return reports
 
     def _content(self, bucket: int, generation: int) -> bool:
-        share = self.content_share
+        share = self.config.content_share
         return share >= 1.0 or zlib.crc32(f"{bucket}:{generation}".encode()) / 2**32 < share
 
     def _completed(self, prior: BucketState, r: BucketReport) -> BucketState:
@@ -138,18 +137,85 @@ class SpanScan:
             generation=r.generation,
             running_generation=r.generation,
             last_complete_at=self.clock(),
-            drift_ewma=ewma(prior.drift_ewma, len(r.findings) / max(r.rows, 1), self.alpha),
+            drift_ewma=ewma(
+                prior.drift_ewma, len(r.findings) / max(r.rows, 1), self.config.policy.alpha
+            ),
             last_counts=dict(Counter(f.kind.value for f in r.findings)),
             cost_s=r.seconds,
             rows_seen=r.rows,
         )
 
     async def _settle(self, projector: Projector, candidates: list[Finding]) -> list[Finding]:
-        """The candidates that still hold after `settle_s`, re-read by id on both sides."""
+        """The candidates that still hold after ``settle_s``, re-read by id on both sides."""
         if not candidates:
             return []
-        await self.sleep(self.settle_s)
+        await self.sleep(self.config.settle_s)
         ids = sorted({f.id for f in candidates})
         alias = self.alias_for(projector.aggregate_type)
         rows, docs = await self.reader.by_ids(projector, alias, ids)
         return still_holding(projector, candidates, rows, docs)
+
+    async def sweep(
+        self, projector: Projector, misplaced: Mapping[str, IndexEntry], found: Collection[str]
+    ) -> StrayReport:
+        """Read, settle, confirm and heal the strays of one type; `found`: the ids the buckets of
+        this rotation found already (their heal rewrites the whole document)."""
+        report = StrayReport(projector.aggregate_type, misplaced=len(misplaced))
+        alias = self.alias_for(projector.aggregate_type)
+        started = time.monotonic()
+        try:
+            ids = sorted((await self._outside(alias, report) | misplaced.keys()) - set(found))
+            report.candidates = len(ids)
+            findings: list[Finding] = []
+            if ids:
+                await self.sleep(self.config.settle_s)
+            page = self.config.stray_page
+            for n in range(0, len(ids), page):
+                chunk = ids[n : n + page]
+                findings.extend(await self._confirm(projector, alias, chunk, report))
+        except Exception as exc:  # a partial read: nothing from it counts
+            report.interrupted = f"{type(exc).__name__}: {exc}"
+            log.warning("repair sweep of %s strays interrupted", alias, exc_info=exc)
+        else:
+            report.appended, report.stopped = await self.healer.heal(findings)
+            if report.stopped is None:
+                report.findings = findings
+        report.seconds = time.monotonic() - started
+        return report
+
+    async def _outside(self, alias: str, report: StrayReport) -> set[str]:
+        """The ids of the documents outside the key space, at most `stray_ceiling`."""
+        ids: set[str] = set()
+        strays = self.reader.index.strays(alias, self.config.stray_page)
+        async with contextlib.aclosing(strays) as pages:
+            async for page in pages:
+                await self.reader.limits.es_requests.take(1)
+                ids.update(e.id for e in page)
+                if len(ids) >= self.config.stray_ceiling:
+                    report.truncated = True
+                    break
+        report.outside = len(ids)
+        return ids
+
+    async def _confirm(
+        self, projector: Projector, alias: str, ids: Sequence[str], report: StrayReport
+    ) -> list[Finding]:
+        """The findings of `ids`, re-read by id on both sides."""
+        t = projector.aggregate_type
+        rows, docs = await self.reader.by_ids(projector, alias, ids)
+        key = key_of_id(t)
+        out: list[Finding] = []
+        for i in ids:
+            doc, row = docs.get(i), rows.get(i)
+            stored = None if doc is None or doc.source is None else doc.source.get("sync_hash")
+            if doc is None or stored == key(i):
+                continue  # gone, or written in its key range since: the buckets see it
+            detail = f"sync_hash {stored} outside the key range of {key(i)}"
+            if row is None:
+                if not doc.is_deleted:
+                    out.append(Finding(FindingKind.ORPHAN, t, i, None, doc.version, detail))
+            elif doc.version > row.revision:
+                report.ahead += 1
+            else:
+                out.append(Finding(FindingKind.STRAY, t, i, row.revision, doc.version, detail))
+        return out

@@ -1,8 +1,9 @@
 """The wheel's persisted state: epochs and buckets (migration 005).
 
-Generations (invariant 13): `begin` sets ``running = committed + 1``; only `complete`, after both
-sides of the bucket were read to the end, commits it. A scan that dies in between leaves the
-generation where it was, and the next `begin` restarts the bucket under the same new generation.
+Generations (invariant 13): `begin_many` sets ``running = committed + 1``; only `complete_many`,
+after both sides of the bucket were read to the end, commits it. A scan that dies in between leaves
+the generation where it was, and the next `begin_many` restarts the bucket under the same new
+generation.
 """
 
 from __future__ import annotations
@@ -47,15 +48,13 @@ class WheelState(Protocol):
 
     async def buckets(self, epoch: Epoch) -> dict[int, BucketState]: ...
 
-    async def begin(self, epoch: Epoch, bucket: int) -> int: ...
-
-    async def complete(self, epoch: Epoch, state: BucketState) -> None: ...
-
     async def begin_many(self, epoch: Epoch, buckets: Sequence[int]) -> dict[int, int]:
-        """`begin` of each bucket, at once (one transaction on MySQL)."""
+        """Each bucket's running generation (in the order of `buckets`), set to its committed one
+        + 1 (one transaction)."""
 
     async def complete_many(self, epoch: Epoch, states: Sequence[BucketState]) -> None:
-        """`complete` of each state, at once (one transaction on MySQL)."""
+        """Commit each state's generation, all or none (one transaction); one not running
+        raises RuntimeError."""
 
 
 async def ensure_epoch(
@@ -148,9 +147,6 @@ class MysqlWheelState:
             for b, generation, running, at, ewma, counts, cost, seen in rows
         }
 
-    async def begin(self, epoch: Epoch, bucket: int) -> int:
-        return (await self.begin_many(epoch, [bucket]))[bucket]
-
     async def begin_many(self, epoch: Epoch, buckets: Sequence[int]) -> dict[int, int]:
         if not buckets:
             return {}
@@ -176,12 +172,7 @@ class MysqlWheelState:
             found = {int(b): int(g) for b, g in await cur.fetchall()}
         return {b: found[b] for b in buckets}
 
-    async def complete(self, epoch: Epoch, state: BucketState) -> None:
-        await self.complete_many(epoch, [state])
-
     async def complete_many(self, epoch: Epoch, states: Sequence[BucketState]) -> None:
-        """Commit each state's generation in one transaction; one no longer running fails it
-        whole (another repair process took the bucket over)."""
         if not states:
             return
         async with transaction_cursor(self._pool, "complete repair buckets") as cur:

@@ -1,6 +1,6 @@
 """The wheel: choose buckets, scan them a span at a time (`span`), reading the next span while
-one settles and heals; then, unless the rotation stopped, the stray sweep (`strays`). A live lag
-that stays too high (`load.LagGuard`) stops the rotation (`RotationReport.stopped`)."""
+one settles and heals; then, unless the rotation stopped, the stray sweep (`SpanScan.sweep`). A
+live lag that stays too high (`load.LagGuard`) stops the rotation (`RotationReport.stopped`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from searchsync.clock import utc_now
@@ -17,34 +16,13 @@ from searchsync.ops.chunks import ChunkController
 from searchsync.ops.repair.buckets import WHEEL_CANONICALIZATION_VERSION
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import Limits
-from searchsync.ops.repair.model import IndexEntry
+from searchsync.ops.repair.model import IndexEntry, IndexSide
 from searchsync.ops.repair.reader import SpanReader
 from searchsync.ops.repair.report import BucketReport, RotationReport
-from searchsync.ops.repair.schedule import Choice, SchedulePolicy, age_s, choose
-from searchsync.ops.repair.sides import IndexSide
+from searchsync.ops.repair.schedule import Choice, WheelConfig, age_s, choose
 from searchsync.ops.repair.span import SpanRead, SpanScan
 from searchsync.ops.repair.state import BucketState, WheelState, ensure_epoch
-from searchsync.ops.repair.strays import sweep
 from searchsync.projection import Projector
-
-
-@dataclass(frozen=True, slots=True)
-class WheelConfig:
-    bucket_count: int = 64
-    page_size: int = 500
-    page_min: int = 50
-    page_max: int = 5_000
-    page_target_s: float = 0.2
-    content_share: float = 0.1
-    settle_s: float = 10.0
-    # Elasticsearch pages of this fixed size (None: adaptive, as MySQL's): a range query costs
-    # its whole key range whatever the page, so fewer, larger pages cost less
-    index_page_size: int | None = None
-    span_buckets: int = 32  # buckets read together (adjacent ones in one key range)
-    span_rows: int = 50_000  # ... and at most this many rows by their last scans (>= 1 bucket)
-    stray_page: int = 1_000  # strays per page, and ids per settle re-read of the sweep
-    stray_ceiling: int = 100_000  # strays outside the key space one sweep reads
-    policy: SchedulePolicy = field(default_factory=SchedulePolicy)
 
 
 class Wheel:
@@ -64,32 +42,24 @@ class Wheel:
         limits: Limits | None = None,
     ) -> None:
         self._projectors = list(projectors)
-        self._state = state
-        self._config = config
-        self._clock = clock
         self._progress = progress
-        self._alias_for = alias_for
-        chunks = self._chunks(), self._chunks(config.index_page_size), self._chunks()
+        chunks = _chunks(config), _chunks(config, config.index_page_size), _chunks(config)
         reader = SpanReader(truth, index, limits or Limits(), *chunks)
         self._scan = SpanScan(
             reader=reader,
             state=state,
             healer=healer,
             alias_for=alias_for,
-            content_share=config.content_share,
-            settle_s=config.settle_s,
-            alpha=config.policy.alpha,
+            config=config,
             clock=clock,
             sleep=sleep,
-            stray_page=config.stray_page,
-            stray_ceiling=config.stray_ceiling,
         )
 
     async def rotation(self, limit: int | None = None) -> RotationReport:
         """Scan every bucket of every type once (or the `limit` best per type), by priority, a
         span of consecutive picks at a time."""
         started = time.monotonic()
-        report = RotationReport(content_share=self._config.content_share)
+        report = RotationReport(content_share=self._scan.config.content_share)
         for projector in self._projectors:
             await self._rotate(projector, report, limit)
             if report.stopped is not None:
@@ -100,21 +70,22 @@ class Wheel:
     async def _rotate(
         self, projector: Projector, report: RotationReport, limit: int | None
     ) -> None:
-        t, c = projector.aggregate_type, self._config
+        t, scan = projector.aggregate_type, self._scan
+        c, state, clock = scan.config, scan.state, scan.clock
         epoch, new = await ensure_epoch(
-            self._state, t, c.bucket_count, WHEEL_CANONICALIZATION_VERSION, self._clock()
+            state, t, c.bucket_count, WHEEL_CANONICALIZATION_VERSION, clock()
         )
         report.epochs[t] = epoch
         if new:
             report.new_epochs.append(t)
-        states = await self._state.buckets(epoch)
-        picked = choose(states.values(), self._clock(), c.policy, limit or len(states))
+        states = await state.buckets(epoch)
+        picked = choose(states.values(), clock(), c.policy, limit or len(states))
         spans = list(self._spans(picked, states))
         misplaced: dict[str, IndexEntry] = {}
 
         def start(span: Sequence[Choice]) -> asyncio.Task[SpanRead | str]:
             return asyncio.create_task(
-                self._scan.read(projector, epoch, [states[c.bucket] for c in span])
+                scan.read(projector, epoch, [states[c.bucket] for c in span])
             )
 
         ahead: asyncio.Task[SpanRead | str] | None = None
@@ -130,7 +101,7 @@ class Wheel:
                 misplaced.update(read.misplaced)  # none from a failed read
                 if k + 1 < len(spans):  # read the next span while this one settles and heals
                     ahead = start(spans[k + 1])
-                for bucket in await self._scan.finish(projector, epoch, read):
+                for bucket in await scan.finish(projector, epoch, read):
                     n += 1
                     report.buckets.append(bucket)
                     if self._progress is not None:
@@ -146,11 +117,11 @@ class Wheel:
                     await ahead
         if report.stopped is None:  # the stray sweep, leaving out the ids the buckets found
             found = {f.id for b in report.buckets if b.aggregate_type == t for f in b.findings}
-            swept = await sweep(self._scan, projector, self._alias_for(t), misplaced, found)
+            swept = await scan.sweep(projector, misplaced, found)
             report.strays.append(swept)
             report.stopped = swept.stopped
-        after = await self._state.buckets(epoch)
-        now = self._clock()
+        after = await state.buckets(epoch)
+        now = clock()
         report.oldest_age_s[t] = max(age_s(s, now, c.policy) for s in after.values())
 
     def _spans(
@@ -163,7 +134,8 @@ class Wheel:
         for choice in picked:
             seen = states[choice.bucket].rows_seen or 0
             if span and (
-                len(span) >= self._config.span_buckets or rows + seen > self._config.span_rows
+                len(span) >= self._scan.config.span_buckets
+                or rows + seen > self._scan.config.span_rows
             ):
                 yield span
                 span, rows = [], 0
@@ -172,8 +144,8 @@ class Wheel:
         if span:
             yield span
 
-    def _chunks(self, fixed: int | None = None) -> ChunkController:
-        c = self._config
-        if fixed is not None:
-            return ChunkController(fixed, fixed, c.page_target_s, fixed)
-        return ChunkController(c.page_min, c.page_max, c.page_target_s, c.page_size, max_step=4.0)
+
+def _chunks(c: WheelConfig, fixed: int | None = None) -> ChunkController:
+    if fixed is not None:
+        return ChunkController(fixed, fixed, c.page_target_s, fixed)
+    return ChunkController(c.page_min, c.page_max, c.page_target_s, c.page_size, max_step=4.0)

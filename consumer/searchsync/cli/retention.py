@@ -1,4 +1,5 @@
-"""`searchsync tombstones purge` (library: `searchsync.ops.purge`)."""
+"""`searchsync tombstones purge` and `searchsync outbox prune`: delete what is older than a
+retention window (libraries: `searchsync.ops.purge`, `searchsync.ops.prune`)."""
 
 from __future__ import annotations
 
@@ -7,34 +8,40 @@ from datetime import UTC, datetime
 from typing import Any
 
 from searchsync.cli.args import (
-    Parents,
     chosen_types,
-    older_than_command,
+    command,
+    group,
+    older_than,
     plan_or_execute,
     run_in,
+    with_tables,
 )
 from searchsync.cli.output import err, show
 from searchsync.config import Settings
 from searchsync.duration import format_duration
 from searchsync.exit_codes import ExitCode
+from searchsync.ops.prune import PruneProgress, check_outbox_window, prune_outbox
 from searchsync.ops.purge import PurgeProgress, PurgeReport, check_window, purge_tombstones
 from searchsync.runtime import Runtime
 
 
-def register(commands: Any, parents: Parents) -> None:
-    purge = older_than_command(
-        commands,
-        parents,
-        ("tombstones", "tombstone documents of deleted rows"),
-        ("purge", "delete tombstones older than the retention window (guarded by seq_no)"),
-        "tombstones older than this (7d, 36h, 90m); at least [retention]'s minimum",
-    )
+def register(commands: Any) -> None:
+    cmds = group(commands, "tombstones", "tombstone documents of deleted rows")
+    about = "delete tombstones older than the retention window (guarded by seq_no)"
+    purge = command(cmds, "purge", cmd_tombstones_purge, about)
+    older_than(purge, "tombstones older than this (7d, 36h, 90m); at least [retention]'s minimum")
     purge.add_argument("--type", help="one aggregate type (default: every registered type)")
     plan_or_execute(purge, "count and list, delete nothing")
-    purge.set_defaults(func=cmd_tombstones_purge)
+    cmds = group(commands, "outbox", "the search_outbox table")
+    about = "delete captured outbox rows older than a window, in small batches"
+    prune = command(cmds, "prune", cmd_outbox_prune, about)
+    older_than(
+        prune, "rows created before now minus this (7d, 36h); at least retention.min_outbox_age"
+    )
+    plan_or_execute(prune, "count only, delete nothing")
 
 
-def _progress(r: PurgeProgress) -> None:
+def _purge_progress(r: PurgeProgress) -> None:
     err(f"purge {r.alias}: {r.scanned} scanned, {r.deleted} deleted, {r.changed} changed meanwhile")
 
 
@@ -56,7 +63,7 @@ def cmd_tombstones_purge(
                 args.older_than,
                 now=now,
                 dry_run=args.dry_run,
-                progress=_progress,
+                progress=_purge_progress,
             )
             for t in types
         ]
@@ -82,3 +89,34 @@ def _summary(r: PurgeReport) -> str:
     for doc_id, reason in r.failures:
         text += f"\n  failed {doc_id}: {reason}"
     return text
+
+
+def _prune_progress(r: PruneProgress) -> None:
+    err(f"prune: batch {r.batches}, {r.deleted} rows deleted, up to id {r.last_id}")
+
+
+def cmd_outbox_prune(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    check_outbox_window(settings.retention, args.older_than)  # before any service is touched
+    now = datetime.now(UTC)
+
+    report = with_tables(
+        runtime,
+        lambda t: prune_outbox(
+            t.outbox,
+            runtime.connect,
+            settings.retention,
+            args.older_than,
+            now=now,
+            dry_run=args.dry_run,
+            progress=_prune_progress,
+            published_only=settings.relay.enabled,
+        ),
+    )
+    verb = "would delete" if report.dry_run else "deleted"
+    line = (
+        f"search_outbox: {verb} {report.deleted} rows created before "
+        f"{report.created_before.isoformat()}Z (older than {format_duration(report.older_than)}) "
+        f"in {report.batches} batches; {report.scanned} rows looked at"
+    )
+    show(args.json, report.as_json(), [line], plan=report.dry_run)
+    return ExitCode.OK

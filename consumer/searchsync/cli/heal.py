@@ -1,32 +1,121 @@
-"""`searchsync repair`: the hash wheel that finds drift and heals it through the outbox. Exit 0
-when every scanned bucket and sweep was read completely, 1 when one was interrupted or the live
-lag stopped the rotation; ``--daemon`` serves metrics on ``repair.metrics_port`` (0: none)."""
+"""`searchsync rebuild --type T` (`searchsync.ops.rebuild`): exit 1 when refused, interrupted or
+waiting for the live group. `searchsync repair`: the hash wheel that finds drift and heals it
+through the outbox; exit 1 when a bucket or sweep was interrupted or the live lag stopped the
+rotation; ``--daemon`` serves metrics on ``repair.metrics_port`` (0: none)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
+import sys
+from contextlib import AsyncExitStack
 from typing import Any
 
-from searchsync.cli.args import Parents, chosen_types, fraction
+import orjson
+
+from searchsync.cli.args import chosen_type, chosen_types, command, fraction, run_in
 from searchsync.cli.output import err, out
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
 from searchsync.gc_tuning import tune_for_throughput
+from searchsync.observability.http import HealthReport, HealthServer
+from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.observability.repair_metrics import RepairMetrics
+from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
+from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.repair.model import FindingKind
 from searchsync.ops.repair.report import BucketReport, RotationReport
 from searchsync.ops.repair.run import run_repair
 from searchsync.runtime import Runtime
 
 
-def register(commands: Any, parents: Parents) -> None:
-    repair = commands.add_parser(
-        "repair",
-        parents=parents.data,
-        help="find drift between MySQL and Elasticsearch and heal it with REBUILD events",
+def register_rebuild(commands: Any) -> None:
+    cmd = command(
+        commands,
+        "rebuild",
+        cmd_rebuild,
+        "rebuild a type's index into <alias>_v<N+1> and swap the alias",
+        json="print JSON lines: one object per progress event, then the summary",
+        one_type=True,
+        description="Watermark, new index, backfill, catch-up, verify, swap "
+        "(docs/design.md, Rebuild). With --json, progress events and the final summary are "
+        "printed as one JSON object per line.",
     )
+    mode = cmd.add_mutually_exclusive_group()
+    mode.add_argument("--resume", action="store_true", help="continue the unfinished rebuild")
+    mode.add_argument("--abandon", action="store_true", help="give up the unfinished rebuild")
+    cmd.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    wait = cmd.add_mutually_exclusive_group()
+    wait.add_argument(
+        "--wait-for-live-group",
+        dest="wait_for_live",
+        action="store_true",
+        default=True,
+        help="after a swap that changes the schema version, keep the catch-up group writing "
+        "until the redeployed live group has caught up (default)",
+    )
+    wait.add_argument(
+        "--no-wait",
+        dest="wait_for_live",
+        action="store_false",
+        help="stop the catch-up group after the swap; the index then waits for the redeploy",
+    )
+
+
+def cmd_rebuild(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    options = RebuildOptions(
+        aggregate_type=chosen_type(runtime, args.type),
+        resume=args.resume,
+        abandon=args.abandon,
+        dry_run=args.dry_run,
+        wait_for_live=args.wait_for_live,
+    )
+    tune_for_throughput()
+    outcome = asyncio.run(run_rebuild(runtime, options, json_lines=args.json))
+    if args.json:  # the last JSON line: the summary
+        summary = {"event": "summary", **outcome.summary()}
+        out(orjson.dumps(summary, default=str).decode())
+    else:
+        if outcome.plan is not None:
+            for key, value in outcome.plan.summary().items():
+                out(f"{key}: {value}")
+        (out if outcome.ok else err)(outcome.message)
+    return ExitCode.OK if outcome.ok else ExitCode.FAILURE
+
+
+async def run_rebuild(
+    runtime: Runtime, options: RebuildOptions, *, json_lines: bool
+) -> RebuildOutcome:
+    """Run the rebuild `options` asks for on `runtime`, serving its metrics when configured."""
+    settings = runtime.settings
+    metrics = RebuildMetrics()
+    progress = Progress(
+        stream=sys.stdout if json_lines else sys.stderr,
+        json_lines=json_lines,
+        interval_s=settings.rebuild.progress_interval_s,
+    )
+    async with runtime, AsyncExitStack() as stack:
+        rebuilder = await runtime.rebuilder(metrics=metrics, progress=progress)
+        if settings.rebuild.metrics_port and not options.dry_run:
+            server = HealthServer(
+                settings.observability.metrics_host,
+                settings.rebuild.metrics_port,
+                metrics,
+                lambda: HealthReport(ready=True, details={"rebuild": options.aggregate_type}),
+                port_setting="rebuild.metrics_port",
+            )
+            await server.start()
+            stack.push_async_callback(server.close)
+            host = settings.observability.metrics_host
+            err(f"rebuild metrics on http://{host}:{server.port}/metrics")
+        return await rebuilder.run(options)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def register_repair(commands: Any) -> None:
+    about = "find drift between MySQL and Elasticsearch and heal it with REBUILD events"
+    repair = command(commands, "repair", cmd_repair, about)
     mode = repair.add_mutually_exclusive_group(required=True)
     mode.add_argument("--once", action="store_true", help="one rotation over every bucket")
     mode.add_argument("--daemon", action="store_true", help="scan the best buckets forever")
@@ -42,7 +131,6 @@ def register(commands: Any, parents: Parents) -> None:
         help="share of buckets whose content is checked, 0..1 (default: 1 with --once,"
         " repair.content_share with --daemon)",
     )
-    repair.set_defaults(func=cmd_repair)
 
 
 def cmd_repair(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -62,21 +150,19 @@ def cmd_repair(args: argparse.Namespace, settings: Settings, runtime: Runtime) -
                 out(line)
 
     async def go() -> None:
-        async with runtime:
-            admin = runtime.kafka_admin()
-            wheel = await runtime.repair_wheel(
-                projectors,
-                dry_run=args.dry_run,
-                progress=progress,
-                kafka_admin=admin,
-                content_share=share,
-            )
-            await run_repair(
-                wheel, settings, daemon=args.daemon, metrics=RepairMetrics(), on_report=on_report
-            )
+        wheel = await runtime.repair_wheel(
+            projectors,
+            dry_run=args.dry_run,
+            progress=progress,
+            kafka_admin=runtime.kafka_admin(),
+            content_share=share,
+        )
+        await run_repair(
+            wheel, settings, daemon=args.daemon, metrics=RepairMetrics(), on_report=on_report
+        )
 
     tune_for_throughput()
-    asyncio.run(go())
+    run_in(runtime, go)
     if last and last[-1].stopped:
         err(f"repair stopped: {last[-1].stopped}")
     return ExitCode.FAILURE if last and not last[-1].complete else ExitCode.OK

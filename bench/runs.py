@@ -284,7 +284,7 @@ class Runs:
                     "version_type": "external",
                 }
                 lines.append(orjson.dumps({"index": meta}))
-                lines.append(doc.to_json())
+                lines.append(doc.encoded)
             resp: Any = await self.es.bulk(
                 operations=cast(Any, lines), require_alias=True, filter_path="items.*.status"
             )

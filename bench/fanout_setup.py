@@ -13,6 +13,7 @@ from typing import Any
 import aiomysql
 from elasticsearch import AsyncElasticsearch, NotFoundError
 from searchsync.config import Settings
+from searchsync.mysql.outbox import append_outbox
 from searchsync.mysql.pool import close_pool, open_pool, transaction
 from searchsync.observability.metrics import Metrics
 from searchsync.ops import offsets
@@ -20,7 +21,6 @@ from searchsync.projection import registry_from_settings
 from searchsync.runtime import run_consumer
 from searchsync.search.client import make_es_client
 from searchsync.types import Operation
-from searchsync.writer import append_outbox
 
 from bench.common import (
     MGET_CHUNK,

@@ -141,7 +141,7 @@ async def raw_bulk(
 ) -> tuple[float, int, int]:
     """Bulk `ops` with the bare client, `sizer`'s bulk sizes, `in_flight` requests at a time:
     (seconds, bulk requests, item errors)."""
-    chunks = list(sizer.chunks(ops))
+    chunks = [bulk.ops for bulk in sizer.encode(ops)]
     errors = 0
 
     async def send(chunk: list[IndexOp]) -> None:

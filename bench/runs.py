@@ -38,7 +38,7 @@ from bench.consumers import Members
 
 BACKGROUND_S: Final = 1.0  # idle sample before each window: other sessions' load
 BULK_SIZE: Final = 500  # the consumer's default elasticsearch.bulk_max_actions
-BULK_IN_FLIGHT: Final = 2  # the pipeline's default max_concurrent_batches
+BULK_IN_FLIGHT: Final = 2  # the pipeline's batches.MAX_CONCURRENT
 OUTCOMES: Final = "searchsync_event_outcomes_total"
 
 Headers = list[tuple[str, str | bytes | None]]
@@ -284,7 +284,7 @@ class Runs:
                     "version_type": "external",
                 }
                 lines.append(orjson.dumps({"index": meta}))
-                lines.append(doc.to_json())
+                lines.append(doc.encoded)
             resp: Any = await self.es.bulk(
                 operations=cast(Any, lines), require_alias=True, filter_path="items.*.status"
             )

@@ -11,9 +11,9 @@ from typing import Any, Protocol
 
 import orjson
 from searchsync import naming
-from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin, SearchIndex
+from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin
 from searchsync.search.reads import SearchReader
-from searchsync.search.sink import IndexOp, Sink, WriteOutcome
+from searchsync.search.sink import IndexOp, SearchIndex, Sink, WriteOutcome
 
 from tests.fakes.index_readers import InMemoryIndexReader, InMemoryIndexSide
 from tests.fakes.search_index import InMemoryIndex

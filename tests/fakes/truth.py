@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from searchsync.mysql.truth import TruthEntry
 from searchsync.mysql.truth_buckets import entry_of_row
 from searchsync.ops.repair.buckets import key_hash
-from searchsync.projection import Projector, Row, attach, lookup_keys
+from searchsync.projection import Child, Lookup, Projector, Row, attach_steps, lookup_keys
 from searchsync.types import BucketCursor
 
-__all__ = ["FakeTruth"]
+__all__ = ["FakeTruth", "attach"]
+
+
+def attach(
+    roots: Iterable[dict[str, Any]],
+    children: Sequence[tuple[Child, Iterable[Row]]],
+    lookups: Sequence[tuple[Lookup, Iterable[Row]]],
+) -> None:
+    """`attach_steps` run to the end."""
+    for _ in attach_steps(list(roots), children, lookups):
+        pass
 
 
 class FakeTruth:

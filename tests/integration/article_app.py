@@ -10,9 +10,9 @@ from typing import Any
 
 import aiomysql
 from searchsync.examples import article
+from searchsync.mysql.outbox import append_outbox
 from searchsync.mysql.pool import transaction
 from searchsync.types import Operation
-from searchsync.writer import append_outbox
 
 __all__ = ["article_change", "put_author"]
 

@@ -5,9 +5,9 @@ Articles change through tests/integration/article_app.py."""
 from __future__ import annotations
 
 import aiomysql
+from searchsync.mysql.outbox import append_outbox
 from searchsync.mysql.pool import transaction
 from searchsync.types import Operation
-from searchsync.writer import append_outbox
 
 __all__ = ["author_write"]
 

@@ -392,7 +392,7 @@ async def test_projection_is_the_same_as_the_rebuild_would_make(
     projector = default_registry().get("wiki_page")
     assert doc.body["projection_hash"] == doc.projection_hash
     assert doc.body["projection_schema_version"] == projector.schema_version
-    assert orjson.loads(doc.to_json()) == doc.body
+    assert orjson.loads(doc.encoded) == doc.body
 
 
 async def test_a_blocked_index_pauses_intake_and_dead_letters_nothing(

@@ -267,8 +267,8 @@ async def test_a_rebuild_rewrite_racing_a_newer_update_leaves_the_newer_document
         stored = await es.get(index=alias, id="r1")
         assert (stored["_version"], stored["_source"]) == (4, newer.body)
         # and the rewrite itself: gte at the same version is accepted, a lower one is not
-        same = IndexOp(alias, "r1", 4, newer.to_json(), EXTERNAL_GTE)
-        lower = IndexOp(alias, "r1", 3, newer.to_json(), EXTERNAL_GTE)
+        same = IndexOp(alias, "r1", 4, newer.encoded, EXTERNAL_GTE)
+        lower = IndexOp(alias, "r1", 3, newer.encoded, EXTERNAL_GTE)
         results = await index.bulk_index([same, lower])
         assert [r.status for r in results] == [200, 409]
     finally:

@@ -25,9 +25,9 @@ from searchsync.projection import wiki_page
 from searchsync.search.admin import InitAction, describe, init_index
 from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.es_index import BulkSizer, EsIndex
-from searchsync.search.port import IndexAdmin, SearchIndex
+from searchsync.search.port import IndexAdmin
 from searchsync.search.reads import EsSearchReader, SearchReader
-from searchsync.search.sink import OutcomeKind, Sink
+from searchsync.search.sink import OutcomeKind, SearchIndex, Sink
 
 from tests.contract.index_admin_contract import INDEX_ADMIN_CASES
 from tests.contract.index_read_backend import ReadBackend

@@ -19,9 +19,10 @@ from searchsync.errors import (
     TransientError,
 )
 from searchsync.events import decode
+from searchsync.mysql.outbox import append_outbox
 from searchsync.mysql.pool import transaction
 from searchsync.types import Operation
-from searchsync.writer import WIKI_PAGE, AsyncAggregateWriter, PageWriter, append_outbox
+from searchsync.writer import WIKI_PAGE, AsyncAggregateWriter, PageWriter
 
 from tests.integration import conftest_mysql as fx
 from tests.integration.conftest_mysql import fetch_all, outbox_rows, recreate_ignoring_the_floor

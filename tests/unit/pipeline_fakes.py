@@ -1,6 +1,6 @@
 """In-memory stand-ins for the pipeline's ports, and small helpers to build its inputs.
 
-- `FakeIntake` implements `searchsync.stream.vitals.IntakePort` over scripted messages per
+- `FakeIntake` implements `searchsync.stream.pipeline.IntakePort` over scripted messages per
   partition:
   `consume` hands out the next messages of partitions that are not paused, `commit` records the
   offsets (and can be told to refuse them), `pause`/`resume` are recorded. `assign`, `revoke` and

@@ -118,7 +118,7 @@ class RewritingOutbox(FakeOutbox):
         doc = w.projector.project(row) if row else w.projector.tombstone(aggregate_id, revision)
         target = w.es.alias_target(w.alias)
         assert target is not None
-        op = IndexOp(target, doc.doc_id, doc.source_revision, doc.to_json(), EXTERNAL_GTE)
+        op = IndexOp(target, doc.doc_id, doc.source_revision, doc.encoded, EXTERNAL_GTE)
         await Sink(w.es.physical_writer()).write([op])
 
 

@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 from searchsync.config import FanoutSettings
 from searchsync.mysql.fanout import FanoutTarget
 from searchsync.ops.fanout import FanoutWorker
-from searchsync.projection import Child, Lookup, ProjectorRegistry, attach, lookup_keys
+from searchsync.projection import Child, Lookup, ProjectorRegistry, lookup_keys
 from searchsync.projection.references import dependents, routes
 
 from tests import catalog
 from tests.fakes.fanout import FakeFanout, drain
-from tests.fakes.truth import FakeTruth
+from tests.fakes.truth import FakeTruth, attach
 
 CATEGORIES, CATEGORY = catalog.CATEGORIES, catalog.CATEGORY
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from searchsync.examples import article
-from searchsync.projection import Child, Lookup, Projector, attach, attach_steps, child_order
+from searchsync.projection import Child, Lookup, Projector, attach_steps, child_order
 
-from tests.fakes.truth import FakeTruth
+from tests.fakes.truth import FakeTruth, attach
 
 TAGS = Child(
     "tags", "article_tag", key="article_id", columns=("article_id", "tag", "position"),

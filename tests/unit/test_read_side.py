@@ -18,7 +18,7 @@ from searchsync.read import (
     verified_search,
     wait_for_revision,
 )
-from searchsync.search.port import IndexOp
+from searchsync.search.sink import IndexOp
 
 from tests.fakes.search_index import InMemoryIndex
 from tests.fakes.truth import FakeTruth
@@ -55,7 +55,7 @@ async def index_with(*rows: dict[str, Any]) -> InMemoryIndex:
 
 async def put(es: InMemoryIndex, row: dict[str, Any]) -> None:
     doc = PROJECTOR.project(row)
-    [result] = await es.bulk_index([IndexOp(ALIAS, doc.doc_id, doc.source_revision, doc.to_json())])
+    [result] = await es.bulk_index([IndexOp(ALIAS, doc.doc_id, doc.source_revision, doc.encoded)])
     assert result.status in (200, 201)
 
 

@@ -13,7 +13,7 @@ TOPIC = "t"
 
 def _work(state: WorkState, aggregate_id: str, partition: int, offset: int) -> Work:
     event = ThinEvent(f"e{offset}", "wiki_page", aggregate_id, Operation.UPSERT, 1)
-    state.admit(RawMessage(TOPIC, partition, offset, None, b"", None), event)
+    state.admit([(RawMessage(TOPIC, partition, offset, None, b"", None), event)])
     [work] = state.take(10)
     return work
 

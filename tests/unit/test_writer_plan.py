@@ -27,7 +27,6 @@ from searchsync.writer._plan import (
     Statement,
     begin_create,
     begin_hard_delete,
-    begin_set_deleted,
     begin_update,
     finish,
 )
@@ -132,7 +131,7 @@ def test_update_raises_the_locked_revision_by_one(
 def test_soft_delete_and_restore_change_the_state_or_refuse(
     current: int, deleted: bool, was_deleted: bool, row: dict[str, Any]
 ) -> None:
-    plan = begin_set_deleted(THING, "a", row, T0, deleted=deleted)
+    plan = begin_update(THING, "a", row, T0, deleted=deleted)
     answer = (current, T0 if was_deleted else None)
     if deleted == was_deleted:
         next(plan)
@@ -163,8 +162,8 @@ def test_hard_delete_records_its_revision_as_the_floor(current: int) -> None:
     "plan",
     [
         lambda: begin_update(THING, "gone", {}, T0),
-        lambda: begin_set_deleted(THING, "gone", {}, T0, deleted=True),
-        lambda: begin_set_deleted(THING, "gone", {}, T0, deleted=False),
+        lambda: begin_update(THING, "gone", {}, T0, deleted=True),
+        lambda: begin_update(THING, "gone", {}, T0, deleted=False),
         lambda: begin_hard_delete(THING, "gone", T0),
     ],
 )

@@ -21,10 +21,8 @@ MISSING: Final = "MISSING"
 """The state `ConnectClient.status` reports for a connector Connect does not know (404)."""
 
 Fetch = Callable[[str, float], tuple[int, bytes]]
-"""``(url, timeout_s) -> (HTTP status, body)``; raises `OSError` when there is no answer."""
-
-Post = Fetch
-"""The same for an empty ``POST``."""
+"""A ``GET`` (or empty ``POST``): ``(url, timeout_s) -> (HTTP status, body)``; `OSError` when there
+is no answer."""
 
 
 class ConnectUnavailable(SearchSyncError):
@@ -107,7 +105,7 @@ def parse_status(name: str, body: Mapping[str, Any]) -> ConnectorStatus:
 
 class ConnectClient:
     def __init__(
-        self, settings: ConnectSettings, *, fetch: Fetch | None = None, post: Post | None = None
+        self, settings: ConnectSettings, *, fetch: Fetch | None = None, post: Fetch | None = None
     ) -> None:
         self._settings = settings
         self._fetch = fetch or _urllib_fetch

@@ -95,32 +95,6 @@ class GapBoard:
         return [f"{g.describe()}; {RECOVERY}" for g in self.blocked()]
 
 
-def inspect(
-    consumer: Any, partitions: Sequence[TopicPartition], *, fresh_start: str, timeout_s: float
-) -> tuple[list[KafkaTopicPartition], list[HistoryGap]]:
-    """Where each partition starts (`fresh_start` without a committed offset), and the gaps of those
-    that must not. `KafkaException` when offsets cannot be read in time."""
-    asked = [KafkaTopicPartition(t, p) for t, p in partitions]
-    committed = consumer.committed(asked, timeout=timeout_s)
-    starts: list[KafkaTopicPartition] = []
-    gaps: list[HistoryGap] = []
-    fresh = OFFSET_BEGINNING if fresh_start == "earliest" else OFFSET_END
-    for tp in committed:
-        if tp.error is not None:
-            raise KafkaException(tp.error)
-        if tp.offset < 0:
-            starts.append(KafkaTopicPartition(tp.topic, tp.partition, fresh))
-            continue
-        low, _high = consumer.get_watermark_offsets(
-            KafkaTopicPartition(tp.topic, tp.partition), timeout=timeout_s, cached=False
-        )
-        if 0 <= tp.offset < low:
-            gaps.append(HistoryGap(tp.topic, tp.partition, tp.offset, low))
-        else:
-            starts.append(KafkaTopicPartition(tp.topic, tp.partition, tp.offset))
-    return starts, gaps
-
-
 class GapGuard:
     """The intake's side of the gaps; every method runs on the consumer thread."""
 
@@ -129,6 +103,7 @@ class GapGuard:
     ) -> None:
         self.board = board
         self._fresh_start = fresh_start
+        self._fresh = OFFSET_BEGINNING if fresh_start == "earliest" else OFFSET_END
         self._timeout_s = timeout_s
         self._cooperative = config.get("partition.assignment.strategy") == "cooperative-sticky"
         self._explicit = config.get("auto.offset.reset") == "error"
@@ -138,9 +113,7 @@ class GapGuard:
         """Assign `tps` where they start, except those with a gap; the ones assigned. Without a gap
         or explicit fresh start librdkafka's own assignment stays."""
         try:
-            starts, gaps = inspect(
-                consumer, tps, fresh_start=self._fresh_start, timeout_s=self._timeout_s
-            )
+            starts, gaps = self._starts(consumer, tps)
         except KafkaException as exc:  # the fetch's out-of-range error still catches a gap
             log.warning("committed offsets unreadable on assignment", extra={"error": str(exc)})
             return tps
@@ -151,6 +124,29 @@ class GapGuard:
         if gaps or (fresh and self._explicit):
             (consumer.incremental_assign if self._cooperative else consumer.assign)(starts)
         return [(tp.topic, tp.partition) for tp in starts]
+
+    def _starts(
+        self, consumer: Any, partitions: Sequence[TopicPartition]
+    ) -> tuple[list[KafkaTopicPartition], list[HistoryGap]]:
+        """Where each partition starts (`fresh_start` without a committed offset), and the gaps of
+        those that must not. `KafkaException` when offsets cannot be read in time."""
+        asked = [KafkaTopicPartition(t, p) for t, p in partitions]
+        starts: list[KafkaTopicPartition] = []
+        gaps: list[HistoryGap] = []
+        for tp in consumer.committed(asked, timeout=self._timeout_s):
+            if tp.error is not None:
+                raise KafkaException(tp.error)
+            if tp.offset < 0:
+                starts.append(KafkaTopicPartition(tp.topic, tp.partition, self._fresh))
+                continue
+            low, _high = consumer.get_watermark_offsets(
+                KafkaTopicPartition(tp.topic, tp.partition), timeout=self._timeout_s, cached=False
+            )
+            if 0 <= tp.offset < low:
+                gaps.append(HistoryGap(tp.topic, tp.partition, tp.offset, low))
+            else:
+                starts.append(KafkaTopicPartition(tp.topic, tp.partition, tp.offset))
+        return starts, gaps
 
     def out_of_range(self, consumer: Any, m: Any) -> None:
         """No valid position: below the log start the partition is blocked; without a committed
@@ -164,8 +160,7 @@ class GapGuard:
             self.board.block(HistoryGap(topic, partition, offset, low))
             return
         log.info("no valid offset: starting %s[%d] at the %s", topic, partition, self._fresh_start)
-        fresh = OFFSET_BEGINNING if self._fresh_start == "earliest" else OFFSET_END
-        consumer.seek(KafkaTopicPartition(topic, partition, fresh))
+        consumer.seek(KafkaTopicPartition(topic, partition, self._fresh))
 
     def split(self, partitions: Sequence[Any]) -> tuple[list[TopicPartition], bool]:
         """The leaving partitions this member reads; True if some it never read go too."""

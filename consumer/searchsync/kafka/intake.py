@@ -97,15 +97,14 @@ class KafkaIntake:
         out: list[RawMessage] = []
         for m in self._consumer.consume(num_messages=max_messages, timeout=timeout_s):
             err = m.error()
-            if err is not None:
-                if err.fatal():
-                    raise KafkaException(err)
-                if err.code() == KafkaError._AUTO_OFFSET_RESET:
-                    self.guard.out_of_range(self._consumer, m)
-                    continue
+            if err is None:
+                out.append(_raw(m))
+            elif err.fatal():
+                raise KafkaException(err)
+            elif err.code() == KafkaError._AUTO_OFFSET_RESET:
+                self.guard.out_of_range(self._consumer, m)
+            else:
                 log.warning("kafka consume error", extra={"kafka_error": str(err)})
-                continue
-            out.append(_raw(m))
         return out
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, bool]:
@@ -187,7 +186,10 @@ class KafkaIntake:
         self._let_go(consumer, tps, never, lost=True)
 
     def _let_go(self, consumer: Any, tps: list[TopicPartition], never: bool, *, lost: bool) -> None:
-        _resume(consumer, [KafkaTopicPartition(t, p) for t, p in tps])
+        try:  # librdkafka keeps a pause across a revoke
+            consumer.resume([KafkaTopicPartition(t, p) for t, p in tps])
+        except KafkaException as exc:  # not assigned any more: nothing is paused either
+            log.debug("resume on revoke failed", extra={"error": str(exc)})
         self.guard.unassign(consumer, tps, never)
         self._to_loop(lambda parts: self._listener.revoked(parts, lost=lost), tps)
 
@@ -196,32 +198,19 @@ class KafkaIntake:
     ) -> None:
         if self._loop is None or self._loop.is_closed():
             return
-        done = concurrent.futures.Future[None]()
 
-        def run() -> None:
-            try:
-                fn(tps)
-                done.set_result(None)
-            except BaseException as exc:  # pragma: no cover - a listener bug, surfaced below
-                done.set_exception(exc)
+        async def run() -> None:
+            fn(tps)
 
-        self._loop.call_soon_threadsafe(run)
         try:  # keep the order: the loop learns of the change before the next consume returns
+            done = asyncio.run_coroutine_threadsafe(run(), self._loop)
             done.result(timeout=self._revoke_timeout_s)
-        except concurrent.futures.TimeoutError:
+        except TimeoutError:
             log.warning("rebalance listener did not run in time")
 
     async def _call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, lambda: fn(*args, **kwargs))
-
-
-def _resume(consumer: Any, partitions: list[KafkaTopicPartition]) -> None:
-    """Resume partitions on their way out: librdkafka keeps a pause across a revoke."""
-    try:
-        consumer.resume(partitions)
-    except KafkaException as exc:  # not assigned any more: nothing is paused either
-        log.debug("resume on revoke failed", extra={"error": str(exc)})
 
 
 def _raw(m: Message) -> RawMessage:

@@ -46,7 +46,8 @@ def sync_hash(aggregate_type: str, doc_id: str) -> int:
 class Document(NamedTuple):
     """A projected document, written with `source_revision` as its external version.
 
-    `body` (read-only) is the whole document as written; `encoded` its canonical bytes.
+    `body` (read-only) is the whole document as written; `encoded` its canonical bytes
+    (`searchsync.projection.canonical`).
     `reproducible` is False for a hard-delete tombstone, whose ``tombstoned_at`` is when it was
     written: compare it with `matches`, not ``==``. A `NamedTuple` because it is built per
     document on every hot path.
@@ -60,20 +61,10 @@ class Document(NamedTuple):
     encoded: bytes
     reproducible: bool = True
 
-    def to_json(self) -> bytes:
-        """The canonical bytes of `body` (see `searchsync.projection.canonical`)."""
-        return self.encoded
-
     @property
     def projected(self) -> dict[str, Any]:
         """`body` without the operational fields: what the truth alone gives."""
         return projected_fields(self.body)
-
-    @property
-    def tombstoned_at(self) -> str | None:
-        """The ``tombstoned_at`` field (None on a live document)."""
-        value = self.body.get(TOMBSTONED_AT)
-        return value if isinstance(value, str) else None
 
     def matches(self, source: Mapping[str, Any]) -> bool:
         """A stored ``_source`` is this document: all of it when `reproducible`, else equal

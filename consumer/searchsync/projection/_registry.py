@@ -19,10 +19,11 @@ from searchsync.projection._document import (
 )
 from searchsync.projection._relations import (
     AGGREGATE_TYPE,
-    IDENTIFIER,
     Child,
     Lookup,
     Row,
+    check_columns,
+    check_identifiers,
     check_relations,
 )
 from searchsync.projection.canonical import (
@@ -84,19 +85,11 @@ class Projector:
     def __post_init__(self) -> None:
         if not AGGREGATE_TYPE.fullmatch(self.aggregate_type):
             raise ValueError(f"aggregate_type {self.aggregate_type!r}: want [a-z][a-z0-9_]*")
-        if isinstance(self.schema_version, bool) or not isinstance(self.schema_version, int):
-            raise ValueError("schema_version must be an int")
-        if self.schema_version < 1:
-            raise ValueError("schema_version must be >= 1")
-        if not isinstance(self.table, str) or not IDENTIFIER.fullmatch(self.table):
-            raise ValueError(f"table {self.table!r}: want an identifier [A-Za-z_][A-Za-z0-9_]*")
-        if not isinstance(self.columns, tuple):
-            raise ValueError("columns must be a tuple of column names")
-        bad = [c for c in self.columns if not isinstance(c, str) or not IDENTIFIER.fullmatch(c)]
-        if bad:
-            raise ValueError(f"columns {bad!r}: want identifiers [A-Za-z_][A-Za-z0-9_]*")
-        if len(set(self.columns)) != len(self.columns):
-            raise ValueError(f"columns {self.columns!r} name a column twice")
+        version = self.schema_version
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise ValueError("schema_version must be an int >= 1")
+        check_identifiers(self, "table")
+        check_columns(self.columns, "columns", self.aggregate_type)
         lacking = [c for c in ("id", "revision") if c not in self.columns]
         if lacking:
             raise ValueError(f"columns must include {lacking}")
@@ -217,28 +210,29 @@ class ProjectorRegistry:
         return tuple(sorted(self._projectors))
 
 
-def _poison(message: str) -> PoisonMessage:
+def projection_error(message: str) -> PoisonMessage:
+    """The poison of a row that cannot be projected (``PROJECTION_ERROR``)."""
     return PoisonMessage(ErrorCode.PROJECTION_ERROR, message)
 
 
 def _error(doc_id: str, message: str) -> PoisonMessage:
-    return _poison(f"{doc_id}: {message}")
+    return projection_error(f"{doc_id}: {message}")
 
 
 def _doc_id(value: object) -> str:
     # The id is both the _id and the body's NFC'd `id`: a non-NFC id would make them differ.
     if not isinstance(value, str) or not value:
-        raise _poison(f"id must be a non-empty string, got {value!r}")
+        raise projection_error(f"id must be a non-empty string, got {value!r}")
     if not value.isascii() and unicodedata.normalize("NFC", value) != value:
-        raise _poison(f"id {value!r} is not in Unicode NFC")
+        raise projection_error(f"id {value!r} is not in Unicode NFC")
     if len(value.encode("utf-8")) > 512:
-        raise _poison(f"id longer than 512 bytes: {value[:40]!r}...")
+        raise projection_error(f"id longer than 512 bytes: {value[:40]!r}...")
     return value
 
 
 def _revision(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _poison(f"revision must be an int, got {value!r}")
+        raise projection_error(f"revision must be an int, got {value!r}")
     if not 1 <= value <= _MAX_EXTERNAL_VERSION:
-        raise _poison(f"revision {value} outside 1..2^63-1")
+        raise projection_error(f"revision {value} outside 1..2^63-1")
     return value

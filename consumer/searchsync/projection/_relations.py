@@ -2,8 +2,8 @@
 
 A `Child` is one-to-many (an article's tags), a `Lookup` many-to-one (its author; or, `through` a
 child, each child row's). The truth port reads each with one ``IN (...)`` query per batch and
-`attach` puts them on the rows under their ``name``, in an order independent of the database's,
-so the same truth gives the same bytes (invariant 6).
+`attach_steps` puts them on the rows under their ``name``, in an order independent of the
+database's, so the same truth gives the same bytes (invariant 6).
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ class Child:
     order_by: tuple[str, ...]
 
     def __post_init__(self) -> None:
-        _identifiers(self, "name", "table", "key")
-        _column_tuple(self.columns, "columns", self.name)
-        _column_tuple(self.order_by, "order_by", self.name, empty=True)
+        check_identifiers(self, "name", "table", "key")
+        check_columns(self.columns, "columns", self.name)
+        check_columns(self.order_by, "order_by", self.name, empty=True)
         if self.key not in self.columns:
             raise ValueError(f"child {self.name!r}: columns must include its key {self.key!r}")
         stray = [c for c in self.order_by if c not in self.columns]
@@ -65,10 +65,10 @@ class Lookup:
     through: str | None = None
 
     def __post_init__(self) -> None:
-        _identifiers(self, "name", "table", "via")
+        check_identifiers(self, "name", "table", "via")
         if self.through is not None:
-            _identifiers(self, "through")
-        _column_tuple(self.columns, "columns", self.name)
+            check_identifiers(self, "through")
+        check_columns(self.columns, "columns", self.name)
         if "id" not in self.columns:
             raise ValueError(f"lookup {self.name!r}: columns must include 'id'")
         if self.aggregate_type is not None and not AGGREGATE_TYPE.fullmatch(
@@ -157,17 +157,6 @@ def _ordered(rows: Iterable[Row], keys: tuple[str, ...]) -> list[Row]:
         return sorted(listed, key=lambda row: tuple(_sortable(row.get(c)) for c in keys))
 
 
-def attach(
-    roots: Iterable[dict[str, Any]],
-    children: Sequence[tuple[Child, Iterable[Row]]],
-    lookups: Sequence[tuple[Lookup, Iterable[Row]]],
-) -> None:
-    """Put on every root row (in place) its children (in `child_order`) and lookups (or None),
-    and on each (copied) child row its lookups `through` it."""
-    for _ in attach_steps(list(roots), children, lookups):
-        pass
-
-
 def attach_steps(
     roots: Sequence[dict[str, Any]],
     children: Sequence[tuple[Child, Iterable[Row]]],
@@ -175,8 +164,9 @@ def attach_steps(
     *,
     step: int = 256,
 ) -> Iterator[None]:
-    """`attach`, yielding after grouping and after each `step` roots, so a caller on an event
-    loop can give the loop a turn. Done when exhausted."""
+    """Put on every root row (in place) its children (in `child_order`) and lookups (or None), and
+    on each (copied) child row its lookups `through` it; yields after grouping and after each
+    `step` roots, so a caller on an event loop can give the loop a turn. Done when exhausted."""
     indexed = [(lk, {str(r["id"]): r for r in rows}) for lk, rows in lookups]
     grouped: list[tuple[Child, dict[str, list[Row]], tuple[str, ...]]] = []
     for child, rows in children:
@@ -222,7 +212,7 @@ def _sortable(value: object) -> tuple[int, Any]:
     return (0, 0) if value is None else (1, value)
 
 
-def _identifiers(declared: object, *fields: str) -> None:
+def check_identifiers(declared: object, *fields: str) -> None:
     for field in fields:
         value = getattr(declared, field)
         if not isinstance(value, str) or not IDENTIFIER.fullmatch(value):
@@ -232,7 +222,7 @@ def _identifiers(declared: object, *fields: str) -> None:
             )
 
 
-def _column_tuple(columns: object, what: str, name: str, *, empty: bool = False) -> None:
+def check_columns(columns: object, what: str, name: str, *, empty: bool = False) -> None:
     if not isinstance(columns, tuple) or not (columns or empty):
         raise ValueError(f"{name!r}: {what} must be a non-empty tuple of column names")
     bad = [c for c in columns if not isinstance(c, str) or not IDENTIFIER.fullmatch(c)]

@@ -49,7 +49,9 @@ def load_entry(entry: str) -> tuple[Projector, ...]:
     except ModuleNotFoundError as exc:
         raise _error(entry, f"no module named {exc.name!r}") from exc
     except Exception as exc:  # the plug-in's own import failed: say how, stop start-up
-        raise _error(entry, f"importing {module_name!r} raised {_describe(exc)}") from exc
+        raise _error(
+            entry, f"importing {module_name!r} raised {type(exc).__name__}: {exc}"
+        ) from exc
     path = attribute.split(".") if attribute else [MODULE_FUNCTION]
     for depth, name in enumerate(path):
         if not hasattr(target, name):
@@ -70,7 +72,7 @@ def _projectors_of(target: object, entry: str) -> tuple[Projector, ...]:
     try:
         produced = target()
     except Exception as exc:  # includes a Projector whose definition is invalid (ValueError)
-        raise _error(entry, f"calling it raised {_describe(exc)}") from exc
+        raise _error(entry, f"calling it raised {type(exc).__name__}: {exc}") from exc
     if isinstance(produced, Projector):
         return (produced,)
     if isinstance(produced, str | bytes | Mapping) or not isinstance(produced, Iterable):
@@ -80,10 +82,6 @@ def _projectors_of(target: object, entry: str) -> tuple[Projector, ...]:
         if not isinstance(item, Projector):
             raise _error(entry, f"it returned a {type(item).__name__} among its Projectors")
     return out
-
-
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
 
 
 def _error(entry: str, reason: str) -> ConfigError:

@@ -22,8 +22,7 @@ def dependents(
 
 def referenced_types(registry: ProjectorRegistry) -> tuple[str, ...]:
     """The aggregate types some lookup references, sorted."""
-    found = {lk.aggregate_type for t in registry.types() for lk in registry.get(t).lookups}
-    return tuple(sorted(t for t in found if t is not None))
+    return tuple(sorted({referenced for referenced, _, _ in routes(registry)}))
 
 
 def routes(registry: ProjectorRegistry) -> tuple[tuple[str, str, str], ...]:

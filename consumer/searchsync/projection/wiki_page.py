@@ -18,8 +18,8 @@ from typing import Any
 
 import orjson
 
-from searchsync.errors import ErrorCode, PoisonMessage
-from searchsync.projection._registry import Projector, Row
+from searchsync.errors import PoisonMessage
+from searchsync.projection._registry import Projector, Row, projection_error
 
 AGGREGATE_TYPE = "wiki_page"
 SCHEMA_VERSION = 2
@@ -72,9 +72,9 @@ def _text(value: object, name: str) -> str:
         try:
             value = bytes(value).decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise _poison(f"{name} is not UTF-8") from exc
+            raise projection_error(f"{name} is not UTF-8") from exc
     if not isinstance(value, str):
-        raise _poison(f"{name} must be a string, got {type(value).__name__}")
+        raise projection_error(f"{name} must be a string, got {type(value).__name__}")
     return _nfc(value)
 
 
@@ -83,16 +83,18 @@ def _relations(raw: object) -> dict[str, list[str]]:
         try:
             raw = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            raise _poison(f"relations_json is not valid JSON: {exc}") from exc
+            raise projection_error(f"relations_json is not valid JSON: {exc}") from exc
     if not isinstance(raw, dict):
-        raise _poison(f"relations_json must be a JSON object, got {type(raw).__name__}")
+        raise projection_error(f"relations_json must be a JSON object, got {type(raw).__name__}")
     out: dict[str, list[str]] = {}
     for kind in sorted(raw):  # sorted: the first bad key reported does not depend on key order
         if not isinstance(kind, str) or not _is_relation_type(kind):
-            raise _poison(f"relations_json key {kind!r}: want {RELATION_TYPE.pattern}")
+            raise projection_error(f"relations_json key {kind!r}: want {RELATION_TYPE.pattern}")
         entities = raw[kind]
         if not isinstance(entities, list):
-            raise _poison(f"relations_json.{kind} must be a list, got {type(entities).__name__}")
+            raise projection_error(
+                f"relations_json.{kind} must be a list, got {type(entities).__name__}"
+            )
         targets: set[str] = set()
         for entity in entities:  # the hot loop: checks inline, `_bad_entity` says what is wrong
             entity_type = entity.get("entity_type") if type(entity) is dict else None
@@ -125,18 +127,14 @@ def _bad_entity(kind: str, entities: list[Any], entity: object) -> PoisonMessage
     """The error for `entity`, the first bad entity of ``relations_json.<kind>``."""
     where = f"{kind}[{next(i for i, e in enumerate(entities) if e is entity)}]"
     if not isinstance(entity, dict):
-        return _poison(f"relations_json.{where} must be an object")
+        return projection_error(f"relations_json.{where} must be an object")
     for key in ("entity_type", "entity_id"):
         value = entity.get(key)
         if not isinstance(value, str) or not value:
-            return _poison(f"relations_json.{where}.{key} must be a non-empty string")
-    return _poison(f"relations_json.{where}.entity_type must not contain ':'")
+            return projection_error(f"relations_json.{where}.{key} must be a non-empty string")
+    return projection_error(f"relations_json.{where}.entity_type must not contain ':'")
 
 
 def _nfc(value: str) -> str:
     """NFC of `value` (an ASCII string is its own NFC: no call for it)."""
     return value if value.isascii() else unicodedata.normalize("NFC", value)
-
-
-def _poison(message: str) -> PoisonMessage:
-    return PoisonMessage(ErrorCode.PROJECTION_ERROR, message)

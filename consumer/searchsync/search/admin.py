@@ -46,10 +46,6 @@ class AliasDescription:
     read_indices: tuple[str, ...] = ()  # every index the read alias points at, sorted
 
 
-def first_index_name(alias: str) -> str:
-    return naming.physical_name(alias, 1)
-
-
 def index_meta(mapping: Mapping[str, Any], schema_version: int | None) -> dict[str, Any]:
     """The ``_meta`` an index is created with: the mapping's own, plus `schema_version`."""
     meta = dict(mapping.get("mappings", {}).get("_meta", {}))
@@ -60,17 +56,12 @@ def index_meta(mapping: Mapping[str, Any], schema_version: int | None) -> dict[s
 
 
 async def describe(client: AsyncElasticsearch | IndexAdmin, alias: str) -> AliasDescription:
-    admin = _admin(client)
-    listed = await admin.list_indices(alias)
+    listed = await _admin(client).list_indices(alias)
     indices = tuple(sorted(i.name for i in listed if i.aliased))
+    writer = next((i.name for i in listed if i.is_write_index), None)
     reads = tuple(sorted(i.name for i in listed if i.read_aliased))
     read = naming.read_alias_name(alias)
-    if not indices:
-        return AliasDescription(alias, False, (), None, read, reads)
-    writer = await admin.write_index(alias)
-    return AliasDescription(
-        alias, True, indices, None if writer is None else writer.index, read, reads
-    )
+    return AliasDescription(alias, bool(indices), indices, writer, read, reads)
 
 
 async def init_index(
@@ -97,7 +88,7 @@ async def init_index(
             return InitResult(alias, writer, InitAction.READ_ALIAS_ADDED)
         if await admin.exists(alias):
             raise ConfigError("alias", "a name free for an alias", f"{alias} is an index")
-        physical = first_index_name(alias)
+        physical = naming.first_physical_name(alias)
         if await admin.exists(physical):
             if dry_run:
                 return InitResult(alias, physical, InitAction.WOULD_ADD_ALIAS)

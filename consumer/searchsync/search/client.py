@@ -22,8 +22,13 @@ def make_es_client(settings: Settings) -> AsyncElasticsearch:
         options["ca_certs"] = es.ca_certs
     if not es.verify_certs:
         options["verify_certs"] = False
-    if settings.search.engine == "opensearch":
-        return _opensearch(settings, options)
+    if settings.search.engine == "opensearch":  # basic auth only
+        if es.username is not None and es.password is not None:
+            options["http_auth"] = (es.username, es.password.reveal())
+        if any(host.startswith("https://") for host in es.hosts):
+            options["use_ssl"] = True
+        client = OpenSearchClient(es.hosts, request_timeout=es.request_timeout_s, **options)
+        return cast(AsyncElasticsearch, client)  # typed as the client whose calls it takes
     if es.api_key is not None:
         options["api_key"] = es.api_key.reveal()
     if es.username is not None and es.password is not None:
@@ -40,17 +45,6 @@ def make_es_client(settings: Settings) -> AsyncElasticsearch:
     )
 
 
-def _opensearch(settings: Settings, options: dict[str, Any]) -> AsyncElasticsearch:
-    """`OpenSearchClient` typed as the client whose calls it takes (basic auth only)."""
-    es = settings.elasticsearch
-    if es.username is not None and es.password is not None:
-        options["http_auth"] = (es.username, es.password.reveal())
-    if any(host.startswith("https://") for host in es.hosts):
-        options["use_ssl"] = True
-    client = OpenSearchClient(es.hosts, request_timeout=es.request_timeout_s, **options)
-    return cast(AsyncElasticsearch, client)
-
-
 def describe_auth_error(exc: BaseException) -> str | None:
     """A message naming the settings to check when the cluster refused the credentials (401) or a
     privilege (403), also via ``__cause__``; None for other errors."""
@@ -58,22 +52,15 @@ def describe_auth_error(exc: BaseException) -> str | None:
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
-        message = _auth_message(cause)
-        if message is not None:
-            return message
+        if isinstance(cause, AuthenticationException):
+            return (
+                "Elasticsearch refused the credentials (401 security_exception): check"
+                " elasticsearch.api_key, or elasticsearch.username and elasticsearch.password"
+            )
+        if isinstance(cause, AuthorizationException):
+            return (
+                "Elasticsearch refused the request (403): the configured credentials lack a"
+                f" privilege ({cause.message})"
+            )
         cause = cause.__cause__
-    return None
-
-
-def _auth_message(exc: BaseException) -> str | None:
-    if isinstance(exc, AuthenticationException):
-        return (
-            "Elasticsearch refused the credentials (401 security_exception): check"
-            " elasticsearch.api_key, or elasticsearch.username and elasticsearch.password"
-        )
-    if isinstance(exc, AuthorizationException):
-        return (
-            "Elasticsearch refused the request (403): the configured credentials lack a"
-            f" privilege ({exc.message})"
-        )
     return None

@@ -3,17 +3,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
-from elastic_transport import TransportError
-from elasticsearch import ApiError, AsyncElasticsearch
+from elasticsearch import AsyncElasticsearch
 
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.naming import check_index_name, physical_version, read_alias_name
-from searchsync.search.errors import es_error
+from searchsync.search.errors import EsError, engine_call
 from searchsync.search.port import (
     DEFAULT_REFRESH_INTERVAL,
     LIVE_FILTER,
@@ -77,15 +77,12 @@ class EsIndexAdmin:
         remove = {"index": check_index_name(old), "alias": alias, "must_exist": True}
         add = {"index": check_index_name(new), "alias": alias, "is_write_index": True}
         actions: list[dict[str, Any]] = [{"remove": remove}]
-        if await self._has_alias(old, read):  # an index from before the read alias has none
-            actions.append({"remove": {"index": old, "alias": read}})
+        with _translated(old):  # an index from before the read alias has none
+            if await self._client.indices.exists_alias(name=read, index=old):
+                actions.append({"remove": {"index": old, "alias": read}})
         actions += [{"add": add}, _add_read(alias, new)]
         with _translated(alias):
             await self._client.indices.update_aliases(actions=actions)
-
-    async def _has_alias(self, index: str, alias: str) -> bool:
-        with _translated(index):
-            return bool(await self._client.indices.exists_alias(name=alias, index=index))
 
     async def list_indices(self, alias: str) -> list[IndexInfo]:
         check_index_name(alias)
@@ -183,18 +180,11 @@ def _info(
     )
 
 
-@contextmanager
-def _translated(name: str) -> Iterator[None]:
-    try:
-        yield
-    except ApiError as exc:
-        raise _refusal(name, exc) from exc
-    except TransportError as exc:
-        raise TransientError(ErrorCode.ES_UNAVAILABLE, f"{name}: {exc}") from exc
+def _translated(name: str) -> AbstractContextManager[None]:
+    return engine_call(name, partial(_refusal, name))
 
 
-def _refusal(name: str, exc: ApiError) -> Exception:
-    error = es_error(exc)
+def _refusal(name: str, error: EsError) -> Exception:
     message = f"{error.type}: {error.reason}"
     if error.type in _EXISTS or (
         error.type == "invalid_index_name_exception" and "exists" in (error.reason or "")

@@ -1,13 +1,16 @@
-"""Reading Elasticsearch's error answers (`es_error`) and mapping them to an `ErrorCode`
-(`status_code`)."""
+"""Reading Elasticsearch's error answers (`es_error`), mapping them to an `ErrorCode`
+(`status_code`), and translating a request's failure (`engine_call`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+from elastic_transport import TransportError
 from elasticsearch import ApiError
 
-from searchsync.errors import ErrorCode
+from searchsync.errors import ErrorCode, TransientError
 
 _MAPPING_ERRORS = frozenset(
     {
@@ -69,3 +72,20 @@ def status_code(status: int, error_type: str | None) -> ErrorCode:
     if 400 <= status < 500:
         return ErrorCode.ES_4XX
     return ErrorCode.ES_UNEXPECTED
+
+
+@contextmanager
+def engine_call(
+    doing: str, refused: Callable[[EsError], Exception] | None = None
+) -> Iterator[None]:
+    """Raise a refusal as `refused(error)` (default: `TransientError` ``ES_UNEXPECTED``) and no
+    answer as `TransientError` ``ES_UNAVAILABLE``, both naming `doing`."""
+    try:
+        yield
+    except ApiError as exc:
+        error = es_error(exc)
+        if refused is None:
+            raise TransientError(ErrorCode.ES_UNEXPECTED, f"{doing}: {error}") from exc
+        raise refused(error) from exc
+    except TransportError as exc:
+        raise TransientError(ErrorCode.ES_UNAVAILABLE, f"{doing}: {exc}") from exc

@@ -13,7 +13,7 @@ from elastic_transport import ConnectionTimeout, TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
 from searchsync.errors import Disposition, ErrorCode, TransientError
-from searchsync.search.errors import es_error, status_code
+from searchsync.search.errors import EsError, engine_call, es_error, status_code
 from searchsync.search.sink import (
     BAD_RESPONSE_ERROR,
     CONNECTION_ERROR,
@@ -48,13 +48,6 @@ class BulkSizer:
     def __post_init__(self) -> None:
         if self.max_actions < 1 or self.max_bytes < 1:
             raise ValueError("max_actions and max_bytes must be >= 1")
-
-    @staticmethod
-    def op_bytes(op: IndexOp) -> int:
-        return len(op.action_json()) + len(op.body_json) + 2
-
-    def chunks(self, ops: Sequence[IndexOp]) -> Iterator[list[IndexOp]]:
-        return (bulk.ops for bulk in self.encode(ops))
 
     def encode(self, ops: Sequence[IndexOp]) -> Iterator[EncodedBulk]:
         """The bulks, each op's action line serialized once."""
@@ -134,62 +127,55 @@ class EsIndex:
             return response.body
         return _Refused([ItemResult(op, *failure) for op in bulk.ops])
 
-    async def _mget(self, alias: str, ids: list[str], **options: Any) -> list[dict[str, Any]]:
-        """The real-time mget's docs; a failed request raises its `TransientError`."""
-        try:
-            response = await self._client.mget(index=alias, ids=ids, **options, realtime=True)
-        except ApiError as exc:
-            error = es_error(exc)
-            code = _mget_code(error.status, error.type)
-            raise TransientError(code, f"mget {alias}: {error.type}: {error.reason}") from exc
-        except TransportError as exc:
-            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"mget {alias}: {exc}") from exc
-        docs: list[dict[str, Any]] = response.body.get("docs", [])
-        return docs
-
-    async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
+    async def _mget(self, alias: str, ids: Sequence[str], *, versions: bool) -> list[Any]:
+        """The real-time mget's docs of the distinct `ids` (only `versions`: no ``_source``); a
+        failed request or document raises its `TransientError`."""
         wanted = list(dict.fromkeys(ids))
         if not wanted:
-            return {}
-        versions: dict[str, int | None] = {}
-        for doc in await self._mget(alias, wanted, source=False):
+            return []
+
+        def refused(error: EsError) -> TransientError:  # the status's code, never poison
+            code = status_code(error.status, error.type)
+            if code.disposition is Disposition.POISON:
+                code = ErrorCode.ES_MGET
+            return TransientError(code, f"mget {alias}: {error.type}: {error.reason}")
+
+        with engine_call(f"mget {alias}", refused):
+            options: dict[str, Any] = {"source": False} if versions else {}
+            response = await self._client.mget(index=alias, ids=wanted, **options, realtime=True)
+        docs: list[dict[str, Any]] = response.body.get("docs", [])
+        for doc in docs:
             error = doc.get("error")
             if error is not None:
                 etype = error.get("type") if isinstance(error, dict) else str(error)
-                missing = etype == "index_not_found_exception"
+                missing = versions and etype == "index_not_found_exception"
                 code = ErrorCode.ALIAS_MISSING if missing else ErrorCode.ES_MGET
                 raise TransientError(code, f"mget {alias}/{doc.get('_id')}: {etype}")
-            versions[doc["_id"]] = int(doc["_version"]) if doc.get("found") else None
-        return {doc_id: versions.get(doc_id) for doc_id in wanted}
+        return docs
+
+    async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
+        versions = {
+            doc["_id"]: int(doc["_version"]) if doc.get("found") else None
+            for doc in await self._mget(alias, ids, versions=True)
+        }
+        return {doc_id: versions.get(doc_id) for doc_id in dict.fromkeys(ids)}
 
     async def get_projections(
         self, alias: str, ids: Sequence[str]
     ) -> dict[str, StoredProjection | None]:
-        wanted = list(dict.fromkeys(ids))
-        if not wanted:
-            return {}
-        found: dict[str, StoredProjection | None] = {}
-        for doc in await self._mget(alias, wanted):
-            if doc.get("error") is not None:
-                raise TransientError(ErrorCode.ES_MGET, f"mget {alias}/{doc.get('_id')}: error")
-            found[doc["_id"]] = (
-                stored_projection(int(doc["_version"]), doc.get("_source") or {})
-                if doc.get("found")
-                else None
-            )
-        return {doc_id: found.get(doc_id) for doc_id in wanted}
+        found = {
+            doc["_id"]: stored_projection(int(doc["_version"]), doc.get("_source") or {})
+            if doc.get("found")
+            else None
+            for doc in await self._mget(alias, ids, versions=False)
+        }
+        return {doc_id: found.get(doc_id) for doc_id in dict.fromkeys(ids)}
 
     async def refresh(self, alias: str) -> None:
         try:
             await self._client.indices.refresh(index=alias)
         except (ApiError, TransportError) as exc:
             raise TransientError(ErrorCode.ES_UNAVAILABLE, f"refresh {alias}: {exc}") from exc
-
-
-def _mget_code(status: int, error_type: str | None) -> ErrorCode:
-    """A failed mget's code: the status's, never poison."""
-    code = status_code(status, error_type)
-    return ErrorCode.ES_MGET if code.disposition is Disposition.POISON else code
 
 
 class _Refused(NamedTuple):
@@ -203,11 +189,11 @@ async def _let_it_leave() -> None:
 
 
 def _parse(bulk: EncodedBulk, answer: Any) -> list[ItemResult]:
-    return answer.results if isinstance(answer, _Refused) else _items(bulk.ops, answer)
-
-
-def _items(chunk: list[IndexOp], body: Any) -> list[ItemResult]:
-    items = body.get("items") if isinstance(body, dict) else None
+    """One result per op of `bulk`, from `_send`'s answer."""
+    if isinstance(answer, _Refused):
+        return answer.results
+    chunk = bulk.ops
+    items = answer.get("items") if isinstance(answer, dict) else None
     if not isinstance(items, list) or len(items) != len(chunk):
         return [ItemResult(op, NO_RESPONSE, BAD_RESPONSE_ERROR, "bulk items") for op in chunk]
     results: list[ItemResult] = []

@@ -6,13 +6,12 @@ absent product header (docs/design.md, "Search engines")."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from typing import Any, Final, NamedTuple
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 from urllib.parse import quote
 
 import orjson
-from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig
+from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig, ObjectApiResponse
 from elastic_transport import ConnectionError as EsConnectionError
 from elastic_transport import ConnectionTimeout as EsConnectionTimeout
 from elasticsearch import ApiError
@@ -30,27 +29,16 @@ _SEARCH_PARAMS: Final = {"filter_path": "filter_path", "source_includes": "_sour
 _BODY_NAMES: Final = {"source": "_source", "from_": "from"}
 
 
-class OsMeta(NamedTuple):
-    status: int
+Answer = ObjectApiResponse[Any]
 
 
-class OsAnswer:
-    """An answer read like the Elasticsearch client's (``.body``, ``[key]``, ``.meta.status``)."""
+def _answer(body: Any, status: int = 200) -> Answer:
+    """`body` as the Elasticsearch client answers (``.body``, ``[key]``, ``.meta.status``)."""
+    return ObjectApiResponse(body, _meta(status))
 
-    __slots__ = ("body", "meta")
 
-    def __init__(self, body: Any, status: int = 200) -> None:
-        self.body = body
-        self.meta = OsMeta(status)
-
-    def __getitem__(self, key: str) -> Any:
-        return self.body[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.body.get(key, default) if isinstance(self.body, dict) else default
-
-    def __bool__(self) -> bool:
-        return bool(self.body)
+def _meta(status: int) -> ApiResponseMeta:
+    return ApiResponseMeta(status, "1.1", HttpHeaders(), 0.0, NodeConfig("http", "os", 0))
 
 
 class _OrjsonSerializer(JSONSerializer):
@@ -107,45 +95,60 @@ class OpenSearchClient:
         params: Mapping[str, Any] | None = None,
         body: Any = None,
         headers: Mapping[str, str] | None = None,
-    ) -> OsAnswer:
+    ) -> Answer:
         query = {k: _param(v) for k, v in (params or {}).items() if v is not None}
-        with _translated(self._ignore) as answered:
-            answered.body = await self._os.transport.perform_request(
-                method, path, params=query, body=body, headers=headers
+        try:
+            return _answer(
+                await self._os.transport.perform_request(
+                    method, path, params=query, body=body, headers=headers
+                )
             )
-        return answered
+        except OsConnectionTimeout as exc:  # opensearch-py's errors as the Elasticsearch client's
+            raise EsConnectionTimeout(str(exc)) from exc
+        except OsConnectionError as exc:
+            raise EsConnectionError(str(exc)) from exc
+        except OsTransportError as exc:
+            status = exc.status_code if isinstance(exc.status_code, int) else 0
+            error = exc.info if isinstance(exc.info, dict) else {"error": str(exc.error)}
+            if status in self._ignore:  # the answer, as `options(ignore_status=...)` asked
+                return _answer(error, status)
+            raise HTTP_EXCEPTIONS.get(status, ApiError)(
+                str(exc.error), _meta(status), error
+            ) from exc
 
-    async def bulk(self, *, operations: Any, **params: Any) -> OsAnswer:
-        body = operations if isinstance(operations, bytes | str) else _ndjson(operations)
+    async def bulk(self, *, operations: Any, **params: Any) -> Answer:
+        body = operations
+        if not isinstance(operations, bytes | str):
+            body = b"".join(orjson.dumps(line) + b"\n" for line in operations)
         return await self.request("POST", "/_bulk", params=params, body=body, headers=_NDJSON)
 
     async def mget(
         self, *, index: str, ids: list[str], source: Any = None, **params: Any
-    ) -> OsAnswer:
+    ) -> Answer:
         params = params | ({} if source is None else {"_source": source})
         return await self.request(
             "POST", f"/{_name(index)}/_mget", params=params, body={"ids": ids}
         )
 
-    async def get(self, *, index: str, id: str, **params: Any) -> OsAnswer:
+    async def get(self, *, index: str, id: str, **params: Any) -> Answer:
         return await self.request("GET", _doc(index, id), params=params)
 
-    async def index(self, *, index: str, id: str, document: Any, **params: Any) -> OsAnswer:
+    async def index(self, *, index: str, id: str, document: Any, **params: Any) -> Answer:
         return await self.request("PUT", _doc(index, id), params=params, body=document)
 
-    async def delete(self, *, index: str, id: str, **params: Any) -> OsAnswer:
+    async def delete(self, *, index: str, id: str, **params: Any) -> Answer:
         return await self.request("DELETE", _doc(index, id), params=params)
 
     async def exists(self, *, index: str, id: str) -> bool:
         return bool((await self.request("HEAD", _doc(index, id))).body)
 
-    async def count(self, *, index: str, query: Any = None) -> OsAnswer:
+    async def count(self, *, index: str, query: Any = None) -> Answer:
         body = None if query is None else {"query": query}
         return await self.request("POST", f"/{_name(index)}/_count", body=body)
 
     async def search(
         self, *, index: str | None = None, body: Mapping[str, Any] | None = None, **kwargs: Any
-    ) -> OsAnswer:
+    ) -> Answer:
         params = {_SEARCH_PARAMS[k]: kwargs.pop(k) for k in list(kwargs) if k in _SEARCH_PARAMS}
         request = dict(body or {}) | {_BODY_NAMES.get(k, k): v for k, v in kwargs.items()}
         if "sort" in request and "pit" in request:
@@ -153,12 +156,12 @@ class OpenSearchClient:
         path = "/_search" if index is None else f"/{_name(index)}/_search"
         return await self.request("POST", path, params=params, body=request)
 
-    async def open_point_in_time(self, *, index: str, keep_alive: str) -> OsAnswer:
+    async def open_point_in_time(self, *, index: str, keep_alive: str) -> Answer:
         path = f"/{_name(index)}/_search/point_in_time"
         opened = await self.request("POST", path, params={"keep_alive": keep_alive})
-        return OsAnswer({"id": opened["pit_id"]})
+        return _answer({"id": opened["pit_id"]})
 
-    async def close_point_in_time(self, *, id: str) -> OsAnswer:
+    async def close_point_in_time(self, *, id: str) -> Answer:
         return await self.request("DELETE", "/_search/point_in_time", body={"pit_id": [id]})
 
 
@@ -173,34 +176,34 @@ class _Indices:
         path = f"/{_name(index)}/_alias/{_name(name)}"
         return bool((await self._c.request("HEAD", path)).body)
 
-    async def create(self, *, index: str, **body: Any) -> OsAnswer:
+    async def create(self, *, index: str, **body: Any) -> Answer:
         return await self._c.request("PUT", f"/{_name(index)}", body=body)
 
-    async def update_aliases(self, *, actions: list[Any]) -> OsAnswer:
+    async def update_aliases(self, *, actions: list[Any]) -> Answer:
         return await self._c.request("POST", "/_aliases", body={"actions": actions})
 
-    async def get(self, *, index: str, **params: Any) -> OsAnswer:
+    async def get(self, *, index: str, **params: Any) -> Answer:
         return await self._c.request("GET", f"/{_name(index)}", params=params)
 
-    async def get_alias(self, *, name: str) -> OsAnswer:
+    async def get_alias(self, *, name: str) -> Answer:
         return await self._c.request("GET", f"/_alias/{_name(name)}")
 
-    async def get_mapping(self, *, index: str) -> OsAnswer:
+    async def get_mapping(self, *, index: str) -> Answer:
         return await self._c.request("GET", f"/{_name(index)}/_mapping")
 
-    async def get_settings(self, *, index: str) -> OsAnswer:
+    async def get_settings(self, *, index: str) -> Answer:
         return await self._c.request("GET", f"/{_name(index)}/_settings")
 
-    async def stats(self, *, index: str, metric: str) -> OsAnswer:
+    async def stats(self, *, index: str, metric: str) -> Answer:
         return await self._c.request("GET", f"/{_name(index)}/_stats/{metric}")
 
-    async def delete(self, *, index: str) -> OsAnswer:
+    async def delete(self, *, index: str) -> Answer:
         return await self._c.request("DELETE", f"/{_name(index)}")
 
-    async def put_settings(self, *, index: str, settings: Mapping[str, Any]) -> OsAnswer:
+    async def put_settings(self, *, index: str, settings: Mapping[str, Any]) -> Answer:
         return await self._c.request("PUT", f"/{_name(index)}/_settings", body=dict(settings))
 
-    async def refresh(self, *, index: str) -> OsAnswer:
+    async def refresh(self, *, index: str) -> Answer:
         return await self._c.request("POST", f"/{_name(index)}/_refresh")
 
 
@@ -221,34 +224,9 @@ def _param(value: Any) -> str:
     return str(value)
 
 
-def _ndjson(lines: Sequence[Any]) -> bytes:
-    return b"".join(orjson.dumps(line) + b"\n" for line in lines)
-
-
 def _pit_sort(key: Any) -> Any:
     if isinstance(key, str):
         return _SORT_FOR.get(key, key)
     if isinstance(key, dict):
         return {_SORT_FOR.get(field, field): order for field, order in key.items()}
     return key
-
-
-@contextmanager
-def _translated(ignore: tuple[int, ...]) -> Iterator[OsAnswer]:
-    """Raise opensearch-py's errors as the Elasticsearch client's; a status in `ignore` becomes the
-    answer."""
-    answered = OsAnswer(None)
-    try:
-        yield answered
-    except OsConnectionTimeout as exc:
-        raise EsConnectionTimeout(str(exc)) from exc
-    except OsConnectionError as exc:
-        raise EsConnectionError(str(exc)) from exc
-    except OsTransportError as exc:
-        status = exc.status_code if isinstance(exc.status_code, int) else 0
-        body = exc.info if isinstance(exc.info, dict) else {"error": str(exc.error)}
-        if status in ignore:
-            answered.body, answered.meta = body, OsMeta(status)
-            return
-        meta = ApiResponseMeta(status, "1.1", HttpHeaders(), 0.0, NodeConfig("http", "os", 0))
-        raise HTTP_EXCEPTIONS.get(status, ApiError)(str(exc.error), meta, body) from exc

@@ -11,25 +11,6 @@ from datetime import datetime
 from typing import Any, Final, Protocol
 
 from searchsync.errors import SearchSyncError
-from searchsync.search.sink import IndexOp, ItemResult, SearchIndex
-
-__all__ = [
-    "DEFAULT_REFRESH_INTERVAL",
-    "LIVE_FILTER",
-    "SCHEMA_VERSION_META",
-    "AliasConflict",
-    "IndexAdmin",
-    "IndexAdminError",
-    "IndexExists",
-    "IndexInfo",
-    "IndexMissing",
-    "IndexOp",
-    "ItemResult",
-    "SearchIndex",
-    "WriteIndex",
-    "effective_write_index",
-    "schema_version_of",
-]
 
 SCHEMA_VERSION_META: Final = "projection_schema_version"
 """The ``_meta`` key holding the projection schema version an index was built with."""

@@ -7,13 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
-from elastic_transport import TransportError
-from elasticsearch import ApiError, AsyncElasticsearch
-
 from searchsync.errors import ErrorCode, InvalidRequest, TransientError
-from searchsync.search.errors import es_error, status_code
+from searchsync.search.errors import EsError, engine_call, status_code
 from searchsync.search.es_index import EsIndex
 
 
@@ -32,34 +30,26 @@ class SearchReader(Protocol):
     ) -> list[StoredDocument]: ...
 
 
-class EsSearchReader:
+class EsSearchReader(EsIndex):
     """`SearchReader` over `AsyncElasticsearch` (the caller closes the client)."""
-
-    def __init__(self, client: AsyncElasticsearch) -> None:
-        self._client = client
-        self._index = EsIndex(client)
-
-    async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
-        return await self._index.get_versions(alias, ids)
 
     async def search(
         self, alias: str, query: Mapping[str, Any], *, size: int
     ) -> list[StoredDocument]:
-        try:
+        with engine_call(f"search {alias}", partial(_search_refusal, alias)):
             response = await self._client.search(
                 index=alias, query=dict(query), size=size, version=True
             )
-        except ApiError as exc:
-            error = es_error(exc)
-            message = f"search {alias}: {error.type}: {error.reason}"
-            if error.type == "index_not_found_exception":
-                raise TransientError(ErrorCode.ALIAS_MISSING, message) from exc
-            if error.status == 400:
-                raise InvalidRequest(message) from exc
-            raise TransientError(status_code(error.status, error.type), message) from exc
-        except TransportError as exc:
-            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"search {alias}: {exc}") from exc
         return [
             StoredDocument(str(h["_id"]), int(h["_version"]), dict(h.get("_source") or {}))
             for h in response.body.get("hits", {}).get("hits", [])
         ]
+
+
+def _search_refusal(alias: str, error: EsError) -> Exception:
+    message = f"search {alias}: {error.type}: {error.reason}"
+    if error.type == "index_not_found_exception":
+        return TransientError(ErrorCode.ALIAS_MISSING, message)
+    if error.status == 400:
+        return InvalidRequest(message)
+    return TransientError(status_code(error.status, error.type), message)

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -18,7 +17,7 @@ from elasticsearch import ApiError, AsyncElasticsearch
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.naming import check_index_name
 from searchsync.projection import TOMBSTONED_AT
-from searchsync.search.errors import es_error
+from searchsync.search.errors import engine_call
 
 PIT_KEEP_ALIVE: Final = "5m"  # between two pages; each page renews it
 
@@ -64,7 +63,7 @@ class EsTombstones:
         self._client = client
 
     async def maps_tombstoned_at(self, index: str) -> bool:
-        with _translated(f"mapping of {index}"):
+        with engine_call(f"mapping of {index}"):
             found = await self._client.indices.get_mapping(index=check_index_name(index))
         body: dict[str, Any] = dict(found.body)
         return any(
@@ -75,7 +74,7 @@ class EsTombstones:
     async def scan(
         self, index: str, before: str, page_size: int
     ) -> AsyncIterator[list[TombstoneHit]]:
-        with _translated(f"open a point in time on {index}"):
+        with engine_call(f"open a point in time on {index}"):
             opened = await self._client.open_point_in_time(
                 index=check_index_name(index), keep_alive=PIT_KEEP_ALIVE
             )
@@ -92,7 +91,7 @@ class EsTombstones:
         try:
             while True:
                 extra: dict[str, Any] = {} if after is None else {"search_after": after}
-                with _translated(f"scan the tombstones of {index}"):
+                with engine_call(f"scan the tombstones of {index}"):
                     response = await self._client.search(
                         pit={"id": pit_id, "keep_alive": PIT_KEEP_ALIVE},
                         query=query,
@@ -128,7 +127,7 @@ class EsTombstones:
             }
             for hit in hits
         ]
-        with _translated(f"delete tombstones from {index}"):
+        with engine_call(f"delete tombstones from {index}"):
             response = await self._client.bulk(
                 operations=actions,
                 filter_path="items.*.status,items.*.result,items.*.error.type,items.*.error.reason",
@@ -167,14 +166,3 @@ def _outcome(hit: TombstoneHit, item: dict[str, Any]) -> DeleteOutcome:
         return DeleteOutcome(hit, DeleteResult.CHANGED)
     reason = f"{status} {error.get('type')}: {error.get('reason')}"
     return DeleteOutcome(hit, DeleteResult.FAILED, reason)
-
-
-@contextmanager
-def _translated(doing: str) -> Iterator[None]:
-    try:
-        yield
-    except ApiError as exc:
-        error = es_error(exc)
-        raise TransientError(ErrorCode.ES_UNEXPECTED, f"{doing}: {error}") from exc
-    except TransportError as exc:
-        raise TransientError(ErrorCode.ES_UNAVAILABLE, f"{doing}: {exc}") from exc

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Collection
 
 from searchsync.errors import ErrorCode
@@ -18,7 +19,6 @@ from searchsync.stream.dead_letters import DeadLetters
 from searchsync.stream.processor import Processor
 from searchsync.stream.retry import RetryPolicy
 from searchsync.stream.verdict import (
-    EVENT_RESULTS,
     OUTAGE_CODES,
     Action,
     Verdict,
@@ -29,8 +29,9 @@ from searchsync.stream.work_state import WorkState
 from searchsync.types import TopicPartition
 
 BATCH_SUMMARY_MESSAGE = "batch settled"
+MAX_CONCURRENT = 2  # batches in flight at once
 
-Tally = dict[tuple[str, str], int]
+Tally = Counter[tuple[str, str]]
 """Finished events of one batch: (aggregate type, result) -> count."""
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,6 @@ class Batches:
         metrics: Metrics,
         retry: RetryPolicy,
         max_batch_works: int,
-        max_concurrent: int,
         clock: Callable[[], float],
     ) -> None:
         self._state = state
@@ -59,35 +59,43 @@ class Batches:
         self._metrics = metrics
         self._retry = retry
         self._max_works = max_batch_works
-        self._max_concurrent = max_concurrent
         self._clock = clock
         self._running: set[asyncio.Task[None]] = set()
+        self._working: list[list[Work]] = []  # the works of each running batch
         self._revision_lags: dict[str, int] = {}  # aggregate type -> lag, set once per batch
         self._now_ms = 0.0  # the wall clock (ms) when the batch being applied finished
         self._debug = False  # per-event success lines for the batch being applied
-        self._settled = asyncio.Event()  # for `wait_for`; `done` is the run loop's
         self.done = asyncio.Event()
 
     def tasks(self) -> set[asyncio.Task[None]]:
         return self._running | self._outcomes.tasks()
 
     def dispatch(self) -> None:
-        while len(self._running) < self._max_concurrent:
+        while len(self._running) < MAX_CONCURRENT:
             works = self._state.take(self._max_works)
             if not works:
                 return
+            self._working.append(works)
             task = asyncio.create_task(self._run(works))
             self._running.add(task)
             task.add_done_callback(self._running.discard)
 
     async def wait_for(self, partitions: Collection[TopicPartition], deadline: float) -> None:
         """Wait until no work of `partitions` is in flight, or the deadline passes."""
-        while self._state.busy(partitions) and self._clock() < deadline:
-            self._settled.clear()
+        while self._busy(partitions) and self._clock() < deadline:
+            self.done.clear()
             try:
-                await asyncio.wait_for(self._settled.wait(), max(0.0, deadline - self._clock()))
+                await asyncio.wait_for(self.done.wait(), max(0.0, deadline - self._clock()))
             except TimeoutError:
                 return
+
+    def _busy(self, partitions: Collection[TopicPartition]) -> bool:
+        return any(
+            (p.topic, p.partition) in partitions
+            for works in self._working
+            for work in works
+            for p in work.positions
+        )
 
     async def _run(self, works: list[Work]) -> None:
         started = self._clock()
@@ -98,16 +106,16 @@ class Batches:
             message = f"{type(exc).__name__}: {exc}"
             failed = OutcomeKind.FAILED
             verdicts = [Verdict(w, failed, ErrorCode.INTERNAL, message) for w in works]
-        tally: Tally = {}
+        tally: Tally = Counter()
         self._now_ms = time.time() * 1000  # when this batch's works finished
         self._debug = log.isEnabledFor(logging.DEBUG)
         for verdict in verdicts:
             self._apply(verdict, tally)
+        self._working.remove(works)
         self._report(tally)
         if tally and log.isEnabledFor(logging.INFO):
             _log_summary(works, tally, self._clock() - started)
         self._outcomes.end_batch()
-        self._settled.set()
         self.done.set()
 
     def _apply(self, verdict: Verdict, tally: Tally) -> None:
@@ -146,7 +154,8 @@ class Batches:
         else:
             if code is ErrorCode.REVISION_REGRESSION:
                 self._metrics.revision_regression(key.aggregate_type)
-            positions = state.dead(work)  # the key moves on; its positions finish on the ack
+            state.drop(work)  # the key moves on; its positions finish on the ack
+            positions = list(work.positions)
             self._dead.send(positions, code, message, attempts=work.attempts, verdict=verdict)
         self._outcomes.failed(
             key.aggregate_type, key.aggregate_id, work.max_revision, code, message
@@ -154,27 +163,22 @@ class Batches:
 
     def _finished(self, verdict: Verdict, tally: Tally) -> None:
         work, doc, state = verdict.work, verdict.document, self._state
-        aggregate_type = work.key.aggregate_type
-        if doc is None:  # an event that only fans out: its job is recorded (stream.fanout_step)
-            for result, n in (("applied", 1), ("superseded", len(work.events) - 1)):
-                tally[(aggregate_type, result)] = tally.get((aggregate_type, result), 0) + n
+        aggregate_type, events = work.key.aggregate_type, work.events
+        result = verdict.kind.value.lower()  # applied, already_applied (the event's result)
+        tally[(aggregate_type, result)] += 1
+        if doc is None or len(events) > 1:
+            tally[(aggregate_type, "superseded")] += len(events) - 1
+        if doc is None:  # an event that only fans out: its job is recorded (`Processor`)
             state.finish(work)
             self._dead.succeeded()
             return
         if state.degraded is not None:
-            was = state.recovered()
+            was, state.degraded = state.degraded, None  # a write succeeded
             released = state.release_now(OUTAGE_CODES)
             log.info(
                 "writes succeed again; resuming intake",
                 extra={"was": was, "retries_released": released},
             )
-        events = work.events
-        result = EVENT_RESULTS[verdict.kind]
-        key = (aggregate_type, result)
-        tally[key] = tally.get(key, 0) + 1
-        if len(events) > 1:
-            superseded = (aggregate_type, "superseded")
-            tally[superseded] = tally.get(superseded, 0) + len(events) - 1
         if self._debug:  # per-event success lines (docs/consumer.md "Logs")
             newest = work.newest
             for event, pos in events:

@@ -49,14 +49,11 @@ class Work:
         return best
 
 
+@dataclass(slots=True)
 class _KeyState:
-    __slots__ = ("attempts", "queued", "running")
-
-    def __init__(self) -> None:
-        self.queued: list[Entry] = []
-        self.running: Work | None = None
-        # Attempts already spent on the queued events (set when a work is released).
-        self.attempts = 0
+    queued: list[Entry] = field(default_factory=list)
+    running: Work | None = None
+    attempts: int = 0  # already spent on the queued events (set when a work is released)
 
 
 class Coalescer:

@@ -7,10 +7,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
-from datetime import datetime
 from typing import Protocol
 
+from searchsync.clock import utc_now
 from searchsync.dlq.record import DlqBudget, DlqRecord
 from searchsync.errors import DlqBudgetExceeded, ErrorCode, TransientError
 from searchsync.observability.metrics import Metrics
@@ -40,7 +39,6 @@ class DeadLetters:
         metrics: Metrics,
         retry: RetryPolicy,
         group_id: str,
-        wall_clock: Callable[[], datetime],
     ) -> None:
         self._dlq = dlq
         self._budget = budget
@@ -48,7 +46,6 @@ class DeadLetters:
         self._metrics = metrics
         self._retry = retry
         self._group_id = group_id
-        self._wall = wall_clock
         self._wake = asyncio.Event()
         self._stopping = False
         self.tasks: set[asyncio.Task[None]] = set()
@@ -94,7 +91,7 @@ class DeadLetters:
         attempts: int,
         verdict: Verdict | None,
     ) -> None:
-        now = self._wall()
+        now = utc_now()
         for pos in positions:
             pending = self._state.pending(pos)
             if pending is None:  # the partition was revoked meanwhile
@@ -110,7 +107,7 @@ class DeadLetters:
                 error_code=code.value,
                 error_message=message,
                 attempts=attempts,
-                first_failed_at=pending.first_failed_at or now,
+                first_failed_at=now,
                 last_failed_at=now,
                 event=pending.event,
                 projection_schema_version=verdict.schema_version if verdict else None,

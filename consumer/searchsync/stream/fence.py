@@ -10,10 +10,11 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.naming import parse_physical_name
+from searchsync.observability.metrics import Metrics
 from searchsync.projection import Projector
 from searchsync.search.port import IndexAdmin, IndexAdminError, schema_version_of
 from searchsync.search.sink import OutcomeKind
@@ -21,12 +22,6 @@ from searchsync.stream.coalesce import Work
 from searchsync.stream.verdict import Verdict
 
 log = logging.getLogger(__name__)
-
-
-class FenceObserver(Protocol):
-    def set_fenced(self, alias: str, fenced: bool) -> None: ...
-
-    def set_alias_physical_index(self, alias: str, version: int) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +74,7 @@ class SchemaFence:
         *,
         interval_s: float,
         clock: Callable[[], float] = time.monotonic,
-        observer: FenceObserver | None = None,
+        observer: Metrics | None = None,
     ) -> None:
         self._admin = admin
         self._interval_s = interval_s
@@ -180,8 +175,11 @@ class SchemaFence:
                 fenced[target] = state
         if not fenced:
             return verdicts
+        fenced_code = ErrorCode.SCHEMA_FENCED
         return [
-            _as_fenced(v, fenced[v.alias]) if not v.finished and v.alias in fenced else v
+            replace(v, code=fenced_code, message=fenced[v.alias].reason(), unexpected=False)
+            if not v.finished and v.alias in fenced
+            else v
             for v in verdicts
         ]
 
@@ -233,7 +231,8 @@ class SchemaFence:
     def _update(self, entry: _Entry, state: TargetState) -> None:
         before = entry.state
         entry.state = state
-        alias = _alias_of(state.target)
+        parsed = parse_physical_name(state.target)  # ``<alias>_v<N>``, or an alias
+        alias = state.target if parsed is None else parsed[0]
         if self._observer is not None:
             self._observer.set_fenced(alias, state.fenced)
             parsed = None if state.index is None else parse_physical_name(state.index)
@@ -248,13 +247,3 @@ class SchemaFence:
                 f"(projection_schema_version {state.index_version}); writes resume",
                 extra=state.as_json(),
             )
-
-
-def _alias_of(target: str) -> str:
-    """The alias of a target: itself, or the alias part of ``<alias>_v<N>``."""
-    parsed = parse_physical_name(target)
-    return target if parsed is None else parsed[0]
-
-
-def _as_fenced(verdict: Verdict, state: TargetState) -> Verdict:
-    return replace(verdict, code=ErrorCode.SCHEMA_FENCED, message=state.reason(), unexpected=False)

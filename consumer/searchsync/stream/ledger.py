@@ -66,10 +66,9 @@ class PartitionLedger:
 
     def committable(self) -> int | None:
         """The lowest unfinished offset, else last tracked + 1; None before anything was tracked."""
-        if self._head < len(self._open):
-            return self._open[self._head]
-        if self._last is None:
-            return None
+        first = self.first_unfinished()
+        if first is not None or self._last is None:
+            return first
         return self._last + 1
 
     def first_unfinished(self) -> int | None:
@@ -135,10 +134,6 @@ class OffsetLedger:
     def committable(self, tp: TopicPartition) -> int | None:
         ledger = self._ledgers.get(tp)
         return None if ledger is None else ledger.committable()
-
-    def first_unfinished(self, tp: TopicPartition) -> int | None:
-        ledger = self._ledgers.get(tp)
-        return None if ledger is None else ledger.first_unfinished()
 
     def pending(self, tp: TopicPartition) -> int:
         ledger = self._ledgers.get(tp)

@@ -11,8 +11,7 @@ import logging
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from searchsync.config import PipelineSettings
 from searchsync.dlq.record import DlqBudget
@@ -28,13 +27,29 @@ from searchsync.stream.fence import SchemaFence
 from searchsync.stream.ledger import OffsetLedger
 from searchsync.stream.processor import Processor
 from searchsync.stream.retry import RetryPolicy
-from searchsync.stream.vitals import IntakePort, Vitals
 from searchsync.stream.work_state import WorkState
-from searchsync.types import ThinEvent, TopicPartition
-
-__all__ = ["DlqPort", "IntakePort", "Pipeline", "PipelineOptions"]
+from searchsync.types import Position, ThinEvent, TopicPartition
 
 log = logging.getLogger(__name__)
+
+STATE_FLUSH_INTERVAL_S = 1.0  # projection-state outcomes are written at least this often
+STALL_AFTER_S = 120.0  # pending work and no progress for this long: /healthz says not ready
+
+
+class IntakePort(Protocol):
+    """The part of `KafkaIntake` the pipeline uses (faked in unit tests)."""
+
+    async def consume(self, max_messages: int, timeout_s: float) -> list[RawMessage]: ...
+
+    async def commit(self, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, bool]: ...
+
+    async def pause(self, partitions: Sequence[TopicPartition]) -> None: ...
+
+    async def resume(self, partitions: Sequence[TopicPartition]) -> None: ...
+
+    async def high_watermarks(
+        self, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +59,6 @@ class PipelineOptions:
     consume_batch: int = 500
     consume_timeout_s: float = 0.1
     max_batch_works: int = 500
-    max_concurrent_batches: int = 2
-    state_flush_interval_s: float = 1.0
 
 
 class Pipeline:
@@ -64,7 +77,6 @@ class Pipeline:
         options: PipelineOptions,
         fence: SchemaFence,
         clock: Callable[[], float] = time.monotonic,
-        wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._settings = settings
         self._opt = options
@@ -72,7 +84,6 @@ class Pipeline:
         self._fence_check: asyncio.Task[None] | None = None
         self._metrics = metrics
         self._clock = clock
-        self._wall = wall_clock
         # a revoke gives in-flight work up to 10 s (docs/consumer.md, "Rebalance and shutdown")
         self._drain_s = min(10.0, settings.shutdown_deadline_s)
         self._work = WorkState(
@@ -87,12 +98,9 @@ class Pipeline:
             metrics=metrics,
             retry=retry,
             group_id=options.group_id,
-            wall_clock=wall_clock,
         )
-        self._vitals = Vitals(
-            work=self._work, dead_letters=self._dead, fence=fence, metrics=metrics
-        )
-        self._outcomes = StateBuffer(state, interval_s=options.state_flush_interval_s, clock=clock)
+        self._paused: set[TopicPartition] = set()
+        self._outcomes = StateBuffer(state, interval_s=STATE_FLUSH_INTERVAL_S, clock=clock)
         self._batches = Batches(
             state=self._work,
             processor=processor,
@@ -101,7 +109,6 @@ class Pipeline:
             metrics=metrics,
             retry=retry,
             max_batch_works=options.max_batch_works,
-            max_concurrent=options.max_concurrent_batches,
             clock=clock,
         )
 
@@ -116,7 +123,7 @@ class Pipeline:
         consuming: asyncio.Future[list[RawMessage]] | None = None
         try:
             while not stop.is_set() and self._dead.fatal is None:
-                await self._vitals.adjust_pause(intake)
+                await self._adjust_pause(intake)
                 if consuming is None:
                     consuming = asyncio.ensure_future(
                         intake.consume(opt.consume_batch, opt.consume_timeout_s)
@@ -139,10 +146,10 @@ class Pipeline:
                     await self.commit(intake)
                     next_commit = now + self._settings.commit_interval_s
                 if now >= next_lag:
-                    await self._vitals.report_lag(intake)
+                    await self._report_lag(intake)
                     next_lag = now + self._settings.lag_poll_interval_s
                 self._outcomes.flush_if_due()
-                self._vitals.report_gauges()
+                self._report_gauges()
         finally:
             if self._fence_check is not None:
                 self._fence_check.cancel()
@@ -159,39 +166,34 @@ class Pipeline:
     def _admit(self, messages: Sequence[RawMessage]) -> None:
         """Decode and admit each message; an undecodable one is dead-lettered. Messages of
         partitions no longer assigned are skipped, uncounted."""
-        work = self._work
         counts: dict[str, int] = {}
         max_bytes, known = self._settings.max_event_bytes, self._opt.known_types
-        decoded: list[tuple[RawMessage, ThinEvent]] = []  # admitted together, in order
+        assigned = self._work.assigned
+        admitted: list[tuple[RawMessage, ThinEvent | None]] = []
+        poison: list[tuple[Position, PoisonMessage]] = []
         for raw in messages:
-            if (raw.topic, raw.partition) not in work.assigned:
+            if (raw.topic, raw.partition) not in assigned:
                 continue
             counts[raw.topic] = counts.get(raw.topic, 0) + 1
             try:
-                event = decode(raw.value, max_bytes=max_bytes, known_types=known)
+                event: ThinEvent | None = decode(raw.value, max_bytes=max_bytes, known_types=known)
             except PoisonMessage as exc:
-                work.admit_decoded(decoded)  # the ledger tracks offsets in the order consumed
-                decoded = []
-                pos = work.admit(raw, None, self._wall())
-                if pos is not None:
-                    self._metrics.poison(exc.code)
-                    self._dead.send([pos], exc.code, exc.message, attempts=1)
-                continue
-            decoded.append((raw, event))
-        work.admit_decoded(decoded)
+                event = None
+                poison.append((Position(raw.topic, raw.partition, raw.offset), exc))
+            admitted.append((raw, event))
+        self._work.admit(admitted)
+        for pos, error in poison:
+            self._metrics.poison(error.code)
+            self._dead.send([pos], error.code, error.message, attempts=1)
         for topic, n in counts.items():  # searchsync_events_consumed_total, once per topic
             self._metrics.consumed(topic, n)
 
     async def _drain(self, deadline_s: float) -> None:
         """Finish what is in flight within the deadline; the rest stays uncommitted."""
         deadline = self._clock() + deadline_s
-
-        def busy() -> set[asyncio.Task[None]]:
-            return self._batches.tasks() | self._dead.tasks
-
-        while busy() and self._clock() < deadline:
-            await asyncio.wait(busy(), timeout=max(0.0, deadline - self._clock()))
-        for task in busy():
+        while (busy := self._batches.tasks() | self._dead.tasks) and self._clock() < deadline:
+            await asyncio.wait(busy, timeout=max(0.0, deadline - self._clock()))
+        for task in self._batches.tasks() | self._dead.tasks:
             task.cancel()
 
     def assigned(self, partitions: Sequence[TopicPartition]) -> None:
@@ -216,7 +218,8 @@ class Pipeline:
             self._work.revoke(set(partitions))
         for tp in partitions:
             self._work.forget(tp)
-            self._vitals.forget(tp)
+            self._paused.discard(tp)
+            self._metrics.forget_partition(*tp)
         self._metrics.set_assigned(len(self._work.assigned))
 
     async def _flush_state(self, deadline_s: float) -> None:
@@ -226,8 +229,7 @@ class Pipeline:
             log.warning("projection state not written within %.1fs", deadline_s)
 
     def _watch_fence(self) -> None:
-        """Re-check the schema fence on its timer; once nothing is fenced, its held works retry at
-        once."""
+        """Re-check the schema fence on its timer; once nothing is fenced, held works retry now."""
         fence = self._fence
         if (self._fence_check is None or self._fence_check.done()) and fence.due():
             self._fence_check = asyncio.create_task(fence.refresh_if_due())
@@ -238,14 +240,56 @@ class Pipeline:
         offsets = self.ledger.to_commit()
         if not offsets:
             return
-        results = await intake.commit(offsets)
-        for tp, ok in results.items():
+        for tp, ok in (await intake.commit(offsets)).items():
             self._metrics.commit(ok)
             if ok:
                 self.ledger.mark_committed(tp, offsets[tp])
 
+    async def _adjust_pause(self, intake: IntakePort) -> None:
+        """Pause every assigned partition while there is pressure; resume once it is gone."""
+        reason, assigned = self._work.pressure(), self._work.assigned
+        if reason is not None:
+            to_pause = sorted(assigned - self._paused)
+            if to_pause:
+                log.warning("pausing intake", extra={"reason": reason, "partitions": len(to_pause)})
+                await intake.pause(to_pause)
+                self._paused.update(to_pause)
+        elif self._paused:
+            to_resume = sorted(self._paused & assigned)
+            await intake.resume(to_resume)
+            self._paused.clear()
+            log.info("resuming intake", extra={"partitions": len(to_resume)})
+        self._metrics.set_paused(len(self._paused))
+
+    async def _report_lag(self, intake: IntakePort) -> None:
+        if not self._work.assigned:
+            return
+        highs = await intake.high_watermarks(sorted(self._work.assigned))
+        for tp, high in highs.items():
+            position = self.ledger.committable(tp)
+            if position is not None:
+                self._metrics.set_lag(tp[0], tp[1], max(0, high - position))
+
+    def _report_gauges(self) -> None:
+        self._metrics.set_pending(self.ledger.total_pending())
+        self._metrics.set_processing(self._work.in_flight())
+        oldest = self._work.oldest_timestamp_ms()
+        age = 0.0 if oldest is None else max(0.0, time.time() - oldest / 1000)
+        self._metrics.set_oldest_pending_age(age)
+
     def health(self) -> tuple[bool, list[str]]:
-        return self._vitals.health()
+        """Ready: partitions assigned, not stalled, no fatal error."""
+        reasons: list[str] = []
+        if self._dead.fatal is not None:
+            reasons.append(f"fatal: {self._dead.fatal}")
+        if not self._work.assigned:
+            reasons.append("no partitions assigned")
+        if self._work.degraded is not None:
+            reasons.append(f"writes failing systemically ({self._work.degraded}); intake paused")
+        reasons.extend(self._fence.reasons())
+        if self._work.stalled(STALL_AFTER_S):
+            reasons.append(f"no progress for more than {STALL_AFTER_S:.0f}s with work pending")
+        return (not reasons, reasons)
 
     @property
     def ledger(self) -> OffsetLedger:

@@ -10,18 +10,16 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 from searchsync.errors import ErrorCode, PoisonMessage, TransientError
-from searchsync.mysql.fanout import FanoutStore
+from searchsync.mysql.fanout import FanoutStore, FanoutTarget
 from searchsync.mysql.truth import Truth
 from searchsync.projection import Projector, ProjectorRegistry
+from searchsync.projection.references import dependents
 from searchsync.search.sink import EXTERNAL, EXTERNAL_GTE, IndexOp, OutcomeKind, Sink, WriteOutcome
 from searchsync.stream.coalesce import Work
-from searchsync.stream.fanout_step import record_fanout
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.verdict import (
     Planned,
     Verdict,
-    done,
-    failed,
     failed_plan,
     failed_work,
     from_outcome,
@@ -29,7 +27,7 @@ from searchsync.stream.verdict import (
     plan_one,
     read_failed,
     row_behind,
-    write_failed,
+    verdict_of,
 )
 
 log = logging.getLogger(__name__)
@@ -60,7 +58,7 @@ class Processor:
         for work in works:
             by_type[work.key.aggregate_type].append(work)
         for aggregate_type, group in by_type.items():
-            ended = await record_fanout(self._registry, self._fanout, aggregate_type, group)
+            ended = await self._record_fanout(aggregate_type, group)
             if ended is not None:  # the type only fans out, or its fan-out was not recorded
                 verdicts.update({id(v.work): v for v in ended})
                 continue
@@ -89,6 +87,31 @@ class Processor:
             verdicts[id(verdict.work)] = verdict
         return [verdicts[id(work)] for work in works]
 
+    async def _record_fanout(
+        self, aggregate_type: str, works: Sequence[Work]
+    ) -> list[Verdict] | None:
+        """An event of a type a projector's lookup names records one ``search_fanout`` job per
+        dependent type and lookup before its work may finish (docs/design.md, invariant 16). The
+        verdicts of works that end here (a type without a projector, or the record failed); None:
+        on to their projector."""
+        found = dependents(self._registry, aggregate_type)
+        if not found or self._fanout is None:
+            return None
+        targets = [
+            FanoutTarget(
+                aggregate_type, w.key.aggregate_id, p.aggregate_type, lookup.name, w.max_revision
+            )
+            for w in works
+            for p, lookup in found
+        ]
+        try:
+            await self._fanout.record(targets)
+        except Exception as exc:  # not durable: nothing of these works may finish
+            return [read_failed(w, exc, aggregate_type) for w in works]
+        if aggregate_type in self._registry.types():
+            return None
+        return [Verdict(w, OutcomeKind.APPLIED) for w in works]
+
     async def _plan(
         self, projector: Projector, works: Sequence[Work], *, primary: bool
     ) -> tuple[list[Planned], list[Verdict]]:
@@ -105,44 +128,28 @@ class Processor:
                     rows[aggregate_id] = fresh[aggregate_id]
                 else:
                     del rows[aggregate_id]
-        missing = [i for i in ids if i not in rows]
+        aggregate_type, missing = projector.aggregate_type, [i for i in ids if i not in rows]
         floors: dict[str, int] = {}
         if missing:
-            floors = await self._truth.revision_floors(
-                projector.aggregate_type, missing, primary=primary
-            )
-        alias = self._alias_for(projector.aggregate_type)
+            floors = await self._truth.revision_floors(aggregate_type, missing, primary=primary)
+        alias = self._alias_for(aggregate_type)
         plans: list[Planned] = []
         early: list[Verdict] = []
         for work in works:
             row = rows.get(work.key.aggregate_id)
             try:
-                plan = plan_one(projector, alias, work, row, floors)
-            except PoisonMessage as exc:
-                early.append(failed_plan(projector, alias, work, row, exc.code, exc.message))
-                continue
-            except Exception as exc:  # a bug in the projector: this work's failure, no other's
-                log.warning(
-                    "projector raised unexpectedly",
-                    extra={"aggregate_type": projector.aggregate_type, "id": work.key.aggregate_id},
-                    exc_info=True,
-                )
-                message = f"projector raised {type(exc).__name__}: {exc}"
-                early.append(
-                    failed_plan(
-                        projector, alias, work, row, ErrorCode.PROJECTION_ERROR, message, True
-                    )
-                )
-                continue
-            plans.append(plan)
+                plans.append(plan_one(projector, alias, work, row, floors))
+            except Exception as exc:  # refused, or a bug in the projector: this work's alone
+                if not isinstance(exc, PoisonMessage):
+                    where = {"aggregate_type": aggregate_type, "id": work.key.aggregate_id}
+                    log.warning("projector raised unexpectedly", extra=where, exc_info=True)
+                early.append(failed_plan(projector, alias, work, row, exc))
         return plans, early
 
     async def _write(self, planned: list[Planned]) -> list[Verdict]:
         if not planned:
             return []
         outcomes = await self._sink_write(planned)
-        if outcomes is None:
-            return [write_failed(p) for p in planned]
         verdicts: list[Verdict] = []
         ahead: list[tuple[Planned, WriteOutcome]] = []
         same_revision: list[Planned] = []
@@ -175,13 +182,16 @@ class Processor:
                     alias, [p.document.doc_id for p in group]
                 )
             except TransientError as exc:
-                out.extend(failed(p, exc.code, exc.message) for p in group)
+                out.extend(verdict_of(p, OutcomeKind.FAILED, exc.code, exc.message) for p in group)
                 continue
             for plan in group:
                 found = stored.get(plan.document.doc_id)
                 doc = plan.document
                 if found is None or found.version < doc.source_revision:
-                    out.append(failed(plan, ErrorCode.ES_409_UNCONFIRMED, "stored doc changed"))
+                    changed = "stored doc changed"
+                    out.append(
+                        verdict_of(plan, OutcomeKind.FAILED, ErrorCode.ES_409_UNCONFIRMED, changed)
+                    )
                 elif found.version > doc.source_revision:
                     message = f"stored version {found.version} > {doc.source_revision}"
                     op = IndexOp.from_document(plan.alias, doc)
@@ -194,14 +204,12 @@ class Processor:
                     and found.schema_version == plan.projector.schema_version
                     and found.sync_hash == doc.body.get("sync_hash")
                 ):
-                    out.append(done(plan, OutcomeKind.ALREADY_APPLIED))
+                    out.append(verdict_of(plan, OutcomeKind.ALREADY_APPLIED))
                 else:
                     rewrite.append(plan)
         if not rewrite:
             return out
         outcomes = await self._sink_write(rewrite, EXTERNAL_GTE)
-        if outcomes is None:
-            return out + [write_failed(p) for p in rewrite]
         for plan, outcome in zip(rewrite, outcomes, strict=True):
             if outcome.kind is OutcomeKind.AHEAD:  # a newer write won the race: re-check it
                 ahead.append((plan, outcome))
@@ -233,13 +241,14 @@ class Processor:
                 elif plan.loaded_revision is None:
                     # The row is gone and the index already holds a later revision: nothing this
                     # event knows is newer than what is indexed (a stale event of a deleted id).
-                    out.append(done(plan, OutcomeKind.ALREADY_APPLIED))
+                    out.append(verdict_of(plan, OutcomeKind.ALREADY_APPLIED))
                 elif plan.document.source_revision == version:
-                    out.append(done(plan, OutcomeKind.ALREADY_APPLIED))
+                    out.append(verdict_of(plan, OutcomeKind.ALREADY_APPLIED))
                 else:
                     out.append(
-                        failed(
+                        verdict_of(
                             plan,
+                            OutcomeKind.FAILED,
                             ErrorCode.REVISION_REGRESSION,
                             f"index holds revision {version} but the primary's row is at "
                             f"{plan.document.source_revision}: the revision went backwards "
@@ -248,19 +257,21 @@ class Processor:
                     )
             if retry_now:
                 outcomes = await self._sink_write(retry_now)
-                if outcomes is None:
-                    out.extend(write_failed(p) for p in retry_now)
-                    continue
                 for plan, outcome in zip(retry_now, outcomes, strict=True):
                     if outcome.kind is OutcomeKind.AHEAD:  # raced again: try the work later
-                        out.append(failed(plan, ErrorCode.ES_AHEAD, outcome.message))
+                        out.append(
+                            verdict_of(
+                                plan, OutcomeKind.FAILED, ErrorCode.ES_AHEAD, outcome.message
+                            )
+                        )
                     else:
                         out.append(from_outcome(plan, outcome))
         return out
 
     async def _sink_write(
         self, planned: list[Planned], version_type: str = EXTERNAL
-    ) -> list[WriteOutcome] | None:
+    ) -> list[WriteOutcome]:
+        """One outcome per plan; the sink raising fails them all (INTERNAL)."""
         ops = [IndexOp.from_document(p.alias, p.document) for p in planned]
         if version_type != EXTERNAL:
             ops = [op._replace(version_type=version_type) for op in ops]
@@ -268,4 +279,5 @@ class Processor:
             return await self._sink.write(ops)
         except Exception:
             log.exception("the sink raised unexpectedly; its works will be retried")
-            return None
+            why = "the sink raised unexpectedly (see the log)"
+            return [WriteOutcome.failed(op, ErrorCode.INTERNAL, why) for op in ops]

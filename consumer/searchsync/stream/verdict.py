@@ -33,12 +33,6 @@ OUTAGE_CODES: Final = frozenset(
 first write that succeeds releases every work waiting on one of these codes at once."""
 OUTAGE_RETRY_CAP_S: Final = 10.0
 
-EVENT_RESULTS: Final = {
-    OutcomeKind.APPLIED: "applied",
-    OutcomeKind.ALREADY_APPLIED: "already_applied",
-}
-"""A finished kind as the event log line and `searchsync_event_outcomes_total` name it."""
-
 
 @dataclass(slots=True)
 class Verdict:
@@ -102,42 +96,27 @@ def plan_one(
     return Planned(work, projector, alias, projector.project(row), loaded)
 
 
-def done(plan: Planned, kind: OutcomeKind) -> Verdict:
+def verdict_of(
+    plan: Planned, kind: OutcomeKind, code: ErrorCode | None = None, message: str | None = None
+) -> Verdict:
+    """The verdict of a planned work: a finished one carries its document, a failed one a code."""
+    doc = None if code is not None else plan.document
     p, schema = plan, plan.projector.schema_version  # positional: one verdict per work
-    return Verdict(p.work, kind, None, None, False, p.document, p.alias, p.loaded_revision, schema)
-
-
-def failed(plan: Planned, code: ErrorCode, message: str | None) -> Verdict:
-    return Verdict(
-        plan.work,
-        OutcomeKind.FAILED,
-        code,
-        message,
-        alias=plan.alias,
-        loaded_revision=plan.loaded_revision,
-        schema_version=plan.projector.schema_version,
-    )
+    return Verdict(p.work, kind, code, message, False, doc, p.alias, p.loaded_revision, schema)
 
 
 def failed_plan(
-    projector: Projector,
-    alias: str,
-    work: Work,
-    row: Row | None,
-    code: ErrorCode,
-    message: str,
-    unexpected: bool = False,
+    projector: Projector, alias: str, work: Work, row: Row | None, exc: Exception
 ) -> Verdict:
-    return Verdict(
-        work,
-        OutcomeKind.FAILED,
-        code,
-        message,
-        unexpected=unexpected,
-        alias=alias,
-        loaded_revision=None if row is None else row_revision(row),
-        schema_version=projector.schema_version,
-    )
+    """A work the projector refused (its `PoisonMessage`) or raised on (PROJECTION_ERROR,
+    unexpected)."""
+    if isinstance(exc, PoisonMessage):
+        code, message, unexpected = exc.code, exc.message, False
+    else:
+        code, unexpected = ErrorCode.PROJECTION_ERROR, True
+        message = f"projector raised {type(exc).__name__}: {exc}"
+    loaded, schema = None if row is None else row_revision(row), projector.schema_version
+    return Verdict(work, OutcomeKind.FAILED, code, message, unexpected, None, alias, loaded, schema)
 
 
 def failed_work(work: Work, code: ErrorCode, message: str) -> Verdict:
@@ -151,10 +130,6 @@ def read_failed(work: Work, exc: Exception, aggregate_type: str) -> Verdict:
     log.warning("reading the truth raised unexpectedly", exc_info=exc)
     message = f"reading {aggregate_type} raised {type(exc).__name__}: {exc}"
     return failed_work(work, ErrorCode.INTERNAL, message)
-
-
-def write_failed(plan: Planned) -> Verdict:
-    return failed(plan, ErrorCode.INTERNAL, "the sink raised unexpectedly (see the log)")
 
 
 def is_rebuild(work: Work) -> bool:
@@ -173,11 +148,9 @@ def row_revision(row: Row) -> int | None:
 
 
 def from_outcome(plan: Planned, outcome: WriteOutcome) -> Verdict:
-    if outcome.kind in FINISHED_KINDS:
-        return done(plan, outcome.kind)
-    if outcome.code is None:  # AHEAD is handled by the caller; nothing else lacks a code
-        raise ValueError(f"a {outcome.kind.value} outcome without an error code")
-    return failed(plan, outcome.code, outcome.message)
+    """AHEAD is the caller's business (ValueError here)."""
+    code = outcome.code
+    return verdict_of(plan, outcome.kind, code, None if code is None else outcome.message)
 
 
 class Action(enum.Enum):

@@ -10,7 +10,6 @@ import itertools
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from searchsync.errors import ErrorCode
 from searchsync.kafka.intake import RawMessage
@@ -25,7 +24,6 @@ class Pending:
 
     raw: RawMessage
     event: ThinEvent | None
-    first_failed_at: datetime | None = None
 
 
 @dataclass(order=True, slots=True)
@@ -49,7 +47,6 @@ class WorkState:
         self._seq = itertools.count()
         self._waiting: Counter[ErrorCode] = Counter()
         self._systemic: dict[Key, int] = {}  # attempts that ended SYSTEMIC, per key
-        self._running: dict[TopicPartition, int] = {}  # works in flight per partition
         self._clock = clock
         self._last_progress = clock()
 
@@ -72,23 +69,9 @@ class WorkState:
         for pos in [p for p in self._pending if (p.topic, p.partition) == tp]:
             del self._pending[pos]
 
-    def admit(
-        self, raw: RawMessage, event: ThinEvent | None, failed_at: datetime | None = None
-    ) -> Position | None:
-        """Track a consumed message and queue its event (None: poison, to dead-letter). None back:
-        its partition is not assigned."""
-        if (raw.topic, raw.partition) not in self.assigned:
-            return None
-        pos = Position(raw.topic, raw.partition, raw.offset)
-        self.ledger.track(pos)
-        self._pending[pos] = Pending(raw, event, failed_at)
-        if event is not None:
-            self._keys.add(event, pos)
-        return pos
-
-    def admit_decoded(self, batch: Iterable[tuple[RawMessage, ThinEvent]]) -> None:
-        """`admit` for decoded messages of assigned partitions, in consumed order, one ledger lookup
-        per run of a partition."""
+    def admit(self, batch: Iterable[tuple[RawMessage, ThinEvent | None]]) -> None:
+        """Track consumed messages of assigned partitions, in consumed order, and queue their events
+        (None: poison, to dead-letter); one ledger lookup per run of a partition."""
         pending, add, ledgers = self._pending, self._keys.add, self.ledger.ledger_of
         last: tuple[str, int, PartitionLedger] | None = None  # the run's partition, its ledger
         for raw, event in batch:
@@ -98,15 +81,11 @@ class WorkState:
             last[2].track(offset)
             pos = Position(topic, partition, offset)
             pending[pos] = Pending(raw, event)
-            add(event, pos)
+            if event is not None:
+                add(event, pos)
 
     def take(self, limit: int) -> list[Work]:
-        works = self._keys.take_ready(limit)
-        running = self._running
-        for work in works:
-            for tp in _partitions(work):
-                running[tp] = running.get(tp, 0) + 1
-        return works
+        return self._keys.take_ready(limit)
 
     def owned(self, work: Work) -> bool:
         assigned, positions = self.assigned, work.positions
@@ -117,8 +96,7 @@ class WorkState:
     def finish(self, work: Work) -> list[int]:
         """`work` applied (or found applied): its positions finish. The Kafka timestamps of the
         tracked messages it finished."""
-        self._settled(work)
-        self._keys.complete(work)
+        self.drop(work)
         ledger, pending = self.ledger, self._pending
         stamps: list[int] = []
         for pos in work.positions:
@@ -132,22 +110,17 @@ class WorkState:
     def retry(self, work: Work, delay: float, code: ErrorCode, *, systemic: bool) -> None:
         """Retry `work` after `delay`; meanwhile its key stays in flight, so nothing newer overtakes
         it. A SYSTEMIC failure spends none of the work's attempts."""
-        self._running_done(work)
         if systemic:
             self._systemic[work.key] = self._systemic.get(work.key, 0) + 1
             self.degraded = code
         heapq.heappush(self._due, _Due(self._clock() + delay, next(self._seq), work, code))
         self._waiting[code] += 1
 
-    def dead(self, work: Work) -> list[Position]:
-        """`work` is dead-lettered: its key moves on; its positions (returned) finish on `acked`."""
-        self._settled(work)
-        self._keys.complete(work)
-        return list(work.positions)
-
     def drop(self, work: Work) -> None:
-        """`work` ended after all its partitions were revoked: nothing of it finishes here."""
-        self._settled(work)
+        """`work` ended without finishing its positions here: dead-lettered (they finish on
+        `acked`), or all its partitions were revoked. Its key moves on."""
+        if self._systemic:
+            self._systemic.pop(work.key, None)
         self._keys.complete(work)
 
     def acked(self, pos: Position) -> None:
@@ -163,11 +136,6 @@ class WorkState:
     def systemic_spent(self, key: Key) -> int:
         return self._systemic.get(key, 0) if self._systemic else 0
 
-    def recovered(self) -> ErrorCode | None:
-        """A write succeeded: clear and return the last SYSTEMIC code."""
-        code, self.degraded = self.degraded, None
-        return code
-
     def release_due(self) -> None:
         now = self._clock()
         while self._due and self._due[0].at <= now:
@@ -182,14 +150,18 @@ class WorkState:
         return self._release(lambda due: due.code in codes)
 
     def _release(self, wanted: Callable[[_Due], bool]) -> int:
-        released = [due for due in self._due if wanted(due)]
-        if released:
-            self._due = [due for due in self._due if not wanted(due)]
-            heapq.heapify(self._due)
-        for due in released:
+        kept: list[_Due] = []
+        for due in self._due:
+            if not wanted(due):
+                kept.append(due)
+                continue
             self._waiting[due.code] -= 1
             self._keys.release(due.work)
-        return len(released)
+        released = len(self._due) - len(kept)
+        if released:
+            self._due = kept
+            heapq.heapify(kept)
+        return released
 
     def waiting(self, code: ErrorCode) -> int:
         return self._waiting[code]
@@ -203,9 +175,6 @@ class WorkState:
             self.degraded = None
         return "too many events waiting" if self._keys.is_full() else None
 
-    def busy(self, partitions: Collection[TopicPartition]) -> bool:
-        return any(self._running.get(tp, 0) for tp in partitions)
-
     def in_flight(self) -> int:
         return self._keys.in_flight()
 
@@ -217,7 +186,7 @@ class WorkState:
         """The timestamp of the oldest message holding a commit back, O(partitions)."""
         oldest: int | None = None
         for tp in self.ledger.partitions():
-            offset = self.ledger.first_unfinished(tp)
+            offset = self.ledger.ledger_of(tp).first_unfinished()
             if offset is None:
                 continue
             pending = self._pending.get(Position(tp[0], tp[1], offset))
@@ -225,24 +194,3 @@ class WorkState:
             if ts and (oldest is None or ts < oldest):
                 oldest = ts
         return oldest
-
-    def _settled(self, work: Work) -> None:
-        self._running_done(work)
-        if self._systemic:
-            self._systemic.pop(work.key, None)
-
-    def _running_done(self, work: Work) -> None:
-        running = self._running
-        for tp in _partitions(work):
-            left = running.get(tp, 0) - 1
-            if left > 0:
-                running[tp] = left
-            else:
-                running.pop(tp, None)
-
-
-def _partitions(work: Work) -> Collection[TopicPartition]:
-    positions = work.positions
-    if len(positions) == 1:  # most works: one event
-        return ((positions[0].topic, positions[0].partition),)
-    return {(p.topic, p.partition) for p in positions}

@@ -9,29 +9,16 @@ from typing import Any, TypeVar
 
 import aiomysql
 
-from searchsync.clock import WallClock, utc_now
 from searchsync.mysql.pool import db_time, transaction, translate_errors
-from searchsync.writer._base import WriterBase
-from searchsync.writer._plan import Begun, Plan, finish
-from searchsync.writer._table import AggregateTable, Change
+from searchsync.writer._plan import Begun, Plan, WriterBase
+from searchsync.writer._table import Change
 
 T = TypeVar("T")
 
 
-class AsyncAggregateWriter(WriterBase[AbstractAsyncContextManager[Change]]):
+class AsyncAggregateWriter(WriterBase[aiomysql.Pool, AbstractAsyncContextManager[Change]]):
     """`AggregateWriter` on an aiomysql pool: one pooled connection and transaction per change, each
     method an async context manager yielding its `Change`."""
-
-    def __init__(
-        self,
-        pool: aiomysql.Pool,
-        table: AggregateTable,
-        *,
-        clock: WallClock = utc_now,
-        delete_outbox_row: bool = False,
-    ) -> None:
-        super().__init__(table, clock=clock, delete_outbox_row=delete_outbox_row)
-        self._pool = pool
 
     @asynccontextmanager
     async def _change(
@@ -40,13 +27,10 @@ class AsyncAggregateWriter(WriterBase[AbstractAsyncContextManager[Change]]):
         now = db_time(self._clock())
         plan = begin(now)  # checks the arguments before a connection is taken
         doing = f"write {self.table.aggregate_type} {aggregate_id!r}"
-        async with transaction(self._pool) as conn, conn.cursor() as cur:
+        async with transaction(self._db) as conn, conn.cursor() as cur:
             begun = await run_plan_async(cur, plan, doing)
-            yield Change(
-                self.table.aggregate_type, aggregate_id, begun.operation, begun.revision, conn, cur
-            )
-            end = finish(self.table, aggregate_id, begun, now, delete_row=self._delete_outbox_row)
-            await run_plan_async(cur, end, doing)
+            yield self._opened(aggregate_id, begun, conn, cur)
+            await run_plan_async(cur, self._finish(aggregate_id, begun, now), doing)
 
 
 async def run_plan_async(cursor: Any, plan: Plan[T], doing: str) -> T:

@@ -1,24 +1,28 @@
-"""The writer's SQL without I/O: each change is a *plan*, a generator yielding `Statement`s and
+"""The writer's SQL without I/O, and the change methods both writers share (`WriterBase`): each
+change is a *plan*, a generator yielding `Statement`s and
 receiving each fetched row (driver errors are thrown into it), so both drivers share lock order,
 revision arithmetic and outbox row. Lock order: root row, ``search_revision_floor`` row, outbox
 insert."""
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 import pymysql
 
+from searchsync.clock import WallClock, utc_now
 from searchsync.errors import AggregateExists, AggregateNotFound, AggregateStateConflict
 from searchsync.mysql.outbox import OUTBOX_DELETE, outbox_insert
 from searchsync.mysql.pool import mysql_error_code, quote_identifier
 from searchsync.types import Operation
-from searchsync.writer._table import AggregateTable
+from searchsync.writer._table import AggregateTable, Change
 
 T = TypeVar("T")
+CM = TypeVar("CM")
+DB = TypeVar("DB")
 _ER_DUP_ENTRY: Final = 1062
 
 
@@ -54,7 +58,12 @@ def _create(
 ) -> Plan[Begun]:
     if (yield _lock_row(table, aggregate_id)) is not None:
         raise AggregateExists(table.aggregate_type, aggregate_id)
-    floor = yield _floor(table, aggregate_id)
+    floor = yield Statement(
+        "SELECT revision FROM search_revision_floor"
+        " WHERE aggregate_type = %s AND aggregate_id = %s FOR UPDATE",
+        (table.aggregate_type, aggregate_id),
+        fetch=True,
+    )
     revision = (0 if floor is None else int(floor[0])) + 1
     row = [
         (quote_identifier(table.id_column), aggregate_id),
@@ -78,23 +87,16 @@ def _create(
 
 
 def begin_update(
-    table: AggregateTable, aggregate_id: str, values: Mapping[str, Any], now: datetime
-) -> Plan[Begun]:
-    """Lock the row and raise its revision by one, writing `values`; `AggregateNotFound` without a
-    row. A soft-deleted row stays deleted."""
-    return _change(table, aggregate_id, _checked(table, aggregate_id, values), now, None)
-
-
-def begin_set_deleted(
     table: AggregateTable,
     aggregate_id: str,
     values: Mapping[str, Any],
     now: datetime,
     *,
-    deleted: bool,
+    deleted: bool | None = None,
 ) -> Plan[Begun]:
-    """Soft-delete (TOMBSTONE) or restore (UPSERT) the row, writing `values`; `AggregateNotFound`,
-    or `AggregateStateConflict` if in that state already."""
+    """Lock the row and raise its revision by one, writing `values`; `deleted` soft-deletes
+    (TOMBSTONE) or restores (UPSERT) the row, None leaves it as it is. `AggregateNotFound` without
+    a row, `AggregateStateConflict` if in that state already."""
     return _change(table, aggregate_id, _checked(table, aggregate_id, values), now, deleted)
 
 
@@ -105,7 +107,6 @@ def _change(
     now: datetime,
     deleted: bool | None,
 ) -> Plan[Begun]:
-    """Raise the locked row's revision by one; `deleted` (None: unchanged) sets ``deleted_at``."""
     revision, was_deleted = yield from _locked(table, aggregate_id)
     if was_deleted == deleted:
         state = "deleted already" if deleted else "not deleted"
@@ -114,7 +115,13 @@ def _change(
     columns: list[tuple[str, Any]] = [(quote_identifier(table.revision_column), revision)]
     if deleted is not None:
         columns.append((quote_identifier(table.deleted_at_column), now if deleted else None))
-    yield _update_row(table, aggregate_id, [*columns, *_stamp(table, now), *pairs])
+    columns += [*_stamp(table, now), *pairs]
+    sets = ", ".join(f"{column} = %s" for column, _ in columns)
+    yield Statement(
+        f"UPDATE {quote_identifier(table.table)} SET {sets}"
+        f" WHERE {quote_identifier(table.id_column)} = %s",
+        (*(value for _, value in columns), aggregate_id),
+    )
     return Begun(revision, Operation.TOMBSTONE if deleted else Operation.UPSERT)
 
 
@@ -185,21 +192,64 @@ def _lock_row(table: AggregateTable, aggregate_id: str) -> Statement:
     )
 
 
-def _floor(table: AggregateTable, aggregate_id: str) -> Statement:
-    return Statement(
-        "SELECT revision FROM search_revision_floor"
-        " WHERE aggregate_type = %s AND aggregate_id = %s FOR UPDATE",
-        (table.aggregate_type, aggregate_id),
-        fetch=True,
-    )
+class WriterBase(Generic[DB, CM]):
+    """The change methods of one aggregate type on database `DB`, each a context manager `CM`
+    yielding the open `Change`; each writer runs the plans on its own driver."""
 
+    def __init__(
+        self,
+        db: DB,
+        table: AggregateTable,
+        *,
+        clock: WallClock = utc_now,
+        delete_outbox_row: bool = False,
+    ) -> None:
+        self._db = db
+        self.table = table
+        self._clock = clock
+        self._delete_outbox_row = delete_outbox_row
 
-def _update_row(
-    table: AggregateTable, aggregate_id: str, pairs: list[tuple[str, Any]]
-) -> Statement:
-    sets = ", ".join(f"{column} = %s" for column, _ in pairs)
-    return Statement(
-        f"UPDATE {quote_identifier(table.table)} SET {sets}"
-        f" WHERE {quote_identifier(table.id_column)} = %s",
-        (*(value for _, value in pairs), aggregate_id),
-    )
+    def create(self, aggregate_id: str, values: Mapping[str, Any]) -> CM:
+        """Insert the row with `values` at revision ``floor + 1``; `AggregateExists` if the id
+        exists, soft-deleted included."""
+        return self._change(
+            aggregate_id, lambda now: begin_create(self.table, aggregate_id, values, now)
+        )
+
+    def update(self, aggregate_id: str, values: Mapping[str, Any] | None = None) -> CM:
+        """Lock the row, raise its revision by one and write `values` (none: children only); a
+        soft-deleted row stays deleted. `AggregateNotFound` without a row."""
+        return self._set(aggregate_id, values, None)
+
+    def soft_delete(self, aggregate_id: str, values: Mapping[str, Any] | None = None) -> CM:
+        """Set ``deleted_at`` (and `values`): the document becomes a tombstone.
+        `AggregateStateConflict` if deleted already."""
+        return self._set(aggregate_id, values, True)
+
+    def restore(self, aggregate_id: str, values: Mapping[str, Any] | None = None) -> CM:
+        """Undo a soft delete (and write `values`). `AggregateStateConflict` if not deleted."""
+        return self._set(aggregate_id, values, False)
+
+    def hard_delete(self, aggregate_id: str) -> CM:
+        """Delete the row and record its revision as the id's floor (delete the children in the
+        block, or let foreign keys cascade)."""
+        return self._change(
+            aggregate_id, lambda now: begin_hard_delete(self.table, aggregate_id, now)
+        )
+
+    def _set(self, aggregate_id: str, values: Mapping[str, Any] | None, deleted: bool | None) -> CM:
+        table, row = self.table, values or {}
+        return self._change(
+            aggregate_id,
+            lambda now: begin_update(table, aggregate_id, row, now, deleted=deleted),
+        )
+
+    def _change(self, aggregate_id: str, begin: Callable[[datetime], Plan[Begun]]) -> CM:
+        raise NotImplementedError
+
+    def _opened(self, aggregate_id: str, begun: Begun, connection: Any, cursor: Any) -> Change:
+        kind = self.table.aggregate_type
+        return Change(kind, aggregate_id, begun.operation, begun.revision, connection, cursor)
+
+    def _finish(self, aggregate_id: str, begun: Begun, now: datetime) -> Plan[str]:
+        return finish(self.table, aggregate_id, begun, now, delete_row=self._delete_outbox_row)

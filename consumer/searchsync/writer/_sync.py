@@ -7,16 +7,14 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import datetime
 from typing import Any, TypeVar
 
-from searchsync.clock import WallClock, utc_now
 from searchsync.mysql.pool import db_time, translate_errors
-from searchsync.writer._base import WriterBase
-from searchsync.writer._plan import Begun, Plan, finish
-from searchsync.writer._table import AggregateTable, Change
+from searchsync.writer._plan import Begun, Plan, WriterBase
+from searchsync.writer._table import Change
 
 T = TypeVar("T")
 
 
-class AggregateWriter(WriterBase[AbstractContextManager[Change]]):
+class AggregateWriter(WriterBase[Any, AbstractContextManager[Change]]):
     """Changes the rows of one aggregate type on one PyMySQL connection (autocommit off, one
     thread), one transaction per change.
 
@@ -26,49 +24,29 @@ class AggregateWriter(WriterBase[AbstractContextManager[Change]]):
     each outbox row in its transaction.
     """
 
-    def __init__(
-        self,
-        connection: Any,
-        table: AggregateTable,
-        *,
-        clock: WallClock = utc_now,
-        delete_outbox_row: bool = False,
-    ) -> None:
-        super().__init__(table, clock=clock, delete_outbox_row=delete_outbox_row)
-        self._conn = connection
-
     @contextmanager
     def _change(
         self, aggregate_id: str, begin: Callable[[datetime], Plan[Begun]]
     ) -> Iterator[Change]:
         now = db_time(self._clock())
         plan = begin(now)  # checks the arguments before the transaction
-        conn = self._conn
+        conn = self._db
         with translate_errors("begin"):
             conn.begin()
         try:
             with conn.cursor() as cur:
                 doing = f"write {self.table.aggregate_type} {aggregate_id!r}"
                 begun = run_plan(cur, plan, doing)
-                yield Change(
-                    self.table.aggregate_type,
-                    aggregate_id,
-                    begun.operation,
-                    begun.revision,
-                    conn,
-                    cur,
-                )
-                run_plan(
-                    cur,
-                    finish(
-                        self.table, aggregate_id, begun, now, delete_row=self._delete_outbox_row
-                    ),
-                    doing,
-                )
+                yield self._opened(aggregate_id, begun, conn, cur)
+                run_plan(cur, self._finish(aggregate_id, begun, now), doing)
             with translate_errors("commit"):
                 conn.commit()
         except BaseException:
-            _rollback(conn)
+            try:
+                conn.rollback()
+            except Exception:  # the connection is gone: close it, raise what happened
+                with suppress(Exception):
+                    conn.close()
             raise
 
 
@@ -89,11 +67,3 @@ def run_plan(cursor: Any, plan: Plan[T], doing: str) -> T:
     except StopIteration as done:
         result: T = done.value
         return result
-
-
-def _rollback(conn: Any) -> None:
-    try:
-        conn.rollback()
-    except Exception:
-        with suppress(Exception):
-            conn.close()

@@ -3,6 +3,7 @@ the root row's ``revision`` rising by one per change and a hard delete's kept as
 (docs/design.md, invariants 1 and 2). `AggregateWriter` (PyMySQL) and `AsyncAggregateWriter`
 (aiomysql) serve any `AggregateTable`; `PageWriter` is the demo's ``wiki_page``."""
 
+from searchsync.mysql.outbox import append_outbox
 from searchsync.writer._async import AsyncAggregateWriter
 from searchsync.writer._sync import AggregateWriter
 from searchsync.writer._table import AggregateTable, Change
@@ -18,4 +19,5 @@ __all__ = [
     "Page",
     "PageWriter",
     "Relations",
+    "append_outbox",
 ]

@@ -65,7 +65,8 @@ class Batches:
         self._revision_lags: dict[str, int] = {}  # aggregate type -> lag, set once per batch
         self._now_ms = 0.0  # the wall clock (ms) when the batch being applied finished
         self._debug = False  # per-event success lines for the batch being applied
-        self.done = asyncio.Event()
+        self._settled = asyncio.Event()  # `wait_for`'s own: clearing it never hides `done`
+        self.done = asyncio.Event()  # the run loop's
 
     def tasks(self) -> set[asyncio.Task[None]]:
         return self._running | self._outcomes.tasks()
@@ -83,9 +84,9 @@ class Batches:
     async def wait_for(self, partitions: Collection[TopicPartition], deadline: float) -> None:
         """Wait until no work of `partitions` is in flight, or the deadline passes."""
         while self._busy(partitions) and self._clock() < deadline:
-            self.done.clear()
+            self._settled.clear()
             try:
-                await asyncio.wait_for(self.done.wait(), max(0.0, deadline - self._clock()))
+                await asyncio.wait_for(self._settled.wait(), max(0.0, deadline - self._clock()))
             except TimeoutError:
                 return
 
@@ -116,6 +117,7 @@ class Batches:
         if tally and log.isEnabledFor(logging.INFO):
             _log_summary(works, tally, self._clock() - started)
         self._outcomes.end_batch()
+        self._settled.set()
         self.done.set()
 
     def _apply(self, verdict: Verdict, tally: Tally) -> None:

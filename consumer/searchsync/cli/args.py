@@ -77,18 +77,20 @@ def with_tables(runtime: Runtime, use: Callable[[Tables], Awaitable[T]]) -> T:
     return run_in(runtime, go)
 
 
+def switch(parser: argparse.ArgumentParser, dest: str, *flags: tuple[str, bool, str]) -> None:
+    """Exclusive flags, each ``(flag, the value it sets, help)``, for ``args.<dest>``: True unless
+    a flag sets False."""
+    pair = parser.add_mutually_exclusive_group()
+    for flag, value, about in flags:
+        action = "store_true" if value else "store_false"
+        pair.add_argument(flag, dest=dest, action=action, default=True, help=about)
+
+
 def plan_or_execute(parser: argparse.ArgumentParser, plan: str) -> None:
     """``--execute`` and ``--dry-run`` (sets ``args.dry_run``), as kafka-consumer-groups has them:
     without ``--execute`` a destructive command prints its `plan` and changes nothing."""
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument(
-        "--execute",
-        dest="dry_run",
-        action="store_false",
-        default=True,
-        help="act; without it, only print the plan",
-    )
-    mode.add_argument("--dry-run", dest="dry_run", action="store_true", help=f"{plan} (default)")
+    execute = ("--execute", False, "act; without it, only print the plan")
+    switch(parser, "dry_run", execute, ("--dry-run", True, f"{plan} (default)"))
 
 
 def older_than(parser: argparse.ArgumentParser, window: str) -> None:

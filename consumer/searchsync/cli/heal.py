@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from searchsync.cli.args import chosen_type, chosen_types, command, fraction, run_in
+from searchsync.cli.args import chosen_type, chosen_types, command, fraction, run_in, switch
 from searchsync.cli.output import err, out
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
@@ -46,20 +46,13 @@ def register_rebuild(commands: Any) -> None:
     mode.add_argument("--resume", action="store_true", help="continue the unfinished rebuild")
     mode.add_argument("--abandon", action="store_true", help="give up the unfinished rebuild")
     cmd.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
-    wait = cmd.add_mutually_exclusive_group()
-    wait.add_argument(
-        "--wait-for-live-group",
-        dest="wait_for_live",
-        action="store_true",
-        default=True,
-        help="after a swap that changes the schema version, keep the catch-up group writing "
-        "until the redeployed live group has caught up (default)",
+    wait = (
+        "after a swap that changes the schema version, keep the catch-up group writing until the "
+        "redeployed live group has caught up (default)"
     )
-    wait.add_argument(
-        "--no-wait",
-        dest="wait_for_live",
-        action="store_false",
-        help="stop the catch-up group after the swap; the index then waits for the redeploy",
+    no_wait = "stop the catch-up group after the swap; the index then waits for the redeploy"
+    switch(
+        cmd, "wait_for_live", ("--wait-for-live-group", True, wait), ("--no-wait", False, no_wait)
     )
 
 

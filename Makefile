@@ -4,13 +4,14 @@ PY    := .venv/bin/python
 STACK := deploy/local/stack.sh
 PYTEST_ARGS ?=
 
-.PHONY: help install venv up down status demo test check-bare test-unit test-integration faults lint typecheck fmt bench bench-rebuild bench-repair bench-recovery bench-relay clean
+.PHONY: help install venv up down status demo test test-repeat check-bare test-unit test-integration faults lint typecheck fmt bench bench-rebuild bench-repair bench-recovery bench-relay clean
 
 help:
 	@echo "make demo   bring the local stack up and run searchsync on a stream of real page writes"
 	@echo "           RELAY=polling make demo: the same without Kafka Connect (searchsync relay publishes the outbox)"
 	@echo "           SEARCH_ENGINE=opensearch make up|demo: OpenSearch in place of Elasticsearch (same port)"
 	@echo "make test   bring the stack up, run unit + integration tests, tear the stack down"
+	@echo "make test-repeat N=3   the integration suite N times on one stack: any test that failed once"
 	@echo "make faults SEED=1 COUNT=200   the fault-injection suite (tests/faults/README.md)"
 	@echo "make up | down | status | clean | lint | typecheck | bench | bench-rebuild | bench-repair | bench-recovery | bench-relay | check-bare"
 
@@ -46,6 +47,14 @@ test-integration: venv install
 	@SEARCH_ENGINE=elasticsearch WITH_OPENSEARCH=1 bash $(STACK) up
 	@bash deploy/pytest.sh tests/integration $(PYTEST_ARGS)
 
+# The integration suite N times on one stack (what `make demo` left running is stopped first);
+# reports every test that failed in any run, and fails if one did.
+N ?= 3
+test-repeat: venv install
+	@SEARCH_ENGINE=elasticsearch WITH_OPENSEARCH=1 bash $(STACK) up
+	@bash $(STACK) apps-down
+	@bash deploy/test-repeat.sh $(N) $(PYTEST_ARGS)
+
 # The fault-injection suite (tests/faults/README.md): the stale-delete tests including the
 # Elasticsearch restart, then schedules SEED .. SEED+COUNT-1, each about 30-120 s; against the
 # stack the SEARCHSYNC_* / deploy/local env names (default: the local stack).
@@ -55,11 +64,13 @@ faults: venv up
 	@SEARCHSYNC_FAULTS_RESTARTS=1 bash deploy/pytest.sh tests/faults/test_stale_delete.py $(PYTEST_ARGS)
 	@$(PY) -m tests.faults --seed $(SEED) --count $(COUNT) $(FAULTS_ARGS)
 
-# The README's test command: lint and types first, then the stack comes up, every test runs,
+# The README's test command: lint and types first, then what `make demo` left running stops (its
+# consumer and exporter would share topics, rows and the canary), the stack comes up, every test runs,
 # the stack goes down again (also when tests fail); the exit code is the tests'. OpenSearch runs
 # beside Elasticsearch (:9201) for the search contract and the OpenSearch end-to-end tests.
 test: venv lint typecheck
 	@set -o pipefail; rc=0; \
+	bash $(STACK) apps-down; \
 	SEARCH_ENGINE=elasticsearch WITH_OPENSEARCH=1 bash $(STACK) up || { bash $(STACK) down; exit 1; }; \
 	bash deploy/pytest.sh tests $(PYTEST_ARGS) || rc=$$?; \
 	bash $(STACK) down >/dev/null || true; \

@@ -7,6 +7,7 @@
 #           SEARCH_ENGINE=opensearch: OpenSearch in place of Elasticsearch, on the same port.
 #           WITH_OPENSEARCH=1: OpenSearch beside Elasticsearch, on $OS_PORT (9201; `make test`).
 #   down    stop what these scripts started, by pid.
+#   apps-down  stop only what `make demo` left running (its consumer, exporter, relay).
 #   status  one line per service.
 #   clean   down, then remove all state ($STACK_DIR and, when it lives elsewhere, $SVC_DIR).
 set -euo pipefail
@@ -79,10 +80,20 @@ up() {
   [[ $SVC_DIR == "$STACK_DIR" ]] || say "  service state  $SVC_DIR (the clone's directory is closed to the service users)"
 }
 
+# What `make demo` leaves running beside the services: its consumer, exporter and relay. `make test`
+# stops them first, so the tests never share topics, rows or the canary with a demo's consumer.
+apps_down() {
+  local app
+  # the consumer `make demo` started, its exporter (the freshness canary), the relay of
+  # `RELAY=polling make demo`: each one that has a pid file
+  for app in searchsync searchsync-exporter relay; do
+    [[ -f $RUN_DIR/$app.pid ]] && stop_pid "$app"
+  done
+  return 0
+}
+
 down() {
-  stop_pid searchsync   # the consumer `make demo` started, if it runs
-  stop_pid searchsync-exporter   # and its exporter (the freshness canary)
-  [[ -f $RUN_DIR/relay.pid ]] && stop_pid relay   # the relay of `RELAY=polling make demo`
+  apps_down
   bash "$here/connect.sh" stop
   bash "$here/elasticsearch.sh" stop
   [[ -f $RUN_DIR/opensearch.pid ]] && bash "$here/opensearch.sh" stop
@@ -112,7 +123,8 @@ clean() {
 case "${1:-}" in
   up) up ;;
   down) down ;;
+  apps-down) apps_down ;;
   status) status ;;
   clean) clean ;;
-  *) die "usage: $0 up|down|status|clean" ;;
+  *) die "usage: $0 up|down|apps-down|status|clean" ;;
 esac

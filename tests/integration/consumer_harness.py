@@ -28,6 +28,8 @@ from searchsync.runtime import run_consumer
 from searchsync.search.admin import init_index
 from searchsync.search.client import make_es_client
 
+from tests.timing import scaled
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -69,7 +71,7 @@ async def wait_for(
     check: Callable[[], Awaitable[bool]], deadline_s: float, what: str, interval: float = 0.1
 ) -> None:
     """Wait until `check()` holds; fail with `what` at the deadline."""
-    timeout = deadline_s
+    timeout = scaled(deadline_s)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if await check():

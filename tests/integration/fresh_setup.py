@@ -25,6 +25,7 @@ from confluent_kafka.admin import AdminClient
 
 from tests.integration.conftest import CONNECT_URL, KAFKA
 from tests.integration.conftest_mysql import root_socket
+from tests.timing import deadline as test_deadline
 
 __all__ = [
     "DEADLINE_S",
@@ -175,7 +176,7 @@ def running(url: str, name: str) -> bool:
 
 
 def poll(check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE_S
+    deadline = test_deadline(DEADLINE_S)
     while time.monotonic() < deadline:
         if check():
             return

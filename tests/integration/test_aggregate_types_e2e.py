@@ -36,6 +36,7 @@ from tests.integration.consumer_harness import (
     harness_env,
     wait_for,
 )
+from tests.timing import deadline as test_deadline
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -56,7 +57,7 @@ def ensure_topics(topics: tuple[str, ...], deadline_s: float = 30) -> None:
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise
-    deadline = time.monotonic() + deadline_s
+    deadline = test_deadline(deadline_s)
     while True:
         meta = admin.list_topics(timeout=10)
         ready = all(

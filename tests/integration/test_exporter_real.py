@@ -131,7 +131,7 @@ async def test_the_canary_age_drops_once_a_heartbeat_is_searchable(
 ) -> None:
     settings = canary_consumer.settings
     es = make_es_client(settings)
-    store = index = MysqlEsCanary(consumer_pool, es)
+    store = index = MysqlEsCanary(consumer_pool, es, settings.canary_id())
     exporter = Exporter(
         settings,
         admin=kafka_admin(KAFKA),

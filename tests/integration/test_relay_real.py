@@ -26,6 +26,7 @@ from tests.integration.conftest_mysql import fetch_all
 from tests.integration.kafkatools import TopicTail
 from tests.integration.relay_scratch import *  # noqa: F403  (the scratch_outbox fixture)
 from tests.integration.relay_scratch import insert_rows
+from tests.timing import deadline as test_deadline
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -53,7 +54,7 @@ async def statuses(pool: aiomysql.Pool, table: str) -> dict[str, dict[str, Any]]
 
 
 async def wait_for(check: Callable[[], Awaitable[bool]], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE_S
+    deadline = test_deadline(DEADLINE_S)
     while time.monotonic() < deadline:
         if await check():
             return

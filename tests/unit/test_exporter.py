@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry
 from searchsync.config import Settings, load_settings
 from searchsync.errors import ConfigError
 from searchsync.types import TopicPartition
-from searchsync.watch.canary import CANARY_ID, Canary, build, projectors
+from searchsync.watch.canary import Canary, build, projectors
 from searchsync.watch.exporter import EXPORTER_METRIC_NAMES, Exporter, ExporterMetrics
 from searchsync.watch.group import KafkaPeek, observe_group
 
@@ -183,7 +183,12 @@ def test_run_observes_beats_and_looks_until_stopped() -> None:
 
 def test_the_canary_projector_projects_the_heartbeat() -> None:
     (projector,) = projectors()
-    row = {"id": CANARY_ID, "beat_at": datetime(2026, 1, 1, 12), "revision": 7, "deleted_at": None}
+    row = {
+        "id": "searchsync",
+        "beat_at": datetime(2026, 1, 1, 12),
+        "revision": 7,
+        "deleted_at": None,
+    }
     assert build(row) == {"beat_at": "2026-01-01T12:00:00+00:00", "is_deleted": False}
     document = projector.project(row)
     assert document.body["beat_at"] == "2026-01-01T12:00:00+00:00"
@@ -205,6 +210,16 @@ def test_the_watch_settings_are_read_and_checked() -> None:
     with pytest.raises(ConfigError) as bad:
         _settings(SEARCHSYNC_EXPORTER_INTERVAL_S="0")
     assert bad.value.key == "exporter.interval_s"
+
+
+def test_each_deployment_beats_its_own_heartbeat_row() -> None:
+    assert _settings(SEARCHSYNC_KAFKA_GROUP_ID="shop-prod").canary_id() == "shop-prod"
+    assert _settings(SEARCHSYNC_KAFKA_GROUP_ID="g" * 80).canary_id() == "g" * 64  # the column
+    pinned = _settings(SEARCHSYNC_KAFKA_GROUP_ID="a", SEARCHSYNC_CANARY_ID="blue")
+    assert pinned.canary_id() == "blue"
+    with pytest.raises(ConfigError) as bad:
+        _settings(SEARCHSYNC_CANARY_ID="no spaces")
+    assert bad.value.key == "canary.id"
 
 
 class _Blind:

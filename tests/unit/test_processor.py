@@ -97,6 +97,36 @@ async def test_a_row_older_than_the_event_on_the_primary_is_a_revision_regressio
     assert env.index.get(ALIAS, "p1") is None  # nothing written from the stale row
 
 
+async def test_a_redelivered_event_the_index_holds_is_applied_though_its_id_was_recreated(
+    env: Env,
+) -> None:
+    # the id lived to revision 3 (indexed), then was re-created at revision 1; the old life's
+    # revision-3 event comes again: the index holds it, and the re-created row's own event is
+    # the one that reports the regression
+    await env.put_doc(page_row("p1", 3))
+    env.truth.put_page(page_row("p1", 1))
+    [redelivered] = await env.processor.process([work("p1", 3)])
+    assert redelivered.kind is OutcomeKind.ALREADY_APPLIED
+    [recreated] = await env.processor.process([work("p1", 1)])
+    assert recreated.code is ErrorCode.REVISION_REGRESSION
+    stored = env.index.get(ALIAS, "p1")
+    assert stored is not None and stored.version == 3
+
+
+async def test_a_row_older_than_its_events_is_a_regression_unless_the_index_holds_them(
+    env: Env,
+) -> None:
+    await env.put_doc(page_row("p1", 2))  # the index lacks revision 3
+    env.truth.put_page(page_row("p1", 1))
+    [unheld] = await env.processor.process([work("p1", 3)])
+    assert unheld.code is ErrorCode.REVISION_REGRESSION
+    await env.put_doc(page_row("p2", 3))
+    env.truth.put_page(page_row("p2", 1))
+    # coalesced with the re-created row's own event: the regression is never hidden
+    [mixed] = await env.processor.process([work("p2", 1, 3)])
+    assert mixed.code is ErrorCode.REVISION_REGRESSION
+
+
 async def test_a_lagging_replica_is_read_again_from_the_primary(env: Env) -> None:
     env.truth.put_page(page_row("p1", 2))
     env.truth.put_page(page_row("p1", 3), primary_only=True)

@@ -188,4 +188,4 @@ async def _canary(settings: Settings, stack: AsyncExitStack) -> Canary:
     stack.push_async_callback(close_pool, pool)
     client = make_es_client(settings)
     stack.push_async_callback(client.close)
-    return MysqlEsCanary(pool, client)
+    return MysqlEsCanary(pool, client, settings.canary_id())

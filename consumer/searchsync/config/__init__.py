@@ -97,6 +97,10 @@ class Settings:
         """The stable alias every write goes through (invariant 7); see `searchsync.naming`."""
         return naming.alias_name(self.elasticsearch.index_prefix, aggregate_type)
 
+    def canary_id(self) -> str:
+        """This deployment's heartbeat row: ``[canary] id``, else the group id (64 characters)."""
+        return self.canary.id or self.kafka.group_id[:64]
+
     def secret_values(self) -> tuple[str, ...]:
         """Every configured secret, revealed, for `configure_logging` to mask; never print it.
         Defaults are left out (masking the local stack's ``searchsync`` would mask every line)."""

@@ -11,6 +11,14 @@ from typing import Final
 from searchsync.config._reader import _HOST, _Section, integer, number, setting, text
 
 _TABLE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+_CANARY_ID: Final = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+def _optional_id(r: _Section, key: str) -> str:
+    """A heartbeat id, or "" (unset: the group id)."""
+    if r._raw(key)[0] == "":
+        return ""
+    return r.string(key, _CANARY_ID, "1..64 of [A-Za-z0-9._-], or empty for the group id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +72,10 @@ class ExporterSettings:
 
 @dataclass(frozen=True, slots=True)
 class CanarySettings:
-    """The freshness canary: a heartbeat through the outbox every `interval_s` (0: off)."""
+    """The freshness canary: a heartbeat through the outbox every `interval_s` (0: off). `id` is
+    the deployment's own heartbeat row; empty: the group id (its first 64 characters), so two
+    deployments that share a database never overwrite each other's heartbeat."""
 
     interval_s: float = setting(0.0, number(0.0, 86_400.0))
     poll_s: float = setting(1.0, number(0.0, 3_600.0, lo_open=True))
+    id: str = setting("", _optional_id)

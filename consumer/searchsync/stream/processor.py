@@ -9,7 +9,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 
-from searchsync.errors import ErrorCode, PoisonMessage, TransientError
+from searchsync.errors import ErrorCode, PoisonMessage, RevisionRegression, TransientError
 from searchsync.mysql.fanout import FanoutStore, FanoutTarget
 from searchsync.mysql.truth import Truth
 from searchsync.projection import Projector, ProjectorRegistry
@@ -19,13 +19,16 @@ from searchsync.stream.coalesce import Work
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.verdict import (
     Planned,
+    Regressed,
     Verdict,
     failed_plan,
     failed_work,
     from_outcome,
     is_rebuild,
     plan_one,
+    postdates,
     read_failed,
+    regressed_verdicts,
     row_behind,
     verdict_of,
 )
@@ -135,16 +138,32 @@ class Processor:
         alias = self._alias_for(aggregate_type)
         plans: list[Planned] = []
         early: list[Verdict] = []
+        regressed: list[Regressed] = []
         for work in works:
             row = rows.get(work.key.aggregate_id)
             try:
                 plans.append(plan_one(projector, alias, work, row, floors))
+            except RevisionRegression as exc:
+                assert row is not None  # only a row older than the work's events regresses
+                regressed.append(Regressed(projector, work, row, exc))
             except Exception as exc:  # refused, or a bug in the projector: this work's alone
                 if not isinstance(exc, PoisonMessage):
                     where = {"aggregate_type": aggregate_type, "id": work.key.aggregate_id}
                     log.warning("projector raised unexpectedly", extra=where, exc_info=True)
                 early.append(failed_plan(projector, alias, work, row, exc))
+        if regressed:
+            early.extend(await self._regressed(alias, regressed))
         return plans, early
+
+    async def _regressed(self, alias: str, works: list[Regressed]) -> list[Verdict]:
+        """Works whose row is older than their events (`regressed_verdicts`): the stored
+        versions of those whose events all postdate the row."""
+        stale = [r.work.key.aggregate_id for r in works if postdates(r.work, r.row)]
+        try:
+            stored = await self._sink.stored_projections(alias, stale) if stale else {}
+        except TransientError as exc:
+            return [failed_work(r.work, exc.code, exc.message) for r in works]
+        return regressed_verdicts(alias, works, stored)
 
     async def _write(self, planned: list[Planned]) -> list[Verdict]:
         if not planned:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
@@ -19,7 +20,7 @@ from searchsync.errors import (
 )
 from searchsync.observability.logs import log_event_outcome
 from searchsync.projection import Document, Projector, Row
-from searchsync.search.sink import FINISHED_KINDS, OutcomeKind, WriteOutcome
+from searchsync.search.sink import FINISHED_KINDS, OutcomeKind, StoredProjection, WriteOutcome
 from searchsync.stream.coalesce import Work
 from searchsync.types import Operation, Position, ThinEvent
 
@@ -134,6 +135,37 @@ def read_failed(work: Work, exc: Exception, aggregate_type: str) -> Verdict:
 
 def is_rebuild(work: Work) -> bool:
     return any(event.operation is Operation.REBUILD for event, _ in work.events)
+
+
+def postdates(work: Work, row: Row) -> bool:
+    """Every event of `work` is newer than `row`: none of them can have brought this row."""
+    revision = row_revision(row)
+    return revision is not None and all(e.source_revision > revision for e, _ in work.events)
+
+
+class Regressed(NamedTuple):
+    """A work whose row is older than its events (`plan_one` raised)."""
+
+    projector: Projector
+    work: Work
+    row: Row
+    error: RevisionRegression
+
+
+def regressed_verdicts(
+    alias: str, works: list[Regressed], stored: Mapping[str, StoredProjection | None]
+) -> list[Verdict]:
+    """Already applied when every event of the work is newer than the row and the index holds the
+    newest (a redelivery after the id was re-created below its old revision: the re-created row's
+    own event is the one that reports the regression); otherwise a REVISION_REGRESSION."""
+    out: list[Verdict] = []
+    for r in works:
+        found = stored.get(r.work.key.aggregate_id) if postdates(r.work, r.row) else None
+        if found is not None and found.version >= r.work.max_revision:
+            out.append(Verdict(r.work, OutcomeKind.ALREADY_APPLIED))
+        else:
+            out.append(failed_plan(r.projector, alias, r.work, r.row, r.error))
+    return out
 
 
 def row_behind(row: Row | None, work: Work) -> bool:

@@ -15,7 +15,6 @@ from searchsync.projection import Projector, Row
 from searchsync.types import Operation
 
 CANARY_TYPE: Final = "searchsync_canary"
-CANARY_ID: Final = "heartbeat"
 TABLE: Final = "search_canary"
 
 _MAPPING: Final[dict[str, Any]] = {
@@ -71,29 +70,31 @@ class Canary(Protocol):
 class MysqlEsCanary:
     """`Canary` on MySQL, the row and its outbox event in one transaction (invariant 1), and an
     ``AsyncElasticsearch`` client, which searches: a real-time GET through the alias would see an
-    unrefreshed write, a search sees only what is searchable."""
+    unrefreshed write, a search sees only what is searchable. `canary_id` is the deployment's own
+    row (`Settings.canary_id`): deployments sharing a database each watch their own heartbeat."""
 
-    def __init__(self, pool: aiomysql.Pool, client: Any) -> None:
+    def __init__(self, pool: aiomysql.Pool, client: Any, canary_id: str) -> None:
         self._pool = pool
         self._client = client
+        self._id = canary_id
 
     async def beat(self, now: datetime) -> int:
         async with transaction_cursor(self._pool, "write search_canary") as cur:
             await cur.execute(
                 "INSERT INTO search_canary (id, beat_at, revision) VALUES (%s, %s, 1)"
                 " ON DUPLICATE KEY UPDATE revision = revision + 1, beat_at = VALUES(beat_at)",
-                (CANARY_ID, db_time(now)),
+                (self._id, db_time(now)),
             )
-            await cur.execute("SELECT revision FROM search_canary WHERE id = %s", (CANARY_ID,))
+            await cur.execute("SELECT revision FROM search_canary WHERE id = %s", (self._id,))
             (revision,) = await cur.fetchone()
             await append_outbox(
-                cur.connection, CANARY_TYPE, CANARY_ID, Operation.UPSERT, int(revision), now=now
+                cur.connection, CANARY_TYPE, self._id, Operation.UPSERT, int(revision), now=now
             )
         return int(revision)
 
     async def beat_at(self, alias: str) -> datetime | None:
         found = await self._client.options(ignore_status=404).search(
-            index=alias, query={"ids": {"values": [CANARY_ID]}}, size=1, source=["beat_at"]
+            index=alias, query={"ids": {"values": [self._id]}}, size=1, source=["beat_at"]
         )
         hits = found.get("hits", {}).get("hits", []) if found else []
         if not hits:

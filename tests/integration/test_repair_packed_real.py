@@ -15,8 +15,8 @@ from dataclasses import replace
 import aiomysql
 import pytest
 import pytest_asyncio
-from searchsync.mysql.dialect import Dialect
 from searchsync.mysql import truth_buckets
+from searchsync.mysql.dialect import Dialect
 from searchsync.mysql.truth import MysqlTruth, TruthEntry
 from searchsync.ops.repair.buckets import key_hash, key_of_id
 from searchsync.ops.repair.es_side import EsIndexSide

@@ -112,7 +112,9 @@ def test_the_local_stack_registers_the_mariadb_file(
         **os.environ,
         "STACK_DIR": str(tmp_path / "stack"),
         "KAFKA_PORT": "9092",
-        **{k: v for k, v in VALUES.items() if k not in ("KAFKA_BOOTSTRAP", "DEBEZIUM_SECRETS_FILE")},
+        **{
+            k: v for k, v in VALUES.items() if k not in ("KAFKA_BOOTSTRAP", "DEBEZIUM_SECRETS_FILE")
+        },
     }
     script = ROOT / "deploy" / "local" / "connect.sh"
     done = subprocess.run(
@@ -156,7 +158,9 @@ def test_the_worker_properties_declare_the_provider_the_connector_names() -> Non
         ("verify_identity", "verify_identity", "verify-full"),
     ],
 )
-def test_database_ssl_mode_in_each_connectors_words(ssl_mode: str, mysql: str, mariadb: str) -> None:
+def test_database_ssl_mode_in_each_connectors_words(
+    ssl_mode: str, mysql: str, mariadb: str
+) -> None:
     for flavor, word in (("mysql", mysql), ("mariadb", mariadb)):
         target = ConnectorTarget(flavor=flavor, ssl_mode=ssl_mode)  # type: ignore[arg-type]
         config = outbox_connector_config(target, Credentials())
@@ -197,18 +201,22 @@ def test_the_schema_history_clients_are_secured_as_kafka_is(
         for k, v in config.items()
         if k.startswith("schema.history.internal.consumer.")
     }
-    assert producer == consumer == {
-        "security.protocol": "SASL_SSL",
-        "sasl.mechanism": "SCRAM-SHA-512",
-        "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required"
-        ' username="searchsync-cdc" password="${env:DEBEZIUM_DB_KAFKA_PASSWORD}";',
-        "ssl.truststore.type": "PEM",
-        "ssl.truststore.location": str(files["ca"]),
-        "ssl.keystore.type": "PEM",
-        "ssl.keystore.certificate.chain": f"${{dir:{tmp_path}:cert.pem}}",
-        "ssl.keystore.key": f"${{dir:{tmp_path}:key.pem}}",
-        "ssl.key.password": "${env:DEBEZIUM_DB_KAFKA_KEY_PASSWORD}",
-    }
+    assert (
+        producer
+        == consumer
+        == {
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required"
+            ' username="searchsync-cdc" password="${env:DEBEZIUM_DB_KAFKA_PASSWORD}";',
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(files["ca"]),
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.certificate.chain": f"${{dir:{tmp_path}:cert.pem}}",
+            "ssl.keystore.key": f"${{dir:{tmp_path}:key.pem}}",
+            "ssl.key.password": "${env:DEBEZIUM_DB_KAFKA_KEY_PASSWORD}",
+        }
+    )
     lines = _cli_lines(capsys, "schema", "connector", "--worker-properties", "--provider", "env")
     assert lines[0] == "config.providers=env,dir"
     assert lines[2].endswith("=org.apache.kafka.common.config.provider.DirectoryConfigProvider")

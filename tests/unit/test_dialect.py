@@ -44,7 +44,7 @@ def test_the_family_is_the_one_the_server_names(
 
 
 def test_the_setting_is_auto_or_a_family() -> None:
-    assert MYSQL_FLAVORS == ("auto", *FLAVORS)
+    assert ("auto", *FLAVORS) == MYSQL_FLAVORS
     assert FLAVORS == ("mysql", "mariadb") and DEFAULT_FLAVOR == "mariadb"
     assert load_settings({}).mysql.flavor == "auto"
     assert load_settings({"SEARCHSYNC_MYSQL_FLAVOR": "MySQL"}).mysql.flavor == "mysql"

@@ -185,7 +185,7 @@ def test_a_configured_family_the_server_is_not_stops_start_up(
     assert caught.value.key == "mysql.flavor" and caught.value.got == configured
     assert f"auto or {server}" in caught.value.expected
     assert made[0].closed
-    with pytest.raises(ConfigError, match="mysql.flavor"):
+    with pytest.raises(ConfigError, match=r"mysql\.flavor"):
         asyncio.run(create_pool(**kwargs, flavor="oracle"))
     asyncio.run(create_pool(**kwargs, flavor=server))  # the right family connects
 

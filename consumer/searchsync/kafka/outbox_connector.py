@@ -7,7 +7,7 @@ folder are this configuration with placeholders (`searchsync.kafka.connect_files
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from searchsync.kafka.connector_security import HistoryKafka, history_client_settings
@@ -76,7 +76,7 @@ class ConnectorTarget:
     topic_template: str = "outbox.event.{type}"  # the outbox topic of a type, as the relay's
     flavor: Flavor = "mariadb"
     ssl_mode: str = "disabled"  # as ``[mysql] ssl_mode``
-    kafka: HistoryKafka = HistoryKafka()  # the schema history clients' security, as [kafka]
+    kafka: HistoryKafka = field(default_factory=HistoryKafka)  # the schema history's, as [kafka]
 
 
 def outbox_connector_config(target: ConnectorTarget, credentials: Credentials) -> dict[str, str]:

@@ -195,3 +195,25 @@ def test_a_pool_made_elsewhere_speaks_its_servers_family() -> None:
         conn = RecordingPool(flavor).connection
         assert dialect_of(conn).flavor == flavor  # from the handshake: no round trip
         assert conn.statements == []
+
+
+def test_a_lazy_pool_asks_the_server_before_its_first_transaction(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made: list[RecordingPool] = []
+
+    async def fake_create_pool(**kwargs: Any) -> RecordingPool:
+        made.append(RecordingPool("mariadb", **kwargs))
+        return made[-1]
+
+    async def go() -> None:
+        kwargs = {"host": "h", "port": 3306, "user": "u", "password": "p", "database": "d"}
+        pool: Any = await create_pool(**kwargs, minsize=0, flavor="mysql")  # connects nothing
+        assert SERVER_PROBE not in made[0].statements
+        with pytest.raises(ConfigError, match=r"mysql\.flavor: expected auto or mariadb"):
+            async with transaction(pool):
+                pass
+        assert made[0].statements[-1] == SERVER_PROBE
+
+    monkeypatch.setattr(aiomysql, "create_pool", fake_create_pool)
+    asyncio.run(go())

@@ -45,7 +45,9 @@ _ER_TRANSIENT: Final = {
 IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 """A table or column name searchsync interpolates into SQL (values are always parameters)."""
 
-# the dialect of each pool `create_pool` made, and of each connection whose session is set up
+# per pool: ``[mysql] flavor`` and the address (`create_pool`), the server's dialect once known;
+# per connection: its dialect once its session is set up
+_POOL_FLAVORS: WeakKeyDictionary[aiomysql.Pool, tuple[str, str]] = WeakKeyDictionary()
 _POOL_DIALECTS: WeakKeyDictionary[aiomysql.Pool, Dialect] = WeakKeyDictionary()
 _SESSIONS: WeakKeyDictionary[Any, Dialect] = WeakKeyDictionary()
 
@@ -67,11 +69,12 @@ async def create_pool(
     """A pool of sessions as the module docstring says (tuple cursors by default). `pool_recycle`
     (seconds) replaces older connections before the server's ``wait_timeout`` kills them.
     `flavor` is ``[mysql] flavor``: ``auto`` takes the family the server names, ``mysql`` or
-    ``mariadb`` must match it.
+    ``mariadb`` must match it. The server is asked once, here (`minsize` > 0) or before the first
+    transaction (`minsize` 0: the pool connects lazily).
 
     Raises `TransientError(MYSQL_UNAVAILABLE)` when the server cannot be reached, `ConfigError`
     for refused credentials, an unknown database, an unencrypted connection when `tls` is set, or
-    a server of another family than `flavor`.
+    a server of another family than `flavor` (then or at the first transaction).
     """
     if flavor not in MYSQL_FLAVORS:
         raise ConfigError("mysql.flavor", " | ".join(MYSQL_FLAVORS), flavor)
@@ -98,30 +101,45 @@ async def create_pool(
         )
     if tls is not None:
         await _require_tls(pool, where)
-    _POOL_DIALECTS[pool] = await _detect(pool, where, flavor)
+    _POOL_FLAVORS[pool] = (flavor, where)
+    if minsize > 0:  # connected already: a server of another family stops start-up here
+        try:
+            with translate_errors(f"connect to {where}"):
+                async with pool.acquire() as conn:
+                    await _pool_dialect(pool, conn)
+        except BaseException:
+            await close_pool(pool)
+            raise
     return pool
 
 
-async def _detect(pool: aiomysql.Pool, where: str, flavor: str) -> Dialect:
-    """The dialect of the server behind `pool`; ConfigError when `flavor` names another family."""
+async def _pool_dialect(pool: aiomysql.Pool, conn: Any) -> Dialect:
+    """The dialect of the server behind `pool` (of `create_pool`), asked on `conn` the first
+    time; ConfigError when ``[mysql] flavor`` names another family."""
+    known = _POOL_DIALECTS.get(pool)
+    if known is not None:
+        return known
+    if pool not in _POOL_FLAVORS:  # a pool made elsewhere: the family its handshake names
+        return dialect_of_server(conn)
+    flavor, where = _POOL_FLAVORS[pool]
     with translate_errors(f"ask {where} its version"):
-        async with pool.acquire() as conn, conn.cursor() as cur:
+        async with conn.cursor() as cur:
             await cur.execute(SERVER_PROBE)
             version, comment = await cur.fetchone()
     found = flavor_of(str(version), None if comment is None else str(comment))
     if flavor not in ("auto", found):
-        await close_pool(pool)
         raise ConfigError(
             "mysql.flavor",
             f"auto or {found} (the server at {where} is {version} {comment})",
             flavor,
         )
-    return Dialect(found)
+    _POOL_DIALECTS[pool] = Dialect(found)
+    return _POOL_DIALECTS[pool]
 
 
 def dialect_of(conn: Any) -> Dialect:
-    """The dialect of a connection: its pool's (`create_pool`), else the family its handshake
-    names (a pool made elsewhere)."""
+    """The dialect of a connection: its pool's once its session is set up (`transaction`), else
+    the family its handshake names."""
     return _SESSIONS.get(conn) or dialect_of_server(conn)
 
 
@@ -129,9 +147,10 @@ async def _set_up_session(pool: aiomysql.Pool, conn: Any) -> None:
     """READ COMMITTED for `conn`'s session, once per connection, before its first transaction."""
     if conn in _SESSIONS:
         return
+    dialect = await _pool_dialect(pool, conn)
     async with conn.cursor() as cur:
         await cur.execute(ISOLATION)
-    _SESSIONS[conn] = _POOL_DIALECTS.get(pool) or dialect_of_server(conn)
+    _SESSIONS[conn] = dialect
 
 
 def tls_context(mysql: MysqlSettings) -> ssl.SSLContext | None:

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Kafka Connect (distributed mode) with Debezium's MariaDB connector; registers the connector of
-# `searchsync schema connector`, its credentials read by the worker's FileConfigProvider from
+# Kafka Connect (distributed mode) with Debezium's MariaDB connector, from the repository's connect/
+# folder: the worker's properties connect/worker.properties, the connector connect/outbox-mariadb.json
+# (what `searchsync schema connector --flavor mariadb` prints), each ${NAME} filled in from env.sh.
+# Its credentials are read by the worker's FileConfigProvider from
 # $STACK_DIR/connect/debezium.properties (never in the connector's config).
-# usage: connect.sh start|worker|stop|status|register   (worker: start the worker only, register nothing)
+# usage: connect.sh start|worker|stop|status|register|config
+#   (worker: start the worker only, register nothing; config: print the connector's config, change nothing)
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 source "$(dirname "$0")/lib.sh"
@@ -12,28 +15,32 @@ props="$STACK_DIR/connect/worker.properties"
 secrets="$STACK_DIR/connect/debezium.properties"
 url="http://127.0.0.1:$CONNECT_PORT"
 
-# The worker's properties on stdout: the stack's settings and the config provider the connector's
-# credentials need.
+connect_dir="$REPO_DIR/connect"
+
+# FILE NAME=VALUE...: FILE with each ${NAME} given replaced by its VALUE (JSON-escaped in a .json
+# file); other ${...} stay (the connector's own placeholders). Comment and blank lines of a
+# .properties file are left out.
+render() {
+  python3 - "$@" <<'PY'
+import json, re, sys
+path, pairs = sys.argv[1], dict(a.split("=", 1) for a in sys.argv[2:])
+text = open(path, encoding="utf-8").read()
+is_json = path.endswith(".json")
+def value(m):
+    if m[1] not in pairs:
+        return m[0]
+    return json.dumps(pairs[m[1]])[1:-1] if is_json else pairs[m[1]]
+text = re.sub(r"\$\{([A-Z][A-Z0-9_]*)\}", value, text)
+if not is_json:
+    text = "".join(l + "\n" for l in text.splitlines() if l.strip() and not l.lstrip().startswith("#"))
+sys.stdout.write(text)
+PY
+}
+
+# The worker's properties on stdout: connect/worker.properties with the stack's settings.
 worker_props() {
-  cat <<PROPS
-bootstrap.servers=127.0.0.1:$KAFKA_PORT
-group.id=$CONNECT_GROUP_ID
-listeners=http://127.0.0.1:$CONNECT_PORT
-rest.advertised.host.name=127.0.0.1
-rest.advertised.port=$CONNECT_PORT
-plugin.path=$DIST_DIR/connect-plugins
-config.storage.topic=$CONNECT_GROUP_ID-configs
-offset.storage.topic=$CONNECT_GROUP_ID-offsets
-status.storage.topic=$CONNECT_GROUP_ID-status
-config.storage.replication.factor=1
-offset.storage.replication.factor=1
-status.storage.replication.factor=1
-offset.flush.interval.ms=1000
-key.converter=org.apache.kafka.connect.storage.StringConverter
-value.converter=org.apache.kafka.connect.json.JsonConverter
-value.converter.schemas.enable=false
-PROPS
-  "$CLI_BIN" schema connector --worker-properties --provider file
+  render "$connect_dir/worker.properties" KAFKA_PORT="$KAFKA_PORT" CONNECT_GROUP_ID="$CONNECT_GROUP_ID" \
+    CONNECT_PORT="$CONNECT_PORT" DIST_DIR="$DIST_DIR"
 }
 
 write_props() {
@@ -69,15 +76,20 @@ sys.exit(0 if ok else 1)
 PY
 }
 
+# The connector's config on stdout: connect/outbox-mariadb.json's "config", filled in.
+connector_config() {
+  render "$connect_dir/outbox-mariadb.json" CONNECTOR_NAME="$CONNECTOR_NAME" MYSQL_HOST="$MYSQL_HOST" \
+    MYSQL_PORT="$MYSQL_PORT" MYSQL_DATABASE="$MYSQL_DATABASE" DEBEZIUM_SERVER_ID="$DEBEZIUM_SERVER_ID" \
+    DEBEZIUM_TOPIC_PREFIX="$DEBEZIUM_TOPIC_PREFIX" DEBEZIUM_SCHEMA_HISTORY_TOPIC="$DEBEZIUM_SCHEMA_HISTORY_TOPIC" \
+    KAFKA_BOOTSTRAP="127.0.0.1:$KAFKA_PORT" DEBEZIUM_SECRETS_FILE="$secrets" |
+    python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["config"], indent=2))'
+}
+
 # PUT the connector's config: creates it or updates it in place (idempotent).
 register() {
-  [[ -x $CLI_BIN ]] || die "the searchsync CLI is not at $CLI_BIN: run make venv (or set CLI_BIN to it)"
   (umask 077 && printf 'user=%s\npassword=%s\n' "$DEBEZIUM_DB_USER" "$DEBEZIUM_DB_PASSWORD" >"$secrets")
   local body code
-  body=$("$CLI_BIN" schema connector --mysql-host "$MYSQL_HOST" --mysql-port "$MYSQL_PORT" \
-    --database "$MYSQL_DATABASE" --server-id "$DEBEZIUM_SERVER_ID" --topic-prefix "$DEBEZIUM_TOPIC_PREFIX" \
-    --schema-history-topic "$DEBEZIUM_SCHEMA_HISTORY_TOPIC" --kafka-bootstrap "127.0.0.1:$KAFKA_PORT" \
-    --provider file --secrets "$secrets") || die "searchsync schema connector failed"
+  body=$(connector_config) || die "rendering $connect_dir/outbox-mariadb.json failed"
   code=$(curl -s -o "$STACK_DIR/connect/put.out" -w '%{http_code}' -X PUT -H 'Content-Type: application/json' \
     --data "$body" "$url/connectors/$CONNECTOR_NAME/config")
   [[ $code == 200 || $code == 201 ]] || { cat "$STACK_DIR/connect/put.out" >&2; die "registering $CONNECTOR_NAME failed (HTTP $code)"; }
@@ -121,6 +133,7 @@ case "${1:-}" in
   start) start ;;
   worker) start_worker ;;
   stop) stop_pid $name ;;
+  config) connector_config ;;
   register)
     props_current || die "the running worker lacks the config provider: run $0 start (it restarts the worker)"
     register && wait_connector ;;
@@ -128,5 +141,5 @@ case "${1:-}" in
     status_line $name "$url" "$log"
     if rest_up; then printf '  connector %s: %s\n' "$CONNECTOR_NAME" \
       "$(curl -s "$url/connectors/$CONNECTOR_NAME/status" | python3 -c 'import json,sys; s=json.load(sys.stdin); print(s.get("connector",{}).get("state","absent"), [t["state"] for t in s.get("tasks",[])])' 2>/dev/null || echo absent)"; fi ;;
-  *) die "usage: $0 start|worker|stop|status|register" ;;
+  *) die "usage: $0 start|worker|stop|status|register|config" ;;
 esac

@@ -78,6 +78,6 @@ JAVA_BIN=${JAVA_BIN:-java}                       # Kafka and Connect: Java 17+
 # Elasticsearch 9 needs Java 21+: the newest JDK 21..29 under /usr/lib/jvm unless given
 ES_JAVA_HOME=${ES_JAVA_HOME:-$( (ls -d /usr/lib/jvm/temurin-2[1-9]-jdk* /usr/lib/jvm/java-2[1-9]-openjdk* 2>/dev/null || true) | sort -V | tail -n 1)}
 
-CLI_BIN=${CLI_BIN:-$REPO_DIR/.venv/bin/searchsync}  # the CLI: grants (migrate.sh), connector (connect.sh)
+CLI_BIN=${CLI_BIN:-$REPO_DIR/.venv/bin/searchsync}  # the CLI: grants (migrate.sh)
 
 READY_TIMEOUT=${READY_TIMEOUT:-180}               # seconds each service may take to become ready

@@ -16,6 +16,7 @@ import aiomysql
 import pytest
 import pytest_asyncio
 from searchsync.mysql import truth_buckets
+from searchsync.mysql.dialect import Dialect
 from searchsync.mysql.truth import MysqlTruth, TruthEntry
 from searchsync.ops.repair.buckets import key_hash, key_of_id
 from searchsync.ops.repair.es_side import EsIndexSide
@@ -92,7 +93,7 @@ async def test_a_page_too_long_to_pack_is_read_as_rows(
     want = await _rows(app_pool, consumer_pool, id_prefix)
     limit = 40  # a few triples: MariaDB cuts every longer page's string here
     monkeypatch.setattr(truth_buckets, "PACKED_MAX", limit)
-    assert f"= {limit} FOR" in truth_buckets._packed("t", "`id`")
+    assert f"= {limit} FOR" in truth_buckets._packed(Dialect("mariadb"), "t", "`id`")
     unpacked: list[bool] = []
     real = truth_buckets.unpack_light
 

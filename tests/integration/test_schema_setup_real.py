@@ -115,7 +115,7 @@ async def test_a_fresh_database_set_up_from_the_printed_schema_runs_events_to_se
             await _events_reach_kafka_and_search(fresh, topic)
         finally:
             request("DELETE", f"{url}/connectors/{name}")
-            delete_topics([history])
+            delete_topics([history, f"__debezium-heartbeat.it-{fresh.tag}"])
 
 
 async def _events_reach_kafka_and_search(fresh: Fresh, topic: str) -> None:

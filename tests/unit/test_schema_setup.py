@@ -138,8 +138,8 @@ def test_the_local_stack_keeps_no_second_copy() -> None:
     migrate = (ROOT / "deploy" / "local" / "migrate.sh").read_text(encoding="utf-8")
     connect = (ROOT / "deploy" / "local" / "connect.sh").read_text(encoding="utf-8")
     assert "GRANT" not in migrate and "schema grants" in migrate
-    assert "schema connector" in connect and "MariaDbConnector" not in connect
-    assert not (ROOT / "connect").exists()
+    assert "MariaDbConnector" not in connect and "bootstrap.servers" not in connect
+    assert "connect/outbox-mariadb.json" in connect and "/worker.properties" in connect
 
 
 def test_grants_cover_every_table_a_projector_reads() -> None:

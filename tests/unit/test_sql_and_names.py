@@ -58,7 +58,6 @@ REVIEWED: dict[tuple[str, str], str] = {
     ("consumer/searchsync/mysql/truth_relations.py", "key"): "_quoted() column",
     ("consumer/searchsync/mysql/truth_relations.py", "quoted"): "_quoted() table",
     ("consumer/searchsync/mysql/truth_relations.py", "column"): "_quoted() column",
-    ("consumer/searchsync/mysql/truth_relations.py", "PACKED_MAX"): "an int constant",
     ("consumer/searchsync/mysql/truth_relations.py", "_json_object(child)"): (
         "JSON_OBJECT of the child's validated identifiers: literal keys, quoted columns"
     ),
@@ -92,7 +91,6 @@ REVIEWED: dict[tuple[str, str], str] = {
         "consumer/searchsync/mysql/truth_buckets.py",
         "src",
     ): "validated table, constant conditions, %s",
-    ("consumer/searchsync/mysql/truth_buckets.py", "PACKED_MAX"): "an int constant",
     ("consumer/searchsync/dlq/ledger.py", "', '.join(_COLUMNS)"): "constant column names",
     (
         "consumer/searchsync/dlq/ledger.py",
@@ -112,6 +110,11 @@ REVIEWED: dict[tuple[str, str], str] = {
     ("consumer/searchsync/relay/mysql_store.py", "self._table"): "quote_identifier(relay.table)",
     ("consumer/searchsync/relay/mysql_store.py", "_COLUMNS"): "constant column names",
     ("consumer/searchsync/mysql/schema.py", "privileges"): "constant privilege lists",
+    ("consumer/searchsync/mysql/dialect.py", "hints"): "hints of checked positive integers",
+    ("consumer/searchsync/mysql/dialect.py", "sql[len('SELECT '):]"): (
+        "the caller's SELECT, itself built from reviewed text"
+    ),
+    ("consumer/searchsync/mysql/dialect.py", "sql[:40]"): "an error message, never sent",
     ("consumer/searchsync/mysql/schema.py", "target"): "'*.*' or IDENTIFIER-checked names",
     ("consumer/searchsync/mysql/schema.py", "account"): "user and host without quotes",
 }

@@ -1,7 +1,8 @@
 """`searchsync config check`: the settings (redacted) and projectors as `run` loads them; with
 ``--grants``, exit 1 if a grant lets the consumer write a business table. `searchsync schema sql |
 grants | connector`: print, connecting to nothing, searchsync's tables, the three users' GRANTs
-and the Debezium connector's configuration (or ``--worker-properties``), docs/production.md."""
+and the Debezium connector's configuration (or ``--worker-properties``), docs/production.md;
+``--flavor`` picks the server family (default: ``[mysql] flavor``, else mariadb)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,14 @@ from searchsync.cli.output import err, out, print_json
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
+from searchsync.kafka.connector_security import HistoryKafka
 from searchsync.kafka.outbox_connector import (
     ConnectorTarget,
     Credentials,
     outbox_connector_config,
     worker_provider_lines,
 )
+from searchsync.mysql.dialect import DEFAULT_FLAVOR, FLAVORS, Flavor, parse_flavor
 from searchsync.mysql.schema import DbUsers, grant_statements, schema_sql
 from searchsync.projection.references import business_tables
 from searchsync.runtime import Runtime
@@ -95,8 +98,10 @@ def register_schema(commands: Any) -> None:
         action="append",
         help="a business table (repeat; default: the registered projectors' tables)",
     )
+    _flavor_option(grants)
     about = "the Debezium connector's configuration (JSON)"
     conn = command(cmds, "connector", cmd_connector, about, json=None)
+    _flavor_option(conn)
     conn.add_argument("--mysql-host", help="the host Connect reaches MySQL at (default: [mysql])")
     conn.add_argument("--mysql-port", type=positive_int, help="default: [mysql] port")
     conn.add_argument("--database", help="default: [mysql] database")
@@ -133,6 +138,22 @@ def register_schema(commands: Any) -> None:
     )
 
 
+def _flavor_option(parser: Any) -> None:
+    parser.add_argument(
+        "--flavor",
+        choices=FLAVORS,
+        help=f"the server family (default: [mysql] flavor unless auto, else {DEFAULT_FLAVOR})",
+    )
+
+
+def _flavor(args: argparse.Namespace, settings: Settings) -> Flavor:
+    """``--flavor``, else ``[mysql] flavor`` when it names one, else `DEFAULT_FLAVOR`."""
+    if args.flavor is not None:
+        return parse_flavor(args.flavor)
+    configured = settings.mysql.flavor
+    return DEFAULT_FLAVOR if configured == "auto" else parse_flavor(configured)
+
+
 def cmd_sql(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     out(schema_sql().rstrip())
     return ExitCode.OK
@@ -148,14 +169,15 @@ def cmd_grants(args: argparse.Namespace, settings: Settings, runtime: Runtime) -
     )
     database = args.database or settings.mysql.database
     out("-- Create the three accounts first, with passwords of your own (CREATE USER ...).")
-    for line in grant_statements(database, tables, users):
+    for line in grant_statements(database, tables, users, _flavor(args, settings)):
         out(line)
     return ExitCode.OK
 
 
 def cmd_connector(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    kafka = HistoryKafka.of(settings.kafka)
     if args.worker_properties:
-        for line in worker_provider_lines(args.provider):
+        for line in worker_provider_lines(args.provider, files=kafka.client_certificate):
             out(line)
         return ExitCode.OK
     mysql = settings.mysql
@@ -168,6 +190,9 @@ def cmd_connector(args: argparse.Namespace, settings: Settings, runtime: Runtime
         schema_history_topic=args.schema_history_topic,
         kafka_bootstrap=args.kafka_bootstrap or settings.kafka.bootstrap_servers,
         topic_template=args.topic_template or settings.relay.topic_template,
+        flavor=_flavor(args, settings),
+        ssl_mode=mysql.ssl_mode,
+        kafka=kafka,
     )
     if "{type}" not in target.topic_template:
         raise InvalidRequest(f"--topic-template {target.topic_template!r}: want {{type}} in it")
@@ -175,5 +200,9 @@ def cmd_connector(args: argparse.Namespace, settings: Settings, runtime: Runtime
         raise InvalidRequest(f"--secrets {args.secrets!r}: a file path without ':' or '}}'")
     default_source = _CREDENTIALS.source if args.provider == "file" else "DEBEZIUM_DB_"
     credentials = Credentials(kind=args.provider, source=args.secrets or default_source)
-    print_json(outbox_connector_config(target, credentials))
+    try:
+        config = outbox_connector_config(target, credentials)
+    except ValueError as exc:
+        raise InvalidRequest(str(exc)) from None
+    print_json(config)
     return ExitCode.OK

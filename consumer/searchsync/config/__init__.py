@@ -20,6 +20,7 @@ from typing import Any, Final, cast
 
 from searchsync import naming
 from searchsync.config._core import (
+    MYSQL_FLAVORS,
     PROJECTION_ENTRY_FORM,
     ElasticsearchSettings,
     MysqlSettings,
@@ -55,6 +56,7 @@ from searchsync.config._workers import (
 from searchsync.errors import ConfigError
 
 __all__ = [
+    "MYSQL_FLAVORS",
     "PROJECTION_ENTRY_FORM",
     "ConnectSettings",
     "ElasticsearchSettings",

@@ -34,6 +34,11 @@ PROJECTION_ENTRY_FORM: Final = (
 )
 
 
+MYSQL_FLAVORS: Final = ("auto", "mysql", "mariadb")
+"""``[mysql] flavor``: the server family, ``auto`` detected when the pool connects
+(`searchsync.mysql.dialect`)."""
+
+
 def _hosts(r: _Section, key: str) -> tuple[str, ...]:
     return r.string_list(key, _is_http_url, "http(s)://host[:port] URLs")
 
@@ -50,6 +55,7 @@ class MysqlSettings:
     pool_min: int = setting(1, integer(0, 1_000))
     pool_max: int = setting(10, integer(1, 1_000), above="pool_min")
     connect_timeout_s: float = setting(5.0, number(0.0, 300.0, lo_open=True))
+    flavor: str = setting("auto", one_of(MYSQL_FLAVORS, lower=True))
     ssl_mode: str = "disabled"  # disabled | verify_ca | verify_identity (docs/security.md)
     ssl_ca: str | None = None
     ssl_cert: str | None = None

@@ -1,19 +1,44 @@
 """The Debezium connector that publishes ``search_outbox`` (its Outbox Event Router emits the
 records `searchsync.relay.port.router_record` would) and the Connect worker lines it needs;
-`searchsync schema connector` prints both. Credentials stay out of the configuration: a Connect
-config provider (``file`` or ``env``) resolves them on the worker."""
+`searchsync schema connector` prints both, for MySQL (``MySqlConnector``) or MariaDB
+(``MariaDbConnector``). Credentials stay out of the configuration: a Connect config provider
+(``file`` or ``env``) resolves them on the worker. The files in the repository's ``connect/``
+folder are this configuration with placeholders (`searchsync.kafka.connect_files`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from searchsync.kafka.connector_security import HistoryKafka, history_client_settings
+from searchsync.mysql.dialect import Flavor
+
 ProviderKind = Literal["file", "env"]
+SecretName = Literal["user", "password", "kafka_password", "kafka_key_password"]
 
 _PROVIDER_CLASSES: Final[dict[str, str]] = {
     "file": "org.apache.kafka.common.config.provider.FileConfigProvider",
     "env": "org.apache.kafka.common.config.provider.EnvVarConfigProvider",
+    "dir": "org.apache.kafka.common.config.provider.DirectoryConfigProvider",
 }
+_CONNECTOR_CLASSES: Final[dict[Flavor, str]] = {
+    "mysql": "io.debezium.connector.mysql.MySqlConnector",
+    "mariadb": "io.debezium.connector.mariadb.MariaDbConnector",
+}
+# ``[mysql] ssl_mode`` -> each connector's ``database.ssl.mode`` (MySqlConnectorConfig: disabled,
+# preferred, required, verify_ca, verify_identity; MariaDB's: disable, trust, verify-ca,
+# verify-full)
+_SSL_MODES: Final[dict[Flavor, dict[str, str]]] = {
+    "mysql": {
+        "disabled": "disabled",
+        "verify_ca": "verify_ca",
+        "verify_identity": "verify_identity",
+    },
+    "mariadb": {"disabled": "disable", "verify_ca": "verify-ca", "verify_identity": "verify-full"},
+}
+HEARTBEAT_INTERVAL_MS: Final = 10_000
+"""Debezium's heartbeat: the connector's offset keeps moving while the outbox is quiet, so a
+restart does not ask for a binlog position the server has already purged."""
 _HEADERS: Final = (
     "operation:header:searchsync-operation,"
     "source_revision:header:searchsync-revision,"
@@ -29,7 +54,9 @@ class Credentials:
     kind: ProviderKind = "file"
     source: str = "/etc/kafka-connect/searchsync-debezium.properties"
 
-    def reference(self, key: Literal["user", "password"]) -> str:
+    def reference(self, key: SecretName) -> str:
+        """The placeholder the worker replaces with the secret `key` (Kafka's SASL password and
+        TLS key password are ``kafka_password`` and ``kafka_key_password``)."""
         if self.kind == "file":
             return f"${{file:{self.source}:{key}}}"
         return f"${{env:{self.source}{key.upper()}}}"
@@ -40,25 +67,30 @@ class ConnectorTarget:
     """The database the connector reads and the Kafka it writes its schema history to."""
 
     mysql_host: str = "127.0.0.1"
-    mysql_port: int = 3306
+    mysql_port: int | str = 3306  # a str only for a placeholder (connect/)
     database: str = "searchsync"
-    server_id: int = 184054  # its replica id: unique among everything replicating the server
+    server_id: int | str = 184054  # its replica id: unique among everything replicating the server
     topic_prefix: str = "searchsync"  # unique per connector on the Kafka cluster
     schema_history_topic: str = "searchsync.schema-history"
     kafka_bootstrap: str = "127.0.0.1:9092"
     topic_template: str = "outbox.event.{type}"  # the outbox topic of a type, as the relay's
+    flavor: Flavor = "mariadb"
+    ssl_mode: str = "disabled"  # as ``[mysql] ssl_mode``
+    kafka: HistoryKafka = field(default_factory=HistoryKafka)  # the schema history's, as [kafka]
 
 
 def outbox_connector_config(target: ConnectorTarget, credentials: Credentials) -> dict[str, str]:
+    """The connector's configuration (every value a string, as Connect's REST API takes it)."""
+    history = history_client_settings(target.kafka, credentials.reference)
     return {
-        "connector.class": "io.debezium.connector.mariadb.MariaDbConnector",
+        "connector.class": _CONNECTOR_CLASSES[target.flavor],
         "tasks.max": "1",
         "database.hostname": target.mysql_host,
         "database.port": str(target.mysql_port),
         "database.user": credentials.reference("user"),
         "database.password": credentials.reference("password"),
         "database.server.id": str(target.server_id),
-        "database.ssl.mode": "disable",
+        "database.ssl.mode": _SSL_MODES[target.flavor][target.ssl_mode],
         "topic.prefix": target.topic_prefix,
         "database.include.list": target.database,
         "table.include.list": f"{target.database}.search_outbox",
@@ -67,6 +99,9 @@ def outbox_connector_config(target: ConnectorTarget, credentials: Credentials) -
         "schema.history.internal.kafka.bootstrap.servers": target.kafka_bootstrap,
         "schema.history.internal.kafka.topic": target.schema_history_topic,
         "schema.history.internal.store.only.captured.tables.ddl": "true",
+        **{f"schema.history.internal.producer.{k}": v for k, v in history.items()},
+        **{f"schema.history.internal.consumer.{k}": v for k, v in history.items()},
+        "heartbeat.interval.ms": str(HEARTBEAT_INTERVAL_MS),
         "tombstones.on.delete": "false",
         "poll.interval.ms": "100",
         "connect.keep.alive.interval.ms": "2000",
@@ -89,7 +124,12 @@ def outbox_connector_config(target: ConnectorTarget, credentials: Credentials) -
     }
 
 
-def worker_provider_lines(kind: ProviderKind) -> list[str]:
+def worker_provider_lines(kind: ProviderKind, *, files: bool = False) -> list[str]:
     """The worker properties that declare the config provider `kind` (a connector cannot declare one
-    itself)."""
-    return [f"config.providers={kind}", f"config.providers.{kind}.class={_PROVIDER_CLASSES[kind]}"]
+    itself), and with `files` the ``dir`` provider that reads the Kafka client certificate and key
+    of the schema history (`HistoryKafka`)."""
+    kinds = [kind, "dir"] if files else [kind]
+    return [
+        f"config.providers={','.join(kinds)}",
+        *(f"config.providers.{k}.class={_PROVIDER_CLASSES[k]}" for k in kinds),
+    ]

@@ -1,7 +1,8 @@
-"""MySQL (MariaDB) connections: the pool factory (utf8mb4, autocommit off, READ COMMITTED, UTC),
-the one transaction scope, and the one translation of driver errors into the pipeline's errors.
-READ COMMITTED: a locking read of a missing row takes no gap lock, so two concurrent creates of
-one id collide on the primary key instead of deadlocking."""
+"""MySQL and MariaDB connections: the pool factory (utf8mb4, autocommit off, READ COMMITTED, UTC;
+the server family detected as it connects), the one transaction scope, and the one translation of
+driver errors into the pipeline's errors. READ COMMITTED: a locking read of a missing row takes no
+gap lock, so two concurrent creates of one id collide on the primary key instead of deadlocking.
+The family's statement texts come from `searchsync.mysql.dialect` through `dialect_of`."""
 
 from __future__ import annotations
 
@@ -11,10 +12,20 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
+from weakref import WeakKeyDictionary
 
 import aiomysql
 
+from searchsync.config import MYSQL_FLAVORS
 from searchsync.errors import ConfigError, ErrorCode, TransientError
+from searchsync.mysql.dialect import (
+    ISOLATION,
+    SERVER_PROBE,
+    TIME_ZONE,
+    Dialect,
+    dialect_of_server,
+    flavor_of,
+)
 
 if TYPE_CHECKING:
     from searchsync.config import MysqlSettings
@@ -34,7 +45,11 @@ _ER_TRANSIENT: Final = {
 IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 """A table or column name searchsync interpolates into SQL (values are always parameters)."""
 
-_SESSION_INIT: Final = "SET SESSION tx_isolation = 'READ-COMMITTED', time_zone = '+00:00'"
+# per pool: ``[mysql] flavor`` and the address (`create_pool`), the server's dialect once known;
+# per connection: its dialect once its session is set up
+_POOL_FLAVORS: WeakKeyDictionary[aiomysql.Pool, tuple[str, str]] = WeakKeyDictionary()
+_POOL_DIALECTS: WeakKeyDictionary[aiomysql.Pool, Dialect] = WeakKeyDictionary()
+_SESSIONS: WeakKeyDictionary[Any, Dialect] = WeakKeyDictionary()
 
 
 async def create_pool(
@@ -49,13 +64,20 @@ async def create_pool(
     connect_timeout: float = 5.0,
     pool_recycle: int = 3600,
     tls: ssl.SSLContext | None = None,
+    flavor: str = "auto",
 ) -> aiomysql.Pool:
     """A pool of sessions as the module docstring says (tuple cursors by default). `pool_recycle`
-    (seconds) replaces older connections before MariaDB's ``wait_timeout`` kills them.
+    (seconds) replaces older connections before the server's ``wait_timeout`` kills them.
+    `flavor` is ``[mysql] flavor``: ``auto`` takes the family the server names, ``mysql`` or
+    ``mariadb`` must match it. The server is asked once, here (`minsize` > 0) or before the first
+    transaction (`minsize` 0: the pool connects lazily).
 
     Raises `TransientError(MYSQL_UNAVAILABLE)` when the server cannot be reached, `ConfigError`
-    for refused credentials, an unknown database, or an unencrypted connection when `tls` is set.
+    for refused credentials, an unknown database, an unencrypted connection when `tls` is set, or
+    a server of another family than `flavor` (then or at the first transaction).
     """
+    if flavor not in MYSQL_FLAVORS:
+        raise ConfigError("mysql.flavor", " | ".join(MYSQL_FLAVORS), flavor)
     if not 0 <= minsize <= maxsize or maxsize < 1:
         raise ConfigError(
             "mysql.pool", "0 <= minsize <= maxsize and maxsize >= 1", (minsize, maxsize)
@@ -74,12 +96,61 @@ async def create_pool(
             pool_recycle=pool_recycle,
             autocommit=False,
             charset="utf8mb4",
-            init_command=_SESSION_INIT,
+            init_command=TIME_ZONE,
             ssl=tls,
         )
     if tls is not None:
         await _require_tls(pool, where)
+    _POOL_FLAVORS[pool] = (flavor, where)
+    if minsize > 0:  # connected already: a server of another family stops start-up here
+        try:
+            with translate_errors(f"connect to {where}"):
+                async with pool.acquire() as conn:
+                    await _pool_dialect(pool, conn)
+        except BaseException:
+            await close_pool(pool)
+            raise
     return pool
+
+
+async def _pool_dialect(pool: aiomysql.Pool, conn: Any) -> Dialect:
+    """The dialect of the server behind `pool` (of `create_pool`), asked on `conn` the first
+    time; ConfigError when ``[mysql] flavor`` names another family."""
+    known = _POOL_DIALECTS.get(pool)
+    if known is not None:
+        return known
+    if pool not in _POOL_FLAVORS:  # a pool made elsewhere: the family its handshake names
+        return dialect_of_server(conn)
+    flavor, where = _POOL_FLAVORS[pool]
+    with translate_errors(f"ask {where} its version"):
+        async with conn.cursor() as cur:
+            await cur.execute(SERVER_PROBE)
+            version, comment = await cur.fetchone()
+    found = flavor_of(str(version), None if comment is None else str(comment))
+    if flavor not in ("auto", found):
+        raise ConfigError(
+            "mysql.flavor",
+            f"auto or {found} (the server at {where} is {version} {comment})",
+            flavor,
+        )
+    _POOL_DIALECTS[pool] = Dialect(found)
+    return _POOL_DIALECTS[pool]
+
+
+def dialect_of(conn: Any) -> Dialect:
+    """The dialect of a connection: its pool's once its session is set up (`transaction`), else
+    the family its handshake names."""
+    return _SESSIONS.get(conn) or dialect_of_server(conn)
+
+
+async def _set_up_session(pool: aiomysql.Pool, conn: Any) -> None:
+    """READ COMMITTED for `conn`'s session, once per connection, before its first transaction."""
+    if conn in _SESSIONS:
+        return
+    dialect = await _pool_dialect(pool, conn)
+    async with conn.cursor() as cur:
+        await cur.execute(ISOLATION)
+    _SESSIONS[conn] = dialect
 
 
 def tls_context(mysql: MysqlSettings) -> ssl.SSLContext | None:
@@ -118,6 +189,7 @@ async def open_pool(mysql: MysqlSettings, *, maxsize: int | None = None) -> aiom
         maxsize=mysql.pool_max if maxsize is None else maxsize,
         connect_timeout=mysql.connect_timeout_s,
         tls=tls_context(mysql),
+        flavor=mysql.flavor,
     )
 
 
@@ -148,6 +220,7 @@ async def transaction(pool: aiomysql.Pool) -> AsyncIterator[Any]:
         conn = await pool.acquire()
     try:
         with translate_errors("transaction"):
+            await _set_up_session(pool, conn)
             await conn.begin()
         try:
             yield conn

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Final
 
+from searchsync.mysql.dialect import DEFAULT_FLAVOR, Dialect, Flavor
 from searchsync.mysql.pool import IDENTIFIER
 
 _PACKAGE_DIR: Final = "_resources/sql"
@@ -36,7 +37,6 @@ _APP_OWN: Final = (
     ("search_revision_floor", "SELECT, INSERT, UPDATE, DELETE"),
     ("search_projection_state", "SELECT, DELETE"),
 )
-_DEBEZIUM_GLOBAL: Final = "SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, BINLOG MONITOR"
 _CONSUMER_BUSINESS: Final = "SELECT"
 _APP_BUSINESS: Final = "SELECT, INSERT, UPDATE, DELETE"
 
@@ -73,9 +73,15 @@ def schema_sql() -> str:
     return "\n".join(parts)
 
 
-def grant_statements(database: str, business_tables: list[str], users: DbUsers) -> list[str]:
+def grant_statements(
+    database: str,
+    business_tables: list[str],
+    users: DbUsers,
+    flavor: Flavor = DEFAULT_FLAVOR,
+) -> list[str]:
     """The GRANT statements for `users` on `database`: searchsync's own tables, plus read
-    (consumer) and write (application) on `business_tables`. The accounts must already exist."""
+    (consumer) and write (application) on `business_tables`, and Debezium's global privileges as
+    the server family `flavor` names them. The accounts must already exist."""
     for name in (database, *business_tables):
         if not IDENTIFIER.fullmatch(name):
             raise ValueError(f"{name!r}: want an identifier {IDENTIFIER.pattern}")
@@ -89,7 +95,7 @@ def grant_statements(database: str, business_tables: list[str], users: DbUsers) 
     def to(user: str) -> str:
         return f"'{user}'@'{users.host}'"
 
-    grants = [(_DEBEZIUM_GLOBAL, "*.*", to(users.debezium))]
+    grants = [(Dialect(flavor).debezium_global_privileges(), "*.*", to(users.debezium))]
     grants += [(privs, t, to(users.consumer)) for t, privs in _CONSUMER_OWN]
     grants += [(_CONSUMER_BUSINESS, t, to(users.consumer)) for t in business_tables]
     grants += [(privs, t, to(users.app)) for t, privs in _APP_OWN]

@@ -11,7 +11,8 @@ from typing import Any, Final
 
 import aiomysql
 
-from searchsync.mysql.pool import transaction_cursor
+from searchsync.mysql.dialect import Dialect
+from searchsync.mysql.pool import dialect_of, transaction_cursor
 from searchsync.mysql.truth_relations import PACKED_MAX, Packing, read_relations
 from searchsync.projection import Projector, Row
 from searchsync.types import BucketCursor
@@ -80,7 +81,7 @@ async def bucket_page(
             rows: list[dict[str, Any]] = list(await cur.fetchall())
             await read_relations(cur.connection, projector, rows, packing)
             return [entry_of_row(r, content=True) for r in rows]
-        await cur.execute(_packed(src, order), tuple(args))
+        await cur.execute(_packed(dialect_of(cur.connection), src, order), tuple(args))
         light = unpack_light(await cur.fetchone(), max_len=PACKED_MAX)
         if light is None:  # truncated or unexpected: the same page as tuples
             await cur.execute(f"SELECT {select} FROM {src}", tuple(args))
@@ -92,15 +93,16 @@ async def bucket_page(
 _BY_KEY: Final = "`sync_hash`, `id`"
 
 
-def _packed(src: str, order: str) -> str:
+def _packed(dialect: Dialect, src: str, order: str) -> str:
     """A light page as one row: its row count and ``hex(id),revision,deleted`` triples in page
     order (one string split in C instead of ~20 us of Python parsing per row)."""
     key = ", `sync_hash`" if order == _BY_KEY else ""
-    return (
-        f"SET STATEMENT group_concat_max_len = {PACKED_MAX} FOR SELECT COUNT(*),"
+    return dialect.select(
+        "SELECT COUNT(*),"
         " GROUP_CONCAT(CONCAT_WS(',', HEX(`id`), `revision`, `deleted_at` IS NOT NULL)"
         f" ORDER BY {order} SEPARATOR ',')"
-        f" FROM (SELECT `id`, `revision`, `deleted_at`{key} FROM {src}) AS page"
+        f" FROM (SELECT `id`, `revision`, `deleted_at`{key} FROM {src}) AS page",
+        group_concat_max_len=PACKED_MAX,
     )
 
 
@@ -108,7 +110,7 @@ def unpack_light(
     packed: Sequence[Any] | None, *, max_len: int = PACKED_MAX
 ) -> list[TruthEntry] | None:
     """The entries of a `_packed` page, or None unless it holds exactly COUNT(*) well-formed
-    triples (MariaDB silently cuts a GROUP_CONCAT at `max_len`): then read the page as rows."""
+    triples (the server silently cuts a GROUP_CONCAT at `max_len`): then read the page as rows."""
     if packed is None:
         return None
     count, text = packed

@@ -14,7 +14,7 @@ from typing import Any, Final
 import aiomysql
 import orjson
 
-from searchsync.mysql.pool import expand_in, quote_identifier, translate_errors
+from searchsync.mysql.pool import dialect_of, expand_in, quote_identifier, translate_errors
 from searchsync.projection import Child, Lookup, Projector, Row, attach_steps, lookup_keys
 
 _PIECE: Final = 256
@@ -114,9 +114,9 @@ def _quoted(columns: tuple[str, ...], table: str, key: str) -> tuple[str, str, s
 async def _read_packed(conn: Any, child: Child, ids: list[str]) -> list[Row] | None:
     """The child rows of `ids` read packed, or None when the packed text is unusable."""
     _, table, key = _quoted(child.columns, child.table, child.key)
-    sql = (
-        f"SET STATEMENT group_concat_max_len = {PACKED_MAX} FOR"
-        f" SELECT COUNT(*), JSON_ARRAYAGG({_json_object(child)}) FROM {table} WHERE {key} IN %s"
+    sql = dialect_of(conn).select(
+        f"SELECT COUNT(*), JSON_ARRAYAGG({_json_object(child)}) FROM {table} WHERE {key} IN %s",
+        group_concat_max_len=PACKED_MAX,
     )
     with translate_errors(f"read {child.table}"):
         async with conn.cursor() as cur:

@@ -1,0 +1,114 @@
+"""The two server families searchsync speaks to, MySQL (8.0, 8.4) and MariaDB (10.6+), and the one
+place that chooses a statement's text by family. Everything else searchsync sends is valid on
+both; the texts here are those that cannot be:
+
+- a per-statement setting: MariaDB's ``SET STATEMENT var = value FOR SELECT ...``, MySQL's
+  ``SELECT /*+ SET_VAR(var = value) */ ...`` optimizer hint;
+- a statement time limit: MariaDB's ``max_statement_time`` (seconds) through ``SET STATEMENT``,
+  MySQL's ``/*+ MAX_EXECUTION_TIME(ms) */`` hint (SELECT only, as on MariaDB);
+- the Debezium user's global grants: ``BINLOG MONITOR`` on MariaDB (10.5 renamed ``REPLICATION
+  CLIENT`` to it), ``REPLICATION CLIENT`` on MySQL.
+
+The session's settings are the same on both: the UTC time zone (`TIME_ZONE`, as each connection
+opens) and READ COMMITTED through ``SET SESSION TRANSACTION ISOLATION LEVEL`` (`ISOLATION`, once
+per connection before its first transaction): ``tx_isolation`` is gone from MySQL 8 and
+``transaction_isolation`` is missing from MariaDB before 11.1."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final, Literal, get_args
+
+Flavor = Literal["mysql", "mariadb"]
+FLAVORS: Final[tuple[Flavor, ...]] = get_args(Flavor)
+"""The families; ``[mysql] flavor`` (`searchsync.config.MYSQL_FLAVORS`) is one of them or auto."""
+DEFAULT_FLAVOR: Final[Flavor] = "mariadb"
+"""What `searchsync schema ... --flavor` prints when neither the option nor the config says."""
+
+SERVER_PROBE: Final = "SELECT VERSION(), @@version_comment"
+"""What the pool asks the server once it connects: both answer it, MariaDB names itself in both."""
+TIME_ZONE: Final = "SET SESSION time_zone = '+00:00'"
+"""Each connection's first statement (the driver's ``init_command``)."""
+ISOLATION: Final = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"
+"""Each connection's statement before its first transaction (`mysql.pool.transaction`)."""
+
+_DEBEZIUM_GLOBAL: Final[dict[Flavor, str]] = {
+    "mysql": "SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT",
+    "mariadb": "SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, BINLOG MONITOR",
+}
+
+
+def flavor_of(version: str, comment: str | None = None) -> Flavor:
+    """The family of a server from its ``VERSION()`` (or the handshake's version string) and
+    ``@@version_comment``: MariaDB names itself in one of them (``10.11.6-MariaDB-0+deb12u1``,
+    ``mariadb.org binary distribution``); anything else is MySQL (Percona, Aurora MySQL too)."""
+    return "mariadb" if "mariadb" in f"{version} {comment or ''}".lower() else "mysql"
+
+
+def parse_flavor(value: str) -> Flavor:
+    """`value` as a `Flavor` (case-insensitive); ValueError naming the accepted values."""
+    lowered = value.strip().lower()
+    for flavor in FLAVORS:
+        if lowered == flavor:
+            return flavor
+    raise ValueError(f"{value!r}: want one of {', '.join(FLAVORS)}")
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """The statement texts of one server family."""
+
+    flavor: Flavor
+
+    def select(
+        self,
+        sql: str,
+        *,
+        group_concat_max_len: int | None = None,
+        time_limit_ms: int | None = None,
+    ) -> str:
+        """`sql` (a ``SELECT ...``) with per-statement settings in the family's own syntax: the
+        longest ``GROUP_CONCAT``/``JSON_ARRAYAGG`` result and a time limit (the server stops the
+        statement after it: MariaDB error 1969, MySQL error 3024). Unchanged when neither is given.
+        """
+        if not sql.startswith("SELECT "):
+            raise ValueError(f"a per-statement setting needs a SELECT, got {sql[:40]!r}")
+        settings: list[tuple[str, int]] = []
+        if group_concat_max_len is not None:
+            settings.append(("group_concat_max_len", _positive(group_concat_max_len)))
+        if time_limit_ms is not None:
+            settings.append(("time", _positive(time_limit_ms)))
+        if not settings:
+            return sql
+        if self.flavor == "mariadb":
+            assignments = ", ".join(
+                f"max_statement_time = {_seconds(v)}" if k == "time" else f"{k} = {v}"
+                for k, v in settings
+            )
+            return f"SET STATEMENT {assignments} FOR {sql}"
+        hints = " ".join(
+            f"MAX_EXECUTION_TIME({v})" if k == "time" else f"SET_VAR({k} = {v})"
+            for k, v in settings
+        )
+        return f"SELECT /*+ {hints} */ {sql[len('SELECT ') :]}"
+
+    def debezium_global_privileges(self) -> str:
+        """The global privileges Debezium's user needs to read the binlog."""
+        return _DEBEZIUM_GLOBAL[self.flavor]
+
+
+def _positive(value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"want a positive integer, got {value!r}")
+    return value
+
+
+def _seconds(ms: int) -> str:
+    """Milliseconds as MariaDB's ``max_statement_time`` reads them: seconds, microsecond exact."""
+    whole, rest = divmod(ms, 1000)
+    return f"{whole}.{rest:03d}"
+
+
+def dialect_of_server(conn: Any) -> Dialect:
+    """The dialect of a driver connection by its handshake's version string (no round trip)."""
+    return Dialect(flavor_of(str(conn.get_server_info())))

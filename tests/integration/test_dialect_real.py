@@ -7,17 +7,21 @@ unit tests only (tests/unit/test_dialect*.py): no MySQL server is packaged for t
 
 from __future__ import annotations
 
+import uuid
+
 import aiomysql
 import pytest
 from searchsync.errors import ConfigError
 from searchsync.mysql.dialect import SERVER_PROBE, Dialect, flavor_of
 from searchsync.mysql.pool import create_pool, dialect_of, transaction
+from searchsync.writer import PageWriter
 
 from tests.integration import conftest_mysql as fx
 from tests.integration.conftest_mysql import MysqlTarget
 
 mysql_target = fx.mysql_target
 consumer_pool = fx.consumer_pool
+app_pool = fx.app_pool
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -92,3 +96,39 @@ async def test_both_settings_in_one_statement(consumer_pool: aiomysql.Pool) -> N
     async with transaction(consumer_pool) as conn, conn.cursor() as cur:
         await cur.execute(MARIADB.select(sql, group_concat_max_len=4, time_limit_ms=60_000))
         assert await cur.fetchone() == (2, "1000")
+
+
+async def test_a_snapshot_transaction_reads_one_state_while_others_commit(
+    mysql_target: MysqlTarget, app_pool: aiomysql.Pool
+) -> None:
+    """A root and its children read in one `transaction(snapshot=True)` agree: a commit between
+    the two reads is invisible to the second. A fresh pool's first transaction may be one."""
+    page = f"snapshot-{uuid.uuid4().hex[:10]}"
+    writer = PageWriter(app_pool)
+    await writer.create(page, "Snapshot", "one", {})
+    pool = await create_pool(
+        host=mysql_target.host,
+        port=mysql_target.port,
+        user=mysql_target.consumer_user,
+        password=mysql_target.consumer_password,
+        database=mysql_target.database,
+        minsize=0,
+        maxsize=1,
+    )
+    sql = "SELECT revision, content FROM wiki_page WHERE id = %s"
+    try:
+        async with transaction(pool, snapshot=True) as conn, conn.cursor() as cur:
+            await cur.execute(sql, (page,))
+            first = await cur.fetchone()
+            await writer.update(page, content="two")  # committed by another connection
+            await cur.execute(sql, (page,))
+            assert await cur.fetchone() == first == (1, "one")
+        async with transaction(pool) as conn, conn.cursor() as cur:  # READ COMMITTED again
+            await cur.execute(sql, (page,))
+            assert await cur.fetchone() == (2, "two")
+            await writer.update(page, content="three")
+            await cur.execute(sql, (page,))
+            assert await cur.fetchone() == (3, "three")
+    finally:
+        pool.close()
+        await pool.wait_closed()

@@ -31,6 +31,13 @@ TIME_ZONE: Final = "SET SESSION time_zone = '+00:00'"
 """Each connection's first statement (the driver's ``init_command``)."""
 ISOLATION: Final = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"
 """Each connection's statement before its first transaction (`mysql.pool.transaction`)."""
+SNAPSHOT: Final = (
+    "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ",
+    "START TRANSACTION READ ONLY, WITH CONSISTENT SNAPSHOT",
+)
+"""A read of several statements that must agree (a root row and its children): the next
+transaction only runs REPEATABLE READ, read-only, with its snapshot taken at its start, on both
+families (`mysql.pool.transaction(snapshot=True)`)."""
 
 _DEBEZIUM_GLOBAL: Final[dict[Flavor, str]] = {
     "mysql": "SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT",

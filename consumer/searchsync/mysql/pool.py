@@ -21,6 +21,7 @@ from searchsync.errors import ConfigError, ErrorCode, TransientError
 from searchsync.mysql.dialect import (
     ISOLATION,
     SERVER_PROBE,
+    SNAPSHOT,
     TIME_ZONE,
     Dialect,
     dialect_of_server,
@@ -212,16 +213,22 @@ async def pool_of(
 
 
 @asynccontextmanager
-async def transaction(pool: aiomysql.Pool) -> AsyncIterator[Any]:
+async def transaction(pool: aiomysql.Pool, *, snapshot: bool = False) -> AsyncIterator[Any]:
     """One connection in one transaction: commit on success, roll back on error. A connection
     whose state is unknown (failed rollback, cancelled body) is closed, never reused: the server
-    rolls its transaction back."""
+    rolls its transaction back. `snapshot`: a read-only transaction in which every statement sees
+    the database as it was when it began (`dialect.SNAPSHOT`)."""
     with translate_errors("transaction"):
         conn = await pool.acquire()
     try:
         with translate_errors("transaction"):
             await _set_up_session(pool, conn)
-            await conn.begin()
+            if snapshot:
+                async with conn.cursor() as cur:
+                    for statement in SNAPSHOT:
+                        await cur.execute(statement)
+            else:
+                await conn.begin()
         try:
             yield conn
             with translate_errors("commit"):

@@ -118,7 +118,11 @@ class Processor:
         """Load the rows of `works` and build their documents; early verdicts for the rest."""
         ids = [w.key.aggregate_id for w in works]
         rows = await self._truth.rows_by_id(projector, ids, primary=primary)
-        behind = [w.key.aggregate_id for w in works if row_behind(rows.get(w.key.aggregate_id), w)]
+        behind = [
+            w.key.aggregate_id
+            for w in works
+            if row_behind(rows.get(w.key.aggregate_id), w, projector)
+        ]
         if behind and not primary:
             # Older than the event: a lagging replica. The primary cannot lag behind an event
             # Debezium read from its binlog, so its answer is final.

@@ -84,7 +84,7 @@ def plan_one(
         revision = max(work.max_revision, floors.get(work.key.aggregate_id, 0))
         doc = projector.tombstone(work.key.aggregate_id, revision)
         return Planned(work, projector, alias, doc, None)
-    loaded = row_revision(row)
+    loaded = projector.revision_of(row)
     if loaded is None:  # not an int: the projector says why (PROJECTION_ERROR)
         return Planned(work, projector, alias, projector.project(row), None)
     if loaded < work.max_revision:
@@ -115,7 +115,7 @@ def failed_plan(
     else:
         code, unexpected = ErrorCode.PROJECTION_ERROR, True
         message = f"projector raised {type(exc).__name__}: {exc}"
-    loaded, schema = None if row is None else row_revision(row), projector.schema_version
+    loaded, schema = None if row is None else projector.revision_of(row), projector.schema_version
     return Verdict(work, OutcomeKind.FAILED, code, message, unexpected, None, alias, loaded, schema)
 
 
@@ -136,15 +136,9 @@ def is_rebuild(work: Work) -> bool:
     return any(event.operation is Operation.REBUILD for event, _ in work.events)
 
 
-def row_behind(row: Row | None, work: Work) -> bool:
-    revision = None if row is None else row_revision(row)
+def row_behind(row: Row | None, work: Work, projector: Projector) -> bool:
+    revision = None if row is None else projector.revision_of(row)
     return revision is not None and revision < work.max_revision
-
-
-def row_revision(row: Row) -> int | None:
-    """The row's revision; None if not an int (the projector refuses such a row)."""
-    revision = row.get("revision")
-    return revision if isinstance(revision, int) and not isinstance(revision, bool) else None
 
 
 def from_outcome(plan: Planned, outcome: WriteOutcome) -> Verdict:

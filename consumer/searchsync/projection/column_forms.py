@@ -13,7 +13,9 @@ string, fixed by the value alone, that Elasticsearch and OpenSearch index:
 - `set` / `frozenset` (SET): its members sorted (strings by code point after NFC).
 - `bytes` (BLOB, BINARY, VARBINARY, GEOMETRY): standard padded base64 (a ``binary`` field).
 
-Each form is new: no value that had a canonical form before changes its bytes or hash.
+Each form is new: no value that had a canonical form before changes its bytes or hash. Where the
+driver's value does not say what the column means, `build` says it: `json_column` (JSON),
+`flag_column` (TINYINT(1) as a bool), `set_column` (SET text as a set).
 """
 
 from __future__ import annotations
@@ -24,7 +26,17 @@ from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["NO_FORM", "column_form", "format_datetime", "format_timedelta"]
+import orjson
+
+__all__ = [
+    "NO_FORM",
+    "column_form",
+    "flag_column",
+    "format_datetime",
+    "format_timedelta",
+    "json_column",
+    "set_column",
+]
 
 NO_FORM: Any = object()
 """What `column_form` returns for a value of no type it knows."""
@@ -90,3 +102,37 @@ def _set(value: set[Any] | frozenset[Any], path: str) -> list[Any]:
     if all(isinstance(m, int) and not isinstance(m, bool) for m in members):
         return sorted(members)
     raise ValueError(f"{path}: a set has a canonical form only of strings or of integers")
+
+
+def json_column(value: object) -> Any:
+    """A JSON column's value parsed (MariaDB and MySQL give its text, each server spelling it
+    its own way; the parsed value is the same on both). None stays None; text that is no JSON
+    is a `ValueError` (the projector's PROJECTION_ERROR)."""
+    if value is None or isinstance(value, dict | list):
+        return value
+    if not isinstance(value, str | bytes):
+        raise ValueError(f"a JSON column holds text, got {type(value).__name__}")
+    try:
+        return orjson.loads(value)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"a JSON column holds no JSON: {exc}") from None
+
+
+def flag_column(value: object) -> bool | None:
+    """A TINYINT(1) (BOOLEAN) column as a bool: 0 is false, any other integer true."""
+    if value is None or isinstance(value, bool):
+        return value
+    if not isinstance(value, int):
+        raise ValueError(f"a TINYINT(1) column holds an integer, got {type(value).__name__}")
+    return value != 0
+
+
+def set_column(value: object) -> frozenset[str] | None:
+    """A SET column's members: the driver gives ``'a,b'`` (or a set); ``''`` is no member."""
+    if value is None:
+        return None
+    if isinstance(value, set | frozenset):
+        return frozenset(value)
+    if not isinstance(value, str):
+        raise ValueError(f"a SET column holds text, got {type(value).__name__}")
+    return frozenset(m for m in value.split(",") if m)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from datetime import datetime
 from decimal import Decimal
 from typing import Any
 

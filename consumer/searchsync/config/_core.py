@@ -60,7 +60,7 @@ class MysqlSettings:
 
 
 def _time_zone(r: _Section, key: str) -> str:
-    value = r.string(key)
+    value = r.string(key, None, TIME_ZONE_FORM)
     try:
         parse_time_zone(value)
     except ValueError:

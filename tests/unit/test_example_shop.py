@@ -13,6 +13,7 @@ from searchsync.examples import shop
 from searchsync.projection import canonical_json
 
 ROOT = Path(__file__).resolve().parents[2]
+KEYS = {"PRIMARY", "UNIQUE"}
 
 
 def row(**values: Any) -> dict[str, Any]:
@@ -66,7 +67,7 @@ def test_packaged_mapping_is_a_copy_of_the_schema_file_and_covers_the_document()
 def test_projector_reads_the_columns_of_the_example_migration() -> None:
     sql = (ROOT / "schemas/sql/examples/shop.sql").read_text(encoding="utf-8")
     tables = {
-        name: set(re.findall(r"^\s{4}(\w+)\s+[A-Z]", body, flags=re.MULTILINE)) - {"PRIMARY", "UNIQUE"}
+        name: set(re.findall(r"^\s{4}(\w+)\s+[A-Z]", body, flags=re.MULTILINE)) - KEYS
         for name, body in re.findall(
             r"^CREATE TABLE IF NOT EXISTS (\w+) \((.*?)^\)", sql, flags=re.MULTILINE | re.DOTALL
         )

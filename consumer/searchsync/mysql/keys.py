@@ -7,7 +7,7 @@ read once per (table, column) from ``information_schema``."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any, Final
 
 from searchsync.mysql.pool import translate_errors
@@ -23,9 +23,6 @@ class KeyKinds:
 
     def __init__(self) -> None:
         self._integer: dict[tuple[str, str], bool] = {}
-
-    def known(self, table: str, column: str) -> bool | None:
-        return self._integer.get((table, column))
 
     async def integer(self, conn: Any, table: str, column: str) -> bool:
         """Whether `table`.`column` is an integer column (read on `conn` the first time)."""
@@ -64,7 +61,3 @@ def cursor_param(after: str | None, integer: bool) -> Any:
         raise ValueError(f"cursor {after!r} is not the text of an integer key")
     return int(after)
 
-
-def integer_ids(ids: Sequence[str]) -> bool:
-    """Every id is integer text (what an integer key's document ids look like)."""
-    return all(_INTEGER_TEXT.fullmatch(i) for i in ids)

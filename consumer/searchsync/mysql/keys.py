@@ -60,4 +60,3 @@ def cursor_param(after: str | None, integer: bool) -> Any:
     if not _INTEGER_TEXT.fullmatch(after):
         raise ValueError(f"cursor {after!r} is not the text of an integer key")
     return int(after)
-

@@ -79,8 +79,9 @@ class _Unhinted(MysqlFanout):
         limit: int,
         *,
         through: Child | None = None,
+        keys: tuple[str, str] = ("id", "revision"),
     ) -> list[Dependent]:
-        sql = dependents_sql(table, via, through, None).replace("STRAIGHT_JOIN ", "")
+        sql = dependents_sql(table, via, through, None, keys=keys).replace("STRAIGHT_JOIN ", "")
         async with transaction(self._own) as conn, conn.cursor() as cur:
             await cur.execute(sql, (referenced_id, after, limit))
             return [Dependent(str(r[0]), int(r[1])) for r in await cur.fetchall()]

@@ -257,7 +257,7 @@ def _check(
     """The hit as verified against `row`; None when it is gone."""
     if row is None:
         return None
-    revision = int(row["revision"])
+    revision = int(row[projector.revision_column])
     if revision == hit.version:  # the document is this row's projection
         return VerifiedHit(hit.doc_id, Freshness.FRESH, hit.version, revision, hit.source)
     try:

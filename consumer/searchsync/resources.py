@@ -33,6 +33,7 @@ from searchsync.search.port import IndexAdmin
 from searchsync.search.reads import EsSearchReader, SearchReader
 from searchsync.search.sink import SearchIndex
 from searchsync.search.tombstones import EsTombstones, TombstoneStore
+from searchsync.time_zones import parse_time_zone
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +52,11 @@ class Tables:
     @classmethod
     def over(cls, pool: aiomysql.Pool, settings: Settings) -> Tables:
         return cls(
-            truth=MysqlTruth(pool, sync_hash_column=settings.repair.mysql_sync_hash_column),
+            truth=MysqlTruth(
+                pool,
+                sync_hash_column=settings.repair.mysql_sync_hash_column,
+                time_zone=parse_time_zone(settings.mysql.time_zone),
+            ),
             outbox=MysqlOutbox(pool),
             projection_state=ProjectionStateWriter(pool),
             rebuild_state=MysqlRebuildState(pool),

@@ -76,6 +76,7 @@ class FakeFanout:
         limit: int,
         *,
         through: Child | None = None,
+        keys: tuple[str, str] = ("id", "revision"),
     ) -> list[Dependent]:
         rows = self.tables.get(table, {})
         if through is None:
@@ -85,7 +86,7 @@ class FakeFanout:
             found = {str(c[through.key]) for c in children if c.get(via) == referenced_id}
             found &= rows.keys()
         ids = sorted(i for i in found if i > after)
-        return [Dependent(i, int(str(rows[i]["revision"]))) for i in ids[:limit]]
+        return [Dependent(i, int(str(rows[i][keys[1]]))) for i in ids[:limit]]
 
     async def advance(
         self, job: FanoutJob, owner: str, lease_s: float, page: Sequence[Dependent]

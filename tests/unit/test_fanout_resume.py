@@ -89,9 +89,12 @@ class CrashingStore(FakeFanout):
         limit: int,
         *,
         through: Child | None = None,
+        keys: tuple[str, str] = ("id", "revision"),
     ) -> list[Dependent]:
         await self._before()
-        found = await super().dependents(table, via, referenced_id, after, limit, through=through)
+        found = await super().dependents(
+            table, via, referenced_id, after, limit, through=through, keys=keys
+        )
         self._after()
         return found
 

@@ -15,7 +15,7 @@ ROOT = Path(searchsync.__file__).parent
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(layer.split())
     for layer in (
-        "__init__ clock types errors naming duration exit_codes version gc_tuning",
+        "__init__ clock types errors naming duration exit_codes version gc_tuning time_zones",
         "config",
         "events projection",
         "examples search mysql",

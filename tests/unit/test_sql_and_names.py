@@ -41,6 +41,10 @@ REVIEWED: dict[tuple[str, str], str] = {
     ("consumer/searchsync/mysql/fanout_dependents.py", "via_q"): "Lookup.via, quoted",
     ("consumer/searchsync/mysql/fanout_dependents.py", "child_q"): "Child.table, quoted",
     ("consumer/searchsync/mysql/fanout_dependents.py", "key"): "'c.' and Child.key, quoted",
+    ("consumer/searchsync/mysql/fanout_dependents.py", "key_q"): "Projector.id_column, quoted",
+    ("consumer/searchsync/mysql/fanout_dependents.py", "rev_q"): (
+        "Projector.revision_column, quoted"
+    ),
     ("consumer/searchsync/mysql/fanout_dependents.py", "hint"): (
         "'' or FORCE INDEX (an IDENTIFIER-checked index name, quoted)"
     ),
@@ -53,6 +57,15 @@ REVIEWED: dict[tuple[str, str], str] = {
         "quote_identifier(projector.table)",
     ): "validated and quoted",
     ("consumer/searchsync/mysql/truth.py", "select"): "_select(): quote_identifier only",
+    (
+        "consumer/searchsync/mysql/truth.py",
+        "quote_identifier(projector.id_column)",
+    ): "validated and quoted",
+    ("consumer/searchsync/mysql/truth.py", "key"): "quote_identifier(projector.id_column)",
+    (
+        "consumer/searchsync/mysql/truth_buckets.py",
+        "quote_identifier(projector.table)",
+    ): "validated and quoted",
     ("consumer/searchsync/mysql/truth_relations.py", "select"): "_quoted() columns",
     ("consumer/searchsync/mysql/truth_relations.py", "table"): "_quoted() table",
     ("consumer/searchsync/mysql/truth_relations.py", "key"): "_quoted() column",

@@ -22,6 +22,7 @@ from searchsync.config._reader import (
 )
 from searchsync.config._secrets import MASK, Secret
 from searchsync.errors import ConfigError
+from searchsync.time_zones import TIME_ZONE_FORM, parse_time_zone
 
 _HOST_FORM: Final = "a host name or IP address"
 _DATABASE = re.compile(r"[A-Za-z0-9_$]{1,64}")
@@ -60,6 +61,17 @@ class MysqlSettings:
     ssl_ca: str | None = None
     ssl_cert: str | None = None
     ssl_key: str | None = None
+    # how a naive DATETIME value is read: 'UTC', '+05:30', 'Europe/Berlin' (docs/consumer.md)
+    time_zone: str = setting("UTC", lambda r, key: _time_zone(r, key))
+
+
+def _time_zone(r: _Section, key: str) -> str:
+    value = r.string(key, None, TIME_ZONE_FORM)
+    try:
+        parse_time_zone(value)
+    except ValueError:
+        raise ConfigError(r.key(key), TIME_ZONE_FORM, value) from None
+    return value.strip()
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ import aiomysql
 
 from searchsync.clock import utc_now
 from searchsync.mysql.fanout_dependents import DependentIndexes, dependents_sql
+from searchsync.mysql.keys import KeyKinds, cursor_param, key_params
 from searchsync.mysql.outbox import append_rebuilds
 from searchsync.mysql.pool import db_time, expand_in, transaction_cursor
 from searchsync.projection import Child
@@ -77,9 +78,11 @@ class FanoutStore(Protocol):
         limit: int,
         *,
         through: Child | None = None,
+        keys: tuple[str, str] = ("id", "revision"),
     ) -> list[Dependent]:
         """The next `limit` rows of `table` (by id, id > `after`) whose `via` is `referenced_id`,
-        or that have such a child row `through` a child table (each once); read in MySQL."""
+        or that have such a child row `through` a child table (each once); read in MySQL.
+        `keys`: the table's id and revision columns."""
 
     async def advance(
         self, job: FanoutJob, owner: str, lease_s: float, page: Sequence[Dependent]
@@ -107,6 +110,7 @@ class MysqlFanout:
         self._pool = pool
         self._clock = clock
         self._indexes = DependentIndexes()
+        self._kinds = KeyKinds()
 
     async def record(self, targets: Sequence[FanoutTarget]) -> None:
         if not targets:
@@ -169,15 +173,22 @@ class MysqlFanout:
         limit: int,
         *,
         through: Child | None = None,
+        keys: tuple[str, str] = ("id", "revision"),
     ) -> list[Dependent]:
-        async with transaction_cursor(
-            self._pool, f"read {table if through is None else through.table}"
-        ) as cur:
+        via_table, key = (table, keys[0]) if through is None else (through.table, through.key)
+        async with transaction_cursor(self._pool, f"read {via_table}") as cur:
             index = None if through is None else await self._indexes.name(cur, through, via)
-            sql = dependents_sql(table, via, through, index)
-            await cur.execute(sql, (referenced_id, after, limit))
+            conn = cur.connection
+            referenced = key_params(
+                [referenced_id], await self._kinds.integer(conn, via_table, via)
+            )
+            if not referenced:  # not the text of an integer: no row of an integer column holds it
+                return []
+            cursor = cursor_param(after, await self._kinds.integer(conn, via_table, key))
+            sql = dependents_sql(table, via, through, index, keys=keys)
+            await cur.execute(sql, (referenced[0], cursor, limit))
             rows = await cur.fetchall()
-        return [Dependent(str(r[0]), int(r[1])) for r in rows]
+        return [Dependent(r[0] if r[0].__class__ is str else str(r[0]), int(r[1])) for r in rows]
 
     async def advance(
         self, job: FanoutJob, owner: str, lease_s: float, page: Sequence[Dependent]

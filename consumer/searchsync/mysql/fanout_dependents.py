@@ -46,23 +46,35 @@ class DependentIndexes:
         return self._found[key]
 
 
-def dependents_sql(table: str, via: str, through: Child | None, index: str | None) -> str:
+def dependents_sql(
+    table: str,
+    via: str,
+    through: Child | None,
+    index: str | None,
+    *,
+    keys: tuple[str, str] = ("id", "revision"),
+) -> str:
     """The page query (parameters: the referenced id, the cursor, the limit).
 
     Through a child table: ``STRAIGHT_JOIN`` from the child's index ``(<via>, <key>)`` (forced
     when `index` names it) to the root table, grouped by root: each root once, in key order,
     none that no longer exists. MariaDB's own plan was measured to start that index at X's first
-    entry rather than at the cursor, or to scan the root table."""
+    entry rather than at the cursor, or to scan the root table. `keys`: the root table's id and
+    revision columns."""
     table_q, via_q = quote_identifier(table), quote_identifier(via)
+    if keys == ("id", "revision"):
+        key_q, rev_q = "id", "revision"
+    else:
+        key_q, rev_q = quote_identifier(keys[0]), quote_identifier(keys[1])
     if through is None:
         return (
-            f"SELECT id, revision FROM {table_q}"
-            f" WHERE {via_q} = %s AND id > %s ORDER BY id LIMIT %s"
+            f"SELECT {key_q}, {rev_q} FROM {table_q}"
+            f" WHERE {via_q} = %s AND {key_q} > %s ORDER BY {key_q} LIMIT %s"
         )
     child_q, key = quote_identifier(through.table), f"c.{quote_identifier(through.key)}"
     hint = "" if index is None else f" FORCE INDEX ({quote_identifier(index)})"
     return (
-        f"SELECT STRAIGHT_JOIN {key}, MAX(r.revision) FROM {child_q} c{hint}"
-        f" JOIN {table_q} r ON r.id = {key}"
+        f"SELECT STRAIGHT_JOIN {key}, MAX(r.{rev_q}) FROM {child_q} c{hint}"
+        f" JOIN {table_q} r ON r.{key_q} = {key}"
         f" WHERE c.{via_q} = %s AND {key} > %s GROUP BY {key} ORDER BY {key} LIMIT %s"
     )

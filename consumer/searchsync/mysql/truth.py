@@ -6,11 +6,14 @@ value a parameter."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, tzinfo
 from functools import partial
 from typing import Any, Final, Protocol
 
 import aiomysql
 
+from searchsync.mysql.column_types import ColumnTypes
+from searchsync.mysql.keys import KeyKinds, cursor_param, key_params
 from searchsync.mysql.pool import (
     expand_in,
     quote_identifier,
@@ -49,7 +52,8 @@ class Truth(Protocol):
 
     async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]:
         """Keyset page: at most `limit` rows with ``id > after_id`` (from the start when None),
-        by id in the database's collation; empty at the end. Never OFFSET."""
+        by id in the database's order (numeric for an integer key, else the collation's); empty
+        at the end. Never OFFSET."""
 
     async def floor_page(
         self, aggregate_type: str, after_id: str | None, limit: int
@@ -76,7 +80,8 @@ class MysqlTruth:
     """`Truth` on aiomysql: `primary_pool` for ``primary=True`` (default: `pool`). Bucket pages use
     the optional ``sync_hash`` column with `sync_hash_column`, and only ids starting with
     `id_prefix` (a partial repair). Ids are de-duplicated and read `batch_size` at a time, in one
-    short transaction."""
+    short transaction. Column values are read under `time_zone` (``[mysql] time_zone``,
+    `searchsync.mysql.column_types`); the key and revision columns are the projector's."""
 
     def __init__(
         self,
@@ -86,6 +91,7 @@ class MysqlTruth:
         batch_size: int = DEFAULT_BATCH_SIZE,
         sync_hash_column: bool = False,
         id_prefix: str = "",
+        time_zone: tzinfo = UTC,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -93,17 +99,25 @@ class MysqlTruth:
         self._primary_pool = primary_pool if primary_pool is not None else pool
         self._batch_size = batch_size
         self._packing = Packing()
+        self._types = ColumnTypes(time_zone)
+        self._kinds = KeyKinds()
         self._buckets = partial(
-            bucket_page, pool, sync_hash_column=sync_hash_column, id_prefix=id_prefix
+            bucket_page,
+            pool,
+            sync_hash_column=sync_hash_column,
+            id_prefix=id_prefix,
+            kinds=self._kinds,
+            types=self._types,
         )
 
     async def rows_by_id(
         self, projector: Projector, ids: Sequence[str], *, primary: bool = False
     ) -> dict[str, Row]:
         select = _select(projector)
-        sql = f"{select} WHERE `id` IN %s"
+        sql = f"{select} WHERE {quote_identifier(projector.id_column)} IN %s"
         rows = await self._by_chunks(sql, (), ids, primary, f"read {projector.table}", projector)
-        return {str(row["id"]): row for row in rows}
+        key_of = projector.key_of
+        return {key_of(row): row for row in rows}
 
     async def revision_floors(
         self, aggregate_type: str, ids: Sequence[str], *, primary: bool = False
@@ -115,15 +129,18 @@ class MysqlTruth:
     async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]:
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
-        select = _select(projector)
+        select, key = _select(projector), quote_identifier(projector.id_column)
         args: tuple[Any, ...]
-        if after_id is None:
-            sql, args = f"{select} ORDER BY `id` LIMIT %s", (limit,)
-        else:
-            sql, args = f"{select} WHERE `id` > %s ORDER BY `id` LIMIT %s", (after_id, limit)
+        doing = f"scan {projector.table}"
         async with transaction(self._pool) as conn:
-            rows = await read_rows(conn, sql, args, f"scan {projector.table}", _SCAN_PIECE)
-            await read_relations(conn, projector, rows, self._packing)
+            if after_id is None:
+                sql, args = f"{select} ORDER BY {key} LIMIT %s", (limit,)
+            else:
+                integer = await self._kinds.integer(conn, projector.table, projector.id_column)
+                after = cursor_param(after_id, integer)
+                sql, args = f"{select} WHERE {key} > %s ORDER BY {key} LIMIT %s", (after, limit)
+            rows = await read_rows(conn, sql, args, doing, _SCAN_PIECE, types=self._types)
+            await read_relations(conn, projector, rows, self._packing, self._types)
         return list(rows)
 
     async def floor_page(
@@ -179,14 +196,20 @@ class MysqlTruth:
         pool = self._primary_pool if primary else self._pool
         rows: list[dict[str, Any]] = []
         async with transaction(pool) as conn:
-            for start in range(0, len(unique), self._batch_size):
-                chunk = tuple(unique[start : start + self._batch_size])
+            params: list[Any] = unique
+            if relate is not None:  # the key column's values: ints for an integer key
+                integer = await self._kinds.integer(conn, relate.table, relate.id_column)
+                params = key_params(unique, integer)
+            for start in range(0, len(params), self._batch_size):
+                chunk = tuple(params[start : start + self._batch_size])
                 with translate_errors(doing):
                     async with conn.cursor(aiomysql.DictCursor) as cur:
                         await cur.execute(expand_in(sql, len(chunk)), leading + chunk)
                         fetched: list[dict[str, Any]] = list(await cur.fetchall())
+                        if relate is not None:
+                            self._types.apply(cur.description, fetched)
                 if relate is not None:
-                    await read_relations(conn, relate, fetched, self._packing)
+                    await read_relations(conn, relate, fetched, self._packing, self._types)
                 rows.extend(fetched)
         return rows
 

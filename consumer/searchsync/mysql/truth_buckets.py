@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 import aiomysql
 
+from searchsync.mysql.column_types import ColumnTypes
 from searchsync.mysql.dialect import Dialect
-from searchsync.mysql.pool import dialect_of, transaction_cursor
+from searchsync.mysql.keys import KeyKinds, cursor_param
+from searchsync.mysql.pool import dialect_of, quote_identifier, transaction_cursor
 from searchsync.mysql.truth_relations import PACKED_MAX, Packing, read_relations
 from searchsync.projection import Projector, Row
 from searchsync.types import BucketCursor
@@ -29,13 +31,15 @@ class TruthEntry:
     row: Row | None = None
 
 
-def entry_of_row(row: Row, *, content: bool) -> TruthEntry:
-    return TruthEntry(
-        id=str(row["id"]),
-        revision=int(row["revision"]),
-        deleted=row.get("deleted_at") is not None,
-        row=row if content else None,
-    )
+def entry_of_row(row: Row, *, content: bool, projector: Projector | None = None) -> TruthEntry:
+    """`row` as an entry; its key, revision and soft-delete columns are `projector`'s (default:
+    ``id``, ``revision``, ``deleted_at``)."""
+    if projector is None:
+        key, revision, deleted = str(row["id"]), row["revision"], row.get("deleted_at")
+    else:
+        key, revision = projector.key_of(row), row[projector.revision_column]
+        deleted = None if projector.deleted_at_column is None else row[projector.deleted_at_column]
+    return TruthEntry(key, int(revision), deleted is not None, row if content else None)
 
 
 async def bucket_page(
@@ -50,56 +54,119 @@ async def bucket_page(
     sync_hash_column: bool,
     id_prefix: str,
     packing: Packing,
+    kinds: KeyKinds | None = None,
+    types: ColumnTypes | None = None,
 ) -> list[TruthEntry]:
     """At most `limit` rows of the table whose bucket key is in ``[lo, hi)``, after `after`;
-    with `id_prefix`, only ids starting with it."""
-    columns = projector.columns if content else ("id", "revision", "deleted_at")
+    with `id_prefix`, only ids starting with it (a text key's prefix)."""
+    q = _Columns.of(projector)
+    columns = projector.columns if content else q.light
     select = ", ".join(f"`{c}`" for c in columns)
-    args: list[Any]
-    if sync_hash_column:  # the index (sync_hash, id): pages in that order, each an index range
-        key, args, order = "`sync_hash`", [max(lo, after[0]) if after else lo, hi], _BY_KEY
-        where = f"{key} >= %s AND {key} < %s"
-        if after is not None:
-            where += " AND (`sync_hash` > %s OR `id` > %s)"
-            args.extend(after)
-    else:  # the key per row, a keyset scan of the primary key
-        key, order = "CRC32(CONCAT(%s, `id`))", "`id`"
-        args = [f"{projector.aggregate_type}:", lo, f"{projector.aggregate_type}:", hi]
-        where = f"{key} >= %s AND {key} < %s"
-        if after is not None:
-            where += " AND `id` > %s"
-            args.append(after[1])
-    if id_prefix:
-        where += " AND `id` >= %s AND `id` < %s"
-        args.extend(prefix_range(id_prefix))
-    src = f"`{projector.table}` WHERE {where} ORDER BY {order} LIMIT %s"
-    args.append(limit)
     rows_as = aiomysql.DictCursor if content else None
     async with transaction_cursor(pool, f"repair scan {projector.table}", rows_as) as cur:
+        integer = False
+        if kinds is not None and after is not None:
+            integer = await kinds.integer(cur.connection, projector.table, projector.id_column)
+        cursor = None if after is None else (after[0], cursor_param(after[1], integer))
+        src, args, order = _source(projector, q, lo, hi, cursor, limit, sync_hash_column, id_prefix)
         if content:
             await cur.execute(f"SELECT {select} FROM {src}", tuple(args))
             rows: list[dict[str, Any]] = list(await cur.fetchall())
-            await read_relations(cur.connection, projector, rows, packing)
-            return [entry_of_row(r, content=True) for r in rows]
-        await cur.execute(_packed(dialect_of(cur.connection), src, order), tuple(args))
-        light = unpack_light(await cur.fetchone(), max_len=PACKED_MAX)
+            if types is not None:
+                types.apply(cur.description, rows)
+            await read_relations(cur.connection, projector, rows, packing, types)
+            return [entry_of_row(r, content=True, projector=projector) for r in rows]
+        if q.packable:
+            await cur.execute(_packed(dialect_of(cur.connection), src, order), tuple(args))
+            light = unpack_light(await cur.fetchone(), max_len=PACKED_MAX)
+        else:
+            light = None
         if light is None:  # truncated or unexpected: the same page as tuples
             await cur.execute(f"SELECT {select} FROM {src}", tuple(args))
             tuples: Iterable[tuple[Any, ...]] = await cur.fetchall()
-            light = [TruthEntry(str(i), int(r), d is not None) for i, r, d in tuples]
+            light = [_light_entry(t, q.deleted is not None) for t in tuples]
     return light
 
 
-_BY_KEY: Final = "`sync_hash`, `id`"
+@dataclass(frozen=True, slots=True)
+class _Columns:
+    """A projector's key, revision and soft-delete columns, quoted."""
+
+    id: str
+    revision: str
+    deleted: str | None
+    light: tuple[str, ...]  # the columns a light page reads
+
+    @property
+    def packable(self) -> bool:
+        """The packed page reads the three default columns (other tables read pages as rows)."""
+        return self.light == ("id", "revision", "deleted_at")
+
+    @staticmethod
+    def of(projector: Projector) -> _Columns:
+        deleted = projector.deleted_at_column
+        light = (projector.id_column, projector.revision_column) + (
+            () if deleted is None else (deleted,)
+        )
+        return _Columns(
+            quote_identifier(projector.id_column),
+            quote_identifier(projector.revision_column),
+            None if deleted is None else quote_identifier(deleted),
+            light,
+        )
+
+
+def _source(
+    projector: Projector,
+    q: _Columns,
+    lo: int,
+    hi: int,
+    after: tuple[int, Any] | None,
+    limit: int,
+    sync_hash_column: bool,
+    id_prefix: str,
+) -> tuple[str, list[Any], str]:
+    """The page's ``FROM ... LIMIT %s``, its parameters and its order."""
+    args: list[Any]
+    if sync_hash_column:  # the index (sync_hash, id): pages in that order, each an index range
+        key, args, order = "`sync_hash`", [max(lo, after[0]) if after else lo, hi], _by_key(q)
+        where = f"{key} >= %s AND {key} < %s"
+        if after is not None:
+            where += f" AND (`sync_hash` > %s OR {q.id} > %s)"
+            args.extend(after)
+    else:  # the key per row, a keyset scan of the primary key
+        key, order = f"CRC32(CONCAT(%s, {q.id}))", q.id
+        args = [f"{projector.aggregate_type}:", lo, f"{projector.aggregate_type}:", hi]
+        where = f"{key} >= %s AND {key} < %s"
+        if after is not None:
+            where += f" AND {q.id} > %s"
+            args.append(after[1])
+    if id_prefix:
+        where += f" AND {q.id} >= %s AND {q.id} < %s"
+        args.extend(prefix_range(id_prefix))
+    src = f"{quote_identifier(projector.table)} WHERE {where} ORDER BY {order} LIMIT %s"
+    args.append(limit)
+    return src, args, order
+
+
+def _light_entry(values: tuple[Any, ...], soft_delete: bool) -> TruthEntry:
+    key, revision = values[0], values[1]
+    deleted = soft_delete and values[2] is not None
+    return TruthEntry(key if key.__class__ is str else str(key), int(revision), deleted)
+
+
+def _by_key(q: _Columns) -> str:
+    return f"`sync_hash`, {q.id}"
 
 
 def _packed(dialect: Dialect, src: str, order: str) -> str:
     """A light page as one row: its row count and ``hex(id),revision,deleted`` triples in page
-    order (one string split in C instead of ~20 us of Python parsing per row)."""
-    key = ", `sync_hash`" if order == _BY_KEY else ""
+    order (one string split in C instead of ~20 us of Python parsing per row). The id's text is
+    hexed (``CONCAT`` of an integer key is its decimal text; ``HEX`` of an integer is not)."""
+    key = ", `sync_hash`" if order.startswith("`sync_hash`") else ""
     return dialect.select(
         "SELECT COUNT(*),"
-        " GROUP_CONCAT(CONCAT_WS(',', HEX(`id`), `revision`, `deleted_at` IS NOT NULL)"
+        " GROUP_CONCAT(CONCAT_WS(',', HEX(CONCAT(`id`)), `revision`, `deleted_at` IS NOT NULL)"
         f" ORDER BY {order} SEPARATOR ',')"
         f" FROM (SELECT `id`, `revision`, `deleted_at`{key} FROM {src}) AS page",
         group_concat_max_len=PACKED_MAX,

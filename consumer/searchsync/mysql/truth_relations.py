@@ -14,6 +14,7 @@ from typing import Any, Final
 import aiomysql
 import orjson
 
+from searchsync.mysql.column_types import ColumnTypes
 from searchsync.mysql.pool import dialect_of, expand_in, quote_identifier, translate_errors
 from searchsync.projection import Child, Lookup, Projector, Row, attach_steps, lookup_keys
 
@@ -27,31 +28,38 @@ Packing = dict[Child, bool]
 
 
 async def read_relations(
-    conn: Any, projector: Projector, roots: Sequence[dict[str, Any]], packing: Packing
+    conn: Any,
+    projector: Projector,
+    roots: Sequence[dict[str, Any]],
+    packing: Packing,
+    types: ColumnTypes | None = None,
 ) -> None:
-    """Attach to each of `roots` (in place) its children and lookups, read on `conn`."""
+    """Attach to each of `roots` (in place) its children and lookups, read on `conn` (their
+    values read by `types`, `searchsync.mysql.column_types`)."""
     if not roots or not (projector.children or projector.lookups):
         return
-    ids = list(dict.fromkeys(str(r["id"]) for r in roots))
+    ids = list(dict.fromkeys(map(projector.key_of, roots)))
     children: list[tuple[Child, list[Row]]] = []
     for child in projector.children:
-        children.append((child, await _children(conn, child, ids, packing)))
+        children.append((child, await _children(conn, child, ids, packing, types)))
     lookups: list[tuple[Lookup, list[Row]]] = []
     for lookup in projector.lookups:  # after the children: a lookup may read through one
         keys = lookup_keys(lookup, roots, children)
-        rows = await _read(conn, lookup.table, lookup.columns, "id", keys) if keys else []
+        rows = await _read(conn, lookup.table, lookup.columns, "id", keys, types) if keys else []
         lookups.append((lookup, rows))
-    for _ in attach_steps(roots, children, lookups):
+    for _ in attach_steps(roots, children, lookups, key=projector.id_column):
         await asyncio.sleep(0)  # a turn of the loop between slices: a bulk's answer waits less
 
 
-async def _children(conn: Any, child: Child, ids: list[str], packing: Packing) -> list[Row]:
+async def _children(
+    conn: Any, child: Child, ids: list[str], packing: Packing, types: ColumnTypes | None
+) -> list[Row]:
     known = packing.get(child)
     if known:
         packed = await _read_packed(conn, child, ids)
         if packed is not None:
             return packed
-    rows = await _read(conn, child.table, child.columns, child.key, ids)
+    rows = await _read(conn, child.table, child.columns, child.key, ids, types)
     if known is None and _may_pack(child, rows):
         learnt = await _learn(conn, child, ids)
         if learnt is not None:
@@ -137,23 +145,37 @@ async def _read_packed(conn: Any, child: Child, ids: list[str]) -> list[Row] | N
 
 
 async def _read(
-    conn: Any, table: str, columns: tuple[str, ...], key: str, values: Sequence[Any]
+    conn: Any,
+    table: str,
+    columns: tuple[str, ...],
+    key: str,
+    values: Sequence[Any],
+    types: ColumnTypes | None,
 ) -> list[Row]:
     select, quoted, column = _quoted(columns, table, key)
     sql = expand_in(f"SELECT {select} FROM {quoted} WHERE {column} IN %s", len(values))
-    return list(await read_rows(conn, sql, tuple(values), f"read {table}"))
+    return list(await read_rows(conn, sql, tuple(values), f"read {table}", types=types))
 
 
 async def read_rows(
-    conn: Any, sql: str, args: Sequence[Any], doing: str, piece: int = _PIECE
+    conn: Any,
+    sql: str,
+    args: Sequence[Any],
+    doing: str,
+    piece: int = _PIECE,
+    *,
+    types: ColumnTypes | None = None,
 ) -> list[dict[str, Any]]:
     """The rows of `sql` as dicts, unbuffered and `piece` at a time with a turn of the event loop
-    between: parsing thousands of rows at once would hold it for tens of milliseconds."""
+    between: parsing thousands of rows at once would hold it for tens of milliseconds. With
+    `types`, values are read by `searchsync.mysql.column_types`."""
     rows: list[dict[str, Any]] = []
     with translate_errors(doing):
         async with conn.cursor(aiomysql.SSDictCursor) as cur:
             await cur.execute(sql, args)
             while found := await cur.fetchmany(piece):
+                if types is not None:
+                    types.apply(cur.description, found)
                 rows.extend(found)
                 await asyncio.sleep(0)
     return rows

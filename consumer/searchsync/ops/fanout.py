@@ -19,7 +19,7 @@ from searchsync.config import FanoutSettings
 from searchsync.errors import TransientError
 from searchsync.mysql.fanout import FanoutJob, FanoutStore
 from searchsync.observability.metrics import Metrics
-from searchsync.projection import Child, ProjectorRegistry, through_child
+from searchsync.projection import Child, Projector, ProjectorRegistry, through_child
 from searchsync.projection.references import dependents, referenced_types, routes
 
 log = logging.getLogger(__name__)
@@ -74,12 +74,19 @@ class FanoutWorker:
         if job is None:
             return False
         t = job.target
-        table, via, through = self._source(job)
+        projector, via, through = self._source(job)
+        table, keys = projector.table, (projector.id_column, projector.revision_column)
         started, logged = self._clock(), job.appended
         current: FanoutJob | None = job
         while current is not None and not stop.is_set():
             page = await self._store.dependents(
-                table, via, t.referenced_id, current.cursor_id, self._page, through=through
+                table,
+                via,
+                t.referenced_id,
+                current.cursor_id,
+                self._page,
+                through=through,
+                keys=keys,
             )
             if not page:
                 if await self._store.finish(current, self.owner):
@@ -101,13 +108,13 @@ class FanoutWorker:
                 _log(logging.INFO, "fan-out progress", current, per_s=per_s)
         return True
 
-    def _source(self, job: FanoutJob) -> tuple[str, str, Child | None]:
-        """The dependent type's table, the column holding the referenced id and the child table
+    def _source(self, job: FanoutJob) -> tuple[Projector, str, Child | None]:
+        """The dependent type's projector, the column holding the referenced id and the child table
         it is a column of (None: the table's own)."""
         t = job.target
         for projector, lookup in dependents(self._registry, t.referenced_type):
             if projector.aggregate_type == t.dependent_type and lookup.name == t.lookup_name:
-                return projector.table, lookup.via, through_child(lookup, projector.children)
+                return projector, lookup.via, through_child(lookup, projector.children)
         raise LookupError(
             f"no lookup {t.lookup_name!r} of {t.dependent_type} reads {t.referenced_type}"
         )

@@ -24,6 +24,7 @@ from searchsync.projection._relations import (
     through_child,
 )
 from searchsync.projection.canonical import CANONICALIZATION_VERSION, canonical_json, sha256_hex
+from searchsync.projection.column_forms import flag_column, json_column, set_column
 from searchsync.projection.plugins import registry_from_settings
 
 __all__ = [
@@ -42,10 +43,13 @@ __all__ = [
     "child_order",
     "content_hash",
     "default_registry",
+    "flag_column",
     "format_timestamp",
+    "json_column",
     "lookup_keys",
     "projected_fields",
     "registry_from_settings",
+    "set_column",
     "sha256_hex",
     "sync_hash",
     "through_child",

@@ -57,8 +57,11 @@ _MAX_EXTERNAL_VERSION = 2**63 - 1  # Elasticsearch external versions are non-neg
 class Projector:
     """How to read and project one aggregate type (docs/consumer.md, "Adding an aggregate type").
 
-    - `table`, `columns`: identifiers; the columns include ``id``, ``revision`` and every column
-      `build` reads. Every row is read, soft-deleted ones included.
+    - `table`, `columns`: identifiers; the columns include `id_column`, `revision_column` and
+      every column `build` reads. Every row is read, soft-deleted ones included.
+    - `id_column`: the primary key, an integer or a string column; the document id (and the
+      outbox ``aggregate_id``) is its text, ``str(42)`` for an integer. `revision_column`: the
+      row's revision (an integer that rises by one per change).
     - `build(row)`: the type's own fields, with ``is_deleted`` (a `bool`) and none of
       `RESERVED_FIELDS`; a row it cannot project raises `PoisonMessage(PROJECTION_ERROR)` (so do
       `KeyError`, `TypeError`, `ValueError`); any other exception is a bug, retried first.
@@ -81,6 +84,8 @@ class Projector:
     canonical_fields: bool = False
     children: tuple[Child, ...] = ()
     lookups: tuple[Lookup, ...] = ()
+    id_column: str = "id"
+    revision_column: str = "revision"
 
     def __post_init__(self) -> None:
         if not AGGREGATE_TYPE.fullmatch(self.aggregate_type):
@@ -88,11 +93,14 @@ class Projector:
         version = self.schema_version
         if isinstance(version, bool) or not isinstance(version, int) or version < 1:
             raise ValueError("schema_version must be an int >= 1")
-        check_identifiers(self, "table")
+        check_identifiers(self, "table", "id_column", "revision_column")
         check_columns(self.columns, "columns", self.aggregate_type)
-        lacking = [c for c in ("id", "revision") if c not in self.columns]
+        keys = (self.id_column, self.revision_column)
+        lacking = [c for c in keys if c not in self.columns]
         if lacking:
-            raise ValueError(f"columns must include {lacking}")
+            raise ValueError(f"columns must include {lacking} (the id and revision columns)")
+        if self.id_column == self.revision_column:
+            raise ValueError("id_column and revision_column must be two columns")
         if self.deleted_at_column is not None and self.deleted_at_column not in self.columns:
             raise ValueError(
                 f"deleted_at_column {self.deleted_at_column!r} is not one of the columns; "
@@ -106,8 +114,8 @@ class Projector:
 
     def project(self, row: Row) -> Document:
         """Build the document of `row`; raise `PoisonMessage("PROJECTION_ERROR")` if impossible."""
-        doc_id = _doc_id(row.get("id"))
-        revision = _revision(row.get("revision"))
+        doc_id = _doc_id(row.get(self.id_column))
+        revision = _revision(row.get(self.revision_column))
         try:
             fields = self.build(row)
         except PoisonMessage:
@@ -132,6 +140,16 @@ class Projector:
                     )
                 operational[TOMBSTONED_AT] = format_timestamp(deleted_at)
         return self._seal(doc_id, revision, fields, operational, reproducible=True)
+
+    def key_of(self, row: Row) -> str:
+        """The document id of `row` (its `id_column` as text), without checking it."""
+        value = row[self.id_column]
+        return value if value.__class__ is str else str(value)
+
+    def revision_of(self, row: Row) -> int | None:
+        """The revision of `row`; None unless an int (`project` then says why)."""
+        revision = row.get(self.revision_column)
+        return revision if isinstance(revision, int) and not isinstance(revision, bool) else None
 
     def tombstone(
         self, aggregate_id: str, revision: int, *, at: datetime | None = None
@@ -221,8 +239,10 @@ def _error(doc_id: str, message: str) -> PoisonMessage:
 
 def _doc_id(value: object) -> str:
     # The id is both the _id and the body's NFC'd `id`: a non-NFC id would make them differ.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)  # an integer key: its decimal text, as CONCAT and CAST write it
     if not isinstance(value, str) or not value:
-        raise projection_error(f"id must be a non-empty string, got {value!r}")
+        raise projection_error(f"id must be an integer or a non-empty string, got {value!r}")
     if not value.isascii() and unicodedata.normalize("NFC", value) != value:
         raise projection_error(f"id {value!r} is not in Unicode NFC")
     if len(value.encode("utf-8")) > 512:

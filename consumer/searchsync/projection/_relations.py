@@ -163,10 +163,12 @@ def attach_steps(
     lookups: Sequence[tuple[Lookup, Iterable[Row]]],
     *,
     step: int = 256,
+    key: str = "id",
 ) -> Iterator[None]:
     """Put on every root row (in place) its children (in `child_order`) and lookups (or None), and
     on each (copied) child row its lookups `through` it; yields after grouping and after each
-    `step` roots, so a caller on an event loop can give the loop a turn. Done when exhausted."""
+    `step` roots, so a caller on an event loop can give the loop a turn. Done when exhausted.
+    `key` is the roots' id column (a child's key column holds its value)."""
     indexed = [(lk, {str(r["id"]): r for r in rows}) for lk, rows in lookups]
     grouped: list[tuple[Child, dict[str, list[Row]], tuple[str, ...]]] = []
     for child, rows in children:
@@ -174,9 +176,9 @@ def attach_steps(
         if through:
             rows = [_looked_up(dict(row), through) for row in rows]
         by_root: dict[str, list[Row]] = {}
-        key = child.key
+        child_key = child.key
         for row in rows:
-            value = row[key]
+            value = row[child_key]
             root_key = value if value.__class__ is str else str(value)
             group = by_root.get(root_key)
             if group is None:
@@ -188,7 +190,7 @@ def attach_steps(
     yield
     for start in range(0, len(roots), step):
         for root in roots[start : start + step]:
-            root_id = root["id"]
+            root_id = root[key]
             if root_id.__class__ is not str:
                 root_id = str(root_id)
             for child, by_root, keys in grouped:

@@ -3,10 +3,12 @@
 1. Object keys must be `str`, NFC-normalized, sorted by code point; keys equal after NFC are an
    error. 2. Strings are NFC; lone surrogates are an error. 3. Lists and tuples keep their order.
 4. `int` within signed 64 bits; `float` finite, ``-0.0`` as ``0.0``, ``1.0`` stays a float.
-5. `None`, `bool`; anything else (datetimes, Decimals, bytes, sets) is rejected.
+5. `None`, `bool`; the values of database columns (Decimals, dates and times, sets, bytes) as
+   `searchsync.projection.column_forms` writes them; anything else is rejected.
 6. UTF-8, no insignificant whitespace, no trailing newline.
 
-Changing any rule changes hashes: bump `CANONICALIZATION_VERSION`.
+Changing any rule changes hashes: bump `CANONICALIZATION_VERSION`. (The column forms gave a form
+to values that had none, so no hash of version 1 changed.)
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import orjson
+
+from searchsync.projection.column_forms import NO_FORM, column_form
 
 CANONICALIZATION_VERSION = 1
 """Version of the rules above. Part of the contract of every stored `projection_hash`."""
@@ -118,4 +122,13 @@ def _normalize(value: Any, path: str) -> Any:
         return out
     if isinstance(value, list | tuple):
         return [_normalize(item, f"{path}[{i}]") for i, item in enumerate(value)]
-    raise CanonicalizationError(f"{path}: {type(value).__name__} has no canonical JSON form")
+    try:
+        form = column_form(value, path)
+    except ValueError as exc:
+        raise CanonicalizationError(str(exc)) from exc
+    if form is NO_FORM:
+        raise CanonicalizationError(
+            f"{path}: {type(value).__name__} has no canonical JSON form (docs/consumer.md,"
+            ' "Column types", lists the forms)'
+        )
+    return _normalize(form, path) if isinstance(form, list) else form

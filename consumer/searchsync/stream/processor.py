@@ -121,7 +121,11 @@ class Processor:
         """Load the rows of `works` and build their documents; early verdicts for the rest."""
         ids = [w.key.aggregate_id for w in works]
         rows = await self._truth.rows_by_id(projector, ids, primary=primary)
-        behind = [w.key.aggregate_id for w in works if row_behind(rows.get(w.key.aggregate_id), w)]
+        behind = [
+            w.key.aggregate_id
+            for w in works
+            if row_behind(rows.get(w.key.aggregate_id), w, projector)
+        ]
         if behind and not primary:
             # Older than the event: a lagging replica. The primary cannot lag behind an event
             # Debezium read from its binlog, so its answer is final.
@@ -158,7 +162,7 @@ class Processor:
     async def _regressed(self, alias: str, works: list[Regressed]) -> list[Verdict]:
         """Works whose row is older than their events (`regressed_verdicts`): the stored
         versions of those whose events all postdate the row."""
-        stale = [r.work.key.aggregate_id for r in works if postdates(r.work, r.row)]
+        stale = [r.work.key.aggregate_id for r in works if postdates(r.work, r.row, r.projector)]
         try:
             stored = await self._sink.stored_projections(alias, stale) if stale else {}
         except TransientError as exc:

@@ -85,7 +85,7 @@ def plan_one(
         revision = max(work.max_revision, floors.get(work.key.aggregate_id, 0))
         doc = projector.tombstone(work.key.aggregate_id, revision)
         return Planned(work, projector, alias, doc, None)
-    loaded = row_revision(row)
+    loaded = projector.revision_of(row)
     if loaded is None:  # not an int: the projector says why (PROJECTION_ERROR)
         return Planned(work, projector, alias, projector.project(row), None)
     if loaded < work.max_revision:
@@ -116,7 +116,7 @@ def failed_plan(
     else:
         code, unexpected = ErrorCode.PROJECTION_ERROR, True
         message = f"projector raised {type(exc).__name__}: {exc}"
-    loaded, schema = None if row is None else row_revision(row), projector.schema_version
+    loaded, schema = None if row is None else projector.revision_of(row), projector.schema_version
     return Verdict(work, OutcomeKind.FAILED, code, message, unexpected, None, alias, loaded, schema)
 
 
@@ -137,9 +137,9 @@ def is_rebuild(work: Work) -> bool:
     return any(event.operation is Operation.REBUILD for event, _ in work.events)
 
 
-def postdates(work: Work, row: Row) -> bool:
+def postdates(work: Work, row: Row, projector: Projector) -> bool:
     """Every event of `work` is newer than `row`: none of them can have brought this row."""
-    revision = row_revision(row)
+    revision = projector.revision_of(row)
     return revision is not None and all(e.source_revision > revision for e, _ in work.events)
 
 
@@ -160,7 +160,8 @@ def regressed_verdicts(
     own event is the one that reports the regression); otherwise a REVISION_REGRESSION."""
     out: list[Verdict] = []
     for r in works:
-        found = stored.get(r.work.key.aggregate_id) if postdates(r.work, r.row) else None
+        stale = postdates(r.work, r.row, r.projector)
+        found = stored.get(r.work.key.aggregate_id) if stale else None
         if found is not None and found.version >= r.work.max_revision:
             out.append(Verdict(r.work, OutcomeKind.ALREADY_APPLIED))
         else:
@@ -168,15 +169,9 @@ def regressed_verdicts(
     return out
 
 
-def row_behind(row: Row | None, work: Work) -> bool:
-    revision = None if row is None else row_revision(row)
+def row_behind(row: Row | None, work: Work, projector: Projector) -> bool:
+    revision = None if row is None else projector.revision_of(row)
     return revision is not None and revision < work.max_revision
-
-
-def row_revision(row: Row) -> int | None:
-    """The row's revision; None if not an int (the projector refuses such a row)."""
-    revision = row.get("revision")
-    return revision if isinstance(revision, int) and not isinstance(revision, bool) else None
 
 
 def from_outcome(plan: Planned, outcome: WriteOutcome) -> Verdict:

@@ -147,7 +147,7 @@ class Backfill:
             ops = [
                 IndexOp.from_document(self.target_index, self.projector.tombstone(i, rev, at=at))
                 for i, rev in page
-                if not _outranks(rows.get(i), rev)
+                if not _outranks(self.projector, rows.get(i), rev)
             ]
             indexed, _ = await self._write(ops, result)
             written += indexed
@@ -167,10 +167,10 @@ class Backfill:
             try:
                 document = self.projector.project(row)
             except PoisonMessage as exc:
-                failures.append((str(row.get("id")), exc.message))
+                failures.append((str(row.get(self.projector.id_column)), exc.message))
                 continue
             ops.append(IndexOp.from_document(self.target_index, document))
-        last_id = str(rows[-1]["id"]) if rows else ""
+        last_id = self.projector.key_of(rows[-1]) if rows else ""
         return _Prepared(len(rows), last_id, ops, failures)  # the rows are freed here
 
     async def _write(
@@ -212,7 +212,7 @@ class Backfill:
             result.failures.append((doc_id, message))
 
 
-def _outranks(row: Row | None, floor: int) -> bool:
+def _outranks(projector: Projector, row: Row | None, floor: int) -> bool:
     """True when `row` exists at a revision above the revision floor `floor`."""
-    revision = None if row is None else row.get("revision")
-    return isinstance(revision, int) and not isinstance(revision, bool) and revision > floor
+    revision = None if row is None else projector.revision_of(row)
+    return revision is not None and revision > floor

@@ -142,7 +142,7 @@ class SpanReader:
     ) -> dict[str, TruthEntry]:
         """The rows of `ids` read from the primary, as entries with content."""
         rows = await self.truth.rows_by_id(projector, ids, primary=True)
-        return {i: entry_of_row(r, content=True) for i, r in rows.items()}
+        return {i: entry_of_row(r, content=True, projector=projector) for i, r in rows.items()}
 
 
 async def _pages(

@@ -1,0 +1,57 @@
+"""How the truth reads the values of columns whose Python value alone does not say what they
+mean (docs/consumer.md, "Column types"), from the cursor's description:
+
+- TIMESTAMP: an instant; searchsync's sessions run at ``time_zone = '+00:00'``, so the driver's
+  naive value is UTC and gets ``tzinfo=UTC``.
+- DATETIME: a wall-clock time; a naive value is read in ``[mysql] time_zone`` (a zone other than
+  UTC is attached; under UTC it stays naive, which the canonical form reads as UTC).
+- BIT: the driver's big-endian bytes become an int.
+
+A page without such columns is left as it is (the common case costs one look at the description).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, tzinfo
+from typing import Any
+
+from pymysql.constants import FIELD_TYPE
+
+
+class ColumnTypes:
+    """Applies the rules above to pages of rows read with a dict cursor."""
+
+    def __init__(self, time_zone: tzinfo = UTC) -> None:
+        self._zone = None if time_zone is UTC else time_zone
+
+    def apply(self, description: Sequence[Sequence[Any]] | None, rows: Sequence[Any]) -> None:
+        """Convert, in place, the values of `rows` (dicts) in TIMESTAMP, DATETIME and BIT
+        columns of `description` (the cursor's, ``(name, type_code, ...)`` per column)."""
+        if not rows or not description:
+            return
+        instants, walls, bits = [], [], []
+        for column in description:
+            code = column[1]
+            if code == FIELD_TYPE.TIMESTAMP:
+                instants.append(column[0])
+            elif code == FIELD_TYPE.DATETIME and self._zone is not None:
+                walls.append(column[0])
+            elif code == FIELD_TYPE.BIT:
+                bits.append(column[0])
+        if not (instants or walls or bits):
+            return
+        zone = self._zone
+        for row in rows:
+            for name in instants:
+                value = row.get(name)
+                if isinstance(value, datetime) and value.tzinfo is None:
+                    row[name] = value.replace(tzinfo=UTC)
+            for name in walls:
+                value = row.get(name)
+                if isinstance(value, datetime) and value.tzinfo is None:
+                    row[name] = value.replace(tzinfo=zone)
+            for name in bits:
+                value = row.get(name)
+                if isinstance(value, bytes | bytearray):
+                    row[name] = int.from_bytes(value, "big")

@@ -1,0 +1,138 @@
+"""The canonical form of each value MySQL and MariaDB columns give through aiomysql/PyMySQL that is
+not plain JSON already (the table in docs/consumer.md, "Column types"). Each form is a JSON
+string, fixed by the value alone, that Elasticsearch and OpenSearch index:
+
+- `Decimal` (DECIMAL, NUMERIC): its exact fixed-point text, ``"12.50"`` (the column's scale kept,
+  never an exponent, ``-0`` as ``0``); a numeric field parses it, ``_source`` keeps it exact.
+- `datetime` (DATETIME, TIMESTAMP): ISO 8601 in UTC with microseconds,
+  ``"2026-12-04T22:10:58.123456Z"``. A naive value is UTC: the truth reads naive DATETIMEs under
+  ``[mysql] time_zone`` and TIMESTAMPs as UTC instants (`searchsync.mysql.column_types`).
+- `date` (DATE): ``"2026-12-04"``. `time` (a bare TIME): ``"22:10:58.000000"``.
+- `timedelta` (TIME, as the driver gives it; -838:59:59 .. 838:59:59):
+  ``"[-]HH:MM:SS.ffffff"``, hours two digits or more.
+- `set` / `frozenset` (SET): its members sorted (strings by code point after NFC).
+- `bytes` (BLOB, BINARY, VARBINARY, GEOMETRY): standard padded base64 (a ``binary`` field).
+
+Each form is new: no value that had a canonical form before changes its bytes or hash. Where the
+driver's value does not say what the column means, `build` says it: `json_column` (JSON),
+`flag_column` (TINYINT(1) as a bool), `set_column` (SET text as a set).
+"""
+
+from __future__ import annotations
+
+import base64
+import unicodedata
+from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
+from typing import Any
+
+import orjson
+
+__all__ = [
+    "NO_FORM",
+    "column_form",
+    "flag_column",
+    "format_datetime",
+    "format_timedelta",
+    "json_column",
+    "set_column",
+]
+
+NO_FORM: Any = object()
+"""What `column_form` returns for a value of no type it knows."""
+
+_MICROS_PER_SECOND = 1_000_000
+
+
+def column_form(value: object, path: str) -> Any:
+    """The canonical form of a column value of a type listed above; `NO_FORM` for other types.
+    Raises `ValueError` naming `path` for a value of such a type that has no form (a NaN)."""
+    if isinstance(value, Decimal):
+        return _decimal(value, path)
+    if isinstance(value, datetime):  # before date: a datetime is a date
+        return format_datetime(value)
+    if isinstance(value, date):
+        return f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
+    if isinstance(value, timedelta):
+        return format_timedelta(value)
+    if isinstance(value, time):
+        if value.tzinfo is not None:
+            raise ValueError(f"{path}: a time of day with a time zone has no canonical form")
+        return f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}.{value.microsecond:06d}"
+    if isinstance(value, set | frozenset):
+        return _set(value, path)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    return NO_FORM
+
+
+def format_datetime(value: datetime) -> str:
+    """`value` in UTC as ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (naive means UTC)."""
+    utc = value if value.tzinfo is None else value.astimezone(UTC)
+    return (
+        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:"
+        f"{utc.second:02d}.{utc.microsecond:06d}Z"
+    )
+
+
+def format_timedelta(value: timedelta) -> str:
+    """A TIME value as ``[-]HH:MM:SS.ffffff`` (MySQL's own text form, microseconds always)."""
+    micros = (value.days * 86_400 + value.seconds) * _MICROS_PER_SECOND + value.microseconds
+    sign = "-" if micros < 0 else ""
+    seconds, fraction = divmod(abs(micros), _MICROS_PER_SECOND)
+    minutes, second = divmod(seconds, 60)
+    hour, minute = divmod(minutes, 60)
+    return f"{sign}{hour:02d}:{minute:02d}:{second:02d}.{fraction:06d}"
+
+
+def _decimal(value: Decimal, path: str) -> str:
+    if not value.is_finite():
+        raise ValueError(f"{path}: non-finite Decimal {value!r}")
+    if value.is_zero():
+        value = value.copy_abs()
+    return format(value, "f")
+
+
+def _set(value: set[Any] | frozenset[Any], path: str) -> list[Any]:
+    members = [unicodedata.normalize("NFC", m) if isinstance(m, str) else m for m in value]
+    if all(isinstance(m, str) for m in members):
+        if len(set(members)) != len(members):
+            raise ValueError(f"{path}: set members collide after NFC")
+        return sorted(members)
+    if all(isinstance(m, int) and not isinstance(m, bool) for m in members):
+        return sorted(members)
+    raise ValueError(f"{path}: a set has a canonical form only of strings or of integers")
+
+
+def json_column(value: object) -> Any:
+    """A JSON column's value parsed (MariaDB and MySQL give its text, each server spelling it
+    its own way; the parsed value is the same on both). None stays None; text that is no JSON
+    is a `ValueError` (the projector's PROJECTION_ERROR)."""
+    if value is None or isinstance(value, dict | list):
+        return value
+    if not isinstance(value, str | bytes):
+        raise ValueError(f"a JSON column holds text, got {type(value).__name__}")
+    try:
+        return orjson.loads(value)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"a JSON column holds no JSON: {exc}") from None
+
+
+def flag_column(value: object) -> bool | None:
+    """A TINYINT(1) (BOOLEAN) column as a bool: 0 is false, any other integer true."""
+    if value is None or isinstance(value, bool):
+        return value
+    if not isinstance(value, int):
+        raise ValueError(f"a TINYINT(1) column holds an integer, got {type(value).__name__}")
+    return value != 0
+
+
+def set_column(value: object) -> frozenset[str] | None:
+    """A SET column's members: the driver gives ``'a,b'`` (or a set); ``''`` is no member."""
+    if value is None:
+        return None
+    if isinstance(value, set | frozenset):
+        return frozenset(value)
+    if not isinstance(value, str):
+        raise ValueError(f"a SET column holds text, got {type(value).__name__}")
+    return frozenset(m for m in value.split(",") if m)

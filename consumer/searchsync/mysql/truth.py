@@ -132,7 +132,7 @@ class MysqlTruth:
         select, key = _select(projector), quote_identifier(projector.id_column)
         args: tuple[Any, ...]
         doing = f"scan {projector.table}"
-        async with transaction(self._pool) as conn:
+        async with transaction(self._pool, snapshot=True) as conn:
             if after_id is None:
                 sql, args = f"{select} ORDER BY {key} LIMIT %s", (limit,)
             else:
@@ -195,7 +195,7 @@ class MysqlTruth:
             return []
         pool = self._primary_pool if primary else self._pool
         rows: list[dict[str, Any]] = []
-        async with transaction(pool) as conn:
+        async with transaction(pool, snapshot=True) as conn:
             params: list[Any] = unique
             if relate is not None:  # the key column's values: ints for an integer key
                 integer = await self._kinds.integer(conn, relate.table, relate.id_column)

@@ -13,7 +13,7 @@ help:
 	@echo "make test   bring the stack up, run unit + integration tests, tear the stack down"
 	@echo "make faults SEED=1 COUNT=200   the fault-injection suite (tests/faults/README.md)"
 	@echo "make dist   the sdist and the wheel in dist/ (needs Python only: no database, no JDK)"
-	@echo "make image  the container image (Dockerfile) with buildah or podman: deploy/image/README.md"
+	@echo "make image  the container image (Dockerfile) with podman or buildah, then runs it: deploy/README.md"
 	@echo "make up | down | status | clean | lint | typecheck | bench | bench-rebuild | bench-repair | bench-recovery | bench-relay | check-bare"
 
 # What the machine lacks (Debian packages: MariaDB, Maven, a JDK ...): installed as root, otherwise
@@ -90,6 +90,7 @@ demo: install venv up
 lint: venv
 	@.venv/bin/ruff check consumer tests bench deploy
 	@.venv/bin/ruff format --check consumer tests bench deploy
+	@.venv/bin/hadolint Dockerfile
 
 fmt: venv
 	@.venv/bin/ruff format consumer tests bench deploy

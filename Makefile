@@ -37,9 +37,10 @@ venv: install-python .venv/.installed
 
 # The sdist and the wheel (with py.typed and the resources), built from the sdist as a user's
 # pip would; tests/unit/test_dist.py installs the wheel alone into a clean virtualenv.
+# Stale build/ and egg-info could carry files package-data no longer names: they go first.
 dist: venv
-	@rm -rf dist
-	@$(PY) -m build --outdir dist . >/dev/null
+	@rm -rf dist build consumer/searchsync.egg-info
+	@out=$$($(PY) -m build --outdir dist . 2>&1) || { echo "$$out"; exit 1; }
 	@ls dist
 
 # The container image from the wheel (Dockerfile): deploy/image/build.sh, IMAGE names it.

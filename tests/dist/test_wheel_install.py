@@ -7,6 +7,7 @@ Its dependencies come from PyPI through pip's cache, so a second run installs in
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -19,6 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "consumer" / "searchsync"
 MIGRATIONS = ROOT / "schemas" / "sql"
 DIST_ENV = "SEARCHSYNC_DIST"
+SOURCE_FILES = ("pyproject.toml", "README.md", "LICENSE")  # what the build reads
+SOURCE_DIRS = ("consumer", "schemas")  # consumer/searchsync/_resources/sql links to schemas/sql
 OPENSEARCH_EXTRA = "pip install 'searchsync[opensearch]'"
 
 
@@ -39,8 +42,15 @@ def dist_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     given = os.environ.get(DIST_ENV)
     if given:
         return (ROOT / given).resolve()
+    # from a copy without build/ or egg-info: their stale file lists could fill the gaps
+    source = tmp_path_factory.mktemp("source")
+    skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for name in SOURCE_FILES:
+        shutil.copy2(ROOT / name, source / name)
+    for name in SOURCE_DIRS:
+        shutil.copytree(ROOT / name, source / name, symlinks=True, ignore=skip)
     out = tmp_path_factory.mktemp("dist")
-    built = _run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)])
+    built = _run([sys.executable, "-m", "build", "--outdir", str(out), str(source)])
     assert built.returncode == 0, f"python -m build failed:\n{built.stdout}\n{built.stderr}"
     return out
 

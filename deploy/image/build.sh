@@ -35,6 +35,9 @@ base=${BASE_IMAGE:-python:3.11-slim}
 local_base=localhost/searchsync-base:bookworm
 rootfs=${ROOTFS_DIR:-/tmp/searchsync-image/rootfs}
 
+stamp=$(dirname "$rootfs")/imported  # newer than the root file system once it is imported
+image_exists() { $tool inspect --type image "$1" >/dev/null 2>&1; }
+
 # A base from Debian's own packages: the root file system debootstrap makes, imported as an image.
 make_local_base() {
   command -v debootstrap >/dev/null || die "debootstrap is not installed: apt-get install -y debootstrap"
@@ -47,6 +50,10 @@ make_local_base() {
       || die "debootstrap failed: $(dirname "$rootfs")/debootstrap.log"
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
   fi
+  base=$local_base
+  if image_exists "$local_base" && [[ $rootfs/usr/bin/python3 -ot $stamp ]]; then
+    return  # imported from this root file system already
+  fi
   echo "image: importing $rootfs as $local_base"
   if [[ $tool == podman ]]; then
     tar -C "$rootfs" -c . | podman import --quiet - "$local_base" >/dev/null
@@ -58,12 +65,12 @@ make_local_base() {
     buildah commit --quiet "$ctr" "$local_base" >/dev/null
     buildah rm "$ctr" >/dev/null
   fi
-  base=$local_base
+  touch "$stamp"
 }
 
 if [[ $base == debootstrap ]]; then
   make_local_base
-elif ! $tool image exists "$base" 2>/dev/null && ! timeout 120 $tool pull --quiet "$base" >/dev/null 2>&1; then
+elif ! image_exists "$base" && ! timeout 120 $tool pull --quiet "$base" >/dev/null 2>&1; then
   echo "image: cannot pull $base (no registry reachable?): building a base with debootstrap instead"
   make_local_base
 fi

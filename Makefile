@@ -77,11 +77,11 @@ faults: venv up
 # The README's test command: lint and types first, then the stack comes up, every test runs,
 # the stack goes down again (also when tests fail); the exit code is the tests'. OpenSearch runs
 # beside Elasticsearch (:9201) for the search contract and the OpenSearch end-to-end tests.
-# `make dist` first: the wheel test installs that wheel (SEARCHSYNC_DIST) into a clean venv.
+# `make dist` first: the wheel test installs that wheel (SEARCHSYNC_TEST_DIST) into a clean venv.
 test: install venv lint typecheck dist
 	@set -o pipefail; rc=0; \
 	SEARCH_ENGINE=elasticsearch WITH_OPENSEARCH=1 bash $(STACK) up || { bash $(STACK) down; exit 1; }; \
-	SEARCHSYNC_DIST=dist bash deploy/pytest.sh tests $(PYTEST_ARGS) || rc=$$?; \
+	SEARCHSYNC_TEST_DIST=dist bash deploy/pytest.sh tests $(PYTEST_ARGS) || rc=$$?; \
 	bash $(STACK) down >/dev/null || true; \
 	exit $$rc
 

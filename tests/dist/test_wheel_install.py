@@ -1,6 +1,6 @@
 """The wheel, installed alone into a clean virtualenv, is the whole product for a user: no checkout,
-no `.[dev]`. `make test` passes the wheel `make dist` built (SEARCHSYNC_DIST=dist); run on its own,
-this module builds one (the sdist, then the wheel from the sdist, as `make dist` does).
+no `.[dev]`. `make test` passes the wheel `make dist` built (SEARCHSYNC_TEST_DIST=dist); run on
+its own, this module builds one (the sdist, then the wheel from the sdist, as `make dist` does).
 
 Its dependencies come from PyPI through pip's cache, so a second run installs in seconds."""
 
@@ -19,7 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "consumer" / "searchsync"
 MIGRATIONS = ROOT / "schemas" / "sql"
-DIST_ENV = "SEARCHSYNC_DIST"
+DIST_ENV = "SEARCHSYNC_TEST_DIST"
 SOURCE_FILES = ("pyproject.toml", "README.md", "LICENSE")  # what the build reads
 SOURCE_DIRS = ("consumer", "schemas")  # consumer/searchsync/_resources/sql links to schemas/sql
 OPENSEARCH_EXTRA = "pip install 'searchsync[opensearch]'"

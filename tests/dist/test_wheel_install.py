@@ -25,8 +25,12 @@ SOURCE_DIRS = ("consumer", "schemas")  # consumer/searchsync/_resources/sql link
 OPENSEARCH_EXTRA = "pip install 'searchsync[opensearch]'"
 
 
-def _run(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False, **kwargs)  # type: ignore[call-overload, no-any-return]
+def _run(
+    argv: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        argv, capture_output=True, text=True, timeout=600, check=False, env=env, cwd=cwd
+    )
 
 
 def _clean_env() -> dict[str, str]:

@@ -4,7 +4,7 @@ PY    := .venv/bin/python
 STACK := deploy/local/stack.sh
 PYTEST_ARGS ?=
 
-.PHONY: help install venv up down status demo test test-repeat check-bare test-unit test-integration faults lint typecheck fmt bench bench-rebuild bench-repair bench-recovery bench-relay clean
+.PHONY: help install install-python venv dist image up down status demo test test-repeat check-bare test-unit test-integration faults lint typecheck fmt bench bench-rebuild bench-repair bench-recovery bench-relay clean
 
 help:
 	@echo "make demo   bring the local stack up and run searchsync on a stream of real page writes"
@@ -13,12 +13,19 @@ help:
 	@echo "make test   bring the stack up, run unit + integration tests, tear the stack down"
 	@echo "make test-repeat N=3   the integration suite N times on one stack: any test that failed once"
 	@echo "make faults SEED=1 COUNT=200   the fault-injection suite (tests/faults/README.md)"
+	@echo "make dist   the sdist and the wheel in dist/ (needs Python only: no database, no JDK)"
+	@echo "make image  the container image (Dockerfile) with podman or buildah, then runs it: deploy/README.md"
 	@echo "make up | down | status | clean | lint | typecheck | bench | bench-rebuild | bench-repair | bench-recovery | bench-relay | check-bare"
 
 # What the machine lacks (Debian packages: MariaDB, Maven, a JDK ...): installed as root, otherwise
 # the exact command is printed. The one install step of `make demo`, `make test` and .ci/run.
 install:
 	@bash deploy/install.sh
+
+# What the Python environment alone needs (python3-venv): `make venv` and `make dist` ask for
+# nothing else, so a machine without MariaDB or a JDK can build and test the package.
+install-python:
+	@bash deploy/install.sh python
 
 # The virtualenv, rebuilt when pyproject.toml changes.
 .venv/.installed: pyproject.toml
@@ -27,9 +34,21 @@ install:
 	@$(PY) -m pip install -q -e '.[dev]'
 	@touch $@
 
-venv: install .venv/.installed
+venv: install-python .venv/.installed
 
-up: venv
+# The sdist and the wheel (with py.typed and the resources), built from the sdist as a user's
+# pip would; tests/unit/test_dist.py installs the wheel alone into a clean virtualenv.
+# Stale build/ and egg-info could carry files package-data no longer names: they go first.
+dist: venv
+	@rm -rf dist build consumer/searchsync.egg-info
+	@out=$$($(PY) -m build --outdir dist . 2>&1) || { echo "$$out"; exit 1; }
+	@ls dist
+
+# The container image from the wheel (Dockerfile): deploy/image/build.sh, IMAGE names it.
+image: dist
+	@bash deploy/image/build.sh
+
+up: install venv
 	@bash $(STACK) up
 
 down:
@@ -68,20 +87,22 @@ faults: venv up
 # consumer and exporter would share topics, rows and the canary), the stack comes up, every test runs,
 # the stack goes down again (also when tests fail); the exit code is the tests'. OpenSearch runs
 # beside Elasticsearch (:9201) for the search contract and the OpenSearch end-to-end tests.
-test: venv lint typecheck
+# `make dist` first: the wheel test installs that wheel (TEST_DIST) into a clean venv.
+test: install venv lint typecheck dist
 	@set -o pipefail; rc=0; \
 	bash $(STACK) apps-down; \
 	SEARCH_ENGINE=elasticsearch WITH_OPENSEARCH=1 bash $(STACK) up || { bash $(STACK) down; exit 1; }; \
-	bash deploy/pytest.sh tests $(PYTEST_ARGS) || rc=$$?; \
+	TEST_DIST=dist bash deploy/pytest.sh tests $(PYTEST_ARGS) || rc=$$?; \
 	bash $(STACK) down >/dev/null || true; \
 	exit $$rc
 
-demo: venv up
+demo: install venv up
 	@bash deploy/demo.sh
 
 lint: venv
 	@.venv/bin/ruff check consumer tests bench deploy
 	@.venv/bin/ruff format --check consumer tests bench deploy
+	@.venv/bin/hadolint Dockerfile
 
 fmt: venv
 	@.venv/bin/ruff format consumer tests bench deploy

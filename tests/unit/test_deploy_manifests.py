@@ -1,25 +1,38 @@
 """The deployment files in deploy/k8s/ and deploy/systemd/ are valid and agree with each other.
 
-Every document of every file in deploy/k8s/ is validated by `kubernetes-validate` against the
-schemas of a pinned Kubernetes version, strictly (an unknown or misspelt field fails). Then the
-promises between the files, which no schema can see: the supervisor waits longer than the drain
-(docs: deploy/README.md, "The shutdown deadline and the grace period"), the probes read /healthz on
-the metrics port, liveness tolerates the 503 of a fenced or paused consumer, the PDB selects the
-Deployment's pods, and the systemd template takes its metrics port from the instance name.
+Every document of every file in deploy/k8s/base/, and every document an overlay renders, is
+validated by `kubernetes-validate` against the schemas of a pinned Kubernetes version, strictly (an
+unknown or misspelt field fails). Then the promises between the files, which no schema can see: the
+supervisor waits longer than the drain (docs: deploy/README.md, "The shutdown deadline and the
+grace period"), the probes read /healthz on the metrics port, liveness tolerates the 503 of a fenced
+or paused consumer, the PDB selects the Deployment's pods, the commands run through the image's
+entrypoint (the Dockerfile), the base registers no demo type while an overlay's projectors load,
+and the systemd template takes its metrics port from the instance name.
 """
 
 from __future__ import annotations
 
 import configparser
+import sys
 from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
 import pytest
 import yaml
+from searchsync.config import load_settings
+from searchsync.projection import registry_from_settings
+
+from tests.unit import dockerfile, kustomize_lite
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
-K8S = DEPLOY / "k8s"
+K8S = DEPLOY / "k8s" / "base"
+OVERLAYS = sorted(p.parent for p in (DEPLOY / "k8s" / "overlays").glob("*/kustomization.yaml"))
+# Files of the base that `kubectl apply -k` must not apply: the example Secret (it would overwrite
+# the real one). A one-off Job (an initial load) belongs here too: a Job is started on purpose.
+NOT_APPLIED = {"secret.example.yaml"}
+PROJECTORS_CONFIGMAP = "searchsync-projectors"
+PROJECTING_COMMANDS = ("run", "repair", "index")  # the commands that load [projection] modules
 UNIT = DEPLOY / "systemd" / "searchsync@.service"
 
 KUBERNETES_VERSION = "1.31.0"  # the oldest release with unhealthyPodEvictionPolicy GA
@@ -130,12 +143,15 @@ def test_grace_period_outlasts_the_shutdown_deadline() -> None:
 
 def test_runs_searchsync_with_the_mounted_config_and_secret_from_the_secret() -> None:
     c = container()
-    assert c["args"] == ["searchsync", "run"]
+    assert dockerfile.entrypoint() == ["searchsync"]
+    assert c["args"] == ["run"]  # after the image's entrypoint
     variables = env(c)
     mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
     volumes = consumer_deployment()["spec"]["template"]["spec"]["volumes"]
-    (config_volume,) = [v for v in volumes if "configMap" in v]
     configmap = only("ConfigMap")
+    (config_volume,) = [
+        v for v in volumes if v.get("configMap", {}).get("name") == configmap["metadata"]["name"]
+    ]
     assert config_volume["configMap"]["name"] == configmap["metadata"]["name"]
     (toml_key,) = configmap["data"]
     assert variables["SEARCHSYNC_CONFIG"] == f"{mounts[config_volume['name']]}/{toml_key}"
@@ -203,7 +219,7 @@ def test_kustomization_applies_every_manifest_but_the_example_secret() -> None:
     assert kustomization["kind"] == "Kustomization"
     listed = set(kustomization["resources"])
     present = {p.name for p in K8S.glob("*.yaml")} - {KUSTOMIZATION.name}
-    assert listed == present - {"secret.example.yaml"}
+    assert listed == present - NOT_APPLIED
     assert all(doc["kind"] != "Secret" for n, doc in documents() if n.split(":")[0] in listed)
 
 
@@ -217,8 +233,8 @@ def scheduled_commands() -> list[tuple[str, list[str]]]:
             spec = doc["spec"]["template"]["spec"]
         else:
             continue
-        for c in spec["containers"]:
-            found.append((name, list(c["args"])))
+        for c in spec["containers"]:  # the image's ENTRYPOINT runs `args`
+            found.append((name, [*dockerfile.entrypoint(), *c["args"]]))
     for path in sorted((DEPLOY / "systemd").glob("searchsync-*.service")):
         parser = configparser.ConfigParser(interpolation=None, strict=False)
         parser.read_string(path.read_text())
@@ -250,4 +266,101 @@ def test_cleanups_run_one_at_a_time_and_the_repair_daemon_alone() -> None:
     assert repair["spec"]["replicas"] == 1
     assert repair["spec"]["strategy"]["type"] == "Recreate"
     (c,) = repair["spec"]["template"]["spec"]["containers"]
-    assert c["args"] == ["searchsync", "repair", "--daemon"]
+    assert c["args"] == ["repair", "--daemon"]
+
+
+def _toml_of(configmap: dict[str, Any], tmp_path: Path) -> Path:
+    (key,) = configmap["data"]
+    path = tmp_path / key
+    path.write_text(configmap["data"][key])
+    return path
+
+
+def test_the_base_registers_no_demo_type(tmp_path: Path) -> None:
+    """The base's settings name their modules explicitly (unset, they would be the demo's)."""
+    settings = load_settings({}, _toml_of(only("ConfigMap"), tmp_path))
+    assert registry_from_settings(settings.projection).types() == ("searchsync_canary",)
+    assert all(doc["metadata"]["name"] != PROJECTORS_CONFIGMAP for _, doc in documents())
+
+
+def _workloads(docs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(pod spec, container) of every container a workload of `docs` runs."""
+    found = []
+    for doc in docs:
+        spec = kustomize_lite.pod_spec(doc)
+        if spec is not None:
+            found.extend((spec, c) for c in spec["containers"])
+    return found
+
+
+def test_the_pods_run_as_the_images_user() -> None:
+    uid, _, gid = dockerfile.last("USER").partition(":")
+    assert uid.isdigit() and int(uid) != 0
+    for _, doc in documents():
+        spec = kustomize_lite.pod_spec(doc)
+        if spec is not None:
+            assert spec["securityContext"]["runAsUser"] == int(uid), doc["metadata"]["name"]
+            assert spec["securityContext"]["runAsNonRoot"] is True
+            assert str(spec["securityContext"]["runAsGroup"]) == (gid or uid)
+
+
+def test_the_image_exposes_the_consumers_metrics_port() -> None:
+    exposed = {int(port.split("/")[0]) for port in dockerfile.last("EXPOSE").split()}
+    assert int(env(container())[PORT_ENV]) in exposed
+
+
+def test_projecting_workloads_mount_the_projectors_on_pythonpath() -> None:
+    checked = 0
+    for spec, c in _workloads([doc for _, doc in documents()]):
+        if c["args"][0] not in PROJECTING_COMMANDS:
+            continue
+        volumes = {v["name"]: v for v in spec["volumes"]}
+        (mount,) = [
+            m
+            for m in c["volumeMounts"]
+            if volumes[m["name"]].get("configMap", {}).get("name") == PROJECTORS_CONFIGMAP
+        ]
+        assert volumes[mount["name"]]["configMap"]["optional"] is True  # the base runs without
+        assert env(c)["PYTHONPATH"] == mount["mountPath"]
+        checked += 1
+    assert checked >= 2  # run and repair
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS, ids=[p.name for p in OVERLAYS])
+def test_every_overlay_renders_valid_documents_with_its_image(overlay: Path) -> None:
+    rendered = kustomize_lite.build(overlay)
+    applied = {
+        (doc["kind"], doc["metadata"]["name"])
+        for name, doc in documents()
+        if name.split(":")[0] not in NOT_APPLIED
+    }
+    names = [(doc["kind"], doc["metadata"]["name"]) for doc in rendered]
+    assert len(names) == len(set(names))
+    assert set(names) - applied <= {("ConfigMap", PROJECTORS_CONFIGMAP)}
+    assert applied <= set(names)
+    for doc in rendered:
+        kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
+    images = {c["image"] for c in kustomize_lite.containers(rendered)}
+    (image,) = images
+    assert image.split(":")[0] != "searchsync" and ":" in image
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS, ids=[p.name for p in OVERLAYS])
+def test_every_overlay_registers_its_projectors_and_no_demo_type(
+    overlay: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The overlay's searchsync.toml and its projector modules load as the pods load them: the
+    ConfigMap searchsync-projectors as a directory on PYTHONPATH."""
+    rendered = kustomize_lite.build(overlay)
+    (projectors,) = [d for d in rendered if d["metadata"]["name"] == PROJECTORS_CONFIGMAP]
+    on_path = tmp_path / "projectors"
+    on_path.mkdir()
+    for name, text in projectors["data"].items():
+        (on_path / name).write_text(text)
+        monkeypatch.delitem(sys.modules, name.removesuffix(".py"), raising=False)
+    monkeypatch.syspath_prepend(str(on_path))
+    (config,) = [d for d in rendered if d["metadata"]["name"] == "searchsync-config"]
+    settings = load_settings({}, _toml_of(config, tmp_path))
+    types = registry_from_settings(settings.projection).types()
+    assert "wiki_page" not in types
+    assert set(types) - {"searchsync_canary"}, f"{overlay.name} registers no type of its own"

@@ -28,6 +28,7 @@ from searchsync.mysql.dialect import DEFAULT_FLAVOR, FLAVORS, Flavor, parse_flav
 from searchsync.mysql.schema import DbUsers, grant_statements, schema_sql
 from searchsync.projection.references import business_tables
 from searchsync.runtime import Runtime
+from searchsync.search.client import opensearch_client_class
 
 _USERS = DbUsers()
 _TARGET = ConnectorTarget()
@@ -46,6 +47,8 @@ def register(commands: Any) -> None:
 
 def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     registry = runtime.registry  # a ConfigError (exit 2) when a projector cannot be loaded
+    if settings.search.engine == "opensearch":
+        opensearch_client_class()  # a ConfigError (exit 2) without the searchsync[opensearch] extra
     redacted: dict[str, Any] = dict(settings.redacted())
     redacted["registered_types"] = list(registry.types())
     report = None

@@ -8,14 +8,14 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from elasticsearch import AsyncElasticsearch
 
 from searchsync import naming
 from searchsync.errors import ConfigError
+from searchsync.search.client import is_opensearch_client
 from searchsync.search.elasticsearch import EsIndexAdmin
-from searchsync.search.opensearch import OpenSearchClient
 from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin, IndexExists
 
 
@@ -105,6 +105,8 @@ async def init_index(
 
 
 def _admin(client: AsyncElasticsearch | IndexAdmin) -> IndexAdmin:
-    if isinstance(client, AsyncElasticsearch | OpenSearchClient):
+    if isinstance(client, AsyncElasticsearch):
         return EsIndexAdmin(client)
+    if is_opensearch_client(client):  # takes the AsyncElasticsearch calls EsIndexAdmin makes
+        return EsIndexAdmin(cast(AsyncElasticsearch, client))
     return client

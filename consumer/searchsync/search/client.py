@@ -1,16 +1,46 @@
 """The one builder of the search engine's client: Elasticsearch's own, or `OpenSearchClient` for
 ``[search] engine = opensearch``. Transport retries are off (the pipeline owns backoff);
-``[elasticsearch]`` gives timeout, TLS and credentials (docs/security.md)."""
+``[elasticsearch]`` gives timeout, TLS and credentials (docs/security.md).
+
+opensearch-py is the ``searchsync[opensearch]`` extra: it is imported only when the engine is
+OpenSearch, so an Elasticsearch install runs without it."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+import sys
+from typing import TYPE_CHECKING, Any, Final, TypeGuard, cast
 
 from elasticsearch import AsyncElasticsearch, AuthenticationException, AuthorizationException
 from elasticsearch.serializer import OrjsonSerializer
 
 from searchsync.config import Settings
-from searchsync.search.opensearch import OpenSearchClient
+from searchsync.errors import ConfigError
+
+if TYPE_CHECKING:
+    from searchsync.search.opensearch import OpenSearchClient
+
+_OPENSEARCH_MODULE: Final = "searchsync.search.opensearch"
+OPENSEARCH_EXTRA: Final = "pip install 'searchsync[opensearch]'"
+
+
+def opensearch_client_class() -> type[OpenSearchClient]:
+    """`OpenSearchClient`, importing opensearch-py; a `ConfigError` naming the extra without it."""
+    try:
+        from searchsync.search.opensearch import OpenSearchClient
+    except ImportError as exc:
+        raise ConfigError(
+            "search.engine",
+            f"'elasticsearch', or 'opensearch' with its extra installed: {OPENSEARCH_EXTRA}"
+            f" ({exc})",
+            "opensearch",
+        ) from exc
+    return OpenSearchClient
+
+
+def is_opensearch_client(client: object) -> TypeGuard[OpenSearchClient]:
+    """True for an `OpenSearchClient`; never imports opensearch-py (no module, no such client)."""
+    module = sys.modules.get(_OPENSEARCH_MODULE)
+    return module is not None and isinstance(client, module.OpenSearchClient)
 
 
 def make_es_client(settings: Settings) -> AsyncElasticsearch:
@@ -27,7 +57,9 @@ def make_es_client(settings: Settings) -> AsyncElasticsearch:
             options["http_auth"] = (es.username, es.password.reveal())
         if any(host.startswith("https://") for host in es.hosts):
             options["use_ssl"] = True
-        client = OpenSearchClient(es.hosts, request_timeout=es.request_timeout_s, **options)
+        client = opensearch_client_class()(
+            es.hosts, request_timeout=es.request_timeout_s, **options
+        )
         return cast(AsyncElasticsearch, client)  # typed as the client whose calls it takes
     if es.api_key is not None:
         options["api_key"] = es.api_key.reveal()

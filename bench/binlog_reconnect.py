@@ -1,4 +1,4 @@
-"""How long Debezium takes to read the binlog again after a MariaDB restart (issue 9).
+"""How long Debezium takes to read the binlog again after a MariaDB restart.
 
 `python -m bench.binlog_reconnect [--keep-alive-ms 60000,2000]` against the stack the
 environment names (deploy/local/env.sh). RESTARTS MariaDB: never run it against a stack other

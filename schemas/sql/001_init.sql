@@ -2,8 +2,8 @@
 -- Applied idempotently by deploy/local/migrate.sh (tracked in schema_migrations); `searchsync schema
 -- sql` prints it. The business tables are yours (the demo's wiki_page: schemas/sql/demo/).
 
--- The outbox of seed 000, plus `payload`: the thin event as JSON, which Debezium's Outbox
--- Event Router publishes (table.field.event.payload=payload). The polling columns of seed 000
+-- The transactional outbox (docs/design.md), plus `payload`: the thin event as JSON, which Debezium's Outbox
+-- Event Router publishes (table.field.event.payload=payload). The polling columns (docs/relay.md)
 -- (status .. last_error) are kept for a polling relay; the Debezium path ignores them.
 CREATE TABLE IF NOT EXISTS search_outbox (
     id                  BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
@@ -31,7 +31,7 @@ CREATE TABLE IF NOT EXISTS search_outbox (
     CONSTRAINT ck_search_outbox_operation CHECK (operation IN ('UPSERT', 'TOMBSTONE', 'REBUILD'))
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
--- What searchsync last indexed for each aggregate (seed 000), written by the consumer.
+-- What searchsync last indexed for each aggregate (docs/design.md, "Repair"), written by the consumer.
 CREATE TABLE IF NOT EXISTS search_projection_state (
     aggregate_type              VARCHAR(64)     NOT NULL,
     aggregate_id                VARCHAR(128)    NOT NULL,

@@ -1,4 +1,4 @@
-"""The `RelayStore` contract: seed 000's claim, the marks, take-back, counts, DEAD and revive.
+"""The `RelayStore` contract: the claim (docs/relay.md), marks, take-back, counts, DEAD, revive.
 
 Every case takes a `RelayBackend` and runs unchanged against the fake (tests/unit) and MariaDB
 (tests/integration, a scratch copy of the outbox). Time moves only by `age` (the backend moves

@@ -88,8 +88,9 @@ def member_env(tag: str, es_url: str) -> dict[str, str]:
         # the offsets evidence reads one line per event outcome; at INFO successes are one
         # "batch settled" line per batch, the per-event lines are DEBUG (docs/consumer.md, Logs)
         "SEARCHSYNC_OBSERVABILITY_LOG_LEVEL": "DEBUG",
-        # as deploy/ runs the group: the members restart a FAILED Debezium task (seed 173: the
-        # task was started while MariaDB was down and Connect never restarts it by itself)
+        # as deploy/ runs the group: the members restart a FAILED Debezium task (a schedule of
+        # the volume run: the task was started while MariaDB was down and Connect never
+        # restarts it by itself)
         "SEARCHSYNC_CONNECT_RESTART_FAILED_TASKS": "true",
         "SEARCHSYNC_CONNECT_WATCH_INTERVAL_S": "5",
     }

@@ -2,7 +2,7 @@
 the status of the Debezium connector, and the restart of its task through the REST API, after
 which the task is RUNNING again. A restart of the running task is what the watch does to a FAILED
 one; making the real task fail on demand would need a MariaDB outage while Connect starts it
-(the fault suite's seed 173 met it that way)."""
+(a fault-suite schedule met it that way)."""
 
 from __future__ import annotations
 

@@ -196,7 +196,7 @@ def _kcat(kcat: str, topic: str) -> str:
 
 
 async def test_kcat_shows_a_dead_letter_as_readable_json(topics: tuple[str, str]) -> None:
-    """The ecosystem's tools read dead letters as they are: `kcat -C` prints seed 000's fields."""
+    """The ecosystem's tools read dead letters as they are: `kcat -C` prints their fields."""
     original, dlq = topics
     producer = DlqProducer(CLIENT, topic=dlq)
     record = _dead_letter(original, offset=7)

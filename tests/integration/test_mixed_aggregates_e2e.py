@@ -1,8 +1,8 @@
-"""Issue 21's "done when" on the real stack: rows of ``wiki_page``, ``article``, ``article_tag``
-and ``author`` change under concurrent writes, with renames of authors with hundreds of
-articles, while a consumer group (each member with its fan-out worker) keeps the indices: two
-members, a third joins and the second leaves during the writes, so partitions and fan-out jobs
-change hands under load.
+"""Several aggregate types and fan-out on the real stack: rows of ``wiki_page``, ``article``,
+``article_tag`` and ``author`` change under concurrent writes, with renames of authors with
+hundreds of articles, while a consumer group (each member with its fan-out worker) keeps the
+indices: two members, a third joins and the second leaves during the writes, so partitions and
+fan-out jobs change hands under load.
 
 For ~15 s, at once: wiki pages are created, updated, soft- and hard-deleted and re-created;
 articles get new tags, are re-pointed between authors, soft- and hard-deleted, created; two

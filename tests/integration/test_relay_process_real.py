@@ -1,4 +1,4 @@
-"""`searchsync relay run` as a real process: it serves seed 000's metrics, stops cleanly on
+"""`searchsync relay run` as a real process: it serves the relay's metrics, stops cleanly on
 SIGTERM, and a relay killed with SIGKILL while it holds a claim loses nothing: another relay
 takes the claim back after the timeout and publishes the rows."""
 

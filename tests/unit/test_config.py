@@ -54,7 +54,7 @@ def test_the_session_timeout_lets_a_dead_members_partitions_move_within_the_reco
     None
 ):
     # kill -9 of the only member: its partitions move after the session timeout, then the new
-    # member catches up; issue 9 wants the lag back under 10 s within 30 s of the restart.
+    # member catches up; the recovery target: the lag back under 10 s within 30 s of the restart.
     default = load_settings({}).kafka
     assert 6_000 <= default.session_timeout_ms <= 15_000  # broker minimum .. half the budget
     assert member_config(default)["session.timeout.ms"] == default.session_timeout_ms

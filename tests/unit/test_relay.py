@@ -1,5 +1,5 @@
 """The polling relay on a fake store: claim, publish, mark, retry, DEAD, take back, revive;
-seed 000's backoff bounds; the router record; the [relay] settings."""
+NextRetry's backoff bounds; the router record; the [relay] settings."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def relay(
     return Relay(store, publisher, SETTINGS, holder=holder, **kw)  # type: ignore[arg-type]
 
 
-# -- seed 000's NextRetry ------------------------------------------------------------------------
+# -- NextRetry ---------------------------------------------------------------------------------
 
 
 class Draws(random.Random):

@@ -1,6 +1,6 @@
-"""`RelayStore` on MySQL/MariaDB: seed 000's claim query and the status updates around it. Every
-time compared or stamped is the database's (``NOW(6)``), so relays with skewed clocks agree; each
-method is one short READ COMMITTED transaction."""
+"""`RelayStore` on MySQL/MariaDB: the claim query of docs/relay.md and the status updates around
+it. Every time compared or stamped is the database's (``NOW(6)``), so relays with skewed clocks
+agree; each method is one short READ COMMITTED transaction."""
 
 from __future__ import annotations
 

@@ -126,8 +126,8 @@ class RelayStore(Protocol):
     """The outbox table as the relay sees it. Every call is its own short transaction."""
 
     async def claim(self, holder: str, limit: int) -> list[OutboxEntry]:
-        """Seed 000's claim query (PENDING, available, by id, ``FOR UPDATE SKIP LOCKED``) and
-        those rows marked PROCESSING by `holder`, in one transaction."""
+        """The claim query of docs/relay.md (PENDING, available, by id, ``FOR UPDATE SKIP
+        LOCKED``) and those rows marked PROCESSING by `holder`, in one transaction."""
 
     async def mark_published(self, ids: Sequence[int]) -> int:
         """Mark rows PUBLISHED (Kafka acknowledged them); the number changed."""

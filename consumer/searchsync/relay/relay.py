@@ -29,8 +29,8 @@ log = logging.getLogger(__name__)
 
 
 def seed_retry(max_attempts: int, rng: random.Random | None = None) -> RetryPolicy:
-    """Seed 000's ``NextRetry`` (base 1 s, shift ``min(attempt, 10)``, cap 30 min, jitter in
-    ``[0, max(delay / 5, 1 ms))``), with the relay's attempt limit."""
+    """``NextRetry`` (docs/design.md, "Retry": base 1 s, shift ``min(attempt, 10)``, cap 30 min,
+    jitter in ``[0, max(delay / 5, 1 ms))``), with the relay's attempt limit."""
     return RetryPolicy(1.0, 1_800.0, max_attempts, 0.2, rng or random.Random())
 
 
@@ -102,7 +102,7 @@ RELAY_METRIC_NAMES: Final = (
 
 
 class RelayMetrics:
-    """The relay's metrics, with seed 000's names and meanings, on a registry of its own."""
+    """The relay's metrics (names and meanings: docs/relay.md), on a registry of its own."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
@@ -170,7 +170,7 @@ class Relay:
     async def tick(self) -> TickReport:
         """Take back timed-out claims, claim a batch (committed PROCESSING before publishing),
         publish it and wait for the acknowledgements, then mark each row PUBLISHED or give it
-        back after seed 000's ``NextRetry``: of the row's attempts for its own fault (`row_fault`,
+        back after ``NextRetry``: of the row's attempts for its own fault (`row_fault`,
         DEAD at ``max_attempts``), of the outage's ticks for Kafka's (the relay waits as long
         before its next claim, so no outage makes a row DEAD)."""
         s = self._settings

@@ -1,6 +1,6 @@
-"""Retry backoff, seed 000's ``NextRetry``: ``min(base * 2**min(k, 10), max_delay)`` plus a uniform
-jitter in ``[0, max(delay * jitter, 1 ms))`` added after the cap (``jitter=0``: none), ``k`` the
-retries before this one. The random source is injected; nothing sleeps here."""
+"""Retry backoff, ``NextRetry`` (docs/design.md, "Retry"): ``min(base * 2**min(k, 10), max_delay)``
+plus a uniform jitter in ``[0, max(delay * jitter, 1 ms))`` added after the cap (``jitter=0``:
+none), ``k`` the retries before this one. The random source is injected; nothing sleeps here."""
 
 from __future__ import annotations
 

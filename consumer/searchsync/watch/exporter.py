@@ -1,8 +1,8 @@
-"""`searchsync exporter`: the group's state at the broker and the freshness canary on /metrics of
-a registry of its own, from a process that needs no live member (docs/design.md, "Watching the
-group from outside"). Seed 000's ``outbox_pending_count`` and ``outbox_oldest_pending_age_seconds``
-mean here the broker-side backlog the group has not finished (the polling relay exports the same
-names for rows it has not published)."""
+"""`searchsync exporter`: the group's state at the broker and the freshness canary on /metrics of a
+registry of its own, from a process that needs no live member (docs/design.md, "Watching the
+group from outside"). The outbox's ``outbox_pending_count`` and
+``outbox_oldest_pending_age_seconds`` mean here the broker-side backlog the group has not
+finished (the polling relay exports the same names for rows it has not published)."""
 
 from __future__ import annotations
 

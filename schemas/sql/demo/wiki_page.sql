@@ -1,4 +1,4 @@
--- The demo's business table, wiki_page (seed 000's pages; consumer/searchsync/projection/wiki_page.py).
+-- The demo's business table, wiki_page (docs/design.md, "The wiki_page document"; consumer/searchsync/projection/wiki_page.py).
 -- Not part of searchsync's own schema: deploy/local/migrate.sh applies schemas/sql/demo/*.sql on the
 -- local stack (tracked in schema_migrations as demo/<file>) and grants the consumer user SELECT and
 -- the application user write access on the table named like the file (`searchsync schema grants

@@ -57,6 +57,10 @@ def main(
         secrets = settings.secret_values()
         return command(args, settings, runtime(settings))
     except ConfigError as exc:
+        if exc.cause is not None:  # the cause first, the expected form after it
+            err(f"config error: {exc.key}: {exc.cause}")
+            err(f"  expected {exc.expected}")
+            return ExitCode.USAGE
         shown = "" if exc.got is None else f" (got {exc.got!r})"
         err(f"config error: {exc.key}: expected {exc.expected}{shown}")
         return ExitCode.USAGE

@@ -11,7 +11,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from searchsync import __version__
-from searchsync.cli import config, dlq, heal, index, loadgen, offsets, retention, run, status
+from searchsync.cli import (
+    config,
+    dlq,
+    heal,
+    index,
+    loadgen,
+    offsets,
+    projection,
+    retention,
+    run,
+    status,
+)
 from searchsync.cli.args import CONFIG_ENV, Command
 from searchsync.cli.output import describe_unreachable, err
 from searchsync.config import Settings, load_settings, scrub_credentials, scrub_known
@@ -35,6 +46,7 @@ _GROUPS = (
     run.register_exporter,
     index.register_wait,
     config.register_schema,
+    projection.register,
 )
 
 

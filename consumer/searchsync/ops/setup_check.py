@@ -82,9 +82,9 @@ async def schema_findings(projector: Projector, schema: TableSchema) -> list[str
             continue
         if not any(index[:2] == (lookup.via, key) for index in await schema.indexes(table)):
             found.append(
-                f"{t}: the fan-out from {lookup.aggregate_type} needs an index ({lookup.via},"
-                f" {key}) on {table}: CREATE INDEX {table}_{lookup.via}_fanout ON {table}"
-                f" ({lookup.via}, {key})"
+                f"{t}: the fan-out from {lookup.aggregate_type} needs an index on {table}"
+                f" starting with ({lookup.via}, {key}): add one (e.g. named"
+                f" {table}_{lookup.via}_fanout)"
             )
     return found
 

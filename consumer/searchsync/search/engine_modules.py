@@ -21,11 +21,12 @@ MAPPER_MODULES: Final = {
     "percolator": "percolator",
     "icu_collation_keyword": "analysis-icu (a plugin)",
     "murmur3": "mapper-murmur3 (a plugin)",
+    "knn_vector": "opensearch-knn (a plugin)",
 }
 """Field types that core lacks, by the module (or plugin) that adds them."""
 
-_MAPPER = re.compile(
-    r"[Tt]he mapper type \[([^\]]+)\] declared on field \[([^\]]*)\] does not exist"
+_MAPPER = re.compile(  # Elasticsearch's wording, then OpenSearch's
+    r"(?:[Tt]he mapper type|No handler for type) \[([^\]]+)\] declared on field \[([^\]]*)\]"
 )
 _ANALYSIS = re.compile(
     r"Unknown (tokenizer|filter|char_filter|analyzer|normalizer) type \[([^\]]+)\]"

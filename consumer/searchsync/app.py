@@ -52,8 +52,8 @@ async def run_consumer(
     (type -> physical index) is only the rebuild's catch-up override of the aliases."""
     metrics.set_severe_lag_threshold(settings.observability.severe_lag_s)
     k, p = settings.kafka, settings.pipeline
-    topics = subscription(settings, registry.types())
-    for problem in topic_problems(settings, registry.types()):
+    topics = subscription(settings, event_types(registry))
+    for problem in topic_problems(settings, event_types(registry)):
         log.warning("topics: %s", problem)  # `config check` refuses it; a run still reads them
     async with AsyncExitStack() as stack:
         sink = Sink(search.physical if write_targets else search.aliased, observer=metrics)

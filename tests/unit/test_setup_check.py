@@ -77,7 +77,7 @@ def test_topics_that_miss_a_registered_type_are_refused_naming_the_fix() -> None
     settings = load_settings({"SEARCHSYNC_KAFKA_TOPICS": "outbox.event.note"})
     found = setup_check.static_findings(settings, registry(note(), note("product")))
     assert found == [
-        "kafka.topics misses outbox.event.product, the topic of the registered type 'product'"
+        "kafka.topics misses outbox.event.product, the topic of the type 'product'"
         " (relay.topic_template): add it, or unset kafka.topics to read one topic per"
         " registered type"
     ]
@@ -86,8 +86,18 @@ def test_topics_that_miss_a_registered_type_are_refused_naming_the_fix() -> None
 def test_topics_naming_a_topic_no_type_writes_are_refused() -> None:
     settings = load_settings({"SEARCHSYNC_KAFKA_TOPICS": "outbox.event.note,outbox.event.old"})
     (found,) = setup_check.static_findings(settings, registry(note()))
-    assert found.startswith("kafka.topics names outbox.event.old, which no registered type")
+    assert found.startswith("kafka.topics names outbox.event.old, which no registered or")
     assert found.endswith("remove it, or register its type in projection.modules")
+
+
+def test_the_topics_of_types_a_lookup_references_are_read_too() -> None:
+    settings = load_settings({"SEARCHSYNC_PROJECTION_MODULES": "searchsync.examples.article"})
+    assert consumed_topics(settings) == ("outbox.event.article", "outbox.event.author")
+    listed = load_settings({"SEARCHSYNC_KAFKA_TOPICS": "outbox.event.note"})
+    referencing = registry(tagged())
+    (found,) = setup_check.static_findings(listed, referencing)
+    assert found.startswith("kafka.topics misses outbox.event.author, the topic of the type")
+    assert setup_check.static_findings(load_settings({}), referencing) == []
 
 
 def test_a_regex_that_misses_a_registered_type_is_refused() -> None:
@@ -105,12 +115,12 @@ def test_config_check_refuses_wrong_topics_with_one_line_and_exit_2(
     captured = capsys.readouterr()
     refused = [line for line in captured.err.splitlines() if line.startswith("config refused")]
     assert refused == [
-        "config refused: kafka.topics misses outbox.event.wiki_page, the topic of the registered"
-        " type 'wiki_page' (relay.topic_template): add it, or unset kafka.topics to read one"
-        " topic per registered type",
-        "config refused: kafka.topics names outbox.event.article, which no registered type"
-        " writes (relay.topic_template 'outbox.event.{type}'): remove it, or register its type"
-        " in projection.modules",
+        "config refused: kafka.topics misses outbox.event.wiki_page, the topic of the type"
+        " 'wiki_page' (relay.topic_template): add it, or unset kafka.topics to read one topic"
+        " per registered type",
+        "config refused: kafka.topics names outbox.event.article, which no registered or"
+        " referenced type writes (relay.topic_template 'outbox.event.{type}'): remove it, or"
+        " register its type in projection.modules",
     ]
     assert "config ok" not in captured.out
 

@@ -11,6 +11,7 @@ from searchsync.config import Settings
 from searchsync.mysql.pool import pool_of
 from searchsync.mysql.table_schema import MysqlTableSchema
 from searchsync.ops import setup_check
+from searchsync.projection.references import event_types
 from searchsync.projection.topics import consumed_topics
 from searchsync.runtime import Runtime
 
@@ -41,7 +42,7 @@ def findings(settings: Settings, runtime: Runtime, *, connect: bool) -> dict[str
 
         run_in(runtime, go)
     return {
-        "topics": list(consumed_topics(settings, types)),
+        "topics": list(consumed_topics(settings, event_types(registry))),
         "findings": found,
         "types": [asdict(r) for r in reports],
         "sample_lines": list(setup_check.lines(reports)),

@@ -20,6 +20,7 @@ from searchsync.mysql.table_schema import TableSchema
 from searchsync.mysql.truth import Truth
 from searchsync.projection import Projector, ProjectorRegistry, through_child
 from searchsync.projection.mapping import is_strict, mapping_gaps
+from searchsync.projection.references import event_types
 from searchsync.projection.topics import topic_problems
 from searchsync.search.engine_modules import missing_module
 from searchsync.search.port import IndexAdmin
@@ -37,9 +38,8 @@ class TypeReport:
 
 def static_findings(settings: Settings, registry: ProjectorRegistry) -> list[str]:
     """The topics and mapping findings that need no connection."""
-    types = registry.types()
-    found = topic_problems(settings, types)
-    for t in types:
+    found = topic_problems(settings, event_types(registry))
+    for t in registry.types():
         projector = registry.get(t)
         if not projector.dynamic_mapping and not is_strict(projector.mapping):
             found.append(

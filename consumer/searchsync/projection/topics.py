@@ -1,9 +1,10 @@
 """The topics the consumer reads, from the registered aggregate types.
 
-Without ``[kafka] topics`` or ``topic_regex`` the consumer reads one topic per registered type,
-``[relay] topic_template`` with the type in it (where the connector and the relay route the
-type's events). An explicit list must cover every registered type and name no topic that no
-registered type writes (`topic_problems`); ``searchsync config check`` refuses one that does not.
+Without ``[kafka] topics`` or ``topic_regex`` the consumer reads one topic per type whose events
+it takes (each registered type, and each type a lookup references for the fan-out): ``[relay]
+topic_template`` with the type in it (where the connector and the relay route the type's
+events). An explicit list must cover each of them and name no other topic (`topic_problems`);
+``searchsync config check`` refuses one that does not.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 
 from searchsync.config import Settings
 from searchsync.projection.plugins import registry_from_settings
+from searchsync.projection.references import event_types
 
 
 def type_topic(template: str, aggregate_type: str) -> str:
@@ -27,11 +29,12 @@ def follows_types(settings: Settings) -> bool:
 
 def consumed_topics(settings: Settings, types: Sequence[str] | None = None) -> tuple[str, ...]:
     """The topics the consumer reads (empty with a ``topic_regex``): the explicit list, or one
-    per registered type (`types`; default: the registry of ``[projection] modules``)."""
+    per type whose events it takes (`types`; default: the `event_types` of the registry of
+    ``[projection] modules``: the registered types and those a lookup references)."""
     if not follows_types(settings):
         return settings.kafka.topics
     if types is None:
-        types = registry_from_settings(settings.projection).types()
+        types = event_types(registry_from_settings(settings.projection))
     template = settings.relay.topic_template
     return tuple(dict.fromkeys(type_topic(template, t) for t in types))
 
@@ -44,8 +47,9 @@ def subscription(settings: Settings, types: Sequence[str] | None = None) -> list
 
 
 def topic_problems(settings: Settings, types: Sequence[str]) -> list[str]:
-    """What is wrong with the configured topics for the registered `types`, each one line that
-    names the fix; empty when they follow the types."""
+    """What is wrong with the configured topics for the event `types` (the registered ones and
+    those a lookup references), each one line that names the fix; empty when they follow the
+    types."""
     if follows_types(settings):
         return []
     template = settings.relay.topic_template
@@ -55,20 +59,21 @@ def topic_problems(settings: Settings, types: Sequence[str]) -> list[str]:
         unmatched = [t for t in wanted if re.match(kafka.topic_regex, t) is None]
         return [
             f"kafka.topic_regex {kafka.topic_regex!r} does not match {topic} (the topic of the"
-            f" registered type {wanted[topic]!r}, relay.topic_template): widen the regex, or"
+            f" type {wanted[topic]!r}, relay.topic_template): widen the regex, or"
             " unset it to read one topic per registered type"
             for topic in unmatched
         ]
     problems = [
-        f"kafka.topics misses {topic}, the topic of the registered type {wanted[topic]!r}"
+        f"kafka.topics misses {topic}, the topic of the type {wanted[topic]!r}"
         " (relay.topic_template): add it, or unset kafka.topics to read one topic per"
         " registered type"
         for topic in wanted
         if topic not in kafka.topics
     ]
     problems += [
-        f"kafka.topics names {topic}, which no registered type writes (relay.topic_template"
-        f" {template!r}): remove it, or register its type in projection.modules"
+        f"kafka.topics names {topic}, which no registered or referenced type writes"
+        f" (relay.topic_template {template!r}): remove it, or register its type in"
+        " projection.modules"
         for topic in kafka.topics
         if topic not in wanted
     ]

@@ -70,6 +70,8 @@ class Projector:
       (``normalize(fields) == fields``, proven by a property test), so `project` skips the walk.
     - `children`, `lookups`: rows of other tables put on the row before `build`
       (`searchsync.projection._relations`).
+    - `dynamic_mapping`: True when the mapping is meant not to be ``dynamic: strict``
+      (``searchsync config check`` refuses such a mapping otherwise).
     """
 
     aggregate_type: str

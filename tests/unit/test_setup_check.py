@@ -285,14 +285,26 @@ def test_a_missing_fanout_index_is_refused_naming_its_columns() -> None:
         "note_tag": {"note_id", "tag"},
         "author": {"id", "name"},
     }
-    schema = FakeTableSchema(columns, {"note": [("id",), ("author_id",)]})
+    schema = FakeTableSchema(
+        columns, {"note": [("id",), ("author_id",)], "note_tag": [("note_id", "tag")]}
+    )
     (found,) = asyncio.run(setup_check.schema_findings(tagged(), schema))
     assert found == (
         "note: the fan-out from author needs an index on note starting with (author_id, id):"
         " add one (e.g. named note_author_id_fanout)"
     )
-    indexed = FakeTableSchema(columns, {"note": [("id",), ("author_id", "id", "title")]})
+    indexed = FakeTableSchema(
+        columns,
+        {"note": [("id",), ("author_id", "id", "title")], "note_tag": [("note_id", "tag")]},
+    )
     assert asyncio.run(setup_check.schema_findings(tagged(), indexed)) == []
+    unindexed_child = FakeTableSchema(
+        columns, {"note": [("author_id", "id")], "note_tag": [("tag", "note_id")]}
+    )
+    assert asyncio.run(setup_check.schema_findings(tagged(), unindexed_child)) == [
+        "note: child 'tags' is read by note_id, but no index of note_tag starts with it: add one"
+        " (every batch would scan the table)"
+    ]
 
 
 # -- the search engine -------------------------------------------------------------------------

@@ -4,7 +4,8 @@ one line that names the fix.
 Without connecting (`static_findings`): the topics against the registered types, and a mapping
 that is not ``dynamic: strict`` (unless the projector says ``dynamic_mapping=True``). Connected
 (`connected_findings`): every projector's table, children and lookups against
-``information_schema`` (missing tables and columns, a missing index the fan-out needs), one real
+``information_schema`` (missing tables and columns, a missing index the fan-out or a child's
+read needs), one real
 row of each type projected (a `build` field the mapping lacks, a row it cannot project), and the
 mapping tried on the search engine in a throwaway index (a module the engine lacks)."""
 
@@ -73,6 +74,12 @@ async def schema_findings(projector: Projector, schema: TableSchema) -> list[str
                 f"{t}: {what} {table} has no column {', '.join(missing)}: add it to the table,"
                 " or remove it from the projector's columns"
             )
+    for child in projector.children:
+        if child.table in have and not await _indexed(schema, child.table, (child.key,)):
+            found.append(
+                f"{t}: child {child.name!r} is read by {child.key}, but no index of"
+                f" {child.table} starts with it: add one (every batch would scan the table)"
+            )
     for lookup in projector.lookups:
         if lookup.aggregate_type is None:
             continue
@@ -80,13 +87,18 @@ async def schema_findings(projector: Projector, schema: TableSchema) -> list[str
         table, key = (projector.table, "id") if child is None else (child.table, child.key)
         if table not in have:
             continue
-        if not any(index[:2] == (lookup.via, key) for index in await schema.indexes(table)):
+        if not await _indexed(schema, table, (lookup.via, key)):
             found.append(
                 f"{t}: the fan-out from {lookup.aggregate_type} needs an index on {table}"
                 f" starting with ({lookup.via}, {key}): add one (e.g. named"
                 f" {table}_{lookup.via}_fanout)"
             )
     return found
+
+
+async def _indexed(schema: TableSchema, table: str, columns: tuple[str, ...]) -> bool:
+    """Whether an index of `table` starts with `columns`."""
+    return any(index[: len(columns)] == columns for index in await schema.indexes(table))
 
 
 async def sample_report(projector: Projector, truth: Truth) -> TypeReport:

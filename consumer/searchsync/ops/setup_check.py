@@ -83,8 +83,8 @@ async def schema_findings(projector: Projector, schema: TableSchema) -> list[str
     for lookup in projector.lookups:
         if lookup.aggregate_type is None:
             continue
-        child = through_child(lookup, projector.children)
-        table, key = (projector.table, "id") if child is None else (child.table, child.key)
+        through = through_child(lookup, projector.children)
+        table, key = (projector.table, "id") if through is None else (through.table, through.key)
         if table not in have:
             continue
         if not await _indexed(schema, table, (lookup.via, key)):

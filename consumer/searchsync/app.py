@@ -27,6 +27,7 @@ from searchsync.observability.metrics import Metrics
 from searchsync.ops.fanout import FanoutWorker
 from searchsync.projection import ProjectorRegistry
 from searchsync.projection.references import event_types, referenced_types
+from searchsync.projection.topics import subscription, topic_problems
 from searchsync.resources import Search, Tables
 from searchsync.search.sink import Sink
 from searchsync.stream.fence import SchemaFence
@@ -51,6 +52,9 @@ async def run_consumer(
     (type -> physical index) is only the rebuild's catch-up override of the aliases."""
     metrics.set_severe_lag_threshold(settings.observability.severe_lag_s)
     k, p = settings.kafka, settings.pipeline
+    topics = subscription(settings, event_types(registry))
+    for problem in topic_problems(settings, event_types(registry)):
+        log.warning("topics: %s", problem)  # `config check` refuses it; a run still reads them
     async with AsyncExitStack() as stack:
         sink = Sink(search.physical if write_targets else search.aliased, observer=metrics)
         targets = dict(write_targets or {})
@@ -95,7 +99,7 @@ async def run_consumer(
         )
         intake = KafkaIntake(
             member_config(k),
-            k.subscription,
+            topics,
             pipeline,
             revoke_timeout_s=min(10.0, p.shutdown_deadline_s) + 5.0,
             gaps=GapBoard(metrics),
@@ -125,7 +129,7 @@ async def run_consumer(
             "searchsync running",
             extra={
                 "metrics": f"http://{settings.observability.metrics_host}:{server.port}/metrics",
-                "subscription": k.subscription,
+                "subscription": topics,
                 "group": k.group_id,
             },
         )

@@ -175,12 +175,18 @@ class SearchSyncError(Exception):
 class ConfigError(SearchSyncError):
     """A configuration value is missing or malformed."""
 
-    def __init__(self, key: str, expected: str, got: object = None) -> None:
+    def __init__(
+        self, key: str, expected: str, got: object = None, *, cause: str | None = None
+    ) -> None:
         self.key = key
         self.expected = expected
         self.got = got
+        self.cause = cause  # what went wrong, when more than "not the expected form"
         shown = "" if got is None else f" (got {got!r})"
-        super().__init__(f"config {key}: expected {expected}{shown}")
+        if cause is None:
+            super().__init__(f"config {key}: expected {expected}{shown}")
+        else:
+            super().__init__(f"config {key}: {cause}\n  expected {expected}")
 
 
 class PoisonMessage(SearchSyncError):

@@ -179,10 +179,11 @@ async def test_no_secret_in_config_check_logs_metrics_or_dead_letters(
     kafka_secret = f"kafka-Keystore-{secrets.token_hex(6)}"
     all_secrets = (mysql_password, secure_es.password, kafka_secret)
     u = uuid.uuid4().hex[:8]
-    source, dlq = f"it-sec-{u}", f"it-sec-{u}.dlq"
+    source, dlq = f"it-sec-{u}-wiki_page", f"it-sec-{u}.dlq"
     metrics_port = _free_port()
     env = {
         "SEARCHSYNC_KAFKA_TOPICS": source,
+        "SEARCHSYNC_RELAY_TOPIC_TEMPLATE": f"it-sec-{u}-{{type}}",  # config check: the type's topic
         "SEARCHSYNC_KAFKA_GROUP_ID": f"it-sec-{u}",
         "SEARCHSYNC_KAFKA_DLQ_TOPIC": dlq,
         "SEARCHSYNC_KAFKA_AUTO_OFFSET_RESET": "earliest",

@@ -9,6 +9,7 @@ import pytest
 from searchsync.config import Secret, Settings, load_settings
 from searchsync.errors import ConfigError
 from searchsync.kafka.config import member_config
+from searchsync.projection.topics import consumed_topics, subscription
 
 
 def _toml(tmp_path: Path, text: str) -> Path:
@@ -27,9 +28,10 @@ def test_defaults_match_the_local_stack() -> None:
     settings = load_settings({})
     assert settings.kafka.bootstrap_servers == "127.0.0.1:9092"
     assert settings.kafka.group_id == "searchsync"
-    assert settings.kafka.topics == ("outbox.event.wiki_page",)
+    assert settings.kafka.topics == ()  # one topic per registered type
+    assert consumed_topics(settings) == ("outbox.event.wiki_page",)
     assert settings.kafka.dlq_topic == "searchsync.dlq"
-    assert settings.kafka.subscription == ["outbox.event.wiki_page"]
+    assert subscription(settings) == ["outbox.event.wiki_page"]
     assert (settings.mysql.host, settings.mysql.port) == ("127.0.0.1", 3306)
     assert (settings.mysql.user, settings.mysql.database) == ("searchsync", "searchsync")
     assert settings.mysql.password.reveal() == "searchsync"

@@ -28,6 +28,7 @@ from searchsync.projection import (
     sync_hash,
     wiki_page,
 )
+from searchsync.projection.mapping import RESERVED_PROPERTIES
 
 ROOT = Path(__file__).resolve().parents[2]
 AT = datetime(2026, 11, 30, 12, 0, 0, 123456, tzinfo=UTC)
@@ -408,7 +409,7 @@ def note_projector(**overrides: Any) -> Projector:
     def build_note(row: Row) -> dict[str, Any]:
         return {"text": str(row["text"]), "is_deleted": row["deleted_at"] is not None}
 
-    properties = {name: {"type": "keyword"} for name in [*RESERVED_FIELDS, "text", "is_deleted"]}
+    properties = {"text": {"type": "keyword"}}  # the team's own fields only
     fields: dict[str, Any] = {
         "aggregate_type": "note",
         "schema_version": 1,
@@ -470,6 +471,25 @@ def test_build_must_say_is_deleted() -> None:
         bad.project({"id": "n1", "revision": 1})
 
 
+def test_searchsync_adds_its_reserved_properties_to_a_mapping_of_the_teams_fields() -> None:
+    properties = note_projector().mapping["mappings"]["properties"]
+    assert list(properties) == ["text", *RESERVED_PROPERTIES]
+    assert {k: v for k, v in properties.items() if k != "text"} == RESERVED_PROPERTIES
+    assert set(RESERVED_FIELDS) | {"is_deleted"} == set(RESERVED_PROPERTIES)
+    # a mapping may state them too, with the same type (the packaged ones do)
+    stated = {"mappings": {"properties": {"id": {"type": "keyword"}, "text": {"type": "text"}}}}
+    assert list(note_projector(mapping=stated).mapping["mappings"]["properties"])[:2] == [
+        "id",
+        "text",
+    ]
+
+
+def test_a_reserved_property_of_another_type_is_refused_naming_the_fix() -> None:
+    wrong = {"mappings": {"properties": {"source_revision": {"type": "integer"}}}}
+    with pytest.raises(ValueError, match=r"remove it from the mapping .* or make it"):
+        note_projector(mapping=wrong)
+
+
 @pytest.mark.parametrize(
     "overrides",
     [
@@ -486,7 +506,9 @@ def test_build_must_say_is_deleted() -> None:
         {"columns": ("id", "revision", "a b")},
         {"columns": ["id", "revision"]},
         {"columns": ("id", "revision", "x" * 65)},
-        {"mapping": {"mappings": {"properties": {"id": {"type": "keyword"}}}}},
+        {"mapping": {"mappings": {"properties": {"sync_hash": {"type": "keyword"}}}}},
+        {"mapping": {"mappings": {"properties": {"is_deleted": "boolean"}}}},
+        {"mapping": {"mappings": []}},
     ],
 )
 def test_invalid_projector_definitions_fail_early(overrides: dict[str, Any]) -> None:

@@ -142,24 +142,24 @@ def test_the_registry_projects_with_the_plugged_in_projector() -> None:
 
 def test_a_module_that_does_not_exist() -> None:
     error = config_error("no_such_package_for_searchsync.projectors")
-    assert "no_such_package_for_searchsync" in error.expected
+    assert "no_such_package_for_searchsync" in str(error.cause)
     assert error.got == "no_such_package_for_searchsync.projectors"
 
 
 def test_a_module_that_fails_to_import(plugin_dir: Path) -> None:
     name = write_module(plugin_dir, "raise RuntimeError('broken plug-in')\n")
-    assert "RuntimeError: broken plug-in" in config_error(name).expected
+    assert "RuntimeError: broken plug-in" in config_error(name).cause
 
 
 def test_a_module_without_projectors(plugin_dir: Path) -> None:
     name = write_module(plugin_dir, "VALUE = 1\n")
-    assert "has no attribute 'projectors'" in config_error(name).expected
+    assert "has no attribute 'projectors'" in config_error(name).cause
 
 
 def test_a_missing_object(plugin_dir: Path) -> None:
     name = write_module(plugin_dir, "class A:\n    pass\n")
-    assert f"{name} has no attribute 'nope'" in config_error(f"{name}:nope").expected
-    assert f"{name}.A has no attribute 'b'" in config_error(f"{name}:A.b").expected
+    assert f"{name} has no attribute 'nope'" in config_error(f"{name}:nope").cause
+    assert f"{name}.A has no attribute 'b'" in config_error(f"{name}:A.b").cause
 
 
 @pytest.mark.parametrize(
@@ -177,19 +177,19 @@ def test_a_missing_object(plugin_dir: Path) -> None:
 )
 def test_an_object_that_is_not_a_projector(plugin_dir: Path, source: str, says: str) -> None:
     name = write_module(plugin_dir, source)
-    assert says in config_error(f"{name}:obj").expected
+    assert says in config_error(f"{name}:obj").cause
 
 
 def test_a_module_whose_projectors_are_not_projectors(plugin_dir: Path) -> None:
     name = write_module(plugin_dir, "def projectors():\n    return ['wiki_page']\n")
-    assert "returned a str among" in config_error(name).expected
+    assert "returned a str among" in config_error(name).cause
 
 
 def test_two_projectors_for_one_type() -> None:
     error = config_error(
         "searchsync.projection.wiki_page", "searchsync.projection.wiki_page:projector"
     )
-    assert "'wiki_page' comes from 'searchsync.projection.wiki_page'" in error.expected
+    assert "'wiki_page' comes from 'searchsync.projection.wiki_page'" in str(error.cause)
 
 
 def test_two_projectors_for_one_type_in_one_entry(plugin_dir: Path) -> None:
@@ -202,7 +202,7 @@ def test_two_projectors_for_one_type_in_one_entry(plugin_dir: Path) -> None:
             return (wiki_page.projector(), wiki_page.projector())
         """,
     )
-    assert "one projector per aggregate type" in config_error(name).expected
+    assert "one projector per aggregate type" in config_error(name).cause
 
 
 # -- every command builds its registry from the settings ---------------------------------------

@@ -11,7 +11,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from searchsync import __version__
-from searchsync.cli import config, dlq, heal, index, loadgen, offsets, retention, run, status
+from searchsync.cli import (
+    config,
+    dlq,
+    heal,
+    index,
+    loadgen,
+    offsets,
+    projection,
+    retention,
+    run,
+    status,
+)
 from searchsync.cli.args import CONFIG_ENV, Command
 from searchsync.cli.output import describe_unreachable, err
 from searchsync.config import Settings, load_settings, scrub_credentials, scrub_known
@@ -35,6 +46,7 @@ _GROUPS = (
     run.register_exporter,
     index.register_wait,
     config.register_schema,
+    projection.register,
 )
 
 
@@ -57,6 +69,10 @@ def main(
         secrets = settings.secret_values()
         return command(args, settings, runtime(settings))
     except ConfigError as exc:
+        if exc.cause is not None:  # the cause first, the expected form after it
+            err(f"config error: {exc.key}: {exc.cause}")
+            err(f"  expected {exc.expected}")
+            return ExitCode.USAGE
         shown = "" if exc.got is None else f" (got {exc.got!r})"
         err(f"config error: {exc.key}: expected {exc.expected}{shown}")
         return ExitCode.USAGE

@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from searchsync.cli import config_check
 from searchsync.cli.args import command, group, positive_int
 from searchsync.cli.output import err, out, print_json
 from searchsync.config import Settings
@@ -43,6 +44,12 @@ def register(commands: Any) -> None:
         action="store_true",
         help="also check that the MySQL user cannot write the business tables (connects)",
     )
+    check.add_argument(
+        "--connect",
+        action="store_true",
+        help="also check the projectors' tables and columns in MySQL, project one row of each"
+        " type and try each mapping on the search engine (connects)",
+    )
 
 
 def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -68,7 +75,14 @@ def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runt
             "grants": list(report.grants),
             "violations": list(report.violations),
         }
+    setup = config_check.findings(settings, runtime, connect=args.connect)
+    redacted["consumed_topics"] = setup["topics"]
+    redacted["findings"] = setup["findings"]
+    if args.connect:
+        redacted["types"] = setup["types"]
     code = ExitCode.OK if report is None or report.ok else ExitCode.FAILURE
+    if setup["findings"]:
+        code = ExitCode.USAGE  # a configuration that cannot work as it is
     if args.json:
         print_json(redacted)
         return code
@@ -82,6 +96,13 @@ def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runt
         for violation in report.violations:
             err(f"least privilege violated: {violation}")
         out("least privilege: ok" if report.ok else "least privilege: VIOLATED")
+    for line in setup["sample_lines"]:
+        out(line)
+    for finding in setup["findings"]:
+        err(f"config refused: {finding}")
+    if setup["findings"]:
+        out(f"config NOT ok: {len(setup['findings'])} finding(s)")
+        return code
     out("config ok")
     return code
 

@@ -161,6 +161,16 @@ def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Sett
         raise ConfigError(
             "elasticsearch.api_key", "unset with search.engine = opensearch (basic auth)", MASK
         )
+    kafka, template = settings.kafka, settings.relay.topic_template
+    if not kafka.topics and kafka.topic_regex is None:  # topics: one per registered type
+        head, _, tail = template.partition("{type}")
+        dlq = kafka.dlq_topic
+        if dlq.startswith(head) and dlq.endswith(tail) and len(dlq) > len(head) + len(tail):
+            raise ConfigError(
+                "kafka.dlq_topic",
+                f"a topic the consumer does not read itself (relay.topic_template {template!r})",
+                dlq,
+            )
     return settings
 
 

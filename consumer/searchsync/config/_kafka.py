@@ -86,11 +86,13 @@ def _librdkafka(r: _Section, key: str) -> Mapping[str, LibrdkafkaValue | Secret]
 @dataclass(frozen=True, slots=True)
 class KafkaSettings:
     """Where to read events and where dead letters go. Setting `topic_regex` empties `topics`;
-    `dlq_topic` defaults to ``<group_id>.dlq`` when loaded."""
+    `dlq_topic` defaults to ``<group_id>.dlq`` when loaded. Loaded without ``topics`` or
+    ``topic_regex``, `topics` is empty: the consumer reads one topic per registered type
+    (``[relay] topic_template``; `searchsync.projection.topics.consumed_topics`)."""
 
     bootstrap_servers: str = "127.0.0.1:9092"
     group_id: str = "searchsync"
-    topics: tuple[str, ...] = ("outbox.event.wiki_page",)
+    topics: tuple[str, ...] = ()  # empty: one per registered type
     topic_regex: str | None = None
     dlq_topic: str = "searchsync.dlq"
     # how long a silent member keeps its partitions (>= the broker's 6 s minimum)
@@ -115,7 +117,8 @@ class KafkaSettings:
 
     @property
     def subscription(self) -> list[str]:
-        """What to pass to ``Consumer.subscribe``: librdkafka treats a leading ``^`` as a regex."""
+        """What to pass to ``Consumer.subscribe``: librdkafka treats a leading ``^`` as a regex.
+        Empty when the topics follow the registered types (see `consumed_topics`)."""
         return [self.topic_regex] if self.topic_regex is not None else list(self.topics)
 
     def client_config(self) -> dict[str, LibrdkafkaValue]:
@@ -150,8 +153,10 @@ def _kafka(r: _Section) -> KafkaSettings:
         except re.error as exc:
             raise ConfigError(r.key("topic_regex"), f"a valid regex ({exc})", topic_regex) from None
         topics: tuple[str, ...] = ()
-    else:
+    elif r.given("topics"):
         topics = r.string_list("topics", _is_topic, "Kafka topic names")
+    else:
+        topics = ()  # one topic per registered aggregate type
     dlq_topic = (
         r.string("dlq_topic", _TOPIC, "a Kafka topic name")
         if r.given("dlq_topic")

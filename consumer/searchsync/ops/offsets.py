@@ -16,6 +16,7 @@ from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.kafka.admin import AdminFactory, ConfluentKafkaAdmin, KafkaAdmin
 from searchsync.kafka.gaps import RECONCILE, HistoryGap
 from searchsync.mysql.gap_acks import GapAck
+from searchsync.projection.topics import consumed_topics
 from searchsync.types import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -84,7 +85,7 @@ def subscribed_topics(admin: KafkaAdmin, settings: Settings) -> list[str]:
     if kafka.topic_regex is not None:
         pattern = re.compile(kafka.topic_regex)
         return sorted(t for t in existing if pattern.match(t))
-    return [t for t in kafka.topics if t in existing]
+    return [t for t in consumed_topics(settings) if t in existing]
 
 
 def partition_offsets(

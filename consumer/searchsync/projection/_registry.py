@@ -32,6 +32,7 @@ from searchsync.projection.canonical import (
     normalize,
     sha256_hex,
 )
+from searchsync.projection.mapping import with_reserved
 
 __all__ = ["RESERVED_FIELDS", "Projector", "ProjectorRegistry", "Row"]
 
@@ -48,8 +49,6 @@ RESERVED_FIELDS = frozenset(
 )
 """Fields `Projector.project` sets itself; a `build` function must not return them."""
 
-
-_REQUIRED_MAPPING_FIELDS = RESERVED_FIELDS | {"is_deleted"}
 _MAX_EXTERNAL_VERSION = 2**63 - 1  # Elasticsearch external versions are non-negative longs
 
 
@@ -65,13 +64,17 @@ class Projector:
     - `build(row)`: the type's own fields, with ``is_deleted`` (a `bool`) and none of
       `RESERVED_FIELDS`; a row it cannot project raises `PoisonMessage(PROJECTION_ERROR)` (so do
       `KeyError`, `TypeError`, `ValueError`); any other exception is a bug, retried first.
-    - `mapping`: the index body; its properties cover `RESERVED_FIELDS` and ``is_deleted``.
+    - `mapping`: the index body with the type's own properties; searchsync adds its reserved
+      ones (`searchsync.projection.mapping.RESERVED_PROPERTIES`), which it may state with the
+      same type. ``dynamic: strict`` at the root unless `dynamic_mapping` says otherwise.
     - `deleted_at_column`: a DATETIME column (naive: UTC), one of `columns`, that a soft-deleted
       document carries as ``tombstoned_at``; without it the tombstone purge never removes one.
     - `canonical_fields`: a promise that `build` returns canonical fields already
       (``normalize(fields) == fields``, proven by a property test), so `project` skips the walk.
     - `children`, `lookups`: rows of other tables put on the row before `build`
       (`searchsync.projection._relations`).
+    - `dynamic_mapping`: True when the mapping is meant not to be ``dynamic: strict``
+      (``searchsync config check`` refuses such a mapping otherwise).
     """
 
     aggregate_type: str
@@ -86,6 +89,7 @@ class Projector:
     lookups: tuple[Lookup, ...] = ()
     id_column: str = "id"
     revision_column: str = "revision"
+    dynamic_mapping: bool = False
 
     def __post_init__(self) -> None:
         if not AGGREGATE_TYPE.fullmatch(self.aggregate_type):
@@ -107,10 +111,8 @@ class Projector:
                 "name the soft-delete time column, or pass deleted_at_column=None"
             )
         check_relations(self.columns, self.children, self.lookups)
-        properties = self.mapping.get("mappings", {}).get("properties", {})
-        missing = sorted(_REQUIRED_MAPPING_FIELDS - set(properties))
-        if missing:
-            raise ValueError(f"mapping of {self.aggregate_type} lacks properties {missing}")
+        # the team's mapping holds its own fields; searchsync adds its reserved properties
+        object.__setattr__(self, "mapping", with_reserved(self.aggregate_type, self.mapping))
 
     def project(self, row: Row) -> Document:
         """Build the document of `row`; raise `PoisonMessage("PROJECTION_ERROR")` if impossible."""

@@ -47,10 +47,10 @@ def load_entry(entry: str) -> tuple[Projector, ...]:
     try:
         target: object = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
-        raise _error(entry, f"no module named {exc.name!r}") from exc
+        raise _error(entry, _not_found(module_name, exc.name)) from exc
     except Exception as exc:  # the plug-in's own import failed: say how, stop start-up
         raise _error(
-            entry, f"importing {module_name!r} raised {type(exc).__name__}: {exc}"
+            entry, f"importing {module_name!r} raised {type(exc).__name__}: {_first_line(exc)}"
         ) from exc
     path = attribute.split(".") if attribute else [MODULE_FUNCTION]
     for depth, name in enumerate(path):
@@ -72,7 +72,7 @@ def _projectors_of(target: object, entry: str) -> tuple[Projector, ...]:
     try:
         produced = target()
     except Exception as exc:  # includes a Projector whose definition is invalid (ValueError)
-        raise _error(entry, f"calling it raised {type(exc).__name__}: {exc}") from exc
+        raise _error(entry, f"calling it raised {type(exc).__name__}: {_first_line(exc)}") from exc
     if isinstance(produced, Projector):
         return (produced,)
     if isinstance(produced, str | bytes | Mapping) or not isinstance(produced, Iterable):
@@ -84,5 +84,26 @@ def _projectors_of(target: object, entry: str) -> tuple[Projector, ...]:
     return out
 
 
+def _not_found(module_name: str, missing: str | None) -> str:
+    """The cause of a `ModuleNotFoundError`, with how to make the package importable."""
+    missing = missing or module_name
+    top = missing.partition(".")[0]
+    if module_name == missing or module_name.startswith(f"{missing}."):
+        return (
+            f"no module named {missing!r}: install the package that provides {top!r} into"
+            f" searchsync's Python (pip install ...), or add the folder holding {top!r} to"
+            " PYTHONPATH"
+        )
+    return (  # the module was found, one of its own imports was not
+        f"importing {module_name!r} needs {missing!r}, which is not installed: pip install the"
+        f" package that provides {top!r} into searchsync's Python"
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def _error(entry: str, reason: str) -> ConfigError:
-    return ConfigError(SETTING_KEY, f"{PROJECTION_ENTRY_FORM}; {entry!r}: {reason}", entry)
+    return ConfigError(SETTING_KEY, PROJECTION_ENTRY_FORM, entry, cause=f"{entry!r}: {reason}")

@@ -16,7 +16,8 @@ from searchsync import naming
 from searchsync.errors import ConfigError
 from searchsync.search.client import is_opensearch_client
 from searchsync.search.elasticsearch import EsIndexAdmin
-from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin, IndexExists
+from searchsync.search.engine_modules import missing_module
+from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin, IndexAdminError, IndexExists
 
 
 class InitAction(enum.Enum):
@@ -100,6 +101,11 @@ async def init_index(
             await admin.create_index(physical, mapping, meta=meta, alias=alias)
         except IndexExists:
             continue
+        except Exception as exc:  # a mapping that needs a module the engine lacks: name it
+            lacking = missing_module(str(exc))
+            if lacking is None:
+                raise
+            raise IndexAdminError(physical, lacking) from exc
         return InitResult(alias, physical, InitAction.CREATED)
     raise RuntimeError(f"init_index {alias}: state kept changing under us")
 

@@ -13,6 +13,7 @@ from searchsync.config import Settings
 from searchsync.errors import OperationRefused
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.ops.rebuild.state import Watermark, watermark_keys
+from searchsync.projection.topics import consumed_topics, subscription
 from searchsync.search.port import SCHEMA_VERSION_META, IndexInfo
 from searchsync.types import TopicPartition
 
@@ -48,12 +49,13 @@ def type_topics(admin: KafkaAdmin, settings: Settings, aggregate_type: str) -> t
     subscribed = (
         re.match(kafka.topic_regex, topic) is not None
         if kafka.topic_regex is not None
-        else topic in kafka.topics
+        else topic in consumed_topics(settings, [aggregate_type])
     )
     if not subscribed:
         raise OperationRefused(
             f"topic {topic} (rebuild.topic_template) is not in the consumer's subscription "
-            f"({kafka.subscription}): set rebuild.topic_template to the type's outbox topic"
+            f"({subscription(settings, [aggregate_type])}): set rebuild.topic_template to the"
+            " type's outbox topic"
         )
     if not admin.topic_exists(topic):
         raise OperationRefused(

@@ -17,11 +17,13 @@ from searchsync.config import Settings
 from searchsync.dlq.record import DlqBudget, DlqProducer
 from searchsync.errors import DlqBudgetExceeded
 from searchsync.exit_codes import ExitCode
+from searchsync.kafka.admin import ConfluentKafkaAdmin
 from searchsync.kafka.config import member_config
 from searchsync.kafka.connect import ConnectClient
 from searchsync.kafka.connector_watch import ConnectorWatch
-from searchsync.kafka.gaps import GapBoard
+from searchsync.kafka.gaps import Blocked, GapBoard
 from searchsync.kafka.intake import KafkaIntake
+from searchsync.kafka.lineage import LineageCheck, LineageMismatch
 from searchsync.observability.http import HealthReport, HealthServer
 from searchsync.observability.metrics import Metrics
 from searchsync.ops.fanout import FanoutWorker
@@ -93,13 +95,21 @@ async def run_consumer(
             ),
             fence=fence,
         )
+        revoke_timeout_s = min(10.0, p.shutdown_deadline_s) + 5.0
         intake = KafkaIntake(
             member_config(k),
             k.subscription,
             pipeline,
-            revoke_timeout_s=min(10.0, p.shutdown_deadline_s) + 5.0,
+            revoke_timeout_s=revoke_timeout_s,
             gaps=GapBoard(metrics),
             fresh_start=k.auto_offset_reset,
+            lineage=LineageCheck(
+                tables.lineage,
+                k.group_id,
+                lambda topics: ConfluentKafkaAdmin(k.client_config()).topic_ids(topics),
+                asyncio.get_running_loop(),
+                timeout_s=revoke_timeout_s,
+            ),
         )
 
         def health() -> HealthReport:
@@ -109,7 +119,7 @@ async def run_consumer(
             details = {
                 "group": k.group_id,
                 "schema_fence": [state.as_json() for state in fence.states()],
-                "blocked": [asdict(gap) | {"missing": gap.missing} for gap in blocked],
+                "blocked": [_blocked_json(gap) for gap in blocked],
             }
             return HealthReport(ready=ready and not blocked, reasons=reasons, details=details)
 
@@ -156,6 +166,11 @@ async def run_consumer(
         log.info("searchsync stopped cleanly")
         return ExitCode.OK
     return ExitCode.OK  # pragma: no cover - the stack above always returns
+
+
+def _blocked_json(gap: Blocked) -> dict[str, object]:
+    reason = "lineage_mismatch" if isinstance(gap, LineageMismatch) else "history_gap"
+    return asdict(gap) | {"missing": gap.missing, "reason": reason}
 
 
 async def _cancelled(task: asyncio.Task[None]) -> None:

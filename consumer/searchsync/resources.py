@@ -16,6 +16,7 @@ from searchsync.kafka.admin import AdminFactory, ConfluentKafkaAdmin
 from searchsync.kafka.producer import ProducerFactory, kafka_producer
 from searchsync.mysql.fanout import FanoutStore, MysqlFanout
 from searchsync.mysql.gap_acks import GapAcks, MysqlGapAcks
+from searchsync.mysql.lineage import MysqlTopicLineage, TopicLineage
 from searchsync.mysql.outbox import MysqlOutbox, Outbox
 from searchsync.mysql.state import ProjectionStateWriter, StateRecorder
 from searchsync.mysql.truth import MysqlTruth, Truth
@@ -45,6 +46,7 @@ class Tables:
     rebuild_state: RebuildStateStore
     wheel_state: WheelState
     gap_acks: GapAcks
+    lineage: TopicLineage
     fanout: FanoutStore
     relay: RelayStore  # the outbox as the polling relay sees it (``[relay] table``)
 
@@ -57,6 +59,7 @@ class Tables:
             rebuild_state=MysqlRebuildState(pool),
             wheel_state=MysqlWheelState(pool),
             gap_acks=MysqlGapAcks(pool),
+            lineage=MysqlTopicLineage(pool),
             fanout=MysqlFanout(pool),
             relay=MysqlRelayStore(pool, settings.relay.table),
         )

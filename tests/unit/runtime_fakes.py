@@ -17,6 +17,7 @@ from searchsync.observability.metrics import Metrics
 from searchsync.resources import KafkaClients, Ports, Search, Tables
 from searchsync.runtime import Runtime
 
+from tests.fakes.lineage import FakeTopicLineage
 from tests.fakes.replay_ledger import FakeReplayLedger
 
 RunConsumer = Callable[["FakeRuntime", asyncio.Event], Awaitable[int]]
@@ -33,7 +34,9 @@ class Unused:
 
 
 def tables_of(**given: Any) -> Tables:
-    """`Tables` of the given fakes, `Unused` for the rest."""
+    """`Tables` of the given fakes, `Unused` for the rest (an empty topic lineage unless given:
+    every offsets reset reads it)."""
+    given.setdefault("lineage", FakeTopicLineage())
     return Tables(**{f.name: given.get(f.name, Unused(f.name)) for f in fields(Tables)})
 
 

@@ -125,6 +125,7 @@ _LIVE_FAMILIES = frozenset(
         "searchsync_member_oldest_pending_age_seconds",
         "searchsync_member_pending_events",
         "searchsync_partition_blocked",
+        "searchsync_partition_lineage_mismatch",
         "searchsync_partition_gap_records",
         "searchsync_partitions_assigned",
         "searchsync_partitions_paused",

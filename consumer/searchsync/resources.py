@@ -24,6 +24,7 @@ from searchsync.ops.prune import ConnectorState
 from searchsync.ops.rebuild.reader import EsIndexReader, IndexReader
 from searchsync.ops.rebuild.state import MysqlRebuildState, RebuildStateStore
 from searchsync.ops.repair.es_side import EsIndexSide
+from searchsync.ops.repair.lease import LeaseStore, MysqlLeaseStore
 from searchsync.ops.repair.model import IndexSide
 from searchsync.ops.repair.state import MysqlWheelState, WheelState
 from searchsync.relay.mysql_store import MysqlRelayStore
@@ -45,6 +46,7 @@ class Tables:
     projection_state: StateRecorder
     rebuild_state: RebuildStateStore
     wheel_state: WheelState
+    repair_lease: LeaseStore
     gap_acks: GapAcks
     lineage: TopicLineage
     fanout: FanoutStore
@@ -58,6 +60,7 @@ class Tables:
             projection_state=ProjectionStateWriter(pool),
             rebuild_state=MysqlRebuildState(pool),
             wheel_state=MysqlWheelState(pool),
+            repair_lease=MysqlLeaseStore(pool),
             gap_acks=MysqlGapAcks(pool),
             lineage=MysqlTopicLineage(pool),
             fanout=MysqlFanout(pool),

@@ -18,6 +18,7 @@ from searchsync.resources import KafkaClients, Ports, Search, Tables
 from searchsync.runtime import Runtime
 
 from tests.fakes.lineage import FakeTopicLineage
+from tests.fakes.repair_lease import FakeLeaseStore
 from tests.fakes.replay_ledger import FakeReplayLedger
 
 RunConsumer = Callable[["FakeRuntime", asyncio.Event], Awaitable[int]]
@@ -34,9 +35,10 @@ class Unused:
 
 
 def tables_of(**given: Any) -> Tables:
-    """`Tables` of the given fakes, `Unused` for the rest (an empty topic lineage unless given:
-    every offsets reset reads it)."""
+    """`Tables` of the given fakes, `Unused` for the rest (an empty topic lineage and free repair
+    leases unless given: every offsets reset and every repair uses them)."""
     given.setdefault("lineage", FakeTopicLineage())
+    given.setdefault("repair_lease", FakeLeaseStore())
     return Tables(**{f.name: given.get(f.name, Unused(f.name)) for f in fields(Tables)})
 
 

@@ -40,8 +40,8 @@ class MysqlTopicLineage:
         at = db_time(datetime.now(UTC))
         async with transaction_cursor(self._pool, "recording the topic lineage") as cur:
             await cur.executemany(
-                "INSERT IGNORE INTO search_topic_lineage (group_id, topic, topic_id, recorded_at)"
-                " VALUES (%s, %s, %s, %s)",
+                "INSERT INTO search_topic_lineage (group_id, topic, topic_id, recorded_at)"
+                " VALUES (%s, %s, %s, %s) ON DUPLICATE KEY UPDATE topic_id = topic_id",
                 [(group, t, i, at) for t, i in sorted(ids.items())],
             )
 

@@ -29,6 +29,7 @@ _CONSUMER_OWN: Final = (
     ("search_revision_floor", "SELECT, INSERT, UPDATE"),  # the repair raises an orphan's floor
     ("search_repair_epoch", "SELECT, INSERT, UPDATE"),
     ("search_repair_bucket", "SELECT, INSERT, UPDATE"),
+    ("search_repair_lease", "SELECT, INSERT, UPDATE"),  # one repair per type at a time
     ("search_canary", "SELECT, INSERT, UPDATE"),  # the exporter's freshness heartbeat
     ("search_fanout", "SELECT, INSERT, UPDATE"),  # fan-out jobs: finished ones stay as history
 )

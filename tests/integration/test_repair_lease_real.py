@@ -4,6 +4,7 @@ the other waits as a standby; `repair --once` exits 5 naming the holder; once th
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -111,7 +112,8 @@ async def test_two_repair_daemons_one_works_the_other_waits_and_takes_over(
     assert first.tag in second.err.read_text()
     assert second.ticks() == 0
 
-    once = subprocess.run(
+    once = await asyncio.to_thread(
+        subprocess.run,
         [*REPAIR, "--once"],
         cwd=REPO,
         env=env,

@@ -3,10 +3,10 @@
 Each PromQL expression is reduced to the metric names it reads (label matchers, grouping clauses,
 ranges, strings, functions and keywords removed) and every name must be exported: by the consumer
 (`Metrics().registry`), by the rebuild (`RebuildMetrics().registry`), by `searchsync exporter`
-(`ExporterMetrics`), by the repair (`RepairMetrics`), by the relay (`RelayMetrics`), or, for Kafka Connect's
-connector state, by the JMX exporter rule shipped next to the alerts. The rules file is also
-checked against the shape Prometheus loads (groups of rules with alert, expr, for, labels and
-annotations); tests/unit/test_alert_rules.py runs `promtool` on them too.
+(`ExporterMetrics`), by the repair (`RepairMetrics`), by the relay (`RelayMetrics`), or, for
+Kafka Connect's connector state, by the JMX exporter rule shipped next to the alerts. The rules
+file is also checked against the shape Prometheus loads (groups of rules with alert, expr, for,
+labels and annotations); tests/unit/test_alert_rules.py runs `promtool` on them too.
 """
 
 from __future__ import annotations

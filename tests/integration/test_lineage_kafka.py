@@ -22,6 +22,7 @@ from searchsync.clock import Deadline
 from searchsync.config import load_settings
 from searchsync.mysql.lineage import MysqlTopicLineage
 from searchsync.mysql.pool import close_pool, open_pool
+from searchsync.ops.status_probes import group_section
 
 from tests.integration.conftest import KAFKA
 from tests.integration.consumer_harness import (
@@ -156,6 +157,9 @@ async def test_a_re_created_topic_is_blocked_until_its_new_lineage_is_accepted(
     assert old_id in reasons and new_id in reasons and "--accept-gap" in reasons
     assert admin.committed(group, [p0])[p0] is None  # nothing of the new topic was read
     assert await blocked.close() == 0
+    recorded = await _recorded(env, group)
+    section = await asyncio.to_thread(group_section, admin, blocked.settings, recorded)
+    assert any(f"{topic}[0] blocked: source lineage mismatch" in p for p in section.problems)
 
     await wait_for(
         lambda: asyncio.to_thread(lambda: not admin.active_members(group)), 60, "the group empty"

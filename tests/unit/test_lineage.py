@@ -165,3 +165,26 @@ def test_a_reset_over_a_re_created_topic_needs_accept_gap_and_records_the_new_id
 
     assert _reset(kafka, lineage, "--execute") == ExitCode.OK  # nothing left to accept
     assert len(lineage.accepted) == 1
+
+
+def test_status_names_a_re_created_topic_and_an_offset_above_the_log_end(
+    recreated: tuple[FakeTopics, FakeTopicLineage],
+) -> None:
+    from searchsync.config import load_settings
+    from searchsync.ops.status_probes import group_section
+
+    kafka, _lineage = recreated
+    kafka.commits[("searchsync", (TOPIC, 1))] = 9  # the log of partition 1 ends at 2
+    settings = load_settings({"SEARCHSYNC_KAFKA_TOPICS": TOPIC})
+    section = group_section(kafka.admin({}), settings, {TOPIC: "A"})
+    assert [p.split(":")[0] for p in section.problems if "lineage" in p] == [
+        f"{TOPIC}[0] blocked",
+        f"{TOPIC}[1] blocked",
+    ]
+    assert "topic id A then, B now" in section.problems[1]
+    assert [p["lineage_mismatch"] for p in section.data["partitions"]] == [True, True]
+
+    kafka.ids[TOPIC] = "A"  # the same topic: only the offset above the end is a mismatch
+    section = group_section(kafka.admin({}), settings, {TOPIC: "A"})
+    [problem] = [p for p in section.problems if "lineage" in p]
+    assert "committed offset 9 is above the log end 2" in problem

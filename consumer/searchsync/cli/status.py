@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -87,11 +88,18 @@ async def _report(runtime: Runtime, endpoints: list[str], timeout_s: float) -> S
         topic = dlq_topic(settings, runtime, timeout_s=timeout_s)
         return probes.dlq_section(summary(topic, ledger=None))
 
-    def group() -> Section:
-        return probes.group_section(runtime.kafka_admin(), settings)
+    async def recorded_lineage() -> dict[str, str]:
+        return await (await runtime.tables()).lineage.recorded(settings.kafka.group_id)
+
+    async def group() -> Section:
+        try:  # the group's topic ids; MySQL's own sections say when it is away
+            recorded = await asyncio.wait_for(recorded_lineage(), 0.5 * timeout_s)
+        except Exception:
+            recorded = None
+        return await in_thread(probes.group_section, runtime.kafka_admin(), settings, recorded)
 
     checks: list[tuple[str, Probe]] = [
-        ("group", lambda: in_thread(group)),
+        ("group", group),
         ("connector", connector),
         ("aliases", lambda: probes.aliases_section(search.admin, registry, settings.alias)),
         ("consumers", lambda: probes.consumers_section(endpoints, timeout_s=min(3.0, timeout_s))),

@@ -183,3 +183,43 @@ async def test_a_re_created_topic_is_blocked_until_its_new_lineage_is_accepted(
     assert released.metric("searchsync_partition_blocked", topic=topic) == 0
     assert released.metric("searchsync_partition_lineage_mismatch", topic=topic) == 0
     assert await released.close() == 0
+
+
+async def test_a_topic_re_created_under_a_running_member_stops_it_and_blocks_the_next(
+    names: tuple[str, dict[str, str]],
+) -> None:
+    """librdkafka keeps fetching a re-created topic at the old position: with more records than
+    that, it would read on and skip the new topic's first ones. The member's lineage watch sees
+    the new topic id, stops the member (exit 1), and the next assignment blocks the partition."""
+    topic, env = names
+    env = {**env, "SEARCHSYNC_KAFKA_LINEAGE_CHECK_S": "0.5"}
+    group, admin, p0 = env["SEARCHSYNC_KAFKA_GROUP_ID"], kafka_admin(KAFKA), (topic, 0)
+    _poison(topic, 3)
+    running = InProcessConsumer(env)
+    await prepare_index(running.settings)
+    _run(running)
+
+    async def read_all() -> bool:
+        assert running.task is not None and not running.task.done()
+        return admin.committed(group, [p0])[p0] == 3
+
+    await wait_for(read_all, 60, "the first topic read to its end")
+    await asyncio.to_thread(_recreate, topic)
+    _poison(topic, 12)  # past the old position at once
+
+    async def stopped() -> bool:
+        assert running.task is not None
+        return running.task.done()
+
+    await wait_for(stopped, 60, "the member stopped by its lineage watch")
+    assert running.task is not None and running.task.result() == 1
+
+    restarted = InProcessConsumer(env)
+    _run(restarted)
+
+    async def blocked() -> bool:
+        assert restarted.task is not None and not restarted.task.done()
+        return restarted.metric("searchsync_partition_lineage_mismatch", topic=topic) == 1
+
+    await wait_for(blocked, 60, "the re-created topic blocked after the restart")
+    assert await restarted.close() == 0

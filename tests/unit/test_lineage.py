@@ -188,3 +188,27 @@ def test_status_names_a_re_created_topic_and_an_offset_above_the_log_end(
     section = group_section(kafka.admin({}), settings, {TOPIC: "A"})
     [problem] = [p for p in section.problems if "lineage" in p]
     assert "committed offset 9 is above the log end 2" in problem
+
+
+async def test_the_watch_says_a_topic_re_created_under_a_running_member() -> None:
+    from searchsync.kafka.lineage import watch_lineage
+
+    store, ids = FakeTopicLineage(), {TOPIC: "A"}
+    check = LineageCheck(
+        store, "g", lambda ts: {t: ids[t] for t in ts}, asyncio.get_running_loop(), timeout_s=5
+    )
+    stop = asyncio.Event()
+    watching = asyncio.create_task(
+        watch_lineage(check, lambda: [TOPIC], interval_s=0.01, stop=stop)
+    )
+    for _ in range(100):  # the first look adopts the topic as it is
+        if await store.recorded("g"):
+            break
+        await asyncio.sleep(0.01)
+    assert await store.recorded("g") == {TOPIC: "A"} and not watching.done()
+    ids[TOPIC] = "B"
+    why = await asyncio.wait_for(watching, 5)
+    assert why == f"topic {TOPIC} was re-created while this member read it (topic id A then, B now)"
+
+    stop.set()  # a member asked to stop: no finding
+    assert await watch_lineage(check, lambda: [TOPIC], interval_s=60, stop=stop) is None

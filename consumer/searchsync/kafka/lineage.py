@@ -10,6 +10,7 @@ metadata goes with the offsets when the topic is deleted, the table does not."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -110,3 +111,34 @@ def lineage_changes(
 ) -> dict[str, tuple[str, str]]:
     """topic -> (recorded id, current id) for every topic whose id changed."""
     return {t: (recorded[t], i) for t, i in current.items() if t in recorded and recorded[t] != i}
+
+
+async def watch_lineage(
+    check: LineageCheck,
+    topics: Callable[[], Sequence[str]],
+    *,
+    interval_s: float,
+    stop: asyncio.Event,
+) -> str | None:
+    """Compare the ids of `topics()` with the group's records every `interval_s` while a member
+    runs: a topic re-created under it keeps being fetched at the old position (librdkafka does
+    not notice), so the change is said and the member must stop; its next assignment blocks the
+    partitions. The description of the change, or None once `stop` is set."""
+    while True:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), interval_s)
+        if stop.is_set():
+            return None
+        try:
+            ids = await asyncio.to_thread(lambda: check.ids(topics()))
+        except Exception as exc:  # the assignment-time check still holds
+            log.warning("topic lineage unreadable", extra={"error": str(exc)})
+            continue
+        changed = {
+            t: (r, c) for t, (r, c) in ids.items() if r is not None and c is not None and r != c
+        }
+        if changed:
+            return "; ".join(
+                f"topic {t} was re-created while this member read it (topic id {r} then, {c} now)"
+                for t, (r, c) in sorted(changed.items())
+            )

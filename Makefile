@@ -80,7 +80,7 @@ test-repeat: venv install
 SEED  ?= 1
 COUNT ?= 10
 faults: venv up
-	@SEARCHSYNC_FAULTS_RESTARTS=1 bash deploy/pytest.sh tests/faults/test_stale_delete.py $(PYTEST_ARGS)
+	@FAULTS_RESTARTS=1 bash deploy/pytest.sh tests/faults/test_stale_delete.py $(PYTEST_ARGS)
 	@$(PY) -m tests.faults --seed $(SEED) --count $(COUNT) $(FAULTS_ARGS)
 
 # The README's test command: lint and types first, then what `make demo` left running stops (its

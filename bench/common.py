@@ -31,7 +31,7 @@ from searchsync.projection import Projector
 from searchsync.search.admin import init_index
 
 MGET_CHUNK: Final = 1_000
-PYTHON_GC_ENV: Final = "SEARCHSYNC_BENCH_PYTHON_GC"
+PYTHON_GC_ENV: Final = "BENCH_PYTHON_GC"
 """Set (to anything) to keep Python's default GC thresholds in a bench process (a side-by-side
 run: `searchsync.gc_tuning`)."""
 
@@ -164,8 +164,8 @@ def host_line() -> str:
 def app_user() -> tuple[str, str]:
     """The application's MySQL user and password (what writes pages), from the environment."""
     return (
-        os.environ.get("SEARCHSYNC_APP_MYSQL_USER", "searchsync_app"),
-        os.environ.get("SEARCHSYNC_APP_MYSQL_PASSWORD", "searchsync_app"),
+        os.environ.get("APP_DB_USER", "searchsync_app"),
+        os.environ.get("APP_DB_PASSWORD", "searchsync_app"),
     )
 
 

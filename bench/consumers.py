@@ -70,15 +70,15 @@ class Members:
         self, env: Mapping[str, str], n: int, *, label: str, python: str | None = None
     ) -> None:
         """`python`: the members' interpreter (another checkout's consumer; default this one,
-        or `SEARCHSYNC_BENCH_CONSUMER_PYTHON`, a development aid)."""
+        or `BENCH_CONSUMER_PYTHON`, a development aid)."""
         self._env = dict(env)
-        self._python = python or os.environ.get("SEARCHSYNC_BENCH_CONSUMER_PYTHON", sys.executable)
+        self._python = python or os.environ.get("BENCH_CONSUMER_PYTHON", sys.executable)
         self._n = n
         self._label = label
         self.members: list[Member] = []
         self.notes: list[str] = []
-        # development aid: SEARCHSYNC_BENCH_PYSPY=DIR attaches `py-spy record` to each member
-        self._profile_dir = os.environ.get("SEARCHSYNC_BENCH_PYSPY")
+        # development aid: BENCH_PYSPY=DIR attaches `py-spy record` to each member
+        self._profile_dir = os.environ.get("BENCH_PYSPY")
         self._profilers: list[asyncio.subprocess.Process] = []
 
     @property
@@ -94,7 +94,7 @@ class Members:
                 prefix=f"pipeline-bench-{self._label}-{i}-", suffix=".log", delete=False
             )
             argv = [self._python, "-m", "searchsync", "run"]
-            cprofile = os.environ.get("SEARCHSYNC_BENCH_CPROFILE")  # development aid, like PYSPY
+            cprofile = os.environ.get("BENCH_CPROFILE")  # development aid, like PYSPY
             if cprofile:
                 out = os.path.join(cprofile, f"{self._label}-{i}.prof")
                 argv[1:1] = ["-m", "cProfile", "-o", out]
@@ -109,7 +109,7 @@ class Members:
                         "-p",
                         str(process.pid),
                         "-r",
-                        os.environ.get("SEARCHSYNC_BENCH_PYSPY_RATE", "250"),
+                        os.environ.get("BENCH_PYSPY_RATE", "250"),
                         "--format",
                         "raw",
                         "-o",

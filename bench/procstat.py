@@ -1,7 +1,7 @@
 """Per-process CPU from /proc/PID/stat (utime + stime) and memory from /proc/PID/status.
 
 The stack's services are found from the run directory of the local stack (``<repo>/.stack/run/
-<name>.pid``, written by deploy/local/lib.sh); `SEARCHSYNC_STACK_RUN_DIR` overrides it. A
+<name>.pid``, written by deploy/local/lib.sh); `STACK_RUN_DIR` overrides it. A
 process's utime and stime include all its threads (a JVM's GC and compiler threads too).
 """
 
@@ -43,7 +43,7 @@ def status_mib(pid: int | str, key: str) -> float:
 
 
 def default_run_dir() -> Path:
-    override = os.environ.get("SEARCHSYNC_STACK_RUN_DIR")
+    override = os.environ.get("STACK_RUN_DIR")
     if override:
         return Path(override)
     return Path(__file__).resolve().parent.parent / ".stack" / "run"

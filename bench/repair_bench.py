@@ -100,9 +100,9 @@ def parse_args(argv: Sequence[str]) -> BenchOptions:
     )
     parser.add_argument(
         "--admin-socket",
-        default=os.environ.get("SEARCHSYNC_BENCH_ADMIN_SOCKET"),
+        default=os.environ.get("BENCH_ADMIN_SOCKET"),
         help="MariaDB unix socket where root may create the scratch table"
-        " (default: $SEARCHSYNC_BENCH_ADMIN_SOCKET; the local stack's is"
+        " (default: $BENCH_ADMIN_SOCKET; the local stack's is"
         " <repo>/.stack/mariadb/mysqld.sock)",
     )
     parser.add_argument("--profile", help="write a cProfile of the rotation to this file")

@@ -257,7 +257,7 @@ def _floor_lines(r: Report, consumer_ms: float, services_ms: float) -> list[str]
         f"   target consumer <= 0.25 x services = {target:.4f} ms/event: the floor alone is"
         f" {total / target:.2f} x that",
     ]
-    if r.of("compare", 1):  # SEARCHSYNC_BENCH_COMPARE_PYTHON: the other consumer, same rounds
+    if r.of("compare", 1):  # BENCH_COMPARE_PYTHON: the other consumer, same rounds
         other, lo, hi = median_spread(r.floor_ratios("compare"))
         mine = [w.ms_per_event("consumer") for w in r.of("pipeline", 1)]
         theirs = [w.ms_per_event("consumer") for w in r.of("compare", 1)]

@@ -180,8 +180,8 @@ async def main() -> int:
         app_pool = pool_holder[0] = await create_pool(
             host=settings.mysql.host,
             port=settings.mysql.port,
-            user=os.environ.get("SEARCHSYNC_APP_MYSQL_USER", "searchsync_app"),
-            password=os.environ.get("SEARCHSYNC_APP_MYSQL_PASSWORD", "searchsync_app"),
+            user=os.environ.get("APP_DB_USER", "searchsync_app"),
+            password=os.environ.get("APP_DB_PASSWORD", "searchsync_app"),
             database=settings.mysql.database,
         )
         prefix = f"demo-{uuid.uuid4().hex[:6]}"

@@ -17,14 +17,17 @@ from searchsync.config import Settings
 from searchsync.dlq.record import DlqBudget, DlqProducer
 from searchsync.errors import DlqBudgetExceeded
 from searchsync.exit_codes import ExitCode
+from searchsync.kafka.admin import ConfluentKafkaAdmin
 from searchsync.kafka.config import member_config
 from searchsync.kafka.connect import ConnectClient
 from searchsync.kafka.connector_watch import ConnectorWatch
-from searchsync.kafka.gaps import GapBoard
+from searchsync.kafka.gaps import Blocked, GapBoard
 from searchsync.kafka.intake import KafkaIntake
+from searchsync.kafka.lineage import REASON, LineageCheck, LineageMismatch, watch_lineage
 from searchsync.observability.http import HealthReport, HealthServer
 from searchsync.observability.metrics import Metrics
 from searchsync.ops.fanout import FanoutWorker
+from searchsync.ops.offsets import subscribed_topics
 from searchsync.projection import ProjectorRegistry
 from searchsync.projection.references import event_types, referenced_types
 from searchsync.projection.topics import subscription, topic_problems
@@ -97,13 +100,23 @@ async def run_consumer(
             ),
             fence=fence,
         )
+        revoke_timeout_s = min(10.0, p.shutdown_deadline_s) + 5.0
+        kafka_admin = ConfluentKafkaAdmin(k.client_config())  # the topic ids (thread-safe)
+        lineage = LineageCheck(
+            tables.lineage,
+            k.group_id,
+            kafka_admin.topic_ids,
+            asyncio.get_running_loop(),
+            timeout_s=revoke_timeout_s,
+        )
         intake = KafkaIntake(
             member_config(k),
             topics,
             pipeline,
-            revoke_timeout_s=min(10.0, p.shutdown_deadline_s) + 5.0,
+            revoke_timeout_s=revoke_timeout_s,
             gaps=GapBoard(metrics),
             fresh_start=k.auto_offset_reset,
+            lineage=lineage,
         )
 
         def health() -> HealthReport:
@@ -113,7 +126,7 @@ async def run_consumer(
             details = {
                 "group": k.group_id,
                 "schema_fence": [state.as_json() for state in fence.states()],
-                "blocked": [asdict(gap) | {"missing": gap.missing} for gap in blocked],
+                "blocked": [_blocked_json(gap) for gap in blocked],
             }
             return HealthReport(ready=ready and not blocked, reasons=reasons, details=details)
 
@@ -143,6 +156,19 @@ async def run_consumer(
             )
             watching = asyncio.create_task(watch.run(stop))
             stack.push_async_callback(_cancelled, watching)
+        broken: list[str] = []
+
+        async def lineage_watch() -> None:
+            def topics() -> list[str]:
+                return subscribed_topics(kafka_admin, settings)
+
+            why = await watch_lineage(lineage, topics, interval_s=k.lineage_check_s, stop=stop)
+            if why is not None:
+                log.error("%s: %s; stopping, the next assignment blocks it", REASON, why)
+                broken.append(why)
+                stop.set()
+
+        stack.push_async_callback(_cancelled, asyncio.create_task(lineage_watch()))
         if settings.fanout.enabled and referenced_types(registry) and not write_targets:
             worker = FanoutWorker(tables.fanout, registry, settings.fanout, metrics=metrics)
             stack.push_async_callback(_cancelled, asyncio.create_task(worker.run(stop)))
@@ -157,9 +183,16 @@ async def run_consumer(
             await intake.close()
             return ExitCode.FAILURE
         await intake.close()
+        if broken:
+            return ExitCode.FAILURE
         log.info("searchsync stopped cleanly")
         return ExitCode.OK
     return ExitCode.OK  # pragma: no cover - the stack above always returns
+
+
+def _blocked_json(gap: Blocked) -> dict[str, object]:
+    reason = "lineage_mismatch" if isinstance(gap, LineageMismatch) else "history_gap"
+    return asdict(gap) | {"missing": gap.missing, "reason": reason}
 
 
 async def _cancelled(task: asyncio.Task[None]) -> None:

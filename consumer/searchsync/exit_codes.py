@@ -19,6 +19,9 @@ class ExitCode(enum.IntEnum):
     UNHEALTHY = 4
     """`searchsync status` found a problem (the reasons are printed): the index is not being kept
     up, or may be wrong."""
+    BUSY = 5
+    """Another process holds what the command needs (`repair --once`: another repair holds the
+    lease of one of its types); nothing was done. Try again later."""
     INTERRUPTED = 130
     """Stopped by Ctrl-C (SIGINT) before it finished (the shell's 128 + 2); `run` instead shuts
     down cleanly and exits 0."""

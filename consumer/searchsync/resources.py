@@ -16,6 +16,7 @@ from searchsync.kafka.admin import AdminFactory, ConfluentKafkaAdmin
 from searchsync.kafka.producer import ProducerFactory, kafka_producer
 from searchsync.mysql.fanout import FanoutStore, MysqlFanout
 from searchsync.mysql.gap_acks import GapAcks, MysqlGapAcks
+from searchsync.mysql.lineage import MysqlTopicLineage, TopicLineage
 from searchsync.mysql.outbox import MysqlOutbox, Outbox
 from searchsync.mysql.state import ProjectionStateWriter, StateRecorder
 from searchsync.mysql.truth import MysqlTruth, Truth
@@ -23,6 +24,7 @@ from searchsync.ops.prune import ConnectorState
 from searchsync.ops.rebuild.reader import EsIndexReader, IndexReader
 from searchsync.ops.rebuild.state import MysqlRebuildState, RebuildStateStore
 from searchsync.ops.repair.es_side import EsIndexSide
+from searchsync.ops.repair.lease import LeaseStore, MysqlLeaseStore
 from searchsync.ops.repair.model import IndexSide
 from searchsync.ops.repair.state import MysqlWheelState, WheelState
 from searchsync.relay.mysql_store import MysqlRelayStore
@@ -45,7 +47,9 @@ class Tables:
     projection_state: StateRecorder
     rebuild_state: RebuildStateStore
     wheel_state: WheelState
+    repair_lease: LeaseStore
     gap_acks: GapAcks
+    lineage: TopicLineage
     fanout: FanoutStore
     relay: RelayStore  # the outbox as the polling relay sees it (``[relay] table``)
 
@@ -61,7 +65,9 @@ class Tables:
             projection_state=ProjectionStateWriter(pool),
             rebuild_state=MysqlRebuildState(pool),
             wheel_state=MysqlWheelState(pool),
+            repair_lease=MysqlLeaseStore(pool),
             gap_acks=MysqlGapAcks(pool),
+            lineage=MysqlTopicLineage(pool),
             fanout=MysqlFanout(pool),
             relay=MysqlRelayStore(pool, settings.relay.table),
         )

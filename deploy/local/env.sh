@@ -34,8 +34,8 @@ MYSQL_DIR=${MYSQL_DIR:-$SVC_DIR/mariadb}
 MYSQL_DATA_DIR=${MYSQL_DATA_DIR:-$MYSQL_DIR/data}
 MYSQL_SOCKET=${MYSQL_SOCKET:-$MYSQL_DIR/mysqld.sock}
 # users: the consumer (least privilege), the application side (writer/loadgen), Debezium
-SEARCHSYNC_DB_USER=${SEARCHSYNC_DB_USER:-searchsync}
-SEARCHSYNC_DB_PASSWORD=${SEARCHSYNC_DB_PASSWORD:-searchsync}
+STACK_DB_USER=${STACK_DB_USER:-searchsync}
+STACK_DB_PASSWORD=${STACK_DB_PASSWORD:-searchsync}
 APP_DB_USER=${APP_DB_USER:-searchsync_app}
 APP_DB_PASSWORD=${APP_DB_PASSWORD:-searchsync_app}
 DEBEZIUM_DB_USER=${DEBEZIUM_DB_USER:-debezium}

@@ -68,9 +68,9 @@ start() {
 # can be assigned before the first event.
 create_topics() {
   local t
-  for t in ${SEARCHSYNC_TOPICS:-outbox.event.wiki_page outbox.event.article searchsync.dlq}; do
+  for t in ${STACK_TOPICS:-outbox.event.wiki_page outbox.event.article searchsync.dlq}; do
     kafka_java org.apache.kafka.tools.TopicCommand --bootstrap-server "127.0.0.1:$KAFKA_PORT" --create \
-      --if-not-exists --topic "$t" --partitions "${SEARCHSYNC_TOPIC_PARTITIONS:-3}" --replication-factor 1 >/dev/null \
+      --if-not-exists --topic "$t" --partitions "${STACK_TOPIC_PARTITIONS:-3}" --replication-factor 1 >/dev/null \
       || die "could not create topic $t"
   done
 }

@@ -51,8 +51,8 @@ fi
 mysql_root <<SQL
 CREATE USER IF NOT EXISTS '$DEBEZIUM_DB_USER'@'%' IDENTIFIED BY '$DEBEZIUM_DB_PASSWORD';
 ALTER USER '$DEBEZIUM_DB_USER'@'%' IDENTIFIED BY '$DEBEZIUM_DB_PASSWORD';
-CREATE USER IF NOT EXISTS '$SEARCHSYNC_DB_USER'@'%' IDENTIFIED BY '$SEARCHSYNC_DB_PASSWORD';
-ALTER USER '$SEARCHSYNC_DB_USER'@'%' IDENTIFIED BY '$SEARCHSYNC_DB_PASSWORD';
+CREATE USER IF NOT EXISTS '$STACK_DB_USER'@'%' IDENTIFIED BY '$STACK_DB_PASSWORD';
+ALTER USER '$STACK_DB_USER'@'%' IDENTIFIED BY '$STACK_DB_PASSWORD';
 CREATE USER IF NOT EXISTS '$APP_DB_USER'@'%' IDENTIFIED BY '$APP_DB_PASSWORD';
 ALTER USER '$APP_DB_USER'@'%' IDENTIFIED BY '$APP_DB_PASSWORD';
 SQL
@@ -61,7 +61,7 @@ SQL
 [[ -x $CLI_BIN ]] || die "the searchsync CLI is not at $CLI_BIN: run make venv (or set CLI_BIN to it)"
 table_args=()
 for t in "${business_tables[@]}"; do table_args+=(--table "$t"); done
-grants=$("$CLI_BIN" schema grants --database "$db" --consumer-user "$SEARCHSYNC_DB_USER" \
+grants=$("$CLI_BIN" schema grants --database "$db" --consumer-user "$STACK_DB_USER" \
   --app-user "$APP_DB_USER" --debezium-user "$DEBEZIUM_DB_USER" --host % "${table_args[@]}") ||
   die "searchsync schema grants failed"
 mysql_root <<<"$grants" || die "applying the grants failed"

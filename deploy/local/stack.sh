@@ -63,7 +63,7 @@ up() {
   search_wait
   say ""
   say "searchsync local stack is up ($((SECONDS - t0)) s):"
-  say "  MariaDB        $MYSQL_HOST:$MYSQL_PORT  db=$MYSQL_DATABASE  users: $SEARCHSYNC_DB_USER (consumer), $APP_DB_USER (application)   log $LOG_DIR/mariadb.log"
+  say "  MariaDB        $MYSQL_HOST:$MYSQL_PORT  db=$MYSQL_DATABASE  users: $STACK_DB_USER (consumer), $APP_DB_USER (application)   log $LOG_DIR/mariadb.log"
   say "  Kafka          127.0.0.1:$KAFKA_PORT (KRaft, controller :$KAFKA_CONTROLLER_PORT)   log $LOG_DIR/kafka.log"
   if [[ ${RELAY:-debezium} == polling ]]; then
     say "  Kafka Connect  not started (RELAY=polling: searchsync relay publishes the outbox)"

@@ -38,6 +38,7 @@ class FakeTopics:
     stamps: dict[TopicPartition, list[int]] = field(default_factory=dict)  # see timestamp_ms
     delivery_error: Any = None
     fail_with: BaseException | None = None  # every admin call raises it
+    ids: dict[str, str] = field(default_factory=dict)  # topic ids (default: "id-<topic>")
 
     def topic(self, name: str, *partitions: list[bytes], headers: Any = ()) -> None:
         self.logs[name] = {
@@ -83,6 +84,10 @@ class FakeAdmin:
     def topic_exists(self, topic: str) -> bool:
         self._check()
         return topic in self._t.logs
+
+    def topic_ids(self, topics: Sequence[str]) -> dict[str, str]:
+        self._check()
+        return {t: self._t.ids.get(t, f"id-{t}") for t in topics if t in self._t.logs}
 
     def watermarks(self, topic: str) -> dict[int, Watermarks]:
         self._check()

@@ -1,7 +1,7 @@
 """Fixtures for the fault suite's tests (they need the real stack, like tests/integration).
 
 Tests marked ``restarts`` restart a service of the stack (Elasticsearch): they run only when
-``SEARCHSYNC_FAULTS_RESTARTS=1`` (`make faults` sets it) and are deselected otherwise, so the
+``FAULTS_RESTARTS=1`` (`make faults` sets it) and are deselected otherwise, so the
 subset that `make test` collects never restarts a service other tests are using.
 """
 
@@ -20,7 +20,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if os.environ.get("SEARCHSYNC_FAULTS_RESTARTS") == "1":
+    if os.environ.get("FAULTS_RESTARTS") == "1":
         return
     keep = [i for i in items if i.get_closest_marker("restarts") is None]
     gone = [i for i in items if i.get_closest_marker("restarts") is not None]

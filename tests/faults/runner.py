@@ -125,8 +125,8 @@ async def run_schedule(schedule: Schedule, stack: Stack, log_root: Path) -> Resu
     pool = await create_pool(
         host=settings.mysql.host,
         port=settings.mysql.port,
-        user=os.environ.get("SEARCHSYNC_APP_MYSQL_USER", "searchsync_app"),
-        password=os.environ.get("SEARCHSYNC_APP_MYSQL_PASSWORD", "searchsync_app"),
+        user=os.environ.get("APP_DB_USER", "searchsync_app"),
+        password=os.environ.get("APP_DB_PASSWORD", "searchsync_app"),
         database=settings.mysql.database,
         minsize=1,
         maxsize=8,

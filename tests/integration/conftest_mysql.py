@@ -9,8 +9,8 @@ grants of deploy/local/migrate.sh are enough (and no more than needed):
 
 Settings come from the environment, defaulting to the local stack: ``SEARCHSYNC_MYSQL_HOST``,
 ``SEARCHSYNC_MYSQL_PORT``, ``SEARCHSYNC_MYSQL_DATABASE``, ``SEARCHSYNC_MYSQL_USER`` /
-``SEARCHSYNC_MYSQL_PASSWORD`` (consumer) and ``SEARCHSYNC_APP_MYSQL_USER`` /
-``SEARCHSYNC_APP_MYSQL_PASSWORD`` (application). An unreachable server FAILS the tests that need
+``SEARCHSYNC_MYSQL_PASSWORD`` (consumer) and ``APP_DB_USER`` /
+``APP_DB_PASSWORD`` (application). An unreachable server FAILS the tests that need
 it, with the address it tried: a skipped integration test would hide a broken stack.
 
 The pools live on the session event loop, so test modules using them run there:
@@ -71,8 +71,8 @@ def _target_from_env() -> MysqlTarget:
         host=env("SEARCHSYNC_MYSQL_HOST", "127.0.0.1"),
         port=int(env("SEARCHSYNC_MYSQL_PORT", "3306")),
         database=env("SEARCHSYNC_MYSQL_DATABASE", "searchsync"),
-        app_user=env("SEARCHSYNC_APP_MYSQL_USER", "searchsync_app"),
-        app_password=env("SEARCHSYNC_APP_MYSQL_PASSWORD", "searchsync_app"),
+        app_user=env("APP_DB_USER", "searchsync_app"),
+        app_password=env("APP_DB_PASSWORD", "searchsync_app"),
         consumer_user=env("SEARCHSYNC_MYSQL_USER", "searchsync"),
         consumer_password=env("SEARCHSYNC_MYSQL_PASSWORD", "searchsync"),
     )

@@ -1,6 +1,6 @@
 """The two real search engines: the search contract suites and the OpenSearch end-to-end tests
 run on both. Elasticsearch is the stack's (port 9200); OpenSearch is the one `make test` starts
-beside it (`WITH_OPENSEARCH=1`, $SEARCHSYNC_TEST_OS_URL or http://127.0.0.1:9201).
+beside it (`WITH_OPENSEARCH=1`, $TEST_OS_URL or http://127.0.0.1:9201).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from elasticsearch import AsyncElasticsearch
 from searchsync.search.opensearch import OpenSearchClient
 
-OS_URL: Final = os.environ.get("SEARCHSYNC_TEST_OS_URL", "http://127.0.0.1:9201")
+OS_URL: Final = os.environ.get("TEST_OS_URL", "http://127.0.0.1:9201")
 ENGINES: Final = ("elasticsearch", "opensearch")
 
 

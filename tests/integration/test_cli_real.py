@@ -18,7 +18,9 @@ from tests.integration.kafkatools import fresh_topics, kafka_admin
 pytestmark = pytest.mark.integration
 
 
-def _searchsync(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _searchsync(
+    *argv: str, env: dict[str, str], deadline_s: float = 120
+) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("SEARCHSYNC_")}
     full_env |= {
         "SEARCHSYNC_KAFKA_BOOTSTRAP_SERVERS": KAFKA,
@@ -30,7 +32,7 @@ def _searchsync(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[
         env=full_env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=deadline_s,
         check=False,
     )
 

@@ -43,8 +43,8 @@ def test_the_consumer_user_passes_and_the_app_user_is_reported(
     code, report, _ = _check(
         monkeypatch,
         capsys,
-        env("SEARCHSYNC_APP_MYSQL_USER", "searchsync_app"),
-        env("SEARCHSYNC_APP_MYSQL_PASSWORD", "searchsync_app"),
+        env("APP_DB_USER", "searchsync_app"),
+        env("APP_DB_PASSWORD", "searchsync_app"),
     )
     assert code == ExitCode.FAILURE
     (violation,) = [v for v in report["violations"] if ".wiki_page:" in v]  # type: ignore[union-attr]

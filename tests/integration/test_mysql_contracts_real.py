@@ -20,15 +20,18 @@ from searchsync.clock import utc_now
 from searchsync.config import MysqlSettings, Secret
 from searchsync.dlq.ledger import MysqlReplayLedger
 from searchsync.mysql.gap_acks import MysqlGapAcks
+from searchsync.mysql.lineage import MysqlTopicLineage
 from searchsync.mysql.outbox import MysqlOutbox
 from searchsync.mysql.pool import db_time, pool_of, transaction
 from searchsync.mysql.state import ProjectionStateWriter, StateUpdate
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.ops.rebuild.state import MysqlRebuildState
+from searchsync.ops.repair.lease import MysqlLeaseStore
 from searchsync.ops.repair.state import MysqlWheelState
 from searchsync.projection import Row
 
 from tests.contract.gap_acks_contract import GAP_ACKS_CASES
+from tests.contract.lineage_lease_contract import LEASE_CASES, LINEAGE_CASES
 from tests.contract.outbox_contract import OUTBOX_CASES
 from tests.contract.projection_state_contract import PROJECTION_STATE_CASES
 from tests.contract.rebuild_state_contract import REBUILD_STATE_CASES
@@ -208,6 +211,30 @@ class RealGapAcksWorld:
 @session_loop
 async def test_gap_acks_contract(case: AsyncCase, consumer_pool: aiomysql.Pool) -> None:
     await case(RealGapAcksWorld(consumer_pool, _underscored()))
+
+
+class RealLineageWorld:
+    def __init__(self, pool: aiomysql.Pool, prefix: str) -> None:
+        self.lineage = MysqlTopicLineage(pool)
+        self.prefix = prefix
+
+
+class RealLeaseWorld:
+    def __init__(self, pool: aiomysql.Pool, prefix: str) -> None:
+        self.leases = MysqlLeaseStore(pool)
+        self.prefix = prefix
+
+
+@pytest.mark.parametrize("case", LINEAGE_CASES, ids=lambda case: case.__name__)
+@session_loop
+async def test_topic_lineage_contract(case: AsyncCase, consumer_pool: aiomysql.Pool) -> None:
+    await case(RealLineageWorld(consumer_pool, _underscored()))
+
+
+@pytest.mark.parametrize("case", LEASE_CASES, ids=lambda case: case.__name__)
+@session_loop
+async def test_repair_lease_contract(case: AsyncCase, consumer_pool: aiomysql.Pool) -> None:
+    await case(RealLeaseWorld(consumer_pool, _underscored()))
 
 
 @pytest.fixture

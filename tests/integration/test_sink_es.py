@@ -5,8 +5,8 @@ Runs the very cases of tests/contract (there against the in-memory fakes, in
 tests/unit/test_search_contract.py) through `EsIndex`, `EsIndexAdmin`, `EsIndexSide` and
 `EsIndexReader`, plus what only a real
 node can show. Every test uses its own uuid-prefixed names and deletes its indices afterwards.
-Elasticsearch: $SEARCHSYNC_TEST_ES_URL or http://127.0.0.1:9200; OpenSearch:
-$SEARCHSYNC_TEST_OS_URL or http://127.0.0.1:9201 (`make test` starts it there).
+Elasticsearch: $TEST_ES_URL or http://127.0.0.1:9200; OpenSearch:
+$TEST_OS_URL or http://127.0.0.1:9201 (`make test` starts it there).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from tests.integration.engines import ENGINES, engine_client
 
 pytestmark = pytest.mark.integration
 
-ES_URL = os.environ.get("SEARCHSYNC_TEST_ES_URL", "http://127.0.0.1:9200")
+ES_URL = os.environ.get("TEST_ES_URL", "http://127.0.0.1:9200")
 
 
 @pytest.fixture(params=ENGINES)

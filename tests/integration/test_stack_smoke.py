@@ -24,8 +24,8 @@ def db() -> Iterator[pymysql.connections.Connection]:
     conn = pymysql.connect(
         host=os.environ.get("SEARCHSYNC_MYSQL_HOST", "127.0.0.1"),
         port=int(os.environ.get("SEARCHSYNC_MYSQL_PORT", "3306")),
-        user=os.environ.get("SEARCHSYNC_APP_MYSQL_USER", "searchsync_app"),
-        password=os.environ.get("SEARCHSYNC_APP_MYSQL_PASSWORD", "searchsync_app"),
+        user=os.environ.get("APP_DB_USER", "searchsync_app"),
+        password=os.environ.get("APP_DB_PASSWORD", "searchsync_app"),
         database=os.environ.get("SEARCHSYNC_MYSQL_DATABASE", "searchsync"),
         autocommit=False,
     )

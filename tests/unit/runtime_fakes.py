@@ -17,6 +17,8 @@ from searchsync.observability.metrics import Metrics
 from searchsync.resources import KafkaClients, Ports, Search, Tables
 from searchsync.runtime import Runtime
 
+from tests.fakes.lineage import FakeTopicLineage
+from tests.fakes.repair_lease import FakeLeaseStore
 from tests.fakes.replay_ledger import FakeReplayLedger
 
 RunConsumer = Callable[["FakeRuntime", asyncio.Event], Awaitable[int]]
@@ -33,7 +35,10 @@ class Unused:
 
 
 def tables_of(**given: Any) -> Tables:
-    """`Tables` of the given fakes, `Unused` for the rest."""
+    """`Tables` of the given fakes, `Unused` for the rest (an empty topic lineage and free repair
+    leases unless given: every offsets reset and every repair uses them)."""
+    given.setdefault("lineage", FakeTopicLineage())
+    given.setdefault("repair_lease", FakeLeaseStore())
     return Tables(**{f.name: given.get(f.name, Unused(f.name)) for f in fields(Tables)})
 
 

@@ -168,13 +168,14 @@ def test_exceptions_map_to_exit_codes(
 
 
 def test_exit_codes_are_the_documented_numbers() -> None:
-    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 4, 130]
+    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 4, 5, 130]
     assert [c.name for c in ExitCode] == [
         "OK",
         "FAILURE",
         "USAGE",
         "DLQ_BUDGET",
         "UNHEALTHY",
+        "BUSY",
         "INTERRUPTED",
     ]
 

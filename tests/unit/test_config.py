@@ -286,8 +286,37 @@ def test_a_misspelt_variable_is_refused_naming_the_nearest_setting() -> None:
     assert "SEARCHSYNC_KAFKA_GROUP_ID" in caught.value.expected
 
 
+def test_the_config_path_is_the_one_searchsync_variable_that_is_not_a_setting() -> None:
+    assert load_settings({"SEARCHSYNC_CONFIG": "x"}) == load_settings({})
+
+
 @pytest.mark.parametrize(
-    "variable", ["SEARCHSYNC_CONFIG", "SEARCHSYNC_DB_USER", "SEARCHSYNC_TOPIC_PARTITIONS"]
+    ("variable", "nearest"),
+    [
+        ("SEARCHSYNC_TOPICS", "did you mean SEARCHSYNC_KAFKA_TOPICS?"),
+        ("SEARCHSYNC_DB_PASSWORD", "did you mean SEARCHSYNC_MYSQL_PASSWORD?"),
+        ("SEARCHSYNC_DB_USER", "did you mean SEARCHSYNC_MYSQL_USER?"),
+        ("SEARCHSYNC_TEST_ES_URL", ""),
+        ("SEARCHSYNC_STACK_DIR", ""),
+        ("SEARCHSYNC_BENCH_PYSPY", ""),
+        ("SEARCHSYNC_APP_MYSQL_USER", ""),
+        ("SEARCHSYNC_FAULTS_RESTARTS", ""),
+    ],
 )
-def test_the_config_path_and_the_tooling_variables_are_not_settings(variable: str) -> None:
-    assert load_settings({variable: "x"}) == load_settings({})
+def test_every_unknown_searchsync_variable_is_refused_naming_the_closest_setting(
+    variable: str, nearest: str
+) -> None:
+    """The local stack's, the benchmarks' and the tests' variables have prefixes of their own
+    (STACK_, APP_DB_, BENCH_, FAULTS_, TEST_): under SEARCHSYNC_ each is a misspelt setting."""
+    with pytest.raises(ConfigError) as caught:
+        load_settings({variable: "x"})
+    assert caught.value.key == variable
+    assert caught.value.expected.startswith("a known setting SEARCHSYNC_<SECTION>_<KEY>")
+    assert nearest in caught.value.expected
+
+
+def test_an_unknown_key_of_a_section_names_the_closest_key() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings({"SEARCHSYNC_KAFKA_TOPICSS": "a"})
+    assert caught.value.key == "kafka.topicss"
+    assert caught.value.expected.startswith("a key of [kafka]: did you mean kafka.topics?")

@@ -3,10 +3,10 @@
 Each PromQL expression is reduced to the metric names it reads (label matchers, grouping clauses,
 ranges, strings, functions and keywords removed) and every name must be exported: by the consumer
 (`Metrics().registry`), by the rebuild (`RebuildMetrics().registry`), by `searchsync exporter`
-(`ExporterMetrics`), or, for Kafka Connect's
-connector state, by the JMX exporter rule shipped next to the alerts. The rules file is also
-checked against the shape Prometheus loads (groups of rules with alert, expr, for, labels and
-annotations); tests/unit/test_alert_rules.py runs `promtool` on them too.
+(`ExporterMetrics`), by the repair (`RepairMetrics`), by the relay (`RelayMetrics`), or, for
+Kafka Connect's connector state, by the JMX exporter rule shipped next to the alerts. The rules
+file is also checked against the shape Prometheus loads (groups of rules with alert, expr, for,
+labels and annotations); tests/unit/test_alert_rules.py runs `promtool` on them too.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from prometheus_client import CollectorRegistry
 from searchsync.observability.metrics import Metrics
 from searchsync.observability.names import METRIC_NAMES
 from searchsync.observability.rebuild_metrics import RebuildMetrics
+from searchsync.observability.repair_metrics import RepairMetrics
+from searchsync.relay.relay import RelayMetrics
 from searchsync.watch.exporter import ExporterMetrics
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
@@ -87,6 +89,8 @@ def _known() -> dict[str, str]:
         **exported(Metrics().registry),
         **exported(RebuildMetrics().registry),
         **exported(ExporterMetrics(1, canary=True).registry),
+        **exported(RepairMetrics().registry),
+        **exported(RelayMetrics().registry),
     }
 
 
@@ -125,6 +129,7 @@ _LIVE_FAMILIES = frozenset(
         "searchsync_member_oldest_pending_age_seconds",
         "searchsync_member_pending_events",
         "searchsync_partition_blocked",
+        "searchsync_partition_lineage_mismatch",
         "searchsync_partition_gap_records",
         "searchsync_partitions_assigned",
         "searchsync_partitions_paused",

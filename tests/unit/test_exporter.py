@@ -238,3 +238,26 @@ def test_an_unread_oldest_event_is_nan_never_zero() -> None:
     age = "searchsync_group_oldest_unfinished_age_seconds"
     assert math.isnan(_value(metrics, age, topic=TOPIC, partition="0") or 0.0)
     assert _value(metrics, age, topic=TOPIC, partition="1") == 0.0  # no lag: truly nothing
+
+
+def test_what_could_not_be_observed_has_no_value_and_up_says_so() -> None:
+    topics = _topics()
+    exporter = _exporter(topics, _settings())
+    m = exporter.metrics
+    assert _value(m, "searchsync_exporter_up") == 0  # nothing observed yet
+    assert _value(m, "outbox_pending_count") is None
+    asyncio.run(exporter.observe())
+    assert _value(m, "searchsync_exporter_up") == 1
+    assert _value(m, "outbox_pending_count") == 3
+    topics.fail_with = KafkaException(KafkaError(KafkaError._TRANSPORT, "broker down"))
+    asyncio.run(exporter.observe())
+    assert _value(m, "searchsync_exporter_up") == 0
+    for name in (
+        "outbox_pending_count",
+        "outbox_oldest_pending_age_seconds",
+        "searchsync_group_members",
+    ):
+        assert _value(m, name) is None, name  # no value: never a 0 for what was not seen
+    assert _value(m, "searchsync_group_lag", topic=TOPIC, partition="0") is None
+    assert b"\noutbox_pending_count " not in m.render()
+    assert isinstance(exporter.last_failure, KafkaException)

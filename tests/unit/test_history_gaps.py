@@ -24,7 +24,9 @@ class Observer:
     def __init__(self) -> None:
         self.calls: list[tuple[str, int, int | None]] = []
 
-    def set_blocked(self, topic: str, partition: int, missing: int | None) -> None:
+    def set_blocked(
+        self, topic: str, partition: int, missing: int | None, *, lineage: bool = False
+    ) -> None:
         self.calls.append((topic, partition, missing))
 
 

@@ -9,6 +9,12 @@ import pytest
 
 from tests.contract.fanout_contract import FANOUT_CASES, FakeFanoutWorld
 from tests.contract.gap_acks_contract import GAP_ACKS_CASES, FakeGapAcksWorld
+from tests.contract.lineage_lease_contract import (
+    LEASE_CASES,
+    LINEAGE_CASES,
+    FakeLeaseWorld,
+    FakeLineageWorld,
+)
 from tests.contract.outbox_contract import OUTBOX_CASES, FakeOutboxWorld
 from tests.contract.projection_state_contract import (
     PROJECTION_STATE_CASES,
@@ -30,6 +36,8 @@ WORLDS: list[tuple[AsyncCase, Callable[[], Any]]] = [
     *((case, FakeWheelStateWorld) for case in WHEEL_STATE_CASES),
     *((case, FakeGapAcksWorld) for case in GAP_ACKS_CASES),
     *((case, FakeFanoutWorld) for case in FANOUT_CASES),
+    *((case, FakeLineageWorld) for case in LINEAGE_CASES),
+    *((case, FakeLeaseWorld) for case in LEASE_CASES),
 ]
 
 

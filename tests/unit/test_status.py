@@ -16,7 +16,7 @@ from searchsync.cli import main
 from searchsync.exit_codes import ExitCode
 from searchsync.kafka.connect import ConnectorStatus, TaskStatus
 from searchsync.ops.repair.state import BucketState, Epoch, WheelSnapshot
-from searchsync.ops.status import Section, gather
+from searchsync.ops.status import Section, gather, in_thread
 from searchsync.projection import wiki_page
 from searchsync.resources import KafkaClients
 
@@ -228,3 +228,37 @@ def test_a_failed_connector_task_is_a_problem_with_its_trace(
     code, report = _status(_system(members=["c1"], connector="FAILED"), health[0], capsys)
     assert code == ExitCode.UNHEALTHY
     assert "connector: task 0 of searchsync-outbox is FAILED: boom" in report["problems"]
+
+
+def test_a_service_that_does_not_answer_is_one_line_naming_every_section_that_asked() -> None:
+    async def hangs() -> Section:
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+    async def refused() -> Section:
+        raise ConnectionRefusedError("mysql refused")
+
+    async def fine() -> Section:
+        return Section("fine", {"x": 1})
+
+    asks = {"group": "Kafka at k:1", "dlq": "Kafka at k:1", "outbox": "MySQL at m:1"}
+    probes = [("group", hangs), ("fine", fine), ("outbox", refused), ("dlq", hangs)]
+    report = asyncio.run(gather(probes, timeout_s=0.05, asks=asks, explain=lambda e: f"away: {e}"))
+    assert report.problems == [
+        "group, dlq: could not check: no answer within 0.05 s from Kafka at k:1",
+        "outbox: could not check: away: mysql refused",
+    ]
+    assert [s.name for s in report.sections] == ["group", "fine", "outbox", "dlq"]
+
+
+def test_a_probe_in_its_own_thread_is_left_behind_at_its_timeout() -> None:
+    import threading
+
+    release = threading.Event()
+
+    async def probe() -> Section:
+        return await in_thread(lambda: release.wait(60) and Section("slow", {}))
+
+    report = asyncio.run(gather([("slow", probe)], timeout_s=0.05))
+    assert report.problems == ["slow: could not check: no answer within 0.05 s"]
+    release.set()  # the thread ends on its own; the loop that waited for it is gone

@@ -24,6 +24,7 @@ from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.observability.repair_metrics import RepairMetrics
 from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
 from searchsync.ops.rebuild.progress import Progress
+from searchsync.ops.repair.lease import LeaseHeld, RepairLease
 from searchsync.ops.repair.model import FindingKind
 from searchsync.ops.repair.report import BucketReport, RotationReport
 from searchsync.ops.repair.run import run_repair
@@ -107,7 +108,10 @@ async def run_rebuild(
 
 
 def register_repair(commands: Any) -> None:
-    about = "find drift between MySQL and Elasticsearch and heal it with REBUILD events"
+    about = (
+        "find drift between MySQL and Elasticsearch and heal it with REBUILD events (one repair "
+        "per type at a time: --daemon waits for the lease, --once exits 5)"
+    )
     repair = command(commands, "repair", cmd_repair, about)
     mode = repair.add_mutually_exclusive_group(required=True)
     mode.add_argument("--once", action="store_true", help="one rotation over every bucket")
@@ -143,19 +147,26 @@ def cmd_repair(args: argparse.Namespace, settings: Settings, runtime: Runtime) -
                 out(line)
 
     async def go() -> None:
-        wheel = await runtime.repair_wheel(
-            projectors,
-            dry_run=args.dry_run,
-            progress=progress,
-            kafka_admin=runtime.kafka_admin(),
-            content_share=share,
-        )
-        await run_repair(
-            wheel, settings, daemon=args.daemon, metrics=RepairMetrics(), on_report=on_report
-        )
+        lease = RepairLease((await runtime.tables()).repair_lease, settings.repair.lease_s)
+        types = [p.aggregate_type for p in projectors]
+        async with lease.hold(types, wait=args.daemon, on_wait=err):
+            wheel = await runtime.repair_wheel(
+                projectors,
+                dry_run=args.dry_run,
+                progress=progress,
+                kafka_admin=runtime.kafka_admin(),
+                content_share=share,
+            )
+            await run_repair(
+                wheel, settings, daemon=args.daemon, metrics=RepairMetrics(), on_report=on_report
+            )
 
     tune_for_throughput()
-    run_in(runtime, go)
+    try:
+        run_in(runtime, go)
+    except LeaseHeld as exc:
+        err(f"repair not started: {exc}")
+        return ExitCode.BUSY
     if last and last[-1].stopped:
         err(f"repair stopped: {last[-1].stopped}")
     return ExitCode.FAILURE if last and not last[-1].complete else ExitCode.OK

@@ -18,8 +18,8 @@ from searchsync.config import Secret, Settings
 from searchsync.exit_codes import ExitCode
 from searchsync.runtime import Runtime
 
-APP_USER_ENV: Final = "SEARCHSYNC_APP_MYSQL_USER"
-APP_PASSWORD_ENV: Final = "SEARCHSYNC_APP_MYSQL_PASSWORD"
+APP_USER_ENV: Final = "APP_DB_USER"
+APP_PASSWORD_ENV: Final = "APP_DB_PASSWORD"
 
 
 def register(commands: Any) -> None:

@@ -52,7 +52,8 @@ def register(commands: Any) -> None:
         "--accept-gap",
         action="store_true",
         help="move partitions whose committed offset is below the log start (records lost to "
-        "retention) to the target, and record who accepted the loss and when; reconcile with "
+        "retention), or whose lineage does not match (a re-created topic, an offset above the "
+        "log end), to the target, and record who accepted the loss and when; reconcile with "
         "`searchsync rebuild` first",
     )
 
@@ -86,6 +87,8 @@ def _reset_lines(report: offsets.ResetReport) -> Iterator[str]:
             f"{a.missing} record(s) lost ({a.committed}..{a.log_start - 1}) by {a.accepted_by} "
             f"at {a.accepted_at.isoformat(timespec='seconds')}"
         )
+    for m in report.lineage:
+        yield f"{'would accept' if report.dry_run else 'accepted'} {m.describe()}"
 
 
 def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -94,6 +97,7 @@ def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, runtime: Run
         if args.partition is None:
             raise InvalidRequest("--offset N needs --partition P (one partition of one topic)")
         target = PartitionOffset(args.partition, args.offset, args.topic)
+    group_id = settings.kafka.group_id
     report = offsets.reset(
         settings,
         target,
@@ -103,6 +107,12 @@ def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, runtime: Run
         admin_factory=runtime.kafka.admin,
         accept_gap=f"{getpass.getuser()}@{socket.gethostname()}" if args.accept_gap else None,
         record=lambda acks: with_tables(runtime, lambda t: t.gap_acks.record(acks)),
+        lineage=offsets.LineageRecords(
+            recorded=lambda: with_tables(runtime, lambda t: t.lineage.recorded(group_id)),
+            accept=lambda ids, who: with_tables(
+                runtime, lambda t: t.lineage.accept(group_id, ids, who)
+            ),
+        ),
     )
     group, members = report.group, report.active_members
     document = {
@@ -112,6 +122,7 @@ def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, runtime: Run
         "active_members": list(members),
         "plan": [asdict(s) for s in report.steps],
         "accepted_gaps": [offsets.gap_fields(a) for a in report.accepted],
+        "accepted_lineage": [asdict(m) for m in report.lineage],
     }
     show(args.json, document, _reset_lines(report))
     if args.json:

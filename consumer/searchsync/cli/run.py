@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import signal
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -133,9 +134,14 @@ def register_exporter(commands: Any) -> None:
 
 
 def cmd_exporter(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    """Run until SIGTERM/SIGINT (exit 0), or once with ``--once``."""
+    """Run until SIGTERM/SIGINT (exit 0), or once with ``--once`` (exit 1 with the one-line reason
+    when the group could not be observed; its log lines, librdkafka's too, are not printed)."""
     if not args.once:
         configure_logging(settings.observability.log_level, secrets=settings.secret_values())
+    else:
+        quiet = logging.getLogger("searchsync")
+        if not quiet.handlers:
+            quiet.addHandler(logging.NullHandler())
     return ExitCode(asyncio.run(_go(settings, runtime, once=args.once)))
 
 
@@ -162,6 +168,8 @@ async def _go(settings: Settings, runtime: Runtime, *, once: bool) -> int:
             if canary_on:
                 await exporter.look()
             out(exporter.metrics.render().decode().rstrip("\n"))
+            if exporter.last_failure is not None:
+                raise exporter.last_failure
             return ExitCode.OK
         e = settings.exporter
         server = HealthServer(

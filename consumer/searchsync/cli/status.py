@@ -15,7 +15,7 @@ from searchsync.dlq.summary import summary
 from searchsync.exit_codes import ExitCode
 from searchsync.ops import status_probes as probes
 from searchsync.ops.repair.state import snapshot
-from searchsync.ops.status import Probe, Section, StatusReport, gather
+from searchsync.ops.status import Probe, Section, StatusReport, gather, in_thread
 from searchsync.projection.references import referenced_types
 from searchsync.runtime import Runtime
 
@@ -30,17 +30,35 @@ def register(commands: Any) -> None:
         help="a consumer's metrics base URL to ask /healthz (repeatable;"
         " default: http://<observability.metrics_host>:<observability.metrics_port>)",
     )
+    status.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=15.0,
+        metavar="SECONDS",
+        help="how long each check may take; a service that does not answer in time is reported "
+        "as that (default: 15)",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0.0 < value <= 3600.0:
+        raise argparse.ArgumentTypeError(f"expected seconds above 0, at most 3600, got {text!r}")
+    return value
 
 
 def cmd_status(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     obs = settings.observability
     endpoints = args.consumer or [f"http://{obs.metrics_host}:{obs.metrics_port}"]
-    report = run_in(runtime, lambda: _report(runtime, endpoints))
+    report = run_in(runtime, lambda: _report(runtime, endpoints, args.timeout))
     show(args.json, report.as_json(), render(report))
     return ExitCode.OK if report.healthy else ExitCode.UNHEALTHY
 
 
-async def _report(runtime: Runtime, endpoints: list[str]) -> StatusReport:
+async def _report(runtime: Runtime, endpoints: list[str], timeout_s: float) -> StatusReport:
     settings, registry = runtime.settings, runtime.registry
     fans_out = referenced_types(registry)  # some lookup fans out (docs/design.md, "Fan-out")
 
@@ -66,26 +84,41 @@ async def _report(runtime: Runtime, endpoints: list[str]) -> StatusReport:
         found = await store.status(settings.relay.claim_timeout_s)
         return probes.relay_section(found, settings.relay)
 
-    async def dlq() -> Section:  # depth by code only: the replay history is `dlq summary`'s
-        topic = dlq_topic(settings, runtime, timeout_s=30.0)
-        return probes.dlq_section(await asyncio.to_thread(summary, topic, ledger=None))
+    def dlq_depth() -> Section:  # depth by code only: the replay history is `dlq summary`'s
+        topic = dlq_topic(settings, runtime, timeout_s=timeout_s)
+        return probes.dlq_section(summary(topic, ledger=None))
+
+    async def recorded_lineage() -> dict[str, str]:
+        return await (await runtime.tables()).lineage.recorded(settings.kafka.group_id)
+
+    async def group() -> Section:
+        try:  # the group's topic ids; MySQL's own sections say when it is away
+            recorded = await asyncio.wait_for(recorded_lineage(), 0.5 * timeout_s)
+        except Exception:
+            recorded = None
+        return await in_thread(probes.group_section, runtime.kafka_admin(), settings, recorded)
 
     checks: list[tuple[str, Probe]] = [
-        ("group", lambda: asyncio.to_thread(probes.group_section, runtime.kafka_admin(), settings)),
+        ("group", group),
         ("connector", connector),
         ("aliases", lambda: probes.aliases_section(search.admin, registry, settings.alias)),
-        ("consumers", lambda: probes.consumers_section(endpoints)),
+        ("consumers", lambda: probes.consumers_section(endpoints, timeout_s=min(3.0, timeout_s))),
         ("outbox", outbox),
         *([("fanout", fanout)] if fans_out else []),
         ("relay", relay),
-        ("dlq", dlq),
+        ("dlq", lambda: in_thread(dlq_depth)),
         ("repair", repair),
     ]
     kafka, mysql = kafka_at(settings), mysql_at(settings)
     asks = {"group": kafka, "dlq": kafka, "aliases": elasticsearch_at(settings)}
     asks |= {"outbox": mysql, "fanout": mysql, "relay": mysql, "repair": mysql}
     search = runtime.search()
-    return await gather(checks, asks=asks, explain=lambda exc: describe_unreachable(exc, settings))
+    return await gather(
+        checks,
+        timeout_s=timeout_s,
+        asks=asks,
+        explain=lambda exc: describe_unreachable(exc, settings),
+    )
 
 
 def render(report: StatusReport) -> list[str]:

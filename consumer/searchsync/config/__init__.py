@@ -3,8 +3,10 @@ environment or settings at import time).
 
 Precedence: dataclass defaults (the local stack), the TOML file, then ``SEARCHSYNC_<SECTION>_<KEY>``
 variables. Every bad value, and every unknown key or ``SEARCHSYNC_`` variable, raises `ConfigError`
-naming the dotted key, the expected form and what was given (except ``SEARCHSYNC_CONFIG`` and the
-tooling's `TOOLING_PREFIXES`).
+naming the dotted key, the expected form and what was given (except ``SEARCHSYNC_CONFIG``, the
+config file's path). The local stack's, the benchmarks' and the tests' own variables have prefixes
+of their own (``STACK_``, ``APP_DB_``, ``BENCH_``, ``FAULTS_``, ``TEST_``) that the package never
+reads as settings.
 """
 
 from __future__ import annotations
@@ -211,15 +213,14 @@ def _env_sections(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
     return sections
 
 
-# SEARCHSYNC_* names that are not settings: the config file's path and the repository's tooling.
+# The one SEARCHSYNC_* name that is not a setting: the config file's path.
 NOT_SETTINGS: Final = ("CONFIG",)
-TOOLING_PREFIXES: Final = ("APP_", "BENCH_", "DB_", "FAULTS_", "STACK_", "TEST_", "TOPIC")
 
 
 def _refuse_misspelt(variable: str) -> None:
     """A ``SEARCHSYNC_`` variable in no section: a `ConfigError` naming the nearest setting."""
     rest = variable[len(ENV_PREFIX) :]
-    if rest in NOT_SETTINGS or rest.startswith(TOOLING_PREFIXES):
+    if rest in NOT_SETTINGS:
         return
     known = [
         f"{ENV_PREFIX}{name.upper()}_{f.name.upper()}"
@@ -227,7 +228,7 @@ def _refuse_misspelt(variable: str) -> None:
         for f in dataclasses.fields(cls)
     ]
     nearest = difflib.get_close_matches(variable, known, n=1, cutoff=0.6)
-    hint = (
-        f"a known setting such as {nearest[0]}" if nearest else "a known SEARCHSYNC_<SECTION>_<KEY>"
+    hint = f"a known setting {ENV_PREFIX}<SECTION>_<KEY>" + (
+        f": did you mean {nearest[0]}?" if nearest else ""
     )
     raise ConfigError(variable, f"{hint} (sections: {', '.join(sorted(_SECTIONS))})", variable)

@@ -103,6 +103,8 @@ class KafkaSettings:
     poll_timeout_s: float = setting(0.1, number(0.0, 60.0, lo_open=True))
     poll_batch_size: int = setting(500, integer(1, 100_000))
     auto_offset_reset: str = setting("earliest", one_of(("earliest", "latest")))
+    # how often a running member compares its topics' ids with the group's (a re-created topic)
+    lineage_check_s: float = setting(10.0, number(0.5, 3_600.0))
     extra: Mapping[str, LibrdkafkaValue | Secret] = field(
         default_factory=_empty_mapping, metadata={"read": _librdkafka}
     )

@@ -99,7 +99,8 @@ class RepairSettings:
 
     `settle_s`: the wait before a finding is re-checked; `content_share`: buckets content-hashed per
     rotation; `*_per_s`: ceilings (0: none); `max_live_lag`: the live lag above which it waits (at
-    most `lag_wait_timeout_s`, then stops; 0: no guard); `metrics_port` 0: no metrics.
+    most `lag_wait_timeout_s`, then stops; 0: no guard); `metrics_port` 0: no metrics; `lease_s`:
+    how long a repair's lease of its types lasts unless renewed (renewed every third of it).
     """
 
     bucket_count: int = setting(64, integer(1, 1 << 20))
@@ -125,6 +126,7 @@ class RepairSettings:
     lag_poll_s: float = setting(5.0, number(0.0, 3_600.0, lo_open=True))
     append_batch: int = setting(100, integer(1, 1_000_000))
     metrics_port: int = setting(0, integer(0, 65_535))
+    lease_s: float = setting(60.0, number(1.0, 86_400.0))
 
 
 def _rebuild(r: _Section) -> RebuildSettings:

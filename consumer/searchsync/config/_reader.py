@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -56,8 +57,12 @@ class _Section:
         for key in (*toml, *env):
             if key not in self._defaults:
                 shown = f"{ENV_PREFIX}{name.upper()}_{key.upper()}" if key in env else key
+                nearest = difflib.get_close_matches(key, list(self._defaults), n=1, cutoff=0.6)
+                mean = f": did you mean {name}.{nearest[0]}?" if nearest else ""
                 raise ConfigError(
-                    f"{name}.{key}", f"one of the keys {sorted(self._defaults)}", shown
+                    f"{name}.{key}",
+                    f"a key of [{name}]{mean} (keys: {', '.join(sorted(self._defaults))})",
+                    shown,
                 )
         self._toml = toml
         self._env = env

@@ -9,7 +9,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaError, KafkaException
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    TopicCollection,
+)
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-defined]
 
@@ -42,6 +48,10 @@ class KafkaAdmin(Protocol):
 
     def watermarks(self, topic: str) -> dict[int, Watermarks]:
         """Every partition of `topic`, once each has a leader."""
+        ...
+
+    def topic_ids(self, topics: Sequence[str]) -> dict[str, str]:
+        """The Kafka topic id of each of `topics` that exists (a re-created topic has a new one)."""
         ...
 
     def committed(
@@ -126,6 +136,24 @@ class ConfluentKafkaAdmin:
             if deadline.expired():
                 raise TransientError(ErrorCode.KAFKA_NO_LEADER, f"topic {topic}: {why}")
             self._sleep(min(_RETRY_PAUSE_S, deadline.remaining()))
+
+    def topic_ids(self, topics: Sequence[str]) -> dict[str, str]:
+        if not topics:
+            return {}
+        futures = self._client.describe_topics(
+            TopicCollection(list(topics)), request_timeout=self._timeout_s
+        )
+        ids: dict[str, str] = {}
+        for topic, future in futures.items():
+            try:
+                ids[topic] = str(future.result().topic_id)
+            except KafkaException as exc:
+                if (
+                    getattr(_kafka_error(exc), "code", lambda: None)()
+                    != KafkaError.UNKNOWN_TOPIC_OR_PART
+                ):
+                    raise
+        return ids
 
     def watermarks(self, topic: str) -> dict[int, Watermarks]:
         deadline = Deadline(self._clock, self._timeout_s)

@@ -1,4 +1,5 @@
-"""History lost before it was read: a partition whose committed offset lies below the log start is
+"""History lost before it was read: a partition whose committed offset lies below the log start, or
+whose lineage does not match (a re-created topic, an offset above the log end: `kafka.lineage`), is
 BLOCKED (kept, never fetched) and said once on /healthz, in ``searchsync_partition_blocked`` and in
 the log (docs/design.md, invariant 14). Way out: `searchsync rebuild`, then ``offsets reset --to
 earliest --accept-gap``."""
@@ -14,6 +15,7 @@ from typing import Any, Final, Protocol
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from searchsync.kafka.lineage import LineageCheck, LineageMismatch, mismatch
 from searchsync.types import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -47,8 +49,14 @@ class HistoryGap:
         )
 
 
+Blocked = HistoryGap | LineageMismatch
+"""Why a partition is not read."""
+
+
 class GapObserver(Protocol):
-    def set_blocked(self, topic: str, partition: int, missing: int | None) -> None: ...
+    def set_blocked(
+        self, topic: str, partition: int, missing: int | None, *, lineage: bool = False
+    ) -> None: ...
 
 
 class GapBoard:
@@ -56,10 +64,10 @@ class GapBoard:
 
     def __init__(self, observer: GapObserver | None = None) -> None:
         self._observer = observer
-        self._gaps: dict[TopicPartition, HistoryGap] = {}
+        self._gaps: dict[TopicPartition, Blocked] = {}
         self._lock = threading.Lock()
 
-    def block(self, gap: HistoryGap) -> None:
+    def block(self, gap: Blocked) -> None:
         tp = (gap.topic, gap.partition)
         with self._lock:
             known = self._gaps.get(tp) == gap
@@ -72,7 +80,8 @@ class GapBoard:
                 extra={"topic": gap.topic, "partition": gap.partition, "missing": gap.missing},
             )
         if self._observer is not None:
-            self._observer.set_blocked(gap.topic, gap.partition, gap.missing)
+            lineage = isinstance(gap, LineageMismatch)
+            self._observer.set_blocked(gap.topic, gap.partition, gap.missing, lineage=lineage)
 
     def release(self, partitions: Sequence[TopicPartition]) -> None:
         """`partitions` left this member: their new owner says what blocks them."""
@@ -82,7 +91,7 @@ class GapBoard:
             for topic, partition in gone:
                 self._observer.set_blocked(topic, partition, None)
 
-    def blocked(self) -> list[HistoryGap]:
+    def blocked(self) -> list[Blocked]:
         with self._lock:
             return sorted(self._gaps.values(), key=lambda g: (g.topic, g.partition))
 
@@ -99,9 +108,16 @@ class GapGuard:
     """The intake's side of the gaps; every method runs on the consumer thread."""
 
     def __init__(
-        self, board: GapBoard, config: Mapping[str, Any], *, fresh_start: str, timeout_s: float
+        self,
+        board: GapBoard,
+        config: Mapping[str, Any],
+        *,
+        fresh_start: str,
+        timeout_s: float,
+        lineage: LineageCheck | None = None,
     ) -> None:
         self.board = board
+        self._lineage = lineage
         self._fresh_start = fresh_start
         self._fresh = OFFSET_BEGINNING if fresh_start == "earliest" else OFFSET_END
         self._timeout_s = timeout_s
@@ -127,37 +143,57 @@ class GapGuard:
 
     def _starts(
         self, consumer: Any, partitions: Sequence[TopicPartition]
-    ) -> tuple[list[KafkaTopicPartition], list[HistoryGap]]:
-        """Where each partition starts (`fresh_start` without a committed offset), and the gaps of
-        those that must not. `KafkaException` when offsets cannot be read in time."""
+    ) -> tuple[list[KafkaTopicPartition], list[Blocked]]:
+        """Where each partition starts (`fresh_start` without a committed offset), and why those
+        that must not are blocked. `KafkaException` when offsets cannot be read in time."""
         asked = [KafkaTopicPartition(t, p) for t, p in partitions]
+        ids = self._topic_ids([t for t, _p in partitions])
         starts: list[KafkaTopicPartition] = []
-        gaps: list[HistoryGap] = []
+        gaps: list[Blocked] = []
         for tp in consumer.committed(asked, timeout=self._timeout_s):
             if tp.error is not None:
                 raise KafkaException(tp.error)
-            if tp.offset < 0:
-                starts.append(KafkaTopicPartition(tp.topic, tp.partition, self._fresh))
-                continue
-            low, _high = consumer.get_watermark_offsets(
+            committed = tp.offset if tp.offset >= 0 else None
+            low, high = consumer.get_watermark_offsets(
                 KafkaTopicPartition(tp.topic, tp.partition), timeout=self._timeout_s, cached=False
             )
-            if 0 <= tp.offset < low:
-                gaps.append(HistoryGap(tp.topic, tp.partition, tp.offset, low))
+            recorded, current = ids.get(tp.topic, (None, None))
+            if found := mismatch(tp.topic, tp.partition, committed, high, recorded, current):
+                gaps.append(found)
+            elif committed is None:
+                starts.append(KafkaTopicPartition(tp.topic, tp.partition, self._fresh))
+            elif committed < low:
+                gaps.append(HistoryGap(tp.topic, tp.partition, committed, low))
             else:
-                starts.append(KafkaTopicPartition(tp.topic, tp.partition, tp.offset))
+                starts.append(KafkaTopicPartition(tp.topic, tp.partition, committed))
         return starts, gaps
 
+    def _topic_ids(self, topics: list[str]) -> dict[str, tuple[str | None, str | None]]:
+        """topic -> (recorded id, current id); empty, said at WARNING, when unreadable."""
+        if self._lineage is None:
+            return {}
+        try:
+            return self._lineage.ids(topics)
+        except Exception as exc:  # the offsets' own checks still hold
+            log.warning(
+                "topic lineage unreadable on assignment: a re-created topic goes unnoticed",
+                extra={"error": str(exc) or type(exc).__name__},
+            )
+            return {}
+
     def out_of_range(self, consumer: Any, m: Any) -> None:
-        """No valid position: below the log start the partition is blocked; without a committed
-        offset it starts at `fresh_start`."""
+        """No valid position: below the log start or above the log end the partition is blocked;
+        without a committed offset it starts at `fresh_start`."""
         topic, partition, offset = m.topic(), m.partition(), m.offset()
         if topic is None or partition is None:
             return
         tp = KafkaTopicPartition(topic, partition)
-        low, _high = consumer.get_watermark_offsets(tp, timeout=self._timeout_s)
+        low, high = consumer.get_watermark_offsets(tp, timeout=self._timeout_s)
         if offset is not None and 0 <= offset < low:
             self.board.block(HistoryGap(topic, partition, offset, low))
+            return
+        if offset is not None and offset > high >= 0:
+            self.board.block(LineageMismatch(topic, partition, offset, high))
             return
         log.info("no valid offset: starting %s[%d] at the %s", topic, partition, self._fresh_start)
         consumer.seek(KafkaTopicPartition(topic, partition, self._fresh))

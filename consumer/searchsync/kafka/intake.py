@@ -16,6 +16,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from searchsync.kafka.client_logs import routed
 from searchsync.kafka.gaps import GapBoard, GapGuard
+from searchsync.kafka.lineage import LineageCheck
 from searchsync.types import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -60,9 +61,10 @@ class KafkaIntake:
         consumer_factory: Callable[[dict[str, Any]], Any] = Consumer,
         gaps: GapBoard | None = None,
         fresh_start: str = "earliest",
+        lineage: LineageCheck | None = None,
     ) -> None:
         """`fresh_start`: where a partition without a committed offset starts; `gaps`: the blocked
-        partitions."""
+        partitions; `lineage`: the group's topic ids against the cluster's."""
         self._config = dict(config)
         self._subscription = list(subscription)
         self._listener = listener
@@ -73,7 +75,11 @@ class KafkaIntake:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
         self.guard = GapGuard(
-            gaps or GapBoard(), self._config, fresh_start=fresh_start, timeout_s=revoke_timeout_s
+            gaps or GapBoard(),
+            self._config,
+            fresh_start=fresh_start,
+            timeout_s=revoke_timeout_s,
+            lineage=lineage,
         )
 
     async def start(self) -> None:

@@ -25,10 +25,12 @@ _CONSUMER_OWN: Final = (
     ("search_projection_state", "SELECT, INSERT, UPDATE, DELETE"),
     ("search_dlq_replay", "SELECT, INSERT"),  # append-only ledger
     ("search_offset_gap_ack", "SELECT, INSERT"),  # append-only ledger
+    ("search_topic_lineage", "SELECT, INSERT, UPDATE"),  # the topic id each group reads
     ("search_rebuild_state", "SELECT, INSERT, UPDATE"),  # finished rebuilds stay as history
     ("search_revision_floor", "SELECT, INSERT, UPDATE"),  # the repair raises an orphan's floor
     ("search_repair_epoch", "SELECT, INSERT, UPDATE"),
     ("search_repair_bucket", "SELECT, INSERT, UPDATE"),
+    ("search_repair_lease", "SELECT, INSERT, UPDATE"),  # one repair per type at a time
     ("search_canary", "SELECT, INSERT, UPDATE"),  # the exporter's freshness heartbeat
     ("search_fanout", "SELECT, INSERT, UPDATE"),  # fan-out jobs: finished ones stay as history
 )

@@ -148,20 +148,31 @@ class Metrics:
         with contextlib.suppress(KeyError):
             self._m["searchsync_consumer_lag"].remove(topic, str(partition))
 
-    def set_blocked(self, topic: str, partition: int, missing: int | None) -> None:
-        """A partition blocked by a history gap of `missing` records (None: no longer)."""
+    def set_blocked(
+        self, topic: str, partition: int, missing: int | None, *, lineage: bool = False
+    ) -> None:
+        """A partition blocked by a history gap of `missing` records, or by a lineage mismatch
+        (`lineage`: how many records were lost is unknown); neither: no longer blocked."""
         labels = (topic, str(partition))
-        blocked, gap = (
+        blocked, gap, mismatch = (
             self._m["searchsync_partition_blocked"],
             self._m["searchsync_partition_gap_records"],
+            self._m["searchsync_partition_lineage_mismatch"],
         )
-        if missing is None:
-            for gauge in (blocked, gap):
-                with contextlib.suppress(KeyError):
-                    gauge.remove(*labels)
+        for gauge, keep in ((gap, missing is not None), (mismatch, lineage)):
+            if keep:
+                continue
+            with contextlib.suppress(KeyError):
+                gauge.remove(*labels)
+        if missing is None and not lineage:
+            with contextlib.suppress(KeyError):
+                blocked.remove(*labels)
             return
         blocked.labels(*labels).set(1)
-        gap.labels(*labels).set(missing)
+        if missing is not None:
+            gap.labels(*labels).set(missing)
+        if lineage:
+            mismatch.labels(*labels).set(1)
 
     def set_assigned(self, n: int) -> None:
         self._m["searchsync_partitions_assigned"].set(n)

@@ -84,7 +84,14 @@ FAMILIES: Final[dict[str, tuple[type, str, str]]] = {
     "searchsync_partitions_paused": (Gauge, "Partitions paused", ""),
     "searchsync_partition_blocked": (
         Gauge,
-        "1 while the partition is not read: its committed offset is below the log start",
+        "1 while the partition is not read: its committed offset is below the log start, or its "
+        "lineage does not match (searchsync_partition_lineage_mismatch)",
+        _TP,
+    ),
+    "searchsync_partition_lineage_mismatch": (
+        Gauge,
+        "1 while the partition is blocked because its topic was re-created since the group read "
+        "it, or its committed offset is above the log end",
         _TP,
     ),
     "searchsync_partition_gap_records": (

@@ -35,6 +35,12 @@ class RepairMetrics:
         self.rotation_seconds = Gauge(
             "repair_rotation_seconds", "Duration of the last rotation", registry=r
         )
+        self.finished_at = Gauge(
+            "repair_rotation_finished_timestamp_seconds",
+            "Unix time the last complete rotation (or --daemon tick) finished: every bucket it "
+            "chose and the stray sweep read through, not stopped",
+            registry=r,
+        )
         self.oldest_age = Gauge(
             "repair_oldest_bucket_age_seconds",
             "Age of the least recently completed bucket",

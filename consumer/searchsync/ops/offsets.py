@@ -15,6 +15,7 @@ from searchsync.config import Settings
 from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.kafka.admin import AdminFactory, ConfluentKafkaAdmin, KafkaAdmin
 from searchsync.kafka.gaps import RECONCILE, HistoryGap
+from searchsync.kafka.lineage import LineageMismatch, lineage_changes, mismatch
 from searchsync.mysql.gap_acks import GapAck
 from searchsync.projection.topics import consumed_topics
 from searchsync.types import TopicPartition
@@ -71,6 +72,16 @@ class ResetReport:
     active_members: tuple[str, ...]
     steps: tuple[ResetStep, ...]
     accepted: tuple[GapAck, ...] = ()  # the gaps this reset acknowledged (or would)
+    lineage: tuple[LineageMismatch, ...] = ()  # the lineage mismatches it accepted (or would)
+
+
+@dataclass(frozen=True, slots=True)
+class LineageRecords:
+    """The group's recorded topic ids (``search_topic_lineage``): read them, and replace them with
+    accepted ones (ids, who)."""
+
+    recorded: Callable[[], Mapping[str, str]]
+    accept: Callable[[Mapping[str, str], str], None]
 
 
 def gap_fields(ack: GapAck) -> dict[str, object]:
@@ -161,13 +172,17 @@ def reset(
     admin_factory: AdminFactory = ConfluentKafkaAdmin,
     accept_gap: str | None = None,
     record: Callable[[Sequence[GapAck]], None] | None = None,
+    lineage: LineageRecords | None = None,
 ) -> ResetReport:
     """Move the group's offsets to `to`; plan only if dry_run.
 
     A partition whose committed offset is below the log start (`HistoryGap`) moves only with
     `accept_gap`, the name of who accepts the loss; else `OperationRefused` says how to
     reconcile. Accepted gaps go to `record` (the ``search_offset_gap_ack`` table) before any
-    offset moves, and into the moved offsets' commit metadata. Raises `OperationRefused` while
+    offset moves, and into the moved offsets' commit metadata. A lineage mismatch (a topic
+    re-created since the group recorded its id in `lineage`, an offset above the log end) moves
+    only with `accept_gap` too; a re-created topic moves whole, and its new id is recorded once
+    its offsets moved. Raises `OperationRefused` while
     the group has active members (unless `dry_run`), and `InvalidRequest` for a partition or
     offset that does not exist, or a `PartitionOffset` whose topic is ambiguous.
     """
@@ -198,9 +213,29 @@ def reset(
     steps = plan_reset(rows, to, topic=topic, partition=partition, times=times)
     moved = {(s.topic, s.partition) for s in steps}
     gaps = [g for r in rows if (g := r.gap()) is not None and (g.topic, g.partition) in moved]
-    if gaps and accept_gap is None and not dry_run:
+    ids = admin.topic_ids(topics)
+    recorded = dict(lineage.recorded()) if lineage is not None else {}
+    changed = lineage_changes(recorded, ids)
+    mismatches = [
+        m
+        for r in rows
+        if (r.topic, r.partition) in moved
+        and (
+            m := mismatch(
+                r.topic, r.partition, r.committed, r.high, recorded.get(r.topic), ids.get(r.topic)
+            )
+        )
+    ]
+    for t in sorted({m.topic for m in mismatches} & set(changed)):
+        left = [r.partition for r in rows if r.topic == t and (t, r.partition) not in moved]
+        if left:
+            raise InvalidRequest(
+                f"topic {t} was re-created: its new lineage is accepted for every partition at "
+                f"once, and partitions {left} are not selected: drop --partition"
+            )
+    if (gaps or mismatches) and accept_gap is None and not dry_run:
         raise OperationRefused(
-            "; ".join(g.describe() for g in gaps)
+            "; ".join([*(g.describe() for g in gaps), *(m.describe() for m in mismatches)])
             + f". Moving over lost history needs --accept-gap: first {RECONCILE}, "
             + "then repeat this reset with --accept-gap"
         )
@@ -232,4 +267,17 @@ def reset(
             )
         for a in accepted:
             log.warning("history gap accepted", extra=gap_fields(a))
-    return ResetReport(group, described, dry_run, tuple(members), tuple(steps), tuple(accepted))
+        adopted = {m.topic: ids[m.topic] for m in mismatches if m.topic in changed}
+        if adopted and lineage is not None:
+            lineage.accept(adopted, who)
+        for m in mismatches:
+            log.warning("lineage mismatch accepted", extra={**asdict(m), "accepted_by": who})
+    return ResetReport(
+        group,
+        described,
+        dry_run,
+        tuple(members),
+        tuple(steps),
+        tuple(accepted),
+        tuple(mismatches),
+    )

@@ -5,11 +5,14 @@ probe that cannot look makes only its own section unhealthy."""
 from __future__ import annotations
 
 import asyncio
-import time
+import contextlib
+import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +23,7 @@ class Section:
     data: Mapping[str, Any]
     problems: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    service: str | None = None  # the service that did not answer, when that is all it found
 
     @property
     def healthy(self) -> bool:
@@ -43,7 +47,21 @@ class StatusReport:
 
     @property
     def problems(self) -> list[str]:
-        return [f"{s.name}: {p}" for s in self.sections for p in s.problems]
+        """Each problem, prefixed by its section; a service that did not answer is one line
+        naming every section that asked it."""
+        lines: list[str] = []
+        away: dict[str, tuple[list[str], int]] = {}  # service -> (sections, its line)
+        for s in self.sections:
+            if s.service is None:
+                lines += [f"{s.name}: {p}" for p in s.problems]
+            elif s.service in away:
+                away[s.service][0].append(s.name)
+            else:
+                away[s.service] = ([s.name], len(lines))
+                lines.append(s.problems[0])
+        for names, at in away.values():
+            lines[at] = f"{', '.join(names)}: {lines[at]}"
+        return lines
 
     @property
     def warnings(self) -> list[str]:
@@ -82,17 +100,44 @@ async def gather(
     """
 
     async def one(name: str, probe: Probe) -> Section | None:
-        started = time.monotonic()
+        source = (asks or {}).get(name)
         try:
             return await asyncio.wait_for(probe(), timeout_s)
         except TimeoutError:
-            source = (asks or {}).get(name)
             where = "" if source is None else f" from {source}"
-            waited = time.monotonic() - started
-            return Section(name, {}, (f"could not check: no answer within {waited:.0f} s{where}",))
+            problem = f"could not check: no answer within {timeout_s:g} s{where}"
+            return Section(name, {}, (problem,), service=source)
         except Exception as exc:  # a probe's failure is that section's finding, not a crash
-            text = (explain(exc) if explain is not None else None) or str(exc)
-            return Section(name, {}, (f"could not check: {text or type(exc).__name__}",))
+            explained = explain(exc) if explain is not None else None
+            text = explained or str(exc) or type(exc).__name__
+            service = source if explained is not None else None
+            return Section(name, {}, (f"could not check: {text}",), service=service)
 
     sections = await asyncio.gather(*(one(name, probe) for name, probe in probes))
     return StatusReport(tuple(s for s in sections if s is not None))
+
+
+async def in_thread(fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)` on a daemon thread of its own: a probe given up at its timeout leaves it
+    behind, and the process still ends on time (the loop's executor would be waited for)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: T | None, error: BaseException | None) -> None:
+        if done.done():
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(result)  # type: ignore[arg-type]
+
+    def run() -> None:
+        try:
+            result, error = fn(*args), None
+        except BaseException as exc:  # handed to the awaiting probe
+            result, error = None, exc
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=run, name="searchsync-status-probe", daemon=True).start()
+    return await done

@@ -18,6 +18,7 @@ from searchsync.dlq.summary import DlqSummary
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.kafka.connect import ConnectorStatus
 from searchsync.kafka.gaps import RECOVERY
+from searchsync.kafka.lineage import mismatch
 from searchsync.mysql.fanout import FanoutStats
 from searchsync.naming import read_alias_name
 from searchsync.ops.offsets import partition_offsets
@@ -28,8 +29,11 @@ from searchsync.relay.port import RelayStatus
 from searchsync.search.port import IndexAdmin
 
 
-def group_section(admin: KafkaAdmin, settings: Settings) -> Section:
-    """Members of the group, and each partition's committed offset, end and lag."""
+def group_section(
+    admin: KafkaAdmin, settings: Settings, recorded: Mapping[str, str] | None = None
+) -> Section:
+    """Members of the group, and each partition's committed offset, end and lag; a gap or a
+    lineage mismatch (against the group's `recorded` topic ids, when given) is a problem."""
     group = settings.kafka.group_id
     members = admin.active_members(group)
     rows = partition_offsets(admin, settings)
@@ -47,6 +51,18 @@ def group_section(admin: KafkaAdmin, settings: Settings) -> Section:
         warnings.append(f"lag {lag} event(s)")
     gaps = {(r.topic, r.partition): r.gap() for r in rows}
     problems.extend(f"{g.describe()}; {RECOVERY}" for g in gaps.values() if g is not None)
+    ids = admin.topic_ids(sorted({r.topic for r in rows})) if recorded else {}
+    known = recorded or {}
+    lineage = {
+        (r.topic, r.partition): m
+        for r in rows
+        if (
+            m := mismatch(
+                r.topic, r.partition, r.committed, r.high, known.get(r.topic), ids.get(r.topic)
+            )
+        )
+    }
+    problems.extend(f"{m.describe()}; {RECOVERY}" for m in lineage.values())
     data = {
         "group": group,
         "members": members,
@@ -59,6 +75,7 @@ def group_section(admin: KafkaAdmin, settings: Settings) -> Section:
                 "end": r.high,
                 "lag": r.lag,
                 "blocked_gap": (g.missing if (g := gaps[(r.topic, r.partition)]) else None),
+                "lineage_mismatch": (r.topic, r.partition) in lineage,
             }
             for r in rows
         ],

@@ -11,13 +11,15 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime
 from functools import partial
 from typing import Final
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge, Metric
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.exposition import generate_latest
+from prometheus_client.registry import Collector
 
 from searchsync.config import Settings
 from searchsync.kafka.admin import KafkaAdmin
@@ -38,40 +40,72 @@ EXPORTER_METRIC_NAMES: Final = (
     "searchsync_canary_age_seconds",
     "searchsync_canary_beats",
     "searchsync_exporter_errors",
+    "searchsync_exporter_up",
 )
 
 
+class _GroupCollector(Collector):
+    """The group's series from the last view; none at all (never 0) while there is no view."""
+
+    def __init__(self) -> None:
+        self.view: GroupView | None = None
+
+    def collect(self) -> Iterable[Metric]:
+        view = self.view
+        labels = ["topic", "partition"]
+        lag = GaugeMetricFamily(
+            "searchsync_group_lag", "Log end minus the group's committed offset", labels=labels
+        )
+        age = GaugeMetricFamily(
+            "searchsync_group_oldest_unfinished_age_seconds",
+            "Age of the message at the group's committed offset (0: nothing unfinished)",
+            labels=labels,
+        )
+        members = GaugeMetricFamily(
+            "searchsync_group_members", "Live members of the group (admin API)"
+        )
+        pending = GaugeMetricFamily(
+            "outbox_pending_count",
+            "Outbox events published and not yet finished by the group (broker-side backlog)",
+        )
+        oldest = GaugeMetricFamily(
+            "outbox_oldest_pending_age_seconds",
+            "Age of the oldest outbox event the group has not finished",
+        )
+        if view is not None:
+            members.add_metric([], view.members)
+            pending.add_metric([], view.lag)
+            oldest.add_metric([], view.oldest_age_s)
+            for p in view.partitions:
+                key = [p.topic, str(p.partition)]
+                lag.add_metric(key, p.lag)
+                unread = math.nan if p.lag else 0.0  # events wait, their age unknown: no 0
+                age.add_metric(key, unread if p.oldest_age_s is None else p.oldest_age_s)
+        yield from (lag, age, members, pending, oldest)
+
+
 class ExporterMetrics:
-    """The exporter's gauges; `set_group` replaces the group's series with one view. The canary's
-    two series exist only with `canary` on (an age of 0 must never stand for "not measured")."""
+    """The exporter's gauges. The group's series come from the last successful observation
+    (`set_group`) and vanish when one fails (`forget_group`), so nothing unobserved reads as 0;
+    ``searchsync_exporter_up`` says which. The canary's two series exist only with `canary` on (an
+    age of 0 must never stand for "not measured")."""
 
     def __init__(
         self, expected_members: int, *, canary: bool, registry: CollectorRegistry | None = None
     ) -> None:
         self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
         gauge = partial(Gauge, registry=self.registry)
-        labels = ["topic", "partition"]
-        self._lag = gauge(
-            "searchsync_group_lag", "Log end minus the group's committed offset", labels
-        )
-        self._age = gauge(
-            "searchsync_group_oldest_unfinished_age_seconds",
-            "Age of the message at the group's committed offset (0: nothing unfinished)",
-            labels,
-        )
-        self._members = gauge("searchsync_group_members", "Live members of the group (admin API)")
+        self._group = _GroupCollector()
+        self.registry.register(self._group)
         expected = gauge(
             "searchsync_group_expected_members",
             "Members the deployment runs (exporter.expected_members)",
         )
         expected.set(expected_members)
-        self._pending = gauge(
-            "outbox_pending_count",
-            "Outbox events published and not yet finished by the group (broker-side backlog)",
-        )
-        self._oldest = gauge(
-            "outbox_oldest_pending_age_seconds",
-            "Age of the oldest outbox event the group has not finished",
+        self._up = gauge(
+            "searchsync_exporter_up",
+            "1 while the last observation of the group succeeded; 0 (and no group series) when "
+            "it failed or none was made yet",
         )
         r = self.registry
         on = r if canary else CollectorRegistry()
@@ -91,24 +125,15 @@ class ExporterMetrics:
         )
         for probe in ("group", "canary_beat", "canary_read"):
             self._errors.labels(probe=probe)
-        self._series: set[tuple[str, str]] = set()
 
     def set_group(self, view: GroupView) -> None:
-        self._members.set(view.members)
-        self._pending.set(view.lag)
-        self._oldest.set(view.oldest_age_s)
-        now = set()
-        for p in view.partitions:
-            key = (p.topic, str(p.partition))
-            now.add(key)
-            self._lag.labels(*key).set(p.lag)
-            unread = math.nan if p.lag else 0.0  # events wait, their age unknown: no 0
-            self._age.labels(*key).set(unread if p.oldest_age_s is None else p.oldest_age_s)
-        for key in self._series - now:  # a topic deleted, or no longer subscribed
-            with contextlib.suppress(KeyError):
-                self._lag.remove(*key)
-                self._age.remove(*key)
-        self._series = now
+        self._group.view = view
+        self._up.set(1)
+
+    def forget_group(self) -> None:
+        """The group could not be observed: no values for it, and up 0."""
+        self._group.view = None
+        self._up.set(0)
 
     def canary_beat(self) -> None:
         self._beats.inc()
@@ -148,6 +173,7 @@ class Exporter:
         self._started = wall_clock()
         self._observed_at: float | None = None
         self._last_error: str | None = None
+        self.last_failure: BaseException | None = None  # of the last group observation
 
     async def observe(self) -> None:
         """One observation of the group; a failure is counted and logged, never raised."""
@@ -158,12 +184,15 @@ class Exporter:
             )
         except Exception as exc:  # the broker away: say so, keep serving, try again
             self._last_error = str(exc) or type(exc).__name__
+            self.last_failure = exc
             self.metrics.error("group")
+            self.metrics.forget_group()
             log.warning("group observation failed", extra={"error": self._last_error})
             return
         self.metrics.set_group(view)
         self._observed_at = self._clock()
         self._last_error = None
+        self.last_failure = None
 
     async def beat(self) -> None:
         """Commit one heartbeat (canary on)."""

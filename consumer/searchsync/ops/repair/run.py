@@ -74,6 +74,8 @@ def record(metrics: RepairMetrics, report: RotationReport) -> None:
     for t, age in report.oldest_age_s.items():
         metrics.oldest_age.labels(aggregate_type=t).set(age)
     metrics.rotation_seconds.set(report.seconds)
+    if report.complete:
+        metrics.finished_at.set_to_current_time()
 
 
 async def run_repair(

@@ -10,7 +10,7 @@ whatever else is there.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 import pytest
@@ -152,10 +152,14 @@ async def contract_count_counts_every_row(w: TruthWorld) -> None:
     assert await w.truth.count(PROJECTOR) >= 3
 
 
-async def _bucket(w: TruthWorld, lo: int, hi: int, *, content: bool) -> list[TruthEntry]:
+async def _bucket(
+    w: TruthWorld, lo: int, hi: int, *, content: bool, purged_before: datetime | None = None
+) -> list[TruthEntry]:
     out: list[TruthEntry] = []
     after: BucketCursor | None = None
-    while page := await w.truth.bucket_page(PROJECTOR, lo, hi, after, 2, content=content):
+    while page := await w.truth.bucket_page(
+        PROJECTOR, lo, hi, after, 2, content=content, purged_before=purged_before
+    ):
         assert len(page) <= 2
         out.extend(page)
         after = (key_hash(TYPE, page[-1].id), page[-1].id)
@@ -183,6 +187,22 @@ async def contract_bucket_pages_hold_each_row_of_the_range_once(w: TruthWorld) -
     }
 
 
+async def contract_bucket_pages_say_which_deleted_rows_are_past_the_cutoff(
+    w: TruthWorld,
+) -> None:
+    """A soft-deleted row is purged when its ``deleted_at`` (a naive DATETIME: UTC) is before
+    the cutoff, in light pages and in whole ones; never without a cutoff or when live."""
+    rows = await _put_rows(w, "a", "b", "c", "d", "e", "f")
+    deleted = {r["id"] for r in rows if r["deleted_at"] is not None}
+    assert deleted
+    at = DELETED_AT.replace(tzinfo=UTC)
+    for before, purged in [(at + timedelta(seconds=1), deleted), (at, set()), (None, set())]:
+        for content in (False, True):
+            got = await _bucket(w, 0, HASH_SPACE, content=content, purged_before=before)
+            assert {e.id for e in got if e.deleted} == deleted
+            assert {e.id for e in got if e.purged} == purged, (before, content)
+
+
 TRUTH_CASES: list[Callable[[Any], Awaitable[None]]] = [
     contract_rows_by_id_reads_rows_and_skips_missing_ids,
     contract_ids_must_be_a_sequence_not_a_string,
@@ -191,4 +211,5 @@ TRUTH_CASES: list[Callable[[Any], Awaitable[None]]] = [
     contract_floor_page_walks_the_floors_by_id,
     contract_count_counts_every_row,
     contract_bucket_pages_hold_each_row_of_the_range_once,
+    contract_bucket_pages_say_which_deleted_rows_are_past_the_cutoff,
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from searchsync.mysql.truth import TruthEntry
@@ -137,6 +138,7 @@ class FakeTruth:
         limit: int,
         *,
         content: bool,
+        purged_before: datetime | None = None,
     ) -> list[TruthEntry]:
         """Keyset by id, the bucket key computed per row (as MySQL without ``sync_hash``)."""
         self.pages += 1
@@ -149,7 +151,7 @@ class FakeTruth:
         page = [_columns(rows[i], projector) for i in ids[:limit]]
         if content:
             self._relate(projector, page)
-        return [entry_of_row(r, content=content) for r in page]
+        return [entry_of_row(r, content=content, purged_before=purged_before) for r in page]
 
 
 def _columns(row: Row, projector: Projector) -> dict[str, Any]:

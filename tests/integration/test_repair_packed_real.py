@@ -1,7 +1,8 @@
 """The MySQL truth side's light pages on real MariaDB (searchsync/mysql/truth_buckets.py): a
 page comes back as one packed GROUP_CONCAT string, and it holds exactly what ``SELECT id,
 revision, deleted_at`` holds, in id order, for ids with commas, spaces, backslashes and
-non-ASCII characters; when the string would be cut at ``group_concat_max_len``, the page is read
+non-ASCII characters (and each row's state: live, soft-deleted, or soft-deleted before a cutoff,
+packed or not); when the string would be cut at ``group_concat_max_len``, the page is read
 as rows instead and nothing is lost. With the optional ``sync_hash`` column (a scratch copy of
 the table, made as root over the server's socket) pages follow ``(sync_hash, id)``; on
 Elasticsearch light pages read doc values only; neither misses anything wherever a page ends."""
@@ -11,10 +12,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import aiomysql
 import pytest
 import pytest_asyncio
+from searchsync.clock import utc_now
 from searchsync.mysql import truth_buckets
 from searchsync.mysql.dialect import Dialect
 from searchsync.mysql.truth import MysqlTruth, TruthEntry
@@ -40,13 +43,17 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")
 _SUFFIXES = ["a,b", "c d", "e\\f", "é", "日本", "😀x", "g,,h", "0", "1", "Z", "zz"]
 
 
-async def _scan(side: MysqlTruth, page: int) -> tuple[list[TruthEntry], int]:
+async def _scan(
+    side: MysqlTruth, page: int, before: datetime | None = None
+) -> tuple[list[TruthEntry], int]:
     projector = default_registry().get("wiki_page")
     out: list[TruthEntry] = []
     after: BucketCursor | None = None
     pages = 0
     while True:
-        found = await side.bucket_page(projector, 0, 1 << 32, after, page, content=False)
+        found = await side.bucket_page(
+            projector, 0, 1 << 32, after, page, content=False, purged_before=before
+        )
         pages += 1
         out.extend(found)
         if len(found) < page:
@@ -71,6 +78,11 @@ async def _rows(
     return [TruthEntry(r["id"], int(r["revision"]), r["deleted_at"] is not None) for r in rows]
 
 
+def _purged(entries: list[TruthEntry]) -> list[TruthEntry]:
+    """`entries` as a page with a cutoff after every delete reads them."""
+    return [replace(e, purged=e.deleted) for e in entries]
+
+
 async def test_packed_pages_hold_exactly_the_rows_in_id_order(
     app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool, id_prefix: str
 ) -> None:
@@ -82,6 +94,9 @@ async def test_packed_pages_hold_exactly_the_rows_in_id_order(
         got, pages = await _scan(side, page)
         assert got == want, page
         assert pages == len(want) // page + 1
+    later, earlier = utc_now() + timedelta(minutes=5), utc_now() - timedelta(minutes=5)
+    assert (await _scan(side, 4, later))[0] == _purged(want)
+    assert (await _scan(side, 4, earlier))[0] == want
 
 
 async def test_a_page_too_long_to_pack_is_read_as_rows(
@@ -93,7 +108,7 @@ async def test_a_page_too_long_to_pack_is_read_as_rows(
     want = await _rows(app_pool, consumer_pool, id_prefix)
     limit = 40  # a few triples: MariaDB cuts every longer page's string here
     monkeypatch.setattr(truth_buckets, "PACKED_MAX", limit)
-    assert f"= {limit} FOR" in truth_buckets._packed(Dialect("mariadb"), "t", "`id`")
+    assert f"= {limit} FOR" in truth_buckets._packed(Dialect("mariadb"), "t", "`id`", "0")
     unpacked: list[bool] = []
     real = truth_buckets.unpack_light
 
@@ -103,9 +118,12 @@ async def test_a_page_too_long_to_pack_is_read_as_rows(
         return got
 
     monkeypatch.setattr(truth_buckets, "unpack_light", spy)
-    got, _ = await _scan(MysqlTruth(consumer_pool, id_prefix=id_prefix), 100)
+    side = MysqlTruth(consumer_pool, id_prefix=id_prefix)
+    got, _ = await _scan(side, 100)
     assert got == want
     assert unpacked == [False]  # the one page was cut, refused, and read as rows
+    purged, _ = await _scan(side, 100, utc_now() + timedelta(minutes=5))
+    assert purged == _purged(want) and unpacked == [False, False]  # the state as rows too
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -129,23 +147,30 @@ async def keyed_table(mysql_target: MysqlTarget) -> AsyncIterator[str]:
         await admin_execute(root_socket(), t.database, [f"DROP TABLE IF EXISTS `{table}`"])
 
 
+def _deleted_at(n: int) -> str | None:
+    """Live, deleted before the test's cutoff, or after it."""
+    return None if n % 5 else "2026-01-01" if n % 10 == 0 else "2099-01-01"
+
+
 async def test_with_the_sync_hash_column_pages_follow_the_index_and_miss_nothing(
     app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool, keyed_table: str
 ) -> None:
     """Pages keyset by (sync_hash, id) through the index: every bucket of a key range, for pages
-    that cut it anywhere, holds exactly the rows whose CRC32 key is in the range."""
+    that cut it anywhere, holds exactly the rows whose CRC32 key is in the range, each with its
+    state (the cutoff is a parameter before the range's)."""
     ids = [f"k{n:03d}" for n in range(60)] + [f"k,{s}" for s in ("é", "日本", "😀")]
     async with app_pool.acquire() as conn, conn.cursor() as cur:
         await cur.executemany(
             f"INSERT INTO `{keyed_table}` (id, title, content, relations_json, revision,"
             " deleted_at, updated_at) VALUES (%s, 't', 'c', '{}', %s, %s, UTC_TIMESTAMP(6))",
-            [(i, 1 + n % 4, None if n % 5 else "2026-01-01") for n, i in enumerate(ids)],
+            [(i, 1 + n % 4, _deleted_at(n)) for n, i in enumerate(ids)],
         )
         await conn.commit()
     projector = replace(default_registry().get("wiki_page"), table=keyed_table)
     key = key_of_id("wiki_page")
     side = MysqlTruth(consumer_pool, sync_hash_column=True)
-    want = {i: TruthEntry(i, 1 + n % 4, n % 5 == 0) for n, i in enumerate(ids)}
+    want = {i: TruthEntry(i, 1 + n % 4, n % 5 == 0, None, n % 10 == 0) for n, i in enumerate(ids)}
+    cutoff = datetime(2050, 1, 1, tzinfo=UTC)
     lo, hi = (1 << 32) // 5, (1 << 32) * 4 // 5  # a range most but not all keys fall in
     in_range = {i for i in ids if lo <= key(i) < hi}
     assert 0 < len(in_range) < len(ids)
@@ -153,7 +178,9 @@ async def test_with_the_sync_hash_column_pages_follow_the_index_and_miss_nothing
         got: list[TruthEntry] = []
         after: BucketCursor | None = None
         while True:
-            found = await side.bucket_page(projector, lo, hi, after, page, content=False)
+            found = await side.bucket_page(
+                projector, lo, hi, after, page, content=False, purged_before=cutoff
+            )
             got.extend(found)
             if len(found) < page:
                 break

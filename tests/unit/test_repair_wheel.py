@@ -34,6 +34,7 @@ from tests.fakes.wheel_state import FakeWheelState
 
 ALIAS = "wiki_page"
 NOW = datetime(2026, 7, 20, tzinfo=UTC)
+WINDOW = timedelta(days=7)  # the tombstone window: a soft delete older than NOW - WINDOW is purged
 
 DELETION_KINDS = frozenset({FindingKind.MISSING, FindingKind.ORPHAN})  # invariant 13
 
@@ -75,6 +76,7 @@ class World:
             content_share=1.0,
             settle_s=5.0,
             span_buckets=span_buckets,
+            tombstone_minimum=WINDOW,
         )
         return Wheel(
             projectors=[self.projector],
@@ -142,8 +144,10 @@ def inject_every_kind(w: World) -> dict[str, FindingKind]:
     w.page("flag")
     w.docs["flag"] = StoredDoc(2, {**w.docs["flag"].body, "is_deleted": True})
     w.truth.put_page(page_row("softdel", 4, deleted_at=datetime(2026, 7, 1)))  # purged tombstone
+    w.truth.put_page(page_row("softnew", 4, deleted_at=datetime(2026, 7, 18)))  # its tombstone lost
     return {
         "missing": FindingKind.MISSING,
+        "softnew": FindingKind.MISSING,
         "stale": FindingKind.STALE,
         "orphan": FindingKind.ORPHAN,
         "edited": FindingKind.CONTENT_DRIFT,
@@ -195,7 +199,7 @@ async def test_a_finding_that_settles_is_not_reported() -> None:
 
 async def test_an_interrupted_scan_reports_nothing_and_restarts_the_bucket() -> None:
     w = World(m=1)
-    inject_every_kind(w)
+    expected = inject_every_kind(w)
     w.index_side.fail_on_page = 2
     report = await w.wheel().rotation()
     assert report.interrupted == 1 and report.counts() == {k.value: 0 for k in FindingKind}
@@ -203,7 +207,7 @@ async def test_an_interrupted_scan_reports_nothing_and_restarts_the_bucket() -> 
     assert (state.generation, state.running_generation) == (0, 1)
     w.index_side.fail_on_page = None
     again = await w.wheel().rotation()
-    assert again.buckets[0].generation == 1 and sum(again.counts().values()) == 6
+    assert again.buckets[0].generation == 1 and sum(again.counts().values()) == len(expected)
     [state] = (await w.state.buckets(again.epochs["wiki_page"])).values()
     assert (state.generation, state.running_generation) == (1, None)
 

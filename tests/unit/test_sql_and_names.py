@@ -99,6 +99,9 @@ REVIEWED: dict[tuple[str, str], str] = {
         "where",
     ): "constant conditions with %s parameters",
     ("consumer/searchsync/mysql/truth_buckets.py", "key"): "one of two constant expressions",
+    ("consumer/searchsync/mysql/truth_buckets.py", "state"): (
+        "SoftDeleteState.expression: a constant IF over the quoted column, the cutoff a %s"
+    ),
     ("consumer/searchsync/mysql/truth_buckets.py", "order"): "one of two constant ORDER BY lists",
     (
         "consumer/searchsync/mysql/truth_buckets.py",

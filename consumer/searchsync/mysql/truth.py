@@ -6,7 +6,7 @@ value a parameter."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, tzinfo
+from datetime import UTC, datetime, tzinfo
 from functools import partial
 from typing import Any, Final, Protocol
 
@@ -21,6 +21,7 @@ from searchsync.mysql.pool import (
     transaction_cursor,
     translate_errors,
 )
+from searchsync.mysql.soft_deletes import SoftDeleteState
 from searchsync.mysql.truth_buckets import TruthEntry, bucket_page
 from searchsync.mysql.truth_relations import Packing, read_relations, read_rows
 from searchsync.projection._registry import Projector, Row
@@ -71,9 +72,11 @@ class Truth(Protocol):
         limit: int,
         *,
         content: bool,
+        purged_before: datetime | None = None,
     ) -> list[TruthEntry]:
         """The repair wheel's page of bucket keys ``[lo, hi)`` after `after` (`truth_buckets`):
-        light entries, or whole rows with `content`."""
+        light entries, or whole rows with `content`; an entry soft-deleted before
+        `purged_before` (aware; None: none) is `TruthEntry.purged`."""
 
 
 class MysqlTruth:
@@ -108,6 +111,7 @@ class MysqlTruth:
             id_prefix=id_prefix,
             kinds=self._kinds,
             types=self._types,
+            soft=SoftDeleteState(time_zone),
         )
 
     async def rows_by_id(
@@ -173,9 +177,17 @@ class MysqlTruth:
         limit: int,
         *,
         content: bool,
+        purged_before: datetime | None = None,
     ) -> list[TruthEntry]:
         return await self._buckets(
-            projector, lo, hi, after, limit, content=content, packing=self._packing
+            projector,
+            lo,
+            hi,
+            after,
+            limit,
+            content=content,
+            packing=self._packing,
+            purged_before=purged_before,
         )
 
     async def _by_chunks(

@@ -1,12 +1,15 @@
 """The repair wheel's page of one bucket key range of an aggregate table (docs/design.md, "Repair").
 The key is ``CRC32(CONCAT('<type>:', id))`` per row, pages keyset by id; with the optional
 ``sync_hash`` column and its index ``(sync_hash, id)`` (``repair.mysql_sync_hash_column``), pages
-are ranges of that index. Light pages come back packed in one GROUP_CONCAT row (`unpack_light`)."""
+are ranges of that index. Light pages come back packed in one GROUP_CONCAT row (`unpack_light`).
+Each entry says whether its row is soft-deleted and whether its tombstone may be purged already
+(`soft_deletes`: ``deleted_at`` before the caller's cutoff `purged_before`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import aiomysql
@@ -15,6 +18,7 @@ from searchsync.mysql.column_types import ColumnTypes
 from searchsync.mysql.dialect import Dialect
 from searchsync.mysql.keys import KeyKinds, cursor_param
 from searchsync.mysql.pool import dialect_of, quote_identifier, transaction_cursor
+from searchsync.mysql.soft_deletes import LIVE, PURGED, SoftDeleteState, is_purged
 from searchsync.mysql.truth_relations import PACKED_MAX, Packing, read_relations
 from searchsync.projection import Projector, Row
 from searchsync.types import BucketCursor
@@ -23,23 +27,38 @@ from searchsync.types import BucketCursor
 @dataclass(slots=True)
 class TruthEntry:
     """One row as the wheel reads it; `row` (columns, children, lookups) only when content is
-    checked. Read-only by convention (frozen would cost four times as much to build)."""
+    checked; `purged`: soft-deleted before the cutoff of the read, so its tombstone may be gone
+    (docs/design.md, "Tombstones and their purge"). Read-only by convention (frozen would cost
+    four times as much to build)."""
 
     id: str
     revision: int
     deleted: bool
     row: Row | None = None
+    purged: bool = False
 
 
-def entry_of_row(row: Row, *, content: bool, projector: Projector | None = None) -> TruthEntry:
+def entry_of_row(
+    row: Row,
+    *,
+    content: bool,
+    projector: Projector | None = None,
+    purged_before: datetime | None = None,
+) -> TruthEntry:
     """`row` as an entry; its key, revision and soft-delete columns are `projector`'s (default:
-    ``id``, ``revision``, ``deleted_at``)."""
+    ``id``, ``revision``, ``deleted_at``); purged if deleted before `purged_before` (aware)."""
     if projector is None:
         key, revision, deleted = str(row["id"]), row["revision"], row.get("deleted_at")
     else:
         key, revision = projector.key_of(row), row[projector.revision_column]
         deleted = None if projector.deleted_at_column is None else row[projector.deleted_at_column]
-    return TruthEntry(key, int(revision), deleted is not None, row if content else None)
+    return TruthEntry(
+        key,
+        int(revision),
+        deleted is not None,
+        row if content else None,
+        is_purged(deleted, purged_before),
+    )
 
 
 async def bucket_page(
@@ -56,12 +75,14 @@ async def bucket_page(
     packing: Packing,
     kinds: KeyKinds | None = None,
     types: ColumnTypes | None = None,
+    purged_before: datetime | None = None,
+    soft: SoftDeleteState | None = None,
 ) -> list[TruthEntry]:
     """At most `limit` rows of the table whose bucket key is in ``[lo, hi)``, after `after`;
-    with `id_prefix`, only ids starting with it (a text key's prefix)."""
+    with `id_prefix`, only ids starting with it (a text key's prefix). `purged_before` (aware;
+    None: no row is purged) is the cutoff of `TruthEntry.purged`; `soft` writes it in SQL for
+    the column's type and ``[mysql] time_zone`` (default: UTC)."""
     q = _Columns.of(projector)
-    columns = projector.columns if content else q.light
-    select = ", ".join(f"`{c}`" for c in columns)
     rows_as = aiomysql.DictCursor if content else None
     async with transaction_cursor(pool, f"repair scan {projector.table}", rows_as) as cur:
         integer = False
@@ -70,19 +91,31 @@ async def bucket_page(
         cursor = None if after is None else (after[0], cursor_param(after[1], integer))
         src, args, order = _source(projector, q, lo, hi, cursor, limit, sync_hash_column, id_prefix)
         if content:
+            select = ", ".join(quote_identifier(c) for c in projector.columns)
             await cur.execute(f"SELECT {select} FROM {src}", tuple(args))
             rows: list[dict[str, Any]] = list(await cur.fetchall())
             if types is not None:
                 types.apply(cur.description, rows)
             await read_relations(cur.connection, projector, rows, packing, types)
-            return [entry_of_row(r, content=True, projector=projector) for r in rows]
+            return [
+                entry_of_row(r, content=True, projector=projector, purged_before=purged_before)
+                for r in rows
+            ]
+        select, state = f"{q.id}, {q.revision}", ""
+        state_args: tuple[Any, ...] = ()
+        if projector.deleted_at_column is not None:
+            state, state_args = await (soft or SoftDeleteState()).expression(
+                cur.connection, projector.table, projector.deleted_at_column, purged_before
+            )
+            select += f", {state}"
+        page_args = state_args + tuple(args)
         if q.packable:
-            await cur.execute(_packed(dialect_of(cur.connection), src, order), tuple(args))
+            await cur.execute(_packed(dialect_of(cur.connection), src, order, state), page_args)
             light = unpack_light(await cur.fetchone(), max_len=PACKED_MAX)
         else:
             light = None
         if light is None:  # truncated or unexpected: the same page as tuples
-            await cur.execute(f"SELECT {select} FROM {src}", tuple(args))
+            await cur.execute(f"SELECT {select} FROM {src}", page_args)
             tuples: Iterable[tuple[Any, ...]] = await cur.fetchall()
             light = [_light_entry(t, q.deleted is not None) for t in tuples]
     return light
@@ -150,25 +183,34 @@ def _source(
 
 
 def _light_entry(values: tuple[Any, ...], soft_delete: bool) -> TruthEntry:
+    """A row of a light page read as rows: id, revision and (with `soft_delete`) its state."""
     key, revision = values[0], values[1]
-    deleted = soft_delete and values[2] is not None
-    return TruthEntry(key if key.__class__ is str else str(key), int(revision), deleted)
+    state = int(values[2]) if soft_delete else LIVE
+    return TruthEntry(
+        key if key.__class__ is str else str(key),
+        int(revision),
+        state != LIVE,
+        None,
+        state == PURGED,
+    )
 
 
 def _by_key(q: _Columns) -> str:
     return f"`sync_hash`, {q.id}"
 
 
-def _packed(dialect: Dialect, src: str, order: str) -> str:
-    """A light page as one row: its row count and ``hex(id),revision,deleted`` triples in page
-    order (one string split in C instead of ~20 us of Python parsing per row). The id's text is
-    hexed (``CONCAT`` of an integer key is its decimal text; ``HEX`` of an integer is not)."""
+def _packed(dialect: Dialect, src: str, order: str, state: str) -> str:
+    """A light page as one row: its row count and ``hex(id),revision,state`` triples in page
+    order (one string split in C instead of ~20 us of Python parsing per row); `state` is the
+    row's state in SQL (`SoftDeleteState`: 0 live, 1 soft-deleted, 2 purged). The id's
+    text is hexed (``CONCAT`` of an integer key is its decimal text; ``HEX`` of an integer is
+    not)."""
     key = ", `sync_hash`" if order.startswith("`sync_hash`") else ""
     return dialect.select(
         "SELECT COUNT(*),"
-        " GROUP_CONCAT(CONCAT_WS(',', HEX(CONCAT(`id`)), `revision`, `deleted_at` IS NOT NULL)"
+        " GROUP_CONCAT(CONCAT_WS(',', HEX(CONCAT(`id`)), `revision`, `state`)"
         f" ORDER BY {order} SEPARATOR ',')"
-        f" FROM (SELECT `id`, `revision`, `deleted_at`{key} FROM {src}) AS page",
+        f" FROM (SELECT `id`, `revision`, {state} AS `state`{key} FROM {src}) AS page",
         group_concat_max_len=PACKED_MAX,
     )
 
@@ -176,8 +218,9 @@ def _packed(dialect: Dialect, src: str, order: str) -> str:
 def unpack_light(
     packed: Sequence[Any] | None, *, max_len: int = PACKED_MAX
 ) -> list[TruthEntry] | None:
-    """The entries of a `_packed` page, or None unless it holds exactly COUNT(*) well-formed
-    triples (the server silently cuts a GROUP_CONCAT at `max_len`): then read the page as rows."""
+    """The entries of a `_packed` page (a state 0 live, 1 soft-deleted, 2 purged), or None unless
+    it holds exactly COUNT(*) well-formed triples (the server silently cuts a GROUP_CONCAT at
+    `max_len`): then read the page as rows."""
     if packed is None:
         return None
     count, text = packed
@@ -191,11 +234,11 @@ def unpack_light(
     if len(parts) != 3 * count:
         return None
     flags = parts[2::3]
-    if any(d != "0" and d != "1" for d in flags):
+    if any(d != "0" and d != "1" and d != "2" for d in flags):
         return None
     try:
         return [
-            TruthEntry(bytes.fromhex(h).decode("utf-8"), int(r), d == "1")
+            TruthEntry(bytes.fromhex(h).decode("utf-8"), int(r), d != "0", None, d == "2")
             for h, r, d in zip(parts[0::3], parts[1::3], flags, strict=True)
         ]
     except ValueError:

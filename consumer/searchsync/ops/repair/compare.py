@@ -1,7 +1,9 @@
 """Compare one bucket's rows with its documents (pure). Per document, in precedence order:
-MISSING (not for a soft-deleted row), STALE, DELETED_FLAG, SCHEMA_STALE, CONTENT_DRIFT (where
-content is checked); a live document without a row is an ORPHAN. MISSING and ORPHAN only when
-the bucket was read completely (`complete`; invariant 13)."""
+MISSING, STALE, DELETED_FLAG, SCHEMA_STALE, CONTENT_DRIFT (where content is checked); a live
+document without a row is an ORPHAN. MISSING and ORPHAN only when the bucket was read completely
+(`complete`; invariant 13). A soft-deleted row without a document is MISSING unless it is
+`TruthEntry.purged` (deleted before the tombstone window: its tombstone may be purged; docs/
+design.md, "Tombstones and their purge")."""
 
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ def compare(
     for doc_id, row in rows.items():
         doc = docs.get(doc_id)
         if doc is None:
-            if complete and not row.deleted:
+            if complete and not row.purged:
                 found.append(Finding(FindingKind.MISSING, kind_type, doc_id, row.revision, None))
         elif (
             content
@@ -88,14 +90,15 @@ def still_holding(
 ) -> list[Finding]:
     """The `candidates` that still hold against `rows` and `docs` re-read after the settle delay:
     a missing or stale document only if still below the revision first seen (a row that keeps
-    changing is in flight), an orphan only if its row is still gone, the others if they recur."""
+    changing is in flight; a missing one not if its row is purged by now), an orphan only if its
+    row is still gone, the others if they recur."""
     again = {(f.kind, f.id): f for f in compare(projector, rows, docs, content=True, complete=True)}
     kept: list[Finding] = []
     for f in candidates:
         row, doc = rows.get(f.id), docs.get(f.id)
         if f.kind in (FindingKind.MISSING, FindingKind.STALE):
             behind = doc is None or (f.row_revision is not None and doc.version < f.row_revision)
-            if row is not None and behind and (doc is not None or not row.deleted):
+            if row is not None and behind and (doc is not None or not row.purged):
                 kind = FindingKind.MISSING if doc is None else FindingKind.STALE
                 version = None if doc is None else doc.version
                 kept.append(Finding(kind, f.aggregate_type, f.id, row.revision, version, f.detail))

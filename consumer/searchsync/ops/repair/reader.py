@@ -11,6 +11,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TypeVar
 
 from searchsync.mysql.truth import Truth
@@ -47,7 +48,8 @@ def key_ranges(buckets: Collection[int], m: int) -> list[tuple[int, int]]:
 @dataclass(slots=True)
 class SpanReader:
     """Reads spans; each kind of read (light rows, light documents, whole documents) takes its
-    page sizes from its own controller, kept across ranges."""
+    page sizes from its own controller, kept across ranges. `purged_before` gives the cutoff of
+    `TruthEntry.purged` (None: none), asked again for every read of rows."""
 
     truth: Truth
     index: IndexSide
@@ -55,6 +57,7 @@ class SpanReader:
     truth_chunks: ChunkController
     index_chunks: ChunkController
     content_chunks: ChunkController
+    purged_before: Callable[[], datetime | None] = lambda: None
 
     async def read(
         self,
@@ -75,7 +78,9 @@ class SpanReader:
         off_key = {} if misplaced is None else misplaced
 
         async def rows(lo: int, hi: int, after: BucketCursor | None, n: int) -> list[TruthEntry]:
-            found = await self.truth.bucket_page(projector, lo, hi, after, n, content=False)
+            found = await self.truth.bucket_page(
+                projector, lo, hi, after, n, content=False, purged_before=self.purged_before()
+            )
             await self.limits.mysql_rows.take(len(found))
             return found
 
@@ -141,8 +146,12 @@ class SpanReader:
         self, projector: Projector, ids: Sequence[str]
     ) -> dict[str, TruthEntry]:
         """The rows of `ids` read from the primary, as entries with content."""
+        before = self.purged_before()
         rows = await self.truth.rows_by_id(projector, ids, primary=True)
-        return {i: entry_of_row(r, content=True, projector=projector) for i, r in rows.items()}
+        return {
+            i: entry_of_row(r, content=True, projector=projector, purged_before=before)
+            for i, r in rows.items()
+        }
 
 
 async def _pages(

@@ -51,6 +51,7 @@ def wheel_config(settings: Settings, *, content_share: float | None = None) -> W
         index_page_size=r.page_max,
         content_share=r.content_share if content_share is None else content_share,
         settle_s=r.settle_s,
+        tombstone_minimum=settings.retention.tombstone_minimum,
         policy=SchedulePolicy(
             slo_s=r.slo_s,
             max_staleness_s=r.max_staleness_s,

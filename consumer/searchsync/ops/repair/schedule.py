@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from searchsync.ops.repair.state import BucketState
 
@@ -37,6 +37,9 @@ class WheelConfig:
     span_rows: int = 50_000  # ... and at most this many rows by their last scans (>= 1 bucket)
     stray_page: int = 1_000  # strays per page, and ids per settle re-read of the sweep
     stray_ceiling: int = 100_000  # strays outside the key space one sweep reads
+    # a soft-deleted row deleted longer ago than this (`RetentionSettings.tombstone_minimum`) may
+    # have its tombstone purged: no document is not drift (None: every tombstone is expected)
+    tombstone_minimum: timedelta | None = None
     policy: SchedulePolicy = field(default_factory=SchedulePolicy)
 
 

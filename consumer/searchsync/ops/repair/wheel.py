@@ -44,7 +44,12 @@ class Wheel:
         self._projectors = list(projectors)
         self._progress = progress
         chunks = _chunks(config), _chunks(config, config.index_page_size), _chunks(config)
-        reader = SpanReader(truth, index, limits or Limits(), *chunks)
+        window = config.tombstone_minimum
+
+        def purged_before() -> datetime | None:
+            return None if window is None else clock() - window
+
+        reader = SpanReader(truth, index, limits or Limits(), *chunks, purged_before)
         self._scan = SpanScan(
             reader=reader,
             state=state,

@@ -170,7 +170,13 @@ async def run_consumer(
 
         stack.push_async_callback(_cancelled, asyncio.create_task(lineage_watch()))
         if settings.fanout.enabled and referenced_types(registry) and not write_targets:
-            worker = FanoutWorker(tables.fanout, registry, settings.fanout, metrics=metrics)
+            worker = FanoutWorker(
+                tables.fanout,
+                registry,
+                settings.fanout,
+                metrics=metrics,
+                live_age=pipeline.oldest_unfinished_age_s,
+            )
             stack.push_async_callback(_cancelled, asyncio.create_task(worker.run(stop)))
         try:
             await pipeline.run(intake, stop, drain_deadline_s=p.shutdown_deadline_s)

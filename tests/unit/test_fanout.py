@@ -149,6 +149,44 @@ async def test_the_worker_keeps_to_its_rate_and_logs_progress(
     assert "fan-out done" in [r.message for r in caplog.records]
 
 
+async def test_the_worker_yields_while_the_members_live_events_wait() -> None:
+    """No page is appended while the member's oldest unfinished event is older than
+    `yield_above_s`; appends go on once the member has caught up (live writes first)."""
+    store = FakeFanout()
+    dependents_of(store, "au1", [f"ar{n:03}" for n in range(12)])
+    await store.record([FanoutTarget("author", "au1", "article", "author", 2)])
+    ages = [5.0, 3.0, 1.5, 0.2]  # seconds the member's oldest unfinished event waited
+    seen: list[int] = []
+
+    def live_age() -> float:
+        seen.append(len(store.events))
+        return ages.pop(0) if ages else 0.0
+
+    async def sleep(s: float) -> None:
+        return None
+
+    settings = FanoutSettings(appends_per_s=1e6, page_size=6, yield_above_s=1.0)
+    worker = FanoutWorker(store, registry(), settings, live_age=live_age, owner="w", sleep=sleep)
+    assert await drain(worker) == 1
+    assert worker.yielded == 3  # 5.0, 3.0 and 1.5 are above 1.0
+    assert seen[:4] == [0, 0, 0, 0]  # nothing appended until the age dropped to 0.2
+    assert len(store.events) == 12
+    never = FanoutSettings(appends_per_s=1e6, page_size=6, yield_above_s=0.0)
+    dependents_of(store, "au2", ["x1", "x2"])
+    await store.record([FanoutTarget("author", "au2", "article", "author", 2)])
+    off = FanoutWorker(store, registry(), never, live_age=lambda: 99.0, owner="w2", sleep=sleep)
+    assert await drain(off) == 1 and off.yielded == 0
+
+
+def test_the_fanout_defaults_and_the_yield_setting_are_read_and_checked() -> None:
+    defaults = load_settings({}).fanout
+    assert (defaults.appends_per_s, defaults.yield_above_s) == (2_000.0, 1.0)
+    assert load_settings({"SEARCHSYNC_FANOUT_YIELD_ABOVE_S": "0"}).fanout.yield_above_s == 0.0
+    with pytest.raises(ConfigError) as bad:
+        load_settings({"SEARCHSYNC_FANOUT_YIELD_ABOVE_S": "-1"})
+    assert bad.value.key == "fanout.yield_above_s"
+
+
 async def test_a_job_of_a_lookup_this_registry_lacks_is_left_to_one_that_has_it() -> None:
     store = FakeFanout()
     await store.record([FanoutTarget("author", "au1", "article", "editor", 2)])

@@ -14,6 +14,7 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from typing import Final
 
 from searchsync.config import FanoutSettings
 from searchsync.errors import TransientError
@@ -23,6 +24,9 @@ from searchsync.projection import Child, Projector, ProjectorRegistry, through_c
 from searchsync.projection.references import dependents, referenced_types, routes
 
 log = logging.getLogger(__name__)
+
+_YIELD_POLL_S: Final = 0.1
+"""How often a fan-out that yields to the live events looks again."""
 
 
 class FanoutWorker:
@@ -35,6 +39,7 @@ class FanoutWorker:
         settings: FanoutSettings,
         *,
         metrics: Metrics | None = None,
+        live_age: Callable[[], float] | None = None,
         owner: str | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
@@ -43,6 +48,7 @@ class FanoutWorker:
         self._registry = registry
         self._s = settings
         self._metrics = metrics
+        self._live_age = live_age  # the member's oldest unfinished event, seconds
         # a name no other worker has: host, process and a random part
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._sleep = sleep
@@ -51,6 +57,7 @@ class FanoutWorker:
         self._next_at = 0.0
         self._stats_at = 0.0
         self.appended = 0  # REBUILDs this worker appended
+        self.yielded = 0  # waits for the live events to catch up
 
     async def run(self, stop: asyncio.Event) -> None:
         """Work off jobs until `stop` is set; a failure is logged and tried again later."""
@@ -95,7 +102,7 @@ class FanoutWorker:
                     level = logging.INFO if big else logging.DEBUG
                     _log(level, "fan-out done", current, seconds=seconds)
                 return True
-            await self._pace(len(page))
+            await self._pace(len(page), stop)
             current = await self._store.advance(current, self.owner, self._s.lease_s, page)
             if current is None:  # restarted by a newer revision, or taken over: lease it anew
                 return True
@@ -119,12 +126,20 @@ class FanoutWorker:
             f"no lookup {t.lookup_name!r} of {t.dependent_type} reads {t.referenced_type}"
         )
 
-    async def _pace(self, n: int) -> None:
+    async def _pace(self, n: int, stop: asyncio.Event) -> None:
+        """At most `appends_per_s`, and only while the member keeps up with its live events: a
+        page waits while the oldest unfinished one is older than `yield_above_s`."""
         now = self._clock()
         wait = self._next_at - now
         if wait > 0:
             await self._sleep(wait)
-        self._next_at = max(now, self._next_at) + n / self._s.appends_per_s
+        limit = self._s.yield_above_s
+        while self._live_age is not None and limit > 0 and not stop.is_set():
+            if self._live_age() <= limit:
+                break
+            self.yielded += 1
+            await self._sleep(_YIELD_POLL_S)
+        self._next_at = max(self._clock(), self._next_at) + n / self._s.appends_per_s
 
     async def _report_stats(self, *, force: bool) -> None:
         now = self._clock()

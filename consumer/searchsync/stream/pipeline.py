@@ -273,9 +273,12 @@ class Pipeline:
     def _report_gauges(self) -> None:
         self._metrics.set_pending(self.ledger.total_pending())
         self._metrics.set_processing(self._work.in_flight())
+        self._metrics.set_oldest_pending_age(self.oldest_unfinished_age_s())
+
+    def oldest_unfinished_age_s(self) -> float:
+        """Seconds since the oldest event holding a commit back was produced (0: none)."""
         oldest = self._work.oldest_timestamp_ms()
-        age = 0.0 if oldest is None else max(0.0, time.time() - oldest / 1000)
-        self._metrics.set_oldest_pending_age(age)
+        return 0.0 if oldest is None else max(0.0, time.time() - oldest / 1000)
 
     def health(self) -> tuple[bool, list[str]]:
         """Ready: partitions assigned, not stalled, no fatal error."""

@@ -19,6 +19,7 @@ from searchsync.mysql.gap_acks import GapAcks, MysqlGapAcks
 from searchsync.mysql.outbox import MysqlOutbox, Outbox
 from searchsync.mysql.state import ProjectionStateWriter, StateRecorder
 from searchsync.mysql.truth import MysqlTruth, Truth
+from searchsync.ops.load.state import LoadStateStore, MysqlLoadState
 from searchsync.ops.prune import ConnectorState
 from searchsync.ops.rebuild.reader import EsIndexReader, IndexReader
 from searchsync.ops.rebuild.state import MysqlRebuildState, RebuildStateStore
@@ -47,6 +48,7 @@ class Tables:
     gap_acks: GapAcks
     fanout: FanoutStore
     relay: RelayStore  # the outbox as the polling relay sees it (``[relay] table``)
+    load_state: LoadStateStore  # the initial load's parts
 
     @classmethod
     def over(cls, pool: aiomysql.Pool, settings: Settings) -> Tables:
@@ -59,6 +61,7 @@ class Tables:
             gap_acks=MysqlGapAcks(pool),
             fanout=MysqlFanout(pool),
             relay=MysqlRelayStore(pool, settings.relay.table),
+            load_state=MysqlLoadState(pool),
         )
 
 

@@ -30,6 +30,7 @@ _CONSUMER_OWN: Final = (
     ("search_repair_bucket", "SELECT, INSERT, UPDATE"),
     ("search_canary", "SELECT, INSERT, UPDATE"),  # the exporter's freshness heartbeat
     ("search_fanout", "SELECT, INSERT, UPDATE"),  # fan-out jobs: finished ones stay as history
+    ("search_load_state", "SELECT, INSERT, UPDATE"),  # initial loads: finished ones stay as history
 )
 _APP_OWN: Final = (
     ("search_outbox", "SELECT, INSERT, UPDATE, DELETE"),

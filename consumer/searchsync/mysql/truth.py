@@ -11,6 +11,7 @@ from typing import Any, Final, Protocol
 
 import aiomysql
 
+from searchsync.mysql.key_scope import KeyScope, scope_sql, where_clause
 from searchsync.mysql.pool import (
     expand_in,
     quote_identifier,
@@ -47,16 +48,28 @@ class Truth(Protocol):
     ) -> dict[str, int]:
         """The revision the writer recorded when it hard-deleted each id."""
 
-    async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]:
+    async def scan(
+        self,
+        projector: Projector,
+        after_id: str | None,
+        limit: int,
+        *,
+        scope: KeyScope | None = None,
+    ) -> list[Row]:
         """Keyset page: at most `limit` rows with ``id > after_id`` (from the start when None),
-        by id in the database's collation; empty at the end. Never OFFSET."""
+        within `scope` (an initial load's part), by id in the database's collation; empty at the
+        end. Never OFFSET."""
 
     async def floor_page(
         self, aggregate_type: str, after_id: str | None, limit: int
     ) -> list[tuple[str, int]]:
         """The same keyset walk over the revision floors: (id, revision) pairs."""
 
-    async def count(self, projector: Projector) -> int: ...
+    async def count(self, projector: Projector, scope: KeyScope | None = None) -> int: ...
+
+    async def split_keys(self, projector: Projector, parts: int, where: str | None) -> list[str]:
+        """``parts - 1`` ascending keys that cut the rows satisfying `where` into `parts` key
+        ranges of about equal size (`key_scope.ranges`); repeated when there are too few rows."""
 
     async def bucket_page(
         self,
@@ -112,17 +125,24 @@ class MysqlTruth:
         rows = await self._by_chunks(_FLOOR_SQL, (aggregate_type,), ids, primary, doing)
         return {str(row["aggregate_id"]): int(row["revision"]) for row in rows}
 
-    async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]:
+    async def scan(
+        self,
+        projector: Projector,
+        after_id: str | None,
+        limit: int,
+        *,
+        scope: KeyScope | None = None,
+    ) -> list[Row]:
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
-        select = _select(projector)
-        args: tuple[Any, ...]
-        if after_id is None:
-            sql, args = f"{select} ORDER BY `id` LIMIT %s", (limit,)
-        else:
-            sql, args = f"{select} WHERE `id` > %s ORDER BY `id` LIMIT %s", (after_id, limit)
+        conditions, args = scope_sql(scope, "`id`")
+        if after_id is not None:
+            conditions.insert(0, "`id` > %s")
+            args.insert(0, after_id)
+        sql = f"{_select(projector)}{where_clause(conditions)} ORDER BY `id` LIMIT %s"
+        args.append(limit)
         async with transaction(self._pool) as conn:
-            rows = await read_rows(conn, sql, args, f"scan {projector.table}", _SCAN_PIECE)
+            rows = await read_rows(conn, sql, tuple(args), f"scan {projector.table}", _SCAN_PIECE)
             await read_relations(conn, projector, rows, self._packing)
         return list(rows)
 
@@ -141,11 +161,34 @@ class MysqlTruth:
             fetched = await cur.fetchall()
         return [(str(r[0]), int(r[1])) for r in fetched]
 
-    async def count(self, projector: Projector) -> int:
+    async def count(self, projector: Projector, scope: KeyScope | None = None) -> int:
+        conditions, args = scope_sql(scope, "`id`")
+        table = quote_identifier(projector.table)
         async with transaction_cursor(self._pool, f"count {projector.table}") as cur:
-            await cur.execute(f"SELECT COUNT(*) FROM {quote_identifier(projector.table)}")
+            await cur.execute(f"SELECT COUNT(*) FROM {table}{where_clause(conditions)}", args)
             (total,) = await cur.fetchone()
         return int(total)
+
+    async def split_keys(self, projector: Projector, parts: int, where: str | None) -> list[str]:
+        if parts < 1:
+            raise ValueError(f"parts must be >= 1, got {parts}")
+        step = -(-await self.count(projector, KeyScope(where=where)) // parts)
+        table = quote_identifier(projector.table)
+        keys: list[str] = []
+        async with transaction_cursor(self._pool, f"split {projector.table}") as cur:
+            while step and len(keys) < parts - 1:  # each query walks one part's keys, no more
+                scope = KeyScope(low=keys[-1] if keys else None, where=where)
+                conditions, args = scope_sql(scope, "`id`")
+                sql = (
+                    f"SELECT `id` FROM {table}{where_clause(conditions)}"
+                    " ORDER BY `id` LIMIT 1 OFFSET %s"
+                )
+                await cur.execute(sql, (*args, step - 1))
+                found = await cur.fetchone()
+                if found is None:
+                    break
+                keys.append(str(found[0]))
+        return keys + [keys[-1] if keys else ""] * (parts - 1 - len(keys))
 
     async def bucket_page(
         self,

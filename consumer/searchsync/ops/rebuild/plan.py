@@ -40,9 +40,12 @@ class Plan:
         return {**fields, "topics": list(self.topics), "watermark": watermark_keys(self.watermark)}
 
 
-def type_topics(admin: KafkaAdmin, settings: Settings, aggregate_type: str) -> tuple[str, ...]:
-    """The outbox topic of `aggregate_type` (``rebuild.topic_template``), which must exist and be
-    one the consumer group subscribes to; `OperationRefused` otherwise."""
+def type_topics(
+    admin: KafkaAdmin, settings: Settings, aggregate_type: str, *, must_exist: bool = True
+) -> tuple[str, ...]:
+    """The outbox topic of `aggregate_type` (``rebuild.topic_template``), which must be one the
+    consumer group subscribes to and (with `must_exist`) exist; `OperationRefused` otherwise.
+    Without `must_exist`, a topic that does not exist yet is left out."""
     topic = settings.rebuild.topic_template.replace("{type}", aggregate_type)
     kafka = settings.kafka
     subscribed = (
@@ -56,6 +59,8 @@ def type_topics(admin: KafkaAdmin, settings: Settings, aggregate_type: str) -> t
             f"({kafka.subscription}): set rebuild.topic_template to the type's outbox topic"
         )
     if not admin.topic_exists(topic):
+        if not must_exist:
+            return ()
         raise OperationRefused(
             f"topic {topic} does not exist yet: write one {aggregate_type} change (or create "
             "the topic) so that its watermark can be taken, then run the rebuild again"

@@ -32,6 +32,8 @@ PORT_ENV = "SEARCHSYNC_OBSERVABILITY_METRICS_PORT"
 
 
 KUSTOMIZATION = K8S / "kustomization.yaml"
+APPLIED_BY_HAND = frozenset({"secret.example.yaml", "load-job.yaml"})
+"""Manifests `kubectl apply -k` leaves out: the example Secret, and the one-off initial load."""
 
 
 def documents() -> list[tuple[str, dict[str, Any]]]:
@@ -104,6 +106,7 @@ def test_k8s_has_the_expected_documents() -> None:
         "Deployment",
         "Deployment",
         "Deployment",
+        "Job",
         "PodDisruptionBudget",
         "Secret",
     ]
@@ -203,17 +206,18 @@ def test_kustomization_applies_every_manifest_but_the_example_secret() -> None:
     assert kustomization["kind"] == "Kustomization"
     listed = set(kustomization["resources"])
     present = {p.name for p in K8S.glob("*.yaml")} - {KUSTOMIZATION.name}
-    assert listed == present - {"secret.example.yaml"}
+    assert listed == present - APPLIED_BY_HAND
     assert all(doc["kind"] != "Secret" for n, doc in documents() if n.split(":")[0] in listed)
 
 
 def scheduled_commands() -> list[tuple[str, list[str]]]:
-    """Every searchsync command line a manifest or unit runs on a schedule or as a daemon."""
+    """Every searchsync command line a manifest or unit runs on a schedule, as a daemon or as a
+    one-off Job."""
     found: list[tuple[str, list[str]]] = []
     for name, doc in documents():
         if doc["kind"] == "CronJob":
             spec = doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]
-        elif doc["kind"] == "Deployment":
+        elif doc["kind"] in ("Deployment", "Job"):
             spec = doc["spec"]["template"]["spec"]
         else:
             continue
@@ -234,7 +238,8 @@ def test_every_scheduled_command_parses_with_the_real_cli(name: str, argv: list[
     from searchsync.cli import build_parser
 
     assert argv[0] == "searchsync"
-    args = build_parser().parse_args(argv[1:])
+    # $(LOAD_PART): what Kubernetes puts there for the first pod of the indexed load Job
+    args = build_parser().parse_args([a.replace("$(LOAD_PART)", "0") for a in argv[1:]])
     assert callable(args.func)
     if "--older-than" in argv:  # at least the default retention minimum (7d), or it is refused
         assert seconds(argv[argv.index("--older-than") + 1]) >= 7 * 86_400
@@ -251,3 +256,17 @@ def test_cleanups_run_one_at_a_time_and_the_repair_daemon_alone() -> None:
     assert repair["spec"]["strategy"]["type"] == "Recreate"
     (c,) = repair["spec"]["template"]["spec"]["containers"]
     assert c["args"] == ["searchsync", "repair", "--daemon"]
+
+
+def test_the_load_job_runs_one_part_per_completion_index() -> None:
+    job = only("Job", "searchsync-load-wiki-page")
+    spec = job["spec"]
+    assert spec["completionMode"] == "Indexed"
+    assert spec["podReplacementPolicy"] == "Failed"  # never two pods of one part at once
+    (c,) = spec["template"]["spec"]["containers"]
+    part = c["args"][c["args"].index("--part") + 1]
+    assert (
+        part == f"$(LOAD_PART)/{spec['completions']}" and spec["parallelism"] == spec["completions"]
+    )
+    index = env(c)["LOAD_PART"]["fieldRef"]["fieldPath"]
+    assert index == "metadata.annotations['batch.kubernetes.io/job-completion-index']"

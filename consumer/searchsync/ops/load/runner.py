@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -258,6 +259,15 @@ class Loader:
             sleep=self.d.sleep,
             job="load",
         )
+        checked = -math.inf
+
+        async def lag_allows() -> None:
+            """The guard before a chunk, at most once per ``load.lag_poll_s`` when it passes."""
+            nonlocal checked
+            if time.monotonic() - checked >= s.load.lag_poll_s:
+                await guard.wait(f"the next chunk of {_name(first)}")
+                checked = time.monotonic()
+
         backfill = Backfill(
             truth=self.d.truth,
             sink=Sink(self.d.writer),
@@ -267,7 +277,7 @@ class Loader:
             on_chunk=on_chunk,
             scope=first.scope,
             floor_tombstones=False,  # the rows that exist; hard deletes are the live path's
-            before_chunk=lambda: guard.wait(f"the next chunk of {_name(first)}"),
+            before_chunk=lag_allows,
         )
         result = await backfill.run(
             after_id=first.last_id, stop_after_chunks=options.stop_after_chunks

@@ -99,29 +99,26 @@ class LoadBench:
             "author", ("id", "name", "revision", "deleted_at", "updated_at"), authors
         )
         body = "body " * 40
-        jobs = []
-        for start in range(0, n, BATCH):
+        columns = ("id", "title", "body", "author_id", "revision", "deleted_at", "updated_at")
+
+        def batch(start: int) -> tuple[list[Any], list[Any]]:
             ids = range(start, min(n, start + BATCH))
             articles = [
-                (
-                    f"{p}{i:07d}",
-                    f"article {i}",
-                    body,
-                    f"{p}a{i // 100:05d}",
-                    1 + i % 3,
-                    now if i % 20 == 0 else None,
-                    now,
-                )
+                (f"{p}{i:07d}", f"article {i}", body, f"{p}a{i // 100:05d}", 1 + i % 3,
+                 now if i % 20 == 0 else None, now)
                 for i in ids
-            ]
+            ]  # fmt: skip
             tags = [(f"{p}{i:07d}", k, TAGS[(i + k) % len(TAGS)]) for i in ids for k in range(3)]
-            jobs.append((articles, tags))
-        columns = ("id", "title", "body", "author_id", "revision", "deleted_at", "updated_at")
-        for k in range(0, len(jobs), 4):
+            return articles, tags
+
+        step = 4 * BATCH  # four transactions at once, each built when its turn comes
+        for start in range(0, n, step):
+            batches = [batch(b) for b in range(start, min(n, start + step), BATCH)]
             await asyncio.gather(
-                *(self._insert("article", columns, a, "article_tag", t) for a, t in jobs[k : k + 4])
+                *(self._insert("article", columns, a, "article_tag", t) for a, t in batches)
             )
-            progress(f"setup: {min(n, (k + 4) * BATCH)}/{n} articles")
+            if (start // step) % 10 == 9 or start + step >= n:
+                progress(f"setup: {min(n, start + step)}/{n} articles")
         await init_alias(self.es, self.alias, self.projector)
         self.indices.append(f"{self.alias}_v*")
 

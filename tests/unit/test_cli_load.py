@@ -94,3 +94,16 @@ def test_load_without_an_index_names_index_init(
     services, _ = _services(es)
     assert main(["index", "load"], runtime=services) == ExitCode.FAILURE
     assert "searchsync index init --type wiki_page" in capsys.readouterr().err
+
+
+def test_init_dry_run_with_load_says_both_and_changes_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SEARCHSYNC_ELASTICSEARCH_INDEX_PREFIX", "kb")
+    es = InMemoryIndex()
+    services, state = _services(es)
+    argv = ["index", "init", "--load", "--dry-run", "--json"]
+    assert main(argv, runtime=services) == ExitCode.OK
+    out = _json(capsys)
+    assert out["action"] == "would_create" and "then would load every row" in out["message"]
+    assert not es.exists("kb_wiki_page_v1") and not state.records

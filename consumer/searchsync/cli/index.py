@@ -29,7 +29,7 @@ from searchsync.naming import physical_version, read_alias_name
 from searchsync.ops import indices
 from searchsync.read import Until, wait_for_revision
 from searchsync.runtime import Runtime
-from searchsync.search.admin import describe, init_index
+from searchsync.search.admin import InitAction, describe, init_index
 from searchsync.search.port import IndexAdmin, IndexInfo
 
 T = TypeVar("T")
@@ -109,6 +109,12 @@ def cmd_index_init(args: argparse.Namespace, settings: Settings, runtime: Runtim
     }
     if not args.load:
         show(args.json, document, [message])
+        return ExitCode.OK
+    if args.dry_run and result.action in (InitAction.WOULD_CREATE, InitAction.WOULD_ADD_ALIAS):
+        then = f"then would load every row of {projector.table} into {result.index}"
+        show(
+            args.json, {**document, "load": None, "message": f"{message}; {then}"}, [message, then]
+        )
         return ExitCode.OK
     if not args.json:
         err(message)

@@ -25,6 +25,7 @@ from searchsync.errors import OperationRefused, TransientError
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.mysql.key_scope import KeyScope, ranges
 from searchsync.mysql.truth import Truth
+from searchsync.ops.load.live import live_group_passed
 from searchsync.ops.load.outcome import LoadOptions, LoadOutcome, load_key
 from searchsync.ops.load.state import LoadRecord, LoadStateStore, Status
 from searchsync.ops.rebuild import plan as plans
@@ -204,7 +205,9 @@ class Loader:
             outcome.record = record
         note = "; --no-wait: the live group's pass of the watermark was not checked"
         if options.wait_for_live:
-            passed = await self._live_passed(record)
+            passed = await live_group_passed(
+                self.d.kafka, self.d.settings, record.watermark or {}, self.d.sleep
+            )
             if passed is None:
                 outcome.action = "waiting"
                 outcome.message = (
@@ -291,41 +294,6 @@ class Loader:
 
     async def _live_lag(self) -> int:
         return await asyncio.to_thread(live_lag, self.d.kafka, self.d.settings)
-
-    async def _live_passed(self, record: LoadRecord) -> str | None:
-        """Wait until the live group committed at least the watermark on every partition (a note
-        for the summary), or return at once when the group never committed and will start below
-        the watermark (``auto_offset_reset = earliest``, the log start at or below it); None at
-        ``load.live_wait_timeout_s``."""
-        s = self.d.settings
-        group, target = s.kafka.group_id, dict(record.watermark or {})
-        deadline = time.monotonic() + s.load.live_wait_timeout_s
-        while True:
-            found = await asyncio.to_thread(self.d.kafka.committed, group, sorted(target))
-            if all((found.get(tp) or 0) >= offset for tp, offset in target.items()):
-                return f"live group {group} is past the watermark"
-            if all(v is None for v in found.values()) and await self._will_start_below(target):
-                return (
-                    f"live group {group} has not committed yet: it starts at the log start, "
-                    "below the watermark, and applies every change after it"
-                )
-            if time.monotonic() >= deadline:
-                return None
-            await self.d.sleep(s.load.poll_interval_s)
-
-    async def _will_start_below(self, target: dict[tuple[str, int], int]) -> bool:
-        """True when a new live group starts at the log start and that is at or below `target`
-        on every partition (no member runs: a member's first commit is not far)."""
-        s = self.d.settings
-        if s.kafka.auto_offset_reset != "earliest":
-            return False
-        if await asyncio.to_thread(self.d.kafka.active_members, s.kafka.group_id):
-            return False
-        for topic in sorted({t for t, _ in target}):
-            marks = await asyncio.to_thread(self.d.kafka.watermarks, topic)
-            if any(target.get((topic, p), m.low) < m.low for p, m in marks.items()):
-                return False
-        return True
 
     async def _save(self, record: LoadRecord, **changes: Any) -> LoadRecord:
         updated = dataclasses.replace(record, updated_at=utc_now(), **changes)

@@ -12,6 +12,7 @@ change after the watermark is then the live group's, and it is past where the lo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import math
 import time
@@ -101,6 +102,9 @@ class Loader:
                 f"{_name(outcome.record)} stopped: {exc}. The finished chunks are saved: run "
                 "`searchsync index load` again with the same options to continue"
             )
+        if not outcome.ok and outcome.record is not None:
+            with contextlib.suppress(TransientError):  # a note for the next run; best effort
+                outcome.record = await self._save(outcome.record, message=outcome.message)
         outcome.seconds = time.monotonic() - started
         done = [r.status is Status.DONE for r in await self.d.state.parts(key)]
         outcome.parts_done = sum(done)
@@ -219,7 +223,7 @@ class Loader:
                 )
                 return
             note = f"; {passed}"
-        record = await self._save(record, status=Status.DONE, finished_at=utc_now())
+        record = await self._save(record, status=Status.DONE, finished_at=utc_now(), message=None)
         outcome.record = record
         outcome.ok = record.rows_failed == 0
         outcome.action = "done"

@@ -62,6 +62,7 @@ class Report:
     load_rows: int = 0
     load_s: float = 0.0  # the load's own clock (summary "seconds")
     load_wall_s: float = 0.0  # the child process, start to exit
+    load_cpu_s: float = 0.0  # the child's user + system CPU, start to exit (imports included)
     load_peak_rss_mb: float = 0.0
     load_rss_mb: list[float] = field(default_factory=list)  # sampled every 0.5 s
     raw_docs: int = 0
@@ -127,7 +128,8 @@ def render_text(r: Report) -> str:
         "| figure | value |",
         "|---|---|",
         f"| load (1 process) | {r.load_rows} rows in {r.load_s:.1f}s: **{r.load_rate:.0f} docs/s**"
-        f" (process {r.load_wall_s:.1f}s) |",
+        f" (process {r.load_wall_s:.1f}s, {1000 * r.load_cpu_s / max(r.load_rows, 1):.3f}"
+        " CPU ms per row) |",
         f"| raw bulk of the same documents | {r.raw_docs} docs in {r.raw_s:.1f}s:"
         f" {r.raw_rate:.0f} docs/s ({r.raw_errors} item errors) |",
         f"| load / raw | **{r.load_rate / r.raw_rate if r.raw_rate else 0:.2f}** (target >= 0.9) |",

@@ -148,8 +148,9 @@ class LoadBench:
 
     async def _finish(
         self, proc: subprocess.Popen[bytes], rss: list[float]
-    ) -> tuple[dict[str, Any], float]:
-        """The child's summary and its peak RSS (MB), sampling its RSS into `rss` meanwhile."""
+    ) -> tuple[dict[str, Any], float, float]:
+        """The child's summary, its peak RSS (MB) and its CPU seconds (user + system), sampling
+        its RSS into `rss` meanwhile."""
         waiting = asyncio.create_task(asyncio.to_thread(os.wait4, proc.pid, 0))
         while not waiting.done():
             mib = status_mib(proc.pid, "VmRSS")
@@ -166,12 +167,13 @@ class LoadBench:
         errors.close()
         if proc.returncode != 0:
             raise RuntimeError(f"the load exited with {proc.returncode}: {tail}")
-        return orjson.loads(out), usage.ru_maxrss / 1024
+        return orjson.loads(out), usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
     async def load_once(self) -> None:
         r = self.report
         t0 = time.monotonic()
-        summary, peak = await self._finish(self._spawn(self.env), r.load_rss_mb)
+        summary, peak, cpu = await self._finish(self._spawn(self.env), r.load_rss_mb)
+        r.load_cpu_s = cpu
         r.load_wall_s = time.monotonic() - t0
         r.load_rows, r.load_s = int(summary["rows_this_run"]), float(summary["seconds"])
         r.load_peak_rss_mb = peak
@@ -188,8 +190,8 @@ class LoadBench:
         procs = [self._spawn(env, "--part", f"{i}/{k}") for i in range(k)]
         done = await asyncio.gather(*(self._finish(p, []) for p in procs))
         r.parts_wall_s = time.monotonic() - t0
-        r.parts_rows = sum(int(s["rows_this_run"]) for s, _ in done)
-        r.parts_peak_rss_mb = [peak for _, peak in done]
+        r.parts_rows = sum(int(s["rows_this_run"]) for s, _, _ in done)
+        r.parts_peak_rss_mb = [peak for _, peak, _ in done]
         progress(f"{k} parts: {r.parts_rows} rows in {r.parts_wall_s:.1f}s")
 
     # phase 3

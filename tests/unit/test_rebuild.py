@@ -299,3 +299,15 @@ async def test_ids_hard_deleted_before_the_watermark_get_their_tombstones_in_the
     assert docs["gone-1"].version == 5 and docs["gone-1"].body["is_deleted"] is True
     assert w.projector.tombstone("gone-1", 5).matches(docs["gone-1"].body)
     assert docs["p002"].version == 2 and docs["p002"].body["is_deleted"] is False
+
+
+async def test_a_dry_run_over_an_index_never_loaded_shows_the_plan_and_the_refusal() -> None:
+    w = world_with_pages(6)
+    await w.es.admin.create_index(
+        f"{w.alias}_v1", w.projector.mapping, meta={"projection_schema_version": 2}, alias=w.alias
+    )
+    outcome = await Rebuilder(w.deps()).run(RebuildOptions(TYPE, dry_run=True))
+    assert not outcome.ok and outcome.action == "refused"
+    assert outcome.plan is not None and outcome.plan.current_docs == 0
+    assert "searchsync index load --type wiki_page" in outcome.message
+    assert "nothing was changed" in outcome.message and not w.state.records

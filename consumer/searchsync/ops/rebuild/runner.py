@@ -67,8 +67,6 @@ class Rebuilder(RebuildSteps):
         indices = await self.d.index_admin.list_indices(alias)
         rows = await self.d.truth.count(projector)
         current = next((i for i in indices if i.name == writer.index), None)
-        if current is not None:
-            self._refuse_unloaded(projector, current.name, current.docs, rows)
         name = naming.next_physical_name(alias, [i.name for i in indices])
         group = f"{self.d.settings.kafka.group_id}.rebuild.v{naming.physical_version(alias, name)}"
         return plans.Plan(
@@ -82,21 +80,8 @@ class Rebuilder(RebuildSteps):
             rows=rows,
             old_schema_version=writer.schema_version,
             new_schema_version=projector.schema_version,
+            current_docs=None if current is None else current.docs,
         )
-
-    def _refuse_unloaded(self, projector: Projector, index: str, docs: int, rows: int) -> None:
-        """`OperationRefused` when the current index lacks more rows than the verification
-        tolerates (``max_count_difference``, and a share of ``max_query_diff_rate``): it was
-        never loaded, or only partly, and the query comparison with it would refuse the swap."""
-        r = self.d.settings.rebuild
-        missing = rows - docs
-        if missing > r.max_count_difference and docs < rows * (1 - r.max_query_diff_rate):
-            t = projector.aggregate_type
-            raise OperationRefused(
-                f"{index} holds {docs} documents for {rows} rows of {projector.table}: it was "
-                f"never loaded, or only partly. Run `searchsync index load --type {t}` first "
-                "(the rebuild verifies its new index against the current one's search answers)"
-            )
 
     async def _dry_run(
         self, projector: Projector, alias: str, existing: RebuildRecord | None
@@ -107,6 +92,8 @@ class Rebuilder(RebuildSteps):
                 f"alias {alias} has an unfinished rebuild into {existing.target_index} "
                 f"({existing.status.value}): --resume would continue it; nothing was changed"
             )
+        elif (why := plans.unloaded(plan, projector.table, self.d.settings)) is not None:
+            return RebuildOutcome(False, "refused", f"{why}; nothing was changed", None, plan)
         else:
             message = (
                 f"would rebuild {alias}: {plan.current_index} -> {plan.new_index} "
@@ -116,6 +103,9 @@ class Rebuilder(RebuildSteps):
 
     async def _begin(self, projector: Projector, alias: str) -> RebuildRecord:
         plan = await self._plan(projector, alias)  # the watermark is taken here, first
+        why = plans.unloaded(plan, projector.table, self.d.settings)
+        if why is not None:
+            raise OperationRefused(why)
         now = utc_now()
         record = RebuildRecord(
             rebuild_id=uuid.uuid4().hex,

@@ -210,11 +210,22 @@ async def test_the_live_lag_guard_stops_the_load_resumably() -> None:
     )
     w.rows(3)
     w.live_group_at(0)  # lag 3
+    w.topics.members[GROUP] = ["member-1"]
     await w.init_alias()
     outcome = await w.load()
     assert not outcome.ok and outcome.action == "interrupted"
     assert "load.max_live_lag" in outcome.message
-    assert outcome.record.status is Status.LOADING
+    assert outcome.record is not None and outcome.record.status is Status.LOADING
+
+
+async def test_a_group_with_no_member_has_no_live_traffic_to_guard() -> None:
+    w = LoadWorld(
+        env={"SEARCHSYNC_LOAD_MAX_LIVE_LAG": "1", "SEARCHSYNC_LOAD_LAG_WAIT_TIMEOUT_S": "0"}
+    )
+    w.rows(3)  # never committed, starts at the log start: "lag" 3, the whole topic
+    await w.init_alias()
+    outcome = await w.load()
+    assert outcome.ok and outcome.rows_this_run == 3
 
 
 async def test_refusals_name_the_fix() -> None:

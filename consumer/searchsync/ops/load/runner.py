@@ -240,6 +240,7 @@ class Loader:
         left = KeyScope(first.last_id or first.low_id, first.high_id, first.where)
         total = first.rows_done + await self.d.truth.count(projector, left)
         outcome.rows_in_scope = total
+        self.d.progress.backfill(first.rows_done, max(total, first.rows_done), first.rows_failed)
 
         async def on_chunk(chunk: ChunkDone) -> None:
             assert outcome.record is not None

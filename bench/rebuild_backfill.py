@@ -14,6 +14,7 @@ from typing import Any, Final, cast
 import aiomysql
 from elasticsearch import AsyncElasticsearch
 from searchsync.config import Settings
+from searchsync.mysql.key_scope import KeyScope
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.ops.rebuild import plan as plans
 from searchsync.ops.rebuild.backfill import Backfill, ChunkDone
@@ -61,10 +62,17 @@ class TimedTruth(MysqlTruth):
         super().__init__(pool)
         self.scan_seconds = 0.0
 
-    async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]:
+    async def scan(
+        self,
+        projector: Projector,
+        after_id: str | None,
+        limit: int,
+        *,
+        scope: KeyScope | None = None,
+    ) -> list[Row]:
         t0 = time.monotonic()
         try:
-            return await super().scan(projector, after_id, limit)
+            return await super().scan(projector, after_id, limit, scope=scope)
         finally:
             self.scan_seconds += time.monotonic() - t0
 

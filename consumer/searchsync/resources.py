@@ -20,6 +20,7 @@ from searchsync.mysql.lineage import MysqlTopicLineage, TopicLineage
 from searchsync.mysql.outbox import MysqlOutbox, Outbox
 from searchsync.mysql.state import ProjectionStateWriter, StateRecorder
 from searchsync.mysql.truth import MysqlTruth, Truth
+from searchsync.ops.load.state import LoadStateStore, MysqlLoadState
 from searchsync.ops.prune import ConnectorState
 from searchsync.ops.rebuild.reader import EsIndexReader, IndexReader
 from searchsync.ops.rebuild.state import MysqlRebuildState, RebuildStateStore
@@ -52,6 +53,7 @@ class Tables:
     lineage: TopicLineage
     fanout: FanoutStore
     relay: RelayStore  # the outbox as the polling relay sees it (``[relay] table``)
+    load_state: LoadStateStore  # the initial load's parts
 
     @classmethod
     def over(cls, pool: aiomysql.Pool, settings: Settings) -> Tables:
@@ -70,6 +72,7 @@ class Tables:
             lineage=MysqlTopicLineage(pool),
             fanout=MysqlFanout(pool),
             relay=MysqlRelayStore(pool, settings.relay.table),
+            load_state=MysqlLoadState(pool),
         )
 
 

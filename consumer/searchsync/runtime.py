@@ -20,6 +20,7 @@ from searchsync.kafka.connect import ConnectClient
 from searchsync.mysql.pool import close_pool, open_pool
 from searchsync.observability.metrics import Metrics
 from searchsync.observability.rebuild_metrics import RebuildMetrics
+from searchsync.ops.load.runner import LoadDeps, Loader
 from searchsync.ops.prune import ConnectorState
 from searchsync.ops.rebuild.deps import RebuildDeps
 from searchsync.ops.rebuild.plan import catchup_settings
@@ -163,6 +164,22 @@ class Runtime:
                 metrics=metrics,
                 progress=progress,
                 outbox=tables.outbox,
+            )
+        )
+
+    async def loader(self, *, progress: Progress) -> Loader:
+        """A `Loader` that writes through the alias, as the live consumer does."""
+        tables, search = await self.tables(), self.search()
+        return Loader(
+            LoadDeps(
+                settings=self.settings,
+                registry=self.registry,
+                index_admin=search.admin,
+                writer=search.aliased,
+                truth=tables.truth,
+                kafka=self.kafka_admin(),
+                state=tables.load_state,
+                progress=progress,
             )
         )
 

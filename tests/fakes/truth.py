@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from searchsync.mysql.key_scope import KeyScope
 from searchsync.mysql.truth import TruthEntry
 from searchsync.mysql.truth_buckets import entry_of_row
 from searchsync.ops.repair.buckets import key_hash
@@ -109,11 +111,18 @@ class FakeTruth:
         floors = ((i, self.floors.get((aggregate_type, i))) for i in _unique(ids))
         return {i: revision for i, revision in floors if revision is not None}
 
-    async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]:
+    async def scan(
+        self,
+        projector: Projector,
+        after_id: str | None,
+        limit: int,
+        *,
+        scope: KeyScope | None = None,
+    ) -> list[Row]:
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
         rows = self.tables.get(projector.table, {})
-        ids = sorted(i for i in rows if after_id is None or i > after_id)
+        ids = _in_scope(sorted(i for i in rows if after_id is None or i > after_id), scope)
         page = [_columns(rows[i], projector) for i in ids[:limit]]
         self._relate(projector, page)
         return list(page)
@@ -126,8 +135,14 @@ class FakeTruth:
         ids = sorted(i for t, i in self.floors if t == aggregate_type and i > (after_id or ""))
         return [(i, self.floors[(aggregate_type, i)]) for i in ids[:limit]]
 
-    async def count(self, projector: Projector) -> int:
-        return len(self.tables.get(projector.table, {}))
+    async def count(self, projector: Projector, scope: KeyScope | None = None) -> int:
+        return len(_in_scope(list(self.tables.get(projector.table, {})), scope))
+
+    async def split_keys(self, projector: Projector, parts: int, where: str | None) -> list[str]:
+        ids = _in_scope(sorted(self.tables.get(projector.table, {})), KeyScope(where=where))
+        step = -(-len(ids) // parts)
+        keys = [ids[k * step - 1] for k in range(1, parts) if step and k * step <= len(ids)]
+        return keys + [keys[-1] if keys else ""] * (parts - 1 - len(keys))
 
     async def bucket_page(
         self,
@@ -163,3 +178,23 @@ def _unique(ids: Sequence[str]) -> list[str]:
     if isinstance(ids, str):
         raise TypeError("ids must be a sequence of ids, not one string")
     return list(dict.fromkeys(ids))
+
+
+def _in_scope(ids: list[str], scope: KeyScope | None) -> list[str]:
+    """`ids` within `scope`'s key range; a where condition is read as ``id LIKE '<prefix>%'``,
+    the only form the fake understands."""
+    if scope is None:
+        return ids
+    prefix = ""
+    if scope.where is not None:
+        match = re.fullmatch(r"id LIKE '([^'%]*)%'", scope.where)
+        if match is None:
+            raise NotImplementedError(f"the fake truth reads no where like {scope.where!r}")
+        prefix = match[1]
+    return [
+        i
+        for i in ids
+        if (scope.low is None or i > scope.low)
+        and (scope.high is None or i <= scope.high)
+        and i.startswith(prefix)
+    ]

@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 from searchsync.config import Settings, load_settings
+from searchsync.mysql.key_scope import KeyScope
 from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.ops.rebuild.deps import RebuildDeps
 from searchsync.ops.rebuild.progress import Progress
@@ -49,11 +50,18 @@ class RecordingTruth(FakeTruth):
         self.scans: list[tuple[str | None, int]] = []
         self.on_scan: Callable[[int], None] = lambda _n: None
 
-    async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]:
+    async def scan(
+        self,
+        projector: Projector,
+        after_id: str | None,
+        limit: int,
+        *,
+        scope: KeyScope | None = None,
+    ) -> list[Row]:
         self.scans.append((after_id, limit))
         self.log.append("scan")
         self.on_scan(len(self.scans))
-        return await super().scan(projector, after_id, limit)
+        return await super().scan(projector, after_id, limit, scope=scope)
 
 
 class RecordingAdmin(FakeAdmin):

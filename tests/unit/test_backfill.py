@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import pytest
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.examples import article
+from searchsync.mysql.key_scope import KeyScope
 from searchsync.ops.chunks import ChunkController
 from searchsync.ops.rebuild.backfill import Backfill, ChunkDone
 from searchsync.projection import Projector, Row, default_registry
@@ -50,10 +51,17 @@ class FailingTruth(RecordingTruth):
         super().__init__(log)
         self.fail_at = fail_at
 
-    async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]:
+    async def scan(
+        self,
+        projector: Projector,
+        after_id: str | None,
+        limit: int,
+        *,
+        scope: KeyScope | None = None,
+    ) -> list[Row]:
         if len(self.scans) + 1 == self.fail_at:
             raise TransientError(ErrorCode.MYSQL_UNAVAILABLE, "lost the connection")
-        return await super().scan(projector, after_id, limit)
+        return await super().scan(projector, after_id, limit, scope=scope)
 
 
 def setup(

@@ -30,7 +30,7 @@ K8S = DEPLOY / "k8s" / "base"
 OVERLAYS = sorted(p.parent for p in (DEPLOY / "k8s" / "overlays").glob("*/kustomization.yaml"))
 # Files of the base that `kubectl apply -k` must not apply: the example Secret (it would overwrite
 # the real one). A one-off Job (an initial load) belongs here too: a Job is started on purpose.
-NOT_APPLIED = {"secret.example.yaml"}
+NOT_APPLIED = {"secret.example.yaml", "load-job.yaml"}  # applied by hand
 PROJECTORS_CONFIGMAP = "searchsync-projectors"
 PROJECTING_COMMANDS = ("run", "repair", "index")  # the commands that load [projection] modules
 UNIT = DEPLOY / "systemd" / "searchsync@.service"
@@ -45,6 +45,7 @@ PORT_ENV = "SEARCHSYNC_OBSERVABILITY_METRICS_PORT"
 
 
 KUSTOMIZATION = K8S / "kustomization.yaml"
+"""Manifests `kubectl apply -k` leaves out: the example Secret, and the one-off initial load."""
 
 
 def documents() -> list[tuple[str, dict[str, Any]]]:
@@ -117,6 +118,7 @@ def test_k8s_has_the_expected_documents() -> None:
         "Deployment",
         "Deployment",
         "Deployment",
+        "Job",
         "PodDisruptionBudget",
         "Secret",
     ]
@@ -224,12 +226,13 @@ def test_kustomization_applies_every_manifest_but_the_example_secret() -> None:
 
 
 def scheduled_commands() -> list[tuple[str, list[str]]]:
-    """Every searchsync command line a manifest or unit runs on a schedule or as a daemon."""
+    """Every searchsync command line a manifest or unit runs on a schedule, as a daemon or as a
+    one-off Job."""
     found: list[tuple[str, list[str]]] = []
     for name, doc in documents():
         if doc["kind"] == "CronJob":
             spec = doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]
-        elif doc["kind"] == "Deployment":
+        elif doc["kind"] in ("Deployment", "Job"):
             spec = doc["spec"]["template"]["spec"]
         else:
             continue
@@ -250,7 +253,8 @@ def test_every_scheduled_command_parses_with_the_real_cli(name: str, argv: list[
     from searchsync.cli import build_parser
 
     assert argv[0] == "searchsync"
-    args = build_parser().parse_args(argv[1:])
+    # $(LOAD_PART): what Kubernetes puts there for the first pod of the indexed load Job
+    args = build_parser().parse_args([a.replace("$(LOAD_PART)", "0") for a in argv[1:]])
     assert callable(args.func)
     if "--older-than" in argv:  # at least the default retention minimum (7d), or it is refused
         assert seconds(argv[argv.index("--older-than") + 1]) >= 7 * 86_400
@@ -364,3 +368,17 @@ def test_every_overlay_registers_its_projectors_and_no_demo_type(
     types = registry_from_settings(settings.projection).types()
     assert "wiki_page" not in types
     assert set(types) - {"searchsync_canary"}, f"{overlay.name} registers no type of its own"
+
+
+def test_the_load_job_runs_one_part_per_completion_index() -> None:
+    job = only("Job", "searchsync-load")
+    spec = job["spec"]
+    assert spec["completionMode"] == "Indexed"
+    assert spec["podReplacementPolicy"] == "Failed"  # never two pods of one part at once
+    (c,) = spec["template"]["spec"]["containers"]
+    part = c["args"][c["args"].index("--part") + 1]
+    assert (
+        part == f"$(LOAD_PART)/{spec['completions']}" and spec["parallelism"] == spec["completions"]
+    )
+    index = env(c)["LOAD_PART"]["fieldRef"]["fieldPath"]
+    assert index == "metadata.annotations['batch.kubernetes.io/job-completion-index']"

@@ -137,15 +137,28 @@ async def test_a_failed_verification_refuses_the_swap_and_says_why() -> None:
     await w.es.admin.create_index(
         f"{w.alias}_v1", w.projector.mapping, meta={"projection_schema_version": 2}, alias=w.alias
     )
+    others = [w.projector.project(page(f"other{i}")) for i in range(7)]  # as many, none alike
+    await Sink(w.es).write([IndexOp.from_document(w.alias, d) for d in others])
     outcome = await Rebuilder(w.deps()).run(RebuildOptions(TYPE))
     assert not outcome.ok and outcome.action == "refused"
     assert "rebuild.max_failed_rows" in outcome.message
     assert "rebuild.max_count_difference" in outcome.message
-    assert "rebuild.max_query_diff_rate" in outcome.message  # the old index is empty
+    assert "rebuild.max_query_diff_rate" in outcome.message  # the old index holds others
     assert w.es.alias_target(w.alias) == f"{w.alias}_v1"
     [record] = w.state.records.values()
     assert record.status is Status.REFUSED
     assert not w.topics.deleted_groups  # resumable: the group keeps its offsets
+
+
+async def test_a_rebuild_over_an_index_never_loaded_is_refused_naming_the_load() -> None:
+    w = world_with_pages(6)
+    await w.es.admin.create_index(
+        f"{w.alias}_v1", w.projector.mapping, meta={"projection_schema_version": 2}, alias=w.alias
+    )
+    with pytest.raises(OperationRefused, match="holds 0 documents for 6 rows") as refused:
+        await Rebuilder(w.deps()).run(RebuildOptions(TYPE))
+    assert "searchsync index load --type wiki_page" in str(refused.value)
+    assert not w.state.records  # refused before anything was recorded
 
 
 async def test_a_sample_mismatch_refuses_the_swap() -> None:
@@ -286,3 +299,15 @@ async def test_ids_hard_deleted_before_the_watermark_get_their_tombstones_in_the
     assert docs["gone-1"].version == 5 and docs["gone-1"].body["is_deleted"] is True
     assert w.projector.tombstone("gone-1", 5).matches(docs["gone-1"].body)
     assert docs["p002"].version == 2 and docs["p002"].body["is_deleted"] is False
+
+
+async def test_a_dry_run_over_an_index_never_loaded_shows_the_plan_and_the_refusal() -> None:
+    w = world_with_pages(6)
+    await w.es.admin.create_index(
+        f"{w.alias}_v1", w.projector.mapping, meta={"projection_schema_version": 2}, alias=w.alias
+    )
+    outcome = await Rebuilder(w.deps()).run(RebuildOptions(TYPE, dry_run=True))
+    assert not outcome.ok and outcome.action == "refused"
+    assert outcome.plan is not None and outcome.plan.current_docs == 0
+    assert "searchsync index load --type wiki_page" in outcome.message
+    assert "nothing was changed" in outcome.message and not w.state.records

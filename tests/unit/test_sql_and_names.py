@@ -66,6 +66,23 @@ REVIEWED: dict[tuple[str, str], str] = {
         "consumer/searchsync/mysql/truth_buckets.py",
         "quote_identifier(projector.table)",
     ): "validated and quoted",
+    ("consumer/searchsync/mysql/truth.py", "table"): "quote_identifier(projector.table)",
+    ("consumer/searchsync/mysql/truth.py", "where_clause(conditions)"): (
+        "key_scope.scope_sql: '`id` > %s' conditions and the operator's --where, checked by "
+        "check_where (one condition, no ';' or comments) and parenthesized"
+    ),
+    ("consumer/searchsync/mysql/key_scope.py", "' AND '.join(conditions)"): (
+        "scope_sql's conditions (see truth.py's where_clause)"
+    ),
+    ("consumer/searchsync/ops/load/state.py", "', '.join((f'`{c}`' for c in _COLUMNS))"): (
+        "constant column names"
+    ),
+    ("consumer/searchsync/ops/load/state.py", "', '.join(['%s'] * len(_COLUMNS))"): (
+        "placeholders"
+    ),
+    ("consumer/searchsync/ops/load/state.py", "', '.join((f'`{c}` = %s' for c in _MUTABLE))"): (
+        "constant column names"
+    ),
     ("consumer/searchsync/mysql/truth_relations.py", "select"): "_quoted() columns",
     ("consumer/searchsync/mysql/truth_relations.py", "table"): "_quoted() table",
     ("consumer/searchsync/mysql/truth_relations.py", "key"): "_quoted() column",

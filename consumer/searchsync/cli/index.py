@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import asdict
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from searchsync.cli import load
 from searchsync.cli.args import (
     chosen_type,
     chosen_types,
@@ -28,7 +29,7 @@ from searchsync.naming import physical_version, read_alias_name
 from searchsync.ops import indices
 from searchsync.read import Until, wait_for_revision
 from searchsync.runtime import Runtime
-from searchsync.search.admin import describe, init_index
+from searchsync.search.admin import InitAction, describe, init_index
 from searchsync.search.port import IndexAdmin, IndexInfo
 
 T = TypeVar("T")
@@ -50,6 +51,13 @@ def register(commands: Any) -> None:
     about = "create <alias>_v1 behind the alias if missing"
     init = command(cmds, "init", cmd_index_init, about, one_type=True)
     init.add_argument("--dry-run", action="store_true", help="say what would be done")
+    init.add_argument(
+        "--load",
+        action="store_true",
+        help="then load the rows that exist in MySQL into it (`index load` over the whole table)",
+    )
+    load.add_wait_switch(init)
+    load.register(cmds)
     command(cmds, "describe", cmd_index_describe, "show where each alias points")
     listing = command(cmds, "list", cmd_index_list, "the physical indices behind each alias")
     listing.add_argument("--type", help="only this aggregate type (default: every type)")
@@ -99,8 +107,23 @@ def cmd_index_init(args: argparse.Namespace, settings: Settings, runtime: Runtim
         "dry_run": args.dry_run,
         "message": message,
     }
-    show(args.json, document, [message])
-    return ExitCode.OK
+    if not args.load:
+        show(args.json, document, [message])
+        return ExitCode.OK
+    if args.dry_run and result.action in (InitAction.WOULD_CREATE, InitAction.WOULD_ADD_ALIAS):
+        then = f"then would load every row of {projector.table} into {result.index}"
+        show(
+            args.json, {**document, "load": None, "message": f"{message}; {then}"}, [message, then]
+        )
+        return ExitCode.OK
+    if not args.json:
+        err(message)
+    outcome = load.run_load_sync(runtime, load.load_options(args, aggregate_type))
+    if args.json:
+        show(True, {**document, "load": outcome.summary()}, [])
+    else:
+        load.report(outcome, as_json=False)
+    return load.exit_code(outcome)
 
 
 def cmd_index_describe(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:

@@ -34,6 +34,7 @@ from searchsync.config._core import (
     _mysql,
 )
 from searchsync.config._kafka import KafkaSettings, _kafka
+from searchsync.config._load import LoadSettings
 from searchsync.config._ops import (
     ConnectSettings,
     RebuildSettings,
@@ -64,6 +65,7 @@ __all__ = [
     "ElasticsearchSettings",
     "FanoutSettings",
     "KafkaSettings",
+    "LoadSettings",
     "MysqlSettings",
     "PipelineSettings",
     "ProjectionSettings",
@@ -96,6 +98,7 @@ class Settings:
     canary: CanarySettings = field(default_factory=CanarySettings)
     relay: RelaySettings = field(default_factory=RelaySettings)
     fanout: FanoutSettings = field(default_factory=FanoutSettings)
+    load: LoadSettings = field(default_factory=LoadSettings)
 
     def alias(self, aggregate_type: str) -> str:
         """The stable alias every write goes through (invariant 7); see `searchsync.naming`."""

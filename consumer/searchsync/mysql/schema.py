@@ -33,6 +33,7 @@ _CONSUMER_OWN: Final = (
     ("search_repair_lease", "SELECT, INSERT, UPDATE"),  # one repair per type at a time
     ("search_canary", "SELECT, INSERT, UPDATE"),  # the exporter's freshness heartbeat
     ("search_fanout", "SELECT, INSERT, UPDATE"),  # fan-out jobs: finished ones stay as history
+    ("search_load_state", "SELECT, INSERT, UPDATE"),  # initial loads: finished ones stay as history
 )
 _APP_OWN: Final = (
     ("search_outbox", "SELECT, INSERT, UPDATE, DELETE"),

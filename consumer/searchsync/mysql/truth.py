@@ -13,6 +13,7 @@ from typing import Any, Final, Protocol
 import aiomysql
 
 from searchsync.mysql.column_types import ColumnTypes
+from searchsync.mysql.key_scope import KeyScope, scope_sql, where_clause
 from searchsync.mysql.keys import KeyKinds, cursor_param, key_params
 from searchsync.mysql.pool import (
     expand_in,
@@ -51,17 +52,28 @@ class Truth(Protocol):
     ) -> dict[str, int]:
         """The revision the writer recorded when it hard-deleted each id."""
 
-    async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]:
+    async def scan(
+        self,
+        projector: Projector,
+        after_id: str | None,
+        limit: int,
+        *,
+        scope: KeyScope | None = None,
+    ) -> list[Row]:
         """Keyset page: at most `limit` rows with ``id > after_id`` (from the start when None),
-        by id in the database's order (numeric for an integer key, else the collation's); empty
-        at the end. Never OFFSET."""
+        within `scope` (an initial load's part), by id in the database's order (numeric for an
+        integer key, else the collation's); empty at the end. Never OFFSET."""
 
     async def floor_page(
         self, aggregate_type: str, after_id: str | None, limit: int
     ) -> list[tuple[str, int]]:
         """The same keyset walk over the revision floors: (id, revision) pairs."""
 
-    async def count(self, projector: Projector) -> int: ...
+    async def count(self, projector: Projector, scope: KeyScope | None = None) -> int: ...
+
+    async def split_keys(self, projector: Projector, parts: int, where: str | None) -> list[str]:
+        """``parts - 1`` ascending keys that cut the rows satisfying `where` into `parts` key
+        ranges of about equal size (`key_scope.ranges`); repeated when there are too few rows."""
 
     async def bucket_page(
         self,
@@ -130,20 +142,27 @@ class MysqlTruth:
         rows = await self._by_chunks(_FLOOR_SQL, (aggregate_type,), ids, primary, doing)
         return {str(row["aggregate_id"]): int(row["revision"]) for row in rows}
 
-    async def scan(self, projector: Projector, after_id: str | None, limit: int) -> list[Row]:
+    async def scan(
+        self,
+        projector: Projector,
+        after_id: str | None,
+        limit: int,
+        *,
+        scope: KeyScope | None = None,
+    ) -> list[Row]:
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
         select, key = _select(projector), quote_identifier(projector.id_column)
-        args: tuple[Any, ...]
         doing = f"scan {projector.table}"
         async with transaction(self._pool, snapshot=True) as conn:
-            if after_id is None:
-                sql, args = f"{select} ORDER BY {key} LIMIT %s", (limit,)
-            else:
-                integer = await self._kinds.integer(conn, projector.table, projector.id_column)
-                after = cursor_param(after_id, integer)
-                sql, args = f"{select} WHERE {key} > %s ORDER BY {key} LIMIT %s", (after, limit)
-            rows = await read_rows(conn, sql, args, doing, _SCAN_PIECE, types=self._types)
+            integer = await self._integer_key(conn, projector)
+            conditions, args = scope_sql(scope, key, lambda k: cursor_param(k, integer))
+            if after_id is not None:
+                conditions.insert(0, f"{key} > %s")
+                args.insert(0, cursor_param(after_id, integer))
+            sql = f"{select}{where_clause(conditions)} ORDER BY {key} LIMIT %s"
+            args.append(limit)
+            rows = await read_rows(conn, sql, tuple(args), doing, _SCAN_PIECE, types=self._types)
             await read_relations(conn, projector, rows, self._packing, self._types)
         return list(rows)
 
@@ -162,11 +181,39 @@ class MysqlTruth:
             fetched = await cur.fetchall()
         return [(str(r[0]), int(r[1])) for r in fetched]
 
-    async def count(self, projector: Projector) -> int:
+    async def count(self, projector: Projector, scope: KeyScope | None = None) -> int:
+        table, key = quote_identifier(projector.table), quote_identifier(projector.id_column)
         async with transaction_cursor(self._pool, f"count {projector.table}") as cur:
-            await cur.execute(f"SELECT COUNT(*) FROM {quote_identifier(projector.table)}")
+            integer = await self._integer_key(cur.connection, projector)
+            conditions, args = scope_sql(scope, key, lambda k: cursor_param(k, integer))
+            await cur.execute(f"SELECT COUNT(*) FROM {table}{where_clause(conditions)}", args)
             (total,) = await cur.fetchone()
         return int(total)
+
+    async def split_keys(self, projector: Projector, parts: int, where: str | None) -> list[str]:
+        if parts < 1:
+            raise ValueError(f"parts must be >= 1, got {parts}")
+        step = -(-await self.count(projector, KeyScope(where=where)) // parts)
+        table, key = quote_identifier(projector.table), quote_identifier(projector.id_column)
+        keys: list[str] = []
+        async with transaction_cursor(self._pool, f"split {projector.table}") as cur:
+            integer = await self._integer_key(cur.connection, projector)
+            while step and len(keys) < parts - 1:  # each query walks one part's keys, no more
+                scope = KeyScope(low=keys[-1] if keys else None, where=where)
+                conditions, args = scope_sql(scope, key, lambda k: cursor_param(k, integer))
+                sql = (
+                    f"SELECT {key} FROM {table}{where_clause(conditions)}"
+                    f" ORDER BY {key} LIMIT 1 OFFSET %s"
+                )
+                await cur.execute(sql, (*args, step - 1))
+                found = await cur.fetchone()
+                if found is None:
+                    break
+                keys.append(str(found[0]))
+        return keys + [keys[-1] if keys else ""] * (parts - 1 - len(keys))
+
+    async def _integer_key(self, conn: Any, projector: Projector) -> bool:
+        return await self._kinds.integer(conn, projector.table, projector.id_column)
 
     async def bucket_page(
         self,

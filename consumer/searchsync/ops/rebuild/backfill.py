@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Final
 
 from searchsync.errors import Disposition, ErrorCode, PoisonMessage, TransientError
+from searchsync.mysql.key_scope import KeyScope
 from searchsync.mysql.truth import Truth
 from searchsync.ops.chunks import ChunkController
 from searchsync.projection import Projector, Row
@@ -65,6 +66,9 @@ class Backfill:
     target_index: str
     chunks: ChunkController
     on_chunk: Callable[[ChunkDone], Awaitable[None]]
+    scope: KeyScope | None = None  # an initial load's part: its key range and where condition
+    floor_tombstones: bool = True  # at the end, tombstones for the hard-deleted ids
+    before_chunk: Callable[[], Awaitable[None]] | None = None  # the load's live-lag guard
 
     async def run(
         self, *, after_id: str | None, stop_after_chunks: int | None = None
@@ -85,7 +89,8 @@ class Backfill:
                 if isinstance(chunk, Exception):
                     raise chunk
                 if not chunk.rows:
-                    result.tombstones = await self._floor_tombstones(result)
+                    if self.floor_tombstones:
+                        result.tombstones = await self._floor_tombstones(result)
                     result.complete = True
                     return result
                 for doc_id, message in chunk.failures:
@@ -121,6 +126,8 @@ class Backfill:
         while stop_after_chunks is None or chunks < stop_after_chunks:
             retired.clear()
             try:
+                if self.before_chunk is not None:
+                    await self.before_chunk()
                 chunk = await self._prepare(after_id, self.chunks.current, ready)
             except Exception as exc:
                 await ready.put(exc)
@@ -158,7 +165,7 @@ class Backfill:
     ) -> _Prepared:
         """The next chunk after `after_id`. Yields the loop every `_YIELD_EVERY` rows (pausing
         while the writer has a chunk waiting), so the writer never waits behind projection."""
-        rows = await self.truth.scan(self.projector, after_id, size)
+        rows = await self.truth.scan(self.projector, after_id, size, scope=self.scope)
         ops: list[IndexOp] = []
         failures: list[tuple[str, str]] = []
         for n, row in enumerate(rows, start=1):

@@ -35,15 +35,35 @@ class Plan:
     rows: int
     old_schema_version: int | None
     new_schema_version: int
+    current_docs: int | None = None  # documents in the current index (None: not listed)
 
     def summary(self) -> dict[str, Any]:
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         return {**fields, "topics": list(self.topics), "watermark": watermark_keys(self.watermark)}
 
 
-def type_topics(admin: KafkaAdmin, settings: Settings, aggregate_type: str) -> tuple[str, ...]:
-    """The outbox topic of `aggregate_type` (``rebuild.topic_template``), which must exist and be
-    one the consumer group subscribes to; `OperationRefused` otherwise."""
+def unloaded(plan: Plan, table: str, settings: Settings) -> str | None:
+    """Why the rebuild must not start (None: it may): the current index lacks more rows than the
+    verification tolerates (``max_count_difference``, and a ``max_query_diff_rate`` share); it
+    was never loaded, or only partly, and comparing search answers with it would refuse the swap."""
+    docs, rows, limits = plan.current_docs, plan.rows, settings.rebuild
+    if docs is None or rows - docs <= limits.max_count_difference:
+        return None
+    if docs >= rows * (1 - limits.max_query_diff_rate):
+        return None
+    return (
+        f"{plan.current_index} holds {docs} documents for {rows} rows of {table}: it was never "
+        f"loaded, or only partly. Run `searchsync index load --type {plan.aggregate_type}` "
+        "first (the rebuild verifies its new index against the current one's search answers)"
+    )
+
+
+def type_topics(
+    admin: KafkaAdmin, settings: Settings, aggregate_type: str, *, must_exist: bool = True
+) -> tuple[str, ...]:
+    """The outbox topic of `aggregate_type` (``rebuild.topic_template``), which must be one the
+    consumer group subscribes to and (with `must_exist`) exist; `OperationRefused` otherwise.
+    Without `must_exist`, a topic that does not exist yet is left out."""
     topic = settings.rebuild.topic_template.replace("{type}", aggregate_type)
     kafka = settings.kafka
     subscribed = (
@@ -58,6 +78,8 @@ def type_topics(admin: KafkaAdmin, settings: Settings, aggregate_type: str) -> t
             " type's outbox topic"
         )
     if not admin.topic_exists(topic):
+        if not must_exist:
+            return ()
         raise OperationRefused(
             f"topic {topic} does not exist yet: write one {aggregate_type} change (or create "
             "the topic) so that its watermark can be taken, then run the rebuild again"

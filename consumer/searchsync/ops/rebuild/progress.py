@@ -20,7 +20,9 @@ class Progress:
         interval_s: float = 5.0,
         tty: bool | None = None,
         clock: Callable[[], float] = time.monotonic,
+        label: str = "backfill",
     ) -> None:
+        self._label = label  # what the rows' line and event are called ("load" for a load)
         self._stream = stream
         self._json = json_lines
         self._interval_s = interval_s
@@ -54,7 +56,7 @@ class Progress:
         if self._json:
             self._emit(
                 {
-                    "event": "backfill",
+                    "event": self._label,
                     "rows_done": rows_done,
                     "rows_total": rows_total,
                     "rows_failed": failed,
@@ -70,7 +72,7 @@ class Progress:
         bar = "#" * int(min(1.0, share) * 30)
         eta_text = "?" if eta is None else f"{eta:.0f}s"
         line = (
-            f"backfill [{bar:<30}] {rows_done}/{rows_total} rows ({min(share, 1.0):.0%}), "
+            f"{self._label} [{bar:<30}] {rows_done}/{rows_total} rows ({min(share, 1.0):.0%}), "
             f"{rate:.0f} rows/s, ETA {eta_text}, failed {failed}"
         )
         if self._tty:

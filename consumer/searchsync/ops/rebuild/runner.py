@@ -65,6 +65,8 @@ class Rebuilder(RebuildSteps):
         )
         watermark = await asyncio.to_thread(plans.high_watermarks, self.d.kafka, topics)
         indices = await self.d.index_admin.list_indices(alias)
+        rows = await self.d.truth.count(projector)
+        current = next((i for i in indices if i.name == writer.index), None)
         name = naming.next_physical_name(alias, [i.name for i in indices])
         group = f"{self.d.settings.kafka.group_id}.rebuild.v{naming.physical_version(alias, name)}"
         return plans.Plan(
@@ -75,9 +77,10 @@ class Rebuilder(RebuildSteps):
             catchup_group=group,
             topics=topics,
             watermark=watermark,
-            rows=await self.d.truth.count(projector),
+            rows=rows,
             old_schema_version=writer.schema_version,
             new_schema_version=projector.schema_version,
+            current_docs=None if current is None else current.docs,
         )
 
     async def _dry_run(
@@ -89,6 +92,8 @@ class Rebuilder(RebuildSteps):
                 f"alias {alias} has an unfinished rebuild into {existing.target_index} "
                 f"({existing.status.value}): --resume would continue it; nothing was changed"
             )
+        elif (why := plans.unloaded(plan, projector.table, self.d.settings)) is not None:
+            return RebuildOutcome(False, "refused", f"{why}; nothing was changed", None, plan)
         else:
             message = (
                 f"would rebuild {alias}: {plan.current_index} -> {plan.new_index} "
@@ -98,6 +103,9 @@ class Rebuilder(RebuildSteps):
 
     async def _begin(self, projector: Projector, alias: str) -> RebuildRecord:
         plan = await self._plan(projector, alias)  # the watermark is taken here, first
+        why = plans.unloaded(plan, projector.table, self.d.settings)
+        if why is not None:
+            raise OperationRefused(why)
         now = utc_now()
         record = RebuildRecord(
             rebuild_id=uuid.uuid4().hex,

@@ -67,7 +67,8 @@ def live_lag(admin: KafkaAdmin, settings: Settings) -> int:
 
 @dataclass(slots=True)
 class LagGuard:
-    """While the live lag is above `max_lag` (0: off), wait, at most `timeout_s`."""
+    """While the live lag is above `max_lag` (0: off), wait, at most `timeout_s`. `job` names
+    the waiting command and its settings section in the messages."""
 
     read_lag: Callable[[], Awaitable[int]]
     max_lag: int
@@ -76,6 +77,7 @@ class LagGuard:
     group: str = ""
     clock: Clock = time.monotonic
     sleep: Sleep = asyncio.sleep
+    job: str = "repair"
 
     async def wait(self, before: str) -> None:
         """Return once the live lag is at most `max_lag`; raise `LiveLagTooHigh` past the wait."""
@@ -84,27 +86,30 @@ class LagGuard:
         lag = await self.read_lag()
         if lag <= self.max_lag:
             return
+        job = self.job
         deadline = self.clock() + self.timeout_s
         log.warning(
-            "repair paused before %s: live group %r lag %d > repair.max_live_lag %d;"
+            "%s paused before %s: live group %r lag %d > %s.max_live_lag %d;"
             " waiting up to %.0fs for the consumer to catch up",
+            job,
             before,
             self.group,
             lag,
+            job,
             self.max_lag,
             self.timeout_s,
         )
         while lag > self.max_lag:
             if self.clock() >= deadline:
                 raise LiveLagTooHigh(
-                    f"live group {self.group!r} lag {lag} stayed above repair.max_live_lag"
-                    f" {self.max_lag} for {self.timeout_s:.0f}s before {before}: the repair"
-                    " stopped; let the consumer catch up (or raise repair.max_live_lag or"
-                    " repair.lag_wait_timeout_s) and run it again"
+                    f"live group {self.group!r} lag {lag} stayed above {job}.max_live_lag"
+                    f" {self.max_lag} for {self.timeout_s:.0f}s before {before}: the {job}"
+                    f" stopped; let the consumer catch up (or raise {job}.max_live_lag or"
+                    f" {job}.lag_wait_timeout_s) and run it again"
                 )
             await self.sleep(min(self.poll_s, max(deadline - self.clock(), 0.0)))
             lag = await self.read_lag()
-        log.info("repair resumes before %s: live lag %d <= %d", before, lag, self.max_lag)
+        log.info("%s resumes before %s: live lag %d <= %d", job, before, lag, self.max_lag)
 
 
 async def _no_lag() -> int:

@@ -1,0 +1,1 @@
+"""`searchsync index load`: the initial load of the rows that exist before searchsync."""

@@ -180,7 +180,7 @@ async def test_the_worker_yields_while_the_members_live_events_wait() -> None:
 
 def test_the_fanout_defaults_and_the_yield_setting_are_read_and_checked() -> None:
     defaults = load_settings({}).fanout
-    assert (defaults.appends_per_s, defaults.yield_above_s) == (2_000.0, 1.0)
+    assert (defaults.appends_per_s, defaults.yield_above_s) == (2_000.0, 5.0)
     assert load_settings({"SEARCHSYNC_FANOUT_YIELD_ABOVE_S": "0"}).fanout.yield_above_s == 0.0
     with pytest.raises(ConfigError) as bad:
         load_settings({"SEARCHSYNC_FANOUT_YIELD_ABOVE_S": "-1"})

@@ -54,7 +54,7 @@ class FanoutSettings:
 
     enabled: bool = setting(True, _Section.boolean)
     appends_per_s: float = setting(2_000.0, number(0.0, 1_000_000.0, lo_open=True))
-    yield_above_s: float = setting(1.0, number(0.0, 3_600.0))
+    yield_above_s: float = setting(5.0, number(0.0, 3_600.0))
     page_size: int = setting(500, integer(1, 10_000))
     poll_interval_s: float = setting(1.0, number(0.0, 60.0, lo_open=True))
     lease_s: float = setting(60.0, number(1.0, 86_400.0), above="poll_interval_s", strict=True)

@@ -46,7 +46,7 @@ class Options:
     dependents: int = 10_000
     lag_rate: float = 50.0
     lag_seconds: float = 10.0
-    appends_per_s: float = 200.0
+    appends_per_s: float = 2_000.0
     as_json: bool = False
 
 
@@ -171,7 +171,7 @@ def parse_args(argv: Sequence[str]) -> Options:
     parser.add_argument("--dependents", type=int, default=10_000, help="articles of the author")
     parser.add_argument("--lag-rate", type=float, default=50.0, help="paced pages/s")
     parser.add_argument("--lag-seconds", type=float, default=10.0, help="each lag window")
-    parser.add_argument("--appends-per-s", type=float, default=200.0, help="fanout setting")
+    parser.add_argument("--appends-per-s", type=float, default=2_000.0, help="fanout setting")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     if min(args.dependents, args.lag_rate, args.lag_seconds, args.appends_per_s) <= 0:

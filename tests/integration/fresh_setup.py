@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient
 
 from tests.integration.conftest import CONNECT_URL, KAFKA
 from tests.integration.conftest_mysql import root_socket
-from tests.timing import deadline as test_deadline
+from tests.timing import deadline as deadline_after
 
 __all__ = [
     "DEADLINE_S",
@@ -176,7 +176,7 @@ def running(url: str, name: str) -> bool:
 
 
 def poll(check: Callable[[], bool], what: str) -> None:
-    deadline = test_deadline(DEADLINE_S)
+    deadline = deadline_after(DEADLINE_S)
     while time.monotonic() < deadline:
         if check():
             return

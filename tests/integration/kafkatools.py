@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from searchsync.clock import Deadline
 from searchsync.kafka.admin import ConfluentKafkaAdmin
 
-from tests.timing import deadline as test_deadline
+from tests.timing import deadline as deadline_after
 
 TIMEOUT_S = 30.0
 
@@ -73,7 +73,7 @@ class TopicTail:
     def read_until(self, done: Callable[[list[Message]], bool], timeout: float) -> list[Message]:
         """Collect messages until `done(messages)` holds; fail at the deadline."""
         seen: list[Message] = []
-        deadline = test_deadline(timeout)
+        deadline = deadline_after(timeout)
         while time.monotonic() < deadline:
             for m in self._consumer.consume(num_messages=100, timeout=0.5):
                 if m.error() is None:

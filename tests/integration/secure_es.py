@@ -44,7 +44,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.timing import deadline as test_deadline
+from tests.timing import deadline as deadline_after
 
 REPO = Path(__file__).resolve().parents[2]
 START_DEADLINE_S = 150.0  # the node usually answers within ~60 s; a busy CI box gets slack
@@ -193,7 +193,7 @@ def _stop(pid_file: Path) -> None:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
         return
-    deadline = test_deadline(60)
+    deadline = deadline_after(60)
     while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
         time.sleep(0.2)
     if Path(f"/proc/{pid}").exists():
@@ -250,7 +250,7 @@ def secure_es() -> Iterator[SecureNode]:
             )  # fmt: skip
         if started.returncode != 0:
             pytest.fail(f"the secured node did not start:\n{_tail(out)}", pytrace=False)
-        deadline = test_deadline(START_DEADLINE_S)
+        deadline = deadline_after(START_DEADLINE_S)
         while not _healthy(node):
             if time.monotonic() > deadline:
                 pytest.fail(

@@ -36,7 +36,7 @@ from tests.integration.consumer_harness import (
     harness_env,
     wait_for,
 )
-from tests.timing import deadline as test_deadline
+from tests.timing import deadline as deadline_after
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -57,7 +57,7 @@ def ensure_topics(topics: tuple[str, ...], deadline_s: float = 30) -> None:
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise
-    deadline = test_deadline(deadline_s)
+    deadline = deadline_after(deadline_s)
     while True:
         meta = admin.list_topics(timeout=10)
         ready = all(

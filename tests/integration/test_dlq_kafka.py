@@ -24,7 +24,7 @@ from searchsync.types import Operation, ThinEvent
 
 from tests.fakes.replay_ledger import FakeReplayLedger
 from tests.integration.kafkatools import fresh_topics, high_watermark, kafka_admin
-from tests.timing import deadline as test_deadline
+from tests.timing import deadline as deadline_after
 
 pytestmark = pytest.mark.integration
 
@@ -70,7 +70,7 @@ def _read_all(topic: str, partitions: int, expected: int) -> list[Any]:
     consumer = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": f"it-{uuid.uuid4().hex}"})
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
     found: list[Any] = []
-    deadline = test_deadline(30)
+    deadline = deadline_after(30)
     try:
         while len(found) < expected and time.monotonic() < deadline:
             message = consumer.poll(0.5)

@@ -37,7 +37,7 @@ from tests.integration.consumer_harness import (
     wait_for,
 )
 from tests.integration.kafkatools import fresh_topics, kafka_admin
-from tests.timing import deadline as test_deadline
+from tests.timing import deadline as deadline_after
 
 pytestmark = pytest.mark.integration
 
@@ -200,7 +200,7 @@ def test_a_position_overtaken_by_retention_is_blocked_from_librdkafkas_error() -
         guard = GapGuard(GapBoard(), config, fresh_start="earliest", timeout_s=10)
         try:
             consumer.assign([TopicPartition(topic, 0)])  # at the committed offset, 2
-            deadline = test_deadline(30)
+            deadline = deadline_after(30)
             event = None
             while event is None and time.monotonic() < deadline:
                 m = consumer.poll(1)

@@ -17,7 +17,7 @@ from searchsync.kafka.intake import KafkaIntake
 from searchsync.types import TopicPartition
 
 from tests.integration.conftest import KAFKA
-from tests.timing import deadline as test_deadline
+from tests.timing import deadline as deadline_after
 
 pytestmark = [pytest.mark.integration]
 
@@ -56,7 +56,7 @@ async def test_a_paused_partition_assigned_back_is_fetched_again() -> None:
     await a.start()
     b = Consumer(_config(group))
     try:
-        deadline = test_deadline(60)
+        deadline = deadline_after(60)
         while len(owned.partitions) < 3:
             assert time.monotonic() < deadline, "the first member never got all 3 partitions"
             await a.consume(10, 0.2)

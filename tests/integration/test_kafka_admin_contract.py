@@ -17,7 +17,7 @@ from confluent_kafka import Consumer, Producer
 from tests.contract.kafka_admin_contract import KAFKA_ADMIN_CASES, KafkaBackend
 from tests.integration.conftest import KAFKA
 from tests.integration.kafkatools import TIMEOUT_S, fresh_topics, kafka_admin
-from tests.timing import deadline as test_deadline
+from tests.timing import deadline as deadline_after
 
 pytestmark = pytest.mark.integration
 
@@ -53,7 +53,7 @@ class RealKafkaBackend:
         assigned: list[object] = []
         consumer.subscribe([topic], on_assign=lambda _c, parts: assigned.extend(parts))
         try:
-            deadline = test_deadline(TIMEOUT_S)
+            deadline = deadline_after(TIMEOUT_S)
             while not assigned:
                 assert time.monotonic() < deadline, f"no assignment in {group} within {TIMEOUT_S}s"
                 consumer.poll(0.2)

@@ -36,7 +36,7 @@ from searchsync.writer import PageWriter
 from tests.integration.conftest import CONNECT_URL, KAFKA
 from tests.integration.conftest_mysql import fetch_all
 from tests.integration.kafkatools import kafka_admin
-from tests.timing import deadline as test_deadline
+from tests.timing import deadline as deadline_after
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -88,7 +88,7 @@ class Tail:
 
     def read_until(self, done: Callable[[list[Message]], bool]) -> list[Message]:
         seen: list[Message] = []
-        deadline = test_deadline(DEADLINE_S)
+        deadline = deadline_after(DEADLINE_S)
         while not done(seen):
             if time.monotonic() > deadline:
                 raise AssertionError(f"condition not met in {DEADLINE_S}s; saw {len(seen)}")

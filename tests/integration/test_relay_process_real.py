@@ -28,7 +28,7 @@ from tests.integration.conftest_mysql import fetch_all
 from tests.integration.kafkatools import TopicTail
 from tests.integration.relay_scratch import *  # noqa: F403  (the scratch_outbox fixture)
 from tests.integration.relay_scratch import insert_rows
-from tests.timing import deadline as test_deadline
+from tests.timing import deadline as deadline_after
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -65,7 +65,7 @@ async def rows_of(pool: aiomysql.Pool, table: str) -> list[dict[str, object]]:
 async def until(
     pool: aiomysql.Pool, table: str, check: Callable[[list[dict[str, object]]], bool], what: str
 ) -> None:
-    deadline = test_deadline(DEADLINE_S)
+    deadline = deadline_after(DEADLINE_S)
     while time.monotonic() < deadline:
         if check(await rows_of(pool, table)):
             return
@@ -96,7 +96,7 @@ async def test_relay_run_publishes_serves_metrics_and_stops_on_sigterm(
             lambda ms: {dict(m.headers())["id"].decode() for m in ms} >= set(ids), DEADLINE_S
         )
         assert len(seen) >= len(ids)
-        deadline = test_deadline(DEADLINE_S)
+        deadline = deadline_after(DEADLINE_S)
         text = ""
         while "relay_published_total 20.0" not in text and time.monotonic() < deadline:
             await asyncio.sleep(0.1)

@@ -26,7 +26,7 @@ from tests.integration.conftest_mysql import fetch_all
 from tests.integration.kafkatools import TopicTail
 from tests.integration.relay_scratch import *  # noqa: F403  (the scratch_outbox fixture)
 from tests.integration.relay_scratch import insert_rows
-from tests.timing import deadline as test_deadline
+from tests.timing import deadline as deadline_after
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -54,7 +54,7 @@ async def statuses(pool: aiomysql.Pool, table: str) -> dict[str, dict[str, Any]]
 
 
 async def wait_for(check: Callable[[], Awaitable[bool]], what: str) -> None:
-    deadline = test_deadline(DEADLINE_S)
+    deadline = deadline_after(DEADLINE_S)
     while time.monotonic() < deadline:
         if await check():
             return

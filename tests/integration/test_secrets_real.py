@@ -42,7 +42,7 @@ from searchsync.types import Operation, ThinEvent
 from tests.integration.conftest import KAFKA
 from tests.integration.kafkatools import fresh_topics
 from tests.integration.secure_es import REPO, SecureNode, stack_env
-from tests.timing import deadline as test_deadline
+from tests.timing import deadline as deadline_after
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -133,7 +133,7 @@ def _assigned(port: int) -> bool:
 
 def _wait(check: object, deadline_s: float, what: str) -> None:
     assert callable(check)
-    deadline = test_deadline(deadline_s)
+    deadline = deadline_after(deadline_s)
     while not check():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {deadline_s}s waiting for: {what}")
@@ -148,7 +148,7 @@ def _dead_letters(topic: str) -> list[tuple[bytes, bytes, list[tuple[str, bytes]
     try:
         reader.assign([TopicPartition(topic, 0, 0)])
         out = []
-        deadline = test_deadline(10)
+        deadline = deadline_after(10)
         while time.monotonic() < deadline:
             msg = reader.poll(0.5)
             if msg is None:

@@ -17,16 +17,16 @@ _INTEGER_TEXT: Final = re.compile(r"-?(?:0|[1-9][0-9]{0,19})")
 _BELOW_EVERY_KEY: Final = -(2**63)
 
 
-class KeyKinds:
-    """Per (table, column): True for an integer column. Learnt once; a column not found (the
-    table's check fails later, loudly) counts as text."""
+class DataTypes:
+    """Per (table, column): its ``information_schema`` DATA_TYPE, lower case, read once ("" for a
+    column not found: the table's own check fails later, loudly)."""
 
     def __init__(self) -> None:
-        self._integer: dict[tuple[str, str], bool] = {}
+        self._types: dict[tuple[str, str], str] = {}
 
-    async def integer(self, conn: Any, table: str, column: str) -> bool:
-        """Whether `table`.`column` is an integer column (read on `conn` the first time)."""
-        found = self._integer.get((table, column))
+    async def of(self, conn: Any, table: str, column: str) -> str:
+        """The type of `table`.`column` (read on `conn` the first time)."""
+        found = self._types.get((table, column))
         if found is None:
             with translate_errors(f"read the type of {table}.{column}"):
                 async with conn.cursor() as cur:
@@ -37,9 +37,20 @@ class KeyKinds:
                         (table, column),
                     )
                     row = await cur.fetchone()
-            data_type = "" if row is None else str(row[0]).lower()
-            found = self._integer[(table, column)] = data_type in _INTEGER_TYPES
+            found = self._types[(table, column)] = "" if row is None else str(row[0]).lower()
         return found
+
+
+class KeyKinds:
+    """Per (table, column): True for an integer column (`DataTypes`: a column not found counts
+    as text)."""
+
+    def __init__(self) -> None:
+        self._types = DataTypes()
+
+    async def integer(self, conn: Any, table: str, column: str) -> bool:
+        """Whether `table`.`column` is an integer column (read on `conn` the first time)."""
+        return await self._types.of(conn, table, column) in _INTEGER_TYPES
 
 
 def key_params(ids: Iterable[str], integer: bool) -> list[Any]:

@@ -18,7 +18,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, tzinfo
 from typing import Any, Final
 
-from searchsync.mysql.pool import quote_identifier, translate_errors
+from searchsync.mysql.keys import DataTypes
+from searchsync.mysql.pool import quote_identifier
 
 LIVE: Final = 0
 DELETED: Final = 1
@@ -44,7 +45,7 @@ class SoftDeleteState:
 
     def __init__(self, time_zone: tzinfo = UTC) -> None:
         self._zone = time_zone
-        self._types: dict[tuple[str, str], str] = {}
+        self._types = DataTypes()
 
     async def expression(
         self, conn: Any, table: str, column: str, before: datetime | None
@@ -56,7 +57,7 @@ class SoftDeleteState:
         live_or_deleted = f"IF({quoted} IS NULL, {LIVE}, {DELETED})"
         if before is None:
             return live_or_deleted, ()
-        data_type = await self._type(conn, table, column)
+        data_type = await self._types.of(conn, table, column)
         if data_type in _INSTANT_TYPES:
             cutoff = before.astimezone(UTC)
         elif data_type in _WALL_TYPES:
@@ -67,18 +68,3 @@ class SoftDeleteState:
             f"IF({quoted} IS NULL, {LIVE}, IF({quoted} < %s, {PURGED}, {DELETED}))",
             (cutoff.replace(tzinfo=None),),
         )
-
-    async def _type(self, conn: Any, table: str, column: str) -> str:
-        found = self._types.get((table, column))
-        if found is None:
-            with translate_errors(f"read the type of {table}.{column}"):
-                async with conn.cursor() as cur:
-                    await cur.execute(
-                        "SELECT DATA_TYPE FROM information_schema.COLUMNS"
-                        " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s"
-                        " AND COLUMN_NAME = %s",
-                        (table, column),
-                    )
-                    row = await cur.fetchone()
-            found = self._types[(table, column)] = "" if row is None else str(row[0]).lower()
-        return found

@@ -13,11 +13,14 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
 from elasticsearch import AsyncElasticsearch, ConflictError, NotFoundError
 from searchsync.config import Settings, load_settings
 from searchsync.mysql.truth import MysqlTruth
@@ -294,3 +297,20 @@ async def divergent(
         if out and first_only:
             break
     return out
+
+
+def healthz(port: str) -> tuple[int, dict[str, object]]:
+    """A member's ``/healthz`` on `port`: its status code and JSON body (503 included)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as r:
+            return r.status, orjson.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, orjson.loads(exc.read())
+
+
+def run_unwatched(consumer: InProcessConsumer) -> None:
+    """`run_consumer` as a task of the running loop, without waiting for an assignment (a member
+    whose partitions may be blocked); `consumer.close()` stops it."""
+    consumer.task = asyncio.create_task(
+        run_consumer(consumer.settings, stop=consumer.stop, metrics=consumer.metrics)
+    )

@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Iterator
 
@@ -33,7 +31,9 @@ from tests.integration.conftest import KAFKA
 from tests.integration.consumer_harness import (
     InProcessConsumer,
     harness_env,
+    healthz,
     prepare_index,
+    run_unwatched,
     wait_for,
 )
 from tests.integration.kafkatools import fresh_topics, kafka_admin
@@ -74,22 +74,6 @@ def _free_port() -> int:
         return port
 
 
-def _healthz(port: str) -> tuple[int, dict[str, object]]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as r:
-            return r.status, orjson.loads(r.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, orjson.loads(exc.read())
-
-
-def _run(consumer: InProcessConsumer) -> None:
-    from searchsync.runtime import run_consumer
-
-    consumer.task = asyncio.create_task(
-        run_consumer(consumer.settings, stop=consumer.stop, metrics=consumer.metrics)
-    )
-
-
 def _reset(env: dict[str, str], monkeypatch: pytest.MonkeyPatch, *argv: str) -> int:
     for key, value in env.items():
         monkeypatch.setenv(key, value)
@@ -118,7 +102,7 @@ async def test_a_partition_past_the_log_start_is_blocked_until_the_gap_is_accept
 
     consumer = InProcessConsumer(env)
     await prepare_index(consumer.settings)
-    _run(consumer)
+    run_unwatched(consumer)
 
     async def blocked_and_others_done() -> bool:
         assert consumer.task is not None and not consumer.task.done()
@@ -129,7 +113,7 @@ async def test_a_partition_past_the_log_start_is_blocked_until_the_gap_is_accept
     await wait_for(blocked_and_others_done, 60, "partition 0 blocked, 1 and 2 consumed")
     assert consumer.metric("searchsync_partition_blocked", topic=topic, partition="0") == 1
     assert admin.committed(group, [p0])[p0] == 2  # never reset to the log start
-    status, health = await asyncio.to_thread(_healthz, port)
+    status, health = await asyncio.to_thread(healthz, port)
     assert status == 503
     reasons = " ".join(str(r) for r in health["reasons"])  # type: ignore[attr-defined]
     assert f"{topic}[0] blocked" in reasons and "2 record(s)" in reasons
@@ -140,7 +124,7 @@ async def test_a_partition_past_the_log_start_is_blocked_until_the_gap_is_accept
 
     # a restart does not forget it: blocked until the gap is acknowledged
     restarted = InProcessConsumer(env)
-    _run(restarted)
+    run_unwatched(restarted)
 
     async def blocked_again() -> bool:
         assert restarted.task is not None and not restarted.task.done()
@@ -170,7 +154,7 @@ async def test_a_partition_past_the_log_start_is_blocked_until_the_gap_is_accept
     assert kept.accepted_by == accepted["accepted_by"]
 
     again = InProcessConsumer(env)
-    _run(again)
+    run_unwatched(again)
 
     async def all_done() -> bool:
         assert again.task is not None and not again.task.done()

@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Iterator
 
@@ -28,7 +26,9 @@ from tests.integration.conftest import KAFKA
 from tests.integration.consumer_harness import (
     InProcessConsumer,
     harness_env,
+    healthz,
     prepare_index,
+    run_unwatched,
     wait_for,
 )
 from tests.integration.kafkatools import TIMEOUT_S, fresh_topics, kafka_admin
@@ -87,22 +87,6 @@ async def _recorded(env: dict[str, str], group: str) -> dict[str, str]:
         await close_pool(pool)
 
 
-def _healthz(port: str) -> tuple[int, dict[str, object]]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as r:
-            return r.status, orjson.loads(r.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, orjson.loads(exc.read())
-
-
-def _run(consumer: InProcessConsumer) -> None:
-    from searchsync.runtime import run_consumer
-
-    consumer.task = asyncio.create_task(
-        run_consumer(consumer.settings, stop=consumer.stop, metrics=consumer.metrics)
-    )
-
-
 def _reset(env: dict[str, str], monkeypatch: pytest.MonkeyPatch, *argv: str) -> int:
     for key, value in env.items():
         monkeypatch.setenv(key, value)
@@ -122,7 +106,7 @@ async def test_a_re_created_topic_is_blocked_until_its_new_lineage_is_accepted(
 
     first = InProcessConsumer(env)
     await prepare_index(first.settings)
-    _run(first)
+    run_unwatched(first)
 
     async def read_all() -> bool:
         assert first.task is not None and not first.task.done()
@@ -142,7 +126,7 @@ async def test_a_re_created_topic_is_blocked_until_its_new_lineage_is_accepted(
     _poison(topic, 2)
 
     blocked = InProcessConsumer(env)
-    _run(blocked)
+    run_unwatched(blocked)
 
     async def lineage_blocked() -> bool:
         assert blocked.task is not None and not blocked.task.done()
@@ -150,7 +134,7 @@ async def test_a_re_created_topic_is_blocked_until_its_new_lineage_is_accepted(
 
     await wait_for(lineage_blocked, 60, "the re-created topic blocked")
     assert blocked.metric("searchsync_partition_blocked", topic=topic, partition="0") == 1
-    status, health = await asyncio.to_thread(_healthz, port)
+    status, health = await asyncio.to_thread(healthz, port)
     assert status == 503
     reasons = " ".join(str(r) for r in health["reasons"])  # type: ignore[attr-defined]
     assert f"{topic}[0] blocked: source lineage mismatch" in reasons
@@ -173,7 +157,7 @@ async def test_a_re_created_topic_is_blocked_until_its_new_lineage_is_accepted(
     assert await _recorded(env, group) == {topic: new_id}
 
     released = InProcessConsumer(env)
-    _run(released)
+    run_unwatched(released)
 
     async def new_topic_read() -> bool:
         assert released.task is not None and not released.task.done()
@@ -197,7 +181,7 @@ async def test_a_topic_re_created_under_a_running_member_stops_it_and_blocks_the
     _poison(topic, 3)
     running = InProcessConsumer(env)
     await prepare_index(running.settings)
-    _run(running)
+    run_unwatched(running)
 
     async def read_all() -> bool:
         assert running.task is not None and not running.task.done()
@@ -215,7 +199,7 @@ async def test_a_topic_re_created_under_a_running_member_stops_it_and_blocks_the
     assert running.task is not None and running.task.result() == 1
 
     restarted = InProcessConsumer(env)
-    _run(restarted)
+    run_unwatched(restarted)
 
     async def blocked() -> bool:
         assert restarted.task is not None and not restarted.task.done()

@@ -10,10 +10,25 @@ Each exception type means one thing::
     ├── DlqBudgetExceeded    too much is failing: stop the consumer instead of dead-lettering it all
     ├── InvalidRequest       a request that parses but cannot be done (a CLI usage error)
     ├── OperationRefused     an operation that is unsafe now (e.g. resetting a running group)
+    │   ├── LeaseHeld           another repair holds a lease this one needs
+    │   └── LeaseLost           the repair's lease ran out before it was renewed
+    ├── IndexAdminError      the cluster refused an index or alias operation
+    │   ├── IndexExists         the name to create is taken
+    │   ├── IndexMissing        the index is not there
+    │   └── AliasConflict       an alias operation's precondition does not hold
+    ├── ConnectUnavailable   Kafka Connect did not answer a connector status
     └── WriteRefused         the application-side writer (searchsync.writer) refused a change
         ├── AggregateNotFound       the row to change does not exist
         ├── AggregateExists         the row to create exists already
         └── AggregateStateConflict  the change does not apply (soft-deleting a deleted row, ...)
+
+Outside the tree (caught where they are raised, or a standard type's kind)::
+
+    InvalidIndexName (ValueError)        a name Elasticsearch would refuse
+    CanonicalizationError (ValueError)   a value with no canonical JSON form
+    LiveLagTooHigh                       the live lag stayed above repair.max_live_lag
+    DeliveryFailed                       the broker answered, and not "written"
+    DeliveryTimeout                      no delivery report before the deadline
 
 What the pipeline does with a failure is decided by its `ErrorCode` alone, through the one table
 below (`ErrorCode.disposition`); nothing else compares codes. A code's string value is what the
@@ -80,7 +95,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from searchsync.ops.repair.lease import Holder
 
 MAX_ERROR_MESSAGE: Final = 1024
 """The longest error message kept, in characters: the state table's ``last_error_message`` column
@@ -252,3 +272,67 @@ class AggregateExists(WriteRefused):
 
 class AggregateStateConflict(WriteRefused):
     """The change does not apply to the row's state: a change must change something."""
+
+
+class LeaseHeld(OperationRefused):
+    """Another repair holds a lease this one needs; nothing was scanned."""
+
+    def __init__(self, held: Sequence[Holder]) -> None:
+        self.held = tuple(held)
+        super().__init__(
+            "; ".join(h.describe() for h in held)
+            + ": one repair per type runs at a time. Wait for it to finish, or stop it "
+            "(its lease then runs out after repair.lease_s)"
+        )
+
+
+class LeaseLost(OperationRefused):
+    """The lease could not be renewed before it ran out: the repair stopped."""
+
+
+class IndexAdminError(SearchSyncError):
+    """The cluster refused an index or alias operation; `type` is Elasticsearch's error type."""
+
+    def __init__(self, name: str, message: str, error_type: str | None = None) -> None:
+        self.name = name
+        self.type = error_type
+        super().__init__(f"{name}: {message}")
+
+
+class IndexExists(IndexAdminError):
+    """The name to create is taken (by an index or an alias)."""
+
+
+class IndexMissing(IndexAdminError): ...
+
+
+class AliasConflict(IndexAdminError):
+    """An alias operation's precondition does not hold (nothing was changed)."""
+
+
+class ConnectUnavailable(SearchSyncError):
+    """Kafka Connect did not answer, or answered something that is not a connector status."""
+
+
+class InvalidIndexName(ValueError):
+    """A name Elasticsearch would refuse, or one that does not follow searchsync's layout."""
+
+
+class CanonicalizationError(ValueError):
+    """The value has no canonical form under the canonical JSON rules (projection.canonical)."""
+
+
+class LiveLagTooHigh(Exception):
+    """The live group's lag stayed above ``repair.max_live_lag`` for the whole wait."""
+
+
+class DeliveryFailed(Exception):
+    """The broker answered, and not "written" (`error` is the KafkaError)."""
+
+    def __init__(self, error: Any) -> None:
+        self.error = error
+        super().__init__(str(error))
+
+
+class DeliveryTimeout(Exception):
+    """No answer before the deadline: the message may or may not be written."""

@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
+from searchsync.errors import InvalidIndexName
+
 INDEX_PREFIX: Final = re.compile(r"[a-z0-9][a-z0-9_-]{0,99}")
 """`elasticsearch.index_prefix`: lower case [a-z0-9_-], 1..100 characters, no leading - or _."""
 
@@ -24,10 +26,6 @@ _FORBIDDEN: Final = frozenset('\\/*?"<>|,#: ')
 _PHYSICAL: Final = re.compile(r"(?P<alias>.+)_v(?P<n>[1-9][0-9]{0,17})")
 # Room left after an alias for the longest "_v<N>" suffix physical_name can produce.
 _SUFFIX_ROOM: Final = len("_v") + 18
-
-
-class InvalidIndexName(ValueError):
-    """A name Elasticsearch would refuse, or one that does not follow searchsync's layout."""
 
 
 def check_index_name(name: str) -> str:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from confluent_kafka import KafkaError
-from searchsync.kafka.producer import DeliveryFailed
+from searchsync.errors import DeliveryFailed
 from searchsync.relay.port import (
     DEAD,
     PENDING,

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 from searchsync.config import ConnectSettings
-from searchsync.kafka.connect import ConnectClient, ConnectUnavailable
+from searchsync.errors import ConnectUnavailable
+from searchsync.kafka.connect import ConnectClient
 from searchsync.kafka.connector_watch import ConnectorWatch
 
 from tests.integration.conftest import CONNECT_URL

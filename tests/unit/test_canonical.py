@@ -11,12 +11,8 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from searchsync.projection.canonical import (
-    CANONICALIZATION_VERSION,
-    CanonicalizationError,
-    canonical_json,
-    sha256_hex,
-)
+from searchsync.errors import CanonicalizationError
+from searchsync.projection.canonical import CANONICALIZATION_VERSION, canonical_json, sha256_hex
 
 text = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
 scalars: st.SearchStrategy[Any] = st.one_of(

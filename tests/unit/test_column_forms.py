@@ -13,8 +13,9 @@ import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from searchsync.errors import CanonicalizationError
 from searchsync.projection import canonical_json, flag_column, json_column, set_column
-from searchsync.projection.canonical import CanonicalizationError, normalize
+from searchsync.projection.canonical import normalize
 
 decimals = st.decimals(allow_nan=False, allow_infinity=False, places=None)
 naive_datetimes = st.datetimes(min_value=datetime(1000, 1, 1), max_value=datetime(9999, 12, 30))

@@ -16,9 +16,9 @@ from runtime_fakes import Fakes, search_of, tables_of
 from searchsync.cli import main
 from searchsync.config import ConnectSettings, load_settings
 from searchsync.duration import format_duration, parse_duration
-from searchsync.errors import ConfigError
+from searchsync.errors import ConfigError, ConnectUnavailable
 from searchsync.exit_codes import ExitCode
-from searchsync.kafka.connect import MISSING, ConnectClient, ConnectUnavailable, parse_status
+from searchsync.kafka.connect import MISSING, ConnectClient, parse_status
 from searchsync.projection import format_timestamp, wiki_page
 
 from tests.fakes.outbox import FakeOutbox

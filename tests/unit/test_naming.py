@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from searchsync import naming
 from searchsync.config import ElasticsearchSettings, Settings
-from searchsync.naming import InvalidIndexName
+from searchsync.errors import InvalidIndexName
 
 prefixes = st.from_regex(naming.INDEX_PREFIX, fullmatch=True)
 types = st.from_regex(naming.AGGREGATE_TYPE, fullmatch=True)

@@ -13,8 +13,7 @@ from confluent_kafka import KafkaError, KafkaException
 from hypothesis import given
 from hypothesis import strategies as st
 from searchsync.config import RelaySettings, load_settings
-from searchsync.errors import ConfigError
-from searchsync.kafka.producer import DeliveryFailed
+from searchsync.errors import ConfigError, DeliveryFailed
 from searchsync.relay.port import DEAD, PENDING, PROCESSING, PUBLISHED, OutboxEntry, router_record
 from searchsync.relay.relay import (
     RELAY_METRIC_NAMES,

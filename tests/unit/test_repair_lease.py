@@ -9,8 +9,9 @@ from datetime import timedelta
 import pytest
 from runtime_fakes import Fakes, tables_of
 from searchsync.cli import main
+from searchsync.errors import LeaseHeld, LeaseLost
 from searchsync.exit_codes import ExitCode
-from searchsync.ops.repair.lease import LeaseHeld, LeaseLost, RepairLease
+from searchsync.ops.repair.lease import RepairLease
 
 from tests.fakes.repair_lease import FakeLeaseStore
 

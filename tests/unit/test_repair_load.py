@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from searchsync.config import load_settings
-from searchsync.errors import ConfigError
-from searchsync.ops.repair.load import LagGuard, Limits, LiveLagTooHigh, TokenBucket, live_lag
+from searchsync.errors import ConfigError, LiveLagTooHigh
+from searchsync.ops.repair.load import LagGuard, Limits, TokenBucket, live_lag
 from searchsync.ops.repair.model import FindingKind
 from searchsync.ops.repair.run import limits
 from test_repair_wheel import World, inject_every_kind

@@ -17,6 +17,7 @@ import orjson
 from searchsync.cli.args import chosen_type, chosen_types, command, fraction, run_in, switch
 from searchsync.cli.output import err, out
 from searchsync.config import Settings
+from searchsync.errors import LeaseHeld
 from searchsync.exit_codes import ExitCode
 from searchsync.gc_tuning import tune_for_throughput
 from searchsync.observability.http import HealthReport, HealthServer
@@ -24,7 +25,7 @@ from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.observability.repair_metrics import RepairMetrics
 from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
 from searchsync.ops.rebuild.progress import Progress
-from searchsync.ops.repair.lease import LeaseHeld, RepairLease
+from searchsync.ops.repair.lease import RepairLease
 from searchsync.ops.repair.model import FindingKind
 from searchsync.ops.repair.report import BucketReport, RotationReport
 from searchsync.ops.repair.run import run_repair

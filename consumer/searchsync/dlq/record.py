@@ -21,13 +21,14 @@ import orjson
 from searchsync.config import scrub_credentials
 from searchsync.errors import (
     MAX_ERROR_MESSAGE,
+    DeliveryFailed,
     DlqBudgetExceeded,
     ErrorCode,
     PoisonMessage,
     TransientError,
 )
 from searchsync.events import load_avro_schema
-from searchsync.kafka.producer import AcknowledgedProducer, DeliveryFailed, ProducerFactory
+from searchsync.kafka.producer import AcknowledgedProducer, ProducerFactory
 from searchsync.types import Operation, ThinEvent
 
 DLQ_FORMAT_HEADER: Final = "searchsync-dlq-format"

@@ -16,15 +16,14 @@ from searchsync.clock import utc_now
 from searchsync.dlq.ledger import ReplayEntry, ReplayLedger
 from searchsync.dlq.read import DlqEntry, DlqTopic, mark_replays
 from searchsync.dlq.record import REPLAYED_FROM_HEADER, DlqRecord
-from searchsync.errors import ErrorCode, InvalidRequest, TransientError
-from searchsync.kafka.producer import (
+from searchsync.errors import (
     DeliveryFailed,
     DeliveryTimeout,
-    ProducerFactory,
-    ProducerPort,
-    acknowledged,
-    produce_and_wait,
+    ErrorCode,
+    InvalidRequest,
+    TransientError,
 )
+from searchsync.kafka.producer import ProducerFactory, ProducerPort, acknowledged, produce_and_wait
 
 
 def parse_utc(text: str) -> datetime:

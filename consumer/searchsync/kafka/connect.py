@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from searchsync.config import ConnectSettings
-from searchsync.errors import SearchSyncError
+from searchsync.errors import ConnectUnavailable
 
 RUNNING: Final = "RUNNING"
 MISSING: Final = "MISSING"
@@ -23,10 +23,6 @@ MISSING: Final = "MISSING"
 Fetch = Callable[[str, float], tuple[int, bytes]]
 """A ``GET`` (or empty ``POST``): ``(url, timeout_s) -> (HTTP status, body)``; `OSError` when there
 is no answer."""
-
-
-class ConnectUnavailable(SearchSyncError):
-    """Kafka Connect did not answer, or answered something that is not a connector status."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,8 @@ import contextlib
 import logging
 from typing import Final
 
-from searchsync.kafka.connect import ConnectClient, ConnectUnavailable
+from searchsync.errors import ConnectUnavailable
+from searchsync.kafka.connect import ConnectClient
 from searchsync.observability.metrics import Metrics
 
 log = logging.getLogger(__name__)

@@ -14,6 +14,7 @@ from typing import Any, Final, Protocol, cast
 import confluent_kafka
 
 from searchsync.clock import Deadline
+from searchsync.errors import DeliveryFailed, DeliveryTimeout
 from searchsync.kafka.client_logs import routed
 
 PRODUCER_GUARANTEES: Final[Mapping[str, str | bool]] = {"acks": "all", "enable.idempotence": True}
@@ -42,18 +43,6 @@ class ProducerPort(Protocol):
 
 
 ProducerFactory = Callable[[dict[str, Any]], ProducerPort]
-
-
-class DeliveryFailed(Exception):
-    """The broker answered, and not "written" (`error` is the KafkaError)."""
-
-    def __init__(self, error: Any) -> None:
-        self.error = error
-        super().__init__(str(error))
-
-
-class DeliveryTimeout(Exception):
-    """No answer before the deadline: the message may or may not be written."""
 
 
 def kafka_producer(config: dict[str, Any]) -> ProducerPort:

@@ -9,12 +9,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Final, NamedTuple
 
-from searchsync.projection.canonical import (
-    CanonicalizationError,
-    encode_normalized,
-    normalize,
-    sha256_hex,
-)
+from searchsync.errors import CanonicalizationError
+from searchsync.projection.canonical import encode_normalized, normalize, sha256_hex
 
 TOMBSTONED_AT: Final = "tombstoned_at"
 """When the document became a tombstone (ISO-8601 UTC, milliseconds): the row's ``deleted_at``,

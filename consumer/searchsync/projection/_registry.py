@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from searchsync.errors import ErrorCode, PoisonMessage
+from searchsync.errors import CanonicalizationError, ErrorCode, PoisonMessage
 from searchsync.projection._document import (
     SYNC_HASH,
     TOMBSTONED_AT,
@@ -26,12 +26,7 @@ from searchsync.projection._relations import (
     check_identifiers,
     check_relations,
 )
-from searchsync.projection.canonical import (
-    CanonicalizationError,
-    encode_normalized,
-    normalize,
-    sha256_hex,
-)
+from searchsync.projection.canonical import encode_normalized, normalize, sha256_hex
 from searchsync.projection.mapping import with_reserved
 
 __all__ = ["RESERVED_FIELDS", "Projector", "ProjectorRegistry", "Row"]

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from searchsync.errors import CanonicalizationError
 from searchsync.projection.column_forms import NO_FORM, column_form
 
 CANONICALIZATION_VERSION = 1
@@ -29,10 +30,6 @@ CANONICALIZATION_VERSION = 1
 _nfc = unicodedata.normalize
 _INT_MIN = -(2**63)
 _INT_MAX = 2**63 - 1
-
-
-class CanonicalizationError(ValueError):
-    """The value has no canonical form under the rules of this module."""
 
 
 def canonical_json(obj: Any) -> bytes:

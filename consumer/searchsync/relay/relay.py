@@ -19,8 +19,7 @@ from confluent_kafka import KafkaError, KafkaException
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from searchsync.config import RelaySettings
-from searchsync.errors import TransientError
-from searchsync.kafka.producer import DeliveryFailed
+from searchsync.errors import DeliveryFailed, TransientError
 from searchsync.observability.rolling import DEFAULT_WINDOW, RollingKinds
 from searchsync.relay.port import Failure, OutboxCounts, OutboxEntry, RelayStore, router_record
 from searchsync.stream.retry import RetryPolicy

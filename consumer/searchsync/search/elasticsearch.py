@@ -11,17 +11,20 @@ from typing import Any
 
 from elasticsearch import AsyncElasticsearch
 
-from searchsync.errors import ErrorCode, TransientError
+from searchsync.errors import (
+    AliasConflict,
+    ErrorCode,
+    IndexAdminError,
+    IndexExists,
+    IndexMissing,
+    TransientError,
+)
 from searchsync.naming import check_index_name, physical_version, read_alias_name
 from searchsync.search.errors import EsError, engine_call
 from searchsync.search.port import (
     DEFAULT_REFRESH_INTERVAL,
     LIVE_FILTER,
-    AliasConflict,
-    IndexAdminError,
-    IndexExists,
     IndexInfo,
-    IndexMissing,
     WriteIndex,
     effective_write_index,
 )

@@ -22,7 +22,7 @@ from typing import Any
 
 from searchsync.clock import utc_now
 from searchsync.config import Settings
-from searchsync.errors import OperationRefused, TransientError
+from searchsync.errors import LiveLagTooHigh, OperationRefused, TransientError
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.mysql.key_scope import KeyScope, ranges
 from searchsync.mysql.truth import Truth
@@ -34,7 +34,7 @@ from searchsync.ops.rebuild.backfill import Backfill, ChunkDone
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.rebuild.runner import backfill_chunks
 from searchsync.ops.rebuild.state import watermark_keys
-from searchsync.ops.repair.load import LagGuard, LiveLagTooHigh, live_lag
+from searchsync.ops.repair.load import LagGuard, live_lag
 from searchsync.projection import Projector, ProjectorRegistry
 from searchsync.search.port import IndexAdmin, WriteIndex
 from searchsync.search.sink import SearchIndex, Sink

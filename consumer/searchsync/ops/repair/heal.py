@@ -10,8 +10,9 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import KW_ONLY, dataclass, field
 
+from searchsync.errors import LiveLagTooHigh
 from searchsync.mysql.outbox import Outbox
-from searchsync.ops.repair.load import LagGuard, LiveLagTooHigh, TokenBucket
+from searchsync.ops.repair.load import LagGuard, TokenBucket
 from searchsync.ops.repair.model import Finding, FindingKind
 
 

@@ -22,7 +22,7 @@ from typing import Protocol
 
 import aiomysql
 
-from searchsync.errors import OperationRefused
+from searchsync.errors import LeaseHeld, LeaseLost
 from searchsync.mysql.pool import transaction_cursor
 
 log = logging.getLogger(__name__)
@@ -39,22 +39,6 @@ class Holder:
     def describe(self) -> str:
         until = self.expires_at.isoformat(timespec="seconds")
         return f"the repair of {self.aggregate_type} is held by {self.holder} (lease until {until})"
-
-
-class LeaseHeld(OperationRefused):
-    """Another repair holds a lease this one needs; nothing was scanned."""
-
-    def __init__(self, held: Sequence[Holder]) -> None:
-        self.held = tuple(held)
-        super().__init__(
-            "; ".join(h.describe() for h in held)
-            + ": one repair per type runs at a time. Wait for it to finish, or stop it "
-            "(its lease then runs out after repair.lease_s)"
-        )
-
-
-class LeaseLost(OperationRefused):
-    """The lease could not be renewed before it ran out: the repair stopped."""
 
 
 class LeaseStore(Protocol):

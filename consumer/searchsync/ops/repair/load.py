@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from searchsync.clock import Clock
 from searchsync.config import Settings
+from searchsync.errors import LiveLagTooHigh
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.ops.offsets import partition_offsets
 
@@ -54,10 +55,6 @@ class TokenBucket:
         if self._tokens < 0:
             await self._sleep(-self._tokens / self.rate)
             self._refill()
-
-
-class LiveLagTooHigh(Exception):
-    """The live group's lag stayed above ``repair.max_live_lag`` for the whole wait."""
 
 
 def live_lag(admin: KafkaAdmin, settings: Settings) -> int:

@@ -21,10 +21,10 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from searchsync.errors import LiveLagTooHigh
 from searchsync.ops.repair.buckets import key_of_id
 from searchsync.ops.repair.compare import compare, still_holding
 from searchsync.ops.repair.heal import Healer
-from searchsync.ops.repair.load import LiveLagTooHigh
 from searchsync.ops.repair.model import Finding, FindingKind, IndexEntry
 from searchsync.ops.repair.reader import BucketEntries, SpanReader
 from searchsync.ops.repair.report import BucketReport, StrayReport

@@ -93,14 +93,9 @@ one work.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from searchsync.ops.repair.lease import Holder
+from typing import Any, Final, Protocol
 
 MAX_ERROR_MESSAGE: Final = 1024
 """The longest error message kept, in characters: the state table's ``last_error_message`` column
@@ -274,10 +269,14 @@ class AggregateStateConflict(WriteRefused):
     """The change does not apply to the row's state: a change must change something."""
 
 
+class _Holder(Protocol):  # searchsync.ops.repair.lease.Holder
+    def describe(self) -> str: ...
+
+
 class LeaseHeld(OperationRefused):
     """Another repair holds a lease this one needs; nothing was scanned."""
 
-    def __init__(self, held: Sequence[Holder]) -> None:
+    def __init__(self, held: Sequence[_Holder]) -> None:
         self.held = tuple(held)
         super().__init__(
             "; ".join(h.describe() for h in held)

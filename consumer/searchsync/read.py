@@ -19,8 +19,8 @@ from searchsync.errors import PoisonMessage
 from searchsync.mysql.truth import Truth
 from searchsync.naming import read_alias_name
 from searchsync.projection import Projector
-from searchsync.search.client import make_es_client
-from searchsync.search.reads import EsSearchReader, SearchReader, StoredDocument
+from searchsync.runtime import Runtime
+from searchsync.search.reads import SearchReader, StoredDocument
 
 
 class Until(enum.Enum):
@@ -127,19 +127,20 @@ def wait_for_revision_sync(
     timeout_s: float = 10.0,
     backoff: Backoff = DEFAULT_BACKOFF,
 ) -> WaitResult:
-    """`wait_for_revision` on the alias of `aggregate_type` with a client of its own, for an
+    """`wait_for_revision` on the alias of `aggregate_type` on a runtime of its own, for an
     application without an event loop (not from a running one)."""
 
     async def go() -> WaitResult:
-        client = make_es_client(settings)
-        try:
-            alias = settings.alias(aggregate_type)
-            reader = EsSearchReader(client)
+        async with Runtime(settings) as runtime:
             return await wait_for_revision(
-                reader, alias, doc_id, revision, until=until, timeout_s=timeout_s, backoff=backoff
+                runtime.search().searcher,
+                settings.alias(aggregate_type),
+                doc_id,
+                revision,
+                until=until,
+                timeout_s=timeout_s,
+                backoff=backoff,
             )
-        finally:
-            await client.close()
 
     return asyncio.run(go())
 

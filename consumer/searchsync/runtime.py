@@ -12,6 +12,8 @@ from functools import cached_property
 from types import TracebackType
 from typing import Any
 
+import aiomysql
+
 from searchsync.config import Settings
 from searchsync.dlq.ledger import MysqlReplayLedger, ReplayLedger
 from searchsync.exit_codes import ExitCode
@@ -34,6 +36,7 @@ from searchsync.ops.repair.wheel import Wheel
 from searchsync.projection import Projector, ProjectorRegistry, registry_from_settings
 from searchsync.resources import KafkaClients, Ports, Search, Tables
 from searchsync.search.client import make_es_client
+from searchsync.watch.canary import Canary, MysqlEsCanary
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +48,8 @@ class Runtime:
         self.settings = settings
         self._given = ports
         self._stack = AsyncExitStack()
+        self._pool: aiomysql.Pool | None = None
+        self._client: Any = None
         self._tables: Tables | None = None
         self._search: Search | None = None
         self._opening = asyncio.Lock()
@@ -60,7 +65,7 @@ class Runtime:
     async def aclose(self) -> None:
         """Close what was opened (the pool, the search client); the next use opens them again."""
         stack, self._stack = self._stack, AsyncExitStack()
-        self._tables = self._search = None
+        self._pool = self._client = self._tables = self._search = None
         self._opening = asyncio.Lock()
         await stack.aclose()
 
@@ -83,31 +88,48 @@ class Runtime:
         return ConnectClient(self.settings.connect) if self._given is None else self._given.connect
 
     def replay_ledger(self) -> ReplayLedger:
-        """The DLQ replay ledger (the caller closes it)."""
+        """The DLQ replay ledger (the caller closes it), blocking, on a runtime of its own: its
+        pool lives on the ledger's own event loop."""
         if self._given is None:
-            return MysqlReplayLedger(self.settings.mysql)
+            return MysqlReplayLedger(Runtime(self.settings))
         return self._given.replay_ledger
 
+    async def pool(self) -> aiomysql.Pool:
+        """The MySQL pool (opened on first use; concurrent first uses open one)."""
+        async with self._opening:
+            if self._pool is None:
+                pool = await open_pool(self.settings.mysql)
+                self._stack.push_async_callback(close_pool, pool)
+                self._pool = pool
+        return self._pool
+
+    def search_client(self) -> Any:
+        """The search engine's client (made on first use; it connects lazily)."""
+        if self._client is None:
+            client = make_es_client(self.settings)
+            self._stack.push_async_callback(client.close)
+            self._client = client
+        return self._client
+
     def search(self) -> Search:
-        """The search service (the real client is made on first use; it connects lazily)."""
+        """The search service."""
         if self._given is not None:
             return self._given.search
         if self._search is None:
-            client = make_es_client(self.settings)
-            self._stack.push_async_callback(client.close)
-            self._search = Search.over(client, self.settings)
+            self._search = Search.over(self.search_client(), self.settings)
         return self._search
 
     async def tables(self) -> Tables:
-        """The MySQL tables (the real pool is opened on first use)."""
+        """The MySQL tables."""
         if self._given is not None:
             return self._given.tables
-        async with self._opening:  # concurrent first uses open one pool
-            if self._tables is None:
-                pool = await open_pool(self.settings.mysql)
-                self._stack.push_async_callback(close_pool, pool)
-                self._tables = Tables.over(pool, self.settings)
+        if self._tables is None:
+            self._tables = Tables.over(await self.pool(), self.settings)
         return self._tables
+
+    async def canary(self) -> Canary:
+        """The freshness canary: heartbeats through MySQL, read back from the search engine."""
+        return MysqlEsCanary(await self.pool(), self.search_client(), self.settings.canary_id())
 
     # -- the parts ---------------------------------------------------------------------------
 

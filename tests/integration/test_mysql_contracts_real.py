@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import aiomysql
 import pytest
 import pytest_asyncio
 from searchsync.clock import utc_now
-from searchsync.config import MysqlSettings, Secret
+from searchsync.config import MysqlSettings, Secret, load_settings
 from searchsync.dlq.ledger import MysqlReplayLedger
 from searchsync.mysql.gap_acks import MysqlGapAcks
 from searchsync.mysql.lineage import MysqlTopicLineage
@@ -29,6 +30,7 @@ from searchsync.ops.rebuild.state import MysqlRebuildState
 from searchsync.ops.repair.lease import MysqlLeaseStore
 from searchsync.ops.repair.state import MysqlWheelState
 from searchsync.projection import Row
+from searchsync.runtime import Runtime
 
 from tests.contract.gap_acks_contract import GAP_ACKS_CASES
 from tests.contract.lineage_lease_contract import LEASE_CASES, LINEAGE_CASES
@@ -139,7 +141,7 @@ class RealLedgerWorld:
     """`MysqlReplayLedger` on its own loop and pool, as the DLQ commands run it."""
 
     def __init__(self, mysql: MysqlSettings, prefix: str) -> None:
-        self.ledger = MysqlReplayLedger(mysql)
+        self.ledger = MysqlReplayLedger(Runtime(replace(load_settings({}), mysql=mysql)))
         self.prefix = prefix
         self._mysql = mysql
 

@@ -21,12 +21,12 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "examples search mysql",
         "observability",
         "kafka",
-        "writer dlq read",
+        "writer dlq",
         "stream devtools",
         "ops relay watch",
         "resources",
         "app",
-        "runtime",
+        "runtime read",
         "cli __main__",
     )
 )

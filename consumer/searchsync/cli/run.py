@@ -23,7 +23,6 @@ from searchsync.observability.http import HealthServer
 from searchsync.observability.logs import configure_logging
 from searchsync.relay.port import DeadRow
 from searchsync.runtime import Runtime
-from searchsync.watch.canary import Canary
 from searchsync.watch.exporter import Exporter, ExporterMetrics
 from searchsync.watch.group import KafkaPeek
 
@@ -81,8 +80,9 @@ def cmd_relay_run(args: argparse.Namespace, settings: Settings, runtime: Runtime
     configure_logging(settings.observability.log_level, secrets=settings.secret_values())
 
     async def go() -> None:
-        async with until_signalled() as stop:
-            await run_relay(settings, stop=stop, producer_factory=runtime.kafka.producer)
+        async with until_signalled() as stop, runtime:
+            store = (await runtime.tables()).relay
+            await run_relay(settings, store, stop=stop, producer_factory=runtime.kafka.producer)
 
     asyncio.run(go())
     return ExitCode.OK
@@ -148,6 +148,7 @@ def cmd_exporter(args: argparse.Namespace, settings: Settings, runtime: Runtime)
 async def _go(settings: Settings, runtime: Runtime, *, once: bool) -> int:
     canary_on = settings.canary.interval_s > 0
     async with AsyncExitStack() as stack:
+        stack.push_async_callback(runtime.aclose)
         peek = KafkaPeek(
             settings.kafka.client_config(),
             settings.kafka.group_id,
@@ -160,7 +161,7 @@ async def _go(settings: Settings, runtime: Runtime, *, once: bool) -> int:
             admin=runtime.kafka_admin(),
             peek=peek,
             metrics=ExporterMetrics(settings.exporter.expected_members, canary=canary_on),
-            canary=await _canary(settings, stack) if canary_on else None,
+            canary=await runtime.canary() if canary_on else None,
             wall_clock=utc_now,
         )
         if once:
@@ -184,16 +185,3 @@ async def _go(settings: Settings, runtime: Runtime, *, once: bool) -> int:
         stop = await stack.enter_async_context(until_signalled())
         await exporter.run(stop)
     return ExitCode.OK
-
-
-async def _canary(settings: Settings, stack: AsyncExitStack) -> Canary:
-    """The canary on a small pool of its own and a search client."""
-    from searchsync.mysql.pool import close_pool, open_pool
-    from searchsync.search.client import make_es_client
-    from searchsync.watch.canary import MysqlEsCanary
-
-    pool = await open_pool(settings.mysql, maxsize=2)
-    stack.push_async_callback(close_pool, pool)
-    client = make_es_client(settings)
-    stack.push_async_callback(client.close)
-    return MysqlEsCanary(pool, client, settings.canary_id())

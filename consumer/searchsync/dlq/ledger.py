@@ -13,8 +13,7 @@ from typing import Any, Final, Protocol
 import aiomysql
 import orjson
 
-from searchsync.config import MysqlSettings
-from searchsync.mysql.pool import close_pool, db_time, expand_in, open_pool, transaction_cursor
+from searchsync.mysql.pool import db_time, expand_in, transaction_cursor
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,15 +55,23 @@ class ReplayLedger(Protocol):
     def close(self) -> None: ...
 
 
+class PoolSource(Protocol):
+    """Where the ledger's pool comes from (`searchsync.runtime.Runtime`): opened on first use,
+    closed by `aclose`."""
+
+    async def pool(self) -> aiomysql.Pool: ...
+
+    async def aclose(self) -> None: ...
+
+
 class MysqlReplayLedger:
     """`ReplayLedger` on MySQL, blocking: each call runs on a private event loop that also owns
-    the pool, opened by the first call (a command that never needs the ledger never connects).
-    `close` it."""
+    the pool of `source`, opened by the first call (a command that never needs the ledger never
+    connects). `close` it."""
 
-    def __init__(self, mysql: MysqlSettings) -> None:
-        self._mysql = mysql
+    def __init__(self, source: PoolSource) -> None:
+        self._source = source
         self._runner = asyncio.Runner()
-        self._pool: aiomysql.Pool | None = None
 
     def replays(self, dlq_topic: str) -> list[ReplayEntry]:
         sql = (
@@ -98,20 +105,15 @@ class MysqlReplayLedger:
 
     def close(self) -> None:
         try:
-            if self._pool is not None:
-                self._runner.run(close_pool(self._pool))
+            self._runner.run(self._source.aclose())
         finally:
-            self._pool = None
             self._runner.close()
 
     def _execute(self, doing: str, sql: str, args: Sequence[Any]) -> list[Any]:
         """Run `sql` in a transaction of its own; its rows (none for a write)."""
-        if self._pool is None:
-            self._pool = self._runner.run(open_pool(self._mysql, maxsize=1))
-        pool = self._pool
 
         async def go() -> list[Any]:
-            async with transaction_cursor(pool, doing) as cur:
+            async with transaction_cursor(await self._source.pool(), doing) as cur:
                 await cur.execute(sql, args)
                 return list(await cur.fetchall())
 

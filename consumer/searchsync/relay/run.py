@@ -1,4 +1,4 @@
-"""Wire a `Relay` from Settings on the real services and run it until stopped."""
+"""Run a `Relay` over the outbox table and a producer until stopped (the runtime gives both)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,8 @@ import uuid
 
 from searchsync.config import Settings
 from searchsync.kafka.producer import AcknowledgedProducer, ProducerFactory
-from searchsync.mysql.pool import close_pool, open_pool
 from searchsync.observability.http import serve_job_metrics
-from searchsync.relay.mysql_store import MysqlRelayStore
-from searchsync.relay.port import PARTITIONER
+from searchsync.relay.port import PARTITIONER, RelayStore
 from searchsync.relay.relay import Relay, RelayMetrics
 
 log = logging.getLogger(__name__)
@@ -21,15 +19,15 @@ log = logging.getLogger(__name__)
 
 async def run_relay(
     settings: Settings,
+    store: RelayStore,
     *,
     stop: asyncio.Event,
-    producer_factory: ProducerFactory | None = None,
+    producer_factory: ProducerFactory,
 ) -> None:
     """Run one relay until `stop`; serves /metrics on ``relay.metrics_port`` when not 0. Its
     ``locked_by`` (at most 128 characters) is ``host:pid:random``."""
     metrics = RelayMetrics()
     holder = f"{socket.gethostname()[:96]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-    pool = await open_pool(settings.mysql, maxsize=2)
     config = {**settings.kafka.client_config(), **PARTITIONER}  # Java-compatible partitioner
     producer = AcknowledgedProducer(config, name="searchsync-relay", factory=producer_factory)
     server = await serve_job_metrics(
@@ -41,7 +39,7 @@ async def run_relay(
     )
     try:
         relay = Relay(
-            MysqlRelayStore(pool, settings.relay.table),
+            store,
             producer,
             settings.relay,
             holder=holder,
@@ -57,4 +55,3 @@ async def run_relay(
             log.warning(
                 "%d records unacknowledged at exit; their claims will be taken back", unsent
             )
-        await close_pool(pool)

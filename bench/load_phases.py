@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -26,7 +27,6 @@ from searchsync.mysql.truth import MysqlTruth
 from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import Limits
-from searchsync.ops.repair.run import wheel_config
 from searchsync.ops.repair.state import MysqlWheelState
 from searchsync.ops.repair.wheel import Wheel
 from searchsync.projection import Projector, registry_from_settings
@@ -231,7 +231,8 @@ class LoadBench:
             index=EsIndexSide(self.es),
             state=MysqlWheelState(self.pool, scope=f"lbench-{self.prefix}"),
             healer=Healer(MysqlOutbox(self.pool), appends_per_s=1.0, dry_run=True),
-            config=wheel_config(self.settings, content_share=1.0),
+            settings=replace(self.settings.repair, content_share=1.0),
+            tombstone_minimum=self.settings.retention.tombstone_minimum,
             limits=Limits(),
         )
         report = await wheel.rotation()

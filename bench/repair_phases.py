@@ -8,7 +8,6 @@ import time
 from typing import Any
 
 from searchsync.ops.repair.report import BucketReport, RotationReport
-from searchsync.ops.repair.run import wheel_config
 
 from bench.common import progress
 from bench.repair_report import SCAN_PAGE
@@ -87,7 +86,7 @@ async def rotation(bench: Bench) -> None:
         buckets=bench.options.buckets,
         progress_cb=on_bucket,
     )
-    config = wheel_config(bench.settings)
+    config = bench.settings.repair
     r.bucket_count = bench.options.buckets or config.bucket_count
     r.content_share = config.content_share
     r.sync_hash_column = bench.sync_hash_column

@@ -19,7 +19,6 @@ from searchsync.mysql.truth import MysqlTruth
 from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import Limits
-from searchsync.ops.repair.run import wheel_config
 from searchsync.ops.repair.state import MysqlWheelState
 from searchsync.ops.repair.wheel import Wheel
 from searchsync.projection import Projector, default_registry
@@ -68,11 +67,11 @@ def build_wheel(
     buckets: int | None,
     progress_cb: Any = None,
 ) -> tuple[Wheel, Timed, Timed, Timed]:
-    """The wheel as `searchsync repair` builds it (`wheel_config`), limited to the bench's rows
-    and state scope, without load ceilings, in dry-run; its sides and state timed."""
-    config = wheel_config(settings)
+    """The wheel as `searchsync repair` builds it (`Runtime.repair_wheel`), limited to the
+    bench's rows and state scope, without load ceilings, in dry-run; its sides and state timed."""
+    repair = settings.repair
     if buckets is not None:
-        config = replace(config, bucket_count=buckets)
+        repair = replace(repair, bucket_count=buckets)
     truth = Timed(MysqlTruth(pool, sync_hash_column=sync_hash_column, id_prefix=id_prefix))
     index = Timed(EsIndexSide(es))
     state = Timed(MysqlWheelState(pool, scope=scope))
@@ -83,7 +82,8 @@ def build_wheel(
         index=index,
         state=state,
         healer=Healer(MysqlOutbox(pool), appends_per_s=1.0, dry_run=True),
-        config=config,
+        settings=repair,
+        tombstone_minimum=settings.retention.tombstone_minimum,
         progress=progress_cb,
         limits=Limits(),
     )

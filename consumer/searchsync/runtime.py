@@ -5,6 +5,7 @@ closes them when its ``async with`` ends; `Runtime(settings, ports)` uses given 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable, Coroutine, Mapping
 from contextlib import AsyncExitStack
@@ -31,7 +32,7 @@ from searchsync.ops.rebuild.runner import Rebuilder
 from searchsync.ops.rebuild.state import RebuildRecord
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.report import BucketReport
-from searchsync.ops.repair.run import limits, wheel_config
+from searchsync.ops.repair.run import limits
 from searchsync.ops.repair.wheel import Wheel
 from searchsync.projection import Projector, ProjectorRegistry, registry_from_settings
 from searchsync.resources import KafkaClients, Ports, Search, Tables
@@ -216,6 +217,8 @@ class Runtime:
     ) -> Wheel:
         """The repair wheel over `projectors`; `kafka_admin` reads the live lag for its guard."""
         r, tables, search = self.settings.repair, await self.tables(), self.search()
+        if content_share is not None:
+            r = dataclasses.replace(r, content_share=content_share)
         bounds = limits(self.settings, kafka_admin)
         return Wheel(
             projectors=projectors,
@@ -230,7 +233,8 @@ class Runtime:
                 guard=bounds.lag,
                 batch_size=r.append_batch,
             ),
-            config=wheel_config(self.settings, content_share=content_share),
+            settings=r,
+            tombstone_minimum=self.settings.retention.tombstone_minimum,
             progress=progress,
             limits=bounds,
         )

@@ -18,11 +18,11 @@ from typing import Any
 
 import aiomysql
 import pytest
+from searchsync.config import RepairSettings
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import FindingKind, IndexEntry
-from searchsync.ops.repair.schedule import WheelConfig
 from searchsync.ops.repair.state import MysqlWheelState, snapshot
 from searchsync.ops.repair.wheel import Wheel
 from searchsync.ops.status_probes import repair_section
@@ -133,7 +133,7 @@ def _wheel(
         state=MysqlWheelState(consumer_pool, scope=scope),
         healer=Healer(outbox, appends_per_s=1_000),
         # pages of 2 (pinned), so a bucket takes several pages on each side
-        config=WheelConfig(
+        settings=RepairSettings(
             bucket_count=m, page_size=2, page_min=2, page_max=2, content_share=1.0, settle_s=0.5
         ),
     )
@@ -282,7 +282,7 @@ async def test_the_lag_guard_reads_the_live_groups_lag_on_kafka_and_stops_the_ro
         index=_CutIndexSide(EsIndexSide(es), cut_at=1),  # never reached
         state=MysqlWheelState(consumer_pool, scope=f"t{uuid.uuid4().hex[:8]}/"),
         healer=Healer(FakeOutbox(), appends_per_s=1_000, guard=bounds.lag),
-        config=WheelConfig(bucket_count=2),
+        settings=RepairSettings(bucket_count=2),
         limits=bounds,
     )
     try:

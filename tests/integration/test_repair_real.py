@@ -16,12 +16,12 @@ from typing import Any
 
 import aiomysql
 import pytest
+from searchsync.config import RepairSettings
 from searchsync.mysql.outbox import MysqlOutbox
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import FindingKind
-from searchsync.ops.repair.schedule import WheelConfig
 from searchsync.ops.repair.state import MysqlWheelState
 from searchsync.ops.repair.wheel import Wheel
 from searchsync.projection import default_registry
@@ -163,7 +163,7 @@ async def test_one_rotation_finds_and_heals_every_kind_under_live_writes(
             index=EsIndexSide(es),
             state=MysqlWheelState(consumer_pool, scope=f"t{uuid.uuid4().hex[:8]}/"),
             healer=Healer(MysqlOutbox(consumer_pool), appends_per_s=50),
-            config=WheelConfig(
+            settings=RepairSettings(
                 bucket_count=3, page_size=4, page_min=2, content_share=1.0, settle_s=4.0
             ),
         )

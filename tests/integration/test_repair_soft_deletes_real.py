@@ -20,7 +20,6 @@ from searchsync.mysql.truth import MysqlTruth
 from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import FindingKind
-from searchsync.ops.repair.run import wheel_config
 from searchsync.ops.repair.state import MysqlWheelState
 from searchsync.ops.repair.wheel import Wheel
 from searchsync.projection import default_registry
@@ -89,10 +88,10 @@ async def test_a_rotation_recreates_live_and_fresh_tombstones_and_leaves_purged_
             await es.delete(index=physical, id=i)
         await es.indices.refresh(index=physical)
 
-        config = dataclasses.replace(
-            wheel_config(settings, content_share=1.0), bucket_count=3, settle_s=2.0
+        repair = dataclasses.replace(
+            settings.repair, content_share=1.0, bucket_count=3, settle_s=2.0
         )
-        assert config.tombstone_minimum == timedelta(hours=1)
+        assert settings.retention.tombstone_minimum == timedelta(hours=1)
         wheel = Wheel(
             projectors=[default_registry().get("wiki_page")],
             alias_for=settings.alias,
@@ -100,7 +99,8 @@ async def test_a_rotation_recreates_live_and_fresh_tombstones_and_leaves_purged_
             index=EsIndexSide(es),
             state=MysqlWheelState(consumer_pool, scope=f"s{uuid.uuid4().hex[:8]}/"),
             healer=Healer(MysqlOutbox(consumer_pool), appends_per_s=50),
-            config=config,
+            settings=repair,
+            tombstone_minimum=settings.retention.tombstone_minimum,
         )
         report = await wheel.rotation()
         found = {(f.kind, f.id) for b in report.buckets for f in b.findings}

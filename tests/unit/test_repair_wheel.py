@@ -12,11 +12,12 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 from pipeline_fakes import PageTruth, page_row
+from searchsync.config import RepairSettings
 from searchsync.ops.repair.buckets import bucket_of, bucket_range, key_hash
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.model import FindingKind
-from searchsync.ops.repair.schedule import SchedulePolicy, WheelConfig, choose, ewma, priority
+from searchsync.ops.repair.schedule import choose, ewma, priority
 from searchsync.ops.repair.state import BucketState
 from searchsync.ops.repair.wheel import Wheel
 from searchsync.projection import default_registry
@@ -69,14 +70,8 @@ class World:
                 self.on_settle()
 
         sleep = settle or on_settle
-        config = WheelConfig(
-            bucket_count=m or self.m,
-            page_size=3,
-            page_min=2,
-            content_share=1.0,
-            settle_s=5.0,
-            span_buckets=span_buckets,
-            tombstone_minimum=WINDOW,
+        settings = RepairSettings(
+            bucket_count=m or self.m, page_size=3, page_min=2, content_share=1.0, settle_s=5.0
         )
         return Wheel(
             projectors=[self.projector],
@@ -92,7 +87,9 @@ class World:
                 guard=None if limits is None else limits.lag,
                 batch_size=batch_size,
             ),
-            config=config,
+            settings=settings,
+            tombstone_minimum=WINDOW,
+            span_buckets=span_buckets,
             clock=lambda: NOW,
             sleep=sleep,
             limits=limits,
@@ -268,7 +265,7 @@ def test_key_hash_is_stable(t: str, i: str) -> None:
 
 
 def test_a_bucket_past_max_staleness_is_chosen_first_whatever_its_score() -> None:
-    policy = SchedulePolicy(slo_s=100, max_staleness_s=1000)
+    policy = RepairSettings(slo_s=100, max_staleness_s=1000)
     hot = BucketState(0, last_complete_at=NOW - timedelta(seconds=500), drift_ewma=5.0, cost_s=0.1)
     cold = BucketState(1, last_complete_at=NOW - timedelta(seconds=1001), drift_ewma=0.0, cost_s=9)
     [first, second] = choose([hot, cold], NOW, policy, 2)

@@ -1,5 +1,5 @@
 """Run a `Wheel`'s rotations and record their metrics (the library behind ``searchsync repair``);
-`limits` and `wheel_config` read its settings."""
+`limits` builds its load limits."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from searchsync.observability.http import HealthServer, serve_job_metrics
 from searchsync.observability.repair_metrics import RepairMetrics
 from searchsync.ops.repair.load import LagGuard, Limits, TokenBucket, live_lag
 from searchsync.ops.repair.report import RotationReport
-from searchsync.ops.repair.schedule import SchedulePolicy, WheelConfig
 from searchsync.ops.repair.wheel import Wheel
 
 
@@ -35,29 +34,6 @@ def limits(settings: Settings, admin: KafkaAdmin | None) -> Limits:
             timeout_s=r.lag_wait_timeout_s,
             poll_s=r.lag_poll_s,
             group=settings.kafka.group_id,
-        ),
-    )
-
-
-def wheel_config(settings: Settings, *, content_share: float | None = None) -> WheelConfig:
-    """The wheel's settings; `content_share` overrides ``repair.content_share``."""
-    r = settings.repair
-    return WheelConfig(
-        bucket_count=r.bucket_count,
-        page_size=r.page_size,
-        page_min=r.page_min,
-        page_max=r.page_max,
-        page_target_s=r.page_target_s,
-        index_page_size=r.page_max,
-        content_share=r.content_share if content_share is None else content_share,
-        settle_s=r.settle_s,
-        tombstone_minimum=settings.retention.tombstone_minimum,
-        policy=SchedulePolicy(
-            slo_s=r.slo_s,
-            max_staleness_s=r.max_staleness_s,
-            gamma=r.gamma,
-            epsilon=r.epsilon,
-            alpha=r.ewma_alpha,
         ),
     )
 

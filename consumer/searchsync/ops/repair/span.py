@@ -3,7 +3,7 @@ them completely on both sides; `finish` compares, settles, heals and completes e
 read reports nothing from any bucket of the span (invariant 13).
 
 The stray sweep (`sweep`, invariant 13), once per type and rotation after the buckets: read the
-documents outside the key space (at most `stray_ceiling`), join the misplaced ones, drop the ids
+documents outside the key space (at most `STRAY_CEILING`), join the misplaced ones, drop the ids
 the buckets found, wait `settle_s` once and re-read the rest by id on both sides. A document still
 outside its key with a row is a STRAY (REBUILD at the row's revision; one above it is counted
 `ahead`, left alone); live without a row is an ORPHAN; a tombstone without a row is left alone. A
@@ -20,7 +20,9 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Final
 
+from searchsync.config import RepairSettings
 from searchsync.errors import LiveLagTooHigh
 from searchsync.ops.repair.buckets import key_of_id
 from searchsync.ops.repair.compare import compare, still_holding
@@ -28,11 +30,14 @@ from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import Finding, FindingKind, IndexEntry
 from searchsync.ops.repair.reader import BucketEntries, SpanReader
 from searchsync.ops.repair.report import BucketReport, StrayReport
-from searchsync.ops.repair.schedule import WheelConfig, ewma
+from searchsync.ops.repair.schedule import ewma
 from searchsync.ops.repair.state import BucketState, Epoch, WheelState
 from searchsync.projection import Projector
 
 log = logging.getLogger(__name__)
+
+STRAY_PAGE: Final = 1_000  # strays per page, and ids per settle re-read of the sweep
+STRAY_CEILING: Final = 100_000  # strays outside the key space one sweep reads
 
 
 @dataclass(slots=True)
@@ -53,7 +58,7 @@ class SpanScan:
     state: WheelState
     healer: Healer
     alias_for: Callable[[str], str]
-    config: WheelConfig
+    settings: RepairSettings
     clock: Callable[[], datetime]
     sleep: Callable[[float], Awaitable[None]]
 
@@ -128,7 +133,7 @@ class SpanScan:
         return reports
 
     def _content(self, bucket: int, generation: int) -> bool:
-        share = self.config.content_share
+        share = self.settings.content_share
         return share >= 1.0 or zlib.crc32(f"{bucket}:{generation}".encode()) / 2**32 < share
 
     def _completed(self, prior: BucketState, r: BucketReport) -> BucketState:
@@ -138,7 +143,7 @@ class SpanScan:
             running_generation=r.generation,
             last_complete_at=self.clock(),
             drift_ewma=ewma(
-                prior.drift_ewma, len(r.findings) / max(r.rows, 1), self.config.policy.alpha
+                prior.drift_ewma, len(r.findings) / max(r.rows, 1), self.settings.ewma_alpha
             ),
             last_counts=dict(Counter(f.kind.value for f in r.findings)),
             cost_s=r.seconds,
@@ -149,7 +154,7 @@ class SpanScan:
         """The candidates that still hold after ``settle_s``, re-read by id on both sides."""
         if not candidates:
             return []
-        await self.sleep(self.config.settle_s)
+        await self.sleep(self.settings.settle_s)
         ids = sorted({f.id for f in candidates})
         alias = self.alias_for(projector.aggregate_type)
         rows, docs = await self.reader.by_ids(projector, alias, ids)
@@ -168,8 +173,8 @@ class SpanScan:
             report.candidates = len(ids)
             findings: list[Finding] = []
             if ids:
-                await self.sleep(self.config.settle_s)
-            page = self.config.stray_page
+                await self.sleep(self.settings.settle_s)
+            page = STRAY_PAGE
             for n in range(0, len(ids), page):
                 chunk = ids[n : n + page]
                 findings.extend(await self._confirm(projector, alias, chunk, report))
@@ -184,14 +189,14 @@ class SpanScan:
         return report
 
     async def _outside(self, alias: str, report: StrayReport) -> set[str]:
-        """The ids of the documents outside the key space, at most `stray_ceiling`."""
+        """The ids of the documents outside the key space, at most `STRAY_CEILING`."""
         ids: set[str] = set()
-        strays = self.reader.index.strays(alias, self.config.stray_page)
+        strays = self.reader.index.strays(alias, STRAY_PAGE)
         async with contextlib.aclosing(strays) as pages:
             async for page in pages:
                 await self.reader.limits.es_requests.take(1)
                 ids.update(e.id for e in page)
-                if len(ids) >= self.config.stray_ceiling:
+                if len(ids) >= STRAY_CEILING:
                     report.truncated = True
                     break
         report.outside = len(ids)

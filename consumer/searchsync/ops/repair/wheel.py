@@ -8,9 +8,11 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Final
 
 from searchsync.clock import utc_now
+from searchsync.config import RepairSettings
 from searchsync.mysql.truth import Truth
 from searchsync.ops.chunks import ChunkController
 from searchsync.ops.repair.buckets import WHEEL_CANONICALIZATION_VERSION
@@ -19,13 +21,20 @@ from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.model import IndexEntry, IndexSide
 from searchsync.ops.repair.reader import SpanReader
 from searchsync.ops.repair.report import BucketReport, RotationReport
-from searchsync.ops.repair.schedule import Choice, WheelConfig, age_s, choose
+from searchsync.ops.repair.schedule import Choice, age_s, choose
 from searchsync.ops.repair.span import SpanRead, SpanScan
 from searchsync.ops.repair.state import BucketState, WheelState, ensure_epoch
 from searchsync.projection import Projector
 
+SPAN_BUCKETS: Final = 32  # buckets read together (adjacent ones in one key range)
+SPAN_ROWS: Final = 50_000  # ... and at most this many rows by their last scans (>= 1 bucket)
+
 
 class Wheel:
+    """The wheel over `projectors` with the ``[repair]`` `settings`. A soft-deleted row deleted
+    longer ago than `tombstone_minimum` (``RetentionSettings.tombstone_minimum``) may have its
+    tombstone purged: no document is then not drift (None: every tombstone is expected)."""
+
     def __init__(
         self,
         *,
@@ -35,7 +44,9 @@ class Wheel:
         index: IndexSide,
         state: WheelState,
         healer: Healer,
-        config: WheelConfig,
+        settings: RepairSettings,
+        tombstone_minimum: timedelta | None = None,
+        span_buckets: int = SPAN_BUCKETS,
         clock: Callable[[], datetime] = utc_now,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         progress: Callable[[BucketReport, int, int], None] | None = None,
@@ -43,8 +54,11 @@ class Wheel:
     ) -> None:
         self._projectors = list(projectors)
         self._progress = progress
-        chunks = _chunks(config), _chunks(config, config.index_page_size), _chunks(config)
-        window = config.tombstone_minimum
+        self._span_buckets = span_buckets
+        # Elasticsearch pages of a fixed size: a range query costs its whole key range whatever
+        # the page, so fewer, larger pages cost less
+        chunks = _chunks(settings), _chunks(settings, settings.page_max), _chunks(settings)
+        window = tombstone_minimum
 
         def purged_before() -> datetime | None:
             return None if window is None else clock() - window
@@ -55,7 +69,7 @@ class Wheel:
             state=state,
             healer=healer,
             alias_for=alias_for,
-            config=config,
+            settings=settings,
             clock=clock,
             sleep=sleep,
         )
@@ -64,7 +78,7 @@ class Wheel:
         """Scan every bucket of every type once (or the `limit` best per type), by priority, a
         span of consecutive picks at a time."""
         started = time.monotonic()
-        report = RotationReport(content_share=self._scan.config.content_share)
+        report = RotationReport(content_share=self._scan.settings.content_share)
         for projector in self._projectors:
             await self._rotate(projector, report, limit)
             if report.stopped is not None:
@@ -76,15 +90,15 @@ class Wheel:
         self, projector: Projector, report: RotationReport, limit: int | None
     ) -> None:
         t, scan = projector.aggregate_type, self._scan
-        c, state, clock = scan.config, scan.state, scan.clock
+        r, state, clock = scan.settings, scan.state, scan.clock
         epoch, new = await ensure_epoch(
-            state, t, c.bucket_count, WHEEL_CANONICALIZATION_VERSION, clock()
+            state, t, r.bucket_count, WHEEL_CANONICALIZATION_VERSION, clock()
         )
         report.epochs[t] = epoch
         if new:
             report.new_epochs.append(t)
         states = await state.buckets(epoch)
-        picked = choose(states.values(), clock(), c.policy, limit or len(states))
+        picked = choose(states.values(), clock(), r, limit or len(states))
         spans = list(self._spans(picked, states))
         misplaced: dict[str, IndexEntry] = {}
 
@@ -127,21 +141,18 @@ class Wheel:
             report.stopped = swept.stopped
         after = await state.buckets(epoch)
         now = clock()
-        report.oldest_age_s[t] = max(age_s(s, now, c.policy) for s in after.values())
+        report.oldest_age_s[t] = max(age_s(s, now, r.max_staleness_s) for s in after.values())
 
     def _spans(
         self, picked: Sequence[Choice], states: Mapping[int, BucketState]
     ) -> Iterator[list[Choice]]:
-        """Consecutive picks, at most `span_buckets` and (by their last scans) `span_rows` rows
+        """Consecutive picks, at most `span_buckets` and (by their last scans) `SPAN_ROWS` rows
         per span, at least one."""
         span: list[Choice] = []
         rows = 0
         for choice in picked:
             seen = states[choice.bucket].rows_seen or 0
-            if span and (
-                len(span) >= self._scan.config.span_buckets
-                or rows + seen > self._scan.config.span_rows
-            ):
+            if span and (len(span) >= self._span_buckets or rows + seen > SPAN_ROWS):
                 yield span
                 span, rows = [], 0
             span.append(choice)
@@ -150,7 +161,7 @@ class Wheel:
             yield span
 
 
-def _chunks(c: WheelConfig, fixed: int | None = None) -> ChunkController:
+def _chunks(c: RepairSettings, fixed: int | None = None) -> ChunkController:
     if fixed is not None:
         return ChunkController(fixed, fixed, c.page_target_s, fixed)
     return ChunkController(c.page_min, c.page_max, c.page_target_s, c.page_size, max_step=4.0)

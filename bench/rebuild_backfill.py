@@ -17,8 +17,7 @@ from searchsync.config import Settings
 from searchsync.mysql.key_scope import KeyScope
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.ops.rebuild import plan as plans
-from searchsync.ops.rebuild.backfill import Backfill, ChunkDone
-from searchsync.ops.rebuild.runner import backfill_chunks
+from searchsync.ops.rebuild.backfill import Backfill, ChunkDone, backfill_chunks
 from searchsync.projection import Projector, Row
 from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.es_index import BulkSizer, EncodedBulk, EsIndex

@@ -25,7 +25,6 @@ from searchsync.observability.metrics import Metrics
 from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.ops.load.runner import LoadDeps, Loader
 from searchsync.ops.prune import ConnectorState
-from searchsync.ops.rebuild.deps import RebuildDeps
 from searchsync.ops.rebuild.plan import catchup_settings
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.rebuild.runner import Rebuilder
@@ -174,20 +173,18 @@ class Runtime:
 
         tables, search = await self.tables(), self.search()
         return Rebuilder(
-            RebuildDeps(
-                settings=settings,
-                registry=registry,
-                index_admin=search.admin,
-                writer=search.physical,  # the backfill addresses the new physical index
-                reader=search.reader,
-                truth=tables.truth,
-                kafka=self.kafka_admin(),
-                state=tables.rebuild_state,
-                catchup=catchup,
-                metrics=metrics,
-                progress=progress,
-                outbox=tables.outbox,
-            )
+            settings=settings,
+            registry=registry,
+            index_admin=search.admin,
+            writer=search.physical,  # the backfill addresses the new physical index
+            reader=search.reader,
+            truth=tables.truth,
+            kafka=self.kafka_admin(),
+            state=tables.rebuild_state,
+            catchup=catchup,
+            metrics=metrics,
+            progress=progress,
+            outbox=tables.outbox,
         )
 
     async def loader(self, *, progress: Progress) -> Loader:

@@ -13,8 +13,8 @@ import orjson
 from searchsync.config import Settings, load_settings
 from searchsync.mysql.key_scope import KeyScope
 from searchsync.observability.rebuild_metrics import RebuildMetrics
-from searchsync.ops.rebuild.deps import RebuildDeps
 from searchsync.ops.rebuild.progress import Progress
+from searchsync.ops.rebuild.runner import Rebuilder
 from searchsync.ops.rebuild.state import RebuildRecord
 from searchsync.projection import Projector, ProjectorRegistry, Row, default_registry
 from searchsync.search.sink import EXTERNAL_GTE, IndexOp, Sink
@@ -202,8 +202,8 @@ class World:
         ops = [IndexOp.from_document(self.alias, self.projector.project(r)) for r in rows.values()]
         await Sink(self.es).write(ops)
 
-    def deps(self) -> RebuildDeps:
-        return RebuildDeps(
+    def rebuilder(self) -> Rebuilder:
+        return Rebuilder(
             settings=self.settings,
             registry=self.registry,
             index_admin=self.es.admin,

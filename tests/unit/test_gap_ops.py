@@ -12,7 +12,6 @@ from searchsync.config import load_settings
 from searchsync.errors import OperationRefused
 from searchsync.exit_codes import ExitCode
 from searchsync.ops.rebuild.outcome import RebuildOptions
-from searchsync.ops.rebuild.runner import Rebuilder
 from searchsync.ops.status_probes import group_section
 from searchsync.resources import KafkaClients
 
@@ -97,14 +96,14 @@ async def test_a_rebuild_refuses_a_catch_up_whose_watermark_was_deleted() -> Non
         w.put(page(f"p{i}", revision=1))
         w.event(f"p{i}", 1)
     await w.init_alias()
-    first = await Rebuilder(w.deps()).run(RebuildOptions(TYPE, stop_after_chunks=1))
+    first = await w.rebuilder().run(RebuildOptions(TYPE, stop_after_chunks=1))
     assert not first.ok and first.record is not None
     assert first.record.watermark == {(REBUILD_TOPIC, 0): 4}
     for i in range(4, 8):  # the topic moves on, and retention deletes past the watermark
         w.event(f"p{i % 4}", 2)
     w.topics.low[(REBUILD_TOPIC, 0)] = 6
     with pytest.raises(OperationRefused) as refused:
-        await Rebuilder(w.deps()).run(RebuildOptions(TYPE, resume=True))
+        await w.rebuilder().run(RebuildOptions(TYPE, resume=True))
     message = str(refused.value)
     assert f"{REBUILD_TOPIC}[0] watermark 4 < log start 6" in message
     assert "`searchsync rebuild --abandon`" in message and "`searchsync rebuild` again" in message

@@ -130,4 +130,4 @@ def test_the_graph_sees_the_imports() -> None:
     edges = graph()
     assert "searchsync.config" in edges["searchsync.cli"]
     assert "searchsync.errors" in edges["searchsync.config._core"]
-    assert "searchsync.ops.rebuild.deps" in edges["searchsync.ops.rebuild.finish"]
+    assert "searchsync.ops.rebuild.catchup" in edges["searchsync.ops.rebuild.runner"]

@@ -6,7 +6,6 @@ import orjson
 import pytest
 from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.ops.rebuild.outcome import RebuildOptions
-from searchsync.ops.rebuild.runner import Rebuilder
 from searchsync.ops.rebuild.state import Status
 from searchsync.search.sink import IndexOp, Sink
 
@@ -49,12 +48,12 @@ async def test_a_rebuild_under_writes_swaps_to_an_index_equal_to_the_truth() -> 
             w.event("p050", 1)
 
     w.truth.on_scan = during_backfill
-    outcome = await Rebuilder(w.deps()).run(RebuildOptions(TYPE))
+    outcome = await w.rebuilder().run(RebuildOptions(TYPE))
     assert not outcome.ok  # the old index never saw those writes: the queries differ
     assert "rebuild.max_query_diff_rate" in outcome.message
     for doc_id in ("p001", "p008", "p050"):  # the live group catches up the old index
         await w.live_write(doc_id)
-    outcome = await Rebuilder(w.deps()).run(RebuildOptions(TYPE, resume=True))
+    outcome = await w.rebuilder().run(RebuildOptions(TYPE, resume=True))
 
     assert outcome.ok, outcome.message
     new = f"{w.alias}_v2"
@@ -92,14 +91,14 @@ async def test_the_new_index_is_filled_with_bulk_load_settings() -> None:
         seen.append((state.refresh_interval, state.replicas))
 
     w.truth.on_scan = look
-    assert (await Rebuilder(w.deps()).run(RebuildOptions(TYPE))).ok
+    assert (await w.rebuilder().run(RebuildOptions(TYPE))).ok
     assert seen and set(seen) == {("-1", 0)}
 
 
 async def test_an_interrupted_rebuild_resumes_from_its_last_id_with_the_same_plan() -> None:
     w = world_with_pages(10)
     await w.init_alias()
-    first = await Rebuilder(w.deps()).run(RebuildOptions(TYPE, stop_after_chunks=2))
+    first = await w.rebuilder().run(RebuildOptions(TYPE, stop_after_chunks=2))
     assert not first.ok and first.action == "interrupted"
     assert first.record is not None
     saved = first.record
@@ -109,10 +108,10 @@ async def test_an_interrupted_rebuild_resumes_from_its_last_id_with_the_same_pla
     w.event("p002", 3)  # the topic moves on; the resumed rebuild keeps its watermark
     w.put(page("p002", revision=3))
     with pytest.raises(OperationRefused, match=r"--resume.*--abandon"):
-        await Rebuilder(w.deps()).run(RebuildOptions(TYPE))
+        await w.rebuilder().run(RebuildOptions(TYPE))
 
     scans_before = len(w.truth.scans)
-    second = await Rebuilder(w.deps()).run(RebuildOptions(TYPE, resume=True))
+    second = await w.rebuilder().run(RebuildOptions(TYPE, resume=True))
     assert second.ok, second.message
     assert w.truth.scans[scans_before][0] == "p005"  # continues after the last saved id
     assert second.record is not None
@@ -128,7 +127,7 @@ async def test_resume_without_an_unfinished_rebuild_is_a_usage_error() -> None:
     w = world_with_pages(2)
     await w.init_alias()
     with pytest.raises(InvalidRequest, match="no unfinished rebuild"):
-        await Rebuilder(w.deps()).run(RebuildOptions(TYPE, resume=True))
+        await w.rebuilder().run(RebuildOptions(TYPE, resume=True))
 
 
 async def test_a_failed_verification_refuses_the_swap_and_says_why() -> None:
@@ -139,7 +138,7 @@ async def test_a_failed_verification_refuses_the_swap_and_says_why() -> None:
     )
     others = [w.projector.project(page(f"other{i}")) for i in range(7)]  # as many, none alike
     await Sink(w.es).write([IndexOp.from_document(w.alias, d) for d in others])
-    outcome = await Rebuilder(w.deps()).run(RebuildOptions(TYPE))
+    outcome = await w.rebuilder().run(RebuildOptions(TYPE))
     assert not outcome.ok and outcome.action == "refused"
     assert "rebuild.max_failed_rows" in outcome.message
     assert "rebuild.max_count_difference" in outcome.message
@@ -156,7 +155,7 @@ async def test_a_rebuild_over_an_index_never_loaded_is_refused_naming_the_load()
         f"{w.alias}_v1", w.projector.mapping, meta={"projection_schema_version": 2}, alias=w.alias
     )
     with pytest.raises(OperationRefused, match="holds 0 documents for 6 rows") as refused:
-        await Rebuilder(w.deps()).run(RebuildOptions(TYPE))
+        await w.rebuilder().run(RebuildOptions(TYPE))
     assert "searchsync index load --type wiki_page" in str(refused.value)
     assert not w.state.records  # refused before anything was recorded
 
@@ -170,7 +169,7 @@ async def test_a_sample_mismatch_refuses_the_swap() -> None:
             w.put(page("p000", revision=5))
 
     w.truth.on_scan = corrupt
-    outcome = await Rebuilder(w.deps()).run(RebuildOptions(TYPE))
+    outcome = await w.rebuilder().run(RebuildOptions(TYPE))
     assert not outcome.ok
     assert outcome.verify is not None
     assert [i for i, _ in outcome.verify.mismatches] == ["p000"]
@@ -181,7 +180,7 @@ async def test_dry_run_changes_nothing() -> None:
     w = world_with_pages(3)
     await w.init_alias()
     before = set(w.es.indices)
-    outcome = await Rebuilder(w.deps()).run(RebuildOptions(TYPE, dry_run=True))
+    outcome = await w.rebuilder().run(RebuildOptions(TYPE, dry_run=True))
     assert outcome.ok and outcome.plan is not None
     assert outcome.plan.new_index == f"{w.alias}_v2"
     assert outcome.plan.current_index == f"{w.alias}_v1"
@@ -194,26 +193,26 @@ async def test_dry_run_changes_nothing() -> None:
 async def test_a_missing_alias_is_refused_with_what_to_run() -> None:
     w = world_with_pages(1)
     with pytest.raises(OperationRefused, match="index init"):
-        await Rebuilder(w.deps()).run(RebuildOptions(TYPE))
+        await w.rebuilder().run(RebuildOptions(TYPE))
 
 
 async def test_abandon_finishes_the_record_and_deletes_the_group() -> None:
     w = world_with_pages(6)
     await w.init_alias()
-    await Rebuilder(w.deps()).run(RebuildOptions(TYPE, stop_after_chunks=1))
-    outcome = await Rebuilder(w.deps()).run(RebuildOptions(TYPE, abandon=True))
+    await w.rebuilder().run(RebuildOptions(TYPE, stop_after_chunks=1))
+    outcome = await w.rebuilder().run(RebuildOptions(TYPE, abandon=True))
     assert outcome.ok and "index drop" in outcome.message
     [record] = w.state.records.values()
     assert record.status is Status.ABANDONED
     # a new rebuild may start now, into the next index
-    again = await Rebuilder(w.deps()).run(RebuildOptions(TYPE))
+    again = await w.rebuilder().run(RebuildOptions(TYPE))
     assert again.ok and w.es.alias_target(w.alias) == f"{w.alias}_v3"
 
 
 async def test_a_changed_schema_version_waits_for_the_live_group() -> None:
     w = world_with_pages(4)
     await w.init_alias(schema_version=1)  # the live index was built by projection schema 1
-    outcome = await Rebuilder(w.deps()).run(RebuildOptions(TYPE))
+    outcome = await w.rebuilder().run(RebuildOptions(TYPE))
     assert not outcome.ok and outcome.action == "waiting"  # the live group never caught up
     assert "Redeploy" in outcome.message and "--resume" in outcome.message
     assert w.es.alias_target(w.alias) == f"{w.alias}_v2"
@@ -221,7 +220,7 @@ async def test_a_changed_schema_version_waits_for_the_live_group() -> None:
 
     live = w.settings.kafka.group_id
     w.topics.commits[(live, (TOPIC, 0))] = 4  # the redeployed group has caught up
-    done = await Rebuilder(w.deps()).run(RebuildOptions(TYPE, resume=True))
+    done = await w.rebuilder().run(RebuildOptions(TYPE, resume=True))
     assert done.ok, done.message
     assert f"{live}.rebuild.v2" in w.topics.deleted_groups
 
@@ -229,7 +228,7 @@ async def test_a_changed_schema_version_waits_for_the_live_group() -> None:
 async def test_no_wait_stops_the_catch_up_after_the_swap() -> None:
     w = world_with_pages(4)
     await w.init_alias(schema_version=1)
-    outcome = await Rebuilder(w.deps()).run(RebuildOptions(TYPE, wait_for_live=False))
+    outcome = await w.rebuilder().run(RebuildOptions(TYPE, wait_for_live=False))
     assert outcome.ok and "--no-wait" in outcome.message
 
 
@@ -269,7 +268,7 @@ async def test_old_shape_documents_written_after_a_schema_changing_swap_are_swep
         assert written is not None and written.body["projection_schema_version"] == 1
 
     w.on_first_sleep.append(old_consumer_writes_through_the_alias)
-    outcome = await Rebuilder(w.deps()).run(RebuildOptions(TYPE, wait_for_live=False))
+    outcome = await w.rebuilder().run(RebuildOptions(TYPE, wait_for_live=False))
     assert outcome.ok, outcome.message
     assert w.sleeps and w.sleeps[0] == 2 * w.settings.pipeline.fence_check_interval_s + 1.0
     assert w.outbox.events == [(TYPE, "p001", 3)]
@@ -282,7 +281,7 @@ async def test_old_shape_documents_written_after_a_schema_changing_swap_are_swep
 async def test_a_same_schema_rebuild_does_not_sweep() -> None:
     w = world_with_pages(3)
     await w.init_alias()
-    outcome = await Rebuilder(w.deps()).run(RebuildOptions(TYPE))
+    outcome = await w.rebuilder().run(RebuildOptions(TYPE))
     assert outcome.ok and w.outbox.events == [] and w.sleeps == []
 
 
@@ -293,7 +292,7 @@ async def test_ids_hard_deleted_before_the_watermark_get_their_tombstones_in_the
     w.truth.put_floor(TYPE, "gone-1", 5)  # deleted long ago: no row, no event after the watermark
     w.truth.put_floor(TYPE, "p002", 1)  # deleted once, created again since (the row is newer)
     await w.init_alias()
-    outcome = await Rebuilder(w.deps()).run(RebuildOptions(TYPE))
+    outcome = await w.rebuilder().run(RebuildOptions(TYPE))
     assert outcome.ok, outcome.message
     docs = w.es.indices[f"{w.alias}_v2"].docs
     assert docs["gone-1"].version == 5 and docs["gone-1"].body["is_deleted"] is True
@@ -306,7 +305,7 @@ async def test_a_dry_run_over_an_index_never_loaded_shows_the_plan_and_the_refus
     await w.es.admin.create_index(
         f"{w.alias}_v1", w.projector.mapping, meta={"projection_schema_version": 2}, alias=w.alias
     )
-    outcome = await Rebuilder(w.deps()).run(RebuildOptions(TYPE, dry_run=True))
+    outcome = await w.rebuilder().run(RebuildOptions(TYPE, dry_run=True))
     assert not outcome.ok and outcome.action == "refused"
     assert outcome.plan is not None and outcome.plan.current_docs == 0
     assert "searchsync index load --type wiki_page" in outcome.message

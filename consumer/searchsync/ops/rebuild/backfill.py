@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final
 
+from searchsync.config import Settings
 from searchsync.errors import Disposition, ErrorCode, PoisonMessage, TransientError
 from searchsync.mysql.key_scope import KeyScope
 from searchsync.mysql.truth import Truth
@@ -223,3 +224,16 @@ def _outranks(projector: Projector, row: Row | None, floor: int) -> bool:
     """True when `row` exists at a revision above the revision floor `floor`."""
     revision = None if row is None else projector.revision_of(row)
     return revision is not None and revision > floor
+
+
+def backfill_chunks(settings: Settings) -> ChunkController:
+    """The backfill's chunk sizes: the ``[rebuild]`` chunk settings, in whole bulks."""
+    r = settings.rebuild
+    return ChunkController(
+        r.chunk_min,
+        r.chunk_max,
+        r.chunk_target_s,
+        r.chunk_initial,
+        r.chunk_max_step,
+        quantum=settings.elasticsearch.bulk_max_actions,
+    )

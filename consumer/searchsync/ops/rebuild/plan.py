@@ -3,18 +3,23 @@ new physical index and its body and ``_meta``, and the catch-up group's settings
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+from searchsync import naming
 from searchsync.config import Settings
 from searchsync.errors import OperationRefused
 from searchsync.kafka.admin import KafkaAdmin
-from searchsync.ops.rebuild.state import Watermark, watermark_keys
+from searchsync.mysql.truth import Truth
+from searchsync.ops.rebuild.state import RebuildRecord, Status, Watermark, watermark_keys
+from searchsync.projection import Projector
 from searchsync.projection.topics import consumed_topics, subscription
-from searchsync.search.port import SCHEMA_VERSION_META, IndexInfo
+from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin, IndexInfo
 from searchsync.types import TopicPartition
 
 BULK_LOAD: Mapping[str, Any] = {"refresh_interval": "-1", "number_of_replicas": 0}
@@ -40,6 +45,63 @@ class Plan:
     def summary(self) -> dict[str, Any]:
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         return {**fields, "topics": list(self.topics), "watermark": watermark_keys(self.watermark)}
+
+
+async def make_plan(
+    settings: Settings,
+    kafka: KafkaAdmin,
+    index_admin: IndexAdmin,
+    truth: Truth,
+    projector: Projector,
+    alias: str,
+) -> Plan:
+    """The plan of a rebuild of `alias` now (the watermark is taken here)."""
+    writer = await index_admin.write_index(alias)
+    if writer is None:
+        raise OperationRefused(
+            f"alias {alias} has no write index: run `searchsync index init --type "
+            f"{projector.aggregate_type}` first"
+        )
+    topics = await asyncio.to_thread(type_topics, kafka, settings, projector.aggregate_type)
+    watermark = await asyncio.to_thread(high_watermarks, kafka, topics)
+    indices = await index_admin.list_indices(alias)
+    rows = await truth.count(projector)
+    current = next((i for i in indices if i.name == writer.index), None)
+    name = naming.next_physical_name(alias, [i.name for i in indices])
+    return Plan(
+        aggregate_type=projector.aggregate_type,
+        alias=alias,
+        current_index=writer.index,
+        new_index=name,
+        catchup_group=f"{settings.kafka.group_id}.rebuild.v{naming.physical_version(alias, name)}",
+        topics=topics,
+        watermark=watermark,
+        rows=rows,
+        old_schema_version=writer.schema_version,
+        new_schema_version=projector.schema_version,
+        current_docs=None if current is None else current.docs,
+    )
+
+
+def first_record(plan: Plan, projector: Projector, rebuild_id: str, now: datetime) -> RebuildRecord:
+    """The record of a rebuild of `plan` that begins now, before its backfill."""
+    return RebuildRecord(
+        rebuild_id=rebuild_id,
+        aggregate_type=projector.aggregate_type,
+        alias=plan.alias,
+        source_index=plan.current_index,
+        target_index=plan.new_index,
+        schema_version=projector.schema_version,
+        catchup_group=plan.catchup_group,
+        watermark=dict(plan.watermark),
+        last_id=None,
+        rows_done=0,
+        rows_failed=0,
+        status=Status.BACKFILLING,
+        message=None,
+        started_at=now,
+        updated_at=now,
+    )
 
 
 def unloaded(plan: Plan, table: str, settings: Settings) -> str | None:

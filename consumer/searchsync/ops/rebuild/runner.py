@@ -1,34 +1,75 @@
-"""`searchsync rebuild --type T`: the steps in their order (docs/design.md, Rebuild): watermark, new
-index, backfill, then `finish`. Every step saves its status first, so ``--resume`` continues at the
-step it reached with the same watermark, target and group."""
+"""`searchsync rebuild --type T` (docs/design.md, Rebuild): watermark, new index, backfill, catch
+up, restore the settings, verify, swap, hand over. Every step saves its status first, so
+``--resume`` continues at the step it reached with the same watermark, target and group. With a
+changed schema version the sweep has old-shape documents rewritten and the catch-up group writes
+until the redeployed live group committed as far (unless ``--no-wait``)."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from searchsync import naming
 from searchsync.clock import utc_now
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest, OperationRefused
-from searchsync.ops.chunks import ChunkController
+from searchsync.kafka.admin import KafkaAdmin
+from searchsync.mysql.outbox import Outbox
+from searchsync.mysql.truth import Truth
+from searchsync.naming import parse_physical_name, read_alias_name
+from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.ops.rebuild import plan as plans
-from searchsync.ops.rebuild.backfill import Backfill, ChunkDone
-from searchsync.ops.rebuild.deps import RebuildSteps
-from searchsync.ops.rebuild.finish import finish
+from searchsync.ops.rebuild.backfill import Backfill, ChunkDone, backfill_chunks
+from searchsync.ops.rebuild.catchup import CatchupGroup, CatchupRun
 from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
-from searchsync.ops.rebuild.state import RebuildRecord, Status, watermark_keys
-from searchsync.projection import Projector
-from searchsync.search.sink import Sink
+from searchsync.ops.rebuild.progress import Progress
+from searchsync.ops.rebuild.reader import IndexReader
+from searchsync.ops.rebuild.state import RebuildRecord, RebuildStateStore, Status, watermark_keys
+from searchsync.ops.rebuild.sweep import Sweep
+from searchsync.ops.rebuild.verify import VerifyReport, verify
+from searchsync.projection import Projector, ProjectorRegistry
+from searchsync.search.port import IndexAdmin, IndexInfo
+from searchsync.search.sink import SearchIndex, Sink
+
+Failures = list[tuple[str, str]]
 
 
-class Rebuilder(RebuildSteps):
-    """Runs one rebuild from its saved status to the end."""
+class Rebuilder:
+    """Runs one rebuild from its saved status to the end. `writer` addresses a physical index
+    (``require_alias=false``); `outbox` takes the sweep's REBUILD events; `catchup` runs the
+    catch-up group's consumer."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        registry: ProjectorRegistry,
+        index_admin: IndexAdmin,
+        writer: SearchIndex,
+        reader: IndexReader,
+        truth: Truth,
+        kafka: KafkaAdmin,
+        state: RebuildStateStore,
+        catchup: CatchupRun,
+        metrics: RebuildMetrics,
+        progress: Progress,
+        outbox: Outbox,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.settings, self.registry, self.index_admin = settings, registry, index_admin
+        self.writer, self.reader, self.truth, self.kafka = writer, reader, truth, kafka
+        self.state, self.metrics, self.progress = state, metrics, progress
+        self.group = CatchupGroup(
+            settings=settings, kafka=kafka, run=catchup, metrics=metrics, progress=progress
+        )
+        self.sweep = Sweep(settings, reader, outbox, progress, self.group.failure, sleep)
 
     async def run(self, options: RebuildOptions) -> RebuildOutcome:
-        projector = self.d.registry.get(options.aggregate_type)
-        alias = self.d.settings.alias(options.aggregate_type)
-        existing = await self.d.state.unfinished(alias)
+        projector = self.registry.get(options.aggregate_type)
+        alias = self.settings.alias(options.aggregate_type)
+        existing = await self.state.unfinished(alias)
         if options.abandon:
             return await self._abandon(alias, existing, options.dry_run)
         if options.dry_run:
@@ -48,40 +89,23 @@ class Rebuilder(RebuildSteps):
                 record = await self._begin(projector, alias)
             else:
                 record = existing
-                self.d.progress.step("resume", f"resuming {record.rebuild_id} at {record.status}")
+                self.progress.step("resume", f"resuming {record.rebuild_id} at {record.status}")
             return await self._continue(projector, record, options)
         finally:
-            await self.stop_catchup()
+            await self.group.stop()
+
+    async def save(self, record: RebuildRecord, **changes: Any) -> RebuildRecord:
+        """Store `record` with `changes`, stamped (and marked finished by a final status)."""
+        now = utc_now()
+        status = changes.get("status", record.status)
+        finished_at = now if isinstance(status, Status) and status.finished else None
+        updated = dataclasses.replace(record, updated_at=now, finished_at=finished_at, **changes)
+        await self.state.save(updated)
+        return updated
 
     async def _plan(self, projector: Projector, alias: str) -> plans.Plan:
-        writer = await self.d.index_admin.write_index(alias)
-        if writer is None:
-            raise OperationRefused(
-                f"alias {alias} has no write index: run `searchsync index init --type "
-                f"{projector.aggregate_type}` first"
-            )
-        topics = await asyncio.to_thread(
-            plans.type_topics, self.d.kafka, self.d.settings, projector.aggregate_type
-        )
-        watermark = await asyncio.to_thread(plans.high_watermarks, self.d.kafka, topics)
-        indices = await self.d.index_admin.list_indices(alias)
-        rows = await self.d.truth.count(projector)
-        current = next((i for i in indices if i.name == writer.index), None)
-        name = naming.next_physical_name(alias, [i.name for i in indices])
-        group = f"{self.d.settings.kafka.group_id}.rebuild.v{naming.physical_version(alias, name)}"
-        return plans.Plan(
-            aggregate_type=projector.aggregate_type,
-            alias=alias,
-            current_index=writer.index,
-            new_index=name,
-            catchup_group=group,
-            topics=topics,
-            watermark=watermark,
-            rows=rows,
-            old_schema_version=writer.schema_version,
-            new_schema_version=projector.schema_version,
-            current_docs=None if current is None else current.docs,
-        )
+        ports = self.kafka, self.index_admin, self.truth
+        return await plans.make_plan(self.settings, *ports, projector, alias)
 
     async def _dry_run(
         self, projector: Projector, alias: str, existing: RebuildRecord | None
@@ -92,7 +116,7 @@ class Rebuilder(RebuildSteps):
                 f"alias {alias} has an unfinished rebuild into {existing.target_index} "
                 f"({existing.status.value}): --resume would continue it; nothing was changed"
             )
-        elif (why := plans.unloaded(plan, projector.table, self.d.settings)) is not None:
+        elif (why := plans.unloaded(plan, projector.table, self.settings)) is not None:
             return RebuildOutcome(False, "refused", f"{why}; nothing was changed", None, plan)
         else:
             message = (
@@ -103,33 +127,13 @@ class Rebuilder(RebuildSteps):
 
     async def _begin(self, projector: Projector, alias: str) -> RebuildRecord:
         plan = await self._plan(projector, alias)  # the watermark is taken here, first
-        why = plans.unloaded(plan, projector.table, self.d.settings)
+        why = plans.unloaded(plan, projector.table, self.settings)
         if why is not None:
             raise OperationRefused(why)
-        now = utc_now()
-        record = RebuildRecord(
-            rebuild_id=uuid.uuid4().hex,
-            aggregate_type=projector.aggregate_type,
-            alias=alias,
-            source_index=plan.current_index,
-            target_index=plan.new_index,
-            schema_version=projector.schema_version,
-            catchup_group=plan.catchup_group,
-            watermark=dict(plan.watermark),
-            last_id=None,
-            rows_done=0,
-            rows_failed=0,
-            status=Status.BACKFILLING,
-            message=None,
-            started_at=now,
-            updated_at=now,
-        )
-        await self.d.state.create(record)
-        self.d.progress.step(
-            "watermark",
-            f"watermark {watermark_keys(plan.watermark)} recorded",
-            rebuild=record.rebuild_id,
-        )
+        record = plans.first_record(plan, projector, uuid.uuid4().hex, utc_now())
+        await self.state.create(record)
+        marks = watermark_keys(plan.watermark)
+        self.progress.step("watermark", f"watermark {marks} recorded", rebuild=record.rebuild_id)
         await self._create_index(projector, record)
         return record
 
@@ -137,37 +141,35 @@ class Rebuilder(RebuildSteps):
         meta = plans.rebuild_meta(
             projector.schema_version, record.rebuild_id, record.watermark, record.source_index
         )
-        await self.d.index_admin.create_index(
+        await self.index_admin.create_index(
             record.target_index, plans.index_body(projector.mapping), meta=meta
         )
-        self.d.progress.step("create", f"created {record.target_index} (bulk-load settings)")
+        self.progress.step("create", f"created {record.target_index} (bulk-load settings)")
 
     async def _continue(
         self, projector: Projector, record: RebuildRecord, options: RebuildOptions
     ) -> RebuildOutcome:
-        failures: list[tuple[str, str]] = []
+        failures: Failures = []
         if record.status is Status.BACKFILLING:
-            if not await self.d.index_admin.exists(record.target_index):
+            if not await self.index_admin.exists(record.target_index):
                 await self._create_index(projector, record)  # stopped between save and create
             record, done, failures = await self._backfill(projector, record, options)
             if not done:
                 message = f"stopped after {options.stop_after_chunks} chunks; run with --resume"
                 return RebuildOutcome(False, "interrupted", message, record, failures=failures)
-            await asyncio.to_thread(
-                plans.check_history, self.d.kafka, record.watermark, record.alias
-            )
+            await asyncio.to_thread(plans.check_history, self.kafka, record.watermark, record.alias)
             failed = await asyncio.to_thread(
-                self.d.kafka.alter_committed, record.catchup_group, dict(record.watermark)
+                self.kafka.alter_committed, record.catchup_group, dict(record.watermark)
             )
             if failed:
                 raise OperationRefused(f"setting {record.catchup_group}'s offsets: {failed}")
             record = await self.save(record, status=Status.CATCHING_UP)
-        return await finish(self, projector, record, options, failures)
+        return await self._finish(projector, record, options, failures)
 
     async def _backfill(
         self, projector: Projector, record: RebuildRecord, options: RebuildOptions
-    ) -> tuple[RebuildRecord, bool, list[tuple[str, str]]]:
-        total = max(await self.d.truth.count(projector), record.rows_done)
+    ) -> tuple[RebuildRecord, bool, Failures]:
+        total = max(await self.truth.count(projector), record.rows_done)
         current = record
 
         async def on_chunk(chunk: ChunkDone) -> None:
@@ -178,30 +180,134 @@ class Rebuilder(RebuildSteps):
                 rows_done=current.rows_done + chunk.rows,
                 rows_failed=current.rows_failed + chunk.failed,
             )
-            self.d.metrics.scanned(current.alias, chunk.rows)
-            self.d.metrics.indexed(current.alias, chunk.indexed)
-            self.d.metrics.failed(current.alias, chunk.failed)
-            self.d.progress.backfill(
+            self.metrics.scanned(current.alias, chunk.rows)
+            self.metrics.indexed(current.alias, chunk.indexed)
+            self.metrics.failed(current.alias, chunk.failed)
+            self.progress.backfill(
                 current.rows_done, max(total, current.rows_done), current.rows_failed
             )
 
         backfill = Backfill(
-            truth=self.d.truth,
-            sink=Sink(self.d.writer),
+            truth=self.truth,
+            sink=Sink(self.writer),
             projector=projector,
             target_index=record.target_index,
-            chunks=backfill_chunks(self.d.settings),
+            chunks=backfill_chunks(self.settings),
             on_chunk=on_chunk,
         )
         result = await backfill.run(
             after_id=record.last_id, stop_after_chunks=options.stop_after_chunks
         )
-        self.d.progress.backfill(
+        self.progress.backfill(
             current.rows_done, max(total, current.rows_done), current.rows_failed, final=True
         )
         for doc_id, why in result.failures:
-            self.d.progress.step("backfill", f"not indexed: {doc_id}: {why}")
+            self.progress.step("backfill", f"not indexed: {doc_id}: {why}")
         return current, result.complete, result.failures
+
+    async def _finish(
+        self,
+        projector: Projector,
+        record: RebuildRecord,
+        options: RebuildOptions,
+        failures: Failures,
+    ) -> RebuildOutcome:
+        report: VerifyReport | None = None
+        if record.status is not Status.SWAPPED:
+            record, report = await self._verify_and_swap(projector, record)
+            if not report.ok:
+                message = (
+                    f"refused to swap: {'; '.join(report.reasons)}. The alias still points at "
+                    f"{record.source_index}; fix the cause, then `--resume` verifies again (or "
+                    "`--abandon`)"
+                )
+                return RebuildOutcome(False, "refused", message, record, None, report, failures)
+        await self.group.start(record)
+        old = await self._source_info(record)
+        old_version = None if old is None else old.schema_version
+        target = await self.group.catch_up(record)  # the live group's writes to the old index
+        live = self.settings.kafka.group_id
+        changed = old_version is not None and old_version != projector.schema_version
+        note = await self.sweep.run(projector, record) if changed else ""
+        if changed and options.wait_for_live:
+            self.progress.step(
+                "handover",
+                f"schema {old_version} -> {projector.schema_version}: the catch-up group keeps "
+                f"writing until group {live}, redeployed with the new projector, catches up",
+            )
+            mine = await self.group.committed(record.catchup_group, sorted(target))
+            try:
+                await self.group.wait_until(record, live, mine)
+            except OperationRefused as exc:
+                message = (
+                    f"{exc}. The alias points at {record.target_index}; the catch-up group "
+                    f"{record.catchup_group} keeps its offsets. Redeploy `searchsync run` with "
+                    "the new projector, then run the rebuild again with --resume to finish the "
+                    "handover"
+                )
+                record = await self.save(record, message=message)
+                return RebuildOutcome(False, "waiting", message, record, None, report, failures)
+        elif changed:
+            note += (
+                f"; --no-wait: the index gets no new writes until group {live} runs the new "
+                "projector (it continues from where it was fenced)"
+            )
+        await self.group.stop()
+        deleted = await asyncio.to_thread(self.kafka.delete_group, record.catchup_group)
+        record = await self.save(record, status=Status.DONE, message=None)
+        message = (
+            f"alias {record.alias} -> {record.target_index}; {record.source_index} kept "
+            f"(drop it later with `searchsync index drop`); catch-up group "
+            f"{record.catchup_group} {'deleted' if deleted else 'was already gone'}{note}"
+        )
+        return RebuildOutcome(True, "done", message, record, None, report, failures)
+
+    async def _verify_and_swap(
+        self, projector: Projector, record: RebuildRecord
+    ) -> tuple[RebuildRecord, VerifyReport]:
+        r, progress = self.settings.rebuild, self.progress
+        await self.group.start(record)
+        await self.group.catch_up(record)
+        progress.step("catch-up", f"{record.catchup_group} reached the topics' end")
+        previous = await self._source_info(record)
+        refresh, replicas = plans.restored_settings(projector.mapping, previous)
+        await self.index_admin.update_settings(
+            record.target_index, refresh_interval=refresh, replicas=replicas
+        )
+        progress.step("settings", f"{record.target_index}: refresh {refresh}, replicas {replicas}")
+        record = await self.save(record, status=Status.VERIFYING)
+        report = VerifyReport()
+        for attempt in range(1, r.verify_attempts + 1):
+            if attempt > 1:  # concurrent writes make one measurement racy: catch up, measure again
+                await self.group.catch_up(record)
+            report = await verify(self.reader, self.truth, r, projector, record)
+            self.metrics.set_query_diff_rate(record.alias, report.query_diff_rate)
+            progress.step("verify", f"attempt {attempt}: {report.summary()}")
+            if report.ok:
+                break
+        if not report.ok:
+            record = await self.save(
+                record, status=Status.REFUSED, message="; ".join(report.reasons)
+            )
+            return record, report
+        # one _aliases call moves the write alias and its read alias (invariant 15)
+        await self.index_admin.swap_alias(
+            record.alias, old=record.source_index, new=record.target_index
+        )
+        record = await self.save(record, status=Status.SWAPPED, message=None)
+        parsed = parse_physical_name(record.target_index)
+        if parsed is not None:
+            self.metrics.set_alias_physical_index(record.alias, parsed[1])
+        read = read_alias_name(record.alias)
+        progress.step(
+            "swap", f"alias {record.alias} and read alias {read} -> {record.target_index}"
+        )
+        return record, report
+
+    async def _source_info(self, record: RebuildRecord) -> IndexInfo | None:
+        """The index the rebuild started from, as it is now (None once it is gone)."""
+        found = await self.index_admin.list_indices(record.alias)
+        return next((i for i in found if i.name == record.source_index), None)
 
     async def _abandon(
         self, alias: str, existing: RebuildRecord | None, dry_run: bool
@@ -216,20 +322,7 @@ class Rebuilder(RebuildSteps):
             return RebuildOutcome(True, "planned", message, existing)
         record = await self.save(existing, status=Status.ABANDONED, message="abandoned")
         try:
-            await asyncio.to_thread(self.d.kafka.delete_group, record.catchup_group)
+            await asyncio.to_thread(self.kafka.delete_group, record.catchup_group)
         except Exception as exc:  # the group may still have members for a session timeout
             kept += f"; group {record.catchup_group} not deleted ({exc})"
         return RebuildOutcome(True, "abandoned", f"abandoned {record.rebuild_id}; {kept}", record)
-
-
-def backfill_chunks(settings: Settings) -> ChunkController:
-    """The backfill's chunk sizes: the ``[rebuild]`` chunk settings, in whole bulks."""
-    r = settings.rebuild
-    return ChunkController(
-        r.chunk_min,
-        r.chunk_max,
-        r.chunk_target_s,
-        r.chunk_initial,
-        r.chunk_max_step,
-        quantum=settings.elasticsearch.bulk_max_actions,
-    )

@@ -10,9 +10,10 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from searchsync.config import RebuildSettings
 from searchsync.errors import PoisonMessage
 from searchsync.mysql.truth import Truth
-from searchsync.ops.rebuild.deps import RebuildDeps
+from searchsync.ops.rebuild.reader import IndexReader
 from searchsync.ops.rebuild.state import RebuildRecord
 from searchsync.projection import Projector, Row
 from searchsync.search.reads import StoredDocument
@@ -60,10 +61,15 @@ class VerifyReport:
         }
 
 
-async def verify(d: RebuildDeps, projector: Projector, record: RebuildRecord) -> VerifyReport:
+async def verify(
+    reader: IndexReader,
+    truth: Truth,
+    limits: RebuildSettings,
+    projector: Projector,
+    record: RebuildRecord,
+) -> VerifyReport:
     """Measure `record`'s new index against the truth and its old index (a new random sample on
     every call)."""
-    reader, truth, limits = d.reader, d.truth, d.settings.rebuild
     old_index, new_index, failed_rows = record.source_index, record.target_index, record.rows_failed
     report = VerifyReport(failed_rows=failed_rows)
     report.rows = await truth.count(projector)

@@ -1,0 +1,103 @@
+"""A rebuild's catch-up group: its consumer (started once, drained once) and the waits until a
+consumer group (the catch-up group, or the live group) committed as far as a target."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+from searchsync.config import Settings
+from searchsync.errors import OperationRefused
+from searchsync.kafka.admin import KafkaAdmin
+from searchsync.observability.rebuild_metrics import RebuildMetrics
+from searchsync.ops.rebuild.plan import high_watermarks
+from searchsync.ops.rebuild.progress import Progress
+from searchsync.ops.rebuild.state import RebuildRecord, Watermark
+from searchsync.types import TopicPartition
+
+CatchupRun = Callable[[RebuildRecord, list[str], asyncio.Event], Coroutine[Any, Any, int]]
+"""(record, topics, stop) -> the catch-up group's consumer until `stop` is set; its exit code."""
+
+
+class CatchupGroup:
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        kafka: KafkaAdmin,
+        run: CatchupRun,
+        metrics: RebuildMetrics,
+        progress: Progress,
+    ) -> None:
+        self._settings, self._kafka, self._run = settings, kafka, run
+        self._metrics, self._progress = metrics, progress
+        self._task: asyncio.Task[int] | None = None
+        self._stop = asyncio.Event()
+
+    async def committed(
+        self, group: str, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        found = await asyncio.to_thread(self._kafka.committed, group, list(partitions))
+        return {tp: found.get(tp) or 0 for tp in partitions}
+
+    async def catch_up(self, record: RebuildRecord) -> dict[TopicPartition, int]:
+        """Wait until the catch-up group reached the topics' ends as of now; those ends."""
+        topics = sorted({t for t, _ in record.watermark})
+        target = await asyncio.to_thread(high_watermarks, self._kafka, topics)
+        await self.wait_until(record, record.catchup_group, target)
+        return target
+
+    async def wait_until(self, record: RebuildRecord, group: str, target: Watermark) -> None:
+        """Return once `group` (the catch-up group, or the live group) committed at least `target`
+        on every partition, the lag shown as ``reindex_incremental_lag``; `OperationRefused` at
+        its timeout, or when the catch-up consumer stopped by itself."""
+        r = self._settings.rebuild
+        live = group == self._settings.kafka.group_id
+        timeout_s = r.live_wait_timeout_s if live else r.catchup_timeout_s
+        what = f"{'live' if live else 'catch-up'} group {group}"
+        deadline = time.monotonic() + timeout_s
+        partitions = sorted(target)
+        while True:
+            done = await self.committed(group, partitions)
+            lag = sum(max(0, target[tp] - done[tp]) for tp in partitions)
+            self._metrics.set_incremental_lag(record.alias, lag)
+            if lag == 0:
+                return
+            why = self.failure()
+            if why is not None:
+                raise OperationRefused(f"{what}: {why}")
+            if time.monotonic() >= deadline:
+                raise OperationRefused(
+                    f"{what}: still {lag} events behind after {timeout_s:.0f}s; the progress is "
+                    "saved: run the rebuild again with --resume"
+                )
+            await asyncio.sleep(r.poll_interval_s)
+
+    async def start(self, record: RebuildRecord) -> None:
+        """Start the record's catch-up group, unless it runs."""
+        if self._task is None:
+            topics = sorted({t for t, _ in record.watermark})
+            self._stop.clear()
+            self._task = asyncio.create_task(self._run(record, topics, self._stop))
+            self._progress.step("catch-up", f"group {record.catchup_group} started")
+
+    def failure(self) -> str | None:
+        """Why the catch-up consumer stopped by itself, if it did."""
+        task = self._task
+        if task is None or not task.done():
+            return None
+        if task.cancelled():
+            return "the catch-up consumer was cancelled"
+        exc = task.exception()
+        if exc is not None:
+            return f"the catch-up consumer failed: {exc}"
+        return f"the catch-up consumer stopped with exit code {task.result()} (see its log)"
+
+    async def stop(self) -> None:
+        """Let the catch-up consumer drain, commit its finished prefix and leave the group."""
+        task, self._task = self._task, None
+        if task is not None:
+            self._stop.set()
+            await task

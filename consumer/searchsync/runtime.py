@@ -1,6 +1,7 @@
 """One wiring: the shared resources of one process, and the consumer, the rebuilder and the repair
 wheel built from them. `Runtime(settings)` opens the pool and search client on first use and
-closes them when its ``async with`` ends; `Runtime(settings, ports)` uses given ports."""
+closes them when its ``async with`` ends; `Runtime(settings, ports)` uses given ports. It is the
+one place that opens a pool or a client; the commands and side doors take theirs from it."""
 
 from __future__ import annotations
 

@@ -7,13 +7,12 @@ and the Debezium connector's configuration (or ``--worker-properties``), docs/pr
 from __future__ import annotations
 
 import argparse
-import asyncio
 from typing import Any
 
 import orjson
 
 from searchsync.cli import config_check
-from searchsync.cli.args import command, group, positive_int
+from searchsync.cli.args import command, group, positive_int, run_in
 from searchsync.cli.output import err, out, print_json
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest
@@ -61,15 +60,13 @@ def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runt
     report = None
     if args.grants:
         from searchsync.mysql.grants import check_grants
-        from searchsync.mysql.pool import pool_of
 
         tables = list(business_tables(runtime.registry))
 
         async def go() -> Any:
-            async with pool_of(settings.mysql, maxsize=1) as pool:
-                return await check_grants(pool, settings.mysql.database, tables)
+            return await check_grants(await runtime.pool(), settings.mysql.database, tables)
 
-        report = asyncio.run(go())
+        report = run_in(runtime, go)
         redacted["grants"] = {
             "tables": tables,
             "grants": list(report.grants),

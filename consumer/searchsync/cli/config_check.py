@@ -8,7 +8,6 @@ from typing import Any
 
 from searchsync.cli.args import run_in
 from searchsync.config import Settings
-from searchsync.mysql.pool import pool_of
 from searchsync.mysql.table_schema import MysqlTableSchema
 from searchsync.ops import setup_check
 from searchsync.projection.references import event_types
@@ -28,17 +27,16 @@ def findings(settings: Settings, runtime: Runtime, *, connect: bool) -> dict[str
             tables = await runtime.tables()
             admin = runtime.search().admin
             prefix = settings.elasticsearch.index_prefix
-            async with pool_of(settings.mysql, maxsize=1) as pool:
-                schema = MysqlTableSchema(pool)
-                for t in types:
-                    projector = registry.get(t)
-                    wrong = await setup_check.schema_findings(projector, schema)
-                    found.extend(wrong)
-                    if not wrong:  # a missing column would only fail the read
-                        report = await setup_check.sample_report(projector, tables.truth)
-                        reports.append(report)
-                        found.extend(report.findings)
-                    found.extend(await setup_check.engine_findings(projector, admin, prefix))
+            schema = MysqlTableSchema(await runtime.pool())
+            for t in types:
+                projector = registry.get(t)
+                wrong = await setup_check.schema_findings(projector, schema)
+                found.extend(wrong)
+                if not wrong:  # a missing column would only fail the read
+                    report = await setup_check.sample_report(projector, tables.truth)
+                    reports.append(report)
+                    found.extend(report.findings)
+                found.extend(await setup_check.engine_findings(projector, admin, prefix))
 
         run_in(runtime, go)
     return {

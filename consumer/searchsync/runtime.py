@@ -24,7 +24,7 @@ from searchsync.kafka.connect import ConnectClient
 from searchsync.mysql.pool import close_pool, open_pool
 from searchsync.observability.metrics import Metrics
 from searchsync.observability.rebuild_metrics import RebuildMetrics
-from searchsync.ops.load.runner import LoadDeps, Loader
+from searchsync.ops.load.runner import Loader
 from searchsync.ops.prune import ConnectorState
 from searchsync.ops.rebuild.plan import catchup_settings
 from searchsync.ops.rebuild.progress import Progress
@@ -192,16 +192,14 @@ class Runtime:
         """A `Loader` that writes through the alias, as the live consumer does."""
         tables, search = await self.tables(), self.search()
         return Loader(
-            LoadDeps(
-                settings=self.settings,
-                registry=self.registry,
-                index_admin=search.admin,
-                writer=search.aliased,
-                truth=tables.truth,
-                kafka=self.kafka_admin(),
-                state=tables.load_state,
-                progress=progress,
-            )
+            settings=self.settings,
+            registry=self.registry,
+            index_admin=search.admin,
+            writer=search.aliased,
+            truth=tables.truth,
+            kafka=self.kafka_admin(),
+            state=tables.load_state,
+            progress=progress,
         )
 
     async def repair_wheel(

@@ -13,7 +13,7 @@ import pytest
 from searchsync.config import Settings, load_settings
 from searchsync.errors import OperationRefused
 from searchsync.ops.load.outcome import LoadOptions, LoadOutcome
-from searchsync.ops.load.runner import LoadDeps, Loader
+from searchsync.ops.load.runner import Loader
 from searchsync.ops.load.state import Status
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.projection import Row, default_registry
@@ -83,7 +83,7 @@ class LoadWorld:
         await asyncio.sleep(0)
 
     async def load(self, **options: Any) -> LoadOutcome:
-        deps = LoadDeps(
+        loader = Loader(
             settings=self.settings,
             registry=default_registry(),
             index_admin=self.es.admin,
@@ -94,7 +94,7 @@ class LoadWorld:
             progress=Progress(stream=self.out, label="load"),
             sleep=self.sleep,
         )
-        return await Loader(deps).run(LoadOptions(TYPE, **options))
+        return await loader.run(LoadOptions(TYPE, **options))
 
 
 async def _versions(w: LoadWorld, ids: list[str]) -> dict[str, int | None]:

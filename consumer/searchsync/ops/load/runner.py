@@ -40,7 +40,9 @@ from searchsync.search.sink import SearchIndex, Sink
 
 
 @dataclass(slots=True)
-class LoadDeps:
+class Loader:
+    """Runs one part of one load from its saved status to the end."""
+
     settings: Settings
     registry: ProjectorRegistry
     index_admin: IndexAdmin
@@ -51,20 +53,13 @@ class LoadDeps:
     progress: Progress
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
-
-class Loader:
-    """Runs one part of one load from its saved status to the end."""
-
-    def __init__(self, deps: LoadDeps) -> None:
-        self.d = deps
-
     async def run(self, options: LoadOptions) -> LoadOutcome:
         started = time.monotonic()
-        projector = self.d.registry.get(options.aggregate_type)
-        alias = self.d.settings.alias(options.aggregate_type)
+        projector = self.registry.get(options.aggregate_type)
+        alias = self.settings.alias(options.aggregate_type)
         writer = await self._write_index(projector, alias)
         key = load_key(writer.index, options.where, options.parts)
-        records = await self.d.state.parts(key)
+        records = await self.state.parts(key)
         if not records:
             if options.dry_run:
                 return await self._planned(projector, alias, writer, options, None)
@@ -105,12 +100,12 @@ class Loader:
             with contextlib.suppress(TransientError):  # a note for the next run; best effort
                 outcome.record = await self._save(outcome.record, message=outcome.message)
         outcome.seconds = time.monotonic() - started
-        done = [r.status is Status.DONE for r in await self.d.state.parts(key)]
+        done = [r.status is Status.DONE for r in await self.state.parts(key)]
         outcome.parts_done = sum(done)
         return outcome
 
     async def _write_index(self, projector: Projector, alias: str) -> WriteIndex:
-        writer = await self.d.index_admin.write_index(alias)
+        writer = await self.index_admin.write_index(alias)
         if writer is None:
             raise OperationRefused(
                 f"alias {alias} has no write index: run `searchsync index init --type "
@@ -130,7 +125,7 @@ class Loader:
     ) -> list[LoadRecord]:
         """Cut the rows into the load's key ranges and store every part; the stored parts (a
         concurrent process of the same load may have stored its own first)."""
-        cuts = await self.d.truth.split_keys(projector, options.parts, options.where)
+        cuts = await self.truth.split_keys(projector, options.parts, options.where)
         now = utc_now()
         records = [
             LoadRecord(
@@ -148,8 +143,8 @@ class Loader:
             )
             for part, scope in enumerate(ranges(cuts))
         ]
-        await self.d.state.plan(records)
-        return await self.d.state.parts(key)
+        await self.state.plan(records)
+        return await self.state.parts(key)
 
     async def _planned(
         self,
@@ -161,14 +156,14 @@ class Loader:
     ) -> LoadOutcome:
         where = options.where
         if record is None:
-            cuts = await self.d.truth.split_keys(projector, options.parts, where)
+            cuts = await self.truth.split_keys(projector, options.parts, where)
             scope = ranges(cuts)[options.part]
             scope = KeyScope(scope.low, scope.high, where)
             state = "not planned yet"
         else:
             scope = KeyScope(record.last_id or record.low_id, record.high_id, where)
             state = f"{record.status.value}, {record.rows_done} rows done"
-        rows = await self.d.truth.count(projector, scope)
+        rows = await self.truth.count(projector, scope)
         message = (
             f"would load part {options.part}/{options.parts} of {projector.table} into "
             f"{writer.index} through alias {alias}: keys ({scope.low or '-inf'}, "
@@ -184,17 +179,17 @@ class Loader:
         if record.status is Status.PENDING:
             topics = await asyncio.to_thread(
                 plans.type_topics,
-                self.d.kafka,
-                self.d.settings,
+                self.kafka,
+                self.settings,
                 projector.aggregate_type,
                 must_exist=False,
             )
-            watermark = await asyncio.to_thread(plans.high_watermarks, self.d.kafka, topics)
+            watermark = await asyncio.to_thread(plans.high_watermarks, self.kafka, topics)
             record = await self._save(
                 record, status=Status.LOADING, watermark=watermark, started_at=utc_now()
             )
             outcome.record = record
-            self.d.progress.step(
+            self.progress.step(
                 "watermark", f"{_name(record)}: watermark {watermark_keys(watermark)} recorded"
             )
         if record.status is Status.LOADING:
@@ -209,15 +204,15 @@ class Loader:
         note = "; --no-wait: the live group's pass of the watermark was not checked"
         if options.wait_for_live:
             passed = await live_group_passed(
-                self.d.kafka, self.d.settings, record.watermark or {}, self.d.sleep
+                self.kafka, self.settings, record.watermark or {}, self.sleep
             )
             if passed is None:
                 outcome.action = "waiting"
                 outcome.message = (
                     f"{_name(record)}: every row is written, but live group "
-                    f"{self.d.settings.kafka.group_id} did not commit past the watermark "
+                    f"{self.settings.kafka.group_id} did not commit past the watermark "
                     f"{watermark_keys(record.watermark or {})} within "
-                    f"{self.d.settings.load.live_wait_timeout_s:.0f}s: start `searchsync run` "
+                    f"{self.settings.load.live_wait_timeout_s:.0f}s: start `searchsync run` "
                     "(or let it catch up), then run the load again to finish"
                 )
                 return
@@ -237,9 +232,9 @@ class Loader:
         assert outcome.record is not None
         first = outcome.record
         left = KeyScope(first.last_id or first.low_id, first.high_id, first.where)
-        total = first.rows_done + await self.d.truth.count(projector, left)
+        total = first.rows_done + await self.truth.count(projector, left)
         outcome.rows_in_scope = total
-        self.d.progress.backfill(first.rows_done, max(total, first.rows_done), first.rows_failed)
+        self.progress.backfill(first.rows_done, max(total, first.rows_done), first.rows_failed)
 
         async def on_chunk(chunk: ChunkDone) -> None:
             assert outcome.record is not None
@@ -254,16 +249,16 @@ class Loader:
             )
             outcome.rows_this_run += chunk.rows
             r = outcome.record
-            self.d.progress.backfill(r.rows_done, max(total, r.rows_done), r.rows_failed)
+            self.progress.backfill(r.rows_done, max(total, r.rows_done), r.rows_failed)
 
-        s = self.d.settings
+        s = self.settings
         guard = LagGuard(
             self._live_lag,
             max_lag=s.load.max_live_lag,
             timeout_s=s.load.lag_wait_timeout_s,
             poll_s=s.load.lag_poll_s,
             group=s.kafka.group_id,
-            sleep=self.d.sleep,
+            sleep=self.sleep,
             job="load",
         )
         checked = -math.inf
@@ -276,8 +271,8 @@ class Loader:
                 checked = time.monotonic()
 
         backfill = Backfill(
-            truth=self.d.truth,
-            sink=Sink(self.d.writer),
+            truth=self.truth,
+            sink=Sink(self.writer),
             projector=projector,
             target_index=first.alias,  # through the alias, as the live consumer writes
             chunks=backfill_chunks(s),
@@ -290,23 +285,23 @@ class Loader:
             after_id=first.last_id, stop_after_chunks=options.stop_after_chunks
         )
         r = outcome.record
-        self.d.progress.backfill(r.rows_done, max(total, r.rows_done), r.rows_failed, final=True)
+        self.progress.backfill(r.rows_done, max(total, r.rows_done), r.rows_failed, final=True)
         outcome.failures = result.failures
         for doc_id, why in result.failures:
-            self.d.progress.step("load", f"not indexed: {doc_id}: {why}")
+            self.progress.step("load", f"not indexed: {doc_id}: {why}")
         return result.complete
 
     async def _live_lag(self) -> int:
         """The live group's lag while it has members; 0 without: a group that is not consuming
         has no live traffic to protect (and a new one's "lag" is the whole topic)."""
-        kafka, settings = self.d.kafka, self.d.settings
+        kafka, settings = self.kafka, self.settings
         if not await asyncio.to_thread(kafka.active_members, settings.kafka.group_id):
             return 0
         return await asyncio.to_thread(live_lag, kafka, settings)
 
     async def _save(self, record: LoadRecord, **changes: Any) -> LoadRecord:
         updated = dataclasses.replace(record, updated_at=utc_now(), **changes)
-        await self.d.state.save(updated)
+        await self.state.save(updated)
         return updated
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from searchsync.config import Settings
@@ -21,20 +22,15 @@ CatchupRun = Callable[[RebuildRecord, list[str], asyncio.Event], Coroutine[Any, 
 """(record, topics, stop) -> the catch-up group's consumer until `stop` is set; its exit code."""
 
 
+@dataclass
 class CatchupGroup:
-    def __init__(
-        self,
-        *,
-        settings: Settings,
-        kafka: KafkaAdmin,
-        run: CatchupRun,
-        metrics: RebuildMetrics,
-        progress: Progress,
-    ) -> None:
-        self._settings, self._kafka, self._run = settings, kafka, run
-        self._metrics, self._progress = metrics, progress
-        self._task: asyncio.Task[int] | None = None
-        self._stop = asyncio.Event()
+    _settings: Settings
+    _kafka: KafkaAdmin
+    _run: CatchupRun
+    _metrics: RebuildMetrics
+    _progress: Progress
+    _task: asyncio.Task[int] | None = None
+    _stop: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def committed(
         self, group: str, partitions: Sequence[TopicPartition]

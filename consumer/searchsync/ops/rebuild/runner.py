@@ -10,6 +10,7 @@ import asyncio
 import dataclasses
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import InitVar, dataclass
 from typing import Any
 
 from searchsync.clock import utc_now
@@ -36,35 +37,30 @@ from searchsync.search.sink import SearchIndex, Sink
 Failures = list[tuple[str, str]]
 
 
+@dataclass(kw_only=True)
 class Rebuilder:
-    """Runs one rebuild from its saved status to the end. `writer` addresses a physical index
-    (``require_alias=false``); `outbox` takes the sweep's REBUILD events; `catchup` runs the
-    catch-up group's consumer."""
+    """Runs one rebuild from its saved status to the end."""
 
-    def __init__(
-        self,
-        *,
-        settings: Settings,
-        registry: ProjectorRegistry,
-        index_admin: IndexAdmin,
-        writer: SearchIndex,
-        reader: IndexReader,
-        truth: Truth,
-        kafka: KafkaAdmin,
-        state: RebuildStateStore,
-        catchup: CatchupRun,
-        metrics: RebuildMetrics,
-        progress: Progress,
-        outbox: Outbox,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    settings: Settings
+    registry: ProjectorRegistry
+    index_admin: IndexAdmin
+    writer: SearchIndex  # require_alias=false: the one writer that addresses a physical index
+    reader: IndexReader
+    truth: Truth
+    kafka: KafkaAdmin
+    state: RebuildStateStore
+    catchup: InitVar[CatchupRun]  # runs the catch-up group's consumer
+    metrics: RebuildMetrics
+    progress: Progress
+    outbox: InitVar[Outbox]  # takes the sweep's REBUILD events
+    sleep: InitVar[Callable[[float], Awaitable[None]]] = asyncio.sleep
+
+    def __post_init__(
+        self, catchup: CatchupRun, outbox: Outbox, sleep: Callable[[float], Awaitable[None]]
     ) -> None:
-        self.settings, self.registry, self.index_admin = settings, registry, index_admin
-        self.writer, self.reader, self.truth, self.kafka = writer, reader, truth, kafka
-        self.state, self.metrics, self.progress = state, metrics, progress
-        self.group = CatchupGroup(
-            settings=settings, kafka=kafka, run=catchup, metrics=metrics, progress=progress
-        )
-        self.sweep = Sweep(settings, reader, outbox, progress, self.group.failure, sleep)
+        s, progress = self.settings, self.progress
+        self.group = CatchupGroup(s, self.kafka, catchup, self.metrics, progress)
+        self.sweep = Sweep(s, self.reader, outbox, progress, self.group.failure, sleep)
 
     async def run(self, options: RebuildOptions) -> RebuildOutcome:
         projector = self.registry.get(options.aggregate_type)

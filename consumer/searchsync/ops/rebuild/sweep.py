@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from searchsync.config import Settings
 from searchsync.mysql.outbox import Outbox
@@ -21,20 +22,14 @@ SETTLE_MARGIN_S = 1.0
 """Beyond two fence intervals: a batch that passed the gate just before the fence went up."""
 
 
+@dataclass
 class Sweep:
-    """`catchup_failure` says why the catch-up consumer stopped by itself (None: it runs)."""
-
-    def __init__(
-        self,
-        settings: Settings,
-        reader: IndexReader,
-        outbox: Outbox,
-        progress: Progress,
-        catchup_failure: Callable[[], str | None],
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    ) -> None:
-        self._settings, self._reader, self._outbox = settings, reader, outbox
-        self._progress, self._catchup_failure, self._sleep = progress, catchup_failure, sleep
+    _settings: Settings
+    _reader: IndexReader
+    _outbox: Outbox
+    _progress: Progress
+    _catchup_failure: Callable[[], str | None]  # why the catch-up consumer stopped (None: runs)
+    _sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
     async def run(self, projector: Projector, record: RebuildRecord) -> str:
         """Sweep the rebuild's new index; a note for the summary when some documents remain

@@ -22,13 +22,9 @@ Each exception type means one thing::
         ├── AggregateExists         the row to create exists already
         └── AggregateStateConflict  the change does not apply (soft-deleting a deleted row, ...)
 
-Outside the tree (caught where they are raised, or a standard type's kind)::
-
-    InvalidIndexName (ValueError)        a name Elasticsearch would refuse
-    CanonicalizationError (ValueError)   a value with no canonical JSON form
-    LiveLagTooHigh                       the live lag stayed above repair.max_live_lag
-    DeliveryFailed                       the broker answered, and not "written"
-    DeliveryTimeout                      no delivery report before the deadline
+Outside the tree: `InvalidIndexName` and `CanonicalizationError` (ValueErrors: a name the engine
+refuses, a value with no canonical JSON form), `LiveLagTooHigh` (the live-lag guard's wait ran out),
+`DeliveryFailed` and `DeliveryTimeout` (a produce the broker refused, or did not acknowledge).
 
 What the pipeline does with a failure is decided by its `ErrorCode` alone, through the one table
 below (`ErrorCode.disposition`); nothing else compares codes. A code's string value is what the

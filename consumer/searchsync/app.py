@@ -73,6 +73,7 @@ async def run_consumer(
             alias_for=write_target,
             fence=fence,
             fanout=tables.fanout,
+            owners=tables.owners,
         )
         dlq = DlqProducer(k.client_config(), topic=k.dlq_topic)
         stack.push_async_callback(_close_dlq, dlq)

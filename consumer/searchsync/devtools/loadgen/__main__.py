@@ -1,0 +1,162 @@
+"""``python -m searchsync.devtools.loadgen``: application traffic through the writer helper, for
+demos and benchmarks (a development tool, not a `searchsync` command). Settings as the
+`searchsync` command reads them (``--config PATH`` or $SEARCHSYNC_CONFIG, then the environment);
+one summary line on stdout, or with ``--json`` one JSON document; progress on stderr."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Final, TextIO
+
+import orjson
+
+from searchsync.config import MysqlSettings, Secret, load_settings
+from searchsync.devtools.loadgen import LoadgenReport, run_loadgen
+from searchsync.errors import ConfigError
+from searchsync.exit_codes import ExitCode
+from searchsync.mysql.pool import pool_of
+from searchsync.writer import PageWriter
+
+APP_USER_ENV: Final = "APP_DB_USER"
+APP_PASSWORD_ENV: Final = "APP_DB_PASSWORD"
+
+
+def _at_least(low: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 0.5:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 0.5], got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m searchsync.devtools.loadgen",
+        description="Write application traffic to MySQL through the writer helper (a dev tool).",
+    )
+    parser.add_argument(
+        "--config", metavar="PATH", help="TOML settings (default: $SEARCHSYNC_CONFIG)"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--pages", type=_at_least(1), required=True)
+    parser.add_argument("--updates", type=_at_least(0), required=True)
+    parser.add_argument("--concurrency", type=_at_least(1), required=True)
+    parser.add_argument("--delete-ratio", type=_ratio, default=0.0, help="default: 0")
+    parser.add_argument("--seed", type=int, default=0, help="default: 0")
+    parser.add_argument("--id-prefix", help="page id prefix (default: a random one)")
+    parser.add_argument(
+        "--app-user", help=f"application MySQL user (default: ${APP_USER_ENV} or searchsync_app)"
+    )
+    parser.add_argument(
+        "--app-password", help=f"its password (default: ${APP_PASSWORD_ENV} or searchsync_app)"
+    )
+    return parser
+
+
+class Progress:
+    """Calls of ``(done, total)`` drawn on `stream`: a bar redrawn with ``\\r`` on a TTY (at most
+    every 0.1 s), else a line every `interval_s` seconds of `clock`; always the last."""
+
+    def __init__(
+        self,
+        stream: TextIO,
+        *,
+        interval_s: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+        width: int = 30,
+    ) -> None:
+        self._stream = stream
+        self._tty = bool(getattr(stream, "isatty", lambda: False)())
+        self._interval_s = 0.1 if self._tty else interval_s
+        self._clock = clock
+        self._width = width
+        self._last_at: float | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        now = self._clock()
+        finished = done >= total
+        if not finished and self._last_at is not None and now - self._last_at < self._interval_s:
+            return
+        self._last_at = now
+        percent = 100.0 * done / total if total else 100.0
+        if self._tty:
+            filled = int(self._width * done / total) if total else self._width
+            bar = "#" * filled + "-" * (self._width - filled)
+            end = "\n" if finished else ""
+            self._stream.write(f"\rloadgen [{bar}] {done}/{total} {percent:5.1f}%{end}")
+        else:
+            self._stream.write(f"loadgen: {done}/{total} ({percent:.1f}%)\n")
+        self._stream.flush()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else ExitCode.USAGE
+    path = args.config or os.environ.get("SEARCHSYNC_CONFIG")
+    try:
+        mysql = load_settings(os.environ, Path(path) if path else None).mysql
+    except ConfigError as exc:
+        print(f"config error: {exc.key}: expected {exc.expected}", file=sys.stderr)
+        return ExitCode.USAGE
+    user = args.app_user or os.environ.get(APP_USER_ENV) or "searchsync_app"
+    password = args.app_password or os.environ.get(APP_PASSWORD_ENV) or "searchsync_app"
+    prefix = args.id_prefix if args.id_prefix is not None else f"lg{secrets.token_hex(4)}-"
+    report = asyncio.run(_run(args, replace(mysql, user=user, password=Secret(password)), prefix))
+    counts = {k: v for k, v in asdict(report).items() if isinstance(v, int)}
+    counts["changes"] = report.changes
+    if args.json:
+        document = {
+            **counts,
+            "seed": args.seed,
+            "id_prefix": prefix,
+            "final_revisions": report.final_revisions,
+            "final_deleted": report.final_deleted,
+            "hard_deleted_ids": sorted(report.hard_deleted_ids),
+        }
+        print(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
+    else:
+        print(" ".join(f"{k}={v}" for k, v in counts.items()) + f" id_prefix={prefix}")
+    return ExitCode.OK
+
+
+async def _run(args: argparse.Namespace, app: MysqlSettings, prefix: str) -> LoadgenReport:
+    async with pool_of(app, maxsize=args.concurrency) as pool:
+        return await run_loadgen(
+            PageWriter(pool),
+            pages=args.pages,
+            updates=args.updates,
+            concurrency=args.concurrency,
+            delete_ratio=args.delete_ratio,
+            seed=args.seed,
+            id_prefix=prefix,
+            progress=Progress(sys.stderr),
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,7 +1,6 @@
 """``python -m searchsync.devtools.loadgen``: application traffic through the writer helper, for
-demos and benchmarks (a development tool, not a `searchsync` command). Settings as the
-`searchsync` command reads them (``--config PATH`` or $SEARCHSYNC_CONFIG, then the environment);
-one summary line on stdout, or with ``--json`` one JSON document; progress on stderr."""
+demos and benchmarks (a development tool, not a `searchsync` command). It reads the settings, and
+ends, as a `searchsync` command does (`searchsync.cli.main`)."""
 
 from __future__ import annotations
 
@@ -13,43 +12,20 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
-from pathlib import Path
-from typing import Final, TextIO
+from typing import Any, Final, TextIO
 
-import orjson
-
-from searchsync.config import MysqlSettings, Secret, load_settings
-from searchsync.devtools.loadgen import LoadgenReport, run_loadgen
-from searchsync.errors import ConfigError
+from searchsync.cli import main as run_command
+from searchsync.cli.args import CONFIG_ENV, non_negative_int, positive_int, ratio
+from searchsync.cli.output import show
+from searchsync.config import Secret, Settings
+from searchsync.devtools.loadgen import run_loadgen
 from searchsync.exit_codes import ExitCode
 from searchsync.mysql.pool import pool_of
+from searchsync.runtime import Runtime
 from searchsync.writer import PageWriter
 
 APP_USER_ENV: Final = "APP_DB_USER"
 APP_PASSWORD_ENV: Final = "APP_DB_PASSWORD"
-
-
-def _at_least(low: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = low - 1
-        if value < low:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
-        return value
-
-    return parse
-
-
-def _ratio(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0.0 <= value <= 0.5:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 0.5], got {text!r}")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,14 +33,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m searchsync.devtools.loadgen",
         description="Write application traffic to MySQL through the writer helper (a dev tool).",
     )
-    parser.add_argument(
-        "--config", metavar="PATH", help="TOML settings (default: $SEARCHSYNC_CONFIG)"
-    )
+    parser.add_argument("--config", metavar="PATH", help=f"TOML settings (default: ${CONFIG_ENV})")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
-    parser.add_argument("--pages", type=_at_least(1), required=True)
-    parser.add_argument("--updates", type=_at_least(0), required=True)
-    parser.add_argument("--concurrency", type=_at_least(1), required=True)
-    parser.add_argument("--delete-ratio", type=_ratio, default=0.0, help="default: 0")
+    parser.add_argument("--pages", type=positive_int, required=True)
+    parser.add_argument("--updates", type=non_negative_int, required=True)
+    parser.add_argument("--concurrency", type=positive_int, required=True)
+    parser.add_argument("--delete-ratio", type=ratio, default=0.0, help="default: 0")
     parser.add_argument("--seed", type=int, default=0, help="default: 0")
     parser.add_argument("--id-prefix", help="page id prefix (default: a random one)")
     parser.add_argument(
@@ -73,7 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--app-password", help=f"its password (default: ${APP_PASSWORD_ENV} or searchsync_app)"
     )
+    parser.set_defaults(func=cmd_loadgen)
     return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_command(argv, parser=build_parser())
 
 
 class Progress:
@@ -112,50 +91,39 @@ class Progress:
         self._stream.flush()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as exc:  # --help (0) or a usage error (2)
-        return exc.code if isinstance(exc.code, int) else ExitCode.USAGE
-    path = args.config or os.environ.get("SEARCHSYNC_CONFIG")
-    try:
-        mysql = load_settings(os.environ, Path(path) if path else None).mysql
-    except ConfigError as exc:
-        print(f"config error: {exc.key}: expected {exc.expected}", file=sys.stderr)
-        return ExitCode.USAGE
+def cmd_loadgen(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     user = args.app_user or os.environ.get(APP_USER_ENV) or "searchsync_app"
     password = args.app_password or os.environ.get(APP_PASSWORD_ENV) or "searchsync_app"
     prefix = args.id_prefix if args.id_prefix is not None else f"lg{secrets.token_hex(4)}-"
-    report = asyncio.run(_run(args, replace(mysql, user=user, password=Secret(password)), prefix))
+    app = replace(settings.mysql, user=user, password=Secret(password))
+
+    async def go() -> Any:
+        async with pool_of(app, maxsize=args.concurrency) as pool:
+            return await run_loadgen(
+                PageWriter(pool),
+                pages=args.pages,
+                updates=args.updates,
+                concurrency=args.concurrency,
+                delete_ratio=args.delete_ratio,
+                seed=args.seed,
+                id_prefix=prefix,
+                progress=Progress(sys.stderr),
+            )
+
+    report = asyncio.run(go())
     counts = {k: v for k, v in asdict(report).items() if isinstance(v, int)}
     counts["changes"] = report.changes
-    if args.json:
-        document = {
-            **counts,
-            "seed": args.seed,
-            "id_prefix": prefix,
-            "final_revisions": report.final_revisions,
-            "final_deleted": report.final_deleted,
-            "hard_deleted_ids": sorted(report.hard_deleted_ids),
-        }
-        print(orjson.dumps(document, option=orjson.OPT_INDENT_2).decode())
-    else:
-        print(" ".join(f"{k}={v}" for k, v in counts.items()) + f" id_prefix={prefix}")
+    document = {
+        **counts,
+        "seed": args.seed,
+        "id_prefix": prefix,
+        "final_revisions": report.final_revisions,
+        "final_deleted": report.final_deleted,
+        "hard_deleted_ids": sorted(report.hard_deleted_ids),
+    }
+    line = " ".join(f"{k}={v}" for k, v in counts.items()) + f" id_prefix={prefix}"
+    show(args.json, document, [line])
     return ExitCode.OK
-
-
-async def _run(args: argparse.Namespace, app: MysqlSettings, prefix: str) -> LoadgenReport:
-    async with pool_of(app, maxsize=args.concurrency) as pool:
-        return await run_loadgen(
-            PageWriter(pool),
-            pages=args.pages,
-            updates=args.updates,
-            concurrency=args.concurrency,
-            delete_ratio=args.delete_ratio,
-            seed=args.seed,
-            id_prefix=prefix,
-            progress=Progress(sys.stderr),
-        )
 
 
 if __name__ == "__main__":

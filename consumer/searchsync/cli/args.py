@@ -14,7 +14,7 @@ from searchsync.dlq.replay import parse_utc
 from searchsync.duration import parse_duration
 from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
-from searchsync.kafka.admin import KAFKA_TIMEOUT_S, KafkaAdmin
+from searchsync.kafka.admin import KAFKA_TIMEOUT_S
 from searchsync.resources import Tables
 from searchsync.runtime import Runtime
 
@@ -104,11 +104,6 @@ def kafka_timeout(parser: argparse.ArgumentParser, about: str = "each Kafka requ
         help=f"how long {about} may take before the command gives up (default: "
         f"{KAFKA_TIMEOUT_S:g})",
     )
-
-
-def kafka_admin(runtime: Runtime, args: argparse.Namespace) -> KafkaAdmin:
-    """The runtime's Kafka admin, its calls bounded by ``--timeout``."""
-    return runtime.kafka.admin(runtime.settings.kafka.client_config(), timeout_s=args.timeout)
 
 
 def seconds(text: str) -> float:

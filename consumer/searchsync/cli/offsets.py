@@ -13,7 +13,6 @@ from typing import Any
 from searchsync.cli.args import (
     command,
     group,
-    kafka_admin,
     kafka_timeout,
     non_negative_int,
     plan_or_execute,
@@ -71,7 +70,8 @@ def register(commands: Any) -> None:
 def cmd_offsets_show(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     if args.group:
         settings = replace(settings, kafka=replace(settings.kafka, group_id=args.group))
-    rows = offsets.partition_offsets(kafka_admin(runtime, args), settings)
+    admin = runtime.kafka.admin(settings.kafka.client_config(), timeout_s=args.timeout)
+    rows = offsets.partition_offsets(admin, settings)
     group, lag = settings.kafka.group_id, sum(r.lag for r in rows)
     document = {"group": group, "partitions": [asdict(r) for r in rows], "total_lag": lag}
     lines = [f"group {group}: none of the subscribed topics exists yet"]

@@ -144,3 +144,13 @@ def test_offsets_show_of_another_group(capsys: pytest.CaptureFixture[str]) -> No
     assert catchup["total_lag"] == 2
     never = _offsets(["--group", "nobody"], capsys)
     assert never["partitions"][0]["committed"] is None
+
+
+def test_exporter_once_asks_the_broker_with_the_timeout(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SEARCHSYNC_CANARY_INTERVAL_S", "0")  # no canary: Kafka alone
+    kafka = _kafka()
+    assert main(["exporter", "--once", "--timeout", "2.5"], runtime=_services(kafka)) == 0
+    assert "searchsync_exporter_up 1.0" in capsys.readouterr().out
+    assert set(kafka.admin_timeouts) == {2.5}

@@ -13,7 +13,14 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
-from searchsync.cli.args import command, group, plan_or_execute, positive_int, with_tables
+from searchsync.cli.args import (
+    command,
+    group,
+    kafka_timeout,
+    plan_or_execute,
+    positive_int,
+    with_tables,
+)
 from searchsync.cli.output import err, out, show
 from searchsync.clock import utc_now
 from searchsync.config import Settings
@@ -131,6 +138,7 @@ def register_exporter(commands: Any) -> None:
         action="store_true",
         help="observe once (and read the canary once), print the metrics and exit",
     )
+    kafka_timeout(exporter, "each question to the broker")
 
 
 def cmd_exporter(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -142,10 +150,10 @@ def cmd_exporter(args: argparse.Namespace, settings: Settings, runtime: Runtime)
         quiet = logging.getLogger("searchsync")
         if not quiet.handlers:
             quiet.addHandler(logging.NullHandler())
-    return ExitCode(asyncio.run(_go(settings, runtime, once=args.once)))
+    return ExitCode(asyncio.run(_go(settings, runtime, once=args.once, timeout_s=args.timeout)))
 
 
-async def _go(settings: Settings, runtime: Runtime, *, once: bool) -> int:
+async def _go(settings: Settings, runtime: Runtime, *, once: bool, timeout_s: float) -> int:
     canary_on = settings.canary.interval_s > 0
     async with AsyncExitStack() as stack:
         peek = KafkaPeek(
@@ -157,7 +165,7 @@ async def _go(settings: Settings, runtime: Runtime, *, once: bool) -> int:
         stack.callback(peek.close)
         exporter = Exporter(
             settings,
-            admin=runtime.kafka_admin(),
+            admin=runtime.kafka.admin(settings.kafka.client_config(), timeout_s=timeout_s),
             peek=peek,
             metrics=ExporterMetrics(settings.exporter.expected_members, canary=canary_on),
             canary=await _canary(settings, stack) if canary_on else None,

@@ -150,8 +150,9 @@ async def run_consumer(
 
         await intake.start()
         if settings.connect.restart_failed_tasks:
+            client = contextlib.aclosing(ConnectClient(settings.connect))
             watch = ConnectorWatch(
-                ConnectClient(settings.connect),
+                await stack.enter_async_context(client),
                 interval_s=settings.connect.watch_interval_s,
                 metrics=metrics,
             )

@@ -8,7 +8,6 @@ Each process gets its own free metrics port and a log file; `Members.stop` sends
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import socket
@@ -19,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import IO, Final
 
+import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 POLL_S: Final = 0.1  # the finest poll of a window's end
@@ -33,21 +33,15 @@ def free_port() -> int:
 
 async def scrape(port: int) -> dict[str, float]:
     """One GET /metrics: every sample name summed over its label sets (empty on failure)."""
+    url = f"http://127.0.0.1:{port}/metrics"
     try:
-        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 2)
-    except (OSError, TimeoutError):
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5, connect=2)) as session,
+            session.get(url) as response,
+        ):
+            body = await response.read()
+    except (aiohttp.ClientError, OSError, TimeoutError):
         return {}
-    try:
-        writer.write(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-        await writer.drain()
-        raw = await asyncio.wait_for(reader.read(), 5)
-    except (OSError, TimeoutError):
-        return {}
-    finally:
-        writer.close()
-        with contextlib.suppress(OSError):
-            await writer.wait_closed()
-    _, _, body = raw.partition(b"\r\n\r\n")
     totals: dict[str, float] = {}
     for family in text_string_to_metric_families(body.decode("utf-8", "replace")):
         for sample in family.samples:

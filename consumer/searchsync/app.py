@@ -73,6 +73,7 @@ async def run_consumer(
             alias_for=write_target,
             fence=fence,
             fanout=tables.fanout,
+            owners=tables.owners,
         )
         dlq = DlqProducer(k.client_config(), topic=k.dlq_topic)
         stack.push_async_callback(_close_dlq, dlq)
@@ -149,8 +150,9 @@ async def run_consumer(
 
         await intake.start()
         if settings.connect.restart_failed_tasks:
+            client = contextlib.aclosing(ConnectClient(settings.connect))
             watch = ConnectorWatch(
-                ConnectClient(settings.connect),
+                await stack.enter_async_context(client),
                 interval_s=settings.connect.watch_interval_s,
                 metrics=metrics,
             )

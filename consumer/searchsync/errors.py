@@ -72,6 +72,8 @@ DLQ record's ``last_error_code``, the state table and the metrics labels carry::
     ES_AUTH                 SYSTEMIC     401/403: credentials or privileges
     ALIAS_MISSING           SYSTEMIC     the write alias does not exist (run `index init`)
     SCHEMA_FENCED           SYSTEMIC     the write index holds another projection schema version
+    OWNER_FENCED            SYSTEMIC     another member took the partition's owner epoch, or a
+                                         previous owner's rewrite still holds it: take it again
     KAFKA_NO_LEADER         SYSTEMIC     a topic's partitions have no leader (yet)
     DLQ_QUEUE_FULL          SYSTEMIC     the DLQ producer's queue is full
     DLQ_PRODUCE_FAILED      SYSTEMIC     the DLQ produce was refused
@@ -142,6 +144,7 @@ class ErrorCode(enum.StrEnum):
     ES_AUTH = "ES_AUTH"
     ALIAS_MISSING = "ALIAS_MISSING"
     SCHEMA_FENCED = "SCHEMA_FENCED"
+    OWNER_FENCED = "OWNER_FENCED"
     KAFKA_NO_LEADER = "KAFKA_NO_LEADER"
     DLQ_QUEUE_FULL = "DLQ_QUEUE_FULL"
     DLQ_PRODUCE_FAILED = "DLQ_PRODUCE_FAILED"
@@ -170,8 +173,8 @@ _BY_DISPOSITION: Final = {
     """,
     Disposition.SYSTEMIC: """
         MYSQL_UNAVAILABLE ES_UNAVAILABLE ES_TIMEOUT ES_429 ES_5XX ES_BLOCKED ES_AUTH ALIAS_MISSING
-        SCHEMA_FENCED KAFKA_NO_LEADER DLQ_QUEUE_FULL DLQ_PRODUCE_FAILED DLQ_DELIVERY_FAILED
-        DLQ_READ_FAILED DLQ_READ_TIMEOUT REPLAY_FAILED REPLAY_TIMEOUT
+        SCHEMA_FENCED OWNER_FENCED KAFKA_NO_LEADER DLQ_QUEUE_FULL DLQ_PRODUCE_FAILED
+        DLQ_DELIVERY_FAILED DLQ_READ_FAILED DLQ_READ_TIMEOUT REPLAY_FAILED REPLAY_TIMEOUT
     """,
 }
 _DISPOSITIONS: Final[Mapping[ErrorCode, Disposition]] = MappingProxyType(

@@ -18,6 +18,7 @@ from searchsync.mysql.fanout import FanoutStore, MysqlFanout
 from searchsync.mysql.gap_acks import GapAcks, MysqlGapAcks
 from searchsync.mysql.lineage import MysqlTopicLineage, TopicLineage
 from searchsync.mysql.outbox import MysqlOutbox, Outbox
+from searchsync.mysql.owner_epochs import OwnerEpochs
 from searchsync.mysql.state import ProjectionStateWriter, StateRecorder
 from searchsync.mysql.truth import MysqlTruth, Truth
 from searchsync.ops.load.state import LoadStateStore, MysqlLoadState
@@ -54,6 +55,7 @@ class Tables:
     fanout: FanoutStore
     relay: RelayStore  # the outbox as the polling relay sees it (``[relay] table``)
     load_state: LoadStateStore  # the initial load's parts
+    owners: OwnerEpochs  # this member's owner epochs (``kafka.group_id``'s partitions)
 
     @classmethod
     def over(cls, pool: aiomysql.Pool, settings: Settings) -> Tables:
@@ -73,6 +75,7 @@ class Tables:
             fanout=MysqlFanout(pool),
             relay=MysqlRelayStore(pool, settings.relay.table),
             load_state=MysqlLoadState(pool),
+            owners=OwnerEpochs(pool, settings.kafka.group_id),
         )
 
 

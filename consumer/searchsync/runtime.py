@@ -53,6 +53,7 @@ class Runtime:
         self._client: Any = None
         self._tables: Tables | None = None
         self._search: Search | None = None
+        self._connect: ConnectClient | None = None
         self._opening = asyncio.Lock()
 
     async def __aenter__(self) -> Runtime:
@@ -64,9 +65,10 @@ class Runtime:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close what was opened (the pool, the search client); the next use opens them again."""
+        """Close what was opened (the pool, the search and Connect clients); the next use opens
+        them again."""
         stack, self._stack = self._stack, AsyncExitStack()
-        self._pool = self._client = self._tables = self._search = None
+        self._pool = self._client = self._tables = self._search = self._connect = None
         self._opening = asyncio.Lock()
         await stack.aclose()
 
@@ -86,7 +88,13 @@ class Runtime:
 
     @property
     def connect(self) -> ConnectorState:
-        return ConnectClient(self.settings.connect) if self._given is None else self._given.connect
+        """Kafka Connect's REST API (the real client's session closes with the runtime)."""
+        if self._given is not None:
+            return self._given.connect
+        if self._connect is None:
+            self._connect = ConnectClient(self.settings.connect)
+            self._stack.push_async_callback(self._connect.aclose)
+        return self._connect
 
     def replay_ledger(self) -> ReplayLedger:
         """The DLQ replay ledger (the caller closes it), blocking, on a runtime of its own: its

@@ -32,6 +32,7 @@ class FakeTopics:
     consumers: list[FakeConsumer] = field(default_factory=list)
     producers: list[FakeProducer] = field(default_factory=list)
     admin_configs: list[Mapping[str, Any]] = field(default_factory=list)
+    admin_timeouts: list[float | None] = field(default_factory=list)  # each admin's timeout_s
     altered: list[tuple[str, dict[TopicPartition, int]]] = field(default_factory=list)
     commit_metadata: dict[tuple[str, TopicPartition], str] = field(default_factory=dict)
     deleted_groups: list[str] = field(default_factory=list)
@@ -50,8 +51,9 @@ class FakeTopics:
         given = self.stamps.get(tp)
         return given[offset] if given is not None else 10 * offset + tp[1]
 
-    def admin(self, config: Mapping[str, Any]) -> FakeAdmin:
+    def admin(self, config: Mapping[str, Any], *, timeout_s: float | None = None) -> FakeAdmin:
         self.admin_configs.append(config)
+        self.admin_timeouts.append(timeout_s)
         return FakeAdmin(self)
 
     def consumer(self, config: dict[str, Any]) -> FakeConsumer:

@@ -107,7 +107,7 @@ def test_dlq_inspect_on_an_empty_topic() -> None:
     with fresh_topics(KAFKA, [(topic, 1)]):
         env = {"SEARCHSYNC_KAFKA_DLQ_TOPIC": topic}
         assert _ok_json(_searchsync("dlq", "inspect", "--json", env=env)) == []
-        replay = _ok_json(_searchsync("dlq", "replay", "--dry-run", "--json", env=env))
+        replay = _ok_json(_searchsync("dlq", "replay", "--json", env=env))  # a plan by default
         assert replay["dry_run"] is True and replay["scanned"] == 0 and replay["replayed"] == []
 
 
@@ -117,9 +117,9 @@ def test_before_the_first_dead_letter_the_dlq_commands_say_so_and_exit_0() -> No
     assert human.returncode == 0, human.stderr
     assert human.stdout == f"no dead letters in {env['SEARCHSYNC_KAFKA_DLQ_TOPIC']}\n"
     assert _ok_json(_searchsync("dlq", "inspect", "--json", env=env)) == []
-    replay = _searchsync("dlq", "replay", env=env)
+    replay = _searchsync("dlq", "replay", "--execute", env=env)
     assert replay.returncode == 0, replay.stderr
     assert "no dead letters to replay" in replay.stdout
-    report = _ok_json(_searchsync("dlq", "replay", "--json", env=env))
+    report = _ok_json(_searchsync("dlq", "replay", "--execute", "--json", env=env))
     assert (report["scanned"], report["replayed"]) == (0, [])
     assert not kafka_admin(KAFKA).topic_exists(env["SEARCHSYNC_KAFKA_DLQ_TOPIC"])

@@ -6,6 +6,8 @@ one; making the real task fail on demand would need a MariaDB outage while Conne
 
 from __future__ import annotations
 
+from contextlib import aclosing
+
 import pytest
 from searchsync.config import ConnectSettings
 from searchsync.errors import ConnectUnavailable
@@ -19,20 +21,20 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")
 
 
 async def test_a_task_restarted_through_the_rest_api_runs_again() -> None:
-    client = ConnectClient(ConnectSettings(url=CONNECT_URL))
-    before = await client.status()
-    assert before.running, before.problems()
-    await client.restart_task(before.tasks[0].id)
+    async with aclosing(ConnectClient(ConnectSettings(url=CONNECT_URL))) as client:
+        before = await client.status()
+        assert before.running, before.problems()
+        await client.restart_task(before.tasks[0].id)
 
-    async def running_again() -> bool:
-        return (await client.status()).running
+        async def running_again() -> bool:
+            return (await client.status()).running
 
-    await wait_for(running_again, 60, "the restarted task RUNNING", interval=0.5)
-    # a running connector: one check of the watch restarts nothing
-    assert await ConnectorWatch(client, interval_s=1.0).check() == 0
+        await wait_for(running_again, 60, "the restarted task RUNNING", interval=0.5)
+        # a running connector: one check of the watch restarts nothing
+        assert await ConnectorWatch(client, interval_s=1.0).check() == 0
 
 
 async def test_restarting_a_task_that_does_not_exist_is_an_error_that_says_so() -> None:
-    client = ConnectClient(ConnectSettings(url=CONNECT_URL))
-    with pytest.raises(ConnectUnavailable, match="answered 404"):
-        await client.restart_task(99)
+    async with aclosing(ConnectClient(ConnectSettings(url=CONNECT_URL))) as client:
+        with pytest.raises(ConnectUnavailable, match="answered 404"):
+            await client.restart_task(99)

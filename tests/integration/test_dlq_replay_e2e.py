@@ -97,7 +97,7 @@ async def test_replay_after_fixing_the_cause_indexes_and_a_second_replay_is_a_no
     assert seen[0]["replayed"] is False
 
     # 1. replay before the fix: dead-lettered again, and the summary says so
-    first = await _searchsync(env, "dlq", "replay", "--id", page)
+    first = await _searchsync(env, "dlq", "replay", "--id", page, "--execute")
     assert [r["dlq_offset"] for r in first["replayed"]] == [seen[0]["dlq_offset"]]
     await wait_for(lambda: dead_letters(2), 120, "the replay was dead-lettered again", 1.0)
     assert seen[0]["replayed"] is True and seen[1]["replayed"] is False
@@ -113,7 +113,7 @@ async def test_replay_after_fixing_the_cause_indexes_and_a_second_replay_is_a_no
     # 2. fix the cause without a new revision or event: only a replay can index the page
     async with transaction(app_pool) as conn, conn.cursor() as cur:
         await cur.execute("UPDATE wiki_page SET relations_json = '{}' WHERE id = %s", (page,))
-    second = await _searchsync(env, "dlq", "replay", "--id", page)
+    second = await _searchsync(env, "dlq", "replay", "--id", page, "--execute")
     assert [r["dlq_offset"] for r in second["replayed"]] == [seen[1]["dlq_offset"]]
     assert len(second["already_replayed"]) == 1  # the first dead letter is not sent again
 
@@ -139,7 +139,7 @@ async def test_replay_after_fixing_the_cause_indexes_and_a_second_replay_is_a_no
     await wait_for(summary_says_indexed, 60, "the summary shows the replay indexed", 1.0)
 
     # 3. the same selection again: nothing to do
-    third = await _searchsync(env, "dlq", "replay", "--id", page)
+    third = await _searchsync(env, "dlq", "replay", "--id", page, "--execute")
     assert third["nothing_new"] is True and third["replayed"] == []
     assert len(third["already_replayed"]) == 2
     assert len(await _dead_letters(env, page)) == 2  # nothing failed again

@@ -68,25 +68,23 @@ def test_list_rollback_and_drop_on_elasticsearch(prefix: str) -> None:
     )
     assert (listed[v2]["schema_version"], listed[v2]["is_write_index"]) == (own + 1, True)
 
-    refused = _searchsync("index", "drop", v2, "--execute", "--yes", env=env)
+    refused = _searchsync("index", "drop", v2, "--execute", env=env)
     assert refused.returncode == 1 and "writes to" in refused.stderr
 
-    plan = _ok_json(_searchsync("index", "rollback", "--dry-run", "--json", env=env))
+    plan = _ok_json(_searchsync("index", "rollback", "--json", env=env))  # a plan by default
     assert (plan["from"], plan["to"], plan["dry_run"]) == (v2, v1, True)
     assert _listing(env)["write"] == v2
-    done = _ok_json(_searchsync("index", "rollback", "--json", env=env))
+    done = _ok_json(_searchsync("index", "rollback", "--execute", "--json", env=env))
     assert (done["from"], done["to"]) == (v2, v1)
     listed = _listing(env)
     assert listed["write"] == v1 and not listed[v2]["aliased"]
 
-    dry = _ok_json(_searchsync("index", "drop", v2, "--dry-run", "--json", env=env))
+    dry = _ok_json(_searchsync("index", "drop", v2, "--json", env=env))  # a plan by default
     assert (dry["index"], dry["docs"], dry["dry_run"]) == (v2, 0, True)
-    unconfirmed = _searchsync("index", "drop", v2, "--execute", env=env)  # stdin is not a terminal
-    assert unconfirmed.returncode == 2 and "--yes" in unconfirmed.stderr
     assert v2 in _listing(env)
-    dropped = _ok_json(_searchsync("index", "drop", v2, "--execute", "--yes", "--json", env=env))
+    dropped = _ok_json(_searchsync("index", "drop", v2, "--execute", "--json", env=env))
     assert dropped["index"] == v2 and not dropped["dry_run"]
     listed = _listing(env)
     assert v2 not in listed and listed["write"] == v1 and listed[v1]["docs"] == 3
-    refused = _searchsync("index", "drop", v1, "--execute", "--yes", env=env)
+    refused = _searchsync("index", "drop", v1, "--execute", env=env)
     assert refused.returncode == 1 and "writes to" in refused.stderr

@@ -20,6 +20,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import aclosing
 from datetime import UTC, datetime, timedelta
 
 import aiomysql
@@ -158,14 +159,15 @@ async def test_pruned_rows_put_nothing_on_the_topic(
         )
         assert len(await _rows_of(app_pool, pages)) == 4
 
-        report = await prune_outbox(
-            MysqlOutbox(consumer_pool),  # the consumer's user: DELETE on search_outbox only
-            ConnectClient(ConnectSettings(url=CONNECT_URL)),
-            RetentionSettings(prune_batch_size=2, prune_pause_s=0.01),
-            timedelta(days=365 * 20),  # rows created before ~2006: this test's alone
-            now=datetime.now(UTC),
-            after_id=int(top["m"]),  # type: ignore[call-overload]
-        )
+        async with aclosing(ConnectClient(ConnectSettings(url=CONNECT_URL))) as connect:
+            report = await prune_outbox(
+                MysqlOutbox(consumer_pool),  # the consumer's user: DELETE on search_outbox only
+                connect,
+                RetentionSettings(prune_batch_size=2, prune_pause_s=0.01),
+                timedelta(days=365 * 20),  # rows created before ~2006: this test's alone
+                now=datetime.now(UTC),
+                after_id=int(top["m"]),  # type: ignore[call-overload]
+            )
         assert report.deleted == 4 and report.connector.running
         assert await _rows_of(app_pool, pages) == []
 
@@ -206,7 +208,8 @@ async def test_rows_deleted_in_their_own_transaction_are_published_once_and_gone
 
 
 async def test_connect_reports_an_unknown_connector_as_missing() -> None:
-    status = await ConnectClient(ConnectSettings(url=CONNECT_URL)).status(f"nope-{uuid.uuid4()}")
+    async with aclosing(ConnectClient(ConnectSettings(url=CONNECT_URL))) as connect:
+        status = await connect.status(f"nope-{uuid.uuid4()}")
     assert status.state == MISSING and not status.running
 
 

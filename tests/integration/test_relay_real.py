@@ -206,6 +206,6 @@ async def test_dead_after_the_attempt_limit_then_listed_and_revived(
     assert (await statuses(consumer_pool, scratch_outbox))[bad]["status"] == "DEAD"  # dry run
     argv = ["relay", "revive", "--all", "--execute", "--json"]
     assert await asyncio.to_thread(main, argv) == 0
-    assert json.loads(capsys.readouterr().out) == {"revived": 1}
+    assert json.loads(capsys.readouterr().out) == {"dry_run": False, "revived": 1}
     revived = (await statuses(consumer_pool, scratch_outbox))[bad]
     assert (revived["status"], revived["attempts"]) == ("PENDING", 0)

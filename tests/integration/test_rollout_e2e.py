@@ -87,7 +87,7 @@ async def _old_shape(es: AsyncElasticsearch, index: str) -> list[str]:
 
 def _rollback(env: dict[str, str]) -> dict[str, Any]:
     proc = subprocess.run(
-        [sys.executable, "-m", "searchsync", "index", "rollback", "--json"],
+        [sys.executable, "-m", "searchsync", "index", "rollback", "--execute", "--json"],
         cwd=REPO,
         env={**os.environ, **env},
         capture_output=True,

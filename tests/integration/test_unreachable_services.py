@@ -41,6 +41,27 @@ def test_kafka_down_is_one_line_naming_the_brokers_and_the_setting() -> None:
         assert "FAIL" not in result.stderr and "KafkaError{" not in result.stderr
 
 
+KAFKA_TIMED = (
+    ("offsets", "show"),
+    ("offsets", "reset", "--to", "earliest"),
+    ("dlq", "summary"),
+    ("dlq", "replay", "--execute"),
+)
+
+
+def test_with_a_short_timeout_a_kafka_command_gives_up_well_before_the_default() -> None:
+    env = {"SEARCHSYNC_KAFKA_BOOTSTRAP_SERVERS": CLOSED}
+    with ThreadPoolExecutor(len(KAFKA_TIMED)) as pool:
+        results = list(  # the default timeout is 15 s: 10 s leave room for start-up, not for it
+            pool.map(
+                lambda argv: _searchsync(*argv, "--timeout", "1", env=env, deadline_s=10),
+                KAFKA_TIMED,
+            )
+        )
+    for result in results:
+        _one_line_naming(result, f"Kafka at {CLOSED}", "kafka.bootstrap_servers", "unreachable")
+
+
 def test_kafka_down_in_status_is_one_line_naming_the_brokers_and_each_section() -> None:
     result = _searchsync("status", env={"SEARCHSYNC_KAFKA_BOOTSTRAP_SERVERS": CLOSED})
     assert result.returncode == 4 and result.stderr == ""

@@ -6,7 +6,6 @@ Fakes come in through the public seam, ``main(argv, runtime=Fakes(...))``.
 from __future__ import annotations
 
 import asyncio
-import io
 import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -18,7 +17,6 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from runtime_fakes import Fakes, search_of
 from searchsync.cli import main
-from searchsync.cli.loadgen import Progress
 from searchsync.dlq.record import DLQ_FORMAT, DLQ_FORMAT_HEADER, DlqRecord, encode
 from searchsync.errors import ConfigError, DlqBudgetExceeded, ErrorCode, TransientError
 from searchsync.exit_codes import ExitCode
@@ -60,20 +58,9 @@ def _json(capsys: pytest.CaptureFixture[str]) -> Any:
         [],
         ["bogus"],
         ["index"],
-        ["loadgen", "--pages", "0", "--updates", "1", "--concurrency", "1"],
-        ["loadgen", "--pages", "1", "--updates", "1"],
-        [
-            "loadgen",
-            "--pages",
-            "1",
-            "--updates",
-            "1",
-            "--concurrency",
-            "1",
-            "--delete-ratio",
-            "0.9",
-        ],
+        ["loadgen", "--pages", "1", "--updates", "1", "--concurrency", "1"],  # not a command
         ["dlq", "inspect", "--limit", "-3"],
+        ["index", "drop", "kb_wiki_page_v1", "--execute", "--yes"],  # --yes is gone
         ["offsets", "reset"],
         ["offsets", "reset", "--to", "yesterday"],
     ],
@@ -248,7 +235,7 @@ def test_before_the_first_dead_letter_inspect_and_replay_say_so_and_exit_0(
     flag = ["--json"] if as_json else []
     assert main(["dlq", "inspect", *flag], runtime=services) == EXIT_OK
     inspected = capsys.readouterr()
-    assert main(["dlq", "replay", *flag], runtime=services) == EXIT_OK
+    assert main(["dlq", "replay", "--execute", *flag], runtime=services) == EXIT_OK
     replayed = capsys.readouterr()
     assert inspected.err == replayed.err == ""
     if as_json:
@@ -260,25 +247,33 @@ def test_before_the_first_dead_letter_inspect_and_replay_say_so_and_exit_0(
         assert replayed.out == "no dead letters to replay in searchsync.dlq\n"
 
 
-@pytest.mark.parametrize("dry_run", [True, False])
-def test_dlq_replay_reports_what_it_did(capsys: pytest.CaptureFixture[str], dry_run: bool) -> None:
+@pytest.mark.parametrize(
+    ("flag", "dry_run"), [([], True), (["--dry-run"], True), (["--execute"], False)]
+)
+def test_dlq_replay_plans_by_default_and_replays_with_execute(
+    capsys: pytest.CaptureFixture[str], flag: list[str], dry_run: bool
+) -> None:
     records = [_record("evt-0"), _record("evt-1", code="OTHER"), _record("evt-1")]
     records += [_record("evt-1", code="OTHER")]
     kafka, services = _kafka_with_dlq("searchsync.dlq", *records)
     argv = ["dlq", "replay", "--error-code", "BAD_JSON", "--event-id", "evt-1", "--limit", "1"]
-    assert main(argv + (["--dry-run"] if dry_run else []), runtime=services) == EXIT_OK
-    out = capsys.readouterr().out
+    assert main(argv + flag, runtime=services) == EXIT_OK
+    captured = capsys.readouterr()
     verb = "would replay" if dry_run else "replayed"
-    assert f"{verb} 1 of 3 dead letters" in out and "(2 skipped by filters, 0 replayed" in out
+    assert f"{verb} 1 of 3 dead letters" in captured.out
+    assert "(2 skipped by filters, 0 replayed" in captured.out
+    assert ("add --execute to act" in captured.err) is dry_run
     produced = [p for producer in kafka.producers for p in producer.produced]
     assert [(p.topic, p.partition) for p in produced] == ([] if dry_run else [(TOPIC, 1)])
+    assert main([*argv, *flag, "--json"], runtime=services) == EXIT_OK
+    assert _json(capsys)["dry_run"] is dry_run
 
 
 def test_dlq_replay_twice_says_nothing_to_do_unless_again(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     kafka, services = _kafka_with_dlq("searchsync.dlq", _record("evt-0"), _record("evt-1"))
-    argv = ["dlq", "replay", "--code", "BAD_JSON"]
+    argv = ["dlq", "replay", "--code", "BAD_JSON", "--execute"]
     assert main(argv, runtime=services) == EXIT_OK
     assert "replayed 2 of 2" in capsys.readouterr().out
     assert main(argv, runtime=services) == EXIT_OK
@@ -298,7 +293,8 @@ def test_dlq_replay_twice_says_nothing_to_do_unless_again(
 def test_dlq_inspect_filters_and_marks_replayed(capsys: pytest.CaptureFixture[str]) -> None:
     records = [_record("evt-0"), _record("evt-1", code="OTHER"), _record("evt-2")]
     _, services = _kafka_with_dlq("searchsync.dlq", *records)
-    assert main(["dlq", "replay", "--event-id", "evt-2"], runtime=services) == EXIT_OK
+    argv = ["dlq", "replay", "--event-id", "evt-2", "--execute"]
+    assert main(argv, runtime=services) == EXIT_OK
     capsys.readouterr()
     argv = ["dlq", "inspect", "--code", "BAD_JSON", "--type", "wiki_page", "--id", "p1"]
     assert main([*argv, "--since", "2026-01-02T03:04:05Z", "--json"], runtime=services) == 0
@@ -322,7 +318,7 @@ def test_dlq_time_filters_need_a_zone(capsys: pytest.CaptureFixture[str]) -> Non
 def test_dlq_summary(capsys: pytest.CaptureFixture[str], as_json: bool) -> None:
     records = [_record("evt-0"), _record("evt-1", code="OTHER"), _record("evt-2")]
     _, services = _kafka_with_dlq("searchsync.dlq", *records)
-    assert main(["dlq", "replay", "--code", "OTHER"], runtime=services) == EXIT_OK
+    assert main(["dlq", "replay", "--code", "OTHER", "--execute"], runtime=services) == EXIT_OK
     capsys.readouterr()
     assert main(["dlq", "summary", *(["--json"] if as_json else [])], runtime=services) == 0
     if as_json:
@@ -535,40 +531,6 @@ def test_offsets_reset_to_a_time_or_one_offset_still_refuses_an_active_group(
     assert _main(kafka, ["offsets", "reset", *argv, "--execute"]) == EXIT_FAILURE
     assert "has 1 active member(s)" in capsys.readouterr().err
     assert kafka.altered == []
-
-
-# --- loadgen progress --------------------------------------------------------------------------
-
-
-class _Tty(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-def test_progress_on_a_tty_redraws_one_line() -> None:
-    now = [0.0]
-    stream = _Tty()
-    progress = Progress(stream, clock=lambda: now[0], width=10)
-    for done in range(1, 11):
-        now[0] += 1.0
-        progress(done, 10)
-    text = stream.getvalue()
-    assert text.count("\n") == 1 and text.endswith("10/10 100.0%\n")
-    assert text.count("\r") == 10
-    assert "[#####-----] 5/10" in text
-
-
-def test_progress_elsewhere_prints_periodic_lines() -> None:
-    now = [0.0]
-    stream = io.StringIO()
-    progress = Progress(stream, clock=lambda: now[0], interval_s=5.0)
-    for done in range(1, 101):
-        now[0] += 0.1  # 10 s in all: the first call, one at 5 s, one at 10 s and the last
-        progress(done, 100)
-    lines = stream.getvalue().splitlines()
-    assert "\r" not in stream.getvalue()
-    assert lines[0] == "loadgen: 1/100 (1.0%)" and lines[-1] == "loadgen: 100/100 (100.0%)"
-    assert 3 <= len(lines) <= 4
 
 
 def test_run_without_the_app_module_is_an_operational_error(

@@ -4,7 +4,6 @@ in-memory index admin (docs/design.md, "Schema fence")."""
 from __future__ import annotations
 
 import asyncio
-import io
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -95,11 +94,15 @@ def test_rollback_swaps_to_the_highest_index_below_the_write_index(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     es = _index(1, 2, 3, writes_to=3)
-    assert _run(es, "index", "rollback", "--dry-run", "--json") == ExitCode.OK
-    plan = _json(capsys)
-    assert (plan["from"], plan["to"], plan["dry_run"]) == (V3, V2, True)
-    assert es.alias_target(ALIAS) == V3  # a dry run changes nothing
-    assert _run(es, "index", "rollback", "--json") == ExitCode.OK
+    for plan_only in (["--dry-run"], []):  # a plan by default
+        assert _run(es, "index", "rollback", *plan_only, "--json") == ExitCode.OK
+        plan = _json(capsys)
+        assert (plan["from"], plan["to"], plan["dry_run"]) == (V3, V2, True)
+        assert es.alias_target(ALIAS) == V3  # a plan changes nothing
+    assert _run(es, "index", "rollback") == ExitCode.OK
+    captured = capsys.readouterr()
+    assert "add --execute to act" in captured.err and es.alias_target(ALIAS) == V3
+    assert _run(es, "index", "rollback", "--execute", "--json") == ExitCode.OK
     done = _json(capsys)
     assert (done["from"], done["to"]) == (V3, V2)
     assert (done["from_schema_version"], done["to_schema_version"]) == (4, 3)
@@ -110,7 +113,7 @@ def test_rollback_swaps_to_the_highest_index_below_the_write_index(
 
 def test_rollback_to_a_named_index(capsys: pytest.CaptureFixture[str]) -> None:
     es = _index(1, 2, 3, writes_to=3)
-    assert _run(es, "index", "rollback", "--to", V1) == ExitCode.OK
+    assert _run(es, "index", "rollback", "--to", V1, "--execute") == ExitCode.OK
     assert es.alias_target(ALIAS) == V1
     assert f"to {V1}" in capsys.readouterr().out
 
@@ -127,14 +130,14 @@ def test_rollback_refusals_say_what_to_do(
     capsys: pytest.CaptureFixture[str], argv: list[str], code: ExitCode, says: str
 ) -> None:
     es = _index(1, 2, writes_to=2)
-    assert _run(es, "index", "rollback", *argv) == code
+    assert _run(es, "index", "rollback", *argv, "--execute") == code
     assert says in capsys.readouterr().err
     assert es.alias_target(ALIAS) == V2
 
 
 def test_rollback_without_an_earlier_index_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     es = _index(1, writes_to=1)
-    assert _run(es, "index", "rollback") == ExitCode.FAILURE
+    assert _run(es, "index", "rollback", "--execute") == ExitCode.FAILURE
     assert "--to" in capsys.readouterr().err
     assert es.alias_target(ALIAS) == V1
 
@@ -142,17 +145,18 @@ def test_rollback_without_an_earlier_index_is_refused(capsys: pytest.CaptureFixt
 # --- drop ---------------------------------------------------------------------------------------
 
 
-def test_drop_dry_run_says_what_would_be_deleted(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("plan_only", [["--dry-run"], []])
+def test_drop_plans_by_default(capsys: pytest.CaptureFixture[str], plan_only: list[str]) -> None:
     es = _index(1, 2, writes_to=2, docs={1: 4})
-    assert _run(es, "index", "drop", V1, "--dry-run", "--json") == ExitCode.OK
+    assert _run(es, "index", "drop", V1, *plan_only, "--json") == ExitCode.OK
     plan = _json(capsys)
     assert (plan["index"], plan["docs"], plan["dry_run"]) == (V1, 4, True)
     assert V1 in es.indices
 
 
-def test_drop_with_yes_deletes_an_old_index(capsys: pytest.CaptureFixture[str]) -> None:
+def test_drop_with_execute_deletes_an_old_index(capsys: pytest.CaptureFixture[str]) -> None:
     es = _index(1, 2, writes_to=2)
-    assert _run(es, "index", "drop", V1, "--execute", "--yes") == ExitCode.OK
+    assert _run(es, "index", "drop", V1, "--execute") == ExitCode.OK
     assert V1 not in es.indices and es.alias_target(ALIAS) == V2
     assert f"deleted {V1}" in capsys.readouterr().out
 
@@ -172,33 +176,6 @@ def test_drop_refusals(
 ) -> None:
     es = _index(1, 2, writes_to=2)
     es.aliases[ALIAS][V1] = False  # V1 stays behind the alias for reads
-    assert _run(es, "index", "drop", name, "--execute", "--yes") == code
+    assert _run(es, "index", "drop", name, "--execute") == code
     assert says in capsys.readouterr().err
     assert {V1, V2} <= set(es.indices)
-
-
-def test_drop_without_yes_off_a_terminal_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    es = _index(1, 2, writes_to=2)
-    assert _run(es, "index", "drop", V1, "--execute") == ExitCode.USAGE
-    assert "--yes" in capsys.readouterr().err
-    assert V1 in es.indices
-
-
-class _Tty(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-@pytest.mark.parametrize(("answer", "deleted"), [(V1, True), ("no", False)])
-def test_drop_on_a_terminal_asks_for_the_name(
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    answer: str,
-    deleted: bool,
-) -> None:
-    es = _index(1, 2, writes_to=2)
-    monkeypatch.setattr("sys.stdin", _Tty(answer + "\n"))
-    code = _run(es, "index", "drop", V1, "--execute")
-    assert code == (ExitCode.OK if deleted else ExitCode.FAILURE)
-    assert (V1 not in es.indices) is deleted
-    assert "type its name to confirm" in capsys.readouterr().err

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import aclosing
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -18,9 +19,10 @@ from searchsync.config import ConnectSettings, load_settings
 from searchsync.duration import format_duration, parse_duration
 from searchsync.errors import ConfigError, ConnectUnavailable
 from searchsync.exit_codes import ExitCode
-from searchsync.kafka.connect import MISSING, ConnectClient, parse_status
+from searchsync.kafka.connect import MISSING, ConnectClient, ConnectorStatus, parse_status
 from searchsync.projection import format_timestamp, wiki_page
 
+from tests.fakes.connect_rest import FakeConnectRest
 from tests.fakes.outbox import FakeOutbox
 from tests.fakes.search_index import InMemoryIndex
 from tests.fakes.tombstones import FakeTombstones
@@ -35,22 +37,19 @@ STATUS = {
 # -- Connect ---------------------------------------------------------------------------------------
 
 
-def client(answer: tuple[int, bytes] | Exception) -> tuple[ConnectClient, list[str]]:
-    urls: list[str] = []
-
-    def fetch(url: str, timeout_s: float) -> tuple[int, bytes]:
-        urls.append(url)
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
-
-    return ConnectClient(ConnectSettings(url="http://connect:8083"), fetch=fetch), urls
+async def ask(
+    answer: tuple[int, bytes] | None, name: str | None = None
+) -> tuple[ConnectorStatus, list[str]]:
+    """`ConnectClient.status(name)` of a Connect that answers `answer` (None: no answer)."""
+    async with FakeConnectRest(lambda method, path: answer or (0, b"")) as rest:
+        rest.down = answer is None
+        async with aclosing(ConnectClient(rest.settings)) as connect:
+            return await connect.status(name), rest.requests
 
 
 async def test_a_running_connector() -> None:
-    connect, urls = client((200, json.dumps(STATUS).encode()))
-    status = await connect.status()
-    assert urls == ["http://connect:8083/connectors/searchsync-outbox/status"]
+    status, requests = await ask((200, json.dumps(STATUS).encode()))
+    assert requests == ["GET /connectors/searchsync-outbox/status"]
     assert status.running and status.problems() == []
     assert status.as_json()["tasks"][0]["state"] == "RUNNING"
 
@@ -63,20 +62,34 @@ def test_a_failed_task_says_why() -> None:
 
 
 async def test_an_unknown_connector_is_missing() -> None:
-    connect, _ = client((404, b'{"error_code":404}'))
-    status = await connect.status("other")
+    status, requests = await ask((404, b'{"error_code":404}'), "other/x")
+    assert requests == ["GET /connectors/other%2Fx/status"]
     assert status.state == MISSING and not status.running
     assert "not registered" in status.problems()[0]
 
 
 @pytest.mark.parametrize(
-    "answer",
-    [ConnectionRefusedError("refused"), (500, b"oops"), (200, b"not json"), (200, b'{"x": 1}')],
+    ("answer", "says"),
+    [
+        (None, r"did not answer \(.+\); is it running\? \(setting connect.url\)"),
+        ((500, b"oops"), "answered 500"),
+        ((200, b"not json"), "not JSON"),
+        ((200, b'{"x": 1}'), "not a status answer"),
+    ],
 )
-async def test_no_usable_answer_is_unavailable(answer: Any) -> None:
-    connect, _ = client(answer)
-    with pytest.raises(ConnectUnavailable):
-        await connect.status()
+async def test_no_usable_answer_is_unavailable(answer: tuple[int, bytes] | None, says: str) -> None:
+    with pytest.raises(ConnectUnavailable, match=says):
+        await ask(answer)
+
+
+async def test_no_answer_within_the_request_timeout_is_unavailable() -> None:
+    async with FakeConnectRest(lambda method, path: (200, b"")) as rest:
+        rest.hang = True
+        settings = ConnectSettings(url=rest.url, request_timeout_s=0.1)
+        async with aclosing(ConnectClient(settings)) as connect:
+            with pytest.raises(ConnectUnavailable, match=r"did not answer \(timed out\)"):
+                await connect.status()
+        assert rest.requests == ["GET /connectors/searchsync-outbox/status"]
 
 
 # -- durations and settings ----------------------------------------------------------------------

@@ -8,111 +8,112 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing, asynccontextmanager
 
 import pytest
-from searchsync.config import ConnectSettings, load_settings
+from searchsync.config import load_settings
 from searchsync.errors import ConfigError
 from searchsync.kafka.connect import ConnectClient
-from searchsync.kafka.connector_watch import ConnectorWatch
+from searchsync.kafka.connector_watch import FAILED, ConnectorWatch
 from searchsync.observability.metrics import Metrics
 
+from tests.fakes.connect_rest import FakeConnectRest
 
-class FakeConnect:
-    """Connect's two endpoints the watch uses; `states` is each task's state, as Connect says."""
+
+class Tasks:
+    """The connector's tasks as Connect reports them (`answer`); a restart makes one RUNNING."""
 
     def __init__(self, *states: str) -> None:
         self.states = list(states)
-        self.down = False
         self.refuse_restart = False
         self.gets = 0
-        self.posts: list[str] = []
         self.on_get: Callable[[int], None] | None = None
         self.trace = "x.Y: boom\n\tat"
 
-    def fetch(self, url: str, timeout_s: float) -> tuple[int, bytes]:
-        self.gets += 1
-        if self.down:
-            raise ConnectionRefusedError("connection refused")
-        assert url == "http://connect:8083/connectors/searchsync-outbox/status"
-        tasks = [
-            {"id": n, "state": s, "worker_id": "w", "trace": self.trace}
-            if s == "FAILED"
-            else {"id": n, "state": s, "worker_id": "w"}
-            for n, s in enumerate(self.states)
-        ]
-        if self.on_get is not None:
-            self.on_get(self.gets)
-        body = {"name": "searchsync-outbox", "connector": {"state": "RUNNING"}, "tasks": tasks}
-        return 200, json.dumps(body).encode()
-
-    def post(self, url: str, timeout_s: float) -> tuple[int, bytes]:
+    def answer(self, method: str, path: str) -> tuple[int, bytes]:
+        if method == "GET":
+            assert path == "/connectors/searchsync-outbox/status"
+            self.gets += 1
+            if self.on_get is not None:
+                self.on_get(self.gets)
+            trace = {FAILED: self.trace}
+            tasks = [
+                {"id": n, "state": s, "worker_id": "w", "trace": trace.get(s)}
+                for n, s in enumerate(self.states)
+            ]
+            body = {"name": "searchsync-outbox", "connector": {"state": "RUNNING"}, "tasks": tasks}
+            return 200, json.dumps(body).encode()
         if self.refuse_restart:
             return 500, b'{"error_code":500}'
-        self.posts.append(url)
-        n = int(url.rsplit("/", 2)[-2])
-        self.states[n] = "RUNNING"  # Connect restarts it
+        self.states[int(path.rsplit("/", 2)[-2])] = "RUNNING"  # Connect restarts it
         return 204, b""
 
-    def watch(self, metrics: Metrics | None = None) -> ConnectorWatch:
-        client = ConnectClient(
-            ConnectSettings(url="http://connect:8083"), fetch=self.fetch, post=self.post
-        )
-        return ConnectorWatch(client, interval_s=0.01, metrics=metrics)
+
+@asynccontextmanager
+async def watched(
+    *states: str, metrics: Metrics | None = None
+) -> AsyncIterator[tuple[Tasks, FakeConnectRest, ConnectorWatch]]:
+    """A watch over a Connect on a local port whose connector has tasks in `states`."""
+    tasks = Tasks(*states)
+    async with (
+        FakeConnectRest(tasks.answer) as rest,
+        aclosing(ConnectClient(rest.settings)) as client,
+    ):
+        yield tasks, rest, ConnectorWatch(client, interval_s=0.01, metrics=metrics)
+
+
+def _posts(rest: FakeConnectRest) -> list[str]:
+    return [r for r in rest.requests if r.startswith("POST ")]
 
 
 async def test_failed_tasks_are_restarted_and_running_ones_left_alone() -> None:
-    connect = FakeConnect("RUNNING", "FAILED", "FAILED")
     metrics = Metrics()
-    watch = connect.watch(metrics)
-    assert await watch.check() == 2
-    assert connect.posts == [
-        "http://connect:8083/connectors/searchsync-outbox/tasks/1/restart",
-        "http://connect:8083/connectors/searchsync-outbox/tasks/2/restart",
-    ]
-    assert await watch.check() == 0  # all RUNNING now: nothing more
-    assert len(connect.posts) == 2 and watch.restarts == 2
+    async with watched("RUNNING", FAILED, FAILED, metrics=metrics) as (_, rest, watch):
+        assert await watch.check() == 2
+        assert _posts(rest) == [
+            "POST /connectors/searchsync-outbox/tasks/1/restart",
+            "POST /connectors/searchsync-outbox/tasks/2/restart",
+        ]
+        assert await watch.check() == 0  # all RUNNING now: nothing more
+        assert len(_posts(rest)) == 2 and watch.restarts == 2
     assert b"searchsync_connector_task_restarts_total 2.0" in metrics.render()
 
 
 async def test_connect_away_is_logged_once_per_outage_and_never_raises(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    connect = FakeConnect("FAILED")
-    connect.down = True
-    watch = connect.watch()
-    with caplog.at_level(logging.INFO, logger="searchsync.kafka.connector_watch"):
-        for _ in range(3):
+    async with watched(FAILED) as (_, rest, watch):
+        rest.down = True
+        with caplog.at_level(logging.INFO, logger="searchsync.kafka.connector_watch"):
+            for _ in range(3):
+                assert await watch.check() == 0
+            rest.down = False
+            assert await watch.check() == 1
+            rest.down = True
             assert await watch.check() == 0
-        connect.down = False
-        assert await watch.check() == 1
-        connect.down = True
-        assert await watch.check() == 0
     away = [r for r in caplog.records if "will try again" in r.getMessage()]
     assert len(away) == 2  # once per outage, not once per check
     assert any("task 0 is FAILED (x.Y: boom)" in r.getMessage() for r in caplog.records)
 
 
 async def test_a_refused_restart_is_logged_not_counted(caplog: pytest.LogCaptureFixture) -> None:
-    connect = FakeConnect("FAILED")
-    connect.refuse_restart = True
-    watch = connect.watch()
-    with caplog.at_level(logging.WARNING, logger="searchsync.kafka.connector_watch"):
-        assert await watch.check() == 0
+    async with watched(FAILED) as (tasks, _, watch):
+        tasks.refuse_restart = True
+        with caplog.at_level(logging.WARNING, logger="searchsync.kafka.connector_watch"):
+            assert await watch.check() == 0
     assert watch.restarts == 0
     assert any("restart of task 0 failed" in r.getMessage() for r in caplog.records)
 
 
 async def test_the_watch_checks_on_its_interval_until_stopped() -> None:
-    connect = FakeConnect("RUNNING")
-    loop = asyncio.get_running_loop()
-    third = asyncio.Event()
-    connect.on_get = lambda n: loop.call_soon_threadsafe(third.set) if n >= 3 else None
-    stop = asyncio.Event()
-    task = asyncio.create_task(connect.watch().run(stop))
-    await asyncio.wait_for(third.wait(), 10)  # it checked again and again on its interval
-    stop.set()
-    await asyncio.wait_for(task, 5)  # and returns once stopped
+    third, stop = asyncio.Event(), asyncio.Event()
+    async with watched("RUNNING") as (tasks, _, watch):
+        tasks.on_get = lambda n: third.set() if n >= 3 else None
+        task = asyncio.create_task(watch.run(stop))
+        await asyncio.wait_for(third.wait(), 10)  # it checked again and again on its interval
+        stop.set()
+        await asyncio.wait_for(task, 5)  # and returns once stopped
     assert task.done() and task.exception() is None
 
 
@@ -139,13 +140,12 @@ PURGED = (
 async def test_a_task_failed_on_a_purged_binlog_is_reported_as_that_once_not_restarted(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    connect = FakeConnect("RUNNING", "FAILED")
-    connect.trace = PURGED
-    watch = connect.watch()
-    with caplog.at_level(logging.ERROR, logger="searchsync.kafka.connector_watch"):
-        assert await watch.check() == 0
-        assert await watch.check() == 0
-    assert connect.posts == []  # a restart would fail the same way
+    async with watched("RUNNING", FAILED) as (tasks, rest, watch):
+        tasks.trace = PURGED
+        with caplog.at_level(logging.ERROR, logger="searchsync.kafka.connector_watch"):
+            assert await watch.check() == 0
+            assert await watch.check() == 0
+        assert _posts(rest) == []  # a restart would fail the same way
     assert watch.binlog_gone == {("searchsync-outbox", 1)}
     [record] = caplog.records  # once, not once per check
     message = record.getMessage()

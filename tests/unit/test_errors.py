@@ -37,6 +37,7 @@ def test_only_shared_dependencies_are_systemic() -> None:
         "ES_AUTH",
         "ALIAS_MISSING",
         "SCHEMA_FENCED",
+        "OWNER_FENCED",
         "KAFKA_NO_LEADER",
         "DLQ_QUEUE_FULL",
         "DLQ_PRODUCE_FAILED",

@@ -22,12 +22,12 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "observability",
         "kafka",
         "writer dlq",
-        "stream devtools",
+        "stream",
         "ops relay watch",
         "resources",
         "app",
         "runtime read",
-        "cli __main__",
+        "cli __main__ devtools",
     )
 )
 

@@ -193,7 +193,7 @@ def test_a_failing_command_prints_no_secret(
     for name, value in _env(pem_files).items():
         monkeypatch.setenv(name, value)
 
-    def broken_admin(config: dict[str, Any]) -> Any:
+    def broken_admin(config: dict[str, Any], **_: Any) -> Any:
         raise RuntimeError(f"cannot reach kafka with {config}")
 
     code = main(

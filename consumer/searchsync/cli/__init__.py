@@ -16,7 +16,6 @@ from searchsync.cli import (
     dlq,
     heal,
     index,
-    loadgen,
     offsets,
     projection,
     retention,
@@ -35,7 +34,6 @@ _GROUPS = (
     run.register,
     index.register,
     dlq.register,
-    loadgen.register,
     config.register,
     offsets.register,
     heal.register_rebuild,
@@ -51,11 +49,14 @@ _GROUPS = (
 
 
 def main(
-    argv: Sequence[str] | None = None, *, runtime: Callable[[Settings], Runtime] = Runtime
+    argv: Sequence[str] | None = None,
+    *,
+    runtime: Callable[[Settings], Runtime] = Runtime,
+    parser: argparse.ArgumentParser | None = None,
 ) -> int:
     """Run one command and return its exit code; `runtime` makes the command's services from the
-    Settings (tests: fakes)."""
-    parser = build_parser()
+    Settings (tests: fakes); `parser` (default: `build_parser`) gives ``func`` and ``config``."""
+    parser = parser or build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)

@@ -14,6 +14,7 @@ from searchsync.dlq.replay import parse_utc
 from searchsync.duration import parse_duration
 from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
+from searchsync.kafka.admin import KAFKA_TIMEOUT_S
 from searchsync.resources import Tables
 from searchsync.runtime import Runtime
 
@@ -88,9 +89,32 @@ def switch(parser: argparse.ArgumentParser, dest: str, *flags: tuple[str, bool, 
 
 def plan_or_execute(parser: argparse.ArgumentParser, plan: str) -> None:
     """``--execute`` and ``--dry-run`` (sets ``args.dry_run``), as kafka-consumer-groups has them:
-    without ``--execute`` a destructive command prints its `plan` and changes nothing."""
+    without ``--execute`` a command that changes state prints its `plan` and changes nothing."""
     execute = ("--execute", False, "act; without it, only print the plan")
     switch(parser, "dry_run", execute, ("--dry-run", True, f"{plan} (default)"))
+
+
+def kafka_timeout(parser: argparse.ArgumentParser, about: str = "each Kafka request") -> None:
+    """``--timeout SECONDS`` (``args.timeout``): how long `about` may take."""
+    parser.add_argument(
+        "--timeout",
+        type=seconds,
+        default=KAFKA_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"how long {about} may take before the command gives up (default: "
+        f"{KAFKA_TIMEOUT_S:g})",
+    )
+
+
+def seconds(text: str) -> float:
+    """A number of seconds above 0, at most an hour."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0.0 < value <= 3600.0:
+        raise argparse.ArgumentTypeError(f"expected seconds above 0, at most 3600, got {text!r}")
+    return value
 
 
 def older_than(parser: argparse.ArgumentParser, window: str) -> None:

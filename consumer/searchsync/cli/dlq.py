@@ -8,7 +8,14 @@ from contextlib import closing
 from dataclasses import asdict
 from typing import Any
 
-from searchsync.cli.args import command, group, positive_int, utc_time
+from searchsync.cli.args import (
+    command,
+    group,
+    kafka_timeout,
+    plan_or_execute,
+    positive_int,
+    utc_time,
+)
 from searchsync.cli.output import bytes_json, show
 from searchsync.config import Settings
 from searchsync.dlq.ledger import ReplayEntry
@@ -16,8 +23,9 @@ from searchsync.dlq.read import DlqEntry, DlqTopic
 from searchsync.dlq.replay import DlqFilter, ReplayReport, inspect, replay
 from searchsync.dlq.summary import DlqSummary, summary
 from searchsync.exit_codes import ExitCode
-from searchsync.kafka.admin import KAFKA_TIMEOUT_S
 from searchsync.runtime import Runtime
+
+_READ = "each Kafka request, and the whole read of the DLQ,"
 
 
 def register(commands: Any) -> None:
@@ -27,10 +35,11 @@ def register(commands: Any) -> None:
     )
     inspecting.add_argument("--limit", type=positive_int, default=20, help="default: 20")
     inspecting.add_argument("--from-beginning", action="store_true", help="oldest dead letters")
-    command(cmds, "summary", cmd_dlq_summary, "counts by code and type; what each replay became")
+    about = "counts by code and type; what each replay became"
+    kafka_timeout(command(cmds, "summary", cmd_dlq_summary, about), _READ)
     about = "re-produce dead letters to their topic (each once, unless --again)"
     replaying = _filtered(command(cmds, "replay", cmd_dlq_replay, about))
-    replaying.add_argument("--dry-run", action="store_true", help="show what would be replayed")
+    plan_or_execute(replaying, "show what would be replayed")
     replaying.add_argument("--limit", type=positive_int, help="replay at most N")
     replaying.add_argument(
         "--again",
@@ -47,6 +56,7 @@ def _filtered(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--event-id", metavar="ID", help="only this event")
     parser.add_argument("--since", type=utc_time, metavar="TIME", help="last failed at or after")
     parser.add_argument("--until", type=utc_time, metavar="TIME", help="last failed before")
+    kafka_timeout(parser, _READ)
     return parser
 
 
@@ -54,10 +64,9 @@ def _selection(args: argparse.Namespace) -> DlqFilter:
     return DlqFilter(**{name: getattr(args, name) for name in DlqFilter.__dataclass_fields__})
 
 
-def dlq_topic(
-    settings: Settings, runtime: Runtime, *, timeout_s: float = KAFKA_TIMEOUT_S
-) -> DlqTopic:
-    """The configured DLQ topic, read through the runtime's Kafka clients."""
+def dlq_topic(settings: Settings, runtime: Runtime, *, timeout_s: float) -> DlqTopic:
+    """The configured DLQ topic, read through the runtime's Kafka clients; `timeout_s` bounds
+    each Kafka request and the whole read."""
     kafka, clients = settings.kafka, runtime.kafka
     return DlqTopic(
         kafka.client_config(), kafka.dlq_topic, clients.admin, clients.consumer, timeout_s
@@ -68,7 +77,7 @@ def cmd_dlq_inspect(args: argparse.Namespace, settings: Settings, runtime: Runti
     topic = settings.kafka.dlq_topic
     with closing(runtime.replay_ledger()) as ledger:
         entries = inspect(
-            dlq_topic(settings, runtime),
+            dlq_topic(settings, runtime, timeout_s=args.timeout),
             limit=args.limit,
             from_beginning=args.from_beginning,
             selection=_selection(args),
@@ -81,7 +90,7 @@ def cmd_dlq_inspect(args: argparse.Namespace, settings: Settings, runtime: Runti
 
 def cmd_dlq_summary(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     with closing(runtime.replay_ledger()) as ledger:
-        result = summary(dlq_topic(settings, runtime), ledger=ledger)
+        result = summary(dlq_topic(settings, runtime, timeout_s=args.timeout), ledger=ledger)
     show(args.json, result.as_json(), summary_lines(result))
     return ExitCode.OK
 
@@ -90,7 +99,7 @@ def cmd_dlq_replay(args: argparse.Namespace, settings: Settings, runtime: Runtim
     topic = settings.kafka.dlq_topic
     with closing(runtime.replay_ledger()) as ledger:
         report = replay(
-            dlq_topic(settings, runtime),
+            dlq_topic(settings, runtime, timeout_s=args.timeout),
             ledger=ledger,
             dry_run=args.dry_run,
             selection=_selection(args),
@@ -98,7 +107,8 @@ def cmd_dlq_replay(args: argparse.Namespace, settings: Settings, runtime: Runtim
             limit=args.limit,
             producer_factory=runtime.kafka.producer,
         )
-    show(args.json, replay_json(topic, report), replay_lines(topic, report))
+    plan = report.dry_run and bool(report.replayed)
+    show(args.json, replay_json(topic, report), replay_lines(topic, report), plan=plan)
     return ExitCode.OK
 
 

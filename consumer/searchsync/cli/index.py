@@ -6,7 +6,6 @@ when the timeout passed first; either way the last revision seen is printed."""
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import asdict
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -66,11 +65,10 @@ def register(commands: Any) -> None:
     back.add_argument(
         "--to", metavar="INDEX", help="the index to swap to (default: the one before)"
     )
-    back.add_argument("--dry-run", action="store_true", help="say what would be swapped")
+    plan_or_execute(back, "say what would be swapped")
     drop = command(cmds, "drop", cmd_index_drop, "delete an old physical index (never the alias's)")
     drop.add_argument("index", metavar="INDEX", help="the physical index, <alias>_v<N>")
     plan_or_execute(drop, "say what would be deleted")
-    drop.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
 
 def _with_admin(
@@ -206,7 +204,7 @@ def cmd_index_rollback(args: argparse.Namespace, settings: Settings, runtime: Ru
         "dry_run": result.dry_run,
         "message": result.message,
     }
-    show(args.json, document, [result.message])
+    show(args.json, document, [result.message], plan=result.dry_run)
     return ExitCode.OK
 
 
@@ -218,25 +216,10 @@ def cmd_index_drop(args: argparse.Namespace, settings: Settings, runtime: Runtim
         raise InvalidRequest(
             f"{index} is not <alias>_v<N> of a known aggregate type (aliases: {', '.join(aliases)})"
         )
-    plan = _with_admin(runtime, indices.drop, alias, index, dry_run=True)  # refusals come first
-    if not args.dry_run and not args.yes and not _confirmed(plan):
-        err(f"{index} not deleted")
-        return ExitCode.FAILURE
-    result = plan if args.dry_run else _with_admin(runtime, indices.drop, alias, index)
+    result = _with_admin(runtime, indices.drop, alias, index, dry_run=args.dry_run)
     document = {**asdict(result), "message": result.message}
     show(args.json, document, [result.message], plan=result.dry_run)
     return ExitCode.OK
-
-
-def _confirmed(plan: indices.DropResult) -> bool:
-    """Ask on a terminal; refuse without one (scripts pass --yes)."""
-    if not sys.stdin.isatty():
-        raise InvalidRequest(
-            f"refusing to delete {plan.index} without confirmation: stdin is not a terminal; "
-            "pass --yes (check first without --execute)"
-        )
-    err(f"delete {plan.index} ({plan.docs} documents)? type its name to confirm: ")
-    return sys.stdin.readline().strip() == plan.index
 
 
 def register_wait(commands: Any) -> None:

@@ -6,12 +6,14 @@ import argparse
 import getpass
 import socket
 from collections.abc import Iterator
-from dataclasses import asdict
+from dataclasses import asdict, replace
+from functools import partial
 from typing import Any
 
 from searchsync.cli.args import (
     command,
     group,
+    kafka_timeout,
     non_negative_int,
     plan_or_execute,
     reset_target,
@@ -28,9 +30,16 @@ from searchsync.runtime import Runtime
 
 def register(commands: Any) -> None:
     cmds = group(commands, "offsets", "committed offsets of the consumer group")
-    command(cmds, "show", cmd_offsets_show, "committed offset, high watermark and lag")
+    showing = command(cmds, "show", cmd_offsets_show, "committed offset, high watermark and lag")
+    showing.add_argument(
+        "--group",
+        metavar="GROUP",
+        help="this consumer group, e.g. a rebuild's catch-up group (default: kafka.group_id)",
+    )
+    kafka_timeout(showing)
     about = "move the group's offsets (group must be idle)"
     reset = command(cmds, "reset", cmd_offsets_reset, about)
+    kafka_timeout(reset)
     where = reset.add_mutually_exclusive_group(required=True)
     where.add_argument(
         "--to",
@@ -59,7 +68,10 @@ def register(commands: Any) -> None:
 
 
 def cmd_offsets_show(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    rows = offsets.partition_offsets(runtime.kafka_admin(), settings)
+    if args.group:
+        settings = replace(settings, kafka=replace(settings.kafka, group_id=args.group))
+    admin = runtime.kafka.admin(settings.kafka.client_config(), timeout_s=args.timeout)
+    rows = offsets.partition_offsets(admin, settings)
     group, lag = settings.kafka.group_id, sum(r.lag for r in rows)
     document = {"group": group, "partitions": [asdict(r) for r in rows], "total_lag": lag}
     lines = [f"group {group}: none of the subscribed topics exists yet"]
@@ -104,7 +116,7 @@ def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, runtime: Run
         topic=args.topic,
         partition=args.partition,
         dry_run=args.dry_run,
-        admin_factory=runtime.kafka.admin,
+        admin_factory=partial(runtime.kafka.admin, timeout_s=args.timeout),
         accept_gap=f"{getpass.getuser()}@{socket.gethostname()}" if args.accept_gap else None,
         record=lambda acks: with_tables(runtime, lambda t: t.gap_acks.record(acks)),
         lineage=offsets.LineageRecords(

@@ -13,7 +13,14 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
-from searchsync.cli.args import command, group, positive_int, with_tables
+from searchsync.cli.args import (
+    command,
+    group,
+    kafka_timeout,
+    plan_or_execute,
+    positive_int,
+    with_tables,
+)
 from searchsync.cli.output import err, out, show
 from searchsync.clock import utc_now
 from searchsync.config import Settings
@@ -67,11 +74,11 @@ def register_relay(commands: Any) -> None:
     command(cmds, "run", cmd_relay_run, "run the relay until stopped", json=None)
     dead = command(cmds, "dead", cmd_relay_dead, "list DEAD outbox rows")
     dead.add_argument("--limit", type=positive_int, default=100, help="at most this many")
-    revive = command(cmds, "revive", cmd_relay_revive, "put DEAD outbox rows back (with --execute)")
+    revive = command(cmds, "revive", cmd_relay_revive, "put DEAD outbox rows back")
     which = revive.add_mutually_exclusive_group(required=True)
     which.add_argument("--id", type=positive_int, action="append", help="a row id (repeatable)")
     which.add_argument("--all", action="store_true", help="every DEAD row")
-    revive.add_argument("--execute", action="store_true", help="revive; without it, only show")
+    plan_or_execute(revive, "list the rows it would revive")
 
 
 def cmd_relay_run(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -96,25 +103,25 @@ def cmd_relay_dead(args: argparse.Namespace, settings: Settings, runtime: Runtim
 
 def cmd_relay_revive(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     ids = None if args.all else sorted(set(args.id))
-    if not args.execute:
+    if args.dry_run:
         rows = with_tables(runtime, lambda t: t.relay.dead(1_000_000))
         chosen = [r for r in rows if ids is None or r.id in ids]
-        _show(chosen, args.json, f"would revive {len(chosen)} DEAD rows (pass --execute)")
+        _show(chosen, args.json, f"would revive {len(chosen)} DEAD rows", plan=True)
         return ExitCode.OK
     revived = with_tables(runtime, lambda t: t.relay.revive(ids))
-    show(
-        args.json, {"revived": revived}, [f"revived {revived} DEAD rows in {settings.relay.table}"]
-    )
+    document = {"dry_run": False, "revived": revived}
+    show(args.json, document, [f"revived {revived} DEAD rows in {settings.relay.table}"])
     return ExitCode.OK
 
 
-def _show(rows: list[DeadRow], as_json: bool, summary: str) -> None:
+def _show(rows: list[DeadRow], as_json: bool, summary: str, *, plan: bool = False) -> None:
     lines = [
         f"{r.id} {r.aggregate_type}/{r.aggregate_id} {r.operation} rev {r.source_revision}"
         f" attempts {r.attempts}: {r.last_error or ''}"
         for r in rows
     ]
-    show(as_json, {"rows": [r.as_json() for r in rows]}, [*lines, summary])
+    listed: dict[str, Any] = {"rows": [r.as_json() for r in rows]}
+    show(as_json, {"dry_run": True, **listed} if plan else listed, [*lines, summary], plan=plan)
 
 
 def register_exporter(commands: Any) -> None:
@@ -131,6 +138,7 @@ def register_exporter(commands: Any) -> None:
         action="store_true",
         help="observe once (and read the canary once), print the metrics and exit",
     )
+    kafka_timeout(exporter, "each question to the broker")
 
 
 def cmd_exporter(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -142,10 +150,10 @@ def cmd_exporter(args: argparse.Namespace, settings: Settings, runtime: Runtime)
         quiet = logging.getLogger("searchsync")
         if not quiet.handlers:
             quiet.addHandler(logging.NullHandler())
-    return ExitCode(asyncio.run(_go(settings, runtime, once=args.once)))
+    return ExitCode(asyncio.run(_go(settings, runtime, once=args.once, timeout_s=args.timeout)))
 
 
-async def _go(settings: Settings, runtime: Runtime, *, once: bool) -> int:
+async def _go(settings: Settings, runtime: Runtime, *, once: bool, timeout_s: float) -> int:
     canary_on = settings.canary.interval_s > 0
     async with AsyncExitStack() as stack:
         stack.push_async_callback(runtime.aclose)
@@ -158,7 +166,7 @@ async def _go(settings: Settings, runtime: Runtime, *, once: bool) -> int:
         stack.callback(peek.close)
         exporter = Exporter(
             settings,
-            admin=runtime.kafka_admin(),
+            admin=runtime.kafka.admin(settings.kafka.client_config(), timeout_s=timeout_s),
             peek=peek,
             metrics=ExporterMetrics(settings.exporter.expected_members, canary=canary_on),
             canary=await runtime.canary() if canary_on else None,

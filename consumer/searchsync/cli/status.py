@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from searchsync.cli.args import command, run_in
+from searchsync.cli.args import command, run_in, seconds
 from searchsync.cli.dlq import dlq_topic
 from searchsync.cli.output import describe_unreachable, elasticsearch_at, kafka_at, mysql_at, show
 from searchsync.config import Settings
@@ -32,22 +32,12 @@ def register(commands: Any) -> None:
     )
     status.add_argument(
         "--timeout",
-        type=_seconds,
+        type=seconds,
         default=15.0,
         metavar="SECONDS",
         help="how long each check may take; a service that does not answer in time is reported "
         "as that (default: 15)",
     )
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0.0 < value <= 3600.0:
-        raise argparse.ArgumentTypeError(f"expected seconds above 0, at most 3600, got {text!r}")
-    return value
 
 
 def cmd_status(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -96,7 +86,8 @@ async def _report(runtime: Runtime, endpoints: list[str], timeout_s: float) -> S
             recorded = await asyncio.wait_for(recorded_lineage(), 0.5 * timeout_s)
         except Exception:
             recorded = None
-        return await in_thread(probes.group_section, runtime.kafka_admin(), settings, recorded)
+        admin = runtime.kafka.admin(settings.kafka.client_config(), timeout_s=timeout_s)
+        return await in_thread(probes.group_section, admin, settings, recorded)
 
     checks: list[tuple[str, Probe]] = [
         ("group", group),

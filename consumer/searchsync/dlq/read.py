@@ -70,7 +70,7 @@ class DlqTopic:
         """The entries up to the high watermarks taken now, from the low ones (or the last `tail`
         of each partition), read by a reader that assigns partitions and never commits; None
         while the topic does not exist."""
-        admin = self.admin_factory(self.config)
+        admin = self.admin_factory(self.config, timeout_s=self.timeout_s)
         if not admin.topic_exists(self.name):
             yield None
             return

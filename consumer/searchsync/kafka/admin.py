@@ -83,7 +83,10 @@ class KafkaAdmin(Protocol):
         ...
 
 
-AdminFactory = Callable[[Mapping[str, Any]], KafkaAdmin]
+class AdminFactory(Protocol):
+    """Makes a `KafkaAdmin` from a client config; `timeout_s` bounds each of its requests."""
+
+    def __call__(self, config: Mapping[str, Any], *, timeout_s: float = ...) -> KafkaAdmin: ...
 
 
 def _kafka_error(exc: BaseException) -> Any:

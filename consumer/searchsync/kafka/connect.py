@@ -1,17 +1,17 @@
-"""A small client for Kafka Connect's REST API: a connector's status and the restart of a task, each
-on a worker thread within ``[connect] request_timeout_s``. No answer, or one that is not a status,
-is `ConnectUnavailable`; an unknown connector has state ``MISSING``."""
+"""A small client for Kafka Connect's REST API (aiohttp): a connector's status and the restart of a
+task, each within ``[connect] request_timeout_s``, on one session per client, which `aclose`
+closes (``async with contextlib.aclosing(client)``). No answer, or one that is not a status, is
+`ConnectUnavailable`; an unknown connector has state ``MISSING``."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
+from urllib.parse import quote
+
+import aiohttp
 
 from searchsync.config import ConnectSettings
 from searchsync.errors import ConnectUnavailable
@@ -19,10 +19,6 @@ from searchsync.errors import ConnectUnavailable
 RUNNING: Final = "RUNNING"
 MISSING: Final = "MISSING"
 """The state `ConnectClient.status` reports for a connector Connect does not know (404)."""
-
-Fetch = Callable[[str, float], tuple[int, bytes]]
-"""A ``GET`` (or empty ``POST``): ``(url, timeout_s) -> (HTTP status, body)``; `OSError` when there
-is no answer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,25 +96,28 @@ def parse_status(name: str, body: Mapping[str, Any]) -> ConnectorStatus:
 
 
 class ConnectClient:
-    def __init__(
-        self, settings: ConnectSettings, *, fetch: Fetch | None = None, post: Fetch | None = None
-    ) -> None:
+    def __init__(self, settings: ConnectSettings) -> None:
         self._settings = settings
-        self._fetch = fetch or _urllib_fetch
-        self._post = post or _urllib_post
+        self._session: aiohttp.ClientSession | None = None  # opened on first use, on its loop
+
+    async def aclose(self) -> None:
+        """Close the session (idempotent; the next call opens a new one)."""
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
 
     async def restart_task(self, task_id: int, name: str | None = None) -> None:
-        connector = urllib.parse.quote(name or self._settings.connector, safe="")
+        connector = quote(name or self._settings.connector, safe="")
         url = f"{self._settings.url}/connectors/{connector}/tasks/{int(task_id)}/restart"
-        code, data = await self._call(self._post, url)
+        code, data = await self._call("POST", url)
         if code not in (200, 202, 204):
             raise ConnectUnavailable(f"POST {url} answered {code}: {data[:200]!r}")
 
     async def status(self, name: str | None = None) -> ConnectorStatus:
         """The status of connector `name` (default ``[connect] connector``)."""
         connector = name or self._settings.connector
-        url = f"{self._settings.url}/connectors/{urllib.parse.quote(connector, safe='')}/status"
-        code, data = await self._call(self._fetch, url)
+        url = f"{self._settings.url}/connectors/{quote(connector, safe='')}/status"
+        code, data = await self._call("GET", url)
         if code == 404:
             return ConnectorStatus(connector, MISSING)
         if code != 200:
@@ -131,32 +130,26 @@ class ConnectClient:
             raise ConnectUnavailable(f"GET {url}: the answer is not a JSON object")
         return parse_status(connector, body)
 
-    async def _call(self, request: Fetch, url: str) -> tuple[int, bytes]:
+    async def _call(self, method: str, url: str) -> tuple[int, bytes]:
+        """The status and body of one request; any status is an answer."""
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                headers={"Accept": "application/json"},
+                timeout=aiohttp.ClientTimeout(total=self._settings.request_timeout_s),
+            )
+        post = method == "POST"  # an empty JSON body
+        headers = {"Content-Type": "application/json"} if post else None
         try:
-            return await asyncio.to_thread(request, url, self._settings.request_timeout_s)
-        except OSError as exc:
+            async with self._session.request(
+                method, url, data=b"" if post else None, headers=headers
+            ) as response:
+                return response.status, await response.read()
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            why = str(exc) if not isinstance(exc, TimeoutError) else "timed out"
             raise ConnectUnavailable(
-                f"Kafka Connect at {self._settings.url} did not answer ({exc}); is it running? "
+                f"Kafka Connect at {self._settings.url} did not answer ({why}); is it running? "
                 "(setting connect.url)"
             ) from exc
-
-
-def _urllib_fetch(url: str, timeout_s: float) -> tuple[int, bytes]:
-    return _urlopen(urllib.request.Request(url, headers={"Accept": "application/json"}), timeout_s)
-
-
-def _urllib_post(url: str, timeout_s: float) -> tuple[int, bytes]:
-    headers = {"Content-Type": "application/json", "Accept": "application/json"}
-    request = urllib.request.Request(url, data=b"", headers=headers, method="POST")
-    return _urlopen(request, timeout_s)
-
-
-def _urlopen(request: urllib.request.Request, timeout_s: float) -> tuple[int, bytes]:
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            return int(response.status), bytes(response.read())
-    except urllib.error.HTTPError as exc:  # a status other than 2xx: still an answer
-        return int(exc.code), bytes(exc.read())
 
 
 def _first_line(trace: object) -> str | None:

@@ -26,6 +26,7 @@ _CONSUMER_OWN: Final = (
     ("search_dlq_replay", "SELECT, INSERT"),  # append-only ledger
     ("search_offset_gap_ack", "SELECT, INSERT"),  # append-only ledger
     ("search_topic_lineage", "SELECT, INSERT, UPDATE"),  # the topic id each group reads
+    ("search_partition_owner", "SELECT, INSERT, UPDATE"),  # each partition's owner epoch
     ("search_rebuild_state", "SELECT, INSERT, UPDATE"),  # finished rebuilds stay as history
     ("search_revision_floor", "SELECT, INSERT, UPDATE"),  # the repair raises an orphan's floor
     ("search_repair_epoch", "SELECT, INSERT, UPDATE"),

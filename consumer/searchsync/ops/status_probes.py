@@ -3,14 +3,12 @@ raises only when it could not look (`gather` makes that the section's problem)."
 
 from __future__ import annotations
 
-import asyncio
-import urllib.error
-import urllib.request
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import aiohttp
 import orjson
 
 from searchsync.config import RelaySettings, Settings
@@ -132,19 +130,23 @@ async def consumers_section(endpoints: Sequence[str], *, timeout_s: float = 3.0)
     problems: list[str] = []
     warnings: list[str] = []
     found: list[dict[str, Any]] = []
-    for base in endpoints:
-        url = base.rstrip("/") + "/healthz"
-        try:
-            code, report = await asyncio.to_thread(_get_json, url, timeout_s)
-        except OSError as exc:
-            warnings.append(f"{url} did not answer ({exc}); is a consumer running there?")
-            found.append({"endpoint": base, "reachable": False})
-            continue
-        ready = code == 200 and bool(report.get("ready"))
-        reasons = [str(r) for r in report.get("reasons", [])]
-        if not ready:
-            problems.append(f"{base} not ready: {'; '.join(reasons) or f'HTTP {code}'}")
-        found.append({"endpoint": base, "reachable": True, "ready": ready, "reasons": reasons})
+    timeout = aiohttp.ClientTimeout(total=timeout_s)
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        for base in endpoints:
+            url = base.rstrip("/") + "/healthz"
+            try:
+                async with session.get(url) as response:  # 503: a consumer that is not ready
+                    code, report = response.status, _json_object(await response.read())
+            except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                why = str(exc) if not isinstance(exc, TimeoutError) else "timed out"
+                warnings.append(f"{url} did not answer ({why}); is a consumer running there?")
+                found.append({"endpoint": base, "reachable": False})
+                continue
+            ready = code == 200 and bool(report.get("ready"))
+            reasons = [str(r) for r in report.get("reasons", [])]
+            if not ready:
+                problems.append(f"{base} not ready: {'; '.join(reasons) or f'HTTP {code}'}")
+            found.append({"endpoint": base, "reachable": True, "ready": ready, "reasons": reasons})
     return Section("consumers", {"consumers": found}, tuple(problems), tuple(warnings))
 
 
@@ -290,15 +292,10 @@ def connector_section(status: ConnectorStatus) -> Section:
     return Section("connector", status.as_json(), tuple(status.problems()))
 
 
-def _get_json(url: str, timeout_s: float) -> tuple[int, Mapping[str, Any]]:
-    """The status and the JSON object (else empty) of a GET; an HTTP error status is an answer."""
-    try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as response:
-            code, body = int(response.status), response.read()
-    except urllib.error.HTTPError as exc:  # 503 from a consumer that is not ready
-        code, body = exc.code, exc.read()
+def _json_object(body: bytes) -> Mapping[str, Any]:
+    """The JSON object `body` holds, else empty."""
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError:
-        return code, {}
-    return code, value if isinstance(value, dict) else {}
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -79,6 +79,7 @@ class Pipeline:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._settings = settings
+        self._processor = processor
         self._opt = options
         self._fence = fence
         self._fence_check: asyncio.Task[None] | None = None
@@ -197,6 +198,7 @@ class Pipeline:
             task.cancel()
 
     def assigned(self, partitions: Sequence[TopicPartition]) -> None:
+        self._processor.released(partitions)  # a new assignment takes their owner epochs anew
         self._work.assign(partitions)
         self._metrics.set_assigned(len(self._work.assigned))
 
@@ -216,6 +218,7 @@ class Pipeline:
         """The partitions are gone; a lost one commits nothing."""
         if lost:
             self._work.revoke(set(partitions))
+        self._processor.released(partitions)
         for tp in partitions:
             self._work.forget(tp)
             self._paused.discard(tp)

@@ -1,7 +1,9 @@
 """One step: a batch of works in, one `Verdict` per work out: re-read the truth, project, write at
 the revision, under the truth rules of docs/design.md (invariants 3, 4, 12) and docs/consumer.md. No
 Kafka, offsets or DLQ here; failures are verdicts, never exceptions, and a fenced target's works are
-answered SCHEMA_FENCED before anything is read."""
+answered SCHEMA_FENCED before anything is read. The owner epochs of the works' partitions are taken
+before the truth is read, and a rewrite at an unchanged revision is written only under them
+(invariant 17): OWNER_FENCED for a partition another member took."""
 
 from __future__ import annotations
 
@@ -11,12 +13,14 @@ from collections.abc import Callable, Sequence
 
 from searchsync.errors import ErrorCode, PoisonMessage, RevisionRegression, TransientError
 from searchsync.mysql.fanout import FanoutStore, FanoutTarget
+from searchsync.mysql.owner_epochs import OwnerEpochs
 from searchsync.mysql.truth import Truth
 from searchsync.projection import Projector, ProjectorRegistry
 from searchsync.projection.references import dependents
-from searchsync.search.sink import EXTERNAL, EXTERNAL_GTE, IndexOp, OutcomeKind, Sink, WriteOutcome
+from searchsync.search.sink import OutcomeKind, Sink, WriteOutcome
 from searchsync.stream.coalesce import Work
 from searchsync.stream.fence import SchemaFence
+from searchsync.stream.rewrite import Rewrites, partitions_of, sink_write
 from searchsync.stream.verdict import (
     Planned,
     Regressed,
@@ -32,6 +36,7 @@ from searchsync.stream.verdict import (
     row_behind,
     verdict_of,
 )
+from searchsync.types import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -46,15 +51,29 @@ class Processor:
         alias_for: Callable[[str], str],
         fence: SchemaFence,
         fanout: FanoutStore | None = None,
+        owners: OwnerEpochs | None = None,
     ) -> None:
+        """`owners`: None only where no other member can write the same documents (a test)."""
         self._registry = registry
+        self._owners = owners
+        self._rewrites = Rewrites(sink, owners)
         self._fanout = fanout  # where events of referenced aggregates record their fan-out
         self._truth = truth
         self._sink = sink
         self._alias_for = alias_for
         self._fence = fence
 
+    def released(self, partitions: Sequence[TopicPartition]) -> None:
+        """`partitions` were assigned or revoked: their owner epochs are taken anew."""
+        if self._owners is not None:
+            self._owners.forget(partitions)
+
     async def process(self, works: Sequence[Work]) -> list[Verdict]:
+        if self._owners is not None:
+            try:
+                await self._owners.take(partitions_of(works))
+            except Exception as exc:  # nothing may be read before the epochs are ours
+                return [read_failed(w, exc, w.key.aggregate_type) for w in works]
         verdicts: dict[int, Verdict] = {}
         planned: list[Planned] = []
         by_type: dict[str, list[Work]] = defaultdict(list)
@@ -172,7 +191,7 @@ class Processor:
     async def _write(self, planned: list[Planned]) -> list[Verdict]:
         if not planned:
             return []
-        outcomes = await self._sink_write(planned)
+        outcomes = await sink_write(self._sink, planned)
         verdicts: list[Verdict] = []
         ahead: list[tuple[Planned, WriteOutcome]] = []
         same_revision: list[Planned] = []
@@ -184,61 +203,10 @@ class Processor:
             else:
                 verdicts.append(from_outcome(plan, outcome))
         if same_revision:
-            verdicts.extend(await self._rewrite(same_revision, ahead))
+            verdicts.extend(await self._rewrites.rewrite(same_revision, ahead))
         if ahead:
             verdicts.extend(await self._recheck(ahead))
         return verdicts
-
-    async def _rewrite(
-        self, plans: list[Planned], ahead: list[tuple[Planned, WriteOutcome]]
-    ) -> list[Verdict]:
-        """REBUILDs already applied at their revision: rewrite with ``external_gte`` those whose
-        stored projection differs (invariant 12); a newer stored document joins `ahead`."""
-        out: list[Verdict] = []
-        by_alias: dict[str, list[Planned]] = defaultdict(list)
-        for plan in plans:
-            by_alias[plan.alias].append(plan)
-        rewrite: list[Planned] = []
-        for alias, group in by_alias.items():
-            try:
-                stored = await self._sink.stored_projections(
-                    alias, [p.document.doc_id for p in group]
-                )
-            except TransientError as exc:
-                out.extend(verdict_of(p, OutcomeKind.FAILED, exc.code, exc.message) for p in group)
-                continue
-            for plan in group:
-                found = stored.get(plan.document.doc_id)
-                doc = plan.document
-                if found is None or found.version < doc.source_revision:
-                    changed = "stored doc changed"
-                    out.append(
-                        verdict_of(plan, OutcomeKind.FAILED, ErrorCode.ES_409_UNCONFIRMED, changed)
-                    )
-                elif found.version > doc.source_revision:
-                    message = f"stored version {found.version} > {doc.source_revision}"
-                    op = IndexOp.from_document(plan.alias, doc)
-                    ahead.append(
-                        (plan, WriteOutcome(op, OutcomeKind.AHEAD, None, message, found.version))
-                    )
-                elif (
-                    found.projection_hash == doc.projection_hash
-                    and found.content_hash == doc.projection_hash
-                    and found.schema_version == plan.projector.schema_version
-                    and found.sync_hash == doc.body.get("sync_hash")
-                ):
-                    out.append(verdict_of(plan, OutcomeKind.ALREADY_APPLIED))
-                else:
-                    rewrite.append(plan)
-        if not rewrite:
-            return out
-        outcomes = await self._sink_write(rewrite, EXTERNAL_GTE)
-        for plan, outcome in zip(rewrite, outcomes, strict=True):
-            if outcome.kind is OutcomeKind.AHEAD:  # a newer write won the race: re-check it
-                ahead.append((plan, outcome))
-            else:
-                out.append(from_outcome(plan, outcome))
-        return out
 
     async def _recheck(self, ahead: list[tuple[Planned, WriteOutcome]]) -> list[Verdict]:
         """The index holds a newer revision than the row read: ask the primary again."""
@@ -279,7 +247,7 @@ class Processor:
                         )
                     )
             if retry_now:
-                outcomes = await self._sink_write(retry_now)
+                outcomes = await sink_write(self._sink, retry_now)
                 for plan, outcome in zip(retry_now, outcomes, strict=True):
                     if outcome.kind is OutcomeKind.AHEAD:  # raced again: try the work later
                         out.append(
@@ -290,17 +258,3 @@ class Processor:
                     else:
                         out.append(from_outcome(plan, outcome))
         return out
-
-    async def _sink_write(
-        self, planned: list[Planned], version_type: str = EXTERNAL
-    ) -> list[WriteOutcome]:
-        """One outcome per plan; the sink raising fails them all (INTERNAL)."""
-        ops = [IndexOp.from_document(p.alias, p.document) for p in planned]
-        if version_type != EXTERNAL:
-            ops = [op._replace(version_type=version_type) for op in ops]
-        try:
-            return await self._sink.write(ops)
-        except Exception:
-            log.exception("the sink raised unexpectedly; its works will be retried")
-            why = "the sink raised unexpectedly (see the log)"
-            return [WriteOutcome.failed(op, ErrorCode.INTERNAL, why) for op in ops]

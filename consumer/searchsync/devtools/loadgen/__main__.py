@@ -1,4 +1,6 @@
-"""`searchsync loadgen`: application traffic through the writer helper (a dev tool)."""
+"""``python -m searchsync.devtools.loadgen``: application traffic through the writer helper, for
+demos and benchmarks (a development tool, not a `searchsync` command). It reads the settings, and
+ends, as a `searchsync` command does (`searchsync.cli.main`)."""
 
 from __future__ import annotations
 
@@ -8,35 +10,49 @@ import os
 import secrets
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from typing import Any, Final, TextIO
 
-from searchsync.cli.args import command, non_negative_int, positive_int, ratio
+from searchsync.cli import main as run_command
+from searchsync.cli.args import CONFIG_ENV, non_negative_int, positive_int, ratio
 from searchsync.cli.output import show
 from searchsync.config import Secret, Settings
+from searchsync.devtools.loadgen import run_loadgen
 from searchsync.exit_codes import ExitCode
+from searchsync.mysql.pool import pool_of
 from searchsync.runtime import Runtime
+from searchsync.writer import PageWriter
 
 APP_USER_ENV: Final = "APP_DB_USER"
 APP_PASSWORD_ENV: Final = "APP_DB_PASSWORD"
 
 
-def register(commands: Any) -> None:
-    loadgen = command(commands, "loadgen", cmd_loadgen, "write application traffic to MySQL")
-    loadgen.add_argument("--pages", type=positive_int, required=True)
-    loadgen.add_argument("--updates", type=non_negative_int, required=True)
-    loadgen.add_argument("--concurrency", type=positive_int, required=True)
-    loadgen.add_argument("--delete-ratio", type=ratio, default=0.0, help="default: 0")
-    loadgen.add_argument("--seed", type=int, default=0, help="default: 0")
-    loadgen.add_argument("--id-prefix", help="page id prefix (default: a random one)")
-    loadgen.add_argument(
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m searchsync.devtools.loadgen",
+        description="Write application traffic to MySQL through the writer helper (a dev tool).",
+    )
+    parser.add_argument("--config", metavar="PATH", help=f"TOML settings (default: ${CONFIG_ENV})")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--pages", type=positive_int, required=True)
+    parser.add_argument("--updates", type=non_negative_int, required=True)
+    parser.add_argument("--concurrency", type=positive_int, required=True)
+    parser.add_argument("--delete-ratio", type=ratio, default=0.0, help="default: 0")
+    parser.add_argument("--seed", type=int, default=0, help="default: 0")
+    parser.add_argument("--id-prefix", help="page id prefix (default: a random one)")
+    parser.add_argument(
         "--app-user", help=f"application MySQL user (default: ${APP_USER_ENV} or searchsync_app)"
     )
-    loadgen.add_argument(
-        "--app-password",
-        help=f"its password (default: ${APP_PASSWORD_ENV} or searchsync_app)",
+    parser.add_argument(
+        "--app-password", help=f"its password (default: ${APP_PASSWORD_ENV} or searchsync_app)"
     )
+    parser.set_defaults(func=cmd_loadgen)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_command(argv, parser=build_parser())
 
 
 class Progress:
@@ -76,10 +92,6 @@ class Progress:
 
 
 def cmd_loadgen(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    from searchsync.devtools.loadgen import run_loadgen
-    from searchsync.mysql.pool import pool_of
-    from searchsync.writer import PageWriter
-
     user = args.app_user or os.environ.get(APP_USER_ENV) or "searchsync_app"
     password = args.app_password or os.environ.get(APP_PASSWORD_ENV) or "searchsync_app"
     prefix = args.id_prefix if args.id_prefix is not None else f"lg{secrets.token_hex(4)}-"
@@ -112,3 +124,7 @@ def cmd_loadgen(args: argparse.Namespace, settings: Settings, runtime: Runtime) 
     line = " ".join(f"{k}={v}" for k, v in counts.items()) + f" id_prefix={prefix}"
     show(args.json, document, [line])
     return ExitCode.OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -198,7 +198,8 @@ def _relays(seed: int, faults: Collection[Fault]) -> int:
     if not RELAY_FAULTS & set(faults):
         return 0
     rng = random.Random(f"searchsync-faults-relay:{seed}")
-    relay = rng.random() < RELAY_SHARE or set(faults) <= RELAY_FAULTS
+    # the freeze leaves the draw as it was: a schedule of relay kinds only stays a relay one
+    relay = rng.random() < RELAY_SHARE or set(faults) - {Fault.FANOUT_FREEZE} <= RELAY_FAULTS
     return rng.choice((1, 2)) if relay else 0
 
 

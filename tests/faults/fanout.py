@@ -13,7 +13,6 @@ member is always resumed.
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 import time
 from dataclasses import dataclass, field
@@ -22,11 +21,13 @@ from typing import Any
 import aiomysql
 from elasticsearch import AsyncElasticsearch
 from searchsync.config import Settings
+from searchsync.mysql.pool import open_pool
 from searchsync.projection import registry_from_settings
 from searchsync.search.admin import init_index
 
 from tests.faults import fanout_check
-from tests.faults.members import Group, Member
+from tests.faults.member_logs import ARTICLE_TOPIC, holders, let_go, outcomes, took_over
+from tests.faults.members import Group
 from tests.faults.proxy import Es429Proxy
 from tests.integration.article_app import article_change
 from tests.integration.fanout_writes import author_write
@@ -34,7 +35,6 @@ from tests.integration.fanout_writes import author_write
 ARTICLES = 600
 """Articles of the run's author: at `APPENDS_PER_S`, a pass of its fan-out lasts seconds."""
 APPENDS_PER_S = 150
-ARTICLE_TOPIC = "outbox.event.article"
 AUTHOR_TOPIC = "outbox.event.author"
 SLOW_ES_S = 0.3
 """How long the proxy holds each request of the article index from the first rename until the
@@ -82,6 +82,31 @@ class FanoutRig:
     _last: tuple[int, tuple[str, ...]] | None = None
     _since: float = 0.0
 
+    @classmethod
+    async def open(
+        cls, settings: Settings, app: aiomysql.Pool, es: AsyncElasticsearch, prefix: str, parts: int
+    ) -> FanoutRig:
+        """The rig with a pool of the consumer's user and the article index made."""
+        rig = cls(settings, app, await open_pool(settings.mysql, maxsize=2), es, prefix, parts)
+        await rig.init_index()
+        return rig
+
+    async def close(self) -> None:
+        self.truth.close()
+        await self.truth.wait_closed()
+
+    async def evidence(self) -> tuple[fanout_check.ArticleReport, dict[str, int]]:
+        """The final article check, and its counts for the results."""
+        r = await fanout_check.check(self.truth, self.es, self.alias, self.prefix)
+        counts = {
+            "rows": r.rows,
+            "documents": r.documents,
+            "authors": r.authors,
+            "divergent": r.divergent,
+            "stale": r.stale_author,
+        }
+        return r, counts
+
     @property
     def alias(self) -> str:
         return self.settings.alias("article")
@@ -121,11 +146,11 @@ class FanoutRig:
             group.top_up(2)
             notes.append("started a second member")
         t_wait = time.monotonic()
-        holders = await _wait(lambda: _holders(group, self.partitions), REBALANCE_DEADLINE_S)
-        if not holders:
+        held = await _wait(lambda: holders(group, self.partitions), REBALANCE_DEADLINE_S)
+        if not held:
             return "; ".join([*notes, "the group never settled: no freeze"])
         notes.append(f"group settled after {_ago(t_wait)}")
-        target, parts = max(holders.items(), key=lambda kv: (len(kv[1]), -kv[0].number))
+        target, parts = max(held.items(), key=lambda kv: (len(kv[1]), -kv[0].number))
         n1, n2 = f"name {len(self.names)}", f"name {len(self.names) + 1}"
         t0 = time.monotonic()
         proxy.delay_marker, proxy.delay_s = self.alias.encode(), SLOW_ES_S
@@ -144,7 +169,7 @@ class FanoutRig:
         notes.append(f"SIGSTOP member {target.number} (holding {sorted(parts)})")
         try:
             taker = await _wait(
-                lambda: _took_over(group, target, parts, sizes), REBALANCE_DEADLINE_S
+                lambda: took_over(group, target, parts, sizes), REBALANCE_DEADLINE_S
             )
             seen = f"member {taker} assigned {sorted(parts)}" if taker else "no take-over seen"
             notes.append(f"rebalance after {_ago(t_freeze)}: {seen}")
@@ -155,9 +180,9 @@ class FanoutRig:
         finally:
             target.signal(signal.SIGCONT)
         notes.append(f"SIGCONT member {target.number} after {_ago(t_freeze)} frozen")
-        let_go = await _wait(lambda: _let_go(target, sizes[target.number]), 20.0)
-        notes.append(f"it logged {let_go or 'no revoke or loss within 20s'}")
-        after = _outcomes(target, sizes[target.number], self.prefix)
+        gone = await _wait(lambda: let_go(target, sizes[target.number]), 20.0)
+        notes.append(f"it logged {gone or 'no revoke or loss within 20s'}")
+        after = outcomes(target, sizes[target.number], self.prefix)
         notes.append(f"its article outcomes since the freeze: {after or 'none'}")
         return "; ".join(notes)
 
@@ -217,90 +242,6 @@ async def _wait(probe: Any, deadline_s: float, interval_s: float = 0.2) -> Any:
         if got:
             return got
         await asyncio.sleep(interval_s)
-    return None
-
-
-def _entries(member: Member, start: int = 0) -> list[dict[str, Any]]:
-    """The rebalance lines of `member`'s log from byte `start` on."""
-    with member.log_path.open("rb") as f:
-        f.seek(start)
-        data = f.read()
-    out = []
-    for line in data.splitlines():
-        if b"partitions " not in line:
-            continue
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue  # cut short
-        if isinstance(entry, dict) and str(entry.get("msg", "")).startswith("partitions "):
-            out.append(entry)
-    return out
-
-
-def _holding(member: Member, topic: str) -> set[str]:
-    """The partitions of `topic` ("topic[p]") `member` holds by its log (incremental assigns)."""
-    held: set[str] = set()
-    for entry in _entries(member):
-        parts = {p for p in entry.get("partitions", []) if p.startswith(f"{topic}[")}
-        if entry["msg"] == "partitions assigned":
-            held |= parts
-        else:  # revoked, lost
-            held -= parts
-    return held
-
-
-def _holders(group: Group, partitions: int) -> dict[Member, set[str]] | None:
-    """The live members holding article partitions, once the group has settled: at least two
-    live members, each with an assignment logged, the live members holding every article
-    partition once; None before."""
-    live = group.live
-    if len(live) < 2 or not all(
-        any(e["msg"] == "partitions assigned" for e in _entries(m)) for m in live
-    ):
-        return None
-    held = {m: _holding(m, ARTICLE_TOPIC) for m in live}
-    every = [p for parts in held.values() for p in parts]
-    if sorted(every) != [f"{ARTICLE_TOPIC}[{p}]" for p in range(partitions)]:
-        return None
-    return {m: parts for m, parts in held.items() if parts}
-
-
-def _took_over(group: Group, frozen: Member, parts: set[str], sizes: dict[int, int]) -> int | None:
-    """Another live member that logged the assignment of one of `parts` after the freeze."""
-    for m in group.live:
-        if m is frozen:
-            continue
-        for entry in _entries(m, sizes.get(m.number, 0)):
-            if entry["msg"] == "partitions assigned" and parts & set(entry.get("partitions", [])):
-                return m.number
-    return None
-
-
-def _outcomes(member: Member, start: int, prefix: str) -> dict[str, int]:
-    """The outcomes `member` logged for the run's articles from byte `start` on."""
-    out: dict[str, int] = {}
-    with member.log_path.open("rb") as f:
-        f.seek(start)
-        data = f.read()
-    for line in data.splitlines():
-        if ARTICLE_TOPIC.encode() not in line or prefix.encode() not in line:
-            continue
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict) and entry.get("msg") == "event outcome":
-            result = str(entry.get("result"))
-            out[result] = out.get(result, 0) + 1
-    return out
-
-
-def _let_go(member: Member, start: int) -> str | None:
-    """The first revoke or loss `member` logged after `start`."""
-    for entry in _entries(member, start):
-        if entry["msg"] in ("partitions revoked", "partitions lost"):
-            return f"{entry['msg']} {entry.get('partitions')}"
     return None
 
 

@@ -13,12 +13,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from searchsync.config import Settings, load_settings
-from searchsync.mysql.pool import create_pool, open_pool
-from searchsync.ops import offsets
+from searchsync.config import load_settings
+from searchsync.mysql.pool import create_pool
 from searchsync.search.client import make_es_client
 
-from tests.faults import checker, evidence, fanout, fanout_check, inject, kafka_io, relays
+from tests.faults import checker, evidence, fanout, inject, kafka_io, relays
+from tests.faults.member_logs import ARTICLE_TOPIC
 from tests.faults.members import Group
 from tests.faults.proxy import Es429Proxy
 from tests.faults.schedule import Fault, Schedule
@@ -130,7 +130,7 @@ async def run_schedule(schedule: Schedule, stack: Stack, log_root: Path) -> Resu
     stack.set_index(index, {"index.gc_deletes": "1s"})
     started_at = datetime.now(UTC)
     topic = rig.topic if rig else TOPIC
-    starts = _start_at_end(settings)  # every topic of the group
+    starts = kafka_io.start_at_end(settings)  # every topic of the group
     group = Group(env, log_dir)
     run = inject.RunState(
         settings, stack, group, proxy, index, topic, f"f{tag}-", starts[topic],
@@ -148,11 +148,9 @@ async def run_schedule(schedule: Schedule, stack: Stack, log_root: Path) -> Resu
     )
     run.pool = pool
     es = make_es_client(load_settings(os.environ))
-    truth = await open_pool(settings.mysql, maxsize=2) if freeze else None
-    if truth is not None:
-        parts = len(starts[fanout.ARTICLE_TOPIC])
-        run.fanout = fanout.FanoutRig(settings, pool, truth, es, run.prefix, parts)
-        await run.fanout.init_index()
+    if freeze:
+        parts = len(starts[ARTICLE_TOPIC])
+        run.fanout = await fanout.FanoutRig.open(settings, pool, es, run.prefix, parts)
     stop = asyncio.Event()
     stats = WorkloadStats()
     try:
@@ -188,9 +186,8 @@ async def run_schedule(schedule: Schedule, stack: Stack, log_root: Path) -> Resu
         await es.close()
         pool.close()
         await pool.wait_closed()
-        if truth is not None:
-            truth.close()
-            await truth.wait_closed()
+        if run.fanout is not None:
+            await run.fanout.close()
         if rig is not None:  # a failed run's database and topic stay, for the post-mortem
             await asyncio.to_thread(rig.close, drop=not result.problems)
     result.workload = asdict(stats)
@@ -247,11 +244,7 @@ async def _quiesce(run: inject.RunState, pool: object, es: object, result: Resul
                 run.relay.group.top_up(1)
                 await asyncio.sleep(1.0)
                 continue
-        lag = 0
-        for topic in run.topics:
-            ends = await asyncio.to_thread(kafka_io.end_offsets, bootstrap, topic)
-            done = await asyncio.to_thread(kafka_io.committed, bootstrap, group, topic, list(ends))
-            lag += sum(max(0, e - done.get(p, 0)) for p, e in ends.items())
+        lag = await asyncio.to_thread(kafka_io.lag, bootstrap, group, run.topics)
         if lag == 0:
             report = await checker.check(pool, es, run.settings.alias("wiki_page"), run.prefix)  # type: ignore[arg-type]
             settled, why = True, ""
@@ -287,15 +280,7 @@ async def _final_evidence(run: inject.RunState, pool: object, es: object, result
     if report.divergent or report.resurrected:
         result.problems.append(f"divergent: {report.examples}")
     if run.fanout is not None:
-        f = run.fanout
-        articles = await fanout_check.check(f.truth, f.es, f.alias, run.prefix)
-        result.articles = {
-            "rows": articles.rows,
-            "documents": articles.documents,
-            "authors": articles.authors,
-            "divergent": articles.divergent,
-            "stale": articles.stale_author,
-        }
+        articles, result.articles = await run.fanout.evidence()
         result.divergent += articles.divergent
         result.resurrected += articles.resurrected
         if articles.divergent or articles.resurrected:
@@ -318,16 +303,6 @@ async def _final_evidence(run: inject.RunState, pool: object, es: object, result
     result.dead_lettered_ok = len(run.hostile) - len(problems)
     if problems:
         result.problems.append(f"hostile messages not dead-lettered: {problems}")
-
-
-def _start_at_end(settings: Settings) -> dict[str, dict[int, int]]:
-    """Start the (new) group at the end of each of its topics (`offsets reset --to latest`);
-    per topic, its partitions' start offsets."""
-    report = offsets.reset(settings, "latest", dry_run=False)
-    out: dict[str, dict[int, int]] = {}
-    for step in report.steps:
-        out.setdefault(step.topic, {})[step.partition] = step.target
-    return out
 
 
 def _host_port(url: str) -> tuple[str, int]:

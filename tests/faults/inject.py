@@ -16,6 +16,7 @@ from searchsync.ops import offsets
 
 from tests.faults import kafka_io, relays
 from tests.faults.evidence import Hostile
+from tests.faults.fanout import FanoutRig
 from tests.faults.members import Group
 from tests.faults.proxy import Es429Proxy
 from tests.faults.schedule import RELAY_FAULTS, Fault, Step
@@ -40,6 +41,8 @@ class RunState:
     restarted: set[str] = field(default_factory=set)  # services a step stopped and started
     relay: relays.RelayRig | None = None  # a relay schedule's database, topic and relays
     pool: Any = None  # the application's pool (a relay fault looks at the claims through it)
+    topics: tuple[str, ...] = ()  # every topic the group reads (lag at quiescence)
+    fanout: FanoutRig | None = None  # a fan-out schedule's author and articles
 
 
 async def apply(step: Step, run: RunState) -> str:
@@ -113,6 +116,10 @@ async def apply(step: Step, run: RunState) -> str:
         await _reset_group(run)
         g.top_up(run.members_wanted)
         return "group reset to the run's start"
+    if f is Fault.FANOUT_FREEZE:
+        if run.fanout is None:
+            raise AssertionError(f"{f} in a schedule without its articles")
+        return await run.fanout.freeze(g, run.proxy)
     if f is Fault.HOSTILE:
         got = await asyncio.to_thread(
             kafka_io.produce_hostile, run.settings.kafka.bootstrap_servers, run.topic, run.prefix

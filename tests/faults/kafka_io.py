@@ -6,11 +6,14 @@ import json
 import random
 import uuid
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
+from searchsync.config import Settings
 from searchsync.dlq.read import DlqTopic
 from searchsync.dlq.replay import inspect
+from searchsync.ops import offsets
 
 from tests.faults.evidence import Hostile
 
@@ -80,6 +83,26 @@ def committed(bootstrap: str, group: str, topic: str, partitions: list[int]) -> 
         return {tp.partition: tp.offset for tp in got if tp.offset >= 0}
     finally:
         c.close()
+
+
+def lag(bootstrap: str, group: str, topics: Iterable[str]) -> int:
+    """The group's lag over every partition of `topics` (end offset - committed offset)."""
+    total = 0
+    for topic in topics:
+        ends = end_offsets(bootstrap, topic)
+        done = committed(bootstrap, group, topic, list(ends))
+        total += sum(max(0, e - done.get(p, 0)) for p, e in ends.items())
+    return total
+
+
+def start_at_end(settings: Settings) -> dict[str, dict[int, int]]:
+    """Start the settings' (new) group at the end of each of its topics (`searchsync offsets
+    reset --to latest`); per topic, its partitions' start offsets."""
+    report = offsets.reset(settings, "latest", dry_run=False)
+    out: dict[str, dict[int, int]] = {}
+    for step in report.steps:
+        out.setdefault(step.topic, {})[step.partition] = step.target
+    return out
 
 
 def replay_sample(

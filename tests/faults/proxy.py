@@ -5,6 +5,9 @@ share of `_bulk` requests answered ``429 Too Many Requests`` (an `es_rejected_ex
 body, as a full write queue gives) without reaching Elasticsearch. Every other request is relayed
 unchanged over one upstream connection per client connection (HTTP/1.1 keep-alive; bodies framed
 by Content-Length or chunked). Which requests are refused is drawn from a seeded generator.
+While `delay_s` > 0, a request that names `delay_marker` (an alias, in its line or its body) is
+held that long before it is relayed: a slow Elasticsearch for one index, which widens the time a
+member spends between reading the truth and writing it (the fan-out freeze).
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ class Es429Proxy:
         self.reject_share = 0.0
         self.rejected = 0
         self.relayed = 0
+        self.delay_s = 0.0
+        self.delay_marker = b""
+        self.delayed = 0
         self._server: asyncio.Server | None = None
         self._conns: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
@@ -69,6 +75,9 @@ class Es429Proxy:
                     )
                     await writer.drain()
                     continue
+                if self._held(head, body):
+                    self.delayed += 1
+                    await asyncio.sleep(self.delay_s)
                 if up is None:
                     up = await asyncio.open_connection(*self._up)
                 up[1].write(head + body)
@@ -87,6 +96,10 @@ class Es429Proxy:
             writer.close()
             if up is not None:
                 up[1].close()
+
+    def _held(self, head: bytes, body: bytes) -> bool:
+        marker = self.delay_marker
+        return self.delay_s > 0 and bool(marker) and (marker in head or marker in body)
 
     def _refuse(self, head: bytes) -> bool:
         line = head.split(b"\r\n", 1)[0]

@@ -17,13 +17,14 @@ from searchsync.config import load_settings
 from searchsync.mysql.pool import create_pool
 from searchsync.search.client import make_es_client
 
-from tests.faults import checker, evidence, inject, kafka_io, relays
+from tests.faults import checker, evidence, fanout, inject, kafka_io, relays
+from tests.faults.member_logs import ARTICLE_TOPIC
 from tests.faults.members import Group
 from tests.faults.proxy import Es429Proxy
-from tests.faults.schedule import Schedule
+from tests.faults.schedule import Fault, Schedule
 from tests.faults.services import SERVICES, Stack, wait
 from tests.faults.workload import WorkloadStats, run_workload
-from tests.integration.consumer_harness import prepare_index, start_group_at_end
+from tests.integration.consumer_harness import prepare_index
 
 TOPIC = "outbox.event.wiki_page"
 QUIESCE_DEADLINE_S = 240.0
@@ -47,6 +48,7 @@ class Result:
     steps: list[str] = field(default_factory=list)
     workload: dict[str, object] = field(default_factory=dict)
     relay: dict[str, int] = field(default_factory=dict)  # relays started, rows per status
+    articles: dict[str, int] = field(default_factory=dict)  # a fan-out schedule's article check
     seconds: float = 0.0
     log_dir: str = ""
 
@@ -57,8 +59,16 @@ class Result:
             f"seed={self.seed} faults={self.faults} rows={self.rows} hard_deleted="
             f"{self.hard_deleted} divergent={self.divergent} resurrected={self.resurrected} "
             f"dlq={self.dead_lettered_ok}/{self.hostile} offsets={self.accounted}/"
-            f"{self.consumed}{self._relay_part} {self.seconds:.0f}s {verdict}"
+            f"{self.consumed}{self._relay_part}{self._articles_part} {self.seconds:.0f}s {verdict}"
         )
+
+    @property
+    def _articles_part(self) -> str:
+        a = self.articles
+        if not a:
+            return ""
+        docs, rows, stale = a.get("documents", 0), a.get("rows", 0), a.get("stale", 0)
+        return f" articles={docs}/{rows} stale_author={stale}"
 
     @property
     def _relay_part(self) -> str:
@@ -110,17 +120,22 @@ async def run_schedule(schedule: Schedule, stack: Stack, log_root: Path) -> Resu
         bootstrap = load_settings(os.environ).kafka.bootstrap_servers
         rig = await asyncio.to_thread(relays.RelayRig.open, bootstrap, tag, log_dir, env)
         env = rig.env
+    freeze = any(s.fault is Fault.FANOUT_FREEZE for s in schedule.steps)
+    if freeze:  # the article and author topics, the article projector
+        env.update(fanout.member_env(TOPIC))
     settings = load_settings({**os.environ, **env})
     await prepare_index(settings)
     index = f"{settings.alias('wiki_page')}_v1"
     # deleted versions forgotten after 1 s: stale replays meet only the tombstones
     stack.set_index(index, {"index.gc_deletes": "1s"})
     started_at = datetime.now(UTC)
-    start = start_group_at_end(settings)
+    topic = rig.topic if rig else TOPIC
+    starts = kafka_io.start_at_end(settings)  # every topic of the group
     group = Group(env, log_dir)
     run = inject.RunState(
-        settings, stack, group, proxy, index, rig.topic if rig else TOPIC, f"f{tag}-", start,
+        settings, stack, group, proxy, index, topic, f"f{tag}-", starts[topic],
         started_at, log_dir, random.Random(schedule.seed), schedule.members, relay=rig,
+        topics=tuple(starts),
     )  # fmt: skip
     pool = await create_pool(
         host=settings.mysql.host,
@@ -133,12 +148,17 @@ async def run_schedule(schedule: Schedule, stack: Stack, log_root: Path) -> Resu
     )
     run.pool = pool
     es = make_es_client(load_settings(os.environ))
+    if freeze:
+        parts = len(starts[ARTICLE_TOPIC])
+        run.fanout = await fanout.FanoutRig.open(settings, pool, es, run.prefix, parts)
     stop = asyncio.Event()
     stats = WorkloadStats()
     try:
         group.top_up(schedule.members)
         if rig is not None:
             await asyncio.to_thread(rig.start, schedule.relays)
+        if run.fanout is not None:  # before the faults: the freeze needs its articles indexed
+            result.steps.append(f"setup: {await run.fanout.seed()}")
         t_faults = time.monotonic()  # the schedule's offsets count from here
         writers = asyncio.create_task(
             run_workload(pool, run.prefix, schedule.workload_seed, stop, stats)
@@ -155,6 +175,8 @@ async def run_schedule(schedule: Schedule, stack: Stack, log_root: Path) -> Resu
         await _final_evidence(run, pool, es, result)
         if not result.problems:  # a failed run's index stays, for the post-mortem
             await es.indices.delete(index=index)
+            if run.fanout is not None:
+                await es.indices.delete(index=run.fanout.index)
     except Exception as exc:  # a broken run is a failed schedule, with its logs kept
         result.problems.append(f"{type(exc).__name__}: {exc}")
     finally:
@@ -164,6 +186,8 @@ async def run_schedule(schedule: Schedule, stack: Stack, log_root: Path) -> Resu
         await es.close()
         pool.close()
         await pool.wait_closed()
+        if run.fanout is not None:
+            await run.fanout.close()
         if rig is not None:  # a failed run's database and topic stay, for the post-mortem
             await asyncio.to_thread(rig.close, drop=not result.problems)
     result.workload = asdict(stats)
@@ -185,6 +209,7 @@ def _recover(run: inject.RunState, result: Result) -> None:
     """Undo what may still be in force and wait for every service to be ready (with the
     scripts' deadlines); the connector must be RUNNING again on its own."""
     run.proxy.reject_share = 0.0
+    run.proxy.delay_s = 0.0
     for service in SERVICES:  # only what a step restarted: a stack it never touched stays as is
         if service not in run.restarted:
             continue
@@ -219,14 +244,15 @@ async def _quiesce(run: inject.RunState, pool: object, es: object, result: Resul
                 run.relay.group.top_up(1)
                 await asyncio.sleep(1.0)
                 continue
-        ends = await asyncio.to_thread(kafka_io.end_offsets, bootstrap, run.topic)
-        done = await asyncio.to_thread(kafka_io.committed, bootstrap, group, run.topic, list(ends))
-        lag = sum(max(0, e - done.get(p, 0)) for p, e in ends.items())
+        lag = await asyncio.to_thread(kafka_io.lag, bootstrap, group, run.topics)
         if lag == 0:
             report = await checker.check(pool, es, run.settings.alias("wiki_page"), run.prefix)  # type: ignore[arg-type]
-            if report.divergent == 0:
+            settled, why = True, ""
+            if report.divergent == 0 and run.fanout is not None:  # and the fan-out's articles
+                settled, why = await run.fanout.settled()
+            if report.divergent == 0 and settled:
                 return
-            last = f"divergent {report.divergent}: {report.examples[:3]}"
+            last = why or f"divergent {report.divergent}: {report.examples[:3]}"
         else:
             last = f"lag {lag}"
         run.group.top_up(1)
@@ -253,6 +279,12 @@ async def _final_evidence(run: inject.RunState, pool: object, es: object, result
     result.divergent, result.resurrected = report.divergent, report.resurrected
     if report.divergent or report.resurrected:
         result.problems.append(f"divergent: {report.examples}")
+    if run.fanout is not None:
+        articles, result.articles = await run.fanout.evidence()
+        result.divergent += articles.divergent
+        result.resurrected += articles.resurrected
+        if articles.divergent or articles.resurrected:
+            result.problems.append(f"articles divergent: {articles.examples}")
     bootstrap, group = run.settings.kafka.bootstrap_servers, run.settings.kafka.group_id
     final = await asyncio.to_thread(
         kafka_io.committed, bootstrap, group, run.topic, list(run.start_offsets)

@@ -36,6 +36,8 @@ class Fault(enum.StrEnum):
     REPLAY_SAMPLE = "replay_sample"  # re-publish a shuffled sample of this schedule's events
     OFFSETS_RESET = "offsets_reset"  # stop the group, reset to the schedule's start, restart
     HOSTILE = "hostile"  # one batch of hostile messages
+    # an author's fan-out: SIGSTOP the member rewriting the articles, rename again, SIGCONT
+    FANOUT_FREEZE = "fanout_freeze"
     # relay schedules only (the outbox published by `searchsync relay`, tests/faults/README.md)
     RELAY_KILL9 = "relay_kill9"  # kill -9 one relay at a random point, restart it after a pause
     RELAY_KILL9_MID_CLAIM = "relay_kill9_mid_claim"  # kill -9 a relay while it holds a claim
@@ -53,13 +55,22 @@ RELAY_FAULTS: Final = frozenset(
 )
 """Faults of the relay processes: drawn only in relay schedules."""
 
-NOT_IN_RELAY_SCHEDULES: Final = frozenset({Fault.CONNECT_RESTART, Fault.CONNECTOR_TASK_RESTART})
-"""Faults of Kafka Connect, which a relay schedule does not use."""
+NOT_IN_RELAY_SCHEDULES: Final = frozenset(
+    {Fault.CONNECT_RESTART, Fault.CONNECTOR_TASK_RESTART, Fault.FANOUT_FREEZE}
+)
+"""Faults of Kafka Connect, which a relay schedule does not use, and the fan-out freeze (its
+authors and articles go through the stack's database and topics, not a relay's)."""
 
 ALL_FAULTS: Final = frozenset(Fault)
 
 RELAY_SHARE: Final = 1 / 3
 """The share of schedules that publish through `searchsync relay` when relay faults may be drawn."""
+
+FANOUT_SHARE: Final = 3 / 8
+"""The share of the Debezium schedules with one `fanout_freeze` step when it may be drawn (its
+weight: about 1 in 4 of all schedules, a third of them publishing through the relay). Drawn from
+a random stream of its own, so every other step of every seed stays as it was before the kind
+joined; the step takes the place of one of the drawn steps."""
 
 # How often each fault is drawn: the restarts of slow services are rarer, so that a run of 200
 # schedules fits in a few hours on a 2-core machine (tests/faults/README.md).
@@ -147,6 +158,11 @@ def make_schedule(
     rng = random.Random(f"searchsync-faults:{seed}")
     relays = _relays(seed, faults)
     allowed = (set(faults) - NOT_IN_RELAY_SCHEDULES) if relays else (set(faults) - RELAY_FAULTS)
+    fanout = Fault.FANOUT_FREEZE in allowed
+    allowed.discard(Fault.FANOUT_FREEZE)  # drawn apart: `_with_fanout`
+    if not allowed:  # only the fan-out freeze was asked for: one step of it
+        only = _fanout_step(seed, ())
+        return Schedule(seed, rng.choice((2, 3)), window[0], only, rng.randrange(2**31))
     kinds = sorted(allowed, key=lambda f: f.value)  # a set's order must not matter
     weights = [_WEIGHTS[k] for k in kinds]
     members = rng.choice((2, 3))
@@ -159,7 +175,21 @@ def make_schedule(
         step = _step(rng, fault, t)
         steps.append(step)
         t = round(step.end_s + rng.uniform(0.5, max(0.6, window_s / n)), 2)
-    return Schedule(seed, members, window_s, tuple(steps), rng.randrange(2**31), relays)
+    drawn = _fanout_step(seed, steps) if fanout else tuple(steps)
+    return Schedule(seed, members, window_s, drawn, rng.randrange(2**31), relays)
+
+
+def _fanout_step(seed: int, steps: list[Step] | tuple[()]) -> tuple[Step, ...]:
+    """`steps` with one of them (a seed's own draw, `FANOUT_SHARE` of the seeds) turned into a
+    `fanout_freeze` at the same time; its duration is the wall time its conditions take (0 in
+    the schedule). No steps: the freeze alone."""
+    rng = random.Random(f"searchsync-faults-fanout:{seed}")
+    if not steps:
+        return (Step(round(rng.uniform(0.5, 3.0), 2), Fault.FANOUT_FREEZE),)
+    if rng.random() >= FANOUT_SHARE:
+        return tuple(steps)
+    i = rng.randrange(len(steps))
+    return (*steps[:i], Step(steps[i].at_s, Fault.FANOUT_FREEZE), *steps[i + 1 :])
 
 
 def _relays(seed: int, faults: Collection[Fault]) -> int:
@@ -168,7 +198,8 @@ def _relays(seed: int, faults: Collection[Fault]) -> int:
     if not RELAY_FAULTS & set(faults):
         return 0
     rng = random.Random(f"searchsync-faults-relay:{seed}")
-    relay = rng.random() < RELAY_SHARE or set(faults) <= RELAY_FAULTS
+    # the freeze leaves the draw as it was: a schedule of relay kinds only stays a relay one
+    relay = rng.random() < RELAY_SHARE or set(faults) - {Fault.FANOUT_FREEZE} <= RELAY_FAULTS
     return rng.choice((1, 2)) if relay else 0
 
 

@@ -38,7 +38,7 @@ from searchsync.stream.fence import SchemaFence
 from searchsync.stream.pipeline import Pipeline, PipelineOptions
 from searchsync.stream.processor import Processor
 from searchsync.stream.retry import RetryPolicy
-from searchsync.stream.verdict import OUTAGE_RETRY_CAP_S, Verdict
+from searchsync.stream.work_state import OUTAGE_RETRY_CAP_S
 from searchsync.types import Operation, TopicPartition
 
 from tests.fakes.projection_state import FakeProjectionState
@@ -442,7 +442,7 @@ async def test_mysql_unreachable_pauses_intake_and_never_dead_letters() -> None:
 class BrokenProcessor(Processor):
     """A processor with a bug: every batch raises."""
 
-    async def process(self, works: Sequence[Work]) -> list[Verdict]:
+    async def process(self, works: Sequence[Work]) -> Sequence[Work]:
         raise RuntimeError("processor bug")
 
 

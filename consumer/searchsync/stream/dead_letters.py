@@ -13,8 +13,9 @@ from searchsync.clock import utc_now
 from searchsync.dlq.record import DlqBudget, DlqRecord
 from searchsync.errors import DlqBudgetExceeded, ErrorCode, TransientError
 from searchsync.observability.metrics import Metrics
+from searchsync.stream.coalesce import Work
 from searchsync.stream.retry import RetryPolicy
-from searchsync.stream.verdict import Verdict, log_outcome
+from searchsync.stream.verdict import log_outcome
 from searchsync.stream.work_state import WorkState
 from searchsync.types import Position
 
@@ -66,7 +67,7 @@ class DeadLetters:
         message: str,
         *,
         attempts: int,
-        verdict: Verdict | None = None,
+        work: Work | None = None,
     ) -> None:
         """Dead-letter each message; its position finishes only on the ack."""
         try:
@@ -79,7 +80,7 @@ class DeadLetters:
             self.fatal = exc
             self._metrics.dlq_budget_spent()
             return
-        task = asyncio.create_task(self._send(positions, code, message, attempts, verdict))
+        task = asyncio.create_task(self._send(positions, code, message, attempts, work))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
@@ -89,7 +90,7 @@ class DeadLetters:
         code: ErrorCode,
         message: str,
         attempts: int,
-        verdict: Verdict | None,
+        work: Work | None,
     ) -> None:
         now = utc_now()
         for pos in positions:
@@ -110,16 +111,14 @@ class DeadLetters:
                 first_failed_at=now,
                 last_failed_at=now,
                 event=pending.event,
-                projection_schema_version=verdict.schema_version if verdict else None,
+                projection_schema_version=work.schema_version if work else None,
             )
             if not await self._deliver(record, raw.key):
                 return
             self._metrics.dead(pending.event.aggregate_type if pending.event else "unknown", code)
             if pending.event is not None:
                 self._metrics.event_outcome(pending.event.aggregate_type, "dead_lettered")
-                log_outcome(
-                    log, pending.event, pos, verdict, "dead_lettered", attempts, code, message
-                )
+                log_outcome(log, pending.event, pos, work, "dead_lettered", attempts, code, message)
             else:
                 log.warning(
                     "poison message dead-lettered",

@@ -134,7 +134,7 @@ class Batches:
         if settled is not Settled.RETRY:  # dead-lettered; its positions finish on the ack
             if code is ErrorCode.REVISION_REGRESSION:
                 self._metrics.revision_regression(key.aggregate_type)
-            self._dead.send(list(work.positions), code, message, attempts=work.attempts, work=work)
+            self._dead.send(work.events, code, message, attempts=work.attempts, work=work)
         self._outcomes.failed(
             key.aggregate_type, key.aggregate_id, work.max_revision, code, message
         )

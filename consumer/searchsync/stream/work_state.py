@@ -51,14 +51,6 @@ class Settled(enum.Enum):
 _COUNTED: Final = frozenset({Settled.RETRY, Settled.SYSTEMIC, Settled.EXHAUSTED})
 
 
-@dataclass(slots=True)
-class Pending:
-    """An unfinished message, kept to dead-letter it faithfully."""
-
-    raw: RawMessage
-    event: ThinEvent | None
-
-
 @dataclass(order=True, slots=True)
 class _Due:
     at: float
@@ -85,7 +77,7 @@ class WorkState:
         """Set when a write ended `degraded`: the code it was, the retries released at once."""
         self._retry = retry
         self._keys = Coalescer(max_in_flight, max_queued)
-        self._pending: dict[Position, Pending] = {}
+        self._pending: dict[Position, RawMessage] = {}  # unfinished, kept for its dead letter
         self._due: list[_Due] = []
         self._seq = itertools.count()
         self._waiting: Counter[ErrorCode] = Counter()
@@ -123,7 +115,7 @@ class WorkState:
                 last = (topic, partition, ledgers((topic, partition)))
             last[2].track(offset)
             pos = Position(topic, partition, offset)
-            pending[pos] = Pending(raw, event)
+            pending[pos] = raw
             if event is not None:
                 add(event, pos)
 
@@ -182,8 +174,8 @@ class WorkState:
         for pos in work.positions:
             ledger.finish(pos)
             message = pending.pop(pos, None)
-            if message is not None and message.raw.timestamp_ms is not None:
-                stamps.append(message.raw.timestamp_ms)
+            if message is not None and message.timestamp_ms is not None:
+                stamps.append(message.timestamp_ms)
         self._last_progress = self._clock()
         return stamps
 
@@ -209,7 +201,7 @@ class WorkState:
         self._pending.pop(pos, None)
         self._last_progress = self._clock()
 
-    def pending(self, pos: Position) -> Pending | None:
+    def pending(self, pos: Position) -> RawMessage | None:
         """The message at an unfinished `pos` (None: finished or revoked)."""
         return self._pending.get(pos)
 
@@ -267,7 +259,7 @@ class WorkState:
             if offset is None:
                 continue
             pending = self._pending.get(Position(tp[0], tp[1], offset))
-            ts = None if pending is None else pending.raw.timestamp_ms
+            ts = None if pending is None else pending.timestamp_ms
             if ts and (oldest is None or ts < oldest):
                 oldest = ts
         return oldest

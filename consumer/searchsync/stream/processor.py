@@ -15,15 +15,13 @@ from searchsync.errors import ErrorCode, PoisonMessage, RevisionRegression, Tran
 from searchsync.mysql.fanout import FanoutStore, FanoutTarget
 from searchsync.mysql.owner_epochs import OwnerEpochs
 from searchsync.mysql.truth import Truth
-from searchsync.projection import Projector, ProjectorRegistry
+from searchsync.projection import Projector, ProjectorRegistry, Row
 from searchsync.projection.references import dependents
 from searchsync.search.sink import OutcomeKind, Sink, WriteOutcome
 from searchsync.stream.coalesce import Work
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.rewrite import Rewrites, partitions_of, sink_write
 from searchsync.stream.verdict import (
-    Regressed,
-    end_regressed,
     end_written,
     failed_plan,
     failed_work,
@@ -154,7 +152,7 @@ class Processor:
             floors = await self._truth.revision_floors(aggregate_type, missing, primary=primary)
         alias = self._alias_for(aggregate_type)
         plans: list[Work] = []
-        regressed: list[Regressed] = []
+        regressed: list[tuple[Work, Row, RevisionRegression]] = []
         for work in works:
             row = rows.get(work.key.aggregate_id)
             try:
@@ -162,27 +160,38 @@ class Processor:
                 plans.append(work)
             except RevisionRegression as exc:
                 assert row is not None  # only a row older than the work's events regresses
-                regressed.append(Regressed(projector, work, row, exc))
+                regressed.append((work, row, exc))
             except Exception as exc:  # refused, or a bug in the projector: this work's alone
                 if not isinstance(exc, PoisonMessage):
                     where = {"aggregate_type": aggregate_type, "id": work.key.aggregate_id}
                     log.warning("projector raised unexpectedly", extra=where, exc_info=True)
                 failed_plan(projector, alias, work, row, exc)
         if regressed:
-            await self._regressed(alias, regressed)
+            await self._regressed(projector, alias, regressed)
         return plans
 
-    async def _regressed(self, alias: str, works: list[Regressed]) -> None:
-        """Works whose row is older than their events (`end_regressed`): the stored versions of
-        those whose events all postdate the row."""
-        stale = [r.work.key.aggregate_id for r in works if postdates(r.work, r.row, r.projector)]
+    async def _regressed(
+        self, projector: Projector, alias: str, works: list[tuple[Work, Row, RevisionRegression]]
+    ) -> None:
+        """Works whose row is older than their events: already applied when every event of the
+        work is newer than the row and the index holds the newest (a redelivery after the id was
+        re-created below its old revision: the re-created row's own event is the one that reports
+        the regression); otherwise a REVISION_REGRESSION."""
+        stale = {id(w): w.key.aggregate_id for w, row, _ in works if postdates(w, row, projector)}
+        ids = list(stale.values())
         try:
-            stored = await self._sink.stored_projections(alias, stale) if stale else {}
+            found = await self._sink.stored_projections(alias, ids) if ids else {}
         except TransientError as exc:
-            for r in works:
-                failed_work(r.work, exc.code, exc.message)
+            for work, _, _ in works:
+                failed_work(work, exc.code, exc.message)
             return
-        end_regressed(alias, works, stored)
+        for work, row, error in works:
+            stored = found.get(work.key.aggregate_id) if id(work) in stale else None
+            if stored is not None and stored.version >= work.max_revision:
+                work.plan()
+                work.end(OutcomeKind.ALREADY_APPLIED)
+            else:
+                failed_plan(projector, alias, work, row, error)
 
     async def _write(self, planned: list[Work]) -> None:
         if not planned:

@@ -1,16 +1,14 @@
 """How the processor ends a work (`Work.end`): its plan (`plan_one`), the refusals of the projector,
-the reads that failed, the works whose row regressed, and the one log line per event outcome."""
+the reads that failed, the writes, and the one log line per event outcome."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import NamedTuple
 
 from searchsync.errors import ErrorCode, PoisonMessage, RevisionRegression, TransientError
 from searchsync.observability.logs import log_event_outcome
 from searchsync.projection import Projector, Row
-from searchsync.search.sink import OutcomeKind, StoredProjection, WriteOutcome
+from searchsync.search.sink import OutcomeKind, WriteOutcome
 from searchsync.stream.coalesce import Work
 from searchsync.types import Operation, Position, ThinEvent
 
@@ -78,31 +76,6 @@ def postdates(work: Work, row: Row, projector: Projector) -> bool:
     """Every event of `work` is newer than `row`: none of them can have brought this row."""
     revision = projector.revision_of(row)
     return revision is not None and all(e.source_revision > revision for e, _ in work.events)
-
-
-class Regressed(NamedTuple):
-    """A work whose row is older than its events (`plan_one` raised)."""
-
-    projector: Projector
-    work: Work
-    row: Row
-    error: RevisionRegression
-
-
-def end_regressed(
-    alias: str, works: list[Regressed], stored: Mapping[str, StoredProjection | None]
-) -> None:
-    """Already applied when every event of the work is newer than the row and the index holds the
-    newest (a redelivery after the id was re-created below its old revision: the re-created row's
-    own event is the one that reports the regression); otherwise a REVISION_REGRESSION."""
-    for r in works:
-        stale = postdates(r.work, r.row, r.projector)
-        found = stored.get(r.work.key.aggregate_id) if stale else None
-        if found is not None and found.version >= r.work.max_revision:
-            r.work.plan()
-            r.work.end(OutcomeKind.ALREADY_APPLIED)
-        else:
-            failed_plan(r.projector, alias, r.work, r.row, r.error)
 
 
 def row_behind(row: Row | None, work: Work, projector: Projector) -> bool:

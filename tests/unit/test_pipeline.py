@@ -458,6 +458,23 @@ async def test_a_step_that_raises_is_internal_retried_then_dead_lettered_not_sys
     assert h.intake.pause_calls == []
 
 
+class SilentProcessor(Processor):
+    """A processor with a bug: it returns its works without ending them."""
+
+    async def process(self, works: Sequence[Work]) -> Sequence[Work]:
+        return works
+
+
+async def test_a_work_left_without_an_outcome_is_never_finished_unwritten() -> None:
+    h = Harness(max_attempts=2, processor=SilentProcessor)
+    h.intake.feed([good(0, "a", 1)])
+    async with h.running():
+        await wait_until(lambda: h.intake.committed.get(TP0) == 1, "dead-lettered and committed")
+    [record] = h.dlq.records
+    assert (record.last_error_code, record.attempts) == ("INTERNAL", 2)
+    assert h.version("a") is None
+
+
 # -- 6. a lagging truth --------------------------------------------------------------------------
 
 

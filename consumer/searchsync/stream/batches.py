@@ -102,6 +102,8 @@ class Batches:
         now_ms = time.time() * 1000  # when this batch's works finished
         self._debug = log.isEnabledFor(logging.DEBUG)
         for work in works:
+            if work.kind is None:  # a step left it without an outcome: never finish it unwritten
+                failed_work(work, ErrorCode.INTERNAL, "the processor gave the work no outcome")
             self._settle(work, tally, stamps)
         self._working.remove(works)
         visible = self._metrics.commit_to_searchable

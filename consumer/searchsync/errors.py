@@ -84,7 +84,7 @@ DLQ record's ``last_error_code``, the state table and the metrics labels carry::
     REPLAY_TIMEOUT          SYSTEMIC     no acknowledgement for a replayed event in time
 
 An unexpected exception from a projector is recorded as PROJECTION_ERROR but retried first like a
-TRANSIENT code (`Verdict.disposition`); anywhere else it is INTERNAL. Either way it fails only that
+TRANSIENT code (`Work.disposition`); anywhere else it is INTERNAL. Either way it fails only that
 one work.
 """
 

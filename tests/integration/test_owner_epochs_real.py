@@ -23,7 +23,6 @@ from searchsync.search.sink import Sink, StoredProjection
 from searchsync.stream.coalesce import Work
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
-from searchsync.stream.verdict import Verdict
 from searchsync.types import Key, Operation, Position, ThinEvent
 
 from tests.integration.article_app import article_change
@@ -174,5 +173,5 @@ async def test_a_member_stalled_in_a_rewrite_puts_no_older_author_back(
         assert late.finished
 
 
-def _code(verdict: Verdict) -> ErrorCode | None:
-    return verdict.code
+def _code(work: Work) -> ErrorCode | None:
+    return work.code

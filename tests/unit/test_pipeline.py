@@ -38,7 +38,7 @@ from searchsync.stream.fence import SchemaFence
 from searchsync.stream.pipeline import Pipeline, PipelineOptions
 from searchsync.stream.processor import Processor
 from searchsync.stream.retry import RetryPolicy
-from searchsync.stream.verdict import OUTAGE_RETRY_CAP_S, Verdict
+from searchsync.stream.work_state import OUTAGE_RETRY_CAP_S
 from searchsync.types import Operation, TopicPartition
 
 from tests.fakes.projection_state import FakeProjectionState
@@ -442,7 +442,7 @@ async def test_mysql_unreachable_pauses_intake_and_never_dead_letters() -> None:
 class BrokenProcessor(Processor):
     """A processor with a bug: every batch raises."""
 
-    async def process(self, works: Sequence[Work]) -> list[Verdict]:
+    async def process(self, works: Sequence[Work]) -> Sequence[Work]:
         raise RuntimeError("processor bug")
 
 
@@ -456,6 +456,23 @@ async def test_a_step_that_raises_is_internal_retried_then_dead_lettered_not_sys
     assert record.attempts == 2
     assert "RuntimeError: processor bug" in record.last_error_message
     assert h.intake.pause_calls == []
+
+
+class SilentProcessor(Processor):
+    """A processor with a bug: it returns its works without ending them."""
+
+    async def process(self, works: Sequence[Work]) -> Sequence[Work]:
+        return works
+
+
+async def test_a_work_left_without_an_outcome_is_never_finished_unwritten() -> None:
+    h = Harness(max_attempts=2, processor=SilentProcessor)
+    h.intake.feed([good(0, "a", 1)])
+    async with h.running():
+        await wait_until(lambda: h.intake.committed.get(TP0) == 1, "dead-lettered and committed")
+    [record] = h.dlq.records
+    assert (record.last_error_code, record.attempts) == ("INTERNAL", 2)
+    assert h.version("a") is None
 
 
 # -- 6. a lagging truth --------------------------------------------------------------------------

@@ -13,7 +13,6 @@ from searchsync.search.sink import IndexOp, OutcomeKind, Sink, WriteOutcome
 from searchsync.stream.coalesce import Work
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
-from searchsync.stream.verdict import Verdict
 from searchsync.types import Key, Operation, Position, ThinEvent
 
 from tests.fakes.search_index import InMemoryIndex
@@ -238,7 +237,7 @@ async def test_a_stale_event_of_a_deleted_id_is_already_applied(env: Env) -> Non
     assert (stored.version, stored.body["is_deleted"]) == (7, True)
 
 
-async def test_verdicts_come_back_in_the_order_of_the_works(env: Env) -> None:
+async def test_every_work_is_ended_in_place_and_comes_back_in_order(env: Env) -> None:
     env.truth.put_page(page_row("a", 1))
     env.truth.put_page(page_row("c", 1))
     env.truth.put_page(page_row("bad", 1, relations_json="[1]"))
@@ -250,7 +249,7 @@ async def test_verdicts_come_back_in_the_order_of_the_works(env: Env) -> None:
         work("gone", 1),
     ]
     verdicts = await env.processor.process(works)
-    assert [v.work for v in verdicts] == works
+    assert all(v is w for v, w in zip(verdicts, works, strict=True))
     assert [v.kind for v in verdicts] == [
         OutcomeKind.APPLIED,
         OutcomeKind.FAILED,
@@ -340,10 +339,14 @@ async def test_a_sink_that_raises_fails_its_works_as_internal(env: Env) -> None:
     assert verdict.disposition is Disposition.TRANSIENT
 
 
-def test_a_verdict_has_a_code_exactly_when_it_failed() -> None:
+def test_a_work_ends_with_a_code_exactly_when_it_failed() -> None:
     with pytest.raises(ValueError, match="exactly when it failed"):
-        Verdict(work("p1", 1), OutcomeKind.FAILED)
+        work("p1", 1).end(OutcomeKind.FAILED)
     with pytest.raises(ValueError, match="exactly when it failed"):
-        Verdict(work("p1", 1), OutcomeKind.APPLIED, ErrorCode.ES_429)
+        work("p1", 1).end(OutcomeKind.APPLIED, ErrorCode.ES_429)
+    with pytest.raises(ValueError, match="never an outcome"):
+        work("p1", 1).end(OutcomeKind.AHEAD)
+    applied = work("p1", 1)
+    applied.end(OutcomeKind.APPLIED)
     with pytest.raises(ValueError, match="no disposition"):
-        _ = Verdict(work("p1", 1), OutcomeKind.APPLIED).disposition
+        _ = applied.disposition

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import random
+
 from searchsync.errors import ErrorCode
 from searchsync.kafka.intake import RawMessage
 from searchsync.stream.coalesce import Work
+from searchsync.stream.retry import RetryPolicy
 from searchsync.stream.work_state import WorkState
 from searchsync.types import Operation, ThinEvent
 
@@ -20,7 +23,8 @@ def _work(state: WorkState, aggregate_id: str, partition: int, offset: int) -> W
 
 def test_release_now_ends_only_the_waits_of_that_code_and_counts_stay_right() -> None:
     now = [0.0]
-    state = WorkState(max_in_flight=100, max_queued=1000, clock=lambda: now[0])
+    retry = RetryPolicy(1.0, 30.0, 3, 0.0, random.Random(0))
+    state = WorkState(max_in_flight=100, max_queued=1000, retry=retry, clock=lambda: now[0])
     state.assign([(TOPIC, 0), (TOPIC, 1)])
     fenced_a = _work(state, "a", 0, 0)
     fenced_b = _work(state, "b", 1, 1)

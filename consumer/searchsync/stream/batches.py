@@ -1,6 +1,6 @@
-"""Running batches: take ready works, process them, and apply each verdict's `decide` (finish,
-retry, dead-letter) to the `WorkState`, once. At most `max_concurrent` batches run; projection-state
-outcomes go to the `StateBuffer`."""
+"""Running batches: take ready works, process them, settle each in the `WorkState` (finish, retry,
+dead-letter) once, and say so: metrics, log lines, dead letters. At most `MAX_CONCURRENT` batches
+run; projection-state outcomes go to the `StateBuffer`."""
 
 from __future__ import annotations
 
@@ -17,15 +17,8 @@ from searchsync.search.sink import OutcomeKind
 from searchsync.stream.coalesce import Work
 from searchsync.stream.dead_letters import DeadLetters
 from searchsync.stream.processor import Processor
-from searchsync.stream.retry import RetryPolicy
-from searchsync.stream.verdict import (
-    OUTAGE_CODES,
-    Action,
-    Verdict,
-    decide,
-    log_outcome,
-)
-from searchsync.stream.work_state import WorkState
+from searchsync.stream.verdict import failed_work, log_outcome
+from searchsync.stream.work_state import Settled, WorkState
 from searchsync.types import TopicPartition
 
 BATCH_SUMMARY_MESSAGE = "batch settled"
@@ -38,7 +31,7 @@ log = logging.getLogger(__name__)
 
 
 class Batches:
-    """The batch tasks; `done` is set whenever a batch applied its verdicts."""
+    """The batch tasks; `done` is set whenever a batch settled its works."""
 
     def __init__(
         self,
@@ -48,7 +41,6 @@ class Batches:
         dead_letters: DeadLetters,
         outcomes: StateBuffer,
         metrics: Metrics,
-        retry: RetryPolicy,
         max_batch_works: int,
         clock: Callable[[], float],
     ) -> None:
@@ -57,14 +49,12 @@ class Batches:
         self._dead = dead_letters
         self._outcomes = outcomes
         self._metrics = metrics
-        self._retry = retry
         self._max_works = max_batch_works
         self._clock = clock
         self._running: set[asyncio.Task[None]] = set()
         self._working: list[list[Work]] = []  # the works of each running batch
         self._revision_lags: dict[str, int] = {}  # aggregate type -> lag, set once per batch
-        self._now_ms = 0.0  # the wall clock (ms) when the batch being applied finished
-        self._debug = False  # per-event success lines for the batch being applied
+        self._debug = False  # per-event success lines for the batch being settled
         self._settled = asyncio.Event()  # `wait_for`'s own: clearing it never hides `done`
         self.done = asyncio.Event()  # the run loop's
 
@@ -101,18 +91,24 @@ class Batches:
     async def _run(self, works: list[Work]) -> None:
         started = self._clock()
         try:
-            verdicts = await self._processor.process(works)
+            await self._processor.process(works)
         except Exception as exc:  # a bug in a step: each work failed on its own (INTERNAL)
             log.exception("batch failed unexpectedly; its works will be retried")
             message = f"{type(exc).__name__}: {exc}"
-            failed = OutcomeKind.FAILED
-            verdicts = [Verdict(w, failed, ErrorCode.INTERNAL, message) for w in works]
+            for work in works:
+                failed_work(work, ErrorCode.INTERNAL, message)
         tally: Tally = Counter()
-        self._now_ms = time.time() * 1000  # when this batch's works finished
+        stamps: list[int] = []
+        now_ms = time.time() * 1000  # when this batch's works finished
         self._debug = log.isEnabledFor(logging.DEBUG)
-        for verdict in verdicts:
-            self._apply(verdict, tally)
+        for work in works:
+            if work.kind is None:  # a step left it without an outcome: never finish it unwritten
+                failed_work(work, ErrorCode.INTERNAL, "the processor gave the work no outcome")
+            self._settle(work, tally, stamps)
         self._working.remove(works)
+        visible = self._metrics.commit_to_searchable
+        for stamp in stamps:
+            visible((now_ms - stamp) / 1000)
         self._report(tally)
         if tally and log.isEnabledFor(logging.INFO):
             _log_summary(works, tally, self._clock() - started)
@@ -120,63 +116,44 @@ class Batches:
         self._settled.set()
         self.done.set()
 
-    def _apply(self, verdict: Verdict, tally: Tally) -> None:
-        work, state = verdict.work, self._state
-        if not state.owned(work):
-            # Every partition of the work was revoked while it ran: its offsets belong to the new
-            # owner, who re-reads them. No retry, no dead letter, no budget spent here.
-            state.drop(work)
+    def _settle(self, work: Work, tally: Tally, stamps: list[int]) -> None:
+        code, said = work.code, work.message  # `settle` makes the message the dead letter's
+        settled = self._state.settle(work, stamps)
+        if settled is Settled.FINISHED:
+            self._finished(work, tally)
             return
-        if verdict.code is None:  # what `decide` says of every verdict without a code
-            self._finished(verdict, tally)
+        if settled is Settled.DROPPED:
             return
-        decision = decide(
-            verdict,
-            systemic_spent=state.systemic_spent(work.key),
-            max_attempts=self._retry.max_attempts,
-        )
-        if decision.action is Action.FINISH:
-            self._finished(verdict, tally)
-            return
-        code, message = decision.code, decision.message or ""
         assert code is not None
-        if decision.counted:  # outbox_retry_total and one "retry" line per event
-            self._metrics.retry(work.key.aggregate_type, code)
-            said = verdict.message or code.value
+        key, message = work.key, work.message or code.value
+        if settled.counted:  # outbox_retry_total and one "retry" line per event
+            self._metrics.retry(key.aggregate_type, code)
+            said = said or code.value
             for event, pos in work.events:
-                log_outcome(log, event, pos, verdict, "retry", work.attempts, code, said)
-        key = work.key
-        if decision.action is Action.RETRY:
-            delay = self._retry.delay(decision.attempt)
-            if decision.cap is not None:
-                delay = min(delay, decision.cap)
-            state.retry(work, delay, code, systemic=decision.systemic)
-            if decision.systemic:
-                return
-        else:
+                log_outcome(log, event, pos, work, "retry", work.attempts, code, said)
+        if settled is Settled.SYSTEMIC:
+            return
+        if settled is not Settled.RETRY:  # dead-lettered; its positions finish on the ack
             if code is ErrorCode.REVISION_REGRESSION:
                 self._metrics.revision_regression(key.aggregate_type)
-            state.drop(work)  # the key moves on; its positions finish on the ack
-            positions = list(work.positions)
-            self._dead.send(positions, code, message, attempts=work.attempts, verdict=verdict)
+            self._dead.send(work.events, code, message, attempts=work.attempts, work=work)
         self._outcomes.failed(
             key.aggregate_type, key.aggregate_id, work.max_revision, code, message
         )
 
-    def _finished(self, verdict: Verdict, tally: Tally) -> None:
-        work, doc, state = verdict.work, verdict.document, self._state
+    def _finished(self, work: Work, tally: Tally) -> None:
+        doc, kind = work.document, work.kind
         aggregate_type, events = work.key.aggregate_type, work.events
-        result = verdict.kind.value.lower()  # applied, already_applied (the event's result)
+        assert kind is not None
+        result = kind.value.lower()  # applied, already_applied (the event's result)
         tally[(aggregate_type, result)] += 1
         if doc is None or len(events) > 1:
             tally[(aggregate_type, "superseded")] += len(events) - 1
+        self._dead.succeeded()
         if doc is None:  # an event that only fans out: its job is recorded (`Processor`)
-            state.finish(work)
-            self._dead.succeeded()
             return
-        if state.degraded is not None:
-            was, state.degraded = state.degraded, None  # a write succeeded
-            released = state.release_now(OUTAGE_CODES)
+        if self._state.recovery is not None:
+            (was, released), self._state.recovery = self._state.recovery, None
             log.info(
                 "writes succeed again; resuming intake",
                 extra={"was": was, "retries_released": released},
@@ -185,22 +162,18 @@ class Batches:
             newest = work.newest
             for event, pos in events:
                 said = result if event is newest else "superseded"
-                log_outcome(log, event, pos, verdict, said, work.attempts)
-        if doc.is_deleted and verdict.kind is OutcomeKind.APPLIED:
+                log_outcome(log, event, pos, work, said, work.attempts)
+        if doc.is_deleted and kind is OutcomeKind.APPLIED:
             self._metrics.tombstone()
         max_revision = work.max_revision
         # the gauge is "last observed": set once per batch from the batch's last work (_report)
         self._revision_lags[aggregate_type] = max(0, max_revision - doc.source_revision)
-        now_ms, visible = self._now_ms, self._metrics.commit_to_searchable
-        for stamp in state.finish(work):
-            visible((now_ms - stamp) / 1000)
-        self._dead.succeeded()
         self._outcomes.applied(
             aggregate_type,
             work.key.aggregate_id,
-            max(max_revision, verdict.loaded_revision or 0),
+            max(max_revision, work.loaded_revision or 0),
             doc.source_revision,
-            verdict.schema_version,
+            work.schema_version,
             doc.projection_hash,
         )
 

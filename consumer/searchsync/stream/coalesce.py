@@ -8,6 +8,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from searchsync.errors import Disposition, ErrorCode
+from searchsync.projection import Document
+from searchsync.search.sink import FINISHED_KINDS, OutcomeKind
 from searchsync.types import Key, Position, ThinEvent
 
 Entry = tuple[ThinEvent, Position]
@@ -15,9 +18,10 @@ Entry = tuple[ThinEvent, Position]
 
 @dataclass(slots=True, eq=False)
 class Work:
-    """The events of one key handled by one re-read of the truth. Compared by identity: only the
-    very object `take_ready` handed out may be completed or released. Read-only (not frozen: one is
-    built per work)."""
+    """The events of one key handled by one re-read of the truth, and what became of them: the
+    processor plans it (`alias`, `document`, `loaded_revision`, `schema_version`) and ends it
+    (`end`); `WorkState.settle` acts on that. Compared by identity: only the very object
+    `take_ready` handed out may be completed or released."""
 
     key: Key
     events: tuple[Entry, ...]
@@ -27,6 +31,16 @@ class Work:
     """Every position this work finishes when it completes (computed once)."""
     max_revision: int = field(init=False)
     """The highest source revision among the events: the truth must be at least this new."""
+    kind: OutcomeKind | None = field(default=None, init=False)
+    """None until the processor ended it; FAILED with a `code`, else applied now or before."""
+    code: ErrorCode | None = field(default=None, init=False)
+    message: str | None = field(default=None, init=False)
+    unexpected: bool = field(default=False, init=False)
+    """An unclassified exception: retried before it is dead-lettered, whatever its code."""
+    alias: str | None = field(default=None, init=False)
+    document: Document | None = field(default=None, init=False)
+    loaded_revision: int | None = field(default=None, init=False)  # None: no row (or no int)
+    schema_version: int | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         events = self.events
@@ -47,6 +61,45 @@ class Work:
             if event.source_revision >= best.source_revision:
                 best = event
         return best
+
+    def plan(
+        self,
+        alias: str | None = None,
+        schema_version: int | None = None,
+        document: Document | None = None,
+        loaded_revision: int | None = None,
+    ) -> None:
+        """What the processor means to write (all None: nothing planned)."""
+        self.alias, self.schema_version = alias, schema_version
+        self.document, self.loaded_revision = document, loaded_revision
+
+    def end(
+        self,
+        kind: OutcomeKind,
+        code: ErrorCode | None = None,
+        message: str | None = None,
+        *,
+        unexpected: bool = False,
+    ) -> None:
+        """Its outcome: FAILED with a `code` (the planned document dropped), else finished."""
+        if kind is OutcomeKind.AHEAD:
+            raise ValueError("AHEAD is the processor's business, never an outcome")
+        if (kind is OutcomeKind.FAILED) != (code is not None):
+            raise ValueError("a work has an error code exactly when it failed")
+        self.kind, self.code, self.message, self.unexpected = kind, code, message, unexpected
+        if code is not None:
+            self.document = None
+
+    @property
+    def finished(self) -> bool:
+        return self.kind in FINISHED_KINDS
+
+    @property
+    def disposition(self) -> Disposition:
+        """A FAILED work's disposition (the `ErrorCode` table; TRANSIENT when `unexpected`)."""
+        if self.code is None:
+            raise ValueError(f"a work that ended {self.kind} has no disposition")
+        return Disposition.TRANSIENT if self.unexpected else self.code.disposition
 
 
 @dataclass(slots=True)

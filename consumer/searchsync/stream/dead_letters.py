@@ -7,16 +7,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Sequence
 from typing import Protocol
 
 from searchsync.clock import utc_now
 from searchsync.dlq.record import DlqBudget, DlqRecord
 from searchsync.errors import DlqBudgetExceeded, ErrorCode, TransientError
 from searchsync.observability.metrics import Metrics
+from searchsync.stream.coalesce import Work
 from searchsync.stream.retry import RetryPolicy
-from searchsync.stream.verdict import Verdict, log_outcome
+from searchsync.stream.verdict import log_outcome
 from searchsync.stream.work_state import WorkState
-from searchsync.types import Position
+from searchsync.types import Position, ThinEvent
 
 log = logging.getLogger(__name__)
 
@@ -61,16 +63,17 @@ class DeadLetters:
 
     def send(
         self,
-        positions: list[Position],
+        entries: Sequence[tuple[ThinEvent | None, Position]],
         code: ErrorCode,
         message: str,
         *,
         attempts: int,
-        verdict: Verdict | None = None,
+        work: Work | None = None,
     ) -> None:
-        """Dead-letter each message; its position finishes only on the ack."""
+        """Dead-letter the message of each (event, position) (None: poison, not decoded); its
+        position finishes only on the ack."""
         try:
-            for _ in positions:
+            for _ in entries:
                 self._budget.record_dead()
         except DlqBudgetExceeded as exc:
             log.error(
@@ -79,24 +82,23 @@ class DeadLetters:
             self.fatal = exc
             self._metrics.dlq_budget_spent()
             return
-        task = asyncio.create_task(self._send(positions, code, message, attempts, verdict))
+        task = asyncio.create_task(self._send(entries, code, message, attempts, work))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
     async def _send(
         self,
-        positions: list[Position],
+        entries: Sequence[tuple[ThinEvent | None, Position]],
         code: ErrorCode,
         message: str,
         attempts: int,
-        verdict: Verdict | None,
+        work: Work | None,
     ) -> None:
         now = utc_now()
-        for pos in positions:
-            pending = self._state.pending(pos)
-            if pending is None:  # the partition was revoked meanwhile
+        for event, pos in entries:
+            raw = self._state.pending(pos)
+            if raw is None:  # the partition was revoked meanwhile
                 continue
-            raw = pending.raw
             record = DlqRecord.for_message(
                 topic=raw.topic,
                 partition=raw.partition,
@@ -109,17 +111,15 @@ class DeadLetters:
                 attempts=attempts,
                 first_failed_at=now,
                 last_failed_at=now,
-                event=pending.event,
-                projection_schema_version=verdict.schema_version if verdict else None,
+                event=event,
+                projection_schema_version=work.schema_version if work else None,
             )
             if not await self._deliver(record, raw.key):
                 return
-            self._metrics.dead(pending.event.aggregate_type if pending.event else "unknown", code)
-            if pending.event is not None:
-                self._metrics.event_outcome(pending.event.aggregate_type, "dead_lettered")
-                log_outcome(
-                    log, pending.event, pos, verdict, "dead_lettered", attempts, code, message
-                )
+            self._metrics.dead(event.aggregate_type if event else "unknown", code)
+            if event is not None:
+                self._metrics.event_outcome(event.aggregate_type, "dead_lettered")
+                log_outcome(log, event, pos, work, "dead_lettered", attempts, code, message)
             else:
                 log.warning(
                     "poison message dead-lettered",

@@ -9,7 +9,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from searchsync.errors import ErrorCode, IndexAdminError, TransientError
@@ -19,7 +19,6 @@ from searchsync.projection import Projector
 from searchsync.search.port import IndexAdmin, schema_version_of
 from searchsync.search.sink import OutcomeKind
 from searchsync.stream.coalesce import Work
-from searchsync.stream.verdict import Verdict
 
 log = logging.getLogger(__name__)
 
@@ -140,10 +139,8 @@ class SchemaFence:
     async def refresh_if_due(self) -> None:
         await self._refresh(self._is_due)
 
-    async def hold(
-        self, target: str, projector: Projector, works: Sequence[Work]
-    ) -> list[Verdict] | None:
-        """SCHEMA_FENCED verdicts for `works` when `target` is fenced or unchecked; None: write
+    async def hold(self, target: str, projector: Projector, works: Sequence[Work]) -> bool:
+        """End `works` SCHEMA_FENCED when `target` is fenced or unchecked (True); False: write
         them."""
         state = await self.check(target, projector.schema_version)
         if state is None:  # never checked successfully: nothing is written unchecked
@@ -151,37 +148,25 @@ class SchemaFence:
         elif state.fenced:
             message = state.reason()
         else:
-            return None
-        return [
-            Verdict(
-                work,
-                OutcomeKind.FAILED,
-                ErrorCode.SCHEMA_FENCED,
-                message,
-                alias=target,
-                schema_version=projector.schema_version,
-            )
-            for work in works
-        ]
+            return False
+        for work in works:
+            work.plan(target, projector.schema_version)
+            work.end(OutcomeKind.FAILED, ErrorCode.SCHEMA_FENCED, message)
+        return True
 
-    async def after_write(self, verdicts: list[Verdict], *, since: int) -> list[Verdict]:
-        """`verdicts`, the failed writes of a target fenced meanwhile turned SCHEMA_FENCED; `since`
-        is a `mark` taken before the writes."""
-        failed = sorted({v.alias for v in verdicts if not v.finished and v.alias is not None})
+    async def after_write(self, works: Sequence[Work], *, since: int) -> None:
+        """Turn the failed writes of a target fenced meanwhile SCHEMA_FENCED; `since` is a `mark`
+        taken before the writes."""
+        failed = sorted({w.alias for w in works if not w.finished and w.alias is not None})
         fenced: dict[str, TargetState] = {}
         for target in failed:
             state = await self.recheck(target, since=since)
             if state is not None and state.fenced:
                 fenced[target] = state
-        if not fenced:
-            return verdicts
-        fenced_code = ErrorCode.SCHEMA_FENCED
-        return [
-            replace(v, code=fenced_code, message=fenced[v.alias].reason(), unexpected=False)
-            if not v.finished and v.alias in fenced
-            else v
-            for v in verdicts
-        ]
+        for w in works if fenced else ():
+            held = None if w.finished or w.alias is None else fenced.get(w.alias)
+            if held is not None:
+                w.end(OutcomeKind.FAILED, ErrorCode.SCHEMA_FENCED, held.reason())
 
     def _is_due(self, entry: _Entry, now: float) -> bool:
         return entry.checked_at is None or now - entry.checked_at >= self._interval_s

@@ -1,4 +1,4 @@
-"""The live path: intake, admit (decode), `WorkState`, batches (re-read, project, write, decide),
+"""The live path: intake, admit (decode), `WorkState`, batches (re-read, project, write, settle),
 commit of the first unfinished offset. A position finishes only when applied, superseded or
 dead-lettered with an ack (docs/design.md, invariant 5). While `WorkState.pressure` names a reason
 the assigned partitions are paused (still polled); nothing sleeps."""
@@ -90,6 +90,7 @@ class Pipeline:
         self._work = WorkState(
             max_in_flight=settings.max_in_flight_keys,
             max_queued=settings.max_queued_events,
+            retry=retry,
             clock=clock,
         )
         self._dead = DeadLetters(
@@ -108,7 +109,6 @@ class Pipeline:
             dead_letters=self._dead,
             outcomes=self._outcomes,
             metrics=metrics,
-            retry=retry,
             max_batch_works=options.max_batch_works,
             clock=clock,
         )
@@ -185,7 +185,7 @@ class Pipeline:
         self._work.admit(admitted)
         for pos, error in poison:
             self._metrics.poison(error.code)
-            self._dead.send([pos], error.code, error.message, attempts=1)
+            self._dead.send([(None, pos)], error.code, error.message, attempts=1)
         for topic, n in counts.items():  # searchsync_events_consumed_total, once per topic
             self._metrics.consumed(topic, n)
 

@@ -11,9 +11,10 @@ from collections.abc import Iterable
 
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.mysql.owner_epochs import OwnerEpochs
+from searchsync.projection import Document
 from searchsync.search.sink import EXTERNAL, EXTERNAL_GTE, IndexOp, OutcomeKind, Sink, WriteOutcome
 from searchsync.stream.coalesce import Work
-from searchsync.stream.verdict import Planned, Verdict, from_outcome, verdict_of
+from searchsync.stream.verdict import end_written
 from searchsync.types import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -26,87 +27,89 @@ class Rewrites:
         self._sink = sink
         self._owners = owners
 
-    async def rewrite(
-        self, plans: list[Planned], ahead: list[tuple[Planned, WriteOutcome]]
-    ) -> list[Verdict]:
+    async def rewrite(self, works: list[Work], ahead: list[tuple[Work, WriteOutcome]]) -> None:
         """REBUILDs already applied at their revision: rewrite with ``external_gte`` those whose
         stored projection differs (invariant 12); a newer stored document joins `ahead`."""
-        out: list[Verdict] = []
-        by_alias: dict[str, list[Planned]] = defaultdict(list)
-        for plan in plans:
-            by_alias[plan.alias].append(plan)
-        rewrite: list[Planned] = []
+        by_alias: dict[str, list[Work]] = defaultdict(list)
+        for work in works:
+            by_alias[_alias(work)].append(work)
+        rewrite: list[Work] = []
         for alias, group in by_alias.items():
             try:
                 stored = await self._sink.stored_projections(
-                    alias, [p.document.doc_id for p in group]
+                    alias, [_document(w).doc_id for w in group]
                 )
             except TransientError as exc:
-                out.extend(verdict_of(p, OutcomeKind.FAILED, exc.code, exc.message) for p in group)
+                for work in group:
+                    work.end(OutcomeKind.FAILED, exc.code, exc.message)
                 continue
-            for plan in group:
-                found = stored.get(plan.document.doc_id)
-                doc = plan.document
+            for work in group:
+                doc = _document(work)
+                found = stored.get(doc.doc_id)
                 if found is None or found.version < doc.source_revision:
                     changed = "stored doc changed"
-                    out.append(
-                        verdict_of(plan, OutcomeKind.FAILED, ErrorCode.ES_409_UNCONFIRMED, changed)
-                    )
+                    work.end(OutcomeKind.FAILED, ErrorCode.ES_409_UNCONFIRMED, changed)
                 elif found.version > doc.source_revision:
                     message = f"stored version {found.version} > {doc.source_revision}"
-                    op = IndexOp.from_document(plan.alias, doc)
+                    op = IndexOp.from_document(alias, doc)
                     ahead.append(
-                        (plan, WriteOutcome(op, OutcomeKind.AHEAD, None, message, found.version))
+                        (work, WriteOutcome(op, OutcomeKind.AHEAD, None, message, found.version))
                     )
                 elif (
                     found.projection_hash == doc.projection_hash
                     and found.content_hash == doc.projection_hash
-                    and found.schema_version == plan.projector.schema_version
+                    and found.schema_version == work.schema_version
                     and found.sync_hash == doc.body.get("sync_hash")
                 ):
-                    out.append(verdict_of(plan, OutcomeKind.ALREADY_APPLIED))
+                    work.end(OutcomeKind.ALREADY_APPLIED)
                 else:
-                    rewrite.append(plan)
+                    rewrite.append(work)
         if not rewrite:
-            return out
-        written, refused = await self._fenced_write(rewrite)
-        out.extend(refused)
-        for plan, outcome in written:
+            return
+        for work, outcome in await self._fenced_write(rewrite):
             if outcome.kind is OutcomeKind.AHEAD:  # a newer write won the race: re-check it
-                ahead.append((plan, outcome))
+                ahead.append((work, outcome))
             else:
-                out.append(from_outcome(plan, outcome))
-        return out
+                end_written(work, outcome)
 
-    async def _fenced_write(
-        self, plans: list[Planned]
-    ) -> tuple[list[tuple[Planned, WriteOutcome]], list[Verdict]]:
-        """Write `plans` with ``external_gte`` under their partitions' owner epochs (invariant 17):
-        the outcomes of those written, and the verdicts of the others."""
+    async def _fenced_write(self, works: list[Work]) -> list[tuple[Work, WriteOutcome]]:
+        """Write `works` with ``external_gte`` under their partitions' owner epochs (invariant 17):
+        the outcomes of those written (the others ended OWNER_FENCED, or with the check's error)."""
         if self._owners is None:
-            outcomes = await sink_write(self._sink, plans, EXTERNAL_GTE)
-            return list(zip(plans, outcomes, strict=True)), []
-        mine: list[Planned] = []
-        refused: list[Verdict] = []
+            outcomes = await sink_write(self._sink, works, EXTERNAL_GTE)
+            return list(zip(works, outcomes, strict=True))
+        mine: list[Work] = []
         code, why = ErrorCode.OWNER_FENCED, "another member took the partition's owner epoch"
         try:
-            async with self._owners.fenced(partitions_of(p.work for p in plans)) as ours:
-                for plan in plans:
-                    if all((q.topic, q.partition) in ours for q in plan.work.positions):
-                        mine.append(plan)
+            async with self._owners.fenced(partitions_of(works)) as ours:
+                for work in works:
+                    if all((q.topic, q.partition) in ours for q in work.positions):
+                        mine.append(work)
                     else:
-                        refused.append(verdict_of(plan, OutcomeKind.FAILED, code, why))
+                        work.end(OutcomeKind.FAILED, code, why)
                 outcomes = await sink_write(self._sink, mine, EXTERNAL_GTE) if mine else []
         except TransientError as exc:  # unchecked, or the check's lock not kept to the end
-            return [], [verdict_of(p, OutcomeKind.FAILED, exc.code, exc.message) for p in plans]
-        return list(zip(mine, outcomes, strict=True)), refused
+            for work in works:
+                work.end(OutcomeKind.FAILED, exc.code, exc.message)
+            return []
+        return list(zip(mine, outcomes, strict=True))
+
+
+def _alias(work: Work) -> str:
+    assert work.alias is not None, "a planned work has its alias"
+    return work.alias
+
+
+def _document(work: Work) -> Document:
+    assert work.document is not None, "a planned work has its document"
+    return work.document
 
 
 async def sink_write(
-    sink: Sink, planned: list[Planned], version_type: str = EXTERNAL
+    sink: Sink, works: list[Work], version_type: str = EXTERNAL
 ) -> list[WriteOutcome]:
-    """One outcome per plan; the sink raising fails them all (INTERNAL)."""
-    ops = [IndexOp.from_document(p.alias, p.document) for p in planned]
+    """One outcome per planned work; the sink raising fails them all (INTERNAL)."""
+    ops = [IndexOp.from_document(_alias(w), _document(w)) for w in works]
     if version_type != EXTERNAL:
         ops = [op._replace(version_type=version_type) for op in ops]
     try:

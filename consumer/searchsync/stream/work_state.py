@@ -1,29 +1,54 @@
 """The one owner of work state: admitted messages, key queues, works in flight, the retry schedule
 and the ledger. A position is tracked before anything can finish it and finished exactly once
 (applied, superseded, or its dead letter acked; docs/design.md, invariant 5): only that moves the
-commit. `pressure` is the one backpressure signal."""
+commit. `settle` acts on a work's outcome through the `ErrorCode` table alone (docs/design.md,
+"Retry"): POISON is dead-lettered at once, TRANSIENT retried until the work's attempts are spent,
+SYSTEMIC retried forever without spending them, at least every `SYSTEMIC_RETRY_CAP_S`
+(`OUTAGE_RETRY_CAP_S` when unreachable). `pressure` is the one backpressure signal."""
 
 from __future__ import annotations
 
+import enum
 import heapq
 import itertools
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
+from typing import Final
 
-from searchsync.errors import ErrorCode
+from searchsync.errors import Disposition, ErrorCode
 from searchsync.kafka.intake import RawMessage
 from searchsync.stream.coalesce import Coalescer, Work
 from searchsync.stream.ledger import OffsetLedger, PartitionLedger
+from searchsync.stream.retry import RetryPolicy
 from searchsync.types import Key, Position, ThinEvent, TopicPartition
 
+SYSTEMIC_RETRY_CAP_S: Final = 30.0  # a systemic failure is retried at least this often, forever
+OUTAGE_CODES: Final = frozenset(
+    {ErrorCode.ES_UNAVAILABLE, ErrorCode.ES_5XX, ErrorCode.MYSQL_UNAVAILABLE}
+)
+"""A dependency that could not be reached (down, restarting) rather than one shedding load: the
+first write that succeeds releases every work waiting on one of these codes at once."""
+OUTAGE_RETRY_CAP_S: Final = 10.0
 
-@dataclass(slots=True)
-class Pending:
-    """An unfinished message, kept to dead-letter it faithfully."""
 
-    raw: RawMessage
-    event: ThinEvent | None
+class Settled(enum.Enum):
+    """What `settle` did with a work; the caller's metrics, log lines and dead letters follow."""
+
+    DROPPED = "dropped"  # every partition of it was revoked while it ran: nothing more
+    FINISHED = "finished"  # applied now or before: its positions finished
+    RETRY = "retry"  # TRANSIENT: tried again after a backoff
+    SYSTEMIC = "systemic"  # tried again without spending an attempt; intake pauses
+    EXHAUSTED = "exhausted"  # TRANSIENT with its attempts spent: dead-lettered
+    DEAD = "dead"  # POISON: dead-lettered at once
+
+    @property
+    def counted(self) -> bool:
+        """A TRANSIENT or SYSTEMIC failure (the last one too): a "retry" line and metric."""
+        return self in _COUNTED
+
+
+_COUNTED: Final = frozenset({Settled.RETRY, Settled.SYSTEMIC, Settled.EXHAUSTED})
 
 
 @dataclass(order=True, slots=True)
@@ -37,12 +62,22 @@ class _Due:
 class WorkState:
     """The works of one consumer, from admission to the commit. No I/O."""
 
-    def __init__(self, *, max_in_flight: int, max_queued: int, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        *,
+        max_in_flight: int,
+        max_queued: int,
+        retry: RetryPolicy,
+        clock: Callable[[], float],
+    ) -> None:
         self.ledger = OffsetLedger()
         self.assigned: set[TopicPartition] = set()
         self.degraded: ErrorCode | None = None  # the last SYSTEMIC code, until a write succeeds
+        self.recovery: tuple[ErrorCode, int] | None = None
+        """Set when a write ended `degraded`: the code it was, the retries released at once."""
+        self._retry = retry
         self._keys = Coalescer(max_in_flight, max_queued)
-        self._pending: dict[Position, Pending] = {}
+        self._pending: dict[Position, RawMessage] = {}  # unfinished, kept for its dead letter
         self._due: list[_Due] = []
         self._seq = itertools.count()
         self._waiting: Counter[ErrorCode] = Counter()
@@ -80,7 +115,7 @@ class WorkState:
                 last = (topic, partition, ledgers((topic, partition)))
             last[2].track(offset)
             pos = Position(topic, partition, offset)
-            pending[pos] = Pending(raw, event)
+            pending[pos] = raw
             if event is not None:
                 add(event, pos)
 
@@ -93,6 +128,43 @@ class WorkState:
             return (positions[0].topic, positions[0].partition) in assigned
         return any((p.topic, p.partition) in assigned for p in positions)
 
+    def settle(self, work: Work, stamps: list[int]) -> Settled:
+        """Act on `work`'s outcome (once it ended): finish, retry or drop it. `stamps` gets the
+        Kafka timestamps of the messages a finished work wrote a document for. A failed work's
+        `message` becomes the one its dead letter and failure record carry."""
+        if not self.owned(work):
+            # Every partition of the work was revoked while it ran: its offsets belong to the new
+            # owner, who re-reads them. No retry, no dead letter, no budget spent here.
+            self.drop(work)
+            return Settled.DROPPED
+        code = work.code
+        if code is None:
+            if work.document is None:  # an event that only fans out: its job is recorded
+                self.finish(work)
+                return Settled.FINISHED
+            if self.degraded is not None:  # a write succeeded
+                was, self.degraded = self.degraded, None
+                self.recovery = (was, self.release_now(OUTAGE_CODES))
+            stamps.extend(self.finish(work))
+            return Settled.FINISHED
+        message = work.message = work.message or code.value
+        what = work.disposition
+        spent = self._systemic.get(work.key, 0) if self._systemic else 0
+        if what is Disposition.SYSTEMIC:
+            cap = OUTAGE_RETRY_CAP_S if code in OUTAGE_CODES else SYSTEMIC_RETRY_CAP_S
+            self.retry(work, min(self._retry.delay(spent + 1), cap), code, systemic=True)
+            return Settled.SYSTEMIC
+        if what is Disposition.POISON:
+            self.drop(work)  # the key moves on; its positions finish on the ack
+            return Settled.DEAD
+        own = work.attempts - spent  # attempts that ended SYSTEMIC are not the work's own
+        if own < self._retry.max_attempts:
+            self.retry(work, self._retry.delay(own), code, systemic=False)
+            return Settled.RETRY
+        work.message = f"retries exhausted after {own} attempts: {message}"
+        self.drop(work)  # the key moves on; its positions finish on the ack
+        return Settled.EXHAUSTED
+
     def finish(self, work: Work) -> list[int]:
         """`work` applied (or found applied): its positions finish. The Kafka timestamps of the
         tracked messages it finished."""
@@ -102,8 +174,8 @@ class WorkState:
         for pos in work.positions:
             ledger.finish(pos)
             message = pending.pop(pos, None)
-            if message is not None and message.raw.timestamp_ms is not None:
-                stamps.append(message.raw.timestamp_ms)
+            if message is not None and message.timestamp_ms is not None:
+                stamps.append(message.timestamp_ms)
         self._last_progress = self._clock()
         return stamps
 
@@ -129,12 +201,9 @@ class WorkState:
         self._pending.pop(pos, None)
         self._last_progress = self._clock()
 
-    def pending(self, pos: Position) -> Pending | None:
+    def pending(self, pos: Position) -> RawMessage | None:
         """The message at an unfinished `pos` (None: finished or revoked)."""
         return self._pending.get(pos)
-
-    def systemic_spent(self, key: Key) -> int:
-        return self._systemic.get(key, 0) if self._systemic else 0
 
     def release_due(self) -> None:
         now = self._clock()
@@ -190,7 +259,7 @@ class WorkState:
             if offset is None:
                 continue
             pending = self._pending.get(Position(tp[0], tp[1], offset))
-            ts = None if pending is None else pending.raw.timestamp_ms
+            ts = None if pending is None else pending.timestamp_ms
             if ts and (oldest is None or ts < oldest):
                 oldest = ts
         return oldest

@@ -39,6 +39,7 @@ from searchsync.config import load_settings
 from searchsync.mysql.pool import create_pool
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.projection import default_registry
+from searchsync.projection.topics import consumed_topics
 from searchsync.search.client import make_es_client
 from searchsync.writer import PageWriter
 
@@ -108,7 +109,10 @@ async def run(options: BenchOptions, command: str) -> Report:
     es = make_es_client(settings)
     writer = PageWriter(app_pool)
     prefix = f"bench-{uuid.uuid4().hex[:8]}-"
-    topic, bootstrap = settings.kafka.topics[0], settings.kafka.bootstrap_servers
+    topic, bootstrap = (
+        consumed_topics(settings, ("wiki_page",))[0],
+        settings.kafka.bootstrap_servers,
+    )
     try:
         # 1. the events, once
         start = await asyncio.to_thread(shared_topic_start, bootstrap, topic)
@@ -190,7 +194,7 @@ async def live_phases(
             es,
             alias,
             settings.kafka.bootstrap_servers,
-            settings.kafka.topics[0],
+            consumed_topics(settings, ("wiki_page",))[0],
             f"{prefix}lag-",
             rate,
             options.lag_seconds,

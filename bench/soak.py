@@ -36,6 +36,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from elasticsearch import NotFoundError
 from searchsync.config import load_settings
 from searchsync.projection import default_registry
+from searchsync.projection.topics import consumed_topics
 from searchsync.search.admin import index_meta
 from searchsync.search.client import make_es_client
 from searchsync.search.elasticsearch import EsIndexAdmin
@@ -112,7 +113,7 @@ def _produce_paced(
 async def run(opt: SoakOptions, command: str) -> SoakReport:
     u = uuid.uuid4().hex[:8]
     topic = f"bench-soak-{u}.events"
-    shared = load_settings(bench_env({})).kafka.topics[0]
+    shared = consumed_topics(load_settings(bench_env({})), ("wiki_page",))[0]
     env = bench_env(
         {"SEARCHSYNC_KAFKA_TOPICS": topic, "SEARCHSYNC_KAFKA_AUTO_OFFSET_RESET": "earliest"}
     )

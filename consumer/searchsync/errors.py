@@ -10,6 +10,10 @@ Each exception type means one thing::
     ├── DlqBudgetExceeded    too much is failing: stop the consumer instead of dead-lettering it all
     ├── InvalidRequest       a request that parses but cannot be done (a CLI usage error)
     ├── OperationRefused     an operation that is unsafe now (e.g. resetting a running group)
+    ├── IndexAdminError      the search engine refused an index or alias operation
+    │   ├── IndexExists         the name to create is taken (by an index or an alias)
+    │   ├── IndexMissing        the index does not exist
+    │   └── AliasConflict       an alias operation's precondition does not hold (nothing changed)
     └── WriteRefused         the application-side writer (searchsync.writer) refused a change
         ├── AggregateNotFound       the row to change does not exist
         ├── AggregateExists         the row to create exists already
@@ -224,6 +228,24 @@ class InvalidRequest(SearchSyncError):
 
 class OperationRefused(SearchSyncError):
     """An operation that is unsafe now; the message says what to do first."""
+
+
+class IndexAdminError(SearchSyncError):
+    """The engine refused an index or alias operation; `type` is the engine's error type."""
+
+    def __init__(self, name: str, message: str, error_type: str | None = None) -> None:
+        self.name = name
+        self.type = error_type
+        super().__init__(f"{name}: {message}")
+
+
+class IndexExists(IndexAdminError): ...
+
+
+class IndexMissing(IndexAdminError): ...
+
+
+class AliasConflict(IndexAdminError): ...
 
 
 class WriteRefused(SearchSyncError):

@@ -9,17 +9,15 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from searchsync.errors import ConfigError
-from searchsync.search.admin import InitAction, describe, init_index
-from searchsync.search.port import (
-    SCHEMA_VERSION_META,
+from searchsync.errors import (
     AliasConflict,
+    ConfigError,
     IndexAdminError,
     IndexExists,
-    IndexInfo,
     IndexMissing,
-    WriteIndex,
 )
+from searchsync.search.admin import InitAction, describe, init_index
+from searchsync.search.port import SCHEMA_VERSION_META, IndexInfo, WriteIndex
 from searchsync.search.sink import OutcomeKind
 
 from tests.contract.search_backend import MAPPING, Backend, new_alias, op, physical, write

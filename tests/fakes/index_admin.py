@@ -10,17 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from searchsync.errors import AliasConflict, IndexAdminError, IndexExists, IndexMissing
 from searchsync.naming import check_index_name, physical_version, read_alias_name
-from searchsync.search.port import (
-    LIVE_FILTER,
-    AliasConflict,
-    IndexAdminError,
-    IndexExists,
-    IndexInfo,
-    IndexMissing,
-    WriteIndex,
-    effective_write_index,
-)
+from searchsync.search.port import LIVE_FILTER, IndexInfo, WriteIndex, effective_write_index
 
 from tests.fakes.search_state import IndexState
 

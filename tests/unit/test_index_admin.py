@@ -11,19 +11,17 @@ from typing import Any, cast
 import pytest
 from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig
 from elasticsearch import ApiError, ConnectionError
-from searchsync.errors import TransientError
+from searchsync.errors import (
+    AliasConflict,
+    IndexAdminError,
+    IndexExists,
+    IndexMissing,
+    TransientError,
+)
 from searchsync.search.admin import InitAction, init_index
 from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.errors import EsError, es_error
-from searchsync.search.port import (
-    AliasConflict,
-    IndexAdmin,
-    IndexAdminError,
-    IndexExists,
-    IndexInfo,
-    IndexMissing,
-    effective_write_index,
-)
+from searchsync.search.port import IndexAdmin, IndexInfo, effective_write_index
 
 from tests.contract.search_backend import MAPPING, FakeBackend
 

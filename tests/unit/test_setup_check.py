@@ -14,14 +14,13 @@ from typing import Any
 import pytest
 from searchsync.cli import main
 from searchsync.config import load_settings
-from searchsync.errors import ErrorCode, PoisonMessage
+from searchsync.errors import ErrorCode, IndexAdminError, PoisonMessage
 from searchsync.exit_codes import ExitCode
 from searchsync.ops import setup_check
 from searchsync.projection import Child, Lookup, Projector, ProjectorRegistry, Row
 from searchsync.projection.mapping import mapping_gaps
 from searchsync.projection.topics import consumed_topics, subscription
 from searchsync.search.engine_modules import missing_module
-from searchsync.search.port import IndexAdminError
 
 from tests.fakes.table_schema import FakeTableSchema
 from tests.fakes.truth import FakeTruth

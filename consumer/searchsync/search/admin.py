@@ -13,11 +13,11 @@ from typing import Any, cast
 from elasticsearch import AsyncElasticsearch
 
 from searchsync import naming
-from searchsync.errors import ConfigError
+from searchsync.errors import ConfigError, IndexAdminError, IndexExists
 from searchsync.search.client import is_opensearch_client
 from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.engine_modules import missing_module
-from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin, IndexAdminError, IndexExists
+from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin
 
 
 class InitAction(enum.Enum):

@@ -9,16 +9,18 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple, cast
 
-from elastic_transport import ConnectionTimeout, TransportError
+from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
-from searchsync.errors import Disposition, ErrorCode, TransientError
-from searchsync.search.errors import EsError, engine_call, es_error, status_code
-from searchsync.search.sink import (
+from searchsync.errors import ErrorCode, TransientError
+from searchsync.search.errors import (
     BAD_RESPONSE_ERROR,
-    CONNECTION_ERROR,
     NO_RESPONSE,
-    TIMEOUT_ERROR,
+    engine_call,
+    es_error,
+    read_refusal,
+)
+from searchsync.search.sink import (
     IndexOp,
     ItemResult,
     StoredProjection,
@@ -116,16 +118,12 @@ class EsIndex:
                 require_alias=self._require_alias,
                 filter_path="items.*.status,items.*.error.type,items.*.error.reason",
             )
-        except ApiError as exc:
+        except (ApiError, TransportError) as exc:
             error = es_error(exc)
-            failure = (error.status, error.type, error.reason)
-        except ConnectionTimeout as exc:
-            failure = (NO_RESPONSE, TIMEOUT_ERROR, str(exc))
-        except TransportError as exc:
-            failure = (NO_RESPONSE, CONNECTION_ERROR, str(exc))
-        else:
-            return response.body
-        return _Refused([ItemResult(op, *failure) for op in bulk.ops])
+            return _Refused(
+                [ItemResult(op, error.status, error.type, error.reason) for op in bulk.ops]
+            )
+        return response.body
 
     async def _mget(self, alias: str, ids: Sequence[str], *, versions: bool) -> list[Any]:
         """The real-time mget's docs of the distinct `ids` (only `versions`: no ``_source``); a
@@ -133,14 +131,7 @@ class EsIndex:
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return []
-
-        def refused(error: EsError) -> TransientError:  # the status's code, never poison
-            code = status_code(error.status, error.type)
-            if code.disposition is Disposition.POISON:
-                code = ErrorCode.ES_MGET
-            return TransientError(code, f"mget {alias}: {error.type}: {error.reason}")
-
-        with engine_call(f"mget {alias}", refused):
+        with engine_call(f"mget {alias}", read_refusal):
             options: dict[str, Any] = {"source": False} if versions else {}
             response = await self._client.mget(index=alias, ids=wanted, **options, realtime=True)
         docs: list[dict[str, Any]] = response.body.get("docs", [])
@@ -172,10 +163,8 @@ class EsIndex:
         return {doc_id: found.get(doc_id) for doc_id in dict.fromkeys(ids)}
 
     async def refresh(self, alias: str) -> None:
-        try:
+        with engine_call(f"refresh {alias}", ErrorCode.ES_UNAVAILABLE):
             await self._client.indices.refresh(index=alias)
-        except (ApiError, TransportError) as exc:
-            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"refresh {alias}: {exc}") from exc
 
 
 class _Refused(NamedTuple):

@@ -10,8 +10,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Protocol
 
-from searchsync.errors import SearchSyncError
-
 SCHEMA_VERSION_META: Final = "projection_schema_version"
 """The ``_meta`` key holding the projection schema version an index was built with."""
 
@@ -20,26 +18,6 @@ LIVE_FILTER: Final[Mapping[str, Any]] = {"term": {"is_deleted": False}}
 
 DEFAULT_REFRESH_INTERVAL: Final = "1s"
 """What `IndexInfo.refresh_interval` reports for an index that does not set one."""
-
-
-class IndexAdminError(SearchSyncError):
-    """The cluster refused an index or alias operation; `type` is Elasticsearch's error type."""
-
-    def __init__(self, name: str, message: str, error_type: str | None = None) -> None:
-        self.name = name
-        self.type = error_type
-        super().__init__(f"{name}: {message}")
-
-
-class IndexExists(IndexAdminError):
-    """The name to create is taken (by an index or an alias)."""
-
-
-class IndexMissing(IndexAdminError): ...
-
-
-class AliasConflict(IndexAdminError):
-    """An alias operation's precondition does not hold (nothing was changed)."""
 
 
 @dataclass(frozen=True, slots=True)

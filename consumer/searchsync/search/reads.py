@@ -7,11 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Protocol
 
-from searchsync.errors import ErrorCode, InvalidRequest, TransientError
-from searchsync.search.errors import EsError, engine_call, status_code
+from searchsync.search.errors import engine_call, search_refusal
 from searchsync.search.es_index import EsIndex
 
 
@@ -36,7 +34,7 @@ class EsSearchReader(EsIndex):
     async def search(
         self, alias: str, query: Mapping[str, Any], *, size: int
     ) -> list[StoredDocument]:
-        with engine_call(f"search {alias}", partial(_search_refusal, alias)):
+        with engine_call(f"search {alias}", search_refusal):
             response = await self._client.search(
                 index=alias, query=dict(query), size=size, version=True
             )
@@ -44,12 +42,3 @@ class EsSearchReader(EsIndex):
             StoredDocument(str(h["_id"]), int(h["_version"]), dict(h.get("_source") or {}))
             for h in response.body.get("hits", {}).get("hits", [])
         ]
-
-
-def _search_refusal(alias: str, error: EsError) -> Exception:
-    message = f"search {alias}: {error.type}: {error.reason}"
-    if error.type == "index_not_found_exception":
-        return TransientError(ErrorCode.ALIAS_MISSING, message)
-    if error.status == 400:
-        return InvalidRequest(message)
-    return TransientError(status_code(error.status, error.type), message)

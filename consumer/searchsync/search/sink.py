@@ -15,13 +15,7 @@ import orjson
 
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.projection import Document, content_hash
-from searchsync.search.errors import status_code
-
-NO_RESPONSE = 0  # `ItemResult.status` when no HTTP answer came (connection, timeout, ...)
-TIMEOUT_ERROR = "timeout"
-CONNECTION_ERROR = "connection_error"
-BAD_RESPONSE_ERROR = "bad_response"
-
+from searchsync.search.errors import BAD_RESPONSE_ERROR, NO_RESPONSE, status_code
 
 EXTERNAL: Final = "external"
 EXTERNAL_GTE: Final = "external_gte"
@@ -97,12 +91,9 @@ class SearchIndex(Protocol):
 
 def classify(result: ItemResult) -> ErrorCode | None:
     """The code of one item result (None: written; ES_409: a conflict to confirm)."""
-    status, etype = result.status, result.error_type
-    if 200 <= status < 300:
+    if 200 <= result.status < 300:
         return None
-    if status == NO_RESPONSE:
-        return ErrorCode.ES_TIMEOUT if etype == TIMEOUT_ERROR else ErrorCode.ES_UNAVAILABLE
-    return status_code(status, etype)
+    return status_code(result.status, result.error_type)
 
 
 class OutcomeKind(enum.Enum):

@@ -11,8 +11,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from elastic_transport import TransportError
-from elasticsearch import ApiError, AsyncElasticsearch
+from elasticsearch import AsyncElasticsearch
 
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.naming import check_index_name
@@ -109,7 +108,7 @@ class EsTombstones:
                 yield [_hit(h) for h in hits]
                 after = hits[-1]["sort"]
         finally:
-            with contextlib.suppress(ApiError, TransportError):
+            with contextlib.suppress(TransientError), engine_call("close a point in time"):
                 await self._client.close_point_in_time(id=pit_id)
 
     async def delete(self, index: str, hits: Sequence[TombstoneHit]) -> list[DeleteOutcome]:

@@ -12,11 +12,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from searchsync.errors import ErrorCode, TransientError
+from searchsync.errors import ErrorCode, IndexAdminError, TransientError
 from searchsync.naming import parse_physical_name
 from searchsync.observability.metrics import Metrics
 from searchsync.projection import Projector
-from searchsync.search.port import IndexAdmin, IndexAdminError, schema_version_of
+from searchsync.search.port import IndexAdmin, schema_version_of
 from searchsync.search.sink import OutcomeKind
 from searchsync.stream.coalesce import Work
 from searchsync.stream.verdict import Verdict

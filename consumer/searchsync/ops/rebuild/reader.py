@@ -3,14 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, Final, Protocol
 
-from elastic_transport import TransportError
-from elasticsearch import ApiError, AsyncElasticsearch
+from elasticsearch import AsyncElasticsearch
 
-from searchsync.errors import ErrorCode, TransientError
+from searchsync.search.errors import engine_call
 from searchsync.search.port import LIVE_FILTER
 from searchsync.search.reads import StoredDocument
 
@@ -43,11 +40,11 @@ class EsIndexReader:
         self._client = client
 
     async def refresh(self, index: str) -> None:
-        with _translated(f"refresh {index}"):
+        with engine_call(f"refresh {index}"):
             await self._client.indices.refresh(index=index)
 
     async def count(self, index: str) -> int:
-        with _translated(f"count {index}"):
+        with engine_call(f"count {index}"):
             response = await self._client.count(index=index)
         return int(response["count"])
 
@@ -67,7 +64,7 @@ class EsIndexReader:
         hits: list[dict[str, Any]] = []
         extra: dict[str, Any] = {"version": True} if version else {}
         while True:
-            with _translated(f"search {index}"):
+            with engine_call(f"search {index}"):
                 response = await self._client.search(
                     index=index,
                     query=query,
@@ -87,7 +84,7 @@ class EsIndexReader:
         if size < 1:
             return []
         query = {"function_score": {"random_score": {"seed": seed, "field": "_seq_no"}}}
-        with _translated(f"search {index}"):
+        with engine_call(f"search {index}"):
             response = await self._client.search(
                 index=index, query=query, size=size, version=True, track_total_hits=False
             )
@@ -99,18 +96,8 @@ class EsIndexReader:
     async def top_ids(self, index: str, field: str, text: str, k: int) -> list[str]:
         match = {field: {"query": text, "operator": "and"}}
         query = {"bool": {"must": [{"match": match}], "filter": [dict(LIVE_FILTER)]}}
-        with _translated(f"search {index}"):
+        with engine_call(f"search {index}"):
             response = await self._client.search(
                 index=index, query=query, size=k, source=False, track_total_hits=False
             )
         return [hit["_id"] for hit in response["hits"]["hits"]]
-
-
-@contextmanager
-def _translated(doing: str) -> Iterator[None]:
-    try:
-        yield
-    except ApiError as exc:
-        raise TransientError(ErrorCode.ES_UNEXPECTED, f"{doing}: {exc}") from exc
-    except TransportError as exc:
-        raise TransientError(ErrorCode.ES_UNAVAILABLE, f"{doing}: {exc}") from exc

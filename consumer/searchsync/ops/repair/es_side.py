@@ -9,12 +9,13 @@ import contextlib
 from collections.abc import AsyncGenerator, Awaitable, Sequence
 from typing import Any
 
-from elastic_transport import ObjectApiResponse, TransportError
-from elasticsearch import ApiError, AsyncElasticsearch
+from elastic_transport import ObjectApiResponse
+from elasticsearch import AsyncElasticsearch
 
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.ops.repair.buckets import HASH_SPACE
 from searchsync.ops.repair.model import IndexEntry, entry_of_source
+from searchsync.search.errors import engine_call
 from searchsync.types import BucketCursor
 
 _HITS = ["hits.hits._id", "hits.hits._version", "hits.hits._source"]  # nothing else parsed
@@ -33,10 +34,8 @@ _STRAY_HITS = ["pit_id", *_HITS, "hits.hits.sort"]
 
 async def _es(what: str, call: Awaitable[ObjectApiResponse[Any]]) -> dict[str, Any]:
     """The body of an Elasticsearch call; its failure as a `TransientError`."""
-    try:
+    with engine_call(what, ErrorCode.ES_UNAVAILABLE):
         body: dict[str, Any] = (await call).body
-    except (ApiError, TransportError) as exc:
-        raise TransientError(ErrorCode.ES_UNAVAILABLE, f"{what}: {exc}") from exc
     return body
 
 
@@ -99,8 +98,8 @@ class EsIndexSide:
                     return
                 body["search_after"] = hits[-1]["sort"]
         finally:
-            with contextlib.suppress(ApiError, TransportError):
-                await self._client.close_point_in_time(id=pit)
+            with contextlib.suppress(TransientError):
+                await _es(f"close a PIT on {alias}", self._client.close_point_in_time(id=pit))
 
     async def by_ids(self, alias: str, ids: Sequence[str]) -> dict[str, IndexEntry]:
         wanted = list(dict.fromkeys(ids))

@@ -20,7 +20,8 @@ from searchsync.mysql.truth import Truth
 from searchsync.naming import read_alias_name
 from searchsync.projection import Projector
 from searchsync.search.client import make_es_client
-from searchsync.search.reads import EsSearchReader, SearchReader, StoredDocument
+from searchsync.search.port import StoredDocument
+from searchsync.search.reads import EsSearchReader, SearchReader
 
 
 class Until(enum.Enum):

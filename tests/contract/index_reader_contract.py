@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 from searchsync.errors import TransientError
-from searchsync.search.reads import StoredDocument
+from searchsync.search.port import StoredDocument
 
 from tests.contract.index_read_backend import ReadBackend, doc, filled
 from tests.contract.search_backend import physical

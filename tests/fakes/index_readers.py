@@ -11,7 +11,7 @@ from typing import Any
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.ops.repair.buckets import HASH_SPACE
 from searchsync.ops.repair.model import IndexEntry, entry_of_source
-from searchsync.search.reads import StoredDocument
+from searchsync.search.port import StoredDocument
 from searchsync.types import BucketCursor
 
 from tests.fakes.search_index import InMemoryIndex

@@ -29,14 +29,11 @@ from typing import Any
 import orjson
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.naming import read_alias_name
-from searchsync.search.port import LIVE_FILTER
-from searchsync.search.reads import StoredDocument
+from searchsync.search.port import LIVE_FILTER, StoredDocument
 from searchsync.search.sink import (
     EXTERNAL_GTE,
     IndexOp,
     ItemResult,
-    StoredProjection,
-    stored_projection,
 )
 
 from tests.fakes.index_admin import InMemoryIndexAdmin
@@ -120,15 +117,15 @@ class InMemoryIndex(IndexState):
         docs = self.indices[targets[0]].docs
         return {doc_id: (docs[doc_id].version if doc_id in docs else None) for doc_id in ids}
 
-    async def get_projections(
+    async def get_documents(
         self, alias: str, ids: Sequence[str]
-    ) -> dict[str, StoredProjection | None]:
+    ) -> dict[str, StoredDocument | None]:
         targets = list(self.aliases[alias]) if alias in self.aliases else [alias]
         if targets[0] not in self.indices:
             raise TransientError(ErrorCode.ALIAS_MISSING, f"no alias {alias}")
         docs = self.indices[targets[0]].docs
         return {
-            doc_id: stored_projection(docs[doc_id].version, docs[doc_id].body)
+            doc_id: StoredDocument(doc_id, docs[doc_id].version, dict(docs[doc_id].body))
             if doc_id in docs
             else None
             for doc_id in ids

@@ -28,7 +28,8 @@ from searchsync.projection import default_registry
 from searchsync.search.client import make_es_client
 from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.es_index import EsIndex
-from searchsync.search.sink import EXTERNAL_GTE, IndexOp, Sink, StoredProjection
+from searchsync.search.port import StoredDocument
+from searchsync.search.sink import EXTERNAL_GTE, IndexOp, Sink
 from searchsync.stream.coalesce import Work
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
@@ -216,10 +217,10 @@ class _RacingEsIndex(EsIndex):
 
     after_read: Any = None
 
-    async def get_projections(
+    async def get_documents(
         self, alias: str, ids: Sequence[str]
-    ) -> dict[str, StoredProjection | None]:
-        found = await super().get_projections(alias, ids)
+    ) -> dict[str, StoredDocument | None]:
+        found = await super().get_documents(alias, ids)
         hook, self.after_read = self.after_read, None
         if hook is not None:
             await hook()

@@ -15,13 +15,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pipeline_fakes import PageTruth, page_row
 from searchsync.projection import Projector, default_registry
+from searchsync.search.port import StoredDocument
 from searchsync.search.sink import (
     EXTERNAL,
     EXTERNAL_GTE,
     IndexOp,
     OutcomeKind,
     Sink,
-    StoredProjection,
 )
 from searchsync.stream.coalesce import Work
 from searchsync.stream.fence import SchemaFence
@@ -51,10 +51,10 @@ class RecordingIndex(InMemoryIndex):
         self.version_types.extend(op.version_type for op in ops)
         return await super().bulk_index(ops)
 
-    async def get_projections(
+    async def get_documents(
         self, alias: str, ids: Sequence[str]
-    ) -> dict[str, StoredProjection | None]:
-        found = await super().get_projections(alias, ids)
+    ) -> dict[str, StoredDocument | None]:
+        found = await super().get_documents(alias, ids)
         if self.after_read is not None:
             await self.after_read()
         return found

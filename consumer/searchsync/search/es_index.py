@@ -5,7 +5,7 @@ through the alias, mget, and one `ItemResult` per action; `BulkSizer` cuts bulks
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple, cast
 
@@ -20,11 +20,10 @@ from searchsync.search.errors import (
     es_error,
     read_refusal,
 )
+from searchsync.search.port import StoredDocument
 from searchsync.search.sink import (
     IndexOp,
     ItemResult,
-    StoredProjection,
-    stored_projection,
 )
 
 _TURNS_TO_SEND: Final = 2
@@ -151,13 +150,11 @@ class EsIndex:
         }
         return {doc_id: versions.get(doc_id) for doc_id in dict.fromkeys(ids)}
 
-    async def get_projections(
+    async def get_documents(
         self, alias: str, ids: Sequence[str]
-    ) -> dict[str, StoredProjection | None]:
+    ) -> dict[str, StoredDocument | None]:
         found = {
-            doc["_id"]: stored_projection(int(doc["_version"]), doc.get("_source") or {})
-            if doc.get("found")
-            else None
+            doc["_id"]: stored_document(doc) if doc.get("found") else None
             for doc in await self._mget(alias, ids, versions=False)
         }
         return {doc_id: found.get(doc_id) for doc_id in dict.fromkeys(ids)}
@@ -165,6 +162,11 @@ class EsIndex:
     async def refresh(self, alias: str) -> None:
         with engine_call(f"refresh {alias}", ErrorCode.ES_UNAVAILABLE):
             await self._client.indices.refresh(index=alias)
+
+
+def stored_document(hit: Mapping[str, Any]) -> StoredDocument:
+    """A search hit or found mget document (with ``_version``) as a `StoredDocument`."""
+    return StoredDocument(str(hit["_id"]), int(hit["_version"]), dict(hit.get("_source") or {}))
 
 
 class _Refused(NamedTuple):

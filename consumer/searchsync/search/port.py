@@ -21,6 +21,15 @@ DEFAULT_REFRESH_INTERVAL: Final = "1s"
 
 
 @dataclass(frozen=True, slots=True)
+class StoredDocument:
+    """A document as the engine stores it: its id, ``_version`` and ``_source``."""
+
+    doc_id: str
+    version: int
+    source: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class IndexInfo:
     """One physical index as `IndexAdmin.list_indices` sees it."""
 

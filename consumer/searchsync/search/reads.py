@@ -6,18 +6,11 @@ answer, 429 or 5xx raises `TransientError` (``ALIAS_MISSING`` for a missing alia
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from searchsync.search.errors import engine_call, search_refusal
-from searchsync.search.es_index import EsIndex
-
-
-@dataclass(frozen=True, slots=True)
-class StoredDocument:
-    doc_id: str
-    version: int
-    source: dict[str, Any]
+from searchsync.search.es_index import EsIndex, stored_document
+from searchsync.search.port import StoredDocument
 
 
 class SearchReader(Protocol):
@@ -38,7 +31,4 @@ class EsSearchReader(EsIndex):
             response = await self._client.search(
                 index=alias, query=dict(query), size=size, version=True
             )
-        return [
-            StoredDocument(str(h["_id"]), int(h["_version"]), dict(h.get("_source") or {}))
-            for h in response.body.get("hits", {}).get("hits", [])
-        ]
+        return [stored_document(h) for h in response.body.get("hits", {}).get("hits", [])]

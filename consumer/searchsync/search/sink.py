@@ -9,13 +9,14 @@ import enum
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, NamedTuple, Protocol
+from typing import Final, NamedTuple, Protocol
 
 import orjson
 
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.projection import Document, content_hash
 from searchsync.search.errors import BAD_RESPONSE_ERROR, NO_RESPONSE, status_code
+from searchsync.search.port import StoredDocument
 
 EXTERNAL: Final = "external"
 EXTERNAL_GTE: Final = "external_gte"
@@ -81,10 +82,10 @@ class SearchIndex(Protocol):
         """Make writes visible to search (tests and verification only)."""
         ...
 
-    async def get_projections(
+    async def get_documents(
         self, alias: str, ids: Sequence[str]
-    ) -> dict[str, StoredProjection | None]:
-        """Real-time `StoredProjection` per id (None: absent), one mget; `TransientError` on
+    ) -> dict[str, StoredDocument | None]:
+        """The real-time `StoredDocument` per id (None: absent), one mget; `TransientError` on
         failure."""
         ...
 
@@ -182,7 +183,8 @@ class Sink:
     async def stored_projections(
         self, alias: str, ids: Sequence[str]
     ) -> dict[str, StoredProjection | None]:
-        return await self._index.get_projections(alias, ids)
+        found = await self._index.get_documents(alias, ids)
+        return {i: None if doc is None else stored_projection(doc) for i, doc in found.items()}
 
     async def _confirm(
         self,
@@ -213,9 +215,10 @@ class Sink:
                 )
 
 
-def stored_projection(version: int, source: Any) -> StoredProjection:
-    """A `StoredProjection` from a stored `_source` (wrong types read None); `content_hash` is
+def stored_projection(doc: StoredDocument) -> StoredProjection:
+    """What `doc`'s ``_source`` says of its projection (wrong types read None); `content_hash` is
     recomputed, since an edit in the engine keeps the old hash."""
+    version, source = doc.version, doc.source
     hash_ = source.get("projection_hash")
     schema = source.get("projection_schema_version")
     sync = source.get("sync_hash")
@@ -224,5 +227,5 @@ def stored_projection(version: int, source: Any) -> StoredProjection:
         hash_ if isinstance(hash_, str) else None,
         schema if isinstance(schema, int) and not isinstance(schema, bool) else None,
         sync if isinstance(sync, int) and not isinstance(sync, bool) else None,
-        content_hash(source) if isinstance(source, dict) else None,
+        content_hash(source),
     )

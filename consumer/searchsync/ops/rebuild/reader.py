@@ -8,8 +8,8 @@ from typing import Any, Final, Protocol
 from elasticsearch import AsyncElasticsearch
 
 from searchsync.search.errors import engine_call
-from searchsync.search.port import LIVE_FILTER
-from searchsync.search.reads import StoredDocument
+from searchsync.search.es_index import stored_document
+from searchsync.search.port import LIVE_FILTER, StoredDocument
 
 _PAGE: Final = 1_000
 
@@ -88,10 +88,7 @@ class EsIndexReader:
             response = await self._client.search(
                 index=index, query=query, size=size, version=True, track_total_hits=False
             )
-        return [
-            StoredDocument(hit["_id"], int(hit["_version"]), dict(hit["_source"]))
-            for hit in response["hits"]["hits"]
-        ]
+        return [stored_document(hit) for hit in response["hits"]["hits"]]
 
     async def top_ids(self, index: str, field: str, text: str, k: int) -> list[str]:
         match = {field: {"query": text, "operator": "and"}}

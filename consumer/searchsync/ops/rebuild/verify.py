@@ -15,7 +15,7 @@ from searchsync.mysql.truth import Truth
 from searchsync.ops.rebuild.deps import RebuildDeps
 from searchsync.ops.rebuild.state import RebuildRecord
 from searchsync.projection import Projector, Row
-from searchsync.search.reads import StoredDocument
+from searchsync.search.port import StoredDocument
 
 
 @dataclass(slots=True)

@@ -22,7 +22,6 @@ from searchsync.mysql.state import ProjectionStateWriter, StateRecorder
 from searchsync.mysql.truth import MysqlTruth, Truth
 from searchsync.ops.load.state import LoadStateStore, MysqlLoadState
 from searchsync.ops.prune import ConnectorState
-from searchsync.ops.rebuild.reader import EsIndexReader, IndexReader
 from searchsync.ops.rebuild.state import MysqlRebuildState, RebuildStateStore
 from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.ops.repair.lease import LeaseStore, MysqlLeaseStore
@@ -32,9 +31,7 @@ from searchsync.relay.mysql_store import MysqlRelayStore
 from searchsync.relay.port import RelayStore
 from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.es_index import BulkSizer, EsIndex
-from searchsync.search.port import IndexAdmin
-from searchsync.search.reads import EsSearchReader, SearchReader
-from searchsync.search.sink import SearchIndex
+from searchsync.search.port import IndexAdmin, SearchEngine
 from searchsync.search.tombstones import EsTombstones, TombstoneStore
 from searchsync.time_zones import parse_time_zone
 
@@ -82,25 +79,27 @@ class Search:
     consumer); `physical` writes the physical index it is given (a rebuild and its catch-up)."""
 
     admin: IndexAdmin
-    aliased: SearchIndex
-    physical: SearchIndex
-    reader: IndexReader
+    aliased: SearchEngine
+    physical: SearchEngine
+    reader: SearchEngine  # what a rebuild reads of its physical index
     repair_side: IndexSide
     tombstones: TombstoneStore
-    searcher: SearchReader  # what an application reads back (searchsync.read)
+    searcher: SearchEngine  # what an application reads back (searchsync.read)
 
     @classmethod
     def over(cls, client: Any, settings: Settings) -> Search:
         es = settings.elasticsearch
         sizer = BulkSizer(es.bulk_max_actions, es.bulk_max_bytes)
+        aliased = EsIndex(client, sizer=sizer, require_alias=True)
+        physical = EsIndex(client, sizer=sizer, require_alias=False)
         return cls(
             admin=EsIndexAdmin(client),
-            aliased=EsIndex(client, sizer=sizer, require_alias=True),
-            physical=EsIndex(client, sizer=sizer, require_alias=False),
-            reader=EsIndexReader(client),
+            aliased=aliased,
+            physical=physical,
+            reader=physical,
             repair_side=EsIndexSide(client),
             tombstones=EsTombstones(client),
-            searcher=EsSearchReader(client),
+            searcher=aliased,
         )
 
 

@@ -1,12 +1,12 @@
-"""What the index read contracts (the repair's `IndexSide`, the rebuild's `IndexReader`) need from
-a backend, and the documents they write: the search contract's, plus ``sync_hash``."""
+"""What the index read contracts (the repair's `IndexSide`, the rebuild's reads of a
+`SearchEngine`) need from a backend, and the documents they write: the search contract's, plus
+``sync_hash``."""
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
 import orjson
-from searchsync.ops.rebuild.reader import IndexReader
 from searchsync.ops.repair.model import IndexSide
 from searchsync.search.sink import IndexOp
 
@@ -22,7 +22,6 @@ READ_MAPPING: dict[str, Any] = {
 
 
 class ReadBackend(Backend, Protocol):
-    reader: IndexReader
     side: IndexSide
 
 
@@ -48,5 +47,5 @@ async def filled(h: ReadBackend, docs: dict[str, tuple[int, dict[str, Any]]]) ->
     await h.admin.create_index(index, READ_MAPPING, alias=alias)
     ops = [IndexOp(alias, i, v, orjson.dumps(source)) for i, (v, source) in docs.items()]
     await write(h, *ops)
-    await h.reader.refresh(index)
+    await h.index.refresh(index)
     return alias, index

@@ -1,22 +1,17 @@
-"""The fakes of the index's read ports: `IndexSide` (what the repair wheel reads) and `IndexReader`
-(what the rebuild's verification reads), both over an `InMemoryIndex`'s documents."""
+"""The fake of the repair wheel's `IndexSide`, over an `InMemoryIndex`'s documents."""
 
 from __future__ import annotations
 
-import random
-import re
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
-from searchsync.errors import ErrorCode, TransientError
 from searchsync.ops.repair.buckets import HASH_SPACE
 from searchsync.ops.repair.model import IndexEntry, entry_of_source
-from searchsync.search.port import StoredDocument
 from searchsync.types import BucketCursor
 
 from tests.fakes.search_index import InMemoryIndex
 
-__all__ = ["InMemoryIndexReader", "InMemoryIndexSide"]
+__all__ = ["InMemoryIndexSide"]
 
 _LIGHT_FIELDS = ("projection_schema_version", "is_deleted", "sync_hash")
 
@@ -80,56 +75,6 @@ class InMemoryIndexSide:
             for i in ids
             if i in docs
         }
-
-
-class InMemoryIndexReader:
-    """`IndexReader` over an `InMemoryIndex`; `match` scores by shared lower-case words."""
-
-    def __init__(self, index: InMemoryIndex) -> None:
-        self._index = index
-
-    def _docs(self, index: str) -> dict[str, Any]:
-        if index not in self._index.indices:
-            raise TransientError(ErrorCode.ALIAS_MISSING, f"no index {index}")
-        return self._index.indices[index].docs
-
-    async def refresh(self, index: str) -> None:
-        self._docs(index)
-
-    async def count(self, index: str) -> int:
-        return len(self._docs(index))
-
-    async def deleted_ids(self, index: str) -> list[str]:
-        docs = self._docs(index)
-        return sorted(i for i, d in docs.items() if d.body.get("is_deleted") is True)
-
-    async def other_schema(self, index: str, schema_version: int) -> list[tuple[str, int]]:
-        docs = self._docs(index)
-        return [
-            (i, docs[i].version)
-            for i in sorted(docs)
-            if docs[i].body.get("projection_schema_version") != schema_version
-        ]
-
-    async def sample(self, index: str, size: int, seed: int) -> list[StoredDocument]:
-        docs = self._docs(index)
-        chosen = random.Random(seed).sample(sorted(docs), min(size, len(docs)))
-        return [StoredDocument(i, docs[i].version, dict(docs[i].body)) for i in chosen]
-
-    async def top_ids(self, index: str, field: str, text: str, k: int) -> list[str]:
-        words = set(_words(text))
-        scored = []
-        for doc_id, doc in self._docs(index).items():
-            if doc.body.get("is_deleted") is not False:
-                continue
-            have = set(_words(str(doc.body.get(field, ""))))
-            if words and words <= have:
-                scored.append((len(have), doc_id))
-        return [doc_id for _, doc_id in sorted(scored)[:k]]
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"\w+", text.lower())
 
 
 def _keyed(value: Any) -> bool:

@@ -1,4 +1,4 @@
-"""The `SearchIndex` fake: an in-memory search engine with Elasticsearch's external-version and
+"""The `SearchEngine` fake: an in-memory search engine with Elasticsearch's external-version and
 alias semantics, as searchsync relies on them.
 
 - writes go through an alias only (``require_alias=true``): a name that is not an alias,
@@ -20,6 +20,8 @@ next ops, which are then not applied, like a rejected item on a real node.
 
 from __future__ import annotations
 
+import random
+import re
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -53,7 +55,7 @@ class _Failure:
 
 
 class InMemoryIndex(IndexState):
-    """The `SearchIndex` fake; its `admin` is the `IndexAdmin` fake over the same state."""
+    """The `SearchEngine` fake; its `admin` is the `IndexAdmin` fake over the same state."""
 
     def __init__(self, *, clock: Callable[[], datetime] = utc_now) -> None:
         super().__init__(clock=clock)
@@ -97,7 +99,7 @@ class InMemoryIndex(IndexState):
             raise ValueError("times must be >= 1")
         self._failures.append(_Failure(status, error_type, reason, times, doc_id))
 
-    # -- SearchIndex -------------------------------------------------------------------------
+    # -- SearchEngine ------------------------------------------------------------------------
 
     async def bulk_index(self, ops: Sequence[IndexOp]) -> list[ItemResult]:
         self.bulk_calls.append(len(ops))
@@ -151,6 +153,43 @@ class InMemoryIndex(IndexState):
             if all(matches(q, doc_id, doc.body) for q in wanted)
         ]
         return sorted(hits, key=lambda h: h.doc_id)[:size]
+
+    # -- reads of a physical index (a rebuild's verification) --------------------------------
+
+    def _docs(self, index: str) -> dict[str, StoredDoc]:
+        if index not in self.indices:
+            raise TransientError(ErrorCode.ALIAS_MISSING, f"no index {index}")
+        return self.indices[index].docs
+
+    async def count(self, index: str) -> int:
+        return len(self._docs(index))
+
+    async def deleted_ids(self, index: str) -> list[str]:
+        docs = self._docs(index)
+        return sorted(i for i, d in docs.items() if d.body.get("is_deleted") is True)
+
+    async def other_schema(self, index: str, schema_version: int) -> list[tuple[str, int]]:
+        docs = self._docs(index)
+        return [
+            (i, docs[i].version)
+            for i in sorted(docs)
+            if docs[i].body.get("projection_schema_version") != schema_version
+        ]
+
+    async def sample(self, index: str, size: int, seed: int) -> list[StoredDocument]:
+        docs = self._docs(index)
+        chosen = random.Random(seed).sample(sorted(docs), min(size, len(docs)))
+        return [StoredDocument(i, docs[i].version, dict(docs[i].body)) for i in chosen]
+
+    async def top_ids(self, index: str, field: str, text: str, k: int) -> list[str]:
+        """Documents with every word of `text`, the fewest words first (a length norm)."""
+        words = set(_words(text))
+        scored = []
+        for doc_id, doc in self._docs(index).items():
+            have = set(_words(str(doc.body.get(field, ""))))
+            if doc.body.get("is_deleted") is False and words and words <= have:
+                scored.append((len(have), doc_id))
+        return [doc_id for _, doc_id in sorted(scored)[:k]]
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -207,8 +246,12 @@ class InMemoryIndex(IndexState):
         return None
 
 
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
 class PhysicalWriter:
-    """`SearchIndex` over an `InMemoryIndex` with ``require_alias=false``."""
+    """`SearchEngine` over an `InMemoryIndex` with ``require_alias=false``."""
 
     def __init__(self, index: InMemoryIndex) -> None:
         self._index = index

@@ -1,6 +1,6 @@
 """The state an in-memory search engine keeps: physical indices, their documents, and aliases.
 
-`tests.fakes.search_index.InMemoryIndex` (the `SearchIndex` fake) is one, and
+`tests.fakes.search_index.InMemoryIndex` (the `SearchEngine` fake) is one, and
 `tests.fakes.index_admin.InMemoryIndexAdmin` (the `IndexAdmin` fake) works on one; both follow
 Elasticsearch's rules as searchsync relies on them (see their modules).
 """

@@ -19,7 +19,7 @@ from searchsync.resources import KafkaClients, Ports
 from searchsync.runtime import Runtime
 from test_rebuild import world_with_pages
 
-from tests.fakes.index_readers import InMemoryIndexReader, InMemoryIndexSide
+from tests.fakes.index_readers import InMemoryIndexSide
 from tests.fakes.kafka_admin import FakeTopics
 from tests.fakes.outbox import FakeOutbox
 from tests.fakes.replay_ledger import FakeReplayLedger
@@ -33,9 +33,7 @@ async def test_the_rebuilder_on_fakes_plans_a_dry_run() -> None:
     await w.init_alias()
     ports = Ports(
         tables=tables_of(truth=w.truth, rebuild_state=w.state, outbox=w.outbox),
-        search=search_of(
-            admin=w.es.admin, physical=w.es.physical_writer(), reader=InMemoryIndexReader(w.es)
-        ),
+        search=search_of(admin=w.es.admin, physical=w.es.physical_writer(), reader=w.es),
         connect=None,
         replay_ledger=FakeReplayLedger(),
         kafka=KafkaClients(admin=lambda config: w.kafka),

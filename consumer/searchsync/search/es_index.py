@@ -1,11 +1,12 @@
-"""`EsIndex`, the `SearchIndex` port on Elasticsearch: bulk ``index`` actions with external versions
-through the alias, mget, and one `ItemResult` per action; `BulkSizer` cuts bulks by count and bytes.
-"""
+"""`EsIndex`, the `SearchEngine` port on Elasticsearch (and on OpenSearch through
+`OpenSearchClient`): bulk ``index`` actions with external versions through the alias, mget, one
+`ItemResult` per action, and the searches of `searchsync.search.reads`; `BulkSizer` cuts bulks by
+count and bytes."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple, cast
 
@@ -20,11 +21,8 @@ from searchsync.search.errors import (
     es_error,
     read_refusal,
 )
-from searchsync.search.port import StoredDocument
-from searchsync.search.sink import (
-    IndexOp,
-    ItemResult,
-)
+from searchsync.search.port import IndexOp, ItemResult, StoredDocument
+from searchsync.search.reads import EsReads, stored_document
 
 _TURNS_TO_SEND: Final = 2
 """Turns of the event loop a bulk request takes to put its body on the socket: one for the
@@ -68,8 +66,9 @@ class BulkSizer:
             yield EncodedBulk(chunk, b"".join(parts))
 
 
-class EsIndex:
-    """`SearchIndex` over `AsyncElasticsearch`; bulks run one after another, in order. Only the
+class EsIndex(EsReads):
+    """`SearchEngine` over `AsyncElasticsearch` (or `OpenSearchClient`); bulks run one after
+    another, in order. Only the
     rebuild turns `require_alias` off, to fill its physical index (docs/design.md, Rebuild)."""
 
     def __init__(
@@ -159,14 +158,9 @@ class EsIndex:
         }
         return {doc_id: found.get(doc_id) for doc_id in dict.fromkeys(ids)}
 
-    async def refresh(self, alias: str) -> None:
-        with engine_call(f"refresh {alias}", ErrorCode.ES_UNAVAILABLE):
-            await self._client.indices.refresh(index=alias)
-
-
-def stored_document(hit: Mapping[str, Any]) -> StoredDocument:
-    """A search hit or found mget document (with ``_version``) as a `StoredDocument`."""
-    return StoredDocument(str(hit["_id"]), int(hit["_version"]), dict(hit.get("_source") or {}))
+    async def refresh(self, index: str) -> None:
+        with engine_call(f"refresh {index}"):
+            await self._client.indices.refresh(index=index)
 
 
 class _Refused(NamedTuple):

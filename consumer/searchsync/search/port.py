@@ -1,14 +1,18 @@
-"""The narrow ports to the search engine: `SearchIndex` (documents, from `searchsync.search.sink`)
-and `IndexAdmin` (indices and aliases). A write alias moves with its read alias
+"""The ports to the search engine: `SearchEngine` (documents: writes, reads, searches) and
+`IndexAdmin` (indices and aliases). A write alias moves with its read alias
 (``naming.read_alias_name``, filtered on `LIVE_FILTER`) in one request (docs/design.md, invariant
 15); an index's ``_meta`` holds ``projection_schema_version``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final, Protocol
+from typing import Any, Final, NamedTuple, Protocol
+
+import orjson
+
+from searchsync.projection import Document
 
 SCHEMA_VERSION_META: Final = "projection_schema_version"
 """The ``_meta`` key holding the projection schema version an index was built with."""
@@ -18,6 +22,44 @@ LIVE_FILTER: Final[Mapping[str, Any]] = {"term": {"is_deleted": False}}
 
 DEFAULT_REFRESH_INTERVAL: Final = "1s"
 """What `IndexInfo.refresh_interval` reports for an index that does not set one."""
+
+
+EXTERNAL: Final = "external"
+EXTERNAL_GTE: Final = "external_gte"
+"""Only the REBUILD same-revision rewrite uses it (docs/design.md, invariant 12)."""
+
+
+class IndexOp(NamedTuple):
+    """One ``index`` action: `body_json` under `doc_id` at external `version` through `alias`
+    (``external_gte`` only for a REBUILD same-revision rewrite)."""
+
+    alias: str
+    doc_id: str
+    version: int
+    body_json: bytes
+    version_type: str = EXTERNAL
+
+    @classmethod
+    def from_document(cls, alias: str, document: Document) -> IndexOp:
+        return cls(alias, document.doc_id, document.source_revision, document.encoded)
+
+    def action_json(self) -> bytes:
+        meta = {
+            "_index": self.alias,
+            "_id": self.doc_id,
+            "version": self.version,
+            "version_type": self.version_type,
+        }
+        return orjson.dumps({"index": meta})
+
+
+class ItemResult(NamedTuple):
+    """What the engine (or transport) said about one op."""
+
+    op: IndexOp
+    status: int
+    error_type: str | None = None
+    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +120,58 @@ def effective_write_index(flags: Mapping[str, bool | None]) -> str | None:
         [(index, flag)] = flags.items()
         return index if flag is None else None
     return None
+
+
+class SearchEngine(Protocol):
+    """The documents of a search engine with Elasticsearch's external versions. Writes go through
+    an alias unless the adapter was made for a rebuild's physical index; reads name an alias or
+    an index. A failed read raises `TransientError` (a refused search `InvalidRequest`)."""
+
+    async def bulk_index(self, ops: Sequence[IndexOp]) -> list[ItemResult]:
+        """One result per op, in order; never raises for a failed request."""
+        ...
+
+    async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
+        """Real-time stored ``_version`` per id (None: absent)."""
+        ...
+
+    async def get_documents(
+        self, alias: str, ids: Sequence[str]
+    ) -> dict[str, StoredDocument | None]:
+        """The real-time `StoredDocument` per id (None: absent), one mget."""
+        ...
+
+    async def refresh(self, index: str) -> None:
+        """Make writes visible to search (verification and tests only)."""
+        ...
+
+    async def search(
+        self, alias: str, query: Mapping[str, Any], *, size: int
+    ) -> list[StoredDocument]:
+        """The first `size` hits of `query`, with versions and sources."""
+        ...
+
+    async def count(self, index: str) -> int:
+        """Documents in `index` (as of the last refresh)."""
+        ...
+
+    async def deleted_ids(self, index: str) -> list[str]:
+        """Ids of every ``is_deleted: true`` document, sorted."""
+        ...
+
+    async def sample(self, index: str, size: int, seed: int) -> list[StoredDocument]:
+        """Up to `size` documents chosen at random (the same for the same seed and data)."""
+        ...
+
+    async def top_ids(self, index: str, field: str, text: str, k: int) -> list[str]:
+        """The ids of the `k` best live documents for ``match: {field: text}`` with every word
+        required (``operator: and``), so a title finds its own few documents, not ties."""
+        ...
+
+    async def other_schema(self, index: str, schema_version: int) -> list[tuple[str, int]]:
+        """(id, stored version) of every document whose ``projection_schema_version`` is not
+        `schema_version` (missing counts as other), sorted by id."""
+        ...
 
 
 class IndexAdmin(Protocol):

@@ -1,4 +1,4 @@
-"""The write side of the search port: `SearchIndex`, its values, `classify` and `Sink`. Writes are
+"""The write side of the search port (`SearchEngine`): its values, `classify` and `Sink`. Writes are
 ``index`` actions at the external version ``source_revision`` through the alias (docs/design.md,
 invariants 3, 4, 7); `Sink` never raises for an engine failure and confirms every 409 by reading
 the stored version. Hot-path `NamedTuple`s: never compare one with a plain tuple."""
@@ -11,40 +11,32 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final, NamedTuple, Protocol
 
-import orjson
-
 from searchsync.errors import ErrorCode, TransientError
-from searchsync.projection import Document, content_hash
+from searchsync.projection import content_hash
 from searchsync.search.errors import BAD_RESPONSE_ERROR, NO_RESPONSE, status_code
-from searchsync.search.port import StoredDocument
+from searchsync.search.port import (
+    EXTERNAL,
+    EXTERNAL_GTE,
+    IndexOp,
+    ItemResult,
+    SearchEngine,
+    StoredDocument,
+)
 
-EXTERNAL: Final = "external"
-EXTERNAL_GTE: Final = "external_gte"
-"""Only the REBUILD same-revision rewrite uses it (docs/design.md, invariant 12)."""
-
-
-class IndexOp(NamedTuple):
-    """One ``index`` action: `body_json` under `doc_id` at external `version` through `alias`
-    (``external_gte`` only for a REBUILD same-revision rewrite)."""
-
-    alias: str
-    doc_id: str
-    version: int
-    body_json: bytes
-    version_type: str = EXTERNAL
-
-    @classmethod
-    def from_document(cls, alias: str, document: Document) -> IndexOp:
-        return cls(alias, document.doc_id, document.source_revision, document.encoded)
-
-    def action_json(self) -> bytes:
-        meta = {
-            "_index": self.alias,
-            "_id": self.doc_id,
-            "version": self.version,
-            "version_type": self.version_type,
-        }
-        return orjson.dumps({"index": meta})
+__all__ = [
+    "EXTERNAL",
+    "EXTERNAL_GTE",
+    "FINISHED_KINDS",
+    "IndexOp",
+    "ItemResult",
+    "OutcomeKind",
+    "Sink",
+    "SinkObserver",
+    "StoredProjection",
+    "WriteOutcome",
+    "classify",
+    "stored_projection",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,38 +48,6 @@ class StoredProjection:
     schema_version: int | None
     sync_hash: int | None
     content_hash: str | None  # the hash the stored `_source` deserves (None: not canonical)
-
-
-class ItemResult(NamedTuple):
-    """What the engine (or transport) said about one op."""
-
-    op: IndexOp
-    status: int
-    error_type: str | None = None
-    reason: str | None = None
-
-
-class SearchIndex(Protocol):
-    """The narrow port to a search engine with Elasticsearch's external versions."""
-
-    async def bulk_index(self, ops: Sequence[IndexOp]) -> list[ItemResult]:
-        """One result per op, in order; never raises for a failed request."""
-        ...
-
-    async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
-        """Real-time stored `_version` per id (None: absent); `TransientError` on failure."""
-        ...
-
-    async def refresh(self, alias: str) -> None:
-        """Make writes visible to search (tests and verification only)."""
-        ...
-
-    async def get_documents(
-        self, alias: str, ids: Sequence[str]
-    ) -> dict[str, StoredDocument | None]:
-        """The real-time `StoredDocument` per id (None: absent), one mget; `TransientError` on
-        failure."""
-        ...
 
 
 def classify(result: ItemResult) -> ErrorCode | None:
@@ -138,7 +98,7 @@ class Sink:
 
     def __init__(
         self,
-        index: SearchIndex,
+        index: SearchEngine,
         *,
         observer: SinkObserver | None = None,
         clock: Callable[[], float] = time.monotonic,

@@ -36,8 +36,8 @@ from searchsync.ops.rebuild.runner import backfill_chunks
 from searchsync.ops.rebuild.state import watermark_keys
 from searchsync.ops.repair.load import LagGuard, LiveLagTooHigh, live_lag
 from searchsync.projection import Projector, ProjectorRegistry
-from searchsync.search.port import IndexAdmin, WriteIndex
-from searchsync.search.sink import SearchIndex, Sink
+from searchsync.search.port import IndexAdmin, SearchEngine, WriteIndex
+from searchsync.search.sink import Sink
 
 
 @dataclass(slots=True)
@@ -45,7 +45,7 @@ class LoadDeps:
     settings: Settings
     registry: ProjectorRegistry
     index_admin: IndexAdmin
-    writer: SearchIndex  # through the alias (require_alias=true), as the live consumer writes
+    writer: SearchEngine  # through the alias (require_alias=true), as the live consumer writes
     truth: Truth
     kafka: KafkaAdmin
     state: LoadStateStore

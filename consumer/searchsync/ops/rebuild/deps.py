@@ -19,11 +19,9 @@ from searchsync.mysql.truth import Truth
 from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.ops.rebuild.plan import high_watermarks
 from searchsync.ops.rebuild.progress import Progress
-from searchsync.ops.rebuild.reader import IndexReader
 from searchsync.ops.rebuild.state import RebuildRecord, RebuildStateStore, Status, Watermark
 from searchsync.projection import ProjectorRegistry
-from searchsync.search.port import IndexAdmin
-from searchsync.search.sink import SearchIndex
+from searchsync.search.port import IndexAdmin, SearchEngine
 from searchsync.types import TopicPartition
 
 
@@ -32,8 +30,8 @@ class RebuildDeps:
     settings: Settings
     registry: ProjectorRegistry
     index_admin: IndexAdmin
-    writer: SearchIndex  # require_alias=false: the one writer that addresses a physical index
-    reader: IndexReader
+    writer: SearchEngine  # require_alias=false: the one writer that addresses a physical index
+    reader: SearchEngine  # the same, reading the physical index
     truth: Truth
     kafka: KafkaAdmin
     state: RebuildStateStore

@@ -23,9 +23,7 @@ from searchsync.mysql.truth import MysqlTruth, Truth
 from searchsync.ops.load.state import LoadStateStore, MysqlLoadState
 from searchsync.ops.prune import ConnectorState
 from searchsync.ops.rebuild.state import MysqlRebuildState, RebuildStateStore
-from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.ops.repair.lease import LeaseStore, MysqlLeaseStore
-from searchsync.ops.repair.model import IndexSide
 from searchsync.ops.repair.state import MysqlWheelState, WheelState
 from searchsync.relay.mysql_store import MysqlRelayStore
 from searchsync.relay.port import RelayStore
@@ -82,7 +80,7 @@ class Search:
     aliased: SearchEngine
     physical: SearchEngine
     reader: SearchEngine  # what a rebuild reads of its physical index
-    repair_side: IndexSide
+    repair_side: SearchEngine  # what the repair wheel reads through the alias
     tombstones: TombstoneStore
     searcher: SearchEngine  # what an application reads back (searchsync.read)
 
@@ -97,7 +95,7 @@ class Search:
             aliased=aliased,
             physical=physical,
             reader=physical,
-            repair_side=EsIndexSide(client),
+            repair_side=aliased,
             tombstones=EsTombstones(client),
             searcher=aliased,
         )

@@ -1,6 +1,6 @@
 """The `SearchEngine` reads contract: what the rebuild's verification reads from a physical index.
 
-Every case takes a `ReadBackend` and runs unchanged against the fake (tests/unit) and a real
+Every case takes a `Backend` and runs unchanged against the fake (tests/unit) and a real
 node (tests/integration).
 """
 
@@ -12,8 +12,8 @@ import pytest
 from searchsync.errors import TransientError
 from searchsync.search.port import StoredDocument
 
-from tests.contract.index_read_backend import ReadBackend, doc, filled
-from tests.contract.search_backend import physical
+from tests.contract.index_read_backend import doc, filled
+from tests.contract.search_backend import Backend, physical
 
 DOCS = {
     "a": doc("a", 3, 1, title="red apple"),
@@ -24,7 +24,7 @@ DOCS = {
 }
 
 
-async def reader_counts_and_lists_deleted_and_other_schema(h: ReadBackend) -> None:
+async def reader_counts_and_lists_deleted_and_other_schema(h: Backend) -> None:
     _, index = await filled(h, DOCS)
     assert await h.index.count(index) == 5
     assert await h.index.deleted_ids(index) == ["d"]
@@ -34,7 +34,7 @@ async def reader_counts_and_lists_deleted_and_other_schema(h: ReadBackend) -> No
         await h.index.count(physical(h.fresh_alias()))
 
 
-async def reader_samples_stored_documents_the_same_for_a_seed(h: ReadBackend) -> None:
+async def reader_samples_stored_documents_the_same_for_a_seed(h: Backend) -> None:
     _, index = await filled(h, DOCS)
     chosen = await h.index.sample(index, 3, seed=7)
     assert len(chosen) == 3 and len({s.doc_id for s in chosen}) == 3
@@ -46,7 +46,7 @@ async def reader_samples_stored_documents_the_same_for_a_seed(h: ReadBackend) ->
     assert sorted(s.doc_id for s in every) == sorted(DOCS)
 
 
-async def reader_top_ids_match_every_word_of_live_documents(h: ReadBackend) -> None:
+async def reader_top_ids_match_every_word_of_live_documents(h: Backend) -> None:
     _, index = await filled(h, {**DOCS, "f": doc("f", 1, 6, title="red apple pie")})
     assert sorted(await h.index.top_ids(index, "title", "apple", 10)) == ["a", "b", "f"]
     assert sorted(await h.index.top_ids(index, "title", "Red APPLE", 10)) == ["a", "f"]
@@ -55,7 +55,7 @@ async def reader_top_ids_match_every_word_of_live_documents(h: ReadBackend) -> N
     assert best in {"a", "b", "f"}
 
 
-INDEX_READER_CASES: list[Callable[[ReadBackend], Awaitable[None]]] = [
+INDEX_READER_CASES: list[Callable[[Backend], Awaitable[None]]] = [
     reader_counts_and_lists_deleted_and_other_schema,
     reader_samples_stored_documents_the_same_for_a_seed,
     reader_top_ids_match_every_word_of_live_documents,

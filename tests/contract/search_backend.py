@@ -14,7 +14,6 @@ from searchsync import naming
 from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin, SearchEngine
 from searchsync.search.sink import IndexOp, Sink, WriteOutcome
 
-from tests.fakes.index_readers import InMemoryIndexSide
 from tests.fakes.search_index import InMemoryIndex
 
 SCHEMA_VERSION = 1
@@ -105,7 +104,6 @@ class FakeBackend:
         self.fake = InMemoryIndex()
         self.index: SearchEngine = self.fake
         self.admin: IndexAdmin = self.fake.admin
-        self.side = InMemoryIndexSide(self.fake)
         self.fresh_alias = Names("contract")
 
     async def stored(self, alias: str, doc_id: str) -> tuple[int, dict[str, Any]] | None:

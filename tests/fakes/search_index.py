@@ -20,8 +20,6 @@ next ops, which are then not applied, like a rejected item on a real node.
 
 from __future__ import annotations
 
-import random
-import re
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,8 +37,9 @@ from searchsync.search.sink import (
 )
 
 from tests.fakes.index_admin import InMemoryIndexAdmin
+from tests.fakes.index_readers import IndexReads
 from tests.fakes.search_query import matches
-from tests.fakes.search_state import IndexState, StoredDoc, utc_now
+from tests.fakes.search_state import StoredDoc, utc_now
 
 __all__ = ["InMemoryIndex", "PhysicalWriter"]
 
@@ -54,7 +53,7 @@ class _Failure:
     doc_id: str | None
 
 
-class InMemoryIndex(IndexState):
+class InMemoryIndex(IndexReads):
     """The `SearchEngine` fake; its `admin` is the `IndexAdmin` fake over the same state."""
 
     def __init__(self, *, clock: Callable[[], datetime] = utc_now) -> None:
@@ -154,43 +153,6 @@ class InMemoryIndex(IndexState):
         ]
         return sorted(hits, key=lambda h: h.doc_id)[:size]
 
-    # -- reads of a physical index (a rebuild's verification) --------------------------------
-
-    def _docs(self, index: str) -> dict[str, StoredDoc]:
-        if index not in self.indices:
-            raise TransientError(ErrorCode.ALIAS_MISSING, f"no index {index}")
-        return self.indices[index].docs
-
-    async def count(self, index: str) -> int:
-        return len(self._docs(index))
-
-    async def deleted_ids(self, index: str) -> list[str]:
-        docs = self._docs(index)
-        return sorted(i for i, d in docs.items() if d.body.get("is_deleted") is True)
-
-    async def other_schema(self, index: str, schema_version: int) -> list[tuple[str, int]]:
-        docs = self._docs(index)
-        return [
-            (i, docs[i].version)
-            for i in sorted(docs)
-            if docs[i].body.get("projection_schema_version") != schema_version
-        ]
-
-    async def sample(self, index: str, size: int, seed: int) -> list[StoredDocument]:
-        docs = self._docs(index)
-        chosen = random.Random(seed).sample(sorted(docs), min(size, len(docs)))
-        return [StoredDocument(i, docs[i].version, dict(docs[i].body)) for i in chosen]
-
-    async def top_ids(self, index: str, field: str, text: str, k: int) -> list[str]:
-        """Documents with every word of `text`, the fewest words first (a length norm)."""
-        words = set(_words(text))
-        scored = []
-        for doc_id, doc in self._docs(index).items():
-            have = set(_words(str(doc.body.get(field, ""))))
-            if doc.body.get("is_deleted") is False and words and words <= have:
-                scored.append((len(have), doc_id))
-        return [doc_id for _, doc_id in sorted(scored)[:k]]
-
     # -- internals ---------------------------------------------------------------------------
 
     def _index_one(self, op: IndexOp, *, require_alias: bool = True) -> ItemResult:
@@ -244,10 +206,6 @@ class InMemoryIndex(IndexState):
                     self._failures.remove(failure)
                 return failure
         return None
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"\w+", text.lower())
 
 
 class PhysicalWriter:

@@ -18,7 +18,6 @@ import aiomysql
 import pytest
 from searchsync.mysql.outbox import MysqlOutbox
 from searchsync.mysql.truth import MysqlTruth
-from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import FindingKind
 from searchsync.ops.repair.schedule import WheelConfig
@@ -161,7 +160,7 @@ async def test_one_rotation_finds_and_heals_every_kind_under_live_writes(
             projectors=[projector],
             alias_for=settings.alias,
             truth=MysqlTruth(consumer_pool, id_prefix=id_prefix),
-            index=EsIndexSide(es),
+            index=EsIndex(es),
             state=MysqlWheelState(consumer_pool, scope=f"t{uuid.uuid4().hex[:8]}/"),
             healer=Healer(MysqlOutbox(consumer_pool), appends_per_s=50),
             config=WheelConfig(

@@ -2,7 +2,7 @@
 an OpenSearch node (every test runs once on each).
 
 Runs the very cases of tests/contract (there against the in-memory fakes, in
-tests/unit/test_search_contract.py) through `EsIndex`, `EsIndexAdmin` and `EsIndexSide`, plus
+tests/unit/test_search_contract.py) through `EsIndex` and `EsIndexAdmin`, plus
 what only a real node can show. Every test uses its own uuid-prefixed names and deletes its
 indices afterwards.
 Elasticsearch: $TEST_ES_URL or http://127.0.0.1:9200; OpenSearch:
@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 from elasticsearch import AsyncElasticsearch, NotFoundError
 from searchsync.errors import Disposition
-from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.projection import wiki_page
 from searchsync.search.admin import InitAction, describe, init_index
 from searchsync.search.elasticsearch import EsIndexAdmin
@@ -28,7 +27,6 @@ from searchsync.search.port import IndexAdmin, SearchEngine
 from searchsync.search.sink import OutcomeKind, Sink
 
 from tests.contract.index_admin_contract import INDEX_ADMIN_CASES
-from tests.contract.index_read_backend import ReadBackend
 from tests.contract.index_reader_contract import INDEX_READER_CASES
 from tests.contract.index_side_contract import INDEX_SIDE_CASES
 from tests.contract.read_alias_contract import READ_ALIAS_CASES
@@ -69,7 +67,6 @@ class EsBackend:
         self.client = client
         self.index: SearchEngine = EsIndex(client)
         self.admin: IndexAdmin = EsIndexAdmin(client)
-        self.side = EsIndexSide(client)
         self.fresh_alias = Names(prefix)
 
     async def stored(self, alias: str, doc_id: str) -> tuple[int, dict[str, Any]] | None:
@@ -96,14 +93,14 @@ async def test_index_admin_contract(
 
 @pytest.mark.parametrize("case", INDEX_SIDE_CASES, ids=lambda case: case.__name__)
 async def test_index_side_contract(
-    case: Callable[[ReadBackend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
+    case: Callable[[Backend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
 ) -> None:
     await case(EsBackend(client, prefix))
 
 
 @pytest.mark.parametrize("case", INDEX_READER_CASES, ids=lambda case: case.__name__)
 async def test_index_reader_contract(
-    case: Callable[[ReadBackend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
+    case: Callable[[Backend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
 ) -> None:
     await case(EsBackend(client, prefix))
 

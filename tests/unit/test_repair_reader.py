@@ -18,7 +18,6 @@ from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.reader import SpanReader, key_ranges
 from searchsync.projection import default_registry
 
-from tests.fakes.index_readers import InMemoryIndexSide
 from tests.fakes.search_index import InMemoryIndex
 from tests.fakes.search_state import StoredDoc
 
@@ -59,7 +58,7 @@ def _world(n: int) -> tuple[PageTruth, InMemoryIndex]:
 
 
 def _reader(truth: PageTruth, index: InMemoryIndex, page: int) -> tuple[SpanReader, Any]:
-    index_side = InMemoryIndexSide(index)
+    index_side = index
     reader = SpanReader(
         truth,
         index_side,

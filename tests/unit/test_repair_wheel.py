@@ -26,7 +26,6 @@ from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
 from searchsync.types import Key, Operation, Position, ThinEvent
 
-from tests.fakes.index_readers import InMemoryIndexSide
 from tests.fakes.outbox import FakeOutbox
 from tests.fakes.search_index import InMemoryIndex
 from tests.fakes.search_state import StoredDoc
@@ -50,7 +49,7 @@ class World:
         self.docs = self.index.indices["wiki_page_v1"].docs
         self.state = FakeWheelState()
         self.outbox = FakeOutbox()
-        self.index_side = InMemoryIndexSide(self.index)
+        self.index_side = self.index
         self.on_settle: Any = None
         self.m = m
 

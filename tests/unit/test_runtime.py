@@ -19,7 +19,6 @@ from searchsync.resources import KafkaClients, Ports
 from searchsync.runtime import Runtime
 from test_rebuild import world_with_pages
 
-from tests.fakes.index_readers import InMemoryIndexSide
 from tests.fakes.kafka_admin import FakeTopics
 from tests.fakes.outbox import FakeOutbox
 from tests.fakes.replay_ledger import FakeReplayLedger
@@ -92,7 +91,7 @@ def _repair_ports(truth: PageTruth, outbox: FakeOutbox, index: InMemoryIndex) ->
     index.put_alias("searchsync_wiki_page", "searchsync_wiki_page_v1")
     return Ports(
         tables=tables_of(truth=truth, wheel_state=FakeWheelState(), outbox=outbox),
-        search=search_of(repair_side=InMemoryIndexSide(index)),
+        search=search_of(repair_side=index),
         connect=None,
         replay_ledger=FakeReplayLedger(),
         kafka=KafkaClients(admin=FakeTopics().admin),

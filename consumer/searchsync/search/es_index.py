@@ -1,6 +1,7 @@
 """`EsIndex`, the `SearchEngine` port on Elasticsearch (and on OpenSearch through
 `OpenSearchClient`): bulk ``index`` actions with external versions through the alias, mget, one
-`ItemResult` per action, and the searches of `searchsync.search.reads`; `BulkSizer` cuts bulks by
+`ItemResult` per action, the searches of `searchsync.search.reads` and the bucket reads of
+`searchsync.search.buckets`; `BulkSizer` cuts bulks by
 count and bytes."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
 from searchsync.errors import ErrorCode, TransientError
+from searchsync.search.buckets import EsBuckets
 from searchsync.search.errors import (
     BAD_RESPONSE_ERROR,
     NO_RESPONSE,
@@ -66,7 +68,7 @@ class BulkSizer:
             yield EncodedBulk(chunk, b"".join(parts))
 
 
-class EsIndex(EsReads):
+class EsIndex(EsReads, EsBuckets):
     """`SearchEngine` over `AsyncElasticsearch` (or `OpenSearchClient`); bulks run one after
     another, in order. Only the
     rebuild turns `require_alias` off, to fill its physical index (docs/design.md, Rebuild)."""

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, NamedTuple, Protocol
@@ -13,6 +13,7 @@ from typing import Any, Final, NamedTuple, Protocol
 import orjson
 
 from searchsync.projection import Document
+from searchsync.types import BucketCursor
 
 SCHEMA_VERSION_META: Final = "projection_schema_version"
 """The ``_meta`` key holding the projection schema version an index was built with."""
@@ -171,6 +172,19 @@ class SearchEngine(Protocol):
     async def other_schema(self, index: str, schema_version: int) -> list[tuple[str, int]]:
         """(id, stored version) of every document whose ``projection_schema_version`` is not
         `schema_version` (missing counts as other), sorted by id."""
+        ...
+
+    async def bucket_page(
+        self, alias: str, lo: int, hi: int, after: BucketCursor | None, limit: int, *, content: bool
+    ) -> list[StoredDocument]:
+        """Up to `limit` documents with ``lo <= sync_hash < hi`` after `after`, by ``id``; without
+        `content`, each source holds only ``id``, ``projection_schema_version``, ``is_deleted``
+        and ``sync_hash``."""
+        ...
+
+    def strays(self, alias: str, limit: int) -> AsyncGenerator[list[StoredDocument], None]:
+        """Pages (at most `limit` each) of the documents without a ``sync_hash`` in the key
+        space, in an order of the engine's own; sources as a light `bucket_page`'s."""
         ...
 
 

@@ -30,7 +30,6 @@ from searchsync.relay.port import RelayStore
 from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.es_index import BulkSizer, EsIndex
 from searchsync.search.port import IndexAdmin, SearchEngine
-from searchsync.search.tombstones import EsTombstones, TombstoneStore
 from searchsync.time_zones import parse_time_zone
 
 
@@ -81,7 +80,7 @@ class Search:
     physical: SearchEngine
     reader: SearchEngine  # what a rebuild reads of its physical index
     repair_side: SearchEngine  # what the repair wheel reads through the alias
-    tombstones: TombstoneStore
+    tombstones: SearchEngine  # the purge's, on the physical write index
     searcher: SearchEngine  # what an application reads back (searchsync.read)
 
     @classmethod
@@ -96,7 +95,7 @@ class Search:
             physical=physical,
             reader=physical,
             repair_side=aliased,
-            tombstones=EsTombstones(client),
+            tombstones=physical,
             searcher=aliased,
         )
 

@@ -40,6 +40,7 @@ from tests.fakes.index_admin import InMemoryIndexAdmin
 from tests.fakes.index_readers import IndexReads
 from tests.fakes.search_query import matches
 from tests.fakes.search_state import StoredDoc, utc_now
+from tests.fakes.tombstones import TombstoneReads
 
 __all__ = ["InMemoryIndex", "PhysicalWriter"]
 
@@ -53,7 +54,7 @@ class _Failure:
     doc_id: str | None
 
 
-class InMemoryIndex(IndexReads):
+class InMemoryIndex(IndexReads, TombstoneReads):
     """The `SearchEngine` fake; its `admin` is the `IndexAdmin` fake over the same state."""
 
     def __init__(self, *, clock: Callable[[], datetime] = utc_now) -> None:
@@ -195,7 +196,7 @@ class InMemoryIndex(IndexReads):
                 f"or equal to the one provided [{op.version}]"
             )
             return ItemResult(op, 409, "version_conflict_engine_exception", reason)
-        state.docs[op.doc_id] = StoredDoc(op.version, body)
+        state.docs[op.doc_id] = StoredDoc(op.version, body, self.next_seq_no())
         return ItemResult(op, 201 if stored is None else 200)
 
     def _take_failure(self, op: IndexOp) -> _Failure | None:

@@ -19,6 +19,7 @@ from searchsync.search.port import DEFAULT_REFRESH_INTERVAL, effective_write_ind
 class StoredDoc:
     version: int
     body: dict[str, Any]
+    seq_no: int = 0  # Elasticsearch's: every write of the index bumps it
 
 
 @dataclass(slots=True)
@@ -26,6 +27,7 @@ class FakeIndexState:
     """One physical index."""
 
     properties: frozenset[str] | None  # None: the mapping is not strict
+    mapped: frozenset[str]  # the mapping's top-level fields
     meta: dict[str, Any]
     created_at: datetime
     replicas: int
@@ -45,6 +47,11 @@ class IndexState:
         self.aliases: dict[str, dict[str, bool | None]] = {}  # alias -> {index: is_write_index}
         self.alias_filters: dict[str, Mapping[str, Any]] = {}  # filtered alias -> its filter
         self.clock = clock
+        self.seq_no = 0
+
+    def next_seq_no(self) -> int:
+        self.seq_no += 1
+        return self.seq_no
 
     def alias_target(self, alias: str) -> str | None:
         """The write index of `alias` (None: no such alias, or no write index)."""
@@ -67,6 +74,7 @@ class IndexState:
         settings = _flat_settings(body.get("settings", {}))
         self.indices[name] = FakeIndexState(
             properties=frozenset(mappings.get("properties", {})) if strict else None,
+            mapped=frozenset(mappings.get("properties", {})),
             meta={**mappings.get("_meta", {}), **meta},
             created_at=self.clock(),
             replicas=int(settings.get("number_of_replicas", 1)),

@@ -1,8 +1,8 @@
 """`EsIndex`, the `SearchEngine` port on Elasticsearch (and on OpenSearch through
 `OpenSearchClient`): bulk ``index`` actions with external versions through the alias, mget, one
-`ItemResult` per action, the searches of `searchsync.search.reads` and the bucket reads of
-`searchsync.search.buckets`; `BulkSizer` cuts bulks by
-count and bytes."""
+`ItemResult` per action; the searches of `searchsync.search.reads`, the bucket reads of
+`searchsync.search.buckets` and the purge's of `searchsync.search.tombstones`. `BulkSizer` cuts
+bulks by count and bytes."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from searchsync.search.errors import (
 )
 from searchsync.search.port import IndexOp, ItemResult, StoredDocument
 from searchsync.search.reads import EsReads, stored_document
+from searchsync.search.tombstones import EsTombstones
 
 _TURNS_TO_SEND: Final = 2
 """Turns of the event loop a bulk request takes to put its body on the socket: one for the
@@ -68,7 +69,7 @@ class BulkSizer:
             yield EncodedBulk(chunk, b"".join(parts))
 
 
-class EsIndex(EsReads, EsBuckets):
+class EsIndex(EsReads, EsBuckets, EsTombstones):
     """`SearchEngine` over `AsyncElasticsearch` (or `OpenSearchClient`); bulks run one after
     another, in order. Only the
     rebuild turns `require_alias` off, to fill its physical index (docs/design.md, Rebuild)."""

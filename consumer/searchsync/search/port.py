@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, NamedTuple, Protocol
@@ -13,6 +13,7 @@ from typing import Any, Final, NamedTuple, Protocol
 import orjson
 
 from searchsync.projection import Document
+from searchsync.search.tombstones import DeleteOutcome, TombstoneHit
 from searchsync.types import BucketCursor
 
 SCHEMA_VERSION_META: Final = "projection_schema_version"
@@ -185,6 +186,23 @@ class SearchEngine(Protocol):
     def strays(self, alias: str, limit: int) -> AsyncGenerator[list[StoredDocument], None]:
         """Pages (at most `limit` each) of the documents without a ``sync_hash`` in the key
         space, in an order of the engine's own; sources as a light `bucket_page`'s."""
+        ...
+
+    async def maps_tombstoned_at(self, index: str) -> bool:
+        """Whether the physical `index`'s mapping has ``tombstoned_at`` (a tombstone's age)."""
+        ...
+
+    def scan_tombstones(
+        self, index: str, before: str, page_size: int
+    ) -> AsyncIterator[list[TombstoneHit]]:
+        """Pages of `index`'s tombstones with ``tombstoned_at < before`` (ISO-8601), as of the
+        scan's start."""
+        ...
+
+    async def delete_tombstones(
+        self, index: str, hits: Sequence[TombstoneHit]
+    ) -> list[DeleteOutcome]:
+        """Delete each hit whose seq_no and primary term still match; one outcome per hit."""
         ...
 
 

@@ -72,31 +72,22 @@ class Tables:
 
 @dataclass(frozen=True, slots=True)
 class Search:
-    """The search service. `aliased` writes through aliases (``require_alias=true``, the live
-    consumer); `physical` writes the physical index it is given (a rebuild and its catch-up)."""
+    """The search service. `aliased` writes through aliases (``require_alias=true``: the live
+    consumer; the repair and the read side read through it); `physical` writes the physical index
+    it is given (a rebuild and its catch-up; the rebuild's reads and the purge use it)."""
 
     admin: IndexAdmin
     aliased: SearchEngine
     physical: SearchEngine
-    reader: SearchEngine  # what a rebuild reads of its physical index
-    repair_side: SearchEngine  # what the repair wheel reads through the alias
-    tombstones: SearchEngine  # the purge's, on the physical write index
-    searcher: SearchEngine  # what an application reads back (searchsync.read)
 
     @classmethod
     def over(cls, client: Any, settings: Settings) -> Search:
         es = settings.elasticsearch
         sizer = BulkSizer(es.bulk_max_actions, es.bulk_max_bytes)
-        aliased = EsIndex(client, sizer=sizer, require_alias=True)
-        physical = EsIndex(client, sizer=sizer, require_alias=False)
         return cls(
             admin=EsIndexAdmin(client),
-            aliased=aliased,
-            physical=physical,
-            reader=physical,
-            repair_side=aliased,
-            tombstones=physical,
-            searcher=aliased,
+            aliased=EsIndex(client, sizer=sizer, require_alias=True),
+            physical=EsIndex(client, sizer=sizer, require_alias=False),
         )
 
 

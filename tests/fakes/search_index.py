@@ -210,7 +210,7 @@ class InMemoryIndex(IndexReads, TombstoneReads):
 
 
 class PhysicalWriter:
-    """`SearchEngine` over an `InMemoryIndex` with ``require_alias=false``."""
+    """The same `InMemoryIndex` with ``require_alias=false``: only its writes differ."""
 
     def __init__(self, index: InMemoryIndex) -> None:
         self._index = index
@@ -219,8 +219,5 @@ class PhysicalWriter:
         self._index.bulk_calls.append(len(ops))
         return [self._index._index_one(op, require_alias=False) for op in ops]
 
-    async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
-        return await self._index.get_versions(alias, ids)
-
-    async def refresh(self, alias: str) -> None:
-        await self._index.refresh(alias)
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._index, name)

@@ -156,7 +156,7 @@ def engine() -> InMemoryIndex:
 
 
 def purge_services(store: InMemoryIndex) -> Fakes:
-    return Fakes(search=search_of(admin=store.admin, tombstones=store))
+    return Fakes(search=search_of(admin=store.admin, physical=store))
 
 
 def old_tombstone() -> dict[str, Any]:

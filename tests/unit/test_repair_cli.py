@@ -71,7 +71,7 @@ def test_once_checks_the_content_of_every_bucket_unless_told_and_says_so(
         truth.put_page(page_row(f"p{n}", 2))
     fakes = Fakes(
         tables=tables_of(truth=truth, wheel_state=FakeWheelState(), outbox=FakeOutbox()),
-        search=search_of(repair_side=index),
+        search=search_of(aliased=index),
         kafka=KafkaClients(admin=FakeTopics().admin),
     )
     assert main(["repair", "--once", "--json", *flags], runtime=fakes) == 0

@@ -32,7 +32,7 @@ async def test_the_rebuilder_on_fakes_plans_a_dry_run() -> None:
     await w.init_alias()
     ports = Ports(
         tables=tables_of(truth=w.truth, rebuild_state=w.state, outbox=w.outbox),
-        search=search_of(admin=w.es.admin, physical=w.es.physical_writer(), reader=w.es),
+        search=search_of(admin=w.es.admin, physical=w.es.physical_writer()),
         connect=None,
         replay_ledger=FakeReplayLedger(),
         kafka=KafkaClients(admin=lambda config: w.kafka),
@@ -91,7 +91,7 @@ def _repair_ports(truth: PageTruth, outbox: FakeOutbox, index: InMemoryIndex) ->
     index.put_alias("searchsync_wiki_page", "searchsync_wiki_page_v1")
     return Ports(
         tables=tables_of(truth=truth, wheel_state=FakeWheelState(), outbox=outbox),
-        search=search_of(repair_side=index),
+        search=search_of(aliased=index),
         connect=None,
         replay_ledger=FakeReplayLedger(),
         kafka=KafkaClients(admin=FakeTopics().admin),

@@ -131,79 +131,61 @@ class SearchEngine(Protocol):
 
     async def bulk_index(self, ops: Sequence[IndexOp]) -> list[ItemResult]:
         """One result per op, in order; never raises for a failed request."""
-        ...
 
     async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
         """Real-time stored ``_version`` per id (None: absent)."""
-        ...
 
     async def get_documents(
         self, alias: str, ids: Sequence[str]
     ) -> dict[str, StoredDocument | None]:
         """The real-time `StoredDocument` per id (None: absent), one mget."""
-        ...
 
     async def refresh(self, index: str) -> None:
         """Make writes visible to search (verification and tests only)."""
-        ...
 
     async def search(
         self, alias: str, query: Mapping[str, Any], *, size: int
     ) -> list[StoredDocument]:
         """The first `size` hits of `query`, with versions and sources."""
-        ...
 
     async def count(self, index: str) -> int:
         """Documents in `index` (as of the last refresh)."""
-        ...
 
     async def deleted_ids(self, index: str) -> list[str]:
         """Ids of every ``is_deleted: true`` document, sorted."""
-        ...
 
     async def sample(self, index: str, size: int, seed: int) -> list[StoredDocument]:
         """Up to `size` documents chosen at random (the same for the same seed and data)."""
-        ...
 
     async def top_ids(self, index: str, field: str, text: str, k: int) -> list[str]:
         """The ids of the `k` best live documents for ``match: {field: text}`` with every word
         required (``operator: and``), so a title finds its own few documents, not ties."""
-        ...
 
     async def other_schema(self, index: str, schema_version: int) -> list[tuple[str, int]]:
         """(id, stored version) of every document whose ``projection_schema_version`` is not
         `schema_version` (missing counts as other), sorted by id."""
-        ...
 
     async def bucket_page(
         self, alias: str, lo: int, hi: int, after: BucketCursor | None, limit: int, *, content: bool
     ) -> list[StoredDocument]:
         """Up to `limit` documents with ``lo <= sync_hash < hi`` after `after`, by ``id``; without
-        `content`, each source holds only ``id``, ``projection_schema_version``, ``is_deleted``
-        and ``sync_hash``."""
-        ...
+        `content`, sources are light: ``id``, ``sync_hash`` and the two flags' fields."""
 
     def strays(self, alias: str, limit: int) -> AsyncGenerator[list[StoredDocument], None]:
-        """Pages (at most `limit` each) of the documents without a ``sync_hash`` in the key
-        space, in an order of the engine's own; sources as a light `bucket_page`'s."""
-        ...
+        """Pages of up to `limit` documents without a key-space ``sync_hash``, sources light."""
 
     async def maps_tombstoned_at(self, index: str) -> bool:
         """Whether the physical `index`'s mapping has ``tombstoned_at`` (a tombstone's age)."""
-        ...
 
     def scan_tombstones(
         self, index: str, before: str, page_size: int
     ) -> AsyncIterator[list[TombstoneHit]]:
-        """Pages of `index`'s tombstones with ``tombstoned_at < before`` (ISO-8601), as of the
-        scan's start."""
-        ...
+        """Pages of `index`'s tombstones with ``tombstoned_at < before`` (ISO-8601), as it was."""
 
     async def delete_tombstones(
         self, index: str, hits: Sequence[TombstoneHit]
     ) -> list[DeleteOutcome]:
         """Delete each hit whose seq_no and primary term still match; one outcome per hit."""
-        ...
 
 
 class IndexAdmin(Protocol):
@@ -223,31 +205,25 @@ class IndexAdmin(Protocol):
         """Create `name` from `body` with `meta` merged over ``mappings._meta``; with `alias`, in
         the same call, as its write index under its read alias. `IndexExists` when the name is
         taken."""
-        ...
 
     async def put_alias(self, alias: str, index: str) -> None:
         """Point `alias` (as write index) and its read alias at `index` in one call. `IndexMissing`
         without the index, `IndexExists` when `alias` names an index, `AliasConflict` when another
         index is the write index."""
-        ...
 
     async def swap_alias(self, alias: str, *, old: str, new: str) -> None:
         """Move `alias` and its read alias from `old` to `new` in one atomic ``_aliases`` call;
         `AliasConflict` (nothing changed) when `old` does not hold the alias."""
-        ...
 
     async def list_indices(self, alias: str) -> list[IndexInfo]:
         """Every ``<alias>_v<N>`` index and every index `alias` points at, by N then name."""
-        ...
 
     async def write_index(self, alias: str) -> WriteIndex | None:
         """Where writes through `alias` go; None when it is no alias or has no write index."""
-        ...
 
     async def delete_index(self, name: str) -> None:
         """Delete the physical index `name` with its aliases; no safety checks. `IndexMissing`, or
         `IndexAdminError` for an alias."""
-        ...
 
     async def update_settings(
         self, name: str, *, refresh_interval: str | None = None, replicas: int | None = None

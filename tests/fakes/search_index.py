@@ -15,7 +15,10 @@ alias semantics, as searchsync relies on them.
   searches see every write at once (a real node's after its next refresh).
 
 `inject_failures` scripts item failures (429, 5xx, 400, status 0 for "no response") for the
-next ops, which are then not applied, like a rejected item on a real node.
+next ops, which are then not applied, like a rejected item on a real node. The reads
+(`tests.fakes.index_readers`) and the purge's part (`tests.fakes.tombstones`) work on the same
+state; `admin` is the `IndexAdmin` fake over it, `physical_writer()` the same engine with
+``require_alias=false``.
 """
 
 from __future__ import annotations

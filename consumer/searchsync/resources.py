@@ -27,7 +27,6 @@ from searchsync.ops.repair.lease import LeaseStore, MysqlLeaseStore
 from searchsync.ops.repair.state import MysqlWheelState, WheelState
 from searchsync.relay.mysql_store import MysqlRelayStore
 from searchsync.relay.port import RelayStore
-from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.es_index import BulkSizer, EsIndex
 from searchsync.search.port import IndexAdmin, SearchEngine
 from searchsync.time_zones import parse_time_zone
@@ -84,11 +83,9 @@ class Search:
     def over(cls, client: Any, settings: Settings) -> Search:
         es = settings.elasticsearch
         sizer = BulkSizer(es.bulk_max_actions, es.bulk_max_bytes)
-        return cls(
-            admin=EsIndexAdmin(client),
-            aliased=EsIndex(client, sizer=sizer, require_alias=True),
-            physical=EsIndex(client, sizer=sizer, require_alias=False),
-        )
+        aliased = EsIndex(client, sizer=sizer, require_alias=True)
+        physical = EsIndex(client, sizer=sizer, require_alias=False)
+        return cls(admin=aliased, aliased=aliased, physical=physical)
 
 
 @dataclass(frozen=True, slots=True)

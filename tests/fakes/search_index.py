@@ -17,8 +17,8 @@ alias semantics, as searchsync relies on them.
 `inject_failures` scripts item failures (429, 5xx, 400, status 0 for "no response") for the
 next ops, which are then not applied, like a rejected item on a real node. The reads
 (`tests.fakes.index_readers`) and the purge's part (`tests.fakes.tombstones`) work on the same
-state; `admin` is the `IndexAdmin` fake over it, `physical_writer()` the same engine with
-``require_alias=false``.
+state, and so do its indices and aliases (`tests.fakes.index_admin`); `physical_writer()` is the
+same engine with ``require_alias=false``.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from searchsync.search.sink import (
     ItemResult,
 )
 
-from tests.fakes.index_admin import InMemoryIndexAdmin
+from tests.fakes.index_admin import IndexAdminFake
 from tests.fakes.index_readers import IndexReads
 from tests.fakes.search_query import matches
 from tests.fakes.search_state import StoredDoc, utc_now
@@ -57,23 +57,27 @@ class _Failure:
     doc_id: str | None
 
 
-class InMemoryIndex(IndexReads, TombstoneReads):
+class InMemoryIndex(IndexReads, TombstoneReads, IndexAdminFake):
     """The `SearchEngine` fake; its `admin` is the `IndexAdmin` fake over the same state."""
 
     def __init__(self, *, clock: Callable[[], datetime] = utc_now) -> None:
         super().__init__(clock=clock)
         self._failures: deque[_Failure] = deque()
         self.bulk_calls: list[int] = []  # ops per bulk_index call, for assertions
-        self.admin = InMemoryIndexAdmin(self)
 
     # -- set-up shortcuts for tests (the port is `admin`) ------------------------------------
 
-    def create_index(self, name: str, mapping: Mapping[str, Any] | None = None) -> None:
+    @property
+    def admin(self) -> InMemoryIndex:
+        """This engine (code that only needs its admin part takes it so)."""
+        return self
+
+    def given_index(self, name: str, mapping: Mapping[str, Any] | None = None) -> None:
         if name in self.indices or name in self.aliases:
             raise ValueError(f"{name} already exists")
         self.add_index(name, mapping or {}, {})
 
-    def put_alias(self, alias: str, index: str) -> None:
+    def given_alias(self, alias: str, index: str) -> None:
         """Point `alias` at `index` only (replacing its previous targets: an atomic swap)."""
         if index not in self.indices:
             raise ValueError(f"no index {index}")
@@ -137,7 +141,7 @@ class InMemoryIndex(IndexReads, TombstoneReads):
         }
 
     async def refresh(self, alias: str) -> None:
-        if not self.exists(alias):
+        if not self.has(alias):
             raise TransientError(ErrorCode.ALIAS_MISSING, f"no index or alias {alias}")
 
     async def search(

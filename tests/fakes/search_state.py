@@ -1,8 +1,7 @@
 """The state an in-memory search engine keeps: physical indices, their documents, and aliases.
 
-`tests.fakes.search_index.InMemoryIndex` (the `SearchEngine` fake) is one, and
-`tests.fakes.index_admin.InMemoryIndexAdmin` (the `IndexAdmin` fake) works on one; both follow
-Elasticsearch's rules as searchsync relies on them (see their modules).
+`tests.fakes.search_index.InMemoryIndex` (the `SearchEngine` fake) is one; it follows
+Elasticsearch's rules as searchsync relies on them (see its modules).
 """
 
 from __future__ import annotations
@@ -57,7 +56,7 @@ class IndexState:
         """The write index of `alias` (None: no such alias, or no write index)."""
         return effective_write_index(self.aliases.get(alias, {}))
 
-    def exists(self, name: str) -> bool:
+    def has(self, name: str) -> bool:
         """True when `name` is an index or an alias."""
         return name in self.indices or name in self.aliases
 

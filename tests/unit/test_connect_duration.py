@@ -150,8 +150,8 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def engine() -> InMemoryIndex:
     index = InMemoryIndex()
-    index.create_index("searchsync_wiki_page_v1", wiki_page.load_mapping())
-    index.put_alias("searchsync_wiki_page", "searchsync_wiki_page_v1")
+    index.given_index("searchsync_wiki_page_v1", wiki_page.load_mapping())
+    index.given_alias("searchsync_wiki_page", "searchsync_wiki_page_v1")
     return index
 
 

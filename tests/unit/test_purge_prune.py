@@ -27,8 +27,8 @@ RETENTION = RetentionSettings(purge_batch_size=2, prune_batch_size=3, prune_paus
 def engine(mapping: dict[str, Any] | None = None) -> InMemoryIndex:
     """An engine whose ``ALIAS`` writes to ``INDEX`` (the page mapping unless `mapping`)."""
     index = InMemoryIndex()
-    index.create_index(INDEX, mapping or wiki_page.load_mapping())
-    index.put_alias(ALIAS, INDEX)
+    index.given_index(INDEX, mapping or wiki_page.load_mapping())
+    index.given_alias(ALIAS, INDEX)
     return index
 
 

@@ -66,8 +66,8 @@ class Env:
         self.projector: Projector = self.registry.get("wiki_page")
         self.truth = PageTruth()
         self.index = RecordingIndex()
-        self.index.create_index("wiki_page_v1", self.projector.mapping)
-        self.index.put_alias(ALIAS, "wiki_page_v1")
+        self.index.given_index("wiki_page_v1", self.projector.mapping)
+        self.index.given_alias(ALIAS, "wiki_page_v1")
         self.processor = Processor(
             registry=self.registry,
             truth=self.truth,
@@ -171,8 +171,8 @@ def test_the_fake_honours_external_and_external_gte(stored: int, ours: int, gte:
     import asyncio
 
     index = InMemoryIndex()
-    index.create_index("x_v1")
-    index.put_alias("x", "x_v1")
+    index.given_index("x_v1")
+    index.given_alias("x", "x_v1")
     index.indices["x_v1"].docs["a"] = StoredDoc(stored, {"v": stored})
     op = IndexOp("x", "a", ours, b'{"v": 0}', EXTERNAL_GTE if gte else EXTERNAL)
     [result] = asyncio.run(index.bulk_index([op]))

@@ -24,8 +24,8 @@ class ArticleWorld(World):
         self.projector = article.projector()
         self.registry.register(self.projector)
         self.index = InMemoryIndex()
-        self.index.create_index("article_v1", self.projector.mapping)
-        self.index.put_alias("article", "article_v1")
+        self.index.given_index("article_v1", self.projector.mapping)
+        self.index.given_alias("article", "article_v1")
         self.docs = self.index.indices["article_v1"].docs
         self.index_side = self.index
 

@@ -65,8 +65,8 @@ def test_once_checks_the_content_of_every_bucket_unless_told_and_says_so(
     for key, value in [("SETTLE_S", "0"), ("BUCKET_COUNT", "4"), ("CONTENT_SHARE", "0.1")]:
         monkeypatch.setenv(f"SEARCHSYNC_REPAIR_{key}", value)
     truth, index = PageTruth(), InMemoryIndex()
-    index.create_index("searchsync_wiki_page_v1", {"mappings": {}})
-    index.put_alias("searchsync_wiki_page", "searchsync_wiki_page_v1")
+    index.given_index("searchsync_wiki_page_v1", {"mappings": {}})
+    index.given_alias("searchsync_wiki_page", "searchsync_wiki_page_v1")
     for n in range(8):
         truth.put_page(page_row(f"p{n}", 2))
     fakes = Fakes(

@@ -45,8 +45,8 @@ def test_key_ranges_cover_exactly_the_buckets_and_merge_neighbours(
 
 def _world(n: int) -> tuple[PageTruth, InMemoryIndex]:
     truth, index = PageTruth(), InMemoryIndex()
-    index.create_index("wiki_page_v1", PROJECTOR.mapping)
-    index.put_alias("wiki_page", "wiki_page_v1")
+    index.given_index("wiki_page_v1", PROJECTOR.mapping)
+    index.given_alias("wiki_page", "wiki_page_v1")
     for k in range(n):
         row = page_row(f"p{k:03d}", 2)
         truth.put_page(row)

@@ -44,8 +44,8 @@ class World:
         self.projector = self.registry.get("wiki_page")
         self.truth = PageTruth()
         self.index = InMemoryIndex()
-        self.index.create_index("wiki_page_v1", self.projector.mapping)
-        self.index.put_alias(ALIAS, "wiki_page_v1")
+        self.index.given_index("wiki_page_v1", self.projector.mapping)
+        self.index.given_alias(ALIAS, "wiki_page_v1")
         self.docs = self.index.indices["wiki_page_v1"].docs
         self.state = FakeWheelState()
         self.outbox = FakeOutbox()

@@ -87,8 +87,8 @@ async def test_the_real_runtime_connects_only_when_a_part_asks() -> None:
 
 
 def _repair_ports(truth: PageTruth, outbox: FakeOutbox, index: InMemoryIndex) -> Ports:
-    index.create_index("searchsync_wiki_page_v1", {"mappings": {}})
-    index.put_alias("searchsync_wiki_page", "searchsync_wiki_page_v1")
+    index.given_index("searchsync_wiki_page_v1", {"mappings": {}})
+    index.given_alias("searchsync_wiki_page", "searchsync_wiki_page_v1")
     return Ports(
         tables=tables_of(truth=truth, wheel_state=FakeWheelState(), outbox=outbox),
         search=search_of(aliased=index),

@@ -22,7 +22,7 @@ class FakeTombstoneBackend:
         fields = {
             k: v for k, v in MAPPING["properties"].items() if tombstoned_at or k != "tombstoned_at"
         }
-        self.store.create_index(name, {"mappings": {**MAPPING, "properties": fields}})
+        self.store.given_index(name, {"mappings": {**MAPPING, "properties": fields}})
         return name
 
     async def put(self, index: str, doc_id: str, body: dict[str, Any]) -> None:

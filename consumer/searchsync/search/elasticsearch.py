@@ -1,5 +1,6 @@
-"""`IndexAdmin` over `AsyncElasticsearch`: a refusal becomes an `IndexAdminError`; no answer, 429 or
-5xx a `TransientError`. Nothing is retried."""
+"""`EsIndexAdmin`, the `IndexAdmin` part of the Elasticsearch adapter (`EsIndex` has it; alone, it
+serves `searchsync.search.admin` over a bare client): a refusal becomes an `IndexAdminError`; no
+answer, 429 or 5xx a `TransientError`. Nothing is retried."""
 
 from __future__ import annotations
 

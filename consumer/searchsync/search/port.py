@@ -1,7 +1,7 @@
-"""The ports to the search engine: `SearchEngine` (documents: writes, reads, searches) and
-`IndexAdmin` (indices and aliases). A write alias moves with its read alias
-(``naming.read_alias_name``, filtered on `LIVE_FILTER`) in one request (docs/design.md, invariant
-15); an index's ``_meta`` holds ``projection_schema_version``."""
+"""The port to the search engine: `SearchEngine` (documents: writes, reads, searches, bucket
+pages, tombstones; and `IndexAdmin`, its indices and aliases), and its values. A write alias moves
+with its read alias (``naming.read_alias_name``, filtered on `LIVE_FILTER`) in one request
+(docs/design.md, invariant 15); an index's ``_meta`` holds ``projection_schema_version``."""
 
 from __future__ import annotations
 
@@ -124,10 +124,53 @@ def effective_write_index(flags: Mapping[str, bool | None]) -> str | None:
     return None
 
 
-class SearchEngine(Protocol):
-    """The documents of a search engine with Elasticsearch's external versions. Writes go through
-    an alias unless the adapter was made for a rebuild's physical index; reads name an alias or
-    an index. A failed read raises `TransientError` (a refused search `InvalidRequest`)."""
+class IndexAdmin(Protocol):
+    """Indices and aliases. Raises `IndexAdminError` (refused) or `TransientError` (no answer);
+    nothing is retried."""
+
+    async def exists(self, name: str) -> bool: ...
+
+    async def create_index(
+        self,
+        name: str,
+        body: Mapping[str, Any],
+        *,
+        meta: Mapping[str, Any] | None = None,
+        alias: str | None = None,
+    ) -> None:
+        """Create `name` from `body` with `meta` merged over ``mappings._meta``; with `alias`, in
+        the same call, as its write index under its read alias. `IndexExists` when the name is
+        taken."""
+
+    async def put_alias(self, alias: str, index: str) -> None:
+        """Point `alias` (as write index) and its read alias at `index` in one call. `IndexMissing`
+        without the index, `IndexExists` when `alias` names an index, `AliasConflict` when another
+        index is the write index."""
+
+    async def swap_alias(self, alias: str, *, old: str, new: str) -> None:
+        """Move `alias` and its read alias from `old` to `new` in one atomic ``_aliases`` call;
+        `AliasConflict` (nothing changed) when `old` does not hold the alias."""
+
+    async def list_indices(self, alias: str) -> list[IndexInfo]:
+        """Every ``<alias>_v<N>`` index and every index `alias` points at, by N then name."""
+
+    async def write_index(self, alias: str) -> WriteIndex | None:
+        """Where writes through `alias` go; None when it is no alias or has no write index."""
+
+    async def delete_index(self, name: str) -> None:
+        """Delete the physical index `name` with its aliases; no safety checks. `IndexMissing`, or
+        `IndexAdminError` for an alias."""
+
+    async def update_settings(
+        self, name: str, *, refresh_interval: str | None = None, replicas: int | None = None
+    ) -> None: ...
+
+
+class SearchEngine(IndexAdmin, Protocol):
+    """The search engine, with Elasticsearch's external versions: its indices and aliases
+    (`IndexAdmin`, all that some code needs) and documents. Writes go through an alias unless the
+    adapter was made for a rebuild's physical index; reads name an alias or an index. A failed
+    read raises `TransientError` (a refused search `InvalidRequest`)."""
 
     async def bulk_index(self, ops: Sequence[IndexOp]) -> list[ItemResult]:
         """One result per op, in order; never raises for a failed request."""
@@ -186,45 +229,3 @@ class SearchEngine(Protocol):
         self, index: str, hits: Sequence[TombstoneHit]
     ) -> list[DeleteOutcome]:
         """Delete each hit whose seq_no and primary term still match; one outcome per hit."""
-
-
-class IndexAdmin(Protocol):
-    """Indices and aliases. Raises `IndexAdminError` (refused) or `TransientError` (no answer);
-    nothing is retried."""
-
-    async def exists(self, name: str) -> bool: ...
-
-    async def create_index(
-        self,
-        name: str,
-        body: Mapping[str, Any],
-        *,
-        meta: Mapping[str, Any] | None = None,
-        alias: str | None = None,
-    ) -> None:
-        """Create `name` from `body` with `meta` merged over ``mappings._meta``; with `alias`, in
-        the same call, as its write index under its read alias. `IndexExists` when the name is
-        taken."""
-
-    async def put_alias(self, alias: str, index: str) -> None:
-        """Point `alias` (as write index) and its read alias at `index` in one call. `IndexMissing`
-        without the index, `IndexExists` when `alias` names an index, `AliasConflict` when another
-        index is the write index."""
-
-    async def swap_alias(self, alias: str, *, old: str, new: str) -> None:
-        """Move `alias` and its read alias from `old` to `new` in one atomic ``_aliases`` call;
-        `AliasConflict` (nothing changed) when `old` does not hold the alias."""
-
-    async def list_indices(self, alias: str) -> list[IndexInfo]:
-        """Every ``<alias>_v<N>`` index and every index `alias` points at, by N then name."""
-
-    async def write_index(self, alias: str) -> WriteIndex | None:
-        """Where writes through `alias` go; None when it is no alias or has no write index."""
-
-    async def delete_index(self, name: str) -> None:
-        """Delete the physical index `name` with its aliases; no safety checks. `IndexMissing`, or
-        `IndexAdminError` for an alias."""
-
-    async def update_settings(
-        self, name: str, *, refresh_interval: str | None = None, replicas: int | None = None
-    ) -> None: ...

@@ -24,7 +24,6 @@ from searchsync.mysql.key_scope import KeyScope
 from searchsync.mysql.outbox import MysqlOutbox
 from searchsync.mysql.pool import close_pool, open_pool, transaction
 from searchsync.mysql.truth import MysqlTruth
-from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.state import MysqlWheelState
@@ -32,7 +31,7 @@ from searchsync.ops.repair.wheel import Wheel
 from searchsync.projection import Projector, registry_from_settings
 from searchsync.search.client import make_es_client
 from searchsync.search.elasticsearch import EsIndexAdmin
-from searchsync.search.es_index import BulkSizer
+from searchsync.search.es_index import BulkSizer, EsIndex
 from searchsync.search.sink import IndexOp
 
 from bench.common import init_alias, open_app_pool, progress
@@ -228,7 +227,7 @@ class LoadBench:
             projectors=[self.projector],
             alias_for=self.settings.alias,
             truth=MysqlTruth(self.pool, id_prefix=self.prefix),
-            index=EsIndexSide(self.es),
+            index=EsIndex(self.es),
             state=MysqlWheelState(self.pool, scope=f"lbench-{self.prefix}"),
             healer=Healer(MysqlOutbox(self.pool), appends_per_s=1.0, dry_run=True),
             settings=replace(self.settings.repair, content_share=1.0),

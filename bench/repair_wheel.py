@@ -16,13 +16,13 @@ from searchsync.config import Settings, load_settings
 from searchsync.mysql.outbox import MysqlOutbox
 from searchsync.mysql.pool import close_pool, open_pool
 from searchsync.mysql.truth import MysqlTruth
-from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.state import MysqlWheelState
 from searchsync.ops.repair.wheel import Wheel
 from searchsync.projection import Projector, default_registry
 from searchsync.search.client import make_es_client
+from searchsync.search.es_index import EsIndex
 
 AGGREGATE_TYPE: Final = "wiki_page"
 
@@ -73,7 +73,7 @@ def build_wheel(
     if buckets is not None:
         repair = replace(repair, bucket_count=buckets)
     truth = Timed(MysqlTruth(pool, sync_hash_column=sync_hash_column, id_prefix=id_prefix))
-    index = Timed(EsIndexSide(es))
+    index = Timed(EsIndex(es))
     state = Timed(MysqlWheelState(pool, scope=scope))
     wheel = Wheel(
         projectors=[bench_projector(table)],

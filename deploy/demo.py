@@ -36,7 +36,7 @@ from searchsync.projection import registry_from_settings
 from searchsync.read import Until, wait_for_revision
 from searchsync.search.admin import init_index
 from searchsync.search.client import make_es_client
-from searchsync.search.reads import EsSearchReader
+from searchsync.search.es_index import EsIndex
 from searchsync.writer import PageWriter
 
 REPO = Path(__file__).resolve().parents[1]
@@ -228,7 +228,7 @@ async def main() -> int:
         committed = time.monotonic()
         revision = await writer.update(live, content="read your writes")
         waited = await wait_for_revision(
-            EsSearchReader(es), alias, live, revision, until=Until.SEARCHABLE, timeout_s=30
+            EsIndex(es), alias, live, revision, until=Until.SEARCHABLE, timeout_s=30
         )
         say(
             f"read-your-writes: {live} revision {revision} searchable "

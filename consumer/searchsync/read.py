@@ -20,7 +20,7 @@ from searchsync.mysql.truth import Truth
 from searchsync.naming import read_alias_name
 from searchsync.projection import Projector
 from searchsync.runtime import Runtime
-from searchsync.search.reads import SearchReader, StoredDocument
+from searchsync.search.port import SearchEngine, StoredDocument
 
 
 class Until(enum.Enum):
@@ -89,7 +89,7 @@ Seen = tuple[bool, int | None, bool | None]  # reached, revision seen, is it a t
 
 
 async def wait_for_revision(
-    reader: SearchReader,
+    reader: SearchEngine,
     alias: str,
     doc_id: str,
     revision: int,
@@ -133,7 +133,7 @@ def wait_for_revision_sync(
     async def go() -> WaitResult:
         async with Runtime(settings) as runtime:
             return await wait_for_revision(
-                runtime.search().searcher,
+                runtime.search().aliased,
                 settings.alias(aggregate_type),
                 doc_id,
                 revision,
@@ -145,12 +145,12 @@ def wait_for_revision_sync(
     return asyncio.run(go())
 
 
-async def _indexed(reader: SearchReader, alias: str, doc_id: str, revision: int) -> Seen:
+async def _indexed(reader: SearchEngine, alias: str, doc_id: str, revision: int) -> Seen:
     version = (await reader.get_versions(alias, [doc_id])).get(doc_id)
     return version is not None and version >= revision, version, None
 
 
-async def _searchable(reader: SearchReader, alias: str, doc_id: str, revision: int) -> Seen:
+async def _searchable(reader: SearchEngine, alias: str, doc_id: str, revision: int) -> Seen:
     only = {"ids": {"values": [doc_id]}}
     live = await _one(reader.search(read_alias_name(alias), only, size=1))
     if live is not None:  # what readers see; a live document below the revision is not it yet
@@ -216,7 +216,7 @@ class ReadMetrics:
 
 
 async def verified_search(
-    reader: SearchReader,
+    reader: SearchEngine,
     truth: Truth,
     projector: Projector,
     *,

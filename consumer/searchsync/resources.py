@@ -23,20 +23,13 @@ from searchsync.mysql.state import ProjectionStateWriter, StateRecorder
 from searchsync.mysql.truth import MysqlTruth, Truth
 from searchsync.ops.load.state import LoadStateStore, MysqlLoadState
 from searchsync.ops.prune import ConnectorState
-from searchsync.ops.rebuild.reader import EsIndexReader, IndexReader
 from searchsync.ops.rebuild.state import MysqlRebuildState, RebuildStateStore
-from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.ops.repair.lease import LeaseStore, MysqlLeaseStore
-from searchsync.ops.repair.model import IndexSide
 from searchsync.ops.repair.state import MysqlWheelState, WheelState
 from searchsync.relay.mysql_store import MysqlRelayStore
 from searchsync.relay.port import RelayStore
-from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.es_index import BulkSizer, EsIndex
-from searchsync.search.port import IndexAdmin
-from searchsync.search.reads import EsSearchReader, SearchReader
-from searchsync.search.sink import SearchIndex
-from searchsync.search.tombstones import EsTombstones, TombstoneStore
+from searchsync.search.port import IndexAdmin, SearchEngine
 from searchsync.time_zones import parse_time_zone
 
 
@@ -81,30 +74,21 @@ class Tables:
 
 @dataclass(frozen=True, slots=True)
 class Search:
-    """The search service. `aliased` writes through aliases (``require_alias=true``, the live
-    consumer); `physical` writes the physical index it is given (a rebuild and its catch-up)."""
+    """The search service. `aliased` writes through aliases (``require_alias=true``: the live
+    consumer; the repair and the read side read through it); `physical` writes the physical index
+    it is given (a rebuild and its catch-up; the rebuild's reads and the purge use it)."""
 
     admin: IndexAdmin
-    aliased: SearchIndex
-    physical: SearchIndex
-    reader: IndexReader
-    repair_side: IndexSide
-    tombstones: TombstoneStore
-    searcher: SearchReader  # what an application reads back (searchsync.read)
+    aliased: SearchEngine
+    physical: SearchEngine
 
     @classmethod
     def over(cls, client: Any, settings: Settings) -> Search:
         es = settings.elasticsearch
         sizer = BulkSizer(es.bulk_max_actions, es.bulk_max_bytes)
-        return cls(
-            admin=EsIndexAdmin(client),
-            aliased=EsIndex(client, sizer=sizer, require_alias=True),
-            physical=EsIndex(client, sizer=sizer, require_alias=False),
-            reader=EsIndexReader(client),
-            repair_side=EsIndexSide(client),
-            tombstones=EsTombstones(client),
-            searcher=EsSearchReader(client),
-        )
+        aliased = EsIndex(client, sizer=sizer, require_alias=True)
+        physical = EsIndex(client, sizer=sizer, require_alias=False)
+        return cls(admin=aliased, aliased=aliased, physical=physical)
 
 
 @dataclass(frozen=True, slots=True)

@@ -186,7 +186,7 @@ class Runtime:
             registry=registry,
             index_admin=search.admin,
             writer=search.physical,  # the backfill addresses the new physical index
-            reader=search.reader,
+            reader=search.physical,
             truth=tables.truth,
             kafka=self.kafka_admin(),
             state=tables.rebuild_state,
@@ -228,7 +228,7 @@ class Runtime:
             projectors=projectors,
             alias_for=self.settings.alias,
             truth=tables.truth,
-            index=search.repair_side,
+            index=search.aliased,
             state=tables.wheel_state,
             healer=Healer(
                 tables.outbox,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from typing import NamedTuple, TypeAlias
+from typing import Final, NamedTuple, TypeAlias
 
 TopicPartition: TypeAlias = tuple[str, int]
 """A Kafka partition as ``(topic, partition)``: the unit of assignment, pausing and committing."""
@@ -11,6 +11,9 @@ TopicPartition: TypeAlias = tuple[str, int]
 
 BucketCursor: TypeAlias = tuple[int, str]
 """Where a page of a bucket key range resumes: the bucket key and the id of the last entry."""
+
+HASH_SPACE: Final = 2**32
+"""The repair wheel's bucket keys (``sync_hash``) lie in ``0 .. HASH_SPACE - 1``."""
 
 
 class Operation(enum.StrEnum):

@@ -1,13 +1,11 @@
-"""What the index read contracts (the repair's `IndexSide`, the rebuild's `IndexReader`) need from
-a backend, and the documents they write: the search contract's, plus ``sync_hash``."""
+"""The documents of the `SearchEngine` read contracts (the repair wheel's and the rebuild's): the
+search contract's, plus ``sync_hash``."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
-from searchsync.ops.rebuild.reader import IndexReader
-from searchsync.ops.repair.model import IndexSide
 from searchsync.search.sink import IndexOp
 
 from tests.contract.search_backend import MAPPING, SCHEMA_VERSION, Backend, body, physical, write
@@ -19,11 +17,6 @@ READ_MAPPING: dict[str, Any] = {
         "properties": {**MAPPING["mappings"]["properties"], "sync_hash": {"type": "long"}},
     },
 }
-
-
-class ReadBackend(Backend, Protocol):
-    reader: IndexReader
-    side: IndexSide
 
 
 def doc(
@@ -40,7 +33,7 @@ def doc(
     return version, body(doc_id, version, title=title, deleted=deleted) | fields
 
 
-async def filled(h: ReadBackend, docs: dict[str, tuple[int, dict[str, Any]]]) -> tuple[str, str]:
+async def filled(h: Backend, docs: dict[str, tuple[int, dict[str, Any]]]) -> tuple[str, str]:
     """A fresh alias over a fresh ``<alias>_v1`` holding `docs` ({id: (version, body)}),
     refreshed; returns the alias and the index."""
     alias = h.fresh_alias()
@@ -48,5 +41,5 @@ async def filled(h: ReadBackend, docs: dict[str, tuple[int, dict[str, Any]]]) ->
     await h.admin.create_index(index, READ_MAPPING, alias=alias)
     ops = [IndexOp(alias, i, v, orjson.dumps(source)) for i, (v, source) in docs.items()]
     await write(h, *ops)
-    await h.reader.refresh(index)
+    await h.index.refresh(index)
     return alias, index

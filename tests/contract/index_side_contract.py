@@ -1,6 +1,6 @@
-"""The `IndexSide` contract: what the repair wheel reads from the index, through the alias.
+"""The repair wheel's reads of a `SearchEngine`, through the alias, as the wheel sees them.
 
-Every case takes a `ReadBackend` and runs unchanged against the fake (tests/unit) and a real
+Every case takes a `Backend` and runs unchanged against the fake (tests/unit) and a real
 node (tests/integration).
 """
 
@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from searchsync.ops.repair.model import IndexEntry
+from searchsync.ops.repair.model import IndexEntry, entry_of
+from searchsync.types import BucketCursor
 
-from tests.contract.index_read_backend import ReadBackend, doc, filled
+from tests.contract.index_read_backend import doc, filled
+from tests.contract.search_backend import Backend
 
 # ids in another order than their sync_hash: pages follow the id
 DOCS = {
@@ -20,6 +22,18 @@ DOCS = {
     "d": doc("d", 5, 20, schema=7),
     "e": doc("e", 1, 50),
 }
+
+
+async def page(
+    h: Backend, alias: str, lo: int, hi: int, after: BucketCursor | None, n: int, *, content: bool
+) -> list[IndexEntry]:
+    found = await h.index.bucket_page(alias, lo, hi, after, n, content=content)
+    return [entry_of(d, content=content) for d in found]
+
+
+async def by_ids(h: Backend, alias: str, ids: list[str]) -> dict[str, IndexEntry]:
+    found = await h.index.get_documents(alias, ids)
+    return {i: entry_of(d, content=True) for i, d in found.items() if d is not None}
 
 
 def light(doc_id: str) -> IndexEntry:
@@ -36,48 +50,47 @@ def full(doc_id: str) -> IndexEntry:
     )
 
 
-async def side_pages_a_key_range_by_id(h: ReadBackend) -> None:
+async def side_pages_a_key_range_by_id(h: Backend) -> None:
     alias, _ = await filled(h, DOCS)
-    first = await h.side.bucket_page(alias, 10, 45, None, 2, content=False)
+    first = await page(h, alias, 10, 45, None, 2, content=False)
     assert first == [light("a"), light("b")]
-    second = await h.side.bucket_page(alias, 10, 45, (10, "b"), 2, content=False)
+    second = await page(h, alias, 10, 45, (10, "b"), 2, content=False)
     assert second == [light("c"), light("d")]
-    assert await h.side.bucket_page(alias, 10, 45, (20, "d"), 2, content=False) == []
-    assert await h.side.bucket_page(alias, 41, 50, None, 10, content=False) == []  # hi excluded
+    assert await page(h, alias, 10, 45, (20, "d"), 2, content=False) == []
+    assert await page(h, alias, 41, 50, None, 10, content=False) == []  # hi excluded
 
 
-async def side_reads_content_when_asked(h: ReadBackend) -> None:
+async def side_reads_content_when_asked(h: Backend) -> None:
     alias, _ = await filled(h, DOCS)
-    page = await h.side.bucket_page(alias, 0, 100, None, 10, content=True)
-    assert page == [full(i) for i in "abcde"]
+    assert await page(h, alias, 0, 100, None, 10, content=True) == [full(i) for i in "abcde"]
 
 
-async def side_by_ids_finds_what_exists(h: ReadBackend) -> None:
+async def side_by_ids_finds_what_exists(h: Backend) -> None:
     alias, _ = await filled(h, DOCS)
-    assert await h.side.by_ids(alias, ["d", "nope", "a", "d"]) == {"a": full("a"), "d": full("d")}
-    assert await h.side.by_ids(alias, []) == {}
+    assert await by_ids(h, alias, ["d", "nope", "a", "d"]) == {"a": full("a"), "d": full("d")}
+    assert await by_ids(h, alias, []) == {}
 
 
-async def side_strays_are_the_documents_outside_the_key_space(h: ReadBackend) -> None:
+async def side_strays_are_the_documents_outside_the_key_space(h: Backend) -> None:
     version, keyless = doc("f", 4, 0, deleted=True)
     keyless.pop("sync_hash")
     outside = {"f": (version, keyless), "g": doc("g", 2, -1), "h": doc("h", 6, 2**32)}
     alias, _ = await filled(h, DOCS | outside)
-    pages = [page async for page in h.side.strays(alias, 2)]
+    pages = [page async for page in h.index.strays(alias, 2)]
     assert [len(page) for page in pages] == [2, 1]  # in an order of the side's own
-    got = sorted((e for page in pages for e in page), key=lambda e: e.id)
+    got = sorted((entry_of(d, content=False) for p in pages for d in p), key=lambda e: e.id)
     schema = keyless["projection_schema_version"]
     assert got == [
         IndexEntry("f", 4, None, schema, True, None, None),
         IndexEntry("g", 2, None, schema, False, None, -1),
         IndexEntry("h", 6, None, schema, False, None, 2**32),
     ]
-    assert [len(page) async for page in h.side.strays(alias, 3)] == [3]  # no empty last page
+    assert [len(page) async for page in h.index.strays(alias, 3)] == [3]  # no empty last page
     empty, _ = await filled(h, DOCS)
-    assert [page async for page in h.side.strays(empty, 2)] == []
+    assert [page async for page in h.index.strays(empty, 2)] == []
 
 
-INDEX_SIDE_CASES: list[Callable[[ReadBackend], Awaitable[None]]] = [
+INDEX_SIDE_CASES: list[Callable[[Backend], Awaitable[None]]] = [
     side_pages_a_key_range_by_id,
     side_reads_content_when_asked,
     side_by_ids_finds_what_exists,

@@ -7,13 +7,11 @@ never a write target, moved with ``A`` in the same ``_aliases`` call by a swap a
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Protocol
 
 from searchsync.naming import read_alias_name
 from searchsync.ops.indices import list_alias, rollback
 from searchsync.search.admin import describe
 from searchsync.search.port import SCHEMA_VERSION_META
-from searchsync.search.reads import SearchReader
 from searchsync.search.sink import OutcomeKind
 
 from tests.contract.search_backend import MAPPING, Backend, new_alias, op, physical, write
@@ -21,25 +19,19 @@ from tests.contract.search_backend import MAPPING, Backend, new_alias, op, physi
 _ALL = {"match_all": {}}
 
 
-class SearchBackend(Backend, Protocol):
-    """A `Backend` that also searches (`searchsync.search.reads`)."""
-
-    searcher: SearchReader
-
-
-async def _ids(h: SearchBackend, alias: str) -> list[str]:
+async def _ids(h: Backend, alias: str) -> list[str]:
     await h.index.refresh(alias)  # the test's own refresh: searches see the last one
-    return sorted(hit.doc_id for hit in await h.searcher.search(alias, _ALL, size=100))
+    return sorted(hit.doc_id for hit in await h.index.search(alias, _ALL, size=100))
 
 
-async def read_alias_hides_tombstones_and_takes_no_writes(h: SearchBackend) -> None:
+async def read_alias_hides_tombstones_and_takes_no_writes(h: Backend) -> None:
     alias = await new_alias(h)
     read = read_alias_name(alias)
     await write(h, op(alias, "live", 1), op(alias, "gone", 2, deleted=True), op(alias, "c", 1))
     await write(h, op(alias, "c", 2, deleted=True))
     assert await _ids(h, alias) == ["c", "gone", "live"]  # the tombstones are in the index
     assert await _ids(h, read) == ["live"]
-    [hit] = await h.searcher.search(read, {"ids": {"values": ["live", "c"]}}, size=10)
+    [hit] = await h.index.search(read, {"ids": {"values": ["live", "c"]}}, size=10)
     assert (hit.doc_id, hit.version, hit.source["is_deleted"]) == ("live", 1, False)
     [refused] = await write(h, op(read, "x", 1))  # nothing writes through the read alias
     assert refused.kind is not OutcomeKind.APPLIED
@@ -49,7 +41,7 @@ async def read_alias_hides_tombstones_and_takes_no_writes(h: SearchBackend) -> N
     assert (await describe(h.admin, alias)).read_indices == (physical(alias),)
 
 
-async def read_alias_moves_with_the_swap_and_the_rollback(h: SearchBackend) -> None:
+async def read_alias_moves_with_the_swap_and_the_rollback(h: Backend) -> None:
     alias = await new_alias(h)
     read = read_alias_name(alias)
     v1, v2 = physical(alias, 1), physical(alias, 2)
@@ -72,7 +64,7 @@ async def read_alias_moves_with_the_swap_and_the_rollback(h: SearchBackend) -> N
     assert (await describe(h.admin, alias)).read_indices == (v1,)
 
 
-READ_ALIAS_CASES: list[Callable[[SearchBackend], Awaitable[None]]] = [
+READ_ALIAS_CASES: list[Callable[[Backend], Awaitable[None]]] = [
     read_alias_hides_tombstones_and_takes_no_writes,
     read_alias_moves_with_the_swap_and_the_rollback,
 ]

@@ -11,11 +11,9 @@ from typing import Any, Protocol
 
 import orjson
 from searchsync import naming
-from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin
-from searchsync.search.reads import SearchReader
-from searchsync.search.sink import IndexOp, SearchIndex, Sink, WriteOutcome
+from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin, SearchEngine
+from searchsync.search.sink import IndexOp, Sink, WriteOutcome
 
-from tests.fakes.index_readers import InMemoryIndexReader, InMemoryIndexSide
 from tests.fakes.search_index import InMemoryIndex
 
 SCHEMA_VERSION = 1
@@ -40,7 +38,7 @@ MAPPING: dict[str, Any] = {
 class Backend(Protocol):
     """A search engine under test: the two ports plus a way to look at stored documents."""
 
-    index: SearchIndex
+    index: SearchEngine
     admin: IndexAdmin
 
     def fresh_alias(self) -> str:
@@ -104,11 +102,8 @@ class FakeBackend:
 
     def __init__(self) -> None:
         self.fake = InMemoryIndex()
-        self.index: SearchIndex = self.fake
+        self.index: SearchEngine = self.fake
         self.admin: IndexAdmin = self.fake.admin
-        self.reader = InMemoryIndexReader(self.fake)
-        self.side = InMemoryIndexSide(self.fake)
-        self.searcher: SearchReader = self.fake
         self.fresh_alias = Names("contract")
 
     async def stored(self, alias: str, doc_id: str) -> tuple[int, dict[str, Any]] | None:

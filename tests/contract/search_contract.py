@@ -1,4 +1,4 @@
-"""The `SearchIndex` contract (through `Sink`).
+"""The `SearchEngine` contract (through `Sink`).
 
 Each case takes a `Backend` and runs unchanged against the in-memory fake (tests/unit) and a real
 node (tests/integration).

@@ -1,4 +1,5 @@
-"""The `IndexAdmin` fake: an in-memory search engine's indices and aliases.
+"""The indices and aliases of the `SearchEngine` fake (`tests.fakes.search_index.InMemoryIndex`
+has them).
 
 Each check is the one a real node makes, and a refused operation changes nothing: aliases have at
 most one write index each; a swap is all or nothing; deleting an index removes the aliases on it;
@@ -16,17 +17,12 @@ from searchsync.search.port import LIVE_FILTER, IndexInfo, WriteIndex, effective
 
 from tests.fakes.search_state import IndexState
 
-__all__ = ["InMemoryIndexAdmin"]
+__all__ = ["IndexAdminFake"]
 
 
-class InMemoryIndexAdmin:
-    """`IndexAdmin` over an `IndexState`; `InMemoryIndex.admin` is one over that index."""
-
-    def __init__(self, state: IndexState) -> None:
-        self._state = state
-
+class IndexAdminFake(IndexState):
     async def exists(self, name: str) -> bool:
-        return self._state.exists(check_index_name(name))
+        return self.has(check_index_name(name))
 
     async def create_index(
         self,
@@ -37,19 +33,19 @@ class InMemoryIndexAdmin:
         alias: str | None = None,
     ) -> None:
         check_index_name(name)
-        if name in self._state.indices:
+        if name in self.indices:
             raise IndexExists(name, "already exists", "resource_already_exists_exception")
-        if name in self._state.aliases:
+        if name in self.aliases:
             raise IndexExists(name, "already exists as alias", "invalid_index_name_exception")
         if alias is not None:
             self._check_can_write_to(check_index_name(alias), name)
-        self._state.add_index(name, body, meta or {})
+        self.add_index(name, body, meta or {})
         if alias is not None:
             self._point(alias, name)
 
     async def put_alias(self, alias: str, index: str) -> None:
         check_index_name(alias)
-        if check_index_name(index) not in self._state.indices:
+        if check_index_name(index) not in self.indices:
             raise IndexMissing(index, "no such index", "index_not_found_exception")
         self._check_can_write_to(alias, index)
         self._point(alias, index)
@@ -57,28 +53,28 @@ class InMemoryIndexAdmin:
     async def swap_alias(self, alias: str, *, old: str, new: str) -> None:
         check_index_name(alias)
         for name in (old, new):
-            if check_index_name(name) not in self._state.indices:
+            if check_index_name(name) not in self.indices:
                 raise IndexMissing(name, "no such index", "index_not_found_exception")
-        flags = self._state.aliases.get(alias, {})
+        flags = self.aliases.get(alias, {})
         if old not in flags:
             raise AliasConflict(alias, f"not on {old}", "aliases_not_found_exception")
         others = {index: flag for index, flag in flags.items() if index not in (old, new)}
         if any(flag is True for flag in others.values()):
             raise AliasConflict(alias, "more than one write index", "illegal_state_exception")
-        self._state.aliases[alias] = {**others, new: True}
+        self.aliases[alias] = {**others, new: True}
         read = read_alias_name(alias)
-        targets = self._state.aliases.get(read, {})
+        targets = self.aliases.get(read, {})
         targets.pop(old, None)
-        self._state.aliases[read] = {**targets, new: False}
-        self._state.alias_filters[read] = LIVE_FILTER
+        self.aliases[read] = {**targets, new: False}
+        self.alias_filters[read] = LIVE_FILTER
 
     async def list_indices(self, alias: str) -> list[IndexInfo]:
         check_index_name(alias)
-        flags = self._state.aliases.get(alias, {})
-        reads = self._state.aliases.get(read_alias_name(alias), {})
+        flags = self.aliases.get(alias, {})
+        reads = self.aliases.get(read_alias_name(alias), {})
         writer = effective_write_index(flags)
         infos = []
-        for name, index in self._state.indices.items():
+        for name, index in self.indices.items():
             version = physical_version(alias, name)
             if version is None and name not in flags:
                 continue
@@ -99,33 +95,33 @@ class InMemoryIndexAdmin:
         return sorted(infos, key=lambda i: (i.version is None, i.version or 0, i.name))
 
     async def write_index(self, alias: str) -> WriteIndex | None:
-        writer = effective_write_index(self._state.aliases.get(check_index_name(alias), {}))
+        writer = effective_write_index(self.aliases.get(check_index_name(alias), {}))
         if writer is None:
             return None
-        return WriteIndex(alias, writer, dict(self._state.indices[writer].meta))
+        return WriteIndex(alias, writer, dict(self.indices[writer].meta))
 
     async def delete_index(self, name: str) -> None:
         check_index_name(name)
-        if name in self._state.aliases:
+        if name in self.aliases:
             raise IndexAdminError(name, "matches an alias", "illegal_argument_exception")
-        if name not in self._state.indices:
+        if name not in self.indices:
             raise IndexMissing(name, "no such index", "index_not_found_exception")
-        del self._state.indices[name]
-        for alias, flags in list(self._state.aliases.items()):
+        del self.indices[name]
+        for alias, flags in list(self.aliases.items()):
             flags.pop(name, None)
             if not flags:
-                del self._state.aliases[alias]
-                self._state.alias_filters.pop(alias, None)
+                del self.aliases[alias]
+                self.alias_filters.pop(alias, None)
 
     async def update_settings(
         self, name: str, *, refresh_interval: str | None = None, replicas: int | None = None
     ) -> None:
         check_index_name(name)
-        targets = list(self._state.aliases.get(name, {})) or [name]
-        if targets[0] not in self._state.indices:
+        targets = list(self.aliases.get(name, {})) or [name]
+        if targets[0] not in self.indices:
             raise IndexMissing(name, "no such index", "index_not_found_exception")
         for target in targets:
-            index = self._state.indices[target]
+            index = self.indices[target]
             if refresh_interval is not None:
                 index.refresh_interval = refresh_interval
             if replicas is not None:
@@ -133,16 +129,16 @@ class InMemoryIndexAdmin:
 
     def _point(self, alias: str, index: str) -> None:
         """`alias` (write) and its read alias (filtered, read only) on `index`."""
-        self._state.aliases.setdefault(alias, {})[index] = True
+        self.aliases.setdefault(alias, {})[index] = True
         read = read_alias_name(alias)
-        self._state.aliases.setdefault(read, {})[index] = False
-        self._state.alias_filters[read] = LIVE_FILTER
+        self.aliases.setdefault(read, {})[index] = False
+        self.alias_filters[read] = LIVE_FILTER
 
     def _check_can_write_to(self, alias: str, index: str) -> None:
         """Refuse what a real node refuses when `index` becomes `alias`'s write index."""
         for name in (alias, read_alias_name(alias)):
-            if name in self._state.indices:
+            if name in self.indices:
                 raise IndexExists(name, "an index has this name", "invalid_alias_name_exception")
-        flags = self._state.aliases.get(alias, {})
+        flags = self.aliases.get(alias, {})
         if any(flag is True and other != index for other, flag in flags.items()):
             raise AliasConflict(alias, "more than one write index", "illegal_state_exception")

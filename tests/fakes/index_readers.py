@@ -1,100 +1,42 @@
-"""The fakes of the index's read ports: `IndexSide` (what the repair wheel reads) and `IndexReader`
-(what the rebuild's verification reads), both over an `InMemoryIndex`'s documents."""
+"""The reads of the `SearchEngine` fake (`tests.fakes.search_index.InMemoryIndex` has them): a
+rebuild's reads of a physical index, and the repair wheel's bucket pages and strays through an
+alias (the stored ``sync_hash`` selects the bucket).
+
+`fail_on_page` (1-based, counted in `pages` over both) and `fail_strays` raise `ConnectionError`,
+as a node that went away mid-read."""
 
 from __future__ import annotations
 
 import random
 import re
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable
+from datetime import datetime
 from typing import Any
 
 from searchsync.errors import ErrorCode, TransientError
-from searchsync.ops.repair.buckets import HASH_SPACE
-from searchsync.ops.repair.model import IndexEntry, entry_of_source
-from searchsync.search.reads import StoredDocument
-from searchsync.types import BucketCursor
+from searchsync.search.port import StoredDocument
+from searchsync.types import HASH_SPACE, BucketCursor
 
-from tests.fakes.search_index import InMemoryIndex
+from tests.fakes.search_state import IndexState, StoredDoc, utc_now
 
-__all__ = ["InMemoryIndexReader", "InMemoryIndexSide"]
+__all__ = ["IndexReads"]
 
-_LIGHT_FIELDS = ("projection_schema_version", "is_deleted", "sync_hash")
+_LIGHT_FIELDS = ("id", "projection_schema_version", "is_deleted", "sync_hash")
 
 
-class InMemoryIndexSide:
-    """`IndexSide` over an `InMemoryIndex` (the stored ``sync_hash`` selects the bucket)."""
-
-    def __init__(self, index: InMemoryIndex) -> None:
-        self._index = index
+class IndexReads(IndexState):
+    def __init__(self, *, clock: Callable[[], datetime] = utc_now) -> None:
+        super().__init__(clock=clock)
         self.pages = 0
-        self.fail_on_page: int | None = None  # raise ConnectionError on that page (1-based)
-        self.fail_strays = False  # raise ConnectionError on the stray read's first page
+        self.fail_on_page: int | None = None
+        self.fail_strays = False
 
-    def _docs(self, alias: str) -> dict[str, Any]:
-        target = self._index.alias_target(alias)
-        return {} if target is None else self._index.indices[target].docs
+    # -- a rebuild's reads of a physical index --------------------------------------------------
 
-    async def bucket_page(
-        self, alias: str, lo: int, hi: int, after: BucketCursor | None, limit: int, *, content: bool
-    ) -> list[IndexEntry]:
-        self.pages += 1
-        if self.fail_on_page is not None and self.pages >= self.fail_on_page:
-            raise ConnectionError("injected: the index side failed mid-bucket")
-        docs = self._docs(alias)
-        ids = sorted(
-            i
-            for i, d in docs.items()
-            if (after is None or i > after[1])
-            and _keyed(d.body.get("sync_hash"))
-            and lo <= d.body["sync_hash"] < hi
-        )
-        return [
-            entry_of_source(i, docs[i].version, _read(docs[i].body, content), content=content)
-            for i in ids[:limit]
-        ]
-
-    async def strays(self, alias: str, limit: int) -> AsyncGenerator[list[IndexEntry], None]:
-        """Pages in id order (Elasticsearch's order is its own); each counts in `pages`."""
-        docs = self._docs(alias)
-        ids = sorted(i for i, d in docs.items() if not _keyed(d.body.get("sync_hash")))
-        start = 0
-        while True:
-            self.pages += 1
-            failing = self.fail_on_page is not None and self.pages >= self.fail_on_page
-            if failing or self.fail_strays:
-                raise ConnectionError("injected: the index side failed mid-read of the strays")
-            found = ids[start : start + limit]
-            if found:
-                yield [
-                    entry_of_source(i, docs[i].version, _read(docs[i].body, False), content=False)
-                    for i in found
-                ]
-            if len(found) < limit:
-                return
-            start += limit
-
-    async def by_ids(self, alias: str, ids: Sequence[str]) -> dict[str, IndexEntry]:
-        docs = self._docs(alias)
-        return {
-            i: entry_of_source(i, docs[i].version, docs[i].body, content=True)
-            for i in ids
-            if i in docs
-        }
-
-
-class InMemoryIndexReader:
-    """`IndexReader` over an `InMemoryIndex`; `match` scores by shared lower-case words."""
-
-    def __init__(self, index: InMemoryIndex) -> None:
-        self._index = index
-
-    def _docs(self, index: str) -> dict[str, Any]:
-        if index not in self._index.indices:
+    def _docs(self, index: str) -> dict[str, StoredDoc]:
+        if index not in self.indices:
             raise TransientError(ErrorCode.ALIAS_MISSING, f"no index {index}")
-        return self._index.indices[index].docs
-
-    async def refresh(self, index: str) -> None:
-        self._docs(index)
+        return self.indices[index].docs
 
     async def count(self, index: str) -> int:
         return len(self._docs(index))
@@ -117,15 +59,55 @@ class InMemoryIndexReader:
         return [StoredDocument(i, docs[i].version, dict(docs[i].body)) for i in chosen]
 
     async def top_ids(self, index: str, field: str, text: str, k: int) -> list[str]:
+        """Live documents with every word of `text`, the fewest words first (a length norm)."""
         words = set(_words(text))
         scored = []
         for doc_id, doc in self._docs(index).items():
-            if doc.body.get("is_deleted") is not False:
-                continue
             have = set(_words(str(doc.body.get(field, ""))))
-            if words and words <= have:
+            if doc.body.get("is_deleted") is False and words and words <= have:
                 scored.append((len(have), doc_id))
         return [doc_id for _, doc_id in sorted(scored)[:k]]
+
+    # -- the repair wheel's reads through an alias ------------------------------------------------
+
+    def _aliased(self, alias: str) -> dict[str, StoredDoc]:
+        target = self.alias_target(alias)
+        return {} if target is None else self.indices[target].docs
+
+    def _page(self) -> None:
+        self.pages += 1
+        if self.fail_on_page is not None and self.pages >= self.fail_on_page:
+            raise ConnectionError("injected: the index failed mid-read")
+
+    async def bucket_page(
+        self, alias: str, lo: int, hi: int, after: BucketCursor | None, limit: int, *, content: bool
+    ) -> list[StoredDocument]:
+        self._page()
+        docs = self._aliased(alias)
+        ids = sorted(
+            i
+            for i, d in docs.items()
+            if (after is None or i > after[1])
+            and _keyed(d.body.get("sync_hash"))
+            and lo <= d.body["sync_hash"] < hi
+        )
+        return [_read(i, docs[i], content) for i in ids[:limit]]
+
+    async def strays(self, alias: str, limit: int) -> AsyncGenerator[list[StoredDocument], None]:
+        """Pages in id order (Elasticsearch's order is its own); each counts in `pages`."""
+        docs = self._aliased(alias)
+        ids = sorted(i for i, d in docs.items() if not _keyed(d.body.get("sync_hash")))
+        start = 0
+        while True:
+            self._page()
+            if self.fail_strays:
+                raise ConnectionError("injected: the index failed mid-read of the strays")
+            found = ids[start : start + limit]
+            if found:
+                yield [_read(i, docs[i], False) for i in found]
+            if len(found) < limit:
+                return
+            start += limit
 
 
 def _words(text: str) -> list[str]:
@@ -137,7 +119,8 @@ def _keyed(value: Any) -> bool:
     return value.__class__ is int and 0 <= value < HASH_SPACE
 
 
-def _read(body: dict[str, Any], content: bool) -> dict[str, Any]:
+def _read(doc_id: str, doc: StoredDoc, content: bool) -> StoredDocument:
     """What a page reads of a document: all of it with content, else the light fields (no
     ``projection_hash``), as Elasticsearch's doc-value read does."""
-    return body if content else {k: body[k] for k in _LIGHT_FIELDS if k in body}
+    body = doc.body if content else {k: doc.body[k] for k in _LIGHT_FIELDS if k in doc.body}
+    return StoredDocument(doc_id, doc.version, dict(body))

@@ -1,4 +1,4 @@
-"""The `SearchIndex` fake: an in-memory search engine with Elasticsearch's external-version and
+"""The `SearchEngine` fake: an in-memory search engine with Elasticsearch's external-version and
 alias semantics, as searchsync relies on them.
 
 - writes go through an alias only (``require_alias=true``): a name that is not an alias,
@@ -15,7 +15,10 @@ alias semantics, as searchsync relies on them.
   searches see every write at once (a real node's after its next refresh).
 
 `inject_failures` scripts item failures (429, 5xx, 400, status 0 for "no response") for the
-next ops, which are then not applied, like a rejected item on a real node.
+next ops, which are then not applied, like a rejected item on a real node. The reads
+(`tests.fakes.index_readers`) and the purge's part (`tests.fakes.tombstones`) work on the same
+state, and so do its indices and aliases (`tests.fakes.index_admin`); `physical_writer()` is the
+same engine with ``require_alias=false``.
 """
 
 from __future__ import annotations
@@ -29,19 +32,18 @@ from typing import Any
 import orjson
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.naming import read_alias_name
-from searchsync.search.port import LIVE_FILTER
-from searchsync.search.reads import StoredDocument
+from searchsync.search.port import LIVE_FILTER, StoredDocument
 from searchsync.search.sink import (
     EXTERNAL_GTE,
     IndexOp,
     ItemResult,
-    StoredProjection,
-    stored_projection,
 )
 
-from tests.fakes.index_admin import InMemoryIndexAdmin
+from tests.fakes.index_admin import IndexAdminFake
+from tests.fakes.index_readers import IndexReads
 from tests.fakes.search_query import matches
-from tests.fakes.search_state import IndexState, StoredDoc, utc_now
+from tests.fakes.search_state import StoredDoc, utc_now
+from tests.fakes.tombstones import TombstoneReads
 
 __all__ = ["InMemoryIndex", "PhysicalWriter"]
 
@@ -55,23 +57,27 @@ class _Failure:
     doc_id: str | None
 
 
-class InMemoryIndex(IndexState):
-    """The `SearchIndex` fake; its `admin` is the `IndexAdmin` fake over the same state."""
+class InMemoryIndex(IndexReads, TombstoneReads, IndexAdminFake):
+    """The `SearchEngine` fake; its `admin` is the `IndexAdmin` fake over the same state."""
 
     def __init__(self, *, clock: Callable[[], datetime] = utc_now) -> None:
         super().__init__(clock=clock)
         self._failures: deque[_Failure] = deque()
         self.bulk_calls: list[int] = []  # ops per bulk_index call, for assertions
-        self.admin = InMemoryIndexAdmin(self)
 
     # -- set-up shortcuts for tests (the port is `admin`) ------------------------------------
 
-    def create_index(self, name: str, mapping: Mapping[str, Any] | None = None) -> None:
+    @property
+    def admin(self) -> InMemoryIndex:
+        """This engine (code that only needs its admin part takes it so)."""
+        return self
+
+    def given_index(self, name: str, mapping: Mapping[str, Any] | None = None) -> None:
         if name in self.indices or name in self.aliases:
             raise ValueError(f"{name} already exists")
         self.add_index(name, mapping or {}, {})
 
-    def put_alias(self, alias: str, index: str) -> None:
+    def given_alias(self, alias: str, index: str) -> None:
         """Point `alias` at `index` only (replacing its previous targets: an atomic swap)."""
         if index not in self.indices:
             raise ValueError(f"no index {index}")
@@ -100,7 +106,7 @@ class InMemoryIndex(IndexState):
             raise ValueError("times must be >= 1")
         self._failures.append(_Failure(status, error_type, reason, times, doc_id))
 
-    # -- SearchIndex -------------------------------------------------------------------------
+    # -- SearchEngine ------------------------------------------------------------------------
 
     async def bulk_index(self, ops: Sequence[IndexOp]) -> list[ItemResult]:
         self.bulk_calls.append(len(ops))
@@ -120,22 +126,22 @@ class InMemoryIndex(IndexState):
         docs = self.indices[targets[0]].docs
         return {doc_id: (docs[doc_id].version if doc_id in docs else None) for doc_id in ids}
 
-    async def get_projections(
+    async def get_documents(
         self, alias: str, ids: Sequence[str]
-    ) -> dict[str, StoredProjection | None]:
+    ) -> dict[str, StoredDocument | None]:
         targets = list(self.aliases[alias]) if alias in self.aliases else [alias]
         if targets[0] not in self.indices:
             raise TransientError(ErrorCode.ALIAS_MISSING, f"no alias {alias}")
         docs = self.indices[targets[0]].docs
         return {
-            doc_id: stored_projection(docs[doc_id].version, docs[doc_id].body)
+            doc_id: StoredDocument(doc_id, docs[doc_id].version, dict(docs[doc_id].body))
             if doc_id in docs
             else None
             for doc_id in ids
         }
 
     async def refresh(self, alias: str) -> None:
-        if not self.exists(alias):
+        if not self.has(alias):
             raise TransientError(ErrorCode.ALIAS_MISSING, f"no index or alias {alias}")
 
     async def search(
@@ -197,7 +203,7 @@ class InMemoryIndex(IndexState):
                 f"or equal to the one provided [{op.version}]"
             )
             return ItemResult(op, 409, "version_conflict_engine_exception", reason)
-        state.docs[op.doc_id] = StoredDoc(op.version, body)
+        state.docs[op.doc_id] = StoredDoc(op.version, body, self.next_seq_no())
         return ItemResult(op, 201 if stored is None else 200)
 
     def _take_failure(self, op: IndexOp) -> _Failure | None:
@@ -211,7 +217,7 @@ class InMemoryIndex(IndexState):
 
 
 class PhysicalWriter:
-    """`SearchIndex` over an `InMemoryIndex` with ``require_alias=false``."""
+    """The same `InMemoryIndex` with ``require_alias=false``: only its writes differ."""
 
     def __init__(self, index: InMemoryIndex) -> None:
         self._index = index
@@ -220,8 +226,5 @@ class PhysicalWriter:
         self._index.bulk_calls.append(len(ops))
         return [self._index._index_one(op, require_alias=False) for op in ops]
 
-    async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
-        return await self._index.get_versions(alias, ids)
-
-    async def refresh(self, alias: str) -> None:
-        await self._index.refresh(alias)
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._index, name)

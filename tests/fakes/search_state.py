@@ -1,8 +1,7 @@
 """The state an in-memory search engine keeps: physical indices, their documents, and aliases.
 
-`tests.fakes.search_index.InMemoryIndex` (the `SearchIndex` fake) is one, and
-`tests.fakes.index_admin.InMemoryIndexAdmin` (the `IndexAdmin` fake) works on one; both follow
-Elasticsearch's rules as searchsync relies on them (see their modules).
+`tests.fakes.search_index.InMemoryIndex` (the `SearchEngine` fake) is one; it follows
+Elasticsearch's rules as searchsync relies on them (see its modules).
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from searchsync.search.port import DEFAULT_REFRESH_INTERVAL, effective_write_ind
 class StoredDoc:
     version: int
     body: dict[str, Any]
+    seq_no: int = 0  # Elasticsearch's: every write of the index bumps it
 
 
 @dataclass(slots=True)
@@ -26,6 +26,7 @@ class FakeIndexState:
     """One physical index."""
 
     properties: frozenset[str] | None  # None: the mapping is not strict
+    mapped: frozenset[str]  # the mapping's top-level fields
     meta: dict[str, Any]
     created_at: datetime
     replicas: int
@@ -45,12 +46,17 @@ class IndexState:
         self.aliases: dict[str, dict[str, bool | None]] = {}  # alias -> {index: is_write_index}
         self.alias_filters: dict[str, Mapping[str, Any]] = {}  # filtered alias -> its filter
         self.clock = clock
+        self.seq_no = 0
+
+    def next_seq_no(self) -> int:
+        self.seq_no += 1
+        return self.seq_no
 
     def alias_target(self, alias: str) -> str | None:
         """The write index of `alias` (None: no such alias, or no write index)."""
         return effective_write_index(self.aliases.get(alias, {}))
 
-    def exists(self, name: str) -> bool:
+    def has(self, name: str) -> bool:
         """True when `name` is an index or an alias."""
         return name in self.indices or name in self.aliases
 
@@ -67,6 +73,7 @@ class IndexState:
         settings = _flat_settings(body.get("settings", {}))
         self.indices[name] = FakeIndexState(
             properties=frozenset(mappings.get("properties", {})) if strict else None,
+            mapped=frozenset(mappings.get("properties", {})),
             meta={**mappings.get("_meta", {}), **meta},
             created_at=self.clock(),
             replicas=int(settings.get("number_of_replicas", 1)),

@@ -29,7 +29,7 @@ from searchsync.read import (
     wait_for_revision_sync,
 )
 from searchsync.search.client import make_es_client
-from searchsync.search.reads import EsSearchReader
+from searchsync.search.es_index import EsIndex
 from searchsync.writer import PageWriter
 
 from tests.integration.consumer_harness import (
@@ -100,7 +100,7 @@ async def test_read_your_writes_under_load(
     alias = settings.alias("wiki_page")
     writer = PageWriter(app_pool)
     es = make_es_client(settings)
-    reader = EsSearchReader(es)
+    reader = EsIndex(es)
 
     async def wait(doc_id: str, revision: int, until: Until, timeout_s: float = 60) -> WaitResult:
         return await wait_for_revision(
@@ -193,7 +193,7 @@ async def test_verified_search_while_writers_change_and_delete_its_rows(
     token = f"tok{uuid.uuid4().hex[:10]}"
     writer = PageWriter(app_pool)
     es = make_es_client(settings)
-    reader, truth, metrics = EsSearchReader(es), MysqlTruth(consumer_pool), ReadMetrics()
+    reader, truth, metrics = EsIndex(es), MysqlTruth(consumer_pool), ReadMetrics()
     ids = [f"{prefix}-{n:02d}" for n in range(30)]
     last = {}
     for doc_id in ids:

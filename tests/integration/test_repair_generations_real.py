@@ -13,21 +13,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 import aiomysql
 import pytest
+from elasticsearch import AsyncElasticsearch
 from searchsync.config import RepairSettings
 from searchsync.mysql.truth import MysqlTruth
-from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.ops.repair.heal import Healer
-from searchsync.ops.repair.model import FindingKind, IndexEntry
+from searchsync.ops.repair.model import FindingKind
 from searchsync.ops.repair.state import MysqlWheelState, snapshot
 from searchsync.ops.repair.wheel import Wheel
 from searchsync.ops.status_probes import repair_section
 from searchsync.projection import Projector, default_registry
 from searchsync.search.client import make_es_client
+from searchsync.search.es_index import EsIndex
+from searchsync.search.port import StoredDocument
 from searchsync.types import BucketCursor
 from searchsync.writer import PageWriter
 
@@ -43,12 +44,12 @@ from tests.integration.consumer_harness import (
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
 
-class _CutIndexSide:
-    """The real index side, cut off at its `cut_at`-th bucket page: it raises, or (`hang`)
+class _CutIndexSide(EsIndex):
+    """The real engine, cut off at its `cut_at`-th bucket page: it raises, or (`hang`)
     signals `reached` and waits forever, for the test to cancel the scan."""
 
-    def __init__(self, inner: EsIndexSide, cut_at: int, *, hang: bool = False) -> None:
-        self._inner = inner
+    def __init__(self, client: AsyncElasticsearch, cut_at: int, *, hang: bool = False) -> None:
+        super().__init__(client)
         self._cut_at = cut_at
         self._hang = hang
         self.pages = 0
@@ -56,20 +57,14 @@ class _CutIndexSide:
 
     async def bucket_page(
         self, alias: str, lo: int, hi: int, after: BucketCursor | None, limit: int, *, content: bool
-    ) -> list[IndexEntry]:
+    ) -> list[StoredDocument]:
         self.pages += 1
         if self.pages >= self._cut_at:
             self.reached.set()
             if not self._hang:
                 raise ConnectionError("injected: Elasticsearch went away mid-bucket")
             await asyncio.Event().wait()
-        return await self._inner.bucket_page(alias, lo, hi, after, limit, content=content)
-
-    def strays(self, alias: str, limit: int) -> AsyncGenerator[list[IndexEntry], None]:
-        return self._inner.strays(alias, limit)
-
-    async def by_ids(self, alias: str, ids: Sequence[str]) -> dict[str, IndexEntry]:
-        return await self._inner.by_ids(alias, ids)
+        return await super().bucket_page(alias, lo, hi, after, limit, content=content)
 
 
 async def _rows_and_docs(
@@ -129,7 +124,7 @@ def _wheel(
         projectors=[default_registry().get("wiki_page")],
         alias_for=alias_for,
         truth=MysqlTruth(consumer_pool, id_prefix=id_prefix),
-        index=index if index is not None else EsIndexSide(es),
+        index=index if index is not None else EsIndex(es),
         state=MysqlWheelState(consumer_pool, scope=scope),
         healer=Healer(outbox, appends_per_s=1_000),
         # pages of 2 (pinned), so a bucket takes several pages on each side
@@ -163,7 +158,7 @@ async def test_an_interrupted_scan_reports_no_deletions_and_the_next_run_restart
 
         # 1. Elasticsearch fails at its second page: MySQL was read to the end, ES only to its
         # first two ids, so a naive compare would call most rows missing.
-        cut = _CutIndexSide(EsIndexSide(es), cut_at=2)
+        cut = _CutIndexSide(es, cut_at=2)
         wheel, outbox = _wheel(consumer_pool, es, settings.alias, id_prefix, scope, m=1, index=cut)
         report = await wheel.rotation()
         assert report.interrupted == 1 and cut.pages == 2
@@ -173,7 +168,7 @@ async def test_an_interrupted_scan_reports_no_deletions_and_the_next_run_restart
         assert bucket.last_complete_at is None
 
         # 2. The scan is cancelled (a killed process) while it waits on its third ES page.
-        hang = _CutIndexSide(EsIndexSide(es), cut_at=3, hang=True)
+        hang = _CutIndexSide(es, cut_at=3, hang=True)
         wheel, outbox = _wheel(consumer_pool, es, settings.alias, id_prefix, scope, m=1, index=hang)
         task = asyncio.create_task(wheel.rotation())
         await asyncio.wait_for(hang.reached.wait(), 120)
@@ -279,7 +274,7 @@ async def test_the_lag_guard_reads_the_live_groups_lag_on_kafka_and_stops_the_ro
         projectors=[default_registry().get("wiki_page")],
         alias_for=settings.alias,
         truth=MysqlTruth(consumer_pool, id_prefix=id_prefix),
-        index=_CutIndexSide(EsIndexSide(es), cut_at=1),  # never reached
+        index=_CutIndexSide(es, cut_at=1),  # never reached
         state=MysqlWheelState(consumer_pool, scope=f"t{uuid.uuid4().hex[:8]}/"),
         healer=Healer(FakeOutbox(), appends_per_s=1_000, guard=bounds.lag),
         settings=RepairSettings(bucket_count=2),

@@ -22,10 +22,10 @@ from searchsync.mysql import truth_buckets
 from searchsync.mysql.dialect import Dialect
 from searchsync.mysql.truth import MysqlTruth, TruthEntry
 from searchsync.ops.repair.buckets import key_hash, key_of_id
-from searchsync.ops.repair.es_side import EsIndexSide
-from searchsync.ops.repair.model import IndexEntry
+from searchsync.ops.repair.model import IndexEntry, entry_of
 from searchsync.projection import default_registry
 from searchsync.search.client import make_es_client
+from searchsync.search.es_index import EsIndex
 from searchsync.types import BucketCursor
 from searchsync.writer import PageWriter
 
@@ -207,7 +207,7 @@ async def test_light_index_pages_read_doc_values_and_miss_nothing() -> None:
                 index=physical, id=i, document=body, version=1 + n, version_type="external"
             )
         await es.indices.refresh(index=physical)
-        side = EsIndexSide(es)
+        side = EsIndex(es)
         n_of = {i: n for n, i in enumerate(docs)}
         want = [
             IndexEntry(
@@ -241,11 +241,12 @@ async def test_light_index_pages_read_doc_values_and_miss_nothing() -> None:
         await drop_indices(settings)
 
 
-async def _index_scan(side: EsIndexSide, alias: str, page: int) -> list[IndexEntry]:
+async def _index_scan(side: EsIndex, alias: str, page: int) -> list[IndexEntry]:
     got: list[IndexEntry] = []
     after: BucketCursor | None = None
     while True:
-        found = await side.bucket_page(alias, 1000, 6000, after, page, content=False)
+        docs = await side.bucket_page(alias, 1000, 6000, after, page, content=False)
+        found = [entry_of(d, content=False) for d in docs]
         got.extend(found)
         if len(found) < page:
             return got

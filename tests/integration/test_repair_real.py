@@ -19,7 +19,6 @@ import pytest
 from searchsync.config import RepairSettings
 from searchsync.mysql.outbox import MysqlOutbox
 from searchsync.mysql.truth import MysqlTruth
-from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import FindingKind
 from searchsync.ops.repair.state import MysqlWheelState
@@ -28,7 +27,8 @@ from searchsync.projection import default_registry
 from searchsync.search.client import make_es_client
 from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.es_index import EsIndex
-from searchsync.search.sink import EXTERNAL_GTE, IndexOp, Sink, StoredProjection
+from searchsync.search.port import StoredDocument
+from searchsync.search.sink import EXTERNAL_GTE, IndexOp, Sink
 from searchsync.stream.coalesce import Work
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
@@ -160,7 +160,7 @@ async def test_one_rotation_finds_and_heals_every_kind_under_live_writes(
             projectors=[projector],
             alias_for=settings.alias,
             truth=MysqlTruth(consumer_pool, id_prefix=id_prefix),
-            index=EsIndexSide(es),
+            index=EsIndex(es),
             state=MysqlWheelState(consumer_pool, scope=f"t{uuid.uuid4().hex[:8]}/"),
             healer=Healer(MysqlOutbox(consumer_pool), appends_per_s=50),
             settings=RepairSettings(
@@ -216,10 +216,10 @@ class _RacingEsIndex(EsIndex):
 
     after_read: Any = None
 
-    async def get_projections(
+    async def get_documents(
         self, alias: str, ids: Sequence[str]
-    ) -> dict[str, StoredProjection | None]:
-        found = await super().get_projections(alias, ids)
+    ) -> dict[str, StoredDocument | None]:
+        found = await super().get_documents(alias, ids)
         hook, self.after_read = self.after_read, None
         if hook is not None:
             await hook()

@@ -17,13 +17,13 @@ import pytest
 from searchsync.clock import utc_now
 from searchsync.mysql.outbox import MysqlOutbox
 from searchsync.mysql.truth import MysqlTruth
-from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import FindingKind
 from searchsync.ops.repair.state import MysqlWheelState
 from searchsync.ops.repair.wheel import Wheel
 from searchsync.projection import default_registry
 from searchsync.search.client import make_es_client
+from searchsync.search.es_index import EsIndex
 from searchsync.writer import PageWriter
 
 from tests.integration.consumer_harness import (
@@ -96,7 +96,7 @@ async def test_a_rotation_recreates_live_and_fresh_tombstones_and_leaves_purged_
             projectors=[default_registry().get("wiki_page")],
             alias_for=settings.alias,
             truth=MysqlTruth(consumer_pool, id_prefix=id_prefix),
-            index=EsIndexSide(es),
+            index=EsIndex(es),
             state=MysqlWheelState(consumer_pool, scope=f"s{uuid.uuid4().hex[:8]}/"),
             healer=Healer(MysqlOutbox(consumer_pool), appends_per_s=50),
             settings=repair,

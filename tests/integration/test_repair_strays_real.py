@@ -21,7 +21,6 @@ from searchsync.mysql.outbox import MysqlOutbox
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.observability.repair_metrics import RepairMetrics
 from searchsync.ops.repair.buckets import HASH_SPACE, key_hash
-from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import FindingKind
 from searchsync.ops.repair.run import run_repair
@@ -29,6 +28,7 @@ from searchsync.ops.repair.state import MysqlWheelState
 from searchsync.ops.repair.wheel import Wheel
 from searchsync.projection import default_registry
 from searchsync.search.client import make_es_client
+from searchsync.search.es_index import EsIndex
 from searchsync.writer import PageWriter
 
 from tests.integration.conftest_mysql import fetch_all, revision_floors
@@ -126,7 +126,7 @@ async def test_one_rotation_heals_the_documents_no_bucket_holds(
             projectors=[projector],
             alias_for=settings.alias,
             truth=MysqlTruth(consumer_pool, id_prefix=id_prefix),
-            index=EsIndexSide(es),
+            index=EsIndex(es),
             state=MysqlWheelState(consumer_pool, scope=f"t{uuid.uuid4().hex[:8]}/"),
             healer=Healer(MysqlOutbox(consumer_pool), appends_per_s=50),
             settings=RepairSettings(

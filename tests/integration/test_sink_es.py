@@ -2,9 +2,9 @@
 an OpenSearch node (every test runs once on each).
 
 Runs the very cases of tests/contract (there against the in-memory fakes, in
-tests/unit/test_search_contract.py) through `EsIndex`, `EsIndexAdmin`, `EsIndexSide` and
-`EsIndexReader`, plus what only a real
-node can show. Every test uses its own uuid-prefixed names and deletes its indices afterwards.
+tests/unit/test_search_contract.py) through `EsIndex` and `EsIndexAdmin`, plus
+what only a real node can show. Every test uses its own uuid-prefixed names and deletes its
+indices afterwards.
 Elasticsearch: $TEST_ES_URL or http://127.0.0.1:9200; OpenSearch:
 $TEST_OS_URL or http://127.0.0.1:9201 (`make test` starts it there).
 """
@@ -19,21 +19,17 @@ from typing import Any
 import pytest
 from elasticsearch import AsyncElasticsearch, NotFoundError
 from searchsync.errors import Disposition
-from searchsync.ops.rebuild.reader import EsIndexReader
-from searchsync.ops.repair.es_side import EsIndexSide
 from searchsync.projection import wiki_page
 from searchsync.search.admin import InitAction, describe, init_index
 from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.es_index import BulkSizer, EsIndex
-from searchsync.search.port import IndexAdmin
-from searchsync.search.reads import EsSearchReader, SearchReader
-from searchsync.search.sink import OutcomeKind, SearchIndex, Sink
+from searchsync.search.port import IndexAdmin, SearchEngine
+from searchsync.search.sink import OutcomeKind, Sink
 
 from tests.contract.index_admin_contract import INDEX_ADMIN_CASES
-from tests.contract.index_read_backend import ReadBackend
 from tests.contract.index_reader_contract import INDEX_READER_CASES
 from tests.contract.index_side_contract import INDEX_SIDE_CASES
-from tests.contract.read_alias_contract import READ_ALIAS_CASES, SearchBackend
+from tests.contract.read_alias_contract import READ_ALIAS_CASES
 from tests.contract.search_backend import Backend, Names, new_alias, op
 from tests.contract.search_contract import SEARCH_INDEX_CASES
 from tests.integration.engines import ENGINES, engine_client
@@ -69,11 +65,8 @@ async def prefix(client: AsyncElasticsearch) -> AsyncIterator[str]:
 class EsBackend:
     def __init__(self, client: AsyncElasticsearch, prefix: str) -> None:
         self.client = client
-        self.index: SearchIndex = EsIndex(client)
+        self.index: SearchEngine = EsIndex(client)
         self.admin: IndexAdmin = EsIndexAdmin(client)
-        self.reader = EsIndexReader(client)
-        self.side = EsIndexSide(client)
-        self.searcher: SearchReader = EsSearchReader(client)
         self.fresh_alias = Names(prefix)
 
     async def stored(self, alias: str, doc_id: str) -> tuple[int, dict[str, Any]] | None:
@@ -100,21 +93,21 @@ async def test_index_admin_contract(
 
 @pytest.mark.parametrize("case", INDEX_SIDE_CASES, ids=lambda case: case.__name__)
 async def test_index_side_contract(
-    case: Callable[[ReadBackend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
+    case: Callable[[Backend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
 ) -> None:
     await case(EsBackend(client, prefix))
 
 
 @pytest.mark.parametrize("case", INDEX_READER_CASES, ids=lambda case: case.__name__)
 async def test_index_reader_contract(
-    case: Callable[[ReadBackend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
+    case: Callable[[Backend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
 ) -> None:
     await case(EsBackend(client, prefix))
 
 
 @pytest.mark.parametrize("case", READ_ALIAS_CASES, ids=lambda case: case.__name__)
 async def test_read_alias_contract(
-    case: Callable[[SearchBackend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
+    case: Callable[[Backend], Awaitable[None]], client: AsyncElasticsearch, prefix: str
 ) -> None:
     await case(EsBackend(client, prefix))
 

@@ -1,7 +1,8 @@
 """The tombstone purge on the real stack (docs/design.md, "Tombstones and their purge").
 
-- `EsTombstones` on a real node: the point-in-time scan finds exactly the old tombstones, and a
-  document written between the scan and the delete is kept (``if_seq_no`` answers 409).
+- `EsIndex`'s purge reads on a real node: the point-in-time scan finds exactly the old
+  tombstones, and a document written between the scan and the delete is kept (``if_seq_no``
+  answers 409).
 - Late events: pages soft- and hard-deleted through MariaDB, indexed by a running consumer,
   purged with a tiny window (allowed by ``[retention] min_tombstone_age`` in the test's own
   settings) on an index whose ``index.gc_deletes`` is 1 s; once Elasticsearch has forgotten
@@ -35,7 +36,7 @@ from searchsync.search.client import make_es_client
 from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.es_index import EsIndex
 from searchsync.search.sink import FINISHED_KINDS, IndexOp, Sink
-from searchsync.search.tombstones import DeleteResult, EsTombstones
+from searchsync.search.tombstones import DeleteResult
 from searchsync.types import Operation, ThinEvent
 from searchsync.writer import PageWriter
 
@@ -91,10 +92,10 @@ async def test_the_scan_finds_old_tombstones_and_a_changed_one_is_kept(
         assert all(o.kind in FINISHED_KINDS for o in outcomes)
         await es.indices.refresh(index=index)
 
-        store = EsTombstones(es)
+        store = EsIndex(es, require_alias=False)
         assert await store.maps_tombstoned_at(index)
         before = format_timestamp(datetime.now(UTC) - timedelta(days=1))
-        pages = [page async for page in store.scan(index, before, 2)]
+        pages = [page async for page in store.scan_tombstones(index, before, 2)]
         assert [len(p) for p in pages] == [2, 2, 1]  # pages of the requested size
         hits = [hit for page in pages for hit in page]
         assert sorted(h.doc_id for h in hits) == [f"old{i}" for i in range(5)]
@@ -104,7 +105,7 @@ async def test_the_scan_finds_old_tombstones_and_a_changed_one_is_kept(
         again = projector.project({**live, "id": "old0", "revision": 3})
         [rewritten] = await Sink(EsIndex(es)).write([IndexOp.from_document(alias, again)])
         assert rewritten.kind in FINISHED_KINDS
-        results = {o.hit.doc_id: o.result for o in await store.delete(index, hits)}
+        results = {o.hit.doc_id: o.result for o in await store.delete_tombstones(index, hits)}
         assert results.pop("old0") is DeleteResult.CHANGED
         assert set(results.values()) == {DeleteResult.DELETED}
         kept = await es.get(index=alias, id="old0")
@@ -124,7 +125,7 @@ async def test_an_index_without_the_field_is_reported(es: AsyncElasticsearch) ->
     del mapping["mappings"]["properties"]["tombstoned_at"]
     await es.indices.create(index=index, mappings=mapping["mappings"])
     try:
-        assert not await EsTombstones(es).maps_tombstoned_at(index)
+        assert not await EsIndex(es, require_alias=False).maps_tombstoned_at(index)
     finally:
         await es.indices.delete(index=index)
 
@@ -178,7 +179,7 @@ async def test_a_stale_upsert_after_a_purge_writes_a_tombstone_again(
         assert "tombstoned_at" in (await es.get(index=alias, id=hard))["_source"]
         assert "tombstoned_at" not in (await es.get(index=alias, id=live))["_source"]
 
-        store, admin = EsTombstones(es), EsIndexAdmin(es)
+        store, admin = EsIndex(es, require_alias=False), EsIndexAdmin(es)
         window = timedelta(seconds=1)
 
         async def purge(dry_run: bool) -> Any:

@@ -1,5 +1,5 @@
-"""The tombstone store contract (tests/contract; there against the fake, in
-tests/unit/test_tombstones_contract.py) through `EsTombstones` on both real engines
+"""The tombstone contract (tests/contract; there against the fake, in
+tests/unit/test_tombstones_contract.py) through `EsIndex` on both real engines
 (tests/integration/engines.py).
 
 Every case makes its own uuid-prefixed indices, deleted afterwards.
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from elasticsearch import AsyncElasticsearch
-from searchsync.search.tombstones import EsTombstones
+from searchsync.search.es_index import EsIndex
 
 from tests.contract.tombstones_contract import MAPPING, TOMBSTONE_CASES, TombstoneBackend
 from tests.integration.conftest import ES_URL
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.integration
 class EsTombstoneBackend:
     def __init__(self, client: AsyncElasticsearch) -> None:
         self.client = client
-        self.store = EsTombstones(client)
+        self.store = EsIndex(client, require_alias=False)
         self.prefix = f"searchsync_test_{uuid.uuid4().hex[:12]}"
         self.made: list[str] = []
 

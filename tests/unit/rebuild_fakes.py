@@ -19,7 +19,6 @@ from searchsync.ops.rebuild.state import RebuildRecord
 from searchsync.projection import Projector, ProjectorRegistry, Row, default_registry
 from searchsync.search.sink import EXTERNAL_GTE, IndexOp, Sink
 
-from tests.fakes.index_readers import InMemoryIndexReader
 from tests.fakes.kafka_admin import FakeAdmin, FakeTopics
 from tests.fakes.outbox import FakeOutbox
 from tests.fakes.rebuild_state import FakeRebuildState
@@ -208,7 +207,7 @@ class World:
             registry=self.registry,
             index_admin=self.es.admin,
             writer=self.es.physical_writer(),
-            reader=InMemoryIndexReader(self.es),
+            reader=self.es,
             truth=self.truth,
             kafka=self.kafka,
             state=self.state,

@@ -70,7 +70,7 @@ def setup(
     for i in range(rows):
         truth.put(page(f"p{i:03d}", revision=2), table="wiki_page")
     index = InMemoryIndex()
-    index.create_index(TARGET)
+    index.given_index(TARGET)
     writer = SlowWriter(index, log)
     done: list[ChunkDone] = []
 
@@ -155,7 +155,7 @@ async def test_a_chunk_reads_each_child_and_lookup_table_once_and_writes_their_p
             tag = {"article_id": f"a{i}", "tag": f"t{i}{position}", "position": position}
             truth.put_child(tag, table="article_tag")
     index = InMemoryIndex()
-    index.create_index("article_v2")
+    index.given_index("article_v2")
     backfill = Backfill(
         truth=truth,
         sink=Sink(PhysicalWriter(index)),

@@ -367,7 +367,7 @@ def test_index_init_uses_alias_and_projector_mapping(
     assert out["index"] == "kb_wiki_page_v1" and out["alias"] == "kb_wiki_page"
     assert out["dry_run"] is dry_run
     if dry_run:
-        assert out["action"] == "would_create" and not es.exists("kb_wiki_page_v1")
+        assert out["action"] == "would_create" and not es.has("kb_wiki_page_v1")
     else:
         assert out["action"] == "created"
         assert es.alias_target("kb_wiki_page") == "kb_wiki_page_v1"

@@ -106,4 +106,4 @@ def test_init_dry_run_with_load_says_both_and_changes_nothing(
     assert main(argv, runtime=services) == ExitCode.OK
     out = _json(capsys)
     assert out["action"] == "would_create" and "then would load every row" in out["message"]
-    assert not es.exists("kb_wiki_page_v1") and not state.records
+    assert not es.has("kb_wiki_page_v1") and not state.records

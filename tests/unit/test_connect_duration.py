@@ -25,7 +25,6 @@ from searchsync.projection import format_timestamp, wiki_page
 from tests.fakes.connect_rest import FakeConnectRest
 from tests.fakes.outbox import FakeOutbox
 from tests.fakes.search_index import InMemoryIndex
-from tests.fakes.tombstones import FakeTombstones
 
 STATUS = {
     "name": "searchsync-outbox",
@@ -162,11 +161,15 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
-def purge_services(store: FakeTombstones) -> Fakes:
+def engine() -> InMemoryIndex:
     index = InMemoryIndex()
-    index.create_index("searchsync_wiki_page_v1", wiki_page.load_mapping())
-    index.put_alias("searchsync_wiki_page", "searchsync_wiki_page_v1")
-    return Fakes(search=search_of(admin=index.admin, tombstones=store))
+    index.given_index("searchsync_wiki_page_v1", wiki_page.load_mapping())
+    index.given_alias("searchsync_wiki_page", "searchsync_wiki_page_v1")
+    return index
+
+
+def purge_services(store: InMemoryIndex) -> Fakes:
+    return Fakes(search=search_of(admin=store.admin, physical=store))
 
 
 def old_tombstone() -> dict[str, Any]:
@@ -175,7 +178,7 @@ def old_tombstone() -> dict[str, Any]:
 
 
 def test_tombstones_purge_json(capsys: pytest.CaptureFixture[str]) -> None:
-    store = FakeTombstones()
+    store = engine()
     store.put("searchsync_wiki_page_v1", "gone", old_tombstone())
     argv = ["tombstones", "purge", "--older-than", "7d", "--execute", "--json"]
     assert main(argv, runtime=purge_services(store)) == ExitCode.OK
@@ -183,11 +186,11 @@ def test_tombstones_purge_json(capsys: pytest.CaptureFixture[str]) -> None:
     [result] = orjson.loads(captured.out)["results"]
     assert result["deleted"] == 1 and result["alias"] == "searchsync_wiki_page"
     assert "purge searchsync_wiki_page: 1 scanned" in captured.err  # progress on stderr
-    assert store.docs["searchsync_wiki_page_v1"] == {}
+    assert store.indices["searchsync_wiki_page_v1"].docs == {}
 
 
 def test_tombstones_purge_dry_run_and_refusals(capsys: pytest.CaptureFixture[str]) -> None:
-    store = FakeTombstones()
+    store = engine()
     store.put("searchsync_wiki_page_v1", "gone", old_tombstone())
     services = purge_services(store)
     assert main(["tombstones", "purge", "--older-than", "7d", "--dry-run"], runtime=services) == 0
@@ -197,7 +200,7 @@ def test_tombstones_purge_dry_run_and_refusals(capsys: pytest.CaptureFixture[str
     assert main(["tombstones", "purge", "--older-than", "7x"], runtime=services) == 2
     argv = ["tombstones", "purge", "--older-than", "7d", "--type", "nope"]
     assert main(argv, runtime=services) == 2
-    assert "gone" in store.docs["searchsync_wiki_page_v1"]
+    assert "gone" in store.indices["searchsync_wiki_page_v1"].docs
 
 
 def prune_services(outbox: FakeOutbox, connect: FakeConnect) -> Fakes:

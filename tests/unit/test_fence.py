@@ -52,7 +52,7 @@ async def make(
     for n, version in versions.items():
         meta = {} if version is None else {"projection_schema_version": version}
         await index.admin.create_index(f"{ALIAS}_v{n}", {"mappings": {}}, meta=meta)
-    index.put_alias(ALIAS, f"{ALIAS}_v{writes_to}")
+    index.given_alias(ALIAS, f"{ALIAS}_v{writes_to}")
     admin = CountingAdmin(index)
     clock = Clock()
     metrics = Metrics()

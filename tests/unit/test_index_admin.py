@@ -265,7 +265,7 @@ async def test_init_index_adds_the_read_alias_to_an_install_without_one() -> Non
     backend.fake.aliases.pop("kb_page_live")  # as an install from before the read alias
     dry = await init_index(backend.admin, "kb_page", MAPPING, dry_run=True)
     assert (dry.action, dry.index) == (InitAction.WOULD_ADD_READ_ALIAS, "kb_page_v1")
-    assert not backend.fake.exists("kb_page_live")
+    assert not backend.fake.has("kb_page_live")
     result = await init_index(backend.admin, "kb_page", MAPPING)
     assert (result.action, result.index) == (InitAction.READ_ALIAS_ADDED, "kb_page_v1")
     assert backend.fake.aliases["kb_page_live"] == {"kb_page_v1": False}

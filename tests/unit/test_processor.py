@@ -37,8 +37,8 @@ class Env:
         self.projector: Projector = self.registry.get("wiki_page")
         self.truth = PageTruth()
         self.index = InMemoryIndex()
-        self.index.create_index("wiki_page_v1", self.projector.mapping)
-        self.index.put_alias(ALIAS, "wiki_page_v1")
+        self.index.given_index("wiki_page_v1", self.projector.mapping)
+        self.index.given_alias(ALIAS, "wiki_page_v1")
         self.processor = Processor(
             registry=self.registry,
             truth=self.truth,

@@ -17,7 +17,6 @@ from searchsync.projection import format_timestamp, wiki_page
 
 from tests.fakes.outbox import FakeOutbox
 from tests.fakes.search_index import InMemoryIndex
-from tests.fakes.tombstones import FakeTombstones
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 ALIAS = "searchsync_wiki_page"
@@ -25,11 +24,12 @@ INDEX = "searchsync_wiki_page_v1"
 RETENTION = RetentionSettings(purge_batch_size=2, prune_batch_size=3, prune_pause_s=0.25)
 
 
-def admin_with_alias() -> Any:
+def engine(mapping: dict[str, Any] | None = None) -> InMemoryIndex:
+    """An engine whose ``ALIAS`` writes to ``INDEX`` (the page mapping unless `mapping`)."""
     index = InMemoryIndex()
-    index.create_index(INDEX, wiki_page.load_mapping())
-    index.put_alias(ALIAS, INDEX)
-    return index.admin
+    index.given_index(INDEX, mapping or wiki_page.load_mapping())
+    index.given_alias(ALIAS, INDEX)
+    return index
 
 
 def tombstone(age: timedelta | None) -> dict[str, Any]:
@@ -39,9 +39,9 @@ def tombstone(age: timedelta | None) -> dict[str, Any]:
     return body
 
 
-async def purge(store: FakeTombstones, older_than: timedelta, **kwargs: Any) -> Any:
+async def purge(store: InMemoryIndex, older_than: timedelta, **kwargs: Any) -> Any:
     return await purge_tombstones(
-        store, admin_with_alias(), ALIAS, RETENTION, older_than, now=NOW, **kwargs
+        store, store.admin, ALIAS, RETENTION, older_than, now=NOW, **kwargs
     )
 
 
@@ -49,17 +49,17 @@ async def purge(store: FakeTombstones, older_than: timedelta, **kwargs: Any) -> 
 
 
 async def test_a_window_below_the_minimum_is_refused_before_anything_is_read() -> None:
-    store = FakeTombstones()
+    store = engine()
     store.put(INDEX, "old", tombstone(timedelta(days=30)))
     with pytest.raises(InvalidRequest) as info:
         await purge(store, timedelta(days=6, hours=23))
     message = str(info.value)
     assert "7d" in message and "max_event_delay + retry_window + dlq_replay_window" in message
-    assert "old" in store.docs[INDEX] and store.delete_calls == []
+    assert "old" in store.indices[INDEX].docs and store.delete_calls == []
 
 
 async def test_only_old_tombstones_are_deleted_in_batches() -> None:
-    store = FakeTombstones()
+    store = engine()
     for i in range(5):
         store.put(INDEX, f"old{i}", tombstone(timedelta(days=8 + i)))
     store.put(INDEX, "young", tombstone(timedelta(days=6)))
@@ -69,34 +69,34 @@ async def test_only_old_tombstones_are_deleted_in_batches() -> None:
     report = await purge(store, timedelta(days=7))
     assert (report.scanned, report.deleted, report.changed, report.failed) == (5, 5, 0, 0)
     assert store.delete_calls == [2, 2, 1]  # purge_batch_size per bulk
-    assert sorted(store.docs[INDEX]) == ["ageless", "live", "live-old", "young"]
+    assert sorted(store.indices[INDEX].docs) == ["ageless", "live", "live-old", "young"]
     assert report.index == INDEX and report.before == "2026-11-23T12:00:00.000Z"
 
 
 async def test_a_document_rewritten_after_the_scan_is_kept_and_reported() -> None:
-    store = FakeTombstones()
+    store = engine()
     for i in range(4):
         store.put(INDEX, f"d{i}", tombstone(timedelta(days=10)))
     # After the first page is deleted, d2 is re-created (a live write) and d3 deleted elsewhere.
     store.on_page.append(lambda: store.put(INDEX, "d2", {"is_deleted": False}))
-    store.on_page.append(lambda: store.docs[INDEX].pop("d3", None))
+    store.on_page.append(lambda: store.indices[INDEX].docs.pop("d3", None))
     report = await purge(store, timedelta(days=7))
     assert (report.deleted, report.changed, report.gone) == (2, 1, 1)
-    assert store.docs[INDEX]["d2"].body == {"is_deleted": False}  # never deleted
+    assert store.indices[INDEX].docs["d2"].body == {"is_deleted": False}  # never deleted
 
 
 async def test_a_dry_run_lists_and_deletes_nothing() -> None:
-    store = FakeTombstones()
+    store = engine()
     for i in range(3):
         store.put(INDEX, f"d{i}", tombstone(timedelta(days=10)))
     report = await purge(store, timedelta(days=7), dry_run=True)
     assert report.scanned == 3 and report.deleted == 0 and report.candidates == ["d0", "d1", "d2"]
-    assert store.delete_calls == [] and len(store.docs[INDEX]) == 3
+    assert store.delete_calls == [] and len(store.indices[INDEX].docs) == 3
     assert report.as_json()["dry_run"] is True
 
 
 async def test_progress_is_reported_per_page() -> None:
-    store = FakeTombstones()
+    store = engine()
     for i in range(3):
         store.put(INDEX, f"d{i}", tombstone(timedelta(days=10)))
     seen: list[Any] = []
@@ -106,20 +106,17 @@ async def test_progress_is_reported_per_page() -> None:
 
 async def test_no_write_index_or_no_field_is_refused() -> None:
     with pytest.raises(OperationRefused, match="no write index"):
-        await purge_tombstones(
-            FakeTombstones(), InMemoryIndex().admin, ALIAS, RETENTION, timedelta(days=7), now=NOW
-        )
+        bare = InMemoryIndex()
+        await purge_tombstones(bare, bare.admin, ALIAS, RETENTION, timedelta(days=7), now=NOW)
     with pytest.raises(OperationRefused, match="_mapping"):
-        await purge(FakeTombstones(unmapped={INDEX}), timedelta(days=7))
+        await purge(engine({"mappings": {"properties": {}}}), timedelta(days=7))
 
 
 async def test_the_minimum_can_be_overridden() -> None:
-    store = FakeTombstones()
+    store = engine()
     store.put(INDEX, "d", tombstone(timedelta(seconds=5)))
     tiny = RetentionSettings(min_tombstone_age=timedelta(seconds=1))
-    report = await purge_tombstones(
-        store, admin_with_alias(), ALIAS, tiny, timedelta(seconds=1), now=NOW
-    )
+    report = await purge_tombstones(store, store.admin, ALIAS, tiny, timedelta(seconds=1), now=NOW)
     assert report.deleted == 1
 
 

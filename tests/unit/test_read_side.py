@@ -46,8 +46,8 @@ class Clock:
 
 async def index_with(*rows: dict[str, Any]) -> InMemoryIndex:
     es = InMemoryIndex()
-    es.create_index(f"{ALIAS}_v1", PROJECTOR.mapping)
-    es.put_alias(ALIAS, f"{ALIAS}_v1")
+    es.given_index(f"{ALIAS}_v1", PROJECTOR.mapping)
+    es.given_alias(ALIAS, f"{ALIAS}_v1")
     for row in rows:
         await put(es, row)
     return es

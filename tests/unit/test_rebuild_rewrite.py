@@ -15,13 +15,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pipeline_fakes import PageTruth, page_row
 from searchsync.projection import Projector, default_registry
+from searchsync.search.port import StoredDocument
 from searchsync.search.sink import (
     EXTERNAL,
     EXTERNAL_GTE,
     IndexOp,
     OutcomeKind,
     Sink,
-    StoredProjection,
 )
 from searchsync.stream.coalesce import Work
 from searchsync.stream.fence import SchemaFence
@@ -51,10 +51,10 @@ class RecordingIndex(InMemoryIndex):
         self.version_types.extend(op.version_type for op in ops)
         return await super().bulk_index(ops)
 
-    async def get_projections(
+    async def get_documents(
         self, alias: str, ids: Sequence[str]
-    ) -> dict[str, StoredProjection | None]:
-        found = await super().get_projections(alias, ids)
+    ) -> dict[str, StoredDocument | None]:
+        found = await super().get_documents(alias, ids)
         if self.after_read is not None:
             await self.after_read()
         return found
@@ -66,8 +66,8 @@ class Env:
         self.projector: Projector = self.registry.get("wiki_page")
         self.truth = PageTruth()
         self.index = RecordingIndex()
-        self.index.create_index("wiki_page_v1", self.projector.mapping)
-        self.index.put_alias(ALIAS, "wiki_page_v1")
+        self.index.given_index("wiki_page_v1", self.projector.mapping)
+        self.index.given_alias(ALIAS, "wiki_page_v1")
         self.processor = Processor(
             registry=self.registry,
             truth=self.truth,
@@ -171,8 +171,8 @@ def test_the_fake_honours_external_and_external_gte(stored: int, ours: int, gte:
     import asyncio
 
     index = InMemoryIndex()
-    index.create_index("x_v1")
-    index.put_alias("x", "x_v1")
+    index.given_index("x_v1")
+    index.given_alias("x", "x_v1")
     index.indices["x_v1"].docs["a"] = StoredDoc(stored, {"v": stored})
     op = IndexOp("x", "a", ours, b'{"v": 0}', EXTERNAL_GTE if gte else EXTERNAL)
     [result] = asyncio.run(index.bulk_index([op]))

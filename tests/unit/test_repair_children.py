@@ -11,7 +11,6 @@ from searchsync.ops.repair.model import FindingKind
 from searchsync.projection import ProjectorRegistry
 from test_repair_wheel import World
 
-from tests.fakes.index_readers import InMemoryIndexSide
 from tests.fakes.search_index import InMemoryIndex
 from tests.fakes.search_state import StoredDoc
 
@@ -25,10 +24,10 @@ class ArticleWorld(World):
         self.projector = article.projector()
         self.registry.register(self.projector)
         self.index = InMemoryIndex()
-        self.index.create_index("article_v1", self.projector.mapping)
-        self.index.put_alias("article", "article_v1")
+        self.index.given_index("article_v1", self.projector.mapping)
+        self.index.given_alias("article", "article_v1")
         self.docs = self.index.indices["article_v1"].docs
-        self.index_side = InMemoryIndexSide(self.index)
+        self.index_side = self.index
 
     async def article(self, i: str, tags: list[str], author: str | None) -> None:
         row: dict[str, Any] = {"id": i, "title": f"t {i}", "body": "b", "author_id": author,

@@ -15,7 +15,6 @@ from searchsync.ops.repair.schedule import Choice
 from searchsync.ops.repair.state import Epoch
 from searchsync.resources import KafkaClients
 
-from tests.fakes.index_readers import InMemoryIndexSide
 from tests.fakes.kafka_admin import FakeTopics
 from tests.fakes.outbox import FakeOutbox
 from tests.fakes.search_index import InMemoryIndex
@@ -66,13 +65,13 @@ def test_once_checks_the_content_of_every_bucket_unless_told_and_says_so(
     for key, value in [("SETTLE_S", "0"), ("BUCKET_COUNT", "4"), ("CONTENT_SHARE", "0.1")]:
         monkeypatch.setenv(f"SEARCHSYNC_REPAIR_{key}", value)
     truth, index = PageTruth(), InMemoryIndex()
-    index.create_index("searchsync_wiki_page_v1", {"mappings": {}})
-    index.put_alias("searchsync_wiki_page", "searchsync_wiki_page_v1")
+    index.given_index("searchsync_wiki_page_v1", {"mappings": {}})
+    index.given_alias("searchsync_wiki_page", "searchsync_wiki_page_v1")
     for n in range(8):
         truth.put_page(page_row(f"p{n}", 2))
     fakes = Fakes(
         tables=tables_of(truth=truth, wheel_state=FakeWheelState(), outbox=FakeOutbox()),
-        search=search_of(repair_side=InMemoryIndexSide(index)),
+        search=search_of(aliased=index),
         kafka=KafkaClients(admin=FakeTopics().admin),
     )
     assert main(["repair", "--once", "--json", *flags], runtime=fakes) == 0

@@ -18,7 +18,6 @@ from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.reader import SpanReader, key_ranges
 from searchsync.projection import default_registry
 
-from tests.fakes.index_readers import InMemoryIndexSide
 from tests.fakes.search_index import InMemoryIndex
 from tests.fakes.search_state import StoredDoc
 
@@ -46,8 +45,8 @@ def test_key_ranges_cover_exactly_the_buckets_and_merge_neighbours(
 
 def _world(n: int) -> tuple[PageTruth, InMemoryIndex]:
     truth, index = PageTruth(), InMemoryIndex()
-    index.create_index("wiki_page_v1", PROJECTOR.mapping)
-    index.put_alias("wiki_page", "wiki_page_v1")
+    index.given_index("wiki_page_v1", PROJECTOR.mapping)
+    index.given_alias("wiki_page", "wiki_page_v1")
     for k in range(n):
         row = page_row(f"p{k:03d}", 2)
         truth.put_page(row)
@@ -59,7 +58,7 @@ def _world(n: int) -> tuple[PageTruth, InMemoryIndex]:
 
 
 def _reader(truth: PageTruth, index: InMemoryIndex, page: int) -> tuple[SpanReader, Any]:
-    index_side = InMemoryIndexSide(index)
+    index_side = index
     reader = SpanReader(
         truth,
         index_side,

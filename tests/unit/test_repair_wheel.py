@@ -27,7 +27,6 @@ from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
 from searchsync.types import Key, Operation, Position, ThinEvent
 
-from tests.fakes.index_readers import InMemoryIndexSide
 from tests.fakes.outbox import FakeOutbox
 from tests.fakes.search_index import InMemoryIndex
 from tests.fakes.search_state import StoredDoc
@@ -46,12 +45,12 @@ class World:
         self.projector = self.registry.get("wiki_page")
         self.truth = PageTruth()
         self.index = InMemoryIndex()
-        self.index.create_index("wiki_page_v1", self.projector.mapping)
-        self.index.put_alias(ALIAS, "wiki_page_v1")
+        self.index.given_index("wiki_page_v1", self.projector.mapping)
+        self.index.given_alias(ALIAS, "wiki_page_v1")
         self.docs = self.index.indices["wiki_page_v1"].docs
         self.state = FakeWheelState()
         self.outbox = FakeOutbox()
-        self.index_side = InMemoryIndexSide(self.index)
+        self.index_side = self.index
         self.on_settle: Any = None
         self.m = m
 

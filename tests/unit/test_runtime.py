@@ -19,7 +19,6 @@ from searchsync.resources import KafkaClients, Ports
 from searchsync.runtime import Runtime
 from test_rebuild import world_with_pages
 
-from tests.fakes.index_readers import InMemoryIndexReader, InMemoryIndexSide
 from tests.fakes.kafka_admin import FakeTopics
 from tests.fakes.outbox import FakeOutbox
 from tests.fakes.replay_ledger import FakeReplayLedger
@@ -33,9 +32,7 @@ async def test_the_rebuilder_on_fakes_plans_a_dry_run() -> None:
     await w.init_alias()
     ports = Ports(
         tables=tables_of(truth=w.truth, rebuild_state=w.state, outbox=w.outbox),
-        search=search_of(
-            admin=w.es.admin, physical=w.es.physical_writer(), reader=InMemoryIndexReader(w.es)
-        ),
+        search=search_of(admin=w.es.admin, physical=w.es.physical_writer()),
         connect=None,
         replay_ledger=FakeReplayLedger(),
         kafka=KafkaClients(admin=lambda config: w.kafka),
@@ -90,11 +87,11 @@ async def test_the_real_runtime_connects_only_when_a_part_asks() -> None:
 
 
 def _repair_ports(truth: PageTruth, outbox: FakeOutbox, index: InMemoryIndex) -> Ports:
-    index.create_index("searchsync_wiki_page_v1", {"mappings": {}})
-    index.put_alias("searchsync_wiki_page", "searchsync_wiki_page_v1")
+    index.given_index("searchsync_wiki_page_v1", {"mappings": {}})
+    index.given_alias("searchsync_wiki_page", "searchsync_wiki_page_v1")
     return Ports(
         tables=tables_of(truth=truth, wheel_state=FakeWheelState(), outbox=outbox),
-        search=search_of(repair_side=InMemoryIndexSide(index)),
+        search=search_of(aliased=index),
         connect=None,
         replay_ledger=FakeReplayLedger(),
         kafka=KafkaClients(admin=FakeTopics().admin),

@@ -8,10 +8,9 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from tests.contract.index_admin_contract import INDEX_ADMIN_CASES
-from tests.contract.index_read_backend import ReadBackend
 from tests.contract.index_reader_contract import INDEX_READER_CASES
 from tests.contract.index_side_contract import INDEX_SIDE_CASES
-from tests.contract.read_alias_contract import READ_ALIAS_CASES, SearchBackend
+from tests.contract.read_alias_contract import READ_ALIAS_CASES
 from tests.contract.search_backend import Backend, FakeBackend
 from tests.contract.search_contract import SEARCH_INDEX_CASES
 
@@ -30,20 +29,20 @@ async def test_index_admin_contract_on_the_fake(case: Case) -> None:
 
 @pytest.mark.parametrize("case", INDEX_SIDE_CASES, ids=lambda case: case.__name__)
 async def test_index_side_contract_on_the_fake(
-    case: Callable[[ReadBackend], Awaitable[None]],
+    case: Callable[[Backend], Awaitable[None]],
 ) -> None:
     await case(FakeBackend())
 
 
 @pytest.mark.parametrize("case", INDEX_READER_CASES, ids=lambda case: case.__name__)
 async def test_index_reader_contract_on_the_fake(
-    case: Callable[[ReadBackend], Awaitable[None]],
+    case: Callable[[Backend], Awaitable[None]],
 ) -> None:
     await case(FakeBackend())
 
 
 @pytest.mark.parametrize("case", READ_ALIAS_CASES, ids=lambda case: case.__name__)
 async def test_read_alias_contract_on_the_fake(
-    case: Callable[[SearchBackend], Awaitable[None]],
+    case: Callable[[Backend], Awaitable[None]],
 ) -> None:
     await case(FakeBackend())

@@ -348,7 +348,7 @@ async def test_the_fake_writes_a_physical_index_only_through_its_physical_writer
     from tests.fakes.search_index import InMemoryIndex
 
     fake = InMemoryIndex()
-    fake.create_index("wiki_v2")
+    fake.given_index("wiki_v2")
     [refused] = await fake.bulk_index([op("wiki_v2", "p1", 3)])
     assert refused.status == 404
     [written] = await fake.physical_writer().bulk_index([op("wiki_v2", "p1", 3)])

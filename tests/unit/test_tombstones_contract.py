@@ -1,4 +1,4 @@
-"""The tombstone store contract (tests/contract) against `FakeTombstones`."""
+"""The tombstone contract (tests/contract) against the `SearchEngine` fake."""
 
 from __future__ import annotations
 
@@ -8,27 +8,28 @@ from typing import Any
 
 import pytest
 
-from tests.contract.tombstones_contract import TOMBSTONE_CASES, TombstoneBackend
-from tests.fakes.tombstones import FakeTombstones
+from tests.contract.tombstones_contract import MAPPING, TOMBSTONE_CASES, TombstoneBackend
+from tests.fakes.search_index import InMemoryIndex
 
 
 class FakeTombstoneBackend:
     def __init__(self) -> None:
-        self.store = FakeTombstones()
+        self.store = InMemoryIndex()
         self._names = itertools.count(1)
 
     async def new_index(self, *, tombstoned_at: bool = True) -> str:
         name = f"contract_{next(self._names)}_v1"
-        self.store.docs[name] = {}
-        if not tombstoned_at:
-            self.store.unmapped.add(name)
+        fields = {
+            k: v for k, v in MAPPING["properties"].items() if tombstoned_at or k != "tombstoned_at"
+        }
+        self.store.given_index(name, {"mappings": {**MAPPING, "properties": fields}})
         return name
 
     async def put(self, index: str, doc_id: str, body: dict[str, Any]) -> None:
         self.store.put(index, doc_id, body)
 
     async def ids(self, index: str) -> list[str]:
-        return sorted(self.store.docs[index])
+        return sorted(self.store.indices[index].docs)
 
 
 @pytest.mark.parametrize("case", TOMBSTONE_CASES, ids=lambda case: case.__name__)

@@ -255,7 +255,7 @@ def cmd_wait(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> 
     result = run_in(
         runtime,
         lambda: wait_for_revision(
-            runtime.search().searcher,
+            runtime.search().aliased,
             settings.alias(aggregate_type),
             args.doc_id,
             args.revision,

@@ -56,7 +56,7 @@ def cmd_tombstones_purge(
         search = runtime.search()
         return [
             await purge_tombstones(
-                search.tombstones,
+                search.physical,
                 search.admin,
                 settings.alias(t),
                 settings.retention,

@@ -13,8 +13,8 @@ from searchsync.config import RetentionSettings
 from searchsync.duration import format_duration
 from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.projection import format_timestamp
-from searchsync.search.port import IndexAdmin
-from searchsync.search.tombstones import DeleteResult, TombstoneStore
+from searchsync.search.port import IndexAdmin, SearchEngine
+from searchsync.search.tombstones import DeleteResult
 
 _FAILURE_SAMPLES = 20  # failures listed in a report (all are counted)
 _FIELD_MAPPING = '{"properties": {"tombstoned_at": {"type": "date"}}}'
@@ -75,7 +75,7 @@ def check_window(retention: RetentionSettings, older_than: timedelta) -> None:
 
 
 async def purge_tombstones(
-    store: TombstoneStore,
+    store: SearchEngine,
     admin: IndexAdmin,
     alias: str,
     retention: RetentionSettings,
@@ -104,13 +104,13 @@ async def purge_tombstones(
         )
     before = format_timestamp(now - older_than)
     report = PurgeReport(alias, index, older_than, before, dry_run)
-    async for page in store.scan(index, before, retention.purge_batch_size):
+    async for page in store.scan_tombstones(index, before, retention.purge_batch_size):
         report.scanned += len(page)
         if dry_run:
             room = _FAILURE_SAMPLES - len(report.candidates)
             report.candidates.extend(hit.doc_id for hit in page[: max(room, 0)])
         else:
-            for outcome in await store.delete(index, page):
+            for outcome in await store.delete_tombstones(index, page):
                 if outcome.result is DeleteResult.DELETED:
                     report.deleted += 1
                 elif outcome.result is DeleteResult.CHANGED:

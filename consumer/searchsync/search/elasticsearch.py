@@ -1,26 +1,17 @@
-"""`IndexAdmin` over `AsyncElasticsearch`: a refusal becomes an `IndexAdminError`; no answer, 429 or
-5xx a `TransientError`. Nothing is retried."""
+"""`EsIndexAdmin`, the `IndexAdmin` part of the Elasticsearch adapter (`EsIndex` has it; alone, it
+serves `searchsync.search.admin` over a bare client): a refusal becomes an `IndexAdminError`; no
+answer, 429 or 5xx a `TransientError`. Nothing is retried."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from contextlib import AbstractContextManager
 from datetime import UTC, datetime
-from functools import partial
 from typing import Any
 
 from elasticsearch import AsyncElasticsearch
 
-from searchsync.errors import (
-    AliasConflict,
-    ErrorCode,
-    IndexAdminError,
-    IndexExists,
-    IndexMissing,
-    TransientError,
-)
 from searchsync.naming import check_index_name, physical_version, read_alias_name
-from searchsync.search.errors import EsError, engine_call
+from searchsync.search.errors import admin_refusal, engine_call
 from searchsync.search.port import (
     DEFAULT_REFRESH_INTERVAL,
     LIVE_FILTER,
@@ -29,8 +20,6 @@ from searchsync.search.port import (
     effective_write_index,
 )
 
-_EXISTS = frozenset({"resource_already_exists_exception", "invalid_alias_name_exception"})
-_CONFLICT = frozenset({"aliases_not_found_exception", "illegal_state_exception"})
 # Resolve names without failing on the ones that do not exist (an absent alias lists nothing).
 _LENIENT: dict[str, Any] = {"ignore_unavailable": True, "allow_no_indices": True}
 
@@ -40,7 +29,7 @@ class EsIndexAdmin:
         self._client = client
 
     async def exists(self, name: str) -> bool:
-        with _translated(name):
+        with engine_call(name, admin_refusal):
             return bool(await self._client.indices.exists(index=check_index_name(name)))
 
     async def create_index(
@@ -59,7 +48,7 @@ class EsIndexAdmin:
                 check_index_name(alias): {"is_write_index": True},
                 read_alias_name(alias): _read_alias_body(),
             }
-        with _translated(name):
+        with engine_call(name, admin_refusal):
             await self._client.indices.create(
                 index=check_index_name(name),
                 settings=dict(body.get("settings", {})),
@@ -69,7 +58,7 @@ class EsIndexAdmin:
 
     async def put_alias(self, alias: str, index: str) -> None:
         action = {"index": check_index_name(index), "alias": check_index_name(alias)}
-        with _translated(alias):
+        with engine_call(alias, admin_refusal):
             await self._client.indices.update_aliases(
                 actions=[{"add": {**action, "is_write_index": True}}, _add_read(alias, index)]
             )
@@ -80,16 +69,16 @@ class EsIndexAdmin:
         remove = {"index": check_index_name(old), "alias": alias, "must_exist": True}
         add = {"index": check_index_name(new), "alias": alias, "is_write_index": True}
         actions: list[dict[str, Any]] = [{"remove": remove}]
-        with _translated(old):  # an index from before the read alias has none
+        with engine_call(old, admin_refusal):  # an index from before the read alias has none
             if await self._client.indices.exists_alias(name=read, index=old):
                 actions.append({"remove": {"index": old, "alias": read}})
         actions += [{"add": add}, _add_read(alias, new)]
-        with _translated(alias):
+        with engine_call(alias, admin_refusal):
             await self._client.indices.update_aliases(actions=actions)
 
     async def list_indices(self, alias: str) -> list[IndexInfo]:
         check_index_name(alias)
-        with _translated(alias):
+        with engine_call(alias, admin_refusal):
             found = await self._client.indices.get(index=f"{alias}_v*,{alias}", **_LENIENT)
             body: dict[str, Any] = dict(found.body)
             names = [
@@ -110,7 +99,7 @@ class EsIndexAdmin:
         return sorted(infos, key=lambda i: (i.version is None, i.version or 0, i.name))
 
     async def write_index(self, alias: str) -> WriteIndex | None:
-        with _translated(alias):
+        with engine_call(alias, admin_refusal):
             found = await self._client.indices.get(index=check_index_name(alias), **_LENIENT)
         body: dict[str, Any] = dict(found.body)
         writer = effective_write_index(_alias_flags(alias, body))
@@ -120,7 +109,7 @@ class EsIndexAdmin:
         return WriteIndex(alias, writer, dict(meta))
 
     async def delete_index(self, name: str) -> None:
-        with _translated(name):
+        with engine_call(name, admin_refusal):
             await self._client.indices.delete(index=check_index_name(name))
 
     async def update_settings(
@@ -133,7 +122,7 @@ class EsIndexAdmin:
             changes["number_of_replicas"] = replicas
         if not changes:
             return
-        with _translated(name):
+        with engine_call(name, admin_refusal):
             await self._client.indices.put_settings(
                 index=check_index_name(name), settings={"index": changes}
             )
@@ -181,24 +170,3 @@ def _info(
         meta=dict(info.get("mappings", {}).get("_meta", {})),
         read_aliased=read_alias_name(alias) in info.get("aliases", {}),
     )
-
-
-def _translated(name: str) -> AbstractContextManager[None]:
-    return engine_call(name, partial(_refusal, name))
-
-
-def _refusal(name: str, error: EsError) -> Exception:
-    message = f"{error.type}: {error.reason}"
-    if error.type in _EXISTS or (
-        error.type == "invalid_index_name_exception" and "exists" in (error.reason or "")
-    ):
-        return IndexExists(name, message, error.type)
-    if error.type == "index_not_found_exception":
-        return IndexMissing(name, message, error.type)
-    if error.type in _CONFLICT:
-        return AliasConflict(name, message, error.type)
-    if error.status == 429 or error.status >= 500:
-        return TransientError(
-            ErrorCode.ES_429 if error.status == 429 else ErrorCode.ES_5XX, message
-        )
-    return IndexAdminError(name, message, error.type)

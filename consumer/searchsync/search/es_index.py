@@ -1,6 +1,9 @@
-"""`EsIndex`, the `SearchIndex` port on Elasticsearch: bulk ``index`` actions with external versions
-through the alias, mget, and one `ItemResult` per action; `BulkSizer` cuts bulks by count and bytes.
-"""
+"""`EsIndex`, the `SearchEngine` port on Elasticsearch (and on OpenSearch through
+`OpenSearchClient`): bulk ``index`` actions with external versions through the alias, mget, one
+`ItemResult` per action; the searches of `searchsync.search.reads`, the bucket reads of
+`searchsync.search.buckets`, the purge's of `searchsync.search.tombstones` and the indices and
+aliases of `searchsync.search.elasticsearch`. `BulkSizer` cuts
+bulks by count and bytes."""
 
 from __future__ import annotations
 
@@ -9,21 +12,22 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple, cast
 
-from elastic_transport import ConnectionTimeout, TransportError
+from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
-from searchsync.errors import Disposition, ErrorCode, TransientError
-from searchsync.search.errors import EsError, engine_call, es_error, status_code
-from searchsync.search.sink import (
+from searchsync.errors import ErrorCode, TransientError
+from searchsync.search.buckets import EsBuckets
+from searchsync.search.elasticsearch import EsIndexAdmin
+from searchsync.search.errors import (
     BAD_RESPONSE_ERROR,
-    CONNECTION_ERROR,
     NO_RESPONSE,
-    TIMEOUT_ERROR,
-    IndexOp,
-    ItemResult,
-    StoredProjection,
-    stored_projection,
+    engine_call,
+    es_error,
+    read_refusal,
 )
+from searchsync.search.port import IndexOp, ItemResult, StoredDocument
+from searchsync.search.reads import EsReads, stored_document
+from searchsync.search.tombstones import EsTombstones
 
 _TURNS_TO_SEND: Final = 2
 """Turns of the event loop a bulk request takes to put its body on the socket: one for the
@@ -67,8 +71,9 @@ class BulkSizer:
             yield EncodedBulk(chunk, b"".join(parts))
 
 
-class EsIndex:
-    """`SearchIndex` over `AsyncElasticsearch`; bulks run one after another, in order. Only the
+class EsIndex(EsReads, EsBuckets, EsTombstones, EsIndexAdmin):
+    """`SearchEngine` over `AsyncElasticsearch` (or `OpenSearchClient`); bulks run one after
+    another, in order. Only the
     rebuild turns `require_alias` off, to fill its physical index (docs/design.md, Rebuild)."""
 
     def __init__(
@@ -116,16 +121,12 @@ class EsIndex:
                 require_alias=self._require_alias,
                 filter_path="items.*.status,items.*.error.type,items.*.error.reason",
             )
-        except ApiError as exc:
+        except (ApiError, TransportError) as exc:
             error = es_error(exc)
-            failure = (error.status, error.type, error.reason)
-        except ConnectionTimeout as exc:
-            failure = (NO_RESPONSE, TIMEOUT_ERROR, str(exc))
-        except TransportError as exc:
-            failure = (NO_RESPONSE, CONNECTION_ERROR, str(exc))
-        else:
-            return response.body
-        return _Refused([ItemResult(op, *failure) for op in bulk.ops])
+            return _Refused(
+                [ItemResult(op, error.status, error.type, error.reason) for op in bulk.ops]
+            )
+        return response.body
 
     async def _mget(self, alias: str, ids: Sequence[str], *, versions: bool) -> list[Any]:
         """The real-time mget's docs of the distinct `ids` (only `versions`: no ``_source``); a
@@ -133,14 +134,7 @@ class EsIndex:
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return []
-
-        def refused(error: EsError) -> TransientError:  # the status's code, never poison
-            code = status_code(error.status, error.type)
-            if code.disposition is Disposition.POISON:
-                code = ErrorCode.ES_MGET
-            return TransientError(code, f"mget {alias}: {error.type}: {error.reason}")
-
-        with engine_call(f"mget {alias}", refused):
+        with engine_call(f"mget {alias}", read_refusal):
             options: dict[str, Any] = {"source": False} if versions else {}
             response = await self._client.mget(index=alias, ids=wanted, **options, realtime=True)
         docs: list[dict[str, Any]] = response.body.get("docs", [])
@@ -160,22 +154,18 @@ class EsIndex:
         }
         return {doc_id: versions.get(doc_id) for doc_id in dict.fromkeys(ids)}
 
-    async def get_projections(
+    async def get_documents(
         self, alias: str, ids: Sequence[str]
-    ) -> dict[str, StoredProjection | None]:
+    ) -> dict[str, StoredDocument | None]:
         found = {
-            doc["_id"]: stored_projection(int(doc["_version"]), doc.get("_source") or {})
-            if doc.get("found")
-            else None
+            doc["_id"]: stored_document(doc) if doc.get("found") else None
             for doc in await self._mget(alias, ids, versions=False)
         }
         return {doc_id: found.get(doc_id) for doc_id in dict.fromkeys(ids)}
 
-    async def refresh(self, alias: str) -> None:
-        try:
-            await self._client.indices.refresh(index=alias)
-        except (ApiError, TransportError) as exc:
-            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"refresh {alias}: {exc}") from exc
+    async def refresh(self, index: str) -> None:
+        with engine_call(f"refresh {index}"):
+            await self._client.indices.refresh(index=index)
 
 
 class _Refused(NamedTuple):

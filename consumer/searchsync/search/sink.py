@@ -1,4 +1,4 @@
-"""The write side of the search port: `SearchIndex`, its values, `classify` and `Sink`. Writes are
+"""The write side of the search port (`SearchEngine`): its values, `classify` and `Sink`. Writes are
 ``index`` actions at the external version ``source_revision`` through the alias (docs/design.md,
 invariants 3, 4, 7); `Sink` never raises for an engine failure and confirms every 409 by reading
 the stored version. Hot-path `NamedTuple`s: never compare one with a plain tuple."""
@@ -9,47 +9,34 @@ import enum
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, NamedTuple, Protocol
-
-import orjson
+from typing import Final, NamedTuple, Protocol
 
 from searchsync.errors import ErrorCode, TransientError
-from searchsync.projection import Document, content_hash
-from searchsync.search.errors import status_code
+from searchsync.projection import content_hash
+from searchsync.search.errors import BAD_RESPONSE_ERROR, NO_RESPONSE, status_code
+from searchsync.search.port import (
+    EXTERNAL,
+    EXTERNAL_GTE,
+    IndexOp,
+    ItemResult,
+    SearchEngine,
+    StoredDocument,
+)
 
-NO_RESPONSE = 0  # `ItemResult.status` when no HTTP answer came (connection, timeout, ...)
-TIMEOUT_ERROR = "timeout"
-CONNECTION_ERROR = "connection_error"
-BAD_RESPONSE_ERROR = "bad_response"
-
-
-EXTERNAL: Final = "external"
-EXTERNAL_GTE: Final = "external_gte"
-"""Only the REBUILD same-revision rewrite uses it (docs/design.md, invariant 12)."""
-
-
-class IndexOp(NamedTuple):
-    """One ``index`` action: `body_json` under `doc_id` at external `version` through `alias`
-    (``external_gte`` only for a REBUILD same-revision rewrite)."""
-
-    alias: str
-    doc_id: str
-    version: int
-    body_json: bytes
-    version_type: str = EXTERNAL
-
-    @classmethod
-    def from_document(cls, alias: str, document: Document) -> IndexOp:
-        return cls(alias, document.doc_id, document.source_revision, document.encoded)
-
-    def action_json(self) -> bytes:
-        meta = {
-            "_index": self.alias,
-            "_id": self.doc_id,
-            "version": self.version,
-            "version_type": self.version_type,
-        }
-        return orjson.dumps({"index": meta})
+__all__ = [
+    "EXTERNAL",
+    "EXTERNAL_GTE",
+    "FINISHED_KINDS",
+    "IndexOp",
+    "ItemResult",
+    "OutcomeKind",
+    "Sink",
+    "SinkObserver",
+    "StoredProjection",
+    "WriteOutcome",
+    "classify",
+    "stored_projection",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,46 +50,11 @@ class StoredProjection:
     content_hash: str | None  # the hash the stored `_source` deserves (None: not canonical)
 
 
-class ItemResult(NamedTuple):
-    """What the engine (or transport) said about one op."""
-
-    op: IndexOp
-    status: int
-    error_type: str | None = None
-    reason: str | None = None
-
-
-class SearchIndex(Protocol):
-    """The narrow port to a search engine with Elasticsearch's external versions."""
-
-    async def bulk_index(self, ops: Sequence[IndexOp]) -> list[ItemResult]:
-        """One result per op, in order; never raises for a failed request."""
-        ...
-
-    async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
-        """Real-time stored `_version` per id (None: absent); `TransientError` on failure."""
-        ...
-
-    async def refresh(self, alias: str) -> None:
-        """Make writes visible to search (tests and verification only)."""
-        ...
-
-    async def get_projections(
-        self, alias: str, ids: Sequence[str]
-    ) -> dict[str, StoredProjection | None]:
-        """Real-time `StoredProjection` per id (None: absent), one mget; `TransientError` on
-        failure."""
-        ...
-
-
 def classify(result: ItemResult) -> ErrorCode | None:
     """The code of one item result (None: written; ES_409: a conflict to confirm)."""
-    status, etype = result.status, result.error_type
-    if 200 <= status < 300:
+    if 200 <= result.status < 300:
         return None
-    if status == NO_RESPONSE:
-        return ErrorCode.ES_TIMEOUT if etype == TIMEOUT_ERROR else ErrorCode.ES_UNAVAILABLE
-    return status_code(status, etype)
+    return status_code(result.status, result.error_type)
 
 
 class OutcomeKind(enum.Enum):
@@ -146,7 +98,7 @@ class Sink:
 
     def __init__(
         self,
-        index: SearchIndex,
+        index: SearchEngine,
         *,
         observer: SinkObserver | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -191,7 +143,8 @@ class Sink:
     async def stored_projections(
         self, alias: str, ids: Sequence[str]
     ) -> dict[str, StoredProjection | None]:
-        return await self._index.get_projections(alias, ids)
+        found = await self._index.get_documents(alias, ids)
+        return {i: None if doc is None else stored_projection(doc) for i, doc in found.items()}
 
     async def _confirm(
         self,
@@ -222,9 +175,10 @@ class Sink:
                 )
 
 
-def stored_projection(version: int, source: Any) -> StoredProjection:
-    """A `StoredProjection` from a stored `_source` (wrong types read None); `content_hash` is
+def stored_projection(doc: StoredDocument) -> StoredProjection:
+    """What `doc`'s ``_source`` says of its projection (wrong types read None); `content_hash` is
     recomputed, since an edit in the engine keeps the old hash."""
+    version, source = doc.version, doc.source
     hash_ = source.get("projection_hash")
     schema = source.get("projection_schema_version")
     sync = source.get("sync_hash")
@@ -233,5 +187,5 @@ def stored_projection(version: int, source: Any) -> StoredProjection:
         hash_ if isinstance(hash_, str) else None,
         schema if isinstance(schema, int) and not isinstance(schema, bool) else None,
         sync if isinstance(sync, int) and not isinstance(sync, bool) else None,
-        content_hash(source) if isinstance(source, dict) else None,
+        content_hash(source),
     )

@@ -1,5 +1,6 @@
-"""The tombstone purge's port (`TombstoneStore`) and adapter (`EsTombstones`): `scan` pages a point
-in time on the physical index for tombstones older than `before`; `delete` guards each delete with
+"""The tombstone purge's values and the Elasticsearch adapter's part for it (`EsTombstones`, which
+`searchsync.search.es_index.EsIndex` has): `scan_tombstones` pages a point in time on the physical
+index for tombstones older than `before`; `delete_tombstones` guards each delete with
 ``if_seq_no``/``if_primary_term``, so a document written since stays. A failed request raises
 `TransientError`; the purge can run again."""
 
@@ -9,10 +10,9 @@ import contextlib
 import enum
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
-from elastic_transport import TransportError
-from elasticsearch import ApiError, AsyncElasticsearch
+from elasticsearch import AsyncElasticsearch
 
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.naming import check_index_name
@@ -46,21 +46,10 @@ class DeleteOutcome:
     reason: str | None = None
 
 
-class TombstoneStore(Protocol):
-    async def maps_tombstoned_at(self, index: str) -> bool: ...
-
-    def scan(self, index: str, before: str, page_size: int) -> AsyncIterator[list[TombstoneHit]]:
-        """Pages of `index`'s tombstones with ``tombstoned_at < before`` (ISO-8601)."""
-        ...
-
-    async def delete(self, index: str, hits: Sequence[TombstoneHit]) -> list[DeleteOutcome]:
-        """Delete each hit whose seq_no and primary term still match; one outcome per hit."""
-        ...
-
-
 class EsTombstones:
-    def __init__(self, client: AsyncElasticsearch) -> None:
-        self._client = client
+    """The purge's reads and deletes, over the adapter's client."""
+
+    _client: AsyncElasticsearch
 
     async def maps_tombstoned_at(self, index: str) -> bool:
         with engine_call(f"mapping of {index}"):
@@ -71,7 +60,7 @@ class EsTombstones:
             for info in body.values()
         )
 
-    async def scan(
+    async def scan_tombstones(
         self, index: str, before: str, page_size: int
     ) -> AsyncIterator[list[TombstoneHit]]:
         with engine_call(f"open a point in time on {index}"):
@@ -109,10 +98,12 @@ class EsTombstones:
                 yield [_hit(h) for h in hits]
                 after = hits[-1]["sort"]
         finally:
-            with contextlib.suppress(ApiError, TransportError):
+            with contextlib.suppress(TransientError), engine_call("close a point in time"):
                 await self._client.close_point_in_time(id=pit_id)
 
-    async def delete(self, index: str, hits: Sequence[TombstoneHit]) -> list[DeleteOutcome]:
+    async def delete_tombstones(
+        self, index: str, hits: Sequence[TombstoneHit]
+    ) -> list[DeleteOutcome]:
         if not hits:
             return []
         name = check_index_name(index)

@@ -35,8 +35,8 @@ from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.rebuild.state import watermark_keys
 from searchsync.ops.repair.load import LagGuard, live_lag
 from searchsync.projection import Projector, ProjectorRegistry
-from searchsync.search.port import IndexAdmin, WriteIndex
-from searchsync.search.sink import SearchIndex, Sink
+from searchsync.search.port import IndexAdmin, SearchEngine, WriteIndex
+from searchsync.search.sink import Sink
 
 
 @dataclass(slots=True)
@@ -46,7 +46,7 @@ class Loader:
     settings: Settings
     registry: ProjectorRegistry
     index_admin: IndexAdmin
-    writer: SearchIndex  # through the alias (require_alias=true), as the live consumer writes
+    writer: SearchEngine  # through the alias (require_alias=true), as the live consumer writes
     truth: Truth
     kafka: KafkaAdmin
     state: LoadStateStore

@@ -26,13 +26,12 @@ from searchsync.ops.rebuild.backfill import Backfill, ChunkDone, backfill_chunks
 from searchsync.ops.rebuild.catchup import CatchupGroup, CatchupRun
 from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
 from searchsync.ops.rebuild.progress import Progress
-from searchsync.ops.rebuild.reader import IndexReader
 from searchsync.ops.rebuild.state import RebuildRecord, RebuildStateStore, Status, watermark_keys
 from searchsync.ops.rebuild.sweep import Sweep
 from searchsync.ops.rebuild.verify import VerifyReport, verify
 from searchsync.projection import Projector, ProjectorRegistry
-from searchsync.search.port import IndexAdmin, IndexInfo
-from searchsync.search.sink import SearchIndex, Sink
+from searchsync.search.port import IndexAdmin, IndexInfo, SearchEngine
+from searchsync.search.sink import Sink
 
 Failures = list[tuple[str, str]]
 
@@ -44,8 +43,8 @@ class Rebuilder:
     settings: Settings
     registry: ProjectorRegistry
     index_admin: IndexAdmin
-    writer: SearchIndex  # require_alias=false: the one writer that addresses a physical index
-    reader: IndexReader
+    writer: SearchEngine  # require_alias=false: the one writer that addresses a physical index
+    reader: SearchEngine
     truth: Truth
     kafka: KafkaAdmin
     state: RebuildStateStore

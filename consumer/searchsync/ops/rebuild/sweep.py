@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from searchsync.config import Settings
 from searchsync.mysql.outbox import Outbox
 from searchsync.ops.rebuild.progress import Progress
-from searchsync.ops.rebuild.reader import IndexReader
 from searchsync.ops.rebuild.state import RebuildRecord
 from searchsync.projection import Projector
+from searchsync.search.port import SearchEngine
 
 SWEEP_PASSES = 3
 SETTLE_MARGIN_S = 1.0
@@ -25,7 +25,7 @@ SETTLE_MARGIN_S = 1.0
 @dataclass
 class Sweep:
     _settings: Settings
-    _reader: IndexReader
+    _reader: SearchEngine
     _outbox: Outbox
     _progress: Progress
     _catchup_failure: Callable[[], str | None]  # why the catch-up consumer stopped (None: runs)

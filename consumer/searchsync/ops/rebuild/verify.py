@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from searchsync.config import RebuildSettings
 from searchsync.errors import PoisonMessage
 from searchsync.mysql.truth import Truth
-from searchsync.ops.rebuild.reader import IndexReader
 from searchsync.ops.rebuild.state import RebuildRecord
 from searchsync.projection import Projector, Row
-from searchsync.search.reads import StoredDocument
+from searchsync.search.port import SearchEngine, StoredDocument
 
 
 @dataclass(slots=True)
@@ -62,7 +61,7 @@ class VerifyReport:
 
 
 async def verify(
-    reader: IndexReader,
+    reader: SearchEngine,
     truth: Truth,
     limits: RebuildSettings,
     projector: Projector,

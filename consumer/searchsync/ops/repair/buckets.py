@@ -9,8 +9,8 @@ from collections.abc import Callable
 from typing import Final
 
 from searchsync.projection import sync_hash
+from searchsync.types import HASH_SPACE
 
-HASH_SPACE: Final = 2**32
 WHEEL_CANONICALIZATION_VERSION: Final = 1
 _MAX_BUCKETS: Final = 1 << 20
 

@@ -1,15 +1,13 @@
-"""What the wheel reads from the index (`IndexSide`: one key range's entries after a
-`BucketCursor`, the documents outside the key space, entries by id with content), and what it
-finds."""
+"""What the wheel reads from the index (`IndexEntry`, from the `SearchEngine`'s documents) and
+what it finds."""
 
 from __future__ import annotations
 
 import enum
-from collections.abc import AsyncGenerator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from searchsync.types import BucketCursor
+from searchsync.search.port import StoredDocument
 
 
 class FindingKind(enum.StrEnum):
@@ -51,14 +49,9 @@ class Finding:
         return {**asdict(self), "kind": self.kind.value}
 
 
-class IndexSide(Protocol):
-    async def bucket_page(
-        self, alias: str, lo: int, hi: int, after: BucketCursor | None, limit: int, *, content: bool
-    ) -> list[IndexEntry]: ...
-
-    def strays(self, alias: str, limit: int) -> AsyncGenerator[list[IndexEntry], None]: ...
-
-    async def by_ids(self, alias: str, ids: Sequence[str]) -> dict[str, IndexEntry]: ...
+def entry_of(doc: StoredDocument, *, content: bool) -> IndexEntry:
+    """`doc` as the wheel reads it (its whole source kept only with `content`)."""
+    return entry_of_source(doc.doc_id, doc.version, doc.source, content=content)
 
 
 def entry_of_source(

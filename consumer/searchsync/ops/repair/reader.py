@@ -19,8 +19,9 @@ from searchsync.mysql.truth_buckets import TruthEntry, entry_of_row
 from searchsync.ops.chunks import ChunkController
 from searchsync.ops.repair.buckets import bucket_of_id, bucket_range, key_of_id
 from searchsync.ops.repair.load import Limits
-from searchsync.ops.repair.model import IndexEntry, IndexSide
+from searchsync.ops.repair.model import IndexEntry, entry_of
 from searchsync.projection import Projector
+from searchsync.search.port import SearchEngine
 from searchsync.types import BucketCursor
 
 _E = TypeVar("_E", TruthEntry, IndexEntry)
@@ -52,7 +53,7 @@ class SpanReader:
     `TruthEntry.purged` (None: none), asked again for every read of rows."""
 
     truth: Truth
-    index: IndexSide
+    index: SearchEngine
     limits: Limits
     truth_chunks: ChunkController
     index_chunks: ChunkController
@@ -89,7 +90,8 @@ class SpanReader:
                 lo: int, hi: int, after: BucketCursor | None, n: int
             ) -> list[IndexEntry]:
                 await self.limits.es_requests.take(1)
-                found = await self.index.bucket_page(alias, lo, hi, after, n, content=content)
+                page = await self.index.bucket_page(alias, lo, hi, after, n, content=content)
+                found = [entry_of(d, content=content) for d in page]
                 off_key.update((d.id, d) for d in found if d.sync_hash != key(d.id))
                 return found
 
@@ -129,7 +131,8 @@ class SpanReader:
         rows = await self._truth_by_ids(projector, ids)
         await self.limits.mysql_rows.take(len(ids))
         await self.limits.es_requests.take(1)
-        return rows, await self.index.by_ids(alias, ids)
+        docs = await self.index.get_documents(alias, ids)
+        return rows, {i: entry_of(d, content=True) for i, d in docs.items() if d is not None}
 
     async def _content_rows(self, projector: Projector, entries: Sequence[BucketEntries]) -> None:
         """The rows found by the light read, again by id with the projector's columns; a row gone

@@ -195,7 +195,7 @@ class SpanScan:
         async with contextlib.aclosing(strays) as pages:
             async for page in pages:
                 await self.reader.limits.es_requests.take(1)
-                ids.update(e.id for e in page)
+                ids.update(d.doc_id for d in page)
                 if len(ids) >= STRAY_CEILING:
                     report.truncated = True
                     break

@@ -18,13 +18,14 @@ from searchsync.ops.chunks import ChunkController
 from searchsync.ops.repair.buckets import WHEEL_CANONICALIZATION_VERSION
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import Limits
-from searchsync.ops.repair.model import IndexEntry, IndexSide
+from searchsync.ops.repair.model import IndexEntry
 from searchsync.ops.repair.reader import SpanReader
 from searchsync.ops.repair.report import BucketReport, RotationReport
 from searchsync.ops.repair.schedule import Choice, age_s, choose
 from searchsync.ops.repair.span import SpanRead, SpanScan
 from searchsync.ops.repair.state import BucketState, WheelState, ensure_epoch
 from searchsync.projection import Projector
+from searchsync.search.port import SearchEngine
 
 SPAN_BUCKETS: Final = 32  # buckets read together (adjacent ones in one key range)
 SPAN_ROWS: Final = 50_000  # ... and at most this many rows by their last scans (>= 1 bucket)
@@ -41,7 +42,7 @@ class Wheel:
         projectors: Sequence[Projector],
         alias_for: Callable[[str], str],
         truth: Truth,
-        index: IndexSide,
+        index: SearchEngine,
         state: WheelState,
         healer: Healer,
         settings: RepairSettings,

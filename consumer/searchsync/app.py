@@ -26,12 +26,12 @@ from searchsync.kafka.intake import KafkaIntake
 from searchsync.kafka.lineage import REASON, LineageCheck, LineageMismatch, watch_lineage
 from searchsync.observability.http import HealthReport, HealthServer
 from searchsync.observability.metrics import Metrics
-from searchsync.ops.fanout import FanoutWorker
+from searchsync.ops.fanout_worker import FanoutWorker
 from searchsync.ops.offsets import subscribed_topics
 from searchsync.projection import ProjectorRegistry
 from searchsync.projection.references import event_types, referenced_types
 from searchsync.projection.topics import subscription, topic_problems
-from searchsync.resources import Search, Tables
+from searchsync.resources import SearchEngines, Stores
 from searchsync.search.sink import Sink
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.pipeline import Pipeline, PipelineOptions
@@ -47,8 +47,8 @@ async def run_consumer(
     stop: asyncio.Event,
     registry: ProjectorRegistry,
     metrics: Metrics,
-    tables: Tables,
-    search: Search,
+    tables: Stores,
+    search: SearchEngines,
     write_targets: Mapping[str, str] | None = None,
 ) -> ExitCode:
     """Run one consumer of ``settings.kafka.group_id`` until `stop` is set. `write_targets`

@@ -85,7 +85,7 @@ class WaitResult:
         }
 
 
-Seen = tuple[bool, int | None, bool | None]  # reached, revision seen, is it a tombstone
+Observed = tuple[bool, int | None, bool | None]  # reached, revision seen, is it a tombstone
 
 
 async def wait_for_revision(
@@ -145,12 +145,12 @@ def wait_for_revision_sync(
     return asyncio.run(go())
 
 
-async def _indexed(reader: SearchEngine, alias: str, doc_id: str, revision: int) -> Seen:
+async def _indexed(reader: SearchEngine, alias: str, doc_id: str, revision: int) -> Observed:
     version = (await reader.get_versions(alias, [doc_id])).get(doc_id)
     return version is not None and version >= revision, version, None
 
 
-async def _searchable(reader: SearchEngine, alias: str, doc_id: str, revision: int) -> Seen:
+async def _searchable(reader: SearchEngine, alias: str, doc_id: str, revision: int) -> Observed:
     only = {"ids": {"values": [doc_id]}}
     live = await _one(reader.search(read_alias_name(alias), only, size=1))
     if live is not None:  # what readers see; a live document below the revision is not it yet

@@ -1,6 +1,6 @@
 """The outside world of one process as ports: MySQL tables, the search service, Kafka client
 factories, Kafka Connect and the DLQ replay ledger. `Ports` holds them built (tests' fakes);
-`Tables.over` and `Search.over` build the real ones over an open pool and client."""
+`Stores.over` and `SearchEngines.over` build the real ones over an open pool and client."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 import aiomysql
 
 from searchsync.config import Settings
-from searchsync.dlq.ledger import ReplayLedger
-from searchsync.dlq.read import ConsumerFactory, kafka_consumer
+from searchsync.dlq.replays import ReplayLedger
+from searchsync.dlq.scan import ConsumerFactory, kafka_consumer
 from searchsync.kafka.admin import AdminFactory, ConfluentKafkaAdmin
 from searchsync.kafka.producer import ProducerFactory, kafka_producer
 from searchsync.mysql.fanout import FanoutStore, MysqlFanout
@@ -19,13 +19,13 @@ from searchsync.mysql.gap_acks import GapAcks, MysqlGapAcks
 from searchsync.mysql.lineage import MysqlTopicLineage, TopicLineage
 from searchsync.mysql.outbox import MysqlOutbox, Outbox
 from searchsync.mysql.owner_epochs import OwnerEpochs
-from searchsync.mysql.state import ProjectionStateWriter, StateRecorder
+from searchsync.mysql.projection_state import ProjectionStateWriter, StateRecorder
 from searchsync.mysql.truth import MysqlTruth, Truth
-from searchsync.ops.load.state import LoadStateStore, MysqlLoadState
+from searchsync.ops.load.parts import LoadStateStore, MysqlLoadState
 from searchsync.ops.prune import ConnectorState
-from searchsync.ops.rebuild.state import MysqlRebuildState, RebuildStateStore
+from searchsync.ops.rebuild.records import MysqlRebuildState, RebuildStateStore
+from searchsync.ops.repair.generations import MysqlWheelState, WheelState
 from searchsync.ops.repair.lease import LeaseStore, MysqlLeaseStore
-from searchsync.ops.repair.state import MysqlWheelState, WheelState
 from searchsync.relay.mysql_store import MysqlRelayStore
 from searchsync.relay.port import RelayStore
 from searchsync.search.es_index import BulkSizer, EsIndex
@@ -34,7 +34,7 @@ from searchsync.time_zones import parse_time_zone
 
 
 @dataclass(frozen=True, slots=True)
-class Tables:
+class Stores:
     """The MySQL tables searchsync reads and writes."""
 
     truth: Truth
@@ -51,7 +51,7 @@ class Tables:
     owners: OwnerEpochs  # this member's owner epochs (``kafka.group_id``'s partitions)
 
     @classmethod
-    def over(cls, pool: aiomysql.Pool, settings: Settings) -> Tables:
+    def over(cls, pool: aiomysql.Pool, settings: Settings) -> Stores:
         return cls(
             truth=MysqlTruth(
                 pool,
@@ -73,7 +73,7 @@ class Tables:
 
 
 @dataclass(frozen=True, slots=True)
-class Search:
+class SearchEngines:
     """The search service. `aliased` writes through aliases (``require_alias=true``: the live
     consumer; the repair and the read side read through it); `physical` writes the physical index
     it is given (a rebuild and its catch-up; the rebuild's reads and the purge use it)."""
@@ -83,7 +83,7 @@ class Search:
     physical: SearchEngine
 
     @classmethod
-    def over(cls, client: Any, settings: Settings) -> Search:
+    def over(cls, client: Any, settings: Settings) -> SearchEngines:
         es = settings.elasticsearch
         sizer = BulkSizer(es.bulk_max_actions, es.bulk_max_bytes)
         aliased = EsIndex(client, sizer=sizer, require_alias=True)
@@ -104,8 +104,8 @@ class KafkaClients:
 class Ports:
     """Every port, already built. The replay ledger is closed by the command that uses it."""
 
-    tables: Tables
-    search: Search
+    tables: Stores
+    search: SearchEngines
     connect: ConnectorState
     replay_ledger: ReplayLedger
     kafka: KafkaClients = field(default_factory=KafkaClients)

@@ -17,7 +17,7 @@ from typing import Any
 import aiomysql
 
 from searchsync.config import Settings
-from searchsync.dlq.ledger import MysqlReplayLedger, ReplayLedger
+from searchsync.dlq.replays import MysqlReplayLedger, ReplayLedger
 from searchsync.exit_codes import ExitCode
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.kafka.connect import ConnectClient
@@ -28,14 +28,14 @@ from searchsync.ops.load.runner import Loader
 from searchsync.ops.prune import ConnectorState
 from searchsync.ops.rebuild.plan import catchup_settings
 from searchsync.ops.rebuild.progress import Progress
+from searchsync.ops.rebuild.records import RebuildRecord
 from searchsync.ops.rebuild.runner import Rebuilder
-from searchsync.ops.rebuild.state import RebuildRecord
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.report import BucketReport
-from searchsync.ops.repair.run import limits
+from searchsync.ops.repair.rotations import limits
 from searchsync.ops.repair.wheel import Wheel
 from searchsync.projection import Projector, ProjectorRegistry, registry_from_settings
-from searchsync.resources import KafkaClients, Ports, Search, Tables
+from searchsync.resources import KafkaClients, Ports, SearchEngines, Stores
 from searchsync.search.client import make_es_client
 from searchsync.watch.canary import Canary, MysqlEsCanary
 
@@ -51,8 +51,8 @@ class Runtime:
         self._stack = AsyncExitStack()
         self._pool: aiomysql.Pool | None = None
         self._client: Any = None
-        self._tables: Tables | None = None
-        self._search: Search | None = None
+        self._tables: Stores | None = None
+        self._search: SearchEngines | None = None
         self._connect: ConnectClient | None = None
         self._opening = asyncio.Lock()
 
@@ -120,20 +120,20 @@ class Runtime:
             self._client = client
         return self._client
 
-    def search(self) -> Search:
+    def search(self) -> SearchEngines:
         """The search service."""
         if self._given is not None:
             return self._given.search
         if self._search is None:
-            self._search = Search.over(self.search_client(), self.settings)
+            self._search = SearchEngines.over(self.search_client(), self.settings)
         return self._search
 
-    async def tables(self) -> Tables:
+    async def tables(self) -> Stores:
         """The MySQL tables."""
         if self._given is not None:
             return self._given.tables
         if self._tables is None:
-            self._tables = Tables.over(await self.pool(), self.settings)
+            self._tables = Stores.over(await self.pool(), self.settings)
         return self._tables
 
     async def canary(self) -> Canary:

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from searchsync.errors import MAX_ERROR_MESSAGE
-from searchsync.mysql.state import ProjectionState, StateRecorder, StateUpdate
+from searchsync.mysql.projection_state import ProjectionState, StateRecorder, StateUpdate
 
 from tests.fakes.projection_state import FakeProjectionState
 

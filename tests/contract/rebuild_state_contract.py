@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import pytest
 from searchsync.errors import OperationRefused
-from searchsync.ops.rebuild.state import RebuildRecord, RebuildStateStore, Status
+from searchsync.ops.rebuild.records import RebuildRecord, RebuildStateStore, Status
 
 from tests.fakes.rebuild_state import FakeRebuildState
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from searchsync.dlq.ledger import ReplayEntry, ReplayLedger
+from searchsync.dlq.replays import ReplayEntry, ReplayLedger
 
 from tests.fakes.replay_ledger import FakeReplayLedger
 

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 import pytest
-from searchsync.ops.repair.state import BucketState, WheelState, ensure_epoch
+from searchsync.ops.repair.generations import BucketState, WheelState, ensure_epoch
 
 from tests.fakes.wheel_state import FakeWheelState
 

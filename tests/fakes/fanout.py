@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from searchsync.clock import utc_now
 from searchsync.mysql.fanout import Dependent, FanoutJob, FanoutStats, FanoutTarget, Route
 from searchsync.mysql.pool import db_time
-from searchsync.ops.fanout import FanoutWorker
+from searchsync.ops.fanout_worker import FanoutWorker
 from searchsync.projection import Child
 
 __all__ = ["FakeFanout", "drain"]

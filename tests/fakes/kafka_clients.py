@@ -1,7 +1,7 @@
 """In-memory stand-ins for confluent-kafka's producer and consumer.
 
 - `FakeProducer`: holds every delivery until the test releases it (or acknowledges at once).
-- `FakeConsumer` (`searchsync.dlq.read.ConsumerPort`): reads a `Log`
+- `FakeConsumer` (`searchsync.dlq.scan.ConsumerPort`): reads a `Log`
   (`tests.fakes.kafka_admin.FakeTopics`) from an assignment and commits to it.
 """
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from searchsync.ops.load.state import LoadRecord
+from searchsync.ops.load.parts import LoadRecord
 
 __all__ = ["FakeLoadState"]
 

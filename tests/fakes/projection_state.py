@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from searchsync.clock import WallClock, utc_now
 from searchsync.mysql.pool import db_time
-from searchsync.mysql.state import ProjectionState, StateUpdate, merge
+from searchsync.mysql.projection_state import ProjectionState, StateUpdate, merge
 
 __all__ = ["FakeProjectionState"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from searchsync.ops.rebuild.state import RebuildRecord, unfinished_exists
+from searchsync.ops.rebuild.records import RebuildRecord, unfinished_exists
 
 __all__ = ["FakeRebuildState"]
 

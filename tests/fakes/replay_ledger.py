@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from searchsync.dlq.ledger import ReplayEntry
+from searchsync.dlq.replays import ReplayEntry
 
 __all__ = ["FakeReplayLedger"]
 

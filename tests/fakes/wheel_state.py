@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from searchsync.ops.repair.state import BucketState, Epoch
+from searchsync.ops.repair.generations import BucketState, Epoch
 
 __all__ = ["FakeWheelState"]
 

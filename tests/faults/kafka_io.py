@@ -11,8 +11,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from searchsync.config import Settings
-from searchsync.dlq.read import DlqTopic
 from searchsync.dlq.replay import inspect
+from searchsync.dlq.scan import DlqTopic
 from searchsync.ops import offsets
 
 from tests.faults.evidence import Hostile

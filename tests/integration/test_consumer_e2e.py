@@ -17,8 +17,8 @@ import pytest
 import pytest_asyncio
 from confluent_kafka import Producer
 from searchsync.devtools.loadgen import run_loadgen
-from searchsync.dlq.read import DlqTopic
 from searchsync.dlq.replay import DlqFilter, inspect
+from searchsync.dlq.scan import DlqTopic
 from searchsync.events import AvroFraming, encode_json
 from searchsync.mysql.pool import transaction
 from searchsync.mysql.truth import MysqlTruth

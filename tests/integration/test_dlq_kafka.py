@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-from searchsync.dlq.read import DlqTopic
 from searchsync.dlq.record import REPLAYED_FROM_HEADER, DlqProducer, DlqRecord
 from searchsync.dlq.replay import inspect, replay
+from searchsync.dlq.scan import DlqTopic
 from searchsync.errors import TransientError
 from searchsync.events import encode_json
 from searchsync.kafka.admin import Watermarks

@@ -156,10 +156,10 @@ async def test_the_canary_age_drops_once_a_heartbeat_is_searchable(
         await wait_for(lambda: searchable(first), 60, "the first heartbeat searchable")
         second = utc_now()
         await store.beat(second)
-        await exporter.look()
+        await exporter.read_canary()
         before = age()  # still the first heartbeat's age, or already the second's
         await wait_for(lambda: searchable(second), 60, "the second heartbeat searchable")
-        await exporter.look()
+        await exporter.read_canary()
         after = age()
         assert after <= (utc_now() - second).total_seconds()
         assert after < (utc_now() - first).total_seconds()

@@ -20,7 +20,7 @@ from typing import Any
 import aiomysql
 import pytest
 import pytest_asyncio
-from searchsync.cli.heal import run_rebuild
+from searchsync.cli.reconcile import run_rebuild
 from searchsync.ops.rebuild.outcome import RebuildOptions
 from searchsync.projection import registry_from_settings
 from searchsync.runtime import Runtime

@@ -19,16 +19,16 @@ import pytest
 import pytest_asyncio
 from searchsync.clock import utc_now
 from searchsync.config import MysqlSettings, Secret, load_settings
-from searchsync.dlq.ledger import MysqlReplayLedger
+from searchsync.dlq.replays import MysqlReplayLedger
 from searchsync.mysql.gap_acks import MysqlGapAcks
 from searchsync.mysql.lineage import MysqlTopicLineage
 from searchsync.mysql.outbox import MysqlOutbox
 from searchsync.mysql.pool import db_time, pool_of, transaction
-from searchsync.mysql.state import ProjectionStateWriter, StateUpdate
+from searchsync.mysql.projection_state import ProjectionStateWriter, StateUpdate
 from searchsync.mysql.truth import MysqlTruth
-from searchsync.ops.rebuild.state import MysqlRebuildState
+from searchsync.ops.rebuild.records import MysqlRebuildState
+from searchsync.ops.repair.generations import MysqlWheelState
 from searchsync.ops.repair.lease import MysqlLeaseStore
-from searchsync.ops.repair.state import MysqlWheelState
 from searchsync.projection import Row
 from searchsync.runtime import Runtime
 

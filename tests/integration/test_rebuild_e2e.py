@@ -21,13 +21,13 @@ import aiomysql
 import orjson
 import pytest
 from elasticsearch import AsyncElasticsearch
-from searchsync.cli.heal import run_rebuild
+from searchsync.cli.reconcile import run_rebuild
 from searchsync.config import Settings, load_settings
 from searchsync.devtools.loadgen import run_loadgen
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.naming import read_alias_name
 from searchsync.ops.rebuild.outcome import RebuildOptions
-from searchsync.ops.rebuild.state import MysqlRebuildState, Status
+from searchsync.ops.rebuild.records import MysqlRebuildState, Status
 from searchsync.runtime import Runtime
 from searchsync.search.client import make_es_client
 from searchsync.writer import PageWriter

@@ -21,10 +21,10 @@ from searchsync.mysql.outbox import MysqlOutbox
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.observability.repair_metrics import RepairMetrics
 from searchsync.ops.repair.buckets import HASH_SPACE, key_hash
+from searchsync.ops.repair.generations import MysqlWheelState
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import FindingKind
-from searchsync.ops.repair.run import run_repair
-from searchsync.ops.repair.state import MysqlWheelState
+from searchsync.ops.repair.rotations import run_repair
 from searchsync.ops.repair.wheel import Wheel
 from searchsync.projection import default_registry
 from searchsync.search.client import make_es_client

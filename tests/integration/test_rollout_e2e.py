@@ -26,12 +26,12 @@ import aiomysql
 import orjson
 import pytest
 from elasticsearch import AsyncElasticsearch
-from searchsync.cli.heal import run_rebuild
+from searchsync.cli.reconcile import run_rebuild
 from searchsync.config import load_settings
 from searchsync.devtools.loadgen import run_loadgen
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.ops.rebuild.outcome import RebuildOptions
-from searchsync.ops.rebuild.state import Status
+from searchsync.ops.rebuild.records import Status
 from searchsync.projection import default_registry
 from searchsync.runtime import Runtime
 from searchsync.search.client import make_es_client

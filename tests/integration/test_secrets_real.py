@@ -80,6 +80,8 @@ _CONSUMER_TABLES = frozenset(
         "search_rebuild_state",
         "search_repair_epoch",
         "search_repair_bucket",
+        "search_topic_lineage",
+        "search_partition_owner",
     }
 )
 

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from searchsync.errors import MAX_ERROR_MESSAGE, ConfigError, ErrorCode, TransientError
 from searchsync.mysql.pool import create_pool, transaction
-from searchsync.mysql.state import (
+from searchsync.mysql.projection_state import (
     ProjectionState,
     ProjectionStateWriter,
     StateUpdate,

@@ -14,8 +14,8 @@ from searchsync.config import Settings, load_settings
 from searchsync.mysql.key_scope import KeyScope
 from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.ops.rebuild.progress import Progress
+from searchsync.ops.rebuild.records import RebuildRecord
 from searchsync.ops.rebuild.runner import Rebuilder
-from searchsync.ops.rebuild.state import RebuildRecord
 from searchsync.projection import Projector, ProjectorRegistry, Row, default_registry
 from searchsync.search.sink import EXTERNAL_GTE, IndexOp, Sink
 

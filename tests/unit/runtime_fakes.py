@@ -14,7 +14,7 @@ from typing import Any
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
 from searchsync.observability.metrics import Metrics
-from searchsync.resources import KafkaClients, Ports, Search, Tables
+from searchsync.resources import KafkaClients, Ports, SearchEngines, Stores
 from searchsync.runtime import Runtime
 
 from tests.fakes.lineage import FakeTopicLineage
@@ -34,17 +34,19 @@ class Unused:
         raise AssertionError(f"the test gave no {self._name} (used: .{attr})")
 
 
-def tables_of(**given: Any) -> Tables:
-    """`Tables` of the given fakes, `Unused` for the rest (an empty topic lineage and free repair
+def tables_of(**given: Any) -> Stores:
+    """`Stores` of the given fakes, `Unused` for the rest (an empty topic lineage and free repair
     leases unless given: every offsets reset and every repair uses them)."""
     given.setdefault("lineage", FakeTopicLineage())
     given.setdefault("repair_lease", FakeLeaseStore())
-    return Tables(**{f.name: given.get(f.name, Unused(f.name)) for f in fields(Tables)})
+    return Stores(**{f.name: given.get(f.name, Unused(f.name)) for f in fields(Stores)})
 
 
-def search_of(**given: Any) -> Search:
-    """`Search` of the given fakes, `Unused` for the rest."""
-    return Search(**{f.name: given.get(f.name, Unused(f.name)) for f in fields(Search)})
+def search_of(**given: Any) -> SearchEngines:
+    """`SearchEngines` of the given fakes, `Unused` for the rest."""
+    return SearchEngines(
+        **{f.name: given.get(f.name, Unused(f.name)) for f in fields(SearchEngines)}
+    )
 
 
 class FakeRuntime(Runtime):
@@ -74,8 +76,8 @@ class Fakes:
     def __init__(
         self,
         *,
-        tables: Tables | None = None,
-        search: Search | None = None,
+        tables: Stores | None = None,
+        search: SearchEngines | None = None,
         connect: Any = None,
         replay_ledger: Any = None,
         kafka: KafkaClients | None = None,

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError
-from searchsync.dlq.read import DlqEntry, DlqTopic
 from searchsync.dlq.record import (
     DLQ_FORMAT,
     DLQ_FORMAT_HEADER,
@@ -17,6 +16,7 @@ from searchsync.dlq.record import (
     encode,
 )
 from searchsync.dlq.replay import DlqFilter, inspect, parse_utc, replay
+from searchsync.dlq.scan import DlqEntry, DlqTopic
 from searchsync.dlq.summary import DlqSummary, ReplayOutcome, summary
 from searchsync.errors import InvalidRequest, PoisonMessage, TransientError
 

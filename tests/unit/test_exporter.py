@@ -151,15 +151,15 @@ def test_the_canary_age_grows_until_a_heartbeat_is_searchable_then_drops() -> No
     age = "searchsync_canary_age_seconds"
     asyncio.run(exporter.beat())
     wall[0] = NOW + timedelta(seconds=30)
-    asyncio.run(exporter.look())
+    asyncio.run(exporter.read_canary())
     assert _value(exporter.metrics, age) == 30.0  # none searchable: the wait since start
     index.seen = store.beats[0]  # the heartbeat got through
     wall[0] = NOW + timedelta(seconds=31)
-    asyncio.run(exporter.look())
+    asyncio.run(exporter.read_canary())
     assert _value(exporter.metrics, age) == 31.0  # the heartbeat committed at NOW
     asyncio.run(exporter.beat())
     index.seen = store.beats[1]
-    asyncio.run(exporter.look())
+    asyncio.run(exporter.read_canary())
     assert _value(exporter.metrics, age) == 0.0
     assert _value(exporter.metrics, "searchsync_canary_beats_total") == 2
     assert index.aliases[0] == "searchsync_searchsync_canary"
@@ -223,7 +223,7 @@ def test_each_deployment_beats_its_own_heartbeat_row() -> None:
 
 
 class _Blind:
-    """A `Peek` that never gets an answer in time."""
+    """A `TopicPeek` that never gets an answer in time."""
 
     def timestamps(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         return {}

@@ -20,7 +20,7 @@ from searchsync.errors import ConfigError, ErrorCode, TransientError
 from searchsync.examples import article
 from searchsync.mysql.fanout import FanoutStats, FanoutTarget
 from searchsync.observability.metrics import Metrics
-from searchsync.ops.fanout import FanoutWorker
+from searchsync.ops.fanout_worker import FanoutWorker
 from searchsync.ops.status import StatusReport
 from searchsync.ops.status_probes import fanout_section
 from searchsync.projection import ProjectorRegistry, default_registry
@@ -140,7 +140,7 @@ async def test_the_worker_keeps_to_its_rate_and_logs_progress(
 
     paced = FanoutSettings(appends_per_s=10.0, page_size=500, progress_every=10)
     worker = FanoutWorker(store, registry(), paced, owner="w", sleep=sleep, clock=lambda: now[0])
-    with caplog.at_level(logging.INFO, logger="searchsync.ops.fanout"):
+    with caplog.at_level(logging.INFO, logger="searchsync.ops.fanout_worker"):
         await drain(worker)
     assert len(store.events) == 25
     # pages of 10 (one second of appends): the 2nd and the 3rd wait one second each

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from searchsync.config import FanoutSettings
 from searchsync.examples import article
 from searchsync.mysql.fanout import Dependent, FanoutJob, FanoutTarget, Route
-from searchsync.ops.fanout import FanoutWorker
+from searchsync.ops.fanout_worker import FanoutWorker
 from searchsync.projection import Child, ProjectorRegistry
 
 from tests import catalog

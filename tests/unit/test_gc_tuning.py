@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import searchsync.cli.heal as heal_cli
+import searchsync.cli.reconcile as heal_cli
 from runtime_fakes import Fakes
 from searchsync.cli import main
 from searchsync.gc_tuning import YOUNG_THRESHOLD, tune_for_throughput

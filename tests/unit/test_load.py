@@ -13,8 +13,8 @@ import pytest
 from searchsync.config import Settings, load_settings
 from searchsync.errors import OperationRefused
 from searchsync.ops.load.outcome import LoadOptions, LoadOutcome
+from searchsync.ops.load.parts import Status
 from searchsync.ops.load.runner import Loader
-from searchsync.ops.load.state import Status
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.projection import Row, default_registry
 from searchsync.search.sink import IndexOp, Sink

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from searchsync.config import FanoutSettings
 from searchsync.mysql.fanout import FanoutTarget
-from searchsync.ops.fanout import FanoutWorker
+from searchsync.ops.fanout_worker import FanoutWorker
 from searchsync.projection import Child, Lookup, ProjectorRegistry, lookup_keys
 from searchsync.projection.references import dependents, routes
 

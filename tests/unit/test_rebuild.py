@@ -6,7 +6,7 @@ import orjson
 import pytest
 from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.ops.rebuild.outcome import RebuildOptions
-from searchsync.ops.rebuild.state import Status
+from searchsync.ops.rebuild.records import Status
 from searchsync.search.sink import IndexOp, Sink
 
 from tests.unit.rebuild_fakes import TOPIC, TYPE, World, page

@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 from pipeline_fakes import PageTruth, page_row
 from searchsync.config import RepairSettings
 from searchsync.ops.repair.buckets import bucket_of, bucket_range, key_hash
+from searchsync.ops.repair.generations import BucketState
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.model import FindingKind
 from searchsync.ops.repair.schedule import choose, ewma, priority
-from searchsync.ops.repair.state import BucketState
 from searchsync.ops.repair.wheel import Wheel
 from searchsync.projection import default_registry
 from searchsync.search.sink import IndexOp, Sink

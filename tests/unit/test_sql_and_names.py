@@ -33,7 +33,7 @@ _SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|REPLACE|CREATE|ALTER|DROP|GRA
 
 # (module, interpolated expression) -> why it cannot carry a value or a name from outside
 REVIEWED: dict[tuple[str, str], str] = {
-    ("consumer/searchsync/mysql/state.py", "_NEWER"): "a constant SQL fragment",
+    ("consumer/searchsync/mysql/projection_state.py", "_NEWER"): "a constant SQL fragment",
     ("consumer/searchsync/mysql/fanout.py", "newer"): "a constant SQL fragment",
     ("consumer/searchsync/mysql/fanout.py", "free"): "a constant SQL fragment",
     ("consumer/searchsync/mysql/fanout.py", "_UNCHANGED"): "a constant SQL fragment",
@@ -48,9 +48,12 @@ REVIEWED: dict[tuple[str, str], str] = {
     ("consumer/searchsync/mysql/fanout_dependents.py", "hint"): (
         "'' or FORCE INDEX (an IDENTIFIER-checked index name, quoted)"
     ),
-    ("consumer/searchsync/mysql/state.py", "', '.join(_COLUMNS)"): "constant column names",
-    ("consumer/searchsync/mysql/state.py", "placeholders"): "only '(%s, ...)' groups",
-    ("consumer/searchsync/mysql/state.py", "_UPSERT_TAIL"): "a constant SQL fragment",
+    (
+        "consumer/searchsync/mysql/projection_state.py",
+        "', '.join(_COLUMNS)",
+    ): "constant column names",
+    ("consumer/searchsync/mysql/projection_state.py", "placeholders"): "only '(%s, ...)' groups",
+    ("consumer/searchsync/mysql/projection_state.py", "_UPSERT_TAIL"): "a constant SQL fragment",
     ("consumer/searchsync/mysql/truth.py", "columns"): "quote_identifier of validated columns",
     (
         "consumer/searchsync/mysql/truth.py",
@@ -74,13 +77,13 @@ REVIEWED: dict[tuple[str, str], str] = {
     ("consumer/searchsync/mysql/key_scope.py", "' AND '.join(conditions)"): (
         "scope_sql's conditions (see truth.py's where_clause)"
     ),
-    ("consumer/searchsync/ops/load/state.py", "', '.join((f'`{c}`' for c in _COLUMNS))"): (
+    ("consumer/searchsync/ops/load/parts.py", "', '.join((f'`{c}`' for c in _COLUMNS))"): (
         "constant column names"
     ),
-    ("consumer/searchsync/ops/load/state.py", "', '.join(['%s'] * len(_COLUMNS))"): (
+    ("consumer/searchsync/ops/load/parts.py", "', '.join(['%s'] * len(_COLUMNS))"): (
         "placeholders"
     ),
-    ("consumer/searchsync/ops/load/state.py", "', '.join((f'`{c}` = %s' for c in _MUTABLE))"): (
+    ("consumer/searchsync/ops/load/parts.py", "', '.join((f'`{c}` = %s' for c in _MUTABLE))"): (
         "constant column names"
     ),
     ("consumer/searchsync/mysql/truth_relations.py", "select"): "_quoted() columns",
@@ -92,15 +95,15 @@ REVIEWED: dict[tuple[str, str], str] = {
         "JSON_OBJECT of the child's validated identifiers: literal keys, quoted columns"
     ),
     (
-        "consumer/searchsync/ops/rebuild/state.py",
+        "consumer/searchsync/ops/rebuild/records.py",
         "', '.join((f'`{c}`' for c in _COLUMNS))",
     ): "constants",
     (
-        "consumer/searchsync/ops/rebuild/state.py",
+        "consumer/searchsync/ops/rebuild/records.py",
         "', '.join(['%s'] * len(_COLUMNS))",
     ): "placeholders",
     (
-        "consumer/searchsync/ops/rebuild/state.py",
+        "consumer/searchsync/ops/rebuild/records.py",
         "', '.join((f'`{c}` = %s' for c in _MUTABLE))",
     ): "constants",
     (
@@ -124,9 +127,9 @@ REVIEWED: dict[tuple[str, str], str] = {
         "consumer/searchsync/mysql/truth_buckets.py",
         "src",
     ): "validated table, constant conditions, %s",
-    ("consumer/searchsync/dlq/ledger.py", "', '.join(_COLUMNS)"): "constant column names",
+    ("consumer/searchsync/dlq/replays.py", "', '.join(_COLUMNS)"): "constant column names",
     (
-        "consumer/searchsync/dlq/ledger.py",
+        "consumer/searchsync/dlq/replays.py",
         "', '.join(['%s'] * len(_COLUMNS))",
     ): "placeholders",
     **{

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from searchsync.mysql.state import StateUpdate
+from searchsync.mysql.projection_state import StateUpdate
 from searchsync.mysql.state_buffer import StateBuffer
 
 from tests.fakes.projection_state import FakeProjectionState

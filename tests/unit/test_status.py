@@ -15,7 +15,7 @@ from runtime_fakes import Fakes, search_of, tables_of
 from searchsync.cli import main
 from searchsync.exit_codes import ExitCode
 from searchsync.kafka.connect import ConnectorStatus, TaskStatus
-from searchsync.ops.repair.state import BucketState, Epoch, WheelSnapshot
+from searchsync.ops.repair.generations import BucketState, Epoch, WheelSnapshot
 from searchsync.ops.status import Section, gather, in_thread
 from searchsync.projection import wiki_page
 from searchsync.resources import KafkaClients

@@ -26,7 +26,7 @@ from searchsync.errors import (
     WriteRefused,
 )
 from searchsync.mysql.pool import db_time, expand_in, translate_errors
-from searchsync.mysql.state import StateUpdate, merge
+from searchsync.mysql.projection_state import StateUpdate, merge
 from searchsync.projection import wiki_page
 from searchsync.writer import PageWriter
 

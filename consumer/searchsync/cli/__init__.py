@@ -14,12 +14,12 @@ from searchsync import __version__
 from searchsync.cli import (
     config,
     dlq,
-    heal,
     index,
     offsets,
     projection,
+    reconcile,
     retention,
-    run,
+    serve,
     status,
 )
 from searchsync.cli.args import CONFIG_ENV, Command
@@ -31,17 +31,17 @@ from searchsync.runtime import Runtime
 from searchsync.search.client import describe_auth_error
 
 _GROUPS = (
-    run.register,
+    serve.register,
     index.register,
     dlq.register,
     config.register,
     offsets.register,
-    heal.register_rebuild,
-    heal.register_repair,
+    reconcile.register_rebuild,
+    reconcile.register_repair,
     retention.register,
-    run.register_relay,
+    serve.register_relay,
     status.register,
-    run.register_exporter,
+    serve.register_exporter,
     index.register_wait,
     config.register_schema,
     projection.register,

@@ -15,7 +15,7 @@ from searchsync.duration import parse_duration
 from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
 from searchsync.kafka.admin import KAFKA_TIMEOUT_S
-from searchsync.resources import Tables
+from searchsync.resources import Stores
 from searchsync.runtime import Runtime
 
 CONFIG_ENV: Final = "SEARCHSYNC_CONFIG"
@@ -69,7 +69,7 @@ def run_in(runtime: Runtime, work: Callable[[], Awaitable[T]]) -> T:
     return asyncio.run(go())
 
 
-def with_tables(runtime: Runtime, use: Callable[[Tables], Awaitable[T]]) -> T:
+def with_tables(runtime: Runtime, use: Callable[[Stores], Awaitable[T]]) -> T:
     """`run_in` for a use of the runtime's MySQL tables."""
 
     async def go() -> T:

@@ -18,9 +18,9 @@ from searchsync.cli.args import (
 )
 from searchsync.cli.output import bytes_json, show
 from searchsync.config import Settings
-from searchsync.dlq.ledger import ReplayEntry
-from searchsync.dlq.read import DlqEntry, DlqTopic
 from searchsync.dlq.replay import DlqFilter, ReplayReport, inspect, replay
+from searchsync.dlq.replays import ReplayEntry
+from searchsync.dlq.scan import DlqEntry, DlqTopic
 from searchsync.dlq.summary import DlqSummary, summary
 from searchsync.exit_codes import ExitCode
 from searchsync.runtime import Runtime

@@ -14,7 +14,7 @@ from searchsync.cli.output import err, print_json
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
 from searchsync.ops.preview import Preview, preview
-from searchsync.resources import Tables
+from searchsync.resources import Stores
 from searchsync.runtime import Runtime
 
 
@@ -34,7 +34,7 @@ def register(commands: Any) -> None:
 def cmd_projection_show(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     projector = runtime.registry.get(chosen_type(runtime, args.type))
 
-    async def read(tables: Tables) -> Preview:
+    async def read(tables: Stores) -> Preview:
         return await preview(projector, tables.truth, args.id)
 
     found = with_tables(runtime, read)

@@ -14,7 +14,7 @@ from searchsync.config import Settings
 from searchsync.dlq.summary import summary
 from searchsync.exit_codes import ExitCode
 from searchsync.ops import status_probes as probes
-from searchsync.ops.repair.state import snapshot
+from searchsync.ops.repair.generations import snapshot
 from searchsync.ops.status import Probe, Section, StatusReport, gather, in_thread
 from searchsync.projection.references import referenced_types
 from searchsync.runtime import Runtime

@@ -13,9 +13,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from searchsync.clock import utc_now
-from searchsync.dlq.ledger import ReplayEntry, ReplayLedger
-from searchsync.dlq.read import DlqEntry, DlqTopic, mark_replays
 from searchsync.dlq.record import REPLAYED_FROM_HEADER, DlqRecord
+from searchsync.dlq.replays import ReplayEntry, ReplayLedger
+from searchsync.dlq.scan import DlqEntry, DlqTopic, mark_replays
 from searchsync.errors import (
     DeliveryFailed,
     DeliveryTimeout,

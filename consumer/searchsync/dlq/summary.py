@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from searchsync.dlq.ledger import ReplayEntry, ReplayLedger
-from searchsync.dlq.read import DlqEntry, DlqTopic, mark_replays
+from searchsync.dlq.replays import ReplayEntry, ReplayLedger
+from searchsync.dlq.scan import DlqEntry, DlqTopic, mark_replays
 
 
 class ReplayOutcome(enum.StrEnum):

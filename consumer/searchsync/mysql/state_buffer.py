@@ -15,14 +15,14 @@ from typing import Final
 
 from searchsync.clock import utc_now
 from searchsync.mysql.pool import db_time
-from searchsync.mysql.state import StateRecorder, StateUpdate
+from searchsync.mysql.projection_state import StateRecorder, StateUpdate
 
 log = logging.getLogger(__name__)
 
 FLUSH_ROWS: Final = 2_000  # rows per upsert statement
 
 
-class _Entry:
+class _Pending:
     __slots__ = ("error", "error_at", "source_revision", "success", "success_at")
 
     def __init__(self, source_revision: int) -> None:
@@ -51,7 +51,7 @@ class _Entry:
         if self.error_at is None or at >= self.error_at:
             self.error, self.error_at = update, at
 
-    def absorb(self, older: _Entry) -> None:
+    def absorb(self, older: _Pending) -> None:
         """Merge in an entry taken before this one (a failed flush's)."""
         self.source_revision = max(self.source_revision, older.source_revision)
         if older.success is not None and older.success_at is not None:
@@ -91,7 +91,7 @@ class StateBuffer:
         self._interval = interval_s
         self._clock = clock
         self._wall = wall_clock
-        self._entries: dict[tuple[str, str], _Entry] = {}
+        self._entries: dict[tuple[str, str], _Pending] = {}
         self._next = clock() + interval_s
         self._flushing: asyncio.Task[None] | None = None
         self._batch: list[StateUpdate] = []
@@ -155,7 +155,7 @@ class StateBuffer:
             key = (update.aggregate_type, update.aggregate_id)
             entry = entries.get(key)
             if entry is None:
-                entry = entries[key] = _Entry(update.source_revision)
+                entry = entries[key] = _Pending(update.source_revision)
             entry.add(update, update.at or at)
 
     def flush_if_due(self) -> None:

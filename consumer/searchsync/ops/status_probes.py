@@ -20,7 +20,7 @@ from searchsync.kafka.lineage import mismatch
 from searchsync.mysql.fanout import FanoutStats
 from searchsync.naming import read_alias_name
 from searchsync.ops.offsets import partition_offsets
-from searchsync.ops.repair.state import WheelSnapshot
+from searchsync.ops.repair.generations import WheelSnapshot
 from searchsync.ops.status import Section
 from searchsync.projection import ProjectorRegistry
 from searchsync.relay.port import RelayStatus

@@ -16,7 +16,7 @@ from elasticsearch import AsyncElasticsearch
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.search.errors import engine_call
 from searchsync.search.port import StoredDocument
-from searchsync.search.reads import stored_document
+from searchsync.search.queries import stored_document
 from searchsync.types import HASH_SPACE, BucketCursor
 
 _HITS = ["hits.hits._id", "hits.hits._version", "hits.hits._source"]  # nothing else parsed

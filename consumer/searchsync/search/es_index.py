@@ -1,6 +1,6 @@
 """`EsIndex`, the `SearchEngine` port on Elasticsearch (and on OpenSearch through
 `OpenSearchClient`): bulk ``index`` actions with external versions through the alias, mget, one
-`ItemResult` per action; the searches of `searchsync.search.reads`, the bucket reads of
+`ItemResult` per action; the searches of `searchsync.search.queries`, the bucket reads of
 `searchsync.search.buckets`, the purge's of `searchsync.search.tombstones` and the indices and
 aliases of `searchsync.search.elasticsearch`. `BulkSizer` cuts
 bulks by count and bytes."""
@@ -26,7 +26,7 @@ from searchsync.search.errors import (
     read_refusal,
 )
 from searchsync.search.port import IndexOp, ItemResult, StoredDocument
-from searchsync.search.reads import EsReads, stored_document
+from searchsync.search.queries import EsReads, stored_document
 from searchsync.search.tombstones import EsTombstones
 
 _TURNS_TO_SEND: Final = 2

@@ -24,7 +24,7 @@ from searchsync.types import TopicPartition
 BATCH_SUMMARY_MESSAGE = "batch settled"
 MAX_CONCURRENT = 2  # batches in flight at once
 
-Tally = Counter[tuple[str, str]]
+BatchCounts = Counter[tuple[str, str]]
 """Finished events of one batch: (aggregate type, result) -> count."""
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,7 @@ class Batches:
             message = f"{type(exc).__name__}: {exc}"
             for work in works:
                 failed_work(work, ErrorCode.INTERNAL, message)
-        tally: Tally = Counter()
+        tally: BatchCounts = Counter()
         stamps: list[int] = []
         now_ms = time.time() * 1000  # when this batch's works finished
         self._debug = log.isEnabledFor(logging.DEBUG)
@@ -116,7 +116,7 @@ class Batches:
         self._settled.set()
         self.done.set()
 
-    def _settle(self, work: Work, tally: Tally, stamps: list[int]) -> None:
+    def _settle(self, work: Work, tally: BatchCounts, stamps: list[int]) -> None:
         code, said = work.code, work.message  # `settle` makes the message the dead letter's
         settled = self._state.settle(work, stamps)
         if settled is Settled.FINISHED:
@@ -141,7 +141,7 @@ class Batches:
             key.aggregate_type, key.aggregate_id, work.max_revision, code, message
         )
 
-    def _finished(self, work: Work, tally: Tally) -> None:
+    def _finished(self, work: Work, tally: BatchCounts) -> None:
         doc, kind = work.document, work.kind
         aggregate_type, events = work.key.aggregate_type, work.events
         assert kind is not None
@@ -177,7 +177,7 @@ class Batches:
             doc.projection_hash,
         )
 
-    def _report(self, tally: Tally) -> None:
+    def _report(self, tally: BatchCounts) -> None:
         for (aggregate_type, result), n in tally.items():
             self._metrics.event_outcome(aggregate_type, result, n)
         for aggregate_type, lag in self._revision_lags.items():
@@ -185,7 +185,7 @@ class Batches:
         self._revision_lags.clear()
 
 
-def _log_summary(works: list[Work], tally: Tally, seconds: float) -> None:
+def _log_summary(works: list[Work], tally: BatchCounts, seconds: float) -> None:
     """The one INFO line for a batch's successes."""
     results: dict[str, int] = {}
     for (_, result), n in tally.items():

@@ -56,7 +56,7 @@ class TargetState:
 
 
 @dataclass(slots=True)
-class _Entry:
+class _TargetCheck:
     state: TargetState | None  # None: never checked successfully
     own_version: int
     checked_at: float | None  # clock reading of the last successful check
@@ -79,7 +79,7 @@ class SchemaFence:
         self._interval_s = interval_s
         self._clock = clock
         self._observer = observer
-        self._entries: dict[str, _Entry] = {}
+        self._entries: dict[str, _TargetCheck] = {}
         self._lock = asyncio.Lock()
         self._checks = 0  # checks started so far
 
@@ -127,7 +127,7 @@ class SchemaFence:
         """The state of `target` for a projector of `own_version`, checked now if never or due."""
         entry = self._entries.get(target)
         if entry is None or entry.own_version != own_version:
-            self._entries[target] = _Entry(None, own_version, None)
+            self._entries[target] = _TargetCheck(None, own_version, None)
         await self._refresh(self._is_due, only=target)
         return self.state(target)
 
@@ -168,11 +168,11 @@ class SchemaFence:
             if held is not None:
                 w.end(OutcomeKind.FAILED, ErrorCode.SCHEMA_FENCED, held.reason())
 
-    def _is_due(self, entry: _Entry, now: float) -> bool:
+    def _is_due(self, entry: _TargetCheck, now: float) -> bool:
         return entry.checked_at is None or now - entry.checked_at >= self._interval_s
 
     async def _refresh(
-        self, wanted: Callable[[_Entry, float], bool], only: str | None = None
+        self, wanted: Callable[[_TargetCheck, float], bool], only: str | None = None
     ) -> None:
         async with self._lock:  # one check at a time; whoever waited sees its answer
             now = self._clock()
@@ -213,7 +213,7 @@ class SchemaFence:
             return None, {}
         return written.index, written.meta
 
-    def _update(self, entry: _Entry, state: TargetState) -> None:
+    def _update(self, entry: _TargetCheck, state: TargetState) -> None:
         before = entry.state
         entry.state = state
         parsed = parse_physical_name(state.target)  # ``<alias>_v<N>``, or an alias

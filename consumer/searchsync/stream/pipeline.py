@@ -18,7 +18,7 @@ from searchsync.dlq.record import DlqBudget
 from searchsync.errors import ErrorCode, PoisonMessage
 from searchsync.events import decode
 from searchsync.kafka.intake import RawMessage
-from searchsync.mysql.state import StateRecorder
+from searchsync.mysql.projection_state import StateRecorder
 from searchsync.mysql.state_buffer import StateBuffer
 from searchsync.observability.metrics import Metrics
 from searchsync.stream.batches import Batches

@@ -52,7 +52,7 @@ _COUNTED: Final = frozenset({Settled.RETRY, Settled.SYSTEMIC, Settled.EXHAUSTED}
 
 
 @dataclass(order=True, slots=True)
-class _Due:
+class _Scheduled:
     at: float
     seq: int
     work: Work = field(compare=False)
@@ -78,7 +78,7 @@ class WorkState:
         self._retry = retry
         self._keys = Coalescer(max_in_flight, max_queued)
         self._pending: dict[Position, RawMessage] = {}  # unfinished, kept for its dead letter
-        self._due: list[_Due] = []
+        self._due: list[_Scheduled] = []
         self._seq = itertools.count()
         self._waiting: Counter[ErrorCode] = Counter()
         self._systemic: dict[Key, int] = {}  # attempts that ended SYSTEMIC, per key
@@ -185,7 +185,7 @@ class WorkState:
         if systemic:
             self._systemic[work.key] = self._systemic.get(work.key, 0) + 1
             self.degraded = code
-        heapq.heappush(self._due, _Due(self._clock() + delay, next(self._seq), work, code))
+        heapq.heappush(self._due, _Scheduled(self._clock() + delay, next(self._seq), work, code))
         self._waiting[code] += 1
 
     def drop(self, work: Work) -> None:
@@ -218,8 +218,8 @@ class WorkState:
             return 0
         return self._release(lambda due: due.code in codes)
 
-    def _release(self, wanted: Callable[[_Due], bool]) -> int:
-        kept: list[_Due] = []
+    def _release(self, wanted: Callable[[_Scheduled], bool]) -> int:
+        kept: list[_Scheduled] = []
         for due in self._due:
             if not wanted(due):
                 kept.append(due)

@@ -25,7 +25,7 @@ from searchsync.config import Settings
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.observability.http import HealthReport
 from searchsync.watch.canary import CANARY_TYPE, Canary
-from searchsync.watch.group import GroupView, Peek, observe_group
+from searchsync.watch.group import GroupView, TopicPeek, observe_group
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +157,7 @@ class Exporter:
         settings: Settings,
         *,
         admin: KafkaAdmin,
-        peek: Peek,
+        peek: TopicPeek,
         metrics: ExporterMetrics,
         canary: Canary | None,
         wall_clock: Callable[[], datetime],
@@ -205,7 +205,7 @@ class Exporter:
             return
         self.metrics.canary_beat()
 
-    async def look(self) -> None:
+    async def read_canary(self) -> None:
         """Set the canary's age from the newest searchable heartbeat (canary on)."""
         assert self._canary is not None
         alias = self._settings.alias(CANARY_TYPE)
@@ -236,7 +236,10 @@ class Exporter:
         loops = [_every(self._settings.exporter.interval_s, self.observe, stop)]
         c = self._settings.canary
         if self._canary is not None and c.interval_s > 0:
-            loops += [_every(c.interval_s, self.beat, stop), _every(c.poll_s, self.look, stop)]
+            loops += [
+                _every(c.interval_s, self.beat, stop),
+                _every(c.poll_s, self.read_canary, stop),
+            ]
         await asyncio.gather(*loops)
 
 

@@ -13,7 +13,7 @@ import confluent_kafka
 
 from searchsync.clock import Deadline
 from searchsync.config import Settings
-from searchsync.dlq.read import ConsumerFactory, kafka_consumer
+from searchsync.dlq.scan import ConsumerFactory, kafka_consumer
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.kafka.config import consumer_config
 from searchsync.ops.offsets import partition_offsets, subscribed_topics
@@ -55,7 +55,7 @@ class GroupView:
         return math.nan if self.lag else 0.0
 
 
-class Peek(Protocol):
+class TopicPeek(Protocol):
     """Reads Kafka timestamps (ms) of messages at given offsets."""
 
     def timestamps(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
@@ -64,7 +64,7 @@ class Peek(Protocol):
 
 
 class KafkaPeek:
-    """`Peek` with one group-less reader, kept for the life of the exporter."""
+    """`TopicPeek` with one group-less reader, kept for the life of the exporter."""
 
     def __init__(
         self,
@@ -102,7 +102,9 @@ class KafkaPeek:
         self._consumer.close()
 
 
-def observe_group(admin: KafkaAdmin, settings: Settings, peek: Peek, *, now_ms: int) -> GroupView:
+def observe_group(
+    admin: KafkaAdmin, settings: Settings, peek: TopicPeek, *, now_ms: int
+) -> GroupView:
     """The group's members, and each subscribed partition's lag and oldest unfinished event."""
     group = settings.kafka.group_id
     members = len(admin.active_members(group))

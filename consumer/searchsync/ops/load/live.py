@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 
 from searchsync.config import Settings
 from searchsync.kafka.admin import KafkaAdmin
-from searchsync.ops.rebuild.state import Watermark
+from searchsync.ops.rebuild.records import Watermark
 
 
 async def live_group_passed(

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from searchsync.errors import InvalidRequest
-from searchsync.ops.load.state import LoadRecord
-from searchsync.ops.rebuild.state import watermark_keys
+from searchsync.ops.load.parts import LoadRecord
+from searchsync.ops.rebuild.records import watermark_keys
 
 MAX_PARTS = 4_096
 _PART = re.compile(r"(\d+)/(\d+)")

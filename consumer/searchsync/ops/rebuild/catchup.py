@@ -15,7 +15,7 @@ from searchsync.kafka.admin import KafkaAdmin
 from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.ops.rebuild.plan import high_watermarks
 from searchsync.ops.rebuild.progress import Progress
-from searchsync.ops.rebuild.state import RebuildRecord, Watermark
+from searchsync.ops.rebuild.records import RebuildRecord, Watermark
 from searchsync.types import TopicPartition
 
 CatchupRun = Callable[[RebuildRecord, list[str], asyncio.Event], Coroutine[Any, Any, int]]

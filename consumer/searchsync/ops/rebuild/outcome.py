@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from searchsync.ops.rebuild.plan import Plan
-from searchsync.ops.rebuild.state import RebuildRecord, watermark_keys
+from searchsync.ops.rebuild.records import RebuildRecord, watermark_keys
 from searchsync.ops.rebuild.verify import VerifyReport
 
 

@@ -16,7 +16,7 @@ from searchsync.config import Settings
 from searchsync.errors import OperationRefused
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.mysql.truth import Truth
-from searchsync.ops.rebuild.state import RebuildRecord, Status, Watermark, watermark_keys
+from searchsync.ops.rebuild.records import RebuildRecord, Status, Watermark, watermark_keys
 from searchsync.projection import Projector
 from searchsync.projection.topics import consumed_topics, subscription
 from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin, IndexInfo

@@ -26,7 +26,7 @@ from searchsync.ops.rebuild.backfill import Backfill, ChunkDone, backfill_chunks
 from searchsync.ops.rebuild.catchup import CatchupGroup, CatchupRun
 from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
 from searchsync.ops.rebuild.progress import Progress
-from searchsync.ops.rebuild.state import RebuildRecord, RebuildStateStore, Status, watermark_keys
+from searchsync.ops.rebuild.records import RebuildRecord, RebuildStateStore, Status, watermark_keys
 from searchsync.ops.rebuild.sweep import Sweep
 from searchsync.ops.rebuild.verify import VerifyReport, verify
 from searchsync.projection import Projector, ProjectorRegistry

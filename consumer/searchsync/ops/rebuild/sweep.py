@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from searchsync.config import Settings
 from searchsync.mysql.outbox import Outbox
 from searchsync.ops.rebuild.progress import Progress
-from searchsync.ops.rebuild.state import RebuildRecord
+from searchsync.ops.rebuild.records import RebuildRecord
 from searchsync.projection import Projector
 from searchsync.search.port import SearchEngine
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from searchsync.config import RebuildSettings
 from searchsync.errors import PoisonMessage
 from searchsync.mysql.truth import Truth
-from searchsync.ops.rebuild.state import RebuildRecord
+from searchsync.ops.rebuild.records import RebuildRecord
 from searchsync.projection import Projector, Row
 from searchsync.search.port import SearchEngine, StoredDocument
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from searchsync.ops.repair.generations import Epoch
 from searchsync.ops.repair.model import Finding, FindingKind
 from searchsync.ops.repair.schedule import Choice
-from searchsync.ops.repair.state import Epoch
 
 
 @dataclass(slots=True)

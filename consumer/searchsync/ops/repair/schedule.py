@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Final
 
 from searchsync.config import RepairSettings
-from searchsync.ops.repair.state import BucketState
+from searchsync.ops.repair.generations import BucketState
 
 DEFAULT_COST_S: Final = 1.0
 """The scan cost of a bucket never scanned."""

@@ -26,12 +26,12 @@ from searchsync.config import RepairSettings
 from searchsync.errors import LiveLagTooHigh
 from searchsync.ops.repair.buckets import key_of_id
 from searchsync.ops.repair.compare import compare, still_holding
+from searchsync.ops.repair.generations import BucketState, Epoch, WheelState
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import Finding, FindingKind, IndexEntry
 from searchsync.ops.repair.reader import BucketEntries, SpanReader
 from searchsync.ops.repair.report import BucketReport, StrayReport
 from searchsync.ops.repair.schedule import ewma
-from searchsync.ops.repair.state import BucketState, Epoch, WheelState
 from searchsync.projection import Projector
 
 log = logging.getLogger(__name__)

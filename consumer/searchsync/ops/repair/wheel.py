@@ -16,6 +16,7 @@ from searchsync.config import RepairSettings
 from searchsync.mysql.truth import Truth
 from searchsync.ops.chunks import ChunkController
 from searchsync.ops.repair.buckets import WHEEL_CANONICALIZATION_VERSION
+from searchsync.ops.repair.generations import BucketState, WheelState, ensure_epoch
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.model import IndexEntry
@@ -23,7 +24,6 @@ from searchsync.ops.repair.reader import SpanReader
 from searchsync.ops.repair.report import BucketReport, RotationReport
 from searchsync.ops.repair.schedule import Choice, age_s, choose
 from searchsync.ops.repair.span import SpanRead, SpanScan
-from searchsync.ops.repair.state import BucketState, WheelState, ensure_epoch
 from searchsync.projection import Projector
 from searchsync.search.port import SearchEngine
 

@@ -28,7 +28,7 @@ from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.repair.lease import RepairLease
 from searchsync.ops.repair.model import FindingKind
 from searchsync.ops.repair.report import BucketReport, RotationReport
-from searchsync.ops.repair.run import run_repair
+from searchsync.ops.repair.rotations import run_repair
 from searchsync.runtime import Runtime
 
 

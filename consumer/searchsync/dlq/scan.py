@@ -14,8 +14,8 @@ from typing import Any, Protocol, cast
 import confluent_kafka
 
 from searchsync.clock import Deadline
-from searchsync.dlq.ledger import ReplayEntry
 from searchsync.dlq.record import DLQ_FORMAT_HEADER, DlqRecord, decode_record
+from searchsync.dlq.replays import ReplayEntry
 from searchsync.errors import ErrorCode, PoisonMessage, TransientError
 from searchsync.kafka.admin import AdminFactory, ConfluentKafkaAdmin, Watermarks
 from searchsync.kafka.client_logs import routed

@@ -82,7 +82,7 @@ def register_relay(commands: Any) -> None:
 
 
 def cmd_relay_run(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    from searchsync.relay.run import run_relay
+    from searchsync.relay.service import run_relay
 
     configure_logging(settings.observability.log_level, secrets=settings.secret_values())
 
@@ -150,10 +150,14 @@ def cmd_exporter(args: argparse.Namespace, settings: Settings, runtime: Runtime)
         quiet = logging.getLogger("searchsync")
         if not quiet.handlers:
             quiet.addHandler(logging.NullHandler())
-    return ExitCode(asyncio.run(_go(settings, runtime, once=args.once, timeout_s=args.timeout)))
+    return ExitCode(
+        asyncio.run(_serve_exporter(settings, runtime, once=args.once, timeout_s=args.timeout))
+    )
 
 
-async def _go(settings: Settings, runtime: Runtime, *, once: bool, timeout_s: float) -> int:
+async def _serve_exporter(
+    settings: Settings, runtime: Runtime, *, once: bool, timeout_s: float
+) -> int:
     canary_on = settings.canary.interval_s > 0
     async with AsyncExitStack() as stack:
         stack.push_async_callback(runtime.aclose)
@@ -175,7 +179,7 @@ async def _go(settings: Settings, runtime: Runtime, *, once: bool, timeout_s: fl
         if once:
             await exporter.observe()
             if canary_on:
-                await exporter.look()
+                await exporter.read_canary()
             out(exporter.metrics.render().decode().rstrip("\n"))
             if exporter.last_failure is not None:
                 raise exporter.last_failure

@@ -15,7 +15,7 @@ import orjson
 
 from searchsync.mysql.key_scope import KeyScope
 from searchsync.mysql.pool import db_time, transaction_cursor
-from searchsync.ops.rebuild.state import Watermark
+from searchsync.ops.rebuild.records import Watermark
 
 _ER_DUP_ENTRY: Final = 1062
 _MUTABLE: Final = (

@@ -97,7 +97,7 @@ async def check(
 ) -> CheckReport:
     rows = await _rows(pool, id_prefix)
     floors = await _floors(pool, id_prefix)
-    docs = await _documents(es, alias, id_prefix)
+    docs = await documents(es, alias, id_prefix)
     report = CheckReport(rows=len(rows), documents=len(docs))
     for doc_id, row in rows.items():
         _compare(report, doc_id, docs.get(doc_id), expected_fields(row), row["deleted_at"])
@@ -175,7 +175,7 @@ async def _floors(pool: aiomysql.Pool, prefix: str) -> dict[str, int]:
     return {r["aggregate_id"]: int(r["revision"]) for r in rows}
 
 
-async def _documents(es: AsyncElasticsearch, alias: str, prefix: str) -> dict[str, Any]:
+async def documents(es: AsyncElasticsearch, alias: str, prefix: str) -> dict[str, Any]:
     """The documents whose ``id`` field (a keyword, = ``_id`` by the contract) has the prefix.
     On a shared topic the index also holds other writers' pages: they are not this run's."""
     await es.indices.refresh(index=alias)

@@ -28,7 +28,7 @@ from typing import Any
 import aiomysql
 from elasticsearch import AsyncElasticsearch
 
-from tests.faults.checker import _select, canonical
+from tests.faults.checker import _select, canonical, documents
 
 SCHEMA_VERSION = 2
 _OPERATIONAL = ("tombstoned_at", "sync_hash", "projection_hash")
@@ -97,7 +97,7 @@ async def check(
     for t in tag_rows:
         tags[t["article_id"]].append(_text(t["tag"]))
     names = {a["id"]: _text(a["name"]) for a in authors}
-    docs = await _documents(es, alias, prefix)
+    docs = await documents(es, alias, prefix)
     report = ArticleReport(rows=len(rows), authors=len(authors), documents=len(docs))
     for row in rows:
         author = row["author_id"]
@@ -131,21 +131,6 @@ def _compare(
         return
     if source.get("projection_hash") != hashlib.sha256(canonical(want)).hexdigest():
         report.fail(doc_id, "projection_hash is not the hash of its fields")
-
-
-async def _documents(es: AsyncElasticsearch, alias: str, prefix: str) -> dict[str, Any]:
-    await es.indices.refresh(index=alias)
-    resp: Any = await es.search(
-        index=alias,
-        query={"prefix": {"id": prefix}},
-        size=10_000,
-        version=True,
-        track_total_hits=True,
-    )
-    total = resp["hits"]["total"]["value"]
-    if total > 10_000:
-        raise AssertionError(f"{total} article documents: more than one page")
-    return {h["_id"]: h for h in resp["hits"]["hits"]}
 
 
 def _text(value: Any) -> str:

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Sequence
 
 import aiomysql
 import pytest
-from searchsync.errors import ErrorCode, TransientError
+from searchsync.errors import Disposition, ErrorCode, TransientError
 from searchsync.mysql.owner_epochs import OwnerEpochs
 from searchsync.mysql.pool import create_pool
 from searchsync.mysql.truth import MysqlTruth
@@ -19,17 +19,19 @@ from searchsync.projection import registry_from_settings
 from searchsync.search.client import make_es_client
 from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.es_index import EsIndex
-from searchsync.search.sink import Sink, StoredProjection
+from searchsync.search.port import StoredDocument
+from searchsync.search.sink import Sink
 from searchsync.stream.coalesce import Work
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
 from searchsync.types import Key, Operation, Position, ThinEvent
 
 from tests.integration.article_app import article_change
-from tests.integration.conftest_mysql import MysqlTarget, fetch_all
+from tests.integration.conftest_mysql import MysqlTarget, fetch_all, root_socket
 from tests.integration.consumer_harness import InProcessConsumer, harness_env, type_indices
 from tests.integration.fanout_writes import author_write
 from tests.integration.test_aggregate_types_e2e import require_article_table
+from tests.scratch import admin_execute
 from tests.timing import scaled
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -100,12 +102,12 @@ class _StallingIndex(EsIndex):
         self.reached = asyncio.Event()
         self.gate = asyncio.Event()
 
-    async def get_projections(
+    async def get_documents(
         self, alias: str, ids: Sequence[str]
-    ) -> dict[str, StoredProjection | None]:
+    ) -> dict[str, StoredDocument | None]:
         self.reached.set()
         await self.gate.wait()
-        return await super().get_projections(alias, ids)
+        return await super().get_documents(alias, ids)
 
 
 @pytest.mark.parametrize("fenced", [True, False], ids=["fenced", "unfenced"])
@@ -175,3 +177,41 @@ async def test_a_member_stalled_in_a_rewrite_puts_no_older_author_back(
 
 def _code(work: Work) -> ErrorCode | None:
     return work.code
+
+
+async def test_a_consumer_without_the_owner_table_grant_holds_and_names_the_fix(
+    mysql_target: MysqlTarget,
+) -> None:
+    """A deployment that missed the migration or its grants: the take is OWNER_FENCED (systemic:
+    nothing is dead-lettered) and names what to apply."""
+    user, password = f"own_{uuid.uuid4().hex[:10]}", f"pw-{uuid.uuid4().hex[:12]}"
+    await admin_execute(
+        root_socket(),
+        mysql_target.database,
+        [
+            f"CREATE USER '{user}'@'%' IDENTIFIED BY '{password}'",
+            f"GRANT SELECT ON `{mysql_target.database}`.`search_partition_owner` TO '{user}'@'%'",
+        ],
+    )
+    pool = await create_pool(
+        host=mysql_target.host,
+        port=mysql_target.port,
+        user=user,
+        password=password,
+        database=mysql_target.database,
+        minsize=1,
+        maxsize=1,
+    )
+    try:
+        owners = OwnerEpochs(pool, f"it-owner-{uuid.uuid4().hex[:8]}")
+        with pytest.raises(TransientError) as caught:
+            await owners.take([("t", 0)])
+    finally:
+        pool.close()
+        await pool.wait_closed()
+        await admin_execute(root_socket(), mysql_target.database, [f"DROP USER '{user}'@'%'"])
+    assert caught.value.code is ErrorCode.OWNER_FENCED
+    assert caught.value.code.disposition is Disposition.SYSTEMIC
+    assert "013_partition_owner.sql" in caught.value.message
+    assert "schema grants" in caught.value.message
+    assert owners.held() == {}

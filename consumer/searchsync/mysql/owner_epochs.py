@@ -16,11 +16,12 @@ import os
 import socket
 from collections.abc import AsyncIterator, Collection, Iterable
 from datetime import UTC, datetime
+from typing import Final
 
 import aiomysql
 
 from searchsync.errors import ErrorCode, TransientError
-from searchsync.mysql.pool import db_time, transaction_cursor
+from searchsync.mysql.pool import db_time, mysql_error_code, transaction_cursor
 from searchsync.types import TopicPartition
 
 _TAKE = (
@@ -33,6 +34,11 @@ _READ = (
     " WHERE group_id = %s AND topic = %s AND partition_id = %s"
 )
 _WAITED = (ErrorCode.MYSQL_LOCK_TIMEOUT, ErrorCode.MYSQL_DEADLOCK)
+_NOT_SET_UP = (1142, 1146)  # command denied for the table; no such table
+SET_UP: Final = (
+    "apply schemas/sql/013_partition_owner.sql (`searchsync schema sql`) and grant the consumer"
+    " SELECT, INSERT, UPDATE on it (`searchsync schema grants`)"
+)
 
 
 def member_name() -> str:
@@ -80,6 +86,11 @@ class OwnerEpochs:
                 f"waiting for a previous owner's rewrite to end before taking {_named(wanted)}"
                 f" ({exc.message})",
             ) from exc
+        except aiomysql.MySQLError as exc:  # a deployment without the table: hold, lose nothing
+            if mysql_error_code(exc) not in _NOT_SET_UP:
+                raise
+            message = f"search_partition_owner cannot be written ({exc}): {SET_UP}"
+            raise TransientError(ErrorCode.OWNER_FENCED, message) from exc
         self._held.update(taken)
 
     def forget(self, partitions: Iterable[TopicPartition]) -> None:

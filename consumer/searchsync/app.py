@@ -34,7 +34,7 @@ from searchsync.projection.topics import subscription, topic_problems
 from searchsync.resources import SearchEngines, Stores
 from searchsync.search.sink import Sink
 from searchsync.stream.fence import SchemaFence
-from searchsync.stream.pipeline import Pipeline, PipelineOptions
+from searchsync.stream.pipeline import Pipeline
 from searchsync.stream.processor import Processor
 from searchsync.stream.retry import RetryPolicy
 
@@ -91,14 +91,8 @@ async def run_consumer(
             state=tables.projection_state,
             metrics=metrics,
             retry=retry,
-            settings=p,
-            options=PipelineOptions(
-                group_id=k.group_id,
-                known_types=event_types(registry),
-                max_batch_works=settings.elasticsearch.bulk_max_actions,
-                consume_batch=k.poll_batch_size,
-                consume_timeout_s=k.poll_timeout_s,
-            ),
+            settings=settings,
+            known_types=event_types(registry),
             fence=fence,
         )
         revoke_timeout_s = min(10.0, p.shutdown_deadline_s) + 5.0

@@ -14,7 +14,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pipeline_fakes import TOPIC, FakeDlq, FakeIntake, event_value, raw, wait_until
 from searchsync.cli.status import render
-from searchsync.config import FanoutSettings, PipelineSettings, load_settings
+from searchsync.config import (
+    FanoutSettings,
+    KafkaSettings,
+    PipelineSettings,
+    Settings,
+    load_settings,
+)
 from searchsync.dlq.record import DlqBudget
 from searchsync.errors import ConfigError, ErrorCode, TransientError
 from searchsync.examples import article
@@ -28,7 +34,7 @@ from searchsync.projection.references import dependents, event_types, referenced
 from searchsync.search.sink import OutcomeKind, Sink
 from searchsync.stream.coalesce import Work
 from searchsync.stream.fence import SchemaFence
-from searchsync.stream.pipeline import Pipeline, PipelineOptions
+from searchsync.stream.pipeline import Pipeline
 from searchsync.stream.processor import Processor
 from searchsync.stream.retry import RetryPolicy
 from searchsync.types import Key, Operation, Position, ThinEvent
@@ -246,10 +252,11 @@ async def test_the_offset_of_a_referenced_event_commits_only_once_its_job_is_dur
         retry=RetryPolicy(
             base_delay=0.001, max_delay=0.01, max_attempts=1000, jitter=0.5, rng=random.Random(1)
         ),
-        settings=PipelineSettings(commit_interval_s=0.0, lag_poll_interval_s=0.0),
-        options=PipelineOptions(
-            group_id="g", known_types=event_types(r), consume_batch=50, consume_timeout_s=0.002
+        settings=Settings(
+            pipeline=PipelineSettings(commit_interval_s=0.0, lag_poll_interval_s=0.0),
+            kafka=KafkaSettings(group_id="g", poll_batch_size=50, poll_timeout_s=0.002),
         ),
+        known_types=event_types(r),
         fence=fence,
     )
     tp = (TOPIC, 0)

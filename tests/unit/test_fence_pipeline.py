@@ -20,13 +20,13 @@ from pipeline_fakes import (
     raw,
     wait_until,
 )
-from searchsync.config import PipelineSettings
+from searchsync.config import KafkaSettings, PipelineSettings, Settings
 from searchsync.dlq.record import DlqBudget
 from searchsync.observability.metrics import Metrics
 from searchsync.projection import default_registry
 from searchsync.search.sink import Sink
 from searchsync.stream.fence import SchemaFence
-from searchsync.stream.pipeline import Pipeline, PipelineOptions
+from searchsync.stream.pipeline import Pipeline
 from searchsync.stream.processor import Processor
 from searchsync.stream.retry import RetryPolicy
 from searchsync.types import TopicPartition
@@ -78,19 +78,19 @@ class FencedHarness:
             retry=RetryPolicy(
                 base_delay=0.001, max_delay=0.01, max_attempts=3, jitter=0.5, rng=random.Random(7)
             ),
-            settings=PipelineSettings(
-                max_event_bytes=2048,
-                commit_interval_s=0.0,
-                lag_poll_interval_s=0.0,
-                max_in_flight_keys=100,
-                max_queued_events=10_000,
+            settings=Settings(
+                pipeline=PipelineSettings(
+                    max_event_bytes=2048,
+                    commit_interval_s=0.0,
+                    lag_poll_interval_s=0.0,
+                    max_in_flight_keys=100,
+                    max_queued_events=10_000,
+                ),
+                kafka=KafkaSettings(
+                    group_id="searchsync-test", poll_batch_size=50, poll_timeout_s=0.002
+                ),
             ),
-            options=PipelineOptions(
-                group_id="searchsync-test",
-                known_types=self.registry.types(),
-                consume_batch=50,
-                consume_timeout_s=0.002,
-            ),
+            known_types=self.registry.types(),
             fence=self.fence,
         )
         self.offset = 0

@@ -27,7 +27,7 @@ from pipeline_fakes import (
     raw,
     wait_until,
 )
-from searchsync.config import PipelineSettings
+from searchsync.config import KafkaSettings, PipelineSettings, Settings
 from searchsync.dlq.record import DlqBudget
 from searchsync.errors import DlqBudgetExceeded, ErrorCode, TransientError
 from searchsync.observability.metrics import Metrics
@@ -35,7 +35,7 @@ from searchsync.projection import Projector, ProjectorRegistry, Row, default_reg
 from searchsync.search.sink import IndexOp, Sink
 from searchsync.stream.coalesce import Work
 from searchsync.stream.fence import SchemaFence
-from searchsync.stream.pipeline import Pipeline, PipelineOptions
+from searchsync.stream.pipeline import Pipeline
 from searchsync.stream.processor import Processor
 from searchsync.stream.retry import RetryPolicy
 from searchsync.stream.work_state import OUTAGE_RETRY_CAP_S
@@ -101,20 +101,20 @@ class Harness:
             state=self.state,
             metrics=self.metrics,
             retry=self.retry,
-            settings=PipelineSettings(
-                max_event_bytes=2048,
-                commit_interval_s=commit_interval_s,
-                lag_poll_interval_s=0.0,
-                shutdown_deadline_s=5.0,  # the revoke drain: min(10 s, the shutdown deadline)
-                max_in_flight_keys=max_in_flight_keys,
-                max_queued_events=max_queued_events,
+            settings=Settings(
+                pipeline=PipelineSettings(
+                    max_event_bytes=2048,
+                    commit_interval_s=commit_interval_s,
+                    lag_poll_interval_s=0.0,
+                    shutdown_deadline_s=5.0,  # the revoke drain: min(10 s, the shutdown deadline)
+                    max_in_flight_keys=max_in_flight_keys,
+                    max_queued_events=max_queued_events,
+                ),
+                kafka=KafkaSettings(
+                    group_id="searchsync-test", poll_batch_size=50, poll_timeout_s=0.002
+                ),
             ),
-            options=PipelineOptions(
-                group_id="searchsync-test",
-                known_types=self.registry.types(),
-                consume_batch=50,
-                consume_timeout_s=0.002,
-            ),
+            known_types=self.registry.types(),
             fence=self.fence,
             clock=clock,
         )

@@ -10,10 +10,9 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
-from searchsync.config import PipelineSettings
+from searchsync.config import Settings
 from searchsync.dlq.record import DlqBudget
 from searchsync.errors import ErrorCode, PoisonMessage
 from searchsync.events import decode
@@ -52,15 +51,6 @@ class IntakePort(Protocol):
     ) -> dict[TopicPartition, int]: ...
 
 
-@dataclass(frozen=True, slots=True)
-class PipelineOptions:
-    group_id: str
-    known_types: Collection[str]
-    consume_batch: int = 500
-    consume_timeout_s: float = 0.1
-    max_batch_works: int = 500
-
-
 class Pipeline:
     """Consumes, coalesces, processes, dead-letters and commits."""
 
@@ -73,23 +63,24 @@ class Pipeline:
         state: StateRecorder,
         metrics: Metrics,
         retry: RetryPolicy,
-        settings: PipelineSettings,
-        options: PipelineOptions,
+        settings: Settings,
+        known_types: Collection[str],
         fence: SchemaFence,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._settings = settings
+        self._settings = settings.pipeline
+        self._kafka = settings.kafka
+        self._known_types = known_types
         self._processor = processor
-        self._opt = options
         self._fence = fence
         self._fence_check: asyncio.Task[None] | None = None
         self._metrics = metrics
         self._clock = clock
         # a revoke gives in-flight work up to 10 s (docs/consumer.md, "Rebalance and shutdown")
-        self._drain_s = min(10.0, settings.shutdown_deadline_s)
+        self._drain_s = min(10.0, self._settings.shutdown_deadline_s)
         self._work = WorkState(
-            max_in_flight=settings.max_in_flight_keys,
-            max_queued=settings.max_queued_events,
+            max_in_flight=self._settings.max_in_flight_keys,
+            max_queued=self._settings.max_queued_events,
             retry=retry,
             clock=clock,
         )
@@ -99,7 +90,7 @@ class Pipeline:
             state=self._work,
             metrics=metrics,
             retry=retry,
-            group_id=options.group_id,
+            group_id=settings.kafka.group_id,
         )
         self._paused: set[TopicPartition] = set()
         self._outcomes = StateBuffer(state, interval_s=STATE_FLUSH_INTERVAL_S, clock=clock)
@@ -109,7 +100,7 @@ class Pipeline:
             dead_letters=self._dead,
             outcomes=self._outcomes,
             metrics=metrics,
-            max_batch_works=options.max_batch_works,
+            max_batch_works=settings.elasticsearch.bulk_max_actions,
             clock=clock,
         )
 
@@ -118,7 +109,7 @@ class Pipeline:
     ) -> None:
         """Run until `stop` is set (or a fatal error), then drain and commit the prefix. A consume
         is always in flight while the loop waits for it or a finished batch."""
-        opt = self._opt
+        batch, timeout_s = self._kafka.poll_batch_size, self._kafka.poll_timeout_s
         next_commit = self._clock() + self._settings.commit_interval_s
         next_lag = self._clock()
         consuming: asyncio.Future[list[RawMessage]] | None = None
@@ -126,15 +117,11 @@ class Pipeline:
             while not stop.is_set() and self._dead.fatal is None:
                 await self._adjust_pause(intake)
                 if consuming is None:
-                    consuming = asyncio.ensure_future(
-                        intake.consume(opt.consume_batch, opt.consume_timeout_s)
-                    )
+                    consuming = asyncio.ensure_future(intake.consume(batch, timeout_s))
                 self._batches.done.clear()
                 woken = asyncio.ensure_future(self._batches.done.wait())
                 waiters: set[asyncio.Future[Any]] = {consuming, woken}
-                await asyncio.wait(
-                    waiters, timeout=opt.consume_timeout_s, return_when=asyncio.FIRST_COMPLETED
-                )
+                await asyncio.wait(waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
                 woken.cancel()
                 if consuming.done():
                     messages, consuming = consuming.result(), None
@@ -168,7 +155,7 @@ class Pipeline:
         """Decode and admit each message; an undecodable one is dead-lettered. Messages of
         partitions no longer assigned are skipped, uncounted."""
         counts: dict[str, int] = {}
-        max_bytes, known = self._settings.max_event_bytes, self._opt.known_types
+        max_bytes, known = self._settings.max_event_bytes, self._known_types
         assigned = self._work.assigned
         admitted: list[tuple[RawMessage, ThinEvent | None]] = []
         poison: list[tuple[Position, PoisonMessage]] = []

@@ -11,9 +11,8 @@ from typing import Any
 
 from pipeline_fakes import page_row
 from searchsync.ops.repair.load import LagGuard, Limits
-from searchsync.ops.repair.model import FindingKind
+from searchsync.ops.repair.model import FindingKind, RotationReport
 from searchsync.ops.repair.reader import bucket_of_id, bucket_range
-from searchsync.ops.repair.report import RotationReport
 from searchsync.projection import sync_hash
 from searchsync.types import HASH_SPACE
 from test_repair_wheel import World

@@ -12,8 +12,7 @@ from searchsync.errors import TransientError
 from searchsync.observability.repair_metrics import RepairMetrics
 from searchsync.ops.rebuild.outcome import RebuildOptions
 from searchsync.ops.rebuild.progress import Progress
-from searchsync.ops.repair.model import FindingKind
-from searchsync.ops.repair.report import RotationReport
+from searchsync.ops.repair.model import FindingKind, RotationReport
 from searchsync.ops.repair.rotations import run_repair
 from searchsync.resources import KafkaClients, Ports
 from searchsync.runtime import Runtime

@@ -13,7 +13,7 @@ from searchsync.kafka.admin import KafkaAdmin
 from searchsync.observability.http import HealthServer, serve_job_metrics
 from searchsync.observability.repair_metrics import RepairMetrics
 from searchsync.ops.repair.load import LagGuard, Limits, TokenBucket, live_lag
-from searchsync.ops.repair.report import RotationReport
+from searchsync.ops.repair.model import RotationReport
 from searchsync.ops.repair.wheel import Wheel
 
 

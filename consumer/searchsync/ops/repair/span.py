@@ -27,9 +27,8 @@ from searchsync.errors import LiveLagTooHigh
 from searchsync.ops.repair.compare import compare, still_holding
 from searchsync.ops.repair.generations import BucketState, Epoch, WheelState
 from searchsync.ops.repair.heal import Healer
-from searchsync.ops.repair.model import Finding, FindingKind, IndexEntry
+from searchsync.ops.repair.model import BucketReport, Finding, FindingKind, IndexEntry, StrayReport
 from searchsync.ops.repair.reader import BucketEntries, SpanReader, key_of_id
-from searchsync.ops.repair.report import BucketReport, StrayReport
 from searchsync.ops.repair.schedule import ewma
 from searchsync.projection import Projector
 

@@ -13,12 +13,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pipeline_fakes import PageTruth, page_row
 from searchsync.config import RepairSettings
-from searchsync.ops.repair.generations import BucketState
+from searchsync.ops.repair.generations import BucketState, choose, ewma, priority
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.model import FindingKind
 from searchsync.ops.repair.reader import bucket_range
-from searchsync.ops.repair.schedule import choose, ewma, priority
 from searchsync.ops.repair.wheel import Wheel
 from searchsync.projection import default_registry, sync_hash
 from searchsync.search.sink import IndexOp, Sink

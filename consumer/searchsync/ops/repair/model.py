@@ -8,8 +8,7 @@ from collections import Counter
 from dataclasses import KW_ONLY, asdict, dataclass, field
 from typing import Any
 
-from searchsync.ops.repair.generations import Epoch
-from searchsync.ops.repair.schedule import Choice
+from searchsync.ops.repair.generations import Choice, Epoch
 from searchsync.search.port import StoredDocument
 
 

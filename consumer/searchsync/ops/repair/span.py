@@ -25,11 +25,10 @@ from typing import Final
 from searchsync.config import RepairSettings
 from searchsync.errors import LiveLagTooHigh
 from searchsync.ops.repair.compare import compare, still_holding
-from searchsync.ops.repair.generations import BucketState, Epoch, WheelState
+from searchsync.ops.repair.generations import BucketState, Epoch, WheelState, ewma
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import BucketReport, Finding, FindingKind, IndexEntry, StrayReport
 from searchsync.ops.repair.reader import BucketEntries, SpanReader, key_of_id
-from searchsync.ops.repair.schedule import ewma
 from searchsync.projection import Projector
 
 log = logging.getLogger(__name__)

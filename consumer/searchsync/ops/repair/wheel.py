@@ -15,12 +15,18 @@ from searchsync.clock import utc_now
 from searchsync.config import RepairSettings
 from searchsync.mysql.truth import Truth
 from searchsync.ops.chunks import ChunkController
-from searchsync.ops.repair.generations import BucketState, WheelState, ensure_epoch
+from searchsync.ops.repair.generations import (
+    BucketState,
+    Choice,
+    WheelState,
+    age_s,
+    choose,
+    ensure_epoch,
+)
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.model import BucketReport, IndexEntry, RotationReport
 from searchsync.ops.repair.reader import WHEEL_CANONICALIZATION_VERSION, SpanReader
-from searchsync.ops.repair.schedule import Choice, age_s, choose
 from searchsync.ops.repair.span import SpanRead, SpanScan
 from searchsync.projection import Projector
 from searchsync.search.port import SearchEngine

@@ -32,8 +32,7 @@ from searchsync.ops.rebuild.records import RebuildRecord
 from searchsync.ops.rebuild.runner import Rebuilder
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import BucketReport
-from searchsync.ops.repair.rotations import limits
-from searchsync.ops.repair.wheel import Wheel
+from searchsync.ops.repair.wheel import Wheel, limits
 from searchsync.projection import Projector, ProjectorRegistry, registry_from_settings
 from searchsync.resources import KafkaClients, Ports, SearchEngines, Stores
 from searchsync.search.client import make_es_client

@@ -244,7 +244,7 @@ async def test_the_lag_guard_reads_the_live_groups_lag_on_kafka_and_stops_the_ro
     from searchsync.config import load_settings
     from searchsync.kafka.admin import ConfluentKafkaAdmin
     from searchsync.ops.repair.load import live_lag
-    from searchsync.ops.repair.rotations import limits
+    from searchsync.ops.repair.wheel import limits
 
     env = harness_env("rl", SEARCHSYNC_REPAIR_MAX_LIVE_LAG="1", SEARCHSYNC_REPAIR_LAG_POLL_S="0.2")
     settings = load_settings({**env, "SEARCHSYNC_REPAIR_LAG_WAIT_TIMEOUT_S": "1"})

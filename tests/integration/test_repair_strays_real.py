@@ -23,8 +23,7 @@ from searchsync.observability.repair_metrics import RepairMetrics
 from searchsync.ops.repair.generations import MysqlWheelState
 from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import FindingKind
-from searchsync.ops.repair.rotations import run_repair
-from searchsync.ops.repair.wheel import Wheel
+from searchsync.ops.repair.wheel import Wheel, run_repair
 from searchsync.projection import default_registry, sync_hash
 from searchsync.search.client import make_es_client
 from searchsync.search.es_index import EsIndex

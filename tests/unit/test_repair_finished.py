@@ -7,7 +7,7 @@ import time
 
 from searchsync.observability.repair_metrics import RepairMetrics
 from searchsync.ops.repair.model import RotationReport
-from searchsync.ops.repair.rotations import record
+from searchsync.ops.repair.wheel import record
 
 NAME = "repair_rotation_finished_timestamp_seconds"
 

@@ -27,7 +27,7 @@ from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.repair.lease import RepairLease
 from searchsync.ops.repair.model import BucketReport, FindingKind, RotationReport
-from searchsync.ops.repair.rotations import run_repair
+from searchsync.ops.repair.wheel import run_repair
 from searchsync.runtime import Runtime
 
 

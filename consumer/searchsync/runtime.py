@@ -30,8 +30,8 @@ from searchsync.ops.rebuild.plan import catchup_settings
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.rebuild.records import RebuildRecord
 from searchsync.ops.rebuild.runner import Rebuilder
-from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import BucketReport
+from searchsync.ops.repair.span import Healer
 from searchsync.ops.repair.wheel import Wheel, limits
 from searchsync.projection import Projector, ProjectorRegistry, registry_from_settings
 from searchsync.resources import KafkaClients, Ports, SearchEngines, Stores

@@ -21,8 +21,8 @@ from elasticsearch import AsyncElasticsearch
 from searchsync.config import RepairSettings
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.ops.repair.generations import MysqlWheelState, snapshot
-from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import FindingKind
+from searchsync.ops.repair.span import Healer
 from searchsync.ops.repair.wheel import Wheel
 from searchsync.ops.status_probes import repair_section
 from searchsync.projection import Projector, default_registry

@@ -21,8 +21,8 @@ from searchsync.mysql.outbox import MysqlOutbox
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.observability.repair_metrics import RepairMetrics
 from searchsync.ops.repair.generations import MysqlWheelState
-from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import FindingKind
+from searchsync.ops.repair.span import Healer
 from searchsync.ops.repair.wheel import Wheel, run_repair
 from searchsync.projection import default_registry, sync_hash
 from searchsync.search.client import make_es_client

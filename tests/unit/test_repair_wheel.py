@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from pipeline_fakes import PageTruth, page_row
 from searchsync.config import RepairSettings
 from searchsync.ops.repair.generations import BucketState, choose, ewma, priority
-from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.model import FindingKind
 from searchsync.ops.repair.reader import bucket_range
+from searchsync.ops.repair.span import Healer
 from searchsync.ops.repair.wheel import Wheel
 from searchsync.projection import default_registry, sync_hash
 from searchsync.search.sink import IndexOp, Sink
@@ -279,8 +279,8 @@ def test_ewma_stays_between_its_inputs(prev: float, x: float, alpha: float) -> N
 
 def test_ops_are_external_for_heals() -> None:
     """The repair never builds an index op itself: healing is outbox appends only."""
-    import searchsync.ops.repair.heal as heal
+    import searchsync.ops.repair.span as span
     import searchsync.ops.repair.wheel as wheel
 
-    for module in (heal, wheel):
+    for module in (span, wheel):
         assert not any(v is IndexOp for v in vars(module).values())

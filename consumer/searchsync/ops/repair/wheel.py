@@ -29,11 +29,10 @@ from searchsync.ops.repair.generations import (
     choose,
     ensure_epoch,
 )
-from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import LagGuard, Limits, TokenBucket, live_lag
 from searchsync.ops.repair.model import BucketReport, IndexEntry, RotationReport
 from searchsync.ops.repair.reader import WHEEL_CANONICALIZATION_VERSION, SpanReader
-from searchsync.ops.repair.span import SpanRead, SpanScan
+from searchsync.ops.repair.span import Healer, SpanRead, SpanScan
 from searchsync.projection import Projector
 from searchsync.search.port import SearchEngine
 

@@ -53,18 +53,13 @@ class Finding:
 
 def entry_of(doc: StoredDocument, *, content: bool) -> IndexEntry:
     """`doc` as the wheel reads it (its whole source kept only with `content`)."""
-    return entry_of_source(doc.doc_id, doc.version, doc.source, content=content)
-
-
-def entry_of_source(
-    doc_id: str, version: int, source: dict[str, Any], *, content: bool
-) -> IndexEntry:
+    source = doc.source
     schema = source.get("projection_schema_version")
     hash_ = source.get("projection_hash")
     key = source.get("sync_hash")
     return IndexEntry(
-        doc_id,
-        version,
+        doc.doc_id,
+        doc.version,
         hash_ if hash_.__class__ is str else None,
         schema if schema.__class__ is int else None,
         source.get("is_deleted") is True,

@@ -54,7 +54,6 @@ class Healer:
     appends_per_s: float
     dry_run: bool = False
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-    clock: Callable[[], float] = time.monotonic
     guard: LagGuard | None = None
     batch_size: int = 100
     _pace: TokenBucket = field(init=False)
@@ -64,7 +63,7 @@ class Healer:
             raise ValueError("appends_per_s must be > 0")
         if self.batch_size < 1:
             raise ValueError("batch_size must be >= 1")
-        self._pace = TokenBucket(self.appends_per_s, burst=1.0, clock=self.clock, sleep=self.sleep)
+        self._pace = TokenBucket(self.appends_per_s, burst=1.0, sleep=self.sleep)
 
     async def heal(self, findings: list[Finding]) -> tuple[int, str | None]:
         """Append one REBUILD per id (several findings of one id share it); the count appended,

@@ -24,9 +24,6 @@ import aiomysql
 from searchsync.config import RepairSettings
 from searchsync.mysql.pool import db_time, expand_in, transaction_cursor
 
-DEFAULT_COST_S: Final = 1.0
-"""The scan cost of a bucket never scanned."""
-
 
 @dataclass(frozen=True, slots=True)
 class Epoch:
@@ -92,6 +89,10 @@ async def snapshot(store: WheelState, aggregate_types: list[str]) -> dict[str, W
         epoch = await store.current_epoch(t)
         out[t] = WheelSnapshot(t, epoch, {} if epoch is None else await store.buckets(epoch))
     return out
+
+
+DEFAULT_COST_S: Final = 1.0
+"""The scan cost of a bucket never scanned."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ import statistics
 import time
 from typing import Any
 
-from searchsync.ops.repair.report import BucketReport, RotationReport
+from searchsync.ops.repair.model import BucketReport, RotationReport
 
 from bench.common import progress
 from bench.repair_report import SCAN_PAGE

@@ -17,8 +17,8 @@ from searchsync.mysql.outbox import MysqlOutbox
 from searchsync.mysql.pool import close_pool, open_pool
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.ops.repair.generations import MysqlWheelState
-from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.load import Limits
+from searchsync.ops.repair.span import Healer
 from searchsync.ops.repair.wheel import Wheel
 from searchsync.projection import Projector, default_registry
 from searchsync.search.client import make_es_client

@@ -22,10 +22,10 @@ from searchsync.mysql.owner_epochs import OwnerEpochs
 from searchsync.mysql.projection_state import ProjectionStateWriter, StateRecorder
 from searchsync.mysql.truth import MysqlTruth, Truth
 from searchsync.ops.load.parts import LoadStateStore, MysqlLoadState
-from searchsync.ops.prune import ConnectorState
 from searchsync.ops.rebuild.records import MysqlRebuildState, RebuildStateStore
 from searchsync.ops.repair.generations import MysqlWheelState, WheelState
 from searchsync.ops.repair.lease import LeaseStore, MysqlLeaseStore
+from searchsync.ops.retention import ConnectorState
 from searchsync.relay.mysql_store import MysqlRelayStore
 from searchsync.relay.port import RelayStore
 from searchsync.search.es_index import BulkSizer, EsIndex

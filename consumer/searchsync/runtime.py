@@ -25,15 +25,14 @@ from searchsync.mysql.pool import close_pool, open_pool
 from searchsync.observability.metrics import Metrics
 from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.ops.load.runner import Loader
-from searchsync.ops.prune import ConnectorState
 from searchsync.ops.rebuild.plan import catchup_settings
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.rebuild.records import RebuildRecord
 from searchsync.ops.rebuild.runner import Rebuilder
-from searchsync.ops.repair.heal import Healer
-from searchsync.ops.repair.report import BucketReport
-from searchsync.ops.repair.rotations import limits
-from searchsync.ops.repair.wheel import Wheel
+from searchsync.ops.repair.model import BucketReport
+from searchsync.ops.repair.span import Healer
+from searchsync.ops.repair.wheel import Wheel, limits
+from searchsync.ops.retention import ConnectorState
 from searchsync.projection import Projector, ProjectorRegistry, registry_from_settings
 from searchsync.resources import KafkaClients, Ports, SearchEngines, Stores
 from searchsync.search.client import make_es_client

@@ -15,9 +15,8 @@ from typing import Any, Protocol
 
 import pytest
 from searchsync.mysql.truth import Truth, TruthEntry
-from searchsync.ops.repair.buckets import HASH_SPACE, key_hash
-from searchsync.projection import Row, wiki_page
-from searchsync.types import BucketCursor
+from searchsync.projection import Row, sync_hash, wiki_page
+from searchsync.types import HASH_SPACE, BucketCursor
 
 from tests.fakes.truth import FakeTruth
 
@@ -162,7 +161,7 @@ async def _bucket(
     ):
         assert len(page) <= 2
         out.extend(page)
-        after = (key_hash(TYPE, page[-1].id), page[-1].id)
+        after = (sync_hash(TYPE, page[-1].id), page[-1].id)
     return out
 
 
@@ -178,8 +177,8 @@ async def contract_bucket_pages_hold_each_row_of_the_range_once(w: TruthWorld) -
         await _bucket(w, 0, half, content=False),
         await _bucket(w, half, HASH_SPACE, content=False),
     )
-    assert all(key_hash(TYPE, e.id) < half for e in low)
-    assert all(key_hash(TYPE, e.id) >= half for e in high)
+    assert all(sync_hash(TYPE, e.id) < half for e in low)
+    assert all(sync_hash(TYPE, e.id) >= half for e in high)
     assert sorted(e.id for e in low + high) == sorted(e.id for e in light)
     full = await _bucket(w, 0, HASH_SPACE, content=True)
     assert {e.id: _seen(e.row) for e in full if e.row is not None} == {

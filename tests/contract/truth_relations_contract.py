@@ -13,9 +13,8 @@ from typing import Any, Protocol
 
 from searchsync.examples import article
 from searchsync.mysql.truth import Truth
-from searchsync.ops.repair.buckets import HASH_SPACE, key_hash
-from searchsync.projection import Row
-from searchsync.types import BucketCursor
+from searchsync.projection import Row, sync_hash
+from searchsync.types import HASH_SPACE, BucketCursor
 
 from tests.fakes.truth import FakeTruth
 
@@ -122,12 +121,12 @@ async def contract_scan_and_bucket_pages_carry_the_same_children(w: RelationsWor
     cursor: BucketCursor | None = None
     while entries := await w.truth.bucket_page(PROJECTOR, 0, HASH_SPACE, cursor, 2, content=True):
         bucketed.update((e.id, e.row) for e in entries if e.row is not None)
-        cursor = (key_hash(PROJECTOR.aggregate_type, entries[-1].id), entries[-1].id)
+        cursor = (sync_hash(PROJECTOR.aggregate_type, entries[-1].id), entries[-1].id)
     cursor = None
     while entries := await w.truth.bucket_page(PROJECTOR, 0, HASH_SPACE, cursor, 2, content=False):
         assert all(e.row is None for e in entries)
         light.extend(e.id for e in entries)
-        cursor = (key_hash(PROJECTOR.aggregate_type, entries[-1].id), entries[-1].id)
+        cursor = (sync_hash(PROJECTOR.aggregate_type, entries[-1].id), entries[-1].id)
     assert {i: _shape(r) for i, r in bucketed.items()} == _expected(w)
     assert sorted(light) == ids
     by_id = await w.truth.rows_by_id(PROJECTOR, ids)

@@ -10,8 +10,15 @@ from typing import Any
 from searchsync.mysql.key_scope import KeyScope
 from searchsync.mysql.truth import TruthEntry
 from searchsync.mysql.truth_buckets import entry_of_row
-from searchsync.ops.repair.buckets import key_hash
-from searchsync.projection import Child, Lookup, Projector, Row, attach_steps, lookup_keys
+from searchsync.projection import (
+    Child,
+    Lookup,
+    Projector,
+    Row,
+    attach_steps,
+    lookup_keys,
+    sync_hash,
+)
 from searchsync.types import BucketCursor
 
 __all__ = ["FakeTruth", "attach"]
@@ -161,7 +168,7 @@ class FakeTruth:
         ids = sorted(
             i
             for i in rows
-            if (after is None or i > after[1]) and lo <= key_hash(projector.aggregate_type, i) < hi
+            if (after is None or i > after[1]) and lo <= sync_hash(projector.aggregate_type, i) < hi
         )
         page = [_columns(rows[i], projector) for i in ids[:limit]]
         if content:

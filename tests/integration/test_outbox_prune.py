@@ -31,7 +31,7 @@ from searchsync.config import ConnectSettings, RetentionSettings
 from searchsync.exit_codes import ExitCode
 from searchsync.kafka.connect import MISSING, ConnectClient
 from searchsync.mysql.outbox import MysqlOutbox
-from searchsync.ops.prune import prune_outbox
+from searchsync.ops.retention import prune_outbox
 from searchsync.writer import PageWriter
 
 from tests.integration.conftest import CONNECT_URL, KAFKA

@@ -21,8 +21,8 @@ from elasticsearch import AsyncElasticsearch
 from searchsync.config import RepairSettings
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.ops.repair.generations import MysqlWheelState, snapshot
-from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import FindingKind
+from searchsync.ops.repair.span import Healer
 from searchsync.ops.repair.wheel import Wheel
 from searchsync.ops.status_probes import repair_section
 from searchsync.projection import Projector, default_registry
@@ -244,7 +244,7 @@ async def test_the_lag_guard_reads_the_live_groups_lag_on_kafka_and_stops_the_ro
     from searchsync.config import load_settings
     from searchsync.kafka.admin import ConfluentKafkaAdmin
     from searchsync.ops.repair.load import live_lag
-    from searchsync.ops.repair.rotations import limits
+    from searchsync.ops.repair.wheel import limits
 
     env = harness_env("rl", SEARCHSYNC_REPAIR_MAX_LIVE_LAG="1", SEARCHSYNC_REPAIR_LAG_POLL_S="0.2")
     settings = load_settings({**env, "SEARCHSYNC_REPAIR_LAG_WAIT_TIMEOUT_S": "1"})

@@ -21,9 +21,9 @@ from searchsync.clock import utc_now
 from searchsync.mysql import truth_buckets
 from searchsync.mysql.dialect import Dialect
 from searchsync.mysql.truth import MysqlTruth, TruthEntry
-from searchsync.ops.repair.buckets import key_hash, key_of_id
 from searchsync.ops.repair.model import IndexEntry, entry_of
-from searchsync.projection import default_registry
+from searchsync.ops.repair.reader import key_of_id
+from searchsync.projection import default_registry, sync_hash
 from searchsync.search.client import make_es_client
 from searchsync.search.es_index import EsIndex
 from searchsync.types import BucketCursor
@@ -58,7 +58,7 @@ async def _scan(
         out.extend(found)
         if len(found) < page:
             return out, pages
-        after = (key_hash("wiki_page", found[-1].id), found[-1].id)
+        after = (sync_hash("wiki_page", found[-1].id), found[-1].id)
 
 
 async def _rows(

@@ -18,8 +18,8 @@ from searchsync.clock import utc_now
 from searchsync.mysql.outbox import MysqlOutbox
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.ops.repair.generations import MysqlWheelState
-from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import FindingKind
+from searchsync.ops.repair.span import Healer
 from searchsync.ops.repair.wheel import Wheel
 from searchsync.projection import default_registry
 from searchsync.search.client import make_es_client

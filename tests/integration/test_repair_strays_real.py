@@ -20,15 +20,14 @@ from searchsync.config import RepairSettings
 from searchsync.mysql.outbox import MysqlOutbox
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.observability.repair_metrics import RepairMetrics
-from searchsync.ops.repair.buckets import HASH_SPACE, key_hash
 from searchsync.ops.repair.generations import MysqlWheelState
-from searchsync.ops.repair.heal import Healer
 from searchsync.ops.repair.model import FindingKind
-from searchsync.ops.repair.rotations import run_repair
-from searchsync.ops.repair.wheel import Wheel
-from searchsync.projection import default_registry
+from searchsync.ops.repair.span import Healer
+from searchsync.ops.repair.wheel import Wheel, run_repair
+from searchsync.projection import default_registry, sync_hash
 from searchsync.search.client import make_es_client
 from searchsync.search.es_index import EsIndex
+from searchsync.types import HASH_SPACE
 from searchsync.writer import PageWriter
 
 from tests.integration.conftest_mysql import fetch_all, revision_floors
@@ -83,7 +82,7 @@ async def test_one_rotation_heals_the_documents_no_bucket_holds(
         await wait_for(lambda: check(rows), 120, "the consumer indexes the rows")
 
         # Behind searchsync's back: two documents of rows lose their bucket key...
-        for i, key in [(nokey, None), (wrongkey, (key_hash("wiki_page", wrongkey) + 2**31))]:
+        for i, key in [(nokey, None), (wrongkey, (sync_hash("wiki_page", wrongkey) + 2**31))]:
             doc = await es.get(index=physical, id=i)
             body = {k: v for k, v in doc["_source"].items() if k != "sync_hash"}
             if key is not None:
@@ -160,7 +159,7 @@ async def test_one_rotation_heals_the_documents_no_bucket_holds(
         await wait_for(lambda: check(every), 120, "the strays are healed")
         for i in [nokey, wrongkey, *orphans]:
             doc = await es.get(index=alias, id=i)
-            assert doc["_source"]["sync_hash"] == key_hash("wiki_page", i)
+            assert doc["_source"]["sync_hash"] == sync_hash("wiki_page", i)
             assert doc["_source"]["is_deleted"] is (i in orphans)
         await es.indices.refresh(index=physical)
         again = await wheel.rotation()

@@ -29,7 +29,7 @@ from searchsync.events import encode_json
 from searchsync.exit_codes import ExitCode
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.naming import physical_name
-from searchsync.ops.purge import purge_tombstones
+from searchsync.ops.retention import purge_tombstones
 from searchsync.projection import format_timestamp, wiki_page
 from searchsync.search.admin import init_index
 from searchsync.search.client import make_es_client

@@ -11,8 +11,7 @@ import pytest
 from purge_fakes import FakeConnect
 from searchsync.config import RetentionSettings
 from searchsync.errors import InvalidRequest, OperationRefused
-from searchsync.ops.prune import prune_outbox
-from searchsync.ops.purge import purge_tombstones
+from searchsync.ops.retention import prune_outbox, purge_tombstones
 from searchsync.projection import format_timestamp, wiki_page
 
 from tests.fakes.outbox import FakeOutbox

@@ -9,10 +9,8 @@ from pipeline_fakes import PageTruth, page_row
 from runtime_fakes import Fakes, search_of, tables_of
 from searchsync.cli import main
 from searchsync.cli.reconcile import render, to_json
-from searchsync.ops.repair.generations import Epoch
-from searchsync.ops.repair.model import Finding, FindingKind
-from searchsync.ops.repair.report import BucketReport, RotationReport
-from searchsync.ops.repair.schedule import Choice
+from searchsync.ops.repair.generations import Choice, Epoch
+from searchsync.ops.repair.model import BucketReport, Finding, FindingKind, RotationReport
 from searchsync.resources import KafkaClients
 
 from tests.fakes.kafka_admin import FakeTopics

@@ -11,8 +11,9 @@ from pipeline_fakes import page_row
 from searchsync.mysql.truth import TruthEntry
 from searchsync.mysql.truth_buckets import entry_of_row
 from searchsync.ops.repair.compare import compare
-from searchsync.ops.repair.model import FindingKind, IndexEntry, entry_of_source
+from searchsync.ops.repair.model import FindingKind, IndexEntry, entry_of
 from searchsync.projection import content_hash, default_registry
+from searchsync.search.port import StoredDocument
 
 PROJECTOR = default_registry().get("wiki_page")
 
@@ -33,7 +34,7 @@ def test_content_drift_is_flagged_exactly_when_the_hash_no_longer_holds(
         body["projection_hash"] = content_hash(body)
     elif stored_hash == "other":
         body["projection_hash"] = "0" * 64
-    doc = entry_of_source("p1", row_revision, body, content=True)
+    doc = entry_of(StoredDocument("p1", row_revision, body), content=True)
     found = compare(
         PROJECTOR,
         {"p1": entry_of_row(row, content=True)},

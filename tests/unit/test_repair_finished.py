@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 
 from searchsync.observability.repair_metrics import RepairMetrics
-from searchsync.ops.repair.report import RotationReport
-from searchsync.ops.repair.rotations import record
+from searchsync.ops.repair.model import RotationReport
+from searchsync.ops.repair.wheel import record
 
 NAME = "repair_rotation_finished_timestamp_seconds"
 

@@ -15,7 +15,7 @@ from searchsync.config import load_settings
 from searchsync.errors import ConfigError, LiveLagTooHigh
 from searchsync.ops.repair.load import LagGuard, Limits, TokenBucket, live_lag
 from searchsync.ops.repair.model import FindingKind
-from searchsync.ops.repair.rotations import limits
+from searchsync.ops.repair.wheel import limits
 from test_repair_wheel import World, inject_every_kind
 
 from tests.fakes.kafka_admin import FakeTopics

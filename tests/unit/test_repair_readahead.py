@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from pipeline_fakes import page_row
-from searchsync.ops.repair.buckets import bucket_of, key_hash
 from searchsync.ops.repair.load import LagGuard, Limits
 from searchsync.ops.repair.model import FindingKind
+from searchsync.ops.repair.reader import bucket_of_id
 from searchsync.ops.repair.wheel import Wheel
 from test_repair_wheel import World
 
@@ -27,7 +27,7 @@ def _world_with_a_missing_document_per_bucket() -> tuple[World, dict[int, str]]:
     n = 0
     while len(missing) < M or n < 40:
         i = f"p{n:03d}"
-        b = bucket_of(key_hash("wiki_page", i), M)
+        b = bucket_of_id("wiki_page", M)(i)
         if b not in missing:
             w.truth.put_page(page_row(i, 2))
             missing[b] = i

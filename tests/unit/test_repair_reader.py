@@ -13,10 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pipeline_fakes import PageTruth, page_row
 from searchsync.ops.chunks import ChunkController
-from searchsync.ops.repair.buckets import bucket_of, bucket_of_id, bucket_range, key_hash
 from searchsync.ops.repair.load import Limits
-from searchsync.ops.repair.reader import SpanReader, key_ranges
-from searchsync.projection import default_registry
+from searchsync.ops.repair.reader import SpanReader, bucket_of_id, bucket_range, key_ranges
+from searchsync.projection import default_registry, sync_hash
 
 from tests.fakes.search_index import InMemoryIndex
 from tests.fakes.search_state import StoredDoc
@@ -25,8 +24,10 @@ PROJECTOR = default_registry().get("wiki_page")
 
 
 @given(t=st.sampled_from(["wiki_page", "note"]), i=st.text(max_size=30), m=st.integers(1, 5000))
-def test_bucket_of_id_is_bucket_of_the_key_hash(t: str, i: str, m: int) -> None:
-    assert bucket_of_id(t, m)(i) == bucket_of(key_hash(t, i), m)
+def test_bucket_of_id_is_the_bucket_whose_range_holds_the_key(t: str, i: str, m: int) -> None:
+    b = bucket_of_id(t, m)(i)
+    lo, hi = bucket_range(b, m)
+    assert 0 <= b < m and lo <= sync_hash(t, i) < hi
 
 
 @given(m=st.integers(1, 200), data=st.data())
@@ -89,9 +90,7 @@ def test_a_span_read_gives_each_bucket_exactly_its_entries(
     assert sorted(got) == buckets
     for b, entries in got.items():
         mine = {
-            i
-            for i in truth.tables.get("wiki_page", {})
-            if bucket_of(key_hash("wiki_page", i), m) == b
+            i for i in truth.tables.get("wiki_page", {}) if bucket_of_id("wiki_page", m)(i) == b
         }
         assert set(entries.rows) == mine
         assert set(entries.docs) == mine & set(docs)

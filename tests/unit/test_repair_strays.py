@@ -10,10 +10,11 @@ from datetime import datetime
 from typing import Any
 
 from pipeline_fakes import page_row
-from searchsync.ops.repair.buckets import HASH_SPACE, bucket_of, key_hash
 from searchsync.ops.repair.load import LagGuard, Limits
-from searchsync.ops.repair.model import FindingKind
-from searchsync.ops.repair.report import RotationReport
+from searchsync.ops.repair.model import FindingKind, RotationReport
+from searchsync.ops.repair.reader import bucket_of_id, bucket_range
+from searchsync.projection import sync_hash
+from searchsync.types import HASH_SPACE
 from test_repair_wheel import World
 
 from tests.fakes.search_state import StoredDoc
@@ -29,7 +30,7 @@ def _keyless(w: World, i: str, sync_hash: Any = None) -> None:
 
 def _elsewhere(i: str) -> int:
     """A ``sync_hash`` in the bucket half the key space away from `i`'s own."""
-    return (key_hash("wiki_page", i) + HASH_SPACE // 2) % HASH_SPACE
+    return (sync_hash("wiki_page", i) + HASH_SPACE // 2) % HASH_SPACE
 
 
 def _doc_only(w: World, i: str, revision: int, *, deleted: bool = False) -> None:
@@ -92,7 +93,7 @@ async def test_one_rotation_finds_every_stray_and_the_consumer_heals_them() -> N
     for i, version in [("ghost", 5), ("farghost", 3), ("wrongghost", 3)]:
         doc = w.docs[i]
         assert (doc.version, doc.body["is_deleted"]) == (version, True)
-        assert doc.body["sync_hash"] == key_hash("wiki_page", i)
+        assert doc.body["sync_hash"] == sync_hash("wiki_page", i)
     assert w.docs["gone"] == gone
     again = await w.wheel().rotation()
     assert sum(again.counts().values()) == 0 and again.strays[0].outside == 1
@@ -104,13 +105,13 @@ async def test_a_document_keyed_into_another_span_is_found_from_that_span() -> N
         w.page(f"ok{n:02d}")
     w.page("wrongkey")
     _keyless(w, "wrongkey", _elsewhere("wrongkey"))
-    own = bucket_of(key_hash("wiki_page", "wrongkey"), 4)
-    assert bucket_of(w.docs["wrongkey"].body["sync_hash"], 4) != own
+    lo, hi = bucket_range(bucket_of_id("wiki_page", 4)("wrongkey"), 4)
+    assert not lo <= w.docs["wrongkey"].body["sync_hash"] < hi
     report = await w.wheel(span_buckets=1).rotation()
     assert _found(report) == {"wrongkey": FindingKind.STRAY}
     assert report.strays[0].misplaced == 1 and report.strays[0].outside == 0
     await w.deliver()
-    assert w.docs["wrongkey"].body["sync_hash"] == key_hash("wiki_page", "wrongkey")
+    assert w.docs["wrongkey"].body["sync_hash"] == sync_hash("wiki_page", "wrongkey")
 
 
 async def test_a_document_ahead_of_its_row_is_counted_not_healed() -> None:

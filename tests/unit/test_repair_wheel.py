@@ -13,14 +13,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pipeline_fakes import PageTruth, page_row
 from searchsync.config import RepairSettings
-from searchsync.ops.repair.buckets import bucket_of, bucket_range, key_hash
-from searchsync.ops.repair.generations import BucketState
-from searchsync.ops.repair.heal import Healer
+from searchsync.ops.repair.generations import BucketState, choose, ewma, priority
 from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.model import FindingKind
-from searchsync.ops.repair.schedule import choose, ewma, priority
+from searchsync.ops.repair.reader import bucket_range
+from searchsync.ops.repair.span import Healer
 from searchsync.ops.repair.wheel import Wheel
-from searchsync.projection import default_registry
+from searchsync.projection import default_registry, sync_hash
 from searchsync.search.sink import IndexOp, Sink
 from searchsync.stream.coalesce import Work
 from searchsync.stream.fence import SchemaFence
@@ -240,14 +239,6 @@ async def test_changing_m_starts_a_new_epoch_without_false_findings() -> None:
 # -- buckets, canonical encoding ---------------------------------------------------------
 
 
-@given(h=st.integers(0, 2**32 - 1), m=st.integers(1, 5000))
-def test_bucket_assignment_is_within_range_and_matches_the_ranges(h: int, m: int) -> None:
-    b = bucket_of(h, m)
-    assert 0 <= b < m
-    lo, hi = bucket_range(b, m)
-    assert lo <= h < hi
-
-
 @given(m=st.integers(1, 3000))
 def test_bucket_ranges_tile_the_hash_space(m: int) -> None:
     edges = [bucket_range(b, m) for b in range(m)]
@@ -257,7 +248,7 @@ def test_bucket_ranges_tile_the_hash_space(m: int) -> None:
 
 @given(t=st.sampled_from(["wiki_page", "article"]), i=st.text(min_size=1, max_size=20))
 def test_key_hash_is_stable(t: str, i: str) -> None:
-    assert key_hash(t, i) == key_hash(t, i) and 0 <= key_hash(t, i) < 2**32
+    assert sync_hash(t, i) == sync_hash(t, i) and 0 <= sync_hash(t, i) < 2**32
 
 
 # -- scheduling and chunks ---------------------------------------------------------------
@@ -288,8 +279,8 @@ def test_ewma_stays_between_its_inputs(prev: float, x: float, alpha: float) -> N
 
 def test_ops_are_external_for_heals() -> None:
     """The repair never builds an index op itself: healing is outbox appends only."""
-    import searchsync.ops.repair.heal as heal
+    import searchsync.ops.repair.span as span
     import searchsync.ops.repair.wheel as wheel
 
-    for module in (heal, wheel):
+    for module in (span, wheel):
         assert not any(v is IndexOp for v in vars(module).values())

@@ -12,9 +12,8 @@ from searchsync.errors import TransientError
 from searchsync.observability.repair_metrics import RepairMetrics
 from searchsync.ops.rebuild.outcome import RebuildOptions
 from searchsync.ops.rebuild.progress import Progress
-from searchsync.ops.repair.model import FindingKind
-from searchsync.ops.repair.report import RotationReport
-from searchsync.ops.repair.rotations import run_repair
+from searchsync.ops.repair.model import FindingKind, RotationReport
+from searchsync.ops.repair.wheel import run_repair
 from searchsync.resources import KafkaClients, Ports
 from searchsync.runtime import Runtime
 from test_rebuild import world_with_pages

@@ -15,7 +15,7 @@ from searchsync.config import load_settings
 from searchsync.exit_codes import ExitCode
 from searchsync.observability.repair_metrics import RepairMetrics
 from searchsync.ops.repair.generations import BucketState, Epoch, WheelSnapshot
-from searchsync.ops.repair.rotations import serve_metrics
+from searchsync.ops.repair.wheel import serve_metrics
 from searchsync.ops.status_probes import repair_section
 from test_status import _system, fresh_buckets
 

@@ -26,9 +26,8 @@ from searchsync.observability.repair_metrics import RepairMetrics
 from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.repair.lease import RepairLease
-from searchsync.ops.repair.model import FindingKind
-from searchsync.ops.repair.report import BucketReport, RotationReport
-from searchsync.ops.repair.rotations import run_repair
+from searchsync.ops.repair.model import BucketReport, FindingKind, RotationReport
+from searchsync.ops.repair.wheel import run_repair
 from searchsync.runtime import Runtime
 
 

@@ -1,5 +1,5 @@
 """`searchsync tombstones purge` and `searchsync outbox prune`: delete what is older than a
-retention window (libraries: `searchsync.ops.purge`, `searchsync.ops.prune`)."""
+retention window (library: `searchsync.ops.retention`)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,14 @@ from searchsync.cli.output import err, show
 from searchsync.config import Settings
 from searchsync.duration import format_duration
 from searchsync.exit_codes import ExitCode
-from searchsync.ops.prune import PruneProgress, check_outbox_window, prune_outbox
-from searchsync.ops.purge import PurgeProgress, PurgeReport, check_window, purge_tombstones
+from searchsync.ops.retention import (
+    PruneReport,
+    PurgeReport,
+    check_outbox_window,
+    check_window,
+    prune_outbox,
+    purge_tombstones,
+)
 from searchsync.runtime import Runtime
 
 
@@ -41,7 +47,7 @@ def register(commands: Any) -> None:
     plan_or_execute(prune, "count only, delete nothing")
 
 
-def _purge_progress(r: PurgeProgress) -> None:
+def _purge_progress(r: PurgeReport) -> None:
     err(f"purge {r.alias}: {r.scanned} scanned, {r.deleted} deleted, {r.changed} changed meanwhile")
 
 
@@ -91,7 +97,7 @@ def _summary(r: PurgeReport) -> str:
     return text
 
 
-def _prune_progress(r: PruneProgress) -> None:
+def _prune_progress(r: PruneReport) -> None:
     err(f"prune: batch {r.batches}, {r.deleted} rows deleted, up to id {r.last_id}")
 
 

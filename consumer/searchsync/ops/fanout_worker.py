@@ -57,7 +57,6 @@ class FanoutWorker:
         self._next_at = 0.0
         self._stats_at = 0.0
         self.appended = 0  # REBUILDs this worker appended
-        self.yielded = 0  # waits for the live events to catch up
 
     async def run(self, stop: asyncio.Event) -> None:
         """Work off jobs until `stop` is set; a failure is logged and tried again later."""
@@ -137,7 +136,6 @@ class FanoutWorker:
         while self._live_age is not None and limit > 0 and not stop.is_set():
             if self._live_age() <= limit:
                 break
-            self.yielded += 1
             await self._sleep(_YIELD_POLL_S)
         self._next_at = max(self._clock(), self._next_at) + n / self._s.appends_per_s
 

@@ -120,6 +120,21 @@ def partition_offsets(
     return sorted(rows, key=lambda r: (r.topic, r.partition))
 
 
+def lineage_mismatches(
+    rows: Sequence[PartitionOffsets], recorded: Mapping[str, str], ids: Mapping[str, str]
+) -> dict[TopicPartition, LineageMismatch]:
+    """The partitions of `rows` that contradict their topic's `recorded` id (`ids`: the ids now)."""
+    return {
+        (r.topic, r.partition): m
+        for r in rows
+        if (
+            m := mismatch(
+                r.topic, r.partition, r.committed, r.high, recorded.get(r.topic), ids.get(r.topic)
+            )
+        )
+    }
+
+
 def plan_reset(
     rows: Sequence[PartitionOffsets],
     to: str | int | datetime,
@@ -216,16 +231,7 @@ def reset(
     ids = admin.topic_ids(topics)
     recorded = dict(lineage.recorded()) if lineage is not None else {}
     changed = lineage_changes(recorded, ids)
-    mismatches = [
-        m
-        for r in rows
-        if (r.topic, r.partition) in moved
-        and (
-            m := mismatch(
-                r.topic, r.partition, r.committed, r.high, recorded.get(r.topic), ids.get(r.topic)
-            )
-        )
-    ]
+    mismatches = [m for at, m in lineage_mismatches(rows, recorded, ids).items() if at in moved]
     for t in sorted({m.topic for m in mismatches} & set(changed)):
         left = [r.partition for r in rows if r.topic == t and (t, r.partition) not in moved]
         if left:

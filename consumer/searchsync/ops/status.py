@@ -5,7 +5,7 @@ probe that cannot look makes only its own section unhealthy."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import concurrent.futures
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -120,24 +120,15 @@ async def gather(
 async def in_thread(fn: Callable[..., T], *args: Any) -> T:
     """`fn(*args)` on a daemon thread of its own: a probe given up at its timeout leaves it
     behind, and the process still ends on time (the loop's executor would be waited for)."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[T] = loop.create_future()
-
-    def settle(result: T | None, error: BaseException | None) -> None:
-        if done.done():
-            return
-        if error is not None:
-            done.set_exception(error)
-        else:
-            done.set_result(result)  # type: ignore[arg-type]
+    done: concurrent.futures.Future[T] = concurrent.futures.Future()
 
     def run() -> None:
+        if not done.set_running_or_notify_cancel():
+            return  # given up before it started
         try:
-            result, error = fn(*args), None
+            done.set_result(fn(*args))
         except BaseException as exc:  # handed to the awaiting probe
-            result, error = None, exc
-        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
-            loop.call_soon_threadsafe(settle, result, error)
+            done.set_exception(exc)
 
     threading.Thread(target=run, name="searchsync-status-probe", daemon=True).start()
-    return await done
+    return await asyncio.wrap_future(done)

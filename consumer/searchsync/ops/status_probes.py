@@ -16,10 +16,9 @@ from searchsync.dlq.summary import DlqSummary
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.kafka.connect import ConnectorStatus
 from searchsync.kafka.gaps import RECOVERY
-from searchsync.kafka.lineage import mismatch
 from searchsync.mysql.fanout import FanoutStats
 from searchsync.naming import read_alias_name
-from searchsync.ops.offsets import partition_offsets
+from searchsync.ops.offsets import lineage_mismatches, partition_offsets
 from searchsync.ops.repair.generations import WheelSnapshot
 from searchsync.ops.status import Section
 from searchsync.projection import ProjectorRegistry
@@ -50,16 +49,7 @@ def group_section(
     gaps = {(r.topic, r.partition): r.gap() for r in rows}
     problems.extend(f"{g.describe()}; {RECOVERY}" for g in gaps.values() if g is not None)
     ids = admin.topic_ids(sorted({r.topic for r in rows})) if recorded else {}
-    known = recorded or {}
-    lineage = {
-        (r.topic, r.partition): m
-        for r in rows
-        if (
-            m := mismatch(
-                r.topic, r.partition, r.committed, r.high, known.get(r.topic), ids.get(r.topic)
-            )
-        )
-    }
+    lineage = lineage_mismatches(rows, recorded or {}, ids)
     problems.extend(f"{m.describe()}; {RECOVERY}" for m in lineage.values())
     data = {
         "group": group,

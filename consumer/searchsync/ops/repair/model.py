@@ -1,12 +1,14 @@
-"""What the wheel reads from the index (`IndexEntry`, from the `SearchEngine`'s documents) and
-what it finds."""
+"""What the wheel reads from the index (`IndexEntry`, from the `SearchEngine`'s documents), what
+it finds, and what a rotation reports: per bucket, per stray sweep, and in all."""
 
 from __future__ import annotations
 
 import enum
-from dataclasses import asdict, dataclass, field
+from collections import Counter
+from dataclasses import KW_ONLY, asdict, dataclass, field
 from typing import Any
 
+from searchsync.ops.repair.generations import Choice, Epoch
 from searchsync.search.port import StoredDocument
 
 
@@ -51,21 +53,90 @@ class Finding:
 
 def entry_of(doc: StoredDocument, *, content: bool) -> IndexEntry:
     """`doc` as the wheel reads it (its whole source kept only with `content`)."""
-    return entry_of_source(doc.doc_id, doc.version, doc.source, content=content)
-
-
-def entry_of_source(
-    doc_id: str, version: int, source: dict[str, Any], *, content: bool
-) -> IndexEntry:
+    source = doc.source
     schema = source.get("projection_schema_version")
     hash_ = source.get("projection_hash")
     key = source.get("sync_hash")
     return IndexEntry(
-        doc_id,
-        version,
+        doc.doc_id,
+        doc.version,
         hash_ if hash_.__class__ is str else None,
         schema if schema.__class__ is int else None,
         source.get("is_deleted") is True,
         source if content else None,
         key if key.__class__ is int else None,
     )
+
+
+@dataclass(slots=True)
+class _Part:
+    """What a bucket and a stray sweep both report: `candidates` re-read after the settle delay,
+    the confirmed `findings`, the REBUILDs `appended`; `stopped`: the live lag stayed too high
+    while healing."""
+
+    aggregate_type: str
+    _: KW_ONLY
+    candidates: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    appended: int = 0
+    seconds: float = 0.0
+    interrupted: str | None = None
+    stopped: str | None = None
+
+
+@dataclass(slots=True)
+class BucketReport(_Part):
+    bucket: int
+    generation: int
+    content_checked: bool
+    rows: int = 0
+    docs: int = 0
+
+
+@dataclass(slots=True)
+class StrayReport(_Part):
+    """One type's stray sweep: `outside` documents outside the key space and `misplaced` ones
+    were read; `ahead` documents above their row's revision are left alone. `truncated`: the read
+    stopped at its ceiling."""
+
+    outside: int = 0
+    misplaced: int = 0
+    ahead: int = 0
+    truncated: bool = False
+
+
+@dataclass(slots=True)
+class RotationReport:
+    epochs: dict[str, Epoch] = field(default_factory=dict)
+    new_epochs: list[str] = field(default_factory=list)
+    buckets: list[BucketReport] = field(default_factory=list)
+    choices: list[tuple[str, Choice]] = field(default_factory=list)
+    seconds: float = 0.0
+    oldest_age_s: dict[str, float] = field(default_factory=dict)
+    stopped: str | None = None  # why the rotation ended early (the live lag stayed too high)
+    strays: list[StrayReport] = field(default_factory=list)
+    content_share: float = 0.0  # the share of buckets whose content this rotation checks
+
+    @property
+    def parts(self) -> list[BucketReport | StrayReport]:
+        """The buckets, then the stray sweeps."""
+        return [*self.buckets, *self.strays]
+
+    def findings(self) -> list[Finding]:
+        """Every confirmed finding: the buckets', then the stray sweeps'."""
+        return [f for part in self.parts for f in part.findings]
+
+    def counts(self) -> dict[str, int]:
+        c: Counter[str] = Counter({k.value: 0 for k in FindingKind})
+        c.update(f.kind.value for f in self.findings())
+        return dict(c)
+
+    @property
+    def interrupted(self) -> int:
+        return sum(1 for b in self.buckets if b.interrupted is not None)
+
+    @property
+    def complete(self) -> bool:
+        """Every bucket and stray sweep read completely, and the rotation not stopped."""
+        swept = all(s.interrupted is None for s in self.strays)
+        return swept and not self.interrupted and self.stopped is None

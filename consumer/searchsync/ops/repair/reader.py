@@ -3,29 +3,62 @@ on each side (at the same time) in adaptive pages resuming after a `BucketCursor
 goes to the bucket of its id's key; a document whose stored ``sync_hash`` is not that key is also
 handed back as *misplaced*. Every range is read to its end before anything is returned; a failure
 on either side cancels the other and propagates (invariant 13).
+
+The buckets are stable: bucket `b` of `m` is the ``sync_hash`` range
+``[ceil(b * 2^32 / m), ceil((b + 1) * 2^32 / m))``, so a key `h` is in bucket ``h * m // 2^32``.
+A change of `m` or of `WHEEL_CANONICALIZATION_VERSION` starts a new epoch.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+import zlib
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from searchsync.mysql.truth import Truth
 from searchsync.mysql.truth_buckets import TruthEntry, entry_of_row
 from searchsync.ops.chunks import ChunkController
-from searchsync.ops.repair.buckets import bucket_of_id, bucket_range, key_of_id
 from searchsync.ops.repair.load import Limits
 from searchsync.ops.repair.model import IndexEntry, entry_of
 from searchsync.projection import Projector
 from searchsync.search.port import SearchEngine
-from searchsync.types import BucketCursor
+from searchsync.types import HASH_SPACE, BucketCursor
 
 _E = TypeVar("_E", TruthEntry, IndexEntry)
 Page = Callable[[int, int, BucketCursor | None, int], Awaitable[list[_E]]]
+
+WHEEL_CANONICALIZATION_VERSION: Final = 1
+_MAX_BUCKETS: Final = 1 << 20
+
+
+def _check(m: int) -> None:
+    if not 1 <= m <= _MAX_BUCKETS:
+        raise ValueError(f"bucket count must be in 1..{_MAX_BUCKETS}, got {m}")
+
+
+def key_of_id(aggregate_type: str) -> Callable[[str], int]:
+    """``id -> sync_hash(aggregate_type, id)``, the ``"<type>:"`` prefix's CRC computed once."""
+    seed = zlib.crc32(f"{aggregate_type}:".encode())
+    return lambda aggregate_id: zlib.crc32(aggregate_id.encode(), seed)
+
+
+def bucket_of_id(aggregate_type: str, m: int) -> Callable[[str], int]:
+    """``id -> the bucket among `m` of its key``, for many ids."""
+    _check(m)
+    seed = zlib.crc32(f"{aggregate_type}:".encode())
+    return lambda aggregate_id: zlib.crc32(aggregate_id.encode(), seed) * m // HASH_SPACE
+
+
+def bucket_range(bucket: int, m: int) -> tuple[int, int]:
+    """The half-open key range ``[lo, hi)`` of `bucket` among `m`."""
+    _check(m)
+    if not 0 <= bucket < m:
+        raise ValueError(f"bucket {bucket} outside 0..{m - 1}")
+    return -(-bucket * HASH_SPACE // m), -(-(bucket + 1) * HASH_SPACE // m)
 
 
 @dataclass(slots=True)

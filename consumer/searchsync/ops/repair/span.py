@@ -8,36 +8,85 @@ the buckets found, wait `settle_s` once and re-read the rest by id on both sides
 outside its key with a row is a STRAY (REBUILD at the row's revision; one above it is counted
 `ahead`, left alone); live without a row is an ORPHAN; a tombstone without a row is left alone. A
 failed read reports nothing.
+
+Healing goes through the outbox, never by writing Elasticsearch (invariant 9): each confirmed
+finding becomes one REBUILD outbox event in its own small transaction, at most `appends_per_s`.
+An orphan (live document at v, row gone) raises the id's revision floor to v + 1 first, so the
+consumer writes a tombstone at v + 1.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import time
 import zlib
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 from typing import Final
 
 from searchsync.config import RepairSettings
 from searchsync.errors import LiveLagTooHigh
-from searchsync.ops.repair.buckets import key_of_id
+from searchsync.mysql.outbox import Outbox
 from searchsync.ops.repair.compare import compare, still_holding
-from searchsync.ops.repair.generations import BucketState, Epoch, WheelState
-from searchsync.ops.repair.heal import Healer
-from searchsync.ops.repair.model import Finding, FindingKind, IndexEntry
-from searchsync.ops.repair.reader import BucketEntries, SpanReader
-from searchsync.ops.repair.report import BucketReport, StrayReport
-from searchsync.ops.repair.schedule import ewma
+from searchsync.ops.repair.generations import BucketState, Epoch, WheelState, ewma
+from searchsync.ops.repair.load import LagGuard, TokenBucket
+from searchsync.ops.repair.model import BucketReport, Finding, FindingKind, IndexEntry, StrayReport
+from searchsync.ops.repair.reader import BucketEntries, SpanReader, key_of_id
 from searchsync.projection import Projector
 
 log = logging.getLogger(__name__)
 
 STRAY_PAGE: Final = 1_000  # strays per page, and ids per settle re-read of the sweep
 STRAY_CEILING: Final = 100_000  # strays outside the key space one sweep reads
+
+
+@dataclass(slots=True)
+class Healer:
+    """Turns findings into rate-limited outbox appends (`dry_run`: none); with a `guard`, the
+    live lag is checked before each batch of `batch_size` appends."""
+
+    outbox: Outbox
+    _: KW_ONLY
+    appends_per_s: float
+    dry_run: bool = False
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    guard: LagGuard | None = None
+    batch_size: int = 100
+    _pace: TokenBucket = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.appends_per_s <= 0:
+            raise ValueError("appends_per_s must be > 0")
+        if self.batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        self._pace = TokenBucket(self.appends_per_s, burst=1.0, sleep=self.sleep)
+
+    async def heal(self, findings: list[Finding]) -> tuple[int, str | None]:
+        """Append one REBUILD per id (several findings of one id share it); the count appended,
+        and why it stopped early (the live lag stayed too high) or None."""
+        if self.dry_run:
+            return 0, None
+        by_id: dict[tuple[str, str], Finding] = {}
+        for f in findings:
+            by_id.setdefault((f.aggregate_type, f.id), f)
+        for n, f in enumerate(by_id.values()):
+            if self.guard is not None and n % self.batch_size == 0:
+                try:
+                    await self.guard.wait(f"appending REBUILD events ({len(by_id) - n} to go)")
+                except LiveLagTooHigh as exc:
+                    return n, str(exc)
+            await self._pace.take(1)
+            if f.kind is FindingKind.ORPHAN:
+                assert f.doc_version is not None
+                await self.outbox.append_orphan(f.aggregate_type, f.id, f.doc_version + 1)
+            else:
+                assert f.row_revision is not None
+                await self.outbox.append_rebuild(f.aggregate_type, f.id, f.row_revision)
+        return len(by_id), None
 
 
 @dataclass(slots=True)

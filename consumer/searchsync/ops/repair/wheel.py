@@ -1,29 +1,38 @@
 """The wheel: choose buckets, scan them a span at a time (`span`), reading the next span while
 one settles and heals; then, unless the rotation stopped, the stray sweep (`SpanScan.sweep`). A
-live lag that stays too high (`load.LagGuard`) stops the rotation (`RotationReport.stopped`)."""
+live lag that stays too high (`load.LagGuard`) stops the rotation (`RotationReport.stopped`).
+`run_repair` runs a wheel's rotations and records their metrics (the library behind ``searchsync
+repair``); `limits` builds its load limits."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Final
 
 from searchsync.clock import utc_now
-from searchsync.config import RepairSettings
+from searchsync.config import RepairSettings, Settings
+from searchsync.kafka.admin import KafkaAdmin
 from searchsync.mysql.truth import Truth
+from searchsync.observability.http import HealthServer, serve_job_metrics
+from searchsync.observability.repair_metrics import RepairMetrics
 from searchsync.ops.chunks import ChunkController
-from searchsync.ops.repair.buckets import WHEEL_CANONICALIZATION_VERSION
-from searchsync.ops.repair.generations import BucketState, WheelState, ensure_epoch
-from searchsync.ops.repair.heal import Healer
-from searchsync.ops.repair.load import Limits
-from searchsync.ops.repair.model import IndexEntry
-from searchsync.ops.repair.reader import SpanReader
-from searchsync.ops.repair.report import BucketReport, RotationReport
-from searchsync.ops.repair.schedule import Choice, age_s, choose
-from searchsync.ops.repair.span import SpanRead, SpanScan
+from searchsync.ops.repair.generations import (
+    BucketState,
+    Choice,
+    WheelState,
+    age_s,
+    choose,
+    ensure_epoch,
+)
+from searchsync.ops.repair.load import LagGuard, Limits, TokenBucket, live_lag
+from searchsync.ops.repair.model import BucketReport, IndexEntry, RotationReport
+from searchsync.ops.repair.reader import WHEEL_CANONICALIZATION_VERSION, SpanReader
+from searchsync.ops.repair.span import Healer, SpanRead, SpanScan
 from searchsync.projection import Projector
 from searchsync.search.port import SearchEngine
 
@@ -166,3 +175,83 @@ def _chunks(c: RepairSettings, fixed: int | None = None) -> ChunkController:
     if fixed is not None:
         return ChunkController(fixed, fixed, c.page_target_s, fixed)
     return ChunkController(c.page_min, c.page_max, c.page_target_s, c.page_size, max_step=4.0)
+
+
+def limits(settings: Settings, admin: KafkaAdmin | None) -> Limits:
+    """The scan's ceilings and the live-lag guard (no guard without an admin)."""
+    r = settings.repair
+
+    async def read_lag() -> int:
+        assert admin is not None
+        return await asyncio.to_thread(live_lag, admin, settings)
+
+    return Limits(
+        mysql_rows=TokenBucket(r.mysql_rows_per_s),
+        es_requests=TokenBucket(r.es_requests_per_s),
+        lag=LagGuard(
+            read_lag,
+            max_lag=r.max_live_lag if admin is not None else 0,
+            timeout_s=r.lag_wait_timeout_s,
+            poll_s=r.lag_poll_s,
+            group=settings.kafka.group_id,
+        ),
+    )
+
+
+def record(metrics: RepairMetrics, report: RotationReport) -> None:
+    per_type: dict[str, Counter[str]] = {t: Counter() for t in report.epochs}
+    for b in report.buckets:
+        if b.interrupted is None:
+            content = str(b.content_checked).lower()
+            metrics.buckets_scanned.labels(aggregate_type=b.aggregate_type, content=content).inc()
+    for f in report.findings():
+        per_type[f.aggregate_type][f.kind.value] += 1
+    for t, counts in per_type.items():
+        metrics.set_counts(t, counts)
+    for t, age in report.oldest_age_s.items():
+        metrics.oldest_age.labels(aggregate_type=t).set(age)
+    metrics.rotation_seconds.set(report.seconds)
+    if report.complete:
+        metrics.finished_at.set_to_current_time()
+
+
+async def run_repair(
+    wheel: Wheel,
+    settings: Settings,
+    *,
+    daemon: bool,
+    metrics: RepairMetrics,
+    on_report: Callable[[RotationReport], None],
+    stop: asyncio.Event | None = None,
+) -> RotationReport:
+    """One rotation (`daemon` False) or ticks of the best buckets until `stop` (a tick stopped by
+    the live-lag guard is tried again at the next); the last report."""
+    server = await serve_metrics(settings, metrics) if daemon else None
+    try:
+        stop = stop or asyncio.Event()
+        while True:
+            limit = settings.repair.daemon_buckets_per_tick if daemon else None
+            report = await wheel.rotation(limit)
+            record(metrics, report)
+            on_report(report)
+            if not daemon or stop.is_set():
+                return report
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), settings.repair.daemon_interval_s)
+            if stop.is_set():
+                return report
+    finally:
+        if server is not None:
+            await server.close()
+
+
+async def serve_metrics(settings: Settings, metrics: RepairMetrics) -> HealthServer | None:
+    """``--daemon``'s /metrics (and a /healthz that is ready while it runs) on
+    ``repair.metrics_port``; None when that is 0."""
+    return await serve_job_metrics(
+        settings.observability.metrics_host,
+        settings.repair.metrics_port,
+        metrics,
+        port_setting="repair.metrics_port",
+        details={"repair": "daemon"},
+    )

@@ -41,7 +41,6 @@ from searchsync.config._ops import (
     RepairSettings,
     RetentionSettings,
     _rebuild,
-    _retention,
 )
 from searchsync.config._reader import (
     ENV_PREFIX,
@@ -146,7 +145,6 @@ _READERS: Final[Mapping[str, Callable[[_Section], object]]] = MappingProxyType(
         "mysql": _mysql,
         "elasticsearch": _elasticsearch,
         "rebuild": _rebuild,
-        "retention": _retention,
     }
 )
 

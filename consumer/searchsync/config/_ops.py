@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Final
 
 from searchsync.config._reader import (
     _is_http_url,
@@ -22,6 +22,7 @@ from searchsync.errors import ConfigError
 
 _FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,127}")
 _CONNECTOR = re.compile(r"[A-Za-z0-9._-]{1,249}")
+_DAY = timedelta(days=1)
 
 
 def _queries(r: _Section, key: str) -> tuple[str, ...]:
@@ -62,6 +63,11 @@ def _connector(r: _Section, key: str) -> str:
     if name in (".", ".."):
         raise ConfigError(r.key(key), form, name)
     return name
+
+
+_DURATION: Final = {
+    "read": _duration
+}  # `setting`, for a field of a type ruff cannot see is immutable
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,15 +155,15 @@ class RetentionSettings:
     the shortest ``outbox prune --older-than``.
     """
 
-    max_event_delay: timedelta = timedelta(days=1)
-    retry_window: timedelta = timedelta(days=1)
-    dlq_replay_window: timedelta = timedelta(days=4)
-    margin: timedelta = timedelta(days=1)
-    min_tombstone_age: timedelta | None = None
-    purge_batch_size: int = 500
-    min_outbox_age: timedelta = timedelta(days=1)
-    prune_batch_size: int = 500
-    prune_pause_s: float = 0.1
+    max_event_delay: timedelta = field(default=_DAY, metadata=_DURATION)
+    retry_window: timedelta = field(default=_DAY, metadata=_DURATION)
+    dlq_replay_window: timedelta = field(default=4 * _DAY, metadata=_DURATION)
+    margin: timedelta = field(default=_DAY, metadata=_DURATION)
+    min_tombstone_age: timedelta | None = field(default=None, metadata=_DURATION)
+    purge_batch_size: int = setting(500, integer(1, 10_000))
+    min_outbox_age: timedelta = field(default=_DAY, metadata=_DURATION)
+    prune_batch_size: int = setting(500, integer(1, 100_000))
+    prune_pause_s: float = setting(0.1, number(0.0, 60.0))
 
     @property
     def tombstone_minimum(self) -> timedelta:
@@ -176,18 +182,6 @@ class RetentionSettings:
             + " + ".join(format_duration(p) for p in parts)
             + f" = {format_duration(self.tombstone_minimum)}"
         )
-
-
-def _retention(r: _Section) -> RetentionSettings:
-    durations = ("max_event_delay", "retry_window", "dlq_replay_window", "margin", "min_outbox_age")
-    read: dict[str, Any] = {key: _duration(r, key) for key in durations}
-    return RetentionSettings(
-        **read,
-        min_tombstone_age=_duration(r, "min_tombstone_age"),
-        purge_batch_size=r.integer("purge_batch_size", 1, 10_000),
-        prune_batch_size=r.integer("prune_batch_size", 1, 100_000),
-        prune_pause_s=r.number("prune_pause_s", 0.0, 60.0),
-    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,38 +94,14 @@ def configure_logging(
 def log_event_outcome(
     logger: logging.Logger,
     *,
-    event_id: str | None,
-    aggregate_type: str | None,
-    aggregate_id: str | None,
-    event_revision: int | None,
-    loaded_revision: int | None,
-    projection_schema_version: int | None,
-    target_alias: str | None,
-    operation: str | None,
-    attempt: int,
-    result: str,
     error_code: str | None = None,
     error_message: str | None = None,
-    topic: str,
-    partition: int,
-    offset: int,
+    **fields: Any,
 ) -> None:
-    """Log how one event finished as one line (docs/design.md): DEBUG, or WARNING with a code."""
-    fields: dict[str, Any] = {
-        "event_id": event_id,
-        "aggregate_type": aggregate_type,
-        "aggregate_id": aggregate_id,
-        "event_revision": event_revision,
-        "loaded_revision": loaded_revision,
-        "projection_schema_version": projection_schema_version,
-        "target_alias": target_alias,
-        "operation": str(operation) if operation is not None else None,
-        "attempt": attempt,
-        "result": result,
-        "topic": topic,
-        "partition": partition,
-        "offset": offset,
-    }
+    """Log how one event finished as one line (docs/design.md): `fields` are event_id,
+    aggregate_type, aggregate_id, event_revision, loaded_revision, projection_schema_version,
+    target_alias, operation, attempt, result, topic, partition and offset, in that order; then
+    the error's code and message when set. DEBUG, or WARNING with a code."""
     if error_code is not None:
         fields["error_code"] = error_code
     if error_message is not None:

@@ -58,6 +58,7 @@ from searchsync.config._workers import (
 from searchsync.errors import ConfigError
 
 __all__ = [
+    "MASK",
     "MYSQL_FLAVORS",
     "PROJECTION_ENTRY_FORM",
     "ConnectSettings",

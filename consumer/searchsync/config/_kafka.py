@@ -117,12 +117,6 @@ class KafkaSettings:
     ssl_key_location: str | None = None
     ssl_key_password: Secret | None = None
 
-    @property
-    def subscription(self) -> list[str]:
-        """What to pass to ``Consumer.subscribe``: librdkafka treats a leading ``^`` as a regex.
-        Empty when the topics follow the registered types (see `consumed_topics`)."""
-        return [self.topic_regex] if self.topic_regex is not None else list(self.topics)
-
     def client_config(self) -> dict[str, LibrdkafkaValue]:
         """Settings every Kafka client shares (servers, TLS, SASL, `extra`), secrets revealed:
         never log the result (print `Settings.redacted()`)."""

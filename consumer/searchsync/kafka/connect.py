@@ -106,8 +106,8 @@ class ConnectClient:
         if session is not None:
             await session.close()
 
-    async def restart_task(self, task_id: int, name: str | None = None) -> None:
-        connector = quote(name or self._settings.connector, safe="")
+    async def restart_task(self, task_id: int) -> None:
+        connector = quote(self._settings.connector, safe="")
         url = f"{self._settings.url}/connectors/{connector}/tasks/{int(task_id)}/restart"
         code, data = await self._call("POST", url)
         if code not in (200, 202, 204):

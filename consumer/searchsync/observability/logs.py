@@ -14,10 +14,9 @@ from typing import Any, Final, TextIO
 
 import orjson
 
-from searchsync.config import scrub_credentials, scrub_known
+from searchsync.config import MASK, scrub_credentials, scrub_known
 
 EVENT_OUTCOME_MESSAGE: Final = "event outcome"
-_MASK: Final = "***"
 _SECRET_KEY = re.compile(r"password|passwd|secret|token|api[_.-]?key", re.IGNORECASE)
 _MAX_DEPTH: Final = 8
 
@@ -62,7 +61,7 @@ def _mask(value: Any, depth: int) -> Any:
     if depth > _MAX_DEPTH:
         return repr(value)
     if isinstance(value, Mapping):
-        return {k: _MASK if _is_set_secret(k, v) else _mask(v, depth + 1) for k, v in value.items()}
+        return {k: MASK if _is_set_secret(k, v) else _mask(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_mask(v, depth + 1) for v in value]
     return value

@@ -48,12 +48,8 @@ class _Section:
         self, name: str, cls: type, toml: Mapping[str, object], env: Mapping[str, str]
     ) -> None:
         self.name = name
-        self._defaults: dict[str, object] = {}
-        for f in dataclasses.fields(cls):
-            if f.default is not dataclasses.MISSING:
-                self._defaults[f.name] = f.default
-            elif f.default_factory is not dataclasses.MISSING:
-                self._defaults[f.name] = f.default_factory()
+        default = cls()
+        self._defaults = {f.name: getattr(default, f.name) for f in dataclasses.fields(cls)}
         for key in (*toml, *env):
             if key not in self._defaults:
                 shown = f"{ENV_PREFIX}{name.upper()}_{key.upper()}" if key in env else key

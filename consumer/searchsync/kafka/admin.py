@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-d
 
 from searchsync.clock import Deadline
 from searchsync.errors import ErrorCode, TransientError
-from searchsync.kafka.client_logs import routed
+from searchsync.kafka.config import routed
 from searchsync.types import TopicPartition
 
 KAFKA_TIMEOUT_S: Final = 15.0

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Final
 from urllib.parse import quote
 
@@ -66,10 +66,7 @@ class ConnectorStatus:
             "state": self.state,
             "worker_id": self.worker_id,
             "running": self.running,
-            "tasks": [
-                {"id": t.id, "state": t.state, "worker_id": t.worker_id, "trace": t.trace}
-                for t in self.tasks
-            ],
+            "tasks": [asdict(t) for t in self.tasks],
         }
 
 

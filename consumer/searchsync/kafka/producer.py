@@ -15,7 +15,7 @@ import confluent_kafka
 
 from searchsync.clock import Deadline
 from searchsync.errors import DeliveryFailed, DeliveryTimeout
-from searchsync.kafka.client_logs import routed
+from searchsync.kafka.config import routed
 
 PRODUCER_GUARANTEES: Final[Mapping[str, str | bool]] = {"acks": "all", "enable.idempotence": True}
 

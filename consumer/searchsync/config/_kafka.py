@@ -7,19 +7,19 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Final
 
 from searchsync.config._reader import (
     _TOPIC,
     LibrdkafkaValue,
     _is_topic,
-    _refuse_unless,
     _Section,
     integer,
     number,
     one_of,
     read_fields,
     setting,
+    text,
 )
 from searchsync.config._secrets import MASK, SENSITIVE_KEY, Secret
 from searchsync.errors import ConfigError
@@ -45,6 +45,12 @@ TYPED_KAFKA: Final = {
     "ssl.key.location": "ssl_key_location",
     "ssl.key.password": "ssl_key_password",
 }
+
+
+_KAFKA_PROTOCOLS: Final = ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
+_SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_SASL: Final = ("security_protocol", ("sasl_plaintext", "sasl_ssl"), "sasl_*")
+_TLS: Final = ("security_protocol", ("ssl", "sasl_ssl"), "ssl or sasl_ssl")
 
 
 def _empty_mapping() -> Mapping[str, LibrdkafkaValue]:
@@ -108,14 +114,15 @@ class KafkaSettings:
     extra: Mapping[str, LibrdkafkaValue | Secret] = field(
         default_factory=_empty_mapping, metadata={"read": _librdkafka}
     )
-    security_protocol: str = "plaintext"
-    sasl_mechanism: str | None = None
-    sasl_username: str | None = None
-    sasl_password: Secret | None = None
-    ssl_ca_location: str | None = None
-    ssl_certificate_location: str | None = None
-    ssl_key_location: str | None = None
-    ssl_key_password: Secret | None = None
+    security_protocol: str = setting("plaintext", one_of(_KAFKA_PROTOCOLS, lower=True))
+    # SASL, and TLS: each setting only where its protocol uses it
+    sasl_mechanism: str | None = setting(None, one_of(_SASL_MECHANISMS, upper=True), only=_SASL)
+    sasl_username: str | None = setting(None, text(), only=_SASL)
+    sasl_password: Secret | None = setting(None, _Section.optional_secret, only=_SASL)
+    ssl_ca_location: str | None = setting(None, _Section.optional_file, only=_TLS)
+    ssl_certificate_location: str | None = setting(None, _Section.optional_file, only=_TLS)
+    ssl_key_location: str | None = setting(None, _Section.optional_file, only=_TLS)
+    ssl_key_password: Secret | None = setting(None, _Section.optional_secret, only=_TLS)
 
     def client_config(self) -> dict[str, LibrdkafkaValue]:
         """Settings every Kafka client shares (servers, TLS, SASL, `extra`), secrets revealed:
@@ -164,7 +171,7 @@ def _kafka(r: _Section) -> KafkaSettings:
         raise ConfigError(
             r.key("dlq_topic"), "a topic the consumer does not read itself", dlq_topic
         )
-    return read_fields(
+    kafka = read_fields(
         r,
         KafkaSettings,
         bootstrap_servers=",".join(item.strip() for item in servers.split(",")),
@@ -172,43 +179,13 @@ def _kafka(r: _Section) -> KafkaSettings:
         topics=topics,
         topic_regex=topic_regex,
         dlq_topic=dlq_topic,
-        **_kafka_security(r),
     )
-
-
-_KAFKA_PROTOCOLS: Final = ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
-_SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-_SASL: Final = ("sasl_mechanism", "sasl_username", "sasl_password")
-_TLS: Final = (
-    "ssl_ca_location",
-    "ssl_certificate_location",
-    "ssl_key_location",
-    "ssl_key_password",
-)
-
-
-def _kafka_security(r: _Section) -> dict[str, Any]:
-    """security_protocol, SASL and TLS: each setting only where its protocol uses it."""
-    protocol = r.choice("security_protocol", _KAFKA_PROTOCOLS, lower=True)
-    out: dict[str, Any] = dict.fromkeys(_SASL + _TLS) | {"security_protocol": protocol}
-    if protocol.startswith("sasl_"):
-        out["sasl_mechanism"] = r.choice("sasl_mechanism", _SASL_MECHANISMS, upper=True)
-        out["sasl_username"] = r.string("sasl_username")
-        out["sasl_password"] = r.optional_secret("sasl_password")
-        if out["sasl_password"] is None:
-            raise ConfigError(r.key("sasl_password"), f"a password ({protocol})", None)
-    else:
-        _refuse_unless(r, _SASL, "sasl_*")
-    if protocol in ("ssl", "sasl_ssl"):
-        for name in _TLS[:3]:
-            out[name] = r.optional_file(name)
-        out["ssl_key_password"] = r.optional_secret("ssl_key_password")
-        if (out["ssl_certificate_location"] is None) != (out["ssl_key_location"] is None):
-            raise ConfigError(
-                r.key("ssl_key_location"), "both or neither of ssl_certificate/key_location", None
-            )
-        if out["ssl_key_password"] is not None and out["ssl_key_location"] is None:
-            raise ConfigError(r.key("ssl_key_password"), "set with kafka.ssl_key_location", None)
-    else:
-        _refuse_unless(r, _TLS, "ssl or sasl_ssl")
-    return out
+    if kafka.sasl_mechanism is not None and kafka.sasl_password is None:
+        raise ConfigError(r.key("sasl_password"), f"a password ({kafka.security_protocol})", None)
+    if (kafka.ssl_certificate_location is None) != (kafka.ssl_key_location is None):
+        raise ConfigError(
+            r.key("ssl_key_location"), "both or neither of ssl_certificate/key_location", None
+        )
+    if kafka.ssl_key_password is not None and kafka.ssl_key_location is None:
+        raise ConfigError(r.key("ssl_key_password"), "set with kafka.ssl_key_location", None)
+    return kafka

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import Final
 
 from searchsync.config._reader import (
     _is_http_url,
@@ -63,11 +62,6 @@ def _connector(r: _Section, key: str) -> str:
     if name in (".", ".."):
         raise ConfigError(r.key(key), form, name)
     return name
-
-
-_DURATION: Final = {
-    "read": _duration
-}  # `setting`, for a field of a type ruff cannot see is immutable
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,13 +149,13 @@ class RetentionSettings:
     the shortest ``outbox prune --older-than``.
     """
 
-    max_event_delay: timedelta = field(default=_DAY, metadata=_DURATION)
-    retry_window: timedelta = field(default=_DAY, metadata=_DURATION)
-    dlq_replay_window: timedelta = field(default=4 * _DAY, metadata=_DURATION)
-    margin: timedelta = field(default=_DAY, metadata=_DURATION)
-    min_tombstone_age: timedelta | None = field(default=None, metadata=_DURATION)
+    max_event_delay: timedelta = setting(_DAY, _duration)
+    retry_window: timedelta = setting(_DAY, _duration)
+    dlq_replay_window: timedelta = setting(4 * _DAY, _duration)
+    margin: timedelta = setting(_DAY, _duration)
+    min_tombstone_age: timedelta | None = setting(None, _duration)
     purge_batch_size: int = setting(500, integer(1, 10_000))
-    min_outbox_age: timedelta = field(default=_DAY, metadata=_DURATION)
+    min_outbox_age: timedelta = setting(_DAY, _duration)
     prune_batch_size: int = setting(500, integer(1, 100_000))
     prune_pause_s: float = setting(0.1, number(0.0, 60.0))
 

@@ -34,9 +34,9 @@ from searchsync.config._core import (
     _mysql,
 )
 from searchsync.config._kafka import KafkaSettings, _kafka
-from searchsync.config._load import LoadSettings
 from searchsync.config._ops import (
     ConnectSettings,
+    LoadSettings,
     RebuildSettings,
     RepairSettings,
     RetentionSettings,

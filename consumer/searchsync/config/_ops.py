@@ -1,4 +1,5 @@
-"""The operator commands' sections: rebuild, repair, retention and Kafka Connect."""
+"""The operator commands' sections: rebuild, repair, retention, Kafka Connect and ``[load]``
+(`searchsync index load`, whose chunks follow the rebuild's backfill: ``[rebuild] chunk_*``)."""
 
 from __future__ import annotations
 
@@ -188,3 +189,18 @@ class ConnectSettings:
     # `searchsync run` restarts the connector's FAILED tasks every `watch_interval_s`
     restart_failed_tasks: bool = setting(False, _Section.boolean)
     watch_interval_s: float = setting(30.0, number(0.0, 3_600.0, lo_open=True))
+
+
+@dataclass(frozen=True, slots=True)
+class LoadSettings:
+    """`max_live_lag`: the live group's lag above which the load waits before its next chunk (at
+    most `lag_wait_timeout_s`, then it stops, resumable; 0: no guard), polling every `lag_poll_s`;
+    `live_wait_timeout_s`: how long a part, once scanned, waits for the live group to pass its
+    watermark; `progress_interval_s`: a progress line this often when stderr is no terminal."""
+
+    max_live_lag: int = setting(10_000, integer(0, 10**12))
+    lag_wait_timeout_s: float = setting(600.0, number(0.0, 7 * 86_400.0))
+    lag_poll_s: float = setting(5.0, number(0.0, 3_600.0, lo_open=True))
+    live_wait_timeout_s: float = setting(600.0, number(0.0, 7 * 86_400.0, lo_open=True))
+    poll_interval_s: float = setting(0.5, number(0.0, 60.0, lo_open=True))
+    progress_interval_s: float = setting(5.0, number(0.0, 3_600.0, lo_open=True))

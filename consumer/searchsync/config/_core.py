@@ -15,7 +15,6 @@ from searchsync.config._reader import (
     integer,
     number,
     one_of,
-    read_fields,
     setting,
     text,
 )
@@ -156,17 +155,13 @@ class ProjectionSettings:
     modules: tuple[str, ...] = setting(("searchsync.projection.wiki_page",), _modules)
 
 
-def _mysql(r: _Section) -> MysqlSettings:
-    mysql = read_fields(r, MysqlSettings)
+def _mysql(r: _Section, mysql: MysqlSettings) -> None:
     if (mysql.ssl_cert is None) != (mysql.ssl_key is None):
         raise ConfigError(r.key("ssl_key"), "both or neither of ssl_cert and ssl_key", None)
-    return mysql
 
 
-def _elasticsearch(r: _Section) -> ElasticsearchSettings:
-    es = read_fields(r, ElasticsearchSettings)
+def _elasticsearch(r: _Section, es: ElasticsearchSettings) -> None:
     if es.api_key is not None and (es.username is not None or es.password is not None):
         raise ConfigError(r.key("api_key"), "api_key or username/password, not both", MASK)
     if (es.username is None) != (es.password is None):
         raise ConfigError(r.key("password"), "both or neither of username and password", MASK)
-    return es

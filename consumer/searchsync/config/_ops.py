@@ -12,7 +12,6 @@ from searchsync.config._reader import (
     _Section,
     integer,
     number,
-    read_fields,
     setting,
     text,
 )
@@ -130,13 +129,11 @@ class RepairSettings:
     lease_s: float = setting(60.0, number(1.0, 86_400.0))
 
 
-def _rebuild(r: _Section) -> RebuildSettings:
-    s = read_fields(r, RebuildSettings)
+def _rebuild(r: _Section, s: RebuildSettings) -> None:
     if not s.chunk_min <= s.chunk_initial <= s.chunk_max:
         raise ConfigError(
             r.key("chunk_initial"), f"between {s.chunk_min} and {s.chunk_max}", s.chunk_initial
         )
-    return s
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from searchsync.kafka.client_logs import LOGGER_NAME, RateLimit, client_logger, routed
+from searchsync.kafka.config import LOGGER_NAME, RateLimit, routed
 
 
 def _record(facility: str) -> logging.LogRecord:
@@ -25,5 +25,7 @@ def test_at_most_n_lines_per_window_per_facility_then_the_count() -> None:
 
 def test_every_client_config_carries_the_one_logger() -> None:
     config = routed({"bootstrap.servers": "127.0.0.1:1"})
-    assert config["logger"] is client_logger() and config["bootstrap.servers"] == "127.0.0.1:1"
-    assert sum(isinstance(f, RateLimit) for f in client_logger().filters) == 1
+    logger = logging.getLogger(LOGGER_NAME)
+    assert config["logger"] is logger and config["bootstrap.servers"] == "127.0.0.1:1"
+    assert routed({})["logger"] is logger
+    assert sum(isinstance(f, RateLimit) for f in logger.filters) == 1

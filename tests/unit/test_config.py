@@ -134,7 +134,7 @@ def test_env_lists_and_extra_json() -> None:
 def test_topic_regex_replaces_the_topic_list() -> None:
     settings = load_settings({"SEARCHSYNC_KAFKA_TOPIC_REGEX": r"^outbox\.event\..*"})
     assert settings.kafka.topics == ()
-    assert settings.kafka.subscription == [r"^outbox\.event\..*"]
+    assert settings.kafka.topic_regex == r"^outbox\.event\..*"
 
 
 def test_secret_never_shows_itself() -> None:

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 from searchsync.cli import main
+from searchsync.config import KafkaSettings
 from searchsync.exit_codes import ExitCode
-from searchsync.kafka.connector_security import HistoryKafka
 from searchsync.kafka.outbox_connector import (
     ConnectorTarget,
     Credentials,
@@ -223,7 +223,7 @@ def test_the_schema_history_clients_are_secured_as_kafka_is(
 
 
 def test_a_plain_kafka_is_named_plaintext_and_needs_no_second_provider() -> None:
-    config = outbox_connector_config(ConnectorTarget(kafka=HistoryKafka()), Credentials())
+    config = outbox_connector_config(ConnectorTarget(kafka=KafkaSettings()), Credentials())
     assert config["schema.history.internal.producer.security.protocol"] == "PLAINTEXT"
     assert config["schema.history.internal.consumer.security.protocol"] == "PLAINTEXT"
     assert not [k for k in config if k.startswith("schema.history.internal.producer.sasl")]

@@ -17,7 +17,6 @@ from searchsync.cli.output import err, out, print_json
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
-from searchsync.kafka.connector_security import HistoryKafka
 from searchsync.kafka.outbox_connector import (
     ConnectorTarget,
     Credentials,
@@ -196,9 +195,11 @@ def cmd_grants(args: argparse.Namespace, settings: Settings, runtime: Runtime) -
 
 
 def cmd_connector(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    kafka = HistoryKafka.of(settings.kafka)
+    kafka = settings.kafka
     if args.worker_properties:
-        for line in worker_provider_lines(args.provider, files=kafka.client_certificate):
+        for line in worker_provider_lines(
+            args.provider, files=kafka.ssl_certificate_location is not None
+        ):
             out(line)
         return ExitCode.OK
     mysql = settings.mysql

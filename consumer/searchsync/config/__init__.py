@@ -34,14 +34,13 @@ from searchsync.config._core import (
     _mysql,
 )
 from searchsync.config._kafka import KafkaSettings, _kafka
-from searchsync.config._load import LoadSettings
 from searchsync.config._ops import (
     ConnectSettings,
+    LoadSettings,
     RebuildSettings,
     RepairSettings,
     RetentionSettings,
     _rebuild,
-    _retention,
 )
 from searchsync.config._reader import (
     ENV_PREFIX,
@@ -59,6 +58,7 @@ from searchsync.config._workers import (
 from searchsync.errors import ConfigError
 
 __all__ = [
+    "MASK",
     "MYSQL_FLAVORS",
     "PROJECTION_ENTRY_FORM",
     "ConnectSettings",
@@ -136,17 +136,16 @@ class Settings:
         return out
 
 
-# Each section's dataclass, in `Settings`' field order, and the readers other than `read_fields`.
+# Each section's dataclass, in `Settings`' field order, and the checks of settings read together.
 _SECTIONS: Final[Mapping[str, type]] = MappingProxyType(
     {f.name: cast(type, f.default_factory) for f in dataclasses.fields(Settings)}
 )
-_READERS: Final[Mapping[str, Callable[[_Section], object]]] = MappingProxyType(
+_CHECKS: Final[Mapping[str, Callable[[_Section, Any], None]]] = MappingProxyType(
     {
         "kafka": _kafka,
         "mysql": _mysql,
         "elasticsearch": _elasticsearch,
         "rebuild": _rebuild,
-        "retention": _retention,
     }
 )
 
@@ -159,10 +158,11 @@ def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Sett
         name: _Section(name, cls, toml.get(name, {}), from_env.get(name, {}))
         for name, cls in _SECTIONS.items()
     }
-    built: dict[str, Any] = {
-        name: _READERS[name](readers[name]) if name in _READERS else read_fields(readers[name], cls)
-        for name, cls in _SECTIONS.items()
-    }
+    built: dict[str, Any] = {}
+    for name, cls in _SECTIONS.items():
+        built[name] = read_fields(readers[name], cls)
+        if name in _CHECKS:
+            _CHECKS[name](readers[name], built[name])
     settings = Settings(**built)
     if settings.search.engine == "opensearch" and settings.elasticsearch.api_key is not None:
         raise ConfigError(

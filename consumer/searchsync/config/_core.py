@@ -4,19 +4,17 @@ the projector modules."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final
 
 from searchsync import naming
 from searchsync.config._reader import (
     _HOST,
     _is_http_url,
-    _refuse_unless,
     _Section,
     integer,
     number,
     one_of,
-    read_fields,
     setting,
     text,
 )
@@ -35,6 +33,8 @@ PROJECTION_ENTRY_FORM: Final = (
 )
 
 
+_MYSQL_SSL_MODES: Final = ("disabled", "verify_ca", "verify_identity")
+_VERIFIED: Final = ("ssl_mode", ("verify_ca", "verify_identity"), "verify_ca or verify_identity")
 MYSQL_FLAVORS: Final = ("auto", "mysql", "mariadb")
 """``[mysql] flavor``: the server family, ``auto`` detected when the pool connects
 (`searchsync.mysql.dialect`)."""
@@ -51,16 +51,17 @@ class MysqlSettings:
     host: str = setting("127.0.0.1", text(_HOST, _HOST_FORM))
     port: int = setting(3306, integer(1, 65_535))
     user: str = setting("searchsync", text())
-    password: Secret = field(default_factory=lambda: Secret("searchsync"))
+    password: Secret = setting(Secret("searchsync"), _Section.secret)
     database: str = setting("searchsync", text(_DATABASE, "1..64 of [A-Za-z0-9_$]"))
     pool_min: int = setting(1, integer(0, 1_000))
     pool_max: int = setting(10, integer(1, 1_000), above="pool_min")
     connect_timeout_s: float = setting(5.0, number(0.0, 300.0, lo_open=True))
     flavor: str = setting("auto", one_of(MYSQL_FLAVORS, lower=True))
-    ssl_mode: str = "disabled"  # disabled | verify_ca | verify_identity (docs/security.md)
-    ssl_ca: str | None = None
-    ssl_cert: str | None = None
-    ssl_key: str | None = None
+    # disabled | verify_ca | verify_identity (docs/security.md)
+    ssl_mode: str = setting("disabled", one_of(_MYSQL_SSL_MODES, lower=True))
+    ssl_ca: str | None = setting(None, _Section.optional_file, only=_VERIFIED)
+    ssl_cert: str | None = setting(None, _Section.optional_file, only=_VERIFIED)
+    ssl_key: str | None = setting(None, _Section.optional_file, only=_VERIFIED)
     # how a naive DATETIME value is read: 'UTC', '+05:30', 'Europe/Berlin' (docs/consumer.md)
     time_zone: str = setting("UTC", lambda r, key: _time_zone(r, key))
 
@@ -87,9 +88,9 @@ class ElasticsearchSettings:
     bulk_max_bytes: int = setting(5 * 1024 * 1024, integer(1_024, 1024 * 1024 * 1024))
     ca_certs: str | None = setting(None, _Section.optional_file)
     verify_certs: bool = setting(True, _Section.boolean)
-    api_key: Secret | None = None
-    username: str | None = None
-    password: Secret | None = None
+    api_key: Secret | None = setting(None, _Section.optional_secret)
+    username: str | None = setting(None, _Section.optional_string)
+    password: Secret | None = setting(None, _Section.optional_secret)
 
 
 SEARCH_ENGINES: Final = ("elasticsearch", "opensearch")
@@ -154,38 +155,13 @@ class ProjectionSettings:
     modules: tuple[str, ...] = setting(("searchsync.projection.wiki_page",), _modules)
 
 
-_MYSQL_SSL_MODES: Final = ("disabled", "verify_ca", "verify_identity")
+def _mysql(r: _Section, mysql: MysqlSettings) -> None:
+    if (mysql.ssl_cert is None) != (mysql.ssl_key is None):
+        raise ConfigError(r.key("ssl_key"), "both or neither of ssl_cert and ssl_key", None)
 
 
-def _mysql(r: _Section) -> MysqlSettings:
-    ssl_mode = r.choice("ssl_mode", _MYSQL_SSL_MODES, lower=True)
-    files = ("ssl_ca", "ssl_cert", "ssl_key")
-    if ssl_mode == "disabled":
-        _refuse_unless(r, files, "verify_ca or verify_identity", section="mysql.ssl_mode")
-        ssl_ca = ssl_cert = ssl_key = None
-    else:
-        ssl_ca, ssl_cert, ssl_key = (r.optional_file(name) for name in files)
-        if (ssl_cert is None) != (ssl_key is None):
-            raise ConfigError(r.key("ssl_key"), "both or neither of ssl_cert and ssl_key", None)
-    return read_fields(
-        r,
-        MysqlSettings,
-        password=r.secret("password"),
-        ssl_mode=ssl_mode,
-        ssl_ca=ssl_ca,
-        ssl_cert=ssl_cert,
-        ssl_key=ssl_key,
-    )
-
-
-def _elasticsearch(r: _Section) -> ElasticsearchSettings:
-    api_key = r.optional_secret("api_key")
-    username = r.optional_string("username")
-    password = r.optional_secret("password")
-    if api_key is not None and (username is not None or password is not None):
+def _elasticsearch(r: _Section, es: ElasticsearchSettings) -> None:
+    if es.api_key is not None and (es.username is not None or es.password is not None):
         raise ConfigError(r.key("api_key"), "api_key or username/password, not both", MASK)
-    if (username is None) != (password is None):
+    if (es.username is None) != (es.password is None):
         raise ConfigError(r.key("password"), "both or neither of username and password", MASK)
-    return read_fields(
-        r, ElasticsearchSettings, api_key=api_key, username=username, password=password
-    )

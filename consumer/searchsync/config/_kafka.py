@@ -7,19 +7,18 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Final
 
 from searchsync.config._reader import (
     _TOPIC,
     LibrdkafkaValue,
     _is_topic,
-    _refuse_unless,
     _Section,
     integer,
     number,
     one_of,
-    read_fields,
     setting,
+    text,
 )
 from searchsync.config._secrets import MASK, SENSITIVE_KEY, Secret
 from searchsync.errors import ConfigError
@@ -45,6 +44,12 @@ TYPED_KAFKA: Final = {
     "ssl.key.location": "ssl_key_location",
     "ssl.key.password": "ssl_key_password",
 }
+
+
+_KAFKA_PROTOCOLS: Final = ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
+_SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_SASL: Final = ("security_protocol", ("sasl_plaintext", "sasl_ssl"), "sasl_*")
+_TLS: Final = ("security_protocol", ("ssl", "sasl_ssl"), "ssl or sasl_ssl")
 
 
 def _empty_mapping() -> Mapping[str, LibrdkafkaValue]:
@@ -83,6 +88,51 @@ def _librdkafka(r: _Section, key: str) -> Mapping[str, LibrdkafkaValue | Secret]
     return MappingProxyType(checked)
 
 
+def _servers(r: _Section, key: str) -> str:
+    servers = r.string(key, form="comma-separated host:port pairs, e.g. '127.0.0.1:9092'")
+    if not all(_is_host_port(item.strip()) for item in servers.split(",")):
+        raise ConfigError(r.key(key), "comma-separated host:port pairs", servers)
+    return ",".join(item.strip() for item in servers.split(","))
+
+
+def _group(r: _Section, key: str) -> str:
+    return r.string(key, _GROUP, "1..200 of [A-Za-z0-9._-]")
+
+
+def _topics(r: _Section, key: str) -> tuple[str, ...]:
+    """Empty when unset (one topic per registered aggregate type) or beside `topic_regex`."""
+    if not r.given(key) or r._raw("topic_regex")[0] is not None:
+        return ()
+    return r.string_list(key, _is_topic, "Kafka topic names")
+
+
+def _topic_regex(r: _Section, key: str) -> str | None:
+    regex = r.optional_string(key)
+    if regex is None:
+        return None
+    if r.given("topics"):
+        raise ConfigError(r.key("topics"), "topics or topic_regex, not both", "both")
+    if not regex.startswith("^"):
+        raise ConfigError(r.key(key), "a regex starting with '^'", regex)
+    try:
+        re.compile(regex)
+    except re.error as exc:
+        raise ConfigError(r.key(key), f"a valid regex ({exc})", regex) from None
+    return regex
+
+
+def _dlq_topic(r: _Section, key: str) -> str:
+    """``<group_id>.dlq`` unless set."""
+    dlq = (
+        r.string(key, _TOPIC, "a Kafka topic name")
+        if r.given(key)
+        else f"{_group(r, 'group_id')}.dlq"
+    )
+    if not _is_topic(dlq):  # '.' and '..' fit the pattern but are not topic names
+        raise ConfigError(r.key(key), "a Kafka topic name", dlq)
+    return dlq
+
+
 @dataclass(frozen=True, slots=True)
 class KafkaSettings:
     """Where to read events and where dead letters go. Setting `topic_regex` empties `topics`;
@@ -90,11 +140,11 @@ class KafkaSettings:
     ``topic_regex``, `topics` is empty: the consumer reads one topic per registered type
     (``[relay] topic_template``; `searchsync.projection.topics.consumed_topics`)."""
 
-    bootstrap_servers: str = "127.0.0.1:9092"
-    group_id: str = "searchsync"
-    topics: tuple[str, ...] = ()  # empty: one per registered type
-    topic_regex: str | None = None
-    dlq_topic: str = "searchsync.dlq"
+    bootstrap_servers: str = setting("127.0.0.1:9092", _servers)
+    group_id: str = setting("searchsync", _group)
+    topics: tuple[str, ...] = setting((), _topics)  # empty: one per registered type
+    topic_regex: str | None = setting(None, _topic_regex)
+    dlq_topic: str = setting("searchsync.dlq", _dlq_topic)
     # how long a silent member keeps its partitions (>= the broker's 6 s minimum)
     session_timeout_ms: int = setting(10_000, integer(1_000, 3_600_000))
     max_poll_interval_ms: int = setting(
@@ -108,20 +158,15 @@ class KafkaSettings:
     extra: Mapping[str, LibrdkafkaValue | Secret] = field(
         default_factory=_empty_mapping, metadata={"read": _librdkafka}
     )
-    security_protocol: str = "plaintext"
-    sasl_mechanism: str | None = None
-    sasl_username: str | None = None
-    sasl_password: Secret | None = None
-    ssl_ca_location: str | None = None
-    ssl_certificate_location: str | None = None
-    ssl_key_location: str | None = None
-    ssl_key_password: Secret | None = None
-
-    @property
-    def subscription(self) -> list[str]:
-        """What to pass to ``Consumer.subscribe``: librdkafka treats a leading ``^`` as a regex.
-        Empty when the topics follow the registered types (see `consumed_topics`)."""
-        return [self.topic_regex] if self.topic_regex is not None else list(self.topics)
+    security_protocol: str = setting("plaintext", one_of(_KAFKA_PROTOCOLS, lower=True))
+    # SASL, and TLS: each setting only where its protocol uses it
+    sasl_mechanism: str | None = setting(None, one_of(_SASL_MECHANISMS, upper=True), only=_SASL)
+    sasl_username: str | None = setting(None, text(), only=_SASL)
+    sasl_password: Secret | None = setting(None, _Section.optional_secret, only=_SASL)
+    ssl_ca_location: str | None = setting(None, _Section.optional_file, only=_TLS)
+    ssl_certificate_location: str | None = setting(None, _Section.optional_file, only=_TLS)
+    ssl_key_location: str | None = setting(None, _Section.optional_file, only=_TLS)
+    ssl_key_password: Secret | None = setting(None, _Section.optional_secret, only=_TLS)
 
     def client_config(self) -> dict[str, LibrdkafkaValue]:
         """Settings every Kafka client shares (servers, TLS, SASL, `extra`), secrets revealed:
@@ -137,84 +182,16 @@ class KafkaSettings:
         return config
 
 
-def _kafka(r: _Section) -> KafkaSettings:
-    servers = r.string(
-        "bootstrap_servers", form="comma-separated host:port pairs, e.g. '127.0.0.1:9092'"
-    )
-    if not all(_is_host_port(item.strip()) for item in servers.split(",")):
-        raise ConfigError(r.key("bootstrap_servers"), "comma-separated host:port pairs", servers)
-    group_id = r.string("group_id", _GROUP, "1..200 of [A-Za-z0-9._-]")
-    topic_regex = r.optional_string("topic_regex")
-    if topic_regex is not None:
-        if r.given("topics"):
-            raise ConfigError(r.key("topics"), "topics or topic_regex, not both", "both")
-        if not topic_regex.startswith("^"):
-            raise ConfigError(r.key("topic_regex"), "a regex starting with '^'", topic_regex)
-        try:
-            re.compile(topic_regex)
-        except re.error as exc:
-            raise ConfigError(r.key("topic_regex"), f"a valid regex ({exc})", topic_regex) from None
-        topics: tuple[str, ...] = ()
-    elif r.given("topics"):
-        topics = r.string_list("topics", _is_topic, "Kafka topic names")
-    else:
-        topics = ()  # one topic per registered aggregate type
-    dlq_topic = (
-        r.string("dlq_topic", _TOPIC, "a Kafka topic name")
-        if r.given("dlq_topic")
-        else f"{group_id}.dlq"
-    )
-    if not _is_topic(dlq_topic):  # '.' and '..' fit the pattern but are not topic names
-        raise ConfigError(r.key("dlq_topic"), "a Kafka topic name", dlq_topic)
-    if dlq_topic in topics or (topic_regex is not None and re.match(topic_regex, dlq_topic)):
+def _kafka(r: _Section, kafka: KafkaSettings) -> None:
+    """What no one setting can say alone: the DLQ is not read, a password with SASL, TLS pairs."""
+    regex, dlq = kafka.topic_regex, kafka.dlq_topic
+    if dlq in kafka.topics or (regex is not None and re.match(regex, dlq)):
+        raise ConfigError(r.key("dlq_topic"), "a topic the consumer does not read itself", dlq)
+    if kafka.sasl_mechanism is not None and kafka.sasl_password is None:
+        raise ConfigError(r.key("sasl_password"), f"a password ({kafka.security_protocol})", None)
+    if (kafka.ssl_certificate_location is None) != (kafka.ssl_key_location is None):
         raise ConfigError(
-            r.key("dlq_topic"), "a topic the consumer does not read itself", dlq_topic
+            r.key("ssl_key_location"), "both or neither of ssl_certificate/key_location", None
         )
-    return read_fields(
-        r,
-        KafkaSettings,
-        bootstrap_servers=",".join(item.strip() for item in servers.split(",")),
-        group_id=group_id,
-        topics=topics,
-        topic_regex=topic_regex,
-        dlq_topic=dlq_topic,
-        **_kafka_security(r),
-    )
-
-
-_KAFKA_PROTOCOLS: Final = ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
-_SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-_SASL: Final = ("sasl_mechanism", "sasl_username", "sasl_password")
-_TLS: Final = (
-    "ssl_ca_location",
-    "ssl_certificate_location",
-    "ssl_key_location",
-    "ssl_key_password",
-)
-
-
-def _kafka_security(r: _Section) -> dict[str, Any]:
-    """security_protocol, SASL and TLS: each setting only where its protocol uses it."""
-    protocol = r.choice("security_protocol", _KAFKA_PROTOCOLS, lower=True)
-    out: dict[str, Any] = dict.fromkeys(_SASL + _TLS) | {"security_protocol": protocol}
-    if protocol.startswith("sasl_"):
-        out["sasl_mechanism"] = r.choice("sasl_mechanism", _SASL_MECHANISMS, upper=True)
-        out["sasl_username"] = r.string("sasl_username")
-        out["sasl_password"] = r.optional_secret("sasl_password")
-        if out["sasl_password"] is None:
-            raise ConfigError(r.key("sasl_password"), f"a password ({protocol})", None)
-    else:
-        _refuse_unless(r, _SASL, "sasl_*")
-    if protocol in ("ssl", "sasl_ssl"):
-        for name in _TLS[:3]:
-            out[name] = r.optional_file(name)
-        out["ssl_key_password"] = r.optional_secret("ssl_key_password")
-        if (out["ssl_certificate_location"] is None) != (out["ssl_key_location"] is None):
-            raise ConfigError(
-                r.key("ssl_key_location"), "both or neither of ssl_certificate/key_location", None
-            )
-        if out["ssl_key_password"] is not None and out["ssl_key_location"] is None:
-            raise ConfigError(r.key("ssl_key_password"), "set with kafka.ssl_key_location", None)
-    else:
-        _refuse_unless(r, _TLS, "ssl or sasl_ssl")
-    return out
+    if kafka.ssl_key_password is not None and kafka.ssl_key_location is None:
+        raise ConfigError(r.key("ssl_key_password"), "set with kafka.ssl_key_location", None)

@@ -1,18 +1,17 @@
-"""The operator commands' sections: rebuild, repair, retention and Kafka Connect."""
+"""The operator commands' sections: rebuild, repair, retention, Kafka Connect and ``[load]``
+(`searchsync index load`, whose chunks follow the rebuild's backfill: ``[rebuild] chunk_*``)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 from searchsync.config._reader import (
     _is_http_url,
     _Section,
     integer,
     number,
-    read_fields,
     setting,
     text,
 )
@@ -22,6 +21,7 @@ from searchsync.errors import ConfigError
 
 _FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,127}")
 _CONNECTOR = re.compile(r"[A-Za-z0-9._-]{1,249}")
+_DAY = timedelta(days=1)
 
 
 def _queries(r: _Section, key: str) -> tuple[str, ...]:
@@ -129,13 +129,11 @@ class RepairSettings:
     lease_s: float = setting(60.0, number(1.0, 86_400.0))
 
 
-def _rebuild(r: _Section) -> RebuildSettings:
-    s = read_fields(r, RebuildSettings)
+def _rebuild(r: _Section, s: RebuildSettings) -> None:
     if not s.chunk_min <= s.chunk_initial <= s.chunk_max:
         raise ConfigError(
             r.key("chunk_initial"), f"between {s.chunk_min} and {s.chunk_max}", s.chunk_initial
         )
-    return s
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,15 +147,15 @@ class RetentionSettings:
     the shortest ``outbox prune --older-than``.
     """
 
-    max_event_delay: timedelta = timedelta(days=1)
-    retry_window: timedelta = timedelta(days=1)
-    dlq_replay_window: timedelta = timedelta(days=4)
-    margin: timedelta = timedelta(days=1)
-    min_tombstone_age: timedelta | None = None
-    purge_batch_size: int = 500
-    min_outbox_age: timedelta = timedelta(days=1)
-    prune_batch_size: int = 500
-    prune_pause_s: float = 0.1
+    max_event_delay: timedelta = setting(_DAY, _duration)
+    retry_window: timedelta = setting(_DAY, _duration)
+    dlq_replay_window: timedelta = setting(4 * _DAY, _duration)
+    margin: timedelta = setting(_DAY, _duration)
+    min_tombstone_age: timedelta | None = setting(None, _duration)
+    purge_batch_size: int = setting(500, integer(1, 10_000))
+    min_outbox_age: timedelta = setting(_DAY, _duration)
+    prune_batch_size: int = setting(500, integer(1, 100_000))
+    prune_pause_s: float = setting(0.1, number(0.0, 60.0))
 
     @property
     def tombstone_minimum(self) -> timedelta:
@@ -178,18 +176,6 @@ class RetentionSettings:
         )
 
 
-def _retention(r: _Section) -> RetentionSettings:
-    durations = ("max_event_delay", "retry_window", "dlq_replay_window", "margin", "min_outbox_age")
-    read: dict[str, Any] = {key: _duration(r, key) for key in durations}
-    return RetentionSettings(
-        **read,
-        min_tombstone_age=_duration(r, "min_tombstone_age"),
-        purge_batch_size=r.integer("purge_batch_size", 1, 10_000),
-        prune_batch_size=r.integer("prune_batch_size", 1, 100_000),
-        prune_pause_s=r.number("prune_pause_s", 0.0, 60.0),
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class ConnectSettings:
     """Where Kafka Connect answers and which connector publishes the outbox."""
@@ -200,3 +186,18 @@ class ConnectSettings:
     # `searchsync run` restarts the connector's FAILED tasks every `watch_interval_s`
     restart_failed_tasks: bool = setting(False, _Section.boolean)
     watch_interval_s: float = setting(30.0, number(0.0, 3_600.0, lo_open=True))
+
+
+@dataclass(frozen=True, slots=True)
+class LoadSettings:
+    """`max_live_lag`: the live group's lag above which the load waits before its next chunk (at
+    most `lag_wait_timeout_s`, then it stops, resumable; 0: no guard), polling every `lag_poll_s`;
+    `live_wait_timeout_s`: how long a part, once scanned, waits for the live group to pass its
+    watermark; `progress_interval_s`: a progress line this often when stderr is no terminal."""
+
+    max_live_lag: int = setting(10_000, integer(0, 10**12))
+    lag_wait_timeout_s: float = setting(600.0, number(0.0, 7 * 86_400.0))
+    lag_poll_s: float = setting(5.0, number(0.0, 3_600.0, lo_open=True))
+    live_wait_timeout_s: float = setting(600.0, number(0.0, 7 * 86_400.0, lo_open=True))
+    poll_interval_s: float = setting(0.5, number(0.0, 60.0, lo_open=True))
+    progress_interval_s: float = setting(5.0, number(0.0, 3_600.0, lo_open=True))

@@ -48,12 +48,8 @@ class _Section:
         self, name: str, cls: type, toml: Mapping[str, object], env: Mapping[str, str]
     ) -> None:
         self.name = name
-        self._defaults: dict[str, object] = {}
-        for f in dataclasses.fields(cls):
-            if f.default is not dataclasses.MISSING:
-                self._defaults[f.name] = f.default
-            elif f.default_factory is not dataclasses.MISSING:
-                self._defaults[f.name] = f.default_factory()
+        default = cls()
+        self._defaults = {f.name: getattr(default, f.name) for f in dataclasses.fields(cls)}
         for key in (*toml, *env):
             if key not in self._defaults:
                 shown = f"{ENV_PREFIX}{name.upper()}_{key.upper()}" if key in env else key
@@ -194,11 +190,18 @@ Read = Callable[[_Section, str], Any]
 _T = TypeVar("_T")
 
 
-def setting(default: Any, read: Read, *, above: str = "", strict: bool = False) -> Any:
-    """A settings field: its default, how `read_fields` reads its value, and the field it must be
-    at least (`strict`ly: more than) when `above` names one."""
+Only = tuple[str, tuple[str, ...], str]
+"""A field read only while the field named first has one of the values second (the words third
+say which, for the error); otherwise it must be unset and keeps its default."""
+
+
+def setting(
+    default: Any, read: Read, *, above: str = "", strict: bool = False, only: Only | None = None
+) -> Any:
+    """A settings field: its default, how `read_fields` reads its value, the field it must be at
+    least (`strict`ly: more than) when `above` names one, and when it may be set at all (`only`)."""
     return dataclasses.field(
-        default=default, metadata={"read": read, "above": above, "strict": strict}
+        default=default, metadata={"read": read, "above": above, "strict": strict, "only": only}
     )
 
 
@@ -207,7 +210,16 @@ def read_fields(r: _Section, cls: type[_T], **read: Any) -> _T:
     each field's `above` bound checked: at least (`strict`ly: more than) the field it names."""
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]
     for f in fields:
-        if f.name not in read:
+        if f.name in read:
+            continue
+        only = f.metadata.get("only")
+        if only is not None and read[only[0]] not in only[1]:
+            value, _ = r._raw(f.name)  # one the chosen mode would ignore is an error, not a no-op
+            if value is not None and value != "":
+                shown = MASK if SENSITIVE_KEY.search(f.name) else value
+                raise ConfigError(r.key(f.name), f"set only with {r.key(only[0])} {only[2]}", shown)
+            read[f.name] = f.default
+        else:
             read[f.name] = f.metadata["read"](r, f.name)
     for f in fields:
         low, high, strict = f.metadata.get("above"), read[f.name], f.metadata.get("strict")
@@ -252,14 +264,3 @@ def _is_http_url(item: str) -> bool:
         and not parts.fragment
         and not any(c.isspace() for c in item)
     )
-
-
-def _refuse_unless(
-    r: _Section, keys: tuple[str, ...], modes: str, *, section: str = "kafka.security_protocol"
-) -> None:
-    """A setting the chosen protocol or mode would ignore is an error, not a silent no-op."""
-    for key in keys:
-        value, _ = r._raw(key)
-        if value is not None and value != "":
-            shown = MASK if SENSITIVE_KEY.search(key) else value
-            raise ConfigError(r.key(key), f"set only with {section} {modes}", shown)

@@ -18,8 +18,7 @@ from searchsync.dlq.record import DLQ_FORMAT_HEADER, DlqRecord, decode_record
 from searchsync.dlq.replays import ReplayEntry
 from searchsync.errors import ErrorCode, PoisonMessage, TransientError
 from searchsync.kafka.admin import AdminFactory, ConfluentKafkaAdmin, Watermarks
-from searchsync.kafka.client_logs import routed
-from searchsync.kafka.config import consumer_config
+from searchsync.kafka.config import consumer_config, routed
 
 
 class ConsumerPort(Protocol):

@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec  # type: ignore[attr-d
 
 from searchsync.clock import Deadline
 from searchsync.errors import ErrorCode, TransientError
-from searchsync.kafka.client_logs import routed
+from searchsync.kafka.config import routed
 from searchsync.types import TopicPartition
 
 KAFKA_TIMEOUT_S: Final = 15.0
@@ -93,6 +93,10 @@ def _kafka_error(exc: BaseException) -> Any:
     return exc.args[0] if exc.args else None
 
 
+def _code(exc: BaseException) -> Any:
+    return getattr(_kafka_error(exc), "code", lambda: None)()
+
+
 class ConfluentKafkaAdmin:
     """`KafkaAdmin` over ``AdminClient``; `clock` and `sleep` are injectable for tests."""
 
@@ -151,10 +155,7 @@ class ConfluentKafkaAdmin:
             try:
                 ids[topic] = str(future.result().topic_id)
             except KafkaException as exc:
-                if (
-                    getattr(_kafka_error(exc), "code", lambda: None)()
-                    != KafkaError.UNKNOWN_TOPIC_OR_PART
-                ):
+                if _code(exc) != KafkaError.UNKNOWN_TOPIC_OR_PART:
                     raise
         return ids
 
@@ -255,8 +256,7 @@ class ConfluentKafkaAdmin:
         try:
             futures[group].result()
         except KafkaException as exc:
-            err = _kafka_error(exc)
-            if getattr(err, "code", lambda: None)() == KafkaError.GROUP_ID_NOT_FOUND:
+            if _code(exc) == KafkaError.GROUP_ID_NOT_FOUND:
                 return False
             raise
         return True

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Final
 from urllib.parse import quote
 
@@ -66,10 +66,7 @@ class ConnectorStatus:
             "state": self.state,
             "worker_id": self.worker_id,
             "running": self.running,
-            "tasks": [
-                {"id": t.id, "state": t.state, "worker_id": t.worker_id, "trace": t.trace}
-                for t in self.tasks
-            ],
+            "tasks": [asdict(t) for t in self.tasks],
         }
 
 
@@ -106,8 +103,8 @@ class ConnectClient:
         if session is not None:
             await session.close()
 
-    async def restart_task(self, task_id: int, name: str | None = None) -> None:
-        connector = quote(name or self._settings.connector, safe="")
+    async def restart_task(self, task_id: int) -> None:
+        connector = quote(self._settings.connector, safe="")
         url = f"{self._settings.url}/connectors/{connector}/tasks/{int(task_id)}/restart"
         code, data = await self._call("POST", url)
         if code not in (200, 202, 204):

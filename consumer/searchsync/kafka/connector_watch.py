@@ -44,7 +44,6 @@ class ConnectorWatch:
         self._interval_s = interval_s
         self._metrics = metrics
         self._unreachable = False
-        self.restarts = 0  # tasks restarted so far
         self.binlog_gone: set[tuple[str, int]] = set()  # tasks failed on a purged binlog
 
     async def check(self) -> int:
@@ -76,14 +75,13 @@ class ConnectorWatch:
                 task.trace or "no trace",
             )
             try:
-                await self._client.restart_task(task.id, status.name)
+                await self._client.restart_task(task.id)
             except ConnectUnavailable as exc:
                 log.warning("connector watch: restart of task %d failed: %s", task.id, exc)
                 continue
             restarted += 1
             if self._metrics is not None:
                 self._metrics.connector_task_restarted()
-        self.restarts += restarted
         return restarted
 
     async def run(self, stop: asyncio.Event) -> None:

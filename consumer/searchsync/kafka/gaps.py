@@ -95,10 +95,6 @@ class GapBoard:
         with self._lock:
             return sorted(self._gaps.values(), key=lambda g: (g.topic, g.partition))
 
-    def holds(self, tp: TopicPartition) -> bool:
-        with self._lock:
-            return tp in self._gaps
-
     def reasons(self) -> list[str]:
         """One /healthz reason per blocked partition, with the way out."""
         return [f"{g.describe()}; {RECOVERY}" for g in self.blocked()]

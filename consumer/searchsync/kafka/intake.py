@@ -14,7 +14,7 @@ from typing import Any, NamedTuple, ParamSpec, Protocol, TypeVar
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from searchsync.kafka.client_logs import routed
+from searchsync.kafka.config import routed
 from searchsync.kafka.gaps import GapBoard, GapGuard
 from searchsync.kafka.lineage import LineageCheck
 from searchsync.types import TopicPartition

@@ -40,13 +40,9 @@ class LineageMismatch:
         """How many records were lost is unknown."""
         return None
 
-    @property
-    def recreated(self) -> bool:
-        return self.recorded_id is not None and self.recorded_id != self.current_id
-
     def describe(self) -> str:
         where = f"{self.topic}[{self.partition}] blocked: {REASON}"
-        if self.recreated:
+        if self.recorded_id is not None and self.recorded_id != self.current_id:  # re-created
             return (
                 f"{where}: the topic was re-created since the group last read it (topic id "
                 f"{self.recorded_id} then, {self.current_id} now); what the group had not read "

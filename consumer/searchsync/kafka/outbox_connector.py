@@ -3,14 +3,23 @@ records `searchsync.relay.port.router_record` would) and the Connect worker line
 `searchsync schema connector` prints both, for MySQL (``MySqlConnector``) or MariaDB
 (``MariaDbConnector``). Credentials stay out of the configuration: a Connect config provider
 (``file`` or ``env``) resolves them on the worker. The files in the repository's ``connect/``
-folder are this configuration with placeholders (`searchsync.kafka.connect_files`)."""
+folder are this configuration with placeholders (`searchsync.kafka.connect_files`).
+
+The schema history clients are secured as ``[kafka]`` secures searchsync's own. ``[kafka]`` speaks
+librdkafka (PEM files, ``sasl.username``/``sasl.password``); the connector's
+producer and consumer are Java clients: ``security.protocol`` upper-case, SASL through
+``sasl.jaas.config``, the CA as a PEM trust store, a client certificate and key as PEM contents
+read by Kafka's ``DirectoryConfigProvider`` (``dir``). No secret is written out: the SASL password
+and the key's password are placeholders the worker's config provider resolves."""
 
 from __future__ import annotations
 
+import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
-from searchsync.kafka.connector_security import HistoryKafka, history_client_settings
+from searchsync.config import KafkaSettings
 from searchsync.mysql.dialect import Flavor
 
 ProviderKind = Literal["file", "env"]
@@ -45,6 +54,12 @@ _HEADERS: Final = (
     "aggregate_type:header:searchsync-aggregate-type"
 )
 
+_LOGIN_MODULES: Final = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class Credentials:
@@ -76,7 +91,7 @@ class ConnectorTarget:
     topic_template: str = "outbox.event.{type}"  # the outbox topic of a type, as the relay's
     flavor: Flavor = "mariadb"
     ssl_mode: str = "disabled"  # as ``[mysql] ssl_mode``
-    kafka: HistoryKafka = field(default_factory=HistoryKafka)  # the schema history's, as [kafka]
+    kafka: KafkaSettings = field(default_factory=KafkaSettings)  # the schema history's: [kafka]
 
 
 def outbox_connector_config(target: ConnectorTarget, credentials: Credentials) -> dict[str, str]:
@@ -127,9 +142,41 @@ def outbox_connector_config(target: ConnectorTarget, credentials: Credentials) -
 def worker_provider_lines(kind: ProviderKind, *, files: bool = False) -> list[str]:
     """The worker properties that declare the config provider `kind` (a connector cannot declare one
     itself), and with `files` the ``dir`` provider that reads the Kafka client certificate and key
-    of the schema history (`HistoryKafka`)."""
+    of the schema history."""
     kinds = [kind, "dir"] if files else [kind]
     return [
         f"config.providers={','.join(kinds)}",
         *(f"config.providers.{k}.class={_PROVIDER_CLASSES[k]}" for k in kinds),
     ]
+
+
+def history_client_settings(kafka: KafkaSettings, secret: Callable[[Any], str]) -> dict[str, str]:
+    """The Java client settings (without the ``schema.history.internal.producer.`` or
+    ``consumer.`` prefix); `secret` turns ``kafka_password``/``kafka_key_password`` into the
+    provider placeholder. ValueError for a SASL user name a JAAS string cannot quote."""
+    out = {"security.protocol": kafka.security_protocol.upper()}
+    if kafka.sasl_mechanism is not None:
+        user = kafka.sasl_username or ""
+        if '"' in user or "\\" in user:
+            raise ValueError(f"kafka.sasl_username {user!r}: no quotes or backslashes in a JAAS")
+        out["sasl.mechanism"] = kafka.sasl_mechanism
+        out["sasl.jaas.config"] = (
+            f'{_LOGIN_MODULES[kafka.sasl_mechanism]} required username="{user}"'
+            f' password="{secret("kafka_password")}";'
+        )
+    if kafka.ssl_ca_location is not None:
+        out["ssl.truststore.type"] = "PEM"
+        out["ssl.truststore.location"] = kafka.ssl_ca_location
+    if kafka.ssl_certificate_location is not None and kafka.ssl_key_location is not None:
+        out["ssl.keystore.type"] = "PEM"
+        out["ssl.keystore.certificate.chain"] = _file(kafka.ssl_certificate_location)
+        out["ssl.keystore.key"] = _file(kafka.ssl_key_location)
+        if kafka.ssl_key_password is not None:
+            out["ssl.key.password"] = secret("kafka_key_password")
+    return out
+
+
+def _file(path: str) -> str:
+    """The ``dir`` provider's placeholder for the contents of the file at `path`."""
+    folder, name = posixpath.split(path)
+    return f"${{dir:{folder or '.'}:{name}}}"

@@ -15,7 +15,7 @@ import confluent_kafka
 
 from searchsync.clock import Deadline
 from searchsync.errors import DeliveryFailed, DeliveryTimeout
-from searchsync.kafka.client_logs import routed
+from searchsync.kafka.config import routed
 
 PRODUCER_GUARANTEES: Final[Mapping[str, str | bool]] = {"acks": "all", "enable.idempotence": True}
 
@@ -124,23 +124,23 @@ def produce_and_wait(
 ) -> int | None:
     """Blocking produce to one partition; the offset the broker gave it (None if unreported).
     `DeliveryFailed` when refused, `DeliveryTimeout` after `timeout_s`."""
-    outcome: list[Any] = []
-    delivered: list[Any] = []
-
-    def on_delivery(err: Any, msg: Any) -> None:
-        outcome.append(err)
-        delivered.append(msg)
-
+    answers: list[tuple[Any, Any]] = []  # (err, msg) once the broker answered
     producer.produce(
-        topic, value, key, partition=partition, headers=headers, on_delivery=on_delivery
+        topic,
+        value,
+        key,
+        partition=partition,
+        headers=headers,
+        on_delivery=lambda err, msg: answers.append((err, msg)),
     )
     deadline = Deadline(clock, timeout_s)
-    while not outcome and not deadline.expired():
+    while not answers and not deadline.expired():
         producer.poll(min(0.1, deadline.remaining()))
-    if not outcome:
+    if not answers:
         raise DeliveryTimeout(f"no acknowledgement within {timeout_s}s")
-    if outcome[0] is not None:
-        raise DeliveryFailed(outcome[0])
-    offset = getattr(delivered[0], "offset", None)
+    err, msg = answers[0]
+    if err is not None:
+        raise DeliveryFailed(err)
+    offset = getattr(msg, "offset", None)
     written = offset() if callable(offset) else None
     return written if isinstance(written, int) and written >= 0 else None

@@ -14,10 +14,9 @@ from typing import Any, Final, TextIO
 
 import orjson
 
-from searchsync.config import scrub_credentials, scrub_known
+from searchsync.config import MASK, scrub_credentials, scrub_known
 
 EVENT_OUTCOME_MESSAGE: Final = "event outcome"
-_MASK: Final = "***"
 _SECRET_KEY = re.compile(r"password|passwd|secret|token|api[_.-]?key", re.IGNORECASE)
 _MAX_DEPTH: Final = 8
 
@@ -62,7 +61,7 @@ def _mask(value: Any, depth: int) -> Any:
     if depth > _MAX_DEPTH:
         return repr(value)
     if isinstance(value, Mapping):
-        return {k: _MASK if _is_set_secret(k, v) else _mask(v, depth + 1) for k, v in value.items()}
+        return {k: MASK if _is_set_secret(k, v) else _mask(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_mask(v, depth + 1) for v in value]
     return value
@@ -94,38 +93,14 @@ def configure_logging(
 def log_event_outcome(
     logger: logging.Logger,
     *,
-    event_id: str | None,
-    aggregate_type: str | None,
-    aggregate_id: str | None,
-    event_revision: int | None,
-    loaded_revision: int | None,
-    projection_schema_version: int | None,
-    target_alias: str | None,
-    operation: str | None,
-    attempt: int,
-    result: str,
     error_code: str | None = None,
     error_message: str | None = None,
-    topic: str,
-    partition: int,
-    offset: int,
+    **fields: Any,
 ) -> None:
-    """Log how one event finished as one line (docs/design.md): DEBUG, or WARNING with a code."""
-    fields: dict[str, Any] = {
-        "event_id": event_id,
-        "aggregate_type": aggregate_type,
-        "aggregate_id": aggregate_id,
-        "event_revision": event_revision,
-        "loaded_revision": loaded_revision,
-        "projection_schema_version": projection_schema_version,
-        "target_alias": target_alias,
-        "operation": str(operation) if operation is not None else None,
-        "attempt": attempt,
-        "result": result,
-        "topic": topic,
-        "partition": partition,
-        "offset": offset,
-    }
+    """Log how one event finished as one line (docs/design.md): `fields` are event_id,
+    aggregate_type, aggregate_id, event_revision, loaded_revision, projection_schema_version,
+    target_alias, operation, attempt, result, topic, partition and offset, in that order; then
+    the error's code and message when set. DEBUG, or WARNING with a code."""
     if error_code is not None:
         fields["error_code"] = error_code
     if error_message is not None:

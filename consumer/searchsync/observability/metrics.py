@@ -145,8 +145,7 @@ class Metrics:
 
     def forget_partition(self, topic: str, partition: int) -> None:
         """Drop a revoked partition's lag series, so a stale value does not linger."""
-        with contextlib.suppress(KeyError):
-            self._m["searchsync_consumer_lag"].remove(topic, str(partition))
+        self._set("searchsync_consumer_lag", (topic, str(partition)), None)
 
     def set_blocked(
         self, topic: str, partition: int, missing: int | None, *, lineage: bool = False
@@ -154,25 +153,18 @@ class Metrics:
         """A partition blocked by a history gap of `missing` records, or by a lineage mismatch
         (`lineage`: how many records were lost is unknown); neither: no longer blocked."""
         labels = (topic, str(partition))
-        blocked, gap, mismatch = (
-            self._m["searchsync_partition_blocked"],
-            self._m["searchsync_partition_gap_records"],
-            self._m["searchsync_partition_lineage_mismatch"],
-        )
-        for gauge, keep in ((gap, missing is not None), (mismatch, lineage)):
-            if keep:
-                continue
-            with contextlib.suppress(KeyError):
-                gauge.remove(*labels)
-        if missing is None and not lineage:
-            with contextlib.suppress(KeyError):
-                blocked.remove(*labels)
+        blocked = 1 if missing is not None or lineage else None
+        self._set("searchsync_partition_blocked", labels, blocked)
+        self._set("searchsync_partition_gap_records", labels, missing)
+        self._set("searchsync_partition_lineage_mismatch", labels, 1 if lineage else None)
+
+    def _set(self, name: str, labels: tuple[str, ...], value: float | None) -> None:
+        """Set the series of `labels`, or remove it (None)."""
+        if value is not None:
+            self._m[name].labels(*labels).set(value)
             return
-        blocked.labels(*labels).set(1)
-        if missing is not None:
-            gap.labels(*labels).set(missing)
-        if lineage:
-            mismatch.labels(*labels).set(1)
+        with contextlib.suppress(KeyError):
+            self._m[name].remove(*labels)
 
     def set_assigned(self, n: int) -> None:
         self._m["searchsync_partitions_assigned"].set(n)

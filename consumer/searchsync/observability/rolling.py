@@ -65,9 +65,6 @@ class RollingQuantiles:
             raise ValueError(f"window size must be >= 1, got {size}")
         self._window: deque[float] = deque(maxlen=size)
 
-    def __len__(self) -> int:
-        return len(self._window)
-
     def add(self, value: float) -> None:
         self._window.append(value)
 

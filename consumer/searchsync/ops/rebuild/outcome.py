@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from searchsync.ops.rebuild.plan import Plan
-from searchsync.ops.rebuild.records import RebuildRecord, watermark_keys
+from searchsync.ops.rebuild.records import RebuildRecord, record_summary
 from searchsync.ops.rebuild.verify import VerifyReport
+
+_TIMES = ("started_at", "updated_at", "finished_at")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,14 +38,7 @@ class RebuildOutcome:
             "action": self.action,
             "message": self.message,
             "plan": None if self.plan is None else self.plan.summary(),
-            "rebuild": None if self.record is None else _record_summary(self.record),
+            "rebuild": None if self.record is None else record_summary(self.record, *_TIMES),
             "verify": None if self.verify is None else self.verify.summary(),
             "failures": [{"id": i, "why": w} for i, w in self.failures],
         }
-
-
-def _record_summary(r: RebuildRecord) -> dict[str, Any]:
-    """Every field of `r` but its times."""
-    fields = {f.name: getattr(r, f.name) for f in dataclasses.fields(r)}
-    summary = {k: v for k, v in fields.items() if not k.endswith("_at")}
-    return {**summary, "watermark": watermark_keys(r.watermark), "status": r.status.value}

@@ -102,6 +102,21 @@ def watermark_keys(watermark: Watermark) -> dict[str, int]:
     return {f"{t}/{p}": o for (t, p), o in sorted(watermark.items())}
 
 
+def record_summary(record: DataclassInstance, *left_out: str) -> dict[str, Any]:
+    """Every field of `record` but `left_out`, for ``--json``: the watermark by `watermark_keys`,
+    the status's value, times in ISO 8601."""
+    summary: dict[str, Any] = {}
+    for f in dataclasses.fields(record):
+        value = getattr(record, f.name)
+        if f.name == "watermark" and value is not None:
+            value = watermark_keys(value)
+        elif isinstance(value, enum.Enum | datetime):
+            value = value.value if isinstance(value, enum.Enum) else value.isoformat()
+        if f.name not in left_out:
+            summary[f.name] = value
+    return summary
+
+
 def unfinished_exists(alias: str) -> OperationRefused:
     """The refusal of a second unfinished rebuild of `alias`."""
     return OperationRefused(

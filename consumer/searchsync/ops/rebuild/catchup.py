@@ -58,7 +58,7 @@ class CatchupGroup:
         while True:
             done = await self.committed(group, partitions)
             lag = sum(max(0, target[tp] - done[tp]) for tp in partitions)
-            self._metrics.set_incremental_lag(record.alias, lag)
+            self._metrics.set("reindex_incremental_lag", record.alias, lag)
             if lag == 0:
                 return
             why = self.failure()

@@ -175,9 +175,9 @@ class Rebuilder:
                 rows_done=current.rows_done + chunk.rows,
                 rows_failed=current.rows_failed + chunk.failed,
             )
-            self.metrics.scanned(current.alias, chunk.rows)
-            self.metrics.indexed(current.alias, chunk.indexed)
-            self.metrics.failed(current.alias, chunk.failed)
+            self.metrics.chunk(
+                current.alias, scanned=chunk.rows, indexed=chunk.indexed, failed=chunk.failed
+            )
             self.progress.backfill(
                 current.rows_done, max(total, current.rows_done), current.rows_failed
             )
@@ -276,7 +276,7 @@ class Rebuilder:
             if attempt > 1:  # concurrent writes make one measurement racy: catch up, measure again
                 await self.group.catch_up(record)
             report = await verify(self.reader, self.truth, r, projector, record)
-            self.metrics.set_query_diff_rate(record.alias, report.query_diff_rate)
+            self.metrics.set("v1_v2_query_diff_rate", record.alias, report.query_diff_rate)
             progress.step("verify", f"attempt {attempt}: {report.summary()}")
             if report.ok:
                 break
@@ -292,7 +292,7 @@ class Rebuilder:
         record = await self.save(record, status=Status.SWAPPED, message=None)
         parsed = parse_physical_name(record.target_index)
         if parsed is not None:
-            self.metrics.set_alias_physical_index(record.alias, parsed[1])
+            self.metrics.set("alias_current_physical_index", record.alias, parsed[1])
         read = read_alias_name(record.alias)
         progress.step(
             "swap", f"alias {record.alias} and read alias {read} -> {record.target_index}"

@@ -234,7 +234,7 @@ class Loader:
         left = KeyScope(first.last_id or first.low_id, first.high_id, first.where)
         total = first.rows_done + await self.truth.count(projector, left)
         outcome.rows_in_scope = total
-        self.progress.backfill(first.rows_done, max(total, first.rows_done), first.rows_failed)
+        self.progress.backfill(first.rows_done, total, first.rows_failed)
 
         async def on_chunk(chunk: ChunkDone) -> None:
             assert outcome.record is not None
@@ -249,7 +249,7 @@ class Loader:
             )
             outcome.rows_this_run += chunk.rows
             r = outcome.record
-            self.progress.backfill(r.rows_done, max(total, r.rows_done), r.rows_failed)
+            self.progress.backfill(r.rows_done, total, r.rows_failed)
 
         s = self.settings
         guard = LagGuard(
@@ -285,7 +285,7 @@ class Loader:
             after_id=first.last_id, stop_after_chunks=options.stop_after_chunks
         )
         r = outcome.record
-        self.progress.backfill(r.rows_done, max(total, r.rows_done), r.rows_failed, final=True)
+        self.progress.backfill(r.rows_done, total, r.rows_failed, final=True)
         outcome.failures = result.failures
         for doc_id, why in result.failures:
             self.progress.step("load", f"not indexed: {doc_id}: {why}")

@@ -13,7 +13,7 @@ from searchsync.config import Settings
 from searchsync.errors import OperationRefused
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.observability.rebuild_metrics import RebuildMetrics
-from searchsync.ops.rebuild.plan import high_watermarks
+from searchsync.ops.rebuild.plan import check_history, high_watermarks
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.rebuild.records import RebuildRecord, Watermark
 from searchsync.types import TopicPartition
@@ -37,6 +37,15 @@ class CatchupGroup:
     ) -> dict[TopicPartition, int]:
         found = await asyncio.to_thread(self._kafka.committed, group, list(partitions))
         return {tp: found.get(tp) or 0 for tp in partitions}
+
+    async def seed(self, record: RebuildRecord) -> None:
+        """Set the catch-up group's offsets to the watermark, still in the topics' history."""
+        await asyncio.to_thread(check_history, self._kafka, record.watermark, record.alias)
+        failed = await asyncio.to_thread(
+            self._kafka.alter_committed, record.catchup_group, dict(record.watermark)
+        )
+        if failed:
+            raise OperationRefused(f"setting {record.catchup_group}'s offsets: {failed}")
 
     async def catch_up(self, record: RebuildRecord) -> dict[TopicPartition, int]:
         """Wait until the catch-up group reached the topics' ends as of now; those ends."""

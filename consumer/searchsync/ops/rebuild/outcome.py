@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.ops.rebuild.plan import Plan
 from searchsync.ops.rebuild.records import RebuildRecord, record_summary
 from searchsync.ops.rebuild.verify import VerifyReport
@@ -20,6 +21,19 @@ class RebuildOptions:
     dry_run: bool = False
     wait_for_live: bool = True
     stop_after_chunks: int | None = None  # drills and tests: stop as if killed after K chunks
+
+    def check(self, alias: str, existing: RebuildRecord | None) -> None:
+        """Refuse to start a second rebuild of `alias`, or to resume none."""
+        if existing is not None and not self.resume:
+            raise OperationRefused(
+                f"alias {alias} has an unfinished rebuild {existing.rebuild_id} "
+                f"({existing.status.value}, into {existing.target_index}): pass --resume to "
+                "continue it, or --abandon to give it up"
+            )
+        if existing is None and self.resume:
+            raise InvalidRequest(
+                f"no unfinished rebuild of {alias} to resume: run without --resume"
+            )
 
 
 @dataclass(slots=True)

@@ -184,6 +184,12 @@ def rebuild_meta(
     }
 
 
+async def create_index(index_admin: IndexAdmin, projector: Projector, r: RebuildRecord) -> None:
+    """Create the rebuild's new index: the bulk-load settings, the rebuild's ``_meta``."""
+    meta = rebuild_meta(projector.schema_version, r.rebuild_id, r.watermark, r.source_index)
+    await index_admin.create_index(r.target_index, index_body(projector.mapping), meta=meta)
+
+
 def catchup_settings(settings: Settings, group: str, topics: Sequence[str]) -> Settings:
     """The live settings with the catch-up group's id and subscription (the type's topics)."""
     kafka = dataclasses.replace(

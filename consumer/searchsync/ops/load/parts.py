@@ -27,18 +27,6 @@ _MUTABLE: Final = (
     "updated_at",
     "finished_at",
 )
-_COLUMNS: Final = (
-    "load_key",
-    "part",
-    "parts",
-    "aggregate_type",
-    "alias_name",
-    "target_index",
-    "where_sql",
-    "low_id",
-    "high_id",
-    *_MUTABLE,
-)
 
 
 class Status(enum.StrEnum):
@@ -92,7 +80,7 @@ class MysqlLoadState:
     """`LoadStateStore` on the ``search_load_state`` table."""
 
     def __init__(self, pool: aiomysql.Pool) -> None:
-        self._table = StateTable(pool, "search_load_state", _COLUMNS, _MUTABLE)
+        self._table = StateTable(pool, "search_load_state", LoadRecord, _MUTABLE)
 
     async def parts(self, load_key: str) -> list[LoadRecord]:
         rows = await self._table.select("`load_key` = %s ORDER BY `part`", (load_key,))

@@ -37,18 +37,6 @@ _MUTABLE: Final = (
     "updated_at",
     "finished_at",
 )
-_COLUMNS: Final = (
-    "rebuild_id",
-    "aggregate_type",
-    "alias_name",
-    "source_index",
-    "target_index",
-    "schema_version",
-    "catchup_group",
-    "watermark",
-    "started_at",
-    *_MUTABLE,
-)
 
 
 class Status(enum.StrEnum):
@@ -129,7 +117,7 @@ class MysqlRebuildState:
     """`RebuildStateStore` on the ``search_rebuild_state`` table."""
 
     def __init__(self, pool: aiomysql.Pool) -> None:
-        self._table = StateTable(pool, "search_rebuild_state", _COLUMNS, _MUTABLE)
+        self._table = StateTable(pool, "search_rebuild_state", RebuildRecord, _MUTABLE)
 
     async def unfinished(self, alias: str) -> RebuildRecord | None:
         rows = await self._table.select("`active_alias` = %s", (alias,))
@@ -148,13 +136,20 @@ def _values(r: RebuildRecord) -> dict[str, Any]:
 
 
 class StateTable:
-    """The SQL of a state table whose rows are records (`column_values`, `record_of`): all
-    `columns` inserted at once, the `mutable` ones updated."""
+    """The SQL of a state table whose rows are records (`column_values`, `record_of`): a column
+    per field of `record_type`, and the `mutable` ones it lacks; all inserted at once, the
+    `mutable` ones updated."""
 
     def __init__(
-        self, pool: aiomysql.Pool, table: str, columns: tuple[str, ...], mutable: tuple[str, ...]
+        self,
+        pool: aiomysql.Pool,
+        table: str,
+        record_type: type[DataclassInstance],
+        mutable: tuple[str, ...],
     ) -> None:
-        self._pool, self._table, self._columns, self._mutable = pool, table, columns, mutable
+        own = [_RENAMED.get(f.name, f.name) for f in dataclasses.fields(record_type)]
+        self._columns = (*own, *(c for c in mutable if c not in own))
+        self._pool, self._table, self._mutable = pool, table, mutable
 
     async def select(self, where: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
         names = ", ".join(f"`{c}`" for c in self._columns)

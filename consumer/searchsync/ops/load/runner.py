@@ -26,11 +26,11 @@ from searchsync.errors import LiveLagTooHigh, TransientError
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.mysql.key_scope import KeyScope, ranges
 from searchsync.mysql.truth import Truth
-from searchsync.ops.load.live import live_group_passed
 from searchsync.ops.load.outcome import LoadOptions, LoadOutcome, load_key
 from searchsync.ops.load.parts import LoadRecord, LoadStateStore, Status
 from searchsync.ops.rebuild import plan as plans
 from searchsync.ops.rebuild.backfill import Backfill, ChunkDone, backfill_chunks
+from searchsync.ops.rebuild.catchup import live_group_passed
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.rebuild.records import watermark_keys
 from searchsync.ops.repair.load import LagGuard, live_lag

@@ -26,9 +26,8 @@ REBUILD_METRIC_NAMES: Final = (*_COUNTERS, *_GAUGES)
 class RebuildMetrics:
     """The rebuild's metrics on one registry, labelled by alias; methods are the only way in."""
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
-        r = self.registry
+    def __init__(self) -> None:
+        self.registry = r = CollectorRegistry(auto_describe=True)
         self._counters = {n: Counter(n, h, ["alias"], registry=r) for n, h in _COUNTERS.items()}
         self._gauges = {n: Gauge(n, h, ["alias"], registry=r) for n, h in _GAUGES.items()}
 

@@ -43,8 +43,8 @@ class Plan:
     current_docs: int | None = None  # documents in the current index (None: not listed)
 
     def summary(self) -> dict[str, Any]:
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        return {**fields, "topics": list(self.topics), "watermark": watermark_keys(self.watermark)}
+        watermark = watermark_keys(self.watermark)
+        return {**dataclasses.asdict(self), "topics": list(self.topics), "watermark": watermark}
 
 
 async def make_plan(
@@ -99,15 +99,15 @@ async def write_index(
     return writer
 
 
-def first_record(plan: Plan, projector: Projector, rebuild_id: str, now: datetime) -> RebuildRecord:
+def first_record(plan: Plan, rebuild_id: str, now: datetime) -> RebuildRecord:
     """The record of a rebuild of `plan` that begins now, before its backfill."""
     return RebuildRecord(
         rebuild_id=rebuild_id,
-        aggregate_type=projector.aggregate_type,
+        aggregate_type=plan.aggregate_type,
         alias=plan.alias,
         source_index=plan.current_index,
         target_index=plan.new_index,
-        schema_version=projector.schema_version,
+        schema_version=plan.new_schema_version,
         catchup_group=plan.catchup_group,
         watermark=dict(plan.watermark),
         last_id=None,

@@ -116,7 +116,7 @@ class Rebuilder:
         why = plans.unloaded(plan, projector.table, self.settings)
         if why is not None:
             raise OperationRefused(why)
-        record = plans.first_record(plan, projector, uuid.uuid4().hex, utc_now())
+        record = plans.first_record(plan, uuid.uuid4().hex, utc_now())
         await self.state.create(record)
         marks = watermark_keys(plan.watermark)
         self.progress.step("watermark", f"watermark {marks} recorded", rebuild=record.rebuild_id)

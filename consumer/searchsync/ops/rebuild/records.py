@@ -150,20 +150,21 @@ class StateTable:
         own = [_RENAMED.get(f.name, f.name) for f in dataclasses.fields(record_type)]
         self._columns = (*own, *(c for c in mutable if c not in own))
         self._pool, self._table, self._mutable = pool, table, mutable
+        self._names = ", ".join(f"`{c}`" for c in self._columns)
+        self._marks = ", ".join(["%s"] * len(self._columns))
+        self._sets = ", ".join(f"`{c}` = %s" for c in mutable)
 
     async def select(self, where: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
-        names = ", ".join(f"`{c}`" for c in self._columns)
+        """The rows matching `where` (a constant condition; the values in `args`)."""
+        sql = f"SELECT {self._names} FROM `{self._table}` WHERE {where}"
         async with transaction_cursor(self._pool, f"read {self._table}") as cur:
-            await cur.execute(f"SELECT {names} FROM `{self._table}` WHERE {where}", args)
+            await cur.execute(sql, args)
             rows = await cur.fetchall()
         return [dict(zip(self._columns, row, strict=True)) for row in rows]
 
     async def insert(self, rows: list[dict[str, Any]]) -> bool:
         """Store `rows` in one transaction; False (nothing stored) on a duplicate key."""
-        sql = (
-            f"INSERT INTO `{self._table}` ({', '.join(f'`{c}`' for c in self._columns)})"
-            f" VALUES ({', '.join(['%s'] * len(self._columns))})"
-        )
+        sql = f"INSERT INTO `{self._table}` ({self._names}) VALUES ({self._marks})"
         try:
             async with transaction_cursor(self._pool, f"write {self._table}") as cur:
                 for row in rows:
@@ -176,10 +177,8 @@ class StateTable:
 
     async def update(self, row: dict[str, Any], *key: str) -> None:
         """Store the mutable columns of `row`, found by its `key` columns."""
-        sql = (
-            f"UPDATE `{self._table}` SET {', '.join(f'`{c}` = %s' for c in self._mutable)}"
-            f" WHERE {' AND '.join(f'`{c}` = %s' for c in key)}"
-        )
+        match = " AND ".join(f"`{c}` = %s" for c in key)
+        sql = f"UPDATE `{self._table}` SET {self._sets} WHERE {match}"
         async with transaction_cursor(self._pool, f"write {self._table}") as cur:
             await cur.execute(sql, tuple(row[c] for c in (*self._mutable, *key)))
 

@@ -35,7 +35,7 @@ from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.rebuild.records import watermark_keys
 from searchsync.ops.repair.load import LagGuard, live_lag
 from searchsync.projection import Projector, ProjectorRegistry
-from searchsync.search.port import IndexAdmin, SearchEngine, WriteIndex
+from searchsync.search.port import IndexAdmin, SearchEngine
 from searchsync.search.sink import Sink
 
 
@@ -65,7 +65,7 @@ class Loader:
             records = await self._plan(projector, alias, writer.index, key, options)
         record = records[options.part]
         if options.dry_run:
-            return await self._planned(projector, alias, writer, options, record, stored)
+            return await self._planned(projector, alias, options, record, stored)
         if record.status is Status.DONE:
             if not options.again:
                 return LoadOutcome(
@@ -135,7 +135,6 @@ class Loader:
         self,
         projector: Projector,
         alias: str,
-        writer: WriteIndex,
         options: LoadOptions,
         record: LoadRecord,
         stored: bool,
@@ -148,7 +147,7 @@ class Loader:
         rows = await self.truth.count(projector, scope)
         message = (
             f"would load part {options.part}/{options.parts} of {projector.table} into "
-            f"{writer.index} through alias {alias}: keys ({scope.low or '-inf'}, "
+            f"{record.target_index} through alias {alias}: keys ({scope.low or '-inf'}, "
             f"{scope.high or '+inf'}], {rows} rows left ({state}); nothing was changed"
         )
         return LoadOutcome(True, "planned", message, record if stored else None, rows_in_scope=rows)

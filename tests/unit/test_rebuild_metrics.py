@@ -21,13 +21,11 @@ def test_every_promised_name_is_registered() -> None:
 
 def test_each_method_moves_its_own_series() -> None:
     m = RebuildMetrics()
-    m.scanned("kb_wiki_page", 5)
-    m.scanned("kb_wiki_page", 2)
-    m.indexed("kb_wiki_page", 6)
-    m.failed("kb_wiki_page", 1)
-    m.set_incremental_lag("kb_wiki_page", 42)
-    m.set_alias_physical_index("kb_wiki_page", 2)
-    m.set_query_diff_rate("kb_wiki_page", 0.25)
+    m.chunk("kb_wiki_page", scanned=5, indexed=6, failed=1)
+    m.chunk("kb_wiki_page", scanned=2, indexed=0, failed=0)
+    m.set("reindex_incremental_lag", "kb_wiki_page", 42)
+    m.set("alias_current_physical_index", "kb_wiki_page", 2)
+    m.set("v1_v2_query_diff_rate", "kb_wiki_page", 0.25)
     got = _samples(m)
     assert got[("reindex_scanned_total", "kb_wiki_page")] == 7
     assert got[("reindex_indexed_total", "kb_wiki_page")] == 6

@@ -77,15 +77,17 @@ REVIEWED: dict[tuple[str, str], str] = {
     ("consumer/searchsync/mysql/key_scope.py", "' AND '.join(conditions)"): (
         "scope_sql's conditions (see truth.py's where_clause)"
     ),
-    ("consumer/searchsync/ops/load/parts.py", "', '.join((f'`{c}`' for c in _COLUMNS))"): (
-        "constant column names"
-    ),
-    ("consumer/searchsync/ops/load/parts.py", "', '.join(['%s'] * len(_COLUMNS))"): (
-        "placeholders"
-    ),
-    ("consumer/searchsync/ops/load/parts.py", "', '.join((f'`{c}` = %s' for c in _MUTABLE))"): (
-        "constant column names"
-    ),
+    **{
+        ("consumer/searchsync/ops/rebuild/records.py", name): why
+        for name, why in {
+            "self._table": "a constant table name (the rebuild's or the load's state)",
+            "self._names": "backticked column names of a record dataclass's fields",
+            "self._marks": "placeholders",
+            "self._sets": "backticked constant column names with %s",
+            "where": "the stores' constant conditions with %s",
+            "match": "backticked constant key column names with %s",
+        }.items()
+    },
     ("consumer/searchsync/mysql/truth_relations.py", "select"): "_quoted() columns",
     ("consumer/searchsync/mysql/truth_relations.py", "table"): "_quoted() table",
     ("consumer/searchsync/mysql/truth_relations.py", "key"): "_quoted() column",
@@ -94,18 +96,6 @@ REVIEWED: dict[tuple[str, str], str] = {
     ("consumer/searchsync/mysql/truth_relations.py", "_json_object(child)"): (
         "JSON_OBJECT of the child's validated identifiers: literal keys, quoted columns"
     ),
-    (
-        "consumer/searchsync/ops/rebuild/records.py",
-        "', '.join((f'`{c}`' for c in _COLUMNS))",
-    ): "constants",
-    (
-        "consumer/searchsync/ops/rebuild/records.py",
-        "', '.join(['%s'] * len(_COLUMNS))",
-    ): "placeholders",
-    (
-        "consumer/searchsync/ops/rebuild/records.py",
-        "', '.join((f'`{c}` = %s' for c in _MUTABLE))",
-    ): "constants",
     (
         "consumer/searchsync/mysql/truth_buckets.py",
         "select",

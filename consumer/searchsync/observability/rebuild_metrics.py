@@ -26,29 +26,19 @@ REBUILD_METRIC_NAMES: Final = (*_COUNTERS, *_GAUGES)
 class RebuildMetrics:
     """The rebuild's metrics on one registry, labelled by alias; methods are the only way in."""
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
-        r = self.registry
+    def __init__(self) -> None:
+        self.registry = r = CollectorRegistry(auto_describe=True)
         self._counters = {n: Counter(n, h, ["alias"], registry=r) for n, h in _COUNTERS.items()}
         self._gauges = {n: Gauge(n, h, ["alias"], registry=r) for n, h in _GAUGES.items()}
 
-    def scanned(self, alias: str, n: int) -> None:
-        self._counters["reindex_scanned"].labels(alias=alias).inc(n)
+    def chunk(self, alias: str, *, scanned: int, indexed: int, failed: int) -> None:
+        """A backfill chunk: rows read, documents written (or found written), rows not indexed."""
+        for name, n in (("scanned", scanned), ("indexed", indexed), ("failed", failed)):
+            self._counters[f"reindex_{name}"].labels(alias=alias).inc(n)
 
-    def indexed(self, alias: str, n: int) -> None:
-        self._counters["reindex_indexed"].labels(alias=alias).inc(n)
-
-    def failed(self, alias: str, n: int) -> None:
-        self._counters["reindex_failed"].labels(alias=alias).inc(n)
-
-    def set_incremental_lag(self, alias: str, lag: int) -> None:
-        self._gauges["reindex_incremental_lag"].labels(alias=alias).set(lag)
-
-    def set_alias_physical_index(self, alias: str, version: int) -> None:
-        self._gauges["alias_current_physical_index"].labels(alias=alias).set(version)
-
-    def set_query_diff_rate(self, alias: str, rate: float) -> None:
-        self._gauges["v1_v2_query_diff_rate"].labels(alias=alias).set(rate)
+    def set(self, name: str, alias: str, value: float) -> None:
+        """Set the gauge `name` (one of `_GAUGES`) of `alias`."""
+        self._gauges[name].labels(alias=alias).set(value)
 
     def render(self) -> bytes:
         """The text exposition format of every metric."""

@@ -9,7 +9,7 @@ from typing import Any
 
 from searchsync.errors import InvalidRequest
 from searchsync.ops.load.parts import LoadRecord
-from searchsync.ops.rebuild.records import watermark_keys
+from searchsync.ops.rebuild.records import record_summary
 
 MAX_PARTS = 4_096
 _PART = re.compile(r"(\d+)/(\d+)")
@@ -74,28 +74,6 @@ class LoadOutcome:
             "seconds": round(self.seconds, 3),
             "rows_per_s": round(self.rows_per_s, 1),
             "parts_done": self.parts_done,
-            "load": None if r is None else _record_summary(r),
+            "load": None if r is None else record_summary(r, "started_at", "updated_at", "message"),
             "failures": [{"id": i, "why": w} for i, w in self.failures],
         }
-
-
-def _record_summary(r: LoadRecord) -> dict[str, Any]:
-    return {
-        "load_key": r.load_key,
-        "part": r.part,
-        "parts": r.parts,
-        "aggregate_type": r.aggregate_type,
-        "alias": r.alias,
-        "target_index": r.target_index,
-        "where": r.where,
-        "low_id": r.low_id,
-        "high_id": r.high_id,
-        "watermark": None if r.watermark is None else watermark_keys(r.watermark),
-        "last_id": r.last_id,
-        "rows_done": r.rows_done,
-        "rows_failed": r.rows_failed,
-        "chunks_done": r.chunks_done,
-        "runs": r.runs,
-        "status": r.status.value,
-        "finished_at": None if r.finished_at is None else r.finished_at.isoformat(),
-    }

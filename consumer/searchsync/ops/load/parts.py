@@ -4,20 +4,16 @@ load reads the same key ranges."""
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 import aiomysql
-import orjson
 
 from searchsync.mysql.key_scope import KeyScope
-from searchsync.mysql.pool import db_time, transaction_cursor
-from searchsync.ops.rebuild.records import Watermark
+from searchsync.ops.rebuild.records import StateTable, Watermark, column_values, record_of
 
-_ER_DUP_ENTRY: Final = 1062
 _MUTABLE: Final = (
     "watermark",
     "last_id",
@@ -30,18 +26,6 @@ _MUTABLE: Final = (
     "started_at",
     "updated_at",
     "finished_at",
-)
-_COLUMNS: Final = (
-    "load_key",
-    "part",
-    "parts",
-    "aggregate_type",
-    "alias_name",
-    "target_index",
-    "where_sql",
-    "low_id",
-    "high_id",
-    *_MUTABLE,
 )
 
 
@@ -96,78 +80,14 @@ class MysqlLoadState:
     """`LoadStateStore` on the ``search_load_state`` table."""
 
     def __init__(self, pool: aiomysql.Pool) -> None:
-        self._pool = pool
+        self._table = StateTable(pool, "search_load_state", LoadRecord, _MUTABLE)
 
     async def parts(self, load_key: str) -> list[LoadRecord]:
-        sql = (
-            f"SELECT {', '.join(f'`{c}`' for c in _COLUMNS)} FROM `search_load_state`"
-            " WHERE `load_key` = %s ORDER BY `part`"
-        )
-        async with transaction_cursor(self._pool, "read search_load_state") as cur:
-            await cur.execute(sql, (load_key,))
-            rows = await cur.fetchall()
-        return [_record(dict(zip(_COLUMNS, row, strict=True))) for row in rows]
+        rows = await self._table.select("`load_key` = %s ORDER BY `part`", (load_key,))
+        return [record_of(LoadRecord, Status, row) for row in rows]
 
     async def plan(self, records: list[LoadRecord]) -> bool:
-        sql = (
-            f"INSERT INTO `search_load_state` ({', '.join(f'`{c}`' for c in _COLUMNS)})"
-            f" VALUES ({', '.join(['%s'] * len(_COLUMNS))})"
-        )
-        try:
-            async with transaction_cursor(self._pool, "write search_load_state") as cur:
-                for record in records:
-                    values = _values(record)
-                    await cur.execute(sql, tuple(values[c] for c in _COLUMNS))
-        except aiomysql.IntegrityError as exc:
-            if exc.args and exc.args[0] == _ER_DUP_ENTRY:
-                return False
-            raise
-        return True
+        return await self._table.insert([column_values(r) for r in records])
 
     async def save(self, record: LoadRecord) -> None:
-        values = _values(record)
-        sql = (
-            f"UPDATE `search_load_state` SET {', '.join(f'`{c}` = %s' for c in _MUTABLE)}"
-            " WHERE `load_key` = %s AND `part` = %s"
-        )
-        async with transaction_cursor(self._pool, "write search_load_state") as cur:
-            await cur.execute(sql, (*(values[c] for c in _MUTABLE), record.load_key, record.part))
-
-
-def _values(r: LoadRecord) -> dict[str, Any]:
-    values = {f.name: getattr(r, f.name) for f in dataclasses.fields(r)}
-    watermark: dict[str, dict[str, int]] | None = None
-    if r.watermark is not None:
-        watermark = {}
-        for (topic, partition), offset in sorted(r.watermark.items()):
-            watermark.setdefault(topic, {})[str(partition)] = offset
-    values.update(
-        alias_name=r.alias,
-        where_sql=r.where,
-        watermark=None
-        if watermark is None
-        else orjson.dumps(watermark, option=orjson.OPT_SORT_KEYS).decode(),
-        status=r.status.value,
-        started_at=None if r.started_at is None else db_time(r.started_at),
-        updated_at=db_time(r.updated_at),
-        finished_at=None if r.finished_at is None else db_time(r.finished_at),
-    )
-    return values
-
-
-def _record(row: dict[str, Any]) -> LoadRecord:
-    fields: dict[str, Any] = {f.name: row.get(f.name) for f in dataclasses.fields(LoadRecord)}
-    raw = row["watermark"]
-    fields.update(
-        alias=row["alias_name"],
-        where=row["where_sql"],
-        watermark=None
-        if raw is None
-        else {
-            (str(topic), int(p)): int(offset)
-            for topic, partitions in orjson.loads(raw).items()
-            for p, offset in partitions.items()
-        },
-        status=Status(row["status"]),
-    )
-    return LoadRecord(**fields)
+        await self._table.update(column_values(record), "load_key", "part")

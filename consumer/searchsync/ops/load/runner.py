@@ -22,20 +22,20 @@ from typing import Any
 
 from searchsync.clock import utc_now
 from searchsync.config import Settings
-from searchsync.errors import LiveLagTooHigh, OperationRefused, TransientError
+from searchsync.errors import LiveLagTooHigh, TransientError
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.mysql.key_scope import KeyScope, ranges
 from searchsync.mysql.truth import Truth
-from searchsync.ops.load.live import live_group_passed
 from searchsync.ops.load.outcome import LoadOptions, LoadOutcome, load_key
 from searchsync.ops.load.parts import LoadRecord, LoadStateStore, Status
 from searchsync.ops.rebuild import plan as plans
 from searchsync.ops.rebuild.backfill import Backfill, ChunkDone, backfill_chunks
+from searchsync.ops.rebuild.catchup import live_group_passed
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.rebuild.records import watermark_keys
 from searchsync.ops.repair.load import LagGuard, live_lag
 from searchsync.projection import Projector, ProjectorRegistry
-from searchsync.search.port import IndexAdmin, SearchEngine, WriteIndex
+from searchsync.search.port import IndexAdmin, SearchEngine
 from searchsync.search.sink import Sink
 
 
@@ -57,16 +57,15 @@ class Loader:
         started = time.monotonic()
         projector = self.registry.get(options.aggregate_type)
         alias = self.settings.alias(options.aggregate_type)
-        writer = await self._write_index(projector, alias)
+        writer = await plans.write_index(self.index_admin, projector, alias, loading=True)
         key = load_key(writer.index, options.where, options.parts)
         records = await self.state.parts(key)
-        if not records:
-            if options.dry_run:
-                return await self._planned(projector, alias, writer, options, None)
+        stored = bool(records)
+        if not stored:
             records = await self._plan(projector, alias, writer.index, key, options)
         record = records[options.part]
         if options.dry_run:
-            return await self._planned(projector, alias, writer, options, record)
+            return await self._planned(projector, alias, options, record, stored)
         if record.status is Status.DONE:
             if not options.again:
                 return LoadOutcome(
@@ -104,27 +103,11 @@ class Loader:
         outcome.parts_done = sum(done)
         return outcome
 
-    async def _write_index(self, projector: Projector, alias: str) -> WriteIndex:
-        writer = await self.index_admin.write_index(alias)
-        if writer is None:
-            raise OperationRefused(
-                f"alias {alias} has no write index: run `searchsync index init --type "
-                f"{projector.aggregate_type}` first (`--load` loads it right after)"
-            )
-        if writer.schema_version not in (None, projector.schema_version):
-            raise OperationRefused(
-                f"alias {alias} writes to {writer.index}, built for projection schema "
-                f"{writer.schema_version}, and this projector is schema "
-                f"{projector.schema_version}: load with the projector the index was built for, "
-                "or rebuild the index first (`searchsync rebuild`)"
-            )
-        return writer
-
     async def _plan(
         self, projector: Projector, alias: str, index: str, key: str, options: LoadOptions
     ) -> list[LoadRecord]:
-        """Cut the rows into the load's key ranges and store every part; the stored parts (a
-        concurrent process of the same load may have stored its own first)."""
+        """Cut the rows into the load's key ranges and (unless a dry run) store every part; the
+        stored parts (a concurrent process of the same load may have stored its own first)."""
         cuts = await self.truth.split_keys(projector, options.parts, options.where)
         now = utc_now()
         records = [
@@ -143,6 +126,8 @@ class Loader:
             )
             for part, scope in enumerate(ranges(cuts))
         ]
+        if options.dry_run:
+            return records
         await self.state.plan(records)
         return await self.state.parts(key)
 
@@ -150,26 +135,22 @@ class Loader:
         self,
         projector: Projector,
         alias: str,
-        writer: WriteIndex,
         options: LoadOptions,
-        record: LoadRecord | None,
+        record: LoadRecord,
+        stored: bool,
     ) -> LoadOutcome:
-        where = options.where
-        if record is None:
-            cuts = await self.truth.split_keys(projector, options.parts, where)
-            scope = ranges(cuts)[options.part]
-            scope = KeyScope(scope.low, scope.high, where)
-            state = "not planned yet"
-        else:
-            scope = KeyScope(record.last_id or record.low_id, record.high_id, where)
+        """The dry run: what is left of the part `record` (not `stored`: not planned yet)."""
+        scope = KeyScope(record.last_id or record.low_id, record.high_id, options.where)
+        state = "not planned yet"
+        if stored:
             state = f"{record.status.value}, {record.rows_done} rows done"
         rows = await self.truth.count(projector, scope)
         message = (
             f"would load part {options.part}/{options.parts} of {projector.table} into "
-            f"{writer.index} through alias {alias}: keys ({scope.low or '-inf'}, "
+            f"{record.target_index} through alias {alias}: keys ({scope.low or '-inf'}, "
             f"{scope.high or '+inf'}], {rows} rows left ({state}); nothing was changed"
         )
-        return LoadOutcome(True, "planned", message, record, rows_in_scope=rows)
+        return LoadOutcome(True, "planned", message, record if stored else None, rows_in_scope=rows)
 
     async def _continue(
         self, projector: Projector, outcome: LoadOutcome, options: LoadOptions
@@ -234,7 +215,7 @@ class Loader:
         left = KeyScope(first.last_id or first.low_id, first.high_id, first.where)
         total = first.rows_done + await self.truth.count(projector, left)
         outcome.rows_in_scope = total
-        self.progress.backfill(first.rows_done, max(total, first.rows_done), first.rows_failed)
+        self.progress.backfill(first.rows_done, total, first.rows_failed)
 
         async def on_chunk(chunk: ChunkDone) -> None:
             assert outcome.record is not None
@@ -249,7 +230,7 @@ class Loader:
             )
             outcome.rows_this_run += chunk.rows
             r = outcome.record
-            self.progress.backfill(r.rows_done, max(total, r.rows_done), r.rows_failed)
+            self.progress.backfill(r.rows_done, total, r.rows_failed)
 
         s = self.settings
         guard = LagGuard(
@@ -285,7 +266,7 @@ class Loader:
             after_id=first.last_id, stop_after_chunks=options.stop_after_chunks
         )
         r = outcome.record
-        self.progress.backfill(r.rows_done, max(total, r.rows_done), r.rows_failed, final=True)
+        self.progress.backfill(r.rows_done, total, r.rows_failed, final=True)
         outcome.failures = result.failures
         for doc_id, why in result.failures:
             self.progress.step("load", f"not indexed: {doc_id}: {why}")

@@ -1,11 +1,12 @@
 """A rebuild's catch-up group: its consumer (started once, drained once) and the waits until a
-consumer group (the catch-up group, or the live group) committed as far as a target."""
+consumer group (the catch-up group, or the live group) committed as far as a target; and the end
+of a load's part: has the live group passed the part's watermark?"""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +14,7 @@ from searchsync.config import Settings
 from searchsync.errors import OperationRefused
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.observability.rebuild_metrics import RebuildMetrics
-from searchsync.ops.rebuild.plan import high_watermarks
+from searchsync.ops.rebuild.plan import check_history, high_watermarks
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.rebuild.records import RebuildRecord, Watermark
 from searchsync.types import TopicPartition
@@ -38,6 +39,15 @@ class CatchupGroup:
         found = await asyncio.to_thread(self._kafka.committed, group, list(partitions))
         return {tp: found.get(tp) or 0 for tp in partitions}
 
+    async def seed(self, record: RebuildRecord) -> None:
+        """Set the catch-up group's offsets to the watermark, still in the topics' history."""
+        await asyncio.to_thread(check_history, self._kafka, record.watermark, record.alias)
+        failed = await asyncio.to_thread(
+            self._kafka.alter_committed, record.catchup_group, dict(record.watermark)
+        )
+        if failed:
+            raise OperationRefused(f"setting {record.catchup_group}'s offsets: {failed}")
+
     async def catch_up(self, record: RebuildRecord) -> dict[TopicPartition, int]:
         """Wait until the catch-up group reached the topics' ends as of now; those ends."""
         topics = sorted({t for t, _ in record.watermark})
@@ -58,7 +68,7 @@ class CatchupGroup:
         while True:
             done = await self.committed(group, partitions)
             lag = sum(max(0, target[tp] - done[tp]) for tp in partitions)
-            self._metrics.set_incremental_lag(record.alias, lag)
+            self._metrics.set("reindex_incremental_lag", record.alias, lag)
             if lag == 0:
                 return
             why = self.failure()
@@ -97,3 +107,47 @@ class CatchupGroup:
         if task is not None:
             self._stop.set()
             await task
+
+
+async def live_group_passed(
+    kafka: KafkaAdmin,
+    settings: Settings,
+    watermark: Watermark,
+    sleep: Callable[[float], Awaitable[None]],
+) -> str | None:
+    """Wait until the live group committed at least `watermark` on every partition (a note for
+    the summary), or return at once when the group never committed and will start below it
+    (``auto_offset_reset = earliest``, the log start at or below it, no member); None at
+    ``load.live_wait_timeout_s``."""
+    group, target = settings.kafka.group_id, dict(watermark)
+    deadline = time.monotonic() + settings.load.live_wait_timeout_s
+    while True:
+        found = await asyncio.to_thread(kafka.committed, group, sorted(target))
+        if all((found.get(tp) or 0) >= offset for tp, offset in target.items()):
+            return f"live group {group} is past the watermark"
+        if all(v is None for v in found.values()) and await _will_start_below(
+            kafka, settings, target
+        ):
+            return (
+                f"live group {group} has not committed yet: it starts at the log start, "
+                "below the watermark, and applies every change after it"
+            )
+        if time.monotonic() >= deadline:
+            return None
+        await sleep(settings.load.poll_interval_s)
+
+
+async def _will_start_below(
+    kafka: KafkaAdmin, settings: Settings, target: dict[tuple[str, int], int]
+) -> bool:
+    """True when a new live group starts at the log start and that is at or below `target` on
+    every partition (and no member runs: a member's first commit is not far)."""
+    if settings.kafka.auto_offset_reset != "earliest":
+        return False
+    if await asyncio.to_thread(kafka.active_members, settings.kafka.group_id):
+        return False
+    for topic in sorted({t for t, _ in target}):
+        marks = await asyncio.to_thread(kafka.watermarks, topic)
+        if any(target.get((topic, p), m.low) < m.low for p, m in marks.items()):
+            return False
+    return True

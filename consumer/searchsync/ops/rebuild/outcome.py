@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.ops.rebuild.plan import Plan
-from searchsync.ops.rebuild.records import RebuildRecord, watermark_keys
+from searchsync.ops.rebuild.records import RebuildRecord, record_summary
 from searchsync.ops.rebuild.verify import VerifyReport
+
+_TIMES = ("started_at", "updated_at", "finished_at")
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +21,19 @@ class RebuildOptions:
     dry_run: bool = False
     wait_for_live: bool = True
     stop_after_chunks: int | None = None  # drills and tests: stop as if killed after K chunks
+
+    def check(self, alias: str, existing: RebuildRecord | None) -> None:
+        """Refuse to start a second rebuild of `alias`, or to resume none."""
+        if existing is not None and not self.resume:
+            raise OperationRefused(
+                f"alias {alias} has an unfinished rebuild {existing.rebuild_id} "
+                f"({existing.status.value}, into {existing.target_index}): pass --resume to "
+                "continue it, or --abandon to give it up"
+            )
+        if existing is None and self.resume:
+            raise InvalidRequest(
+                f"no unfinished rebuild of {alias} to resume: run without --resume"
+            )
 
 
 @dataclass(slots=True)
@@ -37,14 +52,7 @@ class RebuildOutcome:
             "action": self.action,
             "message": self.message,
             "plan": None if self.plan is None else self.plan.summary(),
-            "rebuild": None if self.record is None else _record_summary(self.record),
+            "rebuild": None if self.record is None else record_summary(self.record, *_TIMES),
             "verify": None if self.verify is None else self.verify.summary(),
             "failures": [{"id": i, "why": w} for i, w in self.failures],
         }
-
-
-def _record_summary(r: RebuildRecord) -> dict[str, Any]:
-    """Every field of `r` but its times."""
-    fields = {f.name: getattr(r, f.name) for f in dataclasses.fields(r)}
-    summary = {k: v for k, v in fields.items() if not k.endswith("_at")}
-    return {**summary, "watermark": watermark_keys(r.watermark), "status": r.status.value}

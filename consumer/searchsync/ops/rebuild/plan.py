@@ -19,7 +19,7 @@ from searchsync.mysql.truth import Truth
 from searchsync.ops.rebuild.records import RebuildRecord, Status, Watermark, watermark_keys
 from searchsync.projection import Projector
 from searchsync.projection.topics import consumed_topics, subscription
-from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin, IndexInfo
+from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin, IndexInfo, WriteIndex
 from searchsync.types import TopicPartition
 
 BULK_LOAD: Mapping[str, Any] = {"refresh_interval": "-1", "number_of_replicas": 0}
@@ -43,8 +43,8 @@ class Plan:
     current_docs: int | None = None  # documents in the current index (None: not listed)
 
     def summary(self) -> dict[str, Any]:
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        return {**fields, "topics": list(self.topics), "watermark": watermark_keys(self.watermark)}
+        watermark = watermark_keys(self.watermark)
+        return {**dataclasses.asdict(self), "topics": list(self.topics), "watermark": watermark}
 
 
 async def make_plan(
@@ -56,12 +56,7 @@ async def make_plan(
     alias: str,
 ) -> Plan:
     """The plan of a rebuild of `alias` now (the watermark is taken here)."""
-    writer = await index_admin.write_index(alias)
-    if writer is None:
-        raise OperationRefused(
-            f"alias {alias} has no write index: run `searchsync index init --type "
-            f"{projector.aggregate_type}` first"
-        )
+    writer = await write_index(index_admin, projector, alias)
     topics = await asyncio.to_thread(type_topics, kafka, settings, projector.aggregate_type)
     watermark = await asyncio.to_thread(high_watermarks, kafka, topics)
     indices = await index_admin.list_indices(alias)
@@ -83,15 +78,36 @@ async def make_plan(
     )
 
 
-def first_record(plan: Plan, projector: Projector, rebuild_id: str, now: datetime) -> RebuildRecord:
+async def write_index(
+    index_admin: IndexAdmin, projector: Projector, alias: str, *, loading: bool = False
+) -> WriteIndex:
+    """The write index of `alias`; `OperationRefused` without one, or, `loading` (a load writes
+    as `projector` projects), when it was built for another projection schema."""
+    writer = await index_admin.write_index(alias)
+    if writer is None:
+        raise OperationRefused(
+            f"alias {alias} has no write index: run `searchsync index init --type "
+            f"{projector.aggregate_type}` first" + (" (`--load` loads it right after)" * loading)
+        )
+    if loading and writer.schema_version not in (None, projector.schema_version):
+        raise OperationRefused(
+            f"alias {alias} writes to {writer.index}, built for projection schema "
+            f"{writer.schema_version}, and this projector is schema "
+            f"{projector.schema_version}: load with the projector the index was built for, "
+            "or rebuild the index first (`searchsync rebuild`)"
+        )
+    return writer
+
+
+def first_record(plan: Plan, rebuild_id: str, now: datetime) -> RebuildRecord:
     """The record of a rebuild of `plan` that begins now, before its backfill."""
     return RebuildRecord(
         rebuild_id=rebuild_id,
-        aggregate_type=projector.aggregate_type,
+        aggregate_type=plan.aggregate_type,
         alias=plan.alias,
         source_index=plan.current_index,
         target_index=plan.new_index,
-        schema_version=projector.schema_version,
+        schema_version=plan.new_schema_version,
         catchup_group=plan.catchup_group,
         watermark=dict(plan.watermark),
         last_id=None,
@@ -182,6 +198,12 @@ def rebuild_meta(
         "rebuilt_from": source_index,
         "watermark": watermark_keys(watermark),
     }
+
+
+async def create_index(index_admin: IndexAdmin, projector: Projector, r: RebuildRecord) -> None:
+    """Create the rebuild's new index: the bulk-load settings, the rebuild's ``_meta``."""
+    meta = rebuild_meta(projector.schema_version, r.rebuild_id, r.watermark, r.source_index)
+    await index_admin.create_index(r.target_index, index_body(projector.mapping), meta=meta)
 
 
 def catchup_settings(settings: Settings, group: str, topics: Sequence[str]) -> Settings:

@@ -45,6 +45,8 @@ class Progress:
     def backfill(
         self, rows_done: int, rows_total: int, failed: int, *, final: bool = False
     ) -> None:
+        """The rows done of `rows_total` (at least `rows_done`), `failed` of them not indexed."""
+        rows_total = max(rows_total, rows_done)
         now = self._clock()
         if self._base_rows is None:
             self._base_rows = rows_done

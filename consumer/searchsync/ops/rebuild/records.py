@@ -9,7 +9,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 import aiomysql
 import orjson
@@ -18,10 +18,15 @@ from searchsync.errors import OperationRefused
 from searchsync.mysql.pool import db_time, transaction_cursor
 from searchsync.types import TopicPartition
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+R = TypeVar("R", bound="DataclassInstance")
 Watermark = Mapping[TopicPartition, int]
 """The end offset of every partition of the type's outbox topics, taken before the scan."""
 
 _ER_DUP_ENTRY: Final = 1062
+_RENAMED: Final = {"alias": "alias_name", "where": "where_sql"}  # field: its column
 _MUTABLE: Final = (
     "last_id",
     "rows_done",
@@ -31,18 +36,6 @@ _MUTABLE: Final = (
     "active_alias",
     "updated_at",
     "finished_at",
-)
-_COLUMNS: Final = (
-    "rebuild_id",
-    "aggregate_type",
-    "alias_name",
-    "source_index",
-    "target_index",
-    "schema_version",
-    "catchup_group",
-    "watermark",
-    "started_at",
-    *_MUTABLE,
 )
 
 
@@ -97,6 +90,21 @@ def watermark_keys(watermark: Watermark) -> dict[str, int]:
     return {f"{t}/{p}": o for (t, p), o in sorted(watermark.items())}
 
 
+def record_summary(record: DataclassInstance, *left_out: str) -> dict[str, Any]:
+    """Every field of `record` but `left_out`, for ``--json``: the watermark by `watermark_keys`,
+    the status's value, times in ISO 8601."""
+    summary: dict[str, Any] = {}
+    for f in dataclasses.fields(record):
+        value = getattr(record, f.name)
+        if f.name == "watermark" and value is not None:
+            value = watermark_keys(value)
+        elif isinstance(value, enum.Enum | datetime):
+            value = value.value if isinstance(value, enum.Enum) else value.isoformat()
+        if f.name not in left_out:
+            summary[f.name] = value
+    return summary
+
+
 def unfinished_exists(alias: str) -> OperationRefused:
     """The refusal of a second unfinished rebuild of `alias`."""
     return OperationRefused(
@@ -109,69 +117,101 @@ class MysqlRebuildState:
     """`RebuildStateStore` on the ``search_rebuild_state`` table."""
 
     def __init__(self, pool: aiomysql.Pool) -> None:
-        self._pool = pool
+        self._table = StateTable(pool, "search_rebuild_state", RebuildRecord, _MUTABLE)
 
     async def unfinished(self, alias: str) -> RebuildRecord | None:
-        sql = (
-            f"SELECT {', '.join(f'`{c}`' for c in _COLUMNS)} FROM `search_rebuild_state`"
-            " WHERE `active_alias` = %s"
-        )
-        async with transaction_cursor(self._pool, "read search_rebuild_state") as cur:
-            await cur.execute(sql, (alias,))
-            row = await cur.fetchone()
-        return None if row is None else _record(dict(zip(_COLUMNS, row, strict=True)))
+        rows = await self._table.select("`active_alias` = %s", (alias,))
+        return record_of(RebuildRecord, Status, rows[0]) if rows else None
 
     async def create(self, record: RebuildRecord) -> None:
-        values = _values(record)
-        sql = (
-            f"INSERT INTO `search_rebuild_state` ({', '.join(f'`{c}`' for c in _COLUMNS)})"
-            f" VALUES ({', '.join(['%s'] * len(_COLUMNS))})"
-        )
-        try:
-            async with transaction_cursor(self._pool, "write search_rebuild_state") as cur:
-                await cur.execute(sql, tuple(values[c] for c in _COLUMNS))
-        except aiomysql.IntegrityError as exc:
-            if exc.args and exc.args[0] == _ER_DUP_ENTRY:
-                raise unfinished_exists(record.alias) from exc
-            raise
+        if not await self._table.insert([_values(record)]):
+            raise unfinished_exists(record.alias)
 
     async def save(self, record: RebuildRecord) -> None:
-        values = _values(record)
-        sql = (
-            f"UPDATE `search_rebuild_state` SET {', '.join(f'`{c}` = %s' for c in _MUTABLE)}"
-            " WHERE `rebuild_id` = %s"
-        )
-        async with transaction_cursor(self._pool, "write search_rebuild_state") as cur:
-            await cur.execute(sql, (*(values[c] for c in _MUTABLE), record.rebuild_id))
+        await self._table.update(_values(record), "rebuild_id")
 
 
 def _values(r: RebuildRecord) -> dict[str, Any]:
-    """The record's column values (the watermark as ``{"topic": {"partition": offset}}``)."""
-    watermark: dict[str, dict[str, int]] = {}
-    for (topic, partition), offset in sorted(r.watermark.items()):
-        watermark.setdefault(topic, {})[str(partition)] = offset
-    values = {f.name: getattr(r, f.name) for f in dataclasses.fields(r)}
-    values.update(
-        alias_name=r.alias,
-        watermark=orjson.dumps(watermark, option=orjson.OPT_SORT_KEYS).decode(),
-        status=r.status.value,
-        active_alias=None if r.status.finished else r.alias,
-        started_at=db_time(r.started_at),
-        updated_at=db_time(r.updated_at),
-        finished_at=None if r.finished_at is None else db_time(r.finished_at),
-    )
-    return values
+    return column_values(r, active_alias=None if r.status.finished else r.alias)
 
 
-def _record(row: dict[str, Any]) -> RebuildRecord:
-    fields: dict[str, Any] = {f.name: row.get(f.name) for f in dataclasses.fields(RebuildRecord)}
-    fields.update(
-        alias=row["alias_name"],
-        watermark={
+class StateTable:
+    """The SQL of a state table whose rows are records (`column_values`, `record_of`): a column
+    per field of `record_type`, and the `mutable` ones it lacks; all inserted at once, the
+    `mutable` ones updated."""
+
+    def __init__(
+        self,
+        pool: aiomysql.Pool,
+        table: str,
+        record_type: type[DataclassInstance],
+        mutable: tuple[str, ...],
+    ) -> None:
+        own = [_RENAMED.get(f.name, f.name) for f in dataclasses.fields(record_type)]
+        self._columns = (*own, *(c for c in mutable if c not in own))
+        self._pool, self._table, self._mutable = pool, table, mutable
+        self._names = ", ".join(f"`{c}`" for c in self._columns)
+        self._marks = ", ".join(["%s"] * len(self._columns))
+        self._sets = ", ".join(f"`{c}` = %s" for c in mutable)
+
+    async def select(self, where: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
+        """The rows matching `where` (a constant condition; the values in `args`)."""
+        sql = f"SELECT {self._names} FROM `{self._table}` WHERE {where}"
+        async with transaction_cursor(self._pool, f"read {self._table}") as cur:
+            await cur.execute(sql, args)
+            rows = await cur.fetchall()
+        return [dict(zip(self._columns, row, strict=True)) for row in rows]
+
+    async def insert(self, rows: list[dict[str, Any]]) -> bool:
+        """Store `rows` in one transaction; False (nothing stored) on a duplicate key."""
+        sql = f"INSERT INTO `{self._table}` ({self._names}) VALUES ({self._marks})"
+        try:
+            async with transaction_cursor(self._pool, f"write {self._table}") as cur:
+                for row in rows:
+                    await cur.execute(sql, tuple(row[c] for c in self._columns))
+        except aiomysql.IntegrityError as exc:
+            if exc.args and exc.args[0] == _ER_DUP_ENTRY:
+                return False
+            raise
+        return True
+
+    async def update(self, row: dict[str, Any], *key: str) -> None:
+        """Store the mutable columns of `row`, found by its `key` columns."""
+        match = " AND ".join(f"`{c}` = %s" for c in key)
+        sql = f"UPDATE `{self._table}` SET {self._sets} WHERE {match}"
+        async with transaction_cursor(self._pool, f"write {self._table}") as cur:
+            await cur.execute(sql, tuple(row[c] for c in (*self._mutable, *key)))
+
+
+def column_values(record: Any, **extra: Any) -> dict[str, Any]:
+    """The column values of a record dataclass: times as the database holds them, the status's
+    value, the watermark as ``{"topic": {"partition": offset}}`` JSON; then `extra`."""
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(record):
+        value = getattr(record, f.name)
+        if isinstance(value, datetime):
+            value = db_time(value)
+        elif isinstance(value, enum.Enum):
+            value = value.value
+        values[_RENAMED.get(f.name, f.name)] = value
+    if record.watermark is not None:
+        watermark: dict[str, dict[str, int]] = {}
+        for (topic, partition), offset in sorted(record.watermark.items()):
+            watermark.setdefault(topic, {})[str(partition)] = offset
+        values["watermark"] = orjson.dumps(watermark, option=orjson.OPT_SORT_KEYS).decode()
+    return {**values, **extra}
+
+
+def record_of(record_type: type[R], status: type[enum.Enum], row: dict[str, Any]) -> R:
+    """The `record_type` whose column values `row` holds (`column_values` reversed)."""
+    fields = {
+        f.name: row.get(_RENAMED.get(f.name, f.name)) for f in dataclasses.fields(record_type)
+    }
+    fields["status"] = status(row["status"])
+    if row["watermark"] is not None:
+        fields["watermark"] = {
             (str(topic), int(p)): int(offset)
             for topic, partitions in orjson.loads(row["watermark"]).items()
             for p, offset in partitions.items()
-        },
-        status=Status(row["status"]),
-    )
-    return RebuildRecord(**fields)
+        }
+    return record_type(**fields)

@@ -69,16 +69,7 @@ class Rebuilder:
             return await self._abandon(alias, existing, options.dry_run)
         if options.dry_run:
             return await self._dry_run(projector, alias, existing)
-        if existing is not None and not options.resume:
-            raise OperationRefused(
-                f"alias {alias} has an unfinished rebuild {existing.rebuild_id} "
-                f"({existing.status.value}, into {existing.target_index}): pass --resume to "
-                "continue it, or --abandon to give it up"
-            )
-        if existing is None and options.resume:
-            raise InvalidRequest(
-                f"no unfinished rebuild of {alias} to resume: run without --resume"
-            )
+        options.check(alias, existing)
         try:
             if existing is None:
                 record = await self._begin(projector, alias)
@@ -125,46 +116,32 @@ class Rebuilder:
         why = plans.unloaded(plan, projector.table, self.settings)
         if why is not None:
             raise OperationRefused(why)
-        record = plans.first_record(plan, projector, uuid.uuid4().hex, utc_now())
+        record = plans.first_record(plan, uuid.uuid4().hex, utc_now())
         await self.state.create(record)
         marks = watermark_keys(plan.watermark)
         self.progress.step("watermark", f"watermark {marks} recorded", rebuild=record.rebuild_id)
-        await self._create_index(projector, record)
         return record
-
-    async def _create_index(self, projector: Projector, record: RebuildRecord) -> None:
-        meta = plans.rebuild_meta(
-            projector.schema_version, record.rebuild_id, record.watermark, record.source_index
-        )
-        await self.index_admin.create_index(
-            record.target_index, plans.index_body(projector.mapping), meta=meta
-        )
-        self.progress.step("create", f"created {record.target_index} (bulk-load settings)")
 
     async def _continue(
         self, projector: Projector, record: RebuildRecord, options: RebuildOptions
     ) -> RebuildOutcome:
         failures: Failures = []
         if record.status is Status.BACKFILLING:
-            if not await self.index_admin.exists(record.target_index):
-                await self._create_index(projector, record)  # stopped between save and create
+            if not await self.index_admin.exists(record.target_index):  # new, or saved just before
+                await plans.create_index(self.index_admin, projector, record)
+                self.progress.step("create", f"created {record.target_index} (bulk-load settings)")
             record, done, failures = await self._backfill(projector, record, options)
             if not done:
                 message = f"stopped after {options.stop_after_chunks} chunks; run with --resume"
                 return RebuildOutcome(False, "interrupted", message, record, failures=failures)
-            await asyncio.to_thread(plans.check_history, self.kafka, record.watermark, record.alias)
-            failed = await asyncio.to_thread(
-                self.kafka.alter_committed, record.catchup_group, dict(record.watermark)
-            )
-            if failed:
-                raise OperationRefused(f"setting {record.catchup_group}'s offsets: {failed}")
+            await self.group.seed(record)
             record = await self.save(record, status=Status.CATCHING_UP)
         return await self._finish(projector, record, options, failures)
 
     async def _backfill(
         self, projector: Projector, record: RebuildRecord, options: RebuildOptions
     ) -> tuple[RebuildRecord, bool, Failures]:
-        total = max(await self.truth.count(projector), record.rows_done)
+        total = await self.truth.count(projector)
         current = record
 
         async def on_chunk(chunk: ChunkDone) -> None:
@@ -175,12 +152,10 @@ class Rebuilder:
                 rows_done=current.rows_done + chunk.rows,
                 rows_failed=current.rows_failed + chunk.failed,
             )
-            self.metrics.scanned(current.alias, chunk.rows)
-            self.metrics.indexed(current.alias, chunk.indexed)
-            self.metrics.failed(current.alias, chunk.failed)
-            self.progress.backfill(
-                current.rows_done, max(total, current.rows_done), current.rows_failed
+            self.metrics.chunk(
+                current.alias, scanned=chunk.rows, indexed=chunk.indexed, failed=chunk.failed
             )
+            self.progress.backfill(current.rows_done, total, current.rows_failed)
 
         backfill = Backfill(
             truth=self.truth,
@@ -193,9 +168,7 @@ class Rebuilder:
         result = await backfill.run(
             after_id=record.last_id, stop_after_chunks=options.stop_after_chunks
         )
-        self.progress.backfill(
-            current.rows_done, max(total, current.rows_done), current.rows_failed, final=True
-        )
+        self.progress.backfill(current.rows_done, total, current.rows_failed, final=True)
         for doc_id, why in result.failures:
             self.progress.step("backfill", f"not indexed: {doc_id}: {why}")
         return current, result.complete, result.failures
@@ -276,7 +249,7 @@ class Rebuilder:
             if attempt > 1:  # concurrent writes make one measurement racy: catch up, measure again
                 await self.group.catch_up(record)
             report = await verify(self.reader, self.truth, r, projector, record)
-            self.metrics.set_query_diff_rate(record.alias, report.query_diff_rate)
+            self.metrics.set("v1_v2_query_diff_rate", record.alias, report.query_diff_rate)
             progress.step("verify", f"attempt {attempt}: {report.summary()}")
             if report.ok:
                 break
@@ -292,7 +265,7 @@ class Rebuilder:
         record = await self.save(record, status=Status.SWAPPED, message=None)
         parsed = parse_physical_name(record.target_index)
         if parsed is not None:
-            self.metrics.set_alias_physical_index(record.alias, parsed[1])
+            self.metrics.set("alias_current_physical_index", record.alias, parsed[1])
         read = read_alias_name(record.alias)
         progress.step(
             "swap", f"alias {record.alias} and read alias {read} -> {record.target_index}"

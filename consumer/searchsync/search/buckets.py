@@ -6,17 +6,17 @@ space in one point in time, sorted by ``_shard_doc``."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncGenerator, Awaitable
 from typing import Any
 
 from elastic_transport import ObjectApiResponse
 from elasticsearch import AsyncElasticsearch
 
-from searchsync.errors import ErrorCode, TransientError
+from searchsync.errors import ErrorCode
 from searchsync.search.errors import engine_call
 from searchsync.search.port import StoredDocument
 from searchsync.search.queries import stored_document
+from searchsync.search.tombstones import pit_pages
 from searchsync.types import HASH_SPACE, BucketCursor
 
 _HITS = ["hits.hits._id", "hits.hits._version", "hits.hits._source"]  # nothing else parsed
@@ -70,31 +70,13 @@ class EsBuckets:
         return [stored_document(h) for h in found.get("hits", {}).get("hits", [])]  # none: none
 
     async def strays(self, alias: str, limit: int) -> AsyncGenerator[list[StoredDocument], None]:
-        opened = self._client.open_point_in_time(index=alias, keep_alive=_PIT_KEEP_ALIVE)
-        pit: str = (await _es(f"open a PIT on {alias}", opened))["id"]
-        body: dict[str, Any] = {
-            "query": _OUTSIDE_KEYS,
-            "sort": [{"_shard_doc": "asc"}],
-            "size": limit,
-            "version": True,
-            "track_total_hits": False,
-            "_source": _LIGHT_FIELDS[1:],
-        }
-        try:
-            while True:
-                body["pit"] = {"id": pit, "keep_alive": _PIT_KEEP_ALIVE}
-                search = self._client.search(body=body, filter_path=_STRAY_HITS)
-                found = await _es(f"search strays of {alias}", search)
-                pit = found.get("pit_id", pit)
-                hits: list[dict[str, Any]] = found.get("hits", {}).get("hits", [])
-                if hits:
-                    yield [stored_document(h) for h in hits]
-                if len(hits) < limit:
-                    return
-                body["search_after"] = hits[-1]["sort"]
-        finally:
-            with contextlib.suppress(TransientError):
-                await _es(f"close a PIT on {alias}", self._client.close_point_in_time(id=pit))
+        light = _LIGHT_FIELDS[1:]
+        body = {"query": _OUTSIDE_KEYS, "size": limit, "version": True, "_source": light}
+        pages = pit_pages(
+            self._client, alias, body, _PIT_KEEP_ALIVE, ErrorCode.ES_UNAVAILABLE, _STRAY_HITS
+        )
+        async for hits in pages:
+            yield [stored_document(h) for h in hits]
 
 
 def _light(hit: dict[str, Any]) -> StoredDocument | None:

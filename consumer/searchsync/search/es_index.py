@@ -1,9 +1,8 @@
 """`EsIndex`, the `SearchEngine` port on Elasticsearch (and on OpenSearch through
 `OpenSearchClient`): bulk ``index`` actions with external versions through the alias, mget, one
-`ItemResult` per action; the searches of `searchsync.search.queries`, the bucket reads of
-`searchsync.search.buckets`, the purge's of `searchsync.search.tombstones` and the indices and
-aliases of `searchsync.search.elasticsearch`. `BulkSizer` cuts
-bulks by count and bytes."""
+`ItemResult` per action; the reads of `searchsync.search.queries`, the purge's of
+`searchsync.search.tombstones` and the indices and aliases of `searchsync.search.elasticsearch`.
+`BulkSizer` cuts bulks by count and bytes."""
 
 from __future__ import annotations
 
@@ -16,7 +15,6 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
 from searchsync.errors import ErrorCode, TransientError
-from searchsync.search.buckets import EsBuckets
 from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.errors import (
     BAD_RESPONSE_ERROR,
@@ -71,7 +69,7 @@ class BulkSizer:
             yield EncodedBulk(chunk, b"".join(parts))
 
 
-class EsIndex(EsReads, EsBuckets, EsTombstones, EsIndexAdmin):
+class EsIndex(EsReads, EsTombstones, EsIndexAdmin):
     """`SearchEngine` over `AsyncElasticsearch` (or `OpenSearchClient`); bulks run one after
     another, in order. Only the
     rebuild turns `require_alias` off, to fill its physical index (docs/design.md, Rebuild)."""

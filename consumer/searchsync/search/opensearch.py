@@ -96,7 +96,8 @@ class OpenSearchClient(AsyncElasticsearch):
         elif endpoint_id == "close_point_in_time":
             path, body = _PIT, {"pit_id": [cast(Mapping[str, Any], body)["id"]]}
         elif isinstance(body, dict) and "sort" in body and "pit" in body:
-            body = body | {"sort": [_pit_sort(key) for key in body["sort"]]}
+            sort = [{_SORT_FOR.get(f, f): o for f, o in key.items()} for key in body["sort"]]
+            body = body | {"sort": sort}
         elif isinstance(body, list | tuple):  # the lines of an NDJSON body
             body = b"".join(orjson.dumps(line) + b"\n" for line in body)
         try:
@@ -127,11 +128,3 @@ def _param(value: Any) -> str:
     if isinstance(value, list | tuple):
         return ",".join(_param(v) for v in value)
     return str(value)
-
-
-def _pit_sort(key: Any) -> Any:
-    if isinstance(key, str):
-        return _SORT_FOR.get(key, key)
-    if isinstance(key, dict):
-        return {_SORT_FOR.get(field, field): order for field, order in key.items()}
-    return key

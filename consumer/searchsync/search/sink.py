@@ -14,29 +14,11 @@ from typing import Final, NamedTuple, Protocol
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.projection import content_hash
 from searchsync.search.errors import BAD_RESPONSE_ERROR, NO_RESPONSE, status_code
-from searchsync.search.port import (
-    EXTERNAL,
-    EXTERNAL_GTE,
-    IndexOp,
-    ItemResult,
-    SearchEngine,
-    StoredDocument,
-)
-
-__all__ = [
-    "EXTERNAL",
-    "EXTERNAL_GTE",
-    "FINISHED_KINDS",
-    "IndexOp",
-    "ItemResult",
-    "OutcomeKind",
-    "Sink",
-    "SinkObserver",
-    "StoredProjection",
-    "WriteOutcome",
-    "classify",
-    "stored_projection",
-]
+from searchsync.search.port import EXTERNAL as EXTERNAL
+from searchsync.search.port import EXTERNAL_GTE as EXTERNAL_GTE
+from searchsync.search.port import IndexOp as IndexOp
+from searchsync.search.port import ItemResult as ItemResult
+from searchsync.search.port import SearchEngine, StoredDocument
 
 
 @dataclass(frozen=True, slots=True)

@@ -118,29 +118,15 @@ async def wait_for_revision(
 
 
 def wait_for_revision_sync(
-    settings: Settings,
-    aggregate_type: str,
-    doc_id: str,
-    revision: int,
-    *,
-    until: Until = Until.INDEXED,
-    timeout_s: float = 10.0,
-    backoff: Backoff = DEFAULT_BACKOFF,
+    settings: Settings, aggregate_type: str, doc_id: str, revision: int, **options: Any
 ) -> WaitResult:
-    """`wait_for_revision` on the alias of `aggregate_type` on a runtime of its own, for an
-    application without an event loop (not from a running one)."""
+    """`wait_for_revision` (with its keyword `options`) on the alias of `aggregate_type` on a
+    runtime of its own, for an application without an event loop (not from a running one)."""
 
     async def go() -> WaitResult:
         async with Runtime(settings) as runtime:
-            return await wait_for_revision(
-                runtime.search().aliased,
-                settings.alias(aggregate_type),
-                doc_id,
-                revision,
-                until=until,
-                timeout_s=timeout_s,
-                backoff=backoff,
-            )
+            reader, alias = runtime.search().aliased, settings.alias(aggregate_type)
+            return await wait_for_revision(reader, alias, doc_id, revision, **options)
 
     return asyncio.run(go())
 
@@ -152,19 +138,14 @@ async def _indexed(reader: SearchEngine, alias: str, doc_id: str, revision: int)
 
 async def _searchable(reader: SearchEngine, alias: str, doc_id: str, revision: int) -> Observed:
     only = {"ids": {"values": [doc_id]}}
-    live = await _one(reader.search(read_alias_name(alias), only, size=1))
+    live = next(iter(await reader.search(read_alias_name(alias), only, size=1)), None)
     if live is not None:  # what readers see; a live document below the revision is not it yet
         return live.version >= revision, live.version, False
-    hit = await _one(reader.search(alias, only, size=1))
+    hit = next(iter(await reader.search(alias, only, size=1)), None)
     if hit is None:
         return False, None, None
     deleted = hit.source.get("is_deleted") is True
     return deleted and hit.version >= revision, hit.version, deleted
-
-
-async def _one(hits: Awaitable[list[StoredDocument]]) -> StoredDocument | None:
-    found = await hits
-    return found[0] if found else None
 
 
 class Freshness(enum.Enum):

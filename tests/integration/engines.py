@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Final, cast
+from typing import Final
 from urllib.parse import urlsplit
 
 import pytest
@@ -22,7 +22,7 @@ def engine_client(engine: str, es_url: str) -> AsyncElasticsearch:
     """A client of `engine` (Elasticsearch at `es_url`, OpenSearch at `OS_URL`); close it."""
     if engine == "opensearch":
         require_opensearch()
-        return cast(AsyncElasticsearch, OpenSearchClient([OS_URL], request_timeout=30))
+        return OpenSearchClient([OS_URL], request_timeout=30)
     return AsyncElasticsearch(es_url, request_timeout=30)
 
 

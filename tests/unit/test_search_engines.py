@@ -103,7 +103,7 @@ async def test_bulk_sends_the_encoded_body_unchanged_with_lower_case_flags() -> 
     client, sent = _client({"items": []})
     await client.bulk(operations=b'{"index":{}}\n{}\n', require_alias=True, filter_path="items")
     assert sent.calls[0] == (
-        "POST",
+        "PUT",
         "/_bulk",
         {"require_alias": "true", "filter_path": "items"},
         b'{"index":{}}\n{}\n',
@@ -118,7 +118,8 @@ async def test_errors_are_the_elasticsearch_clients() -> None:
     assert caught.value.meta.status == 404 and caught.value.body == {"error": {"type": "x"}}
     with pytest.raises(EsConnectionTimeout):
         await client.indices.refresh(index="a")
-    assert await client.indices.exists(index="nope") is False  # a HEAD's 404 is an answer
+    gone = await client.indices.exists(index="nope")  # a HEAD's 404 is an answer
+    assert not gone and gone.meta.status == 404
 
 
 async def test_an_ignored_status_is_the_answer() -> None:

@@ -82,7 +82,7 @@ def register_relay(commands: Any) -> None:
 
 
 def cmd_relay_run(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    from searchsync.relay.service import run_relay
+    from searchsync.relay.relay import run_relay
 
     configure_logging(settings.observability.log_level, secrets=settings.secret_values())
 

@@ -56,20 +56,14 @@ class DlqSummary:
 
     def as_json(self) -> dict[str, Any]:
         """The summary as one JSON-ready document (times in ISO-8601)."""
-
-        def stamp(at: datetime | None) -> str | None:
-            return None if at is None else at.isoformat()
-
+        times = ("oldest_failed_at", "newest_failed_at", "oldest_timestamp", "newest_timestamp")
         return {
             "dlq_topic": self.topic,
             "exists": self.exists,
             "total": self.total,
             "by_code": dict(self.by_code),
             "by_type": dict(self.by_type),
-            "oldest_failed_at": stamp(self.oldest_failed_at),
-            "newest_failed_at": stamp(self.newest_failed_at),
-            "oldest_timestamp": stamp(self.oldest_timestamp),
-            "newest_timestamp": stamp(self.newest_timestamp),
+            **{name: _iso(getattr(self, name)) for name in times},
             "replayed": self.replayed,
             "from_replays": self.from_replays,
             "replay_outcomes": self.outcomes,
@@ -167,6 +161,10 @@ def _indexed(
         for kind, ids in sorted(wanted.items())
         for aggregate_id, revision in ledger.indexed_revisions(kind, ids).items()
     }
+
+
+def _iso(at: datetime | None) -> str | None:
+    return None if at is None else at.isoformat()
 
 
 def _counts(values: Any) -> dict[str, int]:

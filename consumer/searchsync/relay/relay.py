@@ -1,4 +1,5 @@
-"""The polling relay: claim outbox rows, publish them as the Outbox Event Router would, mark them.
+"""The polling relay: claim outbox rows, publish them as the Outbox Event Router would, mark them;
+`run_relay` runs one over the outbox table and a producer until stopped.
 Delivery is at least once (a crash after publishing re-publishes once the claim is taken back);
 the consumer's external versions make a duplicate harmless (docs/relay.md)."""
 
@@ -8,8 +9,11 @@ import asyncio
 import contextlib
 import logging
 import math
+import os
 import random
+import socket
 import time
+import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
@@ -18,10 +22,19 @@ from typing import Final, Protocol
 from confluent_kafka import KafkaError, KafkaException
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
-from searchsync.config import RelaySettings
+from searchsync.config import RelaySettings, Settings
 from searchsync.errors import DeliveryFailed, TransientError
+from searchsync.kafka.producer import AcknowledgedProducer, ProducerFactory
+from searchsync.observability.http import serve_job_metrics
 from searchsync.observability.rolling import DEFAULT_WINDOW, RollingKinds
-from searchsync.relay.port import Failure, OutboxCounts, OutboxEntry, RelayStore, router_record
+from searchsync.relay.port import (
+    PARTITIONER,
+    Failure,
+    OutboxCounts,
+    OutboxEntry,
+    RelayStore,
+    router_record,
+)
 from searchsync.stream.retry import RetryPolicy
 
 log = logging.getLogger(__name__)
@@ -243,3 +256,37 @@ class Relay:
         except Exception as exc:
             return f"{type(exc).__name__}: {exc}", row_fault(exc)
         return None
+
+
+async def run_relay(
+    settings: Settings,
+    store: RelayStore,
+    *,
+    stop: asyncio.Event,
+    producer_factory: ProducerFactory,
+) -> None:
+    """Run one relay until `stop`; serves /metrics on ``relay.metrics_port`` when not 0. Its
+    ``locked_by`` (at most 128 characters) is ``host:pid:random``."""
+    metrics = RelayMetrics()
+    holder = f"{socket.gethostname()[:96]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    config = {**settings.kafka.client_config(), **PARTITIONER}  # Java-compatible partitioner
+    producer = AcknowledgedProducer(config, name="searchsync-relay", factory=producer_factory)
+    server = await serve_job_metrics(
+        settings.observability.metrics_host,
+        settings.relay.metrics_port,
+        metrics,
+        port_setting="relay.metrics_port",
+        details={"relay": holder},
+    )
+    try:
+        relay = Relay(store, producer, settings.relay, holder=holder, metrics=metrics)
+        log.info("relay %s publishing %s", holder, settings.relay.table)
+        await relay.run(stop)
+    finally:
+        if server is not None:
+            await server.close()
+        unsent = await producer.close(settings.relay.publish_timeout_s)
+        if unsent:
+            log.warning(
+                "%d records unacknowledged at exit; their claims will be taken back", unsent
+            )

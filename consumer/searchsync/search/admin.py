@@ -8,13 +8,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from elasticsearch import AsyncElasticsearch
 
 from searchsync import naming
 from searchsync.errors import ConfigError, IndexAdminError, IndexExists
-from searchsync.search.client import is_opensearch_client
 from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.engine_modules import missing_module
 from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin
@@ -111,8 +110,4 @@ async def init_index(
 
 
 def _admin(client: AsyncElasticsearch | IndexAdmin) -> IndexAdmin:
-    if isinstance(client, AsyncElasticsearch):
-        return EsIndexAdmin(client)
-    if is_opensearch_client(client):  # takes the AsyncElasticsearch calls EsIndexAdmin makes
-        return EsIndexAdmin(cast(AsyncElasticsearch, client))
-    return client
+    return EsIndexAdmin(client) if isinstance(client, AsyncElasticsearch) else client

@@ -7,8 +7,7 @@ OpenSearch, so an Elasticsearch install runs without it."""
 
 from __future__ import annotations
 
-import sys
-from typing import TYPE_CHECKING, Any, Final, TypeGuard, cast
+from typing import TYPE_CHECKING, Any, Final
 
 from elasticsearch import AsyncElasticsearch, AuthenticationException, AuthorizationException
 from elasticsearch.serializer import OrjsonSerializer
@@ -19,7 +18,6 @@ from searchsync.errors import ConfigError
 if TYPE_CHECKING:
     from searchsync.search.opensearch import OpenSearchClient
 
-_OPENSEARCH_MODULE: Final = "searchsync.search.opensearch"
 OPENSEARCH_EXTRA: Final = "pip install 'searchsync[opensearch]'"
 
 
@@ -37,12 +35,6 @@ def opensearch_client_class() -> type[OpenSearchClient]:
     return OpenSearchClient
 
 
-def is_opensearch_client(client: object) -> TypeGuard[OpenSearchClient]:
-    """True for an `OpenSearchClient`; never imports opensearch-py (no module, no such client)."""
-    module = sys.modules.get(_OPENSEARCH_MODULE)
-    return module is not None and isinstance(client, module.OpenSearchClient)
-
-
 def make_es_client(settings: Settings) -> AsyncElasticsearch:
     """An async client for ``settings.elasticsearch`` on the configured engine; the caller closes
     it."""
@@ -57,10 +49,7 @@ def make_es_client(settings: Settings) -> AsyncElasticsearch:
             options["http_auth"] = (es.username, es.password.reveal())
         if any(host.startswith("https://") for host in es.hosts):
             options["use_ssl"] = True
-        client = opensearch_client_class()(
-            es.hosts, request_timeout=es.request_timeout_s, **options
-        )
-        return cast(AsyncElasticsearch, client)  # typed as the client whose calls it takes
+        return opensearch_client_class()(es.hosts, request_timeout=es.request_timeout_s, **options)
     if es.api_key is not None:
         options["api_key"] = es.api_key.reveal()
     if es.username is not None and es.password is not None:

@@ -115,11 +115,8 @@ class EsIndexAdmin:
     async def update_settings(
         self, name: str, *, refresh_interval: str | None = None, replicas: int | None = None
     ) -> None:
-        changes: dict[str, Any] = {}
-        if refresh_interval is not None:
-            changes["refresh_interval"] = refresh_interval
-        if replicas is not None:
-            changes["number_of_replicas"] = replicas
+        asked = {"refresh_interval": refresh_interval, "number_of_replicas": replicas}
+        changes = {key: value for key, value in asked.items() if value is not None}
         if not changes:
             return
         with engine_call(name, admin_refusal):

@@ -1,9 +1,9 @@
 """The one place the search engine's failures become searchsync's errors (`searchsync.errors`).
 
 `status_code` maps an answer's status and error type to an `ErrorCode` (status `NO_RESPONSE`: no
-answer came); `engine_error` maps one client exception to the error to raise, by a `Refused`
-policy for refusals; `engine_call` applies it to a block. Both engines' clients raise the
-Elasticsearch client's exceptions (`searchsync.search.opensearch` translates its own)."""
+answer came); `engine_call` turns a client exception in a block into the error to raise, by a
+`Refused` policy for refusals. Both engines' clients raise the Elasticsearch client's exceptions
+(`searchsync.search.opensearch` translates its own)."""
 
 from __future__ import annotations
 
@@ -72,30 +72,29 @@ def es_error(exc: ApiError | TransportError) -> EsError:
     return EsError(exc.meta.status, None, str(exc.message))
 
 
+_BY_STATUS: Final = {
+    409: ErrorCode.ES_409,
+    429: ErrorCode.ES_429,
+    404: ErrorCode.ALIAS_MISSING,  # index_not_found_exception: the alias is missing; run index init
+    401: ErrorCode.ES_AUTH,
+    403: ErrorCode.ES_AUTH,
+    408: ErrorCode.ES_TIMEOUT,
+    413: ErrorCode.ES_TOO_LARGE,  # a single document above http.max_content_length
+}
+
+
 def status_code(status: int, error_type: str | None) -> ErrorCode:
     if status == NO_RESPONSE:
         return ErrorCode.ES_TIMEOUT if error_type == TIMEOUT_ERROR else ErrorCode.ES_UNAVAILABLE
-    if status == 409:
-        return ErrorCode.ES_409
-    if error_type == "cluster_block_exception":  # 429 flood-stage disk block, 403 write block
+    if status != 409 and error_type == "cluster_block_exception":  # 429 disk, 403 write block
         return ErrorCode.ES_BLOCKED
-    if status == 429:
-        return ErrorCode.ES_429
-    if status == 404:  # index_not_found_exception: the alias is missing; run index init
-        return ErrorCode.ALIAS_MISSING
-    if status in (401, 403):
-        return ErrorCode.ES_AUTH
-    if status == 408:
-        return ErrorCode.ES_TIMEOUT
-    if status == 413:  # a single document above http.max_content_length; BulkSizer avoids more
-        return ErrorCode.ES_TOO_LARGE
+    if status in _BY_STATUS:
+        return _BY_STATUS[status]
     if status >= 500:
         return ErrorCode.ES_5XX
     if status == 400:
         return ErrorCode.MAPPING_ERROR if error_type in _MAPPING_ERRORS else ErrorCode.ES_400
-    if 400 <= status < 500:
-        return ErrorCode.ES_4XX
-    return ErrorCode.ES_UNEXPECTED
+    return ErrorCode.ES_4XX if 400 <= status < 500 else ErrorCode.ES_UNEXPECTED
 
 
 Refused = ErrorCode | Callable[[str, EsError], Exception]
@@ -103,24 +102,19 @@ Refused = ErrorCode | Callable[[str, EsError], Exception]
 what the callable makes of (what was being done, the error)."""
 
 
-def engine_error(exc: ApiError | TransportError, doing: str, refused: Refused) -> Exception:
-    """The error to raise for `exc` while `doing`: no answer is a `TransientError`
-    ``ES_UNAVAILABLE``, a refusal what `refused` says."""
-    error = es_error(exc)
-    if error.status == NO_RESPONSE:
-        return TransientError(ErrorCode.ES_UNAVAILABLE, f"{doing}: {error.reason}")
-    if isinstance(refused, ErrorCode):
-        return TransientError(refused, f"{doing}: {error}")
-    return refused(doing, error)
-
-
 @contextmanager
 def engine_call(doing: str, refused: Refused = ErrorCode.ES_UNEXPECTED) -> Iterator[None]:
-    """Raise the client's failure inside the block as `engine_error` says."""
+    """Raise the client's failure inside the block: no answer as a `TransientError`
+    ``ES_UNAVAILABLE``, a refusal as `refused` says."""
     try:
         yield
     except (ApiError, TransportError) as exc:
-        raise engine_error(exc, doing, refused) from exc
+        error = es_error(exc)
+        if error.status == NO_RESPONSE:
+            raise TransientError(ErrorCode.ES_UNAVAILABLE, f"{doing}: {error.reason}") from exc
+        if isinstance(refused, ErrorCode):
+            raise TransientError(refused, f"{doing}: {error}") from exc
+        raise refused(doing, error) from exc
 
 
 def read_refusal(doing: str, error: EsError) -> Exception:

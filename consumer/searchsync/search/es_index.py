@@ -1,22 +1,20 @@
 """`EsIndex`, the `SearchEngine` port on Elasticsearch (and on OpenSearch through
 `OpenSearchClient`): bulk ``index`` actions with external versions through the alias, mget, one
-`ItemResult` per action; the searches of `searchsync.search.queries`, the bucket reads of
-`searchsync.search.buckets`, the purge's of `searchsync.search.tombstones` and the indices and
-aliases of `searchsync.search.elasticsearch`. `BulkSizer` cuts
-bulks by count and bytes."""
+`ItemResult` per action; the reads of `searchsync.search.queries`, the purge's of
+`searchsync.search.tombstones` and the indices and aliases of `searchsync.search.elasticsearch`.
+`BulkSizer` cuts bulks by count and bytes."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, NamedTuple, cast
+from typing import Any, Final, cast
 
 from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
 from searchsync.errors import ErrorCode, TransientError
-from searchsync.search.buckets import EsBuckets
 from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.errors import (
     BAD_RESPONSE_ERROR,
@@ -71,7 +69,7 @@ class BulkSizer:
             yield EncodedBulk(chunk, b"".join(parts))
 
 
-class EsIndex(EsReads, EsBuckets, EsTombstones, EsIndexAdmin):
+class EsIndex(EsReads, EsTombstones, EsIndexAdmin):
     """`SearchEngine` over `AsyncElasticsearch` (or `OpenSearchClient`); bulks run one after
     another, in order. Only the
     rebuild turns `require_alias` off, to fill its physical index (docs/design.md, Rebuild)."""
@@ -113,7 +111,8 @@ class EsIndex(EsReads, EsBuckets, EsTombstones, EsIndexAdmin):
             sending.cancel()  # a no-op once done; else the caller was cancelled
 
     async def _send(self, bulk: EncodedBulk) -> Any:
-        """One bulk request: the answer's body, or `_Refused` when it failed."""
+        """One bulk request: the answer's body (a dict), or the results of its ops (a list) when it
+        failed."""
         try:
             # the serializer passes encoded bytes through; the stubs only know dicts
             response = await self._client.bulk(
@@ -123,9 +122,7 @@ class EsIndex(EsReads, EsBuckets, EsTombstones, EsIndexAdmin):
             )
         except (ApiError, TransportError) as exc:
             error = es_error(exc)
-            return _Refused(
-                [ItemResult(op, error.status, error.type, error.reason) for op in bulk.ops]
-            )
+            return [ItemResult(op, error.status, error.type, error.reason) for op in bulk.ops]
         return response.body
 
     async def _mget(self, alias: str, ids: Sequence[str], *, versions: bool) -> list[Any]:
@@ -168,10 +165,6 @@ class EsIndex(EsReads, EsBuckets, EsTombstones, EsIndexAdmin):
             await self._client.indices.refresh(index=index)
 
 
-class _Refused(NamedTuple):
-    results: list[ItemResult]
-
-
 async def _let_it_leave() -> None:
     """The `_TURNS_TO_SEND` event loop turns a started request takes to send its body."""
     for _ in range(_TURNS_TO_SEND):
@@ -180,8 +173,8 @@ async def _let_it_leave() -> None:
 
 def _parse(bulk: EncodedBulk, answer: Any) -> list[ItemResult]:
     """One result per op of `bulk`, from `_send`'s answer."""
-    if isinstance(answer, _Refused):
-        return answer.results
+    if isinstance(answer, list):  # the request failed
+        return answer
     chunk = bulk.ops
     items = answer.get("items") if isinstance(answer, dict) else None
     if not isinstance(items, list) or len(items) != len(chunk):

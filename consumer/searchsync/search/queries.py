@@ -1,19 +1,39 @@
-"""The searches of the Elasticsearch adapter (`searchsync.search.es_index.EsIndex` has them): what
-an application reads back through a read alias (`search`, never a tombstone; no refresh is ever
-asked), and what a rebuild's verification reads from a physical index by name. Failures become
-errors in `searchsync.search.errors` only."""
+"""The reads of the Elasticsearch adapter (`searchsync.search.es_index.EsIndex` has them): what an
+application reads back through a read alias (`search`, never a tombstone; no refresh is ever
+asked), what a rebuild's verification reads from a physical index by name, and the repair wheel's
+reads. Those are one ``range`` query on ``sync_hash`` per bucket page, sorted by ``id`` with
+``search_after``, through the alias; a light page reads doc values only (a hit without an ``id``
+value makes the page be read again with ``_source``); `strays` reads the documents outside the key
+space in one point in time, sorted by ``_shard_doc``. Failures become errors in
+`searchsync.search.errors` only."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Final
 
 from elasticsearch import AsyncElasticsearch
 
+from searchsync.errors import ErrorCode
 from searchsync.search.errors import engine_call, search_refusal
 from searchsync.search.port import LIVE_FILTER, StoredDocument
+from searchsync.search.tombstones import pit_pages
+from searchsync.types import HASH_SPACE, BucketCursor
 
 _PAGE: Final = 1_000
+
+_HITS = ["hits.hits._id", "hits.hits._version", "hits.hits._source"]  # nothing else parsed
+# the revision (the external `_version`) and flag checks' fields, from doc values
+_LIGHT_FIELDS = ["id", "projection_schema_version", "is_deleted", "sync_hash"]
+_LIGHT_HITS = ["hits.hits._version", "hits.hits.fields"]
+_LIGHT: dict[str, Any] = {
+    "_source": False,
+    "stored_fields": "_none_",
+    "docvalue_fields": _LIGHT_FIELDS,
+}
+_OUTSIDE_KEYS = {"bool": {"must_not": [{"range": {"sync_hash": {"gte": 0, "lt": HASH_SPACE}}}]}}
+_PIT_KEEP_ALIVE = "2m"  # between two pages of the stray read
+_STRAY_HITS = ["pit_id", *_HITS, "hits.hits.sort"]
 
 
 def stored_document(hit: Mapping[str, Any]) -> StoredDocument:
@@ -22,7 +42,7 @@ def stored_document(hit: Mapping[str, Any]) -> StoredDocument:
 
 
 class EsReads:
-    """The searches, over the adapter's client."""
+    """The reads, over the adapter's client."""
 
     _client: AsyncElasticsearch
 
@@ -90,3 +110,51 @@ class EsReads:
                 index=index, query=query, size=k, source=False, track_total_hits=False
             )
         return [hit["_id"] for hit in response["hits"]["hits"]]
+
+    async def bucket_page(
+        self, alias: str, lo: int, hi: int, after: BucketCursor | None, limit: int, *, content: bool
+    ) -> list[StoredDocument]:
+        body: dict[str, Any] = {
+            "query": {"range": {"sync_hash": {"gte": lo, "lt": hi}}},
+            "sort": [{"id": "asc"}],
+            "size": limit,
+            "version": True,
+            "track_total_hits": False,
+        }
+        if after is not None:
+            body["search_after"] = [after[1]]
+        if not content:
+            light = [_light(h) for h in await self._page(alias, body | _LIGHT, _LIGHT_HITS)]
+            docs = [d for d in light if d is not None]
+            if len(docs) == len(light):
+                return docs
+            body["_source"] = _LIGHT_FIELDS[1:]  # a document without `id`: read it by `_id`
+        return [stored_document(h) for h in await self._page(alias, body, _HITS)]
+
+    async def _page(
+        self, alias: str, body: dict[str, Any], filter_path: list[str]
+    ) -> list[dict[str, Any]]:
+        with engine_call(f"search {alias}", ErrorCode.ES_UNAVAILABLE):
+            found = (
+                await self._client.search(index=alias, body=body, filter_path=filter_path)
+            ).body
+        hits: list[dict[str, Any]] = found.get("hits", {}).get("hits", [])  # none: none
+        return hits
+
+    async def strays(self, alias: str, limit: int) -> AsyncGenerator[list[StoredDocument], None]:
+        light = _LIGHT_FIELDS[1:]
+        body = {"query": _OUTSIDE_KEYS, "size": limit, "version": True, "_source": light}
+        pages = pit_pages(
+            self._client, alias, body, _PIT_KEEP_ALIVE, ErrorCode.ES_UNAVAILABLE, _STRAY_HITS
+        )
+        async for hits in pages:
+            yield [stored_document(h) for h in hits]
+
+
+def _light(hit: dict[str, Any]) -> StoredDocument | None:
+    """A light hit (doc values only, the first of each); None without an ``id`` value."""
+    fields = hit.get("fields")
+    if not fields or "id" not in fields:
+        return None
+    first = {name: values[0] for name, values in fields.items() if values}
+    return StoredDocument(str(first["id"]), int(hit["_version"]), first)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -63,43 +63,22 @@ class EsTombstones:
     async def scan_tombstones(
         self, index: str, before: str, page_size: int
     ) -> AsyncIterator[list[TombstoneHit]]:
-        with engine_call(f"open a point in time on {index}"):
-            opened = await self._client.open_point_in_time(
-                index=check_index_name(index), keep_alive=PIT_KEEP_ALIVE
-            )
-        pit_id: str = opened.body["id"]
-        query = {
-            "bool": {
-                "filter": [
-                    {"term": {"is_deleted": True}},
-                    {"range": {TOMBSTONED_AT: {"lt": before}}},
-                ]
-            }
+        body = {
+            "query": {
+                "bool": {
+                    "filter": [
+                        {"term": {"is_deleted": True}},
+                        {"range": {TOMBSTONED_AT: {"lt": before}}},
+                    ]
+                }
+            },
+            "size": page_size,
+            "seq_no_primary_term": True,
+            "_source": [TOMBSTONED_AT],
         }
-        after: list[Any] | None = None
-        try:
-            while True:
-                extra: dict[str, Any] = {} if after is None else {"search_after": after}
-                with engine_call(f"scan the tombstones of {index}"):
-                    response = await self._client.search(
-                        pit={"id": pit_id, "keep_alive": PIT_KEEP_ALIVE},
-                        query=query,
-                        sort=[{"_shard_doc": "asc"}],
-                        size=page_size,
-                        seq_no_primary_term=True,
-                        source_includes=[TOMBSTONED_AT],
-                        track_total_hits=False,
-                        **extra,
-                    )
-                pit_id = response.body.get("pit_id", pit_id)
-                hits = response.body["hits"]["hits"]
-                if not hits:
-                    return
-                yield [_hit(h) for h in hits]
-                after = hits[-1]["sort"]
-        finally:
-            with contextlib.suppress(TransientError), engine_call("close a point in time"):
-                await self._client.close_point_in_time(id=pit_id)
+        pages = pit_pages(self._client, check_index_name(index), body, PIT_KEEP_ALIVE)
+        async for hits in pages:
+            yield [_hit(h) for h in hits]
 
     async def delete_tombstones(
         self, index: str, hits: Sequence[TombstoneHit]
@@ -130,6 +109,37 @@ class EsTombstones:
                 f"delete tombstones from {index}: {len(items)} answers for {len(hits)} deletes",
             )
         return [_outcome(hit, item) for hit, item in zip(hits, items, strict=True)]
+
+
+async def pit_pages(
+    client: AsyncElasticsearch,
+    index: str,
+    body: Mapping[str, Any],
+    keep_alive: str,
+    refused: ErrorCode = ErrorCode.ES_UNEXPECTED,
+    filter_path: list[str] | None = None,
+) -> AsyncIterator[list[dict[str, Any]]]:
+    """The hits of the search `body` (with its ``size``) on `index`, page after page in one point
+    in time, sorted by ``_shard_doc``; the point in time is closed at the end."""
+    with engine_call(f"open a point in time on {index}", refused):
+        opened = await client.open_point_in_time(index=index, keep_alive=keep_alive)
+    pit: str = opened.body["id"]
+    search = {**body, "sort": [{"_shard_doc": "asc"}], "track_total_hits": False}
+    try:
+        while True:
+            search["pit"] = {"id": pit, "keep_alive": keep_alive}
+            with engine_call(f"scan {index}", refused):
+                found = (await client.search(body=search, filter_path=filter_path)).body
+            pit = found.get("pit_id", pit)
+            hits: list[dict[str, Any]] = found.get("hits", {}).get("hits", [])
+            if hits:
+                yield hits
+            if len(hits) < search["size"]:
+                return
+            search["search_after"] = hits[-1]["sort"]
+    finally:
+        with contextlib.suppress(TransientError), engine_call("close a point in time"):
+            await client.close_point_in_time(id=pit)
 
 
 def _hit(raw: dict[str, Any]) -> TombstoneHit:

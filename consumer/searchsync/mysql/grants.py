@@ -11,7 +11,7 @@ from typing import Final
 
 import aiomysql
 
-from searchsync.mysql.pool import translate_errors
+from searchsync.mysql.pool import fetch_all
 
 # privileges that write rows or change a table (or hand privileges on)
 WRITE_PRIVILEGES: Final = frozenset(
@@ -74,10 +74,8 @@ def _masked(grant: str) -> str:
 
 async def check_grants(pool: aiomysql.Pool, database: str, tables: Sequence[str]) -> GrantReport:
     """Read the connected user's grants and check them against the business `tables`."""
-    with translate_errors("show grants"):
-        async with pool.acquire() as conn, conn.cursor() as cur:
-            await cur.execute("SHOW GRANTS FOR CURRENT_USER()")
-            grants = [str(row[0]) for row in await cur.fetchall()]
+    rows = await fetch_all(pool, "show grants", "SHOW GRANTS FOR CURRENT_USER()")
+    grants = [str(row[0]) for row in rows]
     return GrantReport(
         grants=tuple(_masked(g) for g in grants),
         violations=tuple(violations(grants, database, tables)),

@@ -9,7 +9,7 @@ from typing import Protocol
 
 import aiomysql
 
-from searchsync.mysql.pool import db_time, transaction_cursor
+from searchsync.mysql.pool import db_time, fetch_all, transaction_cursor
 
 
 class TopicLineage(Protocol):
@@ -28,11 +28,9 @@ class MysqlTopicLineage:
         self._pool = pool
 
     async def recorded(self, group: str) -> dict[str, str]:
-        async with transaction_cursor(self._pool, "reading the topic lineage") as cur:
-            await cur.execute(
-                "SELECT topic, topic_id FROM search_topic_lineage WHERE group_id = %s", (group,)
-            )
-            return {str(t): str(i) for t, i in await cur.fetchall()}
+        sql = "SELECT topic, topic_id FROM search_topic_lineage WHERE group_id = %s"
+        rows = await fetch_all(self._pool, "reading the topic lineage", sql, (group,))
+        return {str(t): str(i) for t, i in rows}
 
     async def adopt(self, group: str, ids: Mapping[str, str]) -> None:
         if not ids:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import ssl
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
@@ -248,15 +248,20 @@ async def transaction(pool: aiomysql.Pool, *, snapshot: bool = False) -> AsyncIt
 
 
 @asynccontextmanager
-async def transaction_cursor(
-    pool: aiomysql.Pool, doing: str, cursor_class: type | None = None
-) -> AsyncIterator[Any]:
-    """A cursor (tuple rows unless `cursor_class`) in one `transaction`, driver errors translated
-    by `translate_errors(doing)`; ``cur.connection`` is the transaction's connection."""
+async def transaction_cursor(pool: aiomysql.Pool, doing: str) -> AsyncIterator[Any]:
+    """A cursor (tuple rows) in one `transaction`, driver errors translated by
+    `translate_errors(doing)`; ``cur.connection`` is the transaction's connection."""
     async with transaction(pool) as conn:
         with translate_errors(doing):
-            async with conn.cursor() if cursor_class is None else conn.cursor(cursor_class) as cur:
+            async with conn.cursor() as cur:
                 yield cur
+
+
+async def fetch_all(pool: aiomysql.Pool, doing: str, sql: str, args: Sequence[Any] = ()) -> Any:
+    """The rows (tuples) of one statement, in a `transaction_cursor` of its own."""
+    async with transaction_cursor(pool, doing) as cur:
+        await cur.execute(sql, args)
+        return await cur.fetchall()
 
 
 def mysql_error_code(exc: BaseException) -> int | None:

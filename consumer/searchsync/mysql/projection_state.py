@@ -14,7 +14,7 @@ import aiomysql
 
 from searchsync.clock import WallClock, utc_now
 from searchsync.errors import MAX_ERROR_MESSAGE, ErrorCode, TransientError
-from searchsync.mysql.pool import db_time, expand_in, transaction_cursor
+from searchsync.mysql.pool import db_time, expand_in, fetch_all, transaction_cursor
 
 MAX_ERROR_CODE_LENGTH: Final = 64
 _DEADLOCK_ATTEMPTS: Final = 3
@@ -164,9 +164,8 @@ class ProjectionStateWriter:
             f"SELECT {', '.join(_COLUMNS)} FROM search_projection_state"
             " WHERE aggregate_type = %s AND aggregate_id IN %s"
         )
-        async with transaction_cursor(self._pool, "read search_projection_state") as cur:
-            await cur.execute(expand_in(sql, len(unique)), (aggregate_type, *unique))
-            fetched = await cur.fetchall()
+        doing, sql = "read search_projection_state", expand_in(sql, len(unique))
+        fetched = await fetch_all(self._pool, doing, sql, (aggregate_type, *unique))
         return {row[1]: _state(row) for row in fetched}
 
 

@@ -14,13 +14,13 @@ import aiomysql
 
 from searchsync.mysql.column_types import ColumnTypes
 from searchsync.mysql.key_scope import KeyScope, scope_sql, where_clause
-from searchsync.mysql.keys import KeyKinds, cursor_param, key_params
+from searchsync.mysql.keys import DataTypes, cursor_param, key_params
 from searchsync.mysql.pool import (
     expand_in,
+    fetch_all,
     quote_identifier,
     transaction,
     transaction_cursor,
-    translate_errors,
 )
 from searchsync.mysql.soft_deletes import SoftDeleteState
 from searchsync.mysql.truth_buckets import TruthEntry, bucket_page
@@ -115,7 +115,7 @@ class MysqlTruth:
         self._batch_size = batch_size
         self._packing = Packing()
         self._types = ColumnTypes(time_zone)
-        self._kinds = KeyKinds()
+        self._kinds = DataTypes()
         self._buckets = partial(
             bucket_page,
             pool,
@@ -171,14 +171,13 @@ class MysqlTruth:
     ) -> list[tuple[str, int]]:
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
-        async with transaction_cursor(self._pool, "scan search_revision_floor") as cur:
-            await cur.execute(
-                "SELECT aggregate_id, revision FROM search_revision_floor"
-                " WHERE aggregate_type = %s AND aggregate_id > %s"
-                " ORDER BY aggregate_id LIMIT %s",
-                (aggregate_type, after_id or "", limit),
-            )
-            fetched = await cur.fetchall()
+        fetched = await fetch_all(
+            self._pool,
+            "scan search_revision_floor",
+            "SELECT aggregate_id, revision FROM search_revision_floor"
+            " WHERE aggregate_type = %s AND aggregate_id > %s ORDER BY aggregate_id LIMIT %s",
+            (aggregate_type, after_id or "", limit),
+        )
         return [(str(r[0]), int(r[1])) for r in fetched]
 
     async def count(self, projector: Projector, scope: KeyScope | None = None) -> int:
@@ -256,17 +255,14 @@ class MysqlTruth:
         rows: list[dict[str, Any]] = []
         async with transaction(pool, snapshot=True) as conn:
             params: list[Any] = unique
+            types = None
             if relate is not None:  # the key column's values: ints for an integer key
                 integer = await self._kinds.integer(conn, relate.table, relate.id_column)
-                params = key_params(unique, integer)
+                params, types = key_params(unique, integer), self._types
             for start in range(0, len(params), self._batch_size):
                 chunk = tuple(params[start : start + self._batch_size])
-                with translate_errors(doing):
-                    async with conn.cursor(aiomysql.DictCursor) as cur:
-                        await cur.execute(expand_in(sql, len(chunk)), leading + chunk)
-                        fetched: list[dict[str, Any]] = list(await cur.fetchall())
-                        if relate is not None:
-                            self._types.apply(cur.description, fetched)
+                sql_chunk = expand_in(sql, len(chunk))
+                fetched = await read_rows(conn, sql_chunk, leading + chunk, doing, types=types)
                 if relate is not None:
                     await read_relations(conn, relate, fetched, self._packing, self._types)
                 rows.extend(fetched)

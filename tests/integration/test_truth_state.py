@@ -21,13 +21,13 @@ from searchsync.mysql.projection_state import (
     ProjectionState,
     ProjectionStateWriter,
     StateUpdate,
-    merge,
 )
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.projection import wiki_page
 from searchsync.writer import PageWriter
 
 from tests.contract.projection_state_contract import failing
+from tests.fakes.projection_state import merge
 from tests.integration import conftest_mysql as fx
 from tests.integration.conftest_mysql import MysqlTarget
 

@@ -1,12 +1,14 @@
 """``search_projection_state``: what searchsync last indexed for each aggregate, for the repair job
-and operators (off the hot path). `merge` states the merge rules; the SQL upsert applies the same.
-Outcomes are written in key order (one lock order), and a deadlock is retried: the upsert is
-idempotent."""
+and operators (off the hot path). The upsert's merge rules: revisions never go down; a success at
+a revision >= the stored one replaces hash and schema version, a stale one only
+``last_success_at``; errors are history a success never clears; code and message are cut to the
+column sizes. Outcomes are written in key order (one lock order), and a deadlock is retried: the
+upsert is idempotent."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Final, Protocol
 
@@ -98,37 +100,10 @@ class StateRecorder(Protocol):
     """``search_projection_state``: the pipeline records outcomes; the CLI and tests read rows."""
 
     async def record(self, outcomes: Sequence[StateUpdate]) -> None:
-        """Apply `outcomes` in order (duplicates allowed: later ones win as `merge` says)."""
+        """Apply `outcomes` in order (duplicates allowed: later ones win by the merge rules)."""
 
     async def read(self, aggregate_type: str, ids: Sequence[str]) -> dict[str, ProjectionState]:
         """The stored state of `ids`; an id without a row is absent."""
-
-
-def merge(current: ProjectionState | None, update: StateUpdate, now: datetime) -> ProjectionState:
-    """The row after applying `update` at its `at` (else `now`). Revisions never go down; a
-    success at a revision >= the stored one replaces hash and schema version, a stale one only
-    ``last_success_at``; errors are history a success never clears; code and message are cut to
-    the column sizes."""
-    if current is None:
-        row = _row(update, now)
-        return ProjectionState(*row, *_NO_ERROR) if len(row) == 7 else ProjectionState(*row)
-    if update.at is not None:
-        now = update.at
-    code, message = _error(update)
-    state = replace(current, source_revision=max(current.source_revision, update.source_revision))
-    if update.indexed_revision is not None:
-        stored = current.indexed_revision or 0
-        if update.indexed_revision >= stored:
-            state = replace(
-                state,
-                indexed_revision=update.indexed_revision,
-                projection_hash=update.projection_hash,
-                projection_schema_version=update.schema_version,
-            )
-        state = replace(state, last_success_at=now)
-    if code is not None:
-        state = replace(state, last_error_code=code, last_error_message=message, last_error_at=now)
-    return state
 
 
 class ProjectionStateWriter:
@@ -170,7 +145,6 @@ class ProjectionStateWriter:
 
 
 _NO_SUCCESS: Final = (None, None, None, None)
-_NO_ERROR: Final = (None, None, None)
 _INSERT: Final = f"INSERT INTO search_projection_state ({', '.join(_COLUMNS)}) VALUES "
 
 
@@ -183,8 +157,8 @@ def _error(update: StateUpdate) -> tuple[str | None, str | None]:
 
 
 def _row(update: StateUpdate, now: datetime) -> tuple[Any, ...]:
-    """`update`'s row in `_COLUMNS` order, as `merge(None, update, now)` holds it; a success's
-    row stops before the error columns (they are NULL)."""
+    """`update`'s row in `_COLUMNS` order, as a new row holds it; a success's row stops before
+    the error columns (they are NULL)."""
     at = update.at or now
     key = (update.aggregate_type, update.aggregate_id, update.source_revision)
     if update.indexed_revision is not None:  # a success: never an error too

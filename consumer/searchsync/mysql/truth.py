@@ -121,6 +121,7 @@ class MysqlTruth:
             pool,
             sync_hash_column=sync_hash_column,
             id_prefix=id_prefix,
+            packing=self._packing,
             kinds=self._kinds,
             types=self._types,
             soft=SoftDeleteState(time_zone),
@@ -152,15 +153,10 @@ class MysqlTruth:
     ) -> list[Row]:
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
-        select, key = _select(projector), quote_identifier(projector.id_column)
-        doing = f"scan {projector.table}"
+        key, doing = quote_identifier(projector.id_column), f"scan {projector.table}"
         async with transaction(self._pool, snapshot=True) as conn:
-            integer = await self._integer_key(conn, projector)
-            conditions, args = scope_sql(scope, key, lambda k: cursor_param(k, integer))
-            if after_id is not None:
-                conditions.insert(0, f"{key} > %s")
-                args.insert(0, cursor_param(after_id, integer))
-            sql = f"{select}{where_clause(conditions)} ORDER BY {key} LIMIT %s"
+            where, args = await self._where(conn, projector, scope, after_id)
+            sql = f"{_select(projector)}{where} ORDER BY {key} LIMIT %s"
             args.append(limit)
             rows = await read_rows(conn, sql, tuple(args), doing, _SCAN_PIECE, types=self._types)
             await read_relations(conn, projector, rows, self._packing, self._types)
@@ -181,11 +177,10 @@ class MysqlTruth:
         return [(str(r[0]), int(r[1])) for r in fetched]
 
     async def count(self, projector: Projector, scope: KeyScope | None = None) -> int:
-        table, key = quote_identifier(projector.table), quote_identifier(projector.id_column)
+        table = quote_identifier(projector.table)
         async with transaction_cursor(self._pool, f"count {projector.table}") as cur:
-            integer = await self._integer_key(cur.connection, projector)
-            conditions, args = scope_sql(scope, key, lambda k: cursor_param(k, integer))
-            await cur.execute(f"SELECT COUNT(*) FROM {table}{where_clause(conditions)}", args)
+            where, args = await self._where(cur.connection, projector, scope)
+            await cur.execute(f"SELECT COUNT(*) FROM {table}{where}", args)
             (total,) = await cur.fetchone()
         return int(total)
 
@@ -196,14 +191,10 @@ class MysqlTruth:
         table, key = quote_identifier(projector.table), quote_identifier(projector.id_column)
         keys: list[str] = []
         async with transaction_cursor(self._pool, f"split {projector.table}") as cur:
-            integer = await self._integer_key(cur.connection, projector)
             while step and len(keys) < parts - 1:  # each query walks one part's keys, no more
                 scope = KeyScope(low=keys[-1] if keys else None, where=where)
-                conditions, args = scope_sql(scope, key, lambda k: cursor_param(k, integer))
-                sql = (
-                    f"SELECT {key} FROM {table}{where_clause(conditions)}"
-                    f" ORDER BY {key} LIMIT 1 OFFSET %s"
-                )
+                part, args = await self._where(cur.connection, projector, scope)
+                sql = f"SELECT {key} FROM {table}{part} ORDER BY {key} LIMIT 1 OFFSET %s"
                 await cur.execute(sql, (*args, step - 1))
                 found = await cur.fetchone()
                 if found is None:
@@ -211,8 +202,18 @@ class MysqlTruth:
                 keys.append(str(found[0]))
         return keys + [keys[-1] if keys else ""] * (parts - 1 - len(keys))
 
-    async def _integer_key(self, conn: Any, projector: Projector) -> bool:
-        return await self._kinds.integer(conn, projector.table, projector.id_column)
+    async def _where(
+        self, conn: Any, projector: Projector, scope: KeyScope | None, after: str | None = None
+    ) -> tuple[str, list[Any]]:
+        """The WHERE clause of `scope` (and of ``key > after``) on the key column, and its
+        parameters: an integer key's bounds as ints."""
+        key = quote_identifier(projector.id_column)
+        integer = await self._kinds.integer(conn, projector.table, projector.id_column)
+        conditions, args = scope_sql(scope, key, lambda k: cursor_param(k, integer))
+        if after is not None:
+            conditions.insert(0, f"{key} > %s")
+            args.insert(0, cursor_param(after, integer))
+        return where_clause(conditions), args
 
     async def bucket_page(
         self,
@@ -226,14 +227,7 @@ class MysqlTruth:
         purged_before: datetime | None = None,
     ) -> list[TruthEntry]:
         return await self._buckets(
-            projector,
-            lo,
-            hi,
-            after,
-            limit,
-            content=content,
-            packing=self._packing,
-            purged_before=purged_before,
+            projector, lo, hi, after, limit, content=content, purged_before=purged_before
         )
 
     async def _by_chunks(

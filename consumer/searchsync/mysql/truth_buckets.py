@@ -159,7 +159,8 @@ def _source(
     """The page's ``FROM ... LIMIT %s``, its parameters and its order."""
     args: list[Any]
     if sync_hash_column:  # the index (sync_hash, id): pages in that order, each an index range
-        key, args, order = "`sync_hash`", [max(lo, after[0]) if after else lo, hi], _by_key(q)
+        key, order = "`sync_hash`", f"`sync_hash`, {q.id}"
+        args = [max(lo, after[0]) if after else lo, hi]
         where = f"{key} >= %s AND {key} < %s"
         if after is not None:
             where += f" AND (`sync_hash` > %s OR {q.id} > %s)"
@@ -190,10 +191,6 @@ def _light_entry(values: tuple[Any, ...], soft_delete: bool) -> TruthEntry:
         None,
         state == PURGED,
     )
-
-
-def _by_key(q: _Columns) -> str:
-    return f"`sync_hash`, {q.id}"
 
 
 def _packed(dialect: Dialect, src: str, order: str, state: str) -> str:

@@ -3,15 +3,31 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from searchsync.clock import WallClock, utc_now
 from searchsync.errors import MAX_ERROR_MESSAGE
 from searchsync.mysql.pool import db_time
-from searchsync.mysql.projection_state import MAX_ERROR_CODE_LENGTH, ProjectionState, StateUpdate
+from searchsync.mysql.projection_state import MAX_ERROR_CODE_LENGTH, StateUpdate
 
-__all__ = ["FakeProjectionState", "merge"]
+__all__ = ["FakeProjectionState", "ProjectionState", "merge"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectionState:
+    """One ``search_projection_state`` row (`searchsync.mysql.projection_state.COLUMNS`)."""
+
+    aggregate_type: str
+    aggregate_id: str
+    source_revision: int
+    indexed_revision: int | None
+    projection_schema_version: int | None
+    projection_hash: str | None
+    last_success_at: datetime | None
+    last_error_code: str | None
+    last_error_message: str | None
+    last_error_at: datetime | None
 
 
 def merge(current: ProjectionState | None, update: StateUpdate, now: datetime) -> ProjectionState:

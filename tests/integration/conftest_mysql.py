@@ -37,11 +37,15 @@ import pytest_asyncio
 from searchsync.clock import utc_now
 from searchsync.errors import ConfigError, TransientError
 from searchsync.mysql.outbox import append_outbox
-from searchsync.mysql.pool import create_pool, db_time, transaction
+from searchsync.mysql.pool import create_pool, db_time, expand_in, transaction
+from searchsync.mysql.projection_state import COLUMNS, ProjectionStateWriter
 from searchsync.types import Operation
+
+from tests.fakes.projection_state import ProjectionState
 
 __all__ = [
     "MysqlTarget",
+    "StateTable",
     "app_pool",
     "consumer_pool",
     "fetch_all",
@@ -157,6 +161,26 @@ async def fetch_all(pool: aiomysql.Pool, sql: str, args: tuple[Any, ...]) -> lis
     async with transaction(pool) as conn, conn.cursor(aiomysql.DictCursor) as cur:
         await cur.execute(sql, args)
         return list(await cur.fetchall())
+
+
+class StateTable(ProjectionStateWriter):
+    """`ProjectionStateWriter` that also reads back the rows (`FakeProjectionState.read`)."""
+
+    def __init__(self, pool: aiomysql.Pool, **kwargs: Any) -> None:
+        super().__init__(pool, **kwargs)
+        self._reads = pool
+
+    async def read(self, aggregate_type: str, ids: list[str]) -> dict[str, ProjectionState]:
+        unique = list(dict.fromkeys(ids))
+        if not unique:
+            return {}
+        sql = expand_in(
+            f"SELECT {', '.join(COLUMNS)} FROM search_projection_state"
+            " WHERE aggregate_type = %s AND aggregate_id IN %s",
+            len(unique),
+        )
+        rows = await fetch_all(self._reads, sql, (aggregate_type, *unique))
+        return {row["aggregate_id"]: ProjectionState(**row) for row in rows}
 
 
 async def revision_floors(pool: aiomysql.Pool, ids: list[str]) -> dict[str, int]:

@@ -127,7 +127,7 @@ class RealOutboxWorld:
 
 class RealStateWorld:
     def __init__(self, consumer: aiomysql.Pool, prefix: str) -> None:
-        self.state = ProjectionStateWriter(consumer)
+        self.state = fx.StateTable(consumer)
         self.store = MysqlRebuildState(consumer)
         self.prefix = prefix
 

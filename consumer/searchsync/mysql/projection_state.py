@@ -8,7 +8,7 @@ upsert is idempotent."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Protocol
 
@@ -16,7 +16,7 @@ import aiomysql
 
 from searchsync.clock import WallClock, utc_now
 from searchsync.errors import MAX_ERROR_MESSAGE, ErrorCode, TransientError
-from searchsync.mysql.pool import db_time, expand_in, fetch_all, transaction_cursor
+from searchsync.mysql.pool import db_time, transaction_cursor
 
 MAX_ERROR_CODE_LENGTH: Final = 64
 _DEADLOCK_ATTEMPTS: Final = 3
@@ -77,33 +77,25 @@ class StateUpdate:
             raise ValueError("revisions are non-negative")
 
 
-@dataclass(frozen=True, slots=True)
-class ProjectionState:
-    """One ``search_projection_state`` row."""
-
-    aggregate_type: str
-    aggregate_id: str
-    source_revision: int
-    indexed_revision: int | None
-    projection_schema_version: int | None
-    projection_hash: str | None
-    last_success_at: datetime | None
-    last_error_code: str | None
-    last_error_message: str | None
-    last_error_at: datetime | None
-
-
-_COLUMNS: Final = tuple(f.name for f in fields(ProjectionState))  # the table's, in order
+COLUMNS: Final = (  # the table's, in order
+    "aggregate_type",
+    "aggregate_id",
+    "source_revision",
+    "indexed_revision",
+    "projection_schema_version",
+    "projection_hash",
+    "last_success_at",
+    "last_error_code",
+    "last_error_message",
+    "last_error_at",
+)
 
 
 class StateRecorder(Protocol):
-    """``search_projection_state``: the pipeline records outcomes; the CLI and tests read rows."""
+    """``search_projection_state``: the pipeline records outcomes (operators read the rows)."""
 
     async def record(self, outcomes: Sequence[StateUpdate]) -> None:
         """Apply `outcomes` in order (duplicates allowed: later ones win by the merge rules)."""
-
-    async def read(self, aggregate_type: str, ids: Sequence[str]) -> dict[str, ProjectionState]:
-        """The stored state of `ids`; an id without a row is absent."""
 
 
 class ProjectionStateWriter:
@@ -131,21 +123,9 @@ class ProjectionStateWriter:
                 if exc.code is not ErrorCode.MYSQL_DEADLOCK or attempt == _DEADLOCK_ATTEMPTS:
                     raise
 
-    async def read(self, aggregate_type: str, ids: Sequence[str]) -> dict[str, ProjectionState]:
-        unique = list(dict.fromkeys(ids))
-        if not unique:
-            return {}
-        sql = (
-            f"SELECT {', '.join(_COLUMNS)} FROM search_projection_state"
-            " WHERE aggregate_type = %s AND aggregate_id IN %s"
-        )
-        doing, sql = "read search_projection_state", expand_in(sql, len(unique))
-        fetched = await fetch_all(self._pool, doing, sql, (aggregate_type, *unique))
-        return {row[1]: _state(row) for row in fetched}
-
 
 _NO_SUCCESS: Final = (None, None, None, None)
-_INSERT: Final = f"INSERT INTO search_projection_state ({', '.join(_COLUMNS)}) VALUES "
+_INSERT: Final = f"INSERT INTO search_projection_state ({', '.join(COLUMNS)}) VALUES "
 
 
 def _error(update: StateUpdate) -> tuple[str | None, str | None]:
@@ -157,7 +137,7 @@ def _error(update: StateUpdate) -> tuple[str | None, str | None]:
 
 
 def _row(update: StateUpdate, now: datetime) -> tuple[Any, ...]:
-    """`update`'s row in `_COLUMNS` order, as a new row holds it; a success's row stops before
+    """`update`'s row in `COLUMNS` order, as a new row holds it; a success's row stops before
     the error columns (they are NULL)."""
     at = update.at or now
     key = (update.aggregate_type, update.aggregate_id, update.source_revision)
@@ -187,9 +167,3 @@ def _upsert_sql(rows: Sequence[tuple[Any, ...]], escape: Callable[[Any], str]) -
         head = f"({literal(row[0])}, {escape(row[1])}, {', '.join(map(literal, row[2:]))}"
         parts.append(head + (", NULL, NULL, NULL)" if len(row) == 7 else ")"))
     return _INSERT + ", ".join(parts) + _UPSERT_TAIL
-
-
-def _state(row: Sequence[Any]) -> ProjectionState:
-    """A row of `_COLUMNS`, in order."""
-    indexed, schema = (None if v is None else int(v) for v in row[3:5])
-    return ProjectionState(row[0], row[1], int(row[2]), indexed, schema, *row[5:])

@@ -27,6 +27,7 @@ import subprocess
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ import pytest
 import pytest_asyncio
 from searchsync.clock import utc_now
 from searchsync.errors import ConfigError, TransientError
+from searchsync.mysql.gap_acks import GapAck, MysqlGapAcks
 from searchsync.mysql.outbox import append_outbox
 from searchsync.mysql.pool import create_pool, db_time, expand_in, transaction
 from searchsync.mysql.projection_state import COLUMNS, ProjectionStateWriter
@@ -44,6 +46,7 @@ from searchsync.types import Operation
 from tests.fakes.projection_state import ProjectionState
 
 __all__ = [
+    "GapAckTable",
     "MysqlTarget",
     "StateTable",
     "app_pool",
@@ -161,6 +164,25 @@ async def fetch_all(pool: aiomysql.Pool, sql: str, args: tuple[Any, ...]) -> lis
     async with transaction(pool) as conn, conn.cursor(aiomysql.DictCursor) as cur:
         await cur.execute(sql, args)
         return list(await cur.fetchall())
+
+
+class GapAckTable(MysqlGapAcks):
+    """`MysqlGapAcks` that also reads back the rows (`FakeGapAcks.of_group`)."""
+
+    def __init__(self, pool: aiomysql.Pool) -> None:
+        super().__init__(pool)
+        self._reads = pool
+
+    async def of_group(self, group: str) -> list[GapAck]:
+        rows = await fetch_all(
+            self._reads,
+            "SELECT group_id, topic, kafka_partition, committed_offset, log_start_offset,"
+            " lost_records, accepted_by, accepted_at FROM search_offset_gap_ack"
+            " WHERE group_id = %s ORDER BY id",
+            (group,),
+        )
+        at = "accepted_at"
+        return [GapAck(*list(r.values())[:-1], r[at].replace(tzinfo=UTC)) for r in rows]
 
 
 class StateTable(ProjectionStateWriter):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Protocol
 
 import aiomysql
@@ -28,10 +28,7 @@ class GapAck:
 
 class GapAcks(Protocol):
     async def record(self, acks: Sequence[GapAck]) -> None:
-        """Append `acks`, all or none."""
-
-    async def of_group(self, group: str) -> list[GapAck]:
-        """Every gap `group` accepted, oldest first."""
+        """Append `acks`, all or none (operators read the table)."""
 
 
 class MysqlGapAcks:
@@ -49,17 +46,3 @@ class MysqlGapAcks:
                 " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
                 rows,
             )
-
-    async def of_group(self, group: str) -> list[GapAck]:
-        async with transaction_cursor(self._pool, "reading the accepted history gaps") as cur:
-            await cur.execute(
-                "SELECT group_id, topic, kafka_partition, committed_offset, log_start_offset,"
-                " lost_records, accepted_by, accepted_at FROM search_offset_gap_ack"
-                " WHERE group_id = %s ORDER BY id",
-                (group,),
-            )
-            found = await cur.fetchall()
-        return [
-            GapAck(g, t, int(p), int(c), int(s), int(m), by, at.replace(tzinfo=UTC))
-            for g, t, p, c, s, m, by, at in found
-        ]

@@ -37,7 +37,7 @@ import pytest
 import pytest_asyncio
 from searchsync.clock import utc_now
 from searchsync.errors import ConfigError, TransientError
-from searchsync.mysql.gap_acks import GapAck, MysqlGapAcks
+from searchsync.mysql.lineage import GapAck, MysqlGapAcks
 from searchsync.mysql.outbox import append_outbox
 from searchsync.mysql.pool import create_pool, db_time, expand_in, transaction
 from searchsync.mysql.projection_state import COLUMNS, ProjectionStateWriter

@@ -23,7 +23,7 @@ from confluent_kafka.admin import AdminClient
 from searchsync.cli import main
 from searchsync.config import load_settings
 from searchsync.kafka.gaps import GapBoard, GapGuard, HistoryGap
-from searchsync.mysql.gap_acks import GapAck
+from searchsync.mysql.lineage import GapAck
 from searchsync.mysql.pool import close_pool, open_pool
 from searchsync.ops.status_probes import group_section
 

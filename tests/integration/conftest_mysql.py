@@ -26,7 +26,7 @@ import os
 import subprocess
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,7 @@ from searchsync.errors import ConfigError, TransientError
 from searchsync.mysql.lineage import GapAck, MysqlGapAcks
 from searchsync.mysql.outbox import append_outbox
 from searchsync.mysql.pool import create_pool, db_time, expand_in, transaction
-from searchsync.mysql.projection_state import COLUMNS, ProjectionStateWriter
+from searchsync.mysql.projection_state import ProjectionStateWriter
 from searchsync.types import Operation
 
 from tests.fakes.projection_state import ProjectionState
@@ -196,8 +196,9 @@ class StateTable(ProjectionStateWriter):
         unique = list(dict.fromkeys(ids))
         if not unique:
             return {}
+        columns = ", ".join(f.name for f in fields(ProjectionState))
         sql = expand_in(
-            f"SELECT {', '.join(COLUMNS)} FROM search_projection_state"
+            f"SELECT {columns} FROM search_projection_state"
             " WHERE aggregate_type = %s AND aggregate_id IN %s",
             len(unique),
         )

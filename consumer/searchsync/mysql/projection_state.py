@@ -77,7 +77,7 @@ class StateUpdate:
             raise ValueError("revisions are non-negative")
 
 
-COLUMNS: Final = (  # the table's, in order
+_COLUMNS: Final = (  # the table's, in order
     "aggregate_type",
     "aggregate_id",
     "source_revision",
@@ -125,7 +125,7 @@ class ProjectionStateWriter:
 
 
 _NO_SUCCESS: Final = (None, None, None, None)
-_INSERT: Final = f"INSERT INTO search_projection_state ({', '.join(COLUMNS)}) VALUES "
+_INSERT: Final = f"INSERT INTO search_projection_state ({', '.join(_COLUMNS)}) VALUES "
 
 
 def _error(update: StateUpdate) -> tuple[str | None, str | None]:
@@ -137,7 +137,7 @@ def _error(update: StateUpdate) -> tuple[str | None, str | None]:
 
 
 def _row(update: StateUpdate, now: datetime) -> tuple[Any, ...]:
-    """`update`'s row in `COLUMNS` order, as a new row holds it; a success's row stops before
+    """`update`'s row in `_COLUMNS` order, as a new row holds it; a success's row stops before
     the error columns (they are NULL)."""
     at = update.at or now
     key = (update.aggregate_type, update.aggregate_id, update.source_revision)

@@ -104,7 +104,9 @@ def grant_statements(
     grants += [(_CONSUMER_BUSINESS, t, to(users.consumer)) for t in business_tables]
     grants += [(privs, t, to(users.app)) for t, privs in _APP_OWN]
     grants += [(_APP_BUSINESS, t, to(users.app)) for t in business_tables]
-    return [
-        f"GRANT {privs} ON {table if table == '*.*' else f'`{database}`.`{table}`'} TO {account};"
-        for privs, table, account in grants
-    ]
+    return [_grant(privs, database, table, account) for privs, table, account in grants]
+
+
+def _grant(privileges: str, database: str, table: str, account: str) -> str:
+    target = table if table == "*.*" else f"`{database}`.`{table}`"
+    return f"GRANT {privileges} ON {target} TO {account};"

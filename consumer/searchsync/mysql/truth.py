@@ -153,10 +153,11 @@ class MysqlTruth:
     ) -> list[Row]:
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
-        key, doing = quote_identifier(projector.id_column), f"scan {projector.table}"
+        select, key = _select(projector), quote_identifier(projector.id_column)
+        doing = f"scan {projector.table}"
         async with transaction(self._pool, snapshot=True) as conn:
-            where, args = await self._where(conn, projector, scope, after_id)
-            sql = f"{_select(projector)}{where} ORDER BY {key} LIMIT %s"
+            conditions, args = await self._where(conn, projector, scope, after_id)
+            sql = f"{select}{where_clause(conditions)} ORDER BY {key} LIMIT %s"
             args.append(limit)
             rows = await read_rows(conn, sql, tuple(args), doing, _SCAN_PIECE, types=self._types)
             await read_relations(conn, projector, rows, self._packing, self._types)
@@ -179,8 +180,8 @@ class MysqlTruth:
     async def count(self, projector: Projector, scope: KeyScope | None = None) -> int:
         table = quote_identifier(projector.table)
         async with transaction_cursor(self._pool, f"count {projector.table}") as cur:
-            where, args = await self._where(cur.connection, projector, scope)
-            await cur.execute(f"SELECT COUNT(*) FROM {table}{where}", args)
+            conditions, args = await self._where(cur.connection, projector, scope)
+            await cur.execute(f"SELECT COUNT(*) FROM {table}{where_clause(conditions)}", args)
             (total,) = await cur.fetchone()
         return int(total)
 
@@ -193,8 +194,11 @@ class MysqlTruth:
         async with transaction_cursor(self._pool, f"split {projector.table}") as cur:
             while step and len(keys) < parts - 1:  # each query walks one part's keys, no more
                 scope = KeyScope(low=keys[-1] if keys else None, where=where)
-                part, args = await self._where(cur.connection, projector, scope)
-                sql = f"SELECT {key} FROM {table}{part} ORDER BY {key} LIMIT 1 OFFSET %s"
+                conditions, args = await self._where(cur.connection, projector, scope)
+                sql = (
+                    f"SELECT {key} FROM {table}{where_clause(conditions)}"
+                    f" ORDER BY {key} LIMIT 1 OFFSET %s"
+                )
                 await cur.execute(sql, (*args, step - 1))
                 found = await cur.fetchone()
                 if found is None:
@@ -204,8 +208,8 @@ class MysqlTruth:
 
     async def _where(
         self, conn: Any, projector: Projector, scope: KeyScope | None, after: str | None = None
-    ) -> tuple[str, list[Any]]:
-        """The WHERE clause of `scope` (and of ``key > after``) on the key column, and its
+    ) -> tuple[list[str], list[Any]]:
+        """The conditions of `scope` (and of ``key > after``) on the key column, and their
         parameters: an integer key's bounds as ints."""
         key = quote_identifier(projector.id_column)
         integer = await self._kinds.integer(conn, projector.table, projector.id_column)
@@ -213,7 +217,7 @@ class MysqlTruth:
         if after is not None:
             conditions.insert(0, f"{key} > %s")
             args.insert(0, cursor_param(after, integer))
-        return where_clause(conditions), args
+        return conditions, args
 
     async def bucket_page(
         self,

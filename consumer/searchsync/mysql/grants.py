@@ -45,10 +45,6 @@ class GrantReport:
         return not self.violations
 
 
-def _unquote(part: str) -> str:
-    return part.strip().strip("`")
-
-
 def violations(grants: Iterable[str], database: str, tables: Sequence[str]) -> list[str]:
     """The grants among `grants` that allow a write or DDL on `database`.`tables`. Pure."""
     found = []
@@ -59,7 +55,7 @@ def violations(grants: Iterable[str], database: str, tables: Sequence[str]) -> l
         privileges = {p.strip().upper() for p in re.split(r",\s*", match["privs"])}
         privileges |= {"GRANT OPTION"} if "WITH GRANT OPTION" in grant.upper() else set()
         db, _, table = match["target"].partition(".")
-        db, table = _unquote(db), _unquote(table)
+        db, table = db.strip().strip("`"), table.strip().strip("`")
         covers = db == "*" or (db == database and (table == "*" or table in tables))
         bad = sorted(p for p in privileges if p in WRITE_PRIVILEGES)
         if covers and bad:

@@ -15,11 +15,9 @@ from searchsync.mysql.pool import expand_in, fetch_all
 class TableSchema(Protocol):
     async def columns(self, tables: Sequence[str]) -> dict[str, frozenset[str]]:
         """The columns of each of `tables` that exists (a missing table is absent)."""
-        ...
 
     async def indexes(self, table: str) -> list[tuple[str, ...]]:
         """The columns of each index of `table`, in index order."""
-        ...
 
 
 class MysqlTableSchema:

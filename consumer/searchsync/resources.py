@@ -15,8 +15,7 @@ from searchsync.dlq.scan import ConsumerFactory, kafka_consumer
 from searchsync.kafka.admin import AdminFactory, ConfluentKafkaAdmin
 from searchsync.kafka.producer import ProducerFactory, kafka_producer
 from searchsync.mysql.fanout import FanoutStore, MysqlFanout
-from searchsync.mysql.gap_acks import GapAcks, MysqlGapAcks
-from searchsync.mysql.lineage import MysqlTopicLineage, TopicLineage
+from searchsync.mysql.lineage import GapAcks, MysqlGapAcks, MysqlTopicLineage, TopicLineage
 from searchsync.mysql.outbox import MysqlOutbox, Outbox
 from searchsync.mysql.owner_epochs import OwnerEpochs
 from searchsync.mysql.projection_state import ProjectionStateWriter, StateRecorder

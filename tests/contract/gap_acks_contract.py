@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from searchsync.mysql.gap_acks import GapAck, GapAcks
+from searchsync.mysql.lineage import GapAck, GapAcks
 
 from tests.fakes.gap_acks import FakeGapAcks
 

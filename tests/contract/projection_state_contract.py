@@ -12,9 +12,9 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from searchsync.errors import MAX_ERROR_MESSAGE
-from searchsync.mysql.projection_state import ProjectionState, StateRecorder, StateUpdate
+from searchsync.mysql.projection_state import StateUpdate
 
-from tests.fakes.projection_state import FakeProjectionState
+from tests.fakes.projection_state import FakeProjectionState, ProjectionState
 
 TYPE = "contract_state"
 T0 = datetime(2026, 3, 1, 12, 0, 0)
@@ -28,7 +28,7 @@ def failing(state: ProjectionState) -> bool:
 
 
 class ProjectionStateWorld(Protocol):
-    state: StateRecorder
+    state: FakeProjectionState  # or a recorder with the same read of the rows
     prefix: str
     """Every aggregate id a case writes starts with it."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from searchsync.mysql.gap_acks import GapAck
+from searchsync.mysql.lineage import GapAck
 
 
 class FakeGapAcks:

@@ -26,7 +26,8 @@ import os
 import subprocess
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +37,18 @@ import pytest
 import pytest_asyncio
 from searchsync.clock import utc_now
 from searchsync.errors import ConfigError, TransientError
+from searchsync.mysql.lineage import GapAck, MysqlGapAcks
 from searchsync.mysql.outbox import append_outbox
-from searchsync.mysql.pool import create_pool, db_time, transaction
+from searchsync.mysql.pool import create_pool, db_time, expand_in, transaction
+from searchsync.mysql.projection_state import ProjectionStateWriter
 from searchsync.types import Operation
 
+from tests.fakes.projection_state import ProjectionState
+
 __all__ = [
+    "GapAckTable",
     "MysqlTarget",
+    "StateTable",
     "app_pool",
     "consumer_pool",
     "fetch_all",
@@ -157,6 +164,46 @@ async def fetch_all(pool: aiomysql.Pool, sql: str, args: tuple[Any, ...]) -> lis
     async with transaction(pool) as conn, conn.cursor(aiomysql.DictCursor) as cur:
         await cur.execute(sql, args)
         return list(await cur.fetchall())
+
+
+class GapAckTable(MysqlGapAcks):
+    """`MysqlGapAcks` that also reads back the rows (`FakeGapAcks.of_group`)."""
+
+    def __init__(self, pool: aiomysql.Pool) -> None:
+        super().__init__(pool)
+        self._reads = pool
+
+    async def of_group(self, group: str) -> list[GapAck]:
+        rows = await fetch_all(
+            self._reads,
+            "SELECT group_id, topic, kafka_partition, committed_offset, log_start_offset,"
+            " lost_records, accepted_by, accepted_at FROM search_offset_gap_ack"
+            " WHERE group_id = %s ORDER BY id",
+            (group,),
+        )
+        at = "accepted_at"
+        return [GapAck(*list(r.values())[:-1], r[at].replace(tzinfo=UTC)) for r in rows]
+
+
+class StateTable(ProjectionStateWriter):
+    """`ProjectionStateWriter` that also reads back the rows (`FakeProjectionState.read`)."""
+
+    def __init__(self, pool: aiomysql.Pool, **kwargs: Any) -> None:
+        super().__init__(pool, **kwargs)
+        self._reads = pool
+
+    async def read(self, aggregate_type: str, ids: list[str]) -> dict[str, ProjectionState]:
+        unique = list(dict.fromkeys(ids))
+        if not unique:
+            return {}
+        columns = ", ".join(f.name for f in fields(ProjectionState))
+        sql = expand_in(
+            f"SELECT {columns} FROM search_projection_state"
+            " WHERE aggregate_type = %s AND aggregate_id IN %s",
+            len(unique),
+        )
+        rows = await fetch_all(self._reads, sql, (aggregate_type, *unique))
+        return {row["aggregate_id"]: ProjectionState(**row) for row in rows}
 
 
 async def revision_floors(pool: aiomysql.Pool, ids: list[str]) -> dict[str, int]:

@@ -23,11 +23,12 @@ from confluent_kafka.admin import AdminClient
 from searchsync.cli import main
 from searchsync.config import load_settings
 from searchsync.kafka.gaps import GapBoard, GapGuard, HistoryGap
-from searchsync.mysql.gap_acks import GapAck, MysqlGapAcks
+from searchsync.mysql.lineage import GapAck
 from searchsync.mysql.pool import close_pool, open_pool
 from searchsync.ops.status_probes import group_section
 
 from tests.integration.conftest import KAFKA
+from tests.integration.conftest_mysql import GapAckTable
 from tests.integration.consumer_harness import (
     InProcessConsumer,
     harness_env,
@@ -62,7 +63,7 @@ def names() -> Iterator[tuple[str, dict[str, str]]]:
 async def _gap_acks_of(env: dict[str, str], group: str) -> list[GapAck]:
     pool = await open_pool(load_settings(env).mysql)
     try:
-        return await MysqlGapAcks(pool).of_group(group)
+        return await GapAckTable(pool).of_group(group)
     finally:
         await close_pool(pool)
 

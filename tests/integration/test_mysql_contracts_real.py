@@ -20,7 +20,6 @@ import pytest_asyncio
 from searchsync.clock import utc_now
 from searchsync.config import MysqlSettings, Secret, load_settings
 from searchsync.dlq.replays import MysqlReplayLedger
-from searchsync.mysql.gap_acks import MysqlGapAcks
 from searchsync.mysql.lineage import MysqlTopicLineage
 from searchsync.mysql.outbox import MysqlOutbox
 from searchsync.mysql.pool import db_time, pool_of, transaction
@@ -127,7 +126,7 @@ class RealOutboxWorld:
 
 class RealStateWorld:
     def __init__(self, consumer: aiomysql.Pool, prefix: str) -> None:
-        self.state = ProjectionStateWriter(consumer)
+        self.state = fx.StateTable(consumer)
         self.store = MysqlRebuildState(consumer)
         self.prefix = prefix
 
@@ -205,7 +204,7 @@ async def test_wheel_state_contract(case: AsyncCase, consumer_pool: aiomysql.Poo
 
 class RealGapAcksWorld:
     def __init__(self, pool: aiomysql.Pool, prefix: str) -> None:
-        self.acks = MysqlGapAcks(pool)
+        self.acks = fx.GapAckTable(pool)
         self.prefix = prefix
 
 

@@ -17,17 +17,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from searchsync.errors import MAX_ERROR_MESSAGE, ConfigError, ErrorCode, TransientError
 from searchsync.mysql.pool import create_pool, transaction
-from searchsync.mysql.projection_state import (
-    ProjectionState,
-    ProjectionStateWriter,
-    StateUpdate,
-    merge,
-)
+from searchsync.mysql.projection_state import StateUpdate
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.projection import wiki_page
 from searchsync.writer import PageWriter
 
 from tests.contract.projection_state_contract import failing
+from tests.fakes.projection_state import ProjectionState, merge
 from tests.integration import conftest_mysql as fx
 from tests.integration.conftest_mysql import MysqlTarget
 
@@ -265,7 +261,7 @@ async def test_state_never_lowers_indexed_revision_and_keeps_error_history(
     consumer_pool: aiomysql.Pool, state_prefix: str
 ) -> None:
     clock = StepClock()
-    writer = ProjectionStateWriter(consumer_pool, clock=clock)
+    writer = fx.StateTable(consumer_pool, clock=clock)
     key = f"{state_prefix}a"
 
     await writer.record([success(key, 3, "c")])
@@ -292,7 +288,7 @@ async def test_state_never_lowers_indexed_revision_and_keeps_error_history(
 async def test_one_call_writes_many_aggregates_and_duplicates_in_order(
     consumer_pool: aiomysql.Pool, state_prefix: str
 ) -> None:
-    writer = ProjectionStateWriter(consumer_pool, clock=StepClock())
+    writer = fx.StateTable(consumer_pool, clock=StepClock())
     keys = [f"{state_prefix}{i:03d}" for i in range(300)]
     batch = [success(k, 1, "a") for k in reversed(keys)]
     batch += [success(keys[0], 4, "d"), success(keys[0], 3, "c"), failure(keys[1], 2, "E", "m")]
@@ -343,7 +339,7 @@ async def test_sql_upsert_agrees_with_merge(
         else:
             outcomes.append(StateUpdate(STATE_TYPE, key, source_revision=revision))
     writer_clock, model_clock = StepClock(), StepClock()
-    writer = ProjectionStateWriter(consumer_pool, clock=writer_clock)
+    writer = fx.StateTable(consumer_pool, clock=writer_clock)
     expected: dict[str, ProjectionState] = {}
     for start in range(0, len(outcomes), cut):
         chunk = outcomes[start : start + cut]

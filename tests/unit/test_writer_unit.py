@@ -26,12 +26,12 @@ from searchsync.errors import (
     WriteRefused,
 )
 from searchsync.mysql.pool import db_time, expand_in, translate_errors
-from searchsync.mysql.projection_state import StateUpdate, merge
+from searchsync.mysql.projection_state import StateUpdate
 from searchsync.projection import wiki_page
 from searchsync.writer import PageWriter
 
 from tests.contract.projection_state_contract import failing
-from tests.fakes.projection_state import FakeProjectionState
+from tests.fakes.projection_state import FakeProjectionState, merge
 
 T0 = datetime(2030, 1, 1)
 

@@ -54,10 +54,9 @@ def flavor_of(version: str, comment: str | None = None) -> Flavor:
 
 def parse_flavor(value: str) -> Flavor:
     """`value` as a `Flavor` (case-insensitive); ValueError naming the accepted values."""
-    lowered = value.strip().lower()
-    for flavor in FLAVORS:
-        if lowered == flavor:
-            return flavor
+    flavor = value.strip().lower()
+    if flavor in FLAVORS:
+        return flavor
     raise ValueError(f"{value!r}: want one of {', '.join(FLAVORS)}")
 
 

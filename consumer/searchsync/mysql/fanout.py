@@ -14,9 +14,9 @@ import aiomysql
 
 from searchsync.clock import utc_now
 from searchsync.mysql.fanout_dependents import DependentIndexes, dependents_sql
-from searchsync.mysql.keys import KeyKinds, cursor_param, key_params
+from searchsync.mysql.keys import DataTypes, cursor_param, key_params
 from searchsync.mysql.outbox import append_rebuilds
-from searchsync.mysql.pool import db_time, expand_in, transaction_cursor
+from searchsync.mysql.pool import db_time, expand_in, fetch_all, transaction_cursor
 from searchsync.projection import Child
 
 Route = tuple[str, str, str]
@@ -110,7 +110,7 @@ class MysqlFanout:
         self._pool = pool
         self._clock = clock
         self._indexes = DependentIndexes()
-        self._kinds = KeyKinds()
+        self._kinds = DataTypes()
 
     async def record(self, targets: Sequence[FanoutTarget]) -> None:
         if not targets:
@@ -223,13 +223,12 @@ class MysqlFanout:
         types = sorted(referenced_types)
         if not types:
             return FanoutStats(0, 0, 0, None)
-        async with transaction_cursor(self._pool, "read search_fanout") as cur:
-            sql = (
-                "SELECT status, COUNT(*), COALESCE(SUM(appended), 0), MIN(updated_at)"
-                " FROM search_fanout WHERE referenced_type IN %s GROUP BY status"
-            )
-            await cur.execute(expand_in(sql, len(types)), types)
-            by = {str(r[0]): r for r in await cur.fetchall()}
+        sql = (
+            "SELECT status, COUNT(*), COALESCE(SUM(appended), 0), MIN(updated_at)"
+            " FROM search_fanout WHERE referenced_type IN %s GROUP BY status"
+        )
+        rows = await fetch_all(self._pool, "read search_fanout", expand_in(sql, len(types)), types)
+        by = {str(r[0]): r for r in rows}
         pending, done = by.get("pending", (None, 0, 0, None)), by.get("done", (None, 0))
         return FanoutStats(int(pending[1]), int(done[1]), int(pending[2]), pending[3])
 

@@ -11,7 +11,7 @@ from typing import Final
 
 import aiomysql
 
-from searchsync.mysql.pool import translate_errors
+from searchsync.mysql.pool import fetch_all
 
 # privileges that write rows or change a table (or hand privileges on)
 WRITE_PRIVILEGES: Final = frozenset(
@@ -45,10 +45,6 @@ class GrantReport:
         return not self.violations
 
 
-def _unquote(part: str) -> str:
-    return part.strip().strip("`")
-
-
 def violations(grants: Iterable[str], database: str, tables: Sequence[str]) -> list[str]:
     """The grants among `grants` that allow a write or DDL on `database`.`tables`. Pure."""
     found = []
@@ -59,7 +55,7 @@ def violations(grants: Iterable[str], database: str, tables: Sequence[str]) -> l
         privileges = {p.strip().upper() for p in re.split(r",\s*", match["privs"])}
         privileges |= {"GRANT OPTION"} if "WITH GRANT OPTION" in grant.upper() else set()
         db, _, table = match["target"].partition(".")
-        db, table = _unquote(db), _unquote(table)
+        db, table = db.strip().strip("`"), table.strip().strip("`")
         covers = db == "*" or (db == database and (table == "*" or table in tables))
         bad = sorted(p for p in privileges if p in WRITE_PRIVILEGES)
         if covers and bad:
@@ -74,10 +70,8 @@ def _masked(grant: str) -> str:
 
 async def check_grants(pool: aiomysql.Pool, database: str, tables: Sequence[str]) -> GrantReport:
     """Read the connected user's grants and check them against the business `tables`."""
-    with translate_errors("show grants"):
-        async with pool.acquire() as conn, conn.cursor() as cur:
-            await cur.execute("SHOW GRANTS FOR CURRENT_USER()")
-            grants = [str(row[0]) for row in await cur.fetchall()]
+    rows = await fetch_all(pool, "show grants", "SHOW GRANTS FOR CURRENT_USER()")
+    grants = [str(row[0]) for row in rows]
     return GrantReport(
         grants=tuple(_masked(g) for g in grants),
         violations=tuple(violations(grants, database, tables)),

@@ -40,17 +40,9 @@ class DataTypes:
             found = self._types[(table, column)] = "" if row is None else str(row[0]).lower()
         return found
 
-
-class KeyKinds:
-    """Per (table, column): True for an integer column (`DataTypes`: a column not found counts
-    as text)."""
-
-    def __init__(self) -> None:
-        self._types = DataTypes()
-
     async def integer(self, conn: Any, table: str, column: str) -> bool:
-        """Whether `table`.`column` is an integer column (read on `conn` the first time)."""
-        return await self._types.of(conn, table, column) in _INTEGER_TYPES
+        """Whether `table`.`column` is an integer column (a column not found counts as text)."""
+        return await self.of(conn, table, column) in _INTEGER_TYPES
 
 
 def key_params(ids: Iterable[str], integer: bool) -> list[Any]:

@@ -1,15 +1,18 @@
-"""The Kafka topic id a consumer group reads per topic, ``search_topic_lineage`` (invariant 14).
-A member adopts the id of a topic the group has no record of; only an accepted reset replaces it."""
+"""A consumer group's history of its topics (invariant 14): the Kafka topic id it reads per topic,
+``search_topic_lineage`` (a member adopts the id of a topic the group has no record of; only an
+accepted reset replaces it), and the append-only record of accepted history gaps,
+``search_offset_gap_ack``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import astuple, dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
 import aiomysql
 
-from searchsync.mysql.pool import db_time, transaction_cursor
+from searchsync.mysql.pool import db_time, fetch_all, transaction_cursor
 
 
 class TopicLineage(Protocol):
@@ -28,11 +31,9 @@ class MysqlTopicLineage:
         self._pool = pool
 
     async def recorded(self, group: str) -> dict[str, str]:
-        async with transaction_cursor(self._pool, "reading the topic lineage") as cur:
-            await cur.execute(
-                "SELECT topic, topic_id FROM search_topic_lineage WHERE group_id = %s", (group,)
-            )
-            return {str(t): str(i) for t, i in await cur.fetchall()}
+        sql = "SELECT topic, topic_id FROM search_topic_lineage WHERE group_id = %s"
+        rows = await fetch_all(self._pool, "reading the topic lineage", sql, (group,))
+        return {str(t): str(i) for t, i in rows}
 
     async def adopt(self, group: str, ids: Mapping[str, str]) -> None:
         if not ids:
@@ -66,3 +67,39 @@ class MysqlTopicLineage:
                     " accepted_by = VALUES(accepted_by)",
                     (group, topic, topic_id, at, None if row is None else row[0], accepted_by),
                 )
+
+
+@dataclass(frozen=True, slots=True)
+class GapAck:
+    """Who accepted that `topic`/`partition` of `group` moves over lost records, and when."""
+
+    group: str
+    topic: str
+    partition: int
+    committed: int  # where the group stood
+    log_start: int  # where the partition now begins
+    missing: int
+    accepted_by: str
+    accepted_at: datetime
+
+
+class GapAcks(Protocol):
+    async def record(self, acks: Sequence[GapAck]) -> None:
+        """Append `acks`, all or none (operators read the table)."""
+
+
+class MysqlGapAcks:
+    def __init__(self, pool: aiomysql.Pool) -> None:
+        self._pool = pool
+
+    async def record(self, acks: Sequence[GapAck]) -> None:
+        if not acks:
+            return
+        rows = [(*astuple(a)[:-1], db_time(a.accepted_at)) for a in acks]
+        async with transaction_cursor(self._pool, "recording the accepted history gaps") as cur:
+            await cur.executemany(
+                "INSERT INTO search_offset_gap_ack (group_id, topic, kafka_partition,"
+                " committed_offset, log_start_offset, lost_records, accepted_by, accepted_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                rows,
+            )

@@ -15,7 +15,13 @@ import aiomysql
 
 from searchsync.clock import utc_now
 from searchsync.events import encode_json
-from searchsync.mysql.pool import db_time, transaction, transaction_cursor, translate_errors
+from searchsync.mysql.pool import (
+    db_time,
+    fetch_all,
+    transaction,
+    transaction_cursor,
+    translate_errors,
+)
 from searchsync.types import Operation, ThinEvent
 
 OUTBOX_DELETE: Final = "DELETE FROM search_outbox WHERE event_id = %s"
@@ -134,13 +140,12 @@ class MysqlOutbox:
         self._clock = clock
 
     async def page(self, after_id: int, limit: int) -> list[OutboxRow]:
-        async with transaction_cursor(self._pool, "read search_outbox") as cur:
-            await cur.execute(
-                "SELECT id, created_at, status FROM search_outbox WHERE id > %s"
-                " ORDER BY id LIMIT %s",
-                (after_id, limit),
-            )
-            rows = await cur.fetchall()
+        rows = await fetch_all(
+            self._pool,
+            "read search_outbox",
+            "SELECT id, created_at, status FROM search_outbox WHERE id > %s ORDER BY id LIMIT %s",
+            (after_id, limit),
+        )
         return [OutboxRow(int(r[0]), r[1], str(r[2])) for r in rows]
 
     async def delete_range(
@@ -172,7 +177,6 @@ class MysqlOutbox:
             )
 
     async def stats(self) -> tuple[int, datetime | None]:
-        async with transaction_cursor(self._pool, "read search_outbox") as cur:
-            await cur.execute("SELECT COUNT(*), MIN(created_at) FROM search_outbox")
-            count, oldest = await cur.fetchone()
+        sql = "SELECT COUNT(*), MIN(created_at) FROM search_outbox"
+        ((count, oldest),) = await fetch_all(self._pool, "read search_outbox", sql)
         return int(count), oldest

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import ssl
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
@@ -46,10 +46,9 @@ _ER_TRANSIENT: Final = {
 IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 """A table or column name searchsync interpolates into SQL (values are always parameters)."""
 
-# per pool: ``[mysql] flavor`` and the address (`create_pool`), the server's dialect once known;
-# per connection: its dialect once its session is set up
-_POOL_FLAVORS: WeakKeyDictionary[aiomysql.Pool, tuple[str, str]] = WeakKeyDictionary()
-_POOL_DIALECTS: WeakKeyDictionary[aiomysql.Pool, Dialect] = WeakKeyDictionary()
+# per pool: ``[mysql] flavor`` and the address (`create_pool`), then the server's dialect once
+# known; per connection: its dialect once its session is set up
+_POOLS: WeakKeyDictionary[aiomysql.Pool, tuple[str, str] | Dialect] = WeakKeyDictionary()
 _SESSIONS: WeakKeyDictionary[Any, Dialect] = WeakKeyDictionary()
 
 
@@ -63,15 +62,14 @@ async def create_pool(
     minsize: int = 1,
     maxsize: int = 10,
     connect_timeout: float = 5.0,
-    pool_recycle: int = 3600,
     tls: ssl.SSLContext | None = None,
     flavor: str = "auto",
 ) -> aiomysql.Pool:
-    """A pool of sessions as the module docstring says (tuple cursors by default). `pool_recycle`
-    (seconds) replaces older connections before the server's ``wait_timeout`` kills them.
-    `flavor` is ``[mysql] flavor``: ``auto`` takes the family the server names, ``mysql`` or
-    ``mariadb`` must match it. The server is asked once, here (`minsize` > 0) or before the first
-    transaction (`minsize` 0: the pool connects lazily).
+    """A pool of sessions as the module docstring says (tuple cursors by default); connections
+    older than an hour are replaced before the server's ``wait_timeout`` kills them. `flavor` is
+    ``[mysql] flavor``: ``auto`` takes the family the server names, ``mysql`` or ``mariadb`` must
+    match it. The server is asked once, here (`minsize` > 0) or before the first transaction
+    (`minsize` 0: the pool connects lazily).
 
     Raises `TransientError(MYSQL_UNAVAILABLE)` when the server cannot be reached, `ConfigError`
     for refused credentials, an unknown database, an unencrypted connection when `tls` is set, or
@@ -94,64 +92,57 @@ async def create_pool(
             minsize=minsize,
             maxsize=maxsize,
             connect_timeout=connect_timeout,
-            pool_recycle=pool_recycle,
+            pool_recycle=3600,
             autocommit=False,
             charset="utf8mb4",
             init_command=TIME_ZONE,
             ssl=tls,
         )
-    if tls is not None:
-        await _require_tls(pool, where)
-    _POOL_FLAVORS[pool] = (flavor, where)
-    if minsize > 0:  # connected already: a server of another family stops start-up here
-        try:
+    _POOLS[pool] = (flavor, where)
+    try:
+        if tls is not None:
+            with translate_errors(f"check TLS to {where}"):
+                async with pool.acquire() as conn, conn.cursor() as cur:
+                    await cur.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
+                    row = await cur.fetchone()
+            if row is None or not row[1]:
+                unencrypted = f"an unencrypted connection to {where}"
+                raise ConfigError("mysql.ssl_mode", "a server that speaks TLS", unencrypted)
+        if minsize > 0:  # connected already: a server of another family stops start-up here
             with translate_errors(f"connect to {where}"):
                 async with pool.acquire() as conn:
                     await _pool_dialect(pool, conn)
-        except BaseException:
-            await close_pool(pool)
-            raise
+    except BaseException:
+        await close_pool(pool)
+        raise
     return pool
 
 
 async def _pool_dialect(pool: aiomysql.Pool, conn: Any) -> Dialect:
     """The dialect of the server behind `pool` (of `create_pool`), asked on `conn` the first
     time; ConfigError when ``[mysql] flavor`` names another family."""
-    known = _POOL_DIALECTS.get(pool)
-    if known is not None:
-        return known
-    if pool not in _POOL_FLAVORS:  # a pool made elsewhere: the family its handshake names
+    known = _POOLS.get(pool)
+    if known is None:  # a pool made elsewhere: the family its handshake names
         return dialect_of_server(conn)
-    flavor, where = _POOL_FLAVORS[pool]
+    if isinstance(known, Dialect):
+        return known
+    flavor, where = known
     with translate_errors(f"ask {where} its version"):
         async with conn.cursor() as cur:
             await cur.execute(SERVER_PROBE)
             version, comment = await cur.fetchone()
     found = flavor_of(str(version), None if comment is None else str(comment))
     if flavor not in ("auto", found):
-        raise ConfigError(
-            "mysql.flavor",
-            f"auto or {found} (the server at {where} is {version} {comment})",
-            flavor,
-        )
-    _POOL_DIALECTS[pool] = Dialect(found)
-    return _POOL_DIALECTS[pool]
+        expected = f"auto or {found} (the server at {where} is {version} {comment})"
+        raise ConfigError("mysql.flavor", expected, flavor)
+    dialect = _POOLS[pool] = Dialect(found)
+    return dialect
 
 
 def dialect_of(conn: Any) -> Dialect:
     """The dialect of a connection: its pool's once its session is set up (`transaction`), else
     the family its handshake names."""
     return _SESSIONS.get(conn) or dialect_of_server(conn)
-
-
-async def _set_up_session(pool: aiomysql.Pool, conn: Any) -> None:
-    """READ COMMITTED for `conn`'s session, once per connection, before its first transaction."""
-    if conn in _SESSIONS:
-        return
-    dialect = await _pool_dialect(pool, conn)
-    async with conn.cursor() as cur:
-        await cur.execute(ISOLATION)
-    _SESSIONS[conn] = dialect
 
 
 def tls_context(mysql: MysqlSettings) -> ssl.SSLContext | None:
@@ -164,18 +155,6 @@ def tls_context(mysql: MysqlSettings) -> ssl.SSLContext | None:
     if mysql.ssl_cert is not None:
         context.load_cert_chain(mysql.ssl_cert, mysql.ssl_key)
     return context
-
-
-async def _require_tls(pool: aiomysql.Pool, where: str) -> None:
-    with translate_errors(f"check TLS to {where}"):
-        async with pool.acquire() as conn, conn.cursor() as cur:
-            await cur.execute("SHOW SESSION STATUS LIKE 'Ssl_cipher'")
-            row = await cur.fetchone()
-    if row is None or not row[1]:
-        await close_pool(pool)
-        raise ConfigError(
-            "mysql.ssl_mode", "a server that speaks TLS", f"an unencrypted connection to {where}"
-        )
 
 
 async def open_pool(mysql: MysqlSettings, *, maxsize: int | None = None) -> aiomysql.Pool:
@@ -195,7 +174,6 @@ async def open_pool(mysql: MysqlSettings, *, maxsize: int | None = None) -> aiom
 
 
 async def close_pool(pool: aiomysql.Pool) -> None:
-    """Close `pool` and wait until its connections are gone."""
     pool.close()
     await pool.wait_closed()
 
@@ -222,7 +200,11 @@ async def transaction(pool: aiomysql.Pool, *, snapshot: bool = False) -> AsyncIt
         conn = await pool.acquire()
     try:
         with translate_errors("transaction"):
-            await _set_up_session(pool, conn)
+            if conn not in _SESSIONS:  # READ COMMITTED, once per connection
+                dialect = await _pool_dialect(pool, conn)
+                async with conn.cursor() as cur:
+                    await cur.execute(ISOLATION)
+                _SESSIONS[conn] = dialect
             if snapshot:
                 async with conn.cursor() as cur:
                     for statement in SNAPSHOT:
@@ -248,22 +230,26 @@ async def transaction(pool: aiomysql.Pool, *, snapshot: bool = False) -> AsyncIt
 
 
 @asynccontextmanager
-async def transaction_cursor(
-    pool: aiomysql.Pool, doing: str, cursor_class: type | None = None
-) -> AsyncIterator[Any]:
-    """A cursor (tuple rows unless `cursor_class`) in one `transaction`, driver errors translated
-    by `translate_errors(doing)`; ``cur.connection`` is the transaction's connection."""
+async def transaction_cursor(pool: aiomysql.Pool, doing: str) -> AsyncIterator[Any]:
+    """A cursor (tuple rows) in one `transaction`, driver errors translated by
+    `translate_errors(doing)`; ``cur.connection`` is the transaction's connection."""
     async with transaction(pool) as conn:
         with translate_errors(doing):
-            async with conn.cursor() if cursor_class is None else conn.cursor(cursor_class) as cur:
+            async with conn.cursor() as cur:
                 yield cur
+
+
+async def fetch_all(pool: aiomysql.Pool, doing: str, sql: str, args: Sequence[Any] = ()) -> Any:
+    """The rows (tuples) of one statement, in a `transaction_cursor` of its own."""
+    async with transaction_cursor(pool, doing) as cur:
+        await cur.execute(sql, args)
+        return await cur.fetchall()
 
 
 def mysql_error_code(exc: BaseException) -> int | None:
     """The MySQL error number of a driver error, or None if `exc` is not one."""
-    if isinstance(exc, aiomysql.MySQLError) and exc.args and isinstance(exc.args[0], int):
-        return exc.args[0]
-    return None
+    driver = isinstance(exc, aiomysql.MySQLError) and exc.args and isinstance(exc.args[0], int)
+    return exc.args[0] if driver else None
 
 
 @contextmanager
@@ -290,9 +276,7 @@ def translate_errors(doing: str) -> Iterator[None]:
 
 def db_time(at: datetime) -> datetime:
     """`at` as DATETIME(6) columns hold it: naive UTC (the session time zone is UTC too)."""
-    if at.tzinfo is not None:
-        return at.astimezone(UTC).replace(tzinfo=None)
-    return at
+    return at if at.tzinfo is None else at.astimezone(UTC).replace(tzinfo=None)
 
 
 def quote_identifier(name: str) -> str:

@@ -1,12 +1,14 @@
 """``search_projection_state``: what searchsync last indexed for each aggregate, for the repair job
-and operators (off the hot path). `merge` states the merge rules; the SQL upsert applies the same.
-Outcomes are written in key order (one lock order), and a deadlock is retried: the upsert is
-idempotent."""
+and operators (off the hot path). The upsert's merge rules: revisions never go down; a success at
+a revision >= the stored one replaces hash and schema version, a stale one only
+``last_success_at``; errors are history a success never clears; code and message are cut to the
+column sizes. Outcomes are written in key order (one lock order), and a deadlock is retried: the
+upsert is idempotent."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Protocol
 
@@ -14,7 +16,7 @@ import aiomysql
 
 from searchsync.clock import WallClock, utc_now
 from searchsync.errors import MAX_ERROR_MESSAGE, ErrorCode, TransientError
-from searchsync.mysql.pool import db_time, expand_in, transaction_cursor
+from searchsync.mysql.pool import db_time, transaction_cursor
 
 MAX_ERROR_CODE_LENGTH: Final = 64
 _DEADLOCK_ATTEMPTS: Final = 3
@@ -75,60 +77,25 @@ class StateUpdate:
             raise ValueError("revisions are non-negative")
 
 
-@dataclass(frozen=True, slots=True)
-class ProjectionState:
-    """One ``search_projection_state`` row."""
-
-    aggregate_type: str
-    aggregate_id: str
-    source_revision: int
-    indexed_revision: int | None
-    projection_schema_version: int | None
-    projection_hash: str | None
-    last_success_at: datetime | None
-    last_error_code: str | None
-    last_error_message: str | None
-    last_error_at: datetime | None
-
-
-_COLUMNS: Final = tuple(f.name for f in fields(ProjectionState))  # the table's, in order
+_COLUMNS: Final = (  # the table's, in order
+    "aggregate_type",
+    "aggregate_id",
+    "source_revision",
+    "indexed_revision",
+    "projection_schema_version",
+    "projection_hash",
+    "last_success_at",
+    "last_error_code",
+    "last_error_message",
+    "last_error_at",
+)
 
 
 class StateRecorder(Protocol):
-    """``search_projection_state``: the pipeline records outcomes; the CLI and tests read rows."""
+    """``search_projection_state``: the pipeline records outcomes (operators read the rows)."""
 
     async def record(self, outcomes: Sequence[StateUpdate]) -> None:
-        """Apply `outcomes` in order (duplicates allowed: later ones win as `merge` says)."""
-
-    async def read(self, aggregate_type: str, ids: Sequence[str]) -> dict[str, ProjectionState]:
-        """The stored state of `ids`; an id without a row is absent."""
-
-
-def merge(current: ProjectionState | None, update: StateUpdate, now: datetime) -> ProjectionState:
-    """The row after applying `update` at its `at` (else `now`). Revisions never go down; a
-    success at a revision >= the stored one replaces hash and schema version, a stale one only
-    ``last_success_at``; errors are history a success never clears; code and message are cut to
-    the column sizes."""
-    if current is None:
-        row = _row(update, now)
-        return ProjectionState(*row, *_NO_ERROR) if len(row) == 7 else ProjectionState(*row)
-    if update.at is not None:
-        now = update.at
-    code, message = _error(update)
-    state = replace(current, source_revision=max(current.source_revision, update.source_revision))
-    if update.indexed_revision is not None:
-        stored = current.indexed_revision or 0
-        if update.indexed_revision >= stored:
-            state = replace(
-                state,
-                indexed_revision=update.indexed_revision,
-                projection_hash=update.projection_hash,
-                projection_schema_version=update.schema_version,
-            )
-        state = replace(state, last_success_at=now)
-    if code is not None:
-        state = replace(state, last_error_code=code, last_error_message=message, last_error_at=now)
-    return state
+        """Apply `outcomes` in order (duplicates allowed: later ones win by the merge rules)."""
 
 
 class ProjectionStateWriter:
@@ -156,22 +123,8 @@ class ProjectionStateWriter:
                 if exc.code is not ErrorCode.MYSQL_DEADLOCK or attempt == _DEADLOCK_ATTEMPTS:
                     raise
 
-    async def read(self, aggregate_type: str, ids: Sequence[str]) -> dict[str, ProjectionState]:
-        unique = list(dict.fromkeys(ids))
-        if not unique:
-            return {}
-        sql = (
-            f"SELECT {', '.join(_COLUMNS)} FROM search_projection_state"
-            " WHERE aggregate_type = %s AND aggregate_id IN %s"
-        )
-        async with transaction_cursor(self._pool, "read search_projection_state") as cur:
-            await cur.execute(expand_in(sql, len(unique)), (aggregate_type, *unique))
-            fetched = await cur.fetchall()
-        return {row[1]: _state(row) for row in fetched}
-
 
 _NO_SUCCESS: Final = (None, None, None, None)
-_NO_ERROR: Final = (None, None, None)
 _INSERT: Final = f"INSERT INTO search_projection_state ({', '.join(_COLUMNS)}) VALUES "
 
 
@@ -184,8 +137,8 @@ def _error(update: StateUpdate) -> tuple[str | None, str | None]:
 
 
 def _row(update: StateUpdate, now: datetime) -> tuple[Any, ...]:
-    """`update`'s row in `_COLUMNS` order, as `merge(None, update, now)` holds it; a success's
-    row stops before the error columns (they are NULL)."""
+    """`update`'s row in `_COLUMNS` order, as a new row holds it; a success's row stops before
+    the error columns (they are NULL)."""
     at = update.at or now
     key = (update.aggregate_type, update.aggregate_id, update.source_revision)
     if update.indexed_revision is not None:  # a success: never an error too
@@ -214,9 +167,3 @@ def _upsert_sql(rows: Sequence[tuple[Any, ...]], escape: Callable[[Any], str]) -
         head = f"({literal(row[0])}, {escape(row[1])}, {', '.join(map(literal, row[2:]))}"
         parts.append(head + (", NULL, NULL, NULL)" if len(row) == 7 else ")"))
     return _INSERT + ", ".join(parts) + _UPSERT_TAIL
-
-
-def _state(row: Sequence[Any]) -> ProjectionState:
-    """A row of `_COLUMNS`, in order."""
-    indexed, schema = (None if v is None else int(v) for v in row[3:5])
-    return ProjectionState(row[0], row[1], int(row[2]), indexed, schema, *row[5:])

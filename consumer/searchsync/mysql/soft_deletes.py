@@ -26,9 +26,6 @@ DELETED: Final = 1
 PURGED: Final = 2
 """The states a light page reads per row."""
 
-_INSTANT_TYPES: Final = frozenset({"timestamp"})
-_WALL_TYPES: Final = frozenset({"datetime"})
-
 
 def is_purged(deleted_at: Any, before: datetime | None) -> bool:
     """Whether `deleted_at` (a row's value, None when live) is an instant before `before` (an
@@ -58,9 +55,9 @@ class SoftDeleteState:
         if before is None:
             return live_or_deleted, ()
         data_type = await self._types.of(conn, table, column)
-        if data_type in _INSTANT_TYPES:
+        if data_type == "timestamp":
             cutoff = before.astimezone(UTC)
-        elif data_type in _WALL_TYPES:
+        elif data_type == "datetime":
             cutoff = before.astimezone(self._zone)
         else:
             return live_or_deleted, ()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Final
 
@@ -22,15 +22,13 @@ log = logging.getLogger(__name__)
 FLUSH_ROWS: Final = 2_000  # rows per upsert statement
 
 
+@dataclass(slots=True)
 class _Pending:
-    __slots__ = ("error", "error_at", "source_revision", "success", "success_at")
-
-    def __init__(self, source_revision: int) -> None:
-        self.source_revision = source_revision
-        self.success: StateUpdate | None = None
-        self.success_at: datetime | None = None
-        self.error: StateUpdate | None = None
-        self.error_at: datetime | None = None
+    source_revision: int
+    success: StateUpdate | None = None
+    success_at: datetime | None = None
+    error: StateUpdate | None = None
+    error_at: datetime | None = None
 
     def add(self, update: StateUpdate, at: datetime) -> None:
         if update.source_revision > self.source_revision:

@@ -14,13 +14,13 @@ import aiomysql
 
 from searchsync.mysql.column_types import ColumnTypes
 from searchsync.mysql.key_scope import KeyScope, scope_sql, where_clause
-from searchsync.mysql.keys import KeyKinds, cursor_param, key_params
+from searchsync.mysql.keys import DataTypes, cursor_param, key_params
 from searchsync.mysql.pool import (
     expand_in,
+    fetch_all,
     quote_identifier,
     transaction,
     transaction_cursor,
-    translate_errors,
 )
 from searchsync.mysql.soft_deletes import SoftDeleteState
 from searchsync.mysql.truth_buckets import TruthEntry, bucket_page
@@ -115,12 +115,13 @@ class MysqlTruth:
         self._batch_size = batch_size
         self._packing = Packing()
         self._types = ColumnTypes(time_zone)
-        self._kinds = KeyKinds()
+        self._kinds = DataTypes()
         self._buckets = partial(
             bucket_page,
             pool,
             sync_hash_column=sync_hash_column,
             id_prefix=id_prefix,
+            packing=self._packing,
             kinds=self._kinds,
             types=self._types,
             soft=SoftDeleteState(time_zone),
@@ -155,11 +156,7 @@ class MysqlTruth:
         select, key = _select(projector), quote_identifier(projector.id_column)
         doing = f"scan {projector.table}"
         async with transaction(self._pool, snapshot=True) as conn:
-            integer = await self._integer_key(conn, projector)
-            conditions, args = scope_sql(scope, key, lambda k: cursor_param(k, integer))
-            if after_id is not None:
-                conditions.insert(0, f"{key} > %s")
-                args.insert(0, cursor_param(after_id, integer))
+            conditions, args = await self._where(conn, projector, scope, after_id)
             sql = f"{select}{where_clause(conditions)} ORDER BY {key} LIMIT %s"
             args.append(limit)
             rows = await read_rows(conn, sql, tuple(args), doing, _SCAN_PIECE, types=self._types)
@@ -171,21 +168,19 @@ class MysqlTruth:
     ) -> list[tuple[str, int]]:
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
-        async with transaction_cursor(self._pool, "scan search_revision_floor") as cur:
-            await cur.execute(
-                "SELECT aggregate_id, revision FROM search_revision_floor"
-                " WHERE aggregate_type = %s AND aggregate_id > %s"
-                " ORDER BY aggregate_id LIMIT %s",
-                (aggregate_type, after_id or "", limit),
-            )
-            fetched = await cur.fetchall()
+        fetched = await fetch_all(
+            self._pool,
+            "scan search_revision_floor",
+            "SELECT aggregate_id, revision FROM search_revision_floor"
+            " WHERE aggregate_type = %s AND aggregate_id > %s ORDER BY aggregate_id LIMIT %s",
+            (aggregate_type, after_id or "", limit),
+        )
         return [(str(r[0]), int(r[1])) for r in fetched]
 
     async def count(self, projector: Projector, scope: KeyScope | None = None) -> int:
-        table, key = quote_identifier(projector.table), quote_identifier(projector.id_column)
+        table = quote_identifier(projector.table)
         async with transaction_cursor(self._pool, f"count {projector.table}") as cur:
-            integer = await self._integer_key(cur.connection, projector)
-            conditions, args = scope_sql(scope, key, lambda k: cursor_param(k, integer))
+            conditions, args = await self._where(cur.connection, projector, scope)
             await cur.execute(f"SELECT COUNT(*) FROM {table}{where_clause(conditions)}", args)
             (total,) = await cur.fetchone()
         return int(total)
@@ -197,10 +192,9 @@ class MysqlTruth:
         table, key = quote_identifier(projector.table), quote_identifier(projector.id_column)
         keys: list[str] = []
         async with transaction_cursor(self._pool, f"split {projector.table}") as cur:
-            integer = await self._integer_key(cur.connection, projector)
             while step and len(keys) < parts - 1:  # each query walks one part's keys, no more
                 scope = KeyScope(low=keys[-1] if keys else None, where=where)
-                conditions, args = scope_sql(scope, key, lambda k: cursor_param(k, integer))
+                conditions, args = await self._where(cur.connection, projector, scope)
                 sql = (
                     f"SELECT {key} FROM {table}{where_clause(conditions)}"
                     f" ORDER BY {key} LIMIT 1 OFFSET %s"
@@ -212,8 +206,18 @@ class MysqlTruth:
                 keys.append(str(found[0]))
         return keys + [keys[-1] if keys else ""] * (parts - 1 - len(keys))
 
-    async def _integer_key(self, conn: Any, projector: Projector) -> bool:
-        return await self._kinds.integer(conn, projector.table, projector.id_column)
+    async def _where(
+        self, conn: Any, projector: Projector, scope: KeyScope | None, after: str | None = None
+    ) -> tuple[list[str], list[Any]]:
+        """The conditions of `scope` (and of ``key > after``) on the key column, and their
+        parameters: an integer key's bounds as ints."""
+        key = quote_identifier(projector.id_column)
+        integer = await self._kinds.integer(conn, projector.table, projector.id_column)
+        conditions, args = scope_sql(scope, key, lambda k: cursor_param(k, integer))
+        if after is not None:
+            conditions.insert(0, f"{key} > %s")
+            args.insert(0, cursor_param(after, integer))
+        return conditions, args
 
     async def bucket_page(
         self,
@@ -227,14 +231,7 @@ class MysqlTruth:
         purged_before: datetime | None = None,
     ) -> list[TruthEntry]:
         return await self._buckets(
-            projector,
-            lo,
-            hi,
-            after,
-            limit,
-            content=content,
-            packing=self._packing,
-            purged_before=purged_before,
+            projector, lo, hi, after, limit, content=content, purged_before=purged_before
         )
 
     async def _by_chunks(
@@ -256,17 +253,14 @@ class MysqlTruth:
         rows: list[dict[str, Any]] = []
         async with transaction(pool, snapshot=True) as conn:
             params: list[Any] = unique
+            types = None
             if relate is not None:  # the key column's values: ints for an integer key
                 integer = await self._kinds.integer(conn, relate.table, relate.id_column)
-                params = key_params(unique, integer)
+                params, types = key_params(unique, integer), self._types
             for start in range(0, len(params), self._batch_size):
                 chunk = tuple(params[start : start + self._batch_size])
-                with translate_errors(doing):
-                    async with conn.cursor(aiomysql.DictCursor) as cur:
-                        await cur.execute(expand_in(sql, len(chunk)), leading + chunk)
-                        fetched: list[dict[str, Any]] = list(await cur.fetchall())
-                        if relate is not None:
-                            self._types.apply(cur.description, fetched)
+                sql_chunk = expand_in(sql, len(chunk))
+                fetched = await read_rows(conn, sql_chunk, leading + chunk, doing, types=types)
                 if relate is not None:
                     await read_relations(conn, relate, fetched, self._packing, self._types)
                 rows.extend(fetched)

@@ -16,10 +16,10 @@ import aiomysql
 
 from searchsync.mysql.column_types import ColumnTypes
 from searchsync.mysql.dialect import Dialect
-from searchsync.mysql.keys import KeyKinds, cursor_param
+from searchsync.mysql.keys import DataTypes, cursor_param
 from searchsync.mysql.pool import dialect_of, quote_identifier, transaction_cursor
 from searchsync.mysql.soft_deletes import LIVE, PURGED, SoftDeleteState, is_purged
-from searchsync.mysql.truth_relations import PACKED_MAX, Packing, read_relations
+from searchsync.mysql.truth_relations import PACKED_MAX, Packing, read_relations, read_rows
 from searchsync.projection import Projector, Row
 from searchsync.types import BucketCursor
 
@@ -73,7 +73,7 @@ async def bucket_page(
     sync_hash_column: bool,
     id_prefix: str,
     packing: Packing,
-    kinds: KeyKinds | None = None,
+    kinds: DataTypes | None = None,
     types: ColumnTypes | None = None,
     purged_before: datetime | None = None,
     soft: SoftDeleteState | None = None,
@@ -82,9 +82,8 @@ async def bucket_page(
     with `id_prefix`, only ids starting with it (a text key's prefix). `purged_before` (aware;
     None: no row is purged) is the cutoff of `TruthEntry.purged`; `soft` writes it in SQL for
     the column's type and ``[mysql] time_zone`` (default: UTC)."""
-    q = _Columns.of(projector)
-    rows_as = aiomysql.DictCursor if content else None
-    async with transaction_cursor(pool, f"repair scan {projector.table}", rows_as) as cur:
+    q, doing = _Columns.of(projector), f"repair scan {projector.table}"
+    async with transaction_cursor(pool, doing) as cur:
         integer = False
         if kinds is not None and after is not None:
             integer = await kinds.integer(cur.connection, projector.table, projector.id_column)
@@ -92,10 +91,8 @@ async def bucket_page(
         src, args, order = _source(projector, q, lo, hi, cursor, limit, sync_hash_column, id_prefix)
         if content:
             select = ", ".join(quote_identifier(c) for c in projector.columns)
-            await cur.execute(f"SELECT {select} FROM {src}", tuple(args))
-            rows: list[dict[str, Any]] = list(await cur.fetchall())
-            if types is not None:
-                types.apply(cur.description, rows)
+            sql = f"SELECT {select} FROM {src}"
+            rows = await read_rows(cur.connection, sql, tuple(args), doing, types=types)
             await read_relations(cur.connection, projector, rows, packing, types)
             return [
                 entry_of_row(r, content=True, projector=projector, purged_before=purged_before)
@@ -162,7 +159,8 @@ def _source(
     """The page's ``FROM ... LIMIT %s``, its parameters and its order."""
     args: list[Any]
     if sync_hash_column:  # the index (sync_hash, id): pages in that order, each an index range
-        key, args, order = "`sync_hash`", [max(lo, after[0]) if after else lo, hi], _by_key(q)
+        key, order = "`sync_hash`", f"`sync_hash`, {q.id}"
+        args = [max(lo, after[0]) if after else lo, hi]
         where = f"{key} >= %s AND {key} < %s"
         if after is not None:
             where += f" AND (`sync_hash` > %s OR {q.id} > %s)"
@@ -193,10 +191,6 @@ def _light_entry(values: tuple[Any, ...], soft_delete: bool) -> TruthEntry:
         None,
         state == PURGED,
     )
-
-
-def _by_key(q: _Columns) -> str:
-    return f"`sync_hash`, {q.id}"
 
 
 def _packed(dialect: Dialect, src: str, order: str, state: str) -> str:

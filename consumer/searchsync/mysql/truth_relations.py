@@ -85,14 +85,11 @@ async def _learn(conn: Any, child: Child, ids: list[str]) -> bool | None:
     (one statement: the same row version); None when there are none now."""
     select, table, key = _quoted(child.columns, child.table, child.key)
     sql = f"SELECT {select}, {_json_object(child)} FROM {table} WHERE {key} IN %s"
-    with translate_errors(f"read {child.table}"):
-        async with conn.cursor() as cur:
-            await cur.execute(expand_in(sql, len(ids)), tuple(ids))
-            fetched = await cur.fetchall()
+    fetched = await read_rows(conn, expand_in(sql, len(ids)), tuple(ids), f"read {child.table}")
     if not fetched:
         return None
-    columns = child.columns
-    return all(_same_row(dict(zip(columns, row[:-1], strict=True)), row[-1]) for row in fetched)
+    columns, rows = child.columns, (list(row.values()) for row in fetched)
+    return all(_same_row(dict(zip(columns, v[:-1], strict=True)), v[-1]) for v in rows)
 
 
 def _same_row(row: dict[str, Any], packed: object) -> bool:

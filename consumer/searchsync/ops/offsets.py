@@ -16,7 +16,7 @@ from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.kafka.admin import AdminFactory, ConfluentKafkaAdmin, KafkaAdmin
 from searchsync.kafka.gaps import RECONCILE, HistoryGap
 from searchsync.kafka.lineage import LineageMismatch, lineage_changes, mismatch
-from searchsync.mysql.gap_acks import GapAck
+from searchsync.mysql.lineage import GapAck
 from searchsync.projection.topics import consumed_topics
 from searchsync.types import TopicPartition
 

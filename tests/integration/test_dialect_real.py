@@ -26,7 +26,6 @@ app_pool = fx.app_pool
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
 MARIADB = Dialect("mariadb")
-_ER_STATEMENT_TIMEOUT = 1969  # MariaDB: max_statement_time exceeded
 
 
 async def test_the_pool_detects_mariadb_and_sets_up_each_session(
@@ -72,30 +71,6 @@ async def test_a_per_statement_group_concat_length_applies_to_that_statement_onl
         await cur.execute(sql)  # the session's own value again (1024 by default)
         (text,) = await cur.fetchone()
         assert len(text) == 100
-
-
-async def test_a_statement_time_limit_stops_the_statement(consumer_pool: aiomysql.Pool) -> None:
-    """SLEEP is interrupted by the limit: MariaDB answers error 1969, or SLEEP's 1 (interrupted)
-    where the server reports the kill through the function's value; never SLEEP's 0 (slept)."""
-    async with transaction(consumer_pool) as conn, conn.cursor() as cur:
-        try:
-            await cur.execute(MARIADB.select("SELECT SLEEP(30)", time_limit_ms=20))
-            answer = await cur.fetchone()
-        except aiomysql.OperationalError as exc:
-            assert exc.args[0] == _ER_STATEMENT_TIMEOUT, exc
-        else:
-            assert answer == (1,)
-        await cur.execute("SELECT 1")  # the session goes on
-        assert await cur.fetchone() == (1,)
-
-
-async def test_both_settings_in_one_statement(consumer_pool: aiomysql.Pool) -> None:
-    sql = (
-        "SELECT COUNT(*), GROUP_CONCAT(n SEPARATOR ',') FROM (SELECT 1000 AS n UNION SELECT 2000) t"
-    )
-    async with transaction(consumer_pool) as conn, conn.cursor() as cur:
-        await cur.execute(MARIADB.select(sql, group_concat_max_len=4, time_limit_ms=60_000))
-        assert await cur.fetchone() == (2, "1000")
 
 
 async def test_a_snapshot_transaction_reads_one_state_while_others_commit(

@@ -70,27 +70,17 @@ def test_a_per_statement_setting_in_each_familys_syntax() -> None:
         "SELECT /*+ SET_VAR(group_concat_max_len = 4096) */ COUNT(*), GROUP_CONCAT(`id`)"
         " FROM (SELECT `id` FROM `t`) AS page"
     )
-    assert MARIADB.select(sql, time_limit_ms=1500) == (
-        f"SET STATEMENT max_statement_time = 1.500 FOR {sql}"
-    )
-    assert MYSQL.select(sql, time_limit_ms=1500).startswith(
-        "SELECT /*+ MAX_EXECUTION_TIME(1500) */ COUNT(*)"
-    )
-    both = MARIADB.select(sql, group_concat_max_len=99, time_limit_ms=5)
-    assert both == f"SET STATEMENT group_concat_max_len = 99, max_statement_time = 0.005 FOR {sql}"
-    both = MYSQL.select(sql, group_concat_max_len=99, time_limit_ms=5)
-    assert both.startswith("SELECT /*+ SET_VAR(group_concat_max_len = 99) MAX_EXECUTION_TIME(5) */")
     assert MYSQL.select(sql) == MARIADB.select(sql) == sql
 
 
 @pytest.mark.parametrize(
     ("sql", "settings"),
     [
-        ("UPDATE t SET a = 1", {"time_limit_ms": 5}),  # MySQL limits SELECTs only
+        ("UPDATE t SET a = 1", {"group_concat_max_len": 5}),  # MySQL's hints: SELECTs only
         (" SELECT 1", {"group_concat_max_len": 5}),
         ("SELECT 1", {"group_concat_max_len": 0}),
-        ("SELECT 1", {"time_limit_ms": -1}),
-        ("SELECT 1", {"time_limit_ms": True}),
+        ("SELECT 1", {"group_concat_max_len": -1}),
+        ("SELECT 1", {"group_concat_max_len": True}),
     ],
 )
 def test_a_setting_refuses_what_it_cannot_say(sql: str, settings: dict[str, int]) -> None:
@@ -102,26 +92,21 @@ def test_a_setting_refuses_what_it_cannot_say(sql: str, settings: dict[str, int]
 @given(
     body=st.text(alphabet="abc `*(),=_0123456789", min_size=1, max_size=40),
     length=st.none() | st.integers(1, 1 << 40),
-    limit=st.none() | st.integers(1, 10**9),
 )
-def test_each_family_gets_only_its_own_syntax(
-    body: str, length: int | None, limit: int | None
-) -> None:
+def test_each_family_gets_only_its_own_syntax(body: str, length: int | None) -> None:
     sql = f"SELECT {body}"
-    mysql = MYSQL.select(sql, group_concat_max_len=length, time_limit_ms=limit)
-    mariadb = MARIADB.select(sql, group_concat_max_len=length, time_limit_ms=limit)
-    assert "SET STATEMENT" not in mysql and "max_statement_time" not in mysql
+    mysql = MYSQL.select(sql, group_concat_max_len=length)
+    mariadb = MARIADB.select(sql, group_concat_max_len=length)
+    assert "SET STATEMENT" not in mysql
     assert "/*+" not in mariadb
-    if length is None and limit is None:
+    if length is None:
         assert mysql == mariadb == sql
         return
     assert mariadb.startswith("SET STATEMENT ") and mariadb.endswith(f" FOR {sql}")
     hint, _, rest = mysql.partition(" */ ")
     assert hint.startswith("SELECT /*+ ") and f"SELECT {rest}" == sql
-    if limit is not None:
-        assert f"MAX_EXECUTION_TIME({limit})" in hint
-        seconds = mariadb.split("max_statement_time = ")[1].split()[0].rstrip(",")
-        assert round(float(seconds) * 1000) == limit
+    assert f"SET_VAR(group_concat_max_len = {length})" in hint
+    assert f"group_concat_max_len = {length} FOR" in mariadb
 
 
 def test_debeziums_grants_as_each_family_names_them() -> None:

@@ -4,8 +4,6 @@ both; the texts here are those that cannot be:
 
 - a per-statement setting: MariaDB's ``SET STATEMENT var = value FOR SELECT ...``, MySQL's
   ``SELECT /*+ SET_VAR(var = value) */ ...`` optimizer hint;
-- a statement time limit: MariaDB's ``max_statement_time`` (seconds) through ``SET STATEMENT``,
-  MySQL's ``/*+ MAX_EXECUTION_TIME(ms) */`` hint (SELECT only, as on MariaDB);
 - the Debezium user's global grants: ``BINLOG MONITOR`` on MariaDB (10.5 renamed ``REPLICATION
   CLIENT`` to it), ``REPLICATION CLIENT`` on MySQL.
 
@@ -66,37 +64,17 @@ class Dialect:
 
     flavor: Flavor
 
-    def select(
-        self,
-        sql: str,
-        *,
-        group_concat_max_len: int | None = None,
-        time_limit_ms: int | None = None,
-    ) -> str:
-        """`sql` (a ``SELECT ...``) with per-statement settings in the family's own syntax: the
-        longest ``GROUP_CONCAT``/``JSON_ARRAYAGG`` result and a time limit (the server stops the
-        statement after it: MariaDB error 1969, MySQL error 3024). Unchanged when neither is given.
-        """
+    def select(self, sql: str, *, group_concat_max_len: int | None = None) -> str:
+        """`sql` (a ``SELECT ...``) with the longest ``GROUP_CONCAT``/``JSON_ARRAYAGG`` result set
+        for this statement alone, in the family's own syntax; unchanged when it is not given."""
         if not sql.startswith("SELECT "):
             raise ValueError(f"a per-statement setting needs a SELECT, got {sql[:40]!r}")
-        settings: list[tuple[str, int]] = []
-        if group_concat_max_len is not None:
-            settings.append(("group_concat_max_len", _positive(group_concat_max_len)))
-        if time_limit_ms is not None:
-            settings.append(("time", _positive(time_limit_ms)))
-        if not settings:
+        if group_concat_max_len is None:
             return sql
+        setting = f"group_concat_max_len = {_positive(group_concat_max_len)}"
         if self.flavor == "mariadb":
-            assignments = ", ".join(
-                f"max_statement_time = {_seconds(v)}" if k == "time" else f"{k} = {v}"
-                for k, v in settings
-            )
-            return f"SET STATEMENT {assignments} FOR {sql}"
-        hints = " ".join(
-            f"MAX_EXECUTION_TIME({v})" if k == "time" else f"SET_VAR({k} = {v})"
-            for k, v in settings
-        )
-        return f"SELECT /*+ {hints} */ {sql[len('SELECT ') :]}"
+            return f"SET STATEMENT {setting} FOR {sql}"
+        return f"SELECT /*+ SET_VAR({setting}) */ {sql[len('SELECT ') :]}"
 
     def debezium_global_privileges(self) -> str:
         """The global privileges Debezium's user needs to read the binlog."""
@@ -107,12 +85,6 @@ def _positive(value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"want a positive integer, got {value!r}")
     return value
-
-
-def _seconds(ms: int) -> str:
-    """Milliseconds as MariaDB's ``max_statement_time`` reads them: seconds, microsecond exact."""
-    whole, rest = divmod(ms, 1000)
-    return f"{whole}.{rest:03d}"
 
 
 def dialect_of_server(conn: Any) -> Dialect:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, Final, TypeVar
 
 from searchsync.config import Settings
@@ -106,17 +108,6 @@ def kafka_timeout(parser: argparse.ArgumentParser, about: str = "each Kafka requ
     )
 
 
-def seconds(text: str) -> float:
-    """A number of seconds above 0, at most an hour."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0.0 < value <= 3600.0:
-        raise argparse.ArgumentTypeError(f"expected seconds above 0, at most 3600, got {text!r}")
-    return value
-
-
 def older_than(parser: argparse.ArgumentParser, window: str) -> None:
     """``--older-than DURATION`` (required); `window` helps it."""
     parser.add_argument(
@@ -146,14 +137,6 @@ def chosen_types(runtime: Runtime, given: Sequence[str] | str | None) -> list[st
     return [chosen_type(runtime, t) for t in ([given] if isinstance(given, str) else given)]
 
 
-def positive_int(text: str) -> int:
-    return _int_from(text, 1)
-
-
-def non_negative_int(text: str) -> int:
-    return _int_from(text, 0)
-
-
 def _int_from(text: str, low: int) -> int:
     try:
         value = int(text)
@@ -164,22 +147,27 @@ def _int_from(text: str, low: int) -> int:
     return value
 
 
-def fraction(high: float, expected: str) -> Callable[[str], float]:
-    """An argument type for a number from 0 to `high`; `expected` starts its error message."""
+positive_int = partial(_int_from, low=1)
+non_negative_int = partial(_int_from, low=0)
+
+
+def number(ok: Callable[[float], bool], expected: str) -> Callable[[str], float]:
+    """An argument type for a number `ok` accepts; `expected` starts its error message."""
 
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
-            value = -1.0
-        if not 0.0 <= value <= high:
+            value = math.nan
+        if not ok(value):
             raise argparse.ArgumentTypeError(f"{expected}, got {text!r}")
         return value
 
     return parse
 
 
-ratio = fraction(0.5, "expected a number in [0, 0.5]")  # soft delete and restore each take this
+seconds = number(lambda v: 0.0 < v <= 3600.0, "expected seconds above 0, at most 3600")
+ratio = number(lambda v: 0.0 <= v <= 0.5, "expected a number in [0, 0.5]")  # soft delete, restore
 
 
 def reset_target(text: str) -> str | int | datetime:

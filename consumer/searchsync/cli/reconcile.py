@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from searchsync.cli.args import chosen_type, chosen_types, command, fraction, run_in, switch
+from searchsync.cli.args import chosen_type, chosen_types, command, number, run_in, switch
 from searchsync.cli.output import err, out
 from searchsync.config import Settings
 from searchsync.errors import LeaseHeld
@@ -124,7 +124,7 @@ def register_repair(commands: Any) -> None:
     )
     repair.add_argument(
         "--content-share",
-        type=fraction(1.0, "a share from 0 to 1"),
+        type=number(lambda v: 0.0 <= v <= 1.0, "a share from 0 to 1"),
         metavar="X",
         help="share of buckets whose content is checked, 0..1 (default: 1 with --once,"
         " repair.content_share with --daemon)",

@@ -116,12 +116,11 @@ def cmd_index_init(args: argparse.Namespace, settings: Settings, runtime: Runtim
         return ExitCode.OK
     if not args.json:
         err(message)
-    outcome = load.run_load_sync(runtime, load.load_options(args, aggregate_type))
-    if args.json:
-        show(True, {**document, "load": outcome.summary()}, [])
-    else:
-        load.report(outcome, as_json=False)
-    return load.exit_code(outcome)
+    outcome = load.run_load(runtime, load.load_options(args, aggregate_type))
+    if not args.json:
+        return load.report(outcome, as_json=False)
+    show(True, {**document, "load": outcome.summary()}, [])
+    return ExitCode.OK if outcome.ok else ExitCode.FAILURE
 
 
 def cmd_index_describe(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:

@@ -16,7 +16,7 @@ from searchsync.cli.args import (
     positive_int,
     utc_time,
 )
-from searchsync.cli.output import bytes_json, show
+from searchsync.cli.output import show
 from searchsync.config import Settings
 from searchsync.dlq.replay import DlqFilter, ReplayReport, inspect, replay
 from searchsync.dlq.replays import ReplayEntry
@@ -113,22 +113,18 @@ def cmd_dlq_replay(args: argparse.Namespace, settings: Settings, runtime: Runtim
 
 
 def entry_json(entry: DlqEntry) -> dict[str, Any]:
-    """The record's fields plus where it sits in the DLQ and what the ledger says about it."""
-    record, origin = entry.record, entry.from_replay
+    """The record's fields plus where it sits in the DLQ and what the ledger says about it (times,
+    the operation and the record's bytes as `print_json` writes them)."""
+    origin = entry.from_replay
     return {
-        **asdict(record),
-        "operation": record.operation.value if record.operation is not None else None,
-        "first_failed_at": record.first_failed_at.isoformat(),
-        "last_failed_at": record.last_failed_at.isoformat(),
-        "original_key": bytes_json(record.original_key),
-        "payload": bytes_json(record.payload),
+        **asdict(entry.record),
         "dlq_partition": entry.partition,
         "dlq_offset": entry.offset,
-        "kafka_timestamp": None if entry.timestamp is None else entry.timestamp.isoformat(),
+        "kafka_timestamp": entry.timestamp,
         "replayed": entry.replayed,
         "replays": [
             {
-                "replayed_at": r.replayed_at.isoformat(),
+                "replayed_at": r.replayed_at,
                 "run_id": r.run_id,
                 "selection": dict(r.selection),
                 "replayed_to": f"{r.replayed_to_topic}/{r.replayed_to_partition}/"

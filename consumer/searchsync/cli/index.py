@@ -29,10 +29,22 @@ from searchsync.ops import indices
 from searchsync.read import Until, wait_for_revision
 from searchsync.runtime import Runtime
 from searchsync.search.admin import InitAction, describe, init_index
-from searchsync.search.port import IndexAdmin, IndexInfo
+from searchsync.search.port import IndexAdmin
 
 T = TypeVar("T")
 P = ParamSpec("P")
+
+# one physical index in ``index list --json`` (print_json writes created_at as ISO 8601)
+_INDEX_FIELDS = [
+    "name",
+    "version",
+    "docs",
+    "schema_version",
+    "created_at",
+    "aliased",
+    "is_write_index",
+    "read_aliased",
+]
 
 _MESSAGES = {
     "exists": "alias {alias} already exists (writes go to {index})",
@@ -150,26 +162,12 @@ def cmd_index_list(args: argparse.Namespace, settings: Settings, runtime: Runtim
             "alias": listing.alias,
             "read_alias": listing.read_alias,
             "write_index": None if listing.write_index is None else listing.write_index.name,
-            "indices": [_index_json(row) for row in listing.indices],
+            "indices": [{k: getattr(row, k) for k in _INDEX_FIELDS} for row in listing.indices],
         }
         for t, listing in pairs
     ]
     show(args.json, document, _listing_lines(pairs))
     return ExitCode.OK
-
-
-def _index_json(info: IndexInfo) -> dict[str, Any]:
-    """One physical index for ``index list --json``."""
-    return {
-        "name": info.name,
-        "version": info.version,
-        "docs": info.docs,
-        "schema_version": info.schema_version,
-        "created_at": info.created_at.isoformat(),
-        "aliased": info.aliased,
-        "is_write_index": info.is_write_index,
-        "read_aliased": info.read_aliased,
-    }
 
 
 def _init_hint(aggregate_type: str) -> str:

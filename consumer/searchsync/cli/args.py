@@ -35,10 +35,17 @@ def command(
     *,
     json: str | None = "print one JSON document",
     one_type: bool = False,
+    dry_run: str | None = None,
+    plan: str | None = None,
+    timeout: str | None = None,
     **options: Any,
 ) -> argparse.ArgumentParser:
     """``searchsync [GROUP] NAME``, which runs `func`: its parser, with ``--config PATH``,
-    ``--json`` unless `json` (its help) is None, and with `one_type` ``--type`` (`chosen_type`)."""
+    ``--json`` unless `json` (its help) is None, with `one_type` ``--type`` (`chosen_type`), and
+    each of these given its help: `dry_run` a plain ``--dry-run``; `plan` ``--execute`` and
+    ``--dry-run`` (``args.dry_run``), as kafka-consumer-groups has them: without ``--execute`` a
+    command that changes state prints its plan and changes nothing; `timeout` ``--timeout
+    SECONDS`` (``args.timeout``), how long what it names may take."""
     parser: argparse.ArgumentParser = commands.add_parser(name, help=summary, **options)
     parser.add_argument(
         "--config",
@@ -50,6 +57,20 @@ def command(
         parser.add_argument("--json", action="store_true", help=json)
     if one_type:
         parser.add_argument("--type", help="aggregate type (default: the only registered one)")
+    if dry_run is not None:
+        parser.add_argument("--dry-run", action="store_true", help=dry_run)
+    if plan is not None:
+        execute = ("--execute", False, "act; without it, only print the plan")
+        switch(parser, "dry_run", execute, ("--dry-run", True, f"{plan} (default)"))
+    if timeout is not None:
+        parser.add_argument(
+            "--timeout",
+            type=seconds,
+            default=KAFKA_TIMEOUT_S,
+            metavar="SECONDS",
+            help=f"how long {timeout} may take before the command gives up (default: "
+            f"{KAFKA_TIMEOUT_S:g})",
+        )
     parser.set_defaults(func=func)
     return parser
 
@@ -87,25 +108,6 @@ def switch(parser: argparse.ArgumentParser, dest: str, *flags: tuple[str, bool, 
     for flag, value, about in flags:
         action = "store_true" if value else "store_false"
         pair.add_argument(flag, dest=dest, action=action, default=True, help=about)
-
-
-def plan_or_execute(parser: argparse.ArgumentParser, plan: str) -> None:
-    """``--execute`` and ``--dry-run`` (sets ``args.dry_run``), as kafka-consumer-groups has them:
-    without ``--execute`` a command that changes state prints its `plan` and changes nothing."""
-    execute = ("--execute", False, "act; without it, only print the plan")
-    switch(parser, "dry_run", execute, ("--dry-run", True, f"{plan} (default)"))
-
-
-def kafka_timeout(parser: argparse.ArgumentParser, about: str = "each Kafka request") -> None:
-    """``--timeout SECONDS`` (``args.timeout``): how long `about` may take."""
-    parser.add_argument(
-        "--timeout",
-        type=seconds,
-        default=KAFKA_TIMEOUT_S,
-        metavar="SECONDS",
-        help=f"how long {about} may take before the command gives up (default: "
-        f"{KAFKA_TIMEOUT_S:g})",
-    )
 
 
 def older_than(parser: argparse.ArgumentParser, window: str) -> None:

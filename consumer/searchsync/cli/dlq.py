@@ -11,8 +11,6 @@ from typing import Any
 from searchsync.cli.args import (
     command,
     group,
-    kafka_timeout,
-    plan_or_execute,
     positive_int,
     utc_time,
 )
@@ -30,16 +28,15 @@ _READ = "each Kafka request, and the whole read of the DLQ,"
 
 def register(commands: Any) -> None:
     cmds = group(commands, "dlq", "inspect, summarise and replay dead letters")
-    inspecting = _filtered(
-        command(cmds, "inspect", cmd_dlq_inspect, "show dead letters (newest by default)")
-    )
+    about = "show dead letters (newest by default)"
+    inspecting = _filtered(command(cmds, "inspect", cmd_dlq_inspect, about, timeout=_READ))
     inspecting.add_argument("--limit", type=positive_int, default=20, help="default: 20")
     inspecting.add_argument("--from-beginning", action="store_true", help="oldest dead letters")
     about = "counts by code and type; what each replay became"
-    kafka_timeout(command(cmds, "summary", cmd_dlq_summary, about), _READ)
+    command(cmds, "summary", cmd_dlq_summary, about, timeout=_READ)
     about = "re-produce dead letters to their topic (each once, unless --again)"
-    replaying = _filtered(command(cmds, "replay", cmd_dlq_replay, about))
-    plan_or_execute(replaying, "show what would be replayed")
+    plan = "show what would be replayed"
+    replaying = _filtered(command(cmds, "replay", cmd_dlq_replay, about, plan=plan, timeout=_READ))
     replaying.add_argument("--limit", type=positive_int, help="replay at most N")
     replaying.add_argument(
         "--again",
@@ -56,7 +53,6 @@ def _filtered(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--event-id", metavar="ID", help="only this event")
     parser.add_argument("--since", type=utc_time, metavar="TIME", help="last failed at or after")
     parser.add_argument("--until", type=utc_time, metavar="TIME", help="last failed before")
-    kafka_timeout(parser, _READ)
     return parser
 
 

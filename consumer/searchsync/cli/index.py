@@ -16,7 +16,6 @@ from searchsync.cli.args import (
     chosen_types,
     command,
     group,
-    plan_or_execute,
     positive_int,
     run_in,
 )
@@ -60,8 +59,8 @@ _MESSAGES = {
 def register(commands: Any) -> None:
     cmds = group(commands, "index", "manage the Elasticsearch alias and index")
     about = "create <alias>_v1 behind the alias if missing"
-    init = command(cmds, "init", cmd_index_init, about, one_type=True)
-    init.add_argument("--dry-run", action="store_true", help="say what would be done")
+    dry_run = "say what would be done"
+    init = command(cmds, "init", cmd_index_init, about, one_type=True, dry_run=dry_run)
     init.add_argument(
         "--load",
         action="store_true",
@@ -73,14 +72,14 @@ def register(commands: Any) -> None:
     listing = command(cmds, "list", cmd_index_list, "the physical indices behind each alias")
     listing.add_argument("--type", help="only this aggregate type (default: every type)")
     about = "swap the alias back to an earlier index"
-    back = command(cmds, "rollback", cmd_index_rollback, about, one_type=True)
+    plan = "say what would be swapped"
+    back = command(cmds, "rollback", cmd_index_rollback, about, one_type=True, plan=plan)
     back.add_argument(
         "--to", metavar="INDEX", help="the index to swap to (default: the one before)"
     )
-    plan_or_execute(back, "say what would be swapped")
-    drop = command(cmds, "drop", cmd_index_drop, "delete an old physical index (never the alias's)")
+    about = "delete an old physical index (never the alias's)"
+    drop = command(cmds, "drop", cmd_index_drop, about, plan="say what would be deleted")
     drop.add_argument("index", metavar="INDEX", help="the physical index, <alias>_v<N>")
-    plan_or_execute(drop, "say what would be deleted")
 
 
 def _with_admin(

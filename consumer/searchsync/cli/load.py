@@ -29,6 +29,7 @@ def register(cmds: Any) -> None:
         cmd_index_load,
         "load the rows that exist in MySQL into the alias's index (the initial load)",
         one_type=True,
+        dry_run="print the plan, change nothing",
         description="Watermark first, then a keyset scan written at each row's revision as the "
         "external version through the alias, while the live group runs: a live event always "
         "wins. Resumable (state in search_load_state); a finished load does nothing unless "
@@ -48,7 +49,6 @@ def register(cmds: Any) -> None:
         " (pasted into the query as written: one condition, no ';' or comments)",
     )
     load.add_argument("--again", action="store_true", help="load a finished load again")
-    load.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     add_wait_switch(load)
 
 

@@ -13,9 +13,7 @@ from typing import Any
 from searchsync.cli.args import (
     command,
     group,
-    kafka_timeout,
     non_negative_int,
-    plan_or_execute,
     reset_target,
     with_tables,
 )
@@ -30,16 +28,16 @@ from searchsync.runtime import Runtime
 
 def register(commands: Any) -> None:
     cmds = group(commands, "offsets", "committed offsets of the consumer group")
-    showing = command(cmds, "show", cmd_offsets_show, "committed offset, high watermark and lag")
+    about, each = "committed offset, high watermark and lag", "each Kafka request"
+    showing = command(cmds, "show", cmd_offsets_show, about, timeout=each)
     showing.add_argument(
         "--group",
         metavar="GROUP",
         help="this consumer group, e.g. a rebuild's catch-up group (default: kafka.group_id)",
     )
-    kafka_timeout(showing)
     about = "move the group's offsets (group must be idle)"
-    reset = command(cmds, "reset", cmd_offsets_reset, about)
-    kafka_timeout(reset)
+    plan = "print the plan only"
+    reset = command(cmds, "reset", cmd_offsets_reset, about, plan=plan, timeout=each)
     where = reset.add_mutually_exclusive_group(required=True)
     where.add_argument(
         "--to",
@@ -56,7 +54,6 @@ def register(commands: Any) -> None:
     )
     reset.add_argument("--topic", help="only this topic (default: every subscribed topic)")
     reset.add_argument("--partition", type=non_negative_int, help="only this partition")
-    plan_or_execute(reset, "print the plan only")
     reset.add_argument(
         "--accept-gap",
         action="store_true",

@@ -40,6 +40,7 @@ def register_rebuild(commands: Any) -> None:
         "rebuild a type's index into <alias>_v<N+1> and swap the alias",
         json="print JSON lines: one object per progress event, then the summary",
         one_type=True,
+        dry_run="print the plan, change nothing",
         description="Watermark, new index, backfill, catch-up, verify, swap "
         "(docs/design.md, Rebuild). With --json, progress events and the final summary are "
         "printed as one JSON object per line.",
@@ -47,7 +48,6 @@ def register_rebuild(commands: Any) -> None:
     mode = cmd.add_mutually_exclusive_group()
     mode.add_argument("--resume", action="store_true", help="continue the unfinished rebuild")
     mode.add_argument("--abandon", action="store_true", help="give up the unfinished rebuild")
-    cmd.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     wait = (
         "after a swap that changes the schema version, keep the catch-up group writing until the "
         "redeployed live group has caught up (default)"
@@ -113,11 +113,10 @@ def register_repair(commands: Any) -> None:
         "find drift between MySQL and Elasticsearch and heal it with REBUILD events (one repair "
         "per type at a time: --daemon waits for the lease, --once exits 5)"
     )
-    repair = command(commands, "repair", cmd_repair, about)
+    repair = command(commands, "repair", cmd_repair, about, dry_run="report; append nothing")
     mode = repair.add_mutually_exclusive_group(required=True)
     mode.add_argument("--once", action="store_true", help="one rotation over every bucket")
     mode.add_argument("--daemon", action="store_true", help="scan the best buckets forever")
-    repair.add_argument("--dry-run", action="store_true", help="report; append nothing")
     repair.add_argument("--explain", action="store_true", help="print each choice's score")
     repair.add_argument(
         "--type", action="append", metavar="T", help="only this aggregate type (repeatable)"

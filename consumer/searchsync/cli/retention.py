@@ -12,7 +12,6 @@ from searchsync.cli.args import (
     command,
     group,
     older_than,
-    plan_or_execute,
     run_in,
     with_tables,
 )
@@ -28,17 +27,16 @@ from searchsync.runtime import Runtime
 def register(commands: Any) -> None:
     cmds = group(commands, "tombstones", "tombstone documents of deleted rows")
     about = "delete tombstones older than the retention window (guarded by seq_no)"
-    purge = command(cmds, "purge", cmd_tombstones_purge, about)
+    plan = "count and list, delete nothing"
+    purge = command(cmds, "purge", cmd_tombstones_purge, about, plan=plan)
     older_than(purge, "tombstones older than this (7d, 36h, 90m); at least [retention]'s minimum")
     purge.add_argument("--type", help="one aggregate type (default: every registered type)")
-    plan_or_execute(purge, "count and list, delete nothing")
     cmds = group(commands, "outbox", "the search_outbox table")
     about = "delete captured outbox rows older than a window, in small batches"
-    prune = command(cmds, "prune", cmd_outbox_prune, about)
+    prune = command(cmds, "prune", cmd_outbox_prune, about, plan="count only, delete nothing")
     older_than(
         prune, "rows created before now minus this (7d, 36h); at least retention.min_outbox_age"
     )
-    plan_or_execute(prune, "count only, delete nothing")
 
 
 def _purge_progress(r: PurgeProgress) -> None:

@@ -16,8 +16,6 @@ from typing import Any
 from searchsync.cli.args import (
     command,
     group,
-    kafka_timeout,
-    plan_or_execute,
     positive_int,
     with_tables,
 )
@@ -74,11 +72,11 @@ def register_relay(commands: Any) -> None:
     command(cmds, "run", cmd_relay_run, "run the relay until stopped", json=None)
     dead = command(cmds, "dead", cmd_relay_dead, "list DEAD outbox rows")
     dead.add_argument("--limit", type=positive_int, default=100, help="at most this many")
-    revive = command(cmds, "revive", cmd_relay_revive, "put DEAD outbox rows back")
+    plan = "list the rows it would revive"
+    revive = command(cmds, "revive", cmd_relay_revive, "put DEAD outbox rows back", plan=plan)
     which = revive.add_mutually_exclusive_group(required=True)
     which.add_argument("--id", type=positive_int, action="append", help="a row id (repeatable)")
     which.add_argument("--all", action="store_true", help="every DEAD row")
-    plan_or_execute(revive, "list the rows it would revive")
 
 
 def cmd_relay_run(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -132,13 +130,13 @@ def register_exporter(commands: Any) -> None:
         "serve the group's lag, members and oldest unfinished event as the broker sees"
         " them, and the freshness canary, on /metrics (needs no live member)",
         json=None,
+        timeout="each question to the broker",
     )
     exporter.add_argument(
         "--once",
         action="store_true",
         help="observe once (and read the canary once), print the metrics and exit",
     )
-    kafka_timeout(exporter, "each question to the broker")
 
 
 def cmd_exporter(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:

@@ -13,8 +13,7 @@ from searchsync.cli.args import chosen_type, command, group, with_tables
 from searchsync.cli.output import err, print_json
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
-from searchsync.ops.preview import Preview, preview
-from searchsync.resources import Stores
+from searchsync.ops.preview import preview
 from searchsync.runtime import Runtime
 
 
@@ -33,11 +32,7 @@ def register(commands: Any) -> None:
 
 def cmd_projection_show(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     projector = runtime.registry.get(chosen_type(runtime, args.type))
-
-    async def read(tables: Stores) -> Preview:
-        return await preview(projector, tables.truth, args.id)
-
-    found = with_tables(runtime, read)
+    found = with_tables(runtime, lambda t: preview(projector, t.truth, args.id))
     if args.json:
         document = asdict(found)
         document["document"] = document.pop("body")

@@ -20,7 +20,7 @@ from searchsync.config import Settings
 from searchsync.errors import LeaseHeld
 from searchsync.exit_codes import ExitCode
 from searchsync.gc_tuning import tune_for_throughput
-from searchsync.observability.http import HealthReport, HealthServer
+from searchsync.observability.http import serve_job_metrics
 from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.observability.repair_metrics import RepairMetrics
 from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
@@ -92,17 +92,16 @@ async def run_rebuild(
     )
     async with runtime, AsyncExitStack() as stack:
         rebuilder = await runtime.rebuilder(metrics=metrics, progress=progress)
-        if settings.rebuild.metrics_port and not options.dry_run:
-            server = HealthServer(
-                settings.observability.metrics_host,
-                settings.rebuild.metrics_port,
-                metrics,
-                lambda: HealthReport(ready=True, details={"rebuild": options.aggregate_type}),
-                port_setting="rebuild.metrics_port",
-            )
-            await server.start()
+        host = settings.observability.metrics_host
+        server = await serve_job_metrics(
+            host,
+            0 if options.dry_run else settings.rebuild.metrics_port,
+            metrics,
+            port_setting="rebuild.metrics_port",
+            details={"rebuild": options.aggregate_type},
+        )
+        if server is not None:
             stack.push_async_callback(server.close)
-            host = settings.observability.metrics_host
             err(f"rebuild metrics on http://{host}:{server.port}/metrics")
         return await rebuilder.run(options)
     raise AssertionError("unreachable")  # pragma: no cover

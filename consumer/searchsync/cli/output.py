@@ -45,21 +45,14 @@ def print_json(document: Any) -> None:
 
 
 def _json_default(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return bytes_json(value)
+    if isinstance(value, bytes):  # UTF-8 text as a string; anything else as {"base64": ...}
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return {"base64": base64.b64encode(value).decode("ascii")}
     if isinstance(value, set | frozenset):
         return sorted(value)
     return str(value)
-
-
-def bytes_json(value: bytes | None) -> Any:
-    """UTF-8 text as a string; anything else as ``{"base64": ...}``."""
-    if value is None:
-        return None
-    try:
-        return value.decode("utf-8")
-    except UnicodeDecodeError:
-        return {"base64": base64.b64encode(value).decode("ascii")}
 
 
 # librdkafka's codes for "no broker answered" (not a refusal by a broker that did answer)

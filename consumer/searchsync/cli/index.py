@@ -88,7 +88,6 @@ def _with_admin(
     *args: P.args,
     **kwargs: P.kwargs,
 ) -> T:
-    """``call(admin, *args, **kwargs)`` on the runtime's index admin."""
     return run_in(runtime, lambda: call(runtime.search().admin, *args, **kwargs))
 
 

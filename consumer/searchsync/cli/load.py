@@ -22,7 +22,6 @@ from searchsync.runtime import Runtime
 
 
 def register(cmds: Any) -> None:
-    """``searchsync index load`` in the ``index`` group `cmds`."""
     load = command(
         cmds,
         "load",

@@ -80,15 +80,13 @@ def cmd_dlq_inspect(args: argparse.Namespace, settings: Settings, runtime: Runti
             ledger=ledger,
         )
     lines = [entry_line(topic, e) for e in entries] or [f"no dead letters in {topic}"]
-    show(args.json, [entry_json(e) for e in entries], lines)
-    return ExitCode.OK
+    return show(args.json, [entry_json(e) for e in entries], lines)
 
 
 def cmd_dlq_summary(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     with closing(runtime.replay_ledger()) as ledger:
         result = summary(dlq_topic(settings, runtime, timeout_s=args.timeout), ledger=ledger)
-    show(args.json, result.as_json(), summary_lines(result))
-    return ExitCode.OK
+    return show(args.json, result.as_json(), summary_lines(result))
 
 
 def cmd_dlq_replay(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -104,8 +102,7 @@ def cmd_dlq_replay(args: argparse.Namespace, settings: Settings, runtime: Runtim
             producer_factory=runtime.kafka.producer,
         )
     plan = report.dry_run and bool(report.replayed)
-    show(args.json, replay_json(topic, report), replay_lines(topic, report), plan=plan)
-    return ExitCode.OK
+    return show(args.json, replay_json(topic, report), replay_lines(topic, report), plan=plan)
 
 
 def entry_json(entry: DlqEntry) -> dict[str, Any]:

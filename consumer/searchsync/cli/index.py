@@ -116,21 +116,18 @@ def cmd_index_init(args: argparse.Namespace, settings: Settings, runtime: Runtim
         "message": message,
     }
     if not args.load:
-        show(args.json, document, [message])
-        return ExitCode.OK
+        return show(args.json, document, [message])
     if args.dry_run and result.action in (InitAction.WOULD_CREATE, InitAction.WOULD_ADD_ALIAS):
         then = f"then would load every row of {projector.table} into {result.index}"
-        show(
-            args.json, {**document, "load": None, "message": f"{message}; {then}"}, [message, then]
-        )
-        return ExitCode.OK
+        document |= {"load": None, "message": f"{message}; {then}"}
+        return show(args.json, document, [message, then])
     if not args.json:
         err(message)
     outcome = load.run_load(runtime, load.load_options(args, aggregate_type))
     if not args.json:
         return load.report(outcome, as_json=False)
-    show(True, {**document, "load": outcome.summary()}, [])
-    return ExitCode.OK if outcome.ok else ExitCode.FAILURE
+    code = ExitCode.OK if outcome.ok else ExitCode.FAILURE
+    return show(True, {**document, "load": outcome.summary()}, [], code=code)
 
 
 def cmd_index_describe(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -146,8 +143,7 @@ def cmd_index_describe(args: argparse.Namespace, settings: Settings, runtime: Ru
             yield f"{t}: alias {d.alias} -> {', '.join(d.indices)} (writes: {d.write_index})"
             yield f"{t}: read alias {d.read_alias} -> {', '.join(d.read_indices) or 'nothing'}"
 
-    show(args.json, [{"aggregate_type": t, **asdict(d)} for t, d in pairs], lines())
-    return ExitCode.OK
+    return show(args.json, [{"aggregate_type": t, **asdict(d)} for t, d in pairs], lines())
 
 
 def cmd_index_list(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -164,8 +160,7 @@ def cmd_index_list(args: argparse.Namespace, settings: Settings, runtime: Runtim
         }
         for t, listing in pairs
     ]
-    show(args.json, document, _listing_lines(pairs))
-    return ExitCode.OK
+    return show(args.json, document, _listing_lines(pairs))
 
 
 def _init_hint(aggregate_type: str) -> str:
@@ -199,8 +194,7 @@ def cmd_index_rollback(args: argparse.Namespace, settings: Settings, runtime: Ru
         "dry_run": result.dry_run,
         "message": result.message,
     }
-    show(args.json, document, [result.message], plan=result.dry_run)
-    return ExitCode.OK
+    return show(args.json, document, [result.message], plan=result.dry_run)
 
 
 def cmd_index_drop(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -213,8 +207,7 @@ def cmd_index_drop(args: argparse.Namespace, settings: Settings, runtime: Runtim
         )
     result = _with_admin(runtime, indices.drop, alias, index, dry_run=args.dry_run)
     document = {**asdict(result), "message": result.message}
-    show(args.json, document, [result.message], plan=result.dry_run)
-    return ExitCode.OK
+    return show(args.json, document, [result.message], plan=result.dry_run)
 
 
 def register_wait(commands: Any) -> None:
@@ -258,5 +251,5 @@ def cmd_wait(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> 
             timeout_s=args.timeout,
         ),
     )
-    show(args.json, result.as_json(), [result.message])
-    return ExitCode.OK if result.reached else ExitCode.FAILURE
+    code = ExitCode.OK if result.reached else ExitCode.FAILURE
+    return show(args.json, result.as_json(), [result.message], code=code)

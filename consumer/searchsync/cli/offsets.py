@@ -81,8 +81,7 @@ def cmd_offsets_show(args: argparse.Namespace, settings: Settings, runtime: Runt
             committed = "-" if r.committed is None else str(r.committed)
             lines.append(f"{r.topic:<40} {r.partition:>4} {committed:>12} {r.high:>12} {r.lag:>10}")
         lines.append(f"total lag {lag}")
-    show(args.json, document, lines)
-    return ExitCode.OK
+    return show(args.json, document, lines)
 
 
 def _reset_lines(report: offsets.ResetReport) -> Iterator[str]:

@@ -68,8 +68,8 @@ def cmd_tombstones_purge(
 
     reports = run_in(runtime, go)
     document = {"dry_run": args.dry_run, "results": [r.as_json() for r in reports]}
-    show(args.json, document, map(_summary, reports), plan=args.dry_run)
-    return ExitCode.FAILURE if any(r.failed for r in reports) else ExitCode.OK
+    code = ExitCode.FAILURE if any(r.failed for r in reports) else ExitCode.OK
+    return show(args.json, document, map(_summary, reports), plan=args.dry_run, code=code)
 
 
 def _summary(r: PurgeReport) -> str:
@@ -116,5 +116,4 @@ def cmd_outbox_prune(args: argparse.Namespace, settings: Settings, runtime: Runt
         f"{report.created_before.isoformat()}Z (older than {format_duration(report.older_than)}) "
         f"in {report.batches} batches; {report.scanned} rows looked at"
     )
-    show(args.json, report.as_json(), [line], plan=report.dry_run)
-    return ExitCode.OK
+    return show(args.json, report.as_json(), [line], plan=report.dry_run)

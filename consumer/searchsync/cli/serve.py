@@ -95,8 +95,7 @@ def cmd_relay_run(args: argparse.Namespace, settings: Settings, runtime: Runtime
 
 def cmd_relay_dead(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     rows = with_tables(runtime, lambda t: t.relay.dead(args.limit))
-    _show(rows, args.json, f"{len(rows)} DEAD rows in {settings.relay.table}")
-    return ExitCode.OK
+    return _show(rows, args.json, f"{len(rows)} DEAD rows in {settings.relay.table}")
 
 
 def cmd_relay_revive(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -104,22 +103,22 @@ def cmd_relay_revive(args: argparse.Namespace, settings: Settings, runtime: Runt
     if args.dry_run:
         rows = with_tables(runtime, lambda t: t.relay.dead(1_000_000))
         chosen = [r for r in rows if ids is None or r.id in ids]
-        _show(chosen, args.json, f"would revive {len(chosen)} DEAD rows", plan=True)
-        return ExitCode.OK
+        return _show(chosen, args.json, f"would revive {len(chosen)} DEAD rows", plan=True)
     revived = with_tables(runtime, lambda t: t.relay.revive(ids))
     document = {"dry_run": False, "revived": revived}
-    show(args.json, document, [f"revived {revived} DEAD rows in {settings.relay.table}"])
-    return ExitCode.OK
+    return show(args.json, document, [f"revived {revived} DEAD rows in {settings.relay.table}"])
 
 
-def _show(rows: list[DeadRow], as_json: bool, summary: str, *, plan: bool = False) -> None:
+def _show(rows: list[DeadRow], as_json: bool, summary: str, *, plan: bool = False) -> ExitCode:
     lines = [
         f"{r.id} {r.aggregate_type}/{r.aggregate_id} {r.operation} rev {r.source_revision}"
         f" attempts {r.attempts}: {r.last_error or ''}"
         for r in rows
     ]
     listed: dict[str, Any] = {"rows": [r.as_json() for r in rows]}
-    show(as_json, {"dry_run": True, **listed} if plan else listed, [*lines, summary], plan=plan)
+    return show(
+        as_json, {"dry_run": True, **listed} if plan else listed, [*lines, summary], plan=plan
+    )
 
 
 def register_exporter(commands: Any) -> None:

@@ -115,8 +115,7 @@ def cmd_loadgen(args: argparse.Namespace, settings: Settings, runtime: Runtime) 
     counts = {k: v for k, v in fields.items() if isinstance(v, int)} | {"changes": report.changes}
     document = counts | {"seed": args.seed, "id_prefix": prefix} | fields
     line = " ".join(f"{k}={v}" for k, v in counts.items()) + f" id_prefix={prefix}"
-    show(args.json, document, [line])
-    return ExitCode.OK
+    return show(args.json, document, [line])
 
 
 if __name__ == "__main__":

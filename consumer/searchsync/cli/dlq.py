@@ -8,12 +8,7 @@ from contextlib import closing
 from dataclasses import asdict
 from typing import Any
 
-from searchsync.cli.args import (
-    command,
-    group,
-    positive_int,
-    utc_time,
-)
+from searchsync.cli.args import command, group, positive_int, utc_time
 from searchsync.cli.output import show
 from searchsync.config import Settings
 from searchsync.dlq.replay import DlqFilter, ReplayReport, inspect, replay

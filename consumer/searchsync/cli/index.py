@@ -11,14 +11,7 @@ from dataclasses import asdict
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from searchsync.cli import load
-from searchsync.cli.args import (
-    chosen_type,
-    chosen_types,
-    command,
-    group,
-    positive_int,
-    run_in,
-)
+from searchsync.cli.args import chosen_type, chosen_types, command, group, positive_int, run_in
 from searchsync.cli.output import err, show
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest

@@ -10,13 +10,7 @@ from dataclasses import asdict, replace
 from functools import partial
 from typing import Any
 
-from searchsync.cli.args import (
-    command,
-    group,
-    non_negative_int,
-    reset_target,
-    with_tables,
-)
+from searchsync.cli.args import command, group, non_negative_int, reset_target, with_tables
 from searchsync.cli.output import PLAN_ONLY, err, show
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest

@@ -7,14 +7,7 @@ import argparse
 from datetime import UTC, datetime
 from typing import Any
 
-from searchsync.cli.args import (
-    chosen_types,
-    command,
-    group,
-    older_than,
-    run_in,
-    with_tables,
-)
+from searchsync.cli.args import chosen_types, command, group, older_than, run_in, with_tables
 from searchsync.cli.output import err, show
 from searchsync.config import Settings
 from searchsync.duration import format_duration

@@ -13,12 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
-from searchsync.cli.args import (
-    command,
-    group,
-    positive_int,
-    with_tables,
-)
+from searchsync.cli.args import command, group, positive_int, with_tables
 from searchsync.cli.output import err, out, show
 from searchsync.clock import utc_now
 from searchsync.config import Settings

@@ -11,17 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from searchsync import __version__
-from searchsync.cli import (
-    config,
-    dlq,
-    index,
-    offsets,
-    projection,
-    reconcile,
-    retention,
-    serve,
-    status,
-)
+from searchsync.cli import config, dlq, index, offsets, reconcile, retention, serve, status
 from searchsync.cli.args import CONFIG_ENV, Command
 from searchsync.cli.output import describe_unreachable, err
 from searchsync.config import Settings, load_settings, scrub_credentials, scrub_known
@@ -44,7 +34,7 @@ _GROUPS = (
     serve.register_exporter,
     index.register_wait,
     config.register_schema,
-    projection.register,
+    config.register_projection,
 )
 
 

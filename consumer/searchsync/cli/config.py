@@ -2,7 +2,8 @@
 ``--grants``, exit 1 if a grant lets the consumer write a business table. `searchsync schema sql |
 grants | connector`: print, connecting to nothing, searchsync's tables, the three users' GRANTs
 and the Debezium connector's configuration (or ``--worker-properties``), docs/production.md;
-``--flavor`` picks the server family (default: ``[mysql] flavor``, else mariadb)."""
+``--flavor`` picks the server family (default: ``[mysql] flavor``, else mariadb). `searchsync
+projection show`: what a projector makes of one row, as the sample of ``--connect`` does."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from searchsync.cli.args import command, group, positive_int, run_in
+from searchsync.cli.args import chosen_type, command, group, positive_int, run_in, with_tables
 from searchsync.cli.output import err, out, print_json
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest
@@ -28,6 +29,7 @@ from searchsync.mysql.dialect import DEFAULT_FLAVOR, FLAVORS, Flavor, parse_flav
 from searchsync.mysql.schema import DbUsers, grant_statements, schema_sql
 from searchsync.mysql.table_schema import MysqlTableSchema
 from searchsync.ops import setup_check
+from searchsync.ops.preview import preview
 from searchsync.projection.references import business_tables, event_types
 from searchsync.projection.topics import consumed_topics
 from searchsync.runtime import Runtime
@@ -127,6 +129,37 @@ def _connected_findings(
 
     run_in(runtime, go)
     return reports
+
+
+def register_projection(commands: Any) -> None:
+    cmds = group(commands, "projection", "what a projector makes of a row")
+    showing = command(
+        cmds,
+        "show",
+        cmd_projection_show,
+        "print the document that would be written for one row (JSON)",
+        json="print the document with its type, id, state and revision around it",
+        one_type=True,
+    )
+    showing.add_argument("--id", required=True, help="the row's id")
+
+
+def cmd_projection_show(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    """The document searchsync would write for one row (`searchsync.ops.preview`), as JSON. Exit 0
+    with the document; 1 when there is none (the row cannot be projected, or neither the row nor its
+    revision floor exists), the reason on stderr; 2 for an unknown type."""
+    projector = runtime.registry.get(chosen_type(runtime, args.type))
+    found = with_tables(runtime, lambda t: preview(projector, t.truth, args.id))
+    if args.json:
+        document = asdict(found)
+        document["document"] = document.pop("body")
+        print_json(document)
+    elif found.body is not None:
+        print_json(found.body)
+    if not found.ok:
+        err(f"{found.aggregate_type} {found.aggregate_id}: {found.state}: {found.reason}")
+        return ExitCode.FAILURE
+    return ExitCode.OK
 
 
 def register_schema(commands: Any) -> None:

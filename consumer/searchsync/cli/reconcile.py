@@ -10,6 +10,7 @@ import asyncio
 import json
 import sys
 from contextlib import AsyncExitStack
+from dataclasses import asdict
 from typing import Any
 
 import orjson
@@ -187,11 +188,7 @@ def to_json(report: RotationReport, *, dry_run: bool) -> dict[str, Any]:
         "dry_run": dry_run,
         "seconds": report.seconds,
         "epochs": {
-            t: {
-                "epoch": e.epoch,
-                "bucket_count": e.bucket_count,
-                "canonicalization_version": e.canonicalization_version,
-            }
+            t: {k: v for k, v in asdict(e).items() if k != "aggregate_type"}
             for t, e in report.epochs.items()
         },
         "new_epochs": report.new_epochs,

@@ -110,10 +110,8 @@ def _show(rows: list[DeadRow], as_json: bool, summary: str, *, plan: bool = Fals
         f" attempts {r.attempts}: {r.last_error or ''}"
         for r in rows
     ]
-    listed: dict[str, Any] = {"rows": [r.as_json() for r in rows]}
-    return show(
-        as_json, {"dry_run": True, **listed} if plan else listed, [*lines, summary], plan=plan
-    )
+    document = {**({"dry_run": True} if plan else {}), "rows": [r.as_json() for r in rows]}
+    return show(as_json, document, [*lines, summary], plan=plan)
 
 
 def register_exporter(commands: Any) -> None:

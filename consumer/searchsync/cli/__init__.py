@@ -11,17 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from searchsync import __version__
-from searchsync.cli import (
-    config,
-    dlq,
-    index,
-    offsets,
-    projection,
-    reconcile,
-    retention,
-    serve,
-    status,
-)
+from searchsync.cli import config, dlq, index, offsets, reconcile, retention, serve, status
 from searchsync.cli.args import CONFIG_ENV, Command
 from searchsync.cli.output import describe_unreachable, err
 from searchsync.config import Settings, load_settings, scrub_credentials, scrub_known
@@ -44,7 +34,7 @@ _GROUPS = (
     serve.register_exporter,
     index.register_wait,
     config.register_schema,
-    projection.register,
+    config.register_projection,
 )
 
 
@@ -71,18 +61,15 @@ def main(
         return command(args, settings, runtime(settings))
     except ConfigError as exc:
         if exc.cause is not None:  # the cause first, the expected form after it
-            err(f"config error: {exc.key}: {exc.cause}")
-            err(f"  expected {exc.expected}")
-            return ExitCode.USAGE
-        shown = "" if exc.got is None else f" (got {exc.got!r})"
-        err(f"config error: {exc.key}: expected {exc.expected}{shown}")
+            err(f"config error: {exc.key}: {exc.cause}\n  expected {exc.expected}")
+        else:
+            shown = "" if exc.got is None else f" (got {exc.got!r})"
+            err(f"config error: {exc.key}: expected {exc.expected}{shown}")
         return ExitCode.USAGE
-    except InvalidRequest as exc:
-        err(f"usage error: {exc}")
-        return ExitCode.USAGE
-    except DlqBudgetExceeded as exc:
-        err(f"dlq budget exceeded: {exc}")
-        return ExitCode.DLQ_BUDGET
+    except (InvalidRequest, DlqBudgetExceeded) as exc:
+        usage = isinstance(exc, InvalidRequest)
+        err(f"{'usage error' if usage else 'dlq budget exceeded'}: {exc}")
+        return ExitCode.USAGE if usage else ExitCode.DLQ_BUDGET
     except KeyboardInterrupt:
         err("interrupted")
         return ExitCode.INTERRUPTED

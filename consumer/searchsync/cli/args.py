@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, Final, TypeVar
 
 from searchsync.config import Settings
@@ -33,10 +35,17 @@ def command(
     *,
     json: str | None = "print one JSON document",
     one_type: bool = False,
+    dry_run: str | None = None,
+    plan: str | None = None,
+    timeout: str | None = None,
     **options: Any,
 ) -> argparse.ArgumentParser:
     """``searchsync [GROUP] NAME``, which runs `func`: its parser, with ``--config PATH``,
-    ``--json`` unless `json` (its help) is None, and with `one_type` ``--type`` (`chosen_type`)."""
+    ``--json`` unless `json` (its help) is None, with `one_type` ``--type`` (`chosen_type`), and
+    each of these given its help: `dry_run` a plain ``--dry-run``; `plan` ``--execute`` and
+    ``--dry-run`` (``args.dry_run``), as kafka-consumer-groups has them: without ``--execute`` a
+    command that changes state prints its plan and changes nothing; `timeout` ``--timeout
+    SECONDS`` (``args.timeout``), how long what it names may take."""
     parser: argparse.ArgumentParser = commands.add_parser(name, help=summary, **options)
     parser.add_argument(
         "--config",
@@ -48,6 +57,20 @@ def command(
         parser.add_argument("--json", action="store_true", help=json)
     if one_type:
         parser.add_argument("--type", help="aggregate type (default: the only registered one)")
+    if dry_run is not None:
+        parser.add_argument("--dry-run", action="store_true", help=dry_run)
+    if plan is not None:
+        execute = ("--execute", False, "act; without it, only print the plan")
+        switch(parser, "dry_run", execute, ("--dry-run", True, f"{plan} (default)"))
+    if timeout is not None:
+        parser.add_argument(
+            "--timeout",
+            type=seconds,
+            default=KAFKA_TIMEOUT_S,
+            metavar="SECONDS",
+            help=f"how long {timeout} may take before the command gives up (default: "
+            f"{KAFKA_TIMEOUT_S:g})",
+        )
     parser.set_defaults(func=func)
     return parser
 
@@ -87,36 +110,6 @@ def switch(parser: argparse.ArgumentParser, dest: str, *flags: tuple[str, bool, 
         pair.add_argument(flag, dest=dest, action=action, default=True, help=about)
 
 
-def plan_or_execute(parser: argparse.ArgumentParser, plan: str) -> None:
-    """``--execute`` and ``--dry-run`` (sets ``args.dry_run``), as kafka-consumer-groups has them:
-    without ``--execute`` a command that changes state prints its `plan` and changes nothing."""
-    execute = ("--execute", False, "act; without it, only print the plan")
-    switch(parser, "dry_run", execute, ("--dry-run", True, f"{plan} (default)"))
-
-
-def kafka_timeout(parser: argparse.ArgumentParser, about: str = "each Kafka request") -> None:
-    """``--timeout SECONDS`` (``args.timeout``): how long `about` may take."""
-    parser.add_argument(
-        "--timeout",
-        type=seconds,
-        default=KAFKA_TIMEOUT_S,
-        metavar="SECONDS",
-        help=f"how long {about} may take before the command gives up (default: "
-        f"{KAFKA_TIMEOUT_S:g})",
-    )
-
-
-def seconds(text: str) -> float:
-    """A number of seconds above 0, at most an hour."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0.0 < value <= 3600.0:
-        raise argparse.ArgumentTypeError(f"expected seconds above 0, at most 3600, got {text!r}")
-    return value
-
-
 def older_than(parser: argparse.ArgumentParser, window: str) -> None:
     """``--older-than DURATION`` (required); `window` helps it."""
     parser.add_argument(
@@ -146,14 +139,6 @@ def chosen_types(runtime: Runtime, given: Sequence[str] | str | None) -> list[st
     return [chosen_type(runtime, t) for t in ([given] if isinstance(given, str) else given)]
 
 
-def positive_int(text: str) -> int:
-    return _int_from(text, 1)
-
-
-def non_negative_int(text: str) -> int:
-    return _int_from(text, 0)
-
-
 def _int_from(text: str, low: int) -> int:
     try:
         value = int(text)
@@ -164,22 +149,27 @@ def _int_from(text: str, low: int) -> int:
     return value
 
 
-def fraction(high: float, expected: str) -> Callable[[str], float]:
-    """An argument type for a number from 0 to `high`; `expected` starts its error message."""
+positive_int = partial(_int_from, low=1)
+non_negative_int = partial(_int_from, low=0)
+
+
+def number(ok: Callable[[float], bool], expected: str) -> Callable[[str], float]:
+    """An argument type for a number `ok` accepts; `expected` starts its error message."""
 
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
-            value = -1.0
-        if not 0.0 <= value <= high:
+            value = math.nan
+        if not ok(value):
             raise argparse.ArgumentTypeError(f"{expected}, got {text!r}")
         return value
 
     return parse
 
 
-ratio = fraction(0.5, "expected a number in [0, 0.5]")  # soft delete and restore each take this
+seconds = number(lambda v: 0.0 < v <= 3600.0, "expected seconds above 0, at most 3600")
+ratio = number(lambda v: 0.0 <= v <= 0.5, "expected a number in [0, 0.5]")  # soft delete, restore
 
 
 def reset_target(text: str) -> str | int | datetime:

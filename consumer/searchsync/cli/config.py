@@ -2,17 +2,18 @@
 ``--grants``, exit 1 if a grant lets the consumer write a business table. `searchsync schema sql |
 grants | connector`: print, connecting to nothing, searchsync's tables, the three users' GRANTs
 and the Debezium connector's configuration (or ``--worker-properties``), docs/production.md;
-``--flavor`` picks the server family (default: ``[mysql] flavor``, else mariadb)."""
+``--flavor`` picks the server family (default: ``[mysql] flavor``, else mariadb). `searchsync
+projection show`: what a projector makes of one row, as the sample of ``--connect`` does."""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 from typing import Any
 
 import orjson
 
-from searchsync.cli import config_check
-from searchsync.cli.args import command, group, positive_int, run_in
+from searchsync.cli.args import chosen_type, command, group, positive_int, run_in, with_tables
 from searchsync.cli.output import err, out, print_json
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest
@@ -25,7 +26,11 @@ from searchsync.kafka.outbox_connector import (
 )
 from searchsync.mysql.dialect import DEFAULT_FLAVOR, FLAVORS, Flavor, parse_flavor
 from searchsync.mysql.schema import DbUsers, grant_statements, schema_sql
-from searchsync.projection.references import business_tables
+from searchsync.mysql.table_schema import MysqlTableSchema
+from searchsync.ops import setup_check
+from searchsync.ops.preview import preview
+from searchsync.projection.references import business_tables, event_types
+from searchsync.projection.topics import consumed_topics
 from searchsync.runtime import Runtime
 from searchsync.search.client import opensearch_client_class
 
@@ -71,13 +76,14 @@ def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runt
             "grants": list(report.grants),
             "violations": list(report.violations),
         }
-    setup = config_check.findings(settings, runtime, connect=args.connect)
-    redacted["consumed_topics"] = setup["topics"]
-    redacted["findings"] = setup["findings"]
+    found = setup_check.static_findings(settings, registry)
+    reports = _connected_findings(settings, runtime, found) if args.connect else []
+    redacted["consumed_topics"] = list(consumed_topics(settings, event_types(registry)))
+    redacted["findings"] = found
     if args.connect:
-        redacted["types"] = setup["types"]
+        redacted["types"] = [asdict(r) for r in reports]
     code = ExitCode.OK if report is None or report.ok else ExitCode.FAILURE
-    if setup["findings"]:
+    if found:
         code = ExitCode.USAGE  # a configuration that cannot work as it is
     if args.json:
         print_json(redacted)
@@ -92,15 +98,67 @@ def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runt
         for violation in report.violations:
             err(f"least privilege violated: {violation}")
         out("least privilege: ok" if report.ok else "least privilege: VIOLATED")
-    for line in setup["sample_lines"]:
+    for line in setup_check.lines(reports):
         out(line)
-    for finding in setup["findings"]:
+    for finding in found:
         err(f"config refused: {finding}")
-    if setup["findings"]:
-        out(f"config NOT ok: {len(setup['findings'])} finding(s)")
-        return code
-    out("config ok")
+    out(f"config NOT ok: {len(found)} finding(s)" if found else "config ok")
     return code
+
+
+def _connected_findings(
+    settings: Settings, runtime: Runtime, found: list[str]
+) -> list[setup_check.TypeReport]:
+    """Add to `found` the refusals that need MySQL and the search engine; the per-type reports."""
+    registry, reports = runtime.registry, []
+
+    async def go() -> None:
+        tables, admin = await runtime.tables(), runtime.search().admin
+        schema = MysqlTableSchema(await runtime.pool())
+        for t in registry.types():
+            projector = registry.get(t)
+            wrong = await setup_check.schema_findings(projector, schema)
+            found.extend(wrong)
+            if not wrong:  # a missing column would only fail the read
+                report = await setup_check.sample_report(projector, tables.truth)
+                reports.append(report)
+                found.extend(report.findings)
+            prefix = settings.elasticsearch.index_prefix
+            found.extend(await setup_check.engine_findings(projector, admin, prefix))
+
+    run_in(runtime, go)
+    return reports
+
+
+def register_projection(commands: Any) -> None:
+    cmds = group(commands, "projection", "what a projector makes of a row")
+    showing = command(
+        cmds,
+        "show",
+        cmd_projection_show,
+        "print the document that would be written for one row (JSON)",
+        json="print the document with its type, id, state and revision around it",
+        one_type=True,
+    )
+    showing.add_argument("--id", required=True, help="the row's id")
+
+
+def cmd_projection_show(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    """The document searchsync would write for one row (`searchsync.ops.preview`), as JSON. Exit 0
+    with the document; 1 when there is none (the row cannot be projected, or neither the row nor its
+    revision floor exists), the reason on stderr; 2 for an unknown type."""
+    projector = runtime.registry.get(chosen_type(runtime, args.type))
+    found = with_tables(runtime, lambda t: preview(projector, t.truth, args.id))
+    if args.json:
+        document = asdict(found)
+        document["document"] = document.pop("body")
+        print_json(document)
+    elif found.body is not None:
+        print_json(found.body)
+    if not found.ok:
+        err(f"{found.aggregate_type} {found.aggregate_id}: {found.state}: {found.reason}")
+        return ExitCode.FAILURE
+    return ExitCode.OK
 
 
 def register_schema(commands: Any) -> None:

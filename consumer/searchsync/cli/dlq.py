@@ -8,15 +8,8 @@ from contextlib import closing
 from dataclasses import asdict
 from typing import Any
 
-from searchsync.cli.args import (
-    command,
-    group,
-    kafka_timeout,
-    plan_or_execute,
-    positive_int,
-    utc_time,
-)
-from searchsync.cli.output import bytes_json, show
+from searchsync.cli.args import command, group, positive_int, utc_time
+from searchsync.cli.output import show
 from searchsync.config import Settings
 from searchsync.dlq.replay import DlqFilter, ReplayReport, inspect, replay
 from searchsync.dlq.replays import ReplayEntry
@@ -30,16 +23,15 @@ _READ = "each Kafka request, and the whole read of the DLQ,"
 
 def register(commands: Any) -> None:
     cmds = group(commands, "dlq", "inspect, summarise and replay dead letters")
-    inspecting = _filtered(
-        command(cmds, "inspect", cmd_dlq_inspect, "show dead letters (newest by default)")
-    )
+    about = "show dead letters (newest by default)"
+    inspecting = _filtered(command(cmds, "inspect", cmd_dlq_inspect, about, timeout=_READ))
     inspecting.add_argument("--limit", type=positive_int, default=20, help="default: 20")
     inspecting.add_argument("--from-beginning", action="store_true", help="oldest dead letters")
     about = "counts by code and type; what each replay became"
-    kafka_timeout(command(cmds, "summary", cmd_dlq_summary, about), _READ)
+    command(cmds, "summary", cmd_dlq_summary, about, timeout=_READ)
     about = "re-produce dead letters to their topic (each once, unless --again)"
-    replaying = _filtered(command(cmds, "replay", cmd_dlq_replay, about))
-    plan_or_execute(replaying, "show what would be replayed")
+    plan = "show what would be replayed"
+    replaying = _filtered(command(cmds, "replay", cmd_dlq_replay, about, plan=plan, timeout=_READ))
     replaying.add_argument("--limit", type=positive_int, help="replay at most N")
     replaying.add_argument(
         "--again",
@@ -56,7 +48,6 @@ def _filtered(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--event-id", metavar="ID", help="only this event")
     parser.add_argument("--since", type=utc_time, metavar="TIME", help="last failed at or after")
     parser.add_argument("--until", type=utc_time, metavar="TIME", help="last failed before")
-    kafka_timeout(parser, _READ)
     return parser
 
 
@@ -84,15 +75,13 @@ def cmd_dlq_inspect(args: argparse.Namespace, settings: Settings, runtime: Runti
             ledger=ledger,
         )
     lines = [entry_line(topic, e) for e in entries] or [f"no dead letters in {topic}"]
-    show(args.json, [entry_json(e) for e in entries], lines)
-    return ExitCode.OK
+    return show(args.json, [entry_json(e) for e in entries], lines)
 
 
 def cmd_dlq_summary(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     with closing(runtime.replay_ledger()) as ledger:
         result = summary(dlq_topic(settings, runtime, timeout_s=args.timeout), ledger=ledger)
-    show(args.json, result.as_json(), summary_lines(result))
-    return ExitCode.OK
+    return show(args.json, result.as_json(), summary_lines(result))
 
 
 def cmd_dlq_replay(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -108,27 +97,22 @@ def cmd_dlq_replay(args: argparse.Namespace, settings: Settings, runtime: Runtim
             producer_factory=runtime.kafka.producer,
         )
     plan = report.dry_run and bool(report.replayed)
-    show(args.json, replay_json(topic, report), replay_lines(topic, report), plan=plan)
-    return ExitCode.OK
+    return show(args.json, replay_json(topic, report), replay_lines(topic, report), plan=plan)
 
 
 def entry_json(entry: DlqEntry) -> dict[str, Any]:
-    """The record's fields plus where it sits in the DLQ and what the ledger says about it."""
-    record, origin = entry.record, entry.from_replay
+    """The record's fields plus where it sits in the DLQ and what the ledger says about it (times,
+    the operation and the record's bytes as `print_json` writes them)."""
+    origin = entry.from_replay
     return {
-        **asdict(record),
-        "operation": record.operation.value if record.operation is not None else None,
-        "first_failed_at": record.first_failed_at.isoformat(),
-        "last_failed_at": record.last_failed_at.isoformat(),
-        "original_key": bytes_json(record.original_key),
-        "payload": bytes_json(record.payload),
+        **asdict(entry.record),
         "dlq_partition": entry.partition,
         "dlq_offset": entry.offset,
-        "kafka_timestamp": None if entry.timestamp is None else entry.timestamp.isoformat(),
+        "kafka_timestamp": entry.timestamp,
         "replayed": entry.replayed,
         "replays": [
             {
-                "replayed_at": r.replayed_at.isoformat(),
+                "replayed_at": r.replayed_at,
                 "run_id": r.run_id,
                 "selection": dict(r.selection),
                 "replayed_to": f"{r.replayed_to_topic}/{r.replayed_to_partition}/"

@@ -11,15 +11,7 @@ from dataclasses import asdict
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from searchsync.cli import load
-from searchsync.cli.args import (
-    chosen_type,
-    chosen_types,
-    command,
-    group,
-    plan_or_execute,
-    positive_int,
-    run_in,
-)
+from searchsync.cli.args import chosen_type, chosen_types, command, group, positive_int, run_in
 from searchsync.cli.output import err, show
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest
@@ -29,10 +21,22 @@ from searchsync.ops import indices
 from searchsync.read import Until, wait_for_revision
 from searchsync.runtime import Runtime
 from searchsync.search.admin import InitAction, describe, init_index
-from searchsync.search.port import IndexAdmin, IndexInfo
+from searchsync.search.port import IndexAdmin
 
 T = TypeVar("T")
 P = ParamSpec("P")
+
+# one physical index in ``index list --json`` (print_json writes created_at as ISO 8601)
+_INDEX_FIELDS = [
+    "name",
+    "version",
+    "docs",
+    "schema_version",
+    "created_at",
+    "aliased",
+    "is_write_index",
+    "read_aliased",
+]
 
 _MESSAGES = {
     "exists": "alias {alias} already exists (writes go to {index})",
@@ -48,8 +52,8 @@ _MESSAGES = {
 def register(commands: Any) -> None:
     cmds = group(commands, "index", "manage the Elasticsearch alias and index")
     about = "create <alias>_v1 behind the alias if missing"
-    init = command(cmds, "init", cmd_index_init, about, one_type=True)
-    init.add_argument("--dry-run", action="store_true", help="say what would be done")
+    dry_run = "say what would be done"
+    init = command(cmds, "init", cmd_index_init, about, one_type=True, dry_run=dry_run)
     init.add_argument(
         "--load",
         action="store_true",
@@ -61,14 +65,14 @@ def register(commands: Any) -> None:
     listing = command(cmds, "list", cmd_index_list, "the physical indices behind each alias")
     listing.add_argument("--type", help="only this aggregate type (default: every type)")
     about = "swap the alias back to an earlier index"
-    back = command(cmds, "rollback", cmd_index_rollback, about, one_type=True)
+    plan = "say what would be swapped"
+    back = command(cmds, "rollback", cmd_index_rollback, about, one_type=True, plan=plan)
     back.add_argument(
         "--to", metavar="INDEX", help="the index to swap to (default: the one before)"
     )
-    plan_or_execute(back, "say what would be swapped")
-    drop = command(cmds, "drop", cmd_index_drop, "delete an old physical index (never the alias's)")
+    about = "delete an old physical index (never the alias's)"
+    drop = command(cmds, "drop", cmd_index_drop, about, plan="say what would be deleted")
     drop.add_argument("index", metavar="INDEX", help="the physical index, <alias>_v<N>")
-    plan_or_execute(drop, "say what would be deleted")
 
 
 def _with_admin(
@@ -77,7 +81,6 @@ def _with_admin(
     *args: P.args,
     **kwargs: P.kwargs,
 ) -> T:
-    """``call(admin, *args, **kwargs)`` on the runtime's index admin."""
     return run_in(runtime, lambda: call(runtime.search().admin, *args, **kwargs))
 
 
@@ -106,22 +109,18 @@ def cmd_index_init(args: argparse.Namespace, settings: Settings, runtime: Runtim
         "message": message,
     }
     if not args.load:
-        show(args.json, document, [message])
-        return ExitCode.OK
+        return show(args.json, document, [message])
     if args.dry_run and result.action in (InitAction.WOULD_CREATE, InitAction.WOULD_ADD_ALIAS):
         then = f"then would load every row of {projector.table} into {result.index}"
-        show(
-            args.json, {**document, "load": None, "message": f"{message}; {then}"}, [message, then]
-        )
-        return ExitCode.OK
+        document |= {"load": None, "message": f"{message}; {then}"}
+        return show(args.json, document, [message, then])
     if not args.json:
         err(message)
-    outcome = load.run_load_sync(runtime, load.load_options(args, aggregate_type))
-    if args.json:
-        show(True, {**document, "load": outcome.summary()}, [])
-    else:
-        load.report(outcome, as_json=False)
-    return load.exit_code(outcome)
+    outcome = load.run_load(runtime, load.load_options(args, aggregate_type))
+    if not args.json:
+        return load.report(outcome, as_json=False)
+    code = ExitCode.OK if outcome.ok else ExitCode.FAILURE
+    return show(True, {**document, "load": outcome.summary()}, [], code=code)
 
 
 def cmd_index_describe(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -137,8 +136,7 @@ def cmd_index_describe(args: argparse.Namespace, settings: Settings, runtime: Ru
             yield f"{t}: alias {d.alias} -> {', '.join(d.indices)} (writes: {d.write_index})"
             yield f"{t}: read alias {d.read_alias} -> {', '.join(d.read_indices) or 'nothing'}"
 
-    show(args.json, [{"aggregate_type": t, **asdict(d)} for t, d in pairs], lines())
-    return ExitCode.OK
+    return show(args.json, [{"aggregate_type": t, **asdict(d)} for t, d in pairs], lines())
 
 
 def cmd_index_list(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -151,26 +149,11 @@ def cmd_index_list(args: argparse.Namespace, settings: Settings, runtime: Runtim
             "alias": listing.alias,
             "read_alias": listing.read_alias,
             "write_index": None if listing.write_index is None else listing.write_index.name,
-            "indices": [_index_json(row) for row in listing.indices],
+            "indices": [{k: getattr(row, k) for k in _INDEX_FIELDS} for row in listing.indices],
         }
         for t, listing in pairs
     ]
-    show(args.json, document, _listing_lines(pairs))
-    return ExitCode.OK
-
-
-def _index_json(info: IndexInfo) -> dict[str, Any]:
-    """One physical index for ``index list --json``."""
-    return {
-        "name": info.name,
-        "version": info.version,
-        "docs": info.docs,
-        "schema_version": info.schema_version,
-        "created_at": info.created_at.isoformat(),
-        "aliased": info.aliased,
-        "is_write_index": info.is_write_index,
-        "read_aliased": info.read_aliased,
-    }
+    return show(args.json, document, _listing_lines(pairs))
 
 
 def _init_hint(aggregate_type: str) -> str:
@@ -204,8 +187,7 @@ def cmd_index_rollback(args: argparse.Namespace, settings: Settings, runtime: Ru
         "dry_run": result.dry_run,
         "message": result.message,
     }
-    show(args.json, document, [result.message], plan=result.dry_run)
-    return ExitCode.OK
+    return show(args.json, document, [result.message], plan=result.dry_run)
 
 
 def cmd_index_drop(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -218,8 +200,7 @@ def cmd_index_drop(args: argparse.Namespace, settings: Settings, runtime: Runtim
         )
     result = _with_admin(runtime, indices.drop, alias, index, dry_run=args.dry_run)
     document = {**asdict(result), "message": result.message}
-    show(args.json, document, [result.message], plan=result.dry_run)
-    return ExitCode.OK
+    return show(args.json, document, [result.message], plan=result.dry_run)
 
 
 def register_wait(commands: Any) -> None:
@@ -263,5 +244,5 @@ def cmd_wait(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> 
             timeout_s=args.timeout,
         ),
     )
-    show(args.json, result.as_json(), [result.message])
-    return ExitCode.OK if result.reached else ExitCode.FAILURE
+    code = ExitCode.OK if result.reached else ExitCode.FAILURE
+    return show(args.json, result.as_json(), [result.message], code=code)

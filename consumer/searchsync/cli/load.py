@@ -7,11 +7,10 @@ with ``--json`` one JSON document."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from typing import Any
 
-from searchsync.cli.args import chosen_type, command, switch
+from searchsync.cli.args import chosen_type, command, run_in, switch
 from searchsync.cli.output import err, out, print_json
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
@@ -23,13 +22,13 @@ from searchsync.runtime import Runtime
 
 
 def register(cmds: Any) -> None:
-    """``searchsync index load`` in the ``index`` group `cmds`."""
     load = command(
         cmds,
         "load",
         cmd_index_load,
         "load the rows that exist in MySQL into the alias's index (the initial load)",
         one_type=True,
+        dry_run="print the plan, change nothing",
         description="Watermark first, then a keyset scan written at each row's revision as the "
         "external version through the alias, while the live group runs: a live event always "
         "wins. Resumable (state in search_load_state); a finished load does nothing unless "
@@ -49,7 +48,6 @@ def register(cmds: Any) -> None:
         " (pasted into the query as written: one condition, no ';' or comments)",
     )
     load.add_argument("--again", action="store_true", help="load a finished load again")
-    load.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     add_wait_switch(load)
 
 
@@ -82,39 +80,30 @@ def load_options(args: argparse.Namespace, aggregate_type: str) -> LoadOptions:
 def cmd_index_load(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     options = load_options(args, chosen_type(runtime, args.type))
     tune_for_throughput()
-    outcome = run_load_sync(runtime, options)
-    report(outcome, as_json=args.json)
-    return exit_code(outcome)
+    outcome = run_load(runtime, options)
+    return report(outcome, as_json=args.json)
 
 
-def run_load_sync(runtime: Runtime, options: LoadOptions) -> LoadOutcome:
-    return asyncio.run(run_load(runtime, options))
-
-
-async def run_load(runtime: Runtime, options: LoadOptions) -> LoadOutcome:
+def run_load(runtime: Runtime, options: LoadOptions) -> LoadOutcome:
     """Run the load `options` asks for on `runtime`; progress on stderr."""
-    progress = Progress(
-        stream=sys.stderr,
-        interval_s=runtime.settings.load.progress_interval_s,
-        label="load",
-    )
-    async with runtime:
-        loader = await runtime.loader(progress=progress)
-        return await loader.run(options)
-    raise AssertionError("unreachable")  # pragma: no cover
+    interval_s = runtime.settings.load.progress_interval_s
+    progress = Progress(stream=sys.stderr, interval_s=interval_s, label="load")
+
+    async def go() -> LoadOutcome:
+        return await (await runtime.loader(progress=progress)).run(options)
+
+    return run_in(runtime, go)
 
 
-def report(outcome: LoadOutcome, *, as_json: bool) -> None:
+def report(outcome: LoadOutcome, *, as_json: bool) -> ExitCode:
+    """Print `outcome` (one JSON document with `as_json`); exit 0 when it is ok, else 1."""
     if as_json:
         print_json(outcome.summary())
-        return
-    line = outcome.message
-    if outcome.rows_this_run:
-        line += f" ({outcome.rows_per_s:.0f} rows/s over {outcome.seconds:.1f}s)"
-    for doc_id, why in outcome.failures[:5]:
-        err(f"not indexed: {doc_id}: {why}")
-    (out if outcome.ok else err)(line)
-
-
-def exit_code(outcome: LoadOutcome) -> ExitCode:
+    else:
+        line = outcome.message
+        if outcome.rows_this_run:
+            line += f" ({outcome.rows_per_s:.0f} rows/s over {outcome.seconds:.1f}s)"
+        for doc_id, why in outcome.failures[:5]:
+            err(f"not indexed: {doc_id}: {why}")
+        (out if outcome.ok else err)(line)
     return ExitCode.OK if outcome.ok else ExitCode.FAILURE

@@ -10,15 +10,7 @@ from dataclasses import asdict, replace
 from functools import partial
 from typing import Any
 
-from searchsync.cli.args import (
-    command,
-    group,
-    kafka_timeout,
-    non_negative_int,
-    plan_or_execute,
-    reset_target,
-    with_tables,
-)
+from searchsync.cli.args import command, group, non_negative_int, reset_target, with_tables
 from searchsync.cli.output import PLAN_ONLY, err, show
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest
@@ -30,16 +22,16 @@ from searchsync.runtime import Runtime
 
 def register(commands: Any) -> None:
     cmds = group(commands, "offsets", "committed offsets of the consumer group")
-    showing = command(cmds, "show", cmd_offsets_show, "committed offset, high watermark and lag")
+    about, each = "committed offset, high watermark and lag", "each Kafka request"
+    showing = command(cmds, "show", cmd_offsets_show, about, timeout=each)
     showing.add_argument(
         "--group",
         metavar="GROUP",
         help="this consumer group, e.g. a rebuild's catch-up group (default: kafka.group_id)",
     )
-    kafka_timeout(showing)
     about = "move the group's offsets (group must be idle)"
-    reset = command(cmds, "reset", cmd_offsets_reset, about)
-    kafka_timeout(reset)
+    plan = "print the plan only"
+    reset = command(cmds, "reset", cmd_offsets_reset, about, plan=plan, timeout=each)
     where = reset.add_mutually_exclusive_group(required=True)
     where.add_argument(
         "--to",
@@ -56,7 +48,6 @@ def register(commands: Any) -> None:
     )
     reset.add_argument("--topic", help="only this topic (default: every subscribed topic)")
     reset.add_argument("--partition", type=non_negative_int, help="only this partition")
-    plan_or_execute(reset, "print the plan only")
     reset.add_argument(
         "--accept-gap",
         action="store_true",
@@ -84,8 +75,7 @@ def cmd_offsets_show(args: argparse.Namespace, settings: Settings, runtime: Runt
             committed = "-" if r.committed is None else str(r.committed)
             lines.append(f"{r.topic:<40} {r.partition:>4} {committed:>12} {r.high:>12} {r.lag:>10}")
         lines.append(f"total lag {lag}")
-    show(args.json, document, lines)
-    return ExitCode.OK
+    return show(args.json, document, lines)
 
 
 def _reset_lines(report: offsets.ResetReport) -> Iterator[str]:

@@ -16,6 +16,7 @@ from elastic_transport import ConnectionTimeout as EsConnectionTimeout
 
 from searchsync.config import Settings
 from searchsync.errors import ErrorCode, TransientError
+from searchsync.exit_codes import ExitCode
 
 PLAN_ONLY: Final = "plan only, nothing changed: add --execute to act"  # stderr, no --execute
 
@@ -28,16 +29,24 @@ def err(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def show(as_json: bool, document: Any, lines: Iterable[str], *, plan: bool = False) -> None:
+def show(
+    as_json: bool,
+    document: Any,
+    lines: Iterable[str],
+    *,
+    plan: bool = False,
+    code: ExitCode = ExitCode.OK,
+) -> ExitCode:
     """With ``--json`` print `document`, otherwise each of `lines` (a generator runs only then)
-    and, for a `plan`, `PLAN_ONLY` on stderr."""
+    and, for a `plan`, `PLAN_ONLY` on stderr; `code` is the command's exit code."""
     if as_json:
         print_json(document)
-        return
+        return code
     for line in lines:
         out(line)
     if plan:
         err(PLAN_ONLY)
+    return code
 
 
 def print_json(document: Any) -> None:
@@ -45,21 +54,14 @@ def print_json(document: Any) -> None:
 
 
 def _json_default(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return bytes_json(value)
+    if isinstance(value, bytes):  # UTF-8 text as a string; anything else as {"base64": ...}
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return {"base64": base64.b64encode(value).decode("ascii")}
     if isinstance(value, set | frozenset):
         return sorted(value)
     return str(value)
-
-
-def bytes_json(value: bytes | None) -> Any:
-    """UTF-8 text as a string; anything else as ``{"base64": ...}``."""
-    if value is None:
-        return None
-    try:
-        return value.decode("utf-8")
-    except UnicodeDecodeError:
-        return {"base64": base64.b64encode(value).decode("ascii")}
 
 
 # librdkafka's codes for "no broker answered" (not a refusal by a broker that did answer)

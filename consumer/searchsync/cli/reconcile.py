@@ -10,17 +10,18 @@ import asyncio
 import json
 import sys
 from contextlib import AsyncExitStack
+from dataclasses import asdict
 from typing import Any
 
 import orjson
 
-from searchsync.cli.args import chosen_type, chosen_types, command, fraction, run_in, switch
+from searchsync.cli.args import chosen_type, chosen_types, command, number, run_in, switch
 from searchsync.cli.output import err, out
 from searchsync.config import Settings
 from searchsync.errors import LeaseHeld
 from searchsync.exit_codes import ExitCode
 from searchsync.gc_tuning import tune_for_throughput
-from searchsync.observability.http import HealthReport, HealthServer
+from searchsync.observability.http import serve_job_metrics
 from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.observability.repair_metrics import RepairMetrics
 from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
@@ -39,6 +40,7 @@ def register_rebuild(commands: Any) -> None:
         "rebuild a type's index into <alias>_v<N+1> and swap the alias",
         json="print JSON lines: one object per progress event, then the summary",
         one_type=True,
+        dry_run="print the plan, change nothing",
         description="Watermark, new index, backfill, catch-up, verify, swap "
         "(docs/design.md, Rebuild). With --json, progress events and the final summary are "
         "printed as one JSON object per line.",
@@ -46,7 +48,6 @@ def register_rebuild(commands: Any) -> None:
     mode = cmd.add_mutually_exclusive_group()
     mode.add_argument("--resume", action="store_true", help="continue the unfinished rebuild")
     mode.add_argument("--abandon", action="store_true", help="give up the unfinished rebuild")
-    cmd.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
     wait = (
         "after a swap that changes the schema version, keep the catch-up group writing until the "
         "redeployed live group has caught up (default)"
@@ -91,17 +92,16 @@ async def run_rebuild(
     )
     async with runtime, AsyncExitStack() as stack:
         rebuilder = await runtime.rebuilder(metrics=metrics, progress=progress)
-        if settings.rebuild.metrics_port and not options.dry_run:
-            server = HealthServer(
-                settings.observability.metrics_host,
-                settings.rebuild.metrics_port,
-                metrics,
-                lambda: HealthReport(ready=True, details={"rebuild": options.aggregate_type}),
-                port_setting="rebuild.metrics_port",
-            )
-            await server.start()
+        host = settings.observability.metrics_host
+        server = await serve_job_metrics(
+            host,
+            0 if options.dry_run else settings.rebuild.metrics_port,
+            metrics,
+            port_setting="rebuild.metrics_port",
+            details={"rebuild": options.aggregate_type},
+        )
+        if server is not None:
             stack.push_async_callback(server.close)
-            host = settings.observability.metrics_host
             err(f"rebuild metrics on http://{host}:{server.port}/metrics")
         return await rebuilder.run(options)
     raise AssertionError("unreachable")  # pragma: no cover
@@ -112,18 +112,17 @@ def register_repair(commands: Any) -> None:
         "find drift between MySQL and Elasticsearch and heal it with REBUILD events (one repair "
         "per type at a time: --daemon waits for the lease, --once exits 5)"
     )
-    repair = command(commands, "repair", cmd_repair, about)
+    repair = command(commands, "repair", cmd_repair, about, dry_run="report; append nothing")
     mode = repair.add_mutually_exclusive_group(required=True)
     mode.add_argument("--once", action="store_true", help="one rotation over every bucket")
     mode.add_argument("--daemon", action="store_true", help="scan the best buckets forever")
-    repair.add_argument("--dry-run", action="store_true", help="report; append nothing")
     repair.add_argument("--explain", action="store_true", help="print each choice's score")
     repair.add_argument(
         "--type", action="append", metavar="T", help="only this aggregate type (repeatable)"
     )
     repair.add_argument(
         "--content-share",
-        type=fraction(1.0, "a share from 0 to 1"),
+        type=number(lambda v: 0.0 <= v <= 1.0, "a share from 0 to 1"),
         metavar="X",
         help="share of buckets whose content is checked, 0..1 (default: 1 with --once,"
         " repair.content_share with --daemon)",
@@ -188,11 +187,7 @@ def to_json(report: RotationReport, *, dry_run: bool) -> dict[str, Any]:
         "dry_run": dry_run,
         "seconds": report.seconds,
         "epochs": {
-            t: {
-                "epoch": e.epoch,
-                "bucket_count": e.bucket_count,
-                "canonicalization_version": e.canonicalization_version,
-            }
+            t: {k: v for k, v in asdict(e).items() if k != "aggregate_type"}
             for t, e in report.epochs.items()
         },
         "new_epochs": report.new_epochs,

@@ -7,15 +7,7 @@ import argparse
 from datetime import UTC, datetime
 from typing import Any
 
-from searchsync.cli.args import (
-    chosen_types,
-    command,
-    group,
-    older_than,
-    plan_or_execute,
-    run_in,
-    with_tables,
-)
+from searchsync.cli.args import chosen_types, command, group, older_than, run_in, with_tables
 from searchsync.cli.output import err, show
 from searchsync.config import Settings
 from searchsync.duration import format_duration
@@ -34,17 +26,16 @@ from searchsync.runtime import Runtime
 def register(commands: Any) -> None:
     cmds = group(commands, "tombstones", "tombstone documents of deleted rows")
     about = "delete tombstones older than the retention window (guarded by seq_no)"
-    purge = command(cmds, "purge", cmd_tombstones_purge, about)
+    plan = "count and list, delete nothing"
+    purge = command(cmds, "purge", cmd_tombstones_purge, about, plan=plan)
     older_than(purge, "tombstones older than this (7d, 36h, 90m); at least [retention]'s minimum")
     purge.add_argument("--type", help="one aggregate type (default: every registered type)")
-    plan_or_execute(purge, "count and list, delete nothing")
     cmds = group(commands, "outbox", "the search_outbox table")
     about = "delete captured outbox rows older than a window, in small batches"
-    prune = command(cmds, "prune", cmd_outbox_prune, about)
+    prune = command(cmds, "prune", cmd_outbox_prune, about, plan="count only, delete nothing")
     older_than(
         prune, "rows created before now minus this (7d, 36h); at least retention.min_outbox_age"
     )
-    plan_or_execute(prune, "count only, delete nothing")
 
 
 def _purge_progress(r: PurgeReport) -> None:
@@ -76,8 +67,8 @@ def cmd_tombstones_purge(
 
     reports = run_in(runtime, go)
     document = {"dry_run": args.dry_run, "results": [r.as_json() for r in reports]}
-    show(args.json, document, map(_summary, reports), plan=args.dry_run)
-    return ExitCode.FAILURE if any(r.failed for r in reports) else ExitCode.OK
+    code = ExitCode.FAILURE if any(r.failed for r in reports) else ExitCode.OK
+    return show(args.json, document, map(_summary, reports), plan=args.dry_run, code=code)
 
 
 def _summary(r: PurgeReport) -> str:
@@ -124,5 +115,4 @@ def cmd_outbox_prune(args: argparse.Namespace, settings: Settings, runtime: Runt
         f"{report.created_before.isoformat()}Z (older than {format_duration(report.older_than)}) "
         f"in {report.batches} batches; {report.scanned} rows looked at"
     )
-    show(args.json, report.as_json(), [line], plan=report.dry_run)
-    return ExitCode.OK
+    return show(args.json, report.as_json(), [line], plan=report.dry_run)

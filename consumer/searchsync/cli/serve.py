@@ -13,14 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
-from searchsync.cli.args import (
-    command,
-    group,
-    kafka_timeout,
-    plan_or_execute,
-    positive_int,
-    with_tables,
-)
+from searchsync.cli.args import command, group, positive_int, with_tables
 from searchsync.cli.output import err, out, show
 from searchsync.clock import utc_now
 from searchsync.config import Settings
@@ -74,11 +67,11 @@ def register_relay(commands: Any) -> None:
     command(cmds, "run", cmd_relay_run, "run the relay until stopped", json=None)
     dead = command(cmds, "dead", cmd_relay_dead, "list DEAD outbox rows")
     dead.add_argument("--limit", type=positive_int, default=100, help="at most this many")
-    revive = command(cmds, "revive", cmd_relay_revive, "put DEAD outbox rows back")
+    plan = "list the rows it would revive"
+    revive = command(cmds, "revive", cmd_relay_revive, "put DEAD outbox rows back", plan=plan)
     which = revive.add_mutually_exclusive_group(required=True)
     which.add_argument("--id", type=positive_int, action="append", help="a row id (repeatable)")
     which.add_argument("--all", action="store_true", help="every DEAD row")
-    plan_or_execute(revive, "list the rows it would revive")
 
 
 def cmd_relay_run(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -97,8 +90,7 @@ def cmd_relay_run(args: argparse.Namespace, settings: Settings, runtime: Runtime
 
 def cmd_relay_dead(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     rows = with_tables(runtime, lambda t: t.relay.dead(args.limit))
-    _show(rows, args.json, f"{len(rows)} DEAD rows in {settings.relay.table}")
-    return ExitCode.OK
+    return _show(rows, args.json, f"{len(rows)} DEAD rows in {settings.relay.table}")
 
 
 def cmd_relay_revive(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -106,22 +98,20 @@ def cmd_relay_revive(args: argparse.Namespace, settings: Settings, runtime: Runt
     if args.dry_run:
         rows = with_tables(runtime, lambda t: t.relay.dead(1_000_000))
         chosen = [r for r in rows if ids is None or r.id in ids]
-        _show(chosen, args.json, f"would revive {len(chosen)} DEAD rows", plan=True)
-        return ExitCode.OK
+        return _show(chosen, args.json, f"would revive {len(chosen)} DEAD rows", plan=True)
     revived = with_tables(runtime, lambda t: t.relay.revive(ids))
     document = {"dry_run": False, "revived": revived}
-    show(args.json, document, [f"revived {revived} DEAD rows in {settings.relay.table}"])
-    return ExitCode.OK
+    return show(args.json, document, [f"revived {revived} DEAD rows in {settings.relay.table}"])
 
 
-def _show(rows: list[DeadRow], as_json: bool, summary: str, *, plan: bool = False) -> None:
+def _show(rows: list[DeadRow], as_json: bool, summary: str, *, plan: bool = False) -> ExitCode:
     lines = [
         f"{r.id} {r.aggregate_type}/{r.aggregate_id} {r.operation} rev {r.source_revision}"
         f" attempts {r.attempts}: {r.last_error or ''}"
         for r in rows
     ]
-    listed: dict[str, Any] = {"rows": [r.as_json() for r in rows]}
-    show(as_json, {"dry_run": True, **listed} if plan else listed, [*lines, summary], plan=plan)
+    document = {**({"dry_run": True} if plan else {}), "rows": [r.as_json() for r in rows]}
+    return show(as_json, document, [*lines, summary], plan=plan)
 
 
 def register_exporter(commands: Any) -> None:
@@ -132,13 +122,13 @@ def register_exporter(commands: Any) -> None:
         "serve the group's lag, members and oldest unfinished event as the broker sees"
         " them, and the freshness canary, on /metrics (needs no live member)",
         json=None,
+        timeout="each question to the broker",
     )
     exporter.add_argument(
         "--once",
         action="store_true",
         help="observe once (and read the canary once), print the metrics and exit",
     )
-    kafka_timeout(exporter, "each question to the broker")
 
 
 def cmd_exporter(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:

@@ -44,8 +44,8 @@ def cmd_status(args: argparse.Namespace, settings: Settings, runtime: Runtime) -
     obs = settings.observability
     endpoints = args.consumer or [f"http://{obs.metrics_host}:{obs.metrics_port}"]
     report = run_in(runtime, lambda: _report(runtime, endpoints, args.timeout))
-    show(args.json, report.as_json(), render(report))
-    return ExitCode.OK if report.healthy else ExitCode.UNHEALTHY
+    code = ExitCode.OK if report.healthy else ExitCode.UNHEALTHY
+    return show(args.json, report.as_json(), render(report), code=code)
 
 
 async def _report(runtime: Runtime, endpoints: list[str], timeout_s: float) -> StatusReport:

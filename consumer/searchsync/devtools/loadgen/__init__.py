@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import itertools
 import random
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
@@ -155,13 +156,11 @@ async def run_loadgen(
     )
     report = LoadgenReport(pages=pages, planned=updates)
     last_revision: Counter[str] = Counter()
-    done = 0
+    finished = itertools.count(1)
 
     def step() -> None:
-        nonlocal done
-        done += 1
         if progress is not None:
-            progress(done, pages + updates)
+            progress(next(finished), pages + updates)
 
     async def attempt(call: Callable[[], Awaitable[int]]) -> int:
         for _ in range(_MAX_ATTEMPTS - 1):
@@ -194,11 +193,8 @@ async def run_loadgen(
         page = await writer.get(page_id)
         if page is None:
             report.hard_deleted_ids.add(page_id)
-            report.final_deleted[page_id] = True
-            report.final_revisions[page_id] = last_revision[page_id]
-        else:
-            report.final_deleted[page_id] = page.is_deleted
-            report.final_revisions[page_id] = page.revision
+        report.final_deleted[page_id] = page is None or page.is_deleted
+        report.final_revisions[page_id] = last_revision[page_id] if page is None else page.revision
     return report
 
 

@@ -111,19 +111,11 @@ def cmd_loadgen(args: argparse.Namespace, settings: Settings, runtime: Runtime) 
             )
 
     report = asyncio.run(go())
-    counts = {k: v for k, v in asdict(report).items() if isinstance(v, int)}
-    counts["changes"] = report.changes
-    document = {
-        **counts,
-        "seed": args.seed,
-        "id_prefix": prefix,
-        "final_revisions": report.final_revisions,
-        "final_deleted": report.final_deleted,
-        "hard_deleted_ids": sorted(report.hard_deleted_ids),
-    }
+    fields = asdict(report)  # the set of hard-deleted ids is printed sorted
+    counts = {k: v for k, v in fields.items() if isinstance(v, int)} | {"changes": report.changes}
+    document = counts | {"seed": args.seed, "id_prefix": prefix} | fields
     line = " ".join(f"{k}={v}" for k, v in counts.items()) + f" id_prefix={prefix}"
-    show(args.json, document, [line])
-    return ExitCode.OK
+    return show(args.json, document, [line])
 
 
 if __name__ == "__main__":

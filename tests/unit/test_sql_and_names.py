@@ -136,7 +136,10 @@ REVIEWED: dict[tuple[str, str], str] = {
     ("consumer/searchsync/relay/mysql_store.py", "self._table"): "quote_identifier(relay.table)",
     ("consumer/searchsync/relay/mysql_store.py", "_COLUMNS"): "constant column names",
     ("consumer/searchsync/mysql/schema.py", "privileges"): "constant privilege lists",
-    ("consumer/searchsync/mysql/dialect.py", "hints"): "hints of checked positive integers",
+    (
+        "consumer/searchsync/mysql/dialect.py",
+        "setting",
+    ): "a constant name = a checked positive integer",
     ("consumer/searchsync/mysql/dialect.py", "sql[len('SELECT '):]"): (
         "the caller's SELECT, itself built from reviewed text"
     ),

@@ -3,7 +3,7 @@ per change, each with its outbox event."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,7 +14,7 @@ import orjson
 
 from searchsync.clock import WallClock, utc_now
 from searchsync.mysql.pool import transaction, translate_errors
-from searchsync.writer._async import AsyncAggregateWriter
+from searchsync.writer._drivers import AsyncAggregateWriter
 from searchsync.writer._table import AggregateTable, Change
 
 AGGREGATE_TYPE: Final = "wiki_page"
@@ -59,7 +59,7 @@ class PageWriter:
         _check_page_id(page_id)
         _check_title(title)
         values = {"title": title, "content": content, "relations_json": _relations_json(relations)}
-        return await self._run(self._writer.create(page_id, values))
+        return await self._run(self._writer.create, page_id, values)
 
     async def update(
         self,
@@ -81,19 +81,16 @@ class PageWriter:
             values["content"] = content
         if relations is not None:
             values["relations_json"] = _relations_json(relations)
-        return await self._run(self._writer.update(page_id, values))
+        return await self._run(self._writer.update, page_id, values)
 
     async def soft_delete(self, page_id: str) -> int:
-        _check_page_id(page_id)
-        return await self._run(self._writer.soft_delete(page_id))
+        return await self._run(self._writer.soft_delete, page_id)
 
     async def restore(self, page_id: str) -> int:
-        _check_page_id(page_id)
-        return await self._run(self._writer.restore(page_id))
+        return await self._run(self._writer.restore, page_id)
 
     async def hard_delete(self, page_id: str) -> int:
-        _check_page_id(page_id)
-        return await self._run(self._writer.hard_delete(page_id))
+        return await self._run(self._writer.hard_delete, page_id)
 
     async def get(self, page_id: str) -> Page | None:
         """The page as committed now (soft-deleted included), or None."""
@@ -108,19 +105,15 @@ class PageWriter:
                     row = await cur.fetchone()
         if row is None:
             return None
-        return Page(
-            id=row["id"],
-            title=row["title"],
-            content=row["content"],
-            relations=orjson.loads(row["relations_json"]),
-            revision=int(row["revision"]),
-            deleted_at=row["deleted_at"],
-            updated_at=row["updated_at"],
-        )
+        relations = orjson.loads(row.pop("relations_json"))
+        return Page(**row, relations=relations)
 
     @staticmethod
-    async def _run(change: AbstractAsyncContextManager[Change]) -> int:
-        async with change as open_change:
+    async def _run(
+        change: Callable[..., AbstractAsyncContextManager[Change]], page_id: str, *values: Any
+    ) -> int:
+        _check_page_id(page_id)  # again for create and update, which check it first
+        async with change(page_id, *values) as open_change:
             pass
         return open_change.revision
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final, NamedTuple
 
 from searchsync.errors import CanonicalizationError
 from searchsync.projection.canonical import encode_normalized, normalize, sha256_hex
+from searchsync.projection.column_forms import format_datetime
 
 TOMBSTONED_AT: Final = "tombstoned_at"
 """When the document became a tombstone (ISO-8601 UTC, milliseconds): the row's ``deleted_at``,
@@ -78,8 +79,4 @@ def projected_fields(source: Mapping[str, Any]) -> dict[str, Any]:
 
 def format_timestamp(at: datetime) -> str:
     """`at` as ``tombstoned_at`` holds it (``2026-11-30T12:00:00.123Z``); naive means UTC."""
-    utc = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
-    return (
-        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:"
-        f"{utc.second:02d}.{utc.microsecond // 1000:03d}Z"
-    )
+    return format_datetime(at, "milliseconds")

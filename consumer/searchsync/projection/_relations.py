@@ -9,6 +9,7 @@ database's, so the same truth gives the same bytes (invariant 6).
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
@@ -170,21 +171,16 @@ def attach_steps(
     `step` roots, so a caller on an event loop can give the loop a turn. Done when exhausted.
     `key` is the roots' id column (a child's key column holds its value)."""
     indexed = [(lk, {str(r["id"]): r for r in rows}) for lk, rows in lookups]
-    grouped: list[tuple[Child, dict[str, list[Row]], tuple[str, ...]]] = []
+    grouped: list[tuple[Child, defaultdict[str, list[Row]], tuple[str, ...]]] = []
     for child, rows in children:
         through = [(lk, by_id) for lk, by_id in indexed if lk.through == child.name]
         if through:
             rows = [_looked_up(dict(row), through) for row in rows]
-        by_root: dict[str, list[Row]] = {}
+        by_root: defaultdict[str, list[Row]] = defaultdict(list)
         child_key = child.key
         for row in rows:
             value = row[child_key]
-            root_key = value if value.__class__ is str else str(value)
-            group = by_root.get(root_key)
-            if group is None:
-                by_root[root_key] = [row]
-            else:
-                group.append(row)
+            by_root[value if value.__class__ is str else str(value)].append(row)
         grouped.append((child, by_root, _sort_keys(child)))
     on_root = [(lk, by_id) for lk, by_id in indexed if lk.through is None]
     yield
@@ -194,8 +190,7 @@ def attach_steps(
             if root_id.__class__ is not str:
                 root_id = str(root_id)
             for child, by_root, keys in grouped:
-                group = by_root.get(root_id)
-                root[child.name] = [] if group is None else _ordered(group, keys)
+                root[child.name] = _ordered(by_root.get(root_id, []), keys)
             _looked_up(root, on_root)
         yield
 

@@ -52,13 +52,13 @@ def column_form(value: object, path: str) -> Any:
     if isinstance(value, datetime):  # before date: a datetime is a date
         return format_datetime(value)
     if isinstance(value, date):
-        return f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
+        return date.isoformat(value)
     if isinstance(value, timedelta):
         return format_timedelta(value)
     if isinstance(value, time):
         if value.tzinfo is not None:
             raise ValueError(f"{path}: a time of day with a time zone has no canonical form")
-        return f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}.{value.microsecond:06d}"
+        return time.isoformat(value, "microseconds")
     if isinstance(value, set | frozenset):
         return _set(value, path)
     if isinstance(value, bytes | bytearray | memoryview):
@@ -66,13 +66,11 @@ def column_form(value: object, path: str) -> Any:
     return NO_FORM
 
 
-def format_datetime(value: datetime) -> str:
-    """`value` in UTC as ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (naive means UTC)."""
-    utc = value if value.tzinfo is None else value.astimezone(UTC)
-    return (
-        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:"
-        f"{utc.second:02d}.{utc.microsecond:06d}Z"
-    )
+def format_datetime(value: datetime, timespec: str = "microseconds") -> str:
+    """`value` in UTC as ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (naive means UTC; `timespec` as
+    `datetime.isoformat`'s, which truncates)."""
+    utc = value if value.tzinfo is None else value.astimezone(UTC).replace(tzinfo=None)
+    return f"{datetime.isoformat(utc, timespec=timespec)}Z"
 
 
 def format_timedelta(value: timedelta) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import enum
 import functools
 import io
-import json
 import struct
 from collections.abc import Collection, Mapping
 from importlib import resources
@@ -38,7 +37,6 @@ _STRING_LIMITS: Final = (
     ("aggregate_type", MAX_AGGREGATE_TYPE_LENGTH),
     ("aggregate_id", MAX_AGGREGATE_ID_LENGTH),
 )
-_OPERATIONS: Final = frozenset(op.value for op in Operation)
 _OPERATION_OF: Final = {op.value: op for op in Operation}
 
 
@@ -52,8 +50,8 @@ class AvroFraming(enum.StrEnum):
 @functools.cache
 def load_avro_schema(name: str) -> Any:
     """Parse the packaged copy of ``schemas/avro/<name>.avsc`` once, on first use."""
-    text = resources.files("searchsync").joinpath("_resources", f"{name}.avsc").read_text("utf-8")
-    return fastavro.parse_schema(json.loads(text))
+    text = resources.files("searchsync").joinpath("_resources", f"{name}.avsc").read_bytes()
+    return fastavro.parse_schema(orjson.loads(text))
 
 
 @functools.cache
@@ -164,7 +162,7 @@ def _validate(fields: Mapping[str, object], known_types: Collection[str]) -> Thi
     if op is None:
         raise PoisonMessage(
             ErrorCode.BAD_OPERATION,
-            f"operation must be one of {sorted(_OPERATIONS)}, got {operation!r:.80}",
+            f"operation must be one of {sorted(_OPERATION_OF)}, got {operation!r:.80}",
         )
     # bool is an int subclass and floats like 3.0 compare equal to ints: both are refused.
     if type(revision) is not int or not 1 <= revision <= MAX_REVISION:

@@ -58,11 +58,6 @@ def physical_name(alias: str, version: int) -> str:
     return check_index_name(f"{alias}_v{version}")
 
 
-def first_physical_name(alias: str) -> str:
-    """The physical index of a fresh install: ``<alias>_v1``."""
-    return physical_name(alias, 1)
-
-
 def parse_physical_name(name: str) -> tuple[str, int] | None:
     """``(alias, N)`` for a name of the form ``<alias>_v<N>``; None for any other name."""
     match = _PHYSICAL.fullmatch(name)

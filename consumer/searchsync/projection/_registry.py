@@ -173,9 +173,7 @@ class Projector:
         *,
         reproducible: bool,
     ) -> Document:
-        unsigned = dict(fields)
-        unsigned["id"] = doc_id
-        unsigned["source_revision"] = revision
+        unsigned = {**fields, "id": doc_id, "source_revision": revision}
         unsigned["projection_schema_version"] = self.schema_version
         try:
             body = unsigned if self.canonical_fields else normalize(unsigned)

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from searchsync.errors import CanonicalizationError
-from searchsync.projection.column_forms import NO_FORM, column_form
+from searchsync.projection.column_forms import column_form
 
 CANONICALIZATION_VERSION = 1
 """Version of the rules above. Part of the contract of every stored `projection_hash`."""
@@ -119,13 +119,5 @@ def _normalize(value: Any, path: str) -> Any:
         return out
     if isinstance(value, list | tuple):
         return [_normalize(item, f"{path}[{i}]") for i, item in enumerate(value)]
-    try:
-        form = column_form(value, path)
-    except ValueError as exc:
-        raise CanonicalizationError(str(exc)) from exc
-    if form is NO_FORM:
-        raise CanonicalizationError(
-            f"{path}: {type(value).__name__} has no canonical JSON form (docs/consumer.md,"
-            ' "Column types", lists the forms)'
-        )
+    form = column_form(value, path)
     return _normalize(form, path) if isinstance(form, list) else form

@@ -28,8 +28,9 @@ from typing import Any
 
 import orjson
 
+from searchsync.errors import CanonicalizationError
+
 __all__ = [
-    "NO_FORM",
     "column_form",
     "flag_column",
     "format_datetime",
@@ -38,15 +39,12 @@ __all__ = [
     "set_column",
 ]
 
-NO_FORM: Any = object()
-"""What `column_form` returns for a value of no type it knows."""
-
 _MICROS_PER_SECOND = 1_000_000
 
 
 def column_form(value: object, path: str) -> Any:
-    """The canonical form of a column value of a type listed above; `NO_FORM` for other types.
-    Raises `ValueError` naming `path` for a value of such a type that has no form (a NaN)."""
+    """The canonical form of a column value of a type listed above; `CanonicalizationError`
+    naming `path` for a value of another type, or one of such a type that has no form (a NaN)."""
     if isinstance(value, Decimal):
         return _decimal(value, path)
     if isinstance(value, datetime):  # before date: a datetime is a date
@@ -57,13 +55,18 @@ def column_form(value: object, path: str) -> Any:
         return format_timedelta(value)
     if isinstance(value, time):
         if value.tzinfo is not None:
-            raise ValueError(f"{path}: a time of day with a time zone has no canonical form")
+            raise CanonicalizationError(
+                f"{path}: a time of day with a time zone has no canonical form"
+            )
         return time.isoformat(value, "microseconds")
     if isinstance(value, set | frozenset):
         return _set(value, path)
     if isinstance(value, bytes | bytearray | memoryview):
         return base64.b64encode(bytes(value)).decode("ascii")
-    return NO_FORM
+    raise CanonicalizationError(
+        f"{path}: {type(value).__name__} has no canonical JSON form (docs/consumer.md,"
+        ' "Column types", lists the forms)'
+    )
 
 
 def format_datetime(value: datetime, timespec: str = "microseconds") -> str:
@@ -85,7 +88,7 @@ def format_timedelta(value: timedelta) -> str:
 
 def _decimal(value: Decimal, path: str) -> str:
     if not value.is_finite():
-        raise ValueError(f"{path}: non-finite Decimal {value!r}")
+        raise CanonicalizationError(f"{path}: non-finite Decimal {value!r}")
     if value.is_zero():
         value = value.copy_abs()
     return format(value, "f")
@@ -95,11 +98,13 @@ def _set(value: set[Any] | frozenset[Any], path: str) -> list[Any]:
     members = [unicodedata.normalize("NFC", m) if isinstance(m, str) else m for m in value]
     if all(isinstance(m, str) for m in members):
         if len(set(members)) != len(members):
-            raise ValueError(f"{path}: set members collide after NFC")
+            raise CanonicalizationError(f"{path}: set members collide after NFC")
         return sorted(members)
     if all(isinstance(m, int) and not isinstance(m, bool) for m in members):
         return sorted(members)
-    raise ValueError(f"{path}: a set has a canonical form only of strings or of integers")
+    raise CanonicalizationError(
+        f"{path}: a set has a canonical form only of strings or of integers"
+    )
 
 
 def json_column(value: object) -> Any:

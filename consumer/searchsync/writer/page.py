@@ -73,14 +73,11 @@ class PageWriter:
         if title is None and content is None and relations is None:
             raise ValueError("update needs at least one of title, content, relations")
         _check_page_id(page_id)
-        values: dict[str, Any] = {}
         if title is not None:
             _check_title(title)
-            values["title"] = title
-        if content is not None:
-            values["content"] = content
-        if relations is not None:
-            values["relations_json"] = _relations_json(relations)
+        encoded = None if relations is None else _relations_json(relations)
+        given = {"title": title, "content": content, "relations_json": encoded}
+        values = {column: value for column, value in given.items() if value is not None}
         return await self._run(self._writer.update, page_id, values)
 
     async def soft_delete(self, page_id: str) -> int:

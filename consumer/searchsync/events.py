@@ -88,30 +88,25 @@ def _read_avro(value: bytes, framing: AvroFraming) -> Mapping[str, object]:
     start = _CONFLUENT_HEADER if framing is AvroFraming.CONFLUENT else _SINGLE_OBJECT_HEADER
     if len(value) < start:
         name = "Confluent" if framing is AvroFraming.CONFLUENT else "single-object"
-        raise PoisonMessage(
-            ErrorCode.BAD_AVRO, f"{name} frame shorter than its {start}-byte header"
-        )
+        raise _bad_avro(f"{name} frame shorter than its {start}-byte header")
     fingerprint = value[2:start]
     if framing is AvroFraming.SINGLE_OBJECT and fingerprint != _thin_event_fingerprint():
-        raise PoisonMessage(
-            ErrorCode.BAD_AVRO,
-            f"unknown writer schema fingerprint {fingerprint.hex()} (not ThinEvent)",
-        )
+        raise _bad_avro(f"unknown writer schema fingerprint {fingerprint.hex()} (not ThinEvent)")
     buffer = io.BytesIO(value)
     buffer.seek(start)
     try:
         record = fastavro.schemaless_reader(buffer, load_avro_schema("thin_event"), None)
     except Exception as exc:  # untrusted bytes: fastavro raises many types; all mean the same
-        raise PoisonMessage(
-            ErrorCode.BAD_AVRO, f"cannot read ThinEvent: {type(exc).__name__}"
-        ) from exc
+        raise _bad_avro(f"cannot read ThinEvent: {type(exc).__name__}") from exc
     if buffer.tell() != len(value):
-        raise PoisonMessage(
-            ErrorCode.BAD_AVRO, f"{len(value) - buffer.tell()} trailing bytes after event"
-        )
+        raise _bad_avro(f"{len(value) - buffer.tell()} trailing bytes after event")
     if not isinstance(record, dict):
-        raise PoisonMessage(ErrorCode.BAD_AVRO, "Avro body is not a record")
+        raise _bad_avro("Avro body is not a record")
     return record
+
+
+def _bad_avro(reason: str) -> PoisonMessage:
+    return PoisonMessage(ErrorCode.BAD_AVRO, reason)
 
 
 def _decode_json(value: bytes) -> Mapping[str, object]:
@@ -184,14 +179,11 @@ def _missing(fields: Mapping[str, object]) -> NoReturn:
 
 def _checked_string(name: str, value: object, limit: int) -> None:
     if not isinstance(value, str):
-        raise PoisonMessage(
-            ErrorCode.BAD_FIELD, f"{name} must be a string, got {type(value).__name__}"
-        )
-    if not value or len(value) > limit:
-        raise PoisonMessage(
-            ErrorCode.BAD_FIELD, f"{name} must be 1..{limit} characters, got {len(value)}"
-        )
-    if not value.isprintable():
-        raise PoisonMessage(
-            ErrorCode.BAD_FIELD, f"{name} contains control or unprintable characters"
-        )
+        problem = f"must be a string, got {type(value).__name__}"
+    elif not value or len(value) > limit:
+        problem = f"must be 1..{limit} characters, got {len(value)}"
+    elif not value.isprintable():
+        problem = "contains control or unprintable characters"
+    else:
+        return
+    raise PoisonMessage(ErrorCode.BAD_FIELD, f"{name} {problem}")

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from searchsync.errors import CanonicalizationError, ErrorCode, PoisonMessage
+from searchsync.events import MAX_REVISION
 from searchsync.projection._document import (
     SYNC_HASH,
     TOMBSTONED_AT,
@@ -43,8 +44,6 @@ RESERVED_FIELDS = frozenset(
     }
 )
 """Fields `Projector.project` sets itself; a `build` function must not return them."""
-
-_MAX_EXTERNAL_VERSION = 2**63 - 1  # Elasticsearch external versions are non-negative longs
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,17 +124,11 @@ class Projector:
         is_deleted = fields.get("is_deleted")
         if is_deleted is not True and is_deleted is not False:
             raise _error(doc_id, "build() must return is_deleted as a bool")
-        operational: dict[str, Any] = {}
-        if is_deleted and self.deleted_at_column is not None:
-            deleted_at = row.get(self.deleted_at_column)
-            if deleted_at is not None:
-                if not isinstance(deleted_at, datetime):
-                    raise _error(
-                        doc_id,
-                        f"{self.deleted_at_column} must be a DATETIME, got "
-                        f"{type(deleted_at).__name__}",
-                    )
-                operational[TOMBSTONED_AT] = format_timestamp(deleted_at)
+        column = self.deleted_at_column if is_deleted else None
+        deleted_at = None if column is None else row.get(column)
+        if deleted_at is not None and not isinstance(deleted_at, datetime):
+            raise _error(doc_id, f"{column} must be a DATETIME, got {type(deleted_at).__name__}")
+        operational = {} if deleted_at is None else {TOMBSTONED_AT: format_timestamp(deleted_at)}
         return self._seal(doc_id, revision, fields, operational, reproducible=True)
 
     def key_of(self, row: Row) -> str:
@@ -154,15 +147,9 @@ class Projector:
         """The document of a hard-deleted row at `revision`: ``is_deleted: true`` holds the
         version so a late upsert cannot resurrect the row (invariant 4); ``tombstoned_at`` is
         `at` (default now), outside the hash, so the document is not `reproducible`."""
-        doc_id = _doc_id(aggregate_id)
-        stamp = format_timestamp(at if at is not None else datetime.now(UTC))
-        return self._seal(
-            doc_id,
-            _revision(revision),
-            {"is_deleted": True},
-            {TOMBSTONED_AT: stamp},
-            reproducible=False,
-        )
+        doc_id, version = _doc_id(aggregate_id), _revision(revision)
+        operational = {TOMBSTONED_AT: format_timestamp(at or datetime.now(UTC))}
+        return self._seal(doc_id, version, {"is_deleted": True}, operational, reproducible=False)
 
     def _seal(
         self,
@@ -248,6 +235,6 @@ def _doc_id(value: object) -> str:
 def _revision(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise projection_error(f"revision must be an int, got {value!r}")
-    if not 1 <= value <= _MAX_EXTERNAL_VERSION:
+    if not 1 <= value <= MAX_REVISION:
         raise projection_error(f"revision {value} outside 1..2^63-1")
     return value

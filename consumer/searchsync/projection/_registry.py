@@ -11,6 +11,7 @@ from typing import Any
 
 from searchsync.errors import CanonicalizationError, ErrorCode, PoisonMessage
 from searchsync.events import MAX_REVISION
+from searchsync.naming import AGGREGATE_TYPE
 from searchsync.projection._document import (
     SYNC_HASH,
     TOMBSTONED_AT,
@@ -19,7 +20,6 @@ from searchsync.projection._document import (
     sync_hash,
 )
 from searchsync.projection._relations import (
-    AGGREGATE_TYPE,
     Child,
     Lookup,
     Row,

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-AGGREGATE_TYPE = re.compile(r"[a-z][a-z0-9_]{0,62}")  # it becomes part of an index name
+from searchsync.naming import AGGREGATE_TYPE
+
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # a MySQL table or column name
 
 Row = Mapping[str, Any]
@@ -72,13 +73,10 @@ class Lookup:
         check_columns(self.columns, "columns", self.name)
         if "id" not in self.columns:
             raise ValueError(f"lookup {self.name!r}: columns must include 'id'")
-        if self.aggregate_type is not None and not AGGREGATE_TYPE.fullmatch(
-            str(self.aggregate_type)
-        ):
-            raise ValueError(
-                f"lookup {self.name!r}: aggregate_type {self.aggregate_type!r}: "
-                "want [a-z][a-z0-9_]* or None"
-            )
+        kind = self.aggregate_type
+        if kind is not None and not AGGREGATE_TYPE.fullmatch(str(kind)):
+            want = "want [a-z][a-z0-9_]* or None"
+            raise ValueError(f"lookup {self.name!r}: aggregate_type {kind!r}: {want}")
 
 
 def check_relations(

@@ -96,24 +96,18 @@ def check_relations(
         raise ValueError(f"children or lookups {clash} are named like columns of the root")
     by_name = {c.name: c for c in children}
     for lookup in lookups:
+        child, name, via = by_name.get(lookup.through or ""), repr(lookup.name), repr(lookup.via)
         if lookup.through is None:
             if lookup.via not in columns:
-                raise ValueError(
-                    f"lookup {lookup.name!r}: via {lookup.via!r} is not one of the root's columns"
-                )
-            continue
-        child = by_name.get(lookup.through)
-        if child is None:
-            raise ValueError(f"lookup {lookup.name!r}: through {lookup.through!r} is no child")
-        if lookup.via not in child.columns:
+                raise ValueError(f"lookup {name}: via {via} is not one of the root's columns")
+        elif child is None:
+            raise ValueError(f"lookup {name}: through {lookup.through!r} is no child")
+        elif lookup.via not in child.columns:
             raise ValueError(
-                f"lookup {lookup.name!r}: via {lookup.via!r} is not one of the columns"
-                f" of child {child.name!r}"
+                f"lookup {name}: via {via} is not one of the columns of child {child.name!r}"
             )
-        if lookup.name in child.columns:
-            raise ValueError(
-                f"lookup {lookup.name!r} is named like a column of child {child.name!r}"
-            )
+        elif lookup.name in child.columns:
+            raise ValueError(f"lookup {name} is named like a column of child {child.name!r}")
 
 
 def through_child(lookup: Lookup, children: Iterable[Child]) -> Child | None:

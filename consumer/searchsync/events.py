@@ -13,7 +13,7 @@ import io
 import struct
 from collections.abc import Collection, Mapping
 from importlib import resources
-from typing import Any, Final, NoReturn, cast
+from typing import Any, Final, cast
 
 import fastavro
 import orjson
@@ -133,12 +133,10 @@ def _loads(text: bytes | str) -> object:
 
 
 def _validate(fields: Mapping[str, object], known_types: Collection[str]) -> ThinEvent:
-    get = fields.get
-    event_id, aggregate_type = get("event_id"), get("aggregate_type")
-    aggregate_id, operation = get("aggregate_id"), get("operation")
-    revision = get("source_revision")
+    event_id, aggregate_type, aggregate_id, operation, revision = map(fields.get, _FIELDS)
     if None in (event_id, aggregate_type, aggregate_id, operation, revision):
-        _missing(fields)
+        missing = [name for name in _FIELDS if fields.get(name) is None]
+        raise PoisonMessage(ErrorCode.MISSING_FIELD, f"missing or null: {', '.join(missing)}")
     # the common case in one test per field; anything else takes the checks that name the fault
     if not (
         type(event_id) is str
@@ -170,11 +168,6 @@ def _validate(fields: Mapping[str, object], known_types: Collection[str]) -> Thi
             ErrorCode.UNKNOWN_AGGREGATE_TYPE, f"no projector for {aggregate_type!r}"
         )
     return ThinEvent(cast(str, event_id), aggregate_type, cast(str, aggregate_id), op, revision)
-
-
-def _missing(fields: Mapping[str, object]) -> NoReturn:
-    missing = [name for name in _FIELDS if fields.get(name) is None]
-    raise PoisonMessage(ErrorCode.MISSING_FIELD, f"missing or null: {', '.join(missing)}")
 
 
 def _checked_string(name: str, value: object, limit: int) -> None:

@@ -46,7 +46,9 @@ def column_form(value: object, path: str) -> Any:
     """The canonical form of a column value of a type listed above; `CanonicalizationError`
     naming `path` for a value of another type, or one of such a type that has no form (a NaN)."""
     if isinstance(value, Decimal):
-        return _decimal(value, path)
+        if not value.is_finite():
+            raise CanonicalizationError(f"{path}: non-finite Decimal {value!r}")
+        return format(value.copy_abs() if value.is_zero() else value, "f")
     if isinstance(value, datetime):  # before date: a datetime is a date
         return format_datetime(value)
     if isinstance(value, date):
@@ -84,14 +86,6 @@ def format_timedelta(value: timedelta) -> str:
     minutes, second = divmod(seconds, 60)
     hour, minute = divmod(minutes, 60)
     return f"{sign}{hour:02d}:{minute:02d}:{second:02d}.{fraction:06d}"
-
-
-def _decimal(value: Decimal, path: str) -> str:
-    if not value.is_finite():
-        raise CanonicalizationError(f"{path}: non-finite Decimal {value!r}")
-    if value.is_zero():
-        value = value.copy_abs()
-    return format(value, "f")
 
 
 def _set(value: set[Any] | frozenset[Any], path: str) -> list[Any]:

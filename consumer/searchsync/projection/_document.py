@@ -4,13 +4,14 @@ reads and the repair wheel's bucket key) are outside the hash."""
 
 from __future__ import annotations
 
+import hashlib
 import zlib
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final, NamedTuple
 
 from searchsync.errors import CanonicalizationError
-from searchsync.projection.canonical import encode_normalized, normalize, sha256_hex
+from searchsync.projection.canonical import canonical_json
 from searchsync.projection.column_forms import format_datetime
 
 TOMBSTONED_AT: Final = "tombstoned_at"
@@ -30,7 +31,7 @@ def content_hash(body: Mapping[str, Any]) -> str | None:
         k: v for k, v in body.items() if k not in OPERATIONAL_FIELDS and k != "projection_hash"
     }
     try:
-        return sha256_hex(encode_normalized(normalize(unsigned)))
+        return hashlib.sha256(canonical_json(unsigned)).hexdigest()
     except CanonicalizationError:
         return None
 

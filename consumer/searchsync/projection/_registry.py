@@ -3,6 +3,7 @@ rebuild and the repair all build a type's documents the one way its `Projector` 
 
 from __future__ import annotations
 
+import hashlib
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from searchsync.projection._relations import (
     check_identifiers,
     check_relations,
 )
-from searchsync.projection.canonical import encode_normalized, normalize, sha256_hex
+from searchsync.projection.canonical import encode_normalized, normalize
 from searchsync.projection.mapping import with_reserved
 
 __all__ = ["RESERVED_FIELDS", "Projector", "ProjectorRegistry", "Row"]
@@ -164,7 +165,7 @@ class Projector:
         unsigned["projection_schema_version"] = self.schema_version
         try:
             body = unsigned if self.canonical_fields else normalize(unsigned)
-            digest = sha256_hex(encode_normalized(body))
+            digest = hashlib.sha256(encode_normalized(body)).hexdigest()
             # The hash covers the projected fields only; operational fields join the body after.
             body["projection_hash"] = digest
             body[SYNC_HASH] = sync_hash(self.aggregate_type, doc_id)

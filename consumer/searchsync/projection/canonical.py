@@ -13,7 +13,6 @@ to values that had none, so no hash of version 1 changed.)
 
 from __future__ import annotations
 
-import hashlib
 import math
 import unicodedata
 from collections.abc import Mapping
@@ -51,11 +50,6 @@ def encode_normalized(normalized: Any) -> bytes:
         return orjson.dumps(normalized, option=orjson.OPT_SORT_KEYS)
     except orjson.JSONEncodeError as exc:  # e.g. a lone surrogate in a string
         raise CanonicalizationError(str(exc)) from exc
-
-
-def sha256_hex(data: bytes) -> str:
-    """SHA-256 of `data` as 64 lowercase hex characters."""
-    return hashlib.sha256(data).hexdigest()
 
 
 def _fast(value: Any) -> Any:

@@ -17,10 +17,9 @@ from searchsync.mysql.pool import transaction, translate_errors
 from searchsync.writer._drivers import AsyncAggregateWriter
 from searchsync.writer._table import AggregateTable, Change
 
-AGGREGATE_TYPE: Final = "wiki_page"
 MAX_PAGE_ID_LENGTH: Final = 64  # wiki_page.id is VARCHAR(64)
 MAX_TITLE_LENGTH: Final = 512  # wiki_page.title is VARCHAR(512)
-WIKI_PAGE: Final = AggregateTable(AGGREGATE_TYPE, "wiki_page")
+WIKI_PAGE: Final = AggregateTable("wiki_page", "wiki_page")
 
 Relations = Mapping[str, Sequence[Mapping[str, Any]]]
 """What ``relations_json`` holds: related entities keyed by relation type (docs/design.md,

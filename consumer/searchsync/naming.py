@@ -69,9 +69,7 @@ def parse_physical_name(name: str) -> tuple[str, int] | None:
 def physical_version(alias: str, name: str) -> int | None:
     """N when `name` is ``<alias>_v<N>`` (this alias, not a longer one); None otherwise."""
     parsed = parse_physical_name(name)
-    if parsed is None or parsed[0] != alias:
-        return None
-    return parsed[1]
+    return parsed[1] if parsed is not None and parsed[0] == alias else None
 
 
 def next_physical_name(alias: str, existing: Iterable[str]) -> str:

@@ -39,8 +39,6 @@ __all__ = [
     "set_column",
 ]
 
-_MICROS_PER_SECOND = 1_000_000
-
 
 def column_form(value: object, path: str) -> Any:
     """The canonical form of a column value of a type listed above; `CanonicalizationError`
@@ -80,9 +78,9 @@ def format_datetime(value: datetime, timespec: str = "microseconds") -> str:
 
 def format_timedelta(value: timedelta) -> str:
     """A TIME value as ``[-]HH:MM:SS.ffffff`` (MySQL's own text form, microseconds always)."""
-    micros = (value.days * 86_400 + value.seconds) * _MICROS_PER_SECOND + value.microseconds
+    micros = value // timedelta(microseconds=1)
     sign = "-" if micros < 0 else ""
-    seconds, fraction = divmod(abs(micros), _MICROS_PER_SECOND)
+    seconds, fraction = divmod(abs(micros), 1_000_000)
     minutes, second = divmod(seconds, 60)
     hour, minute = divmod(minutes, 60)
     return f"{sign}{hour:02d}:{minute:02d}:{second:02d}.{fraction:06d}"

@@ -72,8 +72,7 @@ class PageWriter:
         if title is None and content is None and relations is None:
             raise ValueError("update needs at least one of title, content, relations")
         _check_page_id(page_id)
-        if title is not None:
-            _check_title(title)
+        _check_title(title)
         encoded = None if relations is None else _relations_json(relations)
         given = {"title": title, "content": content, "relations_json": encoded}
         values = {column: value for column, value in given.items() if value is not None}
@@ -134,6 +133,6 @@ def _check_page_id(page_id: str) -> None:
         raise ValueError(f"page id must have 1..{MAX_PAGE_ID_LENGTH} characters, got {page_id!r}")
 
 
-def _check_title(title: str) -> None:
-    if len(title) > MAX_TITLE_LENGTH:
+def _check_title(title: str | None) -> None:
+    if title is not None and len(title) > MAX_TITLE_LENGTH:
         raise ValueError(f"title must have at most {MAX_TITLE_LENGTH} characters")

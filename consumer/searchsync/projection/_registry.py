@@ -115,9 +115,7 @@ class Projector:
         revision = _revision(row.get(self.revision_column))
         try:
             fields = self.build(row)
-        except PoisonMessage:
-            raise
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:  # a PoisonMessage is none of them
             raise _error(doc_id, f"{type(exc).__name__}: {exc}") from exc
         if not RESERVED_FIELDS.isdisjoint(fields):
             clash = sorted(RESERVED_FIELDS.intersection(fields))
@@ -174,15 +172,8 @@ class Projector:
             data = encode_normalized(body)
         except CanonicalizationError as exc:
             raise _error(doc_id, str(exc)) from exc
-        return Document(
-            doc_id=doc_id,
-            source_revision=revision,
-            body=body,
-            projection_hash=digest,
-            is_deleted=bool(fields["is_deleted"]),
-            encoded=data,
-            reproducible=reproducible,
-        )
+        is_deleted = bool(fields["is_deleted"])
+        return Document(doc_id, revision, body, digest, is_deleted, data, reproducible)
 
 
 class ProjectorRegistry:

@@ -32,11 +32,7 @@ MAX_AGGREGATE_TYPE_LENGTH: Final = 64
 MAX_AGGREGATE_ID_LENGTH: Final = 128  # search_outbox.aggregate_id is VARCHAR(128)
 
 _FIELDS: Final = ("event_id", "aggregate_type", "aggregate_id", "operation", "source_revision")
-_STRING_LIMITS: Final = (
-    ("event_id", MAX_EVENT_ID_LENGTH),
-    ("aggregate_type", MAX_AGGREGATE_TYPE_LENGTH),
-    ("aggregate_id", MAX_AGGREGATE_ID_LENGTH),
-)
+_STRING_LIMITS: Final = (MAX_EVENT_ID_LENGTH, MAX_AGGREGATE_TYPE_LENGTH, MAX_AGGREGATE_ID_LENGTH)
 _OPERATION_OF: Final = {op.value: op for op in Operation}
 
 
@@ -149,7 +145,7 @@ def _validate(fields: Mapping[str, object], known_types: Collection[str]) -> Thi
         and 0 < len(aggregate_id) <= MAX_AGGREGATE_ID_LENGTH
         and aggregate_id.isprintable()
     ):
-        for name, limit in _STRING_LIMITS:
+        for name, limit in zip(_FIELDS[:3], _STRING_LIMITS, strict=True):
             _checked_string(name, fields[name], limit)
     op = _OPERATION_OF.get(operation) if isinstance(operation, str) else None
     if op is None:

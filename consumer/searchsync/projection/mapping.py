@@ -49,11 +49,8 @@ def with_reserved(aggregate_type: str, mapping: Mapping[str, Any]) -> dict[str, 
                 f" it as {wanted['type']!r}: remove it from the mapping (searchsync adds it)"
                 f" or make it {{'type': {wanted['type']!r}}}"
             )
-    full = {
-        **properties,
-        **{k: dict(v) for k, v in RESERVED_PROPERTIES.items() if k not in properties},
-    }
-    return {**mapping, "mappings": {**mappings, "properties": full}}
+    added = {k: dict(v) for k, v in RESERVED_PROPERTIES.items() if k not in properties}
+    return {**mapping, "mappings": {**mappings, "properties": {**properties, **added}}}
 
 
 def is_strict(mapping: Mapping[str, Any]) -> bool:

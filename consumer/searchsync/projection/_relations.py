@@ -179,8 +179,7 @@ def attach_steps(
     for start in range(0, len(roots), step):
         for root in roots[start : start + step]:
             root_id = root[key]
-            if root_id.__class__ is not str:
-                root_id = str(root_id)
+            root_id = root_id if root_id.__class__ is str else str(root_id)
             for child, by_root, keys in grouped:
                 root[child.name] = _ordered(by_root.get(root_id, []), keys)
             _looked_up(root, on_root)

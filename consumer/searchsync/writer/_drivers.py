@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import aiomysql
 
@@ -87,8 +87,7 @@ def run_plan(cursor: Any, plan: Plan[T], doing: str) -> T:
             else:
                 statement = plan.send(row)
     except StopIteration as done:
-        result: T = done.value
-        return result
+        return cast(T, done.value)
 
 
 async def run_plan_async(cursor: Any, plan: Plan[T], doing: str) -> T:
@@ -105,5 +104,4 @@ async def run_plan_async(cursor: Any, plan: Plan[T], doing: str) -> T:
             else:
                 statement = plan.send(row)
     except StopIteration as done:
-        result: T = done.value
-        return result
+        return cast(T, done.value)

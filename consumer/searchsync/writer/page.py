@@ -89,15 +89,14 @@ class PageWriter:
 
     async def get(self, page_id: str) -> Page | None:
         """The page as committed now (soft-deleted included), or None."""
-        async with transaction(self._pool) as conn:
+        async with transaction(self._pool) as conn, conn.cursor(aiomysql.DictCursor) as cur:
             with translate_errors("read wiki_page"):
-                async with conn.cursor(aiomysql.DictCursor) as cur:
-                    await cur.execute(
-                        "SELECT id, title, content, relations_json, revision, deleted_at,"
-                        " updated_at FROM wiki_page WHERE id = %s",
-                        (page_id,),
-                    )
-                    row = await cur.fetchone()
+                await cur.execute(
+                    "SELECT id, title, content, relations_json, revision, deleted_at, updated_at"
+                    " FROM wiki_page WHERE id = %s",
+                    (page_id,),
+                )
+                row = await cur.fetchone()
         if row is None:
             return None
         relations = orjson.loads(row.pop("relations_json"))

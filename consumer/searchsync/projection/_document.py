@@ -27,9 +27,8 @@ OPERATIONAL_FIELDS: Final = frozenset({TOMBSTONED_AT, SYNC_HASH})
 def content_hash(body: Mapping[str, Any]) -> str | None:
     """The ``projection_hash`` a stored body's content deserves (None: not canonicalizable); a
     body holding another was edited behind the projector's back."""
-    unsigned = {
-        k: v for k, v in body.items() if k not in OPERATIONAL_FIELDS and k != "projection_hash"
-    }
+    unsigned = projected_fields(body)
+    unsigned.pop("projection_hash", None)
     try:
         return hashlib.sha256(canonical_json(unsigned)).hexdigest()
     except CanonicalizationError:

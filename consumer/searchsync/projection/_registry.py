@@ -198,12 +198,10 @@ class ProjectorRegistry:
             ) from None
 
     def types(self) -> tuple[str, ...]:
-        """The registered aggregate types, sorted."""
         return tuple(sorted(self._projectors))
 
 
 def projection_error(message: str) -> PoisonMessage:
-    """The poison of a row that cannot be projected (``PROJECTION_ERROR``)."""
     return PoisonMessage(ErrorCode.PROJECTION_ERROR, message)
 
 

@@ -204,10 +204,8 @@ def check_identifiers(declared: object, *fields: str) -> None:
     for field in fields:
         value = getattr(declared, field)
         if not isinstance(value, str) or not IDENTIFIER.fullmatch(value):
-            raise ValueError(
-                f"{type(declared).__name__} {field} {value!r}: want an identifier "
-                "[A-Za-z_][A-Za-z0-9_]*"
-            )
+            kind = type(declared).__name__
+            raise ValueError(f"{kind} {field} {value!r}: want an identifier [A-Za-z_][A-Za-z0-9_]*")
 
 
 def check_columns(columns: object, what: str, name: str, *, empty: bool = False) -> None:

@@ -94,8 +94,7 @@ class Projector:
             raise ValueError("schema_version must be an int >= 1")
         check_identifiers(self, "table", "id_column", "revision_column")
         check_columns(self.columns, "columns", self.aggregate_type)
-        keys = (self.id_column, self.revision_column)
-        lacking = [c for c in keys if c not in self.columns]
+        lacking = [c for c in (self.id_column, self.revision_column) if c not in self.columns]
         if lacking:
             raise ValueError(f"columns must include {lacking} (the id and revision columns)")
         if self.id_column == self.revision_column:

@@ -56,12 +56,12 @@ def topic_problems(settings: Settings, types: Sequence[str]) -> list[str]:
     wanted = {type_topic(template, t): t for t in types}
     kafka = settings.kafka
     if kafka.topic_regex is not None:
-        unmatched = [t for t in wanted if re.match(kafka.topic_regex, t) is None]
         return [
             f"kafka.topic_regex {kafka.topic_regex!r} does not match {topic} (the topic of the"
             f" type {wanted[topic]!r}, relay.topic_template): widen the regex, or"
             " unset it to read one topic per registered type"
-            for topic in unmatched
+            for topic in wanted
+            if re.match(kafka.topic_regex, topic) is None
         ]
     problems = [
         f"kafka.topics misses {topic}, the topic of the type {wanted[topic]!r}"

@@ -54,7 +54,6 @@ def with_reserved(aggregate_type: str, mapping: Mapping[str, Any]) -> dict[str, 
 
 
 def is_strict(mapping: Mapping[str, Any]) -> bool:
-    """Whether the mapping's root says ``dynamic: strict``."""
     mappings = mapping.get("mappings", {})
     return isinstance(mappings, Mapping) and str(mappings.get("dynamic", "")).lower() == "strict"
 

@@ -23,7 +23,6 @@ def type_topic(template: str, aggregate_type: str) -> str:
 
 
 def follows_types(settings: Settings) -> bool:
-    """Whether the topics follow the registered types (neither topics nor a regex set)."""
     return not settings.kafka.topics and settings.kafka.topic_regex is None
 
 

@@ -62,8 +62,6 @@ def build(row: Row) -> dict[str, Any]:
 
 
 def _text(value: object, name: str) -> str:
-    if type(value) is str:  # the common case first
-        return _nfc(value)
     if isinstance(value, bytes | bytearray):
         try:
             value = bytes(value).decode("utf-8")

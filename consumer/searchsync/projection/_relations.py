@@ -84,10 +84,9 @@ def check_relations(
 ) -> None:
     """Raise `ValueError` unless the declarations fit a root read with `columns`: unique names
     that are no columns, and every `via` a column of the root (or of the child `through`)."""
-    if not isinstance(children, tuple) or not all(isinstance(c, Child) for c in children):
-        raise ValueError("children must be a tuple of Child")
-    if not isinstance(lookups, tuple) or not all(isinstance(lk, Lookup) for lk in lookups):
-        raise ValueError("lookups must be a tuple of Lookup")
+    for what, declared, kind in (("children", children, Child), ("lookups", lookups, Lookup)):
+        if not isinstance(declared, tuple) or not all(isinstance(d, kind) for d in declared):
+            raise ValueError(f"{what} must be a tuple of {kind.__name__}")
     names = [c.name for c in children] + [lk.name for lk in lookups]
     if len(set(names)) != len(names):
         raise ValueError(f"children and lookups {names} name a relation twice")

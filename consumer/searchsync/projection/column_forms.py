@@ -88,11 +88,10 @@ def format_timedelta(value: timedelta) -> str:
 
 def _set(value: set[Any] | frozenset[Any], path: str) -> list[Any]:
     members = [unicodedata.normalize("NFC", m) if isinstance(m, str) else m for m in value]
-    if all(isinstance(m, str) for m in members):
-        if len(set(members)) != len(members):
-            raise CanonicalizationError(f"{path}: set members collide after NFC")
-        return sorted(members)
-    if all(isinstance(m, int) and not isinstance(m, bool) for m in members):
+    strings = all(isinstance(m, str) for m in members)
+    if strings and len(set(members)) != len(members):
+        raise CanonicalizationError(f"{path}: set members collide after NFC")
+    if strings or all(isinstance(m, int) and not isinstance(m, bool) for m in members):
         return sorted(members)
     raise CanonicalizationError(
         f"{path}: a set has a canonical form only of strings or of integers"

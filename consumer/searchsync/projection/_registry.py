@@ -166,8 +166,7 @@ class Projector:
             # The hash covers the projected fields only; operational fields join the body after.
             body["projection_hash"] = digest
             body[SYNC_HASH] = sync_hash(self.aggregate_type, doc_id)
-            if operational:
-                body.update(normalize(dict(operational)))
+            body.update(operational)  # ASCII timestamps: canonical already
             data = encode_normalized(body)
         except CanonicalizationError as exc:
             raise _error(doc_id, str(exc)) from exc

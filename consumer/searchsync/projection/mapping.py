@@ -63,9 +63,8 @@ def mapping_gaps(mapping: Mapping[str, Any], document: Mapping[str, Any]) -> lis
     ``dynamic`` (inherited down the objects; Elasticsearch's default is ``true``) would not add:
     ``strict`` refuses the document, ``false`` keeps the field unsearchable. Sorted."""
     mappings = mapping.get("mappings", {})
-    if not isinstance(mappings, Mapping):
-        return sorted(document)
-    return sorted(_gaps(mappings, document, "", "true"))
+    gaps = _gaps(mappings, document, "", "true") if isinstance(mappings, Mapping) else document
+    return sorted(gaps)
 
 
 def _gaps(

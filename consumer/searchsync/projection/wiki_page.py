@@ -69,7 +69,7 @@ def _text(value: object, name: str) -> str:
             raise projection_error(f"{name} is not UTF-8") from exc
     if not isinstance(value, str):
         raise projection_error(f"{name} must be a string, got {type(value).__name__}")
-    return _nfc(value)
+    return value if value.isascii() else unicodedata.normalize("NFC", value)  # ASCII is NFC
 
 
 def _relations(raw: object) -> dict[str, list[str]]:
@@ -127,8 +127,3 @@ def _bad_entity(kind: str, entities: list[Any], entity: object) -> PoisonMessage
         if not isinstance(value, str) or not value:
             return projection_error(f"relations_json.{where}.{key} must be a non-empty string")
     return projection_error(f"relations_json.{where}.entity_type must not contain ':'")
-
-
-def _nfc(value: str) -> str:
-    """NFC of `value` (an ASCII string is its own NFC: no call for it)."""
-    return value if value.isascii() else unicodedata.normalize("NFC", value)

@@ -29,7 +29,6 @@ class Deadline:
         self._at = clock() + seconds
 
     def remaining(self) -> float:
-        """Seconds left, never below zero."""
         return max(0.0, self._at - self._clock())
 
     def expired(self) -> bool:

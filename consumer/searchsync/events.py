@@ -10,11 +10,10 @@ from __future__ import annotations
 import enum
 import functools
 import io
-import json
 import struct
 from collections.abc import Collection, Mapping
 from importlib import resources
-from typing import Any, Final, NoReturn, cast
+from typing import Any, Final, cast
 
 import fastavro
 import orjson
@@ -33,12 +32,7 @@ MAX_AGGREGATE_TYPE_LENGTH: Final = 64
 MAX_AGGREGATE_ID_LENGTH: Final = 128  # search_outbox.aggregate_id is VARCHAR(128)
 
 _FIELDS: Final = ("event_id", "aggregate_type", "aggregate_id", "operation", "source_revision")
-_STRING_LIMITS: Final = (
-    ("event_id", MAX_EVENT_ID_LENGTH),
-    ("aggregate_type", MAX_AGGREGATE_TYPE_LENGTH),
-    ("aggregate_id", MAX_AGGREGATE_ID_LENGTH),
-)
-_OPERATIONS: Final = frozenset(op.value for op in Operation)
+_STRING_LIMITS: Final = (MAX_EVENT_ID_LENGTH, MAX_AGGREGATE_TYPE_LENGTH, MAX_AGGREGATE_ID_LENGTH)
 _OPERATION_OF: Final = {op.value: op for op in Operation}
 
 
@@ -52,8 +46,8 @@ class AvroFraming(enum.StrEnum):
 @functools.cache
 def load_avro_schema(name: str) -> Any:
     """Parse the packaged copy of ``schemas/avro/<name>.avsc`` once, on first use."""
-    text = resources.files("searchsync").joinpath("_resources", f"{name}.avsc").read_text("utf-8")
-    return fastavro.parse_schema(json.loads(text))
+    text = resources.files("searchsync").joinpath("_resources", f"{name}.avsc").read_bytes()
+    return fastavro.parse_schema(orjson.loads(text))
 
 
 @functools.cache
@@ -90,30 +84,25 @@ def _read_avro(value: bytes, framing: AvroFraming) -> Mapping[str, object]:
     start = _CONFLUENT_HEADER if framing is AvroFraming.CONFLUENT else _SINGLE_OBJECT_HEADER
     if len(value) < start:
         name = "Confluent" if framing is AvroFraming.CONFLUENT else "single-object"
-        raise PoisonMessage(
-            ErrorCode.BAD_AVRO, f"{name} frame shorter than its {start}-byte header"
-        )
+        raise _bad_avro(f"{name} frame shorter than its {start}-byte header")
     fingerprint = value[2:start]
     if framing is AvroFraming.SINGLE_OBJECT and fingerprint != _thin_event_fingerprint():
-        raise PoisonMessage(
-            ErrorCode.BAD_AVRO,
-            f"unknown writer schema fingerprint {fingerprint.hex()} (not ThinEvent)",
-        )
+        raise _bad_avro(f"unknown writer schema fingerprint {fingerprint.hex()} (not ThinEvent)")
     buffer = io.BytesIO(value)
     buffer.seek(start)
     try:
         record = fastavro.schemaless_reader(buffer, load_avro_schema("thin_event"), None)
     except Exception as exc:  # untrusted bytes: fastavro raises many types; all mean the same
-        raise PoisonMessage(
-            ErrorCode.BAD_AVRO, f"cannot read ThinEvent: {type(exc).__name__}"
-        ) from exc
+        raise _bad_avro(f"cannot read ThinEvent: {type(exc).__name__}") from exc
     if buffer.tell() != len(value):
-        raise PoisonMessage(
-            ErrorCode.BAD_AVRO, f"{len(value) - buffer.tell()} trailing bytes after event"
-        )
+        raise _bad_avro(f"{len(value) - buffer.tell()} trailing bytes after event")
     if not isinstance(record, dict):
-        raise PoisonMessage(ErrorCode.BAD_AVRO, "Avro body is not a record")
+        raise _bad_avro("Avro body is not a record")
     return record
+
+
+def _bad_avro(reason: str) -> PoisonMessage:
+    return PoisonMessage(ErrorCode.BAD_AVRO, reason)
 
 
 def _decode_json(value: bytes) -> Mapping[str, object]:
@@ -140,12 +129,10 @@ def _loads(text: bytes | str) -> object:
 
 
 def _validate(fields: Mapping[str, object], known_types: Collection[str]) -> ThinEvent:
-    get = fields.get
-    event_id, aggregate_type = get("event_id"), get("aggregate_type")
-    aggregate_id, operation = get("aggregate_id"), get("operation")
-    revision = get("source_revision")
+    event_id, aggregate_type, aggregate_id, operation, revision = map(fields.get, _FIELDS)
     if None in (event_id, aggregate_type, aggregate_id, operation, revision):
-        _missing(fields)
+        missing = [name for name in _FIELDS if fields.get(name) is None]
+        raise PoisonMessage(ErrorCode.MISSING_FIELD, f"missing or null: {', '.join(missing)}")
     # the common case in one test per field; anything else takes the checks that name the fault
     if not (
         type(event_id) is str
@@ -158,13 +145,13 @@ def _validate(fields: Mapping[str, object], known_types: Collection[str]) -> Thi
         and 0 < len(aggregate_id) <= MAX_AGGREGATE_ID_LENGTH
         and aggregate_id.isprintable()
     ):
-        for name, limit in _STRING_LIMITS:
+        for name, limit in zip(_FIELDS[:3], _STRING_LIMITS, strict=True):
             _checked_string(name, fields[name], limit)
     op = _OPERATION_OF.get(operation) if isinstance(operation, str) else None
     if op is None:
         raise PoisonMessage(
             ErrorCode.BAD_OPERATION,
-            f"operation must be one of {sorted(_OPERATIONS)}, got {operation!r:.80}",
+            f"operation must be one of {sorted(_OPERATION_OF)}, got {operation!r:.80}",
         )
     # bool is an int subclass and floats like 3.0 compare equal to ints: both are refused.
     if type(revision) is not int or not 1 <= revision <= MAX_REVISION:
@@ -179,21 +166,13 @@ def _validate(fields: Mapping[str, object], known_types: Collection[str]) -> Thi
     return ThinEvent(cast(str, event_id), aggregate_type, cast(str, aggregate_id), op, revision)
 
 
-def _missing(fields: Mapping[str, object]) -> NoReturn:
-    missing = [name for name in _FIELDS if fields.get(name) is None]
-    raise PoisonMessage(ErrorCode.MISSING_FIELD, f"missing or null: {', '.join(missing)}")
-
-
 def _checked_string(name: str, value: object, limit: int) -> None:
     if not isinstance(value, str):
-        raise PoisonMessage(
-            ErrorCode.BAD_FIELD, f"{name} must be a string, got {type(value).__name__}"
-        )
-    if not value or len(value) > limit:
-        raise PoisonMessage(
-            ErrorCode.BAD_FIELD, f"{name} must be 1..{limit} characters, got {len(value)}"
-        )
-    if not value.isprintable():
-        raise PoisonMessage(
-            ErrorCode.BAD_FIELD, f"{name} contains control or unprintable characters"
-        )
+        problem = f"must be a string, got {type(value).__name__}"
+    elif not value or len(value) > limit:
+        problem = f"must be 1..{limit} characters, got {len(value)}"
+    elif not value.isprintable():
+        problem = "contains control or unprintable characters"
+    else:
+        return
+    raise PoisonMessage(ErrorCode.BAD_FIELD, f"{name} {problem}")

@@ -58,11 +58,6 @@ def physical_name(alias: str, version: int) -> str:
     return check_index_name(f"{alias}_v{version}")
 
 
-def first_physical_name(alias: str) -> str:
-    """The physical index of a fresh install: ``<alias>_v1``."""
-    return physical_name(alias, 1)
-
-
 def parse_physical_name(name: str) -> tuple[str, int] | None:
     """``(alias, N)`` for a name of the form ``<alias>_v<N>``; None for any other name."""
     match = _PHYSICAL.fullmatch(name)
@@ -74,9 +69,7 @@ def parse_physical_name(name: str) -> tuple[str, int] | None:
 def physical_version(alias: str, name: str) -> int | None:
     """N when `name` is ``<alias>_v<N>`` (this alias, not a longer one); None otherwise."""
     parsed = parse_physical_name(name)
-    if parsed is None or parsed[0] != alias:
-        return None
-    return parsed[1]
+    return parsed[1] if parsed is not None and parsed[0] == alias else None
 
 
 def next_physical_name(alias: str, existing: Iterable[str]) -> str:

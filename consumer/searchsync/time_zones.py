@@ -3,6 +3,7 @@ types")."""
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, timedelta, timezone, tzinfo
 from typing import Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -21,8 +22,6 @@ def parse_time_zone(name: str) -> tzinfo:
             offset = timedelta(hours=int(hours), minutes=int(minutes))
             return timezone(-offset if text[0] == "-" else offset)
     elif text and " " not in text:
-        try:
+        with contextlib.suppress(ZoneInfoNotFoundError, ValueError, OSError):
             return ZoneInfo(text)
-        except (ZoneInfoNotFoundError, ValueError, OSError):
-            pass
     raise ValueError(f"time zone {name!r}: want {TIME_ZONE_FORM}")

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from searchsync.errors import CanonicalizationError
-from searchsync.projection.canonical import CANONICALIZATION_VERSION, canonical_json, sha256_hex
+from searchsync.projection.canonical import CANONICALIZATION_VERSION, canonical_json
 
 text = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
 scalars: st.SearchStrategy[Any] = st.one_of(
@@ -97,15 +97,3 @@ def test_keys_colliding_after_nfc_are_rejected() -> None:
 def test_negative_zero_is_zero_and_floats_stay_floats() -> None:
     assert canonical_json(-0.0) == b"0.0"
     assert canonical_json(1.0) != canonical_json(1)
-
-
-@given(st.binary(max_size=64))
-def test_sha256_hex_is_64_lowercase_hex(data: bytes) -> None:
-    digest = sha256_hex(data)
-    assert len(digest) == 64
-    assert set(digest) <= set("0123456789abcdef")
-
-
-def test_sha256_hex_known_vector() -> None:
-    expected = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-    assert sha256_hex(b"abc") == expected

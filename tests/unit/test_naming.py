@@ -18,7 +18,7 @@ def test_the_layout() -> None:
     alias = naming.alias_name("searchsync", "wiki_page")
     assert alias == "searchsync_wiki_page"
     assert naming.physical_name(alias, 2) == "searchsync_wiki_page_v2"
-    assert naming.first_physical_name(alias) == f"{alias}_v1"
+    assert naming.physical_name(alias, 1) == f"{alias}_v1"
     assert naming.parse_physical_name("searchsync_wiki_page_v12") == (alias, 12)
 
 

@@ -21,6 +21,7 @@ from searchsync.events import decode
 from searchsync.mysql.pool import IDENTIFIER
 from searchsync.types import Operation
 from searchsync.writer import AggregateTable
+from searchsync.writer._drivers import run_plan
 from searchsync.writer._plan import (
     Begun,
     Plan,
@@ -30,7 +31,6 @@ from searchsync.writer._plan import (
     begin_update,
     finish,
 )
-from searchsync.writer._sync import run_plan
 
 T0 = datetime(2030, 1, 1, 12, 0)
 THING = AggregateTable("thing", "thing_row")

@@ -23,7 +23,7 @@ from searchsync.projection._relations import (
     lookup_keys,
     through_child,
 )
-from searchsync.projection.canonical import CANONICALIZATION_VERSION, canonical_json, sha256_hex
+from searchsync.projection.canonical import CANONICALIZATION_VERSION, canonical_json
 from searchsync.projection.column_forms import flag_column, json_column, set_column
 from searchsync.projection.plugins import registry_from_settings
 
@@ -50,7 +50,6 @@ __all__ = [
     "projected_fields",
     "registry_from_settings",
     "set_column",
-    "sha256_hex",
     "sync_hash",
     "through_child",
 ]

@@ -4,13 +4,15 @@ reads and the repair wheel's bucket key) are outside the hash."""
 
 from __future__ import annotations
 
+import hashlib
 import zlib
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final, NamedTuple
 
 from searchsync.errors import CanonicalizationError
-from searchsync.projection.canonical import encode_normalized, normalize, sha256_hex
+from searchsync.projection.canonical import canonical_json
+from searchsync.projection.column_forms import format_datetime
 
 TOMBSTONED_AT: Final = "tombstoned_at"
 """When the document became a tombstone (ISO-8601 UTC, milliseconds): the row's ``deleted_at``,
@@ -25,11 +27,10 @@ OPERATIONAL_FIELDS: Final = frozenset({TOMBSTONED_AT, SYNC_HASH})
 def content_hash(body: Mapping[str, Any]) -> str | None:
     """The ``projection_hash`` a stored body's content deserves (None: not canonicalizable); a
     body holding another was edited behind the projector's back."""
-    unsigned = {
-        k: v for k, v in body.items() if k not in OPERATIONAL_FIELDS and k != "projection_hash"
-    }
+    unsigned = projected_fields(body)
+    unsigned.pop("projection_hash", None)
     try:
-        return sha256_hex(encode_normalized(normalize(unsigned)))
+        return hashlib.sha256(canonical_json(unsigned)).hexdigest()
     except CanonicalizationError:
         return None
 
@@ -78,8 +79,4 @@ def projected_fields(source: Mapping[str, Any]) -> dict[str, Any]:
 
 def format_timestamp(at: datetime) -> str:
     """`at` as ``tombstoned_at`` holds it (``2026-11-30T12:00:00.123Z``); naive means UTC."""
-    utc = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
-    return (
-        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:"
-        f"{utc.second:02d}.{utc.microsecond // 1000:03d}Z"
-    )
+    return format_datetime(at, "milliseconds")

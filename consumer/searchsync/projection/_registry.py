@@ -3,6 +3,7 @@ rebuild and the repair all build a type's documents the one way its `Projector` 
 
 from __future__ import annotations
 
+import hashlib
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -10,6 +11,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from searchsync.errors import CanonicalizationError, ErrorCode, PoisonMessage
+from searchsync.events import MAX_REVISION
+from searchsync.naming import AGGREGATE_TYPE
 from searchsync.projection._document import (
     SYNC_HASH,
     TOMBSTONED_AT,
@@ -18,7 +21,6 @@ from searchsync.projection._document import (
     sync_hash,
 )
 from searchsync.projection._relations import (
-    AGGREGATE_TYPE,
     Child,
     Lookup,
     Row,
@@ -26,7 +28,7 @@ from searchsync.projection._relations import (
     check_identifiers,
     check_relations,
 )
-from searchsync.projection.canonical import encode_normalized, normalize, sha256_hex
+from searchsync.projection.canonical import encode_normalized, normalize
 from searchsync.projection.mapping import with_reserved
 
 __all__ = ["RESERVED_FIELDS", "Projector", "ProjectorRegistry", "Row"]
@@ -43,8 +45,6 @@ RESERVED_FIELDS = frozenset(
     }
 )
 """Fields `Projector.project` sets itself; a `build` function must not return them."""
-
-_MAX_EXTERNAL_VERSION = 2**63 - 1  # Elasticsearch external versions are non-negative longs
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +94,7 @@ class Projector:
             raise ValueError("schema_version must be an int >= 1")
         check_identifiers(self, "table", "id_column", "revision_column")
         check_columns(self.columns, "columns", self.aggregate_type)
-        keys = (self.id_column, self.revision_column)
-        lacking = [c for c in keys if c not in self.columns]
+        lacking = [c for c in (self.id_column, self.revision_column) if c not in self.columns]
         if lacking:
             raise ValueError(f"columns must include {lacking} (the id and revision columns)")
         if self.id_column == self.revision_column:
@@ -115,9 +114,7 @@ class Projector:
         revision = _revision(row.get(self.revision_column))
         try:
             fields = self.build(row)
-        except PoisonMessage:
-            raise
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:  # a PoisonMessage is none of them
             raise _error(doc_id, f"{type(exc).__name__}: {exc}") from exc
         if not RESERVED_FIELDS.isdisjoint(fields):
             clash = sorted(RESERVED_FIELDS.intersection(fields))
@@ -125,17 +122,11 @@ class Projector:
         is_deleted = fields.get("is_deleted")
         if is_deleted is not True and is_deleted is not False:
             raise _error(doc_id, "build() must return is_deleted as a bool")
-        operational: dict[str, Any] = {}
-        if is_deleted and self.deleted_at_column is not None:
-            deleted_at = row.get(self.deleted_at_column)
-            if deleted_at is not None:
-                if not isinstance(deleted_at, datetime):
-                    raise _error(
-                        doc_id,
-                        f"{self.deleted_at_column} must be a DATETIME, got "
-                        f"{type(deleted_at).__name__}",
-                    )
-                operational[TOMBSTONED_AT] = format_timestamp(deleted_at)
+        column = self.deleted_at_column if is_deleted else None
+        deleted_at = None if column is None else row.get(column)
+        if deleted_at is not None and not isinstance(deleted_at, datetime):
+            raise _error(doc_id, f"{column} must be a DATETIME, got {type(deleted_at).__name__}")
+        operational = {} if deleted_at is None else {TOMBSTONED_AT: format_timestamp(deleted_at)}
         return self._seal(doc_id, revision, fields, operational, reproducible=True)
 
     def key_of(self, row: Row) -> str:
@@ -154,15 +145,9 @@ class Projector:
         """The document of a hard-deleted row at `revision`: ``is_deleted: true`` holds the
         version so a late upsert cannot resurrect the row (invariant 4); ``tombstoned_at`` is
         `at` (default now), outside the hash, so the document is not `reproducible`."""
-        doc_id = _doc_id(aggregate_id)
-        stamp = format_timestamp(at if at is not None else datetime.now(UTC))
-        return self._seal(
-            doc_id,
-            _revision(revision),
-            {"is_deleted": True},
-            {TOMBSTONED_AT: stamp},
-            reproducible=False,
-        )
+        doc_id, version = _doc_id(aggregate_id), _revision(revision)
+        operational = {TOMBSTONED_AT: format_timestamp(at or datetime.now(UTC))}
+        return self._seal(doc_id, version, {"is_deleted": True}, operational, reproducible=False)
 
     def _seal(
         self,
@@ -173,30 +158,20 @@ class Projector:
         *,
         reproducible: bool,
     ) -> Document:
-        unsigned = dict(fields)
-        unsigned["id"] = doc_id
-        unsigned["source_revision"] = revision
+        unsigned = {**fields, "id": doc_id, "source_revision": revision}
         unsigned["projection_schema_version"] = self.schema_version
         try:
             body = unsigned if self.canonical_fields else normalize(unsigned)
-            digest = sha256_hex(encode_normalized(body))
+            digest = hashlib.sha256(encode_normalized(body)).hexdigest()
             # The hash covers the projected fields only; operational fields join the body after.
             body["projection_hash"] = digest
             body[SYNC_HASH] = sync_hash(self.aggregate_type, doc_id)
-            if operational:
-                body.update(normalize(dict(operational)))
+            body.update(operational)  # ASCII timestamps: canonical already
             data = encode_normalized(body)
         except CanonicalizationError as exc:
             raise _error(doc_id, str(exc)) from exc
-        return Document(
-            doc_id=doc_id,
-            source_revision=revision,
-            body=body,
-            projection_hash=digest,
-            is_deleted=bool(fields["is_deleted"]),
-            encoded=data,
-            reproducible=reproducible,
-        )
+        is_deleted = bool(fields["is_deleted"])
+        return Document(doc_id, revision, body, digest, is_deleted, data, reproducible)
 
 
 class ProjectorRegistry:
@@ -221,12 +196,10 @@ class ProjectorRegistry:
             ) from None
 
     def types(self) -> tuple[str, ...]:
-        """The registered aggregate types, sorted."""
         return tuple(sorted(self._projectors))
 
 
 def projection_error(message: str) -> PoisonMessage:
-    """The poison of a row that cannot be projected (``PROJECTION_ERROR``)."""
     return PoisonMessage(ErrorCode.PROJECTION_ERROR, message)
 
 
@@ -250,6 +223,6 @@ def _doc_id(value: object) -> str:
 def _revision(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise projection_error(f"revision must be an int, got {value!r}")
-    if not 1 <= value <= _MAX_EXTERNAL_VERSION:
+    if not 1 <= value <= MAX_REVISION:
         raise projection_error(f"revision {value} outside 1..2^63-1")
     return value

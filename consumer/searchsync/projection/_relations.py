@@ -9,12 +9,14 @@ database's, so the same truth gives the same bytes (invariant 6).
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-AGGREGATE_TYPE = re.compile(r"[a-z][a-z0-9_]{0,62}")  # it becomes part of an index name
+from searchsync.naming import AGGREGATE_TYPE
+
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # a MySQL table or column name
 
 Row = Mapping[str, Any]
@@ -71,13 +73,10 @@ class Lookup:
         check_columns(self.columns, "columns", self.name)
         if "id" not in self.columns:
             raise ValueError(f"lookup {self.name!r}: columns must include 'id'")
-        if self.aggregate_type is not None and not AGGREGATE_TYPE.fullmatch(
-            str(self.aggregate_type)
-        ):
-            raise ValueError(
-                f"lookup {self.name!r}: aggregate_type {self.aggregate_type!r}: "
-                "want [a-z][a-z0-9_]* or None"
-            )
+        kind = self.aggregate_type
+        if kind is not None and not AGGREGATE_TYPE.fullmatch(str(kind)):
+            want = "want [a-z][a-z0-9_]* or None"
+            raise ValueError(f"lookup {self.name!r}: aggregate_type {kind!r}: {want}")
 
 
 def check_relations(
@@ -85,10 +84,9 @@ def check_relations(
 ) -> None:
     """Raise `ValueError` unless the declarations fit a root read with `columns`: unique names
     that are no columns, and every `via` a column of the root (or of the child `through`)."""
-    if not isinstance(children, tuple) or not all(isinstance(c, Child) for c in children):
-        raise ValueError("children must be a tuple of Child")
-    if not isinstance(lookups, tuple) or not all(isinstance(lk, Lookup) for lk in lookups):
-        raise ValueError("lookups must be a tuple of Lookup")
+    for what, declared, kind in (("children", children, Child), ("lookups", lookups, Lookup)):
+        if not isinstance(declared, tuple) or not all(isinstance(d, kind) for d in declared):
+            raise ValueError(f"{what} must be a tuple of {kind.__name__}")
     names = [c.name for c in children] + [lk.name for lk in lookups]
     if len(set(names)) != len(names):
         raise ValueError(f"children and lookups {names} name a relation twice")
@@ -97,24 +95,18 @@ def check_relations(
         raise ValueError(f"children or lookups {clash} are named like columns of the root")
     by_name = {c.name: c for c in children}
     for lookup in lookups:
+        child, name, via = by_name.get(lookup.through or ""), repr(lookup.name), repr(lookup.via)
         if lookup.through is None:
             if lookup.via not in columns:
-                raise ValueError(
-                    f"lookup {lookup.name!r}: via {lookup.via!r} is not one of the root's columns"
-                )
-            continue
-        child = by_name.get(lookup.through)
-        if child is None:
-            raise ValueError(f"lookup {lookup.name!r}: through {lookup.through!r} is no child")
-        if lookup.via not in child.columns:
+                raise ValueError(f"lookup {name}: via {via} is not one of the root's columns")
+        elif child is None:
+            raise ValueError(f"lookup {name}: through {lookup.through!r} is no child")
+        elif lookup.via not in child.columns:
             raise ValueError(
-                f"lookup {lookup.name!r}: via {lookup.via!r} is not one of the columns"
-                f" of child {child.name!r}"
+                f"lookup {name}: via {via} is not one of the columns of child {child.name!r}"
             )
-        if lookup.name in child.columns:
-            raise ValueError(
-                f"lookup {lookup.name!r} is named like a column of child {child.name!r}"
-            )
+        elif lookup.name in child.columns:
+            raise ValueError(f"lookup {name} is named like a column of child {child.name!r}")
 
 
 def through_child(lookup: Lookup, children: Iterable[Child]) -> Child | None:
@@ -170,32 +162,25 @@ def attach_steps(
     `step` roots, so a caller on an event loop can give the loop a turn. Done when exhausted.
     `key` is the roots' id column (a child's key column holds its value)."""
     indexed = [(lk, {str(r["id"]): r for r in rows}) for lk, rows in lookups]
-    grouped: list[tuple[Child, dict[str, list[Row]], tuple[str, ...]]] = []
+    grouped: list[tuple[Child, defaultdict[str, list[Row]], tuple[str, ...]]] = []
     for child, rows in children:
         through = [(lk, by_id) for lk, by_id in indexed if lk.through == child.name]
         if through:
             rows = [_looked_up(dict(row), through) for row in rows]
-        by_root: dict[str, list[Row]] = {}
+        by_root: defaultdict[str, list[Row]] = defaultdict(list)
         child_key = child.key
         for row in rows:
             value = row[child_key]
-            root_key = value if value.__class__ is str else str(value)
-            group = by_root.get(root_key)
-            if group is None:
-                by_root[root_key] = [row]
-            else:
-                group.append(row)
+            by_root[value if value.__class__ is str else str(value)].append(row)
         grouped.append((child, by_root, _sort_keys(child)))
     on_root = [(lk, by_id) for lk, by_id in indexed if lk.through is None]
     yield
     for start in range(0, len(roots), step):
         for root in roots[start : start + step]:
             root_id = root[key]
-            if root_id.__class__ is not str:
-                root_id = str(root_id)
+            root_id = root_id if root_id.__class__ is str else str(root_id)
             for child, by_root, keys in grouped:
-                group = by_root.get(root_id)
-                root[child.name] = [] if group is None else _ordered(group, keys)
+                root[child.name] = _ordered(by_root.get(root_id, []), keys)
             _looked_up(root, on_root)
         yield
 
@@ -218,10 +203,8 @@ def check_identifiers(declared: object, *fields: str) -> None:
     for field in fields:
         value = getattr(declared, field)
         if not isinstance(value, str) or not IDENTIFIER.fullmatch(value):
-            raise ValueError(
-                f"{type(declared).__name__} {field} {value!r}: want an identifier "
-                "[A-Za-z_][A-Za-z0-9_]*"
-            )
+            kind = type(declared).__name__
+            raise ValueError(f"{kind} {field} {value!r}: want an identifier [A-Za-z_][A-Za-z0-9_]*")
 
 
 def check_columns(columns: object, what: str, name: str, *, empty: bool = False) -> None:

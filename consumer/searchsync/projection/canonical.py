@@ -13,7 +13,6 @@ to values that had none, so no hash of version 1 changed.)
 
 from __future__ import annotations
 
-import hashlib
 import math
 import unicodedata
 from collections.abc import Mapping
@@ -22,7 +21,7 @@ from typing import Any
 import orjson
 
 from searchsync.errors import CanonicalizationError
-from searchsync.projection.column_forms import NO_FORM, column_form
+from searchsync.projection.column_forms import column_form
 
 CANONICALIZATION_VERSION = 1
 """Version of the rules above. Part of the contract of every stored `projection_hash`."""
@@ -51,11 +50,6 @@ def encode_normalized(normalized: Any) -> bytes:
         return orjson.dumps(normalized, option=orjson.OPT_SORT_KEYS)
     except orjson.JSONEncodeError as exc:  # e.g. a lone surrogate in a string
         raise CanonicalizationError(str(exc)) from exc
-
-
-def sha256_hex(data: bytes) -> str:
-    """SHA-256 of `data` as 64 lowercase hex characters."""
-    return hashlib.sha256(data).hexdigest()
 
 
 def _fast(value: Any) -> Any:
@@ -119,13 +113,5 @@ def _normalize(value: Any, path: str) -> Any:
         return out
     if isinstance(value, list | tuple):
         return [_normalize(item, f"{path}[{i}]") for i, item in enumerate(value)]
-    try:
-        form = column_form(value, path)
-    except ValueError as exc:
-        raise CanonicalizationError(str(exc)) from exc
-    if form is NO_FORM:
-        raise CanonicalizationError(
-            f"{path}: {type(value).__name__} has no canonical JSON form (docs/consumer.md,"
-            ' "Column types", lists the forms)'
-        )
+    form = column_form(value, path)
     return _normalize(form, path) if isinstance(form, list) else form

@@ -28,8 +28,9 @@ from typing import Any
 
 import orjson
 
+from searchsync.errors import CanonicalizationError
+
 __all__ = [
-    "NO_FORM",
     "column_form",
     "flag_column",
     "format_datetime",
@@ -38,70 +39,63 @@ __all__ = [
     "set_column",
 ]
 
-NO_FORM: Any = object()
-"""What `column_form` returns for a value of no type it knows."""
-
-_MICROS_PER_SECOND = 1_000_000
-
 
 def column_form(value: object, path: str) -> Any:
-    """The canonical form of a column value of a type listed above; `NO_FORM` for other types.
-    Raises `ValueError` naming `path` for a value of such a type that has no form (a NaN)."""
+    """The canonical form of a column value of a type listed above; `CanonicalizationError`
+    naming `path` for a value of another type, or one of such a type that has no form (a NaN)."""
     if isinstance(value, Decimal):
-        return _decimal(value, path)
+        if not value.is_finite():
+            raise CanonicalizationError(f"{path}: non-finite Decimal {value!r}")
+        return format(value.copy_abs() if value.is_zero() else value, "f")
     if isinstance(value, datetime):  # before date: a datetime is a date
         return format_datetime(value)
     if isinstance(value, date):
-        return f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
+        return date.isoformat(value)
     if isinstance(value, timedelta):
         return format_timedelta(value)
     if isinstance(value, time):
         if value.tzinfo is not None:
-            raise ValueError(f"{path}: a time of day with a time zone has no canonical form")
-        return f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}.{value.microsecond:06d}"
+            raise CanonicalizationError(
+                f"{path}: a time of day with a time zone has no canonical form"
+            )
+        return time.isoformat(value, "microseconds")
     if isinstance(value, set | frozenset):
         return _set(value, path)
     if isinstance(value, bytes | bytearray | memoryview):
         return base64.b64encode(bytes(value)).decode("ascii")
-    return NO_FORM
-
-
-def format_datetime(value: datetime) -> str:
-    """`value` in UTC as ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (naive means UTC)."""
-    utc = value if value.tzinfo is None else value.astimezone(UTC)
-    return (
-        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:"
-        f"{utc.second:02d}.{utc.microsecond:06d}Z"
+    raise CanonicalizationError(
+        f"{path}: {type(value).__name__} has no canonical JSON form (docs/consumer.md,"
+        ' "Column types", lists the forms)'
     )
+
+
+def format_datetime(value: datetime, timespec: str = "microseconds") -> str:
+    """`value` in UTC as ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (naive means UTC; `timespec` as
+    `datetime.isoformat`'s, which truncates)."""
+    utc = value if value.tzinfo is None else value.astimezone(UTC).replace(tzinfo=None)
+    return f"{datetime.isoformat(utc, timespec=timespec)}Z"
 
 
 def format_timedelta(value: timedelta) -> str:
     """A TIME value as ``[-]HH:MM:SS.ffffff`` (MySQL's own text form, microseconds always)."""
-    micros = (value.days * 86_400 + value.seconds) * _MICROS_PER_SECOND + value.microseconds
+    micros = value // timedelta(microseconds=1)
     sign = "-" if micros < 0 else ""
-    seconds, fraction = divmod(abs(micros), _MICROS_PER_SECOND)
+    seconds, fraction = divmod(abs(micros), 1_000_000)
     minutes, second = divmod(seconds, 60)
     hour, minute = divmod(minutes, 60)
     return f"{sign}{hour:02d}:{minute:02d}:{second:02d}.{fraction:06d}"
 
 
-def _decimal(value: Decimal, path: str) -> str:
-    if not value.is_finite():
-        raise ValueError(f"{path}: non-finite Decimal {value!r}")
-    if value.is_zero():
-        value = value.copy_abs()
-    return format(value, "f")
-
-
 def _set(value: set[Any] | frozenset[Any], path: str) -> list[Any]:
     members = [unicodedata.normalize("NFC", m) if isinstance(m, str) else m for m in value]
-    if all(isinstance(m, str) for m in members):
-        if len(set(members)) != len(members):
-            raise ValueError(f"{path}: set members collide after NFC")
+    strings = all(isinstance(m, str) for m in members)
+    if strings and len(set(members)) != len(members):
+        raise CanonicalizationError(f"{path}: set members collide after NFC")
+    if strings or all(isinstance(m, int) and not isinstance(m, bool) for m in members):
         return sorted(members)
-    if all(isinstance(m, int) and not isinstance(m, bool) for m in members):
-        return sorted(members)
-    raise ValueError(f"{path}: a set has a canonical form only of strings or of integers")
+    raise CanonicalizationError(
+        f"{path}: a set has a canonical form only of strings or of integers"
+    )
 
 
 def json_column(value: object) -> Any:

@@ -49,15 +49,11 @@ def with_reserved(aggregate_type: str, mapping: Mapping[str, Any]) -> dict[str, 
                 f" it as {wanted['type']!r}: remove it from the mapping (searchsync adds it)"
                 f" or make it {{'type': {wanted['type']!r}}}"
             )
-    full = {
-        **properties,
-        **{k: dict(v) for k, v in RESERVED_PROPERTIES.items() if k not in properties},
-    }
-    return {**mapping, "mappings": {**mappings, "properties": full}}
+    added = {k: dict(v) for k, v in RESERVED_PROPERTIES.items() if k not in properties}
+    return {**mapping, "mappings": {**mappings, "properties": {**properties, **added}}}
 
 
 def is_strict(mapping: Mapping[str, Any]) -> bool:
-    """Whether the mapping's root says ``dynamic: strict``."""
     mappings = mapping.get("mappings", {})
     return isinstance(mappings, Mapping) and str(mappings.get("dynamic", "")).lower() == "strict"
 
@@ -67,9 +63,8 @@ def mapping_gaps(mapping: Mapping[str, Any], document: Mapping[str, Any]) -> lis
     ``dynamic`` (inherited down the objects; Elasticsearch's default is ``true``) would not add:
     ``strict`` refuses the document, ``false`` keeps the field unsearchable. Sorted."""
     mappings = mapping.get("mappings", {})
-    if not isinstance(mappings, Mapping):
-        return sorted(document)
-    return sorted(_gaps(mappings, document, "", "true"))
+    gaps = _gaps(mappings, document, "", "true") if isinstance(mappings, Mapping) else document
+    return sorted(gaps)
 
 
 def _gaps(

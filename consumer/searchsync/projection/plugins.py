@@ -30,11 +30,8 @@ def registry_from_settings(settings: ProjectionSettings) -> ProjectorRegistry:
         for projector in load_entry(entry):
             kind = projector.aggregate_type
             if kind in source:
-                raise _error(
-                    entry,
-                    f"one projector per aggregate type, but {kind!r} comes from"
-                    f" {source[kind]!r} and {entry!r}",
-                )
+                twice = f"{kind!r} comes from {source[kind]!r} and {entry!r}"
+                raise _error(entry, f"one projector per aggregate type, but {twice}")
             source[kind] = entry
             registry.register(projector)
     return registry
@@ -49,9 +46,7 @@ def load_entry(entry: str) -> tuple[Projector, ...]:
     except ModuleNotFoundError as exc:
         raise _error(entry, _not_found(module_name, exc.name)) from exc
     except Exception as exc:  # the plug-in's own import failed: say how, stop start-up
-        raise _error(
-            entry, f"importing {module_name!r} raised {type(exc).__name__}: {_first_line(exc)}"
-        ) from exc
+        raise _error(entry, f"importing {module_name!r} {_raised(exc)}") from exc
     path = attribute.split(".") if attribute else [MODULE_FUNCTION]
     for depth, name in enumerate(path):
         if not hasattr(target, name):
@@ -72,7 +67,7 @@ def _projectors_of(target: object, entry: str) -> tuple[Projector, ...]:
     try:
         produced = target()
     except Exception as exc:  # includes a Projector whose definition is invalid (ValueError)
-        raise _error(entry, f"calling it raised {type(exc).__name__}: {_first_line(exc)}") from exc
+        raise _error(entry, f"calling it {_raised(exc)}") from exc
     if isinstance(produced, Projector):
         return (produced,)
     if isinstance(produced, str | bytes | Mapping) or not isinstance(produced, Iterable):
@@ -100,9 +95,9 @@ def _not_found(module_name: str, missing: str | None) -> str:
     )
 
 
-def _first_line(exc: BaseException) -> str:
+def _raised(exc: BaseException) -> str:
     text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    return f"raised {type(exc).__name__}: {text.splitlines()[0] if text else type(exc).__name__}"
 
 
 def _error(entry: str, reason: str) -> ConfigError:

@@ -28,7 +28,7 @@ def referenced_types(registry: ProjectorRegistry) -> tuple[str, ...]:
 def routes(registry: ProjectorRegistry) -> tuple[tuple[str, str, str], ...]:
     """Every (referenced type, dependent type, lookup name) the registry's lookups declare."""
     return tuple(
-        (lk.aggregate_type, registry.get(t).aggregate_type, lk.name)
+        (lk.aggregate_type, t, lk.name)
         for t in registry.types()
         for lk in registry.get(t).lookups
         if lk.aggregate_type is not None
@@ -43,7 +43,6 @@ def event_types(registry: ProjectorRegistry) -> tuple[str, ...]:
 def business_tables(registry: ProjectorRegistry) -> tuple[str, ...]:
     """Every table the projectors read (roots, children and lookups), sorted."""
     found: set[str] = set()
-    for t in registry.types():
-        p = registry.get(t)
+    for p in map(registry.get, registry.types()):
         found.update((p.table, *(c.table for c in p.children), *(lk.table for lk in p.lookups)))
     return tuple(sorted(found))

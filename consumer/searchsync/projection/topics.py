@@ -23,7 +23,6 @@ def type_topic(template: str, aggregate_type: str) -> str:
 
 
 def follows_types(settings: Settings) -> bool:
-    """Whether the topics follow the registered types (neither topics nor a regex set)."""
     return not settings.kafka.topics and settings.kafka.topic_regex is None
 
 
@@ -35,8 +34,7 @@ def consumed_topics(settings: Settings, types: Sequence[str] | None = None) -> t
         return settings.kafka.topics
     if types is None:
         types = event_types(registry_from_settings(settings.projection))
-    template = settings.relay.topic_template
-    return tuple(dict.fromkeys(type_topic(template, t) for t in types))
+    return tuple(dict.fromkeys(type_topic(settings.relay.topic_template, t) for t in types))
 
 
 def subscription(settings: Settings, types: Sequence[str] | None = None) -> list[str]:
@@ -56,12 +54,12 @@ def topic_problems(settings: Settings, types: Sequence[str]) -> list[str]:
     wanted = {type_topic(template, t): t for t in types}
     kafka = settings.kafka
     if kafka.topic_regex is not None:
-        unmatched = [t for t in wanted if re.match(kafka.topic_regex, t) is None]
         return [
             f"kafka.topic_regex {kafka.topic_regex!r} does not match {topic} (the topic of the"
             f" type {wanted[topic]!r}, relay.topic_template): widen the regex, or"
             " unset it to read one topic per registered type"
-            for topic in unmatched
+            for topic in wanted
+            if re.match(kafka.topic_regex, topic) is None
         ]
     problems = [
         f"kafka.topics misses {topic}, the topic of the type {wanted[topic]!r}"

@@ -14,27 +14,24 @@ import functools
 import re
 import unicodedata
 from importlib import resources
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
 from searchsync.errors import PoisonMessage
 from searchsync.projection._registry import Projector, Row, projection_error
 
-AGGREGATE_TYPE = "wiki_page"
 SCHEMA_VERSION = 2
-TABLE = "wiki_page"
-COLUMNS = ("id", "title", "content", "relations_json", "revision", "deleted_at")
 RELATION_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 
 
 def projector() -> Projector:
     """A new wiki_page `Projector` (reads the packaged mapping; call it at start-up)."""
     return Projector(
-        aggregate_type=AGGREGATE_TYPE,
+        aggregate_type="wiki_page",
         schema_version=SCHEMA_VERSION,
-        table=TABLE,
-        columns=COLUMNS,
+        table="wiki_page",
+        columns=("id", "title", "content", "relations_json", "revision", "deleted_at"),
         build=build,
         mapping=load_mapping(),
         canonical_fields=True,  # every string `build` returns is NFC; no numbers
@@ -49,8 +46,7 @@ def projectors() -> tuple[Projector, ...]:
 def load_mapping() -> dict[str, Any]:
     """The index body of schemas/index/wiki_page.json, from its copy inside the package."""
     data = resources.files("searchsync").joinpath("_resources/wiki_page.mapping.json").read_bytes()
-    mapping: dict[str, Any] = orjson.loads(data)
-    return mapping
+    return cast(dict[str, Any], orjson.loads(data))
 
 
 def build(row: Row) -> dict[str, Any]:
@@ -66,8 +62,6 @@ def build(row: Row) -> dict[str, Any]:
 
 
 def _text(value: object, name: str) -> str:
-    if type(value) is str:  # the common case first
-        return _nfc(value)
     if isinstance(value, bytes | bytearray):
         try:
             value = bytes(value).decode("utf-8")
@@ -75,7 +69,7 @@ def _text(value: object, name: str) -> str:
             raise projection_error(f"{name} is not UTF-8") from exc
     if not isinstance(value, str):
         raise projection_error(f"{name} must be a string, got {type(value).__name__}")
-    return _nfc(value)
+    return value if value.isascii() else unicodedata.normalize("NFC", value)  # ASCII is NFC
 
 
 def _relations(raw: object) -> dict[str, list[str]]:
@@ -133,8 +127,3 @@ def _bad_entity(kind: str, entities: list[Any], entity: object) -> PoisonMessage
         if not isinstance(value, str) or not value:
             return projection_error(f"relations_json.{where}.{key} must be a non-empty string")
     return projection_error(f"relations_json.{where}.entity_type must not contain ':'")
-
-
-def _nfc(value: str) -> str:
-    """NFC of `value` (an ASCII string is its own NFC: no call for it)."""
-    return value if value.isascii() else unicodedata.normalize("NFC", value)

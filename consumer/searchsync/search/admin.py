@@ -88,7 +88,7 @@ async def init_index(
             return InitResult(alias, writer, InitAction.READ_ALIAS_ADDED)
         if await admin.exists(alias):
             raise ConfigError("alias", "a name free for an alias", f"{alias} is an index")
-        physical = naming.first_physical_name(alias)
+        physical = naming.physical_name(alias, 1)
         if await admin.exists(physical):
             if dry_run:
                 return InitResult(alias, physical, InitAction.WOULD_ADD_ALIAS)

@@ -4,13 +4,11 @@ the root row's ``revision`` rising by one per change and a hard delete's kept as
 (aiomysql) serve any `AggregateTable`; `PageWriter` is the demo's ``wiki_page``."""
 
 from searchsync.mysql.outbox import append_outbox
-from searchsync.writer._async import AsyncAggregateWriter
-from searchsync.writer._sync import AggregateWriter
+from searchsync.writer._drivers import AggregateWriter, AsyncAggregateWriter
 from searchsync.writer._table import AggregateTable, Change
-from searchsync.writer.page import AGGREGATE_TYPE, WIKI_PAGE, Page, PageWriter, Relations
+from searchsync.writer.page import WIKI_PAGE, Page, PageWriter, Relations
 
 __all__ = [
-    "AGGREGATE_TYPE",
     "WIKI_PAGE",
     "AggregateTable",
     "AggregateWriter",

@@ -39,13 +39,9 @@ class AggregateTable:
     updated_at_column: str | None = "updated_at"
 
     def __post_init__(self) -> None:
-        if not (
-            0 < len(self.aggregate_type) <= MAX_AGGREGATE_TYPE_LENGTH
-            and self.aggregate_type.isprintable()
-        ):
-            raise ValueError(
-                f"aggregate_type must be 1..{MAX_AGGREGATE_TYPE_LENGTH} printable characters"
-            )
+        kind, limit = self.aggregate_type, MAX_AGGREGATE_TYPE_LENGTH
+        if not (0 < len(kind) <= limit and kind.isprintable()):
+            raise ValueError(f"aggregate_type must be 1..{limit} printable characters")
         for name in (self.table, *self.owned):
             quote_identifier(name)
         if len({name.lower() for name in self.owned}) != len(self.owned):

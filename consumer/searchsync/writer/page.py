@@ -3,7 +3,7 @@ per change, each with its outbox event."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,13 +14,12 @@ import orjson
 
 from searchsync.clock import WallClock, utc_now
 from searchsync.mysql.pool import transaction, translate_errors
-from searchsync.writer._async import AsyncAggregateWriter
+from searchsync.writer._drivers import AsyncAggregateWriter
 from searchsync.writer._table import AggregateTable, Change
 
-AGGREGATE_TYPE: Final = "wiki_page"
 MAX_PAGE_ID_LENGTH: Final = 64  # wiki_page.id is VARCHAR(64)
 MAX_TITLE_LENGTH: Final = 512  # wiki_page.title is VARCHAR(512)
-WIKI_PAGE: Final = AggregateTable(AGGREGATE_TYPE, "wiki_page")
+WIKI_PAGE: Final = AggregateTable("wiki_page", "wiki_page")
 
 Relations = Mapping[str, Sequence[Mapping[str, Any]]]
 """What ``relations_json`` holds: related entities keyed by relation type (docs/design.md,
@@ -59,7 +58,7 @@ class PageWriter:
         _check_page_id(page_id)
         _check_title(title)
         values = {"title": title, "content": content, "relations_json": _relations_json(relations)}
-        return await self._run(self._writer.create(page_id, values))
+        return await self._run(self._writer.create, page_id, values)
 
     async def update(
         self,
@@ -73,54 +72,42 @@ class PageWriter:
         if title is None and content is None and relations is None:
             raise ValueError("update needs at least one of title, content, relations")
         _check_page_id(page_id)
-        values: dict[str, Any] = {}
-        if title is not None:
-            _check_title(title)
-            values["title"] = title
-        if content is not None:
-            values["content"] = content
-        if relations is not None:
-            values["relations_json"] = _relations_json(relations)
-        return await self._run(self._writer.update(page_id, values))
+        _check_title(title)
+        encoded = None if relations is None else _relations_json(relations)
+        given = {"title": title, "content": content, "relations_json": encoded}
+        values = {column: value for column, value in given.items() if value is not None}
+        return await self._run(self._writer.update, page_id, values)
 
     async def soft_delete(self, page_id: str) -> int:
-        _check_page_id(page_id)
-        return await self._run(self._writer.soft_delete(page_id))
+        return await self._run(self._writer.soft_delete, page_id)
 
     async def restore(self, page_id: str) -> int:
-        _check_page_id(page_id)
-        return await self._run(self._writer.restore(page_id))
+        return await self._run(self._writer.restore, page_id)
 
     async def hard_delete(self, page_id: str) -> int:
-        _check_page_id(page_id)
-        return await self._run(self._writer.hard_delete(page_id))
+        return await self._run(self._writer.hard_delete, page_id)
 
     async def get(self, page_id: str) -> Page | None:
         """The page as committed now (soft-deleted included), or None."""
-        async with transaction(self._pool) as conn:
+        async with transaction(self._pool) as conn, conn.cursor(aiomysql.DictCursor) as cur:
             with translate_errors("read wiki_page"):
-                async with conn.cursor(aiomysql.DictCursor) as cur:
-                    await cur.execute(
-                        "SELECT id, title, content, relations_json, revision, deleted_at,"
-                        " updated_at FROM wiki_page WHERE id = %s",
-                        (page_id,),
-                    )
-                    row = await cur.fetchone()
+                await cur.execute(
+                    "SELECT id, title, content, relations_json, revision, deleted_at, updated_at"
+                    " FROM wiki_page WHERE id = %s",
+                    (page_id,),
+                )
+                row = await cur.fetchone()
         if row is None:
             return None
-        return Page(
-            id=row["id"],
-            title=row["title"],
-            content=row["content"],
-            relations=orjson.loads(row["relations_json"]),
-            revision=int(row["revision"]),
-            deleted_at=row["deleted_at"],
-            updated_at=row["updated_at"],
-        )
+        relations = orjson.loads(row.pop("relations_json"))
+        return Page(**row, relations=relations)
 
     @staticmethod
-    async def _run(change: AbstractAsyncContextManager[Change]) -> int:
-        async with change as open_change:
+    async def _run(
+        change: Callable[..., AbstractAsyncContextManager[Change]], page_id: str, *values: Any
+    ) -> int:
+        _check_page_id(page_id)  # again for create and update, which check it first
+        async with change(page_id, *values) as open_change:
             pass
         return open_change.revision
 
@@ -145,6 +132,6 @@ def _check_page_id(page_id: str) -> None:
         raise ValueError(f"page id must have 1..{MAX_PAGE_ID_LENGTH} characters, got {page_id!r}")
 
 
-def _check_title(title: str) -> None:
-    if len(title) > MAX_TITLE_LENGTH:
+def _check_title(title: str | None) -> None:
+    if title is not None and len(title) > MAX_TITLE_LENGTH:
         raise ValueError(f"title must have at most {MAX_TITLE_LENGTH} characters")

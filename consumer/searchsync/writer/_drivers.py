@@ -1,20 +1,23 @@
-"""`AggregateWriter`: the application-side writer on a PyMySQL connection."""
+"""The two writers, each running `WriterBase`'s plans on its driver: `AggregateWriter` on a PyMySQL
+connection, `AsyncAggregateWriter` on an aiomysql pool."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, suppress
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from searchsync.mysql.pool import db_time, translate_errors
+import aiomysql
+
+from searchsync.mysql.pool import db_time, transaction, translate_errors
 from searchsync.writer._plan import Begun, Plan, WriterBase
 from searchsync.writer._table import Change
 
 T = TypeVar("T")
 
 
-class AggregateWriter(WriterBase[Any, AbstractContextManager[Change]]):
+class AggregateWriter(WriterBase[Any, contextlib.AbstractContextManager[Change]]):
     """Changes the rows of one aggregate type on one PyMySQL connection (autocommit off, one
     thread), one transaction per change.
 
@@ -24,7 +27,7 @@ class AggregateWriter(WriterBase[Any, AbstractContextManager[Change]]):
     each outbox row in its transaction.
     """
 
-    @contextmanager
+    @contextlib.contextmanager
     def _change(
         self, aggregate_id: str, begin: Callable[[datetime], Plan[Begun]]
     ) -> Iterator[Change]:
@@ -45,9 +48,28 @@ class AggregateWriter(WriterBase[Any, AbstractContextManager[Change]]):
             try:
                 conn.rollback()
             except Exception:  # the connection is gone: close it, raise what happened
-                with suppress(Exception):
+                with contextlib.suppress(Exception):
                     conn.close()
             raise
+
+
+class AsyncAggregateWriter(
+    WriterBase[aiomysql.Pool, contextlib.AbstractAsyncContextManager[Change]]
+):
+    """`AggregateWriter` on an aiomysql pool: one pooled connection and transaction per change, each
+    method an async context manager yielding its `Change`."""
+
+    @contextlib.asynccontextmanager
+    async def _change(
+        self, aggregate_id: str, begin: Callable[[datetime], Plan[Begun]]
+    ) -> AsyncIterator[Change]:
+        now = db_time(self._clock())
+        plan = begin(now)  # checks the arguments before a connection is taken
+        doing = f"write {self.table.aggregate_type} {aggregate_id!r}"
+        async with transaction(self._db) as conn, conn.cursor() as cur:
+            begun = await run_plan_async(cur, plan, doing)
+            yield self._opened(aggregate_id, begun, conn, cur)
+            await run_plan_async(cur, self._finish(aggregate_id, begun, now), doing)
 
 
 def run_plan(cursor: Any, plan: Plan[T], doing: str) -> T:
@@ -65,5 +87,21 @@ def run_plan(cursor: Any, plan: Plan[T], doing: str) -> T:
             else:
                 statement = plan.send(row)
     except StopIteration as done:
-        result: T = done.value
-        return result
+        return cast(T, done.value)
+
+
+async def run_plan_async(cursor: Any, plan: Plan[T], doing: str) -> T:
+    """`run_plan` on an aiomysql cursor."""
+    try:
+        statement = next(plan)
+        while True:
+            try:
+                with translate_errors(doing):
+                    await cursor.execute(statement.sql, statement.params)
+                    row = await cursor.fetchone() if statement.fetch else None
+            except Exception as exc:
+                statement = plan.throw(exc)
+            else:
+                statement = plan.send(row)
+    except StopIteration as done:
+        return cast(T, done.value)

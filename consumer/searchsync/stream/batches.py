@@ -14,10 +14,9 @@ from searchsync.errors import ErrorCode
 from searchsync.mysql.state_buffer import StateBuffer
 from searchsync.observability.metrics import Metrics
 from searchsync.search.sink import OutcomeKind
-from searchsync.stream.coalesce import Work
 from searchsync.stream.dead_letters import DeadLetters
 from searchsync.stream.processor import Processor
-from searchsync.stream.verdict import failed_work, log_outcome
+from searchsync.stream.work import Work
 from searchsync.stream.work_state import Settled, WorkState
 from searchsync.types import TopicPartition
 
@@ -96,14 +95,14 @@ class Batches:
             log.exception("batch failed unexpectedly; its works will be retried")
             message = f"{type(exc).__name__}: {exc}"
             for work in works:
-                failed_work(work, ErrorCode.INTERNAL, message)
+                work.fail(ErrorCode.INTERNAL, message)
         tally: BatchCounts = Counter()
         stamps: list[int] = []
         now_ms = time.time() * 1000  # when this batch's works finished
         self._debug = log.isEnabledFor(logging.DEBUG)
         for work in works:
             if work.kind is None:  # a step left it without an outcome: never finish it unwritten
-                failed_work(work, ErrorCode.INTERNAL, "the processor gave the work no outcome")
+                work.fail(ErrorCode.INTERNAL, "the processor gave the work no outcome")
             self._settle(work, tally, stamps)
         self._working.remove(works)
         visible = self._metrics.commit_to_searchable
@@ -130,13 +129,13 @@ class Batches:
             self._metrics.retry(key.aggregate_type, code)
             said = said or code.value
             for event, pos in work.events:
-                log_outcome(log, event, pos, work, "retry", work.attempts, code, said)
+                work.log_outcome(log, event, pos, "retry", code, said)
         if settled is Settled.SYSTEMIC:
             return
         if settled is not Settled.RETRY:  # dead-lettered; its positions finish on the ack
             if code is ErrorCode.REVISION_REGRESSION:
                 self._metrics.revision_regression(key.aggregate_type)
-            self._dead.send(work.events, code, message, attempts=work.attempts, work=work)
+            self._dead.send(work.events, code, message, work)
         self._outcomes.failed(
             key.aggregate_type, key.aggregate_id, work.max_revision, code, message
         )
@@ -162,7 +161,7 @@ class Batches:
             newest = work.newest
             for event, pos in events:
                 said = result if event is newest else "superseded"
-                log_outcome(log, event, pos, work, said, work.attempts)
+                work.log_outcome(log, event, pos, said)
         if doc.is_deleted and kind is OutcomeKind.APPLIED:
             self._metrics.tombstone()
         max_revision = work.max_revision

@@ -14,9 +14,8 @@ from searchsync.clock import utc_now
 from searchsync.dlq.record import DlqBudget, DlqRecord
 from searchsync.errors import DlqBudgetExceeded, ErrorCode, TransientError
 from searchsync.observability.metrics import Metrics
-from searchsync.stream.coalesce import Work
 from searchsync.stream.retry import RetryPolicy
-from searchsync.stream.verdict import log_outcome
+from searchsync.stream.work import Work
 from searchsync.stream.work_state import WorkState
 from searchsync.types import Position, ThinEvent
 
@@ -66,12 +65,10 @@ class DeadLetters:
         entries: Sequence[tuple[ThinEvent | None, Position]],
         code: ErrorCode,
         message: str,
-        *,
-        attempts: int,
         work: Work | None = None,
     ) -> None:
-        """Dead-letter the message of each (event, position) (None: poison, not decoded); its
-        position finishes only on the ack."""
+        """Dead-letter the message of each (event, position) of `work` (None: poison, not
+        decoded, one attempt); its position finishes only on the ack."""
         try:
             for _ in entries:
                 self._budget.record_dead()
@@ -82,7 +79,7 @@ class DeadLetters:
             self.fatal = exc
             self._metrics.dlq_budget_spent()
             return
-        task = asyncio.create_task(self._send(entries, code, message, attempts, work))
+        task = asyncio.create_task(self._send(entries, code, message, work))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
@@ -91,7 +88,6 @@ class DeadLetters:
         entries: Sequence[tuple[ThinEvent | None, Position]],
         code: ErrorCode,
         message: str,
-        attempts: int,
         work: Work | None,
     ) -> None:
         now = utc_now()
@@ -108,7 +104,7 @@ class DeadLetters:
                 consumer_group=self._group_id,
                 error_code=code.value,
                 error_message=message,
-                attempts=attempts,
+                attempts=1 if work is None else work.attempts,
                 first_failed_at=now,
                 last_failed_at=now,
                 event=event,
@@ -117,9 +113,9 @@ class DeadLetters:
             if not await self._deliver(record, raw.key):
                 return
             self._metrics.dead(event.aggregate_type if event else "unknown", code)
-            if event is not None:
+            if event is not None and work is not None:
                 self._metrics.event_outcome(event.aggregate_type, "dead_lettered")
-                log_outcome(log, event, pos, work, "dead_lettered", attempts, code, message)
+                work.log_outcome(log, event, pos, "dead_lettered", code, message)
             else:
                 log.warning(
                     "poison message dead-lettered",

@@ -172,7 +172,7 @@ class Pipeline:
         self._work.admit(admitted)
         for pos, error in poison:
             self._metrics.poison(error.code)
-            self._dead.send([(None, pos)], error.code, error.message, attempts=1)
+            self._dead.send([(None, pos)], error.code, error.message)
         for topic, n in counts.items():  # searchsync_events_consumed_total, once per topic
             self._metrics.consumed(topic, n)
 

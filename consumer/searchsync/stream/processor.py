@@ -18,19 +18,9 @@ from searchsync.mysql.truth import Truth
 from searchsync.projection import Projector, ProjectorRegistry, Row
 from searchsync.projection.references import dependents
 from searchsync.search.sink import OutcomeKind, Sink, WriteOutcome
-from searchsync.stream.coalesce import Work
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.rewrite import Rewrites, partitions_of, sink_write
-from searchsync.stream.verdict import (
-    end_written,
-    failed_plan,
-    failed_work,
-    is_rebuild,
-    plan_one,
-    postdates,
-    read_failed,
-    row_behind,
-)
+from searchsync.stream.work import Work
 from searchsync.types import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -70,7 +60,7 @@ class Processor:
                 await self._owners.take(partitions_of(works))
             except Exception as exc:  # nothing may be read before the epochs are ours
                 for w in works:
-                    read_failed(w, exc, w.key.aggregate_type)
+                    _read_failed(w, exc, w.key.aggregate_type)
                 return works
         planned: list[Work] = []
         by_type: dict[str, list[Work]] = defaultdict(list)
@@ -83,7 +73,7 @@ class Processor:
                 projector = self._registry.get(aggregate_type)
             except PoisonMessage as exc:
                 for work in group:
-                    failed_work(work, exc.code, exc.message)
+                    work.fail(exc.code, exc.message)
                 continue
             # a fenced target: nothing read, written or dead-lettered
             if await self._fence.hold(self._alias_for(aggregate_type), projector, group):
@@ -92,7 +82,7 @@ class Processor:
                 planned.extend(await self._plan(projector, group, primary=False))
             except Exception as exc:  # the truth could not be read: every work of the type failed
                 for work in group:
-                    read_failed(work, exc, aggregate_type)
+                    _read_failed(work, exc, aggregate_type)
         since = self._fence.mark()
         await self._write(planned)
         await self._fence.after_write(planned, since=since)
@@ -117,7 +107,7 @@ class Processor:
             await self._fanout.record(targets)
         except Exception as exc:  # not durable: nothing of these works may finish
             for w in works:
-                read_failed(w, exc, aggregate_type)
+                _read_failed(w, exc, aggregate_type)
             return True
         if aggregate_type in self._registry.types():
             return False
@@ -135,7 +125,9 @@ class Processor:
         behind = [
             w.key.aggregate_id
             for w in works
-            if row_behind(rows.get(w.key.aggregate_id), w, projector)
+            if (row := rows.get(w.key.aggregate_id)) is not None
+            and (loaded := projector.revision_of(row)) is not None
+            and loaded < w.max_revision
         ]
         if behind and not primary:
             # Older than the event: a lagging replica. The primary cannot lag behind an event
@@ -156,7 +148,7 @@ class Processor:
         for work in works:
             row = rows.get(work.key.aggregate_id)
             try:
-                plan_one(projector, alias, work, row, floors)
+                work.plan_row(projector, alias, row, floors.get(work.key.aggregate_id, 0))
                 plans.append(work)
             except RevisionRegression as exc:
                 assert row is not None  # only a row older than the work's events regresses
@@ -165,7 +157,7 @@ class Processor:
                 if not isinstance(exc, PoisonMessage):
                     where = {"aggregate_type": aggregate_type, "id": work.key.aggregate_id}
                     log.warning("projector raised unexpectedly", extra=where, exc_info=True)
-                failed_plan(projector, alias, work, row, exc)
+                work.refuse(projector, alias, row, exc)
         if regressed:
             await self._regressed(projector, alias, regressed)
         return plans
@@ -177,13 +169,13 @@ class Processor:
         work is newer than the row and the index holds the newest (a redelivery after the id was
         re-created below its old revision: the re-created row's own event is the one that reports
         the regression); otherwise a REVISION_REGRESSION."""
-        stale = {id(w): w.key.aggregate_id for w, row, _ in works if postdates(w, row, projector)}
+        stale = {id(w): w.key.aggregate_id for w, row, _ in works if _postdates(w, row, projector)}
         ids = list(stale.values())
         try:
             found = await self._sink.stored_projections(alias, ids) if ids else {}
         except TransientError as exc:
             for work, _, _ in works:
-                failed_work(work, exc.code, exc.message)
+                work.fail(exc.code, exc.message)
             return
         for work, row, error in works:
             stored = found.get(work.key.aggregate_id) if id(work) in stale else None
@@ -191,7 +183,7 @@ class Processor:
                 work.plan()
                 work.end(OutcomeKind.ALREADY_APPLIED)
             else:
-                failed_plan(projector, alias, work, row, error)
+                work.refuse(projector, alias, row, error)
 
     async def _write(self, planned: list[Work]) -> None:
         if not planned:
@@ -202,10 +194,10 @@ class Processor:
         for work, outcome in zip(planned, outcomes, strict=True):
             if outcome.kind is OutcomeKind.AHEAD:
                 ahead.append((work, outcome))
-            elif outcome.kind is OutcomeKind.ALREADY_APPLIED and is_rebuild(work):
+            elif outcome.kind is OutcomeKind.ALREADY_APPLIED and work.is_rebuild:
                 same_revision.append(work)
             else:
-                end_written(work, outcome)
+                work.end(outcome.kind, outcome.code, outcome.message)
         if same_revision:
             await self._rewrites.rewrite(same_revision, ahead)
         if ahead:
@@ -223,7 +215,7 @@ class Processor:
                 fresh = await self._plan(projector, works, primary=True)
             except Exception as exc:
                 for work in works:
-                    read_failed(work, exc, aggregate_type)
+                    _read_failed(work, exc, aggregate_type)
                 continue
             stored = {id(work): o.stored_version or 0 for work, o in group}
             retry_now: list[Work] = []
@@ -251,4 +243,19 @@ class Processor:
                     if outcome.kind is OutcomeKind.AHEAD:  # raced again: try the work later
                         work.end(OutcomeKind.FAILED, ErrorCode.ES_AHEAD, outcome.message)
                     else:
-                        end_written(work, outcome)
+                        work.end(outcome.kind, outcome.code, outcome.message)
+
+
+def _read_failed(work: Work, exc: Exception, aggregate_type: str) -> None:
+    """A work whose rows could not be read: the error's code, or INTERNAL."""
+    if isinstance(exc, TransientError | PoisonMessage):
+        work.fail(exc.code, exc.message)
+        return
+    log.warning("reading the truth raised unexpectedly", exc_info=exc)
+    work.fail(ErrorCode.INTERNAL, f"reading {aggregate_type} raised {type(exc).__name__}: {exc}")
+
+
+def _postdates(work: Work, row: Row, projector: Projector) -> bool:
+    """Every event of `work` is newer than `row`: none of them can have brought this row."""
+    revision = projector.revision_of(row)
+    return revision is not None and all(e.source_revision > revision for e, _ in work.events)

@@ -13,8 +13,7 @@ from searchsync.errors import ErrorCode, TransientError
 from searchsync.mysql.owner_epochs import OwnerEpochs
 from searchsync.projection import Document
 from searchsync.search.sink import EXTERNAL, EXTERNAL_GTE, IndexOp, OutcomeKind, Sink, WriteOutcome
-from searchsync.stream.coalesce import Work
-from searchsync.stream.verdict import end_written
+from searchsync.stream.work import Work
 from searchsync.types import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -70,7 +69,7 @@ class Rewrites:
             if outcome.kind is OutcomeKind.AHEAD:  # a newer write won the race: re-check it
                 ahead.append((work, outcome))
             else:
-                end_written(work, outcome)
+                work.end(outcome.kind, outcome.code, outcome.message)
 
     async def _fenced_write(self, works: list[Work]) -> list[tuple[Work, WriteOutcome]]:
         """Write `works` with ``external_gte`` under their partitions' owner epochs (invariant 17):

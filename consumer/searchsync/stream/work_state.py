@@ -18,9 +18,10 @@ from typing import Final
 
 from searchsync.errors import Disposition, ErrorCode
 from searchsync.kafka.intake import RawMessage
-from searchsync.stream.coalesce import Coalescer, Work
+from searchsync.stream.coalesce import Coalescer
 from searchsync.stream.ledger import OffsetLedger, PartitionLedger
 from searchsync.stream.retry import RetryPolicy
+from searchsync.stream.work import Work
 from searchsync.types import Key, Position, ThinEvent, TopicPartition
 
 SYSTEMIC_RETRY_CAP_S: Final = 30.0  # a systemic failure is retried at least this often, forever

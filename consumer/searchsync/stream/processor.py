@@ -172,7 +172,7 @@ class Processor:
         stale = {id(w): w.key.aggregate_id for w, row, _ in works if _postdates(w, row, projector)}
         ids = list(stale.values())
         try:
-            found = await self._sink.stored_projections(alias, ids) if ids else {}
+            found = await self._sink.stored(alias, ids) if ids else {}
         except TransientError as exc:
             for work, _, _ in works:
                 work.fail(exc.code, exc.message)

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.mysql.owner_epochs import OwnerEpochs
-from searchsync.projection import Document
+from searchsync.projection import Document, content_hash
 from searchsync.search.sink import EXTERNAL, EXTERNAL_GTE, IndexOp, OutcomeKind, Sink, WriteOutcome
 from searchsync.stream.work import Work
 from searchsync.types import TopicPartition
@@ -35,9 +35,7 @@ class Rewrites:
         rewrite: list[Work] = []
         for alias, group in by_alias.items():
             try:
-                stored = await self._sink.stored_projections(
-                    alias, [_document(w).doc_id for w in group]
-                )
+                stored = await self._sink.stored(alias, [_document(w).doc_id for w in group])
             except TransientError as exc:
                 for work in group:
                     work.end(OutcomeKind.FAILED, exc.code, exc.message)
@@ -55,10 +53,10 @@ class Rewrites:
                         (work, WriteOutcome(op, OutcomeKind.AHEAD, None, message, found.version))
                     )
                 elif (
-                    found.projection_hash == doc.projection_hash
-                    and found.content_hash == doc.projection_hash
-                    and found.schema_version == work.schema_version
-                    and found.sync_hash == doc.body.get("sync_hash")
+                    (source := found.source).get("projection_hash") == doc.projection_hash
+                    and _int(source.get("projection_schema_version")) == work.schema_version
+                    and _int(source.get("sync_hash")) == doc.body.get("sync_hash")
+                    and content_hash(source) == doc.projection_hash  # an edit keeps the old hash
                 ):
                     work.end(OutcomeKind.ALREADY_APPLIED)
                 else:
@@ -92,6 +90,11 @@ class Rewrites:
                 work.end(OutcomeKind.FAILED, exc.code, exc.message)
             return []
         return list(zip(mine, outcomes, strict=True))
+
+
+def _int(value: object) -> int | None:
+    """A stored int field (None: missing or of another type)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _alias(work: Work) -> str:

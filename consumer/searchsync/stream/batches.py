@@ -23,9 +23,6 @@ from searchsync.types import TopicPartition
 BATCH_SUMMARY_MESSAGE = "batch settled"
 MAX_CONCURRENT = 2  # batches in flight at once
 
-BatchCounts = Counter[tuple[str, str]]
-"""Finished events of one batch: (aggregate type, result) -> count."""
-
 log = logging.getLogger(__name__)
 
 
@@ -96,7 +93,7 @@ class Batches:
             message = f"{type(exc).__name__}: {exc}"
             for work in works:
                 work.fail(ErrorCode.INTERNAL, message)
-        tally: BatchCounts = Counter()
+        tally: Counter[tuple[str, str]] = Counter()  # (aggregate type, result) -> events
         stamps: list[int] = []
         now_ms = time.time() * 1000  # when this batch's works finished
         self._debug = log.isEnabledFor(logging.DEBUG)
@@ -115,7 +112,7 @@ class Batches:
         self._settled.set()
         self.done.set()
 
-    def _settle(self, work: Work, tally: BatchCounts, stamps: list[int]) -> None:
+    def _settle(self, work: Work, tally: Counter[tuple[str, str]], stamps: list[int]) -> None:
         code, said = work.code, work.message  # `settle` makes the message the dead letter's
         settled = self._state.settle(work, stamps)
         if settled is Settled.FINISHED:
@@ -140,7 +137,7 @@ class Batches:
             key.aggregate_type, key.aggregate_id, work.max_revision, code, message
         )
 
-    def _finished(self, work: Work, tally: BatchCounts) -> None:
+    def _finished(self, work: Work, tally: Counter[tuple[str, str]]) -> None:
         doc, kind = work.document, work.kind
         aggregate_type, events = work.key.aggregate_type, work.events
         assert kind is not None
@@ -176,7 +173,7 @@ class Batches:
             doc.projection_hash,
         )
 
-    def _report(self, tally: BatchCounts) -> None:
+    def _report(self, tally: Counter[tuple[str, str]]) -> None:
         for (aggregate_type, result), n in tally.items():
             self._metrics.event_outcome(aggregate_type, result, n)
         for aggregate_type, lag in self._revision_lags.items():
@@ -184,7 +181,7 @@ class Batches:
         self._revision_lags.clear()
 
 
-def _log_summary(works: list[Work], tally: BatchCounts, seconds: float) -> None:
+def _log_summary(works: list[Work], tally: Counter[tuple[str, str]], seconds: float) -> None:
     """The one INFO line for a batch's successes."""
     results: dict[str, int] = {}
     for (_, result), n in tally.items():

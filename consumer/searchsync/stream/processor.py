@@ -19,7 +19,7 @@ from searchsync.projection import Projector, ProjectorRegistry, Row
 from searchsync.projection.references import dependents
 from searchsync.search.sink import OutcomeKind, Sink, WriteOutcome
 from searchsync.stream.fence import SchemaFence
-from searchsync.stream.rewrite import Rewrites, partitions_of, sink_write
+from searchsync.stream.rewrite import Rewrites, sink_write
 from searchsync.stream.work import Work
 from searchsync.types import TopicPartition
 
@@ -56,8 +56,9 @@ class Processor:
     async def process(self, works: Sequence[Work]) -> Sequence[Work]:
         """End every work of `works` (its outcome on it); `works` again."""
         if self._owners is not None:
+            partitions = {(p.topic, p.partition) for w in works for p in w.positions}
             try:
-                await self._owners.take(partitions_of(works))
+                await self._owners.take(partitions)
             except Exception as exc:  # nothing may be read before the epochs are ours
                 for w in works:
                     _read_failed(w, exc, w.key.aggregate_type)

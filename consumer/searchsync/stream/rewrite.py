@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable
 
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.mysql.owner_epochs import OwnerEpochs
 from searchsync.projection import Document, content_hash
 from searchsync.search.sink import EXTERNAL, EXTERNAL_GTE, IndexOp, OutcomeKind, Sink, WriteOutcome
 from searchsync.stream.work import Work
-from searchsync.types import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +75,9 @@ class Rewrites:
             return list(zip(works, outcomes, strict=True))
         mine: list[Work] = []
         code, why = ErrorCode.OWNER_FENCED, "another member took the partition's owner epoch"
+        partitions = {(p.topic, p.partition) for w in works for p in w.positions}
         try:
-            async with self._owners.fenced(partitions_of(works)) as ours:
+            async with self._owners.fenced(partitions) as ours:
                 for work in works:
                     if all((q.topic, q.partition) in ours for q in work.positions):
                         mine.append(work)
@@ -120,7 +119,3 @@ async def sink_write(
         log.exception("the sink raised unexpectedly; its works will be retried")
         why = "the sink raised unexpectedly (see the log)"
         return [WriteOutcome.failed(op, ErrorCode.INTERNAL, why) for op in ops]
-
-
-def partitions_of(works: Iterable[Work]) -> set[TopicPartition]:
-    return {(p.topic, p.partition) for w in works for p in w.positions}

@@ -1,11 +1,11 @@
 """In-memory stand-ins for the pipeline's ports, and small helpers to build its inputs.
 
-- `FakeIntake` implements `searchsync.stream.pipeline.IntakePort` over scripted messages per
-  partition:
-  `consume` hands out the next messages of partitions that are not paused, `commit` records the
-  offsets (and can be told to refuse them), `pause`/`resume` are recorded. `assign`, `revoke` and
-  `lose` drive a `RebalanceListener` (the pipeline) inside the next `consume`, as librdkafka runs
-  its rebalance callbacks inside ``consume()``; a revoke commits the offsets `revoking` returns.
+- `FakeIntake` stands in for `searchsync.kafka.intake.KafkaIntake` over scripted messages per
+  partition: `consume` hands out the next messages of partitions that are not paused, `commit`
+  records the offsets (and can be told to refuse them), `pause`/`resume` are recorded. `assign`,
+  `revoke` and `lose` drive a `RebalanceListener` (the pipeline) inside the next `consume`, as
+  librdkafka runs its rebalance callbacks inside ``consume()``; a revoke commits the offsets
+  `revoking` returns.
 - `FakeDlq` implements `searchsync.stream.dead_letters.DlqPort`: `send` acknowledges at once, or
   holds until released (to model an unacknowledged produce), or raises `TransientError` a number
   of times.

@@ -105,9 +105,24 @@ class Batches:
         visible = self._metrics.commit_to_searchable
         for stamp in stamps:
             visible((now_ms - stamp) / 1000)
-        self._report(tally)
-        if tally and log.isEnabledFor(logging.INFO):
-            _log_summary(works, tally, self._clock() - started)
+        for (aggregate_type, result), n in tally.items():
+            self._metrics.event_outcome(aggregate_type, result, n)
+        for aggregate_type, lag in self._revision_lags.items():
+            self._metrics.revision_lag(aggregate_type, lag)
+        self._revision_lags.clear()
+        if tally and log.isEnabledFor(logging.INFO):  # the one INFO line for the successes
+            results: dict[str, int] = {}
+            for (_, result), n in tally.items():
+                results[result] = results.get(result, 0) + n
+            summary = {
+                "works": len(works),
+                "events": sum(len(w.events) for w in works),
+                "finished": sum(results.values()),
+                "results": results,
+                "aggregate_types": sorted({t for t, _ in tally}),
+                "seconds": round(self._clock() - started, 4),
+            }
+            log.info(BATCH_SUMMARY_MESSAGE, extra=summary)
         self._outcomes.end_batch()
         self._settled.set()
         self.done.set()
@@ -162,7 +177,7 @@ class Batches:
         if doc.is_deleted and kind is OutcomeKind.APPLIED:
             self._metrics.tombstone()
         max_revision = work.max_revision
-        # the gauge is "last observed": set once per batch from the batch's last work (_report)
+        # the gauge is "last observed": set once per batch from the batch's last work (`_run`)
         self._revision_lags[aggregate_type] = max(0, max_revision - doc.source_revision)
         self._outcomes.applied(
             aggregate_type,
@@ -172,28 +187,3 @@ class Batches:
             work.schema_version,
             doc.projection_hash,
         )
-
-    def _report(self, tally: Counter[tuple[str, str]]) -> None:
-        for (aggregate_type, result), n in tally.items():
-            self._metrics.event_outcome(aggregate_type, result, n)
-        for aggregate_type, lag in self._revision_lags.items():
-            self._metrics.revision_lag(aggregate_type, lag)
-        self._revision_lags.clear()
-
-
-def _log_summary(works: list[Work], tally: Counter[tuple[str, str]], seconds: float) -> None:
-    """The one INFO line for a batch's successes."""
-    results: dict[str, int] = {}
-    for (_, result), n in tally.items():
-        results[result] = results.get(result, 0) + n
-    log.info(
-        BATCH_SUMMARY_MESSAGE,
-        extra={
-            "works": len(works),
-            "events": sum(len(w.events) for w in works),
-            "finished": sum(results.values()),
-            "results": results,
-            "aggregate_types": sorted({t for t, _ in tally}),
-            "seconds": round(seconds, 4),
-        },
-    )

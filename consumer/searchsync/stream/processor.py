@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from searchsync.errors import ErrorCode, PoisonMessage, RevisionRegression, TransientError
 from searchsync.mysql.fanout import FanoutStore, FanoutTarget
@@ -60,8 +60,7 @@ class Processor:
             try:
                 await self._owners.take(partitions)
             except Exception as exc:  # nothing may be read before the epochs are ours
-                for w in works:
-                    _read_failed(w, exc, w.key.aggregate_type)
+                _failed(works, exc)
                 return works
         planned: list[Work] = []
         by_type: dict[str, list[Work]] = defaultdict(list)
@@ -73,8 +72,7 @@ class Processor:
             try:
                 projector = self._registry.get(aggregate_type)
             except PoisonMessage as exc:
-                for work in group:
-                    work.fail(exc.code, exc.message)
+                _failed(group, exc)
                 continue
             # a fenced target: nothing read, written or dead-lettered
             if await self._fence.hold(self._alias_for(aggregate_type), projector, group):
@@ -82,8 +80,7 @@ class Processor:
             try:
                 planned.extend(await self._plan(projector, group, primary=False))
             except Exception as exc:  # the truth could not be read: every work of the type failed
-                for work in group:
-                    _read_failed(work, exc, aggregate_type)
+                _failed(group, exc)
         since = self._fence.mark()
         await self._write(planned)
         await self._fence.after_write(planned, since=since)
@@ -107,8 +104,7 @@ class Processor:
         try:
             await self._fanout.record(targets)
         except Exception as exc:  # not durable: nothing of these works may finish
-            for w in works:
-                _read_failed(w, exc, aggregate_type)
+            _failed(works, exc)
             return True
         if aggregate_type in self._registry.types():
             return False
@@ -175,8 +171,7 @@ class Processor:
         try:
             found = await self._sink.stored(alias, ids) if ids else {}
         except TransientError as exc:
-            for work, _, _ in works:
-                work.fail(exc.code, exc.message)
+            _failed([work for work, _, _ in works], exc)
             return
         for work, row, error in works:
             stored = found.get(work.key.aggregate_id) if id(work) in stale else None
@@ -215,8 +210,7 @@ class Processor:
             try:
                 fresh = await self._plan(projector, works, primary=True)
             except Exception as exc:
-                for work in works:
-                    _read_failed(work, exc, aggregate_type)
+                _failed(works, exc)
                 continue
             stored = {id(work): o.stored_version or 0 for work, o in group}
             retry_now: list[Work] = []
@@ -247,13 +241,16 @@ class Processor:
                         work.end(outcome.kind, outcome.code, outcome.message)
 
 
-def _read_failed(work: Work, exc: Exception, aggregate_type: str) -> None:
-    """A work whose rows could not be read: the error's code, or INTERNAL."""
-    if isinstance(exc, TransientError | PoisonMessage):
-        work.fail(exc.code, exc.message)
-        return
-    log.warning("reading the truth raised unexpectedly", exc_info=exc)
-    work.fail(ErrorCode.INTERNAL, f"reading {aggregate_type} raised {type(exc).__name__}: {exc}")
+def _failed(works: Iterable[Work], exc: Exception) -> None:
+    """Works that failed before a plan (their rows not read, say): the error's code, or
+    INTERNAL."""
+    for work in works:
+        if isinstance(exc, TransientError | PoisonMessage):
+            work.fail(exc.code, exc.message)
+            continue
+        log.warning("reading the truth raised unexpectedly", exc_info=exc)
+        what = f"{work.key.aggregate_type} raised {type(exc).__name__}: {exc}"
+        work.fail(ErrorCode.INTERNAL, f"reading {what}")
 
 
 def _postdates(work: Work, row: Row, projector: Projector) -> bool:

@@ -61,16 +61,14 @@ async def run_consumer(
     async with AsyncExitStack() as stack:
         sink = Sink(search.physical if write_targets else search.aliased, observer=metrics)
         targets = dict(write_targets or {})
-
-        def write_target(aggregate_type: str) -> str:
-            return targets.get(aggregate_type) or settings.alias(aggregate_type)
-
         fence = SchemaFence(search.admin, interval_s=p.fence_check_interval_s, observer=metrics)
         processor = Processor(
             registry=registry,
             truth=tables.truth,
             sink=sink,
-            alias_for=write_target,
+            alias_for=lambda aggregate_type: (
+                targets.get(aggregate_type) or settings.alias(aggregate_type)
+            ),
             fence=fence,
             fanout=tables.fanout,
             owners=tables.owners,

@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Collection
 
+from searchsync.dlq.record import DlqBudget
 from searchsync.errors import ErrorCode
 from searchsync.mysql.state_buffer import StateBuffer
 from searchsync.observability.metrics import Metrics
@@ -35,6 +36,7 @@ class Batches:
         state: WorkState,
         processor: Processor,
         dead_letters: DeadLetters,
+        budget: DlqBudget,
         outcomes: StateBuffer,
         metrics: Metrics,
         max_batch_works: int,
@@ -43,6 +45,7 @@ class Batches:
         self._state = state
         self._processor = processor
         self._dead = dead_letters
+        self._budget = budget
         self._outcomes = outcomes
         self._metrics = metrics
         self._max_works = max_batch_works
@@ -160,7 +163,7 @@ class Batches:
         tally[(aggregate_type, result)] += 1
         if doc is None or len(events) > 1:
             tally[(aggregate_type, "superseded")] += len(events) - 1
-        self._dead.succeeded()
+        self._budget.record_success()
         if doc is None:  # an event that only fans out: its job is recorded (`Processor`)
             return
         if self._state.recovery is not None:

@@ -57,9 +57,6 @@ class DeadLetters:
         self._stopping = True
         self._wake.set()
 
-    def succeeded(self) -> None:
-        self._budget.record_success()
-
     def send(
         self,
         entries: Sequence[tuple[ThinEvent | None, Position]],

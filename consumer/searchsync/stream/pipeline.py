@@ -82,6 +82,7 @@ class Pipeline:
             state=self._work,
             processor=processor,
             dead_letters=self._dead,
+            budget=budget,
             outcomes=self._outcomes,
             metrics=metrics,
             max_batch_works=settings.elasticsearch.bulk_max_actions,

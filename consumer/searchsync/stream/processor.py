@@ -19,7 +19,7 @@ from searchsync.projection import Projector, ProjectorRegistry, Row
 from searchsync.projection.references import dependents
 from searchsync.search.sink import OutcomeKind, Sink, WriteOutcome
 from searchsync.stream.fence import SchemaFence
-from searchsync.stream.rewrite import Rewrites, sink_write
+from searchsync.stream.rewrite import rewrite, sink_write
 from searchsync.stream.work import Work
 from searchsync.types import TopicPartition
 
@@ -41,7 +41,6 @@ class Processor:
         """`owners`: None only where no other member can write the same documents (a test)."""
         self._registry = registry
         self._owners = owners
-        self._rewrites = Rewrites(sink, owners)
         self._fanout = fanout  # where events of referenced aggregates record their fan-out
         self._truth = truth
         self._sink = sink
@@ -195,7 +194,7 @@ class Processor:
             else:
                 work.end(outcome.kind, outcome.code, outcome.message)
         if same_revision:
-            await self._rewrites.rewrite(same_revision, ahead)
+            await rewrite(self._sink, self._owners, same_revision, ahead)
         if ahead:
             await self._recheck(ahead)
 

@@ -6,7 +6,7 @@
   `revoke` and `lose` drive a `RebalanceListener` (the pipeline) inside the next `consume`, as
   librdkafka runs its rebalance callbacks inside ``consume()``; a revoke commits the offsets
   `revoking` returns.
-- `FakeDlq` implements `searchsync.stream.dead_letters.DlqPort`: `send` acknowledges at once, or
+- `FakeDlq` stands in for `searchsync.dlq.record.DlqProducer`: `send` acknowledges at once, or
   holds until released (to model an unacknowledged produce), or raises `TransientError` a number
   of times.
 - `PageTruth` is `FakeTruth` for wiki_page rows and floors that can run a hook (or wait on
@@ -216,7 +216,7 @@ class FakeIntake:
 
 
 class FakeDlq:
-    """`DlqPort` that acknowledges, holds until released, or fails transiently."""
+    """A DLQ producer that acknowledges, holds until released, or fails transiently."""
 
     def __init__(self) -> None:
         self.records: list[DlqRecord] = []  # acknowledged dead letters, in order

@@ -8,10 +8,9 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
-from typing import Protocol
 
 from searchsync.clock import utc_now
-from searchsync.dlq.record import DlqBudget, DlqRecord
+from searchsync.dlq.record import DlqBudget, DlqProducer, DlqRecord
 from searchsync.errors import DlqBudgetExceeded, ErrorCode, TransientError
 from searchsync.observability.metrics import Metrics
 from searchsync.stream.retry import RetryPolicy
@@ -24,17 +23,13 @@ log = logging.getLogger(__name__)
 SEND_RETRY_CAP_S = 30.0  # a refused dead letter is sent again at least this often
 
 
-class DlqPort(Protocol):
-    async def send(self, record: DlqRecord, key: bytes | None) -> None: ...
-
-
 class DeadLetters:
     """Sends dead letters in tasks of their own; `fatal` is set when the budget is spent."""
 
     def __init__(
         self,
         *,
-        dlq: DlqPort,
+        dlq: DlqProducer,
         budget: DlqBudget,
         state: WorkState,
         metrics: Metrics,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from searchsync.config import Settings
-from searchsync.dlq.record import DlqBudget
+from searchsync.dlq.record import DlqBudget, DlqProducer
 from searchsync.errors import ErrorCode, PoisonMessage
 from searchsync.events import decode
 from searchsync.kafka.intake import KafkaIntake, RawMessage
@@ -21,7 +21,7 @@ from searchsync.mysql.projection_state import StateRecorder
 from searchsync.mysql.state_buffer import StateBuffer
 from searchsync.observability.metrics import Metrics
 from searchsync.stream.batches import Batches
-from searchsync.stream.dead_letters import DeadLetters, DlqPort
+from searchsync.stream.dead_letters import DeadLetters
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.ledger import OffsetLedger
 from searchsync.stream.processor import Processor
@@ -42,7 +42,7 @@ class Pipeline:
         self,
         *,
         processor: Processor,
-        dlq: DlqPort,
+        dlq: DlqProducer,
         budget: DlqBudget,
         state: StateRecorder,
         metrics: Metrics,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import random
 from collections.abc import Mapping
@@ -153,9 +154,7 @@ async def run_consumer(
         broken: list[str] = []
 
         async def lineage_watch() -> None:
-            def topics() -> list[str]:
-                return subscribed_topics(kafka_admin, settings)
-
+            topics = functools.partial(subscribed_topics, kafka_admin, settings)
             why = await watch_lineage(lineage, topics, interval_s=k.lineage_check_s, stop=stop)
             if why is not None:
                 log.error("%s: %s; stopping, the next assignment blocks it", REASON, why)
@@ -176,13 +175,12 @@ async def run_consumer(
             await pipeline.run(intake, stop, drain_deadline_s=p.shutdown_deadline_s)
         except DlqBudgetExceeded as exc:
             log.error("stopped: %s", exc)
-            await intake.close()
             return ExitCode.DLQ_BUDGET
         except Exception:
             log.exception("searchsync stopped on an unexpected error")
-            await intake.close()
             return ExitCode.FAILURE
-        await intake.close()
+        finally:
+            await intake.close()
         if broken:
             return ExitCode.FAILURE
         log.info("searchsync stopped cleanly")

@@ -61,14 +61,13 @@ async def run_consumer(
         log.warning("topics: %s", problem)  # `config check` refuses it; a run still reads them
     async with AsyncExitStack() as stack:
         sink = Sink(search.physical if write_targets else search.aliased, observer=metrics)
-        targets = dict(write_targets or {})
         fence = SchemaFence(search.admin, interval_s=p.fence_check_interval_s, observer=metrics)
         processor = Processor(
             registry=registry,
             truth=tables.truth,
             sink=sink,
             alias_for=lambda aggregate_type: (
-                targets.get(aggregate_type) or settings.alias(aggregate_type)
+                (write_targets or {}).get(aggregate_type) or settings.alias(aggregate_type)
             ),
             fence=fence,
             fanout=tables.fanout,

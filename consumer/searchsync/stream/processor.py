@@ -128,12 +128,9 @@ class Processor:
         if behind and not primary:
             # Older than the event: a lagging replica. The primary cannot lag behind an event
             # Debezium read from its binlog, so its answer is final.
-            fresh = await self._truth.rows_by_id(projector, behind, primary=True)
-            for aggregate_id in behind:
-                if aggregate_id in fresh:
-                    rows[aggregate_id] = fresh[aggregate_id]
-                else:
-                    del rows[aggregate_id]
+            for aggregate_id in behind:  # the primary's answer, or gone
+                del rows[aggregate_id]
+            rows.update(await self._truth.rows_by_id(projector, behind, primary=True))
         aggregate_type, missing = projector.aggregate_type, [i for i in ids if i not in rows]
         floors: dict[str, int] = {}
         if missing:

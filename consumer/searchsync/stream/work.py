@@ -55,8 +55,6 @@ class Work:
     def newest(self) -> ThinEvent:
         """The event with the highest revision (the latest on a tie)."""
         best = self.events[0][0]
-        if len(self.events) == 1:
-            return best
         for event, _ in self.events[1:]:
             if event.source_revision >= best.source_revision:
                 best = event

@@ -17,7 +17,7 @@ from searchsync.mysql.owner_epochs import OwnerEpochs
 from searchsync.mysql.truth import Truth
 from searchsync.projection import Projector, ProjectorRegistry, Row
 from searchsync.projection.references import dependents
-from searchsync.search.sink import OutcomeKind, Sink, WriteOutcome
+from searchsync.search.sink import OutcomeKind, Sink
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.rewrite import rewrite, sink_write
 from searchsync.stream.work import Work
@@ -181,11 +181,11 @@ class Processor:
         if not planned:
             return
         outcomes = await sink_write(self._sink, planned)
-        ahead: list[tuple[Work, WriteOutcome]] = []
+        ahead: list[tuple[Work, int]] = []  # and the newer version the index holds
         same_revision: list[Work] = []
         for work, outcome in zip(planned, outcomes, strict=True):
             if outcome.kind is OutcomeKind.AHEAD:
-                ahead.append((work, outcome))
+                ahead.append((work, outcome.stored_version or 0))
             elif outcome.kind is OutcomeKind.ALREADY_APPLIED and work.is_rebuild:
                 same_revision.append(work)
             else:
@@ -195,9 +195,9 @@ class Processor:
         if ahead:
             await self._recheck(ahead)
 
-    async def _recheck(self, ahead: list[tuple[Work, WriteOutcome]]) -> None:
+    async def _recheck(self, ahead: list[tuple[Work, int]]) -> None:
         """The index holds a newer revision than the row read: ask the primary again."""
-        by_type: dict[str, list[tuple[Work, WriteOutcome]]] = defaultdict(list)
+        by_type: dict[str, list[tuple[Work, int]]] = defaultdict(list)
         for item in ahead:
             by_type[item[0].key.aggregate_type].append(item)
         for aggregate_type, group in by_type.items():
@@ -208,7 +208,7 @@ class Processor:
             except Exception as exc:
                 _failed(works, exc)
                 continue
-            stored = {id(work): o.stored_version or 0 for work, o in group}
+            stored = {id(work): version for work, version in group}
             retry_now: list[Work] = []
             for work in fresh:
                 version, doc = stored[id(work)], work.document

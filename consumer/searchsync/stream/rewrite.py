@@ -21,10 +21,10 @@ async def rewrite(
     sink: Sink,
     owners: OwnerEpochs | None,
     works: list[Work],
-    ahead: list[tuple[Work, WriteOutcome]],
+    ahead: list[tuple[Work, int]],
 ) -> None:
     """REBUILDs already applied at their revision: rewrite with ``external_gte`` those whose
-    stored projection differs (invariant 12); a newer stored document joins `ahead`."""
+    stored projection differs (invariant 12); a newer stored one joins `ahead`, with its version."""
     by_alias: dict[str, list[Work]] = defaultdict(list)
     for work in works:
         by_alias[_alias(work)].append(work)
@@ -43,11 +43,7 @@ async def rewrite(
                 why = "stored doc changed"
                 work.end(OutcomeKind.FAILED, ErrorCode.ES_409_UNCONFIRMED, why)
             elif found.version > doc.source_revision:
-                message = f"stored version {found.version} > {doc.source_revision}"
-                op = IndexOp.from_document(alias, doc)
-                ahead.append(
-                    (work, WriteOutcome(op, OutcomeKind.AHEAD, None, message, found.version))
-                )
+                ahead.append((work, found.version))
             elif (
                 (source := found.source).get("projection_hash") == doc.projection_hash
                 and _int(source.get("projection_schema_version")) == work.schema_version
@@ -61,7 +57,7 @@ async def rewrite(
         return
     for work, outcome in await _fenced_write(sink, owners, changed):
         if outcome.kind is OutcomeKind.AHEAD:  # a newer write won the race: re-check it
-            ahead.append((work, outcome))
+            ahead.append((work, outcome.stored_version or 0))
         else:
             work.end(outcome.kind, outcome.code, outcome.message)
 

@@ -93,7 +93,7 @@ def page_row(aggregate_id: str, revision: int, **overrides: Any) -> dict[str, An
 
 
 class FakeIntake:
-    """`IntakePort` over scripted messages; records commits, pauses and resumes."""
+    """The Kafka intake over scripted messages; records commits, pauses and resumes."""
 
     def __init__(
         self, *, per_consume: int | None = None, listener: RebalanceListener | None = None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import random
 from collections.abc import Mapping
@@ -60,17 +61,14 @@ async def run_consumer(
         log.warning("topics: %s", problem)  # `config check` refuses it; a run still reads them
     async with AsyncExitStack() as stack:
         sink = Sink(search.physical if write_targets else search.aliased, observer=metrics)
-        targets = dict(write_targets or {})
-
-        def write_target(aggregate_type: str) -> str:
-            return targets.get(aggregate_type) or settings.alias(aggregate_type)
-
         fence = SchemaFence(search.admin, interval_s=p.fence_check_interval_s, observer=metrics)
         processor = Processor(
             registry=registry,
             truth=tables.truth,
             sink=sink,
-            alias_for=write_target,
+            alias_for=lambda aggregate_type: (
+                (write_targets or {}).get(aggregate_type) or settings.alias(aggregate_type)
+            ),
             fence=fence,
             fanout=tables.fanout,
             owners=tables.owners,
@@ -155,9 +153,7 @@ async def run_consumer(
         broken: list[str] = []
 
         async def lineage_watch() -> None:
-            def topics() -> list[str]:
-                return subscribed_topics(kafka_admin, settings)
-
+            topics = functools.partial(subscribed_topics, kafka_admin, settings)
             why = await watch_lineage(lineage, topics, interval_s=k.lineage_check_s, stop=stop)
             if why is not None:
                 log.error("%s: %s; stopping, the next assignment blocks it", REASON, why)
@@ -178,13 +174,12 @@ async def run_consumer(
             await pipeline.run(intake, stop, drain_deadline_s=p.shutdown_deadline_s)
         except DlqBudgetExceeded as exc:
             log.error("stopped: %s", exc)
-            await intake.close()
             return ExitCode.DLQ_BUDGET
         except Exception:
             log.exception("searchsync stopped on an unexpected error")
-            await intake.close()
             return ExitCode.FAILURE
-        await intake.close()
+        finally:
+            await intake.close()
         if broken:
             return ExitCode.FAILURE
         log.info("searchsync stopped cleanly")

@@ -29,9 +29,9 @@ from searchsync.search.elasticsearch import EsIndexAdmin
 from searchsync.search.es_index import EsIndex
 from searchsync.search.port import StoredDocument
 from searchsync.search.sink import EXTERNAL_GTE, IndexOp, Sink
-from searchsync.stream.coalesce import Work
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
+from searchsync.stream.work import Work
 from searchsync.types import Key, Operation, Position, ThinEvent
 from searchsync.writer import PageWriter
 

@@ -1,12 +1,12 @@
 """In-memory stand-ins for the pipeline's ports, and small helpers to build its inputs.
 
-- `FakeIntake` implements `searchsync.stream.pipeline.IntakePort` over scripted messages per
-  partition:
-  `consume` hands out the next messages of partitions that are not paused, `commit` records the
-  offsets (and can be told to refuse them), `pause`/`resume` are recorded. `assign`, `revoke` and
-  `lose` drive a `RebalanceListener` (the pipeline) inside the next `consume`, as librdkafka runs
-  its rebalance callbacks inside ``consume()``; a revoke commits the offsets `revoking` returns.
-- `FakeDlq` implements `searchsync.stream.dead_letters.DlqPort`: `send` acknowledges at once, or
+- `FakeIntake` stands in for `searchsync.kafka.intake.KafkaIntake` over scripted messages per
+  partition: `consume` hands out the next messages of partitions that are not paused, `commit`
+  records the offsets (and can be told to refuse them), `pause`/`resume` are recorded. `assign`,
+  `revoke` and `lose` drive a `RebalanceListener` (the pipeline) inside the next `consume`, as
+  librdkafka runs its rebalance callbacks inside ``consume()``; a revoke commits the offsets
+  `revoking` returns.
+- `FakeDlq` stands in for `searchsync.dlq.record.DlqProducer`: `send` acknowledges at once, or
   holds until released (to model an unacknowledged produce), or raises `TransientError` a number
   of times.
 - `PageTruth` is `FakeTruth` for wiki_page rows and floors that can run a hook (or wait on
@@ -93,7 +93,7 @@ def page_row(aggregate_id: str, revision: int, **overrides: Any) -> dict[str, An
 
 
 class FakeIntake:
-    """`IntakePort` over scripted messages; records commits, pauses and resumes."""
+    """The Kafka intake over scripted messages; records commits, pauses and resumes."""
 
     def __init__(
         self, *, per_consume: int | None = None, listener: RebalanceListener | None = None
@@ -216,7 +216,7 @@ class FakeIntake:
 
 
 class FakeDlq:
-    """`DlqPort` that acknowledges, holds until released, or fails transiently."""
+    """A DLQ producer that acknowledges, holds until released, or fails transiently."""
 
     def __init__(self) -> None:
         self.records: list[DlqRecord] = []  # acknowledged dead letters, in order

@@ -14,7 +14,8 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
-from searchsync.stream.coalesce import Coalescer, Work
+from searchsync.stream.coalesce import Coalescer
+from searchsync.stream.work import Work
 from searchsync.types import Key, Operation, Position, ThinEvent
 
 KEYS = ["a", "b", "c", "d"]

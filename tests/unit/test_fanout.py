@@ -32,11 +32,11 @@ from searchsync.ops.status_probes import fanout_section
 from searchsync.projection import ProjectorRegistry, default_registry
 from searchsync.projection.references import dependents, event_types, referenced_types, routes
 from searchsync.search.sink import OutcomeKind, Sink
-from searchsync.stream.coalesce import Work
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.pipeline import Pipeline
 from searchsync.stream.processor import Processor
 from searchsync.stream.retry import RetryPolicy
+from searchsync.stream.work import Work
 from searchsync.types import Key, Operation, Position, ThinEvent
 
 from tests.fakes.fanout import FakeFanout, drain

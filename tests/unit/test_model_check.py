@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Protocol
 
-from searchsync.stream.coalesce import Coalescer, Work
+from searchsync.stream.coalesce import Coalescer
 from searchsync.stream.ledger import OffsetLedger, PartitionLedger
+from searchsync.stream.work import Work
 from searchsync.types import Operation, Position, ThinEvent, TopicPartition
 
 TOPIC = "outbox.event.wiki_page"

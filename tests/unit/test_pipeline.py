@@ -33,11 +33,11 @@ from searchsync.errors import DlqBudgetExceeded, ErrorCode, TransientError
 from searchsync.observability.metrics import Metrics
 from searchsync.projection import Projector, ProjectorRegistry, Row, default_registry, wiki_page
 from searchsync.search.sink import IndexOp, Sink
-from searchsync.stream.coalesce import Work
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.pipeline import Pipeline
 from searchsync.stream.processor import Processor
 from searchsync.stream.retry import RetryPolicy
+from searchsync.stream.work import Work
 from searchsync.stream.work_state import OUTAGE_RETRY_CAP_S
 from searchsync.types import Operation, TopicPartition
 

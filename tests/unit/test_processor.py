@@ -10,9 +10,9 @@ from pipeline_fakes import PageTruth, RaisingProjector, page_row
 from searchsync.errors import Disposition, ErrorCode, TransientError
 from searchsync.projection import Projector, ProjectorRegistry, default_registry
 from searchsync.search.sink import IndexOp, OutcomeKind, Sink, WriteOutcome
-from searchsync.stream.coalesce import Work
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
+from searchsync.stream.work import Work
 from searchsync.types import Key, Operation, Position, ThinEvent
 
 from tests.fakes.search_index import InMemoryIndex

@@ -23,9 +23,9 @@ from searchsync.search.sink import (
     OutcomeKind,
     Sink,
 )
-from searchsync.stream.coalesce import Work
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
+from searchsync.stream.work import Work
 from searchsync.types import Key, Operation, Position, ThinEvent
 
 from tests.fakes.search_index import InMemoryIndex

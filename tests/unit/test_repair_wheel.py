@@ -21,9 +21,9 @@ from searchsync.ops.repair.span import Healer
 from searchsync.ops.repair.wheel import Wheel
 from searchsync.projection import default_registry, sync_hash
 from searchsync.search.sink import IndexOp, Sink
-from searchsync.stream.coalesce import Work
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
+from searchsync.stream.work import Work
 from searchsync.types import Key, Operation, Position, ThinEvent
 
 from tests.fakes.outbox import FakeOutbox

@@ -6,8 +6,8 @@ import random
 
 from searchsync.errors import ErrorCode
 from searchsync.kafka.intake import RawMessage
-from searchsync.stream.coalesce import Work
 from searchsync.stream.retry import RetryPolicy
+from searchsync.stream.work import Work
 from searchsync.stream.work_state import WorkState
 from searchsync.types import Operation, ThinEvent
 

@@ -9,8 +9,8 @@ import pytest
 from searchsync.errors import Disposition, ErrorCode
 from searchsync.kafka.intake import RawMessage
 from searchsync.search.sink import OutcomeKind
-from searchsync.stream.coalesce import Work
 from searchsync.stream.retry import RetryPolicy
+from searchsync.stream.work import Work
 from searchsync.stream.work_state import (
     OUTAGE_RETRY_CAP_S,
     SYSTEMIC_RETRY_CAP_S,

@@ -8,28 +8,15 @@ from __future__ import annotations
 import enum
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Final, NamedTuple, Protocol
 
 from searchsync.errors import ErrorCode, TransientError
-from searchsync.projection import content_hash
 from searchsync.search.errors import BAD_RESPONSE_ERROR, NO_RESPONSE, status_code
 from searchsync.search.port import EXTERNAL as EXTERNAL
 from searchsync.search.port import EXTERNAL_GTE as EXTERNAL_GTE
 from searchsync.search.port import IndexOp as IndexOp
 from searchsync.search.port import ItemResult as ItemResult
 from searchsync.search.port import SearchEngine, StoredDocument
-
-
-@dataclass(frozen=True, slots=True)
-class StoredProjection:
-    """What a stored document says about its projection (the REBUILD rewrite decision)."""
-
-    version: int
-    projection_hash: str | None
-    schema_version: int | None
-    sync_hash: int | None
-    content_hash: str | None  # the hash the stored `_source` deserves (None: not canonical)
 
 
 def classify(result: ItemResult) -> ErrorCode | None:
@@ -119,11 +106,9 @@ class Sink:
             self._observer.outcomes(final)
         return final
 
-    async def stored_projections(
-        self, alias: str, ids: Sequence[str]
-    ) -> dict[str, StoredProjection | None]:
-        found = await self._index.get_documents(alias, ids)
-        return {i: None if doc is None else stored_projection(doc) for i, doc in found.items()}
+    async def stored(self, alias: str, ids: Sequence[str]) -> dict[str, StoredDocument | None]:
+        """The real-time stored document per id (None: absent)."""
+        return await self._index.get_documents(alias, ids)
 
     async def _confirm(
         self,
@@ -152,19 +137,3 @@ class Sink:
                 outcomes[position] = WriteOutcome.failed(
                     op, ErrorCode.ES_409_UNCONFIRMED, message, version
                 )
-
-
-def stored_projection(doc: StoredDocument) -> StoredProjection:
-    """What `doc`'s ``_source`` says of its projection (wrong types read None); `content_hash` is
-    recomputed, since an edit in the engine keeps the old hash."""
-    version, source = doc.version, doc.source
-    hash_ = source.get("projection_hash")
-    schema = source.get("projection_schema_version")
-    sync = source.get("sync_hash")
-    return StoredProjection(
-        version,
-        hash_ if isinstance(hash_, str) else None,
-        schema if isinstance(schema, int) and not isinstance(schema, bool) else None,
-        sync if isinstance(sync, int) and not isinstance(sync, bool) else None,
-        content_hash(source),
-    )

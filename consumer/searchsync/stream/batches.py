@@ -10,22 +10,19 @@ import time
 from collections import Counter
 from collections.abc import Callable, Collection
 
+from searchsync.dlq.record import DlqBudget
 from searchsync.errors import ErrorCode
 from searchsync.mysql.state_buffer import StateBuffer
 from searchsync.observability.metrics import Metrics
 from searchsync.search.sink import OutcomeKind
-from searchsync.stream.coalesce import Work
 from searchsync.stream.dead_letters import DeadLetters
 from searchsync.stream.processor import Processor
-from searchsync.stream.verdict import failed_work, log_outcome
+from searchsync.stream.work import Work
 from searchsync.stream.work_state import Settled, WorkState
 from searchsync.types import TopicPartition
 
 BATCH_SUMMARY_MESSAGE = "batch settled"
 MAX_CONCURRENT = 2  # batches in flight at once
-
-BatchCounts = Counter[tuple[str, str]]
-"""Finished events of one batch: (aggregate type, result) -> count."""
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +36,7 @@ class Batches:
         state: WorkState,
         processor: Processor,
         dead_letters: DeadLetters,
+        budget: DlqBudget,
         outcomes: StateBuffer,
         metrics: Metrics,
         max_batch_works: int,
@@ -47,6 +45,7 @@ class Batches:
         self._state = state
         self._processor = processor
         self._dead = dead_letters
+        self._budget = budget
         self._outcomes = outcomes
         self._metrics = metrics
         self._max_works = max_batch_works
@@ -96,27 +95,42 @@ class Batches:
             log.exception("batch failed unexpectedly; its works will be retried")
             message = f"{type(exc).__name__}: {exc}"
             for work in works:
-                failed_work(work, ErrorCode.INTERNAL, message)
-        tally: BatchCounts = Counter()
+                work.fail(ErrorCode.INTERNAL, message)
+        tally: Counter[tuple[str, str]] = Counter()  # (aggregate type, result) -> events
         stamps: list[int] = []
         now_ms = time.time() * 1000  # when this batch's works finished
         self._debug = log.isEnabledFor(logging.DEBUG)
         for work in works:
             if work.kind is None:  # a step left it without an outcome: never finish it unwritten
-                failed_work(work, ErrorCode.INTERNAL, "the processor gave the work no outcome")
+                work.fail(ErrorCode.INTERNAL, "the processor gave the work no outcome")
             self._settle(work, tally, stamps)
         self._working.remove(works)
         visible = self._metrics.commit_to_searchable
         for stamp in stamps:
             visible((now_ms - stamp) / 1000)
-        self._report(tally)
-        if tally and log.isEnabledFor(logging.INFO):
-            _log_summary(works, tally, self._clock() - started)
+        for (aggregate_type, result), n in tally.items():
+            self._metrics.event_outcome(aggregate_type, result, n)
+        for aggregate_type, lag in self._revision_lags.items():
+            self._metrics.revision_lag(aggregate_type, lag)
+        self._revision_lags.clear()
+        if tally and log.isEnabledFor(logging.INFO):  # the one INFO line for the successes
+            results: dict[str, int] = {}
+            for (_, result), n in tally.items():
+                results[result] = results.get(result, 0) + n
+            summary = {
+                "works": len(works),
+                "events": sum(len(w.events) for w in works),
+                "finished": sum(results.values()),
+                "results": results,
+                "aggregate_types": sorted({t for t, _ in tally}),
+                "seconds": round(self._clock() - started, 4),
+            }
+            log.info(BATCH_SUMMARY_MESSAGE, extra=summary)
         self._outcomes.end_batch()
         self._settled.set()
         self.done.set()
 
-    def _settle(self, work: Work, tally: BatchCounts, stamps: list[int]) -> None:
+    def _settle(self, work: Work, tally: Counter[tuple[str, str]], stamps: list[int]) -> None:
         code, said = work.code, work.message  # `settle` makes the message the dead letter's
         settled = self._state.settle(work, stamps)
         if settled is Settled.FINISHED:
@@ -130,18 +144,18 @@ class Batches:
             self._metrics.retry(key.aggregate_type, code)
             said = said or code.value
             for event, pos in work.events:
-                log_outcome(log, event, pos, work, "retry", work.attempts, code, said)
+                work.log_outcome(log, event, pos, "retry", code, said)
         if settled is Settled.SYSTEMIC:
             return
         if settled is not Settled.RETRY:  # dead-lettered; its positions finish on the ack
             if code is ErrorCode.REVISION_REGRESSION:
                 self._metrics.revision_regression(key.aggregate_type)
-            self._dead.send(work.events, code, message, attempts=work.attempts, work=work)
+            self._dead.send(work.events, code, message, work)
         self._outcomes.failed(
             key.aggregate_type, key.aggregate_id, work.max_revision, code, message
         )
 
-    def _finished(self, work: Work, tally: BatchCounts) -> None:
+    def _finished(self, work: Work, tally: Counter[tuple[str, str]]) -> None:
         doc, kind = work.document, work.kind
         aggregate_type, events = work.key.aggregate_type, work.events
         assert kind is not None
@@ -149,7 +163,7 @@ class Batches:
         tally[(aggregate_type, result)] += 1
         if doc is None or len(events) > 1:
             tally[(aggregate_type, "superseded")] += len(events) - 1
-        self._dead.succeeded()
+        self._budget.record_success()
         if doc is None:  # an event that only fans out: its job is recorded (`Processor`)
             return
         if self._state.recovery is not None:
@@ -162,11 +176,11 @@ class Batches:
             newest = work.newest
             for event, pos in events:
                 said = result if event is newest else "superseded"
-                log_outcome(log, event, pos, work, said, work.attempts)
+                work.log_outcome(log, event, pos, said)
         if doc.is_deleted and kind is OutcomeKind.APPLIED:
             self._metrics.tombstone()
         max_revision = work.max_revision
-        # the gauge is "last observed": set once per batch from the batch's last work (_report)
+        # the gauge is "last observed": set once per batch from the batch's last work (`_run`)
         self._revision_lags[aggregate_type] = max(0, max_revision - doc.source_revision)
         self._outcomes.applied(
             aggregate_type,
@@ -176,28 +190,3 @@ class Batches:
             work.schema_version,
             doc.projection_hash,
         )
-
-    def _report(self, tally: BatchCounts) -> None:
-        for (aggregate_type, result), n in tally.items():
-            self._metrics.event_outcome(aggregate_type, result, n)
-        for aggregate_type, lag in self._revision_lags.items():
-            self._metrics.revision_lag(aggregate_type, lag)
-        self._revision_lags.clear()
-
-
-def _log_summary(works: list[Work], tally: BatchCounts, seconds: float) -> None:
-    """The one INFO line for a batch's successes."""
-    results: dict[str, int] = {}
-    for (_, result), n in tally.items():
-        results[result] = results.get(result, 0) + n
-    log.info(
-        BATCH_SUMMARY_MESSAGE,
-        extra={
-            "works": len(works),
-            "events": sum(len(w.events) for w in works),
-            "finished": sum(results.values()),
-            "results": results,
-            "aggregate_types": sorted({t for t, _ in tally}),
-            "seconds": round(seconds, 4),
-        },
-    )

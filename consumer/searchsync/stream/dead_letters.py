@@ -8,15 +8,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
-from typing import Protocol
 
 from searchsync.clock import utc_now
-from searchsync.dlq.record import DlqBudget, DlqRecord
+from searchsync.dlq.record import DlqBudget, DlqProducer, DlqRecord
 from searchsync.errors import DlqBudgetExceeded, ErrorCode, TransientError
 from searchsync.observability.metrics import Metrics
-from searchsync.stream.coalesce import Work
 from searchsync.stream.retry import RetryPolicy
-from searchsync.stream.verdict import log_outcome
+from searchsync.stream.work import Work
 from searchsync.stream.work_state import WorkState
 from searchsync.types import Position, ThinEvent
 
@@ -25,17 +23,13 @@ log = logging.getLogger(__name__)
 SEND_RETRY_CAP_S = 30.0  # a refused dead letter is sent again at least this often
 
 
-class DlqPort(Protocol):
-    async def send(self, record: DlqRecord, key: bytes | None) -> None: ...
-
-
 class DeadLetters:
     """Sends dead letters in tasks of their own; `fatal` is set when the budget is spent."""
 
     def __init__(
         self,
         *,
-        dlq: DlqPort,
+        dlq: DlqProducer,
         budget: DlqBudget,
         state: WorkState,
         metrics: Metrics,
@@ -58,20 +52,15 @@ class DeadLetters:
         self._stopping = True
         self._wake.set()
 
-    def succeeded(self) -> None:
-        self._budget.record_success()
-
     def send(
         self,
         entries: Sequence[tuple[ThinEvent | None, Position]],
         code: ErrorCode,
         message: str,
-        *,
-        attempts: int,
         work: Work | None = None,
     ) -> None:
-        """Dead-letter the message of each (event, position) (None: poison, not decoded); its
-        position finishes only on the ack."""
+        """Dead-letter the message of each (event, position) of `work` (None: poison, not
+        decoded, one attempt); its position finishes only on the ack."""
         try:
             for _ in entries:
                 self._budget.record_dead()
@@ -82,7 +71,7 @@ class DeadLetters:
             self.fatal = exc
             self._metrics.dlq_budget_spent()
             return
-        task = asyncio.create_task(self._send(entries, code, message, attempts, work))
+        task = asyncio.create_task(self._send(entries, code, message, work))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
@@ -91,7 +80,6 @@ class DeadLetters:
         entries: Sequence[tuple[ThinEvent | None, Position]],
         code: ErrorCode,
         message: str,
-        attempts: int,
         work: Work | None,
     ) -> None:
         now = utc_now()
@@ -108,7 +96,7 @@ class DeadLetters:
                 consumer_group=self._group_id,
                 error_code=code.value,
                 error_message=message,
-                attempts=attempts,
+                attempts=1 if work is None else work.attempts,
                 first_failed_at=now,
                 last_failed_at=now,
                 event=event,
@@ -117,9 +105,9 @@ class DeadLetters:
             if not await self._deliver(record, raw.key):
                 return
             self._metrics.dead(event.aggregate_type if event else "unknown", code)
-            if event is not None:
+            if event is not None and work is not None:
                 self._metrics.event_outcome(event.aggregate_type, "dead_lettered")
-                log_outcome(log, event, pos, work, "dead_lettered", attempts, code, message)
+                work.log_outcome(log, event, pos, "dead_lettered", code, message)
             else:
                 log.warning(
                     "poison message dead-lettered",

@@ -18,7 +18,7 @@ from searchsync.observability.metrics import Metrics
 from searchsync.projection import Projector
 from searchsync.search.port import IndexAdmin, schema_version_of
 from searchsync.search.sink import OutcomeKind
-from searchsync.stream.coalesce import Work
+from searchsync.stream.work import Work
 
 log = logging.getLogger(__name__)
 

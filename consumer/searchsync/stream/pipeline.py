@@ -10,18 +10,18 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from searchsync.config import Settings
-from searchsync.dlq.record import DlqBudget
+from searchsync.dlq.record import DlqBudget, DlqProducer
 from searchsync.errors import ErrorCode, PoisonMessage
 from searchsync.events import decode
-from searchsync.kafka.intake import RawMessage
+from searchsync.kafka.intake import KafkaIntake, RawMessage
 from searchsync.mysql.projection_state import StateRecorder
 from searchsync.mysql.state_buffer import StateBuffer
 from searchsync.observability.metrics import Metrics
 from searchsync.stream.batches import Batches
-from searchsync.stream.dead_letters import DeadLetters, DlqPort
+from searchsync.stream.dead_letters import DeadLetters
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.ledger import OffsetLedger
 from searchsync.stream.processor import Processor
@@ -35,22 +35,6 @@ STATE_FLUSH_INTERVAL_S = 1.0  # projection-state outcomes are written at least t
 STALL_AFTER_S = 120.0  # pending work and no progress for this long: /healthz says not ready
 
 
-class IntakePort(Protocol):
-    """The part of `KafkaIntake` the pipeline uses (faked in unit tests)."""
-
-    async def consume(self, max_messages: int, timeout_s: float) -> list[RawMessage]: ...
-
-    async def commit(self, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, bool]: ...
-
-    async def pause(self, partitions: Sequence[TopicPartition]) -> None: ...
-
-    async def resume(self, partitions: Sequence[TopicPartition]) -> None: ...
-
-    async def high_watermarks(
-        self, partitions: Sequence[TopicPartition]
-    ) -> dict[TopicPartition, int]: ...
-
-
 class Pipeline:
     """Consumes, coalesces, processes, dead-letters and commits."""
 
@@ -58,7 +42,7 @@ class Pipeline:
         self,
         *,
         processor: Processor,
-        dlq: DlqPort,
+        dlq: DlqProducer,
         budget: DlqBudget,
         state: StateRecorder,
         metrics: Metrics,
@@ -98,6 +82,7 @@ class Pipeline:
             state=self._work,
             processor=processor,
             dead_letters=self._dead,
+            budget=budget,
             outcomes=self._outcomes,
             metrics=metrics,
             max_batch_works=settings.elasticsearch.bulk_max_actions,
@@ -105,7 +90,7 @@ class Pipeline:
         )
 
     async def run(
-        self, intake: IntakePort, stop: asyncio.Event, *, drain_deadline_s: float
+        self, intake: KafkaIntake, stop: asyncio.Event, *, drain_deadline_s: float
     ) -> None:
         """Run until `stop` is set (or a fatal error), then drain and commit the prefix. A consume
         is always in flight while the loop waits for it or a finished batch."""
@@ -172,7 +157,7 @@ class Pipeline:
         self._work.admit(admitted)
         for pos, error in poison:
             self._metrics.poison(error.code)
-            self._dead.send([(None, pos)], error.code, error.message, attempts=1)
+            self._dead.send([(None, pos)], error.code, error.message)
         for topic, n in counts.items():  # searchsync_events_consumed_total, once per topic
             self._metrics.consumed(topic, n)
 
@@ -226,7 +211,7 @@ class Pipeline:
         if self._work.waiting(ErrorCode.SCHEMA_FENCED) and not fence.holding():
             self._work.release_now((ErrorCode.SCHEMA_FENCED,))
 
-    async def commit(self, intake: IntakePort) -> None:
+    async def commit(self, intake: KafkaIntake) -> None:
         offsets = self.ledger.to_commit()
         if not offsets:
             return
@@ -235,7 +220,7 @@ class Pipeline:
             if ok:
                 self.ledger.mark_committed(tp, offsets[tp])
 
-    async def _adjust_pause(self, intake: IntakePort) -> None:
+    async def _adjust_pause(self, intake: KafkaIntake) -> None:
         """Pause every assigned partition while there is pressure; resume once it is gone."""
         reason, assigned = self._work.pressure(), self._work.assigned
         if reason is not None:
@@ -251,7 +236,7 @@ class Pipeline:
             log.info("resuming intake", extra={"partitions": len(to_resume)})
         self._metrics.set_paused(len(self._paused))
 
-    async def _report_lag(self, intake: IntakePort) -> None:
+    async def _report_lag(self, intake: KafkaIntake) -> None:
         if not self._work.assigned:
             return
         highs = await intake.high_watermarks(sorted(self._work.assigned))

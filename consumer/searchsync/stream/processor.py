@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from searchsync.errors import ErrorCode, PoisonMessage, RevisionRegression, TransientError
 from searchsync.mysql.fanout import FanoutStore, FanoutTarget
@@ -17,20 +17,10 @@ from searchsync.mysql.owner_epochs import OwnerEpochs
 from searchsync.mysql.truth import Truth
 from searchsync.projection import Projector, ProjectorRegistry, Row
 from searchsync.projection.references import dependents
-from searchsync.search.sink import OutcomeKind, Sink, WriteOutcome
-from searchsync.stream.coalesce import Work
+from searchsync.search.sink import OutcomeKind, Sink
 from searchsync.stream.fence import SchemaFence
-from searchsync.stream.rewrite import Rewrites, partitions_of, sink_write
-from searchsync.stream.verdict import (
-    end_written,
-    failed_plan,
-    failed_work,
-    is_rebuild,
-    plan_one,
-    postdates,
-    read_failed,
-    row_behind,
-)
+from searchsync.stream.rewrite import rewrite, sink_write
+from searchsync.stream.work import Work
 from searchsync.types import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -51,7 +41,6 @@ class Processor:
         """`owners`: None only where no other member can write the same documents (a test)."""
         self._registry = registry
         self._owners = owners
-        self._rewrites = Rewrites(sink, owners)
         self._fanout = fanout  # where events of referenced aggregates record their fan-out
         self._truth = truth
         self._sink = sink
@@ -66,11 +55,11 @@ class Processor:
     async def process(self, works: Sequence[Work]) -> Sequence[Work]:
         """End every work of `works` (its outcome on it); `works` again."""
         if self._owners is not None:
+            partitions = {(p.topic, p.partition) for w in works for p in w.positions}
             try:
-                await self._owners.take(partitions_of(works))
+                await self._owners.take(partitions)
             except Exception as exc:  # nothing may be read before the epochs are ours
-                for w in works:
-                    read_failed(w, exc, w.key.aggregate_type)
+                _failed(works, exc)
                 return works
         planned: list[Work] = []
         by_type: dict[str, list[Work]] = defaultdict(list)
@@ -82,8 +71,7 @@ class Processor:
             try:
                 projector = self._registry.get(aggregate_type)
             except PoisonMessage as exc:
-                for work in group:
-                    failed_work(work, exc.code, exc.message)
+                _failed(group, exc)
                 continue
             # a fenced target: nothing read, written or dead-lettered
             if await self._fence.hold(self._alias_for(aggregate_type), projector, group):
@@ -91,8 +79,7 @@ class Processor:
             try:
                 planned.extend(await self._plan(projector, group, primary=False))
             except Exception as exc:  # the truth could not be read: every work of the type failed
-                for work in group:
-                    read_failed(work, exc, aggregate_type)
+                _failed(group, exc)
         since = self._fence.mark()
         await self._write(planned)
         await self._fence.after_write(planned, since=since)
@@ -116,8 +103,7 @@ class Processor:
         try:
             await self._fanout.record(targets)
         except Exception as exc:  # not durable: nothing of these works may finish
-            for w in works:
-                read_failed(w, exc, aggregate_type)
+            _failed(works, exc)
             return True
         if aggregate_type in self._registry.types():
             return False
@@ -135,17 +121,16 @@ class Processor:
         behind = [
             w.key.aggregate_id
             for w in works
-            if row_behind(rows.get(w.key.aggregate_id), w, projector)
+            if (row := rows.get(w.key.aggregate_id)) is not None
+            and (loaded := projector.revision_of(row)) is not None
+            and loaded < w.max_revision
         ]
         if behind and not primary:
             # Older than the event: a lagging replica. The primary cannot lag behind an event
             # Debezium read from its binlog, so its answer is final.
-            fresh = await self._truth.rows_by_id(projector, behind, primary=True)
-            for aggregate_id in behind:
-                if aggregate_id in fresh:
-                    rows[aggregate_id] = fresh[aggregate_id]
-                else:
-                    del rows[aggregate_id]
+            for aggregate_id in behind:  # the primary's answer, or gone
+                del rows[aggregate_id]
+            rows.update(await self._truth.rows_by_id(projector, behind, primary=True))
         aggregate_type, missing = projector.aggregate_type, [i for i in ids if i not in rows]
         floors: dict[str, int] = {}
         if missing:
@@ -156,7 +141,7 @@ class Processor:
         for work in works:
             row = rows.get(work.key.aggregate_id)
             try:
-                plan_one(projector, alias, work, row, floors)
+                work.plan_row(projector, alias, row, floors.get(work.key.aggregate_id, 0))
                 plans.append(work)
             except RevisionRegression as exc:
                 assert row is not None  # only a row older than the work's events regresses
@@ -165,7 +150,7 @@ class Processor:
                 if not isinstance(exc, PoisonMessage):
                     where = {"aggregate_type": aggregate_type, "id": work.key.aggregate_id}
                     log.warning("projector raised unexpectedly", extra=where, exc_info=True)
-                failed_plan(projector, alias, work, row, exc)
+                work.refuse(projector, alias, row, exc)
         if regressed:
             await self._regressed(projector, alias, regressed)
         return plans
@@ -177,13 +162,12 @@ class Processor:
         work is newer than the row and the index holds the newest (a redelivery after the id was
         re-created below its old revision: the re-created row's own event is the one that reports
         the regression); otherwise a REVISION_REGRESSION."""
-        stale = {id(w): w.key.aggregate_id for w, row, _ in works if postdates(w, row, projector)}
+        stale = {id(w): w.key.aggregate_id for w, row, _ in works if _postdates(w, row, projector)}
         ids = list(stale.values())
         try:
-            found = await self._sink.stored_projections(alias, ids) if ids else {}
+            found = await self._sink.stored(alias, ids) if ids else {}
         except TransientError as exc:
-            for work, _, _ in works:
-                failed_work(work, exc.code, exc.message)
+            _failed([work for work, _, _ in works], exc)
             return
         for work, row, error in works:
             stored = found.get(work.key.aggregate_id) if id(work) in stale else None
@@ -191,29 +175,29 @@ class Processor:
                 work.plan()
                 work.end(OutcomeKind.ALREADY_APPLIED)
             else:
-                failed_plan(projector, alias, work, row, error)
+                work.refuse(projector, alias, row, error)
 
     async def _write(self, planned: list[Work]) -> None:
         if not planned:
             return
         outcomes = await sink_write(self._sink, planned)
-        ahead: list[tuple[Work, WriteOutcome]] = []
+        ahead: list[tuple[Work, int]] = []  # and the newer version the index holds
         same_revision: list[Work] = []
         for work, outcome in zip(planned, outcomes, strict=True):
             if outcome.kind is OutcomeKind.AHEAD:
-                ahead.append((work, outcome))
-            elif outcome.kind is OutcomeKind.ALREADY_APPLIED and is_rebuild(work):
+                ahead.append((work, outcome.stored_version or 0))
+            elif outcome.kind is OutcomeKind.ALREADY_APPLIED and work.is_rebuild:
                 same_revision.append(work)
             else:
-                end_written(work, outcome)
+                work.end(outcome.kind, outcome.code, outcome.message)
         if same_revision:
-            await self._rewrites.rewrite(same_revision, ahead)
+            await rewrite(self._sink, self._owners, same_revision, ahead)
         if ahead:
             await self._recheck(ahead)
 
-    async def _recheck(self, ahead: list[tuple[Work, WriteOutcome]]) -> None:
+    async def _recheck(self, ahead: list[tuple[Work, int]]) -> None:
         """The index holds a newer revision than the row read: ask the primary again."""
-        by_type: dict[str, list[tuple[Work, WriteOutcome]]] = defaultdict(list)
+        by_type: dict[str, list[tuple[Work, int]]] = defaultdict(list)
         for item in ahead:
             by_type[item[0].key.aggregate_type].append(item)
         for aggregate_type, group in by_type.items():
@@ -222,10 +206,9 @@ class Processor:
             try:
                 fresh = await self._plan(projector, works, primary=True)
             except Exception as exc:
-                for work in works:
-                    read_failed(work, exc, aggregate_type)
+                _failed(works, exc)
                 continue
-            stored = {id(work): o.stored_version or 0 for work, o in group}
+            stored = {id(work): version for work, version in group}
             retry_now: list[Work] = []
             for work in fresh:
                 version, doc = stored[id(work)], work.document
@@ -251,4 +234,22 @@ class Processor:
                     if outcome.kind is OutcomeKind.AHEAD:  # raced again: try the work later
                         work.end(OutcomeKind.FAILED, ErrorCode.ES_AHEAD, outcome.message)
                     else:
-                        end_written(work, outcome)
+                        work.end(outcome.kind, outcome.code, outcome.message)
+
+
+def _failed(works: Iterable[Work], exc: Exception) -> None:
+    """Works that failed before a plan (their rows not read, say): the error's code, or
+    INTERNAL."""
+    for work in works:
+        if isinstance(exc, TransientError | PoisonMessage):
+            work.fail(exc.code, exc.message)
+            continue
+        log.warning("reading the truth raised unexpectedly", exc_info=exc)
+        what = f"{work.key.aggregate_type} raised {type(exc).__name__}: {exc}"
+        work.fail(ErrorCode.INTERNAL, f"reading {what}")
+
+
+def _postdates(work: Work, row: Row, projector: Projector) -> bool:
+    """Every event of `work` is newer than `row`: none of them can have brought this row."""
+    revision = projector.revision_of(row)
+    return revision is not None and all(e.source_revision > revision for e, _ in work.events)

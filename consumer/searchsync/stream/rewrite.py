@@ -7,92 +7,90 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable
 
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.mysql.owner_epochs import OwnerEpochs
-from searchsync.projection import Document
+from searchsync.projection import Document, content_hash
 from searchsync.search.sink import EXTERNAL, EXTERNAL_GTE, IndexOp, OutcomeKind, Sink, WriteOutcome
-from searchsync.stream.coalesce import Work
-from searchsync.stream.verdict import end_written
-from searchsync.types import TopicPartition
+from searchsync.stream.work import Work
 
 log = logging.getLogger(__name__)
 
 
-class Rewrites:
-    """The same-revision rewrites of one processor."""
-
-    def __init__(self, sink: Sink, owners: OwnerEpochs | None) -> None:
-        self._sink = sink
-        self._owners = owners
-
-    async def rewrite(self, works: list[Work], ahead: list[tuple[Work, WriteOutcome]]) -> None:
-        """REBUILDs already applied at their revision: rewrite with ``external_gte`` those whose
-        stored projection differs (invariant 12); a newer stored document joins `ahead`."""
-        by_alias: dict[str, list[Work]] = defaultdict(list)
-        for work in works:
-            by_alias[_alias(work)].append(work)
-        rewrite: list[Work] = []
-        for alias, group in by_alias.items():
-            try:
-                stored = await self._sink.stored_projections(
-                    alias, [_document(w).doc_id for w in group]
-                )
-            except TransientError as exc:
-                for work in group:
-                    work.end(OutcomeKind.FAILED, exc.code, exc.message)
-                continue
-            for work in group:
-                doc = _document(work)
-                found = stored.get(doc.doc_id)
-                if found is None or found.version < doc.source_revision:
-                    changed = "stored doc changed"
-                    work.end(OutcomeKind.FAILED, ErrorCode.ES_409_UNCONFIRMED, changed)
-                elif found.version > doc.source_revision:
-                    message = f"stored version {found.version} > {doc.source_revision}"
-                    op = IndexOp.from_document(alias, doc)
-                    ahead.append(
-                        (work, WriteOutcome(op, OutcomeKind.AHEAD, None, message, found.version))
-                    )
-                elif (
-                    found.projection_hash == doc.projection_hash
-                    and found.content_hash == doc.projection_hash
-                    and found.schema_version == work.schema_version
-                    and found.sync_hash == doc.body.get("sync_hash")
-                ):
-                    work.end(OutcomeKind.ALREADY_APPLIED)
-                else:
-                    rewrite.append(work)
-        if not rewrite:
-            return
-        for work, outcome in await self._fenced_write(rewrite):
-            if outcome.kind is OutcomeKind.AHEAD:  # a newer write won the race: re-check it
-                ahead.append((work, outcome))
-            else:
-                end_written(work, outcome)
-
-    async def _fenced_write(self, works: list[Work]) -> list[tuple[Work, WriteOutcome]]:
-        """Write `works` with ``external_gte`` under their partitions' owner epochs (invariant 17):
-        the outcomes of those written (the others ended OWNER_FENCED, or with the check's error)."""
-        if self._owners is None:
-            outcomes = await sink_write(self._sink, works, EXTERNAL_GTE)
-            return list(zip(works, outcomes, strict=True))
-        mine: list[Work] = []
-        code, why = ErrorCode.OWNER_FENCED, "another member took the partition's owner epoch"
+async def rewrite(
+    sink: Sink,
+    owners: OwnerEpochs | None,
+    works: list[Work],
+    ahead: list[tuple[Work, int]],
+) -> None:
+    """REBUILDs already applied at their revision: rewrite with ``external_gte`` those whose
+    stored projection differs (invariant 12); a newer stored one joins `ahead`, with its version."""
+    by_alias: dict[str, list[Work]] = defaultdict(list)
+    for work in works:
+        by_alias[_alias(work)].append(work)
+    changed: list[Work] = []
+    for alias, group in by_alias.items():
         try:
-            async with self._owners.fenced(partitions_of(works)) as ours:
-                for work in works:
-                    if all((q.topic, q.partition) in ours for q in work.positions):
-                        mine.append(work)
-                    else:
-                        work.end(OutcomeKind.FAILED, code, why)
-                outcomes = await sink_write(self._sink, mine, EXTERNAL_GTE) if mine else []
-        except TransientError as exc:  # unchecked, or the check's lock not kept to the end
-            for work in works:
+            stored = await sink.stored(alias, [_document(w).doc_id for w in group])
+        except TransientError as exc:
+            for work in group:
                 work.end(OutcomeKind.FAILED, exc.code, exc.message)
-            return []
-        return list(zip(mine, outcomes, strict=True))
+            continue
+        for work in group:
+            doc = _document(work)
+            found = stored.get(doc.doc_id)
+            if found is None or found.version < doc.source_revision:
+                why = "stored doc changed"
+                work.end(OutcomeKind.FAILED, ErrorCode.ES_409_UNCONFIRMED, why)
+            elif found.version > doc.source_revision:
+                ahead.append((work, found.version))
+            elif (
+                (source := found.source).get("projection_hash") == doc.projection_hash
+                and _int(source.get("projection_schema_version")) == work.schema_version
+                and _int(source.get("sync_hash")) == doc.body.get("sync_hash")
+                and content_hash(source) == doc.projection_hash  # an edit keeps the old hash
+            ):
+                work.end(OutcomeKind.ALREADY_APPLIED)
+            else:
+                changed.append(work)
+    if not changed:
+        return
+    for work, outcome in await _fenced_write(sink, owners, changed):
+        if outcome.kind is OutcomeKind.AHEAD:  # a newer write won the race: re-check it
+            ahead.append((work, outcome.stored_version or 0))
+        else:
+            work.end(outcome.kind, outcome.code, outcome.message)
+
+
+async def _fenced_write(
+    sink: Sink, owners: OwnerEpochs | None, works: list[Work]
+) -> list[tuple[Work, WriteOutcome]]:
+    """Write `works` with ``external_gte`` under their partitions' owner epochs (invariant 17):
+    the outcomes of those written (the others ended OWNER_FENCED, or with the check's error)."""
+    if owners is None:
+        outcomes = await sink_write(sink, works, EXTERNAL_GTE)
+        return list(zip(works, outcomes, strict=True))
+    mine: list[Work] = []
+    code, why = ErrorCode.OWNER_FENCED, "another member took the partition's owner epoch"
+    partitions = {(p.topic, p.partition) for w in works for p in w.positions}
+    try:
+        async with owners.fenced(partitions) as ours:
+            for work in works:
+                if all((q.topic, q.partition) in ours for q in work.positions):
+                    mine.append(work)
+                else:
+                    work.end(OutcomeKind.FAILED, code, why)
+            outcomes = await sink_write(sink, mine, EXTERNAL_GTE) if mine else []
+    except TransientError as exc:  # unchecked, or the check's lock not kept to the end
+        for work in works:
+            work.end(OutcomeKind.FAILED, exc.code, exc.message)
+        return []
+    return list(zip(mine, outcomes, strict=True))
+
+
+def _int(value: object) -> int | None:
+    """A stored int field (None: missing or of another type)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _alias(work: Work) -> str:
@@ -118,7 +116,3 @@ async def sink_write(
         log.exception("the sink raised unexpectedly; its works will be retried")
         why = "the sink raised unexpectedly (see the log)"
         return [WriteOutcome.failed(op, ErrorCode.INTERNAL, why) for op in ops]
-
-
-def partitions_of(works: Iterable[Work]) -> set[TopicPartition]:
-    return {(p.topic, p.partition) for w in works for p in w.positions}

@@ -13,14 +13,14 @@ import heapq
 import itertools
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
 from typing import Final
 
 from searchsync.errors import Disposition, ErrorCode
 from searchsync.kafka.intake import RawMessage
-from searchsync.stream.coalesce import Coalescer, Work
+from searchsync.stream.coalesce import Coalescer
 from searchsync.stream.ledger import OffsetLedger, PartitionLedger
 from searchsync.stream.retry import RetryPolicy
+from searchsync.stream.work import Work
 from searchsync.types import Key, Position, ThinEvent, TopicPartition
 
 SYSTEMIC_RETRY_CAP_S: Final = 30.0  # a systemic failure is retried at least this often, forever
@@ -51,14 +51,6 @@ class Settled(enum.Enum):
 _COUNTED: Final = frozenset({Settled.RETRY, Settled.SYSTEMIC, Settled.EXHAUSTED})
 
 
-@dataclass(order=True, slots=True)
-class _Scheduled:
-    at: float
-    seq: int
-    work: Work = field(compare=False)
-    code: ErrorCode = field(compare=False)
-
-
 class WorkState:
     """The works of one consumer, from admission to the commit. No I/O."""
 
@@ -78,7 +70,7 @@ class WorkState:
         self._retry = retry
         self._keys = Coalescer(max_in_flight, max_queued)
         self._pending: dict[Position, RawMessage] = {}  # unfinished, kept for its dead letter
-        self._due: list[_Scheduled] = []
+        self._due: list[tuple[float, int, Work, ErrorCode]] = []  # (at, seq, ...): a heap
         self._seq = itertools.count()
         self._waiting: Counter[ErrorCode] = Counter()
         self._systemic: dict[Key, int] = {}  # attempts that ended SYSTEMIC, per key
@@ -93,7 +85,7 @@ class WorkState:
         """Drop what waits for `partitions` (queued events, scheduled retries); their works in
         flight finish on their own."""
         self._release(
-            lambda due: any((p.topic, p.partition) in partitions for p in due.work.positions)
+            lambda work, _: any((p.topic, p.partition) in partitions for p in work.positions)
         )
         for topic, partition in partitions:
             self._keys.drop_partition(topic, partition)
@@ -185,7 +177,7 @@ class WorkState:
         if systemic:
             self._systemic[work.key] = self._systemic.get(work.key, 0) + 1
             self.degraded = code
-        heapq.heappush(self._due, _Scheduled(self._clock() + delay, next(self._seq), work, code))
+        heapq.heappush(self._due, (self._clock() + delay, next(self._seq), work, code))
         self._waiting[code] += 1
 
     def drop(self, work: Work) -> None:
@@ -207,25 +199,25 @@ class WorkState:
 
     def release_due(self) -> None:
         now = self._clock()
-        while self._due and self._due[0].at <= now:
-            due = heapq.heappop(self._due)
-            self._waiting[due.code] -= 1
-            self._keys.release(due.work)
+        while self._due and self._due[0][0] <= now:
+            _, _, work, code = heapq.heappop(self._due)
+            self._waiting[code] -= 1
+            self._keys.release(work)
 
     def release_now(self, codes: Collection[ErrorCode]) -> int:
         """Release at once every work waiting after one of `codes`; how many."""
         if not any(self._waiting[c] for c in codes):
             return 0
-        return self._release(lambda due: due.code in codes)
+        return self._release(lambda _, code: code in codes)
 
-    def _release(self, wanted: Callable[[_Scheduled], bool]) -> int:
-        kept: list[_Scheduled] = []
+    def _release(self, wanted: Callable[[Work, ErrorCode], bool]) -> int:
+        kept: list[tuple[float, int, Work, ErrorCode]] = []
         for due in self._due:
-            if not wanted(due):
+            if not wanted(due[2], due[3]):
                 kept.append(due)
                 continue
-            self._waiting[due.code] -= 1
-            self._keys.release(due.work)
+            self._waiting[due[3]] -= 1
+            self._keys.release(due[2])
         released = len(self._due) - len(kept)
         if released:
             self._due = kept

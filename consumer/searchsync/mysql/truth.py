@@ -21,6 +21,7 @@ from searchsync.mysql.pool import (
     quote_identifier,
     transaction,
     transaction_cursor,
+    translate_errors,
 )
 from searchsync.mysql.soft_deletes import SoftDeleteState
 from searchsync.mysql.truth_buckets import TruthEntry, bucket_page
@@ -253,14 +254,18 @@ class MysqlTruth:
         rows: list[dict[str, Any]] = []
         async with transaction(pool, snapshot=True) as conn:
             params: list[Any] = unique
-            types = None
             if relate is not None:  # the key column's values: ints for an integer key
                 integer = await self._kinds.integer(conn, relate.table, relate.id_column)
-                params, types = key_params(unique, integer), self._types
+                params = key_params(unique, integer)
             for start in range(0, len(params), self._batch_size):
                 chunk = tuple(params[start : start + self._batch_size])
-                sql_chunk = expand_in(sql, len(chunk))
-                fetched = await read_rows(conn, sql_chunk, leading + chunk, doing, types=types)
+                # buffered: a chunk is at most batch_size rows, and the live path reads it per batch
+                with translate_errors(doing):
+                    async with conn.cursor(aiomysql.DictCursor) as cur:
+                        await cur.execute(expand_in(sql, len(chunk)), leading + chunk)
+                        fetched: list[dict[str, Any]] = list(await cur.fetchall())
+                        if relate is not None:
+                            self._types.apply(cur.description, fetched)
                 if relate is not None:
                     await read_relations(conn, relate, fetched, self._packing, self._types)
                 rows.extend(fetched)

@@ -115,16 +115,11 @@ async def purge_tombstones(
             report.candidates.extend(hit.doc_id for hit in page[: max(room, 0)])
         else:
             for outcome in await store.delete_tombstones(index, page):
-                if outcome.result is DeleteResult.DELETED:
-                    report.deleted += 1
-                elif outcome.result is DeleteResult.CHANGED:
-                    report.changed += 1
-                elif outcome.result is DeleteResult.GONE:
-                    report.gone += 1
-                else:
-                    report.failed += 1
-                    if len(report.failures) < _FAILURE_SAMPLES:
-                        report.failures.append((outcome.hit.doc_id, outcome.reason or "unknown"))
+                counted = outcome.result.value  # the report's count of it has the same name
+                setattr(report, counted, getattr(report, counted) + 1)
+                failed = outcome.result is DeleteResult.FAILED
+                if failed and len(report.failures) < _FAILURE_SAMPLES:
+                    report.failures.append((outcome.hit.doc_id, outcome.reason or "unknown"))
         if progress is not None:
             progress(replace(report))
     return report

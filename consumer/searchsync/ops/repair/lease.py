@@ -87,13 +87,9 @@ class MysqlLeaseStore:
             )
 
 
-def holder_name() -> str:
-    """This process, as the lease shows it: ``user@host pid N (token)``."""
-    return f"{getpass.getuser()}@{socket.gethostname()} pid {os.getpid()} ({uuid.uuid4().hex[:8]})"
-
-
 class RepairLease:
-    """The leases of one repair process; `seconds`: how long each lasts unless renewed."""
+    """The leases of one repair process; `seconds`: how long each lasts unless renewed; `holder`:
+    this process, as the lease shows it (``user@host pid N (token)``)."""
 
     def __init__(
         self,
@@ -106,17 +102,15 @@ class RepairLease:
     ) -> None:
         self._store = store
         self.seconds = seconds
-        self.holder = holder or holder_name()
+        self.holder = holder or (
+            f"{getpass.getuser()}@{socket.gethostname()} pid {os.getpid()} ({uuid.uuid4().hex[:8]})"
+        )
         self._clock = clock
         self._sleep = sleep
 
     async def _take_all(self, types: Sequence[str]) -> list[Holder]:
-        held = []
-        for t in types:
-            found = await self._store.take(t, self.holder, self.seconds)
-            if found is not None:
-                held.append(found)
-        return held
+        takes = [await self._store.take(t, self.holder, self.seconds) for t in sorted(types)]
+        return [h for h in takes if h is not None]
 
     async def acquire(
         self, types: Sequence[str], *, wait: bool, on_wait: Callable[[str], None] | None = None
@@ -125,7 +119,7 @@ class RepairLease:
         every third of the lease (saying once why it waits)."""
         said = False
         while True:
-            held = await self._take_all(sorted(types))
+            held = await self._take_all(types)
             if not held:
                 return
             if not wait:
@@ -171,7 +165,7 @@ class RepairLease:
         while True:
             await self._sleep(self.seconds / 3)
             try:
-                held = await self._take_all(sorted(types))
+                held = await self._take_all(types)
             except Exception as exc:  # the lease still runs: try again until it would end
                 log.warning("renewing the repair lease failed", extra={"error": str(exc)})
                 if self._clock() < valid_until:

@@ -223,9 +223,8 @@ class SpanScan:
             findings: list[Finding] = []
             if ids:
                 await self.sleep(self.settings.settle_s)
-            page = STRAY_PAGE
-            for n in range(0, len(ids), page):
-                chunk = ids[n : n + page]
+            for n in range(0, len(ids), STRAY_PAGE):
+                chunk = ids[n : n + STRAY_PAGE]
                 findings.extend(await self._confirm(projector, alias, chunk, report))
         except Exception as exc:  # a partial read: nothing from it counts
             report.interrupted = f"{type(exc).__name__}: {exc}"

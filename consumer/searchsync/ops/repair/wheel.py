@@ -69,11 +69,8 @@ class Wheel:
         # the page, so fewer, larger pages cost less
         chunks = _chunks(settings), _chunks(settings, settings.page_max), _chunks(settings)
         window = tombstone_minimum
-
-        def purged_before() -> datetime | None:
-            return None if window is None else clock() - window
-
-        reader = SpanReader(truth, index, limits or Limits(), *chunks, purged_before)
+        purged = (lambda: None) if window is None else (lambda: clock() - window)
+        reader = SpanReader(truth, index, limits or Limits(), *chunks, purged)
         self._scan = SpanScan(
             reader=reader,
             state=state,

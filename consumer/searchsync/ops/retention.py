@@ -194,13 +194,12 @@ async def prune_outbox(
         )
     cutoff = db_time(now - older_than)
     report = PruneReport(older_than, cutoff, dry_run, status)
-    after = after_id
     while True:
-        page = await rows.page(after, retention.prune_batch_size)
+        page = await rows.page(after_id, retention.prune_batch_size)
         if not page:
             break
         report.scanned += len(page)
-        report.last_id = after = page[-1].id
+        report.last_id = after_id = page[-1].id
         old = [row for row in page if row.created_at < cutoff]
         doomed = sum(1 for row in old if not published_only or row.status == "PUBLISHED")
         if doomed:

@@ -182,7 +182,6 @@ class Exporter:
         self.last_failure = None
 
     async def beat(self) -> None:
-        """Commit one heartbeat (canary on)."""
         assert self._canary is not None
         try:
             await self._canary.beat(self._wall())
@@ -209,8 +208,7 @@ class Exporter:
         """Healthy while the last group observation succeeded within three intervals."""
         interval = self._settings.exporter.interval_s
         if self._observed_at is None:
-            why = self._last_error or "no observation of the group yet"
-            return HealthReport(False, [why])
+            return HealthReport(False, [self._last_error or "no observation of the group yet"])
         age = self._clock() - self._observed_at
         if age > 3 * interval:
             return HealthReport(
@@ -219,7 +217,6 @@ class Exporter:
         return HealthReport(True)
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Observe, beat and look on their intervals until `stop` is set."""
         loops = [_every(self._settings.exporter.interval_s, self.observe, stop)]
         c = self._settings.canary
         if self._canary is not None and c.interval_s > 0:

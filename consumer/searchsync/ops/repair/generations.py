@@ -91,8 +91,7 @@ async def snapshot(store: WheelState, aggregate_types: list[str]) -> dict[str, W
     return out
 
 
-DEFAULT_COST_S: Final = 1.0
-"""The scan cost of a bucket never scanned."""
+DEFAULT_COST_S: Final = 1.0  # the scan cost of a bucket never scanned
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,8 +30,6 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class Holder:
-    """Who holds the lease of `aggregate_type`, until when."""
-
     aggregate_type: str
     holder: str
     expires_at: datetime

@@ -119,11 +119,9 @@ class RotationReport:
 
     @property
     def parts(self) -> list[BucketReport | StrayReport]:
-        """The buckets, then the stray sweeps."""
         return [*self.buckets, *self.strays]
 
     def findings(self) -> list[Finding]:
-        """Every confirmed finding: the buckets', then the stray sweeps'."""
         return [f for part in self.parts for f in part.findings]
 
     def counts(self) -> dict[str, int]:

@@ -101,7 +101,7 @@ class SpanRead:
     misplaced: dict[str, IndexEntry] = field(default_factory=dict)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class SpanScan:
     reader: SpanReader
     state: WheelState
@@ -146,7 +146,6 @@ class SpanScan:
     async def finish(
         self, projector: Projector, epoch: Epoch, read: SpanRead
     ) -> list[BucketReport]:
-        """Compare, settle, heal and complete each bucket of a span read."""
         reports, read_s, entries = read.reports, read.read_s, read.entries
         if entries is None:  # the read failed: no bucket completes
             return reports

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final, Protocol
 
@@ -109,9 +109,6 @@ class Choice:
             f"bucket {self.bucket}: score={self.score:.6g} = (age {self.age_s:.1f}s / SLO)^gamma"
             f" * (lambda {self.drift_ewma:.4g} + eps) / cost {self.cost_s:.3g}s  [{why}]"
         )
-
-    def to_json(self) -> dict[str, object]:
-        return asdict(self)
 
 
 def ewma(previous: float, observed: float, alpha: float) -> float:

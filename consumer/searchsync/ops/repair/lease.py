@@ -116,10 +116,7 @@ class RepairLease:
         """Take every type's lease; `LeaseHeld` when one is held and not `wait`, else try again
         every third of the lease (saying once why it waits)."""
         said = False
-        while True:
-            held = await self._take_all(types)
-            if not held:
-                return
+        while held := await self._take_all(types):
             if not wait:
                 await self.release(types)
                 raise LeaseHeld(held)

@@ -25,7 +25,7 @@ from searchsync.config import Settings
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.observability.http import HealthReport
 from searchsync.watch.canary import CANARY_TYPE, Canary
-from searchsync.watch.group import GroupView, TopicPeek, observe_group
+from searchsync.watch.group import GroupView, KafkaPeek, observe_group
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +144,7 @@ class Exporter:
         settings: Settings,
         *,
         admin: KafkaAdmin,
-        peek: TopicPeek,
+        peek: KafkaPeek,
         metrics: ExporterMetrics,
         canary: Canary | None,
         wall_clock: Callable[[], datetime],

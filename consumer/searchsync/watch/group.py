@@ -7,7 +7,7 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import confluent_kafka
 
@@ -55,16 +55,9 @@ class GroupView:
         return math.nan if self.lag else 0.0
 
 
-class TopicPeek(Protocol):
-    """Reads Kafka timestamps (ms) of messages at given offsets."""
-
-    def timestamps(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
-        """The timestamp of the first message at or after each offset; missing when none came
-        in time."""
-
-
 class KafkaPeek:
-    """`TopicPeek` with one group-less reader, kept for the life of the exporter."""
+    """Reads Kafka timestamps (ms) of messages at given offsets with one group-less reader, kept
+    for the life of the exporter."""
 
     def __init__(
         self,
@@ -79,6 +72,8 @@ class KafkaPeek:
         self._timeout_s = timeout_s
 
     def timestamps(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """The timestamp of the first message at or after each offset; missing when none came
+        in time."""
         if not offsets:
             return {}
         self._consumer.assign(
@@ -103,7 +98,7 @@ class KafkaPeek:
 
 
 def observe_group(
-    admin: KafkaAdmin, settings: Settings, peek: TopicPeek, *, now_ms: int
+    admin: KafkaAdmin, settings: Settings, peek: KafkaPeek, *, now_ms: int
 ) -> GroupView:
     """The group's members, and each subscribed partition's lag and oldest unfinished event."""
     group = settings.kafka.group_id

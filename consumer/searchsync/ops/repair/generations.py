@@ -210,15 +210,23 @@ class MysqlWheelState:
         if not buckets:
             return {}
         args = (self._scope + epoch.aggregate_type, epoch.epoch, *buckets)
-        where = expand_in(
-            " WHERE aggregate_type = %s AND epoch = %s AND bucket IN %s", len(args) - 2
-        )
+        n = len(buckets)
         async with transaction_cursor(self._pool, "begin repair buckets") as cur:
             await cur.execute(
-                "UPDATE search_repair_bucket SET running_generation = generation + 1" + where, args
+                expand_in(
+                    "UPDATE search_repair_bucket SET running_generation = generation + 1"
+                    " WHERE aggregate_type = %s AND epoch = %s AND bucket IN %s",
+                    n,
+                ),
+                args,
             )
             await cur.execute(
-                "SELECT bucket, running_generation FROM search_repair_bucket" + where, args
+                expand_in(
+                    "SELECT bucket, running_generation FROM search_repair_bucket"
+                    " WHERE aggregate_type = %s AND epoch = %s AND bucket IN %s",
+                    n,
+                ),
+                args,
             )
             found = {int(b): int(g) for b, g in await cur.fetchall()}
         return {b: found[b] for b in buckets}

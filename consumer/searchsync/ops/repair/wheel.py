@@ -138,9 +138,8 @@ class Wheel:
             swept = await scan.sweep(projector, misplaced, found)
             report.strays.append(swept)
             report.stopped = swept.stopped
-        after = await state.buckets(epoch)
-        now = clock()
-        report.oldest_age_s[t] = max(age_s(s, now, r.max_staleness_s) for s in after.values())
+        after, now = (await state.buckets(epoch)).values(), clock()
+        report.oldest_age_s[t] = max(age_s(s, now, r.max_staleness_s) for s in after)
 
     def _spans(
         self, picked: Sequence[Choice], states: Mapping[int, BucketState]

@@ -187,10 +187,9 @@ async def prune_outbox(
     status = None if published_only else await connect.status()
     if status is not None and not status.running:
         raise OperationRefused(
-            "the outbox connector is not RUNNING ("
-            + "; ".join(status.problems())
-            + "): pruning now could remove rows it has not captured; fix or resume the "
-            "connector first (GET /connectors/<name>/status on Kafka Connect)"
+            f"the outbox connector is not RUNNING ({'; '.join(status.problems())}): pruning now"
+            " could remove rows it has not captured; fix or resume the connector first"
+            " (GET /connectors/<name>/status on Kafka Connect)"
         )
     cutoff = db_time(now - older_than)
     report = PruneReport(older_than, cutoff, dry_run, status)

@@ -206,11 +206,10 @@ class Exporter:
 
     def health(self) -> HealthReport:
         """Healthy while the last group observation succeeded within three intervals."""
-        interval = self._settings.exporter.interval_s
         if self._observed_at is None:
             return HealthReport(False, [self._last_error or "no observation of the group yet"])
         age = self._clock() - self._observed_at
-        if age > 3 * interval:
+        if age > 3 * self._settings.exporter.interval_s:
             return HealthReport(
                 False, [f"last group observation {age:.0f}s ago: {self._last_error}"]
             )

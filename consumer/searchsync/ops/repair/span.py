@@ -58,11 +58,7 @@ class Healer:
     batch_size: int = 100
     _pace: TokenBucket = field(init=False)
 
-    def __post_init__(self) -> None:
-        if self.appends_per_s <= 0:
-            raise ValueError("appends_per_s must be > 0")
-        if self.batch_size < 1:
-            raise ValueError("batch_size must be >= 1")
+    def __post_init__(self) -> None:  # the rate and batch were checked with the settings
         self._pace = TokenBucket(self.appends_per_s, burst=1.0, sleep=self.sleep)
 
     async def heal(self, findings: list[Finding]) -> tuple[int, str | None]:

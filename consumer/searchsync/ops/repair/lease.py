@@ -52,7 +52,6 @@ class MysqlLeaseStore:
         self._pool = pool
 
     async def take(self, aggregate_type: str, holder: str, seconds: float) -> Holder | None:
-        micros = int(seconds * 1_000_000)
         async with transaction_cursor(self._pool, "taking the repair lease") as cur:
             await cur.execute(
                 "INSERT INTO search_repair_lease (aggregate_type, holder, acquired_at,"
@@ -72,7 +71,7 @@ class MysqlLeaseStore:
                 "UPDATE search_repair_lease SET acquired_at = IF(holder = %s, acquired_at,"
                 " NOW(6)), holder = %s, expires_at = NOW(6) + INTERVAL %s MICROSECOND"
                 " WHERE aggregate_type = %s",
-                (holder, holder, micros, aggregate_type),
+                (holder, holder, int(seconds * 1_000_000), aggregate_type),
             )
             return None
 

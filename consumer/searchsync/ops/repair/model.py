@@ -136,5 +136,4 @@ class RotationReport:
     @property
     def complete(self) -> bool:
         """Every bucket and stray sweep read completely, and the rotation not stopped."""
-        swept = all(s.interrupted is None for s in self.strays)
-        return swept and not self.interrupted and self.stopped is None
+        return all(p.interrupted is None for p in self.parts) and self.stopped is None

@@ -50,9 +50,7 @@ class GroupView:
         """Age of the oldest unfinished event over every partition: 0.0 when nothing is
         unfinished, NaN when events wait but none of their timestamps could be read."""
         known = [p.oldest_age_s for p in self.partitions if p.oldest_age_s is not None]
-        if known:
-            return max(known)
-        return math.nan if self.lag else 0.0
+        return max(known, default=math.nan if self.lag else 0.0)
 
 
 class KafkaPeek:

@@ -13,7 +13,6 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime
-from functools import partial
 from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Metric
@@ -93,21 +92,20 @@ class ExporterMetrics:
     def __init__(
         self, expected_members: int, *, canary: bool, registry: CollectorRegistry | None = None
     ) -> None:
-        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
-        gauge = partial(Gauge, registry=self.registry)
+        r = self.registry = registry or CollectorRegistry(auto_describe=True)
         self._group = _GroupCollector()
-        self.registry.register(self._group)
-        expected = gauge(
+        r.register(self._group)
+        Gauge(
             "searchsync_group_expected_members",
             "Members the deployment runs (exporter.expected_members)",
-        )
-        expected.set(expected_members)
-        self.up = gauge(
+            registry=r,
+        ).set(expected_members)
+        self.up = Gauge(
             "searchsync_exporter_up",
             "1 while the last observation of the group succeeded; 0 (and no group series) when "
             "it failed or none was made yet",
+            registry=r,
         )
-        r = self.registry
         on = r if canary else CollectorRegistry()
         self.canary_age = Gauge(
             "searchsync_canary_age_seconds",

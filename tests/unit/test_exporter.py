@@ -223,7 +223,7 @@ def test_each_deployment_beats_its_own_heartbeat_row() -> None:
 
 
 class _Blind:
-    """A `TopicPeek` that never gets an answer in time."""
+    """A peek that never gets an answer in time."""
 
     def timestamps(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         return {}

@@ -215,7 +215,7 @@ def to_json(report: RotationReport, *, dry_run: bool) -> dict[str, Any]:
             for s in report.strays
         ],
         "findings": [f.to_json() for f in report.findings()],
-        "choices": [{"aggregate_type": t, **c.to_json()} for t, c in report.choices],
+        "choices": [{"aggregate_type": t, **asdict(c)} for t, c in report.choices],
     }
 
 

@@ -229,7 +229,6 @@ class DlqProducer:
         self._producer = AcknowledgedProducer(config, name=f"dlq-{topic}", factory=factory)
 
     async def send(self, record: DlqRecord, key: bytes | None) -> None:
-        """Produce `record` and wait for the broker's acknowledgement."""
         try:
             await self._producer.send(
                 self._topic, encode(record), key, headers=[(DLQ_FORMAT_HEADER, DLQ_FORMAT)]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,6 +24,8 @@ from searchsync.errors import (
     TransientError,
 )
 from searchsync.kafka.producer import ProducerFactory, ProducerPort, acknowledged, produce_and_wait
+
+_EPOCH = datetime.fromtimestamp(0, UTC)  # where a dead letter without a timestamp sorts
 
 
 def parse_utc(text: str) -> datetime:
@@ -75,10 +77,9 @@ class DlqFilter:
 
     def selection(self) -> dict[str, Any]:
         """The filters that are set, as JSON-ready values (times in UTC ISO-8601)."""
-        chosen = {name: getattr(self, name) for name in self.__dataclass_fields__}
         return {
             name: value.astimezone(UTC).isoformat() if isinstance(value, datetime) else value
-            for name, value in chosen.items()
+            for name, value in asdict(self).items()
             if value is not None
         }
 
@@ -122,13 +123,12 @@ def inspect(
     found: list[DlqEntry] = []
     with dlq.scan(limit if chosen == DlqFilter() and not from_beginning else None) as entries:
         for entry in entries or ():
-            if not chosen.matches(entry.record):
-                continue
-            found.append(entry)
-            if from_beginning and len(found) >= limit:
-                break
+            if chosen.matches(entry.record):
+                found.append(entry)
+                if from_beginning and len(found) >= limit:
+                    break
     if not from_beginning:
-        found.sort(key=_order)
+        found.sort(key=lambda e: (e.timestamp or _EPOCH, e.partition, e.offset))
         found = found[-limit:]
     if ledger is None or not found:  # no dead letter: MySQL is not asked
         return found
@@ -223,8 +223,3 @@ def _replay_one(
         run_id=run_id,
         replayed_at=clock(),
     )
-
-
-def _order(entry: DlqEntry) -> tuple[float, int, int]:
-    stamp = entry.timestamp.timestamp() if entry.timestamp is not None else 0.0
-    return (stamp, entry.partition, entry.offset)

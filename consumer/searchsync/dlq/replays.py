@@ -121,7 +121,6 @@ class MysqlReplayLedger:
 
 
 def _entry(row: Sequence[Any]) -> ReplayEntry:
-    """A row of ``search_dlq_replay``, its columns in `_COLUMNS` order."""
     fields = dict(zip(_COLUMNS, row, strict=True))
     if isinstance(fields["selection"], str | bytes):
         fields["selection"] = orjson.loads(fields["selection"])

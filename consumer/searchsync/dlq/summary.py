@@ -55,7 +55,6 @@ class DlqSummary:
         return {o.value: counts.get(o.value, 0) for o in ReplayOutcome}
 
     def as_json(self) -> dict[str, Any]:
-        """The summary as one JSON-ready document (times in ISO-8601)."""
         times = ("oldest_failed_at", "newest_failed_at", "oldest_timestamp", "newest_timestamp")
         return {
             "dlq_topic": self.topic,

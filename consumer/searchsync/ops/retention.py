@@ -115,16 +115,11 @@ async def purge_tombstones(
             report.candidates.extend(hit.doc_id for hit in page[: max(room, 0)])
         else:
             for outcome in await store.delete_tombstones(index, page):
-                if outcome.result is DeleteResult.DELETED:
-                    report.deleted += 1
-                elif outcome.result is DeleteResult.CHANGED:
-                    report.changed += 1
-                elif outcome.result is DeleteResult.GONE:
-                    report.gone += 1
-                else:
-                    report.failed += 1
-                    if len(report.failures) < _FAILURE_SAMPLES:
-                        report.failures.append((outcome.hit.doc_id, outcome.reason or "unknown"))
+                counted = outcome.result.value  # the report's count of it has the same name
+                setattr(report, counted, getattr(report, counted) + 1)
+                failed = outcome.result is DeleteResult.FAILED
+                if failed and len(report.failures) < _FAILURE_SAMPLES:
+                    report.failures.append((outcome.hit.doc_id, outcome.reason or "unknown"))
         if progress is not None:
             progress(replace(report))
     return report
@@ -192,20 +187,18 @@ async def prune_outbox(
     status = None if published_only else await connect.status()
     if status is not None and not status.running:
         raise OperationRefused(
-            "the outbox connector is not RUNNING ("
-            + "; ".join(status.problems())
-            + "): pruning now could remove rows it has not captured; fix or resume the "
-            "connector first (GET /connectors/<name>/status on Kafka Connect)"
+            f"the outbox connector is not RUNNING ({'; '.join(status.problems())}): pruning now"
+            " could remove rows it has not captured; fix or resume the connector first"
+            " (GET /connectors/<name>/status on Kafka Connect)"
         )
     cutoff = db_time(now - older_than)
     report = PruneReport(older_than, cutoff, dry_run, status)
-    after = after_id
     while True:
-        page = await rows.page(after, retention.prune_batch_size)
+        page = await rows.page(after_id, retention.prune_batch_size)
         if not page:
             break
         report.scanned += len(page)
-        report.last_id = after = page[-1].id
+        report.last_id = after_id = page[-1].id
         old = [row for row in page if row.created_at < cutoff]
         doomed = sum(1 for row in old if not published_only or row.status == "PUBLISHED")
         if doomed:

@@ -97,9 +97,7 @@ class MysqlEsCanary:
             index=alias, query={"ids": {"values": [self._id]}}, size=1, source=["beat_at"]
         )
         hits = found.get("hits", {}).get("hits", []) if found else []
-        if not hits:
-            return None
-        return _aware(datetime.fromisoformat(hits[0]["_source"]["beat_at"]))
+        return _aware(datetime.fromisoformat(hits[0]["_source"]["beat_at"])) if hits else None
 
 
 def _aware(at: datetime) -> datetime:

@@ -13,7 +13,6 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime
-from functools import partial
 from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Metric
@@ -25,7 +24,7 @@ from searchsync.config import Settings
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.observability.http import HealthReport
 from searchsync.watch.canary import CANARY_TYPE, Canary
-from searchsync.watch.group import GroupView, TopicPeek, observe_group
+from searchsync.watch.group import GroupView, KafkaPeek, observe_group
 
 log = logging.getLogger(__name__)
 
@@ -86,63 +85,49 @@ class _GroupCollector(Collector):
 
 class ExporterMetrics:
     """The exporter's gauges. The group's series come from the last successful observation
-    (`set_group`) and vanish when one fails (`forget_group`), so nothing unobserved reads as 0;
+    (`set_group`) and vanish when one fails, so nothing unobserved reads as 0;
     ``searchsync_exporter_up`` says which. The canary's two series exist only with `canary` on (an
     age of 0 must never stand for "not measured")."""
 
     def __init__(
         self, expected_members: int, *, canary: bool, registry: CollectorRegistry | None = None
     ) -> None:
-        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
-        gauge = partial(Gauge, registry=self.registry)
+        r = self.registry = registry or CollectorRegistry(auto_describe=True)
         self._group = _GroupCollector()
-        self.registry.register(self._group)
-        expected = gauge(
+        r.register(self._group)
+        Gauge(
             "searchsync_group_expected_members",
             "Members the deployment runs (exporter.expected_members)",
-        )
-        expected.set(expected_members)
-        self._up = gauge(
+            registry=r,
+        ).set(expected_members)
+        self.up = Gauge(
             "searchsync_exporter_up",
             "1 while the last observation of the group succeeded; 0 (and no group series) when "
             "it failed or none was made yet",
+            registry=r,
         )
-        r = self.registry
         on = r if canary else CollectorRegistry()
-        self._canary = Gauge(
+        self.canary_age = Gauge(
             "searchsync_canary_age_seconds",
             "Now minus the commit time of the newest searchable heartbeat (since start: none yet)",
             registry=on,
         )
-        self._beats = Counter(
+        self.beats = Counter(
             "searchsync_canary_beats", "Heartbeats committed through the outbox", registry=on
         )
-        self._errors = Counter(
+        self.errors = Counter(
             "searchsync_exporter_errors",
             "Observations that failed, by what was observed",
             ["probe"],
             registry=r,
         )
         for probe in ("group", "canary_beat", "canary_read"):
-            self._errors.labels(probe=probe)
+            self.errors.labels(probe=probe)
 
-    def set_group(self, view: GroupView) -> None:
+    def set_group(self, view: GroupView | None) -> None:
+        """The last view, None when the group could not be observed: no values for it, up 0."""
         self._group.view = view
-        self._up.set(1)
-
-    def forget_group(self) -> None:
-        """The group could not be observed: no values for it, and up 0."""
-        self._group.view = None
-        self._up.set(0)
-
-    def canary_beat(self) -> None:
-        self._beats.inc()
-
-    def set_canary_age(self, seconds: float) -> None:
-        self._canary.set(max(0.0, seconds))
-
-    def error(self, probe: str) -> None:
-        self._errors.labels(probe=probe).inc()
+        self.up.set(view is not None)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
@@ -157,7 +142,7 @@ class Exporter:
         settings: Settings,
         *,
         admin: KafkaAdmin,
-        peek: TopicPeek,
+        peek: KafkaPeek,
         metrics: ExporterMetrics,
         canary: Canary | None,
         wall_clock: Callable[[], datetime],
@@ -185,8 +170,8 @@ class Exporter:
         except Exception as exc:  # the broker away: say so, keep serving, try again
             self._last_error = str(exc) or type(exc).__name__
             self.last_failure = exc
-            self.metrics.error("group")
-            self.metrics.forget_group()
+            self.metrics.errors.labels(probe="group").inc()
+            self.metrics.set_group(None)
             log.warning("group observation failed", extra={"error": self._last_error})
             return
         self.metrics.set_group(view)
@@ -195,15 +180,14 @@ class Exporter:
         self.last_failure = None
 
     async def beat(self) -> None:
-        """Commit one heartbeat (canary on)."""
         assert self._canary is not None
         try:
             await self._canary.beat(self._wall())
         except Exception as exc:
-            self.metrics.error("canary_beat")
+            self.metrics.errors.labels(probe="canary_beat").inc()
             log.warning("canary heartbeat failed", extra={"error": str(exc)})
             return
-        self.metrics.canary_beat()
+        self.metrics.beats.inc()
 
     async def read_canary(self) -> None:
         """Set the canary's age from the newest searchable heartbeat (canary on)."""
@@ -212,27 +196,24 @@ class Exporter:
         try:
             seen = await self._canary.beat_at(alias)
         except Exception as exc:
-            self.metrics.error("canary_read")
+            self.metrics.errors.labels(probe="canary_read").inc()
             log.warning("canary read failed", extra={"error": str(exc), "alias": alias})
             seen = None
         since = seen if seen is not None else self._started  # none yet: the wait so far
-        self.metrics.set_canary_age((self._wall() - since).total_seconds())
+        self.metrics.canary_age.set(max(0.0, (self._wall() - since).total_seconds()))
 
     def health(self) -> HealthReport:
         """Healthy while the last group observation succeeded within three intervals."""
-        interval = self._settings.exporter.interval_s
         if self._observed_at is None:
-            why = self._last_error or "no observation of the group yet"
-            return HealthReport(False, [why])
+            return HealthReport(False, [self._last_error or "no observation of the group yet"])
         age = self._clock() - self._observed_at
-        if age > 3 * interval:
+        if age > 3 * self._settings.exporter.interval_s:
             return HealthReport(
                 False, [f"last group observation {age:.0f}s ago: {self._last_error}"]
             )
         return HealthReport(True)
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Observe, beat and look on their intervals until `stop` is set."""
         loops = [_every(self._settings.exporter.interval_s, self.observe, stop)]
         c = self._settings.canary
         if self._canary is not None and c.interval_s > 0:

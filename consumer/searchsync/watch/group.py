@@ -7,7 +7,7 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import confluent_kafka
 
@@ -50,21 +50,12 @@ class GroupView:
         """Age of the oldest unfinished event over every partition: 0.0 when nothing is
         unfinished, NaN when events wait but none of their timestamps could be read."""
         known = [p.oldest_age_s for p in self.partitions if p.oldest_age_s is not None]
-        if known:
-            return max(known)
-        return math.nan if self.lag else 0.0
-
-
-class TopicPeek(Protocol):
-    """Reads Kafka timestamps (ms) of messages at given offsets."""
-
-    def timestamps(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
-        """The timestamp of the first message at or after each offset; missing when none came
-        in time."""
+        return max(known, default=math.nan if self.lag else 0.0)
 
 
 class KafkaPeek:
-    """`TopicPeek` with one group-less reader, kept for the life of the exporter."""
+    """Reads Kafka timestamps (ms) of messages at given offsets with one group-less reader, kept
+    for the life of the exporter."""
 
     def __init__(
         self,
@@ -79,6 +70,8 @@ class KafkaPeek:
         self._timeout_s = timeout_s
 
     def timestamps(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """The timestamp of the first message at or after each offset; missing when none came
+        in time."""
         if not offsets:
             return {}
         self._consumer.assign(
@@ -103,7 +96,7 @@ class KafkaPeek:
 
 
 def observe_group(
-    admin: KafkaAdmin, settings: Settings, peek: TopicPeek, *, now_ms: int
+    admin: KafkaAdmin, settings: Settings, peek: KafkaPeek, *, now_ms: int
 ) -> GroupView:
     """The group's members, and each subscribed partition's lag and oldest unfinished event."""
     group = settings.kafka.group_id

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final, Protocol
 
@@ -91,8 +91,7 @@ async def snapshot(store: WheelState, aggregate_types: list[str]) -> dict[str, W
     return out
 
 
-DEFAULT_COST_S: Final = 1.0
-"""The scan cost of a bucket never scanned."""
+DEFAULT_COST_S: Final = 1.0  # the scan cost of a bucket never scanned
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,9 +109,6 @@ class Choice:
             f"bucket {self.bucket}: score={self.score:.6g} = (age {self.age_s:.1f}s / SLO)^gamma"
             f" * (lambda {self.drift_ewma:.4g} + eps) / cost {self.cost_s:.3g}s  [{why}]"
         )
-
-    def to_json(self) -> dict[str, object]:
-        return asdict(self)
 
 
 def ewma(previous: float, observed: float, alpha: float) -> float:

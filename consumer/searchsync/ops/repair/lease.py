@@ -30,8 +30,6 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class Holder:
-    """Who holds the lease of `aggregate_type`, until when."""
-
     aggregate_type: str
     holder: str
     expires_at: datetime
@@ -54,7 +52,6 @@ class MysqlLeaseStore:
         self._pool = pool
 
     async def take(self, aggregate_type: str, holder: str, seconds: float) -> Holder | None:
-        micros = int(seconds * 1_000_000)
         async with transaction_cursor(self._pool, "taking the repair lease") as cur:
             await cur.execute(
                 "INSERT INTO search_repair_lease (aggregate_type, holder, acquired_at,"
@@ -74,7 +71,7 @@ class MysqlLeaseStore:
                 "UPDATE search_repair_lease SET acquired_at = IF(holder = %s, acquired_at,"
                 " NOW(6)), holder = %s, expires_at = NOW(6) + INTERVAL %s MICROSECOND"
                 " WHERE aggregate_type = %s",
-                (holder, holder, micros, aggregate_type),
+                (holder, holder, int(seconds * 1_000_000), aggregate_type),
             )
             return None
 
@@ -87,13 +84,9 @@ class MysqlLeaseStore:
             )
 
 
-def holder_name() -> str:
-    """This process, as the lease shows it: ``user@host pid N (token)``."""
-    return f"{getpass.getuser()}@{socket.gethostname()} pid {os.getpid()} ({uuid.uuid4().hex[:8]})"
-
-
 class RepairLease:
-    """The leases of one repair process; `seconds`: how long each lasts unless renewed."""
+    """The leases of one repair process; `seconds`: how long each lasts unless renewed; `holder`:
+    this process, as the lease shows it (``user@host pid N (token)``)."""
 
     def __init__(
         self,
@@ -106,17 +99,15 @@ class RepairLease:
     ) -> None:
         self._store = store
         self.seconds = seconds
-        self.holder = holder or holder_name()
+        self.holder = holder or (
+            f"{getpass.getuser()}@{socket.gethostname()} pid {os.getpid()} ({uuid.uuid4().hex[:8]})"
+        )
         self._clock = clock
         self._sleep = sleep
 
     async def _take_all(self, types: Sequence[str]) -> list[Holder]:
-        held = []
-        for t in types:
-            found = await self._store.take(t, self.holder, self.seconds)
-            if found is not None:
-                held.append(found)
-        return held
+        takes = [await self._store.take(t, self.holder, self.seconds) for t in sorted(types)]
+        return [h for h in takes if h is not None]
 
     async def acquire(
         self, types: Sequence[str], *, wait: bool, on_wait: Callable[[str], None] | None = None
@@ -124,10 +115,7 @@ class RepairLease:
         """Take every type's lease; `LeaseHeld` when one is held and not `wait`, else try again
         every third of the lease (saying once why it waits)."""
         said = False
-        while True:
-            held = await self._take_all(sorted(types))
-            if not held:
-                return
+        while held := await self._take_all(types):
             if not wait:
                 await self.release(types)
                 raise LeaseHeld(held)
@@ -171,7 +159,7 @@ class RepairLease:
         while True:
             await self._sleep(self.seconds / 3)
             try:
-                held = await self._take_all(sorted(types))
+                held = await self._take_all(types)
             except Exception as exc:  # the lease still runs: try again until it would end
                 log.warning("renewing the repair lease failed", extra={"error": str(exc)})
                 if self._clock() < valid_until:

@@ -86,15 +86,9 @@ class LagGuard:
         job = self.job
         deadline = self.clock() + self.timeout_s
         log.warning(
-            "%s paused before %s: live group %r lag %d > %s.max_live_lag %d;"
-            " waiting up to %.0fs for the consumer to catch up",
-            job,
-            before,
-            self.group,
-            lag,
-            job,
-            self.max_lag,
-            self.timeout_s,
+            f"{job} paused before {before}: live group {self.group!r} lag {lag} >"
+            f" {job}.max_live_lag {self.max_lag}; waiting up to {self.timeout_s:.0f}s for the"
+            " consumer to catch up"
         )
         while lag > self.max_lag:
             if self.clock() >= deadline:

@@ -119,11 +119,9 @@ class RotationReport:
 
     @property
     def parts(self) -> list[BucketReport | StrayReport]:
-        """The buckets, then the stray sweeps."""
         return [*self.buckets, *self.strays]
 
     def findings(self) -> list[Finding]:
-        """Every confirmed finding: the buckets', then the stray sweeps'."""
         return [f for part in self.parts for f in part.findings]
 
     def counts(self) -> dict[str, int]:
@@ -138,5 +136,4 @@ class RotationReport:
     @property
     def complete(self) -> bool:
         """Every bucket and stray sweep read completely, and the rotation not stopped."""
-        swept = all(s.interrupted is None for s in self.strays)
-        return swept and not self.interrupted and self.stopped is None
+        return all(p.interrupted is None for p in self.parts) and self.stopped is None

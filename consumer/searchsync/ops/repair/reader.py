@@ -49,8 +49,8 @@ def key_of_id(aggregate_type: str) -> Callable[[str], int]:
 def bucket_of_id(aggregate_type: str, m: int) -> Callable[[str], int]:
     """``id -> the bucket among `m` of its key``, for many ids."""
     _check(m)
-    seed = zlib.crc32(f"{aggregate_type}:".encode())
-    return lambda aggregate_id: zlib.crc32(aggregate_id.encode(), seed) * m // HASH_SPACE
+    key = key_of_id(aggregate_type)
+    return lambda aggregate_id: key(aggregate_id) * m // HASH_SPACE
 
 
 def bucket_range(bucket: int, m: int) -> tuple[int, int]:

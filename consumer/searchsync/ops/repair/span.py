@@ -58,11 +58,7 @@ class Healer:
     batch_size: int = 100
     _pace: TokenBucket = field(init=False)
 
-    def __post_init__(self) -> None:
-        if self.appends_per_s <= 0:
-            raise ValueError("appends_per_s must be > 0")
-        if self.batch_size < 1:
-            raise ValueError("batch_size must be >= 1")
+    def __post_init__(self) -> None:  # the rate and batch were checked with the settings
         self._pace = TokenBucket(self.appends_per_s, burst=1.0, sleep=self.sleep)
 
     async def heal(self, findings: list[Finding]) -> tuple[int, str | None]:
@@ -101,7 +97,7 @@ class SpanRead:
     misplaced: dict[str, IndexEntry] = field(default_factory=dict)
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class SpanScan:
     reader: SpanReader
     state: WheelState
@@ -146,7 +142,6 @@ class SpanScan:
     async def finish(
         self, projector: Projector, epoch: Epoch, read: SpanRead
     ) -> list[BucketReport]:
-        """Compare, settle, heal and complete each bucket of a span read."""
         reports, read_s, entries = read.reports, read.read_s, read.entries
         if entries is None:  # the read failed: no bucket completes
             return reports
@@ -223,9 +218,8 @@ class SpanScan:
             findings: list[Finding] = []
             if ids:
                 await self.sleep(self.settings.settle_s)
-            page = STRAY_PAGE
-            for n in range(0, len(ids), page):
-                chunk = ids[n : n + page]
+            for n in range(0, len(ids), STRAY_PAGE):
+                chunk = ids[n : n + STRAY_PAGE]
                 findings.extend(await self._confirm(projector, alias, chunk, report))
         except Exception as exc:  # a partial read: nothing from it counts
             report.interrupted = f"{type(exc).__name__}: {exc}"

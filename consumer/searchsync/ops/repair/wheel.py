@@ -69,20 +69,9 @@ class Wheel:
         # the page, so fewer, larger pages cost less
         chunks = _chunks(settings), _chunks(settings, settings.page_max), _chunks(settings)
         window = tombstone_minimum
-
-        def purged_before() -> datetime | None:
-            return None if window is None else clock() - window
-
-        reader = SpanReader(truth, index, limits or Limits(), *chunks, purged_before)
-        self._scan = SpanScan(
-            reader=reader,
-            state=state,
-            healer=healer,
-            alias_for=alias_for,
-            settings=settings,
-            clock=clock,
-            sleep=sleep,
-        )
+        purged = (lambda: None) if window is None else (lambda: clock() - window)
+        reader = SpanReader(truth, index, limits or Limits(), *chunks, purged)
+        self._scan = SpanScan(reader, state, healer, alias_for, settings, clock, sleep)
 
     async def rotation(self, limit: int | None = None) -> RotationReport:
         """Scan every bucket of every type once (or the `limit` best per type), by priority, a
@@ -149,9 +138,8 @@ class Wheel:
             swept = await scan.sweep(projector, misplaced, found)
             report.strays.append(swept)
             report.stopped = swept.stopped
-        after = await state.buckets(epoch)
-        now = clock()
-        report.oldest_age_s[t] = max(age_s(s, now, r.max_staleness_s) for s in after.values())
+        after, now = (await state.buckets(epoch)).values(), clock()
+        report.oldest_age_s[t] = max(age_s(s, now, r.max_staleness_s) for s in after)
 
     def _spans(
         self, picked: Sequence[Choice], states: Mapping[int, BucketState]
@@ -199,15 +187,14 @@ def limits(settings: Settings, admin: KafkaAdmin | None) -> Limits:
 
 
 def record(metrics: RepairMetrics, report: RotationReport) -> None:
-    per_type: dict[str, Counter[str]] = {t: Counter() for t in report.epochs}
     for b in report.buckets:
         if b.interrupted is None:
             content = str(b.content_checked).lower()
             metrics.buckets_scanned.labels(aggregate_type=b.aggregate_type, content=content).inc()
-    for f in report.findings():
-        per_type[f.aggregate_type][f.kind.value] += 1
-    for t, counts in per_type.items():
-        metrics.set_counts(t, counts)
+    for t in report.epochs:
+        metrics.set_counts(
+            t, Counter(f.kind.value for f in report.findings() if f.aggregate_type == t)
+        )
     for t, age in report.oldest_age_s.items():
         metrics.oldest_age.labels(aggregate_type=t).set(age)
     metrics.rotation_seconds.set(report.seconds)

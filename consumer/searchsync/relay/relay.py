@@ -134,7 +134,7 @@ class RelayMetrics:
             f"Share of failed attempts among this relay's last {window} publish attempts",
         )
         retry.set_function(lambda: self.attempts.rate("failed"))
-        self._timeouts = counter(
+        self.timeouts = counter(
             "outbox_claim_timeout_count",
             "Claims taken back because their holder did not finish in time",
         )
@@ -150,9 +150,6 @@ class RelayMetrics:
         self.attempts.add("published", published)
         self.attempts.add("failed", failed)
         self._published.inc(published)
-
-    def taken_back(self, n: int) -> None:
-        self._timeouts.inc(n)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
@@ -188,7 +185,7 @@ class Relay:
         s = self._settings
         taken = await self._store.take_back(s.claim_timeout_s, s.max_attempts)
         if taken:
-            self._metrics.taken_back(taken)
+            self._metrics.timeouts.inc(taken)
             log.warning("took back %d timed-out claims", taken)
         claimed = await self._store.claim(self.holder, s.batch_size)
         if not claimed:
@@ -200,7 +197,9 @@ class Relay:
         kafka_away = not published and any(not own for _, _, own in failed)
         self._outage = self._outage + 1 if kafka_away else 0
         failures = [
-            Failure(e.id, error, self._delay(e.attempts if own else self._outage - 1), own)
+            Failure(
+                e.id, error, retry_delay(self._retry, e.attempts if own else self._outage - 1), own
+            )
             for e, error, own in failed
         ]
         await self._store.mark_published(published)
@@ -214,9 +213,6 @@ class Relay:
         return TickReport(
             taken, len(claimed), len(published), counted, dead, len(failures) - counted
         )
-
-    def _delay(self, earlier_failures: int) -> timedelta:
-        return retry_delay(self._retry, earlier_failures)
 
     async def refresh_stats(self) -> None:
         self._metrics.set_counts(await self._store.counts())
@@ -236,7 +232,7 @@ class Relay:
                 log.warning("relay tick failed, trying again: %s", exc)
             wait = 0.0 if report.claimed >= s.batch_size else s.poll_interval_s
             if report.unavailable and not report.published:  # Kafka is away: back off
-                wait = self._delay(self._outage - 1).total_seconds()
+                wait = retry_delay(self._retry, self._outage - 1).total_seconds()
             if wait:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), wait)

@@ -128,14 +128,6 @@ _NO_SUCCESS: Final = (None, None, None, None)
 _INSERT: Final = f"INSERT INTO search_projection_state ({', '.join(_COLUMNS)}) VALUES "
 
 
-def _error(update: StateUpdate) -> tuple[str | None, str | None]:
-    """The error code and message, cut to the column sizes."""
-    if update.error_code is None:
-        return None, None
-    message = None if update.error_message is None else update.error_message[:MAX_ERROR_MESSAGE]
-    return update.error_code[:MAX_ERROR_CODE_LENGTH], message
-
-
 def _row(update: StateUpdate, now: datetime) -> tuple[Any, ...]:
     """`update`'s row in `_COLUMNS` order, as a new row holds it; a success's row stops before
     the error columns (they are NULL)."""
@@ -143,7 +135,8 @@ def _row(update: StateUpdate, now: datetime) -> tuple[Any, ...]:
     key = (update.aggregate_type, update.aggregate_id, update.source_revision)
     if update.indexed_revision is not None:  # a success: never an error too
         return (*key, update.indexed_revision, update.schema_version, update.projection_hash, at)
-    code, message = _error(update)
+    code, message = update.error_code, update.error_message  # cut to the column sizes
+    code, message = code and code[:MAX_ERROR_CODE_LENGTH], message and message[:MAX_ERROR_MESSAGE]
     return (*key, *_NO_SUCCESS, code, message, at if code is not None else None)
 
 

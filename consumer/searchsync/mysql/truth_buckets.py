@@ -182,15 +182,9 @@ def _source(
 
 def _light_entry(values: tuple[Any, ...], soft_delete: bool) -> TruthEntry:
     """A row of a light page read as rows: id, revision and (with `soft_delete`) its state."""
-    key, revision = values[0], values[1]
+    key = values[0] if values[0].__class__ is str else str(values[0])
     state = int(values[2]) if soft_delete else LIVE
-    return TruthEntry(
-        key if key.__class__ is str else str(key),
-        int(revision),
-        state != LIVE,
-        None,
-        state == PURGED,
-    )
+    return TruthEntry(key, int(values[1]), state != LIVE, None, state == PURGED)
 
 
 def _packed(dialect: Dialect, src: str, order: str, state: str) -> str:

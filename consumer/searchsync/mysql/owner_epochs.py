@@ -61,12 +61,11 @@ class OwnerEpochs:
         wanted = sorted(set(partitions) - self._held.keys())
         if not wanted:
             return
-        at = db_time(datetime.now(UTC))
+        at, holder = db_time(datetime.now(UTC)), self._holder
         taken: dict[TopicPartition, int] = {}
         try:
             async with transaction_cursor(self._pool, "taking partition owner epochs") as cur:
                 for topic, partition in wanted:
-                    holder = self._holder
                     await cur.execute(
                         _TAKE, (self._group, topic, partition, holder, at, holder, at)
                     )

@@ -109,11 +109,8 @@ class ProjectionStateWriter:
         if not outcomes:
             return
         now = db_time(self._clock())
-        ordered = sorted(
-            range(len(outcomes)),
-            key=lambda i: (outcomes[i].aggregate_type, outcomes[i].aggregate_id, i),
-        )
-        rows = [_row(outcomes[i], now) for i in ordered]
+        ordered = sorted(outcomes, key=lambda u: (u.aggregate_type, u.aggregate_id))  # stable
+        rows = [_row(u, now) for u in ordered]
         for attempt in range(1, _DEADLOCK_ATTEMPTS + 1):
             try:
                 async with transaction_cursor(self._pool, "write search_projection_state") as cur:

@@ -73,8 +73,7 @@ def migrations() -> list[Migration]:
 
 def schema_sql() -> str:
     """Every migration in order, each under a ``-- migration <name>`` line: one script."""
-    parts = [f"-- migration {m.name}\n{m.sql.rstrip()}\n" for m in migrations()]
-    return "\n".join(parts)
+    return "\n".join(f"-- migration {m.name}\n{m.sql.rstrip()}\n" for m in migrations())
 
 
 def grant_statements(

@@ -118,10 +118,9 @@ class RelayMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        window = DEFAULT_WINDOW
         gauge = partial(Gauge, registry=self.registry)
         counter = partial(Counter, registry=self.registry)
-        self.attempts = RollingKinds(window)
+        self.attempts = RollingKinds(DEFAULT_WINDOW)
         self._pending = gauge("outbox_pending_count", "Outbox rows PENDING")
         self._oldest = gauge(
             "outbox_oldest_pending_age_seconds",
@@ -129,11 +128,10 @@ class RelayMetrics:
         )
         self._processing = gauge("outbox_processing_count", "Outbox rows claimed by a relay")
         self._dead = gauge("outbox_dead_count", "Outbox rows past the attempt limit")
-        retry = gauge(
+        gauge(
             "outbox_retry_rate",
-            f"Share of failed attempts among this relay's last {window} publish attempts",
-        )
-        retry.set_function(lambda: self.attempts.rate("failed"))
+            f"Share of failed attempts among this relay's last {DEFAULT_WINDOW} publish attempts",
+        ).set_function(lambda: self.attempts.rate("failed"))
         self.timeouts = counter(
             "outbox_claim_timeout_count",
             "Claims taken back because their holder did not finish in time",

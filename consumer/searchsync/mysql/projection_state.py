@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any, Final, Protocol
 
 import aiomysql
@@ -140,17 +141,10 @@ def _row(update: StateUpdate, now: datetime) -> tuple[Any, ...]:
 def _upsert_sql(rows: Sequence[tuple[Any, ...]], escape: Callable[[Any], str]) -> str:
     """The one upsert of `rows` (`_row`'s), values escaped by the connection's `escape` (ints as
     they are, a value repeated across rows escaped once)."""
-    seen: dict[Any, str] = {}
+    escaped = cache(escape)
 
     def literal(value: Any) -> str:
-        if value is None:
-            return "NULL"
-        if type(value) is int:
-            return str(value)
-        text = seen.get(value)
-        if text is None:
-            text = seen[value] = escape(value)
-        return text
+        return "NULL" if value is None else str(value) if type(value) is int else escaped(value)
 
     parts: list[str] = []
     for row in rows:

@@ -273,9 +273,8 @@ async def run_relay(
         details={"relay": holder},
     )
     try:
-        relay = Relay(store, producer, settings.relay, holder=holder, metrics=metrics)
         log.info("relay %s publishing %s", holder, settings.relay.table)
-        await relay.run(stop)
+        await Relay(store, producer, settings.relay, holder=holder, metrics=metrics).run(stop)
     finally:
         if server is not None:
             await server.close()

@@ -5,7 +5,7 @@ tables' grants are printed, never their DDL."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from importlib import resources
 from typing import Final
 
@@ -88,21 +88,19 @@ def grant_statements(
     for name in (database, *business_tables):
         if not IDENTIFIER.fullmatch(name):
             raise ValueError(f"{name!r}: want an identifier {IDENTIFIER.pattern}")
-    for user in (users.consumer, users.app, users.debezium, users.host):
+    for user in astuple(users):
         if "'" in user or "\\" in user:
             raise ValueError(f"{user!r}: a user or host may not contain quotes or backslashes")
 
     own = {t for t, _ in _CONSUMER_OWN}
     business_tables = [t for t in dict.fromkeys(business_tables) if t not in own]
 
-    def to(user: str) -> str:
-        return f"'{user}'@'{users.host}'"
-
-    grants = [(Dialect(flavor).debezium_global_privileges(), "*.*", to(users.debezium))]
-    grants += [(privs, t, to(users.consumer)) for t, privs in _CONSUMER_OWN]
-    grants += [(_CONSUMER_BUSINESS, t, to(users.consumer)) for t in business_tables]
-    grants += [(privs, t, to(users.app)) for t, privs in _APP_OWN]
-    grants += [(_APP_BUSINESS, t, to(users.app)) for t in business_tables]
+    consumer, app, debezium = (f"'{u}'@'{users.host}'" for u in astuple(users)[:3])
+    grants = [(Dialect(flavor).debezium_global_privileges(), "*.*", debezium)]
+    grants += [(privs, t, consumer) for t, privs in _CONSUMER_OWN]
+    grants += [(_CONSUMER_BUSINESS, t, consumer) for t in business_tables]
+    grants += [(privs, t, app) for t, privs in _APP_OWN]
+    grants += [(_APP_BUSINESS, t, app) for t in business_tables]
     return [_grant(privs, database, table, account) for privs, table, account in grants]
 
 

@@ -67,10 +67,8 @@ class _Pending:
             rows.append(replace(ok, source_revision=src, at=ok_at))
         if error is not None and error_at is not None:
             failure = replace(error, source_revision=src, at=error_at)
-            if rows and ok_at is not None and error_at < ok_at:
-                rows.insert(0, failure)  # in the order they happened
-            else:
-                rows.append(failure)
+            first = ok_at is not None and error_at < ok_at  # in the order they happened
+            rows.insert(0 if first else len(rows), failure)
         return rows or [StateUpdate(*key, src, at=now)]  # only "seen"
 
 

@@ -79,8 +79,7 @@ class Dialect:
             return f"SET STATEMENT {setting} FOR {sql}"
         return f"SELECT /*+ SET_VAR({setting}) */ {sql[len('SELECT ') :]}"
 
-    def debezium_global_privileges(self) -> str:
-        """The global privileges Debezium's user needs to read the binlog."""
+    def debezium_global_privileges(self) -> str:  # to read the binlog
         return _DEBEZIUM_GLOBAL[self.flavor]
 
 

@@ -134,17 +134,13 @@ def _source(
     if sync_hash_column:  # the index (sync_hash, id): pages in that order, each an index range
         bucket, order = "`sync_hash`", f"`sync_hash`, {id_key}"
         args = [max(lo, after[0]) if after else lo, hi]
-        where = f"{bucket} >= %s AND {bucket} < %s"
-        if after is not None:
-            where += f" AND (`sync_hash` > %s OR {id_key} > %s)"
-            args.extend(after)
+        later, later_args = f" AND (`sync_hash` > %s OR {id_key} > %s)", list(after or ())
     else:  # the key per row, a keyset scan of the primary key
         bucket, order = f"CRC32(CONCAT(%s, {id_key}))", id_key
         args = [f"{projector.aggregate_type}:", lo, f"{projector.aggregate_type}:", hi]
-        where = f"{bucket} >= %s AND {bucket} < %s"
-        if after is not None:
-            where += f" AND {id_key} > %s"
-            args.append(after[1])
+        later, later_args = f" AND {id_key} > %s", [after[1]] if after else []
+    where = f"{bucket} >= %s AND {bucket} < %s" + (later if after is not None else "")
+    args += later_args
     if id_prefix:
         where += f" AND {id_key} >= %s AND {id_key} < %s"
         args.extend(prefix_range(id_prefix))

@@ -122,7 +122,6 @@ class ProjectionStateWriter:
                     raise
 
 
-_NO_SUCCESS: Final = (None, None, None, None)
 _INSERT: Final = f"INSERT INTO search_projection_state ({', '.join(_COLUMNS)}) VALUES "
 
 
@@ -135,7 +134,7 @@ def _row(update: StateUpdate, now: datetime) -> tuple[Any, ...]:
         return (*key, update.indexed_revision, update.schema_version, update.projection_hash, at)
     code, message = update.error_code, update.error_message  # cut to the column sizes
     code, message = code and code[:MAX_ERROR_CODE_LENGTH], message and message[:MAX_ERROR_MESSAGE]
-    return (*key, *_NO_SUCCESS, code, message, at if code is not None else None)
+    return (*key, None, None, None, None, code, message, at if code is not None else None)
 
 
 def _upsert_sql(rows: Sequence[tuple[Any, ...]], escape: Callable[[Any], str]) -> str:

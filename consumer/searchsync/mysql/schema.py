@@ -12,8 +12,6 @@ from typing import Final
 from searchsync.mysql.dialect import DEFAULT_FLAVOR, Dialect, Flavor
 from searchsync.mysql.pool import IDENTIFIER
 
-_PACKAGE_DIR: Final = "_resources/sql"
-
 # Privileges on searchsync's own tables, per user: (table, privileges). One line per table.
 _CONSUMER_OWN: Final = (
     ("search_outbox", "SELECT, INSERT, DELETE"),  # REBUILD events, outbox prune
@@ -41,8 +39,6 @@ _APP_OWN: Final = (
     ("search_revision_floor", "SELECT, INSERT, UPDATE, DELETE"),
     ("search_projection_state", "SELECT, DELETE"),
 )
-_CONSUMER_BUSINESS: Final = "SELECT"
-_APP_BUSINESS: Final = "SELECT, INSERT, UPDATE, DELETE"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +59,7 @@ class DbUsers:
 
 def migrations() -> list[Migration]:
     """searchsync's own migrations, in the order they must be applied."""
-    folder = resources.files("searchsync").joinpath(_PACKAGE_DIR)
+    folder = resources.files("searchsync").joinpath("_resources/sql")
     files = sorted(
         (f for f in folder.iterdir() if f.name.endswith(".sql") and f.name[:3].isdigit()),
         key=lambda f: f.name,
@@ -98,9 +94,9 @@ def grant_statements(
     consumer, app, debezium = (f"'{u}'@'{users.host}'" for u in astuple(users)[:3])
     grants = [(Dialect(flavor).debezium_global_privileges(), "*.*", debezium)]
     grants += [(privs, t, consumer) for t, privs in _CONSUMER_OWN]
-    grants += [(_CONSUMER_BUSINESS, t, consumer) for t in business_tables]
+    grants += [("SELECT", t, consumer) for t in business_tables]
     grants += [(privs, t, app) for t, privs in _APP_OWN]
-    grants += [(_APP_BUSINESS, t, app) for t in business_tables]
+    grants += [("SELECT, INSERT, UPDATE, DELETE", t, app) for t in business_tables]
     return [_grant(privs, database, table, account) for privs, table, account in grants]
 
 

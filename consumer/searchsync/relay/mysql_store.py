@@ -122,10 +122,9 @@ class MysqlRelayStore:
         return OutboxCounts(pending, processing, dead, age)
 
     async def claimed_any(self) -> bool:
-        sql = f"SELECT 1 FROM {self._table} WHERE status IN (%s, %s, %s) LIMIT 1"
-        return bool(
-            await fetch_all(self._pool, f"read {self._table}", sql, (PROCESSING, PUBLISHED, DEAD))
-        )
+        t = self._table
+        sql = f"SELECT 1 FROM {t} WHERE status IN (%s, %s, %s) LIMIT 1"
+        return bool(await fetch_all(self._pool, f"read {t}", sql, (PROCESSING, PUBLISHED, DEAD)))
 
     async def status(self, claim_timeout_s: float) -> RelayStatus:
         t = self._table

@@ -238,13 +238,9 @@ class Relay:
     async def _publish(self, entry: OutboxEntry) -> tuple[str, bool] | None:
         """None once acknowledged, else why not and whether it was the row's own fault."""
         try:
-            record = router_record(entry, self._settings.topic_template)
-            await asyncio.wait_for(
-                self._publisher.send(
-                    record.topic, record.value, record.key, headers=record.headers
-                ),
-                self._settings.publish_timeout_s,
-            )
+            r = router_record(entry, self._settings.topic_template)
+            sent = self._publisher.send(r.topic, r.value, r.key, headers=r.headers)
+            await asyncio.wait_for(sent, self._settings.publish_timeout_s)
         except TimeoutError:
             return f"no acknowledgement within {self._settings.publish_timeout_s}s", False
         except Exception as exc:

@@ -19,7 +19,7 @@ from searchsync.examples import shop
 from searchsync.mysql.column_types import ColumnTypes
 from searchsync.mysql.fanout_dependents import dependents_sql
 from searchsync.mysql.keys import cursor_param, key_params
-from searchsync.mysql.truth_buckets import _Columns, _source, entry_of_row
+from searchsync.mysql.truth_buckets import _source, entry_of_row
 from searchsync.projection import Child, Projector, sync_hash
 from searchsync.time_zones import parse_time_zone
 
@@ -122,15 +122,13 @@ def test_sql_texts_use_the_projectors_key_columns() -> None:
     assert dependents_sql("article", "author_id", None, None) == (
         "SELECT id, revision FROM `article` WHERE `author_id` = %s AND id > %s ORDER BY id LIMIT %s"
     )
-    q = _Columns.of(p)
-    assert q.light == ("product_id", "row_version", "deleted_at") and not q.packable
-    src, args, order = _source(p, q, 0, 10, (5, 41), 100, False, "")
+    src, args, order = _source(p, 0, 10, (5, 41), 100, False, "")
     assert src == (
         "`product` WHERE CRC32(CONCAT(%s, `product_id`)) >= %s AND CRC32(CONCAT(%s,"
         " `product_id`)) < %s AND `product_id` > %s ORDER BY `product_id` LIMIT %s"
     )
     assert args == ["product:", 0, "product:", 10, 41, 100] and order == "`product_id`"
-    src, args, _ = _source(p, q, 0, 10, (5, 41), 100, True, "")
+    src, args, _ = _source(p, 0, 10, (5, 41), 100, True, "")
     assert "(`sync_hash` > %s OR `product_id` > %s)" in src and args == [5, 10, 5, 41, 100]
 
 

@@ -71,20 +71,16 @@ class Dialect:
             raise ValueError(f"a per-statement setting needs a SELECT, got {sql[:40]!r}")
         if group_concat_max_len is None:
             return sql
-        setting = f"group_concat_max_len = {_positive(group_concat_max_len)}"
+        limit = group_concat_max_len
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"want a positive integer, got {limit!r}")
+        setting = f"group_concat_max_len = {limit}"
         if self.flavor == "mariadb":
             return f"SET STATEMENT {setting} FOR {sql}"
         return f"SELECT /*+ SET_VAR({setting}) */ {sql[len('SELECT ') :]}"
 
-    def debezium_global_privileges(self) -> str:
-        """The global privileges Debezium's user needs to read the binlog."""
+    def debezium_global_privileges(self) -> str:  # to read the binlog
         return _DEBEZIUM_GLOBAL[self.flavor]
-
-
-def _positive(value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"want a positive integer, got {value!r}")
-    return value
 
 
 def dialect_of_server(conn: Any) -> Dialect:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, Protocol
 
 import aiomysql
@@ -178,13 +179,11 @@ class MysqlFanout:
         via_table, key = (table, keys[0]) if through is None else (through.table, through.key)
         async with transaction_cursor(self._pool, f"read {via_table}") as cur:
             index = None if through is None else await self._indexes.name(cur, through, via)
-            conn = cur.connection
-            referenced = key_params(
-                [referenced_id], await self._kinds.integer(conn, via_table, via)
-            )
+            integer = partial(self._kinds.integer, cur.connection, via_table)
+            referenced = key_params([referenced_id], await integer(via))
             if not referenced:  # not the text of an integer: no row of an integer column holds it
                 return []
-            cursor = cursor_param(after, await self._kinds.integer(conn, via_table, key))
+            cursor = cursor_param(after, await integer(key))
             sql = dependents_sql(table, via, through, index, keys=keys)
             await cur.execute(sql, (referenced[0], cursor, limit))
             rows = await cur.fetchall()

@@ -33,8 +33,8 @@ class DependentIndexes:
                 key,
             )
             row = await cur.fetchone()
-            name = None if row is None else str(row[0])
-            self._found[key] = name if name is not None and IDENTIFIER.fullmatch(name) else None
+            plain = row is not None and IDENTIFIER.fullmatch(str(row[0]))
+            self._found[key] = str(row[0]) if plain else None
             if self._found[key] is None:
                 log.warning(
                     "fan-out: no index (%s, %s) on %s (with a plain name): every page of"

@@ -72,7 +72,4 @@ async def check_grants(pool: aiomysql.Pool, database: str, tables: Sequence[str]
     """Read the connected user's grants and check them against the business `tables`."""
     rows = await fetch_all(pool, "show grants", "SHOW GRANTS FOR CURRENT_USER()")
     grants = [str(row[0]) for row in rows]
-    return GrantReport(
-        grants=tuple(_masked(g) for g in grants),
-        violations=tuple(violations(grants, database, tables)),
-    )
+    return GrantReport(tuple(map(_masked, grants)), tuple(violations(grants, database, tables)))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, Final
 
 from searchsync.errors import InvalidRequest
@@ -79,14 +80,9 @@ def scope_sql(
     the where text is doubled: the driver formats the query with ``%``."""
     if scope is None:
         return [], []
-    conditions: list[str] = []
-    args: list[Any] = []
-    if scope.low is not None:
-        conditions.append(f"{key} > %s")
-        args.append(param(scope.low))
-    if scope.high is not None:
-        conditions.append(f"{key} <= %s")
-        args.append(param(scope.high))
+    bounds = [(f"{key} > %s", scope.low), (f"{key} <= %s", scope.high)]
+    conditions = [sql for sql, value in bounds if value is not None]
+    args = [param(value) for _, value in bounds if value is not None]
     if scope.where is not None:
         conditions.append(f"({scope.where.replace('%', '%%')})")
     return conditions, args
@@ -100,5 +96,4 @@ def where_clause(conditions: Sequence[str]) -> str:
 def ranges(boundaries: Sequence[str]) -> list[KeyScope]:
     """The ``len(boundaries) + 1`` key ranges cut at `boundaries` (sorted by the database):
     ``(-inf, b1], (b1, b2], ..., (bN-1, +inf)``: disjoint, and every key is in one of them."""
-    ends: list[str | None] = [None, *boundaries, None]
-    return [KeyScope(ends[i], ends[i + 1]) for i in range(len(ends) - 1)]
+    return [KeyScope(low, high) for low, high in pairwise([None, *boundaries, None])]

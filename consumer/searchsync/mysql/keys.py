@@ -25,7 +25,6 @@ class DataTypes:
         self._types: dict[tuple[str, str], str] = {}
 
     async def of(self, conn: Any, table: str, column: str) -> str:
-        """The type of `table`.`column` (read on `conn` the first time)."""
         found = self._types.get((table, column))
         if found is None:
             with translate_errors(f"read the type of {table}.{column}"):

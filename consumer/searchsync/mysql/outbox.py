@@ -51,13 +51,7 @@ def outbox_insert(
     op = Operation(operation)
     if revision < 1:
         raise ValueError(f"source_revision must be >= 1, got {revision}")
-    event = ThinEvent(
-        event_id=str(uuid.uuid4()),
-        aggregate_type=aggregate_type,
-        aggregate_id=aggregate_id,
-        operation=op,
-        source_revision=revision,
-    )
+    event = ThinEvent(str(uuid.uuid4()), aggregate_type, aggregate_id, op, revision)
     at = db_time(now if now is not None else utc_now())
     payload = encode_json(event).decode("utf-8")
     params = (event.event_id, aggregate_type, aggregate_id, op.value, revision, payload, at, at, at)

@@ -41,11 +41,6 @@ SET_UP: Final = (
 )
 
 
-def member_name() -> str:
-    """``host:pid``, what `holder` records."""
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
 class OwnerEpochs:
     """This member's owner epochs, one per partition it took (the only state here; no I/O but
     through `pool`)."""
@@ -53,7 +48,7 @@ class OwnerEpochs:
     def __init__(self, pool: aiomysql.Pool, group_id: str, holder: str | None = None) -> None:
         self._pool = pool
         self._group = group_id
-        self._holder = holder or member_name()
+        self._holder = holder or f"{socket.gethostname()}:{os.getpid()}"  # host:pid
         self._held: dict[TopicPartition, int] = {}
 
     def held(self) -> dict[TopicPartition, int]:
@@ -66,12 +61,11 @@ class OwnerEpochs:
         wanted = sorted(set(partitions) - self._held.keys())
         if not wanted:
             return
-        at = db_time(datetime.now(UTC))
+        at, holder = db_time(datetime.now(UTC)), self._holder
         taken: dict[TopicPartition, int] = {}
         try:
             async with transaction_cursor(self._pool, "taking partition owner epochs") as cur:
                 for topic, partition in wanted:
-                    holder = self._holder
                     await cur.execute(
                         _TAKE, (self._group, topic, partition, holder, at, holder, at)
                     )
@@ -83,7 +77,8 @@ class OwnerEpochs:
                 raise
             raise TransientError(
                 ErrorCode.OWNER_FENCED,
-                f"waiting for a previous owner's rewrite to end before taking {_named(wanted)}"
+                f"waiting for a previous owner's rewrite to end before taking"
+                f" {', '.join(f'{t}[{p}]' for t, p in wanted)}"
                 f" ({exc.message})",
             ) from exc
         except aiomysql.MySQLError as exc:  # a deployment without the table: hold, lose nothing
@@ -117,7 +112,3 @@ class OwnerEpochs:
                     ours.add((topic, partition))
             self.forget(set(partitions) - ours)
             yield frozenset(ours)
-
-
-def _named(partitions: Iterable[TopicPartition]) -> str:
-    return ", ".join(f"{t}[{p}]" for t, p in partitions)

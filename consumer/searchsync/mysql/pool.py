@@ -182,7 +182,6 @@ async def close_pool(pool: aiomysql.Pool) -> None:
 async def pool_of(
     mysql: MysqlSettings, *, maxsize: int | None = None
 ) -> AsyncIterator[aiomysql.Pool]:
-    """`open_pool` for the length of a ``with`` block."""
     pool = await open_pool(mysql, maxsize=maxsize)
     try:
         yield pool
@@ -247,7 +246,6 @@ async def fetch_all(pool: aiomysql.Pool, doing: str, sql: str, args: Sequence[An
 
 
 def mysql_error_code(exc: BaseException) -> int | None:
-    """The MySQL error number of a driver error, or None if `exc` is not one."""
     driver = isinstance(exc, aiomysql.MySQLError) and exc.args and isinstance(exc.args[0], int)
     return exc.args[0] if driver else None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any, Final, Protocol
 
 import aiomysql
@@ -109,11 +110,8 @@ class ProjectionStateWriter:
         if not outcomes:
             return
         now = db_time(self._clock())
-        ordered = sorted(
-            range(len(outcomes)),
-            key=lambda i: (outcomes[i].aggregate_type, outcomes[i].aggregate_id, i),
-        )
-        rows = [_row(outcomes[i], now) for i in ordered]
+        ordered = sorted(outcomes, key=lambda u: (u.aggregate_type, u.aggregate_id))  # stable
+        rows = [_row(u, now) for u in ordered]
         for attempt in range(1, _DEADLOCK_ATTEMPTS + 1):
             try:
                 async with transaction_cursor(self._pool, "write search_projection_state") as cur:
@@ -124,16 +122,7 @@ class ProjectionStateWriter:
                     raise
 
 
-_NO_SUCCESS: Final = (None, None, None, None)
 _INSERT: Final = f"INSERT INTO search_projection_state ({', '.join(_COLUMNS)}) VALUES "
-
-
-def _error(update: StateUpdate) -> tuple[str | None, str | None]:
-    """The error code and message, cut to the column sizes."""
-    if update.error_code is None:
-        return None, None
-    message = None if update.error_message is None else update.error_message[:MAX_ERROR_MESSAGE]
-    return update.error_code[:MAX_ERROR_CODE_LENGTH], message
 
 
 def _row(update: StateUpdate, now: datetime) -> tuple[Any, ...]:
@@ -143,24 +132,18 @@ def _row(update: StateUpdate, now: datetime) -> tuple[Any, ...]:
     key = (update.aggregate_type, update.aggregate_id, update.source_revision)
     if update.indexed_revision is not None:  # a success: never an error too
         return (*key, update.indexed_revision, update.schema_version, update.projection_hash, at)
-    code, message = _error(update)
-    return (*key, *_NO_SUCCESS, code, message, at if code is not None else None)
+    code, message = update.error_code, update.error_message  # cut to the column sizes
+    code, message = code and code[:MAX_ERROR_CODE_LENGTH], message and message[:MAX_ERROR_MESSAGE]
+    return (*key, None, None, None, None, code, message, at if code is not None else None)
 
 
 def _upsert_sql(rows: Sequence[tuple[Any, ...]], escape: Callable[[Any], str]) -> str:
     """The one upsert of `rows` (`_row`'s), values escaped by the connection's `escape` (ints as
     they are, a value repeated across rows escaped once)."""
-    seen: dict[Any, str] = {}
+    escaped = cache(escape)
 
     def literal(value: Any) -> str:
-        if value is None:
-            return "NULL"
-        if type(value) is int:
-            return str(value)
-        text = seen.get(value)
-        if text is None:
-            text = seen[value] = escape(value)
-        return text
+        return "NULL" if value is None else str(value) if type(value) is int else escaped(value)
 
     parts: list[str] = []
     for row in rows:

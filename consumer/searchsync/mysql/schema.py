@@ -5,14 +5,12 @@ tables' grants are printed, never their DDL."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from importlib import resources
 from typing import Final
 
 from searchsync.mysql.dialect import DEFAULT_FLAVOR, Dialect, Flavor
 from searchsync.mysql.pool import IDENTIFIER
-
-_PACKAGE_DIR: Final = "_resources/sql"
 
 # Privileges on searchsync's own tables, per user: (table, privileges). One line per table.
 _CONSUMER_OWN: Final = (
@@ -41,8 +39,6 @@ _APP_OWN: Final = (
     ("search_revision_floor", "SELECT, INSERT, UPDATE, DELETE"),
     ("search_projection_state", "SELECT, DELETE"),
 )
-_CONSUMER_BUSINESS: Final = "SELECT"
-_APP_BUSINESS: Final = "SELECT, INSERT, UPDATE, DELETE"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +59,7 @@ class DbUsers:
 
 def migrations() -> list[Migration]:
     """searchsync's own migrations, in the order they must be applied."""
-    folder = resources.files("searchsync").joinpath(_PACKAGE_DIR)
+    folder = resources.files("searchsync").joinpath("_resources/sql")
     files = sorted(
         (f for f in folder.iterdir() if f.name.endswith(".sql") and f.name[:3].isdigit()),
         key=lambda f: f.name,
@@ -73,8 +69,7 @@ def migrations() -> list[Migration]:
 
 def schema_sql() -> str:
     """Every migration in order, each under a ``-- migration <name>`` line: one script."""
-    parts = [f"-- migration {m.name}\n{m.sql.rstrip()}\n" for m in migrations()]
-    return "\n".join(parts)
+    return "\n".join(f"-- migration {m.name}\n{m.sql.rstrip()}\n" for m in migrations())
 
 
 def grant_statements(
@@ -89,21 +84,19 @@ def grant_statements(
     for name in (database, *business_tables):
         if not IDENTIFIER.fullmatch(name):
             raise ValueError(f"{name!r}: want an identifier {IDENTIFIER.pattern}")
-    for user in (users.consumer, users.app, users.debezium, users.host):
+    for user in astuple(users):
         if "'" in user or "\\" in user:
             raise ValueError(f"{user!r}: a user or host may not contain quotes or backslashes")
 
     own = {t for t, _ in _CONSUMER_OWN}
     business_tables = [t for t in dict.fromkeys(business_tables) if t not in own]
 
-    def to(user: str) -> str:
-        return f"'{user}'@'{users.host}'"
-
-    grants = [(Dialect(flavor).debezium_global_privileges(), "*.*", to(users.debezium))]
-    grants += [(privs, t, to(users.consumer)) for t, privs in _CONSUMER_OWN]
-    grants += [(_CONSUMER_BUSINESS, t, to(users.consumer)) for t in business_tables]
-    grants += [(privs, t, to(users.app)) for t, privs in _APP_OWN]
-    grants += [(_APP_BUSINESS, t, to(users.app)) for t in business_tables]
+    consumer, app, debezium = (f"'{u}'@'{users.host}'" for u in astuple(users)[:3])
+    grants = [(Dialect(flavor).debezium_global_privileges(), "*.*", debezium)]
+    grants += [(privs, t, consumer) for t, privs in _CONSUMER_OWN]
+    grants += [("SELECT", t, consumer) for t in business_tables]
+    grants += [(privs, t, app) for t, privs in _APP_OWN]
+    grants += [("SELECT, INSERT, UPDATE, DELETE", t, app) for t in business_tables]
     return [_grant(privs, database, table, account) for privs, table, account in grants]
 
 

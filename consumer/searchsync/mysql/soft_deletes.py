@@ -54,13 +54,11 @@ class SoftDeleteState:
         live_or_deleted = f"IF({quoted} IS NULL, {LIVE}, {DELETED})"
         if before is None:
             return live_or_deleted, ()
-        data_type = await self._types.of(conn, table, column)
-        if data_type == "timestamp":
-            cutoff = before.astimezone(UTC)
-        elif data_type == "datetime":
-            cutoff = before.astimezone(self._zone)
-        else:
+        zones = {"timestamp": UTC, "datetime": self._zone}
+        zone = zones.get(await self._types.of(conn, table, column))
+        if zone is None:
             return live_or_deleted, ()
+        cutoff = before.astimezone(zone)
         return (
             f"IF({quoted} IS NULL, {LIVE}, IF({quoted} < %s, {PURGED}, {DELETED}))",
             (cutoff.replace(tzinfo=None),),

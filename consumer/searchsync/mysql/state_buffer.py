@@ -67,10 +67,8 @@ class _Pending:
             rows.append(replace(ok, source_revision=src, at=ok_at))
         if error is not None and error_at is not None:
             failure = replace(error, source_revision=src, at=error_at)
-            if rows and ok_at is not None and error_at < ok_at:
-                rows.insert(0, failure)  # in the order they happened
-            else:
-                rows.append(failure)
+            first = ok_at is not None and error_at < ok_at  # in the order they happened
+            rows.insert(0 if first else len(rows), failure)
         return rows or [StateUpdate(*key, src, at=now)]  # only "seen"
 
 
@@ -158,7 +156,7 @@ class StateBuffer:
 
     def flush_if_due(self) -> None:
         """Start a flush in the background when the interval has passed and none is running."""
-        if self._clock() < self._next or (self._flushing and not self._flushing.done()):
+        if self._clock() < self._next or self.tasks():
             return
         self._next = self._clock() + self._interval
         if self._entries:
@@ -170,9 +168,8 @@ class StateBuffer:
 
     async def flush(self) -> None:
         """Write everything buffered now (after a running flush); errors are logged."""
-        running = self._flushing
-        if running is not None and not running.done():
-            await asyncio.wait({running})
+        if running := self.tasks():
+            await asyncio.wait(running)
         if self._entries:
             self._flushing = asyncio.create_task(self._flush_once())
             await asyncio.wait({self._flushing})

@@ -117,7 +117,7 @@ class MysqlTruth:
         self._packing = Packing()
         self._types = ColumnTypes(time_zone)
         self._kinds = DataTypes()
-        self._buckets = partial(
+        self.bucket_page = partial(  # `Truth.bucket_page`
             bucket_page,
             pool,
             sync_hash_column=sync_hash_column,
@@ -219,21 +219,6 @@ class MysqlTruth:
             conditions.insert(0, f"{key} > %s")
             args.insert(0, cursor_param(after, integer))
         return conditions, args
-
-    async def bucket_page(
-        self,
-        projector: Projector,
-        lo: int,
-        hi: int,
-        after: BucketCursor | None,
-        limit: int,
-        *,
-        content: bool,
-        purged_before: datetime | None = None,
-    ) -> list[TruthEntry]:
-        return await self._buckets(
-            projector, lo, hi, after, limit, content=content, purged_before=purged_before
-        )
 
     async def _by_chunks(
         self,

@@ -82,13 +82,13 @@ async def bucket_page(
     with `id_prefix`, only ids starting with it (a text key's prefix). `purged_before` (aware;
     None: no row is purged) is the cutoff of `TruthEntry.purged`; `soft` writes it in SQL for
     the column's type and ``[mysql] time_zone`` (default: UTC)."""
-    q, doing = _Columns.of(projector), f"repair scan {projector.table}"
+    doing = f"repair scan {projector.table}"
     async with transaction_cursor(pool, doing) as cur:
         integer = False
         if kinds is not None and after is not None:
             integer = await kinds.integer(cur.connection, projector.table, projector.id_column)
         cursor = None if after is None else (after[0], cursor_param(after[1], integer))
-        src, args, order = _source(projector, q, lo, hi, cursor, limit, sync_hash_column, id_prefix)
+        src, args, order = _source(projector, lo, hi, cursor, limit, sync_hash_column, id_prefix)
         if content:
             select = ", ".join(quote_identifier(c) for c in projector.columns)
             sql = f"SELECT {select} FROM {src}"
@@ -98,7 +98,8 @@ async def bucket_page(
                 entry_of_row(r, content=True, projector=projector, purged_before=purged_before)
                 for r in rows
             ]
-        select, state = f"{q.id}, {q.revision}", ""
+        select = ", ".join(map(quote_identifier, (projector.id_column, projector.revision_column)))
+        state = ""
         state_args: tuple[Any, ...] = ()
         if projector.deleted_at_column is not None:
             state, state_args = await (soft or SoftDeleteState()).expression(
@@ -106,49 +107,20 @@ async def bucket_page(
             )
             select += f", {state}"
         page_args = state_args + tuple(args)
-        if q.packable:
+        light = None
+        columns = (projector.id_column, projector.revision_column, projector.deleted_at_column)
+        if columns == ("id", "revision", "deleted_at"):  # packed: the default columns only
             await cur.execute(_packed(dialect_of(cur.connection), src, order, state), page_args)
             light = unpack_light(await cur.fetchone(), max_len=PACKED_MAX)
-        else:
-            light = None
         if light is None:  # truncated or unexpected: the same page as tuples
             await cur.execute(f"SELECT {select} FROM {src}", page_args)
             tuples: Iterable[tuple[Any, ...]] = await cur.fetchall()
-            light = [_light_entry(t, q.deleted is not None) for t in tuples]
+            light = [_light_entry(t, projector.deleted_at_column is not None) for t in tuples]
     return light
-
-
-@dataclass(frozen=True, slots=True)
-class _Columns:
-    """A projector's key, revision and soft-delete columns, quoted."""
-
-    id: str
-    revision: str
-    deleted: str | None
-    light: tuple[str, ...]  # the columns a light page reads
-
-    @property
-    def packable(self) -> bool:
-        """The packed page reads the three default columns (other tables read pages as rows)."""
-        return self.light == ("id", "revision", "deleted_at")
-
-    @staticmethod
-    def of(projector: Projector) -> _Columns:
-        deleted = projector.deleted_at_column
-        light = (projector.id_column, projector.revision_column) + (
-            () if deleted is None else (deleted,)
-        )
-        return _Columns(
-            quote_identifier(projector.id_column),
-            quote_identifier(projector.revision_column),
-            None if deleted is None else quote_identifier(deleted),
-            light,
-        )
 
 
 def _source(
     projector: Projector,
-    q: _Columns,
     lo: int,
     hi: int,
     after: tuple[int, Any] | None,
@@ -157,23 +129,20 @@ def _source(
     id_prefix: str,
 ) -> tuple[str, list[Any], str]:
     """The page's ``FROM ... LIMIT %s``, its parameters and its order."""
+    id_key = quote_identifier(projector.id_column)
     args: list[Any]
     if sync_hash_column:  # the index (sync_hash, id): pages in that order, each an index range
-        key, order = "`sync_hash`", f"`sync_hash`, {q.id}"
+        bucket, order = "`sync_hash`", f"`sync_hash`, {id_key}"
         args = [max(lo, after[0]) if after else lo, hi]
-        where = f"{key} >= %s AND {key} < %s"
-        if after is not None:
-            where += f" AND (`sync_hash` > %s OR {q.id} > %s)"
-            args.extend(after)
+        later, later_args = f" AND (`sync_hash` > %s OR {id_key} > %s)", list(after or ())
     else:  # the key per row, a keyset scan of the primary key
-        key, order = f"CRC32(CONCAT(%s, {q.id}))", q.id
+        bucket, order = f"CRC32(CONCAT(%s, {id_key}))", id_key
         args = [f"{projector.aggregate_type}:", lo, f"{projector.aggregate_type}:", hi]
-        where = f"{key} >= %s AND {key} < %s"
-        if after is not None:
-            where += f" AND {q.id} > %s"
-            args.append(after[1])
+        later, later_args = f" AND {id_key} > %s", [after[1]] if after else []
+    where = f"{bucket} >= %s AND {bucket} < %s" + (later if after is not None else "")
+    args += later_args
     if id_prefix:
-        where += f" AND {q.id} >= %s AND {q.id} < %s"
+        where += f" AND {id_key} >= %s AND {id_key} < %s"
         args.extend(prefix_range(id_prefix))
     src = f"{quote_identifier(projector.table)} WHERE {where} ORDER BY {order} LIMIT %s"
     args.append(limit)
@@ -182,15 +151,9 @@ def _source(
 
 def _light_entry(values: tuple[Any, ...], soft_delete: bool) -> TruthEntry:
     """A row of a light page read as rows: id, revision and (with `soft_delete`) its state."""
-    key, revision = values[0], values[1]
+    key = values[0] if values[0].__class__ is str else str(values[0])
     state = int(values[2]) if soft_delete else LIVE
-    return TruthEntry(
-        key if key.__class__ is str else str(key),
-        int(revision),
-        state != LIVE,
-        None,
-        state == PURGED,
-    )
+    return TruthEntry(key, int(values[1]), state != LIVE, None, state == PURGED)
 
 
 def _packed(dialect: Dialect, src: str, order: str, state: str) -> str:

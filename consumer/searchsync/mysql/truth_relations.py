@@ -39,9 +39,7 @@ async def read_relations(
     if not roots or not (projector.children or projector.lookups):
         return
     ids = list(dict.fromkeys(map(projector.key_of, roots)))
-    children: list[tuple[Child, list[Row]]] = []
-    for child in projector.children:
-        children.append((child, await _children(conn, child, ids, packing, types)))
+    children = [(c, await _children(conn, c, ids, packing, types)) for c in projector.children]
     lookups: list[tuple[Lookup, list[Row]]] = []
     for lookup in projector.lookups:  # after the children: a lookup may read through one
         keys = lookup_keys(lookup, roots, children)

@@ -10,7 +10,7 @@ from typing import Any, Final
 
 import aiomysql
 
-from searchsync.mysql.pool import expand_in, quote_identifier, transaction_cursor
+from searchsync.mysql.pool import expand_in, fetch_all, quote_identifier, transaction_cursor
 from searchsync.relay.port import (
     DEAD,
     PENDING,
@@ -118,16 +118,13 @@ class MysqlRelayStore:
             )
             row = await cur.fetchone()
         age = None if row is None or row[0] is None else max(0.0, int(row[0]) / 1e6)
-        return OutboxCounts(
-            pending=by_status.get(PENDING, 0),
-            processing=by_status.get(PROCESSING, 0),
-            dead=by_status.get(DEAD, 0),
-            oldest_pending_age_s=age,
-        )
+        pending, processing, dead = (by_status.get(s, 0) for s in (PENDING, PROCESSING, DEAD))
+        return OutboxCounts(pending, processing, dead, age)
 
     async def claimed_any(self) -> bool:
-        sql = f"SELECT 1 FROM {self._table} WHERE status IN (%s, %s, %s) LIMIT 1"
-        return bool(await self._select(sql, (PROCESSING, PUBLISHED, DEAD)))
+        t = self._table
+        sql = f"SELECT 1 FROM {t} WHERE status IN (%s, %s, %s) LIMIT 1"
+        return bool(await fetch_all(self._pool, f"read {t}", sql, (PROCESSING, PUBLISHED, DEAD)))
 
     async def status(self, claim_timeout_s: float) -> RelayStatus:
         t = self._table
@@ -162,7 +159,9 @@ class MysqlRelayStore:
         )
 
     async def dead(self, limit: int) -> list[DeadRow]:
-        rows = await self._select(
+        rows = await fetch_all(
+            self._pool,
+            f"read {self._table}",
             "SELECT id, event_id, aggregate_type, aggregate_id, operation, source_revision,"
             f" attempts, last_error, updated_at FROM {self._table}"
             " WHERE status = %s ORDER BY id LIMIT %s",
@@ -183,11 +182,6 @@ class MysqlRelayStore:
         if not ids:
             return 0
         return await self._update(expand_in(sql + " AND id IN %s", len(ids)), (PENDING, DEAD, *ids))
-
-    async def _select(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
-        async with transaction_cursor(self._pool, f"read {self._table}") as cur:
-            await cur.execute(sql, args)
-            return list(await cur.fetchall())
 
     async def _update(self, sql: str, args: tuple[Any, ...]) -> int:
         async with transaction_cursor(self._pool, f"update {self._table}") as cur:

@@ -118,10 +118,9 @@ class RelayMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        window = DEFAULT_WINDOW
         gauge = partial(Gauge, registry=self.registry)
         counter = partial(Counter, registry=self.registry)
-        self.attempts = RollingKinds(window)
+        self.attempts = RollingKinds(DEFAULT_WINDOW)
         self._pending = gauge("outbox_pending_count", "Outbox rows PENDING")
         self._oldest = gauge(
             "outbox_oldest_pending_age_seconds",
@@ -129,12 +128,11 @@ class RelayMetrics:
         )
         self._processing = gauge("outbox_processing_count", "Outbox rows claimed by a relay")
         self._dead = gauge("outbox_dead_count", "Outbox rows past the attempt limit")
-        retry = gauge(
+        gauge(
             "outbox_retry_rate",
-            f"Share of failed attempts among this relay's last {window} publish attempts",
-        )
-        retry.set_function(lambda: self.attempts.rate("failed"))
-        self._timeouts = counter(
+            f"Share of failed attempts among this relay's last {DEFAULT_WINDOW} publish attempts",
+        ).set_function(lambda: self.attempts.rate("failed"))
+        self.timeouts = counter(
             "outbox_claim_timeout_count",
             "Claims taken back because their holder did not finish in time",
         )
@@ -150,9 +148,6 @@ class RelayMetrics:
         self.attempts.add("published", published)
         self.attempts.add("failed", failed)
         self._published.inc(published)
-
-    def taken_back(self, n: int) -> None:
-        self._timeouts.inc(n)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
@@ -188,7 +183,7 @@ class Relay:
         s = self._settings
         taken = await self._store.take_back(s.claim_timeout_s, s.max_attempts)
         if taken:
-            self._metrics.taken_back(taken)
+            self._metrics.timeouts.inc(taken)
             log.warning("took back %d timed-out claims", taken)
         claimed = await self._store.claim(self.holder, s.batch_size)
         if not claimed:
@@ -200,7 +195,9 @@ class Relay:
         kafka_away = not published and any(not own for _, _, own in failed)
         self._outage = self._outage + 1 if kafka_away else 0
         failures = [
-            Failure(e.id, error, self._delay(e.attempts if own else self._outage - 1), own)
+            Failure(
+                e.id, error, retry_delay(self._retry, e.attempts if own else self._outage - 1), own
+            )
             for e, error, own in failed
         ]
         await self._store.mark_published(published)
@@ -214,9 +211,6 @@ class Relay:
         return TickReport(
             taken, len(claimed), len(published), counted, dead, len(failures) - counted
         )
-
-    def _delay(self, earlier_failures: int) -> timedelta:
-        return retry_delay(self._retry, earlier_failures)
 
     async def refresh_stats(self) -> None:
         self._metrics.set_counts(await self._store.counts())
@@ -236,7 +230,7 @@ class Relay:
                 log.warning("relay tick failed, trying again: %s", exc)
             wait = 0.0 if report.claimed >= s.batch_size else s.poll_interval_s
             if report.unavailable and not report.published:  # Kafka is away: back off
-                wait = self._delay(self._outage - 1).total_seconds()
+                wait = retry_delay(self._retry, self._outage - 1).total_seconds()
             if wait:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), wait)
@@ -244,13 +238,9 @@ class Relay:
     async def _publish(self, entry: OutboxEntry) -> tuple[str, bool] | None:
         """None once acknowledged, else why not and whether it was the row's own fault."""
         try:
-            record = router_record(entry, self._settings.topic_template)
-            await asyncio.wait_for(
-                self._publisher.send(
-                    record.topic, record.value, record.key, headers=record.headers
-                ),
-                self._settings.publish_timeout_s,
-            )
+            r = router_record(entry, self._settings.topic_template)
+            sent = self._publisher.send(r.topic, r.value, r.key, headers=r.headers)
+            await asyncio.wait_for(sent, self._settings.publish_timeout_s)
         except TimeoutError:
             return f"no acknowledgement within {self._settings.publish_timeout_s}s", False
         except Exception as exc:
@@ -279,9 +269,8 @@ async def run_relay(
         details={"relay": holder},
     )
     try:
-        relay = Relay(store, producer, settings.relay, holder=holder, metrics=metrics)
         log.info("relay %s publishing %s", holder, settings.relay.table)
-        await relay.run(stop)
+        await Relay(store, producer, settings.relay, holder=holder, metrics=metrics).run(stop)
     finally:
         if server is not None:
             await server.close()

@@ -93,15 +93,11 @@ def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runt
             out(f"{section}.{key} = {orjson.dumps(value, default=str).decode()}")
     out(f"registered types: {', '.join(registry.types())}")
     if report is not None:
-        for grant in report.grants:
-            out(f"grant: {grant}")
-        for violation in report.violations:
-            err(f"least privilege violated: {violation}")
+        out(*(f"grant: {grant}" for grant in report.grants))
+        err(*(f"least privilege violated: {violation}" for violation in report.violations))
         out("least privilege: ok" if report.ok else "least privilege: VIOLATED")
-    for line in setup_check.lines(reports):
-        out(line)
-    for finding in found:
-        err(f"config refused: {finding}")
+    out(*setup_check.lines(reports))
+    err(*(f"config refused: {finding}" for finding in found))
     out(f"config NOT ok: {len(found)} finding(s)" if found else "config ok")
     return code
 
@@ -247,18 +243,14 @@ def cmd_grants(args: argparse.Namespace, settings: Settings, runtime: Runtime) -
     )
     database = args.database or settings.mysql.database
     out("-- Create the three accounts first, with passwords of your own (CREATE USER ...).")
-    for line in grant_statements(database, tables, users, _flavor(args, settings)):
-        out(line)
+    out(*grant_statements(database, tables, users, _flavor(args, settings)))
     return ExitCode.OK
 
 
 def cmd_connector(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     kafka = settings.kafka
     if args.worker_properties:
-        for line in worker_provider_lines(
-            args.provider, files=kafka.ssl_certificate_location is not None
-        ):
-            out(line)
+        out(*worker_provider_lines(args.provider, files=kafka.ssl_certificate_location is not None))
         return ExitCode.OK
     mysql = settings.mysql
     target = ConnectorTarget(

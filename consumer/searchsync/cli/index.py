@@ -84,10 +84,14 @@ def _with_admin(
     return run_in(runtime, lambda: call(runtime.search().admin, *args, **kwargs))
 
 
-async def _per_alias(
-    admin: IndexAdmin, call: Callable[[IndexAdmin, str], Awaitable[T]], aliases: Sequence[str]
-) -> list[T]:
-    return [await call(admin, alias) for alias in aliases]
+def _per_type(
+    runtime: Runtime, call: Callable[[IndexAdmin, str], Awaitable[T]], types: Sequence[str]
+) -> list[tuple[str, T]]:
+    async def each() -> list[T]:
+        admin = runtime.search().admin
+        return [await call(admin, runtime.settings.alias(t)) for t in types]
+
+    return list(zip(types, run_in(runtime, each), strict=True))
 
 
 def cmd_index_init(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -124,9 +128,7 @@ def cmd_index_init(args: argparse.Namespace, settings: Settings, runtime: Runtim
 
 
 def cmd_index_describe(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    types = runtime.registry.types()
-    found = _with_admin(runtime, _per_alias, describe, [settings.alias(t) for t in types])
-    pairs = list(zip(types, found, strict=True))
+    pairs = _per_type(runtime, describe, runtime.registry.types())
 
     def lines() -> Iterator[str]:
         for t, d in pairs:
@@ -140,9 +142,7 @@ def cmd_index_describe(args: argparse.Namespace, settings: Settings, runtime: Ru
 
 
 def cmd_index_list(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    types = chosen_types(runtime, args.type)
-    found = _with_admin(runtime, _per_alias, indices.list_alias, [settings.alias(t) for t in types])
-    pairs = list(zip(types, found, strict=True))
+    pairs = _per_type(runtime, indices.list_alias, chosen_types(runtime, args.type))
     document = [
         {
             "aggregate_type": t,
@@ -231,13 +231,12 @@ def _seconds(text: str) -> float:
 
 
 def cmd_wait(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    aggregate_type = chosen_type(runtime, args.type)
-
+    alias = settings.alias(chosen_type(runtime, args.type))
     result = run_in(
         runtime,
         lambda: wait_for_revision(
             runtime.search().aliased,
-            settings.alias(aggregate_type),
+            alias,
             args.doc_id,
             args.revision,
             until=Until.SEARCHABLE if args.searchable else Until.INDEXED,

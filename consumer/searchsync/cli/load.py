@@ -103,7 +103,6 @@ def report(outcome: LoadOutcome, *, as_json: bool) -> ExitCode:
         line = outcome.message
         if outcome.rows_this_run:
             line += f" ({outcome.rows_per_s:.0f} rows/s over {outcome.seconds:.1f}s)"
-        for doc_id, why in outcome.failures[:5]:
-            err(f"not indexed: {doc_id}: {why}")
+        err(*(f"not indexed: {doc_id}: {why}" for doc_id, why in outcome.failures[:5]))
         (out if outcome.ok else err)(line)
     return ExitCode.OK if outcome.ok else ExitCode.FAILURE

@@ -21,12 +21,12 @@ from searchsync.exit_codes import ExitCode
 PLAN_ONLY: Final = "plan only, nothing changed: add --execute to act"  # stderr, no --execute
 
 
-def out(text: str) -> None:
-    print(text, file=sys.stdout, flush=True)
+def out(*lines: str) -> None:
+    print(*lines, sep="\n", end="\n" if lines else "", file=sys.stdout, flush=True)
 
 
-def err(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+def err(*lines: str) -> None:
+    print(*lines, sep="\n", end="\n" if lines else "", file=sys.stderr, flush=True)
 
 
 def show(
@@ -42,8 +42,7 @@ def show(
     if as_json:
         print_json(document)
         return code
-    for line in lines:
-        out(line)
+    out(*lines)
     if plan:
         err(PLAN_ONLY)
     return code

@@ -73,8 +73,7 @@ def cmd_rebuild(args: argparse.Namespace, settings: Settings, runtime: Runtime) 
         out(orjson.dumps(summary, default=str).decode())
     else:
         if outcome.plan is not None:
-            for key, value in outcome.plan.summary().items():
-                out(f"{key}: {value}")
+            out(*(f"{key}: {value}" for key, value in outcome.plan.summary().items()))
         (out if outcome.ok else err)(outcome.message)
     return ExitCode.OK if outcome.ok else ExitCode.FAILURE
 
@@ -137,13 +136,11 @@ def cmd_repair(args: argparse.Namespace, settings: Settings, runtime: Runtime) -
     def on_report(report: RotationReport) -> None:
         last.append(report)
         if args.explain:
-            for t, choice in report.choices:
-                err(f"{t} {choice.explain()}")
+            err(*(f"{t} {choice.explain()}" for t, choice in report.choices))
         if args.json:
             out(json.dumps(to_json(report, dry_run=args.dry_run), sort_keys=True))
         else:
-            for line in render(report, dry_run=args.dry_run):
-                out(line)
+            out(*render(report, dry_run=args.dry_run))
 
     async def go() -> None:
         lease = RepairLease((await runtime.tables()).repair_lease, settings.repair.lease_s)

@@ -59,8 +59,7 @@ def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runt
     registry = runtime.registry  # a ConfigError (exit 2) when a projector cannot be loaded
     if settings.search.engine == "opensearch":
         opensearch_client_class()  # a ConfigError (exit 2) without the searchsync[opensearch] extra
-    redacted: dict[str, Any] = dict(settings.redacted())
-    redacted["registered_types"] = list(registry.types())
+    redacted: dict[str, Any] = {**settings.redacted(), "registered_types": list(registry.types())}
     report = None
     if args.grants:
         from searchsync.mysql.grants import check_grants
@@ -222,10 +221,8 @@ def _flavor_option(parser: Any) -> None:
 
 def _flavor(args: argparse.Namespace, settings: Settings) -> Flavor:
     """``--flavor``, else ``[mysql] flavor`` when it names one, else `DEFAULT_FLAVOR`."""
-    if args.flavor is not None:
-        return parse_flavor(args.flavor)
-    configured = settings.mysql.flavor
-    return DEFAULT_FLAVOR if configured == "auto" else parse_flavor(configured)
+    chosen = args.flavor or settings.mysql.flavor
+    return DEFAULT_FLAVOR if chosen == "auto" else parse_flavor(chosen)
 
 
 def cmd_sql(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:

@@ -121,10 +121,7 @@ def cmd_index_init(args: argparse.Namespace, settings: Settings, runtime: Runtim
     if not args.json:
         err(message)
     outcome = load.run_load(runtime, load.load_options(args, aggregate_type))
-    if not args.json:
-        return load.report(outcome, as_json=False)
-    code = ExitCode.OK if outcome.ok else ExitCode.FAILURE
-    return show(True, {**document, "load": outcome.summary()}, [], code=code)
+    return load.report(outcome, {**document, "load": outcome.summary()} if args.json else None)
 
 
 def cmd_index_describe(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:

@@ -81,7 +81,7 @@ def cmd_index_load(args: argparse.Namespace, settings: Settings, runtime: Runtim
     options = load_options(args, chosen_type(runtime, args.type))
     tune_for_throughput()
     outcome = run_load(runtime, options)
-    return report(outcome, as_json=args.json)
+    return report(outcome, outcome.summary() if args.json else None)
 
 
 def run_load(runtime: Runtime, options: LoadOptions) -> LoadOutcome:
@@ -95,10 +95,10 @@ def run_load(runtime: Runtime, options: LoadOptions) -> LoadOutcome:
     return run_in(runtime, go)
 
 
-def report(outcome: LoadOutcome, *, as_json: bool) -> ExitCode:
-    """Print `outcome` (one JSON document with `as_json`); exit 0 when it is ok, else 1."""
-    if as_json:
-        print_json(outcome.summary())
+def report(outcome: LoadOutcome, document: dict[str, Any] | None) -> ExitCode:
+    """Print `document` (``--json``), else `outcome` for a person; exit 0 when it is ok, else 1."""
+    if document is not None:
+        print_json(document)
     else:
         line = outcome.message
         if outcome.rows_this_run:

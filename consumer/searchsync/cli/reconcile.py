@@ -219,9 +219,8 @@ def to_json(report: RotationReport, *, dry_run: bool) -> dict[str, Any]:
 def render(report: RotationReport, *, dry_run: bool) -> list[str]:
     data = to_json(report, dry_run=dry_run)
     lines = [f"repair rotation{' (dry run)' if dry_run else ''}: {report.seconds:.1f}s"]
-    lines.append(f"  {'kind':<14} {'count':>7}")
-    for kind in FindingKind:
-        lines.append(f"  {kind.value:<14} {data['counts'][kind.value]:>7}")
+    lines += [f"  {'kind':<14} {'count':>7}"]
+    lines += [f"  {kind.value:<14} {data['counts'][kind.value]:>7}" for kind in FindingKind]
     lines.append(
         f"  buckets scanned {data['buckets_scanned']} (content checked "
         f"{data['buckets_content_checked']}, share {report.content_share:g}), interrupted"

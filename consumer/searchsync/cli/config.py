@@ -76,7 +76,24 @@ def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runt
             "violations": list(report.violations),
         }
     found = setup_check.static_findings(settings, registry)
-    reports = _connected_findings(settings, runtime, found) if args.connect else []
+    reports: list[setup_check.TypeReport] = []
+
+    async def connected() -> None:  # the refusals that need MySQL and the search engine
+        tables, admin = await runtime.tables(), runtime.search().admin
+        schema = MysqlTableSchema(await runtime.pool())
+        for t in registry.types():
+            projector = registry.get(t)
+            wrong = await setup_check.schema_findings(projector, schema)
+            found.extend(wrong)
+            if not wrong:  # a missing column would only fail the read
+                sample = await setup_check.sample_report(projector, tables.truth)
+                reports.append(sample)
+                found.extend(sample.findings)
+            prefix = settings.elasticsearch.index_prefix
+            found.extend(await setup_check.engine_findings(projector, admin, prefix))
+
+    if args.connect:
+        run_in(runtime, connected)
     redacted["consumed_topics"] = list(consumed_topics(settings, event_types(registry)))
     redacted["findings"] = found
     if args.connect:
@@ -99,30 +116,6 @@ def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runt
     err(*(f"config refused: {finding}" for finding in found))
     out(f"config NOT ok: {len(found)} finding(s)" if found else "config ok")
     return code
-
-
-def _connected_findings(
-    settings: Settings, runtime: Runtime, found: list[str]
-) -> list[setup_check.TypeReport]:
-    """Add to `found` the refusals that need MySQL and the search engine; the per-type reports."""
-    registry, reports = runtime.registry, []
-
-    async def go() -> None:
-        tables, admin = await runtime.tables(), runtime.search().admin
-        schema = MysqlTableSchema(await runtime.pool())
-        for t in registry.types():
-            projector = registry.get(t)
-            wrong = await setup_check.schema_findings(projector, schema)
-            found.extend(wrong)
-            if not wrong:  # a missing column would only fail the read
-                report = await setup_check.sample_report(projector, tables.truth)
-                reports.append(report)
-                found.extend(report.findings)
-            prefix = settings.elasticsearch.index_prefix
-            found.extend(await setup_check.engine_findings(projector, admin, prefix))
-
-    run_in(runtime, go)
-    return reports
 
 
 def register_projection(commands: Any) -> None:

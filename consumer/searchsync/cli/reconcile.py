@@ -102,8 +102,8 @@ async def run_rebuild(
         if server is not None:
             stack.push_async_callback(server.close)
             err(f"rebuild metrics on http://{host}:{server.port}/metrics")
-        return await rebuilder.run(options)
-    raise AssertionError("unreachable")  # pragma: no cover
+        outcome = await rebuilder.run(options)
+    return outcome
 
 
 def register_repair(commands: Any) -> None:

@@ -51,15 +51,13 @@ def register(cmds: Any) -> None:
     add_wait_switch(load)
 
 
-def add_wait_switch(parser: argparse.ArgumentParser) -> None:
-    wait = "finish once the live group committed past the load's watermark (default)"
-    no_wait = "finish without checking the live group"
-    switch(
-        parser,
-        "wait_for_live",
-        ("--wait-for-live-group", True, wait),
-        ("--no-wait", False, no_wait),
-    )
+def add_wait_switch(
+    parser: argparse.ArgumentParser,
+    wait: str = "finish once the live group committed past the load's watermark (default)",
+    no_wait: str = "finish without checking the live group",
+) -> None:
+    flags = ("--wait-for-live-group", True, wait), ("--no-wait", False, no_wait)
+    switch(parser, "wait_for_live", *flags)
 
 
 def load_options(args: argparse.Namespace, aggregate_type: str) -> LoadOptions:

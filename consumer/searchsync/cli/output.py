@@ -81,9 +81,20 @@ def describe_unreachable(exc: BaseException, settings: Settings) -> str | None:
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
-        message = _message(cause, settings)
-        if message is not None:
-            return message
+        if (
+            isinstance(cause, KafkaException)
+            and cause.args
+            and isinstance(cause.args[0], KafkaError)
+        ):
+            error: KafkaError = cause.args[0]
+            if error.code() in _KAFKA_AWAY:
+                return f"{kafka_at(settings)} is unreachable: {error.str()}"
+        if isinstance(cause, TransientError) and cause.code is ErrorCode.MYSQL_UNAVAILABLE:
+            return f"{mysql_at(settings)} is unreachable: {cause}"
+        if isinstance(cause, EsConnectionError | EsConnectionTimeout) or (
+            isinstance(cause, TransientError) and cause.code is ErrorCode.ES_UNAVAILABLE
+        ):
+            return f"{elasticsearch_at(settings)} is unreachable: {cause}"
         cause = cause.__cause__ or cause.__context__
     return None
 
@@ -101,17 +112,3 @@ def elasticsearch_at(settings: Settings) -> str:
     hosts = ", ".join(settings.elasticsearch.hosts)
     engine = "OpenSearch" if settings.search.engine == "opensearch" else "Elasticsearch"
     return f"{engine} at {hosts} (setting elasticsearch.hosts)"
-
-
-def _message(exc: BaseException, settings: Settings) -> str | None:
-    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
-        error: KafkaError = exc.args[0]
-        if error.code() in _KAFKA_AWAY:
-            return f"{kafka_at(settings)} is unreachable: {error.str()}"
-    if isinstance(exc, TransientError) and exc.code is ErrorCode.MYSQL_UNAVAILABLE:
-        return f"{mysql_at(settings)} is unreachable: {exc}"
-    if isinstance(exc, EsConnectionError | EsConnectionTimeout) or (
-        isinstance(exc, TransientError) and exc.code is ErrorCode.ES_UNAVAILABLE
-    ):
-        return f"{elasticsearch_at(settings)} is unreachable: {exc}"
-    return None

@@ -15,7 +15,8 @@ from typing import Any
 
 import orjson
 
-from searchsync.cli.args import chosen_type, chosen_types, command, number, run_in, switch
+from searchsync.cli.args import chosen_type, chosen_types, command, number, run_in
+from searchsync.cli.load import add_wait_switch
 from searchsync.cli.output import err, out
 from searchsync.config import Settings
 from searchsync.errors import LeaseHeld
@@ -53,9 +54,7 @@ def register_rebuild(commands: Any) -> None:
         "redeployed live group has caught up (default)"
     )
     no_wait = "stop the catch-up group after the swap; the index then waits for the redeploy"
-    switch(
-        cmd, "wait_for_live", ("--wait-for-live-group", True, wait), ("--no-wait", False, no_wait)
-    )
+    add_wait_switch(cmd, wait, no_wait)
 
 
 def cmd_rebuild(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -69,8 +68,7 @@ def cmd_rebuild(args: argparse.Namespace, settings: Settings, runtime: Runtime) 
     tune_for_throughput()
     outcome = asyncio.run(run_rebuild(runtime, options, json_lines=args.json))
     if args.json:  # the last JSON line: the summary
-        summary = {"event": "summary", **outcome.summary()}
-        out(orjson.dumps(summary, default=str).decode())
+        out(orjson.dumps({"event": "summary", **outcome.summary()}, default=str).decode())
     else:
         if outcome.plan is not None:
             out(*(f"{key}: {value}" for key, value in outcome.plan.summary().items()))

@@ -127,13 +127,11 @@ def render(report: StatusReport) -> list[str]:
 def _describe(s: Section) -> list[str]:
     d = s.data
     if s.name == "group" and d:
-        rows = [f"group {d['group']}: {len(d['members'])} member(s), lag {d['lag']}"]
-        rows += [
+        return [f"group {d['group']}: {len(d['members'])} member(s), lag {d['lag']}"] + [
             f"{p['topic']}/{p['partition']}: committed {p['committed']}, end {p['end']},"
             f" lag {p['lag']}"
             for p in d["partitions"]
         ]
-        return rows
     if s.name == "aliases" and d:
         return [
             f"{a['alias']} -> {a['write_index']} (schema {a.get('schema_version')},"
@@ -153,8 +151,7 @@ def _describe(s: Section) -> list[str]:
         tasks = ", ".join(f"task {t['id']} {t['state']}" for t in d["tasks"]) or "no tasks"
         return [f"{d['name']}: {d['state']} ({tasks})"]
     if s.name == "outbox" and d:
-        oldest = d["oldest_created_at"]
-        return [f"{d['rows']} row(s), oldest {oldest or '-'}"]
+        return [f"{d['rows']} row(s), oldest {d['oldest_created_at'] or '-'}"]
     if s.name == "fanout" and d:
         idle = d["oldest_untouched_seconds"]
         return [

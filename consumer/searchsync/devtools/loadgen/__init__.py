@@ -82,7 +82,6 @@ class LoadgenReport:
 
 
 def page_ids(id_prefix: str, pages: int) -> list[str]:
-    """The ids `run_loadgen` uses: `id_prefix` + a zero-padded number."""
     return [f"{id_prefix}{i:06d}" for i in range(pages)]
 
 
@@ -204,7 +203,6 @@ async def _apply(
     r: LoadgenReport,
     attempt: Callable[[Callable[[], Awaitable[int]]], Awaitable[int]],
 ) -> int:
-    """Apply one planned operation (with retries) and count it."""
     if op.kind is not OpKind.UPDATE:  # the writer's method of that name; counted as "<kind>d"
         revision: int = await attempt(lambda: getattr(w, op.kind.value)(op.page_id))
         setattr(r, f"{op.kind.value}d", getattr(r, f"{op.kind.value}d") + 1)

@@ -167,11 +167,10 @@ def cmd_repair(args: argparse.Namespace, settings: Settings, runtime: Runtime) -
 
 
 def progress(bucket: BucketReport, n: int, total: int) -> None:
-    width = 30
-    done = width * n // max(total, 1)
+    done = 30 * n // max(total, 1)
     state = "interrupted" if bucket.interrupted else f"{len(bucket.findings)} findings"
     err(
-        f"\r[{'#' * done}{'.' * (width - done)}] {n}/{total} {bucket.aggregate_type}"
+        f"\r[{'#' * done}{'.' * (30 - done)}] {n}/{total} {bucket.aggregate_type}"
         f" bucket {bucket.bucket}: {state}"
     )
 

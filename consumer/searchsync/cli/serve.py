@@ -14,7 +14,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from searchsync.cli.args import command, group, positive_int, with_tables
-from searchsync.cli.output import out, show
+from searchsync.cli.output import err, out, show
 from searchsync.clock import utc_now
 from searchsync.config import Settings
 from searchsync.exit_codes import ExitCode
@@ -33,6 +33,11 @@ def register(commands: Any) -> None:
 
 def cmd_run(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     """Run the consumer until SIGTERM/SIGINT; its exit code is the command's."""
+    try:
+        import searchsync.app  # noqa: F401  # the pipeline: is it in this build?
+    except ImportError as exc:
+        err(f"error: the consumer is not available in this build ({exc})")
+        return ExitCode.FAILURE
     configure_logging(settings.observability.log_level, secrets=settings.secret_values())
     tune_for_throughput()
 

@@ -76,7 +76,6 @@ def command(
 
 
 def group(commands: Any, name: str, summary: str) -> Any:
-    """``searchsync NAME COMMAND``: the subparsers of group `name`."""
     return commands.add_parser(name, help=summary).add_subparsers(
         dest=f"{name}_command", required=True, metavar="COMMAND"
     )
@@ -93,7 +92,6 @@ def run_in(runtime: Runtime, work: Callable[[], Awaitable[T]]) -> T:
 
 
 def with_tables(runtime: Runtime, use: Callable[[Stores], Awaitable[T]]) -> T:
-    """`run_in` for a use of the runtime's MySQL tables."""
 
     async def go() -> T:
         return await use(await runtime.tables())
@@ -111,7 +109,6 @@ def switch(parser: argparse.ArgumentParser, dest: str, *flags: tuple[str, bool, 
 
 
 def older_than(parser: argparse.ArgumentParser, window: str) -> None:
-    """``--older-than DURATION`` (required); `window` helps it."""
     parser.add_argument(
         "--older-than", required=True, type=duration, metavar="DURATION", help=window
     )

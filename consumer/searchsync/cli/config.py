@@ -59,8 +59,7 @@ def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runt
     registry = runtime.registry  # a ConfigError (exit 2) when a projector cannot be loaded
     if settings.search.engine == "opensearch":
         opensearch_client_class()  # a ConfigError (exit 2) without the searchsync[opensearch] extra
-    redacted: dict[str, Any] = dict(settings.redacted())
-    redacted["registered_types"] = list(registry.types())
+    redacted: dict[str, Any] = {**settings.redacted(), "registered_types": list(registry.types())}
     report = None
     if args.grants:
         from searchsync.mysql.grants import check_grants
@@ -77,7 +76,24 @@ def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runt
             "violations": list(report.violations),
         }
     found = setup_check.static_findings(settings, registry)
-    reports = _connected_findings(settings, runtime, found) if args.connect else []
+    reports: list[setup_check.TypeReport] = []
+
+    async def connected() -> None:  # the refusals that need MySQL and the search engine
+        tables, admin = await runtime.tables(), runtime.search().admin
+        schema = MysqlTableSchema(await runtime.pool())
+        for t in registry.types():
+            projector = registry.get(t)
+            wrong = await setup_check.schema_findings(projector, schema)
+            found.extend(wrong)
+            if not wrong:  # a missing column would only fail the read
+                sample = await setup_check.sample_report(projector, tables.truth)
+                reports.append(sample)
+                found.extend(sample.findings)
+            prefix = settings.elasticsearch.index_prefix
+            found.extend(await setup_check.engine_findings(projector, admin, prefix))
+
+    if args.connect:
+        run_in(runtime, connected)
     redacted["consumed_topics"] = list(consumed_topics(settings, event_types(registry)))
     redacted["findings"] = found
     if args.connect:
@@ -93,41 +109,13 @@ def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runt
             out(f"{section}.{key} = {orjson.dumps(value, default=str).decode()}")
     out(f"registered types: {', '.join(registry.types())}")
     if report is not None:
-        for grant in report.grants:
-            out(f"grant: {grant}")
-        for violation in report.violations:
-            err(f"least privilege violated: {violation}")
+        out(*(f"grant: {grant}" for grant in report.grants))
+        err(*(f"least privilege violated: {violation}" for violation in report.violations))
         out("least privilege: ok" if report.ok else "least privilege: VIOLATED")
-    for line in setup_check.lines(reports):
-        out(line)
-    for finding in found:
-        err(f"config refused: {finding}")
+    out(*setup_check.lines(reports))
+    err(*(f"config refused: {finding}" for finding in found))
     out(f"config NOT ok: {len(found)} finding(s)" if found else "config ok")
     return code
-
-
-def _connected_findings(
-    settings: Settings, runtime: Runtime, found: list[str]
-) -> list[setup_check.TypeReport]:
-    """Add to `found` the refusals that need MySQL and the search engine; the per-type reports."""
-    registry, reports = runtime.registry, []
-
-    async def go() -> None:
-        tables, admin = await runtime.tables(), runtime.search().admin
-        schema = MysqlTableSchema(await runtime.pool())
-        for t in registry.types():
-            projector = registry.get(t)
-            wrong = await setup_check.schema_findings(projector, schema)
-            found.extend(wrong)
-            if not wrong:  # a missing column would only fail the read
-                report = await setup_check.sample_report(projector, tables.truth)
-                reports.append(report)
-                found.extend(report.findings)
-            prefix = settings.elasticsearch.index_prefix
-            found.extend(await setup_check.engine_findings(projector, admin, prefix))
-
-    run_in(runtime, go)
-    return reports
 
 
 def register_projection(commands: Any) -> None:
@@ -226,10 +214,8 @@ def _flavor_option(parser: Any) -> None:
 
 def _flavor(args: argparse.Namespace, settings: Settings) -> Flavor:
     """``--flavor``, else ``[mysql] flavor`` when it names one, else `DEFAULT_FLAVOR`."""
-    if args.flavor is not None:
-        return parse_flavor(args.flavor)
-    configured = settings.mysql.flavor
-    return DEFAULT_FLAVOR if configured == "auto" else parse_flavor(configured)
+    chosen = args.flavor or settings.mysql.flavor
+    return DEFAULT_FLAVOR if chosen == "auto" else parse_flavor(chosen)
 
 
 def cmd_sql(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -247,18 +233,14 @@ def cmd_grants(args: argparse.Namespace, settings: Settings, runtime: Runtime) -
     )
     database = args.database or settings.mysql.database
     out("-- Create the three accounts first, with passwords of your own (CREATE USER ...).")
-    for line in grant_statements(database, tables, users, _flavor(args, settings)):
-        out(line)
+    out(*grant_statements(database, tables, users, _flavor(args, settings)))
     return ExitCode.OK
 
 
 def cmd_connector(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     kafka = settings.kafka
     if args.worker_properties:
-        for line in worker_provider_lines(
-            args.provider, files=kafka.ssl_certificate_location is not None
-        ):
-            out(line)
+        out(*worker_provider_lines(args.provider, files=kafka.ssl_certificate_location is not None))
         return ExitCode.OK
     mysql = settings.mysql
     target = ConnectorTarget(

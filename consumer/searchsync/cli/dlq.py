@@ -41,7 +41,6 @@ def register(commands: Any) -> None:
 
 
 def _filtered(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """`parser` with the options that select dead letters (`DlqFilter`)."""
     parser.add_argument("--code", "--error-code", dest="error_code", metavar="CODE")
     parser.add_argument("--type", dest="aggregate_type", metavar="TYPE", help="aggregate type")
     parser.add_argument("--id", dest="aggregate_id", metavar="ID", help="aggregate id")
@@ -210,7 +209,6 @@ def summary_lines(summary: DlqSummary) -> Iterator[str]:
 
 
 def _position(replay: ReplayEntry) -> str:
-    """Where the replayed dead letter sits: ``topic/partition/offset``."""
     return f"{replay.dlq_topic}/{replay.dlq_partition}/{replay.dlq_offset}"
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import asdict
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, TypeVar
 
 from searchsync.cli import load
 from searchsync.cli.args import chosen_type, chosen_types, command, group, positive_int, run_in
@@ -24,7 +24,6 @@ from searchsync.search.admin import InitAction, describe, init_index
 from searchsync.search.port import IndexAdmin
 
 T = TypeVar("T")
-P = ParamSpec("P")
 
 # one physical index in ``index list --json`` (print_json writes created_at as ISO 8601)
 _INDEX_FIELDS = [
@@ -75,28 +74,27 @@ def register(commands: Any) -> None:
     drop.add_argument("index", metavar="INDEX", help="the physical index, <alias>_v<N>")
 
 
-def _with_admin(
-    runtime: Runtime,
-    call: Callable[Concatenate[IndexAdmin, P], Awaitable[T]],
-    *args: P.args,
-    **kwargs: P.kwargs,
-) -> T:
-    return run_in(runtime, lambda: call(runtime.search().admin, *args, **kwargs))
+def _with_admin(runtime: Runtime, call: Callable[[IndexAdmin], Awaitable[T]]) -> T:
+    return run_in(runtime, lambda: call(runtime.search().admin))
 
 
-async def _per_alias(
-    admin: IndexAdmin, call: Callable[[IndexAdmin, str], Awaitable[T]], aliases: Sequence[str]
-) -> list[T]:
-    return [await call(admin, alias) for alias in aliases]
+def _per_type(
+    runtime: Runtime, call: Callable[[IndexAdmin, str], Awaitable[T]], types: Sequence[str]
+) -> list[tuple[str, T]]:
+    async def each(admin: IndexAdmin) -> list[T]:
+        return [await call(admin, runtime.settings.alias(t)) for t in types]
+
+    return list(zip(types, _with_admin(runtime, each), strict=True))
 
 
 def cmd_index_init(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     aggregate_type = chosen_type(runtime, args.type)
     projector = runtime.registry.get(aggregate_type)
     alias = settings.alias(aggregate_type)
-    version = projector.schema_version
+    mapping, version = projector.mapping, projector.schema_version
     result = _with_admin(
-        runtime, init_index, alias, projector.mapping, dry_run=args.dry_run, schema_version=version
+        runtime,
+        lambda a: init_index(a, alias, mapping, dry_run=args.dry_run, schema_version=version),
     )
     message = _MESSAGES[result.action.value].format(
         alias=result.alias, index=result.index, read=read_alias_name(result.alias)
@@ -117,16 +115,11 @@ def cmd_index_init(args: argparse.Namespace, settings: Settings, runtime: Runtim
     if not args.json:
         err(message)
     outcome = load.run_load(runtime, load.load_options(args, aggregate_type))
-    if not args.json:
-        return load.report(outcome, as_json=False)
-    code = ExitCode.OK if outcome.ok else ExitCode.FAILURE
-    return show(True, {**document, "load": outcome.summary()}, [], code=code)
+    return load.report(outcome, {**document, "load": outcome.summary()} if args.json else None)
 
 
 def cmd_index_describe(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    types = runtime.registry.types()
-    found = _with_admin(runtime, _per_alias, describe, [settings.alias(t) for t in types])
-    pairs = list(zip(types, found, strict=True))
+    pairs = _per_type(runtime, describe, runtime.registry.types())
 
     def lines() -> Iterator[str]:
         for t, d in pairs:
@@ -140,9 +133,7 @@ def cmd_index_describe(args: argparse.Namespace, settings: Settings, runtime: Ru
 
 
 def cmd_index_list(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    types = chosen_types(runtime, args.type)
-    found = _with_admin(runtime, _per_alias, indices.list_alias, [settings.alias(t) for t in types])
-    pairs = list(zip(types, found, strict=True))
+    pairs = _per_type(runtime, indices.list_alias, chosen_types(runtime, args.type))
     document = [
         {
             "aggregate_type": t,
@@ -177,7 +168,9 @@ def _listing_lines(pairs: list[tuple[str, indices.AliasListing]]) -> Iterator[st
 
 def cmd_index_rollback(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     alias = settings.alias(chosen_type(runtime, args.type))
-    result = _with_admin(runtime, indices.rollback, alias, to=args.to, dry_run=args.dry_run)
+    result = _with_admin(
+        runtime, lambda a: indices.rollback(a, alias, to=args.to, dry_run=args.dry_run)
+    )
     document = {
         "alias": result.alias,
         "from": result.from_index,
@@ -198,7 +191,7 @@ def cmd_index_drop(args: argparse.Namespace, settings: Settings, runtime: Runtim
         raise InvalidRequest(
             f"{index} is not <alias>_v<N> of a known aggregate type (aliases: {', '.join(aliases)})"
         )
-    result = _with_admin(runtime, indices.drop, alias, index, dry_run=args.dry_run)
+    result = _with_admin(runtime, lambda a: indices.drop(a, alias, index, dry_run=args.dry_run))
     document = {**asdict(result), "message": result.message}
     return show(args.json, document, [result.message], plan=result.dry_run)
 
@@ -231,13 +224,12 @@ def _seconds(text: str) -> float:
 
 
 def cmd_wait(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    aggregate_type = chosen_type(runtime, args.type)
-
+    alias = settings.alias(chosen_type(runtime, args.type))
     result = run_in(
         runtime,
         lambda: wait_for_revision(
             runtime.search().aliased,
-            settings.alias(aggregate_type),
+            alias,
             args.doc_id,
             args.revision,
             until=Until.SEARCHABLE if args.searchable else Until.INDEXED,

@@ -51,15 +51,13 @@ def register(cmds: Any) -> None:
     add_wait_switch(load)
 
 
-def add_wait_switch(parser: argparse.ArgumentParser) -> None:
-    wait = "finish once the live group committed past the load's watermark (default)"
-    no_wait = "finish without checking the live group"
-    switch(
-        parser,
-        "wait_for_live",
-        ("--wait-for-live-group", True, wait),
-        ("--no-wait", False, no_wait),
-    )
+def add_wait_switch(
+    parser: argparse.ArgumentParser,
+    wait: str = "finish once the live group committed past the load's watermark (default)",
+    no_wait: str = "finish without checking the live group",
+) -> None:
+    flags = ("--wait-for-live-group", True, wait), ("--no-wait", False, no_wait)
+    switch(parser, "wait_for_live", *flags)
 
 
 def load_options(args: argparse.Namespace, aggregate_type: str) -> LoadOptions:
@@ -81,7 +79,7 @@ def cmd_index_load(args: argparse.Namespace, settings: Settings, runtime: Runtim
     options = load_options(args, chosen_type(runtime, args.type))
     tune_for_throughput()
     outcome = run_load(runtime, options)
-    return report(outcome, as_json=args.json)
+    return report(outcome, outcome.summary() if args.json else None)
 
 
 def run_load(runtime: Runtime, options: LoadOptions) -> LoadOutcome:
@@ -95,15 +93,14 @@ def run_load(runtime: Runtime, options: LoadOptions) -> LoadOutcome:
     return run_in(runtime, go)
 
 
-def report(outcome: LoadOutcome, *, as_json: bool) -> ExitCode:
-    """Print `outcome` (one JSON document with `as_json`); exit 0 when it is ok, else 1."""
-    if as_json:
-        print_json(outcome.summary())
+def report(outcome: LoadOutcome, document: dict[str, Any] | None) -> ExitCode:
+    """Print `document` (``--json``), else `outcome` for a person; exit 0 when it is ok, else 1."""
+    if document is not None:
+        print_json(document)
     else:
         line = outcome.message
         if outcome.rows_this_run:
             line += f" ({outcome.rows_per_s:.0f} rows/s over {outcome.seconds:.1f}s)"
-        for doc_id, why in outcome.failures[:5]:
-            err(f"not indexed: {doc_id}: {why}")
+        err(*(f"not indexed: {doc_id}: {why}" for doc_id, why in outcome.failures[:5]))
         (out if outcome.ok else err)(line)
     return ExitCode.OK if outcome.ok else ExitCode.FAILURE

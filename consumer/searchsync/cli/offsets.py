@@ -127,13 +127,11 @@ def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, runtime: Run
         "accepted_lineage": [asdict(m) for m in report.lineage],
     }
     show(args.json, document, _reset_lines(report))
-    if args.json:
-        return ExitCode.OK
-    if members:
+    if members and not args.json:
         err(
             f"note: group {group} has active members ({', '.join(members)}); a real reset "
             "would be refused"
         )
-    if report.dry_run:
+    if report.dry_run and not args.json:
         err(PLAN_ONLY)
     return ExitCode.OK

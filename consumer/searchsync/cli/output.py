@@ -21,12 +21,12 @@ from searchsync.exit_codes import ExitCode
 PLAN_ONLY: Final = "plan only, nothing changed: add --execute to act"  # stderr, no --execute
 
 
-def out(text: str) -> None:
-    print(text, file=sys.stdout, flush=True)
+def out(*lines: str) -> None:
+    print(*lines, sep="\n", end="\n" if lines else "", file=sys.stdout, flush=True)
 
 
-def err(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+def err(*lines: str) -> None:
+    print(*lines, sep="\n", end="\n" if lines else "", file=sys.stderr, flush=True)
 
 
 def show(
@@ -42,8 +42,7 @@ def show(
     if as_json:
         print_json(document)
         return code
-    for line in lines:
-        out(line)
+    out(*lines)
     if plan:
         err(PLAN_ONLY)
     return code
@@ -82,9 +81,20 @@ def describe_unreachable(exc: BaseException, settings: Settings) -> str | None:
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
-        message = _message(cause, settings)
-        if message is not None:
-            return message
+        if (
+            isinstance(cause, KafkaException)
+            and cause.args
+            and isinstance(cause.args[0], KafkaError)
+        ):
+            error: KafkaError = cause.args[0]
+            if error.code() in _KAFKA_AWAY:
+                return f"{kafka_at(settings)} is unreachable: {error.str()}"
+        if isinstance(cause, TransientError) and cause.code is ErrorCode.MYSQL_UNAVAILABLE:
+            return f"{mysql_at(settings)} is unreachable: {cause}"
+        if isinstance(cause, EsConnectionError | EsConnectionTimeout) or (
+            isinstance(cause, TransientError) and cause.code is ErrorCode.ES_UNAVAILABLE
+        ):
+            return f"{elasticsearch_at(settings)} is unreachable: {cause}"
         cause = cause.__cause__ or cause.__context__
     return None
 
@@ -102,17 +112,3 @@ def elasticsearch_at(settings: Settings) -> str:
     hosts = ", ".join(settings.elasticsearch.hosts)
     engine = "OpenSearch" if settings.search.engine == "opensearch" else "Elasticsearch"
     return f"{engine} at {hosts} (setting elasticsearch.hosts)"
-
-
-def _message(exc: BaseException, settings: Settings) -> str | None:
-    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
-        error: KafkaError = exc.args[0]
-        if error.code() in _KAFKA_AWAY:
-            return f"{kafka_at(settings)} is unreachable: {error.str()}"
-    if isinstance(exc, TransientError) and exc.code is ErrorCode.MYSQL_UNAVAILABLE:
-        return f"{mysql_at(settings)} is unreachable: {exc}"
-    if isinstance(exc, EsConnectionError | EsConnectionTimeout) or (
-        isinstance(exc, TransientError) and exc.code is ErrorCode.ES_UNAVAILABLE
-    ):
-        return f"{elasticsearch_at(settings)} is unreachable: {exc}"
-    return None

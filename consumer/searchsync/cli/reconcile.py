@@ -15,7 +15,8 @@ from typing import Any
 
 import orjson
 
-from searchsync.cli.args import chosen_type, chosen_types, command, number, run_in, switch
+from searchsync.cli.args import chosen_type, chosen_types, command, number, run_in
+from searchsync.cli.load import add_wait_switch
 from searchsync.cli.output import err, out
 from searchsync.config import Settings
 from searchsync.errors import LeaseHeld
@@ -53,9 +54,7 @@ def register_rebuild(commands: Any) -> None:
         "redeployed live group has caught up (default)"
     )
     no_wait = "stop the catch-up group after the swap; the index then waits for the redeploy"
-    switch(
-        cmd, "wait_for_live", ("--wait-for-live-group", True, wait), ("--no-wait", False, no_wait)
-    )
+    add_wait_switch(cmd, wait, no_wait)
 
 
 def cmd_rebuild(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -69,12 +68,10 @@ def cmd_rebuild(args: argparse.Namespace, settings: Settings, runtime: Runtime) 
     tune_for_throughput()
     outcome = asyncio.run(run_rebuild(runtime, options, json_lines=args.json))
     if args.json:  # the last JSON line: the summary
-        summary = {"event": "summary", **outcome.summary()}
-        out(orjson.dumps(summary, default=str).decode())
+        out(orjson.dumps({"event": "summary", **outcome.summary()}, default=str).decode())
     else:
         if outcome.plan is not None:
-            for key, value in outcome.plan.summary().items():
-                out(f"{key}: {value}")
+            out(*(f"{key}: {value}" for key, value in outcome.plan.summary().items()))
         (out if outcome.ok else err)(outcome.message)
     return ExitCode.OK if outcome.ok else ExitCode.FAILURE
 
@@ -103,8 +100,8 @@ async def run_rebuild(
         if server is not None:
             stack.push_async_callback(server.close)
             err(f"rebuild metrics on http://{host}:{server.port}/metrics")
-        return await rebuilder.run(options)
-    raise AssertionError("unreachable")  # pragma: no cover
+        outcome = await rebuilder.run(options)
+    return outcome
 
 
 def register_repair(commands: Any) -> None:
@@ -137,13 +134,11 @@ def cmd_repair(args: argparse.Namespace, settings: Settings, runtime: Runtime) -
     def on_report(report: RotationReport) -> None:
         last.append(report)
         if args.explain:
-            for t, choice in report.choices:
-                err(f"{t} {choice.explain()}")
+            err(*(f"{t} {choice.explain()}" for t, choice in report.choices))
         if args.json:
             out(json.dumps(to_json(report, dry_run=args.dry_run), sort_keys=True))
         else:
-            for line in render(report, dry_run=args.dry_run):
-                out(line)
+            out(*render(report, dry_run=args.dry_run))
 
     async def go() -> None:
         lease = RepairLease((await runtime.tables()).repair_lease, settings.repair.lease_s)
@@ -172,11 +167,10 @@ def cmd_repair(args: argparse.Namespace, settings: Settings, runtime: Runtime) -
 
 
 def progress(bucket: BucketReport, n: int, total: int) -> None:
-    width = 30
-    done = width * n // max(total, 1)
+    done = 30 * n // max(total, 1)
     state = "interrupted" if bucket.interrupted else f"{len(bucket.findings)} findings"
     err(
-        f"\r[{'#' * done}{'.' * (width - done)}] {n}/{total} {bucket.aggregate_type}"
+        f"\r[{'#' * done}{'.' * (30 - done)}] {n}/{total} {bucket.aggregate_type}"
         f" bucket {bucket.bucket}: {state}"
     )
 
@@ -222,9 +216,8 @@ def to_json(report: RotationReport, *, dry_run: bool) -> dict[str, Any]:
 def render(report: RotationReport, *, dry_run: bool) -> list[str]:
     data = to_json(report, dry_run=dry_run)
     lines = [f"repair rotation{' (dry run)' if dry_run else ''}: {report.seconds:.1f}s"]
-    lines.append(f"  {'kind':<14} {'count':>7}")
-    for kind in FindingKind:
-        lines.append(f"  {kind.value:<14} {data['counts'][kind.value]:>7}")
+    lines += [f"  {'kind':<14} {'count':>7}"]
+    lines += [f"  {kind.value:<14} {data['counts'][kind.value]:>7}" for kind in FindingKind]
     lines.append(
         f"  buckets scanned {data['buckets_scanned']} (content checked "
         f"{data['buckets_content_checked']}, share {report.content_share:g}), interrupted"

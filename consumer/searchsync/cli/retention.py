@@ -13,7 +13,6 @@ from searchsync.config import Settings
 from searchsync.duration import format_duration
 from searchsync.exit_codes import ExitCode
 from searchsync.ops.retention import (
-    PruneReport,
     PurgeReport,
     check_outbox_window,
     check_window,
@@ -38,10 +37,6 @@ def register(commands: Any) -> None:
     )
 
 
-def _purge_progress(r: PurgeReport) -> None:
-    err(f"purge {r.alias}: {r.scanned} scanned, {r.deleted} deleted, {r.changed} changed meanwhile")
-
-
 def cmd_tombstones_purge(
     args: argparse.Namespace, settings: Settings, runtime: Runtime
 ) -> ExitCode:
@@ -60,7 +55,10 @@ def cmd_tombstones_purge(
                 args.older_than,
                 now=now,
                 dry_run=args.dry_run,
-                progress=_purge_progress,
+                progress=lambda r: err(
+                    f"purge {r.alias}: {r.scanned} scanned, {r.deleted} deleted,"
+                    f" {r.changed} changed meanwhile"
+                ),
             )
             for t in types
         ]
@@ -88,14 +86,9 @@ def _summary(r: PurgeReport) -> str:
     return text
 
 
-def _prune_progress(r: PruneReport) -> None:
-    err(f"prune: batch {r.batches}, {r.deleted} rows deleted, up to id {r.last_id}")
-
-
 def cmd_outbox_prune(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     check_outbox_window(settings.retention, args.older_than)  # before any service is touched
     now = datetime.now(UTC)
-
     report = with_tables(
         runtime,
         lambda t: prune_outbox(
@@ -105,7 +98,9 @@ def cmd_outbox_prune(args: argparse.Namespace, settings: Settings, runtime: Runt
             args.older_than,
             now=now,
             dry_run=args.dry_run,
-            progress=_prune_progress,
+            progress=lambda r: err(
+                f"prune: batch {r.batches}, {r.deleted} rows deleted, up to id {r.last_id}"
+            ),
             published_only=settings.relay.enabled,
         ),
     )

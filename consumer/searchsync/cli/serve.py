@@ -140,14 +140,10 @@ def cmd_exporter(args: argparse.Namespace, settings: Settings, runtime: Runtime)
         quiet = logging.getLogger("searchsync")
         if not quiet.handlers:
             quiet.addHandler(logging.NullHandler())
-    return ExitCode(
-        asyncio.run(_serve_exporter(settings, runtime, once=args.once, timeout_s=args.timeout))
-    )
+    return ExitCode(asyncio.run(_serve_exporter(settings, runtime, args)))
 
 
-async def _serve_exporter(
-    settings: Settings, runtime: Runtime, *, once: bool, timeout_s: float
-) -> int:
+async def _serve_exporter(settings: Settings, runtime: Runtime, args: argparse.Namespace) -> int:
     canary_on = settings.canary.interval_s > 0
     async with AsyncExitStack() as stack:
         stack.push_async_callback(runtime.aclose)
@@ -160,13 +156,13 @@ async def _serve_exporter(
         stack.callback(peek.close)
         exporter = Exporter(
             settings,
-            admin=runtime.kafka.admin(settings.kafka.client_config(), timeout_s=timeout_s),
+            admin=runtime.kafka.admin(settings.kafka.client_config(), timeout_s=args.timeout),
             peek=peek,
             metrics=ExporterMetrics(settings.exporter.expected_members, canary=canary_on),
             canary=await runtime.canary() if canary_on else None,
             wall_clock=utc_now,
         )
-        if once:
+        if args.once:
             await exporter.observe()
             if canary_on:
                 await exporter.read_canary()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Mapping
 from typing import Any
 
 from searchsync.cli.args import command, run_in, seconds
@@ -128,13 +127,11 @@ def render(report: StatusReport) -> list[str]:
 def _describe(s: Section) -> list[str]:
     d = s.data
     if s.name == "group" and d:
-        rows = [f"group {d['group']}: {len(d['members'])} member(s), lag {d['lag']}"]
-        rows += [
+        return [f"group {d['group']}: {len(d['members'])} member(s), lag {d['lag']}"] + [
             f"{p['topic']}/{p['partition']}: committed {p['committed']}, end {p['end']},"
             f" lag {p['lag']}"
             for p in d["partitions"]
         ]
-        return rows
     if s.name == "aliases" and d:
         return [
             f"{a['alias']} -> {a['write_index']} (schema {a.get('schema_version')},"
@@ -154,8 +151,7 @@ def _describe(s: Section) -> list[str]:
         tasks = ", ".join(f"task {t['id']} {t['state']}" for t in d["tasks"]) or "no tasks"
         return [f"{d['name']}: {d['state']} ({tasks})"]
     if s.name == "outbox" and d:
-        oldest = d["oldest_created_at"]
-        return [f"{d['rows']} row(s), oldest {oldest or '-'}"]
+        return [f"{d['rows']} row(s), oldest {d['oldest_created_at'] or '-'}"]
     if s.name == "fanout" and d:
         idle = d["oldest_untouched_seconds"]
         return [
@@ -163,25 +159,21 @@ def _describe(s: Section) -> list[str]:
             f"{'' if idle is None else f', oldest untouched {idle}s'}), {d['done']} done"
         ]
     if s.name == "relay" and d:
-        return _describe_relay(d)
+        age = d["oldest_pending_age_seconds"]
+        holders = ", ".join(f"{h} {n}" for h, n in d["holders"].items()) or "none"
+        return [
+            f"{d['table']} ({'enabled' if d['enabled'] else 'relay.enabled = false'}):"
+            f" {d['pending']} pending ({d['retrying']} waiting to retry), {d['processing']}"
+            f" processing, {d['published']} published, {d['dead']} dead;"
+            f" oldest pending {'-' if age is None else f'{age:.0f}s'}",
+            f"claims: {holders}; {d['stale_claims']} older than {d['claim_timeout_seconds']:g}s",
+        ]
     if s.name == "dlq" and d:
         codes = ", ".join(f"{k} {v}" for k, v in d["by_code"].items()) or "none"
         return [f"{d['dlq_topic']}: {d['total']} dead letter(s) ({codes})"]
     if s.name == "repair" and d:
         return [_describe_wheel(w) for w in d["wheels"]]
     return []
-
-
-def _describe_relay(d: Mapping[str, Any]) -> list[str]:
-    age = d["oldest_pending_age_seconds"]
-    holders = ", ".join(f"{h} {n}" for h, n in d["holders"].items()) or "none"
-    return [
-        f"{d['table']} ({'enabled' if d['enabled'] else 'relay.enabled = false'}):"
-        f" {d['pending']} pending ({d['retrying']} waiting to retry), {d['processing']}"
-        f" processing, {d['published']} published, {d['dead']} dead;"
-        f" oldest pending {'-' if age is None else f'{age:.0f}s'}",
-        f"claims: {holders}; {d['stale_claims']} older than {d['claim_timeout_seconds']:g}s",
-    ]
 
 
 def _describe_wheel(w: dict[str, Any]) -> str:

@@ -82,7 +82,6 @@ class LoadgenReport:
 
 
 def page_ids(id_prefix: str, pages: int) -> list[str]:
-    """The ids `run_loadgen` uses: `id_prefix` + a zero-padded number."""
     return [f"{id_prefix}{i:06d}" for i in range(pages)]
 
 
@@ -204,30 +203,21 @@ async def _apply(
     r: LoadgenReport,
     attempt: Callable[[Callable[[], Awaitable[int]]], Awaitable[int]],
 ) -> int:
-    """Apply one planned operation (with retries) and count it."""
-    if op.kind is OpKind.SOFT_DELETE:
-        revision = await attempt(lambda: w.soft_delete(op.page_id))
-        r.soft_deleted += 1
-    elif op.kind is OpKind.RESTORE:
-        revision = await attempt(lambda: w.restore(op.page_id))
-        r.restored += 1
-    elif op.kind is OpKind.HARD_DELETE:
-        revision = await attempt(lambda: w.hard_delete(op.page_id))
-        r.hard_deleted += 1
-    else:
-        try:
-            revision = await attempt(
-                lambda: w.update(
-                    op.page_id, title=op.title, content=op.content, relations=op.relations
-                )
-            )
-            r.updated += 1
-        except AggregateNotFound:  # hard-deleted earlier: the update brings it back
-            title = op.title or f"page {op.page_id}"
-            revision = await attempt(
-                lambda: w.create(op.page_id, title, op.content or "", op.relations or {})
-            )
-            r.recreated += 1
+    if op.kind is not OpKind.UPDATE:  # the writer's method of that name; counted as "<kind>d"
+        revision: int = await attempt(lambda: getattr(w, op.kind.value)(op.page_id))
+        setattr(r, f"{op.kind.value}d", getattr(r, f"{op.kind.value}d") + 1)
+        return revision
+    try:
+        revision = await attempt(
+            lambda: w.update(op.page_id, title=op.title, content=op.content, relations=op.relations)
+        )
+        r.updated += 1
+    except AggregateNotFound:  # hard-deleted earlier: the update brings it back
+        title = op.title or f"page {op.page_id}"
+        revision = await attempt(
+            lambda: w.create(op.page_id, title, op.content or "", op.relations or {})
+        )
+        r.recreated += 1
     return revision
 
 

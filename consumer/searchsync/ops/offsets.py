@@ -105,15 +105,13 @@ def partition_offsets(
     """Committed offset, watermarks and lag of every partition of `topics` (default: the
     subscribed ones) for the group."""
     rows = []
+    earliest = settings.kafka.auto_offset_reset == "earliest"
     for topic in subscribed_topics(admin, settings) if topics is None else topics:
         marks = admin.watermarks(topic)
         committed = admin.committed(settings.kafka.group_id, [(topic, p) for p in marks])
         for partition, m in marks.items():
             offset = committed.get((topic, partition))
-            if offset is not None:
-                start = offset
-            else:
-                start = m.low if settings.kafka.auto_offset_reset == "earliest" else m.high
+            start = offset if offset is not None else m.low if earliest else m.high
             rows.append(
                 PartitionOffsets(topic, partition, offset, m.low, m.high, max(0, m.high - start))
             )

@@ -68,8 +68,7 @@ async def schema_findings(projector: Projector, schema: TableSchema) -> list[str
                 " projector's table name"
             )
             continue
-        missing = [c for c in columns if c not in have[table]]
-        if missing:
+        if missing := [c for c in columns if c not in have[table]]:
             found.append(
                 f"{t}: {what} {table} has no column {', '.join(missing)}: add it to the table,"
                 " or remove it from the projector's columns"
@@ -119,8 +118,7 @@ async def sample_report(projector: Projector, truth: Truth) -> TypeReport:
             " the row (`searchsync projection show` prints it)"
         )
         return report
-    gaps = mapping_gaps(projector.mapping, document.body)
-    if gaps:
+    if gaps := mapping_gaps(projector.mapping, document.body):
         report.findings.append(
             f"{t}: build() returns {', '.join(gaps)}, which the mapping lacks: add"
             f" {'them' if len(gaps) > 1 else 'it'} to the mapping's properties"

@@ -92,15 +92,14 @@ class Loader:
             await self._continue(projector, outcome, options)
         except (TransientError, LiveLagTooHigh) as exc:
             outcome.message = (
-                f"{_name(outcome.record)} stopped: {exc}. The finished chunks are saved: run "
+                f"{_name(record)} stopped: {exc}. The finished chunks are saved: run "
                 "`searchsync index load` again with the same options to continue"
             )
         if not outcome.ok and outcome.record is not None:
             with contextlib.suppress(TransientError):  # a note for the next run; best effort
                 outcome.record = await self._save(outcome.record, message=outcome.message)
         outcome.seconds = time.monotonic() - started
-        done = [r.status is Status.DONE for r in await self.state.parts(key)]
-        outcome.parts_done = sum(done)
+        outcome.parts_done = sum(r.status is Status.DONE for r in await self.state.parts(key))
         return outcome
 
     async def _plan(
@@ -141,9 +140,9 @@ class Loader:
     ) -> LoadOutcome:
         """The dry run: what is left of the part `record` (not `stored`: not planned yet)."""
         scope = KeyScope(record.last_id or record.low_id, record.high_id, options.where)
-        state = "not planned yet"
-        if stored:
-            state = f"{record.status.value}, {record.rows_done} rows done"
+        state = (
+            f"{record.status.value}, {record.rows_done} rows done" if stored else "not planned yet"
+        )
         rows = await self.truth.count(projector, scope)
         message = (
             f"would load part {options.part}/{options.parts} of {projector.table} into "
@@ -166,22 +165,20 @@ class Loader:
                 must_exist=False,
             )
             watermark = await asyncio.to_thread(plans.high_watermarks, self.kafka, topics)
-            record = await self._save(
+            outcome.record = record = await self._save(
                 record, status=Status.LOADING, watermark=watermark, started_at=utc_now()
             )
-            outcome.record = record
             self.progress.step(
                 "watermark", f"{_name(record)}: watermark {watermark_keys(watermark)} recorded"
             )
         if record.status is Status.LOADING:
             if not await self._scan(projector, outcome, options):
                 outcome.message = (
-                    f"{_name(outcome.record)}: stopped after {options.stop_after_chunks} chunks;"
+                    f"{_name(record)}: stopped after {options.stop_after_chunks} chunks;"
                     " run again to continue"
                 )
                 return
-            record = await self._save(outcome.record, status=Status.SCANNED)
-            outcome.record = record
+            outcome.record = record = await self._save(outcome.record, status=Status.SCANNED)
         note = "; --no-wait: the live group's pass of the watermark was not checked"
         if options.wait_for_live:
             passed = await live_group_passed(
@@ -198,8 +195,9 @@ class Loader:
                 )
                 return
             note = f"; {passed}"
-        record = await self._save(record, status=Status.DONE, finished_at=utc_now(), message=None)
-        outcome.record = record
+        outcome.record = record = await self._save(
+            record, status=Status.DONE, finished_at=utc_now(), message=None
+        )
         outcome.ok = record.rows_failed == 0
         outcome.action = "done"
         failed = f", {record.rows_failed} rows could not be projected" if record.rows_failed else ""
@@ -251,7 +249,7 @@ class Loader:
                 await guard.wait(f"the next chunk of {_name(first)}")
                 checked = time.monotonic()
 
-        backfill = Backfill(
+        result = await Backfill(
             truth=self.truth,
             sink=Sink(self.writer),
             projector=projector,
@@ -261,10 +259,7 @@ class Loader:
             scope=first.scope,
             floor_tombstones=False,  # the rows that exist; hard deletes are the live path's
             before_chunk=lag_allows,
-        )
-        result = await backfill.run(
-            after_id=first.last_id, stop_after_chunks=options.stop_after_chunks
-        )
+        ).run(after_id=first.last_id, stop_after_chunks=options.stop_after_chunks)
         r = outcome.record
         self.progress.backfill(r.rows_done, total, r.rows_failed, final=True)
         outcome.failures = result.failures
@@ -286,7 +281,5 @@ class Loader:
         return updated
 
 
-def _name(record: LoadRecord | None) -> str:
-    if record is None:  # pragma: no cover - every caller has a record
-        return "the load"
+def _name(record: LoadRecord) -> str:
     return f"part {record.part}/{record.parts} of the {record.aggregate_type} load"

@@ -113,8 +113,7 @@ class Rebuilder:
 
     async def _begin(self, projector: Projector, alias: str) -> RebuildRecord:
         plan = await self._plan(projector, alias)  # the watermark is taken here, first
-        why = plans.unloaded(plan, projector.table, self.settings)
-        if why is not None:
+        if (why := plans.unloaded(plan, projector.table, self.settings)) is not None:
             raise OperationRefused(why)
         record = plans.first_record(plan, uuid.uuid4().hex, utc_now())
         await self.state.create(record)
@@ -157,17 +156,14 @@ class Rebuilder:
             )
             self.progress.backfill(current.rows_done, total, current.rows_failed)
 
-        backfill = Backfill(
+        result = await Backfill(
             truth=self.truth,
             sink=Sink(self.writer),
             projector=projector,
             target_index=record.target_index,
             chunks=backfill_chunks(self.settings),
             on_chunk=on_chunk,
-        )
-        result = await backfill.run(
-            after_id=record.last_id, stop_after_chunks=options.stop_after_chunks
-        )
+        ).run(after_id=record.last_id, stop_after_chunks=options.stop_after_chunks)
         self.progress.backfill(current.rows_done, total, current.rows_failed, final=True)
         for doc_id, why in result.failures:
             self.progress.step("backfill", f"not indexed: {doc_id}: {why}")

@@ -129,11 +129,11 @@ async def _compare(
     floors = (
         await truth.revision_floors(projector.aggregate_type, gone, primary=True) if gone else {}
     )
-    whys = [
-        (d.doc_id, _difference(projector, d, rows.get(d.doc_id), floors.get(d.doc_id)))
+    return [
+        (d.doc_id, why)
         for d in sample
+        if (why := _difference(projector, d, rows.get(d.doc_id), floors.get(d.doc_id)))
     ]
-    return [(doc_id, why) for doc_id, why in whys if why is not None]
 
 
 def _difference(

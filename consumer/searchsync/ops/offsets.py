@@ -161,10 +161,8 @@ def plan_reset(
             if times is None or (r.topic, r.partition) not in times:
                 raise InvalidRequest(f"no offset for {to.isoformat()} in {r.topic}/{r.partition}")
             target = min(max(times[(r.topic, r.partition)], r.low), r.high)
-        elif to == "earliest":
-            target = r.low
-        elif to == "latest":
-            target = r.high
+        elif to in ("earliest", "latest"):
+            target = r.low if to == "earliest" else r.high
         elif isinstance(to, int) and r.low <= to <= r.high:
             target = to
         else:

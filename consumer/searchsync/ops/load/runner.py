@@ -270,10 +270,9 @@ class Loader:
     async def _live_lag(self) -> int:
         """The live group's lag while it has members; 0 without: a group that is not consuming
         has no live traffic to protect (and a new one's "lag" is the whole topic)."""
-        kafka, settings = self.kafka, self.settings
-        if not await asyncio.to_thread(kafka.active_members, settings.kafka.group_id):
+        if not await asyncio.to_thread(self.kafka.active_members, self.settings.kafka.group_id):
             return 0
-        return await asyncio.to_thread(live_lag, kafka, settings)
+        return await asyncio.to_thread(live_lag, self.kafka, self.settings)
 
     async def _save(self, record: LoadRecord, **changes: Any) -> LoadRecord:
         updated = dataclasses.replace(record, updated_at=utc_now(), **changes)

@@ -96,8 +96,7 @@ class CatchupGroup:
             return None
         if task.cancelled():
             return "the catch-up consumer was cancelled"
-        exc = task.exception()
-        if exc is not None:
+        if (exc := task.exception()) is not None:
             return f"the catch-up consumer failed: {exc}"
         return f"the catch-up consumer stopped with exit code {task.result()} (see its log)"
 

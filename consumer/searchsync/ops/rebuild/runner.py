@@ -259,8 +259,7 @@ class Rebuilder:
             record.alias, old=record.source_index, new=record.target_index
         )
         record = await self.save(record, status=Status.SWAPPED, message=None)
-        parsed = parse_physical_name(record.target_index)
-        if parsed is not None:
+        if (parsed := parse_physical_name(record.target_index)) is not None:
             self.metrics.set("alias_current_physical_index", record.alias, parsed[1])
         read = read_alias_name(record.alias)
         progress.step(

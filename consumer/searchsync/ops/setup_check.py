@@ -96,7 +96,6 @@ async def schema_findings(projector: Projector, schema: TableSchema) -> list[str
 
 
 async def _indexed(schema: TableSchema, table: str, columns: tuple[str, ...]) -> bool:
-    """Whether an index of `table` starts with `columns`."""
     return any(index[: len(columns)] == columns for index in await schema.indexes(table))
 
 

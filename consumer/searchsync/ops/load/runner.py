@@ -68,14 +68,12 @@ class Loader:
             return await self._planned(projector, alias, options, record, stored)
         if record.status is Status.DONE:
             if not options.again:
-                return LoadOutcome(
-                    True,
-                    "already_done",
+                message = (
                     f"{_name(record)} finished at {record.finished_at} ({record.rows_done} rows "
-                    f"in {record.chunks_done} chunks): nothing to do; `--again` loads it again",
-                    record,
-                    parts_done=sum(r.status is Status.DONE for r in records),
+                    f"in {record.chunks_done} chunks): nothing to do; `--again` loads it again"
                 )
+                done = sum(r.status is Status.DONE for r in records)
+                return LoadOutcome(True, "already_done", message, record, parts_done=done)
             record = await self._save(
                 record,
                 status=Status.PENDING,

@@ -190,7 +190,6 @@ def restored_settings(mapping: Mapping[str, Any], previous: IndexInfo | None) ->
 def rebuild_meta(
     schema_version: int, rebuild_id: str, watermark: Watermark, source_index: str
 ) -> dict[str, Any]:
-    """The new index's ``_meta``."""
     return {
         SCHEMA_VERSION_META: schema_version,
         "created_by_rebuild": True,
@@ -238,7 +237,6 @@ def check_history(admin: KafkaAdmin, watermark: Watermark, alias: str) -> None:
 
 
 def high_watermarks(admin: KafkaAdmin, topics: Sequence[str]) -> dict[TopicPartition, int]:
-    """The end offset of every partition of `topics`, now."""
     return {
         (topic, partition): marks.high
         for topic in topics

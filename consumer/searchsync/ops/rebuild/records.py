@@ -106,7 +106,6 @@ def record_summary(record: DataclassInstance, *left_out: str) -> dict[str, Any]:
 
 
 def unfinished_exists(alias: str) -> OperationRefused:
-    """The refusal of a second unfinished rebuild of `alias`."""
     return OperationRefused(
         f"alias {alias} already has an unfinished rebuild: continue it with `--resume`, "
         "or give it up with `--abandon`"

@@ -214,9 +214,9 @@ class Loader:
         self.progress.backfill(first.rows_done, total, first.rows_failed)
 
         async def on_chunk(chunk: ChunkDone) -> None:
-            assert outcome.record is not None
             r = outcome.record
-            outcome.record = await self._save(
+            assert r is not None
+            outcome.record = r = await self._save(
                 r,
                 last_id=chunk.last_id,
                 rows_done=r.rows_done + chunk.rows,
@@ -225,7 +225,6 @@ class Loader:
                 runs=r.runs + (0 if outcome.rows_this_run else 1),
             )
             outcome.rows_this_run += chunk.rows
-            r = outcome.record
             self.progress.backfill(r.rows_done, total, r.rows_failed)
 
         s = self.settings

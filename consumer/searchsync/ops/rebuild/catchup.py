@@ -71,8 +71,7 @@ class CatchupGroup:
             self._metrics.set("reindex_incremental_lag", record.alias, lag)
             if lag == 0:
                 return
-            why = self.failure()
-            if why is not None:
+            if (why := self.failure()) is not None:
                 raise OperationRefused(f"{what}: {why}")
             if time.monotonic() >= deadline:
                 raise OperationRefused(

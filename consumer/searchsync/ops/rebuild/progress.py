@@ -34,8 +34,7 @@ class Progress:
             self._emit({"event": "step", "step": step, "message": message, **fields})
             return
         self._end_line()
-        self.stream.write(f"[{step}] {message}\n")
-        self.stream.flush()
+        print(f"[{step}] {message}", file=self.stream, flush=True)
 
     def backfill(
         self, rows_done: int, rows_total: int, failed: int, *, final: bool = False
@@ -87,5 +86,4 @@ class Progress:
             self._drawn = False
 
     def _emit(self, event: dict[str, Any]) -> None:
-        self.stream.write(orjson.dumps(event, default=str).decode() + "\n")
-        self.stream.flush()
+        print(orjson.dumps(event, default=str).decode(), file=self.stream, flush=True)

@@ -107,20 +107,9 @@ class Loader:
         stored parts (a concurrent process of the same load may have stored its own first)."""
         cuts = await self.truth.split_keys(projector, options.parts, options.where)
         now = utc_now()
+        load = (options.parts, projector.aggregate_type, alias, index, options.where)
         records = [
-            LoadRecord(
-                key,
-                part,
-                options.parts,
-                projector.aggregate_type,
-                alias,
-                index,
-                options.where,
-                scope.low,
-                scope.high,
-                Status.PENDING,
-                now,
-            )
+            LoadRecord(key, part, *load, scope.low, scope.high, Status.PENDING, now)
             for part, scope in enumerate(ranges(cuts))
         ]
         if options.dry_run:

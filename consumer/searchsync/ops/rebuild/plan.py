@@ -101,23 +101,11 @@ async def write_index(
 
 def first_record(plan: Plan, rebuild_id: str, now: datetime) -> RebuildRecord:
     """The record of a rebuild of `plan` that begins now, before its backfill."""
-    return RebuildRecord(
-        rebuild_id=rebuild_id,
-        aggregate_type=plan.aggregate_type,
-        alias=plan.alias,
-        source_index=plan.current_index,
-        target_index=plan.new_index,
-        schema_version=plan.new_schema_version,
-        catchup_group=plan.catchup_group,
-        watermark=dict(plan.watermark),
-        last_id=None,
-        rows_done=0,
-        rows_failed=0,
-        status=Status.BACKFILLING,
-        message=None,
-        started_at=now,
-        updated_at=now,
-    )
+    p = plan
+    index = (p.alias, p.current_index, p.new_index, p.new_schema_version, p.catchup_group)
+    # watermark, last_id, rows_done, rows_failed, status, message, started_at, updated_at
+    fresh = (dict(p.watermark), None, 0, 0, Status.BACKFILLING, None, now, now)
+    return RebuildRecord(*(rebuild_id, p.aggregate_type, *index, *fresh))
 
 
 def unloaded(plan: Plan, table: str, settings: Settings) -> str | None:

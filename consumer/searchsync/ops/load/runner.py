@@ -74,17 +74,9 @@ class Loader:
                 )
                 done = sum(r.status is Status.DONE for r in records)
                 return LoadOutcome(True, "already_done", message, record, parts_done=done)
-            record = await self._save(
-                record,
-                status=Status.PENDING,
-                watermark=None,
-                last_id=None,
-                rows_done=0,
-                rows_failed=0,
-                chunks_done=0,
-                message=None,
-                finished_at=None,
-            )
+            cleared = dict.fromkeys(("watermark", "last_id", "message", "finished_at"))
+            zeroed = dict.fromkeys(("rows_done", "rows_failed", "chunks_done"), 0)
+            record = await self._save(record, status=Status.PENDING, **cleared, **zeroed)
         outcome = LoadOutcome(False, "interrupted", "", record, resumed_after=record.last_id)
         try:
             await self._continue(projector, outcome, options)

@@ -63,19 +63,10 @@ async def make_plan(
     rows = await truth.count(projector)
     current = next((i for i in indices if i.name == writer.index), None)
     name = naming.next_physical_name(alias, [i.name for i in indices])
-    return Plan(
-        aggregate_type=projector.aggregate_type,
-        alias=alias,
-        current_index=writer.index,
-        new_index=name,
-        catchup_group=f"{settings.kafka.group_id}.rebuild.v{naming.physical_version(alias, name)}",
-        topics=topics,
-        watermark=watermark,
-        rows=rows,
-        old_schema_version=writer.schema_version,
-        new_schema_version=projector.schema_version,
-        current_docs=None if current is None else current.docs,
-    )
+    group = f"{settings.kafka.group_id}.rebuild.v{naming.physical_version(alias, name)}"
+    docs = None if current is None else current.docs
+    kind, old, new = projector.aggregate_type, writer.schema_version, projector.schema_version
+    return Plan(kind, alias, writer.index, name, group, topics, watermark, rows, old, new, docs)
 
 
 async def write_index(

@@ -281,7 +281,6 @@ def connector_section(status: ConnectorStatus) -> Section:
 
 
 def _json_object(body: bytes) -> Mapping[str, Any]:
-    """The JSON object `body` holds, else empty."""
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError:

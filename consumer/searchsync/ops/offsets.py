@@ -94,8 +94,7 @@ def subscribed_topics(admin: KafkaAdmin, settings: Settings) -> list[str]:
     kafka = settings.kafka
     existing = admin.topics()
     if kafka.topic_regex is not None:
-        pattern = re.compile(kafka.topic_regex)
-        return sorted(t for t in existing if pattern.match(t))
+        return sorted(t for t in existing if re.match(kafka.topic_regex, t))
     return [t for t in consumed_topics(settings) if t in existing]
 
 

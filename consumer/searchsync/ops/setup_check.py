@@ -101,14 +101,12 @@ async def _indexed(schema: TableSchema, table: str, columns: tuple[str, ...]) ->
 
 async def sample_report(projector: Projector, truth: Truth) -> TypeReport:
     """One real row of the type projected (the first by id), or that the table is empty."""
-    report = TypeReport(projector.aggregate_type)
+    t = projector.aggregate_type
     rows = await truth.scan(projector, None, 1)
     if not rows:
-        report.empty = True
-        return report
+        return TypeReport(t, empty=True)
     row = rows[0]
-    report.sample_id = str(row.get("id"))
-    t = projector.aggregate_type
+    report = TypeReport(t, str(row.get("id")))
     try:
         document = projector.project(row)
     except PoisonMessage as exc:

@@ -134,14 +134,10 @@ class Loader:
         self, projector: Projector, outcome: LoadOutcome, options: LoadOptions
     ) -> None:
         assert outcome.record is not None
-        record = outcome.record
+        record, s, kind = outcome.record, self.settings, projector.aggregate_type
         if record.status is Status.PENDING:
             topics = await asyncio.to_thread(
-                plans.type_topics,
-                self.kafka,
-                self.settings,
-                projector.aggregate_type,
-                must_exist=False,
+                plans.type_topics, self.kafka, s, kind, must_exist=False
             )
             watermark = await asyncio.to_thread(plans.high_watermarks, self.kafka, topics)
             outcome.record = record = await self._save(
@@ -160,9 +156,7 @@ class Loader:
             outcome.record = record = await self._save(outcome.record, status=Status.SCANNED)
         note = "; --no-wait: the live group's pass of the watermark was not checked"
         if options.wait_for_live:
-            passed = await live_group_passed(
-                self.kafka, self.settings, record.watermark or {}, self.sleep
-            )
+            passed = await live_group_passed(self.kafka, s, record.watermark or {}, self.sleep)
             if passed is None:
                 outcome.action = "waiting"
                 outcome.message = (

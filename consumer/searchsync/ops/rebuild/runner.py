@@ -71,10 +71,8 @@ class Rebuilder:
             return await self._dry_run(projector, alias, existing)
         options.check(alias, existing)
         try:
-            if existing is None:
-                record = await self._begin(projector, alias)
-            else:
-                record = existing
+            record = existing or await self._begin(projector, alias)
+            if existing is not None:
                 self.progress.step("resume", f"resuming {record.rebuild_id} at {record.status}")
             return await self._continue(projector, record, options)
         finally:

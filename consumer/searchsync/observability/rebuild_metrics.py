@@ -37,9 +37,7 @@ class RebuildMetrics:
             self._counters[f"reindex_{name}"].labels(alias=alias).inc(n)
 
     def set(self, name: str, alias: str, value: float) -> None:
-        """Set the gauge `name` (one of `_GAUGES`) of `alias`."""
         self._gauges[name].labels(alias=alias).set(value)
 
     def render(self) -> bytes:
-        """The text exposition format of every metric."""
         return generate_latest(self.registry)

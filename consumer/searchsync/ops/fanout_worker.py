@@ -14,6 +14,7 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Final
 
 from searchsync.config import FanoutSettings
@@ -29,34 +30,26 @@ _YIELD_POLL_S: Final = 0.1
 """How often a fan-out that yields to the live events looks again."""
 
 
+@dataclass
 class FanoutWorker:
     """Works off the pending fan-out jobs, one at a time, at most `appends_per_s` appends."""
 
-    def __init__(
-        self,
-        store: FanoutStore,
-        registry: ProjectorRegistry,
-        settings: FanoutSettings,
-        *,
-        metrics: Metrics | None = None,
-        live_age: Callable[[], float] | None = None,
-        owner: str | None = None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._store = store
-        self._registry = registry
-        self._s = settings
-        self._metrics = metrics
-        self._live_age = live_age  # the member's oldest unfinished event, seconds
-        # a name no other worker has: host, process and a random part
-        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._sleep = sleep
-        self._clock = clock
-        self._page = max(1, min(settings.page_size, math.ceil(settings.appends_per_s)))
-        self._next_at = 0.0
-        self._stats_at = 0.0
-        self.appended = 0  # REBUILDs this worker appended
+    _store: FanoutStore
+    _registry: ProjectorRegistry
+    _s: FanoutSettings
+    _: KW_ONLY
+    metrics: Metrics | None = None
+    live_age: Callable[[], float] | None = None  # the member's oldest unfinished event, seconds
+    owner: str = ""  # "": a name no other worker has (host, process and a random part)
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    clock: Callable[[], float] = time.monotonic
+    appended: int = field(default=0, init=False)  # REBUILDs this worker appended
+    _next_at: float = field(default=0.0, init=False)
+    _stats_at: float = field(default=0.0, init=False)
+
+    def __post_init__(self) -> None:
+        self.owner = self.owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._page = max(1, min(self._s.page_size, math.ceil(self._s.appends_per_s)))
 
     async def run(self, stop: asyncio.Event) -> None:
         """Work off jobs until `stop` is set; a failure is logged and tried again later."""
@@ -82,7 +75,7 @@ class FanoutWorker:
         t = job.target
         projector, via, through = self._source(job)
         table, keys = projector.table, (projector.id_column, projector.revision_column)
-        started, logged = self._clock(), job.appended
+        started, logged = self.clock(), job.appended
         current: FanoutJob | None = job
         while current is not None and not stop.is_set():
             page = await self._store.dependents(
@@ -97,7 +90,7 @@ class FanoutWorker:
             if not page:
                 if await self._store.finish(current, self.owner):
                     big = current.appended >= self._s.progress_every
-                    seconds = round(self._clock() - started, 3)
+                    seconds = round(self.clock() - started, 3)
                     level = logging.INFO if big else logging.DEBUG
                     _log(level, "fan-out done", current, seconds=seconds)
                 return True
@@ -106,11 +99,11 @@ class FanoutWorker:
             if current is None:  # restarted by a newer revision, or taken over: lease it anew
                 return True
             self.appended += len(page)
-            if self._metrics is not None:
-                self._metrics.fanout_appended(len(page))
+            if self.metrics is not None:
+                self.metrics.fanout_appended(len(page))
             if current.appended - logged >= self._s.progress_every:
                 logged = current.appended
-                per_s = round(logged / max(1e-9, self._clock() - started), 1)
+                per_s = round(logged / max(1e-9, self.clock() - started), 1)
                 _log(logging.INFO, "fan-out progress", current, per_s=per_s)
         return True
 
@@ -128,24 +121,21 @@ class FanoutWorker:
     async def _pace(self, n: int, stop: asyncio.Event) -> None:
         """At most `appends_per_s`, and only while the member keeps up with its live events: a
         page waits while the oldest unfinished one is older than `yield_above_s`."""
-        now = self._clock()
-        wait = self._next_at - now
+        wait = self._next_at - self.clock()
         if wait > 0:
-            await self._sleep(wait)
-        limit = self._s.yield_above_s
-        while self._live_age is not None and limit > 0 and not stop.is_set():
-            if self._live_age() <= limit:
-                break
-            await self._sleep(_YIELD_POLL_S)
-        self._next_at = max(self._clock(), self._next_at) + n / self._s.appends_per_s
+            await self.sleep(wait)
+        limit, live_age = self._s.yield_above_s, self.live_age
+        while live_age is not None and limit > 0 and not stop.is_set() and live_age() > limit:
+            await self.sleep(_YIELD_POLL_S)
+        self._next_at = max(self.clock(), self._next_at) + n / self._s.appends_per_s
 
     async def _report_stats(self, *, force: bool) -> None:
-        now = self._clock()
-        if self._metrics is None or (not force and now < self._stats_at):
+        now = self.clock()
+        if self.metrics is None or (not force and now < self._stats_at):
             return
         self._stats_at = now + 10 * self._s.poll_interval_s
         stats = await self._store.stats(referenced_types(self._registry))
-        self._metrics.fanout_jobs(pending=stats.pending, done=stats.done)
+        self.metrics.fanout_jobs(pending=stats.pending, done=stats.done)
 
 
 def _log(level: int, message: str, job: FanoutJob, **extra: float) -> None:

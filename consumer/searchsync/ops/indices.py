@@ -38,17 +38,14 @@ class RollbackResult:
     @property
     def message(self) -> str:
         verb = "would move" if self.dry_run else "moved"
+        old, new = _shown(self.from_schema_version), _shown(self.to_schema_version)
         text = (
             f"{verb} alias {self.alias} and its read alias {read_alias_name(self.alias)} from "
-            f"{self.from_index} (schema "
-            f"{_shown(self.from_schema_version)}) to {self.to_index} (schema "
-            f"{_shown(self.to_schema_version)}) in one atomic _aliases call"
+            f"{self.from_index} (schema {old}) to {self.to_index} (schema {new}) in one atomic "
+            "_aliases call"
         )
-        if self.from_schema_version != self.to_schema_version:
-            text += (
-                f"; consumers projecting schema {_shown(self.to_schema_version)} resume, those "
-                f"projecting {_shown(self.from_schema_version)} are fenced"
-            )
+        if old != new:
+            text += f"; consumers projecting schema {new} resume, those projecting {old} are fenced"
         return text + f"; {self.from_index} is kept"
 
 

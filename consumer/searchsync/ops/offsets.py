@@ -94,8 +94,7 @@ def subscribed_topics(admin: KafkaAdmin, settings: Settings) -> list[str]:
     kafka = settings.kafka
     existing = admin.topics()
     if kafka.topic_regex is not None:
-        pattern = re.compile(kafka.topic_regex)
-        return sorted(t for t in existing if pattern.match(t))
+        return sorted(t for t in existing if re.match(kafka.topic_regex, t))
     return [t for t in consumed_topics(settings) if t in existing]
 
 
@@ -105,15 +104,13 @@ def partition_offsets(
     """Committed offset, watermarks and lag of every partition of `topics` (default: the
     subscribed ones) for the group."""
     rows = []
+    earliest = settings.kafka.auto_offset_reset == "earliest"
     for topic in subscribed_topics(admin, settings) if topics is None else topics:
         marks = admin.watermarks(topic)
         committed = admin.committed(settings.kafka.group_id, [(topic, p) for p in marks])
         for partition, m in marks.items():
             offset = committed.get((topic, partition))
-            if offset is not None:
-                start = offset
-            else:
-                start = m.low if settings.kafka.auto_offset_reset == "earliest" else m.high
+            start = offset if offset is not None else m.low if earliest else m.high
             rows.append(
                 PartitionOffsets(topic, partition, offset, m.low, m.high, max(0, m.high - start))
             )
@@ -163,10 +160,8 @@ def plan_reset(
             if times is None or (r.topic, r.partition) not in times:
                 raise InvalidRequest(f"no offset for {to.isoformat()} in {r.topic}/{r.partition}")
             target = min(max(times[(r.topic, r.partition)], r.low), r.high)
-        elif to == "earliest":
-            target = r.low
-        elif to == "latest":
-            target = r.high
+        elif to in ("earliest", "latest"):
+            target = r.low if to == "earliest" else r.high
         elif isinstance(to, int) and r.low <= to <= r.high:
             target = to
         else:
@@ -278,12 +273,5 @@ def reset(
             lineage.accept(adopted, who)
         for m in mismatches:
             log.warning("lineage mismatch accepted", extra={**asdict(m), "accepted_by": who})
-    return ResetReport(
-        group,
-        described,
-        dry_run,
-        tuple(members),
-        tuple(steps),
-        tuple(accepted),
-        tuple(mismatches),
-    )
+    found = (tuple(members), tuple(steps), tuple(accepted), tuple(mismatches))
+    return ResetReport(group, described, dry_run, *found)

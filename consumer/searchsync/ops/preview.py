@@ -43,15 +43,9 @@ async def preview(projector: Projector, truth: Truth, aggregate_id: str) -> Prev
             return Preview(t, aggregate_id, "unprojectable", reason=f"{exc.code}: {exc.message}")
         state = "soft-deleted" if document.is_deleted else "live"
         return Preview(t, aggregate_id, state, document.source_revision, dict(document.body))
-    floors = await truth.revision_floors(t, [aggregate_id], primary=True)
-    floor = floors.get(aggregate_id)
+    floor = (await truth.revision_floors(t, [aggregate_id], primary=True)).get(aggregate_id)
     if floor is None:
-        return Preview(
-            t,
-            aggregate_id,
-            "missing",
-            reason=f"no {projector.table} row with id {aggregate_id!r} and no revision floor:"
-            " nothing would be written",
-        )
+        why = f"no {projector.table} row with id {aggregate_id!r} and no revision floor"
+        return Preview(t, aggregate_id, "missing", reason=f"{why}: nothing would be written")
     tombstone = projector.tombstone(aggregate_id, floor)
     return Preview(t, aggregate_id, "hard-deleted", floor, dict(tombstone.body))

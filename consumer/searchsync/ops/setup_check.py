@@ -68,8 +68,7 @@ async def schema_findings(projector: Projector, schema: TableSchema) -> list[str
                 " projector's table name"
             )
             continue
-        missing = [c for c in columns if c not in have[table]]
-        if missing:
+        if missing := [c for c in columns if c not in have[table]]:
             found.append(
                 f"{t}: {what} {table} has no column {', '.join(missing)}: add it to the table,"
                 " or remove it from the projector's columns"
@@ -97,20 +96,17 @@ async def schema_findings(projector: Projector, schema: TableSchema) -> list[str
 
 
 async def _indexed(schema: TableSchema, table: str, columns: tuple[str, ...]) -> bool:
-    """Whether an index of `table` starts with `columns`."""
     return any(index[: len(columns)] == columns for index in await schema.indexes(table))
 
 
 async def sample_report(projector: Projector, truth: Truth) -> TypeReport:
     """One real row of the type projected (the first by id), or that the table is empty."""
-    report = TypeReport(projector.aggregate_type)
+    t = projector.aggregate_type
     rows = await truth.scan(projector, None, 1)
     if not rows:
-        report.empty = True
-        return report
+        return TypeReport(t, empty=True)
     row = rows[0]
-    report.sample_id = str(row.get("id"))
-    t = projector.aggregate_type
+    report = TypeReport(t, str(row.get("id")))
     try:
         document = projector.project(row)
     except PoisonMessage as exc:
@@ -119,8 +115,7 @@ async def sample_report(projector: Projector, truth: Truth) -> TypeReport:
             " the row (`searchsync projection show` prints it)"
         )
         return report
-    gaps = mapping_gaps(projector.mapping, document.body)
-    if gaps:
+    if gaps := mapping_gaps(projector.mapping, document.body):
         report.findings.append(
             f"{t}: build() returns {', '.join(gaps)}, which the mapping lacks: add"
             f" {'them' if len(gaps) > 1 else 'it'} to the mapping's properties"

@@ -162,13 +162,12 @@ def fanout_section(
         "appended_pending": stats.appended_pending,
         "oldest_untouched_seconds": idle,
     }
-    warnings = []
-    if idle is not None and idle > stuck_after_s:
-        warnings.append(
-            f"a pending fan-out job has not moved for {idle}s: is a consumer with"
-            " [fanout] enabled running?"
-        )
-    return Section("fanout", data, (), tuple(warnings))
+    stuck = idle is not None and idle > stuck_after_s
+    warning = (
+        f"a pending fan-out job has not moved for {idle}s: is a consumer with"
+        " [fanout] enabled running?"
+    )
+    return Section("fanout", data, (), (warning,) if stuck else ())
 
 
 def _age_s(at: datetime | None, now: datetime | None) -> int | None:
@@ -222,9 +221,8 @@ def _seconds(value: float | None) -> float | None:
 
 def dlq_section(summary: DlqSummary) -> Section:
     """Dead letters by error code and type (a DLQ topic that does not exist yet holds none)."""
-    data = summary.as_json()
-    warnings = [f"{summary.total} dead letter(s)"] if summary.total else []
-    return Section("dlq", data, (), tuple(warnings))
+    warnings = (f"{summary.total} dead letter(s)",) if summary.total else ()
+    return Section("dlq", summary.as_json(), (), warnings)
 
 
 def repair_section(
@@ -283,7 +281,6 @@ def connector_section(status: ConnectorStatus) -> Section:
 
 
 def _json_object(body: bytes) -> Mapping[str, Any]:
-    """The JSON object `body` holds, else empty."""
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError:

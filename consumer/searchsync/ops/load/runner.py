@@ -68,39 +68,28 @@ class Loader:
             return await self._planned(projector, alias, options, record, stored)
         if record.status is Status.DONE:
             if not options.again:
-                return LoadOutcome(
-                    True,
-                    "already_done",
+                message = (
                     f"{_name(record)} finished at {record.finished_at} ({record.rows_done} rows "
-                    f"in {record.chunks_done} chunks): nothing to do; `--again` loads it again",
-                    record,
-                    parts_done=sum(r.status is Status.DONE for r in records),
+                    f"in {record.chunks_done} chunks): nothing to do; `--again` loads it again"
                 )
-            record = await self._save(
-                record,
-                status=Status.PENDING,
-                watermark=None,
-                last_id=None,
-                rows_done=0,
-                rows_failed=0,
-                chunks_done=0,
-                message=None,
-                finished_at=None,
-            )
+                done = sum(r.status is Status.DONE for r in records)
+                return LoadOutcome(True, "already_done", message, record, parts_done=done)
+            cleared = dict.fromkeys(("watermark", "last_id", "message", "finished_at"))
+            zeroed = dict.fromkeys(("rows_done", "rows_failed", "chunks_done"), 0)
+            record = await self._save(record, status=Status.PENDING, **cleared, **zeroed)
         outcome = LoadOutcome(False, "interrupted", "", record, resumed_after=record.last_id)
         try:
             await self._continue(projector, outcome, options)
         except (TransientError, LiveLagTooHigh) as exc:
             outcome.message = (
-                f"{_name(outcome.record)} stopped: {exc}. The finished chunks are saved: run "
+                f"{_name(record)} stopped: {exc}. The finished chunks are saved: run "
                 "`searchsync index load` again with the same options to continue"
             )
         if not outcome.ok and outcome.record is not None:
             with contextlib.suppress(TransientError):  # a note for the next run; best effort
                 outcome.record = await self._save(outcome.record, message=outcome.message)
         outcome.seconds = time.monotonic() - started
-        done = [r.status is Status.DONE for r in await self.state.parts(key)]
-        outcome.parts_done = sum(done)
+        outcome.parts_done = sum(r.status is Status.DONE for r in await self.state.parts(key))
         return outcome
 
     async def _plan(
@@ -110,20 +99,9 @@ class Loader:
         stored parts (a concurrent process of the same load may have stored its own first)."""
         cuts = await self.truth.split_keys(projector, options.parts, options.where)
         now = utc_now()
+        load = (options.parts, projector.aggregate_type, alias, index, options.where)
         records = [
-            LoadRecord(
-                key,
-                part,
-                options.parts,
-                projector.aggregate_type,
-                alias,
-                index,
-                options.where,
-                scope.low,
-                scope.high,
-                Status.PENDING,
-                now,
-            )
+            LoadRecord(key, part, *load, scope.low, scope.high, Status.PENDING, now)
             for part, scope in enumerate(ranges(cuts))
         ]
         if options.dry_run:
@@ -141,9 +119,9 @@ class Loader:
     ) -> LoadOutcome:
         """The dry run: what is left of the part `record` (not `stored`: not planned yet)."""
         scope = KeyScope(record.last_id or record.low_id, record.high_id, options.where)
-        state = "not planned yet"
-        if stored:
-            state = f"{record.status.value}, {record.rows_done} rows done"
+        state = (
+            f"{record.status.value}, {record.rows_done} rows done" if stored else "not planned yet"
+        )
         rows = await self.truth.count(projector, scope)
         message = (
             f"would load part {options.part}/{options.parts} of {projector.table} into "
@@ -156,37 +134,29 @@ class Loader:
         self, projector: Projector, outcome: LoadOutcome, options: LoadOptions
     ) -> None:
         assert outcome.record is not None
-        record = outcome.record
+        record, s, kind = outcome.record, self.settings, projector.aggregate_type
         if record.status is Status.PENDING:
             topics = await asyncio.to_thread(
-                plans.type_topics,
-                self.kafka,
-                self.settings,
-                projector.aggregate_type,
-                must_exist=False,
+                plans.type_topics, self.kafka, s, kind, must_exist=False
             )
             watermark = await asyncio.to_thread(plans.high_watermarks, self.kafka, topics)
-            record = await self._save(
+            outcome.record = record = await self._save(
                 record, status=Status.LOADING, watermark=watermark, started_at=utc_now()
             )
-            outcome.record = record
             self.progress.step(
                 "watermark", f"{_name(record)}: watermark {watermark_keys(watermark)} recorded"
             )
         if record.status is Status.LOADING:
             if not await self._scan(projector, outcome, options):
                 outcome.message = (
-                    f"{_name(outcome.record)}: stopped after {options.stop_after_chunks} chunks;"
+                    f"{_name(record)}: stopped after {options.stop_after_chunks} chunks;"
                     " run again to continue"
                 )
                 return
-            record = await self._save(outcome.record, status=Status.SCANNED)
-            outcome.record = record
+            outcome.record = record = await self._save(outcome.record, status=Status.SCANNED)
         note = "; --no-wait: the live group's pass of the watermark was not checked"
         if options.wait_for_live:
-            passed = await live_group_passed(
-                self.kafka, self.settings, record.watermark or {}, self.sleep
-            )
+            passed = await live_group_passed(self.kafka, s, record.watermark or {}, self.sleep)
             if passed is None:
                 outcome.action = "waiting"
                 outcome.message = (
@@ -198,8 +168,9 @@ class Loader:
                 )
                 return
             note = f"; {passed}"
-        record = await self._save(record, status=Status.DONE, finished_at=utc_now(), message=None)
-        outcome.record = record
+        outcome.record = record = await self._save(
+            record, status=Status.DONE, finished_at=utc_now(), message=None
+        )
         outcome.ok = record.rows_failed == 0
         outcome.action = "done"
         failed = f", {record.rows_failed} rows could not be projected" if record.rows_failed else ""
@@ -218,9 +189,9 @@ class Loader:
         self.progress.backfill(first.rows_done, total, first.rows_failed)
 
         async def on_chunk(chunk: ChunkDone) -> None:
-            assert outcome.record is not None
             r = outcome.record
-            outcome.record = await self._save(
+            assert r is not None
+            outcome.record = r = await self._save(
                 r,
                 last_id=chunk.last_id,
                 rows_done=r.rows_done + chunk.rows,
@@ -229,19 +200,11 @@ class Loader:
                 runs=r.runs + (0 if outcome.rows_this_run else 1),
             )
             outcome.rows_this_run += chunk.rows
-            r = outcome.record
             self.progress.backfill(r.rows_done, total, r.rows_failed)
 
         s = self.settings
-        guard = LagGuard(
-            self._live_lag,
-            max_lag=s.load.max_live_lag,
-            timeout_s=s.load.lag_wait_timeout_s,
-            poll_s=s.load.lag_poll_s,
-            group=s.kafka.group_id,
-            sleep=self.sleep,
-            job="load",
-        )
+        limits = (s.load.max_live_lag, s.load.lag_wait_timeout_s, s.load.lag_poll_s)
+        guard = LagGuard(self._live_lag, *limits, s.kafka.group_id, sleep=self.sleep, job="load")
         checked = -math.inf
 
         async def lag_allows() -> None:
@@ -251,7 +214,7 @@ class Loader:
                 await guard.wait(f"the next chunk of {_name(first)}")
                 checked = time.monotonic()
 
-        backfill = Backfill(
+        result = await Backfill(
             truth=self.truth,
             sink=Sink(self.writer),
             projector=projector,
@@ -261,10 +224,7 @@ class Loader:
             scope=first.scope,
             floor_tombstones=False,  # the rows that exist; hard deletes are the live path's
             before_chunk=lag_allows,
-        )
-        result = await backfill.run(
-            after_id=first.last_id, stop_after_chunks=options.stop_after_chunks
-        )
+        ).run(after_id=first.last_id, stop_after_chunks=options.stop_after_chunks)
         r = outcome.record
         self.progress.backfill(r.rows_done, total, r.rows_failed, final=True)
         outcome.failures = result.failures
@@ -275,10 +235,9 @@ class Loader:
     async def _live_lag(self) -> int:
         """The live group's lag while it has members; 0 without: a group that is not consuming
         has no live traffic to protect (and a new one's "lag" is the whole topic)."""
-        kafka, settings = self.kafka, self.settings
-        if not await asyncio.to_thread(kafka.active_members, settings.kafka.group_id):
+        if not await asyncio.to_thread(self.kafka.active_members, self.settings.kafka.group_id):
             return 0
-        return await asyncio.to_thread(live_lag, kafka, settings)
+        return await asyncio.to_thread(live_lag, self.kafka, self.settings)
 
     async def _save(self, record: LoadRecord, **changes: Any) -> LoadRecord:
         updated = dataclasses.replace(record, updated_at=utc_now(), **changes)
@@ -286,7 +245,5 @@ class Loader:
         return updated
 
 
-def _name(record: LoadRecord | None) -> str:
-    if record is None:  # pragma: no cover - every caller has a record
-        return "the load"
+def _name(record: LoadRecord) -> str:
     return f"part {record.part}/{record.parts} of the {record.aggregate_type} load"

@@ -71,8 +71,7 @@ class CatchupGroup:
             self._metrics.set("reindex_incremental_lag", record.alias, lag)
             if lag == 0:
                 return
-            why = self.failure()
-            if why is not None:
+            if (why := self.failure()) is not None:
                 raise OperationRefused(f"{what}: {why}")
             if time.monotonic() >= deadline:
                 raise OperationRefused(
@@ -96,8 +95,7 @@ class CatchupGroup:
             return None
         if task.cancelled():
             return "the catch-up consumer was cancelled"
-        exc = task.exception()
-        if exc is not None:
+        if (exc := task.exception()) is not None:
             return f"the catch-up consumer failed: {exc}"
         return f"the catch-up consumer stopped with exit code {task.result()} (see its log)"
 

@@ -6,48 +6,42 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import orjson
 
 
+@dataclass(kw_only=True)
 class Progress:
-    def __init__(
-        self,
-        *,
-        stream: TextIO,
-        json_lines: bool = False,
-        interval_s: float = 5.0,
-        tty: bool | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        label: str = "backfill",
-    ) -> None:
-        self._label = label  # what the rows' line and event are called ("load" for a load)
-        self._stream = stream
-        self._json = json_lines
-        self._interval_s = interval_s
-        self._tty = self._stream.isatty() if tty is None else tty
-        self._clock = clock
-        self._started = clock()
-        self._base_rows: int | None = None
-        self._last_line = float("-inf")
-        self._drawn = False
+    stream: TextIO
+    json_lines: bool = False
+    interval_s: float = 5.0
+    tty: bool | None = None  # None: the stream's own isatty()
+    clock: Callable[[], float] = time.monotonic
+    label: str = "backfill"  # what the rows' line and event are called ("load" for a load)
+    _base_rows: int | None = field(default=None, init=False)
+    _last_line: float = field(default=float("-inf"), init=False)
+    _drawn: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        self._tty = self.stream.isatty() if self.tty is None else self.tty
+        self._started = self.clock()
 
     def step(self, step: str, message: str, **fields: Any) -> None:
         """A step started or finished (watermark, create, catch-up, verify, swap, ...)."""
-        if self._json:
+        if self.json_lines:
             self._emit({"event": "step", "step": step, "message": message, **fields})
             return
         self._end_line()
-        self._stream.write(f"[{step}] {message}\n")
-        self._stream.flush()
+        print(f"[{step}] {message}", file=self.stream, flush=True)
 
     def backfill(
         self, rows_done: int, rows_total: int, failed: int, *, final: bool = False
     ) -> None:
         """The rows done of `rows_total` (at least `rows_done`), `failed` of them not indexed."""
         rows_total = max(rows_total, rows_done)
-        now = self._clock()
+        now = self.clock()
         if self._base_rows is None:
             self._base_rows = rows_done
             self._started = now
@@ -55,10 +49,10 @@ class Progress:
         rate = (rows_done - self._base_rows) / elapsed
         left = max(0, rows_total - rows_done)
         eta = left / rate if rate > 0 else None
-        if self._json:
+        if self.json_lines:
             self._emit(
                 {
-                    "event": self._label,
+                    "event": self.label,
                     "rows_done": rows_done,
                     "rows_total": rows_total,
                     "rows_failed": failed,
@@ -67,30 +61,29 @@ class Progress:
                 }
             )
             return
-        if not (final or self._tty or now - self._last_line >= self._interval_s):
+        if not (final or self._tty or now - self._last_line >= self.interval_s):
             return
         self._last_line = now
         share = rows_done / rows_total if rows_total else 1.0
         bar = "#" * int(min(1.0, share) * 30)
         eta_text = "?" if eta is None else f"{eta:.0f}s"
         line = (
-            f"{self._label} [{bar:<30}] {rows_done}/{rows_total} rows ({min(share, 1.0):.0%}), "
+            f"{self.label} [{bar:<30}] {rows_done}/{rows_total} rows ({min(share, 1.0):.0%}), "
             f"{rate:.0f} rows/s, ETA {eta_text}, failed {failed}"
         )
         if self._tty:
-            self._stream.write("\r\x1b[2K" + line)
+            self.stream.write("\r\x1b[2K" + line)
             self._drawn = True
             if final:
                 self._end_line()
         else:
-            self._stream.write(line + "\n")
-        self._stream.flush()
+            self.stream.write(line + "\n")
+        self.stream.flush()
 
     def _end_line(self) -> None:
         if self._drawn:
-            self._stream.write("\n")
+            self.stream.write("\n")
             self._drawn = False
 
     def _emit(self, event: dict[str, Any]) -> None:
-        self._stream.write(orjson.dumps(event, default=str).decode() + "\n")
-        self._stream.flush()
+        print(orjson.dumps(event, default=str).decode(), file=self.stream, flush=True)

@@ -93,20 +93,17 @@ def watermark_keys(watermark: Watermark) -> dict[str, int]:
 def record_summary(record: DataclassInstance, *left_out: str) -> dict[str, Any]:
     """Every field of `record` but `left_out`, for ``--json``: the watermark by `watermark_keys`,
     the status's value, times in ISO 8601."""
-    summary: dict[str, Any] = {}
-    for f in dataclasses.fields(record):
-        value = getattr(record, f.name)
-        if f.name == "watermark" and value is not None:
-            value = watermark_keys(value)
+    names = [f.name for f in dataclasses.fields(record) if f.name not in left_out]
+    summary = {name: getattr(record, name) for name in names}
+    for name, value in summary.items():
+        if name == "watermark" and value is not None:
+            summary[name] = watermark_keys(value)
         elif isinstance(value, enum.Enum | datetime):
-            value = value.value if isinstance(value, enum.Enum) else value.isoformat()
-        if f.name not in left_out:
-            summary[f.name] = value
+            summary[name] = value.value if isinstance(value, enum.Enum) else value.isoformat()
     return summary
 
 
 def unfinished_exists(alias: str) -> OperationRefused:
-    """The refusal of a second unfinished rebuild of `alias`."""
     return OperationRefused(
         f"alias {alias} already has an unfinished rebuild: continue it with `--resume`, "
         "or give it up with `--abandon`"

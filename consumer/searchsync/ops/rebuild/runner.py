@@ -71,10 +71,8 @@ class Rebuilder:
             return await self._dry_run(projector, alias, existing)
         options.check(alias, existing)
         try:
-            if existing is None:
-                record = await self._begin(projector, alias)
-            else:
-                record = existing
+            record = existing or await self._begin(projector, alias)
+            if existing is not None:
                 self.progress.step("resume", f"resuming {record.rebuild_id} at {record.status}")
             return await self._continue(projector, record, options)
         finally:
@@ -113,8 +111,7 @@ class Rebuilder:
 
     async def _begin(self, projector: Projector, alias: str) -> RebuildRecord:
         plan = await self._plan(projector, alias)  # the watermark is taken here, first
-        why = plans.unloaded(plan, projector.table, self.settings)
-        if why is not None:
+        if (why := plans.unloaded(plan, projector.table, self.settings)) is not None:
             raise OperationRefused(why)
         record = plans.first_record(plan, uuid.uuid4().hex, utc_now())
         await self.state.create(record)
@@ -157,17 +154,9 @@ class Rebuilder:
             )
             self.progress.backfill(current.rows_done, total, current.rows_failed)
 
-        backfill = Backfill(
-            truth=self.truth,
-            sink=Sink(self.writer),
-            projector=projector,
-            target_index=record.target_index,
-            chunks=backfill_chunks(self.settings),
-            on_chunk=on_chunk,
-        )
-        result = await backfill.run(
-            after_id=record.last_id, stop_after_chunks=options.stop_after_chunks
-        )
+        sink, chunks = Sink(self.writer), backfill_chunks(self.settings)
+        backfill = Backfill(self.truth, sink, projector, record.target_index, chunks, on_chunk)
+        result = await backfill.run(record.last_id, options.stop_after_chunks)
         self.progress.backfill(current.rows_done, total, current.rows_failed, final=True)
         for doc_id, why in result.failures:
             self.progress.step("backfill", f"not indexed: {doc_id}: {why}")
@@ -263,8 +252,7 @@ class Rebuilder:
             record.alias, old=record.source_index, new=record.target_index
         )
         record = await self.save(record, status=Status.SWAPPED, message=None)
-        parsed = parse_physical_name(record.target_index)
-        if parsed is not None:
+        if (parsed := parse_physical_name(record.target_index)) is not None:
             self.metrics.set("alias_current_physical_index", record.alias, parsed[1])
         read = read_alias_name(record.alias)
         progress.step(

@@ -70,8 +70,7 @@ async def verify(
     """Measure `record`'s new index against the truth and its old index (a new random sample on
     every call)."""
     old_index, new_index, failed_rows = record.source_index, record.target_index, record.rows_failed
-    report = VerifyReport(failed_rows=failed_rows)
-    report.rows = await truth.count(projector)
+    report = VerifyReport(rows=await truth.count(projector), failed_rows=failed_rows)
     await reader.refresh(new_index)
     report.docs = await reader.count(new_index)
     deleted = await reader.deleted_ids(new_index)
@@ -129,11 +128,11 @@ async def _compare(
     floors = (
         await truth.revision_floors(projector.aggregate_type, gone, primary=True) if gone else {}
     )
-    whys = [
-        (d.doc_id, _difference(projector, d, rows.get(d.doc_id), floors.get(d.doc_id)))
+    return [
+        (d.doc_id, why)
         for d in sample
+        if (why := _difference(projector, d, rows.get(d.doc_id), floors.get(d.doc_id)))
     ]
-    return [(doc_id, why) for doc_id, why in whys if why is not None]
 
 
 def _difference(

@@ -203,8 +203,16 @@ class Loader:
             self.progress.backfill(r.rows_done, total, r.rows_failed)
 
         s = self.settings
-        limits = (s.load.max_live_lag, s.load.lag_wait_timeout_s, s.load.lag_poll_s)
-        guard = LagGuard(self._live_lag, *limits, s.kafka.group_id, sleep=self.sleep, job="load")
+        cfg = s.load
+        guard = LagGuard(
+            self._live_lag,
+            max_lag=cfg.max_live_lag,
+            timeout_s=cfg.lag_wait_timeout_s,
+            poll_s=cfg.lag_poll_s,
+            group=s.kafka.group_id,
+            sleep=self.sleep,
+            job="load",
+        )
         checked = -math.inf
 
         async def lag_allows() -> None:

@@ -172,8 +172,7 @@ class ConfluentKafkaAdmin:
         found = self._list_offsets(topic, partitions, _SPEC.for_timestamp(timestamp_ms), deadline)
         later = [p for p, offset in found.items() if offset < 0]  # no message that recent
         if later:
-            ends = self._list_offsets(topic, later, _SPEC.latest(), deadline)
-            found.update(ends)
+            found.update(self._list_offsets(topic, later, _SPEC.latest(), deadline))
         return found
 
     def _list_offsets(
@@ -245,11 +244,11 @@ class ConfluentKafkaAdmin:
         futures = self._client.alter_consumer_group_offsets(
             [request], request_timeout=self._timeout_s
         )
-        failed: dict[TopicPartition, str] = {}
-        for tp in futures[group].result().topic_partitions:
-            if tp.error is not None:
-                failed[(tp.topic, tp.partition)] = tp.error.str()
-        return failed
+        return {
+            (tp.topic, tp.partition): tp.error.str()
+            for tp in futures[group].result().topic_partitions
+            if tp.error is not None
+        }
 
     def delete_group(self, group: str) -> bool:
         futures = self._client.delete_consumer_groups([group], request_timeout=self._timeout_s)

@@ -83,9 +83,7 @@ def configure_logging(
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
     handler.setFormatter(JsonFormatter(secrets))
     root = logging.getLogger()
-    for old in list(root.handlers):
-        root.removeHandler(old)
-    root.addHandler(handler)
+    root.handlers[:] = [handler]
     root.setLevel(numeric)
     return handler
 

@@ -12,7 +12,6 @@ reads as settings.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from searchsync.config._reader import (
     ENV_PREFIX,
     _plain,
     _Section,
+    did_you_mean,
     read_fields,
 )
 from searchsync.config._secrets import MASK, Secret, scrub_credentials, scrub_known
@@ -127,13 +127,11 @@ class Settings:
 
     def redacted(self) -> dict[str, dict[str, object]]:
         """A plain dict for a start-up log line, with every secret masked."""
-        out: dict[str, dict[str, object]] = {}
-        for section in dataclasses.fields(self):
-            value = getattr(self, section.name)
-            out[section.name] = {
-                f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
-            }
-        return out
+        sections = {s.name: getattr(self, s.name) for s in dataclasses.fields(self)}
+        return {
+            name: {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+            for name, value in sections.items()
+        }
 
 
 # Each section's dataclass, in `Settings`' field order, and the checks of settings read together.
@@ -232,8 +230,5 @@ def _refuse_misspelt(variable: str) -> None:
         for name, cls in _SECTIONS.items()
         for f in dataclasses.fields(cls)
     ]
-    nearest = difflib.get_close_matches(variable, known, n=1, cutoff=0.6)
-    hint = f"a known setting {ENV_PREFIX}<SECTION>_<KEY>" + (
-        f": did you mean {nearest[0]}?" if nearest else ""
-    )
+    hint = f"a known setting {ENV_PREFIX}<SECTION>_<KEY>{did_you_mean(variable, known)}"
     raise ConfigError(variable, f"{hint} (sections: {', '.join(sorted(_SECTIONS))})", variable)

@@ -270,17 +270,14 @@ class ConfluentKafkaAdmin:
         return members
 
 
+_LEADERSHIP_MOVING: Final = (
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError._NOENT,  # librdkafka: "no leaders found" for the partitions asked
+)
+
+
 def _leadership_error(err: Any) -> bool:
     """Leadership is still moving or being set up: ask again."""
-    if err is None or not hasattr(err, "code"):
-        return False
-    return bool(
-        err.code()
-        in (
-            KafkaError.NOT_LEADER_FOR_PARTITION,
-            KafkaError.LEADER_NOT_AVAILABLE,
-            KafkaError.UNKNOWN_TOPIC_OR_PART,
-            KafkaError._NOENT,  # librdkafka: "no leaders found" for the partitions asked
-        )
-        or err.retriable()
-    )
+    return hasattr(err, "code") and bool(err.code() in _LEADERSHIP_MOVING or err.retriable())

@@ -120,7 +120,6 @@ class Runtime:
         return self._client
 
     def search(self) -> SearchEngines:
-        """The search service."""
         if self._given is not None:
             return self._given.search
         if self._search is None:
@@ -128,7 +127,6 @@ class Runtime:
         return self._search
 
     async def tables(self) -> Stores:
-        """The MySQL tables."""
         if self._given is not None:
             return self._given.tables
         if self._tables is None:

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from searchsync.config._reader import (
+    _TOPIC,
     _is_http_url,
+    _is_topic,
     _Section,
     integer,
     number,
@@ -20,7 +22,6 @@ from searchsync.duration import DURATION_FORM, format_duration, parse_duration
 from searchsync.errors import ConfigError
 
 _FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,127}")
-_CONNECTOR = re.compile(r"[A-Za-z0-9._-]{1,249}")
 _DAY = timedelta(days=1)
 
 
@@ -58,8 +59,8 @@ def _url(r: _Section, key: str) -> str:
 def _connector(r: _Section, key: str) -> str:
     """A connector name that is one URL path segment: [A-Za-z0-9._-], not '.' or '..'."""
     form = "a connector name of [A-Za-z0-9._-], not '.' or '..'"
-    name = r.string(key, _CONNECTOR, form)
-    if name in (".", ".."):
+    name = r.string(key, _TOPIC, form)
+    if not _is_topic(name):
         raise ConfigError(r.key(key), form, name)
     return name
 

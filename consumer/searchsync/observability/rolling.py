@@ -52,9 +52,7 @@ class RollingKinds:
 
     def rate(self, kind: str) -> float:
         """Share of `kind` in the window; NaN while the window is empty."""
-        if not self._total:
-            return math.nan
-        return self._counts[kind] / self._total
+        return self._counts[kind] / self._total if self._total else math.nan
 
 
 class RollingQuantiles:

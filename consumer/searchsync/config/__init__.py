@@ -65,7 +65,6 @@ __all__ = [
     "ElasticsearchSettings",
     "FanoutSettings",
     "KafkaSettings",
-    "LoadSettings",
     "MysqlSettings",
     "PipelineSettings",
     "ProjectionSettings",

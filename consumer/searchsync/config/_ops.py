@@ -25,10 +25,6 @@ _FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,127}")
 _DAY = timedelta(days=1)
 
 
-def _queries(r: _Section, key: str) -> tuple[str, ...]:
-    return r.string_list(key, bool, "query texts", allow_empty=True)
-
-
 def _duration(r: _Section, key: str) -> timedelta | None:
     """A duration above zero; None only for `min_tombstone_age` (the sum applies)."""
     value, _ = r._raw(key)
@@ -78,7 +74,9 @@ class RebuildSettings:
     chunk_max_step: float = setting(2.0, number(1.0, 100.0, lo_open=True))
     topic_template: str = setting("outbox.event.{type}", _Section.topic_template)
     sample_size: int = setting(200, integer(0, 100_000))
-    queries: tuple[str, ...] = setting((), _queries)
+    queries: tuple[str, ...] = setting(
+        (), lambda r, key: r.string_list(key, bool, "query texts", allow_empty=True)
+    )
     query_field: str = setting("title", text(_FIELD, "a field name like 'title'"))
     query_count: int = setting(20, integer(0, 10_000))
     top_k: int = setting(10, integer(1, 1_000))

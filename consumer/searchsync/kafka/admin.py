@@ -83,10 +83,8 @@ class KafkaAdmin(Protocol):
         ...
 
 
-class AdminFactory(Protocol):
-    """Makes a `KafkaAdmin` from a client config; `timeout_s` bounds each of its requests."""
-
-    def __call__(self, config: Mapping[str, Any], *, timeout_s: float = ...) -> KafkaAdmin: ...
+AdminFactory = Callable[..., KafkaAdmin]
+"""Makes a `KafkaAdmin` from a client config; keyword `timeout_s` bounds each of its requests."""
 
 
 def _kafka_error(exc: BaseException) -> Any:

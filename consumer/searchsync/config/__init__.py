@@ -215,14 +215,9 @@ def _env_sections(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
     return sections
 
 
-# The one SEARCHSYNC_* name that is not a setting: the config file's path.
-NOT_SETTINGS: Final = ("CONFIG",)
-
-
 def _refuse_misspelt(variable: str) -> None:
     """A ``SEARCHSYNC_`` variable in no section: a `ConfigError` naming the nearest setting."""
-    rest = variable[len(ENV_PREFIX) :]
-    if rest in NOT_SETTINGS:
+    if variable == f"{ENV_PREFIX}CONFIG":  # the one that is not a setting: the config file's path
         return
     known = [
         f"{ENV_PREFIX}{name.upper()}_{f.name.upper()}"

@@ -38,12 +38,8 @@ class ConnectorStatus:
 
     @property
     def running(self) -> bool:
-        """The connector and every task (at least one) are RUNNING."""
-        return (
-            self.state == RUNNING
-            and bool(self.tasks)
-            and all(t.state == RUNNING for t in self.tasks)
-        )
+        """The connector and every task (at least one) are RUNNING: no `problems`."""
+        return not self.problems()
 
     def problems(self) -> list[str]:
         """Why it is not `running`, one reason each."""

@@ -122,11 +122,10 @@ async def watch_lineage(
         except Exception as exc:  # the assignment-time check still holds
             log.warning("topic lineage unreadable", extra={"error": str(exc)})
             continue
-        changed = {
-            t: (r, c) for t, (r, c) in ids.items() if r is not None and c is not None and r != c
-        }
+        changed = [
+            f"topic {t} was re-created while this member read it (topic id {r} then, {c} now)"
+            for t, (r, c) in sorted(ids.items())
+            if None not in (r, c) and r != c
+        ]
         if changed:
-            return "; ".join(
-                f"topic {t} was re-created while this member read it (topic id {r} then, {c} now)"
-                for t, (r, c) in sorted(changed.items())
-            )
+            return "; ".join(changed)

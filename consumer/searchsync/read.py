@@ -214,13 +214,8 @@ async def verified_search(
     stale = sum(h.freshness is Freshness.STALE for h in kept)
     if metrics is not None:
         metrics.drift(query_type, stale=stale, gone=gone)
-    return VerifiedResult(
-        hits=tuple(kept),
-        fresh=len(kept) - stale,
-        stale=stale,
-        gone=gone,
-        replaced=sum(h.replaced for h in kept),
-    )
+    replaced = sum(h.replaced for h in kept)
+    return VerifiedResult(tuple(kept), len(kept) - stale, stale, gone, replaced)
 
 
 def _check(

@@ -215,10 +215,9 @@ class ConfluentKafkaAdmin:
         futures = self._client.list_consumer_group_offsets(
             [request], request_timeout=self._timeout_s
         )
-        listed = futures[group].result()
         return {
             (tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None)
-            for tp in listed.topic_partitions
+            for tp in futures[group].result().topic_partitions
         }
 
     def alter_committed(

@@ -45,9 +45,7 @@ class Metrics:
         item_window: int = DEFAULT_WINDOW,
         latency_window: int = DEFAULT_WINDOW,
     ) -> None:
-        self.registry = r = (
-            registry if registry is not None else CollectorRegistry(auto_describe=True)
-        )
+        self.registry = r = registry or CollectorRegistry(auto_describe=True)
         self.items = RollingKinds(item_window)
         self.latencies = RollingQuantiles(latency_window)
         self._m: dict[str, Any] = {

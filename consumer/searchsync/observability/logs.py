@@ -33,8 +33,7 @@ class JsonFormatter(logging.Formatter):
     def __init__(self, secrets: tuple[str, ...] = ()) -> None:
         super().__init__()
         # as they are, and as they look inside a JSON string (quotes, backslashes escaped)
-        forms = {form for v in secrets for form in (v, orjson.dumps(v)[1:-1].decode())}
-        self._secrets = tuple(forms)
+        self._secrets = tuple({f for v in secrets for f in (v, orjson.dumps(v)[1:-1].decode())})
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {

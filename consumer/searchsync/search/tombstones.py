@@ -143,12 +143,8 @@ async def pit_pages(
 
 
 def _hit(raw: dict[str, Any]) -> TombstoneHit:
-    return TombstoneHit(
-        doc_id=raw["_id"],
-        seq_no=int(raw["_seq_no"]),
-        primary_term=int(raw["_primary_term"]),
-        tombstoned_at=str(raw.get("_source", {}).get(TOMBSTONED_AT, "")),
-    )
+    tombstoned_at = str(raw.get("_source", {}).get(TOMBSTONED_AT, ""))
+    return TombstoneHit(raw["_id"], int(raw["_seq_no"]), int(raw["_primary_term"]), tombstoned_at)
 
 
 _NOT_FOUND: Final = "no document was found"

@@ -76,8 +76,7 @@ class EsTombstones:
             "seq_no_primary_term": True,
             "_source": [TOMBSTONED_AT],
         }
-        pages = pit_pages(self._client, check_index_name(index), body, PIT_KEEP_ALIVE)
-        async for hits in pages:
+        async for hits in pit_pages(self._client, check_index_name(index), body, PIT_KEEP_ALIVE):
             yield [_hit(h) for h in hits]
 
     async def delete_tombstones(

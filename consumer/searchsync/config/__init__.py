@@ -114,14 +114,12 @@ class Settings:
         Defaults are left out (masking the local stack's ``searchsync`` would mask every line)."""
         found: list[str] = []
         for section in dataclasses.fields(self):
-            value = getattr(self, section.name)
-            default = type(value)()
+            value, default = getattr(self, section.name), getattr(Settings(), section.name)
             for f in dataclasses.fields(value):
                 item = getattr(value, f.name)
-                if item == getattr(default, f.name):
-                    continue
-                items = item.values() if isinstance(item, Mapping) else (item,)
-                found.extend(v.reveal() for v in items if isinstance(v, Secret) and v.reveal())
+                if item != getattr(default, f.name):
+                    items = item.values() if isinstance(item, Mapping) else (item,)
+                    found.extend(v.reveal() for v in items if isinstance(v, Secret) and v.reveal())
         return tuple(found)
 
     def redacted(self) -> dict[str, dict[str, object]]:

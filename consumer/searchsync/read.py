@@ -10,7 +10,7 @@ import enum
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter
 
@@ -41,9 +41,6 @@ class Backoff:
             raise ValueError("want 0 < first_s <= max_s and factor >= 1")
 
 
-DEFAULT_BACKOFF: Final = Backoff()
-
-
 @dataclass(frozen=True, slots=True)
 class WaitResult:
     """How a wait ended. `seen` is the last revision observed (None: no document), `deleted`
@@ -62,10 +59,8 @@ class WaitResult:
     @property
     def message(self) -> str:
         what = f"{self.doc_id} revision {self.revision} {self.until.value} in {self.alias}"
-        if self.seen is None:
-            seen = "no document"
-        else:
-            seen = f"revision {self.seen}" + (" (a tombstone)" if self.deleted else "")
+        tombstone = " (a tombstone)" if self.deleted else ""
+        seen = "no document" if self.seen is None else f"revision {self.seen}{tombstone}"
         if self.reached:
             return f"{what}: reached after {self.waited_s:.3f}s, saw {seen}"
         return f"{what}: timed out after {self.waited_s:.3f}s ({self.polls} polls), saw {seen}"
@@ -96,7 +91,7 @@ async def wait_for_revision(
     *,
     until: Until = Until.INDEXED,
     timeout_s: float = 10.0,
-    backoff: Backoff = DEFAULT_BACKOFF,
+    backoff: Backoff = Backoff(),
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> WaitResult:
@@ -213,24 +208,14 @@ async def verified_search(
     check its first `size` hits against their rows."""
     hits = await reader.search(read_alias_name(alias), query, size=size)
     rows = await truth.rows_by_id(projector, [h.doc_id for h in hits], primary=primary)
-    kept: list[VerifiedHit] = []
-    gone = 0
-    for hit in hits:
-        checked = _check(hit, rows.get(hit.doc_id), projector, replace_stale)
-        if checked is None:
-            gone += 1
-        else:
-            kept.append(checked)
+    checked = [_check(hit, rows.get(hit.doc_id), projector, replace_stale) for hit in hits]
+    kept = [h for h in checked if h is not None]
+    gone = len(hits) - len(kept)
     stale = sum(h.freshness is Freshness.STALE for h in kept)
     if metrics is not None:
         metrics.drift(query_type, stale=stale, gone=gone)
-    return VerifiedResult(
-        hits=tuple(kept),
-        fresh=len(kept) - stale,
-        stale=stale,
-        gone=gone,
-        replaced=sum(h.replaced for h in kept),
-    )
+    replaced = sum(h.replaced for h in kept)
+    return VerifiedResult(tuple(kept), len(kept) - stale, stale, gone, replaced)
 
 
 def _check(

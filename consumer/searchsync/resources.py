@@ -86,8 +86,7 @@ class SearchEngines:
         es = settings.elasticsearch
         sizer = BulkSizer(es.bulk_max_actions, es.bulk_max_bytes)
         aliased = EsIndex(client, sizer=sizer, require_alias=True)
-        physical = EsIndex(client, sizer=sizer, require_alias=False)
-        return cls(admin=aliased, aliased=aliased, physical=physical)
+        return cls(aliased, aliased, EsIndex(client, sizer=sizer, require_alias=False))
 
 
 @dataclass(frozen=True, slots=True)

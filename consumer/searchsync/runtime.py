@@ -9,7 +9,7 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Callable, Coroutine, Mapping
-from contextlib import AsyncExitStack
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from functools import cached_property
 from types import TracebackType
 from typing import Any
@@ -41,7 +41,7 @@ from searchsync.watch.canary import Canary, MysqlEsCanary
 log = logging.getLogger(__name__)
 
 
-class Runtime:
+class Runtime(AbstractAsyncContextManager["Runtime"]):
     """The ports of one process (opened lazily, or given) and the parts built on them."""
 
     def __init__(self, settings: Settings, ports: Ports | None = None) -> None:
@@ -54,9 +54,6 @@ class Runtime:
         self._search: SearchEngines | None = None
         self._connect: ConnectClient | None = None
         self._opening = asyncio.Lock()
-
-    async def __aenter__(self) -> Runtime:
-        return self
 
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -120,7 +117,6 @@ class Runtime:
         return self._client
 
     def search(self) -> SearchEngines:
-        """The search service."""
         if self._given is not None:
             return self._given.search
         if self._search is None:
@@ -128,7 +124,6 @@ class Runtime:
         return self._search
 
     async def tables(self) -> Stores:
-        """The MySQL tables."""
         if self._given is not None:
             return self._given.tables
         if self._tables is None:

@@ -12,7 +12,6 @@ reads as settings.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from searchsync.config._reader import (
     ENV_PREFIX,
     _plain,
     _Section,
+    did_you_mean,
     read_fields,
 )
 from searchsync.config._secrets import MASK, Secret, scrub_credentials, scrub_known
@@ -65,7 +65,6 @@ __all__ = [
     "ElasticsearchSettings",
     "FanoutSettings",
     "KafkaSettings",
-    "LoadSettings",
     "MysqlSettings",
     "PipelineSettings",
     "ProjectionSettings",
@@ -115,25 +114,21 @@ class Settings:
         Defaults are left out (masking the local stack's ``searchsync`` would mask every line)."""
         found: list[str] = []
         for section in dataclasses.fields(self):
-            value = getattr(self, section.name)
-            default = type(value)()
+            value, default = getattr(self, section.name), getattr(Settings(), section.name)
             for f in dataclasses.fields(value):
                 item = getattr(value, f.name)
-                if item == getattr(default, f.name):
-                    continue
-                items = item.values() if isinstance(item, Mapping) else (item,)
-                found.extend(v.reveal() for v in items if isinstance(v, Secret) and v.reveal())
+                if item != getattr(default, f.name):
+                    items = item.values() if isinstance(item, Mapping) else (item,)
+                    found.extend(v.reveal() for v in items if isinstance(v, Secret) and v.reveal())
         return tuple(found)
 
     def redacted(self) -> dict[str, dict[str, object]]:
         """A plain dict for a start-up log line, with every secret masked."""
-        out: dict[str, dict[str, object]] = {}
-        for section in dataclasses.fields(self):
-            value = getattr(self, section.name)
-            out[section.name] = {
-                f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)
-            }
-        return out
+        sections = {s.name: getattr(self, s.name) for s in dataclasses.fields(self)}
+        return {
+            name: {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+            for name, value in sections.items()
+        }
 
 
 # Each section's dataclass, in `Settings`' field order, and the checks of settings read together.
@@ -218,22 +213,14 @@ def _env_sections(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
     return sections
 
 
-# The one SEARCHSYNC_* name that is not a setting: the config file's path.
-NOT_SETTINGS: Final = ("CONFIG",)
-
-
 def _refuse_misspelt(variable: str) -> None:
     """A ``SEARCHSYNC_`` variable in no section: a `ConfigError` naming the nearest setting."""
-    rest = variable[len(ENV_PREFIX) :]
-    if rest in NOT_SETTINGS:
+    if variable == f"{ENV_PREFIX}CONFIG":  # the one that is not a setting: the config file's path
         return
     known = [
         f"{ENV_PREFIX}{name.upper()}_{f.name.upper()}"
         for name, cls in _SECTIONS.items()
         for f in dataclasses.fields(cls)
     ]
-    nearest = difflib.get_close_matches(variable, known, n=1, cutoff=0.6)
-    hint = f"a known setting {ENV_PREFIX}<SECTION>_<KEY>" + (
-        f": did you mean {nearest[0]}?" if nearest else ""
-    )
+    hint = f"a known setting {ENV_PREFIX}<SECTION>_<KEY>{did_you_mean(variable, known)}"
     raise ConfigError(variable, f"{hint} (sections: {', '.join(sorted(_SECTIONS))})", variable)

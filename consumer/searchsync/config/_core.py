@@ -40,10 +40,6 @@ MYSQL_FLAVORS: Final = ("auto", "mysql", "mariadb")
 (`searchsync.mysql.dialect`)."""
 
 
-def _hosts(r: _Section, key: str) -> tuple[str, ...]:
-    return r.string_list(key, _is_http_url, "http(s)://host[:port] URLs")
-
-
 @dataclass(frozen=True, slots=True)
 class MysqlSettings:
     """The source of truth. Defaults match the local stack."""
@@ -79,7 +75,10 @@ def _time_zone(r: _Section, key: str) -> str:
 class ElasticsearchSettings:
     """The search index. Writes go to the alias ``<index_prefix>_<aggregate_type>``."""
 
-    hosts: tuple[str, ...] = setting(("http://127.0.0.1:9200",), _hosts)
+    hosts: tuple[str, ...] = setting(
+        ("http://127.0.0.1:9200",),
+        lambda r, key: r.string_list(key, _is_http_url, "http(s)://host[:port] URLs"),
+    )
     index_prefix: str = setting(
         "searchsync", text(naming.INDEX_PREFIX, "lower-case [a-z0-9_-], 1..100 characters")
     )

@@ -52,10 +52,6 @@ _SASL: Final = ("security_protocol", ("sasl_plaintext", "sasl_ssl"), "sasl_*")
 _TLS: Final = ("security_protocol", ("ssl", "sasl_ssl"), "ssl or sasl_ssl")
 
 
-def _empty_mapping() -> Mapping[str, LibrdkafkaValue]:
-    return MappingProxyType({})
-
-
 def _is_host_port(item: str) -> bool:
     match = _HOST_PORT.fullmatch(item)
     return match is not None and 1 <= int(match["port"]) <= 65_535
@@ -156,7 +152,7 @@ class KafkaSettings:
     # how often a running member compares its topics' ids with the group's (a re-created topic)
     lineage_check_s: float = setting(10.0, number(0.5, 3_600.0))
     extra: Mapping[str, LibrdkafkaValue | Secret] = field(
-        default_factory=_empty_mapping, metadata={"read": _librdkafka}
+        default_factory=lambda: MappingProxyType({}), metadata={"read": _librdkafka}
     )
     security_protocol: str = setting("plaintext", one_of(_KAFKA_PROTOCOLS, lower=True))
     # SASL, and TLS: each setting only where its protocol uses it

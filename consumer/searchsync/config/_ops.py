@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from searchsync.config._reader import (
+    _TOPIC,
     _is_http_url,
+    _is_topic,
     _Section,
     integer,
     number,
@@ -20,12 +22,7 @@ from searchsync.duration import DURATION_FORM, format_duration, parse_duration
 from searchsync.errors import ConfigError
 
 _FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,127}")
-_CONNECTOR = re.compile(r"[A-Za-z0-9._-]{1,249}")
 _DAY = timedelta(days=1)
-
-
-def _queries(r: _Section, key: str) -> tuple[str, ...]:
-    return r.string_list(key, bool, "query texts", allow_empty=True)
 
 
 def _duration(r: _Section, key: str) -> timedelta | None:
@@ -58,8 +55,8 @@ def _url(r: _Section, key: str) -> str:
 def _connector(r: _Section, key: str) -> str:
     """A connector name that is one URL path segment: [A-Za-z0-9._-], not '.' or '..'."""
     form = "a connector name of [A-Za-z0-9._-], not '.' or '..'"
-    name = r.string(key, _CONNECTOR, form)
-    if name in (".", ".."):
+    name = r.string(key, _TOPIC, form)
+    if not _is_topic(name):
         raise ConfigError(r.key(key), form, name)
     return name
 
@@ -77,7 +74,9 @@ class RebuildSettings:
     chunk_max_step: float = setting(2.0, number(1.0, 100.0, lo_open=True))
     topic_template: str = setting("outbox.event.{type}", _Section.topic_template)
     sample_size: int = setting(200, integer(0, 100_000))
-    queries: tuple[str, ...] = setting((), _queries)
+    queries: tuple[str, ...] = setting(
+        (), lambda r, key: r.string_list(key, bool, "query texts", allow_empty=True)
+    )
     query_field: str = setting("title", text(_FIELD, "a field name like 'title'"))
     query_count: int = setting(20, integer(0, 10_000))
     top_k: int = setting(10, integer(1, 1_000))

@@ -7,7 +7,7 @@ import dataclasses
 import difflib
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -41,6 +41,12 @@ def _plain(value: object) -> object:
     return value
 
 
+def did_you_mean(word: str, known: Iterable[str], prefix: str = "") -> str:
+    """``: did you mean <prefix><nearest>?``, or "" when no known word is near `word`."""
+    nearest = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return f": did you mean {prefix}{nearest[0]}?" if nearest else ""
+
+
 class _Section:
     """Reads one section's raw values (TOML typed, env as strings); defaults from its dataclass."""
 
@@ -53,8 +59,7 @@ class _Section:
         for key in (*toml, *env):
             if key not in self._defaults:
                 shown = f"{ENV_PREFIX}{name.upper()}_{key.upper()}" if key in env else key
-                nearest = difflib.get_close_matches(key, list(self._defaults), n=1, cutoff=0.6)
-                mean = f": did you mean {name}.{nearest[0]}?" if nearest else ""
+                mean = did_you_mean(key, self._defaults, f"{name}.")
                 raise ConfigError(
                     f"{name}.{key}",
                     f"a key of [{name}]{mean} (keys: {', '.join(sorted(self._defaults))})",
@@ -134,9 +139,7 @@ class _Section:
         expected = f"a list of {form}"
         if from_env and isinstance(value, str):
             value = [item.strip() for item in value.split(",")] if value.strip() else []
-        if isinstance(value, tuple):
-            value = list(value)
-        if not isinstance(value, list) or (not value and not allow_empty):
+        if not isinstance(value, list | tuple) or (not value and not allow_empty):
             raise ConfigError(self.key(key), expected, value)
         for item in value:
             if not isinstance(item, str) or not check(item.strip()):

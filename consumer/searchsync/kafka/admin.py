@@ -83,10 +83,8 @@ class KafkaAdmin(Protocol):
         ...
 
 
-class AdminFactory(Protocol):
-    """Makes a `KafkaAdmin` from a client config; `timeout_s` bounds each of its requests."""
-
-    def __call__(self, config: Mapping[str, Any], *, timeout_s: float = ...) -> KafkaAdmin: ...
+AdminFactory = Callable[..., KafkaAdmin]
+"""Makes a `KafkaAdmin` from a client config; keyword `timeout_s` bounds each of its requests."""
 
 
 def _kafka_error(exc: BaseException) -> Any:
@@ -172,8 +170,7 @@ class ConfluentKafkaAdmin:
         found = self._list_offsets(topic, partitions, _SPEC.for_timestamp(timestamp_ms), deadline)
         later = [p for p, offset in found.items() if offset < 0]  # no message that recent
         if later:
-            ends = self._list_offsets(topic, later, _SPEC.latest(), deadline)
-            found.update(ends)
+            found.update(self._list_offsets(topic, later, _SPEC.latest(), deadline))
         return found
 
     def _list_offsets(
@@ -218,10 +215,9 @@ class ConfluentKafkaAdmin:
         futures = self._client.list_consumer_group_offsets(
             [request], request_timeout=self._timeout_s
         )
-        listed = futures[group].result()
         return {
             (tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None)
-            for tp in listed.topic_partitions
+            for tp in futures[group].result().topic_partitions
         }
 
     def alter_committed(
@@ -245,11 +241,11 @@ class ConfluentKafkaAdmin:
         futures = self._client.alter_consumer_group_offsets(
             [request], request_timeout=self._timeout_s
         )
-        failed: dict[TopicPartition, str] = {}
-        for tp in futures[group].result().topic_partitions:
-            if tp.error is not None:
-                failed[(tp.topic, tp.partition)] = tp.error.str()
-        return failed
+        return {
+            (tp.topic, tp.partition): tp.error.str()
+            for tp in futures[group].result().topic_partitions
+            if tp.error is not None
+        }
 
     def delete_group(self, group: str) -> bool:
         futures = self._client.delete_consumer_groups([group], request_timeout=self._timeout_s)
@@ -271,17 +267,14 @@ class ConfluentKafkaAdmin:
         return members
 
 
+_LEADERSHIP_MOVING: Final = (
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError._NOENT,  # librdkafka: "no leaders found" for the partitions asked
+)
+
+
 def _leadership_error(err: Any) -> bool:
     """Leadership is still moving or being set up: ask again."""
-    if err is None or not hasattr(err, "code"):
-        return False
-    return bool(
-        err.code()
-        in (
-            KafkaError.NOT_LEADER_FOR_PARTITION,
-            KafkaError.LEADER_NOT_AVAILABLE,
-            KafkaError.UNKNOWN_TOPIC_OR_PART,
-            KafkaError._NOENT,  # librdkafka: "no leaders found" for the partitions asked
-        )
-        or err.retriable()
-    )
+    return hasattr(err, "code") and bool(err.code() in _LEADERSHIP_MOVING or err.retriable())

@@ -38,12 +38,8 @@ class ConnectorStatus:
 
     @property
     def running(self) -> bool:
-        """The connector and every task (at least one) are RUNNING."""
-        return (
-            self.state == RUNNING
-            and bool(self.tasks)
-            and all(t.state == RUNNING for t in self.tasks)
-        )
+        """The connector and every task (at least one) are RUNNING: no `problems`."""
+        return not self.problems()
 
     def problems(self) -> list[str]:
         """Why it is not `running`, one reason each."""
@@ -74,20 +70,11 @@ def parse_status(name: str, body: Mapping[str, Any]) -> ConnectorStatus:
     try:
         connector = body["connector"]
         tasks = tuple(
-            TaskStatus(
-                id=int(task["id"]),
-                state=str(task["state"]),
-                worker_id=task.get("worker_id"),
-                trace=_first_line(task.get("trace")),
-            )
-            for task in body.get("tasks", [])
+            TaskStatus(int(t["id"]), str(t["state"]), t.get("worker_id"), _trace(t.get("trace")))
+            for t in body.get("tasks", [])
         )
-        return ConnectorStatus(
-            name=str(body.get("name", name)),
-            state=str(connector["state"]),
-            worker_id=connector.get("worker_id"),
-            tasks=tasks,
-        )
+        state, worker = str(connector["state"]), connector.get("worker_id")
+        return ConnectorStatus(str(body.get("name", name)), state, worker, tasks)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ConnectUnavailable(f"connector {name}: not a status answer ({exc!r})") from exc
 
@@ -149,7 +136,7 @@ class ConnectClient:
             ) from exc
 
 
-def _first_line(trace: object) -> str | None:
+def _trace(trace: object) -> str | None:
     if not isinstance(trace, str) or not trace.strip():
         return None
     return trace.strip().splitlines()[0][:500]

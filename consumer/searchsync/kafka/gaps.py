@@ -10,12 +10,13 @@ import logging
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from searchsync.kafka.lineage import LineageCheck, LineageMismatch, mismatch
+from searchsync.observability.metrics import Metrics
 from searchsync.types import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -53,16 +54,10 @@ Blocked = HistoryGap | LineageMismatch
 """Why a partition is not read."""
 
 
-class GapObserver(Protocol):
-    def set_blocked(
-        self, topic: str, partition: int, missing: int | None, *, lineage: bool = False
-    ) -> None: ...
-
-
 class GapBoard:
     """The partitions this member holds but will not read; thread-safe."""
 
-    def __init__(self, observer: GapObserver | None = None) -> None:
+    def __init__(self, observer: Metrics | None = None) -> None:
         self._observer = observer
         self._gaps: dict[TopicPartition, Blocked] = {}
         self._lock = threading.Lock()

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from searchsync.mysql.lineage import TopicLineage
@@ -69,37 +69,29 @@ def mismatch(
     return None
 
 
+@dataclass(frozen=True, slots=True)
 class LineageCheck:
     """The group's recorded topic ids against the cluster's, asked from the consumer thread: the
     store's coroutines run on `loop`. A topic the group has no record of is adopted as it is."""
 
-    def __init__(
-        self,
-        store: TopicLineage,
-        group: str,
-        topic_ids: Callable[[Sequence[str]], dict[str, str]],
-        loop: asyncio.AbstractEventLoop,
-        *,
-        timeout_s: float,
-    ) -> None:
-        self._store = store
-        self._group = group
-        self._topic_ids = topic_ids
-        self._loop = loop
-        self._timeout_s = timeout_s
+    store: TopicLineage
+    group: str
+    topic_ids: Callable[[Sequence[str]], dict[str, str]]
+    loop: asyncio.AbstractEventLoop
+    timeout_s: float = field(kw_only=True)
 
     def ids(self, topics: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
         """topic -> (recorded id, current id); raises when either side cannot be read."""
-        current = self._topic_ids(sorted(set(topics)))
-        recorded = self._run(self._store.recorded(self._group))
+        current = self.topic_ids(sorted(set(topics)))
+        recorded = self._run(self.store.recorded(self.group))
         new = {t: i for t, i in current.items() if t not in recorded}
         if new:
-            self._run(self._store.adopt(self._group, new))
-            log.info("topic lineage recorded", extra={"group": self._group, "topic_ids": new})
+            self._run(self.store.adopt(self.group, new))
+            log.info("topic lineage recorded", extra={"group": self.group, "topic_ids": new})
         return {t: (recorded.get(t, current.get(t)), current.get(t)) for t in topics}
 
     def _run(self, coro: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=self._timeout_s)
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=self.timeout_s)
 
 
 def lineage_changes(
@@ -130,11 +122,10 @@ async def watch_lineage(
         except Exception as exc:  # the assignment-time check still holds
             log.warning("topic lineage unreadable", extra={"error": str(exc)})
             continue
-        changed = {
-            t: (r, c) for t, (r, c) in ids.items() if r is not None and c is not None and r != c
-        }
+        changed = [
+            f"topic {t} was re-created while this member read it (topic id {r} then, {c} now)"
+            for t, (r, c) in sorted(ids.items())
+            if None not in (r, c) and r != c
+        ]
         if changed:
-            return "; ".join(
-                f"topic {t} was re-created while this member read it (topic id {r} then, {c} now)"
-                for t, (r, c) in sorted(changed.items())
-            )
+            return "; ".join(changed)

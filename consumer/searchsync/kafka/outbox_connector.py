@@ -38,11 +38,7 @@ _CONNECTOR_CLASSES: Final[dict[Flavor, str]] = {
 # preferred, required, verify_ca, verify_identity; MariaDB's: disable, trust, verify-ca,
 # verify-full)
 _SSL_MODES: Final[dict[Flavor, dict[str, str]]] = {
-    "mysql": {
-        "disabled": "disabled",
-        "verify_ca": "verify_ca",
-        "verify_identity": "verify_identity",
-    },
+    "mysql": {mode: mode for mode in ("disabled", "verify_ca", "verify_identity")},
     "mariadb": {"disabled": "disable", "verify_ca": "verify-ca", "verify_identity": "verify-full"},
 }
 HEARTBEAT_INTERVAL_MS: Final = 10_000

@@ -79,7 +79,11 @@ class AcknowledgedProducer:
                 loop.call_soon_threadsafe(_settle, answered, err)
 
         self._producer.produce(topic, value, key, headers=headers, on_delivery=on_delivery)
-        self._ensure_poller()
+        if self._poller is None:
+            self._poller = threading.Thread(
+                target=self._poll_until_stopped, name=f"{self._name}-poll", daemon=True
+            )
+            self._poller.start()
         await answered
 
     async def close(self, flush_timeout: float) -> int:
@@ -89,13 +93,6 @@ class AcknowledgedProducer:
         if self._poller is not None:
             await asyncio.to_thread(self._poller.join)
         return await asyncio.to_thread(self._producer.flush, flush_timeout)
-
-    def _ensure_poller(self) -> None:
-        if self._poller is None:
-            self._poller = threading.Thread(
-                target=self._poll_until_stopped, name=f"{self._name}-poll", daemon=True
-            )
-            self._poller.start()
 
     def _poll_until_stopped(self) -> None:
         while not self._stop.is_set():

@@ -33,8 +33,7 @@ class JsonFormatter(logging.Formatter):
     def __init__(self, secrets: tuple[str, ...] = ()) -> None:
         super().__init__()
         # as they are, and as they look inside a JSON string (quotes, backslashes escaped)
-        forms = {form for v in secrets for form in (v, orjson.dumps(v)[1:-1].decode())}
-        self._secrets = tuple(forms)
+        self._secrets = tuple({f for v in secrets for f in (v, orjson.dumps(v)[1:-1].decode())})
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
@@ -83,9 +82,7 @@ def configure_logging(
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
     handler.setFormatter(JsonFormatter(secrets))
     root = logging.getLogger()
-    for old in list(root.handlers):
-        root.removeHandler(old)
-    root.addHandler(handler)
+    root.handlers[:] = [handler]
     root.setLevel(numeric)
     return handler
 

@@ -15,9 +15,9 @@ from prometheus_client.exposition import generate_latest
 
 from searchsync.errors import ErrorCode
 from searchsync.observability.names import (
-    BUCKETS,
     EVENT_RESULTS,
     FAMILIES,
+    HISTOGRAM_OPTIONS,
     ITEM_COUNTERS,
     ITEM_KINDS,
     item_kind,
@@ -45,13 +45,11 @@ class Metrics:
         item_window: int = DEFAULT_WINDOW,
         latency_window: int = DEFAULT_WINDOW,
     ) -> None:
-        self.registry = r = (
-            registry if registry is not None else CollectorRegistry(auto_describe=True)
-        )
+        self.registry = r = registry or CollectorRegistry(auto_describe=True)
         self.items = RollingKinds(item_window)
         self.latencies = RollingQuantiles(latency_window)
         self._m: dict[str, Any] = {
-            name: kind(name, text, labels.split(), registry=r, **_extra(name))
+            name: kind(name, text, labels.split(), registry=r, **HISTOGRAM_OPTIONS.get(name, {}))
             for name, (kind, text, labels) in FAMILIES.items()
         }
         for result in ("ok", "failed"):
@@ -191,7 +189,3 @@ class Metrics:
     def render(self) -> bytes:
         """The text exposition format of every metric (what GET /metrics returns)."""
         return generate_latest(self.registry)
-
-
-def _extra(name: str) -> dict[str, Any]:
-    return {"buckets": BUCKETS[name]} if name in BUCKETS else {}

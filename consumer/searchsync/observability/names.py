@@ -122,9 +122,9 @@ FAMILIES: Final[dict[str, tuple[type, str, str]]] = {
         "",
     ),
 }
-BUCKETS: Final = {
-    "es_write_latency_seconds": _BULK_BUCKETS,
-    "searchsync_commit_to_searchable_seconds": _VISIBLE_BUCKETS,
+HISTOGRAM_OPTIONS: Final[dict[str, dict[str, tuple[float, ...]]]] = {
+    "es_write_latency_seconds": {"buckets": _BULK_BUCKETS},
+    "searchsync_commit_to_searchable_seconds": {"buckets": _VISIBLE_BUCKETS},
 }
 ITEM_COUNTERS: Final = {
     "success": "es_bulk_item_success",

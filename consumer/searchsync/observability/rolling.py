@@ -52,9 +52,7 @@ class RollingKinds:
 
     def rate(self, kind: str) -> float:
         """Share of `kind` in the window; NaN while the window is empty."""
-        if not self._total:
-            return math.nan
-        return self._counts[kind] / self._total
+        return self._counts[kind] / self._total if self._total else math.nan
 
 
 class RollingQuantiles:
@@ -72,11 +70,8 @@ class RollingQuantiles:
         """The smallest value with at least ``q`` of the window at or below it; NaN when empty."""
         if not 0.0 < q <= 1.0:
             raise ValueError(f"quantile must be in (0, 1], got {q}")
-        if not self._window:
-            return math.nan
         ordered = sorted(self._window)
-        rank = max(1, math.ceil(q * len(ordered)))
-        return ordered[rank - 1]
+        return ordered[max(1, math.ceil(q * len(ordered))) - 1] if ordered else math.nan
 
 
 _RATES: Final = (

@@ -47,20 +47,16 @@ _SCRIPT_MODULES: Final = {
 
 def missing_module(error_text: str) -> str | None:
     """One line naming the module an engine error shows missing, and the fix; None otherwise."""
-    found = _MAPPER.search(error_text)
-    if found is not None:
+    if found := _MAPPER.search(error_text):
         kind, field = found.groups()
         module = MAPPER_MODULES.get(kind, "a module or plugin")
         return _line(module, f"field type [{kind}] (on field [{field}])")
-    found = _ANALYSIS.search(error_text)
-    if found is not None:
+    if found := _ANALYSIS.search(error_text):
         what, kind = found.groups()
         return _line("analysis-common", f"{what.replace('_', ' ')} type [{kind}]")
-    found = _ANALYZER_NAME.search(error_text)
-    if found is not None:
+    if found := _ANALYZER_NAME.search(error_text):
         return _line("analysis-common", f"analyzer [{found.group(1)}]")
-    found = _SCRIPT.search(error_text)
-    if found is not None:
+    if found := _SCRIPT.search(error_text):
         lang = found.group(1)
         return _line(_SCRIPT_MODULES[lang], f"script language [{lang}]")
     return None

@@ -67,9 +67,7 @@ def es_error(exc: ApiError | TransportError) -> EsError:
             etype if isinstance(etype, str) else None,
             reason if isinstance(reason, str) else None,
         )
-    if isinstance(error, str):
-        return EsError(exc.meta.status, None, error)
-    return EsError(exc.meta.status, None, str(exc.message))
+    return EsError(exc.meta.status, None, error if isinstance(error, str) else str(exc.message))
 
 
 _BY_STATUS: Final = {

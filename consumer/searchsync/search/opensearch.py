@@ -44,9 +44,7 @@ class _OrjsonSerializer(JSONSerializer):
         return orjson.loads(s)
 
     def dumps(self, data: Any) -> Any:
-        if isinstance(data, str | bytes):
-            return data
-        return orjson.dumps(data)
+        return data if isinstance(data, str | bytes) else orjson.dumps(data)
 
 
 class OpenSearchClient(AsyncElasticsearch):

@@ -116,12 +116,10 @@ def effective_write_index(flags: Mapping[str, bool | None]) -> str | None:
     """Elasticsearch's write index of an alias, from each index's ``is_write_index`` flag: the one
     flagged true; else the only index unless flagged false; else None."""
     marked = [index for index, flag in flags.items() if flag is True]
-    if marked:
-        return marked[0]
-    if len(flags) == 1:
-        [(index, flag)] = flags.items()
-        return index if flag is None else None
-    return None
+    if marked or len(flags) != 1:
+        return next(iter(marked), None)
+    [(index, flag)] = flags.items()
+    return index if flag is None else None
 
 
 class IndexAdmin(Protocol):

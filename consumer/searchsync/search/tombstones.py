@@ -76,8 +76,7 @@ class EsTombstones:
             "seq_no_primary_term": True,
             "_source": [TOMBSTONED_AT],
         }
-        pages = pit_pages(self._client, check_index_name(index), body, PIT_KEEP_ALIVE)
-        async for hits in pages:
+        async for hits in pit_pages(self._client, check_index_name(index), body, PIT_KEEP_ALIVE):
             yield [_hit(h) for h in hits]
 
     async def delete_tombstones(
@@ -143,12 +142,8 @@ async def pit_pages(
 
 
 def _hit(raw: dict[str, Any]) -> TombstoneHit:
-    return TombstoneHit(
-        doc_id=raw["_id"],
-        seq_no=int(raw["_seq_no"]),
-        primary_term=int(raw["_primary_term"]),
-        tombstoned_at=str(raw.get("_source", {}).get(TOMBSTONED_AT, "")),
-    )
+    tombstoned_at = str(raw.get("_source", {}).get(TOMBSTONED_AT, ""))
+    return TombstoneHit(raw["_id"], int(raw["_seq_no"]), int(raw["_primary_term"]), tombstoned_at)
 
 
 _NOT_FOUND: Final = "no document was found"

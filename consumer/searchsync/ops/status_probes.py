@@ -281,6 +281,7 @@ def connector_section(status: ConnectorStatus) -> Section:
 
 
 def _json_object(body: bytes) -> Mapping[str, Any]:
+    """The JSON object `body` holds, else empty."""
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError:

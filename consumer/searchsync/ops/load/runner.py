@@ -203,12 +203,11 @@ class Loader:
             self.progress.backfill(r.rows_done, total, r.rows_failed)
 
         s = self.settings
-        cfg = s.load
         guard = LagGuard(
             self._live_lag,
-            max_lag=cfg.max_live_lag,
-            timeout_s=cfg.lag_wait_timeout_s,
-            poll_s=cfg.lag_poll_s,
+            max_lag=s.load.max_live_lag,
+            timeout_s=s.load.lag_wait_timeout_s,
+            poll_s=s.load.lag_poll_s,
             group=s.kafka.group_id,
             sleep=self.sleep,
             job="load",

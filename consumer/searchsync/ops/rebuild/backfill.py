@@ -59,7 +59,7 @@ class BackfillResult:
     failures: list[tuple[str, str]] = field(default_factory=list)
 
 
-@dataclass(slots=True)
+@dataclass(kw_only=True, slots=True)
 class Backfill:
     truth: Truth
     sink: Sink
@@ -72,7 +72,7 @@ class Backfill:
     before_chunk: Callable[[], Awaitable[None]] | None = None  # the load's live-lag guard
 
     async def run(
-        self, after_id: str | None, stop_after_chunks: int | None = None
+        self, *, after_id: str | None, stop_after_chunks: int | None = None
     ) -> BackfillResult:
         """Scan from `after_id` to the end (or `stop_after_chunks` chunks, for drills), reading
         up to `_READ_AHEAD` chunks ahead of the writes; `on_chunk` follows each chunk's

@@ -154,9 +154,14 @@ class Rebuilder:
             )
             self.progress.backfill(current.rows_done, total, current.rows_failed)
 
-        sink, chunks = Sink(self.writer), backfill_chunks(self.settings)
-        backfill = Backfill(self.truth, sink, projector, record.target_index, chunks, on_chunk)
-        result = await backfill.run(record.last_id, options.stop_after_chunks)
+        result = await Backfill(
+            truth=self.truth,
+            sink=Sink(self.writer),
+            projector=projector,
+            target_index=record.target_index,
+            chunks=backfill_chunks(self.settings),
+            on_chunk=on_chunk,
+        ).run(after_id=record.last_id, stop_after_chunks=options.stop_after_chunks)
         self.progress.backfill(current.rows_done, total, current.rows_failed, final=True)
         for doc_id, why in result.failures:
             self.progress.step("backfill", f"not indexed: {doc_id}: {why}")

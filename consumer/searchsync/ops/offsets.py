@@ -273,5 +273,12 @@ def reset(
             lineage.accept(adopted, who)
         for m in mismatches:
             log.warning("lineage mismatch accepted", extra={**asdict(m), "accepted_by": who})
-    found = (tuple(members), tuple(steps), tuple(accepted), tuple(mismatches))
-    return ResetReport(group, described, dry_run, *found)
+    return ResetReport(
+        group,
+        described,
+        dry_run,
+        tuple(members),
+        tuple(steps),
+        tuple(accepted),
+        tuple(mismatches),
+    )

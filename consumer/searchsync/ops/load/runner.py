@@ -74,9 +74,17 @@ class Loader:
                 )
                 done = sum(r.status is Status.DONE for r in records)
                 return LoadOutcome(True, "already_done", message, record, parts_done=done)
-            cleared = dict.fromkeys(("watermark", "last_id", "message", "finished_at"))
-            zeroed = dict.fromkeys(("rows_done", "rows_failed", "chunks_done"), 0)
-            record = await self._save(record, status=Status.PENDING, **cleared, **zeroed)
+            record = await self._save(
+                record,
+                status=Status.PENDING,
+                watermark=None,
+                last_id=None,
+                rows_done=0,
+                rows_failed=0,
+                chunks_done=0,
+                message=None,
+                finished_at=None,
+            )
         outcome = LoadOutcome(False, "interrupted", "", record, resumed_after=record.last_id)
         try:
             await self._continue(projector, outcome, options)
@@ -99,9 +107,20 @@ class Loader:
         stored parts (a concurrent process of the same load may have stored its own first)."""
         cuts = await self.truth.split_keys(projector, options.parts, options.where)
         now = utc_now()
-        load = (options.parts, projector.aggregate_type, alias, index, options.where)
         records = [
-            LoadRecord(key, part, *load, scope.low, scope.high, Status.PENDING, now)
+            LoadRecord(
+                key,
+                part,
+                options.parts,
+                projector.aggregate_type,
+                alias,
+                index,
+                options.where,
+                scope.low,
+                scope.high,
+                Status.PENDING,
+                now,
+            )
             for part, scope in enumerate(ranges(cuts))
         ]
         if options.dry_run:

@@ -63,10 +63,19 @@ async def make_plan(
     rows = await truth.count(projector)
     current = next((i for i in indices if i.name == writer.index), None)
     name = naming.next_physical_name(alias, [i.name for i in indices])
-    group = f"{settings.kafka.group_id}.rebuild.v{naming.physical_version(alias, name)}"
-    docs = None if current is None else current.docs
-    kind, old, new = projector.aggregate_type, writer.schema_version, projector.schema_version
-    return Plan(kind, alias, writer.index, name, group, topics, watermark, rows, old, new, docs)
+    return Plan(
+        aggregate_type=projector.aggregate_type,
+        alias=alias,
+        current_index=writer.index,
+        new_index=name,
+        catchup_group=f"{settings.kafka.group_id}.rebuild.v{naming.physical_version(alias, name)}",
+        topics=topics,
+        watermark=watermark,
+        rows=rows,
+        old_schema_version=writer.schema_version,
+        new_schema_version=projector.schema_version,
+        current_docs=None if current is None else current.docs,
+    )
 
 
 async def write_index(
@@ -92,11 +101,23 @@ async def write_index(
 
 def first_record(plan: Plan, rebuild_id: str, now: datetime) -> RebuildRecord:
     """The record of a rebuild of `plan` that begins now, before its backfill."""
-    p = plan
-    index = (p.alias, p.current_index, p.new_index, p.new_schema_version, p.catchup_group)
-    # watermark, last_id, rows_done, rows_failed, status, message, started_at, updated_at
-    fresh = (dict(p.watermark), None, 0, 0, Status.BACKFILLING, None, now, now)
-    return RebuildRecord(*(rebuild_id, p.aggregate_type, *index, *fresh))
+    return RebuildRecord(
+        rebuild_id=rebuild_id,
+        aggregate_type=plan.aggregate_type,
+        alias=plan.alias,
+        source_index=plan.current_index,
+        target_index=plan.new_index,
+        schema_version=plan.new_schema_version,
+        catchup_group=plan.catchup_group,
+        watermark=dict(plan.watermark),
+        last_id=None,
+        rows_done=0,
+        rows_failed=0,
+        status=Status.BACKFILLING,
+        message=None,
+        started_at=now,
+        updated_at=now,
+    )
 
 
 def unloaded(plan: Plan, table: str, settings: Settings) -> str | None:

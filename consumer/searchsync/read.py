@@ -215,7 +215,8 @@ async def verified_search(
     if metrics is not None:
         metrics.drift(query_type, stale=stale, gone=gone)
     replaced = sum(h.replaced for h in kept)
-    return VerifiedResult(tuple(kept), len(kept) - stale, stale, gone, replaced)
+    fresh = len(kept) - stale
+    return VerifiedResult(tuple(kept), fresh=fresh, stale=stale, gone=gone, replaced=replaced)
 
 
 def _check(

@@ -70,11 +70,16 @@ def parse_status(name: str, body: Mapping[str, Any]) -> ConnectorStatus:
     try:
         connector = body["connector"]
         tasks = tuple(
-            TaskStatus(int(t["id"]), str(t["state"]), t.get("worker_id"), _trace(t.get("trace")))
+            TaskStatus(
+                int(t["id"]),
+                str(t["state"]),
+                worker_id=t.get("worker_id"),
+                trace=_trace(t.get("trace")),
+            )
             for t in body.get("tasks", [])
         )
         state, worker = str(connector["state"]), connector.get("worker_id")
-        return ConnectorStatus(str(body.get("name", name)), state, worker, tasks)
+        return ConnectorStatus(str(body.get("name", name)), state, worker_id=worker, tasks=tasks)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ConnectUnavailable(f"connector {name}: not a status answer ({exc!r})") from exc
 

@@ -143,7 +143,10 @@ async def pit_pages(
 
 def _hit(raw: dict[str, Any]) -> TombstoneHit:
     tombstoned_at = str(raw.get("_source", {}).get(TOMBSTONED_AT, ""))
-    return TombstoneHit(raw["_id"], int(raw["_seq_no"]), int(raw["_primary_term"]), tombstoned_at)
+    seq_no, primary_term = int(raw["_seq_no"]), int(raw["_primary_term"])
+    return TombstoneHit(
+        raw["_id"], seq_no=seq_no, primary_term=primary_term, tombstoned_at=tombstoned_at
+    )
 
 
 _NOT_FOUND: Final = "no document was found"

@@ -7,8 +7,10 @@ real connector; at quiescence each document must equal the projection of its row
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiomysql
@@ -105,6 +107,25 @@ async def consumer(app_pool: aiomysql.Pool, request: pytest.FixtureRequest):  # 
     assert code == 0, f"consumer exited with {code}"
 
 
+@contextlib.asynccontextmanager
+async def _writes_blocked(consumer: InProcessConsumer) -> AsyncIterator[None]:
+    """A write block on the consumer's index for the block's body; on leaving it, the block stays
+    until the consumer has paused its intake for it (it saw a write refused)."""
+    index = f"{consumer.settings.alias('wiki_page')}_v1"
+    es = make_es_client(consumer.settings)
+    try:
+        await es.indices.put_settings(index=index, settings={"index.blocks.write": True})
+        yield
+
+        async def paused() -> bool:
+            return consumer.metric("searchsync_partitions_paused") > 0
+
+        await wait_for(paused, 60, "intake paused while the index refuses writes")
+    finally:
+        await es.indices.put_settings(index=index, settings={"index.blocks.write": False})
+        await es.close()
+
+
 @pytest.mark.parametrize("consumer", ENGINES, indirect=True)
 async def test_every_kind_of_change_converges(
     consumer: InProcessConsumer, app_pool: aiomysql.Pool, consumer_pool: aiomysql.Pool
@@ -124,10 +145,12 @@ async def test_every_kind_of_change_converges(
     await w.create(ids[2], "Hard", "gone", {})
     await w.update(ids[2], content="still here")
     await w.hard_delete(ids[2])
-    # one hot key, many updates
-    await w.create(ids[3], "Hot", "0", {})
-    for i in range(60):
-        await w.update(ids[3], content=str(i + 1))
+    # one hot key, many updates, written while the index refuses writes: the consumer pauses on
+    # its first event, so the others wait together and coalesce however fast the writer is
+    async with _writes_blocked(consumer):
+        await w.create(ids[3], "Hot", "0", {})
+        for i in range(60):
+            await w.update(ids[3], content=str(i + 1))
     # concurrent writers over more pages
     report = await run_loadgen(
         w,

@@ -13,7 +13,7 @@ from searchsync.errors import (
     SearchSyncError,
     TransientError,
 )
-from searchsync.types import Key, Operation, Position, ThinEvent
+from searchsync.types import Key, Operation, RawMessage, ThinEvent
 
 try:
     __version__ = version("searchsync")  # the installed distribution's (``searchsync --version``)
@@ -26,7 +26,7 @@ __all__ = [
     "Key",
     "Operation",
     "PoisonMessage",
-    "Position",
+    "RawMessage",
     "RevisionRegression",
     "SearchSyncError",
     "ThinEvent",

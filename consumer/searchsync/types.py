@@ -24,13 +24,17 @@ class Operation(enum.StrEnum):
     REBUILD = "REBUILD"
 
 
-class Position(NamedTuple):
-    """Where a message came from; committing it means committing `offset + 1`. Like `Key` and
+class RawMessage(NamedTuple):
+    """A consumed message as plain data, and the position it finishes: committing it means
+    committing `offset + 1` (a position alone: no key, value or timestamp). Like `Key` and
     `ThinEvent` a `NamedTuple` for speed (built per event): never compare one with a plain tuple."""
 
     topic: str
     partition: int
     offset: int
+    key: bytes | None = None
+    value: bytes | None = None
+    timestamp_ms: int | None = None
 
 
 class Key(NamedTuple):

@@ -24,7 +24,7 @@ from searchsync.search.sink import Sink
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
 from searchsync.stream.work import Work
-from searchsync.types import Key, Operation, Position, ThinEvent
+from searchsync.types import Key, Operation, RawMessage, ThinEvent
 
 from tests.integration.article_app import article_change
 from tests.integration.conftest_mysql import MysqlTarget, fetch_all, root_socket
@@ -149,7 +149,7 @@ async def test_a_member_stalled_in_a_rewrite_puts_no_older_author_back(
 
             def work(n: int, operation: Operation) -> Work:
                 event = ThinEvent(f"e{n}", "article", art, operation, revision)
-                return Work(Key("article", art), ((event, Position("t", 0, n)),), 1)
+                return Work(Key("article", art), (event,), (RawMessage("t", 0, n),), 1)
 
             [created] = await new.process([work(0, Operation.UPSERT)])
             assert created.finished

@@ -32,7 +32,7 @@ from searchsync.search.sink import EXTERNAL_GTE, IndexOp, Sink
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
 from searchsync.stream.work import Work
-from searchsync.types import Key, Operation, Position, ThinEvent
+from searchsync.types import Key, Operation, RawMessage, ThinEvent
 from searchsync.writer import PageWriter
 
 from tests.fakes.truth import FakeTruth
@@ -260,7 +260,7 @@ async def test_a_rebuild_rewrite_racing_a_newer_update_leaves_the_newer_document
         )
         event = ThinEvent("e", "wiki_page", "r1", Operation.REBUILD, 3)
         [verdict] = await processor.process(
-            [Work(Key("wiki_page", "r1"), ((event, Position("t", 0, 0)),), 1)]
+            [Work(Key("wiki_page", "r1"), (event,), (RawMessage("t", 0, 0),), 1)]
         )
         assert verdict.finished
         stored = await es.get(index=alias, id="r1")

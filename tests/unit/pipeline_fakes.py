@@ -26,9 +26,9 @@ from typing import Any
 from searchsync.dlq.record import DlqRecord
 from searchsync.errors import ErrorCode, TransientError
 from searchsync.events import encode_json
-from searchsync.kafka.intake import RawMessage, RebalanceListener
+from searchsync.kafka.intake import RebalanceListener
 from searchsync.projection import Projector, Row, wiki_page
-from searchsync.types import Operation, ThinEvent, TopicPartition
+from searchsync.types import Operation, RawMessage, ThinEvent, TopicPartition
 
 from tests.fakes.truth import FakeTruth
 

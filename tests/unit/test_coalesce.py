@@ -16,7 +16,7 @@ from hypothesis.stateful import (
 )
 from searchsync.stream.coalesce import Coalescer
 from searchsync.stream.work import Work
-from searchsync.types import Key, Operation, Position, ThinEvent
+from searchsync.types import Key, Operation, RawMessage, ThinEvent
 
 KEYS = ["a", "b", "c", "d"]
 PARTITION_OF = {"a": 0, "b": 1, "c": 0, "d": 1}  # Kafka partitions by key
@@ -39,20 +39,20 @@ class CoalescerMachine(RuleBasedStateMachine):
         self.coalescer = Coalescer(max_in_flight=max_in_flight, max_queued=max_queued)
         self.next_offset = {0: 0, 1: 0}
         self.revision = dict.fromkeys(KEYS, 0)
-        self.added: list[Position] = []
-        self.returned: Counter[Position] = Counter()
-        self.dropped: set[Position] = set()
+        self.added: list[RawMessage] = []
+        self.returned: Counter[RawMessage] = Counter()
+        self.dropped: set[RawMessage] = set()
         self.running: list[Work] = []
         self.last_completed_offset: dict[str, int] = {}
-        self.revision_of: dict[Position, int] = {}
+        self.revision_of: dict[RawMessage, int] = {}
         self.last_newest: dict[str, int] = {}
-        self.key_of: dict[Position, str] = {}
+        self.key_of: dict[RawMessage, str] = {}
 
     @rule(key=st.sampled_from(KEYS))
     def add(self, key: str) -> None:
         partition = PARTITION_OF[key]
         self.revision[key] += 1
-        pos = Position("t", partition, self.next_offset[partition])
+        pos = RawMessage("t", partition, self.next_offset[partition])
         self.next_offset[partition] += 1
         self.coalescer.add(_event(key, self.revision[key]), pos)
         self.added.append(pos)
@@ -71,8 +71,8 @@ class CoalescerMachine(RuleBasedStateMachine):
             assert work.events, "a work always has events"
             assert work.key not in running_keys, "two works of one key in flight"
             running_keys.add(work.key)
-            assert all(event.key == work.key for event, _ in work.events)
-            revisions = [event.source_revision for event, _ in work.events]
+            assert all(event.key == work.key for event in work.events)
+            revisions = [event.source_revision for event in work.events]
             assert revisions == sorted(revisions), "events keep their arrival order"
             assert work.max_revision == max(revisions)
             assert work.newest.source_revision == max(revisions), "the newest revision wins"
@@ -85,7 +85,7 @@ class CoalescerMachine(RuleBasedStateMachine):
         work = data.draw(st.sampled_from(self.running))
         self.running.remove(work)
         positions = self.coalescer.complete(work)
-        assert positions == [pos for _, pos in work.events]
+        assert positions == list(work.positions)
         self.returned.update(positions)
         # Per-key order: a key's completed works cover strictly later offsets each time.
         key = work.key.aggregate_id
@@ -112,12 +112,15 @@ class CoalescerMachine(RuleBasedStateMachine):
         mine = [w for w in retry if w.key == work.key]
         if mine:
             assert mine[0].attempts == work.attempts + 1
-            assert mine[0].events[: len(work.events)] == work.events, "release keeps positions"
+            assert mine[0].positions[: len(work.positions)] == work.positions, (
+                "release keeps positions"
+            )
+            assert mine[0].events[: len(work.events)] == work.events
 
     @rule(partition=st.sampled_from([0, 1]))
     def drop(self, partition: int) -> None:
         queued_before = self.coalescer.queued()
-        in_running = {pos for w in self.running for _, pos in w.events}
+        in_running = {pos for w in self.running for pos in w.positions}
         pending = [
             p
             for p in self.added
@@ -142,7 +145,7 @@ class CoalescerMachine(RuleBasedStateMachine):
     def no_position_lost_or_duplicated(self) -> None:
         if not hasattr(self, "coalescer"):
             return
-        in_running = Counter(pos for w in self.running for _, pos in w.events)
+        in_running = Counter(pos for w in self.running for pos in w.positions)
         assert all(n == 1 for n in self.returned.values()), "a position returned twice"
         assert all(n == 1 for n in in_running.values())
         queued = [
@@ -181,8 +184,8 @@ TestCoalescerMachine.settings = settings(max_examples=200, stateful_step_count=4
 # --- examples that pin the behaviour down ------------------------------------------------
 
 
-def _pos(offset: int, partition: int = 0) -> Position:
-    return Position("t", partition, offset)
+def _pos(offset: int, partition: int = 0) -> RawMessage:
+    return RawMessage("t", partition, offset)
 
 
 def test_queued_events_merge_and_newest_wins() -> None:
@@ -279,7 +282,7 @@ def test_foreign_work_is_rejected() -> None:
     c = Coalescer(max_in_flight=1, max_queued=2)
     c.add(_event("a", 1), _pos(0))
     (work,) = c.take_ready()
-    forged = Work(work.key, work.events, work.attempts)
+    forged = Work(work.key, work.events, work.positions, work.attempts)
     with pytest.raises(ValueError):
         c.complete(forged)
     with pytest.raises(ValueError):

@@ -37,7 +37,7 @@ from searchsync.stream.pipeline import Pipeline
 from searchsync.stream.processor import Processor
 from searchsync.stream.retry import RetryPolicy
 from searchsync.stream.work import Work
-from searchsync.types import Key, Operation, Position, ThinEvent
+from searchsync.types import Key, Operation, RawMessage, ThinEvent
 
 from tests.fakes.fanout import FakeFanout, drain
 from tests.fakes.projection_state import FakeProjectionState
@@ -54,11 +54,9 @@ def registry() -> ProjectorRegistry:
 
 
 def author_work(author_id: str, *revisions: int) -> Work:
-    events = tuple(
-        (ThinEvent(f"e{r}", "author", author_id, Operation.UPSERT, r), Position("t", 0, n))
-        for n, r in enumerate(revisions)
-    )
-    return Work(Key("author", author_id), events, attempts=1)
+    events = tuple(ThinEvent(f"e{r}", "author", author_id, Operation.UPSERT, r) for r in revisions)
+    positions = tuple(RawMessage("t", 0, n) for n in range(len(revisions)))
+    return Work(Key("author", author_id), events, positions, attempts=1)
 
 
 def processor(store: FakeFanout | None) -> Processor:

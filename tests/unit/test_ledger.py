@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from searchsync.stream.ledger import OffsetLedger, PartitionLedger
-from searchsync.types import Position
+from searchsync.types import RawMessage
 
 # Rising offsets with gaps (transaction markers, compaction): a start and positive steps.
 offsets_strategy = st.tuples(
@@ -150,8 +150,8 @@ def test_memory_holds_only_unfinished_offsets() -> None:
 # --- OffsetLedger -------------------------------------------------------------------------
 
 
-def _pos(partition: int, offset: int, topic: str = "t") -> Position:
-    return Position(topic, partition, offset)
+def _pos(partition: int, offset: int, topic: str = "t") -> RawMessage:
+    return RawMessage(topic, partition, offset)
 
 
 def test_to_commit_reports_only_advanced_partitions() -> None:
@@ -224,14 +224,14 @@ def test_offset_ledger_commits_each_partition_prefix(
 ) -> None:
     ledger = OffsetLedger()
     next_offset = {0: 0, 1: 0, 2: 0}
-    tracked: list[Position] = []
+    tracked: list[RawMessage] = []
     for partition, step in plan:
         next_offset[partition] += step
         pos = _pos(partition, next_offset[partition])
         ledger.track(pos)
         tracked.append(pos)
     order = data.draw(st.permutations(tracked), label="completion order")
-    finished: set[Position] = set()
+    finished: set[RawMessage] = set()
     committed: dict[tuple[str, int], int] = {}
     for pos in order:
         assert ledger.finish(pos) is True

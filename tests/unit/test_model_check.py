@@ -34,7 +34,7 @@ from typing import Protocol
 from searchsync.stream.coalesce import Coalescer
 from searchsync.stream.ledger import OffsetLedger, PartitionLedger
 from searchsync.stream.work import Work
-from searchsync.types import Operation, Position, ThinEvent, TopicPartition
+from searchsync.types import Operation, RawMessage, ThinEvent, TopicPartition
 
 TOPIC = "outbox.event.wiki_page"
 
@@ -57,8 +57,8 @@ class Change:
         return ThinEvent(f"{self.key}-{self.revision}", "wiki_page", self.key, op, self.revision)
 
     @property
-    def position(self) -> Position:
-        return Position(TOPIC, self.partition, self.offset)
+    def position(self) -> RawMessage:
+        return RawMessage(TOPIC, self.partition, self.offset)
 
 
 def history(spec: str, partitions: dict[str, int]) -> list[Change]:
@@ -102,8 +102,8 @@ class Violation(Exception):
 
 
 class Ledger(Protocol):
-    def track(self, pos: Position) -> None: ...
-    def finish(self, pos: Position) -> bool: ...
+    def track(self, pos: RawMessage) -> None: ...
+    def finish(self, pos: RawMessage) -> bool: ...
     def to_commit(self) -> dict[TopicPartition, int]: ...
     def mark_committed(self, tp: TopicPartition, offset: int) -> None: ...
 
@@ -115,10 +115,10 @@ class MaxFinishedLedger:
         self._max: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
 
-    def track(self, pos: Position) -> None:
+    def track(self, pos: RawMessage) -> None:
         pass
 
-    def finish(self, pos: Position) -> bool:
+    def finish(self, pos: RawMessage) -> bool:
         tp = (pos.topic, pos.partition)
         self._max[tp] = max(self._max.get(tp, -1), pos.offset)
         return True
@@ -154,7 +154,7 @@ class Consumer:
     next_offset: dict[int, int]
     start_offset: dict[int, int]
     in_flight: list[InFlight] = field(default_factory=list)
-    finished: set[Position] = field(default_factory=set)
+    finished: set[RawMessage] = field(default_factory=set)
 
 
 @dataclass
@@ -334,7 +334,7 @@ class Run:
         self.stats.commits += 1
         for (_topic, partition), offset in c.ledger.to_commit().items():
             for off in range(c.start_offset[partition], offset):
-                pos = Position(TOPIC, partition, off)
+                pos = RawMessage(TOPIC, partition, off)
                 if pos not in c.finished:
                     raise Violation(f"commit {partition}:{offset} passes unfinished offset {off}")
                 change = self.by_position[pos]

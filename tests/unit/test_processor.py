@@ -13,7 +13,7 @@ from searchsync.search.sink import IndexOp, OutcomeKind, Sink, WriteOutcome
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
 from searchsync.stream.work import Work
-from searchsync.types import Key, Operation, Position, ThinEvent
+from searchsync.types import Key, Operation, RawMessage, ThinEvent
 
 from tests.fakes.search_index import InMemoryIndex
 
@@ -22,13 +22,11 @@ ALIAS = "wiki_page"
 
 def work(aggregate_id: str, *revisions: int, aggregate_type: str = "wiki_page") -> Work:
     events = tuple(
-        (
-            ThinEvent(f"{aggregate_id}-{r}", aggregate_type, aggregate_id, Operation.UPSERT, r),
-            Position("t", 0, i),
-        )
-        for i, r in enumerate(revisions)
+        ThinEvent(f"{aggregate_id}-{r}", aggregate_type, aggregate_id, Operation.UPSERT, r)
+        for r in revisions
     )
-    return Work(Key(aggregate_type, aggregate_id), events, attempts=1)
+    positions = tuple(RawMessage("t", 0, i) for i in range(len(revisions)))
+    return Work(Key(aggregate_type, aggregate_id), events, positions, attempts=1)
 
 
 class Env:

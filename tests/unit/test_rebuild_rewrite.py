@@ -26,7 +26,7 @@ from searchsync.search.sink import (
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
 from searchsync.stream.work import Work
-from searchsync.types import Key, Operation, Position, ThinEvent
+from searchsync.types import Key, Operation, RawMessage, ThinEvent
 
 from tests.fakes.search_index import InMemoryIndex
 from tests.fakes.search_state import StoredDoc
@@ -36,7 +36,7 @@ ALIAS = "wiki_page"
 
 def work(aggregate_id: str, revision: int, operation: Operation) -> Work:
     event = ThinEvent(f"{aggregate_id}-{revision}", "wiki_page", aggregate_id, operation, revision)
-    return Work(Key("wiki_page", aggregate_id), ((event, Position("t", 0, 1)),), attempts=1)
+    return Work(Key("wiki_page", aggregate_id), (event,), (RawMessage("t", 0, 1),), attempts=1)
 
 
 class RecordingIndex(InMemoryIndex):

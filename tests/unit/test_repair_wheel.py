@@ -24,7 +24,7 @@ from searchsync.search.sink import IndexOp, Sink
 from searchsync.stream.fence import SchemaFence
 from searchsync.stream.processor import Processor
 from searchsync.stream.work import Work
-from searchsync.types import Key, Operation, Position, ThinEvent
+from searchsync.types import Key, Operation, RawMessage, ThinEvent
 
 from tests.fakes.outbox import FakeOutbox
 from tests.fakes.search_index import InMemoryIndex
@@ -114,7 +114,8 @@ class World:
         works = [
             Work(
                 Key(t, i),
-                ((ThinEvent(f"r{n}", t, i, Operation.REBUILD, r), Position("o", 0, n)),),
+                (ThinEvent(f"r{n}", t, i, Operation.REBUILD, r),),
+                (RawMessage("o", 0, n),),
                 1,
             )
             for n, (t, i, r) in enumerate(self.outbox.events)

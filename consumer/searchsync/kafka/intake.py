@@ -9,7 +9,7 @@ import asyncio
 import concurrent.futures
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple, ParamSpec, Protocol, TypeVar
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -17,24 +17,12 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from searchsync.kafka.config import routed
 from searchsync.kafka.gaps import GapBoard, GapGuard
 from searchsync.kafka.lineage import LineageCheck
-from searchsync.types import TopicPartition
+from searchsync.types import RawMessage, TopicPartition
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 P = ParamSpec("P")
-
-
-class RawMessage(NamedTuple):
-    """A consumed message as plain data (a hot-path `NamedTuple`: never compare one with a
-    plain tuple)."""
-
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
-    timestamp_ms: int | None
 
 
 class RebalanceListener(Protocol):

@@ -143,14 +143,14 @@ class Batches:
         if settled.counted:  # outbox_retry_total and one "retry" line per event
             self._metrics.retry(key.aggregate_type, code)
             said = said or code.value
-            for event, pos in work.events:
+            for event, pos in zip(work.events, work.positions, strict=True):
                 work.log_outcome(log, event, pos, "retry", code, said)
         if settled is Settled.SYSTEMIC:
             return
         if settled is not Settled.RETRY:  # dead-lettered; its positions finish on the ack
             if code is ErrorCode.REVISION_REGRESSION:
                 self._metrics.revision_regression(key.aggregate_type)
-            self._dead.send(work.events, code, message, work)
+            self._dead.send(work.positions, code, message, work)
         self._outcomes.failed(
             key.aggregate_type, key.aggregate_id, work.max_revision, code, message
         )
@@ -174,7 +174,7 @@ class Batches:
             )
         if self._debug:  # per-event success lines (docs/consumer.md "Logs")
             newest = work.newest
-            for event, pos in events:
+            for event, pos in zip(events, work.positions, strict=True):
                 said = result if event is newest else "superseded"
                 work.log_outcome(log, event, pos, said)
         if doc.is_deleted and kind is OutcomeKind.APPLIED:

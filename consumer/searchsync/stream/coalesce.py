@@ -8,13 +8,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from searchsync.stream.work import Entry, Work
-from searchsync.types import Key, Position, ThinEvent
+from searchsync.stream.work import Work
+from searchsync.types import Key, RawMessage, ThinEvent
 
 
 @dataclass(slots=True)
 class _KeyState:
-    queued: list[Entry] = field(default_factory=list)
+    queued: list[ThinEvent] = field(default_factory=list)
+    positions: list[RawMessage] = field(default_factory=list)  # each queued event's
     running: Work | None = None
     attempts: int = 0  # already spent on the queued events (set when a work is released)
 
@@ -38,12 +39,13 @@ class Coalescer:
         self._queued = 0
         self._in_flight = 0
 
-    def add(self, event: ThinEvent, pos: Position) -> None:
+    def add(self, event: ThinEvent, pos: RawMessage) -> None:
         key = event.key
         state = self._keys.get(key)
         if state is None:
             state = self._keys[key] = _KeyState()
-        state.queued.append((event, pos))
+        state.queued.append(event)
+        state.positions.append(pos)
         self._queued += 1
         if state.running is None and key not in self._ready:
             self._ready[key] = None
@@ -57,9 +59,9 @@ class Coalescer:
         while room > 0 and self._ready:
             key, _ = self._ready.popitem(last=False)
             state = self._keys[key]
-            work = Work(key, tuple(state.queued), state.attempts + 1)
+            work = Work(key, tuple(state.queued), tuple(state.positions), state.attempts + 1)
             self._queued -= len(state.queued)
-            state.queued = []
+            state.queued, state.positions = [], []
             state.attempts = 0
             state.running = work
             self._in_flight += 1
@@ -67,7 +69,7 @@ class Coalescer:
             room -= 1
         return works
 
-    def complete(self, work: Work) -> list[Position]:
+    def complete(self, work: Work) -> list[RawMessage]:
         """Finish a work: every position it finishes (those of a dropped partition too: the ledger
         ignores them); the key's next group becomes ready."""
         state = self._stop(work)
@@ -82,6 +84,7 @@ class Coalescer:
         the next work counts its attempts."""
         state = self._stop(work)
         state.queued[:0] = work.events
+        state.positions[:0] = work.positions
         self._queued += len(work.events)
         state.attempts = work.attempts
         self._ready[work.key] = None
@@ -93,15 +96,16 @@ class Coalescer:
         for key in list(self._keys):
             state = self._keys[key]
             kept = [
-                entry
-                for entry in state.queued
-                if (entry[1].topic, entry[1].partition) != (topic, partition)
+                i
+                for i, pos in enumerate(state.positions)
+                if pos.partition != partition or pos.topic != topic
             ]
             removed = len(state.queued) - len(kept)
             if removed == 0:
                 continue
             dropped += removed
-            state.queued = kept
+            state.queued = [state.queued[i] for i in kept]
+            state.positions = [state.positions[i] for i in kept]
             if not kept:
                 state.attempts = 0
                 self._ready.pop(key, None)

@@ -16,7 +16,7 @@ from searchsync.observability.metrics import Metrics
 from searchsync.stream.retry import RetryPolicy
 from searchsync.stream.work import Work
 from searchsync.stream.work_state import WorkState
-from searchsync.types import Position, ThinEvent
+from searchsync.types import RawMessage
 
 log = logging.getLogger(__name__)
 
@@ -54,15 +54,15 @@ class DeadLetters:
 
     def send(
         self,
-        entries: Sequence[tuple[ThinEvent | None, Position]],
+        positions: Sequence[RawMessage],
         code: ErrorCode,
         message: str,
         work: Work | None = None,
     ) -> None:
-        """Dead-letter the message of each (event, position) of `work` (None: poison, not
-        decoded, one attempt); its position finishes only on the ack."""
+        """Dead-letter the messages of `work` (None: a poison message, not decoded, one
+        attempt); each position finishes only on the ack."""
         try:
-            for _ in entries:
+            for _ in positions:
                 self._budget.record_dead()
         except DlqBudgetExceeded as exc:
             log.error(
@@ -71,28 +71,28 @@ class DeadLetters:
             self.fatal = exc
             self._metrics.dlq_budget_spent()
             return
-        task = asyncio.create_task(self._send(entries, code, message, work))
+        task = asyncio.create_task(self._send(positions, code, message, work))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
     async def _send(
         self,
-        entries: Sequence[tuple[ThinEvent | None, Position]],
+        positions: Sequence[RawMessage],
         code: ErrorCode,
         message: str,
         work: Work | None,
     ) -> None:
         now = utc_now()
-        for event, pos in entries:
-            raw = self._state.pending(pos)
-            if raw is None:  # the partition was revoked meanwhile
+        for i, pos in enumerate(positions):
+            if not self._state.pending(pos):  # the partition was revoked meanwhile
                 continue
+            event = None if work is None else work.events[i]
             record = DlqRecord.for_message(
-                topic=raw.topic,
-                partition=raw.partition,
-                offset=raw.offset,
-                key=raw.key,
-                value=raw.value,
+                topic=pos.topic,
+                partition=pos.partition,
+                offset=pos.offset,
+                key=pos.key,
+                value=pos.value,
                 consumer_group=self._group_id,
                 error_code=code.value,
                 error_message=message,
@@ -102,7 +102,7 @@ class DeadLetters:
                 event=event,
                 projection_schema_version=work.schema_version if work else None,
             )
-            if not await self._deliver(record, raw.key):
+            if not await self._deliver(record, pos.key):
                 return
             self._metrics.dead(event.aggregate_type if event else "unknown", code)
             if event is not None and work is not None:

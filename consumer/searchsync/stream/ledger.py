@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import bisect
 
-from searchsync.types import Position, TopicPartition
+from searchsync.types import RawMessage, TopicPartition
 
 
 class PartitionLedger:
@@ -92,7 +92,7 @@ class OffsetLedger:
         self._ledgers: dict[TopicPartition, PartitionLedger] = {}
         self._committed: dict[TopicPartition, int] = {}
 
-    def track(self, pos: Position) -> None:
+    def track(self, pos: RawMessage) -> None:
         self.ledger_of((pos.topic, pos.partition)).track(pos.offset)
 
     def ledger_of(self, tp: TopicPartition) -> PartitionLedger:
@@ -101,7 +101,7 @@ class OffsetLedger:
             ledger = self._ledgers[tp] = PartitionLedger()
         return ledger
 
-    def finish(self, pos: Position) -> bool:
+    def finish(self, pos: RawMessage) -> bool:
         """Mark a position finished; False when it was ignored."""
         ledger = self._ledgers.get((pos.topic, pos.partition))
         if ledger is None or not ledger.covers(pos.offset):

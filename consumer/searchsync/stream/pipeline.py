@@ -16,7 +16,7 @@ from searchsync.config import Settings
 from searchsync.dlq.record import DlqBudget, DlqProducer
 from searchsync.errors import ErrorCode, PoisonMessage
 from searchsync.events import decode
-from searchsync.kafka.intake import KafkaIntake, RawMessage
+from searchsync.kafka.intake import KafkaIntake
 from searchsync.mysql.projection_state import StateRecorder
 from searchsync.mysql.state_buffer import StateBuffer
 from searchsync.observability.metrics import Metrics
@@ -27,7 +27,7 @@ from searchsync.stream.ledger import OffsetLedger
 from searchsync.stream.processor import Processor
 from searchsync.stream.retry import RetryPolicy
 from searchsync.stream.work_state import WorkState
-from searchsync.types import Position, ThinEvent, TopicPartition
+from searchsync.types import RawMessage, ThinEvent, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ class Pipeline:
         max_bytes, known = self._settings.max_event_bytes, self._known_types
         assigned = self._work.assigned
         admitted: list[tuple[RawMessage, ThinEvent | None]] = []
-        poison: list[tuple[Position, PoisonMessage]] = []
+        poison: list[tuple[RawMessage, PoisonMessage]] = []
         for raw in messages:
             if (raw.topic, raw.partition) not in assigned:
                 continue
@@ -152,12 +152,12 @@ class Pipeline:
                 event: ThinEvent | None = decode(raw.value, max_bytes=max_bytes, known_types=known)
             except PoisonMessage as exc:
                 event = None
-                poison.append((Position(raw.topic, raw.partition, raw.offset), exc))
+                poison.append((raw, exc))
             admitted.append((raw, event))
         self._work.admit(admitted)
-        for pos, error in poison:
+        for raw, error in poison:
             self._metrics.poison(error.code)
-            self._dead.send([(None, pos)], error.code, error.message)
+            self._dead.send([raw], error.code, error.message)
         for topic, n in counts.items():  # searchsync_events_consumed_total, once per topic
             self._metrics.consumed(topic, n)
 

@@ -252,4 +252,4 @@ def _failed(works: Iterable[Work], exc: Exception) -> None:
 def _postdates(work: Work, row: Row, projector: Projector) -> bool:
     """Every event of `work` is newer than `row`: none of them can have brought this row."""
     revision = projector.revision_of(row)
-    return revision is not None and all(e.source_revision > revision for e, _ in work.events)
+    return revision is not None and all(e.source_revision > revision for e in work.events)

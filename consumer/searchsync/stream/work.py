@@ -11,9 +11,7 @@ from searchsync.errors import Disposition, ErrorCode, PoisonMessage, RevisionReg
 from searchsync.observability.logs import log_event_outcome
 from searchsync.projection import Document, Projector, Row
 from searchsync.search.sink import FINISHED_KINDS, OutcomeKind
-from searchsync.types import Key, Operation, Position, ThinEvent
-
-Entry = tuple[ThinEvent, Position]
+from searchsync.types import Key, Operation, RawMessage, ThinEvent
 
 
 @dataclass(slots=True, eq=False)
@@ -24,11 +22,11 @@ class Work:
     `take_ready` handed out may be completed or released."""
 
     key: Key
-    events: tuple[Entry, ...]
+    events: tuple[ThinEvent, ...]
+    positions: tuple[RawMessage, ...]
+    """Each event's message, in the same order: the positions this work finishes."""
     attempts: int
     """How many times these events were started, this time included (1 on the first try)."""
-    positions: tuple[Position, ...] = field(init=False)
-    """Every position this work finishes when it completes (computed once)."""
     max_revision: int = field(init=False)
     """The highest source revision among the events: the truth must be at least this new."""
     kind: OutcomeKind | None = field(default=None, init=False)
@@ -45,17 +43,15 @@ class Work:
     def __post_init__(self) -> None:
         events = self.events
         if len(events) == 1:
-            self.positions = (events[0][1],)
-            self.max_revision = events[0][0].source_revision
+            self.max_revision = events[0].source_revision
         else:
-            self.positions = tuple(pos for _, pos in events)
-            self.max_revision = max((e.source_revision for e, _ in events), default=0)
+            self.max_revision = max((e.source_revision for e in events), default=0)
 
     @property
     def newest(self) -> ThinEvent:
         """The event with the highest revision (the latest on a tie)."""
-        best = self.events[0][0]
-        for event, _ in self.events[1:]:
+        best = self.events[0]
+        for event in self.events[1:]:
             if event.source_revision >= best.source_revision:
                 best = event
         return best
@@ -138,13 +134,13 @@ class Work:
 
     @property
     def is_rebuild(self) -> bool:
-        return any(event.operation is Operation.REBUILD for event, _ in self.events)
+        return any(event.operation is Operation.REBUILD for event in self.events)
 
     def log_outcome(
         self,
         log: logging.Logger,
         event: ThinEvent,
-        pos: Position,
+        pos: RawMessage,
         result: str,
         error_code: ErrorCode | None = None,
         error_message: str | None = None,

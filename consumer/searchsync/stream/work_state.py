@@ -16,12 +16,11 @@ from collections.abc import Callable, Collection, Iterable
 from typing import Final
 
 from searchsync.errors import Disposition, ErrorCode
-from searchsync.kafka.intake import RawMessage
 from searchsync.stream.coalesce import Coalescer
 from searchsync.stream.ledger import OffsetLedger, PartitionLedger
 from searchsync.stream.retry import RetryPolicy
 from searchsync.stream.work import Work
-from searchsync.types import Key, Position, ThinEvent, TopicPartition
+from searchsync.types import Key, RawMessage, ThinEvent, TopicPartition
 
 SYSTEMIC_RETRY_CAP_S: Final = 30.0  # a systemic failure is retried at least this often, forever
 OUTAGE_CODES: Final = frozenset(
@@ -69,7 +68,8 @@ class WorkState:
         """Set when a write ended `degraded`: the code it was, the retries released at once."""
         self._retry = retry
         self._keys = Coalescer(max_in_flight, max_queued)
-        self._pending: dict[Position, RawMessage] = {}  # unfinished, kept for its dead letter
+        # the unfinished messages by offset, per partition (a revoked one's are dropped)
+        self._pending: dict[TopicPartition, dict[int, RawMessage]] = {}
         self._due: list[tuple[float, int, Work, ErrorCode]] = []  # (at, seq, ...): a heap
         self._seq = itertools.count()
         self._waiting: Counter[ErrorCode] = Counter()
@@ -93,23 +93,22 @@ class WorkState:
     def forget(self, tp: TopicPartition) -> None:
         self.assigned.discard(tp)
         self.ledger.forget(tp)
-        for pos in [p for p in self._pending if (p.topic, p.partition) == tp]:
-            del self._pending[pos]
+        self._pending.pop(tp, None)
 
     def admit(self, batch: Iterable[tuple[RawMessage, ThinEvent | None]]) -> None:
         """Track consumed messages of assigned partitions, in consumed order, and queue their events
         (None: poison, to dead-letter); one ledger lookup per run of a partition."""
-        pending, add, ledgers = self._pending, self._keys.add, self.ledger.ledger_of
-        last: tuple[str, int, PartitionLedger] | None = None  # the run's partition, its ledger
+        add, ledgers = self._keys.add, self.ledger.ledger_of
+        last: tuple[str, int, PartitionLedger, dict[int, RawMessage]] | None = None  # the run's
         for raw, event in batch:
             topic, partition, offset = raw.topic, raw.partition, raw.offset
             if last is None or last[1] != partition or last[0] != topic:
-                last = (topic, partition, ledgers((topic, partition)))
+                tp = (topic, partition)
+                last = (topic, partition, ledgers(tp), self._pending.setdefault(tp, {}))
             last[2].track(offset)
-            pos = Position(topic, partition, offset)
-            pending[pos] = raw
+            last[3][offset] = raw
             if event is not None:
-                add(event, pos)
+                add(event, raw)
 
     def take(self, limit: int) -> list[Work]:
         return self._keys.take_ready(limit)
@@ -165,9 +164,11 @@ class WorkState:
         stamps: list[int] = []
         for pos in work.positions:
             ledger.finish(pos)
-            message = pending.pop(pos, None)
-            if message is not None and message.timestamp_ms is not None:
-                stamps.append(message.timestamp_ms)
+            unfinished = pending.get((pos.topic, pos.partition))
+            if unfinished is None or unfinished.pop(pos.offset, None) is None:
+                continue  # its partition was revoked
+            if pos.timestamp_ms is not None:
+                stamps.append(pos.timestamp_ms)
         self._last_progress = self._clock()
         return stamps
 
@@ -187,15 +188,15 @@ class WorkState:
             self._systemic.pop(work.key, None)
         self._keys.complete(work)
 
-    def acked(self, pos: Position) -> None:
+    def acked(self, pos: RawMessage) -> None:
         """The dead letter of `pos` was acknowledged: it finishes."""
         self.ledger.finish(pos)
-        self._pending.pop(pos, None)
+        self._pending.get((pos.topic, pos.partition), {}).pop(pos.offset, None)
         self._last_progress = self._clock()
 
-    def pending(self, pos: Position) -> RawMessage | None:
-        """The message at an unfinished `pos` (None: finished or revoked)."""
-        return self._pending.get(pos)
+    def pending(self, pos: RawMessage) -> bool:
+        """`pos` is unfinished (False: finished, or its partition revoked)."""
+        return pos.offset in self._pending.get((pos.topic, pos.partition), ())
 
     def release_due(self) -> None:
         now = self._clock()
@@ -250,7 +251,7 @@ class WorkState:
             offset = self.ledger.ledger_of(tp).first_unfinished()
             if offset is None:
                 continue
-            pending = self._pending.get(Position(tp[0], tp[1], offset))
+            pending = self._pending.get(tp, {}).get(offset)
             ts = None if pending is None else pending.timestamp_ms
             if ts and (oldest is None or ts < oldest):
                 oldest = ts

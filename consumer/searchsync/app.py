@@ -1,7 +1,7 @@
-"""The consumer: the pipeline, its group member, its DLQ producer and its health server, on ports
-`searchsync.runtime.Runtime.run_consumer` opened. Exits OK after a clean shutdown (intake stops,
-in-flight work drains within the deadline, the finished prefix is committed), DLQ_BUDGET when
-the DLQ error budget stopped it, FAILURE on any other fatal error."""
+"""The consumer: the pipeline, its group member and its health server, on the ports and clients
+`searchsync.runtime.Runtime.run_consumer` opened (it opens every one). Exits OK after a clean
+shutdown (intake stops, in-flight work drains within the deadline, the finished prefix is
+committed), DLQ_BUDGET when the DLQ error budget stopped it, FAILURE on any other fatal error."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from searchsync.config import Settings
 from searchsync.dlq.record import DlqBudget, DlqProducer
 from searchsync.errors import DlqBudgetExceeded
 from searchsync.exit_codes import ExitCode
-from searchsync.kafka.admin import ConfluentKafkaAdmin
+from searchsync.kafka.admin import KafkaAdmin
 from searchsync.kafka.config import member_config
-from searchsync.kafka.connect import ConnectClient
+from searchsync.kafka.connect import ConnectorState
 from searchsync.kafka.connector_watch import ConnectorWatch
 from searchsync.kafka.gaps import Blocked, GapBoard
 from searchsync.kafka.intake import KafkaIntake
@@ -50,10 +50,14 @@ async def run_consumer(
     metrics: Metrics,
     tables: Stores,
     search: SearchEngines,
+    kafka_admin: KafkaAdmin,
+    dlq: DlqProducer,
+    connect: ConnectorState,
     write_targets: Mapping[str, str] | None = None,
 ) -> ExitCode:
-    """Run one consumer of ``settings.kafka.group_id`` until `stop` is set. `write_targets`
-    (type -> physical index) is only the rebuild's catch-up override of the aliases."""
+    """Run one consumer of ``settings.kafka.group_id`` until `stop` is set; `dlq` is closed (and
+    flushed) here. `write_targets` (type -> physical index) is only the rebuild's catch-up
+    override of the aliases."""
     metrics.set_severe_lag_threshold(settings.observability.severe_lag_s)
     k, p = settings.kafka, settings.pipeline
     topics = subscription(settings, event_types(registry))
@@ -73,7 +77,6 @@ async def run_consumer(
             fanout=tables.fanout,
             owners=tables.owners,
         )
-        dlq = DlqProducer(k.client_config(), topic=k.dlq_topic)
         stack.push_async_callback(_close_dlq, dlq)
         retry = RetryPolicy(
             base_delay=p.retry_base_delay_s,
@@ -94,7 +97,6 @@ async def run_consumer(
             fence=fence,
         )
         revoke_timeout_s = min(10.0, p.shutdown_deadline_s) + 5.0
-        kafka_admin = ConfluentKafkaAdmin(k.client_config())  # the topic ids (thread-safe)
         lineage = LineageCheck(
             tables.lineage,
             k.group_id,
@@ -142,12 +144,8 @@ async def run_consumer(
 
         await intake.start()
         if settings.connect.restart_failed_tasks:
-            client = contextlib.aclosing(ConnectClient(settings.connect))
-            watch = ConnectorWatch(
-                await stack.enter_async_context(client),
-                interval_s=settings.connect.watch_interval_s,
-                metrics=metrics,
-            )
+            interval_s = settings.connect.watch_interval_s
+            watch = ConnectorWatch(connect, interval_s=interval_s, metrics=metrics)
             watching = asyncio.create_task(watch.run(stop))
             stack.push_async_callback(_cancelled, watching)
         broken: list[str] = []

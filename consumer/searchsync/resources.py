@@ -13,6 +13,7 @@ from searchsync.config import Settings
 from searchsync.dlq.replays import ReplayLedger
 from searchsync.dlq.scan import ConsumerFactory, kafka_consumer
 from searchsync.kafka.admin import AdminFactory, ConfluentKafkaAdmin
+from searchsync.kafka.connect import ConnectorState
 from searchsync.kafka.producer import ProducerFactory, kafka_producer
 from searchsync.mysql.fanout import FanoutStore, MysqlFanout
 from searchsync.mysql.lineage import GapAcks, MysqlGapAcks, MysqlTopicLineage, TopicLineage
@@ -24,7 +25,6 @@ from searchsync.ops.load.parts import LoadStateStore, MysqlLoadState
 from searchsync.ops.rebuild.records import MysqlRebuildState, RebuildStateStore
 from searchsync.ops.repair.generations import MysqlWheelState, WheelState
 from searchsync.ops.repair.lease import LeaseStore, MysqlLeaseStore
-from searchsync.ops.retention import ConnectorState
 from searchsync.relay.mysql_store import MysqlRelayStore
 from searchsync.relay.port import RelayStore
 from searchsync.search.es_index import BulkSizer, EsIndex

@@ -17,10 +17,11 @@ from typing import Any
 import aiomysql
 
 from searchsync.config import Settings
+from searchsync.dlq.record import DlqProducer
 from searchsync.dlq.replays import MysqlReplayLedger, ReplayLedger
 from searchsync.exit_codes import ExitCode
 from searchsync.kafka.admin import KafkaAdmin
-from searchsync.kafka.connect import ConnectClient
+from searchsync.kafka.connect import ConnectClient, ConnectorState
 from searchsync.mysql.pool import close_pool, open_pool
 from searchsync.observability.metrics import Metrics
 from searchsync.observability.rebuild_metrics import RebuildMetrics
@@ -32,7 +33,6 @@ from searchsync.ops.rebuild.runner import Rebuilder
 from searchsync.ops.repair.model import BucketReport
 from searchsync.ops.repair.span import Healer
 from searchsync.ops.repair.wheel import Wheel, limits
-from searchsync.ops.retention import ConnectorState
 from searchsync.projection import Projector, ProjectorRegistry, registry_from_settings
 from searchsync.resources import KafkaClients, Ports, SearchEngines, Stores
 from searchsync.search.client import make_es_client
@@ -151,6 +151,7 @@ class Runtime(AbstractAsyncContextManager["Runtime"]):
         for transport in ("elastic_transport", "opensearch"):  # the two engines' clients
             logging.getLogger(transport).setLevel(logging.WARNING)
         log.info("searchsync starting", extra={"settings": self.settings.redacted()})
+        k = self.settings.kafka
         return await run(
             self.settings,
             stop=stop,
@@ -158,6 +159,9 @@ class Runtime(AbstractAsyncContextManager["Runtime"]):
             metrics=metrics or Metrics(),
             tables=await self.tables(),
             search=self.search(),
+            kafka_admin=self.kafka_admin(),  # the topic ids (thread-safe)
+            dlq=DlqProducer(k.client_config(), topic=k.dlq_topic, factory=self.kafka.producer),
+            connect=self.connect,
             write_targets=write_targets,
         )
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 from urllib.parse import quote
 
 import aiohttp
@@ -82,6 +82,14 @@ def parse_status(name: str, body: Mapping[str, Any]) -> ConnectorStatus:
         return ConnectorStatus(str(body.get("name", name)), state, worker_id=worker, tasks=tasks)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ConnectUnavailable(f"connector {name}: not a status answer ({exc!r})") from exc
+
+
+class ConnectorState(Protocol):
+    """The connector's state and its tasks' restart (`ConnectClient`; the tests' fake)."""
+
+    async def status(self, name: str | None = None) -> ConnectorStatus: ...
+
+    async def restart_task(self, task_id: int) -> None: ...
 
 
 class ConnectClient:

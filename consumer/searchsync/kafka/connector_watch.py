@@ -11,7 +11,7 @@ import logging
 from typing import Final
 
 from searchsync.errors import ConnectUnavailable
-from searchsync.kafka.connect import ConnectClient
+from searchsync.kafka.connect import ConnectorState
 from searchsync.observability.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ def binlog_gone(trace: str | None) -> bool:
 
 class ConnectorWatch:
     def __init__(
-        self, client: ConnectClient, *, interval_s: float, metrics: Metrics | None = None
+        self, client: ConnectorState, *, interval_s: float, metrics: Metrics | None = None
     ) -> None:
         self._client = client
         self._interval_s = interval_s

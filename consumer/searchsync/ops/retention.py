@@ -16,12 +16,12 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from searchsync.config import RetentionSettings
 from searchsync.duration import format_duration
 from searchsync.errors import InvalidRequest, OperationRefused
-from searchsync.kafka.connect import ConnectorStatus
+from searchsync.kafka.connect import ConnectorState, ConnectorStatus
 from searchsync.mysql.outbox import Outbox
 from searchsync.mysql.pool import db_time
 from searchsync.projection import format_timestamp
@@ -123,12 +123,6 @@ async def purge_tombstones(
         if progress is not None:
             progress(replace(report))
     return report
-
-
-class ConnectorState(Protocol):
-    """The connector's state (`searchsync.kafka.connect.ConnectClient`)."""
-
-    async def status(self, name: str | None = None) -> ConnectorStatus: ...
 
 
 @dataclass(slots=True)

@@ -109,15 +109,11 @@ class KafkaIntake:
 
     async def pause(self, partitions: Sequence[TopicPartition]) -> None:
         if partitions:
-            await self._call(
-                self._consumer.pause, [KafkaTopicPartition(t, p) for t, p in partitions]
-            )
+            await self._call(self._consumer.pause, [KafkaTopicPartition(*tp) for tp in partitions])
 
     async def resume(self, partitions: Sequence[TopicPartition]) -> None:
         if partitions:
-            await self._call(
-                self._consumer.resume, [KafkaTopicPartition(t, p) for t, p in partitions]
-            )
+            await self._call(self._consumer.resume, [KafkaTopicPartition(*tp) for tp in partitions])
 
     async def high_watermarks(
         self, partitions: Sequence[TopicPartition]
@@ -227,7 +223,4 @@ def _commit_sync(
             return dict.fromkeys(offsets, True)
         log.warning("commit failed", extra={"kafka_error": str(exc)})
         return dict.fromkeys(offsets, False)
-    out: dict[TopicPartition, bool] = {}
-    for tp in results or []:
-        out[(tp.topic, tp.partition)] = tp.error is None
-    return out
+    return {(tp.topic, tp.partition): tp.error is None for tp in results or []}

@@ -137,9 +137,7 @@ class ObservabilitySettings:
 
 
 def _modules(r: _Section, key: str) -> tuple[str, ...]:
-    modules = r.string_list(
-        key, lambda item: bool(_PROJECTION_ENTRY.fullmatch(item)), PROJECTION_ENTRY_FORM
-    )
+    modules = r.string_list(key, _PROJECTION_ENTRY.fullmatch, PROJECTION_ENTRY_FORM)
     repeated = sorted({m for m in modules if modules.count(m) > 1})
     if repeated:
         raise ConfigError(r.key(key), "each entry once", repeated[0])

@@ -10,7 +10,6 @@ from datetime import timedelta
 from searchsync.config._reader import (
     _TOPIC,
     _is_http_url,
-    _is_topic,
     _Section,
     integer,
     number,
@@ -50,15 +49,6 @@ def _url(r: _Section, key: str) -> str:
         form = "an http(s)://host[:port] URL (no user:password)"
         raise ConfigError(r.key(key), form, scrub_credentials(url))
     return url.rstrip("/")
-
-
-def _connector(r: _Section, key: str) -> str:
-    """A connector name that is one URL path segment: [A-Za-z0-9._-], not '.' or '..'."""
-    form = "a connector name of [A-Za-z0-9._-], not '.' or '..'"
-    name = r.string(key, _TOPIC, form)
-    if not _is_topic(name):
-        raise ConfigError(r.key(key), form, name)
-    return name
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +170,10 @@ class ConnectSettings:
     """Where Kafka Connect answers and which connector publishes the outbox."""
 
     url: str = setting("http://127.0.0.1:8083", _url)
-    connector: str = setting("searchsync-outbox", _connector)
+    # one URL path segment
+    connector: str = setting(
+        "searchsync-outbox", text(_TOPIC, "a connector name of [A-Za-z0-9._-], not '.' or '..'")
+    )
     request_timeout_s: float = setting(10.0, number(0.0, 300.0, lo_open=True))
     # `searchsync run` restarts the connector's FAILED tasks every `watch_interval_s`
     restart_failed_tasks: bool = setting(False, _Section.boolean)

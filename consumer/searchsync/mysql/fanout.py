@@ -5,7 +5,7 @@ harmless."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -107,16 +107,15 @@ _UNCHANGED = (
 class MysqlFanout:
     """`FanoutStore` on MySQL; each call is one short transaction (READ COMMITTED)."""
 
-    def __init__(self, pool: aiomysql.Pool, *, clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(self, pool: aiomysql.Pool) -> None:
         self._pool = pool
-        self._clock = clock
         self._indexes = DependentIndexes()
         self._kinds = DataTypes()
 
     async def record(self, targets: Sequence[FanoutTarget]) -> None:
         if not targets:
             return
-        now = db_time(self._clock())
+        now = db_time(utc_now())
         # one lock order, so two members recording at once do not deadlock
         rows = [
             (*_target_key(t), t.revision, "pending", now, now)
@@ -142,7 +141,7 @@ class MysqlFanout:
     ) -> FanoutJob | None:
         if not routes:
             return None
-        now = self._clock()
+        now = utc_now()
         free = " AND (locked_until IS NULL OR locked_until < %s OR locked_by = %s)"
         served = sorted(routes)
         async with transaction_cursor(self._pool, "claim search_fanout") as cur:
@@ -194,7 +193,7 @@ class MysqlFanout:
     ) -> FanoutJob | None:
         if not page:
             return job
-        now = self._clock()
+        now = utc_now()
         last = page[-1].id
         async with transaction_cursor(self._pool, "advance search_fanout") as cur:
             await cur.execute(
@@ -209,7 +208,7 @@ class MysqlFanout:
         return FanoutJob(job.id, job.target, last, job.appended + len(page))
 
     async def finish(self, job: FanoutJob, owner: str) -> bool:
-        now = db_time(self._clock())
+        now = db_time(utc_now())
         async with transaction_cursor(self._pool, "finish search_fanout") as cur:
             await cur.execute(
                 "UPDATE search_fanout SET status = 'done', finished_at = %s,"

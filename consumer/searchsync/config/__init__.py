@@ -176,7 +176,7 @@ def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Sett
     return settings
 
 
-def _read_toml(path: Path) -> dict[str, Mapping[str, object]]:
+def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as handle:
             document = tomllib.load(handle)
@@ -184,14 +184,12 @@ def _read_toml(path: Path) -> dict[str, Mapping[str, object]]:
         raise ConfigError("config file", "a readable TOML file", f"{path}: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError("config file", "valid TOML", f"{path}: {exc}") from exc
-    sections: dict[str, Mapping[str, object]] = {}
     for name, table in document.items():
         if name not in _SECTIONS:
             raise ConfigError(name, f"one of the sections {sorted(_SECTIONS)}", name)
         if not isinstance(table, dict):
             raise ConfigError(name, "a table ([section])", table)
-        sections[name] = table
-    return sections
+    return document
 
 
 def _env_sections(env: Mapping[str, str]) -> dict[str, dict[str, str]]:

@@ -40,6 +40,15 @@ MYSQL_FLAVORS: Final = ("auto", "mysql", "mariadb")
 (`searchsync.mysql.dialect`)."""
 
 
+def _time_zone(r: _Section, key: str) -> str:
+    value = r.string(key, None, TIME_ZONE_FORM)
+    try:
+        parse_time_zone(value)
+    except ValueError:
+        raise ConfigError(r.key(key), TIME_ZONE_FORM, value) from None
+    return value.strip()
+
+
 @dataclass(frozen=True, slots=True)
 class MysqlSettings:
     """The source of truth. Defaults match the local stack."""
@@ -59,16 +68,7 @@ class MysqlSettings:
     ssl_cert: str | None = setting(None, _Section.optional_file, only=_VERIFIED)
     ssl_key: str | None = setting(None, _Section.optional_file, only=_VERIFIED)
     # how a naive DATETIME value is read: 'UTC', '+05:30', 'Europe/Berlin' (docs/consumer.md)
-    time_zone: str = setting("UTC", lambda r, key: _time_zone(r, key))
-
-
-def _time_zone(r: _Section, key: str) -> str:
-    value = r.string(key, None, TIME_ZONE_FORM)
-    try:
-        parse_time_zone(value)
-    except ValueError:
-        raise ConfigError(r.key(key), TIME_ZONE_FORM, value) from None
-    return value.strip()
+    time_zone: str = setting("UTC", _time_zone)
 
 
 @dataclass(frozen=True, slots=True)

@@ -157,10 +157,7 @@ class _Section:
 
     def optional_secret(self, key: str) -> Secret | None:
         """A secret, or None when unset; an empty string counts as unset."""
-        value, _ = self._raw(key)
-        if value is None or value == "":
-            return None
-        return self.secret(key)
+        return None if self._raw(key)[0] in (None, "") else self.secret(key)
 
     def topic_template(self, key: str) -> str:
         """A topic name with ``{type}`` in it, for the topic of each aggregate type."""
@@ -208,13 +205,12 @@ def setting(
     )
 
 
-def read_fields(r: _Section, cls: type[_T], **read: Any) -> _T:
-    """`cls` with the values of `read`, and every other field read as its `setting` says; then
-    each field's `above` bound checked: at least (`strict`ly: more than) the field it names."""
+def read_fields(r: _Section, cls: type[_T]) -> _T:
+    """`cls` with every field read as its `setting` says; then each field's `above` bound
+    checked: at least (`strict`ly: more than) the field it names."""
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    read: dict[str, Any] = {}
     for f in fields:
-        if f.name in read:
-            continue
         only = f.metadata.get("only")
         if only is not None and read[only[0]] not in only[1]:
             value, _ = r._raw(f.name)  # one the chosen mode would ignore is an error, not a no-op

@@ -92,14 +92,11 @@ class ElasticsearchSettings:
     password: Secret | None = setting(None, _Section.optional_secret)
 
 
-SEARCH_ENGINES: Final = ("elasticsearch", "opensearch")
-
-
 @dataclass(frozen=True, slots=True)
 class SearchSettings:
     """Which engine serves the index (both take the [elasticsearch] section's settings)."""
 
-    engine: str = setting("elasticsearch", one_of(SEARCH_ENGINES, lower=True))
+    engine: str = setting("elasticsearch", one_of(("elasticsearch", "opensearch"), lower=True))
 
 
 @dataclass(frozen=True, slots=True)

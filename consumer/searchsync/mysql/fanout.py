@@ -160,8 +160,16 @@ class MysqlFanout:
                     " WHERE id = %s AND status = 'pending'" + free,
                     (owner, _until(now, lease_s), job_id, db_time(now), owner),
                 )
-                if cur.rowcount == 1:
-                    return await _job(cur, job_id)
+                if cur.rowcount != 1:
+                    continue
+                await cur.execute(
+                    "SELECT referenced_type, referenced_id, dependent_type, lookup_name, revision,"
+                    " cursor_id, appended FROM search_fanout WHERE id = %s",
+                    (job_id,),
+                )
+                r = await cur.fetchone()
+                target = FanoutTarget(str(r[0]), str(r[1]), str(r[2]), str(r[3]), int(r[4]))
+                return FanoutJob(job_id, target, str(r[5]), int(r[6]))
         return None
 
     async def dependents(
@@ -241,14 +249,3 @@ def _until(now: datetime, lease_s: float) -> datetime:
 
 def _ident(job: FanoutJob, owner: str) -> tuple[Any, ...]:
     return (job.id, job.target.revision, job.cursor_id, owner)
-
-
-async def _job(cur: Any, job_id: int) -> FanoutJob:
-    await cur.execute(
-        "SELECT referenced_type, referenced_id, dependent_type, lookup_name, revision,"
-        " cursor_id, appended FROM search_fanout WHERE id = %s",
-        (job_id,),
-    )
-    r = await cur.fetchone()
-    target = FanoutTarget(str(r[0]), str(r[1]), str(r[2]), str(r[3]), int(r[4]))
-    return FanoutJob(job_id, target, str(r[5]), int(r[6]))

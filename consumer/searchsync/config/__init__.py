@@ -34,9 +34,13 @@ from searchsync.config._core import (
 )
 from searchsync.config._kafka import KafkaSettings, _kafka
 from searchsync.config._ops import (
+    CanarySettings,
     ConnectSettings,
+    ExporterSettings,
+    FanoutSettings,
     LoadSettings,
     RebuildSettings,
+    RelaySettings,
     RepairSettings,
     RetentionSettings,
     _rebuild,
@@ -49,12 +53,6 @@ from searchsync.config._reader import (
     read_fields,
 )
 from searchsync.config._secrets import MASK, Secret, scrub_credentials, scrub_known
-from searchsync.config._workers import (
-    CanarySettings,
-    ExporterSettings,
-    FanoutSettings,
-    RelaySettings,
-)
 from searchsync.errors import ConfigError
 
 __all__ = [

@@ -15,7 +15,7 @@ from typing import Any, Final, Protocol
 
 import aiomysql
 
-from searchsync.clock import utc_now
+from searchsync.clock import WallClock, utc_now
 from searchsync.errors import MAX_ERROR_MESSAGE, ErrorCode, TransientError
 from searchsync.mysql.pool import db_time, transaction_cursor
 
@@ -88,13 +88,14 @@ class StateRecorder(Protocol):
 class ProjectionStateWriter:
     """`StateRecorder` on MySQL: one batched upsert per `record` call."""
 
-    def __init__(self, pool: aiomysql.Pool) -> None:
+    def __init__(self, pool: aiomysql.Pool, *, clock: WallClock = utc_now) -> None:
         self._pool = pool
+        self._clock = clock
 
     async def record(self, outcomes: Sequence[StateUpdate]) -> None:
         if not outcomes:
             return
-        now = db_time(utc_now())
+        now = db_time(self._clock())
         ordered = sorted(outcomes, key=lambda u: (u.aggregate_type, u.aggregate_id))  # stable
         rows = [_row(u, now) for u in ordered]
         for attempt in range(1, _DEADLOCK_ATTEMPTS + 1):

@@ -193,8 +193,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
 def _env_sections(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
     sections: dict[str, dict[str, str]] = {}
     for variable, value in env.items():
-        if not variable.startswith(ENV_PREFIX):
-            continue
+        if not variable.startswith(ENV_PREFIX) or variable == f"{ENV_PREFIX}CONFIG":
+            continue  # SEARCHSYNC_CONFIG is not a setting: the config file's path
         rest = variable[len(ENV_PREFIX) :]
         for name in _SECTIONS:
             prefix = f"{name.upper()}_"
@@ -211,8 +211,6 @@ def _env_sections(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
 
 def _refuse_misspelt(variable: str) -> None:
     """A ``SEARCHSYNC_`` variable in no section: a `ConfigError` naming the nearest setting."""
-    if variable == f"{ENV_PREFIX}CONFIG":  # the one that is not a setting: the config file's path
-        return
     known = [
         f"{ENV_PREFIX}{name.upper()}_{f.name.upper()}"
         for name, cls in _SECTIONS.items()

@@ -18,8 +18,7 @@ from searchsync.kafka.outbox_connector import (
     outbox_connector_config,
     worker_provider_lines,
 )
-from searchsync.mysql.grants import violations
-from searchsync.mysql.schema import DbUsers, grant_statements, migrations, schema_sql
+from searchsync.mysql.schema import DbUsers, grant_statements, migrations, schema_sql, violations
 from searchsync.projection import ProjectorRegistry
 from searchsync.projection.references import business_tables
 from searchsync.relay.port import OutboxEntry, router_record

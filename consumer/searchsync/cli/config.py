@@ -62,7 +62,7 @@ def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runt
     redacted: dict[str, Any] = {**settings.redacted(), "registered_types": list(registry.types())}
     report = None
     if args.grants:
-        from searchsync.mysql.grants import check_grants
+        from searchsync.mysql.schema import check_grants
 
         tables = list(business_tables(runtime.registry))
 

@@ -34,9 +34,13 @@ from searchsync.config._core import (
 )
 from searchsync.config._kafka import KafkaSettings, _kafka
 from searchsync.config._ops import (
+    CanarySettings,
     ConnectSettings,
+    ExporterSettings,
+    FanoutSettings,
     LoadSettings,
     RebuildSettings,
+    RelaySettings,
     RepairSettings,
     RetentionSettings,
     _rebuild,
@@ -49,12 +53,6 @@ from searchsync.config._reader import (
     read_fields,
 )
 from searchsync.config._secrets import MASK, Secret, scrub_credentials, scrub_known
-from searchsync.config._workers import (
-    CanarySettings,
-    ExporterSettings,
-    FanoutSettings,
-    RelaySettings,
-)
 from searchsync.errors import ConfigError
 
 __all__ = [
@@ -176,7 +174,7 @@ def load_settings(env: Mapping[str, str], toml_path: Path | None = None) -> Sett
     return settings
 
 
-def _read_toml(path: Path) -> dict[str, Mapping[str, object]]:
+def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as handle:
             document = tomllib.load(handle)
@@ -184,21 +182,19 @@ def _read_toml(path: Path) -> dict[str, Mapping[str, object]]:
         raise ConfigError("config file", "a readable TOML file", f"{path}: {exc.strerror}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError("config file", "valid TOML", f"{path}: {exc}") from exc
-    sections: dict[str, Mapping[str, object]] = {}
     for name, table in document.items():
         if name not in _SECTIONS:
             raise ConfigError(name, f"one of the sections {sorted(_SECTIONS)}", name)
         if not isinstance(table, dict):
             raise ConfigError(name, "a table ([section])", table)
-        sections[name] = table
-    return sections
+    return document
 
 
 def _env_sections(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
     sections: dict[str, dict[str, str]] = {}
     for variable, value in env.items():
-        if not variable.startswith(ENV_PREFIX):
-            continue
+        if not variable.startswith(ENV_PREFIX) or variable == f"{ENV_PREFIX}CONFIG":
+            continue  # SEARCHSYNC_CONFIG is not a setting: the config file's path
         rest = variable[len(ENV_PREFIX) :]
         for name in _SECTIONS:
             prefix = f"{name.upper()}_"
@@ -215,8 +211,6 @@ def _env_sections(env: Mapping[str, str]) -> dict[str, dict[str, str]]:
 
 def _refuse_misspelt(variable: str) -> None:
     """A ``SEARCHSYNC_`` variable in no section: a `ConfigError` naming the nearest setting."""
-    if variable == f"{ENV_PREFIX}CONFIG":  # the one that is not a setting: the config file's path
-        return
     known = [
         f"{ENV_PREFIX}{name.upper()}_{f.name.upper()}"
         for name, cls in _SECTIONS.items()

@@ -40,6 +40,15 @@ MYSQL_FLAVORS: Final = ("auto", "mysql", "mariadb")
 (`searchsync.mysql.dialect`)."""
 
 
+def _time_zone(r: _Section, key: str) -> str:
+    value = r.string(key, None, TIME_ZONE_FORM)
+    try:
+        parse_time_zone(value)
+    except ValueError:
+        raise ConfigError(r.key(key), TIME_ZONE_FORM, value) from None
+    return value.strip()
+
+
 @dataclass(frozen=True, slots=True)
 class MysqlSettings:
     """The source of truth. Defaults match the local stack."""
@@ -59,16 +68,7 @@ class MysqlSettings:
     ssl_cert: str | None = setting(None, _Section.optional_file, only=_VERIFIED)
     ssl_key: str | None = setting(None, _Section.optional_file, only=_VERIFIED)
     # how a naive DATETIME value is read: 'UTC', '+05:30', 'Europe/Berlin' (docs/consumer.md)
-    time_zone: str = setting("UTC", lambda r, key: _time_zone(r, key))
-
-
-def _time_zone(r: _Section, key: str) -> str:
-    value = r.string(key, None, TIME_ZONE_FORM)
-    try:
-        parse_time_zone(value)
-    except ValueError:
-        raise ConfigError(r.key(key), TIME_ZONE_FORM, value) from None
-    return value.strip()
+    time_zone: str = setting("UTC", _time_zone)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,14 +92,11 @@ class ElasticsearchSettings:
     password: Secret | None = setting(None, _Section.optional_secret)
 
 
-SEARCH_ENGINES: Final = ("elasticsearch", "opensearch")
-
-
 @dataclass(frozen=True, slots=True)
 class SearchSettings:
     """Which engine serves the index (both take the [elasticsearch] section's settings)."""
 
-    engine: str = setting("elasticsearch", one_of(SEARCH_ENGINES, lower=True))
+    engine: str = setting("elasticsearch", one_of(("elasticsearch", "opensearch"), lower=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,9 +134,7 @@ class ObservabilitySettings:
 
 
 def _modules(r: _Section, key: str) -> tuple[str, ...]:
-    modules = r.string_list(
-        key, lambda item: bool(_PROJECTION_ENTRY.fullmatch(item)), PROJECTION_ENTRY_FORM
-    )
+    modules = r.string_list(key, _PROJECTION_ENTRY.fullmatch, PROJECTION_ENTRY_FORM)
     repeated = sorted({m for m in modules if modules.count(m) > 1})
     if repeated:
         raise ConfigError(r.key(key), "each entry once", repeated[0])

@@ -12,7 +12,6 @@ from typing import Final
 from searchsync.config._reader import (
     _TOPIC,
     LibrdkafkaValue,
-    _is_topic,
     _Section,
     integer,
     number,
@@ -52,11 +51,6 @@ _SASL: Final = ("security_protocol", ("sasl_plaintext", "sasl_ssl"), "sasl_*")
 _TLS: Final = ("security_protocol", ("ssl", "sasl_ssl"), "ssl or sasl_ssl")
 
 
-def _is_host_port(item: str) -> bool:
-    match = _HOST_PORT.fullmatch(item)
-    return match is not None and 1 <= int(match["port"]) <= 65_535
-
-
 def _librdkafka(r: _Section, key: str) -> Mapping[str, LibrdkafkaValue | Secret]:
     """A TOML table, or a JSON object in the environment, of extra librdkafka settings."""
     value, from_env = r._raw(key)
@@ -86,9 +80,10 @@ def _librdkafka(r: _Section, key: str) -> Mapping[str, LibrdkafkaValue | Secret]
 
 def _servers(r: _Section, key: str) -> str:
     servers = r.string(key, form="comma-separated host:port pairs, e.g. '127.0.0.1:9092'")
-    if not all(_is_host_port(item.strip()) for item in servers.split(",")):
+    items = [item.strip() for item in servers.split(",")]
+    if not all((m := _HOST_PORT.fullmatch(i)) and 1 <= int(m["port"]) <= 65_535 for i in items):
         raise ConfigError(r.key(key), "comma-separated host:port pairs", servers)
-    return ",".join(item.strip() for item in servers.split(","))
+    return ",".join(items)
 
 
 def _group(r: _Section, key: str) -> str:
@@ -99,7 +94,7 @@ def _topics(r: _Section, key: str) -> tuple[str, ...]:
     """Empty when unset (one topic per registered aggregate type) or beside `topic_regex`."""
     if not r.given(key) or r._raw("topic_regex")[0] is not None:
         return ()
-    return r.string_list(key, _is_topic, "Kafka topic names")
+    return r.string_list(key, _TOPIC.fullmatch, "Kafka topic names")
 
 
 def _topic_regex(r: _Section, key: str) -> str | None:
@@ -119,14 +114,9 @@ def _topic_regex(r: _Section, key: str) -> str | None:
 
 def _dlq_topic(r: _Section, key: str) -> str:
     """``<group_id>.dlq`` unless set."""
-    dlq = (
-        r.string(key, _TOPIC, "a Kafka topic name")
-        if r.given(key)
-        else f"{_group(r, 'group_id')}.dlq"
-    )
-    if not _is_topic(dlq):  # '.' and '..' fit the pattern but are not topic names
-        raise ConfigError(r.key(key), "a Kafka topic name", dlq)
-    return dlq
+    if r.given(key):
+        return r.string(key, _TOPIC, "a Kafka topic name")
+    return f"{_group(r, 'group_id')}.dlq"
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from searchsync.errors import ConfigError
 LibrdkafkaValue = str | int | float | bool
 
 ENV_PREFIX: Final = "SEARCHSYNC_"
-_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
+_TOPIC = re.compile(r"(?!\.\.?\Z)[A-Za-z0-9._-]{1,249}")  # '.' and '..' are no topic names
 _HOST = re.compile(r"[A-Za-z0-9._-]{1,253}|[0-9A-Fa-f:.]{2,45}")  # name, IPv4 or bare IPv6
 _BOOLEANS: Final = {"true": True, "false": False, "1": True, "0": False}
 _INTEGER = re.compile(r"[+-]?[0-9]{1,20}")
@@ -132,7 +132,7 @@ class _Section:
         return number
 
     def string_list(
-        self, key: str, check: Callable[[str], bool], form: str, *, allow_empty: bool = False
+        self, key: str, check: Callable[[str], object], form: str, *, allow_empty: bool = False
     ) -> tuple[str, ...]:
         """A list in TOML, a comma-separated string in the environment."""
         value, from_env = self._raw(key)
@@ -157,15 +157,12 @@ class _Section:
 
     def optional_secret(self, key: str) -> Secret | None:
         """A secret, or None when unset; an empty string counts as unset."""
-        value, _ = self._raw(key)
-        if value is None or value == "":
-            return None
-        return self.secret(key)
+        return None if self._raw(key)[0] in (None, "") else self.secret(key)
 
     def topic_template(self, key: str) -> str:
         """A topic name with ``{type}`` in it, for the topic of each aggregate type."""
         template = self.string(key, form="a topic name with {type}")
-        if "{type}" not in template or not _is_topic(template.replace("{type}", "t")):
+        if "{type}" not in template or not _TOPIC.fullmatch(template.replace("{type}", "t")):
             raise ConfigError(self.key(key), "a topic name containing {type}", template)
         return template
 
@@ -208,13 +205,12 @@ def setting(
     )
 
 
-def read_fields(r: _Section, cls: type[_T], **read: Any) -> _T:
-    """`cls` with the values of `read`, and every other field read as its `setting` says; then
-    each field's `above` bound checked: at least (`strict`ly: more than) the field it names."""
+def read_fields(r: _Section, cls: type[_T]) -> _T:
+    """`cls` with every field read as its `setting` says; then each field's `above` bound
+    checked: at least (`strict`ly: more than) the field it names."""
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    read: dict[str, Any] = {}
     for f in fields:
-        if f.name in read:
-            continue
         only = f.metadata.get("only")
         if only is not None and read[only[0]] not in only[1]:
             value, _ = r._raw(f.name)  # one the chosen mode would ignore is an error, not a no-op
@@ -246,10 +242,6 @@ def text(pattern: re.Pattern[str] | None = None, form: str = "") -> Read:
 
 def one_of(choices: tuple[str, ...], *, upper: bool = False, lower: bool = False) -> Read:
     return lambda r, key: r.choice(key, choices, upper=upper, lower=lower)
-
-
-def _is_topic(name: str) -> bool:
-    return bool(_TOPIC.fullmatch(name)) and name not in (".", "..")
 
 
 def _is_http_url(item: str) -> bool:

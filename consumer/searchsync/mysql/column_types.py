@@ -23,31 +23,21 @@ class ColumnTypes:
     """Applies the rules above to pages of rows read with a dict cursor."""
 
     def __init__(self, time_zone: tzinfo = UTC) -> None:
-        self._zone = None if time_zone is UTC else time_zone
+        self._zones: dict[int, tzinfo] = {FIELD_TYPE.TIMESTAMP: UTC}
+        if time_zone is not UTC:
+            self._zones[FIELD_TYPE.DATETIME] = time_zone
 
     def apply(self, description: Sequence[Sequence[Any]] | None, rows: Sequence[Any]) -> None:
         """Convert, in place, the values of `rows` (dicts) in TIMESTAMP, DATETIME and BIT
         columns of `description` (the cursor's, ``(name, type_code, ...)`` per column)."""
         if not rows or not description:
             return
-        instants, walls, bits = [], [], []
-        for column in description:
-            code = column[1]
-            if code == FIELD_TYPE.TIMESTAMP:
-                instants.append(column[0])
-            elif code == FIELD_TYPE.DATETIME and self._zone is not None:
-                walls.append(column[0])
-            elif code == FIELD_TYPE.BIT:
-                bits.append(column[0])
-        if not (instants or walls or bits):
+        zoned = [(c[0], self._zones[c[1]]) for c in description if c[1] in self._zones]
+        bits = [c[0] for c in description if c[1] == FIELD_TYPE.BIT]
+        if not (zoned or bits):
             return
-        zone = self._zone
         for row in rows:
-            for name in instants:
-                value = row.get(name)
-                if isinstance(value, datetime) and value.tzinfo is None:
-                    row[name] = value.replace(tzinfo=UTC)
-            for name in walls:
+            for name, zone in zoned:
                 value = row.get(name)
                 if isinstance(value, datetime) and value.tzinfo is None:
                     row[name] = value.replace(tzinfo=zone)

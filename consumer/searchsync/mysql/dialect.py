@@ -15,7 +15,7 @@ per connection before its first transaction): ``tx_isolation`` is gone from MySQ
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final, Literal, get_args
+from typing import Final, Literal, get_args
 
 Flavor = Literal["mysql", "mariadb"]
 FLAVORS: Final[tuple[Flavor, ...]] = get_args(Flavor)
@@ -81,8 +81,3 @@ class Dialect:
 
     def debezium_global_privileges(self) -> str:  # to read the binlog
         return _DEBEZIUM_GLOBAL[self.flavor]
-
-
-def dialect_of_server(conn: Any) -> Dialect:
-    """The dialect of a driver connection by its handshake's version string (no round trip)."""
-    return Dialect(flavor_of(str(conn.get_server_info())))

@@ -5,7 +5,7 @@ harmless."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -107,16 +107,15 @@ _UNCHANGED = (
 class MysqlFanout:
     """`FanoutStore` on MySQL; each call is one short transaction (READ COMMITTED)."""
 
-    def __init__(self, pool: aiomysql.Pool, *, clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(self, pool: aiomysql.Pool) -> None:
         self._pool = pool
-        self._clock = clock
         self._indexes = DependentIndexes()
         self._kinds = DataTypes()
 
     async def record(self, targets: Sequence[FanoutTarget]) -> None:
         if not targets:
             return
-        now = db_time(self._clock())
+        now = db_time(utc_now())
         # one lock order, so two members recording at once do not deadlock
         rows = [
             (*_target_key(t), t.revision, "pending", now, now)
@@ -142,7 +141,7 @@ class MysqlFanout:
     ) -> FanoutJob | None:
         if not routes:
             return None
-        now = self._clock()
+        now = utc_now()
         free = " AND (locked_until IS NULL OR locked_until < %s OR locked_by = %s)"
         served = sorted(routes)
         async with transaction_cursor(self._pool, "claim search_fanout") as cur:
@@ -161,8 +160,16 @@ class MysqlFanout:
                     " WHERE id = %s AND status = 'pending'" + free,
                     (owner, _until(now, lease_s), job_id, db_time(now), owner),
                 )
-                if cur.rowcount == 1:
-                    return await _job(cur, job_id)
+                if cur.rowcount != 1:
+                    continue
+                await cur.execute(
+                    "SELECT referenced_type, referenced_id, dependent_type, lookup_name, revision,"
+                    " cursor_id, appended FROM search_fanout WHERE id = %s",
+                    (job_id,),
+                )
+                r = await cur.fetchone()
+                target = FanoutTarget(str(r[0]), str(r[1]), str(r[2]), str(r[3]), int(r[4]))
+                return FanoutJob(job_id, target, str(r[5]), int(r[6]))
         return None
 
     async def dependents(
@@ -194,7 +201,7 @@ class MysqlFanout:
     ) -> FanoutJob | None:
         if not page:
             return job
-        now = self._clock()
+        now = utc_now()
         last = page[-1].id
         async with transaction_cursor(self._pool, "advance search_fanout") as cur:
             await cur.execute(
@@ -209,7 +216,7 @@ class MysqlFanout:
         return FanoutJob(job.id, job.target, last, job.appended + len(page))
 
     async def finish(self, job: FanoutJob, owner: str) -> bool:
-        now = db_time(self._clock())
+        now = db_time(utc_now())
         async with transaction_cursor(self._pool, "finish search_fanout") as cur:
             await cur.execute(
                 "UPDATE search_fanout SET status = 'done', finished_at = %s,"
@@ -242,14 +249,3 @@ def _until(now: datetime, lease_s: float) -> datetime:
 
 def _ident(job: FanoutJob, owner: str) -> tuple[Any, ...]:
     return (job.id, job.target.revision, job.cursor_id, owner)
-
-
-async def _job(cur: Any, job_id: int) -> FanoutJob:
-    await cur.execute(
-        "SELECT referenced_type, referenced_id, dependent_type, lookup_name, revision,"
-        " cursor_id, appended FROM search_fanout WHERE id = %s",
-        (job_id,),
-    )
-    r = await cur.fetchone()
-    target = FanoutTarget(str(r[0]), str(r[1]), str(r[2]), str(r[3]), int(r[4]))
-    return FanoutJob(job_id, target, str(r[5]), int(r[6]))

@@ -62,10 +62,7 @@ def dependents_sql(
     entry rather than at the cursor, or to scan the root table. `keys`: the root table's id and
     revision columns."""
     table_q, via_q = quote_identifier(table), quote_identifier(via)
-    if keys == ("id", "revision"):
-        key_q, rev_q = "id", "revision"
-    else:
-        key_q, rev_q = quote_identifier(keys[0]), quote_identifier(keys[1])
+    key_q, rev_q = keys if keys == ("id", "revision") else map(quote_identifier, keys)
     if through is None:
         return (
             f"SELECT {key_q}, {rev_q} FROM {table_q}"

@@ -23,7 +23,6 @@ from typing import Any, Final
 from searchsync.errors import InvalidRequest
 
 MAX_WHERE: Final = 4_000
-_QUOTES: Final = "'\"`"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +51,7 @@ def check_where(text: str) -> str:
                 i += 1
             elif c == quote:
                 quote = ""
-        elif c in _QUOTES:
+        elif c in "'\"`":
             quote = c
         elif c == ";":
             raise InvalidRequest("--where must be one SQL condition: ';' is refused")

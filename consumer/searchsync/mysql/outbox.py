@@ -6,7 +6,7 @@ event: the connector has ``tombstones.on.delete=false`` and the router drops del
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Protocol
@@ -129,9 +129,8 @@ class Outbox(Protocol):
 class MysqlOutbox:
     """`Outbox` on MySQL (READ COMMITTED: no gap locks, the application's inserts never wait)."""
 
-    def __init__(self, pool: aiomysql.Pool, *, clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(self, pool: aiomysql.Pool) -> None:
         self._pool = pool
-        self._clock = clock
 
     async def page(self, after_id: int, limit: int) -> list[OutboxRow]:
         rows = await fetch_all(
@@ -158,7 +157,7 @@ class MysqlOutbox:
             await append_outbox(conn, aggregate_type, aggregate_id, Operation.REBUILD, revision)
 
     async def append_orphan(self, aggregate_type: str, aggregate_id: str, revision: int) -> None:
-        now = self._clock()
+        now = utc_now()
         async with transaction_cursor(self._pool, "raise search_revision_floor") as cur:
             await cur.execute(
                 "INSERT INTO search_revision_floor (aggregate_type, aggregate_id,"

@@ -24,7 +24,6 @@ from searchsync.mysql.dialect import (
     SNAPSHOT,
     TIME_ZONE,
     Dialect,
-    dialect_of_server,
     flavor_of,
 )
 
@@ -123,7 +122,7 @@ async def _pool_dialect(pool: aiomysql.Pool, conn: Any) -> Dialect:
     time; ConfigError when ``[mysql] flavor`` names another family."""
     known = _POOLS.get(pool)
     if known is None:  # a pool made elsewhere: the family its handshake names
-        return dialect_of_server(conn)
+        return dialect_of(conn)
     if isinstance(known, Dialect):
         return known
     flavor, where = known
@@ -141,8 +140,8 @@ async def _pool_dialect(pool: aiomysql.Pool, conn: Any) -> Dialect:
 
 def dialect_of(conn: Any) -> Dialect:
     """The dialect of a connection: its pool's once its session is set up (`transaction`), else
-    the family its handshake names."""
-    return _SESSIONS.get(conn) or dialect_of_server(conn)
+    the family its handshake's version string names (no round trip)."""
+    return _SESSIONS.get(conn) or Dialect(flavor_of(str(conn.get_server_info())))
 
 
 def tls_context(mysql: MysqlSettings) -> ssl.SSLContext | None:

@@ -78,20 +78,6 @@ class StateUpdate:
             raise ValueError("revisions are non-negative")
 
 
-_COLUMNS: Final = (  # the table's, in order
-    "aggregate_type",
-    "aggregate_id",
-    "source_revision",
-    "indexed_revision",
-    "projection_schema_version",
-    "projection_hash",
-    "last_success_at",
-    "last_error_code",
-    "last_error_message",
-    "last_error_at",
-)
-
-
 class StateRecorder(Protocol):
     """``search_projection_state``: the pipeline records outcomes (operators read the rows)."""
 
@@ -122,12 +108,16 @@ class ProjectionStateWriter:
                     raise
 
 
-_INSERT: Final = f"INSERT INTO search_projection_state ({', '.join(_COLUMNS)}) VALUES "
+_INSERT: Final = (
+    "INSERT INTO search_projection_state (aggregate_type, aggregate_id, source_revision,"
+    " indexed_revision, projection_schema_version, projection_hash, last_success_at,"
+    " last_error_code, last_error_message, last_error_at) VALUES "
+)
 
 
 def _row(update: StateUpdate, now: datetime) -> tuple[Any, ...]:
-    """`update`'s row in `_COLUMNS` order, as a new row holds it; a success's row stops before
-    the error columns (they are NULL)."""
+    """`update`'s row in `_INSERT`'s column order, as a new row holds it; a success's row stops
+    before the error columns (they are NULL)."""
     at = update.at or now
     key = (update.aggregate_type, update.aggregate_id, update.source_revision)
     if update.indexed_revision is not None:  # a success: never an error too

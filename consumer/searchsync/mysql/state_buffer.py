@@ -31,8 +31,7 @@ class _Pending:
     error_at: datetime | None = None
 
     def add(self, update: StateUpdate, at: datetime) -> None:
-        if update.source_revision > self.source_revision:
-            self.source_revision = update.source_revision
+        self.source_revision = max(self.source_revision, update.source_revision)
         if update.indexed_revision is not None:
             self.add_success(update, at)
         elif update.error_code is not None:

@@ -52,12 +52,10 @@ def main(
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else ExitCode.USAGE
     command: Command = args.func
-    secrets: tuple[str, ...] = ()
     settings: Settings | None = None
     path = args.config if args.config is not None else os.environ.get(CONFIG_ENV)
     try:
         settings = load_settings(os.environ, Path(path) if path else None)
-        secrets = settings.secret_values()
         return command(args, settings, runtime(settings))
     except ConfigError as exc:
         if exc.cause is not None:  # the cause first, the expected form after it
@@ -75,8 +73,8 @@ def main(
         return ExitCode.INTERRUPTED
     except Exception as exc:  # every other failure is operational: say what and exit 1
         away = None if settings is None else describe_unreachable(exc, settings)
-        text = away or describe_auth_error(exc) or _describe(exc)
-        err(f"error: {scrub_known(scrub_credentials(text), secrets)}")
+        text = scrub_credentials(away or describe_auth_error(exc) or _describe(exc))
+        err(f"error: {scrub_known(text, () if settings is None else settings.secret_values())}")
         return ExitCode.FAILURE
 
 

@@ -70,11 +70,7 @@ def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runt
             return await check_grants(await runtime.pool(), settings.mysql.database, tables)
 
         report = run_in(runtime, go)
-        redacted["grants"] = {
-            "tables": tables,
-            "grants": list(report.grants),
-            "violations": list(report.violations),
-        }
+        redacted["grants"] = {"tables": tables, **asdict(report)}
     found = setup_check.static_findings(settings, registry)
     reports: list[setup_check.TypeReport] = []
 

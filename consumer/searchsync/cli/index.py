@@ -8,10 +8,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import asdict
-from typing import Any, TypeVar
+from typing import Any
 
 from searchsync.cli import load
-from searchsync.cli.args import chosen_type, chosen_types, command, group, positive_int, run_in
+from searchsync.cli.args import T, chosen_type, chosen_types, command, group, positive_int, run_in
 from searchsync.cli.output import err, show
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest
@@ -22,8 +22,6 @@ from searchsync.read import Until, wait_for_revision
 from searchsync.runtime import Runtime
 from searchsync.search.admin import InitAction, describe, init_index
 from searchsync.search.port import IndexAdmin
-
-T = TypeVar("T")
 
 # one physical index in ``index list --json`` (print_json writes created_at as ISO 8601)
 _INDEX_FIELDS = [
@@ -99,13 +97,8 @@ def cmd_index_init(args: argparse.Namespace, settings: Settings, runtime: Runtim
     message = _MESSAGES[result.action.value].format(
         alias=result.alias, index=result.index, read=read_alias_name(result.alias)
     )
-    document = {
-        "alias": result.alias,
-        "index": result.index,
-        "action": result.action.value,
-        "dry_run": args.dry_run,
-        "message": message,
-    }
+    document = {**asdict(result), "action": result.action.value, "dry_run": args.dry_run}
+    document["message"] = message
     if not args.load:
         return show(args.json, document, [message])
     if args.dry_run and result.action in (InitAction.WOULD_CREATE, InitAction.WOULD_ADD_ALIAS):
@@ -171,15 +164,8 @@ def cmd_index_rollback(args: argparse.Namespace, settings: Settings, runtime: Ru
     result = _with_admin(
         runtime, lambda a: indices.rollback(a, alias, to=args.to, dry_run=args.dry_run)
     )
-    document = {
-        "alias": result.alias,
-        "from": result.from_index,
-        "to": result.to_index,
-        "from_schema_version": result.from_schema_version,
-        "to_schema_version": result.to_schema_version,
-        "dry_run": result.dry_run,
-        "message": result.message,
-    }
+    document = {k.removesuffix("_index"): v for k, v in asdict(result).items()}  # "from", "to"
+    document["message"] = result.message
     return show(args.json, document, [result.message], plan=result.dry_run)
 
 

@@ -100,8 +100,7 @@ async def run_rebuild(
         if server is not None:
             stack.push_async_callback(server.close)
             err(f"rebuild metrics on http://{host}:{server.port}/metrics")
-        outcome = await rebuilder.run(options)
-    return outcome
+        return await rebuilder.run(options)
 
 
 def register_repair(commands: Any) -> None:

@@ -62,16 +62,14 @@ def add_wait_switch(
 
 def load_options(args: argparse.Namespace, aggregate_type: str) -> LoadOptions:
     """The `LoadOptions` of parsed ``index load`` arguments (`InvalidRequest` for a bad value)."""
-    part, parts = parse_part(getattr(args, "part", "0/1"))
-    where = getattr(args, "where", None)
+    where = getattr(args, "where", None)  # `index init --load` has no --part, --where, --again
     return LoadOptions(
-        aggregate_type=aggregate_type,
-        part=part,
-        parts=parts,
-        where=None if where is None else check_where(where),
-        again=getattr(args, "again", False),
-        dry_run=args.dry_run,
-        wait_for_live=getattr(args, "wait_for_live", True),
+        aggregate_type,
+        *parse_part(getattr(args, "part", "0/1")),
+        None if where is None else check_where(where),
+        getattr(args, "again", False),
+        args.dry_run,
+        args.wait_for_live,
     )
 
 

@@ -32,7 +32,7 @@ _GROUPS = (
     serve.register_relay,
     status.register,
     serve.register_exporter,
-    index.register_wait,
+    status.register_wait,
     config.register_schema,
     config.register_projection,
 )

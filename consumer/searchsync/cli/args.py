@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import math
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
@@ -108,6 +107,15 @@ def switch(parser: argparse.ArgumentParser, dest: str, *flags: tuple[str, bool, 
         pair.add_argument(flag, dest=dest, action=action, default=True, help=about)
 
 
+def add_wait_switch(
+    parser: argparse.ArgumentParser,
+    wait: str = "finish once the live group committed past the load's watermark (default)",
+    no_wait: str = "finish without checking the live group",
+) -> None:
+    flags = ("--wait-for-live-group", True, wait), ("--no-wait", False, no_wait)
+    switch(parser, "wait_for_live", *flags)
+
+
 def older_than(parser: argparse.ArgumentParser, window: str) -> None:
     parser.add_argument(
         "--older-than", required=True, type=duration, metavar="DURATION", help=window
@@ -150,14 +158,15 @@ positive_int = partial(_int_from, low=1)
 non_negative_int = partial(_int_from, low=0)
 
 
-def number(ok: Callable[[float], bool], expected: str) -> Callable[[str], float]:
-    """An argument type for a number `ok` accepts; `expected` starts its error message."""
+def number(ok: Callable[[float], bool], expected: str, nan: str = "") -> Callable[[str], float]:
+    """An argument type for a number `ok` accepts; `expected` starts its error message (`nan`,
+    when given, that of a text that is no number)."""
 
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
-            value = math.nan
+            raise argparse.ArgumentTypeError(f"{nan or expected}, got {text!r}") from None
         if not ok(value):
             raise argparse.ArgumentTypeError(f"{expected}, got {text!r}")
         return value

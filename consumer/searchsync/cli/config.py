@@ -94,9 +94,8 @@ def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runt
     redacted["findings"] = found
     if args.connect:
         redacted["types"] = [asdict(r) for r in reports]
-    code = ExitCode.OK if report is None or report.ok else ExitCode.FAILURE
-    if found:
-        code = ExitCode.USAGE  # a configuration that cannot work as it is
+    refused = report is not None and not report.ok  # found: a configuration that cannot work
+    code = ExitCode.USAGE if found else ExitCode.FAILURE if refused else ExitCode.OK
     if args.json:
         print_json(redacted)
         return code

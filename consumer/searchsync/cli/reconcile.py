@@ -15,8 +15,7 @@ from typing import Any
 
 import orjson
 
-from searchsync.cli.args import chosen_type, chosen_types, command, number, run_in
-from searchsync.cli.load import add_wait_switch
+from searchsync.cli.args import add_wait_switch, chosen_type, chosen_types, command, number, run_in
 from searchsync.cli.output import err, out
 from searchsync.config import Settings
 from searchsync.errors import LeaseHeld

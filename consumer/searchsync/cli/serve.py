@@ -136,10 +136,8 @@ def cmd_exporter(args: argparse.Namespace, settings: Settings, runtime: Runtime)
     when the group could not be observed; its log lines, librdkafka's too, are not printed)."""
     if not args.once:
         configure_logging(settings.observability.log_level, secrets=settings.secret_values())
-    else:
-        quiet = logging.getLogger("searchsync")
-        if not quiet.handlers:
-            quiet.addHandler(logging.NullHandler())
+    elif not (quiet := logging.getLogger("searchsync")).handlers:
+        quiet.addHandler(logging.NullHandler())
     return ExitCode(asyncio.run(_serve_exporter(settings, runtime, args)))
 
 

@@ -72,8 +72,11 @@ def main(
         err("interrupted")
         return ExitCode.INTERRUPTED
     except Exception as exc:  # every other failure is operational: say what and exit 1
+        text = str(exc) or type(exc).__name__
+        if not isinstance(exc, SearchSyncError):
+            text = f"{type(exc).__name__}: {text}"
         away = None if settings is None else describe_unreachable(exc, settings)
-        text = scrub_credentials(away or describe_auth_error(exc) or _describe(exc))
+        text = scrub_credentials(away or describe_auth_error(exc) or text)
         err(f"error: {scrub_known(text, () if settings is None else settings.secret_values())}")
         return ExitCode.FAILURE
 
@@ -92,8 +95,3 @@ def build_parser() -> argparse.ArgumentParser:
     for register in _GROUPS:
         register(commands)
     return parser
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return text if isinstance(exc, SearchSyncError) else f"{type(exc).__name__}: {text}"

@@ -81,8 +81,6 @@ def group(commands: Any, name: str, summary: str) -> Any:
 
 
 def run_in(runtime: Runtime, work: Callable[[], Awaitable[T]]) -> T:
-    """Await `work()` with the runtime's services open, in a new event loop."""
-
     async def go() -> T:
         async with runtime:
             return await work()
@@ -138,7 +136,6 @@ def chosen_type(runtime: Runtime, given: str | None) -> str:
 
 
 def chosen_types(runtime: Runtime, given: Sequence[str] | str | None) -> list[str]:
-    """The aggregate types ``--type`` names, each checked by `chosen_type`; by default all."""
     if not given:
         return list(runtime.registry.types())
     return [chosen_type(runtime, t) for t in ([given] if isinstance(given, str) else given)]

@@ -236,7 +236,6 @@ def cmd_index_load(args: argparse.Namespace, settings: Settings, runtime: Runtim
 
 
 def run_load(runtime: Runtime, options: LoadOptions) -> LoadOutcome:
-    """Run the load `options` asks for on `runtime`; progress on stderr."""
     interval_s = runtime.settings.load.progress_interval_s
     progress = Progress(stream=sys.stderr, interval_s=interval_s, label="load")
 
@@ -247,7 +246,6 @@ def run_load(runtime: Runtime, options: LoadOptions) -> LoadOutcome:
 
 
 def report(outcome: LoadOutcome, document: dict[str, Any] | None) -> ExitCode:
-    """Print `document` (``--json``), else `outcome` for a person; exit 0 when it is ok, else 1."""
     if document is not None:
         print_json(document)
     else:

@@ -74,7 +74,6 @@ def cmd_rebuild(args: argparse.Namespace, settings: Settings, runtime: Runtime) 
 async def run_rebuild(
     runtime: Runtime, options: RebuildOptions, *, json_lines: bool
 ) -> RebuildOutcome:
-    """Run the rebuild `options` asks for on `runtime`, serving its metrics when configured."""
     settings = runtime.settings
     metrics = RebuildMetrics()
     progress = Progress(

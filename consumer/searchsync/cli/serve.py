@@ -32,7 +32,6 @@ def register(commands: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    """Run the consumer until SIGTERM/SIGINT; its exit code is the command's."""
     try:
         import searchsync.app  # noqa: F401  # the pipeline: is it in this build?
     except ImportError as exc:
@@ -50,7 +49,6 @@ def cmd_run(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> E
 
 @asynccontextmanager
 async def until_signalled() -> AsyncIterator[asyncio.Event]:
-    """An event that SIGTERM or SIGINT sets while the context is open."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

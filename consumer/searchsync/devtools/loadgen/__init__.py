@@ -235,8 +235,7 @@ def _page_body(rng: random.Random, page_id: str) -> tuple[str, str, Relations]:
     relations: dict[str, list[dict[str, Any]]] = {
         "RELATED_CHARACTER": _entities("character", rng.sample(_CHARACTERS, rng.randint(0, 3)))
     }
-    places = rng.sample(_PLACES, rng.randint(0, 1))
-    if places:
+    if places := rng.sample(_PLACES, rng.randint(0, 1)):
         relations["RELATED_PLACE"] = _entities("place", places)
     return title, content, relations
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import math
 from typing import Any
 
 from searchsync.cli.args import chosen_type, command, number, positive_int, run_in, seconds
@@ -130,7 +129,7 @@ def register_wait(commands: Any) -> None:
     )
     wait.add_argument(
         "--timeout",
-        type=number(lambda v: 0 <= v < math.inf, "expected seconds >= 0", "expected seconds"),
+        type=number(lambda v: 0 <= v < float("inf"), "expected seconds >= 0", "expected seconds"),
         default=10.0,
         metavar="S",
         help="seconds (default: 10)",

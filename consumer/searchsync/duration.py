@@ -15,7 +15,6 @@ _SECONDS: Final = {"d": 86_400, "h": 3_600, "m": 60, "s": 1}
 
 
 def parse_duration(text: str) -> timedelta:
-    """The duration `text` names; `ValueError` (saying `DURATION_FORM`) for anything else."""
     compact = text.strip().lower()
     if not _WHOLE.fullmatch(compact):
         raise ValueError(f"expected {DURATION_FORM}, got {text!r}")

@@ -15,7 +15,6 @@ YOUNG_THRESHOLD: Final = 50_000
 
 
 def tune_for_throughput() -> tuple[int, int, int]:
-    """Raise the young threshold to `YOUNG_THRESHOLD`; return the thresholds before."""
     before = gc.get_threshold()
     gc.set_threshold(YOUNG_THRESHOLD, before[1], before[2])
     return before

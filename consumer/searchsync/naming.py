@@ -91,8 +91,7 @@ def _problem(name: str) -> str | None:
         return "must be a non-empty string"
     if name != name.lower():
         return "must be lower case"
-    bad = sorted(_FORBIDDEN & set(name))
-    if bad:
+    if bad := sorted(_FORBIDDEN & set(name)):
         return f"must not contain {''.join(bad)!r}"
     if name[0] in "-_+.":
         return "must not start with '-', '_', '+' or '.'"

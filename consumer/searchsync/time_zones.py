@@ -12,7 +12,6 @@ TIME_ZONE_FORM: Final = "'UTC', an offset like '+05:30', or an IANA zone name li
 
 
 def parse_time_zone(name: str) -> tzinfo:
-    """The zone `name` says; `ValueError` naming `TIME_ZONE_FORM` when it says none."""
     text = name.strip()
     if text.upper() in ("UTC", "Z", "+00:00", "-00:00"):
         return UTC

@@ -32,7 +32,7 @@ _GROUPS = (
     serve.register_relay,
     status.register,
     serve.register_exporter,
-    index.register_wait,
+    status.register_wait,
     config.register_schema,
     config.register_projection,
 )
@@ -52,12 +52,10 @@ def main(
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else ExitCode.USAGE
     command: Command = args.func
-    secrets: tuple[str, ...] = ()
     settings: Settings | None = None
     path = args.config if args.config is not None else os.environ.get(CONFIG_ENV)
     try:
         settings = load_settings(os.environ, Path(path) if path else None)
-        secrets = settings.secret_values()
         return command(args, settings, runtime(settings))
     except ConfigError as exc:
         if exc.cause is not None:  # the cause first, the expected form after it
@@ -74,9 +72,12 @@ def main(
         err("interrupted")
         return ExitCode.INTERRUPTED
     except Exception as exc:  # every other failure is operational: say what and exit 1
+        text = str(exc) or type(exc).__name__
+        if not isinstance(exc, SearchSyncError):
+            text = f"{type(exc).__name__}: {text}"
         away = None if settings is None else describe_unreachable(exc, settings)
-        text = away or describe_auth_error(exc) or _describe(exc)
-        err(f"error: {scrub_known(scrub_credentials(text), secrets)}")
+        text = scrub_credentials(away or describe_auth_error(exc) or text)
+        err(f"error: {scrub_known(text, () if settings is None else settings.secret_values())}")
         return ExitCode.FAILURE
 
 
@@ -94,8 +95,3 @@ def build_parser() -> argparse.ArgumentParser:
     for register in _GROUPS:
         register(commands)
     return parser
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return text if isinstance(exc, SearchSyncError) else f"{type(exc).__name__}: {text}"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import math
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
@@ -82,8 +81,6 @@ def group(commands: Any, name: str, summary: str) -> Any:
 
 
 def run_in(runtime: Runtime, work: Callable[[], Awaitable[T]]) -> T:
-    """Await `work()` with the runtime's services open, in a new event loop."""
-
     async def go() -> T:
         async with runtime:
             return await work()
@@ -108,6 +105,15 @@ def switch(parser: argparse.ArgumentParser, dest: str, *flags: tuple[str, bool, 
         pair.add_argument(flag, dest=dest, action=action, default=True, help=about)
 
 
+def add_wait_switch(
+    parser: argparse.ArgumentParser,
+    wait: str = "finish once the live group committed past the load's watermark (default)",
+    no_wait: str = "finish without checking the live group",
+) -> None:
+    flags = ("--wait-for-live-group", True, wait), ("--no-wait", False, no_wait)
+    switch(parser, "wait_for_live", *flags)
+
+
 def older_than(parser: argparse.ArgumentParser, window: str) -> None:
     parser.add_argument(
         "--older-than", required=True, type=duration, metavar="DURATION", help=window
@@ -130,7 +136,6 @@ def chosen_type(runtime: Runtime, given: str | None) -> str:
 
 
 def chosen_types(runtime: Runtime, given: Sequence[str] | str | None) -> list[str]:
-    """The aggregate types ``--type`` names, each checked by `chosen_type`; by default all."""
     if not given:
         return list(runtime.registry.types())
     return [chosen_type(runtime, t) for t in ([given] if isinstance(given, str) else given)]
@@ -150,14 +155,15 @@ positive_int = partial(_int_from, low=1)
 non_negative_int = partial(_int_from, low=0)
 
 
-def number(ok: Callable[[float], bool], expected: str) -> Callable[[str], float]:
-    """An argument type for a number `ok` accepts; `expected` starts its error message."""
+def number(ok: Callable[[float], bool], expected: str, nan: str = "") -> Callable[[str], float]:
+    """An argument type for a number `ok` accepts; `expected` starts its error message (`nan`,
+    when given, that of a text that is no number)."""
 
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
-            value = math.nan
+            raise argparse.ArgumentTypeError(f"{nan or expected}, got {text!r}") from None
         if not ok(value):
             raise argparse.ArgumentTypeError(f"{expected}, got {text!r}")
         return value

@@ -70,11 +70,7 @@ def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runt
             return await check_grants(await runtime.pool(), settings.mysql.database, tables)
 
         report = run_in(runtime, go)
-        redacted["grants"] = {
-            "tables": tables,
-            "grants": list(report.grants),
-            "violations": list(report.violations),
-        }
+        redacted["grants"] = {"tables": tables, **asdict(report)}
     found = setup_check.static_findings(settings, registry)
     reports: list[setup_check.TypeReport] = []
 
@@ -98,9 +94,8 @@ def cmd_config_check(args: argparse.Namespace, settings: Settings, runtime: Runt
     redacted["findings"] = found
     if args.connect:
         redacted["types"] = [asdict(r) for r in reports]
-    code = ExitCode.OK if report is None or report.ok else ExitCode.FAILURE
-    if found:
-        code = ExitCode.USAGE  # a configuration that cannot work as it is
+    refused = report is not None and not report.ok  # found: a configuration that cannot work
+    code = ExitCode.USAGE if found else ExitCode.FAILURE if refused else ExitCode.OK
     if args.json:
         print_json(redacted)
         return code
@@ -226,10 +221,7 @@ def cmd_sql(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> E
 def cmd_grants(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     tables = args.table or list(business_tables(runtime.registry))
     users = DbUsers(
-        consumer=args.consumer_user or settings.mysql.user,
-        app=args.app_user,
-        debezium=args.debezium_user,
-        host=args.host,
+        args.consumer_user or settings.mysql.user, args.app_user, args.debezium_user, args.host
     )
     database = args.database or settings.mysql.database
     out("-- Create the three accounts first, with passwords of your own (CREATE USER ...).")

@@ -95,8 +95,19 @@ def cmd_dlq_replay(args: argparse.Namespace, settings: Settings, runtime: Runtim
             limit=args.limit,
             producer_factory=runtime.kafka.producer,
         )
+    document = {
+        "dry_run": report.dry_run,
+        "dlq_topic": topic,
+        "run_id": report.run_id,
+        "selection": dict(report.selection),
+        "scanned": report.scanned,
+        "skipped": report.skipped,
+        "nothing_new": report.nothing_new,
+        "replayed": [entry_json(e) for e in report.replayed],
+        "already_replayed": [entry_json(e) for e in report.already_replayed],
+    }
     plan = report.dry_run and bool(report.replayed)
-    return show(args.json, replay_json(topic, report), replay_lines(topic, report), plan=plan)
+    return show(args.json, document, replay_lines(topic, report), plan=plan)
 
 
 def entry_json(entry: DlqEntry) -> dict[str, Any]:
@@ -140,20 +151,6 @@ def entry_line(dlq_topic: str, entry: DlqEntry) -> str:
     if entry.from_replay is not None:
         line += f" [dead-lettered again after replay of {_position(entry.from_replay)}]"
     return line
-
-
-def replay_json(dlq_topic: str, report: ReplayReport) -> dict[str, Any]:
-    return {
-        "dry_run": report.dry_run,
-        "dlq_topic": dlq_topic,
-        "run_id": report.run_id,
-        "selection": dict(report.selection),
-        "scanned": report.scanned,
-        "skipped": report.skipped,
-        "nothing_new": report.nothing_new,
-        "replayed": [entry_json(e) for e in report.replayed],
-        "already_replayed": [entry_json(e) for e in report.already_replayed],
-    }
 
 
 def replay_lines(dlq_topic: str, report: ReplayReport) -> Iterator[str]:

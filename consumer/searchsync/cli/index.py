@@ -1,24 +1,29 @@
-"""`searchsync index init|describe|list|rollback|drop`: the alias and its physical indices
-(`searchsync.ops.indices`). `searchsync wait`: read-your-writes from a shell (`searchsync.read`);
-exit 0 when the document reached the revision (indexed, or with ``--searchable`` searchable), 1
-when the timeout passed first; either way the last revision seen is printed."""
+"""`searchsync index init|load|describe|list|rollback|drop`: the alias and its physical indices
+(`searchsync.ops.indices`). ``index load --type T`` (`searchsync.ops.load`): the initial load of
+the rows that exist before searchsync. Exit 0 when the part is loaded (or was already), 1 when it
+stopped (resumable), is still waiting for the live group, or rows could not be projected. A
+progress bar on a terminal (stderr), else a progress line every ``load.progress_interval_s``; one
+summary line on stdout, or with ``--json`` one JSON document."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import asdict
 from typing import Any, TypeVar
 
-from searchsync.cli import load
-from searchsync.cli.args import chosen_type, chosen_types, command, group, positive_int, run_in
-from searchsync.cli.output import err, show
+from searchsync.cli.args import add_wait_switch, chosen_type, chosen_types, command, group, run_in
+from searchsync.cli.output import err, out, print_json, show
 from searchsync.config import Settings
 from searchsync.errors import InvalidRequest
 from searchsync.exit_codes import ExitCode
+from searchsync.gc_tuning import tune_for_throughput
+from searchsync.mysql.key_scope import check_where
 from searchsync.naming import physical_version, read_alias_name
 from searchsync.ops import indices
-from searchsync.read import Until, wait_for_revision
+from searchsync.ops.load.outcome import LoadOptions, LoadOutcome, parse_part
+from searchsync.ops.rebuild.progress import Progress
 from searchsync.runtime import Runtime
 from searchsync.search.admin import InitAction, describe, init_index
 from searchsync.search.port import IndexAdmin
@@ -58,8 +63,34 @@ def register(commands: Any) -> None:
         action="store_true",
         help="then load the rows that exist in MySQL into it (`index load` over the whole table)",
     )
-    load.add_wait_switch(init)
-    load.register(cmds)
+    add_wait_switch(init)
+    load = command(
+        cmds,
+        "load",
+        cmd_index_load,
+        "load the rows that exist in MySQL into the alias's index (the initial load)",
+        one_type=True,
+        dry_run="print the plan, change nothing",
+        description="Watermark first, then a keyset scan written at each row's revision as the "
+        "external version through the alias, while the live group runs: a live event always "
+        "wins. Resumable (state in search_load_state); a finished load does nothing unless "
+        "--again. docs/production.md, 'The initial load'.",
+    )
+    load.add_argument(
+        "--part",
+        metavar="I/N",
+        default="0/1",
+        help="load key range I of N (from 0; default 0/1: everything); run N processes, "
+        "one per part, to load one table together",
+    )
+    load.add_argument(
+        "--where",
+        metavar="SQL",
+        help="only rows matching this SQL condition on the type's table, e.g. \"id LIKE 'a%%'\""
+        " (pasted into the query as written: one condition, no ';' or comments)",
+    )
+    load.add_argument("--again", action="store_true", help="load a finished load again")
+    add_wait_switch(load)
     command(cmds, "describe", cmd_index_describe, "show where each alias points")
     listing = command(cmds, "list", cmd_index_list, "the physical indices behind each alias")
     listing.add_argument("--type", help="only this aggregate type (default: every type)")
@@ -99,13 +130,8 @@ def cmd_index_init(args: argparse.Namespace, settings: Settings, runtime: Runtim
     message = _MESSAGES[result.action.value].format(
         alias=result.alias, index=result.index, read=read_alias_name(result.alias)
     )
-    document = {
-        "alias": result.alias,
-        "index": result.index,
-        "action": result.action.value,
-        "dry_run": args.dry_run,
-        "message": message,
-    }
+    document = {**asdict(result), "action": result.action.value, "dry_run": args.dry_run}
+    document["message"] = message
     if not args.load:
         return show(args.json, document, [message])
     if args.dry_run and result.action in (InitAction.WOULD_CREATE, InitAction.WOULD_ADD_ALIAS):
@@ -114,8 +140,8 @@ def cmd_index_init(args: argparse.Namespace, settings: Settings, runtime: Runtim
         return show(args.json, document, [message, then])
     if not args.json:
         err(message)
-    outcome = load.run_load(runtime, load.load_options(args, aggregate_type))
-    return load.report(outcome, {**document, "load": outcome.summary()} if args.json else None)
+    outcome = run_load(runtime, load_options(args, aggregate_type))
+    return report(outcome, {**document, "load": outcome.summary()} if args.json else None)
 
 
 def cmd_index_describe(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
@@ -171,15 +197,8 @@ def cmd_index_rollback(args: argparse.Namespace, settings: Settings, runtime: Ru
     result = _with_admin(
         runtime, lambda a: indices.rollback(a, alias, to=args.to, dry_run=args.dry_run)
     )
-    document = {
-        "alias": result.alias,
-        "from": result.from_index,
-        "to": result.to_index,
-        "from_schema_version": result.from_schema_version,
-        "to_schema_version": result.to_schema_version,
-        "dry_run": result.dry_run,
-        "message": result.message,
-    }
+    document = {k.removesuffix("_index"): v for k, v in asdict(result).items()}  # "from", "to"
+    document["message"] = result.message
     return show(args.json, document, [result.message], plan=result.dry_run)
 
 
@@ -196,45 +215,43 @@ def cmd_index_drop(args: argparse.Namespace, settings: Settings, runtime: Runtim
     return show(args.json, document, [result.message], plan=result.dry_run)
 
 
-def register_wait(commands: Any) -> None:
-    about = "wait until a revision of a document is indexed (or searchable)"
-    wait = command(commands, "wait", cmd_wait, about, one_type=True)
-    wait.add_argument("--id", required=True, dest="doc_id", help="the document (aggregate) id")
-    wait.add_argument(
-        "--revision", required=True, type=positive_int, help="the revision the write returned"
-    )
-    wait.add_argument(
-        "--searchable",
-        action="store_true",
-        help="wait until a search sees it (default: until a get by id does)",
-    )
-    wait.add_argument(
-        "--timeout", type=_seconds, default=10.0, metavar="S", help="seconds (default: 10)"
+def load_options(args: argparse.Namespace, aggregate_type: str) -> LoadOptions:
+    """The `LoadOptions` of parsed ``index load`` arguments (`InvalidRequest` for a bad value)."""
+    where = getattr(args, "where", None)  # `index init --load` has no --part, --where, --again
+    return LoadOptions(
+        aggregate_type,
+        *parse_part(getattr(args, "part", "0/1")),
+        None if where is None else check_where(where),
+        getattr(args, "again", False),
+        args.dry_run,
+        args.wait_for_live,
     )
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
-    return value
+def cmd_index_load(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    options = load_options(args, chosen_type(runtime, args.type))
+    tune_for_throughput()
+    outcome = run_load(runtime, options)
+    return report(outcome, outcome.summary() if args.json else None)
 
 
-def cmd_wait(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    alias = settings.alias(chosen_type(runtime, args.type))
-    result = run_in(
-        runtime,
-        lambda: wait_for_revision(
-            runtime.search().aliased,
-            alias,
-            args.doc_id,
-            args.revision,
-            until=Until.SEARCHABLE if args.searchable else Until.INDEXED,
-            timeout_s=args.timeout,
-        ),
-    )
-    code = ExitCode.OK if result.reached else ExitCode.FAILURE
-    return show(args.json, result.as_json(), [result.message], code=code)
+def run_load(runtime: Runtime, options: LoadOptions) -> LoadOutcome:
+    interval_s = runtime.settings.load.progress_interval_s
+    progress = Progress(stream=sys.stderr, interval_s=interval_s, label="load")
+
+    async def go() -> LoadOutcome:
+        return await (await runtime.loader(progress=progress)).run(options)
+
+    return run_in(runtime, go)
+
+
+def report(outcome: LoadOutcome, document: dict[str, Any] | None) -> ExitCode:
+    if document is not None:
+        print_json(document)
+    else:
+        line = outcome.message
+        if outcome.rows_this_run:
+            line += f" ({outcome.rows_per_s:.0f} rows/s over {outcome.seconds:.1f}s)"
+        err(*(f"not indexed: {doc_id}: {why}" for doc_id, why in outcome.failures[:5]))
+        (out if outcome.ok else err)(line)
+    return ExitCode.OK if outcome.ok else ExitCode.FAILURE

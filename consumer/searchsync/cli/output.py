@@ -81,14 +81,9 @@ def describe_unreachable(exc: BaseException, settings: Settings) -> str | None:
     cause: BaseException | None = exc
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
-        if (
-            isinstance(cause, KafkaException)
-            and cause.args
-            and isinstance(cause.args[0], KafkaError)
-        ):
-            error: KafkaError = cause.args[0]
-            if error.code() in _KAFKA_AWAY:
-                return f"{kafka_at(settings)} is unreachable: {error.str()}"
+        error = cause.args[0] if isinstance(cause, KafkaException) and cause.args else None
+        if isinstance(error, KafkaError) and error.code() in _KAFKA_AWAY:
+            return f"{kafka_at(settings)} is unreachable: {error.str()}"
         if isinstance(cause, TransientError) and cause.code is ErrorCode.MYSQL_UNAVAILABLE:
             return f"{mysql_at(settings)} is unreachable: {cause}"
         if isinstance(cause, EsConnectionError | EsConnectionTimeout) or (

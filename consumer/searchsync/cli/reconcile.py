@@ -15,8 +15,7 @@ from typing import Any
 
 import orjson
 
-from searchsync.cli.args import chosen_type, chosen_types, command, number, run_in
-from searchsync.cli.load import add_wait_switch
+from searchsync.cli.args import add_wait_switch, chosen_type, chosen_types, command, number, run_in
 from searchsync.cli.output import err, out
 from searchsync.config import Settings
 from searchsync.errors import LeaseHeld
@@ -59,11 +58,7 @@ def register_rebuild(commands: Any) -> None:
 
 def cmd_rebuild(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     options = RebuildOptions(
-        aggregate_type=chosen_type(runtime, args.type),
-        resume=args.resume,
-        abandon=args.abandon,
-        dry_run=args.dry_run,
-        wait_for_live=args.wait_for_live,
+        chosen_type(runtime, args.type), args.resume, args.abandon, args.dry_run, args.wait_for_live
     )
     tune_for_throughput()
     outcome = asyncio.run(run_rebuild(runtime, options, json_lines=args.json))
@@ -79,7 +74,6 @@ def cmd_rebuild(args: argparse.Namespace, settings: Settings, runtime: Runtime) 
 async def run_rebuild(
     runtime: Runtime, options: RebuildOptions, *, json_lines: bool
 ) -> RebuildOutcome:
-    """Run the rebuild `options` asks for on `runtime`, serving its metrics when configured."""
     settings = runtime.settings
     metrics = RebuildMetrics()
     progress = Progress(
@@ -100,8 +94,7 @@ async def run_rebuild(
         if server is not None:
             stack.push_async_callback(server.close)
             err(f"rebuild metrics on http://{host}:{server.port}/metrics")
-        outcome = await rebuilder.run(options)
-    return outcome
+        return await rebuilder.run(options)
 
 
 def register_repair(commands: Any) -> None:

@@ -81,9 +81,7 @@ def _summary(r: PurgeReport) -> str:
         f"{head} {r.deleted} deleted, {r.changed} skipped (changed meanwhile), "
         f"{r.gone} already gone, {r.failed} failed"
     )
-    for doc_id, reason in r.failures:
-        text += f"\n  failed {doc_id}: {reason}"
-    return text
+    return text + "".join(f"\n  failed {doc_id}: {reason}" for doc_id, reason in r.failures)
 
 
 def cmd_outbox_prune(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:

@@ -32,7 +32,6 @@ def register(commands: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
-    """Run the consumer until SIGTERM/SIGINT; its exit code is the command's."""
     try:
         import searchsync.app  # noqa: F401  # the pipeline: is it in this build?
     except ImportError as exc:
@@ -50,7 +49,6 @@ def cmd_run(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> E
 
 @asynccontextmanager
 async def until_signalled() -> AsyncIterator[asyncio.Event]:
-    """An event that SIGTERM or SIGINT sets while the context is open."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -136,10 +134,8 @@ def cmd_exporter(args: argparse.Namespace, settings: Settings, runtime: Runtime)
     when the group could not be observed; its log lines, librdkafka's too, are not printed)."""
     if not args.once:
         configure_logging(settings.observability.log_level, secrets=settings.secret_values())
-    else:
-        quiet = logging.getLogger("searchsync")
-        if not quiet.handlers:
-            quiet.addHandler(logging.NullHandler())
+    elif not (quiet := logging.getLogger("searchsync")).handlers:
+        quiet.addHandler(logging.NullHandler())
     return ExitCode(asyncio.run(_serve_exporter(settings, runtime, args)))
 
 

@@ -1,4 +1,7 @@
-"""`searchsync status`: one screen for the whole system (library: `searchsync.ops.status`)."""
+"""`searchsync status`: one screen for the whole system (library: `searchsync.ops.status`).
+`searchsync wait`: read-your-writes from a shell (`searchsync.read`); exit 0 when the document
+reached the revision (indexed, or with ``--searchable`` searchable), 1 when the timeout passed
+first; either way the last revision seen is printed."""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import argparse
 import asyncio
 from typing import Any
 
-from searchsync.cli.args import command, run_in, seconds
+from searchsync.cli.args import chosen_type, command, number, positive_int, run_in, seconds
 from searchsync.cli.dlq import dlq_topic
 from searchsync.cli.output import describe_unreachable, elasticsearch_at, kafka_at, mysql_at, show
 from searchsync.config import Settings
@@ -16,6 +19,7 @@ from searchsync.ops import status_probes as probes
 from searchsync.ops.repair.generations import snapshot
 from searchsync.ops.status import Probe, Section, StatusReport, gather, in_thread
 from searchsync.projection.references import referenced_types
+from searchsync.read import Until, wait_for_revision
 from searchsync.runtime import Runtime
 
 
@@ -109,6 +113,44 @@ async def _report(runtime: Runtime, endpoints: list[str], timeout_s: float) -> S
         asks=asks,
         explain=lambda exc: describe_unreachable(exc, settings),
     )
+
+
+def register_wait(commands: Any) -> None:
+    about = "wait until a revision of a document is indexed (or searchable)"
+    wait = command(commands, "wait", cmd_wait, about, one_type=True)
+    wait.add_argument("--id", required=True, dest="doc_id", help="the document (aggregate) id")
+    wait.add_argument(
+        "--revision", required=True, type=positive_int, help="the revision the write returned"
+    )
+    wait.add_argument(
+        "--searchable",
+        action="store_true",
+        help="wait until a search sees it (default: until a get by id does)",
+    )
+    wait.add_argument(
+        "--timeout",
+        type=number(lambda v: 0 <= v < float("inf"), "expected seconds >= 0", "expected seconds"),
+        default=10.0,
+        metavar="S",
+        help="seconds (default: 10)",
+    )
+
+
+def cmd_wait(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
+    alias = settings.alias(chosen_type(runtime, args.type))
+    result = run_in(
+        runtime,
+        lambda: wait_for_revision(
+            runtime.search().aliased,
+            alias,
+            args.doc_id,
+            args.revision,
+            until=Until.SEARCHABLE if args.searchable else Until.INDEXED,
+            timeout_s=args.timeout,
+        ),
+    )
+    code = ExitCode.OK if result.reached else ExitCode.FAILURE
+    return show(args.json, result.as_json(), [result.message], code=code)
 
 
 def render(report: StatusReport) -> list[str]:

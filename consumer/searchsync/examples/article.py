@@ -32,7 +32,6 @@ AUTHOR = Lookup(
 
 
 def projector() -> Projector:
-    """A new article `Projector` (reads the packaged mapping)."""
     data = resources.files("searchsync").joinpath("_resources/article.mapping.json").read_bytes()
     return Projector(
         aggregate_type=AGGREGATE_TYPE,

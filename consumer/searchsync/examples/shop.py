@@ -43,7 +43,6 @@ IMAGES = Child(
 
 
 def projector() -> Projector:
-    """A new product `Projector` (reads the packaged mapping)."""
     data = resources.files("searchsync").joinpath("_resources/product.mapping.json").read_bytes()
     return Projector(
         aggregate_type=AGGREGATE_TYPE,

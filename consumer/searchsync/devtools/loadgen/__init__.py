@@ -176,9 +176,29 @@ async def run_loadgen(
         report.created += 1
         step()
 
+    async def change(op: PlannedOp) -> int:
+        if op.kind is not OpKind.UPDATE:  # the writer's method of that name; counted as "<kind>d"
+            revision: int = await attempt(lambda: getattr(writer, op.kind.value)(op.page_id))
+            setattr(report, f"{op.kind.value}d", getattr(report, f"{op.kind.value}d") + 1)
+            return revision
+        try:
+            revision = await attempt(
+                lambda: writer.update(
+                    op.page_id, title=op.title, content=op.content, relations=op.relations
+                )
+            )
+            report.updated += 1
+        except AggregateNotFound:  # hard-deleted earlier: the update brings it back
+            title = op.title or f"page {op.page_id}"
+            revision = await attempt(
+                lambda: writer.create(op.page_id, title, op.content or "", op.relations or {})
+            )
+            report.recreated += 1
+        return revision
+
     async def apply(op: PlannedOp) -> None:
         try:
-            revision = await _apply(writer, op, report, attempt)
+            revision = await change(op)
         except (AggregateStateConflict, AggregateExists, AggregateNotFound):
             report.skipped += 1
         else:
@@ -195,30 +215,6 @@ async def run_loadgen(
         report.final_deleted[page_id] = page is None or page.is_deleted
         report.final_revisions[page_id] = last_revision[page_id] if page is None else page.revision
     return report
-
-
-async def _apply(
-    w: PageWriter,
-    op: PlannedOp,
-    r: LoadgenReport,
-    attempt: Callable[[Callable[[], Awaitable[int]]], Awaitable[int]],
-) -> int:
-    if op.kind is not OpKind.UPDATE:  # the writer's method of that name; counted as "<kind>d"
-        revision: int = await attempt(lambda: getattr(w, op.kind.value)(op.page_id))
-        setattr(r, f"{op.kind.value}d", getattr(r, f"{op.kind.value}d") + 1)
-        return revision
-    try:
-        revision = await attempt(
-            lambda: w.update(op.page_id, title=op.title, content=op.content, relations=op.relations)
-        )
-        r.updated += 1
-    except AggregateNotFound:  # hard-deleted earlier: the update brings it back
-        title = op.title or f"page {op.page_id}"
-        revision = await attempt(
-            lambda: w.create(op.page_id, title, op.content or "", op.relations or {})
-        )
-        r.recreated += 1
-    return revision
 
 
 async def _run_all(concurrency: int, jobs: Iterator[Any]) -> None:
@@ -239,8 +235,7 @@ def _page_body(rng: random.Random, page_id: str) -> tuple[str, str, Relations]:
     relations: dict[str, list[dict[str, Any]]] = {
         "RELATED_CHARACTER": _entities("character", rng.sample(_CHARACTERS, rng.randint(0, 3)))
     }
-    places = rng.sample(_PLACES, rng.randint(0, 1))
-    if places:
+    if places := rng.sample(_PLACES, rng.randint(0, 1)):
         relations["RELATED_PLACE"] = _entities("place", places)
     return title, content, relations
 

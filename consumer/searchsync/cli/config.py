@@ -221,7 +221,10 @@ def cmd_sql(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> E
 def cmd_grants(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     tables = args.table or list(business_tables(runtime.registry))
     users = DbUsers(
-        args.consumer_user or settings.mysql.user, args.app_user, args.debezium_user, args.host
+        consumer=args.consumer_user or settings.mysql.user,
+        app=args.app_user,
+        debezium=args.debezium_user,
+        host=args.host,
     )
     database = args.database or settings.mysql.database
     out("-- Create the three accounts first, with passwords of your own (CREATE USER ...).")

@@ -197,8 +197,15 @@ def cmd_index_rollback(args: argparse.Namespace, settings: Settings, runtime: Ru
     result = _with_admin(
         runtime, lambda a: indices.rollback(a, alias, to=args.to, dry_run=args.dry_run)
     )
-    document = {k.removesuffix("_index"): v for k, v in asdict(result).items()}  # "from", "to"
-    document["message"] = result.message
+    document = {
+        "alias": result.alias,
+        "from": result.from_index,
+        "to": result.to_index,
+        "from_schema_version": result.from_schema_version,
+        "to_schema_version": result.to_schema_version,
+        "dry_run": result.dry_run,
+        "message": result.message,
+    }
     return show(args.json, document, [result.message], plan=result.dry_run)
 
 
@@ -217,14 +224,16 @@ def cmd_index_drop(args: argparse.Namespace, settings: Settings, runtime: Runtim
 
 def load_options(args: argparse.Namespace, aggregate_type: str) -> LoadOptions:
     """The `LoadOptions` of parsed ``index load`` arguments (`InvalidRequest` for a bad value)."""
+    part, parts = parse_part(getattr(args, "part", "0/1"))
     where = getattr(args, "where", None)  # `index init --load` has no --part, --where, --again
     return LoadOptions(
-        aggregate_type,
-        *parse_part(getattr(args, "part", "0/1")),
-        None if where is None else check_where(where),
-        getattr(args, "again", False),
-        args.dry_run,
-        args.wait_for_live,
+        aggregate_type=aggregate_type,
+        part=part,
+        parts=parts,
+        where=None if where is None else check_where(where),
+        again=getattr(args, "again", False),
+        dry_run=args.dry_run,
+        wait_for_live=args.wait_for_live,
     )
 
 

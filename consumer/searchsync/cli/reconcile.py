@@ -58,7 +58,11 @@ def register_rebuild(commands: Any) -> None:
 
 def cmd_rebuild(args: argparse.Namespace, settings: Settings, runtime: Runtime) -> ExitCode:
     options = RebuildOptions(
-        chosen_type(runtime, args.type), args.resume, args.abandon, args.dry_run, args.wait_for_live
+        aggregate_type=chosen_type(runtime, args.type),
+        resume=args.resume,
+        abandon=args.abandon,
+        dry_run=args.dry_run,
+        wait_for_live=args.wait_for_live,
     )
     tune_for_throughput()
     outcome = asyncio.run(run_rebuild(runtime, options, json_lines=args.json))

@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
-from prometheus_client import CollectorRegistry
 from searchsync.config import Settings, load_settings
 from searchsync.errors import ConfigError
 from searchsync.types import TopicPartition
@@ -196,8 +195,7 @@ def test_the_canary_projector_projects_the_heartbeat() -> None:
 
 
 def test_every_exporter_metric_is_listed() -> None:
-    registry = CollectorRegistry()
-    ExporterMetrics(1, canary=True, registry=registry)
+    registry = ExporterMetrics(1, canary=True).registry
     assert {f.name for f in registry.collect()} == set(EXPORTER_METRIC_NAMES)
 
 

@@ -89,10 +89,8 @@ class ExporterMetrics:
     ``searchsync_exporter_up`` says which. The canary's two series exist only with `canary` on (an
     age of 0 must never stand for "not measured")."""
 
-    def __init__(
-        self, expected_members: int, *, canary: bool, registry: CollectorRegistry | None = None
-    ) -> None:
-        r = self.registry = registry or CollectorRegistry(auto_describe=True)
+    def __init__(self, expected_members: int, *, canary: bool) -> None:
+        r = self.registry = CollectorRegistry(auto_describe=True)
         self._group = _GroupCollector()
         r.register(self._group)
         Gauge(

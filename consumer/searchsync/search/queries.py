@@ -135,10 +135,9 @@ class EsReads:
     async def strays(self, alias: str, limit: int) -> AsyncGenerator[list[StoredDocument], None]:
         light = _LIGHT_FIELDS[1:]
         body = {"query": _OUTSIDE_KEYS, "size": limit, "version": True, "_source": light}
-        pages = pit_pages(
+        async for hits in pit_pages(
             self._client, alias, body, _PIT_KEEP_ALIVE, ErrorCode.ES_UNAVAILABLE, _STRAY_HITS
-        )
-        async for hits in pages:
+        ):
             yield [stored_document(h) for h in hits]
 
 

@@ -185,10 +185,9 @@ class ReadMetrics:
         )
 
     def drift(self, query_type: str, *, stale: int, gone: int) -> None:
-        if stale:
-            self._drift.labels(query_type, "stale").inc(stale)
-        if gone:
-            self._drift.labels(query_type, "gone").inc(gone)
+        for state, n in (("stale", stale), ("gone", gone)):
+            if n:
+                self._drift.labels(query_type, state).inc(n)
 
 
 async def verified_search(

@@ -13,6 +13,7 @@ from searchsync.config import ConnectSettings
 from searchsync.errors import ConnectUnavailable
 from searchsync.kafka.connect import ConnectClient
 from searchsync.kafka.connector_watch import ConnectorWatch
+from searchsync.observability.metrics import Metrics
 
 from tests.integration.conftest import CONNECT_URL
 from tests.integration.consumer_harness import wait_for
@@ -31,7 +32,7 @@ async def test_a_task_restarted_through_the_rest_api_runs_again() -> None:
 
         await wait_for(running_again, 60, "the restarted task RUNNING", interval=0.5)
         # a running connector: one check of the watch restarts nothing
-        assert await ConnectorWatch(client, interval_s=1.0).check() == 0
+        assert await ConnectorWatch(client, interval_s=1.0, metrics=Metrics()).check() == 0
 
 
 async def test_restarting_a_task_that_does_not_exist_is_an_error_that_says_so() -> None:

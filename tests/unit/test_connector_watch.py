@@ -60,7 +60,7 @@ async def watched(
         FakeConnectRest(tasks.answer) as rest,
         aclosing(ConnectClient(rest.settings)) as client,
     ):
-        yield tasks, rest, ConnectorWatch(client, interval_s=0.01, metrics=metrics)
+        yield tasks, rest, ConnectorWatch(client, interval_s=0.01, metrics=metrics or Metrics())
 
 
 def _posts(rest: FakeConnectRest) -> list[str]:

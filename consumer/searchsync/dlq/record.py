@@ -133,10 +133,8 @@ def decode_record(value: bytes, form: bytes | None = DLQ_FORMAT) -> DlqRecord:
         operation = fields.pop("operation")
         return DlqRecord(**fields, operation=Operation(operation) if operation else None)
     except Exception as exc:  # untrusted bytes: any failure means "not a dead letter of ours"
-        name = form.decode("ascii", "replace")
-        raise PoisonMessage(
-            ErrorCode.BAD_DLQ_RECORD, f"not a {name} DLQ record: {exc!r:.200}"
-        ) from exc
+        why = f"not a {form.decode('ascii', 'replace')} DLQ record: {exc!r:.200}"
+        raise PoisonMessage(ErrorCode.BAD_DLQ_RECORD, why) from exc
 
 
 def _text(raw: bytes | None) -> tuple[str | None, str | None]:

@@ -13,7 +13,7 @@ from typing import Any, Final, Protocol
 import aiomysql
 import orjson
 
-from searchsync.mysql.pool import db_time, expand_in, transaction_cursor
+from searchsync.mysql.pool import db_time, expand_in, fetch_all
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,9 +113,7 @@ class MysqlReplayLedger:
         """Run `sql` in a transaction of its own; its rows (none for a write)."""
 
         async def go() -> list[Any]:
-            async with transaction_cursor(await self._source.pool(), doing) as cur:
-                await cur.execute(sql, args)
-                return list(await cur.fetchall())
+            return list(await fetch_all(await self._source.pool(), doing, sql, args))
 
         return self._runner.run(go())
 

@@ -51,8 +51,7 @@ class DlqSummary:
 
     @property
     def outcomes(self) -> dict[str, int]:
-        counts = Counter(s.outcome.value for s in self.replays)
-        return {o.value: counts.get(o.value, 0) for o in ReplayOutcome}
+        return {o.value: sum(s.outcome is o for s in self.replays) for o in ReplayOutcome}
 
     def as_json(self) -> dict[str, Any]:
         times = ("oldest_failed_at", "newest_failed_at", "oldest_timestamp", "newest_timestamp")
@@ -62,7 +61,7 @@ class DlqSummary:
             "total": self.total,
             "by_code": dict(self.by_code),
             "by_type": dict(self.by_type),
-            **{name: _iso(getattr(self, name)) for name in times},
+            **{n: None if (at := getattr(self, n)) is None else at.isoformat() for n in times},
             "replayed": self.replayed,
             "from_replays": self.from_replays,
             "replay_outcomes": self.outcomes,
@@ -160,10 +159,6 @@ def _indexed(
         for kind, ids in sorted(wanted.items())
         for aggregate_id, revision in ledger.indexed_revisions(kind, ids).items()
     }
-
-
-def _iso(at: datetime | None) -> str | None:
-    return None if at is None else at.isoformat()
 
 
 def _counts(values: Any) -> dict[str, int]:

@@ -209,16 +209,9 @@ class ConfluentKafkaAdmin:
     ) -> dict[TopicPartition, int | None]:
         if not partitions:
             return {}
-        request = ConsumerGroupTopicPartitions(
-            group, [KafkaTopicPartition(t, p) for t, p in partitions]
-        )
-        futures = self._client.list_consumer_group_offsets(
-            [request], request_timeout=self._timeout_s
-        )
-        return {
-            (tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None)
-            for tp in futures[group].result().topic_partitions
-        }
+        asked = [KafkaTopicPartition(t, p) for t, p in partitions]
+        answered = self._of_group(self._client.list_consumer_group_offsets, group, asked)
+        return {(tp.topic, tp.partition): tp.offset if tp.offset >= 0 else None for tp in answered}
 
     def alter_committed(
         self,
@@ -229,23 +222,21 @@ class ConfluentKafkaAdmin:
         if not offsets:
             return {}
         notes = metadata or {}
-        request = ConsumerGroupTopicPartitions(
-            group,
-            [
-                KafkaTopicPartition(t, p, o, metadata=notes[(t, p)])
-                if (t, p) in notes
-                else KafkaTopicPartition(t, p, o)
-                for (t, p), o in offsets.items()
-            ],
+        asked = [
+            KafkaTopicPartition(t, p, o, metadata=notes[(t, p)])
+            if (t, p) in notes
+            else KafkaTopicPartition(t, p, o)
+            for (t, p), o in offsets.items()
+        ]
+        answered = self._of_group(self._client.alter_consumer_group_offsets, group, asked)
+        return {(tp.topic, tp.partition): tp.error.str() for tp in answered if tp.error is not None}
+
+    def _of_group(self, call: Any, group: str, partitions: list[Any]) -> Any:
+        """The partitions in the answer to `call` (an ``AdminClient`` method) about `group`."""
+        futures = call(
+            [ConsumerGroupTopicPartitions(group, partitions)], request_timeout=self._timeout_s
         )
-        futures = self._client.alter_consumer_group_offsets(
-            [request], request_timeout=self._timeout_s
-        )
-        return {
-            (tp.topic, tp.partition): tp.error.str()
-            for tp in futures[group].result().topic_partitions
-            if tp.error is not None
-        }
+        return futures[group].result().topic_partitions
 
     def delete_group(self, group: str) -> bool:
         futures = self._client.delete_consumer_groups([group], request_timeout=self._timeout_s)

@@ -37,9 +37,7 @@ def binlog_gone(trace: str | None) -> bool:
 
 
 class ConnectorWatch:
-    def __init__(
-        self, client: ConnectorState, *, interval_s: float, metrics: Metrics | None = None
-    ) -> None:
+    def __init__(self, client: ConnectorState, *, interval_s: float, metrics: Metrics) -> None:
         self._client = client
         self._interval_s = interval_s
         self._metrics = metrics
@@ -80,8 +78,7 @@ class ConnectorWatch:
                 log.warning("connector watch: restart of task %d failed: %s", task.id, exc)
                 continue
             restarted += 1
-            if self._metrics is not None:
-                self._metrics.connector_task_restarted()
+            self._metrics.connector_task_restarted()
         return restarted
 
     async def run(self, stop: asyncio.Event) -> None:

@@ -63,12 +63,11 @@ class AcknowledgedProducer:
         self._producer = acknowledged(config, factory)
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
-        self._closed = False
 
     async def send(self, topic: str, value: bytes, key: bytes | None, *, headers: Headers) -> None:
         """Produce and wait for the acknowledgement. `BufferError` or `KafkaException` when it
         cannot be queued, `DeliveryFailed` when refused."""
-        if self._closed:
+        if self._stop.is_set():
             raise RuntimeError(f"{self._name}: send after close")
         loop = asyncio.get_running_loop()
         answered: asyncio.Future[None] = loop.create_future()
@@ -88,7 +87,6 @@ class AcknowledgedProducer:
 
     async def close(self, flush_timeout: float) -> int:
         """Stop polling and flush; how many messages are still unacknowledged."""
-        self._closed = True
         self._stop.set()
         if self._poller is not None:
             await asyncio.to_thread(self._poller.join)

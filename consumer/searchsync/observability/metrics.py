@@ -1,5 +1,5 @@
-"""The live pipeline's metrics (docs/design.md, Metrics) on a registry `Metrics` owns (private
-unless given), so importing registers nothing. Callers use its methods only. The ``*_rate`` and
+"""The live pipeline's metrics (docs/design.md, Metrics) on a registry `Metrics` owns, so
+importing registers nothing. Callers use its methods only. The ``*_rate`` and
 ``es_write_latency_p*`` gauges cover the last N bulk items / requests, NaN while empty.
 """
 
@@ -22,12 +22,7 @@ from searchsync.observability.names import (
     ITEM_KINDS,
     item_kind,
 )
-from searchsync.observability.rolling import (
-    DEFAULT_WINDOW,
-    RollingKinds,
-    RollingQuantiles,
-    register_rolling,
-)
+from searchsync.observability.rolling import register_rolling
 
 if TYPE_CHECKING:
     from searchsync.search.sink import WriteOutcome
@@ -38,16 +33,8 @@ CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 class Metrics:
     """The pipeline's metrics on one registry; also a `SinkObserver` (`bulk_done`, `outcomes`)."""
 
-    def __init__(
-        self,
-        registry: CollectorRegistry | None = None,
-        *,
-        item_window: int = DEFAULT_WINDOW,
-        latency_window: int = DEFAULT_WINDOW,
-    ) -> None:
-        self.registry = r = registry or CollectorRegistry(auto_describe=True)
-        self.items = RollingKinds(item_window)
-        self.latencies = RollingQuantiles(latency_window)
+    def __init__(self) -> None:
+        self.registry = r = CollectorRegistry(auto_describe=True)
         self._m: dict[str, Any] = {
             name: kind(name, text, labels.split(), registry=r, **HISTOGRAM_OPTIONS.get(name, {}))
             for name, (kind, text, labels) in FAMILIES.items()
@@ -57,7 +44,7 @@ class Metrics:
         # hot-path labelled children, looked up once (labels() takes a lock each call)
         self._children: dict[tuple[str, ...], Any] = {}
         self._item_kinds: dict[tuple[str, ErrorCode | None], str] = {}
-        register_rolling(r, self.items, self.latencies, (item_window, latency_window))
+        self.items, self.latencies = register_rolling(r)
 
     def _child(self, name: str, *labels: str) -> Any:
         child = self._children.get((name, *labels))

@@ -19,8 +19,8 @@ _KIND_METRICS: Final = {
 
 
 class RepairMetrics:
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = r = CollectorRegistry(auto_describe=True) if registry is None else registry
+    def __init__(self) -> None:
+        self.registry = r = CollectorRegistry(auto_describe=True)
         labels = ["aggregate_type"]
         self._kinds = {
             kind: Gauge(name, f"Confirmed {kind} findings of the last rotation", labels, registry=r)

@@ -87,22 +87,19 @@ ROLLING_NAMES: Final = (
 )
 
 
-def register_rolling(
-    registry: CollectorRegistry,
-    items: RollingKinds,
-    latencies: RollingQuantiles,
-    windows: tuple[int, int],
-) -> None:
-    """The ``*_rate`` and ``es_write_latency_p*`` gauges, read from `items` and `latencies`."""
+def register_rolling(registry: CollectorRegistry) -> tuple[RollingKinds, RollingQuantiles]:
+    """New windows of bulk items and of request latencies, read by the ``*_rate`` and
+    ``es_write_latency_p*`` gauges registered on `registry`."""
+    items, latencies = RollingKinds(), RollingQuantiles()
     for name, kind in _RATES:
-        gauge = Gauge(
-            name, f"Share of {kind} among the last {windows[0]} bulk items", registry=registry
-        )
+        help_text = f"Share of {kind} among the last {DEFAULT_WINDOW} bulk items"
+        gauge = Gauge(name, help_text, registry=registry)
         gauge.set_function(lambda kind=kind: items.rate(kind))  # type: ignore[misc]
     for q in _QUANTILES:
         gauge = Gauge(
             f"es_write_latency_p{q}",
-            f"p{q} bulk latency (seconds) over the last {windows[1]} requests",
+            f"p{q} bulk latency (seconds) over the last {DEFAULT_WINDOW} requests",
             registry=registry,
         )
         gauge.set_function(lambda q=q: latencies.quantile(q / 100))  # type: ignore[misc]
+    return items, latencies

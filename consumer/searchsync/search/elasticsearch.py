@@ -22,6 +22,7 @@ from searchsync.search.port import (
 
 # Resolve names without failing on the ones that do not exist (an absent alias lists nothing).
 _LENIENT: dict[str, Any] = {"ignore_unavailable": True, "allow_no_indices": True}
+_READ_ALIAS: dict[str, Any] = {"is_write_index": False, "filter": LIVE_FILTER}  # never written to
 
 
 class EsIndexAdmin:
@@ -46,7 +47,7 @@ class EsIndexAdmin:
         if alias is not None:
             extra["aliases"] = {
                 check_index_name(alias): {"is_write_index": True},
-                read_alias_name(alias): _read_alias_body(),
+                read_alias_name(alias): _READ_ALIAS,
             }
         with engine_call(name, admin_refusal):
             await self._client.indices.create(
@@ -125,24 +126,18 @@ class EsIndexAdmin:
             )
 
 
-def _read_alias_body() -> dict[str, Any]:
-    """A read alias: filtered on `LIVE_FILTER`, never a write index."""
-    return {"is_write_index": False, "filter": dict(LIVE_FILTER)}
-
-
 def _add_read(alias: str, index: str) -> dict[str, Any]:
-    return {"add": {"index": index, "alias": read_alias_name(alias), **_read_alias_body()}}
+    return {"add": {"index": index, "alias": read_alias_name(alias), **_READ_ALIAS}}
 
 
 def _alias_flags(alias: str, body: Mapping[str, Any]) -> dict[str, bool | None]:
     """``{index: is_write_index flag}`` for every index `alias` points at."""
-    flags: dict[str, bool | None] = {}
-    for name, info in body.items():
-        entry = info.get("aliases", {}).get(alias)
-        if entry is not None:
-            flag = entry.get("is_write_index")
-            flags[name] = flag if isinstance(flag, bool) else None
-    return flags
+    entries = {name: info.get("aliases", {}).get(alias) for name, info in body.items()}
+    return {
+        name: flag if isinstance(flag := entry.get("is_write_index"), bool) else None
+        for name, entry in entries.items()
+        if entry is not None
+    }
 
 
 def _info(

@@ -38,11 +38,6 @@ _SCRIPT = re.compile(
     r"(?:script_lang not supported|unable to find script language|lang)"
     r" \[(painless|expression|mustache)\]"
 )
-_SCRIPT_MODULES: Final = {
-    "painless": "lang-painless",
-    "expression": "lang-expression",
-    "mustache": "lang-mustache",
-}
 
 
 def missing_module(error_text: str) -> str | None:
@@ -58,7 +53,7 @@ def missing_module(error_text: str) -> str | None:
         return _line("analysis-common", f"analyzer [{found.group(1)}]")
     if found := _SCRIPT.search(error_text):
         lang = found.group(1)
-        return _line(_SCRIPT_MODULES[lang], f"script language [{lang}]")
+        return _line(f"lang-{lang}", f"script language [{lang}]")
     return None
 
 

@@ -125,12 +125,14 @@ class EsIndex(EsReads, EsTombstones, EsIndexAdmin):
             return [ItemResult(op, error.status, error.type, error.reason) for op in bulk.ops]
         return response.body
 
-    async def _mget(self, alias: str, ids: Sequence[str], *, versions: bool) -> list[Any]:
-        """The real-time mget's docs of the distinct `ids` (only `versions`: no ``_source``); a
-        failed request or document raises its `TransientError`."""
+    async def _mget(
+        self, alias: str, ids: Sequence[str], *, versions: bool
+    ) -> dict[str, dict[str, Any] | None]:
+        """The real-time mget's found doc per distinct id of `ids` (None: absent; only `versions`:
+        no ``_source``); a failed request or document raises its `TransientError`."""
         wanted = list(dict.fromkeys(ids))
         if not wanted:
-            return []
+            return {}
         with engine_call(f"mget {alias}", read_refusal):
             options: dict[str, Any] = {"source": False} if versions else {}
             response = await self._client.mget(index=alias, ids=wanted, **options, realtime=True)
@@ -142,23 +144,18 @@ class EsIndex(EsReads, EsTombstones, EsIndexAdmin):
                 missing = versions and etype == "index_not_found_exception"
                 code = ErrorCode.ALIAS_MISSING if missing else ErrorCode.ES_MGET
                 raise TransientError(code, f"mget {alias}/{doc.get('_id')}: {etype}")
-        return docs
+        found = {doc["_id"]: doc for doc in docs if doc.get("found")}
+        return {doc_id: found.get(doc_id) for doc_id in wanted}
 
     async def get_versions(self, alias: str, ids: Sequence[str]) -> dict[str, int | None]:
-        versions = {
-            doc["_id"]: int(doc["_version"]) if doc.get("found") else None
-            for doc in await self._mget(alias, ids, versions=True)
-        }
-        return {doc_id: versions.get(doc_id) for doc_id in dict.fromkeys(ids)}
+        docs = await self._mget(alias, ids, versions=True)
+        return {i: None if doc is None else int(doc["_version"]) for i, doc in docs.items()}
 
     async def get_documents(
         self, alias: str, ids: Sequence[str]
     ) -> dict[str, StoredDocument | None]:
-        found = {
-            doc["_id"]: stored_document(doc) if doc.get("found") else None
-            for doc in await self._mget(alias, ids, versions=False)
-        }
-        return {doc_id: found.get(doc_id) for doc_id in dict.fromkeys(ids)}
+        docs = await self._mget(alias, ids, versions=False)
+        return {i: None if doc is None else stored_document(doc) for i, doc in docs.items()}
 
     async def refresh(self, index: str) -> None:
         with engine_call(f"refresh {index}"):

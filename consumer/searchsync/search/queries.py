@@ -15,7 +15,7 @@ from typing import Any, Final
 from elasticsearch import AsyncElasticsearch
 
 from searchsync.errors import ErrorCode
-from searchsync.search.errors import engine_call, search_refusal
+from searchsync.search.errors import Refused, engine_call, search_refusal
 from searchsync.search.port import LIVE_FILTER, StoredDocument
 from searchsync.search.tombstones import pit_pages
 from searchsync.types import HASH_SPACE, BucketCursor
@@ -46,14 +46,20 @@ class EsReads:
 
     _client: AsyncElasticsearch
 
+    async def _hits(
+        self, index: str, refused: Refused = ErrorCode.ES_UNEXPECTED, **request: Any
+    ) -> list[dict[str, Any]]:
+        """The hits of one search request on `index` (none in the answer: none)."""
+        with engine_call(f"search {index}", refused):
+            found = (await self._client.search(index=index, **request)).body
+        hits: list[dict[str, Any]] = found.get("hits", {}).get("hits", [])
+        return hits
+
     async def search(
         self, alias: str, query: Mapping[str, Any], *, size: int
     ) -> list[StoredDocument]:
-        with engine_call(f"search {alias}", search_refusal):
-            response = await self._client.search(
-                index=alias, query=dict(query), size=size, version=True
-            )
-        return [stored_document(h) for h in response.body.get("hits", {}).get("hits", [])]
+        hits = await self._hits(alias, search_refusal, query=dict(query), size=size, version=True)
+        return [stored_document(h) for h in hits]
 
     async def count(self, index: str) -> int:
         with engine_call(f"count {index}"):
@@ -76,17 +82,15 @@ class EsReads:
         hits: list[dict[str, Any]] = []
         extra: dict[str, Any] = {"version": True} if version else {}
         while True:
-            with engine_call(f"search {index}"):
-                response = await self._client.search(
-                    index=index,
-                    query=query,
-                    sort=[{"id": "asc"}],
-                    size=_PAGE,
-                    source=False,
-                    track_total_hits=False,
-                    **extra,
-                )
-            page = response["hits"]["hits"]
+            page = await self._hits(
+                index,
+                query=query,
+                sort=[{"id": "asc"}],
+                size=_PAGE,
+                source=False,
+                track_total_hits=False,
+                **extra,
+            )
             hits.extend(page)
             if len(page) < _PAGE:
                 return hits
@@ -96,20 +100,14 @@ class EsReads:
         if size < 1:
             return []
         query = {"function_score": {"random_score": {"seed": seed, "field": "_seq_no"}}}
-        with engine_call(f"search {index}"):
-            response = await self._client.search(
-                index=index, query=query, size=size, version=True, track_total_hits=False
-            )
-        return [stored_document(hit) for hit in response["hits"]["hits"]]
+        hits = await self._hits(index, query=query, size=size, version=True, track_total_hits=False)
+        return [stored_document(hit) for hit in hits]
 
     async def top_ids(self, index: str, field: str, text: str, k: int) -> list[str]:
         match = {field: {"query": text, "operator": "and"}}
         query = {"bool": {"must": [{"match": match}], "filter": [dict(LIVE_FILTER)]}}
-        with engine_call(f"search {index}"):
-            response = await self._client.search(
-                index=index, query=query, size=k, source=False, track_total_hits=False
-            )
-        return [hit["_id"] for hit in response["hits"]["hits"]]
+        hits = await self._hits(index, query=query, size=k, source=False, track_total_hits=False)
+        return [hit["_id"] for hit in hits]
 
     async def bucket_page(
         self, alias: str, lo: int, hi: int, after: BucketCursor | None, limit: int, *, content: bool
@@ -123,31 +121,23 @@ class EsReads:
         }
         if after is not None:
             body["search_after"] = [after[1]]
+        away = ErrorCode.ES_UNAVAILABLE
         if not content:
-            light = [_light(h) for h in await self._page(alias, body | _LIGHT, _LIGHT_HITS)]
+            page = await self._hits(alias, away, body=body | _LIGHT, filter_path=_LIGHT_HITS)
+            light = [_light(h) for h in page]
             docs = [d for d in light if d is not None]
             if len(docs) == len(light):
                 return docs
             body["_source"] = _LIGHT_FIELDS[1:]  # a document without `id`: read it by `_id`
-        return [stored_document(h) for h in await self._page(alias, body, _HITS)]
-
-    async def _page(
-        self, alias: str, body: dict[str, Any], filter_path: list[str]
-    ) -> list[dict[str, Any]]:
-        with engine_call(f"search {alias}", ErrorCode.ES_UNAVAILABLE):
-            found = (
-                await self._client.search(index=alias, body=body, filter_path=filter_path)
-            ).body
-        hits: list[dict[str, Any]] = found.get("hits", {}).get("hits", [])  # none: none
-        return hits
+        hits = await self._hits(alias, away, body=body, filter_path=_HITS)
+        return [stored_document(h) for h in hits]
 
     async def strays(self, alias: str, limit: int) -> AsyncGenerator[list[StoredDocument], None]:
         light = _LIGHT_FIELDS[1:]
         body = {"query": _OUTSIDE_KEYS, "size": limit, "version": True, "_source": light}
-        pages = pit_pages(
+        async for hits in pit_pages(
             self._client, alias, body, _PIT_KEEP_ALIVE, ErrorCode.ES_UNAVAILABLE, _STRAY_HITS
-        )
-        async for hits in pages:
+        ):
             yield [stored_document(h) for h in hits]
 
 

@@ -54,10 +54,9 @@ class EsTombstones:
     async def maps_tombstoned_at(self, index: str) -> bool:
         with engine_call(f"mapping of {index}"):
             found = await self._client.indices.get_mapping(index=check_index_name(index))
-        body: dict[str, Any] = dict(found.body)
         return any(
             TOMBSTONED_AT in info.get("mappings", {}).get("properties", {})
-            for info in body.values()
+            for info in found.body.values()
         )
 
     async def scan_tombstones(

@@ -17,21 +17,9 @@ from searchsync.types import Operation
 CANARY_TYPE: Final = "searchsync_canary"
 TABLE: Final = "search_canary"
 
-_MAPPING: Final[dict[str, Any]] = {
+_MAPPING: Final[dict[str, Any]] = {  # searchsync adds its reserved properties
     "settings": {"number_of_shards": 1, "number_of_replicas": 0},
-    "mappings": {
-        "dynamic": "strict",
-        "properties": {
-            "id": {"type": "keyword"},
-            "beat_at": {"type": "date"},
-            "source_revision": {"type": "long"},
-            "projection_schema_version": {"type": "integer"},
-            "projection_hash": {"type": "keyword"},
-            "sync_hash": {"type": "long"},
-            "is_deleted": {"type": "boolean"},
-            "tombstoned_at": {"type": "date"},
-        },
-    },
+    "mappings": {"dynamic": "strict", "properties": {"beat_at": {"type": "date"}}},
 }
 
 

@@ -89,10 +89,8 @@ class ExporterMetrics:
     ``searchsync_exporter_up`` says which. The canary's two series exist only with `canary` on (an
     age of 0 must never stand for "not measured")."""
 
-    def __init__(
-        self, expected_members: int, *, canary: bool, registry: CollectorRegistry | None = None
-    ) -> None:
-        r = self.registry = registry or CollectorRegistry(auto_describe=True)
+    def __init__(self, expected_members: int, *, canary: bool) -> None:
+        r = self.registry = CollectorRegistry(auto_describe=True)
         self._group = _GroupCollector()
         r.register(self._group)
         Gauge(
@@ -193,13 +191,12 @@ class Exporter:
         """Set the canary's age from the newest searchable heartbeat (canary on)."""
         assert self._canary is not None
         alias = self._settings.alias(CANARY_TYPE)
+        since = self._started  # none yet (or unreadable): the wait so far
         try:
-            seen = await self._canary.beat_at(alias)
+            since = await self._canary.beat_at(alias) or since
         except Exception as exc:
             self.metrics.errors.labels(probe="canary_read").inc()
             log.warning("canary read failed", extra={"error": str(exc), "alias": alias})
-            seen = None
-        since = seen if seen is not None else self._started  # none yet: the wait so far
         self.metrics.canary_age.set(max(0.0, (self._wall() - since).total_seconds()))
 
     def health(self) -> HealthReport:

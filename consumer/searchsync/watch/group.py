@@ -16,20 +16,17 @@ from searchsync.config import Settings
 from searchsync.dlq.scan import ConsumerFactory, kafka_consumer
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.kafka.config import consumer_config
-from searchsync.ops.offsets import partition_offsets, subscribed_topics
+from searchsync.ops.offsets import partition_offsets
 from searchsync.types import TopicPartition
 
 
 @dataclass(frozen=True, slots=True)
 class PartitionView:
-    """One partition: the next offset the group reads, the log end, and the age in seconds of
-    the message at that offset (None when nothing is unfinished, or it could not be read in
-    ``exporter.peek_timeout_s``)."""
+    """One partition: its lag, and the age in seconds of the message at the group's next offset
+    (None when nothing is unfinished, or it could not be read in ``exporter.peek_timeout_s``)."""
 
     topic: str
     partition: int
-    next_offset: int
-    end: int
     lag: int
     oldest_age_s: float | None
 
@@ -101,11 +98,10 @@ def observe_group(
     """The group's members, and each subscribed partition's lag and oldest unfinished event."""
     group = settings.kafka.group_id
     members = len(admin.active_members(group))
-    rows = partition_offsets(admin, settings, subscribed_topics(admin, settings))
+    rows = partition_offsets(admin, settings)
     stamps = peek.timestamps({(r.topic, r.partition): r.high - r.lag for r in rows if r.lag})
-    views = []
-    for r in rows:
-        stamp = stamps.get((r.topic, r.partition))
-        age = None if stamp is None else max(0.0, (now_ms - stamp) / 1000)
-        views.append(PartitionView(r.topic, r.partition, r.high - r.lag, r.high, r.lag, age))
+    ages = {tp: max(0.0, (now_ms - stamp) / 1000) for tp, stamp in stamps.items()}
+    views = (
+        PartitionView(r.topic, r.partition, r.lag, ages.get((r.topic, r.partition))) for r in rows
+    )
     return GroupView(group, members, tuple(views))

@@ -17,8 +17,9 @@ from elasticsearch import ApiError, ConnectionError, ConnectionTimeout
 from hypothesis import given
 from hypothesis import strategies as st
 from searchsync.errors import Disposition, ErrorCode, TransientError
+from searchsync.search.errors import status_code
 from searchsync.search.es_index import BulkSizer, EsIndex
-from searchsync.search.sink import IndexOp, ItemResult, OutcomeKind, Sink, WriteOutcome, classify
+from searchsync.search.sink import IndexOp, ItemResult, OutcomeKind, Sink, WriteOutcome
 
 from tests.contract.search_backend import FakeBackend, new_alias, op
 from tests.fakes.search_index import InMemoryIndex
@@ -26,6 +27,11 @@ from tests.fakes.search_index import InMemoryIndex
 # -- classify ----------------------------------------------------------------------------------
 
 DUMMY = IndexOp("a", "d", 1, b"{}")
+
+
+def classify(result: ItemResult) -> ErrorCode | None:
+    """What `Sink.write` makes of one item result (None: written; ES_409: a conflict to confirm)."""
+    return None if 200 <= result.status < 300 else status_code(result.status, result.error_type)
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The write side of the search port (`SearchEngine`): its values, `classify` and `Sink`. Writes are
+"""The write side of the search port (`SearchEngine`): its outcomes and `Sink`. Writes are
 ``index`` actions at the external version ``source_revision`` through the alias (docs/design.md,
 invariants 3, 4, 7); `Sink` never raises for an engine failure and confirms every 409 by reading
 the stored version. Hot-path `NamedTuple`s: never compare one with a plain tuple."""
@@ -17,13 +17,6 @@ from searchsync.search.port import EXTERNAL_GTE as EXTERNAL_GTE
 from searchsync.search.port import IndexOp as IndexOp
 from searchsync.search.port import ItemResult as ItemResult
 from searchsync.search.port import SearchEngine, StoredDocument
-
-
-def classify(result: ItemResult) -> ErrorCode | None:
-    """The code of one item result (None: written; ES_409: a conflict to confirm)."""
-    if 200 <= result.status < 300:
-        return None
-    return status_code(result.status, result.error_type)
 
 
 class OutcomeKind(enum.Enum):
@@ -87,7 +80,7 @@ class Sink:
         conflicts: dict[str, list[int]] = {}
         applied = OutcomeKind.APPLIED
         for position, result in enumerate(results):
-            if 200 <= result.status < 300:  # `classify`'s first case, inline: the common one
+            if 200 <= result.status < 300:  # written: the common case, before the error table
                 op = result.op
                 outcomes.append(WriteOutcome(op, applied, None, None, op.version))
                 continue

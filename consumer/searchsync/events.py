@@ -7,7 +7,6 @@ encoding; anything else is JSON as Debezium's Outbox Event Router emits it.
 
 from __future__ import annotations
 
-import enum
 import functools
 import io
 import struct
@@ -36,13 +35,6 @@ _STRING_LIMITS: Final = (MAX_EVENT_ID_LENGTH, MAX_AGGREGATE_TYPE_LENGTH, MAX_AGG
 _OPERATION_OF: Final = {op.value: op for op in Operation}
 
 
-class AvroFraming(enum.StrEnum):
-    """How an Avro-encoded thin event is framed on the wire."""
-
-    CONFLUENT = "confluent"
-    SINGLE_OBJECT = "single-object"
-
-
 @functools.cache
 def load_avro_schema(name: str) -> Any:
     """Parse the packaged copy of ``schemas/avro/<name>.avsc`` once, on first use."""
@@ -67,9 +59,9 @@ def decode(value: bytes | None, *, max_bytes: int, known_types: Collection[str])
             ErrorCode.TOO_LARGE, f"{len(value)} bytes exceeds the limit of {max_bytes}"
         )
     if value[:1] == CONFLUENT_MAGIC:
-        fields = _read_avro(value, AvroFraming.CONFLUENT)
+        fields = _read_avro(value, _CONFLUENT_HEADER, "Confluent")
     elif value[:2] == SINGLE_OBJECT_MAGIC:
-        fields = _read_avro(value, AvroFraming.SINGLE_OBJECT)
+        fields = _read_avro(value, _SINGLE_OBJECT_HEADER, "single-object")
     else:
         fields = _decode_json(value)
     return _validate(fields, known_types)
@@ -80,13 +72,11 @@ def encode_json(event: ThinEvent) -> bytes:
     return orjson.dumps(event._asdict())  # the operation as its value
 
 
-def _read_avro(value: bytes, framing: AvroFraming) -> Mapping[str, object]:
-    start = _CONFLUENT_HEADER if framing is AvroFraming.CONFLUENT else _SINGLE_OBJECT_HEADER
+def _read_avro(value: bytes, start: int, framing: str) -> Mapping[str, object]:
     if len(value) < start:
-        name = "Confluent" if framing is AvroFraming.CONFLUENT else "single-object"
-        raise _bad_avro(f"{name} frame shorter than its {start}-byte header")
+        raise _bad_avro(f"{framing} frame shorter than its {start}-byte header")
     fingerprint = value[2:start]
-    if framing is AvroFraming.SINGLE_OBJECT and fingerprint != _thin_event_fingerprint():
+    if start == _SINGLE_OBJECT_HEADER and fingerprint != _thin_event_fingerprint():
         raise _bad_avro(f"unknown writer schema fingerprint {fingerprint.hex()} (not ThinEvent)")
     buffer = io.BytesIO(value)
     buffer.seek(start)

@@ -29,21 +29,12 @@ from searchsync.projection._relations import (
     check_relations,
 )
 from searchsync.projection.canonical import encode_normalized, normalize
-from searchsync.projection.mapping import with_reserved
+from searchsync.projection.mapping import RESERVED_PROPERTIES, with_reserved
 
 __all__ = ["RESERVED_FIELDS", "Projector", "ProjectorRegistry", "Row"]
 
 
-RESERVED_FIELDS = frozenset(
-    {
-        "id",
-        "source_revision",
-        "projection_schema_version",
-        "projection_hash",
-        TOMBSTONED_AT,
-        SYNC_HASH,
-    }
-)
+RESERVED_FIELDS = frozenset(RESERVED_PROPERTIES).difference({"is_deleted"})
 """Fields `Projector.project` sets itself; a `build` function must not return them."""
 
 

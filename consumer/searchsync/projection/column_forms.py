@@ -30,15 +30,6 @@ import orjson
 
 from searchsync.errors import CanonicalizationError
 
-__all__ = [
-    "column_form",
-    "flag_column",
-    "format_datetime",
-    "format_timedelta",
-    "json_column",
-    "set_column",
-]
-
 
 def column_form(value: object, path: str) -> Any:
     """The canonical form of a column value of a type listed above; `CanonicalizationError`

@@ -119,10 +119,8 @@ def lookup_keys(
 ) -> list[Any]:
     """The distinct non-null `via` values of the roots (or of the child rows `through`), in
     first-seen order: the ids of one ``IN (...)`` read of the lookup table."""
-    if lookup.through is None:
-        rows: Iterable[Row] = roots
-    else:
-        rows = [r for c, found in children if c.name == lookup.through for r in found]
+    through = [r for c, found in children if c.name == lookup.through for r in found]
+    rows = roots if lookup.through is None else through
     return list(dict.fromkeys(r[lookup.via] for r in rows if r.get(lookup.via) is not None))
 
 
@@ -146,7 +144,10 @@ def _ordered(rows: Iterable[Row], keys: tuple[str, ...]) -> list[Row]:
         # meeting a value raises TypeError instead, and a missing column KeyError.
         return sorted(listed, key=itemgetter(*keys))
     except (TypeError, KeyError):
-        return sorted(listed, key=lambda row: tuple(_sortable(row.get(c)) for c in keys))
+        return sorted(
+            listed,
+            key=lambda row: tuple((0, 0) if v is None else (1, v) for v in map(row.get, keys)),
+        )
 
 
 def attach_steps(
@@ -193,10 +194,6 @@ def _looked_up(
         via = row.get(lookup.via)
         row[lookup.name] = None if via is None else by_id.get(str(via))
     return row
-
-
-def _sortable(value: object) -> tuple[int, Any]:
-    return (0, 0) if value is None else (1, value)
 
 
 def check_identifiers(declared: object, *fields: str) -> None:

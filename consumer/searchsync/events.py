@@ -62,8 +62,19 @@ def decode(value: bytes | None, *, max_bytes: int, known_types: Collection[str])
         fields = _read_avro(value, _CONFLUENT_HEADER, "Confluent")
     elif value[:2] == SINGLE_OBJECT_MAGIC:
         fields = _read_avro(value, _SINGLE_OBJECT_HEADER, "single-object")
-    else:
-        fields = _decode_json(value)
+    else:  # the event object, expanded, as a JSON string, or in a {"schema", "payload"} envelope
+        document = _loads(value)
+        if isinstance(document, str):
+            document = _loads(document)
+        if isinstance(document, dict) and "payload" in document and "schema" in document:
+            document = document["payload"]
+            if isinstance(document, str):
+                document = _loads(document)
+        if not isinstance(document, dict):
+            raise PoisonMessage(
+                ErrorCode.BAD_JSON, f"expected a JSON object, got {type(document).__name__}"
+            )
+        fields = document
     return _validate(fields, known_types)
 
 
@@ -93,22 +104,6 @@ def _read_avro(value: bytes, start: int, framing: str) -> Mapping[str, object]:
 
 def _bad_avro(reason: str) -> PoisonMessage:
     return PoisonMessage(ErrorCode.BAD_AVRO, reason)
-
-
-def _decode_json(value: bytes) -> Mapping[str, object]:
-    """The event object, expanded, as a JSON string, or in a ``{"schema", "payload"}`` envelope."""
-    document = _loads(value)
-    if isinstance(document, str):
-        document = _loads(document)
-    if isinstance(document, dict) and "payload" in document and "schema" in document:
-        document = document["payload"]
-        if isinstance(document, str):
-            document = _loads(document)
-    if not isinstance(document, dict):
-        raise PoisonMessage(
-            ErrorCode.BAD_JSON, f"expected a JSON object, got {type(document).__name__}"
-        )
-    return document
 
 
 def _loads(text: bytes | str) -> object:

@@ -131,7 +131,16 @@ def _validate(fields: Mapping[str, object], known_types: Collection[str]) -> Thi
         and aggregate_id.isprintable()
     ):
         for name, limit in zip(_FIELDS[:3], _STRING_LIMITS, strict=True):
-            _checked_string(name, fields[name], limit)
+            value = fields[name]
+            if not isinstance(value, str):
+                problem = f"must be a string, got {type(value).__name__}"
+            elif not value or len(value) > limit:
+                problem = f"must be 1..{limit} characters, got {len(value)}"
+            elif not value.isprintable():
+                problem = "contains control or unprintable characters"
+            else:
+                continue
+            raise PoisonMessage(ErrorCode.BAD_FIELD, f"{name} {problem}")
     op = _OPERATION_OF.get(operation) if isinstance(operation, str) else None
     if op is None:
         raise PoisonMessage(
@@ -149,15 +158,3 @@ def _validate(fields: Mapping[str, object], known_types: Collection[str]) -> Thi
             ErrorCode.UNKNOWN_AGGREGATE_TYPE, f"no projector for {aggregate_type!r}"
         )
     return ThinEvent(cast(str, event_id), aggregate_type, cast(str, aggregate_id), op, revision)
-
-
-def _checked_string(name: str, value: object, limit: int) -> None:
-    if not isinstance(value, str):
-        problem = f"must be a string, got {type(value).__name__}"
-    elif not value or len(value) > limit:
-        problem = f"must be 1..{limit} characters, got {len(value)}"
-    elif not value.isprintable():
-        problem = "contains control or unprintable characters"
-    else:
-        return
-    raise PoisonMessage(ErrorCode.BAD_FIELD, f"{name} {problem}")

@@ -57,18 +57,16 @@ def topic_problems(settings: Settings, types: Sequence[str]) -> list[str]:
             for topic in wanted
             if re.match(kafka.topic_regex, topic) is None
         ]
-    problems = [
+    return [
         f"kafka.topics misses {topic}, the topic of the type {wanted[topic]!r}"
         " (relay.topic_template): add it, or unset kafka.topics to read one topic per"
         " registered type"
         for topic in wanted
         if topic not in kafka.topics
-    ]
-    problems += [
+    ] + [
         f"kafka.topics names {topic}, which no registered or referenced type writes"
         f" (relay.topic_template {template!r}): remove it, or register its type in"
         " projection.modules"
         for topic in kafka.topics
         if topic not in wanted
     ]
-    return problems

@@ -85,8 +85,7 @@ class Projector:
             raise ValueError("schema_version must be an int >= 1")
         check_identifiers(self, "table", "id_column", "revision_column")
         check_columns(self.columns, "columns", self.aggregate_type)
-        lacking = [c for c in (self.id_column, self.revision_column) if c not in self.columns]
-        if lacking:
+        if lacking := [c for c in (self.id_column, self.revision_column) if c not in self.columns]:
             raise ValueError(f"columns must include {lacking} (the id and revision columns)")
         if self.id_column == self.revision_column:
             raise ValueError("id_column and revision_column must be two columns")

@@ -44,8 +44,7 @@ class Child:
         check_columns(self.order_by, "order_by", self.name, empty=True)
         if self.key not in self.columns:
             raise ValueError(f"child {self.name!r}: columns must include its key {self.key!r}")
-        stray = [c for c in self.order_by if c not in self.columns]
-        if stray:
+        if stray := [c for c in self.order_by if c not in self.columns]:
             raise ValueError(f"child {self.name!r}: order_by {stray} are not among its columns")
 
 
@@ -90,8 +89,7 @@ def check_relations(
     names = [c.name for c in children] + [lk.name for lk in lookups]
     if len(set(names)) != len(names):
         raise ValueError(f"children and lookups {names} name a relation twice")
-    clash = sorted(set(names).intersection(columns))
-    if clash:
+    if clash := sorted(set(names).intersection(columns)):
         raise ValueError(f"children or lookups {clash} are named like columns of the root")
     by_name = {c.name: c for c in children}
     for lookup in lookups:
@@ -207,8 +205,7 @@ def check_identifiers(declared: object, *fields: str) -> None:
 def check_columns(columns: object, what: str, name: str, *, empty: bool = False) -> None:
     if not isinstance(columns, tuple) or not (columns or empty):
         raise ValueError(f"{name!r}: {what} must be a non-empty tuple of column names")
-    bad = [c for c in columns if not isinstance(c, str) or not IDENTIFIER.fullmatch(c)]
-    if bad:
+    if bad := [c for c in columns if not isinstance(c, str) or not IDENTIFIER.fullmatch(c)]:
         raise ValueError(f"{name!r}: {what} {bad!r}: want identifiers [A-Za-z_][A-Za-z0-9_]*")
     if len(set(columns)) != len(columns):
         raise ValueError(f"{name!r}: {what} {columns!r} name a column twice")

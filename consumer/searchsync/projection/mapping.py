@@ -76,8 +76,7 @@ def _gaps(
     properties = properties if isinstance(properties, Mapping) else {}
     for name, field in value.items():
         path = f"{prefix}{name}"
-        prop = properties.get(name)
-        if prop is None:
+        if (prop := properties.get(name)) is None:
             yield path
             continue
         if not isinstance(prop, Mapping) or prop.get("type", "object") not in _OBJECT_TYPES:

@@ -29,8 +29,7 @@ def consumed_topics(settings: Settings, types: Sequence[str] | None = None) -> t
         return settings.kafka.topics
     if types is None:
         types = event_types(registry_from_settings(settings.projection))
-    template = settings.relay.topic_template
-    return tuple(dict.fromkeys(template.replace("{type}", t) for t in types))
+    return tuple(dict.fromkeys(settings.relay.topic_template.replace("{type}", t) for t in types))
 
 
 def subscription(settings: Settings, types: Sequence[str] | None = None) -> list[str]:

@@ -33,6 +33,7 @@ MAX_AGGREGATE_ID_LENGTH: Final = 128  # search_outbox.aggregate_id is VARCHAR(12
 _FIELDS: Final = ("event_id", "aggregate_type", "aggregate_id", "operation", "source_revision")
 _STRING_LIMITS: Final = (MAX_EVENT_ID_LENGTH, MAX_AGGREGATE_TYPE_LENGTH, MAX_AGGREGATE_ID_LENGTH)
 _OPERATION_OF: Final = {op.value: op for op in Operation}
+_bad_avro: Final = functools.partial(PoisonMessage, ErrorCode.BAD_AVRO)
 
 
 @functools.cache
@@ -100,10 +101,6 @@ def _read_avro(value: bytes, start: int, framing: str) -> Mapping[str, object]:
     if not isinstance(record, dict):
         raise _bad_avro("Avro body is not a record")
     return record
-
-
-def _bad_avro(reason: str) -> PoisonMessage:
-    return PoisonMessage(ErrorCode.BAD_AVRO, reason)
 
 
 def _loads(text: bytes | str) -> object:

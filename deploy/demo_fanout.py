@@ -12,10 +12,10 @@ from typing import Any
 from confluent_kafka.admin import AdminClient, NewTopic
 from demo_canary import canary_env
 from searchsync.config import Settings
+from searchsync.mysql.outbox import append_outbox
 from searchsync.mysql.pool import transaction
 from searchsync.naming import read_alias_name
 from searchsync.types import Operation
-from searchsync.writer import append_outbox
 
 ARTICLES = 40
 TOPICS = ("outbox.event.article", "outbox.event.author")

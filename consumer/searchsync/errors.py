@@ -197,10 +197,8 @@ class ConfigError(SearchSyncError):
         self.got = got
         self.cause = cause  # what went wrong, when more than "not the expected form"
         shown = "" if got is None else f" (got {got!r})"
-        if cause is None:
-            super().__init__(f"config {key}: expected {expected}{shown}")
-        else:
-            super().__init__(f"config {key}: {cause}\n  expected {expected}")
+        told = f"expected {expected}{shown}" if cause is None else f"{cause}\n  expected {expected}"
+        super().__init__(f"config {key}: {told}")
 
 
 class PoisonMessage(SearchSyncError):
@@ -242,26 +240,26 @@ class OperationRefused(SearchSyncError):
 
 class WriteRefused(SearchSyncError):
     """The application-side writer (`searchsync.writer`) refused a change; nothing was written
-    (no row, no event)."""
+    (no row, no event). A subclass's `reason` is its message when none is given."""
 
-    def __init__(self, aggregate_type: str, aggregate_id: str, message: str) -> None:
+    reason = ""
+
+    def __init__(self, aggregate_type: str, aggregate_id: str, message: str | None = None) -> None:
         self.aggregate_type = aggregate_type
         self.aggregate_id = aggregate_id
-        super().__init__(f"{aggregate_type} {aggregate_id!r}: {message}")
+        super().__init__(f"{aggregate_type} {aggregate_id!r}: {message or self.reason}")
 
 
 class AggregateNotFound(WriteRefused):
     """The row to change does not exist (never created, or hard-deleted)."""
 
-    def __init__(self, aggregate_type: str, aggregate_id: str) -> None:
-        super().__init__(aggregate_type, aggregate_id, "not found")
+    reason = "not found"
 
 
 class AggregateExists(WriteRefused):
     """The row to create exists already (live or soft-deleted)."""
 
-    def __init__(self, aggregate_type: str, aggregate_id: str) -> None:
-        super().__init__(aggregate_type, aggregate_id, "exists already")
+    reason = "exists already"
 
 
 class AggregateStateConflict(WriteRefused):

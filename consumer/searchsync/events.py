@@ -7,7 +7,6 @@ encoding; anything else is JSON as Debezium's Outbox Event Router emits it.
 
 from __future__ import annotations
 
-import enum
 import functools
 import io
 import struct
@@ -34,13 +33,7 @@ MAX_AGGREGATE_ID_LENGTH: Final = 128  # search_outbox.aggregate_id is VARCHAR(12
 _FIELDS: Final = ("event_id", "aggregate_type", "aggregate_id", "operation", "source_revision")
 _STRING_LIMITS: Final = (MAX_EVENT_ID_LENGTH, MAX_AGGREGATE_TYPE_LENGTH, MAX_AGGREGATE_ID_LENGTH)
 _OPERATION_OF: Final = {op.value: op for op in Operation}
-
-
-class AvroFraming(enum.StrEnum):
-    """How an Avro-encoded thin event is framed on the wire."""
-
-    CONFLUENT = "confluent"
-    SINGLE_OBJECT = "single-object"
+_bad_avro: Final = functools.partial(PoisonMessage, ErrorCode.BAD_AVRO)
 
 
 @functools.cache
@@ -67,11 +60,22 @@ def decode(value: bytes | None, *, max_bytes: int, known_types: Collection[str])
             ErrorCode.TOO_LARGE, f"{len(value)} bytes exceeds the limit of {max_bytes}"
         )
     if value[:1] == CONFLUENT_MAGIC:
-        fields = _read_avro(value, AvroFraming.CONFLUENT)
+        fields = _read_avro(value, _CONFLUENT_HEADER, "Confluent")
     elif value[:2] == SINGLE_OBJECT_MAGIC:
-        fields = _read_avro(value, AvroFraming.SINGLE_OBJECT)
-    else:
-        fields = _decode_json(value)
+        fields = _read_avro(value, _SINGLE_OBJECT_HEADER, "single-object")
+    else:  # the event object, expanded, as a JSON string, or in a {"schema", "payload"} envelope
+        document = _loads(value)
+        if isinstance(document, str):
+            document = _loads(document)
+        if isinstance(document, dict) and "payload" in document and "schema" in document:
+            document = document["payload"]
+            if isinstance(document, str):
+                document = _loads(document)
+        if not isinstance(document, dict):
+            raise PoisonMessage(
+                ErrorCode.BAD_JSON, f"expected a JSON object, got {type(document).__name__}"
+            )
+        fields = document
     return _validate(fields, known_types)
 
 
@@ -80,13 +84,11 @@ def encode_json(event: ThinEvent) -> bytes:
     return orjson.dumps(event._asdict())  # the operation as its value
 
 
-def _read_avro(value: bytes, framing: AvroFraming) -> Mapping[str, object]:
-    start = _CONFLUENT_HEADER if framing is AvroFraming.CONFLUENT else _SINGLE_OBJECT_HEADER
+def _read_avro(value: bytes, start: int, framing: str) -> Mapping[str, object]:
     if len(value) < start:
-        name = "Confluent" if framing is AvroFraming.CONFLUENT else "single-object"
-        raise _bad_avro(f"{name} frame shorter than its {start}-byte header")
+        raise _bad_avro(f"{framing} frame shorter than its {start}-byte header")
     fingerprint = value[2:start]
-    if framing is AvroFraming.SINGLE_OBJECT and fingerprint != _thin_event_fingerprint():
+    if start == _SINGLE_OBJECT_HEADER and fingerprint != _thin_event_fingerprint():
         raise _bad_avro(f"unknown writer schema fingerprint {fingerprint.hex()} (not ThinEvent)")
     buffer = io.BytesIO(value)
     buffer.seek(start)
@@ -99,26 +101,6 @@ def _read_avro(value: bytes, framing: AvroFraming) -> Mapping[str, object]:
     if not isinstance(record, dict):
         raise _bad_avro("Avro body is not a record")
     return record
-
-
-def _bad_avro(reason: str) -> PoisonMessage:
-    return PoisonMessage(ErrorCode.BAD_AVRO, reason)
-
-
-def _decode_json(value: bytes) -> Mapping[str, object]:
-    """The event object, expanded, as a JSON string, or in a ``{"schema", "payload"}`` envelope."""
-    document = _loads(value)
-    if isinstance(document, str):
-        document = _loads(document)
-    if isinstance(document, dict) and "payload" in document and "schema" in document:
-        document = document["payload"]
-        if isinstance(document, str):
-            document = _loads(document)
-    if not isinstance(document, dict):
-        raise PoisonMessage(
-            ErrorCode.BAD_JSON, f"expected a JSON object, got {type(document).__name__}"
-        )
-    return document
 
 
 def _loads(text: bytes | str) -> object:
@@ -146,7 +128,16 @@ def _validate(fields: Mapping[str, object], known_types: Collection[str]) -> Thi
         and aggregate_id.isprintable()
     ):
         for name, limit in zip(_FIELDS[:3], _STRING_LIMITS, strict=True):
-            _checked_string(name, fields[name], limit)
+            value = fields[name]
+            if not isinstance(value, str):
+                problem = f"must be a string, got {type(value).__name__}"
+            elif not value or len(value) > limit:
+                problem = f"must be 1..{limit} characters, got {len(value)}"
+            elif not value.isprintable():
+                problem = "contains control or unprintable characters"
+            else:
+                continue
+            raise PoisonMessage(ErrorCode.BAD_FIELD, f"{name} {problem}")
     op = _OPERATION_OF.get(operation) if isinstance(operation, str) else None
     if op is None:
         raise PoisonMessage(
@@ -164,15 +155,3 @@ def _validate(fields: Mapping[str, object], known_types: Collection[str]) -> Thi
             ErrorCode.UNKNOWN_AGGREGATE_TYPE, f"no projector for {aggregate_type!r}"
         )
     return ThinEvent(cast(str, event_id), aggregate_type, cast(str, aggregate_id), op, revision)
-
-
-def _checked_string(name: str, value: object, limit: int) -> None:
-    if not isinstance(value, str):
-        problem = f"must be a string, got {type(value).__name__}"
-    elif not value or len(value) > limit:
-        problem = f"must be 1..{limit} characters, got {len(value)}"
-    elif not value.isprintable():
-        problem = "contains control or unprintable characters"
-    else:
-        return
-    raise PoisonMessage(ErrorCode.BAD_FIELD, f"{name} {problem}")

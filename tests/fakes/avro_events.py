@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import io
 import struct
 
@@ -9,10 +10,16 @@ import fastavro
 from searchsync.events import (
     CONFLUENT_MAGIC,
     SINGLE_OBJECT_MAGIC,
-    AvroFraming,
     load_avro_schema,
 )
 from searchsync.types import ThinEvent
+
+
+class AvroFraming(enum.StrEnum):
+    """How an Avro-encoded thin event is framed on the wire."""
+
+    CONFLUENT = "confluent"
+    SINGLE_OBJECT = "single-object"
 
 
 def encode_avro(event: ThinEvent, framing: AvroFraming, *, schema_id: int = 1) -> bytes:

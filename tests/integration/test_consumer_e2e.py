@@ -21,7 +21,7 @@ from confluent_kafka import Producer
 from searchsync.devtools.loadgen import run_loadgen
 from searchsync.dlq.replay import DlqFilter, inspect
 from searchsync.dlq.scan import DlqTopic
-from searchsync.events import AvroFraming, encode_json
+from searchsync.events import encode_json
 from searchsync.mysql.pool import transaction
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.projection import Document, default_registry
@@ -29,7 +29,7 @@ from searchsync.search.client import make_es_client
 from searchsync.types import Operation, ThinEvent
 from searchsync.writer import PageWriter
 
-from tests.fakes.avro_events import encode_avro
+from tests.fakes.avro_events import AvroFraming, encode_avro
 from tests.integration.conftest import KAFKA
 from tests.integration.conftest_mysql import fetch_all, recreate_ignoring_the_floor
 from tests.integration.consumer_harness import (

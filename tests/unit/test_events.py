@@ -14,13 +14,12 @@ from searchsync.errors import PoisonMessage
 from searchsync.events import (
     MAX_REVISION,
     SINGLE_OBJECT_MAGIC,
-    AvroFraming,
     decode,
     encode_json,
 )
 from searchsync.types import Operation, ThinEvent
 
-from tests.fakes.avro_events import encode_avro
+from tests.fakes.avro_events import AvroFraming, encode_avro
 
 ROOT = Path(__file__).resolve().parents[2]
 KNOWN = frozenset({"wiki_page"})

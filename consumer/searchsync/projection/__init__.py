@@ -23,12 +23,11 @@ from searchsync.projection._relations import (
     lookup_keys,
     through_child,
 )
-from searchsync.projection.canonical import CANONICALIZATION_VERSION, canonical_json
+from searchsync.projection.canonical import canonical_json
 from searchsync.projection.column_forms import flag_column, json_column, set_column
 from searchsync.projection.plugins import registry_from_settings
 
 __all__ = [
-    "CANONICALIZATION_VERSION",
     "OPERATIONAL_FIELDS",
     "RESERVED_FIELDS",
     "TOMBSTONED_AT",

@@ -29,21 +29,12 @@ from searchsync.projection._relations import (
     check_relations,
 )
 from searchsync.projection.canonical import encode_normalized, normalize
-from searchsync.projection.mapping import with_reserved
+from searchsync.projection.mapping import RESERVED_PROPERTIES, with_reserved
 
 __all__ = ["RESERVED_FIELDS", "Projector", "ProjectorRegistry", "Row"]
 
 
-RESERVED_FIELDS = frozenset(
-    {
-        "id",
-        "source_revision",
-        "projection_schema_version",
-        "projection_hash",
-        TOMBSTONED_AT,
-        SYNC_HASH,
-    }
-)
+RESERVED_FIELDS = frozenset(RESERVED_PROPERTIES).difference({"is_deleted"})
 """Fields `Projector.project` sets itself; a `build` function must not return them."""
 
 
@@ -94,8 +85,7 @@ class Projector:
             raise ValueError("schema_version must be an int >= 1")
         check_identifiers(self, "table", "id_column", "revision_column")
         check_columns(self.columns, "columns", self.aggregate_type)
-        lacking = [c for c in (self.id_column, self.revision_column) if c not in self.columns]
-        if lacking:
+        if lacking := [c for c in (self.id_column, self.revision_column) if c not in self.columns]:
             raise ValueError(f"columns must include {lacking} (the id and revision columns)")
         if self.id_column == self.revision_column:
             raise ValueError("id_column and revision_column must be two columns")

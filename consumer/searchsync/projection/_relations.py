@@ -44,8 +44,7 @@ class Child:
         check_columns(self.order_by, "order_by", self.name, empty=True)
         if self.key not in self.columns:
             raise ValueError(f"child {self.name!r}: columns must include its key {self.key!r}")
-        stray = [c for c in self.order_by if c not in self.columns]
-        if stray:
+        if stray := [c for c in self.order_by if c not in self.columns]:
             raise ValueError(f"child {self.name!r}: order_by {stray} are not among its columns")
 
 
@@ -90,8 +89,7 @@ def check_relations(
     names = [c.name for c in children] + [lk.name for lk in lookups]
     if len(set(names)) != len(names):
         raise ValueError(f"children and lookups {names} name a relation twice")
-    clash = sorted(set(names).intersection(columns))
-    if clash:
+    if clash := sorted(set(names).intersection(columns)):
         raise ValueError(f"children or lookups {clash} are named like columns of the root")
     by_name = {c.name: c for c in children}
     for lookup in lookups:
@@ -119,10 +117,8 @@ def lookup_keys(
 ) -> list[Any]:
     """The distinct non-null `via` values of the roots (or of the child rows `through`), in
     first-seen order: the ids of one ``IN (...)`` read of the lookup table."""
-    if lookup.through is None:
-        rows: Iterable[Row] = roots
-    else:
-        rows = [r for c, found in children if c.name == lookup.through for r in found]
+    through = [r for c, found in children if c.name == lookup.through for r in found]
+    rows = roots if lookup.through is None else through
     return list(dict.fromkeys(r[lookup.via] for r in rows if r.get(lookup.via) is not None))
 
 
@@ -146,7 +142,10 @@ def _ordered(rows: Iterable[Row], keys: tuple[str, ...]) -> list[Row]:
         # meeting a value raises TypeError instead, and a missing column KeyError.
         return sorted(listed, key=itemgetter(*keys))
     except (TypeError, KeyError):
-        return sorted(listed, key=lambda row: tuple(_sortable(row.get(c)) for c in keys))
+        return sorted(
+            listed,
+            key=lambda row: tuple((0, 0) if v is None else (1, v) for v in map(row.get, keys)),
+        )
 
 
 def attach_steps(
@@ -195,10 +194,6 @@ def _looked_up(
     return row
 
 
-def _sortable(value: object) -> tuple[int, Any]:
-    return (0, 0) if value is None else (1, value)
-
-
 def check_identifiers(declared: object, *fields: str) -> None:
     for field in fields:
         value = getattr(declared, field)
@@ -210,8 +205,7 @@ def check_identifiers(declared: object, *fields: str) -> None:
 def check_columns(columns: object, what: str, name: str, *, empty: bool = False) -> None:
     if not isinstance(columns, tuple) or not (columns or empty):
         raise ValueError(f"{name!r}: {what} must be a non-empty tuple of column names")
-    bad = [c for c in columns if not isinstance(c, str) or not IDENTIFIER.fullmatch(c)]
-    if bad:
+    if bad := [c for c in columns if not isinstance(c, str) or not IDENTIFIER.fullmatch(c)]:
         raise ValueError(f"{name!r}: {what} {bad!r}: want identifiers [A-Za-z_][A-Za-z0-9_]*")
     if len(set(columns)) != len(columns):
         raise ValueError(f"{name!r}: {what} {columns!r} name a column twice")

@@ -30,15 +30,6 @@ import orjson
 
 from searchsync.errors import CanonicalizationError
 
-__all__ = [
-    "column_form",
-    "flag_column",
-    "format_datetime",
-    "format_timedelta",
-    "json_column",
-    "set_column",
-]
-
 
 def column_form(value: object, path: str) -> Any:
     """The canonical form of a column value of a type listed above; `CanonicalizationError`
@@ -51,8 +42,12 @@ def column_form(value: object, path: str) -> Any:
         return format_datetime(value)
     if isinstance(value, date):
         return date.isoformat(value)
-    if isinstance(value, timedelta):
-        return format_timedelta(value)
+    if isinstance(value, timedelta):  # MySQL's own TIME text, microseconds always
+        micros = value // timedelta(microseconds=1)
+        seconds, fraction = divmod(abs(micros), 1_000_000)
+        minutes, second = divmod(seconds, 60)
+        hour, minute = divmod(minutes, 60)
+        return f"{'-' if micros < 0 else ''}{hour:02d}:{minute:02d}:{second:02d}.{fraction:06d}"
     if isinstance(value, time):
         if value.tzinfo is not None:
             raise CanonicalizationError(
@@ -60,7 +55,15 @@ def column_form(value: object, path: str) -> Any:
             )
         return time.isoformat(value, "microseconds")
     if isinstance(value, set | frozenset):
-        return _set(value, path)
+        members = [unicodedata.normalize("NFC", m) if isinstance(m, str) else m for m in value]
+        strings = all(isinstance(m, str) for m in members)
+        if strings and len(set(members)) != len(members):
+            raise CanonicalizationError(f"{path}: set members collide after NFC")
+        if strings or all(isinstance(m, int) and not isinstance(m, bool) for m in members):
+            return sorted(members)
+        raise CanonicalizationError(
+            f"{path}: a set has a canonical form only of strings or of integers"
+        )
     if isinstance(value, bytes | bytearray | memoryview):
         return base64.b64encode(bytes(value)).decode("ascii")
     raise CanonicalizationError(
@@ -74,28 +77,6 @@ def format_datetime(value: datetime, timespec: str = "microseconds") -> str:
     `datetime.isoformat`'s, which truncates)."""
     utc = value if value.tzinfo is None else value.astimezone(UTC).replace(tzinfo=None)
     return f"{datetime.isoformat(utc, timespec=timespec)}Z"
-
-
-def format_timedelta(value: timedelta) -> str:
-    """A TIME value as ``[-]HH:MM:SS.ffffff`` (MySQL's own text form, microseconds always)."""
-    micros = value // timedelta(microseconds=1)
-    sign = "-" if micros < 0 else ""
-    seconds, fraction = divmod(abs(micros), 1_000_000)
-    minutes, second = divmod(seconds, 60)
-    hour, minute = divmod(minutes, 60)
-    return f"{sign}{hour:02d}:{minute:02d}:{second:02d}.{fraction:06d}"
-
-
-def _set(value: set[Any] | frozenset[Any], path: str) -> list[Any]:
-    members = [unicodedata.normalize("NFC", m) if isinstance(m, str) else m for m in value]
-    strings = all(isinstance(m, str) for m in members)
-    if strings and len(set(members)) != len(members):
-        raise CanonicalizationError(f"{path}: set members collide after NFC")
-    if strings or all(isinstance(m, int) and not isinstance(m, bool) for m in members):
-        return sorted(members)
-    raise CanonicalizationError(
-        f"{path}: a set has a canonical form only of strings or of integers"
-    )
 
 
 def json_column(value: object) -> Any:

@@ -37,8 +37,7 @@ def with_reserved(aggregate_type: str, mapping: Mapping[str, Any]) -> dict[str, 
     if not isinstance(properties, Mapping):
         raise ValueError(f"mapping of {aggregate_type}: 'mappings.properties' must be an object")
     for name, wanted in RESERVED_PROPERTIES.items():
-        stated = properties.get(name)
-        if stated is None:
+        if (stated := properties.get(name)) is None:
             continue
         if not isinstance(stated, Mapping):
             raise ValueError(f"mapping of {aggregate_type}: property {name!r} must be an object")
@@ -77,8 +76,7 @@ def _gaps(
     properties = properties if isinstance(properties, Mapping) else {}
     for name, field in value.items():
         path = f"{prefix}{name}"
-        prop = properties.get(name)
-        if prop is None:
+        if (prop := properties.get(name)) is None:
             yield path
             continue
         if not isinstance(prop, Mapping) or prop.get("type", "object") not in _OBJECT_TYPES:

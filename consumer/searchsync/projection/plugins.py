@@ -53,13 +53,6 @@ def load_entry(entry: str) -> tuple[Projector, ...]:
             where = ".".join([module_name, *path[:depth]])
             raise _error(entry, f"{where} has no attribute {name!r}")
         target = getattr(target, name)
-    projectors = _projectors_of(target, entry)
-    if not projectors:
-        raise _error(entry, "it returned no Projector")
-    return projectors
-
-
-def _projectors_of(target: object, entry: str) -> tuple[Projector, ...]:
     if isinstance(target, Projector):
         return (target,)
     if not callable(target):
@@ -76,6 +69,8 @@ def _projectors_of(target: object, entry: str) -> tuple[Projector, ...]:
     for item in out:
         if not isinstance(item, Projector):
             raise _error(entry, f"it returned a {type(item).__name__} among its Projectors")
+    if not out:
+        raise _error(entry, "it returned no Projector")
     return out
 
 

@@ -17,11 +17,6 @@ from searchsync.projection.plugins import registry_from_settings
 from searchsync.projection.references import event_types
 
 
-def type_topic(template: str, aggregate_type: str) -> str:
-    """The outbox topic of `aggregate_type` under `template` (with ``{type}``)."""
-    return template.replace("{type}", aggregate_type)
-
-
 def follows_types(settings: Settings) -> bool:
     return not settings.kafka.topics and settings.kafka.topic_regex is None
 
@@ -34,7 +29,7 @@ def consumed_topics(settings: Settings, types: Sequence[str] | None = None) -> t
         return settings.kafka.topics
     if types is None:
         types = event_types(registry_from_settings(settings.projection))
-    return tuple(dict.fromkeys(type_topic(settings.relay.topic_template, t) for t in types))
+    return tuple(dict.fromkeys(settings.relay.topic_template.replace("{type}", t) for t in types))
 
 
 def subscription(settings: Settings, types: Sequence[str] | None = None) -> list[str]:
@@ -51,7 +46,7 @@ def topic_problems(settings: Settings, types: Sequence[str]) -> list[str]:
     if follows_types(settings):
         return []
     template = settings.relay.topic_template
-    wanted = {type_topic(template, t): t for t in types}
+    wanted = {template.replace("{type}", t): t for t in types}
     kafka = settings.kafka
     if kafka.topic_regex is not None:
         return [
@@ -61,18 +56,16 @@ def topic_problems(settings: Settings, types: Sequence[str]) -> list[str]:
             for topic in wanted
             if re.match(kafka.topic_regex, topic) is None
         ]
-    problems = [
+    return [
         f"kafka.topics misses {topic}, the topic of the type {wanted[topic]!r}"
         " (relay.topic_template): add it, or unset kafka.topics to read one topic per"
         " registered type"
         for topic in wanted
         if topic not in kafka.topics
-    ]
-    problems += [
+    ] + [
         f"kafka.topics names {topic}, which no registered or referenced type writes"
         f" (relay.topic_template {template!r}): remove it, or register its type in"
         " projection.modules"
         for topic in kafka.topics
         if topic not in wanted
     ]
-    return problems

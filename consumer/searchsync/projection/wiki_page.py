@@ -51,28 +51,7 @@ def load_mapping() -> dict[str, Any]:
 
 def build(row: Row) -> dict[str, Any]:
     """The wiki_page fields of `row` (without id/revision/hash, which `Projector` adds)."""
-    relations = _relations(row["relations_json"])
-    return {
-        "title": _text(row["title"], "title"),
-        "content": _text(row["content"], "content"),
-        "relations": relations,
-        "relation_target_ids": sorted({t for targets in relations.values() for t in targets}),
-        "is_deleted": row["deleted_at"] is not None,
-    }
-
-
-def _text(value: object, name: str) -> str:
-    if isinstance(value, bytes | bytearray):
-        try:
-            value = bytes(value).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise projection_error(f"{name} is not UTF-8") from exc
-    if not isinstance(value, str):
-        raise projection_error(f"{name} must be a string, got {type(value).__name__}")
-    return value if value.isascii() else unicodedata.normalize("NFC", value)  # ASCII is NFC
-
-
-def _relations(raw: object) -> dict[str, list[str]]:
+    raw = row["relations_json"]
     if isinstance(raw, str | bytes | bytearray):
         try:
             raw = orjson.loads(raw)
@@ -80,7 +59,7 @@ def _relations(raw: object) -> dict[str, list[str]]:
             raise projection_error(f"relations_json is not valid JSON: {exc}") from exc
     if not isinstance(raw, dict):
         raise projection_error(f"relations_json must be a JSON object, got {type(raw).__name__}")
-    out: dict[str, list[str]] = {}
+    relations: dict[str, list[str]] = {}
     for kind in sorted(raw):  # sorted: the first bad key reported does not depend on key order
         if not isinstance(kind, str) or not _is_relation_type(kind):
             raise projection_error(f"relations_json key {kind!r}: want {RELATION_TYPE.pattern}")
@@ -107,8 +86,25 @@ def _relations(raw: object) -> dict[str, list[str]]:
             if ":" in entity_type:
                 raise _bad_entity(kind, entities, entity)
             targets.add(target)  # NFC, so that dedupe and sort act on what canonical JSON emits
-        out[kind] = sorted(targets)
-    return out
+        relations[kind] = sorted(targets)
+    return {
+        "title": _text(row["title"], "title"),
+        "content": _text(row["content"], "content"),
+        "relations": relations,
+        "relation_target_ids": sorted({t for targets in relations.values() for t in targets}),
+        "is_deleted": row["deleted_at"] is not None,
+    }
+
+
+def _text(value: object, name: str) -> str:
+    if isinstance(value, bytes | bytearray):
+        try:
+            value = bytes(value).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise projection_error(f"{name} is not UTF-8") from exc
+    if not isinstance(value, str):
+        raise projection_error(f"{name} must be a string, got {type(value).__name__}")
+    return value if value.isascii() else unicodedata.normalize("NFC", value)  # ASCII is NFC
 
 
 @functools.lru_cache(maxsize=4096)

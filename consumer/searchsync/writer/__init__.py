@@ -3,7 +3,6 @@ the root row's ``revision`` rising by one per change and a hard delete's kept as
 (docs/design.md, invariants 1 and 2). `AggregateWriter` (PyMySQL) and `AsyncAggregateWriter`
 (aiomysql) serve any `AggregateTable`; `PageWriter` is the demo's ``wiki_page``."""
 
-from searchsync.mysql.outbox import append_outbox
 from searchsync.writer._drivers import AggregateWriter, AsyncAggregateWriter
 from searchsync.writer._table import AggregateTable, Change
 from searchsync.writer.page import WIKI_PAGE, Page, PageWriter, Relations
@@ -17,5 +16,4 @@ __all__ = [
     "Page",
     "PageWriter",
     "Relations",
-    "append_outbox",
 ]

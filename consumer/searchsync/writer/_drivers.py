@@ -6,15 +6,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import aiomysql
 
 from searchsync.mysql.pool import db_time, transaction, translate_errors
-from searchsync.writer._plan import Begun, Plan, WriterBase
+from searchsync.writer._plan import Begun, Plan, T, WriterBase
 from searchsync.writer._table import Change
-
-T = TypeVar("T")
 
 
 class AggregateWriter(WriterBase[Any, contextlib.AbstractContextManager[Change]]):

@@ -55,8 +55,7 @@ class PageWriter:
 
     async def create(self, page_id: str, title: str, content: str, relations: Relations) -> int:
         """Create the page at revision ``floor + 1`` (1 unless hard-deleted before)."""
-        _check_page_id(page_id)
-        _check_title(title)
+        _check_page(page_id, title)
         values = {"title": title, "content": content, "relations_json": _relations_json(relations)}
         return await self._run(self._writer.create, page_id, values)
 
@@ -71,8 +70,7 @@ class PageWriter:
         """Change the given fields (at least one); a soft-deleted page stays deleted."""
         if title is None and content is None and relations is None:
             raise ValueError("update needs at least one of title, content, relations")
-        _check_page_id(page_id)
-        _check_title(title)
+        _check_page(page_id, title)
         encoded = None if relations is None else _relations_json(relations)
         given = {"title": title, "content": content, "relations_json": encoded}
         values = {column: value for column, value in given.items() if value is not None}
@@ -106,7 +104,7 @@ class PageWriter:
     async def _run(
         change: Callable[..., AbstractAsyncContextManager[Change]], page_id: str, *values: Any
     ) -> int:
-        _check_page_id(page_id)  # again for create and update, which check it first
+        _check_page(page_id)  # again for create and update, which check it first
         async with change(page_id, *values) as open_change:
             pass
         return open_change.revision
@@ -127,11 +125,8 @@ def _relations_json(relations: Relations) -> str:
     return orjson.dumps(encoded).decode("utf-8")
 
 
-def _check_page_id(page_id: str) -> None:
+def _check_page(page_id: str, title: str | None = None) -> None:
     if not page_id or len(page_id) > MAX_PAGE_ID_LENGTH:
         raise ValueError(f"page id must have 1..{MAX_PAGE_ID_LENGTH} characters, got {page_id!r}")
-
-
-def _check_title(title: str | None) -> None:
     if title is not None and len(title) > MAX_TITLE_LENGTH:
         raise ValueError(f"title must have at most {MAX_TITLE_LENGTH} characters")

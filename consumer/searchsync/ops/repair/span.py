@@ -213,7 +213,16 @@ class SpanScan:
         alias = self.alias_for(projector.aggregate_type)
         started = time.monotonic()
         try:
-            ids = sorted((await self._outside(alias, report) | misplaced.keys()) - set(found))
+            outside: set[str] = set()  # the documents outside the key space, at most the ceiling
+            async with contextlib.aclosing(self.reader.index.strays(alias, STRAY_PAGE)) as pages:
+                async for page in pages:
+                    await self.reader.limits.es_requests.take(1)
+                    outside.update(d.doc_id for d in page)
+                    if len(outside) >= STRAY_CEILING:
+                        report.truncated = True
+                        break
+            report.outside = len(outside)
+            ids = sorted((outside | misplaced.keys()) - set(found))
             report.candidates = len(ids)
             findings: list[Finding] = []
             if ids:
@@ -230,20 +239,6 @@ class SpanScan:
                 report.findings = findings
         report.seconds = time.monotonic() - started
         return report
-
-    async def _outside(self, alias: str, report: StrayReport) -> set[str]:
-        """The ids of the documents outside the key space, at most `STRAY_CEILING`."""
-        ids: set[str] = set()
-        strays = self.reader.index.strays(alias, STRAY_PAGE)
-        async with contextlib.aclosing(strays) as pages:
-            async for page in pages:
-                await self.reader.limits.es_requests.take(1)
-                ids.update(d.doc_id for d in page)
-                if len(ids) >= STRAY_CEILING:
-                    report.truncated = True
-                    break
-        report.outside = len(ids)
-        return ids
 
     async def _confirm(
         self, projector: Projector, alias: str, ids: Sequence[str], report: StrayReport

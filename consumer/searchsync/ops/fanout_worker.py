@@ -56,7 +56,11 @@ class FanoutWorker:
         while not stop.is_set():
             try:
                 worked = await self.run_once(stop)
-                await self._report_stats(force=not worked)
+                now = self.clock()
+                if self.metrics is not None and (not worked or now >= self._stats_at):
+                    self._stats_at = now + 10 * self._s.poll_interval_s
+                    stats = await self._store.stats(referenced_types(self._registry))
+                    self.metrics.fanout_jobs(pending=stats.pending, done=stats.done)
             except TransientError as exc:
                 log.warning("fan-out: %s; trying again", exc.message, extra={"code": exc.code})
                 worked = False
@@ -90,9 +94,8 @@ class FanoutWorker:
             if not page:
                 if await self._store.finish(current, self.owner):
                     big = current.appended >= self._s.progress_every
-                    seconds = round(self.clock() - started, 3)
                     level = logging.INFO if big else logging.DEBUG
-                    _log(level, "fan-out done", current, seconds=seconds)
+                    _log(level, "fan-out done", current, seconds=round(self.clock() - started, 3))
                 return True
             await self._pace(len(page), stop)
             current = await self._store.advance(current, self.owner, self._s.lease_s, page)
@@ -128,14 +131,6 @@ class FanoutWorker:
         while live_age is not None and limit > 0 and not stop.is_set() and live_age() > limit:
             await self.sleep(_YIELD_POLL_S)
         self._next_at = max(self.clock(), self._next_at) + n / self._s.appends_per_s
-
-    async def _report_stats(self, *, force: bool) -> None:
-        now = self.clock()
-        if self.metrics is None or (not force and now < self._stats_at):
-            return
-        self._stats_at = now + 10 * self._s.poll_interval_s
-        stats = await self._store.stats(referenced_types(self._registry))
-        self.metrics.fanout_jobs(pending=stats.pending, done=stats.done)
 
 
 def _log(level: int, message: str, job: FanoutJob, **extra: float) -> None:

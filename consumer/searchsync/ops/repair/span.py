@@ -143,6 +143,7 @@ class SpanScan:
         self, projector: Projector, epoch: Epoch, read: SpanRead
     ) -> list[BucketReport]:
         reports, read_s, entries = read.reports, read.read_s, read.entries
+        t = projector.aggregate_type
         if entries is None:  # the read failed: no bucket completes
             return reports
         total = sum(len(e.rows) + len(e.docs) for e in entries.values()) or 1
@@ -159,8 +160,12 @@ class SpanScan:
             bucket_of_id.update((f.id, r.bucket) for f in found)
         t0 = time.monotonic()
         kept: dict[int, list[Finding]] = {r.bucket: [] for r in reports}
-        for f in await self._settle(projector, candidates):
-            kept[bucket_of_id[f.id]].append(f)  # the settle may re-type a finding, not move it
+        if candidates:  # those still holding after settle_s, re-read by id on both sides
+            await self.sleep(self.settings.settle_s)
+            ids = sorted({f.id for f in candidates})
+            rows, docs = await self.reader.by_ids(projector, self.alias_for(t), ids)
+            for f in still_holding(projector, candidates, rows, docs):
+                kept[bucket_of_id[f.id]].append(f)  # the settle may re-type a finding, not move it
         settle_s = (time.monotonic() - t0) / len(reports)
         done: list[BucketState] = []  # completed together, one transaction
         for n, (prior, r) in enumerate(zip(read.priors, reports, strict=True)):
@@ -193,16 +198,6 @@ class SpanScan:
             cost_s=r.seconds,
             rows_seen=r.rows,
         )
-
-    async def _settle(self, projector: Projector, candidates: list[Finding]) -> list[Finding]:
-        """The candidates that still hold after ``settle_s``, re-read by id on both sides."""
-        if not candidates:
-            return []
-        await self.sleep(self.settings.settle_s)
-        ids = sorted({f.id for f in candidates})
-        alias = self.alias_for(projector.aggregate_type)
-        rows, docs = await self.reader.by_ids(projector, alias, ids)
-        return still_holding(projector, candidates, rows, docs)
 
     async def sweep(
         self, projector: Projector, misplaced: Mapping[str, IndexEntry], found: Collection[str]

@@ -69,10 +69,10 @@ class ResetReport:
     group: str
     target: str  # the target as given: earliest, latest, offset N, a time, topic/partition@N
     dry_run: bool
-    active_members: tuple[str, ...]
-    steps: tuple[ResetStep, ...]
-    accepted: tuple[GapAck, ...] = ()  # the gaps this reset acknowledged (or would)
-    lineage: tuple[LineageMismatch, ...] = ()  # the lineage mismatches it accepted (or would)
+    active_members: list[str]
+    steps: list[ResetStep]
+    accepted: list[GapAck]  # the gaps this reset acknowledged (or would)
+    lineage: list[LineageMismatch]  # the lineage mismatches it accepted (or would)
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,12 +273,4 @@ def reset(
             lineage.accept(adopted, who)
         for m in mismatches:
             log.warning("lineage mismatch accepted", extra={**asdict(m), "accepted_by": who})
-    return ResetReport(
-        group,
-        described,
-        dry_run,
-        tuple(members),
-        tuple(steps),
-        tuple(accepted),
-        tuple(mismatches),
-    )
+    return ResetReport(group, described, dry_run, members, steps, accepted, mismatches)

@@ -75,15 +75,6 @@ class ResetReport:
     lineage: list[LineageMismatch]  # the lineage mismatches it accepted (or would)
 
 
-@dataclass(frozen=True, slots=True)
-class LineageRecords:
-    """The group's recorded topic ids (``search_topic_lineage``): read them, and replace them with
-    accepted ones (ids, who)."""
-
-    recorded: Callable[[], Mapping[str, str]]
-    accept: Callable[[Mapping[str, str], str], None]
-
-
 def gap_fields(ack: GapAck) -> dict[str, object]:
     """An accepted gap as JSON fields (the commit metadata and ``offsets reset --json``)."""
     return {**asdict(ack), "accepted_at": ack.accepted_at.isoformat(timespec="seconds")}
@@ -182,7 +173,8 @@ def reset(
     admin_factory: AdminFactory = ConfluentKafkaAdmin,
     accept_gap: str | None = None,
     record: Callable[[Sequence[GapAck]], None] | None = None,
-    lineage: LineageRecords | None = None,
+    recorded: Mapping[str, str] | None = None,
+    accept_lineage: Callable[[Mapping[str, str], str], None] | None = None,
 ) -> ResetReport:
     """Move the group's offsets to `to`; plan only if dry_run.
 
@@ -190,9 +182,9 @@ def reset(
     `accept_gap`, the name of who accepts the loss; else `OperationRefused` says how to
     reconcile. Accepted gaps go to `record` (the ``search_offset_gap_ack`` table) before any
     offset moves, and into the moved offsets' commit metadata. A lineage mismatch (a topic
-    re-created since the group recorded its id in `lineage`, an offset above the log end) moves
-    only with `accept_gap` too; a re-created topic moves whole, and its new id is recorded once
-    its offsets moved. Raises `OperationRefused` while
+    re-created since the group `recorded` its id, ``search_topic_lineage``; an offset above the
+    log end) moves only with `accept_gap` too; a re-created topic moves whole, and its new id goes
+    to `accept_lineage` (ids, who) once its offsets moved. Raises `OperationRefused` while
     the group has active members (unless `dry_run`), and `InvalidRequest` for a partition or
     offset that does not exist, or a `PartitionOffset` whose topic is ambiguous.
     """
@@ -224,7 +216,7 @@ def reset(
     moved = {(s.topic, s.partition) for s in steps}
     gaps = [g for r in rows if (g := r.gap()) is not None and (g.topic, g.partition) in moved]
     ids = admin.topic_ids(topics)
-    recorded = dict(lineage.recorded()) if lineage is not None else {}
+    recorded = recorded or {}
     changed = lineage_changes(recorded, ids)
     mismatches = [m for at, m in lineage_mismatches(rows, recorded, ids).items() if at in moved]
     for t in sorted({m.topic for m in mismatches} & set(changed)):
@@ -269,8 +261,8 @@ def reset(
         for a in accepted:
             log.warning("history gap accepted", extra=gap_fields(a))
         adopted = {m.topic: ids[m.topic] for m in mismatches if m.topic in changed}
-        if adopted and lineage is not None:
-            lineage.accept(adopted, who)
+        if adopted and accept_lineage is not None:
+            accept_lineage(adopted, who)
         for m in mismatches:
             log.warning("lineage mismatch accepted", extra={**asdict(m), "accepted_by": who})
     return ResetReport(group, described, dry_run, members, steps, accepted, mismatches)

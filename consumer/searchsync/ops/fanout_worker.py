@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import KW_ONLY, dataclass, field
+from functools import partial
 from typing import Final
 
 from searchsync.config import FanoutSettings
@@ -76,21 +77,15 @@ class FanoutWorker:
         job = await self._store.claim(self.owner, self._s.lease_s, routes(self._registry))
         if job is None:
             return False
-        t = job.target
         projector, via, through = self._source(job)
-        table, keys = projector.table, (projector.id_column, projector.revision_column)
+        keys = (projector.id_column, projector.revision_column)
+        dependents = partial(
+            self._store.dependents, projector.table, via, job.target.referenced_id, keys=keys
+        )
         started, logged = self.clock(), job.appended
         current: FanoutJob | None = job
         while current is not None and not stop.is_set():
-            page = await self._store.dependents(
-                table,
-                via,
-                t.referenced_id,
-                current.cursor_id,
-                self._page,
-                through=through,
-                keys=keys,
-            )
+            page = await dependents(current.cursor_id, self._page, through=through)
             if not page:
                 if await self._store.finish(current, self.owner):
                     big = current.appended >= self._s.progress_every

@@ -114,14 +114,13 @@ class RepairLease:
     ) -> None:
         """Take every type's lease; `LeaseHeld` when one is held and not `wait`, else try again
         every third of the lease (saying once why it waits)."""
-        said = False
         while held := await self._take_all(types):
             if not wait:
                 await self.release(types)
                 raise LeaseHeld(held)
-            if not said and on_wait is not None:
+            if on_wait is not None:
                 on_wait("; ".join(h.describe() for h in held) + ": waiting for it")
-                said = True
+                on_wait = None  # said once
             await self._sleep(self.seconds / 3)
 
     async def release(self, types: Sequence[str]) -> None:

@@ -220,8 +220,7 @@ def reset(
     changed = lineage_changes(recorded, ids)
     mismatches = [m for at, m in lineage_mismatches(rows, recorded, ids).items() if at in moved]
     for t in sorted({m.topic for m in mismatches} & set(changed)):
-        left = [r.partition for r in rows if r.topic == t and (t, r.partition) not in moved]
-        if left:
+        if left := [r.partition for r in rows if r.topic == t and (t, r.partition) not in moved]:
             raise InvalidRequest(
                 f"topic {t} was re-created: its new lineage is accepted for every partition at "
                 f"once, and partitions {left} are not selected: drop --partition"

@@ -105,10 +105,9 @@ async def sample_report(projector: Projector, truth: Truth) -> TypeReport:
     rows = await truth.scan(projector, None, 1)
     if not rows:
         return TypeReport(t, empty=True)
-    row = rows[0]
-    report = TypeReport(t, str(row.get("id")))
+    report = TypeReport(t, str(rows[0].get("id")))
     try:
-        document = projector.project(row)
+        document = projector.project(rows[0])
     except PoisonMessage as exc:
         report.findings.append(
             f"{t}: row {report.sample_id} cannot be projected: {exc.message}: fix build() or"

@@ -3,6 +3,7 @@ raises only when it could not look (`gather` makes that the section's problem)."
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -281,9 +282,7 @@ def connector_section(status: ConnectorStatus) -> Section:
 
 
 def _json_object(body: bytes) -> Mapping[str, Any]:
-    """The JSON object `body` holds, else empty."""
-    try:
-        value = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return {}
-    return value if isinstance(value, dict) else {}
+    with contextlib.suppress(orjson.JSONDecodeError):
+        if isinstance(value := orjson.loads(body), dict):
+            return value
+    return {}

@@ -119,8 +119,7 @@ class FanoutWorker:
     async def _pace(self, n: int, stop: asyncio.Event) -> None:
         """At most `appends_per_s`, and only while the member keeps up with its live events: a
         page waits while the oldest unfinished one is older than `yield_above_s`."""
-        wait = self._next_at - self.clock()
-        if wait > 0:
+        if (wait := self._next_at - self.clock()) > 0:
             await self.sleep(wait)
         limit, live_age = self._s.yield_above_s, self.live_age
         while live_age is not None and limit > 0 and not stop.is_set() and live_age() > limit:

@@ -84,9 +84,7 @@ async def schema_findings(projector: Projector, schema: TableSchema) -> list[str
             continue
         through = through_child(lookup, projector.children)
         table, key = (projector.table, "id") if through is None else (through.table, through.key)
-        if table not in have:
-            continue
-        if not await _indexed(schema, table, (lookup.via, key)):
+        if table in have and not await _indexed(schema, table, (lookup.via, key)):
             found.append(
                 f"{t}: the fan-out from {lookup.aggregate_type} needs an index on {table}"
                 f" starting with ({lookup.via}, {key}): add one (e.g. named"

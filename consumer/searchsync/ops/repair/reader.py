@@ -174,7 +174,6 @@ class SpanReader:
     async def _truth_by_ids(
         self, projector: Projector, ids: Sequence[str]
     ) -> dict[str, TruthEntry]:
-        """The rows of `ids` read from the primary, as entries with content."""
         before = self.purged_before()
         rows = await self.truth.rows_by_id(projector, ids, primary=True)
         return {

@@ -238,7 +238,6 @@ class SpanScan:
     async def _confirm(
         self, projector: Projector, alias: str, ids: Sequence[str], report: StrayReport
     ) -> list[Finding]:
-        """The findings of `ids`, re-read by id on both sides."""
         t = projector.aggregate_type
         rows, docs = await self.reader.by_ids(projector, alias, ids)
         key = key_of_id(t)

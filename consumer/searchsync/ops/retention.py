@@ -106,9 +106,8 @@ async def purge_tombstones(
             f"it with PUT {index}/_mapping {_FIELD_MAPPING} (tombstones written before that "
             "have no age and are kept)"
         )
-    before = format_timestamp(now - older_than)
-    report = PurgeReport(alias, index, older_than, before, dry_run)
-    async for page in store.scan_tombstones(index, before, retention.purge_batch_size):
+    report = PurgeReport(alias, index, older_than, format_timestamp(now - older_than), dry_run)
+    async for page in store.scan_tombstones(index, report.before, retention.purge_batch_size):
         report.scanned += len(page)
         if dry_run:
             room = _FAILURE_SAMPLES - len(report.candidates)

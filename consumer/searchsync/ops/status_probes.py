@@ -121,8 +121,7 @@ async def consumers_section(endpoints: Sequence[str], *, timeout_s: float = 3.0)
     problems: list[str] = []
     warnings: list[str] = []
     found: list[dict[str, Any]] = []
-    timeout = aiohttp.ClientTimeout(total=timeout_s)
-    async with aiohttp.ClientSession(timeout=timeout) as session:
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session:
         for base in endpoints:
             url = base.rstrip("/") + "/healthz"
             try:

@@ -219,12 +219,9 @@ class SpanScan:
             report.outside = len(outside)
             ids = sorted((outside | misplaced.keys()) - set(found))
             report.candidates = len(ids)
-            findings: list[Finding] = []
             if ids:
                 await self.sleep(self.settings.settle_s)
-            for n in range(0, len(ids), STRAY_PAGE):
-                chunk = ids[n : n + STRAY_PAGE]
-                findings.extend(await self._confirm(projector, alias, chunk, report))
+            findings = await self._confirm(projector, alias, ids, report)
         except Exception as exc:  # a partial read: nothing from it counts
             report.interrupted = f"{type(exc).__name__}: {exc}"
             log.warning("repair sweep of %s strays interrupted", alias, exc_info=exc)
@@ -238,21 +235,22 @@ class SpanScan:
     async def _confirm(
         self, projector: Projector, alias: str, ids: Sequence[str], report: StrayReport
     ) -> list[Finding]:
-        t = projector.aggregate_type
-        rows, docs = await self.reader.by_ids(projector, alias, ids)
-        key = key_of_id(t)
+        """The findings of `ids`, re-read by id on both sides `STRAY_PAGE` ids at a time."""
+        t, key = projector.aggregate_type, key_of_id(projector.aggregate_type)
         out: list[Finding] = []
-        for i in ids:
-            doc, row = docs.get(i), rows.get(i)
-            stored = None if doc is None or doc.source is None else doc.source.get("sync_hash")
-            if doc is None or stored == key(i):
-                continue  # gone, or written in its key range since: the buckets see it
-            detail = f"sync_hash {stored} outside the key range of {key(i)}"
-            if row is None:
-                if not doc.is_deleted:
-                    out.append(Finding(FindingKind.ORPHAN, t, i, None, doc.version, detail))
-            elif doc.version > row.revision:
-                report.ahead += 1
-            else:
-                out.append(Finding(FindingKind.STRAY, t, i, row.revision, doc.version, detail))
+        for n in range(0, len(ids), STRAY_PAGE):
+            rows, docs = await self.reader.by_ids(projector, alias, ids[n : n + STRAY_PAGE])
+            for i in ids[n : n + STRAY_PAGE]:
+                doc, row = docs.get(i), rows.get(i)
+                stored = None if doc is None or doc.source is None else doc.source.get("sync_hash")
+                if doc is None or stored == key(i):
+                    continue  # gone, or written in its key range since: the buckets see it
+                detail = f"sync_hash {stored} outside the key range of {key(i)}"
+                if row is None:
+                    if not doc.is_deleted:
+                        out.append(Finding(FindingKind.ORPHAN, t, i, None, doc.version, detail))
+                elif doc.version > row.revision:
+                    report.ahead += 1
+                else:
+                    out.append(Finding(FindingKind.STRAY, t, i, row.revision, doc.version, detail))
         return out

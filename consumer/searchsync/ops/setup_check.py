@@ -67,8 +67,7 @@ async def schema_findings(projector: Projector, schema: TableSchema) -> list[str
                 f"{t}: {what} {table} does not exist in the database: create it, or fix the"
                 " projector's table name"
             )
-            continue
-        if missing := [c for c in columns if c not in have[table]]:
+        elif missing := [c for c in columns if c not in have[table]]:
             found.append(
                 f"{t}: {what} {table} has no column {', '.join(missing)}: add it to the table,"
                 " or remove it from the projector's columns"

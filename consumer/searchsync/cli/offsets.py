@@ -98,7 +98,7 @@ def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, runtime: Run
     if args.offset is not None:
         if args.partition is None:
             raise InvalidRequest("--offset N needs --partition P (one partition of one topic)")
-        target = PartitionOffset(args.partition, args.offset, args.topic)
+        target = PartitionOffset(args.partition, args.offset)
     group_id = settings.kafka.group_id
     report = offsets.reset(
         settings,

@@ -25,11 +25,10 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class PartitionOffset:
-    """One partition to one offset (`topic` may be None when the group reads a single topic)."""
+    """One partition of `reset`'s `topic` (left out: the group's one topic) to one offset."""
 
     partition: int
     offset: int
-    topic: str | None = None
 
 
 ResetTarget = str | int | datetime | PartitionOffset
@@ -194,14 +193,13 @@ def reset(
     rows = partition_offsets(admin, settings, topics)
     times = None
     if isinstance(to, PartitionOffset):
-        one = to.topic or topic
-        if one is None and len(topics) != 1:
+        if topic is None and len(topics) != 1:
             raise InvalidRequest(
                 f"the group reads {len(topics)} topics ({', '.join(topics)}): name one with --topic"
                 if topics
                 else "none of the subscribed topics exists yet"
             )
-        topic, partition = one or topics[0], to.partition
+        topic, partition = topic or topics[0], to.partition
         described, to = f"{topic}/{to.partition}@{to.offset}", to.offset
     elif isinstance(to, datetime):
         if to.utcoffset() is None:

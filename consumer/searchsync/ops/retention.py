@@ -68,8 +68,7 @@ class PurgeReport:
 
 def check_window(retention: RetentionSettings, older_than: timedelta) -> None:
     """Refuse a window shorter than the configured minimum (`InvalidRequest`, exit 2)."""
-    minimum = retention.tombstone_minimum
-    if older_than < minimum:
+    if older_than < (minimum := retention.tombstone_minimum):
         raise InvalidRequest(
             f"--older-than {format_duration(older_than)} is shorter than the minimum "
             f"tombstone age {format_duration(minimum)} ({retention.tombstone_formula()}): "

@@ -87,7 +87,7 @@ class MysqlLeaseStore:
 @dataclass(slots=True)
 class RepairLease:
     """The leases of one repair process; `seconds`: how long each lasts unless renewed; `holder`:
-    this process, as the lease shows it (``user@host pid N (token)``; "": this one's)."""
+    this process, as the lease shows it (by default ``user@host pid N (token)``)."""
 
     _store: LeaseStore
     seconds: float

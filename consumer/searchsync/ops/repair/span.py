@@ -143,7 +143,6 @@ class SpanScan:
         self, projector: Projector, epoch: Epoch, read: SpanRead
     ) -> list[BucketReport]:
         reports, read_s, entries = read.reports, read.read_s, read.entries
-        t = projector.aggregate_type
         if entries is None:  # the read failed: no bucket completes
             return reports
         total = sum(len(e.rows) + len(e.docs) for e in entries.values()) or 1
@@ -162,8 +161,9 @@ class SpanScan:
         kept: dict[int, list[Finding]] = {r.bucket: [] for r in reports}
         if candidates:  # those still holding after settle_s, re-read by id on both sides
             await self.sleep(self.settings.settle_s)
+            alias = self.alias_for(projector.aggregate_type)
             ids = sorted({f.id for f in candidates})
-            rows, docs = await self.reader.by_ids(projector, self.alias_for(t), ids)
+            rows, docs = await self.reader.by_ids(projector, alias, ids)
             for f in still_holding(projector, candidates, rows, docs):
                 kept[bucket_of_id[f.id]].append(f)  # the settle may re-type a finding, not move it
         settle_s = (time.monotonic() - t0) / len(reports)

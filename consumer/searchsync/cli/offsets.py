@@ -98,7 +98,7 @@ def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, runtime: Run
     if args.offset is not None:
         if args.partition is None:
             raise InvalidRequest("--offset N needs --partition P (one partition of one topic)")
-        target = PartitionOffset(args.partition, args.offset, args.topic)
+        target = PartitionOffset(args.partition, args.offset)
     group_id = settings.kafka.group_id
     report = offsets.reset(
         settings,
@@ -109,11 +109,9 @@ def cmd_offsets_reset(args: argparse.Namespace, settings: Settings, runtime: Run
         admin_factory=partial(runtime.kafka.admin, timeout_s=args.timeout),
         accept_gap=f"{getpass.getuser()}@{socket.gethostname()}" if args.accept_gap else None,
         record=lambda acks: with_tables(runtime, lambda t: t.gap_acks.record(acks)),
-        lineage=offsets.LineageRecords(
-            recorded=lambda: with_tables(runtime, lambda t: t.lineage.recorded(group_id)),
-            accept=lambda ids, who: with_tables(
-                runtime, lambda t: t.lineage.accept(group_id, ids, who)
-            ),
+        recorded=with_tables(runtime, lambda t: t.lineage.recorded(group_id)),
+        accept_lineage=lambda ids, who: with_tables(
+            runtime, lambda t: t.lineage.accept(group_id, ids, who)
         ),
     )
     group, members = report.group, report.active_members

@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import KW_ONLY, dataclass, field
+from functools import partial
 from typing import Final
 
 from searchsync.config import FanoutSettings
@@ -56,7 +57,11 @@ class FanoutWorker:
         while not stop.is_set():
             try:
                 worked = await self.run_once(stop)
-                await self._report_stats(force=not worked)
+                now = self.clock()
+                if self.metrics is not None and (not worked or now >= self._stats_at):
+                    self._stats_at = now + 10 * self._s.poll_interval_s
+                    stats = await self._store.stats(referenced_types(self._registry))
+                    self.metrics.fanout_jobs(pending=stats.pending, done=stats.done)
             except TransientError as exc:
                 log.warning("fan-out: %s; trying again", exc.message, extra={"code": exc.code})
                 worked = False
@@ -72,27 +77,20 @@ class FanoutWorker:
         job = await self._store.claim(self.owner, self._s.lease_s, routes(self._registry))
         if job is None:
             return False
-        t = job.target
         projector, via, through = self._source(job)
-        table, keys = projector.table, (projector.id_column, projector.revision_column)
+        keys = (projector.id_column, projector.revision_column)
+        dependents = partial(
+            self._store.dependents, projector.table, via, job.target.referenced_id, keys=keys
+        )
         started, logged = self.clock(), job.appended
         current: FanoutJob | None = job
         while current is not None and not stop.is_set():
-            page = await self._store.dependents(
-                table,
-                via,
-                t.referenced_id,
-                current.cursor_id,
-                self._page,
-                through=through,
-                keys=keys,
-            )
+            page = await dependents(current.cursor_id, self._page, through=through)
             if not page:
                 if await self._store.finish(current, self.owner):
                     big = current.appended >= self._s.progress_every
-                    seconds = round(self.clock() - started, 3)
                     level = logging.INFO if big else logging.DEBUG
-                    _log(level, "fan-out done", current, seconds=seconds)
+                    _log(level, "fan-out done", current, seconds=round(self.clock() - started, 3))
                 return True
             await self._pace(len(page), stop)
             current = await self._store.advance(current, self.owner, self._s.lease_s, page)
@@ -121,21 +119,12 @@ class FanoutWorker:
     async def _pace(self, n: int, stop: asyncio.Event) -> None:
         """At most `appends_per_s`, and only while the member keeps up with its live events: a
         page waits while the oldest unfinished one is older than `yield_above_s`."""
-        wait = self._next_at - self.clock()
-        if wait > 0:
+        if (wait := self._next_at - self.clock()) > 0:
             await self.sleep(wait)
         limit, live_age = self._s.yield_above_s, self.live_age
         while live_age is not None and limit > 0 and not stop.is_set() and live_age() > limit:
             await self.sleep(_YIELD_POLL_S)
         self._next_at = max(self.clock(), self._next_at) + n / self._s.appends_per_s
-
-    async def _report_stats(self, *, force: bool) -> None:
-        now = self.clock()
-        if self.metrics is None or (not force and now < self._stats_at):
-            return
-        self._stats_at = now + 10 * self._s.poll_interval_s
-        stats = await self._store.stats(referenced_types(self._registry))
-        self.metrics.fanout_jobs(pending=stats.pending, done=stats.done)
 
 
 def _log(level: int, message: str, job: FanoutJob, **extra: float) -> None:

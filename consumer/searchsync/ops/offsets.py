@@ -25,11 +25,10 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class PartitionOffset:
-    """One partition to one offset (`topic` may be None when the group reads a single topic)."""
+    """One partition of `reset`'s `topic` (left out: the group's one topic) to one offset."""
 
     partition: int
     offset: int
-    topic: str | None = None
 
 
 ResetTarget = str | int | datetime | PartitionOffset
@@ -69,19 +68,10 @@ class ResetReport:
     group: str
     target: str  # the target as given: earliest, latest, offset N, a time, topic/partition@N
     dry_run: bool
-    active_members: tuple[str, ...]
-    steps: tuple[ResetStep, ...]
-    accepted: tuple[GapAck, ...] = ()  # the gaps this reset acknowledged (or would)
-    lineage: tuple[LineageMismatch, ...] = ()  # the lineage mismatches it accepted (or would)
-
-
-@dataclass(frozen=True, slots=True)
-class LineageRecords:
-    """The group's recorded topic ids (``search_topic_lineage``): read them, and replace them with
-    accepted ones (ids, who)."""
-
-    recorded: Callable[[], Mapping[str, str]]
-    accept: Callable[[Mapping[str, str], str], None]
+    active_members: list[str]
+    steps: list[ResetStep]
+    accepted: list[GapAck]  # the gaps this reset acknowledged (or would)
+    lineage: list[LineageMismatch]  # the lineage mismatches it accepted (or would)
 
 
 def gap_fields(ack: GapAck) -> dict[str, object]:
@@ -182,7 +172,8 @@ def reset(
     admin_factory: AdminFactory = ConfluentKafkaAdmin,
     accept_gap: str | None = None,
     record: Callable[[Sequence[GapAck]], None] | None = None,
-    lineage: LineageRecords | None = None,
+    recorded: Mapping[str, str] | None = None,
+    accept_lineage: Callable[[Mapping[str, str], str], None] | None = None,
 ) -> ResetReport:
     """Move the group's offsets to `to`; plan only if dry_run.
 
@@ -190,9 +181,9 @@ def reset(
     `accept_gap`, the name of who accepts the loss; else `OperationRefused` says how to
     reconcile. Accepted gaps go to `record` (the ``search_offset_gap_ack`` table) before any
     offset moves, and into the moved offsets' commit metadata. A lineage mismatch (a topic
-    re-created since the group recorded its id in `lineage`, an offset above the log end) moves
-    only with `accept_gap` too; a re-created topic moves whole, and its new id is recorded once
-    its offsets moved. Raises `OperationRefused` while
+    re-created since the group `recorded` its id, ``search_topic_lineage``; an offset above the
+    log end) moves only with `accept_gap` too; a re-created topic moves whole, and its new id goes
+    to `accept_lineage` (ids, who) once its offsets moved. Raises `OperationRefused` while
     the group has active members (unless `dry_run`), and `InvalidRequest` for a partition or
     offset that does not exist, or a `PartitionOffset` whose topic is ambiguous.
     """
@@ -202,14 +193,13 @@ def reset(
     rows = partition_offsets(admin, settings, topics)
     times = None
     if isinstance(to, PartitionOffset):
-        one = to.topic or topic
-        if one is None and len(topics) != 1:
+        if topic is None and len(topics) != 1:
             raise InvalidRequest(
                 f"the group reads {len(topics)} topics ({', '.join(topics)}): name one with --topic"
                 if topics
                 else "none of the subscribed topics exists yet"
             )
-        topic, partition = one or topics[0], to.partition
+        topic, partition = topic or topics[0], to.partition
         described, to = f"{topic}/{to.partition}@{to.offset}", to.offset
     elif isinstance(to, datetime):
         if to.utcoffset() is None:
@@ -224,12 +214,11 @@ def reset(
     moved = {(s.topic, s.partition) for s in steps}
     gaps = [g for r in rows if (g := r.gap()) is not None and (g.topic, g.partition) in moved]
     ids = admin.topic_ids(topics)
-    recorded = dict(lineage.recorded()) if lineage is not None else {}
+    recorded = recorded or {}
     changed = lineage_changes(recorded, ids)
     mismatches = [m for at, m in lineage_mismatches(rows, recorded, ids).items() if at in moved]
     for t in sorted({m.topic for m in mismatches} & set(changed)):
-        left = [r.partition for r in rows if r.topic == t and (t, r.partition) not in moved]
-        if left:
+        if left := [r.partition for r in rows if r.topic == t and (t, r.partition) not in moved]:
             raise InvalidRequest(
                 f"topic {t} was re-created: its new lineage is accepted for every partition at "
                 f"once, and partitions {left} are not selected: drop --partition"
@@ -269,16 +258,8 @@ def reset(
         for a in accepted:
             log.warning("history gap accepted", extra=gap_fields(a))
         adopted = {m.topic: ids[m.topic] for m in mismatches if m.topic in changed}
-        if adopted and lineage is not None:
-            lineage.accept(adopted, who)
+        if adopted and accept_lineage is not None:
+            accept_lineage(adopted, who)
         for m in mismatches:
             log.warning("lineage mismatch accepted", extra={**asdict(m), "accepted_by": who})
-    return ResetReport(
-        group,
-        described,
-        dry_run,
-        tuple(members),
-        tuple(steps),
-        tuple(accepted),
-        tuple(mismatches),
-    )
+    return ResetReport(group, described, dry_run, members, steps, accepted, mismatches)

@@ -33,9 +33,8 @@ async def preview(projector: Projector, truth: Truth, aggregate_id: str) -> Prev
     """What the consumer would write for `aggregate_id` now (read from the primary)."""
     t = projector.aggregate_type
     rows = await truth.rows_by_id(projector, [aggregate_id], primary=True)
-    row = rows.get(aggregate_id)
-    if row is None and len(rows) == 1:  # an integer key comes back as its own text
-        row = next(iter(rows.values()))
+    # an integer key comes back as its own text
+    row = rows.get(aggregate_id) or next(iter(rows.values()), None)
     if row is not None:
         try:
             document = projector.project(row)

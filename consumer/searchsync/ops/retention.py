@@ -68,8 +68,7 @@ class PurgeReport:
 
 def check_window(retention: RetentionSettings, older_than: timedelta) -> None:
     """Refuse a window shorter than the configured minimum (`InvalidRequest`, exit 2)."""
-    minimum = retention.tombstone_minimum
-    if older_than < minimum:
+    if older_than < (minimum := retention.tombstone_minimum):
         raise InvalidRequest(
             f"--older-than {format_duration(older_than)} is shorter than the minimum "
             f"tombstone age {format_duration(minimum)} ({retention.tombstone_formula()}): "
@@ -106,9 +105,8 @@ async def purge_tombstones(
             f"it with PUT {index}/_mapping {_FIELD_MAPPING} (tombstones written before that "
             "have no age and are kept)"
         )
-    before = format_timestamp(now - older_than)
-    report = PurgeReport(alias, index, older_than, before, dry_run)
-    async for page in store.scan_tombstones(index, before, retention.purge_batch_size):
+    report = PurgeReport(alias, index, older_than, format_timestamp(now - older_than), dry_run)
+    async for page in store.scan_tombstones(index, report.before, retention.purge_batch_size):
         report.scanned += len(page)
         if dry_run:
             room = _FAILURE_SAMPLES - len(report.candidates)

@@ -67,8 +67,7 @@ async def schema_findings(projector: Projector, schema: TableSchema) -> list[str
                 f"{t}: {what} {table} does not exist in the database: create it, or fix the"
                 " projector's table name"
             )
-            continue
-        if missing := [c for c in columns if c not in have[table]]:
+        elif missing := [c for c in columns if c not in have[table]]:
             found.append(
                 f"{t}: {what} {table} has no column {', '.join(missing)}: add it to the table,"
                 " or remove it from the projector's columns"
@@ -84,9 +83,7 @@ async def schema_findings(projector: Projector, schema: TableSchema) -> list[str
             continue
         through = through_child(lookup, projector.children)
         table, key = (projector.table, "id") if through is None else (through.table, through.key)
-        if table not in have:
-            continue
-        if not await _indexed(schema, table, (lookup.via, key)):
+        if table in have and not await _indexed(schema, table, (lookup.via, key)):
             found.append(
                 f"{t}: the fan-out from {lookup.aggregate_type} needs an index on {table}"
                 f" starting with ({lookup.via}, {key}): add one (e.g. named"
@@ -105,10 +102,9 @@ async def sample_report(projector: Projector, truth: Truth) -> TypeReport:
     rows = await truth.scan(projector, None, 1)
     if not rows:
         return TypeReport(t, empty=True)
-    row = rows[0]
-    report = TypeReport(t, str(row.get("id")))
+    report = TypeReport(t, str(rows[0].get("id")))
     try:
-        document = projector.project(row)
+        document = projector.project(rows[0])
     except PoisonMessage as exc:
         report.findings.append(
             f"{t}: row {report.sample_id} cannot be projected: {exc.message}: fix build() or"

@@ -68,21 +68,20 @@ class StatusReport:
         return [f"{s.name}: {w}" for s in self.sections for w in s.warnings]
 
     def as_json(self) -> dict[str, Any]:
-        sections = {
-            s.name: {
-                "healthy": s.healthy,
-                "problems": list(s.problems),
-                "warnings": list(s.warnings),
-                **dict(s.data),
-            }
-            for s in self.sections
-        }
         return {
             "healthy": self.healthy,
             "taken_at": self.taken_at.isoformat(),
             "problems": self.problems,
             "warnings": self.warnings,
-            "sections": sections,
+            "sections": {
+                s.name: {
+                    "healthy": s.healthy,
+                    "problems": list(s.problems),
+                    "warnings": list(s.warnings),
+                    **s.data,
+                }
+                for s in self.sections
+            },
         }
 
 

@@ -3,6 +3,7 @@ raises only when it could not look (`gather` makes that the section's problem)."
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -120,8 +121,7 @@ async def consumers_section(endpoints: Sequence[str], *, timeout_s: float = 3.0)
     problems: list[str] = []
     warnings: list[str] = []
     found: list[dict[str, Any]] = []
-    timeout = aiohttp.ClientTimeout(total=timeout_s)
-    async with aiohttp.ClientSession(timeout=timeout) as session:
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as session:
         for base in endpoints:
             url = base.rstrip("/") + "/healthz"
             try:
@@ -281,9 +281,7 @@ def connector_section(status: ConnectorStatus) -> Section:
 
 
 def _json_object(body: bytes) -> Mapping[str, Any]:
-    """The JSON object `body` holds, else empty."""
-    try:
-        value = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return {}
-    return value if isinstance(value, dict) else {}
+    with contextlib.suppress(orjson.JSONDecodeError):
+        if isinstance(value := orjson.loads(body), dict):
+            return value
+    return {}

@@ -210,24 +210,14 @@ class MysqlWheelState:
         if not buckets:
             return {}
         args = (self._scope + epoch.aggregate_type, epoch.epoch, *buckets)
-        n = len(buckets)
         async with transaction_cursor(self._pool, "begin repair buckets") as cur:
-            await cur.execute(
-                expand_in(
-                    "UPDATE search_repair_bucket SET running_generation = generation + 1"
-                    " WHERE aggregate_type = %s AND epoch = %s AND bucket IN %s",
-                    n,
-                ),
-                args,
-            )
-            await cur.execute(
-                expand_in(
-                    "SELECT bucket, running_generation FROM search_repair_bucket"
-                    " WHERE aggregate_type = %s AND epoch = %s AND bucket IN %s",
-                    n,
-                ),
-                args,
-            )
+            for statement in (  # the next generation set, then read back (same rows, same args)
+                "UPDATE search_repair_bucket SET running_generation = generation + 1"
+                " WHERE aggregate_type = %s AND epoch = %s AND bucket IN %s",
+                "SELECT bucket, running_generation FROM search_repair_bucket"
+                " WHERE aggregate_type = %s AND epoch = %s AND bucket IN %s",
+            ):
+                await cur.execute(expand_in(statement, len(buckets)), args)
             found = {int(b): int(g) for b, g in await cur.fetchall()}
         return {b: found[b] for b in buckets}
 

@@ -16,7 +16,7 @@ import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -84,26 +84,22 @@ class MysqlLeaseStore:
             )
 
 
+@dataclass(slots=True)
 class RepairLease:
     """The leases of one repair process; `seconds`: how long each lasts unless renewed; `holder`:
-    this process, as the lease shows it (``user@host pid N (token)``)."""
+    this process, as the lease shows it (by default ``user@host pid N (token)``)."""
 
-    def __init__(
-        self,
-        store: LeaseStore,
-        seconds: float,
-        *,
-        holder: str | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    ) -> None:
-        self._store = store
-        self.seconds = seconds
-        self.holder = holder or (
+    _store: LeaseStore
+    seconds: float
+    _: KW_ONLY
+    holder: str = ""
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+
+    def __post_init__(self) -> None:
+        self.holder = self.holder or (
             f"{getpass.getuser()}@{socket.gethostname()} pid {os.getpid()} ({uuid.uuid4().hex[:8]})"
         )
-        self._clock = clock
-        self._sleep = sleep
 
     async def _take_all(self, types: Sequence[str]) -> list[Holder]:
         takes = [await self._store.take(t, self.holder, self.seconds) for t in sorted(types)]
@@ -114,15 +110,14 @@ class RepairLease:
     ) -> None:
         """Take every type's lease; `LeaseHeld` when one is held and not `wait`, else try again
         every third of the lease (saying once why it waits)."""
-        said = False
         while held := await self._take_all(types):
             if not wait:
                 await self.release(types)
                 raise LeaseHeld(held)
-            if not said and on_wait is not None:
+            if on_wait is not None:
                 on_wait("; ".join(h.describe() for h in held) + ": waiting for it")
-                said = True
-            await self._sleep(self.seconds / 3)
+                on_wait = None  # said once
+            await self.sleep(self.seconds / 3)
 
     async def release(self, types: Sequence[str]) -> None:
         for t in sorted(types):
@@ -155,20 +150,20 @@ class RepairLease:
     async def _renew(
         self, types: Sequence[str], body: asyncio.Task[object] | None, lost: list[str]
     ) -> None:
-        valid_until = self._clock() + self.seconds
+        valid_until = self.clock() + self.seconds
         while True:
-            await self._sleep(self.seconds / 3)
+            await self.sleep(self.seconds / 3)
             try:
                 held = await self._take_all(types)
             except Exception as exc:  # the lease still runs: try again until it would end
                 log.warning("renewing the repair lease failed", extra={"error": str(exc)})
-                if self._clock() < valid_until:
+                if self.clock() < valid_until:
                     continue
                 held, why = [], f"could not renew the repair lease before it ran out: {exc}"
             else:
                 why = "; ".join(h.describe() for h in held)
                 if not held:
-                    valid_until = self._clock() + self.seconds
+                    valid_until = self.clock() + self.seconds
                     continue
             lost.append(f"lost the repair lease: {why}; this repair stopped")
             log.error(lost[0])

@@ -78,10 +78,7 @@ class LagGuard:
 
     async def wait(self, before: str) -> None:
         """Return once the live lag is at most `max_lag`; raise `LiveLagTooHigh` past the wait."""
-        if self.max_lag <= 0:
-            return
-        lag = await self.read_lag()
-        if lag <= self.max_lag:
+        if self.max_lag <= 0 or (lag := await self.read_lag()) <= self.max_lag:
             return
         job = self.job
         deadline = self.clock() + self.timeout_s

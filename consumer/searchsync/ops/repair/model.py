@@ -52,7 +52,6 @@ class Finding:
 
 
 def entry_of(doc: StoredDocument, *, content: bool) -> IndexEntry:
-    """`doc` as the wheel reads it (its whole source kept only with `content`)."""
     source = doc.source
     schema = source.get("projection_schema_version")
     hash_ = source.get("projection_hash")

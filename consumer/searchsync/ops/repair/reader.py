@@ -17,6 +17,7 @@ import zlib
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Final, TypeVar
 
 from searchsync.mysql.truth import Truth
@@ -118,17 +119,14 @@ class SpanReader:
             await self.limits.mysql_rows.take(len(found))
             return found
 
-        def docs(content: bool) -> Page[IndexEntry]:
-            async def page(
-                lo: int, hi: int, after: BucketCursor | None, n: int
-            ) -> list[IndexEntry]:
-                await self.limits.es_requests.take(1)
-                page = await self.index.bucket_page(alias, lo, hi, after, n, content=content)
-                found = [entry_of(d, content=content) for d in page]
-                off_key.update((d.id, d) for d in found if d.sync_hash != key(d.id))
-                return found
-
-            return page
+        async def docs(
+            content: bool, lo: int, hi: int, after: BucketCursor | None, n: int
+        ) -> list[IndexEntry]:
+            await self.limits.es_requests.take(1)
+            page = await self.index.bucket_page(alias, lo, hi, after, n, content=content)
+            found = [entry_of(d, content=content) for d in page]
+            off_key.update((d.id, d) for d in found if d.sync_hash != key(d.id))
+            return found
 
         async def scan(
             of: Collection[int],
@@ -144,8 +142,13 @@ class SpanReader:
 
         async def truth() -> None:
             await scan(buckets, rows, self.truth_chunks, {b: e.rows for b, e in out.items()})
-            if heavy:
-                await self._content_rows(projector, [out[b] for b in heavy])
+            # the rows of the content buckets again by id with the projector's columns; a row
+            # gone in between is gone (the settle re-check decides)
+            if row_ids := sorted({i for b in heavy for i in out[b].rows}):
+                found = await self._truth_by_ids(projector, row_ids)
+                await self.limits.mysql_rows.take(len(found))
+                for b in heavy:
+                    out[b].rows = {i: found[i] for i in out[b].rows if i in found}
 
         async with asyncio.TaskGroup() as group:
             group.create_task(truth())
@@ -154,7 +157,8 @@ class SpanReader:
                 (heavy, True, self.content_chunks),  # every document with its body
             ):
                 if of:
-                    group.create_task(scan(of, docs(whole), chunks, {b: out[b].docs for b in of}))
+                    into = {b: out[b].docs for b in of}
+                    group.create_task(scan(of, partial(docs, whole), chunks, into))
         return out
 
     async def by_ids(
@@ -167,21 +171,9 @@ class SpanReader:
         docs = await self.index.get_documents(alias, ids)
         return rows, {i: entry_of(d, content=True) for i, d in docs.items() if d is not None}
 
-    async def _content_rows(self, projector: Projector, entries: Sequence[BucketEntries]) -> None:
-        """The rows found by the light read, again by id with the projector's columns; a row gone
-        in between is gone (the settle re-check decides)."""
-        row_ids = sorted({i for e in entries for i in e.rows})
-        if not row_ids:
-            return
-        rows = await self._truth_by_ids(projector, row_ids)
-        await self.limits.mysql_rows.take(len(rows))
-        for e in entries:
-            e.rows = {i: rows[i] for i in e.rows if i in rows}
-
     async def _truth_by_ids(
         self, projector: Projector, ids: Sequence[str]
     ) -> dict[str, TruthEntry]:
-        """The rows of `ids` read from the primary, as entries with content."""
         before = self.purged_before()
         rows = await self.truth.rows_by_id(projector, ids, primary=True)
         return {

@@ -159,8 +159,13 @@ class SpanScan:
             bucket_of_id.update((f.id, r.bucket) for f in found)
         t0 = time.monotonic()
         kept: dict[int, list[Finding]] = {r.bucket: [] for r in reports}
-        for f in await self._settle(projector, candidates):
-            kept[bucket_of_id[f.id]].append(f)  # the settle may re-type a finding, not move it
+        if candidates:  # those still holding after settle_s, re-read by id on both sides
+            await self.sleep(self.settings.settle_s)
+            alias = self.alias_for(projector.aggregate_type)
+            ids = sorted({f.id for f in candidates})
+            rows, docs = await self.reader.by_ids(projector, alias, ids)
+            for f in still_holding(projector, candidates, rows, docs):
+                kept[bucket_of_id[f.id]].append(f)  # the settle may re-type a finding, not move it
         settle_s = (time.monotonic() - t0) / len(reports)
         done: list[BucketState] = []  # completed together, one transaction
         for n, (prior, r) in enumerate(zip(read.priors, reports, strict=True)):
@@ -194,16 +199,6 @@ class SpanScan:
             rows_seen=r.rows,
         )
 
-    async def _settle(self, projector: Projector, candidates: list[Finding]) -> list[Finding]:
-        """The candidates that still hold after ``settle_s``, re-read by id on both sides."""
-        if not candidates:
-            return []
-        await self.sleep(self.settings.settle_s)
-        ids = sorted({f.id for f in candidates})
-        alias = self.alias_for(projector.aggregate_type)
-        rows, docs = await self.reader.by_ids(projector, alias, ids)
-        return still_holding(projector, candidates, rows, docs)
-
     async def sweep(
         self, projector: Projector, misplaced: Mapping[str, IndexEntry], found: Collection[str]
     ) -> StrayReport:
@@ -213,14 +208,20 @@ class SpanScan:
         alias = self.alias_for(projector.aggregate_type)
         started = time.monotonic()
         try:
-            ids = sorted((await self._outside(alias, report) | misplaced.keys()) - set(found))
+            outside: set[str] = set()  # the documents outside the key space, at most the ceiling
+            async with contextlib.aclosing(self.reader.index.strays(alias, STRAY_PAGE)) as pages:
+                async for page in pages:
+                    await self.reader.limits.es_requests.take(1)
+                    outside.update(d.doc_id for d in page)
+                    if len(outside) >= STRAY_CEILING:
+                        report.truncated = True
+                        break
+            report.outside = len(outside)
+            ids = sorted((outside | misplaced.keys()) - set(found))
             report.candidates = len(ids)
-            findings: list[Finding] = []
             if ids:
                 await self.sleep(self.settings.settle_s)
-            for n in range(0, len(ids), STRAY_PAGE):
-                chunk = ids[n : n + STRAY_PAGE]
-                findings.extend(await self._confirm(projector, alias, chunk, report))
+            findings = await self._confirm(projector, alias, ids, report)
         except Exception as exc:  # a partial read: nothing from it counts
             report.interrupted = f"{type(exc).__name__}: {exc}"
             log.warning("repair sweep of %s strays interrupted", alias, exc_info=exc)
@@ -231,39 +232,25 @@ class SpanScan:
         report.seconds = time.monotonic() - started
         return report
 
-    async def _outside(self, alias: str, report: StrayReport) -> set[str]:
-        """The ids of the documents outside the key space, at most `STRAY_CEILING`."""
-        ids: set[str] = set()
-        strays = self.reader.index.strays(alias, STRAY_PAGE)
-        async with contextlib.aclosing(strays) as pages:
-            async for page in pages:
-                await self.reader.limits.es_requests.take(1)
-                ids.update(d.doc_id for d in page)
-                if len(ids) >= STRAY_CEILING:
-                    report.truncated = True
-                    break
-        report.outside = len(ids)
-        return ids
-
     async def _confirm(
         self, projector: Projector, alias: str, ids: Sequence[str], report: StrayReport
     ) -> list[Finding]:
-        """The findings of `ids`, re-read by id on both sides."""
-        t = projector.aggregate_type
-        rows, docs = await self.reader.by_ids(projector, alias, ids)
-        key = key_of_id(t)
+        """The findings of `ids`, re-read by id on both sides `STRAY_PAGE` ids at a time."""
+        t, key = projector.aggregate_type, key_of_id(projector.aggregate_type)
         out: list[Finding] = []
-        for i in ids:
-            doc, row = docs.get(i), rows.get(i)
-            stored = None if doc is None or doc.source is None else doc.source.get("sync_hash")
-            if doc is None or stored == key(i):
-                continue  # gone, or written in its key range since: the buckets see it
-            detail = f"sync_hash {stored} outside the key range of {key(i)}"
-            if row is None:
-                if not doc.is_deleted:
-                    out.append(Finding(FindingKind.ORPHAN, t, i, None, doc.version, detail))
-            elif doc.version > row.revision:
-                report.ahead += 1
-            else:
-                out.append(Finding(FindingKind.STRAY, t, i, row.revision, doc.version, detail))
+        for n in range(0, len(ids), STRAY_PAGE):
+            rows, docs = await self.reader.by_ids(projector, alias, ids[n : n + STRAY_PAGE])
+            for i in ids[n : n + STRAY_PAGE]:
+                doc, row = docs.get(i), rows.get(i)
+                stored = None if doc is None or doc.source is None else doc.source.get("sync_hash")
+                if doc is None or stored == key(i):
+                    continue  # gone, or written in its key range since: the buckets see it
+                detail = f"sync_hash {stored} outside the key range of {key(i)}"
+                if row is None:
+                    if not doc.is_deleted:
+                        out.append(Finding(FindingKind.ORPHAN, t, i, None, doc.version, detail))
+                elif doc.version > row.revision:
+                    report.ahead += 1
+                else:
+                    out.append(Finding(FindingKind.STRAY, t, i, row.revision, doc.version, detail))
         return out

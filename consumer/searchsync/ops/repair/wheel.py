@@ -216,16 +216,15 @@ async def run_repair(
     server = await serve_metrics(settings, metrics) if daemon else None
     try:
         stop = stop or asyncio.Event()
+        limit = settings.repair.daemon_buckets_per_tick if daemon else None
         while True:
-            limit = settings.repair.daemon_buckets_per_tick if daemon else None
             report = await wheel.rotation(limit)
             record(metrics, report)
             on_report(report)
-            if not daemon or stop.is_set():
-                return report
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), settings.repair.daemon_interval_s)
-            if stop.is_set():
+                if daemon:
+                    await asyncio.wait_for(stop.wait(), settings.repair.daemon_interval_s)
+            if not daemon or stop.is_set():
                 return report
     finally:
         if server is not None:

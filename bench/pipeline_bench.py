@@ -138,7 +138,9 @@ async def run(options: BenchOptions, command: str) -> Report:
                 " STACK_RUN_DIR): no services' CPU, no ceiling"
             )
         # development aid: a one-member run of another checkout's consumer in every round
-        compare = os.environ.get("BENCH_COMPARE_PYTHON")
+        compare = os.environ.get("SEARCHSYNC_BENCH_COMPARE_PYTHON") or os.environ.get(
+            "BENCH_COMPARE_PYTHON"
+        )
         for round_no in range(options.repeats):
             report.windows.append(await runs.raw(docs))
             for n in options.members:

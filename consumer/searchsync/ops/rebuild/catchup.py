@@ -1,6 +1,11 @@
 """A rebuild's catch-up group: its consumer (started once, drained once) and the waits until a
-consumer group (the catch-up group, or the live group) committed as far as a target; and the end
-of a load's part: has the live group passed the part's watermark?"""
+consumer group (the catch-up group, or the live group) committed as far as a target; the sweep;
+and the end of a load's part: has the live group passed the part's watermark?
+
+The sweep, after a schema change: once every old consumer has seen its fence (two check intervals
+and a margin), append a REBUILD at its stored version for every document of another schema
+version in the new index (the catch-up group rewrites it; the rebuild never writes one itself,
+invariant 9), until a pass finds none."""
 
 from __future__ import annotations
 
@@ -13,11 +18,18 @@ from typing import Any
 from searchsync.config import Settings
 from searchsync.errors import OperationRefused
 from searchsync.kafka.admin import KafkaAdmin
+from searchsync.mysql.outbox import Outbox
 from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.ops.rebuild.plan import check_history, high_watermarks
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.rebuild.records import RebuildRecord, Watermark
+from searchsync.projection import Projector
+from searchsync.search.port import SearchEngine
 from searchsync.types import TopicPartition
+
+SWEEP_PASSES = 3
+SETTLE_MARGIN_S = 1.0
+"""Beyond two fence intervals: a batch that passed the gate just before the fence went up."""
 
 CatchupRun = Callable[[RebuildRecord, list[str], asyncio.Event], Coroutine[Any, Any, int]]
 """(record, topics, stop) -> the catch-up group's consumer until `stop` is set; its exit code."""
@@ -30,6 +42,9 @@ class CatchupGroup:
     _run: CatchupRun
     _metrics: RebuildMetrics
     _progress: Progress
+    _reader: SearchEngine
+    _outbox: Outbox  # takes the sweep's REBUILD events
+    _sleep: Callable[[float], Awaitable[None]]
     _task: asyncio.Task[int] | None = None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -105,6 +120,44 @@ class CatchupGroup:
         if task is not None:
             self._stop.set()
             await task
+
+    async def sweep(self, projector: Projector, record: RebuildRecord) -> str:
+        """Sweep the rebuild's new index; a note for the summary when some documents remain
+        (the redeployed group applies their REBUILDs)."""
+        index, version = record.target_index, projector.schema_version
+        await self._sleep(2 * self._settings.pipeline.fence_check_interval_s + SETTLE_MARGIN_S)
+        for attempt in range(1, SWEEP_PASSES + 1):
+            await self._reader.refresh(index)
+            stale = await self._reader.other_schema(index, version)
+            for doc_id, stored in stale:
+                await self._outbox.append_rebuild(record.aggregate_type, doc_id, stored)
+            self._progress.step(
+                "sweep",
+                f"pass {attempt}: {len(stale)} documents of another schema version in "
+                f"{index}" + (": REBUILD events appended" if stale else ""),
+            )
+            if not stale:
+                return ""
+            left = await self._wait_rewritten(index, version, {i for i, _ in stale})
+            if left:
+                return (
+                    f"; {len(left)} documents of another schema version were still in {index} "
+                    "after the sweep (their REBUILD events are on the topic: the redeployed group "
+                    f"rewrites them), e.g. {sorted(left)[:5]}"
+                )
+        return ""
+
+    async def _wait_rewritten(self, index: str, version: int, ids: set[str]) -> set[str]:
+        """Wait until none of `ids` is of another schema version in `index` (their REBUILDs reach
+        the topic through Debezium, then the catch-up group); the ids still stale at the end."""
+        r = self._settings.rebuild
+        deadline = time.monotonic() + r.catchup_timeout_s
+        while True:
+            await self._reader.refresh(index)
+            left = ids & {i for i, _ in await self._reader.other_schema(index, version)}
+            if not left or self.failure() is not None or time.monotonic() >= deadline:
+                return left
+            await self._sleep(r.poll_interval_s)
 
 
 async def live_group_passed(

@@ -27,7 +27,6 @@ from searchsync.ops.rebuild.catchup import CatchupGroup, CatchupRun
 from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.rebuild.records import RebuildRecord, RebuildStateStore, Status, watermark_keys
-from searchsync.ops.rebuild.sweep import Sweep
 from searchsync.ops.rebuild.verify import VerifyReport, verify
 from searchsync.projection import Projector, ProjectorRegistry
 from searchsync.search.port import IndexAdmin, IndexInfo, SearchEngine
@@ -57,9 +56,8 @@ class Rebuilder:
     def __post_init__(
         self, catchup: CatchupRun, outbox: Outbox, sleep: Callable[[float], Awaitable[None]]
     ) -> None:
-        s, progress = self.settings, self.progress
-        self.group = CatchupGroup(s, self.kafka, catchup, self.metrics, progress)
-        self.sweep = Sweep(s, self.reader, outbox, progress, self.group.failure, sleep)
+        s, kafka, metrics, progress = self.settings, self.kafka, self.metrics, self.progress
+        self.group = CatchupGroup(s, kafka, catchup, metrics, progress, self.reader, outbox, sleep)
 
     async def run(self, options: RebuildOptions) -> RebuildOutcome:
         projector = self.registry.get(options.aggregate_type)
@@ -190,7 +188,7 @@ class Rebuilder:
         target = await self.group.catch_up(record)  # the live group's writes to the old index
         live = self.settings.kafka.group_id
         changed = old_version is not None and old_version != projector.schema_version
-        note = await self.sweep.run(projector, record) if changed else ""
+        note = await self.group.sweep(projector, record) if changed else ""
         if changed and options.wait_for_live:
             self.progress.step(
                 "handover",

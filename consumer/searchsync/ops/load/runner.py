@@ -74,16 +74,9 @@ class Loader:
                 )
                 done = sum(r.status is Status.DONE for r in records)
                 return LoadOutcome(True, "already_done", message, record, parts_done=done)
+            unset = dict.fromkeys(("watermark", "last_id", "message", "finished_at"))
             record = await self._save(
-                record,
-                status=Status.PENDING,
-                watermark=None,
-                last_id=None,
-                rows_done=0,
-                rows_failed=0,
-                chunks_done=0,
-                message=None,
-                finished_at=None,
+                record, status=Status.PENDING, rows_done=0, rows_failed=0, chunks_done=0, **unset
             )
         outcome = LoadOutcome(False, "interrupted", "", record, resumed_after=record.last_id)
         try:

@@ -16,7 +16,7 @@ from searchsync.config import Settings
 from searchsync.errors import OperationRefused
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.mysql.truth import Truth
-from searchsync.ops.rebuild.records import RebuildRecord, Status, Watermark, watermark_keys
+from searchsync.ops.rebuild.records import RebuildRecord, Watermark, watermark_keys
 from searchsync.projection import Projector
 from searchsync.projection.topics import consumed_topics, subscription
 from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin, IndexInfo, WriteIndex
@@ -100,7 +100,6 @@ async def write_index(
 
 
 def first_record(plan: Plan, rebuild_id: str, now: datetime) -> RebuildRecord:
-    """The record of a rebuild of `plan` that begins now, before its backfill."""
     return RebuildRecord(
         rebuild_id=rebuild_id,
         aggregate_type=plan.aggregate_type,
@@ -110,11 +109,6 @@ def first_record(plan: Plan, rebuild_id: str, now: datetime) -> RebuildRecord:
         schema_version=plan.new_schema_version,
         catchup_group=plan.catchup_group,
         watermark=dict(plan.watermark),
-        last_id=None,
-        rows_done=0,
-        rows_failed=0,
-        status=Status.BACKFILLING,
-        message=None,
         started_at=now,
         updated_at=now,
     )

@@ -55,7 +55,7 @@ class Status(enum.StrEnum):
         return self in (Status.DONE, Status.ABANDONED)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RebuildRecord:
     rebuild_id: str
     aggregate_type: str
@@ -65,11 +65,11 @@ class RebuildRecord:
     schema_version: int  # the projector's, which fills the target
     catchup_group: str
     watermark: Watermark
-    last_id: str | None
-    rows_done: int
-    rows_failed: int
-    status: Status
-    message: str | None
+    last_id: str | None = None
+    rows_done: int = 0
+    rows_failed: int = 0
+    status: Status = Status.BACKFILLING
+    message: str | None = None
     started_at: datetime
     updated_at: datetime
     finished_at: datetime | None = None

@@ -246,10 +246,8 @@ class Rebuilder:
             if report.ok:
                 break
         if not report.ok:
-            record = await self.save(
-                record, status=Status.REFUSED, message="; ".join(report.reasons)
-            )
-            return record, report
+            reasons = "; ".join(report.reasons)
+            return await self.save(record, status=Status.REFUSED, message=reasons), report
         # one _aliases call moves the write alias and its read alias (invariant 15)
         await self.index_admin.swap_alias(
             record.alias, old=record.source_index, new=record.target_index

@@ -241,7 +241,6 @@ class Loader:
             chunks=backfill_chunks(s),
             on_chunk=on_chunk,
             scope=first.scope,
-            floor_tombstones=False,  # the rows that exist; hard deletes are the live path's
             before_chunk=lag_allows,
         ).run(after_id=first.last_id, stop_after_chunks=options.stop_after_chunks)
         r = outcome.record

@@ -67,8 +67,8 @@ class Backfill:
     target_index: str
     chunks: ChunkController
     on_chunk: Callable[[ChunkDone], Awaitable[None]]
-    scope: KeyScope | None = None  # an initial load's part: its key range and where condition
-    floor_tombstones: bool = True  # at the end, tombstones for the hard-deleted ids
+    # None: a rebuild, ending with the floor tombstones; else a load's part (key range and where),
+    scope: KeyScope | None = None  # the rows that exist only: hard deletes are the live path's
     before_chunk: Callable[[], Awaitable[None]] | None = None  # the load's live-lag guard
 
     async def run(
@@ -90,7 +90,7 @@ class Backfill:
                 if isinstance(chunk, Exception):
                     raise chunk
                 if not chunk.rows:
-                    if self.floor_tombstones:
+                    if self.scope is None:
                         result.tombstones = await self._floor_tombstones(result)
                     result.complete = True
                     return result
@@ -221,7 +221,6 @@ class Backfill:
 
 
 def _outranks(projector: Projector, row: Row | None, floor: int) -> bool:
-    """True when `row` exists at a revision above the revision floor `floor`."""
     revision = None if row is None else projector.revision_of(row)
     return revision is not None and revision > floor
 

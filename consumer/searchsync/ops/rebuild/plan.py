@@ -60,7 +60,6 @@ async def make_plan(
     topics = await asyncio.to_thread(type_topics, kafka, settings, projector.aggregate_type)
     watermark = await asyncio.to_thread(high_watermarks, kafka, topics)
     indices = await index_admin.list_indices(alias)
-    rows = await truth.count(projector)
     current = next((i for i in indices if i.name == writer.index), None)
     name = naming.next_physical_name(alias, [i.name for i in indices])
     return Plan(
@@ -71,7 +70,7 @@ async def make_plan(
         catchup_group=f"{settings.kafka.group_id}.rebuild.v{naming.physical_version(alias, name)}",
         topics=topics,
         watermark=watermark,
-        rows=rows,
+        rows=await truth.count(projector),
         old_schema_version=writer.schema_version,
         new_schema_version=projector.schema_version,
         current_docs=None if current is None else current.docs,
@@ -194,7 +193,6 @@ def rebuild_meta(
 
 
 async def create_index(index_admin: IndexAdmin, projector: Projector, r: RebuildRecord) -> None:
-    """Create the rebuild's new index: the bulk-load settings, the rebuild's ``_meta``."""
     meta = rebuild_meta(projector.schema_version, r.rebuild_id, r.watermark, r.source_index)
     await index_admin.create_index(r.target_index, index_body(projector.mapping), meta=meta)
 

@@ -52,7 +52,6 @@ class _Prepared:
 class BackfillResult:
     last_id: str | None
     rows_done: int = 0  # by this run
-    rows_failed: int = 0
     chunks: int = 0
     complete: bool = False  # False: stopped by `stop_after_chunks`
     tombstones: int = 0  # hard-deleted ids written as tombstones at their revision floor
@@ -104,7 +103,6 @@ class Backfill:
                 last_done = now
                 result.last_id = chunk.last_id
                 result.rows_done += chunk.rows
-                result.rows_failed += failed
                 result.chunks += 1
                 await self.on_chunk(ChunkDone(result.last_id, chunk.rows, indexed, failed))
             return result

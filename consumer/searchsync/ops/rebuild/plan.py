@@ -1,5 +1,5 @@
-"""What a rebuild decides before it changes anything: the type's topics and their watermark, the
-new physical index and its body and ``_meta``, and the catch-up group's settings."""
+"""What `searchsync rebuild` is asked to do; what it decides before it changes anything (the type's
+topics and watermark, the new index, its body and ``_meta``, the catch-up group); its outcome."""
 
 from __future__ import annotations
 
@@ -7,16 +7,17 @@ import asyncio
 import dataclasses
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from searchsync import naming
 from searchsync.config import Settings
-from searchsync.errors import OperationRefused
+from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.mysql.truth import Truth
-from searchsync.ops.rebuild.records import RebuildRecord, Watermark, watermark_keys
+from searchsync.ops.rebuild.records import RebuildRecord, Watermark, record_summary, watermark_keys
+from searchsync.ops.rebuild.verify import VerifyReport
 from searchsync.projection import Projector
 from searchsync.projection.topics import consumed_topics, subscription
 from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin, IndexInfo, WriteIndex
@@ -24,6 +25,7 @@ from searchsync.types import TopicPartition
 
 BULK_LOAD: Mapping[str, Any] = {"refresh_interval": "-1", "number_of_replicas": 0}
 """The new index's settings while the backfill fills it."""
+_TIMES = ("started_at", "updated_at", "finished_at")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +47,51 @@ class Plan:
     def summary(self) -> dict[str, Any]:
         watermark = watermark_keys(self.watermark)
         return {**dataclasses.asdict(self), "topics": list(self.topics), "watermark": watermark}
+
+
+@dataclass(frozen=True, slots=True)
+class RebuildOptions:
+    aggregate_type: str
+    resume: bool = False
+    abandon: bool = False
+    dry_run: bool = False
+    wait_for_live: bool = True
+    stop_after_chunks: int | None = None  # drills and tests: stop as if killed after K chunks
+
+    def check(self, alias: str, existing: RebuildRecord | None) -> None:
+        """Refuse to start a second rebuild of `alias`, or to resume none."""
+        if existing is not None and not self.resume:
+            raise OperationRefused(
+                f"alias {alias} has an unfinished rebuild {existing.rebuild_id} "
+                f"({existing.status.value}, into {existing.target_index}): pass --resume to "
+                "continue it, or --abandon to give it up"
+            )
+        if existing is None and self.resume:
+            raise InvalidRequest(
+                f"no unfinished rebuild of {alias} to resume: run without --resume"
+            )
+
+
+@dataclass(slots=True)
+class RebuildOutcome:
+    ok: bool
+    action: str  # planned, done, refused, interrupted, abandoned, waiting
+    message: str
+    record: RebuildRecord | None = None
+    plan: Plan | None = None
+    verify: VerifyReport | None = None
+    failures: list[tuple[str, str]] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "action": self.action,
+            "message": self.message,
+            "plan": None if self.plan is None else self.plan.summary(),
+            "rebuild": None if self.record is None else record_summary(self.record, *_TIMES),
+            "verify": None if self.verify is None else self.verify.summary(),
+            "failures": [{"id": i, "why": w} for i, w in self.failures],
+        }
 
 
 async def make_plan(

@@ -24,7 +24,7 @@ from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.ops.rebuild import plan as plans
 from searchsync.ops.rebuild.backfill import Backfill, ChunkDone, backfill_chunks
 from searchsync.ops.rebuild.catchup import CatchupGroup, CatchupRun
-from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
+from searchsync.ops.rebuild.plan import RebuildOptions, RebuildOutcome
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.rebuild.records import RebuildRecord, RebuildStateStore, Status, watermark_keys
 from searchsync.ops.rebuild.verify import VerifyReport, verify

@@ -20,7 +20,7 @@ from searchsync.errors import OperationRefused
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.mysql.outbox import Outbox
 from searchsync.observability.rebuild_metrics import RebuildMetrics
-from searchsync.ops.rebuild.plan import check_history, high_watermarks
+from searchsync.ops.rebuild.plan import below_log_start, high_watermarks
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.rebuild.records import RebuildRecord, Watermark
 from searchsync.projection import Projector
@@ -56,7 +56,14 @@ class CatchupGroup:
 
     async def seed(self, record: RebuildRecord) -> None:
         """Set the catch-up group's offsets to the watermark, still in the topics' history."""
-        await asyncio.to_thread(check_history, self._kafka, record.watermark, record.alias)
+        if lost := await asyncio.to_thread(below_log_start, self._kafka, record.watermark):
+            raise OperationRefused(
+                f"the catch-up of {record.alias} would start below the log start "
+                f"({'; '.join(lost)}): those events were deleted by retention while the backfill "
+                "ran, so this rebuild cannot be completed. Run `searchsync rebuild --abandon`, "
+                "then `searchsync rebuild` again (a shorter backfill, or a longer topic "
+                "retention.ms, keeps the watermark in the log)"
+            )
         failed = await asyncio.to_thread(
             self._kafka.alter_committed, record.catchup_group, dict(record.watermark)
         )
@@ -197,8 +204,4 @@ async def _will_start_below(
         return False
     if await asyncio.to_thread(kafka.active_members, settings.kafka.group_id):
         return False
-    for topic in sorted({t for t, _ in target}):
-        marks = await asyncio.to_thread(kafka.watermarks, topic)
-        if any(target.get((topic, p), m.low) < m.low for p, m in marks.items()):
-            return False
-    return True
+    return not await asyncio.to_thread(below_log_start, kafka, target)

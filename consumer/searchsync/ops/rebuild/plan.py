@@ -257,22 +257,15 @@ def catchup_settings(settings: Settings, group: str, topics: Sequence[str]) -> S
     return dataclasses.replace(settings, kafka=kafka, observability=observability)
 
 
-def check_history(admin: KafkaAdmin, watermark: Watermark, alias: str) -> None:
-    """Raise `OperationRefused` when a partition's watermark lies below its log start now: events
-    the catch-up must replay were deleted (retention) before it started."""
-    lost: list[str] = []
-    for topic in sorted({t for t, _ in watermark}):
-        for partition, marks in admin.watermarks(topic).items():
-            offset = watermark.get((topic, partition))
-            if offset is not None and offset < marks.low:
-                lost.append(f"{topic}[{partition}] watermark {offset} < log start {marks.low}")
-    if lost:
-        raise OperationRefused(
-            f"the catch-up of {alias} would start below the log start ({'; '.join(lost)}): those "
-            "events were deleted by retention while the backfill ran, so this rebuild cannot be "
-            "completed. Run `searchsync rebuild --abandon`, then `searchsync rebuild` again (a "
-            "shorter backfill, or a longer topic retention.ms, keeps the watermark in the log)"
-        )
+def below_log_start(admin: KafkaAdmin, watermark: Watermark) -> list[str]:
+    """Each partition whose watermark lies below its log start now, as text: the events from the
+    watermark to the log start were deleted (retention)."""
+    return [
+        f"{topic}[{partition}] watermark {offset} < log start {marks.low}"
+        for topic in sorted({t for t, _ in watermark})
+        for partition, marks in admin.watermarks(topic).items()
+        if (offset := watermark.get((topic, partition))) is not None and offset < marks.low
+    ]
 
 
 def high_watermarks(admin: KafkaAdmin, topics: Sequence[str]) -> dict[TopicPartition, int]:

@@ -111,7 +111,6 @@ class CatchupGroup:
             self._progress.step("catch-up", f"group {record.catchup_group} started")
 
     def failure(self) -> str | None:
-        """Why the catch-up consumer stopped by itself, if it did."""
         task = self._task
         if task is None or not task.done():
             return None

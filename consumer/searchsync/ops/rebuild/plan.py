@@ -107,7 +107,6 @@ async def make_plan(
     topics = await asyncio.to_thread(type_topics, kafka, settings, projector.aggregate_type)
     watermark = await asyncio.to_thread(high_watermarks, kafka, topics)
     indices = await index_admin.list_indices(alias)
-    current = next((i for i in indices if i.name == writer.index), None)
     name = naming.next_physical_name(alias, [i.name for i in indices])
     return Plan(
         aggregate_type=projector.aggregate_type,
@@ -120,7 +119,7 @@ async def make_plan(
         rows=await truth.count(projector),
         old_schema_version=writer.schema_version,
         new_schema_version=projector.schema_version,
-        current_docs=None if current is None else current.docs,
+        current_docs=next((i.docs for i in indices if i.name == writer.index), None),
     )
 
 
@@ -213,7 +212,6 @@ def _flat_settings(mapping: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def index_body(mapping: Mapping[str, Any]) -> dict[str, Any]:
-    """The projector's index body with the bulk-load settings over its own."""
     settings = {k: v for k, v in _flat_settings(mapping).items() if k not in BULK_LOAD}
     return {**mapping, "settings": {**settings, **BULK_LOAD}}
 

@@ -111,8 +111,6 @@ def unfinished_exists(alias: str) -> OperationRefused:
 
 
 class MysqlRebuildState:
-    """`RebuildStateStore` on the ``search_rebuild_state`` table."""
-
     def __init__(self, pool: aiomysql.Pool) -> None:
         self._table = StateTable(pool, "search_rebuild_state", RebuildRecord, _MUTABLE)
 

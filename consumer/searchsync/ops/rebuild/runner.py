@@ -79,8 +79,7 @@ class Rebuilder:
     async def save(self, record: RebuildRecord, **changes: Any) -> RebuildRecord:
         """Store `record` with `changes`, stamped (and marked finished by a final status)."""
         now = utc_now()
-        status = changes.get("status", record.status)
-        finished_at = now if isinstance(status, Status) and status.finished else None
+        finished_at = now if changes.get("status", record.status).finished else None
         updated = dataclasses.replace(record, updated_at=now, finished_at=finished_at, **changes)
         await self.state.save(updated)
         return updated
@@ -262,7 +261,6 @@ class Rebuilder:
         return record, report
 
     async def _source_info(self, record: RebuildRecord) -> IndexInfo | None:
-        """The index the rebuild started from, as it is now (None once it is gone)."""
         found = await self.index_admin.list_indices(record.alias)
         return next((i for i in found if i.name == record.source_index), None)
 

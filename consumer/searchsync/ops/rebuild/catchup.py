@@ -182,8 +182,12 @@ async def live_group_passed(
         found = await asyncio.to_thread(kafka.committed, group, sorted(target))
         if all((found.get(tp) or 0) >= offset for tp, offset in target.items()):
             return f"live group {group} is past the watermark"
-        if all(v is None for v in found.values()) and await _will_start_below(
-            kafka, settings, target
+        if (
+            all(v is None for v in found.values())
+            and settings.kafka.auto_offset_reset == "earliest"
+            # and no member runs: a member's first commit is not far
+            and not await asyncio.to_thread(kafka.active_members, group)
+            and not await asyncio.to_thread(below_log_start, kafka, target)
         ):
             return (
                 f"live group {group} has not committed yet: it starts at the log start, "
@@ -193,14 +197,3 @@ async def live_group_passed(
             return None
         await sleep(settings.load.poll_interval_s)
 
-
-async def _will_start_below(
-    kafka: KafkaAdmin, settings: Settings, target: dict[tuple[str, int], int]
-) -> bool:
-    """True when a new live group starts at the log start and that is at or below `target` on
-    every partition (and no member runs: a member's first commit is not far)."""
-    if settings.kafka.auto_offset_reset != "earliest":
-        return False
-    if await asyncio.to_thread(kafka.active_members, settings.kafka.group_id):
-        return False
-    return not await asyncio.to_thread(below_log_start, kafka, target)

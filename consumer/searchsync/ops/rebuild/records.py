@@ -15,7 +15,7 @@ import aiomysql
 import orjson
 
 from searchsync.errors import OperationRefused
-from searchsync.mysql.pool import db_time, transaction_cursor
+from searchsync.mysql.pool import db_time, fetch_all, transaction_cursor
 from searchsync.types import TopicPartition
 
 if TYPE_CHECKING:
@@ -152,9 +152,7 @@ class StateTable:
     async def select(self, where: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
         """The rows matching `where` (a constant condition; the values in `args`)."""
         sql = f"SELECT {self._names} FROM `{self._table}` WHERE {where}"
-        async with transaction_cursor(self._pool, f"read {self._table}") as cur:
-            await cur.execute(sql, args)
-            rows = await cur.fetchall()
+        rows = await fetch_all(self._pool, f"read {self._table}", sql, args)
         return [dict(zip(self._columns, row, strict=True)) for row in rows]
 
     async def insert(self, rows: list[dict[str, Any]]) -> bool:

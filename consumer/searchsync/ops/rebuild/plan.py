@@ -212,8 +212,7 @@ def _flat_settings(mapping: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def index_body(mapping: Mapping[str, Any]) -> dict[str, Any]:
-    settings = {k: v for k, v in _flat_settings(mapping).items() if k not in BULK_LOAD}
-    return {**mapping, "settings": {**settings, **BULK_LOAD}}
+    return {**mapping, "settings": {**_flat_settings(mapping), **BULK_LOAD}}
 
 
 def restored_settings(mapping: Mapping[str, Any], previous: IndexInfo | None) -> tuple[str, int]:

@@ -32,8 +32,6 @@ from searchsync.projection import Projector, ProjectorRegistry
 from searchsync.search.port import IndexAdmin, IndexInfo, SearchEngine
 from searchsync.search.sink import Sink
 
-Failures = list[tuple[str, str]]
-
 
 @dataclass(kw_only=True)
 class Rebuilder:
@@ -119,7 +117,7 @@ class Rebuilder:
     async def _continue(
         self, projector: Projector, record: RebuildRecord, options: RebuildOptions
     ) -> RebuildOutcome:
-        failures: Failures = []
+        failures: list[tuple[str, str]] = []
         if record.status is Status.BACKFILLING:
             if not await self.index_admin.exists(record.target_index):  # new, or saved just before
                 await plans.create_index(self.index_admin, projector, record)
@@ -134,7 +132,7 @@ class Rebuilder:
 
     async def _backfill(
         self, projector: Projector, record: RebuildRecord, options: RebuildOptions
-    ) -> tuple[RebuildRecord, bool, Failures]:
+    ) -> tuple[RebuildRecord, bool, list[tuple[str, str]]]:
         total = await self.truth.count(projector)
         current = record
 
@@ -169,7 +167,7 @@ class Rebuilder:
         projector: Projector,
         record: RebuildRecord,
         options: RebuildOptions,
-        failures: Failures,
+        failures: list[tuple[str, str]],
     ) -> RebuildOutcome:
         report: VerifyReport | None = None
         if record.status is not Status.SWAPPED:

@@ -21,7 +21,7 @@ import aiomysql
 import pytest
 import pytest_asyncio
 from searchsync.cli.reconcile import run_rebuild
-from searchsync.ops.rebuild.outcome import RebuildOptions
+from searchsync.ops.rebuild.plan import RebuildOptions
 from searchsync.projection import registry_from_settings
 from searchsync.runtime import Runtime
 

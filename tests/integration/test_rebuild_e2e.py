@@ -26,7 +26,7 @@ from searchsync.config import Settings, load_settings
 from searchsync.devtools.loadgen import run_loadgen
 from searchsync.mysql.truth import MysqlTruth
 from searchsync.naming import read_alias_name
-from searchsync.ops.rebuild.outcome import RebuildOptions
+from searchsync.ops.rebuild.plan import RebuildOptions
 from searchsync.ops.rebuild.records import MysqlRebuildState, Status
 from searchsync.runtime import Runtime
 from searchsync.search.client import make_es_client

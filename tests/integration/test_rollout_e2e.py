@@ -30,7 +30,7 @@ from searchsync.cli.reconcile import run_rebuild
 from searchsync.config import load_settings
 from searchsync.devtools.loadgen import run_loadgen
 from searchsync.mysql.truth import MysqlTruth
-from searchsync.ops.rebuild.outcome import RebuildOptions
+from searchsync.ops.rebuild.plan import RebuildOptions
 from searchsync.ops.rebuild.records import Status
 from searchsync.projection import default_registry
 from searchsync.runtime import Runtime

@@ -11,7 +11,7 @@ from searchsync.cli import main
 from searchsync.config import load_settings
 from searchsync.errors import OperationRefused
 from searchsync.exit_codes import ExitCode
-from searchsync.ops.rebuild.outcome import RebuildOptions
+from searchsync.ops.rebuild.plan import RebuildOptions
 from searchsync.ops.status_probes import group_section
 from searchsync.resources import KafkaClients
 

@@ -12,7 +12,7 @@ import searchsync.cli.reconcile as heal_cli
 from runtime_fakes import Fakes
 from searchsync.cli import main
 from searchsync.gc_tuning import YOUNG_THRESHOLD, tune_for_throughput
-from searchsync.ops.rebuild.outcome import RebuildOutcome
+from searchsync.ops.rebuild.plan import RebuildOutcome
 
 
 @pytest.fixture(autouse=True)

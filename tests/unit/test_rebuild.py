@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 from searchsync.errors import InvalidRequest, OperationRefused
-from searchsync.ops.rebuild.outcome import RebuildOptions
+from searchsync.ops.rebuild.plan import RebuildOptions
 from searchsync.ops.rebuild.records import Status
 from searchsync.search.sink import IndexOp, Sink
 

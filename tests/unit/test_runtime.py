@@ -10,7 +10,7 @@ from runtime_fakes import search_of, tables_of
 from searchsync.config import load_settings
 from searchsync.errors import TransientError
 from searchsync.observability.repair_metrics import RepairMetrics
-from searchsync.ops.rebuild.outcome import RebuildOptions
+from searchsync.ops.rebuild.plan import RebuildOptions
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.repair.model import FindingKind, RotationReport
 from searchsync.ops.repair.wheel import run_repair

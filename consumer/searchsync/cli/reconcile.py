@@ -24,7 +24,7 @@ from searchsync.gc_tuning import tune_for_throughput
 from searchsync.observability.http import serve_job_metrics
 from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.observability.repair_metrics import RepairMetrics
-from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
+from searchsync.ops.rebuild.plan import RebuildOptions, RebuildOutcome
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.repair.lease import RepairLease
 from searchsync.ops.repair.model import BucketReport, FindingKind, RotationReport

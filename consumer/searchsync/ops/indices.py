@@ -122,7 +122,6 @@ async def drop(admin: IndexAdmin, alias: str, index: str, *, dry_run: bool = Fal
 
 
 def _named(alias: str, rows: Sequence[IndexInfo], name: str) -> IndexInfo:
-    """The physical index `name` of `alias` among `rows`; `InvalidRequest` when there is none."""
     if physical_version(alias, name) is None:
         raise InvalidRequest(f"{name} is not a physical index of {alias} ({alias}_v<N>)")
     found = next((row for row in rows if row.name == name), None)

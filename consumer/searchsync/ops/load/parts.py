@@ -72,13 +72,10 @@ class LoadStateStore(Protocol):
         """Store every part of a new load in one transaction; False (nothing stored) when the
         load was planned already, by another process."""
 
-    async def save(self, record: LoadRecord) -> None:
-        """Store the progress fields of `record`."""
+    async def save(self, record: LoadRecord) -> None: ...
 
 
 class MysqlLoadState:
-    """`LoadStateStore` on the ``search_load_state`` table."""
-
     def __init__(self, pool: aiomysql.Pool) -> None:
         self._table = StateTable(pool, "search_load_state", LoadRecord, _MUTABLE)
 

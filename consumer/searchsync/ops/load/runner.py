@@ -74,16 +74,9 @@ class Loader:
                 )
                 done = sum(r.status is Status.DONE for r in records)
                 return LoadOutcome(True, "already_done", message, record, parts_done=done)
+            unset = dict.fromkeys(("watermark", "last_id", "message", "finished_at"))
             record = await self._save(
-                record,
-                status=Status.PENDING,
-                watermark=None,
-                last_id=None,
-                rows_done=0,
-                rows_failed=0,
-                chunks_done=0,
-                message=None,
-                finished_at=None,
+                record, status=Status.PENDING, rows_done=0, rows_failed=0, chunks_done=0, **unset
             )
         outcome = LoadOutcome(False, "interrupted", "", record, resumed_after=record.last_id)
         try:
@@ -248,7 +241,6 @@ class Loader:
             chunks=backfill_chunks(s),
             on_chunk=on_chunk,
             scope=first.scope,
-            floor_tombstones=False,  # the rows that exist; hard deletes are the live path's
             before_chunk=lag_allows,
         ).run(after_id=first.last_id, stop_after_chunks=options.stop_after_chunks)
         r = outcome.record

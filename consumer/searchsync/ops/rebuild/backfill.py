@@ -52,7 +52,6 @@ class _Prepared:
 class BackfillResult:
     last_id: str | None
     rows_done: int = 0  # by this run
-    rows_failed: int = 0
     chunks: int = 0
     complete: bool = False  # False: stopped by `stop_after_chunks`
     tombstones: int = 0  # hard-deleted ids written as tombstones at their revision floor
@@ -67,8 +66,8 @@ class Backfill:
     target_index: str
     chunks: ChunkController
     on_chunk: Callable[[ChunkDone], Awaitable[None]]
-    scope: KeyScope | None = None  # an initial load's part: its key range and where condition
-    floor_tombstones: bool = True  # at the end, tombstones for the hard-deleted ids
+    # None: a rebuild, ending with the floor tombstones; else a load's part (key range and where),
+    scope: KeyScope | None = None  # the rows that exist only: hard deletes are the live path's
     before_chunk: Callable[[], Awaitable[None]] | None = None  # the load's live-lag guard
 
     async def run(
@@ -90,7 +89,7 @@ class Backfill:
                 if isinstance(chunk, Exception):
                     raise chunk
                 if not chunk.rows:
-                    if self.floor_tombstones:
+                    if self.scope is None:
                         result.tombstones = await self._floor_tombstones(result)
                     result.complete = True
                     return result
@@ -104,7 +103,6 @@ class Backfill:
                 last_done = now
                 result.last_id = chunk.last_id
                 result.rows_done += chunk.rows
-                result.rows_failed += failed
                 result.chunks += 1
                 await self.on_chunk(ChunkDone(result.last_id, chunk.rows, indexed, failed))
             return result
@@ -221,7 +219,6 @@ class Backfill:
 
 
 def _outranks(projector: Projector, row: Row | None, floor: int) -> bool:
-    """True when `row` exists at a revision above the revision floor `floor`."""
     revision = None if row is None else projector.revision_of(row)
     return revision is not None and revision > floor
 

@@ -1,5 +1,5 @@
-"""What a rebuild decides before it changes anything: the type's topics and their watermark, the
-new physical index and its body and ``_meta``, and the catch-up group's settings."""
+"""What `searchsync rebuild` is asked to do; what it decides before it changes anything (the type's
+topics and watermark, the new index, its body and ``_meta``, the catch-up group); its outcome."""
 
 from __future__ import annotations
 
@@ -7,16 +7,17 @@ import asyncio
 import dataclasses
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from searchsync import naming
 from searchsync.config import Settings
-from searchsync.errors import OperationRefused
+from searchsync.errors import InvalidRequest, OperationRefused
 from searchsync.kafka.admin import KafkaAdmin
 from searchsync.mysql.truth import Truth
-from searchsync.ops.rebuild.records import RebuildRecord, Status, Watermark, watermark_keys
+from searchsync.ops.rebuild.records import RebuildRecord, Watermark, record_summary, watermark_keys
+from searchsync.ops.rebuild.verify import VerifyReport
 from searchsync.projection import Projector
 from searchsync.projection.topics import consumed_topics, subscription
 from searchsync.search.port import SCHEMA_VERSION_META, IndexAdmin, IndexInfo, WriteIndex
@@ -24,6 +25,7 @@ from searchsync.types import TopicPartition
 
 BULK_LOAD: Mapping[str, Any] = {"refresh_interval": "-1", "number_of_replicas": 0}
 """The new index's settings while the backfill fills it."""
+_TIMES = ("started_at", "updated_at", "finished_at")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,51 @@ class Plan:
         return {**dataclasses.asdict(self), "topics": list(self.topics), "watermark": watermark}
 
 
+@dataclass(frozen=True, slots=True)
+class RebuildOptions:
+    aggregate_type: str
+    resume: bool = False
+    abandon: bool = False
+    dry_run: bool = False
+    wait_for_live: bool = True
+    stop_after_chunks: int | None = None  # drills and tests: stop as if killed after K chunks
+
+    def check(self, alias: str, existing: RebuildRecord | None) -> None:
+        """Refuse to start a second rebuild of `alias`, or to resume none."""
+        if existing is not None and not self.resume:
+            raise OperationRefused(
+                f"alias {alias} has an unfinished rebuild {existing.rebuild_id} "
+                f"({existing.status.value}, into {existing.target_index}): pass --resume to "
+                "continue it, or --abandon to give it up"
+            )
+        if existing is None and self.resume:
+            raise InvalidRequest(
+                f"no unfinished rebuild of {alias} to resume: run without --resume"
+            )
+
+
+@dataclass(slots=True)
+class RebuildOutcome:
+    ok: bool
+    action: str  # planned, done, refused, interrupted, abandoned, waiting
+    message: str
+    record: RebuildRecord | None = None
+    plan: Plan | None = None
+    verify: VerifyReport | None = None
+    failures: list[tuple[str, str]] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "action": self.action,
+            "message": self.message,
+            "plan": None if self.plan is None else self.plan.summary(),
+            "rebuild": None if self.record is None else record_summary(self.record, *_TIMES),
+            "verify": None if self.verify is None else self.verify.summary(),
+            "failures": [{"id": i, "why": w} for i, w in self.failures],
+        }
+
+
 async def make_plan(
     settings: Settings,
     kafka: KafkaAdmin,
@@ -60,8 +107,6 @@ async def make_plan(
     topics = await asyncio.to_thread(type_topics, kafka, settings, projector.aggregate_type)
     watermark = await asyncio.to_thread(high_watermarks, kafka, topics)
     indices = await index_admin.list_indices(alias)
-    rows = await truth.count(projector)
-    current = next((i for i in indices if i.name == writer.index), None)
     name = naming.next_physical_name(alias, [i.name for i in indices])
     return Plan(
         aggregate_type=projector.aggregate_type,
@@ -71,10 +116,10 @@ async def make_plan(
         catchup_group=f"{settings.kafka.group_id}.rebuild.v{naming.physical_version(alias, name)}",
         topics=topics,
         watermark=watermark,
-        rows=rows,
+        rows=await truth.count(projector),
         old_schema_version=writer.schema_version,
         new_schema_version=projector.schema_version,
-        current_docs=None if current is None else current.docs,
+        current_docs=next((i.docs for i in indices if i.name == writer.index), None),
     )
 
 
@@ -100,7 +145,6 @@ async def write_index(
 
 
 def first_record(plan: Plan, rebuild_id: str, now: datetime) -> RebuildRecord:
-    """The record of a rebuild of `plan` that begins now, before its backfill."""
     return RebuildRecord(
         rebuild_id=rebuild_id,
         aggregate_type=plan.aggregate_type,
@@ -110,11 +154,6 @@ def first_record(plan: Plan, rebuild_id: str, now: datetime) -> RebuildRecord:
         schema_version=plan.new_schema_version,
         catchup_group=plan.catchup_group,
         watermark=dict(plan.watermark),
-        last_id=None,
-        rows_done=0,
-        rows_failed=0,
-        status=Status.BACKFILLING,
-        message=None,
         started_at=now,
         updated_at=now,
     )
@@ -173,9 +212,7 @@ def _flat_settings(mapping: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def index_body(mapping: Mapping[str, Any]) -> dict[str, Any]:
-    """The projector's index body with the bulk-load settings over its own."""
-    settings = {k: v for k, v in _flat_settings(mapping).items() if k not in BULK_LOAD}
-    return {**mapping, "settings": {**settings, **BULK_LOAD}}
+    return {**mapping, "settings": {**_flat_settings(mapping), **BULK_LOAD}}
 
 
 def restored_settings(mapping: Mapping[str, Any], previous: IndexInfo | None) -> tuple[str, int]:
@@ -200,7 +237,6 @@ def rebuild_meta(
 
 
 async def create_index(index_admin: IndexAdmin, projector: Projector, r: RebuildRecord) -> None:
-    """Create the rebuild's new index: the bulk-load settings, the rebuild's ``_meta``."""
     meta = rebuild_meta(projector.schema_version, r.rebuild_id, r.watermark, r.source_index)
     await index_admin.create_index(r.target_index, index_body(projector.mapping), meta=meta)
 
@@ -218,22 +254,15 @@ def catchup_settings(settings: Settings, group: str, topics: Sequence[str]) -> S
     return dataclasses.replace(settings, kafka=kafka, observability=observability)
 
 
-def check_history(admin: KafkaAdmin, watermark: Watermark, alias: str) -> None:
-    """Raise `OperationRefused` when a partition's watermark lies below its log start now: events
-    the catch-up must replay were deleted (retention) before it started."""
-    lost: list[str] = []
-    for topic in sorted({t for t, _ in watermark}):
-        for partition, marks in admin.watermarks(topic).items():
-            offset = watermark.get((topic, partition))
-            if offset is not None and offset < marks.low:
-                lost.append(f"{topic}[{partition}] watermark {offset} < log start {marks.low}")
-    if lost:
-        raise OperationRefused(
-            f"the catch-up of {alias} would start below the log start ({'; '.join(lost)}): those "
-            "events were deleted by retention while the backfill ran, so this rebuild cannot be "
-            "completed. Run `searchsync rebuild --abandon`, then `searchsync rebuild` again (a "
-            "shorter backfill, or a longer topic retention.ms, keeps the watermark in the log)"
-        )
+def below_log_start(admin: KafkaAdmin, watermark: Watermark) -> list[str]:
+    """Each partition whose watermark lies below its log start now, as text: the events from the
+    watermark to the log start were deleted (retention)."""
+    return [
+        f"{topic}[{partition}] watermark {offset} < log start {marks.low}"
+        for topic in sorted({t for t, _ in watermark})
+        for partition, marks in admin.watermarks(topic).items()
+        if (offset := watermark.get((topic, partition))) is not None and offset < marks.low
+    ]
 
 
 def high_watermarks(admin: KafkaAdmin, topics: Sequence[str]) -> dict[TopicPartition, int]:

@@ -45,10 +45,8 @@ class Progress:
         if self._base_rows is None:
             self._base_rows = rows_done
             self._started = now
-        elapsed = max(now - self._started, 1e-9)
-        rate = (rows_done - self._base_rows) / elapsed
-        left = max(0, rows_total - rows_done)
-        eta = left / rate if rate > 0 else None
+        rate = (rows_done - self._base_rows) / max(now - self._started, 1e-9)
+        eta = (rows_total - rows_done) / rate if rate > 0 else None  # rows_total >= rows_done
         if self.json_lines:
             self._emit(
                 {

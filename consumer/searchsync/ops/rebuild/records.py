@@ -15,7 +15,7 @@ import aiomysql
 import orjson
 
 from searchsync.errors import OperationRefused
-from searchsync.mysql.pool import db_time, transaction_cursor
+from searchsync.mysql.pool import db_time, fetch_all, transaction_cursor
 from searchsync.types import TopicPartition
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ class Status(enum.StrEnum):
         return self in (Status.DONE, Status.ABANDONED)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RebuildRecord:
     rebuild_id: str
     aggregate_type: str
@@ -65,11 +65,11 @@ class RebuildRecord:
     schema_version: int  # the projector's, which fills the target
     catchup_group: str
     watermark: Watermark
-    last_id: str | None
-    rows_done: int
-    rows_failed: int
-    status: Status
-    message: str | None
+    last_id: str | None = None
+    rows_done: int = 0
+    rows_failed: int = 0
+    status: Status = Status.BACKFILLING
+    message: str | None = None
     started_at: datetime
     updated_at: datetime
     finished_at: datetime | None = None
@@ -111,8 +111,6 @@ def unfinished_exists(alias: str) -> OperationRefused:
 
 
 class MysqlRebuildState:
-    """`RebuildStateStore` on the ``search_rebuild_state`` table."""
-
     def __init__(self, pool: aiomysql.Pool) -> None:
         self._table = StateTable(pool, "search_rebuild_state", RebuildRecord, _MUTABLE)
 
@@ -154,9 +152,7 @@ class StateTable:
     async def select(self, where: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
         """The rows matching `where` (a constant condition; the values in `args`)."""
         sql = f"SELECT {self._names} FROM `{self._table}` WHERE {where}"
-        async with transaction_cursor(self._pool, f"read {self._table}") as cur:
-            await cur.execute(sql, args)
-            rows = await cur.fetchall()
+        rows = await fetch_all(self._pool, f"read {self._table}", sql, args)
         return [dict(zip(self._columns, row, strict=True)) for row in rows]
 
     async def insert(self, rows: list[dict[str, Any]]) -> bool:

@@ -24,16 +24,13 @@ from searchsync.observability.rebuild_metrics import RebuildMetrics
 from searchsync.ops.rebuild import plan as plans
 from searchsync.ops.rebuild.backfill import Backfill, ChunkDone, backfill_chunks
 from searchsync.ops.rebuild.catchup import CatchupGroup, CatchupRun
-from searchsync.ops.rebuild.outcome import RebuildOptions, RebuildOutcome
+from searchsync.ops.rebuild.plan import RebuildOptions, RebuildOutcome
 from searchsync.ops.rebuild.progress import Progress
 from searchsync.ops.rebuild.records import RebuildRecord, RebuildStateStore, Status, watermark_keys
-from searchsync.ops.rebuild.sweep import Sweep
 from searchsync.ops.rebuild.verify import VerifyReport, verify
 from searchsync.projection import Projector, ProjectorRegistry
 from searchsync.search.port import IndexAdmin, IndexInfo, SearchEngine
 from searchsync.search.sink import Sink
-
-Failures = list[tuple[str, str]]
 
 
 @dataclass(kw_only=True)
@@ -57,9 +54,8 @@ class Rebuilder:
     def __post_init__(
         self, catchup: CatchupRun, outbox: Outbox, sleep: Callable[[float], Awaitable[None]]
     ) -> None:
-        s, progress = self.settings, self.progress
-        self.group = CatchupGroup(s, self.kafka, catchup, self.metrics, progress)
-        self.sweep = Sweep(s, self.reader, outbox, progress, self.group.failure, sleep)
+        s, kafka, metrics, progress = self.settings, self.kafka, self.metrics, self.progress
+        self.group = CatchupGroup(s, kafka, catchup, metrics, progress, self.reader, outbox, sleep)
 
     async def run(self, options: RebuildOptions) -> RebuildOutcome:
         projector = self.registry.get(options.aggregate_type)
@@ -81,8 +77,7 @@ class Rebuilder:
     async def save(self, record: RebuildRecord, **changes: Any) -> RebuildRecord:
         """Store `record` with `changes`, stamped (and marked finished by a final status)."""
         now = utc_now()
-        status = changes.get("status", record.status)
-        finished_at = now if isinstance(status, Status) and status.finished else None
+        finished_at = now if changes.get("status", record.status).finished else None
         updated = dataclasses.replace(record, updated_at=now, finished_at=finished_at, **changes)
         await self.state.save(updated)
         return updated
@@ -122,7 +117,7 @@ class Rebuilder:
     async def _continue(
         self, projector: Projector, record: RebuildRecord, options: RebuildOptions
     ) -> RebuildOutcome:
-        failures: Failures = []
+        failures: list[tuple[str, str]] = []
         if record.status is Status.BACKFILLING:
             if not await self.index_admin.exists(record.target_index):  # new, or saved just before
                 await plans.create_index(self.index_admin, projector, record)
@@ -137,7 +132,7 @@ class Rebuilder:
 
     async def _backfill(
         self, projector: Projector, record: RebuildRecord, options: RebuildOptions
-    ) -> tuple[RebuildRecord, bool, Failures]:
+    ) -> tuple[RebuildRecord, bool, list[tuple[str, str]]]:
         total = await self.truth.count(projector)
         current = record
 
@@ -172,7 +167,7 @@ class Rebuilder:
         projector: Projector,
         record: RebuildRecord,
         options: RebuildOptions,
-        failures: Failures,
+        failures: list[tuple[str, str]],
     ) -> RebuildOutcome:
         report: VerifyReport | None = None
         if record.status is not Status.SWAPPED:
@@ -190,7 +185,7 @@ class Rebuilder:
         target = await self.group.catch_up(record)  # the live group's writes to the old index
         live = self.settings.kafka.group_id
         changed = old_version is not None and old_version != projector.schema_version
-        note = await self.sweep.run(projector, record) if changed else ""
+        note = await self.group.sweep(projector, record) if changed else ""
         if changed and options.wait_for_live:
             self.progress.step(
                 "handover",
@@ -248,10 +243,8 @@ class Rebuilder:
             if report.ok:
                 break
         if not report.ok:
-            record = await self.save(
-                record, status=Status.REFUSED, message="; ".join(report.reasons)
-            )
-            return record, report
+            reasons = "; ".join(report.reasons)
+            return await self.save(record, status=Status.REFUSED, message=reasons), report
         # one _aliases call moves the write alias and its read alias (invariant 15)
         await self.index_admin.swap_alias(
             record.alias, old=record.source_index, new=record.target_index
@@ -266,7 +259,6 @@ class Rebuilder:
         return record, report
 
     async def _source_info(self, record: RebuildRecord) -> IndexInfo | None:
-        """The index the rebuild started from, as it is now (None once it is gone)."""
         found = await self.index_admin.list_indices(record.alias)
         return next((i for i in found if i.name == record.source_index), None)
 

@@ -70,8 +70,7 @@ async def verify(
     """Measure `record`'s new index against the truth and its old index (a new random sample on
     every call)."""
     old_index, new_index, failed_rows = record.source_index, record.target_index, record.rows_failed
-    report = VerifyReport(failed_rows=failed_rows)
-    report.rows = await truth.count(projector)
+    report = VerifyReport(rows=await truth.count(projector), failed_rows=failed_rows)
     await reader.refresh(new_index)
     report.docs = await reader.count(new_index)
     deleted = await reader.deleted_ids(new_index)

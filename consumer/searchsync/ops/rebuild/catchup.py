@@ -196,4 +196,3 @@ async def live_group_passed(
         if time.monotonic() >= deadline:
             return None
         await sleep(settings.load.poll_interval_s)
-

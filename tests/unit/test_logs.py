@@ -65,6 +65,8 @@ def test_secrets_are_masked_at_any_depth(stream: io.StringIO) -> None:
             "items": [{"token": "t"}],
             "secret": Secret("s3"),
             "wrapped": Secret("hunter2"),
+            "kafka": {"sasl_jaas_config": "jaas-value", "ssl_key_pem": "pem-value"},
+            "credentials_file": "cred-value",
         },
     )
     text = stream.getvalue()
@@ -73,6 +75,9 @@ def test_secrets_are_masked_at_any_depth(stream: io.StringIO) -> None:
     assert line["password"] == "***"
     assert line["config"] == {"mysql": {"Password": "***", "user": "u"}, "api_key": "***"}
     assert line["wrapped"] == "***"
+    # the settings' own notion of a credential key (`SENSITIVE_KEY`), not a narrower one
+    assert line["kafka"] == {"sasl_jaas_config": "***", "ssl_key_pem": "***"}
+    assert line["credentials_file"] == "***"
 
 
 def test_unset_secrets_show_as_unset(stream: io.StringIO) -> None:
@@ -161,5 +166,6 @@ def test_any_extra_round_trips_as_one_line(extra: dict[str, str]) -> None:
     decoded = orjson.loads(text)
     assert decoded["msg"] == "m\nm"
     for key, value in extra.items():
-        masked = any(word in key for word in ("password", "secret", "token"))
+        words = ("password", "passwd", "secret", "token", "credential", "apikey", "pem", "jaas")
+        masked = any(word in key for word in words)
         assert decoded[key] == ("***" if masked else value)

@@ -52,13 +52,20 @@ from searchsync.config._reader import (
     did_you_mean,
     read_fields,
 )
-from searchsync.config._secrets import MASK, Secret, scrub_credentials, scrub_known
+from searchsync.config._secrets import (
+    MASK,
+    SENSITIVE_KEY,
+    Secret,
+    scrub_credentials,
+    scrub_known,
+)
 from searchsync.errors import ConfigError
 
 __all__ = [
     "MASK",
     "MYSQL_FLAVORS",
     "PROJECTION_ENTRY_FORM",
+    "SENSITIVE_KEY",
     "ConnectSettings",
     "ElasticsearchSettings",
     "FanoutSettings",

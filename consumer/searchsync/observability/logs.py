@@ -6,7 +6,6 @@ passwords and configured secret values masked. `configure_logging` is called onc
 from __future__ import annotations
 
 import logging
-import re
 import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -14,10 +13,9 @@ from typing import Any, Final, TextIO
 
 import orjson
 
-from searchsync.config import MASK, scrub_credentials, scrub_known
+from searchsync.config import MASK, SENSITIVE_KEY, scrub_credentials, scrub_known
 
 EVENT_OUTCOME_MESSAGE: Final = "event outcome"
-_SECRET_KEY = re.compile(r"password|passwd|secret|token|api[_.-]?key", re.IGNORECASE)
 _MAX_DEPTH: Final = 8
 
 # Attributes every LogRecord has; anything else on a record came from `extra=`.
@@ -68,7 +66,7 @@ def _mask(value: Any, depth: int) -> Any:
 
 def _is_set_secret(key: object, value: Any) -> bool:
     """A credential-looking key with a value: masked. An unset one (None) shows as unset."""
-    return isinstance(key, str) and bool(_SECRET_KEY.search(key)) and value is not None
+    return isinstance(key, str) and bool(SENSITIVE_KEY.search(key)) and value is not None
 
 
 def configure_logging(

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import IO, Final
 
 import aiomysql
-from searchsync.mysql.pool import IDENTIFIER
+from searchsync.naming import IDENTIFIER
 
 _REPO: Final = Path(__file__).resolve().parents[1]
 SYNC_BUCKET_SQL: Final = _REPO / "schemas" / "sql" / "optional" / "sync_bucket.sql"

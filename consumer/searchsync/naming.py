@@ -20,6 +20,9 @@ INDEX_PREFIX: Final = re.compile(r"[a-z0-9][a-z0-9_-]{0,99}")
 AGGREGATE_TYPE: Final = re.compile(r"[a-z][a-z0-9_]{0,62}")
 """An aggregate type as it appears in names: [a-z][a-z0-9_]*, 1..63 characters."""
 
+IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+"""A MySQL table, column or index name as searchsync accepts it (quoted, or checked, in SQL)."""
+
 MAX_NAME_BYTES: Final = 255
 READ_ALIAS_SUFFIX: Final = "_live"
 _FORBIDDEN: Final = frozenset('\\/*?"<>|,#: ')

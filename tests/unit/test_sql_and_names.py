@@ -24,8 +24,9 @@ from hypothesis import strategies as st
 from searchsync import naming
 from searchsync.config import load_settings
 from searchsync.errors import ConfigError
-from searchsync.mysql.pool import IDENTIFIER, quote_identifier
+from searchsync.mysql.pool import quote_identifier
 from searchsync.mysql.schema import violations
+from searchsync.naming import IDENTIFIER
 from searchsync.projection import Projector, default_registry
 
 ROOT = Path(__file__).resolve().parents[2]

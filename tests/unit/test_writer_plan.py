@@ -18,7 +18,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from searchsync.errors import AggregateExists, AggregateNotFound, AggregateStateConflict
 from searchsync.events import decode
-from searchsync.mysql.pool import IDENTIFIER
+from searchsync.naming import IDENTIFIER
 from searchsync.types import Operation
 from searchsync.writer import AggregateTable
 from searchsync.writer._drivers import run_plan

@@ -24,10 +24,10 @@ from searchsync.config._reader import (
 from searchsync.config._secrets import scrub_credentials
 from searchsync.duration import DURATION_FORM, format_duration, parse_duration
 from searchsync.errors import ConfigError
+from searchsync.naming import IDENTIFIER
 
 _FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,127}")
 _DAY = timedelta(days=1)
-_TABLE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 _CANARY_ID: Final = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
@@ -219,7 +219,7 @@ class RelaySettings:
     """
 
     enabled: bool = setting(False, _Section.boolean)
-    table: str = setting("search_outbox", text(_TABLE, "a table name like 'search_outbox'"))
+    table: str = setting("search_outbox", text(IDENTIFIER, "a table name like 'search_outbox'"))
     batch_size: int = setting(100, integer(1, 10_000))
     poll_interval_s: float = setting(0.2, number(0.0, 60.0, lo_open=True))
     claim_timeout_s: float = setting(

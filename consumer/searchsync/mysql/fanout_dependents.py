@@ -7,7 +7,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from searchsync.mysql.pool import IDENTIFIER, quote_identifier
+from searchsync.mysql.pool import quote_identifier
+from searchsync.naming import IDENTIFIER
 from searchsync.projection import Child
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,6 @@ The family's statement texts come from `searchsync.mysql.dialect` through `diale
 
 from __future__ import annotations
 
-import re
 import ssl
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -26,6 +25,7 @@ from searchsync.mysql.dialect import (
     Dialect,
     flavor_of,
 )
+from searchsync.naming import IDENTIFIER
 
 if TYPE_CHECKING:
     from searchsync.config import MysqlSettings
@@ -42,7 +42,6 @@ _ER_TRANSIENT: Final = {
     ),
 }
 
-IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 """A table or column name searchsync interpolates into SQL (values are always parameters)."""
 
 # per pool: ``[mysql] flavor`` and the address (`create_pool`), then the server's dialect once

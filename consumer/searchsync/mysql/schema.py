@@ -18,7 +18,8 @@ from typing import Final
 import aiomysql
 
 from searchsync.mysql.dialect import DEFAULT_FLAVOR, Dialect, Flavor
-from searchsync.mysql.pool import IDENTIFIER, fetch_all
+from searchsync.mysql.pool import fetch_all
+from searchsync.naming import IDENTIFIER
 
 # Privileges on searchsync's own tables, per user: (table, privileges). One line per table.
 _CONSUMER_OWN: Final = (

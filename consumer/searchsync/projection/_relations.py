@@ -8,16 +8,13 @@ database's, so the same truth gives the same bytes (invariant 6).
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-from searchsync.naming import AGGREGATE_TYPE
-
-IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")  # a MySQL table or column name
+from searchsync.naming import AGGREGATE_TYPE, IDENTIFIER
 
 Row = Mapping[str, Any]
 """One row as aiomysql's DictCursor returns it (JSON columns as `str`, DATETIME as `datetime`)."""

@@ -197,8 +197,10 @@ class ConfigError(SearchSyncError):
         self.got = got
         self.cause = cause  # what went wrong, when more than "not the expected form"
         shown = "" if got is None else f" (got {got!r})"
-        told = f"expected {expected}{shown}" if cause is None else f"{cause}\n  expected {expected}"
-        super().__init__(f"config {key}: {told}")
+        self.detail = (
+            f"expected {expected}{shown}" if cause is None else f"{cause}\n  expected {expected}"
+        )
+        super().__init__(f"config {key}: {self.detail}")
 
 
 class PoisonMessage(SearchSyncError):

@@ -181,8 +181,19 @@ class GapAckTable(MysqlGapAcks):
             " WHERE group_id = %s ORDER BY id",
             (group,),
         )
-        at = "accepted_at"
-        return [GapAck(*list(r.values())[:-1], r[at].replace(tzinfo=UTC)) for r in rows]
+        return [
+            GapAck(
+                group=r["group_id"],
+                topic=r["topic"],
+                partition=r["kafka_partition"],
+                committed=r["committed_offset"],
+                log_start=r["log_start_offset"],
+                missing=r["lost_records"],
+                accepted_by=r["accepted_by"],
+                accepted_at=r["accepted_at"].replace(tzinfo=UTC),
+            )
+            for r in rows
+        ]
 
 
 class StateTable(ProjectionStateWriter):

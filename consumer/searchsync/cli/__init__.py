@@ -58,11 +58,7 @@ def main(
         settings = load_settings(os.environ, Path(path) if path else None)
         return command(args, settings, runtime(settings))
     except ConfigError as exc:
-        if exc.cause is not None:  # the cause first, the expected form after it
-            err(f"config error: {exc.key}: {exc.cause}\n  expected {exc.expected}")
-        else:
-            shown = "" if exc.got is None else f" (got {exc.got!r})"
-            err(f"config error: {exc.key}: expected {exc.expected}{shown}")
+        err(f"config error: {exc.key}: {exc.detail}")  # the cause first, then the expected form
         return ExitCode.USAGE
     except (InvalidRequest, DlqBudgetExceeded) as exc:
         usage = isinstance(exc, InvalidRequest)

@@ -83,8 +83,10 @@ class KafkaAdmin(Protocol):
         ...
 
 
-AdminFactory = Callable[..., KafkaAdmin]
-"""Makes a `KafkaAdmin` from a client config; keyword `timeout_s` bounds each of its requests."""
+class AdminFactory(Protocol):
+    """Makes a `KafkaAdmin` from a client config; `timeout_s` bounds each of its requests."""
+
+    def __call__(self, config: Mapping[str, Any], *, timeout_s: float = ...) -> KafkaAdmin: ...
 
 
 def _kafka_error(exc: BaseException) -> Any:

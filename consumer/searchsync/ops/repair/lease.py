@@ -16,7 +16,7 @@ import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -84,6 +84,11 @@ class MysqlLeaseStore:
             )
 
 
+def holder_name() -> str:
+    """This process, as the lease shows it: ``user@host pid N (token)``."""
+    return f"{getpass.getuser()}@{socket.gethostname()} pid {os.getpid()} ({uuid.uuid4().hex[:8]})"
+
+
 @dataclass(slots=True)
 class RepairLease:
     """The leases of one repair process; `seconds`: how long each lasts unless renewed; `holder`:
@@ -92,14 +97,9 @@ class RepairLease:
     _store: LeaseStore
     seconds: float
     _: KW_ONLY
-    holder: str = ""
+    holder: str = field(default_factory=holder_name)
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-
-    def __post_init__(self) -> None:
-        self.holder = self.holder or (
-            f"{getpass.getuser()}@{socket.gethostname()} pid {os.getpid()} ({uuid.uuid4().hex[:8]})"
-        )
 
     async def _take_all(self, types: Sequence[str]) -> list[Holder]:
         takes = [await self._store.take(t, self.holder, self.seconds) for t in sorted(types)]
